@@ -1,0 +1,1 @@
+"""The catalogue's bounds, one module per paper section."""

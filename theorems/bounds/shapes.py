@@ -1,0 +1,42 @@
+"""The few pair shapes every bound of the catalogue is built from (exact sympy weights)."""
+from __future__ import annotations
+
+from typing import List, Sequence
+
+import sympy as sp
+
+from ..mixture import GaussianMixture, MixturePair
+
+
+def binomial_weights(n: int, p: sp.Expr) -> List[sp.Expr]:
+    """Binom(i; n, p) for i = 0..n (the 0-based reading of erratum 1)."""
+    return [sp.binomial(n, i) * p**i * (1 - p) ** (n - i) for i in range(n + 1)]
+
+
+def hypergeometric_weights(population: int, marked: int, draws: int) -> List[sp.Expr]:
+    """Hypergeom(i; N_tot, k, Λ) for i = 0..min(k, Λ): i of the k marked windows among Λ drawn WOR.
+
+    Written as C(Λ, i) C(N_tot - Λ, k - i) / C(N_tot, k), which needs only binomials with a
+    small lower index (k), so it stays cheap for N_tot = 10^6.
+    """
+    total = sp.binomial(population, marked)
+    return [
+        sp.binomial(draws, i) * sp.binomial(population - draws, marked - i) / total
+        for i in range(min(marked, draws) + 1)
+    ]
+
+
+def against_gaussian(means: Sequence, weights: Sequence, sigma) -> MixturePair:
+    """H_α(MoG(means, weights) ‖ N(0, σ)): the optimistic/one-sided shape (T1, T3, T6, T9, T11-T14)."""
+    return MixturePair.of(GaussianMixture.of(means, weights), GaussianMixture.point(0), sigma)
+
+
+def mirrored(means: Sequence, weights: Sequence, sigma) -> MixturePair:
+    """H_α(MoG(-μ, p) ‖ MoG(μ, p)): mixture against its mirror image (T2, T4, T10)."""
+    mix = GaussianMixture.of(means, weights)
+    return MixturePair.of(mix.negated(), mix, sigma)
+
+
+def top_level(rho, mix: GaussianMixture) -> GaussianMixture:
+    """(1 - ρ) N(0, σ) + ρ mix: the element's sequence is in the top-level batch with probability ρ."""
+    return GaussianMixture.point(0).scaled(1 - rho) + mix.scaled(rho)

@@ -1,0 +1,261 @@
+"""The evaluation engine: H_α(P ‖ Q) for a pair of Gaussian mixtures with one σ.
+
+Every pair of the catalogue has a privacy loss L(x) = log dP/dQ(x) that is monotone in x
+(THEOREMS.md, last paragraph of "Bounds"). With z = x/σ and standardised means,
+
+    L(z) = F_p(z) - F_q(z),    F_w(z) = log Σ_i w_i exp(m_i z - m_i² / 2),
+
+so {L > log α} is a half-line bounded by the single root z* of L(z) = log α, and
+
+    H_α(P ‖ Q) = P(Z > z*) - α Q(Z > z*)          (L increasing)
+
+(the mirror image for L decreasing). This is the profile-from-PLD identity
+H_α = Pr[L_PQ > log α] - α Pr[L_QP < -log α] (Balle et al. 2018, Thm 5) evaluated with
+Gaussian CDFs. Two paths share this reduction:
+
+* :func:`hockey_stick` - numpy/scipy, vectorised over an array of α (fast path);
+* :func:`hockey_stick_mp` - mpmath at a chosen precision (reference path).
+
+Soundness: both are exact up to floating-point error; neither rounds in a chosen
+direction. Callers that need a one-sided value (the accountant) add their own margin.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mpmath as mp
+import numpy as np
+from scipy.special import log_ndtr, logsumexp, ndtr
+
+from .mixture import MixturePair, NumericMixturePair
+
+_NEWTON_ITERATIONS = 200
+
+
+class NotMonotoneError(ValueError):
+    """The pair's privacy loss is not monotone, so the one-root reduction does not apply."""
+
+
+@dataclass(frozen=True)
+class OrientedPair:
+    """A numeric pair mirrored (if needed) so that its privacy loss is non-decreasing in z.
+
+    ``lower`` / ``upper`` are the limits of L at -∞ / +∞ (possibly infinite).
+    """
+
+    a: np.ndarray
+    log_p: np.ndarray
+    b: np.ndarray
+    log_q: np.ndarray
+    lower: float
+    upper: float
+    mirrored: bool
+
+
+def _limits(a, p, b, q):
+    """Slopes and finite limits of L at ±∞ for the standardised, merged pair."""
+    slope_hi = a[-1] - b[-1]
+    slope_lo = a[0] - b[0]
+    lim_hi = np.inf if slope_hi > 0 else (-np.inf if slope_hi < 0 else np.log(p[-1] / q[-1]))
+    lim_lo = -np.inf if slope_lo > 0 else (np.inf if slope_lo < 0 else np.log(p[0] / q[0]))
+    return lim_lo, lim_hi
+
+
+def orient(pair: NumericMixturePair) -> OrientedPair:
+    """Mirror the pair (z → -z) when its loss decreases; raise if it is not monotone.
+
+    The direction is read off the limits of L at ±∞ (the leading components of P and Q).
+    A pair with P = Q has constant loss 0 and is kept as it is.
+    """
+    a, p, b, q = pair.a, pair.p, pair.b, pair.q
+    lo, hi = _limits(a, p, b, q)
+    mirrored = bool(hi < lo)
+    if mirrored:
+        a, b = -a[::-1], -b[::-1]
+        p, q = p[::-1], q[::-1]
+        lo, hi = _limits(a, p, b, q)
+    return OrientedPair(a, np.log(p), b, np.log(q), float(lo), float(hi), mirrored)
+
+
+def _loss_and_slope(o: OrientedPair, z: np.ndarray):
+    """L(z) and L'(z) for the oriented pair, vectorised over z."""
+    zp = z[:, None] * o.a[None, :] - 0.5 * o.a**2 + o.log_p
+    zq = z[:, None] * o.b[None, :] - 0.5 * o.b**2 + o.log_q
+    fp = logsumexp(zp, axis=1)
+    fq = logsumexp(zq, axis=1)
+    dp = np.sum(np.exp(zp - fp[:, None]) * o.a, axis=1)
+    dq = np.sum(np.exp(zq - fq[:, None]) * o.b, axis=1)
+    return fp - fq, dp - dq
+
+
+def privacy_loss(pair: MixturePair | NumericMixturePair, x) -> np.ndarray:
+    """L(x) = log dP/dQ(x) at points x (in units of C), vectorised."""
+    num = pair.numeric() if isinstance(pair, MixturePair) else pair
+    z = np.atleast_1d(np.asarray(x, dtype=float)) / num.sigma
+    zp = z[:, None] * num.a - 0.5 * num.a**2 + np.log(num.p)
+    zq = z[:, None] * num.b - 0.5 * num.b**2 + np.log(num.q)
+    return logsumexp(zp, axis=1) - logsumexp(zq, axis=1)
+
+
+def loss_root(o: OrientedPair, c: np.ndarray) -> np.ndarray:
+    """Solve L(z) = c for every c strictly inside (lower, upper): bracketed Newton, vectorised.
+
+    The bracket grows geometrically until it holds the root, then each iteration takes the
+    Newton step when it stays inside the bracket and bisects otherwise.
+    """
+    c = np.asarray(c, dtype=float)
+    span = float(max(np.max(np.abs(o.a)), np.max(np.abs(o.b)), 1.0))
+    lo = np.full(c.shape, -span)
+    hi = np.full(c.shape, span)
+    for _ in range(1100):
+        l_lo, _ = _loss_and_slope(o, lo)
+        l_hi, _ = _loss_and_slope(o, hi)
+        bad_lo = l_lo >= c
+        bad_hi = l_hi <= c
+        if not (bad_lo.any() or bad_hi.any()):
+            break
+        lo = np.where(bad_lo, lo * 2.0, lo)
+        hi = np.where(bad_hi, hi * 2.0, hi)
+    z = 0.5 * (lo + hi)
+    active = np.ones(c.shape, dtype=bool)
+    for _ in range(_NEWTON_ITERATIONS):
+        if not active.any():
+            break
+        idx = np.flatnonzero(active)
+        val, slope = _loss_and_slope(o, z[idx])
+        f = val - c[idx]
+        lo[idx] = np.where(f < 0, z[idx], lo[idx])
+        hi[idx] = np.where(f > 0, z[idx], hi[idx])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = z[idx] - f / slope
+        inside = np.isfinite(newton) & (newton > lo[idx]) & (newton < hi[idx])
+        step = np.where(inside, newton, 0.5 * (lo[idx] + hi[idx]))
+        done = (np.abs(step - z[idx]) <= 4e-16 * (1.0 + np.abs(z[idx]))) | (f == 0) | (
+            hi[idx] - lo[idx] <= 4e-16 * (1.0 + np.abs(z[idx]))
+        )
+        z[idx] = step
+        active[idx[done]] = False
+    return z
+
+
+def hockey_stick(pair: MixturePair | NumericMixturePair, alpha) -> np.ndarray:
+    """H_α(P ‖ Q) for an array of α ≥ 0 (numpy path; vectorised over α).
+
+    Exact up to float64 rounding (no directed rounding). Agrees with
+    :func:`hockey_stick_mp` to 1e-10 absolute (tests/theorems/test_engine_reference.py).
+    """
+    num = pair.numeric() if isinstance(pair, MixturePair) else pair
+    alpha = np.asarray(alpha, dtype=float)
+    if np.any(~np.isfinite(alpha)) or np.any(alpha < 0):
+        raise ValueError("alpha must be finite and >= 0")
+    o = orient(num)
+    shape = alpha.shape
+    alpha = alpha.ravel()
+    out = np.empty_like(alpha)
+    with np.errstate(divide="ignore"):
+        c = np.log(alpha)
+    everything = c <= o.lower  # {L > log α} is the whole line
+    nothing = c >= o.upper  # {L > log α} is empty
+    out[everything] = 1.0 - alpha[everything]
+    out[nothing & ~everything] = 0.0
+    inner = ~(everything | nothing)
+    if inner.any():
+        z = loss_root(o, c[inner])
+        tail_p = np.sum(np.exp(o.log_p) * ndtr(o.a[None, :] - z[:, None]), axis=1)
+        tail_q = np.sum(np.exp(o.log_q) * ndtr(o.b[None, :] - z[:, None]), axis=1)
+        out[inner] = tail_p - alpha[inner] * tail_q
+    out = np.maximum(out, np.maximum(0.0, 1.0 - alpha))
+    return out.reshape(shape)
+
+
+def log_tail_masses(pair: MixturePair | NumericMixturePair, alpha) -> tuple[np.ndarray, np.ndarray]:
+    """log P(L > log α) and log Q(L > log α), vectorised over α (for PLD construction)."""
+    num = pair.numeric() if isinstance(pair, MixturePair) else pair
+    alpha = np.asarray(alpha, dtype=float).ravel()
+    o = orient(num)
+    with np.errstate(divide="ignore"):
+        c = np.log(alpha)
+    lp = np.zeros_like(c)
+    lq = np.zeros_like(c)
+    nothing = c >= o.upper
+    lp[nothing] = -np.inf
+    lq[nothing] = -np.inf
+    inner = (c > o.lower) & ~nothing
+    if inner.any():
+        z = loss_root(o, c[inner])
+        lp[inner] = logsumexp(o.log_p + log_ndtr(o.a[None, :] - z[:, None]), axis=1)
+        lq[inner] = logsumexp(o.log_q + log_ndtr(o.b[None, :] - z[:, None]), axis=1)
+    return lp, lq
+
+
+# ----------------------------------------------------------------------------- mpmath path
+
+
+def _mp_arrays(pair: MixturePair):
+    """Standardised means and weights as mpf at the current precision, merged and sorted."""
+    nf = pair.normal_form()
+    sigma = mp.mpf(_mp_value(nf.sigma))
+
+    def conv(mix):
+        m = [mp.mpf(_mp_value(x)) / sigma for x in mix.means]
+        w = [mp.mpf(_mp_value(x)) for x in mix.weights]
+        kept = [(mi, wi) for mi, wi in zip(m, w) if wi > 0]
+        return [mi for mi, _ in kept], [wi for _, wi in kept]
+
+    a, p = conv(nf.P)
+    b, q = conv(nf.Q)
+    return a, p, b, q
+
+
+def _mp_value(expr):
+    """A sympy expression as an mpf at the current mpmath precision (exact rationals stay exact)."""
+    import sympy as sp
+
+    expr = sp.sympify(expr)
+    if expr.is_Rational:
+        return mp.mpf(int(expr.p)) / int(expr.q)
+    return mp.mpf(sp.N(expr, mp.mp.dps + 10))
+
+
+def _mp_loss(a, p, b, q, z):
+    fp = mp.fsum(w * mp.exp(m * z - m * m / 2) for m, w in zip(a, p))
+    fq = mp.fsum(w * mp.exp(m * z - m * m / 2) for m, w in zip(b, q))
+    return mp.log(fp) - mp.log(fq)
+
+
+def hockey_stick_mp(pair: MixturePair, alpha, dps: int = 40) -> mp.mpf:
+    """H_α(P ‖ Q) in arbitrary precision (reference path), for one α ≥ 0.
+
+    The root of L(z) = log α is bracketed from the float root and refined by bisection
+    with secant steps (Illinois) in mpmath at ``dps`` digits; the tails use mpmath's erfc.
+    Agrees with direct quadrature of max(dP - α dQ, 0) to relative 1e-15 at dps = 40
+    (tests/theorems/test_engine_reference.py).
+    """
+    with mp.workdps(dps):
+        alpha = mp.mpf(alpha)
+        if alpha < 0:
+            raise ValueError("alpha must be >= 0")
+        a, p, b, q = _mp_arrays(pair)
+        o = orient(pair.numeric())
+        if o.mirrored:
+            a, p = [-m for m in reversed(a)], list(reversed(p))
+            b, q = [-m for m in reversed(b)], list(reversed(q))
+        if alpha == 0:
+            return mp.mpf(1)
+        c = mp.log(alpha)
+        if float(c) <= o.lower:
+            return max(mp.mpf(0), 1 - alpha)
+        if float(c) >= o.upper:
+            return mp.mpf(0)
+        z0 = float(loss_root(o, np.array([float(c)]))[0])
+        f = lambda z: _mp_loss(a, p, b, q, z) - c  # noqa: E731
+        width = mp.mpf(1e-9) * (1 + abs(z0))
+        lo, hi = mp.mpf(z0) - width, mp.mpf(z0) + width
+        while f(lo) > 0:
+            lo -= 2 * (hi - lo)
+        while f(hi) < 0:
+            hi += 2 * (hi - lo)
+        z = mp.findroot(f, (lo, hi), solver="illinois", tol=mp.mpf(10) ** (-2 * dps), maxsteps=400)
+        tail = lambda m, zz: mp.erfc((zz - m) / mp.sqrt(2)) / 2  # noqa: E731
+        h = mp.fsum(w * tail(m, z) for m, w in zip(a, p)) - alpha * mp.fsum(w * tail(m, z) for m, w in zip(b, q))
+        return max(h, max(mp.mpf(0), 1 - alpha))

@@ -1,0 +1,163 @@
+"""Univariate mixtures of Gaussians with exact (sympy) means and weights, and pairs of them.
+
+A dominating pair of the paper is ``H_α(P ‖ Q)`` with ``P = MoG(μ, p, σ) = Σ_i p_i N(μ_i, σ²)``
+and ``Q`` likewise (THEOREMS.md, "Notation"). Means are in units of the clipping constant
+C, σ is the noise multiplier. Weights are sympy expressions of the configuration (exact
+Rationals for a concrete configuration, or symbols), so a pair can be printed,
+simplified and substituted; :meth:`MixturePair.numeric` gives float arrays for the
+engine in :mod:`theorems.hockey_stick`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence, Tuple
+
+import numpy as np
+import sympy as sp
+
+
+def _sym(x) -> sp.Expr:
+    return sp.sympify(x)
+
+
+@dataclass(frozen=True)
+class GaussianMixture:
+    """``MoG(means, weights)``: Σ_i weights[i] N(means[i], σ²) with σ held by the pair."""
+
+    means: Tuple[sp.Expr, ...]
+    weights: Tuple[sp.Expr, ...]
+
+    @staticmethod
+    def of(means: Iterable, weights: Iterable) -> "GaussianMixture":
+        means = tuple(_sym(m) for m in means)
+        weights = tuple(_sym(w) for w in weights)
+        if len(means) != len(weights):
+            raise ValueError(f"a mixture needs as many means as weights ({len(means)} != {len(weights)})")
+        if not means:
+            raise ValueError("a mixture needs at least one component")
+        return GaussianMixture(means, weights)
+
+    @staticmethod
+    def point(mean=0) -> "GaussianMixture":
+        """A single Gaussian N(mean, σ²)."""
+        return GaussianMixture.of([mean], [1])
+
+    def scaled(self, factor) -> "GaussianMixture":
+        """The same components with every weight multiplied by ``factor``."""
+        return GaussianMixture(self.means, tuple(factor * w for w in self.weights))
+
+    def negated(self) -> "GaussianMixture":
+        """The mirror image: means multiplied by -1."""
+        return GaussianMixture(tuple(-m for m in self.means), self.weights)
+
+    def __add__(self, other: "GaussianMixture") -> "GaussianMixture":
+        """Concatenation of components (use with :meth:`scaled` to form convex combinations)."""
+        return GaussianMixture(self.means + other.means, self.weights + other.weights)
+
+    def subs(self, mapping: Mapping) -> "GaussianMixture":
+        return GaussianMixture(
+            tuple(sp.sympify(m).subs(mapping) for m in self.means),
+            tuple(sp.sympify(w).subs(mapping) for w in self.weights),
+        )
+
+    def normal_form(self) -> "GaussianMixture":
+        """Components with equal means merged, sorted by mean, exactly-zero weights dropped.
+
+        Requires numeric means (all pairs of the catalogue have integer means in units of C).
+        """
+        merged: dict = {}
+        for m, w in zip(self.means, self.weights):
+            if not m.is_number:
+                raise ValueError(f"normal form needs numeric means, got {m}")
+            merged[m] = merged.get(m, sp.S.Zero) + w
+        keys = sorted(merged, key=lambda m: float(m))
+        kept = [(m, sp.simplify(merged[m])) for m in keys]
+        kept = [(m, w) for m, w in kept if not (w.is_number and w == 0)]
+        return GaussianMixture(tuple(m for m, _ in kept), tuple(w for _, w in kept))
+
+    def total_weight(self) -> sp.Expr:
+        return sp.Add(*self.weights)
+
+    def __str__(self) -> str:
+        nf = self
+        if len(nf.means) == 1 and nf.weights[0] == 1:
+            return f"N({nf.means[0]}, σ)"
+        means = ", ".join(str(m) for m in nf.means)
+        weights = ", ".join(str(w) for w in nf.weights)
+        return f"MoG([{means}], [{weights}], σ)"
+
+
+@dataclass(frozen=True)
+class NumericMixturePair:
+    """Float view of a pair: standardised means (divided by σ) and positive weights.
+
+    ``a, p`` describe P and ``b, q`` describe Q, each sorted by mean with equal means merged.
+    """
+
+    a: np.ndarray
+    p: np.ndarray
+    b: np.ndarray
+    q: np.ndarray
+    sigma: float
+
+
+@dataclass(frozen=True)
+class MixturePair:
+    """The pair (P, Q) of ``H_α(P ‖ Q)``, both mixtures with common standard deviation σ."""
+
+    P: GaussianMixture
+    Q: GaussianMixture
+    sigma: sp.Expr
+
+    @staticmethod
+    def of(P: GaussianMixture, Q: GaussianMixture, sigma) -> "MixturePair":
+        return MixturePair(P, Q, _sym(sigma))
+
+    def swapped(self) -> "MixturePair":
+        """(Q, P): the pair for α < 1 of the α-symmetric bounds (Zhu et al. 2022, Lemma 31)."""
+        return MixturePair(self.Q, self.P, self.sigma)
+
+    def subs(self, mapping: Mapping) -> "MixturePair":
+        return MixturePair(self.P.subs(mapping), self.Q.subs(mapping), self.sigma.subs(mapping))
+
+    def normal_form(self) -> "MixturePair":
+        return MixturePair(self.P.normal_form(), self.Q.normal_form(), sp.simplify(self.sigma))
+
+    def equivalent(self, other: "MixturePair") -> bool:
+        """True when sympy proves the two pairs equal: same means, weight differences simplify to 0."""
+        a, b = self.normal_form(), other.normal_form()
+        if sp.simplify(a.sigma - b.sigma) != 0:
+            return False
+        for x, y in ((a.P, b.P), (a.Q, b.Q)):
+            if len(x.means) != len(y.means) or any(sp.simplify(m - n) != 0 for m, n in zip(x.means, y.means)):
+                return False
+            if any(sp.simplify(u - v) != 0 for u, v in zip(x.weights, y.weights)):
+                return False
+        return True
+
+    def numeric(self) -> NumericMixturePair:
+        """Float arrays for the vectorised engine (means standardised by σ)."""
+        sigma = float(self.sigma)
+        if not sigma > 0:
+            raise ValueError(f"σ must be > 0, got {sigma}")
+
+        def arrays(mix: GaussianMixture):
+            nf = mix.normal_form()
+            m = np.array([float(x) for x in nf.means]) / sigma
+            w = np.array([float(x) for x in nf.weights])
+            keep = w > 0
+            return m[keep], w[keep]
+
+        a, p = arrays(self.P)
+        b, q = arrays(self.Q)
+        return NumericMixturePair(a, p, b, q, sigma)
+
+    def free_symbols(self) -> set:
+        exprs: Sequence = (*self.P.means, *self.P.weights, *self.Q.means, *self.Q.weights, self.sigma)
+        out: set = set()
+        for e in exprs:
+            out |= sp.sympify(e).free_symbols
+        return out
+
+    def __str__(self) -> str:
+        return f"H_α({self.P} ‖ {self.Q}), σ = {self.sigma}"

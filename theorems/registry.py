@@ -1,0 +1,68 @@
+"""The registry of every bound of THEOREMS.md, and the choice of the bound for a scheme.
+
+Adding a theorem is adding one object to a section module's ``BOUNDS``.
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+from .bounds import augmentation, bilevel, bottom_level, pooled
+from .bounds.base import Bound, TheoremError
+from .config import TrainingConfig
+
+REGISTRY: Dict[str, Bound] = {
+    b.id: b for module in (bottom_level, bilevel, augmentation, pooled) for b in module.BOUNDS
+}
+
+
+def get(theorem_id: str) -> Bound:
+    """The bound with this id (case-insensitive); :class:`TheoremError` for an unknown id."""
+    key = {k.lower(): k for k in REGISTRY}.get(str(theorem_id).lower())
+    if key is None:
+        raise TheoremError(f"unknown theorem id {theorem_id!r}; known: {', '.join(REGISTRY)}")
+    return REGISTRY[key]
+
+
+def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
+    """The tightest sound upper bound of the catalogue for the configured scheme, and why.
+
+    Tight bounds first (T1, T4, T6); T11 when augmentation is on (λ = 1, WOR + WR);
+    the general upper bounds (T2, T7, T8) for λ > 1. Refuses (TheoremError) schemes with
+    no sound upper bound in the catalogue: Poisson top level, and pooled windows when one
+    element lies in more than one window (T13 covers one window only).
+    """
+    top, bottom, lam = config.top, config.bottom, config.instances
+    if top in ("deterministic", "shuffle"):
+        if bottom == "poisson":
+            return REGISTRY["T4"], "T4 is tight for deterministic top level with Poisson bottom level"
+        if lam == 1:
+            return REGISTRY["T1"], "T1 is tight for deterministic top level, WR bottom level, λ = 1"
+        return REGISTRY["T2"], "T2 is the sound upper bound for deterministic top level, WR bottom level, λ > 1"
+    if top == "wor":
+        if bottom == "poisson":
+            return REGISTRY["T8"], "T8 is the sound upper bound for WOR top level with Poisson bottom level"
+        if lam == 1 and config.augmented:
+            return REGISTRY["T11"], "T11 amplifies T6 by the context/forecast augmentation noise (λ = 1)"
+        if lam == 1:
+            return REGISTRY["T6"], "T6 is tight for WOR top level, WR bottom level, λ = 1"
+        return REGISTRY["T7"], "T7 is the sound upper bound for WOR top level, WR bottom level, λ > 1"
+    if top == "pooled":
+        if config.k <= 1:
+            return REGISTRY["T13"], "T13 is tight for pooled windows when one element lies in one window"
+        raise TheoremError(
+            f"no sound upper bound in the catalogue for pooled windows with k = {config.k} windows per element: "
+            "T13 covers one window (record level) and T14 is a lower bound; pass --theorem T13 for record-level "
+            "privacy or --theorem T14 for the optimistic element-level value"
+        )
+    raise TheoremError(
+        f"no bound of the catalogue covers top={top!r}; use deterministic, shuffle or wor (or pooled)"
+    )
+
+
+def resolve(config: TrainingConfig, theorem_id: str | None = None) -> Tuple[Bound, str]:
+    """The bound named by ``theorem_id`` (checked against the scheme), or :func:`select_bound`."""
+    if theorem_id is None:
+        return select_bound(config)
+    bound = get(theorem_id)
+    bound.check(config)
+    return bound, f"{bound.id} requested"

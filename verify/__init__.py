@@ -1,0 +1,5 @@
+"""Accounting (dp-accounting PLDs), consistency checks, and the `tsdp` command line.
+
+Never imports torch (DESIGN.md layering); `attacks` and `reports` are imported lazily by
+the sub-commands that need them.
+"""
