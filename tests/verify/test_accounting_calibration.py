@@ -1,0 +1,37 @@
+"""Calibration round trip: σ re-accounts to ≤ target, σ (1 - tolerance) exceeds it."""
+import pytest
+
+from theorems.config import DEFAULT_CONFIG, ConfigError
+from verify.accounting import sound_epsilon
+from verify.calibration import calibrate_sigma
+
+D = 1e-3
+TOL = 1e-2
+CONFIGS = [
+    (DEFAULT_CONFIG.with_(N=n, batch_size=b, instances=lam, top=top, bottom=bottom), target, steps)
+    for n, b, lam, top, bottom, target, steps in [
+        (320, 32, 1, "wor", "wr", 1.0, 1), (320, 32, 1, "wor", "wr", 2.0, 10), (100, 20, 1, "wor", "wr", 4.0, 5),
+        (320, 64, 2, "wor", "wr", 2.0, 3), (320, 64, 2, "wor", "poisson", 3.0, 2),
+        (320, 32, 1, "deterministic", "wr", 2.0, 10), (320, 32, 1, "deterministic", "poisson", 2.0, 10),
+        (320, 64, 2, "deterministic", "wr", 3.0, 10), (50, 10, 1, "wor", "wr", 0.5, 1),
+        (200, 40, 1, "wor", "wr", 1.5, 20), (200, 40, 1, "wor", "poisson", 1.5, 3),
+        (400, 16, 1, "wor", "wr", 1.0, 8), (320, 96, 3, "wor", "wr", 5.0, 2), (320, 32, 1, "shuffle", "wr", 1.0, 1),
+        (64, 64, 1, "wor", "wr", 8.0, 1), (320, 32, 1, "wor", "wr", 0.3, 1), (500, 50, 1, "wor", "wr", 2.5, 30),
+        (320, 32, 1, "deterministic", "wr", 0.8, 25), (120, 24, 2, "wor", "poisson", 4.0, 4),
+        (320, 32, 1, "wor", "wr", 6.0, 12),
+    ]
+]
+
+
+@pytest.mark.parametrize("config,target,steps", CONFIGS)
+def test_calibration_round_trip(config, target, steps):
+    r = calibrate_sigma(config, target, 1e-5, steps=steps, tolerance=TOL, discretization=D)
+    again = sound_epsilon(config.with_(sigma=r.sigma), 1e-5, r.compositions, discretization=D)
+    assert again <= target
+    smaller = sound_epsilon(config.with_(sigma=r.sigma * (1 - TOL)), 1e-5, r.compositions, discretization=D)
+    assert smaller > target
+
+
+def test_calibration_rejects_bad_target():
+    with pytest.raises(ConfigError):
+        calibrate_sigma(DEFAULT_CONFIG, 0.0, 1e-5, steps=1)

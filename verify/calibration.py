@@ -1,0 +1,132 @@
+"""Calibrate the noise multiplier σ for a target (ε, δ) under the sound accounting.
+
+The sound composed ε (paper Appendix B.3 accounting of the theorem's one-step profile,
+:func:`verify.accounting.sound_epsilon`) is non-increasing in σ: every pair of the
+catalogue at σ' > σ is the pair at σ followed by independent Gaussian noise
+(post-processing). Bisection in log σ therefore finds the smallest admissible σ.
+
+Soundness direction: the returned σ is always one whose re-accounted sound ε is ≤ the
+target (an **upper** bound on the smallest admissible σ, the safe side); ``sigma_rejected``
+is a σ ≥ σ·(1 - tolerance) whose ε exceeds the target, so σ is within a relative
+``tolerance`` of the smallest admissible value on the accountant's grid.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+from theorems.config import ConfigError, TrainingConfig
+from theorems.registry import resolve
+
+from .accounting import _check_delta, compositions, sound_epsilon
+from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION
+
+DEFAULT_TOLERANCE = 1e-3
+"""Relative tolerance on σ: σ_rejected ≥ σ (1 - tolerance)."""
+
+SIGMA_MIN = 1e-2
+SIGMA_MAX = 1e4
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """σ (the smallest admissible to a relative ``tolerance``) and its re-accounted ε."""
+
+    sigma: float
+    epsilon: float
+    sigma_rejected: Optional[float]
+    epsilon_rejected: Optional[float]
+    target_epsilon: float
+    delta: float
+    theorem: str
+    reason: str
+    compositions: int
+    steps: Optional[int]
+    epochs: Optional[int]
+    tolerance: float
+    evaluations: int
+    discretization: float
+    config: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float, *, steps: Optional[int] = None,
+                    epochs: Optional[int] = None, theorem: Optional[str] = None,
+                    tolerance: float = DEFAULT_TOLERANCE, discretization: float = DEFAULT_DISCRETIZATION,
+                    tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
+                    log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION) -> CalibrationResult:
+    """Smallest σ (relative ``tolerance``) whose composed **sound** ε(δ) is ≤ ``target_epsilon``.
+
+    Sound accounting of paper Appendix B.3 (connect-the-dots, Doroshenko et al. 2022) for
+    the bound ``theorem`` (default: the tightest sound upper bound of the scheme). Bisection
+    in log σ from a bracket grown geometrically around ``config.sigma`` within
+    [1e-2, 1e4]. Direction: the answer never exceeds the target when re-accounted (it is the
+    bracket's admissible end); it may be up to ``tolerance`` (relative) larger than needed.
+    Raises ConfigError when the target is unreachable below σ = 1e4.
+    """
+    delta = _check_delta(delta)
+    if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) or not (
+        math.isfinite(target_epsilon) and target_epsilon > 0
+    ):
+        raise ConfigError("epsilon", "target ε must be finite and > 0", target_epsilon)
+    if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
+        raise ConfigError("tolerance", "must be in (0, 1)", tolerance)
+    bound, reason = resolve(config, theorem)
+    n = compositions(bound, config, steps=steps, epochs=epochs)
+    evaluations = 0
+
+    def eps_at(sigma: float) -> float:
+        nonlocal evaluations
+        evaluations += 1
+        return sound_epsilon(config.with_(sigma=sigma), delta, n, theorem=bound.id, discretization=discretization,
+                             tail_mass_truncation=tail_mass_truncation,
+                             log_mass_truncation_bound=log_mass_truncation_bound)
+
+    sigma0 = float(min(max(config.sigma, SIGMA_MIN), SIGMA_MAX))
+    e0 = eps_at(sigma0)
+    if e0 <= target_epsilon:
+        good, e_good, bad, e_bad = sigma0, e0, None, None
+        while good > SIGMA_MIN:
+            trial = max(good / 2, SIGMA_MIN)
+            e = eps_at(trial)
+            if e > target_epsilon:
+                bad, e_bad = trial, e
+                break
+            good, e_good = trial, e
+        if bad is None:  # even σ = 1e-2 meets the target
+            return _result(good, e_good, None, None, target_epsilon, delta, bound, reason, n, steps, epochs,
+                           tolerance, evaluations, discretization, config)
+    else:
+        bad, e_bad, good, e_good = sigma0, e0, None, None
+        while bad < SIGMA_MAX:
+            trial = min(bad * 2, SIGMA_MAX)
+            e = eps_at(trial)
+            if e <= target_epsilon:
+                good, e_good = trial, e
+                break
+            bad, e_bad = trial, e
+        if good is None:
+            raise ConfigError("epsilon", f"target ε = {target_epsilon} is not reached below σ = {SIGMA_MAX:g}",
+                              target_epsilon)
+    while good - bad > tolerance * good:
+        mid = math.sqrt(good * bad)
+        e = eps_at(mid)
+        if e <= target_epsilon:
+            good, e_good = mid, e
+        else:
+            bad, e_bad = mid, e
+    return _result(good, e_good, bad, e_bad, target_epsilon, delta, bound, reason, n, steps, epochs, tolerance,
+                   evaluations, discretization, config)
+
+
+def _result(sigma, eps, bad, e_bad, target, delta, bound, reason, n, steps, epochs, tolerance, evaluations,
+            discretization, config) -> CalibrationResult:
+    return CalibrationResult(
+        sigma=float(sigma), epsilon=float(eps), sigma_rejected=None if bad is None else float(bad),
+        epsilon_rejected=None if e_bad is None else float(e_bad), target_epsilon=float(target), delta=delta,
+        theorem=bound.id, reason=reason, compositions=n, steps=steps, epochs=epochs, tolerance=tolerance,
+        evaluations=evaluations, discretization=discretization, config=config.with_(sigma=float(sigma)).as_dict(),
+    )

@@ -1,0 +1,137 @@
+"""`tsdp epsilon` and `tsdp calibrate`: the accountant on the command line.
+
+dp-accounting is imported inside the handlers only, so `tsdp` starts fast.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from .config_args import add_config_arguments, config_from_args
+
+
+def _usage_error(message: str):
+    from .cli import UsageError
+
+    return UsageError(message)
+
+
+def _add_accounting_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--delta", type=float, help="target δ in (0, 1)")
+    p.add_argument("--steps", type=int, help="training steps S (exclusive with --epochs)")
+    p.add_argument("--epochs", type=int, help="training epochs E (exclusive with --steps)")
+    p.add_argument("--theorem", help="bound id, e.g. T6 (default: the tightest sound upper bound for the scheme)")
+    p.add_argument("--discretization", type=float, default=1e-4,
+                   help="PLD value discretisation (default 1e-4, dp-accounting's default)")
+    p.add_argument("--tail-mass-truncation", type=float, default=1e-15,
+                   help="tail mass truncated at each composition (default 1e-15, dp-accounting's default)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_config_arguments(p)
+
+
+def _schedule(args):
+    if (args.steps is None) == (args.epochs is None):
+        raise _usage_error("give exactly one of --steps S and --epochs E")
+    if args.steps is not None and args.steps < 1:
+        raise _usage_error(f"invalid --steps: must be >= 1 (got {args.steps})")
+    if args.epochs is not None and args.epochs < 1:
+        raise _usage_error(f"invalid --epochs: must be >= 1 (got {args.epochs})")
+    if not (math.isfinite(args.discretization) and 0 < args.discretization <= 1):
+        raise _usage_error(f"invalid --discretization: must be in (0, 1] (got {args.discretization})")
+    if not (math.isfinite(args.tail_mass_truncation) and 0 <= args.tail_mass_truncation < 1):
+        raise _usage_error(f"invalid --tail-mass-truncation: must be in [0, 1) (got {args.tail_mass_truncation})")
+    return args.steps, args.epochs
+
+
+def _check_delta_flag(delta):
+    if delta is None:
+        raise _usage_error("give --delta D")
+    if not (math.isfinite(delta) and 0 < delta < 1):
+        raise _usage_error(f"invalid --delta: must be in (0, 1) (got {delta})")
+    return delta
+
+
+def _fmt(x) -> str:
+    return "n/a (no construction)" if x is None else f"{x:.6g}"
+
+
+def _print(args, payload: dict, human: str) -> None:
+    print(json.dumps(payload, indent=2) if args.json else human)
+
+
+def add_parsers(sub, command) -> None:
+    """Add the `epsilon` and `calibrate` sub-commands and register their handlers."""
+    p = sub.add_parser(
+        "epsilon", help="composed ε(δ) (or δ(ε)) after S steps or E epochs, sound and attained",
+        description="Account a training run with PLDs (paper Appendix B.3): the sound ε composes the theorem's "
+        "one-step profile (connect-the-dots, pessimistic: an upper bound, rounded up); the attained ε composes the "
+        "worst-case construction's pair in both directions (optimistic: a lower bound a real attack reaches, "
+        "rounded down). Step-scoped bounds compose once per step (floor(N λ / Λ) per epoch); epoch-scoped bounds "
+        "once per epoch, S steps touching ceil(S / ceil(N / N')) epochs.")
+    _add_accounting_options(p)
+    p.add_argument("--epsilon", type=float, help="answer δ at this ε instead of ε at --delta")
+
+    p = sub.add_parser(
+        "calibrate", help="smallest σ whose composed sound ε(δ) meets a target",
+        description="Bisect the noise multiplier σ (relative tolerance, default 1e-3) so that the sound composed "
+        "ε at δ is at most the target; the printed σ re-accounts to ε ≤ target, and σ (1 - tolerance) does not.")
+    _add_accounting_options(p)
+    p.add_argument("--epsilon", type=float, help="target ε > 0")
+    p.add_argument("--tolerance", type=float, default=1e-3, help="relative tolerance on σ (default 1e-3)")
+
+    @command("epsilon")
+    def cmd_epsilon(args) -> int:
+        from .accounting import delta as account_delta
+        from .accounting import epsilon as account_epsilon
+
+        steps, epochs = _schedule(args)
+        config = config_from_args(args)
+        common = dict(steps=steps, epochs=epochs, theorem=args.theorem, discretization=args.discretization,
+                      tail_mass_truncation=args.tail_mass_truncation)
+        if args.epsilon is not None:
+            if args.delta is not None:
+                raise _usage_error("give one of --delta D (answers ε) and --epsilon E (answers δ), not both")
+            if not (math.isfinite(args.epsilon) and args.epsilon >= 0):
+                raise _usage_error(f"invalid --epsilon: must be finite and >= 0 (got {args.epsilon})")
+            r = account_delta(config, args.epsilon, **common)
+            head = f"δ at ε = {r.epsilon:g}: sound {_fmt(r.delta)}, attained {_fmt(r.delta_attained)}"
+        else:
+            r = account_epsilon(config, _check_delta_flag(args.delta), **common)
+            head = f"ε at δ = {r.delta:g}: sound {_fmt(r.epsilon)}, attained {_fmt(r.epsilon_attained)}"
+        payload = r.as_dict()
+        sched = f"{steps} steps" if steps is not None else f"{epochs} epochs"
+        human = "\n".join([
+            head,
+            f"theorem {r.theorem} ({r.kind}, per {r.scope}) - {r.reason}",
+            f"{sched} -> {r.compositions} compositions; discretisation {r.discretization:g}",
+            "sound: connect-the-dots of the theorem's one-step profile, upper bound (rounded up)",
+            "attained: " + (f"construction {r.construction}'s pair composed, lower bound (rounded down)"
+                            if r.construction else "none (the bound has no attack construction)"),
+        ])
+        _print(args, payload, human)
+        return 0
+
+    @command("calibrate")
+    def cmd_calibrate(args) -> int:
+        from .calibration import calibrate_sigma
+
+        steps, epochs = _schedule(args)
+        delta = _check_delta_flag(args.delta)
+        if args.epsilon is None:
+            raise _usage_error("give the target --epsilon E")
+        if not (math.isfinite(args.epsilon) and args.epsilon > 0):
+            raise _usage_error(f"invalid --epsilon: target must be finite and > 0 (got {args.epsilon})")
+        if not (math.isfinite(args.tolerance) and 0 < args.tolerance < 1):
+            raise _usage_error(f"invalid --tolerance: must be in (0, 1) (got {args.tolerance})")
+        config = config_from_args(args)
+        r = calibrate_sigma(config, args.epsilon, delta, steps=steps, epochs=epochs, theorem=args.theorem,
+                            tolerance=args.tolerance, discretization=args.discretization,
+                            tail_mass_truncation=args.tail_mass_truncation)
+        human = "\n".join([
+            f"σ = {r.sigma:.6g} gives sound ε = {r.epsilon:.6g} ≤ {r.target_epsilon:g} at δ = {r.delta:g}",
+            f"theorem {r.theorem} - {r.reason}; {r.compositions} compositions; relative tolerance {r.tolerance:g}"
+            + ("" if r.sigma_rejected is None else f" (σ = {r.sigma_rejected:.6g} gives ε = {r.epsilon_rejected:.6g})"),
+        ])
+        _print(args, r.as_dict(), human)
+        return 0

@@ -1,0 +1,53 @@
+"""`tsdp bench {accounting,loop,audit}`: benchmarks (not tests).
+
+``accounting`` times the one-step PLD construction (:mod:`verify.bench_accounting`);
+``loop`` and ``audit`` belong to the attacks package and are imported lazily (torch is
+never imported by verify/ at module import time).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+
+BENCHES = {
+    # what -> (module, function, formatter or None)
+    "accounting": ("verify.bench_accounting", "bench_accounting", "format_bench"),
+    "loop": ("attacks.loop.bench", "bench_loop", None),
+    "audit": ("attacks.bench_audit", "bench_audit", None),
+}
+
+
+def add_parsers(sub, command) -> None:
+    """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``."""
+    p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit",
+                       description="Run a benchmark and print its figures (--json for machines).")
+    p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
+    p.add_argument("--discretization", type=float, default=1e-4,
+                   help="PLD discretisation for `accounting` (default 1e-4)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    @command("bench")
+    def cmd_bench(args) -> int:
+        from .cli import UsageError
+
+        module_name, fn_name, fmt_name = BENCHES[args.what]
+        try:
+            module = importlib.import_module(module_name)
+            fn = getattr(module, fn_name)
+        except (ImportError, AttributeError) as exc:
+            print(f"tsdp bench: error: benchmark {args.what!r} is not available "
+                  f"({module_name}.{fn_name} cannot be imported: {exc})", file=sys.stderr)
+            return 2
+        if args.what == "accounting":
+            if not (0 < args.discretization <= 1):
+                raise UsageError(f"invalid --discretization: must be in (0, 1] (got {args.discretization})")
+            result = fn(discretization=args.discretization,
+                        progress=None if args.json else (lambda m: print(m, file=sys.stderr)))
+        else:
+            result = fn()
+        if args.json or fmt_name is None:
+            print(json.dumps(result, indent=2, default=str))
+        else:
+            print(getattr(module, fmt_name)(result))
+        return 0
