@@ -1,0 +1,42 @@
+"""Forecast metrics (paper Appendix "Metrics"): CRPS as mean weighted quantile loss, seasonal naive baseline."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+QUANTILES = tuple(np.round(np.arange(1, 10) / 10, 1))
+
+
+def weighted_quantile_loss(target: np.ndarray, quantile_forecast: np.ndarray, q: float) -> float:
+    """GluonTS wQL_q = 2 Σ |(y - ŷ_q)(1{y ≤ ŷ_q} - q)| / Σ |y| over all series and steps."""
+    target = np.asarray(target, dtype=np.float64)
+    pred = np.asarray(quantile_forecast, dtype=np.float64)
+    loss = 2.0 * np.sum(np.abs((target - pred) * ((target <= pred) - q)))
+    return float(loss / np.sum(np.abs(target)))
+
+
+def crps_from_samples(target: np.ndarray, samples: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> float:
+    """CRPS ≈ mean over q ∈ {0.1, ..., 0.9} of wQL_q, with ŷ_q the empirical q-quantile of the sample paths.
+
+    ``target`` (N, L_F), ``samples`` (N, S, L_F).
+    """
+    qs = np.quantile(np.asarray(samples, dtype=np.float64), quantiles, axis=1)
+    return float(np.mean([weighted_quantile_loss(target, qs[i], q) for i, q in enumerate(quantiles)]))
+
+
+def seasonal_naive(history: Sequence[np.ndarray], forecast_length: int, season: int) -> np.ndarray:
+    """Seasonal naive forecast (N, L_F): ŷ[t] = the value one season before, repeating the last season.
+
+    A series shorter than ``season`` uses its whole history as the season.
+    """
+    out = np.empty((len(history), forecast_length))
+    for n, h in enumerate(history):
+        m = min(season, len(h))
+        out[n] = h[len(h) - m + np.arange(forecast_length) % m]
+    return out
+
+
+def point_crps(target: np.ndarray, point_forecast: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> float:
+    """Mean weighted quantile loss of a point forecast (every quantile equal to it)."""
+    return float(np.mean([weighted_quantile_loss(target, point_forecast, q) for q in quantiles]))

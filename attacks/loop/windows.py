@@ -1,0 +1,57 @@
+"""Series storage with Algorithm 4's front padding, window cropping and the context/forecast split.
+
+A dataset of N (possibly variable-length) series is stored as one tensor of shape
+(N, L_C + L_max): L_C zeros in front (Algorithm 4's prepend_zeros), the series, then zeros
+after a shorter series' end. A window with start t (0-based) is columns t, ..., t + L_C + L_F - 1;
+for t < T_n = L_n - L_F + 1 it never reaches past the series' end.
+"""
+from __future__ import annotations
+
+from typing import Sequence, Tuple
+
+import torch
+
+
+def pad_series(series: Sequence[torch.Tensor], context_length: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Front-pad every series with L_C zeros (Algorithm 4, prepend_zeros) into one (N, L_C + L_max) tensor.
+
+    Returns (padded, lengths) with lengths the original lengths L_n (long, shape (N,)).
+    """
+    lengths = torch.tensor([len(s) for s in series], dtype=torch.long)
+    width = context_length + int(lengths.max())
+    padded = torch.zeros(len(series), width, dtype=torch.float32)
+    for n, s in enumerate(series):
+        padded[n, context_length : context_length + len(s)] = torch.as_tensor(s, dtype=torch.float32)
+    return padded, lengths
+
+
+def gather_windows(padded: torch.Tensor, seq: torch.Tensor, start: torch.Tensor, window_length: int) -> torch.Tensor:
+    """Crop windows x'_seq[start : start + L_C + L_F] (Algorithm 4's cropping) for index tensors of any shape.
+
+    ``seq`` and ``start`` have the same shape S; the result has shape S + (L_C + L_F,).
+    """
+    offsets = torch.arange(window_length, device=padded.device)
+    return padded[seq[..., None], start[..., None] + offsets]
+
+
+def split_window(windows: torch.Tensor, context_length: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Algorithm 2's split of windows (..., L_C + L_F) into context y[1:L_C] and forecast y[L_C+1:L_C+L_F]."""
+    return windows[..., :context_length], windows[..., context_length:]
+
+
+def augment(
+    context: torch.Tensor,
+    forecast: torch.Tensor,
+    *,
+    sigma_context: float,
+    sigma_forecast: float,
+    v: float,
+    generator: torch.Generator,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Online Gaussian augmentation of Section 4 / Theorem G.1: add Z_C ~ N(0, σ_C² v²) and Z_F ~ N(0, σ_F² v²).
+
+    Fresh noise for every element of every window; σ = 0 leaves that part unchanged.
+    """
+    z_c = torch.randn(context.shape, generator=generator, device=context.device, dtype=context.dtype)
+    z_f = torch.randn(forecast.shape, generator=generator, device=forecast.device, dtype=forecast.dtype)
+    return context + (sigma_context * v) * z_c, forecast + (sigma_forecast * v) * z_f
