@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Modules that add sub-commands: each defines add_parsers(subparsers, command), where
 # ``command(name)`` registers the handler. They must import heavy libraries lazily.
-SUBCOMMAND_MODULES: tuple = ("verify.cli_accounting", "verify.cli_bench")
+SUBCOMMAND_MODULES: tuple = ("verify.cli_accounting", "verify.cli_bench", "verify.cli_verify")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -1,0 +1,90 @@
+"""`tsdp verify`: run the consistency checks of :mod:`verify.checks` (issue 4).
+
+Human output: a table of checks with their status, then every failure and finding with
+its numbers. ``--json``: one object with ``checks`` and ``summary``. Exit code 0 only
+when no check fails (findings, the documented errata of the paper, do not fail the run).
+"""
+from __future__ import annotations
+
+import json
+import math
+
+
+def _usage_error(message: str):
+    from .cli import UsageError
+
+    return UsageError(message)
+
+
+def _short(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        if "max" in value:
+            return f"{_short(value['max'])}@α={_short(value.get('at_alpha'))}"
+        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in list(value.items())[:4]) + ("…}" if len(value) > 4 else "}")
+    if isinstance(value, list):
+        return "[" + ", ".join(_short(v) for v in value[:4]) + ("…]" if len(value) > 4 else "]")
+    return str(value)
+
+
+def format_report(report: dict) -> str:
+    """The human report: one row per check, the summary, then failures and findings in full."""
+    checks = report["checks"]
+    width = max([len(c["name"]) for c in checks] + [5])
+    lines = [f"{'check':<{width}}  {'status':<8} {'ids':<22} time", "-" * (width + 40)]
+    for c in checks:
+        ids = ",".join(c["theorems"])
+        lines.append(f"{c['name']:<{width}}  {c['status']:<8} {ids[:22]:<22} {c['elapsed_s']:.2f}s")
+    s = report["summary"]
+    lines.append("")
+    lines.append(f"{s['total']} checks ({report['mode']}, seed {report['seed']}, {report['elapsed_s']:.1f} s): "
+                 f"{s['pass']} pass, {s['fail']} fail, {s['finding']} finding")
+    lines.append("theorems covered: " + ", ".join(report["theorems_covered"]))
+    for status in ("fail", "finding"):
+        bad = [c for c in checks if c["status"] == status]
+        if not bad:
+            continue
+        lines.append("")
+        lines.append(("FAILURES" if status == "fail" else "FINDINGS (documented errata of the paper as printed)")
+                     + f" ({len(bad)}):")
+        for c in bad:
+            lines.append(f"* {c['name']} [{', '.join(c['theorems'])}]: {c['explanation']}")
+            for k, v in c["measured"].items():
+                lines.append(f"    {k} = {_short(v)}")
+            if c["tolerance"]:
+                lines.append(f"    tolerance: {_short(c['tolerance'])}")
+    return "\n".join(lines)
+
+
+def add_parsers(sub, command) -> None:
+    """Add the `verify` sub-command and register its handler."""
+    p = sub.add_parser(
+        "verify", help="run the consistency checks of every bound (profile axioms, orders, symmetry, ...)",
+        description="Check the catalogue T1-T14 against the paper's lemmas: privacy-profile axioms, order between "
+        "bounds, α-symmetry, monotonicity claims (T5), mixture lemmas, agreement of evaluation paths and PLD "
+        "pessimism, symbolic reductions, composition. Status per check: pass, fail, or finding (a documented "
+        "erratum of the paper as printed, with its numbers). Exit code 1 when a check fails.")
+    p.add_argument("--quick", action="store_true", help="the paper's default configuration only (< 60 s)")
+    p.add_argument("--json", action="store_true", help="one JSON object with `checks` and `summary`")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random configurations and mixtures (default 0)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="worker processes (default: 1 for --quick, else min(2, CPU count))")
+    p.add_argument("--select", default=None, metavar="SUBSTRING",
+                   help="run only the checks whose name contains SUBSTRING (e.g. P6, T10, @paper)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    @command("verify")
+    def cmd_verify(args) -> int:
+        from .checks.runner import verify
+
+        if args.seed < 0:
+            raise _usage_error(f"invalid --seed: must be >= 0 (got {args.seed})")
+        if args.jobs is not None and args.jobs < 1:
+            raise _usage_error(f"invalid --jobs: must be >= 1 (got {args.jobs})")
+        report = verify(quick=args.quick, seed=args.seed, jobs=args.jobs, select=args.select,
+                        progress=not (args.quick or args.no_progress))
+        if args.select and not report["checks"]:
+            raise _usage_error(f"invalid --select: no check name contains {args.select!r}")
+        print(json.dumps(report, indent=2) if args.json else format_report(report))
+        return 1 if report["summary"]["fail"] else 0
