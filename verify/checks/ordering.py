@@ -16,7 +16,7 @@ from theorems.bounds.base import Bound
 from theorems.config import TrainingConfig
 
 from .common import order_alphas, worst
-from .result import CheckResult, FAIL, FINDING, PASS, config_dict, result
+from .result import FAIL, PASS, CheckResult, config_dict, result
 
 ORDER_TOL = 1e-12
 """Absolute tolerance on profile values for orders and equalities (float64 engine, whose

@@ -13,7 +13,6 @@
 """
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Callable, Dict, Optional
 
