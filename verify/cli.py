@@ -149,14 +149,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_config_arguments(p)
 
-    for name in SUBCOMMAND_MODULES:
+    for name in subcommand_modules():
         importlib.import_module(name).add_parsers(sub, command)
     return parser
 
 
-# Modules that add sub-commands: each defines add_parsers(subparsers, command), where
-# ``command(name)`` registers the handler. They must import heavy libraries lazily.
-SUBCOMMAND_MODULES: tuple = ("verify.cli_accounting", "verify.cli_bench", "verify.cli_verify")
+def subcommand_modules() -> List[str]:
+    """The modules that add sub-commands: every ``verify/cli_<name>.py``, in name order.
+
+    Each defines ``add_parsers(subparsers, command)``, where ``command(name)`` registers the
+    handler; a new sub-command is a new module, with no edit here. They must import heavy
+    libraries (torch, matplotlib, dp-accounting) lazily, inside the handler.
+    """
+    import pkgutil
+    from pathlib import Path
+
+    return sorted(f"verify.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+                  if m.name.startswith("cli_"))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
