@@ -30,10 +30,8 @@ from scipy.special import log_ndtr, logsumexp, ndtr
 from .mixture import MixturePair, NumericMixturePair
 
 _NEWTON_ITERATIONS = 200
-
-
-class NotMonotoneError(ValueError):
-    """The pair's privacy loss is not monotone, so the one-root reduction does not apply."""
+_Z_GRID = 4097  # tabulation points of L for many roots at once
+_GRID_FROM = 64  # arrays longer than this get their brackets from the tabulation
 
 
 @dataclass(frozen=True)
@@ -62,9 +60,10 @@ def _limits(a, p, b, q):
 
 
 def orient(pair: NumericMixturePair) -> OrientedPair:
-    """Mirror the pair (z → -z) when its loss decreases; raise if it is not monotone.
+    """Mirror the pair (z → -z) when its loss decreases.
 
-    The direction is read off the limits of L at ±∞ (the leading components of P and Q).
+    The direction is read off the limits of L at ±∞ (the leading components of P and Q);
+    monotonicity itself is a property of the catalogue's pairs (THEOREMS.md), not checked here.
     A pair with P = Q has constant loss 0 and is kept as it is.
     """
     a, p, b, q = pair.a, pair.p, pair.b, pair.q
@@ -97,13 +96,8 @@ def privacy_loss(pair: MixturePair | NumericMixturePair, x) -> np.ndarray:
     return logsumexp(zp, axis=1) - logsumexp(zq, axis=1)
 
 
-def loss_root(o: OrientedPair, c: np.ndarray) -> np.ndarray:
-    """Solve L(z) = c for every c strictly inside (lower, upper): bracketed Newton, vectorised.
-
-    The bracket grows geometrically until it holds the root, then each iteration takes the
-    Newton step when it stays inside the bracket and bisects otherwise.
-    """
-    c = np.asarray(c, dtype=float)
+def _expanding_brackets(o: OrientedPair, c: np.ndarray):
+    """Brackets [lo, hi] with L(lo) < c < L(hi), grown geometrically from the means' span."""
     span = float(max(np.max(np.abs(o.a)), np.max(np.abs(o.b)), 1.0))
     lo = np.full(c.shape, -span)
     hi = np.full(c.shape, span)
@@ -116,26 +110,63 @@ def loss_root(o: OrientedPair, c: np.ndarray) -> np.ndarray:
             break
         lo = np.where(bad_lo, lo * 2.0, lo)
         hi = np.where(bad_hi, hi * 2.0, hi)
-    z = 0.5 * (lo + hi)
-    active = np.ones(c.shape, dtype=bool)
+    return lo, hi, 0.5 * (lo + hi)
+
+
+def _grid_brackets(o: OrientedPair, c: np.ndarray):
+    """Brackets from L tabulated on a z-grid spanning the roots of min(c) and max(c).
+
+    Each c gets the grid cell holding its root as bracket and linear interpolation in the
+    cell as Newton's start: one tabulation instead of a bracket search per point.
+    """
+    ends = _bracketed_newton(o, np.array([c.min(), c.max()]), *_expanding_brackets(o, np.array([c.min(), c.max()])))
+    z_lo, z_hi = float(ends[0]), float(ends[1])
+    pad = 1e-9 * (1.0 + abs(z_lo) + abs(z_hi)) + 1e-12
+    zg = np.linspace(z_lo - pad, z_hi + pad, _Z_GRID)
+    lg = np.maximum.accumulate(_loss_and_slope(o, zg)[0])
+    idx = np.clip(np.searchsorted(lg, c, side="left"), 1, _Z_GRID - 1)
+    lo, hi = zg[idx - 1].copy(), zg[idx].copy()
+    span = lg[idx] - lg[idx - 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(span > 0, (c - lg[idx - 1]) / span, 0.5)
+    return lo, hi, lo + np.clip(frac, 0.0, 1.0) * (hi - lo)
+
+
+def _bracketed_newton(o: OrientedPair, c: np.ndarray, lo: np.ndarray, hi: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Newton on L(z) = c inside [lo, hi], bisecting whenever a step leaves the bracket."""
+    z = z.copy()
+    active = np.arange(c.size)
     for _ in range(_NEWTON_ITERATIONS):
-        if not active.any():
+        if active.size == 0:
             break
-        idx = np.flatnonzero(active)
-        val, slope = _loss_and_slope(o, z[idx])
-        f = val - c[idx]
-        lo[idx] = np.where(f < 0, z[idx], lo[idx])
-        hi[idx] = np.where(f > 0, z[idx], hi[idx])
+        za = z[active]
+        val, slope = _loss_and_slope(o, za)
+        f = val - c[active]
+        lo[active] = np.where(f < 0, za, lo[active])
+        hi[active] = np.where(f > 0, za, hi[active])
+        la, ha = lo[active], hi[active]
         with np.errstate(divide="ignore", invalid="ignore"):
-            newton = z[idx] - f / slope
-        inside = np.isfinite(newton) & (newton > lo[idx]) & (newton < hi[idx])
-        step = np.where(inside, newton, 0.5 * (lo[idx] + hi[idx]))
-        done = (np.abs(step - z[idx]) <= 4e-16 * (1.0 + np.abs(z[idx]))) | (f == 0) | (
-            hi[idx] - lo[idx] <= 4e-16 * (1.0 + np.abs(z[idx]))
-        )
-        z[idx] = step
-        active[idx[done]] = False
+            newton = za - f / slope
+        inside = np.isfinite(newton) & (newton > la) & (newton < ha)
+        step = np.where(inside, newton, 0.5 * (la + ha))
+        tol = 4e-16 * (1.0 + np.abs(za))
+        done = (np.abs(step - za) <= tol) | (f == 0) | (ha - la <= tol)
+        z[active] = step
+        active = active[~done]
     return z
+
+
+def loss_root(o: OrientedPair, c: np.ndarray) -> np.ndarray:
+    """Solve L(z) = c for every c strictly inside (lower, upper): bracketed Newton, vectorised.
+
+    A few values get brackets grown geometrically; many (a PLD grid) get them from one
+    tabulation of L (:func:`_grid_brackets`). Newton then runs to float precision.
+    """
+    c = np.asarray(c, dtype=float)
+    if c.size == 0:
+        return c.copy()
+    brackets = _grid_brackets(o, c) if c.size > _GRID_FROM else _expanding_brackets(o, c)
+    return _bracketed_newton(o, c, *brackets)
 
 
 def hockey_stick(pair: MixturePair | NumericMixturePair, alpha) -> np.ndarray:
@@ -217,17 +248,47 @@ def _mp_value(expr):
     return mp.mpf(sp.N(expr, mp.mp.dps + 10))
 
 
-def _mp_loss(a, p, b, q, z):
-    fp = mp.fsum(w * mp.exp(m * z - m * m / 2) for m, w in zip(a, p))
-    fq = mp.fsum(w * mp.exp(m * z - m * m / 2) for m, w in zip(b, q))
-    return mp.log(fp) - mp.log(fq)
+def _mp_loss_and_slope(a, p, b, q, z):
+    """L(z) and L'(z) in mpmath at the working precision."""
+    ep = [w * mp.exp(m * z - m * m / 2) for m, w in zip(a, p)]
+    eq = [w * mp.exp(m * z - m * m / 2) for m, w in zip(b, q)]
+    fp, fq = mp.fsum(ep), mp.fsum(eq)
+    slope = mp.fsum(e * m for e, m in zip(ep, a)) / fp - mp.fsum(e * m for e, m in zip(eq, b)) / fq
+    return mp.log(fp) - mp.log(fq), slope
+
+
+def _mp_root(a, p, b, q, c, z0: float):
+    """The root of L(z) = c at the working precision: Newton from the float root z0.
+
+    Newton converges quadratically from a float-accurate start (a handful of steps at
+    dps = 40); a step that leaves the bracket [z0 ± 1e-6] falls back to Illinois bisection.
+    """
+    tol = mp.mpf(10) ** (-mp.mp.dps) * (1 + abs(mp.mpf(z0)))
+    lo, hi = mp.mpf(z0) - mp.mpf("1e-6") * (1 + abs(z0)), mp.mpf(z0) + mp.mpf("1e-6") * (1 + abs(z0))
+    z = mp.mpf(z0)
+    for _ in range(60):
+        val, slope = _mp_loss_and_slope(a, p, b, q, z)
+        step = (val - c) / slope if slope != 0 else mp.inf
+        new = z - step
+        if not (lo < new < hi):
+            break
+        z = new
+        if abs(step) <= tol:
+            return z
+    f = lambda x: _mp_loss_and_slope(a, p, b, q, x)[0] - c  # noqa: E731
+    while f(lo) > 0:
+        lo -= 2 * (hi - lo)
+    while f(hi) < 0:
+        hi += 2 * (hi - lo)
+    return mp.findroot(f, (lo, hi), solver="illinois", tol=tol**2, maxsteps=400)
 
 
 def hockey_stick_mp(pair: MixturePair, alpha, dps: int = 40) -> mp.mpf:
     """H_α(P ‖ Q) in arbitrary precision (reference path), for one α ≥ 0.
 
-    The root of L(z) = log α is bracketed from the float root and refined by bisection
-    with secant steps (Illinois) in mpmath at ``dps`` digits; the tails use mpmath's erfc.
+    The root of L(z) = log α is refined from the float root by Newton in mpmath at ``dps``
+    digits (an error η in the root changes H_α by O(η²), since the integrand vanishes
+    there); the tails use mpmath's erfc.
     Agrees with direct quadrature of max(dP - α dQ, 0) to relative 1e-15 at dps = 40
     (tests/theorems/test_engine_reference.py).
     """
@@ -248,14 +309,7 @@ def hockey_stick_mp(pair: MixturePair, alpha, dps: int = 40) -> mp.mpf:
         if float(c) >= o.upper:
             return mp.mpf(0)
         z0 = float(loss_root(o, np.array([float(c)]))[0])
-        f = lambda z: _mp_loss(a, p, b, q, z) - c  # noqa: E731
-        width = mp.mpf(1e-9) * (1 + abs(z0))
-        lo, hi = mp.mpf(z0) - width, mp.mpf(z0) + width
-        while f(lo) > 0:
-            lo -= 2 * (hi - lo)
-        while f(hi) < 0:
-            hi += 2 * (hi - lo)
-        z = mp.findroot(f, (lo, hi), solver="illinois", tol=mp.mpf(10) ** (-2 * dps), maxsteps=400)
+        z = _mp_root(a, p, b, q, c, z0)
         tail = lambda m, zz: mp.erfc((zz - m) / mp.sqrt(2)) / 2  # noqa: E731
         h = mp.fsum(w * tail(m, z) for m, w in zip(a, p)) - alpha * mp.fsum(w * tail(m, z) for m, w in zip(b, q))
         return max(h, max(mp.mpf(0), 1 - alpha))

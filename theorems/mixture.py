@@ -136,17 +136,23 @@ class MixturePair:
         return True
 
     def numeric(self) -> NumericMixturePair:
-        """Float arrays for the vectorised engine (means standardised by σ)."""
+        """Float arrays for the vectorised engine (means standardised by σ).
+
+        Components with equal means are merged in float, without symbolic simplification
+        (the exact sums differ from the float sums by rounding only; all weights are ≥ 0,
+        so no cancellation occurs); zero weights are dropped.
+        """
         sigma = float(self.sigma)
         if not sigma > 0:
             raise ValueError(f"σ must be > 0, got {sigma}")
 
         def arrays(mix: GaussianMixture):
-            nf = mix.normal_form()
-            m = np.array([float(x) for x in nf.means]) / sigma
-            w = np.array([float(x) for x in nf.weights])
-            keep = w > 0
-            return m[keep], w[keep]
+            merged: dict = {}
+            for m, w in zip(mix.means, mix.weights):
+                key = float(m)
+                merged[key] = merged.get(key, 0.0) + float(w)
+            keys = sorted(k for k, w in merged.items() if w > 0)
+            return np.array(keys) / sigma, np.array([merged[k] for k in keys])
 
         a, p = arrays(self.P)
         b, q = arrays(self.Q)

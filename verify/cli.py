@@ -173,7 +173,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (ConfigError, TheoremError, UsageError) as exc:
+    except ConfigError as exc:
+        flag = "--" + exc.parameter.replace("_", "-")
+        print(f"tsdp {args.command}: error: {exc} [flag {flag}]", file=sys.stderr)
+        return 2
+    except (TheoremError, UsageError) as exc:
         print(f"tsdp {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

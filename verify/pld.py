@@ -6,7 +6,7 @@ one-step privacy profile is evaluated on the grid ε_i = i·d and handed to the 
 ``pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap``; composition, FFT and tail
 truncation are the library's own. This module only evaluates δ(ε) on the grid, fast:
 every pair of the catalogue has a monotone privacy loss (THEOREMS.md), so the grid is
-inverted at once (:func:`invert_loss`: interpolation on a coarse z-grid, then bracketed
+inverted at once (:func:`theorems.hockey_stick.loss_root`: interpolation on a coarse z-grid, then bracketed
 Newton, vectorised) and H_α = P(Z > z*) - α Q(Z > z*) is read off Gaussian tails.
 
 Soundness directions
@@ -50,78 +50,12 @@ DEFAULT_TAIL_MASS_TRUNCATION = 1e-15
 
 _SAFETY = 1e-12  # relative inflation of the grid δ values (pessimistic path only)
 _COARSE_STEP = 0.25
-_Z_GRID = 4097
 
 ProfileFn = Callable[[np.ndarray], np.ndarray]
 
 
-# ----------------------------------------------------------------------------- loss inversion
-
-
-def _loss_slope(o: OrientedPair, z: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """L(z) and L'(z) of the oriented pair (non-decreasing loss), vectorised."""
-    zp = z[:, None] * o.a - (0.5 * o.a**2 - o.log_p)
-    zq = z[:, None] * o.b - (0.5 * o.b**2 - o.log_q)
-    mp = zp.max(axis=1)
-    mq = zq.max(axis=1)
-    ep = np.exp(zp - mp[:, None])
-    eq = np.exp(zq - mq[:, None])
-    sp_, sq_ = ep.sum(axis=1), eq.sum(axis=1)
-    loss = (mp + np.log(sp_)) - (mq + np.log(sq_))
-    slope = (ep @ o.a) / sp_ - (eq @ o.b) / sq_
-    return loss, slope
-
-
-def invert_loss(o: OrientedPair, c: np.ndarray) -> np.ndarray:
-    """z* with L(z*) = c for every c strictly inside (o.lower, o.upper), all at once.
-
-    The monotone privacy loss (THEOREMS.md, "Bounds") is tabulated on a z-grid spanning
-    the roots of min(c) and max(c) (found by :func:`theorems.hockey_stick.loss_root`);
-    each c gets the grid cell holding its root as a bracket and linear interpolation as
-    the start, then vectorised bracketed Newton (bisection when a step leaves the bracket)
-    runs to float precision. Exact up to float64 rounding; no directed rounding (an
-    inexact root only lowers P(Z > z) - α Q(Z > z), to second order, which the
-    pessimistic path covers with its relative safety margin).
-    """
-    c = np.asarray(c, dtype=float)
-    if c.size == 0:
-        return c.copy()
-    ends = loss_root(o, np.array([c.min(), c.max()]))
-    z_lo, z_hi = float(ends[0]), float(ends[1])
-    pad = 1e-9 * (1.0 + abs(z_lo) + abs(z_hi)) + 1e-12
-    zg = np.linspace(z_lo - pad, z_hi + pad, _Z_GRID)
-    lg, _ = _loss_slope(o, zg)
-    lg = np.maximum.accumulate(lg)
-    idx = np.clip(np.searchsorted(lg, c, side="left"), 1, _Z_GRID - 1)
-    lo = zg[idx - 1].copy()
-    hi = zg[idx].copy()
-    span = lg[idx] - lg[idx - 1]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(span > 0, (c - lg[idx - 1]) / span, 0.5)
-    z = lo + np.clip(frac, 0.0, 1.0) * (hi - lo)
-    active = np.arange(c.size)
-    for _ in range(100):
-        if active.size == 0:
-            break
-        za = z[active]
-        val, slope = _loss_slope(o, za)
-        f = val - c[active]
-        lo[active] = np.where(f < 0, za, lo[active])
-        hi[active] = np.where(f > 0, za, hi[active])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = za - f / slope
-        la, ha = lo[active], hi[active]
-        inside = np.isfinite(newton) & (newton >= la) & (newton <= ha)
-        step = np.where(inside, newton, 0.5 * (la + ha))
-        tol = 1e-13 * (1.0 + np.abs(za))
-        done = (np.abs(step - za) <= tol) | (f == 0) | (ha - la <= tol)
-        z[active] = step
-        active = active[~done]
-    return z
-
-
 def pair_profile_on(pair: NumericMixturePair, eps: np.ndarray, *, upper: bool = False) -> np.ndarray:
-    """H_{e^ε}(P ‖ Q) for an array of ε, through :func:`invert_loss` (vectorised over ε).
+    """H_{e^ε}(P ‖ Q) for an array of ε, through :func:`theorems.hockey_stick.loss_root` (vectorised over ε).
 
     The profile-from-PLD identity H_α = Pr[L_PQ > log α] - α Pr[L_QP < -log α]
     (Balle et al. 2018, Thm 5) with Gaussian tails at the single root. Exact up to float
@@ -137,7 +71,7 @@ def pair_profile_on(pair: NumericMixturePair, eps: np.ndarray, *, upper: bool = 
     inner = (~everything) & (eps < o.upper)
     if inner.any():
         e = eps[inner]
-        z = invert_loss(o, e)
+        z = loss_root(o, e)
         tail_p = ndtr(o.a[None, :] - z[:, None]) @ np.exp(o.log_p)
         tail_q = ndtr(o.b[None, :] - z[:, None]) @ np.exp(o.log_q)
         scaled_q = np.exp(e) * tail_q
@@ -171,29 +105,6 @@ class OneStepProfile:
     def safe(self) -> ProfileFn:
         """δ(ε) rounded up by its float-error bound (the pessimistic path's input)."""
         return self.delta_upper if self.delta_upper is not None else self.delta
-
-
-def numeric_pair(pair: MixturePair) -> NumericMixturePair:
-    """Float view of a pair without sympy simplification (equal means merged numerically).
-
-    Same content as :meth:`MixturePair.numeric` (which simplifies every merged weight
-    symbolically, the slow part of building a PLD for a fresh configuration).
-    """
-    sigma = float(pair.sigma)
-    if not sigma > 0:
-        raise ValueError(f"σ must be > 0, got {sigma}")
-
-    def arrays(mix):
-        merged: dict = {}
-        for m, w in zip(mix.means, mix.weights):
-            key = float(m)
-            merged[key] = merged.get(key, 0.0) + float(w)
-        keys = sorted(k for k, w in merged.items() if w > 0)
-        return np.array(keys) / sigma, np.array([merged[k] for k in keys])
-
-    a, p = arrays(pair.P)
-    b, q = arrays(pair.Q)
-    return NumericMixturePair(a, p, b, q, sigma)
 
 
 def _pair_fn(pair: NumericMixturePair, upper: bool = False) -> ProfileFn:
@@ -232,7 +143,7 @@ def one_step_profile(bound: Bound, config: TrainingConfig, *, check: bool = True
         return OneStepProfile(bound.id, mix(base.delta), base.upper, base.lower, mix(base.safe()))
     if isinstance(bound, PairBound):
         ge, lt = bound.pairs(config, check=check)
-        nge, nlt = numeric_pair(ge), numeric_pair(lt)
+        nge, nlt = ge.numeric(), lt.numeric()
         return OneStepProfile(bound.id, _switch_fn(nge, nlt), _pair_fn(nge), _pair_fn(nge), _switch_fn(nge, nlt, True))
     if check:
         bound.check(config)
@@ -246,8 +157,8 @@ def pair_profile(pair: MixturePair) -> OneStepProfile:
     The grid's lower end comes from the reversed pair (Q, P): by the α-symmetry identity
     H_α(P‖Q) = 1 - α + α H_{1/α}(Q‖P), the mass of L_PQ below ε is governed by H_{e^{-ε}}(Q‖P).
     """
-    num = numeric_pair(pair)
-    rev = numeric_pair(pair.swapped())
+    num = pair.numeric()
+    rev = pair.swapped().numeric()
     return OneStepProfile("pair", _pair_fn(num), _pair_fn(num), _pair_fn(rev), _pair_fn(num, True))
 
 
@@ -320,21 +231,21 @@ def buckets_pmf_optimistic(pair: MixturePair, discretization: float = DEFAULT_DI
     Mohammadi 2018, as in dp_accounting ``_create_pld_pmf_from_monotone_privacy_loss``): P-mass
     with loss in [k d, (k+1) d) goes to k d, mass above the grid to its top point, mass
     below the grid is dropped. The bucket masses P(L > k d) are read at the loss roots of
-    the whole grid at once (:func:`invert_loss`).
+    the whole grid at once (:func:`theorems.hockey_stick.loss_root`).
     """
     from dp_accounting.pld import pld_pmf
 
     _check_discretization(discretization)
     prof = pair_profile(pair)
     k_lo, k_hi = grid_range(prof, discretization, log_mass_truncation_bound)
-    o = orient(numeric_pair(pair))
+    o = orient(pair.numeric())
     eps = np.arange(k_lo, k_hi + 1) * discretization
     surv = np.empty_like(eps)  # P(L > eps)
     surv[eps <= o.lower] = 1.0
     surv[eps >= o.upper] = 0.0
     inner = (eps > o.lower) & (eps < o.upper)
     if inner.any():
-        z = invert_loss(o, eps[inner])
+        z = loss_root(o, eps[inner])
         surv[inner] = ndtr(o.a[None, :] - z[:, None]) @ np.exp(o.log_p)
     surv = np.minimum.accumulate(np.clip(surv, 0.0, 1.0))
     probs = np.empty_like(surv)

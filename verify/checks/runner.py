@@ -169,18 +169,8 @@ class _Planner:
 
     # ---- property 7
     def reductions(self, case: Case) -> None:
-        B, S, c, L = self.B, symbolic.S, case.config.with_(sigma_context=0.0, sigma_forecast=0.0), case.label
-        one = c.with_(instances=1, batch_size=max(c.batch_size, 1))
-        items = [
-            ("T11", "T6", one, {S["sigma_C"]: 0, S["sigma_F"]: 0}, "sigma_C=sigma_F=0"),
-            ("T6", "T1", one, {S["rho"]: 1}, "rho=1"),
-            ("T11", "T12", one, {S["sigma_C"]: S["sigma_F"]}, "sigma_C=sigma_F"),
-            ("T9", "T6", one, {}, "lambda=1"),
-            ("T3", "T1", one, {}, "lambda=1"),
-            ("T14", "T13", one.with_(top="pooled", context_length=0, forecast_length=1, w=1), {}, "k=1"),
-            ("T9", "T3", c.with_(instances=3), {S["rho"]: 1}, "rho=1"),
-            ("T10", "T4", c.with_(instances=2, bottom="poisson"), {S["rho"]: 1}, "rho=1"),
-        ]
+        B, L = self.B, case.label
+        items = symbolic.paper_reductions(case.config)
         for red, tgt, cfg, sub, desc in items:
             self.add(f"P7.reduction[{red}->{tgt}:{desc}]@{L}", 7, [red, tgt],
                      lambda red=red, tgt=tgt, cfg=cfg, sub=sub, desc=desc:

@@ -7,7 +7,7 @@ two pairs equal (same means after merging, weight differences simplify to 0).
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import List, Mapping, Optional, Tuple
 
 from theorems.bounds.base import SYMBOLS, PairBound
 from theorems.config import TrainingConfig
@@ -49,3 +49,25 @@ def reduction(reduced: PairBound, target: PairBound, config: TrainingConfig, sub
 
 S = SYMBOLS
 """The symbols of :func:`theorems.bounds.base.params` (r, rho, q, phi, sigma, sigma_C, sigma_F)."""
+
+
+def paper_reductions(config: TrainingConfig) -> List[Tuple[str, str, TrainingConfig, dict, str]]:
+    """The reductions between bounds as data: (reduced id, target id, config, substitution, text).
+
+    The six of the theorem-engine issue (T11 at σ_C = σ_F = 0 is T6; T6 at ρ = 1 is T1; T12
+    is T11 at σ_C = σ_F; T9 at λ = 1 is T6; T3 at λ = 1 is T1; T14 at k = 1 is T13) and two
+    more (T9 at ρ = 1 is T3; T10 at ρ = 1 is T4). λ and k are structural integers, so their
+    reductions are configurations, the rates are symbols substituted.
+    """
+    c = config.with_(sigma_context=0.0, sigma_forecast=0.0)
+    one = c.with_(instances=1)
+    return [
+        ("T11", "T6", one, {S["sigma_C"]: 0, S["sigma_F"]: 0}, "sigma_C=sigma_F=0"),
+        ("T6", "T1", one, {S["rho"]: 1}, "rho=1"),
+        ("T11", "T12", one, {S["sigma_C"]: S["sigma_F"]}, "sigma_C=sigma_F"),
+        ("T9", "T6", one, {}, "lambda=1"),
+        ("T3", "T1", one, {}, "lambda=1"),
+        ("T14", "T13", one.with_(top="pooled", context_length=0, forecast_length=1, w=1), {}, "k=1"),
+        ("T9", "T3", c.with_(instances=3), {S["rho"]: 1}, "rho=1"),
+        ("T10", "T4", c.with_(instances=2, bottom="poisson"), {S["rho"]: 1}, "rho=1"),
+    ]
