@@ -315,3 +315,25 @@ def compose(pld, compositions: int, tail_mass_truncation: float = DEFAULT_TAIL_M
     if compositions == 1:
         return pld
     return pld.self_compose(compositions, tail_mass_truncation=tail_mass_truncation)
+
+
+def attained_envelope(pld, compositions: int, read: Callable, tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION):
+    """max of ``read(pld composed n times)`` over n ∈ {1, 2, 4, ..., 2^⌊log2 S⌋, S}: a lower bound.
+
+    For an optimistic (lower-estimate) ``pld`` each composed value is a lower bound on the
+    true ε or δ after n ≤ S compositions, hence after S (the true values are non-decreasing
+    in n), so their maximum is too. The envelope undoes the optimistic discretisation's
+    downward drift (up to one grid step per composition), which otherwise makes the
+    composed lower bound fall as S grows when the per-step loss is below the grid width.
+    """
+    if compositions < 1:
+        raise ValueError(f"compositions must be >= 1, got {compositions}")
+    best = read(compose(pld, compositions, tail_mass_truncation))
+    power, n = pld, 1
+    while n <= compositions:
+        if n != compositions:
+            best = max(best, read(power))
+        n *= 2
+        if n <= compositions:
+            power = power.compose(power, tail_mass_truncation=tail_mass_truncation)
+    return best

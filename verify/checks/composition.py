@@ -32,7 +32,8 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
 
     The accountant's building blocks on the bound object itself: sound one-step PLD
     ``verify.pld.sound_pld(b, config)`` (pessimistic connect-the-dots of b's profile) and
-    attained ``verify.pld.pair_pld(construction pair, pessimistic=False)`` (``construction``
+    attained ``verify.pld.pair_pld(construction pair, pessimistic=False)`` read through
+    ``verify.pld.attained_envelope`` (max over 1, 2, 4, ..., n compositions) (``construction``
     defaults to the registry's ``b.construction``: T7 → T9, T2 → T3, T8 → T10, ...),
     each composed ``verify.accounting.compositions(b, config, steps|epochs=S)`` times for S
     in ``schedule`` (steps for step-scoped bounds, epochs for epoch-scoped ones), ε at
@@ -42,7 +43,7 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
     """
     from verify.accounting import compositions as n_compositions
     from verify.accounting import epsilon as account
-    from verify.pld import compose, pair_pld, sound_pld
+    from verify.pld import attained_envelope, compose, pair_pld, sound_pld
 
     if construction is None:
         construction = REGISTRY.get(b.construction) if b.construction else None
@@ -57,7 +58,7 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
         kw = {"epochs": s} if b.scope == "epoch" else {"steps": s}
         n = n_compositions(b, config, **kw)
         sound = float(compose(sound_one, n).get_epsilon_for_delta(delta))
-        attained = float(compose(att_one, n).get_epsilon_for_delta(delta))
+        attained = attained_envelope(att_one, n, lambda p: float(p.get_epsilon_for_delta(delta)))
         row = {"S": s, "compositions": n, "sound": sound, "attained": attained}
         if via_accountant:
             acc = account(config, delta, theorem=b.id, discretization=discretization, **kw)
