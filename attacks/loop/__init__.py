@@ -3,7 +3,7 @@
 Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over steps),
 ``windows`` (padding, cropping, context/forecast split, augmentation), ``step``
 (Algorithm 2 with torch.func per-sample gradients), ``models`` (Student-t forecasters),
-``data``, ``metrics``, ``train`` (Algorithm 1 to an ε budget), ``train_command`` (CLI glue),
+``data``, ``metrics``, ``train`` (Algorithm 1 to an ε budget; `tsdp train` is verify/cli_train.py),
 ``bench`` (per-sample vs naive gradient throughput).
 """
 from .samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler

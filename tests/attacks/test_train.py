@@ -6,7 +6,6 @@ Gaussian mechanism without any amplification, ε(s) = s ρ₀ + 2 sqrt(s ρ₀ l
 at λ = 1, so the sum moves by ≤ 2C). It is a sound but loose bound; its step count is
 computed here in closed form.
 """
-import argparse
 import json
 import math
 
@@ -14,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 
-from attacks.loop import train_command
 from attacks.loop.data import synthetic_for
 from attacks.loop.train import train
 from theorems.config import TrainingConfig
@@ -119,20 +117,40 @@ def test_train_rejects_inconsistent_input():
         train(BASE.with_(L=121), "simple-ff", data, epochs=1, progress=False)
 
 
-def parse(argv):
-    p = argparse.ArgumentParser()
-    train_command.add_arguments(p)
-    return p.parse_args(argv)
+SMALL = ["--N", "8", "--L", "40", "--batch-size", "4", "--context-length", "48", "--forecast-length", "24",
+         "--device", "cpu"]
+
+
+def tsdp(capsys, *argv):
+    from verify.cli import main
+
+    code = main(["train", *SMALL, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def test_train_command_json_and_human(capsys, tmp_path):
-    cfg = BASE.with_(N=8, L=40, batch_size=4)
-    assert train_command.run(parse(["--epochs", "1", "--json", "--device", "cpu", "--model", "dlinear"]), cfg, None) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["model"] == "dlinear" and out["steps"] == 2 and out["epsilon"] is None
-    assert train_command.run(parse(["--epochs", "1", "--device", "cpu"]), cfg, None) == 0
-    assert "seasonal naive" in capsys.readouterr().out
+    code, out, _ = tsdp(capsys, "--epochs", "1", "--json", "--model", "dlinear")
+    out = json.loads(out)
+    assert code == 0 and out["model"] == "dlinear" and out["steps"] == 2 and out["epsilon"] is None
+    code, out, _ = tsdp(capsys, "--epochs", "1")
+    assert code == 0 and "seasonal naive" in out
     csv = tmp_path / "d.csv"
     csv.write_text("a,b\n" + "\n".join(f"{i},{i}" for i in range(70)) + "\n")
-    assert train_command.run(parse(["--data", str(csv), "--epochs", "1", "--json"]), cfg, None) == 2
-    assert "--N 2" in json.loads(capsys.readouterr().out)["error"]
+    code, out, err = tsdp(capsys, "--data", str(csv), "--epochs", "1", "--json")
+    assert code == 2 and "--N 2" in err and "Traceback" not in err
+    code, _, err = tsdp(capsys, "--epsilon", "1")
+    assert code == 2 and "--delta" in err
+
+
+def test_train_command_with_the_real_accountant(capsys):
+    """`tsdp train --epsilon 8 --delta 1e-5`: the sound accountant of verify.accounting stops
+    the run at the last step whose ε ≤ 8; the reported ε is that accountant's value."""
+    from verify.accounting import epsilon_of_steps
+
+    code, out, _ = tsdp(capsys, "--epsilon", "8", "--delta", "1e-5", "--epochs", "3", "--json", "--model", "dlinear")
+    out = json.loads(out)
+    cfg = BASE.with_(N=8, L=40, batch_size=4)
+    eps = epsilon_of_steps(cfg, 1e-5)
+    assert code == 0 and out["epsilon"] == pytest.approx(eps(out["steps"]), rel=1e-12) and out["epsilon"] <= 8
+    assert out["steps"] == 6 or eps(out["steps"] + 1) > 8  # 3 epochs of 2 steps, or the budget stopped it
