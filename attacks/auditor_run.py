@@ -1,0 +1,110 @@
+"""Monte Carlo trials of a worst-case construction through the real DP-SGD loop, batched over trials.
+
+One trial = ``steps`` training steps (Algorithm 2) of the construction's scheme on one of the
+two neighbouring datasets. Trials are a tensor dimension: the sampler draws the windows of
+``trials × steps`` steps at once (:mod:`attacks.loop.samplers`), the windows are cropped
+(:func:`attacks.loop.windows.gather_windows`), split, augmented, and the loop's
+:func:`attacks.loop.step.private_gradient` computes per-sample gradients (torch.func), clips
+them to C, sums, adds N(0, σ²C²) and divides by Λ, one independent noise draw per step.
+No Python loop runs per trial; chunks bound the memory.
+
+Epoch-scoped schemes (deterministic top level, T1/T3/T4): one composition is one epoch; the
+changed sequence 0 lies in the epoch's first step (Algorithm 3), and the other steps of the
+epoch see identical data in both worlds and a gradient function that does not depend on θ,
+so their releases have the same law in both worlds and are not simulated.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+
+from .loop.samplers import BiLevelSampler, DeterministicTopLevel, TopBatch, WindowIndex, make_sampler
+from .loop.step import private_gradient
+from .loop.windows import augment, gather_windows, split_window
+from .worst_case import Construction
+
+WINDOWS_PER_CHUNK = 1 << 21  # windows materialised at once (bounds peak memory)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` → cuda when available, else cpu; otherwise the named device."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def slots_per_step(construction: Construction, sampler) -> int:
+    """Window slots M of one step of the construction's sampler (masked slots included)."""
+    cfg = construction.config
+    if cfg.top == "pooled":
+        return cfg.batch_size
+    per_seq = cfg.instances if cfg.bottom == "wr" else int(sampler.bottom.max_starts)
+    return cfg.sequences_per_step * per_seq
+
+
+def sample_steps(construction: Construction, sampler, n_steps: int, generator: torch.Generator) -> WindowIndex:
+    """Windows of ``n_steps`` independent compositions of the construction's scheme (real samplers).
+
+    Deterministic top level: every composition is the first step of an epoch (Algorithm 3,
+    sequences 0..N'-1, which holds the changed sequence 0) with fresh bottom-level draws.
+    """
+    if isinstance(sampler, BiLevelSampler) and isinstance(sampler.top, DeterministicTopLevel):
+        first = sampler.top.sample(1, generator)
+        top = TopBatch(first.seq.expand(n_steps, -1), first.mask.expand(n_steps, -1))
+        return sampler.bottom.sample(top, generator)
+    return sampler.sample(n_steps, generator)
+
+
+def released_update_chunks(construction: Construction, world: str, trials: int, steps: int,
+                           generator: torch.Generator, *, sampler=None) -> Iterator[torch.Tensor]:
+    """Centred released updates (Λ g̃ / C - offset) of ``trials`` runs of ``steps`` steps, in chunks (n, steps) float64.
+
+    ``world`` is ``"p"`` or ``"q"`` (the construction's datasets). ``sampler`` overrides the
+    scheme's sampler (tests inject broken ones). In world P the rows follow
+    ``construction.pair.P`` in every step, in world Q ``pair.Q``.
+    """
+    if world not in ("p", "q"):
+        raise ValueError(f"world must be 'p' or 'q', got {world!r}")
+    cfg = construction.config
+    data = construction.data_p if world == "p" else construction.data_q
+    if sampler is None:
+        sampler = make_sampler(cfg)
+    per_chunk = max(1, WINDOWS_PER_CHUNK // max(1, slots_per_step(construction, sampler) * steps))
+    for first in range(0, trials, per_chunk):
+        n = min(per_chunk, trials - first)
+        index = sample_steps(construction, sampler, n * steps, generator)
+        windows = gather_windows(data, index.seq, index.start, cfg.window_length)
+        context, forecast = split_window(windows, cfg.context_length)
+        if cfg.augmented:
+            context, forecast = augment(context, forecast, sigma_context=cfg.sigma_context,
+                                        sigma_forecast=cfg.sigma_forecast, v=cfg.v, generator=generator)
+        g = private_gradient(construction.model, context, forecast, clip=construction.clip, sigma=cfg.sigma,
+                             batch_size=cfg.batch_size, generator=generator, mask=index.mask)["theta"]
+        y = g[:, 0].double() * (cfg.batch_size / construction.clip) - construction.offset
+        yield y.reshape(n, steps).cpu()
+
+
+def released_updates(construction: Construction, world: str, trials: int, steps: int, generator: torch.Generator,
+                     *, sampler=None) -> torch.Tensor:
+    """All chunks of :func:`released_update_chunks` as one (trials, steps) float64 tensor."""
+    return torch.cat(list(released_update_chunks(construction, world, trials, steps, generator, sampler=sampler)))
+
+
+def naive_released_update(construction: Construction, world: str, generator: torch.Generator) -> float:
+    """One trial of one step the naive way (a reference for the benchmark): the same loop code, one step at a time."""
+    cfg = construction.config
+    data = construction.data_p if world == "p" else construction.data_q
+    sampler = make_sampler(cfg)
+    index = sample_steps(construction, sampler, 1, generator).step(0)
+    windows = gather_windows(data, index.seq[0], index.start[0], cfg.window_length)
+    context, forecast = split_window(windows, cfg.context_length)
+    if cfg.augmented:
+        context, forecast = augment(context, forecast, sigma_context=cfg.sigma_context,
+                                    sigma_forecast=cfg.sigma_forecast, v=cfg.v, generator=generator)
+    g = private_gradient(construction.model, context, forecast, clip=construction.clip, sigma=cfg.sigma,
+                         batch_size=cfg.batch_size, generator=generator)["theta"]
+    return float(g[0]) * cfg.batch_size / construction.clip - construction.offset
+
+
+__all__ = ["released_update_chunks", "released_updates", "naive_released_update", "resolve_device", "sample_steps", "slots_per_step"]

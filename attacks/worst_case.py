@@ -1,0 +1,225 @@
+"""The proofs' worst-case constructions as inputs to the real DP-SGD loop (:mod:`attacks.loop`).
+
+Each construction is a gradient function realised as a model (loss θ·c(window), so the
+per-sample gradient is c(window), computed by the loop's torch.func code and clipped by
+it), two neighbouring datasets that differ in one element, and the scheme the proof runs
+(top/bottom-level sampler of :func:`attacks.loop.samplers.make_sampler`). Nothing here
+samples the mixture directly: the auditor pushes trials through the real sampler, window
+cropping, augmentation, per-sample gradients, clipping and noise, and the construction
+only says how to read the released update and which mixture pair it should follow.
+
+Constructions (THEOREMS.md ids; the released update, centred and in units of C, follows
+the pair (P, Q) in the worlds ``data_p`` / ``data_q``):
+
+* T1 (Thm 4.2 / proof of Thm 4.3), T3 (Thm 4.3, λ > 1): deterministic top level, WR bottom
+  level; g = +C on windows holding the marked value 1, -C otherwise. Attains T1 / T3.
+* T6 (Thm 4.4, proof of Thm F.7), T9 (Thm F.7): the same with top-level WOR. Attains T6 / T9.
+* T4 (Lemma E.9 in the proof of Thm E.8): deterministic top, Poisson bottom; x_1 holds -1
+  (world P) or +1 (world Q), g = +C / -C on windows holding +1 / -1, 0 otherwise. Attains T4.
+* T10 (Thm F.8): the same with top-level WOR. Attains T10 (the construction's pair).
+* T11 (Thm G.1, a change of v under context/forecast augmentation): x_1 holds M + v (P) or M
+  (Q) for a large M; g = +C when some augmented value exceeds M + v/2, -C otherwise. The
+  released update is MoG([0, 2], [1-a, a]) vs MoG([0, 2], [1-b, b]) with a - b = T11's weight
+  (see :func:`augmentation_pair`); T11 is not proven tight, so this pair is what an attack attains and the gap is measured.
+* T13 / T14 (Props. C.1, C.2): the pooled-window loop (all windows of all series pooled,
+  Λ drawn WOR), the WR construction's gradient function; one element lies in k windows,
+  so the update attains T14's pair (and exceeds what T13's one-record guarantee claims, C6).
+
+The changed element is element j = L_F (1-based) of sequence 0: with the L_C-zero front
+padding of Algorithm 4 it lies in min(T, L_C + L_F) = k windows, the proofs' count (the
+proofs' "first element" lies in only min(T, L_C + 1) windows of the real loop, which would
+under-attain the bound when L_F > 1). The other sequences hold distinct constants in
+(-1/4, 0) so the dataset is a proper set, as the proofs require.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import nn
+
+from theorems.bounds.base import TheoremError, params
+from theorems.config import ConfigError, TrainingConfig
+from theorems.mixture import GaussianMixture, MixturePair
+from theorems.registry import get
+
+from .loop.windows import pad_series
+
+# audited id -> (top level, bottom level, sound bound id, id of the registry pair it attains)
+SCHEMES = {
+    "T1": ("deterministic", "wr", "T1", "T1"),
+    "T3": ("deterministic", "wr", "T2", "T3"),
+    "T4": ("deterministic", "poisson", "T4", "T4"),
+    "T6": ("wor", "wr", "T6", "T6"),
+    "T9": ("wor", "wr", "T7", "T9"),
+    "T10": ("wor", "poisson", "T8", "T10"),
+    "T11": ("wor", "wr", "T11", None),
+    "T13": ("pooled", "wr", "T13", "T14"),
+    "T14": ("pooled", "wr", "T13", "T14"),
+}
+
+MARK = 1.0  # the marked value of the ±C constructions
+
+
+class GradientFunctionModel(nn.Module):
+    """A one-parameter model with loss θ·c(window): its per-sample gradient is the proofs' g(window).
+
+    c = +C when some window value exceeds ``plus_above``; else -C when ``minus_below`` is set
+    and some value lies below it; else ``default``·C (-C for the WR proofs, 0 for Poisson).
+    Used by every construction of this module (proofs of Thms 4.3, E.8/Lemma E.9, F.7, F.8,
+    G.1, Prop. C.2). Gradients have norm ≤ C, so clipping to C never changes them.
+    """
+
+    def __init__(self, clip: float, plus_above: float, minus_below: Optional[float] = None, default: float = -1.0):
+        super().__init__()
+        self.theta = nn.Parameter(torch.zeros(1))
+        self.clip = float(clip)
+        self.plus_above = float(plus_above)
+        self.minus_below = minus_below
+        self.default = float(default)
+
+    def gradient_value(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+        """c(window) of a batch (B, L_C), (B, L_F): shape (B,)."""
+        window = torch.cat([context, forecast], dim=-1)
+        c = torch.full(window.shape[:-1], self.default, dtype=window.dtype, device=window.device)
+        if self.minus_below is not None:
+            c = torch.where((window < self.minus_below).any(dim=-1), -1.0, c)
+        c = torch.where((window > self.plus_above).any(dim=-1), 1.0, c)
+        return self.clip * c
+
+    def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+        return self.theta[0] * self.gradient_value(context, forecast)
+
+
+@dataclass(frozen=True)
+class Construction:
+    """One proof's worst case, ready for the loop.
+
+    ``config``: the scheme actually run (the audited theorem fixes top/bottom level).
+    ``data_p`` / ``data_q``: front-padded datasets (N, L_C + L) of the two neighbouring worlds.
+    ``pair``: the exact law of the centred, C-normalised released update in world P / Q.
+    ``offset``: Σ of per-sample gradients (units of C) of a step that draws no marked window.
+    ``sound_theorem``: the bound whose ε is the sound claim; ``attained_theorem``: the registry
+    bound whose pair this attains (None for T11, whose attained pair is built here).
+    """
+
+    theorem: str
+    config: TrainingConfig
+    sound_theorem: str
+    attained_theorem: Optional[str]
+    model: GradientFunctionModel
+    data_p: torch.Tensor
+    data_q: torch.Tensor
+    pair: MixturePair
+    offset: float
+    clip: float
+    target_sequence: int
+    target_column: int  # column of the changed element in the padded tensors
+
+
+def target_column(config: TrainingConfig) -> int:
+    """Padded-tensor column of element j = L_F (1-based), which lies in min(T, L_C + L_F) windows."""
+    return config.context_length + config.forecast_length - 1
+
+
+def windows_holding(config: TrainingConfig) -> int:
+    """Windows of a length-L series (Algorithm 4's padding, T starts) that hold element j = L_F: min(T, L_C + L_F)."""
+    j = config.forecast_length
+    return min(config.T, j + config.context_length) - max(1, j - config.forecast_length + 1) + 1
+
+
+def augmentation_pair(config: TrainingConfig) -> MixturePair:
+    """Exact law of the T11 construction's update: MoG([0,2],[1-a,a]) (world P) vs MoG([0,2],[1-b,b]) (world Q).
+
+    A window holding the changed element holds it in the forecast with probability φ, the
+    augmented value exceeds M + v/2 with probability Φ(1/(2σ_F)) = (1 + τ(σ_F))/2 in world P
+    (x_j = M + v) and (1 - τ(σ_F))/2 in world Q (x_j = M); likewise with σ_C in the context.
+    So a = ρ r (φ (1+τ_F) + (1-φ)(1+τ_C)) / 2, b = ρ r (φ (1-τ_F) + (1-φ)(1-τ_C)) / 2 and
+    a - b = T11's weight w: the pair is a lower bound on the profile that T11 bounds above.
+    """
+    p = params(config)
+    base = p.rho * p.r / 2
+    a = base * (p.phi * (1 + p.tau_forecast) + (1 - p.phi) * (1 + p.tau_context))
+    b = base * (p.phi * (1 - p.tau_forecast) + (1 - p.phi) * (1 - p.tau_context))
+    return MixturePair.of(GaussianMixture.of([0, 2], [1 - a, a]), GaussianMixture.of([0, 2], [1 - b, b]), p.sigma)
+
+
+def scheme_config(theorem: str, config: TrainingConfig) -> TrainingConfig:
+    """``config`` with the audited theorem's top/bottom level; refuses what the constructions do not cover."""
+    key = str(theorem).upper()
+    if key not in SCHEMES:
+        raise TheoremError(f"no worst-case construction for {theorem!r}; auditable: {', '.join(SCHEMES)}")
+    top, bottom, sound, _ = SCHEMES[key]
+    if config.relation != "event" or config.w != 1:
+        raise ConfigError("relation", "the constructions change one element (event level, w = 1)",
+                          (config.relation, config.w))
+    if config.lengths is not None and len(set(config.lengths)) > 1:
+        raise ConfigError("lengths", "the constructions use N series of the common length L")
+    changes = dict(top=top, bottom=bottom)
+    if key != "T11":
+        changes.update(sigma_context=0.0, sigma_forecast=0.0)
+    out = config.with_(**changes)
+    get(sound).check(out)
+    if key == "T11" and config.T < config.window_length:
+        raise ConfigError("L", f"the T11 construction needs T = L - L_F + 1 >= L_C + L_F = {config.window_length}",
+                          config.L)
+    return out
+
+
+def build(theorem: str, config: TrainingConfig, *, clip: float = 1.0, device="cpu") -> Construction:
+    """The worst-case construction of ``theorem``'s proof on ``config``'s sizes (module docstring).
+
+    Lower-bound direction: the released update of the real loop on ``data_p`` vs ``data_q``
+    follows ``pair``, so any test between the two worlds lower-bounds the mechanism's ε.
+    """
+    key = str(theorem).upper()
+    cfg = scheme_config(key, config)
+    _, _, sound, attained = SCHEMES[key]
+    n, length = cfg.N, cfg.L
+    others = [torch.full((length,), -(i / (4.0 * n))) for i in range(n)]
+    col = target_column(cfg)
+    j = cfg.forecast_length - 1  # 0-based index of element j = L_F in the unpadded series
+    if key in ("T4", "T10"):
+        p_value, q_value = -MARK, MARK
+        model = GradientFunctionModel(clip, plus_above=MARK / 2, minus_below=-MARK / 2, default=0.0)
+    elif key == "T11":
+        big = cfg.v * (1.0 + 40.0 * max(1.0, cfg.sigma_context, cfg.sigma_forecast))
+        p_value, q_value = big + cfg.v, big
+        model = GradientFunctionModel(clip, plus_above=big + cfg.v / 2)
+    else:
+        p_value, q_value = MARK, 0.0
+        model = GradientFunctionModel(clip, plus_above=MARK / 2)
+    series_p = [s.clone() for s in others]
+    series_q = [s.clone() for s in others]
+    series_p[0] = torch.zeros(length)
+    series_q[0] = torch.zeros(length)
+    series_p[0][j] = p_value
+    series_q[0][j] = q_value
+    data_p, _ = pad_series(series_p, cfg.context_length)
+    data_q, _ = pad_series(series_q, cfg.context_length)
+    if key == "T11":
+        pair = augmentation_pair(cfg)
+    else:
+        pair = get(attained).pair(cfg, check=False)
+    if key in ("T4", "T10"):
+        offset = 0.0
+    elif cfg.top == "pooled":
+        offset = -float(cfg.batch_size)
+    else:
+        offset = -float(cfg.sequences_per_step * cfg.instances)
+    model = model.to(device)
+    return Construction(key, cfg, sound, attained, model, data_p.to(device), data_q.to(device), pair, offset,
+                        float(clip), 0, col)
+
+
+def pair_numeric(pair: MixturePair):
+    """(means of P, weights of P, means of Q, weights of Q, σ) as floats, in units of C."""
+    num = pair.numeric()
+    return num.a * num.sigma, num.p, num.b * num.sigma, num.q, num.sigma
+
+
+__all__ = [
+    "Construction", "GradientFunctionModel", "SCHEMES", "augmentation_pair", "build", "pair_numeric",
+    "scheme_config", "target_column", "windows_holding",
+]
