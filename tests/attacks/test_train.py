@@ -148,9 +148,12 @@ def test_train_command_with_the_real_accountant(capsys):
     the run at the last step whose ε ≤ 8; the reported ε is that accountant's value."""
     from verify.accounting import epsilon_of_steps
 
-    code, out, _ = tsdp(capsys, "--epsilon", "8", "--delta", "1e-5", "--epochs", "3", "--json", "--model", "dlinear")
+    code, out, _ = tsdp(capsys, "--epsilon", "8", "--delta", "1e-5", "--epochs", "3", "--sigma", "2", "--json",
+                        "--model", "dlinear")
     out = json.loads(out)
-    cfg = BASE.with_(N=8, L=40, batch_size=4)
-    eps = epsilon_of_steps(cfg, 1e-5)
-    assert code == 0 and out["epsilon"] == pytest.approx(eps(out["steps"]), rel=1e-12) and out["epsilon"] <= 8
-    assert out["steps"] == 6 or eps(out["steps"] + 1) > 8  # 3 epochs of 2 steps, or the budget stopped it
+    eps = epsilon_of_steps(BASE.with_(N=8, L=40, batch_size=4, sigma=2.0), 1e-5)
+    # the budget, not the 3 epochs (6 steps), stops it: the most steps with ε ≤ 8
+    assert code == 0 and 0 < out["steps"] < 6 and eps(out["steps"]) <= 8 < eps(out["steps"] + 1)
+    assert out["epsilon"] == pytest.approx(eps(out["steps"]), rel=1e-12)
+    code, _, err = tsdp(capsys, "--epsilon", "1", "--delta", "1e-5", "--sigma", "2")
+    assert code == 2 and "spent before the first step" in err
