@@ -154,6 +154,6 @@ def test_train_command_with_the_real_accountant(capsys):
     eps = epsilon_of_steps(BASE.with_(N=8, L=40, batch_size=4, sigma=2.0), 1e-5)
     # the budget, not the 3 epochs (6 steps), stops it: the most steps with ε ≤ 8
     assert code == 0 and 0 < out["steps"] < 6 and eps(out["steps"]) <= 8 < eps(out["steps"] + 1)
-    assert out["epsilon"] == pytest.approx(eps(out["steps"]), rel=1e-12)
+    assert out["epsilon"] == pytest.approx(eps(out["steps"]), rel=1e-9)  # FFT rounding: composed in another order
     code, _, err = tsdp(capsys, "--epsilon", "1", "--delta", "1e-5", "--sigma", "2")
     assert code == 2 and "spent before the first step" in err
