@@ -31,7 +31,7 @@ import torch
 
 from theorems.config import ConfigError, TrainingConfig
 from theorems.registry import get
-from verify.pld import compose, pair_pld, sound_pld
+from verify.pld import DEFAULT_DISCRETIZATION, compose, pair_pld, sound_pld
 
 from .auditor_run import released_update_chunks, resolve_device
 from .auditor_stats import epsilon_lower_bound, goodness_of_fit, hockey_stick_lower_bounds, log_likelihood_ratio
@@ -83,14 +83,15 @@ def _check(trials, steps, delta, confidence, alphas) -> List[float]:
     return [float(a) for a in alphas]
 
 
-def theory(construction: Construction, steps: int, delta: float, alphas: Sequence[float]) -> dict:
+def theory(construction: Construction, steps: int, delta: float, alphas: Sequence[float],
+           discretization: float = DEFAULT_DISCRETIZATION) -> dict:
     """Sound ε (upper bound: the sound bound's pessimistic PLD composed), attained ε (the construction's pair,
     optimistic PLD, both directions, composed: what a perfect attack reaches) and the sound H_α, after ``steps``
-    compositions."""
+    compositions (PLD value discretisation ``discretization``; coarser keeps both directions of rounding)."""
     cfg = construction.config
     bound = get(construction.sound_theorem)
-    sound = compose(sound_pld(bound, cfg), steps)
-    attained = compose(pair_pld(construction.pair, pessimistic=False), steps)
+    sound = compose(sound_pld(bound, cfg, discretization), steps)
+    attained = compose(pair_pld(construction.pair, discretization, pessimistic=False), steps)
     if steps == 1:
         h = bound.profile(cfg, np.asarray(alphas), check=False)
     else:
@@ -127,13 +128,14 @@ def run_worlds(construction: Construction, trials: int, steps: int, generator: t
 
 def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, delta: float, seed: int = 0,
           device: str = "auto", alphas=None, progress: bool = False, confidence: float = 0.95,
-          sampler=None) -> AuditResult:
+          sampler=None, discretization: float = DEFAULT_DISCRETIZATION) -> AuditResult:
     """Audit ``theorem``'s worst case on ``config``'s sizes: ``trials`` trials of ``steps`` steps per world.
 
     The theorem fixes the scheme (T1/T3/T4 deterministic top level, T6/T9/T10/T11 WOR, T13/T14
     pooled windows; WR bottom level except T4/T10 Poisson); the configuration gives N, L, L_C,
     L_F, Λ, λ, σ and σ_C, σ_F (T11). ``epsilon_lower`` is a **lower** bound on the true ε at δ
-    with probability ≥ ``confidence``; ``sampler`` replaces the scheme's sampler (tests).
+    with probability ≥ ``confidence``; ``sampler`` replaces the scheme's sampler (tests);
+    ``discretization`` is the PLD grid of the theory numbers (sound rounds up, attained down).
     """
     alphas = _check(trials, steps, delta, confidence, alphas)
     dev = resolve_device(device)
@@ -144,7 +146,7 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     test = epsilon_lower_bound(llr_p, llr_q, delta, confidence)
     h_lower = hockey_stick_lower_bounds(llr_p, llr_q, alphas, confidence)
     gof = goodness_of_fit(y_p, y_q, pair_numeric(construction.pair))
-    th = theory(construction, steps, delta, alphas)
+    th = theory(construction, steps, delta, alphas, discretization)
     attained = th["epsilon_attained"]
     return AuditResult(
         theorem=construction.theorem, config=construction.config.as_dict(), trials=trials, steps=steps,

@@ -1,0 +1,139 @@
+"""The Monte Carlo auditor on the real loop: soundness, goodness of fit (and its power), tightness, claim C6."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from theorems.config import ConfigError, TrainingConfig
+from attacks.auditor import audit
+from attacks.auditor_stats import cp_lower, cp_upper, epsilon_lower_bound
+from attacks.loop.samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
+
+# the issue's audit configuration: r = 0.5, ρ = 0.2
+AUDIT = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)
+SMALL = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)
+
+GRID = {  # construction -> configurations of the soundness grid
+    "T1": [AUDIT, SMALL],
+    "T3": [AUDIT.with_(instances=2), SMALL.with_(instances=2)],
+    "T4": [AUDIT, SMALL],
+    "T6": [AUDIT, SMALL],
+    "T9": [AUDIT.with_(instances=4), SMALL.with_(instances=2)],
+    "T10": [AUDIT, SMALL],
+    "T11": [AUDIT.with_(L=8, sigma_forecast=1.0), SMALL.with_(sigma_context=0.5, sigma_forecast=2.0)],
+    # pooled windows: T13 is sound only when one element lies in one window (k = 1: T = 1)
+    "T13": [SMALL.with_(L=1, context_length=1)],
+    "T14": [AUDIT.with_(L=1)],
+}
+
+
+def test_clopper_pearson_bounds_bracket_the_estimate():
+    k, n = np.array([0, 3, 50, 100]), 100
+    lo, hi = cp_lower(k, n, 0.025), cp_upper(k, n, 0.025)
+    assert np.all(lo <= k / n) and np.all(hi >= k / n)
+    assert lo[0] == 0 and hi[-1] == 1
+    assert hi[0] == pytest.approx(1 - 0.025 ** (1 / n))  # exact one-sided bound for k = 0
+
+
+def test_identical_worlds_give_no_privacy_loss():
+    """Statistic with the same law in both worlds: the lower bound stays at (about) 0."""
+    rng = np.random.default_rng(0)
+    assert epsilon_lower_bound(rng.normal(size=100000), rng.normal(size=100000), 1e-3).value < 0.1
+
+
+@pytest.mark.parametrize("theorem,config", [(t, c) for t, cs in GRID.items() for c in cs])
+def test_empirical_epsilon_never_exceeds_the_sound_epsilon(theorem, config):
+    """Soundness: ε lower (95%) ≤ sound ε after 1 and 2 steps, and the H_α lower bounds stay below the sound profile."""
+    for steps in (1, 2):
+        r = audit(theorem, config, trials=4000, steps=steps, delta=1e-3, seed=steps, discretization=1e-3)
+        assert 0 <= r.epsilon_lower <= r.epsilon_sound, r.to_dict()
+        assert r.epsilon_attained <= r.epsilon_sound + 1e-6
+        for point in r.profile:
+            assert point["h_lower"] <= point["h_theory"] + 1e-9, point
+
+
+def test_audit_result_json_keys():
+    d = audit("T6", SMALL, trials=2000, delta=1e-3, alphas=[1.0, 2.0]).to_dict()
+    for key in ("epsilon_lower", "confidence", "epsilon_sound", "epsilon_attained", "ratio", "gof_pvalue",
+                "profile", "trials", "steps", "theorem", "config"):
+        assert key in d
+    assert [p["alpha"] for p in d["profile"]] == [1.0, 2.0]
+    assert set(d["profile"][0]) == {"alpha", "h_lower", "h_theory"}
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ConfigError, match="trials"):
+        audit("T6", SMALL, trials=5, delta=1e-3)
+    with pytest.raises(ConfigError, match="delta"):
+        audit("T6", SMALL, trials=100, delta=0.0)
+    with pytest.raises(ConfigError, match="alphas"):
+        audit("T6", SMALL, trials=100, delta=1e-3, alphas=[0.5])
+
+
+class _WithReplacementTop:
+    """A broken top level: draws N' sequences WITH replacement (repeats allowed)."""
+
+    def __init__(self, n, per_step):
+        self.n, self.per_step, self.steps_per_epoch = n, per_step, 1
+
+    def sample(self, n_steps, generator):
+        seq = torch.randint(0, self.n, (n_steps, self.per_step), generator=generator)
+        return TopBatch(seq, torch.ones_like(seq, dtype=torch.bool))
+
+
+class _PaddingOffByOne:
+    """A broken window sampler: starts shifted by one (the padding is one element short)."""
+
+    def __init__(self, base, n_starts):
+        self.base, self.n_starts, self.steps_per_epoch = base, n_starts, base.steps_per_epoch
+
+    def sample(self, n_steps, generator):
+        i = self.base.sample(n_steps, generator)
+        return WindowIndex(i.seq, torch.clamp(i.start + 1, max=self.n_starts - 1), i.mask)
+
+
+def test_gof_accepts_the_correct_loop_at_one_percent():
+    for theorem, seed in (("T6", 0), ("T1", 0)):
+        assert audit(theorem, AUDIT, trials=20000, delta=1e-3, seed=seed).gof_pvalue > 0.01
+
+
+def test_gof_rejects_padding_off_by_one():
+    broken = _PaddingOffByOne(make_sampler(AUDIT), AUDIT.T)
+    assert audit("T6", AUDIT, trials=50000, delta=1e-3, seed=0, sampler=broken).gof_pvalue < 1e-6
+
+
+def test_gof_rejects_wor_drawing_with_replacement():
+    cfg = TrainingConfig(N=8, batch_size=4, L=4, context_length=1, forecast_length=1, sigma=1.0)
+    good = make_sampler(cfg)
+    broken = BiLevelSampler(_WithReplacementTop(cfg.N, cfg.sequences_per_step), good.bottom)
+    assert audit("T6", cfg, trials=50000, delta=1e-3, seed=0).gof_pvalue > 0.01
+    assert audit("T6", cfg, trials=50000, delta=1e-3, seed=0, sampler=broken).gof_pvalue < 1e-4
+
+
+def test_moderate_tightness_t6_one_step():
+    """2e5 trials per world on the audit configuration: the attack reaches ≥ 0.65 of the attained ε (T6 tight)."""
+    r = audit("T6", AUDIT, trials=200000, delta=1e-3, seed=3)
+    assert r.epsilon_lower <= r.epsilon_sound
+    assert r.ratio >= 0.65, r.to_dict()
+    assert r.epsilon_attained == pytest.approx(r.epsilon_sound, rel=1e-3)  # T6 is tight after one step
+
+
+def test_c6_pooled_loop_leaks_more_than_the_one_record_guarantee():
+    """Claim C6: on the pooled-window loop (L_C + L_F = 8), ε lower (95%) > the ε that T13 claims."""
+    cfg = TrainingConfig(N=40, L=12, context_length=4, forecast_length=4, batch_size=36, sigma=2.0, top="pooled")
+    r = audit("T13", cfg, trials=10000, delta=1e-3, seed=0)
+    assert r.confidence == 0.95
+    assert r.epsilon_lower > r.epsilon_sound, r.to_dict()
+    assert r.epsilon_lower <= r.epsilon_attained * 1.05  # and stays below what the construction can attain
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("theorem,steps,minimum", [("T6", 1, 0.9), ("T1", 1, 0.9), ("T6", 10, 0.8), ("T1", 10, 0.8)])
+def test_full_tightness_claim(theorem, steps, minimum):
+    """The issue's claim: audit configuration, δ = 1e-3, 1e7 trials per world."""
+    r = audit(theorem, AUDIT, trials=10_000_000, steps=steps, delta=1e-3, seed=7)
+    assert r.epsilon_lower <= r.epsilon_sound
+    assert r.ratio >= minimum, r.to_dict()
+    assert r.gof_pvalue > 0.01
+    assert math.isfinite(r.epsilon_attained)
