@@ -91,11 +91,10 @@ def released_updates(construction: Construction, world: str, trials: int, steps:
     return torch.cat(list(released_update_chunks(construction, world, trials, steps, generator, sampler=sampler)))
 
 
-def naive_released_update(construction: Construction, world: str, generator: torch.Generator) -> float:
-    """One trial of one step the naive way (a reference for the benchmark): the same loop code, one step at a time."""
+def naive_released_update(construction: Construction, world: str, generator: torch.Generator, sampler) -> float:
+    """One trial of one step the naive way (the benchmark's baseline): the same loop code, one trial per call."""
     cfg = construction.config
     data = construction.data_p if world == "p" else construction.data_q
-    sampler = make_sampler(cfg)
     index = sample_steps(construction, sampler, 1, generator).step(0)
     windows = gather_windows(data, index.seq[0], index.start[0], cfg.window_length)
     context, forecast = split_window(windows, cfg.context_length)
