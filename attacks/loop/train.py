@@ -97,6 +97,7 @@ def train(
     private: bool = True,
     season: int = 24,
     n_samples: int = 100,
+    return_model: bool = False,
 ) -> dict:
     """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
 
@@ -106,6 +107,7 @@ def train(
     without clipping and noise (ε = ∞ reference). Each series' last L_F steps are the test
     set. Returns a JSON-ready dict: crps, untrained_crps, seasonal_naive_crps, epsilon (ε
     spent, None without accountant), steps, compositions, epochs, seconds, …
+    ``return_model=True`` adds the trained model (key ``trained_model``, not JSON) for audits.
     """
     if epsilon is None and epochs is None:
         raise ValueError("give an ε budget (epsilon) or a number of epochs")
@@ -168,7 +170,7 @@ def train(
     if private and epsilon_of_steps is not None:
         spent = float(epsilon_of_steps(compositions)) if compositions > 0 else 0.0
     naive = point_crps(targets, seasonal_naive(train_data.series, config.forecast_length, season))
-    return {
+    result = {
         "model": model_name,
         "private": private,
         "top": config.top,
@@ -187,3 +189,6 @@ def train(
         "seconds": seconds,
         "device": str(dev),
     }
+    if return_model:
+        result["trained_model"] = model
+    return result
