@@ -1,0 +1,23 @@
+"""Section 3 of the report: the summary of `tsdp verify --quick` (issue 4), every failure and finding.
+
+Runs the checks through the runner's Python API (:func:`verify.checks.runner.verify`), not a
+subprocess. A ``fail`` is a broken property of the toolkit or the catalogue; a ``finding`` a
+documented erratum of the paper as printed (THEOREMS.md "Errata"), never a hidden failure.
+"""
+from __future__ import annotations
+
+
+def consistency_section(seed: int = 0) -> dict:
+    """The quick consistency run: summary counts, theorems covered, and every non-passing check
+    (name, theorem ids, status, explanation, measured numbers). Also returns all checks by name
+    and status so the errata table (:mod:`reports.errata`) can reuse their measurements."""
+    from verify.checks.runner import verify
+
+    report = verify(quick=True, seed=seed, jobs=1, progress=False)
+    issues = [{"name": c["name"], "theorems": c["theorems"], "status": c["status"], "explanation": c["explanation"],
+               "measured": c["measured"]} for c in report["checks"] if c["status"] != "pass"]
+    return {"mode": report["mode"], "seed": report["seed"], "elapsed_s": report["elapsed_s"],
+            "summary": report["summary"], "theorems_covered": report["theorems_covered"],
+            "failures_and_findings": issues,
+            "checks": [{"name": c["name"], "status": c["status"], "explanation": c["explanation"]}
+                       for c in report["checks"]]}

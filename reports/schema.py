@@ -1,0 +1,84 @@
+"""The documented schema of results.json (`tsdp report`), and a structural validator.
+
+Top level (``SCHEMA_VERSION`` 1)::
+
+  schema_version  int
+  meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
+                   elapsed_s, timings_s: {section: seconds}, trials: {tightness, composed, c6},
+                   audit_status: "ran"|"audit not available"}
+  accounting      {config (TrainingConfig.as_dict), derived {T, k, r, rho, phi, q, ...},
+                   theorem, kind, reason,
+                   rows: [{delta, steps|epochs, compositions, epsilon_sound (upper),
+                           epsilon_attained (lower or null), construction, discretization}]}
+  claims          [{id: "C1".."C6", statement, verdict: "confirmed"|"refuted"|"qualified",
+                    reason, numbers {...claim-specific, see reports.claims}, figure {curves drawn},
+                    figures: [png file names]}]
+  consistency     {mode, seed, elapsed_s, summary {pass, fail, finding, total}, theorems_covered,
+                   failures_and_findings: [{name, theorems, status, explanation, measured}],
+                   checks: [{name, status, explanation}]}
+  tightness       {audit_status, delta, audit_config, trials, composed_trials,
+                   bounds: [{theorem, sound_theorem, kind, attained_theorem, instances, sigma_forecast,
+                             config, eps, delta_sound, delta_attained, audit: null | {epsilon_lower,
+                             confidence, epsilon_sound, epsilon_attained, ratio, gof_pvalue,
+                             profile: [{alpha, h_lower, h_theory}], trials, steps, ...}}],
+                   upper_gaps: [{upper, construction, instances, epsilon_sound, epsilon_attained,
+                                 attained_over_sound, epsilon_audited_lower, audited_over_sound}],
+                   composition: [{steps, epsilon_sound, epsilon_attained, epsilon_audited_lower,
+                                  audit_trials}],
+                   soundness_violations: [theorem ids], figures: [png]}
+  errata          [{erratum: 1..9, paper, reading, measured, status: "reproduced"|"not reproduced",
+                    source, numbers}]
+
+Non-finite floats are written as null. A section not computed (interrupted run) is null.
+"""
+from __future__ import annotations
+
+from typing import List
+
+SCHEMA_VERSION = 1
+TOP_KEYS = ("schema_version", "meta", "accounting", "claims", "consistency", "tightness", "errata")
+CLAIM_IDS = ("C1", "C2", "C3", "C4", "C5", "C6")
+VERDICTS = ("confirmed", "refuted", "qualified")
+
+
+def validate(results: dict) -> List[str]:
+    """Structural problems of a results.json dict (empty list when it follows the schema above).
+
+    Checks keys and types of a complete report, not the numbers (those are the claims' and
+    the accountant's; the tests recompute them independently).
+    """
+    problems = []
+    for k in TOP_KEYS:
+        if k not in results:
+            problems.append(f"missing top-level key {k!r}")
+    if problems:
+        return problems
+    if results["schema_version"] != SCHEMA_VERSION:
+        problems.append(f"schema_version {results['schema_version']!r} != {SCHEMA_VERSION}")
+    if results["meta"].get("status") != "complete":
+        problems.append(f"status {results['meta'].get('status')!r}")
+        return problems
+    acc = results["accounting"]
+    for k in ("config", "derived", "theorem", "rows"):
+        if k not in acc:
+            problems.append(f"accounting.{k} missing")
+    if len(acc.get("rows", [])) != 10:
+        problems.append(f"accounting.rows has {len(acc.get('rows', []))} rows, expected 10")
+    ids = [c.get("id") for c in results["claims"]]
+    if tuple(ids) != CLAIM_IDS:
+        problems.append(f"claims ids {ids}")
+    for c in results["claims"]:
+        for k in ("statement", "verdict", "reason", "numbers", "figures"):
+            if k not in c:
+                problems.append(f"claim {c.get('id')}: {k} missing")
+        if c.get("verdict") not in VERDICTS:
+            problems.append(f"claim {c.get('id')}: verdict {c.get('verdict')!r}")
+    if set(results["consistency"].get("summary", {})) < {"pass", "fail", "finding", "total"}:
+        problems.append("consistency.summary incomplete")
+    t = results["tightness"]
+    for k in ("audit_status", "bounds", "upper_gaps", "composition"):
+        if k not in t:
+            problems.append(f"tightness.{k} missing")
+    if [e.get("erratum") for e in results["errata"]] != list(range(1, 10)):
+        problems.append("errata must list 1..9")
+    return problems

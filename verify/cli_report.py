@@ -1,0 +1,62 @@
+"""`tsdp report`: the tightness report (issue 7) - accounting, claims C1-C6 with verdicts,
+consistency, tightness audits, errata - written to reports/out/<name>/.
+
+reports (and through it matplotlib, torch) is imported inside the handler only.
+"""
+from __future__ import annotations
+
+import json
+
+
+def add_parsers(sub, command) -> None:
+    """Add the `report` sub-command and register its handler."""
+    p = sub.add_parser(
+        "report", help="write the tightness report (HTML, Markdown, JSON, PNG figures) for a configuration",
+        description="Compute the configuration's accounting, verdicts on claims C1-C6 of the paper with the figures "
+        "that reproduce Section 5 and Appendix C, the `tsdp verify --quick` summary, the tightness audits and the "
+        "errata table; write index.html (self-contained), report.md, results.json and PNGs to reports/out/<name>/ "
+        "(or --out DIR). Default configuration: under 10 minutes on 2 cores; --quick: under 2 minutes.")
+    p.add_argument("--config", default="default", metavar="default|FILE",
+                   help="`default` (paper Section 5) or a JSON file of TrainingConfig fields, e.g. "
+                   '{"L": 4, "batch_size": 160}')
+    p.add_argument("--quick", action="store_true", help="fewer grid cells and audit trials (< 2 minutes)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default reports/out/<name>/)")
+    p.add_argument("--json", action="store_true", help="print results.json to stdout instead of a summary")
+    p.add_argument("--seed", type=int, default=0, help="seed of the audits and random checks (default 0)")
+    p.add_argument("--no-audit", action="store_true", help="skip the Monte Carlo audits (reported as not available)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    @command("report")
+    def cmd_report(args) -> int:
+        from pathlib import Path
+
+        from .cli import UsageError
+
+        if args.seed < 0:
+            raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
+        from reports.run import OUT_ROOT, build_report, load_config
+
+        try:
+            name, config = load_config(args.config)
+        except ValueError as exc:
+            if type(exc) is not ValueError:
+                raise
+            raise UsageError(f"invalid --config: {exc}") from None
+        out = Path(args.out) if args.out else OUT_ROOT / name
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"invalid --out: {out} exists and is not a directory")
+        results = build_report(config, name=name, out_dir=out, quick=args.quick, seed=args.seed,
+                               progress=not args.no_progress, audits=not args.no_audit)
+        if args.json:
+            print(json.dumps(results, indent=1))
+        else:
+            print(f"report written to {out}/ (index.html, report.md, results.json) in {results['meta']['elapsed_s']} s")
+            print(f"theorem {results['accounting']['theorem']}: " + "; ".join(
+                f"δ={r['delta']:g} {r['steps'] or r['epochs']} {'steps' if r['steps'] else 'epochs'}: "
+                f"ε={r['epsilon_sound']:.4g}" for r in results["accounting"]["rows"][:5]))
+            for c in results["claims"]:
+                print(f"{c['id']}: {c['verdict']} - {c['reason']}")
+            s = results["consistency"]["summary"]
+            print(f"verify --quick: {s['pass']} pass, {s['fail']} fail, {s['finding']} finding; "
+                  f"audits: {results['tightness']['audit_status']}")
+        return 0
