@@ -129,9 +129,14 @@ def test_c6_pooled_loop_leaks_more_than_the_one_record_guarantee():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("theorem,steps,minimum", [("T6", 1, 0.9), ("T1", 1, 0.9), ("T6", 10, 0.8), ("T1", 10, 0.8)])
+@pytest.mark.parametrize("theorem,steps,minimum", [("T6", 1, 0.9), ("T1", 1, 0.9), ("T6", 10, 0.8)])
 def test_full_tightness_claim(theorem, steps, minimum):
-    """The issue's claim: audit configuration, δ = 1e-3, 1e7 trials per world."""
+    """The issue's claim: audit configuration, δ = 1e-3, 1e7 trials per world.
+
+    T1 after 10 epochs is left out: its attained ε is ≈ 23.5 at δ = 1e-3, and a test with n
+    held-out trials cannot certify an ε above about log(n) (a false-positive rate below
+    1/n is not observable), so 1e7 trials cannot reach 0.8 of it (measured: 0.38 at 2e5).
+    """
     r = audit(theorem, AUDIT, trials=10_000_000, steps=steps, delta=1e-3, seed=7)
     assert r.epsilon_lower <= r.epsilon_sound
     assert r.ratio >= minimum, r.to_dict()
