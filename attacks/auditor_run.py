@@ -21,17 +21,11 @@ import torch
 
 from .loop.samplers import BiLevelSampler, DeterministicTopLevel, TopBatch, WindowIndex, make_sampler
 from .loop.step import private_gradient
+from .loop.train import resolve_device
 from .loop.windows import augment, gather_windows, split_window
 from .worst_case import Construction
 
 WINDOWS_PER_CHUNK = 1 << 21  # windows materialised at once (bounds peak memory)
-
-
-def resolve_device(device: str) -> torch.device:
-    """``auto`` → cuda when available, else cpu; otherwise the named device."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 def slots_per_step(construction: Construction, sampler) -> int:

@@ -27,9 +27,11 @@ EPOCH_SCOPED = ("deterministic", "shuffle")
 
 
 def resolve_device(device: str) -> torch.device:
-    """``auto`` → cuda when available, else cpu; otherwise the named device."""
+    """``auto`` → cuda when available, else cpu; otherwise the named device (ValueError for cuda without one)."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but torch sees no CUDA device; use --device cpu or auto")
     return torch.device(device)
 
 
