@@ -35,6 +35,11 @@ NEGLIGIBLE = 1e-12
 """δ below this on both sides of a comparison is a tie (beyond the accountant's resolution)."""
 
 
+TIE_REL = 1e-6
+"""Relative difference below which two δ values are a tie (float rounding of composed PLDs,
+e.g. both ≈ 1 when the composition has lost all privacy)."""
+
+
 def eps_grid(n: int = 61, lo: float = -3.0, hi: float = np.log10(50.0)) -> np.ndarray:
     """ε on a log grid from 10^lo to 10^hi (the paper's figures use log-scaled ε axes)."""
     return np.logspace(lo, hi, n)
@@ -120,7 +125,8 @@ def with_ratios(config: TrainingConfig, r: float, batch_ratio: float) -> Trainin
 
 
 def first_win_epsilon(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> dict:
-    """Where ``ours`` < ``other`` on the ε grid, ties (both < NEGLIGIBLE) ignored.
+    """Where ``ours`` ≤ ``other`` on the ε grid; ties (both < NEGLIGIBLE, or within TIE_REL
+    relative) count as ≤.
 
     Returns {"all_from": smallest grid ε from which ours ≤ other at every larger grid ε
     (None if not even at the last one), "everywhere": ours ≤ other at every compared ε,
@@ -128,7 +134,7 @@ def first_win_epsilon(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> d
     caller states which bound each side is.
     """
     compared = ~((ours < NEGLIGIBLE) & (other < NEGLIGIBLE))
-    ok = (ours <= other) | ~compared
+    ok = (ours <= other * (1 + TIE_REL)) | ~compared
     all_from = None
     for i in range(len(eps) - 1, -1, -1):
         if not ok[i]:

@@ -84,8 +84,8 @@ def figure_c1(claim: dict, out: Path) -> List[str]:
 
 
 def figure_c2(claim: dict, out: Path) -> List[str]:
-    """C2 / paper Fig. 3 and appendix grid: T6 (WOR, sound) vs T1 (deterministic, attained) after
-    1 step, 1 epoch, 10 epochs; one panel per cell."""
+    """C2 / paper Fig. 3 and appendix grid: T6 (WOR, solid) vs T1 (deterministic, dashed) after
+    1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines."""
     fig_data = claim["figure"]
     eps = np.asarray(fig_data["eps"])
     fig, axes = _grid(len(fig_data["panels"]), 3)
@@ -94,12 +94,13 @@ def figure_c2(claim: dict, out: Path) -> List[str]:
             for c in panel["curves"]:
                 if c["schedule"] != name:
                     continue
-                ls = "-" if c["kind"] == "upper" else "--"
-                who = "WOR (T6, sound)" if c["kind"] == "upper" else "det. (T1, attained)"
-                ax.plot(eps, _masked(c["delta"]), color=f"C{j}", ls=ls, label=f"{who}, {name}")
+                ls = "-" if c["scheme"] == "wor" else "--"
+                who = "WOR (T6)" if c["scheme"] == "wor" else "det. (T1)"
+                ax.plot(eps, _masked(c["sound"]), color=f"C{j}", ls=ls, label=f"{who}, {name}")
+                ax.plot(eps, _masked(c["attained"]), color=f"C{j}", ls=":", lw=0.8)
         _loglog(ax)
         ax.set_title(_title(panel["cell"], panel["params"]), fontsize=9)
-    axes[0].legend(fontsize=7, loc="lower left")
+    axes[0].legend(fontsize=7, loc="lower left", title="sound; dotted: attained", title_fontsize=7)
     fig.suptitle("C2 (Fig. 3): top-level WOR vs deterministic iteration, λ = 1", fontsize=10)
     return [_save(fig, out, "c2.png")]
 
@@ -123,7 +124,7 @@ def figure_c3(claim: dict, out: Path) -> List[str]:
 
 def figure_c4(claim: dict, out: Path) -> List[str]:
     """C4 / appendix Fig. (epoch privacy vs length): δ at ε ∈ {1, 4} over 16 training steps,
-    deterministic top level, Λ = N; λ = 1 (T1, sound) vs λ > 1 at its epoch ends (T3 attained,
+    deterministic top level, Λ = N; λ = 1 (T1) vs λ > 1 at its epoch ends (T3 sound and attained,
     T2 sound)."""
     f = claim["figure"]
     panels = [(p, e) for p in f["panels"] for e in f["epsilons"]]
@@ -131,7 +132,9 @@ def figure_c4(claim: dict, out: Path) -> List[str]:
     for ax, (p, e) in zip(axes, panels):
         for s in p["series"]:
             color = f"C{int(math.log2(s['instances']))}"
-            ls, marker = ("-", "o") if s["instances"] == 1 else (("--", "s") if "T3" in s["bound"] else (":", "^"))
+            ls = {"T1 (sound)": "-", "T1 (attained)": ":"}.get(s["bound"], "--" if "T3 (sound)" in s["bound"] else
+                                                                 (":" if "attained" in s["bound"] else "-."))
+            marker = {"-": "o", ":": ".", "--": "s", "-.": "^"}[ls]
             ax.plot(s["steps"], _masked(s["delta"][str(e)]), color=color, ls=ls, marker=marker, ms=4,
                     label=f"λ={s['instances']} {s['bound']}")
         ax.set_yscale("log")

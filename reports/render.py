@@ -143,19 +143,27 @@ def _claim_table(c: dict) -> List[tuple]:
         return [("table", ["cell", "λ", "steps", "λ=1 wins from ε (sound vs sound)", "(attained vs attained)",
                            "(T6 sound vs T9 attained)"], rows)]
     if cid == "C2":
-        return [("table", ["cell", "schedule", "T6 comp.", "T1 comp.", "WOR ≤ det. at every ε", "ε(1e-5) T6 (grid)",
-                           "ε(1e-5) T1 (grid)"],
-                 [[r["cell"], r["schedule"], r["compositions_T6"], r["compositions_T1"], fmt(r["wor_wins_everywhere"]),
-                   fmt(r["eps_at_delta_1e-5_T6"]), fmt(r["eps_at_delta_1e-5_T1"])] for r in n["rows"]])]
+        return [("table", ["cell", "schedule", "T6 comp.", "T1 comp.", "WOR ≤ det. everywhere (sound)", "(attained)",
+                           "(T6 sound vs T1 attained)", "ε(1e-5) T6 sound (grid)", "ε(1e-5) T1 sound (grid)"],
+                 [[r["cell"], r["schedule"], r["compositions_T6"], r["compositions_T1"],
+                   fmt(r["sound_wor_wins_everywhere"]), fmt(r["attained_wor_wins_everywhere"]),
+                   fmt(r["robust_wor_wins_everywhere"]), fmt(r["eps_at_delta_1e-5_T6_sound"]),
+                   fmt(r["eps_at_delta_1e-5_T1_sound"])] for r in n["rows"]])]
     if cid == "C3":
         return [("table", ["σ_F", "T11 weight"], [[fmt(w["sigma_F"]), fmt(w["weight"], 6)] for w in n["weights"]] +
                  [["L_F → 0 limit ρ L_C / T", fmt(n["w_limit_LF_to_0"], 6)],
                   ["printed 'L_C → 0' reading ρ L_F / T", fmt(n["w_limit_LC_to_0_printed_reading"], 6)]])]
     if cid == "C4":
-        return [("table", ["r", "λ", "step", "epochs", "ε", "δ λ=1 (T1 upper)", "δ T3 (lower)", "δ T2 (upper)",
-                           "λ=1 ≤ T3"],
-                 [[fmt(r["r"]), r["instances"], r["step"], r["epochs"], fmt(r["epsilon"]), fmt(r["delta_lambda1_upper"]),
-                   fmt(r["delta_T3_lower"]), fmt(r["delta_T2_upper"]), fmt(r["lambda1_beats_T3"])] for r in n["rows"]])]
+        out = [("table", ["r", "λ", "step", "epochs", "ε", "δ T1 sound", "δ T1 attained", "δ T3 sound", "δ T3 attained",
+                          "δ T2 sound", "T1 ≤ T3 (like for like)", "robust", "T1 ≤ T2"],
+                [[fmt(r["r"]), r["instances"], r["step"], r["epochs"], fmt(r["epsilon"]), fmt(r["delta_T1_sound"]),
+                  fmt(r["delta_T1_attained"]), fmt(r["delta_T3_sound"]), fmt(r["delta_T3_attained"]),
+                  fmt(r["delta_T2_sound"]), fmt(r["like_for_like_vs_T3"]), fmt(r["robust_vs_T3"]),
+                  fmt(r["sound_vs_T2"])] for r in n["rows"]])]
+        if n["skipped"]:
+            out.append(("table", ["r", "λ", "not computable"], [[fmt(x["r"]), x["instances"], x["error"]]
+                                                                 for x in n["skipped"]]))
+        return out
     if cid == "C5":
         return [("table", ["cell", "L_C+L_F", "k", "T6 weight", "max(T14 - T6)", "at ε", "T14 ≥ T6 from ε",
                            "max T14/T6"],

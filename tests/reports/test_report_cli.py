@@ -1,0 +1,56 @@
+"""`tsdp report` input errors: a bad --config file exits 2 with a message naming the problem,
+before any computation (each case well under a second)."""
+import json
+
+import pytest
+
+from verify.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(["report", "--no-progress", *argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "must hold a JSON object"),
+    ('{"batch": 3}', "unknown field(s) batch"),
+    ('{"sigma": -1.0}', "invalid sigma: must be > 0"),
+    ('{"batch_size": 1000}', "more than N = 320"),
+    ('{"top": "sideways"}', "invalid top"),
+])
+def test_bad_config_file_exits_2_naming_the_problem(tmp_path, capsys, content, needle):
+    f = tmp_path / "cfg.json"
+    f.write_text(content)
+    code, err = _run(capsys, "--config", str(f), "--out", str(tmp_path / "out"))
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_missing_config_file(tmp_path, capsys):
+    code, err = _run(capsys, "--config", str(tmp_path / "nope.json"))
+    assert code == 2 and "cannot read config file" in err and "nope.json" in err
+
+
+def test_out_is_a_file(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    code, err = _run(capsys, "--out", str(f))
+    assert code == 2 and "is not a directory" in err
+
+
+def test_negative_seed(capsys):
+    code, err = _run(capsys, "--seed", "-1")
+    assert code == 2 and "--seed" in err
+
+
+def test_load_config_reads_fields(tmp_path):
+    from reports.run import load_config
+
+    f = tmp_path / "half.json"
+    f.write_text(json.dumps({"L": 4, "batch_size": 160}))
+    name, cfg = load_config(str(f))
+    assert name == "half" and float(cfg.r) == 0.5 and cfg.batch_size == 160
