@@ -141,3 +141,14 @@ def first_win_epsilon(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> d
             break
         all_from = float(eps[i])
     return {"all_from": all_from, "everywhere": bool(ok.all()), "compared": int(compared.sum())}
+
+
+def losing_range(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> Optional[dict]:
+    """Where ``ours`` > ``other`` beyond a tie (see :func:`first_win_epsilon`): the smallest and largest
+    such grid ε and the largest δ of each side there; None when ours ≤ other everywhere."""
+    compared = ~((ours < NEGLIGIBLE) & (other < NEGLIGIBLE))
+    bad = compared & (ours > other * (1 + TIE_REL))
+    if not bad.any():
+        return None
+    return {"eps_min": float(eps[bad].min()), "eps_max": float(eps[bad].max()),
+            "delta_ours_max": float(ours[bad].max()), "delta_other_max": float(other[bad].max())}

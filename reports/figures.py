@@ -37,8 +37,8 @@ def _grid(n: int, ncols: int, size=(4.6, 3.4)):
     return fig, flat[:n]
 
 
-def _save(fig, out: Path, name: str) -> str:
-    fig.tight_layout()
+def _save(fig, out: Path, name: str, rect=(0, 0, 1, 1)) -> str:
+    fig.tight_layout(rect=rect)
     fig.savefig(out / name, dpi=DPI)
     plt.close(fig)
     return name
@@ -47,6 +47,8 @@ def _save(fig, out: Path, name: str) -> str:
 def _loglog(ax, xlabel="ε", ylabel="δ(ε)"):
     ax.set_xscale("log")
     ax.set_yscale("log")
+    lo = min([np.nanmin(line.get_ydata()) for line in ax.get_lines() if np.isfinite(line.get_ydata()).any()] or [FLOOR])
+    ax.set_ylim(max(FLOOR, min(0.1, 0.5 * lo)), 1.5)  # a readable range when every δ is ≈ 1
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
@@ -55,7 +57,8 @@ def _loglog(ax, xlabel="ε", ylabel="δ(ε)"):
 def _title(cell: str, params: Optional[dict]) -> str:
     if not params:
         return cell
-    return f"{cell}: r={params['r']:.3g}, ρ={params['rho']:.3g}, Λ/N={params['batch_size'] / params['N']:.3g}"
+    ratios = f"r={params['r']:.3g}, ρ={params['rho']:.3g}, Λ/N={params['batch_size'] / params['N']:.3g}"
+    return f"configuration: {ratios}" if cell == "config" else ratios
 
 
 def figure_c1(claim: dict, out: Path) -> List[str]:
@@ -142,9 +145,10 @@ def figure_c4(claim: dict, out: Path) -> List[str]:
         ax.set_ylabel(f"δ(ε = {e:g})")
         ax.grid(True, alpha=0.3)
         ax.set_title(f"ε = {e:g}, r = {p['r']:g}", fontsize=9)
-    axes[0].legend(fontsize=7)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", fontsize=8)
     fig.suptitle("C4: deterministic top level, N = Λ, epoch privacy vs length", fontsize=10)
-    return [_save(fig, out, "c4.png")]
+    return [_save(fig, out, "c4.png", rect=(0, 0, 0.8, 1))]
 
 
 def figure_c5(claim: dict, out: Path) -> List[str]:

@@ -29,7 +29,7 @@ from .render import to_html, to_markdown
 from .schema import SCHEMA_VERSION
 from .tightness import load_auditor, tightness_section
 
-TRIALS = {"tightness": 50_000, "composed": 10_000, "c6": 200_000}
+TRIALS = {"tightness": 50_000, "composed": 10_000, "c6": 500_000}
 QUICK_TRIALS = {"tightness": 5_000, "composed": 0, "c6": 20_000}
 OUT_ROOT = Path(__file__).resolve().parent / "out"
 
@@ -96,7 +96,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=RuntimeWarning, module="verify.pld")
             results["accounting"] = timed("accounting", lambda: accounting_section(config, tick=lambda: tick("accounting")))
-            claims = []
+            claims = results["claims"] = []  # filled claim by claim, so an interrupt keeps the finished ones
             for cid, fn in CLAIMS.items():
                 bar.set_postfix_str(cid)
                 if fn is claim_c6:
@@ -105,7 +105,6 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
                     c = timed(cid, lambda fn=fn: fn(config, quick))
                 claims.append(c)
                 tick(cid)
-            results["claims"] = claims
             results["consistency"] = timed("consistency", lambda: consistency_section(seed))
             tick("verify --quick")
             results["tightness"] = timed("tightness", lambda: tightness_section(

@@ -17,7 +17,6 @@ Directions: ``epsilon_sound`` upper bound (rounded up); ``epsilon_attained`` low
 """
 from __future__ import annotations
 
-import math
 from typing import Callable, Optional
 
 import numpy as np
@@ -136,10 +135,3 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
                                      if b["audit"] is not None and b["audit"]["epsilon_lower"] > b["audit"]["epsilon_sound"]
                                      and b["sound_theorem"] != "T13"]}
 
-
-def finite(x) -> Optional[float]:
-    """x as float, None when missing or not finite (JSON has no inf/NaN)."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None

@@ -54,3 +54,21 @@ def test_load_config_reads_fields(tmp_path):
     f.write_text(json.dumps({"L": 4, "batch_size": 160}))
     name, cfg = load_config(str(f))
     assert name == "half" and float(cfg.r) == 0.5 and cfg.batch_size == 160
+
+
+def test_interrupt_writes_a_partial_report_and_exits_130(tmp_path, monkeypatch, capsys):
+    """Ctrl-C (KeyboardInterrupt) during the computation: results.json, report.md and index.html are
+    still written, marked interrupted, with the unfinished sections null; the CLI exits 130."""
+    import reports.run as run
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "accounting_section", interrupted)
+    code, err = _run(capsys, "--no-audit", "--out", str(tmp_path))
+    assert code == 130 and "interrupted" in err
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["meta"]["status"] == "interrupted"
+    assert res["accounting"] is None and res["claims"] is None
+    assert "Not computed" in (tmp_path / "report.md").read_text()
+    assert "Not computed" in (tmp_path / "index.html").read_text()
