@@ -218,7 +218,7 @@ def claim_c3(config: TrainingConfig, quick: bool = False) -> dict:
     context remain), weight w∞ = ρ L_C / T; L_C = 0 gives the zero profile max(0, 1 - α). Both exact one-step profiles, and after 100
     steps both sound (connect-the-dots, upper). Confirmed when the one-step profile is
     non-increasing in σ_F and T11 at σ_F = 1000 is within 1e-2 relative of the reference at
-    every ε where the reference exceeds 1e-12 (and the σ_F = 1000 weight within 1e-3 relative
+    every ε where the reference exceeds NEGLIGIBLE (and the σ_F = 1000 weight within 1e-3 relative
     of w∞); refuted otherwise.
     """
     eps = eps_grid()

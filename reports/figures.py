@@ -163,7 +163,9 @@ def figure_c5(claim: dict, out: Path) -> List[str]:
             ax.plot(eps, _masked(c["T6"]), color=color, label=f"T6, L_C+L_F={c['window_length']}")
             ax.plot(eps, _masked(c["T14"]), color=color, ls="--", label=f"T14, L_C+L_F={c['window_length']}")
         _loglog(ax, ylabel="H_α, α = e^ε (one step)")
-        ax.set_title(p["cell"], fontsize=9)
+        capped = sorted({c["window_length"] for c in p["curves"] if c["k"] < c["window_length"]})
+        title = "configuration" if p["cell"] == "config" else p["cell"]
+        ax.set_title(title + (f" (L_C+L_F ∈ {capped}: k capped at T)" if capped else ""), fontsize=9)
         ax.legend(fontsize=6, loc="lower left", ncol=2)
     fig.suptitle("C5: pooled windows (T14, dashed) vs structured subsampling λ = 1 (T6, solid)", fontsize=10)
     return [_save(fig, out, "c5.png")]
