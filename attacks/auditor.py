@@ -128,14 +128,21 @@ def run_worlds(construction: Construction, trials: int, steps: int, generator: t
 
 def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, delta: float, seed: int = 0,
           device: str = "auto", alphas=None, progress: bool = False, confidence: float = 0.95,
-          sampler=None, discretization: float = DEFAULT_DISCRETIZATION) -> AuditResult:
+          sampler=None, discretization: float = DEFAULT_DISCRETIZATION, select_fraction: float = 0.5) -> AuditResult:
     """Audit ``theorem``'s worst case on ``config``'s sizes: ``trials`` trials of ``steps`` steps per world.
 
     The theorem fixes the scheme (T1/T3/T4 deterministic top level, T6/T9/T10/T11 WOR, T13/T14
     pooled windows; WR bottom level except T4/T10 Poisson); the configuration gives N, L, L_C,
     L_F, Λ, λ, σ and σ_C, σ_F (T11). ``epsilon_lower`` is a **lower** bound on the true ε at δ
     with probability ≥ ``confidence``; ``sampler`` replaces the scheme's sampler (tests);
-    ``discretization`` is the PLD grid of the theory numbers (sound rounds up, attained down).
+    ``discretization`` is the PLD grid of the theory numbers (sound rounds up, attained down);
+    ``select_fraction`` of the trials choose the test, the rest bound its error rates (held out).
+
+    ``steps`` counts compositions: for the step-scoped schemes (WOR top level, pooled) one
+    composition is one step; for the epoch-scoped ones (deterministic top level: T1, T3, T4)
+    one composition is one epoch of ceil(N / N') steps, and ``epsilon_sound`` /
+    ``epsilon_attained`` are composed as often. "S training steps" of a deterministic scheme
+    are therefore ``steps = ceil(S / steps_per_epoch)`` here (10 steps at N = 320, N' = 64: 2).
     """
     alphas = _check(trials, steps, delta, confidence, alphas)
     dev = resolve_device(device)
@@ -143,8 +150,10 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     generator = torch.Generator(device=dev).manual_seed(seed)
     started = time.perf_counter()
     llr_p, llr_q, y_p, y_q = run_worlds(construction, trials, steps, generator, sampler=sampler, progress=progress)
-    test = epsilon_lower_bound(llr_p, llr_q, delta, confidence)
-    h_lower = hockey_stick_lower_bounds(llr_p, llr_q, alphas, confidence)
+    if not (0 < select_fraction < 1):
+        raise ConfigError("select_fraction", "must be in (0, 1)", select_fraction)
+    test = epsilon_lower_bound(llr_p, llr_q, delta, confidence, select_fraction)
+    h_lower = hockey_stick_lower_bounds(llr_p, llr_q, alphas, confidence, select_fraction)
     gof = goodness_of_fit(y_p, y_q, pair_numeric(construction.pair))
     th = theory(construction, steps, delta, alphas, discretization)
     attained = th["epsilon_attained"]

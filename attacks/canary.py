@@ -1,22 +1,30 @@
 """One-run canary audits of trained forecasters (Steinke, Nasr & Jagielski 2023, "Privacy auditing with one (1) training run").
 
-m event canaries (a marked spike added to one element at a random position of a random
-series; distinct (series, position) pairs) are each inserted independently with probability
-1/2; the model is trained once with the real loop (:func:`attacks.loop.train.train`). Every
-canary gets two scores, larger meaning "was in the training data":
+m event canaries (a marked spike of ±``spike`` standard deviations added to one element at
+a random position of a random series) are each inserted independently with probability
+1/2; the model is trained once with the real loop (:func:`attacks.loop.train.train`). The
+canaries lie at distinct positions at least L_C + L_F apart, so no window holds two of
+them, and each is scored on its *canary windows* (the windows holding its element) in the
+data with every canary present:
 
-* black box: the drop of the model's loss on the canary's windows (the windows holding the
-  spiked element) from the initial model to the trained one;
-* white box: the inner product of the parameter change θ_0 - θ_final with the canary's
-  centred gradient at θ_0 (its windows' summed gradient minus the mean over all canaries).
+* black box ("loss"): the drop of the model's loss on the canary windows from the initial
+  model to the trained one;
+* white box ("gradient"): minus the norm of the trained model's gradient on the canary
+  windows (a memorised canary sits near a stationary point of its own loss; an unseen
+  spike leaves a large gradient).
 
-The auditor guesses "in" for the k highest and "out" for the k lowest scores and abstains on
-the rest; with v correct of r = 2k guesses, Steinke et al.'s Theorem (one-run audit with
-abstention, (ε, δ) version: P[W ≥ v] ≤ P[Binom(r, e^ε/(1+e^ε)) ≥ v] + 2 m δ max_i P[v > Binom ≥ v-i]/i)
-gives a p-value for "the training was (ε, δ)-DP"; the reported ε is the largest one rejected
-at the confidence level. The k's and the two scores are fixed in advance and Bonferroni-
-corrected, so the bound is a **lower** bound on the ε of the element-level (event) relation
-with probability ≥ confidence.
+The spike's sign is random, so no rule learnt from other canaries predicts it: only
+memorisation (the influence of the canary itself) separates inserted from left-out
+canaries. Contexts must be distinctive for that (e.g. noisy series; on smooth series the
+forecaster cannot tell canary contexts apart and the scores are at chance).
+
+The auditor guesses on the extreme scores and abstains on the rest; the guess sets (both
+ends, the top only "in", the bottom only "out", each at the fixed fractions
+:data:`GUESS_FRACTIONS` of m) and the two scores are fixed in advance and
+Bonferroni-corrected. With v correct of r guesses, Steinke et al.'s Theorem (one-run audit
+with abstention, (ε, δ) version: P[W ≥ v] ≤ P[Binom(r, e^ε/(1+e^ε)) ≥ v] + 2 m δ
+max_i P[v > Binom ≥ v-i]/i) holds for any guessing rule, so the reported ε is a **lower**
+bound on the ε of the training at element (event) level with probability ≥ confidence.
 """
 from __future__ import annotations
 
@@ -35,7 +43,8 @@ from .loop.step import per_sample_gradients
 from .loop.train import resolve_device, train
 from .loop.windows import gather_windows, pad_series, split_window
 
-GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2)  # k / m for the fixed set of top-k guesses
+GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2)  # k / m for the fixed guess sets
+GUESS_SIDES = ("both", "in", "out")  # guess on both ends (2k guesses), only "in" on the top k, only "out" on the bottom k
 
 
 def p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
@@ -72,38 +81,62 @@ def epsilon_lower_bound(m: int, r: int, v: int, delta: float, significance: floa
 
 
 def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, significance: float,
-                fractions: Sequence[float] = GUESS_FRACTIONS) -> dict:
-    """ε lower bound from the top-k / bottom-k guesses, Bonferroni over the fixed k's (lower-bound direction)."""
+                fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequence[str] = GUESS_SIDES) -> dict:
+    """ε lower bound from fixed guess sets on the extreme scores, Bonferroni over them (lower-bound direction).
+
+    For every fraction f (k = f m, at least 1) and side: "both" guesses "in" on the k highest
+    and "out" on the k lowest scores, "in" / "out" only one of the two; the best bound over
+    the len(fractions) · len(sides) sets is valid at ``significance`` (each tested at
+    significance / their number).
+    """
     m = len(scores)
     order = np.argsort(-scores, kind="stable")
-    best = {"epsilon_lower": 0.0, "guesses": 0, "correct": 0}
-    per = significance / len(fractions)
-    for f in fractions:
-        k = max(1, int(round(f * m / 2)))
-        top, bottom = order[:k], order[-k:]
-        v = int(included[top].sum() + (~included[bottom]).sum())
-        eps = epsilon_lower_bound(m, 2 * k, v, delta, per)
-        if eps > best["epsilon_lower"] or best["guesses"] == 0:
-            best = {"epsilon_lower": eps, "guesses": 2 * k, "correct": v}
+    best = {"epsilon_lower": 0.0, "guesses": 0, "correct": 0, "side": None}
+    per = significance / (len(fractions) * len(sides))
+    for side in sides:
+        for f in fractions:
+            k = max(1, int(round(f * m / (2 if side == "both" else 1))))
+            top, bottom = order[:k], order[-k:]
+            v = {"both": int(included[top].sum() + (~included[bottom]).sum()),
+                 "in": int(included[top].sum()), "out": int((~included[bottom]).sum())}[side]
+            r = 2 * k if side == "both" else k
+            eps = epsilon_lower_bound(m, r, v, delta, per)
+            if eps > best["epsilon_lower"] or best["guesses"] == 0:
+                best = {"epsilon_lower": eps, "guesses": r, "correct": v, "side": side}
     return best
 
 
-def place_canaries(data: SeriesData, m: int, config: TrainingConfig, rng: np.random.Generator):
-    """(series, position, spike) of m canaries at distinct (series, position) pairs of the training parts.
+def auc(scores: np.ndarray, included: np.ndarray) -> float:
+    """Area under the ROC curve of ``scores`` for "inserted" (Mann-Whitney, ties averaged): 0.5 is chance."""
+    ranks = stats.rankdata(scores)
+    n_in = int(included.sum())
+    n_out = len(scores) - n_in
+    if n_in == 0 or n_out == 0:
+        return float("nan")
+    return float((ranks[included].sum() - n_in * (n_in + 1) / 2) / (n_in * n_out))
 
-    The spike is 10 standard deviations of its series with a random sign: a marked event.
+
+def place_canaries(data: SeriesData, m: int, config: TrainingConfig, rng: np.random.Generator,
+                   spike: float = 10.0):
+    """(series, position, spike) of m canaries at random distinct slots of the training parts.
+
+    Slots are every k = L_C + L_F elements from a random offset per series, so no window holds
+    two canaries. The spike is ``spike`` standard deviations of its series with a random sign.
     """
     train_part, _ = data.split(config.forecast_length)
-    lengths = np.array(train_part.lengths)
-    if m > lengths.sum():
-        raise ValueError(f"{m} canaries do not fit into {lengths.sum()} training elements")
-    flat = rng.choice(int(lengths.sum()), size=m, replace=False)
-    offsets = np.cumsum(lengths) - lengths
-    series = np.searchsorted(offsets, flat, side="right") - 1
-    position = flat - offsets[series]
+    k = config.window_length
+    offsets = rng.integers(0, k, size=train_part.N)
+    slots = [np.arange(o, len(s), k) for o, s in zip(offsets, train_part.series)]
+    counts = np.array([len(x) for x in slots])
+    if m > counts.sum():
+        raise ValueError(f"{m} canaries do not fit into {counts.sum()} slots (one per L_C + L_F = {k} elements)")
+    flat = rng.choice(int(counts.sum()), size=m, replace=False)
+    first = np.cumsum(counts) - counts
+    series = np.searchsorted(first, flat, side="right") - 1
+    position = np.array([slots[n][i] for n, i in zip(series, flat - first[series])], dtype=np.int64)
     scale = np.array([train_part.series[n].std() + 1e-6 for n in series])
-    spike = 10.0 * scale * rng.choice([-1.0, 1.0], size=m)
-    return series, position, spike
+    values = spike * scale * rng.choice([-1.0, 1.0], size=m)
+    return series, position, values
 
 
 def _with_canaries(data: SeriesData, series, position, spike, mask) -> SeriesData:
@@ -125,48 +158,57 @@ def _canary_windows(config: TrainingConfig, series, position, n_starts: torch.Te
     return seq, torch.where(valid, start, 0), valid
 
 
-def _scores(model, init_model, padded, n_starts, config, series, position, clip):
+def _scores(model, init_model, padded, n_starts, config, series, position):
+    """(black-box loss drop, white-box minus gradient norm) per canary on its canary windows (module docstring)."""
     seq, start, valid = _canary_windows(config, series, position, n_starts)
     windows = gather_windows(padded, seq, start, config.window_length)
     context, forecast = split_window(windows, config.context_length)
+    flat_c = context.reshape(-1, config.context_length)
+    flat_f = forecast.reshape(-1, config.forecast_length)
     with torch.no_grad():
-        loss_final = (model(context.reshape(-1, config.context_length), forecast.reshape(-1, config.forecast_length))
-                      .reshape(valid.shape) * valid).sum(1)
-        loss_init = (init_model(context.reshape(-1, config.context_length),
-                                forecast.reshape(-1, config.forecast_length)).reshape(valid.shape) * valid).sum(1)
+        loss_final = (model(flat_c, flat_f).reshape(valid.shape) * valid).sum(1)
+        loss_init = (init_model(flat_c, flat_f).reshape(valid.shape) * valid).sum(1)
     black = (loss_init - loss_final).numpy()
-    grads = per_sample_gradients(init_model, context, forecast)
-    flat = torch.cat([(g * valid.reshape(*valid.shape, *([1] * (g.dim() - 2)))).reshape(*valid.shape, -1).sum(1)
-                      for g in grads.values()], dim=1)
-    flat = flat / torch.clamp(flat.norm(dim=1, keepdim=True) / clip, min=1.0)
-    flat = flat - flat.mean(0, keepdim=True)
-    delta_theta = torch.cat([(p0.detach() - p1.detach()).reshape(-1) for (_, p0), (_, p1)
-                             in zip(init_model.named_parameters(), model.named_parameters()) if p0.requires_grad])
-    white = (flat @ delta_theta).numpy()
+    grads = per_sample_gradients(model, context, forecast)
+    summed = torch.cat([(g * valid.reshape(*valid.shape, *([1] * (g.dim() - 2)))).reshape(*valid.shape, -1).sum(1)
+                        for g in grads.values()], dim=1)
+    white = (-summed.norm(dim=1)).numpy()
     return black, white
 
 
 def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", canaries: int, epsilon: float,
                 delta: float, epochs: Optional[int] = None, seed: int = 0, device: str = "auto",
-                confidence: float = 0.95, progress: bool = False, lr: float = 1e-3) -> dict:
+                confidence: float = 0.95, progress: bool = False, lr: float = 1e-3, spike: float = 10.0) -> dict:
     """One-run canary audit (Steinke et al. 2023) of ``model_name`` trained on ``data`` with ``config``'s batching.
 
-    ``epsilon`` is the training budget (the sound accountant of :mod:`verify.accounting` stops
-    the training there); ``epsilon = inf`` trains without clipping or noise for ``epochs``.
-    Returns a JSON-ready dict with a lower bound on ε (confidence ``confidence``) per score.
+    ``data``: "synthetic", a CSV / JSON-lines path, or a :class:`SeriesData`. ``epsilon`` is the
+    training budget at ``delta`` under the sound accountant of :mod:`verify.accounting`
+    (event level, the canaries' relation). With ``epochs`` the training runs exactly that many
+    epochs: σ is calibrated (:func:`verify.calibration.calibrate_sigma`) so that they spend at
+    most ``epsilon``; without, it runs at ``config.sigma`` until the budget is spent.
+    ``epsilon = inf`` trains without clipping or noise for ``epochs``. Returns a JSON-ready
+    dict with a lower bound on ε (confidence ``confidence``) per score and their AUCs.
     """
     from verify.accounting import epsilon_of_steps
+    from verify.calibration import calibrate_sigma
 
     rng = np.random.default_rng(seed)
-    base = synthetic_for(config, seed=seed) if data == "synthetic" else load(data)
+    if isinstance(data, SeriesData):
+        base = data
+    else:
+        base = synthetic_for(config, seed=seed) if data == "synthetic" else load(data)
     if base.N != config.N:
         raise ValueError(f"data has {base.N} series but the configuration says N = {config.N} (set --N {base.N})")
-    series, position, spike = place_canaries(base, canaries, config, rng)
+    series, position, values = place_canaries(base, canaries, config, rng, spike)
     included = rng.random(canaries) < 0.5
     private = math.isfinite(epsilon)
     if not private and epochs is None:
         raise ValueError("training without noise (epsilon = inf) needs --epochs")
-    trained = train(config, model_name, _with_canaries(base, series, position, spike, included),
+    if config.relation != "event" or config.w != 1:
+        config = config.with_(relation="event", w=1)  # a canary changes one element
+    if private and epochs is not None:
+        config = config.with_(sigma=calibrate_sigma(config, epsilon, delta, epochs=epochs).sigma)
+    trained = train(config, model_name, _with_canaries(base, series, position, values, included),
                     epsilon=epsilon if private else None, delta=delta, epochs=epochs,
                     epsilon_of_steps=epsilon_of_steps(config, delta) if private else None, private=private,
                     device=device, seed=seed, progress=progress, lr=lr, n_samples=20, return_model=True)
@@ -174,17 +216,17 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # train() builds its initial model under this seed
         init_model = make_model(model_name, config.context_length, config.forecast_length)
-    full = _with_canaries(base, series, position, spike, np.ones(canaries, dtype=bool))
+    full = _with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     train_part, _ = full.split(config.forecast_length)
     padded, lengths = pad_series([torch.as_tensor(s) for s in train_part.series], config.context_length)
-    black, white = _scores(model, init_model, padded, lengths - config.forecast_length + 1, config, series,
-                           position, clip=1.0)
+    black, white = _scores(model, init_model, padded, lengths - config.forecast_length + 1, config, series, position)
     significance = (1 - confidence) / 2  # Bonferroni over the two scores
-    scores = {name: guess_bound(s, included, delta, significance) for name, s in (("loss", black), ("gradient", white))}
+    scores = {name: dict(guess_bound(s, included, delta, significance), auc=auc(s, included))
+              for name, s in (("loss", black), ("gradient", white))}
     return {
         "model": model_name, "canaries": canaries, "included": int(included.sum()), "epsilon_budget": epsilon,
-        "epsilon_spent": trained["epsilon"], "delta": delta, "confidence": confidence,
-        "epsilon_lower": max(s["epsilon_lower"] for s in scores.values()), "scores": scores,
-        "steps": trained["steps"], "crps": trained["crps"], "device": str(resolve_device(device)),
-        "seconds": trained["seconds"],
+        "epsilon_spent": trained["epsilon"], "sigma": config.sigma if private else 0.0, "delta": delta,
+        "confidence": confidence, "epsilon_lower": max(s["epsilon_lower"] for s in scores.values()),
+        "scores": scores, "steps": trained["steps"], "crps": trained["crps"],
+        "device": str(resolve_device(device)), "seconds": trained["seconds"],
     }

@@ -46,7 +46,7 @@ def _human_canary(d: dict) -> str:
              f"training ε = {d['epsilon_budget']} (spent {d['epsilon_spent']}), δ = {d['delta']:g}"]
     for name, s in d["scores"].items():
         lines.append(f"  {name:<10} ε lower bound ({d['confidence']:.0%}): {s['epsilon_lower']:.4f} "
-                     f"({s['correct']} of {s['guesses']} guesses correct)")
+                     f"({s['correct']} of {s['guesses']} '{s['side']}' guesses correct, AUC {s['auc']:.3f})")
     return "\n".join(lines)
 
 
@@ -61,11 +61,13 @@ def add_parsers(sub, command) -> None:
         "T13/T14 audit the pooled-window loop against T13's one-record guarantee (claim C6).")
     p.add_argument("--theorem", default="T6", help="construction: T1 T3 T4 T6 T9 T10 T11 T13 T14 (default T6)")
     p.add_argument("--trials", type=int, required=True, help="trials per world")
-    p.add_argument("--steps", type=int, default=1, help="training steps (compositions) per trial (default 1)")
+    p.add_argument("--steps", type=int, default=1, help="compositions per trial: steps (WOR, pooled) or epochs (deterministic top level: T1, T3, T4) (default 1)")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ...")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds (default 0.95)")
+    p.add_argument("--select-fraction", type=float, default=0.5,
+                   help="share of the trials that choose the test; the rest bound its errors (default 0.5)")
     p.add_argument("--alpha", type=float, nargs="+", default=None, help="α grid (each ≥ 1) for the H_α bounds")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_config_arguments(p)
@@ -80,7 +82,10 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--epsilon", type=float, required=True, help="training ε budget (inf: no noise)")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
-    p.add_argument("--epochs", type=int, default=None, help="cap on the training epochs")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="train exactly this many epochs (σ calibrated to spend ε); without: train at --sigma to the budget")
+    p.add_argument("--spike", type=float, default=10.0, help="canary size in standard deviations of its series (default 10)")
+    p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ...")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -95,11 +100,14 @@ def add_parsers(sub, command) -> None:
             raise _usage_error(f"invalid --steps: must be >= 1 (got {args.steps})")
         if not (0 < args.confidence < 1):
             raise _usage_error(f"invalid --confidence: must be in (0, 1) (got {args.confidence})")
+        if not (0 < args.select_fraction < 1):
+            raise _usage_error(f"invalid --select-fraction: must be in (0, 1) (got {args.select_fraction})")
         config = config_from_args(args)
         from attacks.auditor import audit
 
         result = audit(args.theorem, config, trials=args.trials, steps=args.steps, delta=args.delta, seed=args.seed,
-                       device=args.device, alphas=args.alpha, progress=True, confidence=args.confidence)
+                       device=args.device, alphas=args.alpha, progress=True, confidence=args.confidence,
+                       select_fraction=args.select_fraction)
         d = result.to_dict()
         print(json.dumps(d, indent=2) if args.json else _human_audit(d))
         return 0
@@ -119,7 +127,7 @@ def add_parsers(sub, command) -> None:
         try:
             result = audit_model(args.model, config, data=args.data, canaries=args.canaries, epsilon=args.epsilon,
                                  delta=args.delta, epochs=args.epochs, seed=args.seed, device=args.device,
-                                 progress=True)
+                                 progress=True, spike=args.spike, lr=args.lr)
         except (FileNotFoundError, ValueError) as exc:
             if exc.__class__.__name__ in ("ConfigError", "TheoremError"):
                 raise
