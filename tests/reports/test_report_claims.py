@@ -89,7 +89,7 @@ def test_c1_verdict_follows_from_its_numbers(results):
 
         both1 = wins(1, 0.1, "sound") and wins(1, 0.1, "attained")
         both100 = wins(100, lo, "sound") and wins(100, lo, "attained")
-        if not (wins(1, 0.1, "sound") or wins(1, 0.1, "attained")):
+        if not (wins(1, 0.1, "sound") or wins(1, 0.1, "attained") or wins(100, lo, "sound") or wins(100, lo, "attained")):
             assert c["verdict"] == "refuted"
         elif both1 and both100:
             assert c["verdict"] == "confirmed"  # quick mode: no grid cells
@@ -142,3 +142,7 @@ def test_configuration_change_changes_numbers_and_recomputes_verdicts(results):
     assert row(d["C5"])["max_excess_T14_minus_T6"] != row(ch["C5"])["max_excess_T14_minus_T6"]
     # the verdicts are recomputed from the new numbers (each verdict test above runs on both)
     assert d["C2"]["reason"] != ch["C2"]["reason"] or d["C2"]["numbers"] != ch["C2"]["numbers"]
+    # C1's verdict moves with the numbers: at r = Λ/N = 0.5, λ = 1 wins after one step only from ε ≈ 0.8
+    assert d["C1"]["verdict"] == "confirmed" and d["C1"]["numbers"]["one_step_from_0.1"] is True
+    assert ch["C1"]["numbers"]["one_step_from_0.1"] is False and ch["C1"]["numbers"]["composed_100_everywhere"] is True
+    assert ch["C1"]["verdict"] == "qualified"
