@@ -94,7 +94,7 @@ def test_canary_audit_at_epsilon_1_stays_below_1(one_thread):
     accountant for these 4000 steps): the bound stays ≤ 1. By Steinke et al.'s theorem a violation has probability
     ≤ 5% if the training is (1, 1e-5)-DP, so a failure here points at the loop or the accountant.
 
-    Measured (seed 0, ~130 s): σ = 944, ε spent 0.9999, bound 0 for both scores, AUCs 0.49 / 0.49.
+    Measured (seed 0, ~85 s): σ = 944, ε spent 0.9999, bound 0 for both scores, AUCs 0.49 / 0.49.
     """
     r = _canary_audit(1.0)
     assert r["steps"] == 4000 and r["epsilon_spent"] <= 1.0
