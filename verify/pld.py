@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Tuple
 
 import numpy as np
-from scipy.special import ndtr
+from scipy.special import log_ndtr, logsumexp, ndtr
 
 from theorems.bounds.base import Bound, PairBound, WorMixtureBound
 from theorems.config import TrainingConfig
@@ -73,14 +73,18 @@ def pair_profile_on(pair: NumericMixturePair, eps: np.ndarray, *, upper: bool = 
         e = eps[inner]
         z = loss_root(o, e)
         tail_p = ndtr(o.a[None, :] - z[:, None]) @ np.exp(o.log_p)
-        tail_q = ndtr(o.b[None, :] - z[:, None]) @ np.exp(o.log_q)
-        scaled_q = np.exp(e) * tail_q
+        # α Q(Z > z*) in log space: e^ε overflows past ε ≈ 709 where Q's tail underflows to 0
+        log_tail_q = logsumexp(o.log_q[None, :] + log_ndtr(o.b[None, :] - z[:, None]), axis=1)
+        with np.errstate(over="ignore"):
+            scaled_q = np.exp(e + log_tail_q)
         out[inner] = tail_p - scaled_q
         if upper:
             out[inner] += _SAFETY * (tail_p + scaled_q)
     if upper:
         out = out * (1.0 + _SAFETY)
-    return np.clip(np.maximum(out, np.maximum(0.0, -np.expm1(eps))), 0.0, 1.0)
+    with np.errstate(over="ignore"):  # 1 - e^ε → -inf past ε ≈ 709: the floor is 0 there
+        floor = np.maximum(0.0, -np.expm1(eps))
+    return np.clip(np.maximum(out, floor), 0.0, 1.0)
 
 
 # ----------------------------------------------------------------------------- profiles
