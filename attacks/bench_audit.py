@@ -7,8 +7,9 @@ dimension (:func:`attacks.auditor_run.released_update_chunks`), the naive path r
 per Python iteration (:func:`attacks.auditor_run.naive_released_update`). Measured in one run.
 Goals (issue 6): ≥ 10^6 one-step trials per minute per world on 2 CPU cores, ≥ 100x naive.
 
-Measured on the shared 2-core machine: batched ~62k trials/s (3.7e6 per minute), naive ~1.5k/s,
-speedup ~42x: the first goal is met, the second is not. The top-level WOR draw (float32 keys,
+Measured on the shared 2-core machine: batched ~62-66k trials/s (3.7e6-3.9e6 per minute), naive
+~1.5k/s, speedup 42-44x: the first goal is met, the second is not. (A run whose naive phase
+meets contention from other jobs reads higher, e.g. 114x at 0.58k naive trials/s: compare runs.) The top-level WOR draw (float32 keys,
 topk) takes ~37% of the batched time; with no WOR cost at all the batched path reaches ~98k/s
 (~67x), so no WOR sampler alone reaches 100x: the rest is per-window work (64 windows per
 trial: WR starts, cropping, vmapped per-sample gradients, clipping). Faster exact draws tried:

@@ -81,12 +81,12 @@ class GradientFunctionModel(nn.Module):
 
     def gradient_value(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
         """c(window) of a batch (B, L_C), (B, L_F): shape (B,)."""
-        window = torch.cat([context, forecast], dim=-1)
-        c = torch.full(window.shape[:-1], self.default, dtype=window.dtype, device=window.device)
+        plus = (context > self.plus_above).any(dim=-1) | (forecast > self.plus_above).any(dim=-1)
+        c = torch.where(plus, 1.0, self.default)
         if self.minus_below is not None:
-            c = torch.where((window < self.minus_below).any(dim=-1), -1.0, c)
-        c = torch.where((window > self.plus_above).any(dim=-1), 1.0, c)
-        return self.clip * c
+            minus = (context < self.minus_below).any(dim=-1) | (forecast < self.minus_below).any(dim=-1)
+            c = torch.where(minus & ~plus, -1.0, c)
+        return (self.clip * c).to(context.dtype)
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
         return self.theta[0] * self.gradient_value(context, forecast)
