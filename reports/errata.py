@@ -1,6 +1,7 @@
 """Section 5 of the report: the errata of THEOREMS.md with what the toolkit measured for each.
 
-Errata 1, 8 and 9 reuse the findings of `tsdp verify --quick` (:mod:`verify.checks.errata`);
+Errata 1, 8, 9 and 10 (the printed weight of the advanced-joint-convexity lemma, found by
+`tsdp verify`, not in THEOREMS.md) reuse the findings of `tsdp verify --quick` (:mod:`verify.checks.errata`);
 3 and 4 reuse its order checks (T9 ≤ T7, T9 = T6 at λ = 1, T10 ≤ T8 at λ = 2); 2, 5, 6 and
 7 are measured here on the configuration. Each entry: number, the paper's text, our reading,
 ``measured`` (one line from numbers) and ``status`` (``reproduced`` when the measurement
@@ -28,6 +29,8 @@ ERRATA = {
     7: ("official accountant: k = L_C + L_F - 1 + w, requires T ≥ k", "generalisations lift that (k capped at T)"),
     8: ("T10 printed against N(0, σ)", "encode the proof's pair (both worlds mixtures)"),
     9: ("shortcut: T3 form as the sound bound for WR bottom, λ > 1", "sound bound is T2 / T7; T3, T9 are lower bounds"),
+    10: ("(found by tsdp, not in THEOREMS.md) lemma advanced_joint_convexity: α' = 1 + (α-1)/w with the weight w",
+         "read w = p, the mixture weight (Balle et al. 2018, Thm 2)"),
 }
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
@@ -119,7 +122,7 @@ def erratum_7(config: TrainingConfig) -> tuple:
 
 
 def errata_section(config: TrainingConfig, checks: List[dict], c3: Optional[dict] = None) -> List[dict]:
-    """The table of errata 1-9 (THEOREMS.md) with the measurement for each on ``config``.
+    """The table of errata 1-9 (THEOREMS.md) and 10 (found here) with the measurement for each on ``config``.
 
     ``checks``: the checks of the consistency section (name, status, explanation); ``c3``: the
     claim C3 result, whose weights measure erratum 5. Measurements are exact profile values
@@ -134,6 +137,8 @@ def errata_section(config: TrainingConfig, checks: List[dict], c3: Optional[dict
             text, status, source = _from_check(checks, "E.erratum8", "finding")
         elif num == 9:
             text, status, source = _from_check(checks, "E.erratum9", "finding")
+        elif num == 10:
+            text, status, source = _from_check(checks, "E.joint_convexity_printed_w", "finding")
         elif num == 2:
             text, status, numbers = erratum_2(config)
         elif num in (3, 4):

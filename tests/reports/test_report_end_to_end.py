@@ -78,7 +78,7 @@ def test_consistency_and_errata(report):
     assert con["summary"]["total"] == sum(con["summary"][k] for k in ("pass", "fail", "finding"))
     listed = {c["name"] for c in con["failures_and_findings"]}
     assert listed == {c["name"] for c in con["checks"] if c["status"] != "pass"}
-    assert [e["erratum"] for e in res["errata"]] == list(range(1, 10))
+    assert [e["erratum"] for e in res["errata"]] == list(range(1, 11))
     assert all(e["status"] == "reproduced" for e in res["errata"])
 
 
