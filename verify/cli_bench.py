@@ -10,10 +10,12 @@ import importlib
 import json
 import sys
 
+from .cli_train import MODEL_NAMES
+
 BENCHES = {
     # what -> (module, function, formatter or None)
     "accounting": ("verify.bench_accounting", "bench_accounting", "format_bench"),
-    "loop": ("attacks.loop.bench", "bench_loop", None),
+    "loop": ("attacks.loop.bench", "bench_loop", "format_bench"),
     "audit": ("attacks.bench_audit", "bench_audit", None),
 }
 
@@ -25,6 +27,11 @@ def add_parsers(sub, command) -> None:
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=1e-4,
                    help="PLD discretisation for `accounting` (default 1e-4)")
+    p.add_argument("--models", nargs="+", choices=MODEL_NAMES, default=None, metavar="MODEL",
+                   help=f"models for `loop` ({', '.join(MODEL_NAMES)}; default all)")
+    p.add_argument("--rounds", type=int, default=5,
+                   help="rounds for `loop`: each times both engines and the naive loop; the median ratio is reported "
+                        "(default 5)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     @command("bench")
@@ -39,11 +46,15 @@ def add_parsers(sub, command) -> None:
             print(f"tsdp bench: error: benchmark {args.what!r} is not available "
                   f"({module_name}.{fn_name} cannot be imported: {exc})", file=sys.stderr)
             return 2
+        progress = None if args.json else (lambda m: print(m, file=sys.stderr))
         if args.what == "accounting":
             if not (0 < args.discretization <= 1):
                 raise UsageError(f"invalid --discretization: must be in (0, 1] (got {args.discretization})")
-            result = fn(discretization=args.discretization,
-                        progress=None if args.json else (lambda m: print(m, file=sys.stderr)))
+            result = fn(discretization=args.discretization, progress=progress)
+        elif args.what == "loop":
+            if args.rounds < 1:
+                raise UsageError(f"invalid --rounds: must be >= 1 (got {args.rounds})")
+            result = fn(models=tuple(args.models or MODEL_NAMES), rounds=args.rounds, progress=progress)
         else:
             result = fn()
         if args.json or fmt_name is None:

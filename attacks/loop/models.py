@@ -23,6 +23,8 @@ import torch.nn.functional as F
 from scipy import stats
 from torch import nn
 
+from .factored import register_per_sample_rule
+
 DEFAULT_LAGS = (1, 2, 3, 4, 5, 6, 7, 23, 24, 25)
 
 
@@ -67,6 +69,13 @@ class MeanScaler(nn.Module):
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:
         return context.abs().mean(dim=-1, keepdim=True) + torch.exp(self.log_floor)
+
+
+@register_per_sample_rule(MeanScaler)
+def _mean_scaler_rule(module: MeanScaler, inputs: tuple, output_grads) -> dict:
+    """Per-sample gradient of the floor a for the factored engine: ∂y_i/∂a = e^a, so e^a · Σ_j g_ij."""
+    g = output_grads[0]
+    return {"log_floor": torch.exp(module.log_floor.detach()) * g.reshape(g.shape[0], -1).sum(1)}
 
 
 class DirectForecaster(nn.Module):

@@ -1,24 +1,30 @@
 """Algorithm 2 (noisy training step): per-sample gradients, clipping to C, Gaussian noise N(0, σ² C² I), / Λ.
 
-Per-sample gradients follow the torch.func recipe (functional_call + grad + vmap), so a
-step costs a few batched kernels, not one backward pass per window. Inputs may carry
-leading *trial* dimensions: context of shape (*lead, M, L_C) gives one independent noisy
-gradient per trial, shape (*lead, *param.shape) — the Monte Carlo auditors run many
-trials of the same step this way.
+Two engines compute the clipped sum ĝ = Σ_i g_i / max(1, ||g_i||/C), with the same result:
+
+- ``vmap``: per-sample gradients by the torch.func recipe (functional_call + grad + vmap),
+  materialised, then clipped (:mod:`attacks.loop.clipping`). Inputs may carry leading
+  *trial* dimensions: context (*lead, M, L_C) gives one independent noisy gradient per
+  trial, shape (*lead, *param.shape); the Monte Carlo auditors run many trials this way.
+- ``factored``: exact per-sample clipping from layer factors, one batched forward and
+  backward, per-sample gradients never materialised (:mod:`attacks.loop.factored`);
+  one batch (M, L_C) at a time. The training loop uses it.
 
 A model here is an ``nn.Module`` whose ``forward(context, forecast)`` takes a batch
-(B, L_C), (B, L_F) and returns the per-sample loss, shape (B,).
+(B, L_C), (B, L_F) and returns the per-sample loss, shape (B,), without mixing samples.
 """
 from __future__ import annotations
 
-import math
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-Grads = Dict[str, torch.Tensor]
+from .clipping import Grads, clipped_sum
+from .factored import factored_clipped_sum
+
+ENGINES = ("auto", "factored", "vmap")
 
 
 def per_sample_gradients(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, params: Optional[Grads] = None) -> Grads:
@@ -43,59 +49,24 @@ def per_sample_gradients(model: nn.Module, context: torch.Tensor, forecast: torc
     return {k: g.reshape(*lead, *g.shape[1:]) for k, g in grads.items()}
 
 
-def _flat(g: torch.Tensor, sample_dims: int) -> torch.Tensor:
-    return g.reshape(*g.shape[:sample_dims], math.prod(g.shape[sample_dims:]))
-
-
-def gradient_norms(grads: Grads, sample_dims: int) -> torch.Tensor:
-    """Euclidean norm over all parameters of each sample's gradient; the first ``sample_dims`` dims index samples."""
-    total = None
-    for g in grads.values():
-        sq = torch.linalg.vector_norm(_flat(g, sample_dims), dim=-1).square()
-        total = sq if total is None else total + sq
-    return total.sqrt()
-
-
-def clip_factors(norms: torch.Tensor, clip: float) -> torch.Tensor:
-    """Algorithm 2, line 6: the factor 1 / max(1, ||g_i||_2 / C) that brings every norm to ≤ C."""
-    return 1.0 / torch.clamp(norms / clip, min=1.0)
-
-
-def clip_gradients(grads: Grads, clip: float, sample_dims: int) -> Tuple[Grads, torch.Tensor]:
-    """Algorithm 2, line 6: g_i / max(1, ||g_i||_2 / C); every clipped norm is ≤ C.
-
-    Returns (clipped gradients, the norms before clipping).
-    """
-    norms = gradient_norms(grads, sample_dims)
-    factor = clip_factors(norms, clip)
-    clipped = {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - sample_dims))) for k, g in grads.items()}
-    return clipped, norms
-
-
-def clipped_sum(grads: Grads, clip: float, sample_dims: int, mask: Optional[torch.Tensor] = None) -> Grads:
-    """Algorithm 2, lines 4-7: ĝ = Σ_i g_i / max(1, ||g_i||_2 / C) over the last sample dim (masked slots skipped).
-
-    Fused as one batched matrix product per parameter, without materialising clipped copies.
-    Returns {name: (*lead, *param.shape)} with lead = the sample dims but the last.
-    """
-    factor = clip_factors(gradient_norms(grads, sample_dims), clip)
-    if mask is not None:
-        factor = factor * mask.to(factor.dtype)
-    out = {}
-    for k, g in grads.items():
-        flat = _flat(g, sample_dims)
-        out[k] = torch.einsum("...m,...mk->...k", factor, flat).reshape(g.shape[: sample_dims - 1] + g.shape[sample_dims:])
-    return out
-
-
 def noisy_mean(
     summed: Grads, *, clip: float, sigma: float, batch_size: int, generator: Optional[torch.Generator]
 ) -> Grads:
-    """Algorithm 2, line 8: (ĝ + N(0, σ² C² I)) / Λ, one independent noise draw per trial."""
-    out = {}
+    """Algorithm 2, line 8: (ĝ + N(0, σ² C² I)) / Λ, one independent noise draw per trial.
+
+    One ``randn`` call fills the noise of every tensor (in ``summed``'s order), so the draw
+    is i.i.d. N(0, 1) per coordinate whatever the parameter layout.
+    """
+    if not summed:
+        return {}
+    first = next(iter(summed.values()))
+    noise = torch.randn(sum(s.numel() for s in summed.values()), generator=generator, device=first.device,
+                        dtype=first.dtype)
+    out, offset = {}, 0
     for k, s in summed.items():
-        noise = torch.randn(s.shape, generator=generator, device=s.device, dtype=s.dtype)
-        out[k] = (s + (sigma * clip) * noise) / batch_size
+        part = noise[offset : offset + s.numel()].view(s.shape).to(s.dtype)
+        out[k] = torch.add(s, part, alpha=sigma * clip).div_(batch_size)
+        offset += s.numel()
     return out
 
 
@@ -110,16 +81,28 @@ def private_gradient(
     generator: Optional[torch.Generator],
     mask: Optional[torch.Tensor] = None,
     params: Optional[Grads] = None,
+    engine: str = "auto",
 ) -> Grads:
-    """The noisy gradient g̃ of Algorithm 2: per-sample gradients, clip to C, sum, add N(0, σ² C² I), divide by Λ.
+    """The noisy gradient g̃ of Algorithm 2 (paper Alg. 2; the mechanism of T1-T14): clip to C, sum, add N(0, σ² C² I), / Λ.
 
     ``context`` (*lead, M, L_C), ``forecast`` (*lead, M, L_F), optional ``mask`` (*lead, M)
     dropping padded slots (Poisson sampling). Returns {name: (*lead, *param.shape)}; with
     no lead dimensions, one gradient for the model's parameters. ``batch_size`` is the
     expected batch size Λ (the divisor of Algorithm 2), not the realised one.
+    ``engine``: ``factored`` (one batch, the model's own parameters), ``vmap`` (any lead
+    dims, optional ``params``), or ``auto`` (factored where it applies, else vmap).
+    Soundness: each window's clipped gradient has norm ≤ C under either engine.
     """
-    grads = per_sample_gradients(model, context, forecast, params)
-    summed = clipped_sum(grads, clip, context.dim() - 1, mask)
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    single = context.dim() == 2 and params is None
+    if engine == "factored" and not single:
+        raise ValueError("the factored engine takes one batch (M, L_C) and the model's own parameters; use engine='vmap'")
+    if engine == "factored" or (engine == "auto" and single):
+        summed, _ = factored_clipped_sum(model, context, forecast, clip, mask)
+    else:
+        grads = per_sample_gradients(model, context, forecast, params)
+        summed = clipped_sum(grads, clip, context.dim() - 1, mask)
     return noisy_mean(summed, clip=clip, sigma=sigma, batch_size=batch_size, generator=generator)
 
 
@@ -142,9 +125,11 @@ def dp_step(
     sigma: float,
     batch_size: int,
     generator: Optional[torch.Generator],
+    engine: str = "auto",
 ) -> Grads:
     """One full noisy training step (Algorithm 2) on a batch (M, L_C), (M, L_F); returns the noisy gradient used."""
-    gradient = private_gradient(model, context, forecast, clip=clip, sigma=sigma, batch_size=batch_size, generator=generator)
+    gradient = private_gradient(model, context, forecast, clip=clip, sigma=sigma, batch_size=batch_size,
+                                generator=generator, engine=engine)
     apply_gradient(model, optimizer, gradient)
     return gradient
 

@@ -1,0 +1,282 @@
+"""Algorithm 2's clipped sum from layer factors: exact per-sample clipping at about the cost of one backward pass.
+
+Algorithm 2 needs ĝ = Σ_i g_i / max(1, ||g_i||_2 / C) (paper Algorithm 2, lines 4-7), where
+g_i is the gradient of window i's loss alone. :func:`attacks.loop.step.per_sample_gradients`
+gets every g_i by vmap(grad) and writes out a (M, P) tensor; for the forecasting models
+that costs 3-7 batched backward passes. Here g_i is never assembled:
+
+1. One batched forward records every call of a module that owns trainable parameters:
+   its inputs and its output y.
+2. One backward of Σ_i L_i gives ∂(Σ_j L_j)/∂y for every recorded output. Its row i is
+   ∂L_i/∂y_i, because the models never mix samples (no batch statistics; the same
+   assumption vmap's per-sample semantics encode).
+3. From these factors, per parameter-owning module:
+
+   - ``nn.Linear`` (y = a Wᵀ + b; any number of calls, any middle dims, stacked into t):
+     the per-sample gradient is G_i = Σ_t g_it a_itᵀ and Σ_t g_it for the bias.
+     ||G_i||² is ||g_i||²·||a_i||² at one position; otherwise the cheaper of
+     Σ_{t,t'} (a_it·a_it')(g_it·g_it') (the ghost norm: Goodfellow 2015, "Efficient
+     per-example gradient computations"; Li et al. 2022, "Large language models can be
+     strong differentially private learners", Sec. 4) or materialising G_i. The clipped
+     sum Σ_i c_i G_i is one matrix product.
+   - a module type with a registered per-sample rule (:func:`register_per_sample_rule`;
+     ``nn.LayerNorm`` here, the models' ``MeanScaler`` in :mod:`attacks.loop.models`): its
+     small per-sample gradients in closed form from (inputs, g).
+   - any other module: its per-sample parameter gradients by torch.func, vmap over samples
+     of grad(p ↦ ⟨module(p, x_i), g_i⟩), the torch.func per-sample recipe on one layer
+     (one transform for all such modules of the model).
+
+4. The squared norms add up over modules to ||g_i||², the clip factors c_i follow
+   (Algorithm 2, line 6), and the clipped sum is taken with them.
+
+The result equals :func:`attacks.loop.step.clipped_sum` of vmap(grad) per-sample
+gradients up to float rounding (tests/attacks/test_factored.py checks it, and checks the
+norms against a per-example autograd loop, for all four models). It is exact per-sample
+clipping, not an approximation: the sensitivity of ĝ is C, as Algorithm 2 requires.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from .clipping import Grads, clip_factors
+
+
+class FactoredGradientError(ValueError):
+    """The model is outside what the factored engine handles (use the vmap engine)."""
+
+
+PerSampleRule = Callable[[nn.Module, tuple, List[torch.Tensor]], Grads]
+PER_SAMPLE_RULES: Dict[type, PerSampleRule] = {}
+
+
+def register_per_sample_rule(module_type: type):
+    """Decorator: ``rule(module, inputs, output_grads) -> {local parameter name: (M, *shape)}`` for one call.
+
+    ``output_grads`` holds ∂L_i/∂y_i for each output tensor. A rule must equal the vmap
+    per-sample gradient of the module's own trainable parameters (the tests check each).
+    """
+    def register(rule: PerSampleRule) -> PerSampleRule:
+        PER_SAMPLE_RULES[module_type] = rule
+        return rule
+    return register
+
+
+@register_per_sample_rule(nn.LayerNorm)
+def _layer_norm_rule(module: nn.LayerNorm, inputs: tuple, output_grads: List[torch.Tensor]) -> Grads:
+    """y = x̂ ⊙ w + b with x̂ = (x - mean) / sqrt(var + eps): per sample Σ_t g_t ⊙ x̂_t and Σ_t g_t."""
+    x, g = inputs[0].detach(), output_grads[0]
+    sample_dims = tuple(range(1, x.dim() - len(module.normalized_shape)))
+    out = {}
+    if module.weight is not None and module.weight.requires_grad:
+        x_hat = F.layer_norm(x, module.normalized_shape, eps=module.eps)
+        out["weight"] = (g * x_hat).sum(sample_dims)
+    if module.bias is not None and module.bias.requires_grad:
+        out["bias"] = g.sum(sample_dims)
+    return out
+
+
+def _owners(model: nn.Module) -> List[Tuple[str, nn.Module, Dict[str, nn.Parameter]]]:
+    """(qualified name, module, its own trainable parameters) of every module that owns one.
+
+    A parameter shared by two modules is refused: its per-sample gradient is the sum of both
+    contributions, whose squared norms do not add, so the factored norms would be wrong.
+    """
+    owners, seen = [], set()
+    for name, module in model.named_modules():
+        own = {k: p for k, p in module._parameters.items() if p is not None and p.requires_grad}
+        if not own:
+            continue
+        for p in own.values():
+            if id(p) in seen:
+                raise FactoredGradientError(f"a parameter of {name or 'the model'} is shared with another module; "
+                                            "the factored engine needs untied parameters (use engine='vmap')")
+            seen.add(id(p))
+        owners.append((name, module, own))
+    return owners
+
+
+def _tensors(output) -> List[torch.Tensor]:
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in output):
+        return list(output)
+    raise FactoredGradientError(f"a parameter-owning module returned {type(output).__name__}; "
+                                "the factored engine needs a tensor or a tuple of tensors")
+
+
+class _Recorder:
+    """Forward hooks on the parameter-owning modules, recording (inputs, outputs) of each call."""
+
+    def __init__(self, model: nn.Module, batch: int):
+        self.batch = batch
+        self.owners = _owners(model)
+        self.calls: Dict[int, List[Tuple[tuple, List[torch.Tensor]]]] = {id(m): [] for _, m, _ in self.owners}
+        self.handles = []
+
+    def _hook(self, module, args, kwargs, output):
+        if kwargs:
+            raise FactoredGradientError(f"{type(module).__name__} was called with keyword arguments; "
+                                        "the factored engine records positional tensors only")
+        for a in args:
+            if isinstance(a, torch.Tensor) and (a.dim() == 0 or a.shape[0] != self.batch):
+                raise FactoredGradientError(
+                    f"{type(module).__name__} got an input of shape {tuple(a.shape)} whose first dim is not the "
+                    f"batch ({self.batch}); the factored engine needs sample-major inputs")
+        self.calls[id(module)].append((args, _tensors(output)))
+
+    def __enter__(self):
+        self.handles = [m.register_forward_hook(self._hook, with_kwargs=True) for _, m, _ in self.owners]
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+
+class _Factors:
+    """Per-sample squared gradient norms of some parameters, and their clipped sum given the factors c."""
+
+    def __init__(self, sq_norms: torch.Tensor, weighted_sum):
+        self.sq_norms = sq_norms
+        self.weighted_sum = weighted_sum  # c (M,) -> {qualified parameter name: tensor of its shape}
+
+
+def _stack_positions(tensors: List[torch.Tensor], m: int) -> torch.Tensor:
+    """The calls' (M, *mid, d) tensors as one (M, t, d): every middle position of every call is a position t."""
+    flat = [x.reshape(m, -1, x.shape[-1]) for x in tensors]
+    return flat[0] if len(flat) == 1 else torch.cat(flat, dim=1)
+
+
+def _linear_factors(name: str, module: nn.Linear, calls, out_grads) -> _Factors:
+    """nn.Linear: G_i = Σ_t g_it a_itᵀ; norms by the ghost norm or by G_i, whichever is cheaper."""
+    m = out_grads[0][0].shape[0]
+    a = _stack_positions([args[0].detach() for args, _ in calls], m)
+    g = _stack_positions([gy[0] for gy in out_grads], m)
+    t, i, o = a.shape[1], module.in_features, module.out_features
+    train_weight = module.weight.requires_grad
+    per_sample = None  # G_i, (M, o, i), when materialising it is the cheaper way to its norm
+    sq = a.new_zeros(m)
+    if train_weight and t == 1:
+        sq = a.square().sum((1, 2)) * g.square().sum((1, 2))
+    elif train_weight and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
+        sq = ((a @ a.transpose(1, 2)) * (g @ g.transpose(1, 2))).sum((1, 2))
+    elif train_weight:
+        per_sample = g.transpose(1, 2) @ a
+        sq = per_sample.square().sum((1, 2))
+    bias_grad = g.sum(1) if module.bias is not None and module.bias.requires_grad else None
+    if bias_grad is not None:
+        sq = sq + bias_grad.square().sum(1)
+    prefix = f"{name}." if name else ""
+
+    def weighted_sum(c: torch.Tensor) -> Grads:
+        out = {}
+        if per_sample is not None:
+            out[prefix + "weight"] = torch.tensordot(c, per_sample, dims=1)
+        elif train_weight and i <= o:  # scale the smaller factor by c
+            out[prefix + "weight"] = g.reshape(-1, o).T @ (a * c[:, None, None]).reshape(-1, i)
+        elif train_weight:
+            out[prefix + "weight"] = (g * c[:, None, None]).reshape(-1, o).T @ a.reshape(-1, i)
+        if bias_grad is not None:
+            out[prefix + "bias"] = c @ bias_grad
+        return out
+
+    return _Factors(sq, weighted_sum)
+
+
+def _materialised_factors(per_sample: Grads) -> _Factors:
+    """Factors of small per-sample gradients held in full, {qualified name: (M, *shape)}."""
+    sq = sum(g.reshape(g.shape[0], -1).square().sum(1) for g in per_sample.values())
+
+    def weighted_sum(c: torch.Tensor) -> Grads:
+        return {k: torch.tensordot(c, g, dims=1) for k, g in per_sample.items()}
+
+    return _Factors(sq, weighted_sum)
+
+
+def _rule_gradients(name: str, module: nn.Module, calls, out_grads) -> Grads:
+    """A registered rule's per-sample gradients, summed over the module's calls, {qualified name: (M, *shape)}."""
+    rule = PER_SAMPLE_RULES[type(module)]
+    total: Grads = {}
+    for (args, _), gy in zip(calls, out_grads):
+        for k, g in rule(module, args, gy).items():
+            key = f"{name}.{k}" if name else k
+            total[key] = total[key] + g if key in total else g
+    return total
+
+
+def _vmap_gradients(owners) -> Grads:
+    """Modules without a rule, all at once: per-sample gradients of their own parameters by one vmap over
+    samples of grad(p ↦ Σ_calls ⟨module(p, x_i), g_i⟩), {qualified name: (M, *shape)}."""
+    params = {f"{name}.{k}" if name else k: p.detach()
+              for name, mod, _, _ in owners for k, p in mod._parameters.items() if p is not None and p.requires_grad}
+    locals_of = [{k: f"{name}.{k}" if name else k for k, p in mod._parameters.items() if p is not None and p.requires_grad}
+                 for name, mod, _, _ in owners]
+    args = tuple(tuple(tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in call_args)
+                       for call_args, _ in calls) for _, _, calls, _ in owners)
+    in_dims = tuple(tuple(tuple(0 if isinstance(a, torch.Tensor) else None for a in call_args)
+                          for call_args in module_args) for module_args in args)
+    grads_out = tuple(tuple(tuple(gy) for gy in out_grads) for _, _, _, out_grads in owners)
+
+    def inner(p, args, grads_out):
+        total = 0
+        for (_, mod, _, _), names, module_args, module_grads in zip(owners, locals_of, args, grads_out):
+            own = {k: p[full] for k, full in names.items()}
+            for call_args, gy in zip(module_args, module_grads):
+                batch_of_one = tuple(a[None] if isinstance(a, torch.Tensor) else a for a in call_args)
+                out = _tensors(functional_call(mod, own, batch_of_one))
+                total = total + sum((o[0] * g).sum() for o, g in zip(out, gy))
+        return total
+
+    return vmap(grad(inner), in_dims=(None, in_dims, 0))(params, args, grads_out)
+
+
+def factored_clipped_sum(
+    model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, clip: float, mask: Optional[torch.Tensor] = None
+) -> Tuple[Grads, torch.Tensor]:
+    """Algorithm 2, lines 4-7 (paper Alg. 2; the step every theorem T1-T14 assumes): ĝ = Σ_i g_i / max(1, ||g_i||/C).
+
+    Exact per-sample clipping from layer factors (module docstring); ``context`` (M, L_C),
+    ``forecast`` (M, L_F), optional ``mask`` (M,) dropping padded slots. Returns
+    ({name: tensor of the parameter's shape}, per-sample norms ||g_i||_2 before clipping, (M,)).
+    Soundness: every clipped per-sample gradient has norm ≤ C, so ĝ has sensitivity C.
+    """
+    m = context.shape[0]
+    recorder = _Recorder(model, m)
+    params = {f"{name}.{k}" if name else k: p for name, _, own in recorder.owners for k, p in own.items()}
+    if m == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
+        return {k: torch.zeros_like(p) for k, p in params.items()}, context.new_zeros(0)
+    with torch.enable_grad(), recorder:
+        loss = model(context, forecast)
+    if loss.shape != (m,):
+        raise FactoredGradientError(f"the model must return one loss per sample, shape ({m},); got {tuple(loss.shape)}")
+    called = [(name, mod, recorder.calls[id(mod)]) for name, mod, _ in recorder.owners if recorder.calls[id(mod)]]
+    outputs = [y for _, _, calls in called for _, ys in calls for y in ys]
+    out_grads = iter(torch.autograd.grad(loss.sum(), outputs, allow_unused=True))
+    factors, per_sample, other = [], {}, []
+    for name, mod, calls in called:
+        grads = [[torch.zeros_like(y) if g is None else g for g, y in zip([next(out_grads) for _ in ys], ys)]
+                 for _, ys in calls]
+        if type(mod) is nn.Linear:
+            factors.append(_linear_factors(name, mod, calls, grads))
+        elif type(mod) in PER_SAMPLE_RULES:
+            per_sample.update(_rule_gradients(name, mod, calls, grads))
+        else:
+            other.append((name, mod, calls, grads))
+    if other:
+        per_sample.update(_vmap_gradients(other))
+    if per_sample:
+        factors.append(_materialised_factors(per_sample))
+    norms = sum(f.sq_norms for f in factors).clamp_min(0).sqrt()
+    c = clip_factors(norms, clip)
+    if mask is not None:
+        c = c * mask.to(c.dtype)
+    summed = {k: torch.zeros_like(p) for k, p in params.items()}
+    for f in factors:
+        summed.update(f.weighted_sum(c.detach()))
+    return summed, norms.detach()
