@@ -86,7 +86,10 @@ def released_updates(construction: Construction, world: str, trials: int, steps:
 
 
 def naive_released_update(construction: Construction, world: str, generator: torch.Generator, sampler) -> float:
-    """One trial of one step the naive way (the benchmark's baseline): the same loop code, one trial per call."""
+    """One trial of one step the naive way (the benchmark's baseline): the same loop code, one trial per call.
+
+    Pinned to the vmap engine, the one the batched trials use, so the benchmark compares batching alone.
+    """
     cfg = construction.config
     data = construction.data_p if world == "p" else construction.data_q
     index = sample_steps(construction, sampler, 1, generator).step(0)
@@ -96,7 +99,7 @@ def naive_released_update(construction: Construction, world: str, generator: tor
         context, forecast = augment(context, forecast, sigma_context=cfg.sigma_context,
                                     sigma_forecast=cfg.sigma_forecast, v=cfg.v, generator=generator)
     g = private_gradient(construction.model, context, forecast, clip=construction.clip, sigma=cfg.sigma,
-                         batch_size=cfg.batch_size, generator=generator)["theta"]
+                         batch_size=cfg.batch_size, generator=generator, engine="vmap")["theta"]
     return float(g[0]) * cfg.batch_size / construction.clip - construction.offset
 
 
