@@ -116,6 +116,7 @@ class _Recorder:
         self.batch = batch
         self.owners = _owners(model)
         self.calls: Dict[int, List[Tuple[tuple, List[torch.Tensor]]]] = {id(m): [] for _, m, _ in self.owners}
+        self.versions: List[Tuple[nn.Module, torch.Tensor, int]] = []
         self.handles = []
 
     def _hook(self, module, args, kwargs, output):
@@ -127,7 +128,16 @@ class _Recorder:
                 raise FactoredGradientError(
                     f"{type(module).__name__} got an input of shape {tuple(a.shape)} whose first dim is not the "
                     f"batch ({self.batch}); the factored engine needs sample-major inputs")
-        self.calls[id(module)].append((args, _tensors(output)))
+        outputs = _tensors(output)
+        self.calls[id(module)].append((args, outputs))
+        self.versions += [(module, t, t._version) for t in (*args, *outputs) if isinstance(t, torch.Tensor)]
+
+    def check_unmodified(self) -> None:
+        """Refuse when a recorded input or output was changed in place after its call (its factors would be stale)."""
+        for module, t, version in self.versions:
+            if t._version != version:
+                raise FactoredGradientError(f"an input or output of {type(module).__name__} was modified in place after "
+                                            "the call; the factored engine needs out-of-place ops (use engine='vmap')")
 
     def __enter__(self):
         self.handles = [m.register_forward_hook(self._hook, with_kwargs=True) for _, m, _ in self.owners]
@@ -255,6 +265,7 @@ def factored_clipped_sum(
         loss = model(context, forecast)
     if loss.shape != (m,):
         raise FactoredGradientError(f"the model must return one loss per sample, shape ({m},); got {tuple(loss.shape)}")
+    recorder.check_unmodified()
     called = [(name, mod, recorder.calls[id(mod)]) for name, mod, _ in recorder.owners if recorder.calls[id(mod)]]
     outputs = [y for _, _, calls in called for _, ys in calls for y in ys]
     out_grads = iter(torch.autograd.grad(loss.sum(), outputs, allow_unused=True))

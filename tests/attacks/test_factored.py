@@ -229,6 +229,17 @@ class Flattened(nn.Module):
         return self.lin(context.reshape(-1, 2)).reshape(context.shape[0], -1).sum(-1) + 0 * forecast.sum(-1)
 
 
+class InPlace(nn.Module):
+    """Applies relu_ to a Linear's output: autograd re-bases it, so its recorded gradient would be the ReLU's."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, context, forecast):
+        return self.lin(context).relu_().sum(-1) + 0 * forecast.sum(-1)
+
+
 class BatchLoss(nn.Module):
     def __init__(self):
         super().__init__()
@@ -238,9 +249,11 @@ class BatchLoss(nn.Module):
         return self.lin(context).mean()
 
 
-@pytest.mark.parametrize("model, match", [(Tied(), "shared"), (Flattened(), "first dim"), (BatchLoss(), "one loss")])
+@pytest.mark.parametrize("model, match", [(Tied(), "shared"), (Flattened(), "first dim"), (InPlace(), "in place"),
+                                          (BatchLoss(), "one loss")])
 def test_refuses_what_it_cannot_do_exactly(model, match):
-    """Tied parameters, non-sample-major inputs and a batch-level loss raise FactoredGradientError naming the cause."""
+    """Tied parameters, non-sample-major inputs, in-place changes of a recorded tensor and a batch-level loss raise
+    FactoredGradientError naming the cause."""
     c, f = torch.randn(3, 4), torch.randn(3, 1)
     with pytest.raises(FactoredGradientError, match=match):
         factored_clipped_sum(model, c, f, 1.0)
