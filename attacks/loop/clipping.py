@@ -17,13 +17,28 @@ def _flat(g: torch.Tensor, sample_dims: int) -> torch.Tensor:
     return g.reshape(*g.shape[:sample_dims], math.prod(g.shape[sample_dims:]))
 
 
-def gradient_norms(grads: Grads, sample_dims: int) -> torch.Tensor:
-    """Euclidean norm over all parameters of each sample's gradient; the first ``sample_dims`` dims index samples."""
+def squared_norms(grads: Grads, sample_dims: int) -> torch.Tensor:
+    """||g_i||² summed over all parameters for each sample; the first ``sample_dims`` dims index samples."""
     total = None
     for g in grads.values():
         sq = torch.linalg.vector_norm(_flat(g, sample_dims), dim=-1).square()
         total = sq if total is None else total + sq
-    return total.sqrt()
+    return total
+
+
+def gradient_norms(grads: Grads, sample_dims: int) -> torch.Tensor:
+    """Euclidean norm over all parameters of each sample's gradient; the first ``sample_dims`` dims index samples."""
+    return squared_norms(grads, sample_dims).sqrt()
+
+
+def weighted_sum(factor: torch.Tensor, grads: Grads, sample_dims: int) -> Grads:
+    """Σ_i factor_i g_i over the last sample dim, one batched matrix product per parameter (no clipped copies).
+
+    ``factor`` has the sample dims' shape; returns {name: (*lead, *param.shape)}, lead = the sample dims but the last.
+    """
+    return {k: torch.einsum("...m,...mk->...k", factor, _flat(g, sample_dims)).reshape(g.shape[: sample_dims - 1]
+                                                                                      + g.shape[sample_dims:])
+            for k, g in grads.items()}
 
 
 def clip_factors(norms: torch.Tensor, clip: float) -> torch.Tensor:
@@ -45,14 +60,9 @@ def clip_gradients(grads: Grads, clip: float, sample_dims: int) -> Tuple[Grads, 
 def clipped_sum(grads: Grads, clip: float, sample_dims: int, mask: Optional[torch.Tensor] = None) -> Grads:
     """Algorithm 2, lines 4-7: ĝ = Σ_i g_i / max(1, ||g_i||_2 / C) over the last sample dim (masked slots skipped).
 
-    Fused as one batched matrix product per parameter, without materialising clipped copies.
     Returns {name: (*lead, *param.shape)} with lead = the sample dims but the last.
     """
     factor = clip_factors(gradient_norms(grads, sample_dims), clip)
     if mask is not None:
         factor = factor * mask.to(factor.dtype)
-    out = {}
-    for k, g in grads.items():
-        flat = _flat(g, sample_dims)
-        out[k] = torch.einsum("...m,...mk->...k", factor, flat).reshape(g.shape[: sample_dims - 1] + g.shape[sample_dims:])
-    return out
+    return weighted_sum(factor, grads, sample_dims)

@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from .clipping import Grads, clip_factors
+from .clipping import Grads, clip_factors, squared_norms, weighted_sum
 
 
 class FactoredGradientError(ValueError):
@@ -184,7 +184,7 @@ def _linear_factors(name: str, module: nn.Linear, calls, out_grads) -> _Factors:
         sq = sq + bias_grad.square().sum(1)
     prefix = f"{name}." if name else ""
 
-    def weighted_sum(c: torch.Tensor) -> Grads:
+    def clipped_linear_sum(c: torch.Tensor) -> Grads:
         out = {}
         if per_sample is not None:
             out[prefix + "weight"] = torch.tensordot(c, per_sample, dims=1)
@@ -196,17 +196,12 @@ def _linear_factors(name: str, module: nn.Linear, calls, out_grads) -> _Factors:
             out[prefix + "bias"] = c @ bias_grad
         return out
 
-    return _Factors(sq, weighted_sum)
+    return _Factors(sq, clipped_linear_sum)
 
 
 def _materialised_factors(per_sample: Grads) -> _Factors:
     """Factors of small per-sample gradients held in full, {qualified name: (M, *shape)}."""
-    sq = sum(g.reshape(g.shape[0], -1).square().sum(1) for g in per_sample.values())
-
-    def weighted_sum(c: torch.Tensor) -> Grads:
-        return {k: torch.tensordot(c, g, dims=1) for k, g in per_sample.items()}
-
-    return _Factors(sq, weighted_sum)
+    return _Factors(squared_norms(per_sample, 1), lambda c: weighted_sum(c, per_sample, 1))
 
 
 def _rule_gradients(name: str, module: nn.Module, calls, out_grads) -> Grads:
