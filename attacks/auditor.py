@@ -29,9 +29,9 @@ from typing import List, Sequence
 import numpy as np
 import torch
 
-from theorems.config import ConfigError, TrainingConfig
-from theorems.registry import get
-from verify.pld import DEFAULT_DISCRETIZATION, compose, pair_pld, sound_pld
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.registry import get
+from tsdp.verify.pld import DEFAULT_DISCRETIZATION, compose, pair_pld, sound_pld
 
 from .auditor_run import released_update_chunks, resolve_device
 from .auditor_stats import epsilon_lower_bound, goodness_of_fit, hockey_stick_lower_bounds, log_likelihood_ratio

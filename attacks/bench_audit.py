@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from theorems.config import TrainingConfig
+from tsdp.theorems.config import TrainingConfig
 
 from .loop.samplers import make_sampler
 from .auditor_run import naive_released_update, released_update_chunks, resolve_device

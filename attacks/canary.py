@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from theorems.config import TrainingConfig
+from tsdp.theorems.config import TrainingConfig
 
 from .loop.data import SeriesData, load, synthetic_for
 from .loop.models import make_model
@@ -189,8 +189,8 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     ``epsilon = inf`` trains without clipping or noise for ``epochs``. Returns a JSON-ready
     dict with a lower bound on ε (confidence ``confidence``) per score and their AUCs.
     """
-    from verify.accounting import epsilon_of_steps
-    from verify.calibration import calibrate_sigma
+    from tsdp.verify.accounting import epsilon_of_steps
+    from tsdp.verify.calibration import calibrate_sigma
 
     rng = np.random.default_rng(seed)
     if isinstance(data, SeriesData):

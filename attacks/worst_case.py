@@ -39,10 +39,10 @@ from typing import Optional
 import torch
 from torch import nn
 
-from theorems.bounds.base import TheoremError, params
-from theorems.config import ConfigError, TrainingConfig
-from theorems.mixture import GaussianMixture, MixturePair
-from theorems.registry import get
+from tsdp.theorems.bounds.base import TheoremError, params
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.mixture import GaussianMixture, MixturePair
+from tsdp.theorems.registry import get
 
 from .loop.windows import pad_series
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from theorems.config import TrainingConfig
-from verify import accounting
+from tsdp.theorems.config import TrainingConfig
+from tsdp.verify import accounting
 
 DELTAS = (1e-5, 1e-7)
 SCHEDULES = (("steps", 1), ("steps", 100), ("steps", 1000), ("epochs", 1), ("epochs", 10))

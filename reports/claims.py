@@ -21,9 +21,9 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from theorems.config import TrainingConfig
-from theorems.registry import get
-from verify import accounting
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.registry import get
+from tsdp.verify import accounting
 
 from .curves import (NEGLIGIBLE, TIE_REL, attained_curves, eps_grid, first_win_epsilon, losing_range,
                      sound_curves, with_ratios)

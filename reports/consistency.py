@@ -11,7 +11,7 @@ def consistency_section(seed: int = 0) -> dict:
     """The quick consistency run: summary counts, theorems covered, and every non-passing check
     (name, theorem ids, status, explanation, measured numbers). Also returns all checks by name
     and status so the errata table (:mod:`reports.errata`) can reuse their measurements."""
-    from verify.checks.runner import verify
+    from tsdp.verify.checks.runner import verify
 
     report = verify(quick=True, seed=seed, jobs=1, progress=False)
     issues = [{"name": c["name"], "theorems": c["theorems"], "status": c["status"], "explanation": c["explanation"],

@@ -20,10 +20,10 @@ from typing import Dict, Iterable, Optional
 
 import numpy as np
 
-from theorems.bounds.base import PairBound
-from theorems.config import ConfigError, TrainingConfig
-from theorems.registry import get
-from verify.pld import DEFAULT_LOG_MASS_TRUNCATION, compose, pair_pld, sound_pld
+from tsdp.theorems.bounds.base import PairBound
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.registry import get
+from tsdp.verify.pld import DEFAULT_LOG_MASS_TRUNCATION, compose, pair_pld, sound_pld
 
 FIGURE_DISCRETIZATION = 1e-3
 """PLD value discretisation of the claim sweeps and figures (paper Appendix B.3)."""

@@ -13,10 +13,10 @@ from typing import List, Optional
 
 import numpy as np
 
-from theorems.bounds.base import TheoremError
-from theorems.config import ConfigError, TrainingConfig
-from theorems.hockey_stick import hockey_stick
-from theorems.registry import get
+from tsdp.theorems.bounds.base import TheoremError
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.hockey_stick import hockey_stick
+from tsdp.theorems.registry import get
 
 ERRATA = {
     1: ("T3, T9, T14 weights Binom(i | λ, r), i = 1..λ+1, means 2(i-1)", "read Binom(i-1 | λ, r)"),

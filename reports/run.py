@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-from theorems.config import TrainingConfig
+from tsdp.theorems.config import TrainingConfig
 
 from . import figures
 from .accounting_section import DELTAS, SCHEDULES, accounting_section
@@ -94,7 +94,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
 
     try:
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=RuntimeWarning, module="verify.pld")
+            warnings.filterwarnings("ignore", category=RuntimeWarning, module="tsdp.verify.pld")
             results["accounting"] = timed("accounting", lambda: accounting_section(config, tick=lambda: tick("accounting")))
             claims = results["claims"] = []  # filled claim by claim, so an interrupt keeps the finished ones
             for cid, fn in CLAIMS.items():
@@ -147,7 +147,7 @@ def load_config(spec: str) -> tuple:
     """
     from dataclasses import fields
 
-    from theorems.config import DEFAULT_CONFIG
+    from tsdp.theorems.config import DEFAULT_CONFIG
 
     if spec == "default":
         return "default", DEFAULT_CONFIG

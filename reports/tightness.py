@@ -21,9 +21,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from theorems.config import TrainingConfig
-from theorems.registry import get
-from verify import accounting
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.registry import get
+from tsdp.verify import accounting
 
 AUDIT_DELTA = 1e-3
 AUDIT_TARGETS = (  # (audited construction, its sound bound, the attained pair's id or None, λ, σ_F)
@@ -51,7 +51,7 @@ def audit_config(config: TrainingConfig) -> TrainingConfig:
 def load_auditor() -> Optional[Callable]:
     """The auditor's ``audit`` (attacks.auditor, issue 6) returning plain dicts, or None if it is missing."""
     try:
-        from attacks.auditor import audit
+        from tsdp.attacks.auditor import audit
     except ImportError:
         return None
 

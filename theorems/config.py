@@ -194,6 +194,14 @@ class TrainingConfig:
             return max(1, self.n_windows_total // self.batch_size)
         return max(1, (self.N * self.instances) // self.batch_size)
 
+    @property
+    def steps_per_epoch(self) -> int:
+        """Training steps in one epoch: ceil(N / N') for deterministic/shuffled iteration (Algorithm 3
+        touches every sequence once), ``compositions_per_epoch`` otherwise (THEOREMS.md, Section 4.2)."""
+        if self.top in ("deterministic", "shuffle"):
+            return -(-self.N // self.sequences_per_step)
+        return self.compositions_per_epoch
+
     def with_(self, **changes) -> "TrainingConfig":
         """A validated copy with some fields changed."""
         return replace(self, **changes)
@@ -210,6 +218,7 @@ class TrainingConfig:
             "q": float(self.q),
             "sequences_per_step": self.sequences_per_step,
             "compositions_per_epoch": self.compositions_per_epoch,
+            "steps_per_epoch": self.steps_per_epoch,
         }
         return d
 

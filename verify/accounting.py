@@ -30,9 +30,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
-from theorems.bounds.base import Bound, PairBound
-from theorems.config import ConfigError, TrainingConfig
-from theorems.registry import get, resolve
+from tsdp.theorems.bounds.base import Bound, PairBound
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.registry import get, resolve
 
 from .pld import (
     DEFAULT_DISCRETIZATION,

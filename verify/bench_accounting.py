@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-from theorems.config import DEFAULT_CONFIG, TrainingConfig
-from theorems.registry import get
+from tsdp.theorems.config import DEFAULT_CONFIG, TrainingConfig
+from tsdp.theorems.registry import get
 
 from .pld import DEFAULT_DISCRETIZATION, pair_pld, sound_pld
 

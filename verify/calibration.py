@@ -16,8 +16,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from theorems.config import ConfigError, TrainingConfig
-from theorems.registry import resolve
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.registry import resolve
 
 from .accounting import _check_delta, compositions, sound_epsilon
 from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION

@@ -34,10 +34,10 @@ from typing import Callable, Tuple
 import numpy as np
 from scipy.special import log_ndtr, logsumexp, ndtr
 
-from theorems.bounds.base import Bound, PairBound, WorMixtureBound
-from theorems.config import TrainingConfig
-from theorems.hockey_stick import OrientedPair, loss_root, orient
-from theorems.mixture import MixturePair, NumericMixturePair
+from tsdp.theorems.bounds.base import Bound, PairBound, WorMixtureBound
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.hockey_stick import OrientedPair, loss_root, orient
+from tsdp.theorems.mixture import MixturePair, NumericMixturePair
 
 DEFAULT_DISCRETIZATION = 1e-4
 """Width d of the privacy-loss grid (the library's default ``value_discretization_interval``)."""
@@ -203,7 +203,7 @@ def grid_range(profile: OneStepProfile, discretization: float, log_mass_truncati
 
 
 def _check_discretization(discretization: float) -> None:
-    from theorems.config import ConfigError
+    from tsdp.theorems.config import ConfigError
 
     if not (isinstance(discretization, (int, float)) and math.isfinite(discretization) and 0 < discretization <= 1):
         raise ConfigError("discretization", "must be in (0, 1]", discretization)

@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from theorems.config import TrainingConfig
+from tsdp.theorems.config import TrainingConfig
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from theorems.config import TrainingConfig
+from tsdp.theorems.config import TrainingConfig
 
 # Rows of at most this many random keys are drawn at once (bounds peak memory of WOR draws).
 _KEYS_PER_CHUNK = 1 << 24

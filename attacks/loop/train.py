@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from theorems.config import TrainingConfig
+from tsdp.theorems.config import TrainingConfig
 
 from .data import SeriesData
 from .metrics import crps_from_samples, point_crps, seasonal_naive

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from theorems.config import ConfigError, TrainingConfig
-from attacks.auditor import audit
-from attacks.auditor_stats import cp_lower, cp_upper, epsilon_lower_bound
-from attacks.loop.samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.attacks.auditor import audit
+from tsdp.attacks.auditor_stats import cp_lower, cp_upper, epsilon_lower_bound
+from tsdp.attacks.loop.samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
 
 # the audit configuration: r = 0.5, ρ = 0.2
 AUDIT = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)

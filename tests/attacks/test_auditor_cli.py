@@ -1,7 +1,7 @@
 """`tsdp audit` / `tsdp audit-model` on the command line: JSON keys, clear errors (exit 2, no traceback)."""
 import json
 
-from verify.cli import main
+from tsdp.cli.main import main
 
 
 def test_audit_json(capsys):

@@ -5,11 +5,11 @@ import statistics
 import pytest
 import torch
 
-from attacks.loop import bench
-from attacks.loop.bench import ENGINES, GOAL, bench_loop, format_bench, naive_dp_step
-from attacks.loop.models import make_model
-from attacks.loop.step import dp_step
-from verify.cli import main
+from tsdp.attacks.loop import bench
+from tsdp.attacks.loop.bench import ENGINES, GOAL, bench_loop, format_bench, naive_dp_step
+from tsdp.attacks.loop.models import make_model
+from tsdp.attacks.loop.step import dp_step
+from tsdp.cli.main import main
 
 
 def test_naive_baseline_is_algorithm_2():

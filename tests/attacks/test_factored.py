@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from attacks.loop.clipping import clipped_sum, gradient_norms
-from attacks.loop.factored import PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum
-from attacks.loop.models import MODELS, MeanScaler, make_model
-from attacks.loop.step import per_sample_gradients, private_gradient
-from attacks.worst_case import GradientFunctionModel
+from tsdp.attacks.loop.clipping import clipped_sum, gradient_norms
+from tsdp.attacks.loop.factored import PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum
+from tsdp.attacks.loop.models import MODELS, MeanScaler, make_model
+from tsdp.attacks.loop.step import per_sample_gradients, private_gradient
+from tsdp.attacks.worst_case import GradientFunctionModel
 
 
 def windows(n, lc, lf, seed, dtype=torch.float64):

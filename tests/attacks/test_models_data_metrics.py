@@ -6,11 +6,11 @@ import pytest
 import torch
 from scipy import stats
 
-from attacks.loop.data import SeriesData, fit_config, load, synthetic, synthetic_for
-from attacks.loop.metrics import crps_from_samples, point_crps, seasonal_naive, weighted_quantile_loss
-from attacks.loop.models import MODELS, make_model, student_t_nll, student_t_sample
-from attacks.loop.train import max_compositions
-from theorems.config import TrainingConfig
+from tsdp.attacks.loop.data import SeriesData, fit_config, load, synthetic, synthetic_for
+from tsdp.attacks.loop.metrics import crps_from_samples, point_crps, seasonal_naive, weighted_quantile_loss
+from tsdp.attacks.loop.models import MODELS, make_model, student_t_nll, student_t_sample
+from tsdp.attacks.loop.train import max_compositions
+from tsdp.theorems.config import TrainingConfig
 
 
 def test_student_t_nll_matches_scipy():

@@ -12,7 +12,7 @@ import pytest
 import torch
 from scipy import stats
 
-from attacks.loop.samplers import (
+from tsdp.attacks.loop.samplers import (
     DeterministicTopLevel,
     PoissonBottomLevel,
     PoissonTopLevel,
@@ -22,8 +22,8 @@ from attacks.loop.samplers import (
     WRBottomLevel,
     make_sampler,
 )
-from attacks.loop.windows import gather_windows, pad_series
-from theorems.config import TrainingConfig
+from tsdp.attacks.loop.windows import gather_windows, pad_series
+from tsdp.theorems.config import TrainingConfig
 
 ALPHA = 1e-4
 Z = stats.norm.isf(ALPHA / 2)  # 3.89
@@ -161,7 +161,7 @@ def test_wor_top_no_repeats_and_rate():
 
 def test_wor_chunking_keeps_rows_independent(monkeypatch):
     """Drawing in chunks (peak-memory bound) gives the same law: first slot uniform (chi-square, α = 1e-4)."""
-    import attacks.loop.samplers as samplers
+    import tsdp.attacks.loop.samplers as samplers
 
     monkeypatch.setattr(samplers, "_KEYS_PER_CHUNK", 64)
     top = WORTopLevel(n_sequences=16, per_step=3, steps_per_epoch=5).sample(40_000, gen(7))

@@ -7,10 +7,10 @@ import torch
 from scipy import stats
 from torch import nn
 
-from attacks.loop.models import MODELS, make_model
-from attacks.loop.clipping import clip_gradients, clipped_sum, gradient_norms
-from attacks.loop.step import dp_step, per_sample_gradients, private_gradient
-from attacks.loop.windows import augment
+from tsdp.attacks.loop.models import MODELS, make_model
+from tsdp.attacks.loop.clipping import clip_gradients, clipped_sum, gradient_norms
+from tsdp.attacks.loop.step import dp_step, per_sample_gradients, private_gradient
+from tsdp.attacks.loop.windows import augment
 
 ALPHA = 1e-6
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from attacks.loop.data import synthetic_for
-from attacks.loop.train import train
-from theorems.config import TrainingConfig
+from tsdp.attacks.loop.data import synthetic_for
+from tsdp.attacks.loop.train import train
+from tsdp.theorems.config import TrainingConfig
 
 BASE = TrainingConfig(N=64, L=120, context_length=48, forecast_length=24, batch_size=32, instances=1, sigma=1.0,
                       top="wor", bottom="wr")
@@ -122,7 +122,7 @@ SMALL = ["--N", "8", "--L", "40", "--batch-size", "4", "--context-length", "48",
 
 
 def tsdp(capsys, *argv):
-    from verify.cli import main
+    from tsdp.cli.main import main
 
     code = main(["train", *SMALL, *argv])
     out, err = capsys.readouterr()
@@ -146,7 +146,7 @@ def test_train_command_json_and_human(capsys, tmp_path):
 def test_train_command_with_the_real_accountant(capsys):
     """`tsdp train --epsilon 8 --delta 1e-5`: the sound accountant of verify.accounting stops
     the run at the last step whose ε ≤ 8; the reported ε is that accountant's value."""
-    from verify.accounting import epsilon_of_steps
+    from tsdp.verify.accounting import epsilon_of_steps
 
     code, out, _ = tsdp(capsys, "--epsilon", "8", "--delta", "1e-5", "--epochs", "3", "--sigma", "2", "--json",
                         "--model", "dlinear")

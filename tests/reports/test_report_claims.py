@@ -8,11 +8,11 @@ import warnings
 import numpy as np
 import pytest
 
-from reports import claims
-from reports.curves import with_ratios
-from theorems.config import DEFAULT_CONFIG
-from theorems.registry import get
-from verify import accounting
+from tsdp.reports import claims
+from tsdp.reports.curves import with_ratios
+from tsdp.theorems.config import DEFAULT_CONFIG
+from tsdp.theorems.registry import get
+from tsdp.verify import accounting
 
 CHANGED = DEFAULT_CONFIG.with_(L=4, batch_size=160)  # r = 2/4 = 0.5, Λ/N = 160/320 = 0.5
 

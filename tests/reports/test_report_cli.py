@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from verify.cli import main
+from tsdp.cli.main import main
 
 
 def _run(capsys, *argv):
@@ -48,7 +48,7 @@ def test_negative_seed(capsys):
 
 
 def test_load_config_reads_fields(tmp_path):
-    from reports.run import load_config
+    from tsdp.reports.run import load_config
 
     f = tmp_path / "half.json"
     f.write_text(json.dumps({"L": 4, "batch_size": 160}))
@@ -59,7 +59,7 @@ def test_load_config_reads_fields(tmp_path):
 def test_interrupt_writes_a_partial_report_and_exits_130(tmp_path, monkeypatch, capsys):
     """Ctrl-C (KeyboardInterrupt) during the computation: results.json, report.md and index.html are
     still written, marked interrupted, with the unfinished sections null; the CLI exits 130."""
-    import reports.run as run
+    import tsdp.reports.run as run
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

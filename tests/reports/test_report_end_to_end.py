@@ -8,12 +8,12 @@ import warnings
 
 import pytest
 
-from reports.claims import C6_DELTA, c6_config
-from reports.run import build_report
-from reports.schema import validate
-from theorems.config import DEFAULT_CONFIG
-from verify import accounting
-from verify.cli import main
+from tsdp.reports.claims import C6_DELTA, c6_config
+from tsdp.reports.run import build_report
+from tsdp.reports.schema import validate
+from tsdp.theorems.config import DEFAULT_CONFIG
+from tsdp.verify import accounting
+from tsdp.cli.main import main
 
 pytestmark = pytest.mark.slow
 

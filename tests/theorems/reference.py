@@ -10,7 +10,7 @@ import mpmath as mp
 import numpy as np
 from scipy.special import logsumexp
 
-from theorems.mixture import MixturePair
+from tsdp.theorems.mixture import MixturePair
 
 
 def _components(pair: MixturePair):

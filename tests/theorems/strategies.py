@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from theorems.bounds.base import Bound
-from theorems.config import TrainingConfig
+from tsdp.theorems.bounds.base import Bound
+from tsdp.theorems.config import TrainingConfig
 
 
 @st.composite

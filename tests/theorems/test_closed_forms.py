@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from theorems.registry import REGISTRY
+from tsdp.theorems.registry import REGISTRY
 
 from .strategies import config_for
 

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from theorems.bounds.base import TheoremError
-from theorems.config import DEFAULT_CONFIG, ConfigError, TrainingConfig
-from theorems.registry import REGISTRY, get
-from verify.cli import main
+from tsdp.theorems.bounds.base import TheoremError
+from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError, TrainingConfig
+from tsdp.theorems.registry import REGISTRY, get
+from tsdp.cli.main import main
 
 
 @pytest.mark.parametrize("changes,parameter", [

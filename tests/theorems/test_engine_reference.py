@@ -10,8 +10,8 @@ import mpmath as mp
 import pytest
 from hypothesis import given, settings
 
-from theorems.bounds.base import PairBound, WorMixtureBound
-from theorems.registry import REGISTRY
+from tsdp.theorems.bounds.base import PairBound, WorMixtureBound
+from tsdp.theorems.registry import REGISTRY
 
 from .reference import hockey_stick_quadrature
 from .strategies import alphas, config_for
@@ -47,8 +47,8 @@ def test_engine_matches_quadrature(bound, examples):
 
 def test_reference_is_not_trivially_equal():
     """The reference can disagree: a pair with a wrong weight gives a different integral."""
-    from theorems.config import DEFAULT_CONFIG
-    from theorems.bounds.shapes import against_gaussian
+    from tsdp.theorems.config import DEFAULT_CONFIG
+    from tsdp.theorems.bounds.shapes import against_gaussian
 
     T6 = REGISTRY["T6"]
     right = hockey_stick_quadrature(T6.pair(DEFAULT_CONFIG), 2.0)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from theorems.bounds.shapes import against_gaussian, binomial_weights
-from theorems.config import DEFAULT_CONFIG, ConfigError
-from theorems.hockey_stick import hockey_stick
-from theorems.registry import REGISTRY, resolve
+from tsdp.theorems.bounds.shapes import against_gaussian, binomial_weights
+from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError
+from tsdp.theorems.hockey_stick import hockey_stick
+from tsdp.theorems.registry import REGISTRY, resolve
 
 T = REGISTRY
 ALPHAS = np.exp(np.linspace(-3, 6, 91))

@@ -8,9 +8,9 @@ T3 at λ = 1 is T1; T14 at k = 1 is T13 (plus T9 → T3 and T10 → T4 at ρ = 1
 import pytest
 import sympy as sp
 
-from theorems.config import DEFAULT_CONFIG
-from theorems.registry import REGISTRY
-from verify.checks import symbolic
+from tsdp.theorems.config import DEFAULT_CONFIG
+from tsdp.theorems.registry import REGISTRY
+from tsdp.verify.checks import symbolic
 
 CONFIGS = {
     "paper": DEFAULT_CONFIG,

@@ -1,9 +1,9 @@
 """Calibration round trip: σ re-accounts to ≤ target, σ (1 - tolerance) exceeds it."""
 import pytest
 
-from theorems.config import DEFAULT_CONFIG, ConfigError
-from verify.accounting import sound_epsilon
-from verify.calibration import calibrate_sigma
+from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError
+from tsdp.verify.accounting import sound_epsilon
+from tsdp.verify.calibration import calibrate_sigma
 
 D = 1e-3
 TOL = 1e-2

@@ -9,11 +9,11 @@ import math
 import pytest
 from dp_accounting.pld import privacy_loss_distribution as lib
 
-from theorems.config import DEFAULT_CONFIG, ConfigError
-from theorems.registry import get
-from verify.accounting import compositions, epsilon, epsilon_of_steps, steps_per_epoch
-from verify.accounting import delta as account_delta
-from verify.pld import compose, pair_pld, sound_pld
+from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError
+from tsdp.theorems.registry import get
+from tsdp.verify.accounting import compositions, epsilon, epsilon_of_steps, steps_per_epoch
+from tsdp.verify.accounting import delta as account_delta
+from tsdp.verify.pld import compose, pair_pld, sound_pld
 
 D = 1e-3
 DELTA = 1e-5

@@ -11,10 +11,10 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from theorems.config import TrainingConfig
-from theorems.registry import resolve
-from verify.pld import one_step_profile, pair_profile_on, sound_pld
-from theorems.hockey_stick import hockey_stick
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.registry import resolve
+from tsdp.verify.pld import one_step_profile, pair_profile_on, sound_pld
+from tsdp.theorems.hockey_stick import hockey_stick
 
 DPS = 20
 

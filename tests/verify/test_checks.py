@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from theorems.bounds.base import PairBound, WorMixtureBound
-from theorems.bounds.bilevel import _t10_printed
-from theorems.bounds.shapes import against_gaussian
-from theorems.mixture import GaussianMixture, MixturePair
-from theorems.registry import REGISTRY
-from verify.checks import axioms, composition, errata, lemmas, ordering, paths, symbolic
-from verify.checks.common import EVALUATED_IDS, raw_profile
-from verify.checks.grid import PAPER, fixed_grid, for_bound, random_cases
-from verify.checks.result import CheckResult
-from verify.checks.runner import Task, plan, run, run_task, verify
-from verify.cli import main
+from tsdp.theorems.bounds.base import PairBound, WorMixtureBound
+from tsdp.theorems.bounds.bilevel import _t10_printed
+from tsdp.theorems.bounds.shapes import against_gaussian
+from tsdp.theorems.mixture import GaussianMixture, MixturePair
+from tsdp.theorems.registry import REGISTRY
+from tsdp.verify.checks import axioms, composition, errata, lemmas, ordering, paths, symbolic
+from tsdp.verify.checks.common import EVALUATED_IDS, raw_profile
+from tsdp.verify.checks.grid import PAPER, fixed_grid, for_bound, random_cases
+from tsdp.verify.checks.result import CheckResult
+from tsdp.verify.checks.runner import Task, plan, run, run_task, verify
+from tsdp.cli.main import main
 
 T = REGISTRY
 WOR2 = PAPER.with_(instances=2)
@@ -289,7 +289,7 @@ def test_cli_human_lists_findings(capsys):
 
 
 def test_cli_exit_code_is_one_when_a_check_fails(monkeypatch, capsys):
-    import verify.checks.runner as runner
+    import tsdp.verify.checks.runner as runner
 
     bad = CheckResult("X.bad@none", 2, ("T6",), "fail", "forced failure", {"gap": 1.0}, {"abs": 0.0})
     monkeypatch.setattr(runner, "plan", lambda *a, **k: [Task("X.bad@none", 2, ("T6",), lambda: bad)])
@@ -309,7 +309,7 @@ def test_quick_run_as_a_subprocess_passes():
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "verify.cli", "verify", "--quick", "--json"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "tsdp.cli", "verify", "--quick", "--json"], capture_output=True,
                           text=True, timeout=600)
     report = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stderr
@@ -321,8 +321,8 @@ def test_attained_epsilon_is_monotone_in_steps_for_tiny_losses():
     """Found by `tsdp verify --seed 1`: with a per-step loss far below the grid width the
     optimistic PLD composed directly drifts down (ε_att 0.0053, 0.0100, 0.0 after 1, 10, 100
     steps); the accountant's envelope over 1, 2, 4, ..., S compositions keeps it monotone."""
-    from verify.pld import compose, pair_pld
-    from theorems.config import TrainingConfig
+    from tsdp.verify.pld import compose, pair_pld
+    from tsdp.theorems.config import TrainingConfig
 
     cfg = TrainingConfig(N=158, L=74, context_length=1, forecast_length=4, batch_size=28, instances=2, sigma=3.7575,
                          top="pooled", w=2)

@@ -5,9 +5,9 @@ import math
 import pytest
 from dp_accounting.pld import privacy_loss_distribution as lib
 
-from theorems.config import DEFAULT_CONFIG
-from theorems.registry import get
-from verify.cli import main
+from tsdp.theorems.config import DEFAULT_CONFIG
+from tsdp.theorems.registry import get
+from tsdp.cli.main import main
 
 
 def run(capsys, *argv):

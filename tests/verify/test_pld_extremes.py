@@ -6,11 +6,11 @@ import warnings
 
 import numpy as np
 
-from theorems.config import DEFAULT_CONFIG
-from theorems.hockey_stick import hockey_stick
-from theorems.registry import REGISTRY
-from verify.accounting import epsilon
-from verify.pld import pair_profile_on
+from tsdp.theorems.config import DEFAULT_CONFIG
+from tsdp.theorems.hockey_stick import hockey_stick
+from tsdp.theorems.registry import REGISTRY
+from tsdp.verify.accounting import epsilon
+from tsdp.verify.pld import pair_profile_on
 
 
 def test_profile_past_exp_overflow_is_finite_and_matches_engine():

@@ -10,12 +10,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorems.config import TrainingConfig
-from theorems.registry import REGISTRY
-from verify.checks import axioms, lemmas, ordering
-from verify.checks.common import EVALUATED_IDS
-from verify.checks.grid import for_bound
-from verify.checks.ordering import ORDER_TOL
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.registry import REGISTRY
+from tsdp.verify.checks import axioms, lemmas, ordering
+from tsdp.verify.checks.common import EVALUATED_IDS
+from tsdp.verify.checks.grid import for_bound
+from tsdp.verify.checks.ordering import ORDER_TOL
 
 PAIR_IDS = [i for i in EVALUATED_IDS if i not in ("T7", "T8")]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 
-from theorems.bounds.base import Bound, PairBound
-from theorems.config import TrainingConfig
-from theorems.hockey_stick import hockey_stick_mp
+from tsdp.theorems.bounds.base import Bound, PairBound
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.hockey_stick import hockey_stick_mp
 
 from .common import dense_alphas, raw_profile, worst
 from .result import CheckResult, config_dict, result

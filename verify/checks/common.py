@@ -9,10 +9,10 @@ from typing import Dict, List
 
 import numpy as np
 
-from theorems.bounds.base import Bound, PairBound, WorMixtureBound
-from theorems.config import TrainingConfig
-from theorems.hockey_stick import log_tail_masses
-from theorems.registry import REGISTRY
+from tsdp.theorems.bounds.base import Bound, PairBound, WorMixtureBound
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.hockey_stick import log_tail_masses
+from tsdp.theorems.registry import REGISTRY
 
 EVALUATED_IDS = ("T1", "T2", "T3", "T4", "T6", "T7", "T8", "T9", "T10", "T10-printed", "T11", "T12", "T13", "T14")
 """Every bound of THEOREMS.md that has a profile (T5 is a claim, checked by property 4)."""

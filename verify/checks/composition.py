@@ -12,9 +12,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from theorems.bounds.base import Bound, PairBound
-from theorems.config import TrainingConfig
-from theorems.registry import REGISTRY
+from tsdp.theorems.bounds.base import Bound, PairBound
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.registry import REGISTRY
 
 from .result import CheckResult, config_dict, result
 
@@ -41,9 +41,9 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
     object, the public ``verify.accounting.epsilon(..., theorem=b.id)`` must return the
     same two numbers (to 1e-9): the accountant is what is being checked.
     """
-    from verify.accounting import compositions as n_compositions
-    from verify.accounting import epsilon as account
-    from verify.pld import attained_envelope, compose, pair_pld, sound_pld
+    from tsdp.verify.accounting import compositions as n_compositions
+    from tsdp.verify.accounting import epsilon as account
+    from tsdp.verify.pld import attained_envelope, compose, pair_pld, sound_pld
 
     if construction is None:
         construction = REGISTRY.get(b.construction) if b.construction else None

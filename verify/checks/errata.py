@@ -12,9 +12,9 @@ from typing import Sequence
 import numpy as np
 import sympy as sp
 
-from theorems.bounds.base import SYMBOLS, PairBound
-from theorems.bounds.shapes import hypergeometric_weights
-from theorems.config import TrainingConfig
+from tsdp.theorems.bounds.base import SYMBOLS, PairBound
+from tsdp.theorems.bounds.shapes import hypergeometric_weights
+from tsdp.theorems.config import TrainingConfig
 
 from .common import order_alphas, worst
 from .ordering import ORDER_TOL

@@ -14,8 +14,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from theorems.bounds.base import Bound
-from theorems.config import TrainingConfig
+from tsdp.theorems.bounds.base import Bound
+from tsdp.theorems.config import TrainingConfig
 
 PAPER = TrainingConfig(N=320, L=20, context_length=1, forecast_length=1, batch_size=32, instances=1, sigma=1.0)
 """Paper Section 5 default (r = 0.1, ρ = 0.1), WOR top level, WR bottom level."""

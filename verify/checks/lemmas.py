@@ -17,8 +17,8 @@ from math import comb
 import mpmath as mp
 import numpy as np
 
-from theorems.hockey_stick import hockey_stick, hockey_stick_mp
-from theorems.mixture import GaussianMixture, MixturePair
+from tsdp.theorems.hockey_stick import hockey_stick, hockey_stick_mp
+from tsdp.theorems.mixture import GaussianMixture, MixturePair
 
 from .common import hockey_stick_quad, worst
 from .result import CheckResult, FAIL, FINDING, result

@@ -12,8 +12,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from theorems.bounds.base import Bound
-from theorems.config import TrainingConfig
+from tsdp.theorems.bounds.base import Bound
+from tsdp.theorems.config import TrainingConfig
 
 from .common import order_alphas, worst
 from .result import FAIL, PASS, CheckResult, config_dict, result

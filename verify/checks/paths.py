@@ -20,8 +20,8 @@ import mpmath as mp
 import numpy as np
 import sympy as sp
 
-from theorems.bounds.base import Bound, PairBound, WorMixtureBound
-from theorems.config import TrainingConfig
+from tsdp.theorems.bounds.base import Bound, PairBound, WorMixtureBound
+from tsdp.theorems.config import TrainingConfig
 
 from .common import REFERENCE_ALPHAS, hockey_stick_quad
 from .result import CheckResult, config_dict, result
@@ -234,7 +234,7 @@ def pld_pessimism(b: Bound, config: TrainingConfig, label: str = "", discretizat
     (:data:`PLD_EPS_DEFICIT_TOL`), and ε_PLD ≤ ε_exact + discretization + 1e-8
     (connect-the-dots is exact on the grid, so it overshoots by less than one cell).
     """
-    from verify.pld import sound_pld
+    from tsdp.verify.pld import sound_pld
 
     pld = sound_pld(b, config, discretization)
     rows, worst_deficit, worst_over = [], -np.inf, -np.inf

@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from theorems.bounds.base import Bound, PairBound
+from tsdp.theorems.bounds.base import Bound, PairBound
 
 from . import axioms, composition, errata, lemmas, ordering, paths, symbolic
 from .common import EVALUATED_IDS, bounds as registry_bounds, ids_with_construction

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import List, Mapping, Optional, Tuple
 
-from theorems.bounds.base import SYMBOLS, PairBound
-from theorems.config import TrainingConfig
+from tsdp.theorems.bounds.base import SYMBOLS, PairBound
+from tsdp.theorems.config import TrainingConfig
 
 from .result import CheckResult, config_dict, result
 

@@ -10,13 +10,13 @@ import importlib
 import json
 import sys
 
-from .cli_train import MODEL_NAMES
+from .cmd_train import MODEL_NAMES
 
 BENCHES = {
     # what -> (module, function, formatter or None)
-    "accounting": ("verify.bench_accounting", "bench_accounting", "format_bench"),
-    "loop": ("attacks.loop.bench", "bench_loop", "format_bench"),
-    "audit": ("attacks.bench_audit", "bench_audit", None),
+    "accounting": ("tsdp.verify.bench_accounting", "bench_accounting", "format_bench"),
+    "loop": ("tsdp.attacks.loop.bench", "bench_loop", "format_bench"),
+    "audit": ("tsdp.attacks.bench_audit", "bench_audit", None),
 }
 
 
@@ -36,7 +36,7 @@ def add_parsers(sub, command) -> None:
 
     @command("bench")
     def cmd_bench(args) -> int:
-        from .cli import UsageError
+        from .main import UsageError
 
         module_name, fn_name, fmt_name = BENCHES[args.what]
         try:

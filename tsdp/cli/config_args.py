@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from theorems.config import BOTTOM_LEVEL, DEFAULT_CONFIG, RELATIONS, TOP_LEVEL, TrainingConfig
+from tsdp.theorems.config import BOTTOM_LEVEL, DEFAULT_CONFIG, RELATIONS, TOP_LEVEL, TrainingConfig
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ from .config_args import add_config_arguments, config_from_args
 
 
 def _usage_error(message: str):
-    from .cli import UsageError
+    from .main import UsageError
 
     return UsageError(message)
 
@@ -103,7 +103,7 @@ def add_parsers(sub, command) -> None:
         if not (0 < args.select_fraction < 1):
             raise _usage_error(f"invalid --select-fraction: must be in (0, 1) (got {args.select_fraction})")
         config = config_from_args(args)
-        from attacks.auditor import audit
+        from tsdp.attacks.auditor import audit
 
         result = audit(args.theorem, config, trials=args.trials, steps=args.steps, delta=args.delta, seed=args.seed,
                        device=args.device, alphas=args.alpha, progress=True, confidence=args.confidence,
@@ -122,7 +122,7 @@ def add_parsers(sub, command) -> None:
         if args.epochs is not None and args.epochs < 1:
             raise _usage_error(f"invalid --epochs: must be >= 1 (got {args.epochs})")
         config = config_from_args(args)
-        from attacks.canary import audit_model
+        from tsdp.attacks.canary import audit_model
 
         try:
             result = audit_model(args.model, config, data=args.data, canaries=args.canaries, epsilon=args.epsilon,

@@ -47,7 +47,7 @@ def add_parsers(sub, command) -> None:
 
     @command("train")
     def cmd_train(args) -> int:
-        from .cli import UsageError
+        from .main import UsageError
 
         config = config_from_args(args)
         if args.epsilon is None and args.epochs is None:
@@ -58,7 +58,7 @@ def add_parsers(sub, command) -> None:
                 raise UsageError(f"invalid --epsilon: must be > 0 (got {args.epsilon})")
             if args.delta is None or not (math.isfinite(args.delta) and 0 < args.delta < 1):
                 raise UsageError(f"invalid --delta: an ε budget needs δ in (0, 1) (got {args.delta})")
-            from .accounting import epsilon_of_steps
+            from tsdp.verify.accounting import epsilon_of_steps
 
             accountant = epsilon_of_steps(config, args.delta, args.theorem)
             first = accountant(1)
@@ -71,8 +71,8 @@ def add_parsers(sub, command) -> None:
             if not (math.isfinite(value) and value > 0):
                 raise UsageError(f"invalid {flag}: must be > 0 (got {value})")
 
-        from attacks.loop.data import load, synthetic_for
-        from attacks.loop.train import train
+        from tsdp.attacks.loop.data import load, synthetic_for
+        from tsdp.attacks.loop.train import train
 
         try:
             data = synthetic_for(config, seed=args.seed) if args.data == "synthetic" else load(args.data)

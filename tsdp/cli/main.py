@@ -11,8 +11,8 @@ import math
 import sys
 from typing import Callable, Dict, List, Optional
 
-from theorems.bounds.base import TheoremError
-from theorems.config import ConfigError
+from tsdp.theorems.bounds.base import TheoremError
+from tsdp.theorems.config import ConfigError
 
 from .config_args import add_config_arguments, config_from_args
 
@@ -46,7 +46,7 @@ def _json_default(x):
 
 @command("theorems")
 def cmd_theorems(args) -> int:
-    from theorems.registry import REGISTRY
+    from tsdp.theorems.registry import REGISTRY
 
     rows = [b.describe() for b in REGISTRY.values()]
 
@@ -83,7 +83,7 @@ def _alphas(args) -> List[float]:
 def cmd_profile(args) -> int:
     import numpy as np
 
-    from theorems.registry import resolve
+    from tsdp.theorems.registry import resolve
 
     config = config_from_args(args)
     alphas = _alphas(args)
@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def subcommand_modules() -> List[str]:
-    """The modules that add sub-commands: every ``verify/cli_<name>.py``, in name order.
+    """The modules that add sub-commands: every ``tsdp/cli/cmd_<name>.py``, in name order.
 
     Each defines ``add_parsers(subparsers, command)``, where ``command(name)`` registers the
     handler; a new sub-command is a new module, with no edit here. They must import heavy
@@ -164,8 +164,8 @@ def subcommand_modules() -> List[str]:
     import pkgutil
     from pathlib import Path
 
-    return sorted(f"verify.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])
-                  if m.name.startswith("cli_"))
+    return sorted(f"{__package__}.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+                  if m.name.startswith("cmd_"))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -12,7 +12,7 @@ from .config_args import add_config_arguments, config_from_args
 
 
 def _usage_error(message: str):
-    from .cli import UsageError
+    from .main import UsageError
 
     return UsageError(message)
 
@@ -82,8 +82,8 @@ def add_parsers(sub, command) -> None:
 
     @command("epsilon")
     def cmd_epsilon(args) -> int:
-        from .accounting import delta as account_delta
-        from .accounting import epsilon as account_epsilon
+        from tsdp.verify.accounting import delta as account_delta
+        from tsdp.verify.accounting import epsilon as account_epsilon
 
         steps, epochs = _schedule(args)
         config = config_from_args(args)
@@ -114,7 +114,7 @@ def add_parsers(sub, command) -> None:
 
     @command("calibrate")
     def cmd_calibrate(args) -> int:
-        from .calibration import calibrate_sigma
+        from tsdp.verify.calibration import calibrate_sigma
 
         steps, epochs = _schedule(args)
         delta = _check_delta_flag(args.delta)

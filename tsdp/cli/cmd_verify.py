@@ -11,7 +11,7 @@ import math
 
 
 def _usage_error(message: str):
-    from .cli import UsageError
+    from .main import UsageError
 
     return UsageError(message)
 
@@ -76,7 +76,7 @@ def add_parsers(sub, command) -> None:
 
     @command("verify")
     def cmd_verify(args) -> int:
-        from .checks.runner import verify
+        from tsdp.verify.checks.runner import verify
 
         if args.seed < 0:
             raise _usage_error(f"invalid --seed: must be >= 0 (got {args.seed})")

@@ -30,11 +30,11 @@ def add_parsers(sub, command) -> None:
     def cmd_report(args) -> int:
         from pathlib import Path
 
-        from .cli import UsageError
+        from .main import UsageError
 
         if args.seed < 0:
             raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
-        from reports.run import OUT_ROOT, build_report, load_config
+        from tsdp.reports.run import OUT_ROOT, build_report, load_config
 
         try:
             name, config = load_config(args.config)

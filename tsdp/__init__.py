@@ -1,0 +1,56 @@
+"""tsdp: verify the privacy guarantees of DP-SGD for time-series forecasting.
+
+The bounds of Schuchardt et al. (ICML 2025), "Privacy Amplification by Structured
+Subsampling for Deep Differentially Private Time Series Forecasting", as code you can run.
+Layers, each importing only those below it::
+
+    tsdp.theorems  the catalogue T1-T15: configurations, mixture pairs, privacy profiles
+    tsdp.verify    privacy events, the accountant (dp-accounting PLDs), calibration, checks
+    tsdp.attacks   the DP-SGD forecasting loop (torch), samplers, auditors, canary audits
+    tsdp.reports   the tightness report
+    tsdp.cli       the `tsdp` command
+
+The names below are the public API. They load on first use, so ``import tsdp`` pulls in
+neither sympy nor torch.
+"""
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    # configuration and catalogue (tsdp.theorems)
+    "TrainingConfig": "tsdp.theorems.config",
+    "DEFAULT_CONFIG": "tsdp.theorems.config",
+    "ConfigError": "tsdp.theorems.config",
+    "REGISTRY": "tsdp.theorems.registry",
+    "get_bound": ("tsdp.theorems.registry", "get"),
+    "select_bound": "tsdp.theorems.registry",
+    # accounting (tsdp.verify)
+    "epsilon": "tsdp.verify.accounting",
+    "delta": "tsdp.verify.accounting",
+    "calibrate_sigma": "tsdp.verify.calibration",
+    # the loop and the auditors (tsdp.attacks)
+    "make_sampler": "tsdp.attacks.loop.samplers",
+    "train": "tsdp.attacks.loop.train",
+    "audit": "tsdp.attacks.auditor",
+    "audit_model": "tsdp.attacks.canary",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str):
+    """Load a public name from its layer on first use (PEP 562)."""
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'tsdp' has no attribute {name!r}")
+    module, attr = target if isinstance(target, tuple) else (target, name)
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__
