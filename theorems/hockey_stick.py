@@ -86,15 +86,6 @@ def _loss_and_slope(o: OrientedPair, z: np.ndarray):
     return (mp_ + np.log(sp_)) - (mq_ + np.log(sq_)), (ep @ o.a) / sp_ - (eq @ o.b) / sq_
 
 
-def privacy_loss(pair: MixturePair | NumericMixturePair, x) -> np.ndarray:
-    """L(x) = log dP/dQ(x) at points x (in units of C), vectorised."""
-    num = pair.numeric() if isinstance(pair, MixturePair) else pair
-    z = np.atleast_1d(np.asarray(x, dtype=float)) / num.sigma
-    zp = z[:, None] * num.a - 0.5 * num.a**2 + np.log(num.p)
-    zq = z[:, None] * num.b - 0.5 * num.b**2 + np.log(num.q)
-    return logsumexp(zp, axis=1) - logsumexp(zq, axis=1)
-
-
 def _expanding_brackets(o: OrientedPair, c: np.ndarray):
     """Brackets [lo, hi] with L(lo) < c < L(hi), grown geometrically from the means' span."""
     span = float(max(np.max(np.abs(o.a)), np.max(np.abs(o.b)), 1.0))

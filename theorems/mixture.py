@@ -6,18 +6,41 @@ C, σ is the noise multiplier. Weights are sympy expressions of the configuratio
 Rationals for a concrete configuration, or symbols), so a pair can be printed,
 simplified and substituted; :meth:`MixturePair.numeric` gives float arrays for the
 engine in :mod:`theorems.hockey_stick`.
+
+A mixture whose values are all plain Python numbers (int, :class:`fractions.Fraction`,
+float: the accountant's path, ``params(config, numeric=True)``) keeps them as they are, so
+building and evaluating it never imports sympy; the methods that need sympy (``subs``,
+``normal_form``, ``equivalent``, ``free_symbols``) convert on demand. A mixture with any
+sympy value is converted to sympy as a whole.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence, Tuple
+import sys
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, Tuple
 
 import numpy as np
-import sympy as sp
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 
-def _sym(x) -> sp.Expr:
+def is_symbolic(x) -> bool:
+    """True when ``x`` is a sympy object (never imports sympy: none exists before it is loaded)."""
+    sympy = sys.modules.get("sympy")
+    return sympy is not None and isinstance(x, sympy.Basic)
+
+
+def _sym(x) -> "sp.Expr":
+    import sympy as sp
+
     return sp.sympify(x)
+
+
+def _values(xs: Iterable) -> tuple:
+    """All values as sympy when any of them is symbolic, else the plain numbers unchanged."""
+    xs = tuple(xs)
+    return tuple(_sym(x) for x in xs) if any(is_symbolic(x) for x in xs) else xs
 
 
 @dataclass(frozen=True)
@@ -29,8 +52,9 @@ class GaussianMixture:
 
     @staticmethod
     def of(means: Iterable, weights: Iterable) -> "GaussianMixture":
-        means = tuple(_sym(m) for m in means)
-        weights = tuple(_sym(w) for w in weights)
+        means, weights = tuple(means), tuple(weights)
+        values = _values(means + weights)
+        means, weights = values[: len(means)], values[len(means):]
         if len(means) != len(weights):
             raise ValueError(f"a mixture needs as many means as weights ({len(means)} != {len(weights)})")
         if not means:
@@ -56,8 +80,8 @@ class GaussianMixture:
 
     def subs(self, mapping: Mapping) -> "GaussianMixture":
         return GaussianMixture(
-            tuple(sp.sympify(m).subs(mapping) for m in self.means),
-            tuple(sp.sympify(w).subs(mapping) for w in self.weights),
+            tuple(_sym(m).subs(mapping) for m in self.means),
+            tuple(_sym(w).subs(mapping) for w in self.weights),
         )
 
     def normal_form(self) -> "GaussianMixture":
@@ -65,8 +89,10 @@ class GaussianMixture:
 
         Requires numeric means (all pairs of the catalogue have integer means in units of C).
         """
+        import sympy as sp
+
         merged: dict = {}
-        for m, w in zip(self.means, self.weights):
+        for m, w in zip(map(_sym, self.means), map(_sym, self.weights)):
             if not m.is_number:
                 raise ValueError(f"normal form needs numeric means, got {m}")
             merged[m] = merged.get(m, sp.S.Zero) + w
@@ -75,7 +101,9 @@ class GaussianMixture:
         kept = [(m, w) for m, w in kept if not (w.is_number and w == 0)]
         return GaussianMixture(tuple(m for m, _ in kept), tuple(w for _, w in kept))
 
-    def total_weight(self) -> sp.Expr:
+    def total_weight(self) -> "sp.Expr":
+        import sympy as sp
+
         return sp.Add(*self.weights)
 
     def __str__(self) -> str:
@@ -107,24 +135,33 @@ class MixturePair:
 
     P: GaussianMixture
     Q: GaussianMixture
-    sigma: sp.Expr
+    sigma: "sp.Expr"
 
     @staticmethod
     def of(P: GaussianMixture, Q: GaussianMixture, sigma) -> "MixturePair":
-        return MixturePair(P, Q, _sym(sigma))
+        """The pair, all sympy when any value is (as :meth:`GaussianMixture.of`), else plain numbers."""
+        values = (*P.means, *P.weights, *Q.means, *Q.weights, sigma)
+        if not any(is_symbolic(x) for x in values):
+            return MixturePair(P, Q, sigma)
+        sym = lambda mix: GaussianMixture(tuple(map(_sym, mix.means)), tuple(map(_sym, mix.weights)))  # noqa: E731
+        return MixturePair(sym(P), sym(Q), _sym(sigma))
 
     def swapped(self) -> "MixturePair":
         """(Q, P): the pair for α < 1 of the α-symmetric bounds (Zhu et al. 2022, Lemma 31)."""
         return MixturePair(self.Q, self.P, self.sigma)
 
     def subs(self, mapping: Mapping) -> "MixturePair":
-        return MixturePair(self.P.subs(mapping), self.Q.subs(mapping), self.sigma.subs(mapping))
+        return MixturePair(self.P.subs(mapping), self.Q.subs(mapping), _sym(self.sigma).subs(mapping))
 
     def normal_form(self) -> "MixturePair":
+        import sympy as sp
+
         return MixturePair(self.P.normal_form(), self.Q.normal_form(), sp.simplify(self.sigma))
 
     def equivalent(self, other: "MixturePair") -> bool:
         """True when sympy proves the two pairs equal: same means, weight differences simplify to 0."""
+        import sympy as sp
+
         a, b = self.normal_form(), other.normal_form()
         if sp.simplify(a.sigma - b.sigma) != 0:
             return False
@@ -162,7 +199,7 @@ class MixturePair:
         exprs: Sequence = (*self.P.means, *self.P.weights, *self.Q.means, *self.Q.weights, self.sigma)
         out: set = set()
         for e in exprs:
-            out |= sp.sympify(e).free_symbols
+            out |= _sym(e).free_symbols
         return out
 
     def __str__(self) -> str:

@@ -4,21 +4,48 @@ Adding a theorem is adding one object to a section module's ``BOUNDS``.
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from contextlib import contextmanager
+from typing import Dict, Iterator, Tuple
 
-from .bounds import augmentation, bilevel, bottom_level, pooled
+from .bounds import augmentation, bilevel, bottom_level, inference, pooled
 from .bounds.base import Bound, TheoremError
 from .config import TrainingConfig
 
 REGISTRY: Dict[str, Bound] = {
-    b.id: b for module in (bottom_level, bilevel, augmentation, pooled) for b in module.BOUNDS
+    b.id: b for module in (bottom_level, bilevel, augmentation, pooled, inference) for b in module.BOUNDS
 }
+"""Every bound (a privacy profile), by id: the one list that the checks, the accountant and the report iterate."""
+
+CLAIMS: Dict[str, Bound] = {c.id: c for c in bottom_level.CLAIMS}
+"""Statements about bounds (T5, Thm 4.1): listed by `tsdp theorems`, checked by `tsdp verify`, never accounted."""
+
+
+@contextmanager
+def substituted(*bounds: Bound) -> Iterator[Dict[str, Bound]]:
+    """Within the block, ``REGISTRY`` holds ``bounds`` under their ids (replacing or adding), then is restored.
+
+    Every consumer reads the registry, so a mutant of a bound (the checks' broken-bound tests)
+    or a throw-away new bound is seen by ``tsdp verify``'s plan, the accountant and the report
+    with no other edit.
+    """
+    saved = dict(REGISTRY)
+    try:
+        for bound in bounds:
+            REGISTRY[bound.id] = bound
+        yield REGISTRY
+    finally:
+        REGISTRY.clear()
+        REGISTRY.update(saved)
 
 
 def get(theorem_id: str) -> Bound:
     """The bound with this id (case-insensitive); :class:`TheoremError` for an unknown id."""
     key = {k.lower(): k for k in REGISTRY}.get(str(theorem_id).lower())
     if key is None:
+        claim = {k.lower(): c for k, c in CLAIMS.items()}.get(str(theorem_id).lower())
+        if claim is not None:
+            raise TheoremError(f"{claim.id} is a claim ({claim.reference}, {claim.label}), not a bound; "
+                               "`tsdp verify` checks it")
         raise TheoremError(f"unknown theorem id {theorem_id!r}; known: {', '.join(REGISTRY)}")
     return REGISTRY[key]
 
@@ -55,7 +82,8 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
             "privacy or --theorem T14 for the optimistic element-level value"
         )
     raise TheoremError(
-        f"no bound of the catalogue covers top={top!r}; use deterministic, shuffle or wor (or pooled)"
+        f"no proven sound bound exists for top={top!r} (the catalogue has none); use deterministic, shuffle or wor "
+        "(or pooled)"
     )
 
 

@@ -5,6 +5,7 @@ For w > 1 only σ_C = σ_F generalises, with τ for a mean shift of √w (THEORE
 """
 from __future__ import annotations
 
+from ..mixture import GaussianMixture, MixturePair
 from .base import PairBound, Scheme
 from .shapes import against_gaussian
 
@@ -12,6 +13,22 @@ from .shapes import against_gaussian
 def _augmented_weight(p):
     """w = ρ r (φ τ(σ_F) + (1 - φ) τ(σ_C))."""
     return p.rho * p.r * (p.phi * p.tau_forecast + (1 - p.phi) * p.tau_context)
+
+
+def augmentation_construction_pair(p):
+    """Exact law of the Thm G.1 construction's released update: MoG([0,2],[1-a,a]) vs MoG([0,2],[1-b,b]).
+
+    A window holding the changed element holds it in the forecast with probability φ; the
+    augmented value exceeds M + v/2 with probability Φ(1/(2σ_F)) = (1 + τ(σ_F))/2 in world P
+    (x_j = M + v) and (1 - τ(σ_F))/2 in world Q (x_j = M); likewise with σ_C in the context.
+    So a = ρ r (φ (1+τ_F) + (1-φ)(1+τ_C)) / 2, b = ρ r (φ (1-τ_F) + (1-φ)(1-τ_C)) / 2 and
+    a - b = T11's weight: a **lower** bound on the profile that T11 bounds above (T11 is not
+    proven tight, so the gap to it is measured, not assumed).
+    """
+    base = p.rho * p.r / 2
+    a = base * (p.phi * (1 + p.tau_forecast) + (1 - p.phi) * (1 + p.tau_context))
+    b = base * (p.phi * (1 - p.tau_forecast) + (1 - p.phi) * (1 - p.tau_context))
+    return MixturePair.of(GaussianMixture.of([0, 2], [1 - a, a]), GaussianMixture.of([0, 2], [1 - b, b]), p.sigma)
 
 
 T11 = PairBound(
@@ -22,7 +39,8 @@ T11 = PairBound(
     scope="step",
     scheme=Scheme(("wor",), ("wr",), single_instance=True),
     statement="T6 with ρr replaced by w = ρ r (φ τ(σ_F) + (1-φ) τ(σ_C))",
-    construction=None,
+    construction="T11",
+    attained_build=augmentation_construction_pair,
     build=lambda p: against_gaussian([0, 2], [1 - _augmented_weight(p), _augmented_weight(p)], p.sigma),
 )
 

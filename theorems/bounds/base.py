@@ -10,41 +10,77 @@ every pair of the catalogue. A :class:`WorMixtureBound` is the bi-level form
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
+from fractions import Fraction
+from functools import lru_cache
+from typing import TYPE_CHECKING, Callable, Optional, Tuple
 
 import mpmath as mp
 import numpy as np
-import sympy as sp
 
-from ..config import ConfigError, TrainingConfig
+from ..config import TrainingConfig
+from ..errors import TheoremError
 from ..hockey_stick import hockey_stick, hockey_stick_mp
 from ..mixture import MixturePair
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 KINDS = ("tight", "upper", "lower", "claim")
 SCOPES = ("step", "epoch")
 
 
-class TheoremError(ValueError):
-    """An unknown theorem id, or a theorem that does not apply to the configured scheme."""
+@lru_cache(maxsize=None)
+def _tau_class():
+    import sympy as sp
+
+    class Tau(sp.Function):
+        """τ(s, d) = TVD(N(0, s), N(d, s)) = erf(d / (2√2 s)), and τ(0, d) = 1 (no augmentation).
+
+        THEOREMS.md notation τ(s) = 2Φ(1/(2s)) - 1 is τ(s, 1); the shift d = √w serves the
+        σ_C = σ_F generalisation to w elements. Symbolic arguments stay unevaluated, so
+        reductions such as T12 = T11|σ_C=σ_F hold symbolically; τ(0, d) evaluates to 1.
+        """
+
+        nargs = 2
+
+        @classmethod
+        def eval(cls, s, d):
+            if s.is_zero and d.is_positive:
+                return sp.S.One
+            if s.is_number and d.is_number and s.is_positive and d.is_positive:
+                return sp.erf(d / (2 * sp.sqrt(2) * s))
+            return None
+
+    Tau.__module__ = __name__
+    return Tau
 
 
-class Tau(sp.Function):
-    """τ(s, d) = TVD(N(0, s), N(d, s)) = erf(d / (2√2 s)), and τ(0, d) = 1 (no augmentation).
+@lru_cache(maxsize=None)
+def _symbols() -> dict:
+    import sympy as sp
 
-    THEOREMS.md notation τ(s) = 2Φ(1/(2s)) - 1 is τ(s, 1); the shift d = √w serves the
-    σ_C = σ_F generalisation to w elements. Symbolic arguments stay unevaluated, so
-    reductions such as T12 = T11|σ_C=σ_F hold symbolically; τ(0, d) evaluates to 1.
-    """
+    return {name: sp.Symbol(name, positive=True) for name in ("r", "rho", "q", "phi", "sigma", "sigma_C", "sigma_F")}
 
-    nargs = 2
 
-    @classmethod
-    def eval(cls, s, d):
-        if s.is_zero and d.is_positive:
-            return sp.S.One
-        if s.is_number and d.is_number and s.is_positive and d.is_positive:
-            return sp.erf(d / (2 * sp.sqrt(2) * s))
-        return None
+def __getattr__(name):
+    """``Tau`` (a sympy Function) and ``SYMBOLS`` are made on first use, so importing the
+    catalogue does not import sympy (PEP 562)."""
+    if name == "Tau":
+        return _tau_class()
+    if name == "SYMBOLS":
+        return _symbols()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _tau_fraction(s, w: int):
+    """``Tau(s, √w)``'s value as a Fraction within 2^-250 of it: 1 at s = 0, else erf(√w / (2√2 s))
+    at 256-bit precision (so a weight built from it rounds to the float the sympy path gives)."""
+    s = _fraction(s)
+    if s == 0:
+        return 1
+    with mp.workprec(256):
+        man, exp = mp.erf(mp.sqrt(w) / (2 * mp.sqrt(2) * (mp.mpf(s.numerator) / s.denominator))).man_exp
+    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
 
 
 @dataclass(frozen=True)
@@ -52,7 +88,8 @@ class Params:
     """The quantities a bound's pair depends on, as sympy values (numbers or symbols).
 
     Rates (r, ρ, q, φ, σ, τ_C, τ_F) may be symbols; structural integers (λ, k, N_tot, Λ)
-    are always numbers, since they fix the number of mixture components.
+    are always numbers, since they fix the number of mixture components. With ``numeric``
+    the rates are plain numbers (:class:`~fractions.Fraction`), see :func:`params`.
     """
 
     r: sp.Expr
@@ -66,29 +103,55 @@ class Params:
     k: int
     n_windows_total: int
     batch_size: int
+    numeric: bool = False
+
+    def ratio(self, a: int, b: int):
+        """a / b exactly: a sympy Rational, or a Fraction on the numeric path."""
+        if self.numeric:
+            return Fraction(a, b)
+        import sympy as sp
+
+        return sp.Rational(a, b)
 
 
-def _exact(x) -> sp.Expr:
+def _exact(x) -> "sp.Expr":
     """A config number as an exact sympy Rational (floats by their shortest decimal)."""
+    import sympy as sp
+
     if isinstance(x, (int, np.integer)):
         return sp.Integer(int(x))
     return sp.Rational(repr(float(x))) if isinstance(x, float) else sp.Rational(x)
 
 
-def _shift(config: TrainingConfig) -> sp.Expr:
+def _fraction(x):
+    """The same number as :func:`_exact`, as an int or :class:`~fractions.Fraction` (no sympy)."""
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    return Fraction(repr(float(x))) if isinstance(x, float) else Fraction(x)
+
+
+def _shift(config: TrainingConfig) -> "sp.Expr":
+    import sympy as sp
+
     return sp.sqrt(config.w) if config.w > 1 else sp.S.One
 
 
-SYMBOLS = {
-    name: sp.Symbol(name, positive=True)
-    for name in ("r", "rho", "q", "phi", "sigma", "sigma_C", "sigma_F")
-}
+def params(config: TrainingConfig, symbolic: bool = False, *, numeric: bool = False) -> Params:
+    """Exact (sympy Rational) or symbolic parameters of a configuration.
 
-
-def params(config: TrainingConfig, symbolic: bool = False) -> Params:
-    """Exact (sympy Rational) or symbolic parameters of a configuration."""
+    ``numeric``: the same rationals as exact :class:`~fractions.Fraction` (so every weight a
+    bound builds from them is the same rational, and its float the same float) and τ as a
+    Fraction within 2^-250 of it; the accountant's path, which never imports sympy.
+    """
+    if numeric:
+        return Params(
+            _fraction(config.r), _fraction(config.rho), _fraction(config.q), _fraction(config.phi), _fraction(config.sigma),
+            _tau_fraction(config.sigma_context, config.w), _tau_fraction(config.sigma_forecast, config.w),
+            config.instances, config.k, config.n_windows_total, config.batch_size, numeric=True,
+        )
+    Tau = _tau_class()
     if symbolic:
-        S = SYMBOLS
+        S = _symbols()
         return Params(
             S["r"], S["rho"], S["q"], S["phi"], S["sigma"],
             Tau(S["sigma_C"], _shift(config)), Tau(S["sigma_F"], _shift(config)),
@@ -135,6 +198,21 @@ class Scheme:
 
 
 @dataclass(frozen=True)
+class PairForm:
+    """A profile of the shape H(α) = (1 - w) max(0, 1 - α) + w H_α(ge if α ≥ 1 else lt).
+
+    Every pair-based bound of the catalogue has it: a :class:`PairBound` with w = 1, a
+    :class:`WorMixtureBound` with w = ρ over its base pairs (Thms F.1, F.2). Consumers (the
+    accountant's PLD grid, the checks' raw tails and quadrature) evaluate this form and never
+    ask for the bound's type.
+    """
+
+    weight: float
+    ge: MixturePair
+    lt: MixturePair
+
+
+@dataclass(frozen=True)
 class Bound:
     """Common metadata of every catalogue entry."""
 
@@ -146,9 +224,48 @@ class Bound:
     scheme: Scheme
     statement: str
     construction: Optional[str]  # id of the bound whose pair a real attack attains
+    attained_build: Optional[Callable[[Params], MixturePair]] = None  # the construction's own pair, if not a bound's
 
     def check(self, config: TrainingConfig) -> None:
         self.scheme.check(self.id, config)
+
+    def attained_pair(self, config: TrainingConfig, *, numeric: bool = False) -> Optional[MixturePair]:
+        """The pair (P, Q) that a real attack on this bound's proof construction attains, or None.
+
+        **Lower** bound direction: the construction's neighbouring datasets and gradient function
+        realise exactly this pair (T1 → T1, T2 → T3, T6 → T6, T7 → T9, T8 → T10, T11 → its own
+        augmentation pair, T13 → T14 ...). ``attained_build`` where the pair is the construction's
+        own (T11), else the pair of the bound named by ``construction``; None without one.
+        ``numeric``: plain-number weights, no sympy (:func:`params`).
+        """
+        if self.attained_build is not None:
+            return self.attained_build(params(config, numeric=numeric))
+        if self.construction is None:
+            return None
+        from ..registry import get
+
+        return get(self.construction).pair(config, check=False, numeric=numeric)
+
+    def attained_loss_survival(self, config) -> Optional[Callable]:
+        """ε ↦ P(L > ε) of the construction's privacy loss, for a construction with no 1-D pair (T15), else None.
+
+        **Lower** bound direction like :meth:`attained_pair`: a real attack attains this law.
+        """
+        return None
+
+    has_pair = False  # a single pair (P, Q) gives the whole profile (PairBound)
+
+    def pair_form(self, config, *, check: bool = True, numeric: bool = False) -> Optional[PairForm]:
+        """The profile as :class:`PairForm`, or None for a bound that is not of that shape (T15, claims)."""
+        return None
+
+    def delta_eps(self, config, eps, *, upper: bool = False, check: bool = True) -> np.ndarray:
+        """δ(ε) on the numpy path for a bound without a :class:`PairForm` (T15 answers it itself).
+
+        ``upper=True`` adds a float-error bound (the accountant's pessimistic input). A bound
+        that cannot do this raises: the accountant never falls back on an unchecked profile.
+        """
+        raise TheoremError(f"{self.id} ({self.kind}) has no numeric privacy profile the accountant can round up")
 
     def describe(self) -> dict:
         return {
@@ -176,15 +293,24 @@ class PairBound(Bound):
 
     build: Callable[[Params], MixturePair] = None
 
-    def pair(self, config: TrainingConfig, symbolic: bool = False, *, check: bool = True) -> MixturePair:
-        """The α ≥ 1 pair as exact sympy mixtures (``symbolic`` puts symbols for the rates)."""
+    def pair(self, config: TrainingConfig, symbolic: bool = False, *, check: bool = True,
+             numeric: bool = False) -> MixturePair:
+        """The α ≥ 1 pair as exact sympy mixtures (``symbolic`` puts symbols for the rates;
+        ``numeric``: the same rationals as Fractions and float τ, no sympy, see :func:`params`)."""
         if check:
             self.check(config)
-        return self.build(params(config, symbolic))
+        return self.build(params(config, symbolic, numeric=numeric))
 
-    def pairs(self, config: TrainingConfig, *, check: bool = True):
+    has_pair = True
+
+    def pair_form(self, config: TrainingConfig, *, check: bool = True, numeric: bool = False) -> PairForm:
+        """(w = 1, the α ≥ 1 pair, the swapped pair for α < 1)."""
+        ge, lt = self.pairs(config, check=check, numeric=numeric)
+        return PairForm(1, ge, lt)
+
+    def pairs(self, config: TrainingConfig, *, check: bool = True, numeric: bool = False):
         """(pair for α ≥ 1, pair for α < 1)."""
-        p = self.pair(config, check=check)
+        p = self.pair(config, check=check, numeric=numeric)
         return p, p.swapped()
 
     def profile(self, config: TrainingConfig, alpha, *, check: bool = True) -> np.ndarray:
@@ -215,6 +341,13 @@ class WorMixtureBound(Bound):
     """
 
     base: PairBound = None
+
+    def pair_form(self, config: TrainingConfig, *, check: bool = True, numeric: bool = False) -> PairForm:
+        """(w = ρ, the base bound's pairs): (1 - ρ) max(0, 1 - α) + ρ H_α(base)."""
+        if check:
+            self.check(config)
+        base = self.base.pair_form(config, check=False, numeric=numeric)
+        return PairForm(float(config.rho) * base.weight, base.ge, base.lt)
 
     def profile(self, config: TrainingConfig, alpha, *, check: bool = True) -> np.ndarray:
         if check:

@@ -4,8 +4,6 @@ All N_tot = N T windows pooled, a batch of Λ windows drawn without replacement 
 """
 from __future__ import annotations
 
-import sympy as sp
-
 from .base import PairBound, Scheme
 from .shapes import against_gaussian, hypergeometric_weights
 
@@ -13,7 +11,7 @@ POOLED = Scheme(("pooled",), ("wr", "poisson"))
 
 
 def _record_rate(p):
-    return sp.Integer(p.batch_size) / p.n_windows_total
+    return p.ratio(p.batch_size, p.n_windows_total)
 
 
 T13 = PairBound(
@@ -41,7 +39,7 @@ T14 = PairBound(
     construction="T14",
     build=lambda p: against_gaussian(
         [2 * i for i in range(min(p.k, p.batch_size) + 1)],
-        hypergeometric_weights(p.n_windows_total, p.k, p.batch_size),
+        hypergeometric_weights(p.n_windows_total, p.k, p.batch_size, numeric=p.numeric),
         p.sigma,
     ),
 )

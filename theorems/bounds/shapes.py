@@ -1,24 +1,40 @@
-"""The few pair shapes every bound of the catalogue is built from (exact sympy weights)."""
+"""The few pair shapes every bound of the catalogue is built from (exact sympy weights, or
+exact Fractions on the numeric path, which never imports sympy)."""
 from __future__ import annotations
 
-from typing import List, Sequence
+import math
+from fractions import Fraction
+from typing import TYPE_CHECKING, List, Sequence
 
-import sympy as sp
+from ..mixture import GaussianMixture, MixturePair, is_symbolic
 
-from ..mixture import GaussianMixture, MixturePair
-
-
-def binomial_weights(n: int, p: sp.Expr) -> List[sp.Expr]:
-    """Binom(i; n, p) for i = 0..n (the 0-based reading of erratum 1)."""
-    return [sp.binomial(n, i) * p**i * (1 - p) ** (n - i) for i in range(n + 1)]
+if TYPE_CHECKING:
+    import sympy as sp
 
 
-def hypergeometric_weights(population: int, marked: int, draws: int) -> List[sp.Expr]:
+def binomial_weights(n: int, p: "sp.Expr") -> List["sp.Expr"]:
+    """Binom(i; n, p) for i = 0..n (the 0-based reading of erratum 1); sympy for a sympy p,
+    else in p's own arithmetic (exact for a Fraction)."""
+    if is_symbolic(p):
+        import sympy as sp
+
+        return [sp.binomial(n, i) * p**i * (1 - p) ** (n - i) for i in range(n + 1)]
+    return [math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(n + 1)]
+
+
+def hypergeometric_weights(population: int, marked: int, draws: int, *, numeric: bool = False) -> List["sp.Expr"]:
     """Hypergeom(i; N_tot, k, Λ) for i = 0..min(k, Λ): i of the k marked windows among Λ drawn WOR.
 
     Written as C(Λ, i) C(N_tot - Λ, k - i) / C(N_tot, k), which needs only binomials with a
-    small lower index (k), so it stays cheap for N_tot = 10^6.
+    small lower index (k), so it stays cheap for N_tot = 10^6. Exact: sympy Rationals, or
+    Fractions with ``numeric``.
     """
+    if numeric:
+        total = math.comb(population, marked)
+        return [Fraction(math.comb(draws, i) * math.comb(population - draws, marked - i), total)
+                for i in range(min(marked, draws) + 1)]
+    import sympy as sp
+
     total = sp.binomial(population, marked)
     return [
         sp.binomial(draws, i) * sp.binomial(population - draws, marked - i) / total

@@ -1,0 +1,336 @@
+"""Section 4.4 and Appendix H: inference-time privacy of one series (T15).
+
+The mechanism (Appendix H, after Koga et al. 2022): each of the L_C context steps of the
+series x is kept independently with probability r (Poisson, data-independent), kept values
+get N(0, σ²) noise, dropped values are imputed with the mean of the kept (noisy) values
+(0 when none is kept), and a model forecasts from the result. Neighbours are (w, v)-event
+neighbours (paper Def. `bounded_neighboring_relations`): x, x' differ on w consecutive
+steps W, each by at most v. Only m = min(w, L_C) changed steps can lie in one context.
+
+Derivation of T15 (the profile; an **upper** bound, see "Kind")
+--------------------------------------------------------------
+Let B ⊆ {1..L_C} be the kept set. The imputed series is a function of (B, (x_t + Z_t)_{t∈B})
+(the imputed value is the mean of the released kept values), so by post-processing every
+privacy profile of the release is at most that of M(x) = (B, x_B + Z_B). B has the same law
+under x and x' and is observed, so the outputs of M are mixtures over the label B with
+disjoint supports and the hockey-stick divergence splits over the label, for every α ≥ 0:
+
+    H_α(M(x') ‖ M(x)) = Σ_b Pr[B = b] H_α(N(x'_b, σ² I) ‖ N(x_b, σ² I)).
+
+Given B = b this is the Gaussian mechanism with L2 shift ‖x'_b - x_b‖ ≤ v √|b ∩ W|, and
+H_α(N(μ, σ² I) ‖ N(0, σ² I)) depends on ‖μ‖ only and is non-decreasing in it. With
+J = |B ∩ W| ~ Binom(m, r):
+
+    δ(ε) = H_{e^ε} = Σ_{j=0}^{m} Binom(j; m, r) G_{e^ε}(v √j / σ),
+    G_α(μ) = Φ(μ/2 - log α / μ) - α Φ(-μ/2 - log α / μ)   (μ > 0),  G_α(0) = max(0, 1 - α).
+
+The Gaussian pair is mirror-symmetric (x ↦ μ - x swaps N(μ) and N(0)), so the same formula
+holds in both neighbouring directions ((x', x) and (x, x')) and on both sides of α = 1: no
+swapped branch is needed, and H(α) = 1 - α + α H(1/α) holds exactly. At r = 1 it is the
+Gaussian mechanism with sensitivity v √m; smaller r moves binomial mass to smaller j
+(stochastic dominance) and G is non-decreasing in μ, so δ(ε) never grows as r falls.
+
+Kind
+----
+* If the drop pattern is released ("missing" markers, THEOREMS.md's reading), the bound is
+  **tight**: x = 0, x' = v on W attains every term (a one-direction change of size v).
+* For the imputed series alone the pattern is recoverable (imputed steps all equal the
+  mean, kept steps are a.s. distinct and differ from it) except when exactly one step is
+  kept (then every step shows the same value and the kept position is hidden). That event
+  has probability L_C r (1-r)^{L_C-1}; on it the release is a post-processing of M, so
+  T15 stays an upper bound, and the construction above attains at least
+  T15 - m r (1-r)^{L_C-1} G_α(v/σ) (:meth:`InferenceBound.attained_profile` gives the exact
+  value of the real imputed release on that pair). T15 is therefore catalogued as **upper**.
+
+Comparison with the paper
+-------------------------
+Appendix H states no formula: it cites Koga et al. 2022, Theorem 3.2 (privacy amplification
+for time-series release by Poisson subsampling) and calibrates σ with it. That theorem's text
+was not retrievable here, so the paper's σ are not recomputed. Two readings:
+* an RDP (or other) bound on the same label mixture: T15 is its exact (ε, δ) profile, at least
+  as tight;
+* the add/remove amplification form ε' = log(1 + r(e^ε - 1)) at δ' = r δ applied to the Gaussian
+  mechanism with sensitivity v√m: **unsound here**, because the pattern is visible (a kept step
+  cannot hide among dropped ones; only the factor r on δ survives). At r = 0.5, σ = v = 1, w = 1,
+  L_C = 8, δ = 1e-3 it gives ε' = 2.27, while the audit through the real mechanism certifies
+  ε ≥ 2.69 (T15: 2.91); ``tests/inference`` pins this.
+T15's gain from r < 1 is therefore small at small δ (the weight of the j ≥ 1 terms scales δ
+by about 1 - (1-r)^m, which ε(δ) barely feels), unlike an amplified ε'.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import mpmath as mp
+import numpy as np
+from scipy.special import log_ndtr, ndtr
+
+from ..config import ConfigError
+from ..hockey_stick import hockey_stick
+from ..mixture import GaussianMixture, MixturePair
+from .base import Bound, TheoremError
+from .shapes import binomial_weights
+
+if TYPE_CHECKING:  # sympy is imported where it is used, so the catalogue loads without it
+    import sympy as sp
+
+_SAFETY = 1e-12  # relative float-error margin of the upper (pessimistic) evaluation
+
+
+def _real(name: str, value, *, low=None, high=None, low_open=True) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+        raise ConfigError(name, "must be a real number", value)
+    if not math.isfinite(float(value)):
+        raise ConfigError(name, "must be finite (not NaN or inf)", value)
+    if low is not None and (value <= low if low_open else value < low):
+        raise ConfigError(name, f"must be {'>' if low_open else '>='} {low}", value)
+    if high is not None and value > high:
+        raise ConfigError(name, f"must be <= {high}", value)
+
+
+def _int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(name, "must be an integer", value)
+    if value < minimum:
+        raise ConfigError(name, f"must be >= {minimum}", value)
+
+
+@dataclass(frozen=True)
+class InferenceConfig:
+    """One private-forecast release (Appendix H): keep rate r ∈ (0, 1], noise σ > 0 (same units
+    as v), (w, v)-event neighbours (w ≥ 1 integer, v > 0), context length L_C ≥ 1, and the
+    number of releases k ≥ 1 (overlapping contexts, composed). Validated on construction;
+    a bad value raises :class:`ConfigError` naming the parameter."""
+
+    r: float
+    sigma: float
+    w: int = 1
+    v: float = 1.0
+    context_length: int = 1
+    releases: int = 1
+
+    def __post_init__(self):
+        _real("r", self.r, low=0.0, high=1.0)
+        _real("sigma", self.sigma, low=0.0)
+        _int("w", self.w, 1)
+        _real("v", self.v, low=0.0)
+        _int("context_length", self.context_length, 1)
+        _int("releases", self.releases, 1)
+
+    @property
+    def m(self) -> int:
+        """Changed steps that can lie in one context: min(w, L_C)."""
+        return min(self.w, self.context_length)
+
+    @property
+    def mu(self) -> float:
+        """Standardised shift of one changed step, v / σ."""
+        return float(self.v) / float(self.sigma)
+
+    def with_(self, **changes) -> "InferenceConfig":
+        return InferenceConfig(**{**self.as_dict(), **changes})
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class InferenceScheme:
+    """The scheme of T15: an :class:`InferenceConfig` (training configurations do not apply)."""
+
+    def check(self, bound_id: str, config) -> None:
+        if not isinstance(config, InferenceConfig):
+            raise TheoremError(
+                f"{bound_id} bounds inference-time releases (Appendix H), not training; "
+                "use `tsdp forecast epsilon` / `tsdp forecast calibrate`"
+            )
+
+    def describe(self) -> str:
+        return "inference: Poisson keep rate r per context step, Gaussian input noise σ, mean imputation"
+
+
+def _exact(x) -> sp.Expr:
+    import sympy as sp
+
+    return sp.Integer(x) if isinstance(x, int) else sp.Rational(repr(float(x)))
+
+
+@lru_cache(maxsize=None)
+def _symbols() -> tuple:
+    import sympy as sp
+
+    return sp.symbols("r sigma v alpha", positive=True)
+
+
+def __getattr__(name):
+    """The symbols R, SIGMA, V, ALPHA, made on first use (PEP 562; no sympy at import)."""
+    if name in ("R", "SIGMA", "V", "ALPHA"):
+        return _symbols()[("R", "SIGMA", "V", "ALPHA").index(name)]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def gaussian_profile_expr(mu: sp.Expr, alpha: sp.Expr = None) -> sp.Expr:
+    """G_α(μ) = H_α(N(μ, 1) ‖ N(0, 1)) = Φ(μ/2 - log α/μ) - α Φ(-μ/2 - log α/μ) (sympy, μ > 0;
+    α defaults to the symbol ALPHA)."""
+    import sympy as sp
+
+    alpha = _symbols()[3] if alpha is None else alpha
+    Phi = lambda x: (1 + sp.erf(x / sp.sqrt(2))) / 2  # noqa: E731
+    return Phi(mu / 2 - sp.log(alpha) / mu) - alpha * Phi(-mu / 2 - sp.log(alpha) / mu)
+
+
+def _weights(config: InferenceConfig) -> np.ndarray:
+    return np.array([float(w) for w in binomial_weights(config.m, _exact(config.r))])
+
+
+def _gauss_eps(mu: float, eps: np.ndarray, upper: bool):
+    """G_{e^ε}(μ) vectorised over ε (α Φ(·) in log space), plus its float-error margin if ``upper``."""
+    with np.errstate(divide="ignore", over="ignore"):
+        t = eps / mu
+        a = ndtr(mu / 2 - t)
+        b = np.exp(eps + log_ndtr(-mu / 2 - t))
+    out = a - b
+    if upper:
+        out = out + _SAFETY * (a + b)
+    return out
+
+
+@dataclass(frozen=True)
+class InferenceBound(Bound):
+    """T15: Σ_j Binom(j; m, r) G_α(v√j/σ), the mixture over the observed kept count (module docstring)."""
+
+    def expression(self, config: InferenceConfig, symbolic: bool = False) -> sp.Expr:
+        """The profile H_α as a sympy expression in α (``symbolic``: r, σ, v as symbols too).
+
+        m = min(w, L_C) is structural (it fixes the number of terms) and stays a number.
+        """
+        import sympy as sp
+
+        R, SIGMA, V, ALPHA = _symbols()
+        self.check(config)
+        r, sigma, v = (R, SIGMA, V) if symbolic else (_exact(config.r), _exact(config.sigma), _exact(config.v))
+        terms = [wt * (sp.Max(0, 1 - ALPHA) if j == 0 else gaussian_profile_expr(v * sp.sqrt(j) / sigma))
+                 for j, wt in enumerate(binomial_weights(config.m, r))]
+        return sp.Add(*terms)
+
+    def delta_eps(self, config: InferenceConfig, eps, *, upper: bool = False, check: bool = True) -> np.ndarray:
+        """δ(ε) = H_{e^ε} on an array of ε (numpy float64; valid for every real ε, no overflow).
+
+        ``upper=True`` adds a float-error bound (1e-12 of each tail term and 1e-12 relative):
+        an upper estimate, the pessimistic PLD's input (:mod:`verify.pld`).
+        """
+        if check:
+            self.check(config)
+        eps = np.asarray(eps, dtype=float)
+        wts = _weights(config)
+        with np.errstate(over="ignore"):
+            out = wts[0] * np.maximum(0.0, -np.expm1(eps))
+        for j in range(1, config.m + 1):
+            if wts[j] > 0:
+                out = out + wts[j] * _gauss_eps(config.mu * math.sqrt(j), eps, upper)
+        if upper:
+            out = out * (1 + _SAFETY)
+        return np.clip(out, 0.0, 1.0)
+
+    def profile(self, config: InferenceConfig, alpha, *, check: bool = True) -> np.ndarray:
+        """H(α) on the numpy path, vectorised over α ≥ 0 (H(0) = 1)."""
+        a = np.asarray(alpha, dtype=float)
+        if np.any(~np.isfinite(a)) or np.any(a < 0):
+            raise ValueError("alpha must be finite and >= 0")
+        with np.errstate(divide="ignore"):
+            out = self.delta_eps(config, np.log(a), check=check)
+        return np.where(a == 0, 1.0, out)
+
+    def profile_mp(self, config: InferenceConfig, alpha, dps: int = 40, *, check: bool = True) -> mp.mpf:
+        """H(α) for one α in mpmath at ``dps`` digits (exact weights, closed-form Gaussian terms)."""
+        if check:
+            self.check(config)
+        with mp.workdps(dps):
+            a = mp.mpf(alpha)
+            if a == 0:
+                return mp.mpf(1)
+            r, m = mp.mpf(repr(float(config.r))), config.m
+            mu = mp.mpf(repr(float(config.v))) / mp.mpf(repr(float(config.sigma)))
+            total = (1 - r) ** m * max(mp.mpf(0), 1 - a)
+            for j in range(1, m + 1):
+                mj = mu * mp.sqrt(j)
+                g = mp.ncdf(mj / 2 - mp.log(a) / mj) - a * mp.ncdf(-mj / 2 - mp.log(a) / mj)
+                total += mp.binomial(m, j) * r**j * (1 - r) ** (m - j) * g
+            return total
+
+    def loss_survival(self, config: InferenceConfig, eps) -> np.ndarray:
+        """Pr_{M(x')}[L > ε] of the construction x = 0, x' = v on W with the pattern observed.
+
+        The privacy loss is 0 when j = 0 and N(μ_j²/2, μ_j²) otherwise (μ_j = v√j/σ), mixed
+        over j ~ Binom(m, r); the same law in the other direction (mirror symmetry). It is
+        the exact PLD of the tight construction, for optimistic buckets (:mod:`verify.pld`).
+        """
+        eps = np.asarray(eps, dtype=float)
+        wts = _weights(config)
+        out = wts[0] * (eps < 0)
+        for j in range(1, config.m + 1):
+            mj = config.mu * math.sqrt(j)
+            out = out + wts[j] * ndtr((mj * mj / 2 - eps) / mj)
+        return out
+
+    def attained_loss_survival(self, config: InferenceConfig):
+        """The tight construction's loss law (:meth:`loss_survival`) when it is what a release reveals:
+        with L_C = 1 (the kept set is always recoverable); None otherwise, where the real imputed
+        release hides the kept position of a lone kept step (:meth:`attained_profile`)."""
+        if config.context_length != 1:
+            return None
+        return lambda eps: self.loss_survival(config, eps)
+
+    def attained_profile(self, config: InferenceConfig, alpha) -> np.ndarray:
+        """H_α of the real imputed release on the construction x = 0, x' = v·1_W (a **lower** bound).
+
+        Labels the adversary reads off the imputed series: the kept set when it is
+        recoverable (|B| ≠ 1, or L_C = 1), weighted as T15's Gaussian terms; and "exactly one
+        step kept, position hidden" (L_C ≥ 2, probability L_C r (1-r)^{L_C-1}), where the
+        common value is MoG([0, v], [(L_C-m)/L_C, m/L_C], σ) against N(0, σ) (the larger of
+        the two directions is taken; each is attained). Equals T15 when L_C = 1.
+        """
+        self.check(config)
+        alpha = np.asarray(alpha, dtype=float)
+        L, m, r = config.context_length, config.m, float(config.r)
+        if L == 1:
+            return self.profile(config, alpha)
+        wts = _weights(config)
+        rest = L - m
+        alone = (1 - r) ** rest  # no kept step outside W
+        one_out = rest * r * (1 - r) ** (rest - 1) if rest > 0 else 0.0
+        ident = wts.copy()
+        ident[0] -= (1 - r) ** m * one_out  # j = 0 with one step kept outside W
+        if m >= 1:
+            ident[1] -= m * r * (1 - r) ** (m - 1) * alone  # j = 1 and nothing else kept
+        with np.errstate(divide="ignore"):
+            eps = np.log(alpha)
+        out = ident[0] * np.maximum(0.0, 1 - alpha)
+        for j in range(1, m + 1):
+            out = out + ident[j] * np.where(alpha == 0, 1.0, _gauss_eps(config.mu * math.sqrt(j), eps, False))
+        p_amb = L * r * (1 - r) ** (L - 1)
+        import sympy as sp
+
+        sig = _exact(config.sigma)
+        mix = GaussianMixture.of([0, _exact(config.v)], [sp.Rational(rest, L), sp.Rational(m, L)])
+        pair = MixturePair.of(mix, GaussianMixture.point(0), sig)
+        amb = np.maximum(hockey_stick(pair, alpha), hockey_stick(pair.swapped(), alpha))
+        return np.clip(out + p_amb * amb, 0.0, 1.0)
+
+
+T15 = InferenceBound(
+    id="T15",
+    label="inference_privacy_poisson_gaussian",
+    reference="App. H",
+    kind="upper",
+    scope="release",
+    scheme=InferenceScheme(),
+    statement="Σ_j Binom(j; m, r) H_α(N(v√j, σ) ‖ N(0, σ)), m = min(w, L_C): Poisson-subsampled Gaussian "
+    "input perturbation with mean imputation, (w, v)-event neighbours (tight when the drop pattern is released)",
+    construction=None,
+)
+
+BOUNDS = (T15,)
