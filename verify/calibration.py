@@ -1,7 +1,7 @@
 """Calibrate the noise multiplier σ for a target (ε, δ) under the sound accounting.
 
-The sound composed ε (paper Appendix B.3 accounting of the theorem's one-step profile,
-:func:`verify.accounting.sound_epsilon`) is non-increasing in σ: every pair of the
+The sound composed ε (paper Appendix B.3 accounting of the theorem's one-step profile, the
+``PldAccountant("sound")`` of :mod:`tsdp.verify.accountant`) is non-increasing in σ: every pair of the
 catalogue at σ' > σ is the pair at σ followed by independent Gaussian noise
 (post-processing). Bisection in log σ therefore finds the smallest admissible σ.
 
@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
-from tsdp.theorems.registry import resolve
 
-from .accounting import _check_delta, compositions, sound_epsilon
+from .accountant import PldAccountant, check_delta
+from .events import training_event
 from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION
 
 DEFAULT_TOLERANCE = 1e-3
@@ -67,30 +67,41 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     bracket's admissible end); it may be up to ``tolerance`` (relative) larger than needed.
     Raises ConfigError when the target is unreachable below σ = 1e4.
     """
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) or not (
         math.isfinite(target_epsilon) and target_epsilon > 0
     ):
         raise ConfigError("epsilon", "target ε must be finite and > 0", target_epsilon)
     if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
         raise ConfigError("tolerance", "must be in (0, 1)", tolerance)
-    bound, reason = resolve(config, theorem)
-    n = compositions(bound, config, steps=steps, epochs=epochs)
+    run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
+    bound, _, reason = run.event.resolve()
+    n = run.count
     evaluations = 0
+
+    from tqdm import tqdm
+
+    bar = tqdm(desc="calibrating σ", unit="accounting", leave=False, delay=2.0, dynamic_ncols=True)
 
     def eps_at(sigma: float) -> float:
         nonlocal evaluations
         evaluations += 1
-        return sound_epsilon(config.with_(sigma=sigma), delta, n, theorem=bound.id, discretization=discretization,
-                             tail_mass_truncation=tail_mass_truncation,
-                             log_mass_truncation_bound=log_mass_truncation_bound)
+        bar.set_postfix_str(f"σ = {sigma:.4g}")
+        bar.update(1)
+        acc = PldAccountant("sound", discretization=discretization, tail_mass_truncation=tail_mass_truncation,
+                            log_mass_truncation_bound=log_mass_truncation_bound)
+        return acc.compose(training_event(config.with_(sigma=sigma), steps=steps, epochs=epochs,
+                                          theorem=bound.id)).get_epsilon(delta)
+
+    PldAccountant("sound").compose(run)  # records only: a lower-bound theorem is refused before any search
 
     sigma0 = float(min(max(config.sigma, SIGMA_MIN), SIGMA_MAX))
     e0 = eps_at(sigma0)
     if e0 <= target_epsilon:
         good, e_good, bad, e_bad = sigma0, e0, None, None
         while good > SIGMA_MIN:
-            trial = max(good / 2, SIGMA_MIN)
+            trial = good / 2 if good > 0.2 else SIGMA_MIN  # small σ are the costly PLDs: try the floor at once
+            trial = max(trial, SIGMA_MIN)
             e = eps_at(trial)
             if e > target_epsilon:
                 bad, e_bad = trial, e
@@ -101,6 +112,9 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
                            tolerance, evaluations, discretization, config)
     else:
         bad, e_bad, good, e_good = sigma0, e0, None, None
+        if eps_at(SIGMA_MAX) > target_epsilon:  # unreachable: refuse after one evaluation, not a walk up
+            raise ConfigError("epsilon", f"target ε = {target_epsilon:g} is not reached by any σ ≤ {SIGMA_MAX:g}",
+                              target_epsilon)
         while bad < SIGMA_MAX:
             trial = min(bad * 2, SIGMA_MAX)
             e = eps_at(trial)
@@ -111,15 +125,27 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
         if good is None:
             raise ConfigError("epsilon", f"target ε = {target_epsilon} is not reached below σ = {SIGMA_MAX:g}",
                               target_epsilon)
+    good, e_good, bad, e_bad = bisect_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
+    return _result(good, e_good, bad, e_bad, target_epsilon, delta, bound, reason, n, steps, epochs, tolerance,
+                   evaluations, discretization, config)
+
+
+def bisect_log_sigma(eps_at, target: float, good: float, e_good: float, bad: float, e_bad: float,
+                     tolerance: float):
+    """Bisection in log σ between an admissible ``good`` (ε(good) ≤ target) and a rejected ``bad`` < good
+    until good - bad ≤ ``tolerance`` · good; returns (good, ε(good), bad, ε(bad)).
+
+    ``eps_at`` must be non-increasing in σ (a sound ε of a mechanism that more noise post-processes).
+    Direction: ``good`` stays admissible throughout (the safe side).
+    """
     while good - bad > tolerance * good:
         mid = math.sqrt(good * bad)
         e = eps_at(mid)
-        if e <= target_epsilon:
+        if e <= target:
             good, e_good = mid, e
         else:
             bad, e_bad = mid, e
-    return _result(good, e_good, bad, e_bad, target_epsilon, delta, bound, reason, n, steps, epochs, tolerance,
-                   evaluations, discretization, config)
+    return good, e_good, bad, e_bad
 
 
 def _result(sigma, eps, bad, e_bad, target, delta, bound, reason, n, steps, epochs, tolerance, evaluations,

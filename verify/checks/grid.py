@@ -96,3 +96,15 @@ def random_cases(seed: int, count: int) -> List[Case]:
     """``count`` random configurations from ``numpy.random.default_rng(seed)``, labelled rand<seed>.<i>."""
     rng = np.random.default_rng(seed)
     return [Case(f"rand{seed}.{i}", random_config(rng)) for i in range(count)]
+
+
+def inference_cases() -> List[Case]:
+    """Configurations of the inference bound T15 (Appendix H): the paper's rates r ∈ {1, 0.75, 0.5} at
+    σ = v = 1, w ∈ {1, 3}, L_C = 8, plus a small-noise case (v/σ = 4)."""
+    from tsdp.theorems.bounds.inference import InferenceConfig
+
+    cases = [Case(f"inference:r={r},w={w}", InferenceConfig(r=r, sigma=1.0, w=w, v=1.0, context_length=8))
+             for r in (1.0, 0.75, 0.5) for w in (1, 3)]
+    cases.append(Case("inference:r=0.5,w=2,v/sigma=4",
+                      InferenceConfig(r=0.5, sigma=0.25, w=2, v=1.0, context_length=8)))
+    return cases

@@ -20,7 +20,7 @@ import mpmath as mp
 import numpy as np
 import sympy as sp
 
-from tsdp.theorems.bounds.base import Bound, PairBound, WorMixtureBound
+from tsdp.theorems.bounds.base import Bound, PairBound
 from tsdp.theorems.config import TrainingConfig
 
 from .common import REFERENCE_ALPHAS, hockey_stick_quad
@@ -169,11 +169,10 @@ def closed_form_paths(b: PairBound, config: TrainingConfig, label: str = "",
 
 
 def _quad_profile(b: Bound, config: TrainingConfig, alpha: float) -> float:
-    if isinstance(b, WorMixtureBound):
-        rho = float(config.rho)
-        return (1 - rho) * max(0.0, 1 - alpha) + rho * _quad_profile(b.base, config, alpha)
-    ge, lt = b.pairs(config, check=False)
-    return hockey_stick_quad(ge if alpha >= 1 else lt, alpha)
+    """The bound's pair form by direct quadrature: (1 - w) max(0, 1 - α) + w H_α(pair)."""
+    form = b.pair_form(config, check=False)
+    w = float(form.weight)
+    return (1 - w) * max(0.0, 1 - alpha) + w * hockey_stick_quad(form.ge if alpha >= 1 else form.lt, alpha)
 
 
 def engine_paths(b: Bound, config: TrainingConfig, label: str = "") -> CheckResult:

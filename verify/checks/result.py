@@ -13,13 +13,10 @@ tolerance and the status:
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-import mpmath as mp
-import numpy as np
+from tsdp.verify.json_data import json_data
 
 PASS, FAIL, FINDING = "pass", "fail", "finding"
 STATUSES = (PASS, FAIL, FINDING)
@@ -38,23 +35,9 @@ PROPERTIES = {
 
 
 def jsonable(x: Any) -> Any:
-    """Numbers and containers as plain JSON values (mpf/Fraction/numpy → float, inf → str)."""
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        return int(x)
-    if isinstance(x, (float, np.floating, mp.mpf, Fraction)):
-        f = float(x)
-        return f if math.isfinite(f) else str(f)
-    if isinstance(x, np.ndarray):
-        return jsonable(x.tolist())
-    if x is None or isinstance(x, str):
-        return x
-    return str(x)
+    """Numbers and containers as plain JSON values, the one convention of :mod:`tsdp.verify.json_data`
+    (non-finite numbers as null)."""
+    return json_data(x)
 
 
 @dataclass(frozen=True)

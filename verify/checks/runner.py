@@ -21,11 +21,11 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from tsdp.theorems.bounds.base import Bound, PairBound
+from tsdp.theorems.bounds.base import Bound
 
 from . import axioms, composition, errata, lemmas, ordering, paths, symbolic
-from .common import EVALUATED_IDS, bounds as registry_bounds, ids_with_construction
-from .grid import PAPER, Case, fixed_grid, for_bound, random_cases
+from .common import bound as registry_bound, bounds as registry_bounds, evaluated_ids, ids_with_construction
+from .grid import PAPER, Case, fixed_grid, for_bound, inference_cases, random_cases
 from .result import FINDING, CheckResult, error_result, summarise
 
 RANDOM_CASES = 8
@@ -61,10 +61,19 @@ class _Planner:
             cfg = for_bound(b, case.config, instances=_lam(b, lam))
             self.add(f"P1.axioms[{i}]@{case.label}", 1, [i], lambda b=b, cfg=cfg, l=case.label: axioms.profile_axioms(b, cfg, l))
 
+    def inference(self, cases: Sequence[Case]) -> None:
+        """Properties 1 and 3 for T15 (Appendix H) on its own configurations (not the training grid)."""
+        b = registry_bound("T15")
+        for case in cases:
+            self.add(f"P1.axioms[T15]@{case.label}", 1, ["T15"],
+                     lambda c=case: axioms.profile_axioms(b, c.config, c.label))
+            self.add(f"P3.profile_symmetry[T15]@{case.label}", 3, ["T15"],
+                     lambda c=case: axioms.profile_self_symmetry(b, c.config, c.label))
+
     def pair_symmetry(self, case: Case, ids: Sequence[str], lam: int = 2) -> None:
         for i in ids:
             b = self.B[i]
-            if not isinstance(b, PairBound):
+            if not b.has_pair:
                 continue
             cfg = for_bound(b, case.config, instances=_lam(b, lam))
             self.add(f"P3.pair_symmetry[{i}]@{case.label}", 3, [i],
@@ -143,7 +152,7 @@ class _Planner:
     def closed_forms(self, case: Case, ids: Sequence[str]) -> None:
         for i in ids:
             b = self.B[i]
-            if not isinstance(b, PairBound):
+            if not b.has_pair:
                 continue
             cfg = for_bound(b, case.config, instances=1)
             if i == "T14":
@@ -214,10 +223,11 @@ def plan(quick: bool = False, seed: int = 0, bounds: Optional[Dict[str, Bound]] 
     B = registry_bounds()
     B.update(bounds or {})
     p = _Planner(B)
-    all_ids = list(EVALUATED_IDS)
+    all_ids = evaluated_ids()
     paper = Case("paper", PAPER)
     if quick:
         p.axioms(paper, all_ids)
+        p.inference(inference_cases()[-1:])
         p.orders(paper, full=False)
         p.pair_symmetry(paper, all_ids)
         p.profile_symmetry(paper, ["T1", "T6", "T7", "T8", "T10"])
@@ -246,6 +256,7 @@ def plan(quick: bool = False, seed: int = 0, bounds: Optional[Dict[str, Bound]] 
         p.pld(case, all_ids)
         p.reductions(case)
         p.compositions(case, ids_with_construction())
+    p.inference(inference_cases())
     for case in grid:
         p.errata(case)
     for case in rand:

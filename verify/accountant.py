@@ -1,0 +1,390 @@
+"""The accountant: one dp-accounting ``PrivacyAccountant`` over tsdp's privacy events.
+
+Paper Appendix B.3: the one-step (one-epoch) privacy profile of the bound an event names
+becomes a PLD by connect-the-dots (:mod:`tsdp.verify.pld`), and the library composes it.
+This module is the only place in tsdp that composes PLDs; the training loop, the canary
+audit, the Monte Carlo auditors, the checks and the report all get their ε from it.
+
+Three estimates over the same events (``PldAccountant(estimate=...)``):
+
+* ``"sound"`` (default): the theorem's profile exactly as stated, pessimistic
+  connect-the-dots, composed. For an upper or tight bound this is an **upper** bound on the
+  composed ε and it rounds up. A lower bound (T3, T9, T10, T14) is refused: a lower bound
+  never stands in for a budget.
+* ``"attained"``: the pair of the bound's proof construction (``Bound.attained_pair``),
+  optimistic privacy buckets, composed; the maximum over the sub-runs of 1, 2, 4, ...
+  compositions of each component (:func:`tsdp.verify.pld.attained_envelope`), because a
+  sub-run's lower bound is one for the whole run. A real attack reaches it: a **lower**
+  bound, rounded down. A bound without a construction is refused ("no attained value").
+* ``"attained_upper"``: the same pair with the pessimistic discretisation: an upper
+  estimate of the pair's composition, so [attained, attained_upper] brackets the attained ε
+  and their distance is the rounding, not the composition gap.
+
+Events (:mod:`tsdp.verify.events`): ``TrainingStepDpEvent``, ``TrainingEpochDpEvent`` (or any
+``BoundDpEvent``), composed with the library's ``SelfComposedDpEvent`` / ``ComposedDpEvent``;
+``NoOpDpEvent`` costs nothing, ``NonPrivateDpEvent`` makes ε infinite. Composition is lazy:
+``compose`` records the event in the ledger, ``get_epsilon`` / ``get_delta`` compose the
+recorded PLDs once (cached) in the recorded order.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import asdict, dataclass
+from typing import List, Optional, Tuple
+
+import numpy as np
+from dp_accounting import dp_event, privacy_accountant
+
+from tsdp.theorems.bounds.base import TheoremError
+from tsdp.theorems.config import ConfigError
+
+from .events import BoundDpEvent, count_compositions, training_event
+from .pld import (
+    DEFAULT_DISCRETIZATION,
+    DEFAULT_LOG_MASS_TRUNCATION,
+    DEFAULT_TAIL_MASS_TRUNCATION,
+    attained_envelope,
+    compose,
+    compose_pair,
+    epsilon_for_delta,
+    one_step_profile,
+    pair_pld,
+    sound_pld,
+    survival_pld,
+)
+
+ESTIMATES = ("sound", "attained", "attained_upper")
+SOUND_KINDS = ("tight", "upper")
+
+
+class UnsupportedBoundError(privacy_accountant.UnsupportedEventError, TheoremError):
+    """The accountant cannot account an event with the requested estimate (one line, names why)."""
+
+
+def check_delta(delta) -> float:
+    """δ as a float in (0, 1), or :class:`ConfigError` naming ``delta``."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0 < float(delta) < 1):
+        raise ConfigError("delta", "must be in (0, 1)", delta)
+    return float(delta)
+
+
+def check_epsilon(epsilon) -> float:
+    """ε as a finite float ≥ 0, or :class:`ConfigError` naming ``epsilon``."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) \
+            or epsilon < 0:
+        raise ConfigError("epsilon", "must be finite and >= 0", epsilon)
+    return float(epsilon)
+
+
+def _attained_law(bound, config):
+    """("pair", MixturePair) or ("survival", ε ↦ P(L > ε)) of the bound's construction, or None."""
+    pair = bound.attained_pair(config, numeric=True)  # the exact pair's floats, no sympy
+    if pair is not None:
+        return "pair", pair
+    survival = bound.attained_loss_survival(config)
+    return None if survival is None else ("survival", survival)
+
+
+def _refusal(event: BoundDpEvent, estimate: str) -> Optional[str]:
+    """Why ``event`` cannot be accounted with ``estimate`` (None if it can); resolves its bound."""
+    try:
+        bound, config, _ = event.resolve()
+    except (TheoremError, ConfigError) as exc:
+        return str(exc)
+    if estimate == "sound" and bound.kind not in SOUND_KINDS:
+        return (f"{bound.id} is a {bound.kind} bound ({bound.reference}); a lower bound cannot serve as the sound "
+                f"accountant (it is reported as the attained value only)")
+    if estimate != "sound" and _attained_law(bound, config) is None:
+        return f"no attained value: {bound.id} has no attack construction"
+    return None
+
+
+def one_step_pld(event: BoundDpEvent, estimate: str, discretization: float = DEFAULT_DISCRETIZATION,
+                 log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION):
+    """The PLD of one ``event`` under ``estimate`` (module docstring).
+
+    sound: :func:`tsdp.verify.pld.sound_pld` of the event's bound (pessimistic, upper);
+    attained: its construction's law, optimistic (lower): :func:`tsdp.verify.pld.pair_pld` of the
+    construction pair, or :func:`tsdp.verify.pld.survival_pld` of a loss law known in closed
+    form (T15: a mixture over an observed label, no 1-D pair); attained_upper: the same law,
+    pessimistic (for a survival law that is the bound's own profile, i.e. the sound PLD).
+    Cached per (bound object, configuration, estimate, grid), so a bound substituted in the
+    registry (:func:`tsdp.theorems.registry.substituted`) is never served a stale PLD.
+    """
+    reason = _refusal(event, estimate)
+    if reason is not None:
+        raise UnsupportedBoundError(reason)
+    bound, config, _ = event.resolve()
+    return _bound_pld(bound, config, estimate, float(discretization), float(log_mass_truncation_bound))
+
+
+@functools.lru_cache(maxsize=64)
+def _bound_pld(bound, config, estimate: str, discretization: float, log_mass_truncation_bound: float):
+    if estimate == "sound":
+        return sound_pld(bound, config, discretization, log_mass_truncation_bound)
+    kind, law = _attained_law(bound, config)
+    if kind == "pair":
+        return pair_pld(law, discretization, pessimistic=estimate == "attained_upper",
+                        log_mass_truncation_bound=log_mass_truncation_bound)
+    if estimate == "attained_upper":
+        return sound_pld(bound, config, discretization, log_mass_truncation_bound)
+    return survival_pld(law, one_step_profile(bound, config), discretization, log_mass_truncation_bound)
+
+
+class PldAccountant(privacy_accountant.PrivacyAccountant):
+    """Privacy accountant for structured-subsampling DP-SGD (paper Appendix B.3), on dp-accounting PLDs.
+
+    ``estimate`` "sound" (upper bound, rounds up; the default, and the only one a budget may
+    use), "attained" (lower bound, rounds down) or "attained_upper" (the attained pair's
+    pessimistic composition). ``compose(event, count)``, ``supports(event)``,
+    ``get_epsilon(δ)``, ``get_delta(ε)`` and ``ledger`` as in dp-accounting.
+    """
+
+    def __init__(self, estimate: str = "sound", *, discretization: float = DEFAULT_DISCRETIZATION,
+                 tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
+                 log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION):
+        super().__init__(privacy_accountant.NeighboringRelation.REPLACE_ONE)
+        if estimate not in ESTIMATES:
+            raise ConfigError("estimate", f"must be one of {', '.join(ESTIMATES)}", estimate)
+        if not (isinstance(discretization, (int, float)) and math.isfinite(discretization) and 0 < discretization <= 1):
+            raise ConfigError("discretization", "must be in (0, 1]", discretization)
+        if not (isinstance(tail_mass_truncation, (int, float)) and 0 <= tail_mass_truncation < 1):
+            raise ConfigError("tail_mass_truncation", "must be in [0, 1)", tail_mass_truncation)
+        self.estimate = estimate
+        self.discretization = float(discretization)
+        self.tail_mass_truncation = float(tail_mass_truncation)
+        self.log_mass_truncation_bound = float(log_mass_truncation_bound)
+        self._components: List[Tuple[BoundDpEvent, int]] = []  # (event, count), in order, neighbours merged
+        self._non_private = False
+        self._composed = None  # (key, PLD) of the last composition
+
+    # ----- dp-accounting interface
+    def _maybe_compose(self, event: dp_event.DpEvent, count: int, do_compose: bool):
+        if isinstance(event, dp_event.NoOpDpEvent):
+            return None
+        if isinstance(event, dp_event.NonPrivateDpEvent):
+            if do_compose:
+                self._non_private = True
+            return None
+        if isinstance(event, dp_event.SelfComposedDpEvent):
+            return self._maybe_compose(event.event, count * event.count, do_compose)
+        if isinstance(event, dp_event.ComposedDpEvent):
+            for inner in event.events:
+                error = self._maybe_compose(inner, count, do_compose)
+                if error is not None:
+                    return error
+            return None
+        if isinstance(event, BoundDpEvent):
+            reason = _refusal(event, self.estimate)
+            if reason is not None:
+                return self.CompositionErrorDetails(invalid_event=event, error_message=reason)
+            if do_compose and count > 0:
+                if self._components and self._components[-1][0] == event:
+                    self._components[-1] = (event, self._components[-1][1] + count)
+                else:
+                    self._components.append((event, count))
+            return None
+        return self.CompositionErrorDetails(
+            invalid_event=event, error_message=f"{type(event).__name__} is not an event of the structured-subsampling "
+                                               "accountant")
+
+    def compose(self, event: dp_event.DpEvent, count: int = 1) -> "PldAccountant":
+        """Record ``event`` ``count`` times (the ledger); :class:`UnsupportedBoundError` (one line) if refused."""
+        if not isinstance(event, dp_event.DpEvent):
+            raise TypeError(f"`event` must be a DpEvent, got {type(event).__name__}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ConfigError("count", "must be an integer >= 1", count)
+        error = self._maybe_compose(event, count, False)
+        if error is not None:
+            raise UnsupportedBoundError(error.error_message)
+        self._ledger.compose(event, count)
+        self._maybe_compose(event, count, True)
+        return self
+
+    @property
+    def compositions(self) -> int:
+        """Bound events composed so far (steps for step-scoped schemes, epochs for epoch-scoped ones)."""
+        return count_compositions(self.ledger)
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """ε at δ of everything composed so far, in the direction of ``estimate`` (0 for nothing, inf if non-private)."""
+        delta = check_delta(target_delta)
+        return float(self._read(lambda pld: epsilon_for_delta(pld, delta)))
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """δ at ε of everything composed so far, in the direction of ``estimate`` (0 for nothing, 1 if non-private)."""
+        epsilon = check_epsilon(target_epsilon)
+        if self._non_private:
+            return 1.0
+        if not self._components:
+            return 0.0
+        return float(self._read(lambda pld: float(pld.get_delta_for_epsilon(epsilon))))
+
+    def get_delta_curve(self, epsilons) -> np.ndarray:
+        """δ at every ε of ``epsilons`` (an array), in the direction of ``estimate``; the composition is
+        built once (for ``attained`` the envelope's maximum is taken per ε)."""
+        eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
+        for e in eps:
+            check_epsilon(float(e))
+        if self._non_private:
+            return np.ones_like(eps)
+        if not self._components:
+            return np.zeros_like(eps)
+        # one ε at a time: the library's scalar read is numpy, its list read a Python loop over the PMF
+        return np.asarray(self._read(lambda pld: np.array([pld.get_delta_for_epsilon(float(e)) for e in eps])),
+                          dtype=float)
+
+    # ----- composition (the one place)
+    def _one(self, event: BoundDpEvent):
+        return one_step_pld(event, self.estimate, self.discretization, self.log_mass_truncation_bound)
+
+    def _product(self):
+        key = tuple(self._components)
+        if self._composed is None or self._composed[0] != key:
+            pld = None
+            for event, count in self._components:
+                part = compose(self._one(event), count, self.tail_mass_truncation)
+                pld = part if pld is None else compose_pair(pld, part, self.tail_mass_truncation)
+            self._composed = (key, pld)
+        return self._composed[1]
+
+    def _read(self, read):
+        """``read`` of the composed PLD; for ``attained`` the maximum (elementwise for arrays) over the
+        whole run and every component's envelope of sub-runs (each a lower bound on the whole run)."""
+        if self._non_private:
+            return math.inf
+        if not self._components:
+            return 0.0
+        if self.estimate != "attained":
+            return read(self._product())
+        if len(self._components) == 1:
+            event, count = self._components[0]
+            return attained_envelope(self._one(event), count, read, self.tail_mass_truncation)
+        best = read(self._product())
+        for event, count in self._components:
+            best = np.maximum(best, attained_envelope(self._one(event), count, read, self.tail_mass_truncation))
+        return best
+
+
+# ----------------------------------------------------------------------------- both estimates at once
+
+
+@dataclass(frozen=True)
+class EventAccounting:
+    """Sound and attained values of one event at one δ (or ε).
+
+    ``epsilon_sound`` / ``delta_sound``: upper bound, None where the event's bound is a lower
+    bound (``sound_refused`` says why); ``*_attained``: lower bound, None without a
+    construction (``attained_refused`` says why); ``*_attained_upper``: the attained pair's
+    pessimistic composition (the bracket's upper end), when asked for.
+    """
+
+    delta: Optional[float]
+    epsilon: Optional[float]
+    epsilon_sound: Optional[float]
+    delta_sound: Optional[float]
+    epsilon_attained: Optional[float]
+    delta_attained: Optional[float]
+    epsilon_attained_upper: Optional[float]
+    delta_attained_upper: Optional[float]
+    sound_refused: Optional[str]
+    attained_refused: Optional[str]
+    compositions: int
+    discretization: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
+            bracket: bool = False, discretization: float = DEFAULT_DISCRETIZATION,
+            tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
+            log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION) -> EventAccounting:
+    """Sound (upper) and attained (lower) ε at ``delta`` (or δ at ``epsilon``) of ``event``.
+
+    One :class:`PldAccountant` per estimate over the same event; a refused estimate is None
+    with its reason. ``bracket=True`` adds the attained pair's pessimistic composition.
+    """
+    if (delta is None) == (epsilon is None):
+        raise ConfigError("delta", "give exactly one of delta and epsilon", (delta, epsilon))
+    if delta is not None:
+        delta = check_delta(delta)
+    else:
+        epsilon = check_epsilon(epsilon)
+    values, refused = {}, {}
+    for estimate in ESTIMATES if bracket else ESTIMATES[:2]:
+        acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=tail_mass_truncation,
+                            log_mass_truncation_bound=log_mass_truncation_bound)
+        try:
+            acc.compose(event)
+        except UnsupportedBoundError as exc:
+            refused[estimate] = str(exc)
+            values[estimate] = None
+            continue
+        values[estimate] = acc.get_epsilon(delta) if delta is not None else acc.get_delta(epsilon)
+    if refused.get("sound") and refused.get("attained"):
+        raise UnsupportedBoundError(refused["sound"])
+    target, given_name = ("epsilon", "delta") if delta is not None else ("delta", "epsilon")
+    given = delta if delta is not None else epsilon
+    fields = {}
+    for estimate in ESTIMATES:
+        value = values.get(estimate)
+        fields[f"{target}_{estimate}"] = value
+        fields[f"{given_name}_{estimate}"] = None if value is None else given
+    return EventAccounting(delta=delta, epsilon=epsilon, sound_refused=refused.get("sound"),
+                           attained_refused=refused.get("attained"), compositions=count_compositions(event),
+                           discretization=discretization, **fields)
+
+
+def max_steps(config, budget: float, delta: float, *, theorem: Optional[str] = None, cap: Optional[int] = None,
+              before: Optional[dp_event.DpEvent] = None, discretization: float = DEFAULT_DISCRETIZATION) -> int:
+    """The most training steps S ≤ ``cap`` of ``config`` whose **sound** ε(δ), after ``before``, is ≤ ``budget``.
+
+    Upper-bound accounting only (a lower-bound theorem is refused). The sound ε is
+    non-decreasing in S, so doubling then bisection finds S in O(log S) accountant reads;
+    for epoch-scoped schemes the answer is a whole number of epochs (ε only grows when an
+    epoch starts). 0 when even one step exceeds the budget; without a cap, ConfigError when
+    2^40 steps still fit.
+    """
+    budget = check_epsilon(budget)
+    delta = check_delta(delta)
+
+    @functools.lru_cache(maxsize=None)
+    def eps(steps: int) -> float:
+        acc = PldAccountant("sound", discretization=discretization)
+        if before is not None:
+            acc.compose(before)
+        return acc.compose(training_event(config, steps=steps, theorem=theorem)).get_epsilon(delta)
+
+    eps(1)  # refusals (lower bounds, schemes without a bound) surface even when no step is affordable
+    return largest_within(budget, eps, cap)
+
+
+def largest_within(budget: float, eps_of, cap: Optional[int] = None) -> int:
+    """The largest s ≤ ``cap`` with ``eps_of(s)`` ≤ ``budget`` (0 if even s = 1 exceeds it).
+
+    ``eps_of`` must be non-decreasing in s (true of any composition accountant): doubling, then
+    bisection, O(log s) calls. Without a cap, ConfigError when 2^40 still fits.
+    """
+    if cap == 0 or eps_of(1) > budget:
+        return 0
+    lo, s = 1, 2
+    while True:
+        if cap is not None and s > cap:
+            hi = cap + 1
+            break
+        if eps_of(s) > budget:
+            hi = s
+            break
+        if s >= 2 ** 40:
+            raise ConfigError("epsilon", f"the budget ε = {budget} is never reached; bound the training with epochs",
+                              budget)
+        lo, s = s, 2 * s
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if eps_of(mid) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo

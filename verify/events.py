@@ -1,0 +1,260 @@
+"""Privacy events: what a DP-SGD run of the paper did, in dp-accounting's ``DpEvent`` style.
+
+An event says what ran, never how to account for it (dp_accounting/dp_event.py): the
+accountant (:mod:`tsdp.verify.accountant`) consumes events. Runs are the library's own
+``SelfComposedDpEvent`` / ``ComposedDpEvent`` of the events here, so a heterogeneous run (a
+warm-up at another σ, a change of batch size mid-run) is a ``ComposedDpEvent`` and the
+library's ``DpEventBuilder`` ledger, ``to_named_tuple`` serialisation and
+``mechanism_calibration`` work with them.
+
+* :class:`TrainingStepDpEvent`: one training step (Algorithm 2) on a batch drawn by
+  structured subsampling with a step-scoped top level (WOR or Poisson top level with WR or
+  Poisson bottom level, paper Algorithm 1 with Algorithms 4-6; or the pooled baseline).
+* :class:`TrainingEpochDpEvent`: one epoch of deterministic (Algorithm 3) or shuffled
+  top-level iteration, the scope of the paper's Section 4.1 bounds (T1-T4): every sequence
+  is touched once per epoch, so the epoch, not the step, is the composed mechanism.
+
+"Steps" means training steps everywhere in tsdp. :func:`training_event` is the one place
+that turns S training steps (or E epochs) of a configuration into the composed event: for a
+step-scoped scheme S steps are S step events, for an epoch-scoped scheme S steps touch
+ceil(S / steps_per_epoch) epochs and each touched epoch is one epoch event (a partial epoch
+costs a whole one, the safe side). :func:`step_event` is what the training loop emits after
+each step, so that the loop's ledger and :func:`training_event` agree by construction.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import attr
+from dp_accounting import dp_event
+
+from tsdp.theorems.config import ConfigError, TrainingConfig
+
+EPOCH_SCOPED_TOP = ("deterministic", "shuffle")
+"""Top levels whose bounds are per epoch (paper Section 4.1, THEOREMS.md scope "epoch")."""
+
+
+def _config_items(config) -> Tuple[Tuple[str, object], ...]:
+    """A configuration as sorted (field, value) pairs: hashable, and plain data for ``to_named_tuple``."""
+    if isinstance(config, TrainingConfig):
+        items = config.as_dict()
+        items.pop("derived")
+        if items["lengths"] is not None:
+            items["lengths"] = tuple(items["lengths"])
+        return tuple(sorted(items.items()))
+    if isinstance(config, (tuple, list)):
+        items = tuple((str(k), tuple(v) if isinstance(v, list) else v) for k, v in config)
+        TrainingConfig(**dict(items))  # validates
+        return tuple(sorted(items))
+    raise ConfigError("config", "must be a TrainingConfig", config)
+
+
+def _theorem_id(theorem) -> Optional[str]:
+    if theorem is None:
+        return None
+    if not isinstance(theorem, str) or not theorem:
+        raise ConfigError("theorem", "must be a theorem id such as 'T6'", theorem)
+    return theorem.upper()
+
+
+@attr.s(frozen=True, slots=True)
+class BoundDpEvent(dp_event.DpEvent):
+    """A mechanism whose privacy profile is a bound of the catalogue applied to a configuration.
+
+    ``theorem`` names the bound (None: the tightest sound upper bound for the scheme,
+    :func:`tsdp.theorems.registry.select_bound`). Subclasses fix the scope the bound must have.
+    """
+
+    config: Tuple[Tuple[str, object], ...] = attr.ib(converter=_config_items)
+    theorem: Optional[str] = attr.ib(default=None, converter=_theorem_id)
+
+    scope = None  # "step" or "epoch": the bound's scope this event stands for
+
+    @property
+    def training_config(self) -> TrainingConfig:
+        """The configuration as a :class:`TrainingConfig`."""
+        return TrainingConfig(**dict(self.config))
+
+    def resolve(self):
+        """(bound, config, reason): the bound this event is accounted with (TheoremError if none applies)."""
+        from tsdp.theorems.bounds.base import TheoremError
+        from tsdp.theorems.registry import resolve
+
+        config = self.training_config
+        bound, reason = resolve(config, self.theorem)
+        if bound.scope != self.scope:
+            raise TheoremError(
+                f"{bound.id} is a per-{bound.scope} bound; a {type(self).__name__} needs a per-{self.scope} bound"
+            )
+        return bound, config, reason
+
+
+@attr.s(frozen=True, slots=True)
+class TrainingStepDpEvent(BoundDpEvent):
+    """One DP-SGD step (paper Algorithm 2) whose batch is drawn by a step-scoped top level.
+
+    Top level WOR (Algorithm 5), Poisson, or the pooled-window baseline; bottom level WR
+    (Algorithm 4) or Poisson (Algorithm 6); λ windows per sequence, clipping to C and
+    Gaussian noise σC on the summed clipped gradients, all as in ``config``.
+    """
+
+    scope = "step"
+
+    def __attrs_post_init__(self):
+        top = dict(self.config)["top"]
+        if top in EPOCH_SCOPED_TOP:
+            raise ConfigError("top", f"{top!r} iteration is accounted per epoch: use TrainingEpochDpEvent", top)
+
+
+@attr.s(frozen=True, slots=True)
+class TrainingEpochDpEvent(BoundDpEvent):
+    """One epoch of deterministic (Algorithm 3) or shuffled top-level iteration.
+
+    ceil(N / N') steps of Algorithm 2 that touch every sequence exactly once; the bottom
+    level, λ, clipping and noise as in ``config``. The unit of the paper's Section 4.1 bounds.
+    """
+
+    scope = "epoch"
+
+    def __attrs_post_init__(self):
+        top = dict(self.config)["top"]
+        if top not in EPOCH_SCOPED_TOP:
+            raise ConfigError("top", f"{top!r} top level is accounted per step: use TrainingStepDpEvent", top)
+
+
+def _count(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(name, "must be an integer", value)
+    if value < 1:
+        raise ConfigError(name, "must be >= 1", value)
+    return value
+
+
+def unit_event(config: TrainingConfig, theorem: Optional[str] = None) -> BoundDpEvent:
+    """The composed unit of ``config``'s scheme: one step event, or one epoch event for epoch-scoped top levels."""
+    if config.top in EPOCH_SCOPED_TOP:
+        return TrainingEpochDpEvent(config, theorem)
+    return TrainingStepDpEvent(config, theorem)
+
+
+def compositions(config: TrainingConfig, *, steps: Optional[int] = None, epochs: Optional[int] = None) -> int:
+    """How many unit events S training steps (or E epochs) of ``config`` are.
+
+    Step-scoped top level: S steps → S; E epochs → E · steps_per_epoch. Epoch-scoped
+    (deterministic/shuffle): E epochs → E; S steps → ceil(S / steps_per_epoch), the epochs
+    they touch (``config.steps_per_epoch`` = ceil(N / N')).
+    """
+    if (steps is None) == (epochs is None):
+        raise ConfigError("steps", "give exactly one of steps and epochs", (steps, epochs))
+    epoch_scoped = config.top in EPOCH_SCOPED_TOP
+    if steps is not None:
+        steps = _count("steps", steps)
+        return -(-steps // config.steps_per_epoch) if epoch_scoped else steps
+    epochs = _count("epochs", epochs)
+    return epochs if epoch_scoped else epochs * config.steps_per_epoch
+
+
+def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epochs: Optional[int] = None,
+                   theorem: Optional[str] = None) -> dp_event.SelfComposedDpEvent:
+    """The event of S training steps (or E epochs) of ``config``: the unit event self-composed.
+
+    The only conversion of training steps into composed mechanisms in tsdp (module docstring).
+    """
+    return dp_event.SelfComposedDpEvent(unit_event(config, theorem), compositions(config, steps=steps, epochs=epochs))
+
+
+def step_event(config: TrainingConfig, step: int, theorem: Optional[str] = None) -> dp_event.DpEvent:
+    """What the loop emits after its training step number ``step`` (0-based) of ``config``'s scheme.
+
+    Step-scoped: the step event. Epoch-scoped: the epoch event at the first step of each
+    epoch (the epoch is spent as soon as it starts) and ``NoOpDpEvent`` at the others, so
+    the ledger of S emitted steps equals :func:`training_event` (config, steps=S).
+    """
+    if config.top in EPOCH_SCOPED_TOP and step % config.steps_per_epoch:
+        return dp_event.NoOpDpEvent()
+    return unit_event(config, theorem)
+
+
+def count_compositions(event: dp_event.DpEvent) -> int:
+    """The number of bound events (compositions) in a composed event; what a report labels "compositions"."""
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        return event.count * count_compositions(event.event)
+    if isinstance(event, dp_event.ComposedDpEvent):
+        return sum(count_compositions(e) for e in event.events)
+    return 1 if isinstance(event, BoundDpEvent) else 0
+
+
+# ----------------------------------------------------------------------------- inference (Appendix H, T15)
+
+
+def _inference_items(config) -> Tuple[Tuple[str, object], ...]:
+    """An :class:`~tsdp.theorems.bounds.inference.InferenceConfig` as sorted (field, value) pairs (validated)."""
+    from tsdp.theorems.bounds.inference import InferenceConfig
+
+    if isinstance(config, InferenceConfig):
+        return tuple(sorted(config.as_dict().items()))
+    if isinstance(config, (tuple, list)):
+        items = tuple((str(k), v) for k, v in config)
+        InferenceConfig(**dict(items))  # validates
+        return tuple(sorted(items))
+    raise ConfigError("config", "must be an InferenceConfig", config)
+
+
+@attr.s(frozen=True, slots=True)
+class InferenceReleaseDpEvent(BoundDpEvent):
+    """One private forecast release (paper Appendix H): Poisson keep rate r per context step,
+    N(0, σ²) on kept values, mean imputation, a forecast; accounted with T15 (an upper bound)."""
+
+    config: Tuple[Tuple[str, object], ...] = attr.ib(converter=_inference_items)
+    theorem: Optional[str] = attr.ib(default="T15", converter=_theorem_id)
+
+    scope = "release"
+
+    def resolve(self):
+        """(T15, InferenceConfig, reason)."""
+        from tsdp.theorems.bounds.inference import InferenceConfig
+        from tsdp.theorems.registry import get
+
+        config = InferenceConfig(**dict(self.config))
+        bound = get(self.theorem)
+        bound.check(config)
+        return bound, config, f"{bound.id} bounds one release of Poisson-subsampled Gaussian input perturbation"
+
+
+def inference_event(config) -> dp_event.SelfComposedDpEvent:
+    """``config.releases`` releases of overlapping contexts of one series: the release event self-composed.
+
+    Each release draws its own keep pattern and noise; a (w, v)-event touches at most m = min(w, L_C)
+    steps of any context, so every release is dominated by T15 and k releases by its k-fold composition.
+    """
+    return dp_event.SelfComposedDpEvent(InferenceReleaseDpEvent(config.with_(releases=1)), config.releases)
+
+
+def ledger_summary(event: dp_event.DpEvent) -> list:
+    """A composed event as plain JSON data: one entry per run of identical events, in order.
+
+    Each entry: ``{"event": class name, "count": n, "theorem": id or None, "config": {changed fields}}``
+    where ``config`` lists the fields that differ from the first entry's (all of them for the first).
+    """
+    flat: list = []
+
+    def walk(e, count):
+        if isinstance(e, dp_event.SelfComposedDpEvent):
+            walk(e.event, count * e.count)
+        elif isinstance(e, dp_event.ComposedDpEvent):
+            for inner in e.events:
+                walk(inner, count)
+        elif not isinstance(e, dp_event.NoOpDpEvent):
+            flat.append((e, count))
+
+    walk(event, 1)
+    out, first = [], None
+    for e, count in flat:
+        entry = {"event": type(e).__name__, "count": count}
+        if isinstance(e, BoundDpEvent):
+            fields = dict(e.config)
+            first = fields if first is None else first
+            entry["theorem"] = e.theorem
+            entry["config"] = {k: v for k, v in fields.items() if fields is first or first.get(k) != v}
+        out.append(entry)
+    return out

@@ -1,0 +1,192 @@
+"""Accounting and calibration of private forecast releases (paper Appendix H, bound T15).
+
+k releases (``InferenceConfig.releases``) of overlapping contexts of one series compose as
+:func:`tsdp.verify.events.inference_event`. Two numbers, as for training:
+
+* **sound** (an **upper** bound, rounds up): T15's profile, connect-the-dots, composed k times
+  (what the ``PldAccountant("sound")`` computes for the event).
+* **attained** (a **lower** bound, rounds down): the exact privacy loss law of T15's tight
+  construction with the drop pattern observed (x = 0, x' = v on the w changed steps;
+  ``T15.loss_survival``), optimistic buckets, composed, as the envelope over 1, 2, 4, ..., k
+  compositions (``PldAccountant("attained")``). The imputed series reveals the pattern exactly
+  only when L_C = 1; for L_C > 1 a lone kept step hides its position
+  (:mod:`tsdp.theorems.bounds.inference`), so no attained value is claimed there (None).
+Both come from the one accountant (:mod:`tsdp.verify.accountant`); nothing here composes.
+
+:func:`calibrate_sigma` finds the smallest σ (relative ``tolerance``) whose sound ε meets a
+target: T15 depends on σ through v/σ only and is non-increasing in σ (more noise is
+post-processing), so bisection in log σ is exact up to the tolerance.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+from tsdp.theorems.bounds.inference import T15, InferenceConfig
+from tsdp.theorems.config import ConfigError
+
+from .accountant import PldAccountant, UnsupportedBoundError, check_delta, check_epsilon
+from .calibration import bisect_log_sigma
+from .events import inference_event
+from .pld import DEFAULT_DISCRETIZATION
+
+DEFAULT_TOLERANCE = 1e-3
+SIGMA_RANGE = (1e-3, 1e4)  # σ / v searched by calibrate_sigma
+
+
+@dataclass(frozen=True)
+class InferenceAccounting:
+    """Sound (upper) and attained (lower) ε at δ, or δ at ε, of ``releases`` releases."""
+
+    epsilon: float
+    delta: float
+    epsilon_attained: Optional[float]
+    delta_attained: Optional[float]
+    releases: int
+    theorem: str
+    kind: str
+    discretization: float
+    config: dict
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check(config) -> InferenceConfig:
+    if not isinstance(config, InferenceConfig):
+        raise ConfigError("config", "must be an InferenceConfig", config)
+    return config
+
+
+def _read(config: InferenceConfig, estimate: str, delta, epsilon, discretization) -> Optional[float]:
+    """``PldAccountant(estimate)`` over :func:`tsdp.verify.events.inference_event` (None if it refuses)."""
+    acc = PldAccountant(estimate, discretization=discretization)
+    try:
+        acc.compose(inference_event(_check(config)))
+    except UnsupportedBoundError:
+        return None
+    return acc.get_epsilon(delta) if delta is not None else acc.get_delta(epsilon)
+
+
+def sound(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
+          discretization: float = DEFAULT_DISCRETIZATION) -> float:
+    """Sound ε at ``delta`` (or δ at ``epsilon``) of the k releases (upper bound, rounds up):
+    the accountant's sound estimate, T15's connect-the-dots PLD composed k times."""
+    return _read(config, "sound", delta, epsilon, discretization)
+
+
+def attained(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
+             discretization: float = DEFAULT_DISCRETIZATION) -> Optional[float]:
+    """Attained ε at ``delta`` (or δ at ``epsilon``): T15's construction with the pattern observed (lower
+    bound), the accountant's attained estimate; None where the imputed release does not reveal the
+    pattern exactly (L_C > 1: a lone kept step hides its position; see ``T15.attained_profile``)."""
+    return _read(config, "attained", delta, epsilon, discretization)
+
+
+def account(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
+            discretization: float = DEFAULT_DISCRETIZATION) -> InferenceAccounting:
+    """Both values at exactly one of ``delta`` (→ ε) and ``epsilon`` (→ δ)."""
+    _check(config)
+    if (delta is None) == (epsilon is None):
+        raise ConfigError("delta", "give exactly one of delta and epsilon", (delta, epsilon))
+    if delta is not None:
+        delta = check_delta(delta)
+        e, ea = sound(config, delta=delta, discretization=discretization), \
+            attained(config, delta=delta, discretization=discretization)
+        d, da = delta, (None if ea is None else delta)
+    else:
+        epsilon = check_epsilon(epsilon)
+        d, da = sound(config, epsilon=epsilon, discretization=discretization), \
+            attained(config, epsilon=epsilon, discretization=discretization)
+        e, ea = epsilon, (None if da is None else epsilon)
+    return InferenceAccounting(epsilon=e, delta=d, epsilon_attained=ea, delta_attained=da, releases=config.releases,
+                               theorem=T15.id, kind=T15.kind, discretization=discretization, config=config.as_dict())
+
+
+def epsilon_one(config: InferenceConfig, delta: float) -> float:
+    """ε at δ of one release straight from T15's profile (root of δ(ε) = δ; no discretisation, no rounding).
+
+    Exact up to float error; the sound PLD value rounds it up. 0 when δ(0) ≤ δ.
+    """
+    from scipy.optimize import brentq
+
+    f = lambda e: float(T15.delta_eps(config, [e])[0]) - delta  # noqa: E731
+    if f(0.0) <= 0:
+        return 0.0
+    hi = 1.0
+    while f(hi) > 0:
+        hi *= 2
+    return float(brentq(f, 0.0, hi, xtol=1e-12, rtol=1e-12))
+
+
+@dataclass(frozen=True)
+class InferenceCalibration:
+    """σ (smallest admissible to a relative ``tolerance``) and its sound ε; the rejected σ just below and
+    an ε there that exceeds the target (its sound ε, or the exact one-release ε, a lower bound on it);
+    ``evaluations`` counts PLD accountings."""
+
+    sigma: float
+    epsilon: float
+    sigma_rejected: float
+    epsilon_rejected: float
+    target_epsilon: float
+    delta: float
+    evaluations: int
+    config: dict
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float, *,
+                    tolerance: float = DEFAULT_TOLERANCE,
+                    discretization: float = DEFAULT_DISCRETIZATION) -> InferenceCalibration:
+    """Smallest σ (relative ``tolerance``) with sound ε(δ) ≤ ``target_epsilon`` for ``config``'s r, w, v, L_C, k.
+
+    Bisection in log σ on [1e-3 v, 1e4 v], first on the one-release ε (:func:`epsilon_one`, a lower
+    bound on the sound ε of k releases), then on the sound ε upwards from there. Direction: the
+    returned σ re-accounts to ε ≤ target (the safe side); ``sigma_rejected`` ≥ σ (1 - tolerance)
+    exceeds it. ConfigError if the target is unreachable in that range. ``config.sigma`` is ignored.
+    """
+    _check(config)
+    delta = check_delta(delta)
+    if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) or not (
+            math.isfinite(target_epsilon) and target_epsilon > 0):
+        raise ConfigError("epsilon", "target ε must be finite and > 0", target_epsilon)
+    if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
+        raise ConfigError("tolerance", "must be in (0, 1)", tolerance)
+    evaluations = 0
+
+    def eps_at(sigma: float) -> float:
+        nonlocal evaluations
+        evaluations += 1
+        return sound(config.with_(sigma=sigma), delta=delta, discretization=discretization)
+
+    # one release exactly (no grid): ε_1 ≤ ε_k, so σ with ε_1(σ) > target is rejected without a PLD,
+    # which also keeps the PLD grids small (their length grows like (v/σ)²)
+    v = float(config.v)
+    bad, good = SIGMA_RANGE[0] * v, SIGMA_RANGE[1] * v
+    if epsilon_one(config.with_(sigma=good), delta) > target_epsilon:
+        raise ConfigError("epsilon", f"target ε = {target_epsilon} is not reached below σ = {good:g}", target_epsilon)
+    if epsilon_one(config.with_(sigma=bad), delta) <= target_epsilon:
+        raise ConfigError("epsilon", f"target ε = {target_epsilon} is met even at σ = {bad:g}", target_epsilon)
+    while good - bad > tolerance * good:
+        mid = math.sqrt(good * bad)
+        if epsilon_one(config.with_(sigma=mid), delta) > target_epsilon:
+            bad = mid
+        else:
+            good = mid
+    e_bad = epsilon_one(config.with_(sigma=bad), delta)  # > target, so the sound ε at bad is too
+    e_good = eps_at(good)
+    while e_good > target_epsilon:  # k > 1 (or the grid's rounding): walk up
+        bad, e_bad = good, e_good
+        good = min(good * 2, SIGMA_RANGE[1] * v)
+        e_good = eps_at(good)
+        if e_good > target_epsilon and good >= SIGMA_RANGE[1] * v:
+            raise ConfigError("epsilon", f"target ε = {target_epsilon} is not reached below σ = {good:g}",
+                              target_epsilon)
+    good, e_good, bad, e_bad = bisect_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
+    return InferenceCalibration(sigma=good, epsilon=e_good, sigma_rejected=bad, epsilon_rejected=e_bad,
+                                target_epsilon=float(target_epsilon), delta=delta, evaluations=evaluations,
+                                config=config.with_(sigma=good).as_dict())
