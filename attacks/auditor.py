@@ -5,11 +5,18 @@ runs ``trials`` independent trials of ``steps`` DP-SGD steps in each neighbourin
 through the real loop (:mod:`attacks.auditor_run`), and reports
 
 * ``epsilon_lower``: a lower confidence bound on the mechanism's ε at δ (Neyman-Pearson
-  statistic = Σ_s log p(y_s)/q(y_s) of the construction's known mixtures; threshold chosen
-  on a selection split; Clopper-Pearson on the held-out split; :mod:`attacks.auditor_stats`);
-* ``epsilon_sound``: the composed ε the sound bound claims (an upper bound; pessimistic PLD);
+  statistic = Σ_s log p(y_s)/q(y_s) of the construction's known mixtures; threshold fixed
+  before sampling from the pair's law, :mod:`attacks.audit_design`, or chosen on a selection
+  split; Clopper-Pearson on the trials that were not used to choose; :mod:`attacks.auditor_stats`);
+* ``epsilon_sound``: the composed ε the sound bound claims (an upper bound; the sound
+  ``PldAccountant`` of :mod:`tsdp.verify.accountant`, which alone composes PLDs);
 * ``epsilon_attained``: the composed ε of the construction's exact pair (what a perfect
-  attack reaches; optimistic PLD); ``ratio`` = epsilon_lower / epsilon_attained;
+  attack reaches; the accountant's attained estimate); ``ratio`` = epsilon_lower / epsilon_attained;
+* ``violation``: a certified (at ``confidence``) privacy bug in the theory or the loop: the
+  violation test (:mod:`attacks.sequential`) finds H_α above the sound profile at some point of
+  an ε grid, or ε above epsilon_sound at δ; `tsdp audit` then exits 1;
+* ``attained_bracket``: the pair's composed ε with the optimistic and the pessimistic
+  discretisation, and the composition gap sound ε - upper (:mod:`attacks.composition_gap`);
 * ``profile``: lower confidence bounds on H_α next to the sound bound's H_α;
 * ``gof_pvalue``: KS test of the observed one-step updates against the construction's mixture.
 
@@ -21,22 +28,26 @@ element-level leakage attains T14 and may exceed it.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import List, Sequence
+from types import SimpleNamespace
+from typing import List, Optional, Sequence
 
 import numpy as np
-import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.theorems.registry import get
-from tsdp.verify.pld import DEFAULT_DISCRETIZATION, compose, pair_pld, sound_pld
+from tsdp.verify.accountant import PldAccountant
+from tsdp.verify.events import compositions, training_event
+from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
-from .auditor_run import released_update_chunks, resolve_device
-from .auditor_stats import epsilon_lower_bound, goodness_of_fit, hockey_stick_lower_bounds, log_likelihood_ratio
-from .worst_case import Construction, build, pair_numeric
+from .audit_engine import audit_statistics
+from .auditor_run import resolve_device
+from .composition_gap import attained_bracket
+from .distributed import DEFAULT_SHARD_SIZE
+from .worst_case import Construction, build
 
+PROFILE_EPSILONS = tuple(0.5 * i for i in range(41))  # ε grid (≤ ε_sound used) of the sound profile the violation test checks
 DEFAULT_ALPHAS = tuple(float(math.exp(e)) for e in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
 
 
@@ -48,6 +59,7 @@ class AuditResult:
     config: dict
     trials: int
     steps: int
+    compositions: int
     delta: float
     confidence: float
     epsilon_lower: float
@@ -58,10 +70,15 @@ class AuditResult:
     profile: List[dict]
     sound_theorem: str
     attained_pair: str
+    violation: bool
     gof: dict = field(default_factory=dict)
     test: dict = field(default_factory=dict)
     device: str = "cpu"
     seconds: float = 0.0
+    design: Optional[dict] = None
+    violation_test: Optional[dict] = None
+    run: dict = field(default_factory=dict)
+    attained_bracket: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -85,50 +102,31 @@ def _check(trials, steps, delta, confidence, alphas) -> List[float]:
 
 def theory(construction: Construction, steps: int, delta: float, alphas: Sequence[float],
            discretization: float = DEFAULT_DISCRETIZATION) -> dict:
-    """Sound ε (upper bound: the sound bound's pessimistic PLD composed), attained ε (the construction's pair,
-    optimistic PLD, both directions, composed: what a perfect attack reaches) and the sound H_α, after ``steps``
-    compositions (PLD value discretisation ``discretization``; coarser keeps both directions of rounding)."""
-    cfg = construction.config
-    bound = get(construction.sound_theorem)
-    sound = compose(sound_pld(bound, cfg, discretization), steps)
-    attained = compose(pair_pld(construction.pair, discretization, pessimistic=False), steps)
-    if steps == 1:
-        h = bound.profile(cfg, np.asarray(alphas), check=False)
-    else:
-        h = np.array([float(sound.get_delta_for_epsilon(math.log(a))) for a in alphas])
-    return {"epsilon_sound": float(sound.get_epsilon_for_delta(delta)),
-            "epsilon_attained": float(attained.get_epsilon_for_delta(delta)), "h_theory": h}
+    """Sound ε (upper bound), attained ε (lower bound) and the sound H_α after ``steps`` training steps.
 
-
-def run_worlds(construction: Construction, trials: int, steps: int, generator: torch.Generator, *,
-               sampler=None, progress: bool = False):
-    """(LLR sums in P, LLR sums in Q, first-step updates in P, in Q): the auditor's raw material, as numpy arrays.
-
-    Trials run through the real loop in chunks; only the Neyman-Pearson statistic and the
-    first step's update are kept, so 10^7 trials × S steps fit in memory.
+    Both from the accountant over :func:`tsdp.verify.events.training_event` of the
+    construction's scheme: "sound" for the sound theorem, "attained" for the pair the
+    construction realises (the audited theorem's, or the sound bound's own construction pair
+    for T11). ``discretization`` is the PLD grid (sound rounds up, attained down).
     """
-    from tqdm.auto import tqdm
-
-    num = pair_numeric(construction.pair)
-    bar = tqdm(total=2 * trials, disable=not progress, desc=f"audit {construction.theorem}", unit="trial",
-               file=sys.stderr, unit_scale=True)
-    out = []
-    for world in ("p", "q"):
-        llr, first = [], []
-        for chunk in released_update_chunks(construction, world, trials, steps, generator, sampler=sampler):
-            y = chunk.numpy()
-            llr.append(log_likelihood_ratio(y, num))
-            first.append(y[:, 0].copy())
-            bar.update(len(y))
-        out.append((np.concatenate(llr), np.concatenate(first)))
-    bar.close()
-    (llr_p, y_p), (llr_q, y_q) = out
-    return llr_p, llr_q, y_p, y_q
+    cfg = construction.config
+    attained_id = construction.attained_theorem or construction.sound_theorem
+    sound = PldAccountant("sound", discretization=discretization).compose(
+        training_event(cfg, steps=steps, theorem=construction.sound_theorem))
+    attained = PldAccountant("attained", discretization=discretization).compose(
+        training_event(cfg, steps=steps, theorem=attained_id))
+    if compositions(cfg, steps=steps) == 1:
+        h = get(construction.sound_theorem).profile(cfg, np.asarray(alphas), check=False)
+    else:
+        h = np.array([sound.get_delta(math.log(a)) for a in alphas])
+    return {"epsilon_sound": sound.get_epsilon(delta), "epsilon_attained": attained.get_epsilon(delta), "h_theory": h}
 
 
 def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, delta: float, seed: int = 0,
           device: str = "auto", alphas=None, progress: bool = False, confidence: float = 0.95,
-          sampler=None, discretization: float = DEFAULT_DISCRETIZATION, select_fraction: float = 0.5) -> AuditResult:
+          sampler=None, discretization: float = DEFAULT_DISCRETIZATION, select_fraction: float = 0.5,
+          threshold: str = "theory", workers: int = 1, cluster: Optional[str] = None,
+          shard_size: int = DEFAULT_SHARD_SIZE, sequential: bool = False, loop: str = "correct") -> AuditResult:
     """Audit ``theorem``'s worst case on ``config``'s sizes: ``trials`` trials of ``steps`` steps per world.
 
     The theorem fixes the scheme (T1/T3/T4 deterministic top level, T6/T9/T10/T11 WOR, T13/T14
@@ -136,38 +134,56 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     L_F, Λ, λ, σ and σ_C, σ_F (T11). ``epsilon_lower`` is a **lower** bound on the true ε at δ
     with probability ≥ ``confidence``; ``sampler`` replaces the scheme's sampler (tests);
     ``discretization`` is the PLD grid of the theory numbers (sound rounds up, attained down);
-    ``select_fraction`` of the trials choose the test, the rest bound its error rates (held out).
+    ``threshold="theory"`` fixes the test before sampling from the construction's pair (all trials
+    certify, :mod:`attacks.audit_design`); ``"split"``: ``select_fraction`` of the trials choose the
+    test, the rest bound its error rates (held out). Trials run in shards (:mod:`attacks.distributed`)
+    on ``workers`` local processes or a Dask ``cluster``; the same seed gives the same result on any
+    number of workers. ``violation`` is the verdict of the violation test (:mod:`attacks.sequential`:
+    the sound profile on an ε grid and (ε_sound, δ), certified exceeded at ``confidence``); with
+    ``sequential`` it runs at geometric checkpoints and stops the audit at the first violation.
+    ``loop`` plants a bug in the loop (:mod:`attacks.planted`).
 
-    ``steps`` counts compositions: for the step-scoped schemes (WOR top level, pooled) one
-    composition is one step; for the epoch-scoped ones (deterministic top level: T1, T3, T4)
-    one composition is one epoch of ceil(N / N') steps, and ``epsilon_sound`` /
-    ``epsilon_attained`` are composed as often. "S training steps" of a deterministic scheme
-    are therefore ``steps = ceil(S / steps_per_epoch)`` here (10 steps at N = 320, N' = 64: 2).
+    ``steps`` counts training steps, as everywhere in tsdp. The trials run the compositions
+    those steps are (:func:`tsdp.verify.events.compositions`): one per step for the
+    step-scoped schemes (WOR top level, pooled), one per epoch touched for the epoch-scoped
+    ones (deterministic top level: T1, T3, T4; 10 steps at N = 320, N' = 64 touch 2 epochs),
+    whose other steps release the same law in both worlds (:mod:`tsdp.attacks.auditor_run`).
     """
     alphas = _check(trials, steps, delta, confidence, alphas)
     dev = resolve_device(device)
     construction = build(theorem, config, device=dev)
-    generator = torch.Generator(device=dev).manual_seed(seed)
+    n = compositions(construction.config, steps=steps)
     started = time.perf_counter()
-    llr_p, llr_q, y_p, y_q = run_worlds(construction, trials, steps, generator, sampler=sampler, progress=progress)
     if not (0 < select_fraction < 1):
         raise ConfigError("select_fraction", "must be in (0, 1)", select_fraction)
-    test = epsilon_lower_bound(llr_p, llr_q, delta, confidence, select_fraction)
-    h_lower = hockey_stick_lower_bounds(llr_p, llr_q, alphas, confidence, select_fraction)
-    gof = goodness_of_fit(y_p, y_q, pair_numeric(construction.pair))
-    th = theory(construction, steps, delta, alphas, discretization)
+    grid = [float(math.exp(e)) for e in PROFILE_EPSILONS]
+    th = theory(construction, steps, delta, list(alphas) + grid, discretization)
+    h_user, h_grid = th["h_theory"][:len(alphas)], th["h_theory"][len(alphas):]
+    # the sound profile on the ε grid up to ε_sound: the claim the violation test checks (with (ε_sound, δ))
+    sound_profile = [(a, float(h)) for a, h, e in zip(grid, h_grid, PROFILE_EPSILONS) if e <= th["epsilon_sound"]]
+    stats = audit_statistics(construction, trials=trials, steps=n, delta=delta, confidence=confidence, alphas=alphas,
+                             seed=seed, device=device, workers=workers, cluster=cluster, shard_size=shard_size,
+                             threshold=threshold, select_fraction=select_fraction, loop=loop, sampler=sampler,
+                             epsilon_sound=th["epsilon_sound"], sound_profile=sound_profile, sequential=sequential,
+                             progress=progress)
+    test, h_lower, gof = SimpleNamespace(**stats["test"]), stats["h_lower"], stats["gof"]
     attained = th["epsilon_attained"]
     return AuditResult(
         theorem=construction.theorem, config=construction.config.as_dict(), trials=trials, steps=steps,
-        delta=float(delta), confidence=confidence, epsilon_lower=test.value, epsilon_sound=th["epsilon_sound"],
+        compositions=n, delta=float(delta), confidence=confidence, epsilon_lower=test.value, epsilon_sound=th["epsilon_sound"],
         epsilon_attained=attained, ratio=test.value / attained if attained > 0 else float("nan"),
         gof_pvalue=gof["pvalue"],
         profile=[{"alpha": a, "h_lower": float(h), "h_theory": float(t)}
-                 for a, h, t in zip(alphas, h_lower, th["h_theory"])],
+                 for a, h, t in zip(alphas, h_lower, h_user)],
         sound_theorem=construction.sound_theorem,
-        attained_pair=construction.attained_theorem or "T11 construction (augmentation_pair)",
-        gof=gof, test=asdict(test), device=str(dev), seconds=time.perf_counter() - started,
+        attained_pair=construction.attained_theorem or f"{construction.sound_theorem} construction pair",
+        violation=bool(stats["violation_test"]["violation"]),
+        gof=gof, test=stats["test"], device=str(dev), seconds=time.perf_counter() - started,
+        design=stats["design"], violation_test=stats["violation_test"], run=stats["run"],
+        attained_bracket=attained_bracket(construction.config, steps, delta,
+                                          construction.attained_theorem or construction.sound_theorem,
+                                          epsilon_sound=th["epsilon_sound"], discretization=discretization),
     )
 
 
-__all__ = ["AuditResult", "audit", "run_worlds", "theory", "DEFAULT_ALPHAS"]
+__all__ = ["AuditResult", "audit", "theory", "DEFAULT_ALPHAS"]

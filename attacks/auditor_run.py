@@ -15,7 +15,7 @@ so their releases have the same law in both worlds and are not simulated.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 import torch
 
@@ -51,12 +51,15 @@ def sample_steps(construction: Construction, sampler, n_steps: int, generator: t
 
 
 def released_update_chunks(construction: Construction, world: str, trials: int, steps: int,
-                           generator: torch.Generator, *, sampler=None) -> Iterator[torch.Tensor]:
+                           generator: torch.Generator, *, sampler=None, sigma: Optional[float] = None,
+                           clip: Optional[float] = None) -> Iterator[torch.Tensor]:
     """Centred released updates (Λ g̃ / C - offset) of ``trials`` runs of ``steps`` steps, in chunks (n, steps) float64.
 
     ``world`` is ``"p"`` or ``"q"`` (the construction's datasets). ``sampler`` overrides the
-    scheme's sampler (tests inject broken ones). In world P the rows follow
-    ``construction.pair.P`` in every step, in world Q ``pair.Q``.
+    scheme's sampler (tests inject broken ones); ``sigma`` and ``clip`` override the noise
+    multiplier and clipping bound the loop runs with (planted bugs, :mod:`attacks.planted`;
+    the noise std is ``sigma * clip``, the centring keeps the construction's C). In world P the
+    rows follow ``construction.pair.P`` in every step, in world Q ``pair.Q``.
     """
     if world not in ("p", "q"):
         raise ValueError(f"world must be 'p' or 'q', got {world!r}")
@@ -73,16 +76,17 @@ def released_update_chunks(construction: Construction, world: str, trials: int, 
         if cfg.augmented:
             context, forecast = augment(context, forecast, sigma_context=cfg.sigma_context,
                                         sigma_forecast=cfg.sigma_forecast, v=cfg.v, generator=generator)
-        g = private_gradient(construction.model, context, forecast, clip=construction.clip, sigma=cfg.sigma,
-                             batch_size=cfg.batch_size, generator=generator, mask=index.mask)["theta"]
+        g = private_gradient(construction.model, context, forecast, clip=construction.clip if clip is None else clip,
+                             sigma=cfg.sigma if sigma is None else sigma, batch_size=cfg.batch_size,
+                             generator=generator, mask=index.mask)["theta"]
         y = g[:, 0].double() * (cfg.batch_size / construction.clip) - construction.offset
         yield y.reshape(n, steps).cpu()
 
 
 def released_updates(construction: Construction, world: str, trials: int, steps: int, generator: torch.Generator,
-                     *, sampler=None) -> torch.Tensor:
-    """All chunks of :func:`released_update_chunks` as one (trials, steps) float64 tensor."""
-    return torch.cat(list(released_update_chunks(construction, world, trials, steps, generator, sampler=sampler)))
+                     **loop) -> torch.Tensor:
+    """All chunks of :func:`released_update_chunks` (``loop``: its keyword overrides) as one (trials, steps) float64 tensor."""
+    return torch.cat(list(released_update_chunks(construction, world, trials, steps, generator, **loop)))
 
 
 def naive_released_update(construction: Construction, world: str, generator: torch.Generator, sampler) -> float:

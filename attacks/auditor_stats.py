@@ -1,10 +1,12 @@
 """Statistics of the Monte Carlo auditor: Neyman-Pearson statistic, Clopper-Pearson bounds, ε and H_α lower bounds, GOF.
 
 Soundness direction: every number returned here is a **lower** confidence bound on the
-mechanism's ε (or H_α): thresholds are chosen on a selection split, and the false
-positive / false negative rates of the chosen test are bounded with exact one-sided
-Clopper-Pearson intervals on a held-out split (each at level 1 - (1 - confidence)/2, so both
-hold jointly with probability ≥ confidence). A test S between neighbouring worlds P, Q gives
+mechanism's ε (or H_α): thresholds are fixed before sampling (:mod:`attacks.audit_design`) or
+chosen on a selection split, and the false positive / false negative rates of the chosen test
+are bounded with exact one-sided Clopper-Pearson intervals on trials not used to choose it
+(each at level 1 - (1 - confidence)/2, so both hold jointly with probability ≥ confidence).
+The sharded engine (:mod:`attacks.distributed`) hands these functions histograms (exact
+integer counts on fixed edges) instead of raw samples. A test S between neighbouring worlds P, Q gives
 H_α(P ‖ Q) ≥ P(S) - α Q(S) and, if the mechanism is (ε, δ)-DP, ε ≥ log((P(S) - δ) / Q(S))
 (Kairouz et al. 2015's hypothesis-testing view, as used by Nasr et al. 2021).
 """
@@ -123,36 +125,6 @@ def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, co
     return TestBound(max(0.0, value), thr, side, int(tp[0]), int(fp[0]), len(pos), len(neg))
 
 
-def hockey_stick_lower_bounds(stat_p: np.ndarray, stat_q: np.ndarray, alphas: Sequence[float],
-                              confidence: float = 0.95, select_fraction: float = 0.5) -> np.ndarray:
-    """Lower confidence bounds on the profile H_α (sup over the two adjacency directions), one per α.
-
-    H_α ≥ P(S) - α Q(S) for any S; the threshold (and direction) per α is chosen on the
-    selection split, the held-out split gives P(S) by its CP lower bound and Q(S) by its CP
-    upper bound (each at 1 - (1-confidence)/2: pointwise confidence per α). Never below the
-    trivial max(0, 1 - α).
-    """
-    a = (1 - confidence) / 2
-    sel_p, out_p = split(stat_p, select_fraction)
-    sel_q, out_q = split(stat_q, select_fraction)
-    t = _candidates(sel_p, sel_q)
-    out = []
-    for alpha in alphas:
-        best = (-np.inf, None, None)
-        for side, pos, neg in (("upper", sel_p, sel_q), ("lower", sel_q, sel_p)):
-            tp, fp = _rates(pos, neg, t, side == "upper")
-            h = cp_lower(tp, len(pos), a) - alpha * cp_upper(fp, len(neg), a)
-            i = int(np.argmax(h))
-            if h[i] > best[0]:
-                best = (float(h[i]), float(t[i]), side)
-        _, thr, side = best
-        pos, neg = (out_p, out_q) if side == "upper" else (out_q, out_p)
-        tp, fp = _rates(pos, neg, np.array([thr]), side == "upper")
-        h = float(cp_lower(tp, len(pos), a)[0] - alpha * cp_upper(fp, len(neg), a)[0])
-        out.append(max(h, 0.0, 1.0 - alpha))
-    return np.array(out)
-
-
 def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> dict:
     """Kolmogorov-Smirnov tests of the observed one-step updates against the construction's mixtures.
 
@@ -166,3 +138,111 @@ def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> di
     combined = min(1.0, 2 * min(res_p.pvalue, res_q.pvalue))
     return {"pvalue": float(combined), "pvalue_p": float(res_p.pvalue), "pvalue_q": float(res_q.pvalue),
             "statistic_p": float(res_p.statistic), "statistic_q": float(res_q.statistic)}
+
+
+# --- the same bounds from histograms (the sharded engine's sufficient statistics, attacks.distributed) ---
+
+def bin_counts(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Counts of ``x`` in the bins of sorted ``edges``: bin k holds edges[k-1] ≤ x < edges[k] (k = 0 and
+    k = len(edges): under- and overflow). int64, len(edges) + 1 bins; shards merge by adding them."""
+    return np.bincount(np.searchsorted(edges, x, "right"), minlength=len(edges) + 1).astype(np.int64)
+
+
+def side_counts(hist_p: np.ndarray, hist_q: np.ndarray, side: str):
+    """Per edge e_j, (TP, FP, n_pos, n_neg) of S = {x ≥ e_j} with P positive (``upper``) or S = {x < e_j}
+    with Q positive (``lower``), from the two worlds' histograms (:func:`bin_counts`)."""
+    at_least_p = np.cumsum(hist_p[::-1])[::-1][1:]  # count {x ≥ e_j}
+    at_least_q = np.cumsum(hist_q[::-1])[::-1][1:]
+    n_p, n_q = int(hist_p.sum()), int(hist_q.sum())
+    if side == "upper":
+        return at_least_p, at_least_q, n_p, n_q
+    return n_q - at_least_q, n_p - at_least_p, n_q, n_p
+
+
+def edge_index(edges: np.ndarray, threshold: float) -> int:
+    """Index of ``threshold`` among the histogram edges (it must be one of them)."""
+    j = int(np.searchsorted(edges, threshold))
+    if j >= len(edges) or edges[j] != threshold:
+        raise ValueError(f"threshold {threshold!r} is not a histogram edge")
+    return j
+
+
+def fixed_test_bound(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, threshold: float, side: str,
+                     delta: float, confidence: float = 0.95) -> TestBound:
+    """ε lower bound at δ of a test fixed before sampling (lower-bound direction, probability ≥ ``confidence``).
+
+    No selection split: every trial bounds the two rates (one-sided Clopper-Pearson at 1 - (1 - confidence)/2
+    each), ε ≥ log((CP_lower(P(S)) - δ) / CP_upper(Q(S))) as in :func:`epsilon_lower_bound`.
+    """
+    a = (1 - confidence) / 2
+    tp, fp, n_pos, n_neg = side_counts(hist_p, hist_q, side)
+    j = edge_index(edges, threshold)
+    value = float(_eps_of(tp[j], fp[j], n_pos, n_neg, delta, a))
+    return TestBound(max(0.0, value), float(threshold), side, int(tp[j]), int(fp[j]), n_pos, n_neg)
+
+
+def split_test_bound(selection: Tuple[np.ndarray, np.ndarray], held_out: Tuple[np.ndarray, np.ndarray],
+                     edges: np.ndarray, delta: float, confidence: float = 0.95) -> TestBound:
+    """:func:`epsilon_lower_bound` on histograms: edge and side chosen on the selection histograms (P, Q),
+    the bound computed on the held-out ones (for statistics whose law is not known in advance)."""
+    a = (1 - confidence) / 2
+    best = (-1.0, float(edges[0]), "upper")
+    for side in ("upper", "lower"):
+        tp, fp, n_pos, n_neg = side_counts(*selection, side)
+        eps = _eps_of(tp, fp, n_pos, n_neg, delta, a)
+        i = int(np.argmax(eps))
+        if eps[i] > best[0]:
+            best = (float(eps[i]), float(edges[i]), side)
+    return fixed_test_bound(*held_out, edges, best[1], best[2], delta, confidence)
+
+
+def profile_lower_bounds(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, tests: Sequence[Tuple[float, str]],
+                         alphas: Sequence[float], confidence: float = 0.95) -> np.ndarray:
+    """Lower confidence bounds on H_α, one per α, each from its test (threshold, side) fixed before sampling.
+
+    H_α ≥ CP_lower(P(S)) - α CP_upper(Q(S)) at pointwise confidence ``confidence`` per α; never below the
+    trivial max(0, 1 - α).
+    """
+    a = (1 - confidence) / 2
+    out = []
+    for alpha, (threshold, side) in zip(alphas, tests):
+        tp, fp, n_pos, n_neg = side_counts(hist_p, hist_q, side)
+        j = edge_index(edges, threshold)
+        h = float(cp_lower(tp[j], n_pos, a) - alpha * cp_upper(fp[j], n_neg, a))
+        out.append(max(h, 0.0, 1.0 - alpha))
+    return np.array(out)
+
+
+def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: np.ndarray, pair_numeric: Tuple) -> dict:
+    """:func:`goodness_of_fit` from histograms of the one-step updates (:func:`bin_counts` on ``y_edges``).
+
+    The KS distance is taken over the bin edges, D_binned ≤ D, so the p-value (Kolmogorov's
+    exact law at n) is conservative: a small value still says the loop's law is not the pair's.
+    """
+    a, p, b, q, sigma = pair_numeric
+    res = {}
+    for name, hist, means, weights in (("p", y_hist_p, a, p), ("q", y_hist_q, b, q)):
+        n = int(hist.sum())
+        below = np.cumsum(hist)[:-1] / n  # empirical P(y < e_j)
+        d = float(np.max(np.abs(below - mixture_cdf(y_edges, means, weights, sigma))))
+        res[name] = (d, float(stats.kstwo.sf(d, n)))
+    combined = min(1.0, 2 * min(res["p"][1], res["q"][1]))
+    return {"pvalue": combined, "pvalue_p": res["p"][1], "pvalue_q": res["q"][1],
+            "statistic_p": res["p"][0], "statistic_q": res["q"][0]}
+
+
+def choose_profile_tests(sel_p: np.ndarray, sel_q: np.ndarray, edges: np.ndarray, alphas: Sequence[float],
+                         confidence: float = 0.95) -> list:
+    """Per α, the (edge, side) maximising CP_lower(P(S)) - α CP_upper(Q(S)) on selection histograms (split mode)."""
+    a = (1 - confidence) / 2
+    out = []
+    for alpha in alphas:
+        best = (-np.inf, float(edges[0]), "upper")
+        for side in ("upper", "lower"):
+            tp, fp, n_pos, n_neg = side_counts(sel_p, sel_q, side)
+            h = cp_lower(tp, n_pos, a) - alpha * cp_upper(fp, n_neg, a)
+            i = int(np.argmax(h))
+            if h[i] > best[0]:
+                best = (float(h[i]), float(edges[i]), side)
+        out.append((best[1], best[2]))
+    return out

@@ -19,21 +19,79 @@ slots, slower), first-k-distinct of i.i.d. draws (slower: scatter into an (n, N)
 """
 from __future__ import annotations
 
+import pickle
 import time
 
+import numpy as np
 import torch
 
 from tsdp.theorems.config import TrainingConfig
 
 from .loop.samplers import make_sampler
+from .audit_engine import plan_tests, y_edges_of
 from .auditor_run import naive_released_update, released_update_chunks, resolve_device
-from .worst_case import build
+from .distributed import merge, plan_shards, run_shards
+from .worst_case import build, pair_numeric
 
 AUDIT_CONFIG = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)
 
 
-def bench_audit(trials: int = 400_000, naive_trials: int = 300, device: str = "auto") -> dict:
-    """Trials/s (one step, one world) batched and naive, their ratio and the per-minute figure; JSON-ready.
+def bench_scaling(trials: int = 1 << 18, shard_size: int = 1 << 15, workers=(1, 2), device: str = "auto") -> dict:
+    """Sharded one-step trials (both worlds, T6 on AUDIT_CONFIG) on 1 and 2 local workers: trials per minute per
+    world, scaling efficiency, per-shard merge overhead and payload; JSON-ready. Benchmark, not a test.
+
+    Every worker runs one torch thread (the in-process run too), so the efficiency compares like with like.
+    ``startup_seconds`` (spawning and warming the workers: one tiny plan) is measured separately and
+    ``steady_trials_per_minute_per_world`` excludes it (processes are spawned again by every run; the
+    in-process run is already warm); ``identical`` checks that the merged counts agree.
+    The merge cost per shard (summing two int64 histograms, and the pickled size a shard sends back) is
+    what a driver pays per shard on any cluster, so it projects the scaling to many machines.
+    """
+    dev = str(resolve_device(device))
+    construction = build("T6", AUDIT_CONFIG)
+    num = pair_numeric(construction.pair)
+    key = tuple(tuple(np.atleast_1d(x).tolist()) for x in num)
+    _, _, _, edges = plan_tests(key, 1, trials, 1e-3, 0.95, (1.0,), True, None)
+    plan = dict(shard_size=shard_size, device=dev, threads=1)
+    specs = plan_shards("T6", AUDIT_CONFIG, trials, 1, 0, edges, y_edges_of(num), **plan)
+    tiny = plan_shards("T6", AUDIT_CONFIG, 64, 1, 1, edges, y_edges_of(num), **plan)
+    threads = torch.get_num_threads()
+    rows, merged = [], None
+    try:
+        for w in workers:
+            started = time.perf_counter()
+            run_shards(tiny, workers=w)
+            startup = time.perf_counter() - started
+            started = time.perf_counter()
+            results, _ = run_shards(specs, workers=w)
+            wall = time.perf_counter() - started
+            counts = (merge(results, "p").counts, merge(results, "q").counts)
+            merged = counts if merged is None else merged
+            # a pool of processes is spawned (and warmed) again by every run; this process stays warm
+            steady = wall - startup if w > 1 else wall
+            rows.append({"workers": w, "seconds": wall, "startup_seconds": startup,
+                         "trials_per_minute_per_world": 60 * trials / wall,
+                         "steady_trials_per_minute_per_world": 60 * trials / max(steady, 1e-9),
+                         "identical": all(np.array_equal(a, b) for a, b in zip(merged, counts))})
+    finally:
+        torch.set_num_threads(threads)
+    started = time.perf_counter()
+    for world in "pq":
+        merge(results, world)
+    per_shard = (time.perf_counter() - started) / len(results)
+    base = rows[0]["steady_trials_per_minute_per_world"] / rows[0]["workers"]
+    for row in rows:
+        row["scaling_efficiency"] = row["steady_trials_per_minute_per_world"] / (row["workers"] * base)
+        row["scaling_efficiency_with_startup"] = row["trials_per_minute_per_world"] / (
+            row["workers"] * rows[0]["trials_per_minute_per_world"] / rows[0]["workers"])
+    return {"trials_per_world": trials, "shard_size": shard_size, "shards": len(specs), "device": dev,
+            "workers": rows, "merge_seconds_per_shard": per_shard,
+            "shard_payload_bytes": len(pickle.dumps(next(iter(results.values()))))}
+
+
+def bench_audit(trials: int = 400_000, naive_trials: int = 300, device: str = "auto", scaling: bool = True) -> dict:
+    """Trials/s (one step, one world) batched and naive, their ratio and the per-minute figure, and the sharded
+    engine's scaling on 1 and 2 local workers (:func:`bench_scaling`); JSON-ready.
 
     Benchmark, not a test; the numbers are wall-clock on the current machine.
     """
@@ -66,4 +124,5 @@ def bench_audit(trials: int = 400_000, naive_trials: int = 300, device: str = "a
         "goal_trials_per_minute_per_world": 1e6,
         "goal_speedup": 100.0,
         "meets_goals": bool(60 * batched >= 1e6 and batched / naive >= 100),
+        "scaling": bench_scaling(device=device) if scaling else None,
     }

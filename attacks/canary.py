@@ -116,6 +116,19 @@ def auc(scores: np.ndarray, included: np.ndarray) -> float:
     return float((ranks[included].sum() - n_in * (n_in + 1) / 2) / (n_in * n_out))
 
 
+def certify(scores: dict, included: np.ndarray, delta: float, confidence: float) -> dict:
+    """ε lower bounds (Steinke et al. 2023, lower-bound direction) for several named canary scores at once.
+
+    Each score is tested at significance (1 - confidence) / len(scores) (Bonferroni), so the
+    returned ``epsilon_lower`` (the best over the scores) holds with probability ≥ ``confidence``.
+    Returns {"scores": {name: guess_bound(...) + auc}, "epsilon_lower": max}.
+    """
+    significance = (1 - confidence) / len(scores)
+    out = {name: dict(guess_bound(np.asarray(s), included, delta, significance), auc=auc(np.asarray(s), included))
+           for name, s in scores.items()}
+    return {"scores": out, "epsilon_lower": max(s["epsilon_lower"] for s in out.values())}
+
+
 def place_canaries(data: SeriesData, m: int, config: TrainingConfig, rng: np.random.Generator,
                    spike: float = 10.0):
     """(series, position, spike) of m canaries at random distinct slots of the training parts.
@@ -139,14 +152,15 @@ def place_canaries(data: SeriesData, m: int, config: TrainingConfig, rng: np.ran
     return series, position, values
 
 
-def _with_canaries(data: SeriesData, series, position, spike, mask) -> SeriesData:
+def with_canaries(data: SeriesData, series, position, spike, mask) -> SeriesData:
+    """``data`` with canary i (series[i], position[i], spike[i]) added where ``mask[i]`` (positions 0-based)."""
     out = [s.copy() for s in data.series]
     for n, p, a in zip(series[mask], position[mask], spike[mask]):
         out[n][p] += a
     return SeriesData(tuple(out))
 
 
-def _canary_windows(config: TrainingConfig, series, position, n_starts: torch.Tensor):
+def canary_windows(config: TrainingConfig, series, position, n_starts: torch.Tensor):
     """Windows holding each canary (padded column pos + L_C; starts t with t ≤ col < t + L_C + L_F, t < T_n):
     (m, L_C + L_F) sequence and start tensors plus validity mask."""
     k = config.window_length
@@ -160,7 +174,7 @@ def _canary_windows(config: TrainingConfig, series, position, n_starts: torch.Te
 
 def _scores(model, init_model, padded, n_starts, config, series, position):
     """(black-box loss drop, white-box minus gradient norm) per canary on its canary windows (module docstring)."""
-    seq, start, valid = _canary_windows(config, series, position, n_starts)
+    seq, start, valid = canary_windows(config, series, position, n_starts)
     windows = gather_windows(padded, seq, start, config.window_length)
     context, forecast = split_window(windows, config.context_length)
     flat_c = context.reshape(-1, config.context_length)
@@ -182,14 +196,15 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     """One-run canary audit (Steinke et al. 2023) of ``model_name`` trained on ``data`` with ``config``'s batching.
 
     ``data``: "synthetic", a CSV / JSON-lines path, or a :class:`SeriesData`. ``epsilon`` is the
-    training budget at ``delta`` under the sound accountant of :mod:`verify.accounting`
-    (event level, the canaries' relation). With ``epochs`` the training runs exactly that many
-    epochs: σ is calibrated (:func:`verify.calibration.calibrate_sigma`) so that they spend at
-    most ``epsilon``; without, it runs at ``config.sigma`` until the budget is spent.
+    training budget at ``delta`` under the sound accountant of :mod:`tsdp.verify.accountant`
+    (event level, the canaries' relation), which the training loop feeds one event per step.
+    With ``epochs`` the training runs exactly that many epochs: σ is calibrated
+    (:func:`tsdp.verify.calibration.calibrate_sigma`) so that they spend at most ``epsilon``;
+    without, it runs at ``config.sigma`` until the budget is spent (a budget that buys no step
+    is refused, as by ``tsdp train``).
     ``epsilon = inf`` trains without clipping or noise for ``epochs``. Returns a JSON-ready
     dict with a lower bound on ε (confidence ``confidence``) per score and their AUCs.
     """
-    from tsdp.verify.accounting import epsilon_of_steps
     from tsdp.verify.calibration import calibrate_sigma
 
     rng = np.random.default_rng(seed)
@@ -208,25 +223,25 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
         config = config.with_(relation="event", w=1)  # a canary changes one element
     if private and epochs is not None:
         config = config.with_(sigma=calibrate_sigma(config, epsilon, delta, epochs=epochs).sigma)
-    trained = train(config, model_name, _with_canaries(base, series, position, values, included),
-                    epsilon=epsilon if private else None, delta=delta, epochs=epochs,
-                    epsilon_of_steps=epsilon_of_steps(config, delta) if private else None, private=private,
+    trained = train(config, model_name, with_canaries(base, series, position, values, included),
+                    epsilon=epsilon if private else None, delta=delta if private else None, epochs=epochs,
+                    private=private,
                     device=device, seed=seed, progress=progress, lr=lr, n_samples=20, return_model=True)
     model = trained.pop("trained_model").cpu()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # train() builds its initial model under this seed
         init_model = make_model(model_name, config.context_length, config.forecast_length)
-    full = _with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
+    full = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     train_part, _ = full.split(config.forecast_length)
     padded, lengths = pad_series([torch.as_tensor(s) for s in train_part.series], config.context_length)
     black, white = _scores(model, init_model, padded, lengths - config.forecast_length + 1, config, series, position)
-    significance = (1 - confidence) / 2  # Bonferroni over the two scores
-    scores = {name: dict(guess_bound(s, included, delta, significance), auc=auc(s, included))
-              for name, s in (("loss", black), ("gradient", white))}
+    bounds = certify({"loss": black, "gradient": white}, included, delta, confidence)
+    scores, lower = bounds["scores"], bounds["epsilon_lower"]
     return {
         "model": model_name, "canaries": canaries, "included": int(included.sum()), "epsilon_budget": epsilon,
         "epsilon_spent": trained["epsilon"], "sigma": config.sigma if private else 0.0, "delta": delta,
-        "confidence": confidence, "epsilon_lower": max(s["epsilon_lower"] for s in scores.values()),
+        "confidence": confidence, "epsilon_lower": lower,
+        "violation": trained["epsilon"] is not None and lower > trained["epsilon"],
         "scores": scores, "steps": trained["steps"], "crps": trained["crps"],
         "device": str(resolve_device(device)), "seconds": trained["seconds"],
     }

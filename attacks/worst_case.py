@@ -20,7 +20,7 @@ the pair (P, Q) in the worlds ``data_p`` / ``data_q``):
 * T11 (Thm G.1, a change of v under context/forecast augmentation): x_1 holds M + v (P) or M
   (Q) for a large M; g = +C when some augmented value exceeds M + v/2, -C otherwise. The
   released update is MoG([0, 2], [1-a, a]) vs MoG([0, 2], [1-b, b]) with a - b = T11's weight
-  (see :func:`augmentation_pair`); T11 is not proven tight, so this pair is what an attack attains and the gap is measured.
+  (``Bound.attained_pair`` of T11); T11 is not proven tight, so this pair is what an attack attains and the gap is measured.
 * T13 / T14 (Props. C.1, C.2): the pooled-window loop (all windows of all series pooled,
   Λ drawn WOR), the WR construction's gradient function; one element lies in k windows,
   so the update attains T14's pair (and exceeds what T13's one-record guarantee claims, C6).
@@ -39,25 +39,13 @@ from typing import Optional
 import torch
 from torch import nn
 
-from tsdp.theorems.bounds.base import TheoremError, params
+from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, TrainingConfig
-from tsdp.theorems.mixture import GaussianMixture, MixturePair
+from tsdp.theorems.mixture import MixturePair
+from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.registry import get
 
 from .loop.windows import pad_series
-
-# audited id -> (top level, bottom level, sound bound id, id of the registry pair it attains)
-SCHEMES = {
-    "T1": ("deterministic", "wr", "T1", "T1"),
-    "T3": ("deterministic", "wr", "T2", "T3"),
-    "T4": ("deterministic", "poisson", "T4", "T4"),
-    "T6": ("wor", "wr", "T6", "T6"),
-    "T9": ("wor", "wr", "T7", "T9"),
-    "T10": ("wor", "poisson", "T8", "T10"),
-    "T11": ("wor", "wr", "T11", None),
-    "T13": ("pooled", "wr", "T13", "T14"),
-    "T14": ("pooled", "wr", "T13", "T14"),
-}
 
 MARK = 1.0  # the marked value of the ±C constructions
 
@@ -129,28 +117,12 @@ def windows_holding(config: TrainingConfig) -> int:
     return min(config.T, j + config.context_length) - max(1, j - config.forecast_length + 1) + 1
 
 
-def augmentation_pair(config: TrainingConfig) -> MixturePair:
-    """Exact law of the T11 construction's update: MoG([0,2],[1-a,a]) (world P) vs MoG([0,2],[1-b,b]) (world Q).
-
-    A window holding the changed element holds it in the forecast with probability φ, the
-    augmented value exceeds M + v/2 with probability Φ(1/(2σ_F)) = (1 + τ(σ_F))/2 in world P
-    (x_j = M + v) and (1 - τ(σ_F))/2 in world Q (x_j = M); likewise with σ_C in the context.
-    So a = ρ r (φ (1+τ_F) + (1-φ)(1+τ_C)) / 2, b = ρ r (φ (1-τ_F) + (1-φ)(1-τ_C)) / 2 and
-    a - b = T11's weight w: the pair is a lower bound on the profile that T11 bounds above.
-    """
-    p = params(config)
-    base = p.rho * p.r / 2
-    a = base * (p.phi * (1 + p.tau_forecast) + (1 - p.phi) * (1 + p.tau_context))
-    b = base * (p.phi * (1 - p.tau_forecast) + (1 - p.phi) * (1 - p.tau_context))
-    return MixturePair.of(GaussianMixture.of([0, 2], [1 - a, a]), GaussianMixture.of([0, 2], [1 - b, b]), p.sigma)
-
-
 def scheme_config(theorem: str, config: TrainingConfig) -> TrainingConfig:
     """``config`` with the audited theorem's top/bottom level; refuses what the constructions do not cover."""
     key = str(theorem).upper()
-    if key not in SCHEMES:
-        raise TheoremError(f"no worst-case construction for {theorem!r}; auditable: {', '.join(SCHEMES)}")
-    top, bottom, sound, _ = SCHEMES[key]
+    if key not in CONSTRUCTIONS:
+        raise TheoremError(f"no worst-case construction for {theorem!r}; auditable: {', '.join(CONSTRUCTIONS)}")
+    top, bottom, sound = CONSTRUCTIONS[key].top, CONSTRUCTIONS[key].bottom, CONSTRUCTIONS[key].sound
     if config.relation != "event" or config.w != 1:
         raise ConfigError("relation", "the constructions change one element (event level, w = 1)",
                           (config.relation, config.w))
@@ -175,7 +147,7 @@ def build(theorem: str, config: TrainingConfig, *, clip: float = 1.0, device="cp
     """
     key = str(theorem).upper()
     cfg = scheme_config(key, config)
-    _, _, sound, attained = SCHEMES[key]
+    sound, attained = CONSTRUCTIONS[key].sound, CONSTRUCTIONS[key].attained
     n, length = cfg.N, cfg.L
     others = [torch.full((length,), -(i / (4.0 * n))) for i in range(n)]
     col = target_column(cfg)
@@ -198,10 +170,7 @@ def build(theorem: str, config: TrainingConfig, *, clip: float = 1.0, device="cp
     series_q[0][j] = q_value
     data_p, _ = pad_series(series_p, cfg.context_length)
     data_q, _ = pad_series(series_q, cfg.context_length)
-    if key == "T11":
-        pair = augmentation_pair(cfg)
-    else:
-        pair = get(attained).pair(cfg, check=False)
+    pair = get(attained).attained_pair(cfg)
     if key in ("T4", "T10"):
         offset = 0.0
     elif cfg.top == "pooled":
@@ -220,6 +189,6 @@ def pair_numeric(pair: MixturePair):
 
 
 __all__ = [
-    "Construction", "GradientFunctionModel", "SCHEMES", "augmentation_pair", "build", "pair_numeric",
+    "Construction", "GradientFunctionModel", "build", "pair_numeric",
     "scheme_config", "target_column", "windows_holding",
 ]

@@ -17,6 +17,10 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 
 
+class DataError(ValueError):
+    """A data file that cannot be used; the message names the file, and the line where there is one."""
+
+
 @dataclass(frozen=True)
 class SeriesData:
     """N univariate series (float64 arrays, lengths may differ)."""
@@ -86,37 +90,105 @@ def _trim(column: np.ndarray, name: str) -> np.ndarray:
     return values
 
 
-def load_csv(path) -> SeriesData:
-    """A CSV with one column per series (optional header row); empty or NaN cells allowed only at a column's tail."""
-    with open(path, newline="") as fh:
-        rows = [r for r in csv.reader(fh) if r]
-    if not rows:
-        raise ValueError(f"{path}: no rows")
+def _text_lines(path):
+    """(line number, text) of a readable UTF-8 text file; DataError for a missing file, a
+    directory, or a binary file."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{path}: no such file")
+    if not p.is_file():
+        raise DataError(f"{path}: not a regular file (a directory?)")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if "\x00" in text:
+        raise DataError(f"{path}: not a text file (it holds NUL bytes)")
+    return text.splitlines()
 
-    def number(cell: str) -> float:
+
+def _finite_or_nan(value: float, where: str) -> float:
+    if np.isinf(value):
+        raise DataError(f"{where}: infinite value")
+    return value
+
+
+def load_csv(path) -> SeriesData:
+    """A CSV with one column per series (optional header row); empty or NaN cells allowed only at a column's tail.
+
+    Every cell is checked: a bad one raises DataError naming the file, line and column.
+    """
+    try:
+        rows = [(n, r) for n, r in enumerate(csv.reader(_text_lines(path)), start=1) if r]
+    except csv.Error as exc:
+        raise DataError(f"{path}: malformed CSV ({exc})") from None
+    if not rows:
+        raise DataError(f"{path}: no rows")
+
+    def number(cell: str, where: str) -> float:
         cell = cell.strip()
-        return float("nan") if cell == "" or cell.lower() == "nan" else float(cell)
+        if cell == "" or cell.lower() == "nan":
+            return float("nan")
+        try:
+            return _finite_or_nan(float(cell), where)
+        except ValueError:
+            raise DataError(f"{where}: {cell[:40]!r} is not a number") from None
 
     try:
-        [number(c) for c in rows[0]]
-        names = [str(i) for i in range(len(rows[0]))]
+        [float(c) for c in rows[0][1] if c.strip() and c.strip().lower() != "nan"]
+        names = [str(i) for i in range(len(rows[0][1]))]
     except ValueError:
-        names, rows = [c.strip() for c in rows[0]], rows[1:]
+        names, rows = [c.strip() for c in rows[0][1]], rows[1:]
+    if not rows:
+        raise DataError(f"{path}: a header and no data rows")
     table = np.full((len(rows), len(names)), np.nan)
-    for i, row in enumerate(rows):
-        for j, cell in enumerate(row[: len(names)]):
-            table[i, j] = number(cell)
-    return SeriesData(tuple(_trim(table[:, j], names[j]) for j in range(len(names))))
+    for i, (line, row) in enumerate(rows):
+        if len(row) > len(names):
+            raise DataError(f"{path}, line {line}: {len(row)} cells, more than the {len(names)} columns")
+        for j, cell in enumerate(row):
+            table[i, j] = number(cell, f"{path}, line {line}, column {j + 1}")
+    for j in range(len(names)):
+        observed = np.flatnonzero(~np.isnan(table[:, j]))
+        holes = np.flatnonzero(np.isnan(table[: observed[-1] + 1, j])) if observed.size else observed
+        if holes.size:
+            raise DataError(f"{path}, line {rows[holes[0]][0]}, column {j + 1}: series {names[j]} has a missing "
+                            "value before its end (only a NaN/empty tail is allowed)")
+    try:
+        return SeriesData(tuple(_trim(table[:, j], names[j]) for j in range(len(names))))
+    except DataError:
+        raise
+    except ValueError as exc:
+        raise DataError(f"{path}: {exc}") from None
 
 
 def load_jsonl(path) -> SeriesData:
     """A GluonTS-style JSON-lines file: one object with a "target" list per line (null entries only at the tail)."""
     series: List[np.ndarray] = []
-    with open(path) as fh:
-        for i, line in enumerate(fh):
-            if line.strip():
-                target = [np.nan if x is None else float(x) for x in json.loads(line)["target"]]
-                series.append(_trim(np.asarray(target, dtype=np.float64), f"line {i + 1}"))
+    for i, line in enumerate(_text_lines(path), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {i}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise DataError(f"{where}: a JSON object with a \"target\" list expected, got {type(record).__name__}")
+        target = record.get("target")
+        if not isinstance(target, list):
+            raise DataError(f"{where}: \"target\" must be a list of numbers (got {type(target).__name__})")
+        bad = next((x for x in target if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float)))), None)
+        if bad is not None:
+            raise DataError(f"{where}: \"target\" holds {bad!r}; only numbers and null (at the tail) are allowed")
+        values = np.asarray([np.nan if x is None else _finite_or_nan(float(x), where) for x in target], dtype=np.float64)
+        try:
+            series.append(_trim(values, "target"))
+        except ValueError as exc:
+            raise DataError(f"{where}: {exc}") from None
+    if not series:
+        raise DataError(f"{path}: no series (every line is empty)")
     return SeriesData(tuple(series))
 
 
@@ -127,7 +199,7 @@ def load(path) -> SeriesData:
         return load_csv(path)
     if suffix in (".json", ".jsonl"):
         return load_jsonl(path)
-    raise ValueError(f"{path}: unknown data format {suffix!r} (use .csv, .json or .jsonl)")
+    raise DataError(f"{path}: unknown data format {suffix!r} (use .csv, .json or .jsonl)")
 
 
 def fit_config(config: TrainingConfig, data: SeriesData) -> TrainingConfig:

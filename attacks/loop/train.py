@@ -1,20 +1,26 @@
 """Training entry point: Algorithm 1's epoch loop over Algorithm 2 steps, to an ε budget or for a number of epochs.
 
-Privacy accounting is not done here: :func:`train` takes ``epsilon_of_steps(s)``, the sound
-ε after s compositions of the configuration's mechanism (``verify.accounting`` provides it).
-A composition is one step for top-level wor / poisson / pooled and one epoch for
-deterministic / shuffled iteration (THEOREMS.md scopes "step" and "epoch").
+The loop accounts through the one accountant of :mod:`tsdp.verify.accountant`: before
+training it asks for the most steps the budget buys (:func:`tsdp.verify.accountant.max_steps`,
+sound ε), and after every step it emits that step's privacy event
+(:func:`tsdp.verify.events.step_event`) into a ``PldAccountant``; the ε it reports is that
+accountant's sound ε of the ledger, so it is the ε of the steps that actually ran. The loop
+counts training steps only; turning steps into per-epoch compositions for deterministic or
+shuffled iteration is the events module's job, never the loop's.
 """
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.verify.accountant import PldAccountant, max_steps
+from tsdp.verify.pld import DEFAULT_DISCRETIZATION
+from tsdp.verify.events import ledger_summary, step_event, training_event, unit_event
 
 from .data import SeriesData
 from .metrics import crps_from_samples, point_crps, seasonal_naive
@@ -23,44 +29,17 @@ from .samplers import make_sampler
 from .step import apply_gradient, nonprivate_step, private_gradient
 from .windows import augment, gather_windows, pad_series, split_window
 
-EPOCH_SCOPED = ("deterministic", "shuffle")
-
 
 def resolve_device(device: str) -> torch.device:
-    """``auto`` → cuda when available, else cpu; otherwise the named device (ValueError for cuda without one)."""
+    """``auto`` → cuda when available, else cpu; otherwise the named device (ConfigError naming ``device``)."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} requested but torch sees no CUDA device; use --device cpu or auto")
-    return torch.device(device)
-
-
-def max_compositions(epsilon: float, epsilon_of_steps: Callable[[int], float], cap: Optional[int] = None) -> int:
-    """Largest s ≤ cap with epsilon_of_steps(s) ≤ ε (0 if even one composition exceeds it).
-
-    Assumes ε(s) non-decreasing in s (true for any composition accountant): doubling, then
-    bisection, O(log s) accountant calls. Without a cap, raises if ε(2^40) is still within budget.
-    """
-    if cap == 0 or epsilon_of_steps(1) > epsilon:
-        return 0
-    lo, s = 1, 2
-    while True:
-        if cap is not None and s > cap:
-            hi = cap + 1
-            break
-        if epsilon_of_steps(s) > epsilon:
-            hi = s
-            break
-        if s >= 2 ** 40:
-            raise ValueError(f"ε budget {epsilon} is never reached; pass epochs to bound the training")
-        lo, s = s, 2 * s
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if epsilon_of_steps(mid) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+        raise ConfigError("device", "cuda requested but torch sees no CUDA device; use cpu or auto", device)
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError("device", "must be auto, cpu or cuda[:N]", device) from exc
 
 
 def _test_contexts(train: SeriesData, context_length: int) -> torch.Tensor:
@@ -81,73 +60,17 @@ def evaluate(model: torch.nn.Module, train: SeriesData, targets: np.ndarray, con
     return crps_from_samples(targets, samples.cpu().numpy())
 
 
-def train(
-    config: TrainingConfig,
-    model_name: str,
-    data: SeriesData,
-    *,
-    epsilon: Optional[float] = None,
-    delta: Optional[float] = None,
-    epochs: Optional[int] = None,
-    epsilon_of_steps: Optional[Callable[[int], float]] = None,
-    clip: float = 1.0,
-    lr: float = 1e-3,
-    optimizer: str = "adam",
-    device: str = "auto",
-    seed: int = 0,
-    progress: bool = True,
-    private: bool = True,
-    season: int = 24,
-    n_samples: int = 100,
-    return_model: bool = False,
-) -> dict:
-    """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
+def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int, *, clip: float, private: bool,
+               generator: torch.Generator, emit, bar) -> None:
+    """``n_steps`` training steps of ``config``'s scheme (Algorithm 1's inner loop, Algorithm 2 steps).
 
-    Stops after the most steps whose accountant ε stays ≤ ``epsilon`` (needs
-    ``epsilon_of_steps``; for deterministic/shuffled top level only whole epochs count), or
-    after ``epochs`` epochs, whichever is first when both are given. ``private=False`` trains
-    without clipping and noise (ε = ∞ reference). Each series' last L_F steps are the test
-    set. Returns a JSON-ready dict: crps, untrained_crps, seasonal_naive_crps, epsilon (ε
-    spent, None without accountant), steps, compositions, epochs, seconds, …
-    ``return_model=True`` adds the trained model (key ``trained_model``, not JSON) for audits.
+    Samples one epoch of batches at a time from its start (so deterministic/shuffled iteration
+    restarts its epoch with every call, as the events module assumes) and calls ``emit(i)``
+    after step i (0-based within this call).
     """
-    if epsilon is None and epochs is None:
-        raise ValueError("give an ε budget (epsilon) or a number of epochs")
-    if epsilon is not None and epsilon_of_steps is None:
-        raise ValueError("an ε budget needs the accountant callable epsilon_of_steps")
-    if epsilon is not None and not private:
-        raise ValueError("an ε budget needs private training (private=True)")
-    if optimizer not in ("adam", "sgd"):
-        raise ValueError(f"optimizer must be adam or sgd, got {optimizer!r}")
-    train_data, targets = data.split(config.forecast_length)
-    if train_data.N != config.N:
-        raise ValueError(f"data has {train_data.N} series but the configuration says N = {config.N} (set --N {train_data.N})")
-    if min(train_data.lengths) < config.L:
-        raise ValueError(
-            f"shortest training series has length {min(train_data.lengths)} < configured L = {config.L}; "
-            f"the accountant would understate r = k/T (set --L {min(train_data.lengths)})"
-        )
-    dev = resolve_device(device)
-    generator = torch.Generator(device=dev).manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = make_model(model_name, config.context_length, config.forecast_length).to(dev)
-    opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr)
-
-    padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length)
-    padded = padded.to(dev)
-    sampler = make_sampler(config, train_data.lengths)
-    per_composition = sampler.steps_per_epoch if config.top in EPOCH_SCOPED else 1
-    cap = None if epochs is None else epochs * sampler.steps_per_epoch // per_composition
-    compositions = cap if epsilon is None else max_compositions(epsilon, epsilon_of_steps, cap)
-    total_steps = compositions * per_composition
-
-    untrained = evaluate(model, train_data, targets, config.context_length, n_samples=n_samples, generator=generator, device=dev)
-    started = time.perf_counter()
-    bar = tqdm(total=total_steps, disable=not progress, desc=f"train {model_name}", unit="step")
     done = 0
-    while done < total_steps:
-        chunk = min(sampler.steps_per_epoch, total_steps - done)
+    while done < n_steps:
+        chunk = min(sampler.steps_per_epoch, n_steps - done)
         index = sampler.sample(chunk, generator)
         for i in range(chunk):
             one = index.step(i)
@@ -162,34 +85,139 @@ def train(
                 apply_gradient(model, opt, gradient)
             elif context.shape[0] > 0:
                 nonprivate_step(model, opt, context, forecast)
+            emit(done + i)
             bar.update(1)
         done += chunk
+
+
+def train(
+    config: TrainingConfig,
+    model_name: str,
+    data: SeriesData,
+    *,
+    epsilon: Optional[float] = None,
+    delta: Optional[float] = None,
+    epochs: Optional[int] = None,
+    theorem: Optional[str] = None,
+    warmup_steps: int = 0,
+    warmup_sigma: Optional[float] = None,
+    discretization: float = DEFAULT_DISCRETIZATION,
+    clip: float = 1.0,
+    lr: float = 1e-3,
+    optimizer: str = "adam",
+    device: str = "auto",
+    seed: int = 0,
+    progress: bool = True,
+    private: bool = True,
+    season: int = 24,
+    n_samples: int = 100,
+    return_model: bool = False,
+) -> dict:
+    """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
+
+    Private training needs ``delta``: every step's event goes to a sound ``PldAccountant``
+    (bound ``theorem``, default the tightest sound upper bound; a lower-bound theorem is
+    refused) and ``epsilon`` in the result is its ε(δ) of the steps that ran (an **upper**
+    bound). With a budget ``epsilon`` the run takes the most steps whose sound ε stays within
+    it (one more step, or epoch for deterministic/shuffled iteration, would exceed it) and
+    refuses a budget that buys no step; ``epochs`` caps the run (or fixes it, without budget).
+    ``warmup_steps`` steps at noise ``warmup_sigma`` come first and are accounted too (a
+    heterogeneous run: the ledger composes both phases). ``discretization`` is the accountant's
+    PLD grid (coarser is faster and still an upper bound). ``private=False`` trains without
+    clipping and noise (no ε). Each series' last L_F steps are the test set. Returns a
+    JSON-ready dict: crps, untrained_crps, seasonal_naive_crps, epsilon, steps,
+    compositions, epochs, seconds, ledger, ...; ``return_model=True`` adds the trained model
+    (key ``trained_model``, not JSON) for audits.
+    """
+    if epsilon is None and epochs is None:
+        raise ConfigError("epsilon", "give an ε budget (epsilon) or a number of epochs")
+    if epsilon is not None and not private:
+        raise ConfigError("epsilon", "an ε budget needs private training (private=True)")
+    if private and delta is None:
+        raise ConfigError("delta", "private training reports the ε it spends at a δ: give delta")
+    if optimizer not in ("adam", "sgd"):
+        raise ConfigError("optimizer", "must be adam or sgd", optimizer)
+    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+        raise ConfigError("warmup_steps", "must be an integer >= 0", warmup_steps)
+    if warmup_steps and (not private or warmup_sigma is None):
+        raise ConfigError("warmup_sigma", "warm-up steps need private training and their noise multiplier",
+                          warmup_sigma)
+    train_data, targets = data.split(config.forecast_length)
+    if train_data.N != config.N:
+        raise ConfigError("N", f"the data has {train_data.N} series (set --N {train_data.N})", config.N)
+    if min(train_data.lengths) < config.L:
+        raise ConfigError(
+            "L", f"the shortest training series has length {min(train_data.lengths)}; the accountant would "
+            f"understate r = k/T (set --L {min(train_data.lengths)})", config.L)
+    warm = config.with_(sigma=warmup_sigma) if warmup_steps else None
+    bound_id = None
+    before = None
+    if private:  # refusals (a lower-bound theorem, a scheme without a proven bound) come before any training
+        for phase in (warm, config):
+            if phase is not None:
+                PldAccountant("sound", discretization=discretization).compose(step_event(phase, 0, theorem))
+        bound_id = unit_event(config, theorem).resolve()[0].id
+        if warm is not None:
+            before = training_event(warm, steps=warmup_steps, theorem=theorem)
+    sampler = make_sampler(config, train_data.lengths)
+    cap = None if epochs is None else epochs * sampler.steps_per_epoch
+    if epsilon is None:
+        total_steps = cap
+    else:
+        total_steps = max_steps(config, epsilon, delta, theorem=theorem, cap=cap, before=before,
+                                discretization=discretization)
+        if total_steps == 0 and cap != 0:
+            raise ConfigError("epsilon", f"the budget ε = {epsilon:g} at δ = {delta:g} is spent before the first "
+                              "step (raise --sigma, lower --batch-size, or raise the budget)", epsilon)
+    accountant = PldAccountant("sound", discretization=discretization) if private else None
+
+    dev = resolve_device(device)
+    generator = torch.Generator(device=dev).manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = make_model(model_name, config.context_length, config.forecast_length).to(dev)
+    opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr)
+    padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length)
+    padded = padded.to(dev)
+
+    untrained = evaluate(model, train_data, targets, config.context_length, n_samples=n_samples, generator=generator, device=dev)
+    started = time.perf_counter()
+    bar = tqdm(total=warmup_steps + total_steps, disable=not progress, desc=f"train {model_name}", unit="step")
+    for phase, n_steps in ((warm, warmup_steps), (config, total_steps)):
+        if phase is None or n_steps == 0:
+            continue
+        emit = (lambda i, c=phase: accountant.compose(step_event(c, i, theorem))) if private else (lambda i: None)
+        _run_steps(model, opt, padded, make_sampler(phase, train_data.lengths), phase, n_steps, clip=clip,
+                   private=private, generator=generator, emit=emit, bar=bar)
     bar.close()
     seconds = time.perf_counter() - started
 
     crps = evaluate(model, train_data, targets, config.context_length, n_samples=n_samples, generator=generator, device=dev)
-    spent = None
-    if private and epsilon_of_steps is not None:
-        spent = float(epsilon_of_steps(compositions)) if compositions > 0 else 0.0
     naive = point_crps(targets, seasonal_naive(train_data.series, config.forecast_length, season))
+    steps = warmup_steps + total_steps
     result = {
         "model": model_name,
         "private": private,
         "top": config.top,
         "bottom": config.bottom,
         "sigma": config.sigma if private else 0.0,
+        "warmup_steps": warmup_steps,
+        "warmup_sigma": warmup_sigma if warmup_steps else None,
         "clip": clip if private else None,
         "epsilon_budget": epsilon,
-        "epsilon": spent,
-        "delta": delta,
-        "steps": total_steps,
-        "compositions": compositions,
-        "epochs": total_steps / sampler.steps_per_epoch,
+        "epsilon": accountant.get_epsilon(delta) if private else None,
+        "delta": delta if private else None,
+        "theorem": bound_id,
+        "discretization": discretization if private else None,
+        "steps": steps,
+        "compositions": accountant.compositions if private else None,
+        "epochs": steps / sampler.steps_per_epoch,
         "crps": crps,
         "untrained_crps": untrained,
         "seasonal_naive_crps": naive,
         "seconds": seconds,
         "device": str(dev),
+        "ledger": ledger_summary(accountant.ledger) if private else None,
     }
     if return_model:
         result["trained_model"] = model

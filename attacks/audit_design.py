@@ -1,0 +1,210 @@
+"""Test design before sampling: the law of the audit statistic in both worlds, and the thresholds it implies.
+
+For a proof's construction the released update follows a known pair (P, Q) in every step
+(:mod:`attacks.worst_case`), so the Neyman-Pearson statistic L = Σ_s log p(y_s)/q(y_s) of
+``steps`` steps has a known law in world P and in world Q: the one-step law is the image of
+the mixtures under the log-likelihood ratio (integrated on a fine grid of y), the S-step law
+its S-fold convolution (FFT). From it, **before any trial is drawn**:
+
+* :func:`design_test`: the threshold and side of the test S = {L ≥ t} (P positive) or
+  S = {L < t} (Q positive) that maximise the expected certified ε lower bound at the planned
+  number of trials (Clopper-Pearson on both rates, as in :mod:`attacks.auditor_stats`); all
+  trials then go to the estimate, none to a selection split;
+* :func:`profile_thresholds`: the same for each H_α lower bound (P(S) - α Q(S));
+* :func:`tail_thresholds`: a geometric grid of tail thresholds (the sequential test's tests);
+* :func:`histogram_edges`: the fixed bin edges every shard counts the statistic on (all the
+  thresholds above are edges, so counts above them are exact sums of bins).
+
+Soundness: the design only picks *which* test is run; it never sees the audit's trials, so
+each certified bound stays a valid lower bound whatever the law really is (a buggy loop
+only makes the chosen test less than optimal). The law computed here is a numerical
+approximation (grid spacing ``h`` on L) used for choosing, never for certifying.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence, Tuple
+
+import numpy as np
+from scipy import stats
+
+from .auditor_stats import cp_lower, cp_upper, log_likelihood_ratio, mixture_cdf
+
+Y_CELLS_MAX = 1 << 22   # cells of the y grid of the one-step law
+LAW_BINS_MAX = 1 << 21  # grid points of the composed law (the spacing grows beyond)
+TAIL = 1e-15            # mass ignored beyond the y range, per world
+
+
+@dataclass(frozen=True)
+class StatisticLaw:
+    """Law of the audit statistic L on a uniform grid: ``p[i]`` = P(L ≈ grid[i]), ``q[i]`` = Q(L ≈ grid[i]).
+
+    Thresholds are the midpoints ``grid[i] - h/2``: P(L ≥ grid[i] - h/2) = Σ_{j ≥ i} p[j].
+    """
+
+    grid: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+    h: float
+
+    @property
+    def thresholds(self) -> np.ndarray:
+        return self.grid - self.h / 2
+
+    def tails(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(P(L ≥ t), Q(L ≥ t)) at every midpoint threshold t."""
+        return np.cumsum(self.p[::-1])[::-1], np.cumsum(self.q[::-1])[::-1]
+
+
+def one_step_law(pair_numeric: Tuple, h: float) -> StatisticLaw:
+    """Law of log p(y)/q(y) for y ~ P and y ~ Q (one step), binned to multiples of ``h`` (exact cell masses)."""
+    a, p, b, q, sigma = pair_numeric
+    means = np.concatenate([a, b])
+    reach = sigma * stats.norm.isf(TAIL) + 1.0
+    lo, hi = means.min() - reach, means.max() + reach
+    slope = max(1e-9, float(means.max() - means.min())) / sigma ** 2  # |d llr / dy| ≤ spread / σ²
+    cells = int(min(Y_CELLS_MAX, max(4096, np.ceil((hi - lo) * slope / (h / 2)))))
+    edges = np.linspace(lo, hi, cells + 1)
+    mass_p = np.diff(mixture_cdf(edges, a, p, sigma))
+    mass_q = np.diff(mixture_cdf(edges, b, q, sigma))
+    mid = (edges[:-1] + edges[1:]) / 2
+    llr = log_likelihood_ratio(mid[:, None], pair_numeric)
+    k = np.rint(llr / h).astype(np.int64)
+    k0 = int(k.min())
+    size = int(k.max()) - k0 + 1
+    law_p = np.bincount(k - k0, weights=mass_p, minlength=size)
+    law_q = np.bincount(k - k0, weights=mass_q, minlength=size)
+    return StatisticLaw((k0 + np.arange(size)) * h, law_p / law_p.sum(), law_q / law_q.sum(), h)
+
+
+def _power(x: np.ndarray, steps: int) -> np.ndarray:
+    """``steps``-fold self-convolution of a probability vector (FFT), negatives from rounding clipped."""
+    n_out = steps * (len(x) - 1) + 1
+    nfft = 1 << int(np.ceil(np.log2(n_out)))
+    out = np.fft.irfft(np.fft.rfft(x, nfft) ** steps, nfft)[:n_out]
+    out = np.clip(out, 0.0, None)
+    return out / out.sum()
+
+
+def statistic_law(pair_numeric: Tuple, steps: int, h: float = 1e-3) -> StatisticLaw:
+    """Law of L = Σ_{s ≤ steps} log p(y_s)/q(y_s) in world P and in world Q (i.i.d. steps of the pair).
+
+    The grid spacing grows beyond ``h`` when the composed support would exceed ``LAW_BINS_MAX`` points.
+    A design aid (see the module docstring), not a certified quantity.
+    """
+    one = one_step_law(pair_numeric, h)
+    width = float(one.grid[-1] - one.grid[0])
+    h_needed = width * steps / LAW_BINS_MAX
+    if h_needed > h:
+        one = one_step_law(pair_numeric, h_needed)
+    if steps == 1:
+        return one
+    grid = steps * one.grid[0] + one.h * np.arange(steps * (len(one.grid) - 1) + 1)
+    return StatisticLaw(grid, _power(one.p, steps), _power(one.q, steps), one.h)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A test fixed before sampling: S = {L ≥ threshold} (side ``upper``, P positive) or {L < threshold}
+    (side ``lower``, Q positive); ``expected`` is the design's expected certified value at ``trials``,
+    ``tp_rate`` / ``fp_rate`` the law's rates of the positive / negative world."""
+
+    threshold: float
+    side: str
+    expected: float
+    tp_rate: float
+    fp_rate: float
+    trials: int
+
+
+def _sides(law: StatisticLaw):
+    """(side, threshold, rate of the positive world, rate of the negative world) arrays for both sides."""
+    tail_p, tail_q = law.tails()
+    t = law.thresholds
+    yield "upper", t, tail_p, tail_q
+    yield "lower", t, np.clip(1 - tail_q, 0, 1), np.clip(1 - tail_p, 0, 1)
+
+
+def _expected_epsilon(tp: float, fp: float, n: int, delta: float, a: float) -> float:
+    """E[max(0, log((CP_lower(TP) - δ) / CP_upper(FP)))] over FP ~ Bin(n, fp), TP at its mean n·tp."""
+    lo = float(cp_lower(n * tp, n, a)) - delta
+    if lo <= 0:
+        return 0.0
+    mean, sd = n * fp, np.sqrt(n * fp * (1 - fp))
+    k = np.arange(max(0, int(mean - 6 * sd) - 2), min(n, int(mean + 6 * sd) + 3) + 1)
+    w = stats.binom.pmf(k, n, fp)
+    eps = np.maximum(0.0, np.log(lo / cp_upper(k, n, a)))
+    return float((w * eps).sum() / max(w.sum(), 1e-300))
+
+
+def design_test(law: StatisticLaw, trials: int, delta: float, confidence: float, refine: int = 24) -> Design:
+    """The threshold and side maximising the expected certified ε lower bound at ``trials`` trials per world.
+
+    Lower-bound direction (the design never touches the audit's trials). Plug-in value on every
+    midpoint threshold of both sides, then the expectation over the false-positive count for the
+    ``refine`` best; the confidence is split over the two rates as in :func:`auditor_stats.epsilon_lower_bound`.
+    """
+    a = (1 - confidence) / 2
+    n = int(trials)
+    best = Design(float(law.thresholds[0]), "upper", 0.0, 1.0, 1.0, n)
+    for side, t, tp, fp in _sides(law):
+        ok = (n * tp >= 1) & (fp > 0)
+        if not ok.any():
+            continue
+        idx = np.flatnonzero(ok)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            plug = np.log((cp_lower(n * tp[idx], n, a) - delta) / cp_upper(n * fp[idx], n, a))
+        plug = np.where(np.isfinite(plug), plug, -np.inf)
+        for i in idx[np.argsort(plug)[::-1][:refine]]:
+            value = _expected_epsilon(float(tp[i]), float(fp[i]), n, delta, a)
+            if value > best.expected:
+                best = Design(float(t[i]), side, value, float(tp[i]), float(fp[i]), n)
+    return best
+
+
+def profile_thresholds(law: StatisticLaw, alphas: Sequence[float], trials: int, confidence: float) -> list:
+    """Per α, the (threshold, side) maximising the plug-in H_α lower bound CP_lower(P(S)) - α CP_upper(Q(S))."""
+    a = (1 - confidence) / 2
+    out = []
+    for alpha in alphas:
+        best = (-np.inf, float(law.thresholds[0]), "upper")
+        for side, t, tp, fp in _sides(law):
+            h = cp_lower(trials * tp, trials, a) - alpha * cp_upper(trials * fp, trials, a)
+            i = int(np.argmax(h))
+            if h[i] > best[0]:
+                best = (float(h[i]), float(t[i]), side)
+        out.append((best[1], best[2]))
+    return out
+
+
+def tail_thresholds(law: StatisticLaw, per_side: int = 24, smallest: float = 1e-7) -> list:
+    """(threshold, side) pairs whose positive-world tail mass runs geometrically from 1/2 down to ``smallest``."""
+    out = []
+    levels = np.geomspace(0.5, smallest, per_side)
+    for side, t, tp, _ in _sides(law):
+        order = tp[::-1] if side == "upper" else tp  # increasing along the array
+        ts = t[::-1] if side == "upper" else t
+        idx = np.clip(np.searchsorted(order, levels), 0, len(ts) - 1)
+        out += [(float(ts[i]), side) for i in np.unique(idx)]
+    return out
+
+
+def histogram_edges(law: StatisticLaw, extra: Sequence[float] = (), n_edges: int = 2048) -> np.ndarray:
+    """Sorted bin edges of the statistic: tail-geometric quantiles of the law in both worlds plus ``extra``.
+
+    Every shard counts its statistic on these edges (under- and overflow bins included), so a
+    count {L ≥ e} for an edge e is an exact sum of bins and shards merge by addition.
+    """
+    tail_p, tail_q = law.tails()
+    levels = np.geomspace(1e-13, 0.5, n_edges // 4)
+    picks = []
+    for tail in (tail_p, tail_q):
+        rising = tail[::-1]  # P(L ≥ t) along decreasing t: increasing
+        picks.append(law.thresholds[::-1][np.clip(np.searchsorted(rising, levels), 0, len(rising) - 1)])
+        below = 1 - tail
+        picks.append(law.thresholds[np.clip(np.searchsorted(below, levels), 0, len(below) - 1)])
+    return np.unique(np.concatenate([*picks, np.asarray(list(extra), dtype=float)]))
+
+
+__all__ = ["Design", "StatisticLaw", "design_test", "histogram_edges", "one_step_law", "profile_thresholds",
+           "statistic_law", "tail_thresholds"]

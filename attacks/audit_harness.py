@@ -1,0 +1,101 @@
+"""One-run canary audit of *your* training function (Steinke, Nasr & Jagielski 2023, via :mod:`attacks.canary`).
+
+You give ``train(series) -> model``: any code (your model, optimizer, data pipeline, Opacus or
+not) that trains on a list of 1-D float arrays and returns something that scores windows.
+The harness places m spike canaries in your data exactly as :func:`attacks.canary.audit_model`
+does (one element each, ±``spike`` standard deviations of its series, at least L_C + L_F
+apart, each inserted with probability 1/2), calls ``train`` once on the data with the
+inserted canaries, and scores every canary on its canary windows (the windows of Algorithm
+4, front padding included, that hold its element):
+
+    score_i = Σ_windows [ loss(window without canary i) - loss(window with canary i) ]
+
+with ``loss(model, context, forecast) -> (B,)`` per-window losses (default: ``model(context,
+forecast)``, the convention of tsdp's models). A model that memorised canary i fits the
+window with the spike better than without it. The score is fixed before training, so
+Steinke et al.'s theorem (one-run audit with abstention; :func:`attacks.canary.certify`)
+makes the reported ``epsilon_lower`` a **lower** bound, with probability ≥ ``confidence``, on
+the ε of the training at event level (one changed element: the (ε, δ) the training claims
+for an event-level or user-level relation must be at least this). ``violation`` says
+whether it exceeds the ε you claim.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional, Sequence, Union
+
+import numpy as np
+import torch
+
+from tsdp.theorems.config import ConfigError, TrainingConfig
+
+from .canary import canary_windows, certify, place_canaries, with_canaries
+from .loop.data import SeriesData
+from .loop.windows import gather_windows, pad_series, split_window
+
+
+def _default_loss(model, context: torch.Tensor, forecast: torch.Tensor):
+    return model(context, forecast)
+
+
+def _window_losses(model, loss, context: torch.Tensor, forecast: torch.Tensor) -> np.ndarray:
+    """Per-window losses of ``model`` (on its own device, in eval mode, without gradients) as float64."""
+    if isinstance(model, torch.nn.Module):
+        param = next(model.parameters(), None)
+        if param is not None:
+            context, forecast = context.to(param.device), forecast.to(param.device)
+        model.eval()
+    with torch.no_grad():
+        out = loss(model, context, forecast)
+    out = torch.as_tensor(out).detach().cpu().double().numpy().reshape(-1)
+    if out.shape[0] != context.shape[0]:
+        raise ValueError(f"the loss must give one value per window: got {out.shape[0]} for {context.shape[0]} windows")
+    return out
+
+
+def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,
+                   canaries: int, delta: float, epsilon: Optional[float] = None,
+                   loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
+                   spike: float = 10.0) -> dict:
+    """One-run canary audit of ``train`` on ``data`` (module docstring); a lower bound on the training's ε.
+
+    ``config`` gives the window geometry (L_C, L_F) the canaries are scored on; ``epsilon``
+    (optional) is the ε your training claims at ``delta``. Returns a JSON-ready dict:
+    canaries, included, epsilon_lower, confidence, delta, epsilon_claimed, violation, the
+    score's guesses and AUC.
+    """
+    if canaries < 2:
+        raise ConfigError("canaries", "must be >= 2", canaries)
+    if not (0 < confidence < 1):
+        raise ConfigError("confidence", "must be in (0, 1)", confidence)
+    base = data if isinstance(data, SeriesData) else SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in data))
+    loss = _default_loss if loss is None else loss
+    rng = np.random.default_rng(seed)
+    try:
+        series, position, values = place_canaries(base, canaries, config, rng, spike)
+    except ValueError as exc:  # too many canaries for the data, or series too short to hold out L_F
+        raise ConfigError("canaries", str(exc), canaries) from None
+    included = rng.random(canaries) < 0.5
+    model = train([s.copy() for s in with_canaries(base, series, position, values, included).series])
+
+    every = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
+    lengths = torch.as_tensor(base.lengths)
+    seq, start, valid = canary_windows(config, series, position, lengths - config.forecast_length + 1)
+    flat = valid.reshape(-1)
+    losses = []
+    for version in (base, every):
+        padded, _ = pad_series([torch.as_tensor(s) for s in version.series], config.context_length)
+        windows = gather_windows(padded, seq.reshape(-1)[flat], start.reshape(-1)[flat], config.window_length)
+        context, forecast = split_window(windows, config.context_length)
+        per_window = np.zeros(flat.numel())
+        per_window[flat.numpy()] = _window_losses(model, loss, context, forecast)
+        losses.append(per_window.reshape(valid.shape).sum(1))
+    score = losses[0] - losses[1]
+    bounds = certify({"memorisation": score}, included, delta, confidence)
+    lower = bounds["epsilon_lower"]
+    return {
+        "canaries": canaries, "included": int(included.sum()), "spike": spike, "delta": delta,
+        "confidence": confidence, "epsilon_lower": lower, "epsilon_claimed": epsilon,
+        "violation": epsilon is not None and math.isfinite(epsilon) and lower > epsilon,
+        "scores": bounds["scores"],
+    }

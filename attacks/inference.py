@@ -1,0 +1,71 @@
+"""The inference-time privacy mechanism of paper Appendix H, in torch (its bound: T15, an upper bound).
+
+Each context step is kept independently with probability r (Poisson, data-independent),
+kept values get N(0, σ²) noise, dropped values are imputed with the mean of the kept noisy
+values (0 when none is kept), and a trained forecaster samples forecasts from the result.
+Everything is batched over leading dimensions (series, trials) and runs on the tensors'
+device (cuda when given cuda tensors, else cpu); randomness comes from a ``torch.Generator``
+on that device, so runs are reproducible.
+"""
+from __future__ import annotations
+
+import pickle
+from typing import Callable, Tuple
+
+import torch
+
+Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def mean_impute(noisy: torch.Tensor, kept: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The paper's imputation: every dropped step gets the mean of the kept noisy values of its
+    series (last axis); 0 where nothing is kept. Uses only released values (``x`` is unused),
+    so the output is a post-processing of (pattern, kept noisy values) as T15's proof needs."""
+    count = kept.sum(-1, keepdim=True)
+    total = torch.where(kept, noisy, torch.zeros_like(noisy)).sum(-1, keepdim=True)
+    mean = torch.where(count > 0, total / count.clamp(min=1), torch.zeros_like(total))
+    return mean.expand_as(noisy)
+
+
+def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Generator,
+                    impute: Imputation = mean_impute) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(released context, kept mask) for contexts ``x`` (..., L_C): Poisson keep rate r, N(0, σ²) on kept
+    values, ``impute`` (default :func:`mean_impute`) on dropped ones. Vectorised over leading axes."""
+    if not 0 < r <= 1:
+        raise ValueError(f"keep rate r must be in (0, 1], got {r}")
+    if not sigma > 0:
+        raise ValueError(f"sigma must be > 0, got {sigma}")
+    kept = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) < r
+    noisy = x + sigma * torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
+    return torch.where(kept, noisy, impute(noisy, kept, x)), kept
+
+
+def private_forecast(model: torch.nn.Module, x: torch.Tensor, r: float, sigma: float, n_samples: int,
+                     generator: torch.Generator) -> torch.Tensor:
+    """Forecast sample paths (B, n_samples, L_F) of ``model`` from privatised contexts ``x`` (B, L_C).
+
+    One release per series (T15 per release; the forecast is post-processing of the context).
+    """
+    released, _ = private_context(x, r, sigma, generator)
+    with torch.no_grad():
+        return model.sample(released.to(torch.float32), n_samples, generator)
+
+
+def save_model(path, model: torch.nn.Module, name: str, context_length: int, forecast_length: int) -> None:
+    """Write a trained forecaster (CLI name, L_C, L_F, weights) for `tsdp forecast`."""
+    torch.save({"model": name, "context_length": context_length, "forecast_length": forecast_length,
+                "state_dict": model.state_dict()}, path)
+
+
+def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
+    """(model in eval mode on ``device``, its header) from :func:`save_model`'s file; ValueError if not one."""
+    from .loop.models import make_model
+
+    try:
+        blob = torch.load(path, map_location=device, weights_only=True)
+        model = make_model(blob["model"], blob["context_length"], blob["forecast_length"]).to(device)
+        model.load_state_dict(blob["state_dict"])
+    except (OSError, KeyError, RuntimeError, TypeError, EOFError, ValueError, pickle.UnpicklingError) as err:
+        raise ValueError(f"{path} is not a model file written by `tsdp train --save` ({err})") from err
+    model.eval()
+    return model, {k: blob[k] for k in ("model", "context_length", "forecast_length")}

@@ -1,0 +1,171 @@
+"""Structured-subsampling accounting inside Opacus (optional extra ``tsdp[opacus]``; this module imports opacus).
+
+:class:`StructuredSubsamplingAccountant` is an Opacus ``IAccountant`` whose ``get_epsilon(δ)``
+is tsdp's event accountant (:class:`tsdp.verify.accountant.PldAccountant`, "sound" by
+default: an **upper** bound, the paper's Appendix B.3 accounting with the tightest sound
+bound of the catalogue for the scheme, e.g. T6 for WOR top / WR bottom level) over
+:func:`tsdp.verify.events.training_event` of the steps Opacus recorded. Opacus tells an
+accountant only σ and a sample rate per step, so the batching (N, lengths, L_C, L_F, Λ, λ,
+top / bottom level, relation) comes from the :class:`TrainingConfig` you give it; σ comes
+from Opacus's history (a run whose σ changes is a ``ComposedDpEvent``).
+
+What Opacus's ``sample_rate`` means here. ``PrivacyEngine.make_private`` passes
+``1 / len(data_loader)`` (times gradient-accumulation steps). With tsdp's
+:class:`~tsdp.attacks.batching.BiLevelBatchSampler` that is 1 / (steps per epoch of the
+configuration): it is *not* a Poisson rate and is not used as one, only checked. A sample
+rate other than ``1 / config.steps_per_epoch`` means the data loader is not the configured
+batching (another sampler, another configuration, gradient accumulation) and is refused.
+Use ``poisson_sampling=False`` in ``make_private``: Opacus's Poisson loader would replace
+the structured batching (:class:`~tsdp.attacks.batching.WindowDataset` refuses its indices).
+Opacus's DP optimizer is Algorithm 2 (per-window clipping to C, N(0, σ²C²) on the sum); it
+divides by ``int(len(dataset) / len(loader))`` where Algorithm 2 divides by Λ, a rescaling
+of the learning rate that does not change the privacy accounted here.
+
+Use::
+
+    accountant = register(config)                      # registers mechanism "tsdp" for this configuration
+    engine = PrivacyEngine(accountant=MECHANISM)       # or: engine.accountant = accountant
+    model, optimizer, loader = engine.make_private(..., data_loader=loader, poisson_sampling=False)
+    engine.get_epsilon(1e-5)                           # == `tsdp epsilon --delta 1e-5 --steps S <config flags>`
+
+``make_private_with_epsilon`` works the same way (its σ search creates accountants through
+the registry, hence :func:`register`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+try:
+    from opacus.accountants import IAccountant, register_accountant
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("the Opacus accountant needs opacus: pip install 'tsdp[opacus]'") from exc
+
+from dp_accounting import dp_event
+
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.verify.accountant import PldAccountant
+from tsdp.verify.events import EPOCH_SCOPED_TOP, training_event
+
+MECHANISM = "tsdp"
+
+
+def _config_state(config: TrainingConfig) -> dict:
+    state = config.as_dict()
+    state.pop("derived")
+    return state
+
+
+class StructuredSubsamplingAccountant(IAccountant):
+    """Opacus accountant for bi-level structured subsampling (paper Algorithms 1, 3-6; bounds T1-T14).
+
+    ``config``: the batching of the training (σ is taken from Opacus per step); ``theorem``:
+    a catalogue id, None for the tightest sound bound; ``estimate``: "sound" (upper bound,
+    default) or "attained" (lower bound of the construction, not a budget). ``history`` holds
+    Opacus's (σ, sample_rate, steps) runs, merged like Opacus's RDP accountant.
+    """
+
+    default_config: Optional[TrainingConfig] = None  # set by :func:`register` for registry-created instances
+    default_options: dict = {}
+
+    def __init__(self, config: Optional[TrainingConfig] = None, *, theorem: Optional[str] = None,
+                 estimate: Optional[str] = None, discretization: Optional[float] = None):
+        super().__init__()
+        config = config if config is not None else type(self).default_config
+        if not isinstance(config, TrainingConfig):
+            raise ConfigError("config", "the structured-subsampling accountant needs a TrainingConfig "
+                                        "(construct it with one, or call tsdp.attacks.opacus_accountant.register)")
+        options = dict(type(self).default_options)
+        options.update({k: v for k, v in (("theorem", theorem), ("estimate", estimate),
+                                          ("discretization", discretization)) if v is not None})
+        self.config = config
+        self.theorem = options.get("theorem")
+        self.estimate = options.get("estimate", "sound")
+        self.discretization = options.get("discretization", 1e-4)
+        # validates the options and refuses, now rather than at get_epsilon, a scheme without a bound to account it
+        PldAccountant(self.estimate, discretization=self.discretization).compose(
+            training_event(config, steps=1, theorem=self.theorem))
+
+    @classmethod
+    def mechanism(cls) -> str:
+        return MECHANISM
+
+    def __len__(self) -> int:
+        return sum(n for _, _, n in self.history)
+
+    def _check_rate(self, sample_rate: float) -> None:
+        """Opacus's sample rate must be 1 / steps per epoch of the configuration (module docstring)."""
+        expected = 1.0 / self.config.steps_per_epoch
+        if not math.isclose(float(sample_rate), expected, rel_tol=1e-9):
+            raise ConfigError(
+                "sample_rate",
+                f"Opacus reports 1/len(data_loader) = {sample_rate:.6g}, but the configuration's epoch has "
+                f"{self.config.steps_per_epoch} steps (rate {expected:.6g}): the data loader is not "
+                "BiLevelBatchSampler over this configuration (or uses gradient accumulation)", sample_rate)
+
+    def step(self, *, noise_multiplier: float, sample_rate: float):
+        """Record one Opacus step at σ = ``noise_multiplier``; the sample rate is checked, not used."""
+        self._check_rate(sample_rate)
+        if self.history and self.history[-1][0] == noise_multiplier and self.history[-1][1] == sample_rate:
+            sigma, rate, n = self.history[-1]
+            self.history[-1] = (sigma, rate, n + 1)
+            return
+        if self.config.top in EPOCH_SCOPED_TOP and len(self) % self.config.steps_per_epoch:
+            raise ConfigError("noise_multiplier", f"changes inside an epoch of {self.config.top!r} iteration, "
+                                                  "whose bounds are per epoch; change σ at epoch boundaries",
+                              noise_multiplier)
+        self.history.append((noise_multiplier, sample_rate, 1))
+
+    def event(self) -> dp_event.DpEvent:
+        """The recorded run as one privacy event: ``training_event`` per σ run, composed in order."""
+        parts = []
+        for sigma, rate, steps in self.history:
+            self._check_rate(rate)
+            parts.append(training_event(self.config.with_(sigma=float(sigma)), steps=int(steps),
+                                        theorem=self.theorem))
+        return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
+
+    def get_epsilon(self, delta: float, *args, **kwargs) -> float:
+        """ε at ``delta`` of the recorded steps (sound: an upper bound) from :class:`PldAccountant`; 0 before any."""
+        if not self.history:
+            return 0.0
+        accountant = PldAccountant(self.estimate, discretization=self.discretization)
+        return float(accountant.compose(self.event()).get_epsilon(delta))
+
+    def state_dict(self, destination=None):
+        """Opacus's state (history, mechanism) plus the configuration and options it was accounted with."""
+        destination = super().state_dict(destination)
+        destination["config"] = _config_state(self.config)
+        destination["theorem"] = self.theorem
+        destination["estimate"] = self.estimate
+        destination["discretization"] = self.discretization
+        return destination
+
+    def load_state_dict(self, state_dict):
+        """Restore a checkpoint; a checkpoint of another configuration or estimate is refused."""
+        theirs = state_dict.get("config") if state_dict else None
+        if theirs is not None and theirs != _config_state(self.config):
+            raise ConfigError("config", "the checkpoint was accounted with another configuration", theirs)
+        for key in ("theorem", "estimate", "discretization"):
+            if state_dict and key in state_dict and state_dict[key] != getattr(self, key):
+                raise ConfigError(key, f"the checkpoint was accounted with {key} {state_dict[key]!r}",
+                                  getattr(self, key))
+        super().load_state_dict(state_dict)
+        self.history = [tuple(h) for h in self.history]
+
+
+def register(config: TrainingConfig, *, theorem: Optional[str] = None, estimate: str = "sound",
+             discretization: float = 1e-4) -> StructuredSubsamplingAccountant:
+    """Register mechanism ``"tsdp"`` in Opacus's accountant registry for ``config`` and return a fresh accountant.
+
+    Registry-created accountants (``PrivacyEngine(accountant="tsdp")``, the σ search of
+    ``make_private_with_epsilon``) then account this configuration. Registering again
+    replaces the previous configuration.
+    """
+    bound = type("StructuredSubsamplingAccountantFor", (StructuredSubsamplingAccountant,), {
+        "default_config": config,
+        "default_options": {"theorem": theorem, "estimate": estimate, "discretization": discretization},
+    })
+    accountant = bound()
+    register_accountant(MECHANISM, bound, force=True)
+    return accountant
