@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.registry import REGISTRY
 from tsdp.verify import accounting
+from tsdp.verify.events import EPOCH_SCOPED_TOP, compositions
+
+CATALOGUE_DELTA = 1e-5
+CATALOGUE_DISCRETIZATION = 1e-3
 
 DELTAS = (1e-5, 1e-7)
 SCHEDULES = (("steps", 1), ("steps", 100), ("steps", 1000), ("epochs", 1), ("epochs", 10))
@@ -21,29 +27,59 @@ def derived(config: TrainingConfig) -> dict:
     return {"T": config.T, "k": config.k, "r": float(config.r), "rho": float(config.rho), "phi": float(config.phi),
             "q": float(config.q), "sequences_per_step": config.sequences_per_step,
             "compositions_per_epoch": config.compositions_per_epoch,
-            "steps_per_epoch": accounting.steps_per_epoch(config), "N_tot": config.n_windows_total}
+            "steps_per_epoch": config.steps_per_epoch, "N_tot": config.n_windows_total}
 
 
 def accounting_section(config: TrainingConfig, theorem: Optional[str] = None,
                        tick: Optional[Callable[[], None]] = None) -> dict:
     """ε of the configuration at δ ∈ {1e-5, 1e-7} after 1/100/1000 steps and 1/10 epochs.
 
-    Each row is one :func:`verify.accounting.epsilon` call (default discretisation 1e-4):
-    ``epsilon_sound`` an upper bound on ε (rounded up), ``epsilon_attained`` a lower bound
-    (rounded down) or None where the bound has no construction. ``tick`` is called after
-    each row (progress).
+    Each row is one :func:`verify.accounting.epsilon` answer (default discretisation 1e-4):
+    ``epsilon_sound`` an upper bound on ε (rounded up; None for a lower-bound theorem),
+    ``epsilon_attained`` a lower bound (rounded down) or None where the bound has no
+    construction. Schedules with the same number of compositions (1 epoch = 10 steps at the
+    default) share one answer. ``tick`` is called after each row (progress).
     """
     rows = []
     theorem_used, reason, kind = None, None, None
+    answers = {}
     for delta in DELTAS:
         for unit, n in SCHEDULES:
-            res = accounting.epsilon(config, delta, theorem=theorem, **{unit: n})
+            key = (delta, compositions(config, **{unit: n}))
+            if key not in answers:
+                answers[key] = accounting.epsilon(config, delta, theorem=theorem, **{unit: n})
+            res = answers[key]
             theorem_used, reason, kind = res.theorem, res.reason, res.kind
-            rows.append({"delta": delta, unit: n, "steps": res.steps, "epochs": res.epochs,
-                         "compositions": res.compositions, "epsilon_sound": res.epsilon,
-                         "epsilon_attained": res.epsilon_attained, "construction": res.construction,
-                         "discretization": res.discretization})
+            rows.append({"delta": delta, unit: n, "steps": n if unit == "steps" else None,
+                         "epochs": n if unit == "epochs" else None, "compositions": res.compositions,
+                         "epsilon_sound": res.epsilon, "epsilon_attained": res.epsilon_attained,
+                         "construction": res.construction, "discretization": res.discretization})
             if tick is not None:
                 tick()
     return {"config": config.as_dict(), "derived": derived(config), "theorem": theorem_used, "kind": kind,
-            "reason": reason, "rows": rows}
+            "reason": reason, "rows": rows, "catalogue": catalogue(config)}
+
+
+def catalogue(config: TrainingConfig) -> list:
+    """Every training bound of the registry at this configuration: one composition's ε at δ = 1e-5.
+
+    Iterates :data:`tsdp.theorems.registry.REGISTRY` (a bound added there appears here with no
+    other edit). For each bound: whether it applies to the configured scheme (and why not),
+    its sound ε (upper bound; None for a lower bound) and attained ε (lower bound; None
+    without a construction), discretisation 1e-3.
+    """
+    rows = []
+    unit = "epochs" if config.top in EPOCH_SCOPED_TOP else "steps"
+    for bound in REGISTRY.values():
+        if bound.scope not in ("step", "epoch"):
+            continue
+        row = {"theorem": bound.id, "reference": bound.reference, "kind": bound.kind, "scope": bound.scope,
+               "applies": True, "why_not": None, "epsilon_sound": None, "epsilon_attained": None}
+        try:
+            res = accounting.epsilon(config, CATALOGUE_DELTA, theorem=bound.id,
+                                     discretization=CATALOGUE_DISCRETIZATION, **{unit: 1})
+            row.update(epsilon_sound=res.epsilon, epsilon_attained=res.epsilon_attained)
+        except TheoremError as exc:
+            row.update(applies=False, why_not=str(exc))
+        rows.append(row)
+    return rows

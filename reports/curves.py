@@ -1,35 +1,38 @@
 """Composed privacy profiles δ(ε) on an ε grid, with their soundness direction.
 
-Every curve of the report comes from here. Two kinds, never mixed up:
+Every curve of the report comes from here, and every value on it from the accountant's estimates
+(:class:`tsdp.verify.accountant.PldAccountant`, the one place that composes PLDs), over the
+run of ``n`` unit events of the scheme (one step, or one epoch for deterministic/shuffled top
+levels; :func:`tsdp.verify.events.training_event`). Three kinds, never mixed up:
 
-* :func:`sound_curves` - the theorem's one-step profile as stated, connect-the-dots PLD
-  (pessimistic, :func:`verify.pld.sound_pld`), composed by dp-accounting: an **upper**
-  bound on δ(ε) of every mechanism the theorem dominates, rounded up. For a bound of kind
-  ``lower`` (T3, T9, T10, T14) it is the pessimistic evaluation of that lower bound, which
-  is what the paper plots; use :func:`attained_curves` when the direction matters.
-* :func:`attained_curves` - the construction's pair (the bound's own pair for T1, T3, T6,
-  T9, T13, T14; ``bound.construction`` otherwise), optimistic privacy buckets, both
-  adjacency directions, composed: a **lower** bound on δ(ε) that a real attack reaches,
-  rounded down (up to the library's 1e-15 tail mass).
+* :func:`sound_curves` - the theorem's one-step profile, connect-the-dots, composed (estimate
+  ``sound``): an **upper** bound on δ(ε), rounded up; refused for a lower bound.
+* :func:`pair_upper_curves` - the construction pair, pessimistic buckets, composed (estimate
+  ``attained_upper``): an upper estimate of the pair; for a tight bound an upper bound, for a
+  bound of kind ``lower`` (T3, T9, T10, T14) an upper estimate *of a lower bound* (what the
+  paper plots for them), never a sound value.
+* :func:`attained_curves` - the construction's pair (the bound's own pair for T1, T3, T6, T9,
+  T13, T14; ``bound.construction`` otherwise), optimistic privacy buckets, both adjacency
+  directions, the accountant's envelope over sub-runs: a **lower** bound on
+  δ(ε) that a real attack reaches, rounded down (up to the library's 1e-15 tail mass).
 
 Paper Appendix B.3 composes at value discretisation 1e-3; :data:`FIGURE_DISCRETIZATION`.
 """
 from __future__ import annotations
 
+import functools
 from typing import Dict, Iterable, Optional
 
 import numpy as np
 
-from tsdp.theorems.bounds.base import PairBound
 from tsdp.theorems.config import ConfigError, TrainingConfig
-from tsdp.theorems.registry import get
-from tsdp.verify.pld import DEFAULT_LOG_MASS_TRUNCATION, compose, pair_pld, sound_pld
+from tsdp.verify.accountant import PldAccountant
+from tsdp.verify.events import training_event, unit_event
+from tsdp.verify.pld import DEFAULT_TAIL_MASS_TRUNCATION as TAIL_MASS
 
 FIGURE_DISCRETIZATION = 1e-3
 """PLD value discretisation of the claim sweeps and figures (paper Appendix B.3)."""
 
-TAIL_MASS = 1e-15
-"""Tail mass truncated at each composition (dp-accounting default)."""
 
 NEGLIGIBLE = 1e-10
 """δ below this on both sides of a comparison is a tie: each composition adds up to TAIL_MASS of
@@ -47,62 +50,64 @@ def eps_grid(n: int = 61, lo: float = -3.0, hi: float = np.log10(50.0)) -> np.nd
     return np.logspace(lo, hi, n)
 
 
-def _composed_deltas(one, counts: Iterable[int], eps: np.ndarray) -> Dict[int, np.ndarray]:
-    """δ(ε) of ``one`` composed n times for each n in ``counts`` (incremental composition)."""
+def _curves(estimate: str, theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
+            discretization: float) -> Dict[int, np.ndarray]:
+    """{n: δ over ``eps`` after n unit events of ``theorem`` on ``config``} for each n in ``counts``."""
+    grid = tuple(float(e) for e in eps)
     out: Dict[int, np.ndarray] = {}
-    last_n, last = 0, None
     for n in sorted(set(int(c) for c in counts)):
         if n < 1:
             raise ConfigError("compositions", "must be >= 1", n)
-        if last is None:
-            pld = compose(one, n, TAIL_MASS)
-        else:
-            pld = last.compose(compose(one, n - last_n, TAIL_MASS), tail_mass_truncation=TAIL_MASS)
-        out[n] = np.asarray(pld.get_delta_for_epsilon(list(map(float, eps))), dtype=float)
-        last_n, last = n, pld
+        out[n] = _deltas(estimate, theorem, config, n, grid, float(discretization)).copy()
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _deltas(estimate: str, theorem: str, config: TrainingConfig, n: int, grid: tuple, discretization: float):
+    """δ at each ε of ``grid`` after n unit events, from the accountant (cached: claims share curves,
+    e.g. C1 and C2 both read T6 on the configuration): a :class:`PldAccountant` of ``estimate`` over
+    the run of n unit events (:func:`tsdp.verify.events.training_event`: n steps, or n epochs for an
+    epoch-scoped scheme), read on the whole grid at once (``get_delta_curve``)."""
+    unit = unit_event(config, theorem)
+    acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=TAIL_MASS)
+    acc.compose(training_event(config, theorem=theorem, **{"epochs" if unit.scope == "epoch" else "steps": n}))
+    return acc.get_delta_curve(np.asarray(grid))
 
 
 def sound_curves(theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
                  discretization: float = FIGURE_DISCRETIZATION) -> Dict[int, np.ndarray]:
     """Upper bound (rounded up) on δ(ε) after n compositions of ``theorem``'s one-step profile.
 
-    Connect-the-dots PLD of the profile exactly as the theorem states it (paper Appendix B.3),
-    composed by dp-accounting; ``counts`` are numbers of compositions (steps for step-scoped
-    bounds, epochs for epoch-scoped ones). Returns {n: δ array over ``eps``}.
+    The accountant's ``sound`` estimate: the profile exactly as the theorem states it,
+    connect-the-dots (paper Appendix B.3), composed. Refused for a lower bound. ``counts`` are
+    numbers of unit events (steps for step-scoped bounds, epochs for epoch-scoped ones).
+    Returns {n: δ array over ``eps``}.
     """
-    one = sound_pld(get(theorem), config, discretization, DEFAULT_LOG_MASS_TRUNCATION)
-    return _composed_deltas(one, counts, eps)
+    return _curves("sound", theorem, config, counts, eps, discretization)
 
 
-def construction_of(theorem: str) -> Optional[str]:
-    """The id whose pair a real attack attains for ``theorem`` (T7 → T9, T2 → T3, ...), or None."""
-    b = get(theorem)
-    if b.construction is None or not isinstance(get(b.construction), PairBound):
-        return None
-    return b.construction
+def pair_upper_curves(theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
+                      discretization: float = FIGURE_DISCRETIZATION) -> Dict[int, np.ndarray]:
+    """Upper estimate (rounded up) of δ(ε) after n compositions of ``theorem``'s construction pair.
+
+    The accountant's ``attained_upper`` estimate (the pair, pessimistic buckets, composed): the
+    upper end of the attained bracket. For a tight bound (T1, T6) an upper bound on the scheme;
+    for a lower bound (T3, T9, T10, T14) an upper estimate *of the lower bound*, what the
+    paper plots for it - never a budget. Comparing two of these is like for like.
+    """
+    return _curves("attained_upper", theorem, config, counts, eps, discretization)
 
 
 def attained_curves(theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
                     discretization: float = FIGURE_DISCRETIZATION) -> Dict[int, np.ndarray]:
     """Lower bound (rounded down) on δ(ε) after n compositions of ``theorem``'s construction.
 
-    The construction's pair (both adjacency directions, optimistic privacy buckets) composed
-    n times; a running maximum over the ascending ``counts`` keeps the optimistic
-    discretisation's drift from pulling the value down (a lower bound after m ≤ n
-    compositions is one after n). Raises ConfigError when the bound has no construction.
+    The accountant's ``attained`` estimate (its one-step PLD of the construction's pair, both
+    adjacency directions, optimistic buckets, and its envelope over sub-runs; see
+    :func:`_deltas`). Raises :class:`tsdp.verify.accountant.UnsupportedBoundError` when the
+    bound has no construction.
     """
-    target = construction_of(theorem)
-    if target is None:
-        raise ConfigError("theorem", "has no construction (no attained pair)", theorem)
-    pair = get(target).pair(config, check=False)
-    one = pair_pld(pair, discretization, pessimistic=False)
-    raw = _composed_deltas(one, counts, eps)
-    out, best = {}, None
-    for n in sorted(raw):
-        best = raw[n] if best is None else np.maximum(best, raw[n])
-        out[n] = best
-    return out
+    return _curves("attained", theorem, config, counts, eps, discretization)
 
 
 def with_ratios(config: TrainingConfig, r: float, batch_ratio: float) -> TrainingConfig:

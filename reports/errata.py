@@ -64,7 +64,7 @@ def erratum_2(config: TrainingConfig) -> tuple:
     gap = swapped - printed
     i = int(np.argmax(gap))
     status = REPRODUCED if gap[i] > 1e-12 else NOT_REPRODUCED
-    return (f"T1 @ r = {float(cfg.r):.3g}: the α ≥ 0 reading is up to {gap[i]:.3g} below the α < 1 branch "
+    return (f"T1 @ r = {float(cfg.r):.4g}: the α ≥ 0 reading is up to {gap[i]:.4g} below the α < 1 branch "
             f"(at α = {alphas[i]:.2f}), so it would understate δ", status,
             {"max_understatement": float(gap[i]), "at_alpha": float(alphas[i])})
 
@@ -92,8 +92,8 @@ def erratum_5(config: TrainingConfig, c3: Optional[dict]) -> tuple:
         return f"WOR top level: {cpe} compositions per epoch (C3 not run)", NOT_REPRODUCED, {"compositions_per_epoch": cpe}
     n = c3["numbers"]
     same = abs(n["w_limit_LF_to_0"] - n["w_limit_LC_to_0_printed_reading"]) <= 1e-15
-    text = (f"σ_F → ∞ weight → ρ L_C / T = {n['w_limit_LF_to_0']:.6g} (L_F → 0); the printed 'L_C → 0' gives "
-            f"ρ L_F / T = {n['w_limit_LC_to_0_printed_reading']:.6g}" +
+    text = (f"σ_F → ∞ weight → ρ L_C / T = {n['w_limit_LF_to_0']:.4g} (L_F → 0); the printed 'L_C → 0' gives "
+            f"ρ L_F / T = {n['w_limit_LC_to_0_printed_reading']:.4g}" +
             (" (equal here since L_C = L_F; they differ whenever L_C ≠ L_F)" if same else "") +
             f"; WOR top level composes {cpe} times per epoch")
     return text, (REPRODUCED if c3["verdict"] == "confirmed" else NOT_REPRODUCED), {"compositions_per_epoch": cpe}
@@ -115,7 +115,7 @@ def erratum_7(config: TrainingConfig) -> tuple:
     short_len = max(config.forecast_length, config.forecast_length + config.window_length - 2)
     short = config.with_(L=short_len, lengths=None)
     text = (f"configuration: ours k = {config.k}, official {official} (T = {config.T}); short sequences L = {short.L} "
-            f"(T = {short.T}): official requires T ≥ {official} and raises, ours k = {short.k}, r = {float(short.r):.3g}")
+            f"(T = {short.T}): official requires T ≥ {official} and raises, ours k = {short.k}, r = {float(short.r):.4g}")
     ok = short.T < official and short.k == min(official, short.T)
     return text, (REPRODUCED if ok else NOT_REPRODUCED), {"k": config.k, "k_official": official, "short_L": short.L,
                                                            "short_k": short.k}

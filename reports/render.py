@@ -1,8 +1,14 @@
 """Render results.json into report.md and a self-contained index.html (PNG figures base64-embedded).
 
 Both documents come from one list of blocks built only from the results dict, so every number
-shown is in results.json. Blocks: ("h", level, text), ("p", text), ("table", header, rows),
-("img", file name, caption).
+shown is in results.json. Blocks: ("h", level, text), ("p", text), ("alert", ok, text),
+("table", header, rows), ("img", file name, caption), ("details", summary, [blocks]) - the
+last folds long grids (HTML ``<details>``, which GitHub's Markdown renders too).
+
+The first screen (section 0, "Summary") answers the user's questions: is there a privacy
+violation, the configuration's ε (sound and attained) and its theorem, each claim's verdict
+with the cells it rests on, and the audit ratios. Numbers to 4 significant digits; a lower
+bound (kind "lower": T3, T9, T10, T14) is never shown in a "sound" column.
 """
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ import html
 import math
 from pathlib import Path
 from typing import List
+
+SECTIONS = ("accounting", "claims", "consistency", "tightness", "errata", "inference")
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -26,18 +34,32 @@ def fmt(x, digits: int = 4) -> str:
     return str(x)
 
 
+def _schedule(r: dict) -> str:
+    n, unit = (r["steps"], "step") if r["steps"] else (r["epochs"], "epoch")
+    return f"{n} {unit}" + ("s" if n != 1 else "")
+
+
+def _bound_columns(kind: str, theorem: str) -> tuple:
+    """Column names for a bound's two ε values: an upper/tight bound has a sound (upper) value; a
+    lower bound is labelled as one, never as 'sound'."""
+    if kind == "lower":
+        return f"ε of the lower bound {theorem} (pessimistic evaluation)", "ε attained (lower)"
+    return f"ε sound ({theorem}, upper)", "ε attained (lower)"
+
+
 def blocks(results: dict) -> List[tuple]:
-    """The report as blocks, in section order (configuration, claims, consistency, tightness, errata)."""
+    """The report as blocks: the summary screen, then the sections (configuration, claims,
+    consistency, tightness, errata)."""
     b: List[tuple] = []
     meta = results["meta"]
     b.append(("h", 1, f"tsdp tightness report: {meta['name']}"))
-    b.append(("p", f"Mode: {meta['mode']}; generated in {fmt(meta['elapsed_s'], 3)} s; tsdp {meta['version']}; "
-                   f"status: {meta['status']}. Sound numbers are upper bounds (rounded up), attained numbers lower "
-                   "bounds reached by a construction (rounded down), audited numbers lower confidence bounds."))
     missing = [k for k in SECTIONS if results.get(k) is None]
     if missing:
-        b.append(("p", "**Not computed** (" + meta["status"] + "): " + ", ".join(missing) + "."))
-    # 1. configuration and accounting
+        b.append(("alert", False, f"Not computed ({meta['status']}): " + ", ".join(missing) + "."))
+    b.append(("p", f"Mode: {meta['mode']}; generated in {fmt(meta['elapsed_s'])} s; tsdp {meta['version']}; "
+                   f"status: {meta['status']}. Sound numbers are upper bounds (rounded up), attained numbers lower "
+                   "bounds reached by a construction (rounded down), audited numbers lower confidence bounds (LCB)."))
+    b.extend(_summary(results))
     acc = results.get("accounting")
     b.append(("h", 2, "1. Configuration and accounting"))
     if acc is not None:
@@ -54,45 +76,147 @@ def blocks(results: dict) -> List[tuple]:
     b.append(("h", 2, "5. Errata of THEOREMS.md and what the toolkit measured"))
     if results.get("errata") is not None:
         b.extend(_errata(results["errata"]))
+    b.append(("h", 2, "6. Inference-time privacy (T15)"))
+    if results.get("inference") is not None:
+        b.extend(_inference(results["inference"]))
     return b
 
 
-SECTIONS = ("accounting", "claims", "consistency", "tightness", "errata")
+# ----------------------------------------------------------------------------- summary screen
+
+
+def _summary(results: dict) -> List[tuple]:
+    b: List[tuple] = []
+    b.extend(_violation(results))
+    acc = results.get("accounting")
+    if acc is not None:
+        c = acc["config"]
+        b.append(("p", f"**Configuration**: N = {c['N']}, L = {c['L']}, L_C = {c['context_length']}, "
+                       f"L_F = {c['forecast_length']}, Λ = {c['batch_size']}, λ = {c['instances']}, σ = {fmt(c['sigma'])}, "
+                       f"top level {c['top']}, bottom level {c['bottom']}. **Theorem**: {acc['theorem']} ({acc['kind']}) - "
+                       f"{acc['reason']}."))
+        b.append(("p", f"**ε of this configuration** (theorem {acc['theorem']}; 'compositions' counts the composed "
+                       "one-step, or one-epoch for deterministic/shuffled iteration, events):"))
+        b.append(_epsilon_table(acc))
+    if results.get("claims") is not None:
+        b.append(("p", "**Claims C1-C6 of the paper** (details in section 2):"))
+        b.append(("table", ["claim", "verdict (cells it rests on)", "statement"],
+                  [[c["id"], c["verdict_text"], c["statement"]] for c in results["claims"]]))
+    t = results.get("tightness")
+    if t is not None:
+        if t["audit_status"] == "ran":
+            ac = t["audit_config"]
+            b.append(("p", f"**Audits of the real loop** (section 4; audit configuration N = {ac['N']}, "
+                           f"Λ = {ac['batch_size']}, L = {ac['L']}, δ = {fmt(t['delta'])}, one step):"))
+            b.append(("table", ["audited construction", "compared bound", "ε bound", "ε attained (lower)",
+                                "ε audited (LCB)", "audited / attained"],
+                      [[f"{x['theorem']} ({x['audited_kind']})", _compared(x),
+                        fmt(x["audit"]["epsilon_sound"]), fmt(x["audit"]["epsilon_attained"]),
+                        fmt(x["audit"]["epsilon_lower"]), fmt(x["audit"]["ratio"])] for x in t["bounds"]]))
+        else:
+            b.append(("p", f"Audits: {t['audit_status']}."))
+    return b
+
+
+def _violation(results: dict) -> List[tuple]:
+    t = results.get("tightness")
+    if results.get("violation") is None or t is None:
+        return []
+    if results["violation"]:
+        cases = "; ".join(f"audit of {v['theorem']} ({v['steps']} step{'s' if v['steps'] != 1 else ''}) certifies "
+                          f"ε ≥ {fmt(v['epsilon_lower'])} with {fmt(v['confidence'])} confidence "
+                          f"({fmt(v['trials'])} trials per world), above the sound ε = {fmt(v['epsilon_sound'])} of "
+                          f"{v['bound']}" for v in results["violations"])
+        return [("alert", False, f"PRIVACY VIOLATION DETECTED: {cases}. The loop leaks more than its proven bound; "
+                                 "`tsdp report` exits 1.")]
+    if t["audit_status"] != "ran":
+        return [("alert", None, "No violation check: the audits did not run (" + t["audit_status"] + ").")]
+    n = results["meta"].get("audits_checked")
+    return [("alert", True, f"No privacy violation: none of the {n} audits compared with a sound upper bound "
+                            "certified ε above it (lower confidence bounds, 95%).")]
+
+
+def _epsilon_table(acc: dict) -> tuple:
+    deltas = list(dict.fromkeys(r["delta"] for r in acc["rows"]))
+    sound, attained = _bound_columns(acc["kind"], acc["theorem"])
+    header = ["schedule", "compositions"] + [f"{name} at δ = {fmt(d)}" for d in deltas for name in (sound, attained)]
+    rows = []
+    for sched in dict.fromkeys(_schedule(r) for r in acc["rows"]):
+        rs = {r["delta"]: r for r in acc["rows"] if _schedule(r) == sched}
+        first = rs[deltas[0]]
+        rows.append([sched, first["compositions"]] + [fmt(rs[d][k]) for d in deltas
+                                                      for k in ("epsilon_sound", "epsilon_attained")])
+    return ("table", header, rows)
+
+
+def _compared(x: dict) -> str:
+    if not x["covers_audit"]:
+        return f"{x['sound_theorem']} (one record: another relation, see C6)"
+    return f"{x['sound_theorem']} ({x['kind']})"
+
+
+# ----------------------------------------------------------------------------- sections
 
 
 def _accounting(acc: dict) -> List[tuple]:
-    b: List[tuple] = []
     cfg = {k: v for k, v in acc["config"].items() if k != "derived"}
-    b.append(("table", ["field", "value"], [[k, fmt(v)] for k, v in cfg.items()] +
-              [[f"derived {k}", fmt(v)] for k, v in acc["derived"].items()]))
-    b.append(("p", f"Theorem used: {acc['theorem']} ({acc['kind']}) - {acc['reason']}."))
-    b.append(("table", ["δ", "schedule", "compositions", "ε sound (upper)", "ε attained (lower)"],
-              [[fmt(r["delta"]), f"{r['steps']} steps" if r["steps"] else f"{r['epochs']} epochs", r["compositions"],
-                fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"])] for r in acc["rows"]]))
-    return b
+    sound, attained = _bound_columns(acc["kind"], acc["theorem"])
+    return [("p", f"Theorem used: {acc['theorem']} ({acc['kind']}) - {acc['reason']}. The summary's ε table above "
+                  "is this section's accounting (discretisation 1e-4)."),
+            ("details", "all configuration fields and derived quantities",
+             [("table", ["field", "value"], [[k, fmt(v)] for k, v in cfg.items()] +
+               [[f"derived {k}", fmt(v)] for k, v in acc["derived"].items()])]),
+            ("details", f"the accounting, one row per (δ, schedule) ({len(acc['rows'])} rows)",
+             [("table", ["δ", "schedule", "compositions", sound, attained],
+               [[fmt(r["delta"]), _schedule(r), r["compositions"], fmt(r["epsilon_sound"]),
+                 fmt(r["epsilon_attained"])] for r in acc["rows"]])]),
+            ("details", "every bound of the catalogue at this configuration (one composition, δ = 1e-5)",
+             [("table", ["theorem", "reference", "kind", "ε upper bound (sound)", "ε lower bound (attained)",
+                         "applies"],
+               [[r["theorem"], r["reference"], r["kind"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]),
+                 "yes" if r["applies"] else f"no: {r['why_not']}"] for r in acc.get("catalogue", [])])])]
 
 
 def _claims(claims: List[dict]) -> List[tuple]:
-    b: List[tuple] = [("table", ["claim", "verdict", "reason"], [[c["id"], c["verdict"], c["reason"]] for c in claims])]
+    b: List[tuple] = []
     for c in claims:
-        b.append(("h", 3, f"{c['id']}: {c['verdict']}"))
+        b.append(("h", 3, f"{c['id']}: {c['verdict_text']}"))
         b.append(("p", f"Claim: {c['statement']}."))
         b.append(("p", f"Verdict: **{c['verdict']}** - {c['reason']}."))
-        b.extend(_claim_table(c))
+        cells = c["cells"]
+        skipped = sum(x["cells"] for x in cells["not_evaluated"])
+        b.append(("details", f"cells: {len(cells['evaluated'])} evaluated, {skipped} not evaluable, "
+                             f"{cells['grid']} in the full grid", _cells(cells)))
+        table = _claim_table(c)
+        if table:
+            rows = sum(len(t[2]) for t in table if t[0] == "table")
+            b.append(("details", f"{c['id']} numbers ({rows} rows)", table))
         for name in c.get("figures", []):
             b.append(("img", name, f"{c['id']} figure"))
     return b
 
 
+def _cells(cells: dict) -> List[tuple]:
+    out = [("p", "Evaluated: " + ("; ".join(cells["evaluated"]) or "none") + ".")]
+    if cells["not_evaluated"]:
+        out.append(("table", ["not evaluated", "cells", "why"],
+                    [[x["cell"], x["cells"], x["reason"]] for x in cells["not_evaluated"]]))
+    if cells["quick"]:
+        out.append(("p", "Quick mode: the remaining cells of the full grid were not computed (run without --quick)."))
+    return out
+
+
 def _consistency(con: dict) -> List[tuple]:
     b: List[tuple] = []
     s = con["summary"]
-    b.append(("p", f"{s['total']} checks in {fmt(con['elapsed_s'], 3)} s: {s['pass']} pass, {s['fail']} fail, "
-                   f"{s['finding']} finding. Theorems covered: {', '.join(con['theorems_covered'])}."))
+    b.append(("p", f"{s['total']} checks in {fmt(con['elapsed_s'])} s: {s['pass']} pass, {s['fail']} fail, "
+                   f"{s['finding']} finding (a documented erratum of the paper as printed). Theorems covered: "
+                   f"{', '.join(con['theorems_covered'])}."))
     if con["failures_and_findings"]:
-        b.append(("table", ["check", "status", "theorems", "explanation"],
-                  [[c["name"], c["status"], ", ".join(c["theorems"]), c["explanation"]]
-                   for c in con["failures_and_findings"]]))
+        b.append(("details", f"failures and findings ({len(con['failures_and_findings'])})",
+                  [("table", ["check", "status", "theorems", "explanation"],
+                    [[c["name"], c["status"], ", ".join(c["theorems"]), c["explanation"]]
+                     for c in con["failures_and_findings"]])]))
     return b
 
 
@@ -100,48 +224,92 @@ def _tightness(t: dict) -> List[tuple]:
     b: List[tuple] = []
     ac = t["audit_config"]
     b.append(("p", f"Audit status: {t['audit_status']}. Audit configuration N = {ac['N']}, Λ = {ac['batch_size']}, "
-                   f"L = {ac['L']}, L_C = {ac['context_length']}, L_F = {ac['forecast_length']}, σ = {ac['sigma']}, "
+                   f"L = {ac['L']}, L_C = {ac['context_length']}, L_F = {ac['forecast_length']}, σ = {fmt(ac['sigma'])}, "
                    f"δ = {fmt(t['delta'])}, {t['trials']} trials per world (one step), {t['composed_trials']} "
-                   "(10 steps)."))
+                   "(10 steps). Each audited construction is set against the upper bound that covers it; the "
+                   "constructions of the lower bounds T3, T9, T10, T14 are what an attack reaches, not budgets."))
     if t["soundness_violations"]:
-        b.append(("p", "**SOUNDNESS VIOLATION**: audited ε lower bound above the sound ε for " +
+        b.append(("alert", False, "SOUNDNESS VIOLATION: audited ε lower bound above the sound ε for " +
                   ", ".join(t["soundness_violations"])))
-    b.append(("table", ["audited", "sound bound", "kind", "ε sound", "ε attained", "ε audited (LCB)", "audited/attained",
-                        "GOF p"],
-              [[x["theorem"], x["sound_theorem"], x["kind"],
+    notes = [x for x in t["bounds"] if x["note"]]
+    b.append(("table", ["audited construction", "compared bound", "ε bound", "ε attained (lower)", "ε audited (LCB)",
+                        "audited/attained", "GOF p"],
+              [[f"{x['theorem']} ({x['audited_kind']})", _compared(x),
                 fmt(x["audit"]["epsilon_sound"]) if x["audit"] else "n/a",
                 fmt(x["audit"]["epsilon_attained"]) if x["audit"] else "n/a",
                 fmt(x["audit"]["epsilon_lower"]) if x["audit"] else "audit not available",
                 fmt(x["audit"]["ratio"]) if x["audit"] else "n/a",
                 fmt(x["audit"]["gof_pvalue"]) if x["audit"] else "n/a"] for x in t["bounds"]]))
+    for x in notes:
+        b.append(("p", f"Why {x['sound_theorem']} sits below the audit of {x['theorem']}: {x['note']}."))
     b.append(("p", "Upper bounds: measured gap (one step)."))
-    b.append(("table", ["upper bound", "construction", "λ", "ε sound", "ε attained", "attained/sound",
+    b.append(("table", ["upper bound", "construction", "λ", "ε sound (upper)", "ε attained (lower)", "attained/sound",
                         "ε audited (LCB)", "audited/sound"],
               [[g["upper"], g["construction"], g["instances"], fmt(g["epsilon_sound"]), fmt(g["epsilon_attained"]),
                 fmt(g["attained_over_sound"]), fmt(g["epsilon_audited_lower"]) if t["audit_status"] == "ran"
                 else "audit not available", fmt(g["audited_over_sound"])] for g in t["upper_gaps"]]))
-    b.append(("p", "Composition gap of T6 on the audit configuration (ε at δ = 1e-3)."))
-    b.append(("table", ["steps", "ε sound", "ε attained", "ε audited (LCB)", "audit trials"],
+    b.append(("p", f"Composition gap of T6 on the audit configuration (ε at δ = {fmt(t['delta'])})."))
+    b.append(("table", ["steps", "ε sound (upper)", "ε attained (lower)", "ε audited (LCB)", "audit trials"],
               [[r["steps"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]), fmt(r["epsilon_audited_lower"]),
                 fmt(r["audit_trials"])] for r in t["composition"]]))
+    if t.get("brackets"):
+        b.append(("p", f"Attained bracket after {t['brackets'][0]['steps']} steps (δ = {fmt(t['brackets'][0]['delta'])}, "
+                       "the report's configuration): the construction pair composed with the optimistic (lower) and "
+                       "pessimistic (upper) discretisation. Their distance is rounding; sound ε minus the upper end "
+                       "is the true composition gap."))
+        b.append(("table", ["construction", "sound bound", "discretisation", "ε sound (upper)", "ε attained lower",
+                            "ε attained upper", "rounding", "composition gap"],
+                  [[r["pair"], r["sound_theorem"], fmt(r["discretization"]), fmt(r["epsilon_sound"]), fmt(r["lower"]),
+                    fmt(r["upper"]), fmt(r["rounding"]), fmt(r["composition_gap"])] for r in t["brackets"]]))
     for name in t.get("figures", []):
         b.append(("img", name, "tightness figure"))
     return b
 
 
+def _inference(inf: dict) -> List[tuple]:
+    b: List[tuple] = [("p", "Private forecasts of a private series (paper Appendix H): each context step kept with "
+                            "probability r, N(0, σ²) noise on kept values, mean imputation; σ calibrated per cell so "
+                            "one release is (ε, δ)-DP for (w, v)-event neighbours under T15's sound accounting. The "
+                            "model is trained without DP-SGD, as in the paper. Test CRPS (mean ± std over releases); "
+                            "ε = ∞ is the noiseless reference.")]
+    tables = [("synthetic", inf.get("synthetic")), ("Grunfeld (real, statsmodels)", inf.get("grunfeld"))]
+    for name, table in tables:
+        if table is None:
+            b.append(("p", f"{name}: {inf.get('grunfeld_status', 'not run')}."))
+            continue
+        rates = list(dict.fromkeys(r["r"] for r in table["rows"] if r["epsilon"] != float("inf")))
+        epsilons = list(dict.fromkeys(r["epsilon"] for r in table["rows"]))
+        cell = {(r["epsilon"], r["r"]): r for r in table["rows"]}
+        st = table["settings"]
+        b.append(("p", f"{name}: N = {st['N']} series, L_C = {st['context_length']}, L_F = {st['forecast_length']}, "
+                       f"δ = {fmt(st['delta'])}, v = {fmt(st['v'])}, w = {st['w']}, {st['repeats']} releases per cell."))
+        rows = []
+        for e in epsilons:
+            row = [fmt(e)]
+            for r in rates:
+                c = cell.get((e, r)) or (cell.get((e, 1.0)) if e == float("inf") and r == rates[0] else None)
+                row.append("" if c is None else f"{fmt(c['crps'])} ± {fmt(c['crps_std'], 2)} (σ = {fmt(c['sigma'])})")
+            rows.append(row)
+        b.append(("table", ["ε"] + [f"r = {fmt(r)}" for r in rates], rows))
+    return b
+
+
 def _errata(errata: List[dict]) -> List[tuple]:
-    return [("table", ["#", "paper", "reading", "measured", "status", "source"],
-             [[e["erratum"], e["paper"], e["reading"], e["measured"], e["status"], e["source"] or ""] for e in errata])]
+    n = sum(e["status"] == "reproduced" for e in errata)
+    return [("details", f"{len(errata)} errata, {n} reproduced",
+             [("table", ["#", "paper", "reading", "measured", "status", "source"],
+               [[e["erratum"], e["paper"], e["reading"], e["measured"], e["status"], e["source"] or ""]
+                for e in errata])])]
 
 
 def _claim_table(c: dict) -> List[tuple]:
     n = c["numbers"]
     cid = c["id"]
     if cid == "C1":
-        rows = [[r["cell"], r["instances"], r["steps"], fmt(r["sound_wins_from_eps"]), fmt(r["attained_wins_from_eps"]),
-                 fmt(r["robust_wins_from_eps"])] for r in n["rows"]]
-        return [("table", ["cell", "λ", "steps", "λ=1 wins from ε (sound vs sound)", "(attained vs attained)",
-                           "(T6 sound vs T9 attained)"], rows)]
+        rows = [[r["cell"], r["instances"], r["steps"], fmt(r["judged"]), fmt(r["upper_wins_from_eps"]),
+                 fmt(r["attained_wins_from_eps"]), fmt(r["robust_wins_from_eps"])] for r in n["rows"]]
+        return [("table", ["cell", "λ", "steps", "judged", "λ=1 wins from ε (upper vs upper)",
+                           "(attained vs attained)", "(T6 upper vs T9 attained)"], rows)]
     if cid == "C2":
         return [("table", ["cell", "schedule", "T6 comp.", "T1 comp.", "WOR ≤ det. everywhere (sound)", "(attained)",
                            "(T6 sound vs T1 attained)", "ε(1e-5) T6 sound (grid)", "ε(1e-5) T1 sound (grid)"],
@@ -150,20 +318,18 @@ def _claim_table(c: dict) -> List[tuple]:
                    fmt(r["robust_wor_wins_everywhere"]), fmt(r["eps_at_delta_1e-5_T6_sound"]),
                    fmt(r["eps_at_delta_1e-5_T1_sound"])] for r in n["rows"]])]
     if cid == "C3":
-        return [("table", ["σ_F", "T11 weight"], [[fmt(w["sigma_F"]), fmt(w["weight"], 6)] for w in n["weights"]] +
-                 [["L_F → 0 limit ρ L_C / T", fmt(n["w_limit_LF_to_0"], 6)],
-                  ["printed 'L_C → 0' reading ρ L_F / T", fmt(n["w_limit_LC_to_0_printed_reading"], 6)]])]
+        return [("table", ["σ_F", "T11 weight"], [[fmt(w["sigma_F"]), fmt(w["weight"])] for w in n["weights"]] +
+                 [["L_F → 0 limit ρ L_C / T", fmt(n["w_limit_LF_to_0"])],
+                  ["printed 'L_C → 0' reading ρ L_F / T", fmt(n["w_limit_LC_to_0_printed_reading"])]])]
     if cid == "C4":
-        out = [("table", ["r", "λ", "step", "epochs", "ε", "δ T1 sound", "δ T1 attained", "δ T3 sound", "δ T3 attained",
-                          "δ T2 sound", "T1 ≤ T3 (like for like)", "robust", "T1 ≤ T2"],
-                [[fmt(r["r"]), r["instances"], r["step"], r["epochs"], fmt(r["epsilon"]), fmt(r["delta_T1_sound"]),
-                  fmt(r["delta_T1_attained"]), fmt(r["delta_T3_sound"]), fmt(r["delta_T3_attained"]),
-                  fmt(r["delta_T2_sound"]), fmt(r["like_for_like_vs_T3"]), fmt(r["robust_vs_T3"]),
-                  fmt(r["sound_vs_T2"])] for r in n["rows"]])]
-        if n["skipped"]:
-            out.append(("table", ["r", "λ", "not computable"], [[fmt(x["r"]), x["instances"], x["error"]]
-                                                                 for x in n["skipped"]]))
-        return out
+        return [("table", ["r", "λ", "step", "epochs", "ε", "δ T1 sound", "δ T1 pair, upper", "δ T1 attained",
+                           "δ T3 (lower bound) pair, upper", "δ T3 (lower bound), attained", "δ T2 sound",
+                           "T1 ≤ T3 (like for like)", "robust", "T1 ≤ T2"],
+                 [[fmt(r["r"]), r["instances"], r["step"], r["epochs"], fmt(r["epsilon"]), fmt(r["delta_T1_sound"]),
+                   fmt(r["delta_T1_upper"]), fmt(r["delta_T1_attained"]), fmt(r["delta_T3_upper"]),
+                   fmt(r["delta_T3_attained"]),
+                   fmt(r["delta_T2_sound"]), fmt(r["like_for_like_vs_T3"]), fmt(r["robust_vs_T3"]),
+                   fmt(r["sound_vs_T2"])] for r in n["rows"]])]
     if cid == "C5":
         return [("table", ["cell", "L_C+L_F", "k", "T6 weight", "max(T14 - T6)", "at ε", "T14 ≥ T6 from ε",
                            "max T14/T6"],
@@ -172,24 +338,27 @@ def _claim_table(c: dict) -> List[tuple]:
     if cid == "C6":
         a = n["audit"]
         rows = [["pooled N_tot, Λ, k", f"{n['N_tot']}, {n['batch_size']}, {n['k']}"], ["δ", fmt(n["delta"])],
-                ["ε T13 (sound, one record)", fmt(n["epsilon_T13_sound"])],
-                ["ε T14 (attained, element level)", fmt(n["epsilon_T14_attained"])],
+                ["ε T13 (sound, one record: another relation)", fmt(n["epsilon_T13_sound"])],
+                ["ε T14 (attained, element level; T14 is a lower bound)", fmt(n["epsilon_T14_attained"])],
                 ["audit", n["audit_status"]]]
         if a is not None:
             rows += [["ε audited (LCB, pooled loop)", fmt(a["epsilon_lower"])], ["confidence", fmt(a["confidence"])],
                      ["trials per world", fmt(a["trials"])], ["GOF p-value", fmt(a["gof_pvalue"])]]
-        return [("table", ["quantity", "value"], rows)]
+        return [("table", ["quantity", "value"], rows), ("p", f"Why T13 sits below: {n['why_T13_below']}.")]
     return []
 
 
-def to_markdown(results: dict) -> str:
-    """report.md: the blocks as GitHub-flavoured Markdown, figures linked by file name."""
-    out = []
-    for blk in blocks(results):
+# ----------------------------------------------------------------------------- writers
+
+
+def _md(blks: List[tuple], out: List[str]) -> None:
+    for blk in blks:
         if blk[0] == "h":
             out.append("#" * blk[1] + " " + blk[2])
         elif blk[0] == "p":
             out.append(blk[1])
+        elif blk[0] == "alert":
+            out.append(f"> **{blk[2]}**")
         elif blk[0] == "table":
             header, rows = blk[1], blk[2]
             out.append("| " + " | ".join(header) + " |")
@@ -197,28 +366,41 @@ def to_markdown(results: dict) -> str:
             out.extend("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows)
         elif blk[0] == "img":
             out.append(f"![{blk[2]}]({blk[1]})")
+        elif blk[0] == "details":
+            out.append(f"<details><summary>{html.escape(blk[1])}</summary>")
+            out.append("")
+            _md(blk[2], out)
+            out.append("</details>")
         out.append("")
+
+
+def to_markdown(results: dict) -> str:
+    """report.md: the blocks as GitHub-flavoured Markdown, figures linked by file name."""
+    out: List[str] = []
+    _md(blocks(results), out)
     return "\n".join(out)
 
 
-_CSS = ("body{font-family:sans-serif;max-width:1300px;margin:2em auto;line-height:1.4}"
+_CSS = ("body{font-family:sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;line-height:1.4}"
         "table{border-collapse:collapse;margin:0.5em 0;font-size:0.85em}"
         "td,th{border:1px solid #bbb;padding:2px 6px;vertical-align:top}th{background:#eee}"
-        "img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}")
+        "img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}"
+        "details{margin:0.4em 0}summary{cursor:pointer;color:#225}"
+        ".alert{padding:0.6em 1em;border-radius:4px;font-weight:bold;margin:0.6em 0}"
+        ".bad{background:#fdd;border:2px solid #c00}.ok{background:#dfd;border:1px solid #080}"
+        ".none{background:#ffd;border:1px solid #aa0}")
 
 
-def to_html(results: dict, figure_dir: Path) -> str:
-    """index.html: the blocks as one self-contained page, PNGs embedded as base64 data URIs."""
-    out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>tsdp report</title>",
-           f"<style>{_CSS}</style></head><body>"]
-    for blk in blocks(results):
+def _html(blks: List[tuple], figure_dir: Path, out: List[str]) -> None:
+    for blk in blks:
         if blk[0] == "h":
             out.append(f"<h{blk[1]}>{html.escape(blk[2])}</h{blk[1]}>")
         elif blk[0] == "p":
-            text = html.escape(blk[1])
-            parts = text.split("**")
-            text = "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
-            out.append(f"<p>{text}</p>")
+            parts = html.escape(blk[1]).split("**")
+            out.append("<p>" + "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts)) + "</p>")
+        elif blk[0] == "alert":
+            cls = {True: "ok", False: "bad", None: "none"}[blk[1]]
+            out.append(f"<div class='alert {cls}'>{html.escape(blk[2])}</div>")
         elif blk[0] == "table":
             out.append("<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in blk[1]) + "</tr>")
             out.extend("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in blk[2])
@@ -226,5 +408,16 @@ def to_html(results: dict, figure_dir: Path) -> str:
         elif blk[0] == "img":
             data = base64.b64encode((figure_dir / blk[1]).read_bytes()).decode("ascii")
             out.append(f"<img alt='{html.escape(blk[2])}' src='data:image/png;base64,{data}'>")
+        elif blk[0] == "details":
+            out.append(f"<details><summary>{html.escape(blk[1])}</summary>")
+            _html(blk[2], figure_dir, out)
+            out.append("</details>")
+
+
+def to_html(results: dict, figure_dir: Path) -> str:
+    """index.html: the blocks as one self-contained page, PNGs embedded as base64 data URIs."""
+    out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>tsdp report</title>",
+           f"<style>{_CSS}</style></head><body>"]
+    _html(blocks(results), figure_dir, out)
     out.append("</body></html>")
     return "\n".join(out)

@@ -3,8 +3,11 @@
 :func:`build_report` runs, in order, the accounting (section 1), claims C1-C6 (2), the quick
 consistency run (3), the tightness audits (4) and the errata table (5) with a tqdm progress
 bar on stderr, then writes ``<out>/results.json``, ``report.md``, ``index.html`` and the PNGs.
-Ctrl-C stops the computation: what is done is still written, marked ``"interrupted"``, and
-KeyboardInterrupt is re-raised (the CLI exits 130).
+Outputs are atomic: everything is written to a temporary directory beside ``<out>`` and
+replaces the old report only when complete. Ctrl-C (or a failure) stops the computation:
+what is done is written, marked ``"interrupted"`` (``"failed"``), to ``<out>.incomplete/``
+when ``<out>`` holds an earlier report (left intact), and the exception is re-raised (the
+CLI exits 130 on Ctrl-C).
 
 Trial counts (per world) keep the whole default report within 10 minutes on 2 CPU cores and
 ``quick`` within 2 minutes; the auditor uses CUDA when present.
@@ -12,22 +15,27 @@ Trial counts (per world) keep the whole default report within 10 minutes on 2 CP
 from __future__ import annotations
 
 import json
-import math
+import os
+import shutil
+import tempfile
 import time
 import warnings
 from pathlib import Path
 from typing import Optional
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.json_data import json_data
 
 from . import figures
 from .accounting_section import DELTAS, SCHEDULES, accounting_section
-from .claims import CLAIMS, claim_c6
+from .claim_base import ClaimContext
+from .claims import CLAIMS
 from .consistency import consistency_section
 from .errata import errata_section
+from .inference_section import inference_section
 from .render import to_html, to_markdown
 from .schema import SCHEMA_VERSION
-from .tightness import load_auditor, tightness_section
+from .tightness import load_auditor, tightness_section, violation_summary
 
 TRIALS = {"tightness": 50_000, "composed": 10_000, "c6": 500_000}
 QUICK_TRIALS = {"tightness": 5_000, "composed": 0, "c6": 20_000}
@@ -35,16 +43,8 @@ OUT_ROOT = Path(__file__).resolve().parent / "out"
 
 
 def jsonable(x):
-    """results as plain JSON: dict keys to str, numpy scalars to Python, non-finite floats to None."""
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
-        x = x.item()
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    return x
+    """results as plain JSON (:func:`tsdp.verify.json_data.json_data`: non-finite numbers as null)."""
+    return json_data(x)
 
 
 def _version() -> str:
@@ -67,17 +67,19 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     """
     from tqdm import tqdm
 
-    out = Path(out_dir) if out_dir is not None else OUT_ROOT / name
-    out.mkdir(parents=True, exist_ok=True)
+    final = Path(out_dir) if out_dir is not None else OUT_ROOT / name
+    out = _staging(final)  # everything is written here; the old report in ``final`` stays until this one is complete
     trials = dict(QUICK_TRIALS if quick else TRIALS)
     audit_fn = load_auditor() if audits else None
     results = {"schema_version": SCHEMA_VERSION,
                "meta": {"name": name, "mode": "quick" if quick else "default", "version": _version(),
                         "status": "running", "elapsed_s": None, "timings_s": {}, "trials": trials,
                         "audit_status": "ran" if audit_fn is not None else "audit not available"},
-               "accounting": None, "claims": None, "consistency": None, "tightness": None, "errata": None}
+               "accounting": None, "claims": None, "consistency": None, "tightness": None, "errata": None,
+               "inference": None,
+               "violation": None, "violations": None}
     n_tight = 3 if quick else 8 + 1
-    total = len(DELTAS) * len(SCHEDULES) + len(CLAIMS) + 1 + n_tight + 1
+    total = len(DELTAS) * len(SCHEDULES) + len(CLAIMS) + 1 + n_tight + 1 + 2
     bar = tqdm(total=total, desc="tsdp report", unit="task", disable=not progress, dynamic_ncols=True)
     t0 = time.perf_counter()
     timings = results["meta"]["timings_s"]
@@ -97,13 +99,10 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
             warnings.filterwarnings("ignore", category=RuntimeWarning, module="tsdp.verify.pld")
             results["accounting"] = timed("accounting", lambda: accounting_section(config, tick=lambda: tick("accounting")))
             claims = results["claims"] = []  # filled claim by claim, so an interrupt keeps the finished ones
-            for cid, fn in CLAIMS.items():
+            ctx = ClaimContext(audit_fn, trials["c6"], seed)
+            for cid, claim in CLAIMS.items():
                 bar.set_postfix_str(cid)
-                if fn is claim_c6:
-                    c = timed(cid, lambda: claim_c6(config, quick, audit_fn, trials["c6"], seed))
-                else:
-                    c = timed(cid, lambda fn=fn: fn(config, quick))
-                claims.append(c)
+                claims.append(timed(cid, lambda claim=claim: claim.evaluate(config, quick, ctx)))
                 tick(cid)
             results["consistency"] = timed("consistency", lambda: consistency_section(seed))
             tick("verify --quick")
@@ -113,9 +112,12 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
             c3 = next(c for c in claims if c["id"] == "C3")
             results["errata"] = timed("errata", lambda: errata_section(config, results["consistency"]["checks"], c3))
             tick("errata")
+            results["inference"] = timed("inference", lambda: inference_section(quick=quick, seed=seed, tick=tick))
+            check = violation_summary(results["tightness"])
+            results["violation"], results["violations"] = check["violation"], check["violations"]
+            results["meta"]["audits_checked"] = check["checked"]
             for c in claims:
-                draw = figures.FIGURES.get(c["id"])
-                c["figures"] = draw(c, out) if draw is not None else []
+                c["figures"] = CLAIMS[c["id"]].figure(c, out)
             results["tightness"]["figures"] = (figures.figure_tightness(results["tightness"], out)
                                                + figures.figure_composition(results["tightness"], out))
         results["meta"]["status"] = "complete"
@@ -125,8 +127,36 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     finally:
         bar.close()
         results["meta"]["elapsed_s"] = round(time.perf_counter() - t0, 2)
+        if results["meta"]["status"] == "running":  # an exception: say so, never "running"
+            results["meta"]["status"] = "failed"
         _write(results, out)
+        _publish(out, final, complete=results["meta"]["status"] == "complete")
     return jsonable(results)
+
+
+def _staging(final: Path) -> Path:
+    """A fresh temporary directory beside ``final`` (same file system, so publishing is a rename)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+
+
+def _publish(staging: Path, final: Path, *, complete: bool) -> None:
+    """Put a finished report in place of the old one, by renames (no partial state in ``final``).
+
+    A complete report replaces ``final`` (the old one is renamed aside, then removed, stale
+    figures with it). An interrupted or failed one goes to ``final`` only when that holds no
+    earlier report; otherwise ``final`` stays untouched and the partial report goes to
+    ``<final>.incomplete/`` (replacing an earlier incomplete one), where it can still be read.
+    """
+    old_report = final.is_dir() and any(final.iterdir())
+    target = final if complete or not old_report else final.with_name(final.name + ".incomplete")
+    if target.exists():
+        aside = final.with_name(f".{final.name}.old-{os.getpid()}")
+        target.rename(aside)
+        staging.rename(target)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        staging.rename(target)
 
 
 def _write(results: dict, out: Path) -> None:

@@ -1,33 +1,46 @@
 """The documented schema of results.json (`tsdp report`), and a structural validator.
 
-Top level (``SCHEMA_VERSION`` 1)::
+Top level (``SCHEMA_VERSION`` 2)::
 
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
                    elapsed_s, timings_s: {section: seconds}, trials: {tightness, composed, c6},
-                   audit_status: "ran"|"audit not available"}
+                   audit_status: "ran"|"audit not available", audits_checked: int}
+  violation       bool: an audit certified ε above a sound upper bound of its relation (issue 13;
+                  `tsdp report` exits 1); null when not computed
+  violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials}]
   accounting      {config (TrainingConfig.as_dict), derived {T, k, r, rho, phi, q, ...},
                    theorem, kind, reason,
                    rows: [{delta, steps|epochs, compositions, epsilon_sound (upper),
                            epsilon_attained (lower or null), construction, discretization}]}
-  claims          [{id: "C1".."C6", statement, verdict: "confirmed"|"refuted"|"qualified",
-                    reason, numbers {...claim-specific, see reports.claims}, figure {curves drawn},
+  claims          [{id: "C1".."C6", statement,
+                    verdict: "confirmed"|"refuted"|"qualified"|"not evaluated",
+                    verdict_text: the verdict with the cells it rests on ("confirmed on the quick
+                    grid, 3 of 15 cells"), reason,
+                    cells {grid: cells of the full grid, quick, evaluated: [labels],
+                           not_evaluated: [{cell, reason}]},
+                    numbers {...claim-specific, see reports.claim_c1 ... claim_c6}, figure {curves drawn},
                     figures: [png file names]}]
   consistency     {mode, seed, elapsed_s, summary {pass, fail, finding, total}, theorems_covered,
                    failures_and_findings: [{name, theorems, status, explanation, measured}],
                    checks: [{name, status, explanation}]}
   tightness       {audit_status, delta, audit_config, trials, composed_trials,
-                   bounds: [{theorem, sound_theorem, kind, attained_theorem, instances, sigma_forecast,
+                   bounds: [{theorem, sound_theorem, kind, audited_kind, sound_role, covers_audit, note,
+                             attained_theorem, instances, sigma_forecast,
                              config, eps, delta_sound, delta_attained, audit: null | {epsilon_lower,
                              confidence, epsilon_sound, epsilon_attained, ratio, gof_pvalue,
                              profile: [{alpha, h_lower, h_theory}], trials, steps, ...}}],
                    upper_gaps: [{upper, construction, instances, epsilon_sound, epsilon_attained,
                                  attained_over_sound, epsilon_audited_lower, audited_over_sound}],
                    composition: [{steps, epsilon_sound, epsilon_attained, epsilon_audited_lower,
-                                  audit_trials}],
+                                  audit_trials, confidence}],
+                   brackets: [{pair, sound_theorem, discretization, steps, delta, epsilon_sound, lower, upper,
+                               rounding, composition_gap}],
                    soundness_violations: [theorem ids], figures: [png]}
   errata          [{erratum: 1..10 (10: found by tsdp), paper, reading, measured, status: "reproduced"|"not reproduced",
                     source, numbers}]
+  inference       {synthetic: {rows: [{epsilon, r, sigma, crps, crps_std}], best_r, settings},
+                   grunfeld: same or null, grunfeld_status}
 
 Non-finite floats are written as null. A section not computed (interrupted run) is null.
 """
@@ -35,10 +48,12 @@ from __future__ import annotations
 
 from typing import List
 
-SCHEMA_VERSION = 1
-TOP_KEYS = ("schema_version", "meta", "accounting", "claims", "consistency", "tightness", "errata")
+from .claim_base import VERDICTS
+
+SCHEMA_VERSION = 3
+TOP_KEYS = ("schema_version", "meta", "accounting", "claims", "consistency", "tightness", "errata", "inference",
+            "violation", "violations")
 CLAIM_IDS = ("C1", "C2", "C3", "C4", "C5", "C6")
-VERDICTS = ("confirmed", "refuted", "qualified")
 
 
 def validate(results: dict) -> List[str]:
@@ -68,7 +83,7 @@ def validate(results: dict) -> List[str]:
     if tuple(ids) != CLAIM_IDS:
         problems.append(f"claims ids {ids}")
     for c in results["claims"]:
-        for k in ("statement", "verdict", "reason", "numbers", "figures"):
+        for k in ("statement", "verdict", "verdict_text", "reason", "cells", "numbers", "figures"):
             if k not in c:
                 problems.append(f"claim {c.get('id')}: {k} missing")
         if c.get("verdict") not in VERDICTS:
@@ -79,6 +94,14 @@ def validate(results: dict) -> List[str]:
     for k in ("audit_status", "bounds", "upper_gaps", "composition"):
         if k not in t:
             problems.append(f"tightness.{k} missing")
+    if not isinstance(results["violation"], bool) or not isinstance(results["violations"], list):
+        problems.append("violation must be a bool and violations a list")
     if [e.get("erratum") for e in results["errata"]] != list(range(1, 11)):
         problems.append("errata must list 1..10")
+    for k in ("brackets",):
+        if k not in t:
+            problems.append(f"tightness.{k} missing")
+    inf = results["inference"]
+    if not isinstance(inf, dict) or "synthetic" not in inf or "grunfeld_status" not in inf:
+        problems.append("inference must hold the synthetic table and the grunfeld status")
     return problems

@@ -22,19 +22,16 @@ from typing import Callable, Optional
 import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.registry import get
 from tsdp.verify import accounting
 
+from .claim_c6 import WHY_BELOW
+
 AUDIT_DELTA = 1e-3
-AUDIT_TARGETS = (  # (audited construction, its sound bound, the attained pair's id or None, λ, σ_F)
-    ("T1", "T1", "T1", 1, 0.0),
-    ("T6", "T6", "T6", 1, 0.0),
-    ("T3", "T2", "T3", 2, 0.0),
-    ("T9", "T7", "T9", 2, 0.0),
-    ("T4", "T4", "T4", 2, 0.0),
-    ("T10", "T8", "T10", 2, 0.0),
-    ("T11", "T11", None, 1, 1.0),
-    ("T14", "T13", "T14", 1, 0.0),
+AUDIT_TARGETS = (  # (audited construction of tsdp.theorems.constructions, λ, σ_F) shown in the report
+    ("T1", 1, 0.0), ("T6", 1, 0.0), ("T3", 2, 0.0), ("T9", 2, 0.0), ("T4", 2, 0.0), ("T10", 2, 0.0),
+    ("T11", 1, 1.0), ("T14", 1, 0.0),
 )
 QUICK_TARGETS = ("T6", "T9", "T14")
 UPPER_GAPS = (("T2", 2), ("T7", 2), ("T8", 2), ("T11", 1))
@@ -59,16 +56,17 @@ def load_auditor() -> Optional[Callable]:
         d = audit(theorem, config, trials=trials, steps=steps, delta=delta, seed=seed, device="auto").to_dict()
         return {k: d[k] for k in ("theorem", "trials", "steps", "delta", "confidence", "epsilon_lower",
                                    "epsilon_sound", "epsilon_attained", "ratio", "gof_pvalue", "profile",
-                                   "sound_theorem", "attained_pair", "device", "seconds") if k in d}
+                                   "sound_theorem", "attained_pair", "device", "seconds", "violation",
+                                   "attained_bracket") if k in d}
 
     return run
 
 
 def _cfg(base: TrainingConfig, theorem: str, lam: int, sigma_f: float) -> TrainingConfig:
-    top = {"T1": "deterministic", "T3": "deterministic", "T4": "deterministic", "T2": "deterministic",
-           "T13": "pooled", "T14": "pooled"}.get(theorem, "wor")
-    bottom = "poisson" if theorem in ("T4", "T10", "T8") else "wr"
-    return base.with_(top=top, bottom=bottom, instances=lam, sigma_forecast=sigma_f)
+    """``base`` with the scheme of ``theorem``'s construction row (or, for a sound bound, of the row it is the
+    sound claim of; :data:`tsdp.theorems.constructions.CONSTRUCTIONS`), λ and σ_F."""
+    row = CONSTRUCTIONS.get(theorem) or next(c for c in CONSTRUCTIONS.values() if c.sound == theorem)
+    return base.with_(top=row.top, bottom=row.bottom, instances=lam, sigma_forecast=sigma_f)
 
 
 def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], trials: int, composed_trials: int,
@@ -84,7 +82,10 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
     targets = [t for t in AUDIT_TARGETS if not quick or t[0] in QUICK_TARGETS]
     audited = {}
     bounds = []
-    for theorem, sound_id, attained_id, lam, sf in targets:
+    for theorem, lam, sf in targets:
+        row = CONSTRUCTIONS[theorem]
+        # the attained curve is a registry bound's profile, unless the pair is the construction's own (T11)
+        sound_id, attained_id = row.sound, (row.attained if get(row.attained).attained_build is None else None)
         cfg = _cfg(base, theorem, lam, sf)
         theory = np.asarray(get(sound_id).profile(cfg, np.exp(CURVE_EPS)))
         attained = (np.asarray(get(attained_id).profile(cfg, np.exp(CURVE_EPS), check=False))
@@ -95,7 +96,11 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
             audited[theorem] = res
         if tick is not None:
             tick(theorem)
+        other = not row.same_relation
         bounds.append({"theorem": theorem, "sound_theorem": sound_id, "kind": get(sound_id).kind,
+                       "audited_kind": get(theorem).kind,
+                       "sound_role": "one record, other relation" if other else f"{get(sound_id).kind} bound",
+                       "covers_audit": not other, "note": WHY_BELOW.format(k=cfg.k) if other else None,
                        "attained_theorem": attained_id, "instances": lam, "sigma_forecast": sf,
                        "config": cfg.as_dict(), "eps": [float(e) for e in CURVE_EPS],
                        "delta_sound": [float(x) for x in theory],
@@ -105,7 +110,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
     for upper, lam in UPPER_GAPS:
         cfg = _cfg(base, upper, lam, 1.0 if upper == "T11" else 0.0)
         acc = accounting.epsilon(cfg, AUDIT_DELTA, steps=1, theorem=upper)
-        construction = {"T2": "T3", "T7": "T9", "T8": "T10", "T11": "T11"}[upper]
+        construction = get(upper).construction
         aud = audited.get(construction)
         gaps.append({"upper": upper, "construction": acc.construction or construction, "instances": lam,
                      "epsilon_sound": acc.epsilon, "epsilon_attained": acc.epsilon_attained,
@@ -119,7 +124,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
     for s in COMPOSITION_STEPS:
         acc = accounting.epsilon(t6, AUDIT_DELTA, steps=s, theorem="T6")
         row = {"steps": s, "epsilon_sound": acc.epsilon, "epsilon_attained": acc.epsilon_attained,
-               "epsilon_audited_lower": None, "audit_trials": None}
+               "epsilon_audited_lower": None, "audit_trials": None, "confidence": None}
         if audit_fn is not None and s in AUDITED_STEPS and not (quick and s > 1):
             if s == 1 and "T6" in audited:
                 res = audited["T6"]
@@ -127,11 +132,65 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
                 res = audit_fn("T6", t6, trials=composed_trials, steps=s, delta=AUDIT_DELTA, seed=seed + s)
                 if tick is not None:
                     tick(f"T6 x{s}")
-            row.update(epsilon_audited_lower=res["epsilon_lower"], audit_trials=res["trials"])
+            row.update(epsilon_audited_lower=res["epsilon_lower"], audit_trials=res["trials"],
+                       confidence=res.get("confidence"))
         comp.append(row)
     return {"audit_status": status, "delta": AUDIT_DELTA, "audit_config": base.as_dict(), "trials": trials,
             "composed_trials": composed_trials, "bounds": bounds, "upper_gaps": gaps, "composition": comp,
-            "soundness_violations": [b["theorem"] for b in bounds
-                                     if b["audit"] is not None and b["audit"]["epsilon_lower"] > b["audit"]["epsilon_sound"]
-                                     and b["sound_theorem"] != "T13"]}
+            "brackets": brackets(config, quick=quick),
+            "soundness_violations": [b["theorem"] for b in bounds if b["covers_audit"] and b["audit"] is not None
+                                     and b["audit"]["epsilon_lower"] > b["audit"]["epsilon_sound"]]}
+
+
+BRACKET_STEPS = 1000
+BRACKET_DELTA = 1e-5
+
+
+def brackets(config: TrainingConfig, *, quick: bool = False) -> list:
+    """The attained bracket and the true composition gap of T6 and T10 after 1000 steps (issue 17).
+
+    On the report's configuration with the scheme of each construction (T6: WOR/WR; T10: WOR/Poisson,
+    λ = 2), δ = 1e-5, at discretisation 1e-3 and 1e-4 (quick: 1e-3 only): the construction pair's
+    composed ε with the optimistic (lower) and pessimistic (upper) discretisation, the rounding
+    (upper - lower) and the composition gap (sound ε of the scheme's sound bound - upper), from
+    :func:`tsdp.attacks.composition_gap.attained_bracket` (the accountant).
+    """
+    from tsdp.attacks.composition_gap import attained_bracket
+
+    rows = []
+    for theorem, lam in (("T6", 1), ("T10", 2)):
+        row_cfg = _cfg(config, theorem, lam, 0.0).with_(batch_size=config.batch_size * lam)
+        sound_id = CONSTRUCTIONS[theorem].sound
+        for d in ((1e-3,) if quick else (1e-3, 1e-4)):
+            sound = accounting.epsilon(row_cfg, BRACKET_DELTA, steps=BRACKET_STEPS, theorem=sound_id,
+                                       discretization=d).epsilon
+            rows.append(dict(attained_bracket(row_cfg, BRACKET_STEPS, BRACKET_DELTA, theorem, epsilon_sound=sound,
+                                              discretization=d), sound_theorem=sound_id, epsilon_sound=sound))
+    return rows
+
+
+def violation_summary(section: dict) -> dict:
+    """Issue 13's violation check over the section's audits: a case wherever an audit's violation test
+    rejects the sound profile at its confidence (``violation``) or its certified lower bound on ε exceeds
+    the sound ε (upper bound), for a bound that covers the audited relation, one step or composed. Returns {"violation": bool, "violations": [{theorem, bound, steps,
+    epsilon_lower, epsilon_sound, confidence, trials}], "checked": number of audits compared}."""
+    cases, checked = [], 0
+    for b in section["bounds"]:
+        a = b["audit"]
+        if a is None or not b["covers_audit"]:
+            continue
+        checked += 1
+        if a.get("violation") or a["epsilon_lower"] > a["epsilon_sound"]:
+            cases.append({"theorem": b["theorem"], "bound": b["sound_theorem"], "steps": a.get("steps", 1),
+                          "epsilon_lower": a["epsilon_lower"], "epsilon_sound": a["epsilon_sound"],
+                          "confidence": a.get("confidence"), "trials": a.get("trials")})
+    for r in section["composition"]:
+        if r["epsilon_audited_lower"] is None or r["steps"] == 1:  # one step: the T6 audit above
+            continue
+        checked += 1
+        if r["epsilon_audited_lower"] > r["epsilon_sound"]:
+            cases.append({"theorem": "T6", "bound": "T6", "steps": r["steps"],
+                          "epsilon_lower": r["epsilon_audited_lower"], "epsilon_sound": r["epsilon_sound"],
+                          "confidence": r.get("confidence"), "trials": r["audit_trials"]})
+    return {"violation": bool(cases), "violations": cases, "checked": checked}
 

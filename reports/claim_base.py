@@ -1,0 +1,159 @@
+"""The shape every claim of THEOREMS.md "Claims" (C1-C6) takes in the report.
+
+A :class:`Claim` has four parts, kept apart:
+
+* ``compute(config, quick, ctx)`` -> :class:`Computed`: the numbers (including the cells it
+  covered and the cells it could not evaluate) and the figure's data;
+* ``rule(numbers)`` -> ``(verdict word, reason)``: a pure function of those numbers
+  (unit-tested on hand-made inputs); a rule that judges zero cells answers
+  :data:`NOT_EVALUATED`, never :data:`CONFIRMED`;
+* ``statement``: the claim's prose;
+* ``figure(result, out)``: the PNGs drawn from the result (every plotted number is in
+  results.json).
+
+:meth:`Claim.evaluate` joins them into the dict results.json carries. The verdict text names
+the cells it rests on, the same way in quick and full mode: "confirmed on all 15 cells",
+"confirmed on the quick grid, 3 of 15 cells", "qualified on 4 of 15 cells (11 not
+evaluable)", "not evaluated (0 of 15 cells)".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from tsdp.theorems.config import TrainingConfig
+
+CONFIRMED, REFUTED, QUALIFIED, NOT_EVALUATED = "confirmed", "refuted", "qualified", "not evaluated"
+VERDICTS = (CONFIRMED, REFUTED, QUALIFIED, NOT_EVALUATED)
+
+GRID_RATIOS = (0.5, 0.1)
+"""r and Λ/N of the paper's appendix grid (Appendix C.1)."""
+
+
+@dataclass(frozen=True)
+class ClaimContext:
+    """What a claim may need beyond the configuration: the auditor (or None), its trials, the seed."""
+
+    audit_fn: Optional[Callable] = None
+    trials: int = 0
+    seed: int = 0
+
+
+@dataclass
+class Cells:
+    """The cells of a claim's grid at one configuration: ``grid`` counts the full grid's cells,
+    ``evaluated`` names those the verdict rests on, ``not_evaluated`` those it could not
+    evaluate, each with the reason."""
+
+    grid: int = 0
+    evaluated: List[str] = field(default_factory=list)
+    not_evaluated: List[dict] = field(default_factory=list)
+
+    def skip(self, cell: str, reason: str, cells: int = 1) -> None:
+        """Record ``cell`` (standing for ``cells`` cells of the grid) as not evaluable, with the reason."""
+        self.not_evaluated.append({"cell": cell, "reason": reason, "cells": cells})
+
+    def as_dict(self, quick: bool) -> dict:
+        return {"grid": self.grid, "quick": quick, "evaluated": list(self.evaluated),
+                "not_evaluated": list(self.not_evaluated)}
+
+
+@dataclass
+class Computed:
+    """A claim's computed numbers (``numbers["cells"]`` from :class:`Cells`) and figure data."""
+
+    numbers: dict
+    figure: Optional[dict] = None
+
+
+def verdict_text(word: str, cells: dict) -> str:
+    """The verdict word with the cells it rests on (see the module docstring)."""
+    n, total = len(cells["evaluated"]), cells["grid"]
+    skipped = sum(c["cells"] for c in cells["not_evaluated"])
+    if word == NOT_EVALUATED or n == 0:
+        return f"{NOT_EVALUATED} (0 of {total} cells)"
+    unit = "cell" if total == 1 else "cells"
+    note = f" ({skipped} not evaluable)" if skipped else ""
+    if cells["quick"] and n < total:
+        return f"{word} on the quick grid, {n} of {total} {unit}{note}"
+    if n < total:
+        return f"{word} on {n} of {total} {unit}{note}"
+    return f"{word} on all {n} {unit}" if n > 1 else f"{word} on its one cell"
+
+
+class Claim:
+    """Base of the claims C1-C6: subclasses set ``id``, ``statement`` and implement
+    :meth:`compute`, :meth:`rule` and :meth:`figure`."""
+
+    id: str = ""
+    statement: str = ""
+
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        raise NotImplementedError
+
+    @staticmethod
+    def rule(numbers: dict) -> Tuple[str, str]:
+        raise NotImplementedError
+
+    def figure(self, result: dict, out: Path) -> List[str]:
+        return []
+
+    def evaluate(self, config: TrainingConfig, quick: bool = False, ctx: Optional[ClaimContext] = None) -> dict:
+        """The claim's entry of results.json: id, statement, verdict (the word), verdict_text (the
+        word with its cells), reason, cells, numbers, figure (the curves the PNGs draw)."""
+        computed = self.compute(config, quick, ctx or ClaimContext())
+        numbers = computed.numbers
+        word, reason = self.rule(numbers)
+        if not numbers["cells"]["evaluated"]:
+            word = NOT_EVALUATED
+        return {"id": self.id, "statement": self.statement, "verdict": word,
+                "verdict_text": verdict_text(word, numbers["cells"]), "reason": reason,
+                "cells": numbers["cells"], "numbers": numbers, "figure": computed.figure}
+
+    __call__ = evaluate
+
+
+# ----------------------------------------------------------------------------- shared helpers
+
+
+def plain(config: TrainingConfig) -> TrainingConfig:
+    """WOR top, WR bottom, λ = 1, no augmentation: the scheme of T6 (and T9, T11 when changed)."""
+    return config.with_(top="wor", bottom="wr", instances=1, sigma_context=0.0, sigma_forecast=0.0, lengths=None)
+
+
+def cell_info(cfg: TrainingConfig) -> dict:
+    """The parameters a figure title and a table name a cell by."""
+    return {"N": cfg.N, "L": cfg.L, "batch_size": cfg.batch_size, "r": float(cfg.r), "rho": float(cfg.rho),
+            "sigma": cfg.sigma}
+
+
+def floats(a) -> list:
+    """An array as a list of Python floats (results.json)."""
+    return [float(x) for x in np.asarray(a, dtype=float)]
+
+
+def grid_cells(config: TrainingConfig, batch_ratios: Sequence[float] = GRID_RATIOS) -> List[tuple]:
+    """(label, config or None, why not) of every cell of the full grid: the configuration itself
+    (WOR, WR, λ = 1) and the paper's r × Λ/N grid; a grid cell the configuration cannot represent
+    (N, L_C, L_F fixed) has config None and the reason."""
+    from .curves import with_ratios
+
+    base = plain(config)
+    out = [("config", base, None)]
+    for r in GRID_RATIOS:
+        for b in batch_ratios:
+            try:
+                out.append((f"r={r:g}, Λ/N={b:g}", with_ratios(base, r, b), None))
+            except ValueError as exc:
+                out.append((f"r={r:g}, Λ/N={b:g}", None, str(exc)))
+    return out
+
+
+def fmt4(x) -> str:
+    """A number in prose: 4 significant digits; None or non-finite as 'none'."""
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "none"
+    return f"{x:.4g}"

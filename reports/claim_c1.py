@@ -1,0 +1,176 @@
+"""Claim C1 (paper Section 5, Fig. 2; Appendix C.1.1 grid): λ = 1 beats λ > 1 under WOR top level.
+
+λ = 1 is T6 (tight); λ > 1 is T9, the optimistic lower bound, as the paper does to make the
+competitor stronger. Compared like for like in two evaluations of the two construction pairs:
+``upper`` (pessimistic buckets, composed; for T6 an upper bound, for T9 an upper estimate of
+a lower bound) and ``attained`` (optimistic buckets; lower estimates); the cross comparison
+T6 upper against T9 attained (lower) is reported as ``robust`` (it holds whatever the
+composition gap and the discretisation).
+
+Cells: (grid cell, λ, steps). The verdict rests on the configuration's cells at every step
+count and on the appendix grid's cells after ≥ 100 steps (the grid's 1-step curves are drawn,
+not judged: the paper claims the one-step ordering for the configuration only).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import List, Tuple
+
+import numpy as np
+
+from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed,
+                         cell_info, floats, fmt4, grid_cells)
+from .curves import attained_curves, eps_grid, first_win_epsilon, pair_upper_curves
+
+ONE_STEP_FROM = 0.1
+"""After one step λ = 1 must win for every ε ≥ this (on the configuration)."""
+
+
+def _lambdas(label: str, quick: bool) -> Tuple[int, ...]:
+    # λ = 8 on the configuration only: on the r, Λ/N = 0.5 cells its 1000-step PLDs dominate the runtime
+    return (2, 4) if quick or label != "config" else (2, 4, 8)
+
+
+def _judged(label: str, steps: int) -> bool:
+    return label == "config" or steps >= 100
+
+
+def findings(numbers: dict) -> dict:
+    """What C1's verdict is made of, from its rows (pure): each flag over the judged rows, both
+    like-for-like evaluations unless named. ``one_step_from_0.1``: the configuration after 1 step
+    from ε ≤ 0.1; ``composed_100_everywhere``: after 100 steps from the grid's smallest ε;
+    ``grid_composed_everywhere``: every appendix-grid row (None without grid rows);
+    ``all_judged``: every judged row; ``any_on_config``: one evaluation alone, after 1 or 100
+    steps, on the configuration; ``robust_wins_from_eps``: the largest ε from which T6 upper ≤
+    T9 attained, per step count on the configuration (None: never)."""
+    rows = [r for r in numbers["rows"] if r["judged"]]
+    lo, first = numbers["eps_lo"], numbers["one_step_from"]
+
+    def meets(r, how):
+        v = r[f"{how}_wins_from_eps"]
+        return v is not None and v <= (first if r["steps"] == 1 else lo) * 1.0001
+
+    def group(cell, s, hows=("upper", "attained")):
+        rs = [r for r in rows if r["cell"] == cell and r["steps"] == s]
+        return bool(rs) and all(meets(r, h) for r in rs for h in hows)
+
+    grid = [r for r in rows if r["cell"] != "config"]
+    robust = {}
+    for r in rows:
+        if r["cell"] == "config":
+            v = math.inf if r["robust_wins_from_eps"] is None else r["robust_wins_from_eps"]
+            robust[str(r["steps"])] = max(robust.get(str(r["steps"]), -math.inf), v)
+    return {"one_step_from_0.1": group("config", 1), "composed_100_everywhere": group("config", 100),
+            "grid_composed_everywhere": all(meets(r, h) for r in grid for h in ("upper", "attained")) if grid else None,
+            "all_judged": bool(rows) and all(meets(r, h) for r in rows for h in ("upper", "attained")),
+            "any_on_config": any(group("config", s, (h,)) for s in (1, 100) for h in ("upper", "attained")),
+            "robust_wins_from_eps": {s: (v if math.isfinite(v) else None) for s, v in robust.items()}}
+
+
+class C1(Claim):
+    id = "C1"
+    statement = ("λ = 1 (T6) gives smaller δ(ε) than λ > 1, even against the optimistic T9, for ε ≥ 0.1 after 1 step "
+                 "and on [1e-3, 1e-1] too after 100 steps (appendix grid r, Λ/N ∈ {0.5, 0.1}, after ≥ 100 steps)")
+
+    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+        eps = eps_grid()
+        steps = (1, 100) if quick else (1, 100, 1000)
+        full_steps = (1, 100, 1000)
+        cells = Cells()
+        panels, rows = [], []
+        for label, cfg, why in grid_cells(config):
+            full = [(lam, s) for lam in _lambdas(label, False) for s in full_steps if _judged(label, s)]
+            cells.grid += len(full)
+            if cfg is None:
+                cells.skip(label, why, len(full))
+                continue
+            if quick and label != "config":
+                continue
+            lambdas = []
+            for lam in _lambdas(label, quick):
+                if lam > cfg.batch_size:
+                    cells.skip(f"{label}, λ={lam}", f"λ = {lam} > Λ = {cfg.batch_size}",
+                               sum(_judged(label, s) for s in steps))
+                else:
+                    lambdas.append(lam)
+            s6, a6 = pair_upper_curves("T6", cfg, steps, eps), attained_curves("T6", cfg, steps, eps)
+            curves = [{"label": "λ=1 (T6)", "instances": 1, "upper": {s: floats(s6[s]) for s in steps},
+                       "attained": {s: floats(a6[s]) for s in steps}}]
+            for lam in lambdas:
+                c9 = cfg.with_(instances=lam)
+                s9, a9 = pair_upper_curves("T9", c9, steps, eps), attained_curves("T9", c9, steps, eps)
+                curves.append({"label": f"λ={lam} (T9, lower bound)", "instances": lam,
+                               "upper": {s: floats(s9[s]) for s in steps}, "attained": {s: floats(a9[s]) for s in steps}})
+                for s in steps:
+                    row = {"cell": label, "instances": lam, "steps": s, "rho_lambda": float(c9.rho),
+                           "judged": _judged(label, s)}
+                    for name, mine, other in (("upper", s6, s9), ("attained", a6, a9), ("robust", s6, a9)):
+                        cmp = first_win_epsilon(eps, mine[s], other[s])
+                        row[f"{name}_wins_from_eps"] = cmp["all_from"]
+                        row[f"{name}_wins_everywhere"] = cmp["everywhere"]
+                    rows.append(row)
+                    if row["judged"]:
+                        cells.evaluated.append(f"{label}, λ={lam}, {s} steps")
+            panels.append({"cell": label, "params": cell_info(cfg), "curves": curves})
+        numbers = {"rows": rows, "eps_lo": float(eps[0]), "one_step_from": ONE_STEP_FROM,
+                   "cells": cells.as_dict(quick)}
+        numbers.update(findings(numbers))
+        return Computed(numbers, {"eps": floats(eps), "steps": list(steps), "panels": panels})
+
+    @staticmethod
+    def rule(numbers: dict) -> Tuple[str, str]:
+        """Confirmed when every judged row shows λ = 1 ahead in both like-for-like evaluations
+        (from ε ≤ 0.1 after 1 step, from the grid's smallest ε after ≥ 100 steps); refuted when on
+        the configuration neither evaluation shows λ = 1 ahead of every λ > 1, neither after 1
+        step nor after 100 steps; qualified otherwise; not evaluated without judged rows."""
+        rows = [r for r in numbers["rows"] if r["judged"]]
+        if not rows:
+            return NOT_EVALUATED, "no cell could be evaluated"
+        f = findings(numbers)
+        if f["all_judged"]:
+            verdict = CONFIRMED
+        elif not f["any_on_config"]:
+            verdict = REFUTED
+        else:
+            verdict = QUALIFIED
+        lo, first = numbers["eps_lo"], numbers["one_step_from"]
+        reason = (f"like for like (upper vs upper and attained vs attained, both construction pairs) on the "
+                  f"configuration: λ=1 ≤ every λ>1 for ε ≥ {first:g} after 1 step: {f['one_step_from_0.1']}; for all "
+                  f"ε ≥ {lo:g} after 100 steps: {f['composed_100_everywhere']}")
+        if f["grid_composed_everywhere"] is not None:
+            reason += f"; every appendix-grid cell for all ε ≥ {lo:g} after ≥ 100 steps: {f['grid_composed_everywhere']}"
+        reason += ("; T6 upper ≤ T9 attained (robust to the composition gap) from ε = " +
+                   ", ".join(f"{'never' if v is None else fmt4(v)} ({s} steps)"
+                             for s, v in f["robust_wins_from_eps"].items()))
+        return verdict, reason
+
+    def figure(self, result: dict, out: Path) -> List[str]:
+        """Paper Fig. 2 and the appendix grid: δ(ε) of T6 (λ = 1) and T9 (λ > 1) per step count;
+        one PNG per cell, one panel per number of steps. Solid: upper (pessimistic pair); dotted:
+        attained (optimistic pair, lower)."""
+        from .figures import cell_title, finish_panel, grid, plot, save
+
+        f = result["figure"]
+        eps = np.asarray(f["eps"])
+        names = []
+        for i, panel in enumerate(f["panels"]):
+            fig, axes = grid(len(f["steps"]), 3)
+            for ax, s in zip(axes, f["steps"]):
+                for j, c in enumerate(panel["curves"]):
+                    plot(ax, eps, _at(c["upper"], s), color=f"C{j}", label=f"{c['label']} upper")
+                    plot(ax, eps, _at(c["attained"], s), color=f"C{j}", ls=":", label=f"{c['label']} attained")
+                finish_panel(ax, f"step {s}", after=f"{s} step{'s' if s > 1 else ''}")
+            axes[0].legend(fontsize=7, loc="lower left")
+            fig.suptitle("C1 (Fig. 2): WOR top, WR bottom, λ = 1 vs λ > 1 - " + cell_title(panel["cell"], panel["params"]),
+                         fontsize=10)
+            names.append(save(fig, out, f"c1_{i}.png"))
+        return names
+
+
+def _at(by_steps: dict, s: int):
+    """A curve keyed by step count, in memory (int keys) or read back from results.json (str keys)."""
+    return by_steps[s] if s in by_steps else by_steps[str(s)]
+
+
+CLAIM = C1()

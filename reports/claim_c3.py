@@ -1,0 +1,122 @@
+"""Claim C3 (paper Section 5, Fig. 4; erratum 5): with σ_C = 0, σ_F → ∞ in T11 equals forecast length L_F → 0.
+
+T11 (upper bound) has weight w(σ_F) = ρ r (φ τ(σ_F) + 1 - φ); the L_F → 0 reference is T6 on
+the same T and ρ with k' = L_C windows (only the windows holding the element in their context
+remain), weight w∞ = ρ L_C / T; L_C = 0 gives the zero profile max(0, 1 - α). Both exact
+one-step profiles, and after 100 steps both sound (connect-the-dots, upper). Cells: the σ_F
+values of the sweep.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+from typing import List, Tuple
+
+import numpy as np
+
+from tsdp.theorems.registry import get
+
+from .claim_base import CONFIRMED, NOT_EVALUATED, REFUTED, Cells, Claim, ClaimContext, Computed, cell_info, floats, plain
+from .curves import NEGLIGIBLE, eps_grid, sound_curves
+
+SIGMA_F = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 1e3)
+QUICK_SIGMA_F = (0.0, 0.5, 2.0, 1e3)
+STEPS = 100
+PROFILE_REL, WEIGHT_REL = 1e-2, 1e-3
+"""Tolerances of the limit: one-step profile and weight at the largest σ_F against the reference."""
+
+
+def tau(s: float) -> float:
+    """τ(s) = TVD(N(0,s), N(1,s)) = erf(1/(2√2 s)); τ(0) = 1 (THEOREMS.md notation)."""
+    return 1.0 if s == 0 else math.erf(1.0 / (2.0 * math.sqrt(2.0) * s))
+
+
+def max_rel(a: np.ndarray, ref: np.ndarray) -> float:
+    """Largest relative gap |a - ref| / ref where ref > NEGLIGIBLE (0 when nowhere)."""
+    a, ref = np.asarray(a), np.asarray(ref)
+    keep = ref > NEGLIGIBLE
+    return float(np.max(np.abs(a[keep] - ref[keep]) / ref[keep])) if keep.any() else 0.0
+
+
+class C3(Claim):
+    id = "C3"
+    statement = "with σ_C = 0, letting σ_F → ∞ (T11) equals forecast length L_F → 0"
+
+    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+        eps = eps_grid()
+        base = plain(config)
+        w_inf = base.rho * Fraction(base.context_length, base.T)
+        if base.context_length >= 1:
+            # L_F -> 0: the k' = L_C windows holding the element in their context, same T and ρ
+            ref_cfg = base.with_(context_length=base.context_length - 1, forecast_length=1, L=base.T)
+            ref_one = np.asarray(get("T6").profile(ref_cfg, np.exp(eps)))
+            ref_comp = sound_curves("T6", ref_cfg, [STEPS], eps)[STEPS]
+        else:
+            ref_one = np.maximum(0.0, -np.expm1(eps))
+            ref_comp = ref_one.copy()
+        sigmas = QUICK_SIGMA_F if quick else SIGMA_F
+        cells = Cells(grid=len(SIGMA_F))
+        curves, weights, one_steps = [], [], []
+        t11 = get("T11")
+        for s in sigmas:
+            cfg = base.with_(sigma_forecast=float(s))
+            one = np.asarray(t11.profile(cfg, np.exp(eps)))
+            comp = sound_curves("T11", cfg, [STEPS], eps)[STEPS]
+            w = float(base.rho * base.r) * (float(base.phi) * tau(s) + 1 - float(base.phi))
+            weights.append({"sigma_F": s, "weight": w})
+            one_steps.append(one)
+            curves.append({"label": f"σ_F = {s:g} (T11, upper)", "sigma_F": s, "delta_1": floats(one),
+                           "delta_composed": floats(comp)})
+            cells.evaluated.append(f"σ_F = {s:g}")
+        mono = all(bool(np.all(b <= a * (1 + 1e-9) + 1e-15)) for a, b in zip(one_steps, one_steps[1:]))
+        w_rel = abs(weights[-1]["weight"] - float(w_inf)) / float(w_inf) if w_inf > 0 else abs(weights[-1]["weight"])
+        numbers = {"weights": weights, "w_limit_LF_to_0": float(w_inf),
+                   "w_limit_LC_to_0_printed_reading": float(base.rho * Fraction(base.forecast_length, base.T)),
+                   "phi": float(base.phi), "max_rel_gap_one_step": max_rel(one_steps[-1], ref_one),
+                   "max_rel_gap_composed": max_rel(curves[-1]["delta_composed"], ref_comp),
+                   "weight_rel_gap": w_rel, "composed_steps": STEPS, "monotone_in_sigma_F": mono,
+                   "params": cell_info(base), "cells": cells.as_dict(quick)}
+        figure = {"eps": floats(eps), "steps": STEPS, "curves": curves,
+                  "reference": {"label": "L_F → 0 (T6 shape, w = ρ L_C / T)", "delta_1": floats(ref_one),
+                                "delta_composed": floats(ref_comp)}}
+        return Computed(numbers, figure)
+
+    @staticmethod
+    def rule(numbers: dict) -> Tuple[str, str]:
+        """Confirmed when the one-step profile is non-increasing in σ_F, T11 at the largest σ_F is
+        within 1e-2 relative of the reference at every ε where the reference exceeds NEGLIGIBLE,
+        and its weight within 1e-3 relative of w∞; refuted otherwise; not evaluated without σ_F."""
+        if not numbers["weights"]:
+            return NOT_EVALUATED, "no σ_F evaluated"
+        mono, rel, w_rel = numbers["monotone_in_sigma_F"], numbers["max_rel_gap_one_step"], numbers["weight_rel_gap"]
+        ok = mono and rel <= PROFILE_REL and w_rel <= WEIGHT_REL
+        last = numbers["weights"][-1]
+        reason = (f"one-step profile non-increasing in σ_F: {mono}; at σ_F = {last['sigma_F']:g} max relative gap to "
+                  f"the L_F → 0 reference {rel:.4g} (one step), {numbers['max_rel_gap_composed']:.4g} "
+                  f"({numbers['composed_steps']} steps); weight {last['weight']:.4g} vs w∞ = ρ L_C / T = "
+                  f"{numbers['w_limit_LF_to_0']:.4g} (relative gap {w_rel:.4g})")
+        return (CONFIRMED if ok else REFUTED), reason
+
+    def figure(self, result: dict, out: Path) -> List[str]:
+        """Paper Fig. 4: T11 δ(ε) for σ_C = 0 and growing σ_F, with the L_F → 0 reference; one step
+        (exact) and composed (sound)."""
+        import matplotlib.pyplot as plt
+
+        from .figures import finish_panel, grid, plot, save
+
+        f = result["figure"]
+        eps = np.asarray(f["eps"])
+        fig, axes = grid(2, 2)
+        for ax, key, title in ((axes[0], "delta_1", "1 step (exact)"),
+                               (axes[1], "delta_composed", f"{f['steps']} steps (sound)")):
+            for j, c in enumerate(f["curves"]):
+                plot(ax, eps, c[key], color=plt.cm.viridis(j / max(1, len(f["curves"]) - 1)), label=c["label"])
+            plot(ax, eps, f["reference"][key], color="red", ls="--", lw=2, label=f["reference"]["label"])
+            finish_panel(ax, title)
+        axes[0].legend(fontsize=7, loc="lower left")
+        fig.suptitle("C3 (Fig. 4): label noise σ_F (σ_C = 0, WOR top, WR bottom, λ = 1)", fontsize=10)
+        return [save(fig, out, "c3.png")]
+
+
+CLAIM = C3()

@@ -1,0 +1,101 @@
+"""Claim C6 (Appendix C.2): black-box T13 (one record) underestimates the pooled loop's leakage.
+
+On the pooled version of the configuration, one step, δ = 1e-3: ε_T13 is the **sound** ε of
+the standard one-record guarantee (upper, rounded up) - a bound for a *different relation*:
+it covers a change of one record (one window), while the attack changes one element of a
+series, which lies in k windows (event-level relation); ε_T14 the **attained** ε of the
+element-level construction (lower, rounded down); the audit's ``epsilon_lower`` a **lower**
+confidence bound measured through the real pooled loop (attacks.auditor). An audit above ε_T13
+is therefore the claim, not a privacy violation. One cell: the pooled configuration.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Tuple
+
+from tsdp.theorems.config import TrainingConfig
+from tsdp.verify import accounting
+
+from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed
+
+DELTA = 1e-3
+
+WHY_BELOW = ("T13 bounds a change of one record (one window); the attack changes one element of a series, which lies "
+             "in k = {k} windows (event-level relation), which T13 does not cover: an attack above T13 is the claim, "
+             "not a privacy violation")
+
+
+def c6_config(config: TrainingConfig) -> TrainingConfig:
+    """The pooled-window version of the configuration (every window of every series, Λ WOR)."""
+    return config.with_(top="pooled", bottom="wr", instances=1, sigma_context=0.0, sigma_forecast=0.0, lengths=None)
+
+
+class C6(Claim):
+    id = "C6"
+    statement = ("black-box use of the standard guarantee (T13, one record) underestimates the leakage: an attack on the "
+                 "pooled-window loop exceeds it")
+
+    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+        pooled = c6_config(config)
+        t13 = accounting.epsilon(pooled, DELTA, steps=1, theorem="T13")
+        t14 = accounting.epsilon(pooled, DELTA, steps=1, theorem="T14")
+        audit = None
+        if ctx.audit_fn is not None:
+            audit = ctx.audit_fn("T14", pooled, trials=ctx.trials, steps=1, delta=DELTA, seed=ctx.seed)
+        cells = Cells(grid=1, evaluated=[f"pooled configuration (N_tot = {pooled.n_windows_total}, k = {pooled.k})"])
+        numbers = {"delta": DELTA, "k": pooled.k, "N_tot": pooled.n_windows_total, "batch_size": pooled.batch_size,
+                   "epsilon_T13_sound": t13.epsilon, "epsilon_T14_attained": t14.epsilon_attained, "audit": audit,
+                   "audit_status": "ran" if audit is not None else "audit not available",
+                   "why_T13_below": WHY_BELOW.format(k=pooled.k), "cells": cells.as_dict(quick)}
+        return Computed(numbers, {"delta": DELTA})
+
+    @staticmethod
+    def rule(numbers: dict) -> Tuple[str, str]:
+        """Confirmed when the audit's lower bound exceeds ε_T13; qualified when only theory shows it
+        (ε_T14 > ε_T13) because no audit ran or it was not significant; refuted when
+        ε_T14 ≤ ε_T13 (nothing to underestimate, e.g. k = 1); not evaluated without ε_T14."""
+        t13, t14, audit = numbers["epsilon_T13_sound"], numbers["epsilon_T14_attained"], numbers["audit"]
+        if t14 is None:
+            return NOT_EVALUATED, "no attained ε for T14"
+        if not t14 > t13:
+            return REFUTED, (f"ε_T14 (attained) {t14:.4g} ≤ ε_T13 (sound) {t13:.4g} at k = {numbers['k']}: the "
+                             "one-record guarantee covers this configuration")
+        if audit is not None and audit["epsilon_lower"] > t13:
+            return CONFIRMED, (f"the audit of the pooled loop certifies ε ≥ {audit['epsilon_lower']:.4g} "
+                               f"({100 * audit['confidence']:.0f}% confidence, {audit['trials']} trials per world) > "
+                               f"ε_T13 = {t13:.4g}, theory ε_T14 = {t14:.4g}; {numbers['why_T13_below']}")
+        if audit is None:
+            return QUALIFIED, f"audit not available; theory only: ε_T14 (attained) {t14:.4g} > ε_T13 (sound) {t13:.4g}"
+        return QUALIFIED, (f"theory ε_T14 = {t14:.4g} > ε_T13 = {t13:.4g}, but the audit's lower bound "
+                           f"{audit['epsilon_lower']:.4g} ({audit['trials']} trials per world) does not exceed ε_T13: "
+                           "too few trials to certify it")
+
+    def figure(self, result: dict, out: Path) -> List[str]:
+        """ε of the pooled configuration at δ = 1e-3, one step: T13 (sound, one record), T14
+        (attained, element level) and the audit's lower confidence bound, with why T13 sits below."""
+        import matplotlib.pyplot as plt
+
+        from .figures import save, show_zero
+
+        n = result["numbers"]
+        fig, ax = plt.subplots(figsize=(7.5, 2.8))
+        names = ["T13 sound (one record)", "T14 attained (element)"]
+        values = [n["epsilon_T13_sound"], n["epsilon_T14_attained"]]
+        colors = ["C0", "C1"]
+        if n["audit"] is not None:
+            names.append(f"audit LCB ({n['audit']['trials']:.0e} trials)")
+            values.append(n["audit"]["epsilon_lower"])
+            colors.append("C3")
+        ax.barh(names, values, color=colors)
+        for y, v in enumerate(values):
+            if v > 0:
+                ax.text(v, y, f" {v:.4g}", va="center", fontsize=8)
+        show_zero(ax, values)
+        ax.set_xlabel(f"ε at δ = {n['delta']:g}, one step (pooled windows, k = {n['k']})")
+        ax.set_xlim(0, 1.25 * max(values))
+        ax.set_title("C6: why the one-record bound T13 sits below the attack", fontsize=10)
+        fig.text(0.01, 0.01, n["why_T13_below"].replace(" (event-level", "\n(event-level"), fontsize=7, va="bottom")
+        return [save(fig, out, "c6.png", rect=(0, 0.14, 1, 1))]
+
+
+CLAIM = C6()
