@@ -4,7 +4,7 @@ The bounds of Schuchardt et al. (ICML 2025), "Privacy Amplification by Structure
 Subsampling for Deep Differentially Private Time Series Forecasting", as code you can run.
 Layers, each importing only those below it::
 
-    tsdp.theorems  the catalogue T1-T15: configurations, mixture pairs, privacy profiles
+    tsdp.theorems  the catalogue T1-T15: configurations, mixture pairs, privacy profiles, constructions
     tsdp.verify    privacy events, the accountant (dp-accounting PLDs), calibration, checks
     tsdp.attacks   the DP-SGD forecasting loop (torch), samplers, auditors, canary audits
     tsdp.reports   the tightness report
@@ -24,18 +24,30 @@ _EXPORTS = {
     "TrainingConfig": "tsdp.theorems.config",
     "DEFAULT_CONFIG": "tsdp.theorems.config",
     "ConfigError": "tsdp.theorems.config",
+    "TheoremError": "tsdp.theorems.errors",
     "REGISTRY": "tsdp.theorems.registry",
     "get_bound": ("tsdp.theorems.registry", "get"),
     "select_bound": "tsdp.theorems.registry",
-    # accounting (tsdp.verify)
+    "CONSTRUCTIONS": "tsdp.theorems.constructions",
+    "InferenceConfig": "tsdp.theorems.bounds.inference",
+    # privacy events and the accountant (tsdp.verify)
+    "TrainingStepDpEvent": "tsdp.verify.events",
+    "TrainingEpochDpEvent": "tsdp.verify.events",
+    "InferenceReleaseDpEvent": "tsdp.verify.events",
+    "training_event": "tsdp.verify.events",
+    "PldAccountant": "tsdp.verify.accountant",
+    "account": "tsdp.verify.accountant",
     "epsilon": "tsdp.verify.accounting",
     "delta": "tsdp.verify.accounting",
     "calibrate_sigma": "tsdp.verify.calibration",
-    # the loop and the auditors (tsdp.attacks)
+    # the loop, your own pipelines, the auditors (tsdp.attacks)
     "make_sampler": "tsdp.attacks.loop.samplers",
     "train": "tsdp.attacks.loop.train",
+    "WindowDataset": "tsdp.attacks.batching",
+    "BiLevelBatchSampler": "tsdp.attacks.batching",
     "audit": "tsdp.attacks.auditor",
     "audit_model": "tsdp.attacks.canary",
+    "audit_training": "tsdp.attacks.audit_harness",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

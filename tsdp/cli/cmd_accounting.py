@@ -5,23 +5,18 @@ dp-accounting is imported inside the handlers only, so `tsdp` starts fast.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
-from .config_args import add_config_arguments, config_from_args
-
-
-def _usage_error(message: str):
-    from .main import UsageError
-
-    return UsageError(message)
+from .config_args import STEPS_HELP, add_config_arguments, config_from_args
+from .errors import UsageError, check_delta
 
 
 def _add_accounting_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, help="target δ in (0, 1)")
-    p.add_argument("--steps", type=int, help="training steps S (exclusive with --epochs)")
+    p.add_argument("--steps", type=int, help=STEPS_HELP + " (exclusive with --epochs)")
     p.add_argument("--epochs", type=int, help="training epochs E (exclusive with --steps)")
-    p.add_argument("--theorem", help="bound id, e.g. T6 (default: the tightest sound upper bound for the scheme)")
+    p.add_argument("--theorem", help="bound id, e.g. T6 (default: the tightest sound upper bound for the scheme); "
+                   "a lower bound (T3, T9, T10, T14) is reported as attained only and refused by calibrate")
     p.add_argument("--discretization", type=float, default=1e-4,
                    help="PLD value discretisation (default 1e-4, dp-accounting's default)")
     p.add_argument("--tail-mass-truncation", type=float, default=1e-15,
@@ -32,32 +27,39 @@ def _add_accounting_options(p: argparse.ArgumentParser) -> None:
 
 def _schedule(args):
     if (args.steps is None) == (args.epochs is None):
-        raise _usage_error("give exactly one of --steps S and --epochs E")
+        raise UsageError("give exactly one of --steps S and --epochs E")
     if args.steps is not None and args.steps < 1:
-        raise _usage_error(f"invalid --steps: must be >= 1 (got {args.steps})")
+        raise UsageError(f"invalid --steps: must be >= 1 (got {args.steps})")
     if args.epochs is not None and args.epochs < 1:
-        raise _usage_error(f"invalid --epochs: must be >= 1 (got {args.epochs})")
+        raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
     if not (math.isfinite(args.discretization) and 0 < args.discretization <= 1):
-        raise _usage_error(f"invalid --discretization: must be in (0, 1] (got {args.discretization})")
+        raise UsageError(f"invalid --discretization: must be in (0, 1] (got {args.discretization})")
     if not (math.isfinite(args.tail_mass_truncation) and 0 <= args.tail_mass_truncation < 1):
-        raise _usage_error(f"invalid --tail-mass-truncation: must be in [0, 1) (got {args.tail_mass_truncation})")
+        raise UsageError(f"invalid --tail-mass-truncation: must be in [0, 1) (got {args.tail_mass_truncation})")
     return args.steps, args.epochs
 
 
-def _check_delta_flag(delta):
-    if delta is None:
-        raise _usage_error("give --delta D")
-    if not (math.isfinite(delta) and 0 < delta < 1):
-        raise _usage_error(f"invalid --delta: must be in (0, 1) (got {delta})")
-    return delta
-
-
-def _fmt(x) -> str:
-    return "n/a (no construction)" if x is None else f"{x:.6g}"
+def _fmt(x, refused=None) -> str:
+    return f"none ({refused})" if x is None else f"{x:.6g}"
 
 
 def _print(args, payload: dict, human: str) -> None:
-    print(json.dumps(payload, indent=2) if args.json else human)
+    from .output import dumps
+
+    print(dumps(payload) if args.json else human)
+
+
+def _resolvable(config, delta: float, common: dict, sound, attained):
+    """Refuse a δ below the sound PLD's resolution (its infinity mass: ε = inf there) with the
+    smallest δ it answers; an infinite attained ε (a lower bound) is not an answer: None."""
+    if sound is not None and not math.isfinite(sound):
+        from tsdp.verify.accounting import delta as account_delta
+
+        floor = account_delta(config, 1e300, **common).delta  # δ past every finite loss: the infinity mass
+        raise UsageError(f"invalid --delta: {delta:g} is below the smallest δ the accountant resolves here, "
+                         f"{floor * 1.01:.2g} (the PLD's truncated mass); give --delta >= {floor * 1.01:.2g} "
+                         "or a smaller --tail-mass-truncation")
+    return attained if attained is None or math.isfinite(attained) else None
 
 
 def add_parsers(sub, command) -> None:
@@ -91,23 +93,31 @@ def add_parsers(sub, command) -> None:
                       tail_mass_truncation=args.tail_mass_truncation)
         if args.epsilon is not None:
             if args.delta is not None:
-                raise _usage_error("give one of --delta D (answers ε) and --epsilon E (answers δ), not both")
+                raise UsageError("give one of --delta D (answers ε) and --epsilon E (answers δ), not both")
             if not (math.isfinite(args.epsilon) and args.epsilon >= 0):
-                raise _usage_error(f"invalid --epsilon: must be finite and >= 0 (got {args.epsilon})")
+                raise UsageError(f"invalid --epsilon: must be finite and >= 0 (got {args.epsilon})")
             r = account_delta(config, args.epsilon, **common)
-            head = f"δ at ε = {r.epsilon:g}: sound {_fmt(r.delta)}, attained {_fmt(r.delta_attained)}"
+            target, sound, attained = f"δ at ε = {args.epsilon:g}", r.delta, r.delta_attained
         else:
-            r = account_epsilon(config, _check_delta_flag(args.delta), **common)
-            head = f"ε at δ = {r.delta:g}: sound {_fmt(r.epsilon)}, attained {_fmt(r.epsilon_attained)}"
+            r = account_epsilon(config, check_delta(args.delta), **common)
+            target, sound, attained = f"ε at δ = {args.delta:g}", r.epsilon, r.epsilon_attained
+            attained = _resolvable(config, args.delta, common, sound, attained)
         payload = r.as_dict()
-        sched = f"{steps} steps" if steps is not None else f"{epochs} epochs"
+        if args.epsilon is None and attained is None and r.epsilon_attained is not None:
+            payload["epsilon_attained"] = None
+            payload["attained_refused"] = "δ below the attained PLD's resolution"
+        sched = f"{steps} training steps" if steps is not None else f"{epochs} epochs"
+        if sound is None:
+            head = f"{target}: lower bound (attained) {_fmt(attained, payload.get('attained_refused'))}; no upper bound: {r.sound_refused}"
+        else:
+            head = f"{target}: sound {_fmt(sound)} (upper bound), attained {_fmt(attained, payload.get('attained_refused'))} (lower bound)"
         human = "\n".join([
             head,
             f"theorem {r.theorem} ({r.kind}, per {r.scope}) - {r.reason}",
-            f"{sched} -> {r.compositions} compositions; discretisation {r.discretization:g}",
-            "sound: connect-the-dots of the theorem's one-step profile, upper bound (rounded up)",
-            "attained: " + (f"construction {r.construction}'s pair composed, lower bound (rounded down)"
-                            if r.construction else "none (the bound has no attack construction)"),
+            f"{sched} -> {r.compositions} compositions of the per-{r.scope} bound; discretisation {r.discretization:g}",
+            *([] if sound is None else ["sound: connect-the-dots of the theorem's one-step profile, rounded up"]),
+            "attained: " + (f"construction {r.construction}'s pair composed, rounded down"
+                            if r.construction else f"none ({r.attained_refused})"),
         ])
         _print(args, payload, human)
         return 0
@@ -117,13 +127,13 @@ def add_parsers(sub, command) -> None:
         from tsdp.verify.calibration import calibrate_sigma
 
         steps, epochs = _schedule(args)
-        delta = _check_delta_flag(args.delta)
+        delta = check_delta(args.delta)
         if args.epsilon is None:
-            raise _usage_error("give the target --epsilon E")
+            raise UsageError("give the target --epsilon E")
         if not (math.isfinite(args.epsilon) and args.epsilon > 0):
-            raise _usage_error(f"invalid --epsilon: target must be finite and > 0 (got {args.epsilon})")
+            raise UsageError(f"invalid --epsilon: target must be finite and > 0 (got {args.epsilon})")
         if not (math.isfinite(args.tolerance) and 0 < args.tolerance < 1):
-            raise _usage_error(f"invalid --tolerance: must be in (0, 1) (got {args.tolerance})")
+            raise UsageError(f"invalid --tolerance: must be in (0, 1) (got {args.tolerance})")
         config = config_from_args(args)
         r = calibrate_sigma(config, args.epsilon, delta, steps=steps, epochs=epochs, theorem=args.theorem,
                             tolerance=args.tolerance, discretization=args.discretization,

@@ -1,49 +1,87 @@
 """`tsdp audit` and `tsdp audit-model`: Monte Carlo audits of the proofs' worst cases and canary audits of trained models.
 
 torch and the attacks package are imported inside the handlers only, so `tsdp` starts fast.
-Both print lower bounds on ε (with their confidence); a lower bound above the sound ε
-would be a privacy bug.
+Both print lower bounds on ε (with their confidence); a certified lower bound above the
+sound ε is a privacy violation (a bug in the theory or the loop): the command then exits 1
+and its JSON carries ``"violation": true`` next to both numbers and the confidence.
 """
 from __future__ import annotations
 
-import json
 import math
 
-from .config_args import add_config_arguments, config_from_args
-
-
-def _usage_error(message: str):
-    from .main import UsageError
-
-    return UsageError(message)
-
-
-def _check_delta(delta: float) -> float:
-    if not (math.isfinite(delta) and 0 < delta < 1):
-        raise _usage_error(f"invalid --delta: must be in (0, 1) (got {delta})")
-    return delta
+from .config_args import STEPS_HELP, add_config_arguments, config_from_args
+from .errors import UsageError, check_delta
+from .output import dumps
 
 
 def _human_audit(d: dict) -> str:
     lines = [
         f"audit of {d['theorem']} (sound bound {d['sound_theorem']}, attained pair {d['attained_pair']}): "
-        f"{d['trials']} trials x {d['steps']} step(s) per world on {d['device']}",
+        f"{d['trials']} trials x {d['steps']} training step(s) ({d['compositions']} composition(s)) per world "
+        f"on {d['device']}",
         f"  ε lower bound (confidence {d['confidence']:.0%}) at δ = {d['delta']:g}: {d['epsilon_lower']:.4f}",
-        f"  ε attained by the construction: {d['epsilon_attained']:.4f}   ratio lower/attained: {d['ratio']:.3f}",
+        f"  ε attained by the construction: {d['epsilon_attained']:.4f}   ratio lower/attained: "
+        + (f"{d['ratio']:.3f}" if d["ratio"] is not None and math.isfinite(d["ratio"]) else "n/a (attained ε is 0)"),
         f"  ε sound ({d['sound_theorem']}): {d['epsilon_sound']:.4f}",
         f"  goodness of fit (KS, both worlds, Bonferroni): p = {d['gof_pvalue']:.3g}",
         "  alpha        H_alpha lower   H_alpha theory",
     ]
     for p in d["profile"]:
         lines.append(f"  {p['alpha']:<12.5g} {p['h_lower']:<15.6g} {p['h_theory']:.6g}")
-    if d["epsilon_lower"] > d["epsilon_sound"]:
-        lines.append("  WARNING: the empirical lower bound exceeds the sound ε")
+    lines += _human_engine(d)
+    if d["violation"]:
+        v = d["violation_test"]
+        lines.insert(0, f"PRIVACY VIOLATION (confidence {d['confidence']:.0%}): certified ε ≥ {v['epsilon_lower']:.4f} "
+                        f"at δ = {d['delta']:g} against the sound ε = {d['epsilon_sound']:.4f}, certified H_α above "
+                        f"the sound profile by up to {v['profile_excess']:.4g}")
     return "\n".join(lines)
 
 
+def _engine_options(args) -> dict:
+    """The sharded engine's options of `tsdp audit` (attacks.distributed / attacks.sequential), checked."""
+    if args.workers < 1:
+        raise UsageError(f"invalid --workers: must be >= 1 (got {args.workers})")
+    if args.shard_size is not None and args.shard_size < 1:
+        raise UsageError(f"invalid --shard-size: must be >= 1 (got {args.shard_size})")
+    if args.cluster is not None and not args.cluster.strip():
+        raise UsageError("invalid --cluster: give a scheduler address or 'auto'")
+    options = {"threshold": args.threshold, "workers": args.workers, "cluster": args.cluster,
+               "sequential": args.sequential}
+    if args.shard_size is not None:
+        options["shard_size"] = args.shard_size
+    return options
+
+
+def _human_engine(d: dict) -> list:
+    """Lines on the test design, the run, the sequential test and the attained bracket."""
+    run, lines = d.get("run") or {}, []
+    if d.get("design"):
+        lines.append(f"  test fixed before sampling (theory): {d['design']['side']} side, threshold "
+                     f"{d['design']['threshold']:.4g}, expected ε lower {d['design']['expected']:.4f}")
+    if run:
+        lines.append(f"  run: {run['shards_run']}/{run['shards_planned']} shards of {run['shard_size']} on "
+                     f"{run['executor']} ({run['workers']} worker(s)), {run['retries']} re-run(s)")
+    seq = d.get("violation_test")
+    if seq:
+        verdict = "VIOLATION" if seq["violation"] else "no violation"
+        kind = "sequential violation test" if seq["sequential"] else "violation test"
+        lines.append(f"  {kind} (sound profile at {len(seq['profile'])} points): {verdict} after {seq['trials']} "
+                     f"trials per world "
+                     f"(certified ε ≥ {seq['epsilon_lower']:.4f}, profile excess {seq['profile_excess']:.3g})")
+    b = d.get("attained_bracket")
+    if b:
+        lines.append(f"  attained ε bracket [{b['lower']:.4f}, {b['upper']:.4f}] (discretisation {b['discretization']:g}),"
+                     f" composition gap sound - upper = {b['composition_gap']:.4f}")
+    return lines
+
+
 def _human_canary(d: dict) -> str:
+    spent = "no noise" if d["epsilon_spent"] is None else f"spent {d['epsilon_spent']:.4g}"
     lines = [f"canary audit of {d['model']}: {d['canaries']} canaries, {d['included']} included, "
-             f"training ε = {d['epsilon_budget']} (spent {d['epsilon_spent']}), δ = {d['delta']:g}"]
+             f"training ε budget {d['epsilon_budget']:g} ({spent}), δ = {d['delta']:g}, {d['steps']} training steps"]
+    if d["violation"]:
+        lines.insert(0, f"PRIVACY VIOLATION: the certified lower bound ε ≥ {d['epsilon_lower']:.4f} "
+                        f"(confidence {d['confidence']:.0%}) exceeds the sound ε spent = {d['epsilon_spent']:.4f}")
     for name, s in d["scores"].items():
         lines.append(f"  {name:<10} ε lower bound ({d['confidence']:.0%}): {s['epsilon_lower']:.4f} "
                      f"({s['correct']} of {s['guesses']} '{s['side']}' guesses correct, AUC {s['auc']:.3f})")
@@ -61,7 +99,10 @@ def add_parsers(sub, command) -> None:
         "T13/T14 audit the pooled-window loop against T13's one-record guarantee (claim C6).")
     p.add_argument("--theorem", default="T6", help="construction: T1 T3 T4 T6 T9 T10 T11 T13 T14 (default T6)")
     p.add_argument("--trials", type=int, required=True, help="trials per world")
-    p.add_argument("--steps", type=int, default=1, help="compositions per trial: steps (WOR, pooled) or epochs (deterministic top level: T1, T3, T4) (default 1)")
+    schedule = p.add_mutually_exclusive_group()
+    schedule.add_argument("--steps", type=int, default=None,
+                          help=STEPS_HELP + " (per trial; default 1)")
+    schedule.add_argument("--epochs", type=int, default=None, help="epochs per trial instead of --steps")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ...")
@@ -69,6 +110,18 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--select-fraction", type=float, default=0.5,
                    help="share of the trials that choose the test; the rest bound its errors (default 0.5)")
     p.add_argument("--alpha", type=float, nargs="+", default=None, help="α grid (each ≥ 1) for the H_α bounds")
+    p.add_argument("--threshold", choices=("theory", "split"), default="theory",
+                   help="theory: the test is fixed before sampling from the construction's pair, every trial certifies "
+                        "(default); split: chosen on --select-fraction of the trials")
+    p.add_argument("--workers", type=int, default=1,
+                   help="local worker processes (default 1: this process); with --cluster auto: Dask workers")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="run the shards on a Dask scheduler at ADDRESS, or 'auto' for a local Dask cluster "
+                        "(needs the tsdp[cluster] extra)")
+    p.add_argument("--shard-size", type=int, default=None,
+                   help="trials of one world per shard (default 65536); part of the sample's definition with --seed")
+    p.add_argument("--sequential", action="store_true",
+                   help="anytime-valid violation test: stop as soon as the sound profile is certainly exceeded")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_config_arguments(p)
 
@@ -93,34 +146,46 @@ def add_parsers(sub, command) -> None:
 
     @command("audit")
     def cmd_audit(args) -> int:
-        _check_delta(args.delta)
+        check_delta(args.delta)
         if args.trials < 20:
-            raise _usage_error(f"invalid --trials: must be >= 20 (got {args.trials})")
-        if args.steps < 1:
-            raise _usage_error(f"invalid --steps: must be >= 1 (got {args.steps})")
+            raise UsageError(f"invalid --trials: must be >= 20 (got {args.trials})")
+        for flag, value in (("--steps", args.steps), ("--epochs", args.epochs)):
+            if value is not None and value < 1:
+                raise UsageError(f"invalid {flag}: must be >= 1 (got {value})")
         if not (0 < args.confidence < 1):
-            raise _usage_error(f"invalid --confidence: must be in (0, 1) (got {args.confidence})")
+            raise UsageError(f"invalid --confidence: must be in (0, 1) (got {args.confidence})")
         if not (0 < args.select_fraction < 1):
-            raise _usage_error(f"invalid --select-fraction: must be in (0, 1) (got {args.select_fraction})")
+            raise UsageError(f"invalid --select-fraction: must be in (0, 1) (got {args.select_fraction})")
         config = config_from_args(args)
         from tsdp.attacks.auditor import audit
+        from tsdp.attacks.worst_case import scheme_config
 
-        result = audit(args.theorem, config, trials=args.trials, steps=args.steps, delta=args.delta, seed=args.seed,
+        fixed = scheme_config(args.theorem, config)
+        for field in ("top", "bottom", "sigma_context", "sigma_forecast"):
+            flag = "--" + field.replace("_", "-")
+            if flag in getattr(args, "typed_flags", ()) and getattr(fixed, field) != getattr(config, field):
+                raise UsageError(f"invalid {flag}: {getattr(config, field)} conflicts with --theorem {args.theorem}, "
+                                 f"whose construction runs {field} = {getattr(fixed, field)} (drop {flag})")
+        steps = args.steps if args.epochs is None else args.epochs * scheme_config(args.theorem, config).steps_per_epoch
+        result = audit(args.theorem, config, trials=args.trials, steps=steps or 1, delta=args.delta, seed=args.seed,
                        device=args.device, alphas=args.alpha, progress=True, confidence=args.confidence,
-                       select_fraction=args.select_fraction)
+                       select_fraction=args.select_fraction, **_engine_options(args))
         d = result.to_dict()
-        print(json.dumps(d, indent=2) if args.json else _human_audit(d))
-        return 0
+        print(dumps(d) if args.json else _human_audit(d))
+        return 1 if d["violation"] else 0
 
     @command("audit-model")
     def cmd_audit_model(args) -> int:
-        _check_delta(args.delta)
+        check_delta(args.delta)
         if args.canaries < 2:
-            raise _usage_error(f"invalid --canaries: must be >= 2 (got {args.canaries})")
+            raise UsageError(f"invalid --canaries: must be >= 2 (got {args.canaries})")
         if not (args.epsilon > 0):
-            raise _usage_error(f"invalid --epsilon: must be > 0 or inf (got {args.epsilon})")
+            raise UsageError(f"invalid --epsilon: must be > 0 or inf (got {args.epsilon})")
         if args.epochs is not None and args.epochs < 1:
-            raise _usage_error(f"invalid --epochs: must be >= 1 (got {args.epochs})")
+            raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
+        for flag, value in (("--lr", args.lr), ("--spike", args.spike)):
+            if not (math.isfinite(value) and value > 0):
+                raise UsageError(f"invalid {flag}: must be finite and > 0 (got {value})")
         config = config_from_args(args)
         from tsdp.attacks.canary import audit_model
 
@@ -131,6 +196,7 @@ def add_parsers(sub, command) -> None:
         except (FileNotFoundError, ValueError) as exc:
             if exc.__class__.__name__ in ("ConfigError", "TheoremError"):
                 raise
-            raise _usage_error(str(exc)) from None
-        print(json.dumps(result, indent=2) if args.json else _human_canary(result))
+            raise UsageError(str(exc)) from None
+        print(dumps(result) if args.json else _human_canary(result))
+        return 1 if result["violation"] else 0
         return 0

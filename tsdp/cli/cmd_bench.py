@@ -7,10 +7,10 @@ never imported by verify/ at module import time).
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 
 from .cmd_train import MODEL_NAMES
+from .output import dumps
 
 BENCHES = {
     # what -> (module, function, formatter or None)
@@ -39,6 +39,10 @@ def add_parsers(sub, command) -> None:
         from .main import UsageError
 
         module_name, fn_name, fmt_name = BENCHES[args.what]
+        used = {"accounting": {"--discretization"}, "loop": {"--models", "--rounds"}, "audit": set()}[args.what]
+        unused = sorted((set(getattr(args, "typed_flags", ())) & {"--discretization", "--models", "--rounds"}) - used)
+        if unused:
+            raise UsageError(f"invalid {unused[0]}: `tsdp bench {args.what}` does not take it")
         try:
             module = importlib.import_module(module_name)
             fn = getattr(module, fn_name)
@@ -50,7 +54,10 @@ def add_parsers(sub, command) -> None:
         if args.what == "accounting":
             if not (0 < args.discretization <= 1):
                 raise UsageError(f"invalid --discretization: must be in (0, 1] (got {args.discretization})")
-            result = fn(discretization=args.discretization, progress=progress)
+            from .output import Heartbeat
+
+            with Heartbeat("tsdp bench accounting") as beat:  # the library's construction runs a minute, silent
+                result = fn(discretization=args.discretization, progress=beat.phase)
         elif args.what == "loop":
             if args.rounds < 1:
                 raise UsageError(f"invalid --rounds: must be >= 1 (got {args.rounds})")
@@ -58,7 +65,7 @@ def add_parsers(sub, command) -> None:
         else:
             result = fn()
         if args.json or fmt_name is None:
-            print(json.dumps(result, indent=2, default=str))
+            print(dumps(result))
         else:
             print(getattr(module, fmt_name)(result))
         return 0

@@ -5,7 +5,9 @@ reports (and through it matplotlib, torch) is imported inside the handler only.
 """
 from __future__ import annotations
 
-import json
+from .output import dumps
+
+
 
 
 def add_parsers(sub, command) -> None:
@@ -28,6 +30,7 @@ def add_parsers(sub, command) -> None:
 
     @command("report")
     def cmd_report(args) -> int:
+        import sys
         from pathlib import Path
 
         from .main import UsageError
@@ -36,8 +39,14 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
         from tsdp.reports.run import OUT_ROOT, build_report, load_config
 
+        from tsdp.theorems.config import ConfigError
+
         try:
             name, config = load_config(args.config)
+        except UnicodeDecodeError:
+            raise UsageError(f"invalid --config: {args.config} is not a text (JSON) file") from None
+        except ConfigError as exc:  # a value in the file: name its key, not a flag
+            raise UsageError(f"invalid --config: {args.config}: {exc} (key {exc.parameter!r})") from None
         except ValueError as exc:
             if type(exc) is not ValueError:
                 raise
@@ -48,15 +57,18 @@ def add_parsers(sub, command) -> None:
         results = build_report(config, name=name, out_dir=out, quick=args.quick, seed=args.seed,
                                progress=not args.no_progress, audits=not args.no_audit)
         if args.json:
-            print(json.dumps(results, indent=1))
+            print(dumps(results))
         else:
             print(f"report written to {out}/ (index.html, report.md, results.json) in {results['meta']['elapsed_s']} s")
             print(f"theorem {results['accounting']['theorem']}: " + "; ".join(
                 f"δ={r['delta']:g} {r['steps'] or r['epochs']} {'steps' if r['steps'] else 'epochs'}: "
                 f"ε={r['epsilon_sound']:.4g}" for r in results["accounting"]["rows"][:5]))
             for c in results["claims"]:
-                print(f"{c['id']}: {c['verdict']} - {c['reason']}")
+                print(f"{c['id']}: {c['verdict_text']} - {c['reason']}")
             s = results["consistency"]["summary"]
             print(f"verify --quick: {s['pass']} pass, {s['fail']} fail, {s['finding']} finding; "
                   f"audits: {results['tightness']['audit_status']}")
-        return 0
+        for v in results["violations"]:  # issue 13: a certified lower bound above a sound ε fails the run
+            print(f"PRIVACY VIOLATION: audit of {v['theorem']} certifies ε ≥ {v['epsilon_lower']:.4g} "
+                  f"({v['confidence']} confidence) > sound ε = {v['epsilon_sound']:.4g} of {v['bound']}", file=sys.stderr)
+        return 1 if results["violation"] else 0

@@ -1,17 +1,18 @@
 """`tsdp train`: DP-SGD training of a forecaster with the paper's batching, to an ε budget.
 
-Algorithm 1 of the paper (``attacks.loop.train``) with the configuration flags of
-:mod:`verify.config_args`; the sound accountant (:func:`verify.accounting.epsilon_of_steps`,
-an upper bound on ε) decides when the budget is spent. torch is imported inside the
+Algorithm 1 of the paper (:mod:`tsdp.attacks.loop.train`) with the configuration flags of
+:mod:`tsdp.cli.config_args`; the loop emits one privacy event per step into the sound
+accountant (:mod:`tsdp.verify.accountant`, an upper bound on ε), which decides when the
+budget is spent and reports the ε of the steps that ran. torch is imported inside the
 handler only, so `tsdp` starts fast.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
 from .config_args import add_config_arguments, config_from_args
+from .output import dumps
 
 MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
 """The CLI names of ``attacks.loop.models.MODELS`` (listed here so the parser needs no torch)."""
@@ -33,9 +34,16 @@ def add_parsers(sub, command) -> None:
                    help="a .csv (one column per series) or .json/.jsonl (GluonTS) file, or 'synthetic' "
                    "(seasonal + trend + noise, N series of the configured length)")
     p.add_argument("--epsilon", type=float, default=None, help="train until the sound ε(δ) reaches this budget")
-    p.add_argument("--delta", type=float, default=None, help="δ of the budget (needed with --epsilon)")
+    p.add_argument("--delta", type=float, default=None,
+                   help="δ at which the ε spent is reported (needed for private training)")
     p.add_argument("--epochs", type=int, default=None, help="train this many epochs (an upper limit with --epsilon)")
-    p.add_argument("--theorem", help="bound used by the accountant (default: the tightest sound upper bound)")
+    p.add_argument("--theorem", help="sound upper bound used by the accountant (default: the tightest for the "
+                   "scheme; lower bounds such as T3, T9, T10, T14 are refused)")
+    p.add_argument("--warmup-steps", type=int, default=0,
+                   help="training steps run first at --warmup-sigma (accounted too: a heterogeneous run)")
+    p.add_argument("--warmup-sigma", type=float, default=None, help="noise multiplier of the warm-up steps")
+    p.add_argument("--discretization", type=float, default=1e-4,
+                   help="the accountant's PLD discretisation (as `tsdp epsilon --discretization`)")
     p.add_argument("--clip", type=float, default=1.0, help="clipping norm C")
     p.add_argument("--lr", type=float, default=1e-3, help="learning rate")
     p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam")
@@ -43,6 +51,8 @@ def add_parsers(sub, command) -> None:
                    help="auto picks cuda when available, else cpu")
     p.add_argument("--seed", type=int, default=0, help="seed of data, initialisation, sampling and noise")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of human output")
+    p.add_argument("--save", default=None, metavar="FILE",
+                   help="write the trained model to FILE (for `tsdp forecast predict/tradeoff`)")
     add_config_arguments(p)
 
     @command("train")
@@ -52,19 +62,18 @@ def add_parsers(sub, command) -> None:
         config = config_from_args(args)
         if args.epsilon is None and args.epochs is None:
             raise UsageError("give an ε budget (--epsilon E --delta D) or --epochs E")
-        accountant = None
-        if args.epsilon is not None:
-            if not (math.isfinite(args.epsilon) and args.epsilon > 0):
-                raise UsageError(f"invalid --epsilon: must be > 0 (got {args.epsilon})")
-            if args.delta is None or not (math.isfinite(args.delta) and 0 < args.delta < 1):
-                raise UsageError(f"invalid --delta: an ε budget needs δ in (0, 1) (got {args.delta})")
-            from tsdp.verify.accounting import epsilon_of_steps
-
-            accountant = epsilon_of_steps(config, args.delta, args.theorem)
-            first = accountant(1)
-            if first > args.epsilon:
-                raise UsageError(f"the ε budget {args.epsilon:g} is spent before the first step: one step costs "
-                                 f"ε = {first:.4g} at δ = {args.delta:g} (raise --sigma or lower --batch-size)")
+        if args.epsilon is not None and not (math.isfinite(args.epsilon) and args.epsilon > 0):
+            raise UsageError(f"invalid --epsilon: must be > 0 (got {args.epsilon})")
+        if args.delta is None or not (math.isfinite(args.delta) and 0 < args.delta < 1):
+            raise UsageError(f"invalid --delta: private training reports its ε at a δ in (0, 1) (got {args.delta})")
+        if args.warmup_steps < 0:
+            raise UsageError(f"invalid --warmup-steps: must be >= 0 (got {args.warmup_steps})")
+        if args.warmup_steps and not (args.warmup_sigma is not None and math.isfinite(args.warmup_sigma)
+                                      and args.warmup_sigma > 0):
+            raise UsageError(f"invalid --warmup-sigma: warm-up steps need a noise multiplier > 0 "
+                             f"(got {args.warmup_sigma})")
+        if args.warmup_sigma is not None and not args.warmup_steps:
+            raise UsageError("invalid --warmup-sigma: it needs --warmup-steps S > 0")
         if args.epochs is not None and args.epochs < 1:
             raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
         for flag, value in (("--clip", args.clip), ("--lr", args.lr)):
@@ -73,21 +82,33 @@ def add_parsers(sub, command) -> None:
 
         from tsdp.attacks.loop.data import load, synthetic_for
         from tsdp.attacks.loop.train import train
+        from tsdp.theorems.config import ConfigError
 
         try:
             data = synthetic_for(config, seed=args.seed) if args.data == "synthetic" else load(args.data)
             result = train(config, args.model, data, epsilon=args.epsilon, delta=args.delta, epochs=args.epochs,
-                           epsilon_of_steps=accountant, clip=args.clip, lr=args.lr, optimizer=args.optimizer,
-                           device=args.device, seed=args.seed, progress=not args.json)
+                           theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
+                           discretization=args.discretization,
+                           clip=args.clip, lr=args.lr, optimizer=args.optimizer, device=args.device, seed=args.seed,
+                           progress=not args.json, return_model=args.save is not None)
+            if args.save is not None:
+                from tsdp.attacks.inference import save_model
+
+                save_model(args.save, result.pop("trained_model"), args.model, config.context_length,
+                           config.forecast_length)
+        except ConfigError:
+            raise
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from err
         if args.json:
-            print(json.dumps(result))
+            print(dumps(result))
             return 0
-        eps = "n/a (no budget)" if result["epsilon"] is None else f"{result['epsilon']:.4g}"
-        print(f"model {result['model']} on {result['device']}: {result['steps']} steps "
-              f"({result['epochs']:.3g} epochs, {result['compositions']} compositions), "
-              f"sound ε spent {eps} (δ = {result['delta']})")
+        warm = (f" (the first {result['warmup_steps']} at σ = {result['warmup_sigma']:g})"
+                if result["warmup_steps"] else "")
+        print(f"model {result['model']} on {result['device']}: {result['steps']} training steps{warm}, "
+              f"{result['epochs']:.3g} epochs; accounted as {result['compositions']} compositions of "
+              f"{result['theorem']}")
+        print(f"sound ε spent {result['epsilon']:.6g} at δ = {result['delta']:g} (an upper bound)")
         print(f"test CRPS {result['crps']:.4f} (untrained {result['untrained_crps']:.4f}, "
               f"seasonal naive {result['seasonal_naive_crps']:.4f})")
         return 0

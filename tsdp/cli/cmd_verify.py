@@ -6,14 +6,10 @@ when no check fails (findings, the documented errata of the paper, do not fail t
 """
 from __future__ import annotations
 
-import json
 import math
 
-
-def _usage_error(message: str):
-    from .main import UsageError
-
-    return UsageError(message)
+from .errors import UsageError
+from .output import dumps
 
 
 def _short(value) -> str:
@@ -79,12 +75,12 @@ def add_parsers(sub, command) -> None:
         from tsdp.verify.checks.runner import verify
 
         if args.seed < 0:
-            raise _usage_error(f"invalid --seed: must be >= 0 (got {args.seed})")
+            raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
         if args.jobs is not None and args.jobs < 1:
-            raise _usage_error(f"invalid --jobs: must be >= 1 (got {args.jobs})")
+            raise UsageError(f"invalid --jobs: must be >= 1 (got {args.jobs})")
         report = verify(quick=args.quick, seed=args.seed, jobs=args.jobs, select=args.select,
                         progress=not (args.quick or args.no_progress))
         if args.select and not report["checks"]:
-            raise _usage_error(f"invalid --select: no check name contains {args.select!r}")
-        print(json.dumps(report, indent=2) if args.json else format_report(report))
+            raise UsageError(f"invalid --select: no check name contains {args.select!r}")
+        print(dumps(report) if args.json else format_report(report))
         return 1 if report["summary"]["fail"] else 0

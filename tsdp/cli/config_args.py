@@ -37,3 +37,37 @@ def config_from_args(args: argparse.Namespace) -> TrainingConfig:
         sigma_context=args.sigma_context, sigma_forecast=args.sigma_forecast,
         lengths=tuple(args.lengths) if args.lengths else None,
     )
+
+
+STEPS_HELP = ("training steps S: optimizer updates, the same count in every command. The accountant composes "
+              "one event per step for step-scoped schemes (WOR, Poisson, pooled top level) and one per epoch "
+              "touched for deterministic/shuffled iteration (ceil(S / ceil(N/N')) epochs); outputs label that "
+              "number 'compositions'")
+"""The one definition of ``--steps`` for every sub-command's help (README: "The commands")."""
+
+
+def check_device(value: str) -> str:
+    """Why ``--device value`` cannot be used here ('' when it can): auto and cpu always can;
+    anything else is checked against what torch sees (torch is imported only then)."""
+    v = value.strip().lower()
+    if v in ("auto", "cpu"):
+        return ""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return f"{value!r} needs torch, which is not installed (use cpu)"
+    try:
+        dev = torch.device(v)
+    except (RuntimeError, ValueError):
+        return f"unknown device {value!r} (use auto, cpu, cuda, cuda:N or mps)"
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            return f"{value!r}: torch sees no CUDA device on this machine (use auto or cpu)"
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            return f"{value!r}: torch sees {torch.cuda.device_count()} CUDA device(s)"
+        return ""
+    if dev.type == "mps":
+        return "" if torch.backends.mps.is_available() else f"{value!r}: torch sees no MPS device (use auto or cpu)"
+    if dev.type == "cpu":
+        return ""
+    return f"{value!r}: device type {dev.type!r} is not supported (use auto, cpu, cuda or mps)"

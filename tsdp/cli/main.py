@@ -1,26 +1,44 @@
 """`tsdp`: the command line. Human output by default, --json for machines.
 
-Exit codes: 0 success, 1 a check failed, 2 bad input (the message names the parameter).
+Exit codes: 0 success, 1 a check failed, 2 bad input, 130 interrupted. Bad input is one
+line on stderr, ``tsdp <command>: error: ...``, naming the flag as typed (or the file and
+line of a data file); no traceback (errors that are bugs still show one). Usage errors are
+one line too; the usage block comes with ``--help`` only. JSON output is RFC 8259 valid:
+non-finite numbers are written as ``null`` (:mod:`tsdp.cli.output`). A closed stdout
+(``tsdp epsilon --json | head -c 10``) ends quietly. Progress bars go to stderr.
+
+Nothing heavy is imported at start-up (``tsdp --help`` loads neither sympy nor torch):
+the sub-commands import the layers below inside their handlers, ``--device`` imports torch
+only to check a device other than auto/cpu, and the error classes of the lower layers are
+looked up only once an exception arrives (:func:`_user_errors`).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import math
+import os
 import sys
+import warnings
 from typing import Callable, Dict, List, Optional
 
-from tsdp.theorems.bounds.base import TheoremError
-from tsdp.theorems.config import ConfigError
-
-from .config_args import add_config_arguments, config_from_args
+from .config_args import add_config_arguments, check_device, config_from_args
+from .errors import UsageError  # its one home; re-exported here for `from .main import UsageError`
 
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {}
 
+SEED_MAX = 2**63 - 1
 
-class UsageError(ValueError):
-    """Bad command-line input that argparse cannot catch (exit code 2)."""
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and no prefix abbreviations (flags are named as typed)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {_one_line(message)}\n")
 
 
 def command(name: str):
@@ -32,13 +50,13 @@ def command(name: str):
 
 
 def _emit(args, payload: dict, human: Callable[[dict], str]) -> None:
-    print(json.dumps(payload, indent=2, default=_json_default) if args.json else human(payload))
+    from .output import dumps
+
+    print(dumps(payload) if args.json else human(payload))
 
 
-def _json_default(x):
-    if hasattr(x, "item"):
-        return x.item()
-    return str(x)
+def _one_line(message: str) -> str:
+    return " ".join(str(message).split())
 
 
 # ----------------------------------------------------------------------------- theorems
@@ -46,9 +64,9 @@ def _json_default(x):
 
 @command("theorems")
 def cmd_theorems(args) -> int:
-    from tsdp.theorems.registry import REGISTRY
+    from tsdp.theorems.registry import CLAIMS, REGISTRY
 
-    rows = [b.describe() for b in REGISTRY.values()]
+    rows = [b.describe() for b in (*REGISTRY.values(), *CLAIMS.values())]
 
     def human(_):
         lines = []
@@ -65,36 +83,51 @@ def cmd_theorems(args) -> int:
 # ----------------------------------------------------------------------------- profile
 
 
-def _alphas(args) -> List[float]:
-    alphas = list(args.alpha or [])
+def _epsilons(args) -> List[float]:
+    """ε = log α of every --alpha and each --epsilon (kept in ε: e^ε overflows past 709.78)."""
+    eps = []
+    for a in args.alpha or []:
+        if not (math.isfinite(a) and a >= 0):
+            raise UsageError(f"invalid --alpha: must be finite and >= 0 (got {a})")
+        eps.append(math.log(a) if a > 0 else -math.inf)
     for e in args.epsilon or []:
         if not math.isfinite(e):
             raise UsageError(f"invalid --epsilon: must be finite (got {e})")
-        alphas.append(math.exp(e))
-    if not alphas:
+        eps.append(e)
+    if not eps:
         raise UsageError("give at least one --alpha A or --epsilon E")
-    for a in alphas:
-        if not (math.isfinite(a) and a >= 0):
-            raise UsageError(f"invalid --alpha: must be finite and >= 0 (got {a})")
-    return alphas
+    return eps
 
 
 @command("profile")
 def cmd_profile(args) -> int:
+    import mpmath as mp
     import numpy as np
 
     from tsdp.theorems.registry import resolve
 
     config = config_from_args(args)
-    alphas = _alphas(args)
-    if args.dps is not None and args.dps < 15:
-        raise UsageError(f"invalid --dps: must be >= 15 (got {args.dps})")
+    eps = _epsilons(args)
+    if args.dps is not None and not 15 <= args.dps <= 10_000:
+        raise UsageError(f"invalid --dps: must be in [15, 10000] (got {args.dps})")
     bound, reason = resolve(config, args.theorem)
+    alphas = [math.exp(e) if e < 709 else math.inf for e in eps]  # e^ε as a float (inf past 709)
     if args.dps is None:
-        delta = [float(x) for x in bound.profile(config, np.array(alphas))]
+        finite = [i for i, a in enumerate(alphas) if math.isfinite(a)]
+        delta = [0.0] * len(eps)
+        for i, d in zip(finite, bound.profile(config, np.array([alphas[i] for i in finite]))):
+            delta[i] = float(d)
+        big = [i for i, a in enumerate(alphas) if not math.isfinite(a)]
+        if big:  # α = e^ε past float range: the profile in ε (log space, no overflow)
+            from tsdp.verify.pld import one_step_profile
+
+            for i, d in zip(big, one_step_profile(bound, config).delta(np.array([eps[i] for i in big]))):
+                delta[i] = float(d)
         values: list = delta
     else:
-        values = [bound.profile_mp(config, a, args.dps) for a in alphas]
+        with mp.workdps(args.dps):
+            values = [bound.profile_mp(config, mp.exp(mp.mpf(e)) if math.isfinite(e) else mp.mpf(0), args.dps)
+                      for e in eps]
         delta = [float(v) for v in values]
     payload = {
         "theorem": bound.id,
@@ -104,6 +137,7 @@ def cmd_profile(args) -> int:
         "reason": reason,
         "config": config.as_dict(),
         "alpha": alphas,
+        "epsilon": eps,
         "delta": delta,
     }
     if args.dps is not None:
@@ -114,9 +148,9 @@ def cmd_profile(args) -> int:
         shown = payload.get("delta_exact", [f"{d:.10g}" for d in delta])
         lines = [f"{bound.id} ({bound.reference}, {bound.label}): {bound.kind}, per {bound.scope} - {reason}"]
         lines.append(f"{'alpha':>14}  {'epsilon':>10}  H_alpha")
-        for a, d in zip(alphas, shown):
-            eps = f"{math.log(a):.6g}" if a > 0 else "-inf"
-            lines.append(f"{a:>14.6g}  {eps:>10}  {d}")
+        for a, e, d in zip(alphas, eps, shown):
+            alpha = f"{a:>14.6g}" if math.isfinite(a) else f"{'e^' + format(e, '.6g'):>14}"
+            lines.append(f"{alpha}  {e:>10.6g}  {d}")
         return "\n".join(lines)
 
     _emit(args, payload, human)
@@ -127,10 +161,13 @@ def cmd_profile(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tsdp",
         description="Verify the privacy guarantees of DP-SGD for time-series forecasting "
         "(Schuchardt et al., ICML 2025: privacy amplification by structured subsampling).",
+        epilog="Bad input exits 2 with one line naming the flag. --json output is RFC 8259 JSON; non-finite "
+        "numbers are written as null. TSDP_MEMORY_LIMIT (bytes, or e.g. 4G; default 2G) caps the memory of "
+        "one privacy-loss distribution; larger ones are answered at a coarser (still sound) discretisation.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -144,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "the tightest sound upper bound for the configured scheme is used.")
     p.add_argument("--theorem", help="bound id, e.g. T6 (see `tsdp theorems`)")
     p.add_argument("--alpha", type=float, nargs="+", metavar="A", help="values of α ≥ 0")
-    p.add_argument("--epsilon", type=float, nargs="+", metavar="E", help="values of ε (α = e^ε)")
-    p.add_argument("--dps", type=int, default=None, help="evaluate in mpmath at this many digits (default: numpy float64)")
+    p.add_argument("--epsilon", type=float, nargs="+", metavar="E", help="values of ε (α = e^ε, any finite ε)")
+    p.add_argument("--dps", type=int, default=None, help="evaluate in mpmath at this many digits, 15 to 10000 "
+                   "(default: numpy float64)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_config_arguments(p)
 
@@ -168,21 +206,85 @@ def subcommand_modules() -> List[str]:
                   if m.name.startswith("cmd_"))
 
 
+# ----------------------------------------------------------------------------- errors
+
+
+def _user_errors() -> tuple:
+    """The exception classes that mean bad input: UsageError, and those of the lower layers
+    that are loaded (an exception of a class whose module is not loaded cannot arrive)."""
+    found = [UsageError]
+    for module, name in (("tsdp.theorems.config", "ConfigError"), ("tsdp.theorems.errors", "TheoremError"),
+                         ("tsdp.attacks.loop.data", "DataError")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None:
+            found.append(cls)
+    return tuple(found)
+
+
+def _flag(subparser: argparse.ArgumentParser, parameter: str) -> Optional[str]:
+    """The flag of ``subparser`` that sets ``parameter`` (batch_size -> --batch-size, alphas -> --alpha)."""
+    options = subparser._option_string_actions  # noqa: SLF001 - argparse has no public accessor
+    base = "--" + parameter.replace("_", "-")
+    for candidate in (base, base[:-1] if base.endswith("s") else base + "s"):
+        if candidate in options:
+            return candidate
+    return None
+
+
+def _message(exc: Exception, subparser: argparse.ArgumentParser) -> str:
+    parameter = getattr(exc, "parameter", None)
+    text = str(exc)
+    if isinstance(parameter, str):
+        flag = _flag(subparser, parameter)
+        if flag is not None:
+            prefix = f"invalid {parameter}:"
+            text = f"invalid {flag}:{text[len(prefix):]}" if text.startswith(prefix) else f"{text} [{flag}]"
+    return _one_line(text)
+
+
+def _check_common(args) -> None:
+    """Checks every command shares: --seed in [0, 2^63), --device one torch sees."""
+    seed = getattr(args, "seed", None)
+    if isinstance(seed, int) and not 0 <= seed <= SEED_MAX:
+        raise UsageError(f"invalid --seed: must be in [0, 2^63 - 1] (got {seed})")
+    device = getattr(args, "device", None)
+    if isinstance(device, str):
+        problem = check_device(device)
+        if problem:
+            raise UsageError(f"invalid --device: {problem}")
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """A library's UserWarning (e.g. a PLD coarsened to fit memory) as one note line; float
+    RuntimeWarnings (overflow in a tail that is then clipped) are not shown."""
+    if issubclass(category, UserWarning):
+        print(f"tsdp: note: {_one_line(message)}", file=sys.stderr)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # a usage error: one line, SystemExit(2) (--help: SystemExit(0))
+    subparser = parser._subparsers._group_actions[0].choices[args.command]  # noqa: SLF001
+    args.typed_flags = {t.split("=", 1)[0] for t in (sys.argv[1:] if argv is None else argv) if t.startswith("--")}
+    shown = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
-        return COMMANDS[args.command](args)
-    except ConfigError as exc:
-        flag = "--" + exc.parameter.replace("_", "-")
-        print(f"tsdp {args.command}: error: {exc} [flag {flag}]", file=sys.stderr)
+        _check_common(args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()
+        return code
+    except _user_errors() as exc:
+        print(f"tsdp {args.command}: error: {_message(exc, subparser)}", file=sys.stderr)
         return 2
-    except (TheoremError, UsageError) as exc:
-        print(f"tsdp {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    except BrokenPipeError:  # the reader closed stdout (`| head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(f"tsdp {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.showwarning = shown
 
 
 if __name__ == "__main__":

@@ -1,0 +1,107 @@
+"""`tsdp audit-fn`: one-run canary audit of your own training function, given as a Python entry point.
+
+``--train module:function`` names ``train(series) -> model`` (series: a list of 1-D float
+arrays; model: anything whose call ``model(context, forecast)`` gives per-window losses, or
+pair it with ``--loss module:function`` taking ``(model, context, forecast)``). The current
+directory is importable, as with ``python -m``. torch and the attacks package load inside
+the handler only.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import sys
+
+from .config_args import add_config_arguments, config_from_args
+from .errors import UsageError, check_delta
+from .output import dumps
+
+
+def load_entry_point(spec: str, flag: str):
+    """The callable ``module:function`` names (UsageError naming ``flag`` when it cannot be loaded)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"invalid {flag}: must be module:function (got {spec!r})")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"invalid {flag}: cannot load {spec!r} ({exc})") from None
+    if not callable(target):
+        raise UsageError(f"invalid {flag}: {spec!r} is not callable")
+    return target
+
+
+def _human(d: dict) -> str:
+    s = d["scores"]["memorisation"]
+    line = (f"canary audit of {d['train']}: {d['canaries']} canaries, {d['included']} included, δ = {d['delta']:g}\n"
+            f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} "
+            f"({s['correct']} of {s['guesses']} '{s['side']}' guesses correct, AUC {s['auc']:.3f})")
+    if d["epsilon_claimed"] is not None:
+        verdict = "VIOLATION: the lower bound exceeds" if d["violation"] else "consistent with"
+        line += f"\n  {verdict} the claimed ε = {d['epsilon_claimed']:g}"
+    return line
+
+
+def add_parsers(sub, command) -> None:
+    """Add the `audit-fn` sub-command and register its handler."""
+    p = sub.add_parser(
+        "audit-fn", help="one-run canary audit of your own training function (module:function)",
+        description="Insert m spike canaries into your data (each with probability 1/2), call your train(series) "
+        "once, score every canary by how much better the trained model fits its windows with the spike than "
+        "without, and turn the correct guesses into an ε lower bound (Steinke, Nasr, Jagielski 2023). Of the "
+        "configuration flags only --context-length and --forecast-length (the window geometry) are used.")
+    p.add_argument("--train", required=True, help="module:function of train(series) -> model")
+    p.add_argument("--loss", default=None,
+                   help="module:function of loss(model, context, forecast) -> per-window losses "
+                        "(default: model(context, forecast))")
+    p.add_argument("--data", default="synthetic",
+                   help="'synthetic' (N series of length L + L_F), 'grunfeld' (statsmodels' bundled panel), "
+                        "a .csv / .parquet table or GluonTS JSON lines (.json/.jsonl[.gz])")
+    p.add_argument("--layout", choices=("wide", "long"), default="wide", help="table layout of --data (default wide)")
+    p.add_argument("--item-id", default="item_id", help="long layout: item id column (default item_id)")
+    p.add_argument("--timestamp", default="timestamp", help="timestamp column (default timestamp)")
+    p.add_argument("--target", default="target", help="long layout: value column (default target)")
+    p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
+    p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
+    p.add_argument("--epsilon", type=float, default=None, help="the ε your training claims at δ (to compare)")
+    p.add_argument("--spike", type=float, default=10.0, help="canary size in standard deviations (default 10)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_config_arguments(p)
+
+    @command("audit-fn")
+    def cmd_audit_fn(args) -> int:
+        check_delta(args.delta)
+        if args.canaries < 2:
+            raise UsageError(f"invalid --canaries: must be >= 2 (got {args.canaries})")
+        if not (0 < args.confidence < 1):
+            raise UsageError(f"invalid --confidence: must be in (0, 1) (got {args.confidence})")
+        if not (math.isfinite(args.spike) and args.spike > 0):
+            raise UsageError(f"invalid --spike: must be finite and > 0 (got {args.spike})")
+        if args.seed < 0:
+            raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
+        if args.epsilon is not None and not args.epsilon >= 0:
+            raise UsageError(f"invalid --epsilon: must be >= 0 (got {args.epsilon})")
+        config = config_from_args(args)
+        train = load_entry_point(args.train, "--train")
+        loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
+        from tsdp.attacks.audit_harness import audit_training
+        from tsdp.attacks.data_formats import load_any
+        from tsdp.attacks.loop.data import synthetic_for
+
+        if args.data == "synthetic":
+            data = synthetic_for(config, seed=args.seed)
+        else:
+            data = load_any(args.data, layout=args.layout, item_id=args.item_id, timestamp=args.timestamp,
+                            target=args.target)
+        result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon,
+                                loss=loss, seed=args.seed, confidence=args.confidence, spike=args.spike)
+        result["train"] = args.train
+        print(dumps(result) if args.json else _human(result))
+        return 0

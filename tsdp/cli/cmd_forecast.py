@@ -1,0 +1,256 @@
+"""`tsdp forecast ...`: inference-time privacy (paper Appendix H, bound T15, an upper bound).
+
+* ``tsdp forecast epsilon``: sound ε at δ (or δ at ε) of k releases, and the attained value of
+  T15's construction with the drop pattern observed (a lower bound).
+* ``tsdp forecast calibrate``: the smallest σ whose sound ε meets a target (ε, δ) for r, w, v, L_C, k.
+* ``tsdp forecast predict``: private forecasts of a user's series from a model saved by
+  ``tsdp train --save`` at (ε, δ, r): σ calibrated, the series' last L_C values subsampled,
+  noised and mean-imputed, the model's forecast quantiles printed.
+* ``tsdp forecast tradeoff``: CRPS of private forecasts over ε and r on a dataset (the shape of
+  the paper's inference tables).
+torch is imported inside the handlers only.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+from .output import dumps
+
+QUANTILES = (0.1, 0.5, 0.9)
+
+
+def _mechanism_flags(p: argparse.ArgumentParser, *, sigma: bool) -> None:
+    g = p.add_argument_group("inference mechanism (Appendix H)")
+    g.add_argument("--r", type=float, default=1.0, help="Poisson keep rate per context step, in (0, 1]")
+    if sigma:
+        g.add_argument("--sigma", type=float, default=1.0,
+                       help="std of the Gaussian noise on kept values (units of the data)")
+    g.add_argument("--w", type=int, default=1, help="(w, v)-event neighbours: w consecutive steps change")
+    g.add_argument("--v", type=float, default=1.0, help="(w, v)-event neighbours: each by at most v (> 0)")
+    g.add_argument("--context-length", type=int, default=8, help="L_C, context steps the model reads")
+    g.add_argument("--releases", type=int, default=1, help="k releases of overlapping contexts, composed")
+
+
+def _config(args, sigma: float):
+    from tsdp.theorems.bounds.inference import InferenceConfig
+
+    return InferenceConfig(r=args.r, sigma=sigma, w=args.w, v=args.v, context_length=args.context_length,
+                           releases=args.releases)
+
+
+def _positive(flag: str, value, upper=None) -> float:
+    from .main import UsageError
+
+    if value is None or not math.isfinite(value) or value <= 0 or (upper is not None and value >= upper):
+        bound = f"in (0, {upper})" if upper is not None else "> 0"
+        raise UsageError(f"invalid {flag}: must be {bound} (got {value})")
+    return value
+
+
+def _calibrated(args):
+    from tsdp.verify.inference_accounting import calibrate_sigma
+
+    _positive("--epsilon", args.epsilon)
+    _positive("--delta", args.delta, 1)
+    return calibrate_sigma(_config(args, 1.0), args.epsilon, args.delta)
+
+
+def _model(args, device):
+    from .main import UsageError
+
+    from tsdp.attacks.inference import load_model
+
+    try:
+        model, header = load_model(args.model_file, device)
+    except ValueError as err:
+        raise UsageError(f"invalid --model-file: {err}") from err
+    if header["context_length"] != args.context_length:
+        raise UsageError(f"invalid --context-length: the model reads L_C = {header['context_length']} steps "
+                         f"(got {args.context_length})")
+    return model, header
+
+
+def _series(args):
+    """The user's series: --values, or one column / the first series of --series FILE."""
+    import numpy as np
+
+    from .main import UsageError
+
+    if (args.values is None) == (args.series is None):
+        raise UsageError("give the series as --values X1 X2 ... or --series FILE")
+    if args.values is not None:
+        x = np.asarray(args.values, dtype=float)
+    else:
+        from tsdp.attacks.loop.data import load
+
+        try:
+            x = load(args.series).series[0]
+        except (ValueError, OSError) as err:
+            raise UsageError(f"invalid --series: {err}") from err
+    if not np.all(np.isfinite(x)):
+        raise UsageError("invalid --values: the series holds NaN or inf")
+    if len(x) < args.context_length:
+        flag = "--values" if args.values is not None else "--series"
+        raise UsageError(f"invalid {flag}: the series has {len(x)} values, fewer than the context length "
+                         f"L_C = {args.context_length}")
+    return x
+
+
+def add_parsers(sub, command) -> None:
+    """Add `tsdp forecast {epsilon,calibrate,predict,tradeoff}`."""
+    p = sub.add_parser("forecast", help="inference-time privacy of forecasts (Appendix H, T15): accounting, "
+                       "calibration, private forecasts",
+                       description="Private forecasts of a sensitive series (paper Appendix H): each context step "
+                       "is kept with probability r, kept values get N(0, σ²) noise, dropped ones the mean of the "
+                       "kept ones; (w, v)-event privacy under the bound T15 (an upper bound).")
+    fsub = p.add_subparsers(dest="forecast_command", metavar="ACTION")
+    fsub.required = True
+
+    e = fsub.add_parser("epsilon", help="sound ε at δ (or δ at ε) of k releases, and the attained value",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    _mechanism_flags(e, sigma=True)
+    e.add_argument("--delta", type=float, default=None, help="δ (answer ε)")
+    e.add_argument("--epsilon", type=float, default=None, help="ε (answer δ)")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+
+    c = fsub.add_parser("calibrate", help="smallest σ whose sound ε(δ) meets a target",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    _mechanism_flags(c, sigma=False)
+    c.add_argument("--epsilon", type=float, required=True, help="target ε")
+    c.add_argument("--delta", type=float, required=True, help="δ")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+
+    f = fsub.add_parser("predict", help="private forecasts of one series from a saved model at (ε, δ, r)",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    _mechanism_flags(f, sigma=False)
+    f.add_argument("--model-file", required=True, help="a model written by `tsdp train --save FILE`")
+    f.add_argument("--values", type=float, nargs="+", default=None, help="the series, oldest first")
+    f.add_argument("--series", default=None, help="a .csv/.json/.jsonl file; its first series is used")
+    f.add_argument("--epsilon", type=float, required=True, help="ε of the release")
+    f.add_argument("--delta", type=float, required=True, help="δ of the release")
+    f.add_argument("--samples", type=int, default=200, help="forecast sample paths")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    f.add_argument("--json", action="store_true", help="print one JSON object")
+
+    t = fsub.add_parser("tradeoff", help="CRPS of private forecasts over ε and r on a dataset",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    _mechanism_flags(t, sigma=False)
+    t.add_argument("--model-file", required=True, help="a model written by `tsdp train --save FILE`")
+    t.add_argument("--data", required=True, help="a .csv/.json/.jsonl file; the last L_F steps of each series are "
+                   "the targets")
+    t.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0, 8.0])
+    t.add_argument("--rates", type=float, nargs="+", default=[1.0, 0.75, 0.5])
+    t.add_argument("--delta", type=float, default=1e-4)
+    t.add_argument("--samples", type=int, default=100)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+
+    actions = {"epsilon": (_epsilon, e), "calibrate": (_calibrate, c), "predict": (_predict, f),
+               "tradeoff": (_tradeoff, t)}
+
+    @command("forecast")
+    def cmd_forecast(args) -> int:
+        from tsdp.theorems.config import ConfigError
+
+        from .main import UsageError, _message
+
+        handler, parser = actions[args.forecast_command]
+        try:
+            return handler(args)
+        except ConfigError as exc:  # name the flag of the action's own parser (--r, --v, ...)
+            raise UsageError(_message(exc, parser)) from exc
+
+
+def _emit(args, payload: dict, lines) -> int:
+    print(dumps(payload) if args.json else "\n".join(lines))
+    return 0
+
+
+def _epsilon(args) -> int:
+    from .main import UsageError
+
+    from tsdp.verify.inference_accounting import account
+
+    if (args.delta is None) == (args.epsilon is None):
+        raise UsageError("give exactly one of --delta D (answer ε) and --epsilon E (answer δ)")
+    res = account(_config(args, args.sigma), delta=args.delta, epsilon=args.epsilon)
+    d = res.as_dict()
+    def shown(x):
+        return "none (L_C > 1: a lone kept step hides its position)" if x is None else f"{x:.6g}"
+
+    head = (f"ε at δ = {res.delta:g}: sound {res.epsilon:.6g} (upper bound), attained {shown(res.epsilon_attained)}"
+            if args.delta is not None else
+            f"δ at ε = {res.epsilon:g}: sound {res.delta:.6g} (upper bound), attained {shown(res.delta_attained)}")
+    return _emit(args, d, [head, f"theorem T15 ({res.kind}, per release), {res.releases} release(s); attained = "
+                                 "construction with the drop pattern observed (a lower bound)"])
+
+
+def _calibrate(args) -> int:
+    res = _calibrated(args)
+    return _emit(args, res.as_dict(), [f"σ = {res.sigma:.6g} (sound ε = {res.epsilon:.6g} ≤ {res.target_epsilon:g} "
+                                       f"at δ = {res.delta:g}; σ = {res.sigma_rejected:.6g} gives "
+                                       f"{res.epsilon_rejected:.6g})",
+                                       f"theorem T15 (upper), r = {args.r:g}, w = {args.w}, v = {args.v:g}, "
+                                       f"L_C = {args.context_length}, {args.releases} release(s)"])
+
+
+def _predict(args) -> int:
+    import numpy as np
+    import torch
+
+    from tsdp.attacks.inference import private_forecast
+    from tsdp.attacks.loop.train import resolve_device
+
+    from .main import UsageError
+
+    _config(args, 1.0)  # validates r, w, v, L_C, k before anything else
+    x = _series(args)
+    if args.samples < 1:
+        raise UsageError(f"invalid --samples: must be >= 1 (got {args.samples})")
+    cal = _calibrated(args)
+    device = resolve_device(args.device)
+    model, header = _model(args, device)
+    context = torch.as_tensor(x[-args.context_length:], dtype=torch.float32, device=device)[None]
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    paths = private_forecast(model, context, args.r, cal.sigma, args.samples, gen)[0].cpu().numpy()
+    qs = np.quantile(paths, QUANTILES, axis=0)
+    payload = {"sigma": cal.sigma, "epsilon": cal.epsilon, "delta": cal.delta, "r": args.r, "model": header,
+               "quantiles": {str(q): qs[i].tolist() for i, q in enumerate(QUANTILES)}, "samples": args.samples}
+    lines = [f"private forecast ({header['model']}, L_F = {header['forecast_length']}) at sound "
+             f"ε = {cal.epsilon:.4g}, "
+             f"δ = {cal.delta:g}, r = {args.r:g}, σ = {cal.sigma:.4g}"]
+    lines += [f"q{q:g}: " + " ".join(f"{v:.4g}" for v in qs[i]) for i, q in enumerate(QUANTILES)]
+    return _emit(args, payload, lines)
+
+
+def _tradeoff(args) -> int:
+    from tsdp.attacks.inference_table import crps_tradeoff
+    from tsdp.attacks.loop.data import load
+    from tsdp.attacks.loop.train import resolve_device
+
+    from .main import UsageError
+
+    _config(args, 1.0)
+    _positive("--delta", args.delta, 1)
+    for e in args.epsilons:
+        _positive("--epsilons", e)
+    for r in args.rates:
+        if not (math.isfinite(r) and 0 < r <= 1):
+            raise UsageError(f"invalid --rates: every rate must be in (0, 1] (got {r})")
+    device = resolve_device(args.device)
+    model, header = _model(args, device)
+    try:
+        data = load(args.data)
+        rows = crps_tradeoff(model, data, context_length=args.context_length,
+                             forecast_length=header["forecast_length"], epsilons=args.epsilons, rates=args.rates,
+                             delta=args.delta, v=args.v, w=args.w, n_samples=args.samples, seed=args.seed,
+                             device=str(device))
+    except (ValueError, OSError) as err:
+        raise UsageError(f"invalid --data: {err}") from err
+    lines = [f"CRPS of private forecasts ({header['model']}), δ = {args.delta:g}, v = {args.v:g}, w = {args.w} (T15)",
+             f"{'epsilon':>8} {'r':>5} {'sigma':>9} {'CRPS':>8}"]
+    lines += [f"{row['epsilon']:>8g} {row['r']:>5g} {row['sigma']:>9.4g} {row['crps']:>8.4f}" for row in rows]
+    return _emit(args, {"rows": rows, "model": header}, lines)

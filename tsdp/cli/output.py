@@ -1,0 +1,52 @@
+"""What the CLI writes to stdout: JSON with one convention for non-finite numbers.
+
+JSON output is RFC 8259 valid: NaN, +inf and -inf (which the standard has no token for)
+are written as ``null`` (:func:`tsdp.verify.json_data.json_data`, the one convention of tsdp);
+every command's ``--json`` goes through :func:`dumps`, which also refuses
+(``allow_nan=False``) anything that slipped past the conversion.
+"""
+from __future__ import annotations
+
+import json
+
+from tsdp.verify.json_data import json_data
+
+
+def _default(x):
+    return str(x)
+
+
+def dumps(payload, indent=2) -> str:
+    """``payload`` as RFC 8259 JSON: non-finite numbers as null (see the module docstring)."""
+    return json.dumps(json_data(payload), indent=indent, allow_nan=False, default=_default)
+
+
+class Heartbeat:
+    """A tqdm line on stderr for work that reports phases but no fraction (a library call that
+    runs for a minute): the current phase and the elapsed time, redrawn every second by a
+    daemon thread, so the line never sits still. ``phase(text)`` is a progress callback."""
+
+    def __init__(self, desc: str):
+        import threading
+
+        from tqdm import tqdm
+
+        self._bar = tqdm(desc=desc, bar_format="{desc} [{elapsed}]", leave=False, dynamic_ncols=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self):
+        while not self._stop.wait(1.0):
+            self._bar.refresh()
+
+    def phase(self, text: str) -> None:
+        self._bar.set_description_str(text)
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._bar.close()
