@@ -31,3 +31,38 @@ def test_audit_errors_exit_2_without_traceback(capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err, (argv, err)
+
+
+SMALL_T6 = ["--theorem", "T6", "--delta", "1e-3", "--N", "16", "--batch-size", "4", "--L", "6", "--json"]
+
+
+def test_a_planted_noise_bug_is_a_violation_and_the_correct_loop_is_not(capsys, monkeypatch):
+    """Issue 13: a loop whose noise is halved makes `tsdp audit` exit 1 with "violation": true and both
+    numbers; the correct loop exits 0. The bug is planted in the real loop's private_gradient, which the
+    auditor's trials call; the accountant still accounts the configured σ."""
+    import tsdp.attacks.auditor_run as run
+
+    assert main(["audit", "--trials", "20000", *SMALL_T6]) == 0
+    clean = json.loads(capsys.readouterr().out)
+    assert clean["violation"] is False and clean["epsilon_lower"] <= clean["epsilon_sound"]
+    real = run.private_gradient
+    monkeypatch.setattr(run, "private_gradient", lambda *a, sigma, **k: real(*a, sigma=sigma / 2, **k))
+    assert main(["audit", "--trials", "20000", *SMALL_T6]) == 1
+    bug = json.loads(capsys.readouterr().out)
+    evidence = bug["violation_test"]  # issue 17: the verdict is the violation test's (sound profile and (ε_sound, δ))
+    assert bug["violation"] is True and bug["epsilon_sound"] == clean["epsilon_sound"]
+    assert evidence["epsilon_lower"] > bug["epsilon_sound"] or evidence["profile_excess"] > 0
+    assert bug["confidence"] == 0.95
+
+
+def test_audit_steps_are_training_steps(capsys):
+    """`tsdp audit --steps` counts training steps like `tsdp epsilon`: for T1 (deterministic top level,
+    N = 16, N' = 4, 4 steps per epoch) 5 steps touch 2 epochs, and the sound ε is `tsdp epsilon --steps 5`'s."""
+    argv = ["--delta", "1e-3", "--N", "16", "--batch-size", "4", "--L", "6"]
+    assert main(["audit", "--theorem", "T1", "--trials", "2000", "--steps", "5", "--json", *argv]) == 0
+    audit = json.loads(capsys.readouterr().out)
+    assert audit["steps"] == 5 and audit["compositions"] == 2
+    assert main(["epsilon", "--top", "deterministic", "--steps", "5", "--json", *argv]) == 0
+    assert audit["epsilon_sound"] == json.loads(capsys.readouterr().out)["epsilon"]
+    assert main(["audit", "--theorem", "T1", "--trials", "2000", "--epochs", "2", "--json", *argv]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"] == 8

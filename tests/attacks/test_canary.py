@@ -45,7 +45,21 @@ def test_audit_of_a_model_trained_at_epsilon_1_stays_below_1():
     cfg = TrainingConfig(N=50, L=40, context_length=8, forecast_length=1, batch_size=20, instances=2, sigma=10.0)
     r = audit_model("simple-ff", cfg, canaries=200, epsilon=1.0, delta=1e-5, seed=0, lr=1e-2)
     assert r["steps"] > 0 and r["epsilon_spent"] <= 1.0
-    assert r["epsilon_lower"] <= 1.0, r
+    assert r["epsilon_lower"] <= 1.0 and r["violation"] is False, r
+    # budget truth through audit-model: the ε it reports is `tsdp epsilon`'s for the steps it ran
+    from tsdp.verify import accounting
+
+    assert r["epsilon_spent"] == pytest.approx(accounting.epsilon(cfg, 1e-5, steps=r["steps"]).epsilon, rel=1e-9)
+    assert accounting.epsilon(cfg, 1e-5, steps=r["steps"] + 1).epsilon > 1.0
+
+
+def test_audit_model_refuses_a_budget_that_buys_no_step(capsys):
+    """Issue 13: `tsdp audit-model --epsilon 1 --delta 1e-5` trained 0 steps and still reported an audit."""
+    from tsdp.cli.main import main
+
+    assert main(["audit-model", "--model", "simple-ff", "--canaries", "10", "--epsilon", "1", "--delta", "1e-5"]) == 2
+    err = capsys.readouterr().err
+    assert "spent before the first step" in err and "Traceback" not in err
 
 
 # The canary design of the two slow tests below (same data, canaries and training length):

@@ -9,7 +9,7 @@ from scipy import stats
 from tsdp.attacks.loop.data import SeriesData, fit_config, load, synthetic, synthetic_for
 from tsdp.attacks.loop.metrics import crps_from_samples, point_crps, seasonal_naive, weighted_quantile_loss
 from tsdp.attacks.loop.models import MODELS, make_model, student_t_nll, student_t_sample
-from tsdp.attacks.loop.train import max_compositions
+from tsdp.verify.accountant import largest_within
 from tsdp.theorems.config import TrainingConfig
 
 
@@ -122,15 +122,15 @@ def test_fit_config_uses_training_lengths():
     assert (same.N, same.L, same.lengths) == (2, 26, None)
 
 
-def test_max_compositions_matches_brute_force():
-    """Doubling + bisection finds the largest s with ε(s) ≤ budget, respecting a cap."""
+def test_largest_within_matches_brute_force():
+    """Doubling + bisection (the accountant's max_steps search) finds the largest s with ε(s) ≤ budget, respecting a cap."""
     def eps(s):
         return 0.37 * s ** 0.5
 
     for budget in (0.1, 0.37, 1.0, 5.0, 20.0):
         brute = max([0] + [s for s in range(1, 5000) if eps(s) <= budget])
-        assert max_compositions(budget, eps) == brute
-        assert max_compositions(budget, eps, cap=50) == min(brute, 50)
-    assert max_compositions(5.0, eps, cap=0) == 0
+        assert largest_within(budget, eps) == brute
+        assert largest_within(budget, eps, cap=50) == min(brute, 50)
+    assert largest_within(5.0, eps, cap=0) == 0
     with pytest.raises(ValueError, match="never reached"):
-        max_compositions(1.0, lambda s: 0.0)
+        largest_within(1.0, lambda s: 0.0)

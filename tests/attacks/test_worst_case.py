@@ -9,7 +9,8 @@ from tsdp.attacks.auditor_stats import goodness_of_fit
 from tsdp.attacks.loop.samplers import make_sampler
 from tsdp.attacks.loop.step import per_sample_gradients
 from tsdp.attacks.loop.windows import gather_windows, split_window
-from tsdp.attacks.worst_case import SCHEMES, build, pair_numeric, target_column, windows_holding
+from tsdp.attacks.worst_case import build, pair_numeric, target_column, windows_holding
+from tsdp.theorems.constructions import CONSTRUCTIONS as SCHEMES
 
 BASE = TrainingConfig(N=32, batch_size=8, L=6, context_length=1, forecast_length=1, sigma=1.0)
 

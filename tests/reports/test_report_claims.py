@@ -87,9 +87,9 @@ def test_c1_verdict_follows_from_its_numbers(results):
             return all(r[f"{how}_wins_from_eps"] is not None and r[f"{how}_wins_from_eps"] <= bound * 1.0001
                        for r in rows if r["steps"] == step)
 
-        both1 = wins(1, 0.1, "sound") and wins(1, 0.1, "attained")
-        both100 = wins(100, lo, "sound") and wins(100, lo, "attained")
-        if not (wins(1, 0.1, "sound") or wins(1, 0.1, "attained") or wins(100, lo, "sound") or wins(100, lo, "attained")):
+        both1 = wins(1, 0.1, "upper") and wins(1, 0.1, "attained")
+        both100 = wins(100, lo, "upper") and wins(100, lo, "attained")
+        if not (wins(1, 0.1, "upper") or wins(1, 0.1, "attained") or wins(100, lo, "upper") or wins(100, lo, "attained")):
             assert c["verdict"] == "refuted"
         elif both1 and both100:
             assert c["verdict"] == "confirmed"  # quick mode: no grid cells
@@ -135,7 +135,7 @@ def test_configuration_change_changes_numbers_and_recomputes_verdicts(results):
     assert epoch_row(ch["C2"])["compositions_T6"] == 2  # floor(320 / 160)
     assert d["C1"]["figure"]["panels"][0]["params"]["r"] == pytest.approx(0.1)
     assert ch["C1"]["figure"]["panels"][0]["params"]["r"] == pytest.approx(0.5)
-    assert d["C1"]["figure"]["panels"][0]["curves"][0]["sound"] != ch["C1"]["figure"]["panels"][0]["curves"][0]["sound"]
+    assert d["C1"]["figure"]["panels"][0]["curves"][0]["upper"] != ch["C1"]["figure"]["panels"][0]["curves"][0]["upper"]
     assert d["C3"]["numbers"]["weights"][0]["weight"] == pytest.approx(0.01)
     assert ch["C3"]["numbers"]["weights"][0]["weight"] == pytest.approx(0.25)
     row = lambda c: next(r for r in c["numbers"]["rows"] if r["cell"] == "config")  # noqa: E731

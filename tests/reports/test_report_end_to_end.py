@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from tsdp.reports.claims import C6_DELTA, c6_config
+from tsdp.reports.claim_c6 import DELTA as C6_DELTA, c6_config
 from tsdp.reports.run import build_report
 from tsdp.reports.schema import validate
 from tsdp.theorems.config import DEFAULT_CONFIG

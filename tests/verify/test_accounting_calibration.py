@@ -2,8 +2,9 @@
 import pytest
 
 from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError
-from tsdp.verify.accounting import sound_epsilon
+from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.calibration import calibrate_sigma
+from tsdp.verify.events import training_event
 
 D = 1e-3
 TOL = 1e-2
@@ -23,15 +24,31 @@ CONFIGS = [
 ]
 
 
+def sound_epsilon(config, steps):
+    """The sound ε(1e-5) of ``steps`` training steps, re-accounted by a fresh accountant."""
+    return PldAccountant("sound", discretization=D).compose(training_event(config, steps=steps)).get_epsilon(1e-5)
+
+
 @pytest.mark.parametrize("config,target,steps", CONFIGS)
 def test_calibration_round_trip(config, target, steps):
     r = calibrate_sigma(config, target, 1e-5, steps=steps, tolerance=TOL, discretization=D)
-    again = sound_epsilon(config.with_(sigma=r.sigma), 1e-5, r.compositions, discretization=D)
-    assert again <= target
-    smaller = sound_epsilon(config.with_(sigma=r.sigma * (1 - TOL)), 1e-5, r.compositions, discretization=D)
-    assert smaller > target
+    assert r.compositions == training_event(config, steps=steps).count
+    assert sound_epsilon(config.with_(sigma=r.sigma), steps) <= target
+    assert sound_epsilon(config.with_(sigma=r.sigma * (1 - TOL)), steps) > target
 
 
 def test_calibration_rejects_bad_target():
     with pytest.raises(ConfigError):
         calibrate_sigma(DEFAULT_CONFIG, 0.0, 1e-5, steps=1)
+
+
+@pytest.mark.parametrize("theorem", ["T9", "T3", "T10"])
+def test_calibration_refuses_a_lower_bound(theorem):
+    """Issue 13's case: T9 as the accountant gave σ = 2.17 where the sound bound needs 5.68."""
+    from tsdp.theorems.bounds.base import TheoremError
+
+    config = DEFAULT_CONFIG.with_(instances=2, batch_size=64,
+                                 **({"top": "deterministic"} if theorem == "T3" else {}),
+                                 **({"bottom": "poisson"} if theorem == "T10" else {}))
+    with pytest.raises(TheoremError, match="lower bound"):
+        calibrate_sigma(config, 2.0, 1e-5, steps=100, theorem=theorem, discretization=D)

@@ -11,9 +11,10 @@ from dp_accounting.pld import privacy_loss_distribution as lib
 
 from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError
 from tsdp.theorems.registry import get
-from tsdp.verify.accounting import compositions, epsilon, epsilon_of_steps, steps_per_epoch
+from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.accounting import delta as account_delta
-from tsdp.verify.pld import compose, pair_pld, sound_pld
+from tsdp.verify.accounting import epsilon
+from tsdp.verify.events import training_event
 
 D = 1e-3
 DELTA = 1e-5
@@ -32,18 +33,19 @@ def library_plds(theorem):
 
 @pytest.mark.parametrize("theorem", ["T6", "T1"])
 def test_attained_and_sound_against_library(theorem):
-    config, bound = CASES[theorem], get(theorem)
+    """The accountant's three estimates after n compositions against the library's own mixture PLD."""
+    config = CASES[theorem]
     lib_pess, lib_opt = library_plds(theorem)
-    pair = bound.pair(config)
-    ours_opt = pair_pld(pair, D)
-    ours_pess = pair_pld(pair, D, pessimistic=True)
-    sound = sound_pld(bound, config, D)
+
+    def ours(estimate, n):
+        run = training_event(config, theorem=theorem, **({"epochs": n} if get(theorem).scope == "epoch" else {"steps": n}))
+        assert run.count == n
+        return PldAccountant(estimate, discretization=D).compose(run).get_epsilon(DELTA)
+
     for n in (1, 100, 1000):
-        e_lib_p = compose(lib_pess, n).get_epsilon_for_delta(DELTA)
-        e_lib_o = compose(lib_opt, n).get_epsilon_for_delta(DELTA)
-        e_att = compose(ours_opt, n).get_epsilon_for_delta(DELTA)
-        e_att_p = compose(ours_pess, n).get_epsilon_for_delta(DELTA)
-        e_sound = compose(sound, n).get_epsilon_for_delta(DELTA)
+        e_lib_p = (lib_pess if n == 1 else lib_pess.self_compose(n)).get_epsilon_for_delta(DELTA)
+        e_lib_o = (lib_opt if n == 1 else lib_opt.self_compose(n)).get_epsilon_for_delta(DELTA)
+        e_att, e_att_p, e_sound = ours("attained", n), ours("attained_upper", n), ours("sound", n)
         assert math.isclose(e_att, e_lib_o, rel_tol=1e-3), (n, e_att, e_lib_o)
         assert math.isclose(e_att_p, e_lib_p, rel_tol=1e-3), (n, e_att_p, e_lib_p)
         assert e_att <= e_att_p
@@ -52,24 +54,15 @@ def test_attained_and_sound_against_library(theorem):
             assert math.isclose(e_sound, e_lib_p, rel_tol=1e-3)
 
 
-def test_schedules_and_training_hook():
-    det = DEFAULT_CONFIG.with_(top="deterministic")
-    assert steps_per_epoch(det) == math.ceil(det.N / det.sequences_per_step)
-    assert compositions(get("T1"), det, steps=steps_per_epoch(det) + 1) == 2
-    assert compositions(get("T1"), det, epochs=3) == 3
-    assert compositions(get("T6"), DEFAULT_CONFIG, epochs=2) == 2 * DEFAULT_CONFIG.compositions_per_epoch
-    with pytest.raises(ConfigError):
-        compositions(get("T6"), DEFAULT_CONFIG, steps=-1)
-    with pytest.raises(ConfigError):
-        compositions(get("T6"), DEFAULT_CONFIG, steps=1, epochs=1)
+def test_sound_and_attained_are_the_accountants():
+    """accounting.epsilon is the accountant over training_event, the same two numbers to the last bit."""
     config = DEFAULT_CONFIG.with_(sigma=2.0)
-    hook = epsilon_of_steps(config, DELTA, discretization=D)
-    values = {s: hook(s) for s in (1, 5, 6, 20, 3)}
-    for s, v in values.items():
-        direct = epsilon(config, DELTA, steps=s, discretization=D).epsilon
-        assert math.isclose(v, direct, rel_tol=1e-6), (s, v, direct)
-    assert values[1] < values[5] < values[6] < values[20]
-    assert hook(0) == 0.0
+    for steps in (1, 5, 20):
+        r = epsilon(config, DELTA, steps=steps, discretization=D)
+        run = training_event(config, steps=steps)
+        assert r.epsilon == PldAccountant("sound", discretization=D).compose(run).get_epsilon(DELTA)
+        assert r.epsilon_attained == PldAccountant("attained", discretization=D).compose(run).get_epsilon(DELTA)
+        assert r.compositions == steps
 
 
 def test_sound_upper_attained_lower_and_delta_mode():
@@ -82,6 +75,7 @@ def test_sound_upper_attained_lower_and_delta_mode():
     assert back.delta_attained <= back.delta
     aug = epsilon(DEFAULT_CONFIG.with_(sigma_context=1.0, sigma_forecast=1.0, sigma=2.0), DELTA, steps=2,
                   discretization=D)
-    assert aug.theorem == "T11" and aug.epsilon_attained is None
+    assert aug.theorem == "T11" and aug.construction == "T11"  # Thm G.1's construction pair
+    assert aug.epsilon_attained <= aug.epsilon
     with pytest.raises(ConfigError):
         epsilon(config, 1.5, steps=1)

@@ -1,0 +1,109 @@
+"""Thresholds from theory (attacks.audit_design) and the histogram statistics of the sharded auditor
+(attacks.auditor_stats): the statistic's law against closed forms and quadrature, the designed threshold against
+the issue's simulated ceiling, coverage of the fixed-threshold bound, counts against direct counting."""
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from tsdp.attacks.audit_design import design_test, histogram_edges, statistic_law
+from tsdp.attacks.auditor_stats import (binned_goodness_of_fit, bin_counts, cp_lower, cp_upper, fixed_test_bound,
+                                        goodness_of_fit, log_likelihood_ratio, side_counts)
+
+W, SIGMA = 0.1, 1.0
+T6 = (np.array([0.0, 2.0]), np.array([1 - W, W]), np.array([0.0]), np.array([1.0]), SIGMA)  # audit configuration
+EPS_T6 = 3.71737  # its ε at δ = 1e-3 (the accountant's attained value, one step)
+
+
+def _exact_tails(t):
+    """P(L ≥ t), Q(L ≥ t) for the T6 pair: L = log(1 - w + w e^{(2y - 2)/σ²}) is increasing in y."""
+    y = 1 + SIGMA ** 2 / 2 * np.log((np.exp(t) - (1 - W)) / W)
+    return (1 - W) * stats.norm.sf(y / SIGMA) + W * stats.norm.sf((y - 2) / SIGMA), stats.norm.sf(y / SIGMA)
+
+
+def test_one_step_law_matches_the_closed_form_tails():
+    law = statistic_law(T6, 1, h=1e-3)
+    tail_p, tail_q = law.tails()
+    for t in (0.0, 1.0, 2.5, 4.0, 6.0):
+        j = int(np.argmin(np.abs(law.thresholds - t)))
+        tj = law.thresholds[j]
+        exact_p, exact_q = _exact_tails(tj)
+        # binning moves mass by at most h/2: the error is at most the exact mass within h of the threshold
+        slack_p = np.subtract(*_exact_tails(tj - law.h)[:1], *_exact_tails(tj + law.h)[:1])
+        slack_q = _exact_tails(tj - law.h)[1] - _exact_tails(tj + law.h)[1]
+        assert abs(tail_p[j] - exact_p) <= slack_p + 1e-12
+        assert abs(tail_q[j] - exact_q) <= slack_q + 1e-12
+
+
+def test_composed_law_has_mean_steps_times_kl_and_is_a_likelihood_ratio():
+    """After S steps E_P[L] = S KL(P||Q) (quadrature) and E_P[e^{-L}] = 1 (L is a log likelihood ratio)."""
+    a, p, b, q, s = T6
+    dens = lambda y, m, w: float(np.sum(w * stats.norm.pdf(y, m, s)))
+    kl = integrate.quad(lambda y: dens(y, a, p) * math.log(dens(y, a, p) / dens(y, b, q)), -15, 17, limit=200)[0]
+    for steps in (1, 10):
+        law = statistic_law(T6, steps)
+        assert np.sum(law.p * law.grid) == pytest.approx(steps * kl, rel=1e-3)
+        assert np.sum(law.p * np.exp(-law.grid)) == pytest.approx(1.0, abs=5e-3 * steps)
+        assert law.p.sum() == pytest.approx(1.0) and law.q.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("trials,ceiling", [(1_000_000, 0.903), (10_000_000, 0.966)])
+def test_designed_threshold_reaches_the_simulated_ceiling(trials, ceiling):
+    """The issue's simulation of the optimal threshold test (T6, w = 0.1, σ = 1, δ = 1e-3) gives ratios 0.903 at
+    1e6 and 0.966 at 1e7 trials per world; the design's expected certified ε reaches them (±0.01)."""
+    d = design_test(statistic_law(T6, 1), trials, 1e-3, 0.95)
+    assert d.side == "upper"
+    assert d.expected / EPS_T6 == pytest.approx(ceiling, abs=0.01)
+
+
+@pytest.mark.slow
+def test_fixed_threshold_bound_covers_the_true_epsilon():
+    """Coverage: 300 audits of 20000 mixture draws per world (numpy, not the loop) with the designed threshold;
+    the bound exceeds the true ε = 3.717 in at most the 1 - 1e-3 quantile of Bin(300, 0.05) runs."""
+    law = statistic_law(T6, 1)
+    d = design_test(law, 20000, 1e-3, 0.95)
+    edges = histogram_edges(law, [d.threshold])
+    rng = np.random.default_rng(5)
+    a, p, b, q, s = T6
+    over = 0
+    for _ in range(300):
+        yp = rng.normal(np.where(rng.random(20000) < W, 2.0, 0.0), s)[:, None]
+        yq = rng.normal(0.0, s, 20000)[:, None]
+        hp, hq = bin_counts(log_likelihood_ratio(yp, T6), edges), bin_counts(log_likelihood_ratio(yq, T6), edges)
+        over += fixed_test_bound(hp, hq, edges, d.threshold, d.side, 1e-3).value > EPS_T6
+    assert over <= stats.binom.isf(1e-3, 300, 0.05)
+
+
+def test_histogram_counts_equal_direct_counting():
+    rng = np.random.default_rng(0)
+    x, z = rng.normal(size=5000), rng.normal(0.3, size=4000)
+    edges = np.sort(rng.normal(size=50))
+    hx, hz = bin_counts(x, edges), bin_counts(z, edges)
+    assert hx.sum() == 5000 and hz.sum() == 4000
+    tp, fp, n_pos, n_neg = side_counts(hx, hz, "upper")
+    assert tp.tolist() == [(x >= e).sum() for e in edges] and fp.tolist() == [(z >= e).sum() for e in edges]
+    tp, fp, n_pos, n_neg = side_counts(hx, hz, "lower")
+    assert (n_pos, n_neg) == (4000, 5000)
+    assert tp.tolist() == [(z < e).sum() for e in edges] and fp.tolist() == [(x < e).sum() for e in edges]
+    e = float(edges[30])
+    b = fixed_test_bound(hz, hx, edges, e, "upper", 1e-3)
+    k1, k2 = (z >= e).sum(), (x >= e).sum()
+    direct = math.log((cp_lower(k1, 4000, 0.025) - 1e-3) / cp_upper(k2, 5000, 0.025))
+    assert b.value == pytest.approx(max(0.0, direct), rel=1e-12)
+    with pytest.raises(ValueError, match="not a histogram edge"):
+        fixed_test_bound(hz, hx, edges, e + 1e-9, "upper", 1e-3)
+
+
+def test_binned_goodness_of_fit_is_conservative_and_still_rejects():
+    rng = np.random.default_rng(1)
+    a, p, b, q, s = T6
+    yp = rng.normal(np.where(rng.random(50000) < W, 2.0, 0.0), s)
+    yq = rng.normal(0.0, s, 50000)
+    edges = np.linspace(-8, 10, 4097)
+    raw = goodness_of_fit(yp, yq, T6)
+    binned = binned_goodness_of_fit(bin_counts(yp, edges), bin_counts(yq, edges), edges, T6)
+    assert binned["statistic_p"] <= raw["statistic_p"] + 1e-12 and binned["pvalue"] >= raw["pvalue"] - 1e-12
+    assert binned["pvalue"] > 0.01
+    shifted = binned_goodness_of_fit(bin_counts(yp + 0.05, edges), bin_counts(yq, edges), edges, T6)
+    assert shifted["pvalue"] < 1e-6

@@ -1,0 +1,119 @@
+"""Sharded audits (attacks.distributed): shard plans independent of workers, exact merge, re-run of failed shards,
+identical results on 1 and 2 local processes and on a local Dask cluster (a worker killed mid-run included)."""
+import numpy as np
+import pytest
+
+from tsdp.theorems.config import TrainingConfig
+from tsdp.attacks.audit_engine import audit_statistics
+from tsdp.attacks.auditor import audit
+from tsdp.attacks.distributed import FailOnce, ShardError, ShardStats, merge, plan_shards, run_shards
+from tsdp.attacks.worst_case import build
+
+SMALL = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)
+ALPHAS = [1.0, 3.0]
+
+
+def _stats(construction, **kw):
+    return audit_statistics(construction, trials=5000, steps=1, delta=1e-3, confidence=0.95, alphas=ALPHAS, seed=11,
+                            device="cpu", shard_size=1000, **kw)
+
+
+def _same(a, b):
+    """Identical certified numbers, counts included (the bound is a function of the counts)."""
+    assert a["test"] == b["test"]
+    assert np.array_equal(a["h_lower"], b["h_lower"])
+    assert a["gof"] == b["gof"]
+
+
+def test_shard_plan_is_a_prefix_and_independent_of_workers():
+    """Shard i has the same seed and size in a plan of 5000 and of 9000 trials (fixed shard size)."""
+    edges, y_edges = np.array([0.0]), np.array([0.0])
+    short = plan_shards("T6", SMALL, 5000, 1, 3, edges, y_edges, shard_size=1000)
+    long = plan_shards("T6", SMALL, 9000, 1, 3, edges, y_edges, shard_size=1000)
+    assert [s.key for s in short] == [(w, i) for i in range(5) for w in "pq"]
+    for a, b in zip(short, long):
+        assert a.key == b.key and a.trials == b.trials == 1000
+        assert np.array_equal(a.seed.generate_state(4), b.seed.generate_state(4))
+    states = {tuple(s.seed.generate_state(2)) for s in long}
+    assert len(states) == len(long)  # every shard its own stream
+    assert plan_shards("T6", SMALL, 2500, 1, 3, edges, y_edges, shard_size=1000)[-1].trials == 500
+
+
+def test_merge_adds_counts_exactly_and_refuses_a_gap():
+    parts = {("p", i): ShardStats("p", i, 10, np.array([i, 2 * i, 1]), np.array([1, 1]), 0.0) for i in range(3)}
+    total = merge(parts, "p")
+    assert total.trials == 30 and total.counts.tolist() == [3, 6, 3] and total.y_counts.tolist() == [3, 3]
+    assert merge(parts, "p", 2).counts.tolist() == [1, 2, 2]
+    del parts[("p", 1)]
+    with pytest.raises(KeyError):
+        merge(parts, "p")
+
+
+def test_failed_shard_is_rerun_and_the_result_equals_the_uninterrupted_run(tmp_path):
+    construction = build("T6", SMALL)
+    clean = _stats(construction)
+    hit = _stats(construction, shard_fn=FailOnce(str(tmp_path / "marker"), world="q", index=2))
+    _same(clean, hit)
+    assert hit["run"]["retries"] == 1 and clean["run"]["retries"] == 0
+    assert hit["run"]["shards_run"] == hit["run"]["shards_planned"] == 10
+
+
+def test_a_shard_that_always_fails_stops_the_audit():
+    def broken(spec):
+        raise RuntimeError("boom")
+
+    specs = plan_shards("T6", SMALL, 2000, 1, 0, np.array([0.0]), np.array([0.0]), shard_size=1000)
+    with pytest.raises(ShardError, match="failed 4 times"):
+        run_shards(specs, shard_fn=broken)
+
+
+def test_the_shard_size_is_part_of_the_sample():
+    """Control: the shard size is part of the plan (a different size is a different sample), workers are not."""
+    construction = build("T6", SMALL)
+    a = _stats(construction)
+    b = audit_statistics(construction, trials=5000, steps=1, delta=1e-3, confidence=0.95, alphas=ALPHAS, seed=11,
+                         device="cpu", shard_size=500)
+    assert a["test"]["true_positives"] != b["test"]["true_positives"] or a["test"]["false_positives"] != b["test"]["false_positives"]
+
+
+@pytest.mark.slow
+def test_one_vs_two_processes_identical_and_a_killed_worker_changes_nothing(tmp_path):
+    """2 spawned processes, one killed (os._exit) while running shard p1: counts and ε equal the 1-worker run's."""
+    construction = build("T6", SMALL)
+    one = _stats(construction)
+    two = _stats(construction, workers=2, shard_fn=FailOnce(str(tmp_path / "marker"), world="p", index=1, mode="exit"))
+    _same(one, two)
+    assert two["run"]["executor"] == "processes" and two["run"]["retries"] >= 1
+    r1 = audit("T6", SMALL, trials=3000, delta=1e-3, seed=4, shard_size=1000, alphas=ALPHAS)
+    r2 = audit("T6", SMALL, trials=3000, delta=1e-3, seed=4, shard_size=1000, alphas=ALPHAS, workers=2)
+    assert r1.epsilon_lower == r2.epsilon_lower and r1.test == r2.test and r1.profile == r2.profile
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_one_vs_two_workers_identical_and_a_killed_worker_changes_nothing(tmp_path):
+    """Dask LocalCluster with 1 and 2 worker processes; in the second, the worker running shard q3 dies
+    (os._exit): Dask reschedules it and the counts and ε equal the in-process run's."""
+    pytest.importorskip("dask.distributed")
+    construction = build("T6", SMALL)
+    here = _stats(construction)
+    one = _stats(construction, workers=1, cluster="auto")
+    two = _stats(construction, workers=2, cluster="auto",
+                 shard_fn=FailOnce(str(tmp_path / "marker"), world="q", index=3, mode="exit"))
+    _same(here, one)
+    _same(here, two)
+    assert one["run"]["executor"] == two["run"]["executor"] == "dask"
+    assert (tmp_path / "marker").exists()  # the worker was killed once
+
+
+def test_cli_engine_flags(capsys):
+    """`tsdp audit --workers/--shard-size/--cluster`: bad values exit 2 naming the flag; a sharded run reports its shards."""
+    from tsdp.cli.main import main
+
+    base = ["audit", "--trials", "2000", "--delta", "1e-3", "--N", "16", "--batch-size", "4", "--L", "6"]
+    for extra, flag in ((["--workers", "0"], "--workers"), (["--shard-size", "0"], "--shard-size"),
+                        (["--cluster", " "], "--cluster")):
+        assert main(base + extra) == 2
+        assert flag in capsys.readouterr().err
+    assert main(base + ["--shard-size", "500", "--alpha", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "run: 8/8 shards of 500 on in-process" in out and "attained ε bracket" in out

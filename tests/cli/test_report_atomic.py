@@ -1,0 +1,63 @@
+"""Issue 14: `tsdp report --out DIR` replaces an earlier report only when the new one is complete.
+
+A run that is interrupted (Ctrl-C) or fails leaves the old report in DIR byte for byte,
+stale figures included, and puts what it computed in DIR.incomplete/ with its status; no
+temporary directory is left behind.
+"""
+import json
+
+import pytest
+
+from conftest import run_cli
+
+
+def _old_report(out):
+    out.mkdir()
+    files = {"results.json": '{"meta": {"status": "complete"}}', "report.md": "# old", "index.html": "<p>old</p>",
+             "c1.png": "png"}
+    for name, text in files.items():
+        (out / name).write_text(text)
+    return files
+
+
+def _siblings(out):
+    return sorted(p.name for p in out.parent.iterdir())
+
+
+@pytest.mark.parametrize("raised, code", [(KeyboardInterrupt, 130), (FileNotFoundError("planted"), None)])
+def test_interrupted_or_failed_report_leaves_the_old_one(tmp_path, monkeypatch, raised, code):
+    import tsdp.reports.run as run
+
+    out = tmp_path / "report"
+    old = _old_report(out)
+
+    def broken(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(run, "accounting_section", broken)
+    if code is None:  # not a user error: a bug keeps its traceback, the old report stays
+        with pytest.raises(FileNotFoundError):
+            run_cli(["report", "--no-audit", "--no-progress", "--out", str(out)])
+    else:
+        got, _, err = run_cli(["report", "--no-audit", "--no-progress", "--out", str(out)])
+        assert got == code and "interrupted" in err
+    assert {p.name: p.read_text() for p in out.iterdir()} == old
+    partial = json.loads((tmp_path / "report.incomplete" / "results.json").read_text())
+    assert partial["meta"]["status"] == ("interrupted" if code else "failed")
+    assert _siblings(out) == ["report", "report.incomplete"]
+
+
+def test_complete_report_replaces_the_old_one_whole(tmp_path):
+    """_publish of a complete staging directory: DIR holds exactly the new files (the stale PNG is gone)."""
+    from tsdp.reports.run import _publish, _staging
+
+    out = tmp_path / "report"
+    _old_report(out)
+    staging = _staging(out)
+    (staging / "results.json").write_text('{"meta": {"status": "complete"}}')
+    (staging / "report.md").write_text("# new")
+    assert (out / "report.md").read_text() == "# old"  # untouched while the new one is being written
+    _publish(staging, out, complete=True)
+    assert sorted(p.name for p in out.iterdir()) == ["report.md", "results.json"]
+    assert (out / "report.md").read_text() == "# new"
+    assert _siblings(out) == ["report"]

@@ -1,0 +1,69 @@
+"""`tsdp forecast ...`: accounting, calibration, private forecasts, and bad input (exit 2, one line)."""
+import json
+
+import pytest
+import torch
+
+from tsdp.attacks.inference import save_model
+from tsdp.attacks.loop.models import make_model
+from tsdp.cli.main import main
+from tsdp.theorems.bounds.inference import InferenceConfig
+from tsdp.verify import inference_accounting as ia
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "m.pt"
+    torch.manual_seed(0)
+    save_model(path, make_model("simple-ff", 4, 2), "simple-ff", 4, 2)
+    return str(path)
+
+
+def test_epsilon_and_calibrate_agree_with_the_library(capsys):
+    code, out, _ = run(capsys, "forecast", "epsilon", "--r", "0.5", "--sigma", "1.5", "--w", "2",
+                       "--context-length", "6", "--releases", "2", "--delta", "1e-5", "--json")
+    d = json.loads(out)
+    cfg = InferenceConfig(r=0.5, sigma=1.5, w=2, v=1.0, context_length=6, releases=2)
+    assert code == 0 and d["epsilon"] == ia.sound(cfg, delta=1e-5) and d["epsilon_attained"] is None  # L_C > 1
+    code, out, _ = run(capsys, "forecast", "calibrate", "--r", "0.75", "--w", "1", "--v", "10", "--epsilon", "2",
+                       "--delta", "1e-4", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["epsilon"] <= 2 < d["epsilon_rejected"]
+
+
+def test_predict_prints_quantiles(capsys, model_file):
+    code, out, _ = run(capsys, "forecast", "predict", "--model-file", model_file, "--context-length", "4",
+                       "--values", "1", "2", "3", "4", "5", "--epsilon", "4", "--delta", "1e-4", "--r", "0.5",
+                       "--samples", "50", "--json")
+    d = json.loads(out)
+    assert code == 0 and len(d["quantiles"]["0.5"]) == 2
+    assert d["quantiles"]["0.1"][0] <= d["quantiles"]["0.5"][0] <= d["quantiles"]["0.9"][0]
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--r", "0"], "--r"), (["--r", "1.5"], "--r"), (["--v", "0"], "--v"), (["--v", "-2"], "--v"),
+    (["--values", "1", "2", "3"], "--values"), (["--w", "0"], "--w"), (["--context-length", "0"], "--context-length"),
+    (["--epsilon", "-1"], "--epsilon"), (["--delta", "2"], "--delta"),
+])
+def test_predict_bad_input_exits_2_with_one_line_naming_the_flag(capsys, model_file, argv, flag):
+    base = {"--model-file": [model_file], "--context-length": ["4"], "--values": ["1", "2", "3", "4", "5"],
+            "--epsilon": ["2"], "--delta": ["1e-4"], "--r": ["0.5"]}
+    args = ["forecast", "predict"]
+    given = {argv[0]: argv[1:]}
+    for k, v in {**base, **given}.items():
+        args += [k, *v]
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and flag in err
+
+
+def test_epsilon_bad_input_exits_2(capsys):
+    code, _, err = run(capsys, "forecast", "epsilon", "--r", "0", "--delta", "1e-5")
+    assert code == 2 and "--r" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "forecast", "epsilon", "--r", "0.5", "--delta", "1e-5", "--epsilon", "1")
+    assert code == 2 and len(err.strip().splitlines()) == 1

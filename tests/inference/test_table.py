@@ -1,0 +1,68 @@
+"""The CRPS-by-(ε, r) table of Appendix H on synthetic data, and `tsdp forecast tradeoff` on a file."""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from tsdp.attacks.inference import save_model
+from tsdp.attacks.inference_table import crps_tradeoff, inference_table, last_contexts
+from tsdp.attacks.loop.data import SeriesData, synthetic
+from tsdp.attacks.loop.models import make_model
+from tsdp.cli.main import main
+from tsdp.theorems.bounds.inference import InferenceConfig
+from tsdp.verify.inference_accounting import calibrate_sigma
+
+
+def test_table_is_plain_data_with_calibrated_sigmas():
+    t = inference_table(N=8, L=40, context_length=4, forecast_length=2, epochs=1, epsilons=(1.0, 4.0),
+                        rates=(1.0, 0.5), n_samples=20)
+    rows = t["rows"]
+    assert len(rows) == 1 + 2 * 2 and rows[0]["epsilon"] == math.inf
+    assert json.loads(json.dumps(t, default=str))  # plain data
+    for row in rows[1:]:
+        cfg = InferenceConfig(r=row["r"], sigma=1.0, w=1, v=1.0, context_length=4)
+        assert row["sigma"] == calibrate_sigma(cfg, row["epsilon"], 1e-4).sigma
+        assert np.isfinite(row["crps"]) and row["crps"] > 0
+    # more budget, less noise: σ falls with ε at every r
+    for r in (1.0, 0.5):
+        s = [row["sigma"] for row in rows[1:] if row["r"] == r]
+        assert s[0] > s[1]
+    assert set(t["best_r"]) == {1.0, 4.0}
+
+
+def test_noise_costs_crps_on_a_learnable_series():
+    """A model that forecasts the context mean: huge noise (ε = 0.05) must score worse than ε = 50."""
+    data = synthetic(16, 40, seed=3)
+
+    class Mean(torch.nn.Module):
+        def sample(self, context, n, gen):
+            m = context.mean(-1, keepdim=True)[:, None, :].expand(-1, n, 2)
+            return m + 0.1 * torch.randn(m.shape, generator=gen)
+
+    rows = crps_tradeoff(Mean(), data, context_length=8, forecast_length=2, epsilons=(0.05, 50.0), rates=(1.0,),
+                         delta=1e-4, v=1.0, n_samples=50)
+    by_eps = {row["epsilon"]: row["crps"] for row in rows}
+    assert by_eps[0.05] > by_eps[50.0]
+
+
+def test_short_series_is_refused():
+    with pytest.raises(ValueError, match="series 1"):
+        last_contexts(SeriesData((np.ones(10), np.ones(3))), 4)
+
+
+def test_tradeoff_cli(tmp_path, capsys):
+    torch.manual_seed(0)
+    save_model(tmp_path / "m.pt", make_model("simple-ff", 4, 2), "simple-ff", 4, 2)
+    data = synthetic(4, 30, seed=1)
+    (tmp_path / "d.csv").write_text("\n".join(",".join(f"{s[i]:.6f}" for s in data.series) for i in range(30)))
+    code = main(["forecast", "tradeoff", "--model-file", str(tmp_path / "m.pt"), "--data", str(tmp_path / "d.csv"),
+                 "--context-length", "4", "--epsilons", "2", "--rates", "1", "0.5", "--samples", "20", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    # the reference row's ε = inf is JSON null
+    assert code == 0 and [(r["epsilon"], r["r"]) for r in out["rows"]] == [(None, 1.0), (2.0, 1.0), (2.0, 0.5)]
+    code = main(["forecast", "tradeoff", "--model-file", str(tmp_path / "m.pt"), "--data", str(tmp_path / "d.csv"),
+                 "--context-length", "4", "--rates", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--rates" in err and len(err.strip().splitlines()) == 1

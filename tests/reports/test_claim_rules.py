@@ -1,0 +1,199 @@
+"""The claims' verdict rules (reports.claim_c1 ... claim_c6) on small hand-made numbers, the verdict
+text with the cells it rests on, and the report's violation check (issue 13). Pure functions,
+milliseconds; the claims' computed numbers are tested against independent recomputation in
+test_report_claims.py."""
+import pytest
+
+from tsdp.reports.claim_base import Cells, verdict_text
+from tsdp.reports.claims import CLAIMS
+from tsdp.reports.tightness import violation_summary
+
+C1, C2, C3, C4, C5, C6 = (CLAIMS[c].rule for c in ("C1", "C2", "C3", "C4", "C5", "C6"))
+
+
+def cells(n_eval, grid, quick=False, skipped=()):
+    return {"grid": grid, "quick": quick, "evaluated": [f"c{i}" for i in range(n_eval)],
+            "not_evaluated": [{"cell": c, "reason": "r", "cells": k} for c, k in skipped]}
+
+
+# ----------------------------------------------------------------------------- verdict text
+
+
+def test_verdict_text_names_its_cells():
+    assert verdict_text("confirmed", cells(15, 15)) == "confirmed on all 15 cells"
+    assert verdict_text("confirmed", cells(3, 15, quick=True)) == "confirmed on the quick grid, 3 of 15 cells"
+    assert verdict_text("qualified", cells(4, 15, skipped=[("x", 11)])) == "qualified on 4 of 15 cells (11 not evaluable)"
+    assert verdict_text("confirmed", cells(1, 1)) == "confirmed on its one cell"
+
+
+def test_zero_cells_is_not_evaluated_whatever_the_word():
+    for word in ("confirmed", "refuted", "qualified", "not evaluated"):
+        assert verdict_text(word, cells(0, 15, skipped=[("x", 15)])) == "not evaluated (0 of 15 cells)"
+
+
+def test_cells_skip_counts_grid_cells():
+    c = Cells(grid=25)
+    c.skip("r=0.5, Λ/N=0.5", "not representable", 4)
+    assert c.as_dict(False)["not_evaluated"] == [{"cell": "r=0.5, Λ/N=0.5", "reason": "not representable", "cells": 4}]
+
+
+# ----------------------------------------------------------------------------- C1
+
+
+def c1_row(cell, steps, sound, attained, lam=2):
+    return {"cell": cell, "steps": steps, "instances": lam, "judged": cell == "config" or steps >= 100,
+            "upper_wins_from_eps": sound, "attained_wins_from_eps": attained, "robust_wins_from_eps": sound}
+
+
+def c1(rows):
+    return {"rows": rows, "eps_lo": 1e-3, "one_step_from": 0.1}
+
+
+def test_c1_rule():
+    good = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 1e-3, 1e-3)]
+    assert C1(c1(good))[0] == "confirmed"
+    # one grid cell after 100 steps loses below ε = 0.01: qualified, not confirmed
+    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.5", 100, 0.01, 1e-3)]))[0] == "qualified"
+    # a grid cell's 1-step row is drawn, not judged
+    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.5", 1, 0.8, 0.8)]))[0] == "confirmed"
+    # after 1 step only from ε = 0.2, but after 100 steps everywhere: qualified
+    assert C1(c1([c1_row("config", 1, 0.2, 0.2), c1_row("config", 100, 1e-3, 1e-3)]))[0] == "qualified"
+    # neither evaluation ahead, neither after 1 step nor after 100 steps: refuted
+    assert C1(c1([c1_row("config", 1, None, 0.5), c1_row("config", 100, 0.3, None)]))[0] == "refuted"
+    # every λ must win: one λ behind after 1 step in the upper evaluation only: qualified
+    rows = good + [c1_row("config", 1, 0.5, 0.05, lam=4), c1_row("config", 100, 1e-3, 1e-3, lam=4)]
+    assert C1(c1(rows))[0] == "qualified"
+
+
+def test_c1_zero_cells_not_evaluated():
+    assert C1(c1([]))[0] == "not evaluated"
+    assert C1(c1([c1_row("r=0.1, Λ/N=0.1", 1, 0.05, 0.05)]))[0] == "not evaluated"  # only unjudged rows
+
+
+# ----------------------------------------------------------------------------- C2
+
+
+def c2_row(cell, sound, attained, robust=False):
+    lose = None if sound and attained else {"eps_min": 0.1, "eps_max": 0.2, "delta_ours_max": 0.3,
+                                             "delta_other_max": 0.2}
+    return {"cell": cell, "schedule": "1 epoch", "sound_wor_wins_everywhere": sound,
+            "attained_wor_wins_everywhere": attained, "robust_wor_wins_everywhere": robust,
+            "sound_wor_loses_on": lose, "attained_wor_loses_on": lose}
+
+
+def test_c2_rule():
+    assert C2({"rows": [c2_row("config", True, True), c2_row("g", True, True)]})[0] == "confirmed"
+    word, reason = C2({"rows": [c2_row("config", True, True), c2_row("g", True, False)]})
+    assert word == "qualified" and "1/2" in reason and "g/1 epoch" in reason
+    assert C2({"rows": [c2_row("config", False, False), c2_row("g", True, True)]})[0] == "refuted"
+    assert C2({"rows": [c2_row("config", True, False)]})[0] == "qualified"
+    assert C2({"rows": []})[0] == "not evaluated"
+
+
+# ----------------------------------------------------------------------------- C3
+
+
+def c3(mono=True, rel=1e-3, w_rel=1e-4, weights=({"sigma_F": 1000.0, "weight": 0.005},)):
+    return {"weights": list(weights), "monotone_in_sigma_F": mono, "max_rel_gap_one_step": rel,
+            "max_rel_gap_composed": rel, "weight_rel_gap": w_rel, "composed_steps": 100, "w_limit_LF_to_0": 0.005}
+
+
+def test_c3_rule():
+    assert C3(c3())[0] == "confirmed"
+    assert C3(c3(mono=False))[0] == "refuted"
+    assert C3(c3(rel=0.011))[0] == "refuted"
+    assert C3(c3(rel=0.01))[0] == "confirmed"  # the tolerance is inclusive
+    assert C3(c3(w_rel=2e-3))[0] == "refuted"
+    assert C3(c3(weights=()))[0] == "not evaluated"
+
+
+# ----------------------------------------------------------------------------- C4
+
+
+def c4_row(like, sound_t2, r=0.1):
+    return {"r": r, "like_for_like_vs_T3": like, "robust_vs_T3": like, "sound_vs_T2": sound_t2}
+
+
+def test_c4_rule():
+    none = {"not_evaluated": []}
+    assert C4({"rows": [c4_row(True, True)] * 3, "cells": none})[0] == "confirmed"
+    assert C4({"rows": [c4_row(True, True), c4_row(False, True)], "cells": none})[0] == "qualified"
+    assert C4({"rows": [c4_row(False, False)], "cells": none})[0] == "refuted"
+    skipped = {"not_evaluated": [{"cell": "r=0.5, λ=16", "reason": "λ = 16 > Λ = 15", "cells": 1}]}
+    word, reason = C4({"rows": [c4_row(True, True)], "cells": skipped})
+    assert word == "confirmed" and "not evaluated: r=0.5, λ=16 (λ = 16 > Λ = 15)" in reason
+    assert C4({"rows": [], "cells": skipped})[0] == "not evaluated"
+
+
+# ----------------------------------------------------------------------------- C5
+
+
+def c5_row(cell, length, k, excess, from_eps=0.5, somewhere=True):
+    return {"cell": cell, "window_length": length, "k": k, "max_excess_T14_minus_T6": excess, "at_eps": 1.0,
+            "T14_ge_T6_from_eps": from_eps, "T14_gt_T6_somewhere": somewhere}
+
+
+def test_c5_rule():
+    good = [c5_row("a", 1, 1, 0.0), c5_row("a", 4, 4, 0.01), c5_row("a", 32, 20, 0.02)]
+    assert C5({"rows": good})[0] == "confirmed"
+    # the configuration's row is shown, not judged
+    assert C5({"rows": good + [c5_row("config", 2, 2, -0.5, None, False)]})[0] == "confirmed"
+    # the excess falls with the length: qualified (T14 still above T6 at the largest k)
+    assert C5({"rows": [c5_row("a", 1, 1, 0.0), c5_row("a", 4, 4, 0.02), c5_row("a", 32, 20, 0.01)]})[0] == "qualified"
+    # T14 = T6 fails at k = 1
+    assert C5({"rows": [c5_row("a", 1, 1, 1e-6), c5_row("a", 4, 4, 0.02)]})[0] == "qualified"
+    # T14 never above T6 for the largest k: refuted
+    assert C5({"rows": [c5_row("a", 1, 1, 0.0), c5_row("a", 4, 4, 0.0, None, False)]})[0] == "refuted"
+    assert C5({"rows": [c5_row("config", 2, 2, 0.1)]})[0] == "not evaluated"
+
+
+# ----------------------------------------------------------------------------- C6
+
+
+def c6(t13=0.08, t14=0.37, audit=None, k=2):
+    return {"epsilon_T13_sound": t13, "epsilon_T14_attained": t14, "audit": audit, "k": k,
+            "why_T13_below": "T13 covers one record"}
+
+
+def test_c6_rule():
+    audit = {"epsilon_lower": 0.1, "confidence": 0.95, "trials": 500000}
+    word, reason = C6(c6(audit=audit))
+    assert word == "confirmed" and "T13 covers one record" in reason and "500000 trials" in reason
+    assert C6(c6(audit={**audit, "epsilon_lower": 0.05}))[0] == "qualified"
+    assert C6(c6(audit={**audit, "epsilon_lower": 0.0}))[0] == "qualified"
+    assert C6(c6())[1].startswith("audit not available")
+    assert C6(c6(t14=0.08, audit=audit))[0] == "refuted"  # ε_T14 ≤ ε_T13: nothing to underestimate
+    assert C6(c6(t14=None))[0] == "not evaluated"
+
+
+# ----------------------------------------------------------------------------- violations (issue 13)
+
+
+def bound(theorem, sound, lower, covers=True, audited=True):
+    audit = {"epsilon_lower": lower, "epsilon_sound": sound, "confidence": 0.95, "trials": 5000, "steps": 1}
+    return {"theorem": theorem, "sound_theorem": theorem, "covers_audit": covers, "audit": audit if audited else None}
+
+
+def comp(steps, sound, lower):
+    return {"steps": steps, "epsilon_sound": sound, "epsilon_audited_lower": lower, "audit_trials": 100,
+            "confidence": 0.95}
+
+
+@pytest.mark.parametrize("bounds, composition, expected", [
+    ([bound("T6", 3.7, 0.8)], [comp(1, 3.7, 0.8), comp(10, 7.7, 1.0)], []),
+    ([bound("T6", 3.7, 3.8)], [], ["T6"]),
+    ([bound("T14", 2.5, 4.0, covers=False)], [], []),  # T13 vs T14: another relation (claim C6)
+    ([bound("T6", 3.7, 0.0, audited=False)], [comp(10, 7.7, 7.8)], ["T6"]),  # composed audit above sound
+])
+def test_violation_summary(bounds, composition, expected):
+    v = violation_summary({"bounds": bounds, "composition": composition})
+    assert v["violation"] is bool(expected)
+    assert [c["theorem"] for c in v["violations"]] == expected
+    for c in v["violations"]:
+        assert c["epsilon_lower"] > c["epsilon_sound"] and c["confidence"] == 0.95
+
+
+def test_violation_summary_counts_checked_audits():
+    v = violation_summary({"bounds": [bound("T6", 3.7, 0.8), bound("T14", 2.5, 4.0, covers=False)],
+                           "composition": [comp(1, 3.7, 0.8), comp(10, 7.7, 1.0), comp(100, 25.0, None)]})
+    assert v == {"violation": False, "violations": [], "checked": 2}

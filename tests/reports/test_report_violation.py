@@ -1,0 +1,57 @@
+"""Issue 13: a detected violation (an audit's certified lower bound above the sound ε) makes
+`tsdp report` exit 1, and the report says so on its first screen. The report is faked at the
+seam (build_report), so this runs in milliseconds; test_claim_rules.py tests the detection
+(reports.tightness.violation_summary) itself."""
+import json
+
+import pytest
+
+import tsdp.reports.run as run
+from tsdp.cli.main import main
+from tsdp.reports.render import blocks, to_html
+
+CASE = {"theorem": "T6", "bound": "T6", "steps": 1, "epsilon_lower": 4.2, "epsilon_sound": 3.717,
+        "confidence": 0.95, "trials": 5000}
+
+
+def fake_results(violations):
+    return {"meta": {"name": "x", "mode": "quick", "version": "0", "status": "complete", "elapsed_s": 1.0,
+                     "audits_checked": 2},
+            "accounting": {"config": {"N": 320, "L": 20, "context_length": 1, "forecast_length": 1, "batch_size": 32,
+                                      "instances": 1, "sigma": 1.0, "top": "wor", "bottom": "wr"},
+                           "derived": {}, "theorem": "T6", "kind": "tight", "reason": "T6 is tight",
+                           "rows": [{"delta": 1e-5, "steps": 1, "epochs": None, "compositions": 1,
+                                     "epsilon_sound": 3.025, "epsilon_attained": 3.025}]},
+            "claims": [], "consistency": {"summary": {"pass": 1, "fail": 0, "finding": 0, "total": 1},
+                                          "elapsed_s": 1.0, "theorems_covered": [], "failures_and_findings": []},
+            "tightness": {"audit_status": "ran", "bounds": [], "delta": 1e-3, "trials": 5000, "composed_trials": 0,
+                          "audit_config": {"N": 320, "batch_size": 64, "L": 4, "context_length": 1, "forecast_length": 1,
+                                           "sigma": 1.0},
+                          "soundness_violations": [], "upper_gaps": [], "composition": []},
+            "errata": [], "inference": {}, "violation": bool(violations), "violations": violations}
+
+
+@pytest.mark.parametrize("violations, code", [([CASE], 1), ([], 0)])
+def test_report_exit_code_follows_the_violation(tmp_path, monkeypatch, capsys, violations, code):
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results(violations))
+    assert main(["report", "--no-progress", "--out", str(tmp_path)]) == code
+    err = capsys.readouterr().err
+    assert ("PRIVACY VIOLATION" in err and "4.2" in err and "3.717" in err) == bool(violations)
+
+
+def test_json_carries_the_violation(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results([CASE]))
+    assert main(["report", "--no-progress", "--json", "--out", str(tmp_path)]) == 1
+    out = json.loads(capsys.readouterr().out)  # the message goes to stderr, stdout stays JSON
+    assert out["violation"] is True
+    v = out["violations"][0]
+    assert v["epsilon_lower"] > v["epsilon_sound"] and v["confidence"] == 0.95
+
+
+def test_first_screen_says_so():
+    b = blocks(fake_results([CASE]))
+    first = [x for x in b[:4] if x[0] == "alert"]  # before section 1
+    assert first and first[0][1] is False and "PRIVACY VIOLATION" in first[0][2] and "3.717" in first[0][2]
+    assert "class='alert bad'" in to_html(fake_results([CASE]), None)
+    ok = [x for x in blocks(fake_results([]))[:4] if x[0] == "alert"]
+    assert ok and ok[0][1] is True and "No privacy violation" in ok[0][2]

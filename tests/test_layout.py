@@ -1,0 +1,212 @@
+"""The package's shape (issue 15): layering of the imports, the packages list, the wheel.
+
+Layers, one direction only: theorems <- verify <- attacks <- reports <- cli. Every import of
+every module (top level or inside a function, i.e. lazy or not) is read from the source with
+``ast``; relative imports are resolved against the module's installed name.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = None
+
+ROOT = Path(__file__).resolve().parents[1]
+# repository folder -> installed package (pyproject `package-dir`)
+FOLDERS = {"theorems": "tsdp.theorems", "verify": "tsdp.verify", "attacks": "tsdp.attacks",
+           "reports": "tsdp.reports", "tsdp": "tsdp"}
+LAYERS = ("tsdp.theorems", "tsdp.verify", "tsdp.attacks", "tsdp.reports", "tsdp.cli")
+FORBIDDEN = {  # third-party imports a layer must never make (opacus imports torch)
+    "tsdp.theorems": ("torch", "dp_accounting", "opacus"),
+    "tsdp.verify": ("torch", "opacus"),
+}
+FACADE = "tsdp"  # tsdp/__init__.py: the API, lazily re-exports from every layer
+
+
+def _package_files():
+    """(installed module name, path) of every .py file of the package."""
+    for folder, package in FOLDERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT / folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__pycache__"]
+            if len(parts) != len(rel.parts):
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            yield ".".join([package, *parts]), path
+
+
+def _imports(module: str, path: Path):
+    """(imported absolute module name, line) for every import in the file, lazy ones included."""
+    is_package = path.name == "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            yield target, node.lineno
+            for alias in node.names:  # `from tsdp import verify` / `from . import pld`: submodules
+                yield f"{target}.{alias.name}", node.lineno
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) \
+                == "import_module" and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) and not node.args[0].value.startswith("."):
+            yield node.args[0].value, node.lineno  # importlib.import_module("tsdp.attacks...")
+
+
+def _layer(name: str):
+    """Index of the layer a tsdp module belongs to (None: not a layer module, e.g. the façade)."""
+    for i, layer in enumerate(LAYERS):
+        if name == layer or name.startswith(layer + "."):
+            return i
+    return None
+
+
+def _facade_exports():
+    """tsdp/__init__.py's lazy `_EXPORTS` map: public name -> module."""
+    tree = ast.parse((ROOT / "tsdp" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets):
+                exports = ast.literal_eval(node.value)
+                return {k: v[0] if isinstance(v, tuple) else v for k, v in exports.items()}
+    raise AssertionError("tsdp/__init__.py has no _EXPORTS map")
+
+
+def layering_violations():
+    """Every import that points up a layer, names a forbidden library, or uses an old top-level name."""
+    exports = _facade_exports()
+    found = []
+    for module, path in _package_files():
+        if module == FACADE:
+            continue
+        own = _layer(module)
+        where = f"{path.relative_to(ROOT)}"
+        for target, line in _imports(module, path):
+            top = target.split(".")[0]
+            if top in ("theorems", "verify", "attacks", "reports"):
+                found.append(f"{where}:{line}: imports top-level {target!r} (use tsdp.{target})")
+                continue
+            if top == "tsdp":
+                name = target
+                if target.startswith("tsdp.") and target.count(".") == 1 and target[5:] in exports:
+                    name = exports[target[5:]]  # `from tsdp import TrainingConfig`: the module behind it
+                layer = _layer(name)
+                if own is not None and layer is not None and layer > own:
+                    found.append(f"{where}:{line}: {LAYERS[own]} imports {target} ({LAYERS[layer]}, a layer above)")
+                continue
+            for layer, banned in FORBIDDEN.items():
+                if (module == layer or module.startswith(layer + ".")) and top in banned:
+                    found.append(f"{where}:{line}: {layer} imports {target}")
+    return found
+
+
+def test_the_walk_sees_lazy_and_relative_imports():
+    """The walker itself: a function-level import and a two-dot relative import are both found."""
+    imports = dict(_imports("tsdp.theorems.bounds.base", ROOT / "theorems" / "bounds" / "base.py"))
+    assert "tsdp.theorems.config" in imports  # `from ..config import ...`
+    lazy = [t for t, _ in _imports("tsdp.theorems.bounds.base", ROOT / "theorems" / "bounds" / "base.py")]
+    assert "tsdp.theorems.registry" in lazy  # `from ..registry import get`, inside attained_pair
+    modules = dict(_package_files())
+    assert {"tsdp.theorems.bounds.base", "tsdp.verify.pld", "tsdp.attacks.loop.train", "tsdp.reports.run",
+            "tsdp.cli.main"} <= set(modules)
+
+
+def test_every_import_points_down_the_layers():
+    """theorems <- verify <- attacks <- reports <- cli, lazily imported or not; theorems never
+    imports torch or dp-accounting, verify never torch; no old top-level names."""
+    violations = layering_violations()
+    assert not violations, "\n".join(violations)
+
+
+def _declared_packages():
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    if tomllib is None:  # pragma: no cover - Python 3.10
+        pytest.skip("tomllib needs Python 3.11")
+    return set(tomllib.loads(text)["tool"]["setuptools"]["packages"])
+
+
+def test_every_package_folder_is_in_pyproject_packages():
+    """A folder with an __init__.py that pyproject's `packages` omits would be missing from the wheel."""
+    folders = set()
+    for folder, package in FOLDERS.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            folders.add(".".join([package, *rel.parts]))
+    declared = _declared_packages()
+    assert folders - declared == set(), f"package folders missing from pyproject packages: {sorted(folders - declared)}"
+    assert declared - folders == set(), f"pyproject packages without a folder: {sorted(declared - folders)}"
+
+
+def test_wheel_installs_one_tsdp_package(tmp_path):
+    """The built wheel's top level is `tsdp` and its dist-info only, and `import tsdp` works
+    from an isolated target directory (dependencies from the running environment)."""
+    src = tmp_path / "src"  # build from a copy: the build writes build/ and egg-info next to the sources
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "out")
+    for name in (*FOLDERS, "pyproject.toml", "README.md"):
+        origin = ROOT / name
+        if origin.is_dir():
+            shutil.copytree(origin, src / name, ignore=ignore)
+        else:
+            shutil.copy2(origin, src / name)
+    wheels = tmp_path / "wheels"
+    run = lambda *cmd, **kw: subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)  # noqa: E731
+    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(src),
+                "-w", str(wheels))
+    assert built.returncode == 0, built.stderr
+    (wheel,) = wheels.glob("tsdp-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        tops = {n.split("/")[0] for n in z.namelist()}
+    assert tops == {"tsdp", wheel.name.split("-py")[0] + ".dist-info"}, tops
+
+    target = tmp_path / "target"
+    installed = run(sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel))
+    assert installed.returncode == 0, installed.stderr
+    assert not {"theorems", "verify", "attacks", "reports"} & {p.name for p in target.iterdir()}
+    neutral = tmp_path / "cwd"
+    neutral.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    env["PYTHONPATH"] = str(target)
+    # -S would drop the venv's site-packages (the dependencies); instead check which tsdp is loaded
+    probe = run(sys.executable, "-c", "import tsdp, tsdp.theorems.config as c; print(tsdp.__file__); "
+                "print(tsdp.TrainingConfig is c.TrainingConfig, tsdp.TrainingConfig().N)", cwd=neutral, env=env)
+    assert probe.returncode == 0, probe.stderr
+    where, same, n = probe.stdout.split()
+    assert Path(where).resolve().is_relative_to(target.resolve()), where
+    assert same == "True" and int(n) > 0
+
+
+def test_no_consumer_switches_on_the_type_of_a_bound():
+    """Issue 15: bounds answer for themselves (pair_form, delta_eps, attained_pair, has_pair), so no module
+    outside theorems/ calls isinstance on a Bound class."""
+    import ast
+
+    bound_classes = {"Bound", "PairBound", "WorMixtureBound", "Claim", "InferenceBound"}
+    offenders = []
+    for folder in ("verify", "attacks", "reports", "tsdp"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
+                    names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                    names |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+                    if names & bound_classes:
+                        offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []
