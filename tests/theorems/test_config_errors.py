@@ -8,7 +8,7 @@ import pytest
 
 from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError, TrainingConfig
-from tsdp.theorems.registry import REGISTRY, get
+from tsdp.theorems.registry import CLAIMS, REGISTRY, get
 from tsdp.cli.main import main
 
 
@@ -55,10 +55,10 @@ def _run(capsys, *argv):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--sigma", "0"], "invalid sigma: must be > 0"),
-    (["--sigma", "nan"], "invalid sigma: must be finite"),
-    (["--L", "1", "--forecast-length", "2"], "invalid L: must be >= forecast_length"),
-    (["--batch-size", "2", "--instances", "3"], "invalid batch_size"),
+    (["--sigma", "0"], "invalid --sigma: must be > 0"),
+    (["--sigma", "nan"], "invalid --sigma: must be finite"),
+    (["--L", "1", "--forecast-length", "2"], "invalid --L: must be >= forecast_length"),
+    (["--batch-size", "2", "--instances", "3"], "invalid --batch-size"),
     (["--N", "10"], "more than N = 10"),
     (["--theorem", "T99"], "unknown theorem id 'T99'"),
     (["--theorem", "T1"], "T1 does not apply"),
@@ -88,7 +88,7 @@ def test_profile_cli_default_t6(capsys):
 def test_theorems_cli_lists_the_catalogue(capsys):
     code, out, _ = _run(capsys, "theorems", "--json")
     rows = json.loads(out)["theorems"]
-    assert code == 0 and [r["id"] for r in rows] == list(REGISTRY)
+    assert code == 0 and [r["id"] for r in rows] == list(REGISTRY) + list(CLAIMS)  # the bounds, then T5
     assert {r["kind"] for r in rows} == {"tight", "upper", "lower", "claim"}
     t9 = next(r for r in rows if r["id"] == "T9")
     assert t9["kind"] == "lower" and t9["reference"] == "Thm F.7"

@@ -111,7 +111,8 @@ def cmd_profile(args) -> int:
     if args.dps is not None and not 15 <= args.dps <= 10_000:
         raise UsageError(f"invalid --dps: must be in [15, 10000] (got {args.dps})")
     bound, reason = resolve(config, args.theorem)
-    alphas = [math.exp(e) if e < 709 else math.inf for e in eps]  # e^ε as a float (inf past 709)
+    given = [float(a) for a in args.alpha or []]  # α as typed; e^ε for each --epsilon (inf past 709)
+    alphas = given + [math.exp(e) if e < 709 else math.inf for e in eps[len(given):]]
     if args.dps is None:
         finite = [i for i, a in enumerate(alphas) if math.isfinite(a)]
         delta = [0.0] * len(eps)
