@@ -285,7 +285,7 @@ def _inference(inf: dict) -> List[tuple]:
                        f"δ = {fmt(st['delta'])}, v = {fmt(st['v'])}, w = {st['w']}, {st['repeats']} releases per cell."))
         rows = []
         for e in epsilons:
-            row = [fmt(e)]
+            row = ["∞ (no noise)" if e == float("inf") else fmt(e)]
             for r in rates:
                 c = cell.get((e, r)) or (cell.get((e, 1.0)) if e == float("inf") and r == rates[0] else None)
                 row.append("" if c is None else f"{fmt(c['crps'])} ± {fmt(c['crps_std'], 2)} (σ = {fmt(c['sigma'])})")
