@@ -33,13 +33,14 @@ def test_t6_one_step_1e6_trials_on_five_seeds():
 
 @pytest.mark.claim
 def test_t6_one_step_1e7_trials_reaches_095():
-    """1 step, 1e7 trials per world: ratio ≥ 0.95 (design's expectation 0.966)."""
+    """1 step, 1e7 trials per world: ratio ≥ 0.95 (design's expectation 0.966). Measured 0.9908 (2 workers, 139 s)."""
     _check(audit("T6", AUDIT, trials=10_000_000, delta=1e-3, seed=7, workers=2), 0.95)
 
 
 @pytest.mark.claim
 def test_t6_ten_steps_1e7_trials_reaches_090():
-    """10 steps, 1e7 trials per world: ratio ≥ 0.90 (design's expectation 0.908: a narrow margin)."""
+    """10 steps, 1e7 trials per world: ratio ≥ 0.90 (design's expectation 0.908: a narrow margin).
+    Measured 0.9419 (ε_lower 7.049 of attained 7.484; 2 workers, 21 min on 2 cores)."""
     _check(audit("T6", AUDIT, trials=10_000_000, steps=10, delta=1e-3, seed=7, workers=2), 0.90)
 
 
