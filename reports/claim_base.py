@@ -18,6 +18,8 @@ evaluable)", "not evaluated (0 of 15 cells)".
 """
 from __future__ import annotations
 
+import abc
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -84,19 +86,21 @@ def verdict_text(word: str, cells: dict) -> str:
     return f"{word} on all {n} {unit}" if n > 1 else f"{word} on its one cell"
 
 
-class Claim:
-    """Base of the claims C1-C6: subclasses set ``id``, ``statement`` and implement
-    :meth:`compute`, :meth:`rule` and :meth:`figure`."""
+class Claim(abc.ABC):
+    """Base of the claims C1-C6: subclasses set ``id``, ``statement`` and implement the abstract
+    :meth:`compute` and :meth:`rule` (and :meth:`figure` where the claim draws one)."""
 
     id: str = ""
     statement: str = ""
 
+    @abc.abstractmethod
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        raise NotImplementedError
+        """The claim's numbers on ``config`` (``numbers["cells"]`` names what was and was not evaluated)."""
 
     @staticmethod
+    @abc.abstractmethod
     def rule(numbers: dict) -> Tuple[str, str]:
-        raise NotImplementedError
+        """(verdict word, reason): a pure function of the computed numbers."""
 
     def figure(self, result: dict, out: Path) -> List[str]:
         return []
