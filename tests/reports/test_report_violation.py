@@ -55,3 +55,23 @@ def test_first_screen_says_so():
     assert "class='alert bad'" in to_html(fake_results([CASE]), None)
     ok = [x for x in blocks(fake_results([]))[:4] if x[0] == "alert"]
     assert ok and ok[0][1] is True and "No privacy violation" in ok[0][2]
+
+
+@pytest.mark.slow
+def test_a_planted_noise_bug_fails_the_real_report(tmp_path, monkeypatch, capsys):
+    """The whole seam with real components: the quick report's audits run the real loop with its noise
+    halved (planted in private_gradient), the report's violation summary flags it, the first screen says
+    so and `tsdp report` exits 1. Only the noise is changed; the accountant still accounts σ."""
+    import json
+
+    import tsdp.attacks.auditor_run as run_mod
+    from tsdp.cli.main import main
+
+    real = run_mod.private_gradient
+    monkeypatch.setattr(run_mod, "private_gradient", lambda *a, sigma, **k: real(*a, sigma=sigma / 2, **k))
+    out = tmp_path / "rep"
+    assert main(["report", "--quick", "--no-progress", "--out", str(out)]) == 1
+    results = json.loads((out / "results.json").read_text())
+    assert results["violation"] is True and results["violations"]
+    assert "PRIVACY VIOLATION" in (out / "report.md").read_text()
+    assert "PRIVACY VIOLATION" in capsys.readouterr().err
