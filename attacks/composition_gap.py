@@ -11,7 +11,7 @@ sound ε - upper: the part of sound - attained that is not rounding. Every PLD i
 from __future__ import annotations
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.verify.accountant import PldAccountant
+from tsdp.verify.accountant import account
 from tsdp.verify.events import training_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
@@ -24,9 +24,9 @@ def attained_bracket(config: TrainingConfig, steps: int, delta: float, theorem: 
     ``lower``: optimistic discretisation, a lower bound on the attained ε; ``upper``: pessimistic, an upper
     bound on the pair's composed ε; ``epsilon_sound``: the sound bound's composed ε (an upper bound).
     """
-    event = training_event(config, steps=steps, theorem=theorem)
-    lower = PldAccountant("attained", discretization=discretization).compose(event).get_epsilon(delta)
-    upper = PldAccountant("attained_upper", discretization=discretization).compose(event).get_epsilon(delta)
+    both = account(training_event(config, steps=steps, theorem=theorem), delta=delta, bracket=True,
+                   discretization=discretization)
+    lower, upper = both.epsilon_attained, both.epsilon_attained_upper
     return {"lower": lower, "upper": upper, "rounding": upper - lower, "composition_gap": epsilon_sound - upper,
             "discretization": discretization, "delta": delta, "steps": steps, "pair": theorem}
 
