@@ -83,7 +83,8 @@ def audit_statistics(construction: Construction, *, trials: int, steps: int, del
                 "true_positives": None, "false_positives": None, "n_positive": p.trials, "n_negative": q.trials}
         h_lower = np.maximum(0.0, 1.0 - np.asarray(alphas))
     elif threshold == "theory":
-        test = fixed_test_bound(p.counts, q.counts, edges, design.threshold, design.side, delta, confidence).__dict__
+        test = fixed_test_bound(p.counts, q.counts, edges, design.threshold, design.side, delta, confidence,
+                                design.fp_share).__dict__
         h_lower = profile_lower_bounds(p.counts, q.counts, edges, profile_tests, alphas, confidence)
     else:
         n_sel = min(n_shards - 1, max(1, round(select_fraction * n_shards)))

@@ -4,7 +4,8 @@ Soundness direction: every number returned here is a **lower** confidence bound 
 mechanism's ε (or H_α): thresholds are fixed before sampling (:mod:`attacks.audit_design`) or
 chosen on a selection split, and the false positive / false negative rates of the chosen test
 are bounded with exact one-sided Clopper-Pearson intervals on trials not used to choose it
-(each at level 1 - (1 - confidence)/2, so both hold jointly with probability ≥ confidence).
+(at levels 1 - a_pos and 1 - a_neg with a_pos + a_neg = 1 - confidence, so both hold jointly with
+probability ≥ confidence by the union bound; :func:`error_split`).
 The sharded engine (:mod:`attacks.distributed`) hands these functions histograms (exact
 integer counts on fixed edges) instead of raw samples. A test S between neighbouring worlds P, Q gives
 H_α(P ‖ Q) ≥ P(S) - α Q(S) and, if the mechanism is (ε, δ)-DP, ε ≥ log((P(S) - δ) / Q(S))
@@ -76,9 +77,22 @@ def _rates(pos: np.ndarray, neg: np.ndarray, t: np.ndarray, upper_side: bool):
     return np.searchsorted(sp, t, "right"), np.searchsorted(sn, t, "right")
 
 
-def _eps_of(tp, fp, n_pos, n_neg, delta, a):
-    hi_fp = cp_upper(fp, n_neg, a)
-    lo_tp = cp_lower(tp, n_pos, a)
+def error_split(confidence: float, fp_share: float = 0.5) -> Tuple[float, float]:
+    """(a_pos, a_neg): the error probability 1 - ``confidence`` shared between the positive world's rate
+    (lower bound) and the negative world's rate (upper bound), ``fp_share`` of it to the latter (union bound).
+
+    A rare false-positive count is the noisier factor of the ε bound, so a test fixed before sampling may
+    give it more than half (:func:`attacks.audit_design.design_test` chooses the share before sampling)."""
+    if not (0 < fp_share < 1):
+        raise ValueError(f"fp_share must be in (0, 1), got {fp_share!r}")
+    a = 1 - confidence
+    return a * (1 - fp_share), a * fp_share
+
+
+def _eps_of(tp, fp, n_pos, n_neg, delta, a_pos, a_neg):
+    """log((CP_lower(TP / n_pos) - δ) / CP_upper(FP / n_neg)) at one-sided levels 1 - a_pos, 1 - a_neg (0 if undefined)."""
+    hi_fp = cp_upper(fp, n_neg, a_neg)
+    lo_tp = cp_lower(tp, n_pos, a_pos)
     with np.errstate(divide="ignore", invalid="ignore"):
         eps = np.log((lo_tp - delta) / hi_fp)
     return np.where((lo_tp > delta) & (hi_fp > 0), eps, 0.0)
@@ -87,7 +101,8 @@ def _eps_of(tp, fp, n_pos, n_neg, delta, a):
 @dataclass(frozen=True)
 class TestBound:
     """A chosen test and its held-out bound: threshold, side (P-positive ``upper`` or Q-positive ``lower``),
-    held-out counts and the resulting lower bound value."""
+    held-out counts, the resulting lower bound value and the share of the error probability spent on the
+    false-positive rate (:func:`error_split`)."""
 
     value: float
     threshold: float
@@ -96,6 +111,7 @@ class TestBound:
     false_positives: int
     n_positive: int
     n_negative: int
+    fp_share: float = 0.5
 
 
 def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, confidence: float = 0.95,
@@ -107,21 +123,21 @@ def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, co
     way on the selection split; the held-out split then gives the reported value. ``stat`` is
     the log-likelihood ratio log p/q (or any statistic larger under P).
     """
-    a = (1 - confidence) / 2
+    a = error_split(confidence)
     sel_p, out_p = split(stat_p, select_fraction)
     sel_q, out_q = split(stat_q, select_fraction)
     t = _candidates(sel_p, sel_q)
     best = (-1.0, None, None)
     for side, pos, neg in (("upper", sel_p, sel_q), ("lower", sel_q, sel_p)):
         tp, fp = _rates(pos, neg, t, side == "upper")
-        eps = _eps_of(tp, fp, len(pos), len(neg), delta, a)
+        eps = _eps_of(tp, fp, len(pos), len(neg), delta, *a)
         i = int(np.argmax(eps))
         if eps[i] > best[0]:
             best = (float(eps[i]), float(t[i]), side)
     _, thr, side = best
     pos, neg = (out_p, out_q) if side == "upper" else (out_q, out_p)
     tp, fp = _rates(pos, neg, np.array([thr]), side == "upper")
-    value = float(_eps_of(tp, fp, len(pos), len(neg), delta, a)[0])
+    value = float(_eps_of(tp, fp, len(pos), len(neg), delta, *a)[0])
     return TestBound(max(0.0, value), thr, side, int(tp[0]), int(fp[0]), len(pos), len(neg))
 
 
@@ -168,28 +184,28 @@ def edge_index(edges: np.ndarray, threshold: float) -> int:
 
 
 def fixed_test_bound(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, threshold: float, side: str,
-                     delta: float, confidence: float = 0.95) -> TestBound:
+                     delta: float, confidence: float = 0.95, fp_share: float = 0.5) -> TestBound:
     """ε lower bound at δ of a test fixed before sampling (lower-bound direction, probability ≥ ``confidence``).
 
-    No selection split: every trial bounds the two rates (one-sided Clopper-Pearson at 1 - (1 - confidence)/2
-    each), ε ≥ log((CP_lower(P(S)) - δ) / CP_upper(Q(S))) as in :func:`epsilon_lower_bound`.
+    No selection split: every trial bounds the two rates (one-sided Clopper-Pearson, the error probability
+    1 - confidence shared by :func:`error_split` with ``fp_share``, which must also be fixed before sampling),
+    ε ≥ log((CP_lower(P(S)) - δ) / CP_upper(Q(S))) as in :func:`epsilon_lower_bound`.
     """
-    a = (1 - confidence) / 2
     tp, fp, n_pos, n_neg = side_counts(hist_p, hist_q, side)
     j = edge_index(edges, threshold)
-    value = float(_eps_of(tp[j], fp[j], n_pos, n_neg, delta, a))
-    return TestBound(max(0.0, value), float(threshold), side, int(tp[j]), int(fp[j]), n_pos, n_neg)
+    value = float(_eps_of(tp[j], fp[j], n_pos, n_neg, delta, *error_split(confidence, fp_share)))
+    return TestBound(max(0.0, value), float(threshold), side, int(tp[j]), int(fp[j]), n_pos, n_neg, float(fp_share))
 
 
 def split_test_bound(selection: Tuple[np.ndarray, np.ndarray], held_out: Tuple[np.ndarray, np.ndarray],
                      edges: np.ndarray, delta: float, confidence: float = 0.95) -> TestBound:
     """:func:`epsilon_lower_bound` on histograms: edge and side chosen on the selection histograms (P, Q),
     the bound computed on the held-out ones (for statistics whose law is not known in advance)."""
-    a = (1 - confidence) / 2
+    a = error_split(confidence)
     best = (-1.0, float(edges[0]), "upper")
     for side in ("upper", "lower"):
         tp, fp, n_pos, n_neg = side_counts(*selection, side)
-        eps = _eps_of(tp, fp, n_pos, n_neg, delta, a)
+        eps = _eps_of(tp, fp, n_pos, n_neg, delta, *a)
         i = int(np.argmax(eps))
         if eps[i] > best[0]:
             best = (float(eps[i]), float(edges[i]), side)
@@ -203,12 +219,12 @@ def profile_lower_bounds(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarr
     H_α ≥ CP_lower(P(S)) - α CP_upper(Q(S)) at pointwise confidence ``confidence`` per α; never below the
     trivial max(0, 1 - α).
     """
-    a = (1 - confidence) / 2
+    a_pos, a_neg = error_split(confidence)
     out = []
     for alpha, (threshold, side) in zip(alphas, tests):
         tp, fp, n_pos, n_neg = side_counts(hist_p, hist_q, side)
         j = edge_index(edges, threshold)
-        h = float(cp_lower(tp[j], n_pos, a) - alpha * cp_upper(fp[j], n_neg, a))
+        h = float(cp_lower(tp[j], n_pos, a_pos) - alpha * cp_upper(fp[j], n_neg, a_neg))
         out.append(max(h, 0.0, 1.0 - alpha))
     return np.array(out)
 
@@ -234,13 +250,13 @@ def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: 
 def choose_profile_tests(sel_p: np.ndarray, sel_q: np.ndarray, edges: np.ndarray, alphas: Sequence[float],
                          confidence: float = 0.95) -> list:
     """Per α, the (edge, side) maximising CP_lower(P(S)) - α CP_upper(Q(S)) on selection histograms (split mode)."""
-    a = (1 - confidence) / 2
+    a_pos, a_neg = error_split(confidence)
     out = []
     for alpha in alphas:
         best = (-np.inf, float(edges[0]), "upper")
         for side in ("upper", "lower"):
             tp, fp, n_pos, n_neg = side_counts(sel_p, sel_q, side)
-            h = cp_lower(tp, n_pos, a) - alpha * cp_upper(fp, n_neg, a)
+            h = cp_lower(tp, n_pos, a_pos) - alpha * cp_upper(fp, n_neg, a_neg)
             i = int(np.argmax(h))
             if h[i] > best[0]:
                 best = (float(h[i]), float(edges[i]), side)

@@ -46,7 +46,7 @@ def certified_epsilon(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray,
     for threshold, side in tests:
         tp, fp, n_pos, n_neg = side_counts(hist_p, hist_q, side)
         j = edge_index(edges, threshold)
-        best = max(best, float(_eps_of(tp[j], fp[j], n_pos, n_neg, delta, a)))
+        best = max(best, float(_eps_of(tp[j], fp[j], n_pos, n_neg, delta, a, a)))
     return best
 
 

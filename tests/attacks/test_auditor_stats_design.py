@@ -8,8 +8,8 @@ import pytest
 from scipy import integrate, stats
 
 from tsdp.attacks.audit_design import design_test, histogram_edges, statistic_law
-from tsdp.attacks.auditor_stats import (binned_goodness_of_fit, bin_counts, cp_lower, cp_upper, fixed_test_bound,
-                                        goodness_of_fit, log_likelihood_ratio, side_counts)
+from tsdp.attacks.auditor_stats import (binned_goodness_of_fit, bin_counts, cp_lower, cp_upper, error_split,
+                                        fixed_test_bound, goodness_of_fit, log_likelihood_ratio, side_counts)
 
 W, SIGMA = 0.1, 1.0
 T6 = (np.array([0.0, 2.0]), np.array([1 - W, W]), np.array([0.0]), np.array([1.0]), SIGMA)  # audit configuration
@@ -57,6 +57,34 @@ def test_designed_threshold_reaches_the_simulated_ceiling(trials, ceiling):
     assert d.expected / EPS_T6 == pytest.approx(ceiling, abs=0.01)
 
 
+def test_design_expectation_matches_simulated_audits_and_the_split_helps():
+    """The design's expected certified ε at 1e6 trials (its share of the error probability for the false-positive
+    rate included) against the mean over 4000 simulated audits (TP, FP binomial at the law's rates; seed 11):
+    within 4 standard errors plus 0.01 (the design takes TP at its mean). Giving the rare false-positive count
+    more than half of the error probability raises the expectation above the equal split's."""
+    law = statistic_law(T6, 1)
+    n = 1_000_000
+    d = design_test(law, n, 1e-3, 0.95)
+    half = design_test(law, n, 1e-3, 0.95, shares=(0.5,))
+    assert d.fp_share > 0.5 and d.expected > half.expected
+    rng = np.random.default_rng(11)
+    tp, fp = rng.binomial(n, d.tp_rate, 4000), rng.binomial(n, d.fp_rate, 4000)
+    a_pos, a_neg = error_split(0.95, d.fp_share)
+    with np.errstate(invalid="ignore"):
+        eps = np.log((cp_lower(tp, n, a_pos) - 1e-3) / cp_upper(fp, n, a_neg))
+    eps = np.where(np.isfinite(eps), np.maximum(eps, 0.0), 0.0)
+    assert abs(eps.mean() - d.expected) <= 4 * eps.std() / np.sqrt(len(eps)) + 0.01
+
+
+def test_error_split_spends_exactly_one_minus_confidence():
+    for share in (0.5, 0.7, 0.9):
+        a_pos, a_neg = error_split(0.95, share)
+        assert a_pos + a_neg == pytest.approx(0.05) and a_neg == pytest.approx(0.05 * share)
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="fp_share"):
+            error_split(0.95, bad)
+
+
 @pytest.mark.slow
 def test_fixed_threshold_bound_covers_the_true_epsilon():
     """Coverage: 300 audits of 20000 mixture draws per world (numpy, not the loop) with the designed threshold;
@@ -71,7 +99,7 @@ def test_fixed_threshold_bound_covers_the_true_epsilon():
         yp = rng.normal(np.where(rng.random(20000) < W, 2.0, 0.0), s)[:, None]
         yq = rng.normal(0.0, s, 20000)[:, None]
         hp, hq = bin_counts(log_likelihood_ratio(yp, T6), edges), bin_counts(log_likelihood_ratio(yq, T6), edges)
-        over += fixed_test_bound(hp, hq, edges, d.threshold, d.side, 1e-3).value > EPS_T6
+        over += fixed_test_bound(hp, hq, edges, d.threshold, d.side, 1e-3, fp_share=d.fp_share).value > EPS_T6
     assert over <= stats.binom.isf(1e-3, 300, 0.05)
 
 
@@ -91,6 +119,9 @@ def test_histogram_counts_equal_direct_counting():
     k1, k2 = (z >= e).sum(), (x >= e).sum()
     direct = math.log((cp_lower(k1, 4000, 0.025) - 1e-3) / cp_upper(k2, 5000, 0.025))
     assert b.value == pytest.approx(max(0.0, direct), rel=1e-12)
+    b9 = fixed_test_bound(hz, hx, edges, e, "upper", 1e-3, fp_share=0.9)  # 0.005 to TP's bound, 0.045 to FP's
+    direct9 = math.log((cp_lower(k1, 4000, 0.005) - 1e-3) / cp_upper(k2, 5000, 0.045))
+    assert b9.value == pytest.approx(max(0.0, direct9), rel=1e-12) and b9.fp_share == 0.9
     with pytest.raises(ValueError, match="not a histogram edge"):
         fixed_test_bound(hz, hx, edges, e + 1e-9, "upper", 1e-3)
 
