@@ -196,7 +196,11 @@ class _Tracker:
     def failed(self, key, exc) -> None:
         self.attempts[key] = self.attempts.get(key, 0) + 1
         if self.attempts[key] >= self.max_attempts:
-            raise ShardError(f"shard {key} failed {self.attempts[key]} times; last error: {exc!r}") from exc
+            hint = ""
+            if isinstance(exc, BrokenProcessPool):  # the commonest cause: a script whose main module re-runs in workers
+                hint = ("; worker processes kept dying: workers are spawned, so a script that calls the audit with "
+                        "workers > 1 must guard it with `if __name__ == \"__main__\":`")
+            raise ShardError(f"shard {key} failed {self.attempts[key]} times; last error: {exc!r}{hint}") from exc
 
     def pending(self) -> List[ShardSpec]:
         return [s for k, s in self.specs.items() if k not in self.results]

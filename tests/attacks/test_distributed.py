@@ -67,6 +67,26 @@ def test_a_shard_that_always_fails_stops_the_audit():
         run_shards(specs, shard_fn=broken)
 
 
+def test_a_script_without_a_main_guard_gets_the_reason_not_just_a_broken_pool(tmp_path):
+    """Workers are spawned: a script calling run_shards(workers=2) at module level re-runs in every worker, which
+    dies at start-up. The audit stops (no shard dropped) and the error says what to do."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from tsdp.attacks.distributed import plan_shards, run_shards\n"
+        "from tsdp.theorems.config import TrainingConfig\n"
+        "cfg = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)\n"
+        "specs = plan_shards('T6', cfg, 200, 1, 0, np.array([0.0]), np.array([0.0]), shard_size=100)\n"
+        "run_shards(specs, workers=2, max_attempts=1)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("tsdp.attacks.distributed.ShardError") and "if __name__ == \"__main__\":" in last, last
+
+
 def test_the_shard_size_is_part_of_the_sample():
     """Control: the shard size is part of the plan (a different size is a different sample), workers are not."""
     construction = build("T6", SMALL)

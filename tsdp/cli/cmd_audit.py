@@ -94,7 +94,9 @@ def add_parsers(sub, command) -> None:
         "audit", help="Monte Carlo audit of a proof's worst case through the real DP-SGD loop",
         description="Run the worst-case construction of a theorem's proof (gradient function and neighbouring "
         "datasets) through the real loop in both worlds, and report a lower confidence bound on ε at δ "
-        "(Neyman-Pearson statistic, threshold on a selection split, Clopper-Pearson on a held-out split), lower "
+        "(Neyman-Pearson statistic; threshold, side and error split fixed from the construction's pair before "
+        "sampling, or chosen on a selection split with --threshold split; Clopper-Pearson on the trials that "
+        "did not choose), lower "
         "bounds on H_α, a KS goodness-of-fit p-value, and the sound and attained ε. The theorem fixes the scheme; "
         "T13/T14 audit the pooled-window loop against T13's one-record guarantee (claim C6).")
     p.add_argument("--theorem", default="T6", help="construction: T1 T3 T4 T6 T9 T10 T11 T13 T14 (default T6)")
