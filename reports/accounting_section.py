@@ -53,7 +53,8 @@ def accounting_section(config: TrainingConfig, theorem: Optional[str] = None,
             rows.append({"delta": delta, unit: n, "steps": n if unit == "steps" else None,
                          "epochs": n if unit == "epochs" else None, "compositions": res.compositions,
                          "epsilon_sound": res.epsilon, "epsilon_attained": res.epsilon_attained,
-                         "construction": res.construction, "discretization": res.discretization})
+                         "construction": res.construction,
+                         "discretization": res.discretization_used or res.discretization})
             if tick is not None:
                 tick()
     return {"config": config.as_dict(), "derived": derived(config), "theorem": theorem_used, "kind": kind,

@@ -47,9 +47,11 @@ from .pld import (
     attained_envelope,
     compose,
     compose_pair,
+    discretization_of,
     epsilon_for_delta,
     one_step_profile,
     pair_pld,
+    resolve_memory_limit,
     sound_pld,
     survival_pld,
 )
@@ -109,27 +111,31 @@ def one_step_pld(event: BoundDpEvent, estimate: str, discretization: float = DEF
     construction pair, or :func:`tsdp.verify.pld.survival_pld` of a loss law known in closed
     form (T15: a mixture over an observed label, no 1-D pair); attained_upper: the same law,
     pessimistic (for a survival law that is the bound's own profile, i.e. the sound PLD).
-    Cached per (bound object, configuration, estimate, grid), so a bound substituted in the
-    registry (:func:`tsdp.theorems.registry.substituted`) is never served a stale PLD.
+    Cached per (bound object, configuration, estimate, grid, memory ceiling), so a bound substituted
+    in the registry (:func:`tsdp.theorems.registry.substituted`) or a changed ``TSDP_MEMORY_LIMIT``
+    is never served a stale PLD.
     """
     reason = _refusal(event, estimate)
     if reason is not None:
         raise UnsupportedBoundError(reason)
     bound, config, _ = event.resolve()
-    return _bound_pld(bound, config, estimate, float(discretization), float(log_mass_truncation_bound))
+    return _bound_pld(bound, config, estimate, float(discretization), float(log_mass_truncation_bound),
+                      resolve_memory_limit())
 
 
 @functools.lru_cache(maxsize=64)
-def _bound_pld(bound, config, estimate: str, discretization: float, log_mass_truncation_bound: float):
+def _bound_pld(bound, config, estimate: str, discretization: float, log_mass_truncation_bound: float,
+               memory_limit: int):
     if estimate == "sound":
-        return sound_pld(bound, config, discretization, log_mass_truncation_bound)
+        return sound_pld(bound, config, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
     kind, law = _attained_law(bound, config)
     if kind == "pair":
         return pair_pld(law, discretization, pessimistic=estimate == "attained_upper",
-                        log_mass_truncation_bound=log_mass_truncation_bound)
+                        log_mass_truncation_bound=log_mass_truncation_bound, memory_limit=memory_limit)
     if estimate == "attained_upper":
-        return sound_pld(bound, config, discretization, log_mass_truncation_bound)
-    return survival_pld(law, one_step_profile(bound, config), discretization, log_mass_truncation_bound)
+        return sound_pld(bound, config, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
+    return survival_pld(law, one_step_profile(bound, config), discretization, log_mass_truncation_bound,
+                        memory_limit=memory_limit)
 
 
 class PldAccountant(privacy_accountant.PrivacyAccountant):
@@ -156,6 +162,7 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
         self.tail_mass_truncation = float(tail_mass_truncation)
         self.log_mass_truncation_bound = float(log_mass_truncation_bound)
         self._components: List[Tuple[BoundDpEvent, int]] = []  # (event, count), in order, neighbours merged
+        self._gap_read = 0.0  # coarsest grid gap of a PLD read so far
         self._non_private = False
         self._composed = None  # (key, PLD) of the last composition
 
@@ -201,6 +208,13 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
         self._ledger.compose(event, count)
         self._maybe_compose(event, count, True)
         return self
+
+    @property
+    def discretization_used(self) -> Optional[float]:
+        """The coarsest grid gap of the PLDs the answers so far were read from: ``discretization``, or more where
+        the memory ceiling coarsened a grid (:class:`tsdp.verify.pld.PldCoarsenedWarning`; the direction of the
+        estimate is kept). None before the first read of a composed PLD."""
+        return self._gap_read or None
 
     @property
     def compositions(self) -> int:
@@ -256,6 +270,12 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
             return math.inf
         if not self._components:
             return 0.0
+        inner = read
+
+        def read(pld):
+            self._gap_read = max(self._gap_read, discretization_of(pld))
+            return inner(pld)
+
         if self.estimate != "attained":
             return read(self._product())
         if len(self._components) == 1:
@@ -277,7 +297,9 @@ class EventAccounting:
     ``epsilon_sound`` / ``delta_sound``: upper bound, None where the event's bound is a lower
     bound (``sound_refused`` says why); ``*_attained``: lower bound, None without a
     construction (``attained_refused`` says why); ``*_attained_upper``: the attained pair's
-    pessimistic composition (the bracket's upper end), when asked for.
+    pessimistic composition (the bracket's upper end), when asked for. ``discretization_used``: the
+    coarsest grid gap any estimate was read at (above ``discretization`` where the memory ceiling
+    coarsened a grid).
     """
 
     delta: Optional[float]
@@ -292,6 +314,7 @@ class EventAccounting:
     attained_refused: Optional[str]
     compositions: int
     discretization: float
+    discretization_used: Optional[float]
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -312,7 +335,7 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
         delta = check_delta(delta)
     else:
         epsilon = check_epsilon(epsilon)
-    values, refused = {}, {}
+    values, refused, used = {}, {}, []
     for estimate in ESTIMATES if bracket else ESTIMATES[:2]:
         acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=tail_mass_truncation,
                             log_mass_truncation_bound=log_mass_truncation_bound)
@@ -323,6 +346,7 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
             values[estimate] = None
             continue
         values[estimate] = acc.get_epsilon(delta) if delta is not None else acc.get_delta(epsilon)
+        used.append(acc.discretization_used or discretization)
     if refused.get("sound") and refused.get("attained"):
         raise UnsupportedBoundError(refused["sound"])
     target, given_name = ("epsilon", "delta") if delta is not None else ("delta", "epsilon")
@@ -334,7 +358,7 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
         fields[f"{given_name}_{estimate}"] = None if value is None else given
     return EventAccounting(delta=delta, epsilon=epsilon, sound_refused=refused.get("sound"),
                            attained_refused=refused.get("attained"), compositions=count_compositions(event),
-                           discretization=discretization, **fields)
+                           discretization=discretization, discretization_used=max(used, default=None), **fields)
 
 
 def max_steps(config, budget: float, delta: float, *, theorem: Optional[str] = None, cap: Optional[int] = None,

@@ -31,6 +31,8 @@ class AccountingResult:
     theorem; ``*_attained``: the attained value (lower bound, rounded down), None without a
     construction. The target (δ or ε) fills both of its fields. ``compositions`` is the number
     of composed one-step (one-epoch, for epoch scope) events, not a number of steps.
+    ``discretization`` is the grid asked for, ``discretization_used`` the coarsest grid an estimate
+    was read at (larger only where the memory ceiling coarsened it; directions are kept).
     """
 
     theorem: str
@@ -46,6 +48,7 @@ class AccountingResult:
     delta_attained: Optional[float]
     epsilon_attained: Optional[float]
     discretization: float
+    discretization_used: Optional[float]
     tail_mass_truncation: float
     sound_refused: Optional[str] = None
     attained_refused: Optional[str] = None
@@ -64,7 +67,8 @@ def _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, l
     return AccountingResult(
         theorem=bound.id, kind=bound.kind, scope=bound.scope, reason=reason,
         construction=bound.construction if acc.attained_refused is None else None, compositions=acc.compositions,
-        steps=steps, epochs=epochs, discretization=discretization, tail_mass_truncation=tail_mass_truncation,
+        steps=steps, epochs=epochs, discretization=discretization, discretization_used=acc.discretization_used,
+        tail_mass_truncation=tail_mass_truncation,
         sound_refused=acc.sound_refused, attained_refused=acc.attained_refused, config=config.as_dict(),
         delta=acc.delta_sound, epsilon=acc.epsilon_sound, delta_attained=acc.delta_attained,
         epsilon_attained=acc.epsilon_attained,

@@ -110,3 +110,24 @@ def test_vectorised_epsilon_reader_matches_the_library(t6):
                 lib = composed.get_epsilon_for_delta(delta)
                 ours = pld.epsilon_for_delta(composed, delta)
                 assert ours == lib or abs(ours - lib) <= 1e-12 * abs(lib), (sigma, n, delta, lib, ours)
+
+
+def test_answers_name_the_grid_they_were_read_at(t6, monkeypatch, capsys):
+    """A ceiling that forces coarsening: the accountant's answer carries the coarser gap it was read at (the gap of
+    the PLD built directly at that ceiling), and `tsdp epsilon` says so; without the ceiling the gap asked for."""
+    from tsdp.cli.main import main
+    from tsdp.verify import accounting
+
+    bound, config = t6
+    small = 600 * 512
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pld.PldCoarsenedWarning)
+        expected = pld.discretization_of(pld.sound_pld(bound, config, D, memory_limit=small))
+        monkeypatch.setenv("TSDP_MEMORY_LIMIT", str(small))
+        coarse = accounting.epsilon(config, 1e-5, steps=1, discretization=D)
+        assert main(["epsilon", "--delta", "1e-5", "--steps", "1", "--discretization", str(D)]) == 0
+    assert coarse.discretization == D and coarse.discretization_used >= expected > D
+    assert f"discretisation {coarse.discretization_used:g} (coarsened from {D:g}" in capsys.readouterr().out
+    monkeypatch.delenv("TSDP_MEMORY_LIMIT")
+    fine = accounting.epsilon(config, 1e-5, steps=1, discretization=D)
+    assert fine.discretization_used == D and fine.epsilon <= coarse.epsilon

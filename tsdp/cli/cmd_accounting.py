@@ -43,6 +43,15 @@ def _fmt(x, refused=None) -> str:
     return f"none ({refused})" if x is None else f"{x:.6g}"
 
 
+def _grid(r) -> str:
+    """The PLD grid of an answer: the one asked for, or the coarser one the memory ceiling forced."""
+    used = r.discretization_used
+    if used is not None and used > r.discretization:
+        return (f"discretisation {used:g} (coarsened from {r.discretization:g} to fit the memory limit "
+                "TSDP_MEMORY_LIMIT; directions kept)")
+    return f"discretisation {r.discretization:g}"
+
+
 def _print(args, payload: dict, human: str) -> None:
     from .output import dumps
 
@@ -114,7 +123,7 @@ def add_parsers(sub, command) -> None:
         human = "\n".join([
             head,
             f"theorem {r.theorem} ({r.kind}, per {r.scope}) - {r.reason}",
-            f"{sched} -> {r.compositions} compositions of the per-{r.scope} bound; discretisation {r.discretization:g}",
+            f"{sched} -> {r.compositions} compositions of the per-{r.scope} bound; {_grid(r)}",
             *([] if sound is None else ["sound: connect-the-dots of the theorem's one-step profile, rounded up"]),
             "attained: " + (f"construction {r.construction}'s pair composed, rounded down"
                             if r.construction else f"none ({r.attained_refused})"),
