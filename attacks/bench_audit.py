@@ -5,17 +5,15 @@ L = 4, L_C = L_F = 1, σ = 1) through the same loop code (WOR/WR samplers, windo
 torch.func per-sample gradients, clipping, noise); the batched path puts trials in a tensor
 dimension (:func:`attacks.auditor_run.released_update_chunks`), the naive path runs one trial
 per Python iteration (:func:`attacks.auditor_run.naive_released_update`). Measured in one run.
-Goals (issue 6): ≥ 10^6 one-step trials per minute per world on 2 CPU cores, ≥ 100x naive.
+Goals (issue 6): ≥ 10^6 one-step trials per minute per world on 2 CPU cores, ≥ 100x naive; the
+figures of a run are its output (`tsdp bench audit`), not written here.
 
-Measured on the shared 2-core machine: batched ~62-66k trials/s (3.7e6-3.9e6 per minute), naive
-~1.5k/s, speedup 42-44x: the first goal is met, the second is not. (A run whose naive phase
-meets contention from other jobs reads higher, e.g. 114x at 0.58k naive trials/s: compare runs.) The top-level WOR draw (float32 keys,
-topk) takes ~37% of the batched time; with no WOR cost at all the batched path reaches ~98k/s
-(~67x), so no WOR sampler alone reaches 100x: the rest is per-window work (64 windows per
-trial: WR starts, cropping, vmapped per-sample gradients, clipping). Faster exact draws tried:
-int32 keys + unsorted topk (~15% faster end to end, but slot order no longer uniform), argsort
-(slower), kthvalue threshold (slower), vectorised Fisher-Yates / Floyd (Python loop over the 64
-slots, slower), first-k-distinct of i.i.d. draws (slower: scatter into an (n, N) table).
+Where the batched time goes: the top-level WOR draw (float32 keys, topk) is the largest single
+part; the rest is per-window work (64 windows per trial: WR starts, cropping, vmapped
+per-sample gradients, clipping). Exact WOR draws tried and rejected: int32 keys + unsorted topk
+(faster, but slot order no longer uniform), argsort, kthvalue threshold, vectorised
+Fisher-Yates / Floyd (a Python loop over the 64 slots), first-k-distinct of i.i.d. draws
+(scatter into an (n, N) table): all slower or not uniform.
 """
 from __future__ import annotations
 
