@@ -14,6 +14,13 @@ def test_audit_json(capsys):
         assert key in d
     assert d["trials"] == 3000 and d["steps"] == 1 and len(d["profile"]) == 2
     assert d["epsilon_lower"] <= d["epsilon_sound"]
+    assert d["test"]["fp_share"] == d["design"]["fp_share"]  # the certified bound used the designed split
+    rc = main(["audit", "--theorem", "T6", "--trials", "3000", "--delta", "1e-3", "--N", "16", "--batch-size", "4",
+               "--L", "6", "--alpha", "1", "2"])
+    share = d["design"]["fp_share"]
+    human = capsys.readouterr().out
+    assert rc == 0 and f"split {0.05 * (1 - share):.2g} (true positives) + {0.05 * share:.2g} (false positives)" in human
+    assert f"ε lower bound (confidence 95%) at δ = 0.001: {d['epsilon_lower']:.4f}" in human
 
 
 def test_audit_errors_exit_2_without_traceback(capsys):

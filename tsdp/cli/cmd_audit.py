@@ -56,8 +56,11 @@ def _human_engine(d: dict) -> list:
     """Lines on the test design, the run, the sequential test and the attained bracket."""
     run, lines = d.get("run") or {}, []
     if d.get("design"):
-        lines.append(f"  test fixed before sampling (theory): {d['design']['side']} side, threshold "
-                     f"{d['design']['threshold']:.4g}, expected ε lower {d['design']['expected']:.4f}")
+        design, miss = d["design"], 1 - d["confidence"]
+        lines.append(f"  test fixed before sampling (theory): {design['side']} side, threshold "
+                     f"{design['threshold']:.4g}, error {miss:.2g} split {miss * (1 - design['fp_share']):.2g} "
+                     f"(true positives) + {miss * design['fp_share']:.2g} (false positives), "
+                     f"expected ε lower {design['expected']:.4f}")
     if run:
         lines.append(f"  run: {run['shards_run']}/{run['shards_planned']} shards of {run['shard_size']} on "
                      f"{run['executor']} ({run['workers']} worker(s)), {run['retries']} re-run(s)")
