@@ -93,6 +93,9 @@ def test_tightness_audits_are_sound(report):
         a = b["audit"]
         if b["sound_theorem"] != "T13":
             assert a["epsilon_lower"] <= a["epsilon_sound"]
+            # the certified lower profile (all ε of the grid at once) stays under the sound profile it is tested on
+            band = a["simultaneous_profile"]
+            assert band and all(0 <= p["h_lower"] <= p["h_sound"] for p in band)
 
 
 def test_cli_quick_with_config_file(tmp_path, capsys):
