@@ -13,10 +13,10 @@ from .cmd_train import MODEL_NAMES
 from .output import dumps
 
 BENCHES = {
-    # what -> (module, function, formatter or None)
+    # what -> (module, function, formatter of the human output)
     "accounting": ("tsdp.verify.bench_accounting", "bench_accounting", "format_bench"),
     "loop": ("tsdp.attacks.loop.bench", "bench_loop", "format_bench"),
-    "audit": ("tsdp.attacks.bench_audit", "bench_audit", None),
+    "audit": ("tsdp.attacks.bench_audit", "bench_audit", "format_bench"),
 }
 
 
@@ -63,8 +63,8 @@ def add_parsers(sub, command) -> None:
                 raise UsageError(f"invalid --rounds: must be >= 1 (got {args.rounds})")
             result = fn(models=tuple(args.models or MODEL_NAMES), rounds=args.rounds, progress=progress)
         else:
-            result = fn()
-        if args.json or fmt_name is None:
+            result = fn(progress=progress)
+        if args.json:
             print(dumps(result))
         else:
             print(getattr(module, fmt_name)(result))
