@@ -98,18 +98,17 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     sigma0 = float(min(max(config.sigma, SIGMA_MIN), SIGMA_MAX))
     e0 = eps_at(sigma0)
     if e0 <= target_epsilon:
-        good, e_good, bad, e_bad = sigma0, e0, None, None
-        while good > SIGMA_MIN:
-            trial = good / 2 if good > 0.2 else SIGMA_MIN  # small σ are the costly PLDs: try the floor at once
-            trial = max(trial, SIGMA_MIN)
-            e = eps_at(trial)
-            if e > target_epsilon:
-                bad, e_bad = trial, e
-                break
-            good, e_good = trial, e
-        if bad is None:  # even σ = 1e-2 meets the target
-            return _result(good, e_good, None, None, target_epsilon, delta, bound, reason, n, steps, epochs,
+        good, e_good = sigma0, e0
+        bad, e_bad = SIGMA_MIN, (eps_at(SIGMA_MIN) if sigma0 > SIGMA_MIN else e0)
+        if e_bad <= target_epsilon:  # the floor meets the target: answer it after two evaluations, not a walk down
+            return _result(SIGMA_MIN, e_bad, None, None, target_epsilon, delta, bound, reason, n, steps, epochs,
                            tolerance, evaluations, discretization, config)
+        while good / 2 > bad:  # halve towards the floor until a σ misses the target
+            e = eps_at(good / 2)
+            if e > target_epsilon:
+                bad, e_bad = good / 2, e
+                break
+            good, e_good = good / 2, e
     else:
         bad, e_bad, good, e_good = sigma0, e0, None, None
         if eps_at(SIGMA_MAX) > target_epsilon:  # unreachable: refuse after one evaluation, not a walk up

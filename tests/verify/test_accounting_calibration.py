@@ -37,6 +37,16 @@ def test_calibration_round_trip(config, target, steps):
     assert sound_epsilon(config.with_(sigma=r.sigma * (1 - TOL)), steps) > target
 
 
+def test_a_target_every_sigma_meets_answers_the_floor_after_two_accountings():
+    """ε = 1e9 (the checker's `tsdp calibrate --epsilon 1e9 --delta 1e-5 --steps 10`, which walked down five costly
+    σ and ran past a time limit): σ₀ and the floor are the only accountings, and the floor's ε is the real one."""
+    from tsdp.verify.calibration import SIGMA_MIN
+
+    r = calibrate_sigma(DEFAULT_CONFIG, 1e9, 1e-5, steps=10, discretization=D)
+    assert r.evaluations == 2 and r.sigma == SIGMA_MIN and r.sigma_rejected is None
+    assert r.epsilon == sound_epsilon(DEFAULT_CONFIG.with_(sigma=SIGMA_MIN), 10) <= 1e9
+
+
 def test_calibration_rejects_bad_target():
     with pytest.raises(ConfigError):
         calibrate_sigma(DEFAULT_CONFIG, 0.0, 1e-5, steps=1)
