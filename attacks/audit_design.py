@@ -28,12 +28,12 @@ from typing import Sequence, Tuple
 import numpy as np
 from scipy import stats
 
-from .auditor_stats import cp_lower, cp_upper, error_split, log_likelihood_ratio, mixture_cdf
+from .auditor_stats import EQUAL_SPLIT, cp_lower, cp_upper, error_split, log_likelihood_ratio, mixture_cdf
 
 Y_CELLS_MAX = 1 << 22   # cells of the y grid of the one-step law
 LAW_BINS_MAX = 1 << 21  # grid points of the composed law (the spacing grows beyond)
 TAIL = 1e-15            # mass ignored beyond the y range, per world
-FP_SHARES = (0.5, 0.7, 0.9)  # shares of the error probability the design may give the false-positive rate
+FP_SHARES = (EQUAL_SPLIT, 0.7, 0.9)  # shares of the error probability the design may give the false-positive rate
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class Design:
     tp_rate: float
     fp_rate: float
     trials: int
-    fp_share: float = 0.5
+    fp_share: float
 
 
 def _sides(law: StatisticLaw):
@@ -158,7 +158,7 @@ def design_test(law: StatisticLaw, trials: int, delta: float, confidence: float,
     0.9, expected ratio 0.907 against 0.903 at 1/2).
     """
     n = int(trials)
-    best = Design(float(law.thresholds[0]), "upper", 0.0, 1.0, 1.0, n)
+    best = Design(float(law.thresholds[0]), "upper", 0.0, 1.0, 1.0, n, EQUAL_SPLIT)
     for share in shares:
         a_pos, a_neg = error_split(confidence, share)
         for side, t, tp, fp in _sides(law):

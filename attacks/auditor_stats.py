@@ -77,7 +77,10 @@ def _rates(pos: np.ndarray, neg: np.ndarray, t: np.ndarray, upper_side: bool):
     return np.searchsorted(sp, t, "right"), np.searchsorted(sn, t, "right")
 
 
-def error_split(confidence: float, fp_share: float = 0.5) -> Tuple[float, float]:
+EQUAL_SPLIT = 0.5  # the error split when nothing is known about the rates (selection split, H_α bounds)
+
+
+def error_split(confidence: float, fp_share: float = EQUAL_SPLIT) -> Tuple[float, float]:
     """(a_pos, a_neg): the error probability 1 - ``confidence`` shared between the positive world's rate
     (lower bound) and the negative world's rate (upper bound), ``fp_share`` of it to the latter (union bound).
 
@@ -111,7 +114,7 @@ class TestBound:
     false_positives: int
     n_positive: int
     n_negative: int
-    fp_share: float = 0.5
+    fp_share: float
 
 
 def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, confidence: float = 0.95,
@@ -138,7 +141,7 @@ def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, co
     pos, neg = (out_p, out_q) if side == "upper" else (out_q, out_p)
     tp, fp = _rates(pos, neg, np.array([thr]), side == "upper")
     value = float(_eps_of(tp, fp, len(pos), len(neg), delta, *a)[0])
-    return TestBound(max(0.0, value), thr, side, int(tp[0]), int(fp[0]), len(pos), len(neg))
+    return TestBound(max(0.0, value), thr, side, int(tp[0]), int(fp[0]), len(pos), len(neg), EQUAL_SPLIT)
 
 
 def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> dict:
@@ -184,7 +187,7 @@ def edge_index(edges: np.ndarray, threshold: float) -> int:
 
 
 def fixed_test_bound(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, threshold: float, side: str,
-                     delta: float, confidence: float = 0.95, fp_share: float = 0.5) -> TestBound:
+                     delta: float, confidence: float = 0.95, fp_share: float = EQUAL_SPLIT) -> TestBound:
     """ε lower bound at δ of a test fixed before sampling (lower-bound direction, probability ≥ ``confidence``).
 
     No selection split: every trial bounds the two rates (one-sided Clopper-Pearson, the error probability

@@ -270,20 +270,19 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
             return math.inf
         if not self._components:
             return 0.0
-        inner = read
 
-        def read(pld):
+        def tracked(pld):  # every read notes the grid it was made at (discretization_used)
             self._gap_read = max(self._gap_read, discretization_of(pld))
-            return inner(pld)
+            return read(pld)
 
         if self.estimate != "attained":
-            return read(self._product())
+            return tracked(self._product())
         if len(self._components) == 1:
             event, count = self._components[0]
-            return attained_envelope(self._one(event), count, read, self.tail_mass_truncation)
-        best = read(self._product())
+            return attained_envelope(self._one(event), count, tracked, self.tail_mass_truncation)
+        best = tracked(self._product())
         for event, count in self._components:
-            best = np.maximum(best, attained_envelope(self._one(event), count, read, self.tail_mass_truncation))
+            best = np.maximum(best, attained_envelope(self._one(event), count, tracked, self.tail_mass_truncation))
         return best
 
 
