@@ -80,7 +80,7 @@ def audit_statistics(construction: Construction, *, trials: int, steps: int, del
     p, q = merge(results, "p", used), merge(results, "q", used)
     if stopped:
         test = {"value": seq.history[-1]["epsilon_lower"], "threshold": None, "side": "sequential",
-                "true_positives": None, "false_positives": None, "n_positive": p.trials, "n_negative": q.trials}
+                "union_value": None, "true_positives": None, "false_positives": None, "n_positive": p.trials, "n_negative": q.trials}
         h_lower = np.maximum(0.0, 1.0 - np.asarray(alphas))
     elif threshold == "theory":
         test = fixed_test_bound(p.counts, q.counts, edges, design.threshold, design.side, delta, confidence,

@@ -7,7 +7,8 @@ through the real loop (:mod:`attacks.auditor_run`), and reports
 * ``epsilon_lower``: a lower confidence bound on the mechanism's ε at δ (Neyman-Pearson
   statistic = Σ_s log p(y_s)/q(y_s) of the construction's known mixtures; threshold fixed
   before sampling from the pair's law, :mod:`attacks.audit_design`, or chosen on a selection
-  split; Clopper-Pearson on the trials that were not used to choose; :mod:`attacks.auditor_stats`);
+  split; the union of Clopper-Pearson bounds on the trials that were not used to choose, certified at its
+  exact level; :mod:`attacks.auditor_stats`, :mod:`attacks.exact_level`);
 * ``epsilon_sound``: the composed ε the sound bound claims (an upper bound; the sound
   ``PldAccountant`` of :mod:`tsdp.verify.accountant`, which alone composes PLDs);
 * ``epsilon_attained``: the composed ε of the construction's exact pair (what a perfect

@@ -2,10 +2,11 @@
 
 Soundness direction: every number returned here is a **lower** confidence bound on the
 mechanism's ε (or H_α): thresholds are fixed before sampling (:mod:`attacks.audit_design`) or
-chosen on a selection split, and the false positive / false negative rates of the chosen test
-are bounded with exact one-sided Clopper-Pearson intervals on trials not used to choose it
-(at levels 1 - a_pos and 1 - a_neg with a_pos + a_neg = 1 - confidence, so both hold jointly with
-probability ≥ confidence by the union bound; :func:`error_split`).
+chosen on a selection split, and only trials not used to choose the test bound its rates. The
+H_α bounds use exact one-sided Clopper-Pearson intervals on both rates (at levels 1 - a_pos and
+1 - a_neg with a_pos + a_neg = 1 - confidence, jointly by the union bound; :func:`error_split`).
+The ε bound keeps that union bound as its statistic and certifies at the exact level of its
+rejection region (:func:`certified_test_epsilon`, :mod:`attacks.exact_level`).
 The sharded engine (:mod:`attacks.distributed`) hands these functions histograms (exact
 integer counts on fixed edges) instead of raw samples. A test S between neighbouring worlds P, Q gives
 H_α(P ‖ Q) ≥ P(S) - α Q(S) and, if the mechanism is (ε, δ)-DP, ε ≥ log((P(S) - δ) / Q(S))
@@ -18,6 +19,8 @@ from typing import Sequence, Tuple
 
 import numpy as np
 from scipy import special, stats
+
+from .exact_level import certified_epsilon
 
 
 def log_mixture_density(y: np.ndarray, means: np.ndarray, weights: np.ndarray, sigma: float) -> np.ndarray:
@@ -101,13 +104,28 @@ def _eps_of(tp, fp, n_pos, n_neg, delta, a_pos, a_neg):
     return np.where((lo_tp > delta) & (hi_fp > 0), eps, 0.0)
 
 
+def certified_test_epsilon(tp: int, fp: int, n_pos: int, n_neg: int, delta: float, confidence: float = 0.95,
+                           fp_share: float = EQUAL_SPLIT) -> float:
+    """Certified ε lower bound at δ of one test from its counts (lower-bound direction, probability ≥ ``confidence``).
+
+    The union bound log((CP_lower(TP/n_pos) - δ) / CP_upper(FP/n_neg)) at the split ``fp_share`` is the
+    statistic; :func:`attacks.exact_level.certified_epsilon` certifies at its rejection region's exact level
+    under H0(ε): P(S) ≤ δ + e^ε Q(S), which the union bound only bounds by 1 - confidence.
+    """
+    a_pos, a_neg = error_split(confidence, fp_share)
+    union = lambda x, y: _eps_of(x, y, n_pos, n_neg, delta, a_pos, a_neg)
+    return certified_epsilon(union, tp, fp, n_pos, n_neg, delta, confidence)
+
+
 @dataclass(frozen=True)
 class TestBound:
     """A chosen test and its held-out bound: threshold, side (P-positive ``upper`` or Q-positive ``lower``),
-    held-out counts, the resulting lower bound value and the share of the error probability spent on the
-    false-positive rate (:func:`error_split`)."""
+    held-out counts, the certified lower bound ``value`` (:func:`certified_test_epsilon`), the union bound of
+    the same counts it calibrates (``union_value``, for comparison: the certified value is the exact level's)
+    and the share of the error probability the union statistic gives the false-positive rate (:func:`error_split`)."""
 
     value: float
+    union_value: float
     threshold: float
     side: str
     true_positives: int
@@ -122,9 +140,9 @@ def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, co
     """ε lower bound at δ, holding with probability ≥ ``confidence`` (lower-bound direction).
 
     Both adjacency directions: S = {stat > t} with P positive (ε ≥ log((P(S) - δ)/Q(S))) and
-    S = {stat ≤ t} with Q positive. The side and threshold maximise the bound computed the same
-    way on the selection split; the held-out split then gives the reported value. ``stat`` is
-    the log-likelihood ratio log p/q (or any statistic larger under P).
+    S = {stat ≤ t} with Q positive. The side and threshold maximise the union bound on the
+    selection split; the held-out split then gives the reported value (:func:`certified_test_epsilon`).
+    ``stat`` is the log-likelihood ratio log p/q (or any statistic larger under P).
     """
     a = error_split(confidence)
     sel_p, out_p = split(stat_p, select_fraction)
@@ -140,8 +158,15 @@ def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, co
     _, thr, side = best
     pos, neg = (out_p, out_q) if side == "upper" else (out_q, out_p)
     tp, fp = _rates(pos, neg, np.array([thr]), side == "upper")
-    value = float(_eps_of(tp, fp, len(pos), len(neg), delta, *a)[0])
-    return TestBound(max(0.0, value), thr, side, int(tp[0]), int(fp[0]), len(pos), len(neg), EQUAL_SPLIT)
+    return _bound(int(tp[0]), int(fp[0]), len(pos), len(neg), thr, side, delta, confidence, EQUAL_SPLIT)
+
+
+def _bound(tp: int, fp: int, n_pos: int, n_neg: int, threshold: float, side: str, delta: float, confidence: float,
+           fp_share: float) -> TestBound:
+    """The :class:`TestBound` of one test's held-out counts."""
+    union = float(_eps_of(tp, fp, n_pos, n_neg, delta, *error_split(confidence, fp_share)))
+    value = certified_test_epsilon(tp, fp, n_pos, n_neg, delta, confidence, fp_share)
+    return TestBound(value, max(0.0, union), float(threshold), side, tp, fp, n_pos, n_neg, float(fp_share))
 
 
 def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> dict:
@@ -190,14 +215,12 @@ def fixed_test_bound(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, 
                      delta: float, confidence: float = 0.95, fp_share: float = EQUAL_SPLIT) -> TestBound:
     """ε lower bound at δ of a test fixed before sampling (lower-bound direction, probability ≥ ``confidence``).
 
-    No selection split: every trial bounds the two rates (one-sided Clopper-Pearson, the error probability
-    1 - confidence shared by :func:`error_split` with ``fp_share``, which must also be fixed before sampling),
-    ε ≥ log((CP_lower(P(S)) - δ) / CP_upper(Q(S))) as in :func:`epsilon_lower_bound`.
+    No selection split: every trial goes to :func:`certified_test_epsilon` (the union statistic's split
+    ``fp_share`` must also be fixed before sampling), as in :func:`epsilon_lower_bound`.
     """
     tp, fp, n_pos, n_neg = side_counts(hist_p, hist_q, side)
     j = edge_index(edges, threshold)
-    value = float(_eps_of(tp[j], fp[j], n_pos, n_neg, delta, *error_split(confidence, fp_share)))
-    return TestBound(max(0.0, value), float(threshold), side, int(tp[j]), int(fp[j]), n_pos, n_neg, float(fp_share))
+    return _bound(int(tp[j]), int(fp[j]), n_pos, n_neg, threshold, side, delta, confidence, fp_share)
 
 
 def split_test_bound(selection: Tuple[np.ndarray, np.ndarray], held_out: Tuple[np.ndarray, np.ndarray],

@@ -8,8 +8,9 @@ steps are a.s. distinct) except when every step shows one value (at most one kep
 the value is 0 when none is kept, else the kept position is hidden), and computes the
 exact log-likelihood ratio of the release (:func:`log_likelihood_ratio`), the most powerful
 statistic. :func:`tsdp.attacks.auditor_stats.epsilon_lower_bound` turns the two samples into
-a certified **lower** bound on ε (Clopper-Pearson, held-out split); it can never exceed the
-mechanism's true ε, hence T15's sound ε, except with probability 1 - confidence.
+a certified **lower** bound on ε (held-out split, the Clopper-Pearson union test at its exact
+level); it can never exceed the mechanism's true ε, hence T15's sound ε, except with
+probability 1 - confidence.
 
 :func:`goodness_of_fit` checks the output law against the mechanism T15 is proved for
 (kept count ~ Binom(L_C, r); kept values N(x_t, σ²); imputed value = mean of the kept ones);

@@ -13,7 +13,8 @@ enough for a Monte Carlo lower bound to resolve it with 10^5-10^6 trials. The au
 is None and the section says "audit not available".
 
 Directions: ``epsilon_sound`` upper bound (rounded up); ``epsilon_attained`` lower bound
-(rounded down); ``epsilon_lower`` / ``h_lower`` lower confidence bounds (Clopper-Pearson).
+(rounded down); ``epsilon_lower`` / ``h_lower`` lower confidence bounds (the Clopper-Pearson union test at its
+exact level / Clopper-Pearson).
 """
 from __future__ import annotations
 

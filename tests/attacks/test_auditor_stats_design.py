@@ -8,7 +8,8 @@ import pytest
 from scipy import integrate, stats
 
 from tsdp.attacks.audit_design import design_test, histogram_edges, statistic_law
-from tsdp.attacks.auditor_stats import (binned_goodness_of_fit, bin_counts, cp_lower, cp_upper, error_split,
+from tsdp.attacks.auditor_stats import (binned_goodness_of_fit, bin_counts, certified_test_epsilon, cp_lower, cp_upper,
+                                        error_split,
                                         fixed_test_bound, goodness_of_fit, log_likelihood_ratio, side_counts)
 
 W, SIGMA = 0.1, 1.0
@@ -51,14 +52,14 @@ def test_composed_law_has_mean_steps_times_kl_and_is_a_likelihood_ratio():
 @pytest.mark.parametrize("trials,ceiling", [(1_000_000, 0.903), (10_000_000, 0.966)])
 def test_designed_threshold_reaches_the_simulated_ceiling(trials, ceiling):
     """The issue's simulation of the optimal threshold test (T6, w = 0.1, σ = 1, δ = 1e-3) gives ratios 0.903 at
-    1e6 and 0.966 at 1e7 trials per world; the design's expected certified ε reaches them (±0.01)."""
+    1e6 and 0.966 at 1e7 trials per world; the design's expected union bound reaches them (±0.01)."""
     d = design_test(statistic_law(T6, 1), trials, 1e-3, 0.95)
     assert d.side == "upper"
-    assert d.expected / EPS_T6 == pytest.approx(ceiling, abs=0.01)
+    assert d.expected_union / EPS_T6 == pytest.approx(ceiling, abs=0.01)
 
 
 def test_design_expectation_matches_simulated_audits_and_the_split_helps():
-    """The design's expected certified ε at 1e6 trials (its share of the error probability for the false-positive
+    """The design's expected union bound at 1e6 trials (its share of the error probability for the false-positive
     rate included) against the mean over 4000 simulated audits (TP, FP binomial at the law's rates; seed 11):
     within 4 standard errors plus 0.01 (the design takes TP at its mean). Giving the rare false-positive count
     more than half of the error probability raises the expectation above the equal split's."""
@@ -66,14 +67,14 @@ def test_design_expectation_matches_simulated_audits_and_the_split_helps():
     n = 1_000_000
     d = design_test(law, n, 1e-3, 0.95)
     half = design_test(law, n, 1e-3, 0.95, shares=(0.5,))
-    assert d.fp_share > 0.5 and d.expected > half.expected
+    assert d.fp_share > 0.5 and d.expected_union > half.expected_union
     rng = np.random.default_rng(11)
     tp, fp = rng.binomial(n, d.tp_rate, 4000), rng.binomial(n, d.fp_rate, 4000)
     a_pos, a_neg = error_split(0.95, d.fp_share)
     with np.errstate(invalid="ignore"):
         eps = np.log((cp_lower(tp, n, a_pos) - 1e-3) / cp_upper(fp, n, a_neg))
     eps = np.where(np.isfinite(eps), np.maximum(eps, 0.0), 0.0)
-    assert abs(eps.mean() - d.expected) <= 4 * eps.std() / np.sqrt(len(eps)) + 0.01
+    assert abs(eps.mean() - d.expected_union) <= 4 * eps.std() / np.sqrt(len(eps)) + 0.01
 
 
 def test_error_split_spends_exactly_one_minus_confidence():
@@ -118,10 +119,13 @@ def test_histogram_counts_equal_direct_counting():
     b = fixed_test_bound(hz, hx, edges, e, "upper", 1e-3)
     k1, k2 = (z >= e).sum(), (x >= e).sum()
     direct = math.log((cp_lower(k1, 4000, 0.025) - 1e-3) / cp_upper(k2, 5000, 0.025))
-    assert b.value == pytest.approx(max(0.0, direct), rel=1e-12)
+    assert b.union_value == pytest.approx(max(0.0, direct), rel=1e-12)
+    assert (b.true_positives, b.false_positives, b.n_positive, b.n_negative) == (k1, k2, 4000, 5000)
+    assert b.value == certified_test_epsilon(k1, k2, 4000, 5000, 1e-3)  # the certified value: the union test's exact level
     b9 = fixed_test_bound(hz, hx, edges, e, "upper", 1e-3, fp_share=0.9)  # 0.005 to TP's bound, 0.045 to FP's
     direct9 = math.log((cp_lower(k1, 4000, 0.005) - 1e-3) / cp_upper(k2, 5000, 0.045))
-    assert b9.value == pytest.approx(max(0.0, direct9), rel=1e-12) and b9.fp_share == 0.9
+    assert b9.union_value == pytest.approx(max(0.0, direct9), rel=1e-12) and b9.fp_share == 0.9
+    assert b9.value == certified_test_epsilon(k1, k2, 4000, 5000, 1e-3, fp_share=0.9)
     with pytest.raises(ValueError, match="not a histogram edge"):
         fixed_test_bound(hz, hx, edges, e + 1e-9, "upper", 1e-3)
 

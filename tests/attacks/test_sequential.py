@@ -9,7 +9,7 @@ from scipy import stats
 from tsdp.theorems.config import TrainingConfig
 from tsdp.attacks.audit_engine import audit_statistics
 from tsdp.attacks.auditor import audit, theory
-from tsdp.attacks.auditor_stats import cp_lower, cp_upper
+from tsdp.attacks.auditor_stats import cp_lower, cp_upper, error_split
 from tsdp.attacks.planted import planted_loop
 from tsdp.attacks.auditor_run import released_updates
 from tsdp.attacks.sequential import checkpoints
@@ -69,13 +69,14 @@ def test_correct_loop_raises_no_violation_beyond_the_stated_rate():
     assert violations <= stats.binom.isf(1e-3, 200, 0.05), violations
 
 
-def _null_failure_probability(n, rate, delta, confidence):
-    """P(ε_lower > 0) of the fixed-threshold test when both worlds have the same rate: TP, FP i.i.d. Bin(n, rate),
-    ε_lower > 0 iff CP_lower(TP) - δ > CP_upper(FP) (exact double sum)."""
-    a = (1 - confidence) / 2
+def _null_failure_probability(n, rate, delta, confidence, fp_share):
+    """An upper bound on P(ε_lower > 0) of the fixed-threshold test when both worlds have the same rate: TP, FP i.i.d.
+    Bin(n, rate). The certified value is positive only where its statistic, the union bound, is: CP_lower(TP) - δ >
+    CP_upper(FP) at the split ``fp_share`` (exact double sum)."""
+    a_pos, a_neg = error_split(confidence, fp_share)
     k = np.arange(n + 1)
     w = stats.binom.pmf(k, n, rate)
-    lo, hi = cp_lower(k, n, a) - delta, cp_upper(k, n, a)
+    lo, hi = cp_lower(k, n, a_pos) - delta, cp_upper(k, n, a_neg)
     cdf_fp = np.cumsum(w)
     j = np.searchsorted(hi, lo, side="left") - 1  # FP counts with CP_upper(FP) < lo: k ≤ j
     return float(np.sum(w * np.where(j >= 0, cdf_fp[np.clip(j, 0, n)], 0.0)))
@@ -83,15 +84,15 @@ def _null_failure_probability(n, rate, delta, confidence):
 
 def test_identical_worlds_certify_zero_in_every_run():
     """Null check: world Q runs world P's dataset; ε_lower = 0 on 10 seeds (theory threshold, 4000 trials).
-    Per run P(ε_lower > 0) is computed exactly from the design's rate (7e-4 here); over 10 runs the
-    false-failure rate is ≤ 10 × that (asserted < 1%)."""
+    Per run P(ε_lower > 0) is bounded exactly from the design's rate and split; over 10 runs the false-failure rate
+    is ≤ 10 × that (asserted < 1%)."""
     construction = build("T6", AUDIT)
     for seed in range(10):
         s = audit_statistics(construction, trials=4000, steps=1, delta=1e-3, confidence=0.95, alphas=[1.0],
                              seed=seed, device="cpu", shard_size=1000, loop="identical_worlds")
         assert s["test"]["value"] == 0.0, s["test"]
     rate = s["design"]["tp_rate"]  # the statistic's law in world P: both worlds here
-    assert 10 * _null_failure_probability(4000, rate, 1e-3, 0.95) < 1e-2
+    assert 10 * _null_failure_probability(4000, rate, 1e-3, 0.95, s["design"]["fp_share"]) < 1e-2
     assert pair_numeric(construction.pair)[1][1] == pytest.approx(0.1)  # w = ρ r = 0.2 * 0.5
 
 

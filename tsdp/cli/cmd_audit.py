@@ -19,7 +19,8 @@ def _human_audit(d: dict) -> str:
         f"audit of {d['theorem']} (sound bound {d['sound_theorem']}, attained pair {d['attained_pair']}): "
         f"{d['trials']} trials x {d['steps']} training step(s) ({d['compositions']} composition(s)) per world "
         f"on {d['device']}",
-        f"  ε lower bound (confidence {d['confidence']:.0%}) at δ = {d['delta']:g}: {d['epsilon_lower']:.4f}",
+        f"  ε lower bound (confidence {d['confidence']:.0%}) at δ = {d['delta']:g}: {d['epsilon_lower']:.4f}"
+        + _union_note(d.get("test") or {}),
         f"  ε attained by the construction: {d['epsilon_attained']:.4f}   ratio lower/attained: "
         + (f"{d['ratio']:.3f}" if d["ratio"] is not None and math.isfinite(d["ratio"]) else "n/a (attained ε is 0)"),
         f"  ε sound ({d['sound_theorem']}): {d['epsilon_sound']:.4f}",
@@ -52,15 +53,22 @@ def _engine_options(args) -> dict:
     return options
 
 
+def _union_note(test: dict) -> str:
+    """How the ε bound was certified: the exact level of the union test, with the union bound it improves on."""
+    if test.get("union_value") is None:
+        return ""
+    return f" (exact level of the union test; the union bound alone: {test['union_value']:.4f})"
+
+
 def _human_engine(d: dict) -> list:
     """Lines on the test design, the run, the sequential test and the attained bracket."""
     run, lines = d.get("run") or {}, []
     if d.get("design"):
         design, miss = d["design"], 1 - d["confidence"]
         lines.append(f"  test fixed before sampling (theory): {design['side']} side, threshold "
-                     f"{design['threshold']:.4g}, error {miss:.2g} split {miss * (1 - design['fp_share']):.2g} "
+                     f"{design['threshold']:.4g}, union statistic's error {miss:.2g} split {miss * (1 - design['fp_share']):.2g} "
                      f"(true positives) + {miss * design['fp_share']:.2g} (false positives), "
-                     f"expected ε lower {design['expected']:.4f}")
+                     f"expected union bound {design['expected_union']:.4f}")
     if run:
         lines.append(f"  run: {run['shards_run']}/{run['shards_planned']} shards of {run['shard_size']} on "
                      f"{run['executor']} ({run['workers']} worker(s)), {run['retries']} re-run(s)")
