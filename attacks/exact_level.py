@@ -47,6 +47,7 @@ Y_TAIL = 1e-13          # binomial mass of the false-positive count left out of 
 EPS_TOL = 1e-4          # width of the bisections on ε
 BACKOFF = (1e-3, 4e-3, 1.6e-2, 6.4e-2)  # distances below the estimated rejection edge where rejection is verified
 EPS_MAX = 700.0         # search ceiling on ε (e^ε stays finite)
+CHUNK_CELLS = 1 << 20   # (pair, y) terms summed at once
 
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -68,9 +69,13 @@ class _Region:
             below = np.where(open_ & ~up, mid, below)
 
     def probability(self, p: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """P_{p,q}(X ≥ x*(Y)) per (p, q) pair, from above: the y sum plus the omitted tails of Y."""
-        inside = (stats.binom.pmf(self.ys[None, :], self.n_neg, q[:, None])
-                  * stats.binom.sf(self.xs[None, :] - 1, self.n_pos, p[:, None])).sum(axis=1)
+        """P_{p,q}(X ≥ x*(Y)) per (p, q) pair, from above: the y sum plus the omitted tails of Y (in chunks of
+        at most CHUNK_CELLS (pair, y) terms, so memory stays bounded however far the cells are refined)."""
+        step = max(1, CHUNK_CELLS // len(self.ys))
+        inside = np.concatenate([
+            (stats.binom.pmf(self.ys[None, :], self.n_neg, q[i:i + step, None])
+             * stats.binom.sf(self.xs[None, :] - 1, self.n_pos, p[i:i + step, None])).sum(axis=1)
+            for i in range(0, len(p), step)])
         tails = stats.binom.cdf(self.ys[0] - 1, self.n_neg, q) + stats.binom.sf(self.ys[-1], self.n_neg, q)
         return np.minimum(1.0, inside + tails)
 
