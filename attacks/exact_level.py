@@ -34,7 +34,7 @@ omitted tails (≤ Y_TAIL per side) added to the bound.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 from scipy import stats
@@ -48,6 +48,7 @@ EPS_TOL = 1e-4          # width of the bisections on ε
 BACKOFF = (1e-3, 4e-3, 1.6e-2, 6.4e-2)  # distances below the estimated rejection edge where rejection is verified
 EPS_MAX = 700.0         # search ceiling on ε (e^ε stays finite)
 CHUNK_CELLS = 1 << 20   # (pair, y) terms summed at once
+ZERO_CELL = 1e-9        # a cell [0, b] keeps [0, b·ZERO_CELL] whole and splits the rest geometrically
 
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -98,17 +99,19 @@ def _rejects(region: _Region, eps: float, cells: np.ndarray, delta: float, level
             return True
         if depth == REFINE_DEPTH:
             return False
-        fine = [np.concatenate([[0.0], np.geomspace(hi * 1e-6, hi, SUBCELLS)]) if lo == 0
-                else np.geomspace(lo, hi, SUBCELLS + 1) for lo, hi in zip(a[open_], b[open_])]
+        fine = [_cells(lo, hi, SUBCELLS) for lo, hi in zip(a[open_], b[open_])]
         a = np.concatenate([f[:-1] for f in fine])
         b = np.concatenate([f[1:] for f in fine])
     return False
 
 
-def _cells(q_lo: float, q_hi: float) -> np.ndarray:
-    """Geometric cell edges covering [q_lo, q_hi] (a first cell [0, q_hi·1e-9] when q_lo = 0)."""
-    start = q_lo if q_lo > 0 else q_hi * 1e-9
-    edges = np.geomspace(start, q_hi, max(2, int(math.ceil(math.log(q_hi / start) / math.log(CELL_RATIO))) + 1))
+def _cells(q_lo: float, q_hi: float, count: Optional[int] = None) -> np.ndarray:
+    """Geometric cell edges covering [q_lo, q_hi]: ``count`` cells, or as many as CELL_RATIO asks (a first cell
+    [0, q_hi·ZERO_CELL] when q_lo = 0)."""
+    start = q_lo if q_lo > 0 else q_hi * ZERO_CELL
+    if count is None:
+        count = max(1, int(math.ceil(math.log(q_hi / start) / math.log(CELL_RATIO))))
+    edges = np.geomspace(start, q_hi, count + 1)
     return np.concatenate([[0.0], edges]) if q_lo == 0 else edges
 
 
