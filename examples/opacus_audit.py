@@ -19,10 +19,10 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from tsdp.attacks.audit_harness import audit_training
-from tsdp.attacks.batching import BiLevelBatchSampler, WindowDataset, fit_lengths
-from tsdp.attacks.loop.data import synthetic
-from tsdp.attacks.opacus_accountant import MECHANISM, register
+from tsdp.attacks.canary.user_training import audit_training
+from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.attacks.data.series import synthetic
+from tsdp.attacks.integrations.opacus_accountant import MECHANISM, register
 from tsdp.theorems.config import TrainingConfig
 
 DATA = synthetic(10, 1001, seed=0, noise=2.0)  # 10 noisy series of length 1001

@@ -5,7 +5,7 @@ the standard one-record guarantee (upper, rounded up) - a bound for a *different
 it covers a change of one record (one window), while the attack changes one element of a
 series, which lies in k windows (event-level relation); ε_T14 the **attained** ε of the
 element-level construction (lower, rounded down); the audit's ``epsilon_lower`` a **lower**
-confidence bound measured through the real pooled loop (attacks.auditor). An audit above ε_T13
+confidence bound measured through the real pooled loop (attacks.montecarlo.audit). An audit above ε_T13
 is therefore the claim, not a privacy violation. One cell: the pooled configuration.
 """
 from __future__ import annotations

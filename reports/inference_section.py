@@ -5,7 +5,7 @@ r, σ calibrated per cell under T15's sound accounting (an upper bound, so every
 least as private as its ε), on seeded synthetic data and on a real public panel shipped in a
 wheel (statsmodels' Grunfeld investment data, 11 firms x 20 years, each series scaled to unit
 standard deviation so that v = 1 is one standard deviation). The numbers come from
-:func:`tsdp.attacks.inference_table.inference_table`; nothing is computed here.
+:func:`tsdp.attacks.inference.crps_table.inference_table`; nothing is computed here.
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ FULL = {"repeats": 5, "n_samples": 100}
 def _grunfeld():
     """Grunfeld's panel scaled to unit standard deviation per series, or None without statsmodels."""
     try:
-        from tsdp.attacks.data_formats import grunfeld
+        from tsdp.attacks.data.formats import grunfeld
     except ImportError:  # pragma: no cover - the module itself has no hard dependency
         return None
-    from tsdp.attacks.loop.data import SeriesData
+    from tsdp.attacks.data.series import SeriesData
 
     try:
         data, _ = grunfeld()
@@ -32,8 +32,8 @@ def _grunfeld():
 
 def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Callable[[str], None]] = None) -> dict:
     """{"synthetic": table, "grunfeld": table or None, "grunfeld_status": str}; tables as
-    :func:`tsdp.attacks.inference_table.inference_table` returns them."""
-    from tsdp.attacks.inference_table import inference_table
+    :func:`tsdp.attacks.inference.crps_table.inference_table` returns them."""
+    from tsdp.attacks.inference.crps_table import inference_table
 
     opts = QUICK if quick else FULL
     out = {"synthetic": inference_table(seed=seed, epochs=30, **opts)}

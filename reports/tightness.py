@@ -9,7 +9,7 @@ vs attained vs audited ε after 1, 10, 100 steps of T6).
 Audits run on the audit configuration of issue 6 (N = 320, Λ = 64, L = 4, L_C = L_F = 1,
 so r = 0.5, ρ = 0.2) with the configuration's σ, at δ = 1e-3: there the leakage is large
 enough for a Monte Carlo lower bound to resolve it with 10^5-10^6 trials. The auditor
-(:func:`attacks.auditor.audit`) is imported lazily; when it is missing every audited number
+(:func:`attacks.montecarlo.audit.audit`) is imported lazily; when it is missing every audited number
 is None and the section says "audit not available".
 
 Directions: ``epsilon_sound`` upper bound (rounded up); ``epsilon_attained`` lower bound
@@ -47,9 +47,9 @@ def audit_config(config: TrainingConfig) -> TrainingConfig:
 
 
 def load_auditor() -> Optional[Callable]:
-    """The auditor's ``audit`` (attacks.auditor, issue 6) returning plain dicts, or None if it is missing."""
+    """The auditor's ``audit`` (attacks.montecarlo.audit, issue 6) returning plain dicts, or None if it is missing."""
     try:
-        from tsdp.attacks.auditor import audit
+        from tsdp.attacks.montecarlo.audit import audit
     except ImportError:
         return None
 
@@ -157,9 +157,9 @@ def brackets(config: TrainingConfig, *, quick: bool = False) -> list:
     λ = 2), δ = 1e-5, at discretisation 1e-3 and 1e-4 (quick: 1e-3 only): the construction pair's
     composed ε with the optimistic (lower) and pessimistic (upper) discretisation, the rounding
     (upper - lower) and the composition gap (sound ε of the scheme's sound bound - upper), from
-    :func:`tsdp.attacks.composition_gap.attained_bracket` (the accountant).
+    :func:`tsdp.attacks.montecarlo.bracket.attained_bracket` (the accountant).
     """
-    from tsdp.attacks.composition_gap import attained_bracket
+    from tsdp.attacks.montecarlo.bracket import attained_bracket
 
     rows = []
     for theorem, lam in (("T6", 1), ("T10", 2)):

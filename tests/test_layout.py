@@ -123,8 +123,8 @@ def test_the_walk_sees_lazy_and_relative_imports():
     """The walker itself: a function-level import and a two-dot relative import are both found."""
     imports = dict(_imports("tsdp.theorems.bounds.base", ROOT / "theorems" / "bounds" / "base.py"))
     assert "tsdp.theorems.config" in imports  # `from ..config import ...`
-    lazy = [t for t, _ in _imports("tsdp.theorems.bounds.base", ROOT / "theorems" / "bounds" / "base.py")]
-    assert "tsdp.theorems.registry" in lazy  # `from ..registry import get`, inside attained_pair
+    lazy = [t for t, _ in _imports("tsdp.verify.accountant", ROOT / "verify" / "accountant.py")]
+    assert "tsdp.theorems.registry" in lazy  # `from tsdp.theorems.registry import attained_pair`, inside a function
     modules = dict(_package_files())
     assert {"tsdp.theorems.bounds.base", "tsdp.verify.pld", "tsdp.attacks.loop.train", "tsdp.reports.run",
             "tsdp.cli.main"} <= set(modules)
@@ -135,6 +135,122 @@ def test_every_import_points_down_the_layers():
     imports torch or dp-accounting, verify never torch; no old top-level names."""
     violations = layering_violations()
     assert not violations, "\n".join(violations)
+
+
+def import_graph():
+    """{module: {tsdp modules it imports}} over every module of the package, lazy imports included.
+
+    Targets that name an object (``from .x import f`` also yields ``x.f``) are dropped: only
+    edges between modules remain. An edge to an enclosing package (``from . import sibling``) is
+    dropped too: Python runs every ancestor package before a module anyway, so it is the
+    package's own structure, not a dependency. The façade (tsdp/__init__.py) imports by name at
+    run time only.
+    """
+    modules = dict(_package_files())
+    return {m: {t for t, _ in _imports(m, path) if t in modules and t != m and not m.startswith(t + ".")}
+            for m, path in modules.items()}
+
+
+def import_cycles(graph):
+    """Every cycle of ``graph`` as a list of modules (one per strongly connected component of size > 1)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_anywhere():
+    """Issue 23: no module reaches itself through imports, lazy or not (the registry imports the
+    bounds; a bound never imports the registry)."""
+    cycles = import_cycles(import_graph())
+    assert cycles == [], cycles
+
+
+def test_the_cycle_finder_finds_a_planted_cycle():
+    """The check itself: a cycle added to the real graph is reported, with its members."""
+    graph = {k: set(v) for k, v in import_graph().items()}
+    graph["tsdp.theorems.bounds.base"].add("tsdp.theorems.registry")
+    cycles = import_cycles(graph)
+    assert any({"tsdp.theorems.bounds.base", "tsdp.theorems.registry"} <= set(c) for c in cycles)
+
+
+def _floor(module: str) -> str:
+    """A floor of the audit chain: a module of attacks.montecarlo, else its attacks subpackage (or layer)."""
+    parts = module.split(".")
+    if parts[:3] == ["tsdp", "attacks", "montecarlo"]:
+        return module
+    return ".".join(parts[:3])
+
+
+def longest_chain(graph, start: str):
+    """The longest import chain from ``start``, counting floors (:func:`_floor`), within tsdp.attacks.
+
+    A floor outside the Monte Carlo subpackage (the loop, the data) is the chain's end: it is
+    the thing audited, not a step of the audit.
+    """
+    floors = {}
+    for m, targets in graph.items():
+        if m.startswith("tsdp.attacks."):
+            floors.setdefault(_floor(m), set())
+            if _floor(m) == m:  # a montecarlo module: its edges continue the chain
+                floors[m].update(_floor(t) for t in targets if t.startswith("tsdp.attacks."))
+    best = {}
+
+    def depth(f, seen):
+        if f in best:
+            return best[f]
+        chains = [depth(g, seen | {f}) for g in floors.get(f, ()) if g != f and g not in seen]
+        best[f] = [f] + max(chains, key=len, default=[])
+        return best[f]
+
+    return depth(_floor(start), frozenset())
+
+
+def test_the_audit_chain_has_at_most_five_floors():
+    """Issue 23: the Monte Carlo audit reaches the loop in at most five floors (it was seven:
+    auditor → audit_engine → sequential → distributed → auditor_run → worst_case → loop)."""
+    chain = longest_chain(import_graph(), "tsdp.attacks.montecarlo.audit")
+    assert len(chain) <= 5, " → ".join(chain)
+    assert chain[-1] == "tsdp.attacks.loop"
+
+
+def test_no_module_name_in_attacks_is_a_prefix_variant_of_a_sibling():
+    """Issue 23: names say what a module does; no two siblings differ by an ``audit``/``auditor``-style prefix."""
+    def stem(name):
+        return name.split("_")[0].rstrip("or").rstrip("s")
+
+    offenders = []
+    for folder in [ROOT / "attacks", *[d for d in (ROOT / "attacks").rglob("*") if d.is_dir() and d.name != "__pycache__"]]:
+        names = sorted(p.stem for p in folder.iterdir() if (p.suffix == ".py" and p.stem != "__init__")
+                       or (p.is_dir() and (p / "__init__.py").exists()))
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                if a.startswith(b + "_") or b.startswith(a + "_") or ("_" in a + b and stem(a) == stem(b)):
+                    offenders.append(f"{folder.relative_to(ROOT)}: {a} / {b}")
+    assert offenders == [], offenders
 
 
 def _declared_packages():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.theorems.registry import REGISTRY
+from tsdp.theorems.registry import REGISTRY, attained_pair
 
 HEAVY = ("sympy", "torch")
 
@@ -47,14 +47,15 @@ def test_help_imports_neither_sympy_nor_torch(argv):
 
 
 # After the sympy-free run, the same command on the exact pairs: PairBound.pair and
-# Bound.attained_pair forced onto the sympy Rationals (the reference path), caches cleared.
+# registry.attained_pair forced onto the sympy Rationals (the reference path), caches cleared.
 _EXACT_RERUN = textwrap.dedent("""
+    from tsdp.theorems import registry
     from tsdp.theorems.bounds import base
     from tsdp.verify import accountant
-    pair, attained = base.PairBound.pair, base.Bound.attained_pair
+    pair, attained = base.PairBound.pair, registry.attained_pair
     base.PairBound.pair = lambda self, config, symbolic=False, *, check=True, numeric=False: pair(
         self, config, symbolic, check=check)
-    base.Bound.attained_pair = lambda self, config, *, numeric=False: attained(self, config)
+    registry.attained_pair = lambda bound, config, *, numeric=False: attained(bound, config)
     accountant._bound_pld.cache_clear()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -100,8 +101,8 @@ def test_numeric_pairs_are_the_exact_pairs_floats(config):
     for bound in REGISTRY.values():
         if not hasattr(bound, "pairs"):
             continue
-        fast = (*bound.pairs(config, check=False, numeric=True), bound.attained_pair(config, numeric=True))
-        exact = (*bound.pairs(config, check=False), bound.attained_pair(config))
+        fast = (*bound.pairs(config, check=False, numeric=True), attained_pair(bound, config, numeric=True))
+        exact = (*bound.pairs(config, check=False), attained_pair(bound, config))
         for x, y in zip(fast, exact):
             if y is None:
                 assert x is None

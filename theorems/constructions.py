@@ -1,6 +1,6 @@
 """Which proof construction attacks which bound, under which scheme: the one table.
 
-Each row is a worst-case construction of the paper's proofs that ``tsdp.attacks.worst_case``
+Each row is a worst-case construction of the paper's proofs that ``tsdp.attacks.montecarlo.constructions``
 runs through the real loop: the scheme it runs (top and bottom level), the bound whose ε is
 the sound claim for it, and the bound whose pair the attack attains (T11's attained pair is
 the construction's own, :meth:`tsdp.theorems.bounds.base.Bound.attained_pair` of T11). The

@@ -5,11 +5,12 @@ Adding a theorem is adding one object to a section module's ``BOUNDS``.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 from .bounds import augmentation, bilevel, bottom_level, inference, pooled
-from .bounds.base import Bound, TheoremError
+from .bounds.base import Bound, TheoremError, params
 from .config import TrainingConfig
+from .mixture import MixturePair
 
 REGISTRY: Dict[str, Bound] = {
     b.id: b for module in (bottom_level, bilevel, augmentation, pooled, inference) for b in module.BOUNDS
@@ -48,6 +49,24 @@ def get(theorem_id: str) -> Bound:
                                "`tsdp verify` checks it")
         raise TheoremError(f"unknown theorem id {theorem_id!r}; known: {', '.join(REGISTRY)}")
     return REGISTRY[key]
+
+
+def attained_pair(bound: Bound, config: TrainingConfig, *, numeric: bool = False) -> Optional[MixturePair]:
+    """The pair (P, Q) that a real attack on ``bound``'s proof construction attains, or None.
+
+    **Lower** bound direction: the construction's neighbouring datasets and gradient function
+    realise exactly this pair (T1 → T1, T2 → T3, T6 → T6, T7 → T9, T8 → T10, T11 → its own
+    augmentation pair, T13 → T14 ...). ``bound.attained_build`` where the pair is the
+    construction's own (T11), else the pair of the bound named by ``bound.construction``, read
+    from this registry (so a substituted bound is seen); None without one. ``numeric``:
+    plain-number weights, no sympy. It lives here, not on the bound, because it resolves an id:
+    the registry imports the bounds, never the other way round.
+    """
+    if bound.attained_build is not None:
+        return bound.attained_build(params(config, numeric=numeric))
+    if bound.construction is None:
+        return None
+    return get(bound.construction).pair(config, check=False, numeric=numeric)
 
 
 def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:

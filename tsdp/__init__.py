@@ -43,11 +43,11 @@ _EXPORTS = {
     # the loop, your own pipelines, the auditors (tsdp.attacks)
     "make_sampler": "tsdp.attacks.loop.samplers",
     "train": "tsdp.attacks.loop.train",
-    "WindowDataset": "tsdp.attacks.batching",
-    "BiLevelBatchSampler": "tsdp.attacks.batching",
-    "audit": "tsdp.attacks.auditor",
-    "audit_model": "tsdp.attacks.canary",
-    "audit_training": "tsdp.attacks.audit_harness",
+    "WindowDataset": "tsdp.attacks.loop.batch_sampler",
+    "BiLevelBatchSampler": "tsdp.attacks.loop.batch_sampler",
+    "audit": "tsdp.attacks.montecarlo.audit",
+    "audit_model": "tsdp.attacks.canary.trained_model",
+    "audit_training": "tsdp.attacks.canary.user_training",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

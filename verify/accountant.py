@@ -81,7 +81,9 @@ def check_epsilon(epsilon) -> float:
 
 def _attained_law(bound, config):
     """("pair", MixturePair) or ("survival", ε ↦ P(L > ε)) of the bound's construction, or None."""
-    pair = bound.attained_pair(config, numeric=True)  # the exact pair's floats, no sympy
+    from tsdp.theorems.registry import attained_pair
+
+    pair = attained_pair(bound, config, numeric=True)  # the exact pair's floats, no sympy
     if pair is not None:
         return "pair", pair
     survival = bound.attained_loss_survival(config)

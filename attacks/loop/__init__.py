@@ -4,11 +4,12 @@ Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over
 ``windows`` (padding, cropping, context/forecast split, augmentation), ``step``
 (Algorithm 2: the noisy gradient and update), ``clipping`` (norms and clipping of per-sample
 gradients), ``factored`` (exact per-sample clipping from layer factors), ``models`` (Student-t forecasters),
-``data``, ``metrics``, ``train`` (Algorithm 1 to an ε budget; `tsdp train` is verify/cli_train.py),
+``metrics``, ``train`` (Algorithm 1 to an ε budget; `tsdp train` is tsdp/cli/cmd_train.py),
+``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``),
 ``bench`` (DP-step throughput of both engines vs a naive per-example loop).
 """
-from .samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
 from .clipping import clip_gradients
+from .samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
 from .step import apply_gradient, dp_step, per_sample_gradients, private_gradient
 from .train import train
 

@@ -19,10 +19,11 @@ from tqdm.auto import tqdm
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.verify.accountant import PldAccountant, max_steps
-from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 from tsdp.verify.events import ledger_summary, step_event, training_event, unit_event
+from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
-from .data import SeriesData
+from tsdp.attacks.data.series import SeriesData
+
 from .metrics import crps_from_samples, point_crps, seasonal_naive
 from .models import make_model
 from .samplers import make_sampler

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
-from tsdp.attacks.auditor import audit
-from tsdp.attacks.auditor_stats import cp_lower, cp_upper, epsilon_lower_bound
+from tsdp.attacks.montecarlo.audit import audit
+from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper, epsilon_lower_bound
 from tsdp.attacks.loop.samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
 
 # the audit configuration: r = 0.5, ρ = 0.2

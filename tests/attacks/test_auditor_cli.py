@@ -48,7 +48,7 @@ def test_a_planted_noise_bug_is_a_violation_and_the_correct_loop_is_not(capsys, 
     """Issue 13: a loop whose noise is halved makes `tsdp audit` exit 1 with "violation": true and both
     numbers; the correct loop exits 0. The bug is planted in the real loop's private_gradient, which the
     auditor's trials call; the accountant still accounts the configured σ."""
-    import tsdp.attacks.auditor_run as run
+    import tsdp.attacks.montecarlo.trials as run
 
     assert main(["audit", "--trials", "20000", *SMALL_T6]) == 0
     clean = json.loads(capsys.readouterr().out)

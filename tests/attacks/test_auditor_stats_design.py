@@ -1,5 +1,5 @@
-"""Thresholds from theory (attacks.audit_design) and the histogram statistics of the sharded auditor
-(attacks.auditor_stats): the statistic's law against closed forms and quadrature, the designed threshold against
+"""Thresholds from theory (attacks.montecarlo.design) and the histogram statistics of the sharded auditor
+(attacks.montecarlo.statistics): the statistic's law against closed forms and quadrature, the designed threshold against
 the issue's simulated ceiling, coverage of the fixed-threshold bound, counts against direct counting."""
 import math
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from tsdp.attacks.audit_design import design_test, histogram_edges, statistic_law
-from tsdp.attacks.auditor_stats import (binned_goodness_of_fit, bin_counts, certified_test_epsilon, cp_lower, cp_upper,
+from tsdp.attacks.montecarlo.design import design_test, histogram_edges, statistic_law
+from tsdp.attacks.montecarlo.statistics import (binned_goodness_of_fit, bin_counts, certified_test_epsilon, cp_lower, cp_upper,
                                         error_split,
                                         fixed_test_bound, goodness_of_fit, log_likelihood_ratio, side_counts)
 

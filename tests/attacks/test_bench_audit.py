@@ -1,7 +1,7 @@
 """`tsdp bench audit`: a tiny real run's bookkeeping and its human summary (no wall-clock asserts: a benchmark)."""
 import pytest
 
-from tsdp.attacks.bench_audit import bench_audit, bench_scaling, format_bench
+from tsdp.attacks.montecarlo.bench import bench_audit, bench_scaling, format_bench
 
 
 def test_scaling_bookkeeping_on_one_and_two_workers():

@@ -5,7 +5,7 @@ import torch
 from scipy import stats
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.attacks.canary import auc, epsilon_lower_bound, guess_bound, p_value
+from tsdp.attacks.canary.steinke_bound import auc, epsilon_lower_bound, guess_bound, p_value
 
 
 def test_p_value_without_delta_is_the_binomial_tail():
@@ -40,7 +40,7 @@ def test_one_sided_guesses_count_only_their_side():
 
 def test_audit_of_a_model_trained_at_epsilon_1_stays_below_1():
     """Soundness on a real training run: the one-run lower bound does not exceed the training ε = 1."""
-    from tsdp.attacks.canary import audit_model
+    from tsdp.attacks.canary.trained_model import audit_model
 
     cfg = TrainingConfig(N=50, L=40, context_length=8, forecast_length=1, batch_size=20, instances=2, sigma=10.0)
     r = audit_model("simple-ff", cfg, canaries=200, epsilon=1.0, delta=1e-5, seed=0, lr=1e-2)
@@ -80,8 +80,8 @@ def one_thread():
 
 
 def _canary_audit(epsilon):
-    from tsdp.attacks.canary import audit_model
-    from tsdp.attacks.loop.data import synthetic
+    from tsdp.attacks.canary.trained_model import audit_model
+    from tsdp.attacks.data.series import synthetic
 
     data = synthetic(10, 1701, seed=0, noise=2.0)
     return audit_model("simple-ff", CANARY_CONFIG, data=data, canaries=1000, epsilon=epsilon, delta=1e-5, epochs=4000,

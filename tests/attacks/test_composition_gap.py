@@ -1,9 +1,9 @@
-"""The attained bracket and the composition gap (attacks.composition_gap) against the accountant and the audit."""
+"""The attained bracket and the composition gap (attacks.montecarlo.bracket) against the accountant and the audit."""
 import pytest
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.attacks.auditor import audit
-from tsdp.attacks.composition_gap import attained_bracket
+from tsdp.attacks.montecarlo.audit import audit
+from tsdp.attacks.montecarlo.bracket import attained_bracket
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event
 

@@ -1,13 +1,13 @@
-"""Sharded audits (attacks.distributed): shard plans independent of workers, exact merge, re-run of failed shards,
+"""Sharded audits (attacks.montecarlo.shards): shard plans independent of workers, exact merge, re-run of failed shards,
 identical results on 1 and 2 local processes and on a local Dask cluster (a worker killed mid-run included)."""
 import numpy as np
 import pytest
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.attacks.audit_engine import audit_statistics
-from tsdp.attacks.auditor import audit
-from tsdp.attacks.distributed import FailOnce, ShardError, ShardStats, merge, plan_shards, run_shards
-from tsdp.attacks.worst_case import build
+from tsdp.attacks.montecarlo.audit import audit, audit_statistics
+from tsdp.attacks.montecarlo.counts import ShardStats, merge
+from tsdp.attacks.montecarlo.shards import FailOnce, ShardError, plan_shards, run_shards
+from tsdp.attacks.montecarlo.constructions import build
 
 SMALL = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)
 ALPHAS = [1.0, 3.0]
@@ -76,7 +76,7 @@ def test_a_script_without_a_main_guard_gets_the_reason_not_just_a_broken_pool(tm
     script = tmp_path / "unguarded.py"
     script.write_text(
         "import numpy as np\n"
-        "from tsdp.attacks.distributed import plan_shards, run_shards\n"
+        "from tsdp.attacks.montecarlo.shards import plan_shards, run_shards\n"
         "from tsdp.theorems.config import TrainingConfig\n"
         "cfg = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)\n"
         "specs = plan_shards('T6', cfg, 200, 1, 0, np.array([0.0]), np.array([0.0]), shard_size=100)\n"
@@ -84,7 +84,7 @@ def test_a_script_without_a_main_guard_gets_the_reason_not_just_a_broken_pool(tm
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert out.returncode != 0
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("tsdp.attacks.distributed.ShardError") and "if __name__ == \"__main__\":" in last, last
+    assert last.startswith("tsdp.attacks.montecarlo.shards.ShardError") and "if __name__ == \"__main__\":" in last, last
 
 
 def test_the_shard_size_is_part_of_the_sample():

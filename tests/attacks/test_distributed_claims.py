@@ -3,7 +3,7 @@ N = 320, Λ = 64, L = 4, σ = 1, δ = 1e-3, 95% confidence), fixed seeds; full s
 import pytest
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.attacks.auditor import audit
+from tsdp.attacks.montecarlo.audit import audit
 
 AUDIT = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)
 
@@ -18,7 +18,7 @@ def _check(r, minimum):
 def test_t6_one_step_1e6_trials_on_five_seeds():
     """1 step, 1e6 trials per world, seeds 0-4: every seed ≥ 0.87 (the issue's criterion).
 
-    The certified bound is the union test at its exact level (attacks.exact_level). Simulated at the design's rates
+    The certified bound is the union test at its exact level (attacks.montecarlo.exact_level). Simulated at the design's rates
     (threshold 3.5085, union split 0.005 + 0.045; 2e5 audits, the certified value interpolated on an exact grid of
     counts): mean ratio 0.926, sd 0.035 (the ~50 false positives' noise), so one run falls below 0.87 with
     probability 0.048 and five seeds all reach it with probability 0.78 (the union bound alone: 0.907, 0.14, 0.46).

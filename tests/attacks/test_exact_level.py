@@ -1,4 +1,4 @@
-"""The certified ε at the exact level of the union test (attacks.exact_level via auditor_stats.certified_test_epsilon):
+"""The certified ε at the exact level of the union test (attacks.montecarlo.exact_level via auditor_stats.certified_test_epsilon):
 exact coverage by enumerating every outcome, the rejection edge against a brute-force p-value, the gain at the
 audits' counts, and coverage at audit scale (slow)."""
 import math
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tsdp.attacks.auditor_stats import _eps_of, certified_test_epsilon, error_split
-from tsdp.attacks.exact_level import NUISANCE_SHARE, certified_epsilon
+from tsdp.attacks.montecarlo.statistics import _eps_of, certified_test_epsilon, error_split
+from tsdp.attacks.montecarlo.exact_level import NUISANCE_SHARE, certified_epsilon
 
 
 def _table(n, delta, share):

@@ -16,7 +16,7 @@ from tsdp.attacks.loop.clipping import clipped_sum, gradient_norms
 from tsdp.attacks.loop.factored import PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum
 from tsdp.attacks.loop.models import MODELS, MeanScaler, make_model
 from tsdp.attacks.loop.step import per_sample_gradients, private_gradient
-from tsdp.attacks.worst_case import GradientFunctionModel
+from tsdp.attacks.montecarlo.constructions import GradientFunctionModel
 
 
 def windows(n, lc, lf, seed, dtype=torch.float64):

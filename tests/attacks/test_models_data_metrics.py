@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
-from tsdp.attacks.loop.data import SeriesData, fit_config, load, synthetic, synthetic_for
+from tsdp.attacks.data.series import SeriesData, fit_config, load, synthetic, synthetic_for
 from tsdp.attacks.loop.metrics import crps_from_samples, point_crps, seasonal_naive, weighted_quantile_loss
 from tsdp.attacks.loop.models import MODELS, make_model, student_t_nll, student_t_sample
 from tsdp.verify.accountant import largest_within

@@ -1,5 +1,5 @@
-"""The anytime-valid sequential violation test (attacks.sequential) on planted bugs in the real loop, the correct loop,
-and identical worlds (attacks.planted)."""
+"""The anytime-valid sequential violation test (attacks.montecarlo.sequential) on planted bugs in the real loop, the correct loop,
+and identical worlds (attacks.montecarlo.planted)."""
 import math
 
 import numpy as np
@@ -7,13 +7,12 @@ import pytest
 from scipy import stats
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.attacks.audit_engine import audit_statistics
-from tsdp.attacks.auditor import audit, theory
-from tsdp.attacks.auditor_stats import cp_lower, cp_upper, error_split
-from tsdp.attacks.planted import planted_loop
-from tsdp.attacks.auditor_run import released_updates
-from tsdp.attacks.sequential import checkpoints
-from tsdp.attacks.worst_case import build, pair_numeric
+from tsdp.attacks.montecarlo.audit import audit, audit_statistics, theory
+from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper, error_split
+from tsdp.attacks.montecarlo.planted import planted_loop
+from tsdp.attacks.montecarlo.trials import released_updates
+from tsdp.attacks.montecarlo.sequential import checkpoints
+from tsdp.attacks.montecarlo.constructions import build, pair_numeric
 
 import torch
 
@@ -100,9 +99,9 @@ def test_certified_profile_holds_simultaneously_on_the_whole_grid():
     """Simultaneous coverage of the certified lower profile δ(ε) on 12 ε values (numpy draws of the T6 pair, not the
     loop): in 100 runs of 4000 draws per world, runs with the curve above the true H_α anywhere stay ≤ the
     1 - 1e-3 quantile of Bin(100, 0.05) (false-failure rate ≤ 1e-3)."""
-    from tsdp.attacks.audit_design import histogram_edges, statistic_law, tail_thresholds
-    from tsdp.attacks.auditor_stats import bin_counts, log_likelihood_ratio
-    from tsdp.attacks.sequential import certified_profile
+    from tsdp.attacks.montecarlo.design import histogram_edges, statistic_law, tail_thresholds
+    from tsdp.attacks.montecarlo.statistics import bin_counts, log_likelihood_ratio
+    from tsdp.attacks.montecarlo.sequential import certified_profile
 
     num = (np.array([0.0, 2.0]), np.array([0.9, 0.1]), np.array([0.0]), np.array([1.0]), 1.0)
     law = statistic_law(num, 1)

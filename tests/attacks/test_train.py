@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from tsdp.attacks.loop.data import synthetic_for
+from tsdp.attacks.data.series import synthetic_for
 from tsdp.attacks.loop.train import train
 from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, TrainingConfig

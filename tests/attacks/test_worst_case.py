@@ -1,15 +1,15 @@
-"""The proofs' constructions through the real loop (attacks.worst_case): window counts, gradient function, output law."""
+"""The proofs' constructions through the real loop (attacks.montecarlo.constructions): window counts, gradient function, output law."""
 import numpy as np
 import pytest
 import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
-from tsdp.attacks.auditor_run import released_updates, sample_steps
-from tsdp.attacks.auditor_stats import goodness_of_fit
+from tsdp.attacks.montecarlo.trials import released_updates, sample_steps
+from tsdp.attacks.montecarlo.statistics import goodness_of_fit
 from tsdp.attacks.loop.samplers import make_sampler
 from tsdp.attacks.loop.step import per_sample_gradients
 from tsdp.attacks.loop.windows import gather_windows, split_window
-from tsdp.attacks.worst_case import build, pair_numeric, target_column, windows_holding
+from tsdp.attacks.montecarlo.constructions import build, pair_numeric, target_column, windows_holding
 from tsdp.theorems.constructions import CONSTRUCTIONS as SCHEMES
 
 BASE = TrainingConfig(N=32, batch_size=8, L=6, context_length=1, forecast_length=1, sigma=1.0)

@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from tsdp.attacks.inference import save_model
+from tsdp.attacks.inference.mechanism import save_model
 from tsdp.attacks.loop.models import make_model
 from tsdp.cli.main import main
 from tsdp.theorems.bounds.inference import InferenceConfig

@@ -4,8 +4,8 @@ import pytest
 import torch
 from scipy import stats
 
-from tsdp.attacks import inference_audit as A
-from tsdp.attacks.inference import load_model, mean_impute, private_context, private_forecast, save_model
+from tsdp.attacks.inference import audit as A
+from tsdp.attacks.inference.mechanism import load_model, mean_impute, private_context, private_forecast, save_model
 from tsdp.theorems.bounds.inference import InferenceConfig
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

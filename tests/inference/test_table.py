@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from tsdp.attacks.inference import save_model
-from tsdp.attacks.inference_table import crps_tradeoff, inference_table, last_contexts
-from tsdp.attacks.loop.data import SeriesData, synthetic
+from tsdp.attacks.inference.mechanism import save_model
+from tsdp.attacks.inference.crps_table import crps_tradeoff, inference_table, last_contexts
+from tsdp.attacks.data.series import SeriesData, synthetic
 from tsdp.attacks.loop.models import make_model
 from tsdp.cli.main import main
 from tsdp.theorems.bounds.inference import InferenceConfig

@@ -1,8 +1,8 @@
-"""The one-run canary audit of a user's own training function (tsdp.attacks.audit_harness).
+"""The one-run canary audit of a user's own training function (tsdp.attacks.canary.user_training).
 
 Both tests run a user-style training function written here: (1) a nearest-neighbour
 forecaster that memorises its training windows (no noise): the audit must certify a clearly
-positive ε lower bound; (2) DP-SGD through the DataLoader of tsdp.attacks.batching with
+positive ε lower bound; (2) DP-SGD through the DataLoader of tsdp.attacks.loop.batch_sampler with
 tsdp's Algorithm 2 step at σ = 2, whose sound ε at δ = 1e-5 is ≈ 0.43: the bound must stay
 ≤ that ε. By Steinke et al.'s theorem the 95% bound exceeds the true ε with probability
 ≤ 5% (the stated false-failure rate of test 2 if the training is (ε, δ)-DP);
@@ -14,9 +14,9 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from tsdp.attacks.audit_harness import audit_training
-from tsdp.attacks.batching import BiLevelBatchSampler, WindowDataset, fit_lengths
-from tsdp.attacks.loop.data import synthetic
+from tsdp.attacks.canary.user_training import audit_training
+from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.attacks.data.series import synthetic
 from tsdp.attacks.loop.models import make_model
 from tsdp.attacks.loop.step import apply_gradient, private_gradient
 from tsdp.theorems.config import TrainingConfig

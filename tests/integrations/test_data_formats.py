@@ -3,8 +3,8 @@
 The reference is Grunfeld's investment panel as statsmodels ships it in its wheel (11 firms,
 1935-1954), with a real-world irregularity added: two firms observed over a sub-range
 (leading / trailing missing years). Every format is written by its own library (pandas,
-pyarrow, GluonTS's JsonLinesWriter) and read back through tsdp.attacks.data_formats; the
-core loaders of tsdp.attacks.loop.data (no pandas) are a second, independent reader.
+pyarrow, GluonTS's JsonLinesWriter) and read back through tsdp.attacks.data.formats; the
+core loaders of tsdp.attacks.data.series (no pandas) are a second, independent reader.
 """
 import json
 
@@ -13,8 +13,8 @@ import pytest
 
 pd = pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
 
-from tsdp.attacks import data_formats as fmt  # noqa: E402
-from tsdp.attacks.loop.data import load_csv, load_jsonl  # noqa: E402
+from tsdp.attacks.data import formats as fmt  # noqa: E402
+from tsdp.attacks.data.series import load_csv, load_jsonl  # noqa: E402
 from tsdp.theorems.config import ConfigError  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import pytest
 def test_gluonts_json_lines_need_no_pandas_and_tables_name_the_extra(monkeypatch, tmp_path):
     """With pandas blocked: GluonTS JSON lines ("NaN" tail as GluonTS writes it) still load; a table asks for
     tsdp[data]."""
-    from tsdp.attacks import data_formats as fmt
+    from tsdp.attacks.data import formats as fmt
 
     monkeypatch.setitem(sys.modules, "pandas", None)
     (tmp_path / "d.json").write_text('{"start": "2020-01", "target": [1.5, 2.5, "NaN"]}\n'
@@ -26,6 +26,6 @@ def test_opacus_accountant_without_opacus_names_the_extra(monkeypatch):
     """With opacus blocked, importing the accountant module fails with pip install 'tsdp[opacus]'."""
     monkeypatch.setitem(sys.modules, "opacus", None)
     monkeypatch.setitem(sys.modules, "opacus.accountants", None)
-    monkeypatch.delitem(sys.modules, "tsdp.attacks.opacus_accountant", raising=False)
+    monkeypatch.delitem(sys.modules, "tsdp.attacks.integrations.opacus_accountant", raising=False)
     with pytest.raises(ImportError, match=r"tsdp\[opacus\]"):
-        importlib.import_module("tsdp.attacks.opacus_accountant")
+        importlib.import_module("tsdp.attacks.integrations.opacus_accountant")

@@ -64,7 +64,7 @@ def test_a_planted_noise_bug_fails_the_real_report(tmp_path, monkeypatch, capsys
     so and `tsdp report` exits 1. Only the noise is changed; the accountant still accounts σ."""
     import json
 
-    import tsdp.attacks.auditor_run as run_mod
+    import tsdp.attacks.montecarlo.trials as run_mod
     from tsdp.cli.main import main
 
     real = run_mod.private_gradient

@@ -229,27 +229,10 @@ class Bound:
     def check(self, config: TrainingConfig) -> None:
         self.scheme.check(self.id, config)
 
-    def attained_pair(self, config: TrainingConfig, *, numeric: bool = False) -> Optional[MixturePair]:
-        """The pair (P, Q) that a real attack on this bound's proof construction attains, or None.
-
-        **Lower** bound direction: the construction's neighbouring datasets and gradient function
-        realise exactly this pair (T1 → T1, T2 → T3, T6 → T6, T7 → T9, T8 → T10, T11 → its own
-        augmentation pair, T13 → T14 ...). ``attained_build`` where the pair is the construction's
-        own (T11), else the pair of the bound named by ``construction``; None without one.
-        ``numeric``: plain-number weights, no sympy (:func:`params`).
-        """
-        if self.attained_build is not None:
-            return self.attained_build(params(config, numeric=numeric))
-        if self.construction is None:
-            return None
-        from ..registry import get
-
-        return get(self.construction).pair(config, check=False, numeric=numeric)
-
     def attained_loss_survival(self, config) -> Optional[Callable]:
         """ε ↦ P(L > ε) of the construction's privacy loss, for a construction with no 1-D pair (T15), else None.
 
-        **Lower** bound direction like :meth:`attained_pair`: a real attack attains this law.
+        **Lower** bound direction like :func:`theorems.registry.attained_pair`: a real attack attains this law.
         """
         return None
 

@@ -39,7 +39,7 @@ def _human_audit(d: dict) -> str:
 
 
 def _engine_options(args) -> dict:
-    """The sharded engine's options of `tsdp audit` (attacks.distributed / attacks.sequential), checked."""
+    """The sharded engine's options of `tsdp audit` (attacks.montecarlo.shards / attacks.montecarlo.sequential), checked."""
     if args.workers < 1:
         raise UsageError(f"invalid --workers: must be >= 1 (got {args.workers})")
     if args.shard_size is not None and args.shard_size < 1:
@@ -170,8 +170,8 @@ def add_parsers(sub, command) -> None:
         if not (0 < args.select_fraction < 1):
             raise UsageError(f"invalid --select-fraction: must be in (0, 1) (got {args.select_fraction})")
         config = config_from_args(args)
-        from tsdp.attacks.auditor import audit
-        from tsdp.attacks.worst_case import scheme_config
+        from tsdp.attacks.montecarlo.audit import audit
+        from tsdp.attacks.montecarlo.constructions import scheme_config
 
         fixed = scheme_config(args.theorem, config)
         for field in ("top", "bottom", "sigma_context", "sigma_forecast"):
@@ -200,7 +200,7 @@ def add_parsers(sub, command) -> None:
             if not (math.isfinite(value) and value > 0):
                 raise UsageError(f"invalid {flag}: must be finite and > 0 (got {value})")
         config = config_from_args(args)
-        from tsdp.attacks.canary import audit_model
+        from tsdp.attacks.canary.trained_model import audit_model
 
         try:
             result = audit_model(args.model, config, data=args.data, canaries=args.canaries, epsilon=args.epsilon,

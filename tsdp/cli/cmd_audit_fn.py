@@ -91,9 +91,9 @@ def add_parsers(sub, command) -> None:
         config = config_from_args(args)
         train = load_entry_point(args.train, "--train")
         loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
-        from tsdp.attacks.audit_harness import audit_training
-        from tsdp.attacks.data_formats import load_any
-        from tsdp.attacks.loop.data import synthetic_for
+        from tsdp.attacks.canary.user_training import audit_training
+        from tsdp.attacks.data.formats import load_any
+        from tsdp.attacks.data.series import synthetic_for
 
         if args.data == "synthetic":
             data = synthetic_for(config, seed=args.seed)

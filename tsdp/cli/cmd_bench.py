@@ -16,7 +16,7 @@ BENCHES = {
     # what -> (module, function, formatter of the human output)
     "accounting": ("tsdp.verify.bench_accounting", "bench_accounting", "format_bench"),
     "loop": ("tsdp.attacks.loop.bench", "bench_loop", "format_bench"),
-    "audit": ("tsdp.attacks.bench_audit", "bench_audit", "format_bench"),
+    "audit": ("tsdp.attacks.montecarlo.bench", "bench_audit", "format_bench"),
 }
 
 

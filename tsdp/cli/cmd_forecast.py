@@ -59,7 +59,7 @@ def _calibrated(args):
 def _model(args, device):
     from .main import UsageError
 
-    from tsdp.attacks.inference import load_model
+    from tsdp.attacks.inference.mechanism import load_model
 
     try:
         model, header = load_model(args.model_file, device)
@@ -82,7 +82,7 @@ def _series(args):
     if args.values is not None:
         x = np.asarray(args.values, dtype=float)
     else:
-        from tsdp.attacks.loop.data import load
+        from tsdp.attacks.data.series import load
 
         try:
             x = load(args.series).series[0]
@@ -201,7 +201,7 @@ def _predict(args) -> int:
     import numpy as np
     import torch
 
-    from tsdp.attacks.inference import private_forecast
+    from tsdp.attacks.inference.mechanism import private_forecast
     from tsdp.attacks.loop.train import resolve_device
 
     from .main import UsageError
@@ -227,8 +227,8 @@ def _predict(args) -> int:
 
 
 def _tradeoff(args) -> int:
-    from tsdp.attacks.inference_table import crps_tradeoff
-    from tsdp.attacks.loop.data import load
+    from tsdp.attacks.inference.crps_table import crps_tradeoff
+    from tsdp.attacks.data.series import load
     from tsdp.attacks.loop.train import resolve_device
 
     from .main import UsageError

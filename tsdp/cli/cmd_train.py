@@ -80,7 +80,7 @@ def add_parsers(sub, command) -> None:
             if not (math.isfinite(value) and value > 0):
                 raise UsageError(f"invalid {flag}: must be > 0 (got {value})")
 
-        from tsdp.attacks.loop.data import load, synthetic_for
+        from tsdp.attacks.data.series import load, synthetic_for
         from tsdp.attacks.loop.train import train
         from tsdp.theorems.config import ConfigError
 
@@ -92,7 +92,7 @@ def add_parsers(sub, command) -> None:
                            clip=args.clip, lr=args.lr, optimizer=args.optimizer, device=args.device, seed=args.seed,
                            progress=not args.json, return_model=args.save is not None)
             if args.save is not None:
-                from tsdp.attacks.inference import save_model
+                from tsdp.attacks.inference.mechanism import save_model
 
                 save_model(args.save, result.pop("trained_model"), args.model, config.context_length,
                            config.forecast_length)

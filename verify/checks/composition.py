@@ -18,7 +18,7 @@ import numpy as np
 
 from tsdp.theorems.bounds.base import Bound, PairBound
 from tsdp.theorems.config import TrainingConfig
-from tsdp.theorems.registry import REGISTRY, substituted
+from tsdp.theorems.registry import REGISTRY, attained_pair, substituted
 
 from .result import CheckResult, config_dict, result
 
@@ -46,7 +46,7 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
         construction = REGISTRY.get(b.construction)  # the real attack, read before ``b`` enters the registry
     if construction is not None:  # the attack attains the construction's pair whatever ``b`` claims
         b = replace(b, attained_build=construction.build)
-    if b.attained_pair(config) is None:
+    if attained_pair(b, config) is None:
         return result(f"P8.composition[{b.id}]@{label}", 8, (b.id,), False,
                       f"{b.id} has no construction pair to attain", config=config_dict(config))
     with substituted(b):

@@ -1,8 +1,8 @@
-"""One-run canary audit of *your* training function (Steinke, Nasr & Jagielski 2023, via :mod:`attacks.canary`).
+"""One-run canary audit of *your* training function (Steinke, Nasr & Jagielski 2023, via :mod:`attacks.canary.steinke_bound`).
 
 You give ``train(series) -> model``: any code (your model, optimizer, data pipeline, Opacus or
 not) that trains on a list of 1-D float arrays and returns something that scores windows.
-The harness places m spike canaries in your data exactly as :func:`attacks.canary.audit_model`
+The harness places m spike canaries in your data exactly as :func:`attacks.canary.trained_model.audit_model`
 does (one element each, ±``spike`` standard deviations of its series, at least L_C + L_F
 apart, each inserted with probability 1/2), calls ``train`` once on the data with the
 inserted canaries, and scores every canary on its canary windows (the windows of Algorithm
@@ -13,7 +13,7 @@ inserted canaries, and scores every canary on its canary windows (the windows of
 with ``loss(model, context, forecast) -> (B,)`` per-window losses (default: ``model(context,
 forecast)``, the convention of tsdp's models). A model that memorised canary i fits the
 window with the spike better than without it. The score is fixed before training, so
-Steinke et al.'s theorem (one-run audit with abstention; :func:`attacks.canary.certify`)
+Steinke et al.'s theorem (one-run audit with abstention; :func:`attacks.canary.steinke_bound.certify`)
 makes the reported ``epsilon_lower`` a **lower** bound, with probability ≥ ``confidence``, on
 the ε of the training at event level (one changed element: the (ε, δ) the training claims
 for an event-level or user-level relation must be at least this). ``violation`` says
@@ -29,9 +29,11 @@ import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
 
-from .canary import canary_windows, certify, place_canaries, with_canaries
-from .loop.data import SeriesData
-from .loop.windows import gather_windows, pad_series, split_window
+from tsdp.attacks.data.series import SeriesData
+from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
+
+from .spikes import canary_windows, place_canaries, with_canaries
+from .steinke_bound import certify
 
 
 def _default_loss(model, context: torch.Tensor, forecast: torch.Tensor):

@@ -1,13 +1,13 @@
 """Statistics of the Monte Carlo auditor: Neyman-Pearson statistic, Clopper-Pearson bounds, ε and H_α lower bounds, GOF.
 
 Soundness direction: every number returned here is a **lower** confidence bound on the
-mechanism's ε (or H_α): thresholds are fixed before sampling (:mod:`attacks.audit_design`) or
+mechanism's ε (or H_α): thresholds are fixed before sampling (:mod:`attacks.montecarlo.design`) or
 chosen on a selection split, and only trials not used to choose the test bound its rates. The
 H_α bounds use exact one-sided Clopper-Pearson intervals on both rates (at levels 1 - a_pos and
 1 - a_neg with a_pos + a_neg = 1 - confidence, jointly by the union bound; :func:`error_split`).
 The ε bound keeps that union bound as its statistic and certifies at the exact level of its
-rejection region (:func:`certified_test_epsilon`, :mod:`attacks.exact_level`).
-The sharded engine (:mod:`attacks.distributed`) hands these functions histograms (exact
+rejection region (:func:`certified_test_epsilon`, :mod:`attacks.montecarlo.exact_level`).
+The sharded engine (:mod:`attacks.montecarlo.shards`) hands these functions histograms (exact
 integer counts on fixed edges) instead of raw samples. A test S between neighbouring worlds P, Q gives
 H_α(P ‖ Q) ≥ P(S) - α Q(S) and, if the mechanism is (ε, δ)-DP, ε ≥ log((P(S) - δ) / Q(S))
 (Kairouz et al. 2015's hypothesis-testing view, as used by Nasr et al. 2021).
@@ -88,7 +88,7 @@ def error_split(confidence: float, fp_share: float = EQUAL_SPLIT) -> Tuple[float
     (lower bound) and the negative world's rate (upper bound), ``fp_share`` of it to the latter (union bound).
 
     A rare false-positive count is the noisier factor of the ε bound, so a test fixed before sampling may
-    give it more than half (:func:`attacks.audit_design.design_test` chooses the share before sampling)."""
+    give it more than half (:func:`attacks.montecarlo.design.design_test` chooses the share before sampling)."""
     if not (0 < fp_share < 1):
         raise ValueError(f"fp_share must be in (0, 1), got {fp_share!r}")
     a = 1 - confidence
@@ -109,7 +109,7 @@ def certified_test_epsilon(tp: int, fp: int, n_pos: int, n_neg: int, delta: floa
     """Certified ε lower bound at δ of one test from its counts (lower-bound direction, probability ≥ ``confidence``).
 
     The union bound log((CP_lower(TP/n_pos) - δ) / CP_upper(FP/n_neg)) at the split ``fp_share`` is the
-    statistic; :func:`attacks.exact_level.certified_epsilon` certifies at its rejection region's exact level
+    statistic; :func:`attacks.montecarlo.exact_level.certified_epsilon` certifies at its rejection region's exact level
     under H0(ε): P(S) ≤ δ + e^ε Q(S), which the union bound only bounds by 1 - confidence.
     """
     a_pos, a_neg = error_split(confidence, fp_share)
@@ -184,7 +184,7 @@ def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> di
             "statistic_p": float(res_p.statistic), "statistic_q": float(res_q.statistic)}
 
 
-# --- the same bounds from histograms (the sharded engine's sufficient statistics, attacks.distributed) ---
+# --- the same bounds from histograms (the sharded engine's sufficient statistics, attacks.montecarlo.shards) ---
 
 def bin_counts(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Counts of ``x`` in the bins of sorted ``edges``: bin k holds edges[k-1] ≤ x < edges[k] (k = 0 and

@@ -1,14 +1,14 @@
 """Test design before sampling: the law of the audit statistic in both worlds, and the thresholds it implies.
 
 For a proof's construction the released update follows a known pair (P, Q) in every step
-(:mod:`attacks.worst_case`), so the Neyman-Pearson statistic L = Σ_s log p(y_s)/q(y_s) of
+(:mod:`attacks.montecarlo.constructions`), so the Neyman-Pearson statistic L = Σ_s log p(y_s)/q(y_s) of
 ``steps`` steps has a known law in world P and in world Q: the one-step law is the image of
 the mixtures under the log-likelihood ratio (integrated on a fine grid of y), the S-step law
 its S-fold convolution (FFT). From it, **before any trial is drawn**:
 
 * :func:`design_test`: the threshold and side of the test S = {L ≥ t} (P positive) or
   S = {L < t} (Q positive) that maximise the expected union bound at the planned number of
-  trials (Clopper-Pearson on both rates, as in :mod:`attacks.auditor_stats`; the certified
+  trials (Clopper-Pearson on both rates, as in :mod:`attacks.montecarlo.statistics`; the certified
   value, that statistic at its exact level, follows it a little above); all trials then go to
   the estimate, none to a selection split;
 * :func:`profile_thresholds`: the same for each H_α lower bound (P(S) - α Q(S));
@@ -29,7 +29,7 @@ from typing import Sequence, Tuple
 import numpy as np
 from scipy import stats
 
-from .auditor_stats import EQUAL_SPLIT, cp_lower, cp_upper, error_split, log_likelihood_ratio, mixture_cdf
+from .statistics import EQUAL_SPLIT, cp_lower, cp_upper, error_split, log_likelihood_ratio, mixture_cdf
 
 Y_CELLS_MAX = 1 << 22   # cells of the y grid of the one-step law
 LAW_BINS_MAX = 1 << 21  # grid points of the composed law (the spacing grows beyond)
@@ -110,9 +110,9 @@ class Design:
     """A test fixed before sampling: S = {L ≥ threshold} (side ``upper``, P positive) or {L < threshold}
     (side ``lower``, Q positive); ``expected_union`` is the design's expected union bound at ``trials`` (the
     certified value calibrates that statistic to its exact level and lies a little above it,
-    :func:`attacks.auditor_stats.certified_test_epsilon`),
+    :func:`attacks.montecarlo.statistics.certified_test_epsilon`),
     ``tp_rate`` / ``fp_rate`` the law's rates of the positive / negative world, ``fp_share`` the share of
-    the error probability the false-positive rate's bound gets (:func:`attacks.auditor_stats.error_split`)."""
+    the error probability the false-positive rate's bound gets (:func:`attacks.montecarlo.statistics.error_split`)."""
 
     threshold: float
     side: str

@@ -59,7 +59,7 @@ def save_model(path, model: torch.nn.Module, name: str, context_length: int, for
 
 def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
     """(model in eval mode on ``device``, its header) from :func:`save_model`'s file; ValueError if not one."""
-    from .loop.models import make_model
+    from tsdp.attacks.loop.models import make_model
 
     try:
         blob = torch.load(path, map_location=device, weights_only=True)

@@ -27,8 +27,8 @@ import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
 
-from .loop.samplers import make_sampler
-from .loop.windows import augment, gather_windows, pad_series, split_window
+from .samplers import make_sampler
+from .windows import augment, gather_windows, pad_series, split_window
 
 WindowKey = Tuple[int, int]  # (sequence index, 0-based start in the padded series)
 
@@ -65,13 +65,13 @@ class WindowDataset(torch.utils.data.Dataset):
     def __init__(self, series: Sequence, config: TrainingConfig, *, generator: Optional[torch.Generator] = None):
         arrays = [np.asarray(s, dtype=np.float64) for s in series]
         if len(arrays) != config.N:
-            raise ConfigError("N", f"the data holds {len(arrays)} series (use tsdp.attacks.batching.fit_lengths)",
+            raise ConfigError("N", f"the data holds {len(arrays)} series (use tsdp.attacks.loop.batch_sampler.fit_lengths)",
                               config.N)
         lengths = [len(a) for a in arrays]
         shortest = min(lengths)
         if shortest < config.L:
             raise ConfigError("L", f"the shortest series has length {shortest}; the accountant would understate "
-                              "r = k/T (use tsdp.attacks.batching.fit_lengths)", config.L)
+                              "r = k/T (use tsdp.attacks.loop.batch_sampler.fit_lengths)", config.L)
         for i, a in enumerate(arrays):
             if a.ndim != 1 or not np.all(np.isfinite(a)):
                 raise ConfigError("series", f"series {i} must be a 1-D array of finite values")

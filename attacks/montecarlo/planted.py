@@ -4,7 +4,7 @@ Each variant changes the *loop* (the sampler, the noise, the clipping), never th
 or the claimed theory: the construction's pair, sound ε and test design stay those of the
 correct loop, as a user's buggy training code would. Variants (``LOOP_VARIANTS``):
 
-* ``correct``: the loop as built (:func:`attacks.worst_case.build`).
+* ``correct``: the loop as built (:func:`attacks.montecarlo.constructions.build`).
 * ``noise_halved``: the loop adds N(0, (σ/2)² C²) instead of N(0, σ² C²).
 * ``sampling_doubled``: the top level draws its N' sequences from the first N/2 only, so the
   changed sequence 0 is drawn with probability 2N'/N instead of N'/N (batch size unchanged).
@@ -23,8 +23,9 @@ import torch
 
 from tsdp.theorems.config import ConfigError
 
-from .loop.samplers import make_sampler
-from .worst_case import Construction, GradientFunctionModel
+from tsdp.attacks.loop.samplers import make_sampler
+
+from .constructions import Construction, GradientFunctionModel
 
 LOOP_VARIANTS = ("correct", "noise_halved", "sampling_doubled", "clip_doubled", "identical_worlds")
 
@@ -45,7 +46,7 @@ class AmplifiedGradientModel(GradientFunctionModel):
 
 
 def planted_loop(construction: Construction, variant: str) -> Tuple[Construction, dict]:
-    """(construction, loop overrides for :func:`attacks.auditor_run.released_update_chunks`) of ``variant``.
+    """(construction, loop overrides for :func:`attacks.montecarlo.trials.released_update_chunks`) of ``variant``.
 
     The returned construction keeps the claimed ``config`` and ``pair`` (the theory is the correct loop's).
     """

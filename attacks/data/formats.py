@@ -1,6 +1,6 @@
 """Series the way users hold them: pandas long / wide frames, GluonTS datasets and JSON lines, CSV, parquet.
 
-Every loader returns a :class:`attacks.loop.data.SeriesData` (the paper's x = {x_1, ..., x_N})
+Every loader returns a :class:`attacks.data.series.SeriesData` (the paper's x = {x_1, ..., x_N})
 with the series in order of first appearance (long format, GluonTS) or of the columns (wide
 format). pandas, pyarrow, gluonts and statsmodels are optional extras, imported only by the
 functions that need them; the JSON-lines reader needs none of them.
@@ -25,7 +25,7 @@ import numpy as np
 
 from tsdp.theorems.config import ConfigError
 
-from .loop.data import SeriesData
+from .series import SeriesData
 
 
 class DataError(ConfigError):

@@ -41,11 +41,11 @@ from torch import nn
 
 from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, TrainingConfig
-from tsdp.theorems.mixture import MixturePair
 from tsdp.theorems.constructions import CONSTRUCTIONS
-from tsdp.theorems.registry import get
+from tsdp.theorems.mixture import MixturePair
+from tsdp.theorems.registry import attained_pair, get
 
-from .loop.windows import pad_series
+from tsdp.attacks.loop.windows import pad_series
 
 MARK = 1.0  # the marked value of the ±C constructions
 
@@ -170,7 +170,7 @@ def build(theorem: str, config: TrainingConfig, *, clip: float = 1.0, device="cp
     series_q[0][j] = q_value
     data_p, _ = pad_series(series_p, cfg.context_length)
     data_q, _ = pad_series(series_q, cfg.context_length)
-    pair = get(attained).attained_pair(cfg)
+    pair = attained_pair(get(attained), cfg)
     if key in ("T4", "T10"):
         offset = 0.0
     elif cfg.top == "pooled":

@@ -3,8 +3,8 @@
 Both paths run the same construction (T6 on the issue's audit configuration N = 320, Λ = 64,
 L = 4, L_C = L_F = 1, σ = 1) through the same loop code (WOR/WR samplers, window cropping,
 torch.func per-sample gradients, clipping, noise); the batched path puts trials in a tensor
-dimension (:func:`attacks.auditor_run.released_update_chunks`), the naive path runs one trial
-per Python iteration (:func:`attacks.auditor_run.naive_released_update`). Measured in one run.
+dimension (:func:`attacks.montecarlo.trials.released_update_chunks`), the naive path runs one trial
+per Python iteration (:func:`attacks.montecarlo.trials.naive_released_update`). Measured in one run.
 Goals (issue 6): ≥ 10^6 one-step trials per minute per world on 2 CPU cores, ≥ 100x naive; the
 figures of a run are its output (`tsdp bench audit`), not written here.
 
@@ -26,11 +26,13 @@ import torch
 
 from tsdp.theorems.config import TrainingConfig
 
-from .loop.samplers import make_sampler
-from .audit_engine import plan_tests, y_edges_of
-from .auditor_run import naive_released_update, released_update_chunks, resolve_device
-from .distributed import merge, plan_shards, run_shards
-from .worst_case import build, pair_numeric
+from tsdp.attacks.loop.samplers import make_sampler
+
+from .audit import plan_tests, y_edges_of
+from .constructions import build, pair_numeric
+from .counts import merge
+from .shards import plan_shards, run_shards
+from .trials import naive_released_update, released_update_chunks, resolve_device
 
 AUDIT_CONFIG = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)
 

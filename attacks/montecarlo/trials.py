@@ -19,11 +19,12 @@ from typing import Iterator, Optional
 
 import torch
 
-from .loop.samplers import BiLevelSampler, DeterministicTopLevel, TopBatch, WindowIndex, make_sampler
-from .loop.step import private_gradient
-from .loop.train import resolve_device
-from .loop.windows import augment, gather_windows, split_window
-from .worst_case import Construction
+from tsdp.attacks.loop.samplers import BiLevelSampler, DeterministicTopLevel, TopBatch, WindowIndex, make_sampler
+from tsdp.attacks.loop.step import private_gradient
+from tsdp.attacks.loop.train import resolve_device
+from tsdp.attacks.loop.windows import augment, gather_windows, split_window
+
+from .constructions import Construction
 
 WINDOWS_PER_CHUNK = 1 << 21  # windows materialised at once (bounds peak memory)
 
@@ -57,7 +58,7 @@ def released_update_chunks(construction: Construction, world: str, trials: int, 
 
     ``world`` is ``"p"`` or ``"q"`` (the construction's datasets). ``sampler`` overrides the
     scheme's sampler (tests inject broken ones); ``sigma`` and ``clip`` override the noise
-    multiplier and clipping bound the loop runs with (planted bugs, :mod:`attacks.planted`;
+    multiplier and clipping bound the loop runs with (planted bugs, :mod:`attacks.montecarlo.planted`;
     the noise std is ``sigma * clip``, the centring keeps the construction's C). In world P the
     rows follow ``construction.pair.P`` in every step, in world Q ``pair.Q``.
     """

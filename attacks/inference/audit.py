@@ -1,13 +1,13 @@
 """Monte Carlo audit of the inference mechanism (paper Appendix H) through its real torch path.
 
 The worst case of T15's proof: x = 0 (L_C steps), x' = v on the first m = min(w, L_C) steps.
-Both series go through :func:`tsdp.attacks.inference.private_context` (subsample, noise,
+Both series go through :func:`tsdp.attacks.inference.mechanism.private_context` (subsample, noise,
 impute) ``trials`` times each; the adversary sees only the released context. From it the
 adversary reads the drop pattern (imputed steps all equal the mean of the others; kept
 steps are a.s. distinct) except when every step shows one value (at most one kept step:
 the value is 0 when none is kept, else the kept position is hidden), and computes the
 exact log-likelihood ratio of the release (:func:`log_likelihood_ratio`), the most powerful
-statistic. :func:`tsdp.attacks.auditor_stats.epsilon_lower_bound` turns the two samples into
+statistic. :func:`tsdp.attacks.montecarlo.statistics.epsilon_lower_bound` turns the two samples into
 a certified **lower** bound on ε (held-out split, the Clopper-Pearson union test at its exact
 level); it can never exceed the mechanism's true ε, hence T15's sound ε, except with
 probability 1 - confidence.
@@ -28,8 +28,9 @@ from scipy import special, stats
 
 from tsdp.theorems.bounds.inference import InferenceConfig
 
-from .auditor_stats import epsilon_lower_bound
-from .inference import Imputation, mean_impute, private_context
+from tsdp.attacks.montecarlo.statistics import epsilon_lower_bound
+
+from .mechanism import Imputation, mean_impute, private_context
 
 _TOL = 1e-11  # relative tolerance of "equals the mean of the other steps" (float64 rounding is ~1e-15)
 
@@ -117,8 +118,8 @@ def audit(config: InferenceConfig, trials: int, delta: float, *, seed: int = 0, 
           device: str = "cpu", impute: Imputation = mean_impute, chunk: int = 500_000) -> InferenceAudit:
     """ε lower bound at ``delta`` (holds with probability ≥ ``confidence``) for one release of ``config``.
 
-    ``trials`` releases per world through :func:`tsdp.attacks.inference.private_context`, the LLR
-    statistic of the release, :func:`tsdp.attacks.auditor_stats.epsilon_lower_bound`.
+    ``trials`` releases per world through :func:`tsdp.attacks.inference.mechanism.private_context`, the LLR
+    statistic of the release, :func:`tsdp.attacks.montecarlo.statistics.epsilon_lower_bound`.
     """
     stats_ = {"P": [], "Q": []}
     t0 = time.perf_counter()

@@ -3,7 +3,7 @@
 Checkpoints at geometric numbers of shards per world, m_k = 1, 2, 4, ... (the last one: all
 shards). At checkpoint k the merged counts of the first m_k shards of each world are tested
 with a fixed family of G tests (thresholds and sides on the audit statistic, chosen before
-sampling from the claimed pair: :func:`attacks.audit_design.tail_thresholds`), each rate by a
+sampling from the claimed pair: :func:`attacks.montecarlo.design.tail_thresholds`), each rate by a
 one-sided Clopper-Pearson bound at level α_k / (2G), α_k = α / 2^(k+1), α = 1 - confidence.
 By the union bound over tests, rates and checkpoints (Σ_k α_k < α), with probability
 ≥ confidence every rate bound at every checkpoint holds, hence so does every derived
@@ -24,8 +24,8 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
-from .auditor_stats import _eps_of, cp_lower, cp_upper, edge_index, side_counts
-from .distributed import merge
+from .counts import merge
+from .statistics import _eps_of, cp_lower, cp_upper, edge_index, side_counts
 
 
 def checkpoints(n_shards: int) -> List[int]:
@@ -67,7 +67,7 @@ def certified_profile(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray,
 
 @dataclass
 class SequentialTest:
-    """The stop rule of :func:`attacks.distributed.run_shards`: True at the first violating checkpoint.
+    """The stop rule of :func:`attacks.montecarlo.shards.run_shards`: True at the first violating checkpoint.
 
     ``sequential=False``: one checkpoint (all shards) at level 1 - confidence, the fixed-sample version.
 

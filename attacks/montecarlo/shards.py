@@ -4,10 +4,10 @@ The trials of an audit are cut into shards of a fixed size (``shard_size`` trial
 world), so the shards depend on the seed and the number of trials only, never on the number
 of workers. Shard seeds come from one ``numpy.random.SeedSequence(seed).spawn`` (one child per
 world, one grandchild per shard). A shard runs its trials through the real loop
-(:func:`attacks.auditor_run.released_update_chunks`) and returns only sufficient statistics:
+(:func:`attacks.montecarlo.trials.released_update_chunks`) and returns only sufficient statistics:
 the histogram of the audit statistic on fixed edges and the histogram of the first step's
 update (for the goodness of fit); integer counts, merged by addition, so the same seed gives
-the same counts, hence the same certified bound, on 1, 2 or 8 workers.
+the same counts, hence the same certified bound, on 1, 2 or 8 workers (:mod:`attacks.montecarlo.counts`).
 
 Executors (:func:`run_shards`): ``workers=1`` runs in this process; ``workers=N`` in N local
 processes (``concurrent.futures``, spawn context: nothing to start, CUDA-safe); ``cluster=ADDRESS``
@@ -39,10 +39,11 @@ import torch
 
 from tsdp.theorems.config import TrainingConfig
 
-from .auditor_run import released_update_chunks, resolve_device
-from .auditor_stats import bin_counts, log_likelihood_ratio
+from .constructions import build, pair_numeric
+from .counts import ShardStats
 from .planted import planted_loop
-from .worst_case import build, pair_numeric
+from .statistics import bin_counts, log_likelihood_ratio
+from .trials import released_update_chunks, resolve_device
 
 DEFAULT_SHARD_SIZE = 1 << 16  # trials of one world per shard
 MAX_ATTEMPTS = 4
@@ -53,7 +54,7 @@ class ShardSpec:
     """One shard: ``trials`` trials of ``steps`` steps of ``theorem``'s construction in ``world`` ("p" or "q").
 
     ``seed`` is the shard's SeedSequence; ``edges`` / ``y_edges`` the histogram edges of the statistic and of the
-    first-step update; ``loop`` a variant of :mod:`attacks.planted`; ``sampler`` an injected sampler (in-process
+    first-step update; ``loop`` a variant of :mod:`attacks.montecarlo.planted`; ``sampler`` an injected sampler (in-process
     only: it must be picklable for workers); ``threads`` torch's intra-op threads in the worker (None: leave).
     """
 
@@ -70,22 +71,6 @@ class ShardSpec:
     loop: str = "correct"
     sampler: object = None
     threads: Optional[int] = None
-
-    @property
-    def key(self) -> Tuple[str, int]:
-        return self.world, self.index
-
-
-@dataclass
-class ShardStats:
-    """A shard's sufficient statistics: histogram ``counts`` of the statistic, ``y_counts`` of the first update."""
-
-    world: str
-    index: int
-    trials: int
-    counts: np.ndarray
-    y_counts: np.ndarray
-    seconds: float
 
     @property
     def key(self) -> Tuple[str, int]:
@@ -124,7 +109,7 @@ def run_shard(spec: ShardSpec) -> ShardStats:
     """Run one shard through the real loop and count its statistic (the unit of work of every executor).
 
     Soundness: none of its own; the certified bounds are computed from the merged counts
-    (:mod:`attacks.auditor_stats`). The result depends on ``spec`` alone (and the device kind).
+    (:mod:`attacks.montecarlo.statistics`). The result depends on ``spec`` alone (and the device kind).
     """
     started = time.perf_counter()
     if spec.threads:
@@ -316,19 +301,5 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     return tracker.results, info
 
 
-def merge(results: Dict[Tuple[str, int], ShardStats], world: str, shards: Optional[int] = None) -> ShardStats:
-    """Sum of the first ``shards`` shards of ``world`` (all when None): exact integer addition, in index order.
-
-    Every shard of the prefix must be present (a missing one is an error, never skipped).
-    """
-    indices = sorted(i for w, i in results if w == world)
-    n = len(indices) if shards is None else shards
-    if indices[:n] != list(range(n)):
-        raise KeyError(f"shards of world {world!r} missing from the prefix of {n}")
-    parts = [results[(world, i)] for i in range(n)]
-    return ShardStats(world, -1, sum(p.trials for p in parts), np.sum([p.counts for p in parts], axis=0),
-                      np.sum([p.y_counts for p in parts], axis=0), sum(p.seconds for p in parts))
-
-
-__all__ = ["DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "ShardStats", "merge", "plan_shards",
+__all__ = ["DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "plan_shards",
            "run_shard", "run_shards", "torch_seed"]

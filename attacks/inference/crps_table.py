@@ -3,7 +3,7 @@
 For each (ε, r): σ is calibrated so that one release is (ε, δ)-DP for (w, v)-event neighbours
 under T15's **sound** (upper-bound) accounting (:func:`tsdp.verify.inference_accounting.calibrate_sigma`),
 every series' last L_C training values go through the real mechanism
-(:func:`tsdp.attacks.inference.private_forecast`), and the forecasts are scored by CRPS on the
+(:func:`tsdp.attacks.inference.mechanism.private_forecast`), and the forecasts are scored by CRPS on the
 held-out last L_F steps. As in the paper, the model is trained without DP-SGD (privacy is
 enforced at inference time). Everything returned is plain data (lists of dicts, floats).
 """
@@ -16,9 +16,10 @@ import torch
 
 from tsdp.theorems.bounds.inference import InferenceConfig
 
-from .inference import private_forecast
-from .loop.data import SeriesData
-from .loop.metrics import crps_from_samples
+from tsdp.attacks.data.series import SeriesData
+from tsdp.attacks.loop.metrics import crps_from_samples
+
+from .mechanism import private_forecast
 
 PAPER_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 PAPER_RATES = (1.0, 0.75, 0.5)
@@ -74,8 +75,8 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
     "settings": {...}} (plain data for the report). With ``data`` given, N and L are taken from it."""
     from tsdp.theorems.config import TrainingConfig
 
-    from .loop.data import synthetic
-    from .loop.train import train as train_model
+    from tsdp.attacks.data.series import synthetic
+    from tsdp.attacks.loop.train import train as train_model
 
     if data is None:
         data = synthetic(N, L + forecast_length, seed=seed)

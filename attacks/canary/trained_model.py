@@ -1,0 +1,113 @@
+"""One-run canary audit of a tsdp forecaster trained by the real loop (Steinke, Nasr & Jagielski 2023, "Privacy auditing with one (1) training run").
+
+m spike canaries (:mod:`attacks.canary.spikes`) are each inserted independently with
+probability 1/2; the model is trained once with the real loop (:func:`attacks.loop.train.train`),
+and each canary is scored on its canary windows in the data with every canary present:
+
+* black box ("loss"): the drop of the model's loss on the canary windows from the initial
+  model to the trained one;
+* white box ("gradient"): minus the norm of the trained model's gradient on the canary
+  windows (a memorised canary sits near a stationary point of its own loss; an unseen
+  spike leaves a large gradient).
+
+Contexts must be distinctive for that (e.g. noisy series; on smooth series the forecaster
+cannot tell canary contexts apart and the scores are at chance). Both scores are fixed in
+advance and certified by :func:`attacks.canary.steinke_bound.certify` (a **lower** bound on
+the training's ε at event level, with probability ≥ confidence).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+import torch
+
+from tsdp.theorems.config import TrainingConfig
+
+from tsdp.attacks.data.series import SeriesData, load, synthetic_for
+from tsdp.attacks.loop.models import make_model
+from tsdp.attacks.loop.step import per_sample_gradients
+from tsdp.attacks.loop.train import resolve_device, train
+from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
+
+from .spikes import canary_windows, place_canaries, with_canaries
+from .steinke_bound import certify
+
+
+def _scores(model, init_model, padded, n_starts, config, series, position):
+    """(black-box loss drop, white-box minus gradient norm) per canary on its canary windows (module docstring)."""
+    seq, start, valid = canary_windows(config, series, position, n_starts)
+    windows = gather_windows(padded, seq, start, config.window_length)
+    context, forecast = split_window(windows, config.context_length)
+    flat_c = context.reshape(-1, config.context_length)
+    flat_f = forecast.reshape(-1, config.forecast_length)
+    with torch.no_grad():
+        loss_final = (model(flat_c, flat_f).reshape(valid.shape) * valid).sum(1)
+        loss_init = (init_model(flat_c, flat_f).reshape(valid.shape) * valid).sum(1)
+    black = (loss_init - loss_final).numpy()
+    grads = per_sample_gradients(model, context, forecast)
+    summed = torch.cat([(g * valid.reshape(*valid.shape, *([1] * (g.dim() - 2)))).reshape(*valid.shape, -1).sum(1)
+                        for g in grads.values()], dim=1)
+    white = (-summed.norm(dim=1)).numpy()
+    return black, white
+
+
+def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", canaries: int, epsilon: float,
+                delta: float, epochs: Optional[int] = None, seed: int = 0, device: str = "auto",
+                confidence: float = 0.95, progress: bool = False, lr: float = 1e-3, spike: float = 10.0) -> dict:
+    """One-run canary audit (Steinke et al. 2023) of ``model_name`` trained on ``data`` with ``config``'s batching.
+
+    ``data``: "synthetic", a CSV / JSON-lines path, or a :class:`SeriesData`. ``epsilon`` is the
+    training budget at ``delta`` under the sound accountant of :mod:`tsdp.verify.accountant`
+    (event level, the canaries' relation), which the training loop feeds one event per step.
+    With ``epochs`` the training runs exactly that many epochs: σ is calibrated
+    (:func:`tsdp.verify.calibration.calibrate_sigma`) so that they spend at most ``epsilon``;
+    without, it runs at ``config.sigma`` until the budget is spent (a budget that buys no step
+    is refused, as by ``tsdp train``).
+    ``epsilon = inf`` trains without clipping or noise for ``epochs``. Returns a JSON-ready
+    dict with a lower bound on ε (confidence ``confidence``) per score and their AUCs.
+    """
+    from tsdp.verify.calibration import calibrate_sigma
+
+    rng = np.random.default_rng(seed)
+    if isinstance(data, SeriesData):
+        base = data
+    else:
+        base = synthetic_for(config, seed=seed) if data == "synthetic" else load(data)
+    if base.N != config.N:
+        raise ValueError(f"data has {base.N} series but the configuration says N = {config.N} (set --N {base.N})")
+    series, position, values = place_canaries(base, canaries, config, rng, spike)
+    included = rng.random(canaries) < 0.5
+    private = math.isfinite(epsilon)
+    if not private and epochs is None:
+        raise ValueError("training without noise (epsilon = inf) needs --epochs")
+    if config.relation != "event" or config.w != 1:
+        config = config.with_(relation="event", w=1)  # a canary changes one element
+    if private and epochs is not None:
+        config = config.with_(sigma=calibrate_sigma(config, epsilon, delta, epochs=epochs).sigma)
+    trained = train(config, model_name, with_canaries(base, series, position, values, included),
+                    epsilon=epsilon if private else None, delta=delta if private else None, epochs=epochs,
+                    private=private,
+                    device=device, seed=seed, progress=progress, lr=lr, n_samples=20, return_model=True)
+    model = trained.pop("trained_model").cpu()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # train() builds its initial model under this seed
+        init_model = make_model(model_name, config.context_length, config.forecast_length)
+    full = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
+    train_part, _ = full.split(config.forecast_length)
+    padded, lengths = pad_series([torch.as_tensor(s) for s in train_part.series], config.context_length)
+    black, white = _scores(model, init_model, padded, lengths - config.forecast_length + 1, config, series, position)
+    bounds = certify({"loss": black, "gradient": white}, included, delta, confidence)
+    scores, lower = bounds["scores"], bounds["epsilon_lower"]
+    return {
+        "model": model_name, "canaries": canaries, "included": int(included.sum()), "epsilon_budget": epsilon,
+        "epsilon_spent": trained["epsilon"], "sigma": config.sigma if private else 0.0, "delta": delta,
+        "confidence": confidence, "epsilon_lower": lower,
+        "violation": trained["epsilon"] is not None and lower > trained["epsilon"],
+        "scores": scores, "steps": trained["steps"], "crps": trained["crps"],
+        "device": str(resolve_device(device)), "seconds": trained["seconds"],
+    }
+
+
+__all__ = ["audit_model"]
