@@ -8,7 +8,9 @@ each μ and m, ``seeds`` independent audits are analysed on the same scores by
 * ``fdp_grid``: the f-DP audit (:mod:`attacks.fdp_one_run`, Gaussian family) over the
   guess sets of :func:`attacks.fdp_one_run.guess_grid`, the best picked after seeing the
   scores (Bonferroni over the grid);
-* ``fdp_prior``: the same test on one guess set fixed a priori;
+* ``fdp_dp``: the f-DP audit of the (ε, δ) curves over the same grid: ε without assuming a
+  Gaussian curve (:mod:`attacks.fdp_one_run`, "dp");
+* ``fdp_prior``: the Gaussian-family test on one guess set fixed a priori;
 * ``steinke``: Steinke, Nasr & Jagielski (2023) on that same a-priori guess set.
 
 The a-priori guess set of each analysis is the grid set whose bound at the *expected*
@@ -27,7 +29,7 @@ from scipy import special
 
 from . import fdp_one_run as F
 
-ANALYSES = ("fdp_grid", "fdp_prior", "steinke")
+ANALYSES = ("fdp_grid", "fdp_dp", "fdp_prior", "steinke")
 
 
 def expected_counts(mu: float, m: int, sets: np.ndarray) -> np.ndarray:
@@ -96,6 +98,7 @@ def bench_canary(mus: Sequence[float] = (0.5, 1.0, 2.0), canaries: Sequence[int]
             counts = F.correct_counts(scores, included, grid)
             true_eps = float(F.gdp_epsilon(delta, mu))
             fdp_grid = F.fdp_bounds(counts, grid, m, delta, significance, "gdp")
+            fdp_dp = F.fdp_bounds(counts, grid, m, delta, significance, "dp")
             i_f = prior_set("gdp", mu, m, delta, significance, grid)
             i_s = prior_set("steinke", mu, m, delta, significance, grid)
             fdp_prior = F.fdp_bounds(counts[:, [i_f]], grid[[i_f]], m, delta, significance, "gdp")
@@ -103,6 +106,7 @@ def bench_canary(mus: Sequence[float] = (0.5, 1.0, 2.0), canaries: Sequence[int]
             rows.append({
                 "mu": mu, "canaries": m, "true_epsilon": true_eps,
                 "fdp_grid": _summary(fdp_grid["epsilon"], true_eps),
+                "fdp_dp": _summary(fdp_dp["epsilon"], true_eps),
                 "fdp_prior": dict(_summary(fdp_prior["epsilon"], true_eps), k_in=int(grid[i_f, 0]),
                                   k_out=int(grid[i_f, 1])),
                 "steinke": dict(_summary(steinke["epsilon"], true_eps), k_in=int(grid[i_s, 0]),
@@ -127,8 +131,11 @@ def format_bench(result: dict) -> str:
             s = row[a]
             cells.append(f"{s['mean']:5.2f} [{s['min']:5.2f}, {s['max']:5.2f}] ({s['above_true']:>2})".rjust(26))
         lines.append(f"{row['mu']:>4g} {row['canaries']:>6} {row['true_epsilon']:>7.2f}  " + "  ".join(cells))
-    lines.append("fdp_grid: best guess set picked after the scores (Bonferroni over the grid); fdp_prior, steinke: "
-                 "one guess set fixed a priori from μ and m")
+    lines.append("fdp_grid (Gaussian curves) and fdp_dp ((ε, δ) curves, no assumption): best guess set picked after "
+                 "the scores (Bonferroni over the grid); fdp_prior, steinke: one guess set fixed a priori from μ and m")
+    audits = result["seeds"] * len(result["rows"])
+    lines.append("coverage: audits above the true ε, all cells: " + ", ".join(
+        f"{a} {sum(r[a]['above_true'] for r in result['rows'])}/{audits}" for a in ANALYSES))
     goal = result["goal"]
     hit = [r for r in result["rows"] if r["mu"] == goal["mu"] and r["canaries"] == goal["canaries"]]
     if hit:

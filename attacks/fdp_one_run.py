@@ -84,6 +84,7 @@ SHARES = {"dp": 1.0, "gdp": 1.0, "claimed": 1.0, "steinke": 1.0}  # relative sha
 AUDIT_SIZE_RATIO = 0.8  # certified / ceiling at or above this: the audit's size, not the training, limits it
 EPS_MAX = 60.0  # search ceiling on ε (e^ε stays finite)
 MU_MAX = 40.0  # search ceiling on μ
+WINDOW = 4096  # Steinke's max over i runs exactly up to here (then an upper bound)
 
 
 # ----------------------------------------------------------------------------- trade-off curves
@@ -234,18 +235,20 @@ def steinke_p_value(m: int, k, c, epsilon, delta: float) -> np.ndarray:
     """Steinke et al.'s P[≥ c correct of k] under (ε, δ)-DP with m canaries, vectorised over k, c, ε.
 
     β = P[Binom(k, q) ≥ c], q = e^ε/(1+e^ε), plus 2 m δ max_{1≤i≤c} P[c > Binom(k, q) ≥ c - i] / i.
+    The max runs exactly over i ≤ :data:`WINDOW`; beyond, each term is at most
+    P[Binom ≤ c - 1] / (WINDOW + 1), which is used instead (the p-value only rounds up).
     """
     k, c, epsilon = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(epsilon, dtype=float))
     q = special.expit(epsilon)
     beta = stats.binom.sf(c - 1, k, q)
     if delta > 0 and c.size:
-        width = int(c.max()) if c.size else 0
+        width = min(int(c.max()), WINDOW)
         i = np.arange(1, width + 1)
-        # P[c - i <= Binom <= c - 1] = cdf(c - 1) - cdf(c - i - 1)
-        window = stats.binom.cdf((c - 1)[..., None], k[..., None], q[..., None]) - stats.binom.cdf(
-            (c[..., None] - i - 1), k[..., None], q[..., None])
+        below = stats.binom.cdf(c - 1, k, q)  # P[Binom <= c - 1]
+        window = below[..., None] - stats.binom.cdf(c[..., None] - i - 1, k[..., None], q[..., None])
         window = np.where(i <= c[..., None], window / i, 0.0)
         alpha = window.max(axis=-1, initial=0.0)
+        alpha = np.where(c > WINDOW, np.maximum(alpha, below / (WINDOW + 1)), alpha)
     else:
         alpha = np.zeros(beta.shape)
     return np.minimum(1.0, beta + alpha * delta * 2 * m)
@@ -356,8 +359,9 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
     analyses run in the fixed shares :data:`SHARES` (decided by the arguments, before the
     scores), so ``epsilon_lower`` (the larger of the assumption-free "dp" and "steinke" ε) and
     ``violation`` hold together at ``confidence``; ``epsilon_gdp`` holds at its share under the
-    Gaussian-curve assumption. ``limited_by`` compares the assumption-free bound with
-    :func:`plan`'s ceiling for this m.
+    Gaussian-curve assumption. ``ceiling`` is :func:`plan`'s perfect-guess ε per analysis for
+    this m and these shares; ``limited_by`` (:func:`limited_by`) says which of the audit's size
+    and the training limits the result.
     """
     scores = np.asarray(scores, dtype=float)
     included = np.asarray(included, dtype=bool)
@@ -369,12 +373,8 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
         raise ValueError(f"delta must be in (0, 1) (got {delta})")
     m = scores.size
     names = [a for a in analyses if a != "claimed"] + (["claimed"] if claimed is not None else [])
-    unknown = set(names) - set(SHARES)
-    if unknown:
-        raise ValueError(f"unknown analyses {sorted(unknown)} (known: {sorted(SHARES)})")
+    share = _shares(names, confidence)
     sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
-    total = sum(SHARES[a] for a in names)
-    share = {a: (1 - confidence) * SHARES[a] / total for a in names}
     counts = correct_counts(scores, included, sets, np.random.default_rng(seed))
     out = {"canaries": m, "delta": delta, "confidence": confidence, "guess_sets": len(sets),
            "significance": share, "analyses": {}}
@@ -395,7 +395,7 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
     if "gdp" in out["analyses"]:
         out["epsilon_gdp"] = out["analyses"]["gdp"]["epsilon_lower"]
     out["violation"] = out["analyses"].get("claimed", {}).get("violation", False)
-    ceiling = plan(m, delta, confidence, analyses=tuple(a for a in names if a != "claimed"), sets=sets)
+    ceiling = plan(m, delta, confidence, analyses=names, sets=sets)
     out["ceiling"] = ceiling["ceiling"]
     out["limited_by"] = limited_by(out, ceiling)
     return out
@@ -410,16 +410,28 @@ def limited_by(result: dict, ceiling: dict) -> str:
     return "training"
 
 
+def _shares(names: Sequence[str], confidence: float) -> dict:
+    """Each analysis's significance: 1 - confidence split in the fixed :data:`SHARES` (a function of the names only)."""
+    unknown = set(names) - set(SHARES)
+    if unknown:
+        raise ValueError(f"unknown analyses {sorted(unknown)} (known: {sorted(SHARES)})")
+    total = sum(SHARES[a] for a in names)
+    return {a: (1 - confidence) * SHARES[a] / total for a in names}
+
+
 def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Optional[float] = None, *,
          analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None,
-         m_max: int = 10 ** 7) -> dict:
-    """What an audit with m canaries can see: the ε each analysis certifies if every guess is right (its ceiling),
-    with the same guess sets and significance shares as :func:`certify`; with ``claimed_epsilon``,
-    the smallest m whose ceiling reaches it, per analysis (bisection over m; None above ``m_max``).
+         m_max: int = 10 ** 6) -> dict:
+    """What an audit with m canaries can see: the ε each analysis certifies if every guess is right (its ceiling).
+
+    Same guess sets (:func:`guess_grid` unless ``sets``) and significance shares as
+    :func:`certify` with the same ``analyses`` ("claimed" takes its share but has no ceiling).
+    With ``claimed_epsilon``: per analysis, an m whose ceiling reaches it, found by doubling
+    then bisection over m (the smallest such m where the ceiling grows with m; None above
+    ``m_max``).
     """
-    names = list(analyses)
-    total = sum(SHARES[a] for a in names)
-    share = {a: (1 - confidence) * SHARES[a] / total for a in names}
+    share = _shares(list(analyses), confidence)
+    names = [a for a in analyses if a != "claimed"]
 
     def ceiling(n: int, a: str) -> float:
         s = guess_grid(n) if (sets is None or n != m) else np.asarray(sets)
