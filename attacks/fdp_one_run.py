@@ -126,16 +126,21 @@ def dp_tradeoff(alpha, epsilon, delta):
 
 
 def profile_deltas(profile, epsilons) -> np.ndarray:
-    """δ(ε) on ``epsilons`` from a claimed profile: a callable, a PLD (``get_delta_for_epsilon``) or a pair of arrays.
+    """δ(ε) on ``epsilons`` from a claimed profile: tsdp's accountant (``get_delta_curve``, e.g.
+    ``PldAccountant("sound").compose(event)``), a dp-accounting PLD (``get_delta_for_epsilon``) or a callable.
 
-    A pair (ε_grid, δ_grid) is read as given (the claim at those ε only).
+    The profile must bound both orders of the neighbouring pair (DP's definition; dp-accounting
+    PLDs and the accountant's reads take the larger of the two).
     """
     epsilons = np.asarray(epsilons, dtype=float)
+    if hasattr(profile, "get_delta_curve"):
+        return np.asarray(profile.get_delta_curve(epsilons), dtype=float)
     if hasattr(profile, "get_delta_for_epsilon"):
         return np.array([float(profile.get_delta_for_epsilon(float(e))) for e in epsilons])
     if callable(profile):
         return np.asarray([float(profile(float(e))) for e in epsilons])
-    raise TypeError("profile must be a callable δ(ε) or have get_delta_for_epsilon")
+    raise TypeError("a claimed profile is an accountant (get_delta_curve), a PLD (get_delta_for_epsilon), "
+                    "a callable δ(ε) or a pair (ε_grid, δ_grid)")
 
 
 def profile_tradeoff(alpha, epsilons, deltas):
@@ -151,7 +156,8 @@ def profile_tradeoff(alpha, epsilons, deltas):
 
 
 def claimed_curve(profile, epsilons: Optional[Sequence[float]] = None):
-    """(ε grid, δ grid) of a claimed profile: ``profile`` a callable, a PLD, or a pair (ε_grid, δ_grid)."""
+    """(ε grid, δ grid) of a claimed profile (:func:`profile_deltas`'s kinds, or a pair (ε_grid, δ_grid) as given);
+    ``epsilons`` defaults to 0, 0.05, ..., 20."""
     if isinstance(profile, tuple) and len(profile) == 2:
         eps, dl = (np.asarray(x, dtype=float) for x in profile)
         if eps.shape != dl.shape or eps.ndim != 1:
