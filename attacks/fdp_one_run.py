@@ -36,7 +36,12 @@ R_t ≥ r_t, hence H_t ≥ f̄⁻¹(r_{t+1})). At t = 0: k/m = R_0 + H_0 ≥ r_0
 contradicts r_0 + h_0 > k/m. ∎ The test is exact arithmetic on f̄⁻¹ except for a relative
 margin of 1e-9 on the comparison (floating point never turns an acceptance into a
 rejection). The recursion stops early when h does not grow (r and h then stay fixed) or
-when r + h already exceeds k/m (r + h never decreases).
+when r + h already exceeds k/m (r + h never decreases). The recursion is the authors'
+("audit_rh_with_cap"); the proof above is this module's own write-up, and the tests check
+the test numerically against exact probabilities of concrete mechanisms (randomized
+response, where the binomial tail is the exact worst case: the test never rejects where
+that tail is ≥ τ and matches Steinke et al.'s δ = 0 bound except in a few cells whose tail
+is within 10% below τ; the tight (ε, δ) mechanism; an exhaustively enumerated ranked audit).
 
 Assumptions: independent inclusion with probability 1/2; the number of guesses k and the
 split (k_in, k_out) fixed before the scores are seen; the guesses a function of the output
@@ -61,8 +66,8 @@ What is reported (soundness direction: every number is a LOWER bound, rounded do
   δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2): a lower bound on ε at δ **if the training's
   trade-off curve is Gaussian** (as for the Gaussian mechanism and, approximately, for
   DP-SGD with many steps): the "empirical ε" of the f-DP audit literature.
-* ``claimed``: a claimed privacy profile δ(ε) (a function, arrays, or a dp-accounting PLD
-  with ``get_delta_for_epsilon``) turned into its trade-off curve
+* ``claimed``: a claimed privacy profile δ(ε) (tsdp's accountant after ``compose``, a
+  dp-accounting PLD, a function, or arrays) turned into its trade-off curve
   f(α) = sup_ε max(0, 1 - δ(ε) - e^ε α, e^{-ε} (1 - δ(ε) - α)) over a finite ε grid (a
   sup over fewer ε is a lower curve: a weaker hypothesis, so the test stays sound) and
   tested: ``violation`` means the claim is rejected at the stated confidence.
@@ -71,10 +76,14 @@ What is reported (soundness direction: every number is a LOWER bound, rounded do
   baseline. :func:`certify` splits 1 - confidence between the analyses it runs in shares
   fixed by its arguments (:data:`SHARES`), never after seeing the scores, so the maximum of
   the assumption-free bounds holds at the stated confidence.
+
+:func:`plan` says what an audit of m canaries can see (the ε each analysis certifies when
+every guess is right, and the m needed to reach a claimed ε); :func:`certify` reports it
+with the result and classifies the result as limited by the audit's size or by the training.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 from scipy import special, stats
@@ -88,11 +97,6 @@ WINDOW = 4096  # Steinke's max over i runs exactly up to here (then an upper bou
 
 
 # ----------------------------------------------------------------------------- trade-off curves
-
-def gaussian_tradeoff(alpha, mu):
-    """G_μ(α) = Φ(Φ⁻¹(1 - α) - μ), the trade-off curve of μ-GDP."""
-    return special.ndtr(special.ndtri(1 - np.asarray(alpha, dtype=float)) - mu)
-
 
 def gdp_delta(epsilon, mu):
     """δ(ε) of μ-GDP, exact: Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2) (0 for μ = 0)."""
@@ -321,7 +325,7 @@ def correct_counts(scores: np.ndarray, included: np.ndarray, sets: np.ndarray,
 
 # ----------------------------------------------------------------------------- analyses
 
-def _family_bound(family: str, m: int, k: np.ndarray, c: np.ndarray, tau, delta: float, claim=None) -> np.ndarray:
+def _family_bound(family: str, m: int, k: np.ndarray, c: np.ndarray, tau, delta: float) -> np.ndarray:
     if family == "steinke":
         return steinke_epsilon(m, k, c, delta, tau)
     hi = {"gdp": MU_MAX, "dp": EPS_MAX}[family]
