@@ -364,6 +364,10 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
             sets: Optional[np.ndarray] = None, seed: int = 0) -> dict:
     """One-run audit of one score vector: every analysis in ``analyses`` on the same guess sets, JSON-ready.
 
+    ``scores`` (higher = more likely included) and ``included`` are 1-D of length m. ``sets``
+    (rows (k_in, k_out); default :func:`guess_grid`) must be fixed before the scores are seen:
+    one row is a guess set fixed a priori, tested at the analysis's full share.
+
     ``claimed``: a claimed profile (callable δ(ε), a PLD, or (ε_grid, δ_grid)); adds the
     "claimed" analysis (``violation``). The significance 1 - confidence is split between the
     analyses run in the fixed shares :data:`SHARES` (decided by the arguments, before the
