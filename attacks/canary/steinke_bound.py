@@ -11,47 +11,56 @@ element (event) level with probability ≥ confidence.
 """
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2)  # k / m for the fixed guess sets
 GUESS_SIDES = ("both", "in", "out")  # guess on both ends (2k guesses), only "in" on the top k, only "out" on the bottom k
+EPS_MAX = 60.0  # search ceiling on ε (e^ε stays finite)
+WINDOW = 4096  # the max over i in the δ term runs exactly up to here (then an upper bound)
 
 
-def p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
-    """P[≥ v correct of r guesses] under (ε, δ)-DP with m canaries (Steinke et al. 2023, Theorem with δ; their code).
+def p_value(m: int, k, c, epsilon, delta: float) -> np.ndarray:
+    """P[≥ c correct of k guesses] under (ε, δ)-DP with m canaries (Steinke et al. 2023, Theorem with δ), vectorised over k, c, ε.
 
-    β = P[Binom(r, q) ≥ v], q = e^ε/(1+e^ε), plus 2 m δ · max_{1≤i≤v} P[v > Binom(r, q) ≥ v - i] / i.
+    β = P[Binom(k, q) ≥ c], q = e^ε/(1+e^ε), plus 2 m δ max_{1≤i≤c} P[c > Binom(k, q) ≥ c - i] / i.
+    The max runs exactly over i ≤ :data:`WINDOW`; beyond, each term is at most
+    P[Binom ≤ c - 1] / (WINDOW + 1), which is used instead (the p-value only rounds up).
     """
-    q = 1.0 / (1.0 + math.exp(-eps))
-    beta = float(stats.binom.sf(v - 1, r, q))
-    alpha, total = 0.0, 0.0
-    pmf = stats.binom.pmf(np.arange(v - 1, -1, -1), r, q) if v > 0 else np.array([])
-    for i, mass in enumerate(pmf, start=1):
-        total += float(mass)
-        alpha = max(alpha, total / i)
-    return min(1.0, beta + alpha * delta * 2 * m)
+    k, c, epsilon = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(epsilon, dtype=float))
+    q = special.expit(epsilon)
+    beta = stats.binom.sf(c - 1, k, q)
+    if delta > 0 and c.size:
+        width = min(int(c.max()), WINDOW)
+        i = np.arange(1, width + 1)
+        below = stats.binom.cdf(c - 1, k, q)  # P[Binom <= c - 1]
+        window = below[..., None] - stats.binom.cdf(c[..., None] - i - 1, k[..., None], q[..., None])
+        window = np.where(i <= c[..., None], window / i, 0.0)
+        alpha = window.max(axis=-1, initial=0.0)
+        alpha = np.where(c > WINDOW, np.maximum(alpha, below / (WINDOW + 1)), alpha)
+    else:
+        alpha = np.zeros(beta.shape)
+    return np.minimum(1.0, beta + alpha * delta * 2 * m)
 
 
-def epsilon_lower_bound(m: int, r: int, v: int, delta: float, significance: float) -> float:
-    """Largest ε (bisection, to 1e-4) whose p-value is below ``significance``: a lower bound on ε (0 if none)."""
-    if r == 0 or p_value(m, r, v, 0.0, delta) >= significance:
-        return 0.0
-    lo, hi = 0.0, 1.0
-    while p_value(m, r, v, hi, delta) < significance:
-        lo, hi = hi, 2 * hi
-        if hi > 1e3:
-            return lo
-    while hi - lo > 1e-4:
-        mid = (lo + hi) / 2
-        if p_value(m, r, v, mid, delta) < significance:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+def epsilon_lower_bound(m: int, k, c, delta: float, tau, tol: float = 1e-4) -> np.ndarray:
+    """Largest ε (bisection, lower end) whose p-value is below τ, per (k, c); 0 if none: a **lower** bound on ε."""
+    k, c, tau = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(tau, dtype=float))
+    ok = (k > 0) & (p_value(m, k, c, 0.0, delta) < tau)
+    lo, up = np.zeros(k.shape), np.full(k.shape, EPS_MAX)
+    top = ok & (p_value(m, k, c, up, delta) < tau)
+    lo = np.where(top, up, lo)
+    live = ok & ~top
+    while np.any(live & (up - lo > tol)):
+        mid = (lo + up) / 2
+        sel = live & (up - lo > tol)
+        rej = np.zeros(k.shape, dtype=bool)
+        rej[sel] = p_value(m, k[sel], c[sel], mid[sel], delta) < tau[sel]
+        lo = np.where(sel & rej, mid, lo)
+        up = np.where(sel & ~rej, mid, up)
+    return np.where(ok, lo, 0.0)
 
 
 def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, significance: float,
@@ -74,7 +83,7 @@ def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, signific
             v = {"both": int(included[top].sum() + (~included[bottom]).sum()),
                  "in": int(included[top].sum()), "out": int((~included[bottom]).sum())}[side]
             r = 2 * k if side == "both" else k
-            eps = epsilon_lower_bound(m, r, v, delta, per)
+            eps = float(epsilon_lower_bound(m, r, v, delta, per))
             if eps > best["epsilon_lower"] or best["guesses"] == 0:
                 best = {"epsilon_lower": eps, "guesses": r, "correct": v, "side": side}
     return best

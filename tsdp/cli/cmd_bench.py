@@ -1,4 +1,4 @@
-"""`tsdp bench {accounting,loop,audit}`: benchmarks (not tests).
+"""`tsdp bench {accounting,loop,audit,canary}`: benchmarks (not tests).
 
 ``accounting`` times the one-step PLD construction (:mod:`verify.bench_accounting`);
 ``loop`` and ``audit`` belong to the attacks package and are imported lazily (torch is
@@ -7,6 +7,7 @@ never imported by verify/ at module import time).
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 
 from .cmd_train import MODEL_NAMES
@@ -17,12 +18,14 @@ BENCHES = {
     "accounting": ("tsdp.verify.bench_accounting", "bench_accounting", "format_bench"),
     "loop": ("tsdp.attacks.loop.bench", "bench_loop", "format_bench"),
     "audit": ("tsdp.attacks.montecarlo.bench", "bench_audit", "format_bench"),
+    "canary": ("tsdp.attacks.canary.bench", "bench_canary", "format_bench"),
 }
+CANARY_FLAGS = {"--mu", "--canaries", "--seeds", "--delta", "--confidence", "--seed"}
 
 
 def add_parsers(sub, command) -> None:
     """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``."""
-    p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit",
+    p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run analyses)",
                        description="Run a benchmark and print its figures (--json for machines).")
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=1e-4,
@@ -32,6 +35,14 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--rounds", type=int, default=5,
                    help="rounds for `loop`: each times both engines and the naive loop; the median ratio is reported "
                         "(default 5)")
+    p.add_argument("--mu", type=float, nargs="+", default=None, metavar="MU",
+                   help="`canary`: GDP parameters of the idealised canary scores (default 0.5 1 2)")
+    p.add_argument("--canaries", type=int, nargs="+", default=None, metavar="M",
+                   help="`canary`: numbers of canaries (default 1000 10000)")
+    p.add_argument("--seeds", type=int, default=20, help="`canary`: audits per cell (default 20)")
+    p.add_argument("--delta", type=float, default=1e-5, help="`canary`: δ of the reported ε (default 1e-5)")
+    p.add_argument("--confidence", type=float, default=0.95, help="`canary`: confidence per analysis (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="`canary`: seed of the first audit (default 0)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     @command("bench")
@@ -39,8 +50,10 @@ def add_parsers(sub, command) -> None:
         from .main import UsageError
 
         module_name, fn_name, fmt_name = BENCHES[args.what]
-        used = {"accounting": {"--discretization"}, "loop": {"--models", "--rounds"}, "audit": set()}[args.what]
-        unused = sorted((set(getattr(args, "typed_flags", ())) & {"--discretization", "--models", "--rounds"}) - used)
+        used = {"accounting": {"--discretization"}, "loop": {"--models", "--rounds"}, "audit": set(),
+                "canary": CANARY_FLAGS}[args.what]
+        unused = sorted((set(getattr(args, "typed_flags", ()))
+                         & ({"--discretization", "--models", "--rounds"} | CANARY_FLAGS)) - used)
         if unused:
             raise UsageError(f"invalid {unused[0]}: `tsdp bench {args.what}` does not take it")
         try:
@@ -62,6 +75,8 @@ def add_parsers(sub, command) -> None:
             if args.rounds < 1:
                 raise UsageError(f"invalid --rounds: must be >= 1 (got {args.rounds})")
             result = fn(models=tuple(args.models or MODEL_NAMES), rounds=args.rounds, progress=progress)
+        elif args.what == "canary":
+            result = fn(**_canary_options(args), progress=progress)
         else:
             result = fn(progress=progress)
         if args.json:
@@ -69,3 +84,21 @@ def add_parsers(sub, command) -> None:
         else:
             print(getattr(module, fmt_name)(result))
         return 0
+
+
+def _canary_options(args) -> dict:
+    """`tsdp bench canary`'s flags, checked (:class:`UsageError` naming the flag)."""
+    from .errors import UsageError, check_delta
+
+    mus = args.mu or [0.5, 1.0, 2.0]
+    if not all(math.isfinite(x) and 0 < x <= 20 for x in mus):
+        raise UsageError(f"invalid --mu: each must be in (0, 20] (got {' '.join(map(str, mus))})")
+    canaries = args.canaries or [1000, 10000]
+    if not all(2 <= x <= 10 ** 6 for x in canaries):
+        raise UsageError(f"invalid --canaries: each must be in [2, 10^6] (got {' '.join(map(str, canaries))})")
+    if args.seeds < 1:
+        raise UsageError(f"invalid --seeds: must be >= 1 (got {args.seeds})")
+    if not (math.isfinite(args.confidence) and 0 < args.confidence < 1):
+        raise UsageError(f"invalid --confidence: must be in (0, 1) (got {args.confidence})")
+    return {"mus": tuple(mus), "canaries": tuple(canaries), "seeds": args.seeds, "delta": check_delta(args.delta),
+            "confidence": args.confidence, "seed": args.seed}

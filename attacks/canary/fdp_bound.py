@@ -1,0 +1,432 @@
+"""One-run f-DP audit of canary scores (Mahloujifar, Melis & Chaudhuri 2025, "Auditing f-Differential Privacy in One Run").
+
+Numpy/scipy only. Pure functions: arrays in, arrays (or JSON-ready dicts) out.
+
+The game
+--------
+m canaries; each is included in the training independently with probability 1/2 (S_j).
+After one run the auditor scores every canary from the output (the scores are a function
+of the output and of public canary data only) and makes exactly k guesses: "in" on the
+k_in highest scores and "out" on the k_out lowest (k = k_in + k_out, abstaining on the
+rest). W is the number of correct guesses.
+
+The theorem (f-DP version of the one-run bound; Mahloujifar et al., their recursion)
+---------------------------------------------------------------------------------
+Let the training be f-DP with respect to including or excluding one canary (the other
+inclusions fixed), f a symmetric trade-off function (both orders of the pair are bounded,
+as DP's definition requires), and let f̄⁻¹(y) = f(1 - y). For integers 0 ≤ c ≤ k ≤ m and
+τ ∈ (0, 1] run, from r_c = τ c / m and h_c = τ (k - c) / m, for i = c - 1, ..., 0:
+
+    h_i = max(h_{i+1}, f̄⁻¹(r_{i+1})),    r_i = r_{i+1} + i / (k - i) · (h_i - h_{i+1}).
+
+If r_0 + h_0 > k / m then P[W ≥ c] < τ.
+
+Proof (the form used here). Write p_i = P[W = i], R_t = Σ_{i≥t} i p_i / m and
+H_t = Σ_{i≥t} (k - i) p_i / m. (1) For canary j and any t, the events "guess j in and at
+least t correct guesses on the other canaries" and the same with "out" are tests on the
+output given S_{-j}; f-DP in both orders and the concavity of 1 - f give
+P[j correct, W_{-j} ≥ t] ≤ 1 - f(P[j wrong, W_{-j} ≥ t]); averaging over j (concavity
+again) and counting gives R_{t+1} ≤ 1 - f(H_t), i.e. H_t ≥ f̄⁻¹(R_{t+1}). Also
+R_t - R_{t+1} = t/(k - t) · (H_t - H_{t+1}) ≥ 0 and R_0 + H_0 = k/m. (2) If P[W ≥ c] ≥ τ
+then R_c + H_c ≥ r_c + h_c and R_c - r_c ≥ (c/(k - c)) (H_c - h_c) (the correct fraction
+of the mass at W ≥ c is at least c/k). (3) By induction downwards, using that
+i/(k - i) increases with i and f̄⁻¹ is non-decreasing, both "R_t + H_t ≥ r_t + h_t" and
+"R_t - r_t ≥ t/(k - t) · (H_t - h_t)" carry from t + 1 to t (the second gives
+R_t ≥ r_t, hence H_t ≥ f̄⁻¹(r_{t+1})). At t = 0: k/m = R_0 + H_0 ≥ r_0 + h_0, which
+contradicts r_0 + h_0 > k/m. ∎ The test is exact arithmetic on f̄⁻¹ except for a relative
+margin of 1e-9 on the comparison (floating point never turns an acceptance into a
+rejection). The recursion stops early when h does not grow (r and h then stay fixed) or
+when r + h already exceeds k/m (r + h never decreases). The recursion is the authors'
+("audit_rh_with_cap"); the proof above is this module's own write-up, and the tests check
+the test numerically against exact probabilities of concrete mechanisms (randomized
+response, where the binomial tail is the exact worst case: the test never rejects where
+that tail is ≥ τ and matches Steinke et al.'s δ = 0 bound except in a few cells whose tail
+is within 10% below τ; the tight (ε, δ) mechanism; an exhaustively enumerated ranked audit).
+
+Assumptions: independent inclusion with probability 1/2; the number of guesses k and the
+split (k_in, k_out) fixed before the scores are seen; the guesses a function of the output
+(ties broken by an independent random permutation). Nothing is assumed about the scores'
+distribution or the guessing rule's quality: a bad score only loses power.
+
+Choosing k after seeing the scores
+----------------------------------
+Every candidate guess set (k_in, k_out) of a grid declared from m alone
+(:func:`guess_grid`: both ends equally, geometrically spaced counts) is tested at
+τ / (number of candidates) (Bonferroni), so the best candidate, picked after seeing the
+scores, is valid at τ overall. Alternatively a single (k_in, k_out) fixed in advance is
+tested at τ.
+
+What is reported (soundness direction: every number is a LOWER bound, rounded down)
+-----------------------------------------------------------------------------------
+* ``dp``: the largest ε such that the (ε, δ)-DP curve f_{ε,δ}(α) = max(0, 1 - δ - e^ε α,
+  e^{-ε} (1 - δ - α)) is rejected: the training is not (ε, δ)-DP, with probability
+  ≥ confidence, for any ε below it. No assumption on the mechanism's curve.
+* ``gdp``: the largest μ such that G_μ(α) = Φ(Φ⁻¹(1 - α) - μ) is rejected (the training
+  is not μ-GDP, no assumption), and ε_μ(δ) from the exact GDP curve
+  δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2): a lower bound on ε at δ **if the training's
+  trade-off curve is Gaussian** (as for the Gaussian mechanism and, approximately, for
+  DP-SGD with many steps): the "empirical ε" of the f-DP audit literature.
+* ``claimed``: a claimed privacy profile δ(ε) (tsdp's accountant after ``compose``, a
+  dp-accounting PLD, a function, or arrays) turned into its trade-off curve
+  f(α) = sup_ε max(0, 1 - δ(ε) - e^ε α, e^{-ε} (1 - δ(ε) - α)) over a finite ε grid (a
+  sup over fewer ε is a lower curve: a weaker hypothesis, so the test stays sound) and
+  tested: ``violation`` means the claim is rejected at the stated confidence.
+* ``steinke``: Steinke, Nasr & Jagielski (2023)'s (ε, δ) bound on the same guess sets
+  (P[W ≥ c] ≤ P[Binom(k, e^ε/(1+e^ε)) ≥ c] + 2 m δ max_i P[c > Binom ≥ c - i]/i), the
+  baseline. :func:`certify` splits 1 - confidence between the analyses it runs in shares
+  fixed by its arguments (:data:`SHARES`), never after seeing the scores, so the maximum of
+  the assumption-free bounds holds at the stated confidence.
+
+:func:`plan` says what an audit of m canaries can see (the ε each analysis certifies when
+every guess is right, and the m needed to reach a claimed ε); :func:`certify` reports it
+with the result and classifies the result as limited by the audit's size or by the training.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+from scipy import special, stats
+
+from . import steinke_bound
+from .steinke_bound import EPS_MAX
+
+MARGIN = 1e-9  # relative margin on r_0 + h_0 > k/m (floating point never creates a rejection)
+SHARES = {"dp": 1.0, "gdp": 1.0, "claimed": 1.0, "steinke": 1.0}  # relative shares of 1 - confidence
+AUDIT_SIZE_RATIO = 0.8  # certified / ceiling at or above this: the audit's size, not the training, limits it
+MU_MAX = 40.0  # search ceiling on μ
+
+
+# ----------------------------------------------------------------------------- trade-off curves
+
+def gdp_delta(epsilon, mu):
+    """δ(ε) of μ-GDP, exact: Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2) (0 for μ = 0)."""
+    epsilon, mu = np.broadcast_arrays(np.asarray(epsilon, dtype=float), np.asarray(mu, dtype=float))
+    out = np.zeros(epsilon.shape)
+    pos = mu > 0
+    e, u = epsilon[pos], mu[pos]
+    # e^ε Φ(-ε/μ - μ/2) in log space (no overflow for large ε)
+    second = np.exp(e + special.log_ndtr(-e / u - u / 2))
+    out[pos] = np.maximum(special.ndtr(-e / u + u / 2) - second, 0.0)
+    return out if out.ndim else float(out)
+
+
+def gdp_epsilon(delta: float, mu, tol: float = 1e-6):
+    """ε of μ-GDP at δ (bisection on the exact curve, vectorised over μ): the LOWER end of the bracket."""
+    mu = np.asarray(mu, dtype=float)
+    lo, hi = np.zeros(mu.shape), np.full(mu.shape, EPS_MAX)
+    while np.any(hi - lo > tol):
+        mid = (lo + hi) / 2
+        above = gdp_delta(mid, mu) > delta
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    out = np.where(gdp_delta(0.0, mu) > delta, lo, 0.0)
+    return out if out.ndim else float(out)
+
+
+def dp_tradeoff(alpha, epsilon, delta):
+    """f_{ε,δ}(α) = max(0, 1 - δ - e^ε α, e^{-ε}(1 - δ - α)), the trade-off curve of (ε, δ)-DP."""
+    alpha = np.asarray(alpha, dtype=float)
+    return np.maximum.reduce([np.zeros(np.broadcast(alpha, epsilon).shape), 1 - delta - np.exp(epsilon) * alpha,
+                              np.exp(-np.asarray(epsilon, dtype=float)) * (1 - delta - alpha)])
+
+
+def profile_deltas(profile, epsilons) -> np.ndarray:
+    """δ(ε) on ``epsilons`` from a claimed profile: tsdp's accountant (``get_delta_curve``, e.g.
+    ``PldAccountant("sound").compose(event)``), a dp-accounting PLD (``get_delta_for_epsilon``) or a callable.
+
+    The profile must bound both orders of the neighbouring pair (DP's definition; dp-accounting
+    PLDs and the accountant's reads take the larger of the two).
+    """
+    epsilons = np.asarray(epsilons, dtype=float)
+    if hasattr(profile, "get_delta_curve"):
+        return np.asarray(profile.get_delta_curve(epsilons), dtype=float)
+    if hasattr(profile, "get_delta_for_epsilon"):
+        return np.array([float(profile.get_delta_for_epsilon(float(e))) for e in epsilons])
+    if callable(profile):
+        return np.asarray([float(profile(float(e))) for e in epsilons])
+    raise TypeError("a claimed profile is an accountant (get_delta_curve), a PLD (get_delta_for_epsilon), "
+                    "a callable δ(ε) or a pair (ε_grid, δ_grid)")
+
+
+def profile_tradeoff(alpha, epsilons, deltas):
+    """f(α) = max over the grid of max(0, 1 - δ(ε) - e^ε α, e^{-ε}(1 - δ(ε) - α)): the claimed profile's curve.
+
+    A sup over a finite grid is at most the sup over all ε: a lower (weaker) curve, so a
+    rejection of it is a rejection of the claim.
+    """
+    alpha = np.asarray(alpha, dtype=float)
+    eps = np.asarray(epsilons, dtype=float).reshape((-1,) + (1,) * alpha.ndim)
+    dl = np.asarray(deltas, dtype=float).reshape(eps.shape)
+    return np.max(dp_tradeoff(alpha[None], eps, dl), axis=0)
+
+
+def claimed_curve(profile, epsilons: Optional[Sequence[float]] = None):
+    """(ε grid, δ grid) of a claimed profile (:func:`profile_deltas`'s kinds, or a pair (ε_grid, δ_grid) as given);
+    ``epsilons`` defaults to 0, 0.05, ..., 20."""
+    if isinstance(profile, tuple) and len(profile) == 2:
+        eps, dl = (np.asarray(x, dtype=float) for x in profile)
+        if eps.shape != dl.shape or eps.ndim != 1:
+            raise ValueError("a claimed profile as arrays is (ε_grid, δ_grid) of one shape")
+        return eps, dl
+    eps = np.linspace(0.0, 20.0, 401) if epsilons is None else np.asarray(epsilons, dtype=float)
+    return eps, profile_deltas(profile, eps)
+
+
+# ----------------------------------------------------------------------------- the recursion
+
+def _inverse(family: str, delta: float = 0.0, claim=None) -> Callable:
+    """f̄⁻¹(y, θ) = f_θ(1 - y) of a family: "gdp" (θ = μ), "dp" (θ = ε at ``delta``), "claimed" (θ unused)."""
+    if family == "gdp":
+        return lambda y, mu: special.ndtr(special.ndtri(y) - mu)
+    if family == "dp":
+        return lambda y, eps: np.maximum.reduce([np.zeros_like(y), 1 - delta - np.exp(eps) * (1 - y),
+                                                 np.exp(-eps) * (y - delta)])
+    if family == "claimed":
+        eps, dl = claim
+        return lambda y, _theta: profile_tradeoff(1 - y, eps, dl)
+    raise ValueError(f"unknown family {family!r}")
+
+
+def rejects(inverse: Callable, theta, m: int, k, c, tau) -> np.ndarray:
+    """Whether c correct of k guesses among m canaries rejects f_θ at level τ (module docstring's theorem).
+
+    ``inverse(y, θ)`` is f̄⁻¹(y) = f_θ(1 - y), vectorised; θ, k, c, τ broadcast together.
+    True means P[W ≥ c] < τ for every f_θ-DP training.
+    """
+    theta, k, c, tau = np.broadcast_arrays(np.asarray(theta, dtype=float), np.asarray(k), np.asarray(c),
+                                           np.asarray(tau, dtype=float))
+    shape = theta.shape
+    theta, k, c, tau = (x.ravel() for x in (theta, k.astype(np.int64), c.astype(np.int64), tau))
+    if np.any((c < 0) | (c > k) | (k > m)):
+        raise ValueError("need 0 <= c <= k <= m")
+    r, h = tau * c / m, tau * (k - c) / m
+    cap = k / m * (1 + MARGIN)
+    out = np.zeros(r.shape, dtype=bool)
+    idx = np.flatnonzero(c > 0)
+    step = 0
+    while idx.size:
+        i = c[idx] - 1 - step  # the level this step fills
+        h_new = np.maximum(h[idx], inverse(r[idx], theta[idx]))
+        grow = h_new > h[idx]
+        r[idx] += i / (k[idx] - i) * (h_new - h[idx])
+        h[idx] = h_new
+        hit = r[idx] + h[idx] > cap[idx]
+        out[idx[hit]] = True
+        idx = idx[grow & ~hit & (i > 0)]
+        step += 1
+    return out.reshape(shape)
+
+
+def largest_rejected(inverse: Callable, m: int, k, c, tau, hi: float, tol: float = 1e-4) -> np.ndarray:
+    """Per (k, c): the largest θ in [0, hi] whose curve f_θ is rejected (bisection, lower end), 0 if none.
+
+    Rejection is monotone in θ for the families here (a larger θ is a lower curve, which
+    every smaller θ's mechanism satisfies), so the rejected θ form an interval from 0.
+    """
+    k, c, tau = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(tau, dtype=float))
+    lo = np.zeros(k.shape)
+    up = np.full(k.shape, float(hi))
+    ok = rejects(inverse, 0.0, m, k, c, tau)
+    top = rejects(inverse, up, m, k, c, tau)
+    lo = np.where(top, up, lo)
+    live = ok & ~top
+    while np.any(live & (up - lo > tol)):
+        mid = (lo + up) / 2
+        sel = live & (up - lo > tol)
+        rej = np.zeros(k.shape, dtype=bool)
+        rej[sel] = rejects(inverse, mid[sel], m, k[sel], c[sel], tau[sel])
+        lo = np.where(sel & rej, mid, lo)
+        up = np.where(sel & ~rej, mid, up)
+    return np.where(ok, lo, 0.0)
+
+
+# ----------------------------------------------------------------------------- guesses
+
+def guess_grid(m: int, smallest: Optional[int] = None) -> np.ndarray:
+    """Candidate guess sets (k_in, k_out), rows, from m alone: both ends equally, k_in = k_out in powers of 2 and m // 2.
+
+    Counts below ``smallest`` (default m // 128, at least 1) are left out: with few guesses
+    even perfect ones certify little, and every candidate costs Bonferroni budget.
+    """
+    if m < 2:
+        raise ValueError("need at least 2 canaries")
+    half = m // 2
+    smallest = max(1, m // 128) if smallest is None else max(1, int(smallest))
+    ks = np.unique(np.concatenate([2 ** np.arange(int(np.log2(half)) + 1), [half]]))
+    ks = ks[(ks >= min(smallest, half)) & (ks <= half)]
+    return np.stack([ks, ks], axis=1).astype(np.int64)
+
+
+def correct_counts(scores: np.ndarray, included: np.ndarray, sets: np.ndarray,
+                   rng: Optional[np.random.Generator] = None) -> np.ndarray:
+    """Correct guesses of each guess set (k_in highest "in", k_out lowest "out"), vectorised over leading axes.
+
+    ``scores`` and ``included`` are (..., m); ties are broken by a random permutation (``rng``,
+    seeded 0 by default), independent of the inclusions, so the guesses are a function of the
+    output only. Returns (..., number of sets).
+    """
+    scores = np.asarray(scores, dtype=float)
+    included = np.asarray(included, dtype=bool)
+    rng = np.random.default_rng(0) if rng is None else rng
+    m = scores.shape[-1]
+    perm = rng.permutation(m)
+    order = np.argsort(-scores[..., perm], axis=-1, kind="stable")
+    ranked = np.take_along_axis(included[..., perm], order, axis=-1)  # inclusions from highest to lowest score
+    top = np.concatenate([np.zeros(ranked.shape[:-1] + (1,), dtype=np.int64), np.cumsum(ranked, axis=-1)], axis=-1)
+    out_from_bottom = np.concatenate([np.zeros(ranked.shape[:-1] + (1,), dtype=np.int64),
+                                      np.cumsum(~ranked[..., ::-1], axis=-1)], axis=-1)
+    k_in, k_out = sets[:, 0], sets[:, 1]
+    if np.any(k_in + k_out > m):
+        raise ValueError("a guess set guesses more than m canaries")
+    return top[..., k_in] + out_from_bottom[..., k_out]
+
+
+# ----------------------------------------------------------------------------- analyses
+
+def _family_bound(family: str, m: int, k: np.ndarray, c: np.ndarray, tau, delta: float) -> np.ndarray:
+    if family == "steinke":
+        return steinke_bound.epsilon_lower_bound(m, k, c, delta, tau)
+    hi = {"gdp": MU_MAX, "dp": EPS_MAX}[family]
+    return largest_rejected(_inverse(family, delta), m, k, c, tau, hi)
+
+
+def fdp_bounds(counts: np.ndarray, sets: np.ndarray, m: int, delta: float, significance: float,
+               family: str = "gdp") -> dict:
+    """Lower bounds from correct counts (..., n_sets) of the guess sets ``sets``, Bonferroni over the sets.
+
+    ``family``: "gdp" (μ, and ε at δ under a Gaussian curve), "dp" (ε at δ, no assumption),
+    "steinke" (the baseline). Each set is tested at significance / n_sets. Returns arrays
+    over the leading axes: ``value`` (μ or ε), ``epsilon`` (ε at δ), ``best`` (index of the set).
+    """
+    counts = np.asarray(counts)
+    k = sets.sum(axis=1)
+    tau = significance / len(sets)
+    kk = np.broadcast_to(k, counts.shape)
+    values = _family_bound(family, m, kk, counts, tau, delta)
+    best = np.argmax(values, axis=-1)
+    value = np.take_along_axis(values, best[..., None], axis=-1)[..., 0]
+    eps = gdp_epsilon(delta, value) if family == "gdp" else value
+    return {"value": value, "epsilon": eps, "best": best}
+
+
+def claim_rejected(counts: np.ndarray, sets: np.ndarray, m: int, significance: float, claim) -> np.ndarray:
+    """Whether the claimed curve (ε grid, δ grid) is rejected by any guess set (Bonferroni over ``sets``)."""
+    counts = np.asarray(counts)
+    k = np.broadcast_to(sets.sum(axis=1), counts.shape)
+    rej = rejects(_inverse("claimed", claim=claim), 0.0, m, k, counts, significance / len(sets))
+    return rej.any(axis=-1)
+
+
+def certify(scores, included, delta: float, confidence: float = 0.95, *,
+            analyses: Sequence[str] = ("dp", "gdp", "steinke"), claimed=None,
+            sets: Optional[np.ndarray] = None, seed: int = 0) -> dict:
+    """One-run audit of one score vector: every analysis in ``analyses`` on the same guess sets, JSON-ready.
+
+    ``scores`` (higher = more likely included) and ``included`` are 1-D of length m. ``sets``
+    (rows (k_in, k_out); default :func:`guess_grid`) must be fixed before the scores are seen:
+    one row is a guess set fixed a priori, tested at the analysis's full share.
+
+    ``claimed``: a claimed profile (callable δ(ε), a PLD, or (ε_grid, δ_grid)); adds the
+    "claimed" analysis (``violation``). The significance 1 - confidence is split between the
+    analyses run in the fixed shares :data:`SHARES` (decided by the arguments, before the
+    scores), so ``epsilon_lower`` (the larger of the assumption-free "dp" and "steinke" ε) and
+    ``violation`` hold together at ``confidence``; ``epsilon_gdp`` holds at its share under the
+    Gaussian-curve assumption. ``ceiling`` is :func:`plan`'s perfect-guess ε per analysis for
+    this m and these shares; ``limited_by`` (:func:`limited_by`) says which of the audit's size
+    and the training limits the result.
+    """
+    scores = np.asarray(scores, dtype=float)
+    included = np.asarray(included, dtype=bool)
+    if scores.ndim != 1 or scores.shape != included.shape:
+        raise ValueError("scores and included must be 1-D arrays of one length")
+    if not (0 < confidence < 1):
+        raise ValueError(f"confidence must be in (0, 1) (got {confidence})")
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must be in (0, 1) (got {delta})")
+    m = scores.size
+    names = [a for a in analyses if a != "claimed"] + (["claimed"] if claimed is not None else [])
+    share = _shares(names, confidence)
+    sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
+    counts = correct_counts(scores, included, sets, np.random.default_rng(seed))
+    out = {"canaries": m, "delta": delta, "confidence": confidence, "guess_sets": len(sets),
+           "significance": share, "analyses": {}}
+    for a in names:
+        if a == "claimed":
+            claim = claimed_curve(claimed)
+            out["analyses"][a] = {"violation": bool(claim_rejected(counts, sets, m, share[a], claim))}
+            continue
+        b = fdp_bounds(counts, sets, m, delta, share[a], a)
+        best = int(b["best"])
+        row = {"epsilon_lower": float(b["epsilon"]), "k_in": int(sets[best, 0]), "k_out": int(sets[best, 1]),
+               "correct": int(counts[best])}
+        if a == "gdp":
+            row["mu_lower"] = float(b["value"])
+        out["analyses"][a] = row
+    free = [out["analyses"][a]["epsilon_lower"] for a in ("dp", "steinke") if a in out["analyses"]]
+    out["epsilon_lower"] = max(free) if free else None
+    if "gdp" in out["analyses"]:
+        out["epsilon_gdp"] = out["analyses"]["gdp"]["epsilon_lower"]
+    out["violation"] = out["analyses"].get("claimed", {}).get("violation", False)
+    ceiling = plan(m, delta, confidence, analyses=names, sets=sets)
+    out["ceiling"] = ceiling["ceiling"]
+    out["limited_by"] = limited_by(out, ceiling)
+    return out
+
+
+def limited_by(result: dict, ceiling: dict) -> str:
+    """"audit size" when some analysis certifies ≥ AUDIT_SIZE_RATIO of its perfect-guess ceiling, else "training"."""
+    for a, row in result["analyses"].items():
+        top = ceiling["ceiling"].get(a)
+        if top and "epsilon_lower" in row and row["epsilon_lower"] >= AUDIT_SIZE_RATIO * top:
+            return "audit size"
+    return "training"
+
+
+def _shares(names: Sequence[str], confidence: float) -> dict:
+    """Each analysis's significance: 1 - confidence split in the fixed :data:`SHARES` (a function of the names only)."""
+    unknown = set(names) - set(SHARES)
+    if unknown:
+        raise ValueError(f"unknown analyses {sorted(unknown)} (known: {sorted(SHARES)})")
+    total = sum(SHARES[a] for a in names)
+    return {a: (1 - confidence) * SHARES[a] / total for a in names}
+
+
+def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Optional[float] = None, *,
+         analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None,
+         m_max: int = 10 ** 6) -> dict:
+    """What an audit with m canaries can see: the ε each analysis certifies if every guess is right (its ceiling).
+
+    Same guess sets (:func:`guess_grid` unless ``sets``) and significance shares as
+    :func:`certify` with the same ``analyses`` ("claimed" takes its share but has no ceiling).
+    With ``claimed_epsilon``: per analysis, an m whose ceiling reaches it, found by doubling
+    then bisection over m (the smallest such m where the ceiling grows with m; None above
+    ``m_max``).
+    """
+    share = _shares(list(analyses), confidence)
+    names = [a for a in analyses if a != "claimed"]
+
+    def ceiling(n: int, a: str) -> float:
+        s = guess_grid(n) if (sets is None or n != m) else np.asarray(sets)
+        b = fdp_bounds(s.sum(axis=1)[None], s, n, delta, share[a], a)
+        return float(b["epsilon"][0])
+
+    out = {"canaries": m, "delta": delta, "confidence": confidence,
+           "ceiling": {a: ceiling(m, a) for a in names}}
+    if claimed_epsilon is not None:
+        needed = {}
+        for a in names:
+            lo, hi = 1, 2
+            while ceiling(hi, a) < claimed_epsilon:
+                lo, hi = hi, hi * 2
+                if hi > m_max:
+                    break
+            if hi > m_max:
+                needed[a] = None
+                continue
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if ceiling(mid, a) >= claimed_epsilon else (mid, hi)
+            needed[a] = hi
+        out["claimed_epsilon"] = claimed_epsilon
+        out["canaries_needed"] = needed
+    return out

@@ -1,0 +1,309 @@
+"""The one-run f-DP audit (attacks.canary.fdp_bound) against independent references: exact binomial and enumerated
+probabilities of concrete DP mechanisms, Steinke et al.'s published p-value code path, closed-form GDP curves."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy import special, stats
+
+from tsdp.attacks.canary import fdp_bound as F
+from tsdp.attacks.canary import steinke_bound
+
+
+# ----------------------------------------------------------------------------- soundness against exact probabilities
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
+def test_pure_dp_rejections_are_sound_and_match_the_binomial_tail(eps):
+    """Randomized response on each canary is ε-DP and makes W ~ Binom(k, e^ε/(1+e^ε)) exactly (guess the released
+    bit on k canaries). The f-DP test of f_{ε,0} may reject (k, c) only where that exact tail is below τ, and, the
+    binomial being the worst case for pure DP (Steinke et al.), it should reject nearly everywhere it is (measured:
+    all but 2-8 of the ~300-450 rejectable cells for m = 60, each with a tail in [0.9 τ, τ))."""
+    m, tau = 60, 0.05
+    k, c = (x.ravel() for x in np.meshgrid(np.arange(1, m + 1), np.arange(0, m + 1), indexing="ij"))
+    k, c = k[c <= k], c[c <= k]
+    rejected = F.rejects(F._inverse("dp", 0.0), eps, m, k, c, tau)
+    tail = stats.binom.sf(c - 1, k, special.expit(eps))
+    assert not np.any(rejected & (tail >= tau))  # sound: never rejects an outcome this ε-DP mechanism makes likely
+    missed = ~rejected & (tail < tau)
+    assert missed.sum() <= 0.03 * (tail < tau).sum()
+    assert np.all(tail[missed] >= 0.9 * tau)
+    # Steinke et al.'s bound at δ = 0 is this tail: the two tests agree off those boundary cells
+    steinke = steinke_bound.p_value(m, k, c, eps, 0.0) < tau
+    assert np.array_equal(steinke, tail < tau)
+    assert not np.any(rejected & ~steinke)
+
+
+def _reveal_mechanism_tail(m, k, c, eps, delta):
+    """P[W ≥ c] exactly for the tight (ε, δ) mechanism (each canary revealed w.p. δ, else randomized response) with
+    guesses on the revealed canaries first: W = min(R, k) + Binom(k - min(R, k), q), R ~ Binom(m, δ)."""
+    q = special.expit(eps)
+    r = np.arange(m + 1)
+    pr = stats.binom.pmf(r, m, delta)
+    sure = np.minimum(r, k)
+    return float(np.sum(pr * stats.binom.sf(c - 1 - sure, k - sure, q)))
+
+
+@pytest.mark.parametrize("eps,delta", [(0.5, 0.002), (1.0, 0.01), (1.5, 0.005)])
+def test_approximate_dp_rejections_are_sound_against_an_exact_mechanism(eps, delta):
+    """The tight (ε, δ) mechanism with reveal-first guessing (not binomial): every rejected (k, c) has exact
+    P[W ≥ c] < τ."""
+    m, tau = 40, 0.05
+    pairs = [(k, c) for k in range(1, m + 1) for c in range(k + 1)]
+    k, c = (np.array(x) for x in zip(*pairs))
+    rejected = F.rejects(F._inverse("dp", delta), eps, m, k, c, tau)
+    assert rejected.sum() > 20
+    for kk, cc in zip(k[rejected], c[rejected]):
+        assert _reveal_mechanism_tail(m, kk, cc, eps, delta) < tau, (kk, cc)
+
+
+@pytest.mark.parametrize("delta,tau", [(0.01, 0.3), (0.05, 0.5)])
+def test_brute_force_enumeration_of_a_ranked_audit_is_below_every_rejection(delta, tau):
+    """m = 6 canaries, each through the tight (ε, δ) mechanism with four outputs (reveal-out, lean-out, lean-in,
+    reveal-in), ranked by output (ties by index, a rule fixed before the run): P[W ≥ c] enumerated exactly over all
+    2^6 inclusions and 4^6 outputs for every two-sided guess set; every (k, c) the test rejects has P < τ."""
+    m, eps = 6, 1.0
+    q = special.expit(eps)
+    # output law given inclusion s: P[y | s] for y = 0 (reveal out), 1 (lean out), 2 (lean in), 3 (reveal in)
+    law = {1: np.array([0, (1 - delta) * (1 - q), (1 - delta) * q, delta]),
+           0: np.array([delta, (1 - delta) * q, (1 - delta) * (1 - q), 0])}
+    outputs = np.array(list(itertools.product(range(4), repeat=m)))
+    checked = 0
+    for k_in in range(m + 1):
+        for k_out in range(m + 1 - k_in):
+            k = k_in + k_out
+            if k == 0:
+                continue
+            dist = np.zeros(k + 1)
+            for s in itertools.product((0, 1), repeat=m):
+                s = np.array(s)
+                prob = np.prod(np.where(s == 1, law[1][outputs], law[0][outputs]), axis=1) / 2 ** m
+                order = np.argsort(-outputs * (m + 1) + np.arange(m), axis=1)  # by output, ties by index
+                ranked = s[order]
+                w = ranked[:, :k_in].sum(1) + (1 - ranked[:, m - k_out:]).sum(1)
+                np.add.at(dist, w, prob)
+            tail = np.cumsum(dist[::-1])[::-1]  # P[W >= c]
+            for c in range(k + 1):
+                if F.rejects(F._inverse("dp", delta), eps, m, k, c, tau):
+                    assert tail[c] < tau, (k_in, k_out, c, tail[c])
+                    checked += 1
+    assert abs(dist.sum() - 1) < 1e-12 and checked > 0
+
+
+# ----------------------------------------------------------------------------- coverage at the boundary null
+
+def _coverage(n_audits, m, mu, seed):
+    rng = np.random.default_rng(seed)
+    included = rng.random((n_audits, m)) < 0.5
+    scores = rng.standard_normal((n_audits, m)) + mu * included
+    sets = F.guess_grid(m)
+    counts = F.correct_counts(scores, included, sets)
+    gdp = F.fdp_bounds(counts, sets, m, 1e-5, 0.05, "gdp")
+    dp = F.fdp_bounds(counts, sets, m, 1e-5, 0.05, "dp")
+    true_eps = F.gdp_epsilon(1e-5, mu)
+    return int((gdp["value"] > mu).sum()), int((dp["epsilon"] > true_eps).sum()), gdp["epsilon"].mean()
+
+
+# If the true exceedance rate were exactly the nominal 5%, P[Binom(1000, 0.05) > 65] = 1.5% is this test's
+# false-failure rate (stats.binom.sf(65, 1000, 0.05)); the measured count is 0 (the Gaussian mechanism is far
+# from the test's worst case; the tight case is the randomized-response test below).
+def test_coverage_at_the_gaussian_boundary():
+    """1000 audits (m = 1000) of the μ-GDP Gaussian mechanism itself (μ = 1; scores N(μ,1) in, N(0,1) out): the
+    certified μ exceeds the true μ, and the assumption-free ε the true ε at δ = 1e-5, in at most 65 of 1000
+    (seed 7)."""
+    over_mu, over_eps, mean = _coverage(1000, 1000, 1.0, seed=7)
+    assert over_mu <= 65 and over_eps <= 65
+    assert mean > 1.5  # the audit is not vacuous (measured mean 2.1)
+    assert stats.binom.sf(65, 1000, 0.05) < 0.02
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mu", [0.5, 2.0, 4.0])
+def test_coverage_at_the_gaussian_boundary_more_mechanisms(mu):
+    """As above for more μ, 2000 audits each (false-failure rate P[Binom(2000, 0.05) > 130] = 0.13%; measured 0
+    for every μ)."""
+    over_mu, over_eps, _ = _coverage(2000, 1000, mu, seed=11)
+    assert over_mu <= 130 and over_eps <= 130
+
+
+def test_coverage_at_the_pure_dp_boundary_where_the_test_is_tight():
+    """2000 audits (m = 1000) of randomized response at ε = 1 (ε-DP exactly, and the worst case for pure DP):
+    scores are the released bits (ties broken at random), so the test is nearly exact here and the certified ε
+    exceeds 1 at a rate close to, but not above, the nominal 5% (measured with seed 5: 40 of 2000 over the grid,
+    34 with the single set k = m). Fails spuriously with P[Binom(2000, 0.05) > 130] = 0.13% if the rate were 5%."""
+    eps, m, n = 1.0, 1000, 2000
+    rng = np.random.default_rng(5)
+    included = rng.random((n, m)) < 0.5
+    kept = rng.random((n, m)) < special.expit(eps)
+    scores = np.where(kept, included, ~included) + 0.01 * rng.random((n, m))
+    for sets in (F.guess_grid(m), np.array([[m // 2, m // 2]])):
+        bound = F.fdp_bounds(F.correct_counts(scores, included, sets), sets, m, 0.0, 0.05, "dp")["epsilon"]
+        assert (bound > eps).sum() <= 130
+        assert bound.mean() > 0.75  # informative: the audit certifies most of ε
+    assert stats.binom.sf(130, 2000, 0.05) < 0.002
+
+
+# ----------------------------------------------------------------------------- monotonicity
+
+@settings(max_examples=60)
+@given(st.integers(2, 400), st.data())
+def test_rejection_is_monotone_in_counts_theta_and_level(m, data):
+    k = data.draw(st.integers(1, m))
+    c = data.draw(st.integers(0, k - 1))
+    mu = data.draw(st.floats(0.0, 4.0))
+    tau = data.draw(st.floats(1e-4, 0.5))
+    inv = F._inverse("gdp")
+    base = bool(F.rejects(inv, mu, m, k, c, tau))
+    if base:
+        assert F.rejects(inv, mu, m, k, c + 1, tau)  # one more correct guess
+        assert F.rejects(inv, mu * 0.9, m, k, c, tau)  # a stronger hypothesis
+        assert F.rejects(inv, mu, m, k, c, min(1.0, tau * 1.5))  # a looser level
+    lower = F.largest_rejected(inv, m, k, np.array([c, c + 1]), tau, F.MU_MAX)
+    assert lower[1] >= lower[0]
+
+
+@settings(max_examples=40)
+@given(st.floats(0.05, 5.0), st.floats(0.05, 5.0), st.floats(1e-9, 0.1))
+def test_gdp_epsilon_is_monotone_and_inverts_the_exact_curve(mu1, mu2, delta):
+    e1, e2 = F.gdp_epsilon(delta, mu1), F.gdp_epsilon(delta, mu2)
+    if mu1 < mu2:
+        assert e1 <= e2
+    if e1 > 0:
+        assert F.gdp_delta(e1, mu1) >= delta >= F.gdp_delta(e1 + 2e-6, mu1)  # the lower end of the bracket
+
+
+def test_gdp_delta_matches_the_closed_form():
+    """δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2), and μ = 1 gives ε = 4.38 at δ = 1e-5 (the issue's figure)."""
+    for mu, eps in [(0.5, 0.3), (1.0, 2.0), (2.0, 5.0)]:
+        ref = stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+        assert F.gdp_delta(eps, mu) == pytest.approx(ref, rel=1e-10)
+    assert F.gdp_epsilon(1e-5, 1.0) == pytest.approx(4.38, abs=0.005)
+
+
+# ----------------------------------------------------------------------------- the claimed curve
+
+def test_profile_curve_of_the_gaussian_profile_is_the_gaussian_curve_from_below():
+    mu = 1.0
+    eps = np.linspace(0, 12, 2401)
+    alpha = np.linspace(1e-6, 1 - 1e-6, 500)
+    curve = F.profile_tradeoff(alpha, eps, F.gdp_delta(eps, mu))
+    exact = stats.norm.cdf(stats.norm.ppf(1 - alpha) - mu)
+    assert np.all(curve <= exact + 1e-12)
+    assert np.max(exact - curve) < 2e-3
+
+
+def test_profile_curve_of_a_dp_accounting_pld():
+    """dp-accounting's Gaussian-mechanism PLD (σ = 1, sensitivity 1: μ = 1) through get_delta_for_epsilon."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    eps, deltas = F.claimed_curve(pld.from_gaussian_mechanism(1.0), np.linspace(0, 12, 121))
+    alpha = np.linspace(1e-4, 1 - 1e-4, 200)
+    curve = F.profile_tradeoff(alpha, eps, deltas)
+    exact = stats.norm.cdf(stats.norm.ppf(1 - alpha) - 1.0)
+    assert np.max(np.abs(curve - exact)) < 1e-2
+
+
+def test_a_claim_weaker_than_the_truth_is_not_a_violation_and_a_stronger_one_is():
+    rng = np.random.default_rng(3)
+    m = 1000
+    included = rng.random(m) < 0.5
+    scores = rng.standard_normal(m) + 1.0 * included
+    eps = np.linspace(0, 20, 401)
+    honest = F.certify(scores, included, 1e-5, claimed=(eps, F.gdp_delta(eps, 1.0)))
+    false = F.certify(scores, included, 1e-5, claimed=(eps, F.gdp_delta(eps, 0.25)))
+    assert not honest["violation"] and false["violation"]
+
+
+# ----------------------------------------------------------------------------- Steinke's baseline and bookkeeping
+
+def _steinke_p_value_literal(m, k, c, eps, delta):
+    """Steinke et al.'s p-value written literally (their code's loop over i), the reference."""
+    q = 1.0 / (1.0 + math.exp(-eps))
+    beta = float(stats.binom.sf(c - 1, k, q))
+    alpha, total = 0.0, 0.0
+    pmf = stats.binom.pmf(np.arange(c - 1, -1, -1), k, q) if c > 0 else np.array([])
+    for i, mass in enumerate(pmf, start=1):
+        total += float(mass)
+        alpha = max(alpha, total / i)
+    return min(1.0, beta + alpha * delta * 2 * m)
+
+
+def test_steinke_p_value_matches_the_literal_formula():
+    for m, k, c, eps, delta in [(1000, 100, 80, 1.0, 1e-5), (200, 50, 50, 2.0, 1e-3), (5000, 400, 290, 0.7, 1e-5),
+                                (10, 4, 0, 0.0, 0.01)]:
+        assert steinke_bound.p_value(m, k, c, eps, delta) == pytest.approx(
+            _steinke_p_value_literal(m, k, c, eps, delta), rel=1e-9, abs=1e-15)
+
+
+def test_steinke_window_truncation_only_rounds_the_p_value_up():
+    m, k, c, eps, delta = 100000, 9000, 6000, 0.7, 1e-6
+    truncated = steinke_bound.p_value(m, k, c, eps, delta)
+    q = special.expit(eps)
+    i = np.arange(1, c + 1)
+    alpha = np.max((stats.binom.cdf(c - 1, k, q) - stats.binom.cdf(c - i - 1, k, q)) / i)
+    exact = min(1.0, stats.binom.sf(c - 1, k, q) + alpha * delta * 2 * m)
+    assert truncated >= exact - 1e-15
+
+
+def test_correct_counts_against_a_loop():
+    rng = np.random.default_rng(0)
+    m = 50
+    scores = rng.standard_normal(m).round(1)  # ties
+    included = rng.random(m) < 0.5
+    sets = np.array([[3, 0], [0, 4], [5, 5], [25, 25]])
+    counts = F.correct_counts(scores, included, sets, np.random.default_rng(1))
+    perm = np.random.default_rng(1).permutation(m)
+    order = perm[np.argsort(-scores[perm], kind="stable")]
+    for (k_in, k_out), got in zip(sets, counts):
+        top, bottom = order[:k_in], order[m - k_out:]
+        assert got == included[top].sum() + (~included[bottom]).sum()
+
+
+def test_certify_splits_the_level_and_reports_the_plan():
+    rng = np.random.default_rng(5)
+    m = 1000
+    included = rng.random(m) < 0.5
+    perfect = F.certify(included.astype(float), included, 1e-5)  # every guess right but where a set exceeds a side
+    assert sum(perfect["significance"].values()) == pytest.approx(0.05)
+    assert perfect["limited_by"] == "audit size"
+    for a in ("dp", "gdp", "steinke"):
+        assert 0.8 * perfect["ceiling"][a] <= perfect["analyses"][a]["epsilon_lower"] <= perfect["ceiling"][a]
+    noisy = F.certify(rng.standard_normal(m) + 0.3 * included, included, 1e-5)
+    assert noisy["limited_by"] == "training"
+    assert noisy["epsilon_lower"] == max(noisy["analyses"]["dp"]["epsilon_lower"],
+                                         noisy["analyses"]["steinke"]["epsilon_lower"])
+
+
+def test_plan_canaries_needed_reach_the_claim_and_one_fewer_does_not():
+    out = F.plan(1000, 1e-5, 0.95, claimed_epsilon=3.0)
+    share = F._shares(("dp", "gdp", "steinke"), 0.95)
+    for a, n in out["canaries_needed"].items():
+        def ceiling(n):
+            s = F.guess_grid(n)
+            return float(F.fdp_bounds(s.sum(1)[None], s, n, 1e-5, share[a], a)["epsilon"][0])
+        assert ceiling(n) >= 3.0 > ceiling(n - 1)
+
+
+def test_the_sound_accountant_is_a_claimed_profile():
+    """A run's claim from the accountant (paper's default configuration, one training step): its curve is the
+    sup of its (ε, δ(ε)) curves, read through get_delta_curve; perfect guesses on 200 canaries violate it, scores
+    without signal do not."""
+    from tsdp.theorems.config import TrainingConfig
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    accountant = PldAccountant("sound").compose(training_event(TrainingConfig(), steps=1))
+    eps = np.linspace(0, 4, 41)
+    grid, deltas = F.claimed_curve(accountant, eps)
+    assert np.allclose(deltas, [accountant.get_delta(float(e)) for e in eps])
+    assert deltas[-1] <= deltas[0]
+    alpha = np.array([0.01, 0.1, 0.5])
+    expected = [max(max(0, 1 - d - np.exp(e) * a, np.exp(-e) * (1 - d - a)) for e, d in zip(eps, deltas))
+                for a in alpha]
+    assert np.allclose(F.profile_tradeoff(alpha, grid, deltas), expected)
+    rng = np.random.default_rng(2)
+    included = rng.random(200) < 0.5
+    claim = (grid, deltas)
+    assert F.certify(included + rng.random(200) * 0.1, included, 1e-5, claimed=claim)["violation"]
+    assert not F.certify(rng.standard_normal(200), included, 1e-5, claimed=claim)["violation"]
