@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .config_args import STEPS_HELP, add_config_arguments, config_from_args
+from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .errors import UsageError, check_delta
 from .output import dumps
 
@@ -144,7 +144,6 @@ def add_parsers(sub, command) -> None:
         "score every canary (black-box loss and white-box gradient), and turn the correct guesses on the top "
         "scores into an ε lower bound (one-run audit with abstention).")
     p.add_argument("--model", required=True, help="simple-ff, deepar, dlinear or itransformer")
-    p.add_argument("--data", default="synthetic", help="CSV / JSON-lines file, or 'synthetic' (default)")
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--epsilon", type=float, required=True, help="training ε budget (inf: no noise)")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
@@ -155,6 +154,7 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ...")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_data_arguments(p, default="synthetic", what="the training series the canaries go into")
     add_config_arguments(p)
 
     @command("audit")
@@ -202,8 +202,9 @@ def add_parsers(sub, command) -> None:
         config = config_from_args(args)
         from tsdp.attacks.canary.trained_model import audit_model
 
+        data = data_from_args(args, config, seed=args.seed)
         try:
-            result = audit_model(args.model, config, data=args.data, canaries=args.canaries, epsilon=args.epsilon,
+            result = audit_model(args.model, config, data=data, canaries=args.canaries, epsilon=args.epsilon,
                                  delta=args.delta, epochs=args.epochs, seed=args.seed, device=args.device,
                                  progress=True, spike=args.spike, lr=args.lr)
         except (FileNotFoundError, ValueError) as exc:
