@@ -155,3 +155,31 @@ def test_audit_labels_its_two_certified_values_and_prints_no_negative_zero():
     assert "the violation test's own certified ε ≥" in out and "at its level" in out
     assert "composition gap sound - upper = " in out and "-0.0000" not in out
     assert (_rounded(-4e-6), _rounded(4e-6), _rounded(-0.25), _rounded(0.12345)) == ("0", "0", "-0.2500", "0.1235")
+
+
+def test_report_reads_its_real_panel_through_the_same_loader(files, monkeypatch):
+    """`tsdp report --data FILE` hands the file's series (the one loader, layout detected) to the report's
+    inference section, which scales them like Grunfeld and names the table after the file; without --data the
+    report keeps its own Grunfeld panel; a bad file fails before any work, naming --data."""
+    import tsdp.reports.run as run
+    from tsdp.reports.inference_section import inference_section
+
+    d, series = files
+    seen = {}
+    monkeypatch.setattr(run, "build_report", lambda config, **kw: seen.update(kw) or {"violations": [],
+                                                                                       "violation": False})
+    assert run_cli(["report", "--json"])[0] == 0 and seen["real_data"] is None
+    code, _, err = run_cli(["report", "--json", "--data", d / "nothing.csv"])
+    assert code == 2 and "invalid --data" in error_line(err) and "nothing.csv" in error_line(err)
+    assert run_cli(["report", "--json", "--data", d / "long.csv"])[0] == 0
+    name, data = seen["real_data"]
+    assert name == str(d / "long.csv") and data.N == 4
+    for got, want in zip(data.series, series):
+        np.testing.assert_allclose(got, want)
+
+    tables = {}
+    monkeypatch.setattr("tsdp.attacks.inference.crps_table.inference_table",
+                        lambda **kw: tables.setdefault(kw.get("data_name", "synthetic"), kw))
+    inference_section(quick=True, real_data=("panel.csv", data))
+    real = tables["panel.csv, unit-std scaled"]["data"]
+    assert all(abs(s.std() - 1) < 1e-12 for s in real.series)
