@@ -183,3 +183,17 @@ def test_report_reads_its_real_panel_through_the_same_loader(files, monkeypatch)
     inference_section(quick=True, real_data=("panel.csv", data))
     real = tables["panel.csv, unit-std scaled"]["data"]
     assert all(abs(s.std() - 1) < 1e-12 for s in real.series)
+
+
+def test_a_table_without_the_data_extra_names_the_extra(files, monkeypatch):
+    """On the core install (pandas blocked), a CSV --data exits 2 with one line naming tsdp[data]; JSON lines
+    still load."""
+    import sys
+
+    d, _ = files
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    code, _, err = run_cli(["train", *SMALL, "--epochs", "1", "--delta", "1e-5", "--data", d / "wide.csv"])
+    assert code == 2 and "invalid --data" in error_line(err) and "tsdp[data]" in error_line(err)
+    code, _, err = run_cli(["train", "--N", "5", *SMALL[2:], "--epochs", "1", "--delta", "1e-5",
+                            "--data", d / "gluonts.json.gz"])
+    assert code == 2 and "--N 4" in error_line(err)  # read without pandas: 4 series
