@@ -6,7 +6,6 @@ The reference is Grunfeld's investment panel as statsmodels ships it in its whee
 pyarrow, GluonTS's JsonLinesWriter) and read back through tsdp.attacks.data.formats, and through
 its one loader of every command, ``load_series``, with the layout detected (issue 25).
 """
-import json
 
 import numpy as np
 import pytest
