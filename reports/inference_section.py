@@ -21,29 +21,39 @@ def _grunfeld():
         from tsdp.attacks.data.formats import grunfeld
     except ImportError:  # pragma: no cover - the module itself has no hard dependency
         return None
-    from tsdp.attacks.data.series import SeriesData
-
     try:
         data, _ = grunfeld()
     except ImportError:
         return None
+    return _unit_std(data)
+
+
+def _unit_std(data):
+    """``data`` with each series scaled to unit standard deviation (so that v = 1 is one standard deviation)."""
+    from tsdp.attacks.data.series import SeriesData
+
     return SeriesData(tuple(s / s.std() for s in data.series))
 
 
-def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Callable[[str], None]] = None) -> dict:
+def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Callable[[str], None]] = None,
+                      real_data=None) -> dict:
     """{"synthetic": table, "grunfeld": table or None, "grunfeld_status": str}; tables as
-    :func:`tsdp.attacks.inference.crps_table.inference_table` returns them."""
+    :func:`tsdp.attacks.inference.crps_table.inference_table` returns them. ``real_data``: (name, SeriesData)
+    of the real panel (`tsdp report --data`), scaled like Grunfeld; None: Grunfeld."""
     from tsdp.attacks.inference.crps_table import inference_table
 
     opts = QUICK if quick else FULL
     out = {"synthetic": inference_table(seed=seed, epochs=30, **opts)}
     if tick is not None:
         tick("inference synthetic")
-    real = _grunfeld()
+    if real_data is None:
+        real, name = _grunfeld(), "grunfeld (statsmodels), unit-std scaled"
+    else:
+        real, name = _unit_std(real_data[1]), f"{real_data[0]}, unit-std scaled"
     if real is None:
         out.update(grunfeld=None, grunfeld_status="not run: statsmodels is not installed (pip install 'tsdp[data]')")
     else:
-        out["grunfeld"] = inference_table(data=real, data_name="grunfeld (statsmodels), unit-std scaled",
+        out["grunfeld"] = inference_table(data=real, data_name=name,
                                           context_length=4, forecast_length=2, epochs=30, seed=seed, **opts)
         out["grunfeld_status"] = "ran"
     if tick is not None:

@@ -272,7 +272,8 @@ def _inference(inf: dict) -> List[tuple]:
                             "one release is (ε, δ)-DP for (w, v)-event neighbours under T15's sound accounting. The "
                             "model is trained without DP-SGD, as in the paper. Test CRPS (mean ± std over releases); "
                             "ε = ∞ is the noiseless reference.")]
-    tables = [("synthetic", inf.get("synthetic")), ("Grunfeld (real, statsmodels)", inf.get("grunfeld"))]
+    real = inf.get("grunfeld")
+    tables = [("synthetic", inf.get("synthetic")), (real["settings"]["data"] if real else "Grunfeld", real)]
     for name, table in tables:
         if table is None:
             b.append(("p", f"{name}: {inf.get('grunfeld_status', 'not run')}."))

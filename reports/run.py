@@ -57,13 +57,15 @@ def _version() -> str:
 
 
 def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Optional[Path] = None,
-                 quick: bool = False, progress: bool = True, seed: int = 0, audits: bool = True) -> dict:
+                 quick: bool = False, progress: bool = True, seed: int = 0, audits: bool = True,
+                 real_data=None) -> dict:
     """Compute the report for ``config`` and write it to ``out_dir`` (default reports/out/<name>/).
 
     Returns the results dict (as written to results.json, see :mod:`reports.schema`). Each
     section's numbers carry their soundness direction (sound = upper, attained = lower,
     audited = lower confidence bound). ``audits=False`` (or a missing auditor) reports
-    "audit not available" instead of audited numbers.
+    "audit not available" instead of audited numbers. ``real_data``: (name, SeriesData) of the inference
+    section's real panel (None: Grunfeld).
     """
     from tqdm import tqdm
 
@@ -112,7 +114,8 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
             c3 = next(c for c in claims if c["id"] == "C3")
             results["errata"] = timed("errata", lambda: errata_section(config, results["consistency"]["checks"], c3))
             tick("errata")
-            results["inference"] = timed("inference", lambda: inference_section(quick=quick, seed=seed, tick=tick))
+            results["inference"] = timed("inference", lambda: inference_section(quick=quick, seed=seed, tick=tick,
+                                                                                      real_data=real_data))
             check = violation_summary(results["tightness"])
             results["violation"], results["violations"] = check["violation"], check["violations"]
             results["meta"]["audits_checked"] = check["checked"]

@@ -25,7 +25,8 @@ import torch
 
 from tsdp.theorems.config import TrainingConfig
 
-from tsdp.attacks.data.series import SeriesData, load, synthetic_for
+from tsdp.attacks.data.formats import load_series
+from tsdp.attacks.data.series import SeriesData
 from tsdp.attacks.loop.models import make_model
 from tsdp.attacks.loop.step import per_sample_gradients
 from tsdp.attacks.loop.train import resolve_device, train
@@ -58,7 +59,7 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
                 confidence: float = 0.95, progress: bool = False, lr: float = 1e-3, spike: float = 10.0) -> dict:
     """One-run canary audit (Steinke et al. 2023) of ``model_name`` trained on ``data`` with ``config``'s batching.
 
-    ``data``: "synthetic", a CSV / JSON-lines path, or a :class:`SeriesData`. ``epsilon`` is the
+    ``data``: a :class:`SeriesData` or what :func:`~tsdp.attacks.data.formats.load_series` reads. ``epsilon`` is the
     training budget at ``delta`` under the sound accountant of :mod:`tsdp.verify.accountant`
     (event level, the canaries' relation), which the training loop feeds one event per step.
     With ``epochs`` the training runs exactly that many epochs: σ is calibrated
@@ -74,7 +75,7 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     if isinstance(data, SeriesData):
         base = data
     else:
-        base = synthetic_for(config, seed=seed) if data == "synthetic" else load(data)
+        base = load_series(data, config=config, seed=seed)
     if base.N != config.N:
         raise ValueError(f"data has {base.N} series but the configuration says N = {config.N} (set --N {base.N})")
     series, position, values = place_canaries(base, canaries, config, rng, spike)

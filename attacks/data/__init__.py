@@ -1,4 +1,5 @@
 """Every series tsdp reads, in one place: ``series`` (the :class:`SeriesData` container, the seeded
-synthetic generator, CSV / JSON-lines files, the train/test split) and ``formats`` (pandas long
-/ wide frames, parquet, GluonTS datasets, Grunfeld's panel).
+synthetic generator, the train/test split) and ``formats`` (the one loader of every command,
+``load_series``: 'synthetic', 'grunfeld', CSV / parquet tables long or wide, GluonTS JSON lines;
+and the pandas long / wide frames and GluonTS datasets it builds on).
 """

@@ -1,5 +1,7 @@
 """Series the way users hold them: pandas long / wide frames, GluonTS datasets and JSON lines, CSV, parquet.
 
+:func:`load_series` is the one loader of every command: 'synthetic', 'grunfeld' or a file, by
+its suffix, with the table layout (long / wide) detected where the columns make it unambiguous.
 Every loader returns a :class:`attacks.data.series.SeriesData` (the paper's x = {x_1, ..., x_N})
 with the series in order of first appearance (long format, GluonTS) or of the columns (wide
 format). pandas, pyarrow, gluonts and statsmodels are optional extras, imported only by the
@@ -19,17 +21,13 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tsdp.theorems.config import ConfigError
+from tsdp.theorems.config import TrainingConfig
 
-from .series import SeriesData
-
-
-class DataError(ConfigError):
-    """Malformed input data; ``parameter`` names the source (file / frame, column, series), the message the row."""
+from .series import DataError, SeriesData, synthetic_for
 
 
 def _require(module: str, extra: str):
@@ -47,6 +45,9 @@ def _observed(values: np.ndarray, source: str, name, rows: Sequence) -> np.ndarr
     if present.size == 0:
         raise DataError(f"{source}, series {name!r}", "is empty (no observed value)")
     inner = values[present[0] : present[-1] + 1]
+    infinite = np.flatnonzero(np.isinf(inner))
+    if infinite.size:
+        raise DataError(f"{source}, series {name!r}", f"holds an infinite value at row {rows[present[0] + infinite[0]]}")
     gaps = np.flatnonzero(np.isnan(inner))
     if gaps.size:
         raise DataError(f"{source}, series {name!r}",
@@ -104,21 +105,24 @@ def _infer_step(stamps, source: str, timestamp: str):
 
 
 def from_long(frame, *, item_id: str = "item_id", timestamp: str = "timestamp", target: str = "target",
-              freq=None, source: str = "DataFrame") -> SeriesData:
+              freq=None, source: str = "DataFrame", first_line: Optional[int] = None) -> SeriesData:
     """Long format: one row per (item, timestamp, target value); series in order of the items' first rows.
 
     Rows of an item are ordered by timestamp. Timestamps must be unique per item and, at the
     step ``freq`` (a pandas offset alias or a number; inferred when None), complete inside the
     item's observed range: a missing row is a missing value and is refused (module docstring).
+    ``first_line``: the file line of data row 0 (CSV), so that errors name lines too.
     """
     pd = _require("pandas", "data")
-    for column in (item_id, timestamp, target):
+    for option, column in (("item_id", item_id), ("timestamp", timestamp), ("target", target)):
         if column not in frame.columns:
-            raise DataError(source, f"has no column {column!r} (columns: {', '.join(map(str, frame.columns))})")
+            raise DataError(option, f"{source} has no {option} column {column!r} (columns: "
+                                    f"{', '.join(map(str, frame.columns))})")
     if len(frame) == 0:
         raise DataError(source, "has no rows")
     frame = frame.reset_index(drop=True)
-    values = _numeric(frame[target], source, target, _row_label(source))
+    row = _row_label(first_line)
+    values = _numeric(frame[target], source, target, row)
     stamps = frame[timestamp]
     if not pd.api.types.is_numeric_dtype(stamps):
         try:
@@ -128,23 +132,24 @@ def from_long(frame, *, item_id: str = "item_id", timestamp: str = "timestamp", 
     step = _infer_step(stamps, source, timestamp) if freq is None else freq
     if frame[item_id].isna().any():
         raise DataError(f"{source}, column {item_id!r}",
-                        f"row {_row_label(source)(np.flatnonzero(frame[item_id].isna().to_numpy())[0])} has no item id")
+                        f"row {row(np.flatnonzero(frame[item_id].isna().to_numpy())[0])} has no item id")
     groups = frame.groupby(item_id, sort=False).indices
     out = []
     for name in pd.unique(frame[item_id]):
         rows = groups[name]
         order = rows[np.argsort(stamps.to_numpy()[rows], kind="stable")]
         _check_regular(stamps.to_numpy()[order], f"{source}, series {name!r}", step)
-        out.append(_observed(values[order], source, name, [_row_label(source)(i) for i in order]))
+        out.append(_observed(values[order], source, name, [row(i) for i in order]))
     return SeriesData(tuple(out))
 
 
-def from_wide(frame, *, freq=None, source: str = "DataFrame") -> SeriesData:
+def from_wide(frame, *, freq=None, source: str = "DataFrame", first_line: Optional[int] = None) -> SeriesData:
     """Wide format: one column per series, rows in time order (the index may hold the timestamps).
 
     Leading / trailing missing cells of a column shorten that series; an inner one is refused.
     Duplicate index timestamps are refused; a timestamp index (datetime or numeric) must be
     complete at the step ``freq`` (inferred when None), a missing row being a missing value.
+    ``first_line``: the file line of data row 0 (CSV), so that errors name lines too.
     """
     pd = _require("pandas", "data")
     if frame.shape[1] == 0 or frame.shape[0] == 0:
@@ -154,16 +159,16 @@ def from_wide(frame, *, freq=None, source: str = "DataFrame") -> SeriesData:
     if freq is None and timed and not frame.index.has_duplicates:
         freq = _infer_step(frame.index, source, "index")
     _check_regular(frame.index, f"{source}, index", freq)
-    row = _row_label(source)
+    row = _row_label(first_line)
     rows = [row(i) for i in range(len(frame))]
     return SeriesData(tuple(_observed(_numeric(frame[c], source, str(c), row), source, c, rows)
                             for c in frame.columns))
 
 
-def _row_label(source: str):
-    """0-based data rows; for a CSV file also its 1-based line (after the header line)."""
-    if source.lower().endswith(".csv"):
-        return lambda i: f"{int(i)} (line {int(i) + 2})"
+def _row_label(first_line: Optional[int]):
+    """0-based data rows; for a file with lines (CSV) also the 1-based line, data row 0 being ``first_line``."""
+    if first_line is not None:
+        return lambda i: f"{int(i)} (line {int(i) + first_line})"
     return int
 
 
@@ -205,35 +210,103 @@ def load_gluonts_jsonl(path) -> SeriesData:
                     try:
                         entries.append(json.loads(line))
                     except json.JSONDecodeError as exc:
-                        raise DataError(f"{path.name}, line {line_no}", f"is not JSON ({exc.msg})") from None
+                        raise DataError(f"{path}, line {line_no}", f"is not JSON ({exc.msg})") from None
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise DataError(str(path), f"cannot be read as JSON lines ({type(exc).__name__})") from None
-    return from_gluonts(entries, source=path.name)
+    return from_gluonts(entries, source=str(path))
 
 
-def load_table(path, *, layout: str = "long", item_id: str = "item_id", timestamp: str = "timestamp",
-               target: str = "target", freq=None) -> SeriesData:
-    """A CSV or parquet file in ``layout`` "long" (columns item_id, timestamp, target) or "wide" (one column per
-    series; a ``timestamp`` column, when present, is the time index). Needs pandas (and pyarrow for parquet)."""
+LAYOUTS = ("auto", "long", "wide")
+"""Table layouts: long (one row per item, timestamp, value), wide (one column per series), auto (detected)."""
+
+TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
+JSONL_SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
+
+
+def _read_table(path: Path):
+    """(frame, line of data row 0 or None) of a CSV (header row detected: a first row of numbers is data) or
+    parquet file."""
     pd = _require("pandas", "data")
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise DataError(str(path), f"unknown table format {suffix!r} (use .csv or .parquet)")
-    if suffix != ".csv":
+    csv = path.name.lower().endswith((".csv", ".csv.gz"))
+    if not csv:
         _require("pyarrow", "data")
     try:
-        frame = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError and pyarrow's errors among them
-        raise DataError(str(path), f"cannot be read as {suffix[1:]} ({type(exc).__name__})") from None
-    source = str(path.name)
+        if not csv:
+            return pd.read_parquet(path), None
+        first = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0]
+        headerless = all(_is_number(cell) for cell in first)
+        return pd.read_csv(path, header=None if headerless else 0), 1 if headerless else 2
+    except (OSError, ValueError, UnicodeDecodeError, IndexError) as exc:  # pandas' ParserError, pyarrow's errors
+        kind = "csv" if csv else "parquet"
+        raise DataError(str(path), f"cannot be read as {kind} ({type(exc).__name__}: {_first_line(exc)})") from None
+
+
+def _is_number(cell: str) -> bool:
+    """A CSV cell that holds a number or nothing (a header row holds names instead)."""
+    try:
+        float(cell or "nan")
+    except ValueError:
+        return False
+    return True
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:120]
+
+
+def detect_layout(frame, *, item_id: Optional[str] = None, timestamp: Optional[str] = None,
+                  target: Optional[str] = None, source: str = "DataFrame") -> str:
+    """"long" or "wide" for a table whose layout was not given, where the columns make it unambiguous.
+
+    Long: an item id column is named (``item_id`` / ``target`` given) or present under the default
+    name, or the timestamp column repeats (then the item id column must be named). Wide: every
+    column is numeric (the timestamp column aside) and no timestamp repeats. Anything else (a
+    non-numeric column that is no named column) is ambiguous: :class:`DataError` naming the
+    options (``--layout``, ``--item-id``, ``--timestamp``, ``--target``) that settle it.
+    """
+    pd = _require("pandas", "data")
+    names = {"item_id": item_id or "item_id", "timestamp": timestamp or "timestamp", "target": target or "target"}
+    columns = ", ".join(map(str, frame.columns))
+    if item_id is not None or target is not None or names["item_id"] in frame.columns:
+        return "long"
+    time = names["timestamp"]
+    if time in frame.columns and frame[time].duplicated().any():
+        raise DataError("item_id", f"{source} looks long (its {time!r} column repeats timestamps) but has no item "
+                                   f"id column {names['item_id']!r}: name it with --item-id COLUMN (columns: {columns})")
+    text = [str(c) for c in frame.columns if c != time and not pd.api.types.is_numeric_dtype(frame[c])]
+    if text:
+        raise DataError("layout", f"{source}: cannot tell the layout, its column {text[0]!r} is not numeric (columns: "
+                                  f"{columns}); if it names the series, the table is long: --item-id {text[0]} "
+                                  f"--timestamp COLUMN --target COLUMN; if it holds the times of a wide table (one "
+                                  f"numeric column per series): --timestamp {text[0]}")
+    return "wide"
+
+
+def load_table(path, *, layout: str = "auto", item_id: Optional[str] = None, timestamp: Optional[str] = None,
+               target: Optional[str] = None, freq=None) -> SeriesData:
+    """A CSV (optionally .gz; a header row is optional) or parquet file in ``layout``: "long" (columns item_id,
+    timestamp, target, or the names given), "wide" (one column per series; the ``timestamp`` column, when
+    present, is the time index) or "auto" (:func:`detect_layout`). Needs pandas (and pyarrow for parquet)."""
+    if layout not in LAYOUTS:
+        raise DataError("layout", f"must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+    path = Path(path)
+    frame, first_line = _read_table(path)
+    source = str(path)
+    if layout == "auto":
+        layout = detect_layout(frame, item_id=item_id, timestamp=timestamp, target=target, source=source)
+    elif layout == "wide" and (item_id is not None or target is not None):
+        raise DataError("layout", "wide tables have no item id or target column: drop --item-id / --target or use "
+                                  "--layout long")
     if layout == "long":
-        return from_long(frame, item_id=item_id, timestamp=timestamp, target=target, freq=freq, source=source)
-    if layout == "wide":
-        if timestamp in frame.columns:
-            frame = frame.set_index(timestamp)
-        return from_wide(frame, freq=freq, source=source)
-    raise DataError("layout", f"must be 'long' or 'wide' (got {layout!r})")
+        return from_long(frame, item_id=item_id or "item_id", timestamp=timestamp or "timestamp",
+                         target=target or "target", freq=freq, source=source, first_line=first_line)
+    time = timestamp or "timestamp"
+    if time in frame.columns:
+        frame = frame.set_index(time)
+    elif timestamp is not None:
+        raise DataError("timestamp", f"{source} has no timestamp column {timestamp!r} (columns: "
+                                     f"{', '.join(map(str, frame.columns))})")
+    return from_wide(frame, freq=freq, source=source, first_line=first_line)
 
 
 def grunfeld(target: str = "invest") -> Tuple[SeriesData, Tuple[str, ...]]:
@@ -248,16 +321,34 @@ def grunfeld(target: str = "invest") -> Tuple[SeriesData, Tuple[str, ...]]:
     return from_long(frame, item_id="firm", timestamp="year", target=target, source="statsmodels grunfeld"), names
 
 
-def load_any(source, *, layout: str = "wide", item_id: str = "item_id", timestamp: str = "timestamp",
-             target: str = "target", freq=None) -> SeriesData:
-    """``source`` by name: "grunfeld" (:func:`grunfeld`), GluonTS JSON lines (.json, .jsonl, optionally .gz), or a
-    .csv / .parquet table in ``layout`` (:func:`load_table`)."""
-    if str(source) == "grunfeld":
-        return grunfeld()[0]
-    path = Path(source)
+
+def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 0, layout: str = "auto",
+                item_id: Optional[str] = None, timestamp: Optional[str] = None, target: Optional[str] = None,
+                freq=None) -> SeriesData:
+    """The one data loader of every command (train, audit-fn, audit-model, forecast, report) and of the library.
+
+    ``source``: "synthetic" (:func:`tsdp.attacks.data.series.synthetic_for` of ``config`` and ``seed``),
+    "grunfeld" (:func:`grunfeld`, of ``target`` when given), GluonTS JSON lines (.json, .jsonl, either
+    .gz: :func:`load_gluonts_jsonl`), or a CSV (.csv, .csv.gz) / parquet (.parquet, .pq) table read by
+    :func:`load_table` in ``layout`` (auto-detected by default) with the column names given (None: the
+    defaults item_id, timestamp, target). Every unusable source raises one :class:`DataError`.
+    """
+    name = str(source)
+    if name == "synthetic":
+        if config is None:
+            raise DataError("data", "'synthetic' needs a training configuration; give a file or 'grunfeld'")
+        return synthetic_for(config, seed=seed)
+    if name == "grunfeld":
+        return grunfeld(target or "invest")[0]
+    path = Path(name)
+    formats = f"{', '.join(TABLE_SUFFIXES + JSONL_SUFFIXES)}, 'grunfeld' or 'synthetic'"
     if not path.exists():
-        raise DataError("data", f"no such file {str(path)!r} (give a .csv, .parquet, .json / .jsonl[.gz] file or "
-                                "'grunfeld')")
-    if path.name.lower().endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz")):
+        raise DataError(name, f"no such file (give a {formats})")
+    if not path.is_file():
+        raise DataError(name, "is not a regular file (a directory?)")
+    lower = path.name.lower()
+    if lower.endswith(JSONL_SUFFIXES):
         return load_gluonts_jsonl(path)
-    return load_table(path, layout=layout, item_id=item_id, timestamp=timestamp, target=target, freq=freq)
+    if lower.endswith(TABLE_SUFFIXES):
+        return load_table(path, layout=layout, item_id=item_id, timestamp=timestamp, target=target, freq=freq)
+    raise DataError(name, f"unknown data format (give a {formats})")

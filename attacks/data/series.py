@@ -1,24 +1,23 @@
-"""Time-series datasets: seeded synthetic generator, CSV / GluonTS JSON-lines loaders, train/test split.
+"""Time-series datasets: the :class:`SeriesData` container, the seeded synthetic generator, the train/test split.
 
 A dataset is a :class:`SeriesData`: a list of 1-D float arrays of possibly different
 lengths (the paper's x = {x_1, ..., x_N}). The split holds out the last L_F steps of
-every series as its test target.
+every series as its test target. Files, 'grunfeld' and 'synthetic' are read by the one
+loader of every command, :func:`tsdp.attacks.data.formats.load_series`.
 """
 from __future__ import annotations
 
-import csv
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig
 
 
-class DataError(ValueError):
-    """A data file that cannot be used; the message names the file, and the line where there is one."""
+class DataError(ConfigError):
+    """Malformed input data (the CLI exits 2): ``parameter`` names the source (file, column, series) or the
+    loader option at fault (layout, item_id, timestamp, target), the message the row or the fix."""
 
 
 @dataclass(frozen=True)
@@ -29,12 +28,12 @@ class SeriesData:
 
     def __post_init__(self):
         if len(self.series) == 0:
-            raise ValueError("a dataset needs at least one series")
+            raise DataError("data", "a dataset needs at least one series")
         for i, s in enumerate(self.series):
             if s.ndim != 1 or len(s) == 0:
-                raise ValueError(f"series {i} must be a non-empty 1-D array")
+                raise DataError(f"series {i}", "must be a non-empty 1-D array")
             if not np.all(np.isfinite(s)):
-                raise ValueError(f"series {i} holds NaN or inf inside its observed range")
+                raise DataError(f"series {i}", "holds NaN or inf inside its observed range")
 
     @property
     def N(self) -> int:
@@ -77,129 +76,6 @@ def synthetic_for(config: TrainingConfig, *, seed: int, season: int = 24) -> Ser
     train_lengths = config.lengths if config.lengths is not None else [config.L] * config.N
     return synthetic(config.N, config.L, seed=seed, season=season,
                      lengths=[n + config.forecast_length for n in train_lengths])
-
-
-def _trim(column: np.ndarray, name: str) -> np.ndarray:
-    """A column without its NaN tail; NaN before the last observation is an error."""
-    observed = np.flatnonzero(~np.isnan(column))
-    if observed.size == 0:
-        raise ValueError(f"series {name} is empty")
-    values = column[: observed[-1] + 1]
-    if np.isnan(values).any():
-        raise ValueError(f"series {name} has a missing value before its end (only a NaN/empty tail is allowed)")
-    return values
-
-
-def _text_lines(path):
-    """(line number, text) of a readable UTF-8 text file; DataError for a missing file, a
-    directory, or a binary file."""
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"{path}: no such file")
-    if not p.is_file():
-        raise DataError(f"{path}: not a regular file (a directory?)")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if "\x00" in text:
-        raise DataError(f"{path}: not a text file (it holds NUL bytes)")
-    return text.splitlines()
-
-
-def _finite_or_nan(value: float, where: str) -> float:
-    if np.isinf(value):
-        raise DataError(f"{where}: infinite value")
-    return value
-
-
-def load_csv(path) -> SeriesData:
-    """A CSV with one column per series (optional header row); empty or NaN cells allowed only at a column's tail.
-
-    Every cell is checked: a bad one raises DataError naming the file, line and column.
-    """
-    try:
-        rows = [(n, r) for n, r in enumerate(csv.reader(_text_lines(path)), start=1) if r]
-    except csv.Error as exc:
-        raise DataError(f"{path}: malformed CSV ({exc})") from None
-    if not rows:
-        raise DataError(f"{path}: no rows")
-
-    def number(cell: str, where: str) -> float:
-        cell = cell.strip()
-        if cell == "" or cell.lower() == "nan":
-            return float("nan")
-        try:
-            return _finite_or_nan(float(cell), where)
-        except ValueError:
-            raise DataError(f"{where}: {cell[:40]!r} is not a number") from None
-
-    try:
-        [float(c) for c in rows[0][1] if c.strip() and c.strip().lower() != "nan"]
-        names = [str(i) for i in range(len(rows[0][1]))]
-    except ValueError:
-        names, rows = [c.strip() for c in rows[0][1]], rows[1:]
-    if not rows:
-        raise DataError(f"{path}: a header and no data rows")
-    table = np.full((len(rows), len(names)), np.nan)
-    for i, (line, row) in enumerate(rows):
-        if len(row) > len(names):
-            raise DataError(f"{path}, line {line}: {len(row)} cells, more than the {len(names)} columns")
-        for j, cell in enumerate(row):
-            table[i, j] = number(cell, f"{path}, line {line}, column {j + 1}")
-    for j in range(len(names)):
-        observed = np.flatnonzero(~np.isnan(table[:, j]))
-        holes = np.flatnonzero(np.isnan(table[: observed[-1] + 1, j])) if observed.size else observed
-        if holes.size:
-            raise DataError(f"{path}, line {rows[holes[0]][0]}, column {j + 1}: series {names[j]} has a missing "
-                            "value before its end (only a NaN/empty tail is allowed)")
-    try:
-        return SeriesData(tuple(_trim(table[:, j], names[j]) for j in range(len(names))))
-    except DataError:
-        raise
-    except ValueError as exc:
-        raise DataError(f"{path}: {exc}") from None
-
-
-def load_jsonl(path) -> SeriesData:
-    """A GluonTS-style JSON-lines file: one object with a "target" list per line (null entries only at the tail)."""
-    series: List[np.ndarray] = []
-    for i, line in enumerate(_text_lines(path), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}, line {i}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise DataError(f"{where}: a JSON object with a \"target\" list expected, got {type(record).__name__}")
-        target = record.get("target")
-        if not isinstance(target, list):
-            raise DataError(f"{where}: \"target\" must be a list of numbers (got {type(target).__name__})")
-        bad = next((x for x in target if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float)))), None)
-        if bad is not None:
-            raise DataError(f"{where}: \"target\" holds {bad!r}; only numbers and null (at the tail) are allowed")
-        values = np.asarray([np.nan if x is None else _finite_or_nan(float(x), where) for x in target], dtype=np.float64)
-        try:
-            series.append(_trim(values, "target"))
-        except ValueError as exc:
-            raise DataError(f"{where}: {exc}") from None
-    if not series:
-        raise DataError(f"{path}: no series (every line is empty)")
-    return SeriesData(tuple(series))
-
-
-def load(path) -> SeriesData:
-    """Load a dataset by extension: .csv → :func:`load_csv`; .json / .jsonl → :func:`load_jsonl`."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".csv":
-        return load_csv(path)
-    if suffix in (".json", ".jsonl"):
-        return load_jsonl(path)
-    raise DataError(f"{path}: unknown data format {suffix!r} (use .csv, .json or .jsonl)")
 
 
 def fit_config(config: TrainingConfig, data: SeriesData) -> TrainingConfig:

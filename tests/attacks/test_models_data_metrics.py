@@ -6,7 +6,8 @@ import pytest
 import torch
 from scipy import stats
 
-from tsdp.attacks.data.series import SeriesData, fit_config, load, synthetic, synthetic_for
+from tsdp.attacks.data.formats import load_series
+from tsdp.attacks.data.series import SeriesData, fit_config, synthetic, synthetic_for
 from tsdp.attacks.loop.metrics import crps_from_samples, point_crps, seasonal_naive, weighted_quantile_loss
 from tsdp.attacks.loop.models import MODELS, make_model, student_t_nll, student_t_sample
 from tsdp.verify.accountant import largest_within
@@ -94,23 +95,24 @@ def test_synthetic_seeded_and_split():
 def test_csv_loader_variable_lengths(tmp_path):
     p = tmp_path / "d.csv"
     p.write_text("a,b,c\n1,2,3\n4,5,\n7,,\n")
-    d = load(p)
+    d = load_series(p)
     assert [s.tolist() for s in d.series] == [[1, 4, 7], [2, 5], [3]]
     q = tmp_path / "noheader.csv"
     q.write_text("1.5,2\nnan,3\n")
-    assert [s.tolist() for s in load(q).series] == [[1.5], [2, 3]]
+    assert [s.tolist() for s in load_series(q).series] == [[1.5], [2, 3]]
     bad = tmp_path / "bad.csv"
     bad.write_text("x,y\n1,2\n,3\n4,5\n")
     with pytest.raises(ValueError, match="missing value"):
-        load(bad)
+        load_series(bad)
 
 
 def test_jsonl_loader(tmp_path):
     p = tmp_path / "d.jsonl"
     p.write_text(json.dumps({"target": [1, 2, 3], "start": "2020"}) + "\n\n" + json.dumps({"target": [4.5, None]}) + "\n")
-    assert [s.tolist() for s in load(p).series] == [[1, 2, 3], [4.5]]
+    assert [s.tolist() for s in load_series(p).series] == [[1, 2, 3], [4.5]]
+    (tmp_path / "d.txt").write_text("1,2\n")
     with pytest.raises(ValueError, match="unknown data format"):
-        load(tmp_path / "d.parquet")
+        load_series(tmp_path / "d.txt")
 
 
 def test_fit_config_uses_training_lengths():

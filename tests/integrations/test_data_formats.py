@@ -3,10 +3,9 @@
 The reference is Grunfeld's investment panel as statsmodels ships it in its wheel (11 firms,
 1935-1954), with a real-world irregularity added: two firms observed over a sub-range
 (leading / trailing missing years). Every format is written by its own library (pandas,
-pyarrow, GluonTS's JsonLinesWriter) and read back through tsdp.attacks.data.formats; the
-core loaders of tsdp.attacks.data.series (no pandas) are a second, independent reader.
+pyarrow, GluonTS's JsonLinesWriter) and read back through tsdp.attacks.data.formats, and through
+its one loader of every command, ``load_series``, with the layout detected (issue 25).
 """
-import json
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ import pytest
 pd = pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
 
 from tsdp.attacks.data import formats as fmt  # noqa: E402
-from tsdp.attacks.data.series import load_csv, load_jsonl  # noqa: E402
 from tsdp.theorems.config import ConfigError  # noqa: E402
 
 
@@ -77,14 +75,15 @@ def test_every_format_loads_the_same_series(panel, tmp_path):
     same(fmt.load_gluonts_jsonl(tmp_path / "data.json"), wide32)
     assert gluonts.__version__
 
-    # the core readers (no pandas), on a trailing gap only: they keep leading gaps as errors
-    tail_only = wide.drop(columns=["US Steel"])
-    tail_only.to_csv(tmp_path / "core.csv", index=False)
-    same(load_csv(tmp_path / "core.csv"), [e for e, f in zip(expected, firms) if f != "US Steel"])
-    with open(tmp_path / "core.jsonl", "w") as fh:
-        for f in tail_only.columns:
-            fh.write(json.dumps({"target": [None if np.isnan(x) else float(x) for x in tail_only[f]]}) + "\n")
-    same(load_jsonl(tmp_path / "core.jsonl"), [e for e, f in zip(expected, firms) if f != "US Steel"])
+    # the one loader of every command: the layout detected, the same series (headerless wide CSV too)
+    for name in ("long.csv", "wide.csv", "long.parquet", "wide.parquet", "data.json.gz", "data.json"):
+        same(fmt.load_series(tmp_path / name), wide32 if name.startswith("data") else expected)
+    wide.to_csv(tmp_path / "noheader.csv", index=False, header=False)
+    same(fmt.load_series(tmp_path / "noheader.csv"), expected)
+    long.to_csv(tmp_path / "long.csv.gz", index=False)
+    same(fmt.load_series(tmp_path / "long.csv.gz"), expected)
+    frame.to_parquet(tmp_path / "named.parquet")
+    same(fmt.load_series(tmp_path / "named.parquet", item_id="firm", timestamp="year", target="invest"), expected)
 
 
 def one_error(call, *patterns):
@@ -104,7 +103,7 @@ def test_malformed_inputs_give_one_clear_error(panel, tmp_path):
     frame, _, _ = panel
     long = frame.sort_values(["firm", "year"]).reset_index(drop=True)
     kw = dict(item_id="firm", timestamp="year", target="invest")
-    one_error(lambda: fmt.from_long(long, item_id="firm", timestamp="year", target="value"), "no column 'value'")
+    one_error(lambda: fmt.from_long(long, item_id="firm", timestamp="year", target="value"), "column 'value'")
     bad = long.astype({"invest": object})
     bad.loc[5, "invest"] = "abc"
     one_error(lambda: fmt.from_long(bad, **kw), "column 'invest'", "row 5", "'abc'")
@@ -132,7 +131,11 @@ def test_malformed_inputs_give_one_clear_error(panel, tmp_path):
     one_error(lambda: fmt.from_gluonts([{"start": "2000"}]), "entry 0", "'target'")
     (tmp_path / "broken.json").write_text('{"target": [1, 2]}\n{"target": [1, \n')
     one_error(lambda: fmt.load_gluonts_jsonl(tmp_path / "broken.json"), "broken.json, line 2", "not JSON")
-    one_error(lambda: fmt.load_table(tmp_path / "bad.txt"), "unknown table format")
+    (tmp_path / "bad.txt").write_text("1,2\n")
+    one_error(lambda: fmt.load_series(tmp_path / "bad.txt"), "bad.txt", "unknown data format")
+    one_error(lambda: fmt.load_series(tmp_path / "missing.csv"), "missing.csv", "no such file")
+    one_error(lambda: fmt.load_series(tmp_path), "not a regular file")
+    one_error(lambda: fmt.load_series("synthetic"), "needs a training configuration")
 
 
 def test_datetime_long_format_infers_its_step_and_refuses_a_gap():
@@ -146,3 +149,38 @@ def test_datetime_long_format_infers_its_step_and_refuses_a_gap():
     odd["timestamp"] = list(pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-05", "2024-01-06", "2024-01-20",
                                             "2024-02-03"])) * 2
     one_error(lambda: fmt.from_long(odd), "column 'timestamp'", "pass freq")
+
+
+def test_layout_is_detected_where_unambiguous_and_the_error_names_the_flag(panel, tmp_path):
+    """Auto layout: an item id column (default name, or named) makes a table long; all-numeric columns make it
+    wide; a repeated timestamp without an item id column asks for --item-id; a text column that is no named
+    column asks for --item-id / --timestamp; explicit --layout overrides; wide refuses --item-id / --target."""
+    frame, _, expected = panel
+    long = frame.rename(columns={"firm": "item_id", "year": "timestamp", "invest": "target"})
+    assert fmt.detect_layout(long) == "long"
+    assert fmt.detect_layout(frame, item_id="firm") == "long"
+    assert fmt.detect_layout(long.pivot(index="timestamp", columns="item_id", values="target").reset_index()) == "wide"
+    for options, flag, pattern in (
+            ({"frame": long.drop(columns="item_id")}, "item_id", "--item-id COLUMN"),
+            ({"frame": frame}, "layout", "--item-id firm --timestamp COLUMN --target COLUMN")):
+        with pytest.raises(fmt.DataError) as info:
+            fmt.detect_layout(options["frame"], source="t.csv")
+        assert info.value.parameter == flag and pattern in str(info.value) and "t.csv" in str(info.value)
+    long.to_parquet(tmp_path / "long.parquet")
+    same(fmt.load_series(tmp_path / "long.parquet", layout="long"), expected)
+    one_error(lambda: fmt.load_series(tmp_path / "long.parquet", layout="wide", item_id="item_id"), "--layout long")
+    one_error(lambda: fmt.load_series(tmp_path / "long.parquet", layout="sideways"), "auto, long, wide")
+    one_error(lambda: fmt.load_series(tmp_path / "long.parquet", item_id="firm"), "no item_id column 'firm'")
+
+
+def test_the_loader_reads_synthetic_and_grunfeld_by_name():
+    """'synthetic' is the configuration's seeded data (as the training loop's own generator), 'grunfeld' the
+    bundled panel, of the --target column given."""
+    from tsdp.attacks.data.series import synthetic_for
+    from tsdp.theorems.config import TrainingConfig
+
+    config = TrainingConfig(N=3, L=10, batch_size=2)
+    same(fmt.load_series("synthetic", config=config, seed=4), synthetic_for(config, seed=4).series)
+    pytest.importorskip("statsmodels")
+    same(fmt.load_series("grunfeld"), fmt.grunfeld()[0].series)
+    same(fmt.load_series("grunfeld", target="value"), fmt.grunfeld("value")[0].series)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .config_args import STEPS_HELP, add_config_arguments, config_from_args
+from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .errors import UsageError, check_delta
 from .output import dumps
 
@@ -19,8 +19,8 @@ def _human_audit(d: dict) -> str:
         f"audit of {d['theorem']} (sound bound {d['sound_theorem']}, attained pair {d['attained_pair']}): "
         f"{d['trials']} trials x {d['steps']} training step(s) ({d['compositions']} composition(s)) per world "
         f"on {d['device']}",
-        f"  ε lower bound (confidence {d['confidence']:.0%}) at δ = {d['delta']:g}: {d['epsilon_lower']:.4f}"
-        + _union_note(d.get("test") or {}),
+        f"  estimate: certified ε lower bound (confidence {d['confidence']:.0%}) at δ = {d['delta']:g}: "
+        f"{d['epsilon_lower']:.4f}" + _union_note(d.get("test") or {}),
         f"  ε attained by the construction: {d['epsilon_attained']:.4f}   ratio lower/attained: "
         + (f"{d['ratio']:.3f}" if d["ratio"] is not None and math.isfinite(d["ratio"]) else "n/a (attained ε is 0)"),
         f"  ε sound ({d['sound_theorem']}): {d['epsilon_sound']:.4f}",
@@ -60,6 +60,12 @@ def _union_note(test: dict) -> str:
     return f" (exact level of the union test; the union bound alone: {test['union_value']:.4f})"
 
 
+def _rounded(x: float) -> str:
+    """``x`` to 4 decimals, a value that rounds to zero as 0 (never "-0.0000")."""
+    shown = f"{x:.4f}"
+    return "0" if float(shown) == 0 else shown
+
+
 def _human_engine(d: dict) -> list:
     """Lines on the test design, the run, the sequential test and the attained bracket."""
     run, lines = d.get("run") or {}, []
@@ -76,13 +82,16 @@ def _human_engine(d: dict) -> list:
     if seq:
         verdict = "VIOLATION" if seq["violation"] else "no violation"
         kind = "sequential violation test" if seq["sequential"] else "violation test"
+        level = seq["checkpoints"][-1]["level"] if seq.get("checkpoints") else 1 - d["confidence"]
         lines.append(f"  {kind} (sound profile at {len(seq['profile'])} points): {verdict} after {seq['trials']} "
-                     f"trials per world "
-                     f"(certified ε ≥ {seq['epsilon_lower']:.4f}, profile excess {seq['profile_excess']:.3g})")
+                     f"trials per world; the violation test's own certified ε ≥ {seq['epsilon_lower']:.4f} at its level "
+                     f"{level:.3g} (error split over {seq['tests']} tests; the estimate above is the audit's result), "
+                     "largest "
+                     f"certified H_α minus the sound profile {seq['profile_excess']:.3g} (> 0: a violation)")
     b = d.get("attained_bracket")
     if b:
         lines.append(f"  attained ε bracket [{b['lower']:.4f}, {b['upper']:.4f}] (discretisation {b['discretization']:g}),"
-                     f" composition gap sound - upper = {b['composition_gap']:.4f}")
+                     f" composition gap sound - upper = {_rounded(b['composition_gap'])}")
     return lines
 
 
@@ -144,7 +153,6 @@ def add_parsers(sub, command) -> None:
         "score every canary (black-box loss and white-box gradient), and turn the correct guesses on the top "
         "scores into an ε lower bound (one-run audit with abstention).")
     p.add_argument("--model", required=True, help="simple-ff, deepar, dlinear or itransformer")
-    p.add_argument("--data", default="synthetic", help="CSV / JSON-lines file, or 'synthetic' (default)")
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--epsilon", type=float, required=True, help="training ε budget (inf: no noise)")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
@@ -155,6 +163,7 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ...")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_data_arguments(p, default="synthetic", what="the training series the canaries go into")
     add_config_arguments(p)
 
     @command("audit")
@@ -202,8 +211,9 @@ def add_parsers(sub, command) -> None:
         config = config_from_args(args)
         from tsdp.attacks.canary.trained_model import audit_model
 
+        data = data_from_args(args, config, seed=args.seed)
         try:
-            result = audit_model(args.model, config, data=args.data, canaries=args.canaries, epsilon=args.epsilon,
+            result = audit_model(args.model, config, data=data, canaries=args.canaries, epsilon=args.epsilon,
                                  delta=args.delta, epochs=args.epochs, seed=args.seed, device=args.device,
                                  progress=True, spike=args.spike, lr=args.lr)
         except (FileNotFoundError, ValueError) as exc:

@@ -13,7 +13,7 @@ import math
 import os
 import sys
 
-from .config_args import add_config_arguments, config_from_args
+from .config_args import add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .errors import UsageError, check_delta
 from .output import dumps
 
@@ -59,13 +59,6 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--loss", default=None,
                    help="module:function of loss(model, context, forecast) -> per-window losses "
                         "(default: model(context, forecast))")
-    p.add_argument("--data", default="synthetic",
-                   help="'synthetic' (N series of length L + L_F), 'grunfeld' (statsmodels' bundled panel), "
-                        "a .csv / .parquet table or GluonTS JSON lines (.json/.jsonl[.gz])")
-    p.add_argument("--layout", choices=("wide", "long"), default="wide", help="table layout of --data (default wide)")
-    p.add_argument("--item-id", default="item_id", help="long layout: item id column (default item_id)")
-    p.add_argument("--timestamp", default="timestamp", help="timestamp column (default timestamp)")
-    p.add_argument("--target", default="target", help="long layout: value column (default target)")
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--epsilon", type=float, default=None, help="the ε your training claims at δ (to compare)")
@@ -73,6 +66,7 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_data_arguments(p, default="synthetic", what="the series the canaries go into")
     add_config_arguments(p)
 
     @command("audit-fn")
@@ -92,14 +86,8 @@ def add_parsers(sub, command) -> None:
         train = load_entry_point(args.train, "--train")
         loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
         from tsdp.attacks.canary.user_training import audit_training
-        from tsdp.attacks.data.formats import load_any
-        from tsdp.attacks.data.series import synthetic_for
 
-        if args.data == "synthetic":
-            data = synthetic_for(config, seed=args.seed)
-        else:
-            data = load_any(args.data, layout=args.layout, item_id=args.item_id, timestamp=args.timestamp,
-                            target=args.target)
+        data = data_from_args(args, config, seed=args.seed)
         result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon,
                                 loss=loss, seed=args.seed, confidence=args.confidence, spike=args.spike)
         result["train"] = args.train

@@ -4,7 +4,7 @@
   T15's construction with the drop pattern observed (a lower bound).
 * ``tsdp forecast calibrate``: the smallest σ whose sound ε meets a target (ε, δ) for r, w, v, L_C, k.
 * ``tsdp forecast predict``: private forecasts of a user's series from a model saved by
-  ``tsdp train --save`` at (ε, δ, r): σ calibrated, the series' last L_C values subsampled,
+  ``tsdp train --save`` (which fixes L_C and L_F) at (ε, δ, r): σ calibrated, the series' last L_C values subsampled,
   noised and mean-imputed, the model's forecast quantiles printed.
 * ``tsdp forecast tradeoff``: CRPS of private forecasts over ε and r on a dataset (the shape of
   the paper's inference tables).
@@ -15,12 +15,17 @@ from __future__ import annotations
 import argparse
 import math
 
+from tsdp.theorems.config import DEFAULT_CONFIG
+
+from .config_args import add_data_arguments
 from .output import dumps
 
 QUANTILES = (0.1, 0.5, 0.9)
 
 
-def _mechanism_flags(p: argparse.ArgumentParser, *, sigma: bool) -> None:
+def _mechanism_flags(p: argparse.ArgumentParser, *, sigma: bool, model_file: bool) -> None:
+    """The flags of the mechanism's parameters (r, σ, w, v, L_C, k). With ``model_file`` L_C defaults to the
+    model file's (``tsdp train --save``), else to the training default (DESIGN.md, paper Section 5)."""
     g = p.add_argument_group("inference mechanism (Appendix H)")
     g.add_argument("--r", type=float, default=1.0, help="Poisson keep rate per context step, in (0, 1]")
     if sigma:
@@ -28,7 +33,13 @@ def _mechanism_flags(p: argparse.ArgumentParser, *, sigma: bool) -> None:
                        help="std of the Gaussian noise on kept values (units of the data)")
     g.add_argument("--w", type=int, default=1, help="(w, v)-event neighbours: w consecutive steps change")
     g.add_argument("--v", type=float, default=1.0, help="(w, v)-event neighbours: each by at most v (> 0)")
-    g.add_argument("--context-length", type=int, default=8, help="L_C, context steps the model reads")
+    if model_file:
+        g.add_argument("--context-length", type=int, default=None,
+                       help="L_C, context steps the model reads (default: the model file's; another value is refused)")
+    else:
+        g.add_argument("--context-length", type=int, default=DEFAULT_CONFIG.context_length,
+                       help="L_C, context steps the model reads (default: `tsdp train`'s, "
+                       f"{DEFAULT_CONFIG.context_length})")
     g.add_argument("--releases", type=int, default=1, help="k releases of overlapping contexts, composed")
 
 
@@ -57,6 +68,7 @@ def _calibrated(args):
 
 
 def _model(args, device):
+    """(model, header) of --model-file; --context-length takes the file's L_C, and a conflicting value is refused."""
     from .main import UsageError
 
     from tsdp.attacks.inference.mechanism import load_model
@@ -65,33 +77,28 @@ def _model(args, device):
         model, header = load_model(args.model_file, device)
     except ValueError as err:
         raise UsageError(f"invalid --model-file: {err}") from err
-    if header["context_length"] != args.context_length:
-        raise UsageError(f"invalid --context-length: the model reads L_C = {header['context_length']} steps "
-                         f"(got {args.context_length})")
+    if args.context_length is None:
+        args.context_length = header["context_length"]
+    elif header["context_length"] != args.context_length:
+        raise UsageError(f"invalid --context-length: the model in {args.model_file} was trained with L_C = "
+                         f"{header['context_length']} (got {args.context_length}; drop --context-length to use it)")
     return model, header
 
 
 def _series(args):
-    """The user's series: --values, or one column / the first series of --series FILE."""
+    """The user's series: --values, or the first series of --data (the one loader's flags)."""
     import numpy as np
 
+    from .config_args import data_from_args
     from .main import UsageError
 
-    if (args.values is None) == (args.series is None):
-        raise UsageError("give the series as --values X1 X2 ... or --series FILE")
-    if args.values is not None:
-        x = np.asarray(args.values, dtype=float)
-    else:
-        from tsdp.attacks.data.series import load
-
-        try:
-            x = load(args.series).series[0]
-        except (ValueError, OSError) as err:
-            raise UsageError(f"invalid --series: {err}") from err
+    if (args.values is None) == (args.data is None):
+        raise UsageError("give the series as --values X1 X2 ... or --data FILE")
+    x = np.asarray(args.values, dtype=float) if args.values is not None else data_from_args(args).series[0]
     if not np.all(np.isfinite(x)):
         raise UsageError("invalid --values: the series holds NaN or inf")
     if len(x) < args.context_length:
-        flag = "--values" if args.values is not None else "--series"
+        flag = "--values" if args.values is not None else "--data"
         raise UsageError(f"invalid {flag}: the series has {len(x)} values, fewer than the context length "
                          f"L_C = {args.context_length}")
     return x
@@ -108,45 +115,56 @@ def add_parsers(sub, command) -> None:
     fsub.required = True
 
     e = fsub.add_parser("epsilon", help="sound ε at δ (or δ at ε) of k releases, and the attained value",
-                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    _mechanism_flags(e, sigma=True)
+                        description="The sound ε at δ (or δ at ε) of k private releases under T15 (an upper "
+                        "bound), and the ε attained by T15's construction with the drop pattern observed (a lower "
+                        "bound). Give exactly one of --delta and --epsilon.")
+    _mechanism_flags(e, sigma=True, model_file=False)
     e.add_argument("--delta", type=float, default=None, help="δ (answer ε)")
     e.add_argument("--epsilon", type=float, default=None, help="ε (answer δ)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
 
     c = fsub.add_parser("calibrate", help="smallest σ whose sound ε(δ) meets a target",
-                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    _mechanism_flags(c, sigma=False)
+                        description="The smallest noise std σ whose sound ε at δ (T15, k releases) is at most "
+                        "--epsilon, with the σ just below it that misses the target.")
+    _mechanism_flags(c, sigma=False, model_file=False)
     c.add_argument("--epsilon", type=float, required=True, help="target ε")
     c.add_argument("--delta", type=float, required=True, help="δ")
     c.add_argument("--json", action="store_true", help="print one JSON object")
 
     f = fsub.add_parser("predict", help="private forecasts of one series from a saved model at (ε, δ, r)",
-                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    _mechanism_flags(f, sigma=False)
+                        description="Forecast quantiles of one sensitive series from a model saved by `tsdp train "
+                        "--save`: σ calibrated for (ε, δ) under T15, the series' last L_C values (L_C and L_F from "
+                        "the model file) subsampled at rate r, noised and mean-imputed, then fed to the model.")
+    _mechanism_flags(f, sigma=False, model_file=True)
     f.add_argument("--model-file", required=True, help="a model written by `tsdp train --save FILE`")
-    f.add_argument("--values", type=float, nargs="+", default=None, help="the series, oldest first")
-    f.add_argument("--series", default=None, help="a .csv/.json/.jsonl file; its first series is used")
+    f.add_argument("--values", type=float, nargs="+", default=None, help="the series, oldest first (or --data)")
     f.add_argument("--epsilon", type=float, required=True, help="ε of the release")
     f.add_argument("--delta", type=float, required=True, help="δ of the release")
     f.add_argument("--samples", type=int, default=200, help="forecast sample paths")
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    f.add_argument("--seed", type=int, default=0, help="seed of the subsampling, noise and forecast samples")
+    f.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto picks cuda when available, else cpu")
     f.add_argument("--json", action="store_true", help="print one JSON object")
+    add_data_arguments(f, synthetic=False, what="a file or 'grunfeld' whose first series is forecast (or --values)")
 
     t = fsub.add_parser("tradeoff", help="CRPS of private forecasts over ε and r on a dataset",
-                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    _mechanism_flags(t, sigma=False)
+                        description="Test CRPS of private forecasts of every series of --data (the last L_F steps "
+                        "its targets, the L_C before them its context; both from the model file) for each ε of "
+                        "--epsilons and keep rate of --rates, σ calibrated per cell under T15; the first row is "
+                        "the non-private reference (ε = inf).")
+    _mechanism_flags(t, sigma=False, model_file=True)
     t.add_argument("--model-file", required=True, help="a model written by `tsdp train --save FILE`")
-    t.add_argument("--data", required=True, help="a .csv/.json/.jsonl file; the last L_F steps of each series are "
-                   "the targets")
-    t.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0, 8.0])
-    t.add_argument("--rates", type=float, nargs="+", default=[1.0, 0.75, 0.5])
-    t.add_argument("--delta", type=float, default=1e-4)
-    t.add_argument("--samples", type=int, default=100)
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    t.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0, 8.0],
+                   help="ε of each table row, each > 0")
+    t.add_argument("--rates", type=float, nargs="+", default=[1.0, 0.75, 0.5],
+                   help="keep rates r of each table row, each in (0, 1]")
+    t.add_argument("--delta", type=float, default=1e-4, help="δ of every release, in (0, 1)")
+    t.add_argument("--samples", type=int, default=100, help="forecast sample paths per series and cell")
+    t.add_argument("--seed", type=int, default=0, help="seed of the subsampling, noise and forecast samples")
+    t.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto picks cuda when available, else cpu")
     t.add_argument("--json", action="store_true", help="print one JSON object")
+    add_data_arguments(t, required=True, synthetic=False, what="the series to forecast")
 
     actions = {"epsilon": (_epsilon, e), "calibrate": (_calibrate, c), "predict": (_predict, f),
                "tradeoff": (_tradeoff, t)}
@@ -206,13 +224,13 @@ def _predict(args) -> int:
 
     from .main import UsageError
 
-    _config(args, 1.0)  # validates r, w, v, L_C, k before anything else
+    device = resolve_device(args.device)
+    model, header = _model(args, device)  # L_C from the model file
+    _config(args, 1.0)  # validates r, w, v, L_C, k before the data
     x = _series(args)
     if args.samples < 1:
         raise UsageError(f"invalid --samples: must be >= 1 (got {args.samples})")
     cal = _calibrated(args)
-    device = resolve_device(args.device)
-    model, header = _model(args, device)
     context = torch.as_tensor(x[-args.context_length:], dtype=torch.float32, device=device)[None]
     gen = torch.Generator(device=device).manual_seed(args.seed)
     paths = private_forecast(model, context, args.r, cal.sigma, args.samples, gen)[0].cpu().numpy()
@@ -228,11 +246,13 @@ def _predict(args) -> int:
 
 def _tradeoff(args) -> int:
     from tsdp.attacks.inference.crps_table import crps_tradeoff
-    from tsdp.attacks.data.series import load
     from tsdp.attacks.loop.train import resolve_device
 
+    from .config_args import data_from_args
     from .main import UsageError
 
+    device = resolve_device(args.device)
+    model, header = _model(args, device)  # L_C from the model file
     _config(args, 1.0)
     _positive("--delta", args.delta, 1)
     for e in args.epsilons:
@@ -240,10 +260,8 @@ def _tradeoff(args) -> int:
     for r in args.rates:
         if not (math.isfinite(r) and 0 < r <= 1):
             raise UsageError(f"invalid --rates: every rate must be in (0, 1] (got {r})")
-    device = resolve_device(args.device)
-    model, header = _model(args, device)
+    data = data_from_args(args)
     try:
-        data = load(args.data)
         rows = crps_tradeoff(model, data, context_length=args.context_length,
                              forecast_length=header["forecast_length"], epsilons=args.epsilons, rates=args.rates,
                              delta=args.delta, v=args.v, w=args.w, n_samples=args.samples, seed=args.seed,

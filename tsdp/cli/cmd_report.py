@@ -5,9 +5,8 @@ reports (and through it matplotlib, torch) is imported inside the handler only.
 """
 from __future__ import annotations
 
+from .config_args import add_data_arguments, data_from_args
 from .output import dumps
-
-
 
 
 def add_parsers(sub, command) -> None:
@@ -27,6 +26,8 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the audits and random checks (default 0)")
     p.add_argument("--no-audit", action="store_true", help="skip the Monte Carlo audits (reported as not available)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_data_arguments(p, default="grunfeld", synthetic=False,
+                       what="the real panel of the inference section (each series scaled to unit std)")
 
     @command("report")
     def cmd_report(args) -> int:
@@ -51,11 +52,13 @@ def add_parsers(sub, command) -> None:
             if type(exc) is not ValueError:
                 raise
             raise UsageError(f"invalid --config: {exc}") from None
+        default_panel = args.data == p.get_default("data") and args.target is None
+        real_data = None if default_panel else (args.data, data_from_args(args))  # None: the report's Grunfeld
         out = Path(args.out) if args.out else OUT_ROOT / name
         if out.exists() and not out.is_dir():
             raise UsageError(f"invalid --out: {out} exists and is not a directory")
         results = build_report(config, name=name, out_dir=out, quick=args.quick, seed=args.seed,
-                               progress=not args.no_progress, audits=not args.no_audit)
+                               progress=not args.no_progress, audits=not args.no_audit, real_data=real_data)
         if args.json:
             print(dumps(results))
         else:

@@ -8,14 +8,28 @@ handler only, so `tsdp` starts fast.
 """
 from __future__ import annotations
 
-import argparse
 import math
+from typing import Optional
 
-from .config_args import add_config_arguments, config_from_args
+from .config_args import add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .output import dumps
 
 MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
 """The CLI names of ``attacks.loop.models.MODELS`` (listed here so the parser needs no torch)."""
+
+
+def quality_note(result: dict, epochs) -> Optional[str]:
+    """None when the trained model's test CRPS beats seasonal naive; else the plain statement that it does not,
+    with what limited the training (the ε budget or ``epochs``) and the flags that buy more steps (issue 25)."""
+    crps, naive, steps = result["crps"], result["seasonal_naive_crps"], result["steps"]
+    if crps < naive:
+        return None
+    if result["epsilon_budget"] is not None and (epochs is None or result["epochs"] < epochs):
+        why = (f"the budget ε = {result['epsilon_budget']:g} bought only {steps} steps; raise --epsilon, or "
+               "--sigma (more, noisier steps)")
+    else:
+        why = f"{steps} steps in {result['epochs']:.3g} epoch(s) are too few; raise --epochs or --lr"
+    return f"CRPS {crps:.4f} is not better than seasonal naive {naive:.4f}: {why}"
 
 
 def add_parsers(sub, command) -> None:
@@ -27,13 +41,10 @@ def add_parsers(sub, command) -> None:
         "optional augmentation). Stops when the sound ε(δ) of the next step would exceed --epsilon, or after "
         "--epochs. Prints test CRPS, the seasonal-naive and untrained CRPS, ε spent and the number of steps. "
         "With --data FILE the configuration must match the file: --N its number of series and --L the "
-        "shortest training length (series length minus L_F); the error message says which.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        "shortest training length (series length minus L_F); the error message says which.")
     p.add_argument("--model", choices=MODEL_NAMES, default="simple-ff", help="forecasting model")
-    p.add_argument("--data", default="synthetic",
-                   help="a .csv (one column per series) or .json/.jsonl (GluonTS) file, or 'synthetic' "
-                   "(seasonal + trend + noise, N series of the configured length)")
-    p.add_argument("--epsilon", type=float, default=None, help="train until the sound ε(δ) reaches this budget")
+    p.add_argument("--epsilon", type=float, default=None, help="train until the sound ε(δ) reaches this budget "
+                   "(a small budget buys few steps: the output says when the model does not beat seasonal naive)")
     p.add_argument("--delta", type=float, default=None,
                    help="δ at which the ε spent is reported (needed for private training)")
     p.add_argument("--epochs", type=int, default=None, help="train this many epochs (an upper limit with --epsilon)")
@@ -46,13 +57,14 @@ def add_parsers(sub, command) -> None:
                    help="the accountant's PLD discretisation (as `tsdp epsilon --discretization`)")
     p.add_argument("--clip", type=float, default=1.0, help="clipping norm C")
     p.add_argument("--lr", type=float, default=1e-3, help="learning rate")
-    p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam")
+    p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam", help="optimizer of the noisy gradients")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto picks cuda when available, else cpu")
     p.add_argument("--seed", type=int, default=0, help="seed of data, initialisation, sampling and noise")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of human output")
     p.add_argument("--save", default=None, metavar="FILE",
                    help="write the trained model to FILE (for `tsdp forecast predict/tradeoff`)")
+    add_data_arguments(p, default="synthetic", what="the training series (the last L_F steps of each: the test set)")
     add_config_arguments(p)
 
     @command("train")
@@ -80,12 +92,11 @@ def add_parsers(sub, command) -> None:
             if not (math.isfinite(value) and value > 0):
                 raise UsageError(f"invalid {flag}: must be > 0 (got {value})")
 
-        from tsdp.attacks.data.series import load, synthetic_for
         from tsdp.attacks.loop.train import train
         from tsdp.theorems.config import ConfigError
 
+        data = data_from_args(args, config, seed=args.seed)
         try:
-            data = synthetic_for(config, seed=args.seed) if args.data == "synthetic" else load(args.data)
             result = train(config, args.model, data, epsilon=args.epsilon, delta=args.delta, epochs=args.epochs,
                            theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
                            discretization=args.discretization,
@@ -100,6 +111,7 @@ def add_parsers(sub, command) -> None:
             raise
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from err
+        result["note"] = quality_note(result, args.epochs)
         if args.json:
             print(dumps(result))
             return 0
@@ -111,4 +123,6 @@ def add_parsers(sub, command) -> None:
         print(f"sound ε spent {result['epsilon']:.6g} at δ = {result['delta']:g} (an upper bound)")
         print(f"test CRPS {result['crps']:.4f} (untrained {result['untrained_crps']:.4f}, "
               f"seasonal naive {result['seasonal_naive_crps']:.4f})")
+        if result["note"]:
+            print(f"note: {result['note']}")
         return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from .config_args import CATALOGUE
 from .errors import UsageError
 from .output import dumps
 
@@ -57,7 +58,7 @@ def add_parsers(sub, command) -> None:
     """Add the `verify` sub-command and register its handler."""
     p = sub.add_parser(
         "verify", help="run the consistency checks of every bound (profile axioms, orders, symmetry, ...)",
-        description="Check the catalogue T1-T14 against the paper's lemmas: privacy-profile axioms, order between "
+        description=f"Check the catalogue {CATALOGUE} against the paper's lemmas: privacy-profile axioms, order between "
         "bounds, α-symmetry, monotonicity claims (T5), mixture lemmas, agreement of evaluation paths and PLD "
         "pessimism, symbolic reductions, composition. Status per check: pass, fail, or finding (a documented "
         "erratum of the paper as printed, with its numbers). Exit code 1 when a check fails.")

@@ -1,7 +1,8 @@
-"""The one vocabulary of training-configuration flags (DESIGN.md), shared by every sub-command."""
+"""The one vocabulary of training-configuration flags (DESIGN.md) and of data flags, shared by every sub-command."""
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
 from tsdp.theorems.config import BOTTOM_LEVEL, DEFAULT_CONFIG, RELATIONS, TOP_LEVEL, TrainingConfig
 
@@ -71,3 +72,67 @@ def check_device(value: str) -> str:
     if dev.type == "cpu":
         return ""
     return f"{value!r}: device type {dev.type!r} is not supported (use auto, cpu, cuda or mps)"
+
+
+CATALOGUE = "T1-T15"
+"""The ids of the catalogue, as help texts name them (tests/cli/test_help.py checks it against the registry,
+which the parser cannot import: it loads sympy)."""
+
+DATA_OPTIONS = ("layout", "item_id", "timestamp", "target")
+"""The loader options of :func:`tsdp.attacks.data.formats.load_series` that have a flag of their own."""
+
+
+def add_data_arguments(parser: argparse.ArgumentParser, *, default=None, required: bool = False,
+                       synthetic: bool = True, what: str = "the series") -> None:
+    """Add --data --layout --item-id --timestamp --target, the one set of data flags of every command that reads
+    series (read by :func:`data_from_args`). ``synthetic``: whether 'synthetic' is offered (it needs the
+    training-configuration flags); ``what``: what the command does with the data, for the help."""
+    g = parser.add_argument_group("data (read by one loader in every command)")
+    sources = "'synthetic' (seeded: N series of length L + L_F), " if synthetic else ""
+    shown = f" (default {default})" if default is not None else ""
+    g.add_argument("--data", default=default, required=required, metavar="SOURCE",
+                   help=f"{what}: {sources}'grunfeld' (11 firms x 20 years, statsmodels), or a file: CSV (.csv, "
+                   f".csv.gz), parquet (.parquet, .pq) or GluonTS JSON lines (.json, .jsonl, also .gz){shown}")
+    g.add_argument("--layout", choices=("auto", "long", "wide"), default="auto",
+                   help="table layout of a CSV / parquet file: long (one row per item, timestamp, value), wide (one "
+                   "column per series) or auto: long when an item id column is present or named, wide when every "
+                   "column is numeric; otherwise the error says which flag to add (default auto)")
+    g.add_argument("--item-id", default=None, metavar="COLUMN",
+                   help="long layout: the column naming each series (default item_id)")
+    g.add_argument("--timestamp", default=None, metavar="COLUMN",
+                   help="the time column (default timestamp); in a wide table it is optional, the row index")
+    g.add_argument("--target", default=None, metavar="COLUMN",
+                   help="long layout: the value column (default target); for 'grunfeld' invest, value or capital "
+                   "(default invest)")
+
+
+def data_from_args(args: argparse.Namespace, config: Optional[TrainingConfig] = None, *, seed: int = 0):
+    """The :class:`~tsdp.attacks.data.series.SeriesData` that ``--data`` names, read by
+    :func:`tsdp.attacks.data.formats.load_series` with the layout flags. A problem with the source is a
+    UsageError naming --data and the file (and line); one with a loader option names its flag."""
+    from tsdp.attacks.data.formats import DataError, load_series
+
+    from .errors import UsageError
+
+    try:
+        return load_series(args.data, config=config, seed=seed,
+                           **{option: getattr(args, option) for option in DATA_OPTIONS})
+    except DataError as exc:
+        if exc.parameter in ("data", *DATA_OPTIONS):
+            raise  # main names its flag (--data, --layout, --item-id, ...)
+        raise UsageError(f"invalid --data: {exc.parameter}: {exc.constraint}") from None
+    except ImportError as exc:  # an optional extra (pandas, pyarrow, statsmodels) that this format needs
+        raise UsageError(f"invalid --data: {exc}") from None
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Every command's help format: a flag's default is shown as "(default X)" unless its help already names
+    it or there is none to show (None, False); never "(default: None)"."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        nothing = action.default is None or action.default is False or action.default == argparse.SUPPRESS
+        if "default" in text or nothing or not action.option_strings:
+            return text
+        shown = " ".join(map(str, action.default)) if isinstance(action.default, (list, tuple)) else action.default
+        return f"{text} (default {shown})"

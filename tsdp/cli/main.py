@@ -22,7 +22,7 @@ import sys
 import warnings
 from typing import Callable, Dict, List, Optional
 
-from .config_args import add_config_arguments, check_device, config_from_args
+from .config_args import CATALOGUE, HelpFormatter, add_config_arguments, check_device, config_from_args
 from .errors import UsageError  # its one home; re-exported here for `from .main import UsageError`
 
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -35,6 +35,7 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
@@ -173,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("theorems", help="list every bound of the catalogue (T1-T14)",
+    p = sub.add_parser("theorems", help=f"list every bound of the catalogue ({CATALOGUE})",
                        description="List every bound: id, paper label, kind (tight/upper/lower), scope, scheme, statement.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
