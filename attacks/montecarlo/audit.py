@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from types import SimpleNamespace
@@ -57,7 +56,7 @@ from .constructions import Construction, build, pair_numeric
 from .counts import merge
 from .design import design_test, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
 from .sequential import SequentialTest
-from .shards import DEFAULT_SHARD_SIZE, plan_shards, run_shard, run_shards
+from .shards import DEFAULT_SHARD_SIZE, available_cores, plan_shards, run_shard, run_shards, worker_pool
 from .statistics import (binned_goodness_of_fit, choose_profile_tests, fixed_test_bound, profile_lower_bounds,
                          split_test_bound)
 from .trials import resolve_device
@@ -177,7 +176,7 @@ def _threads(workers: int, cluster: Optional[str]) -> Optional[int]:
     """torch threads per worker: the local cores shared out (None on a remote cluster: its own setting)."""
     if cluster not in (None, "auto"):
         return None
-    return max(1, (os.cpu_count() or 1) // workers)
+    return max(1, available_cores() // workers)
 
 
 
@@ -281,6 +280,8 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     whose other steps release the same law in both worlds (:mod:`tsdp.attacks.montecarlo.trials`).
     """
     alphas = _check(trials, steps, delta, confidence, alphas)
+    if workers > 1 and cluster is None:
+        worker_pool(workers, warm=True)  # processes start while the theory and the test design are computed
     dev = resolve_device(device)
     construction = build(theorem, config, device=dev)
     n = compositions(construction.config, steps=steps)

@@ -10,7 +10,8 @@ update (for the goodness of fit); integer counts, merged by addition, so the sam
 the same counts, hence the same certified bound, on 1, 2 or 8 workers (:mod:`attacks.montecarlo.counts`).
 
 Executors (:func:`run_shards`): ``workers=1`` runs in this process; ``workers=N`` in N local
-processes (``concurrent.futures``, spawn context: nothing to start, CUDA-safe); ``cluster=ADDRESS``
+processes (``concurrent.futures``, spawn context, CUDA-safe; the pool stays warm for the next audit of
+the process, :func:`worker_pool`); ``cluster=ADDRESS``
 (or ``"auto"``: a local Dask ``LocalCluster`` of ``workers`` processes) on Dask distributed,
 imported lazily (the ``tsdp[cluster]`` extra). Dask rather than Ray: its scheduler speaks plain
 Python futures (the local-process path and the cluster path share the retry and merge code), a
@@ -22,6 +23,7 @@ stderr) counts trials done / planned over both worlds.
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import math
 import multiprocessing
@@ -200,14 +202,59 @@ def _run_here(tracker: _Tracker, fn) -> None:
             tracker.failed(spec.key, exc)
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+_POOLS: Dict[int, ProcessPoolExecutor] = {}
+
+
+def _warm() -> int:
+    """Run in a fresh worker: import what a shard needs (torch, the loop), so the first shard starts at once."""
+    from tsdp.attacks.montecarlo import trials  # noqa: F401
+
+    return os.getpid()
+
+
+def worker_pool(workers: int, *, warm: bool = False) -> ProcessPoolExecutor:
+    """The warm pool of ``workers`` spawned processes of this process, made on first use and kept for later audits.
+
+    Spawning and importing torch costs seconds per process; a pool that outlives one audit pays
+    it once (the report runs many audits). ``warm``: start every process now and import the
+    loop in it, without waiting (the caller designs its test meanwhile). A broken pool (a worker
+    died) is dropped and the next call makes a new one.
+    """
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS[workers] = ProcessPoolExecutor(max_workers=workers,
+                                                     mp_context=multiprocessing.get_context("spawn"))
+        if warm:
+            for _ in range(workers):
+                pool.submit(_warm)
+    return pool
+
+
+def _discard_pool(workers: int) -> None:
+    pool = _POOLS.pop(workers, None)
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+@atexit.register
+def _close_pools() -> None:
+    for workers in list(_POOLS):
+        _discard_pool(workers)
+
+
 def _run_processes(tracker: _Tracker, fn, workers: int) -> None:
-    """Local worker processes (spawn); a broken pool (a worker died) is replaced and its shards re-run."""
-    context = multiprocessing.get_context("spawn")
+    """Local worker processes (spawn, :func:`worker_pool`); a broken pool (a worker died) is replaced and its
+    shards re-run."""
     while not tracker.stopped and tracker.pending():
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        pool = worker_pool(workers)
+        futures = {pool.submit(fn, s): s.key for s in tracker.pending()}
+        broken = False
         try:
-            futures = {pool.submit(fn, s): s.key for s in tracker.pending()}
-            broken = False
             while futures and not tracker.stopped and not broken:
                 finished, _ = wait(futures, return_when=FIRST_COMPLETED)
                 for fut in finished:
@@ -222,7 +269,10 @@ def _run_processes(tracker: _Tracker, fn, workers: int) -> None:
                     if tracker.stopped:
                         break
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            for fut in futures:  # stopped early (or failed): what has not started is not run
+                fut.cancel()
+            if broken:
+                _discard_pool(workers)
 
 
 def _run_dask(tracker: _Tracker, fn, address: str, workers: int) -> None:
@@ -301,5 +351,5 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     return tracker.results, info
 
 
-__all__ = ["DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "plan_shards",
-           "run_shard", "run_shards", "torch_seed"]
+__all__ = ["DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "available_cores", "plan_shards",
+           "run_shard", "run_shards", "torch_seed", "worker_pool"]
