@@ -3,7 +3,8 @@
 The sound composed ε (paper Appendix B.3 accounting of the theorem's one-step profile, the
 ``PldAccountant("sound")`` of :mod:`tsdp.verify.accountant`) is non-increasing in σ: every pair of the
 catalogue at σ' > σ is the pair at σ followed by independent Gaussian noise
-(post-processing). Bisection in log σ therefore finds the smallest admissible σ.
+(post-processing). A bracketed search in log σ (:func:`narrow_log_sigma`) therefore finds the
+smallest admissible σ.
 
 Soundness direction: the returned σ is always one whose re-accounted sound ε is ≤ the
 target (an **upper** bound on the smallest admissible σ, the safe side); ``sigma_rejected``
@@ -61,9 +62,10 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     """Smallest σ (relative ``tolerance``) whose composed **sound** ε(δ) is ≤ ``target_epsilon``.
 
     Sound accounting of paper Appendix B.3 (connect-the-dots, Doroshenko et al. 2022) for
-    the bound ``theorem`` (default: the tightest sound upper bound of the scheme). Bisection
-    in log σ from a bracket grown geometrically around ``config.sigma`` within
-    [1e-2, 1e4]. Direction: the answer never exceeds the target when re-accounted (it is the
+    the bound ``theorem`` (default: the tightest sound upper bound of the scheme). A bracket
+    grown geometrically around ``config.sigma`` within [1e-2, 1e4], narrowed in log σ by
+    :func:`narrow_log_sigma`; one-step PLDs of every σ tried are cached on disk
+    (:mod:`tsdp.verify.pld_cache`), so asking again costs the compositions only. Direction: the answer never exceeds the target when re-accounted (it is the
     bracket's admissible end); it may be up to ``tolerance`` (relative) larger than needed.
     Raises ConfigError when the target is unreachable below σ = 1e4.
     """
@@ -124,27 +126,64 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
         if good is None:
             raise ConfigError("epsilon", f"target ε = {target_epsilon} is not reached below σ = {SIGMA_MAX:g}",
                               target_epsilon)
-    good, e_good, bad, e_bad = bisect_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
+    good, e_good, bad, e_bad = narrow_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
     return _result(good, e_good, bad, e_bad, target_epsilon, delta, bound, reason, n, steps, epochs, tolerance,
                    evaluations, discretization, config)
 
 
-def bisect_log_sigma(eps_at, target: float, good: float, e_good: float, bad: float, e_bad: float,
+def narrow_log_sigma(eps_at, target: float, good: float, e_good: float, bad: float, e_bad: float,
                      tolerance: float):
-    """Bisection in log σ between an admissible ``good`` (ε(good) ≤ target) and a rejected ``bad`` < good
+    """Narrow an admissible ``good`` (ε(good) ≤ target) and a rejected ``bad`` < good (ε(bad) > target)
     until good - bad ≤ ``tolerance`` · good; returns (good, ε(good), bad, ε(bad)).
 
-    ``eps_at`` must be non-increasing in σ (a sound ε of a mechanism that more noise post-processes).
-    Direction: ``good`` stays admissible throughout (the safe side).
+    Each probe is placed from what is known: the root of the secant through the last two
+    points evaluated, in (log σ, log ε) where ε is close to a power of σ (the chord through
+    both ends when the secant's root falls outside the bracket), moved half a final width to the
+    admissible side; once the predicted root is within a final width of an end, the point
+    that closes the bracket. After four moves of the same end in a row, the geometric midpoint
+    (no run is much slower than bisection). ``eps_at`` must be non-increasing in σ (a sound ε of a
+    mechanism that more noise post-processes). Direction: ``good`` stays admissible throughout
+    (the safe side), and only evaluated values are returned.
     """
+    width = -math.log1p(-tolerance) * (1 - 1e-9)  # log σ width at which good - bad ≤ tolerance · good
+    last = [(math.log(bad), e_bad), (math.log(good), e_good)]  # the two latest points, oldest first
+    moved, streak = None, 0
     while good - bad > tolerance * good:
-        mid = math.sqrt(good * bad)
-        e = eps_at(mid)
-        if e <= target:
-            good, e_good = mid, e
+        lo, hi = math.log(bad), math.log(good)
+        root = _secant_root(*last[0], *last[1], target)
+        if root is None or not lo < root < hi:
+            root = _secant_root(lo, e_bad, hi, e_good, target)
+        if root is None or streak >= 4:
+            probe = (lo + hi) / 2
+        elif hi - root <= width:
+            probe = hi - width  # rejected: the bracket is closed
+        elif root - lo <= width:
+            probe = lo + width  # admissible: the bracket is closed
         else:
-            bad, e_bad = mid, e
+            probe = root + width / 2
+        x = min(max(probe, lo + (hi - lo) * 1e-6), hi - (hi - lo) * 1e-6)
+        sigma = math.exp(x)
+        e = eps_at(sigma)
+        side = "good" if e <= target else "bad"
+        if e <= target:
+            good, e_good = sigma, e
+        else:
+            bad, e_bad = sigma, e
+        streak = streak + 1 if side == moved else 1
+        moved = side
+        last = [last[1], (x, e)]
     return good, e_good, bad, e_bad
+
+
+def _secant_root(x0: float, e0: float, x1: float, e1: float, target: float):
+    """log σ where the line through (x0, log e0) and (x1, log e1) reaches log target, or None (not finite,
+    not decreasing)."""
+    if not (0 < e0 < math.inf and 0 < e1 < math.inf and 0 < target) or e0 == e1 or x0 == x1:
+        return None
+    slope = (math.log(e1) - math.log(e0)) / (x1 - x0)
+    if not slope < 0:
+        return None
+    return x0 + (math.log(target) - math.log(e0)) / slope
 
 
 def _result(sigma, eps, bad, e_bad, target, delta, bound, reason, n, steps, epochs, tolerance, evaluations,
