@@ -35,6 +35,8 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
+from .pld import discretization_of
+
 CACHE_DIR_ENV = "TSDP_CACHE_DIR"
 """Environment variable: the cache folder, or ``off`` to disable the cache."""
 
@@ -238,8 +240,6 @@ def cached(bound, config, estimate: str, discretization: float, log_mass_truncat
     if pld is not None:
         return pld
     pld = build()
-    from .pld import discretization_of
-
     if discretization_of(pld) == discretization:  # a coarsened grid is rebuilt (and announced) every time
         store(k, pld)
     return pld
