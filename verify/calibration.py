@@ -43,7 +43,8 @@ class CalibrationResult:
 
     ``evaluations``: sound accountings at ``discretization`` (every reported number comes from
     one of them); ``coarse_evaluations``: those of the search at ``coarse_discretization`` (None:
-    no coarse search) that placed them.
+    no coarse search) that placed them (a coarse search that found the target unreachable is
+    counted too; the asked grid then searched on its own).
     """
 
     sigma: float
@@ -142,7 +143,7 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
         epsilon_rejected=None if e_bad is None else float(e_bad), target_epsilon=float(target_epsilon), delta=delta,
         theorem=bound.id, reason=reason, compositions=run.count, steps=steps, epochs=epochs, tolerance=tolerance,
         evaluations=counts[discretization], discretization=discretization,
-        config=config.with_(sigma=float(good)).as_dict(), coarse_evaluations=counts.get(coarse, 0) if found else 0,
+        config=config.with_(sigma=float(good)).as_dict(), coarse_evaluations=counts.get(coarse, 0),
         coarse_discretization=coarse if coarse in counts else None,
     )
 
