@@ -4,10 +4,10 @@ A one-step PLD (:func:`tsdp.verify.accountant.one_step_pld`) is defined by the b
 training configuration, the estimate (sound / attained / attained_upper), the grid
 (discretisation, log-mass truncation), the memory ceiling, and the code that computes it.
 All of these make up the key (:func:`key`): the theorem id, ``config.as_dict()``, the
-estimate, the grid, the ceiling, the versions of tsdp, dp-accounting, numpy and scipy, and
-a SHA-256 of the source of every module that computes a PLD (``tsdp.theorems``,
-``verify/pld.py``, ``verify/accountant.py``, this module), so a code change never reads an
-old PLD. Only the catalogue's own bounds are stored, and only while the registry holds
+estimate, the grid, the ceiling, the versions of tsdp, numpy and scipy, and a SHA-256 of
+the source of every module that computes a PLD (``tsdp.theorems``, ``verify/pld.py``,
+``verify/accountant.py``, this module, and dp-accounting's ``pld`` package), so a code change
+(ours or the library's) never reads an old PLD. Only the catalogue's own bounds are stored, and only while the registry holds
 exactly them: a bound substituted in the registry
 (:func:`tsdp.theorems.registry.substituted`), whose construction may lean on another
 substituted bound, is computed every time.
@@ -46,8 +46,7 @@ MAX_BYTES = 512 * 2**20
 """Size ceiling of the cache folder (512 MiB: about 200 one-step PLDs of the paper's default grid)."""
 
 _SUFFIX = ".npz"
-_SOURCES = ("tsdp.theorems", "tsdp.verify.pld", "tsdp.verify.accountant", "tsdp.verify.pld_cache")
-_LIBRARIES = ("dp-accounting", "numpy", "scipy")
+_SOURCES = ("tsdp.theorems", "tsdp.verify.pld", "tsdp.verify.accountant", "tsdp.verify.pld_cache", "dp_accounting.pld")
 
 
 def cache_dir() -> Optional[Path]:
@@ -61,9 +60,13 @@ def cache_dir() -> Optional[Path]:
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> Dict[str, str]:
-    """Versions of tsdp and the numeric libraries, and the SHA-256 of the source of the PLD-computing modules."""
+    """The SHA-256 of the source of every module that computes a PLD (tsdp's and dp-accounting's ``pld``
+    package), and the versions of tsdp, numpy and scipy (compiled code whose source is not hashed)."""
     import importlib
-    import importlib.metadata
+
+    import scipy
+
+    import tsdp
 
     digest = hashlib.sha256()
     for name in _SOURCES:
@@ -71,15 +74,10 @@ def code_fingerprint() -> Dict[str, str]:
         paths = sorted(Path(module.__path__[0]).rglob("*.py")) if hasattr(module, "__path__") \
             else [Path(module.__file__)]
         for path in paths:
-            digest.update(str(path.relative_to(path.parents[1])).encode())
+            digest.update(f"{name}/{path.name}".encode())
             digest.update(path.read_bytes())
-    versions = {}
-    for dist in ("tsdp", *_LIBRARIES):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = "unknown"
-    return {"source_sha256": digest.hexdigest(), **versions}
+    return {"source_sha256": digest.hexdigest(), "tsdp": tsdp.__version__, "numpy": np.__version__,
+            "scipy": scipy.__version__}
 
 
 def _catalogue_bound(bound) -> bool:
