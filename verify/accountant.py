@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import asdict, dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 from dp_accounting import dp_event, privacy_accountant
@@ -39,6 +39,7 @@ from dp_accounting import dp_event, privacy_accountant
 from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError
 
+from . import pld_cache
 from .events import BoundDpEvent, count_compositions, training_event
 from .pld import (
     DEFAULT_DISCRETIZATION,
@@ -51,6 +52,7 @@ from .pld import (
     epsilon_for_delta,
     one_step_profile,
     pair_pld,
+    prime_allocator,
     resolve_memory_limit,
     sound_pld,
     survival_pld,
@@ -113,9 +115,10 @@ def one_step_pld(event: BoundDpEvent, estimate: str, discretization: float = DEF
     construction pair, or :func:`tsdp.verify.pld.survival_pld` of a loss law known in closed
     form (T15: a mixture over an observed label, no 1-D pair); attained_upper: the same law,
     pessimistic (for a survival law that is the bound's own profile, i.e. the sound PLD).
-    Cached per (bound object, configuration, estimate, grid, memory ceiling), so a bound substituted
-    in the registry (:func:`tsdp.theorems.registry.substituted`) or a changed ``TSDP_MEMORY_LIMIT``
-    is never served a stale PLD.
+    Cached per (bound object, configuration, estimate, grid, memory ceiling) in memory, so a bound
+    substituted in the registry (:func:`tsdp.theorems.registry.substituted`) or a changed
+    ``TSDP_MEMORY_LIMIT`` is never served a stale PLD, and on disk (:mod:`tsdp.verify.pld_cache`,
+    keyed by the same and the code's fingerprint; catalogue bounds only).
     """
     reason = _refusal(event, estimate)
     if reason is not None:
@@ -127,6 +130,13 @@ def one_step_pld(event: BoundDpEvent, estimate: str, discretization: float = DEF
 
 @functools.lru_cache(maxsize=64)
 def _bound_pld(bound, config, estimate: str, discretization: float, log_mass_truncation_bound: float,
+               memory_limit: int):
+    return pld_cache.cached(bound, config, estimate, discretization, log_mass_truncation_bound, memory_limit,
+                            lambda: _build_pld(bound, config, estimate, discretization, log_mass_truncation_bound,
+                                               memory_limit))
+
+
+def _build_pld(bound, config, estimate: str, discretization: float, log_mass_truncation_bound: float,
                memory_limit: int):
     if estimate == "sound":
         return sound_pld(bound, config, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
@@ -159,6 +169,7 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
             raise ConfigError("discretization", "must be in (0, 1]", discretization)
         if not (isinstance(tail_mass_truncation, (int, float)) and 0 <= tail_mass_truncation < 1):
             raise ConfigError("tail_mass_truncation", "must be in [0, 1)", tail_mass_truncation)
+        prime_allocator()
         self.estimate = estimate
         self.discretization = float(discretization)
         self.tail_mass_truncation = float(tail_mass_truncation)
@@ -295,8 +306,9 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
 class EventAccounting:
     """Sound and attained values of one event at one δ (or ε).
 
-    ``epsilon_sound`` / ``delta_sound``: upper bound, None where the event's bound is a lower
-    bound (``sound_refused`` says why); ``*_attained``: lower bound, None without a
+    ``estimates``: the estimates computed (a field of one that was not asked for is None, with
+    no refusal). ``epsilon_sound`` / ``delta_sound``: upper bound, None where the event's bound
+    is a lower bound (``sound_refused`` says why); ``*_attained``: lower bound, None without a
     construction (``attained_refused`` says why); ``*_attained_upper``: the attained pair's
     pessimistic composition (the bracket's upper end), when asked for. ``discretization_used``: the
     coarsest grid gap any estimate was read at (above ``discretization`` where the memory ceiling
@@ -316,19 +328,32 @@ class EventAccounting:
     compositions: int
     discretization: float
     discretization_used: Optional[float]
+    estimates: Tuple[str, ...] = ESTIMATES[:2]
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
+def check_estimates(estimates) -> Tuple[str, ...]:
+    """A non-empty tuple of distinct names of :data:`ESTIMATES`, in that order, or :class:`ConfigError`
+    naming ``estimates``."""
+    chosen = (estimates,) if isinstance(estimates, str) else tuple(estimates)
+    if not chosen or any(e not in ESTIMATES for e in chosen):
+        raise ConfigError("estimates", f"must be a non-empty selection of {', '.join(ESTIMATES)}", estimates)
+    return tuple(e for e in ESTIMATES if e in chosen)
+
+
 def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
-            bracket: bool = False, discretization: float = DEFAULT_DISCRETIZATION,
+            estimates: Sequence[str] = ESTIMATES[:2], bracket: bool = False,
+            discretization: float = DEFAULT_DISCRETIZATION,
             tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
             log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION) -> EventAccounting:
     """Sound (upper) and attained (lower) ε at ``delta`` (or δ at ``epsilon``) of ``event``.
 
-    One :class:`PldAccountant` per estimate over the same event; a refused estimate is None
-    with its reason. ``bracket=True`` adds the attained pair's pessimistic composition.
+    One :class:`PldAccountant` per estimate of ``estimates`` (default sound and attained; only
+    these are composed) over the same event; ``bracket=True`` adds ``attained_upper``, the
+    attained pair's pessimistic composition. A refused estimate is None with its reason;
+    :class:`UnsupportedBoundError` when every estimate asked for is refused.
     """
     if (delta is None) == (epsilon is None):
         raise ConfigError("delta", "give exactly one of delta and epsilon", (delta, epsilon))
@@ -336,8 +361,9 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
         delta = check_delta(delta)
     else:
         epsilon = check_epsilon(epsilon)
+    chosen = check_estimates(tuple(estimates) + (("attained_upper",) if bracket else ()))
     values, refused, used = {}, {}, []
-    for estimate in ESTIMATES if bracket else ESTIMATES[:2]:
+    for estimate in chosen:
         acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=tail_mass_truncation,
                             log_mass_truncation_bound=log_mass_truncation_bound)
         try:
@@ -348,8 +374,8 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
             continue
         values[estimate] = acc.get_epsilon(delta) if delta is not None else acc.get_delta(epsilon)
         used.append(acc.discretization_used or discretization)
-    if refused.get("sound") and refused.get("attained"):
-        raise UnsupportedBoundError(refused["sound"])
+    if len(refused) == len(chosen):
+        raise UnsupportedBoundError(refused[chosen[0]])
     target, given_name = ("epsilon", "delta") if delta is not None else ("delta", "epsilon")
     given = delta if delta is not None else epsilon
     fields = {}
@@ -359,7 +385,8 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
         fields[f"{given_name}_{estimate}"] = None if value is None else given
     return EventAccounting(delta=delta, epsilon=epsilon, sound_refused=refused.get("sound"),
                            attained_refused=refused.get("attained"), compositions=count_compositions(event),
-                           discretization=discretization, discretization_used=max(used, default=None), **fields)
+                           discretization=discretization, discretization_used=max(used, default=None),
+                           estimates=chosen, **fields)
 
 
 def max_steps(config, budget: float, delta: float, *, theorem: Optional[str] = None, cap: Optional[int] = None,

@@ -14,11 +14,11 @@ conversion of steps into compositions) and both estimates come from ``PldAccount
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import Optional, Sequence, Tuple
 
 from tsdp.theorems.config import TrainingConfig
 
-from .accountant import account
+from .accountant import ESTIMATES, account
 from .events import training_event
 from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION
 
@@ -33,6 +33,7 @@ class AccountingResult:
     of composed one-step (one-epoch, for epoch scope) events, not a number of steps.
     ``discretization`` is the grid asked for, ``discretization_used`` the coarsest grid an estimate
     was read at (larger only where the memory ceiling coarsened it; directions are kept).
+    ``estimates``: the estimates computed; the fields of one not asked for are None, unrefused.
     """
 
     theorem: str
@@ -53,16 +54,17 @@ class AccountingResult:
     sound_refused: Optional[str] = None
     attained_refused: Optional[str] = None
     config: dict = field(default_factory=dict)
+    estimates: Tuple[str, ...] = ESTIMATES[:2]
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound,
+def _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound, estimates,
          delta=None, epsilon=None) -> AccountingResult:
     event = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
     bound, _, reason = event.event.resolve()
-    acc = account(event, delta=delta, epsilon=epsilon, discretization=discretization,
+    acc = account(event, delta=delta, epsilon=epsilon, estimates=estimates, discretization=discretization,
                   tail_mass_truncation=tail_mass_truncation, log_mass_truncation_bound=log_mass_truncation_bound)
     return AccountingResult(
         theorem=bound.id, kind=bound.kind, scope=bound.scope, reason=reason,
@@ -71,12 +73,13 @@ def _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, l
         tail_mass_truncation=tail_mass_truncation,
         sound_refused=acc.sound_refused, attained_refused=acc.attained_refused, config=config.as_dict(),
         delta=acc.delta_sound, epsilon=acc.epsilon_sound, delta_attained=acc.delta_attained,
-        epsilon_attained=acc.epsilon_attained,
+        epsilon_attained=acc.epsilon_attained, estimates=acc.estimates,
     )
 
 
 def epsilon(config: TrainingConfig, delta: float, *, steps: Optional[int] = None, epochs: Optional[int] = None,
-            theorem: Optional[str] = None, discretization: float = DEFAULT_DISCRETIZATION,
+            theorem: Optional[str] = None, estimates: Sequence[str] = ESTIMATES[:2],
+            discretization: float = DEFAULT_DISCRETIZATION,
             tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
             log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION) -> AccountingResult:
     """Composed ε at ``delta`` after ``steps`` training steps or ``epochs`` epochs (paper Appendix B.3).
@@ -84,17 +87,19 @@ def epsilon(config: TrainingConfig, delta: float, *, steps: Optional[int] = None
     ``result.epsilon``: sound, an upper bound rounded up (None for a lower-bound theorem);
     ``result.epsilon_attained``: the construction's pair composed, a lower bound rounded down
     (None without a construction). Without ``theorem`` the tightest sound upper bound for the
-    scheme is used (:func:`tsdp.theorems.registry.select_bound`).
+    scheme is used (:func:`tsdp.theorems.registry.select_bound`). ``estimates`` picks which
+    are composed (``("sound",)`` for a budget: half the work or less).
     """
     return _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound,
-                delta=delta)
+                estimates, delta=delta)
 
 
 def delta(config: TrainingConfig, epsilon: float, *, steps: Optional[int] = None, epochs: Optional[int] = None,
-          theorem: Optional[str] = None, discretization: float = DEFAULT_DISCRETIZATION,
+          theorem: Optional[str] = None, estimates: Sequence[str] = ESTIMATES[:2],
+          discretization: float = DEFAULT_DISCRETIZATION,
           tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
           log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION) -> AccountingResult:
-    """Composed δ at ``epsilon`` after ``steps`` or ``epochs``; directions as in :func:`epsilon`
-    (``result.delta`` an upper bound rounded up, ``result.delta_attained`` a lower bound)."""
+    """Composed δ at ``epsilon`` after ``steps`` or ``epochs``; directions and ``estimates`` as in
+    :func:`epsilon` (``result.delta`` an upper bound rounded up, ``result.delta_attained`` a lower bound)."""
     return _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound,
-                epsilon=epsilon)
+                estimates, epsilon=epsilon)

@@ -1,40 +1,41 @@
-"""`tsdp bench accounting`: one-step PLD construction time, our path vs dp-accounting's.
+"""`tsdp bench accounting`: one-step PLD construction time, our path vs dp-accounting's, on equal work.
 
 For a mixture-against-one-Gaussian pair (T6 at the paper's default configuration; T3 with
 λ = 4, deterministic top level) both paths build the same two-direction pessimistic
 connect-the-dots PLD (Doroshenko et al. 2022; paper Appendix B.3): ours evaluates δ(ε) on
 the whole grid at once (:func:`verify.pld.pair_pld`), the library's
-``from_mixture_gaussian_mechanism`` inverts the loss per grid point. Both are measured in
-one run at the same discretisation, and their ε(δ) must agree to a relative 1e-3 (both
-are upper estimates of the same pair's ε). Our sound one-step PLD
-(:func:`verify.pld.sound_pld`) is timed as well.
+``from_mixture_gaussian_mechanism`` inverts the loss per grid point. Equal work: both get the
+pair built beforehand, both run on the same grid (the one ours is built at: where the
+memory ceiling coarsens ours, as for T3 at 1e-4, the library gets that coarser grid too),
+both start warm (one untimed run each), and they are timed interleaved, ours, library,
+ours, library, ... (:mod:`verify.bench_rounds`); the speed-up is the median (and range) of
+the per-round ratios. Neither side goes through the disk cache of one-step PLDs. Their ε(δ)
+must agree to a relative 1e-3 (both are upper estimates of the same pair's ε). Our sound
+one-step PLD (:func:`verify.pld.sound_pld`) is timed in the same rounds.
+
+The default grid is 1e-3, not the accountant's 1e-4: at 1e-4 one library run takes minutes
+(T3 about 3 on a loaded 2-core machine), and ≥ 7 rounds of it are no benchmark one waits for;
+``--discretization 1e-4`` measures it there.
 """
 from __future__ import annotations
 
-import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 from tsdp.theorems.config import DEFAULT_CONFIG, TrainingConfig
 from tsdp.theorems.registry import get
 
-from .pld import DEFAULT_DISCRETIZATION, pair_pld, sound_pld
+from . import bench_rounds
+from .pld import discretization_of, pair_pld, sound_pld
 
 AGREEMENT_RTOL = 1e-3
+BENCH_DISCRETIZATION = 1e-3
+"""Default grid of the bench (see the module docstring)."""
 
 
 def _cases() -> List[Tuple[str, str, TrainingConfig, float]]:
     """(label, theorem, configuration, speed-up goal)."""
     t3 = DEFAULT_CONFIG.with_(top="deterministic", instances=4, batch_size=4 * DEFAULT_CONFIG.batch_size)
     return [("T6 (default configuration)", "T6", DEFAULT_CONFIG, 20.0), ("T3, λ = 4", "T3", t3, 10.0)]
-
-
-def _timed(fn: Callable, repeats: int) -> Tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def _library_args(pair) -> Tuple[float, list, list]:
@@ -45,56 +46,62 @@ def _library_args(pair) -> Tuple[float, list, list]:
     return num.sigma, list(num.a * num.sigma), list(num.p)
 
 
-def bench_accounting(discretization: float = DEFAULT_DISCRETIZATION, delta: float = 1e-5, repeats: int = 3,
-                     progress: Optional[Callable[[str], None]] = None) -> Dict:
-    """Time one-step PLD construction, ours vs ``from_mixture_gaussian_mechanism``.
+def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float = 1e-5,
+                     rounds: int = bench_rounds.MIN_ROUNDS, progress: Optional[Callable[[str], None]] = None) -> Dict:
+    """Time one-step PLD construction, ours (:func:`verify.pld.pair_pld`, pessimistic: an upper estimate)
+    vs dp-accounting's ``from_mixture_gaussian_mechanism``, interleaved over ``rounds`` rounds.
 
-    Returns ``{"discretization", "delta", "cases": [{theorem, label, ours_s, ours_sound_s,
-    library_s, speedup, goal, meets_goal, epsilon_ours, epsilon_library, rel_diff, agree}]}``.
-    Ours is the best of ``repeats`` warm runs; the library (slow) runs once. Both ε are
-    pessimistic (upper) estimates of the same pair; ``agree`` checks them to 1e-3 relative.
+    Returns ``{"discretization", "delta", "rounds", "environment", "cases": [{theorem, label, config,
+    grid, ours_s, ours_sound_s, library_s (each {median, min, max} seconds), speedup ({median, min, max}
+    of the per-round library/ours ratios), goal, meets_goal, epsilon_ours, epsilon_sound,
+    epsilon_library, rel_diff, agree}]}``. ``grid`` is the discretisation both sides ran at
+    (``discretization``, or ours' coarsened grid, see the module docstring). Both ε are
+    pessimistic (upper) estimates of the same pair; ``agree`` checks them to 1e-3 relative;
+    ``environment`` is :func:`verify.bench_rounds.environment` before and after all cases.
     """
     from dp_accounting.pld import privacy_loss_distribution as lib
 
+    before = bench_rounds.environment()
     cases = []
     for label, theorem, config, goal in _cases():
         bound = get(theorem)
-        pair = bound.pair(config)
-        if progress:
-            progress(f"{label}: our path")
-        pair_pld(pair, discretization, pessimistic=True)  # warm-up (sympy caches, imports)
-        ours_s, ours = _timed(lambda: pair_pld(bound.pair(config), discretization, pessimistic=True), repeats)
-        sound_s, sound = _timed(lambda: sound_pld(bound, config, discretization), repeats)
+        pair = bound.pair(config, numeric=True)
+        grid = discretization_of(pair_pld(pair, discretization, pessimistic=True))  # the grid ours runs at
         sigma, sens, probs = _library_args(pair)
-        if progress:
-            progress(f"{label}: dp-accounting from_mixture_gaussian_mechanism")
-        lib_s, theirs = _timed(
-            lambda: lib.from_mixture_gaussian_mechanism(sigma, sens, probs, value_discretization_interval=discretization),
-            1,
-        )
-        e_ours = float(ours.get_epsilon_for_delta(delta))
-        e_lib = float(theirs.get_epsilon_for_delta(delta))
-        rel = abs(e_ours - e_lib) / max(abs(e_lib), 1e-12)
+        runs = {
+            "ours": lambda: pair_pld(pair, grid, pessimistic=True),
+            "library": lambda: lib.from_mixture_gaussian_mechanism(sigma, sens, probs,
+                                                                    value_discretization_interval=grid),
+            "ours_sound": lambda: sound_pld(bound, config, grid),
+        }
+        timed = bench_rounds.interleave(runs, rounds, progress=progress, label=label)
+        out = {name: float(pld.get_epsilon_for_delta(delta)) for name, pld in timed["results"].items()}
+        rel = abs(out["ours"] - out["library"]) / max(abs(out["library"]), 1e-12)
+        speedup = bench_rounds.ratio(timed, "library", "ours")
         cases.append({
-            "theorem": theorem, "label": label, "config": config.as_dict(),
-            "ours_s": ours_s, "ours_sound_s": sound_s, "library_s": lib_s, "speedup": lib_s / ours_s,
-            "goal": goal, "meets_goal": lib_s / ours_s >= goal,
-            "epsilon_ours": e_ours, "epsilon_sound": float(sound.get_epsilon_for_delta(delta)),
-            "epsilon_library": e_lib, "rel_diff": rel, "agree": rel <= AGREEMENT_RTOL,
+            "theorem": theorem, "label": label, "config": config.as_dict(), "grid": grid,
+            **{f"{name}_s": bench_rounds.spread(timed["seconds"][name]) for name in runs},
+            "speedup": speedup, "goal": goal, "meets_goal": speedup["median"] >= goal,
+            "epsilon_ours": out["ours"], "epsilon_sound": out["ours_sound"], "epsilon_library": out["library"],
+            "rel_diff": rel, "agree": rel <= AGREEMENT_RTOL,
         })
-    return {"discretization": discretization, "delta": delta, "cases": cases}
+    return {"discretization": discretization, "delta": delta, "rounds": rounds,
+            "environment": {"before": before, "after": bench_rounds.environment()}, "cases": cases}
 
 
 def format_bench(result: Dict) -> str:
-    """Human-readable table of :func:`bench_accounting`'s result."""
-    lines = [f"one-step PLD construction at discretisation {result['discretization']:g}, "
-             f"ε at δ = {result['delta']:g}"]
-    lines.append(f"{'case':<28} {'ours (s)':>9} {'sound (s)':>9} {'library (s)':>11} {'speed-up':>9} {'goal':>5}  "
-                 f"{'ε ours':>10} {'ε library':>10}  agree")
+    """Human-readable table of :func:`bench_accounting`'s result (medians over rounds, ranges in brackets)."""
+    seconds = lambda s: bench_rounds.format_spread(s, unit="", digits=3)  # noqa: E731
+    lines = [f"one-step PLD construction, ε at δ = {result['delta']:g}; {result['rounds']} interleaved rounds "
+             "(ours, library, ours sound); seconds and speed-up: median (min-max)",
+             bench_rounds.format_environment(result["environment"]),
+             f"{'case':<27} {'grid':>7} {'ours (s)':>21} {'library (s)':>24} {'speed-up':>19} {'goal':>5}  "
+             f"{'ours sound (s)':>21}  {'ε ours':>9} {'ε library':>9}  agree"]
     for c in result["cases"]:
         lines.append(
-            f"{c['label']:<28} {c['ours_s']:>9.3f} {c['ours_sound_s']:>9.3f} {c['library_s']:>11.3f} "
-            f"{c['speedup']:>8.1f}x {c['goal']:>4.0f}x  {c['epsilon_ours']:>10.6g} {c['epsilon_library']:>10.6g}  "
-            f"{'yes' if c['agree'] else 'NO'} ({c['rel_diff']:.1e})"
+            f"{c['label']:<27} {c['grid']:>7.1g} {seconds(c['ours_s']):>21} {seconds(c['library_s']):>24} "
+            f"{bench_rounds.format_spread(c['speedup']):>19} {c['goal']:>4.0f}x  {seconds(c['ours_sound_s']):>21}  "
+            f"{c['epsilon_ours']:>9.6g} {c['epsilon_library']:>9.6g}  {'yes' if c['agree'] else 'NO'} "
+            f"({c['rel_diff']:.1e})"
         )
     return "\n".join(lines)

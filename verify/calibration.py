@@ -3,7 +3,8 @@
 The sound composed ε (paper Appendix B.3 accounting of the theorem's one-step profile, the
 ``PldAccountant("sound")`` of :mod:`tsdp.verify.accountant`) is non-increasing in σ: every pair of the
 catalogue at σ' > σ is the pair at σ followed by independent Gaussian noise
-(post-processing). Bisection in log σ therefore finds the smallest admissible σ.
+(post-processing). A bracketed search in log σ (:func:`narrow_log_sigma`) therefore finds the
+smallest admissible σ.
 
 Soundness direction: the returned σ is always one whose re-accounted sound ε is ≤ the
 target (an **upper** bound on the smallest admissible σ, the safe side); ``sigma_rejected``
@@ -29,9 +30,22 @@ SIGMA_MIN = 1e-2
 SIGMA_MAX = 1e4
 
 
+COARSE_FACTOR = 10
+"""The search first runs on a grid this many times coarser (about that much cheaper per accounting)."""
+
+COARSE_MAX = 1e-2
+"""No coarse search when the coarse grid would exceed this (the asked grid is coarse already)."""
+
+
 @dataclass(frozen=True)
 class CalibrationResult:
-    """σ (the smallest admissible to a relative ``tolerance``) and its re-accounted ε."""
+    """σ (the smallest admissible to a relative ``tolerance``) and its re-accounted ε.
+
+    ``evaluations``: sound accountings at ``discretization`` (every reported number comes from
+    one of them); ``coarse_evaluations``: those of the search at ``coarse_discretization`` (None:
+    no coarse search) that placed them (a coarse search that found the target unreachable is
+    counted too; the asked grid then searched on its own).
+    """
 
     sigma: float
     epsilon: float
@@ -48,6 +62,8 @@ class CalibrationResult:
     evaluations: int
     discretization: float
     config: dict = field(default_factory=dict)
+    coarse_evaluations: int = 0
+    coarse_discretization: Optional[float] = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -61,11 +77,17 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     """Smallest σ (relative ``tolerance``) whose composed **sound** ε(δ) is ≤ ``target_epsilon``.
 
     Sound accounting of paper Appendix B.3 (connect-the-dots, Doroshenko et al. 2022) for
-    the bound ``theorem`` (default: the tightest sound upper bound of the scheme). Bisection
-    in log σ from a bracket grown geometrically around ``config.sigma`` within
-    [1e-2, 1e4]. Direction: the answer never exceeds the target when re-accounted (it is the
-    bracket's admissible end); it may be up to ``tolerance`` (relative) larger than needed.
-    Raises ConfigError when the target is unreachable below σ = 1e4.
+    the bound ``theorem`` (default: the tightest sound upper bound of the scheme). A bracket
+    grown geometrically around ``config.sigma`` within [1e-2, 1e4], narrowed in log σ by
+    :func:`narrow_log_sigma`. The search runs first on a grid :data:`COARSE_FACTOR` times coarser
+    (when that is ≤ :data:`COARSE_MAX`), which only says where to look: at ``discretization`` a
+    walk from its answer, with steps predicted from its slope (:func:`_walk_to_target`), brackets
+    the target again and :func:`narrow_log_sigma` closes the bracket, so every number returned is
+    an accounting at ``discretization``. One-step PLDs of every σ tried are cached on disk
+    (:mod:`tsdp.verify.pld_cache`), so asking again costs the compositions only. Direction:
+    the answer never exceeds the target when re-accounted (it is the bracket's admissible
+    end); it may be up to ``tolerance`` (relative) larger than needed. Raises ConfigError when
+    the target is unreachable below σ = 1e4.
     """
     delta = check_delta(delta)
     if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) or not (
@@ -76,82 +98,177 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
         raise ConfigError("tolerance", "must be in (0, 1)", tolerance)
     run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
     bound, _, reason = run.event.resolve()
-    n = run.count
-    evaluations = 0
+    counts = {}
 
     from tqdm import tqdm
 
     bar = tqdm(desc="calibrating σ", unit="accounting", leave=False, delay=2.0, dynamic_ncols=True)
 
-    def eps_at(sigma: float) -> float:
-        nonlocal evaluations
-        evaluations += 1
-        bar.set_postfix_str(f"σ = {sigma:.4g}")
-        bar.update(1)
-        acc = PldAccountant("sound", discretization=discretization, tail_mass_truncation=tail_mass_truncation,
-                            log_mass_truncation_bound=log_mass_truncation_bound)
-        return acc.compose(training_event(config.with_(sigma=sigma), steps=steps, epochs=epochs,
-                                          theorem=bound.id)).get_epsilon(delta)
+    def accounting_at(grid: float):
+        counts[grid] = 0
+
+        def eps_at(sigma: float) -> float:
+            counts[grid] += 1
+            bar.set_postfix_str(f"σ = {sigma:.4g}, grid {grid:g}")
+            bar.update(1)
+            acc = PldAccountant("sound", discretization=grid, tail_mass_truncation=tail_mass_truncation,
+                                log_mass_truncation_bound=log_mass_truncation_bound)
+            return acc.compose(training_event(config.with_(sigma=sigma), steps=steps, epochs=epochs,
+                                              theorem=bound.id)).get_epsilon(delta)
+
+        return eps_at
 
     PldAccountant("sound").compose(run)  # records only: a lower-bound theorem is refused before any search
 
     sigma0 = float(min(max(config.sigma, SIGMA_MIN), SIGMA_MAX))
+    coarse = discretization * COARSE_FACTOR
+    found = None
+    if coarse <= COARSE_MAX:
+        try:
+            found = _search(accounting_at(coarse), target_epsilon, sigma0, tolerance)
+        except ConfigError:  # unreachable on the coarse grid: the asked grid decides on its own
+            found = None
+    eps_at = accounting_at(discretization)
+    if found is None:
+        good, e_good, bad, e_bad = _search(eps_at, target_epsilon, sigma0, tolerance)
+    else:
+        c_good, c_e_good, c_bad, c_e_bad = found
+        slope = None if c_bad is None else _slope(math.log(c_bad), c_e_bad, math.log(c_good), c_e_good)
+        width = _final_width(tolerance)
+        good, e_good, bad, e_bad = _walk_to_target(eps_at, target_epsilon, c_good, eps_at(c_good), width, slope)
+        if bad is not None:
+            good, e_good, bad, e_bad = narrow_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
+    return CalibrationResult(
+        sigma=float(good), epsilon=float(e_good), sigma_rejected=None if bad is None else float(bad),
+        epsilon_rejected=None if e_bad is None else float(e_bad), target_epsilon=float(target_epsilon), delta=delta,
+        theorem=bound.id, reason=reason, compositions=run.count, steps=steps, epochs=epochs, tolerance=tolerance,
+        evaluations=counts[discretization], discretization=discretization,
+        config=config.with_(sigma=float(good)).as_dict(), coarse_evaluations=counts.get(coarse, 0),
+        coarse_discretization=coarse if coarse in counts else None,
+    )
+
+
+def _search(eps_at, target: float, sigma0: float, tolerance: float):
+    """(good, ε(good), bad, ε(bad)) of :func:`narrow_log_sigma` from a bracket grown by halving or doubling σ
+    from ``sigma0``; (σ_min, ε(σ_min), None, None) when the floor meets the target (two accountings,
+    not a walk down); ConfigError when σ_max misses it (one more accounting, not a walk up)."""
     e0 = eps_at(sigma0)
-    if e0 <= target_epsilon:
+    if e0 <= target:
         good, e_good = sigma0, e0
         bad, e_bad = SIGMA_MIN, (eps_at(SIGMA_MIN) if sigma0 > SIGMA_MIN else e0)
-        if e_bad <= target_epsilon:  # the floor meets the target: answer it after two evaluations, not a walk down
-            return _result(SIGMA_MIN, e_bad, None, None, target_epsilon, delta, bound, reason, n, steps, epochs,
-                           tolerance, evaluations, discretization, config)
+        if e_bad <= target:
+            return SIGMA_MIN, e_bad, None, None
         while good / 2 > bad:  # halve towards the floor until a σ misses the target
             e = eps_at(good / 2)
-            if e > target_epsilon:
+            if e > target:
                 bad, e_bad = good / 2, e
                 break
             good, e_good = good / 2, e
     else:
         bad, e_bad, good, e_good = sigma0, e0, None, None
-        if eps_at(SIGMA_MAX) > target_epsilon:  # unreachable: refuse after one evaluation, not a walk up
-            raise ConfigError("epsilon", f"target ε = {target_epsilon:g} is not reached by any σ ≤ {SIGMA_MAX:g}",
-                              target_epsilon)
+        if eps_at(SIGMA_MAX) > target:
+            raise ConfigError("epsilon", f"target ε = {target:g} is not reached by any σ ≤ {SIGMA_MAX:g}", target)
         while bad < SIGMA_MAX:
             trial = min(bad * 2, SIGMA_MAX)
             e = eps_at(trial)
-            if e <= target_epsilon:
+            if e <= target:
                 good, e_good = trial, e
                 break
             bad, e_bad = trial, e
         if good is None:
-            raise ConfigError("epsilon", f"target ε = {target_epsilon} is not reached below σ = {SIGMA_MAX:g}",
-                              target_epsilon)
-    good, e_good, bad, e_bad = bisect_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
-    return _result(good, e_good, bad, e_bad, target_epsilon, delta, bound, reason, n, steps, epochs, tolerance,
-                   evaluations, discretization, config)
+            raise ConfigError("epsilon", f"target ε = {target} is not reached below σ = {SIGMA_MAX:g}", target)
+    return narrow_log_sigma(eps_at, target, good, e_good, bad, e_bad, tolerance)
 
 
-def bisect_log_sigma(eps_at, target: float, good: float, e_good: float, bad: float, e_bad: float,
+def _final_width(tolerance: float) -> float:
+    """The log σ width at which a bracket is closed: good - bad ≤ ``tolerance`` · good (a hair inside)."""
+    return -math.log1p(-tolerance) * (1 - 1e-9)
+
+
+def _walk_to_target(eps_at, target: float, sigma: float, e: float, width: float, slope: Optional[float]):
+    """From σ with ε(σ) = e, step in log σ towards the target until it is straddled: (good, ε(good), bad, ε(bad)).
+
+    Each step is ``width`` · 2^k (k: steps taken), or, when the ``slope`` (d log ε / d log σ, from a
+    coarser search) predicts the root more than a ``width`` away, that distance plus half a
+    ``width`` if larger; within
+    [σ_min, σ_max]: (σ_min, ε, None, None) when the floor meets the target, ConfigError when σ_max
+    misses it.
+    """
+    x, admissible, k = math.log(sigma), e <= target, 0
+    ends = (math.log(SIGMA_MIN), math.log(SIGMA_MAX))
+    while True:
+        size = width * 2 ** k
+        if slope is not None and 0 < e < math.inf:
+            distance = abs((math.log(target) - math.log(e)) / slope)
+            if distance > width:  # a predicted root within one width: a step of one width closes the bracket
+                size = max(size, distance + width / 2)
+        nx = min(max(x - size if admissible else x + size, ends[0]), ends[1])
+        if nx == x:
+            if admissible:
+                return SIGMA_MIN, e, None, None
+            raise ConfigError("epsilon", f"target ε = {target:g} is not reached by any σ ≤ {SIGMA_MAX:g}", target)
+        ne = eps_at(math.exp(nx))
+        if (ne <= target) != admissible:
+            return (math.exp(x), e, math.exp(nx), ne) if admissible else (math.exp(nx), ne, math.exp(x), e)
+        x, e, k = nx, ne, k + 1
+
+
+def _slope(x0: float, e0: float, x1: float, e1: float) -> Optional[float]:
+    """d log ε / d log σ through two points, or None unless finite and negative."""
+    if not (0 < e0 < math.inf and 0 < e1 < math.inf) or x0 == x1:
+        return None
+    slope = (math.log(e1) - math.log(e0)) / (x1 - x0)
+    return slope if slope < 0 else None
+
+
+def narrow_log_sigma(eps_at, target: float, good: float, e_good: float, bad: float, e_bad: float,
                      tolerance: float):
-    """Bisection in log σ between an admissible ``good`` (ε(good) ≤ target) and a rejected ``bad`` < good
+    """Narrow an admissible ``good`` (ε(good) ≤ target) and a rejected ``bad`` < good (ε(bad) > target)
     until good - bad ≤ ``tolerance`` · good; returns (good, ε(good), bad, ε(bad)).
 
-    ``eps_at`` must be non-increasing in σ (a sound ε of a mechanism that more noise post-processes).
-    Direction: ``good`` stays admissible throughout (the safe side).
+    Each probe is placed from what is known: the root of the secant through the last two
+    points evaluated, in (log σ, log ε) where ε is close to a power of σ (the chord through
+    both ends when the secant's root falls outside the bracket), moved half a final width to the
+    admissible side; once the predicted root is within a final width of an end, the point
+    that closes the bracket. After four moves of the same end in a row, the geometric midpoint
+    (no run is much slower than bisection). ``eps_at`` must be non-increasing in σ (a sound ε of a
+    mechanism that more noise post-processes). Direction: ``good`` stays admissible throughout
+    (the safe side), and only evaluated values are returned.
     """
+    width = _final_width(tolerance)
+    last = [(math.log(bad), e_bad), (math.log(good), e_good)]  # the two latest points, oldest first
+    moved, streak = None, 0
     while good - bad > tolerance * good:
-        mid = math.sqrt(good * bad)
-        e = eps_at(mid)
-        if e <= target:
-            good, e_good = mid, e
+        lo, hi = math.log(bad), math.log(good)
+        root = _secant_root(*last[0], *last[1], target)
+        if root is None or not lo < root < hi:
+            root = _secant_root(lo, e_bad, hi, e_good, target)
+        if root is None or streak >= 4:
+            probe = (lo + hi) / 2
+        elif hi - root <= width:
+            probe = hi - width  # rejected: the bracket is closed
+        elif root - lo <= width:
+            probe = lo + width  # admissible: the bracket is closed
         else:
-            bad, e_bad = mid, e
+            probe = root + width / 2
+        x = min(max(probe, lo + (hi - lo) * 1e-6), hi - (hi - lo) * 1e-6)
+        sigma = math.exp(x)
+        e = eps_at(sigma)
+        side = "good" if e <= target else "bad"
+        if e <= target:
+            good, e_good = sigma, e
+        else:
+            bad, e_bad = sigma, e
+        streak = streak + 1 if side == moved else 1
+        moved = side
+        last = [last[1], (x, e)]
     return good, e_good, bad, e_bad
 
 
-def _result(sigma, eps, bad, e_bad, target, delta, bound, reason, n, steps, epochs, tolerance, evaluations,
-            discretization, config) -> CalibrationResult:
-    return CalibrationResult(
-        sigma=float(sigma), epsilon=float(eps), sigma_rejected=None if bad is None else float(bad),
-        epsilon_rejected=None if e_bad is None else float(e_bad), target_epsilon=float(target), delta=delta,
-        theorem=bound.id, reason=reason, compositions=n, steps=steps, epochs=epochs, tolerance=tolerance,
-        evaluations=evaluations, discretization=discretization, config=config.with_(sigma=float(sigma)).as_dict(),
-    )
+def _secant_root(x0: float, e0: float, x1: float, e1: float, target: float):
+    """log σ where the line through (x0, log e0) and (x1, log e1) reaches log target, or None (not finite,
+    not decreasing)."""
+    slope = _slope(x0, e0, x1, e1)
+    if slope is None or not target > 0:
+        return None
+    return x0 + (math.log(target) - math.log(e0)) / slope

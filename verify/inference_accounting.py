@@ -15,7 +15,7 @@ Both come from the one accountant (:mod:`tsdp.verify.accountant`); nothing here 
 
 :func:`calibrate_sigma` finds the smallest σ (relative ``tolerance``) whose sound ε meets a
 target: T15 depends on σ through v/σ only and is non-increasing in σ (more noise is
-post-processing), so bisection in log σ is exact up to the tolerance.
+post-processing), so a bracketed search in log σ is exact up to the tolerance.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from tsdp.theorems.bounds.inference import T15, InferenceConfig
 from tsdp.theorems.config import ConfigError
 
 from .accountant import PldAccountant, UnsupportedBoundError, check_delta, check_epsilon
-from .calibration import bisect_log_sigma
+from .calibration import narrow_log_sigma
 from .events import inference_event
 from .pld import DEFAULT_DISCRETIZATION
 
@@ -144,8 +144,8 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
                     discretization: float = DEFAULT_DISCRETIZATION) -> InferenceCalibration:
     """Smallest σ (relative ``tolerance``) with sound ε(δ) ≤ ``target_epsilon`` for ``config``'s r, w, v, L_C, k.
 
-    Bisection in log σ on [1e-3 v, 1e4 v], first on the one-release ε (:func:`epsilon_one`, a lower
-    bound on the sound ε of k releases), then on the sound ε upwards from there. Direction: the
+    Search in log σ on [1e-3 v, 1e4 v], first (bisection) on the one-release ε (:func:`epsilon_one`, a lower
+    bound on the sound ε of k releases), then on the sound ε upwards from there (:func:`tsdp.verify.calibration.narrow_log_sigma`). Direction: the
     returned σ re-accounts to ε ≤ target (the safe side); ``sigma_rejected`` ≥ σ (1 - tolerance)
     exceeds it. ConfigError if the target is unreachable in that range. ``config.sigma`` is ignored.
     """
@@ -186,7 +186,7 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
         if e_good > target_epsilon and good >= SIGMA_RANGE[1] * v:
             raise ConfigError("epsilon", f"target ε = {target_epsilon} is not reached below σ = {good:g}",
                               target_epsilon)
-    good, e_good, bad, e_bad = bisect_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
+    good, e_good, bad, e_bad = narrow_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
     return InferenceCalibration(sigma=good, epsilon=e_good, sigma_rejected=bad, epsilon_rejected=e_bad,
                                 target_epsilon=float(target_epsilon), delta=delta, evaluations=evaluations,
                                 config=config.with_(sigma=good).as_dict())

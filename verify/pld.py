@@ -40,6 +40,7 @@ is announced by a :class:`PldCoarsenedWarning` naming the gap used.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import warnings
@@ -142,6 +143,24 @@ def max_grid_points(limit: Optional[int] = None) -> int:
 def max_fft_points(limit: Optional[int] = None) -> int:
     """The longest convolution result the memory ceiling allows."""
     return max(16, resolve_memory_limit(limit) // _BYTES_PER_FFT_POINT)
+
+
+_ALLOCATOR_PRIME_BYTES = 31 * 2**20  # just under glibc's ceiling (32 MiB) for its adaptive mmap threshold
+
+
+@functools.lru_cache(maxsize=None)
+def prime_allocator() -> None:
+    """Once per process: allocate and free one 31 MiB block, so glibc's malloc keeps PLD-sized arrays on its heap.
+
+    glibc serves a large allocation by a fresh ``mmap`` (every page faulted in and zeroed
+    again, each time) until a block that large has been freed; it then raises its threshold
+    to that size by itself. Freeing one 31 MiB block first (``np.empty`` touches no page) makes
+    that adaptation happen before the PLD work instead of part-way through it: the first
+    composition of a process then runs at the speed of later ones (about 0.4 s saved on the
+    default question). Only timing changes, never a number; on other allocators it is one
+    cheap allocation.
+    """
+    np.empty(_ALLOCATOR_PRIME_BYTES // 8)
 
 
 def _bytes(n: float) -> str:
@@ -584,6 +603,55 @@ def _clean(pmf):
     return pld_pmf.DensePLDPmf(d, lower, probs, inf_mass, pess)
 
 
+_SCAN_CHUNK = 1 << 12  # tail scan block: the truncated tails are short next to a composed PMF
+
+
+def _prefix_within(probs: np.ndarray, threshold: float) -> int:
+    """The longest prefix of ``probs`` whose running sum stays ≤ ``threshold`` (the library's
+    ``_find_prefix_to_truncate``: its Python loop as ``cumsum`` over blocks, the running sum carried
+    into each block's first term, so the same sequential float sums, stopping at the first block
+    that crosses)."""
+    carry = 0.0
+    for start in range(0, probs.size, _SCAN_CHUNK):
+        block = probs[start:start + _SCAN_CHUNK].copy()
+        block[0] += carry
+        sums = np.cumsum(block)
+        above = np.flatnonzero(sums > threshold)
+        if above.size:
+            return start + int(above[0])
+        carry = sums[-1]
+    return probs.size
+
+
+def _compose_pmfs(a, b, tail_mass_truncation: float):
+    """The library's ``pld_pmf.compose_pmfs(a, b, tail_mass_truncation)``, the same PMF bit for bit.
+
+    Two dense PMFs are convolved by the library (``DensePLDPmf.compose``, untruncated) and
+    their tails truncated as the library's ``_truncate_tails`` does (each tail at most half the
+    truncation mass; a pessimistic PMF moves the left tail onto its first point and the right
+    one to infinity, an optimistic one the right tail onto its last point and drops the left),
+    with the scan vectorised (:func:`_prefix_within`): the library loops in Python over the tails,
+    most of a squaring's time. Anything else goes to the library as it is.
+    """
+    from dp_accounting.pld import pld_pmf
+
+    if not (isinstance(a, pld_pmf.DensePLDPmf) and isinstance(b, pld_pmf.DensePLDPmf)) or tail_mass_truncation == 0:
+        return pld_pmf.compose_pmfs(a, b, tail_mass_truncation)
+    full = a.compose(b, 0)
+    probs, pess = full._probs, full._pessimistic_estimate  # noqa: SLF001
+    left = _prefix_within(probs, tail_mass_truncation / 2)
+    right = max(probs.size - _prefix_within(probs[::-1], tail_mass_truncation / 2), left + 1)
+    left_mass, right_mass = np.sum(probs[:left]), np.sum(probs[right:])
+    kept = probs[left:right]
+    if pess:
+        kept[0] += left_mass
+    else:
+        kept[-1] += right_mass
+        right_mass = 0
+    return pld_pmf.DensePLDPmf(_gap(full), full._lower_loss + left, kept, full._infinity_mass + right_mass,  # noqa: SLF001
+                               pess)
+
+
 def _ratio(coarse: float, fine: float) -> int:
     r = coarse / fine
     if abs(r - round(r)) > 1e-9 * r:
@@ -592,7 +660,7 @@ def _ratio(coarse: float, fine: float) -> int:
 
 
 def _convolve(a, b, tail_mass_truncation: float, max_points: int):
-    """a ∘ b (the library's ``compose_pmfs``) on a common gap, both operands coarsened by a
+    """a ∘ b (the library's ``compose_pmfs``, :func:`_compose_pmfs`) on a common gap, both operands coarsened by a
     power of 2 first when the result would exceed ``max_points`` (checked before allocating)."""
     from dp_accounting.pld import pld_pmf
 
@@ -609,7 +677,7 @@ def _convolve(a, b, tail_mass_truncation: float, max_points: int):
         pess = a._pessimistic_estimate  # noqa: SLF001
         inf_mass = min(1.0, ia + ib - ia * ib + (max(finite, 0.0) if pess else 0.0))
         return pld_pmf.DensePLDPmf(_gap(a), 0, np.zeros(1), inf_mass, pess)
-    return _clean(pld_pmf.compose_pmfs(a, b, tail_mass_truncation))
+    return _clean(_compose_pmfs(a, b, tail_mass_truncation))
 
 
 def _self_compose_fits(pld, compositions: int, tail_mass_truncation: float, limit: int) -> bool:
@@ -744,9 +812,21 @@ def compose(pld, compositions: int, tail_mass_truncation: float = DEFAULT_TAIL_M
         raise ValueError(f"compositions must be >= 1, got {compositions}")
     if compositions == 1:
         return pld
-    _check_mass_growth(pld, compositions)
     limit = resolve_memory_limit(memory_limit)
-    if _self_compose_fits(pld, compositions, tail_mass_truncation, limit):
+    return _composed(pld, compositions, tail_mass_truncation, limit,
+                     _checked_fits(pld, compositions, tail_mass_truncation, limit))
+
+
+def _checked_fits(pld, compositions: int, tail_mass_truncation: float, limit: int) -> bool:
+    """Refuse a count the PMF's excess mass cannot take (:func:`_check_mass_growth`), then say whether
+    the library's ``self_compose`` fits (:func:`_self_compose_fits`)."""
+    _check_mass_growth(pld, compositions)
+    return _self_compose_fits(pld, compositions, tail_mass_truncation, limit)
+
+
+def _composed(pld, compositions: int, tail_mass_truncation: float, limit: int, fits: bool):
+    """:func:`compose` for ``compositions`` ≥ 2 checked by :func:`_checked_fits` (``fits``: its answer)."""
+    if fits:
         return pld.self_compose(compositions, tail_mass_truncation=tail_mass_truncation)
     cap = min(MAX_SQUARING_POINTS, max_fft_points(limit))
     parts = [None if p is None else _power(p, compositions, tail_mass_truncation, cap) for p in _pmfs(pld)]
@@ -786,8 +866,8 @@ def attained_envelope(pld, compositions: int, read: Callable, tail_mass_truncati
     if compositions < 1:
         raise ValueError(f"compositions must be >= 1, got {compositions}")
     limit = resolve_memory_limit(memory_limit)
-    best = read(compose(pld, compositions, tail_mass_truncation, memory_limit=limit))
-    fits = compositions == 1 or _self_compose_fits(pld, compositions, tail_mass_truncation, limit)
+    fits = compositions == 1 or _checked_fits(pld, compositions, tail_mass_truncation, limit)
+    best = read(pld if compositions == 1 else _composed(pld, compositions, tail_mass_truncation, limit, fits))
     cap = max_fft_points(limit) if fits else min(MAX_SQUARING_POINTS, max_fft_points(limit))
     power, n = pld, 1
     while n <= compositions:

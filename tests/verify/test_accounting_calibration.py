@@ -33,17 +33,34 @@ def sound_epsilon(config, steps):
 def test_calibration_round_trip(config, target, steps):
     r = calibrate_sigma(config, target, 1e-5, steps=steps, tolerance=TOL, discretization=D)
     assert r.compositions == training_event(config, steps=steps).count
-    assert sound_epsilon(config.with_(sigma=r.sigma), steps) <= target
+    assert sound_epsilon(config.with_(sigma=r.sigma), steps) == r.epsilon <= target  # an accounting at D
     assert sound_epsilon(config.with_(sigma=r.sigma * (1 - TOL)), steps) > target
+
+
+@pytest.mark.parametrize("config,target,steps", CONFIGS[:6])
+def test_the_coarse_search_changes_cost_not_the_guarantee(config, target, steps, monkeypatch):
+    """Without the coarse search (COARSE_MAX below every grid) the answer meets the same guarantee,
+    and the coarse search never costs more accountings on the asked grid."""
+    from tsdp.verify import calibration
+
+    with_coarse = calibrate_sigma(config, target, 1e-5, steps=steps, tolerance=TOL, discretization=D)
+    monkeypatch.setattr(calibration, "COARSE_MAX", 0.0)
+    plain = calibrate_sigma(config, target, 1e-5, steps=steps, tolerance=TOL, discretization=D)
+    assert plain.coarse_discretization is None and with_coarse.coarse_discretization == 10 * D
+    assert with_coarse.evaluations <= plain.evaluations
+    for r in (plain, with_coarse):
+        assert r.sigma_rejected >= r.sigma * (1 - TOL) and r.epsilon_rejected > target >= r.epsilon
 
 
 def test_a_target_every_sigma_meets_answers_the_floor_after_two_accountings():
     """ε = 1e9 (the checker's `tsdp calibrate --epsilon 1e9 --delta 1e-5 --steps 10`, which walked down five costly
-    σ and ran past a time limit): σ₀ and the floor are the only accountings, and the floor's ε is the real one."""
+    σ and ran past a time limit): σ₀ and the floor are the only accountings on the coarse grid, the floor the only
+    one on the asked grid, and the floor's ε is the real one."""
     from tsdp.verify.calibration import SIGMA_MIN
 
     r = calibrate_sigma(DEFAULT_CONFIG, 1e9, 1e-5, steps=10, discretization=D)
-    assert r.evaluations == 2 and r.sigma == SIGMA_MIN and r.sigma_rejected is None
+    assert (r.coarse_evaluations, r.evaluations) == (2, 1) and r.coarse_discretization == 10 * D
+    assert r.sigma == SIGMA_MIN and r.sigma_rejected is None
     assert r.epsilon == sound_epsilon(DEFAULT_CONFIG.with_(sigma=SIGMA_MIN), 10) <= 1e9
 
 

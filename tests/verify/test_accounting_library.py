@@ -79,3 +79,11 @@ def test_sound_upper_attained_lower_and_delta_mode():
     assert aug.epsilon_attained <= aug.epsilon
     with pytest.raises(ConfigError):
         epsilon(config, 1.5, steps=1)
+
+
+@pytest.mark.parametrize("bad", [(), ("upper",), "exact", ("sound", "bogus")])
+def test_estimates_must_name_known_estimates(bad):
+    from tsdp.verify.accountant import account
+
+    with pytest.raises(ConfigError, match="estimates"):
+        account(training_event(DEFAULT_CONFIG, steps=1), delta=1e-5, estimates=bad)

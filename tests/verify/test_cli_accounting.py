@@ -56,3 +56,39 @@ def test_calibrate_cli_round_trip(capsys):
     code, out, _ = run(capsys, "epsilon", "--delta", "1e-5", "--steps", "10", "--sigma", str(r["sigma"]),
                        "--discretization", "1e-3", "--json")
     assert json.loads(out)["epsilon"] <= 2.0
+
+
+def test_sound_only_composes_the_sound_estimate_alone(capsys, monkeypatch):
+    """`--sound-only`: the same sound ε as the bracket, bit for bit, and no attained accountant built;
+    the sound ε is an upper bound on the library's own construction of T6's pair."""
+    from tsdp.verify import accountant
+
+    argv = ("epsilon", "--delta", "1e-5", "--steps", "10", "--discretization", "1e-3", "--json")
+    code, out, _ = run(capsys, *argv)
+    both = json.loads(out)
+    built = []
+    init = accountant.PldAccountant.__init__
+
+    def spy(self, estimate="sound", **kw):
+        built.append(estimate)
+        init(self, estimate, **kw)
+
+    monkeypatch.setattr(accountant.PldAccountant, "__init__", spy)
+    code, out, _ = run(capsys, *argv, "--sound-only")
+    alone = json.loads(out)
+    assert code == 0 and built == ["sound"]
+    assert alone["epsilon"] == both["epsilon"] and alone["epsilon_attained"] is None
+    assert alone["estimates"] == ["sound"] and both["estimates"] == ["sound", "attained"]
+    assert alone["attained_refused"] is None  # not asked for, not refused
+    num = get("T6").pair(DEFAULT_CONFIG).numeric()
+    ref = lib.from_mixture_gaussian_mechanism(num.sigma, list(num.a * num.sigma), list(num.p),
+                                              value_discretization_interval=1e-3).self_compose(10)
+    assert alone["epsilon"] >= ref.get_epsilon_for_delta(1e-5) * (1 - 1e-9)
+    code, out, err = run(capsys, "epsilon", "--delta", "1e-5", "--steps", "10", "--sound-only")
+    assert code == 0 and "attained" not in out and "sound" in out.splitlines()[0]
+
+
+def test_sound_only_of_a_lower_bound_is_one_error_line(capsys):
+    code, _, err = run(capsys, "epsilon", "--delta", "1e-5", "--steps", "10", "--sound-only", "--theorem", "T3",
+                       "--top", "deterministic", "--instances", "4", "--batch-size", "128")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "lower bound" in err

@@ -64,7 +64,8 @@ def _resolvable(config, delta: float, common: dict, sound, attained):
     if sound is not None and not math.isfinite(sound):
         from tsdp.verify.accounting import delta as account_delta
 
-        floor = account_delta(config, 1e300, **common).delta  # δ past every finite loss: the infinity mass
+        floor = account_delta(config, 1e300, **dict(common, estimates=("sound",))).delta  # δ past every finite
+        # loss: the infinity mass
         raise UsageError(f"invalid --delta: {delta:g} is below the smallest δ the accountant resolves here, "
                          f"{floor * 1.01:.2g} (the PLD's truncated mass); give --delta >= {floor * 1.01:.2g} "
                          "or a smaller --tail-mass-truncation")
@@ -82,10 +83,12 @@ def add_parsers(sub, command) -> None:
         "once per epoch, S steps touching ceil(S / ceil(N / N')) epochs.")
     _add_accounting_options(p)
     p.add_argument("--epsilon", type=float, help="answer δ at this ε instead of ε at --delta")
+    p.add_argument("--sound-only", action="store_true",
+                   help="compose the sound estimate only (the upper bound a budget uses; skips the attained one)")
 
     p = sub.add_parser(
         "calibrate", help="smallest σ whose composed sound ε(δ) meets a target",
-        description="Bisect the noise multiplier σ (relative tolerance, default 1e-3) so that the sound composed "
+        description="Search the noise multiplier σ (relative tolerance, default 1e-3) so that the sound composed "
         "ε at δ is at most the target; the printed σ re-accounts to ε ≤ target, and σ (1 - tolerance) does not.")
     _add_accounting_options(p)
     p.add_argument("--epsilon", type=float, help="target ε > 0")
@@ -99,7 +102,8 @@ def add_parsers(sub, command) -> None:
         steps, epochs = _schedule(args)
         config = config_from_args(args)
         common = dict(steps=steps, epochs=epochs, theorem=args.theorem, discretization=args.discretization,
-                      tail_mass_truncation=args.tail_mass_truncation)
+                      tail_mass_truncation=args.tail_mass_truncation,
+                      estimates=("sound",) if args.sound_only else ("sound", "attained"))
         if args.epsilon is not None:
             if args.delta is not None:
                 raise UsageError("give one of --delta D (answers ε) and --epsilon E (answers δ), not both")
@@ -118,6 +122,8 @@ def add_parsers(sub, command) -> None:
         sched = f"{steps} training steps" if steps is not None else f"{epochs} epochs"
         if sound is None:
             head = f"{target}: lower bound (attained) {_fmt(attained, payload.get('attained_refused'))}; no upper bound: {r.sound_refused}"
+        elif args.sound_only:
+            head = f"{target}: sound {_fmt(sound)} (upper bound)"
         else:
             head = f"{target}: sound {_fmt(sound)} (upper bound), attained {_fmt(attained, payload.get('attained_refused'))} (lower bound)"
         human = "\n".join([
@@ -125,8 +131,9 @@ def add_parsers(sub, command) -> None:
             f"theorem {r.theorem} ({r.kind}, per {r.scope}) - {r.reason}",
             f"{sched} -> {r.compositions} compositions of the per-{r.scope} bound; {_grid(r)}",
             *([] if sound is None else ["sound: connect-the-dots of the theorem's one-step profile, rounded up"]),
-            "attained: " + (f"construction {r.construction}'s pair composed, rounded down"
-                            if r.construction else f"none ({r.attained_refused})"),
+            *([] if args.sound_only else [
+                "attained: " + (f"construction {r.construction}'s pair composed, rounded down"
+                                if r.construction else f"none ({r.attained_refused})")]),
         ])
         _print(args, payload, human)
         return 0
