@@ -43,7 +43,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from .clipping import Grads, clip_factors, squared_norms, weighted_sum
+from .clipping import Grads, clip_factors, squared_norms
+from .noise import gaussian_noise
 
 
 class FactoredGradientError(ValueError):
@@ -150,11 +151,16 @@ class _Recorder:
 
 
 class _Factors:
-    """Per-sample squared gradient norms of some parameters, and their clipped sum given the factors c."""
+    """Per-sample squared gradient norms of some parameters, and how to add their weighted sum into buffers."""
 
-    def __init__(self, sq_norms: torch.Tensor, weighted_sum):
+    def __init__(self, sq_norms: torch.Tensor, add_weighted_sum: Callable[[torch.Tensor, Grads], None]):
         self.sq_norms = sq_norms
-        self.weighted_sum = weighted_sum  # c (M,) -> {qualified parameter name: tensor of its shape}
+        self.add_weighted_sum = add_weighted_sum  # (c (M,), out) -> out[name] += Σ_i c_i g_i, in place
+
+
+def _sq_norms(x: torch.Tensor, m: int) -> torch.Tensor:
+    """||x_i||² over all but the first dim, (M,): one fused reduction, no squared copy."""
+    return torch.linalg.vector_norm(x.reshape(m, -1), dim=1).square()
 
 
 def _stack_positions(tensors: List[torch.Tensor], m: int) -> torch.Tensor:
@@ -164,44 +170,55 @@ def _stack_positions(tensors: List[torch.Tensor], m: int) -> torch.Tensor:
 
 
 def _linear_factors(name: str, module: nn.Linear, calls, out_grads) -> _Factors:
-    """nn.Linear: G_i = Σ_t g_it a_itᵀ; norms by the ghost norm or by G_i, whichever is cheaper."""
+    """nn.Linear: G_i = Σ_t g_it a_itᵀ; ||G_i||² by the cheapest exact route, Σ_i c_i G_i by one matrix product.
+
+    Routes for the norm (t positions per sample, over all calls): t = 1, ||a_i||²·||g_i||²;
+    the ghost norm Σ_{t,t'} (a_it·a_it')(g_it·g_it') when t²(i + o) < t·i·o; otherwise G_i
+    itself by one batched product (then the clipped sum is c·G, a matrix-vector product).
+    Without G_i, the clipped sum is ONE product over all (sample, position) rows with the
+    row weights c_i (the book-keeping trick of Bu et al. 2023, "Differentially private
+    optimization on large model at small cost": no second backward pass).
+    """
     m = out_grads[0][0].shape[0]
     a = _stack_positions([args[0].detach() for args, _ in calls], m)
     g = _stack_positions([gy[0] for gy in out_grads], m)
     t, i, o = a.shape[1], module.in_features, module.out_features
     train_weight = module.weight.requires_grad
-    per_sample = None  # G_i, (M, o, i), when materialising it is the cheaper way to its norm
+    per_sample = None  # G_i, (M, o·i), when materialising it is the cheaper way to its norm
     sq = a.new_zeros(m)
     if train_weight and t == 1:
-        sq = a.square().sum((1, 2)) * g.square().sum((1, 2))
+        sq = _sq_norms(a, m) * _sq_norms(g, m)
     elif train_weight and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
         sq = ((a @ a.transpose(1, 2)) * (g @ g.transpose(1, 2))).sum((1, 2))
     elif train_weight:
-        per_sample = g.transpose(1, 2) @ a
-        sq = per_sample.square().sum((1, 2))
+        per_sample = (g.transpose(1, 2) @ a).reshape(m, o * i)
+        sq = _sq_norms(per_sample, m)
     bias_grad = g.sum(1) if module.bias is not None and module.bias.requires_grad else None
     if bias_grad is not None:
-        sq = sq + bias_grad.square().sum(1)
+        sq = sq + _sq_norms(bias_grad, m)
     prefix = f"{name}." if name else ""
 
-    def clipped_linear_sum(c: torch.Tensor) -> Grads:
-        out = {}
+    def add_clipped_linear_sum(c: torch.Tensor, out: Grads) -> None:
+        weight = out.get(prefix + "weight")
         if per_sample is not None:
-            out[prefix + "weight"] = torch.tensordot(c, per_sample, dims=1)
+            weight.view(-1).addmv_(per_sample.T, c)
         elif train_weight and i <= o:  # scale the smaller factor by c
-            out[prefix + "weight"] = g.reshape(-1, o).T @ (a * c[:, None, None]).reshape(-1, i)
+            weight.addmm_(g.reshape(-1, o).T, (a * c[:, None, None]).reshape(-1, i))
         elif train_weight:
-            out[prefix + "weight"] = (g * c[:, None, None]).reshape(-1, o).T @ a.reshape(-1, i)
+            weight.addmm_((g * c[:, None, None]).reshape(-1, o).T, a.reshape(-1, i))
         if bias_grad is not None:
-            out[prefix + "bias"] = c @ bias_grad
-        return out
+            out[prefix + "bias"].addmv_(bias_grad.T, c)
 
-    return _Factors(sq, clipped_linear_sum)
+    return _Factors(sq, add_clipped_linear_sum)
 
 
 def _materialised_factors(per_sample: Grads) -> _Factors:
     """Factors of small per-sample gradients held in full, {qualified name: (M, *shape)}."""
-    return _Factors(squared_norms(per_sample, 1), lambda c: weighted_sum(c, per_sample, 1))
+    def add(c: torch.Tensor, out: Grads) -> None:
+        for k, g in per_sample.items():
+            out[k].view(-1).addmv_(g.reshape(g.shape[0], -1).T, c)
+
+    return _Factors(squared_norms(per_sample, 1), add)
 
 
 def _rule_gradients(name: str, module: nn.Module, calls, out_grads) -> Grads:
@@ -241,21 +258,20 @@ def _vmap_gradients(owners) -> Grads:
     return vmap(grad(inner), in_dims=(None, in_dims, 0))(params, args, grads_out)
 
 
-def factored_clipped_sum(
-    model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, clip: float, mask: Optional[torch.Tensor] = None
+def _factored_sum(
+    model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, clip: float, mask: Optional[torch.Tensor],
+    make_out: Callable[[Dict[str, nn.Parameter]], Grads], weight: float,
 ) -> Tuple[Grads, torch.Tensor]:
-    """Algorithm 2, lines 4-7 (paper Alg. 2; the step every theorem T1-T14 assumes): ĝ = Σ_i g_i / max(1, ||g_i||/C).
+    """Lines 4-7 of Algorithm 2 from layer factors: adds weight · Σ_i c_i g_i into ``make_out(params)``'s buffers.
 
-    Exact per-sample clipping from layer factors (module docstring); ``context`` (M, L_C),
-    ``forecast`` (M, L_F), optional ``mask`` (M,) dropping padded slots. Returns
-    ({name: tensor of the parameter's shape}, per-sample norms ||g_i||_2 before clipping, (M,)).
-    Soundness: every clipped per-sample gradient has norm ≤ C, so ĝ has sensitivity C.
+    Returns (those buffers, the per-sample norms ||g_i||_2 before clipping, (M,)).
     """
     m = context.shape[0]
     recorder = _Recorder(model, m)
     params = {f"{name}.{k}" if name else k: p for name, _, own in recorder.owners for k, p in own.items()}
+    out = make_out(params)
     if m == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
-        return {k: torch.zeros_like(p) for k, p in params.items()}, context.new_zeros(0)
+        return out, context.new_zeros(0)
     with torch.enable_grad(), recorder:
         loss = model(context, forecast)
     if loss.shape != (m,):
@@ -282,7 +298,38 @@ def factored_clipped_sum(
     c = clip_factors(norms, clip)
     if mask is not None:
         c = c * mask.to(c.dtype)
-    summed = {k: torch.zeros_like(p) for k, p in params.items()}
+    if weight != 1.0:
+        c = c * weight
     for f in factors:
-        summed.update(f.weighted_sum(c.detach()))
-    return summed, norms.detach()
+        f.add_weighted_sum(c.detach(), out)
+    return out, norms.detach()
+
+
+def factored_clipped_sum(
+    model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, clip: float, mask: Optional[torch.Tensor] = None
+) -> Tuple[Grads, torch.Tensor]:
+    """Algorithm 2, lines 4-7 (paper Alg. 2; the step every theorem T1-T14 assumes): ĝ = Σ_i g_i / max(1, ||g_i||/C).
+
+    Exact per-sample clipping from layer factors (module docstring); ``context`` (M, L_C),
+    ``forecast`` (M, L_F), optional ``mask`` (M,) dropping padded slots. Returns
+    ({name: tensor of the parameter's shape}, per-sample norms ||g_i||_2 before clipping, (M,)).
+    Soundness: every clipped per-sample gradient has norm ≤ C, so ĝ has sensitivity C.
+    """
+    return _factored_sum(model, context, forecast, clip, mask,
+                         lambda params: {k: torch.zeros_like(p) for k, p in params.items()}, 1.0)
+
+
+def factored_noisy_gradient(
+    model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, *, clip: float, sigma: float, batch_size: int,
+    generator: Optional[torch.Generator], mask: Optional[torch.Tensor] = None,
+) -> Grads:
+    """Algorithm 2, lines 4-8 (paper Alg. 2): g̃ = (Σ_i g_i / max(1, ||g_i||/C) + N(0, σ² C² I)) / Λ, fused.
+
+    The noise is drawn first (:func:`attacks.loop.noise.gaussian_noise`, already scaled by
+    σC/Λ), and the clipped sum, weighted by 1/Λ, is added into it in place by the factors'
+    matrix products: no separate sum, no copy. Same clipping as :func:`factored_clipped_sum`
+    (exact), same noise layout as :func:`attacks.loop.step.noisy_mean`; equal to
+    ``noisy_mean(factored_clipped_sum(...))`` up to float rounding.
+    """
+    return _factored_sum(model, context, forecast, clip, mask,
+                         lambda params: gaussian_noise(params, sigma * clip / batch_size, generator=generator), 1.0 / batch_size)[0]

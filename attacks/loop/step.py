@@ -22,7 +22,8 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from .clipping import Grads, clipped_sum
-from .factored import factored_clipped_sum
+from .factored import factored_noisy_gradient
+from .noise import gaussian_noise
 
 ENGINES = ("auto", "factored", "vmap")
 
@@ -54,19 +55,12 @@ def noisy_mean(
 ) -> Grads:
     """Algorithm 2, line 8: (ĝ + N(0, σ² C² I)) / Λ, one independent noise draw per trial.
 
-    One ``randn`` call fills the noise of every tensor (in ``summed``'s order), so the draw
-    is i.i.d. N(0, 1) per coordinate whatever the parameter layout.
+    The noise is one flat draw (:func:`attacks.loop.noise.gaussian_noise`, in ``summed``'s
+    order and dtype, scaled by σC/Λ); ĝ/Λ is added into it in place.
     """
-    if not summed:
-        return {}
-    first = next(iter(summed.values()))
-    noise = torch.randn(sum(s.numel() for s in summed.values()), generator=generator, device=first.device,
-                        dtype=first.dtype)
-    out, offset = {}, 0
+    out = gaussian_noise(summed, sigma * clip / batch_size, generator=generator)
     for k, s in summed.items():
-        part = noise[offset : offset + s.numel()].view(s.shape).to(s.dtype)
-        out[k] = torch.add(s, part, alpha=sigma * clip).div_(batch_size)
-        offset += s.numel()
+        out[k].add_(s, alpha=1.0 / batch_size)
     return out
 
 
@@ -99,10 +93,10 @@ def private_gradient(
     if engine == "factored" and not single:
         raise ValueError("the factored engine takes one batch (M, L_C) and the model's own parameters; use engine='vmap'")
     if engine == "factored" or (engine == "auto" and single):
-        summed, _ = factored_clipped_sum(model, context, forecast, clip, mask)
-    else:
-        grads = per_sample_gradients(model, context, forecast, params)
-        summed = clipped_sum(grads, clip, context.dim() - 1, mask)
+        return factored_noisy_gradient(model, context, forecast, clip=clip, sigma=sigma, batch_size=batch_size,
+                                       generator=generator, mask=mask)
+    grads = per_sample_gradients(model, context, forecast, params)
+    summed = clipped_sum(grads, clip, context.dim() - 1, mask)
     return noisy_mean(summed, clip=clip, sigma=sigma, batch_size=batch_size, generator=generator)
 
 
