@@ -169,9 +169,18 @@ def _stack_positions(tensors: List[torch.Tensor], m: int) -> torch.Tensor:
     return flat[0] if len(flat) == 1 else torch.cat(flat, dim=1)
 
 
-def _linear_factors(name: str, module: nn.Linear, calls, out_grads) -> _Factors:
+def _same_gradients(out_grads) -> tuple:
+    """A key equal for two modules exactly when their output gradients are the same tensors, call by call."""
+    return tuple((g.data_ptr(), g.shape, g.stride()) for gy in out_grads for g in gy)
+
+
+def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _Factors:
     """nn.Linear: G_i = Σ_t g_it a_itᵀ; ||G_i||² by the cheapest exact route, Σ_i c_i G_i by one matrix product.
 
+    ``members`` are (name, module, calls) of linears whose outputs received the SAME
+    gradient tensors call by call (``out_grads``), as x·W_ihᵀ + h·W_hhᵀ in an LSTM gate:
+    their weights act as one linear [W¹ | W² | ...] on the concatenated inputs
+    [a¹ | a² | ...], so one set of factors serves them all (exact: the blocks of one G_i).
     Routes for the norm (t positions per sample, over all calls): t = 1, ||a_i||²·||g_i||²;
     the ghost norm Σ_{t,t'} (a_it·a_it')(g_it·g_it') when t²(i + o) < t·i·o; otherwise G_i
     itself by one batched product (then the clipped sum is c·G, a matrix-vector product).
@@ -180,34 +189,46 @@ def _linear_factors(name: str, module: nn.Linear, calls, out_grads) -> _Factors:
     optimization on large model at small cost": no second backward pass).
     """
     m = out_grads[0][0].shape[0]
-    a = _stack_positions([args[0].detach() for args, _ in calls], m)
     g = _stack_positions([gy[0] for gy in out_grads], m)
-    t, i, o = a.shape[1], module.in_features, module.out_features
-    train_weight = module.weight.requires_grad
-    per_sample = None  # G_i, (M, o·i), when materialising it is the cheaper way to its norm
-    sq = a.new_zeros(m)
-    if train_weight and t == 1:
-        sq = _sq_norms(a, m) * _sq_norms(g, m)
-    elif train_weight and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
-        sq = ((a @ a.transpose(1, 2)) * (g @ g.transpose(1, 2))).sum((1, 2))
-    elif train_weight:
-        per_sample = (g.transpose(1, 2) @ a).reshape(m, o * i)
-        sq = _sq_norms(per_sample, m)
-    bias_grad = g.sum(1) if module.bias is not None and module.bias.requires_grad else None
-    if bias_grad is not None:
-        sq = sq + _sq_norms(bias_grad, m)
-    prefix = f"{name}." if name else ""
+    prefixes = [f"{name}." if name else "" for name, _, _ in members]
+    weights = [(prefix + "weight", mod.in_features) for prefix, (_, mod, _) in zip(prefixes, members)
+               if mod.weight.requires_grad]
+    biases = [prefix + "bias" for prefix, (_, mod, _) in zip(prefixes, members)
+              if mod.bias is not None and mod.bias.requires_grad]
+    inputs = [_stack_positions([args[0].detach() for args, _ in calls], m)
+              for _, mod, calls in members if mod.weight.requires_grad]
+    a = None if not inputs else inputs[0] if len(inputs) == 1 else torch.cat(inputs, dim=2)
+    t, o = g.shape[1], g.shape[2]
+    i = 0 if a is None else a.shape[2]
+    per_sample = None  # G_iᵀ, (M, i·o), when materialising it is the cheaper way to its norm
+    if t == 1:  # one position: ||G_i||² = ||a_i||²·||g_i||², each bias adds ||g_i||²
+        bias_grad = g.reshape(m, o) if biases else None
+        sq = _sq_norms(g, m) * (len(biases) if a is None else _sq_norms(a, m) + len(biases))
+    else:
+        bias_grad = g.sum(1) if biases else None  # the same Σ_t g_it for every member's bias
+        sq = len(biases) * _sq_norms(bias_grad, m) if biases else g.new_zeros(m)
+        if a is not None and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
+            sq = sq + ((a @ a.transpose(1, 2)) * (g @ g.transpose(1, 2))).sum((1, 2))
+        elif a is not None:
+            per_sample = (a.transpose(1, 2) @ g).reshape(m, i * o)  # aᵀg: the faster operand order for CPU bmm
+            sq = sq + _sq_norms(per_sample, m)
 
     def add_clipped_linear_sum(c: torch.Tensor, out: Grads) -> None:
-        weight = out.get(prefix + "weight")
-        if per_sample is not None:
-            weight.view(-1).addmv_(per_sample.T, c)
-        elif train_weight and i <= o:  # scale the smaller factor by c
-            weight.addmm_(g.reshape(-1, o).T, (a * c[:, None, None]).reshape(-1, i))
-        elif train_weight:
-            weight.addmm_((g * c[:, None, None]).reshape(-1, o).T, a.reshape(-1, i))
+        if a is not None:
+            dest = out[weights[0][0]] if len(weights) == 1 else g.new_zeros(o, i)
+            if per_sample is not None:
+                dest.add_((c @ per_sample).view(i, o).T)
+            elif i <= o:  # scale the smaller factor by c
+                dest.addmm_(g.reshape(-1, o).T, (a * c[:, None, None]).reshape(-1, i))
+            else:
+                dest.addmm_((g * c[:, None, None]).reshape(-1, o).T, a.reshape(-1, i))
+            if len(weights) > 1:
+                for (key, _), block in zip(weights, dest.split([w for _, w in weights], dim=1)):
+                    out[key].add_(block)
         if bias_grad is not None:
-            out[prefix + "bias"].addmv_(bias_grad.T, c)
+            summed_bias = c @ bias_grad
+            for key in biases:
+                out[key].add_(summed_bias)
 
     return _Factors(sq, add_clipped_linear_sum)
 
@@ -280,16 +301,17 @@ def _factored_sum(
     called = [(name, mod, recorder.calls[id(mod)]) for name, mod, _ in recorder.owners if recorder.calls[id(mod)]]
     outputs = [y for _, _, calls in called for _, ys in calls for y in ys]
     out_grads = iter(torch.autograd.grad(loss.sum(), outputs, allow_unused=True))
-    factors, per_sample, other = [], {}, []
+    factors, per_sample, other, linears = [], {}, [], {}
     for name, mod, calls in called:
         grads = [[torch.zeros_like(y) if g is None else g for g, y in zip([next(out_grads) for _ in ys], ys)]
                  for _, ys in calls]
         if type(mod) is nn.Linear:
-            factors.append(_linear_factors(name, mod, calls, grads))
+            linears.setdefault(_same_gradients(grads), ([], grads))[0].append((name, mod, calls))
         elif type(mod) in PER_SAMPLE_RULES:
             per_sample.update(_rule_gradients(name, mod, calls, grads))
         else:
             other.append((name, mod, calls, grads))
+    factors += [_linear_factors(members, grads) for members, grads in linears.values()]
     if other:
         per_sample.update(_vmap_gradients(other))
     if per_sample:
@@ -300,8 +322,9 @@ def _factored_sum(
         c = c * mask.to(c.dtype)
     if weight != 1.0:
         c = c * weight
+    c = c.detach()
     for f in factors:
-        f.add_weighted_sum(c.detach(), out)
+        f.add_weighted_sum(c, out)
     return out, norms.detach()
 
 

@@ -101,10 +101,14 @@ def private_gradient(
 
 
 def apply_gradient(model: nn.Module, optimizer: torch.optim.Optimizer, gradient: Grads) -> None:
-    """Algorithm 2, line 9: hand g̃ to the optimizer (θ ← θ - η g̃ for SGD; Adam uses g̃ as its gradient)."""
+    """Algorithm 2, line 9: hand g̃ to the optimizer (θ ← θ - η g̃ for SGD; Adam uses g̃ as its gradient).
+
+    ``p.grad`` IS g̃'s tensor (no copy): the optimizer must not modify gradients in place
+    (torch's optimizers do not), or the caller's g̃ would change with it.
+    """
     for name, p in model.named_parameters():
         if name in gradient:
-            p.grad = gradient[name].detach().clone()
+            p.grad = gradient[name].detach()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
 
