@@ -200,7 +200,7 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
     a = None if not inputs else inputs[0] if len(inputs) == 1 else torch.cat(inputs, dim=2)
     t, o = g.shape[1], g.shape[2]
     i = 0 if a is None else a.shape[2]
-    per_sample = None  # G_iᵀ, (M, i·o), when materialising it is the cheaper way to its norm
+    per_sample = None  # G_i flattened, (M, i·o), when materialising it is the cheaper way to its norm
     if t == 1:  # one position: ||G_i||² = ||a_i||²·||g_i||², each bias adds ||g_i||²
         bias_grad = g.reshape(m, o) if biases else None
         sq = _sq_norms(g, m) * (len(biases) if a is None else _sq_norms(a, m) + len(biases))
@@ -210,14 +210,16 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
         if a is not None and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
             sq = sq + ((a @ a.transpose(1, 2)) * (g @ g.transpose(1, 2))).sum((1, 2))
         elif a is not None:
-            per_sample = (a.transpose(1, 2) @ g).reshape(m, i * o)  # aᵀg: the faster operand order for CPU bmm
+            # G_i or G_iᵀ, whichever puts the longer side last: the faster operand order for CPU bmm (2-4x)
+            per_sample = (a.transpose(1, 2) @ g if i <= o else g.transpose(1, 2) @ a).reshape(m, i * o)
             sq = sq + _sq_norms(per_sample, m)
 
     def add_clipped_linear_sum(c: torch.Tensor, out: Grads) -> None:
         if a is not None:
             dest = out[weights[0][0]] if len(weights) == 1 else g.new_zeros(o, i)
             if per_sample is not None:
-                dest.add_((c @ per_sample).view(i, o).T)
+                summed = c @ per_sample
+                dest.add_(summed.view(i, o).T if i <= o else summed.view(o, i))
             elif i <= o:  # scale the smaller factor by c
                 dest.addmm_(g.reshape(-1, o).T, (a * c[:, None, None]).reshape(-1, i))
             else:
