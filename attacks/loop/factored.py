@@ -111,27 +111,40 @@ def _tensors(output) -> List[torch.Tensor]:
 
 
 class _Recorder:
-    """Forward hooks on the parameter-owning modules, recording (inputs, outputs) of each call."""
+    """Records (inputs, outputs) of every call of the parameter-owning modules, for the duration of a ``with``.
+
+    Each owner's ``forward`` is wrapped on the instance (restored on exit) rather than given a
+    forward hook: no hook dispatch per call (about 8 µs each; DeepAR makes 220 such calls per
+    forward), and the output recorded is the forward's own, before any user hook rewrites it,
+    which is the output whose gradient the parameters' factors need.
+    """
 
     def __init__(self, model: nn.Module, batch: int):
         self.batch = batch
         self.owners = _owners(model)
         self.calls: Dict[int, List[Tuple[tuple, List[torch.Tensor]]]] = {id(m): [] for _, m, _ in self.owners}
         self.versions: List[Tuple[nn.Module, torch.Tensor, int]] = []
-        self.handles = []
+        self.saved: List[Tuple[nn.Module, Optional[Callable]]] = []
 
-    def _hook(self, module, args, kwargs, output):
-        if kwargs:
-            raise FactoredGradientError(f"{type(module).__name__} was called with keyword arguments; "
-                                        "the factored engine records positional tensors only")
-        for a in args:
-            if isinstance(a, torch.Tensor) and (a.dim() == 0 or a.shape[0] != self.batch):
-                raise FactoredGradientError(
-                    f"{type(module).__name__} got an input of shape {tuple(a.shape)} whose first dim is not the "
-                    f"batch ({self.batch}); the factored engine needs sample-major inputs")
-        outputs = _tensors(output)
-        self.calls[id(module)].append((args, outputs))
-        self.versions += [(module, t, t._version) for t in (*args, *outputs) if isinstance(t, torch.Tensor)]
+    def _recording(self, module: nn.Module, forward: Callable) -> Callable:
+        calls = self.calls[id(module)]
+
+        def forward_and_record(*args, **kwargs):
+            if kwargs:
+                raise FactoredGradientError(f"{type(module).__name__} was called with keyword arguments; "
+                                            "the factored engine records positional tensors only")
+            for a in args:
+                if isinstance(a, torch.Tensor) and (a.dim() == 0 or a.shape[0] != self.batch):
+                    raise FactoredGradientError(
+                        f"{type(module).__name__} got an input of shape {tuple(a.shape)} whose first dim is not the "
+                        f"batch ({self.batch}); the factored engine needs sample-major inputs")
+            output = forward(*args)
+            outputs = _tensors(output)
+            calls.append((args, outputs))
+            self.versions += [(module, t, t._version) for t in (*args, *outputs) if isinstance(t, torch.Tensor)]
+            return output
+
+        return forward_and_record
 
     def check_unmodified(self) -> None:
         """Refuse when a recorded input or output was changed in place after its call (its factors would be stale)."""
@@ -141,13 +154,18 @@ class _Recorder:
                                             "the call; the factored engine needs out-of-place ops (use engine='vmap')")
 
     def __enter__(self):
-        self.handles = [m.register_forward_hook(self._hook, with_kwargs=True) for _, m, _ in self.owners]
+        self.saved = [(m, m.__dict__.get("forward")) for _, m, _ in self.owners]
+        for m, _ in self.saved:
+            m.forward = self._recording(m, m.forward)
         return self
 
     def __exit__(self, *exc):
-        for h in self.handles:
-            h.remove()
-        self.handles = []
+        for m, own_forward in self.saved:
+            if own_forward is None:
+                del m.forward
+            else:
+                m.forward = own_forward
+        self.saved = []
 
 
 class _Factors:

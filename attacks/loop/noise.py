@@ -19,7 +19,7 @@ def gaussian_noise(like: Grads, std: float, *, generator: Optional[torch.Generat
     The draw is in the tensors' own dtype and device (they must share them) and fills the
     tensors in the mapping's order, each one contiguous and row-major, so a given
     ``generator`` state gives the same noise whatever engine asks for it. Exact: i.i.d.
-    N(0, 1) coordinates from torch's sampler, scaled once by ``std``.
+    N(0, 1) coordinates from torch's sampler, scaled by ``std`` in the same pass.
     """
     if not like:
         return {}
@@ -28,7 +28,5 @@ def gaussian_noise(like: Grads, std: float, *, generator: Optional[torch.Generat
         raise ValueError(f"the noisy gradient is drawn in one dtype on one device; the parameters mix {sorted(map(str, kinds))}")
     dtype, device = kinds.pop()
     sizes = [t.numel() for t in like.values()]
-    flat = torch.randn(sum(sizes), generator=generator, dtype=dtype, device=device)
-    if std != 1.0:
-        flat.mul_(std)
+    flat = torch.normal(0.0, std, (sum(sizes),), generator=generator, dtype=dtype, device=device)  # scaled as drawn
     return {k: part.view(t.shape) for (k, t), part in zip(like.items(), flat.split(sizes))}
