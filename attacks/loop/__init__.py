@@ -3,9 +3,11 @@
 Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over steps),
 ``windows`` (padding, cropping, context/forecast split, augmentation), ``step``
 (Algorithm 2: the noisy gradient and update), ``clipping`` (norms and clipping of per-sample
-gradients), ``factored`` (exact per-sample clipping from layer factors), ``models`` (Student-t forecasters),
+gradients), ``factored`` (exact per-sample clipping from layer factors), ``models`` (Student-t
+forecasters, and the benchmark's plain MLP),
 ``data``, ``metrics``, ``train`` (Algorithm 1 to an ε budget; `tsdp train` is verify/cli_train.py),
-``bench`` (DP-step throughput of both engines vs a naive per-example loop).
+``noise`` (Algorithm 2, line 8: one flat Gaussian draw), ``bench`` (the DP step against a
+non-private step and Opacus).
 """
 from .samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
 from .clipping import clip_gradients

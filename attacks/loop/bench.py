@@ -231,8 +231,9 @@ def format_bench(result: dict) -> str:
     for row in result["rows"]:
         for mode, reason in row["opacus_refused"].items():
             lines.append(f"opacus {mode} refused for {row['model']}, batch {row['batch']}: {reason}")
-    if result["rows"]:
-        lines.append("environment: " + format_environment(result["rows"][0]["environment"]))
+    if result["rows"]:  # the whole run: the first row's start to the last row's end
+        lines.append("environment: " + format_environment({"before": result["rows"][0]["environment"]["before"],
+                                                           "after": result["rows"][-1]["environment"]["after"]}))
     t = result["targets"]
     lines.append(f"targets (issue 26): tsdp/non-private ≤ {t['tsdp/nonprivate'][64]} at batch 64 and ≤ "
                  f"{t['tsdp/nonprivate'][256]} at 256; tsdp/opacus ≤ {t['tsdp/opacus']} (ok: met, !!: not met)")

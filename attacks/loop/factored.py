@@ -17,8 +17,12 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
      ||G_i||² is ||g_i||²·||a_i||² at one position; otherwise the cheaper of
      Σ_{t,t'} (a_it·a_it')(g_it·g_it') (the ghost norm: Goodfellow 2015, "Efficient
      per-example gradient computations"; Li et al. 2022, "Large language models can be
-     strong differentially private learners", Sec. 4) or materialising G_i. The clipped
-     sum Σ_i c_i G_i is one matrix product.
+     strong differentially private learners", Sec. 4) or materialising G_i (cost
+     t²(i + o) against t·i·o per sample). The clipped sum Σ_i c_i G_i is then one matrix
+     product over all (sample, position) rows with row weights c_i, from the stored
+     factors (the book-keeping trick of Bu et al. 2023: no second backward pass).
+     Linears whose outputs receive the same gradient tensors (an LSTM gate's
+     x·W_ihᵀ + h·W_hhᵀ) share one set of factors: [W_ih | W_hh] on [x | h].
    - a module type with a registered per-sample rule (:func:`register_per_sample_rule`;
      ``nn.LayerNorm`` here, the models' ``MeanScaler`` in :mod:`attacks.loop.models`): its
      small per-sample gradients in closed form from (inputs, g).
@@ -27,7 +31,8 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
      (one transform for all such modules of the model).
 
 4. The squared norms add up over modules to ||g_i||², the clip factors c_i follow
-   (Algorithm 2, line 6), and the clipped sum is taken with them.
+   (Algorithm 2, line 6), and the clipped sum is taken with them: added in place into the
+   step's noise buffer by :func:`factored_noisy_gradient` (Algorithm 2, line 8, fused).
 
 The result equals :func:`attacks.loop.step.clipped_sum` of vmap(grad) per-sample
 gradients up to float rounding (tests/attacks/test_factored.py checks it, and checks the
@@ -374,5 +379,7 @@ def factored_noisy_gradient(
     (exact), same noise layout as :func:`attacks.loop.step.noisy_mean`; equal to
     ``noisy_mean(factored_clipped_sum(...))`` up to float rounding.
     """
-    return _factored_sum(model, context, forecast, clip, mask,
-                         lambda params: gaussian_noise(params, sigma * clip / batch_size, generator=generator), 1.0 / batch_size)[0]
+    def noise(params: Dict[str, nn.Parameter]) -> Grads:
+        return gaussian_noise(params, sigma * clip / batch_size, generator=generator)
+
+    return _factored_sum(model, context, forecast, clip, mask, noise, 1.0 / batch_size)[0]

@@ -1,8 +1,8 @@
 """Algorithm 2, line 8: the Gaussian noise N(0, σ² C² I), drawn once per step into one flat buffer.
 
 Both engines of :mod:`attacks.loop.step` add their clipped sums into this buffer in place,
-so the noisy gradient costs one ``randn`` fill, one scaling pass and the sums' own matrix
-products: no second copy of the gradient, no float64 detour.
+so the noisy gradient costs one ``normal`` fill (scaled as drawn) and the sums' own
+matrix products: no second copy of the gradient, no float64 detour.
 """
 from __future__ import annotations
 
