@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tsdp.attacks.loop import bench
-from tsdp.attacks.loop.bench import (BENCH_MODELS, MISMATCH, TARGETS, _update_error, bench_loop, format_bench,
+from tsdp.attacks.loop.bench import (BENCH_MODELS, TARGETS, _update_error, bench_loop, format_bench,
                                      make_bench_model, opacus_step)
 from tsdp.attacks.loop.factored import factored_clipped_sum
 from tsdp.cli.main import main
@@ -105,7 +105,7 @@ def test_bad_arguments():
         bench_loop(("mlp",), rounds=3)
     with pytest.raises(ValueError, match="unknown model"):
         make_bench_model("lstm", 4, 2)
-    assert set(BENCH_MODELS) >= {"mlp", "simple-ff", "deepar"} and MISMATCH < 1e-2
+    assert set(BENCH_MODELS) >= {"mlp", "simple-ff", "deepar"}
 
 
 def test_cli(capsys):
