@@ -96,9 +96,9 @@ def _update_error(model: nn.Module, mode: str, context: torch.Tensor, forecast: 
     return float(torch.linalg.vector_norm(moved - want) / torch.linalg.vector_norm(want))
 
 
-def _opacus_candidate(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, kw: dict,
-                      steps: int) -> Tuple[Optional[str], Optional[Callable[[], None]], Dict[str, str]]:
-    """Opacus's fastest mode that runs the model and agrees with tsdp: (mode, timed run, {refused mode: reason})."""
+def _opacus_candidate(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor,
+                      kw: dict) -> Tuple[Optional[str], Optional[Callable[[], None]], Dict[str, str]]:
+    """Opacus's fastest mode that runs the model and agrees with tsdp: (mode, one step, {refused mode: reason})."""
     try:
         import opacus  # noqa: F401
     except ImportError:
@@ -116,6 +116,7 @@ def _opacus_candidate(model: nn.Module, context: torch.Tensor, forecast: torch.T
                 step(context, forecast)  # warm
                 t0 = time.perf_counter()
                 step(context, forecast)
+                _sync(context.device)
                 accepted[mode] = (time.perf_counter() - t0, step)
             except Exception as exc:  # noqa: BLE001 - any failure means Opacus does not take the model in this mode
                 refused[mode] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
@@ -124,19 +125,26 @@ def _opacus_candidate(model: nn.Module, context: torch.Tensor, forecast: torch.T
     mode = min(accepted, key=lambda m: accepted[m][0])
     step = accepted[mode][1]
 
-    def run() -> None:
+    def quiet_step() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for _ in range(steps):
-                step(context, forecast)
+            step(context, forecast)
 
-    return mode, run, refused
+    return mode, quiet_step, refused
 
 
-def _repeat(step: Callable[[], object], steps: int) -> Callable[[], None]:
+def _sync(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously), so wall-clock covers it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _repeat(step: Callable[[], object], steps: int, device: torch.device) -> Callable[[], None]:
+    """``steps`` calls of ``step``, then a device sync: one candidate's share of a round."""
     def run() -> None:
         for _ in range(steps):
             step()
+        _sync(device)
     return run
 
 
@@ -186,14 +194,14 @@ def bench_loop(
             private_opt = torch.optim.SGD(private.parameters(), lr=1e-3)
             steps = {"nonprivate": lambda: nonprivate_step(plain, plain_opt, context, forecast),
                      "tsdp": lambda: dp_step(private, private_opt, context, forecast, engine="factored", **kw)}
-            steps["nonprivate"]()  # warm, then size the rounds on the non-private step
+            mode, opacus, refused = _opacus_candidate(model, context, forecast, kw)
+            if opacus is not None:
+                steps["opacus"] = opacus
+            _repeat(steps["nonprivate"], 1, dev)()  # warm, then size the rounds on the non-private step
             t0 = time.perf_counter()
-            steps["nonprivate"]()
+            _repeat(steps["nonprivate"], 1, dev)()
             n = max(1, math.ceil(SECONDS_PER_ROUND / (time.perf_counter() - t0)))
-            runs = {k: _repeat(step, n) for k, step in steps.items()}
-            mode, opacus_run, refused = _opacus_candidate(model, context, forecast, kw, n)
-            if opacus_run is not None:
-                runs["opacus"] = opacus_run
+            runs = {k: _repeat(step, n, dev) for k, step in steps.items()}
             timed = interleave(runs, rounds, progress=progress, label=f"bench loop: {name}, batch {batch}")
             ratios = {"tsdp/nonprivate": ratio(timed, "tsdp", "nonprivate"),
                       "tsdp/opacus": ratio(timed, "tsdp", "opacus") if "opacus" in runs else None}

@@ -41,7 +41,7 @@ def test_opacus_ghost_refuses_deepar():
     with pytest.raises(NotImplementedError):
         _update_error(model, "ghost", c.float(), f.float(), 1.0)
     mode, run, refused = bench._opacus_candidate(model, c.float(), f.float(), dict(clip=1.0, sigma=1.0, batch_size=4,
-                                                                                    generator=None), steps=1)
+                                                                                    generator=None))
     assert mode == "hooks" and "ghost" in refused and run is not None
 
 
