@@ -8,7 +8,12 @@ Two engines compute the clipped sum ĝ = Σ_i g_i / max(1, ||g_i||/C), with the 
   trial, shape (*lead, *param.shape); the Monte Carlo auditors run many trials this way.
 - ``factored``: exact per-sample clipping from layer factors, one batched forward and
   backward, per-sample gradients never materialised (:mod:`attacks.loop.factored`);
-  one batch (M, L_C) at a time. The training loop uses it.
+  one batch (M, L_C) at a time, its clipped sum added in place into the step's noise
+  (:func:`attacks.loop.factored.factored_noisy_gradient`). The training loop uses it.
+
+Both draw the noise the same way (:func:`attacks.loop.noise.gaussian_noise`: one flat
+draw in the parameters' dtype, in ``named_parameters`` order), so one generator state
+gives the same g̃ under either engine, to float rounding.
 
 A model here is an ``nn.Module`` whose ``forward(context, forecast)`` takes a batch
 (B, L_C), (B, L_F) and returns the per-sample loss, shape (B,), without mixing samples.
