@@ -3,10 +3,11 @@
 Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over steps),
 ``windows`` (padding, cropping, context/forecast split, augmentation), ``step``
 (Algorithm 2: the noisy gradient and update), ``clipping`` (norms and clipping of per-sample
-gradients), ``factored`` (exact per-sample clipping from layer factors), ``models`` (Student-t forecasters),
-``metrics``, ``train`` (Algorithm 1 to an ε budget; `tsdp train` is tsdp/cli/cmd_train.py),
+gradients), ``factored`` (exact per-sample clipping from layer factors), ``models`` (Student-t
+forecasters, and the benchmark's plain MLP), ``metrics``, ``train`` (Algorithm 1 to an ε budget;
+`tsdp train` is tsdp/cli/cmd_train.py), ``noise`` (Algorithm 2, line 8: one flat Gaussian draw),
 ``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``),
-``bench`` (DP-step throughput of both engines vs a naive per-example loop).
+``bench`` (the DP step against a non-private step and Opacus).
 """
 from .clipping import clip_gradients
 from .samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler

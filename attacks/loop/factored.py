@@ -17,8 +17,12 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
      ||G_i||² is ||g_i||²·||a_i||² at one position; otherwise the cheaper of
      Σ_{t,t'} (a_it·a_it')(g_it·g_it') (the ghost norm: Goodfellow 2015, "Efficient
      per-example gradient computations"; Li et al. 2022, "Large language models can be
-     strong differentially private learners", Sec. 4) or materialising G_i. The clipped
-     sum Σ_i c_i G_i is one matrix product.
+     strong differentially private learners", Sec. 4) or materialising G_i (cost
+     t²(i + o) against t·i·o per sample). The clipped sum Σ_i c_i G_i is then one matrix
+     product over all (sample, position) rows with row weights c_i, from the stored
+     factors (the book-keeping trick of Bu et al. 2023: no second backward pass).
+     Linears whose outputs receive the same gradient tensors (an LSTM gate's
+     x·W_ihᵀ + h·W_hhᵀ) share one set of factors: [W_ih | W_hh] on [x | h].
    - a module type with a registered per-sample rule (:func:`register_per_sample_rule`;
      ``nn.LayerNorm`` here, the models' ``MeanScaler`` in :mod:`attacks.loop.models`): its
      small per-sample gradients in closed form from (inputs, g).
@@ -27,7 +31,8 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
      (one transform for all such modules of the model).
 
 4. The squared norms add up over modules to ||g_i||², the clip factors c_i follow
-   (Algorithm 2, line 6), and the clipped sum is taken with them.
+   (Algorithm 2, line 6), and the clipped sum is taken with them: added in place into the
+   step's noise buffer by :func:`factored_noisy_gradient` (Algorithm 2, line 8, fused).
 
 The result equals :func:`attacks.loop.step.clipped_sum` of vmap(grad) per-sample
 gradients up to float rounding (tests/attacks/test_factored.py checks it, and checks the
@@ -43,7 +48,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from .clipping import Grads, clip_factors, squared_norms, weighted_sum
+from .clipping import Grads, clip_factors, squared_norms
+from .noise import gaussian_noise
 
 
 class FactoredGradientError(ValueError):
@@ -110,27 +116,40 @@ def _tensors(output) -> List[torch.Tensor]:
 
 
 class _Recorder:
-    """Forward hooks on the parameter-owning modules, recording (inputs, outputs) of each call."""
+    """Records (inputs, outputs) of every call of the parameter-owning modules, for the duration of a ``with``.
+
+    Each owner's ``forward`` is wrapped on the instance (restored on exit) rather than given a
+    forward hook: no hook dispatch per call (about 8 µs each; DeepAR makes 220 such calls per
+    forward), and the output recorded is the forward's own, before any user hook rewrites it,
+    which is the output whose gradient the parameters' factors need.
+    """
 
     def __init__(self, model: nn.Module, batch: int):
         self.batch = batch
         self.owners = _owners(model)
         self.calls: Dict[int, List[Tuple[tuple, List[torch.Tensor]]]] = {id(m): [] for _, m, _ in self.owners}
         self.versions: List[Tuple[nn.Module, torch.Tensor, int]] = []
-        self.handles = []
+        self.saved: List[Tuple[nn.Module, Optional[Callable]]] = []
 
-    def _hook(self, module, args, kwargs, output):
-        if kwargs:
-            raise FactoredGradientError(f"{type(module).__name__} was called with keyword arguments; "
-                                        "the factored engine records positional tensors only")
-        for a in args:
-            if isinstance(a, torch.Tensor) and (a.dim() == 0 or a.shape[0] != self.batch):
-                raise FactoredGradientError(
-                    f"{type(module).__name__} got an input of shape {tuple(a.shape)} whose first dim is not the "
-                    f"batch ({self.batch}); the factored engine needs sample-major inputs")
-        outputs = _tensors(output)
-        self.calls[id(module)].append((args, outputs))
-        self.versions += [(module, t, t._version) for t in (*args, *outputs) if isinstance(t, torch.Tensor)]
+    def _recording(self, module: nn.Module, forward: Callable) -> Callable:
+        calls = self.calls[id(module)]
+
+        def forward_and_record(*args, **kwargs):
+            if kwargs:
+                raise FactoredGradientError(f"{type(module).__name__} was called with keyword arguments; "
+                                            "the factored engine records positional tensors only")
+            for a in args:
+                if isinstance(a, torch.Tensor) and (a.dim() == 0 or a.shape[0] != self.batch):
+                    raise FactoredGradientError(
+                        f"{type(module).__name__} got an input of shape {tuple(a.shape)} whose first dim is not the "
+                        f"batch ({self.batch}); the factored engine needs sample-major inputs")
+            output = forward(*args)
+            outputs = _tensors(output)
+            calls.append((args, outputs))
+            self.versions += [(module, t, t._version) for t in (*args, *outputs) if isinstance(t, torch.Tensor)]
+            return output
+
+        return forward_and_record
 
     def check_unmodified(self) -> None:
         """Refuse when a recorded input or output was changed in place after its call (its factors would be stale)."""
@@ -140,21 +159,31 @@ class _Recorder:
                                             "the call; the factored engine needs out-of-place ops (use engine='vmap')")
 
     def __enter__(self):
-        self.handles = [m.register_forward_hook(self._hook, with_kwargs=True) for _, m, _ in self.owners]
+        self.saved = [(m, m.__dict__.get("forward")) for _, m, _ in self.owners]
+        for m, _ in self.saved:
+            m.forward = self._recording(m, m.forward)
         return self
 
     def __exit__(self, *exc):
-        for h in self.handles:
-            h.remove()
-        self.handles = []
+        for m, own_forward in self.saved:
+            if own_forward is None:
+                del m.forward
+            else:
+                m.forward = own_forward
+        self.saved = []
 
 
 class _Factors:
-    """Per-sample squared gradient norms of some parameters, and their clipped sum given the factors c."""
+    """Per-sample squared gradient norms of some parameters, and how to add their weighted sum into buffers."""
 
-    def __init__(self, sq_norms: torch.Tensor, weighted_sum):
+    def __init__(self, sq_norms: torch.Tensor, add_weighted_sum: Callable[[torch.Tensor, Grads], None]):
         self.sq_norms = sq_norms
-        self.weighted_sum = weighted_sum  # c (M,) -> {qualified parameter name: tensor of its shape}
+        self.add_weighted_sum = add_weighted_sum  # (c (M,), out) -> out[name] += Σ_i c_i g_i, in place
+
+
+def _sq_norms(x: torch.Tensor, m: int) -> torch.Tensor:
+    """||x_i||² over all but the first dim, (M,): one fused reduction, no squared copy."""
+    return torch.linalg.vector_norm(x.reshape(m, -1), dim=1).square()
 
 
 def _stack_positions(tensors: List[torch.Tensor], m: int) -> torch.Tensor:
@@ -163,45 +192,79 @@ def _stack_positions(tensors: List[torch.Tensor], m: int) -> torch.Tensor:
     return flat[0] if len(flat) == 1 else torch.cat(flat, dim=1)
 
 
-def _linear_factors(name: str, module: nn.Linear, calls, out_grads) -> _Factors:
-    """nn.Linear: G_i = Σ_t g_it a_itᵀ; norms by the ghost norm or by G_i, whichever is cheaper."""
+def _same_gradients(out_grads) -> tuple:
+    """A key equal for two modules exactly when their output gradients are the same tensors, call by call."""
+    return tuple((g.data_ptr(), g.shape, g.stride()) for gy in out_grads for g in gy)
+
+
+def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _Factors:
+    """nn.Linear: G_i = Σ_t g_it a_itᵀ; ||G_i||² by the cheapest exact route, Σ_i c_i G_i by one matrix product.
+
+    ``members`` are (name, module, calls) of linears whose outputs received the SAME
+    gradient tensors call by call (``out_grads``), as x·W_ihᵀ + h·W_hhᵀ in an LSTM gate:
+    their weights act as one linear [W¹ | W² | ...] on the concatenated inputs
+    [a¹ | a² | ...], so one set of factors serves them all (exact: the blocks of one G_i).
+    Routes for the norm (t positions per sample, over all calls): t = 1, ||a_i||²·||g_i||²;
+    the ghost norm Σ_{t,t'} (a_it·a_it')(g_it·g_it') when t²(i + o) < t·i·o; otherwise G_i
+    itself by one batched product (then the clipped sum is c·G, a matrix-vector product).
+    Without G_i, the clipped sum is ONE product over all (sample, position) rows with the
+    row weights c_i (the book-keeping trick of Bu et al. 2023, "Differentially private
+    optimization on large model at small cost": no second backward pass).
+    """
     m = out_grads[0][0].shape[0]
-    a = _stack_positions([args[0].detach() for args, _ in calls], m)
     g = _stack_positions([gy[0] for gy in out_grads], m)
-    t, i, o = a.shape[1], module.in_features, module.out_features
-    train_weight = module.weight.requires_grad
-    per_sample = None  # G_i, (M, o, i), when materialising it is the cheaper way to its norm
-    sq = a.new_zeros(m)
-    if train_weight and t == 1:
-        sq = a.square().sum((1, 2)) * g.square().sum((1, 2))
-    elif train_weight and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
-        sq = ((a @ a.transpose(1, 2)) * (g @ g.transpose(1, 2))).sum((1, 2))
-    elif train_weight:
-        per_sample = g.transpose(1, 2) @ a
-        sq = per_sample.square().sum((1, 2))
-    bias_grad = g.sum(1) if module.bias is not None and module.bias.requires_grad else None
-    if bias_grad is not None:
-        sq = sq + bias_grad.square().sum(1)
-    prefix = f"{name}." if name else ""
+    prefixes = [f"{name}." if name else "" for name, _, _ in members]
+    weights = [(prefix + "weight", mod.in_features) for prefix, (_, mod, _) in zip(prefixes, members)
+               if mod.weight.requires_grad]
+    biases = [prefix + "bias" for prefix, (_, mod, _) in zip(prefixes, members)
+              if mod.bias is not None and mod.bias.requires_grad]
+    inputs = [_stack_positions([args[0].detach() for args, _ in calls], m)
+              for _, mod, calls in members if mod.weight.requires_grad]
+    a = None if not inputs else inputs[0] if len(inputs) == 1 else torch.cat(inputs, dim=2)
+    t, o = g.shape[1], g.shape[2]
+    i = 0 if a is None else a.shape[2]
+    per_sample = None  # G_i flattened, (M, i·o), when materialising it is the cheaper way to its norm
+    if t == 1:  # one position: ||G_i||² = ||a_i||²·||g_i||², each bias adds ||g_i||²
+        bias_grad = g.reshape(m, o) if biases else None
+        sq = _sq_norms(g, m) * (len(biases) if a is None else _sq_norms(a, m) + len(biases))
+    else:
+        bias_grad = g.sum(1) if biases else None  # the same Σ_t g_it for every member's bias
+        sq = len(biases) * _sq_norms(bias_grad, m) if biases else g.new_zeros(m)
+        if a is not None and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
+            sq = sq + ((a @ a.transpose(1, 2)) * (g @ g.transpose(1, 2))).sum((1, 2))
+        elif a is not None:
+            # G_i or G_iᵀ, whichever puts the longer side last: the faster operand order for CPU bmm (2-4x)
+            per_sample = (a.transpose(1, 2) @ g if i <= o else g.transpose(1, 2) @ a).reshape(m, i * o)
+            sq = sq + _sq_norms(per_sample, m)
 
-    def clipped_linear_sum(c: torch.Tensor) -> Grads:
-        out = {}
-        if per_sample is not None:
-            out[prefix + "weight"] = torch.tensordot(c, per_sample, dims=1)
-        elif train_weight and i <= o:  # scale the smaller factor by c
-            out[prefix + "weight"] = g.reshape(-1, o).T @ (a * c[:, None, None]).reshape(-1, i)
-        elif train_weight:
-            out[prefix + "weight"] = (g * c[:, None, None]).reshape(-1, o).T @ a.reshape(-1, i)
+    def add_clipped_linear_sum(c: torch.Tensor, out: Grads) -> None:
+        if a is not None:
+            dest = out[weights[0][0]] if len(weights) == 1 else g.new_zeros(o, i)
+            if per_sample is not None:
+                summed = c @ per_sample
+                dest.add_(summed.view(i, o).T if i <= o else summed.view(o, i))
+            elif i <= o:  # scale the smaller factor by c
+                dest.addmm_(g.reshape(-1, o).T, (a * c[:, None, None]).reshape(-1, i))
+            else:
+                dest.addmm_((g * c[:, None, None]).reshape(-1, o).T, a.reshape(-1, i))
+            if len(weights) > 1:
+                for (key, _), block in zip(weights, dest.split([w for _, w in weights], dim=1)):
+                    out[key].add_(block)
         if bias_grad is not None:
-            out[prefix + "bias"] = c @ bias_grad
-        return out
+            summed_bias = c @ bias_grad
+            for key in biases:
+                out[key].add_(summed_bias)
 
-    return _Factors(sq, clipped_linear_sum)
+    return _Factors(sq, add_clipped_linear_sum)
 
 
 def _materialised_factors(per_sample: Grads) -> _Factors:
     """Factors of small per-sample gradients held in full, {qualified name: (M, *shape)}."""
-    return _Factors(squared_norms(per_sample, 1), lambda c: weighted_sum(c, per_sample, 1))
+    def add(c: torch.Tensor, out: Grads) -> None:
+        for k, g in per_sample.items():
+            out[k].view(-1).addmv_(g.reshape(g.shape[0], -1).T, c)
+
+    return _Factors(squared_norms(per_sample, 1), add)
 
 
 def _rule_gradients(name: str, module: nn.Module, calls, out_grads) -> Grads:
@@ -241,6 +304,55 @@ def _vmap_gradients(owners) -> Grads:
     return vmap(grad(inner), in_dims=(None, in_dims, 0))(params, args, grads_out)
 
 
+def _factored_sum(
+    model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, clip: float, mask: Optional[torch.Tensor],
+    make_out: Callable[[Dict[str, nn.Parameter]], Grads], weight: float,
+) -> Tuple[Grads, torch.Tensor]:
+    """Lines 4-7 of Algorithm 2 from layer factors: adds weight · Σ_i c_i g_i into ``make_out(params)``'s buffers.
+
+    Returns (those buffers, the per-sample norms ||g_i||_2 before clipping, (M,)).
+    """
+    m = context.shape[0]
+    recorder = _Recorder(model, m)
+    params = {f"{name}.{k}" if name else k: p for name, _, own in recorder.owners for k, p in own.items()}
+    out = make_out(params)
+    if m == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
+        return out, context.new_zeros(0)
+    with torch.enable_grad(), recorder:
+        loss = model(context, forecast)
+    if loss.shape != (m,):
+        raise FactoredGradientError(f"the model must return one loss per sample, shape ({m},); got {tuple(loss.shape)}")
+    recorder.check_unmodified()
+    called = [(name, mod, recorder.calls[id(mod)]) for name, mod, _ in recorder.owners if recorder.calls[id(mod)]]
+    outputs = [y for _, _, calls in called for _, ys in calls for y in ys]
+    out_grads = iter(torch.autograd.grad(loss.sum(), outputs, allow_unused=True))
+    factors, per_sample, other, linears = [], {}, [], {}
+    for name, mod, calls in called:
+        grads = [[torch.zeros_like(y) if g is None else g for g, y in zip([next(out_grads) for _ in ys], ys)]
+                 for _, ys in calls]
+        if type(mod) is nn.Linear:
+            linears.setdefault(_same_gradients(grads), ([], grads))[0].append((name, mod, calls))
+        elif type(mod) in PER_SAMPLE_RULES:
+            per_sample.update(_rule_gradients(name, mod, calls, grads))
+        else:
+            other.append((name, mod, calls, grads))
+    factors += [_linear_factors(members, grads) for members, grads in linears.values()]
+    if other:
+        per_sample.update(_vmap_gradients(other))
+    if per_sample:
+        factors.append(_materialised_factors(per_sample))
+    norms = sum(f.sq_norms for f in factors).clamp_min(0).sqrt()
+    c = clip_factors(norms, clip)
+    if mask is not None:
+        c = c * mask.to(c.dtype)
+    if weight != 1.0:
+        c = c * weight
+    c = c.detach()
+    for f in factors:
+        f.add_weighted_sum(c, out)
+    return out, norms.detach()
+
+
 def factored_clipped_sum(
     model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, clip: float, mask: Optional[torch.Tensor] = None
 ) -> Tuple[Grads, torch.Tensor]:
@@ -251,38 +363,23 @@ def factored_clipped_sum(
     ({name: tensor of the parameter's shape}, per-sample norms ||g_i||_2 before clipping, (M,)).
     Soundness: every clipped per-sample gradient has norm ≤ C, so ĝ has sensitivity C.
     """
-    m = context.shape[0]
-    recorder = _Recorder(model, m)
-    params = {f"{name}.{k}" if name else k: p for name, _, own in recorder.owners for k, p in own.items()}
-    if m == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
-        return {k: torch.zeros_like(p) for k, p in params.items()}, context.new_zeros(0)
-    with torch.enable_grad(), recorder:
-        loss = model(context, forecast)
-    if loss.shape != (m,):
-        raise FactoredGradientError(f"the model must return one loss per sample, shape ({m},); got {tuple(loss.shape)}")
-    recorder.check_unmodified()
-    called = [(name, mod, recorder.calls[id(mod)]) for name, mod, _ in recorder.owners if recorder.calls[id(mod)]]
-    outputs = [y for _, _, calls in called for _, ys in calls for y in ys]
-    out_grads = iter(torch.autograd.grad(loss.sum(), outputs, allow_unused=True))
-    factors, per_sample, other = [], {}, []
-    for name, mod, calls in called:
-        grads = [[torch.zeros_like(y) if g is None else g for g, y in zip([next(out_grads) for _ in ys], ys)]
-                 for _, ys in calls]
-        if type(mod) is nn.Linear:
-            factors.append(_linear_factors(name, mod, calls, grads))
-        elif type(mod) in PER_SAMPLE_RULES:
-            per_sample.update(_rule_gradients(name, mod, calls, grads))
-        else:
-            other.append((name, mod, calls, grads))
-    if other:
-        per_sample.update(_vmap_gradients(other))
-    if per_sample:
-        factors.append(_materialised_factors(per_sample))
-    norms = sum(f.sq_norms for f in factors).clamp_min(0).sqrt()
-    c = clip_factors(norms, clip)
-    if mask is not None:
-        c = c * mask.to(c.dtype)
-    summed = {k: torch.zeros_like(p) for k, p in params.items()}
-    for f in factors:
-        summed.update(f.weighted_sum(c.detach()))
-    return summed, norms.detach()
+    return _factored_sum(model, context, forecast, clip, mask,
+                         lambda params: {k: torch.zeros_like(p) for k, p in params.items()}, 1.0)
+
+
+def factored_noisy_gradient(
+    model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, *, clip: float, sigma: float, batch_size: int,
+    generator: Optional[torch.Generator], mask: Optional[torch.Tensor] = None,
+) -> Grads:
+    """Algorithm 2, lines 4-8 (paper Alg. 2): g̃ = (Σ_i g_i / max(1, ||g_i||/C) + N(0, σ² C² I)) / Λ, fused.
+
+    The noise is drawn first (:func:`attacks.loop.noise.gaussian_noise`, already scaled by
+    σC/Λ), and the clipped sum, weighted by 1/Λ, is added into it in place by the factors'
+    matrix products: no separate sum, no copy. Same clipping as :func:`factored_clipped_sum`
+    (exact), same noise layout as :func:`attacks.loop.step.noisy_mean`; equal to
+    ``noisy_mean(factored_clipped_sum(...))`` up to float rounding.
+    """
+    def noise(params: Dict[str, nn.Parameter]) -> Grads:
+        return gaussian_noise(params, sigma * clip / batch_size, generator=generator)
+
+    return _factored_sum(model, context, forecast, clip, mask, noise, 1.0 / batch_size)[0]

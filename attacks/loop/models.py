@@ -271,6 +271,22 @@ class DeepAR(nn.Module):
         return paths.reshape(b, n_samples, self.forecast_length)
 
 
+class MLP(nn.Module):
+    """Point forecaster L_C → 256 → 256 → L_F (ReLU) with per-sample squared error: the step benchmark's plain MLP.
+
+    Not one of the paper's four models; ``tsdp bench loop`` uses it to time the DP step on
+    nothing but ``nn.Linear`` layers, where the per-sample clipping overhead is at its purest.
+    """
+
+    def __init__(self, context_length: int, forecast_length: int, hidden: int = 256):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(context_length, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                                 nn.Linear(hidden, forecast_length))
+
+    def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+        return (self.net(context) - forecast).square().mean(dim=-1)
+
+
 MODELS = {"simple-ff": SimpleFeedForward, "deepar": DeepAR, "dlinear": DLinear, "itransformer": ITransformer}
 
 

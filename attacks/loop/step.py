@@ -8,7 +8,12 @@ Two engines compute the clipped sum ĝ = Σ_i g_i / max(1, ||g_i||/C), with the 
   trial, shape (*lead, *param.shape); the Monte Carlo auditors run many trials this way.
 - ``factored``: exact per-sample clipping from layer factors, one batched forward and
   backward, per-sample gradients never materialised (:mod:`attacks.loop.factored`);
-  one batch (M, L_C) at a time. The training loop uses it.
+  one batch (M, L_C) at a time, its clipped sum added in place into the step's noise
+  (:func:`attacks.loop.factored.factored_noisy_gradient`). The training loop uses it.
+
+Both draw the noise the same way (:func:`attacks.loop.noise.gaussian_noise`: one flat
+draw in the parameters' dtype, in ``named_parameters`` order), so one generator state
+gives the same g̃ under either engine, to float rounding.
 
 A model here is an ``nn.Module`` whose ``forward(context, forecast)`` takes a batch
 (B, L_C), (B, L_F) and returns the per-sample loss, shape (B,), without mixing samples.
@@ -22,7 +27,8 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from .clipping import Grads, clipped_sum
-from .factored import factored_clipped_sum
+from .factored import factored_noisy_gradient
+from .noise import gaussian_noise
 
 ENGINES = ("auto", "factored", "vmap")
 
@@ -54,19 +60,12 @@ def noisy_mean(
 ) -> Grads:
     """Algorithm 2, line 8: (ĝ + N(0, σ² C² I)) / Λ, one independent noise draw per trial.
 
-    One ``randn`` call fills the noise of every tensor (in ``summed``'s order), so the draw
-    is i.i.d. N(0, 1) per coordinate whatever the parameter layout.
+    The noise is one flat draw (:func:`attacks.loop.noise.gaussian_noise`, in ``summed``'s
+    order and dtype, scaled by σC/Λ); ĝ/Λ is added into it in place.
     """
-    if not summed:
-        return {}
-    first = next(iter(summed.values()))
-    noise = torch.randn(sum(s.numel() for s in summed.values()), generator=generator, device=first.device,
-                        dtype=first.dtype)
-    out, offset = {}, 0
+    out = gaussian_noise(summed, sigma * clip / batch_size, generator=generator)
     for k, s in summed.items():
-        part = noise[offset : offset + s.numel()].view(s.shape).to(s.dtype)
-        out[k] = torch.add(s, part, alpha=sigma * clip).div_(batch_size)
-        offset += s.numel()
+        out[k].add_(s, alpha=1.0 / batch_size)
     return out
 
 
@@ -99,18 +98,22 @@ def private_gradient(
     if engine == "factored" and not single:
         raise ValueError("the factored engine takes one batch (M, L_C) and the model's own parameters; use engine='vmap'")
     if engine == "factored" or (engine == "auto" and single):
-        summed, _ = factored_clipped_sum(model, context, forecast, clip, mask)
-    else:
-        grads = per_sample_gradients(model, context, forecast, params)
-        summed = clipped_sum(grads, clip, context.dim() - 1, mask)
+        return factored_noisy_gradient(model, context, forecast, clip=clip, sigma=sigma, batch_size=batch_size,
+                                       generator=generator, mask=mask)
+    grads = per_sample_gradients(model, context, forecast, params)
+    summed = clipped_sum(grads, clip, context.dim() - 1, mask)
     return noisy_mean(summed, clip=clip, sigma=sigma, batch_size=batch_size, generator=generator)
 
 
 def apply_gradient(model: nn.Module, optimizer: torch.optim.Optimizer, gradient: Grads) -> None:
-    """Algorithm 2, line 9: hand g̃ to the optimizer (θ ← θ - η g̃ for SGD; Adam uses g̃ as its gradient)."""
+    """Algorithm 2, line 9: hand g̃ to the optimizer (θ ← θ - η g̃ for SGD; Adam uses g̃ as its gradient).
+
+    ``p.grad`` IS g̃'s tensor (no copy): the optimizer must not modify gradients in place
+    (torch's optimizers do not), or the caller's g̃ would change with it.
+    """
     for name, p in model.named_parameters():
         if name in gradient:
-            p.grad = gradient[name].detach().clone()
+            p.grad = gradient[name].detach()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
 

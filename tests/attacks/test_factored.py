@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 from torch import nn
 
 from tsdp.attacks.loop.clipping import clipped_sum, gradient_norms
-from tsdp.attacks.loop.factored import PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum
+from tsdp.attacks.loop import factored
+from tsdp.attacks.loop.factored import (PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum,
+                                        factored_noisy_gradient)
 from tsdp.attacks.loop.models import MODELS, MeanScaler, make_model
-from tsdp.attacks.loop.step import per_sample_gradients, private_gradient
+from tsdp.attacks.loop.step import noisy_mean, per_sample_gradients, private_gradient
 from tsdp.attacks.montecarlo.constructions import GradientFunctionModel
 
 
@@ -273,3 +275,80 @@ def test_engine_choice_errors():
         private_gradient(model, c, f, engine="ghost", **kw)
     auto = private_gradient(model, c.view(2, 2, 30), f.view(2, 2, 6), **kw)  # auto: trial dims go to vmap
     assert auto["seasonal.weight"].shape == (2, *model.seasonal.weight.shape)
+
+
+class GatedCell(nn.Module):
+    """An LSTM-gate pattern: ih(x_t) + hh(h) summed, T steps; both linears receive the SAME output gradients."""
+
+    def __init__(self, d_in, hidden, bias_hh, freeze_ih):
+        super().__init__()
+        self.d_in = d_in
+        self.ih = nn.Linear(d_in, 4 * hidden)
+        self.hh = nn.Linear(hidden, 4 * hidden, bias=bias_hh)
+        if freeze_ih:
+            self.ih.weight.requires_grad_(False)
+        self.out = nn.Linear(hidden, 1)
+
+    def forward(self, context, forecast):
+        xs = context.reshape(context.shape[0], -1, self.d_in)
+        h = context.new_zeros(context.shape[0], self.hh.in_features)
+        for t in range(xs.shape[1]):
+            i, f, g, o = (self.ih(xs[:, t]) + self.hh(h)).chunk(4, dim=-1)
+            h = torch.sigmoid(o) * torch.tanh(torch.sigmoid(i) * torch.tanh(g) + torch.sigmoid(f))
+        return (self.out(h)[:, 0] - forecast.mean(-1)).square()
+
+
+@settings(max_examples=15, deadline=None)
+@given(t=st.integers(1, 12), d_in=st.integers(1, 10), hidden=st.integers(1, 8), m=st.integers(1, 5),
+       bias_hh=st.booleans(), freeze_ih=st.booleans(), seed=st.integers(0, 2**16))
+def test_shared_output_gradients_match_loop(t, d_in, hidden, m, bias_hh, freeze_ih, seed):
+    """Property over gate shapes (all three norm routes: t = 1, ghost, materialised): linears fed the same output
+    gradients share one set of factors, and norms and clipped sum still equal the per-example loop (1e-10)."""
+    torch.manual_seed(seed)
+    model = GatedCell(d_in, hidden, bias_hh, freeze_ih).double()
+    c, f = windows(m, t * d_in, 2, seed)
+    groups = []
+    real = factored._linear_factors
+    factored._linear_factors = lambda members, grads: groups.append([n for n, _, _ in members]) or real(members, grads)
+    try:
+        _, norms = factored_clipped_sum(model, c, f, 1.0)
+        clip = float(norms.median())
+        got, norms = factored_clipped_sum(model, c, f, clip)
+    finally:
+        factored._linear_factors = real
+    assert ["ih", "hh"] in groups  # the shared-gradient grouping is what ran
+    ref, loop_norms = loop_reference(model, c, f, clip)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=1e-300)
+    assert_grads_close(got, ref, atol=1e-10)
+
+
+def test_noisy_gradient_is_noise_plus_clipped_sum():
+    """The fused step (noise drawn first, clipped sum added into it) equals noisy_mean of the clipped sum drawn
+    from the same generator state (float64, 1e-12), in the parameters' dtype."""
+    model = trained_like("deepar", 26, 4, seed=10)
+    c, f = windows(5, 26, 4, seed=11)
+    kw = dict(clip=0.3, sigma=1.7, batch_size=8)
+    fused = factored_noisy_gradient(model, c, f, generator=torch.Generator().manual_seed(3), **kw)
+    summed, _ = factored_clipped_sum(model, c, f, kw["clip"])
+    ref = noisy_mean(summed, generator=torch.Generator().manual_seed(3), **kw)
+    assert all(v.dtype == torch.float64 for v in fused.values())
+    assert_grads_close(fused, ref, atol=1e-12)
+    model.head.proj.float()
+    with pytest.raises(ValueError, match="one dtype"):
+        factored_noisy_gradient(model, c, f, generator=None, **kw)
+
+
+def test_recording_restores_forward_and_ignores_output_hooks():
+    """Recording leaves no wrapped forward behind (after success or refusal), and a user hook that rewrites a
+    Linear's output does not change the exact clipping (the factors use the forward's own output)."""
+    model = trained_like("simple-ff", 12, 3, seed=12)
+    model.mlp[2].register_forward_hook(lambda mod, args, out: 2.0 * out)
+    c, f = windows(4, 12, 3, seed=13)
+    ref, loop_norms = loop_reference(model, c, f, 0.5)
+    got, norms = factored_clipped_sum(model, c, f, 0.5)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+    assert_grads_close(got, ref, atol=1e-10)
+    flat = Flattened()
+    with pytest.raises(FactoredGradientError):
+        factored_clipped_sum(flat, torch.randn(3, 4), torch.randn(3, 1), 1.0)
+    assert all("forward" not in mod.__dict__ for m in (model, flat) for mod in m.modules())

@@ -11,7 +11,7 @@ import importlib
 import math
 import sys
 
-from .cmd_train import MODEL_NAMES
+from tsdp.verify.bench_rounds import MIN_ROUNDS
 from .output import dumps
 
 BENCHES = {
@@ -31,11 +31,16 @@ def add_parsers(sub, command) -> None:
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=None,
                    help="PLD discretisation for `accounting` (default 1e-3: one library run at 1e-4 takes minutes)")
-    p.add_argument("--models", nargs="+", choices=MODEL_NAMES, default=None, metavar="MODEL",
-                   help=f"models for `loop` ({', '.join(MODEL_NAMES)}; default all)")
-    p.add_argument("--rounds", type=int, default=5,
-                   help="timing rounds, each timing every side once; the median ratio is reported (`loop`: default "
-                        "5; `accounting`: default and least 7)")
+    p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
+                   help="models for `loop`: mlp and the paper's four (simple-ff, deepar, dlinear, itransformer); "
+                        "default mlp simple-ff deepar")
+    p.add_argument("--batches", nargs="+", type=int, default=None, metavar="B",
+                   help="batch sizes for `loop` (default 64 256)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads for `loop` (default 1, the issue's setting)")
+    p.add_argument("--rounds", type=int, default=MIN_ROUNDS,
+                   help="interleaved rounds for `loop` and `accounting`: each times every side once; the median "
+                        f"ratio and its range are reported (default and minimum {MIN_ROUNDS})")
     p.add_argument("--mu", type=float, nargs="+", default=None, metavar="MU",
                    help="`canary`: GDP parameters of the idealised canary scores (default 0.5 1 2)")
     p.add_argument("--canaries", type=int, nargs="+", default=None, metavar="M",
@@ -51,10 +56,11 @@ def add_parsers(sub, command) -> None:
         from .main import UsageError
 
         module_name, fn_name, fmt_name = BENCHES[args.what]
-        used = {"accounting": {"--discretization", "--rounds"}, "loop": {"--models", "--rounds"}, "audit": set(),
+        loop_flags = {"--models", "--batches", "--threads", "--rounds"}
+        used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": set(),
                 "canary": CANARY_FLAGS}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
-                         & ({"--discretization", "--models", "--rounds"} | CANARY_FLAGS)) - used)
+                         & ({"--discretization"} | loop_flags | CANARY_FLAGS)) - used)
         if unused:
             raise UsageError(f"invalid {unused[0]}: `tsdp bench {args.what}` does not take it")
         try:
@@ -65,22 +71,26 @@ def add_parsers(sub, command) -> None:
                   f"({module_name}.{fn_name} cannot be imported: {exc})", file=sys.stderr)
             return 2
         progress = None if args.json else (lambda m: print(m, file=sys.stderr))
+        if args.rounds < MIN_ROUNDS:
+            raise UsageError(f"invalid --rounds: must be >= {MIN_ROUNDS} (got {args.rounds})")
         if args.what == "accounting":
             discretization = module.BENCH_DISCRETIZATION if args.discretization is None else args.discretization
             if not (0 < discretization <= 1):
                 raise UsageError(f"invalid --discretization: must be in (0, 1] (got {discretization})")
-            least = module.bench_rounds.MIN_ROUNDS
-            rounds = args.rounds if "--rounds" in getattr(args, "typed_flags", ()) else least
-            if rounds < least:
-                raise UsageError(f"invalid --rounds: must be >= {least} for `accounting` (got {rounds})")
             from .output import Heartbeat
 
             with Heartbeat("tsdp bench accounting") as beat:  # the library's construction runs a minute, silent
-                result = fn(discretization=discretization, rounds=rounds, progress=beat.phase)
+                result = fn(discretization=discretization, rounds=args.rounds, progress=beat.phase)
         elif args.what == "loop":
-            if args.rounds < 1:
-                raise UsageError(f"invalid --rounds: must be >= 1 (got {args.rounds})")
-            result = fn(models=tuple(args.models or MODEL_NAMES), rounds=args.rounds, progress=progress)
+            for flag, values in (("--batches", args.batches or ()), ("--threads", (args.threads,))):
+                if any(v < 1 for v in values):
+                    raise UsageError(f"invalid {flag}: must be >= 1 (got {' '.join(map(str, values))})")
+            unknown = [m for m in args.models or () if m not in module.BENCH_MODELS]
+            if unknown:
+                raise UsageError(f"invalid --models: {unknown[0]!r} is not one of {', '.join(module.BENCH_MODELS)}")
+            result = fn(models=tuple(args.models or module.DEFAULT_MODELS),
+                        batches=tuple(args.batches or module.DEFAULT_BATCHES), threads=args.threads,
+                        rounds=args.rounds, progress=progress)
         elif args.what == "canary":
             result = fn(**_canary_options(args), progress=progress)
         else:

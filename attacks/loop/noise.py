@@ -1,0 +1,32 @@
+"""Algorithm 2, line 8: the Gaussian noise N(0, σ² C² I), drawn once per step into one flat buffer.
+
+Both engines of :mod:`attacks.loop.step` add their clipped sums into this buffer in place,
+so the noisy gradient costs one ``normal`` fill (scaled as drawn) and the sums' own
+matrix products: no second copy of the gradient, no float64 detour.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from .clipping import Grads
+
+
+def gaussian_noise(like: Grads, std: float, *, generator: Optional[torch.Generator]) -> Grads:
+    """N(0, std² I) shaped like every tensor of ``like``, as views of ONE flat ``randn`` draw (Algorithm 2, line 8).
+
+    The draw is in the tensors' own dtype and device (they must share them) and fills the
+    tensors in the mapping's order, each one contiguous and row-major, so a given
+    ``generator`` state gives the same noise whatever engine asks for it. Exact: i.i.d.
+    N(0, 1) coordinates from torch's sampler, scaled by ``std`` in the same pass.
+    """
+    if not like:
+        return {}
+    kinds = {(t.dtype, t.device) for t in like.values()}
+    if len(kinds) > 1:
+        raise ValueError(f"the noisy gradient is drawn in one dtype on one device; the parameters mix {sorted(map(str, kinds))}")
+    dtype, device = kinds.pop()
+    sizes = [t.numel() for t in like.values()]
+    flat = torch.normal(0.0, std, (sum(sizes),), generator=generator, dtype=dtype, device=device)  # scaled as drawn
+    return {k: part.view(t.shape) for (k, t), part in zip(like.items(), flat.split(sizes))}
