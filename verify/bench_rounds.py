@@ -31,7 +31,7 @@ def _load() -> List[float]:
         return []
 
 
-def _cpus() -> int:
+def available_cpus() -> int:
     """CPUs this process may run on (its affinity), else the machine's count."""
     try:
         return len(os.sched_getaffinity(0))
@@ -45,7 +45,7 @@ def environment() -> Dict:
     ``threads`` holds each of :data:`THREAD_VARIABLES` that is set (unset ones are left out:
     the library then picks its own default, usually one thread per CPU).
     """
-    return {"cpus": _cpus(), "threads": {v: os.environ[v] for v in THREAD_VARIABLES if v in os.environ},
+    return {"cpus": available_cpus(), "threads": {v: os.environ[v] for v in THREAD_VARIABLES if v in os.environ},
             "load": _load()}
 
 

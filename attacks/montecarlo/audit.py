@@ -48,6 +48,7 @@ import numpy as np
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
+from tsdp.verify.bench_rounds import available_cpus
 from tsdp.verify.events import compositions, training_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
@@ -56,7 +57,7 @@ from .constructions import Construction, build, pair_numeric
 from .counts import merge
 from .design import design_test, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
 from .sequential import SequentialTest
-from .shards import DEFAULT_SHARD_SIZE, available_cores, plan_shards, run_shard, run_shards, worker_pool
+from .shards import DEFAULT_SHARD_SIZE, plan_shards, run_shard, run_shards, worker_pool
 from .statistics import (binned_goodness_of_fit, choose_profile_tests, fixed_test_bound, profile_lower_bounds,
                          split_test_bound)
 from .trials import resolve_device
@@ -176,7 +177,7 @@ def _threads(workers: int, cluster: Optional[str]) -> Optional[int]:
     """torch threads per worker: the local cores shared out (None on a remote cluster: its own setting)."""
     if cluster not in (None, "auto"):
         return None
-    return max(1, available_cores() // workers)
+    return max(1, available_cpus() // workers)
 
 
 

@@ -25,114 +25,120 @@ import numpy as np
 import torch
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify import bench_rounds
+from tsdp.verify.bench_rounds import MIN_ROUNDS
 
 from tsdp.attacks.loop.samplers import make_sampler
 
 from .audit import plan_tests, y_edges_of
 from .constructions import build, pair_numeric
 from .counts import merge
-from .shards import plan_shards, run_shards
+from .shards import plan_shards, run_shards, worker_pool
 from .trials import naive_released_update, released_update_chunks, resolve_device
 
 AUDIT_CONFIG = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)
 
 
-def bench_scaling(trials: int = 1 << 18, shard_size: int = 1 << 15, workers=(1, 2), device: str = "auto",
-                  progress: Optional[Callable[[str], None]] = None) -> dict:
-    """Sharded one-step trials (both worlds, T6 on AUDIT_CONFIG) on 1 and 2 local workers: trials per minute per
-    world, scaling efficiency, per-shard merge overhead and payload; JSON-ready. Benchmark, not a test.
+def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int = 2, rounds: int = MIN_ROUNDS,
+                  device: str = "auto", progress: Optional[Callable[[str], None]] = None) -> dict:
+    """Sharded one-step trials (both worlds, T6 on AUDIT_CONFIG) on 1 and ``workers`` local workers, interleaved.
 
-    Every worker runs one torch thread (the in-process run too), so the efficiency compares like with like.
-    ``steady_trials_per_minute_per_world`` counts each worker's busy time only (the shards' own run
-    times, summed and shared over the workers): the throughput once processes are up, which is what
-    scales to more machines. ``overhead_seconds`` is the rest of the wall time (spawning processes and
-    importing torch in them, shipping shards, waiting on the last one); ``trials_per_minute_per_world``
-    counts the wall time. ``identical`` checks that the merged counts agree.
-    The merge cost per shard (summing two int64 histograms, and the pickled size a shard sends back) is
-    what a driver pays per shard on any cluster, so it projects the scaling to many machines.
+    Each round runs the same shards in this process (one torch thread) and on a warm pool of
+    ``workers`` processes (one thread each, :func:`attacks.montecarlo.shards.worker_pool`, started
+    and warmed before the first round: start-up is off the critical path, as in an audit that
+    starts its pool before designing its test), in the same order every round
+    (:func:`tsdp.verify.bench_rounds.interleave`). Per round: trials per minute per world on each
+    side and the scaling efficiency = (throughput on ``workers``) / (``workers`` × throughput on 1);
+    reported as median and range over the rounds, with the threads and the load average.
+    ``identical``: every round's merged counts equal the first's (the same seed gives the same
+    counts on any number of workers). The merge cost per shard and the pickled size a shard
+    sends back are what a driver pays per shard on any cluster. Benchmark, not a test.
     """
     dev = str(resolve_device(device))
     construction = build("T6", AUDIT_CONFIG)
     num = pair_numeric(construction.pair)
     key = tuple(tuple(np.atleast_1d(x).tolist()) for x in num)
     _, _, _, edges = plan_tests(key, 1, trials, 1e-3, 0.95, (1.0,), True, None)
-    plan = dict(shard_size=shard_size, device=dev, threads=1)
-    specs = plan_shards("T6", AUDIT_CONFIG, trials, 1, 0, edges, y_edges_of(num), **plan)
+    specs = plan_shards("T6", AUDIT_CONFIG, trials, 1, 0, edges, y_edges_of(num), shard_size=shard_size, device=dev,
+                        threads=1)
     threads = torch.get_num_threads()
-    rows, merged = [], None
-    try:
-        run_shards(plan_shards("T6", AUDIT_CONFIG, 64, 1, 1, edges, y_edges_of(num), **plan))  # warm this process
-        for w in workers:
-            if progress is not None:
-                progress(f"sharded engine: {trials} trials per world on {w} worker(s)")
-            started = time.perf_counter()
+    merged, identical, results = None, True, None
+
+    def side(w):
+        def run():
+            nonlocal merged, identical, results
             results, _ = run_shards(specs, workers=w)
-            wall = time.perf_counter() - started
-            busy = sum(r.seconds for r in results.values()) / w
             counts = (merge(results, "p").counts, merge(results, "q").counts)
             merged = counts if merged is None else merged
-            rows.append({"workers": w, "seconds": wall, "busy_seconds_per_worker": busy, "overhead_seconds": wall - busy,
-                         "trials_per_minute_per_world": 60 * trials / wall,
-                         "steady_trials_per_minute_per_world": 60 * trials / max(busy, 1e-9),
-                         "identical": all(np.array_equal(a, b) for a, b in zip(merged, counts))})
+            identical = identical and all(np.array_equal(a, b) for a, b in zip(merged, counts))
+        return run
+
+    try:
+        worker_pool(workers, warm=True)
+        run_shards(specs[:workers], workers=workers)  # the pool's processes are up and have run a shard
+        timed = bench_rounds.interleave({"1": side(1), str(workers): side(workers)}, rounds, progress=progress,
+                                        label=f"sharded engine, 1 vs {workers} workers")
     finally:
         torch.set_num_threads(threads)
     started = time.perf_counter()
     for world in "pq":
         merge(results, world)
     per_shard = (time.perf_counter() - started) / len(results)
-    base = rows[0]["steady_trials_per_minute_per_world"] / rows[0]["workers"]
-    for row in rows:
-        row["scaling_efficiency"] = row["steady_trials_per_minute_per_world"] / (row["workers"] * base)
-        row["scaling_efficiency_wall"] = row["trials_per_minute_per_world"] / (
-            row["workers"] * rows[0]["trials_per_minute_per_world"] / rows[0]["workers"])
+    rate = {w: [60 * trials / t for t in timed["seconds"][w]] for w in timed["seconds"]}
+    efficiency = [many / (workers * one) for one, many in zip(rate["1"], rate[str(workers)])]
     return {"trials_per_world": trials, "shard_size": shard_size, "shards": len(specs), "device": dev,
-            "workers": rows, "merge_seconds_per_shard": per_shard,
+            "workers": workers, "rounds": rounds, "torch_threads_per_worker": 1,
+            "trials_per_minute_per_world": {w: bench_rounds.spread(r) for w, r in rate.items()},
+            "scaling_efficiency": bench_rounds.spread(efficiency), "identical": identical,
+            "merge_seconds_per_shard": per_shard, "environment": timed["environment"],
             "shard_payload_bytes": len(pickle.dumps(next(iter(results.values()))))}
 
 
-def bench_audit(trials: int = 400_000, naive_trials: int = 300, device: str = "auto", scaling: bool = True,
-                progress: Optional[Callable[[str], None]] = None) -> dict:
-    """Trials/s (one step, one world) batched and naive, their ratio and the per-minute figure, and the sharded
-    engine's scaling on 1 and 2 local workers (:func:`bench_scaling`); JSON-ready. ``progress(message)``
-    before each phase.
+def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "auto", scaling: bool = True,
+                rounds: int = MIN_ROUNDS, progress: Optional[Callable[[str], None]] = None) -> dict:
+    """Trials/s (one step, one world) batched and naive, interleaved over ``rounds`` (per-round rates, their
+    ratio: median and range), and the sharded engine's scaling on 1 and 2 local workers
+    (:func:`bench_scaling`); JSON-ready. ``progress(message)`` after each round.
 
     Benchmark, not a test; the numbers are wall-clock on the current machine.
     """
     dev = resolve_device(device)
     construction = build("T6", AUDIT_CONFIG, device=dev)
     generator = torch.Generator(device=dev).manual_seed(0)
-    for _ in released_update_chunks(construction, "p", 20_000, 1, generator):  # warm-up (torch.func tracing)
-        pass
-    if progress is not None:
-        progress(f"batched: {trials} one-step trials")
-    started = time.perf_counter()
-    for _ in released_update_chunks(construction, "p", trials, 1, generator):
-        pass
-    batched = trials / (time.perf_counter() - started)
-    if progress is not None:
-        progress(f"naive: {naive_trials} trials, one per iteration")
     sampler = make_sampler(construction.config)
-    naive_released_update(construction, "p", generator, sampler)  # warm-up
-    started = time.perf_counter()
-    for _ in range(naive_trials):
-        naive_released_update(construction, "p", generator, sampler)
-    naive = naive_trials / (time.perf_counter() - started)
+
+    def batched():
+        for _ in released_update_chunks(construction, "p", trials, 1, generator):
+            pass
+
+    def naive():
+        for _ in range(naive_trials):
+            naive_released_update(construction, "p", generator, sampler)
+
+    timed = bench_rounds.interleave({"batched": batched, "naive": naive}, rounds, progress=progress,
+                                    label="batched vs naive trials")
+    batched_rate = bench_rounds.spread([trials / t for t in timed["seconds"]["batched"]])
+    naive_rate = bench_rounds.spread([naive_trials / t for t in timed["seconds"]["naive"]])
+    speedup = bench_rounds.spread([(trials / b) / (naive_trials / n)
+                                   for b, n in zip(timed["seconds"]["batched"], timed["seconds"]["naive"])])
     return {
         "construction": "T6",
         "config": {"N": 320, "batch_size": 64, "L": 4, "context_length": 1, "forecast_length": 1, "sigma": 1.0},
         "device": str(dev),
         "threads": torch.get_num_threads(),
+        "rounds": rounds,
         "trials_batched": trials,
         "trials_naive": naive_trials,
-        "batched_trials_per_second": batched,
-        "batched_trials_per_minute_per_world": 60 * batched,
-        "naive_trials_per_second": naive,
-        "speedup": batched / naive,
+        "batched_trials_per_second": batched_rate["median"],
+        "batched_trials_per_minute_per_world": 60 * batched_rate["median"],
+        "naive_trials_per_second": naive_rate["median"],
+        "speedup": speedup["median"],
+        "speedup_range": [speedup["min"], speedup["max"]],
+        "environment": timed["environment"],
         "goal_trials_per_minute_per_world": 1e6,
         "goal_speedup": 100.0,
-        "meets_goals": bool(60 * batched >= 1e6 and batched / naive >= 100),
-        "scaling": bench_scaling(device=device, progress=progress) if scaling else None,
+        "meets_goals": bool(60 * batched_rate["median"] >= 1e6 and speedup["median"] >= 100),
+        "scaling": bench_scaling(device=device, rounds=rounds, progress=progress) if scaling else None,
     }
 
 
@@ -141,20 +147,23 @@ def format_bench(result: dict) -> str:
     lines = [f"one-step audit trials of T6 (N = 320, Λ = 64, L = 4, σ = 1), {result['device']} with "
              f"{result['threads']} threads",
              f"  batched {result['batched_trials_per_minute_per_world'] / 1e6:.2f} M trials/min per world, naive "
-             f"{result['naive_trials_per_second']:.0f}/s: {result['speedup']:.0f}x",
+             f"{result['naive_trials_per_second']:.0f}/s: {result['speedup']:.0f}x "
+             f"(median of {result['rounds']} interleaved rounds, range {result['speedup_range'][0]:.0f}-"
+             f"{result['speedup_range'][1]:.0f}x)",
              f"  goals ≥ {result['goal_trials_per_minute_per_world'] / 1e6:.0f} M/min and ≥ "
              f"{result['goal_speedup']:.0f}x: {'met' if result['meets_goals'] else 'NOT met'}"]
     scaling = result.get("scaling")
     if scaling:
+        w = str(scaling["workers"])
+        rates = scaling["trials_per_minute_per_world"]
         lines.append(f"sharded engine, {scaling['trials_per_world']} trials per world in {scaling['shards']} shards, "
-                     "one torch thread per worker:")
-        lines.append(f"  {'workers':>7} {'M trials/min (wall)':>20} {'efficiency':>10} {'M/min (busy)':>13} "
-                     f"{'efficiency':>10} {'overhead s':>10} {'identical':>9}")
-        for row in scaling["workers"]:
-            lines.append(f"  {row['workers']:>7} {row['trials_per_minute_per_world'] / 1e6:>20.2f} "
-                         f"{row['scaling_efficiency_wall']:>10.2f} {row['steady_trials_per_minute_per_world'] / 1e6:>13.2f} "
-                         f"{row['scaling_efficiency']:>10.2f} {row['overhead_seconds']:>10.1f} {str(row['identical']):>9}")
+                     f"one torch thread per worker, {scaling['rounds']} interleaved rounds (median, range):")
+        lines.append(f"  1 worker {bench_rounds.format_spread({k: v / 1e6 for k, v in rates['1'].items()}, ' M/min', 2)}, "
+                     f"{w} workers {bench_rounds.format_spread({k: v / 1e6 for k, v in rates[w].items()}, ' M/min', 2)}, "
+                     f"efficiency {bench_rounds.format_spread(scaling['scaling_efficiency'], '', 2)}, "
+                     f"identical counts: {scaling['identical']}")
         lines.append(f"  merge {scaling['merge_seconds_per_shard'] * 1e6:.0f} µs per shard, "
                      f"{scaling['shard_payload_bytes'] / 1e3:.0f} kB sent back per shard")
+        lines.append("  " + bench_rounds.format_environment(scaling["environment"]))
     return "\n".join(lines)
 

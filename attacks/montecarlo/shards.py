@@ -202,11 +202,6 @@ def _run_here(tracker: _Tracker, fn) -> None:
             tracker.failed(spec.key, exc)
 
 
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the platform has one)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 _POOLS: Dict[int, ProcessPoolExecutor] = {}
 
 
@@ -351,5 +346,5 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     return tracker.results, info
 
 
-__all__ = ["DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "available_cores", "plan_shards",
+__all__ = ["DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "plan_shards",
            "run_shard", "run_shards", "torch_seed", "worker_pool"]

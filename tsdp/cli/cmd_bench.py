@@ -39,7 +39,7 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads for `loop` (default 1, the issue's setting)")
     p.add_argument("--rounds", type=int, default=MIN_ROUNDS,
-                   help="interleaved rounds for `loop` and `accounting`: each times every side once; the median "
+                   help="interleaved rounds for `loop`, `accounting` and `audit` (1 vs 2 workers): each times every side once; the median "
                         f"ratio and its range are reported (default and minimum {MIN_ROUNDS})")
     p.add_argument("--mu", type=float, nargs="+", default=None, metavar="MU",
                    help="`canary`: GDP parameters of the idealised canary scores (default 0.5 1 2)")
@@ -57,7 +57,7 @@ def add_parsers(sub, command) -> None:
 
         module_name, fn_name, fmt_name = BENCHES[args.what]
         loop_flags = {"--models", "--batches", "--threads", "--rounds"}
-        used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": set(),
+        used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
                 "canary": CANARY_FLAGS}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
                          & ({"--discretization"} | loop_flags | CANARY_FLAGS)) - used)
@@ -93,6 +93,8 @@ def add_parsers(sub, command) -> None:
                         rounds=args.rounds, progress=progress)
         elif args.what == "canary":
             result = fn(**_canary_options(args), progress=progress)
+        elif args.what == "audit":
+            result = fn(rounds=args.rounds, progress=progress)
         else:
             result = fn(progress=progress)
         if args.json:
