@@ -128,7 +128,10 @@ class TrainingConfig:
         for name, minimum in (("N", 1), ("L", 1), ("context_length", 0), ("forecast_length", 1), ("batch_size", 1),
                               ("instances", 1), ("w", 1)):
             put(name, check_int(name, getattr(self, name), minimum))
-        put("sigma", check_real("sigma", self.sigma, low=SIGMA_MIN))
+        put("sigma", check_real("sigma", self.sigma, low=0.0, low_open=True))
+        if self.sigma < SIGMA_MIN:
+            raise ConfigError("sigma", f"must be >= {SIGMA_MIN:g} (1/σ², the privacy loss scale, must be a finite "
+                                       "float64)", self.sigma)
         put("v", check_real("v", self.v, low=0.0, low_open=True))
         put("sigma_context", check_real("sigma_context", self.sigma_context, low=0.0))
         put("sigma_forecast", check_real("sigma_forecast", self.sigma_forecast, low=0.0))
