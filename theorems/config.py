@@ -77,6 +77,34 @@ def check_epsilon(epsilon) -> float:
     return float(check_real("epsilon", epsilon, low=0.0))
 
 
+def check_output_path(name: str, path, *, directory: bool = False) -> None:
+    """:class:`ConfigError` naming ``name`` unless ``path`` can be written: a file (not a directory, in an
+    existing directory) or, with ``directory``, a directory (not a file; missing parents are created
+    under the nearest existing one). Checked by creating and removing a temporary entry there, before
+    any work that would end by writing it."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    if directory:
+        if target.exists() and not target.is_dir():
+            raise ConfigError(name, "exists and is not a directory", str(target))
+        home = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
+        if not home.is_dir():
+            raise ConfigError(name, f"{home} is not a directory, so nothing can be created under it", str(target))
+    else:
+        if target.is_dir():
+            raise ConfigError(name, "is a directory; give a file name", str(target))
+        home = target.parent
+        if not home.is_dir():
+            raise ConfigError(name, f"its directory {home} does not exist", str(target))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".tsdp-write-check-", dir=home))
+    except OSError as exc:
+        raise ConfigError(name, f"cannot write in {home} ({exc.strerror or exc})", str(target)) from None
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     """One DP-SGD forecasting configuration (THEOREMS.md notation).
