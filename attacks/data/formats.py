@@ -24,6 +24,7 @@ from typing import Iterable, List, Sequence, Tuple
 import numpy as np
 
 from tsdp.theorems.config import ConfigError
+from tsdp.theorems.errors import MissingExtraError
 
 from .series import SeriesData
 
@@ -38,7 +39,7 @@ def _require(module: str, extra: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ImportError(f"{module} is needed for this data format: pip install 'tsdp[{extra}]'") from None
+        raise MissingExtraError(f"{module} is needed for this data format", extra) from None
 
 
 def _observed(values: np.ndarray, source: str, name, rows: Sequence) -> np.ndarray:

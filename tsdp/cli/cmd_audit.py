@@ -44,8 +44,6 @@ def _engine_options(args) -> dict:
         raise UsageError(f"invalid --workers: must be >= 1 (got {args.workers})")
     if args.shard_size is not None and args.shard_size < 1:
         raise UsageError(f"invalid --shard-size: must be >= 1 (got {args.shard_size})")
-    if args.cluster is not None and not args.cluster.strip():
-        raise UsageError("invalid --cluster: give a scheduler address or 'auto'")
     options = {"threshold": args.threshold, "workers": args.workers, "cluster": args.cluster,
                "sequential": args.sequential}
     if args.shard_size is not None:
