@@ -77,6 +77,18 @@ def check_epsilon(epsilon) -> float:
     return float(check_real("epsilon", epsilon, low=0.0))
 
 
+TOLERANCE_MIN = 1e-12
+"""The finest relative tolerance a σ calibration bisects to: float64 resolves σ to about 1e-16, and a
+finer target would bisect without end (the bracket stops shrinking)."""
+
+
+def check_calibration_target(target_epsilon, tolerance) -> Tuple[float, float]:
+    """(target ε, relative tolerance) of a σ calibration: ε finite and > 0, tolerance in
+    [:data:`TOLERANCE_MIN`, 1); ConfigError naming ``epsilon`` or ``tolerance`` otherwise."""
+    target = float(check_real("epsilon", target_epsilon, low=0.0, low_open=True))
+    return target, float(check_real("tolerance", tolerance, low=TOLERANCE_MIN, high=1.0, high_open=True))
+
+
 def check_output_path(name: str, path, *, directory: bool = False) -> None:
     """:class:`ConfigError` naming ``name`` unless ``path`` can be written: a file (not a directory, in an
     existing directory) or, with ``directory``, a directory (not a file; missing parents are created

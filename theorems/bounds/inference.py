@@ -68,7 +68,7 @@ import mpmath as mp
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from ..config import check_int, check_real
+from ..config import ConfigError, check_int, check_real
 from ..hockey_stick import hockey_stick
 from ..mixture import GaussianMixture, MixturePair
 from .base import Bound, TheoremError
@@ -76,6 +76,9 @@ from .shapes import binomial_weights
 
 if TYPE_CHECKING:  # sympy is imported where it is used, so the catalogue loads without it
     import sympy as sp
+
+MAX_CHANGED_STEPS = 4096
+"""The largest m = min(w, L_C) accounted: the work grows as m times the PLD grid (m = 1000: about 40 s)."""
 
 _SAFETY = 1e-12  # relative float-error margin of the upper (pessimistic) evaluation
 
@@ -100,6 +103,10 @@ class InferenceConfig:
                                                       high=1.0 if name == "r" else None))
         for name in ("w", "context_length", "releases"):
             object.__setattr__(self, name, check_int(name, getattr(self, name), 1))
+        if self.m > MAX_CHANGED_STEPS:
+            raise ConfigError("w", f"gives m = min(w, L_C) = {self.m} changed steps in one context; T15's profile "
+                                   f"mixes m + 1 Gaussians at every PLD grid point, which cannot finish for m > "
+                                   f"{MAX_CHANGED_STEPS} (1000 take about 40 s)", self.w)
 
     @property
     def m(self) -> int:

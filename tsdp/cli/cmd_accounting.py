@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from tsdp.theorems.config import check_calibration_target
+
 from .config_args import STEPS_HELP, add_config_arguments, config_from_args
 from .errors import UsageError, check_delta
 
@@ -122,10 +124,7 @@ def add_parsers(sub, command) -> None:
         delta = check_delta(args.delta)
         if args.epsilon is None:
             raise UsageError("give the target --epsilon E")
-        if not (math.isfinite(args.epsilon) and args.epsilon > 0):
-            raise UsageError(f"invalid --epsilon: target must be finite and > 0 (got {args.epsilon})")
-        if not (math.isfinite(args.tolerance) and 0 < args.tolerance < 1):
-            raise UsageError(f"invalid --tolerance: must be in (0, 1) (got {args.tolerance})")
+        check_calibration_target(args.epsilon, args.tolerance)  # before the configuration's own checks
         config = config_from_args(args)
         r = calibrate_sigma(config, args.epsilon, delta, steps=steps, epochs=epochs, theorem=args.theorem,
                             tolerance=args.tolerance, discretization=args.discretization,

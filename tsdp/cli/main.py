@@ -83,6 +83,10 @@ def cmd_theorems(args) -> int:
 # ----------------------------------------------------------------------------- profile
 
 
+DPS_MAX_EPSILON = 1e6
+"""The largest |ε| evaluated in mpmath (``profile --dps``): at 1e308 its erfc overflows a float inside."""
+
+
 def _epsilons(args) -> List[float]:
     """ε = log α of every --alpha and each --epsilon (kept in ε: e^ε overflows past 709.78)."""
     eps = []
@@ -110,6 +114,9 @@ def cmd_profile(args) -> int:
     eps = _epsilons(args)
     if args.dps is not None and not 15 <= args.dps <= 10_000:
         raise UsageError(f"invalid --dps: must be in [15, 10000] (got {args.dps})")
+    if args.dps is not None and max(abs(e) for e in eps) > DPS_MAX_EPSILON:
+        raise UsageError(f"invalid --epsilon: with --dps, |ε| must be <= {DPS_MAX_EPSILON:g} (mpmath's erfc "
+                         f"overflows its precision bookkeeping beyond; without --dps any finite ε is answered)")
     bound, reason = resolve(config, args.theorem)
     given = [float(a) for a in args.alpha or []]  # α as typed; e^ε for each --epsilon (inf past 709)
     alphas = given + [math.exp(e) if e < 709 else math.inf for e in eps[len(given):]]
