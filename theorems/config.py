@@ -24,8 +24,18 @@ class ConfigError(ValueError):
     def __init__(self, parameter: str, constraint: str, value=None):
         self.parameter = parameter
         self.constraint = constraint
-        shown = "" if value is None else f" (got {value!r})"
+        shown = "" if value is None else f" (got {_short(value)})"
         super().__init__(f"invalid {parameter}: {constraint}{shown}")
+
+
+def _short(value) -> str:
+    """``repr(value)``, cut to one readable piece when long (an integer of 400 digits, a long list)."""
+    text = repr(value)
+    if len(text) <= 80:
+        return text
+    if isinstance(value, int):
+        return f"an integer of {len(str(abs(value)))} digits"
+    return f"{text[:60]}... ({len(text)} characters)"
 
 
 SIGMA_MIN = 1e-150
