@@ -41,6 +41,9 @@ def _short(value) -> str:
 SIGMA_MIN = 1e-150
 """The smallest noise multiplier accepted: below it 1/σ² (the privacy loss scale) is not a finite float64."""
 
+SIGMA_MAX = 1e150
+"""The largest noise multiplier accepted: above it σ² (the noise variance) is not a finite float64."""
+
 SEED_MAX = 2**63 - 1
 """The largest random seed (numpy and torch take seeds below 2^63)."""
 
@@ -58,6 +61,13 @@ def check_int(name: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
     if value > maximum:
         raise ConfigError(name, f"must be <= {maximum:.6g}", value)
     return value
+
+
+def check_workers(name: str, value) -> int:
+    """A number of local worker processes: 1 to 4 per CPU core (more only add start-up time and memory)."""
+    import os
+
+    return check_int(name, value, 1, 4 * (os.cpu_count() or 1))
 
 
 def check_real(name: str, value, *, low: Optional[float] = None, high: Optional[float] = None,
@@ -182,6 +192,9 @@ class TrainingConfig:
         if self.sigma < SIGMA_MIN:
             raise ConfigError("sigma", f"must be >= {SIGMA_MIN:g} (1/σ², the privacy loss scale, must be a finite "
                                        "float64)", self.sigma)
+        if self.sigma > SIGMA_MAX:
+            raise ConfigError("sigma", f"must be <= {SIGMA_MAX:g} (σ², the noise variance, must be a finite float64)",
+                              self.sigma)
         put("v", check_real("v", self.v, low=0.0, low_open=True))
         put("sigma_context", check_real("sigma_context", self.sigma_context, low=0.0))
         put("sigma_forecast", check_real("sigma_forecast", self.sigma_forecast, low=0.0))

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real
 from tsdp.verify.accountant import PldAccountant, max_steps
 from tsdp.verify.events import ledger_summary, step_event, training_event, unit_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
@@ -28,7 +28,7 @@ from tsdp.attacks.data.series import SeriesData
 from .metrics import crps_from_samples, point_crps, seasonal_naive
 from .models import make_model
 from .samplers import make_sampler
-from .step import apply_gradient, nonprivate_step, private_gradient
+from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
 from .windows import augment, gather_windows, pad_series, split_window
 
 
@@ -186,6 +186,12 @@ def train(
             "L", f"the shortest training series has length {min(train_data.lengths)}; the accountant would "
             f"understate r = k/T (set --L {min(train_data.lengths)})", config.L)
     warm = config.with_(sigma=warmup_sigma) if warmup_steps else None
+    clip = check_real("clip", clip, low=0.0, low_open=True)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
+    if private:
+        for phase in (warm, config):
+            if phase is not None:
+                check_noise_std(phase.sigma, clip)
     bound_id = None
     before = None
     if private:  # refusals (a lower-bound theorem, a scheme without a proven bound) come before any training

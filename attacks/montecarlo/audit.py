@@ -46,11 +46,13 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real, check_workers
 from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import compositions, training_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
+
+from tsdp.attacks.loop.step import check_noise_std
 
 from .bracket import attained_bracket
 from .constructions import Construction, build, pair_numeric
@@ -215,7 +217,7 @@ class AuditResult:
         return asdict(self)
 
 
-def _check(trials, steps, delta, confidence, alphas, shard_size, cluster) -> List[float]:
+def _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers) -> List[float]:
     """The audit's arguments checked before any work (the plan's size, the cluster's address); the α grid."""
     check_int("trials", trials, 20)
     check_plan(trials, shard_size)
@@ -223,6 +225,7 @@ def _check(trials, steps, delta, confidence, alphas, shard_size, cluster) -> Lis
     check_delta(delta)
     check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
     check_cluster(cluster)
+    check_workers("workers", workers)
     alphas = list(DEFAULT_ALPHAS if alphas is None else alphas)
     for a in alphas:
         if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 1):
@@ -279,9 +282,10 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     ones (deterministic top level: T1, T3, T4; 10 steps at N = 320, N' = 64 touch 2 epochs),
     whose other steps release the same law in both worlds (:mod:`tsdp.attacks.montecarlo.trials`).
     """
-    alphas = _check(trials, steps, delta, confidence, alphas, shard_size, cluster)
+    alphas = _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers)
     dev = resolve_device(device)
     construction = build(theorem, config, device=dev)
+    check_noise_std(construction.config.sigma, construction.clip)
     n = compositions(construction.config, steps=steps)
     started = time.perf_counter()
     if not (0 < select_fraction < 1):
