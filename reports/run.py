@@ -14,6 +14,7 @@ Trial counts (per world) keep the whole default report within 10 minutes on 2 CP
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -137,10 +138,51 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     return jsonable(results)
 
 
+STALE_STAGING_S = 3600
+"""A staging directory without an owner file is left alone for this long (a run may be creating it)."""
+_OWNER = ".owner-pid"
+
+
 def _staging(final: Path) -> Path:
-    """A fresh temporary directory beside ``final`` (same file system, so publishing is a rename)."""
+    """A fresh temporary directory beside ``final`` (same file system, so publishing is a rename), owned by
+    this process (its pid in ``.owner-pid``); stale ones of killed runs are removed first (:func:`_remove_stale`)."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    _remove_stale(final)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    (staging / _OWNER).write_text(str(os.getpid()))
+    return staging
+
+
+def _remove_stale(final: Path) -> None:
+    """Remove the ``.<name>.tmp-*`` staging directories beside ``final`` that no running process owns: the
+    pid in their owner file is not alive, or they have no owner file and are older than :data:`STALE_STAGING_S`."""
+    for staging in final.parent.glob(f".{glob.escape(final.name)}.tmp-*"):
+        owner = staging / _OWNER
+        try:
+            pid = int(owner.read_text())
+        except (OSError, ValueError):
+            pid = None
+        if pid is not None and _alive(pid):
+            continue
+        try:
+            if pid is None and time.time() - staging.stat().st_mtime < STALE_STAGING_S:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, owned by another user
+        return True
+    except (OSError, OverflowError):  # no such pid can exist
+        return False
+    return True
 
 
 def _publish(staging: Path, final: Path, *, complete: bool) -> None:
@@ -151,6 +193,7 @@ def _publish(staging: Path, final: Path, *, complete: bool) -> None:
     earlier report; otherwise ``final`` stays untouched and the partial report goes to
     ``<final>.incomplete/`` (replacing an earlier incomplete one), where it can still be read.
     """
+    (staging / _OWNER).unlink(missing_ok=True)  # the report holds only its own files
     old_report = final.is_dir() and any(final.iterdir())
     target = final if complete or not old_report else final.with_name(final.name + ".incomplete")
     if target.exists():
@@ -193,6 +236,8 @@ def load_config(spec: str) -> tuple:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"config file {spec} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"config file {spec} nests too deeply to be a JSON object of TrainingConfig fields") from None
     if not isinstance(data, dict):
         raise ValueError(f"config file {spec} must hold a JSON object of TrainingConfig fields")
     known = {f.name for f in fields(TrainingConfig)}

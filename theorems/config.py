@@ -7,6 +7,7 @@ WR bottom level, so r = 0.1 and ρ = 0.1).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Optional, Tuple
@@ -14,6 +15,7 @@ from typing import Optional, Tuple
 TOP_LEVEL = ("deterministic", "shuffle", "wor", "poisson", "pooled")
 BOTTOM_LEVEL = ("wr", "poisson")
 RELATIONS = ("event", "user")
+DEFAULT_L = 20
 
 
 class ConfigError(ValueError):
@@ -22,30 +24,117 @@ class ConfigError(ValueError):
     def __init__(self, parameter: str, constraint: str, value=None):
         self.parameter = parameter
         self.constraint = constraint
-        shown = "" if value is None else f" (got {value!r})"
+        shown = "" if value is None else f" (got {_short(value)})"
         super().__init__(f"invalid {parameter}: {constraint}{shown}")
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+def _short(value) -> str:
+    """``repr(value)``, cut to one readable piece when long (an integer of 400 digits, a long list)."""
+    text = repr(value)
+    if len(text) <= 80:
+        return text
+    if isinstance(value, int):
+        return f"an integer of {len(str(abs(value)))} digits"
+    return f"{text[:60]}... ({len(text)} characters)"
 
 
-def _check_int(name: str, value, minimum: int) -> None:
-    if not _is_int(value):
+SIGMA_MIN = 1e-150
+"""The smallest noise multiplier accepted: below it 1/σ² (the privacy loss scale) is not a finite float64."""
+
+SIGMA_MAX = 1e150
+"""The largest noise multiplier accepted: above it σ² (the noise variance) is not a finite float64."""
+
+SEED_MAX = 2**63 - 1
+"""The largest random seed (numpy and torch take seeds below 2^63)."""
+
+MAX_COUNT = 2**53
+"""The largest count (steps, trials, samples, lengths) accepted anywhere: beyond it float64 loses integers."""
+
+
+def check_int(name: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
+    """``value`` as a Python int in [minimum, maximum] (numpy integers accepted), or :class:`ConfigError` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ConfigError(name, "must be an integer", value)
+    value = int(value)
     if value < minimum:
         raise ConfigError(name, f"must be >= {minimum}", value)
+    if value > maximum:
+        raise ConfigError(name, f"must be <= {maximum:.6g}", value)
+    return value
 
 
-def _check_real(name: str, value, *, positive: bool = False, minimum: float = 0.0) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+def check_workers(name: str, value) -> int:
+    """A number of local worker processes: 1 to 4 per CPU core (more only add start-up time and memory)."""
+    import os
+
+    return check_int(name, value, 1, 4 * (os.cpu_count() or 1))
+
+
+def check_real(name: str, value, *, low: Optional[float] = None, high: Optional[float] = None,
+               low_open: bool = False, high_open: bool = False):
+    """``value`` as a finite real in the interval (numpy floats accepted, returned as float; a Fraction is kept),
+    or :class:`ConfigError` naming ``name`` and the constraint."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(name, "must be a real number", value)
-    if math.isnan(float(value)) or math.isinf(float(value)):
+    if not isinstance(value, Fraction):
+        value = int(value) if isinstance(value, numbers.Integral) else float(value)
+    if not math.isfinite(value):
         raise ConfigError(name, "must be finite (not NaN or inf)", value)
-    if positive and not value > 0:
-        raise ConfigError(name, "must be > 0", value)
-    if not positive and value < minimum:
-        raise ConfigError(name, f"must be >= {minimum}", value)
+    if low is not None and (value <= low if low_open else value < low):
+        raise ConfigError(name, f"must be {'>' if low_open else '>='} {low:g}", value)
+    if high is not None and (value >= high if high_open else value > high):
+        raise ConfigError(name, f"must be {'<' if high_open else '<='} {high:g}", value)
+    return value
+
+
+def check_delta(delta) -> float:
+    """δ as a float in (0, 1), or :class:`ConfigError` naming ``delta``."""
+    return float(check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True))
+
+
+def check_epsilon(epsilon) -> float:
+    """ε as a finite float >= 0, or :class:`ConfigError` naming ``epsilon``."""
+    return float(check_real("epsilon", epsilon, low=0.0))
+
+
+TOLERANCE_MIN = 1e-12
+"""The finest relative tolerance a σ calibration bisects to: float64 resolves σ to about 1e-16, and a
+finer target would bisect without end (the bracket stops shrinking)."""
+
+
+def check_calibration_target(target_epsilon, tolerance) -> Tuple[float, float]:
+    """(target ε, relative tolerance) of a σ calibration: ε finite and > 0, tolerance in
+    [:data:`TOLERANCE_MIN`, 1); ConfigError naming ``epsilon`` or ``tolerance`` otherwise."""
+    target = float(check_real("epsilon", target_epsilon, low=0.0, low_open=True))
+    return target, float(check_real("tolerance", tolerance, low=TOLERANCE_MIN, high=1.0, high_open=True))
+
+
+def check_output_path(name: str, path, *, directory: bool = False) -> None:
+    """:class:`ConfigError` naming ``name`` unless ``path`` can be written: a file (not a directory, in an
+    existing directory) or, with ``directory``, a directory (not a file; missing parents are created
+    under the nearest existing one). Checked by creating and removing a temporary entry there, before
+    any work that would end by writing it."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    if directory:
+        if target.exists() and not target.is_dir():
+            raise ConfigError(name, "exists and is not a directory", str(target))
+        home = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
+        if not home.is_dir():
+            raise ConfigError(name, f"{home} is not a directory, so nothing can be created under it", str(target))
+    else:
+        if target.is_dir():
+            raise ConfigError(name, "is a directory; give a file name", str(target))
+        home = target.parent
+        if not home.is_dir():
+            raise ConfigError(name, f"its directory {home} does not exist", str(target))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".tsdp-write-check-", dir=home))
+    except OSError as exc:
+        raise ConfigError(name, f"cannot write in {home} ({exc.strerror or exc})", str(target)) from None
 
 
 @dataclass(frozen=True)
@@ -65,7 +154,7 @@ class TrainingConfig:
     """
 
     N: int = 320
-    L: int = 20
+    L: Optional[int] = None  # 20, or the shortest of ``lengths``
     context_length: int = 1
     forecast_length: int = 1
     batch_size: int = 32
@@ -81,26 +170,34 @@ class TrainingConfig:
     lengths: Optional[Tuple[int, ...]] = field(default=None)
 
     def __post_init__(self):
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
         if self.lengths is not None:
-            lengths = tuple(self.lengths)
+            if isinstance(self.lengths, (str, bytes)) or not hasattr(self.lengths, "__iter__"):
+                raise ConfigError("lengths", "must be a sequence of sequence lengths", self.lengths)
+            lengths = tuple(check_int("lengths", n, 1) for n in self.lengths)
             if len(lengths) == 0:
                 raise ConfigError("lengths", "must hold at least one sequence length")
-            for n in lengths:
-                _check_int("lengths", n, 1)
-            object.__setattr__(self, "lengths", lengths)
+            put("lengths", lengths)
             # variable lengths: the shortest sequence maximises k / T (THEOREMS.md)
-            object.__setattr__(self, "L", min(lengths))
-        _check_int("N", self.N, 1)
-        _check_int("L", self.L, 1)
-        _check_int("context_length", self.context_length, 0)
-        _check_int("forecast_length", self.forecast_length, 1)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("instances", self.instances, 1)
-        _check_int("w", self.w, 1)
-        _check_real("sigma", self.sigma, positive=True)
-        _check_real("v", self.v, positive=True)
-        _check_real("sigma_context", self.sigma_context)
-        _check_real("sigma_forecast", self.sigma_forecast)
+            if self.L is not None and check_int("L", self.L, 1) != min(lengths):
+                raise ConfigError("L", f"must be the shortest of lengths, {min(lengths)}, or left out", self.L)
+            put("L", min(lengths))
+        put("L", DEFAULT_L if self.L is None else self.L)
+        for name, minimum in (("N", 1), ("L", 1), ("context_length", 0), ("forecast_length", 1), ("batch_size", 1),
+                              ("instances", 1), ("w", 1)):
+            put(name, check_int(name, getattr(self, name), minimum))
+        put("sigma", check_real("sigma", self.sigma, low=0.0, low_open=True))
+        if self.sigma < SIGMA_MIN:
+            raise ConfigError("sigma", f"must be >= {SIGMA_MIN:g} (1/σ², the privacy loss scale, must be a finite "
+                                       "float64)", self.sigma)
+        if self.sigma > SIGMA_MAX:
+            raise ConfigError("sigma", f"must be <= {SIGMA_MAX:g} (σ², the noise variance, must be a finite float64)",
+                              self.sigma)
+        put("v", check_real("v", self.v, low=0.0, low_open=True))
+        put("sigma_context", check_real("sigma_context", self.sigma_context, low=0.0))
+        put("sigma_forecast", check_real("sigma_forecast", self.sigma_forecast, low=0.0))
         if self.top not in TOP_LEVEL:
             raise ConfigError("top", f"must be one of {', '.join(TOP_LEVEL)}", self.top)
         if self.bottom not in BOTTOM_LEVEL:

@@ -37,7 +37,7 @@ import numpy as np
 from dp_accounting import dp_event, privacy_accountant
 
 from tsdp.theorems.bounds.base import TheoremError
-from tsdp.theorems.config import ConfigError
+from tsdp.theorems.config import ConfigError, check_delta, check_epsilon  # noqa: F401 - re-exported
 
 from . import pld_cache
 from .events import BoundDpEvent, count_compositions, training_event
@@ -59,6 +59,7 @@ from .pld import (
 )
 
 ESTIMATES = ("sound", "attained", "attained_upper")
+_EPS_FAR = 1e300  # an ε past every finite privacy loss: δ there is the PLD's infinity mass
 SOUND_KINDS = ("tight", "upper")
 
 
@@ -66,19 +67,14 @@ class UnsupportedBoundError(privacy_accountant.UnsupportedEventError, TheoremErr
     """The accountant cannot account an event with the requested estimate (one line, names why)."""
 
 
-def check_delta(delta) -> float:
-    """δ as a float in (0, 1), or :class:`ConfigError` naming ``delta``."""
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0 < float(delta) < 1):
-        raise ConfigError("delta", "must be in (0, 1)", delta)
-    return float(delta)
+class DeltaTooSmallError(ConfigError):
+    """δ below the composed PLD's resolution (its infinity mass, truncated tails included): no finite ε
+    exists there. ``smallest`` is the smallest δ the accountant answers for the same composition."""
 
-
-def check_epsilon(epsilon) -> float:
-    """ε as a finite float ≥ 0, or :class:`ConfigError` naming ``epsilon``."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) \
-            or epsilon < 0:
-        raise ConfigError("epsilon", "must be finite and >= 0", epsilon)
-    return float(epsilon)
+    def __init__(self, delta: float, smallest: float):
+        self.smallest = smallest
+        super().__init__("delta", f"{delta:g} is below the smallest δ the accountant resolves here, {smallest:.2g} "
+                                  f"(the PLD's truncated mass); give δ >= {smallest:.2g} or truncate less tail mass")
 
 
 def _attained_law(bound, config):
@@ -237,7 +233,11 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
     def get_epsilon(self, target_delta: float) -> float:
         """ε at δ of everything composed so far, in the direction of ``estimate`` (0 for nothing, inf if non-private)."""
         delta = check_delta(target_delta)
-        return float(self._read(lambda pld: epsilon_for_delta(pld, delta)))
+        epsilon = float(self._read(lambda pld: epsilon_for_delta(pld, delta)))
+        if not math.isfinite(epsilon) and not self._non_private:  # δ below the infinity mass: refused
+            mass = float(self._read(lambda pld: float(pld.get_delta_for_epsilon(_EPS_FAR))))
+            raise DeltaTooSmallError(delta, min(0.99, max(mass, delta) * 1.01))
+        return epsilon
 
     def get_delta(self, target_epsilon: float) -> float:
         """δ at ε of everything composed so far, in the direction of ``estimate`` (0 for nothing, 1 if non-private)."""
@@ -368,11 +368,17 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
                             log_mass_truncation_bound=log_mass_truncation_bound)
         try:
             acc.compose(event)
+            values[estimate] = acc.get_epsilon(delta) if delta is not None else acc.get_delta(epsilon)
         except UnsupportedBoundError as exc:
             refused[estimate] = str(exc)
             values[estimate] = None
             continue
-        values[estimate] = acc.get_epsilon(delta) if delta is not None else acc.get_delta(epsilon)
+        except DeltaTooSmallError:
+            if estimate == "sound":
+                raise
+            refused[estimate] = f"δ below the {estimate} PLD's resolution"
+            values[estimate] = None
+            continue
         used.append(acc.discretization_used or discretization)
     if len(refused) == len(chosen):
         raise UnsupportedBoundError(refused[chosen[0]])

@@ -17,7 +17,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target
 
 from .accountant import PldAccountant, check_delta
 from .events import training_event
@@ -90,12 +90,7 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     the target is unreachable below σ = 1e4.
     """
     delta = check_delta(delta)
-    if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) or not (
-        math.isfinite(target_epsilon) and target_epsilon > 0
-    ):
-        raise ConfigError("epsilon", "target ε must be finite and > 0", target_epsilon)
-    if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
-        raise ConfigError("tolerance", "must be in (0, 1)", tolerance)
+    target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)
     run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
     bound, _, reason = run.event.resolve()
     counts = {}

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 from tsdp.theorems.bounds.inference import T15, InferenceConfig
-from tsdp.theorems.config import ConfigError
+from tsdp.theorems.config import ConfigError, check_calibration_target
 
 from .accountant import PldAccountant, UnsupportedBoundError, check_delta, check_epsilon
 from .calibration import narrow_log_sigma
@@ -151,11 +151,7 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
     """
     _check(config)
     delta = check_delta(delta)
-    if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) or not (
-            math.isfinite(target_epsilon) and target_epsilon > 0):
-        raise ConfigError("epsilon", "target ε must be finite and > 0", target_epsilon)
-    if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
-        raise ConfigError("tolerance", "must be in (0, 1)", tolerance)
+    target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)
     evaluations = 0
 
     def eps_at(sigma: float) -> float:

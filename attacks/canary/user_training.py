@@ -21,13 +21,14 @@ whether it exceeds the ε you claim.
 """
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import SEED_MAX, ConfigError, TrainingConfig, check_delta, check_epsilon, check_int, check_real
 
 from tsdp.attacks.data.series import SeriesData
 from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
@@ -36,22 +37,72 @@ from .spikes import canary_windows, place_canaries, with_canaries
 from .steinke_bound import certify
 
 
+class UserFunctionError(ConfigError):
+    """The user's ``train`` or ``loss`` function failed: it raised (or called ``sys.exit``), has the wrong
+    arity, returned None, or gave non-finite losses. Names the function and why; the original
+    exception is the ``__cause__`` (``tsdp --debug`` prints its traceback)."""
+
+    def __init__(self, role: str, fn, why: str):
+        super().__init__(role, f"your {role} function {_name(fn)} {why}")
+
+
+def _name(fn) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _check_arity(role: str, fn, *args) -> None:
+    """:class:`UserFunctionError` before any work when ``fn`` cannot be called with ``args``."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the call itself will tell
+        return
+    try:
+        signature.bind(*args)
+    except TypeError as exc:
+        raise UserFunctionError(role, fn, f"must take {len(args)} positional argument(s) ({exc})") from None
+
+
+def _call(role: str, fn, *args, via=None, subject: str = ""):
+    """``fn(*args)`` (or ``via(*args)``, code that runs ``fn``'s result); anything it raises, ``SystemExit``
+    included, becomes a :class:`UserFunctionError` blaming ``fn`` (``subject`` says what of it failed)."""
+    try:
+        return (via or fn)(*args)
+    except KeyboardInterrupt:
+        raise
+    except SystemExit as exc:
+        raise UserFunctionError(role, fn, f"{subject}called sys.exit({exc.code!r})") from exc
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's code is reported as such
+        raise UserFunctionError(role, fn, f"{subject}raised {type(exc).__name__}: {exc}") from exc
+
+
 def _default_loss(model, context: torch.Tensor, forecast: torch.Tensor):
     return model(context, forecast)
 
 
-def _window_losses(model, loss, context: torch.Tensor, forecast: torch.Tensor) -> np.ndarray:
-    """Per-window losses of ``model`` (on its own device, in eval mode, without gradients) as float64."""
+def _window_losses(model, loss, train, context: torch.Tensor, forecast: torch.Tensor) -> np.ndarray:
+    """Per-window losses of ``model`` (on its own device, in eval mode, without gradients) as float64;
+    a failure is blamed on ``loss``, or with the default loss on the model ``train`` returned."""
     if isinstance(model, torch.nn.Module):
         param = next(model.parameters(), None)
         if param is not None:
             context, forecast = context.to(param.device), forecast.to(param.device)
         model.eval()
+    # the default loss calls the model that train returned: blame train's model, not tsdp's helper
+    role, fn, subject = ("loss", loss, "") if loss is not _default_loss else ("train", train, "returned a model that ")
     with torch.no_grad():
-        out = loss(model, context, forecast)
-    out = torch.as_tensor(out).detach().cpu().double().numpy().reshape(-1)
+        out = _call(role, fn, model, context, forecast, via=loss, subject=subject)
+        try:
+            out = torch.as_tensor(out).detach().cpu().double().numpy().reshape(-1)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise UserFunctionError(role, fn, f"{subject}gave {type(out).__name__}, not per-window losses "
+                                              f"({exc})") from None
     if out.shape[0] != context.shape[0]:
-        raise ValueError(f"the loss must give one value per window: got {out.shape[0]} for {context.shape[0]} windows")
+        raise UserFunctionError(role, fn, f"{subject}gave {out.shape[0]} losses for {context.shape[0]} windows "
+                                          "(one per window needed)")
+    bad = int(np.count_nonzero(~np.isfinite(out)))
+    if bad:
+        raise UserFunctionError(role, fn, f"{subject}gave {bad} non-finite loss(es) (NaN or inf) of {out.shape[0]}: "
+                                          "the canaries cannot be scored")
     return out
 
 
@@ -66,10 +117,16 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     canaries, included, epsilon_lower, confidence, delta, epsilon_claimed, violation, the
     score's guesses and AUC.
     """
-    if canaries < 2:
-        raise ConfigError("canaries", "must be >= 2", canaries)
-    if not (0 < confidence < 1):
-        raise ConfigError("confidence", "must be in (0, 1)", confidence)
+    canaries = check_int("canaries", canaries, 2)
+    confidence = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+    delta = check_delta(delta)
+    spike = check_real("spike", spike, low=0.0, low_open=True)
+    if epsilon is not None:
+        epsilon = check_epsilon(epsilon)
+    seed = check_int("seed", seed, 0, SEED_MAX)
+    _check_arity("train", train, [])
+    if loss is not None:
+        _check_arity("loss", loss, None, None, None)
     base = data if isinstance(data, SeriesData) else SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in data))
     loss = _default_loss if loss is None else loss
     rng = np.random.default_rng(seed)
@@ -78,7 +135,9 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     except ValueError as exc:  # too many canaries for the data, or series too short to hold out L_F
         raise ConfigError("canaries", str(exc), canaries) from None
     included = rng.random(canaries) < 0.5
-    model = train([s.copy() for s in with_canaries(base, series, position, values, included).series])
+    model = _call("train", train, [s.copy() for s in with_canaries(base, series, position, values, included).series])
+    if model is None:
+        raise UserFunctionError("train", train, "returned None, not a model")
 
     every = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     lengths = torch.as_tensor(base.lengths)
@@ -90,7 +149,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
         windows = gather_windows(padded, seq.reshape(-1)[flat], start.reshape(-1)[flat], config.window_length)
         context, forecast = split_window(windows, config.context_length)
         per_window = np.zeros(flat.numel())
-        per_window[flat.numpy()] = _window_losses(model, loss, context, forecast)
+        per_window[flat.numpy()] = _window_losses(model, loss, train, context, forecast)
         losses.append(per_window.reshape(valid.shape).sum(1))
     score = losses[0] - losses[1]
     bounds = certify({"memorisation": score}, included, delta, confidence)

@@ -26,6 +26,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.errors import MissingExtraError
 
 from .series import DataError, SeriesData, synthetic_for
 
@@ -36,7 +37,7 @@ def _require(module: str, extra: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ImportError(f"{module} is needed for this data format: pip install 'tsdp[{extra}]'") from None
+        raise MissingExtraError(f"{module} is needed for this data format", extra) from None
 
 
 def _observed(values: np.ndarray, source: str, name, rows: Sequence) -> np.ndarray:

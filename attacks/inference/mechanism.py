@@ -9,10 +9,11 @@ on that device, so runs are reproducible.
 """
 from __future__ import annotations
 
-import pickle
 from typing import Callable, Tuple
 
 import torch
+
+from tsdp.theorems.config import ConfigError, check_int
 
 Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -40,12 +41,34 @@ def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Ge
     return torch.where(kept, noisy, impute(noisy, kept, x)), kept
 
 
+BYTES_PER_SAMPLE_STEP = 256
+"""Memory of one sample path per context or forecast step while a model samples it: float32 values
+and the model's hidden features (64 per step), with room for the quantile copies."""
+
+
+def check_samples(n_samples, n_series: int, context_length: int, forecast_length: int) -> int:
+    """``n_samples`` (>= 1) when the sample paths of ``n_series`` series fit the memory limit
+    (``TSDP_MEMORY_LIMIT``, :func:`tsdp.verify.pld.resolve_memory_limit`); ConfigError naming
+    ``samples`` with the estimated size otherwise, before anything is allocated."""
+    from tsdp.verify.pld import resolve_memory_limit
+
+    n_samples = check_int("samples", n_samples, 1)
+    need = n_samples * n_series * (context_length + forecast_length) * BYTES_PER_SAMPLE_STEP
+    limit = resolve_memory_limit()
+    if need > limit:
+        raise ConfigError("samples", f"{n_samples} sample paths of {n_series} series need about {need / 2**30:.3g} "
+                                     f"GiB, more than the memory limit of {limit / 2**30:.3g} GiB (TSDP_MEMORY_LIMIT)",
+                          n_samples)
+    return n_samples
+
+
 def private_forecast(model: torch.nn.Module, x: torch.Tensor, r: float, sigma: float, n_samples: int,
                      generator: torch.Generator) -> torch.Tensor:
     """Forecast sample paths (B, n_samples, L_F) of ``model`` from privatised contexts ``x`` (B, L_C).
 
     One release per series (T15 per release; the forecast is post-processing of the context).
     """
+    check_samples(n_samples, x.shape[0], x.shape[1], model.forecast_length)
     released, _ = private_context(x, r, sigma, generator)
     with torch.no_grad():
         return model.sample(released.to(torch.float32), n_samples, generator)
@@ -65,7 +88,9 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
         blob = torch.load(path, map_location=device, weights_only=True)
         model = make_model(blob["model"], blob["context_length"], blob["forecast_length"]).to(device)
         model.load_state_dict(blob["state_dict"])
-    except (OSError, KeyError, RuntimeError, TypeError, EOFError, ValueError, pickle.UnpicklingError) as err:
-        raise ValueError(f"{path} is not a model file written by `tsdp train --save` ({err})") from err
+    except Exception as err:  # noqa: BLE001 - whatever the file holds, it is not a model tsdp wrote
+        why = str(err).strip().splitlines()[0][:120] if str(err).strip() else ""
+        raise ValueError(f"{path} is not a model file written by `tsdp train --save` ({type(err).__name__}"
+                         f"{': ' + why if why else ''})") from err
     model.eval()
     return model, {k: blob[k] for k in ("model", "context_length", "forecast_length")}

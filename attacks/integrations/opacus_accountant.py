@@ -39,7 +39,9 @@ from typing import Optional
 try:
     from opacus.accountants import IAccountant, register_accountant
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the Opacus accountant needs opacus: pip install 'tsdp[opacus]'") from exc
+    from tsdp.theorems.errors import MissingExtraError
+
+    raise MissingExtraError("the Opacus accountant needs opacus", "opacus") from exc
 
 from dp_accounting import dp_event
 

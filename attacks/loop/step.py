@@ -26,11 +26,23 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from tsdp.theorems.config import ConfigError
+
 from .clipping import Grads, clipped_sum
 from .factored import factored_noisy_gradient
 from .noise import gaussian_noise
 
 ENGINES = ("auto", "factored", "vmap")
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
+def check_noise_std(sigma: float, clip: float) -> None:
+    """ConfigError naming σ or the clip norm C (the larger) when the noise std σ·C of the summed gradient
+    is not a finite float32, the loop's precision (the noise would be inf and every update NaN)."""
+    if not sigma * clip <= FLOAT32_MAX:
+        name, value = ("sigma", sigma) if sigma >= clip else ("clip", clip)
+        raise ConfigError(name, f"gives the noise std σ·C = {sigma * clip:.3g}, beyond float32 ({FLOAT32_MAX:.3g}), "
+                                "the loop's precision", value)
 
 
 def per_sample_gradients(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, params: Optional[Grads] = None) -> Grads:

@@ -10,6 +10,7 @@ shuffled iteration is the events module's job, never the loop's.
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Optional
 
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real
 from tsdp.verify.accountant import PldAccountant, max_steps
 from tsdp.verify.events import ledger_summary, step_event, training_event, unit_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
@@ -27,7 +28,7 @@ from tsdp.attacks.data.series import SeriesData
 from .metrics import crps_from_samples, point_crps, seasonal_naive
 from .models import make_model
 from .samplers import make_sampler
-from .step import apply_gradient, nonprivate_step, private_gradient
+from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
 from .windows import augment, gather_windows, pad_series, split_window
 
 
@@ -91,6 +92,38 @@ def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int
         done += chunk
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _largest(data: SeriesData) -> float:
+    return max(float(np.max(np.abs(s))) for s in data.series)
+
+
+def _check_magnitude(data: SeriesData) -> None:
+    """ConfigError naming ``data`` when a value does not fit the float32 models (|x| > 3.4e38 becomes inf)."""
+    largest = _largest(data)
+    if not largest <= FLOAT32_MAX:
+        raise ConfigError("data", f"holds a value of magnitude {largest:.3g}, beyond float32 ({FLOAT32_MAX:.3g}), "
+                                  "the models' precision; rescale the data")
+
+
+def _planned_epsilon(config, warm, warmup_steps: int, steps: int, delta: float, theorem, discretization) -> float:
+    """The sound ε(δ) of the planned run (warm-up, then ``steps``), or the accountant's refusal before any training:
+    too many compositions (naming ``warmup_steps`` when the warm-up alone is too long) or a δ below its resolution."""
+    acc = PldAccountant("sound", discretization=discretization)
+    if warm is not None:
+        acc.compose(training_event(warm, steps=warmup_steps, theorem=theorem))
+        try:
+            acc.get_epsilon(delta)
+        except ConfigError as exc:
+            if exc.parameter != "steps":
+                raise
+            raise ConfigError("warmup_steps", exc.constraint, warmup_steps) from None
+    if steps:
+        acc.compose(training_event(config, steps=steps, theorem=theorem))
+    return acc.get_epsilon(delta)
+
+
 def train(
     config: TrainingConfig,
     model_name: str,
@@ -138,8 +171,10 @@ def train(
         raise ConfigError("delta", "private training reports the ε it spends at a δ: give delta")
     if optimizer not in ("adam", "sgd"):
         raise ConfigError("optimizer", "must be adam or sgd", optimizer)
-    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
-        raise ConfigError("warmup_steps", "must be an integer >= 0", warmup_steps)
+    warmup_steps = check_int("warmup_steps", warmup_steps, 0)
+    if private:
+        delta = check_delta(delta)
+    _check_magnitude(data)
     if warmup_steps and (not private or warmup_sigma is None):
         raise ConfigError("warmup_sigma", "warm-up steps need private training and their noise multiplier",
                           warmup_sigma)
@@ -151,6 +186,12 @@ def train(
             "L", f"the shortest training series has length {min(train_data.lengths)}; the accountant would "
             f"understate r = k/T (set --L {min(train_data.lengths)})", config.L)
     warm = config.with_(sigma=warmup_sigma) if warmup_steps else None
+    clip = check_real("clip", clip, low=0.0, low_open=True)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
+    if private:
+        for phase in (warm, config):
+            if phase is not None:
+                check_noise_std(phase.sigma, clip)
     bound_id = None
     before = None
     if private:  # refusals (a lower-bound theorem, a scheme without a proven bound) come before any training
@@ -170,6 +211,8 @@ def train(
         if total_steps == 0 and cap != 0:
             raise ConfigError("epsilon", f"the budget ε = {epsilon:g} at δ = {delta:g} is spent before the first "
                               "step (raise --sigma, lower --batch-size, or raise the budget)", epsilon)
+    if private:  # the whole run's sound ε, before any training: a run the accountant cannot state is refused
+        _planned_epsilon(config, warm, warmup_steps, total_steps, delta, theorem, discretization)
     accountant = PldAccountant("sound", discretization=discretization) if private else None
 
     dev = resolve_device(device)
@@ -195,6 +238,10 @@ def train(
 
     crps = evaluate(model, train_data, targets, config.context_length, n_samples=n_samples, generator=generator, device=dev)
     naive = point_crps(targets, seasonal_naive(train_data.series, config.forecast_length, season))
+    if not all(math.isfinite(x) for x in (crps, untrained, naive)):
+        raise ConfigError("data", f"the test CRPS is not finite (trained {crps}, untrained {untrained}, seasonal "
+                                  f"naive {naive}): values up to {_largest(data):.3g} overflow the float32 model; "
+                                  "rescale the data")
     steps = warmup_steps + total_steps
     result = {
         "model": model_name,

@@ -45,19 +45,21 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real, check_workers
 from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.bench_rounds import available_cpus
 from tsdp.verify.events import compositions, training_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
+from tsdp.attacks.loop.step import check_noise_std
+
 from .bracket import attained_bracket
 from .constructions import Construction, build, pair_numeric
 from .counts import merge
 from .design import design_test, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
 from .sequential import SequentialTest
-from .shards import DEFAULT_SHARD_SIZE, plan_shards, run_shard, run_shards, worker_pool
+from .shards import DEFAULT_SHARD_SIZE, check_cluster, check_plan, plan_shards, run_shard, run_shards, worker_pool
 from .statistics import (binned_goodness_of_fit, choose_profile_tests, fixed_test_bound, profile_lower_bounds,
                          split_test_bound)
 from .trials import resolve_device
@@ -215,15 +217,15 @@ class AuditResult:
         return asdict(self)
 
 
-def _check(trials, steps, delta, confidence, alphas) -> List[float]:
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 20:
-        raise ConfigError("trials", "must be an integer >= 20 (trials per world)", trials)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ConfigError("steps", "must be an integer >= 1", steps)
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0 < float(delta) < 1):
-        raise ConfigError("delta", "must be in (0, 1)", delta)
-    if not (0 < confidence < 1):
-        raise ConfigError("confidence", "must be in (0, 1)", confidence)
+def _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers) -> List[float]:
+    """The audit's arguments checked before any work (the plan's size, the cluster's address); the α grid."""
+    check_int("trials", trials, 20)
+    check_plan(trials, shard_size)
+    check_int("steps", steps, 1)
+    check_delta(delta)
+    check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_cluster(cluster)
+    check_workers("workers", workers)
     alphas = list(DEFAULT_ALPHAS if alphas is None else alphas)
     for a in alphas:
         if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 1):
@@ -280,11 +282,12 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     ones (deterministic top level: T1, T3, T4; 10 steps at N = 320, N' = 64 touch 2 epochs),
     whose other steps release the same law in both worlds (:mod:`tsdp.attacks.montecarlo.trials`).
     """
-    alphas = _check(trials, steps, delta, confidence, alphas)
+    alphas = _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers)
     if workers > 1 and cluster is None:
         worker_pool(workers, warm=True)  # processes start while the theory and the test design are computed
     dev = resolve_device(device)
     construction = build(theorem, config, device=dev)
+    check_noise_std(construction.config.sigma, construction.clip)
     n = compositions(construction.config, steps=steps)
     started = time.perf_counter()
     if not (0 < select_fraction < 1):

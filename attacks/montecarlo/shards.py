@@ -28,6 +28,7 @@ import functools
 import math
 import multiprocessing
 import os
+import socket
 import sys
 import time
 import uuid
@@ -39,7 +40,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_int
+from tsdp.theorems.errors import MissingExtraError
 
 from .constructions import build, pair_numeric
 from .counts import ShardStats
@@ -79,6 +81,22 @@ class ShardSpec:
         return self.world, self.index
 
 
+MAX_SHARDS = 2**20
+"""The most shards of one world a plan holds (each a spec with its seed, in memory before the first runs): at the
+default shard size, 6.9e10 trials per world, past a day of sampling on any one machine."""
+
+
+def check_plan(trials: int, shard_size: int) -> int:
+    """The number of shards per world of ``trials`` trials in shards of ``shard_size``; ConfigError naming
+    ``shard_size`` or ``trials`` when the plan would hold more than :data:`MAX_SHARDS` shards."""
+    shard_size = check_int("shard_size", shard_size, 1)
+    n_shards = math.ceil(check_int("trials", trials, 1) / shard_size)
+    if n_shards > MAX_SHARDS:
+        raise ConfigError("trials", f"must be <= {MAX_SHARDS * shard_size:.3g} ({MAX_SHARDS} shards of {shard_size} "
+                                    "trials per world): a larger audit cannot finish", trials)
+    return n_shards
+
+
 def plan_shards(theorem: str, config: TrainingConfig, trials: int, steps: int, seed: int, edges: np.ndarray,
                 y_edges: np.ndarray, *, shard_size: int = DEFAULT_SHARD_SIZE, **spec) -> List[ShardSpec]:
     """The shards of ``trials`` trials per world, interleaved P0, Q0, P1, Q1, ... (``spec``: ShardSpec's options).
@@ -86,9 +104,7 @@ def plan_shards(theorem: str, config: TrainingConfig, trials: int, steps: int, s
     Shard i of a world holds trials [i·shard_size, (i+1)·shard_size): the plan of fewer trials is a
     prefix of the plan of more (same seed), whatever the number of workers.
     """
-    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-        raise ValueError(f"shard_size must be a positive integer, got {shard_size!r}")
-    n_shards = math.ceil(trials / shard_size)
+    n_shards = check_plan(trials, shard_size)
     world_seeds = np.random.SeedSequence(seed).spawn(2)
     seeds = {w: s.spawn(n_shards) for w, s in zip("pq", world_seeds)}
     return [ShardSpec(theorem, config, w, i, min(shard_size, trials - i * shard_size), steps, seeds[w][i],
@@ -270,18 +286,59 @@ def _run_processes(tracker: _Tracker, fn, workers: int) -> None:
                 _discard_pool(workers)
 
 
+CLUSTER_SCHEMES = ("tcp", "tls")
+CONNECT_TIMEOUT_S = 5.0
+"""How long a scheduler address may take to accept a TCP connection before the audit is refused."""
+
+
+def _dask():
+    """dask.distributed, or :class:`MissingExtraError` naming the ``cluster`` extra."""
+    try:
+        import dask.distributed
+    except ImportError:
+        raise MissingExtraError("--cluster needs Dask distributed", "cluster") from None
+    return dask.distributed
+
+
+def check_cluster(address: Optional[str]) -> None:
+    """ConfigError naming ``cluster`` unless ``address`` is None, ``"auto"`` or ``[tcp|tls://]host:port`` with a
+    port in 1..65535 that accepts a TCP connection within :data:`CONNECT_TIMEOUT_S` (checked before any audit
+    work; nothing but the connection attempt is sent). :class:`MissingExtraError` without Dask."""
+    if address is None:
+        return
+    _dask()
+    if address == "auto":
+        return
+    scheme, sep, rest = address.strip().rpartition("://")
+    if sep and scheme not in CLUSTER_SCHEMES:
+        raise ConfigError("cluster", f"scheme must be one of {', '.join(CLUSTER_SCHEMES)} or 'auto'", address)
+    host, colon, port = rest.rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError("cluster", "must be 'auto' or a scheduler address [tcp://]HOST:PORT with a port in "
+                                     "1..65535", address)
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ConfigError("cluster", f"no Dask scheduler accepts connections at {host}:{port} "
+                                     f"({exc.strerror or exc or 'timed out'})", address) from None
+
+
 def _run_dask(tracker: _Tracker, fn, address: str, workers: int) -> None:
     """Dask distributed: ``address`` of a scheduler, or ``"auto"`` for a LocalCluster of ``workers`` processes."""
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError as exc:  # the optional extra
-        raise ImportError("--cluster needs Dask distributed: pip install 'tsdp[cluster]'") from exc
+    dd = _dask()
+    Client, LocalCluster, as_completed = dd.Client, dd.LocalCluster, dd.as_completed
     cluster = None
     if address == "auto":
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     else:
-        client = Client(address)
+        check_cluster(address)
+        try:
+            client = Client(address, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, MemoryError, ValueError, TypeError) as exc:  # accepted TCP but does not speak Dask
+            raise ConfigError("cluster", f"the server at {address} is not a Dask scheduler "
+                                         f"({type(exc).__name__}: {exc})", address) from None
     token = uuid.uuid4().hex[:8]
     try:
         def submit(spec, attempt):

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from fractions import Fraction
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -69,7 +68,7 @@ import mpmath as mp
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from ..config import ConfigError
+from ..config import ConfigError, check_int, check_real
 from ..hockey_stick import hockey_stick
 from ..mixture import GaussianMixture, MixturePair
 from .base import Bound, TheoremError
@@ -78,25 +77,10 @@ from .shapes import binomial_weights
 if TYPE_CHECKING:  # sympy is imported where it is used, so the catalogue loads without it
     import sympy as sp
 
+MAX_CHANGED_STEPS = 4096
+"""The largest m = min(w, L_C) accounted: the work grows as m times the PLD grid (m = 1000: about 40 s)."""
+
 _SAFETY = 1e-12  # relative float-error margin of the upper (pessimistic) evaluation
-
-
-def _real(name: str, value, *, low=None, high=None, low_open=True) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
-        raise ConfigError(name, "must be a real number", value)
-    if not math.isfinite(float(value)):
-        raise ConfigError(name, "must be finite (not NaN or inf)", value)
-    if low is not None and (value <= low if low_open else value < low):
-        raise ConfigError(name, f"must be {'>' if low_open else '>='} {low}", value)
-    if high is not None and value > high:
-        raise ConfigError(name, f"must be <= {high}", value)
-
-
-def _int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(name, "must be an integer", value)
-    if value < minimum:
-        raise ConfigError(name, f"must be >= {minimum}", value)
 
 
 @dataclass(frozen=True)
@@ -114,12 +98,15 @@ class InferenceConfig:
     releases: int = 1
 
     def __post_init__(self):
-        _real("r", self.r, low=0.0, high=1.0)
-        _real("sigma", self.sigma, low=0.0)
-        _int("w", self.w, 1)
-        _real("v", self.v, low=0.0)
-        _int("context_length", self.context_length, 1)
-        _int("releases", self.releases, 1)
+        for name, low in (("r", 0.0), ("sigma", 0.0), ("v", 0.0)):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), low=low, low_open=True,
+                                                      high=1.0 if name == "r" else None))
+        for name in ("w", "context_length", "releases"):
+            object.__setattr__(self, name, check_int(name, getattr(self, name), 1))
+        if self.m > MAX_CHANGED_STEPS:
+            raise ConfigError("w", f"gives m = min(w, L_C) = {self.m} changed steps in one context; T15's profile "
+                                   f"mixes m + 1 Gaussians at every PLD grid point, which cannot finish for m > "
+                                   f"{MAX_CHANGED_STEPS} (1000 take about 40 s)", self.w)
 
     @property
     def m(self) -> int:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from tsdp.theorems.config import check_calibration_target
+
 from .config_args import STEPS_HELP, add_config_arguments, config_from_args
 from .errors import UsageError, check_delta
 
@@ -58,20 +60,6 @@ def _print(args, payload: dict, human: str) -> None:
     print(dumps(payload) if args.json else human)
 
 
-def _resolvable(config, delta: float, common: dict, sound, attained):
-    """Refuse a δ below the sound PLD's resolution (its infinity mass: ε = inf there) with the
-    smallest δ it answers; an infinite attained ε (a lower bound) is not an answer: None."""
-    if sound is not None and not math.isfinite(sound):
-        from tsdp.verify.accounting import delta as account_delta
-
-        floor = account_delta(config, 1e300, **dict(common, estimates=("sound",))).delta  # δ past every finite
-        # loss: the infinity mass
-        raise UsageError(f"invalid --delta: {delta:g} is below the smallest δ the accountant resolves here, "
-                         f"{floor * 1.01:.2g} (the PLD's truncated mass); give --delta >= {floor * 1.01:.2g} "
-                         "or a smaller --tail-mass-truncation")
-    return attained if attained is None or math.isfinite(attained) else None
-
-
 def add_parsers(sub, command) -> None:
     """Add the `epsilon` and `calibrate` sub-commands and register their handlers."""
     p = sub.add_parser(
@@ -114,11 +102,7 @@ def add_parsers(sub, command) -> None:
         else:
             r = account_epsilon(config, check_delta(args.delta), **common)
             target, sound, attained = f"ε at δ = {args.delta:g}", r.epsilon, r.epsilon_attained
-            attained = _resolvable(config, args.delta, common, sound, attained)
         payload = r.as_dict()
-        if args.epsilon is None and attained is None and r.epsilon_attained is not None:
-            payload["epsilon_attained"] = None
-            payload["attained_refused"] = "δ below the attained PLD's resolution"
         sched = f"{steps} training steps" if steps is not None else f"{epochs} epochs"
         if sound is None:
             head = f"{target}: lower bound (attained) {_fmt(attained, payload.get('attained_refused'))}; no upper bound: {r.sound_refused}"
@@ -146,10 +130,7 @@ def add_parsers(sub, command) -> None:
         delta = check_delta(args.delta)
         if args.epsilon is None:
             raise UsageError("give the target --epsilon E")
-        if not (math.isfinite(args.epsilon) and args.epsilon > 0):
-            raise UsageError(f"invalid --epsilon: target must be finite and > 0 (got {args.epsilon})")
-        if not (math.isfinite(args.tolerance) and 0 < args.tolerance < 1):
-            raise UsageError(f"invalid --tolerance: must be in (0, 1) (got {args.tolerance})")
+        check_calibration_target(args.epsilon, args.tolerance)  # before the configuration's own checks
         config = config_from_args(args)
         r = calibrate_sigma(config, args.epsilon, delta, steps=steps, epochs=epochs, theorem=args.theorem,
                             tolerance=args.tolerance, discretization=args.discretization,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from tsdp.theorems.config import check_int
+
 from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .errors import UsageError, check_delta
 from .output import dumps
@@ -39,13 +41,8 @@ def _human_audit(d: dict) -> str:
 
 
 def _engine_options(args) -> dict:
-    """The sharded engine's options of `tsdp audit` (attacks.montecarlo.shards / attacks.montecarlo.sequential), checked."""
-    if args.workers < 1:
-        raise UsageError(f"invalid --workers: must be >= 1 (got {args.workers})")
-    if args.shard_size is not None and args.shard_size < 1:
-        raise UsageError(f"invalid --shard-size: must be >= 1 (got {args.shard_size})")
-    if args.cluster is not None and not args.cluster.strip():
-        raise UsageError("invalid --cluster: give a scheduler address or 'auto'")
+    """The sharded engine's options of `tsdp audit` (attacks.montecarlo.shards / attacks.montecarlo.sequential),
+    checked by :func:`tsdp.attacks.montecarlo.audit.audit` before any work."""
     options = {"threshold": args.threshold, "workers": args.workers, "cluster": args.cluster,
                "sequential": args.sequential}
     if args.shard_size is not None:
@@ -168,16 +165,9 @@ def add_parsers(sub, command) -> None:
 
     @command("audit")
     def cmd_audit(args) -> int:
-        check_delta(args.delta)
-        if args.trials < 20:
-            raise UsageError(f"invalid --trials: must be >= 20 (got {args.trials})")
-        for flag, value in (("--steps", args.steps), ("--epochs", args.epochs)):
-            if value is not None and value < 1:
-                raise UsageError(f"invalid {flag}: must be >= 1 (got {value})")
-        if not (0 < args.confidence < 1):
-            raise UsageError(f"invalid --confidence: must be in (0, 1) (got {args.confidence})")
-        if not (0 < args.select_fraction < 1):
-            raise UsageError(f"invalid --select-fraction: must be in (0, 1) (got {args.select_fraction})")
+        check_delta(args.delta)  # trials, steps, confidence, the engine's options: checked by audit()
+        if args.epochs is not None:
+            check_int("epochs", args.epochs, 1)
         config = config_from_args(args)
         from tsdp.attacks.montecarlo.audit import audit
         from tsdp.attacks.montecarlo.constructions import scheme_config
@@ -189,7 +179,8 @@ def add_parsers(sub, command) -> None:
                 raise UsageError(f"invalid {flag}: {getattr(config, field)} conflicts with --theorem {args.theorem}, "
                                  f"whose construction runs {field} = {getattr(fixed, field)} (drop {flag})")
         steps = args.steps if args.epochs is None else args.epochs * scheme_config(args.theorem, config).steps_per_epoch
-        result = audit(args.theorem, config, trials=args.trials, steps=steps or 1, delta=args.delta, seed=args.seed,
+        result = audit(args.theorem, config, trials=args.trials, steps=1 if steps is None else steps, delta=args.delta,
+                       seed=args.seed,
                        device=args.device, alphas=args.alpha, progress=True, confidence=args.confidence,
                        select_fraction=args.select_fraction, **_engine_options(args))
         d = result.to_dict()

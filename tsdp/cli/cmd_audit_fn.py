@@ -9,7 +9,6 @@ the handler only.
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import sys
 
@@ -31,6 +30,10 @@ def load_entry_point(spec: str, flag: str):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
         raise UsageError(f"invalid {flag}: cannot load {spec!r} ({exc})") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the user's module failed while importing (SystemExit too)
+        raise UsageError(f"invalid {flag}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from exc
     if not callable(target):
         raise UsageError(f"invalid {flag}: {spec!r} is not callable")
     return target
@@ -71,17 +74,7 @@ def add_parsers(sub, command) -> None:
 
     @command("audit-fn")
     def cmd_audit_fn(args) -> int:
-        check_delta(args.delta)
-        if args.canaries < 2:
-            raise UsageError(f"invalid --canaries: must be >= 2 (got {args.canaries})")
-        if not (0 < args.confidence < 1):
-            raise UsageError(f"invalid --confidence: must be in (0, 1) (got {args.confidence})")
-        if not (math.isfinite(args.spike) and args.spike > 0):
-            raise UsageError(f"invalid --spike: must be finite and > 0 (got {args.spike})")
-        if args.seed < 0:
-            raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
-        if args.epsilon is not None and not args.epsilon >= 0:
-            raise UsageError(f"invalid --epsilon: must be >= 0 (got {args.epsilon})")
+        check_delta(args.delta)  # the other values are checked by audit_training, before any training
         config = config_from_args(args)
         train = load_entry_point(args.train, "--train")
         loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
@@ -92,4 +85,4 @@ def add_parsers(sub, command) -> None:
                                 loss=loss, seed=args.seed, confidence=args.confidence, spike=args.spike)
         result["train"] = args.train
         print(dumps(result) if args.json else _human(result))
-        return 0
+        return 1 if result["violation"] else 0

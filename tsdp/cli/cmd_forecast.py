@@ -219,7 +219,7 @@ def _predict(args) -> int:
     import numpy as np
     import torch
 
-    from tsdp.attacks.inference.mechanism import private_forecast
+    from tsdp.attacks.inference.mechanism import check_samples, private_forecast
     from tsdp.attacks.loop.train import resolve_device
 
     from .main import UsageError
@@ -228,8 +228,7 @@ def _predict(args) -> int:
     model, header = _model(args, device)  # L_C from the model file
     _config(args, 1.0)  # validates r, w, v, L_C, k before the data
     x = _series(args)
-    if args.samples < 1:
-        raise UsageError(f"invalid --samples: must be >= 1 (got {args.samples})")
+    check_samples(args.samples, 1, args.context_length, header["forecast_length"])
     cal = _calibrated(args)
     context = torch.as_tensor(x[-args.context_length:], dtype=torch.float32, device=device)[None]
     gen = torch.Generator(device=device).manual_seed(args.seed)
@@ -246,7 +245,9 @@ def _predict(args) -> int:
 
 def _tradeoff(args) -> int:
     from tsdp.attacks.inference.crps_table import crps_tradeoff
+    from tsdp.attacks.inference.mechanism import check_samples
     from tsdp.attacks.loop.train import resolve_device
+    from tsdp.theorems.config import ConfigError
 
     from .config_args import data_from_args
     from .main import UsageError
@@ -261,11 +262,14 @@ def _tradeoff(args) -> int:
         if not (math.isfinite(r) and 0 < r <= 1):
             raise UsageError(f"invalid --rates: every rate must be in (0, 1] (got {r})")
     data = data_from_args(args)
+    check_samples(args.samples, data.N, args.context_length, header["forecast_length"])
     try:
         rows = crps_tradeoff(model, data, context_length=args.context_length,
                              forecast_length=header["forecast_length"], epsilons=args.epsilons, rates=args.rates,
                              delta=args.delta, v=args.v, w=args.w, n_samples=args.samples, seed=args.seed,
                              device=str(device))
+    except ConfigError:
+        raise
     except (ValueError, OSError) as err:
         raise UsageError(f"invalid --data: {err}") from err
     lines = [f"CRPS of private forecasts ({header['model']}), δ = {args.delta:g}, v = {args.v:g}, w = {args.w} (T15)",

@@ -40,7 +40,7 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
         from tsdp.reports.run import OUT_ROOT, build_report, load_config
 
-        from tsdp.theorems.config import ConfigError
+        from tsdp.theorems.config import ConfigError, check_output_path
 
         try:
             name, config = load_config(args.config)
@@ -55,8 +55,7 @@ def add_parsers(sub, command) -> None:
         default_panel = args.data == p.get_default("data") and args.target is None
         real_data = None if default_panel else (args.data, data_from_args(args))  # None: the report's Grunfeld
         out = Path(args.out) if args.out else OUT_ROOT / name
-        if out.exists() and not out.is_dir():
-            raise UsageError(f"invalid --out: {out} exists and is not a directory")
+        check_output_path("out", out, directory=True)  # before the report's minutes of work
         results = build_report(config, name=name, out_dir=out, quick=args.quick, seed=args.seed,
                                progress=not args.no_progress, audits=not args.no_audit, real_data=real_data)
         if args.json:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from tsdp.theorems.config import check_output_path
+
 from .config_args import add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .output import dumps
 
@@ -92,6 +94,8 @@ def add_parsers(sub, command) -> None:
             if not (math.isfinite(value) and value > 0):
                 raise UsageError(f"invalid {flag}: must be > 0 (got {value})")
 
+        if args.save is not None:
+            check_output_path("save", args.save)  # before the run, not after it
         from tsdp.attacks.loop.train import train
         from tsdp.theorems.config import ConfigError
 

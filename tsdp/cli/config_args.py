@@ -12,9 +12,10 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     d = DEFAULT_CONFIG
     g = parser.add_argument_group("training configuration (defaults: paper Section 5)")
     g.add_argument("--N", type=int, default=d.N, help=f"number of sequences (default {d.N})")
-    g.add_argument("--L", type=int, default=d.L, help=f"sequence length, the shortest one for variable lengths (default {d.L})")
+    g.add_argument("--L", type=int, default=None, help=f"sequence length (default {d.L}; with --lengths, the shortest "
+                   "of them)")
     g.add_argument("--lengths", type=int, nargs="+", default=None, metavar="L_i",
-                   help="variable sequence lengths; the shortest is used (overrides --L)")
+                   help="variable sequence lengths; the shortest is used (--L, if given, must equal it)")
     g.add_argument("--context-length", type=int, default=d.context_length, help=f"L_C (default {d.context_length})")
     g.add_argument("--forecast-length", type=int, default=d.forecast_length, help=f"L_F (default {d.forecast_length})")
     g.add_argument("--batch-size", type=int, default=d.batch_size, help=f"Λ, subsequences per step (default {d.batch_size})")

@@ -1,11 +1,13 @@
 """Bad command-line input: the CLI's one exception class and the flag checks every command shares.
 
-A leaf module (no imports), so every ``cmd_*.py`` names the same class at import time, and
-``python -m tsdp.cli.main`` catches the class its sub-commands raise.
+A leaf of the CLI (it imports only the light :mod:`tsdp.theorems.config`, whose checks are the
+one home of each rule: the CLI and the Python API refuse the same values with the same words),
+so every ``cmd_*.py`` names the same class at import time, and ``python -m tsdp.cli.main``
+catches the class its sub-commands raise.
 """
 from __future__ import annotations
 
-import math
+from tsdp.theorems import config as api
 
 
 class UsageError(ValueError):
@@ -13,9 +15,8 @@ class UsageError(ValueError):
 
 
 def check_delta(delta) -> float:
-    """The ``--delta`` value, in (0, 1): :class:`UsageError` naming --delta when it is missing or outside."""
+    """The ``--delta`` value: :class:`UsageError` when it is missing, else the API's check
+    (:func:`tsdp.theorems.config.check_delta`; its ConfigError names --delta on the command line)."""
     if delta is None:
         raise UsageError("give --delta D")
-    if not (math.isfinite(delta) and 0 < delta < 1):
-        raise UsageError(f"invalid --delta: must be in (0, 1) (got {delta})")
-    return delta
+    return api.check_delta(delta)

@@ -1,8 +1,9 @@
 """`tsdp`: the command line. Human output by default, --json for machines.
 
-Exit codes: 0 success, 1 a check failed, 2 bad input, 130 interrupted. Bad input is one
-line on stderr, ``tsdp <command>: error: ...``, naming the flag as typed (or the file and
-line of a data file); no traceback (errors that are bugs still show one). Usage errors are
+Exit codes: 0 success, 1 a check failed (a privacy violation), 2 bad input, 130 interrupted.
+Bad input is one line on stderr, ``tsdp <command>: error: ...``, naming the flag as typed (or
+the file and line of a data file, or the user function that failed and why); no traceback
+unless the global ``--debug`` flag asks for it (errors that are bugs still show one). Usage errors are
 one line too; the usage block comes with ``--help`` only. JSON output is RFC 8259 valid:
 non-finite numbers are written as ``null`` (:mod:`tsdp.cli.output`). A closed stdout
 (``tsdp epsilon --json | head -c 10``) ends quietly. Progress bars go to stderr.
@@ -19,6 +20,7 @@ import importlib
 import math
 import os
 import sys
+import traceback
 import warnings
 from typing import Callable, Dict, List, Optional
 
@@ -26,8 +28,6 @@ from .config_args import CATALOGUE, HelpFormatter, add_config_arguments, check_d
 from .errors import UsageError  # its one home; re-exported here for `from .main import UsageError`
 
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {}
-
-SEED_MAX = 2**63 - 1
 
 
 class Parser(argparse.ArgumentParser):
@@ -84,6 +84,10 @@ def cmd_theorems(args) -> int:
 # ----------------------------------------------------------------------------- profile
 
 
+DPS_MAX_EPSILON = 1e6
+"""The largest |ε| evaluated in mpmath (``profile --dps``): at 1e308 its erfc overflows a float inside."""
+
+
 def _epsilons(args) -> List[float]:
     """ε = log α of every --alpha and each --epsilon (kept in ε: e^ε overflows past 709.78)."""
     eps = []
@@ -111,6 +115,9 @@ def cmd_profile(args) -> int:
     eps = _epsilons(args)
     if args.dps is not None and not 15 <= args.dps <= 10_000:
         raise UsageError(f"invalid --dps: must be in [15, 10000] (got {args.dps})")
+    if args.dps is not None and max(abs(e) for e in eps) > DPS_MAX_EPSILON:
+        raise UsageError(f"invalid --epsilon: with --dps, |ε| must be <= {DPS_MAX_EPSILON:g} (mpmath's erfc "
+                         f"overflows its precision bookkeeping beyond; without --dps any finite ε is answered)")
     bound, reason = resolve(config, args.theorem)
     given = [float(a) for a in args.alpha or []]  # α as typed; e^ε for each --epsilon (inf past 709)
     alphas = given + [math.exp(e) if e < 709 else math.inf for e in eps[len(given):]]
@@ -171,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
         "numbers are written as null. TSDP_MEMORY_LIMIT (bytes, or e.g. 4G; default 2G) caps the memory of "
         "one privacy-loss distribution; larger ones are answered at a coarser (still sound) discretisation.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="with an error, print its traceback too (e.g. where your train or loss function raised)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -216,28 +225,37 @@ def _user_errors() -> tuple:
     that are loaded (an exception of a class whose module is not loaded cannot arrive)."""
     found = [UsageError]
     for module, name in (("tsdp.theorems.config", "ConfigError"), ("tsdp.theorems.errors", "TheoremError"),
-                         ("tsdp.attacks.data.series", "DataError")):
+                         ("tsdp.theorems.errors", "MissingExtraError"), ("tsdp.attacks.data.series", "DataError")):
         cls = getattr(sys.modules.get(module), name, None)
         if cls is not None:
             found.append(cls)
     return tuple(found)
 
 
-def _flag(subparser: argparse.ArgumentParser, parameter: str) -> Optional[str]:
-    """The flag of ``subparser`` that sets ``parameter`` (batch_size -> --batch-size, alphas -> --alpha)."""
+SCHEDULE_FLAGS = ("--steps", "--epochs", "--warmup-steps")
+"""The flags that set a step count: a library error about ``steps`` names the one that was typed."""
+
+
+def _flag(subparser: argparse.ArgumentParser, parameter: str, typed=()) -> Optional[str]:
+    """The flag of ``subparser`` that sets ``parameter`` (batch_size -> --batch-size, alphas -> --alpha;
+    steps -> the schedule flag that was typed, e.g. --epochs)."""
     options = subparser._option_string_actions  # noqa: SLF001 - argparse has no public accessor
     base = "--" + parameter.replace("_", "-")
+    if base == "--steps":
+        typed_schedule = [f for f in SCHEDULE_FLAGS if f in typed and f in options]
+        if typed_schedule:
+            return typed_schedule[0]
     for candidate in (base, base[:-1] if base.endswith("s") else base + "s"):
         if candidate in options:
             return candidate
     return None
 
 
-def _message(exc: Exception, subparser: argparse.ArgumentParser) -> str:
+def _message(exc: Exception, subparser: argparse.ArgumentParser, typed=()) -> str:
     parameter = getattr(exc, "parameter", None)
     text = str(exc)
     if isinstance(parameter, str):
-        flag = _flag(subparser, parameter)
+        flag = _flag(subparser, parameter, typed)
         if flag is not None:
             prefix = f"invalid {parameter}:"
             text = f"invalid {flag}:{text[len(prefix):]}" if text.startswith(prefix) else f"{text} [{flag}]"
@@ -246,9 +264,11 @@ def _message(exc: Exception, subparser: argparse.ArgumentParser) -> str:
 
 def _check_common(args) -> None:
     """Checks every command shares: --seed in [0, 2^63), --device one torch sees."""
+    from tsdp.theorems.config import SEED_MAX, check_int
+
     seed = getattr(args, "seed", None)
-    if isinstance(seed, int) and not 0 <= seed <= SEED_MAX:
-        raise UsageError(f"invalid --seed: must be in [0, 2^63 - 1] (got {seed})")
+    if seed is not None:
+        check_int("seed", seed, 0, SEED_MAX)
     device = getattr(args, "device", None)
     if isinstance(device, str):
         problem = check_device(device)
@@ -276,7 +296,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stdout.flush()
         return code
     except _user_errors() as exc:
-        print(f"tsdp {args.command}: error: {_message(exc, subparser)}", file=sys.stderr)
+        if args.debug:
+            traceback.print_exception(exc)
+        print(f"tsdp {args.command}: error: {_message(exc, subparser, args.typed_flags)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader closed stdout (`| head`): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)

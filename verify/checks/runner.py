@@ -22,6 +22,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from tsdp.theorems.bounds.base import Bound
+from tsdp.theorems.config import check_workers
 
 from . import axioms, composition, errata, lemmas, ordering, paths, symbolic
 from .common import bound as registry_bound, bounds as registry_bounds, evaluated_ids, ids_with_construction
@@ -338,7 +339,7 @@ def verify(quick: bool = False, seed: int = 0, jobs: Optional[int] = None, selec
     tasks = plan(quick, seed, bounds)
     if select:
         tasks = [t for t in tasks if select in t.name]
-    jobs = (1 if quick else default_jobs()) if jobs is None else jobs
+    jobs = (1 if quick else default_jobs()) if jobs is None else check_workers("jobs", jobs)
     results = run(tasks, jobs=jobs, progress=progress)
     covered = sorted({i for r in results for i in r.theorems}, key=_id_key)
     return {
