@@ -300,7 +300,9 @@ class TrainingConfig:
         return self.compositions_per_epoch
 
     def with_(self, **changes) -> "TrainingConfig":
-        """A validated copy with some fields changed."""
+        """A validated copy with some fields changed; new ``lengths`` without ``L`` re-derive L from them."""
+        if changes.get("lengths") is not None and "L" not in changes:
+            changes["L"] = None
         return replace(self, **changes)
 
     def as_dict(self) -> dict:

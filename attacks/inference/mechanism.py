@@ -66,9 +66,10 @@ def private_forecast(model: torch.nn.Module, x: torch.Tensor, r: float, sigma: f
                      generator: torch.Generator) -> torch.Tensor:
     """Forecast sample paths (B, n_samples, L_F) of ``model`` from privatised contexts ``x`` (B, L_C).
 
-    One release per series (T15 per release; the forecast is post-processing of the context).
+    One release per series (T15 per release; the forecast is post-processing of the context). The
+    memory check counts the model's ``forecast_length`` (tsdp's models), at least one step.
     """
-    check_samples(n_samples, x.shape[0], x.shape[1], model.forecast_length)
+    check_samples(n_samples, x.shape[0], x.shape[1], getattr(model, "forecast_length", 1))
     released, _ = private_context(x, r, sigma, generator)
     with torch.no_grad():
         return model.sample(released.to(torch.float32), n_samples, generator)

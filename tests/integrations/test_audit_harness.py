@@ -128,7 +128,7 @@ def test_cli_audits_an_entry_point(tmp_path, monkeypatch, capsys):
     code = main(["audit-fn", "--train", "user_train_mod:train", "--canaries", "100", "--epsilon", "0.5", "--json",
                  *common])
     out = json.loads(capsys.readouterr().out)
-    assert code == 0 and out["train"] == "user_train_mod:train" and out["canaries"] == 100
+    assert code == 1 and out["train"] == "user_train_mod:train" and out["canaries"] == 100  # a violation exits 1
     assert out["epsilon_lower"] > 0.5 and out["violation"]
     assert main(["audit-fn", "--train", "user_train_mod:nope", "--canaries", "10", *common]) == 2
     err = capsys.readouterr().err.strip()
