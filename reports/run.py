@@ -1,23 +1,31 @@
 """Orchestrate `tsdp report`: compute every section, draw the figures, write the four outputs.
 
 :func:`build_report` runs, in order, the accounting (section 1), claims C1-C6 (2), the quick
-consistency run (3), the tightness audits (4) and the errata table (5) with a tqdm progress
-bar on stderr, then writes ``<out>/results.json``, ``report.md``, ``index.html`` and the PNGs.
+consistency run (3), the tightness audits (4), the errata table (5) and the inference tables
+with a tqdm progress bar on stderr, then writes ``<out>/results.json``, ``report.md``,
+``index.html`` and the PNGs. The bar names the sub-step running (a claim's cell, an audit) and
+redraws every second; warnings raised meanwhile (e.g. a coarsened PLD grid) are collected,
+not printed into the bar: one summary line follows the bar, and results.json lists them under
+``meta.notes``.
 Outputs are atomic: everything is written to a temporary directory beside ``<out>`` and
 replaces the old report only when complete. Ctrl-C (or a failure) stops the computation:
 what is done is written, marked ``"interrupted"`` (``"failed"``), to ``<out>.incomplete/``
 when ``<out>`` holds an earlier report (left intact), and the exception is re-raised (the
 CLI exits 130 on Ctrl-C).
 
-Trial counts (per world) keep the whole default report within 10 minutes on 2 CPU cores and
-``quick`` within 2 minutes; the auditor uses CUDA when present.
+The audits run on the sharded engine (:mod:`tsdp.attacks.montecarlo.shards`) with one worker
+per core this process may use (:data:`WORKERS`); the same seed gives the same counts on any
+number of workers, hence the same verdicts. The README states the measured wall time of the
+default report and of ``quick``; the auditor uses CUDA when present.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -37,6 +45,8 @@ from .render import to_html, to_markdown
 from .schema import SCHEMA_VERSION
 from .tightness import load_auditor, tightness_section, violation_summary
 
+WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+"""Audit worker processes: the cores this process may run on."""
 TRIALS = {"tightness": 50_000, "composed": 10_000, "c6": 500_000}
 QUICK_TRIALS = {"tightness": 5_000, "composed": 0, "c6": 20_000}
 OUT_ROOT = Path(__file__).resolve().parent / "out"
@@ -70,7 +80,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     final = Path(out_dir) if out_dir is not None else OUT_ROOT / name
     out = _staging(final)  # everything is written here; the old report in ``final`` stays until this one is complete
     trials = dict(QUICK_TRIALS if quick else TRIALS)
-    audit_fn = load_auditor() if audits else None
+    audit_fn = load_auditor(workers=WORKERS) if audits else None
     results = {"schema_version": SCHEMA_VERSION,
                "meta": {"name": name, "mode": "quick" if quick else "default", "version": _version(),
                         "status": "running", "elapsed_s": None, "timings_s": {}, "trials": trials,
@@ -80,9 +90,12 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
                "violation": None, "violations": None}
     n_tight = 3 if quick else 8 + 1
     total = len(DELTAS) * len(SCHEDULES) + len(CLAIMS) + 1 + n_tight + 1 + 2
-    bar = tqdm(total=total, desc="tsdp report", unit="task", disable=not progress, dynamic_ncols=True)
+    # no ETA: the tasks' durations differ by two orders of magnitude, so tqdm's rate would mislead
+    bar = tqdm(total=total, desc="tsdp report", unit="task", disable=not progress, dynamic_ncols=True,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
     t0 = time.perf_counter()
     timings = results["meta"]["timings_s"]
+    notes: list = []
 
     def timed(key, fn):
         start = time.perf_counter()
@@ -94,21 +107,26 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
         bar.set_postfix_str(str(label))
         bar.update(1)
 
+    def step(section):
+        """A sub-step callback: the bar's postfix names the section and the sub-step now running."""
+        return lambda what: bar.set_postfix_str(f"{section}: {what}")
+
     try:
-        with warnings.catch_warnings():
+        with _Redraw(bar), warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always")
             warnings.filterwarnings("ignore", category=RuntimeWarning, module="tsdp.verify.pld")
             results["accounting"] = timed("accounting", lambda: accounting_section(config, tick=lambda: tick("accounting")))
             claims = results["claims"] = []  # filled claim by claim, so an interrupt keeps the finished ones
-            ctx = ClaimContext(audit_fn, trials["c6"], seed)
             for cid, claim in CLAIMS.items():
                 bar.set_postfix_str(cid)
+                ctx = ClaimContext(audit_fn, trials["c6"], seed, step=step(cid))
                 claims.append(timed(cid, lambda claim=claim: claim.evaluate(config, quick, ctx)))
                 tick(cid)
             results["consistency"] = timed("consistency", lambda: consistency_section(seed))
             tick("verify --quick")
             results["tightness"] = timed("tightness", lambda: tightness_section(
                 config, audit_fn=audit_fn, trials=trials["tightness"], composed_trials=trials["composed"],
-                quick=quick, seed=seed, tick=tick))
+                quick=quick, seed=seed, tick=tick, step=step("tightness")))
             c3 = next(c for c in claims if c["id"] == "C3")
             results["errata"] = timed("errata", lambda: errata_section(config, results["consistency"]["checks"], c3))
             tick("errata")
@@ -116,22 +134,67 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
             check = violation_summary(results["tightness"])
             results["violation"], results["violations"] = check["violation"], check["violations"]
             results["meta"]["audits_checked"] = check["checked"]
-            for c in claims:
-                c["figures"] = CLAIMS[c["id"]].figure(c, out)
-            results["tightness"]["figures"] = (figures.figure_tightness(results["tightness"], out)
-                                               + figures.figure_composition(results["tightness"], out))
+            bar.set_postfix_str("figures")
+            with figures.drawing():
+                for c in claims:
+                    c["figures"] = CLAIMS[c["id"]].figure(c, out)
+                results["tightness"]["figures"] = (figures.figure_tightness(results["tightness"], out)
+                                                   + figures.figure_composition(results["tightness"], out))
         results["meta"]["status"] = "complete"
     except KeyboardInterrupt:
         results["meta"]["status"] = "interrupted"
         raise
     finally:
         bar.close()
+        results["meta"]["notes"] = note_summary(notes)
+        if notes:
+            print(note_line(results["meta"]["notes"]), file=sys.stderr)
         results["meta"]["elapsed_s"] = round(time.perf_counter() - t0, 2)
         if results["meta"]["status"] == "running":  # an exception: say so, never "running"
             results["meta"]["status"] = "failed"
         _write(results, out)
         _publish(out, final, complete=results["meta"]["status"] == "complete")
     return jsonable(results)
+
+
+class _Redraw:
+    """Redraw a tqdm bar every second from a daemon thread while the block runs, so its clock moves
+    during a long sub-step."""
+
+    def __init__(self, bar, every: float = 1.0):
+        self._bar, self._every, self._stop = bar, every, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.wait(self._every):
+            self._bar.refresh()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def note_summary(caught) -> list:
+    """Warnings caught during the run, each distinct one once: [{category, message, count}], first seen first."""
+    counts: dict = {}
+    for w in caught:
+        key = (w.category.__name__, str(w.message))
+        counts[key] = counts.get(key, 0) + 1
+    return [{"category": c, "message": m, "count": n} for (c, m), n in counts.items()]
+
+
+def note_line(notes: list) -> str:
+    """The one line printed after the bar: how many notes of which kind, the first message, where the rest are."""
+    total = sum(n["count"] for n in notes)
+    kinds: dict = {}
+    for n in notes:
+        kinds[n["category"]] = kinds.get(n["category"], 0) + n["count"]
+    return (f"notes: {total} ({', '.join(f'{k} x{v}' for k, v in kinds.items())}), e.g. {notes[0]['message']}; "
+            "all in results.json meta.notes")
 
 
 def _staging(final: Path) -> Path:
