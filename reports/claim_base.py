@@ -98,6 +98,9 @@ class Claim(abc.ABC):
 
     id: str = ""
     statement: str = ""
+    audits: bool = False
+    """Whether :meth:`compute` runs the Monte Carlo auditor (``ctx.audit_fn``); the report computes the
+    others in side processes."""
 
     @abc.abstractmethod
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:

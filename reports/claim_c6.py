@@ -33,6 +33,7 @@ def c6_config(config: TrainingConfig) -> TrainingConfig:
 
 class C6(Claim):
     id = "C6"
+    audits = True
     statement = ("black-box use of the standard guarantee (T13, one record) underestimates the leakage: an attack on the "
                  "pooled-window loop exceeds it")
 

@@ -67,20 +67,23 @@ def _version() -> str:
 
 
 def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Optional[Path] = None,
-                 quick: bool = False, progress: bool = True, seed: int = 0, audits: bool = True) -> dict:
+                 quick: bool = False, progress: bool = True, seed: int = 0, audits: bool = True,
+                 workers: int = WORKERS) -> dict:
     """Compute the report for ``config`` and write it to ``out_dir`` (default reports/out/<name>/).
 
     Returns the results dict (as written to results.json, see :mod:`reports.schema`). Each
     section's numbers carry their soundness direction (sound = upper, attained = lower,
     audited = lower confidence bound). ``audits=False`` (or a missing auditor) reports
-    "audit not available" instead of audited numbers.
+    "audit not available" instead of audited numbers. ``workers`` (default :data:`WORKERS`): the
+    audits' worker processes and, above 1, side processes for the claims that run no audit
+    (:class:`_ClaimPool`); 1 computes everything in this process. The numbers do not depend on it.
     """
     from tqdm import tqdm
 
     final = Path(out_dir) if out_dir is not None else OUT_ROOT / name
     out = _staging(final)  # everything is written here; the old report in ``final`` stays until this one is complete
     trials = dict(QUICK_TRIALS if quick else TRIALS)
-    audit_fn = load_auditor(workers=WORKERS) if audits else None
+    audit_fn = load_auditor(workers=workers) if audits else None
     results = {"schema_version": SCHEMA_VERSION,
                "meta": {"name": name, "mode": "quick" if quick else "default", "version": _version(),
                         "status": "running", "elapsed_s": None, "timings_s": {}, "trials": trials,
@@ -95,7 +98,27 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
     t0 = time.perf_counter()
     timings = results["meta"]["timings_s"]
-    notes: list = []
+    notes: list = []  # (category, message) of every warning, the side processes' included
+    caught: list = []
+    running: dict = {"": "starting"}  # what each lane (this process: "", a side process's claim: its id) does now
+    entries: dict = {}
+    lock = threading.Lock()  # show() runs in this thread, the redraw thread and the pool's result thread
+
+    def show(lane: str, what: Optional[str]) -> None:
+        with lock:
+            if what is None:
+                running.pop(lane, None)
+            else:
+                running[lane] = what
+            bar.set_postfix_str(" | ".join(f"{k}: {v}" if k else v for k, v in running.items()))
+
+    def step(section):
+        """A sub-step callback: the bar names the section and the sub-step now running."""
+        return lambda what: show("", f"{section}: {what}")
+
+    def tick(label=""):
+        show("", str(label))
+        bar.update(1)
 
     def timed(key, fn):
         start = time.perf_counter()
@@ -103,38 +126,45 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
         timings[key] = round(time.perf_counter() - start, 2)
         return value
 
-    def tick(label=""):
-        bar.set_postfix_str(str(label))
+    def finished(cid: str, entry: dict, seconds: float, claim_notes: list) -> None:
+        """A claim's entry, in CLAIMS order among the finished ones (an interrupt keeps them)."""
+        entries[cid], timings[cid] = entry, round(seconds, 2)
+        notes.extend(claim_notes)
+        results["claims"] = [entries[c] for c in CLAIMS if c in entries]
+        show(cid, None)
         bar.update(1)
 
-    def step(section):
-        """A sub-step callback: the bar's postfix names the section and the sub-step now running."""
-        return lambda what: bar.set_postfix_str(f"{section}: {what}")
-
+    side = [cid for cid, claim in CLAIMS.items() if not claim.audits] if workers > 1 else []
+    pool = _ClaimPool(min(workers, len(side)), config, quick, seed, show, finished) if side else None
     try:
-        with _Redraw(bar), warnings.catch_warnings(record=True) as notes:
-            warnings.simplefilter("always")
-            warnings.filterwarnings("ignore", category=RuntimeWarning, module="tsdp.verify.pld")
+        with _Redraw(bar, pool), warnings.catch_warnings(record=True) as caught:
+            _note_filters()
+            for cid in side:
+                pool.submit(cid)
             results["accounting"] = timed("accounting", lambda: accounting_section(config, tick=lambda: tick("accounting")))
-            claims = results["claims"] = []  # filled claim by claim, so an interrupt keeps the finished ones
             for cid, claim in CLAIMS.items():
-                bar.set_postfix_str(cid)
-                ctx = ClaimContext(audit_fn, trials["c6"], seed, step=step(cid))
-                claims.append(timed(cid, lambda claim=claim: claim.evaluate(config, quick, ctx)))
-                tick(cid)
+                if cid not in side:
+                    show("", cid)
+                    ctx = ClaimContext(audit_fn, trials["c6"], seed, step=step(cid))
+                    start = time.perf_counter()
+                    finished(cid, claim.evaluate(config, quick, ctx), time.perf_counter() - start, [])
             results["consistency"] = timed("consistency", lambda: consistency_section(seed))
             tick("verify --quick")
             results["tightness"] = timed("tightness", lambda: tightness_section(
                 config, audit_fn=audit_fn, trials=trials["tightness"], composed_trials=trials["composed"],
                 quick=quick, seed=seed, tick=tick, step=step("tightness")))
+            results["inference"] = timed("inference", lambda: inference_section(quick=quick, seed=seed, tick=tick))
+            if pool is not None:
+                show("", "waiting for " + ", ".join(c for c in side if c not in entries))
+                pool.wait()
+            claims = results["claims"]
             c3 = next(c for c in claims if c["id"] == "C3")
             results["errata"] = timed("errata", lambda: errata_section(config, results["consistency"]["checks"], c3))
             tick("errata")
-            results["inference"] = timed("inference", lambda: inference_section(quick=quick, seed=seed, tick=tick))
             check = violation_summary(results["tightness"])
             results["violation"], results["violations"] = check["violation"], check["violations"]
             results["meta"]["audits_checked"] = check["checked"]
-            bar.set_postfix_str("figures")
+            show("", "figures")
             with figures.drawing():
                 for c in claims:
                     c["figures"] = CLAIMS[c["id"]].figure(c, out)
@@ -145,7 +175,10 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
         results["meta"]["status"] = "interrupted"
         raise
     finally:
+        if pool is not None:
+            pool.close()
         bar.close()
+        notes.extend(_note(w) for w in caught)
         results["meta"]["notes"] = note_summary(notes)
         if notes:
             print(note_line(results["meta"]["notes"]), file=sys.stderr)
@@ -157,16 +190,93 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     return jsonable(results)
 
 
+def _note_filters() -> None:
+    """Inside ``warnings.catch_warnings(record=True)``: record every warning (each occurrence; the summary counts
+    them) except the accountant's float RuntimeWarnings."""
+    warnings.simplefilter("always")
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module="tsdp.verify.pld")
+
+
+def _note(w) -> tuple:
+    """A caught warning as (category name, message), what the summary counts and a side process returns."""
+    return w.category.__name__, str(w.message)
+
+
+_STEPS = None  # in a side process: the queue its claims' sub-steps go to (_ClaimPool)
+
+
+def _side_init(steps) -> None:
+    """A side process reports through ``steps`` only: its stderr (the accountant's own tqdm bars) is discarded,
+    so nothing it writes lands inside the parent's bar; warnings and exceptions come back with the results."""
+    global _STEPS
+    _STEPS = steps
+    sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+
+
+def _side_claim(cid: str, config: TrainingConfig, quick: bool, seed: int) -> tuple:
+    """Evaluate claim ``cid`` (one that runs no audit) in a side process: (entry, seconds, [(category, message)]);
+    its sub-steps go to the parent's queue."""
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        _note_filters()
+        entry = CLAIMS[cid].evaluate(config, quick, ClaimContext(seed=seed, step=lambda what: _STEPS.put((cid, what))))
+    return entry, time.perf_counter() - start, [_note(w) for w in caught]
+
+
+class _ClaimPool:
+    """The claims that run no audit (C1-C5), evaluated in ``workers`` spawned side processes while this one
+    computes the other sections. The same code on the same inputs: the same numbers as in this process.
+    ``show(cid, what)`` receives their sub-steps, ``finished(cid, entry, seconds, notes)`` their results;
+    :meth:`close` ends the processes (at once, after an interrupt or a failure)."""
+
+    def __init__(self, workers: int, config, quick: bool, seed: int, show, finished):
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.steps = context.Queue()
+        self._pool = context.Pool(workers, initializer=_side_init, initargs=(self.steps,))
+        self._args, self._show, self._finished, self._pending = (config, quick, seed), show, finished, []
+
+    def submit(self, cid: str) -> None:
+        self._pending.append(self._pool.apply_async(
+            _side_claim, (cid, *self._args), callback=lambda r, cid=cid: self._finished(cid, *r)))
+
+    def drain(self, timeout: float) -> None:
+        """Show the sub-steps that arrive within ``timeout`` seconds."""
+        import queue
+
+        try:
+            while True:
+                cid, what = self.steps.get(timeout=timeout)
+                self._show(cid, what)
+                timeout = 0
+        except queue.Empty:
+            pass
+
+    def wait(self) -> None:
+        """Until every claim is finished; re-raises a claim's exception."""
+        for result in self._pending:
+            result.get()
+
+    def close(self) -> None:
+        self._pool.terminate()
+        self._pool.join()
+
+
 class _Redraw:
     """Redraw a tqdm bar every second from a daemon thread while the block runs, so its clock moves
-    during a long sub-step."""
+    during a long sub-step; with a :class:`_ClaimPool`, show its claims' sub-steps as they arrive."""
 
-    def __init__(self, bar, every: float = 1.0):
-        self._bar, self._every, self._stop = bar, every, threading.Event()
+    def __init__(self, bar, pool: Optional[_ClaimPool] = None, every: float = 1.0):
+        self._bar, self._pool, self._every, self._stop = bar, pool, every, threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
-        while not self._stop.wait(self._every):
+        while not self._stop.is_set():
+            if self._pool is None:
+                self._stop.wait(self._every)
+            else:
+                self._pool.drain(self._every)
             self._bar.refresh()
 
     def __enter__(self):
@@ -179,10 +289,10 @@ class _Redraw:
 
 
 def note_summary(caught) -> list:
-    """Warnings caught during the run, each distinct one once: [{category, message, count}], first seen first."""
+    """Warnings caught during the run, as (category, message) pairs, each distinct one once:
+    [{category, message, count}], first seen first."""
     counts: dict = {}
-    for w in caught:
-        key = (w.category.__name__, str(w.message))
+    for key in caught:
         counts[key] = counts.get(key, 0) + 1
     return [{"category": c, "message": m, "count": n} for (c, m), n in counts.items()]
 

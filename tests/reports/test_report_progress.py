@@ -50,7 +50,7 @@ def stand_ins(monkeypatch):
 
 
 def test_notes_follow_the_bar_as_one_line(stand_ins, tmp_path, capsys):
-    results = run.build_report(DEFAULT_CONFIG, out_dir=tmp_path / "r", progress=True, audits=False)
+    results = run.build_report(DEFAULT_CONFIG, out_dir=tmp_path / "r", progress=True, audits=False, workers=1)
     err = capsys.readouterr().err
     frames = [f for f in re.split(r"[\r\n]", err) if f.strip()]
     bar = [i for i, f in enumerate(frames) if f.startswith("tsdp report")]
@@ -74,5 +74,5 @@ def test_no_notes_no_line(monkeypatch, stand_ins, tmp_path, capsys):
     for name, value in (("accounting_section", {"rows": []}), ("consistency_section", {"checks": []}),
                         ("tightness_section", {"bounds": [], "composition": []}), ("inference_section", {})):
         monkeypatch.setattr(run, name, lambda *a, value=value, **k: value)
-    results = run.build_report(DEFAULT_CONFIG, out_dir=tmp_path / "r", progress=True, audits=False)
+    results = run.build_report(DEFAULT_CONFIG, out_dir=tmp_path / "r", progress=True, audits=False, workers=1)
     assert "notes:" not in capsys.readouterr().err and results["meta"]["notes"] == []
