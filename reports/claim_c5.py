@@ -128,12 +128,14 @@ class C5(Claim):
         for ax, p in zip(axes, f["panels"]):
             for c in p["curves"]:
                 color = f"C{lengths.index(c['window_length'])}"
-                plot(ax, eps, c["T6"], color=color, label=f"L_C+L_F = {c['window_length']}")
+                plot(ax, eps, c["T6"], color=color)
                 plot(ax, eps, c["T14"], color=color, ls="--")
             capped = sorted({c["window_length"] for c in p["curves"] if c["k"] < c["window_length"]})
             title = "configuration (shown, not judged)" if p["cell"] == "config" else p["cell"]
             finish_panel(ax, title + (f"\n(L_C+L_F ∈ {capped}: k capped at T)" if capped else ""),
                          ylabel="H_α, α = e^ε (one step)")
+        for j, length in enumerate(lengths):  # the legend: one entry per colour, in order of length
+            axes[0].plot([], [], color=f"C{j}", label=f"L_C+L_F = {length}")
         axes[0].plot([], [], color="k", label="T6 (λ = 1)")
         axes[0].plot([], [], color="k", ls="--", label="T14 (pooled, lower bound)")
         legend_outside(fig, axes, ncol=4)
