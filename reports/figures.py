@@ -5,7 +5,9 @@ every figure draws numbers already in results.json and saves a PNG, returning th
 Axes as in the paper's figures: ε on a log axis and δ(ε) on a log axis for the composed
 profiles. Solid lines are sound (upper) evaluations, dotted lines attained (lower)
 evaluations, markers audited lower-confidence bounds; a panel whose curves are all δ ≈ 1 says
-so, and an audited lower bound of 0 is drawn on the bottom edge, not dropped.
+so, and an audited lower bound of 0 is drawn on the bottom edge, not dropped. Every figure is
+drawn in :func:`drawing` at :data:`WIDTH_IN` (index.html shows it unscaled), its legends outside
+the panels, so its text is at least :data:`MIN_TEXT_PX` on the page.
 """
 from __future__ import annotations
 
