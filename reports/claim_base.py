@@ -35,13 +35,19 @@ GRID_RATIOS = (0.5, 0.1)
 """r and Λ/N of the paper's appendix grid (Appendix C.1)."""
 
 
+def _silent(what: str) -> None:
+    """A :attr:`ClaimContext.step` that shows nothing."""
+
+
 @dataclass(frozen=True)
 class ClaimContext:
-    """What a claim may need beyond the configuration: the auditor (or None), its trials, the seed."""
+    """What a claim may need beyond the configuration: the auditor (or None), its trials, the seed, and
+    ``step(what)``, called as each sub-step (a cell, an audit) starts, for the progress bar."""
 
     audit_fn: Optional[Callable] = None
     trials: int = 0
     seed: int = 0
+    step: Callable[[str], None] = _silent
 
 
 @dataclass
@@ -92,6 +98,9 @@ class Claim(abc.ABC):
 
     id: str = ""
     statement: str = ""
+    audits: bool = False
+    """Whether :meth:`compute` runs the Monte Carlo auditor (``ctx.audit_fn``); the report computes the
+    others in side processes."""
 
     @abc.abstractmethod
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:

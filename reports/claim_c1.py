@@ -87,6 +87,7 @@ class C1(Claim):
                 continue
             if quick and label != "config":
                 continue
+            ctx.step(f"{label}, λ=1")
             lambdas = []
             for lam in _lambdas(label, quick):
                 if lam > cfg.batch_size:
@@ -98,6 +99,7 @@ class C1(Claim):
             curves = [{"label": "λ=1 (T6)", "instances": 1, "upper": {s: floats(s6[s]) for s in steps},
                        "attained": {s: floats(a6[s]) for s in steps}}]
             for lam in lambdas:
+                ctx.step(f"{label}, λ={lam}")
                 c9 = cfg.with_(instances=lam)
                 s9, a9 = pair_upper_curves("T9", c9, steps, eps), attained_curves("T9", c9, steps, eps)
                 curves.append({"label": f"λ={lam} (T9, lower bound)", "instances": lam,
@@ -149,7 +151,7 @@ class C1(Claim):
         """Paper Fig. 2 and the appendix grid: δ(ε) of T6 (λ = 1) and T9 (λ > 1) per step count;
         one PNG per cell, one panel per number of steps. Solid: upper (pessimistic pair); dotted:
         attained (optimistic pair, lower)."""
-        from .figures import cell_title, finish_panel, grid, plot, save
+        from .figures import cell_title, finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]
         eps = np.asarray(f["eps"])
@@ -161,9 +163,8 @@ class C1(Claim):
                     plot(ax, eps, _at(c["upper"], s), color=f"C{j}", label=f"{c['label']} upper")
                     plot(ax, eps, _at(c["attained"], s), color=f"C{j}", ls=":", label=f"{c['label']} attained")
                 finish_panel(ax, f"step {s}", after=f"{s} step{'s' if s > 1 else ''}")
-            axes[0].legend(fontsize=7, loc="lower left")
-            fig.suptitle("C1 (Fig. 2): WOR top, WR bottom, λ = 1 vs λ > 1 - " + cell_title(panel["cell"], panel["params"]),
-                         fontsize=10)
+            legend_outside(fig, axes, ncol=2)
+            fig.suptitle("C1 (Fig. 2): WOR top, WR bottom, λ = 1 vs λ > 1 - " + cell_title(panel["cell"], panel["params"]))
             names.append(save(fig, out, f"c1_{i}.png"))
         return names
 

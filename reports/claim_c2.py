@@ -43,6 +43,7 @@ class C2(Claim):
                 continue
             if quick and label != "config":
                 continue
+            ctx.step(label)
             det = cfg.with_(top="deterministic")
             per_epoch = cfg.compositions_per_epoch
             sched = {"1 step": (1, 1), "1 epoch": (per_epoch, 1), "10 epochs": (10 * per_epoch, 10)}
@@ -102,7 +103,7 @@ class C2(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 3 and the appendix grid: T6 (WOR, solid) vs T1 (deterministic, dashed) after
         1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines."""
-        from .figures import cell_title, finish_panel, grid, plot, save
+        from .figures import cell_title, finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]
         eps = np.asarray(f["eps"])
@@ -117,8 +118,8 @@ class C2(Claim):
                          label=f"{who}, {name}")
                     plot(ax, eps, c["attained"], color=f"C{j}", ls=":", lw=0.8)
             finish_panel(ax, cell_title(panel["cell"], panel["params"]), after="10 epochs")
-        axes[0].legend(fontsize=7, loc="lower left", title="sound; dotted: attained", title_fontsize=7)
-        fig.suptitle("C2 (Fig. 3): top-level WOR vs deterministic iteration, λ = 1", fontsize=10)
+        legend_outside(fig, axes, ncol=3, title="sound; dotted: attained")
+        fig.suptitle("C2 (Fig. 3): top-level WOR vs deterministic iteration, λ = 1")
         return [save(fig, out, "c2.png")]
 
 

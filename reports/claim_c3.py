@@ -60,6 +60,7 @@ class C3(Claim):
         curves, weights, one_steps = [], [], []
         t11 = get("T11")
         for s in sigmas:
+            ctx.step(f"σ_F = {s:g}")
             cfg = base.with_(sigma_forecast=float(s))
             one = np.asarray(t11.profile(cfg, np.exp(eps)))
             comp = sound_curves("T11", cfg, [STEPS], eps)[STEPS]
@@ -103,7 +104,7 @@ class C3(Claim):
         (exact) and composed (sound)."""
         import matplotlib.pyplot as plt
 
-        from .figures import finish_panel, grid, plot, save
+        from .figures import finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]
         eps = np.asarray(f["eps"])
@@ -114,8 +115,8 @@ class C3(Claim):
                 plot(ax, eps, c[key], color=plt.cm.viridis(j / max(1, len(f["curves"]) - 1)), label=c["label"])
             plot(ax, eps, f["reference"][key], color="red", ls="--", lw=2, label=f["reference"]["label"])
             finish_panel(ax, title)
-        axes[0].legend(fontsize=7, loc="lower left")
-        fig.suptitle("C3 (Fig. 4): label noise σ_F (σ_C = 0, WOR top, WR bottom, λ = 1)", fontsize=10)
+        legend_outside(fig, axes, ncol=3)
+        fig.suptitle("C3 (Fig. 4): label noise σ_F (σ_C = 0, WOR top, WR bottom, λ = 1)")
         return [save(fig, out, "c3.png")]
 
 

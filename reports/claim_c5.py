@@ -61,6 +61,7 @@ class C5(Claim):
         groups.append(("config", [(own.window_length, own)]))
         panels, rows = [], []
         for label, items in groups:
+            ctx.step(label)
             curves = []
             for length, cfg in items:
                 h6 = np.asarray(t6.profile(cfg, alphas))
@@ -116,22 +117,29 @@ class C5(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Appendix figure (vs standard DP-SGD): one-step H_α of T6 (solid, tight) and T14 (dashed,
-        optimistic lower bound of pooled windows) over ε, per L_C + L_F; one panel per grid cell."""
-        from .figures import finish_panel, grid, plot, save
+        optimistic lower bound of pooled windows) over ε, one colour per L_C + L_F; one panel per grid cell,
+        two per row, one legend below them."""
+        from .figures import finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]
         eps = np.asarray(f["eps"])
-        fig, axes = grid(len(f["panels"]), 3)
+        lengths = sorted({c["window_length"] for p in f["panels"] for c in p["curves"]})
+        fig, axes = grid(len(f["panels"]), 2, height=3.6)
         for ax, p in zip(axes, f["panels"]):
-            for j, c in enumerate(p["curves"]):
-                plot(ax, eps, c["T6"], color=f"C{j}", label=f"T6, L_C+L_F={c['window_length']}")
-                plot(ax, eps, c["T14"], color=f"C{j}", ls="--", label=f"T14, L_C+L_F={c['window_length']}")
+            for c in p["curves"]:
+                color = f"C{lengths.index(c['window_length'])}"
+                plot(ax, eps, c["T6"], color=color)
+                plot(ax, eps, c["T14"], color=color, ls="--")
             capped = sorted({c["window_length"] for c in p["curves"] if c["k"] < c["window_length"]})
             title = "configuration (shown, not judged)" if p["cell"] == "config" else p["cell"]
-            finish_panel(ax, title + (f" (L_C+L_F ∈ {capped}: k capped at T)" if capped else ""),
+            finish_panel(ax, title + (f"\n(L_C+L_F ∈ {capped}: k capped at T)" if capped else ""),
                          ylabel="H_α, α = e^ε (one step)")
-            ax.legend(fontsize=6, loc="lower left", ncol=2)
-        fig.suptitle("C5: pooled windows (T14, dashed) vs structured subsampling λ = 1 (T6, solid)", fontsize=10)
+        for j, length in enumerate(lengths):  # the legend: one entry per colour, in order of length
+            axes[0].plot([], [], color=f"C{j}", label=f"L_C+L_F = {length}")
+        axes[0].plot([], [], color="k", label="T6 (λ = 1)")
+        axes[0].plot([], [], color="k", ls="--", label="T14 (pooled, lower bound)")
+        legend_outside(fig, axes, ncol=4)
+        fig.suptitle("C5: pooled windows (T14, dashed) vs structured subsampling λ = 1 (T6, solid)")
         return [save(fig, out, "c5.png")]
 
 

@@ -5,7 +5,9 @@ every figure draws numbers already in results.json and saves a PNG, returning th
 Axes as in the paper's figures: ε on a log axis and δ(ε) on a log axis for the composed
 profiles. Solid lines are sound (upper) evaluations, dotted lines attained (lower)
 evaluations, markers audited lower-confidence bounds; a panel whose curves are all δ ≈ 1 says
-so, and an audited lower bound of 0 is drawn on the bottom edge, not dropped.
+so, and an audited lower bound of 0 is drawn on the bottom edge, not dropped. Every figure is
+drawn in :func:`drawing` at :data:`WIDTH_IN` (index.html shows it unscaled), its legends outside
+the panels, so its text is at least :data:`MIN_TEXT_PX` on the page.
 """
 from __future__ import annotations
 
@@ -19,8 +21,24 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .render import PAGE_WIDTH_PX  # noqa: E402
+
 DPI = 110
 FLOOR = 1e-12  # δ below this is not drawn on log axes (beyond the accountant's resolution)
+WIDTH_IN = 0.95 * PAGE_WIDTH_PX / DPI
+"""Width of every figure (inches): narrower than index.html's column, so the page never scales a figure down
+and a point of text is DPI/72 ≈ 1.5 px on screen."""
+MIN_TEXT_PX = 10
+"""No text of a figure is smaller than this on the page (tests/reports check every figure)."""
+STYLE = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9,
+         "legend.fontsize": 9, "legend.title_fontsize": 9, "figure.titlesize": 11,
+         "figure.labelsize": 10, "figure.dpi": DPI}
+"""matplotlib settings the report draws with (:func:`drawing`): the smallest, 9 pt, is ≈ 14 px at DPI."""
+
+
+def drawing():
+    """The context every report figure is drawn in (:data:`STYLE`)."""
+    return matplotlib.rc_context(STYLE)
 
 
 def masked(y) -> np.ndarray:
@@ -34,20 +52,31 @@ def plot(ax, x, y, **kw):
     return ax.plot(x, masked(y), **kw)
 
 
-def grid(n: int, ncols: int, size=(4.6, 3.4)):
-    """A figure with ``n`` panels in rows of ``ncols``; returns (figure, list of n axes)."""
+def grid(n: int, ncols: int, height: float = 3.3):
+    """A figure :data:`WIDTH_IN` wide with ``n`` panels in rows of ``ncols``, each ``height`` inches high, laid out
+    by matplotlib's constrained layout (room for a legend outside the panels); returns (figure, list of n axes)."""
     nrows = max(1, math.ceil(n / ncols))
     ncols = min(ncols, n)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH_IN, height * nrows), squeeze=False, layout="constrained")
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.set_visible(False)
     return fig, flat[:n]
 
 
-def save(fig, out: Path, name: str, rect=(0, 0, 1, 1)) -> str:
-    """Lay out, write ``out/name`` as PNG, close; returns the file name."""
-    fig.tight_layout(rect=rect)
+def legend_outside(fig, axes, ncol: int = 3, title: Optional[str] = None, where: str = "lower center"):
+    """One legend for all ``axes`` (each label once) outside every data area: below the panels, or ``where``
+    (a location of matplotlib's ``outside`` legends, e.g. "right upper")."""
+    entries = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    return fig.legend(list(entries.values()), list(entries), loc=f"outside {where}", ncol=ncol, title=title)
+
+
+def save(fig, out: Path, name: str) -> str:
+    """Write ``out/name`` as PNG at :data:`DPI` (the figure's own size: :data:`WIDTH_IN` wide), close; returns the
+    file name."""
     fig.savefig(out / name, dpi=DPI)
     plt.close(fig)
     return name
@@ -74,7 +103,7 @@ def note_flat(ax, after: str = "") -> bool:
     lo, hi = ax.get_xlim()
     where = f"on ε ∈ [{lo:.3g}, {hi:.3g}]" if ax.get_xscale() == "log" else "on the range shown"
     ax.text(0.5, 0.45, f"every curve at δ ≈ 1 {where}" + (f"\nafter {after}" if after else "") +
-            ":\nno privacy left to compare", transform=ax.transAxes, ha="center", va="center", fontsize=8,
+            ":\nno privacy left to compare", transform=ax.transAxes, ha="center", va="center",
             bbox={"facecolor": "lightyellow", "edgecolor": "0.6"})
     return True
 
@@ -88,7 +117,7 @@ def finish_panel(ax, title: str, after: str = "", xlabel: str = "ε", ylabel: st
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title)
     note_flat(ax, after)
 
 
@@ -97,7 +126,7 @@ def show_zero(ax, values) -> None:
     certifies nothing), which would otherwise be invisible."""
     for i, v in enumerate(values):
         if v is not None and v <= 0:
-            ax.text(0, i, "  0 (certifies nothing)", va="center", fontsize=8, color="C3")
+            ax.text(0, i, "  0 (certifies nothing)", va="center", color="C3")
 
 
 def zero_points(ax, x, y, **kw) -> None:
@@ -112,15 +141,15 @@ def zero_points(ax, x, y, **kw) -> None:
 
 
 def figure_tightness(section: dict, out: Path) -> List[str]:
-    """Section 4: for each audited construction, the compared bound's one-step δ(ε) (solid; an
-    upper bound, or for T14 the one-record bound T13 of another relation, with a note), the
-    construction's attained δ(ε) where it differs (dotted), the audit's lower-confidence
-    H_α points (filled markers, each at 95%; a lower bound of 0 as a hollow marker on the bottom
-    edge) and its certified lower profile on the violation test's ε grid (dashed, 95% for all ε at
-    once); linear ε, log δ."""
-    bounds = section["bounds"]
-    fig, axes = grid(len(bounds), 4, size=(3.8, 3.0))
-    for ax, b in zip(axes, bounds):
+    """Section 4, one figure per audited construction (``tightness_<id>.png``): the compared bound's one-step
+    δ(ε) (solid; an upper bound, or for T14 the one-record bound T13 of another relation, with a note), the
+    construction's attained δ(ε) where it differs (dotted), the audit's lower-confidence H_α points (filled
+    markers, each at 95%; a lower bound of 0 as a hollow marker on the bottom edge) and its certified lower
+    profile on the violation test's ε grid (dashed, 95% for all ε at once); linear ε, log δ; the legend
+    right of the panel."""
+    names = []
+    for b in section["bounds"]:
+        fig, (ax,) = grid(1, 1, height=3.6)
         eps = np.asarray(b["eps"])
         plot(ax, eps, b["delta_sound"], color="C0", label=f"{b['sound_theorem']} ({b['sound_role']})")
         if b["delta_attained"] is not None:
@@ -135,20 +164,19 @@ def figure_tightness(section: dict, out: Path) -> List[str]:
             band = [(math.log(p["alpha"]), p["h_lower"]) for p in b["audit"].get("simultaneous_profile", [])
                     if p["h_lower"] > 0]
             if band:
-                ax.step(*zip(*band), where="pre", color="C3", lw=0.9, ls="--",
-                        label="audit LCB, all ε at once")
+                ax.step(*zip(*band), where="pre", color="C3", lw=0.9, ls="--", label="audit LCB, all ε at once")
         ax.set_yscale("log")
         ax.set_xlabel("ε")
         ax.set_ylabel("δ(ε), one step")
         ax.grid(True, alpha=0.3)
-        ax.set_title(f"audit of {b['theorem']} (λ={b['instances']}" + (f", σ_F={b['sigma_forecast']:g})" if
-                                                                           b["sigma_forecast"] else ")")
-                     + (f"\n{b['sound_theorem']}: one record, the attack: one element\nin k windows (another relation, C6)"
-                        if b.get("note") else ""), fontsize=9 if not b.get("note") else 7)
+        sigma_f = f", σ_F={b['sigma_forecast']:g}" if b["sigma_forecast"] else ""
+        ax.set_title(f"Tightness: audit of {b['theorem']} (λ={b['instances']}{sigma_f}), audit configuration"
+                     + (f"\n{b['sound_theorem']}: one record; the attack: one element in k windows (another "
+                        "relation, C6)" if b.get("note") else ""))
         note_flat(ax)
-        ax.legend(fontsize=6)
-    fig.suptitle("Tightness: theory vs audited lower-confidence bounds (audit configuration)", fontsize=10)
-    return [save(fig, out, "tightness.png")]
+        legend_outside(fig, [ax], ncol=1, where="right upper")
+        names.append(save(fig, out, f"tightness_{b['theorem']}.png"))
+    return names
 
 
 def figure_composition(section: dict, out: Path) -> List[str]:
@@ -156,7 +184,7 @@ def figure_composition(section: dict, out: Path) -> List[str]:
     sound (upper), attained (lower), audited lower-confidence bound (a bound of 0 as a hollow
     marker on the bottom edge); log-log."""
     rows = section["composition"]
-    fig, ax = plt.subplots(figsize=(5, 3.6))
+    fig, (ax,) = grid(1, 1, height=3.6)
     s = [r["steps"] for r in rows]
     ax.plot(s, [r["epsilon_sound"] for r in rows], "o-", label="sound (upper)")
     ax.plot(s, [r["epsilon_attained"] for r in rows], "s:", label="attained (lower)")
@@ -170,6 +198,6 @@ def figure_composition(section: dict, out: Path) -> List[str]:
     ax.set_xlabel("training steps")
     ax.set_ylabel(f"ε at δ = {section['delta']:g}")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title("T6 composition gap (audit configuration)", fontsize=10)
+    legend_outside(fig, [ax], ncol=1, where="right upper")
+    ax.set_title("T6 composition gap (audit configuration)")
     return [save(fig, out, "composition.png")]

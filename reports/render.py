@@ -382,7 +382,10 @@ def to_markdown(results: dict) -> str:
     return "\n".join(out)
 
 
-_CSS = ("body{font-family:sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;line-height:1.4}"
+PAGE_WIDTH_PX = 1200
+"""Width of index.html's content column (CSS px); figures no wider than it are shown unscaled."""
+
+_CSS = (f"body{{font-family:sans-serif;max-width:{PAGE_WIDTH_PX}px;margin:1em auto;padding:0 1em;line-height:1.4}}"
         "table{border-collapse:collapse;margin:0.5em 0;font-size:0.85em}"
         "td,th{border:1px solid #bbb;padding:2px 6px;vertical-align:top}th{background:#eee}"
         "img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}"

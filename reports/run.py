@@ -1,16 +1,22 @@
 """Orchestrate `tsdp report`: compute every section, draw the figures, write the four outputs.
 
 :func:`build_report` runs, in order, the accounting (section 1), claims C1-C6 (2), the quick
-consistency run (3), the tightness audits (4) and the errata table (5) with a tqdm progress
-bar on stderr, then writes ``<out>/results.json``, ``report.md``, ``index.html`` and the PNGs.
+consistency run (3), the tightness audits (4), the errata table (5) and the inference tables
+with a tqdm progress bar on stderr, then writes ``<out>/results.json``, ``report.md``,
+``index.html`` and the PNGs. The bar names the sub-step running (a claim's cell, an audit) and
+redraws every second; warnings raised meanwhile (e.g. a coarsened PLD grid) are collected,
+not printed into the bar: one summary line follows the bar, and results.json lists them under
+``meta.notes``.
 Outputs are atomic: everything is written to a temporary directory beside ``<out>`` and
 replaces the old report only when complete. Ctrl-C (or a failure) stops the computation:
 what is done is written, marked ``"interrupted"`` (``"failed"``), to ``<out>.incomplete/``
 when ``<out>`` holds an earlier report (left intact), and the exception is re-raised (the
 CLI exits 130 on Ctrl-C).
 
-Trial counts (per world) keep the whole default report within 10 minutes on 2 CPU cores and
-``quick`` within 2 minutes; the auditor uses CUDA when present.
+The audits run on the sharded engine (:mod:`tsdp.attacks.montecarlo.shards`) with one worker
+per core this process may use (:data:`WORKERS`); the same seed gives the same counts on any
+number of workers, hence the same verdicts. The README states the measured wall time of the
+default report and of ``quick``; the auditor uses CUDA when present.
 """
 from __future__ import annotations
 
@@ -18,13 +24,16 @@ import glob
 import json
 import os
 import shutil
+import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
 from typing import Optional
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.bench_rounds import available_cpus
 from tsdp.verify.json_data import json_data
 
 from . import figures
@@ -38,6 +47,8 @@ from .render import to_html, to_markdown
 from .schema import SCHEMA_VERSION
 from .tightness import load_auditor, tightness_section, violation_summary
 
+WORKERS = available_cpus()
+"""Audit worker processes: the cores this process may run on."""
 TRIALS = {"tightness": 50_000, "composed": 10_000, "c6": 500_000}
 QUICK_TRIALS = {"tightness": 5_000, "composed": 0, "c6": 20_000}
 OUT_ROOT = Path(__file__).resolve().parent / "out"
@@ -59,21 +70,23 @@ def _version() -> str:
 
 def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Optional[Path] = None,
                  quick: bool = False, progress: bool = True, seed: int = 0, audits: bool = True,
-                 real_data=None) -> dict:
+                 workers: int = WORKERS, real_data=None) -> dict:
     """Compute the report for ``config`` and write it to ``out_dir`` (default reports/out/<name>/).
 
     Returns the results dict (as written to results.json, see :mod:`reports.schema`). Each
     section's numbers carry their soundness direction (sound = upper, attained = lower,
     audited = lower confidence bound). ``audits=False`` (or a missing auditor) reports
-    "audit not available" instead of audited numbers. ``real_data``: (name, SeriesData) of the inference
-    section's real panel (None: Grunfeld).
+    "audit not available" instead of audited numbers. ``workers`` (default :data:`WORKERS`): the
+    audits' worker processes and, above 1, side processes for the claims that run no audit
+    (:class:`_ClaimPool`); 1 computes everything in this process. The numbers do not depend on it.
+    ``real_data``: (name, SeriesData) of the inference section's real panel (None: Grunfeld).
     """
     from tqdm import tqdm
 
     final = Path(out_dir) if out_dir is not None else OUT_ROOT / name
     out = _staging(final)  # everything is written here; the old report in ``final`` stays until this one is complete
     trials = dict(QUICK_TRIALS if quick else TRIALS)
-    audit_fn = load_auditor() if audits else None
+    audit_fn = load_auditor(workers=workers) if audits else None
     results = {"schema_version": SCHEMA_VERSION,
                "meta": {"name": name, "mode": "quick" if quick else "default", "version": _version(),
                         "status": "running", "elapsed_s": None, "timings_s": {}, "trials": trials,
@@ -83,9 +96,32 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
                "violation": None, "violations": None}
     n_tight = 3 if quick else 8 + 1
     total = len(DELTAS) * len(SCHEDULES) + len(CLAIMS) + 1 + n_tight + 1 + 2
-    bar = tqdm(total=total, desc="tsdp report", unit="task", disable=not progress, dynamic_ncols=True)
+    # no ETA: the tasks' durations differ by two orders of magnitude, so tqdm's rate would mislead
+    bar = tqdm(total=total, desc="tsdp report", unit="task", disable=not progress, dynamic_ncols=True,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
     t0 = time.perf_counter()
     timings = results["meta"]["timings_s"]
+    notes: list = []  # (category, message) of every warning, the side processes' included
+    caught: list = []
+    running: dict = {"": "starting"}  # what each lane (this process: "", a side process's claim: its id) does now
+    entries: dict = {}
+    lock = threading.Lock()  # show() runs in this thread, the redraw thread and the pool's result thread
+
+    def show(lane: str, what: Optional[str]) -> None:
+        with lock:
+            if what is None:
+                running.pop(lane, None)
+            else:
+                running[lane] = what
+            bar.set_postfix_str(" | ".join(f"{k}: {v}" if k else v for k, v in running.items()))
+
+    def step(section):
+        """A sub-step callback: the bar names the section and the sub-step now running."""
+        return lambda what: show("", f"{section}: {what}")
+
+    def tick(label=""):
+        show("", str(label))
+        bar.update(1)
 
     def timed(key, fn):
         start = time.perf_counter()
@@ -93,49 +129,186 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
         timings[key] = round(time.perf_counter() - start, 2)
         return value
 
-    def tick(label=""):
-        bar.set_postfix_str(str(label))
+    def finished(cid: str, entry: dict, seconds: float, claim_notes: list) -> None:
+        """A claim's entry, in CLAIMS order among the finished ones (an interrupt keeps them)."""
+        entries[cid], timings[cid] = entry, round(seconds, 2)
+        notes.extend(claim_notes)
+        results["claims"] = [entries[c] for c in CLAIMS if c in entries]
+        show(cid, None)
         bar.update(1)
 
+    side = [cid for cid, claim in CLAIMS.items() if not claim.audits] if workers > 1 else []
+    pool = _ClaimPool(min(workers, len(side)), config, quick, seed, show, finished) if side else None
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=RuntimeWarning, module="tsdp.verify.pld")
+        with _Redraw(bar, pool), warnings.catch_warnings(record=True) as caught:
+            _note_filters()
+            for cid in side:
+                pool.submit(cid)
             results["accounting"] = timed("accounting", lambda: accounting_section(config, tick=lambda: tick("accounting")))
-            claims = results["claims"] = []  # filled claim by claim, so an interrupt keeps the finished ones
-            ctx = ClaimContext(audit_fn, trials["c6"], seed)
             for cid, claim in CLAIMS.items():
-                bar.set_postfix_str(cid)
-                claims.append(timed(cid, lambda claim=claim: claim.evaluate(config, quick, ctx)))
-                tick(cid)
+                if cid not in side:
+                    show("", cid)
+                    ctx = ClaimContext(audit_fn, trials["c6"], seed, step=step(cid))
+                    start = time.perf_counter()
+                    finished(cid, claim.evaluate(config, quick, ctx), time.perf_counter() - start, [])
             results["consistency"] = timed("consistency", lambda: consistency_section(seed))
             tick("verify --quick")
             results["tightness"] = timed("tightness", lambda: tightness_section(
                 config, audit_fn=audit_fn, trials=trials["tightness"], composed_trials=trials["composed"],
-                quick=quick, seed=seed, tick=tick))
+                quick=quick, seed=seed, tick=tick, step=step("tightness")))
+            results["inference"] = timed("inference", lambda: inference_section(quick=quick, seed=seed, tick=tick,
+                                                                                      real_data=real_data))
+            if pool is not None:
+                show("", "waiting for " + ", ".join(c for c in side if c not in entries))
+                pool.wait()
+            claims = results["claims"]
             c3 = next(c for c in claims if c["id"] == "C3")
             results["errata"] = timed("errata", lambda: errata_section(config, results["consistency"]["checks"], c3))
             tick("errata")
-            results["inference"] = timed("inference", lambda: inference_section(quick=quick, seed=seed, tick=tick,
-                                                                                      real_data=real_data))
             check = violation_summary(results["tightness"])
             results["violation"], results["violations"] = check["violation"], check["violations"]
             results["meta"]["audits_checked"] = check["checked"]
-            for c in claims:
-                c["figures"] = CLAIMS[c["id"]].figure(c, out)
-            results["tightness"]["figures"] = (figures.figure_tightness(results["tightness"], out)
-                                               + figures.figure_composition(results["tightness"], out))
+            show("", "figures")
+            with figures.drawing():
+                for c in claims:
+                    c["figures"] = CLAIMS[c["id"]].figure(c, out)
+                results["tightness"]["figures"] = (figures.figure_tightness(results["tightness"], out)
+                                                   + figures.figure_composition(results["tightness"], out))
         results["meta"]["status"] = "complete"
     except KeyboardInterrupt:
         results["meta"]["status"] = "interrupted"
         raise
     finally:
+        if pool is not None:
+            pool.close()
         bar.close()
+        notes.extend(_note(w) for w in caught)
+        results["meta"]["notes"] = note_summary(notes)
+        if notes:
+            print(note_line(results["meta"]["notes"]), file=sys.stderr)
         results["meta"]["elapsed_s"] = round(time.perf_counter() - t0, 2)
         if results["meta"]["status"] == "running":  # an exception: say so, never "running"
             results["meta"]["status"] = "failed"
         _write(results, out)
         _publish(out, final, complete=results["meta"]["status"] == "complete")
     return jsonable(results)
+
+
+def _note_filters() -> None:
+    """Inside ``warnings.catch_warnings(record=True)``: record every warning (each occurrence; the summary counts
+    them) except the accountant's float RuntimeWarnings."""
+    warnings.simplefilter("always")
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module="tsdp.verify.pld")
+
+
+def _note(w) -> tuple:
+    """A caught warning as (category name, message), what the summary counts and a side process returns."""
+    return w.category.__name__, str(w.message)
+
+
+_STEPS = None  # in a side process: the queue its claims' sub-steps go to (_ClaimPool)
+
+
+def _side_init(steps) -> None:
+    """A side process reports through ``steps`` only: its stderr (the accountant's own tqdm bars) is discarded,
+    so nothing it writes lands inside the parent's bar; warnings and exceptions come back with the results."""
+    global _STEPS
+    _STEPS = steps
+    sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+
+
+def _side_claim(cid: str, config: TrainingConfig, quick: bool, seed: int) -> tuple:
+    """Evaluate claim ``cid`` (one that runs no audit) in a side process: (entry, seconds, [(category, message)]);
+    its sub-steps go to the parent's queue."""
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        _note_filters()
+        entry = CLAIMS[cid].evaluate(config, quick, ClaimContext(seed=seed, step=lambda what: _STEPS.put((cid, what))))
+    return entry, time.perf_counter() - start, [_note(w) for w in caught]
+
+
+class _ClaimPool:
+    """The claims that run no audit (C1-C5), evaluated in ``workers`` spawned side processes while this one
+    computes the other sections. The same code on the same inputs: the same numbers as in this process.
+    ``show(cid, what)`` receives their sub-steps, ``finished(cid, entry, seconds, notes)`` their results;
+    :meth:`close` ends the processes (at once, after an interrupt or a failure)."""
+
+    def __init__(self, workers: int, config, quick: bool, seed: int, show, finished):
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.steps = context.Queue()
+        self._pool = context.Pool(workers, initializer=_side_init, initargs=(self.steps,))
+        self._args, self._show, self._finished, self._pending = (config, quick, seed), show, finished, []
+
+    def submit(self, cid: str) -> None:
+        self._pending.append(self._pool.apply_async(
+            _side_claim, (cid, *self._args), callback=lambda r, cid=cid: self._finished(cid, *r)))
+
+    def drain(self, timeout: float) -> None:
+        """Show the sub-steps that arrive within ``timeout`` seconds."""
+        import queue
+
+        try:
+            while True:
+                cid, what = self.steps.get(timeout=timeout)
+                self._show(cid, what)
+                timeout = 0
+        except queue.Empty:
+            pass
+
+    def wait(self) -> None:
+        """Until every claim is finished; re-raises a claim's exception."""
+        for result in self._pending:
+            result.get()
+
+    def close(self) -> None:
+        self._pool.terminate()
+        self._pool.join()
+
+
+class _Redraw:
+    """Redraw a tqdm bar every second from a daemon thread while the block runs, so its clock moves
+    during a long sub-step; with a :class:`_ClaimPool`, show its claims' sub-steps as they arrive."""
+
+    def __init__(self, bar, pool: Optional[_ClaimPool] = None, every: float = 1.0):
+        self._bar, self._pool, self._every, self._stop = bar, pool, every, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            if self._pool is None:
+                self._stop.wait(self._every)
+            else:
+                self._pool.drain(self._every)
+            self._bar.refresh()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def note_summary(caught) -> list:
+    """Warnings caught during the run, as (category, message) pairs, each distinct one once:
+    [{category, message, count}], first seen first."""
+    counts: dict = {}
+    for key in caught:
+        counts[key] = counts.get(key, 0) + 1
+    return [{"category": c, "message": m, "count": n} for (c, m), n in counts.items()]
+
+
+def note_line(notes: list) -> str:
+    """The one line printed after the bar: how many notes of which kind, the first message, where the rest are."""
+    total = sum(n["count"] for n in notes)
+    kinds: dict = {}
+    for n in notes:
+        kinds[n["category"]] = kinds.get(n["category"], 0) + n["count"]
+    return (f"notes: {total} ({', '.join(f'{k} x{v}' for k, v in kinds.items())}), e.g. {notes[0]['message']}; "
+            "all in results.json meta.notes")
 
 
 STALE_STAGING_S = 3600

@@ -5,7 +5,8 @@ Top level (``SCHEMA_VERSION`` 2)::
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
                    elapsed_s, timings_s: {section: seconds}, trials: {tightness, composed, c6},
-                   audit_status: "ran"|"audit not available", audits_checked: int}
+                   audit_status: "ran"|"audit not available", audits_checked: int,
+                   notes: [{category, message, count}] (the warnings raised while computing)}
   violation       bool: an audit certified ε above a sound upper bound of its relation (issue 13;
                   `tsdp report` exits 1); null when not computed
   violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials}]
@@ -42,7 +43,7 @@ Top level (``SCHEMA_VERSION`` 2)::
   errata          [{erratum: 1..10 (10: found by tsdp), paper, reading, measured, status: "reproduced"|"not reproduced",
                     source, numbers}]
   inference       {synthetic: {rows: [{epsilon, r, sigma, crps, crps_std}], best_r, settings},
-                   grunfeld: same or null, grunfeld_status}
+                   grunfeld: same (the panel shipped with tsdp), grunfeld_status: "ran"}
 
 Non-finite floats are written as null. A section not computed (interrupted run) is null.
 """

@@ -46,15 +46,17 @@ def audit_config(config: TrainingConfig) -> TrainingConfig:
     return TrainingConfig(N=320, L=4, context_length=1, forecast_length=1, batch_size=64, sigma=config.sigma)
 
 
-def load_auditor() -> Optional[Callable]:
-    """The auditor's ``audit`` (attacks.montecarlo.audit, issue 6) returning plain dicts, or None if it is missing."""
+def load_auditor(workers: int = 1) -> Optional[Callable]:
+    """The auditor's ``audit`` (attacks.montecarlo.audit, issue 6) on ``workers`` local processes (the sharded engine:
+    the same counts on any number), returning plain dicts, or None if it is missing."""
     try:
         from tsdp.attacks.montecarlo.audit import audit
     except ImportError:
         return None
 
     def run(theorem, config, *, trials, steps=1, delta, seed=0):
-        d = audit(theorem, config, trials=trials, steps=steps, delta=delta, seed=seed, device="auto").to_dict()
+        d = audit(theorem, config, trials=trials, steps=steps, delta=delta, seed=seed, device="auto",
+                  workers=workers).to_dict()
         out = {k: d[k] for k in ("theorem", "trials", "steps", "delta", "confidence", "epsilon_lower",
                                   "epsilon_sound", "epsilon_attained", "ratio", "gof_pvalue", "profile",
                                   "sound_theorem", "attained_pair", "device", "seconds", "violation",
@@ -74,12 +76,14 @@ def _cfg(base: TrainingConfig, theorem: str, lam: int, sigma_f: float) -> Traini
 
 
 def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], trials: int, composed_trials: int,
-                      quick: bool = False, seed: int = 0, tick: Optional[Callable[[str], None]] = None) -> dict:
+                      quick: bool = False, seed: int = 0, tick: Optional[Callable[[str], None]] = None,
+                      step: Callable[[str], None] = lambda what: None) -> dict:
     """Theory curves, audited lower-confidence points, upper-bound gaps and composition gaps.
 
     ``audit_fn`` (from :func:`load_auditor`) or None (then ``audit_status`` is "audit not
     available" and no audited number is reported); ``trials`` per world for one-step audits,
-    ``composed_trials`` for the 10-step audit. ``tick(label)`` after each audit (progress).
+    ``composed_trials`` for the 10-step audit. ``tick(label)`` after each audit, ``step(what)`` as each
+    sub-step starts (progress).
     """
     base = audit_config(config)
     status = "ran" if audit_fn is not None else "audit not available"
@@ -96,6 +100,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
                     if attained_id and attained_id != sound_id else None)
         res = None
         if audit_fn is not None:
+            step(f"audit of {theorem}")
             res = audit_fn(theorem, cfg, trials=trials, steps=1, delta=AUDIT_DELTA, seed=seed)
             audited[theorem] = res
         if tick is not None:
@@ -133,12 +138,14 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
             if s == 1 and "T6" in audited:
                 res = audited["T6"]
             else:
+                step(f"audit of T6 x{s}")
                 res = audit_fn("T6", t6, trials=composed_trials, steps=s, delta=AUDIT_DELTA, seed=seed + s)
                 if tick is not None:
                     tick(f"T6 x{s}")
             row.update(epsilon_audited_lower=res["epsilon_lower"], audit_trials=res["trials"],
                        confidence=res.get("confidence"))
         comp.append(row)
+    step(f"attained brackets, {BRACKET_STEPS} steps")
     return {"audit_status": status, "delta": AUDIT_DELTA, "audit_config": base.as_dict(), "trials": trials,
             "composed_trials": composed_trials, "bounds": bounds, "upper_gaps": gaps, "composition": comp,
             "brackets": brackets(config, quick=quick),

@@ -4,8 +4,8 @@
 its suffix, with the table layout (long / wide) detected where the columns make it unambiguous.
 Every loader returns a :class:`attacks.data.series.SeriesData` (the paper's x = {x_1, ..., x_N})
 with the series in order of first appearance (long format, GluonTS) or of the columns (wide
-format). pandas, pyarrow, gluonts and statsmodels are optional extras, imported only by the
-functions that need them; the JSON-lines reader needs none of them.
+format). pandas, pyarrow and gluonts are optional extras, imported only by the functions that
+need them; the JSON-lines reader and :func:`grunfeld` (a copy shipped with tsdp) need none of them.
 
 Missing values. The paper's algorithms take fully observed series (Algorithm 4 pads with
 zeros in front, nothing else), so: a series observed over a sub-range (leading or trailing
@@ -310,16 +310,29 @@ def load_table(path, *, layout: str = "auto", item_id: Optional[str] = None, tim
     return from_wide(frame, freq=freq, source=source, first_line=first_line)
 
 
+GRUNFELD_CSV = Path(__file__).with_name("grunfeld.csv")
+"""Grunfeld's panel shipped with tsdp (package data): its header names the source, statsmodels' copy."""
+GRUNFELD_TARGETS = ("invest", "value", "capital")
+
+
 def grunfeld(target: str = "invest") -> Tuple[SeriesData, Tuple[str, ...]]:
-    """Grunfeld's investment data (statsmodels' bundled copy, shipped in its wheel): 11 US firms, 1935-1954.
+    """Grunfeld's investment data, 11 US firms, 1935-1954, from the copy shipped with tsdp (no extra needed).
 
     Returns (data, firm names): 11 yearly series of length 20 of ``target`` (invest, value or
-    capital). A real public panel of related series, loaded with :func:`from_long`; needs statsmodels.
+    capital), in the file's firm order. The file (:data:`GRUNFELD_CSV`) holds statsmodels'
+    ``grunfeld`` dataset (Grunfeld 1958, recreated by Kleiber & Zeileis 2010) value for value;
+    a test compares the two. Read with the csv module: neither pandas nor statsmodels is imported.
     """
-    sm = _require("statsmodels.datasets.grunfeld", "data")
-    frame = sm.load_pandas().data
-    names = tuple(dict.fromkeys(frame["firm"]))
-    return from_long(frame, item_id="firm", timestamp="year", target=target, source="statsmodels grunfeld"), names
+    import csv
+
+    if target not in GRUNFELD_TARGETS:
+        raise DataError("grunfeld", f"target must be one of {', '.join(GRUNFELD_TARGETS)} (got {target!r})")
+    by_firm = {}
+    with GRUNFELD_CSV.open(newline="") as f:
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            by_firm.setdefault(row["firm"], []).append((int(row["year"]), float(row[target])))
+    series = tuple(np.array([v for _, v in sorted(rows)]) for rows in by_firm.values())
+    return SeriesData(series), tuple(by_firm)
 
 
 

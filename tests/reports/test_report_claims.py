@@ -146,3 +146,16 @@ def test_configuration_change_changes_numbers_and_recomputes_verdicts(results):
     assert d["C1"]["verdict"] == "confirmed" and d["C1"]["numbers"]["one_step_from_0.1"] is True
     assert ch["C1"]["numbers"]["one_step_from_0.1"] is False and ch["C1"]["numbers"]["composed_100_everywhere"] is True
     assert ch["C1"]["verdict"] == "qualified"
+
+
+def test_claim_figures_are_readable(results, drawn):
+    """C1, C2, C3 and C5 drawn from their quick results (both configurations): text of at least MIN_TEXT_PX on
+    the page, legends outside the panels, no two titles overlapping (tests/reports/conftest.py)."""
+    from tsdp.reports.figures import drawing
+
+    with drawing():
+        for by_id in results.values():
+            for cid, c in by_id.items():
+                assert claims.CLAIMS[cid].figure(c, drawn.out)
+    assert {"c1_0.png", "c2.png", "c3.png", "c5.png"} <= set(drawn.kept)
+    drawn.assert_readable()
