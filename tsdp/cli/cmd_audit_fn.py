@@ -38,13 +38,28 @@ def load_entry_point(spec: str, flag: str):
 
 def _human(d: dict) -> str:
     s = d["scores"]["memorisation"]
-    line = (f"canary audit of {d['train']}: {d['canaries']} canaries, {d['included']} included, δ = {d['delta']:g}\n"
+    runs = f" over {d['runs']} runs" if d.get("runs", 1) > 1 else ""
+    line = (f"canary audit of {d['train']}: {d['canaries']} canaries{runs}, {d['included']} included, "
+            f"δ = {d['delta']:g}\n"
             f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} "
             f"({s['correct']} of {s['guesses']} '{s['side']}' guesses correct, AUC {s['auc']:.3f})")
     if d["epsilon_claimed"] is not None:
         verdict = "VIOLATION: the lower bound exceeds" if d["violation"] else "consistent with"
         line += f"\n  {verdict} the claimed ε = {d['epsilon_claimed']:g}"
     return line
+
+
+def _many_runs(args, task) -> dict:
+    """``--runs R``: R runs of ``task`` on the sharded engine, the pooled m·R canaries certified at once."""
+    from tsdp.attacks.canary.evidence import certify_evidence
+    from tsdp.attacks.canary.runs import run_many
+
+    task.check()
+    many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
+                    threads=1 if args.workers > 1 or args.cluster else None, progress=not args.json)
+    result = certify_evidence(many["evidence"], args.delta, args.confidence, claimed=args.epsilon)
+    result.update(runs=args.runs, spike=args.spike, engine=many["info"])
+    return result
 
 
 def add_parsers(sub, command) -> None:
@@ -72,6 +87,12 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--spike", type=float, default=10.0, help="canary size in standard deviations (default 10)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--runs", type=int, default=1,
+                   help="train R times, fresh canaries each run (seeds from one SeedSequence), and certify the pooled "
+                        "m·R canaries (default 1: one run)")
+    p.add_argument("--workers", type=int, default=1, help="with --runs: local worker processes (default 1)")
+    p.add_argument("--cluster", default=None,
+                   help="with --runs: Dask scheduler address, or 'auto' for a local cluster of --workers processes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_config_arguments(p)
 
@@ -86,12 +107,14 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --spike: must be finite and > 0 (got {args.spike})")
         if args.seed < 0:
             raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
+        if args.runs < 1 or args.workers < 1:
+            raise UsageError(f"invalid --runs/--workers: must be >= 1 (got {args.runs}, {args.workers})")
         if args.epsilon is not None and not args.epsilon >= 0:
             raise UsageError(f"invalid --epsilon: must be >= 0 (got {args.epsilon})")
         config = config_from_args(args)
         train = load_entry_point(args.train, "--train")
         loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
-        from tsdp.attacks.canary.user_training import audit_training
+        from tsdp.attacks.canary.user_training import SpikeTask, audit_training
         from tsdp.attacks.data.formats import load_any
         from tsdp.attacks.data.series import synthetic_for
 
@@ -100,8 +123,12 @@ def add_parsers(sub, command) -> None:
         else:
             data = load_any(args.data, layout=args.layout, item_id=args.item_id, timestamp=args.timestamp,
                             target=args.target)
-        result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon,
-                                loss=loss, seed=args.seed, confidence=args.confidence, spike=args.spike)
+        if args.runs == 1 and args.cluster is None:
+            result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
+                                    epsilon=args.epsilon, loss=loss, seed=args.seed, confidence=args.confidence,
+                                    spike=args.spike)
+        else:
+            result = _many_runs(args, SpikeTask(train, data, config, args.canaries, loss, args.spike))
         result["train"] = args.train
         print(dumps(result) if args.json else _human(result))
         return 0
