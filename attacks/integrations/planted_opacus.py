@@ -209,4 +209,16 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
                                           "designed": 1 - confidence}}
 
 
-__all__ = ["BUGS", "CONFIG", "PlantedRun", "bench_planted", "claimed_epsilon", "opacus_train"]
+def format_bench(result: dict) -> str:
+    """The bench as a table: bug, budget (canaries × runs), claimed ε, certified ε lower bound, flagged; false flags."""
+    lines = [f"{'bug':<24}{'budget':>12}{'claimed ε':>11}{'ε lower':>9}  flagged"]
+    for r in result["rows"]:
+        lines.append(f"{r['bug']:<24}{str(r['canaries']) + ' x ' + str(r['runs']):>12}{r['epsilon_claimed']:>11.3f}"
+                     f"{r['epsilon_lower']:>9.3f}  {'yes' if r['flagged'] else 'no'}")
+    f = result["false_flags"]
+    lines.append(f"correct loop flagged in {f['flagged']} of {f['audits']} audits (rate {f['rate']:.3f}; "
+                 f"designed at most {f['designed']:.2f})")
+    return "\n".join(lines)
+
+
+__all__ = ["BUGS", "CONFIG", "PlantedRun", "bench_planted", "claimed_epsilon", "format_bench", "opacus_train"]

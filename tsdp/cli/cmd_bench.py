@@ -1,7 +1,8 @@
-"""`tsdp bench {accounting,loop,audit}`: benchmarks (not tests).
+"""`tsdp bench {accounting,loop,audit,planted}`: benchmarks (not tests).
 
 ``accounting`` times the one-step PLD construction (:mod:`verify.bench_accounting`);
-``loop`` and ``audit`` belong to the attacks package and are imported lazily (torch is
+``loop``, ``audit`` and ``planted`` (canary audits of an Opacus loop with planted bugs; needs
+``tsdp[opacus]``) belong to the attacks package and are imported lazily (torch is
 never imported by verify/ at module import time).
 """
 from __future__ import annotations
@@ -17,12 +18,14 @@ BENCHES = {
     "accounting": ("tsdp.verify.bench_accounting", "bench_accounting", "format_bench"),
     "loop": ("tsdp.attacks.loop.bench", "bench_loop", "format_bench"),
     "audit": ("tsdp.attacks.montecarlo.bench", "bench_audit", "format_bench"),
+    "planted": ("tsdp.attacks.integrations.planted_opacus", "bench_planted", "format_bench"),
 }
 
 
 def add_parsers(sub, command) -> None:
     """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``."""
-    p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit",
+    p = sub.add_parser("bench",
+                       help="benchmarks: accounting (PLD construction), loop, audit, planted (bugs in an Opacus loop)",
                        description="Run a benchmark and print its figures (--json for machines).")
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=1e-4,
@@ -39,7 +42,7 @@ def add_parsers(sub, command) -> None:
         from .main import UsageError
 
         module_name, fn_name, fmt_name = BENCHES[args.what]
-        used = {"accounting": {"--discretization"}, "loop": {"--models", "--rounds"}, "audit": set()}[args.what]
+        used = {"accounting": {"--discretization"}, "loop": {"--models", "--rounds"}, "audit": set(), "planted": set()}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ())) & {"--discretization", "--models", "--rounds"}) - used)
         if unused:
             raise UsageError(f"invalid {unused[0]}: `tsdp bench {args.what}` does not take it")
