@@ -15,7 +15,7 @@ the steps run):
   of all series, canaries included, before the private training (a leak outside DP-SGD).
 
 The first five are audited with white-box gradient canaries hooked into the ``DPOptimizer``
-(:mod:`attacks.integrations.opacus_canaries`; their participation follows the loader's
+(:mod:`attacks.integrations.dpoptimizer_canaries`; their participation follows the loader's
 configuration, their norm the loop's ``max_grad_norm``); the last one with black-box spike
 canaries (:mod:`attacks.canary.user_training`: a gradient canary never passes through the data
 preprocessing). :func:`bench_planted` runs each variant R times on the engine
@@ -47,7 +47,7 @@ from tsdp.attacks.canary.user_training import spike_evidence
 from tsdp.attacks.data.series import SeriesData, synthetic
 from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
 
-from .opacus_canaries import add_canaries
+from .dpoptimizer_canaries import add_canaries
 
 BUGS = ("correct", "noise-off", "noise-10x-small", "clipping-off", "poisson-claim", "global-standardisation")
 DATA = synthetic(40, 10, seed=0, noise=2.0)  # 40 noisy series; the last L_F value of each is held out
