@@ -47,7 +47,10 @@ gradient) and without that mean when not.
   deviation; both functions of the output only), μ = 1/σ the signal of one participation in noise
   units under the configuration's σ and p = :func:`participation_rate` (E[K_t], as a
   participation probability): the Neyman-Pearson statistic of the paper's mixture pair when
-  the canary's participation is unknown to the auditor.
+  the canary's participation is unknown to the auditor. The median centring costs power when
+  the noise dominates (the median then moves with about ρ times the signal): measured, the
+  ``sum`` carries the private runs and the ``mixture`` the runs without noise
+  (:mod:`attacks.canary.whitebox`).
 
 Other optimizers (Adam) transform g̃_t; any function of the transcript and of public
 quantities (σ, the scheme) is a valid score, it may only lose power. The scores are fixed

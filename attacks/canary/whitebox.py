@@ -8,6 +8,19 @@ inclusion bits). :func:`audit_loop` runs R of them on the sharded engine
 (:func:`attacks.canary.runs.run_many`) and certifies the pooled m·R canaries with a plug-in
 certifier (:mod:`attacks.canary.evidence`; Steinke et al. 2023 by default): a **lower** bound
 on the loop's event-level ε at δ, compared with the sound ε the loop's accountant reports.
+
+Measured (m = 1000, one run, seed 0, SGD 0.05, simple-ff, 10 epochs, δ = 1e-5, 95%; Steinke /
+the f-DP one-run certifier of Mahloujifar et al. on the same evidence):
+
+* default configuration (N = 320, L = 20, Λ = 32, WOR/WR, 100 steps): σ calibrated to sound
+  ε = 2 or 8 certifies 0 / 0 with both; even without noise (no clipping) only 0.05. A canary
+  takes part in a step with probability ρ r = 0.01, about once in the run: one Gaussian shift
+  of 1/σ noise units is all the evidence a canary carries, far below what m = 1000 canaries
+  can certify.
+* short series (N = 40, L = L_C + L_F = 9, Λ = 10: r = 1, ρ = 1/4, 40 steps, ten
+  participations per canary): sound ε 2.00 -> 0.113 / 0.155 (ratio 0.06 / 0.08); sound
+  ε 8.00 -> 0.868 / 0.832 (ratio 0.11 / 0.10); without noise 3.217 / 4.322 against the σ = 8
+  claim of 1.696: flagged in one run.
 """
 from __future__ import annotations
 
