@@ -110,14 +110,17 @@ def test_pooled_runs_raise_the_certified_bound_of_a_no_noise_loop(one_thread):
 
 
 def test_one_and_two_workers_and_a_lost_run_give_identical_evidence(tmp_path, one_thread):
-    """Runs are seeded from one SeedSequence and pooled in run order: in-process, 2 spawned workers, and a run that
-    fails once (re-run) give bit-identical pooled scores and inclusion bits."""
+    """Runs are seeded from one SeedSequence and pooled in run order: in-process, 2 spawned workers, a local Dask
+    cluster of 2 workers, and a run that fails once (re-run) give bit-identical pooled scores and inclusion bits."""
+    pytest.importorskip("distributed")
     task = LoopTask("simple-ff", SHORT, SHORT_DATA, 20, epochs=1, delta=1e-5)
     here = run_many(task, 3, seed=9)
     two = run_many(task, 3, seed=9, workers=2, threads=1)
+    dask = run_many(task, 3, seed=9, workers=2, cluster="auto", threads=1)
     lost = run_many(task, 3, seed=9, shard_fn=FailOnce(str(tmp_path / "m"), world="run", index=1, fn=run_one))
     assert lost["info"]["retries"] == 1 and two["info"]["executor"] == "processes"
-    for other in (two, lost):
+    assert dask["info"]["executor"] == "dask"
+    for other in (two, dask, lost):
         assert np.array_equal(here["evidence"]["included"], other["evidence"]["included"])
         for name, s in here["evidence"]["scores"].items():
             assert np.array_equal(s, other["evidence"]["scores"][name])
