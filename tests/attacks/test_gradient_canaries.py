@@ -53,6 +53,14 @@ def test_participation_follows_the_scheme_law_for_one_element():
     assert np.count_nonzero(det.sum(0)) == 1  # one fixed step of the epoch holds the canary's sequence
 
 
+def test_inclusion_is_a_fair_coin_per_canary():
+    """Each of 4000 canaries is included independently with probability 1/2: the count is Binomial(4000, 1/2)
+    (two-sided test at level 1e-3, fixed seed), and another seed draws other bits."""
+    a, b = (GradientCanaries(TrainingConfig(), 4000, clip=1.0, seed=s).included for s in (0, 1))
+    assert stats.binomtest(int(a.sum()), 4000, 0.5).pvalue > 1e-3, a.sum()
+    assert 0.4 < np.mean(a != b) < 0.6
+
+
 def test_canaries_never_share_a_window_and_the_clipped_norm_is_C():
     """Each canary adds exactly K C u_i (unit u_i, orthonormal for m ≤ d); one window never holds two canaries, so
     with r = 1 and λ = 1 a step's count is 0 or 1 for each."""
