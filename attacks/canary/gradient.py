@@ -176,7 +176,9 @@ class GradientCanaries:
     ``numpy.random.SeedSequence``) fixes inclusion, placements, participation and directions.
     Use: :meth:`attach` to the trained parameters, then per step :meth:`gradient` (the canaries'
     clipped sum, to add to ĝ before the noise), :meth:`snapshot` before and :meth:`observe`
-    after the optimizer's step; :meth:`evidence` gives the scores and inclusion bits.
+    after the optimizer's step; :meth:`evidence` gives the scores and inclusion bits. Memory: the
+    directions are an (m, d) float32 matrix on the parameters' device and the projections a
+    (steps, m) record, so m · d must fit (4 GB for m = 1000 and d = 10^6).
     """
 
     def __init__(self, config: TrainingConfig, m: int, *, clip: float, seed=0):
