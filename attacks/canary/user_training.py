@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -106,34 +107,23 @@ def _window_losses(model, loss, train, context: torch.Tensor, forecast: torch.Te
     return out
 
 
-def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,
-                   canaries: int, delta: float, epsilon: Optional[float] = None,
-                   loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
-                   spike: float = 10.0) -> dict:
-    """One-run canary audit of ``train`` on ``data`` (module docstring); a lower bound on the training's ε.
-
-    ``config`` gives the window geometry (L_C, L_F) the canaries are scored on; ``epsilon``
-    (optional) is the ε your training claims at ``delta``. Returns a JSON-ready dict:
-    canaries, included, epsilon_lower, confidence, delta, epsilon_claimed, violation, the
-    score's guesses and AUC.
-    """
-    canaries = check_int("canaries", canaries, 2)
-    confidence = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
-    delta = check_delta(delta)
-    spike = check_real("spike", spike, low=0.0, low_open=True)
-    if epsilon is not None:
-        epsilon = check_epsilon(epsilon)
-    seed = check_int("seed", seed, 0, SEED_MAX)
-    _check_arity("train", train, [])
-    if loss is not None:
-        _check_arity("loss", loss, None, None, None)
-    base = data if isinstance(data, SeriesData) else SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in data))
-    loss = _default_loss if loss is None else loss
-    rng = np.random.default_rng(seed)
+def _placed(base: SeriesData, config: TrainingConfig, canaries: int, rng: np.random.Generator, spike: float):
+    """The canaries' (series, position, spike) (ConfigError naming ``canaries`` when they do not fit)."""
     try:
-        series, position, values = place_canaries(base, canaries, config, rng, spike)
+        return place_canaries(base, canaries, config, rng, spike)
     except ValueError as exc:  # too many canaries for the data, or series too short to hold out L_F
         raise ConfigError("canaries", str(exc), canaries) from None
+
+
+def spike_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
+                   loss: Optional[Callable] = None, seed=0, spike: float = 10.0) -> dict:
+    """One training run of ``train`` with m spike canaries (module docstring): {"scores": {"memorisation"}, "included"}.
+
+    ``seed``: an int or a ``numpy.random.SeedSequence`` (placements, signs and inclusion bits).
+    """
+    loss = _default_loss if loss is None else loss
+    rng = np.random.default_rng(seed)
+    series, position, values = _placed(base, config, canaries, rng, spike)
     included = rng.random(canaries) < 0.5
     model = _call("train", train, [s.copy() for s in with_canaries(base, series, position, values, included).series])
     if model is None:
@@ -151,12 +141,69 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
         per_window = np.zeros(flat.numel())
         per_window[flat.numpy()] = _window_losses(model, loss, train, context, forecast)
         losses.append(per_window.reshape(valid.shape).sum(1))
-    score = losses[0] - losses[1]
-    bounds = certify({"memorisation": score}, included, delta, confidence)
+    return {"scores": {"memorisation": losses[0] - losses[1]}, "included": included}
+
+
+@dataclass(frozen=True)
+class SpikeTask:
+    """One run of a multi-run spike audit (:func:`attacks.canary.runs.run_many`): picklable when ``train`` / ``loss`` are
+    module-level functions; :meth:`check` refuses a placement that cannot fit before any run starts."""
+
+    train: Callable
+    data: SeriesData
+    config: TrainingConfig
+    canaries: int
+    loss: Optional[Callable] = None
+    spike: float = 10.0
+
+    def check(self) -> None:
+        _placed(self.data, self.config, self.canaries, np.random.default_rng(0), self.spike)
+
+    def __call__(self, seed: np.random.SeedSequence) -> dict:
+        return spike_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss, seed=seed,
+                              spike=self.spike)
+
+
+def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidence, spike) -> tuple:
+    """(canaries, δ, ε, seed, confidence, spike) validated before any training (ConfigError naming the value;
+    :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot take its arguments)."""
+    canaries = check_int("canaries", canaries, 2)
+    confidence = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+    delta = check_delta(delta)
+    spike = check_real("spike", spike, low=0.0, low_open=True)
+    if epsilon is not None:
+        epsilon = check_epsilon(epsilon)
+    seed = check_int("seed", seed, 0, SEED_MAX)
+    _check_arity("train", train, [])
+    if loss is not None:
+        _check_arity("loss", loss, None, None, None)
+    return canaries, delta, epsilon, seed, confidence, spike
+
+
+def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,
+                   canaries: int, delta: float, epsilon: Optional[float] = None,
+                   loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
+                   spike: float = 10.0) -> dict:
+    """One-run canary audit of ``train`` on ``data`` (module docstring); a lower bound on the training's ε.
+
+    ``config`` gives the window geometry (L_C, L_F) the canaries are scored on; ``epsilon``
+    (optional) is the ε your training claims at ``delta``. Returns a JSON-ready dict:
+    canaries, included, epsilon_lower, confidence, delta, epsilon_claimed, violation, the
+    score's guesses and AUC.
+    """
+    canaries, delta, epsilon, seed, confidence, spike = check_audit_inputs(
+        train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike)
+    evidence = spike_evidence(train, as_series(data), config, canaries=canaries, loss=loss, seed=seed, spike=spike)
+    bounds = certify(evidence["scores"], evidence["included"], delta, confidence)
     lower = bounds["epsilon_lower"]
     return {
-        "canaries": canaries, "included": int(included.sum()), "spike": spike, "delta": delta,
+        "canaries": canaries, "included": int(evidence["included"].sum()), "spike": spike, "delta": delta,
         "confidence": confidence, "epsilon_lower": lower, "epsilon_claimed": epsilon,
         "violation": epsilon is not None and math.isfinite(epsilon) and lower > epsilon,
         "scores": bounds["scores"],
     }
+
+
+def as_series(data: Union[SeriesData, Sequence]) -> SeriesData:
+    """``data`` as :class:`SeriesData` (a sequence of 1-D arrays is copied as float64)."""
+    return data if isinstance(data, SeriesData) else SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in data))

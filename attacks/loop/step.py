@@ -149,10 +149,19 @@ def dp_step(
     return gradient
 
 
-def nonprivate_step(model: nn.Module, optimizer: torch.optim.Optimizer, context: torch.Tensor, forecast: torch.Tensor) -> float:
-    """Ordinary (non-private) SGD step on the mean loss — the ε = ∞ reference of the paper's tables."""
-    loss = model(context, forecast).mean()
+def nonprivate_step(model: nn.Module, optimizer: torch.optim.Optimizer, context: torch.Tensor, forecast: torch.Tensor,
+                    extra: Optional[list] = None) -> float:
+    """Ordinary (non-private) SGD step on the mean loss — the ε = ∞ reference of the paper's tables.
+
+    ``extra``: tensors added to the trainable parameters' gradients (in order) before the step
+    (white-box canaries); an empty batch then steps on ``extra`` alone.
+    """
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    loss = model(context, forecast).mean() if context.shape[0] > 0 else torch.zeros(())
+    if context.shape[0] > 0:
+        loss.backward()
+    if extra is not None:
+        for p, e in zip((p for p in model.parameters() if p.requires_grad), extra):
+            p.grad = e.clone() if p.grad is None else p.grad + e
     optimizer.step()
     return float(loss.detach())

@@ -63,12 +63,14 @@ def evaluate(model: torch.nn.Module, train: SeriesData, targets: np.ndarray, con
 
 
 def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int, *, clip: float, private: bool,
-               generator: torch.Generator, emit, bar) -> None:
+               generator: torch.Generator, emit, bar, canaries=None) -> None:
     """``n_steps`` training steps of ``config``'s scheme (Algorithm 1's inner loop, Algorithm 2 steps).
 
     Samples one epoch of batches at a time from its start (so deterministic/shuffled iteration
     restarts its epoch with every call, as the events module assumes) and calls ``emit(i)``
-    after step i (0-based within this call).
+    after step i (0-based within this call). ``canaries`` (:class:`attacks.canary.gradient.GradientCanaries`,
+    attached to ``model``) add their clipped sum to ĝ before the noise (divided by Λ with it)
+    and score every step's parameter delta.
     """
     done = 0
     while done < n_steps:
@@ -81,12 +83,21 @@ def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int
             if config.augmented:
                 context, forecast = augment(context, forecast, sigma_context=config.sigma_context,
                                             sigma_forecast=config.sigma_forecast, v=config.v, generator=generator)
+            extra = None
+            if canaries is not None:
+                extra = [g / config.batch_size for g in canaries.gradient()]
+                before = canaries.snapshot()
             if private:
                 gradient = private_gradient(model, context, forecast, clip=clip, sigma=config.sigma,
                                             batch_size=config.batch_size, generator=generator)
+                if extra is not None:
+                    names = [name for name, p in model.named_parameters() if p.requires_grad]
+                    gradient = {name: gradient[name] + e for name, e in zip(names, extra)}
                 apply_gradient(model, opt, gradient)
-            elif context.shape[0] > 0:
-                nonprivate_step(model, opt, context, forecast)
+            elif context.shape[0] > 0 or extra is not None:
+                nonprivate_step(model, opt, context, forecast, extra=extra)
+            if canaries is not None:
+                canaries.observe(before)
             emit(done + i)
             bar.update(1)
         done += chunk
@@ -146,6 +157,7 @@ def train(
     season: int = 24,
     n_samples: int = 100,
     return_model: bool = False,
+    canaries=None,
 ) -> dict:
     """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
 
@@ -161,7 +173,9 @@ def train(
     clipping and noise (no ε). Each series' last L_F steps are the test set. Returns a
     JSON-ready dict: crps, untrained_crps, seasonal_naive_crps, epsilon, steps,
     compositions, epochs, seconds, ledger, ...; ``return_model=True`` adds the trained model
-    (key ``trained_model``, not JSON) for audits.
+    (key ``trained_model``, not JSON) for audits. ``canaries``: white-box gradient canaries
+    (:class:`attacks.canary.gradient.GradientCanaries` of this configuration and ``clip``),
+    attached to the model and fed every step (not with warm-up steps, whose epochs restart).
     """
     if epsilon is None and epochs is None:
         raise ConfigError("epsilon", "give an ε budget (epsilon) or a number of epochs")
@@ -178,6 +192,8 @@ def train(
     if warmup_steps and (not private or warmup_sigma is None):
         raise ConfigError("warmup_sigma", "warm-up steps need private training and their noise multiplier",
                           warmup_sigma)
+    if canaries is not None and warmup_steps:
+        raise ConfigError("warmup_steps", "gradient canaries follow one batching from the first step: no warm-up")
     train_data, targets = data.split(config.forecast_length)
     if train_data.N != config.N:
         raise ConfigError("N", f"the data has {train_data.N} series (set --N {train_data.N})", config.N)
@@ -221,6 +237,8 @@ def train(
         torch.manual_seed(seed)
         model = make_model(model_name, config.context_length, config.forecast_length).to(dev)
     opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr)
+    if canaries is not None:
+        canaries.attach(model.parameters())
     padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length)
     padded = padded.to(dev)
 
@@ -232,7 +250,7 @@ def train(
             continue
         emit = (lambda i, c=phase: accountant.compose(step_event(c, i, theorem))) if private else (lambda i: None)
         _run_steps(model, opt, padded, make_sampler(phase, train_data.lengths), phase, n_steps, clip=clip,
-                   private=private, generator=generator, emit=emit, bar=bar)
+                   private=private, generator=generator, emit=emit, bar=bar, canaries=canaries)
     bar.close()
     seconds = time.perf_counter() - started
 

@@ -177,7 +177,7 @@ class ShardError(RuntimeError):
 class _Tracker:
     """Collects results (one per shard key), counts attempts, drives the progress bar and the stop rule."""
 
-    def __init__(self, specs, stop, progress, max_attempts):
+    def __init__(self, specs, stop, progress, max_attempts, desc):
         from tqdm.auto import tqdm
 
         self.specs = {s.key: s for s in specs}
@@ -185,7 +185,7 @@ class _Tracker:
         self.attempts: Dict[Tuple[str, int], int] = {}
         self.stop, self.max_attempts = stop, max_attempts
         self.stopped = False
-        self.bar = tqdm(total=sum(s.trials for s in specs), disable=not progress, desc="audit trials (both worlds)",
+        self.bar = tqdm(total=sum(s.trials for s in specs), disable=not progress, desc=desc,
                         unit="trial", unit_scale=True, file=sys.stderr)
 
     def done(self, result: ShardStats) -> None:
@@ -342,7 +342,8 @@ def _run_dask(tracker: _Tracker, fn, address: str, workers: int) -> None:
     token = uuid.uuid4().hex[:8]
     try:
         def submit(spec, attempt):
-            return client.submit(fn, spec, key=f"tsdp-shard-{token}-{spec.world}{spec.index}-{attempt}", pure=False)
+            name = "".join(map(str, spec.key))
+            return client.submit(fn, spec, key=f"tsdp-shard-{token}-{name}-{attempt}", pure=False)
 
         futures, initial = {}, []
         for spec in tracker.pending():
@@ -373,9 +374,12 @@ def _run_dask(tracker: _Tracker, fn, address: str, workers: int) -> None:
 
 def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[str] = None, progress: bool = False,
                stop: Optional[Callable[[dict], bool]] = None, shard_fn=run_shard,
-               max_attempts: int = MAX_ATTEMPTS) -> Tuple[Dict[Tuple[str, int], ShardStats], dict]:
-    """Run ``specs`` and return ({(world, index): ShardStats}, info).
+               max_attempts: int = MAX_ATTEMPTS, desc: str = "audit trials (both worlds)") -> Tuple[dict, dict]:
+    """Run ``specs`` and return ({spec.key: shard_fn(spec)}, info).
 
+    Any unit of work fits: a spec has a hashable ``key`` and a ``trials`` count (the progress
+    bar's unit, ``desc`` its label); ``shard_fn(spec)`` returns a result with the same ``key``
+    and ``trials`` (e.g. :class:`ShardStats` of :func:`run_shard`, the default).
     ``workers=1`` without ``cluster``: in this process; ``workers > 1``: that many spawned local
     processes; ``cluster``: Dask (address or ``"auto"``). ``stop(results)`` is called after each
     shard and ends the run early when it returns True (the sequential test); the results then hold
@@ -383,7 +387,7 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    tracker = _Tracker(specs, stop, progress, max_attempts)
+    tracker = _Tracker(specs, stop, progress, max_attempts, desc)
     started = time.perf_counter()
     try:
         if cluster is not None:

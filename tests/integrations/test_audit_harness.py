@@ -188,3 +188,22 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys, extra, 
     assert main(argv + extra) == 2
     err = capsys.readouterr().err.strip()
     assert flag in err and "\n" not in err, err
+
+
+def test_cli_runs_pool_the_same_evidence_on_one_and_two_workers(tmp_path, monkeypatch, capsys):
+    """`audit-fn --runs 3`: 3 runs of 30 fresh canaries pooled (90 canaries); in-process and 2 spawned workers give the
+    same certified numbers (runs seeded from one SeedSequence, pooled in run order), and the memoriser is flagged."""
+    from tsdp.cli.main import main
+
+    (tmp_path / "user_train_mod3.py").write_text(USER_MODULE)
+    monkeypatch.chdir(tmp_path)
+    argv = ["audit-fn", "--train", "user_train_mod3:train", "--canaries", "30", "--epsilon", "0.1", "--json",
+            "--runs", "3", "--context-length", "8", "--N", "4", "--L", "300", "--batch-size", "4", "--delta", "1e-5"]
+    outs = []
+    for workers in ("1", "2"):
+        assert main(argv + ["--workers", workers]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    one, two = outs
+    assert one["canaries"] == 90 and one["runs"] == 3 and one["violation"]
+    assert two["engine"]["executor"] == "processes" and one["engine"]["executor"] == "in-process"
+    assert one["epsilon_lower"] == two["epsilon_lower"] and one["scores"] == two["scores"]

@@ -1,8 +1,9 @@
-"""`tsdp bench {accounting,loop,audit,canary}`: benchmarks (not tests).
+"""`tsdp bench {accounting,loop,audit,canary,planted}`: benchmarks (not tests).
 
 ``accounting`` times the one-step PLD construction against dp-accounting's, interleaved
 over rounds on equal work (:mod:`verify.bench_accounting`, :mod:`verify.bench_rounds`);
-``loop`` and ``audit`` belong to the attacks package and are imported lazily (torch is
+``loop``, ``audit``, ``canary`` and ``planted`` (canary audits of an Opacus loop with planted
+bugs; needs ``tsdp[opacus]``) belong to the attacks package and are imported lazily (torch is
 never imported by verify/ at module import time).
 """
 from __future__ import annotations
@@ -20,13 +21,15 @@ BENCHES = {
     "loop": ("tsdp.attacks.loop.bench", "bench_loop", "format_bench"),
     "audit": ("tsdp.attacks.montecarlo.bench", "bench_audit", "format_bench"),
     "canary": ("tsdp.attacks.canary.bench", "bench_canary", "format_bench"),
+    "planted": ("tsdp.attacks.integrations.planted_opacus", "bench_planted", "format_bench"),
 }
 CANARY_FLAGS = {"--mu", "--canaries", "--seeds", "--delta", "--confidence", "--seed"}
 
 
 def add_parsers(sub, command) -> None:
     """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``."""
-    p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run analyses)",
+    p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run "
+                       "analyses), planted (bugs in an Opacus loop)",
                        description="Run a benchmark and print its figures (--json for machines).")
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=None,
@@ -58,7 +61,7 @@ def add_parsers(sub, command) -> None:
         module_name, fn_name, fmt_name = BENCHES[args.what]
         loop_flags = {"--models", "--batches", "--threads", "--rounds"}
         used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
-                "canary": CANARY_FLAGS}[args.what]
+                "canary": CANARY_FLAGS, "planted": set()}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
                          & ({"--discretization"} | loop_flags | CANARY_FLAGS)) - used)
         if unused:

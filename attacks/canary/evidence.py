@@ -1,0 +1,75 @@
+"""A one-run audit's evidence (per-canary scores and inclusion bits), pooled over runs and certified by a plug-in certifier.
+
+Evidence is ``{"scores": {name: (m,) array}, "included": (m,) bool}``: one or more scores per
+canary, fixed before the run, and whether the canary was included. A *certifier* is any
+function ``(scores, included, delta, confidence) -> dict`` with key ``epsilon_lower`` (a
+**lower** bound on ε at δ, holding with probability ≥ confidence) that takes one score vector:
+:func:`steinke` (Steinke, Nasr & Jagielski 2023, :mod:`attacks.canary.steinke_bound`) by
+default; an f-DP one-run analysis plugs in the same way. :func:`certify_evidence` runs it on
+every named score at confidence 1 - (1 - confidence) / (number of scores) (Bonferroni), so the
+best of them holds at ``confidence``.
+
+Pooling runs (:func:`pool`). R independent runs of the training, each with fresh canaries
+(fresh directions or spikes, fresh independent inclusion bits) and its own seed, give R·m
+canaries. Their concatenation is the evidence of *one* run of the product mechanism
+M(S) = (M_1(S_1), ..., M_R(S_R)), whose input is all R·m inclusion bits, each included
+independently with probability 1/2. Changing canary (r, i) changes only M_r's input; the other
+runs' outputs are independent of it, so M is (ε, δ)-DP in each canary whenever every M_r is
+(ε, δ)-DP in each of its canaries: no composition, the per-canary ε is the one of a single
+run (a canary lives in one run only). The one-run theorems assume exactly this (independent
+inclusion with probability 1/2, scores a function of the output), so they apply to the pooled
+R·m canaries and certify: "the training is not (ε, δ)-DP with respect to one canary
+(event level) for ε below ``epsilon_lower``", with m·R in place of m in the bound (in
+Steinke et al.'s δ term as well). The order of concatenation is fixed by the run index, never
+by completion order, so 1 or N workers give the same certified numbers.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Dict, Optional, Sequence
+
+import numpy as np
+
+from .steinke_bound import certify as _steinke_certify
+
+Certifier = Callable[[np.ndarray, np.ndarray, float, float], dict]
+
+
+def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> dict:
+    """Steinke et al. (2023) on one score vector (:func:`attacks.canary.steinke_bound.certify`): guesses, AUC, ε lower bound."""
+    return _steinke_certify({"score": scores}, included, delta, confidence)["scores"]["score"]
+
+
+def pool(evidences: Sequence[dict]) -> dict:
+    """The concatenation of runs' evidence in the given order (module docstring): same score names in every run.
+
+    Any other keys of a run's evidence (its ε, its steps, ...) are kept per run under ``runs``.
+    """
+    if not evidences:
+        raise ValueError("no evidence to pool")
+    names = list(evidences[0]["scores"])
+    if any(list(e["scores"]) != names for e in evidences):
+        raise ValueError("every run must give the same scores")
+    return {"scores": {n: np.concatenate([np.asarray(e["scores"][n], dtype=float) for e in evidences]) for n in names},
+            "included": np.concatenate([np.asarray(e["included"], dtype=bool) for e in evidences]),
+            "runs": [{k: v for k, v in e.items() if k not in ("scores", "included")} for e in evidences]}
+
+
+def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifier: Certifier = steinke,
+                     claimed: Optional[float] = None) -> dict:
+    """Certify ``evidence`` (Bonferroni over its scores; module docstring): JSON-ready, with ``violation`` vs ``claimed``.
+
+    ``epsilon_lower`` is the best score's bound (a **lower** bound on ε at ``delta`` with
+    probability ≥ ``confidence``); ``violation`` is ``epsilon_lower > claimed`` for a finite claim.
+    """
+    scores: Dict[str, np.ndarray] = evidence["scores"]
+    included = np.asarray(evidence["included"], dtype=bool)
+    each = 1 - (1 - confidence) / len(scores)
+    out = {name: certifier(np.asarray(s, dtype=float), included, delta, each) for name, s in scores.items()}
+    lower = max(r["epsilon_lower"] for r in out.values())
+    return {"canaries": int(included.size), "included": int(included.sum()), "delta": delta,
+            "confidence": confidence, "epsilon_lower": lower, "epsilon_claimed": claimed,
+            "violation": claimed is not None and math.isfinite(claimed) and lower > claimed, "scores": out}
+
+
+__all__ = ["Certifier", "certify_evidence", "pool", "steinke"]

@@ -1,0 +1,249 @@
+"""White-box gradient canaries for DP-SGD (Nasr et al. 2023, "Tight auditing of differentially private machine
+learning"; Andrew et al. 2023, "One-shot empirical privacy estimation for federated learning").
+
+A canary is an extra training *element* whose clipped gradient is a fixed direction of norm C:
+canary i has a unit direction u_i of parameter space (a uniformly random orthonormal set when
+m ≤ d parameters, so no canary's signal leaks into another's score; i.i.d. uniform unit
+vectors otherwise, nearly orthogonal only when m ≪ d) and, in a step where K_{t,i} of the step's
+windows hold it, adds K_{t,i} · C · u_i to the clipped sum ĝ_t of Algorithm 2, before the noise.
+Each canary is included in the run independently with probability 1/2 (the one-run game).
+
+Participation (:class:`Participation`): the canaries are elements of *virtual* datasets of
+the configuration's shape (N sequences of its lengths; independent replicas as many as the
+canaries need), placed at distinct positions at least L_C + L_F apart (no window holds two of
+them, so every window's clipped gradient keeps norm ≤ C) in sequences of the shortest length
+and where an element lies in the most windows (the accountant's r = k / T). Every step draws
+each replica's batch with the configured scheme's own sampler
+(:func:`attacks.loop.samplers.make_sampler`, the code the loop uses) and K_{t,i} counts the
+drawn windows that hold canary i. So each canary takes part in steps with
+exactly the law of one element under the scheme the accountant accounts, independently of the
+real data's batches.
+
+Why the training's claimed ε covers each canary (the direction a lower bound needs). Fix the
+other canaries' inclusions. The virtual mechanism (all replicas) "release V_t = Σ_i K_{t,i} C u_i [i included]
++ N(0, σ² C² I)" is DP-SGD on the virtual dataset whose windows have fixed clipped gradients
+(0, or C u_i for windows holding canary i); including canary i or not changes one element's
+windows' clipped gradients by at most C, a pair of event-level neighbours, so the sound
+accountant's (ε, δ) bounds it. The real update is V_t plus the real data's clipped sum, a
+function of the earlier updates and of randomness independent of the canaries: the real
+transcript is a post-processing of the virtual one, hence (ε, δ)-DP in each canary. The
+auditor observes the parameter deltas Δθ_t (the transcript DP-SGD's guarantee covers).
+
+Scores (:meth:`GradientCanaries.evidence`), from the projections x_{t,i} = -⟨Δθ_t, u_i⟩. With
+SGD Δθ_t = -η g̃_t, so x_{t,i} = η ⟨g̃_t, u_i⟩: given the participations it is Gaussian with mean
+η K_{t,i} C / Λ when i is included (plus the nearly orthogonal other canaries and the data's
+gradient) and without that mean when not.
+
+* ``sum``: s_i = Σ_t x_{t,i}, the Neyman-Pearson statistic of a Gaussian shift in a known
+  direction summed over the steps (Nasr et al.'s white-box gradient canaries; on the final
+  model delta, Andrew et al.'s one-run Gaussian canaries). Optimal when a canary takes part
+  in every step; under subsampling most steps carry no signal and add only noise.
+* ``mixture``: the log-likelihood ratio of the subsampled Gaussian mechanism the accountant
+  bounds, Σ_t log(1 - p + p exp(μ z_{t,i} - μ²/2)), with z_{t,i} = (x_{t,i} - med_t x_{t,i}) / s_t:
+  the projection less its median over the steps (the data's gradient moves the parameters
+  coherently over many steps, a persistent offset ⟨Σ_t D_t, u_i⟩ per canary that the sum
+  accumulates; a canary taking part in fewer than half the steps has median signal 0) in
+  units of its spread across the canaries at step t (s_t = 1.4826 · median absolute
+  deviation; both functions of the output only), μ = 1/σ the signal of one participation in noise
+  units under the configuration's σ and p = :func:`participation_rate` (E[K_t], as a
+  participation probability): the Neyman-Pearson statistic of the paper's mixture pair when
+  the canary's participation is unknown to the auditor. The median centring costs power when
+  the noise dominates (the median then moves with about ρ times the signal): measured, the
+  ``sum`` carries the private runs and the ``mixture`` the runs without noise
+  (:mod:`attacks.canary.whitebox`).
+
+Other optimizers (Adam) transform g̃_t; any function of the transcript and of public
+quantities (σ, the scheme) is a valid score, it may only lose power. The scores are fixed
+before the run, so a one-run certifier (e.g. :func:`attacks.canary.steinke_bound.certify`,
+Bonferroni over the scores) turns them into a **lower** bound on ε.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from tsdp.theorems.config import ConfigError, TrainingConfig
+
+from tsdp.attacks.loop.samplers import make_sampler, n_starts_of
+
+
+def _placements(config: TrainingConfig, m: int, rng: np.random.Generator):
+    """(replica, sequence, padded column) of m canary elements of the virtual datasets (module docstring).
+
+    Candidates: in each replica of the configuration's dataset, the shortest sequences and in
+    each the columns whose element lies in the largest number of windows, every
+    (L_C + L_F)-th of them (no window holds two canaries). As many independent replicas as m
+    needs; the m slots are a uniform choice among theirs.
+    """
+    n_starts = n_starts_of(config).numpy()
+    k = config.window_length
+    shortest = np.flatnonzero(n_starts == n_starts.min())
+    t = int(n_starts.min())
+    column = np.arange(config.context_length, config.context_length + t + config.forecast_length - 1)
+    held = np.minimum(column, t - 1) - np.maximum(column - k + 1, 0) + 1  # windows holding each column
+    best = column[held == held.max()][::k]
+    per_replica = len(shortest) * len(best)
+    replicas = -(-m // per_replica)
+    flat = rng.choice(replicas * per_replica, size=m, replace=False)
+    slot = flat % per_replica
+    return flat // per_replica, shortest[slot // len(best)], best[slot % len(best)], replicas
+
+
+class Participation:
+    """K_{t,i}: how many windows of step t hold canary i, drawn by the configured scheme's sampler (module docstring).
+
+    The canaries live in independent replicas of a virtual dataset of the configuration's shape
+    (as many as the canaries need, each canary in one); every replica's batches are drawn by the
+    scheme's sampler, one epoch at a time from the first step on, as the training loop draws its
+    own (deterministic and shuffled iteration restart their epoch order every epoch). A draw of
+    R epochs of an epoch-structured sampler is R independent epochs, one per replica.
+    """
+
+    def __init__(self, config: TrainingConfig, m: int, rng: np.random.Generator, generator: torch.Generator):
+        self.config = config
+        self.sampler = make_sampler(config)
+        replica, seq, column, self.replicas = _placements(config, m, rng)
+        self.replica, self.seq, self.column = (torch.as_tensor(a, device=generator.device)
+                                               for a in (replica, seq, column))
+        self.generator = generator
+        self.n_starts = int(n_starts_of(config).max())
+        self._epoch: Optional[torch.Tensor] = None
+        self._next = 0
+
+    def _draw_epoch(self) -> torch.Tensor:
+        """(steps_per_epoch, m) window counts of one epoch of every replica's batches."""
+        per = self.sampler.steps_per_epoch
+        index = self.sampler.sample(per * self.replicas, self.generator)
+        device = index.seq.device
+        hist = torch.zeros(index.n_steps, self.config.N, self.n_starts + 1, device=device)
+        step = torch.arange(index.n_steps, device=device)[:, None].expand_as(index.seq)
+        hist.index_put_((step, index.seq, index.start + 1), index.mask.to(hist.dtype), accumulate=True)
+        cum = hist.cumsum(-1)  # cum[s, n, t + 1] = windows of sequence n starting at ≤ t in step s
+        k = self.config.window_length
+        hi = torch.clamp(self.column, max=self.n_starts - 1) + 1
+        lo = torch.clamp(self.column - k + 1, min=0)
+        rows = self.replica * per + torch.arange(per, device=device)[:, None]  # (per, m): step s of each replica
+        return (cum[rows, self.seq, hi] - cum[rows, self.seq, lo]).round().long()
+
+    def next(self) -> torch.Tensor:
+        """The (m,) window counts of the next step."""
+        if self._epoch is None or self._next == self._epoch.shape[0]:
+            self._epoch, self._next = self._draw_epoch(), 0
+        self._next += 1
+        return self._epoch[self._next - 1]
+
+
+def participation_rate(config: TrainingConfig) -> float:
+    """E[K_t]: expected windows holding one canary per step under ``config``'s scheme (canaries as :class:`Participation` places them).
+
+    Top level: ρ = N'/N for WOR and Poisson, 1/steps per epoch for deterministic and shuffled
+    iteration (one step per epoch holds the sequence); bottom level: λ r (WR) or k q (Poisson);
+    pooled windows: k Λ / N_tot.
+    """
+    if config.top == "pooled":
+        return float(config.k * config.batch_size / config.n_windows_total)
+    top = float(config.rho) if config.top in ("wor", "poisson") else 1.0 / config.steps_per_epoch
+    bottom = float(config.instances * config.r) if config.bottom == "wr" else float(config.k * config.q)
+    return top * bottom
+
+
+def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.ndarray:
+    """Σ_t log(1 - p + p exp(μ z_t - μ²/2)) per canary from (steps, m) projections (module docstring, ``mixture``).
+
+    μ = 1/σ (σ = 0 is read as a tiny σ: the statistic tends to the largest standardised step).
+    """
+    if projections.shape[0] == 0:
+        return np.zeros(projections.shape[1])
+    y = projections - np.median(projections, axis=0, keepdims=True)
+    spread = 1.4826 * np.median(np.abs(y - np.median(y, axis=1, keepdims=True)), axis=1, keepdims=True)
+    z = y / np.where(spread > 0, spread, 1.0)
+    mu = 1.0 / max(sigma, 1e-3)
+    p = min(max(rate, 1e-12), 1.0)
+    return np.logaddexp(np.log1p(-p) if p < 1 else -np.inf, np.log(p) + mu * z - mu * mu / 2).sum(axis=0)
+
+
+def _flat(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([t.detach().reshape(-1) for t in tensors])
+
+
+class GradientCanaries:
+    """m white-box gradient canaries of a DP-SGD run (module docstring): directions, inclusion, participation, score.
+
+    ``config`` is the batching the canaries take part in (the scheme your loader draws, whose
+    accounting you claim), ``clip`` the clipping norm C. ``seed`` (an int or a
+    ``numpy.random.SeedSequence``) fixes inclusion, placements, participation and directions.
+    Use: :meth:`attach` to the trained parameters, then per step :meth:`gradient` (the canaries'
+    clipped sum, to add to ĝ before the noise), :meth:`snapshot` before and :meth:`observe`
+    after the optimizer's step; :meth:`evidence` gives the scores and inclusion bits. Memory: the
+    directions are an (m, d) float32 matrix on the parameters' device and the projections a
+    (steps, m) record, so m · d must fit (4 GB for m = 1000 and d = 10^6).
+    """
+
+    def __init__(self, config: TrainingConfig, m: int, *, clip: float, seed=0):
+        if isinstance(m, bool) or not isinstance(m, int) or m < 2:
+            raise ConfigError("canaries", "must be an integer >= 2", m)
+        if not clip > 0:
+            raise ConfigError("clip", "must be > 0", clip)
+        seeds = np.random.SeedSequence(seed) if isinstance(seed, int) else seed
+        inclusion, placement, steps, directions = seeds.spawn(4)
+        self.config, self.m, self.clip = config, m, float(clip)
+        self.included = np.random.default_rng(inclusion).random(m) < 0.5
+        self._placement_rng = np.random.default_rng(placement)
+        self._steps_seed = int(steps.generate_state(1, np.uint64)[0] >> np.uint64(1))
+        self._directions_seed = int(directions.generate_state(1, np.uint64)[0] >> np.uint64(1))
+        self.params: List[torch.Tensor] = []
+        self.participations = np.zeros(m, dtype=np.int64)  # Σ_t K_{t,i}, included or not (the law's record)
+        self.steps = 0
+
+    def attach(self, params) -> "GradientCanaries":
+        """Bind to the trained parameters (those with ``requires_grad``); draws the directions on their device."""
+        self.params = [p for p in params if p.requires_grad]
+        if not self.params:
+            raise ValueError("no trainable parameters to attach gradient canaries to")
+        device = self.params[0].device
+        d = sum(p.numel() for p in self.params)
+        g = torch.Generator(device="cpu").manual_seed(self._directions_seed)
+        u = torch.randn(d, self.m, generator=g, dtype=torch.float64)
+        if self.m <= d:  # Q of a Gaussian matrix (signs fixed by R's diagonal): uniform orthonormal columns
+            q, r = torch.linalg.qr(u)
+            u = q * torch.sign(torch.diagonal(r))
+        self.directions = (u / u.norm(dim=0, keepdim=True)).T.contiguous().to(device=device, dtype=torch.float32)
+        self.participation = Participation(self.config, self.m, self._placement_rng,
+                                           torch.Generator(device=device).manual_seed(self._steps_seed))
+        self._mask = torch.as_tensor(self.included, device=device, dtype=torch.float32)
+        self._projections: List[torch.Tensor] = []
+        return self
+
+    def gradient(self) -> List[torch.Tensor]:
+        """This step's canary clipped sum Σ_i [i included] K_{t,i} C u_i, split like the parameters (advances a step)."""
+        counts = self.participation.next()
+        self.participations += counts.cpu().numpy()
+        self.steps += 1
+        flat = (counts.to(torch.float32) * self._mask * self.clip) @ self.directions
+        out, offset = [], 0
+        for p in self.params:
+            out.append(flat[offset:offset + p.numel()].view_as(p).to(p.dtype))
+            offset += p.numel()
+        return out
+
+    def snapshot(self) -> torch.Tensor:
+        """The parameters as one flat vector (take it before the optimizer's step)."""
+        return _flat(self.params)
+
+    def observe(self, before: torch.Tensor) -> None:
+        """Record the step's projections x_{t,i} = -⟨Δθ_t, u_i⟩ from the parameters before it (module docstring)."""
+        delta = _flat(self.params) - before
+        self._projections.append(-(self.directions @ delta.to(self.directions.dtype)))
+
+    def evidence(self) -> dict:
+        """{"scores": {"sum": (m,), "mixture": (m,)}, "included": (m,) bool}: the run's evidence (module docstring)."""
+        x = (torch.stack(self._projections).double().cpu().numpy() if self._projections
+             else np.zeros((0, self.m)))
+        return {"scores": {"sum": x.sum(axis=0),
+                           "mixture": mixture_scores(x, self.config.sigma, participation_rate(self.config))},
+                "included": self.included.copy()}
+
+
+__all__ = ["GradientCanaries", "Participation", "mixture_scores", "participation_rate"]

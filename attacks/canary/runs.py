@@ -1,0 +1,72 @@
+"""Many independent one-run canary audits on the sharded engine (:mod:`attacks.montecarlo.shards`), pooled soundly.
+
+A *task* is a picklable callable ``task(seed: numpy.random.SeedSequence) -> evidence`` (one
+training run with fresh canaries and inclusion bits drawn from ``seed``; evidence as in
+:mod:`attacks.canary.evidence`). :func:`run_many` gives run r the r-th child of
+``SeedSequence(seed).spawn(runs)``, runs the R runs as shards of the engine (in this process,
+``workers`` local processes, or a Dask cluster; a lost run is re-run, never dropped) and pools
+their evidence in run order (:func:`attacks.canary.evidence.pool`: why pooling is sound). The
+result depends on the task, ``runs`` and ``seed`` only, never on the number of workers.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from tsdp.attacks.montecarlo.shards import run_shards
+
+from .evidence import pool
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Run ``index`` of a multi-run audit: its ``seed`` and the ``task`` it runs (``threads``: torch threads in the worker)."""
+
+    index: int
+    seed: np.random.SeedSequence
+    task: Callable = field(repr=False)
+    threads: Optional[int] = None
+    trials: int = 1  # one training run (the engine's progress unit)
+
+    @property
+    def key(self):
+        return "run", self.index
+
+
+@dataclass(frozen=True)
+class RunEvidence:
+    """The evidence of run ``key`` and its wall time."""
+
+    key: tuple
+    evidence: dict
+    seconds: float
+    trials: int = 1
+
+
+def run_one(spec: RunSpec) -> RunEvidence:
+    """One training run of a multi-run audit (the engine's unit of work); depends on ``spec`` alone."""
+    started = time.perf_counter()
+    if spec.threads:
+        torch.set_num_threads(spec.threads)
+    return RunEvidence(spec.key, spec.task(spec.seed), time.perf_counter() - started)
+
+
+def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
+             threads: Optional[int] = None, progress: bool = False, shard_fn=run_one) -> dict:
+    """R = ``runs`` independent runs of ``task`` pooled in run order: {"evidence": pooled, "runs": each run's
+    evidence in run order, "info": engine info}."""
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be a positive integer, got {runs!r}")
+    specs = [RunSpec(i, s, task, threads) for i, s in enumerate(np.random.SeedSequence(seed).spawn(runs))]
+    results, info = run_shards(specs, workers=workers, cluster=cluster, progress=progress, shard_fn=shard_fn,
+                               desc="canary audit runs")
+    info["run_seconds"] = sum(r.seconds for r in results.values())
+    each = [results[s.key].evidence for s in specs]
+    return {"evidence": pool(each), "runs": each, "info": info}
+
+
+__all__ = ["RunEvidence", "RunSpec", "run_many", "run_one"]

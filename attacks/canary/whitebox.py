@@ -1,0 +1,87 @@
+"""White-box gradient-canary audits of tsdp's own DP-SGD loop (:func:`attacks.loop.train.train`), one run or many.
+
+:class:`LoopTask` is one training run of the real loop with m fresh gradient canaries
+(:mod:`attacks.canary.gradient`: each an element of norm-C clipped gradient along its own
+direction, included with probability 1/2, taking part in steps with the configured scheme's
+law for one element); it returns the run's evidence (the ``sum`` and ``mixture`` scores and the
+inclusion bits). :func:`audit_loop` runs R of them on the sharded engine
+(:func:`attacks.canary.runs.run_many`) and certifies the pooled m·R canaries with a plug-in
+certifier (:mod:`attacks.canary.evidence`; Steinke et al. 2023 by default): a **lower** bound
+on the loop's event-level ε at δ, compared with the sound ε the loop's accountant reports.
+
+Measured (m = 1000, one run, seed 0, SGD 0.05, simple-ff, 10 epochs, δ = 1e-5, 95%; Steinke /
+the f-DP one-run certifier of Mahloujifar et al. on the same evidence):
+
+* default configuration (N = 320, L = 20, Λ = 32, WOR/WR, 100 steps): σ calibrated to sound
+  ε = 2 or 8 certifies 0 / 0 with both; even without noise (no clipping) only 0.05. A canary
+  takes part in a step with probability ρ r = 0.01, about once in the run: one Gaussian shift
+  of 1/σ noise units is all the evidence a canary carries, far below what m = 1000 canaries
+  can certify.
+* short series (N = 40, L = L_C + L_F = 9, Λ = 10: r = 1, ρ = 1/4, 40 steps, ten
+  participations per canary): sound ε 2.00 -> 0.113 / 0.155 (ratio 0.06 / 0.08); sound
+  ε 8.00 -> 0.868 / 0.832 (ratio 0.11 / 0.10); without noise 3.217 / 4.322 against the σ = 8
+  claim of 1.696: flagged in one run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from tsdp.theorems.config import TrainingConfig
+
+from tsdp.attacks.data.series import SeriesData
+from tsdp.attacks.loop.train import train
+
+from .evidence import Certifier, certify_evidence, steinke
+from .gradient import GradientCanaries
+from .runs import run_many
+
+
+@dataclass(frozen=True)
+class LoopTask:
+    """One run of tsdp's loop on ``data`` with ``canaries`` gradient canaries; ``private=False`` trains without
+    clipping or noise (the canaries keep norm ``clip``). ``epochs`` fixes the run's length; ``delta`` is the
+    accountant's δ. The model's initialisation and the batches are seeded from the run's seed too."""
+
+    model: str
+    config: TrainingConfig
+    data: SeriesData
+    canaries: int
+    epochs: int
+    delta: float
+    private: bool = True
+    clip: float = 1.0
+    lr: float = 0.05
+    optimizer: str = "sgd"
+    device: str = "cpu"
+
+    def __call__(self, seed: np.random.SeedSequence) -> dict:
+        canary_seed, train_seed = seed.spawn(2)
+        canaries = GradientCanaries(self.config, self.canaries, clip=self.clip, seed=canary_seed)
+        run = train(self.config, self.model, self.data, epochs=self.epochs, delta=self.delta if self.private else None,
+                    private=self.private, clip=self.clip, lr=self.lr, optimizer=self.optimizer, device=self.device,
+                    seed=int(train_seed.generate_state(1)[0]), progress=False, n_samples=1, canaries=canaries)
+        return {**canaries.evidence(), "epsilon": run["epsilon"], "steps": run["steps"]}
+
+
+def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional[float] = None,
+               confidence: float = 0.95, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
+               certifier: Certifier = steinke, progress: bool = False) -> dict:
+    """R = ``runs`` runs of ``task`` pooled and certified (module docstring); JSON-ready.
+
+    ``claimed``: the ε the training claims at ``delta`` (default: the loop's own sound ε of a
+    run, the accountant's **upper** bound); ``violation`` when the certified lower bound exceeds it.
+    """
+    many = run_many(task, runs, seed=seed, workers=workers, cluster=cluster,
+                    threads=1 if workers > 1 or cluster else None, progress=progress)
+    evidence, first = many["evidence"], many["evidence"]["runs"][0]
+    if claimed is None:
+        claimed = first["epsilon"]
+    out = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=claimed)
+    out.update(runs=runs, steps=first["steps"], epsilon_sound=first["epsilon"], engine=many["info"])
+    return out
+
+
+__all__ = ["LoopTask", "audit_loop"]

@@ -1,0 +1,134 @@
+"""White-box gradient canaries (tsdp.attacks.canary.gradient) in tsdp's loop, their participation law, and many runs
+pooled on the sharded engine (tsdp.attacks.canary.runs): 1 and 2 workers identical, a lost run re-run."""
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from tsdp.theorems.config import TrainingConfig
+from tsdp.attacks.canary.evidence import certify_evidence, pool
+from tsdp.attacks.canary.gradient import GradientCanaries, Participation, participation_rate
+from tsdp.attacks.canary.runs import run_many, run_one
+from tsdp.attacks.canary.steinke_bound import auc
+from tsdp.attacks.canary.whitebox import LoopTask, audit_loop
+from tsdp.attacks.data.series import synthetic
+from tsdp.attacks.montecarlo.shards import FailOnce
+
+# 40 series of L = 9 = L_C + L_F training values: every window holds every element (r = 1), ρ = 1/4
+SHORT_DATA = synthetic(40, 10, seed=0, noise=2.0)
+SHORT = TrainingConfig(N=40, L=9, context_length=8, forecast_length=1, batch_size=10, sigma=8.0)
+
+
+@pytest.fixture
+def one_thread():
+    """One intra-op thread (the shared 2-core machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _one_canary_counts(config, steps, seed=0):
+    """(steps,) window counts of canary 0 of 200 (its own law: steps are drawn epoch by epoch)."""
+    p = Participation(config, 200, np.random.default_rng(seed), torch.Generator().manual_seed(seed))
+    return torch.stack([p.next() for _ in range(steps)])[:, 0].numpy()
+
+
+def test_participation_follows_the_scheme_law_for_one_element():
+    """WOR top / WR bottom (default config, ρ = r = 0.1, λ = 1): canary 0 takes part in a step independently with
+    probability ρ r = 0.01, so its count over 20000 steps is Binomial(20000, 0.01); shuffled iteration: at most one
+    step per epoch, the epoch's count Bernoulli(r); deterministic iteration: always the same step of the epoch.
+    Two-sided binomial tests at level 1e-3 each (the false-failure rate; the seed is fixed, so the outcome is too)."""
+    config = TrainingConfig()
+    assert participation_rate(config) == pytest.approx(0.01)
+    k = _one_canary_counts(config, 20000)
+    assert set(np.unique(k)) <= {0, 1}
+    assert stats.binomtest(int(k.sum()), 20000, 0.01).pvalue > 1e-3, k.sum()
+
+    per_epoch = _one_canary_counts(config.with_(top="shuffle"), 20000).reshape(-1, config.steps_per_epoch).sum(1)
+    assert per_epoch.max() <= 1
+    assert stats.binomtest(int(per_epoch.sum()), len(per_epoch), 0.1).pvalue > 1e-3, per_epoch.sum()
+
+    det = _one_canary_counts(config.with_(top="deterministic"), 2000).reshape(-1, config.steps_per_epoch)
+    assert np.count_nonzero(det.sum(0)) == 1  # one fixed step of the epoch holds the canary's sequence
+
+
+def test_inclusion_is_a_fair_coin_per_canary():
+    """Each of 4000 canaries is included independently with probability 1/2: the count is Binomial(4000, 1/2)
+    (two-sided test at level 1e-3, fixed seed), and another seed draws other bits."""
+    a, b = (GradientCanaries(TrainingConfig(), 4000, clip=1.0, seed=s).included for s in (0, 1))
+    assert stats.binomtest(int(a.sum()), 4000, 0.5).pvalue > 1e-3, a.sum()
+    assert 0.4 < np.mean(a != b) < 0.6
+
+
+def test_canaries_never_share_a_window_and_the_clipped_norm_is_C():
+    """Each canary adds exactly K C u_i (unit u_i, orthonormal for m ≤ d); one window never holds two canaries, so
+    with r = 1 and λ = 1 a step's count is 0 or 1 for each."""
+    c = GradientCanaries(SHORT, 300, clip=2.5, seed=3)
+    c.attach([torch.zeros(400, requires_grad=True), torch.zeros(7, requires_grad=True)])
+    gram = c.directions @ c.directions.T
+    assert torch.allclose(gram, torch.eye(300), atol=1e-5)
+    total = torch.zeros(407)
+    for _ in range(40):
+        total += torch.cat([g.reshape(-1) for g in c.gradient()])
+    coeff = (c.directions @ total).numpy() / 2.5
+    expected = c.participations * c.included
+    assert np.allclose(coeff, expected, atol=1e-3) and c.participations.max() <= 40
+    assert abs(c.participations.mean() - 40 * 0.25) < 1.0  # ρ r = 1/4 per step
+
+
+def test_no_noise_loop_separates_included_canaries(one_thread):
+    """tsdp's loop without clipping or noise (SGD 0.05, simple-ff, 40 steps) on the short series with 300 gradient
+    canaries: the mixture score puts included canaries on top (AUC > 0.95) and certifies ε ≥ 1.5 (95%) against
+    the claim of the private run (sound ε ≈ 1.70 at σ = 8), which is thus flagged."""
+    task = LoopTask("simple-ff", SHORT, SHORT_DATA, 300, epochs=10, delta=1e-5, private=False)
+    evidence = task(np.random.SeedSequence(0))
+    assert auc(evidence["scores"]["mixture"], evidence["included"]) > 0.95
+    result = certify_evidence(evidence, 1e-5, 0.95, claimed=1.0)
+    assert result["epsilon_lower"] >= 1.5 and result["violation"], result
+
+
+def test_private_loop_stays_below_its_sound_epsilon(one_thread):
+    """The same loop with DP-SGD at σ = 8 (sound ε ≈ 1.70 after 40 steps): the certified bound stays below it."""
+    r = audit_loop(LoopTask("simple-ff", SHORT, SHORT_DATA, 300, epochs=10, delta=1e-5), delta=1e-5)
+    assert 1.5 < r["epsilon_sound"] < 1.9 and r["steps"] == 40
+    assert r["epsilon_lower"] < r["epsilon_sound"] and not r["violation"], r
+
+
+def test_pool_concatenates_in_run_order():
+    a = {"scores": {"s": np.array([1.0, 2.0])}, "included": np.array([True, False]), "epsilon": 1.0}
+    b = {"scores": {"s": np.array([3.0])}, "included": np.array([True]), "epsilon": 1.0}
+    p = pool([a, b])
+    assert p["scores"]["s"].tolist() == [1.0, 2.0, 3.0] and p["included"].tolist() == [True, False, True]
+    assert p["runs"] == [{"epsilon": 1.0}, {"epsilon": 1.0}]
+    with pytest.raises(ValueError):
+        pool([a, {"scores": {"t": np.array([1.0])}, "included": np.array([True])}])
+
+
+def test_pooled_runs_raise_the_certified_bound_of_a_no_noise_loop(one_thread):
+    """Pooling: 4 runs of 50 canaries certify more than one run of 50 (the bound grows with m·R) and the pooled
+    evidence is the runs' evidence in order."""
+    task = LoopTask("simple-ff", SHORT, SHORT_DATA, 50, epochs=10, delta=1e-5, private=False)
+    many = run_many(task, 4, seed=5)
+    assert many["evidence"]["included"].size == 200
+    assert np.array_equal(many["evidence"]["scores"]["mixture"][50:100], many["runs"][1]["scores"]["mixture"])
+    one = certify_evidence(many["runs"][0], 1e-5, 0.95)["epsilon_lower"]
+    pooled = certify_evidence(many["evidence"], 1e-5, 0.95)["epsilon_lower"]
+    assert pooled > one + 0.5, (one, pooled)
+
+
+def test_one_and_two_workers_and_a_lost_run_give_identical_evidence(tmp_path, one_thread):
+    """Runs are seeded from one SeedSequence and pooled in run order: in-process, 2 spawned workers, a local Dask
+    cluster of 2 workers, and a run that fails once (re-run) give bit-identical pooled scores and inclusion bits."""
+    pytest.importorskip("distributed")
+    task = LoopTask("simple-ff", SHORT, SHORT_DATA, 20, epochs=1, delta=1e-5)
+    here = run_many(task, 3, seed=9)
+    two = run_many(task, 3, seed=9, workers=2, threads=1)
+    dask = run_many(task, 3, seed=9, workers=2, cluster="auto", threads=1)
+    lost = run_many(task, 3, seed=9, shard_fn=FailOnce(str(tmp_path / "m"), world="run", index=1, fn=run_one))
+    assert lost["info"]["retries"] == 1 and two["info"]["executor"] == "processes"
+    assert dask["info"]["executor"] == "dask"
+    for other in (two, dask, lost):
+        assert np.array_equal(here["evidence"]["included"], other["evidence"]["included"])
+        for name, s in here["evidence"]["scores"].items():
+            assert np.array_equal(s, other["evidence"]["scores"][name])
