@@ -1,4 +1,7 @@
-"""Shared pytest settings: hypothesis profiles (the default one is deterministic)."""
+"""Shared pytest settings: hypothesis profiles (the default one is deterministic), the PLD cache off,
+one torch thread per xdist worker."""
+import os
+
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -6,8 +9,14 @@ settings.register_profile(
 )
 settings.load_profile("default")
 
-import os
-
 # The on-disk PLD cache (tsdp.verify.pld_cache) is off for the suite: tests that patch the
 # numerics would otherwise read PLDs of another test; its own tests switch it on in a tmp folder.
 os.environ["TSDP_CACHE_DIR"] = "off"
+
+# Under pytest-xdist (`-n auto`, the default run) every worker process gets an equal share of the
+# cores for torch's intra-op threads (set before torch is imported): two workers of two threads each
+# on two cores spin against each other (OpenMP's busy wait) and run many times slower.
+if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    os.environ["OMP_NUM_THREADS"] = str(max(1, cores // workers))

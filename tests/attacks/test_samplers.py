@@ -206,7 +206,7 @@ def test_pooled_distinct_windows_rate_lambda_over_ntot():
 
     Variable lengths (T_n = 6, 11, 3, so N_tot = 20), Λ = 5; z test at α = 1e-4 on 10^5 steps.
     """
-    cfg = TrainingConfig(N=3, L=8, context_length=2, forecast_length=3, batch_size=5, instances=2, top="pooled",
+    cfg = TrainingConfig(N=3, context_length=2, forecast_length=3, batch_size=5, instances=2, top="pooled",
                          lengths=(8, 13, 5))
     sampler = make_sampler(cfg)
     assert sampler.total == 20 and sampler.steps_per_epoch == 4

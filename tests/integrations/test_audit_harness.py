@@ -201,7 +201,7 @@ def test_cli_runs_pool_the_same_evidence_on_one_and_two_workers(tmp_path, monkey
             "--runs", "3", "--context-length", "8", "--N", "4", "--L", "300", "--batch-size", "4", "--delta", "1e-5"]
     outs = []
     for workers in ("1", "2"):
-        assert main(argv + ["--workers", workers]) == 0
+        assert main(argv + ["--workers", workers]) == 1  # the memoriser is a certified violation: exit 1
         outs.append(json.loads(capsys.readouterr().out))
     one, two = outs
     assert one["canaries"] == 90 and one["runs"] == 3 and one["violation"]
