@@ -33,6 +33,8 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
 4. The squared norms add up over modules to ||g_i||², the clip factors c_i follow
    (Algorithm 2, line 6), and the clipped sum is taken with them: added in place into the
    step's noise buffer by :func:`factored_noisy_gradient` (Algorithm 2, line 8, fused).
+   The large factors (stacked positions, materialised G_i) live in per-thread buffers
+   reused from step to step (:class:`_Workspace`), not in fresh allocations.
 
 The result equals :func:`attacks.loop.step.clipped_sum` of vmap(grad) per-sample
 gradients up to float rounding (tests/attacks/test_factored.py checks it, and checks the
