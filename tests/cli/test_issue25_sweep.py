@@ -11,10 +11,9 @@ Three parts:
   refuses what the CLI refuses with the same words;
 * ``test_sweep`` (slow): invalid and extreme values of every numeric flag of every command
   (:func:`sweep_cases`), each one refused in one line or answered with finite numbers within
-  its time limit; it prints the counts by outcome class.
+  its time limit; a failure names its class (traceback, hang, oom, non-finite at exit 0, silent accept).
 """
 import argparse
-import collections
 import json
 import os
 import socket
@@ -356,8 +355,7 @@ def test_api_refuses_a_delta_below_the_resolution():
     acc = PldAccountant().compose(training_event(TrainingConfig(), steps=1))
     with pytest.raises(DeltaTooSmallError) as exc:
         acc.get_epsilon(1e-300)
-    assacc_eps = acc.get_epsilon(exc.value.smallest)
-    assert 0 < assacc_eps < float("inf")
+    assert 0 < acc.get_epsilon(exc.value.smallest) < float("inf")
 
 
 def test_api_lengths_and_numpy_scalars():
@@ -452,7 +450,6 @@ def sweep_cases():
 
 
 SWEEP = sweep_cases()
-TALLY = collections.Counter()
 
 
 def test_sweep_size():
@@ -466,7 +463,4 @@ def test_sweep_size():
 def test_sweep(argv):
     """An extreme value: refused in one line (exit 2), or answered with finite numbers, within the limit."""
     outcome = run_case(argv, 300)
-    problem = verdict(outcome)
-    TALLY[problem or f"exit {outcome.code}"] += 1
-    print(f"\nSWEEP {problem or 'ok'} exit={outcome.code} {outcome.seconds:.1f}s {' '.join(argv)}")
-    assert problem == "", (outcome.code, outcome.out[-500:], outcome.err[-1500:])
+    assert verdict(outcome) == "", (outcome.code, outcome.out[-500:], outcome.err[-1500:])
