@@ -141,6 +141,8 @@ ROWS = [
     (["audit", "--trials", "100", "--delta", "1e-300"], 2, "--delta: 1e-300 is below the smallest δ"),
     (["train", "--epochs", "1", "--delta", "1e-300", *SMALL], 2, "--delta: 1e-300 is below the smallest δ"),
     (["forecast", "epsilon", "--delta", "1e-300"], 2, "--delta: 1e-300 is below the smallest δ"),
+    (["audit-model", "--model", "simple-ff", "--canaries", "8", "--epsilon", "1", "--delta", "1e-300", "--epochs", "1",
+      *SMALL], 2, "--delta: 1e-300 is below the smallest δ"),
     (["train", "--epochs", "1", "--delta", "1e-5", "--data", F("big.csv"), "--N", "2", "--L", "59",
       "--batch-size", "1"], 2, "--data"),
     (["epsilon", "--epochs", "1000000000", "--delta", "1e-5"], 2, "--epochs"),
