@@ -82,6 +82,10 @@ def run_capped(argv, limit: float, memory: int) -> Outcome:
     return Outcome(proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - started)
 
 
+def _refuse(token):
+    raise ValueError(f"non-finite JSON token {token}")
+
+
 def verdict(outcome: Outcome, expect_code=None) -> str:
     """What is wrong with ``outcome`` ('' when nothing): the classes counted by the issue-25 sweep.
 
@@ -97,11 +101,13 @@ def verdict(outcome: Outcome, expect_code=None) -> str:
     if outcome.code == 0:
         if expect_code not in (None, 0):
             return "silent accept"
-        numbers = outcome.out if not outcome.out.lstrip().startswith("{") else ""
-        if NON_FINITE.search(numbers):
-            return "non-finite at exit 0"
         if outcome.out.lstrip().startswith("{"):
-            json.loads(outcome.out)  # RFC 8259 JSON: a NaN token would not parse as the tool writes null
+            try:  # RFC 8259 JSON: the tool writes null for a non-finite number, never a NaN / Infinity token
+                json.loads(outcome.out, parse_constant=_refuse)
+            except ValueError:
+                return "non-finite at exit 0"
+        elif NON_FINITE.search(outcome.out):
+            return "non-finite at exit 0"
         return ""
     if expect_code is not None and outcome.code != expect_code:
         return f"exit {outcome.code}, expected {expect_code}"

@@ -11,10 +11,9 @@ Three parts:
   refuses what the CLI refuses with the same words;
 * ``test_sweep`` (slow): invalid and extreme values of every numeric flag of every command
   (:func:`sweep_cases`), each one refused in one line or answered with finite numbers within
-  its time limit; it prints the counts by outcome class.
+  its time limit; a failure names its class (traceback, hang, oom, non-finite at exit 0, silent accept).
 """
 import argparse
-import collections
 import json
 import os
 import socket
@@ -142,6 +141,8 @@ ROWS = [
     (["audit", "--trials", "100", "--delta", "1e-300"], 2, "--delta: 1e-300 is below the smallest δ"),
     (["train", "--epochs", "1", "--delta", "1e-300", *SMALL], 2, "--delta: 1e-300 is below the smallest δ"),
     (["forecast", "epsilon", "--delta", "1e-300"], 2, "--delta: 1e-300 is below the smallest δ"),
+    (["audit-model", "--model", "simple-ff", "--canaries", "8", "--epsilon", "1", "--delta", "1e-300", "--epochs", "1",
+      *SMALL], 2, "--delta: 1e-300 is below the smallest δ"),
     (["train", "--epochs", "1", "--delta", "1e-5", "--data", F("big.csv"), "--N", "2", "--L", "59",
       "--batch-size", "1"], 2, "--data"),
     (["epsilon", "--epochs", "1000000000", "--delta", "1e-5"], 2, "--epochs"),
@@ -320,22 +321,6 @@ def test_debug_shows_the_user_functions_traceback(user_module):
     assert "boom" in error_line(err)
 
 
-def test_audit_fn_violation_exits_1(user_module, monkeypatch):
-    """A certified lower bound above the claimed ε: "violation": true and exit 1."""
-    import tsdp.attacks.canary.user_training as user_training
-
-    real = user_training.certify
-
-    def certified_high(scores, included, delta, confidence):
-        out = real(scores, included, delta, confidence)
-        return {**out, "epsilon_lower": 5.0}
-
-    monkeypatch.setattr(user_training, "certify", certified_high)
-    code, out, err = run_cli([*_audit_fn(user_module, "good", "--epsilon", "1"), "--json"])
-    assert code == 1, err
-    assert json.loads(out)["violation"] is True
-
-
 # ----------------------------------------------------------------------------- the Python API
 
 
@@ -356,8 +341,7 @@ def test_api_refuses_a_delta_below_the_resolution():
     acc = PldAccountant().compose(training_event(TrainingConfig(), steps=1))
     with pytest.raises(DeltaTooSmallError) as exc:
         acc.get_epsilon(1e-300)
-    assacc_eps = acc.get_epsilon(exc.value.smallest)
-    assert 0 < assacc_eps < float("inf")
+    assert 0 < acc.get_epsilon(exc.value.smallest) < float("inf")
 
 
 def test_api_lengths_and_numpy_scalars():
@@ -452,7 +436,6 @@ def sweep_cases():
 
 
 SWEEP = sweep_cases()
-TALLY = collections.Counter()
 
 
 def test_sweep_size():
@@ -466,7 +449,4 @@ def test_sweep_size():
 def test_sweep(argv):
     """An extreme value: refused in one line (exit 2), or answered with finite numbers, within the limit."""
     outcome = run_case(argv, 300)
-    problem = verdict(outcome)
-    TALLY[problem or f"exit {outcome.code}"] += 1
-    print(f"\nSWEEP {problem or 'ok'} exit={outcome.code} {outcome.seconds:.1f}s {' '.join(argv)}")
-    assert problem == "", (outcome.code, outcome.out[-500:], outcome.err[-1500:])
+    assert verdict(outcome) == "", (outcome.code, outcome.out[-500:], outcome.err[-1500:])

@@ -118,8 +118,8 @@ def train(series):
 
 def test_cli_audits_an_entry_point(tmp_path, monkeypatch, capsys):
     """`tsdp audit-fn --train mod:train` on a user module (a 1-NN memoriser, written to a file here): JSON with a
-    positive bound and a violation of the claimed ε = 0.5; a bad entry point or too many canaries exit 2 naming
-    the flag."""
+    positive bound and a violation of the claimed ε = 0.5, exit 1 (issue 25); a bad entry point or too many
+    canaries exit 2 naming the flag."""
     from tsdp.cli.main import main
 
     (tmp_path / "user_train_mod.py").write_text(USER_MODULE)

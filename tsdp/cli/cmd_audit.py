@@ -201,16 +201,17 @@ def add_parsers(sub, command) -> None:
                 raise UsageError(f"invalid {flag}: must be finite and > 0 (got {value})")
         config = config_from_args(args)
         from tsdp.attacks.canary.trained_model import audit_model
+        from tsdp.theorems.config import ConfigError
+        from tsdp.theorems.errors import TheoremError
 
         data = data_from_args(args, config, seed=args.seed)
         try:
             result = audit_model(args.model, config, data=data, canaries=args.canaries, epsilon=args.epsilon,
                                  delta=args.delta, epochs=args.epochs, seed=args.seed, device=args.device,
                                  progress=True, spike=args.spike, lr=args.lr)
+        except (ConfigError, TheoremError):  # name their parameter: main maps it to the flag
+            raise
         except (FileNotFoundError, ValueError) as exc:
-            if exc.__class__.__name__ in ("ConfigError", "TheoremError"):
-                raise
             raise UsageError(str(exc)) from None
         print(dumps(result) if args.json else _human_canary(result))
         return 1 if result["violation"] else 0
-        return 0
