@@ -169,9 +169,12 @@ def load(k: Dict):
         if meta != text or stored != _checksum(meta, arrays):
             return None
         pld = _decode(arrays)
-        os.utime(path)  # a hit is recent use: eviction removes the oldest first
     except Exception:  # noqa: BLE001 - any unreadable or malformed file is a miss, never an answer
         return None
+    try:
+        os.utime(path)  # a hit is recent use: eviction removes the oldest first
+    except OSError:  # a read-only cache still serves its PLDs
+        pass
     return pld
 
 

@@ -182,3 +182,16 @@ def test_trim_removes_the_oldest_files_first(tmp_path):
     removed = pld_cache.trim(tmp_path, max_bytes=650)
     assert [p.name for p in removed] == ["a.npz"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.npz", "c.npz"]
+
+
+def test_a_read_only_file_still_serves_its_pld(cache, monkeypatch):
+    event = _event()
+    reference = _uncached(monkeypatch, event, "sound")
+    _fresh(event, "sound")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError("read-only cache")
+
+    monkeypatch.setattr(pld_cache.os, "utime", refuse)
+    k = pld_cache.key(REGISTRY["T6"], DEFAULT_CONFIG, "sound", GRID, -50.0, accountant.resolve_memory_limit())
+    assert _same(pld_cache.load(k), reference)
