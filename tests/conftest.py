@@ -1,7 +1,8 @@
 """Shared pytest settings: hypothesis profiles (the default one is deterministic), the PLD cache off,
-one torch thread per xdist worker."""
+one torch thread per xdist worker, the ``one_thread`` fixture."""
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -20,3 +21,15 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     os.environ["OMP_NUM_THREADS"] = str(max(1, cores // workers))
+
+
+@pytest.fixture
+def one_thread():
+    """One torch intra-op thread for the test (small models on a shared 2-core machine: two threads slow them
+    ~10x by oversubscription); torch is imported here, inside the fixture, never at collection."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -224,20 +224,8 @@ def largest_rejected(inverse: Callable, m: int, k, c, tau, hi: float, tol: float
     every smaller θ's mechanism satisfies), so the rejected θ form an interval from 0.
     """
     k, c, tau = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(tau, dtype=float))
-    lo = np.zeros(k.shape)
-    up = np.full(k.shape, float(hi))
-    ok = rejects(inverse, 0.0, m, k, c, tau)
-    top = rejects(inverse, up, m, k, c, tau)
-    lo = np.where(top, up, lo)
-    live = ok & ~top
-    while np.any(live & (up - lo > tol)):
-        mid = (lo + up) / 2
-        sel = live & (up - lo > tol)
-        rej = np.zeros(k.shape, dtype=bool)
-        rej[sel] = rejects(inverse, mid[sel], m, k[sel], c[sel], tau[sel])
-        lo = np.where(sel & rej, mid, lo)
-        up = np.where(sel & ~rej, mid, up)
-    return np.where(ok, lo, 0.0)
+    return steinke_bound.largest_rejected(lambda theta, at: rejects(inverse, theta, m, k[at], c[at], tau[at]),
+                                          k.shape, hi, tol)
 
 
 # ----------------------------------------------------------------------------- guesses

@@ -11,7 +11,7 @@ element (event) level with probability ≥ confidence.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import special, stats
@@ -45,22 +45,38 @@ def p_value(m: int, k, c, epsilon, delta: float) -> np.ndarray:
     return np.minimum(1.0, beta + alpha * delta * 2 * m)
 
 
-def epsilon_lower_bound(m: int, k, c, delta: float, tau, tol: float = 1e-4) -> np.ndarray:
-    """Largest ε (bisection, lower end) whose p-value is below τ, per (k, c); 0 if none: a **lower** bound on ε."""
-    k, c, tau = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(tau, dtype=float))
-    ok = (k > 0) & (p_value(m, k, c, 0.0, delta) < tau)
-    lo, up = np.zeros(k.shape), np.full(k.shape, EPS_MAX)
-    top = ok & (p_value(m, k, c, up, delta) < tau)
+def largest_rejected(rejects: Callable[[np.ndarray, np.ndarray], np.ndarray], shape, hi: float,
+                     tol: float = 1e-4) -> np.ndarray:
+    """Per element: the largest θ in [0, ``hi``] that ``rejects(θ, where)`` rejects, by bisection (the lower end,
+    so a **lower** bound on the largest rejected value), 0 where θ = 0 is not rejected.
+
+    ``rejects(theta, where)`` gets the θ of the elements ``where`` (a boolean mask of ``shape``; θ as a flat
+    array in the mask's order) and says which are rejected; rejection must be monotone (the rejected θ form an
+    interval from 0).
+    """
+    everywhere = np.ones(shape, dtype=bool)
+    ok = np.zeros(shape, dtype=bool)
+    ok[everywhere] = rejects(np.zeros(everywhere.sum()), everywhere)
+    lo, up = np.zeros(shape), np.full(shape, float(hi))
+    top = np.zeros(shape, dtype=bool)
+    top[ok] = rejects(up[ok], ok)
     lo = np.where(top, up, lo)
     live = ok & ~top
     while np.any(live & (up - lo > tol)):
         mid = (lo + up) / 2
         sel = live & (up - lo > tol)
-        rej = np.zeros(k.shape, dtype=bool)
-        rej[sel] = p_value(m, k[sel], c[sel], mid[sel], delta) < tau[sel]
+        rej = np.zeros(shape, dtype=bool)
+        rej[sel] = rejects(mid[sel], sel)
         lo = np.where(sel & rej, mid, lo)
         up = np.where(sel & ~rej, mid, up)
     return np.where(ok, lo, 0.0)
+
+
+def epsilon_lower_bound(m: int, k, c, delta: float, tau, tol: float = 1e-4) -> np.ndarray:
+    """Largest ε (bisection, lower end) whose p-value is below τ, per (k, c); 0 if none: a **lower** bound on ε."""
+    k, c, tau = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(tau, dtype=float))
+    return largest_rejected(lambda eps, at: (k[at] > 0) & (p_value(m, k[at], c[at], eps, delta) < tau[at]),
+                            k.shape, EPS_MAX, tol)
 
 
 def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, significance: float,
@@ -112,4 +128,4 @@ def certify(scores: dict, included: np.ndarray, delta: float, confidence: float)
     return {"scores": out, "epsilon_lower": max(s["epsilon_lower"] for s in out.values())}
 
 
-__all__ = ["GUESS_FRACTIONS", "GUESS_SIDES", "auc", "certify", "epsilon_lower_bound", "guess_bound", "p_value"]
+__all__ = ["largest_rejected", "GUESS_FRACTIONS", "GUESS_SIDES", "auc", "certify", "epsilon_lower_bound", "guess_bound", "p_value"]

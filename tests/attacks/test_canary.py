@@ -70,13 +70,6 @@ CANARY_CONFIG = TrainingConfig(N=10, L=1700, context_length=16, forecast_length=
                                sigma=30.0)
 
 
-@pytest.fixture
-def one_thread():
-    """One intra-op thread: on the shared 2-core CI machine two threads slow this small model ~10x (oversubscription)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _canary_audit(epsilon):

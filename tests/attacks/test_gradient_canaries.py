@@ -19,13 +19,6 @@ SHORT_DATA = synthetic(40, 10, seed=0, noise=2.0)
 SHORT = TrainingConfig(N=40, L=9, context_length=8, forecast_length=1, batch_size=10, sigma=8.0)
 
 
-@pytest.fixture
-def one_thread():
-    """One intra-op thread (the shared 2-core machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _one_canary_counts(config, steps, seed=0):

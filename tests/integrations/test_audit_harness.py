@@ -25,13 +25,6 @@ DATA = synthetic(10, 1001, seed=0, noise=2.0)  # noisy series: distinctive conte
 GEOMETRY = TrainingConfig(N=10, L=1001, context_length=8, forecast_length=1, batch_size=100, instances=10)
 
 
-@pytest.fixture
-def one_thread():
-    """One intra-op thread (the shared 2-core machine; as in tests/attacks/test_canary.py)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def nearest_neighbour_train(series):
