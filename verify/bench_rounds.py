@@ -19,6 +19,7 @@ import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 MIN_ROUNDS = 7  # the fewest rounds whose median and range mean something
+MAX_ROUNDS = 1000  # more would run for hours: refused before the first round
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                     "OMP_WAIT_POLICY")
 
@@ -64,8 +65,8 @@ def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUND
     (see :func:`environment`). Raises ``ValueError`` for fewer than :data:`MIN_ROUNDS` rounds
     or no callables.
     """
-    if rounds < MIN_ROUNDS:
-        raise ValueError(f"rounds must be >= {MIN_ROUNDS} (got {rounds})")
+    if not MIN_ROUNDS <= rounds <= MAX_ROUNDS:
+        raise ValueError(f"rounds must be in [{MIN_ROUNDS}, {MAX_ROUNDS}] (got {rounds})")
     if not runs:
         raise ValueError("nothing to time")
     before = environment()

@@ -61,7 +61,8 @@ def test_first_screen_says_so():
 def test_a_planted_noise_bug_fails_the_real_report(tmp_path, monkeypatch, capsys):
     """The whole seam with real components: the quick report's audits run the real loop with its noise
     halved (planted in private_gradient), the report's violation summary flags it, the first screen says
-    so and `tsdp report` exits 1. Only the noise is changed; the accountant still accounts σ."""
+    so and `tsdp report` exits 1. Only the noise is changed; the accountant still accounts σ. One worker: the
+    bug is planted in this process, so the audits must run here."""
     import json
 
     import tsdp.attacks.montecarlo.trials as run_mod
@@ -70,7 +71,7 @@ def test_a_planted_noise_bug_fails_the_real_report(tmp_path, monkeypatch, capsys
     real = run_mod.private_gradient
     monkeypatch.setattr(run_mod, "private_gradient", lambda *a, sigma, **k: real(*a, sigma=sigma / 2, **k))
     out = tmp_path / "rep"
-    assert main(["report", "--quick", "--no-progress", "--out", str(out)]) == 1
+    assert main(["report", "--quick", "--no-progress", "--workers", "1", "--out", str(out)]) == 1
     results = json.loads((out / "results.json").read_text())
     assert results["violation"] is True and results["violations"]
     assert "PRIVACY VIOLATION" in (out / "report.md").read_text()

@@ -25,9 +25,11 @@ def test_interleave_runs_candidates_alternately_and_ratio_is_per_round(monkeypat
     assert got == pytest.approx({"median": ratios[3], "min": ratios[0], "max": ratios[-1]})
 
 
-def test_too_few_rounds_or_nothing_to_time_is_refused():
-    with pytest.raises(ValueError, match=">= 7"):
+def test_too_few_or_too_many_rounds_or_nothing_to_time_is_refused():
+    with pytest.raises(ValueError, match=r"\[7, 1000\]"):
         bench_rounds.interleave({"A": lambda: None}, rounds=3)
+    with pytest.raises(ValueError, match="rounds"):
+        bench_rounds.interleave({"A": lambda: None}, rounds=bench_rounds.MAX_ROUNDS + 1)
     with pytest.raises(ValueError, match="nothing"):
         bench_rounds.interleave({}, rounds=7)
 

@@ -12,7 +12,7 @@ import importlib
 import math
 import sys
 
-from tsdp.verify.bench_rounds import MIN_ROUNDS
+from tsdp.verify.bench_rounds import MAX_ROUNDS, MIN_ROUNDS
 from .output import dumps
 
 BENCHES = {
@@ -74,8 +74,8 @@ def add_parsers(sub, command) -> None:
                   f"({module_name}.{fn_name} cannot be imported: {exc})", file=sys.stderr)
             return 2
         progress = None if args.json else (lambda m: print(m, file=sys.stderr))
-        if args.rounds < MIN_ROUNDS:
-            raise UsageError(f"invalid --rounds: must be >= {MIN_ROUNDS} (got {args.rounds})")
+        if not MIN_ROUNDS <= args.rounds <= MAX_ROUNDS:
+            raise UsageError(f"invalid --rounds: must be in [{MIN_ROUNDS}, {MAX_ROUNDS}] (got {args.rounds})")
         if args.what == "accounting":
             discretization = module.BENCH_DISCRETIZATION if args.discretization is None else args.discretization
             if not (0 < discretization <= 1):

@@ -27,6 +27,9 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the audits and random checks (default 0)")
     p.add_argument("--no-audit", action="store_true", help="skip the Monte Carlo audits (reported as not available)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--workers", type=int, default=None,
+                   help="processes for the audits and the claims' sweeps (default: one per available core; "
+                        "1: everything in this process; the numbers do not depend on it)")
     add_data_arguments(p, default="grunfeld", synthetic=False,
                        what="the real panel of the inference section (each series scaled to unit std)")
 
@@ -39,9 +42,11 @@ def add_parsers(sub, command) -> None:
 
         if args.seed < 0:
             raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
-        from tsdp.reports.run import OUT_ROOT, build_report, load_config
+        from tsdp.reports.run import OUT_ROOT, WORKERS, build_report, load_config
 
-        from tsdp.theorems.config import ConfigError, check_output_path
+        from tsdp.theorems.config import ConfigError, check_output_path, check_workers
+
+        workers = WORKERS if args.workers is None else check_workers("workers", args.workers)
 
         try:
             name, config = load_config(args.config)
@@ -58,7 +63,8 @@ def add_parsers(sub, command) -> None:
         out = Path(args.out) if args.out else OUT_ROOT / name
         check_output_path("out", out, directory=True)  # before the report's minutes of work
         results = build_report(config, name=name, out_dir=out, quick=args.quick, seed=args.seed,
-                               progress=not args.no_progress, audits=not args.no_audit, real_data=real_data)
+                               progress=not args.no_progress, audits=not args.no_audit, real_data=real_data,
+                               workers=workers)
         if args.json:
             print(dumps(results))
         else:
