@@ -5,7 +5,9 @@ canary, fixed before the run, and whether the canary was included. A *certifier*
 function ``(scores, included, delta, confidence) -> dict`` with key ``epsilon_lower`` (a
 **lower** bound on ε at δ, holding with probability ≥ confidence) that takes one score vector:
 :func:`steinke` (Steinke, Nasr & Jagielski 2023, :mod:`attacks.canary.steinke_bound`) by
-default; an f-DP one-run analysis plugs in the same way. :func:`certify_evidence` runs it on
+default; :func:`fdp` (the f-DP one-run test, every guess set against a trade-off curve, with
+Steinke's bound as its declared-share baseline) plugs in the same way and is what audits of
+users' training functions use. :func:`certify_evidence` runs it on
 every named score at confidence 1 - (1 - confidence) / (number of scores) (Bonferroni), so the
 best of them holds at ``confidence``.
 
@@ -30,6 +32,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
+from .steinke_bound import auc
 from .steinke_bound import certify as _steinke_certify
 
 Certifier = Callable[[np.ndarray, np.ndarray, float, float], dict]
@@ -38,6 +41,20 @@ Certifier = Callable[[np.ndarray, np.ndarray, float, float], dict]
 def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> dict:
     """Steinke et al. (2023) on one score vector (:func:`attacks.canary.steinke_bound.certify`): guesses, AUC, ε lower bound."""
     return _steinke_certify({"score": scores}, included, delta, confidence)["scores"]["score"]
+
+
+def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> dict:
+    """The f-DP one-run test (Mahloujifar, Melis & Chaudhuri 2025; :func:`attacks.canary.fdp_bound.certify`) on one
+    score vector, with Steinke et al.'s bound as its baseline on the same guess sets, the confidence split between
+    them declared before the scores: the (ε, δ) ε lower bound (the larger of the two assumption-free bounds),
+    the Gaussian-curve estimate, the perfect-guess ``ceiling`` and ``limited_by``; plus the scores' AUC."""
+    from .fdp_bound import certify as fdp_certify
+
+    return dict(fdp_certify(scores, included, delta, confidence), auc=auc(scores, included))
+
+
+CERTIFIERS: Dict[str, Certifier] = {"fdp": fdp, "steinke": steinke}
+"""The one-run analyses by name (`tsdp audit-fn --analysis`)."""
 
 
 def pool(evidences: Sequence[dict]) -> dict:
@@ -72,4 +89,4 @@ def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifi
             "violation": claimed is not None and math.isfinite(claimed) and lower > claimed, "scores": out}
 
 
-__all__ = ["Certifier", "certify_evidence", "pool", "steinke"]
+__all__ = ["CERTIFIERS", "Certifier", "certify_evidence", "fdp", "pool", "steinke"]

@@ -1,4 +1,4 @@
-"""One-run canary audit of *your* training function (Steinke, Nasr & Jagielski 2023, via :mod:`attacks.canary.steinke_bound`).
+"""One-run canary audit of *your* training function (f-DP one-run test with Steinke et al.'s baseline, :mod:`attacks.canary.evidence`).
 
 You give ``train(series) -> model``: any code (your model, optimizer, data pipeline, Opacus or
 not) that trains on a list of 1-D float arrays and returns something that scores windows.
@@ -12,9 +12,9 @@ inserted canaries, and scores every canary on its canary windows (the windows of
 
 with ``loss(model, context, forecast) -> (B,)`` per-window losses (default: ``model(context,
 forecast)``, the convention of tsdp's models). A model that memorised canary i fits the
-window with the spike better than without it. The score is fixed before training, so
-Steinke et al.'s theorem (one-run audit with abstention; :func:`attacks.canary.steinke_bound.certify`)
-makes the reported ``epsilon_lower`` a **lower** bound, with probability ≥ ``confidence``, on
+window with the spike better than without it. The score is fixed before training, so the
+one-run theorems (Mahloujifar, Melis & Chaudhuri 2025, :mod:`attacks.canary.fdp_bound`; Steinke,
+Nasr & Jagielski 2023, :mod:`attacks.canary.steinke_bound`) make the reported ``epsilon_lower`` a **lower** bound, with probability ≥ ``confidence``, on
 the ε of the training at event level (one changed element: the (ε, δ) the training claims
 for an event-level or user-level relation must be at least this). ``violation`` says
 whether it exceeds the ε you claim.
@@ -35,7 +35,7 @@ from tsdp.attacks.data.series import SeriesData
 from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
-from .steinke_bound import certify
+from .evidence import CERTIFIERS, certify_evidence
 
 
 class UserFunctionError(ConfigError):
@@ -166,7 +166,8 @@ class SpikeTask:
 
 def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidence, spike) -> tuple:
     """(canaries, δ, ε, seed, confidence, spike) validated before any training (ConfigError naming the value;
-    :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot take its arguments)."""
+    :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot take its arguments; ``train`` None: the
+    values only, as for a plan)."""
     canaries = check_int("canaries", canaries, 2)
     confidence = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
     delta = check_delta(delta)
@@ -174,7 +175,8 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
     seed = check_int("seed", seed, 0, SEED_MAX)
-    _check_arity("train", train, [])
+    if train is not None:
+        _check_arity("train", train, [])
     if loss is not None:
         _check_arity("loss", loss, None, None, None)
     return canaries, delta, epsilon, seed, confidence, spike
@@ -183,25 +185,29 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
 def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,
                    canaries: int, delta: float, epsilon: Optional[float] = None,
                    loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
-                   spike: float = 10.0) -> dict:
-    """One-run canary audit of ``train`` on ``data`` (module docstring); a lower bound on the training's ε.
+                   spike: float = 10.0, analysis: str = "fdp") -> dict:
+    """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
     ``config`` gives the window geometry (L_C, L_F) the canaries are scored on; ``epsilon``
-    (optional) is the ε your training claims at ``delta``. Returns a JSON-ready dict:
-    canaries, included, epsilon_lower, confidence, delta, epsilon_claimed, violation, the
-    score's guesses and AUC.
+    (optional) is the ε your training claims at ``delta``. ``analysis``: "fdp" (the f-DP one-run
+    test with Steinke et al.'s bound as its baseline, :func:`attacks.canary.evidence.fdp`) or
+    "steinke" alone. Returns a JSON-ready dict: canaries, included, epsilon_lower, confidence,
+    delta, epsilon_claimed, violation, the score's analysis (guesses, AUC; with "fdp" the
+    perfect-guess ``ceiling`` and ``limited_by``: whether the audit's size or the training limits
+    the answer).
     """
     canaries, delta, epsilon, seed, confidence, spike = check_audit_inputs(
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike)
+    certifier = _certifier(analysis)
     evidence = spike_evidence(train, as_series(data), config, canaries=canaries, loss=loss, seed=seed, spike=spike)
-    bounds = certify(evidence["scores"], evidence["included"], delta, confidence)
-    lower = bounds["epsilon_lower"]
-    return {
-        "canaries": canaries, "included": int(evidence["included"].sum()), "spike": spike, "delta": delta,
-        "confidence": confidence, "epsilon_lower": lower, "epsilon_claimed": epsilon,
-        "violation": epsilon is not None and math.isfinite(epsilon) and lower > epsilon,
-        "scores": bounds["scores"],
-    }
+    return dict(certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon),
+                spike=spike, analysis=analysis)
+
+
+def _certifier(analysis: str):
+    if analysis not in CERTIFIERS:
+        raise ConfigError("analysis", f"must be one of {', '.join(CERTIFIERS)}", analysis)
+    return CERTIFIERS[analysis]
 
 
 def as_series(data: Union[SeriesData, Sequence]) -> SeriesData:
