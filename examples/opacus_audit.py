@@ -74,6 +74,9 @@ def main() -> dict:
     print(f"Opacus reports ε = {SPENT['epsilon']:.4f} at δ = {DELTA:g} after {STEPS} steps (σ = {SIGMA})")
     print(f"one-run canary audit: ε ≥ {result['epsilon_lower']:.4f} with 95% confidence "
           f"(AUC {result['scores']['memorisation']['auc']:.3f}); violation: {result['violation']}")
+    score = result["scores"]["memorisation"]
+    print(f"what the audit could see: at most ε = {max(score['ceiling']['dp'], score['ceiling']['steinke']):.4f} "
+          f"with every guess right; the answer is limited by the {score['limited_by']}")
     return result
 
 
