@@ -93,7 +93,6 @@ from .steinke_bound import EPS_MAX
 
 MARGIN = 1e-9  # relative margin on r_0 + h_0 > k/m (floating point never creates a rejection)
 SHARES = {"dp": 1.0, "gdp": 1.0, "claimed": 1.0, "steinke": 1.0}  # relative shares of 1 - confidence
-AUDIT_SIZE_RATIO = 0.8  # certified / ceiling at or above this: the audit's size, not the training, limits it
 MU_MAX = 40.0  # search ceiling on μ
 
 
@@ -362,12 +361,11 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
 
 
 def limited_by(result: dict, ceiling: dict) -> str:
-    """"audit size" when some analysis certifies ≥ AUDIT_SIZE_RATIO of its perfect-guess ceiling, else "training"."""
-    for a, row in result["analyses"].items():
-        top = ceiling["ceiling"].get(a)
-        if top and "epsilon_lower" in row and row["epsilon_lower"] >= AUDIT_SIZE_RATIO * top:
-            return "audit size"
-    return "training"
+    """"audit size" when some analysis reaches its perfect-guess ceiling in the sense of
+    :func:`attacks.canary.steinke_bound.limited_by`, else "training"."""
+    sizes = [steinke_bound.limited_by(row["epsilon_lower"], ceiling["ceiling"][a])
+             for a, row in result["analyses"].items() if a in ceiling["ceiling"] and "epsilon_lower" in row]
+    return "audit size" if "audit size" in sizes else "training"
 
 
 def _shares(names: Sequence[str], confidence: float) -> dict:

@@ -20,6 +20,7 @@ GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2)  # k / m for the fixed guess sets
 GUESS_SIDES = ("both", "in", "out")  # guess on both ends (2k guesses), only "in" on the top k, only "out" on the bottom k
 EPS_MAX = 60.0  # search ceiling on ε (e^ε stays finite)
 WINDOW = 4096  # the max over i in the δ term runs exactly up to here (then an upper bound)
+AUDIT_SIZE_RATIO = 0.8  # certified / ceiling at or above this: the audit's size, not the training, limits it
 
 
 def p_value(m: int, k, c, epsilon, delta: float) -> np.ndarray:
@@ -79,6 +80,12 @@ def epsilon_lower_bound(m: int, k, c, delta: float, tau, tol: float = 1e-4) -> n
                             k.shape, EPS_MAX, tol)
 
 
+def limited_by(certified: float, ceiling: float) -> str:
+    """"audit size" when ``certified`` reaches :data:`AUDIT_SIZE_RATIO` of the perfect-guess ``ceiling`` (more
+    canaries could certify more), else "training" (the scores, not the audit's size, hold the answer down)."""
+    return "audit size" if ceiling > 0 and certified >= AUDIT_SIZE_RATIO * ceiling else "training"
+
+
 def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, significance: float,
                 fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequence[str] = GUESS_SIDES) -> dict:
     """ε lower bound from fixed guess sets on the extreme scores, Bonferroni over them (lower-bound direction).
@@ -86,12 +93,14 @@ def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, signific
     For every fraction f (k = f m, at least 1) and side: "both" guesses "in" on the k highest
     and "out" on the k lowest scores, "in" / "out" only one of the two; the best bound over
     the len(fractions) · len(sides) sets is valid at ``significance`` (each tested at
-    significance / their number).
+    significance / their number). ``ceiling``: what the same sets certify if every guess is
+    right (the audit's power at this m), and :func:`limited_by` of the two.
     """
     m = len(scores)
     order = np.argsort(-scores, kind="stable")
     best = {"epsilon_lower": 0.0, "guesses": 0, "correct": 0, "side": None}
     per = significance / (len(fractions) * len(sides))
+    ceiling = 0.0
     for side in sides:
         for f in fractions:
             k = max(1, int(round(f * m / (2 if side == "both" else 1))))
@@ -100,9 +109,10 @@ def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, signific
                  "in": int(included[top].sum()), "out": int((~included[bottom]).sum())}[side]
             r = 2 * k if side == "both" else k
             eps = float(epsilon_lower_bound(m, r, v, delta, per))
+            ceiling = max(ceiling, float(epsilon_lower_bound(m, r, r, delta, per)))
             if eps > best["epsilon_lower"] or best["guesses"] == 0:
                 best = {"epsilon_lower": eps, "guesses": r, "correct": v, "side": side}
-    return best
+    return dict(best, ceiling=ceiling, limited_by=limited_by(best["epsilon_lower"], ceiling))
 
 
 def auc(scores: np.ndarray, included: np.ndarray) -> float:
@@ -128,4 +138,4 @@ def certify(scores: dict, included: np.ndarray, delta: float, confidence: float)
     return {"scores": out, "epsilon_lower": max(s["epsilon_lower"] for s in out.values())}
 
 
-__all__ = ["largest_rejected", "GUESS_FRACTIONS", "GUESS_SIDES", "auc", "certify", "epsilon_lower_bound", "guess_bound", "p_value"]
+__all__ = ["AUDIT_SIZE_RATIO", "largest_rejected", "limited_by", "GUESS_FRACTIONS", "GUESS_SIDES", "auc", "certify", "epsilon_lower_bound", "guess_bound", "p_value"]

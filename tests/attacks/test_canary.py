@@ -5,7 +5,7 @@ import torch
 from scipy import stats
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.attacks.canary.steinke_bound import auc, epsilon_lower_bound, guess_bound, p_value
+from tsdp.attacks.canary.steinke_bound import GUESS_FRACTIONS, GUESS_SIDES, auc, epsilon_lower_bound, guess_bound, p_value
 
 
 def test_p_value_without_delta_is_the_binomial_tail():
@@ -106,3 +106,19 @@ def test_canary_audit_at_epsilon_1_stays_below_1(one_thread):
     r = _canary_audit(1.0)
     assert r["steps"] == 4000 and r["epsilon_spent"] <= 1.0
     assert r["epsilon_lower"] <= 1.0, r
+
+
+def test_guess_bound_states_its_power():
+    """Every Steinke answer carries its perfect-guess ceiling (all guesses right on the same sets, recomputed here
+    from the p-value), and says what limits it: perfect scores reach the ceiling ("audit size"); random scores
+    certify far below it ("training")."""
+    rng = np.random.default_rng(0)
+    included = rng.random(400) < 0.5
+    perfect = guess_bound(included.astype(float), included, 1e-5, 0.05)
+    per = 0.05 / (len(GUESS_FRACTIONS) * len(GUESS_SIDES))
+    ceiling = max(float(epsilon_lower_bound(400, r, r, 1e-5, per))
+                  for f in GUESS_FRACTIONS for r in (max(1, round(f * 400)), 2 * max(1, round(f * 400 / 2))))
+    assert perfect["ceiling"] == pytest.approx(ceiling) and perfect["epsilon_lower"] == pytest.approx(ceiling)
+    assert perfect["limited_by"] == "audit size"
+    noise = guess_bound(rng.standard_normal(400), included, 1e-5, 0.05)
+    assert noise["ceiling"] == pytest.approx(ceiling) and noise["limited_by"] == "training"

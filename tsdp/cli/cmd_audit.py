@@ -101,7 +101,8 @@ def _human_canary(d: dict) -> str:
                         f"(confidence {d['confidence']:.0%}) exceeds the sound ε spent = {d['epsilon_spent']:.4f}")
     for name, s in d["scores"].items():
         lines.append(f"  {name:<10} ε lower bound ({d['confidence']:.0%}): {s['epsilon_lower']:.4f} "
-                     f"({s['correct']} of {s['guesses']} '{s['side']}' guesses correct, AUC {s['auc']:.3f})")
+                     f"({s['correct']} of {s['guesses']} '{s['side']}' guesses correct, AUC {s['auc']:.3f}); at most "
+                     f"{s['ceiling']:.4f} with every guess right: limited by the {s['limited_by']}")
     return "\n".join(lines)
 
 
