@@ -19,7 +19,8 @@ from scipy import special, stats
 GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2)  # k / m for the fixed guess sets
 GUESS_SIDES = ("both", "in", "out")  # guess on both ends (2k guesses), only "in" on the top k, only "out" on the bottom k
 EPS_MAX = 60.0  # search ceiling on ε (e^ε stays finite)
-WINDOW = 4096  # the max over i in the δ term runs exactly up to here (then an upper bound)
+WINDOW = 4096  # the max over i in the δ term runs exactly up to here (then an upper bound over cells)
+CELL_RATIO = 1.01  # the cells' geometric ratio beyond WINDOW: the bound there exceeds the max by at most 1%
 AUDIT_SIZE_RATIO = 0.8  # certified / ceiling at or above this: the audit's size, not the training, limits it
 
 
@@ -27,22 +28,30 @@ def p_value(m: int, k, c, epsilon, delta: float) -> np.ndarray:
     """P[≥ c correct of k guesses] under (ε, δ)-DP with m canaries (Steinke et al. 2023, Theorem with δ), vectorised over k, c, ε.
 
     β = P[Binom(k, q) ≥ c], q = e^ε/(1+e^ε), plus 2 m δ max_{1≤i≤c} P[c > Binom(k, q) ≥ c - i] / i.
-    The max runs exactly over i ≤ :data:`WINDOW`; beyond, each term is at most
-    P[Binom ≤ c - 1] / (WINDOW + 1), which is used instead (the p-value only rounds up).
+    The max runs exactly over i ≤ :data:`WINDOW`; beyond, over geometric cells [a, b] of ratio
+    :data:`CELL_RATIO`, each term of a cell is at most P[c > Binom ≥ c - b] / a (the numerator grows
+    with i, the denominator is at least a), which is used instead: the p-value only rounds up, by at
+    most the cell ratio on that part, whatever c (a flat bound P[Binom < c] / (WINDOW + 1) made the
+    p-value of a perfect audit with c > WINDOW useless).
     """
     k, c, epsilon = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(epsilon, dtype=float))
     q = special.expit(epsilon)
     beta = stats.binom.sf(c - 1, k, q)
-    if delta > 0 and c.size:
-        width = min(int(c.max()), WINDOW)
-        i = np.arange(1, width + 1)
-        below = stats.binom.cdf(c - 1, k, q)  # P[Binom <= c - 1]
-        window = below[..., None] - stats.binom.cdf(c[..., None] - i - 1, k[..., None], q[..., None])
-        window = np.where(i <= c[..., None], window / i, 0.0)
-        alpha = window.max(axis=-1, initial=0.0)
-        alpha = np.where(c > WINDOW, np.maximum(alpha, below / (WINDOW + 1)), alpha)
-    else:
-        alpha = np.zeros(beta.shape)
+    if not (delta > 0 and c.size):
+        return np.minimum(1.0, beta)
+    below = stats.binom.cdf(c - 1, k, q)  # P[Binom <= c - 1]
+
+    def mass(width):  # P[c > Binom >= c - width], width broadcast on a last axis
+        return below[..., None] - stats.binom.cdf(c[..., None] - width - 1, k[..., None], q[..., None])
+
+    i = np.arange(1, min(int(c.max()), WINDOW) + 1)
+    alpha = np.where(i <= c[..., None], mass(i) / i, 0.0).max(axis=-1, initial=0.0)
+    if c.max() > WINDOW:
+        edges = np.unique(np.ceil(WINDOW * CELL_RATIO ** np.arange(
+            int(np.ceil(np.log(c.max() / WINDOW) / np.log(CELL_RATIO))) + 2)).astype(np.int64))
+        lo, hi = edges[:-1], np.minimum(edges[1:], c[..., None])  # cells [lo, hi] within (WINDOW, c]
+        cells = np.where(lo < c[..., None], mass(hi) / lo, 0.0)
+        alpha = np.maximum(alpha, cells.max(axis=-1, initial=0.0))
     return np.minimum(1.0, beta + alpha * delta * 2 * m)
 
 

@@ -236,14 +236,20 @@ def test_steinke_p_value_matches_the_literal_formula():
             _steinke_p_value_literal(m, k, c, eps, delta), rel=1e-9, abs=1e-15)
 
 
-def test_steinke_window_truncation_only_rounds_the_p_value_up():
-    m, k, c, eps, delta = 100000, 9000, 6000, 0.7, 1e-6
-    truncated = steinke_bound.p_value(m, k, c, eps, delta)
-    q = special.expit(eps)
-    i = np.arange(1, c + 1)
-    alpha = np.max((stats.binom.cdf(c - 1, k, q) - stats.binom.cdf(c - i - 1, k, q)) / i)
-    exact = min(1.0, stats.binom.sf(c - 1, k, q) + alpha * delta * 2 * m)
-    assert truncated >= exact - 1e-15
+@pytest.mark.parametrize("m, k, c, eps, delta", [(100000, 9000, 6000, 0.7, 1e-6),  # beyond WINDOW, mid-range
+                                                    (100000, 20000, 20000, 0.0, 1e-5),  # a perfect audit at ε = 0
+                                                    (1000000, 50000, 49000, 3.0, 1e-5)])
+def test_steinke_cells_beyond_the_window_round_the_p_value_up_by_at_most_the_cell_ratio(m, k, c, eps, delta):
+    """Past WINDOW the max in the δ term is bounded on geometric cells: never below the exact max over every i
+    (the literal formula, all c terms), and the δ term at most CELL_RATIO above it. A perfect audit at ε = 0
+    must stay rejectable (the flat bound P[B < c] / (WINDOW + 1) made its p-value about 20/4097)."""
+    bounded = steinke_bound.p_value(m, k, c, eps, delta)
+    exact = _steinke_p_value_literal(m, k, c, eps, delta)
+    beta = stats.binom.sf(c - 1, k, special.expit(eps))
+    assert bounded >= exact - 1e-15
+    assert bounded - beta <= steinke_bound.CELL_RATIO * (exact - beta) + 1e-15
+    if c == k:
+        assert bounded < 1e-3
 
 
 def test_correct_counts_against_a_loop():
