@@ -33,6 +33,7 @@ from tsdp.theorems.config import TrainingConfig
 
 from tsdp.attacks.data.series import SeriesData
 from tsdp.attacks.loop.train import train
+from tsdp.attacks.montecarlo.shards import threads_per_worker
 
 from .evidence import Certifier, certify_evidence, steinke
 from .gradient import GradientCanaries
@@ -75,7 +76,7 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
     run, the accountant's **upper** bound); ``violation`` when the certified lower bound exceeds it.
     """
     many = run_many(task, runs, seed=seed, workers=workers, cluster=cluster,
-                    threads=1 if workers > 1 or cluster else None, progress=progress)
+                    threads=threads_per_worker(workers, cluster), progress=progress)
     evidence, first = many["evidence"], many["evidence"]["runs"][0]
     if claimed is None:
         claimed = first["epsilon"]

@@ -67,6 +67,7 @@ from tsdp.verify.events import training_event
 
 from tsdp.attacks.canary.evidence import Certifier, certify_evidence, steinke
 from tsdp.attacks.canary.runs import run_many
+from tsdp.attacks.montecarlo.shards import threads_per_worker
 from tsdp.attacks.canary.user_training import spike_evidence
 from tsdp.attacks.data.series import SeriesData, synthetic
 from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
@@ -211,7 +212,7 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
     for i, bug in enumerate(bugs):
         started = time.perf_counter()
         many = run_many(PlantedRun(bug, canaries), runs, seed=seed + i, workers=workers, cluster=cluster,
-                        threads=1 if workers > 1 or cluster else None)
+                        threads=threads_per_worker(workers, cluster))
         claim = claimed_epsilon(bug)
         cert = certify_evidence(many["evidence"], delta, confidence, certifier=certifier, claimed=claim)
         rows.append({"bug": bug, "canaries": SPIKES if bug == "global-standardisation" else canaries, "runs": runs, "epsilon_claimed": claim,
@@ -225,7 +226,7 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
     if null_audits:
         claim = claimed_epsilon("correct")
         many = run_many(PlantedRun("correct", canaries), null_audits, seed=seed + len(bugs), workers=workers,
-                        cluster=cluster, threads=1 if workers > 1 or cluster else None)
+                        cluster=cluster, threads=threads_per_worker(workers, cluster))
         for one in many["runs"]:
             flagged += certify_evidence(one, delta, confidence, certifier=certifier, claimed=claim)["violation"]
     return {"rows": rows, "false_flags": {"audits": null_audits, "flagged": flagged,

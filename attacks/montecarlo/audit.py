@@ -48,7 +48,6 @@ import numpy as np
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real, check_workers
 from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
-from tsdp.verify.bench_rounds import available_cpus
 from tsdp.verify.events import compositions, training_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
@@ -59,7 +58,8 @@ from .constructions import Construction, build, pair_numeric
 from .counts import merge
 from .design import design_test, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
 from .sequential import SequentialTest
-from .shards import DEFAULT_SHARD_SIZE, check_cluster, check_plan, plan_shards, run_shard, run_shards, worker_pool
+from .shards import (DEFAULT_SHARD_SIZE, check_cluster, check_plan, plan_shards, run_shard, run_shards,
+                     threads_per_worker, worker_pool)
 from .statistics import (binned_goodness_of_fit, choose_profile_tests, fixed_test_bound, profile_lower_bounds,
                          split_test_bound)
 from .trials import resolve_device
@@ -108,7 +108,7 @@ def audit_statistics(construction: Construction, *, trials: int, steps: int, del
     y_edges = y_edges_of(num)
     specs = plan_shards(construction.theorem, construction.config, trials, steps, seed, edges, y_edges,
                         shard_size=shard_size, device=device, loop=loop, sampler=sampler,
-                        threads=None if (workers == 1 and cluster is None) else _threads(workers, cluster))
+                        threads=threads_per_worker(workers, cluster))
     seq = None
     if epsilon_sound is not None:
         seq = SequentialTest(n_shards, edges, seq_tests, float(epsilon_sound), delta, confidence,
@@ -173,13 +173,6 @@ def _snap(law, values) -> np.ndarray:
     """The law's midpoint thresholds nearest to ``values`` (unique)."""
     t = law.thresholds
     return np.unique(t[np.clip(np.searchsorted(t, values), 0, len(t) - 1)])
-
-
-def _threads(workers: int, cluster: Optional[str]) -> Optional[int]:
-    """torch threads per worker: the local cores shared out (None on a remote cluster: its own setting)."""
-    if cluster not in (None, "auto"):
-        return None
-    return max(1, available_cpus() // workers)
 
 
 

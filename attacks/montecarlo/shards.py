@@ -42,6 +42,7 @@ import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_int
 from tsdp.theorems.errors import MissingExtraError
+from tsdp.verify.bench_rounds import available_cpus
 
 from .constructions import build, pair_numeric
 from .counts import ShardStats
@@ -216,6 +217,14 @@ def _run_here(tracker: _Tracker, fn) -> None:
             tracker.done(fn(spec))
         except Exception as exc:  # noqa: BLE001 - any failure of a shard means: run it again
             tracker.failed(spec.key, exc)
+
+
+def threads_per_worker(workers: int, cluster: Optional[str] = None) -> Optional[int]:
+    """torch intra-op threads in each worker: the usable cores shared out (``workers`` = 1 in this process:
+    None, torch's own setting; a remote cluster: None, its own setting). The one rule of every executor's caller."""
+    if cluster not in (None, "auto") or (workers == 1 and cluster is None):
+        return None
+    return max(1, available_cpus() // workers)
 
 
 _POOLS: Dict[int, ProcessPoolExecutor] = {}
@@ -408,4 +417,4 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
 
 
 __all__ = ["DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "plan_shards",
-           "run_shard", "run_shards", "torch_seed", "worker_pool"]
+           "run_shard", "run_shards", "threads_per_worker", "torch_seed", "worker_pool"]

@@ -92,13 +92,14 @@ def _many_runs(args, task) -> dict:
     """``--runs R``: R runs of ``task`` on the sharded engine, the pooled m·R canaries certified at once."""
     from tsdp.attacks.canary.evidence import CERTIFIERS, certify_evidence
     from tsdp.attacks.canary.runs import run_many
+    from tsdp.attacks.montecarlo.shards import threads_per_worker
     from tsdp.attacks.canary.user_training import check_audit_inputs
 
     check_audit_inputs(task.train, task.loss, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon,
                        seed=args.seed, confidence=args.confidence, spike=args.spike)
     task.check()
     many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
-                    threads=1 if args.workers > 1 or args.cluster else None, progress=not args.json)
+                    threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
     result = certify_evidence(many["evidence"], args.delta, args.confidence, claimed=args.epsilon,
                               certifier=CERTIFIERS[args.analysis])
     result.update(runs=args.runs, spike=args.spike, analysis=args.analysis, engine=many["info"])
