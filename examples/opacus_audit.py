@@ -1,84 +1,48 @@
-"""Audit a plain Opacus training loop that uses tsdp's batching and accountant.
+"""Audit the Opacus loop of `tsdp bench planted` with white-box gradient canaries, as you would audit your own.
 
-    python examples/opacus_audit.py            # or, from examples/:
-    tsdp audit-fn --train opacus_audit:train --loss opacus_audit:loss --context-length 8 --batch-size 5 \
-        --N 10 --L 1000 --canaries 500 --delta 1e-5
+    python examples/opacus_audit.py               # the correct loop
+    python examples/opacus_audit.py noise-off     # the same loop with a planted bug (see `tsdp bench planted`)
 
-The training below is ordinary Opacus code: a torch forecaster, SGD, ``PrivacyEngine``. Only
-two lines are tsdp's: the DataLoader draws its batches with ``BiLevelBatchSampler`` (WOR top
-level, WR bottom level, paper Algorithms 4-5) and the engine accounts with tsdp's
-structured-subsampling accountant (sound ε, here T6). The audit then inserts 500 spike
-canaries into the data, runs ``train`` once and reports a 95% lower bound on ε, to set
-against the ε the engine reports.
+The training is ordinary Opacus code (``attacks.integrations.planted_opacus.opacus_train``: an MLP
+forecaster, SGD, ``PrivacyEngine.make_private`` over a DataLoader that draws its batches with
+tsdp's ``BiLevelBatchSampler``). ``audit_training`` calls it once with 1000 gradient canaries
+hooked into its optimizer (nothing in the loop changes), each taking part in steps as one element
+of the loader's batching, and certifies a 95% lower bound on ε from the parameter updates, to set
+against the ε the intended training reports (tsdp's sound accountant).
 """
 from __future__ import annotations
 
-import warnings
-
-import torch
-from torch import nn
-from torch.utils.data import DataLoader
+import sys
 
 from tsdp.attacks.canary.user_training import audit_training
-from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
-from tsdp.attacks.data.series import synthetic
-from tsdp.attacks.integrations.opacus_accountant import MECHANISM, register
-from tsdp.theorems.config import TrainingConfig
-
-DATA = synthetic(10, 1001, seed=0, noise=2.0)  # 10 noisy series of length 1001
-CONFIG = fit_lengths(TrainingConfig(context_length=8, forecast_length=1, batch_size=5, instances=1), DATA.series)
-SIGMA, STEPS, DELTA = 2.0, 200, 1e-5
-SPENT = {}  # ε the engine reported for the last training
+from tsdp.attacks.integrations.planted_opacus import (BUGS, CLIP, CONFIG, DATA, DELTA, LR, STEPS, claimed_epsilon,
+                                                      loader_config, opacus_train, runtime)
 
 
-def train(series):
-    """Opacus DP-SGD on ``series`` with tsdp's batching and accountant; returns the trained forecaster."""
-    from opacus import PrivacyEngine
+def main(bug: str = "correct", canaries: int = 1000) -> dict:
+    """Train the loop with ``bug`` once under ``canaries`` gradient canaries; print and return the audit."""
+    config = loader_config(bug)
+    sigma, clip = runtime(bug)
 
-    register(CONFIG)  # Opacus's registry now builds tsdp accountants for CONFIG
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        engine = PrivacyEngine(accountant=MECHANISM)
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(CONFIG.context_length, 64), nn.ReLU(), nn.Linear(64, CONFIG.forecast_length))
-    dataset = WindowDataset(series, CONFIG)
-    loader = DataLoader(dataset, batch_sampler=BiLevelBatchSampler(dataset, generator=torch.Generator().manual_seed(0)),
-                        collate_fn=dataset.collate)
-    model, optimizer, loader = engine.make_private(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), data_loader=loader,
-        noise_multiplier=SIGMA, max_grad_norm=1.0, poisson_sampling=False)
-    done = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Opacus's backward-hook notice
-        while done < STEPS:
-            for context, forecast in loader:
-                optimizer.zero_grad()
-                nn.functional.mse_loss(model(context), forecast).backward()
-                optimizer.step()
-                done += 1
-                if done == STEPS:
-                    break
-    SPENT["epsilon"] = engine.get_epsilon(DELTA)
-    return model
+    def train(series):
+        return opacus_train(series, config, sigma=sigma, clip=clip, steps=STEPS, lr=LR, seed=0)
 
-
-def loss(model, context, forecast):
-    """Per-window squared error of the forecaster (the audit's loss)."""
-    return ((model(context) - forecast) ** 2).sum(-1)
-
-
-def main() -> dict:
-    result = audit_training(train, DATA, CONFIG, canaries=500, delta=DELTA, loss=loss, seed=0)
-    result["epsilon_claimed"] = SPENT["epsilon"]
-    result["violation"] = result["epsilon_lower"] > SPENT["epsilon"]
-    print(f"Opacus reports ε = {SPENT['epsilon']:.4f} at δ = {DELTA:g} after {STEPS} steps (σ = {SIGMA})")
-    print(f"one-run canary audit: ε ≥ {result['epsilon_lower']:.4f} with 95% confidence "
-          f"(AUC {result['scores']['memorisation']['auc']:.3f}); violation: {result['violation']}")
-    score = result["scores"]["memorisation"]
-    print(f"what the audit could see: at most ε = {max(score['ceiling']['dp'], score['ceiling']['steinke']):.4f} "
-          f"with every guess right; the answer is limited by the {score['limited_by']}")
+    claim = claimed_epsilon(bug)
+    result = audit_training(train, DATA.split(config.forecast_length)[0], config.with_(sigma=CONFIG.sigma),
+                            canaries=canaries, delta=DELTA, epsilon=claim, clip=CLIP, seed=0)
+    best = max(result["scores"].values(), key=lambda s: s["epsilon_lower"])
+    print(f"{bug}: the intended training reports ε = {claim:.4f} at δ = {DELTA:g} after {STEPS} steps "
+          f"(σ = {CONFIG.sigma:g}, C = {CLIP:g}); it ran σ = {sigma:g}, C = {clip:g}")
+    print(f"gradient-canary audit ({canaries} canaries, one run): ε ≥ {result['epsilon_lower']:.4f} with 95% "
+          f"confidence (AUC {best['auc']:.3f}); violation: {result['violation']}")
+    print(f"what the audit could see: at most ε = {max(best['ceiling']['dp'], best['ceiling']['steinke']):.4f} "
+          f"with every guess right; the answer is limited by the {best['limited_by']}")
     return result
 
 
 if __name__ == "__main__":
-    main()
+    bug = sys.argv[1] if len(sys.argv) > 1 else "correct"
+    if bug not in BUGS or bug == "global-standardisation":
+        sys.exit(f"opacus_audit.py: error: the bug must be one of "
+                 f"{', '.join(b for b in BUGS if b != 'global-standardisation')} (got {bug!r})")
+    main(bug)

@@ -354,17 +354,16 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
     if "gdp" in out["analyses"]:
         out["epsilon_gdp"] = out["analyses"]["gdp"]["epsilon_lower"]
     out["violation"] = out["analyses"].get("claimed", {}).get("violation", False)
-    ceiling = plan(m, delta, confidence, analyses=names, sets=sets)
-    out["ceiling"] = ceiling["ceiling"]
-    out["limited_by"] = limited_by(out, ceiling)
+    out["ceiling"] = ceilings(m, delta, confidence, analyses=names, sets=sets)
+    out["limited_by"] = limited_by(out, out["ceiling"])
     return out
 
 
 def limited_by(result: dict, ceiling: dict) -> str:
-    """"audit size" when some analysis reaches its perfect-guess ceiling in the sense of
-    :func:`attacks.canary.steinke_bound.limited_by`, else "training"."""
-    sizes = [steinke_bound.limited_by(row["epsilon_lower"], ceiling["ceiling"][a])
-             for a, row in result["analyses"].items() if a in ceiling["ceiling"] and "epsilon_lower" in row]
+    """"audit size" when some analysis reaches its perfect-guess ceiling (``ceiling``: ε per analysis) in the sense
+    of :func:`attacks.canary.steinke_bound.limited_by`, else "training"."""
+    sizes = [steinke_bound.limited_by(row["epsilon_lower"], ceiling[a])
+             for a, row in result["analyses"].items() if a in ceiling and "epsilon_lower" in row]
     return "audit size" if "audit size" in sizes else "training"
 
 
@@ -377,42 +376,83 @@ def _shares(names: Sequence[str], confidence: float) -> dict:
     return {a: (1 - confidence) * SHARES[a] / total for a in names}
 
 
+def ceilings(m: int, delta: float, confidence: float = 0.95, *, analyses: Sequence[str] = ("dp", "gdp", "steinke"),
+             sets: Optional[np.ndarray] = None) -> dict:
+    """Per analysis (not "claimed"), the ε that m canaries certify if every guess is right: :func:`certify`'s sets and
+    shares at ``confidence``."""
+    share = _shares(list(analyses), confidence)
+    sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
+    return {a: float(fdp_bounds(sets.sum(axis=1)[None], sets, m, delta, share[a], a)["epsilon"][0])
+            for a in analyses if a != "claimed"}
+
+
+def perfect_ranking(m: int, delta: float, confidence: float = 0.95, *,
+                    analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None) -> dict:
+    """What a perfectly ranked audit certifies: every included canary scored above every excluded one.
+
+    That is what a training without noise shows when every canary leaves its mark (AUC 1);
+    unlike :func:`plan`'s ceiling it cannot choose the number of canaries included, which is
+    Binomial(m, 1/2). Given n included, guess set (k_in, k_out) has min(k_in, n) + min(k_out,
+    m - n) correct guesses, so :func:`certify`'s ``epsilon_lower`` (the larger of "dp" and
+    "steinke", same sets and shares) is a function ε(n). Returns {"n": n's with probability
+    mass above 1e-12, "epsilon": ε(n), "probability": Binomial(m, 1/2) mass} (no sampling).
+    """
+    from scipy.stats import binom
+
+    share = _shares(list(analyses), confidence)
+    sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
+    lo, hi = int(binom.ppf(1e-12, m, 0.5)), int(binom.isf(1e-12, m, 0.5))
+    n = np.arange(lo, hi + 1)
+    counts = np.minimum(sets[:, 0], n[:, None]) + np.minimum(sets[:, 1], m - n[:, None])
+    free = [fdp_bounds(counts, sets, m, delta, share[a], a)["epsilon"] for a in analyses if a in ("dp", "steinke")]
+    return {"n": n, "epsilon": np.max(free, axis=0), "probability": binom.pmf(n, m, 0.5)}
+
+
+def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, quantile: float = 0.1, **kw) -> float:
+    """The ``quantile`` of :func:`perfect_ranking`'s ε over the number included (a lower quantile: the ε a perfectly
+    ranked audit of m canaries certifies in 1 - ``quantile`` of runs)."""
+    r = perfect_ranking(m, delta, confidence, **kw)
+    order = np.argsort(r["epsilon"], kind="stable")
+    cdf = np.cumsum(r["probability"][order])
+    return float(r["epsilon"][order][min(np.searchsorted(cdf, quantile), len(order) - 1)])
+
+
 def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Optional[float] = None, *,
          analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None,
-         m_max: int = 10 ** 6) -> dict:
-    """What an audit with m canaries can see: the ε each analysis certifies if every guess is right (its ceiling).
+         scores: int = 1, quantile: float = 0.1, m_max: int = 10 ** 6) -> dict:
+    """What an audit with m canaries can see, before any training: its ceiling, and what a perfect ranking certifies.
 
     Same guess sets (:func:`guess_grid` unless ``sets``) and significance shares as
-    :func:`certify` with the same ``analyses`` ("claimed" takes its share but has no ceiling).
-    With ``claimed_epsilon``: per analysis, an m whose ceiling reaches it, found by doubling
-    then bisection over m (the smallest such m where the ceiling grows with m; None above
-    ``m_max``).
+    :func:`certify` with the same ``analyses`` ("claimed" takes its share but has no
+    ceiling), each of ``scores`` score vectors at confidence 1 - (1 - confidence) / scores (the
+    Bonferroni of :func:`attacks.canary.evidence.certify_evidence`). ``ceiling``: per analysis,
+    the ε if every guess is right. ``perfect_ranking``: the ε that a perfectly ranked audit
+    (:func:`perfect_ranking`, what a training without noise shows) certifies in
+    1 - ``quantile`` of runs. With ``claimed_epsilon``: ``canaries_needed``, the smallest m
+    whose perfect ranking reaches the claim in 1 - ``quantile`` of runs (doubling, then
+    bisection over m, where it grows with m; None above ``m_max``): fewer canaries cannot
+    flag even a training without noise.
     """
-    share = _shares(list(analyses), confidence)
-    names = [a for a in analyses if a != "claimed"]
+    each = 1 - (1 - confidence) / scores
 
-    def ceiling(n: int, a: str) -> float:
-        s = guess_grid(n) if (sets is None or n != m) else np.asarray(sets)
-        b = fdp_bounds(s.sum(axis=1)[None], s, n, delta, share[a], a)
-        return float(b["epsilon"][0])
+    def ranked(n: int) -> float:
+        return perfect_ranking_quantile(n, delta, each, quantile, analyses=analyses,
+                                        sets=sets if (sets is not None and n == m) else None)
 
-    out = {"canaries": m, "delta": delta, "confidence": confidence,
-           "ceiling": {a: ceiling(m, a) for a in names}}
+    out = {"canaries": m, "delta": delta, "confidence": confidence, "scores": scores,
+           "ceiling": ceilings(m, delta, each, analyses=analyses, sets=sets), "perfect_ranking": ranked(m),
+           "quantile": quantile}
     if claimed_epsilon is not None:
-        needed = {}
-        for a in names:
-            lo, hi = 1, 2
-            while ceiling(hi, a) < claimed_epsilon:
-                lo, hi = hi, hi * 2
-                if hi > m_max:
-                    break
-            if hi > m_max:
-                needed[a] = None
-                continue
+        lo, hi = 1, 2
+        while ranked(hi) <= claimed_epsilon and hi <= m_max:
+            lo, hi = hi, hi * 2
+        if hi > m_max:
+            needed = None
+        else:
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if ceiling(mid, a) >= claimed_epsilon else (mid, hi)
-            needed[a] = hi
+                lo, hi = (lo, mid) if ranked(mid) > claimed_epsilon else (mid, hi)
+            needed = hi
         out["claimed_epsilon"] = claimed_epsilon
         out["canaries_needed"] = needed
     return out

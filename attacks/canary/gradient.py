@@ -164,6 +164,10 @@ def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.nda
     return np.logaddexp(np.log1p(-p) if p < 1 else -np.inf, np.log(p) + mu * z - mu * mu / 2).sum(axis=0)
 
 
+SCORES = ("sum", "mixture")
+"""The scores of a gradient-canary run, in :meth:`GradientCanaries.evidence`'s order (module docstring)."""
+
+
 def _flat(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.cat([t.detach().reshape(-1) for t in tensors])
 
@@ -241,9 +245,9 @@ class GradientCanaries:
         """{"scores": {"sum": (m,), "mixture": (m,)}, "included": (m,) bool}: the run's evidence (module docstring)."""
         x = (torch.stack(self._projections).double().cpu().numpy() if self._projections
              else np.zeros((0, self.m)))
-        return {"scores": {"sum": x.sum(axis=0),
-                           "mixture": mixture_scores(x, self.config.sigma, participation_rate(self.config))},
+        values = (x.sum(axis=0), mixture_scores(x, self.config.sigma, participation_rate(self.config)))
+        return {"scores": dict(zip(SCORES, values)),
                 "included": self.included.copy()}
 
 
-__all__ = ["GradientCanaries", "Participation", "mixture_scores", "participation_rate"]
+__all__ = ["SCORES", "GradientCanaries", "Participation", "mixture_scores", "participation_rate"]

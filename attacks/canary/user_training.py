@@ -1,8 +1,18 @@
 """One-run canary audit of *your* training function (f-DP one-run test with Steinke et al.'s baseline, :mod:`attacks.canary.evidence`).
 
 You give ``train(series) -> model``: any code (your model, optimizer, data pipeline, Opacus or
-not) that trains on a list of 1-D float arrays and returns something that scores windows.
-The harness places m spike canaries in your data exactly as :func:`attacks.canary.trained_model.audit_model`
+not) that trains on a list of 1-D float arrays. Two kinds of canaries (``canary=``):
+
+* ``"gradient"`` (the default; white-box): m gradient canaries hooked into the first torch
+  optimizer your code steps (:mod:`attacks.canary.optimizer_canaries`: each an element of
+  clipped gradient C along its own direction, taking part in steps with the law of one
+  element of ``config``'s scheme), scored on the parameter updates (the ``sum`` and
+  ``mixture`` scores of :mod:`attacks.canary.gradient`): the transcript DP-SGD's guarantee
+  covers, so a correct loop is never flagged beyond the stated error, and a loop without
+  noise, with a σ too small or without clipping shows. ``config`` must be the batching your
+  loader draws and the σ your accounting claims.
+* ``"spike"`` (black-box): for a model only returned at the end (any ``train``, torch or
+  not), scored on what the returned model remembers. The harness places m spike canaries in your data exactly as :func:`attacks.canary.trained_model.audit_model`
 does (one element each, ±``spike`` standard deviations of its series, at least L_C + L_F
 apart, each inserted with probability 1/2), calls ``train`` once on the data with the
 inserted canaries, and scores every canary on its canary windows (the windows of Algorithm
@@ -36,6 +46,8 @@ from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .evidence import CERTIFIERS, certify_evidence
+from .gradient import SCORES as GRADIENT_SCORES
+from .optimizer_canaries import run_with_canaries
 
 
 class UserFunctionError(ConfigError):
@@ -115,6 +127,10 @@ def _placed(base: SeriesData, config: TrainingConfig, canaries: int, rng: np.ran
         raise ConfigError("canaries", str(exc), canaries) from None
 
 
+SPIKE_SCORES = ("memorisation",)
+"""The score of a spike-canary run (module docstring)."""
+
+
 def spike_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
                    loss: Optional[Callable] = None, seed=0, spike: float = 10.0) -> dict:
     """One training run of ``train`` with m spike canaries (module docstring): {"scores": {"memorisation"}, "included"}.
@@ -141,7 +157,7 @@ def spike_evidence(train: Callable[[list], object], base: SeriesData, config: Tr
         per_window = np.zeros(flat.numel())
         per_window[flat.numpy()] = _window_losses(model, loss, train, context, forecast)
         losses.append(per_window.reshape(valid.shape).sum(1))
-    return {"scores": {"memorisation": losses[0] - losses[1]}, "included": included}
+    return {"scores": dict(zip(SPIKE_SCORES, [losses[0] - losses[1]])), "included": included}
 
 
 @dataclass(frozen=True)
@@ -164,10 +180,67 @@ class SpikeTask:
                               spike=self.spike)
 
 
-def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidence, spike) -> tuple:
-    """(canaries, δ, ε, seed, confidence, spike) validated before any training (ConfigError naming the value;
+def gradient_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
+                      seed=0, clip: float = 1.0) -> dict:
+    """One training run of ``train`` with m gradient canaries in its optimizer (module docstring, ``"gradient"``):
+    {"scores": {"sum", "mixture"}, "included", "optimizer", "steps"}.
+
+    ``seed``: an int or a ``numpy.random.SeedSequence`` (directions, inclusion bits, participations).
+    """
+    hooks = _call("train", train, [s.copy() for s in base.series],
+                  via=lambda series: run_with_canaries(train, series, config, canaries, clip=clip, seed=seed))
+    if hooks.canaries is None or hooks.canaries.steps == 0:
+        raise UserFunctionError("train", train, "never called a torch.optim optimizer's step(): gradient canaries "
+                                                "hook into one (canary='spike' audits any returned model)")
+    with np.errstate(invalid="ignore", over="ignore"):
+        evidence = hooks.canaries.evidence()
+    if not all(np.all(np.isfinite(s)) for s in evidence["scores"].values()):
+        raise UserFunctionError("train", train, "made non-finite parameter updates (NaN or inf: the training "
+                                                "diverged): the canaries cannot be scored")
+    return dict(evidence, optimizer=hooks.optimizer, steps=hooks.canaries.steps, clip=hooks.clip, scale=hooks.scale)
+
+
+@dataclass(frozen=True)
+class GradientTask:
+    """One run of a multi-run gradient-canary audit (:func:`attacks.canary.runs.run_many`): picklable when
+    ``train`` is a module-level function."""
+
+    train: Callable
+    data: SeriesData
+    config: TrainingConfig
+    canaries: int
+    clip: float = 1.0
+
+    def check(self) -> None:
+        """Nothing to place before the runs: the canaries attach to the optimizer at its first step."""
+
+    def __call__(self, seed: np.random.SeedSequence) -> dict:
+        return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, seed=seed, clip=self.clip)
+
+
+def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, canaries: int, *, loss=None,
+              spike: float = 10.0, clip: float = 1.0):
+    """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed."""
+    if canary == "gradient":
+        return GradientTask(train, data, config, canaries, clip)
+    return SpikeTask(train, data, config, canaries, loss, spike)
+
+
+CANARIES = {"gradient": GRADIENT_SCORES, "spike": SPIKE_SCORES}
+"""The kinds of canaries (`tsdp audit-fn --canary`) and the scores each run gives (certified with Bonferroni)."""
+
+
+def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidence, spike, canary="spike",
+                       clip=1.0) -> tuple:
+    """(canaries, δ, ε, seed, confidence, spike, clip) validated before any training (ConfigError naming the value;
     :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot take its arguments; ``train`` None: the
     values only, as for a plan)."""
+    if canary not in CANARIES:
+        raise ConfigError("canary", f"must be one of {', '.join(CANARIES)}", canary)
+    if canary == "gradient" and loss is not None:
+        raise ConfigError("loss", "scores spike canaries only: gradient canaries are scored on the parameter "
+                                  "updates (drop it, or use canary='spike')", _name(loss))
+    clip = check_real("clip", clip, low=0.0, low_open=True)
     canaries = check_int("canaries", canaries, 2)
     confidence = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
     delta = check_delta(delta)
@@ -179,29 +252,36 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
         _check_arity("train", train, [])
     if loss is not None:
         _check_arity("loss", loss, None, None, None)
-    return canaries, delta, epsilon, seed, confidence, spike
+    return canaries, delta, epsilon, seed, confidence, spike, clip
 
 
 def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,
-                   canaries: int, delta: float, epsilon: Optional[float] = None,
+                   canaries: int, delta: float, epsilon: Optional[float] = None, canary: str = "gradient",
                    loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
-                   spike: float = 10.0, analysis: str = "fdp") -> dict:
+                   clip: float = 1.0, spike: float = 10.0, analysis: str = "fdp") -> dict:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
-    ``config`` gives the window geometry (L_C, L_F) the canaries are scored on; ``epsilon``
+    ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
+    your loader draws and the σ you claim, ``clip`` the clipping norm C of a plain optimizer,
+    Opacus's ``max_grad_norm`` being read from its DP optimizer) or "spike" (black-box, scored
+    with ``loss`` on the returned model; ``config`` gives the window geometry). ``epsilon``
     (optional) is the ε your training claims at ``delta``. ``analysis``: "fdp" (the f-DP one-run
     test with Steinke et al.'s bound as its baseline, :func:`attacks.canary.evidence.fdp`) or
     "steinke" alone. Returns a JSON-ready dict: canaries, included, epsilon_lower, confidence,
-    delta, epsilon_claimed, violation, the score's analysis (guesses, AUC; with "fdp" the
+    delta, epsilon_claimed, violation, each score's analysis (guesses, AUC; with "fdp" the
     perfect-guess ``ceiling`` and ``limited_by``: whether the audit's size or the training limits
     the answer).
     """
-    canaries, delta, epsilon, seed, confidence, spike = check_audit_inputs(
-        train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike)
+    canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
+        train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
+        canary=canary, clip=clip)
     certifier = _certifier(analysis)
-    evidence = spike_evidence(train, as_series(data), config, canaries=canaries, loss=loss, seed=seed, spike=spike)
+    task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip)
+    task.check()
+    evidence = task(np.random.SeedSequence(seed))
+    extra = {k: evidence[k] for k in ("optimizer", "steps", "clip", "scale") if k in evidence}
     return dict(certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon),
-                spike=spike, analysis=analysis)
+                canary=canary, analysis=analysis, **extra, **({"spike": spike} if canary == "spike" else {}))
 
 
 def _certifier(analysis: str):

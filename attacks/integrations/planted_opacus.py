@@ -65,7 +65,7 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event
 
-from tsdp.attacks.canary.evidence import Certifier, certify_evidence, steinke
+from tsdp.attacks.canary.evidence import Certifier, certify_evidence, fdp
 from tsdp.attacks.canary.runs import run_many
 from tsdp.attacks.montecarlo.shards import threads_per_worker
 from tsdp.attacks.canary.user_training import spike_evidence
@@ -87,6 +87,13 @@ SPIKES = 40  # spike canaries per run (one per series fits: series of L_C + L_F 
 def loader_config(bug: str, config: TrainingConfig = CONFIG) -> TrainingConfig:
     """The batching the loop's loader draws: ``config``'s, shuffled for ``poisson-claim``."""
     return config.with_(top="shuffle") if bug == "poisson-claim" else config
+
+
+def runtime(bug: str, config: TrainingConfig = CONFIG, clip: float = CLIP) -> tuple:
+    """(σ, max_grad_norm) the loop with ``bug`` runs with (module docstring); the claim is ``config.sigma`` and ``clip``."""
+    sigma = config.sigma
+    return {"noise-off": (0.0, clip), "noise-10x-small": (sigma / 10, clip),
+            "clipping-off": (sigma / 100, 100 * clip)}.get(bug, (sigma, clip))
 
 
 def claimed_epsilon(bug: str, config: TrainingConfig = CONFIG, steps: int = STEPS, delta: float = DELTA) -> float:
@@ -172,16 +179,10 @@ class PlantedRun:
     clip: float = CLIP
     lr: float = LR
 
-    def _runtime(self):
-        """(σ, max_grad_norm) the buggy loop runs with."""
-        sigma = self.config.sigma
-        return {"noise-off": (0.0, self.clip), "noise-10x-small": (sigma / 10, self.clip),
-                "clipping-off": (sigma / 100, 100 * self.clip)}.get(self.bug, (sigma, self.clip))
-
     def __call__(self, seed: np.random.SeedSequence) -> dict:
         canary_seed, train_seed = seed.spawn(2)
         loop_seed = int(train_seed.generate_state(1)[0])
-        sigma, clip = self._runtime()
+        sigma, clip = runtime(self.bug, self.config, self.clip)
         config = loader_config(self.bug, self.config)
         if self.bug == "global-standardisation":
             def train(series):
@@ -200,7 +201,7 @@ class PlantedRun:
 
 
 def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100, bugs=BUGS, seed: int = 0,
-                  delta: float = DELTA, confidence: float = 0.95, certifier: Certifier = steinke, workers: int = 1,
+                  delta: float = DELTA, confidence: float = 0.95, certifier: Certifier = fdp, workers: int = 1,
                   cluster: Optional[str] = None, progress=None) -> dict:
     """Audit every variant of :data:`BUGS` with ``canaries`` × ``runs`` canaries; the correct loop ``null_audits`` times.
 
@@ -246,4 +247,5 @@ def format_bench(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BUGS", "CONFIG", "PlantedRun", "bench_planted", "claimed_epsilon", "format_bench", "opacus_train"]
+__all__ = ["BUGS", "CONFIG", "PlantedRun", "bench_planted", "claimed_epsilon", "format_bench", "loader_config",
+           "opacus_train", "runtime"]

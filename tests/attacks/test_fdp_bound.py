@@ -282,13 +282,35 @@ def test_certify_splits_the_level_and_reports_the_plan():
 
 
 def test_plan_canaries_needed_reach_the_claim_and_one_fewer_does_not():
+    """canaries_needed is the smallest m whose perfect ranking certifies above the claim in 90% of runs; the ceiling
+    (every guess right) is certify's on all-correct counts; two scores take the Bonferroni half each."""
     out = F.plan(1000, 1e-5, 0.95, claimed_epsilon=3.0)
+    n = out["canaries_needed"]
+    assert F.perfect_ranking_quantile(n, 1e-5, 0.95) > 3.0 >= F.perfect_ranking_quantile(n - 1, 1e-5, 0.95)
     share = F._shares(("dp", "gdp", "steinke"), 0.95)
-    for a, n in out["canaries_needed"].items():
-        def ceiling(n):
-            s = F.guess_grid(n)
-            return float(F.fdp_bounds(s.sum(1)[None], s, n, 1e-5, share[a], a)["epsilon"][0])
-        assert ceiling(n) >= 3.0 > ceiling(n - 1)
+    for a, value in out["ceiling"].items():
+        s = F.guess_grid(1000)
+        assert value == float(F.fdp_bounds(s.sum(1)[None], s, 1000, 1e-5, share[a], a)["epsilon"][0])
+    two = F.plan(1000, 1e-5, 0.95, scores=2)
+    assert two["ceiling"] == F.ceilings(1000, 1e-5, 0.975) and two["perfect_ranking"] < out["perfect_ranking"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(m=st.integers(4, 600), seed=st.integers(0, 2 ** 32 - 1))
+def test_perfect_ranking_is_what_certify_gives_perfectly_ranked_scores(m, seed):
+    """The closed form ε(n) of perfect_ranking equals certify's epsilon_lower on scores that rank every included canary
+    above every excluded one, for the number n included in a random draw; the probabilities are Binomial(m, 1/2)."""
+    from scipy.stats import binom
+
+    rng = np.random.default_rng(seed)
+    included = rng.random(m) < 0.5
+    scores = included + 0.01 * rng.random(m)
+    r = F.perfect_ranking(m, 1e-5, 0.95)
+    n = int(included.sum())
+    got = F.certify(scores, included, 1e-5)["epsilon_lower"]
+    assert got == r["epsilon"][r["n"] == n][0]
+    assert r["probability"].sum() == pytest.approx(1.0, abs=1e-9)
+    assert np.allclose(r["probability"], binom.pmf(r["n"], m, 0.5))
 
 
 def test_the_sound_accountant_is_a_claimed_profile():

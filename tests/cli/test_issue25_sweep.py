@@ -293,7 +293,8 @@ def user_module(tmp_path, monkeypatch):
 
 
 def _audit_fn(module, train, *extra):
-    return ["audit-fn", "--train", f"{module}:{train}", "--canaries", "20", "--delta", "1e-5", *extra]
+    return ["audit-fn", "--train", f"{module}:{train}", "--canaries", "20", "--delta", "1e-5", "--canary", "spike",
+            *extra]
 
 
 @pytest.mark.parametrize("train, loss, words", [

@@ -49,27 +49,29 @@ def test_memorising_training_function_gives_a_clearly_positive_bound():
     the training, limits the answer (the f-DP test reaches most of its perfect-guess ceiling); Steinke's bound
     alone (the old analysis) certifies less on the same scores."""
     r = audit_training(nearest_neighbour_train, DATA, GEOMETRY, canaries=500, delta=1e-5, epsilon=1.0,
-                       loss=squared_error, seed=0)
+                       canary="spike", loss=squared_error, seed=0)
     s = r["scores"]["memorisation"]
     assert s["auc"] > 0.99 and s["limited_by"] == "audit size", r
     assert r["epsilon_lower"] >= 2 and r["violation"] and r["analysis"] == "fdp", r
     assert r["epsilon_lower"] == max(s["analyses"]["dp"]["epsilon_lower"], s["analyses"]["steinke"]["epsilon_lower"])
     old = audit_training(nearest_neighbour_train, DATA, GEOMETRY, canaries=500, delta=1e-5, epsilon=1.0,
-                         loss=squared_error, seed=0, analysis="steinke")
+                         canary="spike", loss=squared_error, seed=0, analysis="steinke")
     assert old["epsilon_lower"] < r["epsilon_lower"], (old["epsilon_lower"], r["epsilon_lower"])
 
 
 def test_plan_answers_before_training(capsys):
     """`audit-fn --plan`: no --train needed, nothing trained; the ceiling and the canaries needed are
-    fdp_bound.plan's for m·R canaries; a bad value is one line, exit 2."""
+    fdp_bound.plan's for m·R canaries and the canary kind's number of scores (gradient: 2); a bad value is one
+    line, exit 2."""
     from tsdp.attacks.canary.fdp_bound import plan
     from tsdp.cli.main import main
 
     assert main(["audit-fn", "--plan", "--canaries", "100", "--runs", "10", "--delta", "1e-5", "--epsilon", "2",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    ref = plan(1000, 1e-5, 0.95, claimed_epsilon=2.0)
+    ref = plan(1000, 1e-5, 0.95, claimed_epsilon=2.0, scores=2)
     assert out["ceiling"] == pytest.approx(ref["ceiling"]) and out["canaries_needed"] == ref["canaries_needed"]
+    assert out["perfect_ranking"] == ref["perfect_ranking"] and out["scores"] == 2 and out["canary"] == "gradient"
     assert out["canaries"] == 1000 and out["runs"] == 10
     assert main(["audit-fn", "--plan", "--canaries", "1", "--delta", "1e-5"]) == 2
     err = capsys.readouterr().err.strip()
@@ -110,7 +112,8 @@ def test_dp_sgd_training_at_a_small_epsilon_stays_below_it():
     config = fit_lengths(GEOMETRY.with_(batch_size=5, instances=1, sigma=2.0), DATA.series)
     epsilon = PldAccountant().compose(training_event(config, steps=200)).get_epsilon(1e-5)
     assert 0.3 < epsilon < 0.6
-    r = audit_training(dp_sgd_train(config, 200), DATA, config, canaries=500, delta=1e-5, epsilon=epsilon, seed=0)
+    r = audit_training(dp_sgd_train(config, 200), DATA, config, canaries=500, delta=1e-5, epsilon=epsilon, seed=0,
+                       canary="spike")
     assert r["epsilon_lower"] <= epsilon and not r["violation"], r
 
 
@@ -137,7 +140,8 @@ def test_cli_audits_an_entry_point(tmp_path, monkeypatch, capsys):
 
     (tmp_path / "user_train_mod.py").write_text(USER_MODULE)
     monkeypatch.chdir(tmp_path)
-    common = ["--context-length", "8", "--N", "4", "--L", "300", "--batch-size", "4", "--delta", "1e-5"]
+    common = ["--context-length", "8", "--N", "4", "--L", "300", "--batch-size", "4", "--delta", "1e-5",
+              "--canary", "spike"]
     code = main(["audit-fn", "--train", "user_train_mod:train", "--canaries", "100", "--epsilon", "0.5", "--json",
                  *common])
     out = json.loads(capsys.readouterr().out)
@@ -177,7 +181,7 @@ def test_neural_training_without_noise_gives_a_clearly_positive_bound(one_thread
                     break
         return model
 
-    r = audit_training(train, DATA, config, canaries=500, delta=1e-5, seed=0, spike=20.0)
+    r = audit_training(train, DATA, config, canaries=500, delta=1e-5, seed=0, canary="spike", spike=20.0)
     assert r["epsilon_lower"] >= 1, r
 
 
@@ -197,7 +201,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys, extra, 
     monkeypatch.chdir(tmp_path)
     extra = [{"DIR": "a_dir.csv", "BINARY": "binary.json"}.get(a, a) for a in extra]
     argv = ["audit-fn", "--train", "user_train_mod2:train", "--canaries", "10", "--delta", "1e-5", "--N", "4",
-            "--L", "300", "--batch-size", "4", "--context-length", "8"]
+            "--L", "300", "--batch-size", "4", "--context-length", "8", "--canary", "spike"]
     assert main(argv + extra) == 2
     err = capsys.readouterr().err.strip()
     assert flag in err and "\n" not in err, err
@@ -211,7 +215,8 @@ def test_cli_runs_pool_the_same_evidence_on_one_and_two_workers(tmp_path, monkey
     (tmp_path / "user_train_mod3.py").write_text(USER_MODULE)
     monkeypatch.chdir(tmp_path)
     argv = ["audit-fn", "--train", "user_train_mod3:train", "--canaries", "30", "--epsilon", "0.1", "--json",
-            "--runs", "3", "--context-length", "8", "--N", "4", "--L", "300", "--batch-size", "4", "--delta", "1e-5"]
+            "--runs", "3", "--context-length", "8", "--N", "4", "--L", "300", "--batch-size", "4", "--delta", "1e-5",
+            "--canary", "spike"]
     outs = []
     for workers in ("1", "2"):
         assert main(argv + ["--workers", workers]) == 1  # the memoriser is a certified violation: exit 1

@@ -1,8 +1,10 @@
 """`tsdp audit-fn`: one-run canary audit of your own training function, given as a Python entry point.
 
 ``--train module:function`` names ``train(series) -> model`` (series: a list of 1-D float
-arrays; model: anything whose call ``model(context, forecast)`` gives per-window losses, or
-pair it with ``--loss module:function`` taking ``(model, context, forecast)``). The current
+arrays). ``--canary gradient`` (the default) hooks white-box gradient canaries into the
+torch optimizer it steps; ``--canary spike`` scores the returned model (anything whose call
+``model(context, forecast)`` gives per-window losses, or pair it with ``--loss
+module:function`` taking ``(model, context, forecast)``). The current
 directory is importable, as with ``python -m``. torch and the attacks package load inside
 the handler only.
 """
@@ -40,11 +42,14 @@ def load_entry_point(spec: str, flag: str):
 
 
 def _human(d: dict) -> str:
-    s = d["scores"]["memorisation"]
+    name, s = max(d["scores"].items(), key=lambda kv: kv[1]["epsilon_lower"])  # the score whose bound is reported
     runs = f" over {d['runs']} runs" if d.get("runs", 1) > 1 else ""
-    lines = [f"canary audit of {d['train']}: {d['canaries']} canaries{runs}, {d['included']} included, "
-             f"δ = {d['delta']:g}, AUC {s['auc']:.3f}",
-             f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f}"]
+    seen = (f", {d['steps']} steps of {d['optimizer']} (C = {d['clip']:g}, gradient scale {d['scale']:.4g})"
+            if "optimizer" in d else "")
+    lines = [f"{d['canary']} canary audit of {d['train']}: {d['canaries']} canaries{runs}, {d['included']} included"
+             f"{seen}, δ = {d['delta']:g}",
+             f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} from the {name!r} score "
+             f"(AUC {s['auc']:.3f}; {len(d['scores'])} score(s), Bonferroni)"]
     if "analyses" in s:  # the f-DP test, Steinke's bound as its baseline on the same guess sets
         a = s["analyses"]
         lines[-1] += (f" (f-DP one-run test {a['dp']['epsilon_lower']:.4f}, Steinke et al. "
@@ -64,24 +69,28 @@ def _human(d: dict) -> str:
 def _plan(args) -> dict:
     """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.fdp_bound.plan`)."""
     from tsdp.attacks.canary.fdp_bound import plan
-    from tsdp.attacks.canary.user_training import check_audit_inputs
+    from tsdp.attacks.canary.user_training import CANARIES, check_audit_inputs
 
-    canaries, delta, epsilon, _, confidence, _ = check_audit_inputs(
+    canaries, delta, epsilon, _, confidence, _, _ = check_audit_inputs(
         None, None, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon, seed=args.seed,
-        confidence=args.confidence, spike=args.spike)
-    out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon)
-    out.update(runs=args.runs, canaries_per_run=canaries)
+        confidence=args.confidence, spike=args.spike, canary=args.canary, clip=args.clip)
+    out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]))
+    out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary)
     return out
 
 
 def _plan_human(d: dict) -> str:
-    lines = [f"audit plan: {d['canaries_per_run']} canaries × {d['runs']} run(s) = {d['canaries']} canaries, "
-             f"δ = {d['delta']:g}, confidence {d['confidence']:.0%}",
+    lines = [f"audit plan: {d['canaries_per_run']} {d['canary']} canaries × {d['runs']} run(s) = {d['canaries']} "
+             f"canaries, δ = {d['delta']:g}, confidence {d['confidence']:.0%} ({d['scores']} score(s), Bonferroni)",
              "  the most ε it can certify (every guess right): " + ", ".join(
-                 f"{NAMES[k]} {v:.4f}" for k, v in d["ceiling"].items())]
+                 f"{NAMES[k]} {v:.4f}" for k, v in d["ceiling"].items()),
+             f"  a training without noise that ranks every canary right certifies ≥ {d['perfect_ranking']:.4f} "
+             f"in {1 - d['quantile']:.0%} of audits (the number included is random)"]
     if "canaries_needed" in d:
-        lines.append(f"  canaries needed to be able to certify the claimed ε = {d['claimed_epsilon']:g}: " + ", ".join(
-            f"{NAMES[k]} {'more than 1e6' if v is None else v}" for k, v in d["canaries_needed"].items()))
+        n = d["canaries_needed"]
+        lines.append(f"  canaries needed to flag a training without noise against the claimed ε = "
+                     f"{d['claimed_epsilon']:g} ({1 - d['quantile']:.0%} of audits): "
+                     f"{'more than 1e6' if n is None else n} (in all, over the runs)")
     return "\n".join(lines)
 
 
@@ -95,14 +104,18 @@ def _many_runs(args, task) -> dict:
     from tsdp.attacks.montecarlo.shards import threads_per_worker
     from tsdp.attacks.canary.user_training import check_audit_inputs
 
-    check_audit_inputs(task.train, task.loss, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon,
-                       seed=args.seed, confidence=args.confidence, spike=args.spike)
+    check_audit_inputs(task.train, getattr(task, "loss", None), canaries=args.canaries, delta=args.delta,
+                       epsilon=args.epsilon, seed=args.seed, confidence=args.confidence, spike=args.spike,
+                       canary=args.canary, clip=args.clip)
     task.check()
     many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
                     threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
     result = certify_evidence(many["evidence"], args.delta, args.confidence, claimed=args.epsilon,
                               certifier=CERTIFIERS[args.analysis])
-    result.update(runs=args.runs, spike=args.spike, analysis=args.analysis, engine=many["info"])
+    first = many["evidence"]["runs"][0]
+    result.update({k: first[k] for k in ("optimizer", "steps", "clip", "scale") if k in first})
+    result.update(runs=args.runs, canary=args.canary, analysis=args.analysis, engine=many["info"],
+                  **({"spike": args.spike} if args.canary == "spike" else {}))
     return result
 
 
@@ -110,10 +123,13 @@ def add_parsers(sub, command) -> None:
     """Add the `audit-fn` sub-command and register its handler."""
     p = sub.add_parser(
         "audit-fn", help="one-run canary audit of your own training function (module:function)",
-        description="Insert m spike canaries into your data (each with probability 1/2), call your train(series) "
-        "once, score every canary by how much better the trained model fits its windows with the spike than "
-        "without, and turn the correct guesses into an ε lower bound (Steinke, Nasr, Jagielski 2023). Of the "
-        "configuration flags only --context-length and --forecast-length (the window geometry) are used.")
+        description="Call your train(series) once with m canaries, each included with probability 1/2, and turn "
+        "the guesses of which were included into an ε lower bound (the f-DP one-run test of Mahloujifar, Melis & "
+        "Chaudhuri 2025 with Steinke, Nasr & Jagielski 2023 as its baseline). --canary gradient (default): "
+        "white-box gradient canaries hooked into the torch optimizer your code steps, taking part in steps as "
+        "one element of the configured batching (--N, --L, --batch-size, ... must be your loader's, --sigma the "
+        "σ you claim), scored on the parameter updates. --canary spike: spikes inserted into your data, scored "
+        "on how much better the returned model fits them (only --context-length and --forecast-length are used).")
     p.add_argument("--train", default=None, help="module:function of train(series) -> model (required unless --plan)")
     p.add_argument("--loss", default=None,
                    help="module:function of loss(model, context, forecast) -> per-window losses "
@@ -121,7 +137,14 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--epsilon", type=float, default=None, help="the ε your training claims at δ (to compare)")
-    p.add_argument("--spike", type=float, default=10.0, help="canary size in standard deviations (default 10)")
+    p.add_argument("--canary", choices=("gradient", "spike"), default="gradient",
+                   help="gradient: white-box canaries in your torch optimizer's updates; spike: spikes in your data, "
+                        "scored on the returned model (default gradient)")
+    p.add_argument("--clip", type=float, default=1.0,
+                   help="gradient canaries: the clipping norm C of a plain torch optimizer (an Opacus DP optimizer's "
+                        "max_grad_norm is read from it; default 1)")
+    p.add_argument("--spike", type=float, default=10.0,
+                   help="spike canaries: size in standard deviations (default 10)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--runs", type=int, default=1,
@@ -155,15 +178,17 @@ def add_parsers(sub, command) -> None:
         config = config_from_args(args)
         train = load_entry_point(args.train, "--train")
         loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
-        from tsdp.attacks.canary.user_training import SpikeTask, audit_training
+        from tsdp.attacks.canary.user_training import audit_training, make_task
 
         data = data_from_args(args, config, seed=args.seed)
         if args.runs == 1 and args.cluster is None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
-                                    epsilon=args.epsilon, loss=loss, seed=args.seed, confidence=args.confidence,
-                                    spike=args.spike, analysis=args.analysis)
+                                    epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
+                                    confidence=args.confidence, clip=args.clip, spike=args.spike,
+                                    analysis=args.analysis)
         else:
-            result = _many_runs(args, SpikeTask(train, data, config, args.canaries, loss, args.spike))
+            result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
+                                                spike=args.spike, clip=args.clip))
         result["train"] = args.train
         print(dumps(result) if args.json else _human(result))
         return 1 if result["violation"] else 0
