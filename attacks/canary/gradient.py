@@ -149,19 +149,55 @@ def participation_rate(config: TrainingConfig) -> float:
     return top * bottom
 
 
-def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.ndarray:
-    """Σ_t log(1 - p + p exp(μ z_t - μ²/2)) per canary from (steps, m) projections (module docstring, ``mixture``).
+def likelihood_ratio(z: np.ndarray, sigma: float, rate: float) -> np.ndarray:
+    """Σ_t log(1 - p + p exp(μ z_t - μ²/2)) per canary from (steps, m) observations z in noise units, μ = 1/σ:
+    the log-likelihood ratio of the subsampled Gaussian mechanism (participation probability p = ``rate``)
+    against its null (σ = 0 is read as a tiny σ)."""
+    mu = 1.0 / max(sigma, 1e-3)
+    p = min(max(rate, 1e-12), 1.0)
+    return np.logaddexp(np.log1p(-p) if p < 1 else -np.inf, np.log(p) + mu * z - mu * mu / 2).sum(axis=0)
 
-    μ = 1/σ (σ = 0 is read as a tiny σ: the statistic tends to the largest standardised step).
-    """
+
+def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.ndarray:
+    """:func:`likelihood_ratio` of (steps, m) projections standardised per step (module docstring, ``mixture``)."""
     if projections.shape[0] == 0:
         return np.zeros(projections.shape[1])
     y = projections - np.median(projections, axis=0, keepdims=True)
     spread = 1.4826 * np.median(np.abs(y - np.median(y, axis=1, keepdims=True)), axis=1, keepdims=True)
-    z = y / np.where(spread > 0, spread, 1.0)
-    mu = 1.0 / max(sigma, 1e-3)
-    p = min(max(rate, 1e-12), 1.0)
-    return np.logaddexp(np.log1p(-p) if p < 1 else -np.inf, np.log(p) + mu * z - mu * mu / 2).sum(axis=0)
+    return likelihood_ratio(y / np.where(spread > 0, spread, 1.0), sigma, rate)
+
+
+def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0) -> dict:
+    """The evidence the same m canaries give on the claimed mechanism itself: the **power** of the audit at the claim.
+
+    The canaries take part with the law of :class:`Participation` (the scheme's sampler), each
+    observation is z_{t,i} = [i included] K_{t,i} / σ + N(0, 1) (one canary's projection in noise
+    units, no data, no cross-talk), scored with the known null: the ``sum`` and the exact
+    subsampled-Gaussian :func:`likelihood_ratio` (Neyman-Pearson for one participation at an
+    unknown step). Certified like a run, it says how much ε an audit of this size and this
+    participation can see when the training is exactly what it claims: a certified 0 on the
+    real run is an answer only when this is clearly above 0.
+    """
+    seeds = np.random.SeedSequence(seed) if isinstance(seed, int) else seed
+    inclusion, placement, steps_seed, noise = seeds.spawn(4)
+    included = np.random.default_rng(inclusion).random(m) < 0.5
+    part = Participation(config, m, np.random.default_rng(placement),
+                         torch.Generator().manual_seed(int(steps_seed.generate_state(1)[0] >> np.uint32(1))))
+    counts = torch.stack([part.next() for _ in range(steps)]).double().numpy() if steps else np.zeros((0, m))
+    sigma = max(float(config.sigma), 1e-3)
+    z = counts * included / sigma + np.random.default_rng(noise).standard_normal(counts.shape)
+    return {"scores": dict(zip(SCORES, (z.sum(axis=0), likelihood_ratio(z, sigma, participation_rate(config))))),
+            "included": included, "participations": counts.sum(axis=0)}
+
+
+def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, confidence: float, *, certifier=None,
+                  seed=0) -> float:
+    """The ε certified on :func:`ideal_evidence` (``certifier`` default: the f-DP test): a **lower** bound's power at
+    the claim, to print beside a run's certified ε."""
+    from .evidence import certify_evidence, fdp
+
+    evidence = ideal_evidence(config, m, steps, seed)
+    return float(certify_evidence(evidence, delta, confidence, certifier=certifier or fdp)["epsilon_lower"])
 
 
 SCORES = ("sum", "mixture")
@@ -250,4 +286,5 @@ class GradientCanaries:
                 "included": self.included.copy()}
 
 
-__all__ = ["SCORES", "GradientCanaries", "Participation", "mixture_scores", "participation_rate"]
+__all__ = ["SCORES", "GradientCanaries", "Participation", "ideal_epsilon", "ideal_evidence", "likelihood_ratio", "mixture_scores",
+           "participation_rate"]

@@ -47,6 +47,7 @@ from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
 from .spikes import canary_windows, place_canaries, with_canaries
 from .evidence import CERTIFIERS, certify_evidence
 from .gradient import SCORES as GRADIENT_SCORES
+from .gradient import ideal_epsilon
 from .optimizer_canaries import run_with_canaries
 
 
@@ -279,9 +280,24 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip)
     task.check()
     evidence = task(np.random.SeedSequence(seed))
-    extra = {k: evidence[k] for k in ("optimizer", "steps", "clip", "scale") if k in evidence}
-    return dict(certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon),
-                canary=canary, analysis=analysis, **extra, **({"spike": spike} if canary == "spike" else {}))
+    result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon)
+    return dict(result, **run_facts(canary, [evidence], config, delta, confidence, certifier, seed),
+                canary=canary, analysis=analysis, **({"spike": spike} if canary == "spike" else {}))
+
+
+def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: float, confidence: float, certifier,
+              seed: int) -> dict:
+    """What a gradient-canary audit reports beside its bound: the first run's optimizer, steps, C and gradient scale,
+    and ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
+    (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries: its power at the claim)."""
+    if canary != "gradient":
+        return {}
+    first = runs[0]
+    m = sum(len(r["included"]) for r in runs)
+    facts = {k: first[k] for k in ("optimizer", "steps", "clip", "scale")}
+    facts["epsilon_ideal"] = ideal_epsilon(config, m, first["steps"], delta, confidence, certifier=certifier,
+                                           seed=seed)
+    return facts
 
 
 def _certifier(analysis: str):

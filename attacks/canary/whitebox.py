@@ -6,21 +6,24 @@ direction, included with probability 1/2, taking part in steps with the configur
 law for one element); it returns the run's evidence (the ``sum`` and ``mixture`` scores and the
 inclusion bits). :func:`audit_loop` runs R of them on the sharded engine
 (:func:`attacks.canary.runs.run_many`) and certifies the pooled m·R canaries with a plug-in
-certifier (:mod:`attacks.canary.evidence`; Steinke et al. 2023 by default): a **lower** bound
+certifier (:mod:`attacks.canary.evidence`; the f-DP test by default): a **lower** bound
 on the loop's event-level ε at δ, compared with the sound ε the loop's accountant reports.
 
-Measured (m = 1000, one run, seed 0, SGD 0.05, simple-ff, 10 epochs, δ = 1e-5, 95%; Steinke /
-the f-DP one-run certifier of Mahloujifar et al. on the same evidence):
+Measured (m = 1000, one run, seed 0, SGD 0.05, simple-ff, 10 epochs, δ = 1e-5, 95%, the f-DP
+certifier with Steinke's baseline; ``epsilon_ideal`` is the same audit on the claimed mechanism
+itself, :func:`attacks.canary.gradient.ideal_epsilon`):
 
 * default configuration (N = 320, L = 20, Λ = 32, WOR/WR, 100 steps): σ calibrated to sound
-  ε = 2 or 8 certifies 0 / 0 with both; even without noise (no clipping) only 0.05. A canary
-  takes part in a step with probability ρ r = 0.01, about once in the run: one Gaussian shift
-  of 1/σ noise units is all the evidence a canary carries, far below what m = 1000 canaries
-  can certify.
+  ε = 2 (σ 1.489) or 8 (σ 0.937) certifies 0 / 0 (ratio 0; AUC 0.54 / 0.54), and the ideal audit
+  certifies 0 / 0 as well: a canary takes part in a step with probability ρ r = 0.01, about
+  once in the run, one Gaussian shift of 1/σ noise units at an unknown step, so the claim's ε
+  lives in a tail no one-run audit of this size reaches. Pooling does not close it: the ideal
+  audit of 10^5 canaries (100 runs) certifies 0.065 / 0.17. The answer is "the audit cannot see
+  this claim", and the output says so.
 * short series (N = 40, L = L_C + L_F = 9, Λ = 10: r = 1, ρ = 1/4, 40 steps, ten
-  participations per canary): sound ε 2.00 -> 0.113 / 0.155 (ratio 0.06 / 0.08); sound
-  ε 8.00 -> 0.868 / 0.832 (ratio 0.11 / 0.10); without noise 3.217 / 4.322 against the σ = 8
-  claim of 1.696: flagged in one run.
+  participations per canary; Steinke / f-DP): sound ε 2.00 -> 0.113 / 0.155 (ratio 0.06 / 0.08);
+  sound ε 8.00 -> 0.868 / 0.832 (ratio 0.11 / 0.10); without noise 3.217 / 4.322 against the
+  σ = 8 claim of 1.696: flagged in one run.
 """
 from __future__ import annotations
 
@@ -35,8 +38,8 @@ from tsdp.attacks.data.series import SeriesData
 from tsdp.attacks.loop.train import train
 from tsdp.attacks.montecarlo.shards import threads_per_worker
 
-from .evidence import Certifier, certify_evidence, steinke
-from .gradient import GradientCanaries
+from .evidence import Certifier, certify_evidence, fdp
+from .gradient import GradientCanaries, ideal_epsilon
 from .runs import run_many
 
 
@@ -69,8 +72,9 @@ class LoopTask:
 
 def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional[float] = None,
                confidence: float = 0.95, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
-               certifier: Certifier = steinke, progress: bool = False) -> dict:
-    """R = ``runs`` runs of ``task`` pooled and certified (module docstring); JSON-ready.
+               certifier: Certifier = fdp, progress: bool = False) -> dict:
+    """R = ``runs`` runs of ``task`` pooled and certified (module docstring); JSON-ready, with ``epsilon_ideal`` (the
+    same audit on the claimed mechanism itself, :func:`attacks.canary.gradient.ideal_epsilon`: its power).
 
     ``claimed``: the ε the training claims at ``delta`` (default: the loop's own sound ε of a
     run, the accountant's **upper** bound); ``violation`` when the certified lower bound exceeds it.
@@ -81,7 +85,9 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
     if claimed is None:
         claimed = first["epsilon"]
     out = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=claimed)
-    out.update(runs=runs, steps=first["steps"], epsilon_sound=first["epsilon"], engine=many["info"])
+    out.update(runs=runs, steps=first["steps"], epsilon_sound=first["epsilon"], engine=many["info"],
+               epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first["steps"], delta, confidence,
+                                           certifier=certifier, seed=seed))
     return out
 
 

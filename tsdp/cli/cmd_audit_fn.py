@@ -60,6 +60,12 @@ def _human(d: dict) -> str:
                      f"{'the audit size: more canaries or runs could certify more' if s['limited_by'] == 'audit size' else 'the training, not the audit size'}")
     else:
         lines[-1] += f" (Steinke et al.: {s['correct']} of {s['guesses']} '{s['side']}' guesses correct)"
+    if "epsilon_ideal" in d:
+        ideal = d["epsilon_ideal"]
+        lines.append(f"  the same audit on the claimed mechanism itself (σ = {d['sigma']:g}, these canaries and steps, no "
+                     f"data) certifies {ideal:.4f}: its power at the claim"
+                     + ("; it cannot see the claim, so a bound near 0 says little: more runs (--runs) or canaries"
+                        if ideal < 0.1 and d["epsilon_lower"] < 0.1 else ""))
     if d["epsilon_claimed"] is not None:
         verdict = "VIOLATION: the lower bound exceeds" if d["violation"] else "consistent with"
         lines.append(f"  {verdict} the claimed ε = {d['epsilon_claimed']:g}")
@@ -102,7 +108,7 @@ def _many_runs(args, task) -> dict:
     from tsdp.attacks.canary.evidence import CERTIFIERS, certify_evidence
     from tsdp.attacks.canary.runs import run_many
     from tsdp.attacks.montecarlo.shards import threads_per_worker
-    from tsdp.attacks.canary.user_training import check_audit_inputs
+    from tsdp.attacks.canary.user_training import check_audit_inputs, run_facts
 
     check_audit_inputs(task.train, getattr(task, "loss", None), canaries=args.canaries, delta=args.delta,
                        epsilon=args.epsilon, seed=args.seed, confidence=args.confidence, spike=args.spike,
@@ -112,8 +118,8 @@ def _many_runs(args, task) -> dict:
                     threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
     result = certify_evidence(many["evidence"], args.delta, args.confidence, claimed=args.epsilon,
                               certifier=CERTIFIERS[args.analysis])
-    first = many["evidence"]["runs"][0]
-    result.update({k: first[k] for k in ("optimizer", "steps", "clip", "scale") if k in first})
+    result.update(run_facts(args.canary, many["runs"], task.config, args.delta, args.confidence,
+                            CERTIFIERS[args.analysis], args.seed))
     result.update(runs=args.runs, canary=args.canary, analysis=args.analysis, engine=many["info"],
                   **({"spike": args.spike} if args.canary == "spike" else {}))
     return result
@@ -189,6 +195,6 @@ def add_parsers(sub, command) -> None:
         else:
             result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
                                                 spike=args.spike, clip=args.clip))
-        result["train"] = args.train
+        result.update(train=args.train, sigma=config.sigma)
         print(dumps(result) if args.json else _human(result))
         return 1 if result["violation"] else 0
