@@ -200,6 +200,9 @@ def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, conf
     return float(certify_evidence(evidence, delta, confidence, certifier=certifier or fdp)["epsilon_lower"])
 
 
+MAX_DIRECTION_ENTRIES = 2 ** 28
+"""The most m · d canary-direction entries a run holds (1 GiB in float32; twice that while they are drawn)."""
+
 SCORES = ("sum", "mixture")
 """The scores of a gradient-canary run, in :meth:`GradientCanaries.evidence`'s order (module docstring)."""
 
@@ -244,6 +247,10 @@ class GradientCanaries:
             raise ValueError("no trainable parameters to attach gradient canaries to")
         device = self.params[0].device
         d = sum(p.numel() for p in self.params)
+        if self.m * d > MAX_DIRECTION_ENTRIES:
+            raise ConfigError("canaries", f"m · d = {self.m} canaries × {d} parameters exceeds the "
+                                          f"{MAX_DIRECTION_ENTRIES:.3g} direction entries held in memory: use at most "
+                                          f"{max(MAX_DIRECTION_ENTRIES // d, 1)} canaries per run and more runs", self.m)
         g = torch.Generator(device="cpu").manual_seed(self._directions_seed)
         u = torch.randn(d, self.m, generator=g, dtype=torch.float64)
         if self.m <= d:  # Q of a Gaussian matrix (signs fixed by R's diagonal): uniform orthonormal columns

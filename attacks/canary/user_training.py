@@ -81,7 +81,7 @@ def _call(role: str, fn, *args, via=None, subject: str = ""):
     included, becomes a :class:`UserFunctionError` blaming ``fn`` (``subject`` says what of it failed)."""
     try:
         return (via or fn)(*args)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ConfigError):  # a ConfigError names a value of the audit (e.g. too many canaries)
         raise
     except SystemExit as exc:
         raise UserFunctionError(role, fn, f"{subject}called sys.exit({exc.code!r})") from exc

@@ -20,26 +20,28 @@ configuration, their norm the loop's ``max_grad_norm``); the last one with black
 canaries (:mod:`attacks.canary.user_training`: a gradient canary never passes through the data
 preprocessing). :func:`bench_planted` runs each variant R times on the engine
 (:func:`attacks.canary.runs.run_many`), certifies the pooled canaries with a plug-in certifier
-(Steinke et al. 2023 by default; a **lower** bound on ε) and flags a violation when it exceeds
+(the f-DP test with Steinke et al.'s baseline by default; a **lower** bound on ε) and flags a violation when it exceeds
 the claim. The correct loop's flags over ``null_audits`` independent audits estimate the false-flag
 rate, which the certifier bounds by 1 - confidence.
 
 Measured (``tsdp bench planted``: m = 1000 gradient canaries × 1 run per bug, 40 spike canaries
-for the standardisation, δ = 1e-5, 95%, Steinke certifier; about 6 minutes on 2 shared cores):
+for the standardisation, δ = 1e-5, 95%, the f-DP certifier with Steinke's baseline (Steinke's
+bound alone certified 3.217, 2.102, 3.217 for the three bugs caught); 5 min 50 s on 2 cores shared
+with other work; AUC the best score's):
 
-=======================  ===========  =========  ========  =======
-bug                      budget       claimed ε  ε lower   flagged
-=======================  ===========  =========  ========  =======
-correct                  1000 × 1     1.696      0.000     no
-noise-off                1000 × 1     1.696      3.217     yes
-noise-10x-small          1000 × 1     1.696      2.102     yes
-clipping-off             1000 × 1     1.696      3.217     yes
-poisson-claim            1000 × 1     0.813      0.000     no
-global-standardisation   40 × 1       1.696      0.000     no
-=======================  ===========  =========  ========  =======
+=======================  ===========  =========  ========  =====  =======
+bug                      budget       claimed ε  ε lower   AUC    flagged
+=======================  ===========  =========  ========  =====  =======
+correct                  1000 × 1     1.696      0.000     0.546  no
+noise-off                1000 × 1     1.696      4.322     1.000  yes
+noise-10x-small          1000 × 1     1.696      2.298     0.867  yes
+clipping-off             1000 × 1     1.696      4.322     1.000  yes
+poisson-claim            1000 × 1     0.813      0.000     0.547  no
+global-standardisation   40 × 1       1.696      0.000     0.495  no
+=======================  ===========  =========  ========  =====  =======
 
-and the correct loop flagged in 0 of 100 audits (designed ≤ 5%). 3.217 is the most 1000
-canaries can certify (every guess right). Not caught, with the reasons: ``poisson-claim`` -
+and the correct loop flagged in 0 of 100 audits (designed ≤ 5%). 4.322 is what a perfect
+ranking of 1000 canaries certifies (every guess right: 4.996). Not caught, with the reasons: ``poisson-claim`` -
 a shuffled canary takes part once per epoch, ten times in all, each a shift of 1/σ = 1/8 noise
 units at an unknown step of its epoch (AUC 0.55): at most a Gaussian μ = √10/8 ≈ 0.40 between
 in and out, whose one-run certificate stays below the 0.813 claim unless the canaries number
@@ -236,11 +238,16 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
 
 
 def format_bench(result: dict) -> str:
-    """The bench as a table: bug, budget (canaries × runs), claimed ε, certified ε lower bound, flagged; false flags."""
-    lines = [f"{'bug':<24}{'budget':>12}{'claimed ε':>11}{'ε lower':>9}  flagged"]
+    """The bench as a table: bug, budget (canaries × runs), claimed ε, certified ε lower bound, best AUC, flagged; the
+    bugs not caught, named as findings; the false flags of the correct loop."""
+    lines = [f"{'bug':<24}{'budget':>12}{'claimed ε':>11}{'ε lower':>9}{'AUC':>7}  flagged"]
     for r in result["rows"]:
         lines.append(f"{r['bug']:<24}{str(r['canaries']) + ' x ' + str(r['runs']):>12}{r['epsilon_claimed']:>11.3f}"
-                     f"{r['epsilon_lower']:>9.3f}  {'yes' if r['flagged'] else 'no'}")
+                     f"{r['epsilon_lower']:>9.3f}{max(r['auc'].values()):>7.3f}  {'yes' if r['flagged'] else 'no'}")
+    missed = [r["bug"] for r in result["rows"] if r["bug"] != "correct" and not r["flagged"]]
+    if missed:
+        lines.append(f"not caught within these budgets (findings; the module docstring of "
+                     f"tsdp.attacks.integrations.planted_opacus gives the reasons): {', '.join(missed)}")
     f = result["false_flags"]
     lines.append(f"correct loop flagged in {f['flagged']} of {f['audits']} audits (rate {f['rate']:.3f}; "
                  f"designed at most {f['designed']:.2f})")

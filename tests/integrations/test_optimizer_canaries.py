@@ -207,3 +207,13 @@ def test_cli_reports_the_power_at_the_claim(capsys, monkeypatch, tmp_path):
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "on the claimed mechanism itself" in text and "says little" in text
+
+
+def test_too_many_canaries_for_memory_is_one_error_before_training(monkeypatch):
+    """m · d above the memory bound is a ConfigError naming the canaries and the most that fit (not the user's fault)."""
+    from tsdp.attacks.canary import gradient
+    from tsdp.theorems.config import ConfigError
+
+    monkeypatch.setattr(gradient, "MAX_DIRECTION_ENTRIES", 300 * 49)
+    with pytest.raises(ConfigError, match=r"invalid canaries: m · d = 50 canaries × 300 parameters .* at most 49 "):
+        audit_training(constant_gradient_train(3, 0.1, {}), DATA, CONFIG, canaries=50, delta=1e-5)

@@ -39,3 +39,21 @@ def test_planted_bug_is_flagged(bug, lower):
 def test_correct_loop_is_not_flagged():
     r = _audit("correct")
     assert 1.6 < r["epsilon_claimed"] < 1.8 and not r["violation"], r
+
+
+def test_format_names_the_bugs_not_caught_as_findings():
+    """The table's rows carry the best AUC; a planted bug that is not flagged is named as a finding, the correct loop
+    never is; the false-flag line gives the count, the rate and the designed level."""
+    from tsdp.attacks.integrations.planted_opacus import format_bench
+
+    def row(bug, flagged, auc):
+        return {"bug": bug, "canaries": 1000, "runs": 1, "epsilon_claimed": 1.696, "epsilon_lower": 4.3 * flagged,
+                "flagged": flagged, "auc": {"sum": auc, "mixture": auc / 2}}
+
+    text = format_bench({"rows": [row("correct", False, 0.5), row("noise-off", True, 1.0),
+                                  row("poisson-claim", False, 0.547)],
+                         "false_flags": {"audits": 100, "flagged": 3, "rate": 0.03, "designed": 0.05}})
+    lines = text.splitlines()
+    assert lines[2].split()[-2:] == ["1.000", "yes"] and lines[3].split()[-2:] == ["0.547", "no"]
+    assert lines[4].endswith(": poisson-claim")
+    assert lines[5] == "correct loop flagged in 3 of 100 audits (rate 0.030; designed at most 0.05)"
