@@ -408,13 +408,33 @@ def perfect_ranking(m: int, delta: float, confidence: float = 0.95, *,
     return {"n": n, "epsilon": np.max(free, axis=0), "probability": binom.pmf(n, m, 0.5)}
 
 
-def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, quantile: float = 0.1, **kw) -> float:
+def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, quantile: float = 0.1, *,
+                             analyses: Sequence[str] = ("dp", "gdp", "steinke"),
+                             sets: Optional[np.ndarray] = None) -> float:
     """The ``quantile`` of :func:`perfect_ranking`'s ε over the number included (a lower quantile: the ε a perfectly
-    ranked audit of m canaries certifies in 1 - ``quantile`` of runs)."""
-    r = perfect_ranking(m, delta, confidence, **kw)
-    order = np.argsort(r["epsilon"], kind="stable")
-    cdf = np.cumsum(r["probability"][order])
-    return float(r["epsilon"][order][min(np.searchsorted(cdf, quantile), len(order) - 1)])
+    ranked audit of m canaries certifies in 1 - ``quantile`` of runs).
+
+    With symmetric guess sets (k_in = k_out, as :func:`guess_grid` makes them) the count of
+    every set, hence ε(n), is non-increasing in the distance D = |2n - m| from a balanced draw,
+    so the quantile is ε at the largest D with P(|2N - m| ≥ D) ≥ ``quantile``: one evaluation.
+    Other sets enumerate every n.
+    """
+    from scipy.stats import binom
+
+    sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
+    if not np.array_equal(sets[:, 0], sets[:, 1]):
+        r = perfect_ranking(m, delta, confidence, analyses=analyses, sets=sets)
+        order = np.argsort(r["epsilon"], kind="stable")
+        cdf = np.cumsum(r["probability"][order])
+        return float(r["epsilon"][order][min(np.searchsorted(cdf, quantile), len(order) - 1)])
+    distance = np.arange(m % 2, m + 1, 2)  # |2n - m| has the parity of m
+    far = binom.sf((m + distance) // 2 - 1, m, 0.5) + binom.cdf((m - distance) // 2, m, 0.5)
+    far[0] = min(far[0], 1.0)  # D = 0 counts n = m/2 twice
+    n = (m - distance[np.flatnonzero(far >= quantile)[-1]]) // 2
+    share = _shares(list(analyses), confidence)
+    counts = np.minimum(sets[:, 0], n) + np.minimum(sets[:, 1], m - n)
+    return float(max(fdp_bounds(counts[None], sets, m, delta, share[a], a)["epsilon"][0]
+                     for a in analyses if a in ("dp", "steinke")))
 
 
 def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Optional[float] = None, *,

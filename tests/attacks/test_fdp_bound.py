@@ -335,3 +335,14 @@ def test_the_sound_accountant_is_a_claimed_profile():
     claim = (grid, deltas)
     assert F.certify(included + rng.random(200) * 0.1, included, 1e-5, claimed=claim)["violation"]
     assert not F.certify(rng.standard_normal(200), included, 1e-5, claimed=claim)["violation"]
+
+
+@pytest.mark.parametrize("m,quantile", [(7, 0.1), (40, 0.1), (101, 0.5), (300, 0.02)])
+def test_perfect_ranking_quantile_is_the_enumerated_quantile(m, quantile):
+    """The one-evaluation quantile (ε non-increasing in |2n - m| for symmetric sets) equals the quantile of the full
+    enumeration of perfect_ranking under its Binomial(m, 1/2) weights."""
+    r = F.perfect_ranking(m, 1e-5, 0.95)
+    order = np.argsort(r["epsilon"], kind="stable")
+    cdf = np.cumsum(r["probability"][order])
+    expected = r["epsilon"][order][np.searchsorted(cdf, quantile)]
+    assert F.perfect_ranking_quantile(m, 1e-5, 0.95, quantile) == expected

@@ -76,6 +76,9 @@ def test_plan_answers_before_training(capsys):
     assert main(["audit-fn", "--plan", "--canaries", "1", "--delta", "1e-5"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--canaries" in err and "\n" not in err
+    assert main(["audit-fn", "--plan", "--canaries", "1000", "--runs", "100000", "--delta", "1e-5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--canaries/--runs" in err and "1000 × 100000" in err and "\n" not in err
 
 
 def dp_sgd_train(config, steps, seed=0):

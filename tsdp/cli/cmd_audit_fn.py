@@ -72,6 +72,10 @@ def _human(d: dict) -> str:
     return "\n".join(lines)
 
 
+PLAN_MAX = 10 ** 7
+"""The most canaries (m · R) a plan covers, and the most ``canaries_needed`` it searches."""
+
+
 def _plan(args) -> dict:
     """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.fdp_bound.plan`)."""
     from tsdp.attacks.canary.fdp_bound import plan
@@ -80,7 +84,11 @@ def _plan(args) -> dict:
     canaries, delta, epsilon, _, confidence, _, _ = check_audit_inputs(
         None, None, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon, seed=args.seed,
         confidence=args.confidence, spike=args.spike, canary=args.canary, clip=args.clip)
-    out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]))
+    if canaries * args.runs > PLAN_MAX:
+        raise UsageError(f"invalid --canaries/--runs: the plan covers at most {PLAN_MAX:.0e} canaries in all "
+                         f"(got {canaries} × {args.runs})")
+    out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
+               m_max=PLAN_MAX)
     out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary)
     return out
 
@@ -96,7 +104,7 @@ def _plan_human(d: dict) -> str:
         n = d["canaries_needed"]
         lines.append(f"  canaries needed to flag a training without noise against the claimed ε = "
                      f"{d['claimed_epsilon']:g} ({1 - d['quantile']:.0%} of audits): "
-                     f"{'more than 1e6' if n is None else n} (in all, over the runs)")
+                     f"{f'more than {PLAN_MAX:.0e}' if n is None else n} (in all, over the runs)")
     return "\n".join(lines)
 
 
