@@ -34,7 +34,8 @@ def main(bug: str = "correct", canaries: int = 1000) -> dict:
     print(f"{bug}: the intended training reports ε = {claim:.4f} at δ = {DELTA:g} after {STEPS} steps "
           f"(σ = {CONFIG.sigma:g}, C = {CLIP:g}); it ran σ = {sigma:g}, C = {clip:g}")
     print(f"gradient-canary audit ({canaries} canaries, one run): ε ≥ {result['epsilon_lower']:.4f} with 95% "
-          f"confidence (AUC {best['auc']:.3f}); violation: {result['violation']}")
+          f"confidence (AUC {best['auc']:.3f}); the claimed trade-off curve "
+          f"{'rejected' if result['curve_rejected'] else 'not rejected'}; violation: {result['violation']}")
     print(f"what the audit could see: at most ε = {max(best['ceiling']['dp'], best['ceiling']['steinke']):.4f} "
           f"with every guess right; the answer is limited by the {best['limited_by']}")
     return result

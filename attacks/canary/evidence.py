@@ -43,14 +43,16 @@ def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: 
     return _steinke_certify({"score": scores}, included, delta, confidence)["scores"]["score"]
 
 
-def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> dict:
+def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float, *, claimed=None) -> dict:
     """The f-DP one-run test (Mahloujifar, Melis & Chaudhuri 2025; :func:`attacks.canary.fdp_bound.certify`) on one
     score vector, with Steinke et al.'s bound as its baseline on the same guess sets, the confidence split between
     them declared before the scores: the (ε, δ) ε lower bound (the larger of the two assumption-free bounds),
-    the Gaussian-curve estimate, the perfect-guess ``ceiling`` and ``limited_by``; plus the scores' AUC."""
+    the Gaussian-curve estimate, the perfect-guess ``ceiling`` and ``limited_by``; plus the scores' AUC. With
+    ``claimed`` (the run's claimed profile, e.g. its sound accountant) the claimed trade-off curve is tested too,
+    with its own declared share: ``violation`` when the guesses reject it."""
     from .fdp_bound import certify as fdp_certify
 
-    return dict(fdp_certify(scores, included, delta, confidence), auc=auc(scores, included))
+    return dict(fdp_certify(scores, included, delta, confidence, claimed=claimed), auc=auc(scores, included))
 
 
 CERTIFIERS: Dict[str, Certifier] = {"fdp": fdp, "steinke": steinke}
@@ -73,20 +75,29 @@ def pool(evidences: Sequence[dict]) -> dict:
 
 
 def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifier: Certifier = steinke,
-                     claimed: Optional[float] = None) -> dict:
-    """Certify ``evidence`` (Bonferroni over its scores; module docstring): JSON-ready, with ``violation`` vs ``claimed``.
+                     claimed: Optional[float] = None, profile=None) -> dict:
+    """Certify ``evidence`` (Bonferroni over its scores; module docstring): JSON-ready, with ``violation`` vs the claim.
 
     ``epsilon_lower`` is the best score's bound (a **lower** bound on ε at ``delta`` with
-    probability ≥ ``confidence``); ``violation`` is ``epsilon_lower > claimed`` for a finite claim.
+    probability ≥ ``confidence``). ``violation``: ``epsilon_lower > claimed`` for a finite
+    ``claimed`` ε, or, with ``profile`` (the run's claimed profile; the :func:`fdp` certifier
+    only), a score whose guesses reject the claimed trade-off curve; both hold together at
+    ``confidence`` (the curve test has its declared share of each score's level).
     """
     scores: Dict[str, np.ndarray] = evidence["scores"]
     included = np.asarray(evidence["included"], dtype=bool)
     each = 1 - (1 - confidence) / len(scores)
-    out = {name: certifier(np.asarray(s, dtype=float), included, delta, each) for name, s in scores.items()}
+    if profile is not None and certifier is not fdp:
+        raise ValueError("a claimed profile is tested by the f-DP certifier only")
+    extra = {} if profile is None else {"claimed": profile}
+    out = {name: certifier(np.asarray(s, dtype=float), included, delta, each, **extra) for name, s in scores.items()}
     lower = max(r["epsilon_lower"] for r in out.values())
+    above = claimed is not None and math.isfinite(claimed) and lower > claimed
+    curve = profile is not None and any(r["violation"] for r in out.values())
     return {"canaries": int(included.size), "included": int(included.sum()), "delta": delta,
             "confidence": confidence, "epsilon_lower": lower, "epsilon_claimed": claimed,
-            "violation": claimed is not None and math.isfinite(claimed) and lower > claimed, "scores": out}
+            "violation": bool(above or curve), "curve_rejected": curve if profile is not None else None,
+            "scores": out}
 
 
 __all__ = ["CERTIFIERS", "Certifier", "certify_evidence", "fdp", "pool", "steinke"]

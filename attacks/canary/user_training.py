@@ -280,9 +280,29 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip)
     task.check()
     evidence = task(np.random.SeedSequence(seed))
-    result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon)
+    result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon,
+                              profile=claimed_profile(canary, analysis, config, evidence))
     return dict(result, **run_facts(canary, [evidence], config, delta, confidence, certifier, seed),
                 canary=canary, analysis=analysis, **({"spike": spike} if canary == "spike" else {}))
+
+
+def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_run: dict):
+    """The run's claimed profile for the f-DP test's curve check: tsdp's sound accountant (an **upper** bound on the
+    correct loop's δ(ε)) of ``config`` over the steps the optimizer took; None for spike canaries (no steps seen)
+    or the Steinke analysis."""
+    if canary != "gradient" or analysis != "fdp":
+        return None
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    return PldAccountant().compose(training_event(config, steps=first_run["steps"]))
+
+
+def analyses_of(canary: str, analysis: str) -> tuple:
+    """The analyses of the f-DP certifier for ``canary`` canaries (their shares of the level are fixed by these names):
+    what a plan assumes. Gradient canaries add the claimed curve (:func:`claimed_profile`); a plan for
+    ``analysis="steinke"`` describes the f-DP test's guess sets too (Steinke's bound alone picks its own)."""
+    return ("dp", "gdp", "steinke") + (("claimed",) if canary == "gradient" and analysis == "fdp" else ())
 
 
 def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: float, confidence: float, certifier,

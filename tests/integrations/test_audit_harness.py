@@ -61,15 +61,15 @@ def test_memorising_training_function_gives_a_clearly_positive_bound():
 
 def test_plan_answers_before_training(capsys):
     """`audit-fn --plan`: no --train needed, nothing trained; the ceiling and the canaries needed are
-    fdp_bound.plan's for m·R canaries and the canary kind's number of scores (gradient: 2); a bad value is one
-    line, exit 2."""
+    fdp_bound.plan's for m·R canaries, the canary kind's number of scores (gradient: 2) and its analyses (gradient:
+    the claimed curve takes a share too); a bad value is one line, exit 2."""
     from tsdp.attacks.canary.fdp_bound import plan
     from tsdp.cli.main import main
 
     assert main(["audit-fn", "--plan", "--canaries", "100", "--runs", "10", "--delta", "1e-5", "--epsilon", "2",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    ref = plan(1000, 1e-5, 0.95, claimed_epsilon=2.0, scores=2)
+    ref = plan(1000, 1e-5, 0.95, claimed_epsilon=2.0, scores=2, analyses=("dp", "gdp", "steinke", "claimed"))
     assert out["ceiling"] == pytest.approx(ref["ceiling"]) and out["canaries_needed"] == ref["canaries_needed"]
     assert out["perfect_ranking"] == ref["perfect_ranking"] and out["scores"] == 2 and out["canary"] == "gradient"
     assert out["canaries"] == 1000 and out["runs"] == 10

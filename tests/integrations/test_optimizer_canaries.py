@@ -103,8 +103,9 @@ def claimed_epsilon(steps=200):
 
 
 def test_opacus_noise_off_is_flagged_and_the_correct_loop_is_not():
-    """Noise off in the user's Opacus loop (σ claimed 2): flagged in one run of 500 canaries (measured 1.445 against
-    the claim 0.43, AUC 0.81 of the mixture score); σ = 2 as claimed: not flagged (measured 0). The canaries read
+    """Noise off in the user's Opacus loop (σ claimed 2): flagged in one run of 500 canaries (measured 1.430 against
+    the claim 0.43, AUC 0.81 of the mixture score, the claimed curve rejected); σ = 2 as claimed: not flagged
+    (measured 0, curve not rejected). The canaries read
     C and the gradient scale (1 / Opacus's expected batch size) from the DP optimizer."""
     pytest.importorskip("opacus")
     claim = claimed_epsilon()
@@ -114,9 +115,9 @@ def test_opacus_noise_off_is_flagged_and_the_correct_loop_is_not():
                          epsilon=claim, seed=0)
     assert off["optimizer"] == "DPOptimizer" and off["clip"] == 1.0 and off["steps"] == 200
     assert off["scale"] == 1 / reported["expected_batch_size"]
-    assert off["violation"] and off["epsilon_lower"] > 1.0, off["epsilon_lower"]
+    assert off["violation"] and off["curve_rejected"] and off["epsilon_lower"] > 1.0, off["epsilon_lower"]
     on = audit_training(opacus_train(CONFIG.sigma), DATA, CONFIG, canaries=500, delta=1e-5, epsilon=claim, seed=0)
-    assert not on["violation"] and on["epsilon_lower"] <= claim, on["epsilon_lower"]
+    assert not on["violation"] and not on["curve_rejected"] and on["epsilon_lower"] <= claim, on["epsilon_lower"]
 
 
 def test_a_train_without_an_optimizer_or_diverging_is_one_error():
@@ -217,3 +218,24 @@ def test_too_many_canaries_for_memory_is_one_error_before_training(monkeypatch):
     monkeypatch.setattr(gradient, "MAX_DIRECTION_ENTRIES", 300 * 49)
     with pytest.raises(ConfigError, match=r"invalid canaries: m · d = 50 canaries × 300 parameters .* at most 49 "):
         audit_training(constant_gradient_train(3, 0.1, {}), DATA, CONFIG, canaries=50, delta=1e-5)
+
+
+def test_the_claimed_curve_is_tested_with_its_declared_share():
+    """certify_evidence with a claimed profile: the f-DP certifier adds the "claimed" analysis to every score (4 equal
+    shares of each score's level, declared before the scores); perfectly ranked scores of 400 canaries reject the
+    sound profile of 40 steps at σ = 8 (ε = 0.02 at δ = 1e-5) and not the one at σ = 0.5 (ε = 24: more than any
+    guesses of 400 canaries can refute); the Steinke certifier refuses a profile."""
+    from tsdp.attacks.canary.evidence import certify_evidence, fdp, steinke
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    rng = np.random.default_rng(2)
+    included = rng.random(400) < 0.5
+    evidence = {"scores": {"a": included + 0.01 * rng.random(400)}, "included": included}
+    for sigma, rejected in ((8.0, True), (0.5, False)):
+        profile = PldAccountant().compose(training_event(CONFIG.with_(sigma=sigma), steps=40))
+        r = certify_evidence(evidence, 1e-5, 0.95, certifier=fdp, profile=profile)
+        assert r["scores"]["a"]["significance"] == pytest.approx({a: 0.0125 for a in ("dp", "gdp", "steinke", "claimed")})
+        assert r["curve_rejected"] is rejected and r["violation"] is rejected, (sigma, r["epsilon_lower"])
+    with pytest.raises(ValueError, match="f-DP certifier only"):
+        certify_evidence(evidence, 1e-5, 0.95, certifier=steinke, profile=profile)

@@ -66,9 +66,15 @@ def _human(d: dict) -> str:
                      f"data) certifies {ideal:.4f}: its power at the claim"
                      + ("; it cannot see the claim, so a bound near 0 says little: more runs (--runs) or canaries"
                         if ideal < 0.1 and d["epsilon_lower"] < 0.1 else ""))
-    if d["epsilon_claimed"] is not None:
+    if d.get("curve_rejected") is not None:
+        lines.append(f"  the claimed trade-off curve (tsdp's sound accountant of the configuration over the "
+                     f"{d['steps']} steps) is {'REJECTED' if d['curve_rejected'] else 'not rejected'} by the guesses")
+    if d["epsilon_claimed"] is not None or d["violation"]:
         verdict = "VIOLATION: the lower bound exceeds" if d["violation"] else "consistent with"
-        lines.append(f"  {verdict} the claimed ε = {d['epsilon_claimed']:g}")
+        claim = "the claim" if d["epsilon_claimed"] is None else f"the claimed ε = {d['epsilon_claimed']:g}"
+        if d["violation"] and not (d["epsilon_claimed"] is not None and d["epsilon_lower"] > d["epsilon_claimed"]):
+            verdict = "VIOLATION: the guesses reject"
+        lines.append(f"  {verdict} {claim}")
     return "\n".join(lines)
 
 
@@ -79,7 +85,7 @@ PLAN_MAX = 10 ** 7
 def _plan(args) -> dict:
     """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.fdp_bound.plan`)."""
     from tsdp.attacks.canary.fdp_bound import plan
-    from tsdp.attacks.canary.user_training import CANARIES, check_audit_inputs
+    from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs
 
     canaries, delta, epsilon, _, confidence, _, _ = check_audit_inputs(
         None, None, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon, seed=args.seed,
@@ -88,7 +94,7 @@ def _plan(args) -> dict:
         raise UsageError(f"invalid --canaries/--runs: the plan covers at most {PLAN_MAX:.0e} canaries in all "
                          f"(got {canaries} × {args.runs})")
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
-               m_max=PLAN_MAX)
+               analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX)
     out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary)
     return out
 
@@ -116,7 +122,7 @@ def _many_runs(args, task) -> dict:
     from tsdp.attacks.canary.evidence import CERTIFIERS, certify_evidence
     from tsdp.attacks.canary.runs import run_many
     from tsdp.attacks.montecarlo.shards import threads_per_worker
-    from tsdp.attacks.canary.user_training import check_audit_inputs, run_facts
+    from tsdp.attacks.canary.user_training import check_audit_inputs, claimed_profile, run_facts
 
     check_audit_inputs(task.train, getattr(task, "loss", None), canaries=args.canaries, delta=args.delta,
                        epsilon=args.epsilon, seed=args.seed, confidence=args.confidence, spike=args.spike,
@@ -125,7 +131,8 @@ def _many_runs(args, task) -> dict:
     many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
                     threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
     result = certify_evidence(many["evidence"], args.delta, args.confidence, claimed=args.epsilon,
-                              certifier=CERTIFIERS[args.analysis])
+                              certifier=CERTIFIERS[args.analysis],
+                              profile=claimed_profile(args.canary, args.analysis, task.config, many["runs"][0]))
     result.update(run_facts(args.canary, many["runs"], task.config, args.delta, args.confidence,
                             CERTIFIERS[args.analysis], args.seed))
     result.update(runs=args.runs, canary=args.canary, analysis=args.analysis, engine=many["info"],
