@@ -200,6 +200,15 @@ def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, conf
     return float(certify_evidence(evidence, delta, confidence, certifier=certifier or fdp)["epsilon_lower"])
 
 
+def sound_profile(config: TrainingConfig, steps: int):
+    """The claim gradient canaries are tested against: tsdp's sound accountant (an **upper** bound on the correct
+    loop's δ(ε); the T-id its scheme selects) of ``config`` composed over ``steps`` steps."""
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    return PldAccountant().compose(training_event(config, steps=steps))
+
+
 MAX_DIRECTION_ENTRIES = 2 ** 28
 """The most m · d canary-direction entries a run holds (1 GiB in float32; twice that while they are drawn)."""
 
@@ -293,5 +302,5 @@ class GradientCanaries:
                 "included": self.included.copy()}
 
 
-__all__ = ["SCORES", "GradientCanaries", "Participation", "ideal_epsilon", "ideal_evidence", "likelihood_ratio", "mixture_scores",
-           "participation_rate"]
+__all__ = ["SCORES", "GradientCanaries", "Participation", "ideal_epsilon", "ideal_evidence", "likelihood_ratio",
+           "mixture_scores", "participation_rate", "sound_profile"]

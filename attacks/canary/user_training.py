@@ -47,7 +47,7 @@ from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
 from .spikes import canary_windows, place_canaries, with_canaries
 from .evidence import CERTIFIERS, certify_evidence
 from .gradient import SCORES as GRADIENT_SCORES
-from .gradient import ideal_epsilon
+from .gradient import ideal_epsilon, sound_profile
 from .optimizer_canaries import run_with_canaries
 
 
@@ -290,12 +290,7 @@ def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_ru
     """The run's claimed profile for the f-DP test's curve check: tsdp's sound accountant (an **upper** bound on the
     correct loop's δ(ε)) of ``config`` over the steps the optimizer took; None for spike canaries (no steps seen)
     or the Steinke analysis."""
-    if canary != "gradient" or analysis != "fdp":
-        return None
-    from tsdp.verify.accountant import PldAccountant
-    from tsdp.verify.events import training_event
-
-    return PldAccountant().compose(training_event(config, steps=first_run["steps"]))
+    return sound_profile(config, first_run["steps"]) if canary == "gradient" and analysis == "fdp" else None
 
 
 def analyses_of(canary: str, analysis: str) -> tuple:

@@ -39,7 +39,7 @@ from tsdp.attacks.loop.train import train
 from tsdp.attacks.montecarlo.shards import threads_per_worker
 
 from .evidence import Certifier, certify_evidence, fdp
-from .gradient import GradientCanaries, ideal_epsilon
+from .gradient import GradientCanaries, ideal_epsilon, sound_profile
 from .runs import run_many
 
 
@@ -77,14 +77,16 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
     same audit on the claimed mechanism itself, :func:`attacks.canary.gradient.ideal_epsilon`: its power).
 
     ``claimed``: the ε the training claims at ``delta`` (default: the loop's own sound ε of a
-    run, the accountant's **upper** bound); ``violation`` when the certified lower bound exceeds it.
+    run, the accountant's **upper** bound); ``violation`` when the certified lower bound exceeds it
+    or (with the f-DP certifier) the guesses reject the loop's sound trade-off curve.
     """
     many = run_many(task, runs, seed=seed, workers=workers, cluster=cluster,
                     threads=threads_per_worker(workers, cluster), progress=progress)
     evidence, first = many["evidence"], many["evidence"]["runs"][0]
     if claimed is None:
         claimed = first["epsilon"]
-    out = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=claimed)
+    out = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=claimed,
+                           profile=sound_profile(task.config, first["steps"]) if certifier is fdp else None)
     out.update(runs=runs, steps=first["steps"], epsilon_sound=first["epsilon"], engine=many["info"],
                epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first["steps"], delta, confidence,
                                            certifier=certifier, seed=seed))
