@@ -1,9 +1,11 @@
-"""verify.pld._compose_pmfs: the library's ``compose_pmfs`` bit for bit, with its tail scan vectorised."""
+"""verify.pld._compose_pmfs: the library's ``compose_pmfs`` bit for bit, with its tail scan vectorised; verify.pld.fftconvolve:
+scipy.signal.fftconvolve bit for bit."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from dp_accounting.pld import pld_pmf
+from scipy import signal
 
 from tsdp.verify import pld
 
@@ -38,3 +40,22 @@ def test_prefix_scan_crosses_blocks_like_the_library_loop():
             break
     assert pld._prefix_within(probs, threshold) == expected == 2 * pld._SCAN_CHUNK + 7
     assert pld._prefix_within(np.zeros(10), threshold) == 10
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fftconvolve_equals_scipy_bit_for_bit(seed):
+    """Sizes from 1 (scipy's plain product) to 5e4, distinct operands and a squaring (one transform)."""
+    rng = np.random.default_rng(seed)
+    a = rng.random(int(rng.integers(1, 50000))) ** 8
+    b = rng.random(int(rng.integers(1, 50000))) ** 8 if seed % 3 else a
+    ours, theirs = pld.fftconvolve(a, b), signal.fftconvolve(a, b)
+    assert ours.shape == theirs.shape and np.array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dense_squaring_equals_the_library_bit_for_bit(seed):
+    rng = np.random.default_rng(100 + seed)
+    a = _pmf(rng, int(rng.integers(1, 20000)), bool(seed % 2))
+    ours, theirs = pld._compose_pmfs(a, a, 1e-15), pld_pmf.compose_pmfs(a, a, 1e-15)
+    assert (ours._lower_loss, ours._infinity_mass) == (theirs._lower_loss, theirs._infinity_mass)
+    assert np.array_equal(ours._probs, theirs._probs)
