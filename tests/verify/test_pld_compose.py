@@ -1,11 +1,15 @@
 """verify.pld._compose_pmfs: the library's ``compose_pmfs`` bit for bit, with its tail scan vectorised; verify.pld.fftconvolve:
-scipy.signal.fftconvolve bit for bit."""
+scipy.signal.fftconvolve bit for bit; the one-FFT self-composition: the library's bounds and ``self_compose`` bit for bit."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from dp_accounting.pld import pld_pmf
+from dp_accounting.pld import common, pld_pmf
 from scipy import signal
+
+from tsdp.theorems.config import TrainingConfig
+from tsdp.verify import accountant
+from tsdp.verify.events import TrainingStepDpEvent
 
 from tsdp.verify import pld
 
@@ -59,3 +63,32 @@ def test_dense_squaring_equals_the_library_bit_for_bit(seed):
     ours, theirs = pld._compose_pmfs(a, a, 1e-15), pld_pmf.compose_pmfs(a, a, 1e-15)
     assert (ours._lower_loss, ours._infinity_mass) == (theirs._lower_loss, theirs._infinity_mass)
     assert np.array_equal(ours._probs, theirs._probs)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_self_convolve_bounds_are_the_library_bounds(seed):
+    """Random PMFs (long runs of tiny values, one point, zeros at the ends), counts 2..1e6, truncations 1e-17..1e-3."""
+    rng = np.random.default_rng(200 + seed)
+    probs = _pmf(rng, int(rng.integers(1, 60000)), bool(seed % 2))._probs
+    if seed % 5 == 0:
+        probs = np.concatenate((np.zeros(int(rng.integers(1, 100))), probs, np.zeros(3)))
+    count, truncation = int(10 ** rng.uniform(0.3, 6)), float(10 ** rng.uniform(-17, -3))
+    assert pld.self_convolve_bounds(probs, count, truncation) == \
+        common.compute_self_convolve_bounds(probs, count, truncation)
+
+
+@pytest.mark.parametrize("config", [TrainingConfig(), TrainingConfig(sigma=0.7, instances=3)], ids=["default", "l3"])
+@pytest.mark.parametrize("count", [2, 1000, 30000])
+def test_self_composition_is_the_librarys_bit_for_bit(config, count):
+    """The accountant's one-step PLDs (sound: one PMF; attained: two), composed as the library's ``self_compose``."""
+    event = TrainingStepDpEvent(config)
+    for estimate in ("sound", "attained"):
+        one = accountant.one_step_pld(event, estimate, 1e-3)
+        plan = pld._checked_plan(one, count, 1e-15, pld.resolve_memory_limit())
+        assert plan is not None
+        ours, theirs = pld._composed(one, count, 1e-15, pld.resolve_memory_limit(), plan), one.self_compose(count)
+        for a, b in zip(pld._pmfs(ours), pld._pmfs(theirs)):
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert (a._lower_loss, a._infinity_mass) == (b._lower_loss, b._infinity_mass)
+                assert np.array_equal(a._probs, b._probs)
