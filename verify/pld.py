@@ -821,26 +821,46 @@ def _pmf_epsilon(pmf, delta: float) -> float:
 
     The same scan from the largest loss down, as cumulative sums (sequential, like the
     library's loop): the running masses U_i = m_∞ + Σ_{j<i} p_j and W_i = Σ_{j<i} e^{-l_j} p_j,
-    stopping at the first i with U_i > δ, W_i > 0 and log((U_i - δ)/W_i) ≥ l_i.
+    stopping at the first i with U_i > δ, W_i > 0 and log((U_i - δ)/W_i) ≥ l_i (or, earlier, at the
+    first i with U_{i+1} ≥ δ and W_{i+1} = 0: ε is then l_i). Block by block from the top, each
+    block's sums carried into the next one's first term (the same sequential float sums as one
+    pass), stopping at the first block that stops: the scan ends near ε, often far above the
+    smallest loss.
     """
     dense = pmf.to_dense_pmf()
     inf_mass = dense._infinity_mass  # noqa: SLF001
     if inf_mass > delta:
         return math.inf
-    probs = dense._probs[::-1]  # noqa: SLF001
-    top = (dense._lower_loss + dense.size - 1) * _gap(dense)  # noqa: SLF001
-    losses = np.cumsum(np.concatenate(([top], np.full(dense.size - 1, -_gap(dense)))))  # itertools.count's sums
+    probs, gap = dense._probs[::-1], _gap(dense)  # noqa: SLF001
+    loss = (dense._lower_loss + dense.size - 1) * gap  # noqa: SLF001 - the top loss, then each block's last
+    mass = weighted = 0.0  # Σ p_j and Σ e^{-l_j} p_j over the blocks scanned
+    start, width = 0, _SCAN_CHUNK
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        upper = inf_mass + np.concatenate(([0.0], np.cumsum(probs)))
-        lower = np.concatenate(([0.0], np.cumsum(np.exp(-losses) * probs)))
-        stop = (upper[:-1] > delta) & (lower[:-1] > 0)
-        stop &= np.log(np.where(stop, upper[:-1] - delta, 1.0) / np.where(stop, lower[:-1], 1.0)) >= losses
-        zero = (upper[1:] >= delta) & (lower[1:] == 0)
-    i_stop = int(np.argmax(stop)) if stop.any() else probs.size
-    i_zero = int(np.argmax(zero)) if zero.any() else probs.size
-    if i_zero < i_stop:
-        return max(0.0, float(losses[i_zero]))
-    u, w = upper[i_stop], lower[i_stop]
+        while start < probs.size:
+            p = probs[start:start + width]
+            steps = np.full(p.size, -gap)
+            steps[0] = loss if start == 0 else steps[0] + loss  # itertools.count's sums, carried
+            losses = np.cumsum(steps)
+            sums, terms = p.copy(), np.exp(-losses) * p
+            sums[0] += mass
+            terms[0] += weighted
+            running = np.cumsum(sums)
+            upper = inf_mass + np.concatenate(([mass], running))
+            lower = np.concatenate(([weighted], np.cumsum(terms)))
+            stop = (upper[:-1] > delta) & (lower[:-1] > 0)
+            stop &= np.log(np.where(stop, upper[:-1] - delta, 1.0) / np.where(stop, lower[:-1], 1.0)) >= losses
+            zero = (upper[1:] >= delta) & (lower[1:] == 0)
+            i_stop = int(np.argmax(stop)) if stop.any() else p.size
+            i_zero = int(np.argmax(zero)) if zero.any() else p.size
+            if i_zero < i_stop:
+                return max(0.0, float(losses[i_zero]))
+            if i_stop < p.size:
+                u, w = upper[i_stop], lower[i_stop]
+                break
+            loss, mass, weighted = losses[-1], running[-1], lower[-1]
+            start, width = start + p.size, 2 * width
+        else:
+            u, w = inf_mass + mass, weighted
     if u <= w + delta:
         return 0.0
     return math.log((u - delta) / w)

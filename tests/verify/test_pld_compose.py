@@ -92,3 +92,47 @@ def test_self_composition_is_the_librarys_bit_for_bit(config, count):
             if a is not None:
                 assert (a._lower_loss, a._infinity_mass) == (b._lower_loss, b._infinity_mass)
                 assert np.array_equal(a._probs, b._probs)
+
+
+def _epsilon_in_one_pass(pmf, delta):
+    """The ε reader before the block scan (issue 26): the whole PMF at once, the reference for the blocks."""
+    inf_mass, probs = pmf._infinity_mass, pmf._probs[::-1]
+    top = (pmf._lower_loss + pmf.size - 1) * pmf._discretization
+    if inf_mass > delta:
+        return float("inf")
+    losses = np.cumsum(np.concatenate(([top], np.full(pmf.size - 1, -pmf._discretization))))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        upper = inf_mass + np.concatenate(([0.0], np.cumsum(probs)))
+        lower = np.concatenate(([0.0], np.cumsum(np.exp(-losses) * probs)))
+        stop = (upper[:-1] > delta) & (lower[:-1] > 0)
+        stop &= np.log(np.where(stop, upper[:-1] - delta, 1.0) / np.where(stop, lower[:-1], 1.0)) >= losses
+        zero = (upper[1:] >= delta) & (lower[1:] == 0)
+    i_stop = int(np.argmax(stop)) if stop.any() else probs.size
+    i_zero = int(np.argmax(zero)) if zero.any() else probs.size
+    if i_zero < i_stop:
+        return max(0.0, float(losses[i_zero]))
+    u, w = upper[i_stop], lower[i_stop]
+    return 0.0 if u <= w + delta else float(np.log((u - delta) / w))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_block_epsilon_reader_equals_one_pass_bit_for_bit(seed):
+    """Random PMFs over several scan blocks (stops in the first, a later or no block; zero tails), every δ."""
+    rng = np.random.default_rng(300 + seed)
+    pmf = _pmf(rng, int(rng.integers(1, 6 * pld._SCAN_CHUNK)), bool(seed % 2), gap=float(10 ** rng.uniform(-4, -1)))
+    if seed % 4 == 0:  # a top run of zeros: the zero-W exit
+        pmf = pld_pmf.DensePLDPmf(pmf._discretization, pmf._lower_loss,
+                                  np.concatenate((pmf._probs, np.zeros(int(rng.integers(1, 3 * pld._SCAN_CHUNK))))),
+                                  pmf._infinity_mass, pmf._pessimistic_estimate)
+    for delta in (0.9, 0.5, 1e-2, 1e-5, 1e-9, 1e-12, 1e-16):
+        assert pld._pmf_epsilon(pmf, delta) == _epsilon_in_one_pass(pmf, delta), delta
+
+
+@pytest.mark.parametrize("count", [1, 1000])
+def test_block_epsilon_reader_on_the_accountants_plds(count):
+    for estimate in ("sound", "attained"):
+        one = accountant.one_step_pld(TrainingStepDpEvent(TrainingConfig()), estimate, 1e-3)
+        for pmf in pld._pmfs(pld.compose(one, count)):
+            if pmf is not None:
+                for delta in (1e-3, 1e-5, 1e-10):
+                    assert pld._pmf_epsilon(pmf, delta) == _epsilon_in_one_pass(pmf.to_dense_pmf(), delta)
