@@ -2,6 +2,8 @@
 scipy.signal.fftconvolve bit for bit; the one-FFT self-composition: the library's bounds and ``self_compose`` bit for bit."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from dp_accounting.pld import common, pld_pmf
@@ -136,3 +138,31 @@ def test_block_epsilon_reader_on_the_accountants_plds(count):
             if pmf is not None:
                 for delta in (1e-3, 1e-5, 1e-10):
                     assert pld._pmf_epsilon(pmf, delta) == _epsilon_in_one_pass(pmf.to_dense_pmf(), delta)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_connect_the_dots_pmf_is_the_librarys_bit_for_bit(seed, monkeypatch):
+    """pld.connect_dots_pmf builds the library's create_pmf_pessimistic_connect_dots_fixed_gap PMF itself: the same
+    masses (dense or sparse), lowest loss and infinity mass, for profiles of 2 to 3e5 grid points."""
+    rng = np.random.default_rng(400 + seed)
+    size = int(10 ** rng.uniform(0.31, 5.5))
+    deltas = np.sort(rng.random(size) ** rng.uniform(1, 30))[::-1].copy()
+    gap, k_lo = float(10 ** rng.uniform(-4, -1)), int(rng.integers(-10 ** 5, 10))
+    monkeypatch.setattr(pld, "fit_grid", lambda *args, **kwargs: (gap, k_lo, k_lo + size - 1))
+    profile = SimpleNamespace(safe=lambda: lambda eps: deltas[np.rint(eps / gap).astype(int) - k_lo])
+    ours = pld.connect_dots_pmf(profile, gap)
+    theirs = pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(gap, k_lo, k_lo + size - 1, deltas)
+    assert type(ours) is type(theirs) and ours._infinity_mass == theirs._infinity_mass
+    a, b = ours.to_dense_pmf(), theirs.to_dense_pmf()
+    assert a._lower_loss == b._lower_loss and np.array_equal(a._probs, b._probs)
+
+
+@pytest.mark.parametrize("size", [1, 999, 1000, 1001, 50000])
+def test_pmf_of_array_is_the_librarys_create_pmf(size):
+    rng = np.random.default_rng(size)
+    probs = rng.random(size)
+    ours = pld._pmf_of_array(1e-3, -17, probs, 1e-9, False)
+    theirs = pld_pmf.create_pmf(dict(zip(range(-17, -17 + size), probs.tolist())), 1e-3, 1e-9, False)
+    assert type(ours) is type(theirs)
+    a, b = ours.to_dense_pmf(), theirs.to_dense_pmf()
+    assert (a._lower_loss, a._infinity_mass) == (b._lower_loss, b._infinity_mass) and np.array_equal(a._probs, b._probs)
