@@ -4,10 +4,16 @@ Paper Appendix B.3 accounts with PLDs built by the pessimistic connect-the-dots
 construction (Doroshenko et al. 2022, "Connect the Dots", Algorithm 1): δ(ε) of the
 one-step privacy profile is evaluated on the grid ε_i = i·d and handed to the library's
 ``pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap``; composition, FFT and tail
-truncation are the library's own. This module only evaluates δ(ε) on the grid, fast:
+truncation are the library's own. This module evaluates δ(ε) on the grid, fast:
 every pair of the catalogue has a monotone privacy loss (THEOREMS.md), so the grid is
 inverted at once (:func:`theorems.hockey_stick.loss_root`: interpolation on a coarse z-grid, then bracketed
 Newton, vectorised) and H_α = P(Z > z*) - α Q(Z > z*) is read off Gaussian tails.
+Where the library loops in Python or repeats work, its steps are written out here with the
+same floating-point operations, each tested equal to the library bit for bit: the PMF
+construction (:func:`connect_dots_pmf`, :func:`_pmf_of_array`), the one-FFT self-composition
+and its truncation bounds (:func:`_self_compose_pmf`, :func:`self_convolve_bounds`), the
+pairwise composition (:func:`_compose_pmfs`, :func:`fftconvolve`) and the ε reader
+(:func:`epsilon_for_delta`). The answers are the library's, only sooner (issue 26).
 
 Soundness directions
 --------------------
