@@ -1,5 +1,6 @@
-"""Start-up (issue 15): `tsdp --help` and `tsdp epsilon` import neither sympy nor torch, and
-the accountant's sympy-free pairs give exactly the numbers of the exact (sympy) pairs."""
+"""Start-up (issues 15, 26): `tsdp --help` and `tsdp epsilon` import neither sympy nor torch, `tsdp epsilon`
+neither scipy.signal/stats/optimize nor dp-accounting's package ``__init__`` (which stay usable, loaded on
+first use), and the accountant's sympy-free pairs give exactly the numbers of the exact (sympy) pairs."""
 from __future__ import annotations
 
 import json
@@ -15,6 +16,7 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import REGISTRY, attained_pair
 
 HEAVY = ("sympy", "torch")
+DEFERRED = ("scipy.signal", "scipy.stats", "scipy.optimize", "dp_accounting")  # dp_accounting: its __init__
 
 # Runs `tsdp ARGS` in a fresh interpreter, then prints which heavy modules it loaded.
 _PROBE = textwrap.dedent("""
@@ -27,8 +29,10 @@ _PROBE = textwrap.dedent("""
         except SystemExit as exc:
             code = exc.code
     loaded = {m: m in sys.modules for m in %r}
-    print(json.dumps({"code": code, "loaded": loaded, "stdout": out.getvalue()}))
-""" % (HEAVY,))
+    from tsdp.verify.deferred import loaded as really_loaded
+    deferred = {m: really_loaded(m) for m in %r}
+    print(json.dumps({"code": code, "loaded": loaded, "deferred": deferred, "stdout": out.getvalue()}))
+""" % (HEAVY, DEFERRED))
 
 
 def _probe(*argv: str, extra: str = "") -> dict:
@@ -75,6 +79,7 @@ def test_epsilon_imports_neither_sympy_nor_torch_and_matches_the_sympy_path():
     assert done.returncode == 0, done.stderr
     first, second = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
     assert first["code"] == 0 and first["loaded"] == {m: False for m in HEAVY}, first["loaded"]
+    assert first["deferred"] == {m: False for m in DEFERRED}, first["deferred"]  # issue 26: 0.7 s of imports
     assert second["sympy_used"]  # the reference really went through sympy
     fast, exact = json.loads(first["stdout"]), second["exact"]
     for key in ("epsilon", "epsilon_attained"):
@@ -112,3 +117,35 @@ def test_numeric_pairs_are_the_exact_pairs_floats(config):
                 np.testing.assert_array_equal(getattr(x, field), getattr(y, field), err_msg=f"{bound.id} {field}")
             compared += 1
     assert compared >= 20
+
+
+_DEFERRED_USE = textwrap.dedent("""
+    import json, sys
+    import tsdp.verify.accountant  # installs the stand-ins, imports dp-accounting's PLD modules
+    from tsdp.verify.deferred import loaded
+    before = {m: loaded(m) for m in %r}
+    import dp_accounting
+    from scipy import signal, stats
+    import scipy.optimize
+    import scipy.stats.qmc  # a submodule of a deferred module: loads the real package first
+    values = [stats.norm.cdf(0.0), float(signal.fftconvolve([1.0, 2.0], [3.0, 4.0])[1]),
+              scipy.optimize.brentq(lambda x: x - 1.0, 0.0, 2.0), dp_accounting.get_epsilon_gaussian(1.0, 1e-5),
+              dp_accounting.rdp.RdpAccountant().get_epsilon(1e-5), scipy.stats.qmc.Sobol(1).d]
+    after = {m: loaded(m) for m in %r}
+    print(json.dumps({"before": before, "after": after, "values": values,
+                      "same": sys.modules["scipy.stats"].norm is stats.norm}))
+""" % (DEFERRED, DEFERRED))
+
+
+def test_deferred_modules_load_on_first_use():
+    """The stand-ins answer every name of the real modules: dp-accounting's ``__init__`` (its RDP
+    accountant, the Gaussian mechanism), scipy.stats, scipy.signal, scipy.optimize, a scipy.stats submodule."""
+    done = subprocess.run([sys.executable, "-c", _DEFERRED_USE], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["before"] == {m: False for m in DEFERRED}
+    assert result["after"] == {m: True for m in DEFERRED}
+    norm_cdf, conv, root, eps_gauss, eps_rdp, dim = result["values"]
+    assert (norm_cdf, conv, root, eps_rdp, dim) == (0.5, 10.0, 1.0, 0.0, 1) and 4.0 < eps_gauss < 5.0
+    assert result["same"]

@@ -4,10 +4,16 @@ Paper Appendix B.3 accounts with PLDs built by the pessimistic connect-the-dots
 construction (Doroshenko et al. 2022, "Connect the Dots", Algorithm 1): δ(ε) of the
 one-step privacy profile is evaluated on the grid ε_i = i·d and handed to the library's
 ``pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap``; composition, FFT and tail
-truncation are the library's own. This module only evaluates δ(ε) on the grid, fast:
+truncation are the library's own. This module evaluates δ(ε) on the grid, fast:
 every pair of the catalogue has a monotone privacy loss (THEOREMS.md), so the grid is
 inverted at once (:func:`theorems.hockey_stick.loss_root`: interpolation on a coarse z-grid, then bracketed
 Newton, vectorised) and H_α = P(Z > z*) - α Q(Z > z*) is read off Gaussian tails.
+Where the library loops in Python or repeats work, its steps are written out here with the
+same floating-point operations, each tested equal to the library bit for bit: the PMF
+construction (:func:`connect_dots_pmf`, :func:`_pmf_of_array`), the one-FFT self-composition
+and its truncation bounds (:func:`_self_compose_pmf`, :func:`self_convolve_bounds`), the
+pairwise composition (:func:`_compose_pmfs`, :func:`fftconvolve`) and the ε reader
+(:func:`epsilon_for_delta`). The answers are the library's, only sooner (issue 26).
 
 Soundness directions
 --------------------
@@ -412,7 +418,16 @@ def connect_dots_pmf(profile: OneStepProfile, discretization: float = DEFAULT_DI
     eps = np.arange(k_lo, k_hi + 1) * d
     deltas = np.minimum(1.0, _chunked(profile.safe(), eps))
     deltas = np.minimum.accumulate(deltas)  # a profile is non-increasing; remove float wiggles upward-safe
-    return pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(d, k_lo, k_hi, deltas)
+    if deltas.size < 2:
+        return pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(d, k_lo, k_hi, deltas)
+    # the library's create_pmf_pessimistic_connect_dots_fixed_gap (Algorithm 1) for non-increasing δ in [0, 1], the
+    # same operations, without its dictionary round trip (a third of a one-step build)
+    diffs = np.diff(deltas)
+    probs = np.zeros_like(deltas)
+    probs[0] = 1 - deltas[0] + diffs[0] / math.expm1(d)
+    probs[1:-1] = (diffs[1:] - diffs[:-1] * math.exp(d)) / math.expm1(d)
+    probs[-1] = diffs[-1] / math.expm1(-d)
+    return _pmf_of_array(d, k_lo, np.maximum(0.0, probs), deltas[-1], True)
 
 
 def buckets_pmf_optimistic(pair: MixturePair, discretization: float = DEFAULT_DISCRETIZATION,
@@ -447,8 +462,6 @@ def buckets_pmf_optimistic(pair: MixturePair, discretization: float = DEFAULT_DI
 
 def _buckets_pmf(surv: np.ndarray, k_lo: int, discretization: float):
     """Optimistic buckets from P(L > k d), k = k_lo.. (mass between grid points to the lower one)."""
-    from dp_accounting.pld import pld_pmf
-
     surv = np.minimum.accumulate(np.clip(surv, 0.0, 1.0))
     probs = np.empty_like(surv)
     probs[:-1] = surv[:-1] - surv[1:]
@@ -458,8 +471,19 @@ def _buckets_pmf(surv: np.ndarray, k_lo: int, discretization: float):
     if keep.size == 0:
         keep = np.array([0])
     lo, hi = keep[0], keep[-1]
-    loss_probs = dict(zip(range(k_lo + lo, k_lo + hi + 1), probs[lo:hi + 1].tolist()))
-    return pld_pmf.create_pmf(loss_probs, discretization, 0.0, pessimistic_estimate=False)
+    return _pmf_of_array(discretization, int(k_lo + lo), probs[lo:hi + 1], 0.0, False)
+
+
+def _pmf_of_array(discretization: float, lower: int, probs: np.ndarray, infinity_mass: float, pessimistic: bool):
+    """The library's ``pld_pmf.create_pmf`` of the losses lower, lower + 1, ... with masses ``probs``, the same
+    PMF without its dictionary round trip for a dense one (a sparse one, at most the library's sparse size,
+    is made by the library)."""
+    from dp_accounting.pld import pld_pmf
+
+    if probs.size <= pld_pmf._MAX_PMF_SPARSE_SIZE:  # noqa: SLF001
+        loss_probs = dict(zip(range(lower, lower + probs.size), probs.tolist()))
+        return pld_pmf.create_pmf(loss_probs, discretization, infinity_mass, pessimistic_estimate=pessimistic)
+    return pld_pmf.DensePLDPmf(discretization, lower, np.array(probs, dtype=float), infinity_mass, pessimistic)
 
 
 def survival_pld(survival: ProfileFn, profile: OneStepProfile, discretization: float = DEFAULT_DISCRETIZATION,
@@ -623,22 +647,44 @@ def _prefix_within(probs: np.ndarray, threshold: float) -> int:
     return probs.size
 
 
+def fftconvolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``scipy.signal.fftconvolve(a, b)`` (mode "full") of two 1-D float arrays, the same array bit for bit.
+
+    The same real FFTs (``scipy.fft.rfftn`` / ``irfftn``) at the same padded length
+    (``next_fast_len(len(a) + len(b) - 1, True)``), and scipy's plain product when an operand
+    has one point, without importing scipy.signal (it imports scipy.stats: 0.6 s,
+    :mod:`tsdp.verify.deferred`). A squaring (``b is a``) transforms once: the product of the
+    spectrum with itself is the product scipy forms of two equal spectra.
+    """
+    from scipy import fft
+
+    if a.size == 1 or b.size == 1:
+        return a * b
+    n = a.size + b.size - 1
+    size = fft.next_fast_len(n, True)
+    spectrum = fft.rfftn(a, [size], axes=[0])
+    other = spectrum if b is a else fft.rfftn(b, [size], axes=[0])
+    return fft.irfftn(spectrum * other, [size], axes=[0])[:n].copy()
+
+
 def _compose_pmfs(a, b, tail_mass_truncation: float):
     """The library's ``pld_pmf.compose_pmfs(a, b, tail_mass_truncation)``, the same PMF bit for bit.
 
-    Two dense PMFs are convolved by the library (``DensePLDPmf.compose``, untruncated) and
-    their tails truncated as the library's ``_truncate_tails`` does (each tail at most half the
-    truncation mass; a pessimistic PMF moves the left tail onto its first point and the right
-    one to infinity, an optimistic one the right tail onto its last point and drops the left),
-    with the scan vectorised (:func:`_prefix_within`): the library loops in Python over the tails,
-    most of a squaring's time. Anything else goes to the library as it is.
+    Two dense PMFs are convolved as the library's ``DensePLDPmf.compose`` does, untruncated
+    (through :func:`fftconvolve`), and their tails truncated as the library's ``_truncate_tails``
+    does (each tail at most half the truncation mass; a pessimistic PMF moves the left tail onto
+    its first point and the right one to infinity, an optimistic one the right tail onto its last
+    point and drops the left), with the scan vectorised (:func:`_prefix_within`): the library loops
+    in Python over the tails, most of a squaring's time. Anything else goes to the library as it is.
     """
     from dp_accounting.pld import pld_pmf
 
     if not (isinstance(a, pld_pmf.DensePLDPmf) and isinstance(b, pld_pmf.DensePLDPmf)) or tail_mass_truncation == 0:
         return pld_pmf.compose_pmfs(a, b, tail_mass_truncation)
-    full = a.compose(b, 0)
-    probs, pess = full._probs, full._pessimistic_estimate  # noqa: SLF001
+    a.validate_composable(b)
+    probs, pess = fftconvolve(a._probs, b._probs), a._pessimistic_estimate  # noqa: SLF001
+    inf_a, inf_b = a._infinity_mass, b._infinity_mass  # noqa: SLF001
+    lower, inf_mass = a._lower_loss + b._lower_loss, inf_a + inf_b - inf_a * inf_b  # noqa: SLF001
     left = _prefix_within(probs, tail_mass_truncation / 2)
     right = max(probs.size - _prefix_within(probs[::-1], tail_mass_truncation / 2), left + 1)
     left_mass, right_mass = np.sum(probs[:left]), np.sum(probs[right:])
@@ -648,8 +694,7 @@ def _compose_pmfs(a, b, tail_mass_truncation: float):
     else:
         kept[-1] += right_mass
         right_mass = 0
-    return pld_pmf.DensePLDPmf(_gap(full), full._lower_loss + left, kept, full._infinity_mass + right_mass,  # noqa: SLF001
-                               pess)
+    return pld_pmf.DensePLDPmf(_gap(a), lower + left, kept, inf_mass + right_mass, pess)
 
 
 def _ratio(coarse: float, fine: float) -> int:
@@ -669,8 +714,9 @@ def _convolve(a, b, tail_mass_truncation: float, max_points: int):
     while -(-a.size * _gap(a) // (d * factor)) + -(-b.size * _gap(b) // (d * factor)) + 2 > max_points:
         factor *= 2
     if factor > 1 or _gap(a) != _gap(b):
+        square = b is a  # stays one operand: fftconvolve transforms it once
         a = _coarsen(a, _ratio(d, _gap(a)) * factor)
-        b = _coarsen(b, _ratio(d, _gap(b)) * factor)
+        b = a if square else _coarsen(b, _ratio(d, _gap(b)) * factor)
     finite = float(np.sum(a.to_dense_pmf()._probs)) * float(np.sum(b.to_dense_pmf()._probs))  # noqa: SLF001
     if finite <= tail_mass_truncation:  # (almost) all mass is at +inf: the library's truncation would empty it
         ia, ib = a._infinity_mass, b._infinity_mass  # noqa: SLF001
@@ -680,13 +726,56 @@ def _convolve(a, b, tail_mass_truncation: float, max_points: int):
     return _clean(_compose_pmfs(a, b, tail_mass_truncation))
 
 
-def _self_compose_fits(pld, compositions: int, tail_mass_truncation: float, limit: int) -> bool:
-    """Whether the library's ``self_compose`` FFT (its Chernoff output range) fits the ceiling.
+_MGF_BLOCK = 256  # block length of the two-stage moment sums (:func:`_log_mgfs`)
+_MGF_TOLERANCE = 1e-9
+"""Bound on |fast log-MGF - the library's log-MGF| (:func:`self_convolve_bounds`): both are within 1e-11 of the
+true value for every PMF a one-step grid or its fit allows (at most 2^23 non-negative points; measured 1e-14)."""
 
-    Cheapest test first: the whole range (size - 1)·n + 1; then the Chernoff bound at 4
-    orders (any order gives a valid, looser range); only then the library's own 40 orders.
+
+def _log_mgfs(probs: np.ndarray, orders: np.ndarray) -> np.ndarray:
+    """log Σ_i p_i e^{i t} at every order t (|i t| ≤ 20), as two-stage sums: one matrix product over blocks of
+    :data:`_MGF_BLOCK` points, then the blocks' sum. Every term is non-negative, so each stage's relative error is
+    at most its length times the unit roundoff (well inside :data:`_MGF_TOLERANCE`)."""
+    blocks = -(-probs.size // _MGF_BLOCK)
+    padded = np.zeros(blocks * _MGF_BLOCK)
+    padded[:probs.size] = probs
+    inner = padded.reshape(blocks, _MGF_BLOCK) @ np.exp(np.outer(np.arange(_MGF_BLOCK), orders))
+    return np.log(np.sum(inner * np.exp(np.outer(np.arange(blocks) * float(_MGF_BLOCK), orders)), axis=0))
+
+
+def self_convolve_bounds(probs: np.ndarray, compositions: int, tail_mass_truncation: float) -> Tuple[int, int]:
+    """The library's ``common.compute_self_convolve_bounds(probs, compositions, tail_mass_truncation)``: the
+    same two integers, without its 40 log-sum-exps over the whole PMF (half the time of a one-step self-composition).
+
+    The library takes the tightest Chernoff bound (n·log E[e^{tL}] + log(2/τ)) / t over its 40 default
+    orders t. Every order's bound is first estimated from :func:`_log_mgfs` with an error of at most
+    n·:data:`_MGF_TOLERANCE`/|t| (plus 1e-12 relative); an order whose bound cannot be the tightest on its
+    side is dropped, and the library computes the rest, its own way (``orders=``: usually two of 40). Since
+    min ⌈b_t⌉ = ⌈min b_t⌉, that is the library's answer bit for bit. A PMF with a negative or non-finite
+    entry, or no mass, goes to the library as it is.
     """
     from dp_accounting.pld import common
+
+    size = probs.size
+    if tail_mass_truncation == 0 or size < 2 or not (np.all(probs >= 0) and np.all(np.isfinite(probs))) \
+            or not probs.sum() > 0:
+        return common.compute_self_convolve_bounds(probs, compositions, tail_mass_truncation)
+    orders = np.concatenate((np.arange(-20, 0), np.arange(1, 21))) / size  # the library's default orders
+    with np.errstate(over="ignore", invalid="ignore"):
+        bound = (compositions * _log_mgfs(probs, orders) + math.log(2 / tail_mass_truncation)) / orders
+        slack = compositions * _MGF_TOLERANCE / np.abs(orders) + 1e-12 * (np.abs(bound) + 1)
+    if not np.all(np.isfinite(bound) & np.isfinite(slack)):
+        return common.compute_self_convolve_bounds(probs, compositions, tail_mass_truncation)
+    up, down = orders > 0, orders < 0
+    keep = (up & (bound - slack <= np.min((bound + slack)[up]))) | \
+        (down & (bound + slack >= np.max((bound - slack)[down])))
+    return common.compute_self_convolve_bounds(probs, compositions, tail_mass_truncation, orders=orders[keep])
+
+
+def _self_compose_plan(pld, compositions: int, tail_mass_truncation: float, limit: int) -> Optional[tuple]:
+    """The library's truncation bounds per PMF (remove, add; None where absent) when its ``self_compose`` FFT
+    (the Chernoff output range, :func:`self_convolve_bounds`) fits the ceiling, else None: the composition
+    (:func:`_self_compose_pmf`) reuses them."""
     from scipy import fft
 
     cap = min(MAX_SELF_COMPOSE_POINTS, max_fft_points(limit))
@@ -694,20 +783,38 @@ def _self_compose_fits(pld, compositions: int, tail_mass_truncation: float, limi
     def fits(lo, hi, size):
         return hi - lo + 1 <= cap and fft.next_fast_len(max(hi - lo + 1, size)) <= cap
 
+    plan = []
     for pmf in _pmfs(pld):
         if pmf is None:
+            plan.append(None)
             continue
         probs = pmf.to_dense_pmf()._probs  # noqa: SLF001
         if float(probs.sum()) ** compositions <= tail_mass_truncation:
-            return False  # the library's truncation would empty it (an IndexError); _convolve handles it
-        if fits(0, (probs.size - 1) * compositions, probs.size):
-            continue
-        few = np.array([-20.0, -1.0, 1.0, 20.0]) / probs.size
-        if fits(*common.compute_self_convolve_bounds(probs, compositions, tail_mass_truncation, orders=few), probs.size):
-            continue
-        if not fits(*common.compute_self_convolve_bounds(probs, compositions, tail_mass_truncation), probs.size):
-            return False
-    return True
+            return None  # the library's truncation would empty it (an IndexError); _convolve handles it
+        bounds = self_convolve_bounds(probs, compositions, tail_mass_truncation)
+        if not fits(*bounds, probs.size):
+            return None
+        plan.append(bounds)
+    return tuple(plan)
+
+
+def _self_compose_pmf(pmf, compositions: int, tail_mass_truncation: float, bounds: Tuple[int, int]):
+    """The library's ``pmf.self_compose(compositions, tail_mass_truncation)``, the same PMF bit for bit, with its
+    truncation bounds given (``common.self_convolve`` and ``DensePLDPmf.self_compose`` written out; a sparse
+    PMF goes to the library)."""
+    from dp_accounting.pld import pld_pmf
+    from scipy import fft
+
+    if not isinstance(pmf, pld_pmf.DensePLDPmf):
+        return pmf.self_compose(compositions, tail_mass_truncation)
+    lo, hi = bounds
+    output_len = hi - lo + 1
+    fast_len = fft.next_fast_len(max(output_len, pmf.size))
+    full = np.real(fft.ifft(fft.fft(pmf._probs, fast_len) ** compositions))  # noqa: SLF001
+    probs = np.array(np.roll(full, -lo)[:output_len])
+    inf_prob = tail_mass_truncation - math.expm1(compositions * math.log1p(-pmf._infinity_mass))  # noqa: SLF001
+    return pld_pmf.DensePLDPmf(_gap(pmf), pmf._lower_loss * compositions + lo, probs, inf_prob,  # noqa: SLF001
+                               pmf._pessimistic_estimate)  # noqa: SLF001
 
 
 def _power(pmf, n: int, tail_mass_truncation: float, max_points: int):
@@ -738,26 +845,46 @@ def _pmf_epsilon(pmf, delta: float) -> float:
 
     The same scan from the largest loss down, as cumulative sums (sequential, like the
     library's loop): the running masses U_i = m_∞ + Σ_{j<i} p_j and W_i = Σ_{j<i} e^{-l_j} p_j,
-    stopping at the first i with U_i > δ, W_i > 0 and log((U_i - δ)/W_i) ≥ l_i.
+    stopping at the first i with U_i > δ, W_i > 0 and log((U_i - δ)/W_i) ≥ l_i (or, earlier, at the
+    first i with U_{i+1} ≥ δ and W_{i+1} = 0: ε is then l_i). Block by block from the top, each
+    block's sums carried into the next one's first term (the same sequential float sums as one
+    pass), stopping at the first block that stops: the scan ends near ε, often far above the
+    smallest loss.
     """
     dense = pmf.to_dense_pmf()
     inf_mass = dense._infinity_mass  # noqa: SLF001
     if inf_mass > delta:
         return math.inf
-    probs = dense._probs[::-1]  # noqa: SLF001
-    top = (dense._lower_loss + dense.size - 1) * _gap(dense)  # noqa: SLF001
-    losses = np.cumsum(np.concatenate(([top], np.full(dense.size - 1, -_gap(dense)))))  # itertools.count's sums
+    probs, gap = dense._probs[::-1], _gap(dense)  # noqa: SLF001
+    loss = (dense._lower_loss + dense.size - 1) * gap  # noqa: SLF001 - the top loss, then each block's last
+    mass = weighted = 0.0  # Σ p_j and Σ e^{-l_j} p_j over the blocks scanned
+    start, width = 0, _SCAN_CHUNK
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        upper = inf_mass + np.concatenate(([0.0], np.cumsum(probs)))
-        lower = np.concatenate(([0.0], np.cumsum(np.exp(-losses) * probs)))
-        stop = (upper[:-1] > delta) & (lower[:-1] > 0)
-        stop &= np.log(np.where(stop, upper[:-1] - delta, 1.0) / np.where(stop, lower[:-1], 1.0)) >= losses
-        zero = (upper[1:] >= delta) & (lower[1:] == 0)
-    i_stop = int(np.argmax(stop)) if stop.any() else probs.size
-    i_zero = int(np.argmax(zero)) if zero.any() else probs.size
-    if i_zero < i_stop:
-        return max(0.0, float(losses[i_zero]))
-    u, w = upper[i_stop], lower[i_stop]
+        while start < probs.size:
+            p = probs[start:start + width]
+            steps = np.full(p.size, -gap)
+            steps[0] = loss if start == 0 else steps[0] + loss  # itertools.count's sums, carried
+            losses = np.cumsum(steps)
+            sums, terms = p.copy(), np.exp(-losses) * p
+            sums[0] += mass
+            terms[0] += weighted
+            running = np.cumsum(sums)
+            upper = inf_mass + np.concatenate(([mass], running))
+            lower = np.concatenate(([weighted], np.cumsum(terms)))
+            stop = (upper[:-1] > delta) & (lower[:-1] > 0)
+            stop &= np.log(np.where(stop, upper[:-1] - delta, 1.0) / np.where(stop, lower[:-1], 1.0)) >= losses
+            zero = (upper[1:] >= delta) & (lower[1:] == 0)
+            i_stop = int(np.argmax(stop)) if stop.any() else p.size
+            i_zero = int(np.argmax(zero)) if zero.any() else p.size
+            if i_zero < i_stop:
+                return max(0.0, float(losses[i_zero]))
+            if i_stop < p.size:
+                u, w = upper[i_stop], lower[i_stop]
+                break
+            loss, mass, weighted = losses[-1], running[-1], lower[-1]
+            start, width = start + p.size, 2 * width
+        else:
+            u, w = inf_mass + mass, weighted
     if u <= w + delta:
         return 0.0
     return math.log((u - delta) / w)
@@ -814,20 +941,23 @@ def compose(pld, compositions: int, tail_mass_truncation: float = DEFAULT_TAIL_M
         return pld
     limit = resolve_memory_limit(memory_limit)
     return _composed(pld, compositions, tail_mass_truncation, limit,
-                     _checked_fits(pld, compositions, tail_mass_truncation, limit))
+                     _checked_plan(pld, compositions, tail_mass_truncation, limit))
 
 
-def _checked_fits(pld, compositions: int, tail_mass_truncation: float, limit: int) -> bool:
-    """Refuse a count the PMF's excess mass cannot take (:func:`_check_mass_growth`), then say whether
-    the library's ``self_compose`` fits (:func:`_self_compose_fits`)."""
+def _checked_plan(pld, compositions: int, tail_mass_truncation: float, limit: int) -> Optional[tuple]:
+    """Refuse a count the PMF's excess mass cannot take (:func:`_check_mass_growth`), then plan the
+    library's ``self_compose`` (:func:`_self_compose_plan`: its bounds, or None when it does not fit)."""
     _check_mass_growth(pld, compositions)
-    return _self_compose_fits(pld, compositions, tail_mass_truncation, limit)
+    return _self_compose_plan(pld, compositions, tail_mass_truncation, limit)
 
 
-def _composed(pld, compositions: int, tail_mass_truncation: float, limit: int, fits: bool):
-    """:func:`compose` for ``compositions`` ≥ 2 checked by :func:`_checked_fits` (``fits``: its answer)."""
-    if fits:
-        return pld.self_compose(compositions, tail_mass_truncation=tail_mass_truncation)
+def _composed(pld, compositions: int, tail_mass_truncation: float, limit: int, plan: Optional[tuple]):
+    """:func:`compose` for ``compositions`` ≥ 2 planned by :func:`_checked_plan` (``plan``: its answer): the
+    library's ``self_compose`` (:func:`_self_compose_pmf` per PMF) where it fits, else repeated squaring."""
+    if plan is not None:
+        parts = [None if p is None else _self_compose_pmf(p, compositions, tail_mass_truncation, bounds)
+                 for p, bounds in zip(_pmfs(pld), plan)]
+        return _from_pmfs(*parts)
     cap = min(MAX_SQUARING_POINTS, max_fft_points(limit))
     parts = [None if p is None else _power(p, compositions, tail_mass_truncation, cap) for p in _pmfs(pld)]
     return _announce(discretization_of(pld), _from_pmfs(*parts), f"{compositions} compositions")
@@ -866,8 +996,9 @@ def attained_envelope(pld, compositions: int, read: Callable, tail_mass_truncati
     if compositions < 1:
         raise ValueError(f"compositions must be >= 1, got {compositions}")
     limit = resolve_memory_limit(memory_limit)
-    fits = compositions == 1 or _checked_fits(pld, compositions, tail_mass_truncation, limit)
-    best = read(pld if compositions == 1 else _composed(pld, compositions, tail_mass_truncation, limit, fits))
+    plan = None if compositions == 1 else _checked_plan(pld, compositions, tail_mass_truncation, limit)
+    best = read(pld if compositions == 1 else _composed(pld, compositions, tail_mass_truncation, limit, plan))
+    fits = compositions == 1 or plan is not None
     cap = max_fft_points(limit) if fits else min(MAX_SQUARING_POINTS, max_fft_points(limit))
     power, n = pld, 1
     while n <= compositions:
