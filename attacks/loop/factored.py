@@ -44,6 +44,7 @@ clipping, not an approximation: the sensitivity of ĝ is C, as Algorithm 2 requi
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -109,6 +110,60 @@ def _owners(model: nn.Module) -> List[Tuple[str, nn.Module, Dict[str, nn.Paramet
     return owners
 
 
+def _signature(model: nn.Module) -> list:
+    """Every module reachable from ``model`` and each parameter slot's (id, requires_grad), in a fixed order.
+
+    Equal signatures mean the same parameter-owning modules and the same trainable parameters:
+    a plan holds its owners and parameters alive, so their ids cannot be reused meanwhile.
+    """
+    out, stack = [], [model]
+    while stack:
+        module = stack.pop()
+        out.append(id(module))
+        for p in module._parameters.values():
+            out.append(None if p is None else (id(p), p.requires_grad))
+        stack.extend(module._modules.values())
+    return out
+
+
+class _Plan:
+    """What the factored engine needs of a model's structure, found once (:func:`_plan`): its parameter-owning
+    modules (:func:`_owners`) and their trainable parameters by qualified name (``named_parameters``' names)."""
+
+    def __init__(self, model: nn.Module, signature: list):
+        self.signature = signature
+        owners = _owners(model)
+        # the model itself is the cache's weak key: holding it here would keep it alive, so None stands for it
+        self._owners = [(name, None if module is model else module, own) for name, module, own in owners]
+        self.params = {f"{name}.{k}" if name else k: p for name, _, own in owners for k, p in own.items()}
+
+    def owners(self, model: nn.Module) -> List[Tuple[str, nn.Module, Dict[str, nn.Parameter]]]:
+        """:func:`_owners` of ``model`` (the model this plan was made for)."""
+        return [(name, model if module is None else module, own) for name, module, own in self._owners]
+
+
+_PLANS: "weakref.WeakKeyDictionary[nn.Module, _Plan]" = weakref.WeakKeyDictionary()
+
+
+def _plan(model: nn.Module) -> _Plan:
+    """``model``'s plan, rebuilt when its signature changed (a module or parameter added, removed, replaced,
+    frozen or unfrozen): one walk over the modules per step instead of named_modules' with its names."""
+    signature = _signature(model)
+    plan = _PLANS.get(model)
+    if plan is None or plan.signature != signature:
+        plan = _PLANS[model] = _Plan(model, signature)
+    return plan
+
+
+def trainable_parameters(model: nn.Module) -> Dict[str, nn.Parameter]:
+    """The model's trainable parameters by qualified name, in ``named_parameters`` order, from its cached plan.
+
+    Raises :class:`FactoredGradientError` when a parameter is shared between modules (not cached then).
+    The mapping is the plan's own: read it, do not modify it.
+    """
+    return _plan(model).params
+
+
 def _tensors(output) -> List[torch.Tensor]:
     if isinstance(output, torch.Tensor):
         return [output]
@@ -127,9 +182,9 @@ class _Recorder:
     which is the output whose gradient the parameters' factors need.
     """
 
-    def __init__(self, model: nn.Module, batch: int):
+    def __init__(self, model: nn.Module, batch: int, owners: List[Tuple[str, nn.Module, Dict[str, nn.Parameter]]]):
         self.batch = batch
-        self.owners = _owners(model)
+        self.owners = owners
         self.calls: Dict[int, List[Tuple[tuple, List[torch.Tensor]]]] = {id(m): [] for _, m, _ in self.owners}
         self.versions: List[Tuple[nn.Module, List[torch.Tensor], List[int]]] = []
         self.saved: List[Tuple[nn.Module, Optional[Callable]]] = []
@@ -190,7 +245,7 @@ class _Factors:
 
 def _sq_norms(x: torch.Tensor, m: int) -> torch.Tensor:
     """||x_i||² over all but the first dim, (M,): one fused reduction, no squared copy."""
-    flat = x.reshape(m, -1)
+    flat = x if x.dim() == 2 else x.reshape(m, -1)
     return torch.linalg.vecdot(flat, flat)
 
 
@@ -240,6 +295,11 @@ def _stack_positions(tensors: List[torch.Tensor], m: int, key: tuple) -> torch.T
     return torch.cat(flat, dim=1, out=_WORKSPACE.take(key, shape, flat[0]))
 
 
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    """An (M, d) or (M, t, d) factor as its (M·t, d) rows, one per (sample, position); 2-D as it is."""
+    return x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
+
+
 def _same_gradients(out_grads) -> tuple:
     """A key equal for two modules exactly when their output gradients are the same tensors, call by call."""
     return tuple((g.data_ptr(), g.shape, g.stride()) for gy in out_grads for g in gy)
@@ -263,12 +323,11 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
     tag = tuple(name for name, _, _ in members)
     g = _stack_positions([gy[0] for gy in out_grads], m, (tag, "g"))
     prefixes = [f"{name}." if name else "" for name, _, _ in members]
-    weights = [(prefix + "weight", mod.in_features) for prefix, (_, mod, _) in zip(prefixes, members)
-               if mod.weight.requires_grad]
-    biases = [prefix + "bias" for prefix, (_, mod, _) in zip(prefixes, members)
-              if mod.bias is not None and mod.bias.requires_grad]
+    own = [mod._parameters for _, mod, _ in members]  # the dict itself: Module.__getattr__ is slow Python
+    weights = [(prefix + "weight", p["weight"].shape[1]) for prefix, p in zip(prefixes, own) if p["weight"].requires_grad]
+    biases = [prefix + "bias" for prefix, p in zip(prefixes, own) if p["bias"] is not None and p["bias"].requires_grad]
     inputs = [_stack_positions([args[0] for args, _ in calls], m, (name, "a"))
-              for name, mod, calls in members if mod.weight.requires_grad]
+              for (name, _, calls), p in zip(members, own) if p["weight"].requires_grad]
     if len(inputs) > 1:  # the members' inputs side by side, (M, i¹ + i² + ...) or (M, t, i¹ + i² + ...)
         shape = (*g.shape[:-1], sum(x.shape[-1] for x in inputs))
         a = torch.cat(inputs, dim=-1, out=_WORKSPACE.take((tag, "a"), shape, g))
@@ -278,8 +337,9 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
     i = 0 if a is None else a.shape[-1]
     per_sample = None  # G_i flattened, (M, i·o), when materialising it is the cheaper way to its norm
     if t == 1:  # one position: ||G_i||² = ||a_i||²·||g_i||², each bias adds ||g_i||²
-        g = g.reshape(m, o)  # (M, o) and (M, i) from here
-        a = None if a is None else a.reshape(m, i)
+        if g.dim() == 3:  # (M, o) and (M, i) from here
+            g = g.reshape(m, o)
+            a = None if a is None else a.reshape(m, i)
         bias_grad = g if biases else None
         sq = _sq_norms(g, m)
         sq = sq.mul_(len(biases)) if a is None else sq.mul_(_sq_norms(a, m).add_(len(biases)))
@@ -303,11 +363,11 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
                 summed = per_sample.T @ c
                 dest.add_(summed.view(i, o).T if i <= o else summed.view(o, i), alpha=w)
             else:  # one product over all (sample, position) rows, the smaller factor's rows scaled by c
-                c_rows = c[:, None] if t == 1 else c[:, None, None]
+                scale = c[:, None] if t == 1 else c[:, None, None]
                 if i <= o:
-                    dest.addmm_(g.reshape(-1, o).T, (a * c_rows).reshape(-1, i), alpha=w)
+                    dest.addmm_(_rows(g).T, _rows(a * scale), alpha=w)
                 else:
-                    dest.addmm_((g * c_rows).reshape(-1, o).T, a.reshape(-1, i), alpha=w)
+                    dest.addmm_(_rows(g * scale).T, _rows(a), alpha=w)
             if len(weights) > 1:
                 for (key, _), block in zip(weights, dest.split([width for _, width in weights], dim=1)):
                     out[key].add_(block)  # w is in dest already
@@ -373,9 +433,9 @@ def _factored_sum(
     Returns (those buffers, the per-sample norms ||g_i||_2 before clipping, (M,)).
     """
     m = context.shape[0]
-    recorder = _Recorder(model, m)
-    params = {f"{name}.{k}" if name else k: p for name, _, own in recorder.owners for k, p in own.items()}
-    out = make_out(params)
+    plan = _plan(model)
+    recorder = _Recorder(model, m, plan.owners(model))
+    out = make_out(plan.params)
     if m == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
         return out, context.new_zeros(0)
     with torch.enable_grad(), recorder:
