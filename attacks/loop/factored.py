@@ -347,8 +347,9 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
         bias_grad = g.sum(1) if biases else None  # the same Σ_t g_it for every member's bias
         sq = _sq_norms(bias_grad, m).mul_(len(biases)) if biases else g.new_zeros(m)
         if a is not None and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
-            sq = sq.add_(torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(m, -1),
-                                             torch.bmm(g, g.transpose(1, 2)).reshape(m, -1)))
+            ghost = torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(m, -1),
+                                        torch.bmm(g, g.transpose(1, 2)).reshape(m, -1))
+            sq = sq.add_(ghost.clamp_min_(0))  # ||G_i||² ≥ 0: rounding must not take the total below
         elif a is not None:
             # G_i or G_iᵀ, whichever puts the longer side last: the faster operand order for CPU bmm (2-4x)
             left, right = (a, g) if i <= o else (g, a)
@@ -357,6 +358,7 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
             sq = sq.add_(_sq_norms(per_sample, m))
 
     def add_clipped_linear_sum(c: torch.Tensor, w: float, out: Grads) -> None:
+        g_rows_t = None  # gᵀ over all (sample, position) rows, when taken: at one position, also the bias's
         if a is not None:
             dest = out[weights[0][0]] if len(weights) == 1 else g.new_zeros(o, i)
             if per_sample is not None:
@@ -365,15 +367,17 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
             else:  # one product over all (sample, position) rows, the smaller factor's rows scaled by c
                 scale = c[:, None] if t == 1 else c[:, None, None]
                 if i <= o:
-                    dest.addmm_(_rows(g).T, _rows(a * scale), alpha=w)
+                    g_rows_t = _rows(g).T
+                    dest.addmm_(g_rows_t, _rows(a * scale), alpha=w)
                 else:
                     dest.addmm_(_rows(g * scale).T, _rows(a), alpha=w)
             if len(weights) > 1:
                 for (key, _), block in zip(weights, dest.split([width for _, width in weights], dim=1)):
                     out[key].add_(block)  # w is in dest already
         if bias_grad is not None:
+            bias_grad_t = g_rows_t if t == 1 and g_rows_t is not None else bias_grad.T
             for key in biases:
-                out[key].addmv_(bias_grad.T, c, alpha=w)
+                out[key].addmv_(bias_grad_t, c, alpha=w)
 
     return _Factors(sq, add_clipped_linear_sum)
 
@@ -465,7 +469,7 @@ def _factored_sum(
         sq = factors[0].sq_norms
         for f in factors[1:]:
             sq = sq.add_(f.sq_norms)
-        norms = sq.clamp_min_(0).sqrt_()
+        norms = sq.sqrt_()  # every term is ≥ 0 (products and sums of squares; ghost norms clamped)
         c = clip_factors(norms, clip)
         if mask is not None:
             c = c * mask.to(c.dtype)

@@ -139,9 +139,11 @@ def _plain_sgd_targets(model: nn.Module, optimizer: torch.optim.Optimizer, gradi
     if any(name not in params for name in gradient):
         return None
     targets = [params[name] for name in gradient]
+    if len(targets) == len(group["params"]) and all(p is q for p, q in zip(targets, group["params"])):
+        return group["lr"], targets  # the usual case: g̃ names the group's parameters, in its order
     named = set(map(id, targets))
-    in_group = {id(p) for p in group["params"]}
-    if not named <= in_group or any(p.grad is not None and id(p) not in named for p in group["params"]):
+    if not named <= {id(p) for p in group["params"]} or any(p.grad is not None and id(p) not in named
+                                                            for p in group["params"]):
         return None
     return group["lr"], targets
 
@@ -165,7 +167,7 @@ def apply_gradient(model: nn.Module, optimizer: torch.optim.Optimizer, gradient:
         return
     lr, targets = plain
     with torch.no_grad():
-        torch._foreach_add_(targets, [g.detach() for g in gradient.values()], alpha=-lr)
+        torch._foreach_add_(targets, list(gradient.values()), alpha=-lr)
     for p in targets:  # as zero_grad(set_to_none=True); the group's other parameters hold none already
         p.grad = None
 
