@@ -36,6 +36,10 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
    The large factors (stacked positions, materialised G_i) live in per-thread buffers
    reused from step to step (:class:`_Workspace`), not in fresh allocations.
 
+The model's structure (its parameter-owning modules and parameter names) is found once and
+cached per model (:func:`_plan`), checked each step by one walk over its modules: at the
+batch sizes of training, a step's Python overhead weighs as much as its arithmetic.
+
 The result equals :func:`attacks.loop.step.clipped_sum` of vmap(grad) per-sample
 gradients up to float rounding (tests/attacks/test_factored.py checks it, and checks the
 norms against a per-example autograd loop, for all four models). It is exact per-sample
@@ -341,8 +345,13 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
             g = g.reshape(m, o)
             a = None if a is None else a.reshape(m, i)
         bias_grad = g if biases else None
-        sq = _sq_norms(g, m)
-        sq = sq.mul_(len(biases)) if a is None else sq.mul_(_sq_norms(a, m).add_(len(biases)))
+        sq_g, nb = _sq_norms(g, m), len(biases)
+        if a is None:
+            sq = sq_g.mul_(nb)
+        elif nb == 1:  # the usual Linear: ||g||² ||a||² + ||g||² in one op
+            sq = torch.addcmul(sq_g, sq_g, _sq_norms(a, m))
+        else:
+            sq = sq_g.mul_(_sq_norms(a, m).add_(nb))
     else:
         bias_grad = g.sum(1) if biases else None  # the same Σ_t g_it for every member's bias
         sq = _sq_norms(bias_grad, m).mul_(len(biases)) if biases else g.new_zeros(m)

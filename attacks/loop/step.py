@@ -25,6 +25,7 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
+from torch.optim import optimizer as torch_optimizer
 
 from tsdp.theorems.config import ConfigError
 
@@ -122,8 +123,6 @@ def _plain_sgd_targets(model: nn.Module, optimizer: torch.optim.Optimizer, gradi
     θ ← θ - η g̃ on exactly them: torch's SGD, one group, a float lr, no momentum, weight decay, maximize or
     step hooks, every named parameter in the group and no other parameter of the group holding a ``.grad``.
     Else None."""
-    from torch.optim import optimizer as torch_optimizer
-
     if (type(optimizer) is not torch.optim.SGD or len(optimizer.param_groups) != 1 or optimizer._optimizer_step_pre_hooks
             or optimizer._optimizer_step_post_hooks or torch_optimizer._global_optimizer_pre_hooks
             or torch_optimizer._global_optimizer_post_hooks):
