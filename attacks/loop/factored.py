@@ -186,7 +186,7 @@ class _Recorder:
     which is the output whose gradient the parameters' factors need.
     """
 
-    def __init__(self, model: nn.Module, batch: int, owners: List[Tuple[str, nn.Module, Dict[str, nn.Parameter]]]):
+    def __init__(self, batch: int, owners: List[Tuple[str, nn.Module, Dict[str, nn.Parameter]]]):
         self.batch = batch
         self.owners = owners
         self.calls: Dict[int, List[Tuple[tuple, List[torch.Tensor]]]] = {id(m): [] for _, m, _ in self.owners}
@@ -248,7 +248,7 @@ class _Factors:
 
 
 def _sq_norms(x: torch.Tensor, m: int) -> torch.Tensor:
-    """||x_i||² over all but the first dim, (M,): one fused reduction, no squared copy."""
+    """||x_i||² over all but the first dim, (M,): one dot product per sample (no square root to square again)."""
     flat = x if x.dim() == 2 else x.reshape(m, -1)
     return torch.linalg.vecdot(flat, flat)
 
@@ -447,7 +447,7 @@ def _factored_sum(
     """
     m = context.shape[0]
     plan = _plan(model)
-    recorder = _Recorder(model, m, plan.owners(model))
+    recorder = _Recorder(m, plan.owners(model))
     out = make_out(plan.params)
     if m == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
         return out, context.new_zeros(0)
