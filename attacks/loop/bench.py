@@ -5,6 +5,8 @@ weights), the same batch and the same optimizer (SGD):
 
 - ``nonprivate``: forward, backward of the mean loss, optimizer step (ε = ∞);
 - ``tsdp``: :func:`attacks.loop.step.dp_step` with the factored engine (the training loop's);
+  for this plain SGD it makes the update θ ← θ - η g̃ itself (:func:`attacks.loop.step.apply_gradient`),
+  the arithmetic of ``SGD.step`` without its bookkeeping;
 - ``opacus``: Opacus's DP-SGD step in its fastest mode that accepts the model and clips it
   right: ghost clipping (``GradSampleModuleFastGradientClipping``) or hooks
   (``GradSampleModule``). Each mode is first run without noise and its update compared with

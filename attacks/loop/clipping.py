@@ -43,7 +43,7 @@ def weighted_sum(factor: torch.Tensor, grads: Grads, sample_dims: int) -> Grads:
 
 def clip_factors(norms: torch.Tensor, clip: float) -> torch.Tensor:
     """Algorithm 2, line 6: the factor 1 / max(1, ||g_i||_2 / C) that brings every norm to ≤ C."""
-    return 1.0 / torch.clamp(norms / clip, min=1.0)
+    return torch.clamp(norms / clip, min=1.0).reciprocal_()
 
 
 def clip_gradients(grads: Grads, clip: float, sample_dims: int) -> Tuple[Grads, torch.Tensor]:

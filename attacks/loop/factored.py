@@ -36,6 +36,10 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
    The large factors (stacked positions, materialised G_i) live in per-thread buffers
    reused from step to step (:class:`_Workspace`), not in fresh allocations.
 
+The model's structure (its parameter-owning modules and parameter names) is found once and
+cached per model (:func:`_plan`), checked each step by one walk over its modules: at the
+batch sizes of training, a step's Python overhead weighs as much as its arithmetic.
+
 The result equals :func:`attacks.loop.step.clipped_sum` of vmap(grad) per-sample
 gradients up to float rounding (tests/attacks/test_factored.py checks it, and checks the
 norms against a per-example autograd loop, for all four models). It is exact per-sample
@@ -44,6 +48,7 @@ clipping, not an approximation: the sensitivity of ĝ is C, as Algorithm 2 requi
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -109,6 +114,60 @@ def _owners(model: nn.Module) -> List[Tuple[str, nn.Module, Dict[str, nn.Paramet
     return owners
 
 
+def _signature(model: nn.Module) -> list:
+    """Every module reachable from ``model`` and each parameter slot's (id, requires_grad), in a fixed order.
+
+    Equal signatures mean the same parameter-owning modules and the same trainable parameters:
+    a plan holds its owners and parameters alive, so their ids cannot be reused meanwhile.
+    """
+    out, stack = [], [model]
+    while stack:
+        module = stack.pop()
+        out.append(id(module))
+        for p in module._parameters.values():
+            out.append(None if p is None else (id(p), p.requires_grad))
+        stack.extend(module._modules.values())
+    return out
+
+
+class _Plan:
+    """What the factored engine needs of a model's structure, found once (:func:`_plan`): its parameter-owning
+    modules (:func:`_owners`) and their trainable parameters by qualified name (``named_parameters``' names)."""
+
+    def __init__(self, model: nn.Module, signature: list):
+        self.signature = signature
+        owners = _owners(model)
+        # the model itself is the cache's weak key: holding it here would keep it alive, so None stands for it
+        self._owners = [(name, None if module is model else module, own) for name, module, own in owners]
+        self.params = {f"{name}.{k}" if name else k: p for name, _, own in owners for k, p in own.items()}
+
+    def owners(self, model: nn.Module) -> List[Tuple[str, nn.Module, Dict[str, nn.Parameter]]]:
+        """:func:`_owners` of ``model`` (the model this plan was made for)."""
+        return [(name, model if module is None else module, own) for name, module, own in self._owners]
+
+
+_PLANS: "weakref.WeakKeyDictionary[nn.Module, _Plan]" = weakref.WeakKeyDictionary()
+
+
+def _plan(model: nn.Module) -> _Plan:
+    """``model``'s plan, rebuilt when its signature changed (a module or parameter added, removed, replaced,
+    frozen or unfrozen): one walk over the modules per step instead of named_modules' with its names."""
+    signature = _signature(model)
+    plan = _PLANS.get(model)
+    if plan is None or plan.signature != signature:
+        plan = _PLANS[model] = _Plan(model, signature)
+    return plan
+
+
+def trainable_parameters(model: nn.Module) -> Dict[str, nn.Parameter]:
+    """The model's trainable parameters by qualified name, in ``named_parameters`` order, from its cached plan.
+
+    Raises :class:`FactoredGradientError` when a parameter is shared between modules (not cached then).
+    The mapping is the plan's own: read it, do not modify it.
+    """
+    return _plan(model).params
+
+
 def _tensors(output) -> List[torch.Tensor]:
     if isinstance(output, torch.Tensor):
         return [output]
@@ -127,66 +186,71 @@ class _Recorder:
     which is the output whose gradient the parameters' factors need.
     """
 
-    def __init__(self, model: nn.Module, batch: int):
+    def __init__(self, batch: int, owners: List[Tuple[str, nn.Module, Dict[str, nn.Parameter]]]):
         self.batch = batch
-        self.owners = _owners(model)
+        self.owners = owners
         self.calls: Dict[int, List[Tuple[tuple, List[torch.Tensor]]]] = {id(m): [] for _, m, _ in self.owners}
-        self.versions: List[Tuple[nn.Module, torch.Tensor, int]] = []
+        self.versions: List[Tuple[nn.Module, List[torch.Tensor], List[int]]] = []
         self.saved: List[Tuple[nn.Module, Optional[Callable]]] = []
 
     def _recording(self, module: nn.Module, forward: Callable) -> Callable:
-        calls = self.calls[id(module)]
+        calls, versions, batch = self.calls[id(module)], self.versions, self.batch
 
         def forward_and_record(*args, **kwargs):
             if kwargs:
                 raise FactoredGradientError(f"{type(module).__name__} was called with keyword arguments; "
                                             "the factored engine records positional tensors only")
-            for a in args:
-                if isinstance(a, torch.Tensor) and (a.dim() == 0 or a.shape[0] != self.batch):
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            for a in tensors:
+                if a.dim() == 0 or a.shape[0] != batch:
                     raise FactoredGradientError(
                         f"{type(module).__name__} got an input of shape {tuple(a.shape)} whose first dim is not the "
-                        f"batch ({self.batch}); the factored engine needs sample-major inputs")
+                        f"batch ({batch}); the factored engine needs sample-major inputs")
             output = forward(*args)
             outputs = _tensors(output)
             calls.append((args, outputs))
-            self.versions += [(module, t, t._version) for t in (*args, *outputs) if isinstance(t, torch.Tensor)]
+            tensors += outputs
+            versions.append((module, tensors, [t._version for t in tensors]))
             return output
 
         return forward_and_record
 
     def check_unmodified(self) -> None:
         """Refuse when a recorded input or output was changed in place after its call (its factors would be stale)."""
-        for module, t, version in self.versions:
-            if t._version != version:
+        for module, tensors, recorded in self.versions:
+            if [t._version for t in tensors] != recorded:
                 raise FactoredGradientError(f"an input or output of {type(module).__name__} was modified in place after "
                                             "the call; the factored engine needs out-of-place ops (use engine='vmap')")
 
     def __enter__(self):
+        # the instance attribute set directly: Module.__setattr__'s parameter/buffer/module checks cost more
+        # than the forward of a small layer, and a plain function is none of those
         self.saved = [(m, m.__dict__.get("forward")) for _, m, _ in self.owners]
         for m, _ in self.saved:
-            m.forward = self._recording(m, m.forward)
+            m.__dict__["forward"] = self._recording(m, m.forward)
         return self
 
     def __exit__(self, *exc):
         for m, own_forward in self.saved:
             if own_forward is None:
-                del m.forward
+                del m.__dict__["forward"]
             else:
-                m.forward = own_forward
+                m.__dict__["forward"] = own_forward
         self.saved = []
 
 
 class _Factors:
     """Per-sample squared gradient norms of some parameters, and how to add their weighted sum into buffers."""
 
-    def __init__(self, sq_norms: torch.Tensor, add_weighted_sum: Callable[[torch.Tensor, Grads], None]):
-        self.sq_norms = sq_norms
-        self.add_weighted_sum = add_weighted_sum  # (c (M,), out) -> out[name] += Σ_i c_i g_i, in place
+    def __init__(self, sq_norms: torch.Tensor, add_weighted_sum: Callable[[torch.Tensor, float, Grads], None]):
+        self.sq_norms = sq_norms  # (M,), a fresh tensor the caller may accumulate into
+        self.add_weighted_sum = add_weighted_sum  # (c (M,), w, out) -> out[name] += w Σ_i c_i g_i, in place
 
 
 def _sq_norms(x: torch.Tensor, m: int) -> torch.Tensor:
-    """||x_i||² over all but the first dim, (M,): one fused reduction, no squared copy."""
-    return torch.linalg.vector_norm(x.reshape(m, -1), dim=1).square()
+    """||x_i||² over all but the first dim, (M,): one dot product per sample (no square root to square again)."""
+    flat = x if x.dim() == 2 else x.reshape(m, -1)
+    return torch.linalg.vecdot(flat, flat)
 
 
 class _Workspace(threading.local):
@@ -222,12 +286,22 @@ _WORKSPACE = _Workspace()
 
 
 def _stack_positions(tensors: List[torch.Tensor], m: int, key: tuple) -> torch.Tensor:
-    """The calls' (M, *mid, d) tensors as one (M, t, d): every middle position of every call is a position t."""
+    """The calls' (M, *mid, d) tensors as one (M, t, d): every middle position of every call is a position t.
+
+    One call of a 2-D (M, d) tensor is returned as it is: one position, no middle dim.
+    """
+    if len(tensors) == 1 and tensors[0].dim() == 2:
+        return tensors[0]
     flat = [x.reshape(m, -1, x.shape[-1]) for x in tensors]
     if len(flat) == 1:
         return flat[0]
     shape = (m, sum(x.shape[1] for x in flat), flat[0].shape[-1])
     return torch.cat(flat, dim=1, out=_WORKSPACE.take(key, shape, flat[0]))
+
+
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    """An (M, d) or (M, t, d) factor as its (M·t, d) rows, one per (sample, position); 2-D as it is."""
+    return x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
 
 
 def _same_gradients(out_grads) -> tuple:
@@ -253,61 +327,75 @@ def _linear_factors(members: List[Tuple[str, nn.Linear, list]], out_grads) -> _F
     tag = tuple(name for name, _, _ in members)
     g = _stack_positions([gy[0] for gy in out_grads], m, (tag, "g"))
     prefixes = [f"{name}." if name else "" for name, _, _ in members]
-    weights = [(prefix + "weight", mod.in_features) for prefix, (_, mod, _) in zip(prefixes, members)
-               if mod.weight.requires_grad]
-    biases = [prefix + "bias" for prefix, (_, mod, _) in zip(prefixes, members)
-              if mod.bias is not None and mod.bias.requires_grad]
-    inputs = [_stack_positions([args[0].detach() for args, _ in calls], m, (name, "a"))
-              for name, mod, calls in members if mod.weight.requires_grad]
-    if len(inputs) > 1:
-        shape = (m, g.shape[1], sum(x.shape[2] for x in inputs))
-        a = torch.cat(inputs, dim=2, out=_WORKSPACE.take((tag, "a"), shape, g))
+    own = [mod._parameters for _, mod, _ in members]  # the dict itself: Module.__getattr__ is slow Python
+    weights = [(prefix + "weight", p["weight"].shape[1]) for prefix, p in zip(prefixes, own) if p["weight"].requires_grad]
+    biases = [prefix + "bias" for prefix, p in zip(prefixes, own) if p["bias"] is not None and p["bias"].requires_grad]
+    inputs = [_stack_positions([args[0] for args, _ in calls], m, (name, "a"))
+              for (name, _, calls), p in zip(members, own) if p["weight"].requires_grad]
+    if len(inputs) > 1:  # the members' inputs side by side, (M, i¹ + i² + ...) or (M, t, i¹ + i² + ...)
+        shape = (*g.shape[:-1], sum(x.shape[-1] for x in inputs))
+        a = torch.cat(inputs, dim=-1, out=_WORKSPACE.take((tag, "a"), shape, g))
     else:
         a = inputs[0] if inputs else None
-    t, o = g.shape[1], g.shape[2]
-    i = 0 if a is None else a.shape[2]
+    t, o = g.shape[1] if g.dim() == 3 else 1, g.shape[-1]
+    i = 0 if a is None else a.shape[-1]
     per_sample = None  # G_i flattened, (M, i·o), when materialising it is the cheaper way to its norm
     if t == 1:  # one position: ||G_i||² = ||a_i||²·||g_i||², each bias adds ||g_i||²
-        bias_grad = g.reshape(m, o) if biases else None
-        sq = _sq_norms(g, m) * (len(biases) if a is None else _sq_norms(a, m) + len(biases))
+        if g.dim() == 3:  # (M, o) and (M, i) from here
+            g = g.reshape(m, o)
+            a = None if a is None else a.reshape(m, i)
+        bias_grad = g if biases else None
+        sq_g, nb = _sq_norms(g, m), len(biases)
+        if a is None:
+            sq = sq_g.mul_(nb)
+        elif nb == 1:  # the usual Linear: ||g||² ||a||² + ||g||² in one op
+            sq = torch.addcmul(sq_g, sq_g, _sq_norms(a, m))
+        else:
+            sq = sq_g.mul_(_sq_norms(a, m).add_(nb))
     else:
         bias_grad = g.sum(1) if biases else None  # the same Σ_t g_it for every member's bias
-        sq = len(biases) * _sq_norms(bias_grad, m) if biases else g.new_zeros(m)
+        sq = _sq_norms(bias_grad, m).mul_(len(biases)) if biases else g.new_zeros(m)
         if a is not None and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
-            sq = sq + ((a @ a.transpose(1, 2)) * (g @ g.transpose(1, 2))).sum((1, 2))
+            ghost = torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(m, -1),
+                                        torch.bmm(g, g.transpose(1, 2)).reshape(m, -1))
+            sq = sq.add_(ghost.clamp_min_(0))  # ||G_i||² ≥ 0: rounding must not take the total below
         elif a is not None:
             # G_i or G_iᵀ, whichever puts the longer side last: the faster operand order for CPU bmm (2-4x)
             left, right = (a, g) if i <= o else (g, a)
             per_sample = torch.bmm(left.transpose(1, 2), right, out=_WORKSPACE.take(
                 (tag, "G"), (m, left.shape[2], right.shape[2]), g)).reshape(m, i * o)
-            sq = sq + _sq_norms(per_sample, m)
+            sq = sq.add_(_sq_norms(per_sample, m))
 
-    def add_clipped_linear_sum(c: torch.Tensor, out: Grads) -> None:
+    def add_clipped_linear_sum(c: torch.Tensor, w: float, out: Grads) -> None:
+        g_rows_t = None  # gᵀ over all (sample, position) rows, when taken: at one position, also the bias's
         if a is not None:
             dest = out[weights[0][0]] if len(weights) == 1 else g.new_zeros(o, i)
             if per_sample is not None:
-                summed = c @ per_sample
-                dest.add_(summed.view(i, o).T if i <= o else summed.view(o, i))
-            elif i <= o:  # scale the smaller factor by c
-                dest.addmm_(g.reshape(-1, o).T, (a * c[:, None, None]).reshape(-1, i))
-            else:
-                dest.addmm_((g * c[:, None, None]).reshape(-1, o).T, a.reshape(-1, i))
+                summed = per_sample.T @ c
+                dest.add_(summed.view(i, o).T if i <= o else summed.view(o, i), alpha=w)
+            else:  # one product over all (sample, position) rows, the smaller factor's rows scaled by c
+                scale = c[:, None] if t == 1 else c[:, None, None]
+                if i <= o:
+                    g_rows_t = _rows(g).T
+                    dest.addmm_(g_rows_t, _rows(a * scale), alpha=w)
+                else:
+                    dest.addmm_(_rows(g * scale).T, _rows(a), alpha=w)
             if len(weights) > 1:
-                for (key, _), block in zip(weights, dest.split([w for _, w in weights], dim=1)):
-                    out[key].add_(block)
+                for (key, _), block in zip(weights, dest.split([width for _, width in weights], dim=1)):
+                    out[key].add_(block)  # w is in dest already
         if bias_grad is not None:
-            summed_bias = c @ bias_grad
+            bias_grad_t = g_rows_t if t == 1 and g_rows_t is not None else bias_grad.T
             for key in biases:
-                out[key].add_(summed_bias)
+                out[key].addmv_(bias_grad_t, c, alpha=w)
 
     return _Factors(sq, add_clipped_linear_sum)
 
 
 def _materialised_factors(per_sample: Grads) -> _Factors:
     """Factors of small per-sample gradients held in full, {qualified name: (M, *shape)}."""
-    def add(c: torch.Tensor, out: Grads) -> None:
+    def add(c: torch.Tensor, w: float, out: Grads) -> None:
         for k, g in per_sample.items():
-            out[k].view(-1).addmv_(g.reshape(g.shape[0], -1).T, c)
+            out[k].view(-1).addmv_(g.reshape(g.shape[0], -1).T, c, alpha=w)
 
     return _Factors(squared_norms(per_sample, 1), add)
 
@@ -358,9 +446,9 @@ def _factored_sum(
     Returns (those buffers, the per-sample norms ||g_i||_2 before clipping, (M,)).
     """
     m = context.shape[0]
-    recorder = _Recorder(model, m)
-    params = {f"{name}.{k}" if name else k: p for name, _, own in recorder.owners for k, p in own.items()}
-    out = make_out(params)
+    plan = _plan(model)
+    recorder = _Recorder(m, plan.owners(model))
+    out = make_out(plan.params)
     if m == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
         return out, context.new_zeros(0)
     with torch.enable_grad(), recorder:
@@ -370,33 +458,34 @@ def _factored_sum(
     recorder.check_unmodified()
     called = [(name, mod, recorder.calls[id(mod)]) for name, mod, _ in recorder.owners if recorder.calls[id(mod)]]
     outputs = [y for _, _, calls in called for _, ys in calls for y in ys]
-    out_grads = iter(torch.autograd.grad(loss.sum(), outputs, allow_unused=True))
-    factors, per_sample, other, linears = [], {}, [], {}
-    for name, mod, calls in called:
-        grads = [[torch.zeros_like(y) if g is None else g for g, y in zip([next(out_grads) for _ in ys], ys)]
-                 for _, ys in calls]
-        if type(mod) is nn.Linear:
-            linears.setdefault(_same_gradients(grads), ([], grads))[0].append((name, mod, calls))
-        elif type(mod) in PER_SAMPLE_RULES:
-            per_sample.update(_rule_gradients(name, mod, calls, grads))
-        else:
-            other.append((name, mod, calls, grads))
-    factors += [_linear_factors(members, grads) for members, grads in linears.values()]
-    if other:
-        per_sample.update(_vmap_gradients(other))
-    if per_sample:
-        factors.append(_materialised_factors(per_sample))
-    norms = sum(f.sq_norms for f in factors).clamp_min(0).sqrt()
-    c = clip_factors(norms, clip)
-    if mask is not None:
-        c = c * mask.to(c.dtype)
-    if weight != 1.0:
-        c = c * weight
-    c = c.detach()
-    for f in factors:
-        f.add_weighted_sum(c, out)
+    out_grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))
+    with torch.no_grad():  # the factors below are data: no graph for them
+        factors, per_sample, other, linears = [], {}, [], {}
+        for name, mod, calls in called:
+            grads = [[torch.zeros_like(y) if g is None else g for g, y in zip([next(out_grads) for _ in ys], ys)]
+                     for _, ys in calls]
+            if type(mod) is nn.Linear:
+                linears.setdefault(_same_gradients(grads), ([], grads))[0].append((name, mod, calls))
+            elif type(mod) in PER_SAMPLE_RULES:
+                per_sample.update(_rule_gradients(name, mod, calls, grads))
+            else:
+                other.append((name, mod, calls, grads))
+        factors += [_linear_factors(members, grads) for members, grads in linears.values()]
+        if other:
+            per_sample.update(_vmap_gradients(other))
+        if per_sample:
+            factors.append(_materialised_factors(per_sample))
+        sq = factors[0].sq_norms
+        for f in factors[1:]:
+            sq = sq.add_(f.sq_norms)
+        norms = sq.sqrt_()  # every term is ≥ 0 (products and sums of squares; ghost norms clamped)
+        c = clip_factors(norms, clip)
+        if mask is not None:
+            c = c * mask.to(c.dtype)
+        for f in factors:
+            f.add_weighted_sum(c, weight, out)
     _WORKSPACE.end_step()
-    return out, norms.detach()
+    return out, norms
 
 
 def factored_clipped_sum(

@@ -20,16 +20,17 @@ A model here is an ``nn.Module`` whose ``forward(context, forecast)`` takes a ba
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
+from torch.optim import optimizer as torch_optimizer
 
 from tsdp.theorems.config import ConfigError
 
 from .clipping import Grads, clipped_sum
-from .factored import factored_noisy_gradient
+from .factored import FactoredGradientError, factored_noisy_gradient, trainable_parameters
 from .noise import gaussian_noise
 
 ENGINES = ("auto", "factored", "vmap")
@@ -117,17 +118,57 @@ def private_gradient(
     return noisy_mean(summed, clip=clip, sigma=sigma, batch_size=batch_size, generator=generator)
 
 
+def _plain_sgd_targets(model: nn.Module, optimizer: torch.optim.Optimizer, gradient: Grads) -> Optional[Tuple[float, list]]:
+    """(η, the parameters named in ``gradient``, in its order) when ``optimizer.step()`` would do nothing but
+    θ ← θ - η g̃ on exactly them: torch's SGD, one group, a float lr, no momentum, weight decay, maximize or
+    step hooks, every named parameter in the group and no other parameter of the group holding a ``.grad``.
+    Else None."""
+    if (type(optimizer) is not torch.optim.SGD or len(optimizer.param_groups) != 1 or optimizer._optimizer_step_pre_hooks
+            or optimizer._optimizer_step_post_hooks or torch_optimizer._global_optimizer_pre_hooks
+            or torch_optimizer._global_optimizer_post_hooks):
+        return None
+    group = optimizer.param_groups[0]
+    if (group["momentum"] != 0 or group["weight_decay"] != 0 or group["maximize"] or group["differentiable"]
+            or not isinstance(group["lr"], float)):
+        return None
+    try:
+        params = trainable_parameters(model)
+    except FactoredGradientError:  # tied parameters: no plan
+        return None
+    if any(name not in params for name in gradient):
+        return None
+    targets = [params[name] for name in gradient]
+    if len(targets) == len(group["params"]) and all(p is q for p, q in zip(targets, group["params"])):
+        return group["lr"], targets  # the usual case: g̃ names the group's parameters, in its order
+    named = set(map(id, targets))
+    if not named <= {id(p) for p in group["params"]} or any(p.grad is not None and id(p) not in named
+                                                            for p in group["params"]):
+        return None
+    return group["lr"], targets
+
+
 def apply_gradient(model: nn.Module, optimizer: torch.optim.Optimizer, gradient: Grads) -> None:
     """Algorithm 2, line 9: hand g̃ to the optimizer (θ ← θ - η g̃ for SGD; Adam uses g̃ as its gradient).
 
     ``p.grad`` IS g̃'s tensor (no copy): the optimizer must not modify gradients in place
-    (torch's optimizers do not), or the caller's g̃ would change with it.
+    (torch's optimizers do not), or the caller's g̃ would change with it. Where ``SGD.step``
+    would do nothing but θ ← θ - η g̃ (:func:`_plain_sgd_targets`), the update is made here
+    as one ``_foreach_add_`` of -η g̃: the same arithmetic without the optimizer's per-step
+    bookkeeping. Either way the optimizer's parameters hold no ``.grad`` afterwards.
     """
-    for name, p in model.named_parameters():
-        if name in gradient:
-            p.grad = gradient[name].detach()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    plain = _plain_sgd_targets(model, optimizer, gradient)
+    if plain is None:
+        for name, p in model.named_parameters():
+            if name in gradient:
+                p.grad = gradient[name].detach()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return
+    lr, targets = plain
+    with torch.no_grad():
+        torch._foreach_add_(targets, list(gradient.values()), alpha=-lr)
+    for p in targets:  # as zero_grad(set_to_none=True); the group's other parameters hold none already
+        p.grad = None
 
 
 def dp_step(

@@ -368,3 +368,76 @@ def test_workspace_reuse_changes_nothing():
     assert any("rnn" in str(k) for k in factored._WORKSPACE.buffers)
     factored_clipped_sum(trained_like("simple-ff", 12, 3, seed=15), *windows(4, 12, 3, seed=16), 0.3)
     assert not any("rnn" in str(k) for k in factored._WORKSPACE.buffers)
+
+
+class Stack(nn.Module):
+    """Linears on 2-D (B, d) inputs (one position each: the product-of-norms route), some bias-free or frozen."""
+
+    def __init__(self, widths, biases, frozen):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(i, o, bias=b) for i, o, b in zip(widths, widths[1:], biases))
+        for layer, (freeze_weight, freeze_bias) in zip(self.layers, frozen):
+            layer.weight.requires_grad_(not freeze_weight)
+            if layer.bias is not None:
+                layer.bias.requires_grad_(not freeze_bias)
+
+    def forward(self, context, forecast):
+        h = context
+        for layer in self.layers[:-1]:
+            h = torch.tanh(layer(h))
+        return (self.layers[-1](h) - forecast).square().mean(-1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), depth=st.integers(1, 4), m=st.integers(1, 9), clip_scale=st.floats(0.05, 3.0),
+       seed=st.integers(0, 2**16))
+def test_one_position_linears_match_loop(data, depth, m, clip_scale, seed):
+    """Property over 2-D Linear stacks (widths, batch, bias-free and frozen weights or biases, clip level): the
+    one-position route's norms equal the per-example loop's (1e-10 relative), and the fused noisy gradient equals
+    noisy_mean of the loop's clipped sum from the same generator state (1e-12)."""
+    widths = data.draw(st.lists(st.integers(1, 12), min_size=depth + 1, max_size=depth + 1))
+    biases = data.draw(st.lists(st.booleans(), min_size=depth, max_size=depth))
+    frozen = data.draw(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=depth, max_size=depth))
+    torch.manual_seed(seed)
+    model = Stack(widths, biases, frozen).double()
+    if not any(p.requires_grad for p in model.parameters()):
+        model.layers[0].weight.requires_grad_(True)
+    c, f = windows(m, widths[0], widths[-1], seed)
+    _, loop_norms = loop_reference(model, c, f, 1.0)
+    clip = clip_scale * float(loop_norms.mean()) + 1e-12
+    ref, loop_norms = loop_reference(model, c, f, clip)
+    got, norms = factored_clipped_sum(model, c, f, clip)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=1e-300)
+    assert_grads_close(got, ref, atol=1e-10 * max(1.0, clip))
+    kw = dict(clip=clip, sigma=0.7, batch_size=m + 2)
+    fused = factored_noisy_gradient(model, c, f, generator=torch.Generator().manual_seed(seed), **kw)
+    assert_grads_close(fused, noisy_mean(ref, generator=torch.Generator().manual_seed(seed), **kw), atol=1e-12)
+
+
+def test_cached_plan_follows_the_model():
+    """The per-model plan is rebuilt when a parameter is frozen or unfrozen, or a layer replaced: each step after such
+    a change equals the per-example loop (1e-10); and the cache does not keep a model alive."""
+    import gc
+    import weakref
+
+    model = trained_like("simple-ff", 12, 3, seed=17)
+    c, f = windows(5, 12, 3, seed=18)
+
+    def check():
+        ref, loop_norms = loop_reference(model, c, f, 0.4)
+        got, norms = factored_clipped_sum(model, c, f, 0.4)
+        assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+        assert_grads_close(got, ref, atol=1e-10)
+        return got
+
+    assert "mlp.2.weight" in check()
+    model.mlp[2].weight.requires_grad_(False)
+    assert "mlp.2.weight" not in check()
+    model.mlp[2].weight.requires_grad_(True)
+    model.mlp[0] = nn.Linear(12, 64, bias=False).double()
+    got = check()
+    assert "mlp.2.weight" in got and "mlp.0.bias" not in got
+    gone = weakref.ref(model)
+    del model
+    gc.collect()
+    assert gone() is None

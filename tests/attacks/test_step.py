@@ -175,3 +175,36 @@ def test_augmentation_std():
         assert stats.chi2.ppf(ALPHA / 2, x.numel()) < s < stats.chi2.isf(ALPHA / 2, x.numel())
     same_c, _ = augment(c, f, sigma_context=0.0, sigma_forecast=1.0, v=3.0, generator=torch.Generator())
     assert torch.equal(same_c, c)
+
+
+def test_plain_sgd_update_equals_optimizer_step():
+    """apply_gradient's own update for plain SGD equals SGD.step bit for bit (the twin's optimizer has a step hook,
+    which sends it through SGD.step); momentum goes through SGD.step (its buffer is kept); a stray .grad on a
+    parameter g̃ does not name is stepped as SGD.step would; no .grad is left behind."""
+    from tsdp.attacks.loop.step import apply_gradient
+
+    torch.manual_seed(9)
+    model = make_model("simple-ff", 30, 6).double()
+    twin = copy.deepcopy(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.3)
+    twin_opt = torch.optim.SGD(twin.parameters(), lr=0.3)
+    twin_opt.register_step_pre_hook(lambda *args: None)
+    c, f = batch(4)
+    for seed in (1, 2):
+        g = private_gradient(model, c, f, clip=1.0, sigma=1.0, batch_size=4, generator=torch.Generator().manual_seed(seed))
+        apply_gradient(model, opt, g)
+        apply_gradient(twin, twin_opt, {k: v.clone() for k, v in g.items()})
+        for (k, p), q in zip(model.named_parameters(), twin.parameters()):
+            assert torch.equal(p, q), k
+            assert p.grad is None and q.grad is None
+    momentum = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.9)
+    apply_gradient(model, momentum, g)
+    assert all("momentum_buffer" in momentum.state[p] for p in model.parameters())
+    names = [k for k, _ in model.named_parameters()]
+    partial = {k: v for k, v in g.items() if k != names[0]}
+    first = next(model.parameters())
+    first.grad = torch.ones_like(first)
+    before = first.detach().clone()
+    apply_gradient(model, opt, partial)
+    assert torch.equal(first.detach(), before - 0.3 * torch.ones_like(first))
+    assert all(p.grad is None for p in model.parameters())
