@@ -153,8 +153,8 @@ def add_parsers(sub, command) -> None:
         "on how much better the returned model fits them (only --context-length and --forecast-length are used).")
     p.add_argument("--train", default=None, help="module:function of train(series) -> model (required unless --plan)")
     p.add_argument("--loss", default=None,
-                   help="module:function of loss(model, context, forecast) -> per-window losses "
-                        "(default: model(context, forecast))")
+                   help="spike canaries only: module:function of loss(model, context, forecast) -> per-window "
+                        "losses (default: model(context, forecast))")
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--epsilon", type=float, default=None, help="the ε your training claims at δ (to compare)")
@@ -179,8 +179,9 @@ def add_parsers(sub, command) -> None:
                         "Steinke et al.'s bound as its baseline (confidence split before the scores); steinke: that "
                         "bound alone (default fdp)")
     p.add_argument("--plan", action="store_true",
-                   help="train nothing: print the most ε the audit's canaries × runs can certify, and with "
-                        "--epsilon how many canaries it takes to test that claim")
+                   help="train nothing: print the most ε the audit's canaries × runs can certify, what a training "
+                        "without noise (every canary ranked right) certifies, and with --epsilon how many canaries "
+                        "it takes to flag such a training against that claim")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_data_arguments(p, default="synthetic", what="the series the canaries go into")
     add_config_arguments(p)
