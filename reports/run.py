@@ -180,7 +180,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
         raise
     finally:
         if pool is not None:
-            pool.close()
+            pool.close(graceful=results["meta"].get("status") == "complete")
         bar.close()
         notes.extend(_note(w) for w in caught)
         results["meta"]["notes"] = note_summary(notes)
@@ -262,9 +262,17 @@ class _ClaimPool:
         for result in self._pending:
             result.get()
 
-    def close(self) -> None:
-        self._pool.terminate()
+    def close(self, graceful: bool = False) -> None:
+        """End the processes: ``graceful`` (every claim finished) lets them exit on their own, so they release their
+        queue's locks themselves (terminating them left the semaphores for the resource tracker to complain about at
+        exit); otherwise at once."""
+        if graceful:
+            self._pool.close()
+        else:
+            self._pool.terminate()
         self._pool.join()
+        self.steps.close()
+        self.steps.join_thread()
 
 
 class _Redraw:
