@@ -68,7 +68,7 @@ class OptimizerCanaries:
         wrapper = _dp_wrapper(optimizer)
         if wrapper is not None:
             self.clip = float(wrapper.max_grad_norm)
-            if self.scale is None:
+            if self.scale is None:  # a given scale stands (the caller knows the loop)
                 reduction = getattr(wrapper, "loss_reduction", "mean")
                 self.scale = 1.0 / wrapper.expected_batch_size if reduction == "mean" else 1.0
         elif self.scale is None:

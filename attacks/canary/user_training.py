@@ -182,14 +182,17 @@ class SpikeTask:
 
 
 def gradient_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
-                      seed=0, clip: float = 1.0) -> dict:
+                      seed=0, clip: float = 1.0, scale: Optional[float] = None) -> dict:
     """One training run of ``train`` with m gradient canaries in its optimizer (module docstring, ``"gradient"``):
     {"scores": {"sum", "mixture"}, "included", "optimizer", "steps"}.
 
-    ``seed``: an int or a ``numpy.random.SeedSequence`` (directions, inclusion bits, participations).
+    ``seed``: an int or a ``numpy.random.SeedSequence`` (directions, inclusion bits, participations);
+    ``scale``: the gradient's scale (:mod:`attacks.canary.optimizer_canaries`; default read from an Opacus DP
+    optimizer, else 1/Λ).
     """
     hooks = _call("train", train, [s.copy() for s in base.series],
-                  via=lambda series: run_with_canaries(train, series, config, canaries, clip=clip, seed=seed))
+                  via=lambda series: run_with_canaries(train, series, config, canaries, clip=clip, scale=scale,
+                                                       seed=seed))
     if hooks.canaries is None or hooks.canaries.steps == 0:
         raise UserFunctionError("train", train, "never called a torch.optim optimizer's step(): gradient canaries "
                                                 "hook into one (canary='spike' audits any returned model)")
@@ -211,19 +214,21 @@ class GradientTask:
     config: TrainingConfig
     canaries: int
     clip: float = 1.0
+    scale: Optional[float] = None
 
     def check(self) -> None:
         """Nothing to place before the runs: the canaries attach to the optimizer at its first step."""
 
     def __call__(self, seed: np.random.SeedSequence) -> dict:
-        return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, seed=seed, clip=self.clip)
+        return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, seed=seed, clip=self.clip,
+                                 scale=self.scale)
 
 
 def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, canaries: int, *, loss=None,
-              spike: float = 10.0, clip: float = 1.0):
+              spike: float = 10.0, clip: float = 1.0, scale: Optional[float] = None):
     """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed."""
     if canary == "gradient":
-        return GradientTask(train, data, config, canaries, clip)
+        return GradientTask(train, data, config, canaries, clip, scale)
     return SpikeTask(train, data, config, canaries, loss, spike)
 
 
@@ -232,7 +237,7 @@ CANARIES = {"gradient": GRADIENT_SCORES, "spike": SPIKE_SCORES}
 
 
 def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidence, spike, canary="spike",
-                       clip=1.0) -> tuple:
+                       clip=1.0, scale=None) -> tuple:
     """(canaries, δ, ε, seed, confidence, spike, clip) validated before any training (ConfigError naming the value;
     :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot take its arguments; ``train`` None: the
     values only, as for a plan)."""
@@ -242,6 +247,8 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
         raise ConfigError("loss", "scores spike canaries only: gradient canaries are scored on the parameter "
                                   "updates (drop it, or use canary='spike')", _name(loss))
     clip = check_real("clip", clip, low=0.0, low_open=True)
+    if scale is not None:
+        check_real("gradient_scale", scale, low=0.0, low_open=True)
     canaries = check_int("canaries", canaries, 2)
     confidence = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
     delta = check_delta(delta)
@@ -259,12 +266,16 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
 def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,
                    canaries: int, delta: float, epsilon: Optional[float] = None, canary: str = "gradient",
                    loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
-                   clip: float = 1.0, spike: float = 10.0, analysis: str = "fdp") -> dict:
+                   clip: float = 1.0, gradient_scale: Optional[float] = None, spike: float = 10.0,
+                   analysis: str = "fdp") -> dict:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
     ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
     your loader draws and the σ you claim, ``clip`` the clipping norm C of a plain optimizer,
-    Opacus's ``max_grad_norm`` being read from its DP optimizer) or "spike" (black-box, scored
+    Opacus's ``max_grad_norm`` being read from its DP optimizer; ``gradient_scale`` what your loop
+    multiplies the noisy clipped sum by before the step, default 1/Λ for a plain optimizer and
+    read from Opacus: give it when your loop divides by more than Λ, else each canary would be
+    stronger than an element) or "spike" (black-box, scored
     with ``loss`` on the returned model; ``config`` gives the window geometry). ``epsilon``
     (optional) is the ε your training claims at ``delta``. ``analysis``: "fdp" (the f-DP one-run
     test with Steinke et al.'s bound as its baseline, :func:`attacks.canary.evidence.fdp`) or
@@ -275,9 +286,10 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     """
     canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
-        canary=canary, clip=clip)
+        canary=canary, clip=clip, scale=gradient_scale)
     certifier = _certifier(analysis)
-    task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip)
+    task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip,
+                     scale=gradient_scale)
     task.check()
     evidence = task(np.random.SeedSequence(seed))
     result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon,

@@ -61,6 +61,11 @@ def test_canaries_enter_a_plain_optimizer_exactly():
     score = c.evidence()["scores"]["sum"]
     ref = lr * (steps * (u @ holder["x"]).numpy() + hooks.scale * 2.0 * c.included * c.participations)
     np.testing.assert_allclose(score, ref, atol=1e-4)
+    given = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, clip=2.0, seed=3,
+                              scale=0.125)  # a loop that divides by 8: the canaries follow it
+    push = torch.as_tensor(given.canaries.included * given.canaries.participations, dtype=torch.float64) @ u
+    assert given.scale == 0.125
+    assert torch.allclose(holder["w"], holder["w0"] - lr * (steps * holder["x"] + 0.125 * 2.0 * push), atol=1e-5)
 
 
 def opacus_train(noise_multiplier, steps=200, reported=None):
@@ -139,7 +144,8 @@ def test_a_train_without_an_optimizer_or_diverging_is_one_error():
 
 @pytest.mark.parametrize("extra,words", [
     (["--canary", "bogus"], "--canary"), (["--clip", "0"], "--clip"), (["--clip", "nan"], "--clip"),
-    (["--loss", "json:loads"], "--loss"),
+    (["--loss", "json:loads"], "--loss"), (["--gradient-scale", "0"], "--gradient-scale"),
+    (["--gradient-scale", "inf"], "--gradient-scale"),
 ])
 def test_cli_bad_canary_flags_are_one_line_exit_2(capsys, extra, words):
     from tsdp.cli.main import main

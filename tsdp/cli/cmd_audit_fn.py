@@ -89,7 +89,7 @@ def _plan(args) -> dict:
 
     canaries, delta, epsilon, _, confidence, _, _ = check_audit_inputs(
         None, None, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon, seed=args.seed,
-        confidence=args.confidence, spike=args.spike, canary=args.canary, clip=args.clip)
+        confidence=args.confidence, spike=args.spike, canary=args.canary, clip=args.clip, scale=args.gradient_scale)
     if canaries * args.runs > PLAN_MAX:
         raise UsageError(f"invalid --canaries/--runs: the plan covers at most {PLAN_MAX:.0e} canaries in all "
                          f"(got {canaries} × {args.runs})")
@@ -126,7 +126,7 @@ def _many_runs(args, task) -> dict:
 
     check_audit_inputs(task.train, getattr(task, "loss", None), canaries=args.canaries, delta=args.delta,
                        epsilon=args.epsilon, seed=args.seed, confidence=args.confidence, spike=args.spike,
-                       canary=args.canary, clip=args.clip)
+                       canary=args.canary, clip=args.clip, scale=args.gradient_scale)
     task.check()
     many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
                     threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
@@ -164,6 +164,10 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--clip", type=float, default=1.0,
                    help="gradient canaries: the clipping norm C of a plain torch optimizer (an Opacus DP optimizer's "
                         "max_grad_norm is read from it; default 1)")
+    p.add_argument("--gradient-scale", type=float, default=None,
+                   help="gradient canaries: what your loop multiplies the noisy clipped sum by before the step "
+                        "(default: read from an Opacus DP optimizer, else 1/--batch-size, a mean over the batch); "
+                        "give it when your loop divides by more than the batch size")
     p.add_argument("--spike", type=float, default=10.0,
                    help="spike canaries: size in standard deviations (default 10)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
@@ -206,11 +210,11 @@ def add_parsers(sub, command) -> None:
         if args.runs == 1 and args.cluster is None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
                                     epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
-                                    confidence=args.confidence, clip=args.clip, spike=args.spike,
-                                    analysis=args.analysis)
+                                    confidence=args.confidence, clip=args.clip,
+                                    gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis)
         else:
             result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
-                                                spike=args.spike, clip=args.clip))
+                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale))
         result.update(train=args.train, sigma=config.sigma)
         print(dumps(result) if args.json else _human(result))
         return 1 if result["violation"] else 0
