@@ -362,24 +362,29 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
     else:
         epsilon = check_epsilon(epsilon)
     chosen = check_estimates(tuple(estimates) + (("attained_upper",) if bracket else ()))
-    values, refused, used = {}, {}, []
-    for estimate in chosen:
+
+    def one(estimate: str):
+        """(value, reason refused, grid used) of one estimate; an error other than a refusal propagates."""
         acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=tail_mass_truncation,
                             log_mass_truncation_bound=log_mass_truncation_bound)
         try:
             acc.compose(event)
-            values[estimate] = acc.get_epsilon(delta) if delta is not None else acc.get_delta(epsilon)
+            return (acc.get_epsilon(delta) if delta is not None else acc.get_delta(epsilon)), None, \
+                acc.discretization_used or discretization
         except UnsupportedBoundError as exc:
-            refused[estimate] = str(exc)
-            values[estimate] = None
-            continue
+            return None, str(exc), None
         except DeltaTooSmallError:
             if estimate == "sound":
                 raise
-            refused[estimate] = f"δ below the {estimate} PLD's resolution"
-            values[estimate] = None
-            continue
-        used.append(acc.discretization_used or discretization)
+            return None, f"δ below the {estimate} PLD's resolution", None
+
+    values, refused, used = {}, {}, []
+    for estimate, (value, reason, grid) in zip(chosen, _each(one, chosen)):
+        values[estimate] = value
+        if reason is not None:
+            refused[estimate] = reason
+        else:
+            used.append(grid)
     if len(refused) == len(chosen):
         raise UnsupportedBoundError(refused[chosen[0]])
     target, given_name = ("epsilon", "delta") if delta is not None else ("delta", "epsilon")
@@ -393,6 +398,23 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
                            attained_refused=refused.get("attained"), compositions=count_compositions(event),
                            discretization=discretization, discretization_used=max(used, default=None),
                            estimates=chosen, **fields)
+
+
+def _each(fn, items: Sequence) -> list:
+    """``[fn(x) for x in items]``, on up to one thread per available CPU: the estimates are independent
+    compositions (their own accountants; numpy's FFTs and powers release the GIL), so each result is the one
+    computed alone, bit for bit, in about half the wall time on two cores (issue 26). The first error, in
+    ``items``' order, is raised after all have finished."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .bench_rounds import available_cpus
+
+    threads = min(len(items), available_cpus())
+    if threads < 2:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(fn, x) for x in items]
+    return [f.result() for f in futures]
 
 
 def max_steps(config, budget: float, delta: float, *, theorem: Optional[str] = None, cap: Optional[int] = None,
