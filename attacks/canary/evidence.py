@@ -80,7 +80,7 @@ def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifi
 
     ``epsilon_lower`` is the best score's bound (a **lower** bound on ε at ``delta`` with
     probability ≥ ``confidence``). ``violation``: ``epsilon_lower > claimed`` for a finite
-    ``claimed`` ε, or, with ``profile`` (the run's claimed profile; the :func:`fdp` certifier
+    ``claimed`` ε (``above_claim``), or, with ``profile`` (the run's claimed profile; the :func:`fdp` certifier
     only), a score whose guesses reject the claimed trade-off curve; both hold together at
     ``confidence`` (the curve test has its declared share of each score's level).
     """
@@ -96,8 +96,8 @@ def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifi
     curve = profile is not None and any(r["violation"] for r in out.values())
     return {"canaries": int(included.size), "included": int(included.sum()), "delta": delta,
             "confidence": confidence, "epsilon_lower": lower, "epsilon_claimed": claimed,
-            "violation": bool(above or curve), "curve_rejected": curve if profile is not None else None,
-            "scores": out}
+            "violation": bool(above or curve), "above_claim": bool(above),
+            "curve_rejected": curve if profile is not None else None, "scores": out}
 
 
 __all__ = ["CERTIFIERS", "Certifier", "certify_evidence", "fdp", "pool", "steinke"]

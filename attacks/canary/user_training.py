@@ -298,18 +298,24 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
                 canary=canary, analysis=analysis, **({"spike": spike} if canary == "spike" else {}))
 
 
+def tests_claimed_curve(canary: str, analysis: str) -> bool:
+    """Whether the audit tests the run's claimed trade-off curve: gradient canaries (the optimizer's steps are
+    seen) under the f-DP certifier (the only one that takes a curve)."""
+    return canary == "gradient" and analysis == "fdp"
+
+
 def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_run: dict):
-    """The run's claimed profile for the f-DP test's curve check: tsdp's sound accountant (an **upper** bound on the
-    correct loop's δ(ε)) of ``config`` over the steps the optimizer took; None for spike canaries (no steps seen)
-    or the Steinke analysis."""
-    return sound_profile(config, first_run["steps"]) if canary == "gradient" and analysis == "fdp" else None
+    """The run's claimed profile for the f-DP test's curve check (:func:`tests_claimed_curve`, else None): tsdp's
+    sound accountant (an **upper** bound on the correct loop's δ(ε)) of ``config`` over the steps the optimizer
+    took."""
+    return sound_profile(config, first_run["steps"]) if tests_claimed_curve(canary, analysis) else None
 
 
 def analyses_of(canary: str, analysis: str) -> tuple:
     """The analyses of the f-DP certifier for ``canary`` canaries (their shares of the level are fixed by these names):
     what a plan assumes. Gradient canaries add the claimed curve (:func:`claimed_profile`); a plan for
     ``analysis="steinke"`` describes the f-DP test's guess sets too (Steinke's bound alone picks its own)."""
-    return ("dp", "gdp", "steinke") + (("claimed",) if canary == "gradient" and analysis == "fdp" else ())
+    return ("dp", "gdp", "steinke") + (("claimed",) if tests_claimed_curve(canary, analysis) else ())
 
 
 def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: float, confidence: float, certifier,

@@ -69,12 +69,11 @@ def _human(d: dict) -> str:
     if d.get("curve_rejected") is not None:
         lines.append(f"  the claimed trade-off curve (tsdp's sound accountant of the configuration over the "
                      f"{d['steps']} steps) is {'REJECTED' if d['curve_rejected'] else 'not rejected'} by the guesses")
-    if d["epsilon_claimed"] is not None or d["violation"]:
-        verdict = "VIOLATION: the lower bound exceeds" if d["violation"] else "consistent with"
-        claim = "the claim" if d["epsilon_claimed"] is None else f"the claimed ε = {d['epsilon_claimed']:g}"
-        if d["violation"] and not (d["epsilon_claimed"] is not None and d["epsilon_lower"] > d["epsilon_claimed"]):
-            verdict = "VIOLATION: the guesses reject"
-        lines.append(f"  {verdict} {claim}")
+    if d["violation"]:
+        lines.append("  VIOLATION: " + (f"the lower bound exceeds the claimed ε = {d['epsilon_claimed']:g}"
+                                        if d["above_claim"] else "the guesses reject the claimed curve"))
+    elif d["epsilon_claimed"] is not None:
+        lines.append(f"  consistent with the claimed ε = {d['epsilon_claimed']:g}")
     return "\n".join(lines)
 
 
@@ -117,14 +116,14 @@ def _plan_human(d: dict) -> str:
 NAMES = {"dp": "f-DP test", "gdp": "f-DP test, Gaussian curves", "steinke": "Steinke et al."}
 
 
-def _many_runs(args, task) -> dict:
+def _many_runs(args, task, loss) -> dict:
     """``--runs R``: R runs of ``task`` on the sharded engine, the pooled m·R canaries certified at once."""
     from tsdp.attacks.canary.evidence import CERTIFIERS, certify_evidence
     from tsdp.attacks.canary.runs import run_many
     from tsdp.attacks.montecarlo.shards import threads_per_worker
     from tsdp.attacks.canary.user_training import check_audit_inputs, claimed_profile, run_facts
 
-    check_audit_inputs(task.train, getattr(task, "loss", None), canaries=args.canaries, delta=args.delta,
+    check_audit_inputs(task.train, loss, canaries=args.canaries, delta=args.delta,
                        epsilon=args.epsilon, seed=args.seed, confidence=args.confidence, spike=args.spike,
                        canary=args.canary, clip=args.clip, scale=args.gradient_scale)
     task.check()
@@ -214,7 +213,8 @@ def add_parsers(sub, command) -> None:
                                     gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis)
         else:
             result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
-                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale))
+                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale),
+                                loss)
         result.update(train=args.train, sigma=config.sigma)
         print(dumps(result) if args.json else _human(result))
         return 1 if result["violation"] else 0
