@@ -16,7 +16,7 @@ import sys
 
 from tsdp.attacks.canary.user_training import audit_training
 from tsdp.attacks.integrations.planted_opacus import (BUGS, CLIP, CONFIG, DATA, DELTA, LR, STEPS, claimed_epsilon,
-                                                      loader_config, opacus_train, runtime)
+                                                      loader_config, opacus_train, runtime, squared_error)
 
 
 def main(bug: str = "correct", canaries: int = 1000) -> dict:
@@ -29,7 +29,7 @@ def main(bug: str = "correct", canaries: int = 1000) -> dict:
 
     claim = claimed_epsilon(bug)
     result = audit_training(train, DATA.split(config.forecast_length)[0], config, canaries=canaries, delta=DELTA,
-                            epsilon=claim, clip=CLIP, seed=0)
+                            epsilon=claim, clip=CLIP, loss=squared_error, seed=0)
     best = max(result["scores"].values(), key=lambda s: s["epsilon_lower"])
     print(f"{bug}: the intended training reports ε = {claim:.4f} at δ = {DELTA:g} after {STEPS} steps "
           f"(σ = {CONFIG.sigma:g}, C = {CLIP:g}); it ran σ = {sigma:g}, C = {clip:g}")

@@ -27,11 +27,13 @@ windows' clipped gradients by at most C, a pair of event-level neighbours, so th
 accountant's (ε, δ) bounds it. The real update is V_t plus the real data's clipped sum, a
 function of the earlier updates and of randomness independent of the canaries: the real
 transcript is a post-processing of the virtual one, hence (ε, δ)-DP in each canary. The
-auditor observes the parameter deltas Δθ_t (the transcript DP-SGD's guarantee covers).
+auditor observes the released gradients g̃_t (:meth:`GradientCanaries.observe_gradient`, optionally
+less the data's part, :mod:`attacks.canary.data_span`) or the parameter deltas Δθ_t
+(:meth:`GradientCanaries.observe`), both within the transcript DP-SGD's guarantee covers.
 
-Scores (:meth:`GradientCanaries.evidence`), from the projections x_{t,i} = -⟨Δθ_t, u_i⟩. With
-SGD Δθ_t = -η g̃_t, so x_{t,i} = η ⟨g̃_t, u_i⟩: given the participations it is Gaussian with mean
-η K_{t,i} C / Λ when i is included (plus the nearly orthogonal other canaries and the data's
+Scores (:meth:`GradientCanaries.evidence`), from the projections x_{t,i} = ⟨g̃_t, u_i⟩ (or
+-⟨Δθ_t, u_i⟩, which with SGD is η ⟨g̃_t, u_i⟩): given the participations it is Gaussian with mean
+K_{t,i} C / Λ when i is included (plus the nearly orthogonal other canaries and the data's
 gradient) and without that mean when not.
 
 * ``sum``: s_i = Σ_t x_{t,i}, the Neyman-Pearson statistic of a Gaussian shift in a known
@@ -52,8 +54,9 @@ gradient) and without that mean when not.
   ``sum`` carries the private runs and the ``mixture`` the runs without noise
   (:mod:`attacks.canary.whitebox`).
 
-Other optimizers (Adam) transform g̃_t; any function of the transcript and of public
-quantities (σ, the scheme) is a valid score, it may only lose power. The scores are fixed
+Observed through the updates, other optimizers (Adam) transform g̃_t; any function of the
+transcript and of public quantities (σ, the scheme, the non-canary data) is a valid score, it
+may only lose power. The scores are fixed
 before the run, so a one-run certifier (e.g. :func:`attacks.canary.steinke_bound.certify`,
 Bonferroni over the scores) turns them into a **lower** bound on ε.
 """
@@ -290,8 +293,19 @@ class GradientCanaries:
 
     def observe(self, before: torch.Tensor) -> None:
         """Record the step's projections x_{t,i} = -⟨Δθ_t, u_i⟩ from the parameters before it (module docstring)."""
-        delta = _flat(self.params) - before
-        self._projections.append(-(self.directions @ delta.to(self.directions.dtype)))
+        self._record(before - _flat(self.params))
+
+    def observe_gradient(self, basis: Optional[torch.Tensor] = None) -> None:
+        """Record x_{t,i} = ⟨g̃_t, u_i⟩ of the gradient the optimizer stepped on (each parameter's ``.grad``, the
+        canaries' part included; zero where there is none), less its projection on the data's gradients when a
+        ``basis`` of their span at the step's parameters is given (:meth:`attacks.canary.data_span.DataSpan.basis`)."""
+        from .data_span import DataSpan
+
+        flat = _flat([p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params])
+        self._record(DataSpan.residual(flat, basis))
+
+    def _record(self, observed: torch.Tensor) -> None:
+        self._projections.append(self.directions @ observed.to(self.directions.dtype))
 
     def evidence(self) -> dict:
         """{"scores": {"sum": (m,), "mixture": (m,)}, "included": (m,) bool}: the run's evidence (module docstring)."""

@@ -6,8 +6,19 @@ removed afterwards): your code stays as it is. The first optimizer that steps is
 one; at its first step the m canaries of :class:`attacks.canary.gradient.GradientCanaries`
 attach to its parameters. Before each of its steps the canaries' clipped sum
 Σ_i [i included] K_{t,i} C u_i, times the gradient's scale, is added to the gradients it is
-about to step on; after the step the parameter deltas are projected on the canaries'
-directions (the ``sum`` and ``mixture`` scores of :mod:`attacks.canary.gradient`).
+about to step on (a parameter without a gradient in a step gets none: a loop adds no noise
+there, and an element's gradient may be 0 on it); after the step the canaries are scored
+(the ``sum`` and ``mixture`` scores of :mod:`attacks.canary.gradient`) on what was observed:
+
+* for torch's own optimizers (``torch.optim``'s classes, Opacus's wrapped one included), the
+  gradient g̃_t they stepped on (``.grad`` after the step, which they only read): what DP-SGD
+  releases (Algorithm 2; the parameters are a post-processing of it), so an adaptive optimizer
+  (Adam) does not blur the canaries. It is taken off the span of the data's per-window gradients
+  at the step's parameters when the data's windows and a ``loss`` are given
+  (:mod:`attacks.canary.data_span`: the auditor of the one-run game knows every element but the
+  canaries, so this sees through a training without noise or clipping);
+* for any other optimizer class (whose ``step`` may add its own noise), the parameter update
+  -Δθ_t.
 
 Where the canary enters, and why the claim still bounds it (the direction a lower bound needs).
 DP-SGD steps on g̃_t = (Σ clipped + N(0, σ² C² I)) · s with s = 1/Λ under a mean over the
@@ -15,25 +26,34 @@ batch (Opacus's ``loss_reduction="mean"`` over its ``expected_batch_size``) and 
 sum. Adding K_{t,i} C u_i · s to the gradient after the noise is the same as adding K_{t,i} C u_i
 to the clipped sum before it: the canary is one element of clipped gradient norm ≤ C taking
 part in steps with the law of one element of ``config``'s scheme (the argument of
-:mod:`attacks.canary.gradient`). Opacus's ``DPOptimizer`` does not pass through the global
-hooks; the optimizer it wraps does, with the noised gradient already in ``.grad``. Its wrapper
-is found once (the object whose ``original_optimizer`` is the stepping optimizer) and gives
-C = ``max_grad_norm`` and s (1 / ``expected_batch_size`` or 1). A plain optimizer gets ``clip``
-and s = 1 / Λ of ``config`` (a mean over the configured batch size). A scale smaller than the
-loop's own makes each canary weaker than an element (sound, less power); a larger one would
-overstate it, so give ``scale=1`` only for a summed loss.
+:mod:`attacks.canary.gradient`). This needs the loop's noise in ``.grad`` by the time a torch
+optimizer's step returns (added before ``step()``, or in a step pre-hook), as in Opacus, tsdp's
+loop and hand-written DP-SGD; a loop that noises the parameters after the step must use an
+optimizer class of its own (then the updates are observed). Opacus's ``DPOptimizer`` does not
+pass through the global hooks; the optimizer it wraps does, with the noised gradient already in
+``.grad``. Its wrapper is found once (the object whose ``original_optimizer`` is the stepping
+optimizer) and gives C = ``max_grad_norm`` and s (1 / ``expected_batch_size`` or 1). A plain
+optimizer gets ``clip`` and s = 1 / Λ of ``config`` (a mean over the configured batch size). A
+scale smaller than the loop's own makes each canary weaker than an element (sound, less power);
+a larger one would overstate it, so give ``scale=1`` only for a summed loss.
 """
 from __future__ import annotations
 
 import gc
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from tsdp.theorems.config import TrainingConfig
 
+from .data_span import DataSpan
 from .gradient import GradientCanaries
+
+
+def steps_on_its_gradient(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether ``optimizer`` is one of torch's own (its step only reads ``.grad``): then the gradient is observed."""
+    return type(optimizer).__module__.startswith("torch.optim.")
 
 
 def _dp_wrapper(optimizer: torch.optim.Optimizer):
@@ -50,19 +70,28 @@ def _dp_wrapper(optimizer: torch.optim.Optimizer):
 class OptimizerCanaries:
     """m gradient canaries hooked into the first torch optimizer that steps inside the ``with`` block (module docstring).
 
-    After the block: ``canaries`` (a :class:`GradientCanaries`, None when no optimizer
-    stepped), ``optimizer`` (the audited one's class name), ``clip`` and ``scale`` (as used),
-    ``others`` (steps of other optimizers, not audited).
+    ``windows``: the data's (context, forecast) windows and ``loss(model, context, forecast) ->
+    (B,)`` its per-window training loss, to take the data's gradients off the observed gradient
+    (:mod:`attacks.canary.data_span`; None: kept). After the block: ``canaries`` (a
+    :class:`GradientCanaries`, None when no optimizer stepped), ``optimizer`` (the audited one's
+    class name), ``observed`` ("gradient" or "update"), ``data_span`` (None when the data's
+    gradients were taken off, else why not), ``clip`` and ``scale`` (as used), ``others`` (steps of
+    other optimizers, not audited).
     """
 
-    def __init__(self, config: TrainingConfig, m: int, *, clip: float = 1.0, scale: Optional[float] = None, seed=0):
+    def __init__(self, config: TrainingConfig, m: int, *, clip: float = 1.0, scale: Optional[float] = None, seed=0,
+                 windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None, loss: Optional[Callable] = None):
         self.config, self.m, self.seed = config, m, seed
         self.clip, self.scale = float(clip), scale
+        self.windows, self.loss = windows, loss
         self.canaries: Optional[GradientCanaries] = None
         self.optimizer: Optional[str] = None
+        self.observed: Optional[str] = None
+        self.data_span: Optional[str] = "no data windows given"
         self.others = 0
         self._owner = None
-        self._before: Optional[torch.Tensor] = None
+        self._span: Optional[DataSpan] = None
+        self._step_state: Optional[torch.Tensor] = None  # the span basis at θ_t, or θ_t itself (updates)
 
     def _attach(self, optimizer: torch.optim.Optimizer) -> None:
         wrapper = _dp_wrapper(optimizer)
@@ -77,6 +106,12 @@ class OptimizerCanaries:
         self.canaries = GradientCanaries(self.config, self.m, clip=self.clip, seed=self.seed).attach(params)
         self._owner = optimizer
         self.optimizer = type(wrapper if wrapper is not None else optimizer).__name__
+        self.observed = "gradient" if steps_on_its_gradient(optimizer) else "update"
+        if self.observed == "update":
+            self.data_span = "the parameter updates of an optimizer of its own are observed"
+        elif self.windows is not None:
+            self._span = DataSpan.of(self.canaries.params, self.windows, self.loss)
+            self.data_span = self._span.reason
 
     def _pre(self, optimizer, args, kwargs) -> None:
         if self._owner is None:
@@ -85,16 +120,23 @@ class OptimizerCanaries:
             self.others += 1
             return
         for p, g in zip(self.canaries.params, self.canaries.gradient()):
-            if p.grad is None:
-                p.grad = g * self.scale
-            else:
+            if p.grad is not None:
                 p.grad.add_(g, alpha=self.scale)
-        self._before = self.canaries.snapshot()
+        if self.observed == "gradient":
+            self._step_state = self._span.basis(self.canaries.params) if self._span is not None else None
+        else:
+            self._step_state = self.canaries.snapshot()
 
     def _post(self, optimizer, args, kwargs) -> None:
-        if optimizer is self._owner and self._before is not None:
-            self.canaries.observe(self._before)
-            self._before = None
+        if optimizer is not self._owner:
+            return
+        if self.observed == "gradient":
+            self.canaries.observe_gradient(self._step_state)
+            if self._span is not None and self._span.reason is not None:
+                self.data_span = self._span.reason  # it failed mid-run: the later steps keep the data
+        elif self._step_state is not None:
+            self.canaries.observe(self._step_state)
+        self._step_state = None
 
     def __enter__(self) -> "OptimizerCanaries":
         self._hooks = (register_optimizer_step_pre_hook(self._pre), register_optimizer_step_post_hook(self._post))
@@ -106,11 +148,13 @@ class OptimizerCanaries:
 
 
 def run_with_canaries(train: Callable[[list], object], series: list, config: TrainingConfig, m: int, *,
-                      clip: float = 1.0, scale: Optional[float] = None, seed=0) -> OptimizerCanaries:
+                      clip: float = 1.0, scale: Optional[float] = None, seed=0,
+                      windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+                      loss: Optional[Callable] = None) -> OptimizerCanaries:
     """``train(series)`` with m gradient canaries hooked into its optimizer (module docstring); the hooks after the run."""
-    with OptimizerCanaries(config, m, clip=clip, scale=scale, seed=seed) as hooks:
+    with OptimizerCanaries(config, m, clip=clip, scale=scale, seed=seed, windows=windows, loss=loss) as hooks:
         train(series)
     return hooks
 
 
-__all__ = ["OptimizerCanaries", "run_with_canaries"]
+__all__ = ["OptimizerCanaries", "run_with_canaries", "steps_on_its_gradient"]

@@ -6,11 +6,13 @@ not) that trains on a list of 1-D float arrays. Two kinds of canaries (``canary=
 * ``"gradient"`` (the default; white-box): m gradient canaries hooked into the first torch
   optimizer your code steps (:mod:`attacks.canary.optimizer_canaries`: each an element of
   clipped gradient C along its own direction, taking part in steps with the law of one
-  element of ``config``'s scheme), scored on the parameter updates (the ``sum`` and
-  ``mixture`` scores of :mod:`attacks.canary.gradient`): the transcript DP-SGD's guarantee
-  covers, so a correct loop is never flagged beyond the stated error, and a loop without
-  noise, with a σ too small or without clipping shows. ``config`` must be the batching your
-  loader draws and the σ your accounting claims.
+  element of ``config``'s scheme), scored on the gradient the optimizer stepped on (its
+  parameter updates for an optimizer class of your own), less the data's per-window gradients
+  under ``loss`` (:mod:`attacks.canary.data_span`), by the ``sum`` and ``mixture`` scores of
+  :mod:`attacks.canary.gradient`: the transcript DP-SGD's guarantee covers, so a correct loop
+  is never flagged beyond the stated error, and a loop without noise, with a σ too small or
+  without clipping shows. ``config`` must be the batching your loader draws and the σ your
+  accounting claims.
 * ``"spike"`` (black-box): for a model only returned at the end (any ``train``, torch or
   not), scored on what the returned model remembers. The harness places m spike canaries in your data exactly as :func:`attacks.canary.trained_model.audit_model`
 does (one element each, ±``spike`` standard deviations of its series, at least L_C + L_F
@@ -42,11 +44,12 @@ import torch
 from tsdp.theorems.config import SEED_MAX, ConfigError, TrainingConfig, check_delta, check_epsilon, check_int, check_real
 
 from tsdp.attacks.data.series import SeriesData
-from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
+from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .evidence import CERTIFIERS, certify_evidence
 from .gradient import SCORES as GRADIENT_SCORES
+from .data_span import FAILED
 from .gradient import ideal_epsilon, sound_profile
 from .optimizer_canaries import run_with_canaries
 
@@ -182,26 +185,36 @@ class SpikeTask:
 
 
 def gradient_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
-                      seed=0, clip: float = 1.0, scale: Optional[float] = None) -> dict:
+                      loss: Optional[Callable] = None, seed=0, clip: float = 1.0, scale: Optional[float] = None) -> dict:
     """One training run of ``train`` with m gradient canaries in its optimizer (module docstring, ``"gradient"``):
-    {"scores": {"sum", "mixture"}, "included", "optimizer", "steps"}.
+    {"scores": {"sum", "mixture"}, "included", "optimizer", "steps", "clip", "scale", "observed", "data_span"}.
 
-    ``seed``: an int or a ``numpy.random.SeedSequence`` (directions, inclusion bits, participations);
-    ``scale``: the gradient's scale (:mod:`attacks.canary.optimizer_canaries`; default read from an Opacus DP
-    optimizer, else 1/Λ).
+    ``loss(model, context, forecast) -> (B,)``: the per-window training loss (default
+    ``model(context, forecast)``), with which the data's gradients are taken off the observed
+    gradient (:mod:`attacks.canary.data_span`; ``data_span`` says why not when they are kept).
+    ``seed``: an int or a ``numpy.random.SeedSequence`` (directions, inclusion bits,
+    participations); ``scale``: the gradient's scale (:mod:`attacks.canary.optimizer_canaries`;
+    default read from an Opacus DP optimizer, else 1/Λ).
     """
+    windows = every_window(base.series, config.context_length, config.forecast_length)
     hooks = _call("train", train, [s.copy() for s in base.series],
                   via=lambda series: run_with_canaries(train, series, config, canaries, clip=clip, scale=scale,
-                                                       seed=seed))
+                                                       seed=seed, windows=windows, loss=loss or _default_loss))
     if hooks.canaries is None or hooks.canaries.steps == 0:
         raise UserFunctionError("train", train, "never called a torch.optim optimizer's step(): gradient canaries "
                                                 "hook into one (canary='spike' audits any returned model)")
     with np.errstate(invalid="ignore", over="ignore"):
         evidence = hooks.canaries.evidence()
     if not all(np.all(np.isfinite(s)) for s in evidence["scores"].values()):
-        raise UserFunctionError("train", train, "made non-finite parameter updates (NaN or inf: the training "
-                                                "diverged): the canaries cannot be scored")
-    return dict(evidence, optimizer=hooks.optimizer, steps=hooks.canaries.steps, clip=hooks.clip, scale=hooks.scale)
+        raise UserFunctionError("train", train, "made non-finite gradients or parameter updates (NaN or inf: the "
+                                                "training diverged): the canaries cannot be scored")
+    span = hooks.data_span
+    if span is not None and span.startswith(FAILED):
+        if loss is not None:  # asked for and not given: an error, not a quiet loss of power
+            raise UserFunctionError("loss", loss, f"cannot give the data's per-window gradients: {span}")
+        span += "; give loss(model, context, forecast) -> (B,) per-window losses"
+    return dict(evidence, optimizer=hooks.optimizer, steps=hooks.canaries.steps, clip=hooks.clip, scale=hooks.scale,
+                observed=hooks.observed, data_span=span)
 
 
 @dataclass(frozen=True)
@@ -215,20 +228,21 @@ class GradientTask:
     canaries: int
     clip: float = 1.0
     scale: Optional[float] = None
+    loss: Optional[Callable] = None
 
     def check(self) -> None:
         """Nothing to place before the runs: the canaries attach to the optimizer at its first step."""
 
     def __call__(self, seed: np.random.SeedSequence) -> dict:
-        return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, seed=seed, clip=self.clip,
-                                 scale=self.scale)
+        return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss, seed=seed,
+                                 clip=self.clip, scale=self.scale)
 
 
 def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, canaries: int, *, loss=None,
               spike: float = 10.0, clip: float = 1.0, scale: Optional[float] = None):
     """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed."""
     if canary == "gradient":
-        return GradientTask(train, data, config, canaries, clip, scale)
+        return GradientTask(train, data, config, canaries, clip, scale, loss)
     return SpikeTask(train, data, config, canaries, loss, spike)
 
 
@@ -243,9 +257,6 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
     values only, as for a plan)."""
     if canary not in CANARIES:
         raise ConfigError("canary", f"must be one of {', '.join(CANARIES)}", canary)
-    if canary == "gradient" and loss is not None:
-        raise ConfigError("loss", "scores spike canaries only: gradient canaries are scored on the parameter "
-                                  "updates (drop it, or use canary='spike')", _name(loss))
     clip = check_real("clip", clip, low=0.0, low_open=True)
     if scale is not None:
         check_real("gradient_scale", scale, low=0.0, low_open=True)
@@ -275,8 +286,9 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     Opacus's ``max_grad_norm`` being read from its DP optimizer; ``gradient_scale`` what your loop
     multiplies the noisy clipped sum by before the step, default 1/Λ for a plain optimizer and
     read from Opacus: give it when your loop divides by more than Λ, else each canary would be
-    stronger than an element) or "spike" (black-box, scored
-    with ``loss`` on the returned model; ``config`` gives the window geometry). ``epsilon``
+    stronger than an element; ``loss`` your per-window training loss, to take the data's
+    gradients off) or "spike" (black-box, scored with ``loss`` on the returned model;
+    ``config`` gives the window geometry). ``epsilon``
     (optional) is the ε your training claims at ``delta``. ``analysis``: "fdp" (the f-DP one-run
     test with Steinke et al.'s bound as its baseline, :func:`attacks.canary.evidence.fdp`) or
     "steinke" alone. Returns a JSON-ready dict: canaries, included, epsilon_lower, confidence,
@@ -327,7 +339,7 @@ def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: 
         return {}
     first = runs[0]
     m = sum(len(r["included"]) for r in runs)
-    facts = {k: first[k] for k in ("optimizer", "steps", "clip", "scale")}
+    facts = {k: first[k] for k in ("optimizer", "steps", "clip", "scale", "observed", "data_span")}
     facts["epsilon_ideal"] = ideal_epsilon(config, m, first["steps"], delta, confidence, certifier=certifier,
                                            seed=seed)
     return facts

@@ -164,7 +164,8 @@ def opacus_train(series, config: TrainingConfig, *, sigma: float, clip: float, s
     return _Standardised(model._module, mean, std)
 
 
-def _squared_error(model, context, forecast):
+def squared_error(model, context, forecast):
+    """The loop's per-window training loss (its batch mean is the loop's ``mse_loss``), for the audits' ``loss=``."""
     return ((model(context.float()) - forecast.float()) ** 2).sum(-1)
 
 
@@ -190,7 +191,7 @@ class PlantedRun:
             def train(series):
                 return opacus_train(series, config, sigma=sigma, clip=clip, steps=self.steps, lr=self.lr,
                                     seed=loop_seed, standardise=True)
-            return spike_evidence(train, self.data, config, canaries=self.spikes, loss=_squared_error,
+            return spike_evidence(train, self.data, config, canaries=self.spikes, loss=squared_error,
                                   seed=canary_seed)
         held = {}
 
@@ -255,4 +256,4 @@ def format_bench(result: dict) -> str:
 
 
 __all__ = ["BUGS", "CONFIG", "PlantedRun", "bench_planted", "claimed_epsilon", "format_bench", "loader_config",
-           "opacus_train", "runtime"]
+           "opacus_train", "runtime", "squared_error"]

@@ -39,6 +39,16 @@ def split_window(windows: torch.Tensor, context_length: int) -> Tuple[torch.Tens
     return windows[..., :context_length], windows[..., context_length:]
 
 
+def every_window(series: Sequence, context_length: int, forecast_length: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(context, forecast) of every window of ``series`` (Algorithm 4: front padding, each start 0..L_n - L_F), in
+    series order, without augmentation: the windows a loader can draw."""
+    padded, lengths = pad_series([torch.as_tensor(s) for s in series], context_length)
+    n_starts = lengths - forecast_length + 1
+    seq = torch.repeat_interleave(torch.arange(len(series)), n_starts)
+    start = torch.cat([torch.arange(int(n)) for n in n_starts])
+    return split_window(gather_windows(padded, seq, start, context_length + forecast_length), context_length)
+
+
 def augment(
     context: torch.Tensor,
     forecast: torch.Tensor,

@@ -48,7 +48,8 @@ def constant_gradient_train(steps, lr, holder):
 
 def test_canaries_enter_a_plain_optimizer_exactly():
     """θ_T = θ_0 - η (T x + s C Σ_i [i included] P_i u_i) with s = 1/Λ and P_i the canary's participations, and the
-    ``sum`` score of canary i is η (T <x, u_i> + s C [i included] P_i) (orthonormal directions, m ≤ d)."""
+    ``sum`` score of canary i, on the gradient SGD stepped on, is T <x, u_i> + s C [i included] P_i (orthonormal
+    directions, m ≤ d)."""
     holder, lr, steps = {}, 0.1, 40
     hooks = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, clip=2.0, seed=3)
     c = hooks.canaries
@@ -58,8 +59,9 @@ def test_canaries_enter_a_plain_optimizer_exactly():
     push = torch.as_tensor(c.included * c.participations, dtype=torch.float64) @ u
     expected = holder["w0"] - lr * (steps * holder["x"] + hooks.scale * 2.0 * push)
     assert torch.allclose(holder["w"], expected, atol=1e-5)
+    assert hooks.observed == "gradient" and hooks.data_span == "no data windows given"
     score = c.evidence()["scores"]["sum"]
-    ref = lr * (steps * (u @ holder["x"]).numpy() + hooks.scale * 2.0 * c.included * c.participations)
+    ref = steps * (u @ holder["x"]).numpy() + hooks.scale * 2.0 * c.included * c.participations
     np.testing.assert_allclose(score, ref, atol=1e-4)
     given = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, clip=2.0, seed=3,
                               scale=0.125)  # a loop that divides by 8: the canaries follow it
@@ -121,7 +123,9 @@ def test_opacus_noise_off_is_flagged_and_the_correct_loop_is_not():
     assert off["optimizer"] == "DPOptimizer" and off["clip"] == 1.0 and off["steps"] == 200
     assert off["scale"] == 1 / reported["expected_batch_size"]
     assert off["violation"] and off["curve_rejected"] and off["epsilon_lower"] > 1.0, off["epsilon_lower"]
-    on = audit_training(opacus_train(CONFIG.sigma), DATA, CONFIG, canaries=500, delta=1e-5, epsilon=claim, seed=0)
+    on = audit_training(opacus_train(CONFIG.sigma), DATA, CONFIG, canaries=500, delta=1e-5, epsilon=claim, seed=0,
+                        loss=lambda model, c, f: ((model(c) - f) ** 2).sum(-1))
+    assert on["data_span"].startswith("10010 windows for 641 parameters")  # too many windows: the data stays in
     assert not on["violation"] and not on["curve_rejected"] and on["epsilon_lower"] <= claim, on["epsilon_lower"]
 
 
@@ -138,8 +142,105 @@ def test_a_train_without_an_optimizer_or_diverging_is_one_error():
             opt.step()
         return w
 
-    with pytest.raises(UserFunctionError, match="non-finite parameter updates"):
+    with pytest.raises(UserFunctionError, match="non-finite gradients or parameter updates"):
         audit_training(diverges, DATA, CONFIG, canaries=10, delta=1e-5)
+
+
+@pytest.mark.parametrize("bug,flagged", [("correct", False), ("noise-10x-small", True)])
+def test_the_data_span_under_opacus(bug, flagged):
+    """The planted bench's Opacus loop (360 windows, d = 2561: the span applies; the model is found under Opacus's
+    GradSampleModule and copied without its hooks): the correct loop is not flagged (measured 0, AUC 0.55), σ / 10
+    is (measured 2.862 against 1.696, AUC 0.88; 2.192 with the data kept)."""
+    pytest.importorskip("opacus")
+    from tsdp.attacks.integrations.planted_opacus import (CLIP, CONFIG as BENCH, DATA as BENCH_DATA, LR, STEPS,
+                                                          claimed_epsilon as claim_of, opacus_train as bench_train,
+                                                          runtime, squared_error)
+
+    sigma, clip = runtime(bug)
+    claim = claim_of(bug)
+    run = audit_training(lambda series: bench_train(series, BENCH, sigma=sigma, clip=clip, steps=STEPS, lr=LR, seed=0),
+                         BENCH_DATA.split(1)[0], BENCH, canaries=1000, delta=1e-5, epsilon=claim, clip=CLIP,
+                         loss=squared_error, seed=0)
+    assert run["data_span"] is None and run["optimizer"] == "DPOptimizer" and run["observed"] == "gradient"
+    assert run["violation"] == flagged and (run["epsilon_lower"] > claim) == flagged, run["epsilon_lower"]
+
+
+def plain_adam_train(series):
+    """The README's plain loop: tsdp's batching, an MLP 8→256→1, Adam 1e-3, 40 steps, no clipping and no noise."""
+    from tsdp.attacks.integrations.planted_opacus import CONFIG as BENCH, HIDDEN, STEPS
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    ds = WindowDataset(series, BENCH)
+    loader = DataLoader(ds, batch_sampler=BiLevelBatchSampler(ds, generator=torch.Generator().manual_seed(0)),
+                        collate_fn=ds.collate)
+    done = 0
+    while done < STEPS:
+        for context, forecast in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
+            opt.step()
+            done += 1
+            if done == STEPS:
+                break
+    return model
+
+
+def test_a_plain_training_without_clipping_or_noise_is_flagged_with_the_canaries_the_plan_recommends():
+    """The planted bench's data and batching (σ = 8 claimed: ε = 1.696 at δ = 1e-5 after 40 steps), trained by a plain
+    Adam loop without clipping or noise. The plan's canaries (76: a perfectly ranked audit certifies above the claim
+    in 90% of runs) flag it in one run when the data's gradients are taken off (``loss=``; measured 2.334, AUC 1.0,
+    the claimed curve rejected); the unclipped data gradients drown the canaries otherwise (the output says why)."""
+    from tsdp.attacks.canary.fdp_bound import plan
+    from tsdp.attacks.canary.user_training import CANARIES, analyses_of
+    from tsdp.attacks.integrations.planted_opacus import CONFIG as BENCH, DATA as BENCH_DATA, claimed_epsilon as claim_of
+    from tsdp.attacks.integrations.planted_opacus import squared_error
+
+    claim = claim_of("correct")
+    m = plan(2, 1e-5, 0.95, claimed_epsilon=claim, scores=len(CANARIES["gradient"]),
+             analyses=analyses_of("gradient", "fdp"))["canaries_needed"]
+    assert 50 <= m <= 100, m
+    series = BENCH_DATA.split(1)[0]
+    run = audit_training(plain_adam_train, series, BENCH, canaries=m, delta=1e-5, epsilon=claim, loss=squared_error,
+                         seed=0)
+    assert run["observed"] == "gradient" and run["data_span"] is None and run["optimizer"] == "Adam"
+    assert run["violation"] and run["curve_rejected"] and run["epsilon_lower"] > claim, run["epsilon_lower"]
+    kept = audit_training(plain_adam_train, series, BENCH, canaries=m, delta=1e-5, epsilon=claim, seed=0)
+    assert "give loss(model, context, forecast)" in kept["data_span"]  # Sequential(context, forecast) fails
+    with pytest.raises(UserFunctionError, match="loss function .* cannot give the data's per-window gradients"):
+        audit_training(plain_adam_train, series, BENCH, canaries=m, delta=1e-5, seed=0,
+                       loss=lambda model, c, f: model(c).sum(-1) * float("nan"))  # a given loss that fails: an error
+
+
+def test_a_parameter_without_a_gradient_gets_no_canary_and_an_optimizer_of_its_own_is_observed_by_its_updates():
+    """A loop adds no noise where there is no gradient, so neither does the canary; a class outside torch.optim may
+    add its noise in step(), so its parameter updates are scored, not the gradient."""
+
+    class OwnSGD(torch.optim.SGD):
+        pass
+
+    def train_with(optimizer_class):
+        def train(series):
+            used, unused = torch.nn.Parameter(torch.zeros(30)), torch.nn.Parameter(torch.zeros(30))
+            opt = optimizer_class([used, unused], lr=0.1)
+            for _ in range(5):
+                opt.zero_grad()
+                (used * torch.linspace(0, 1, 30)).sum().backward()
+                opt.step()
+            train.unused = unused.detach().clone()
+            return used
+
+        return train
+
+    from tsdp.attacks.integrations.planted_opacus import CONFIG as BENCH  # ρ r = 1/4: canaries take part often
+
+    builtin = train_with(torch.optim.SGD)
+    hooks = run_with_canaries(builtin, DATA.series, BENCH, 20, seed=1)
+    assert hooks.observed == "gradient" and hooks.canaries.participations.sum() > 0
+    assert torch.count_nonzero(builtin.unused) == 0
+    own = run_with_canaries(train_with(OwnSGD), DATA.series, BENCH, 20, seed=1)
+    assert own.observed == "update" and own.optimizer == "OwnSGD" and "updates" in own.data_span
 
 
 @pytest.mark.parametrize("extra,words", [

@@ -47,9 +47,13 @@ def _human(d: dict) -> str:
     seen = (f", {d['steps']} steps of {d['optimizer']} (C = {d['clip']:g}, gradient scale {d['scale']:.4g})"
             if "optimizer" in d else "")
     lines = [f"{d['canary']} canary audit of {d['train']}: {d['canaries']} canaries{runs}, {d['included']} included"
-             f"{seen}, δ = {d['delta']:g}",
-             f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} from the {name!r} score "
-             f"(AUC {s['auc']:.3f}; {len(d['scores'])} score(s), Bonferroni)"]
+             f"{seen}, δ = {d['delta']:g}"]
+    if "observed" in d:
+        lines.append(f"  scored on the {'gradient it stepped on' if d['observed'] == 'gradient' else 'parameter updates'}"
+                     + (", the data's per-window gradients taken off" if d["data_span"] is None
+                        else f", the data's gradients kept ({d['data_span']})"))
+    lines.append(f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} from the {name!r} score "
+                 f"(AUC {s['auc']:.3f}; {len(d['scores'])} score(s), Bonferroni)")
     if "analyses" in s:  # the f-DP test, Steinke's bound as its baseline on the same guess sets
         a = s["analyses"]
         lines[-1] += (f" (f-DP one-run test {a['dp']['epsilon_lower']:.4f}, Steinke et al. "
@@ -148,12 +152,15 @@ def add_parsers(sub, command) -> None:
         "Chaudhuri 2025 with Steinke, Nasr & Jagielski 2023 as its baseline). --canary gradient (default): "
         "white-box gradient canaries hooked into the torch optimizer your code steps, taking part in steps as "
         "one element of the configured batching (--N, --L, --batch-size, ... must be your loader's, --sigma the "
-        "σ you claim), scored on the parameter updates. --canary spike: spikes inserted into your data, scored "
+        "σ you claim), scored on the gradient your optimizer steps on, less the data's per-window gradients "
+        "(with --loss). --canary spike: spikes inserted into your data, scored "
         "on how much better the returned model fits them (only --context-length and --forecast-length are used).")
     p.add_argument("--train", default=None, help="module:function of train(series) -> model (required unless --plan)")
     p.add_argument("--loss", default=None,
-                   help="spike canaries only: module:function of loss(model, context, forecast) -> per-window "
-                        "losses (default: model(context, forecast))")
+                   help="module:function of loss(model, context, forecast) -> per-window losses, your training's "
+                        "loss (default: model(context, forecast)); spike canaries are scored with it, gradient "
+                        "canaries take the data's per-window gradients off the observed gradient with it (which "
+                        "lets them see a training without noise or clipping)")
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--epsilon", type=float, default=None, help="the ε your training claims at δ (to compare)")

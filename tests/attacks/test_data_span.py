@@ -1,0 +1,72 @@
+"""The data's per-window gradients taken off a gradient-canary observation (tsdp.attacks.canary.data_span).
+
+References: the per-window gradients by a second method (one autograd backward per window) and the
+projection by numpy's least squares; the module search and the reasons the span is off.
+"""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tsdp.attacks.canary.data_span import DataSpan, owning_module
+
+
+def squared_error(model, context, forecast):
+    return ((model(context) - forecast) ** 2).sum(-1)
+
+
+def reference_jacobian(model, params, context, forecast):
+    """(n, d) per-window gradients, one backward per window (float64)."""
+    rows = []
+    for c, f in zip(context, forecast):
+        grads = torch.autograd.grad(squared_error(model, c[None], f[None]).sum(), params)
+        rows.append(torch.cat([g.reshape(-1) for g in grads]).double())
+    return torch.stack(rows)
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 12), hidden=st.integers(8, 24), seed=st.integers(0, 2 ** 16))
+def test_the_residual_is_the_least_squares_residual_on_the_per_window_gradients(n, hidden, seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(4, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 2)).double()
+    params = list(model.parameters())
+    context, forecast = torch.randn(n, 4, dtype=torch.float64), torch.randn(n, 2, dtype=torch.float64)
+    span = DataSpan.of(params, (context, forecast), squared_error)
+    assert span.reason is None
+    q = span.basis(params)
+    jac = reference_jacobian(model, params, context, forecast)
+    np.testing.assert_allclose((q.T @ q).numpy(), np.eye(n), atol=1e-10)
+    # the data's gradient of any batch, clipped or not, is a combination of the rows: it is taken off exactly
+    data = torch.randn(n, dtype=torch.float64) @ jac
+    assert float(DataSpan.residual(data, q).norm()) <= 1e-9 * float(data.norm())
+    v = torch.randn(jac.shape[1], dtype=torch.float64)
+    coef, *_ = np.linalg.lstsq(jac.numpy().T, v.numpy(), rcond=None)
+    np.testing.assert_allclose(DataSpan.residual(v, q).numpy(), v.numpy() - jac.numpy().T @ coef, atol=1e-9)
+
+
+def test_the_module_found_is_the_deepest_that_holds_every_parameter():
+    inner = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 1))
+    outer = torch.nn.ModuleDict({"model": inner})  # holds the same parameters: the inner one is found
+    bigger = torch.nn.ModuleList([inner, torch.nn.Linear(2, 2)])
+    assert owning_module(list(inner.parameters())) is inner
+    assert owning_module(list(inner[0].parameters())) is inner[0]
+    assert owning_module([torch.nn.Parameter(torch.ones(2))]) is None
+    del outer, bigger
+
+
+def test_the_span_is_off_with_its_reason():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))  # d = 19
+    params = list(model.parameters())
+    few = (torch.randn(4, 4), torch.randn(4, 1))
+    assert DataSpan.of(params, few, squared_error).reason is None  # n = 4 ≤ d/4
+    many = (torch.randn(5, 4), torch.randn(5, 1))
+    assert "5 windows for 19 parameters" in DataSpan.of(params, many, squared_error).reason
+    default = DataSpan.of(params, few, lambda model, c, f: model(c, f))  # a Sequential takes one input
+    assert default.reason.startswith("the per-window gradients failed (TypeError") and default.basis(params) is None
+    lone = [torch.nn.Parameter(torch.ones(40))]
+    assert "no torch module" in DataSpan.of(lone, few, squared_error).reason
+    nan = DataSpan.of(params, few, lambda model, c, f: squared_error(model, c, f) * float("nan"))
+    assert "non-finite" in nan.reason
+    v = torch.randn(19)
+    assert torch.equal(DataSpan.residual(v, None), v)
