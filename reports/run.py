@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.verify.bench_rounds import available_cpus
+from tsdp.verify.cpus import available_cpus
 from tsdp.verify.json_data import json_data
 
 from . import figures

@@ -18,7 +18,7 @@ os.environ["TSDP_CACHE_DIR"] = "off"
 # cores for torch's intra-op threads (set before torch is imported): two workers of two threads each
 # on two cores spin against each other (OpenMP's busy wait) and run many times slower.
 if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
-    from tsdp.verify.bench_rounds import available_cpus  # no torch: imports os and statistics only
+    from tsdp.verify.cpus import available_cpus  # no torch: imports os only
 
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     os.environ["OMP_NUM_THREADS"] = str(max(1, available_cpus() // workers))

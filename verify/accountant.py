@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from dataclasses import asdict, dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -40,6 +41,7 @@ from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, check_delta, check_epsilon  # noqa: F401 - re-exported
 
 from . import pld_cache
+from .cpus import each
 from .events import BoundDpEvent, count_compositions, training_event
 from .pld import (
     DEFAULT_DISCRETIZATION,
@@ -59,6 +61,7 @@ from .pld import (
 )
 
 ESTIMATES = ("sound", "attained", "attained_upper")
+_READ_LOCK = threading.Lock()
 _EPS_FAR = 1e300  # an ε past every finite privacy loss: δ there is the PLD's infinity mass
 SOUND_KINDS = ("tight", "upper")
 
@@ -285,7 +288,8 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
             return 0.0
 
         def tracked(pld):  # every read notes the grid it was made at (discretization_used)
-            self._gap_read = max(self._gap_read, discretization_of(pld))
+            with _READ_LOCK:  # reads of one envelope may run side by side (verify.cpus.each)
+                self._gap_read = max(self._gap_read, discretization_of(pld))
             return read(pld)
 
         if self.estimate != "attained":
@@ -379,7 +383,7 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
             return None, f"δ below the {estimate} PLD's resolution", None
 
     values, refused, used = {}, {}, []
-    for estimate, (value, reason, grid) in zip(chosen, _each(one, chosen)):
+    for estimate, (value, reason, grid) in zip(chosen, each(one, chosen)):
         values[estimate] = value
         if reason is not None:
             refused[estimate] = reason
@@ -398,23 +402,6 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
                            attained_refused=refused.get("attained"), compositions=count_compositions(event),
                            discretization=discretization, discretization_used=max(used, default=None),
                            estimates=chosen, **fields)
-
-
-def _each(fn, items: Sequence) -> list:
-    """``[fn(x) for x in items]``, on up to one thread per available CPU: the estimates are independent
-    compositions (their own accountants; numpy's FFTs and powers release the GIL), so each result is the one
-    computed alone, bit for bit, in about half the wall time on two cores (issue 26). The first error, in
-    ``items``' order, is raised after all have finished."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .bench_rounds import available_cpus
-
-    threads = min(len(items), available_cpus())
-    if threads < 2:
-        return [fn(x) for x in items]
-    with ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(fn, x) for x in items]
-    return [f.result() for f in futures]
 
 
 def max_steps(config, budget: float, delta: float, *, theorem: Optional[str] = None, cap: Optional[int] = None,

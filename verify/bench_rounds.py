@@ -18,6 +18,8 @@ import statistics
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
+from .cpus import available_cpus
+
 MIN_ROUNDS = 7  # the fewest rounds whose median and range mean something
 MAX_ROUNDS = 1000  # more would run for hours: refused before the first round
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -30,14 +32,6 @@ def _load() -> List[float]:
         return [round(x, 2) for x in os.getloadavg()]
     except (AttributeError, OSError):
         return []
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on (its affinity), else the machine's count."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def environment() -> Dict:

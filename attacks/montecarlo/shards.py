@@ -42,7 +42,7 @@ import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_int
 from tsdp.theorems.errors import MissingExtraError
-from tsdp.verify.bench_rounds import available_cpus
+from tsdp.verify.cpus import available_cpus
 
 from .constructions import build, pair_numeric
 from .counts import ShardStats

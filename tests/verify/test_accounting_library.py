@@ -91,13 +91,14 @@ def test_estimates_must_name_known_estimates(bad):
 
 @pytest.mark.parametrize("cpus", [1, 2])
 def test_estimates_composed_side_by_side_are_each_one_alone(monkeypatch, cpus):
-    """account() composes its estimates on one thread per available CPU (issue 26); every value is the one its own
-    accountant gives alone, bit for bit, at δ and at ε, on 1 CPU (in turn) and 2 (side by side); a refusal and the
-    sound estimate's δ-too-small error keep their places."""
-    from tsdp.verify import bench_rounds
+    """account() composes its estimates on one thread per available CPU, and the attained envelope its whole run beside
+    its chain of powers (issue 26); every value is the one its own accountant gives alone, bit for bit, at δ and at
+    ε, on 1 CPU (in turn) and 2 (side by side); a refusal and the sound estimate's δ-too-small error keep their
+    places."""
+    from tsdp.verify import cpus as cpu_module
     from tsdp.verify.accountant import DeltaTooSmallError, account
 
-    monkeypatch.setattr(bench_rounds, "available_cpus", lambda: cpus)
+    monkeypatch.setattr(cpu_module, "available_cpus", lambda: cpus)
     event = training_event(DEFAULT_CONFIG, steps=300)
     both = account(event, delta=1e-5, bracket=True)
     for estimate in ("sound", "attained", "attained_upper"):
