@@ -76,7 +76,9 @@ def _bare_copy(module: torch.nn.Module) -> torch.nn.Module:
 
 class DataSpan:
     """Projects an observed gradient off the span of the data's per-window gradients at the current parameters
-    (module docstring). Build with :meth:`of`; ``reason`` says why it is off (None when on)."""
+    (module docstring): a score of the one-run game (Steinke, Nasr & Jagielski 2023; Mahloujifar, Melis &
+    Chaudhuri 2025), so the ε certified from it stays a **lower** bound whatever the span. Build with :meth:`of`;
+    ``reason`` says why it is off (None when on)."""
 
     def __init__(self, twin: torch.nn.Module, names: List[str], loss: Callable, context: torch.Tensor,
                  forecast: torch.Tensor):

@@ -165,52 +165,33 @@ def test_the_data_span_under_opacus(bug, flagged):
     assert run["violation"] == flagged and (run["epsilon_lower"] > claim) == flagged, run["epsilon_lower"]
 
 
-def plain_adam_train(series):
-    """The README's plain loop: tsdp's batching, an MLP 8→256→1, Adam 1e-3, 40 steps, no clipping and no noise."""
-    from tsdp.attacks.integrations.planted_opacus import CONFIG as BENCH, HIDDEN, STEPS
+def test_a_plain_training_without_clipping_or_noise_is_flagged_with_the_canaries_the_plan_recommends(capsys):
+    """examples/plain_training_audit.py: the planted bench's data and batching (σ = 8 claimed: ε = 1.696 at δ = 1e-5
+    after 40 steps), trained by a plain Adam loop without clipping or noise. The plan's canaries (76: a perfectly
+    ranked audit certifies above the claim in 90% of runs) flag it in one run when the data's gradients are taken off
+    (``loss=``; measured 2.334, AUC 1.0, the claimed curve rejected); the unclipped data gradients drown the canaries
+    otherwise, and the result says why the data was kept. A given loss that fails is an error, not a quiet loss."""
+    import runpy
+    from pathlib import Path
 
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    ds = WindowDataset(series, BENCH)
-    loader = DataLoader(ds, batch_sampler=BiLevelBatchSampler(ds, generator=torch.Generator().manual_seed(0)),
-                        collate_fn=ds.collate)
-    done = 0
-    while done < STEPS:
-        for context, forecast in loader:
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
-            opt.step()
-            done += 1
-            if done == STEPS:
-                break
-    return model
-
-
-def test_a_plain_training_without_clipping_or_noise_is_flagged_with_the_canaries_the_plan_recommends():
-    """The planted bench's data and batching (σ = 8 claimed: ε = 1.696 at δ = 1e-5 after 40 steps), trained by a plain
-    Adam loop without clipping or noise. The plan's canaries (76: a perfectly ranked audit certifies above the claim
-    in 90% of runs) flag it in one run when the data's gradients are taken off (``loss=``; measured 2.334, AUC 1.0,
-    the claimed curve rejected); the unclipped data gradients drown the canaries otherwise (the output says why)."""
     from tsdp.attacks.canary.fdp_bound import plan
     from tsdp.attacks.canary.user_training import CANARIES, analyses_of
-    from tsdp.attacks.integrations.planted_opacus import CONFIG as BENCH, DATA as BENCH_DATA, claimed_epsilon as claim_of
-    from tsdp.attacks.integrations.planted_opacus import squared_error
 
-    claim = claim_of("correct")
+    example = runpy.run_path(str(Path(__file__).parents[2] / "examples" / "plain_training_audit.py"))
+    claim = example["claimed_epsilon"]("correct")
     m = plan(2, 1e-5, 0.95, claimed_epsilon=claim, scores=len(CANARIES["gradient"]),
              analyses=analyses_of("gradient", "fdp"))["canaries_needed"]
     assert 50 <= m <= 100, m
-    series = BENCH_DATA.split(1)[0]
-    run = audit_training(plain_adam_train, series, BENCH, canaries=m, delta=1e-5, epsilon=claim, loss=squared_error,
-                         seed=0)
+    run = example["main"](with_loss=True)
+    assert run["canaries"] == m and f"the plan: {m} canaries" in capsys.readouterr().out
     assert run["observed"] == "gradient" and run["data_span"] is None and run["optimizer"] == "Adam"
     assert run["violation"] and run["curve_rejected"] and run["epsilon_lower"] > claim, run["epsilon_lower"]
-    kept = audit_training(plain_adam_train, series, BENCH, canaries=m, delta=1e-5, epsilon=claim, seed=0)
+    kept = example["main"](with_loss=False)
     assert "give loss(model, context, forecast)" in kept["data_span"]  # Sequential(context, forecast) fails
+    series = example["DATA"].split(1)[0]
     with pytest.raises(UserFunctionError, match="loss function .* cannot give the data's per-window gradients"):
-        audit_training(plain_adam_train, series, BENCH, canaries=m, delta=1e-5, seed=0,
-                       loss=lambda model, c, f: model(c).sum(-1) * float("nan"))  # a given loss that fails: an error
+        audit_training(example["train"], series, example["CONFIG"], canaries=m, delta=1e-5, seed=0,
+                       loss=lambda model, c, f: model(c).sum(-1) * float("nan"))  # a given loss that fails
 
 
 def test_a_parameter_without_a_gradient_gets_no_canary_and_an_optimizer_of_its_own_is_observed_by_its_updates():
