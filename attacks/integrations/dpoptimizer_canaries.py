@@ -5,9 +5,11 @@ DP optimizer (``PrivacyEngine.make_private``'s optimizer) at the place Algorithm
 element's clipped gradient: after ``clip_and_accumulate`` and before ``add_noise``, the
 canaries' clipped sum Σ_i [i included] K_{t,i} C u_i is added to every parameter's
 ``summed_grad`` (C = the optimizer's ``max_grad_norm``); Opacus then adds N(0, σ² C² I),
-divides by its expected batch size and calls the wrapped optimizer's ``step``, around which
-the parameters are read before and after (the update Δθ_t the canaries are scored on). A step
-Opacus skips (gradient accumulation) adds no canary and moves no parameter.
+divides by its expected batch size and calls the wrapped optimizer's ``step``, after which the
+canaries are scored on the gradient it stepped on (Opacus leaves g̃_t in ``.grad``): what
+DP-SGD releases, so a wrapped Adam does not blur them (as :mod:`attacks.canary.optimizer_canaries`
+observes torch's optimizers). A step Opacus skips (gradient accumulation) adds no canary and
+is not observed.
 
 The canaries take part in steps with the law of one element of ``config``'s scheme: give the
 configuration your loader draws (e.g. ``BiLevelBatchSampler``'s ``dataset.config``) with the σ
@@ -40,9 +42,8 @@ def add_canaries(optimizer: DPOptimizer, config: TrainingConfig, m: int, *, seed
         add_noise()
 
     def observed_step(*args, **kwargs):
-        before = canaries.snapshot()
         out = inner_step(*args, **kwargs)
-        canaries.observe(before)
+        canaries.observe_gradient()  # the noisy gradient the wrapped optimizer stepped on
         return out
 
     optimizer.add_noise = add_noise_with_canaries

@@ -19,8 +19,31 @@ def _audit(bug):
     return certify_evidence(evidence, 1e-5, 0.95, claimed=claimed_epsilon(bug))
 
 
+def test_dpoptimizer_hook_canaries_are_scored_on_the_stepped_gradient():
+    """add_canaries scores the gradient the wrapped SGD stepped on: over the run, Σ_t ⟨g̃_t, u_i⟩ = -⟨θ_T - θ_0, u_i⟩ / η
+    (a second method: the parameters' total move, read outside the hooks), for every canary."""
+    import torch
+
+    from tsdp.attacks.integrations.dpoptimizer_canaries import add_canaries
+    from tsdp.attacks.integrations.planted_opacus import CONFIG, DATA, LR, opacus_train
+
+    held = {}
+
+    def hook(optimizer):
+        held["canaries"] = add_canaries(optimizer, CONFIG, 50, seed=3)
+        held["params"] = [p for g in optimizer.param_groups for p in g["params"]]
+        held["start"] = torch.cat([p.detach().reshape(-1).clone() for p in held["params"]])
+
+    opacus_train(DATA.split(1)[0].series, CONFIG, sigma=CONFIG.sigma, clip=1.0, steps=12, lr=LR, seed=0, hook=hook)
+    c = held["canaries"]
+    moved = torch.cat([p.detach().reshape(-1) for p in held["params"]]) - held["start"]
+    expected = -(c.directions.double() @ moved.double()).numpy() / LR
+    assert c.steps == 12 and c.participations.sum() > 0
+    np.testing.assert_allclose(c.evidence()["scores"]["sum"], expected, rtol=1e-4, atol=1e-4)
+
+
 def test_dpoptimizer_hook_canaries_separate_without_noise():
-    """The DPOptimizer hook (canaries added to summed_grad before Opacus's noise, scored on the SGD step): with
+    """The DPOptimizer hook (canaries added to summed_grad before Opacus's noise, scored on the stepped gradient): with
     noise_multiplier = 0, 300 canaries over 40 steps, the mixture score ranks included canaries first (AUC > 0.95)."""
     from tsdp.attacks.canary.steinke_bound import auc
 
