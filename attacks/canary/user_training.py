@@ -34,7 +34,6 @@ whether it exceeds the ε you claim.
 from __future__ import annotations
 
 import inspect
-import math
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 

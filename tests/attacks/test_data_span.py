@@ -4,7 +4,6 @@ References: the per-window gradients by a second method (one autograd backward p
 projection by numpy's least squares; the module search and the reasons the span is off.
 """
 import numpy as np
-import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
