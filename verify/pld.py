@@ -823,13 +823,29 @@ def _self_compose_pmf(pmf, compositions: int, tail_mass_truncation: float, bound
 
     if not isinstance(pmf, pld_pmf.DensePLDPmf):
         return pmf.self_compose(compositions, tail_mass_truncation)
-    lo, hi = bounds
-    output_len = hi - lo + 1
-    fast_len = fft.next_fast_len(max(output_len, pmf.size))
+    length = _fft_length(pmf, bounds)
     # the PMF is real: its half spectrum (rfft / irfft) halves the library's complex transforms; the same circular
     # convolution of the same length, equal up to rounding (1e-15 absolute on a unit mass, tested)
-    full = fft.irfft(_spectrum_power(fft.rfft(pmf._probs, fast_len), compositions), fast_len)  # noqa: SLF001
-    probs = np.array(np.roll(full, -lo)[:output_len])
+    spectrum = _spectrum_power(fft.rfft(pmf._probs, length), compositions)  # noqa: SLF001
+    return _from_spectrum(pmf, compositions, spectrum, length, bounds, tail_mass_truncation)
+
+
+def _fft_length(pmf, bounds: Tuple[int, int]) -> int:
+    """The library's FFT length for a self-composition into the window ``bounds``: at least the window and the PMF."""
+    from scipy import fft
+
+    return fft.next_fast_len(max(bounds[1] - bounds[0] + 1, pmf.size))
+
+
+def _from_spectrum(pmf, compositions: int, spectrum: np.ndarray, length: int, bounds: Tuple[int, int],
+                   tail_mass_truncation: float):
+    """The n-fold self-composition of the dense ``pmf`` from its half spectrum to the n (length ``length``), cut to
+    the window ``bounds`` as the library's ``self_convolve`` cuts it, with the library's infinity mass (τ added)."""
+    from dp_accounting.pld import pld_pmf
+    from scipy import fft
+
+    lo, hi = bounds
+    probs = np.array(np.roll(fft.irfft(spectrum, length), -lo)[:hi - lo + 1])
     inf_prob = tail_mass_truncation - math.expm1(compositions * math.log1p(-pmf._infinity_mass))  # noqa: SLF001
     return pld_pmf.DensePLDPmf(_gap(pmf), pmf._lower_loss * compositions + lo, probs, inf_prob,  # noqa: SLF001
                                pmf._pessimistic_estimate)  # noqa: SLF001
@@ -1083,22 +1099,15 @@ def _composed_counts(pld, counts, tail_mass_truncation: float, plan: tuple):
         return None
     sides = []  # per direction: its PMF, the S-fold FFT length, the window of each count after the first
     for pmf, bounds in zip(pmfs, [b for b in plan if b is not None]):
-        length = fft.next_fast_len(max(bounds[1] - bounds[0] + 1, pmf.size))
+        length = _fft_length(pmf, bounds)
         windows = self_convolve_windows(pmf._probs, counts[1:-1], tail_mass_truncation) + [bounds]  # noqa: SLF001
         if any(hi - lo + 1 > length for lo, hi in windows):
             return None
         sides.append((pmf, length, windows))
 
-    def pmf_of(side: int, n: int, spectrum: np.ndarray, window) -> object:  # as _self_compose_pmf ends
-        pmf, length, _ = sides[side]
-        lo, hi = window
-        probs = np.array(np.roll(fft.irfft(spectrum, length), -lo)[:hi - lo + 1])
-        inf_prob = tail_mass_truncation - math.expm1(n * math.log1p(-pmf._infinity_mass))  # noqa: SLF001
-        return pld_pmf.DensePLDPmf(_gap(pmf), pmf._lower_loss * n + lo, probs, inf_prob,  # noqa: SLF001
-                                   pmf._pessimistic_estimate)  # noqa: SLF001
-
     def composed(n: int, spectra: list, window_index: int):
-        parts = each(lambda i: pmf_of(i, n, spectra[i], sides[i][2][window_index]), range(len(sides)))
+        parts = each(lambda i: _from_spectrum(sides[i][0], n, spectra[i], sides[i][1], sides[i][2][window_index],
+                                              tail_mass_truncation), range(len(sides)))
         return _from_pmfs(parts[0], parts[1] if len(parts) > 1 else None)
 
     def generate():

@@ -199,7 +199,7 @@ def test_a_parameter_without_a_gradient_gets_no_canary_and_an_optimizer_of_its_o
     add its noise in step(), so its parameter updates are scored, not the gradient."""
 
     class OwnSGD(torch.optim.SGD):
-        pass
+        """An optimizer class of the user's own: its step() could add noise, so its updates are observed."""
 
     def train_with(optimizer_class):
         def train(series):
