@@ -1,4 +1,4 @@
-"""Tightness reports (issue 7): `tsdp report` writes reports/out/<name>/ with index.html,
+"""Tightness reports: `tsdp report` writes reports/out/<name>/ with index.html,
 report.md, results.json and PNG figures; the claims C1-C6 of THEOREMS.md get computed verdicts.
 
 Layering (DESIGN.md): reports imports theorems, verify and (lazily) attacks; nothing imports reports.

@@ -1,4 +1,4 @@
-"""Section 3 of the report: the summary of `tsdp verify --quick` (issue 4), every failure and finding.
+"""Section 3 of the report: the summary of `tsdp verify --quick`, every failure and finding.
 
 Runs the checks through the runner's Python API (:func:`verify.checks.runner.verify`), not a
 subprocess. A ``fail`` is a broken property of the toolkit or the catalogue; a ``finding`` a

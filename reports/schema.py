@@ -7,8 +7,7 @@ Top level (``SCHEMA_VERSION`` 2)::
                    elapsed_s, timings_s: {section: seconds}, trials: {tightness, composed, c6},
                    audit_status: "ran"|"audit not available", audits_checked: int,
                    notes: [{category, message, count}] (the warnings raised while computing)}
-  violation       bool: an audit certified ε above a sound upper bound of its relation (issue 13;
-                  `tsdp report` exits 1); null when not computed
+  violation       bool: an audit certified ε above a sound upper bound of its relation (`tsdp report` exits 1); null when not computed
   violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials}]
   accounting      {config (TrainingConfig.as_dict), derived {T, k, r, rho, phi, q, ...},
                    theorem, kind, reason,

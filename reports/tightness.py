@@ -6,7 +6,7 @@ audit's lower-confidence points on H_α; for the upper bounds (T2, T7, T8, T11) 
 gap between the sound ε and the attained / audited ε; and the gap under composition (sound
 vs attained vs audited ε after 1, 10, 100 steps of T6).
 
-Audits run on the audit configuration of issue 6 (N = 320, Λ = 64, L = 4, L_C = L_F = 1,
+Audits run on the audit configuration (N = 320, Λ = 64, L = 4, L_C = L_F = 1,
 so r = 0.5, ρ = 0.2) with the configuration's σ, at δ = 1e-3: there the leakage is large
 enough for a Monte Carlo lower bound to resolve it with 10^5-10^6 trials. The auditor
 (:func:`attacks.montecarlo.audit.audit`) is imported lazily; when it is missing every audited number
@@ -42,12 +42,12 @@ CURVE_EPS = np.linspace(0.0, 4.0, 81)
 
 
 def audit_config(config: TrainingConfig) -> TrainingConfig:
-    """Issue 6's audit configuration (N = 320, Λ = 64, L = 4, L_C = L_F = 1) with the configuration's σ."""
+    """The audit configuration (N = 320, Λ = 64, L = 4, L_C = L_F = 1) with the configuration's σ."""
     return TrainingConfig(N=320, L=4, context_length=1, forecast_length=1, batch_size=64, sigma=config.sigma)
 
 
 def load_auditor(workers: int = 1) -> Optional[Callable]:
-    """The auditor's ``audit`` (attacks.montecarlo.audit, issue 6) on ``workers`` local processes (the sharded engine:
+    """The auditor's ``audit`` (attacks.montecarlo.audit) on ``workers`` local processes (the sharded engine:
     the same counts on any number), returning plain dicts, or None if it is missing."""
     try:
         from tsdp.attacks.montecarlo.audit import audit
@@ -158,7 +158,7 @@ BRACKET_DELTA = 1e-5
 
 
 def brackets(config: TrainingConfig, *, quick: bool = False) -> list:
-    """The attained bracket and the true composition gap of T6 and T10 after 1000 steps (issue 17).
+    """The attained bracket and the true composition gap of T6 and T10 after 1000 steps.
 
     On the report's configuration with the scheme of each construction (T6: WOR/WR; T10: WOR/Poisson,
     λ = 2), δ = 1e-5, at discretisation 1e-3 and 1e-4 (quick: 1e-3 only): the construction pair's
@@ -181,7 +181,7 @@ def brackets(config: TrainingConfig, *, quick: bool = False) -> list:
 
 
 def violation_summary(section: dict) -> dict:
-    """Issue 13's violation check over the section's audits: a case wherever an audit's violation test
+    """The violation check over the section's audits: a case wherever an audit's violation test
     rejects the sound profile at its confidence (``violation``) or its certified lower bound on ε exceeds
     the sound ε (upper bound), for a bound that covers the audited relation, one step or composed. Returns {"violation": bool, "violations": [{theorem, bound, steps,
     epsilon_lower, epsilon_sound, confidence, trials}], "checked": number of audits compared}."""

@@ -1,4 +1,4 @@
-"""The package's shape (issue 15): layering of the imports, the packages list, the wheel.
+"""The package's shape: layering of the imports, the packages list, the wheel.
 
 Layers, one direction only: theorems <- verify <- attacks <- reports <- cli. Every import of
 every module (top level or inside a function, i.e. lazy or not) is read from the source with
@@ -183,7 +183,7 @@ def import_cycles(graph):
 
 
 def test_no_import_cycle_anywhere():
-    """Issue 23: no module reaches itself through imports, lazy or not (the registry imports the
+    """No module reaches itself through imports, lazy or not (the registry imports the
     bounds; a bound never imports the registry)."""
     cycles = import_cycles(import_graph())
     assert cycles == [], cycles
@@ -230,7 +230,7 @@ def longest_chain(graph, start: str):
 
 
 def test_the_audit_chain_has_at_most_five_floors():
-    """Issue 23: the Monte Carlo audit reaches the loop in at most five floors (it was seven:
+    """The Monte Carlo audit reaches the loop in at most five floors (it was seven:
     auditor → audit_engine → sequential → distributed → auditor_run → worst_case → loop)."""
     chain = longest_chain(import_graph(), "tsdp.attacks.montecarlo.audit")
     assert len(chain) <= 5, " → ".join(chain)
@@ -238,7 +238,7 @@ def test_the_audit_chain_has_at_most_five_floors():
 
 
 def test_no_module_name_in_attacks_is_a_prefix_variant_of_a_sibling():
-    """Issue 23: names say what a module does; no two siblings differ by an ``audit``/``auditor``-style prefix."""
+    """Names say what a module does; no two siblings differ by an ``audit``/``auditor``-style prefix."""
     def stem(name):
         return name.split("_")[0].rstrip("or").rstrip("s")
 
@@ -311,7 +311,7 @@ def test_wheel_installs_one_tsdp_package(tmp_path):
 
 
 def test_no_consumer_switches_on_the_type_of_a_bound():
-    """Issue 15: bounds answer for themselves (pair_form, delta_eps, attained_pair, has_pair), so no module
+    """Bounds answer for themselves (pair_form, delta_eps, attained_pair, has_pair), so no module
     outside theorems/ calls isinstance on a Bound class."""
     import ast
 

@@ -79,7 +79,7 @@ def test_epsilon_imports_neither_sympy_nor_torch_and_matches_the_sympy_path():
     assert done.returncode == 0, done.stderr
     first, second = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
     assert first["code"] == 0 and first["loaded"] == {m: False for m in HEAVY}, first["loaded"]
-    assert first["deferred"] == {m: False for m in DEFERRED}, first["deferred"]  # issue 26: 0.7 s of imports
+    assert first["deferred"] == {m: False for m in DEFERRED}, first["deferred"]  # deferring them saves 0.7 s of imports
     assert second["sympy_used"]  # the reference really went through sympy
     fast, exact = json.loads(first["stdout"]), second["exact"]
     for key in ("epsilon", "epsilon_attained"):

@@ -2,7 +2,7 @@
 
 numpy's FFTs, powers and reductions release the GIL, so independent compositions (the estimates of
 one question, the pieces of one envelope) run side by side on the cores there are; each result is
-the one computed alone, bit for bit (issue 26).
+the one computed alone, bit for bit.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ dp-accounting's package ``__init__`` imports every accountant it ships (RDP, mec
 calibration: scipy.optimize; the Gaussian mechanism: scipy.stats) and its ``pld`` modules
 import scipy.signal and scipy.stats at their top, yet tsdp's accountant calls none of them
 (it convolves with :func:`tsdp.verify.pld.fftconvolve` and reads ε itself). Importing them
-took 0.7 s of the 1 s `tsdp epsilon` spent importing (issue 26).
+took 0.7 s of the 1 s `tsdp epsilon` spent importing.
 
 :func:`defer_unused_imports` (run by ``tsdp.verify``'s ``__init__``, before anything imports
 dp-accounting) puts stand-ins in ``sys.modules`` for those that are not loaded yet:

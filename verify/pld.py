@@ -12,7 +12,7 @@ Where the library loops in Python or repeats work, its steps are written out her
 same floating-point operations, each tested equal to the library bit for bit: the PMF
 construction (:func:`connect_dots_pmf`, :func:`_pmf_of_array`), the
 pairwise composition (:func:`_compose_pmfs`, :func:`fftconvolve`) and the ε reader
-(:func:`epsilon_for_delta`). The answers are the library's, only sooner (issue 26); the one-FFT
+(:func:`epsilon_for_delta`). The answers are the library's, only sooner; the one-FFT
 self-composition uses the real half spectrum and binary powering and a truncation window that
 contains the library's, so it equals the library's up to rounding (1e-15 absolute on a unit
 mass, tested), where the library's own FFT rounding lies too.

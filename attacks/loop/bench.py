@@ -18,7 +18,7 @@ weights), the same batch and the same optimizer (SGD):
 Timing is :mod:`verify.bench_rounds`: the candidates interleaved (A, B, C, A, B, C, ...)
 over ≥ 7 rounds, the same number of steps each per round, ratios taken per round and
 reported as median and range, with the threads and load average they were taken at. The
-issue's targets (issue 26) are in :data:`TARGETS`; the table says which are met.
+issue's targets are in :data:`TARGETS`; the table says which are met.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from .step import dp_step, nonprivate_step
 BENCH_MODELS = ("mlp", *MODELS)
 DEFAULT_MODELS = ("mlp", "simple-ff", "deepar")
 DEFAULT_BATCHES = (64, 256)
-# issue 26: tsdp / non-private at most 1.6 at batch 64 and 1.3 at batch 256; tsdp / best Opacus at most 0.6
+# targets: tsdp / non-private at most 1.6 at batch 64 and 1.3 at batch 256; tsdp / best Opacus at most 0.6
 # (batch sizes as strings: the result is JSON, and reads back the same)
 TARGETS = {"tsdp/nonprivate": {"64": 1.6, "256": 1.3}, "tsdp/opacus": 0.6}
 OPACUS_MODES = ("ghost", "hooks")
@@ -248,6 +248,6 @@ def format_bench(result: dict) -> str:
         lines.append("environment: " + format_environment({"before": result["rows"][0]["environment"]["before"],
                                                            "after": result["rows"][-1]["environment"]["after"]}))
     t = result["targets"]
-    lines.append(f"targets (issue 26): tsdp/non-private ≤ {t['tsdp/nonprivate']['64']} at batch 64 and ≤ "
+    lines.append(f"targets: tsdp/non-private ≤ {t['tsdp/nonprivate']['64']} at batch 64 and ≤ "
                  f"{t['tsdp/nonprivate']['256']} at 256; tsdp/opacus ≤ {t['tsdp/opacus']} (ok: met, !!: not met)")
     return "\n".join(lines)

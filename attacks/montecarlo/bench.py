@@ -5,7 +5,7 @@ L = 4, L_C = L_F = 1, σ = 1) through the same loop code (WOR/WR samplers, windo
 torch.func per-sample gradients, clipping, noise); the batched path puts trials in a tensor
 dimension (:func:`attacks.montecarlo.trials.released_update_chunks`), the naive path runs one trial
 per Python iteration (:func:`attacks.montecarlo.trials.naive_released_update`). Measured in one run.
-Goals (issue 6): ≥ 10^6 one-step trials per minute per world on 2 CPU cores, ≥ 100x naive; the
+Goals: ≥ 10^6 one-step trials per minute per world on 2 CPU cores, ≥ 100x naive; the
 figures of a run are its output (`tsdp bench audit`), not written here.
 
 Where the batched time goes: the top-level WOR draw (float32 keys, topk) is the largest single

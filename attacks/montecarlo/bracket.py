@@ -1,4 +1,4 @@
-"""The attained bracket of a construction's pair and the true composition gap (issue 17).
+"""The attained bracket of a construction's pair and the true composition gap.
 
 The construction's pair composed with the optimistic discretisation gives a **lower** bound
 on the ε a perfect attack attains (the accountant's ``"attained"``), with the pessimistic one an

@@ -45,7 +45,7 @@ SMALL_T6 = ["--theorem", "T6", "--delta", "1e-3", "--N", "16", "--batch-size", "
 
 
 def test_a_planted_noise_bug_is_a_violation_and_the_correct_loop_is_not(capsys, monkeypatch):
-    """Issue 13: a loop whose noise is halved makes `tsdp audit` exit 1 with "violation": true and both
+    """A loop whose noise is halved makes `tsdp audit` exit 1 with "violation": true and both
     numbers; the correct loop exits 0. The bug is planted in the real loop's private_gradient, which the
     auditor's trials call; the accountant still accounts the configured σ."""
     import tsdp.attacks.montecarlo.trials as run
@@ -57,7 +57,7 @@ def test_a_planted_noise_bug_is_a_violation_and_the_correct_loop_is_not(capsys, 
     monkeypatch.setattr(run, "private_gradient", lambda *a, sigma, **k: real(*a, sigma=sigma / 2, **k))
     assert main(["audit", "--trials", "20000", *SMALL_T6]) == 1
     bug = json.loads(capsys.readouterr().out)
-    evidence = bug["violation_test"]  # issue 17: the verdict is the violation test's (sound profile and (ε_sound, δ))
+    evidence = bug["violation_test"]  # the verdict is the violation test's (sound profile and (ε_sound, δ))
     assert bug["violation"] is True and bug["epsilon_sound"] == clean["epsilon_sound"]
     assert evidence["epsilon_lower"] > bug["epsilon_sound"] or evidence["profile_excess"] > 0
     assert bug["confidence"] == 0.95

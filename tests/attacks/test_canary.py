@@ -54,7 +54,7 @@ def test_audit_of_a_model_trained_at_epsilon_1_stays_below_1():
 
 
 def test_audit_model_refuses_a_budget_that_buys_no_step(capsys):
-    """Issue 13: `tsdp audit-model --epsilon 1 --delta 1e-5` trained 0 steps and still reported an audit."""
+    """`tsdp audit-model --epsilon 1 --delta 1e-5` once trained 0 steps and still reported an audit."""
     from tsdp.cli.main import main
 
     assert main(["audit-model", "--model", "simple-ff", "--canaries", "10", "--epsilon", "1", "--delta", "1e-5"]) == 2
@@ -83,7 +83,7 @@ def _canary_audit(epsilon):
 
 @pytest.mark.slow
 def test_canary_audit_without_noise_gives_a_bound_of_at_least_2(one_thread):
-    """Issue 6: without noise the one-run bound is large (≥ 2 with 1000 canaries).
+    """Without noise the one-run bound is large (≥ 2 with 1000 canaries).
 
     Measured (seed 0, ~25 s): loss score 2.50 (100 of 100 "out" guesses correct, AUC 0.73),
     gradient score 2.26 (99 of 100, AUC 0.80). The 95% bound is a lower bound whatever the
@@ -97,7 +97,7 @@ def test_canary_audit_without_noise_gives_a_bound_of_at_least_2(one_thread):
 
 @pytest.mark.slow
 def test_canary_audit_at_epsilon_1_stays_below_1(one_thread):
-    """Issue 6: the same design and training length (4000 steps) at ε = 1 (δ = 1e-5, σ calibrated by the sound
+    """The same design and training length (4000 steps) at ε = 1 (δ = 1e-5, σ calibrated by the sound
     accountant for these 4000 steps): the bound stays ≤ 1. By Steinke et al.'s theorem a violation has probability
     ≤ 5% if the training is (1, 1e-5)-DP, so a failure here points at the loop or the accountant.
 

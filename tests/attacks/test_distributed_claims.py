@@ -1,4 +1,4 @@
-"""Issue 17's tightness claims for the sharded auditor with thresholds from theory (T6, audit configuration
+"""Full-size tightness claims for the sharded auditor with thresholds from theory (T6, audit configuration
 N = 320, Λ = 64, L = 4, σ = 1, δ = 1e-3, 95% confidence), fixed seeds; full size under the `claim` marker."""
 import pytest
 

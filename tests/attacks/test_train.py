@@ -1,6 +1,6 @@
 """End to end: Algorithm 1 on synthetic data, to an ε budget (the real accountant) or for epochs; CLI glue.
 
-Budget truth (issue 13): for every top level with a proven sound bound × bottom level × λ,
+Budget truth: for every top level with a proven sound bound × bottom level × λ,
 training to a budget with the real accountant reports exactly `tsdp epsilon`'s sound ε for
 the steps it ran, stays within the budget, and one more step (epoch, for epoch-scoped
 iteration) would exceed it. No stand-in accountant: the numbers come from
@@ -87,7 +87,7 @@ def test_poisson_top_level_is_refused():
 
 @pytest.mark.parametrize("theorem", ["T9", "T3"])
 def test_a_lower_bound_is_refused_as_the_accountant(theorem):
-    """Issue 13: `tsdp train ... --theorem T9` ran 103 steps instead of 25; a lower bound never stands in for a budget."""
+    """`tsdp train ... --theorem T9` once ran 103 steps instead of 25; a lower bound never stands in for a budget."""
     cfg = TINY.with_(instances=2, batch_size=8, **({"top": "deterministic"} if theorem == "T3" else {}))
     with pytest.raises(TheoremError, match="lower bound"):
         train(cfg, "dlinear", synthetic_for(cfg, seed=2), epsilon=5.0, delta=DELTA, theorem=theorem, device="cpu",

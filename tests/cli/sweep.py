@@ -1,4 +1,4 @@
-"""The bad-input harness of issue 25: run one ``tsdp`` argv and classify its outcome.
+"""The bad-input harness: run one ``tsdp`` argv and classify its outcome.
 
 :func:`run_case` runs ``tsdp.cli.main.main`` in this process under a wall-clock limit (SIGALRM:
 a hang fails the case instead of blocking the suite) and returns an :class:`Outcome`;

@@ -1,4 +1,4 @@
-"""Issue 14: bad input never crashes. Every sub-command, every flag, the same classes of bad
+"""Bad input never crashes. Every sub-command, every flag, the same classes of bad
 value (0, negative, NaN, inf, 1e308, 1e-308, wrong type, missing file, directory, binary
 file, malformed JSON / CSV / JSON lines, conflicting flags): exit 2 with one line on stderr
 naming the flag as typed (or the file and line), or a correct answer (exit 0, and --json

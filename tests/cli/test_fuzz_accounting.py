@@ -1,4 +1,4 @@
-"""Issue 14: a hypothesis fuzz of `tsdp epsilon` and `tsdp profile` over random flag values.
+"""A hypothesis fuzz of `tsdp epsilon` and `tsdp profile` over random flag values.
 
 Invalid values (any float, NaN, inf, strings, negative or huge integers): never a traceback;
 exit 2 with one line naming a flag, or an answer. Valid values: the sound ε (upper bound)

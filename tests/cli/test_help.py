@@ -1,4 +1,4 @@
-"""Issue 25: the help a newcomer reads first. Every flag of every command (sub-commands of sub-commands
+"""The help a newcomer reads first. Every flag of every command (sub-commands of sub-commands
 included) has a help text, no help shows "(default: None)", every command has a description, and the
 catalogue range the help names is the registry's."""
 import argparse

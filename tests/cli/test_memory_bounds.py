@@ -1,4 +1,4 @@
-"""Issue 14: extreme σ and step counts never eat the machine.
+"""Extreme σ and step counts never eat the machine.
 
 Each command runs in a subprocess whose address space is capped at 2 GiB
 (``resource.setrlimit(RLIMIT_AS)``): it answers (a finite, huge ε is an answer) or refuses

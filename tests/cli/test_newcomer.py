@@ -1,4 +1,4 @@
-"""Issue 25: a newcomer's first hour, command by command, as typed at a shell (in-process).
+"""A newcomer's first hour, command by command, as typed at a shell (in-process).
 
 train -> save -> forecast predict with the defaults; every command that reads series reads the same
 files (CSV long / wide / headerless, parquet, JSON lines .gz) through one loader, and an ambiguous

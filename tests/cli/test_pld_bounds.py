@@ -1,4 +1,4 @@
-"""Issue 14: the PLD layer's size guards (verify/pld.py) keep every estimate's direction.
+"""The PLD layer's size guards (verify/pld.py) keep every estimate's direction.
 
 * a grid too large for the memory ceiling is built at a coarser gap d·2^j: the sound
   (connect-the-dots) ε can only grow (a coarser chord of a convex profile lies above), the

@@ -1,4 +1,4 @@
-"""Issue 14: long silent work shows a line on stderr that moves (tests never depend on its text
+"""Long silent work shows a line on stderr that moves (tests never depend on its text
 otherwise). The heartbeat of `tsdp bench accounting` redraws its phase and elapsed time every
 second while the caller is blocked in a library call."""
 import time

@@ -1,4 +1,4 @@
-"""Issue 14: `tsdp report --out DIR` replaces an earlier report only when the new one is complete.
+"""`tsdp report --out DIR` replaces an earlier report only when the new one is complete.
 
 A run that is interrupted (Ctrl-C) or fails leaves the old report in DIR byte for byte,
 stale figures included, and puts what it computed in DIR.incomplete/ with its status; no

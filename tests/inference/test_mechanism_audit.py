@@ -119,7 +119,7 @@ def test_audit_ratio_at_1e6_trials():
 
 @pytest.mark.claim
 def test_audit_ratio_at_1e7_trials():
-    """Issue 18 claim: ε_lower / sound ε ≥ 0.9 through the real mechanism at 1e7 trials per world."""
+    """Full-size claim: ε_lower / sound ε ≥ 0.9 through the real mechanism at 1e7 trials per world."""
     res = A.audit(CLAIM, 10_000_000, 1e-3, seed=102)
     sound = A.sound_epsilon(CLAIM, 1e-3)
     assert res.epsilon_lower <= sound and res.epsilon_lower / sound >= 0.9

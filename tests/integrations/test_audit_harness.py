@@ -137,7 +137,7 @@ def train(series):
 
 def test_cli_audits_an_entry_point(tmp_path, monkeypatch, capsys):
     """`tsdp audit-fn --train mod:train` on a user module (a 1-NN memoriser, written to a file here): JSON with a
-    positive bound and a violation of the claimed ε = 0.5, exit 1 (issue 25); a bad entry point or too many
+    positive bound and a violation of the claimed ε = 0.5, exit 1; a bad entry point or too many
     canaries exit 2 naming the flag."""
     from tsdp.cli.main import main
 

@@ -4,7 +4,7 @@ The reference is Grunfeld's investment panel as statsmodels ships it in its whee
 1935-1954), with a real-world irregularity added: two firms observed over a sub-range
 (leading / trailing missing years). Every format is written by its own library (pandas,
 pyarrow, GluonTS's JsonLinesWriter) and read back through tsdp.attacks.data.formats, and through
-its one loader of every command, ``load_series``, with the layout detected (issue 25).
+its one loader of every command, ``load_series``, with the layout detected.
 """
 
 import numpy as np

@@ -1,5 +1,5 @@
 """The claims' verdict rules (reports.claim_c1 ... claim_c6) on small hand-made numbers, the verdict
-text with the cells it rests on, and the report's violation check (issue 13). Pure functions,
+text with the cells it rests on, and the report's violation check. Pure functions,
 milliseconds; the claims' computed numbers are tested against independent recomputation in
 test_report_claims.py."""
 import pytest
@@ -166,7 +166,7 @@ def test_c6_rule():
     assert C6(c6(t14=None))[0] == "not evaluated"
 
 
-# ----------------------------------------------------------------------------- violations (issue 13)
+# ----------------------------------------------------------------------------- violations
 
 
 def bound(theorem, sound, lower, covers=True, audited=True):

@@ -85,7 +85,7 @@ def test_c6_figure_is_readable(drawn):
 
 def test_the_old_crowded_grid_would_fail_the_check(drawn):
     """The check has teeth: eight panels in one row of a page-wide figure with 6 pt legends inside the panels
-    (the tightness figure before issue 25) fails it."""
+    (as the tightness figure once did) fails it."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(2, 4, figsize=(15.2, 6.0))

@@ -1,4 +1,4 @@
-"""Issue 25: `tsdp report`'s progress bar stays one clean line. Warnings raised while the report computes
+"""`tsdp report`'s progress bar stays one clean line. Warnings raised while the report computes
 (a coarsened PLD grid, as the memory ceiling makes the accountant do) are collected, not printed into the
 bar: after the bar closes, one summary line counts them, and results.json lists each distinct one. The
 sections are stand-ins at the seam of reports.run (milliseconds); the bar is real tqdm on captured stderr."""

@@ -1,4 +1,4 @@
-"""Issue 13: a detected violation (an audit's certified lower bound above the sound ε) makes
+"""A detected violation (an audit's certified lower bound above the sound ε) makes
 `tsdp report` exit 1, and the report says so on its first screen. The report is faked at the
 seam (build_report), so this runs in milliseconds; test_claim_rules.py tests the detection
 (reports.tightness.violation_summary) itself."""

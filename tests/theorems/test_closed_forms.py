@@ -1,4 +1,4 @@
-"""Closed forms pinned (issue 2): H_1 of T6 is the total variation ρ r (2Φ(1/σ) - 1); every
+"""Closed forms pinned: H_1 of T6 is the total variation ρ r (2Φ(1/σ) - 1); every
 profile has H(0) = 1 (numpy and mpmath paths)."""
 import mpmath as mp
 import numpy as np

@@ -1,4 +1,4 @@
-"""Bad input is answered with one clear error naming the parameter (issue 2): the library
+"""Bad input is answered with one clear error naming the parameter: the library
 raises ConfigError / TheoremError, the CLI exits 2 with that one-line message and no traceback."""
 import json
 import math

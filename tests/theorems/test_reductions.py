@@ -1,4 +1,4 @@
-"""Symbolic reductions between bounds, proved with sympy (issue 2): the reduced pair and the
+"""Symbolic reductions between bounds, proved with sympy: the reduced pair and the
 target pair have the same means and weight differences that simplify to 0.
 
 T11 at σ_C = σ_F = 0 is T6; T6 at ρ = 1 is T1; T12 is T11 at σ_C = σ_F; T9 at λ = 1 is T6;

@@ -71,7 +71,7 @@ def test_calibration_rejects_bad_target():
 
 @pytest.mark.parametrize("theorem", ["T9", "T3", "T10"])
 def test_calibration_refuses_a_lower_bound(theorem):
-    """Issue 13's case: T9 as the accountant gave σ = 2.17 where the sound bound needs 5.68."""
+    """A lower bound as the accountant: T9 gave σ = 2.17 where the sound bound needs 5.68."""
     from tsdp.theorems.bounds.base import TheoremError
 
     config = DEFAULT_CONFIG.with_(instances=2, batch_size=64,

@@ -92,7 +92,7 @@ def test_estimates_must_name_known_estimates(bad):
 @pytest.mark.parametrize("cpus", [1, 2])
 def test_estimates_composed_side_by_side_are_each_one_alone(monkeypatch, cpus):
     """account() composes its estimates on one thread per available CPU, and the attained envelope its whole run beside
-    its chain of powers (issue 26); every value is the one its own accountant gives alone, bit for bit, at δ and at
+    its chain of powers; every value is the one its own accountant gives alone, bit for bit, at δ and at
     ε, on 1 CPU (in turn) and 2 (side by side); a refusal and the sound estimate's δ-too-small error keep their
     places."""
     from tsdp.verify import cpus as cpu_module

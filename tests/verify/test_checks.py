@@ -1,4 +1,4 @@
-"""`verify.checks` and `tsdp verify` (issue 4): each check on the real catalogue, on
+"""`verify.checks` and `tsdp verify`: each check on the real catalogue, on
 deliberately broken bounds (the suite must catch real mistakes), the plan, the runner and
 the CLI. Numbers asserted are the measured ones at the paper's default configuration
 (N = 320, Λ = 32, σ = 1, L_C = L_F = 1, L = 20: r = ρ = 0.1).

@@ -111,7 +111,7 @@ def test_self_composition_is_the_librarys_up_to_rounding(config, count):
 
 
 def _epsilon_in_one_pass(pmf, delta):
-    """The ε reader before the block scan (issue 26): the whole PMF at once, the reference for the blocks."""
+    """The ε reader before the block scan: the whole PMF at once, the reference for the blocks."""
     inf_mass, probs = pmf._infinity_mass, pmf._probs[::-1]
     top = (pmf._lower_loss + pmf.size - 1) * pmf._discretization
     if inf_mass > delta:

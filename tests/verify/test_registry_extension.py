@@ -1,4 +1,4 @@
-"""Issue 15: the registry is the only list of bounds. A throw-away bound added to it (here a copy
+"""The registry is the only list of bounds. A throw-away bound added to it (here a copy
 of T6 under a new id, with a halved weight so that its numbers differ) is picked up by `tsdp
 verify`'s plan, by the accountant and by the report's catalogue, with no other edit; outside the
 block the registry is as before."""

@@ -1,4 +1,4 @@
-"""`tsdp report`: the tightness report (issue 7) - accounting, claims C1-C6 with verdicts,
+"""`tsdp report`: the tightness report - accounting, claims C1-C6 with verdicts,
 consistency, tightness audits, errata - written to reports/out/<name>/.
 
 reports (and through it matplotlib, torch) is imported inside the handler only.
@@ -77,7 +77,7 @@ def add_parsers(sub, command) -> None:
             s = results["consistency"]["summary"]
             print(f"verify --quick: {s['pass']} pass, {s['fail']} fail, {s['finding']} finding; "
                   f"audits: {results['tightness']['audit_status']}")
-        for v in results["violations"]:  # issue 13: a certified lower bound above a sound ε fails the run
+        for v in results["violations"]:  # a certified lower bound above a sound ε fails the run
             print(f"PRIVACY VIOLATION: audit of {v['theorem']} certifies ε ≥ {v['epsilon_lower']:.4g} "
                   f"({v['confidence']} confidence) > sound ε = {v['epsilon_sound']:.4g} of {v['bound']}", file=sys.stderr)
         return 1 if results["violation"] else 0

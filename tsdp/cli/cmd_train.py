@@ -22,7 +22,7 @@ MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
 
 def quality_note(result: dict, epochs) -> Optional[str]:
     """None when the trained model's test CRPS beats seasonal naive; else the plain statement that it does not,
-    with what limited the training (the ε budget or ``epochs``) and the flags that buy more steps (issue 25)."""
+    with what limited the training (the ε budget or ``epochs``) and the flags that buy more steps."""
     crps, naive, steps = result["crps"], result["seasonal_naive_crps"], result["steps"]
     if crps < naive:
         return None

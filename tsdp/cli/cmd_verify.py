@@ -1,4 +1,4 @@
-"""`tsdp verify`: run the consistency checks of :mod:`verify.checks` (issue 4).
+"""`tsdp verify`: run the consistency checks of :mod:`verify.checks`.
 
 Human output: a table of checks with their status, then every failure and finding with
 its numbers. ``--json``: one object with ``checks`` and ``summary``. Exit code 0 only

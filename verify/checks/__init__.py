@@ -1,4 +1,4 @@
-"""Consistency checks of the theorem catalogue (issue 4; ``tsdp verify``).
+"""Consistency checks of the theorem catalogue (``tsdp verify``).
 
 One function per property, each returning a :class:`~verify.checks.result.CheckResult`
 (name, theorem ids, configuration, measured numbers, tolerance, status pass/fail/finding):

@@ -1,4 +1,4 @@
-"""The structured result every consistency check returns (``tsdp verify``, issue 4).
+"""The structured result every consistency check returns (``tsdp verify``).
 
 A :class:`CheckResult` names the property (1-8 of the verification plan), the theorem
 ids of THEOREMS.md it exercises, the configuration(s), the measured numbers, the

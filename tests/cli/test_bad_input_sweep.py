@@ -1,4 +1,4 @@
-"""Issue 25: every bad input gets one line on stderr and exit 2 (a detected violation: exit 1).
+"""Every bad input gets one line on stderr and exit 2 (a detected violation: exit 1).
 
 Three parts:
 
@@ -85,7 +85,7 @@ def loss_nan(model, context, forecast):
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    d = tmp_path_factory.mktemp("issue25")
+    d = tmp_path_factory.mktemp("sweep")
     out = {"dir": d / "a_dir", "file": d / "a_file", "x.csv": d / "x.csv", "deep.json": d / "deep.json",
            "n_float.json": d / "n_float.json", "n_int.json": d / "n_int.json", "big.csv": d / "big.csv",
            "data.csv": d / "data.csv"}
@@ -157,7 +157,7 @@ def _row_id(row):
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[_row_id(r) for r in ROWS])
-def test_issue_rows(row, files):
+def test_known_bad_inputs(row, files):
     argv, code, words = row
     outcome = run_case(_resolve(argv, files), LIMIT_S)
     assert verdict(outcome, code) == "", (outcome.code, outcome.out[-500:], outcome.err[-1500:])
