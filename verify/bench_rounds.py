@@ -14,6 +14,7 @@ before and after. No torch here (verify/ never imports it): a bench that uses to
 from __future__ import annotations
 
 import os
+import platform
 import statistics
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
@@ -34,13 +35,24 @@ def _load() -> List[float]:
         return []
 
 
+def machine() -> str:
+    """The processor and platform the figures were measured on, e.g. ``"AMD EPYC 9554 (x86_64, Linux-6.1)"``."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{model or platform.processor() or 'unknown processor'} ({platform.machine()}, {platform.system()}-{platform.release()})"
+
+
 def environment() -> Dict:
-    """Thread settings and load of this process now: ``{"cpus", "threads": {VAR: value}, "load"}``.
+    """Machine, thread settings and load of this process now: ``{"machine", "cpus", "threads": {VAR: value}, "load"}``.
 
     ``threads`` holds each of :data:`THREAD_VARIABLES` that is set (unset ones are left out:
     the library then picks its own default, usually one thread per CPU).
     """
-    return {"cpus": available_cpus(), "threads": {v: os.environ[v] for v in THREAD_VARIABLES if v in os.environ},
+    return {"machine": machine(), "cpus": available_cpus(), "threads": {v: os.environ[v] for v in THREAD_VARIABLES if v in os.environ},
             "load": _load()}
 
 
@@ -83,10 +95,11 @@ def ratio(timed: Dict, slow: str, fast: str) -> Dict[str, float]:
 
 
 def format_environment(env: Dict) -> str:
-    """One line: CPUs, thread variables, load before -> after (the state the figures were taken in)."""
+    """One line: machine, CPUs, thread variables, load before -> after (the state the figures were taken in)."""
     threads = ", ".join(f"{k}={v}" for k, v in env["before"]["threads"].items()) or "no *_NUM_THREADS set"
     load = lambda e: "/".join(f"{x:.2f}" for x in e["load"]) or "n/a"  # noqa: E731
-    return f"{env['before']['cpus']} CPUs, {threads}; load average {load(env['before'])} -> {load(env['after'])}"
+    where = f"{env['before']['machine']}, " if "machine" in env["before"] else ""
+    return f"{where}{env['before']['cpus']} CPUs, {threads}; load average {load(env['before'])} -> {load(env['after'])}"
 
 
 def format_spread(s: Dict[str, float], unit: str = "x", digits: int = 1) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import shlex
 import sys
 
 from tsdp.verify.bench_rounds import MAX_ROUNDS, MIN_ROUNDS
@@ -100,8 +101,8 @@ def add_parsers(sub, command) -> None:
             result = fn(rounds=args.rounds, progress=progress)
         else:
             result = fn(progress=progress)
-        if args.json:
-            print(dumps(result))
+        if args.json:  # the bench and the command that ran it go with the figures (the docs' benchmark page)
+            print(dumps({"bench": args.what, "command": "tsdp " + shlex.join(args.argv), **result}))
         else:
             print(getattr(module, fmt_name)(result))
         return 0

@@ -287,7 +287,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # a usage error: one line, SystemExit(2) (--help: SystemExit(0))
     subparser = parser._subparsers._group_actions[0].choices[args.command]  # noqa: SLF001
-    args.typed_flags = {t.split("=", 1)[0] for t in (sys.argv[1:] if argv is None else argv) if t.startswith("--")}
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed: `tsdp bench --json` records its command
+    args.typed_flags = {t.split("=", 1)[0] for t in args.argv if t.startswith("--")}
     shown = warnings.showwarning
     warnings.showwarning = _show_warning
     try:

@@ -1,0 +1,89 @@
+"""The manual's build pieces: the generated benchmark page, the API source layout, the docstring
+rendering, and a navigation that lists every page (CI's `mkdocs build --strict` checks links and
+references; these run in the fast suite, without mkdocs)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+from .fences import ROOT
+
+DOCS = ROOT / "docs"
+
+
+def _hook(name: str):
+    spec = importlib.util.spec_from_file_location(f"hook_{name}", DOCS / "hooks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_page_has_one_section_per_file_with_its_machine():
+    page = _hook("benchmark_page")
+    files = sorted((DOCS / "benchmarks").glob("*.json"))
+    assert files, "the benchmark page needs `tsdp bench ... --json` files in docs/benchmarks/"
+    text = page.render()
+    for path in files:
+        record = json.loads(path.read_text())
+        assert record["command"].startswith(f"tsdp bench {record['bench']}"), path
+        assert f"## `{record['command']}`" in text
+    timed = [json.loads(p.read_text()) for p in files if json.loads(p.read_text())["bench"] != "canary"]
+    for record in timed:  # every timing carries where it was measured
+        envs = list(page._environments(record))
+        assert envs and all("machine" in e["before"] and "load" in e["before"] for e in envs), record["command"]
+    assert text.count("## `tsdp bench") == len(files)
+
+
+def test_benchmark_page_refuses_an_unknown_bench(tmp_path):
+    page = _hook("benchmark_page")
+    (tmp_path / "x.json").write_text(json.dumps({"bench": "nonesuch", "command": "tsdp bench nonesuch"}))
+    with pytest.raises(KeyError):
+        page.render(tmp_path)
+    with pytest.raises(ValueError):
+        page.render(tmp_path / "empty")
+
+
+def test_api_source_lays_out_the_installed_package(tmp_path):
+    tree = _hook("api_source").lay_out(ROOT, tmp_path / "api")
+    for module in ("tsdp/__init__.py", "tsdp/cli/main.py", "tsdp/verify/accountant.py", "tsdp/theorems/config.py",
+                   "tsdp/attacks/canary/user_training.py", "tsdp/reports/claims.py"):
+        assert (tree / module).is_file(), module
+    assert not list(tree.rglob("__pycache__"))
+
+
+def test_docstring_roles_become_markdown_code():
+    roles = _hook("docstring_roles")
+    text = "Uses :func:`tsdp.verify.accounting.epsilon` and ``sigma``; see :mod:`~verify.pld`::\n\n    code\n"
+    assert roles.markdown(text) == "Uses `tsdp.verify.accounting.epsilon` and `sigma`; see `verify.pld`:\n\n    code\n"
+
+
+def _nav_pages(node) -> list:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [p for v in node.values() for p in _nav_pages(v)]
+    return [p for v in node for p in _nav_pages(v)]
+
+
+def test_every_page_is_in_the_navigation_and_every_nav_entry_exists():
+    yaml = pytest.importorskip("yaml")  # mkdocs' own dependency (the docs extra)
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/name:", lambda loader, suffix, node: suffix)
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
+    listed = set(_nav_pages(config["nav"]))
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if "hooks" not in p.parts}
+    assert pages == listed, (sorted(pages - listed), sorted(listed - pages))
+
+
+def test_readme_links_into_the_manual_resolve():
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\((docs/[^)#]+)", readme)
+    assert links and all((ROOT / link).is_file() for link in links), [l for l in links if not (ROOT / l).is_file()]
