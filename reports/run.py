@@ -15,8 +15,7 @@ CLI exits 130 on Ctrl-C).
 
 The audits run on the sharded engine (:mod:`tsdp.attacks.montecarlo.shards`) with one worker
 per core this process may use (:data:`WORKERS`); the same seed gives the same counts on any
-number of workers, hence the same verdicts. The README states the measured wall time of the
-default report and of ``quick``; the auditor uses CUDA when present.
+number of workers, hence the same verdicts. The auditor uses CUDA when present.
 """
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def test_epsilon_imports_neither_sympy_nor_torch_and_matches_the_sympy_path():
     fast, exact = json.loads(first["stdout"]), second["exact"]
     for key in ("epsilon", "epsilon_attained"):
         assert fast[key] == pytest.approx(exact[key], rel=1e-12, abs=0), key
-    assert 4.0 < fast["epsilon_attained"] <= fast["epsilon"] < 5.0  # the README's T6 row at 10 steps
+    assert 4.0 < fast["epsilon_attained"] <= fast["epsilon"] < 5.0  # T6 at 10 steps of the default configuration
 
 
 CONFIGS = [
