@@ -93,3 +93,17 @@ def fences(page: pathlib.Path) -> List[Fence]:
 def pages() -> List[pathlib.Path]:
     """The README and every page of the manual."""
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+if __name__ == "__main__":  # `python tests/docs/fences.py`: what the harness runs and skips, page by page
+    total = skipped = 0
+    for page in pages():
+        found = fences(page)
+        runs = sum(f.runs for f in found)
+        skips = [f for f in found if f.lang in RUNNABLE and f.skip is not None]
+        total, skipped = total + runs, skipped + len(skips)
+        if runs or skips:
+            print(f"{page.relative_to(ROOT)}: {runs} run, {len(skips)} skipped")
+        for f in skips:
+            print(f"    skipped {f.where}: {f.skip}")
+    print(f"{total} code blocks run, {skipped} skipped (each with its reason)")
