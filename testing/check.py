@@ -175,16 +175,18 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
 
         bar = tqdm(total=len(cells), desc=f"checking {name}", unit="cell", leave=False)
     verdicts = []
-    for cell in cells:
-        rel = Relation.parse(relation, cell.config)
-        claimed = rel.config(cell.config)
-        eps = reported_epsilon(fn, claimed, cell.steps, delta, timeout)
-        verdicts.append(judge(eps, cell.config, cell.steps, delta, rel, accountant=name, claims=claims,
-                              discretization=discretization))
+    try:
+        for cell in cells:
+            rel = Relation.parse(relation, cell.config)
+            claimed = rel.config(cell.config)
+            eps = reported_epsilon(fn, claimed, cell.steps, delta, timeout)
+            verdicts.append(judge(eps, cell.config, cell.steps, delta, rel, accountant=name, claims=claims,
+                                  discretization=discretization))
+            if bar is not None:
+                bar.update()
+    finally:
         if bar is not None:
-            bar.update()
-    if bar is not None:
-        bar.close()
+            bar.close()
     return CheckReport(name, claims, tuple(verdicts), seconds=time.perf_counter() - started)
 
 
