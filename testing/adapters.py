@@ -95,11 +95,18 @@ def opacus_accountant(kind, sample_rate: str = "series") -> NamedAccountant:
     return _rate_guess(compute, label, sample_rate)
 
 
+DP_ACCOUNTING_GRID = 1e-3
+"""dp-accounting's PLD grid here (the library's default is 1e-4): ten times faster, and pessimistic on a grid
+whose points are every tenth of the default's, so it rounds the privacy loss up at least as much: a value
+below tsdp's attained ε here is below it at the default grid too (on Section 5 the two differ by < 1e-5
+relative)."""
+
+
 def _dp_accounting(kind: str):
     if kind == "pld":
         from dp_accounting.pld import PLDAccountant
 
-        return PLDAccountant()
+        return PLDAccountant(value_discretization_interval=DP_ACCOUNTING_GRID)
     if kind == "rdp":
         from dp_accounting.rdp import RdpAccountant
 
@@ -110,7 +117,7 @@ def _dp_accounting(kind: str):
 def dp_accounting_accountant(builder: Callable, accountant: str = "pld", name: Optional[str] = None,
                              claims: Optional[str] = None) -> NamedAccountant:
     """``builder(config, steps) -> DpEvent`` composed by dp-accounting's ``accountant`` ("pld": ``PLDAccountant``
-    at its default grid, "rdp": ``RdpAccountant``); ε at δ."""
+    on the grid :data:`DP_ACCOUNTING_GRID`, "rdp": ``RdpAccountant``); ε at δ."""
     _dp_accounting(accountant)  # refuses an unknown kind now
 
     def fn(config: TrainingConfig, steps: int, delta: float) -> float:

@@ -134,6 +134,11 @@ def judge(eps: float, config: TrainingConfig, steps: int, delta: float, relation
 
 
 def _cells(configs, steps) -> list:
+    """The cells to check, in order, each once (``steps`` replaces the grid's own, which can repeat a cell)."""
+    return list(dict.fromkeys(_all_cells(configs, steps)))
+
+
+def _all_cells(configs, steps) -> list:
     if configs is None:
         return list(default_grid()) if steps is None else [Cell(c.config, s) for c in default_grid()
                                                             for s in _steps(steps)]
