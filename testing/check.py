@@ -23,7 +23,7 @@ from .attack import audit_command, describe_pair
 from .grid import Cell, default_grid
 from .reference import DISCRETIZATION, reference
 from .relations import Relation, other_relations
-from .verdicts import BETWEEN, SOUND, UNCHECKED, UNSOUND, CheckReport, Verdict
+from .verdicts import BETWEEN, SOUND, UNCHECKED, UNSOUND, CheckReport, Verdict, scheme_line
 
 Accountant = Callable[[TrainingConfig, int, float], float]
 
@@ -44,11 +44,6 @@ class UnsoundAccountantError(AssertionError):
 def accountant_name(fn) -> str:
     """``fn.name`` where the adapter set one, else its qualified name."""
     return str(getattr(fn, "name", None) or getattr(fn, "__qualname__", None) or repr(fn))
-
-
-def _short(config: TrainingConfig) -> str:
-    return (f"{config.top}/{config.bottom} N={config.N} L={config.L} Λ={config.batch_size} λ={config.instances} "
-            f"σ={config.sigma:g}")
 
 
 def _call(fn: Accountant, config: TrainingConfig, steps: int, delta: float, timeout: Optional[float]):
@@ -78,7 +73,7 @@ def reported_epsilon(fn: Accountant, config: TrainingConfig, steps: int, delta: 
     """The accountant's ε for one cell as a float ≥ 0 (inf allowed: a vacuous guarantee), or
     :class:`AccountantError` with one line: it raised, hung past ``timeout`` s, or returned NaN, a negative
     number or something that is not a real number."""
-    where = f"at {_short(config)}, {steps} step(s), δ = {delta:g}"
+    where = f"at {scheme_line(config.as_dict())}, {steps} step(s), δ = {delta:g}"
     name = accountant_name(fn)
     try:
         value = _call(fn, config, steps, delta, timeout)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .verdicts import _scheme
+from .verdicts import scheme_line
 
 
 def _fmt(x) -> str:
@@ -59,7 +59,7 @@ def render(runs: List[dict]) -> str:
         for v in bad:
             tag = f" (sound for {', '.join(v['sound_under'])}: a relation mismatch)" if v["sound_under"] else ""
             lines.append(f"- {r['accountant']} reports ε = {_fmt(v['epsilon_reported'])} where an attack attains "
-                         f"{_fmt(v['epsilon_attained'])} ({v['construction']} construction; {_scheme(v['config'])}, "
+                         f"{_fmt(v['epsilon_attained'])} ({v['construction']} construction; {scheme_line(v['config'])}, "
                          f"{v['steps']} steps){tag}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -26,8 +26,8 @@ UNSOUND, SOUND, BETWEEN, UNCHECKED = "unsound", "sound", "between", "unchecked"
 VERDICTS = (UNSOUND, BETWEEN, SOUND, UNCHECKED)
 
 
-def _scheme(config: dict) -> str:
-    """A configuration in one short line."""
+def scheme_line(config: dict) -> str:
+    """A configuration (``TrainingConfig.as_dict()``) in one short line: scheme, sizes, σ, augmentation."""
     aug = (f" σ_C={config['sigma_context']:g} σ_F={config['sigma_forecast']:g}"
            if config["sigma_context"] or config["sigma_forecast"] else "")
     return (f"{config['top']}/{config['bottom']} N={config['N']} L={config['L']} L_C={config['context_length']} "
@@ -78,7 +78,7 @@ class Verdict:
     def message(self) -> str:
         """The verdict in one paragraph: for an unsound cell, the form 'accountant X reports ε = a where an
         attack attains b', the attack, and whether it is a relation mismatch."""
-        where = (f"{_scheme(self.config)}, {self.steps} step(s), δ = {self.delta:g}, relation "
+        where = (f"{scheme_line(self.config)}, {self.steps} step(s), δ = {self.delta:g}, relation "
                  f"{self.relation_text}")
         if self.verdict == UNSOUND:
             head = "RELATION MISMATCH" if self.relation_mismatch else "UNSOUND"
@@ -154,7 +154,7 @@ class CheckReport:
         for v in self.verdicts:
             tag = "mismatch" if v.relation_mismatch else v.verdict
             lines.append(f"{tag:<10} {num(v.epsilon_reported)} {num(v.epsilon_attained)} {num(v.epsilon_sound)}  "
-                         f"{v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  {_scheme(v.config)}")
+                         f"{v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  {scheme_line(v.config)}")
         c = self.counts
         lines.append(f"{c['unsound']} unsound ({c['relation_mismatch']} of them relation mismatches), "
                      f"{c['between']} between, {c['sound']} sound, {c['unchecked']} unchecked of {len(self.verdicts)} "

@@ -83,11 +83,11 @@ def test_a_guessed_window_rate_exits_1_and_says_what_it_claims():
 
 
 @pytest.mark.parametrize("function,words", [
-    ("raises", "raised RuntimeError at wor/wr N=320 L=20 Λ=32 λ=1 σ=1, 1 step(s), δ = 1e-05: my accountant broke"),
+    ("raises", "raised RuntimeError at wor/wr N=320 L=20 L_C=1 L_F=1 Λ=32 λ=1 σ=1, 1 step(s), δ = 1e-05: my accountant broke"),
     ("nan", "returned NaN at wor/wr"),
     ("negative", "returned a negative ε = -0.5 at"),
     ("text", "returned '1.5' (str) at"),
-    ("hangs", "hung at wor/wr N=320 L=20 Λ=32 λ=1 σ=1, 1 step(s), δ = 1e-05: no answer within 0.5 s"),
+    ("hangs", "hung at wor/wr N=320 L=20 L_C=1 L_F=1 Λ=32 λ=1 σ=1, 1 step(s), δ = 1e-05: no answer within 0.5 s"),
     ("missing", "invalid module:function: cannot load"),
 ])
 def test_a_bad_accountant_is_one_line_exit_2(module, function, words):

@@ -3,7 +3,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
 from scipy.optimize import brentq
 from scipy.stats import norm
 
