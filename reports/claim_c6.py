@@ -15,15 +15,13 @@ from pathlib import Path
 from typing import List, Tuple
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.constructions import RELATION_MISMATCH as WHY_BELOW
 from tsdp.verify import accounting
 
 from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed
 
 DELTA = 1e-3
 
-WHY_BELOW = ("T13 bounds a change of one record (one window); the attack changes one element of a series, which lies "
-             "in k = {k} windows (event-level relation), which T13 does not cover: an attack above T13 is the claim, "
-             "not a privacy violation")
 
 
 def c6_config(config: TrainingConfig) -> TrainingConfig:

@@ -1,6 +1,6 @@
 """The package's shape: layering of the imports, the packages list, the wheel.
 
-Layers, one direction only: theorems <- verify <- attacks <- reports <- cli. Every import of
+Layers, one direction only: theorems <- verify <- attacks <- testing <- reports <- cli. Every import of
 every module (top level or inside a function, i.e. lazy or not) is read from the source with
 ``ast``; relative imports are resolved against the module's installed name.
 """
@@ -24,8 +24,8 @@ except ModuleNotFoundError:  # Python 3.10
 ROOT = Path(__file__).resolve().parents[1]
 # repository folder -> installed package (pyproject `package-dir`)
 FOLDERS = {"theorems": "tsdp.theorems", "verify": "tsdp.verify", "attacks": "tsdp.attacks",
-           "reports": "tsdp.reports", "tsdp": "tsdp"}
-LAYERS = ("tsdp.theorems", "tsdp.verify", "tsdp.attacks", "tsdp.reports", "tsdp.cli")
+           "testing": "tsdp.testing", "reports": "tsdp.reports", "tsdp": "tsdp"}
+LAYERS = ("tsdp.theorems", "tsdp.verify", "tsdp.attacks", "tsdp.testing", "tsdp.reports", "tsdp.cli")
 FORBIDDEN = {  # third-party imports a layer must never make (opacus imports torch)
     "tsdp.theorems": ("torch", "dp_accounting", "opacus"),
     "tsdp.verify": ("torch", "opacus"),
@@ -102,7 +102,7 @@ def layering_violations():
         where = f"{path.relative_to(ROOT)}"
         for target, line in _imports(module, path):
             top = target.split(".")[0]
-            if top in ("theorems", "verify", "attacks", "reports"):
+            if top in ("theorems", "verify", "attacks", "testing", "reports"):
                 found.append(f"{where}:{line}: imports top-level {target!r} (use tsdp.{target})")
                 continue
             if top == "tsdp":
@@ -296,7 +296,7 @@ def test_wheel_installs_one_tsdp_package(tmp_path):
     target = tmp_path / "target"
     installed = run(sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel))
     assert installed.returncode == 0, installed.stderr
-    assert not {"theorems", "verify", "attacks", "reports"} & {p.name for p in target.iterdir()}
+    assert not {"theorems", "verify", "attacks", "testing", "reports"} & {p.name for p in target.iterdir()}
     neutral = tmp_path / "cwd"
     neutral.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}

@@ -12,7 +12,7 @@ attained id.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict
+from typing import Dict, Optional
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,17 @@ class Construction:
     sound: str
     attained: str
     same_relation: bool = True
+
+    def relation_note(self, k: int) -> Optional[str]:
+        """Why an attack above the sound bound is not a violation when the relations differ (None when they agree)."""
+        return None if self.same_relation else RELATION_MISMATCH.format(k=k)
+
+
+RELATION_MISMATCH = (
+    "T13 bounds a change of one record (one window); the attack changes one element of a series, which lies "
+    "in k = {k} windows (event-level relation), which T13 does not cover: an attack above T13 is the claim, "
+    "not a privacy violation")
+"""Claim C6's reading of an attack above T13 (a relation mismatch, not a bug): the one home of the text."""
 
 
 CONSTRUCTIONS: Dict[str, Construction] = {c.audited: c for c in (

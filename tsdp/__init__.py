@@ -7,6 +7,7 @@ Layers, each importing only those below it::
     tsdp.theorems  the catalogue T1-T15: configurations, mixture pairs, privacy profiles, constructions
     tsdp.verify    privacy events, the accountant (dp-accounting PLDs), calibration, checks
     tsdp.attacks   the DP-SGD forecasting loop (torch), samplers, auditors, canary audits
+    tsdp.testing   soundness checks for anyone's accountant, hypothesis strategies, the pytest plugin
     tsdp.reports   the tightness report
     tsdp.cli       the `tsdp` command
 

@@ -74,3 +74,19 @@ def test_audit_steps_are_training_steps(capsys):
     assert audit["epsilon_sound"] == json.loads(capsys.readouterr().out)["epsilon"]
     assert main(["audit", "--theorem", "T1", "--trials", "2000", "--epochs", "2", "--json", *argv]) == 0
     assert json.loads(capsys.readouterr().out)["steps"] == 8
+
+
+def test_the_pooled_loop_above_t13_is_a_relation_mismatch_not_a_violation(capsys):
+    """Claim C6 through the command: the pooled loop's one-element attack (k = 8 windows) certifies ε far above
+    T13's one-window ε; that is a relation mismatch (exit 0, "violation": false, "sound_exceeded": true, the
+    note says k windows against one), and the human output says RELATION MISMATCH, never PRIVACY VIOLATION."""
+    argv = ["audit", "--theorem", "T13", "--top", "pooled", "--trials", "5000", "--delta", "1e-3", "--N", "40",
+            "--L", "12", "--context-length", "4", "--forecast-length", "4", "--batch-size", "36", "--sigma", "2"]
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["violation"] is False and d["sound_exceeded"] is True
+    assert d["violation_test"]["epsilon_lower"] > d["epsilon_sound"]
+    assert "k = 8 windows" in d["relation_note"]
+    assert main(argv) == 0
+    human = capsys.readouterr().out
+    assert human.startswith("RELATION MISMATCH (claim C6), not a privacy violation") and "PRIVACY VIOLATION" not in human

@@ -3,7 +3,11 @@
 torch and the attacks package are imported inside the handlers only, so `tsdp` starts fast.
 Both print lower bounds on ε (with their confidence); a certified lower bound above the
 sound ε is a privacy violation (a bug in the theory or the loop): the command then exits 1
-and its JSON carries ``"violation": true`` next to both numbers and the confidence.
+and its JSON carries ``"violation": true`` next to both numbers and the confidence. Where the
+sound bound answers for another neighbouring relation than the attack (the pooled loop,
+T13/T14, against T13's one-window guarantee: claim C6) an audit above it is a relation
+mismatch, not a violation: the output says so (``"sound_exceeded": true`` and
+``"relation_note"`` in the JSON) and the command exits 0.
 """
 from __future__ import annotations
 
@@ -32,6 +36,12 @@ def _human_audit(d: dict) -> str:
     for p in d["profile"]:
         lines.append(f"  {p['alpha']:<12.5g} {p['h_lower']:<15.6g} {p['h_theory']:.6g}")
     lines += _human_engine(d)
+    if d.get("relation_note") and d.get("sound_exceeded"):
+        lines.insert(0, f"RELATION MISMATCH (claim C6), not a privacy violation: certified ε ≥ "
+                        f"{d['violation_test']['epsilon_lower']:.4f} at δ = {d['delta']:g} exceeds "
+                        f"{d['sound_theorem']}'s ε = {d['epsilon_sound']:.4f}; {d['relation_note']}")
+    elif d.get("relation_note"):
+        lines.insert(0, f"note: {d['sound_theorem']} answers for another relation than this attack; {d['relation_note']}")
     if d["violation"]:
         v = d["violation_test"]
         lines.insert(0, f"PRIVACY VIOLATION (confidence {d['confidence']:.0%}): certified ε ≥ {v['epsilon_lower']:.4f} "
@@ -116,7 +126,9 @@ def add_parsers(sub, command) -> None:
         "sampling, or chosen on a selection split with --threshold split; Clopper-Pearson on the trials that "
         "did not choose), lower "
         "bounds on H_α, a KS goodness-of-fit p-value, and the sound and attained ε. The theorem fixes the scheme; "
-        "T13/T14 audit the pooled-window loop against T13's one-record guarantee (claim C6).")
+        "T13/T14 audit the pooled-window loop against T13's one-record guarantee (claim C6): an audit above it is "
+        "a relation mismatch (one element lies in k windows), reported as such with exit 0. Exit 1: a certified "
+        "violation of a sound bound that covers the attack's relation; 2: bad input.")
     p.add_argument("--theorem", default="T6", help="construction: T1 T3 T4 T6 T9 T10 T11 T13 T14 (default T6)")
     p.add_argument("--trials", type=int, required=True, help="trials per world")
     schedule = p.add_mutually_exclusive_group()

@@ -7,6 +7,10 @@ catches the class its sub-commands raise.
 """
 from __future__ import annotations
 
+import importlib
+import os
+import sys
+
 from tsdp.theorems import config as api
 
 
@@ -20,3 +24,25 @@ def check_delta(delta) -> float:
     if delta is None:
         raise UsageError("give --delta D")
     return api.check_delta(delta)
+
+
+def load_entry_point(spec: str, flag: str):
+    """The callable ``module:function`` names (UsageError naming ``flag`` when it cannot be loaded)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"invalid {flag}: must be module:function (got {spec!r})")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"invalid {flag}: cannot load {spec!r} ({exc})") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the user's module failed while importing (SystemExit too)
+        raise UsageError(f"invalid {flag}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from exc
+    if not callable(target):
+        raise UsageError(f"invalid {flag}: {spec!r} is not callable")
+    return target

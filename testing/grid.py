@@ -1,0 +1,62 @@
+"""The declared grid of an accountant check: the paper's Section 5 configurations plus seeded random ones.
+
+Section 5 (and its Appendix): N = 320 sequences, Λ = 32, σ = 1, L_C = L_F = 1, L = 20 (r = 0.1
+at λ = 1), WOR top / WR bottom level, at 1, 10, 100 and 1000 training steps; the same with
+deterministic top level (T1), λ = 2 (T7/T9), Poisson bottom level (T8/T10), context and forecast
+augmentation σ_C = σ_F = 1 (T11) and pooled windows (T14's attained ε); then ``random`` seeded
+configurations of the schemes tsdp bounds, at 100 steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Tuple
+
+import numpy as np
+
+from tsdp.theorems.config import DEFAULT_CONFIG, TrainingConfig, check_int
+
+RANDOM_SCHEMES = (("wor", "wr"), ("wor", "poisson"), ("deterministic", "wr"), ("shuffle", "poisson"))
+"""Schemes the random cells draw from (each has a sound and an attained ε in the catalogue)."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a grid: a configuration and a number of training steps."""
+
+    config: TrainingConfig
+    steps: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "steps", check_int("steps", self.steps, 1))
+
+
+def section5_cells() -> Tuple[Cell, ...]:
+    """The paper's Section 5 configuration and its variants (module docstring)."""
+    base = DEFAULT_CONFIG
+    cells = [Cell(base, s) for s in (1, 10, 100, 1000)]
+    cells += [Cell(base.with_(top="deterministic"), s) for s in (10, 100)]
+    cells += [Cell(base.with_(instances=2), 100), Cell(base.with_(bottom="poisson"), 100),
+              Cell(base.with_(sigma_context=1.0, sigma_forecast=1.0), 100), Cell(base.with_(top="pooled"), 100)]
+    return tuple(cells)
+
+
+def random_cells(n: int, seed: int = 0, steps: int = 100) -> Tuple[Cell, ...]:
+    """``n`` configurations drawn with ``numpy.random.default_rng(seed)`` over :data:`RANDOM_SCHEMES`, λ = 1."""
+    rng = np.random.default_rng(check_int("seed", seed, 0))
+    cells = []
+    for _ in range(check_int("random", n, 0, 10_000)):
+        top, bottom = RANDOM_SCHEMES[rng.integers(len(RANDOM_SCHEMES))]
+        forecast = int(rng.integers(1, 5))
+        context = int(rng.integers(0, 9))
+        N = int(rng.integers(50, 2001))
+        config = TrainingConfig(N=N, L=int(rng.integers(forecast + context, 4 * (forecast + context) + 40)),
+                                context_length=context, forecast_length=forecast,
+                                batch_size=int(rng.integers(8, max(9, N // 4))), sigma=float(rng.choice([1.0, 2.0, 4.0])),
+                                top=top, bottom=bottom)
+        cells.append(Cell(config, steps))
+    return tuple(cells)
+
+
+def default_grid(random: int = 6, seed: int = 0) -> Tuple[Cell, ...]:
+    """The declared grid: :func:`section5_cells` then :func:`random_cells` (``random`` of them, ``seed``)."""
+    return section5_cells() + random_cells(random, seed)

@@ -1,0 +1,40 @@
+"""tsdp's pytest plugin (entry point ``pytest11``: loaded in every pytest session where tsdp is installed).
+
+Loading it imports nothing but this module (no torch, sympy or hypothesis); the fixture loads
+:mod:`tsdp.testing` when a test uses it. A downstream project writes::
+
+    def test_my_accountant_is_sound(tsdp_accountant_check):
+        tsdp_accountant_check(my_epsilon)            # my_epsilon(config, steps, delta) -> ε
+
+and gets hypothesis-shrunk counterexamples: the failure names the smallest configuration it found,
+the attack (the proof's construction and its pair) and the `tsdp audit` command that shows it.
+The marker ``@pytest.mark.tsdp_accountant(...)`` sets the check's options for one test
+(``strategy``, ``delta``, ``relation``, ``max_examples``, ``seed``: those of
+:func:`tsdp.testing.strategies.assert_sound_for_all`); keyword arguments of the call override it.
+"""
+from __future__ import annotations
+
+import pytest
+
+MARKER = "tsdp_accountant"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{MARKER}(**options): options of the tsdp_accountant_check fixture (strategy, "
+                                       "delta, relation, max_examples, seed)")
+
+
+@pytest.fixture
+def tsdp_accountant_check(request):
+    """A function ``check(fn, **options)``: the hypothesis soundness property of ``fn(config, steps, delta) -> ε``
+    against tsdp's attained ε (:func:`tsdp.testing.strategies.assert_sound_for_all`), options from the
+    ``tsdp_accountant`` marker then the call."""
+    marker = request.node.get_closest_marker(MARKER)
+    defaults = dict(marker.kwargs) if marker is not None else {}
+
+    def check(fn, **options):
+        from tsdp.testing.strategies import assert_sound_for_all
+
+        return assert_sound_for_all(fn, **{**defaults, **options})
+
+    return check

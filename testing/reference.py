@@ -1,0 +1,65 @@
+"""tsdp's own numbers for one cell (configuration, steps, δ, relation): the sound and the attained ε.
+
+The **attained** ε (a lower bound, rounded down: the bound's construction pair composed, what a
+concrete pair of neighbouring datasets reaches through the real loop) and the **sound** ε (an
+upper bound, rounded up: the tightest sound bound of the catalogue for the scheme) come from
+:func:`tsdp.verify.accounting.epsilon`. Where the catalogue has no sound bound (pooled windows
+with k > 1) the attained ε is T14's; where it has neither (Poisson top level) both are None.
+Cached in-process: a grid, a property test and several accountants share them.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.errors import TheoremError
+from tsdp.verify import accounting
+
+from .relations import Relation
+
+DISCRETIZATION = 1e-3
+"""The PLD grid of the check's reference numbers: coarser than the accountant's default (1e-4) for speed;
+directions are kept (sound rounds up, attained down), so a coarse grid never makes a false 'unsound'."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """tsdp's bracket for one cell: ``epsilon_attained`` (lower) ≤ true ε ≤ ``epsilon_sound`` (upper).
+
+    ``theorem``: the sound bound (None without one); ``construction``: the bound whose pair is
+    attained (None without one); ``refused``: why a number is missing.
+    """
+
+    theorem: Optional[str]
+    construction: Optional[str]
+    epsilon_sound: Optional[float]
+    epsilon_attained: Optional[float]
+    refused: Optional[str] = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@functools.lru_cache(maxsize=4096)
+def _reference(config: TrainingConfig, steps: int, delta: float, discretization: float, attained: bool) -> Reference:
+    estimates = ("sound", "attained") if attained else ("sound",)
+    try:
+        r = accounting.epsilon(config, delta, steps=steps, discretization=discretization, estimates=estimates)
+    except TheoremError as exc:
+        if config.top != "pooled" or not attained:
+            return Reference(None, None, None, None, refused=str(exc))
+        r = accounting.epsilon(config, delta, steps=steps, theorem="T14", discretization=discretization)
+        return Reference(None, r.construction, None, r.epsilon_attained,
+                         refused=f"no sound bound: {exc}")
+    return Reference(r.theorem, r.construction, r.epsilon, r.epsilon_attained,
+                     refused=r.sound_refused or r.attained_refused)
+
+
+def reference(config: TrainingConfig, steps: int, delta: float, relation: Relation,
+              discretization: float = DISCRETIZATION, *, attained: bool = True) -> Reference:
+    """tsdp's sound and attained ε after ``steps`` training steps at ``delta``, for ``relation`` on ``config``'s batching
+    (paper Appendix B.3 accounting; sound: upper bound, attained: lower bound; ``attained=False``: the sound
+    one only, half the work)."""
+    return _reference(relation.config(config), int(steps), float(delta), float(discretization), bool(attained))

@@ -1,0 +1,96 @@
+"""Neighbouring relations an accountant can answer for, and the configuration whose bounds answer for each.
+
+tsdp's bounds are for **substitution**: two datasets that differ in the value of one record.
+What a record is decides k, the windows a change touches (THEOREMS.md, "Generalisations"):
+
+* ``window``: one window (subsequence) of one series (k = 1, record level; T13's relation);
+* ``event``: w consecutive element values of one series (w-event level, the paper's
+  relation and tsdp's default; one element lies in k = L_C + L_F windows);
+* ``user``: w windows' worth of one series (w-user level, k = min(w (L_C + L_F), T));
+* ``series``: a whole series (k = T: every window of the series).
+
+A guessed sampling rate fed to a standard accountant (Opacus, dp-accounting) answers for
+add/remove of one record under Poisson sampling; the check compares it with tsdp's numbers for
+the relation the user *claims* (:func:`tsdp.testing.check.check_accountant`) and names the
+relations under which it would have been sound.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_int
+
+RECORDS = ("window", "event", "user", "series")
+"""The records a relation can change, finest first."""
+
+
+@dataclass(frozen=True)
+class Relation:
+    """Substitution of one ``record`` (window | event | user | series); ``w`` for event and user level."""
+
+    record: str = "event"
+    w: int = 1
+
+    def __post_init__(self):
+        if self.record not in RECORDS:
+            raise ConfigError("relation", f"must be one of {', '.join(RECORDS)}", self.record)
+        object.__setattr__(self, "w", check_int("w", self.w, 1))
+        if self.record in ("window", "series") and self.w != 1:
+            raise ConfigError("w", f"must be 1 for the {self.record} relation (a record is one {self.record})", self.w)
+
+    @classmethod
+    def of(cls, config: TrainingConfig) -> "Relation":
+        """The relation a configuration states (``config.relation`` over ``config.w`` elements)."""
+        return cls(config.relation, config.w)
+
+    @classmethod
+    def parse(cls, value, config: TrainingConfig) -> "Relation":
+        """``value`` as a relation: a :class:`Relation`, a record name (w from ``config``), or None: ``config``'s own."""
+        if value is None:
+            return cls.of(config)
+        if isinstance(value, Relation):
+            return value
+        if value in ("event", "user"):
+            return cls(value, config.w)
+        return cls(value)
+
+    @property
+    def name(self) -> str:
+        """Short name: ``window``, ``1-event``, ``3-user``, ``series``."""
+        return f"{self.w}-{self.record}" if self.record in ("event", "user") else self.record
+
+    def config(self, config: TrainingConfig) -> TrainingConfig:
+        """The configuration whose bounds answer for this relation on ``config``'s batching.
+
+        Event and user level: ``config`` with the relation and w set. Window: one element in one
+        window's forecast and no context (k = 1) on the same T, no augmentation (a record-level
+        change is not bounded by v). Series: user level over every window of the series (k = T).
+        """
+        if self.record in ("event", "user"):
+            return config.with_(relation=self.record, w=self.w)
+        if self.record == "window":
+            return config.with_(context_length=0, forecast_length=1, L=config.T, lengths=None, relation="event", w=1,
+                                sigma_context=0.0, sigma_forecast=0.0)
+        return config.with_(relation="user", w=config.L, sigma_context=0.0, sigma_forecast=0.0)
+
+    def describe(self, config: TrainingConfig) -> str:
+        """The relation in words, with the k windows one change touches on ``config``."""
+        k = self.config(config).k
+        return {
+            "window": "substitution of one window (record = window, k = 1)",
+            "event": f"substitution of {self.w} consecutive element value(s) of one series ({self.w}-event level, "
+                     f"k = {k} windows)",
+            "user": f"substitution of {self.w} windows' worth of one series ({self.w}-user level, k = {k} windows)",
+            "series": f"substitution of one whole series (record = series, k = T = {k} windows)",
+        }[self.record]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def other_relations(claimed: Relation, config: TrainingConfig):
+    """The relations other than ``claimed`` that the check names when a value is unsound for the claim:
+    one window, one element (1-event) and one whole series, each once."""
+    for relation in (Relation("window"), Relation("event", 1), Relation("series")):
+        if relation != claimed:
+            yield relation

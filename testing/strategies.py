@@ -1,0 +1,74 @@
+"""Hypothesis strategies of valid training configurations, and the soundness property over them.
+
+:func:`configs` draws :class:`~tsdp.theorems.config.TrainingConfig`\\ s of the schemes tsdp bounds
+(every top / bottom level pair except Poisson top level), relations (w-event, w-user) and
+augmentation, with sizes you can bound (N, L, window length, λ, w, σ). :func:`cells` pairs each with a
+number of training steps. :func:`assert_sound_for_all` runs the check of
+:func:`tsdp.testing.check.assert_not_unsound` as a hypothesis property: on failure hypothesis shrinks
+the configuration and the error names it, the attack and its `tsdp audit` command.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple
+
+from hypothesis import given, seed as hypothesis_seed, settings, strategies as st
+
+from tsdp.theorems.config import TrainingConfig
+
+from .grid import Cell
+
+SCHEMES: Tuple[Tuple[str, str], ...] = (
+    ("deterministic", "wr"), ("deterministic", "poisson"), ("shuffle", "wr"), ("shuffle", "poisson"),
+    ("wor", "wr"), ("wor", "poisson"), ("pooled", "wr"),
+)
+"""(top, bottom) schemes with an attained ε in the catalogue (pooled windows: T14's, no sound bound for k > 1)."""
+
+
+@st.composite
+def configs(draw, *, schemes: Sequence[Tuple[str, str]] = SCHEMES, relations: Sequence[str] = ("event",),
+            augmentation: Optional[bool] = False, max_N: int = 500, max_L: int = 60, max_window: int = 8,
+            max_instances: int = 1, max_w: int = 1, sigma: Tuple[float, float] = (0.5, 4.0)) -> TrainingConfig:
+    """A valid configuration of one of ``schemes`` and ``relations`` ("event", "user"), N ≤ ``max_N``,
+    L ≤ ``max_L``, L_C + L_F ≤ ``max_window``, λ ≤ ``max_instances``, w ≤ ``max_w``, σ in ``sigma``.
+    ``augmentation``: False none, True always (σ_C = σ_F > 0; WOR top / WR bottom, λ = 1: T11's scheme),
+    None either."""
+    top, bottom = draw(st.sampled_from(list(schemes)))
+    forecast = draw(st.integers(1, max(1, min(max_window, max_L))))
+    context = draw(st.integers(0, max(0, max_window - forecast)))
+    L = draw(st.integers(forecast, max(forecast, max_L)))
+    lam = 1 if top == "pooled" else draw(st.integers(1, max_instances))
+    N = draw(st.integers(1, max_N))
+    per_step = draw(st.integers(1, N))
+    batch = per_step * lam + draw(st.integers(0, lam - 1))
+    s = draw(st.floats(*sigma, allow_nan=False, allow_infinity=False))
+    relation = draw(st.sampled_from(list(relations)))
+    w = draw(st.integers(1, max_w))
+    aug = 0.0
+    can_augment = top == "wor" and bottom == "wr" and lam == 1
+    if can_augment and (augmentation or (augmentation is None and draw(st.booleans()))):
+        aug = draw(st.sampled_from([0.25, 0.5, 1.0, 2.0]))
+    return TrainingConfig(N=N, L=L, context_length=context, forecast_length=forecast, batch_size=batch,
+                          instances=lam, sigma=s, top=top, bottom=bottom, relation=relation, w=w,
+                          sigma_context=aug, sigma_forecast=aug)
+
+
+def cells(config_strategy=None, steps: Sequence[int] = (1, 10, 100)) -> st.SearchStrategy:
+    """:class:`~tsdp.testing.grid.Cell`\\ s: a configuration (default :func:`configs`) and a number of steps from ``steps``."""
+    return st.builds(Cell, config_strategy if config_strategy is not None else configs(), st.sampled_from(list(steps)))
+
+
+def assert_sound_for_all(fn, strategy=None, *, delta: float = 1e-5, relation=None, max_examples: int = 50,
+                         seed: int = 0) -> None:
+    """Hypothesis property: ``fn`` is never below tsdp's attained ε on a cell of ``strategy`` (default
+    :func:`cells`). On a counterexample hypothesis shrinks it and raises
+    :class:`~tsdp.testing.check.UnsoundAccountantError` with the attack (its note names the shrunk cell).
+    ``seed`` fixes hypothesis's draws; no example database is written."""
+    from .check import assert_not_unsound
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=max_examples, deadline=None, database=None, print_blob=False)
+    @given(cell=strategy if strategy is not None else cells())
+    def accountant_is_not_below_the_attained_epsilon(cell):
+        assert_not_unsound(fn, cell.config, cell.steps, delta, relation=relation)
+
+    accountant_is_not_below_the_attained_epsilon()

@@ -1,0 +1,170 @@
+"""Typed verdicts of an accountant check: one per cell, and the report over a grid (frozen, with a JSON form).
+
+A cell is (configuration, training steps, δ, the relation the accountant is claimed to answer for).
+The accountant's ε is compared with tsdp's bracket for that relation
+(:mod:`tsdp.testing.reference`): attained (a lower bound on the true ε) ≤ sound (an upper bound):
+
+* ``unsound``: below the attained ε. Provably wrong for the claimed relation: a concrete pair of
+  neighbouring datasets (the construction's) exceeds it; the verdict carries the construction,
+  its pair, both ε and the `tsdp audit` command that shows it through the real loop. Where the
+  value is at or above tsdp's sound ε for another relation (``sound_under``), it is a relation
+  mismatch (as claim C6: a one-window guarantee against an element that lies in k windows),
+  not a broken accountant, and the message says so;
+* ``sound``: at or above tsdp's sound ε;
+* ``between``: in the bracket; ``bracket_position`` = (reported - attained) / (sound - attained);
+* ``unchecked``: tsdp has no number for the scheme (Poisson top level).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Tuple
+
+from tsdp.verify.json_data import json_data
+
+UNSOUND, SOUND, BETWEEN, UNCHECKED = "unsound", "sound", "between", "unchecked"
+VERDICTS = (UNSOUND, BETWEEN, SOUND, UNCHECKED)
+
+
+def scheme_line(config: dict) -> str:
+    """A configuration (``TrainingConfig.as_dict()``) in one short line: scheme, sizes, σ, augmentation."""
+    aug = (f" σ_C={config['sigma_context']:g} σ_F={config['sigma_forecast']:g}"
+           if config["sigma_context"] or config["sigma_forecast"] else "")
+    return (f"{config['top']}/{config['bottom']} N={config['N']} L={config['L']} L_C={config['context_length']} "
+            f"L_F={config['forecast_length']} Λ={config['batch_size']} λ={config['instances']} "
+            f"σ={config['sigma']:g}{aug}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One cell's verdict. ``config``: the configuration as a dict (``TrainingConfig.as_dict``); ``relation``:
+    the claimed relation (``record``, ``w``) and ``relation_text`` in words; ``epsilon_reported`` the
+    accountant's ε; ``epsilon_attained`` / ``epsilon_sound`` tsdp's lower / upper bound (None where missing);
+    ``theorem`` the sound bound, ``construction`` the attained construction, ``pair`` its pair in words,
+    ``audit_command`` the `tsdp audit` line (unsound cells, where the loop has the construction);
+    ``ratio`` = reported / attained; ``sound_under``: other relations whose sound ε the reported value
+    meets (unsound cells only); ``accountant``: the accountant's name, ``claims`` what it says it answers for.
+    """
+
+    verdict: str
+    accountant: str
+    config: dict
+    steps: int
+    delta: float
+    relation: dict
+    relation_text: str
+    epsilon_reported: float
+    epsilon_attained: Optional[float]
+    epsilon_sound: Optional[float]
+    theorem: Optional[str]
+    construction: Optional[str]
+    pair: Optional[str] = None
+    audit_command: Optional[str] = None
+    ratio: Optional[float] = None
+    bracket_position: Optional[float] = None
+    sound_under: Tuple[str, ...] = ()
+    claims: Optional[str] = None
+    note: Optional[str] = None
+
+    @property
+    def unsound(self) -> bool:
+        return self.verdict == UNSOUND
+
+    @property
+    def relation_mismatch(self) -> bool:
+        """Unsound for the claimed relation but sound for another one (``sound_under``)."""
+        return self.unsound and bool(self.sound_under)
+
+    def message(self) -> str:
+        """The verdict in one paragraph: for an unsound cell, the form 'accountant X reports ε = a where an
+        attack attains b', the attack, and whether it is a relation mismatch."""
+        where = (f"{scheme_line(self.config)}, {self.steps} step(s), δ = {self.delta:g}, relation "
+                 f"{self.relation_text}")
+        if self.verdict == UNSOUND:
+            head = "RELATION MISMATCH" if self.relation_mismatch else "UNSOUND"
+            text = (f"{head}: {self.accountant} reports ε = {self.epsilon_reported:.4g} where an attack attains "
+                    f"{self.epsilon_attained:.4g} ({where}); attack: the {self.construction} construction, {self.pair}")
+            text += (f"; demonstrate it through the loop: {self.audit_command}" if self.audit_command
+                     else "; no loop construction for this relation (the audit changes one element, w = 1)")
+            if self.relation_mismatch:
+                text += (f". The value is sound only under another relation ({', '.join(self.sound_under)}): the "
+                         "accountant answers for a different neighbouring relation than the one claimed (as claim C6), "
+                         "not a broken computation")
+            if self.claims:
+                text += f". The accountant claims: {self.claims}"
+            return text
+        if self.verdict == SOUND:
+            return (f"sound: {self.accountant} reports ε = {self.epsilon_reported:.4g} ≥ tsdp's sound ε = "
+                    f"{self.epsilon_sound:.4g} ({self.theorem}; {where})")
+        if self.verdict == BETWEEN:
+            upper = ("no sound bound in the catalogue" if self.epsilon_sound is None
+                     else f"sound {self.epsilon_sound:.4g} ({self.theorem})")
+            return (f"between: {self.accountant} reports ε = {self.epsilon_reported:.4g} in tsdp's bracket "
+                    f"[attained {self.epsilon_attained:.4g}, {upper}] ({where})")
+        return f"unchecked: {self.note} ({where})"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["sound_under"] = list(self.sound_under)
+        d["relation_mismatch"] = self.relation_mismatch
+        d["message"] = self.message()
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(json_data(self.as_dict()), allow_nan=False)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Every cell's verdict for one accountant; ``counts`` per verdict, ``mismatches`` among the unsound ones."""
+
+    accountant: str
+    claims: Optional[str]
+    verdicts: Tuple[Verdict, ...]
+    seconds: float = 0.0
+    counts: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        counts = {v: sum(1 for x in self.verdicts if x.verdict == v) for v in VERDICTS}
+        counts["relation_mismatch"] = sum(1 for x in self.verdicts if x.relation_mismatch)
+        object.__setattr__(self, "counts", counts)
+
+    @property
+    def unsound(self) -> Tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.unsound)
+
+    @property
+    def passed(self) -> bool:
+        """No cell is unsound for the claimed relation."""
+        return not self.unsound
+
+    def worst(self, n: int = 3) -> Tuple[Verdict, ...]:
+        """The ``n`` unsound cells with the largest attained / reported ratio."""
+        return tuple(sorted(self.unsound, key=lambda v: v.epsilon_attained / max(v.epsilon_reported, 1e-300),
+                            reverse=True)[:n])
+
+    def table(self) -> str:
+        """The verdict table, one line per cell, then the counts."""
+        lines = [f"accountant {self.accountant}" + (f" (claims: {self.claims})" if self.claims else ""),
+                 f"{'verdict':<10} {'reported':>10} {'attained':>10} {'sound':>10}  steps  relation  configuration"]
+
+        def num(x):
+            return f"{x:>10.4g}" if x is not None else f"{'-':>10}"
+
+        for v in self.verdicts:
+            tag = "mismatch" if v.relation_mismatch else v.verdict
+            lines.append(f"{tag:<10} {num(v.epsilon_reported)} {num(v.epsilon_attained)} {num(v.epsilon_sound)}  "
+                         f"{v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  {scheme_line(v.config)}")
+        c = self.counts
+        lines.append(f"{c['unsound']} unsound ({c['relation_mismatch']} of them relation mismatches), "
+                     f"{c['between']} between, {c['sound']} sound, {c['unchecked']} unchecked of {len(self.verdicts)} "
+                     f"cells ({self.seconds:.1f} s)")
+        lines += [v.message() for v in self.unsound]
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict:
+        return {"accountant": self.accountant, "claims": self.claims, "passed": self.passed, "counts": self.counts,
+                "seconds": self.seconds, "verdicts": [v.as_dict() for v in self.verdicts]}
+
+    def to_json(self) -> str:
+        return json.dumps(json_data(self.as_dict()), allow_nan=False)

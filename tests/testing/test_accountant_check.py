@@ -1,0 +1,164 @@
+"""tsdp.testing: verdicts on accountants against tsdp's attained (lower) and sound (upper) ε, like with like."""
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from tsdp import TrainingConfig, epsilon
+from tsdp.testing import (AccountantError, Cell, Relation, UnsoundAccountantError, accountant, assert_not_unsound,
+                          assert_sound_for_all, cells, check_accountant, configs, opacus_accountant, poisson_pld,
+                          reported_epsilon, sample_rate, tsdp_accountant)
+
+SECTION5 = TrainingConfig()
+DELTA = 1e-5
+
+
+def t6_one_step_epsilon(config: TrainingConfig, delta: float) -> float:
+    """Independent reference: ε(δ) of T6's pair after one step, P = (1-p) N(0,σ) + p N(2,σ), Q = N(0,σ), p = ρr,
+    in closed form (the privacy loss is increasing in x: the region where dP > α dQ is x > x*)."""
+    p, s = float(config.rho * config.r), config.sigma
+
+    def delta_of(eps):
+        alpha = math.exp(eps)
+        x = 1 + s * s * math.log((alpha - (1 - p)) / p) / 2  # (1-p) + p exp((2x - 2)/σ²) = α
+        return (1 - p) * norm.sf(x / s) + p * norm.sf((x - 2) / s) - alpha * norm.sf(x / s)
+
+    return brentq(lambda e: delta_of(e) - delta, 1e-9, 50, xtol=1e-12)
+
+
+def t6_halved(config, steps, delta):
+    """A deliberately wrong accountant: T6 with ρ r halved (the configuration's N doubled)."""
+    return epsilon(config.with_(N=2 * config.N), delta, steps=steps, estimates=("sound",)).epsilon
+
+
+def test_the_threshold_is_the_attained_epsilon_of_an_independent_reference():
+    """One step of Section 5 (T6, tight): 3% under the closed-form ε is unsound, 3% over is not; tsdp's bracket
+    holds the closed form (attained ≤ ε ≤ sound)."""
+    truth = t6_one_step_epsilon(SECTION5, DELTA)
+    low = check_accountant(accountant(lambda c, s, d: 0.97 * truth, "low"), SECTION5, steps=1, delta=DELTA)
+    high = check_accountant(accountant(lambda c, s, d: 1.03 * truth, "high"), SECTION5, steps=1, delta=DELTA)
+    (v,), (w,) = low.verdicts, high.verdicts
+    assert v.epsilon_attained <= truth <= v.epsilon_sound
+    assert v.verdict == "unsound" and w.verdict == "sound"
+    assert v.construction == "T6" and v.theorem == "T6"
+    assert v.pair == "P = MoG(means [0, 2], weights [0.99, 0.01], σ) vs Q = N(0, σ), σ = 1 (units of C)"
+    assert v.audit_command.startswith("tsdp audit --theorem T6 --trials 1000000 --steps 1 --delta 1e-05 --N 320 --L 20")
+
+
+def test_a_deliberately_wrong_accountant_is_flagged_and_tsdps_own_is_not():
+    """T6 with ρ r halved is below the attained ε at 1 and 100 steps; the assertion raises with the form
+    'reports ε = a where an attack attains b' and the audit command; tsdp's own accountant passes."""
+    wrong = accountant(t6_halved, "T6 with ρr halved")
+    report = check_accountant(wrong, SECTION5, steps=(1, 100), delta=DELTA)
+    assert report.counts["unsound"] == 2 and not report.passed
+    for v in report.verdicts:
+        assert v.epsilon_reported < v.epsilon_attained
+    with pytest.raises(UnsoundAccountantError) as err:
+        assert_not_unsound(wrong, SECTION5, 1, DELTA)
+    text = str(err.value)
+    assert text.startswith(f"UNSOUND: T6 with ρr halved reports ε = {report.verdicts[0].epsilon_reported:.4g} where an "
+                           f"attack attains {report.verdicts[0].epsilon_attained:.4g}")
+    assert "tsdp audit --theorem T6" in text
+    own = check_accountant(tsdp_accountant(), SECTION5, steps=(1, 100), delta=DELTA)
+    assert own.passed and all(v.verdict in ("sound", "between") for v in own.verdicts)
+
+
+def test_like_with_like_a_guessed_rate_is_a_relation_mismatch_where_another_relation_is_sound():
+    """Opacus RDP at the series rate Λ/N, one step of Section 5: below the 1-event attained ε (add/remove at
+    rate 0.1 against substitution at ρr = 0.01), but at or above tsdp's sound ε for one window: a relation
+    mismatch, said so; claimed for the window relation it is not unsound."""
+    rdp = opacus_accountant("rdp", "series")
+    (v,) = check_accountant(rdp, SECTION5, steps=1, delta=DELTA).verdicts
+    assert v.unsound and v.relation_mismatch and "window" in v.sound_under
+    assert v.message().startswith("RELATION MISMATCH: Opacus RDP at rate Λ/N reports ε")
+    assert "not a broken computation" in v.message()
+    (w,) = check_accountant(rdp, SECTION5, steps=1, delta=DELTA, relation="window").verdicts
+    assert w.verdict in ("sound", "between") and w.relation == {"record": "window", "w": 1}
+    assert w.config["context_length"] == 0 and w.config["derived"]["k"] == 1 and w.config["derived"]["T"] == 20
+
+
+def test_relations_name_the_windows_a_change_touches():
+    """k per relation on Section 5 (T = 20, L_C + L_F = 2): window 1, 1-event 2, 3-user 6, series 20 = T."""
+    ks = {r.name: r.config(SECTION5).k for r in (Relation("window"), Relation("event"), Relation("user", 3),
+                                                  Relation("series"))}
+    assert ks == {"window": 1, "1-event": 2, "3-user": 6, "series": 20}
+    assert all(r.config(SECTION5).T == 20 for r in (Relation("window"), Relation("series")))
+    with pytest.raises(ValueError, match="relation"):
+        Relation("element")
+
+
+def test_guessed_rates_and_the_poisson_pld_adapter_against_the_gaussian_mechanism():
+    """Λ/N and Λ/(N·T) on Section 5; at rate 1 (Λ = N) the Poisson PLD is the Gaussian mechanism composed S
+    times, whose ε(δ) has the closed form δ = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2), μ = √S / σ."""
+    assert sample_rate(SECTION5, "series") == 0.1 and sample_rate(SECTION5, "window") == 32 / 6400
+    full = SECTION5.with_(N=32, sigma=2.0)
+    mu = math.sqrt(10) / 2.0
+    truth = brentq(lambda e: norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2) - DELTA, 0, 50)
+    assert poisson_pld("series")(full, 10, DELTA) == pytest.approx(truth, abs=2e-3)
+
+
+@pytest.mark.parametrize("returned,words", [
+    (float("nan"), "returned NaN"), (-1.0, "returned a negative ε = -1"), ("3.0", "returned '3.0' (str)"),
+    (None, "returned None (NoneType)"), (True, "returned True (bool)"),
+])
+def test_a_bad_answer_is_one_line(returned, words):
+    with pytest.raises(AccountantError) as err:
+        reported_epsilon(accountant(lambda c, s, d: returned, "bad"), SECTION5, 10, DELTA)
+    assert words in str(err.value) and "\n" not in str(err.value) and "at wor/wr N=320" in str(err.value)
+
+
+def test_an_accountant_that_raises_or_hangs_is_one_line():
+    def raises(config, steps, delta):
+        raise ZeroDivisionError("division\nby zero")
+
+    def hangs(config, steps, delta):
+        import time
+
+        time.sleep(30)
+
+    with pytest.raises(AccountantError, match="raised ZeroDivisionError at .*: division by zero"):
+        reported_epsilon(raises, SECTION5, 1, DELTA)
+    with pytest.raises(AccountantError, match=r"hung at .*: no answer within 0.2 s"):
+        reported_epsilon(hangs, SECTION5, 1, DELTA, timeout=0.2)
+    assert reported_epsilon(accountant(lambda c, s, d: math.inf), SECTION5, 1, DELTA) == math.inf  # vacuous, allowed
+
+
+def test_the_report_has_a_json_form_with_counts():
+    report = check_accountant(accountant(t6_halved, "halved"), [Cell(SECTION5, 1), Cell(SECTION5.with_(sigma=4.0), 1)],
+                              delta=DELTA)
+    d = json.loads(report.to_json())
+    assert d["counts"]["unsound"] + d["counts"]["between"] + d["counts"]["sound"] == 2
+    assert d["passed"] is False and d["verdicts"][0]["message"].startswith("UNSOUND")
+    assert d["verdicts"][0]["relation"] == {"record": "event", "w": 1}
+
+
+@settings(max_examples=15)
+@given(cell=cells(configs(max_N=200, max_L=30, max_instances=2, relations=("event", "user"), max_w=2,
+                          augmentation=None, sigma=(0.7, 4.0)), steps=(1, 3)))
+def test_tsdps_own_accountant_is_never_unsound(cell):
+    """Property: over every scheme tsdp bounds, relation and augmentation, tsdp's sound ε (grid 1e-4) is not below
+    its own attained ε (grid 1e-3); where no sound bound exists it answers inf."""
+    assert_not_unsound(tsdp_accountant(), cell.config, cell.steps, DELTA)
+
+
+@pytest.mark.slow
+def test_tsdps_own_accountant_on_300_hypothesis_cells():
+    assert_sound_for_all(tsdp_accountant(), cells(configs(max_instances=3, relations=("event", "user"), max_w=3,
+                                                          augmentation=None), steps=(1, 10, 100)),
+                         max_examples=300, seed=1)
+
+
+@pytest.mark.slow
+def test_hypothesis_shrinks_a_counterexample_of_the_wrong_accountant():
+    """The property over cells fails on the ρr-halved accountant and raises the unsound verdict (shrunk by
+    hypothesis: its cell is the smallest the search reached, and the message carries the attack)."""
+    halved = accountant(lambda c, s, d: t6_one_step_epsilon(c.with_(N=2 * c.N), d), "halved")  # closed form: cheap
+    with pytest.raises(UnsoundAccountantError) as err:
+        assert_sound_for_all(halved, cells(configs(schemes=(("wor", "wr"),), max_N=40,
+                                                                             max_L=8, max_window=3, sigma=(2.0, 2.0)),
+                                                                steps=(1,)), max_examples=10)
+    assert "UNSOUND: halved reports" in str(err.value) and "tsdp audit --theorem T6" in str(err.value)
+    assert "N=1 L=1 L_C=0 L_F=1 Λ=1" in str(err.value)  # shrunk to the smallest configuration: one series, one window

@@ -1,0 +1,63 @@
+"""The pytest plugin in a throw-away downstream project: a wrong accountant fails with a shrunk configuration
+and the attack, a correct one passes; loading the plugin imports neither torch, sympy nor hypothesis."""
+import os
+import subprocess
+import sys
+import textwrap
+
+DOWNSTREAM = textwrap.dedent('''
+    import pytest
+    from tsdp import epsilon
+    from tsdp.testing import cells, configs, tsdp_accountant
+
+    SMALL = cells(configs(schemes=[("wor", "wr")], max_N=4, max_L=3, max_window=2, sigma=(2.0, 2.0)), steps=(1,))
+
+
+    def halved(config, steps, delta):
+        """My accountant, with a bug: T6 with rho * r halved."""
+        return epsilon(config.with_(N=2 * config.N), delta, steps=steps, estimates=("sound",),
+                       discretization=1e-3).epsilon
+
+
+    @pytest.mark.tsdp_accountant(strategy=SMALL, max_examples=5)
+    def test_my_accountant(tsdp_accountant_check):
+        tsdp_accountant_check(halved)
+
+
+    @pytest.mark.tsdp_accountant(strategy=SMALL, max_examples=5)
+    def test_tsdps_accountant(tsdp_accountant_check):
+        tsdp_accountant_check(tsdp_accountant())
+''')
+
+
+def _pytest(project, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
+    env["TSDP_CACHE_DIR"] = "off"
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_a_downstream_project_gets_a_shrunk_counterexample_and_the_attack(tmp_path):
+    (tmp_path / "test_downstream.py").write_text(DOWNSTREAM, encoding="utf-8")
+    run = _pytest(tmp_path)
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    assert "1 failed, 1 passed" in out
+    assert "FAILED test_downstream.py::test_my_accountant" in out
+    assert "accountant_is_not_below_the_attained_epsilon(" in out  # hypothesis's report of the shrunk example
+    assert "cell=Cell(config=TrainingConfig(N=1, L=1, context_length=0, forecast_length=1, batch_size=1" in out
+    assert "UNSOUND: halved reports ε = " in out and "where an attack attains" in out
+    assert "the T6 construction, P = MoG(means [0, 2]" in out and "tsdp audit --theorem T6 --trials" in out
+
+
+def test_loading_the_plugin_imports_nothing_heavy(tmp_path):
+    """The plugin is loaded by every pytest session where tsdp is installed (tsdp's own suite too)."""
+    (tmp_path / "test_modules.py").write_text(textwrap.dedent('''
+        import sys
+
+        def test_no_heavy_module(pytestconfig):
+            assert pytestconfig.pluginmanager.has_plugin("tsdp")
+            assert not {"torch", "sympy", "tsdp.testing.check"} & set(sys.modules)
+    '''), encoding="utf-8")
+    run = _pytest(tmp_path, "-p", "no:hypothesispytest")
+    assert run.returncode == 0, run.stdout + run.stderr
