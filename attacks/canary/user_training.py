@@ -47,6 +47,8 @@ from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, 
 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .evidence import CERTIFIERS, certify_evidence
+from .fdp_bound import guess_grid
+from .steinke_bound import guess_sets
 from .gradient import SCORES as GRADIENT_SCORES
 from .data_span import FAILED
 from .gradient import ideal_epsilon, sound_profile
@@ -323,10 +325,18 @@ def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_ru
 
 
 def analyses_of(canary: str, analysis: str) -> tuple:
-    """The analyses of the f-DP certifier for ``canary`` canaries (their shares of the level are fixed by these names):
-    what a plan assumes. Gradient canaries add the claimed curve (:func:`claimed_profile`); a plan for
-    ``analysis="steinke"`` describes the f-DP test's guess sets too (Steinke's bound alone picks its own)."""
+    """The analyses the certifier of ``analysis`` runs for ``canary`` canaries (their shares of the level are fixed by
+    these names): what a plan assumes. "fdp": the f-DP test's analyses, gradient canaries adding the claimed curve
+    (:func:`claimed_profile`); "steinke": Steinke et al.'s bound alone."""
+    if analysis == "steinke":
+        return ("steinke",)
     return ("dp", "gdp", "steinke") + (("claimed",) if tests_claimed_curve(canary, analysis) else ())
+
+
+def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
+    """The guess sets of m canaries that the certifier of ``analysis`` tests (what its plan counts): the f-DP test's
+    :func:`attacks.canary.fdp_bound.guess_grid`, or Steinke et al.'s :func:`attacks.canary.steinke_bound.guess_sets`."""
+    return guess_sets if _certifier(analysis) is CERTIFIERS["steinke"] else guess_grid
 
 
 def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: float, confidence: float, certifier,

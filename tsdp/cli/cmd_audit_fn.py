@@ -58,7 +58,8 @@ def _human(d: dict) -> str:
         a = s["analyses"]
         lines[-1] += (f" (f-DP one-run test {a['dp']['epsilon_lower']:.4f}, Steinke et al. "
                       f"{a['steinke']['epsilon_lower']:.4f}; confidence split between them before the scores)")
-        lines.append(f"  if the training's trade-off curve is Gaussian: ε ≥ {s['epsilon_gdp']:.4f}")
+        lines.append(f"  only if the training's trade-off curve is Gaussian (not part of the verdict): "
+                     f"ε ≥ {s['epsilon_if_gaussian']:.4f}")
         top = max(v for k, v in s["ceiling"].items() if k in ("dp", "steinke"))
         lines.append(f"  this audit could certify at most {top:.4f} (every guess right); the answer is limited by "
                      f"{'the audit size: more canaries or runs could certify more' if s['limited_by'] == 'audit size' else 'the training, not the audit size'}")
@@ -88,7 +89,7 @@ PLAN_MAX = 10 ** 7
 def _plan(args) -> dict:
     """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.fdp_bound.plan`)."""
     from tsdp.attacks.canary.fdp_bound import plan
-    from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs
+    from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs, guess_sets_of
 
     canaries, delta, epsilon, _, confidence, _, _ = check_audit_inputs(
         None, None, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon, seed=args.seed,
@@ -97,7 +98,7 @@ def _plan(args) -> dict:
         raise UsageError(f"invalid --canaries/--runs: the plan covers at most {PLAN_MAX:.0e} canaries in all "
                          f"(got {canaries} × {args.runs})")
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
-               analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX)
+               analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX, grid=guess_sets_of(args.analysis))
     out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary)
     return out
 
