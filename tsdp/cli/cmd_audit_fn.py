@@ -130,7 +130,10 @@ def _many_runs(args, task, loss) -> dict:
 
     check_audit_inputs(task.train, loss, canaries=args.canaries, delta=args.delta,
                        epsilon=args.epsilon, seed=args.seed, confidence=args.confidence, spike=args.spike,
-                       canary=args.canary, clip=args.clip, scale=args.gradient_scale)
+                       canary=args.canary, clip=args.clip, scale=args.gradient_scale, timeout=args.timeout)
+    if args.timeout is not None and args.cluster is not None:
+        raise UsageError("invalid --timeout: not with --cluster (Dask runs your train in worker threads, which a "
+                         "time limit cannot stop): use --workers")
     task.check()
     many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
                     threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
@@ -189,6 +192,11 @@ def add_parsers(sub, command) -> None:
                    help="fdp: the f-DP one-run test (Mahloujifar, Melis & Chaudhuri 2025) on every guess set, with "
                         "Steinke et al.'s bound as its baseline (confidence split before the scores); steinke: that "
                         "bound alone (default fdp)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="the most seconds one run (your train, and your loss on the returned model) may take: a run "
+                        "still going then is stopped, with the processes it started, and the audit ends with one line "
+                        "naming the function (and with --runs how many runs had finished); not with --cluster "
+                        "(default: no limit)")
     p.add_argument("--plan", action="store_true",
                    help="train nothing: print the most ε the audit's canaries × runs can certify, what a training "
                         "without noise (every canary ranked right) certifies, and with --epsilon how many canaries "
@@ -218,10 +226,12 @@ def add_parsers(sub, command) -> None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
                                     epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
                                     confidence=args.confidence, clip=args.clip,
-                                    gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis)
+                                    gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis,
+                                    timeout=args.timeout)
         else:
             result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
-                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale),
+                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale,
+                                                timeout=args.timeout),
                                 loss)
         result.update(train=args.train, sigma=config.sigma)
         print(dumps(result) if args.json else _human(result))

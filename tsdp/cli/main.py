@@ -19,6 +19,7 @@ import argparse
 import importlib
 import math
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -251,9 +252,23 @@ def _flag(subparser: argparse.ArgumentParser, parameter: str, typed=()) -> Optio
     return None
 
 
+API_SETTING = re.compile(r"\b([a-z][a-z_]*)=('[^']*'|\"[^\"]*\"|[\w.+-]+)")
+"""An API setting as a library message spells it (``canary='spike'``, ``timeout=2``)."""
+
+
+def _as_flags(text: str, subparser: argparse.ArgumentParser) -> str:
+    """``text`` with every API setting ``name=value`` whose name is a flag of ``subparser`` written as the command line
+    would take it (``--canary spike``): the CLI's messages name CLI flags."""
+    def flag(match):
+        found = _flag(subparser, match.group(1))
+        return f"{found} {match.group(2).strip(chr(39) + chr(34))}" if found else match.group(0)
+
+    return API_SETTING.sub(flag, text)
+
+
 def _message(exc: Exception, subparser: argparse.ArgumentParser, typed=()) -> str:
     parameter = getattr(exc, "parameter", None)
-    text = str(exc)
+    text = _as_flags(str(exc), subparser)
     if isinstance(parameter, str):
         flag = _flag(subparser, parameter, typed)
         if flag is not None:
