@@ -32,7 +32,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
-from .steinke_bound import auc
+from .steinke_bound import auc, check_evidence
 from .steinke_bound import certify as _steinke_certify
 
 Certifier = Callable[[np.ndarray, np.ndarray, float, float], dict]
@@ -47,7 +47,8 @@ def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: floa
     """The f-DP one-run test (Mahloujifar, Melis & Chaudhuri 2025; :func:`attacks.canary.fdp_bound.certify`) on one
     score vector, with Steinke et al.'s bound as its baseline on the same guess sets, the confidence split between
     them declared before the scores: the (ε, δ) ε lower bound (the larger of the two assumption-free bounds),
-    the Gaussian-curve estimate, the perfect-guess ``ceiling`` and ``limited_by``; plus the scores' AUC. With
+    ``epsilon_if_gaussian`` (a lower bound only if the training's curve is Gaussian, at its own confidence, outside
+    the verdict), the perfect-guess ``ceiling`` and ``limited_by``; plus the scores' AUC. With
     ``claimed`` (the run's claimed profile, e.g. its sound accountant) the claimed trade-off curve is tested too,
     with its own declared share: ``violation`` when the guesses reject it."""
     from .fdp_bound import certify as fdp_certify
@@ -84,13 +85,16 @@ def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifi
     only), a score whose guesses reject the claimed trade-off curve; both hold together at
     ``confidence`` (the curve test has its declared share of each score's level).
     """
-    scores: Dict[str, np.ndarray] = evidence["scores"]
-    included = np.asarray(evidence["included"], dtype=bool)
+    scores: Dict[str, np.ndarray] = evidence.get("scores") or {}
+    if not scores:
+        raise ValueError("no scores to certify: the evidence needs at least one named score vector")
+    checked = {name: check_evidence(s, evidence["included"]) for name, s in scores.items()}
+    included = next(iter(checked.values()))[1]
     each = 1 - (1 - confidence) / len(scores)
     if profile is not None and certifier is not fdp:
         raise ValueError("a claimed profile is tested by the f-DP certifier only")
     extra = {} if profile is None else {"claimed": profile}
-    out = {name: certifier(np.asarray(s, dtype=float), included, delta, each, **extra) for name, s in scores.items()}
+    out = {name: certifier(s, included, delta, each, **extra) for name, (s, _) in checked.items()}
     lower = max(r["epsilon_lower"] for r in out.values())
     above = claimed is not None and math.isfinite(claimed) and lower > claimed
     curve = profile is not None and any(r["violation"] for r in out.values())

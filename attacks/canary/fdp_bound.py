@@ -63,9 +63,12 @@ What is reported (soundness direction: every number is a LOWER bound, rounded do
   ≥ confidence, for any ε below it. No assumption on the mechanism's curve.
 * ``gdp``: the largest μ such that G_μ(α) = Φ(Φ⁻¹(1 - α) - μ) is rejected (the training
   is not μ-GDP, no assumption), and ε_μ(δ) from the exact GDP curve
-  δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2): a lower bound on ε at δ **if the training's
-  trade-off curve is Gaussian** (as for the Gaussian mechanism and, approximately, for
-  DP-SGD with many steps): the "empirical ε" of the f-DP audit literature.
+  δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2), reported as ``epsilon_if_gaussian``: a lower
+  bound on ε at δ **only if the training's trade-off curve is Gaussian** (as for the Gaussian
+  mechanism and, approximately, for DP-SGD with many steps; under other curves, e.g.
+  randomized response, it can exceed the true ε): the "empirical ε" of the f-DP audit
+  literature. It is a separate statement at its own confidence, outside the verdict, so it
+  takes no share of the error of the reported bound.
 * ``claimed``: a claimed privacy profile δ(ε) (tsdp's accountant after ``compose``, a
   dp-accounting PLD, a function, or arrays) turned into its trade-off curve
   f(α) = sup_ε max(0, 1 - δ(ε) - e^ε α, e^{-ε} (1 - δ(ε) - α)) over a finite ε grid (a
@@ -73,9 +76,10 @@ What is reported (soundness direction: every number is a LOWER bound, rounded do
   tested: ``violation`` means the claim is rejected at the stated confidence.
 * ``steinke``: Steinke, Nasr & Jagielski (2023)'s (ε, δ) bound on the same guess sets
   (P[W ≥ c] ≤ P[Binom(k, e^ε/(1+e^ε)) ≥ c] + 2 m δ max_i P[c > Binom ≥ c - i]/i), the
-  baseline. :func:`certify` splits 1 - confidence between the analyses it runs in shares
-  fixed by its arguments (:data:`SHARES`), never after seeing the scores, so the maximum of
-  the assumption-free bounds holds at the stated confidence.
+  baseline. :func:`certify` splits 1 - confidence between the analyses that feed the
+  reported bound and the verdict ("dp", "steinke", "claimed") in shares fixed by its
+  arguments (:data:`SHARES`), never after seeing the scores, so the maximum of the
+  assumption-free bounds and the curve test hold together at the stated confidence.
 
 :func:`plan` says what an audit of m canaries can see (the ε each analysis certifies when
 every guess is right, and the m needed to reach a claimed ε); :func:`certify` reports it
@@ -92,7 +96,8 @@ from . import steinke_bound
 from .steinke_bound import EPS_MAX
 
 MARGIN = 1e-9  # relative margin on r_0 + h_0 > k/m (floating point never creates a rejection)
-SHARES = {"dp": 1.0, "gdp": 1.0, "claimed": 1.0, "steinke": 1.0}  # relative shares of 1 - confidence
+SHARES = {"dp": 1.0, "claimed": 1.0, "steinke": 1.0}  # relative shares of 1 - confidence: the verdict's analyses
+ON_ITS_OWN = ("gdp",)  # analyses under an assumption: each at the full 1 - confidence, a statement of its own
 MU_MAX = 40.0  # search ceiling on μ
 
 
@@ -286,6 +291,8 @@ def fdp_bounds(counts: np.ndarray, sets: np.ndarray, m: int, delta: float, signi
     over the leading axes: ``value`` (μ or ε), ``epsilon`` (ε at δ), ``best`` (index of the set).
     """
     counts = np.asarray(counts)
+    if len(sets) == 0:
+        raise ValueError("no guess sets to test")
     k = sets.sum(axis=1)
     tau = significance / len(sets)
     kk = np.broadcast_to(k, counts.shape)
@@ -315,17 +322,19 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
 
     ``claimed``: a claimed profile (callable δ(ε), a PLD, or (ε_grid, δ_grid)); adds the
     "claimed" analysis (``violation``). The significance 1 - confidence is split between the
-    analyses run in the fixed shares :data:`SHARES` (decided by the arguments, before the
-    scores), so ``epsilon_lower`` (the larger of the assumption-free "dp" and "steinke" ε) and
-    ``violation`` hold together at ``confidence``; ``epsilon_gdp`` holds at its share under the
-    Gaussian-curve assumption. ``ceiling`` is :func:`plan`'s perfect-guess ε per analysis for
+    analyses that feed the verdict in the fixed shares :data:`SHARES` (decided by the arguments,
+    before the scores), so ``epsilon_lower`` (the larger of the assumption-free "dp" and "steinke"
+    ε) and ``violation`` hold together at ``confidence``; ``epsilon_if_gaussian`` (the "gdp"
+    analysis) is a statement of its own at ``confidence``, true only if the training's trade-off
+    curve is Gaussian, and takes nothing from the verdict's error. Ties in the scores are broken by
+    an independent random permutation (``seed``). Bad arrays (NaN scores, ``included`` not
+    boolean-valued, lengths that differ, no guess sets) raise ValueError. ``ceiling`` is :func:`plan`'s perfect-guess ε per analysis for
     this m and these shares; ``limited_by`` (:func:`limited_by`) says which of the audit's size
     and the training limits the result.
     """
-    scores = np.asarray(scores, dtype=float)
-    included = np.asarray(included, dtype=bool)
-    if scores.ndim != 1 or scores.shape != included.shape:
-        raise ValueError("scores and included must be 1-D arrays of one length")
+    scores, included = steinke_bound.check_evidence(scores, included)
+    if scores.size < 2:
+        raise ValueError("need at least 2 canaries")
     if not (0 < confidence < 1):
         raise ValueError(f"confidence must be in (0, 1) (got {confidence})")
     if not (0 < delta < 1):
@@ -333,7 +342,7 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
     m = scores.size
     names = [a for a in analyses if a != "claimed"] + (["claimed"] if claimed is not None else [])
     share = _shares(names, confidence)
-    sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
+    sets = guess_grid(m) if sets is None else _check_sets(sets, m)
     counts = correct_counts(scores, included, sets, np.random.default_rng(seed))
     out = {"canaries": m, "delta": delta, "confidence": confidence, "guess_sets": len(sets),
            "significance": share, "analyses": {}}
@@ -346,13 +355,13 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
         best = int(b["best"])
         row = {"epsilon_lower": float(b["epsilon"]), "k_in": int(sets[best, 0]), "k_out": int(sets[best, 1]),
                "correct": int(counts[best])}
-        if a == "gdp":
-            row["mu_lower"] = float(b["value"])
+        if a == "gdp":  # holds only under its assumption: named so, never "epsilon_lower"
+            row = {"epsilon_if_gaussian": row.pop("epsilon_lower"), "mu_lower": float(b["value"]), **row}
         out["analyses"][a] = row
     free = [out["analyses"][a]["epsilon_lower"] for a in ("dp", "steinke") if a in out["analyses"]]
     out["epsilon_lower"] = max(free) if free else None
     if "gdp" in out["analyses"]:
-        out["epsilon_gdp"] = out["analyses"]["gdp"]["epsilon_lower"]
+        out["epsilon_if_gaussian"] = out["analyses"]["gdp"]["epsilon_if_gaussian"]
     out["violation"] = out["analyses"].get("claimed", {}).get("violation", False)
     out["ceiling"] = ceilings(m, delta, confidence, analyses=names, sets=sets)
     out["limited_by"] = limited_by(out, out["ceiling"])
@@ -368,12 +377,24 @@ def limited_by(result: dict, ceiling: dict) -> str:
 
 
 def _shares(names: Sequence[str], confidence: float) -> dict:
-    """Each analysis's significance: 1 - confidence split in the fixed :data:`SHARES` (a function of the names only)."""
-    unknown = set(names) - set(SHARES)
+    """Each analysis's significance (a function of the names only): 1 - confidence split in the fixed :data:`SHARES`
+    between the verdict's analyses; each of :data:`ON_ITS_OWN` (a statement under an assumption) at 1 - confidence."""
+    unknown = set(names) - set(SHARES) - set(ON_ITS_OWN)
     if unknown:
-        raise ValueError(f"unknown analyses {sorted(unknown)} (known: {sorted(SHARES)})")
-    total = sum(SHARES[a] for a in names)
-    return {a: (1 - confidence) * SHARES[a] / total for a in names}
+        raise ValueError(f"unknown analyses {sorted(unknown)} (known: {sorted(SHARES) + list(ON_ITS_OWN)})")
+    total = sum(SHARES[a] for a in names if a in SHARES)
+    return {a: (1 - confidence) * (SHARES[a] / total if a in SHARES else 1.0) for a in names}
+
+
+def _check_sets(sets, m: int) -> np.ndarray:
+    """``sets`` as integer rows (k_in, k_out), at least one, each of 1..m guesses (ValueError otherwise)."""
+    sets = np.asarray(sets)
+    if sets.ndim != 2 or sets.shape[1] != 2 or len(sets) == 0:
+        raise ValueError(f"sets must be rows (k_in, k_out), at least one (got shape {sets.shape})")
+    sets = sets.astype(np.int64)
+    if np.any(sets < 0) or np.any(sets.sum(axis=1) < 1) or np.any(sets.sum(axis=1) > m):
+        raise ValueError(f"every guess set makes 1 to m = {m} guesses with k_in, k_out >= 0")
+    return sets
 
 
 def ceilings(m: int, delta: float, confidence: float = 0.95, *, analyses: Sequence[str] = ("dp", "gdp", "steinke"),
@@ -439,7 +460,8 @@ def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, qua
 
 def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Optional[float] = None, *,
          analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None,
-         scores: int = 1, quantile: float = 0.1, m_max: int = 10 ** 6) -> dict:
+         scores: int = 1, quantile: float = 0.1, m_max: int = 10 ** 6,
+         grid: Callable[[int], np.ndarray] = guess_grid) -> dict:
     """What an audit with m canaries can see, before any training: its ceiling, and what a perfect ranking certifies.
 
     Same guess sets (:func:`guess_grid` unless ``sets``) and significance shares as
@@ -451,16 +473,18 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
     1 - ``quantile`` of runs. With ``claimed_epsilon``: ``canaries_needed``, the smallest m
     whose perfect ranking reaches the claim in 1 - ``quantile`` of runs (doubling, then
     bisection over m, where it grows with m; None above ``m_max``): fewer canaries cannot
-    flag even a training without noise.
+    flag even a training without noise. ``grid(m)``: the certifier's guess sets of m canaries (default
+    :func:`guess_grid`; Steinke et al.'s alone: :func:`attacks.canary.steinke_bound.guess_sets`).
     """
     each = 1 - (1 - confidence) / scores
 
     def ranked(n: int) -> float:
         return perfect_ranking_quantile(n, delta, each, quantile, analyses=analyses,
-                                        sets=sets if (sets is not None and n == m) else None)
+                                        sets=sets if (sets is not None and n == m) else grid(n))
 
     out = {"canaries": m, "delta": delta, "confidence": confidence, "scores": scores,
-           "ceiling": ceilings(m, delta, each, analyses=analyses, sets=sets), "perfect_ranking": ranked(m),
+           "ceiling": ceilings(m, delta, each, analyses=analyses, sets=grid(m) if sets is None else sets),
+           "perfect_ranking": ranked(m),
            "quantile": quantile}
     if claimed_epsilon is not None:
         lo, hi = 1, 2

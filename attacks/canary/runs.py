@@ -7,6 +7,12 @@ training run with fresh canaries and inclusion bits drawn from ``seed``; evidenc
 ``workers`` local processes, or a Dask cluster; a lost run is re-run, never dropped) and pools
 their evidence in run order (:func:`attacks.canary.evidence.pool`: why pooling is sound). The
 result depends on the task, ``runs`` and ``seed`` only, never on the number of workers.
+
+A run that exceeds its time limit (the task's ``timeout``, :mod:`attacks.canary.time_limit`) ends
+the audit at once with :class:`attacks.canary.user_training.TimeLimitError`, naming the run and
+how many had finished, and the runs in flight are stopped with their worker processes. The
+finished runs are not certified alone: whether a run finishes in time can depend on its
+canaries, so keeping only the runs that did could bias the audit.
 """
 from __future__ import annotations
 
@@ -17,9 +23,10 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from tsdp.attacks.montecarlo.shards import run_shards
+from tsdp.attacks.montecarlo.shards import Aborted, run_shards
 
 from .evidence import pool
+from .user_training import TimeLimitError
 
 
 @dataclass(frozen=True)
@@ -62,8 +69,12 @@ def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, clus
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be a positive integer, got {runs!r}")
     specs = [RunSpec(i, s, task, threads) for i, s in enumerate(np.random.SeedSequence(seed).spawn(runs))]
-    results, info = run_shards(specs, workers=workers, cluster=cluster, progress=progress, shard_fn=shard_fn,
-                               desc="canary audit runs")
+    try:
+        results, info = run_shards(specs, workers=workers, cluster=cluster, progress=progress, shard_fn=shard_fn,
+                                   desc="canary audit runs", fatal=(TimeLimitError,))
+    except Aborted as stop:  # a run out of time: nothing is certified from the others (module docstring)
+        raise stop.cause.with_note(f" in run {stop.key[1]}; {stop.done} of {runs} runs had finished, none is "
+                                   "certified (dropping a run that ran out of time could bias the audit)") from None
     info["run_seconds"] = sum(r.seconds for r in results.values())
     each = [results[s.key].evidence for s in specs]
     return {"evidence": pool(each), "runs": each, "info": info}

@@ -95,32 +95,81 @@ def limited_by(certified: float, ceiling: float) -> str:
     return "audit size" if ceiling > 0 and certified >= AUDIT_SIZE_RATIO * ceiling else "training"
 
 
-def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, significance: float,
-                fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequence[str] = GUESS_SIDES) -> dict:
-    """ε lower bound from fixed guess sets on the extreme scores, Bonferroni over them (lower-bound direction).
+def check_evidence(scores, included) -> tuple:
+    """(scores as float64, included as bool) of one audit, or ValueError saying what is wrong: 1-D arrays of one
+    length m ≥ 1, no NaN score (±inf ranks first or last), ``included`` boolean-valued (bool, or numbers that are
+    exactly 0 or 1: NaN or 2 are not an inclusion bit). Every certifier's public entry checks its arrays here."""
+    scores = np.asarray(scores)
+    raw = np.asarray(included)
+    if scores.ndim != 1 or raw.ndim != 1 or scores.shape != raw.shape:
+        raise ValueError(f"scores and included must be 1-D arrays of one length (got shapes {scores.shape} and "
+                         f"{raw.shape})")
+    if scores.size == 0:
+        raise ValueError("no canaries: scores and included are empty")
+    try:
+        scores = scores.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"scores must be real numbers ({exc})") from None
+    if np.isnan(scores).any():
+        raise ValueError(f"{int(np.isnan(scores).sum())} of {scores.size} scores are NaN: score every canary")
+    if raw.dtype != bool:
+        try:
+            values = raw.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"included must be boolean (got dtype {raw.dtype})") from None
+        if not np.all((values == 0) | (values == 1)):
+            bad = values[(values != 0) & (values != 1)]
+            raise ValueError(f"included must be boolean-valued (0/1 or False/True): {bad.size} value(s) are "
+                             f"neither, e.g. {float(bad[0])!r}")
+    return scores, raw.astype(bool)
 
-    For every fraction f (k = f m, at least 1) and side: "both" guesses "in" on the k highest
-    and "out" on the k lowest scores, "in" / "out" only one of the two; the best bound over
-    the len(fractions) · len(sides) sets is valid at ``significance`` (each tested at
-    significance / their number). ``ceiling``: what the same sets certify if every guess is
-    right (the audit's power at this m), and :func:`limited_by` of the two.
-    """
-    m = len(scores)
-    order = np.argsort(-scores, kind="stable")
-    best = {"epsilon_lower": 0.0, "guesses": 0, "correct": 0, "side": None}
-    per = significance / (len(fractions) * len(sides))
-    ceiling = 0.0
+
+def ranked(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The canaries' indices from the highest score to the lowest, ties broken by an independent random permutation
+    (``rng``): the guesses are then a function of the scores only, whatever order the canaries are listed in."""
+    perm = rng.permutation(len(scores))
+    return perm[np.argsort(-scores[perm], kind="stable")]
+
+
+def guess_sets(m: int, fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequence[str] = GUESS_SIDES) -> np.ndarray:
+    """The fixed guess sets of m canaries as rows (k_in, k_out): for every side and fraction f (k = f m, at least 1),
+    "both" guesses "in" on the k highest and "out" on the k lowest scores, "in" / "out" one of the two (k = 2 f m
+    guesses in all either way). A function of m only (what a plan of this certifier uses)."""
+    if not fractions or not sides:
+        raise ValueError("no guess sets: give at least one fraction and one side")
+    if set(sides) - set(GUESS_SIDES):
+        raise ValueError(f"sides must be among {GUESS_SIDES} (got {sides})")
+    rows = []
     for side in sides:
         for f in fractions:
             k = max(1, int(round(f * m / (2 if side == "both" else 1))))
-            top, bottom = order[:k], order[-k:]
-            v = {"both": int(included[top].sum() + (~included[bottom]).sum()),
-                 "in": int(included[top].sum()), "out": int((~included[bottom]).sum())}[side]
-            r = 2 * k if side == "both" else k
-            eps = float(epsilon_lower_bound(m, r, v, delta, per))
-            ceiling = max(ceiling, float(epsilon_lower_bound(m, r, r, delta, per)))
-            if eps > best["epsilon_lower"] or best["guesses"] == 0:
-                best = {"epsilon_lower": eps, "guesses": r, "correct": v, "side": side}
+            rows.append({"both": (k, k), "in": (k, 0), "out": (0, k)}[side])
+    return np.array(rows, dtype=np.int64)
+
+
+def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, significance: float,
+                fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequence[str] = GUESS_SIDES,
+                seed: int = 0) -> dict:
+    """ε lower bound from fixed guess sets on the extreme scores (:func:`guess_sets`), Bonferroni over them
+    (lower-bound direction): the best bound over the sets is valid at ``significance`` (each tested at
+    significance / their number). Ties in the scores are broken by an independent random permutation
+    (``seed``, :func:`ranked`). ``ceiling``: what the same sets certify if every guess is right (the audit's
+    power at this m), and :func:`limited_by` of the two.
+    """
+    scores, included = check_evidence(scores, included)
+    m = len(scores)
+    order = ranked(scores, np.random.default_rng(seed))
+    sets = guess_sets(m, fractions, sides)
+    per = significance / len(sets)
+    best = {"epsilon_lower": 0.0, "guesses": 0, "correct": 0, "side": None}
+    ceiling = 0.0
+    for (k_in, k_out), side in zip(sets, [s for s in sides for _ in fractions]):
+        v = int(included[order[:k_in]].sum() + (~included[order[m - k_out:]]).sum())
+        r = int(k_in + k_out)
+        eps = float(epsilon_lower_bound(m, r, v, delta, per))
+        ceiling = max(ceiling, float(epsilon_lower_bound(m, r, r, delta, per)))
+        if eps > best["epsilon_lower"] or best["guesses"] == 0:
+            best = {"epsilon_lower": eps, "guesses": r, "correct": v, "side": side}
     return dict(best, ceiling=ceiling, limited_by=limited_by(best["epsilon_lower"], ceiling))
 
 
@@ -141,10 +190,13 @@ def certify(scores: dict, included: np.ndarray, delta: float, confidence: float)
     returned ``epsilon_lower`` (the best over the scores) holds with probability ≥ ``confidence``.
     Returns {"scores": {name: guess_bound(...) + auc}, "epsilon_lower": max}.
     """
+    if not scores:
+        raise ValueError("no scores to certify: give at least one named score vector")
     significance = (1 - confidence) / len(scores)
-    out = {name: dict(guess_bound(np.asarray(s), included, delta, significance), auc=auc(np.asarray(s), included))
-           for name, s in scores.items()}
+    checked = {name: check_evidence(s, included) for name, s in scores.items()}
+    out = {name: dict(guess_bound(s, inc, delta, significance), auc=auc(s, inc)) for name, (s, inc) in checked.items()}
     return {"scores": out, "epsilon_lower": max(s["epsilon_lower"] for s in out.values())}
 
 
-__all__ = ["AUDIT_SIZE_RATIO", "largest_rejected", "limited_by", "GUESS_FRACTIONS", "GUESS_SIDES", "auc", "certify", "epsilon_lower_bound", "guess_bound", "p_value"]
+__all__ = ["AUDIT_SIZE_RATIO", "largest_rejected", "limited_by", "GUESS_FRACTIONS", "GUESS_SIDES", "auc", "certify",
+           "check_evidence", "epsilon_lower_bound", "guess_bound", "guess_sets", "p_value", "ranked"]

@@ -34,6 +34,7 @@ whether it exceeds the ε you claim.
 from __future__ import annotations
 
 import inspect
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
@@ -47,10 +48,13 @@ from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, 
 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .evidence import CERTIFIERS, certify_evidence
+from .fdp_bound import guess_grid
+from .steinke_bound import guess_sets
 from .gradient import SCORES as GRADIENT_SCORES
 from .data_span import FAILED
 from .gradient import ideal_epsilon, sound_profile
 from .optimizer_canaries import run_with_canaries
+from .time_limit import Expired, check_can_limit, check_timeout, time_limit
 
 
 class UserFunctionError(ConfigError):
@@ -60,6 +64,24 @@ class UserFunctionError(ConfigError):
 
     def __init__(self, role: str, fn, why: str):
         super().__init__(role, f"your {role} function {_name(fn)} {why}")
+
+
+class TimeLimitError(UserFunctionError):
+    """The user's function was still running when the run's time limit (``timeout``) struck: it was stopped and the
+    processes it started were ended (:mod:`attacks.canary.time_limit`). ``note`` adds what the audit had done
+    (e.g. how many of its runs had finished). Picklable, so a worker process can send it back."""
+
+    def __init__(self, role: str, fn, seconds: float, note: str = ""):
+        self.role, self.fn_name, self.seconds, self.note = role, fn if isinstance(fn, str) else _name(fn), seconds, note
+        ConfigError.__init__(self, role, f"your {role} function {self.fn_name} did not finish within the time limit "
+                                         f"of {seconds:g} s (timeout={seconds:g}): stopped{note}")
+
+    def __reduce__(self):
+        return type(self), (self.role, self.fn_name, self.seconds, self.note)
+
+    def with_note(self, note: str) -> "TimeLimitError":
+        """The same error with ``note`` appended to its message."""
+        return type(self)(self.role, self.fn_name, self.seconds, self.note + note)
 
 
 def _name(fn) -> str:
@@ -83,6 +105,8 @@ def _call(role: str, fn, *args, via=None, subject: str = ""):
     included, becomes a :class:`UserFunctionError` blaming ``fn`` (``subject`` says what of it failed)."""
     try:
         return (via or fn)(*args)
+    except Expired as exc:  # the run's time limit struck while this function ran
+        raise TimeLimitError(role, fn, exc.args[0]) from None
     except (KeyboardInterrupt, ConfigError):  # a ConfigError names a value of the audit (e.g. too many canaries)
         raise
     except SystemExit as exc:
@@ -174,13 +198,26 @@ class SpikeTask:
     canaries: int
     loss: Optional[Callable] = None
     spike: float = 10.0
+    timeout: Optional[float] = None
 
     def check(self) -> None:
         _placed(self.data, self.config, self.canaries, np.random.default_rng(0), self.spike)
 
     def __call__(self, seed: np.random.SeedSequence) -> dict:
-        return spike_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss, seed=seed,
-                              spike=self.spike)
+        with _limited(self.train, self.timeout):
+            return spike_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss,
+                                  seed=seed, spike=self.spike)
+
+
+@contextmanager
+def _limited(train, timeout: Optional[float]):
+    """One run under the time limit ``timeout`` (:func:`attacks.canary.time_limit.time_limit`; None: none): expiry
+    inside the user's code is blamed on the function that ran (:func:`_call`), elsewhere in the run on ``train``."""
+    try:
+        with time_limit(timeout):
+            yield
+    except Expired as exc:
+        raise TimeLimitError("train", train, exc.args[0]) from None
 
 
 def gradient_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
@@ -228,21 +265,24 @@ class GradientTask:
     clip: float = 1.0
     scale: Optional[float] = None
     loss: Optional[Callable] = None
+    timeout: Optional[float] = None
 
     def check(self) -> None:
         """Nothing to place before the runs: the canaries attach to the optimizer at its first step."""
 
     def __call__(self, seed: np.random.SeedSequence) -> dict:
-        return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss, seed=seed,
-                                 clip=self.clip, scale=self.scale)
+        with _limited(self.train, self.timeout):
+            return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss,
+                                     seed=seed, clip=self.clip, scale=self.scale)
 
 
 def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, canaries: int, *, loss=None,
-              spike: float = 10.0, clip: float = 1.0, scale: Optional[float] = None):
-    """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed."""
+              spike: float = 10.0, clip: float = 1.0, scale: Optional[float] = None, timeout: Optional[float] = None):
+    """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed; ``timeout``: the
+    most seconds one run may take (None: no limit)."""
     if canary == "gradient":
-        return GradientTask(train, data, config, canaries, clip, scale, loss)
-    return SpikeTask(train, data, config, canaries, loss, spike)
+        return GradientTask(train, data, config, canaries, clip, scale, loss, timeout)
+    return SpikeTask(train, data, config, canaries, loss, spike, timeout)
 
 
 CANARIES = {"gradient": GRADIENT_SCORES, "spike": SPIKE_SCORES}
@@ -250,10 +290,11 @@ CANARIES = {"gradient": GRADIENT_SCORES, "spike": SPIKE_SCORES}
 
 
 def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidence, spike, canary="spike",
-                       clip=1.0, scale=None) -> tuple:
+                       clip=1.0, scale=None, timeout=None) -> tuple:
     """(canaries, δ, ε, seed, confidence, spike, clip) validated before any training (ConfigError naming the value;
     :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot take its arguments; ``train`` None: the
-    values only, as for a plan)."""
+    values only, as for a plan). ``timeout`` (seconds, None for none) is checked too."""
+    check_timeout(timeout)
     if canary not in CANARIES:
         raise ConfigError("canary", f"must be one of {', '.join(CANARIES)}", canary)
     clip = check_real("clip", clip, low=0.0, low_open=True)
@@ -277,7 +318,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
                    canaries: int, delta: float, epsilon: Optional[float] = None, canary: str = "gradient",
                    loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
                    clip: float = 1.0, gradient_scale: Optional[float] = None, spike: float = 10.0,
-                   analysis: str = "fdp") -> dict:
+                   analysis: str = "fdp", timeout: Optional[float] = None) -> dict:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
     ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
@@ -293,14 +334,17 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     "steinke" alone. Returns a JSON-ready dict: canaries, included, epsilon_lower, confidence,
     delta, epsilon_claimed, violation, each score's analysis (guesses, AUC; with "fdp" the
     perfect-guess ``ceiling`` and ``limited_by``: whether the audit's size or the training limits
-    the answer).
+    the answer). ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
+    running then is stopped, the processes it started are ended, and :class:`TimeLimitError` names it (POSIX, main
+    thread: :mod:`attacks.canary.time_limit`).
     """
     canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
-        canary=canary, clip=clip, scale=gradient_scale)
+        canary=canary, clip=clip, scale=gradient_scale, timeout=timeout)
+    check_can_limit(timeout)
     certifier = _certifier(analysis)
     task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip,
-                     scale=gradient_scale)
+                     scale=gradient_scale, timeout=timeout)
     task.check()
     evidence = task(np.random.SeedSequence(seed))
     result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon,
@@ -323,10 +367,18 @@ def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_ru
 
 
 def analyses_of(canary: str, analysis: str) -> tuple:
-    """The analyses of the f-DP certifier for ``canary`` canaries (their shares of the level are fixed by these names):
-    what a plan assumes. Gradient canaries add the claimed curve (:func:`claimed_profile`); a plan for
-    ``analysis="steinke"`` describes the f-DP test's guess sets too (Steinke's bound alone picks its own)."""
+    """The analyses the certifier of ``analysis`` runs for ``canary`` canaries (their shares of the level are fixed by
+    these names): what a plan assumes. "fdp": the f-DP test's analyses, gradient canaries adding the claimed curve
+    (:func:`claimed_profile`); "steinke": Steinke et al.'s bound alone."""
+    if analysis == "steinke":
+        return ("steinke",)
     return ("dp", "gdp", "steinke") + (("claimed",) if tests_claimed_curve(canary, analysis) else ())
+
+
+def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
+    """The guess sets of m canaries that the certifier of ``analysis`` tests (what its plan counts): the f-DP test's
+    :func:`attacks.canary.fdp_bound.guess_grid`, or Steinke et al.'s :func:`attacks.canary.steinke_bound.guess_sets`."""
+    return guess_sets if _certifier(analysis) is CERTIFIERS["steinke"] else guess_grid
 
 
 def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: float, confidence: float, certifier,

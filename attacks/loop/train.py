@@ -105,6 +105,11 @@ def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
+LR_MAX = 1e30
+"""The largest learning rate: torch's optimizers turn it into a float32 step factor (Adam's first step multiplies it
+by 1/(1 - β1) = 10), which above 3.4e38 is an overflow error, not a step; any lr near this diverges anyway (the
+training then fails naming the learning rate)."""
+
 
 def _largest(data: SeriesData) -> float:
     return max(float(np.max(np.abs(s))) for s in data.series)
@@ -203,7 +208,7 @@ def train(
             f"understate r = k/T (set --L {min(train_data.lengths)})", config.L)
     warm = config.with_(sigma=warmup_sigma) if warmup_steps else None
     clip = check_real("clip", clip, low=0.0, low_open=True)
-    lr = check_real("lr", lr, low=0.0, low_open=True)
+    lr = check_real("lr", lr, low=0.0, high=LR_MAX, low_open=True)
     if private:
         for phase in (warm, config):
             if phase is not None:
@@ -254,6 +259,11 @@ def train(
     bar.close()
     seconds = time.perf_counter() - started
 
+    diverged = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if diverged:
+        raise ConfigError("lr", f"the training diverged: {len(diverged)} parameter tensor(s) of the model are not "
+                                f"finite after {warmup_steps + total_steps} steps at learning rate {lr:g}: lower it, or rescale "
+                                f"the data (values up to {_largest(data):.3g})", lr)
     crps = evaluate(model, train_data, targets, config.context_length, n_samples=n_samples, generator=generator, device=dev)
     naive = point_crps(targets, seasonal_naive(train_data.series, config.forecast_length, season))
     if not all(math.isfinite(x) for x in (crps, untrained, naive)):

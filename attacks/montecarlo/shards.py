@@ -175,12 +175,23 @@ class ShardError(RuntimeError):
     """A shard failed ``MAX_ATTEMPTS`` times; the audit is not completed (no shard is ever dropped)."""
 
 
+class Aborted(RuntimeError):
+    """A shard failed with one of the caller's ``fatal`` exceptions (re-running it cannot help, e.g. a time limit):
+    the run stopped at once, shards in flight were ended. ``cause`` is that exception, ``key`` its shard, ``done`` the
+    shards that had finished of ``planned``."""
+
+    def __init__(self, cause: BaseException, key, done: int, planned: int):
+        super().__init__(f"shard {key} failed: {cause} ({done} of {planned} shards had finished)")
+        self.cause, self.key, self.done, self.planned = cause, key, done, planned
+
+
 class _Tracker:
     """Collects results (one per shard key), counts attempts, drives the progress bar and the stop rule."""
 
-    def __init__(self, specs, stop, progress, max_attempts, desc):
+    def __init__(self, specs, stop, progress, max_attempts, desc, fatal=()):
         from tqdm.auto import tqdm
 
+        self.fatal = tuple(fatal)
         self.specs = {s.key: s for s in specs}
         self.results: Dict[Tuple[str, int], ShardStats] = {}
         self.attempts: Dict[Tuple[str, int], int] = {}
@@ -198,6 +209,8 @@ class _Tracker:
             self.stopped = True
 
     def failed(self, key, exc) -> None:
+        if isinstance(exc, self.fatal):
+            raise Aborted(exc, key, len(self.results), len(self.specs)) from exc
         self.attempts[key] = self.attempts.get(key, 0) + 1
         if self.attempts[key] >= self.max_attempts:
             hint = ""
@@ -255,10 +268,20 @@ def worker_pool(workers: int, *, warm: bool = False) -> ProcessPoolExecutor:
     return pool
 
 
-def _discard_pool(workers: int) -> None:
+def _discard_pool(workers: int, *, kill: bool = False) -> None:
+    """Drop the pool of ``workers`` processes; ``kill``: end its processes now (work in flight is abandoned)."""
     pool = _POOLS.pop(workers, None)
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
+    if pool is None:
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values()) if kill else []
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(5.0)
+        if process.is_alive():
+            process.kill()
+            process.join(5.0)
 
 
 @atexit.register
@@ -273,7 +296,7 @@ def _run_processes(tracker: _Tracker, fn, workers: int) -> None:
     while not tracker.stopped and tracker.pending():
         pool = worker_pool(workers)
         futures = {pool.submit(fn, s): s.key for s in tracker.pending()}
-        broken = False
+        broken = aborted = False
         try:
             while futures and not tracker.stopped and not broken:
                 finished, _ = wait(futures, return_when=FIRST_COMPLETED)
@@ -288,11 +311,14 @@ def _run_processes(tracker: _Tracker, fn, workers: int) -> None:
                         tracker.failed(key, exc)
                     if tracker.stopped:
                         break
+        except Aborted:
+            aborted = True
+            raise
         finally:
             for fut in futures:  # stopped early (or failed): what has not started is not run
                 fut.cancel()
-            if broken:
-                _discard_pool(workers)
+            if broken or aborted:  # aborted: the shards in flight are ended with their processes
+                _discard_pool(workers, kill=aborted)
 
 
 CLUSTER_SCHEMES = ("tcp", "tls")
@@ -383,7 +409,8 @@ def _run_dask(tracker: _Tracker, fn, address: str, workers: int) -> None:
 
 def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[str] = None, progress: bool = False,
                stop: Optional[Callable[[dict], bool]] = None, shard_fn=run_shard,
-               max_attempts: int = MAX_ATTEMPTS, desc: str = "audit trials (both worlds)") -> Tuple[dict, dict]:
+               max_attempts: int = MAX_ATTEMPTS, desc: str = "audit trials (both worlds)",
+               fatal: Tuple[type, ...] = ()) -> Tuple[dict, dict]:
     """Run ``specs`` and return ({spec.key: shard_fn(spec)}, info).
 
     Any unit of work fits: a spec has a hashable ``key`` and a ``trials`` count (the progress
@@ -392,11 +419,13 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     ``workers=1`` without ``cluster``: in this process; ``workers > 1``: that many spawned local
     processes; ``cluster``: Dask (address or ``"auto"``). ``stop(results)`` is called after each
     shard and ends the run early when it returns True (the sequential test); the results then hold
-    the shards finished so far. ``info``: executor, workers, shards, retries, wall seconds, stopped.
+    the shards finished so far. ``fatal``: exception classes that re-running cannot help (a time limit): the first
+    shard to fail with one ends the run at once, its processes with it, by :class:`Aborted`. ``info``: executor,
+    workers, shards, retries, wall seconds, stopped.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    tracker = _Tracker(specs, stop, progress, max_attempts, desc)
+    tracker = _Tracker(specs, stop, progress, max_attempts, desc, fatal)
     started = time.perf_counter()
     try:
         if cluster is not None:
@@ -416,5 +445,5 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     return tracker.results, info
 
 
-__all__ = ["DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "plan_shards",
+__all__ = ["Aborted", "DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "plan_shards",
            "run_shard", "run_shards", "threads_per_worker", "torch_seed", "worker_pool"]

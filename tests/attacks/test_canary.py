@@ -5,6 +5,7 @@ import torch
 from scipy import stats
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.attacks.canary import evidence, fdp_bound, steinke_bound
 from tsdp.attacks.canary.steinke_bound import GUESS_FRACTIONS, GUESS_SIDES, auc, epsilon_lower_bound, guess_bound, p_value
 
 
@@ -122,3 +123,65 @@ def test_guess_bound_states_its_power():
     assert perfect["limited_by"] == "audit size"
     noise = guess_bound(rng.standard_normal(400), included, 1e-5, 0.05)
     assert noise["ceiling"] == pytest.approx(ceiling) and noise["limited_by"] == "training"
+
+
+CERTIFIER_ENTRIES = {
+    "steinke_bound.certify": lambda s, inc: steinke_bound.certify({"s": s}, inc, 1e-5, 0.95)["epsilon_lower"],
+    "fdp_bound.certify": lambda s, inc: fdp_bound.certify(s, inc, 1e-5, 0.95)["epsilon_lower"],
+    "certify_evidence(steinke)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,
+                                                                          0.95)["epsilon_lower"],
+    "certify_evidence(fdp)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,
+                                                                      0.95, certifier=evidence.fdp)["epsilon_lower"],
+}
+"""Every public entry of the certifiers, as (scores, included) -> epsilon_lower."""
+
+
+@pytest.mark.parametrize("entry", sorted(CERTIFIER_ENTRIES))
+def test_every_certifier_breaks_ties_by_a_random_permutation(entry):
+    """Constant scores (a model that ignores the canaries) carry no evidence, whatever order the canaries are listed in:
+    with the included ones first (or last) the guesses on tied scores must not follow the listing (ranking ties by
+    index certified 3.46 here); a strict ranking still counts as before (perfect scores certify > 2)."""
+    certify = CERTIFIER_ENTRIES[entry]
+    m = 1000
+    first = np.arange(m) < m // 2
+    for included in (first, ~first, np.arange(m) % 2 == 0):
+        assert certify(np.zeros(m), included) == 0.0
+        assert certify(np.full(m, 3.0), included) == 0.0
+    assert certify(first.astype(float), first) > 2.0  # ties within each side only: every guess right
+
+
+@pytest.mark.parametrize("entry", sorted(CERTIFIER_ENTRIES))
+def test_every_certifier_refuses_bad_arrays_with_a_value_error(entry):
+    certify = CERTIFIER_ENTRIES[entry]
+    m = 100
+    included = np.arange(m) % 2 == 0
+    scores = np.linspace(0, 1, m)
+    for bad_scores, bad_included, says in (
+            (np.r_[np.nan, scores[1:]], included, "NaN"),
+            (scores, np.r_[2.0, np.zeros(m - 1)], "boolean-valued"),
+            (scores, np.r_[np.nan, np.zeros(m - 1)], "boolean-valued"),
+            (scores, np.array(["yes"] * m), "boolean"),
+            (scores[1:], included, "one length"),
+            (np.zeros(0), np.zeros(0, dtype=bool), "no canaries"),
+            (np.zeros((2, m)), included, "1-D")):
+        with pytest.raises(ValueError, match=says):
+            certify(bad_scores, bad_included)
+    assert certify(scores, included.astype(int)) == certify(scores, included)  # 0/1 integers are inclusion bits
+
+
+def test_empty_guess_sets_or_no_scores_are_value_errors():
+    from tsdp.attacks.canary import fdp_bound as F
+    from tsdp.attacks.canary.evidence import certify_evidence
+    from tsdp.attacks.canary.steinke_bound import certify
+
+    included = np.arange(10) % 2 == 0
+    with pytest.raises(ValueError, match="no scores"):
+        certify_evidence({"scores": {}, "included": included}, 1e-5, 0.95)
+    with pytest.raises(ValueError, match="no scores"):
+        certify({}, included, 1e-5, 0.95)
+    with pytest.raises(ValueError, match="no guess sets"):
+        guess_bound(np.zeros(10), included, 1e-5, 0.05, fractions=())
+    with pytest.raises(ValueError, match="at least one"):
+        F.certify(np.zeros(10), included, 1e-5, sets=np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="no guess sets"):
+        F.fdp_bounds(np.zeros((1, 0)), np.zeros((0, 2), dtype=np.int64), 10, 1e-5, 0.05, "dp")

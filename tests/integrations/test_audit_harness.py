@@ -10,6 +10,8 @@ seeds are fixed, so each run is reproducible.
 """
 import json
 
+import numpy as np
+
 import pytest
 import torch
 from torch.utils.data import DataLoader
@@ -73,6 +75,16 @@ def test_plan_answers_before_training(capsys):
     assert out["ceiling"] == pytest.approx(ref["ceiling"]) and out["canaries_needed"] == ref["canaries_needed"]
     assert out["perfect_ranking"] == ref["perfect_ranking"] and out["scores"] == 2 and out["canary"] == "gradient"
     assert out["canaries"] == 1000 and out["runs"] == 10
+    # Steinke et al.'s bound alone plans with its own guess sets: its ceiling is what its certifier gives every guess
+    # right on the same m
+    from tsdp.attacks.canary.steinke_bound import guess_bound
+
+    assert main(["audit-fn", "--plan", "--canaries", "500", "--delta", "1e-5", "--analysis", "steinke", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    included = np.arange(500) % 2 == 0
+    assert list(out["ceiling"]) == ["steinke"]
+    assert out["ceiling"]["steinke"] == pytest.approx(guess_bound(included.astype(float), included, 1e-5,
+                                                                  0.025)["ceiling"])
     assert main(["audit-fn", "--plan", "--canaries", "1", "--delta", "1e-5"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--canaries" in err and "\n" not in err

@@ -32,7 +32,8 @@ def _human(d: dict) -> str:
         a = s["analyses"]
         lines[-1] += (f" (f-DP one-run test {a['dp']['epsilon_lower']:.4f}, Steinke et al. "
                       f"{a['steinke']['epsilon_lower']:.4f}; confidence split between them before the scores)")
-        lines.append(f"  if the training's trade-off curve is Gaussian: ε ≥ {s['epsilon_gdp']:.4f}")
+        lines.append(f"  only if the training's trade-off curve is Gaussian (not part of the verdict): "
+                     f"ε ≥ {s['epsilon_if_gaussian']:.4f}")
         top = max(v for k, v in s["ceiling"].items() if k in ("dp", "steinke"))
         lines.append(f"  this audit could certify at most {top:.4f} (every guess right); the answer is limited by "
                      f"{'the audit size: more canaries or runs could certify more' if s['limited_by'] == 'audit size' else 'the training, not the audit size'}")
@@ -62,7 +63,7 @@ PLAN_MAX = 10 ** 7
 def _plan(args) -> dict:
     """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.fdp_bound.plan`)."""
     from tsdp.attacks.canary.fdp_bound import plan
-    from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs
+    from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs, guess_sets_of
 
     canaries, delta, epsilon, _, confidence, _, _ = check_audit_inputs(
         None, None, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon, seed=args.seed,
@@ -71,7 +72,7 @@ def _plan(args) -> dict:
         raise UsageError(f"invalid --canaries/--runs: the plan covers at most {PLAN_MAX:.0e} canaries in all "
                          f"(got {canaries} × {args.runs})")
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
-               analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX)
+               analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX, grid=guess_sets_of(args.analysis))
     out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary)
     return out
 
@@ -103,7 +104,10 @@ def _many_runs(args, task, loss) -> dict:
 
     check_audit_inputs(task.train, loss, canaries=args.canaries, delta=args.delta,
                        epsilon=args.epsilon, seed=args.seed, confidence=args.confidence, spike=args.spike,
-                       canary=args.canary, clip=args.clip, scale=args.gradient_scale)
+                       canary=args.canary, clip=args.clip, scale=args.gradient_scale, timeout=args.timeout)
+    if args.timeout is not None and args.cluster is not None:
+        raise UsageError("invalid --timeout: not with --cluster (Dask runs your train in worker threads, which a "
+                         "time limit cannot stop): use --workers")
     task.check()
     many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
                     threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
@@ -162,6 +166,11 @@ def add_parsers(sub, command) -> None:
                    help="fdp: the f-DP one-run test (Mahloujifar, Melis & Chaudhuri 2025) on every guess set, with "
                         "Steinke et al.'s bound as its baseline (confidence split before the scores); steinke: that "
                         "bound alone (default fdp)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="the most seconds one run (your train, and your loss on the returned model) may take: a run "
+                        "still going then is stopped, with the processes it started, and the audit ends with one line "
+                        "naming the function (and with --runs how many runs had finished); not with --cluster "
+                        "(default: no limit)")
     p.add_argument("--plan", action="store_true",
                    help="train nothing: print the most ε the audit's canaries × runs can certify, what a training "
                         "without noise (every canary ranked right) certifies, and with --epsilon how many canaries "
@@ -191,10 +200,12 @@ def add_parsers(sub, command) -> None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
                                     epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
                                     confidence=args.confidence, clip=args.clip,
-                                    gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis)
+                                    gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis,
+                                    timeout=args.timeout)
         else:
             result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
-                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale),
+                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale,
+                                                timeout=args.timeout),
                                 loss)
         result.update(train=args.train, sigma=config.sigma)
         print(dumps(result) if args.json else _human(result))

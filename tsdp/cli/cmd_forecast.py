@@ -234,6 +234,10 @@ def _predict(args) -> int:
     gen = torch.Generator(device=device).manual_seed(args.seed)
     paths = private_forecast(model, context, args.r, cal.sigma, args.samples, gen)[0].cpu().numpy()
     qs = np.quantile(paths, QUANTILES, axis=0)
+    if not np.all(np.isfinite(qs)):  # the float32 model overflowed: no number to give
+        flag = "--values" if args.values is not None else "--data"
+        raise UsageError(f"invalid {flag}: the forecast of this series is not finite (values up to "
+                         f"{float(np.max(np.abs(x))):.3g} overflow the float32 model); rescale the series")
     payload = {"sigma": cal.sigma, "epsilon": cal.epsilon, "delta": cal.delta, "r": args.r, "model": header,
                "quantiles": {str(q): qs[i].tolist() for i, q in enumerate(QUANTILES)}, "samples": args.samples}
     lines = [f"private forecast ({header['model']}, L_F = {header['forecast_length']}) at sound "

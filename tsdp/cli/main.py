@@ -19,6 +19,7 @@ import argparse
 import importlib
 import math
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -251,9 +252,23 @@ def _flag(subparser: argparse.ArgumentParser, parameter: str, typed=()) -> Optio
     return None
 
 
+API_SETTING = re.compile(r"\b([a-z][a-z_]*)=('[^']*'|\"[^\"]*\"|[\w.+-]+)")
+"""An API setting as a library message spells it (``canary='spike'``, ``timeout=2``)."""
+
+
+def _as_flags(text: str, subparser: argparse.ArgumentParser) -> str:
+    """``text`` with every API setting ``name=value`` whose name is a flag of ``subparser`` written as the command line
+    would take it (``--canary spike``): the CLI's messages name CLI flags."""
+    def flag(match):
+        found = _flag(subparser, match.group(1))
+        return f"{found} {match.group(2).strip(chr(39) + chr(34))}" if found else match.group(0)
+
+    return API_SETTING.sub(flag, text)
+
+
 def _message(exc: Exception, subparser: argparse.ArgumentParser, typed=()) -> str:
     parameter = getattr(exc, "parameter", None)
-    text = str(exc)
+    text = _as_flags(str(exc), subparser)
     if isinstance(parameter, str):
         flag = _flag(subparser, parameter, typed)
         if flag is not None:
@@ -276,11 +291,24 @@ def _check_common(args) -> None:
             raise UsageError(f"invalid --device: {problem}")
 
 
+_NOTES: Dict[type, str] = {}
+"""The notes of the running command, the latest of each warning class (:func:`_show_warning`)."""
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    """A library's UserWarning (e.g. a PLD coarsened to fit memory) as one note line; float
+    """A library's UserWarning (e.g. a PLD coarsened to fit memory) as one note line, the latest of its class only
+    (a composition coarsened 16 times in a row says where it ended, once: :func:`_flush_notes`); float
     RuntimeWarnings (overflow in a tail that is then clipped) are not shown."""
     if issubclass(category, UserWarning):
-        print(f"tsdp: note: {_one_line(message)}", file=sys.stderr)
+        _NOTES.pop(category, None)  # keep the notes in the order of their latest
+        _NOTES[category] = _one_line(message)
+
+
+def _flush_notes() -> None:
+    """Print the held notes (one line each, before the command's error line or at its end) and forget them."""
+    for note in _NOTES.values():
+        print(f"tsdp: note: {note}", file=sys.stderr)
+    _NOTES.clear()
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -291,6 +319,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args.typed_flags = {t.split("=", 1)[0] for t in args.argv if t.startswith("--")}
     shown = warnings.showwarning
     warnings.showwarning = _show_warning
+    _NOTES.clear()
     try:
         _check_common(args)
         code = COMMANDS[args.command](args)
@@ -299,6 +328,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except _user_errors() as exc:
         if args.debug:
             traceback.print_exception(exc)
+        _flush_notes()
         print(f"tsdp {args.command}: error: {_message(exc, subparser, args.typed_flags)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader closed stdout (`| head`): stop quietly
@@ -309,6 +339,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"tsdp {args.command}: interrupted", file=sys.stderr)
         return 130
     finally:
+        _flush_notes()
         warnings.showwarning = shown
 
 

@@ -1,0 +1,141 @@
+"""audit-fn's time limit (--timeout) and the bad inputs around it: one line, exit 2, nothing left running."""
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import error_line
+from sweep import run_case, verdict
+
+SMALL = ["--N", "16", "--L", "30", "--batch-size", "4"]
+
+USER_FUNCTIONS = '''
+import multiprocessing
+import time
+
+
+def _sleep_forever():
+    time.sleep(10 ** 6)
+
+
+def sleeps(series):
+    time.sleep(10 ** 6)
+
+
+def sleeps_with_workers(series):
+    for _ in range(2):
+        multiprocessing.get_context("fork").Process(target=_sleep_forever).start()
+    time.sleep(10 ** 6)
+
+
+def swallows(series):
+    while True:
+        try:
+            time.sleep(10 ** 6)
+        except BaseException:
+            pass
+
+
+class Zero:
+    def __call__(self, context, forecast):
+        import torch
+        return torch.zeros(context.shape[0])
+
+
+def no_optimizer(series):
+    return Zero()
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    name = f"tsdp_limits_{os.getpid()}_{tmp_path.name}"
+    (tmp_path / f"{name}.py").write_text(USER_FUNCTIONS)
+    monkeypatch.chdir(tmp_path)
+    yield name
+    sys.modules.pop(name, None)
+
+
+def _audit_fn(module, train, *extra):
+    return ["audit-fn", "--train", f"{module}:{train}", "--canaries", "10", "--delta", "1e-5", *SMALL, *extra]
+
+
+def _ours(mark: str) -> list:
+    """The pids of live processes whose environment holds ``mark`` (a run's processes, however deep)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if mark.encode() in f.read():
+                    with open(f"/proc/{entry}/stat") as s:
+                        if s.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("canary", ["spike", "gradient"])
+def test_timeout_stops_a_train_that_sleeps_forever(user_module, canary):
+    """One line naming the train and the flag, exit 2, within the limit plus 5 s (the imports done before, as in a
+    long-lived process), the train's processes ended."""
+    warm = run_case(_audit_fn(user_module, "no_optimizer", "--canary", "spike"), 60)  # the clock measures the
+    assert warm.code == 0, warm.err[-1500:]  # audit, not the imports (done here, as in a long-lived process)
+    outcome = run_case(_audit_fn(user_module, "sleeps_with_workers", "--canary", canary, "--timeout", "1"), 60)
+    assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])
+    line = error_line(outcome.err)
+    assert f"--train: your train function {user_module}.sleeps_with_workers did not finish within the time limit " \
+           "of 1 s (--timeout 1)" in line
+    assert outcome.seconds < 1 + 5
+    import multiprocessing
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e308", "soon"])
+def test_bad_timeouts_are_one_line(user_module, value):
+    outcome = run_case(_audit_fn(user_module, "sleeps", f"--timeout={value}"), 60)
+    assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])
+    assert "--timeout" in error_line(outcome.err)
+
+
+def test_timeout_is_refused_on_a_cluster(user_module):
+    outcome = run_case(_audit_fn(user_module, "sleeps", "--timeout", "1", "--runs", "2", "--cluster", "auto"), 60)
+    assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])
+    assert "--timeout: not with --cluster" in error_line(outcome.err)
+
+
+def _subprocess(module_dir, argv, mark):
+    env = dict(os.environ, TSDP_TEST_MARK=mark, OMP_NUM_THREADS="1")
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "tsdp.cli", *argv], cwd=module_dir, env=env, capture_output=True,
+                          text=True, timeout=300)
+    return proc, time.monotonic() - started
+
+
+@pytest.mark.slow
+def test_timeout_with_worker_processes_ends_them_and_reports_the_runs(user_module, tmp_path):
+    """--runs 3 --workers 2: the first run out of time ends the audit, its line says how many runs had finished,
+    and no process of the audit is left (the workers and what the train started in them)."""
+    mark = uuid.uuid4().hex
+    proc, _ = _subprocess(tmp_path, _audit_fn(user_module, "sleeps_with_workers", "--canary", "spike",
+                                              "--timeout", "2", "--runs", "3", "--workers", "2"), mark)
+    assert proc.returncode == 2, proc.stderr[-1500:]
+    line = error_line(proc.stderr)
+    assert "did not finish within the time limit of 2 s (--timeout 2)" in line
+    assert "of 3 runs had finished, none is certified" in line
+    assert "Traceback" not in proc.stderr
+    time.sleep(0.5)
+    assert _ours(mark) == []
+
+
+@pytest.mark.slow
+def test_a_train_that_swallows_the_stop_ends_the_process(user_module, tmp_path):
+    mark = uuid.uuid4().hex
+    proc, _ = _subprocess(tmp_path, _audit_fn(user_module, "swallows", "--canary", "spike", "--timeout", "1"), mark)
+    assert proc.returncode == 2 and "kept running" in error_line(proc.stderr), proc.stderr[-1500:]
+    assert _ours(mark) == []
