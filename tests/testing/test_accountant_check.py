@@ -162,3 +162,13 @@ def test_hypothesis_shrinks_a_counterexample_of_the_wrong_accountant():
                                                                 steps=(1,)), max_examples=10)
     assert "UNSOUND: halved reports" in str(err.value) and "tsdp audit --theorem T6" in str(err.value)
     assert "N=1 L=1 L_C=0 L_F=1 Λ=1" in str(err.value)  # shrunk to the smallest configuration: one series, one window
+
+
+def test_between_says_where_in_the_bracket():
+    """A value in tsdp's bracket after 1000 Section 5 steps is 'between', with its position (reported - attained) /
+    (sound - attained) in the message and the table."""
+    (v,) = check_accountant(accountant(lambda c, s, d: 13.5, "c"), SECTION5, steps=1000, delta=DELTA).verdicts
+    assert v.verdict == "between" and v.epsilon_attained < 13.5 < v.epsilon_sound
+    position = (13.5 - v.epsilon_attained) / (v.epsilon_sound - v.epsilon_attained)
+    assert v.bracket_position == pytest.approx(position, rel=1e-12)
+    assert f"{position:.0%} of the way from the attained to the sound ε" in v.message()
