@@ -21,7 +21,7 @@ from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check
 
 from .attack import audit_command, describe_pair
 from .grid import Cell, default_grid
-from .reference import DISCRETIZATION, reference
+from .brackets import DISCRETIZATION, reference
 from .relations import Relation, other_relations
 from .verdicts import BETWEEN, SOUND, UNCHECKED, UNSOUND, CheckReport, Verdict, scheme_line
 

@@ -2,7 +2,7 @@
 
 A cell is (configuration, training steps, δ, the relation the accountant is claimed to answer for).
 The accountant's ε is compared with tsdp's bracket for that relation
-(:mod:`tsdp.testing.reference`): attained (a lower bound on the true ε) ≤ sound (an upper bound):
+(:mod:`tsdp.testing.brackets`): attained (a lower bound on the true ε) ≤ sound (an upper bound):
 
 * ``unsound``: below the attained ε. Provably wrong for the claimed relation: a concrete pair of
   neighbouring datasets (the construction's) exceeds it; the verdict carries the construction,
