@@ -37,7 +37,7 @@ _EXPORTS = {
     "Relation": "tsdp.testing.relations",
     "Cell": "tsdp.testing.grid",
     "default_grid": "tsdp.testing.grid",
-    "reference": "tsdp.testing.reference",
+    "reference": "tsdp.testing.brackets",
     "accountant": "tsdp.testing.adapters",
     "opacus_accountant": "tsdp.testing.adapters",
     "dp_accounting_accountant": "tsdp.testing.adapters",

@@ -21,7 +21,7 @@ from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check
 
 from .attack import audit_command, describe_pair
 from .grid import Cell, default_grid
-from .reference import DISCRETIZATION, reference
+from .brackets import DISCRETIZATION, reference
 from .relations import Relation, other_relations
 from .verdicts import BETWEEN, SOUND, UNCHECKED, UNSOUND, CheckReport, Verdict, scheme_line
 
@@ -116,9 +116,9 @@ def judge(eps: float, config: TrainingConfig, steps: int, delta: float, relation
     if attained is None and sound is None:
         return Verdict(UNCHECKED, note=f"tsdp has no bound for this scheme ({ref.refused})", **common)
     if attained is not None and eps < attained:
-        sound_under = tuple(other.name for other in other_relations(relation, config)
-                            if (r := reference(config, steps, delta, other, discretization, attained=False)).epsilon_sound is not None
-                            and eps >= r.epsilon_sound)
+        others = [(o, reference(config, steps, delta, o, discretization, attained=False).epsilon_sound)
+                  for o in other_relations(relation, config)]
+        sound_under = tuple(o.name for o, s in others if s is not None and eps >= s)
         return Verdict(UNSOUND, pair=describe_pair(ref.construction, claimed),
                        audit_command=audit_command(ref.construction, claimed, steps, delta), ratio=ratio,
                        sound_under=sound_under, **common)

@@ -89,8 +89,12 @@ class Relation:
 
 
 def other_relations(claimed: Relation, config: TrainingConfig):
-    """The relations other than ``claimed`` that the check names when a value is unsound for the claim:
-    one window, one element (1-event) and one whole series, each once."""
-    for relation in (Relation("window"), Relation("event", 1), Relation("series")):
-        if relation != claimed:
+    """The relations the check names when a value is unsound for ``claimed``: one window and one element (1-event),
+    each once, where a change touches fewer windows than the claim's (k). A relation whose change touches as many
+    windows or more cannot be the one a value below the claim's attained ε is sound for: its sound ε is at least the
+    claim's attained ε on the same batching (the bounds' mixture weights ρ k / T, Binom(k, q) grow with k; a test
+    checks it for T4, T6, T7 and T11)."""
+    k = claimed.config(config).k
+    for relation in (Relation("window"), Relation("event", 1)):
+        if relation != claimed and relation.config(config).k < k:
             yield relation

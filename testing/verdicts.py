@@ -2,7 +2,7 @@
 
 A cell is (configuration, training steps, δ, the relation the accountant is claimed to answer for).
 The accountant's ε is compared with tsdp's bracket for that relation
-(:mod:`tsdp.testing.reference`): attained (a lower bound on the true ε) ≤ sound (an upper bound):
+(:mod:`tsdp.testing.brackets`): attained (a lower bound on the true ε) ≤ sound (an upper bound):
 
 * ``unsound``: below the attained ε. Provably wrong for the claimed relation: a concrete pair of
   neighbouring datasets (the construction's) exceeds it; the verdict carries the construction,
@@ -99,8 +99,10 @@ class Verdict:
         if self.verdict == BETWEEN:
             upper = ("no sound bound in the catalogue" if self.epsilon_sound is None
                      else f"sound {self.epsilon_sound:.4g} ({self.theorem})")
+            where_in = ("" if self.bracket_position is None
+                        else f", {self.bracket_position:.0%} of the way from the attained to the sound ε")
             return (f"between: {self.accountant} reports ε = {self.epsilon_reported:.4g} in tsdp's bracket "
-                    f"[attained {self.epsilon_attained:.4g}, {upper}] ({where})")
+                    f"[attained {self.epsilon_attained:.4g}, {upper}]{where_in} ({where})")
         return f"unchecked: {self.note} ({where})"
 
     def as_dict(self) -> dict:
@@ -153,8 +155,9 @@ class CheckReport:
 
         for v in self.verdicts:
             tag = "mismatch" if v.relation_mismatch else v.verdict
+            at = f"  (bracket {v.bracket_position:.0%})" if v.bracket_position is not None else ""
             lines.append(f"{tag:<10} {num(v.epsilon_reported)} {num(v.epsilon_attained)} {num(v.epsilon_sound)}  "
-                         f"{v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  {scheme_line(v.config)}")
+                         f"{v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  {scheme_line(v.config)}{at}")
         c = self.counts
         lines.append(f"{c['unsound']} unsound ({c['relation_mismatch']} of them relation mismatches), "
                      f"{c['between']} between, {c['sound']} sound, {c['unchecked']} unchecked of {len(self.verdicts)} "

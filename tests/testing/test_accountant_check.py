@@ -162,3 +162,31 @@ def test_hypothesis_shrinks_a_counterexample_of_the_wrong_accountant():
                                                                 steps=(1,)), max_examples=10)
     assert "UNSOUND: halved reports" in str(err.value) and "tsdp audit --theorem T6" in str(err.value)
     assert "N=1 L=1 L_C=0 L_F=1 Λ=1" in str(err.value)  # shrunk to the smallest configuration: one series, one window
+
+
+def test_between_says_where_in_the_bracket():
+    """A value in tsdp's bracket after 1000 Section 5 steps is 'between', with its position (reported - attained) /
+    (sound - attained) in the message and the table."""
+    (v,) = check_accountant(accountant(lambda c, s, d: 13.5, "c"), SECTION5, steps=1000, delta=DELTA).verdicts
+    assert v.verdict == "between" and v.epsilon_attained < 13.5 < v.epsilon_sound
+    position = (13.5 - v.epsilon_attained) / (v.epsilon_sound - v.epsilon_attained)
+    assert v.bracket_position == pytest.approx(position, rel=1e-12)
+    assert f"{position:.0%} of the way from the attained to the sound ε" in v.message()
+
+
+@pytest.mark.parametrize("config", [SECTION5, SECTION5.with_(top="deterministic", bottom="poisson"),
+                                    SECTION5.with_(instances=2), SECTION5.with_(sigma_context=1.0, sigma_forecast=1.0)],
+                         ids=["T6", "T4", "T7", "T11"])
+def test_a_coarser_relation_is_never_sound_for_a_value_below_the_claims_attained_epsilon(config):
+    """Why a value unsound for a claim is checked against the finer relations only: on one batching, after 10
+    steps, every relation whose change touches as many windows or more (k = 2, 4, 20 of T = 20) has a sound ε at
+    or above the attained ε of each finer claim (1-event, 2-user). (The window relation, k = 1, drops the
+    augmentation, so with T11 its sound ε exceeds the 1-event one: it is always checked.)"""
+    from tsdp.testing import reference
+
+    chain = [Relation("event", 1), Relation("user", 2), Relation("series")]
+    assert [r.config(config).k for r in chain] == [2, 4, 20]
+    refs = [reference(config, 10, DELTA, r) for r in chain]
+    for i, claim in enumerate(refs[:-1]):
+        for coarser in refs[i + 1:]:
+            assert coarser.epsilon_sound >= claim.epsilon_attained, (claim, coarser)

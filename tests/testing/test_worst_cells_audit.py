@@ -18,7 +18,7 @@ SHUFFLED = TrainingConfig(N=576, L=25, context_length=4, forecast_length=3, batc
 
 CELLS = [  # (configuration, steps, accountants whose ε the audit must exceed, trials per world)
     pytest.param(SHUFFLED, 100, [("gdp", "window"), ("pld", "window"), ("prv", "window")], 20_000, id="T4-shuffle-100"),
-    pytest.param(SECTION5, 1, [("gdp", "window"), ("pld", "window"), ("rdp", "window")], 100_000, id="T6-section5-1"),
+    pytest.param(SECTION5, 1, [("gdp", "window"), ("pld", "window"), ("rdp", "window")], 200_000, id="T6-section5-1"),
     pytest.param(SECTION5.with_(top="deterministic"), 10, [("gdp", "window"), ("pld", "window")], 20_000,
                  id="T1-section5-10"),
 ]
