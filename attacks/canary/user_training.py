@@ -42,7 +42,8 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from tsdp.theorems.config import SEED_MAX, ConfigError, TrainingConfig, check_delta, check_epsilon, check_int, check_real
+from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_delta, check_epsilon, check_int,
+                                  check_real, window_starts)
 
 from tsdp.attacks.data.series import SeriesData
 from tsdp.attacks.loop.train import FLOAT32_MAX
@@ -176,7 +177,7 @@ def spike_evidence(train: Callable[[list], object], base: SeriesData, config: Tr
 
     every = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     lengths = torch.as_tensor(base.lengths)
-    seq, start, valid = canary_windows(config, series, position, lengths - config.forecast_length + 1)
+    seq, start, valid = canary_windows(config, series, position, window_starts(lengths, config.forecast_length))
     flat = valid.reshape(-1)
     losses = []
     for version in (base, every):
