@@ -28,6 +28,13 @@ class ConfigError(ValueError):
         super().__init__(f"invalid {parameter}: {constraint}{shown}")
 
 
+def window_starts(lengths, forecast_length: int):
+    """T_n = L_n - L_F + 1: the start positions of the windows of a series of length L_n (Algorithm 4, front padding
+    included, each window's forecast inside the series). Elementwise on an int, a numpy array or a torch tensor of
+    lengths: the one home of this count (the samplers, the loaders and the audits all call it)."""
+    return lengths - forecast_length + 1
+
+
 def _short(value) -> str:
     """``repr(value)``, cut to one readable piece when long (an integer of 400 digits, a long list)."""
     text = repr(value)
@@ -61,13 +68,6 @@ def check_int(name: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
     if value > maximum:
         raise ConfigError(name, f"must be <= {maximum:.6g}", value)
     return value
-
-
-def check_workers(name: str, value) -> int:
-    """A number of local worker processes: 1 to 4 per CPU core (more only add start-up time and memory)."""
-    import os
-
-    return check_int(name, value, 1, 4 * (os.cpu_count() or 1))
 
 
 def check_real(name: str, value, *, low: Optional[float] = None, high: Optional[float] = None,
@@ -227,8 +227,8 @@ class TrainingConfig:
     # ----- derived quantities (THEOREMS.md "Notation") -----
     @property
     def T(self) -> int:
-        """Number of subsequence start positions, T = L - L_F + 1."""
-        return self.L - self.forecast_length + 1
+        """Number of subsequence start positions, T = L - L_F + 1 (:func:`window_starts`)."""
+        return window_starts(self.L, self.forecast_length)
 
     @property
     def window_length(self) -> int:

@@ -18,6 +18,15 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def check_workers(name: str, value) -> int:
+    """A number of local worker processes: 1 to 4 per CPU this process may run on (:func:`available_cpus`, its
+    affinity: a container or ``taskset`` limit counts, the machine's cores do not); more only add start-up time and
+    memory. ConfigError naming ``name`` otherwise."""
+    from tsdp.theorems.config import check_int
+
+    return check_int(name, value, 1, 4 * available_cpus())
+
+
 def each(fn: Callable, items: Sequence) -> list:
     """``[fn(x) for x in items]``, on up to one thread per available CPU (in turn on one). The first error, in
     ``items``' order, is raised after all have finished."""
@@ -31,4 +40,4 @@ def each(fn: Callable, items: Sequence) -> list:
     return [f.result() for f in futures]
 
 
-__all__ = ["available_cpus", "each"]
+__all__ = ["available_cpus", "check_workers", "each"]

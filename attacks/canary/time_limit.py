@@ -35,6 +35,9 @@ HARD_EXIT_S = 3.0
 GRACE_S = 1.0
 """How long a process the stopped code started has to end after SIGTERM before it is killed."""
 
+TIMEOUT_MIN = 1e-3
+"""The smallest time limit in seconds: setitimer counts microseconds, and a limit that rounds to 0 would disarm it."""
+
 TIMEOUT_MAX = 1e7
 """The largest time limit in seconds (115 days; setitimer's range is far above)."""
 
@@ -45,11 +48,11 @@ class Expired(BaseException):
 
 
 def check_timeout(timeout) -> Optional[float]:
-    """``timeout`` in seconds, None (no limit) or a real in (0, :data:`TIMEOUT_MAX`] (ConfigError naming ``timeout``
-    otherwise, before any work)."""
+    """``timeout`` in seconds, None (no limit) or a real in [:data:`TIMEOUT_MIN`, :data:`TIMEOUT_MAX`] (ConfigError
+    naming ``timeout`` otherwise, before any work)."""
     if timeout is None:
         return None
-    return check_real("timeout", timeout, low=0.0, high=TIMEOUT_MAX, low_open=True)
+    return check_real("timeout", timeout, low=TIMEOUT_MIN, high=TIMEOUT_MAX)
 
 
 def check_can_limit(timeout: Optional[float]) -> None:

@@ -23,7 +23,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import TrainingConfig, window_starts
 
 from tsdp.attacks.data.formats import load_series
 from tsdp.attacks.data.series import SeriesData
@@ -98,7 +98,8 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     full = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     train_part, _ = full.split(config.forecast_length)
     padded, lengths = pad_series([torch.as_tensor(s) for s in train_part.series], config.context_length)
-    black, white = _scores(model, init_model, padded, lengths - config.forecast_length + 1, config, series, position)
+    black, white = _scores(model, init_model, padded, window_starts(lengths, config.forecast_length), config, series,
+                           position)
     bounds = certify({"loss": black, "gradient": white}, included, delta, confidence)
     scores, lower = bounds["scores"], bounds["epsilon_lower"]
     return {

@@ -34,6 +34,7 @@ whether it exceeds the ε you claim.
 from __future__ import annotations
 
 import inspect
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
@@ -41,9 +42,11 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from tsdp.theorems.config import SEED_MAX, ConfigError, TrainingConfig, check_delta, check_epsilon, check_int, check_real
+from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_delta, check_epsilon, check_int,
+                                  check_real, window_starts)
 
 from tsdp.attacks.data.series import SeriesData
+from tsdp.attacks.loop.train import FLOAT32_MAX
 from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
@@ -52,7 +55,7 @@ from .fdp_bound import guess_grid
 from .steinke_bound import guess_sets
 from .gradient import SCORES as GRADIENT_SCORES
 from .data_span import FAILED
-from .gradient import ideal_epsilon, sound_profile
+from .gradient import MAX_DIRECTION_ENTRIES, ideal_epsilon, sound_profile
 from .optimizer_canaries import run_with_canaries
 from .time_limit import Expired, check_can_limit, check_timeout, time_limit
 
@@ -174,7 +177,7 @@ def spike_evidence(train: Callable[[list], object], base: SeriesData, config: Tr
 
     every = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     lengths = torch.as_tensor(base.lengths)
-    seq, start, valid = canary_windows(config, series, position, lengths - config.forecast_length + 1)
+    seq, start, valid = canary_windows(config, series, position, window_starts(lengths, config.forecast_length))
     flat = valid.reshape(-1)
     losses = []
     for version in (base, every):
@@ -289,21 +292,35 @@ CANARIES = {"gradient": GRADIENT_SCORES, "spike": SPIKE_SCORES}
 """The kinds of canaries (`tsdp audit-fn --canary`) and the scores each run gives (certified with Bonferroni)."""
 
 
+CLIP_MAX = math.sqrt(FLOAT32_MAX)
+"""The largest clipping norm C (and gradient scale) of gradient canaries: a canary's contribution C · u is summed and
+squared in the float32 model's arithmetic, so C² must stay finite there (1.8e19)."""
+
+SPIKE_MAX = float(2 ** 24)
+"""The largest spike (in standard deviations of its series): beyond 2^24, float32 (the models' precision) rounds the
+series' own values away next to the spike."""
+
+
 def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidence, spike, canary="spike",
                        clip=1.0, scale=None, timeout=None) -> tuple:
-    """(canaries, δ, ε, seed, confidence, spike, clip) validated before any training (ConfigError naming the value;
-    :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot take its arguments; ``train`` None: the
-    values only, as for a plan). ``timeout`` (seconds, None for none) is checked too."""
+    """(canaries, δ, ε, seed, confidence, spike, clip) validated before any training, every value whatever the kind of
+    canary uses it (ConfigError naming the value; :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot
+    take its arguments; ``train`` None: the values only, as for a plan): m at most the direction entries of
+    gradient canaries (m · d with d ≥ 1), C and the gradient scale at most :data:`CLIP_MAX`, the spike at most
+    :data:`SPIKE_MAX`. ``timeout`` (seconds, None for none) is checked too."""
     check_timeout(timeout)
     if canary not in CANARIES:
         raise ConfigError("canary", f"must be one of {', '.join(CANARIES)}", canary)
-    clip = check_real("clip", clip, low=0.0, low_open=True)
+    clip = check_real("clip", clip, low=0.0, high=CLIP_MAX, low_open=True)
     if scale is not None:
-        check_real("gradient_scale", scale, low=0.0, low_open=True)
-    canaries = check_int("canaries", canaries, 2)
+        check_real("gradient_scale", scale, low=0.0, high=CLIP_MAX, low_open=True)
+        if clip * scale > CLIP_MAX:
+            raise ConfigError("gradient_scale", f"times the clipping norm {clip:g} must be <= {CLIP_MAX:.3g}: the "
+                                                "canaries' step would overflow float32", scale)
+    canaries = check_int("canaries", canaries, 2, MAX_DIRECTION_ENTRIES)
     confidence = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
     delta = check_delta(delta)
-    spike = check_real("spike", spike, low=0.0, low_open=True)
+    spike = check_real("spike", spike, low=0.0, high=SPIKE_MAX, low_open=True)
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
     seed = check_int("seed", seed, 0, SEED_MAX)

@@ -226,14 +226,20 @@ JSONL_SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
 
 def _read_table(path: Path):
     """(frame, line of data row 0 or None) of a CSV (header row detected: a first row of numbers is data) or
-    parquet file."""
+    parquet file. Parquet is read by pyarrow from the file's bytes in memory on the calling thread
+    (``use_threads=False``): ``pandas.read_parquet`` starts Arrow's thread pools (and Arrow's file system its I/O
+    thread), whose threads, still alive when the interpreter exits after torch was loaded, made about 1 exit in 10
+    abort ("terminate called without an active exception", SIGABRT) after the command had finished; this read
+    starts no thread."""
     pd = _require("pandas", "data")
     csv = path.name.lower().endswith((".csv", ".csv.gz"))
     if not csv:
-        _require("pyarrow", "data")
+        parquet = _require("pyarrow.parquet", "data")
     try:
-        if not csv:
-            return pd.read_parquet(path), None
+        if not csv:  # on this thread only: Arrow's pool threads, once started, could abort the process at its exit
+            with open(path, "rb") as f:
+                source = parquet.ParquetFile(_require("pyarrow", "data").BufferReader(f.read()))
+            return source.read(use_threads=False, use_pandas_metadata=True).to_pandas(use_threads=False), None
         first = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0]
         headerless = all(_is_number(cell) for cell in first)
         return pd.read_csv(path, header=None if headerless else 0), 1 if headerless else 2

@@ -25,7 +25,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig, window_starts
 
 from .samplers import make_sampler
 from .windows import augment, gather_windows, pad_series, split_window
@@ -78,7 +78,7 @@ class WindowDataset(torch.utils.data.Dataset):
         self.config = config
         self.lengths = tuple(lengths)
         self.padded, _ = pad_series([torch.as_tensor(a) for a in arrays], config.context_length)
-        self.n_starts = torch.as_tensor(lengths) - config.forecast_length + 1
+        self.n_starts = window_starts(torch.as_tensor(lengths), config.forecast_length)
         self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
 
     def __len__(self) -> int:

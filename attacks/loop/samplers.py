@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import TrainingConfig, window_starts
 
 # Rows of at most this many random keys are drawn at once (bounds peak memory of WOR draws).
 _KEYS_PER_CHUNK = 1 << 24
@@ -255,7 +255,7 @@ def n_starts_of(config: TrainingConfig, lengths: Optional[Sequence[int]] = None)
         raise ValueError(f"got {lengths_t.numel()} sequence lengths for N = {config.N} sequences")
     if int(lengths_t.min()) < config.forecast_length:
         raise ValueError(f"every sequence needs length >= L_F = {config.forecast_length}")
-    return lengths_t - config.forecast_length + 1
+    return window_starts(lengths_t, config.forecast_length)
 
 
 def make_sampler(config: TrainingConfig, lengths: Optional[Sequence[int]] = None):

@@ -11,6 +11,8 @@ from typing import Sequence, Tuple
 
 import torch
 
+from tsdp.theorems.config import window_starts
+
 
 def pad_series(series: Sequence[torch.Tensor], context_length: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """Front-pad every series with L_C zeros (Algorithm 4, prepend_zeros) into one (N, L_C + L_max) tensor.
@@ -43,7 +45,7 @@ def every_window(series: Sequence, context_length: int, forecast_length: int) ->
     """(context, forecast) of every window of ``series`` (Algorithm 4: front padding, each start 0..L_n - L_F), in
     series order, without augmentation: the windows a loader can draw."""
     padded, lengths = pad_series([torch.as_tensor(s) for s in series], context_length)
-    n_starts = lengths - forecast_length + 1
+    n_starts = window_starts(lengths, forecast_length)
     seq = torch.repeat_interleave(torch.arange(len(series)), n_starts)
     start = torch.cat([torch.arange(int(n)) for n in n_starts])
     return split_window(gather_windows(padded, seq, start, context_length + forecast_length), context_length)

@@ -48,8 +48,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real, check_workers
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real
 from tsdp.theorems.constructions import CONSTRUCTIONS
+from tsdp.verify.cpus import check_workers
 from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import compositions, training_event

@@ -57,7 +57,7 @@ def test_processes_the_stopped_code_started_are_ended():
     assert set(_children()) - set(before) == set()
 
 
-@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), 1e308, "soon", True])
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), 1e308, 1e-320, "soon", True])
 def test_bad_timeouts_are_refused_naming_timeout(bad):
     with pytest.raises(ConfigError, match="invalid timeout"):
         check_timeout(bad)

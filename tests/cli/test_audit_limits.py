@@ -96,7 +96,7 @@ def test_timeout_stops_a_train_that_sleeps_forever(user_module, canary):
     assert multiprocessing.active_children() == []
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e308", "soon"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "-inf", "inf", "1e308", "1e-320", "-1e-320", "soon"])
 def test_bad_timeouts_are_one_line(user_module, value):
     outcome = run_case(_audit_fn(user_module, "sleeps", f"--timeout={value}"), 60)
     assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])

@@ -44,7 +44,8 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
         from tsdp.reports.run import OUT_ROOT, WORKERS, build_report, load_config
 
-        from tsdp.theorems.config import ConfigError, check_output_path, check_workers
+        from tsdp.theorems.config import ConfigError, check_output_path
+        from tsdp.verify.cpus import check_workers
 
         workers = WORKERS if args.workers is None else check_workers("workers", args.workers)
 

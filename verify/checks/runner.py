@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from tsdp.theorems.bounds.base import Bound
-from tsdp.theorems.config import check_workers
+from tsdp.verify.cpus import check_workers
 
 from . import axioms, composition, errata, lemmas, ordering, paths, symbolic
 from .common import bound as registry_bound, bounds as registry_bounds, evaluated_ids, ids_with_construction
