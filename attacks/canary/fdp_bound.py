@@ -235,7 +235,7 @@ def guess_grid(m: int, smallest: Optional[int] = None) -> np.ndarray:
     Both ends: k_in = k_out in powers of 2 and m // 2; counts below ``smallest`` (default
     m // 128, at least 1) are left out (with few guesses even perfect ones certify little, and
     every candidate costs Bonferroni budget). Near-balanced splits: (a_j, m - a_{j+1}) for
-    a_j = m // 2 + j s, s = max(1, ⌊√m / 4⌋) (half a standard deviation of the number included,
+    a_j = m // 2 + j s, s = ⌈√m / 4⌉ (half a standard deviation of the number included,
     Binomial(m, 1/2)), j = -8, ..., 7, clipped to [0, m]: a perfect ranking with n included
     makes every guess of the set with a_j ≤ n ≤ a_{j+1} right, k ≥ m - s guesses, whereas the
     symmetric sets lose k_in + k_out - m of theirs as soon as n ≠ m / 2. Without them a training
@@ -250,7 +250,7 @@ def guess_grid(m: int, smallest: Optional[int] = None) -> np.ndarray:
     ks = np.unique(np.concatenate([2 ** np.arange(int(np.log2(half)) + 1), [half]]))
     ks = ks[(ks >= min(smallest, half)) & (ks <= half)]
     both_ends = np.stack([ks, ks], axis=1)
-    step = max(1, int(np.sqrt(m) / 4))
+    step = int(np.ceil(np.sqrt(m) / 4))
     a = np.clip(half + step * np.arange(-SPLITS, SPLITS + 1), 0, m)
     splits = np.stack([a[:-1], m - a[1:]], axis=1)
     sets = np.unique(np.concatenate([both_ends, splits]), axis=0)
