@@ -301,8 +301,11 @@ class GradientCanaries:
         ``basis`` of their span at the step's parameters is given (:meth:`attacks.canary.data_span.DataSpan.basis`)."""
         from .data_span import DataSpan
 
-        flat = _flat([p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params])
-        self._record(DataSpan.residual(flat, basis))
+        self._record(DataSpan.residual(self.stepped_gradient(), basis))
+
+    def stepped_gradient(self) -> torch.Tensor:
+        """The gradient the optimizer steps on, flat (each parameter's ``.grad``; zero where there is none)."""
+        return _flat([p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params])
 
     def _record(self, observed: torch.Tensor) -> None:
         self._projections.append(self.directions @ observed.to(self.directions.dtype))

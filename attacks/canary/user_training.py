@@ -48,7 +48,7 @@ from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .evidence import CERTIFIERS, certify_evidence
 from .gradient import SCORES as GRADIENT_SCORES
-from .data_span import FAILED
+from .data_span import FAILED, MAX_ENTRIES
 from .gradient import ideal_epsilon, sound_profile
 from .optimizer_canaries import run_with_canaries
 
@@ -198,21 +198,26 @@ class SpikeTask:
 
 
 def gradient_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
-                      loss: Optional[Callable] = None, seed=0, clip: float = 1.0, scale: Optional[float] = None) -> dict:
+                      loss: Optional[Callable] = None, seed=0, clip: float = 1.0, scale: Optional[float] = None,
+                      span_entries: int = MAX_ENTRIES, progress: bool = False) -> dict:
     """One training run of ``train`` with m gradient canaries in its optimizer (module docstring, ``"gradient"``):
-    {"scores": {"sum", "mixture"}, "included", "optimizer", "steps", "clip", "scale", "observed", "data_span"}.
+    {"scores": {"sum", "mixture"}, "included", "optimizer", "steps", "clip", "scale", "observed", "data_span",
+    "data_part"}.
 
     ``loss(model, context, forecast) -> (B,)``: the per-window training loss (default
     ``model(context, forecast)``), with which the data's gradients are taken off the observed
     gradient (:mod:`attacks.canary.data_span`; ``data_span`` says why not when they are kept).
     ``seed``: an int or a ``numpy.random.SeedSequence`` (directions, inclusion bits,
     participations); ``scale``: the gradient's scale (:mod:`attacks.canary.optimizer_canaries`;
-    default read from an Opacus DP optimizer, else 1/Λ).
+    default read from an Opacus DP optimizer, else 1/Λ); ``span_entries``: the most per-window gradient
+    entries held per step (``data_part`` says how the data was taken off and what a step cost);
+    ``progress``: a bar of the audited steps on stderr.
     """
     windows = every_window(base.series, config.context_length, config.forecast_length)
     hooks = _call("train", train, [s.copy() for s in base.series],
                   via=lambda series: run_with_canaries(train, series, config, canaries, clip=clip, scale=scale,
-                                                       seed=seed, windows=windows, loss=loss or _default_loss))
+                                                       seed=seed, windows=windows, loss=loss or _default_loss,
+                                                       span_entries=span_entries, progress=progress))
     if hooks.canaries is None or hooks.canaries.steps == 0:
         raise UserFunctionError("train", train, "never called a torch.optim optimizer's step(): gradient canaries "
                                                 "hook into one (canary='spike' audits any returned model)")
@@ -227,7 +232,7 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
             raise UserFunctionError("loss", loss, f"cannot give the data's per-window gradients: {span}")
         span += "; give loss(model, context, forecast) -> (B,) per-window losses"
     return dict(evidence, optimizer=hooks.optimizer, steps=hooks.canaries.steps, clip=hooks.clip, scale=hooks.scale,
-                observed=hooks.observed, data_span=span)
+                observed=hooks.observed, data_span=span, data_part=hooks.data_part())
 
 
 @dataclass(frozen=True)
@@ -242,20 +247,24 @@ class GradientTask:
     clip: float = 1.0
     scale: Optional[float] = None
     loss: Optional[Callable] = None
+    span_entries: int = MAX_ENTRIES
+    progress: bool = False
 
     def check(self) -> None:
         """Nothing to place before the runs: the canaries attach to the optimizer at its first step."""
 
     def __call__(self, seed: np.random.SeedSequence) -> dict:
         return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss, seed=seed,
-                                 clip=self.clip, scale=self.scale)
+                                 clip=self.clip, scale=self.scale, span_entries=self.span_entries,
+                                 progress=self.progress)
 
 
 def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, canaries: int, *, loss=None,
-              spike: float = 10.0, clip: float = 1.0, scale: Optional[float] = None):
+              spike: float = 10.0, clip: float = 1.0, scale: Optional[float] = None, span_entries: int = MAX_ENTRIES,
+              progress: bool = False):
     """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed."""
     if canary == "gradient":
-        return GradientTask(train, data, config, canaries, clip, scale, loss)
+        return GradientTask(train, data, config, canaries, clip, scale, loss, span_entries, progress)
     return SpikeTask(train, data, config, canaries, loss, spike)
 
 
@@ -291,7 +300,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
                    canaries: int, delta: float, epsilon: Optional[float] = None, canary: str = "gradient",
                    loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
                    clip: float = 1.0, gradient_scale: Optional[float] = None, spike: float = 10.0,
-                   analysis: str = "fdp") -> dict:
+                   analysis: str = "fdp", span_entries: int = MAX_ENTRIES, progress: bool = False) -> dict:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
     ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
@@ -307,14 +316,17 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     "steinke" alone. Returns a JSON-ready dict: canaries, included, epsilon_lower, confidence,
     delta, epsilon_claimed, violation, each score's analysis (guesses, AUC; with "fdp" the
     perfect-guess ``ceiling`` and ``limited_by``: whether the audit's size or the training limits
-    the answer).
+    the answer). ``span_entries``: gradient canaries' most per-window gradient entries held per
+    step (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset);
+    ``progress``: a bar of the audited steps on stderr.
     """
     canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
         canary=canary, clip=clip, scale=gradient_scale)
     certifier = _certifier(analysis)
+    span_entries = check_int("span_entries", span_entries, 1)
     task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip,
-                     scale=gradient_scale)
+                     scale=gradient_scale, span_entries=span_entries, progress=progress)
     task.check()
     evidence = task(np.random.SeedSequence(seed))
     result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon,
@@ -352,7 +364,7 @@ def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: 
         return {}
     first = runs[0]
     m = sum(len(r["included"]) for r in runs)
-    facts = {k: first[k] for k in ("optimizer", "steps", "clip", "scale", "observed", "data_span")}
+    facts = {k: first[k] for k in ("optimizer", "steps", "clip", "scale", "observed", "data_span", "data_part")}
     facts["epsilon_ideal"] = ideal_epsilon(config, m, first["steps"], delta, confidence, certifier=certifier,
                                            seed=seed)
     return facts
