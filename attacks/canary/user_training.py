@@ -358,15 +358,18 @@ def analyses_of(canary: str, analysis: str) -> tuple:
 def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: float, confidence: float, certifier,
               seed: int) -> dict:
     """What a gradient-canary audit reports beside its bound: the first run's optimizer, steps, C and gradient scale,
-    and ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
-    (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries: its power at the claim)."""
+    the parameters d, and ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
+    (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
+    canaries than parameters: its power at the claim)."""
     if canary != "gradient":
         return {}
     first = runs[0]
     m = sum(len(r["included"]) for r in runs)
     facts = {k: first[k] for k in ("optimizer", "steps", "clip", "scale", "observed", "data_span", "data_part")}
+    facts["parameters"] = first["parameters"]
     facts["epsilon_ideal"] = ideal_epsilon(config, m, first["steps"], delta, confidence, certifier=certifier,
-                                           seed=seed)
+                                           seed=seed, parameters=first["parameters"], per_run=len(first["included"]),
+                                           removed=(first["data_part"] or {}).get("windows_per_step", 0.0))
     return facts
 
 

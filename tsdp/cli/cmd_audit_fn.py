@@ -99,7 +99,24 @@ def _plan(args) -> dict:
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
                analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX)
     out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary)
+    if args.steps is not None or args.parameters is not None:
+        out["best_canaries"] = _best_canaries(args, delta, confidence)
     return out
+
+
+def _best_canaries(args, delta: float, confidence: float) -> dict:
+    """``--plan --steps T --parameters d`` (gradient canaries): the canaries per run that certify most on the claimed
+    mechanism, their cross-talk included (:func:`attacks.canary.gradient.best_canaries`)."""
+    from tsdp.attacks.canary.evidence import CERTIFIERS
+    from tsdp.attacks.canary.gradient import best_canaries
+
+    if args.canary != "gradient" or args.steps is None or args.parameters is None:
+        raise UsageError("invalid --steps/--parameters: both are needed, and only for --canary gradient")
+    for flag, value, top in (("--steps", args.steps, 10 ** 5), ("--parameters", args.parameters, 10 ** 8)):
+        if not 1 <= value <= top:
+            raise UsageError(f"invalid {flag}: must be in [1, {top:.0e}] (got {value})")
+    return best_canaries(config_from_args(args), args.steps, args.parameters, delta, confidence, runs=args.runs,
+                         certifier=CERTIFIERS[args.analysis], seed=args.seed)
 
 
 def _plan_human(d: dict) -> str:
@@ -114,6 +131,12 @@ def _plan_human(d: dict) -> str:
         lines.append(f"  canaries needed to flag a training without noise against the claimed ε = "
                      f"{d['claimed_epsilon']:g} ({1 - d['quantile']:.0%} of audits): "
                      f"{f'more than {PLAN_MAX:.0e}' if n is None else n} (in all, over the runs)")
+    if "best_canaries" in d:
+        b = d["best_canaries"]
+        lines.append("  the same audit on the claimed mechanism (cross-talk of canaries sharing the parameters "
+                     "included), ε by canaries per run: " + ", ".join(f"{m}: {e:.3f}" for m, e in b["table"].items()))
+        lines.append(f"  the most: {b['canaries']} canaries per run (ε ≈ {b['epsilon_ideal']:.3f}); more drown "
+                     "each other once they near the number of parameters")
     return "\n".join(lines)
 
 
@@ -192,6 +215,12 @@ def add_parsers(sub, command) -> None:
                    help="train nothing: print the most ε the audit's canaries × runs can certify, what a training "
                         "without noise (every canary ranked right) certifies, and with --epsilon how many canaries "
                         "it takes to flag such a training against that claim")
+    p.add_argument("--steps", type=int, default=None,
+                   help="with --plan and gradient canaries: the optimizer steps of your training (with --parameters: "
+                        "the plan picks the canaries per run that certify most on the claimed mechanism)")
+    p.add_argument("--parameters", type=int, default=None,
+                   help="with --plan and gradient canaries: the trainable parameters d of your model (canaries "
+                        "beyond d interfere)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_data_arguments(p, default="synthetic", what="the series the canaries go into")
     add_config_arguments(p)
@@ -207,6 +236,8 @@ def add_parsers(sub, command) -> None:
             return 0
         if args.train is None:
             raise UsageError("invalid --train: required (module:function of your training), unless --plan")
+        if args.steps is not None or args.parameters is not None:
+            raise UsageError("invalid --steps/--parameters: they go with --plan")
         config = config_from_args(args)
         train = load_entry_point(args.train, "--train")
         loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
