@@ -77,9 +77,9 @@ class TsdpTraining:
         return run["trained_model"].cpu()
 
 
-def bench_blackbox(*, canaries: int = 500, epochs: int = 20, epsilon: float = 1.0, delta: float = 1e-5,
-                   confidence: float = 0.95, seed: int = 0, series: int = 50, length: int = 40,
-                   context_length: int = 8, progress: Optional[Callable[[str], None]] = None) -> dict:
+def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1.0, delta: float = 1e-5,
+                   confidence: float = 0.95, seed: int = 0, series: int = 100, length: int = 40,
+                   context_length: int = 4, progress: Optional[Callable[[str], None]] = None) -> dict:
     """The table of the module docstring (JSON-ready): ``series`` synthetic series of ``length`` training values,
     L_C = ``context_length``, L_F = 1, Λ = 32 windows per step; the claim ``epsilon`` at ``delta``."""
     from tsdp.verify.calibration import calibrate_sigma

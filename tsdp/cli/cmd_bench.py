@@ -50,7 +50,7 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--mu", type=float, nargs="+", default=None, metavar="MU",
                    help="`canary`: GDP parameters of the idealised canary scores (default 0.5 1 2)")
     p.add_argument("--canaries", type=int, nargs="+", default=None, metavar="M",
-                   help="`canary`: numbers of canaries (default 1000 10000); `blackbox`: one number (default 500)")
+                   help="`canary`: numbers of canaries (default 1000 10000); `blackbox`: one number (default 400)")
     p.add_argument("--epochs", type=int, default=None,
                    help="`blackbox`: epochs of tsdp's models, without noise and with DP (default 100)")
     p.add_argument("--epsilon", type=float, default=None,
@@ -140,7 +140,7 @@ def _blackbox_options(args) -> dict:
     """`tsdp bench blackbox`'s flags, checked (:class:`UsageError` naming the flag)."""
     from .errors import UsageError, check_delta
 
-    canaries = args.canaries or [500]
+    canaries = args.canaries or [400]
     if len(canaries) != 1 or not 2 <= canaries[0] <= 4000:
         raise UsageError(f"invalid --canaries: one number in [2, 4000] (got {' '.join(map(str, canaries))})")
     epochs = 100 if args.epochs is None else args.epochs
