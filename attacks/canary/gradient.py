@@ -1,11 +1,18 @@
 """White-box gradient canaries for DP-SGD (Nasr et al. 2023, "Tight auditing of differentially private machine
 learning"; Andrew et al. 2023, "One-shot empirical privacy estimation for federated learning").
 
-A canary is an extra training *element* whose clipped gradient is a fixed direction of norm C:
+A canary is an extra training *element* whose clipped gradient is a direction of norm C:
 canary i has a unit direction u_i of parameter space (a uniformly random orthonormal set when
-m ≤ d parameters, so no canary's signal leaks into another's score; i.i.d. uniform unit
-vectors otherwise, nearly orthogonal only when m ≪ d) and, in a step where K_{t,i} of the step's
-windows hold it, adds K_{t,i} · C · u_i to the clipped sum ĝ_t of Algorithm 2, before the noise.
+m ≤ d parameters, so no canary's signal leaks into another's score) and, in a step where K_{t,i}
+of the step's windows hold it, adds K_{t,i} · C · u_i to the clipped sum ĝ_t of Algorithm 2,
+before the noise. With more canaries than parameters no set is orthonormal: the directions are
+then i.i.d. uniform unit vectors drawn afresh at every step (u_{t,i}, from the run's seed and t),
+so the others' projections on a canary's direction are fresh noise at each step (variance
+Σ_j [j in] K_{t,j}² / d in units of C) rather than an offset fixed by the directions that
+accumulates over the steps (measured on the ideal audit, d = 385, 30 steps, σ = 0.7: 1000
+canaries certify 0.81 with fixed i.i.d. directions, 1.78 with fresh ones, 300 orthonormal
+ones 1.57). An element's clipped gradient may change from step to step (it does with θ_t); it
+is a function of the step only, fixed before the run.
 Each canary is included in the run independently with probability 1/2 (the one-run game).
 
 Participation (:class:`Participation`): the canaries are elements of *virtual* datasets of
@@ -170,9 +177,12 @@ def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.nda
     return likelihood_ratio(y / np.where(spread > 0, spread, 1.0), sigma, rate)
 
 
-def canary_directions(m: int, d: int, seed: int) -> torch.Tensor:
+def canary_directions(m: int, d: int, seed: int, step: int = 0) -> torch.Tensor:
     """(m, d) unit canary directions (float64, CPU) from ``seed``: uniformly random orthonormal when m ≤ d (the Q of a
-    Gaussian matrix, signs fixed by R's diagonal), i.i.d. uniform unit vectors otherwise (module docstring)."""
+    Gaussian matrix, signs fixed by R's diagonal; the same at every step), i.i.d. uniform unit vectors of ``step``
+    otherwise (module docstring)."""
+    if m > d:
+        seed = int(np.random.SeedSequence([seed, step]).generate_state(1, np.uint64)[0] >> np.uint64(1))
     g = torch.Generator(device="cpu").manual_seed(seed)
     u = torch.randn(d, m, generator=g, dtype=torch.float64)
     if m <= d:
@@ -190,9 +200,9 @@ def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0, *, parame
     gradient's scale, ξ_t ~ N(0, I_d), no data); canary i observes z_{t,i} = ⟨V_t, u_i⟩ / σ. With
     orthonormal directions (m ≤ d, or ``parameters`` not given) that is [i included] K_{t,i} / σ +
     N(0, 1), simulated directly; with more canaries per run (``per_run``, default m) than
-    ``parameters`` d, the directions are i.i.d. (:func:`canary_directions`) and each canary's
-    observation holds the others' projections: the cross-talk that makes more canaries certify
-    less once m nears d (each run's canaries share the d dimensions; runs are independent). A run
+    ``parameters`` d, the directions are i.i.d. and fresh at every step (:func:`canary_directions`) and each
+    canary's observation holds the others' projections: the cross-talk that costs more canaries power once m
+    nears d (each run's canaries share the d dimensions; runs are independent). A run
     that takes ``removed`` of the d dimensions off per step (the data's span or the windows a
     pursuit found, :mod:`attacks.canary.data_span`) keeps the share 1 - removed / d of each
     canary's signal and noise: its signal-to-noise ratio is scaled by √(1 - removed / d). Scored
@@ -218,9 +228,11 @@ def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0, *, parame
     else:
         z = np.empty(counts.shape)
         for lo in range(0, m, block):
-            u = canary_directions(min(block, m - lo), parameters, int(rng.integers(2 ** 62))).numpy()
-            released = kept * (counts[:, lo:lo + block] * included[lo:lo + block]) @ u / sigma
-            z[:, lo:lo + block] = (released + rng.standard_normal((steps, parameters))) @ u.T
+            seed_of_run = int(rng.integers(2 ** 62))
+            for t in range(steps):
+                u = canary_directions(min(block, m - lo), parameters, seed_of_run, t).numpy()
+                released = kept * (counts[t, lo:lo + block] * included[lo:lo + block]) @ u / sigma
+                z[t, lo:lo + block] = (released + rng.standard_normal(parameters)) @ u.T
     return {"scores": dict(zip(SCORES, (z.sum(axis=0), mixture_scores(z, sigma, participation_rate(config))))),
             "included": included, "participations": counts.sum(axis=0)}
 
@@ -321,15 +333,23 @@ class GradientCanaries:
             raise ConfigError("canaries", f"m · d = {self.m} canaries × {d} parameters exceeds the "
                                           f"{MAX_DIRECTION_ENTRIES:.3g} direction entries held in memory: use at most "
                                           f"{max(MAX_DIRECTION_ENTRIES // d, 1)} canaries per run and more runs", self.m)
-        self.directions = canary_directions(self.m, d, self._directions_seed).to(device=device, dtype=torch.float32)
+        self._device = device
+        self.directions = self._directions_of(0)
         self.participation = Participation(self.config, self.m, self._placement_rng,
                                            torch.Generator(device=device).manual_seed(self._steps_seed))
         self._mask = torch.as_tensor(self.included, device=device, dtype=torch.float32)
         self._projections: List[torch.Tensor] = []
         return self
 
+    def _directions_of(self, step: int) -> torch.Tensor:
+        d = sum(p.numel() for p in self.params)
+        return canary_directions(self.m, d, self._directions_seed, step).to(device=self._device, dtype=torch.float32)
+
     def gradient(self) -> List[torch.Tensor]:
-        """This step's canary clipped sum Σ_i [i included] K_{t,i} C u_i, split like the parameters (advances a step)."""
+        """This step's canary clipped sum Σ_i [i included] K_{t,i} C u_{t,i}, split like the parameters (advances a
+        step; with more canaries than parameters the step's fresh directions are drawn first)."""
+        if self.steps and self.m > self.directions.shape[1]:
+            self.directions = self._directions_of(self.steps)
         counts = self.participation.next()
         self.participations += counts.cpu().numpy()
         self.steps += 1
