@@ -20,11 +20,25 @@ apart, each inserted with probability 1/2), calls ``train`` once on the data wit
 inserted canaries, and scores every canary on its canary windows (the windows of Algorithm
 4, front padding included, that hold its element):
 
-    score_i = Σ_windows [ loss(window without canary i) - loss(window with canary i) ]
+    score_i = Σ_windows tanh( loss(window without canary i) - loss(window with canary i) )
 
 with ``loss(model, context, forecast) -> (B,)`` per-window losses (default: ``model(context,
-forecast)``, the convention of tsdp's models). A model that memorised canary i fits the
-window with the spike better than without it. The score is fixed before training, so the
+forecast)``, the convention of tsdp's models: a Student-t negative log-likelihood, so each
+window's term is its log-likelihood ratio, bounded; :func:`window_evidence`). A model that
+memorised canary i fits the window with the spike better than without it.
+
+Measured on a 1-nearest-neighbour memoriser (synthetic N = 200, L = 100, L_C = 2, L_F = 1,
+1000 canaries, δ = 1e-5): the canaries are *not* confused with one another (every canary
+window a memoriser stored is fitted exactly, whatever the other spikes). The few canaries it
+ranked wrong (AUC 0.996) all sat at a series' first element: the window whose context is front
+padding only is the same in every series, so the memoriser forecasts another series' first
+value there, and that one window's squared error (about spike², of a random sign) outweighed
+the canary's other windows in the unbounded sum. Bounded per window, every canary ranks right
+(AUC 1.000); with the near-balanced guess sets of :func:`attacks.canary.fdp_bound.guess_grid`
+it certifies 4.917 against a ceiling of 4.924 (the unbounded sum with the former symmetric
+sets: 3.738 against 5.106). A multi-element signature per canary was not needed, and would
+change the neighbouring relation: a canary that changes w elements is a w-event neighbour, not
+the event-level one a claim is made for. The score is fixed before training, so the
 one-run theorems (Mahloujifar, Melis & Chaudhuri 2025, :mod:`attacks.canary.fdp_bound`; Steinke,
 Nasr & Jagielski 2023, :mod:`attacks.canary.steinke_bound`) make the reported ``epsilon_lower`` a **lower** bound, with probability ≥ ``confidence``, on
 the ε of the training at event level (one changed element: the (ε, δ) the training claims
