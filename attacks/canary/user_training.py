@@ -182,7 +182,7 @@ def window_evidence(gain: np.ndarray) -> np.ndarray:
 
     With a negative log-likelihood loss (tsdp's Student-t models) each gain is the window's
     log-likelihood ratio of the series with the canary against the series without it, and
-    tanh keeps it where it is small (|x| < 1/2: within 4%); a window can add at most 1. A
+    tanh keeps it where it is small (|x| < 0.35: within 4%); a window can add at most 1. A
     memoriser's gain is huge on every window it stored, and on a window it cannot tell from
     others (a context of front padding only, the same in every series) it is as huge and of
     a random sign: summed raw, that one window decides the canary's rank; bounded, it moves
