@@ -135,8 +135,8 @@ def _plan_human(d: dict) -> str:
         b = d["best_canaries"]
         lines.append("  the same audit on the claimed mechanism (cross-talk of canaries sharing the parameters "
                      "included), ε by canaries per run: " + ", ".join(f"{m}: {e:.3f}" for m, e in b["table"].items()))
-        lines.append(f"  the most: {b['canaries']} canaries per run (ε ≈ {b['epsilon_ideal']:.3f}); more drown "
-                     "each other once they near the number of parameters")
+        lines.append(f"  the most: {b['canaries']} canaries per run (ε ≈ {b['epsilon_ideal']:.3f}); beyond the number "
+                     "of parameters each canary's score carries the others' projections")
     return "\n".join(lines)
 
 
