@@ -81,11 +81,13 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
                    confidence: float = 0.95, seed: int = 0, series: int = 100, length: int = 40,
                    context_length: int = 4, progress: Optional[Callable[[str], None]] = None) -> dict:
     """The table of the module docstring (JSON-ready): ``series`` synthetic series of ``length`` training values,
-    L_C = ``context_length``, L_F = 1, Λ = 32 windows per step; the claim ``epsilon`` at ``delta``."""
+    L_C = ``context_length``, L_F = 1, Λ = 32 windows per step (half the series when fewer than 64), a window of
+    each series drawn without replacement; the claim ``epsilon`` at ``delta``."""
     from tsdp.verify.calibration import calibrate_sigma
 
     data = synthetic(series, length + 1, seed=seed, noise=2.0)
-    config = fit_lengths(TrainingConfig(context_length=context_length, forecast_length=1, batch_size=32),
+    config = fit_lengths(TrainingConfig(context_length=context_length, forecast_length=1,
+                                        batch_size=min(32, max(1, series // 2))),
                          data.split(1)[0].series)
     sigma = calibrate_sigma(config, epsilon, delta, epochs=epochs).sigma
     rows = []
