@@ -79,6 +79,9 @@ def test_plan_steps_and_parameters_bad_inputs_are_one_line(capsys):
         assert flag in err and "\n" not in err, err
     assert main(["audit-fn", "--train", "x:y", "--canaries", "10", "--delta", "1e-5", "--steps", "3"]) == 2
     assert "go with --plan" in capsys.readouterr().err
+    assert main(["audit-fn", "--train", "json:dumps", "--canaries", "10", "--delta", "1e-5", "--span-entries", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--span-entries" in err and "\n" not in err, err
 
 
 def test_plan_with_steps_and_parameters_reports_the_best_canaries(capsys, monkeypatch):

@@ -50,7 +50,8 @@ def _human(d: dict) -> str:
              f"{seen}, δ = {d['delta']:g}"]
     if "observed" in d:
         lines.append(f"  scored on the {'gradient it stepped on' if d['observed'] == 'gradient' else 'parameter updates'}"
-                     + (", the data's per-window gradients taken off" if d["data_span"] is None
+                     + (", the data's part taken off: " + d["data_part"]["summary"] if d.get("data_part")
+                        else ", the data's per-window gradients taken off" if d["data_span"] is None
                         else f", the data's gradients kept ({d['data_span']})"))
     lines.append(f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} from the {name!r} score "
                  f"(AUC {s['auc']:.3f}; {len(d['scores'])} score(s), Bonferroni)")
@@ -215,6 +216,10 @@ def add_parsers(sub, command) -> None:
                    help="train nothing: print the most ε the audit's canaries × runs can certify, what a training "
                         "without noise (every canary ranked right) certifies, and with --epsilon how many canaries "
                         "it takes to flag such a training against that claim")
+    p.add_argument("--span-entries", type=int, default=None,
+                   help="gradient canaries with --loss: the most per-window gradient entries (windows × parameters) "
+                        "held per step to take the data's part off (default 2^24; with more, the windows most aligned "
+                        "with the step's gradient are kept: raise it to keep all, at its memory cost)")
     p.add_argument("--steps", type=int, default=None,
                    help="with --plan and gradient canaries: the optimizer steps of your training (with --parameters: "
                         "the plan picks the canaries per run that certify most on the claimed mechanism)")
@@ -244,14 +249,21 @@ def add_parsers(sub, command) -> None:
         from tsdp.attacks.canary.user_training import audit_training, make_task
 
         data = data_from_args(args, config, seed=args.seed)
+        from tsdp.attacks.canary.data_span import MAX_ENTRIES
+
+        span_entries = MAX_ENTRIES if args.span_entries is None else args.span_entries
+        if not 1 <= span_entries <= 2 ** 40:
+            raise UsageError(f"invalid --span-entries: must be in [1, 2^40] (got {span_entries})")
         if args.runs == 1 and args.cluster is None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
                                     epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
                                     confidence=args.confidence, clip=args.clip,
-                                    gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis)
+                                    gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis,
+                                    span_entries=span_entries, progress=not args.json)
         else:
             result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
-                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale),
+                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale,
+                                                span_entries=span_entries),
                                 loss)
         result.update(train=args.train, sigma=config.sigma)
         print(dumps(result) if args.json else _human(result))
