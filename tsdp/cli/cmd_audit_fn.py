@@ -125,7 +125,8 @@ def _plan_human(d: dict) -> str:
              f"canaries, δ = {d['delta']:g}, confidence {d['confidence']:.0%} ({d['scores']} score(s), Bonferroni)",
              "  the most ε it can certify (every guess right): " + ", ".join(
                  f"{NAMES[k]} {v:.4f}" for k, v in d["ceiling"].items()),
-             f"  a training without noise that ranks every canary right certifies ≥ {d['perfect_ranking']:.4f} "
+             f"  {'a perfect memoriser' if d['canary'] == 'spike' else 'a training without noise'} that ranks "
+             f"every canary right certifies ≥ {d['perfect_ranking']:.4f} "
              f"in {1 - d['quantile']:.0%} of audits (the number included is random)"]
     if "canaries_needed" in d:
         n = d["canaries_needed"]
