@@ -20,7 +20,7 @@ series, all audits on the same series and canary placements (one seed).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -63,7 +63,7 @@ class TsdpTraining:
     delta: float
     seed: int = 0
     lr: float = 1e-2
-    facts: dict = None  # filled by the call: the run's CRPS, untrained CRPS, ε, steps, seconds
+    facts: dict = field(default_factory=dict)  # filled by the call: the run's CRPS, untrained CRPS, ε, steps, seconds
 
     def __call__(self, series) -> torch.nn.Module:
         from tsdp.attacks.loop.train import train
