@@ -47,7 +47,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from tsdp.theorems.config import TrainingConfig
 
-from .data_span import DataSpan
+from .data_span import MAX_ENTRIES, DataSpan
 from .gradient import GradientCanaries
 
 
@@ -80,8 +80,15 @@ class OptimizerCanaries:
     """
 
     def __init__(self, config: TrainingConfig, m: int, *, clip: float = 1.0, scale: Optional[float] = None, seed=0,
-                 windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None, loss: Optional[Callable] = None):
+                 windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None, loss: Optional[Callable] = None,
+                 span_entries: int = MAX_ENTRIES, progress: bool = False):
         self.config, self.m, self.seed = config, m, seed
+        self.span_entries = span_entries
+        self._progress = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            self._progress = tqdm(desc="audited optimizer steps", unit="step", leave=False)
         self.clip, self.scale = float(clip), scale
         self.windows, self.loss = windows, loss
         self.canaries: Optional[GradientCanaries] = None
@@ -110,7 +117,9 @@ class OptimizerCanaries:
         if self.observed == "update":
             self.data_span = "the parameter updates of an optimizer of its own are observed"
         elif self.windows is not None:
-            self._span = DataSpan.of(self.canaries.params, self.windows, self.loss)
+            self._span = DataSpan.of(self.canaries.params, self.windows, self.loss,
+                                     atoms=2 * self.config.batch_size, max_entries=self.span_entries,
+                                     floor=self.clip)
             self.data_span = self._span.reason
 
     def _pre(self, optimizer, args, kwargs) -> None:
@@ -123,7 +132,12 @@ class OptimizerCanaries:
             if p.grad is not None:
                 p.grad.add_(g, alpha=self.scale)
         if self.observed == "gradient":
-            self._step_state = self._span.basis(self.canaries.params) if self._span is not None else None
+            self._step_state = (self._span.basis(self.canaries.params, self.canaries.stepped_gradient())
+                                if self._span is not None else None)
+            if self._progress is not None:
+                self._progress.update(1)
+                if self._span is not None and self._span.steps:
+                    self._progress.set_postfix_str(self.data_part()["summary"], refresh=False)
         else:
             self._step_state = self.canaries.snapshot()
 
@@ -138,6 +152,20 @@ class OptimizerCanaries:
             self.canaries.observe(self._step_state)
         self._step_state = None
 
+    def data_part(self) -> Optional[dict]:
+        """How the data's part was taken off (None when it was kept): ``mode`` ("span": the whole span of the
+        per-window gradients; "sparse": the windows a pursuit found, :mod:`attacks.canary.data_span`), the
+        pursuit's most ``atoms``, the steps, the mean windows found per step, the seconds per step, and a summary."""
+        span = self._span
+        if span is None or span.reason is not None or not span.steps:
+            return None
+        found, each = span.windows_found / span.steps, span.seconds / span.steps
+        what = (f"the span of all {span.context.shape[0]} windows' gradients" if span.mode == "span"
+                else f"{found:.1f} of {span.context.shape[0]} windows per step found by matching pursuit "
+                     f"(at most {span.atoms})")
+        return {"mode": span.mode, "atoms": span.atoms, "steps": span.steps, "windows_per_step": found,
+                "seconds_per_step": each, "summary": f"{what}, {each * 1e3:.0f} ms per step"}
+
     def __enter__(self) -> "OptimizerCanaries":
         self._hooks = (register_optimizer_step_pre_hook(self._pre), register_optimizer_step_post_hook(self._post))
         return self
@@ -145,14 +173,20 @@ class OptimizerCanaries:
     def __exit__(self, *exc) -> None:
         for h in self._hooks:
             h.remove()
+        if self._progress is not None:
+            self._progress.close()
 
 
 def run_with_canaries(train: Callable[[list], object], series: list, config: TrainingConfig, m: int, *,
                       clip: float = 1.0, scale: Optional[float] = None, seed=0,
                       windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-                      loss: Optional[Callable] = None) -> OptimizerCanaries:
-    """``train(series)`` with m gradient canaries hooked into its optimizer (module docstring); the hooks after the run."""
-    with OptimizerCanaries(config, m, clip=clip, scale=scale, seed=seed, windows=windows, loss=loss) as hooks:
+                      loss: Optional[Callable] = None, span_entries: int = MAX_ENTRIES,
+                      progress: bool = False) -> OptimizerCanaries:
+    """``train(series)`` with m gradient canaries hooked into its optimizer (module docstring); the hooks after the run
+    (``span_entries``: the most per-window gradient entries held per step, :mod:`attacks.canary.data_span`;
+    ``progress``: a bar of the audited steps on stderr)."""
+    with OptimizerCanaries(config, m, clip=clip, scale=scale, seed=seed, windows=windows, loss=loss,
+                           span_entries=span_entries, progress=progress) as hooks:
         train(series)
     return hooks
 

@@ -89,7 +89,8 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
                            profile=sound_profile(task.config, first["steps"]) if certifier is fdp else None)
     out.update(runs=runs, steps=first["steps"], epsilon_sound=first["epsilon"], engine=many["info"],
                epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first["steps"], delta, confidence,
-                                           certifier=certifier, seed=seed))
+                                           certifier=certifier, seed=seed, parameters=first["parameters"],
+                                           per_run=task.canaries))
     return out
 
 

@@ -24,7 +24,8 @@ def _human(d: dict) -> str:
              f"{seen}, δ = {d['delta']:g}"]
     if "observed" in d:
         lines.append(f"  scored on the {'gradient it stepped on' if d['observed'] == 'gradient' else 'parameter updates'}"
-                     + (", the data's per-window gradients taken off" if d["data_span"] is None
+                     + (", the data's part taken off: " + d["data_part"]["summary"] if d.get("data_part")
+                        else ", the data's per-window gradients taken off" if d["data_span"] is None
                         else f", the data's gradients kept ({d['data_span']})"))
     lines.append(f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} from the {name!r} score "
                  f"(AUC {s['auc']:.3f}; {len(d['scores'])} score(s), Bonferroni)")
@@ -74,7 +75,24 @@ def _plan(args) -> dict:
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
                analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX, grid=guess_sets_of(args.analysis))
     out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary)
+    if args.steps is not None or args.parameters is not None:
+        out["best_canaries"] = _best_canaries(args, delta, confidence)
     return out
+
+
+def _best_canaries(args, delta: float, confidence: float) -> dict:
+    """``--plan --steps T --parameters d`` (gradient canaries): the canaries per run that certify most on the claimed
+    mechanism, their cross-talk included (:func:`attacks.canary.gradient.best_canaries`)."""
+    from tsdp.attacks.canary.evidence import CERTIFIERS
+    from tsdp.attacks.canary.gradient import best_canaries
+
+    if args.canary != "gradient" or args.steps is None or args.parameters is None:
+        raise UsageError("invalid --steps/--parameters: both are needed, and only for --canary gradient")
+    for flag, value, top in (("--steps", args.steps, 10 ** 5), ("--parameters", args.parameters, 10 ** 8)):
+        if not 1 <= value <= top:
+            raise UsageError(f"invalid {flag}: must be in [1, {top:.0e}] (got {value})")
+    return best_canaries(config_from_args(args), args.steps, args.parameters, delta, confidence, runs=args.runs,
+                         certifier=CERTIFIERS[args.analysis], seed=args.seed)
 
 
 def _plan_human(d: dict) -> str:
@@ -82,13 +100,20 @@ def _plan_human(d: dict) -> str:
              f"canaries, δ = {d['delta']:g}, confidence {d['confidence']:.0%} ({d['scores']} score(s), Bonferroni)",
              "  the most ε it can certify (every guess right): " + ", ".join(
                  f"{NAMES[k]} {v:.4f}" for k, v in d["ceiling"].items()),
-             f"  a training without noise that ranks every canary right certifies ≥ {d['perfect_ranking']:.4f} "
+             f"  {'a perfect memoriser' if d['canary'] == 'spike' else 'a training without noise'} that ranks "
+             f"every canary right certifies ≥ {d['perfect_ranking']:.4f} "
              f"in {1 - d['quantile']:.0%} of audits (the number included is random)"]
     if "canaries_needed" in d:
         n = d["canaries_needed"]
         lines.append(f"  canaries needed to flag a training without noise against the claimed ε = "
                      f"{d['claimed_epsilon']:g} ({1 - d['quantile']:.0%} of audits): "
                      f"{f'more than {PLAN_MAX:.0e}' if n is None else n} (in all, over the runs)")
+    if "best_canaries" in d:
+        b = d["best_canaries"]
+        lines.append("  the same audit on the claimed mechanism (cross-talk of canaries sharing the parameters "
+                     "included), ε by canaries per run: " + ", ".join(f"{m}: {e:.3f}" for m, e in b["table"].items()))
+        lines.append(f"  the most: {b['canaries']} canaries per run (ε ≈ {b['epsilon_ideal']:.3f}); beyond the number "
+                     "of parameters each canary's score carries the others' projections")
     return "\n".join(lines)
 
 
@@ -175,6 +200,16 @@ def add_parsers(sub, command) -> None:
                    help="train nothing: print the most ε the audit's canaries × runs can certify, what a training "
                         "without noise (every canary ranked right) certifies, and with --epsilon how many canaries "
                         "it takes to flag such a training against that claim")
+    p.add_argument("--span-entries", type=int, default=None,
+                   help="gradient canaries with --loss: the most per-window gradient entries (windows × parameters) "
+                        "held per step to take the data's part off (default 2^24; with more, the windows most aligned "
+                        "with the step's gradient are kept: raise it to keep all, at its memory cost)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="with --plan and gradient canaries: the optimizer steps of your training (with --parameters: "
+                        "the plan picks the canaries per run that certify most on the claimed mechanism)")
+    p.add_argument("--parameters", type=int, default=None,
+                   help="with --plan and gradient canaries: the trainable parameters d of your model (canaries "
+                        "beyond d interfere)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_data_arguments(p, default="synthetic", what="the series the canaries go into")
     add_config_arguments(p)
@@ -190,22 +225,29 @@ def add_parsers(sub, command) -> None:
             return 0
         if args.train is None:
             raise UsageError("invalid --train: required (module:function of your training), unless --plan")
+        if args.steps is not None or args.parameters is not None:
+            raise UsageError("invalid --steps/--parameters: they go with --plan")
         config = config_from_args(args)
         train = load_entry_point(args.train, "--train")
         loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
         from tsdp.attacks.canary.user_training import audit_training, make_task
 
         data = data_from_args(args, config, seed=args.seed)
+        from tsdp.attacks.canary.data_span import MAX_ENTRIES
+
+        span_entries = MAX_ENTRIES if args.span_entries is None else args.span_entries
+        if not 1 <= span_entries <= 2 ** 40:
+            raise UsageError(f"invalid --span-entries: must be in [1, 2^40] (got {span_entries})")
         if args.runs == 1 and args.cluster is None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
                                     epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
                                     confidence=args.confidence, clip=args.clip,
                                     gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis,
-                                    timeout=args.timeout)
+                                    timeout=args.timeout, span_entries=span_entries, progress=not args.json)
         else:
             result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
                                                 spike=args.spike, clip=args.clip, scale=args.gradient_scale,
-                                                timeout=args.timeout),
+                                                timeout=args.timeout, span_entries=span_entries),
                                 loss)
         result.update(train=args.train, sigma=config.sigma)
         print(dumps(result) if args.json else _human(result))

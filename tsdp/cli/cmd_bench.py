@@ -1,9 +1,10 @@
-"""`tsdp bench {accounting,loop,audit,canary,planted}`: benchmarks (not tests).
+"""`tsdp bench {accounting,loop,audit,canary,planted,blackbox}`: benchmarks (not tests).
 
 ``accounting`` times the one-step PLD construction against dp-accounting's, interleaved
 over rounds on equal work (:mod:`verify.bench_accounting`, :mod:`verify.bench_rounds`);
-``loop``, ``audit``, ``canary`` and ``planted`` (canary audits of an Opacus loop with planted
-bugs; needs ``tsdp[opacus]``) belong to the attacks package and are imported lazily (torch is
+``loop``, ``audit``, ``canary``, ``planted`` (canary audits of an Opacus loop with planted
+bugs; needs ``tsdp[opacus]``) and ``blackbox`` (spike-canary audits of a memoriser and of tsdp's
+models trained without and with DP) belong to the attacks package and are imported lazily (torch is
 never imported by verify/ at module import time).
 """
 from __future__ import annotations
@@ -23,14 +24,16 @@ BENCHES = {
     "audit": ("tsdp.attacks.montecarlo.bench", "bench_audit", "format_bench"),
     "canary": ("tsdp.attacks.canary.bench", "bench_canary", "format_bench"),
     "planted": ("tsdp.attacks.integrations.planted_opacus", "bench_planted", "format_bench"),
+    "blackbox": ("tsdp.attacks.canary.blackbox_bench", "bench_blackbox", "format_bench"),
 }
 CANARY_FLAGS = {"--mu", "--canaries", "--seeds", "--delta", "--confidence", "--seed"}
+BLACKBOX_FLAGS = {"--canaries", "--epochs", "--epsilon", "--delta", "--confidence", "--seed"}
 
 
 def add_parsers(sub, command) -> None:
     """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``."""
     p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run "
-                       "analyses), planted (bugs in an Opacus loop)",
+                       "analyses), planted (bugs in an Opacus loop), blackbox (spike canaries on returned models)",
                        description="Run a benchmark and print its figures (--json for machines).")
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=None,
@@ -48,11 +51,17 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--mu", type=float, nargs="+", default=None, metavar="MU",
                    help="`canary`: GDP parameters of the idealised canary scores (default 0.5 1 2)")
     p.add_argument("--canaries", type=int, nargs="+", default=None, metavar="M",
-                   help="`canary`: numbers of canaries (default 1000 10000)")
+                   help="`canary`: numbers of canaries (default 1000 10000); `blackbox`: one number (default 400)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="`blackbox`: epochs of tsdp's models, without noise and with DP (default 100)")
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="`blackbox`: the claimed ε at --delta; the DP runs use the σ that spends it (default 1)")
     p.add_argument("--seeds", type=int, default=20, help="`canary`: audits per cell (default 20)")
-    p.add_argument("--delta", type=float, default=1e-5, help="`canary`: δ of the reported ε (default 1e-5)")
-    p.add_argument("--confidence", type=float, default=0.95, help="`canary`: confidence per analysis (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="`canary`: seed of the first audit (default 0)")
+    p.add_argument("--delta", type=float, default=1e-5, help="`canary`, `blackbox`: δ of the reported ε (default 1e-5)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="`canary`: confidence per analysis; `blackbox`: of each lower bound (default 0.95)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="`canary`: seed of the first audit; `blackbox`: of the data and canaries (default 0)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     @command("bench")
@@ -62,9 +71,9 @@ def add_parsers(sub, command) -> None:
         module_name, fn_name, fmt_name = BENCHES[args.what]
         loop_flags = {"--models", "--batches", "--threads", "--rounds"}
         used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
-                "canary": CANARY_FLAGS, "planted": set()}[args.what]
+                "canary": CANARY_FLAGS, "planted": set(), "blackbox": BLACKBOX_FLAGS}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
-                         & ({"--discretization"} | loop_flags | CANARY_FLAGS)) - used)
+                         & ({"--discretization"} | loop_flags | CANARY_FLAGS | BLACKBOX_FLAGS)) - used)
         if unused:
             raise UsageError(f"invalid {unused[0]}: `tsdp bench {args.what}` does not take it")
         try:
@@ -97,6 +106,8 @@ def add_parsers(sub, command) -> None:
                         rounds=args.rounds, progress=progress)
         elif args.what == "canary":
             result = fn(**_canary_options(args), progress=progress)
+        elif args.what == "blackbox":
+            result = fn(**_blackbox_options(args), progress=progress)
         elif args.what == "audit":
             result = fn(rounds=args.rounds, progress=progress)
         else:
@@ -123,4 +134,25 @@ def _canary_options(args) -> dict:
     if not (math.isfinite(args.confidence) and 0 < args.confidence < 1):
         raise UsageError(f"invalid --confidence: must be in (0, 1) (got {args.confidence})")
     return {"mus": tuple(mus), "canaries": tuple(canaries), "seeds": args.seeds, "delta": check_delta(args.delta),
+            "confidence": args.confidence, "seed": args.seed}
+
+
+def _blackbox_options(args) -> dict:
+    """`tsdp bench blackbox`'s flags, checked (:class:`UsageError` naming the flag)."""
+    from .errors import UsageError, check_delta
+
+    canaries = args.canaries or [400]
+    if len(canaries) != 1 or not 2 <= canaries[0] <= 4000:
+        raise UsageError(f"invalid --canaries: one number in [2, 4000] (got {' '.join(map(str, canaries))})")
+    epochs = 100 if args.epochs is None else args.epochs
+    if not 1 <= epochs <= 10 ** 4:
+        raise UsageError(f"invalid --epochs: must be in [1, 10000] (got {epochs})")
+    epsilon = 1.0 if args.epsilon is None else args.epsilon
+    if not (math.isfinite(epsilon) and 0.01 <= epsilon <= 50):
+        raise UsageError(f"invalid --epsilon: must be in [0.01, 50] (got {epsilon})")
+    if not (math.isfinite(args.confidence) and 0 < args.confidence < 1):
+        raise UsageError(f"invalid --confidence: must be in (0, 1) (got {args.confidence})")
+    if not 0 <= args.seed < 2 ** 32:
+        raise UsageError(f"invalid --seed: must be in [0, 2^32) (got {args.seed})")
+    return {"canaries": canaries[0], "epochs": epochs, "epsilon": epsilon, "delta": check_delta(args.delta),
             "confidence": args.confidence, "seed": args.seed}

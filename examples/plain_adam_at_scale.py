@@ -1,0 +1,83 @@
+"""A plain Adam loop without clipping or noise on more windows than a quarter of its parameters, audited with gradient
+canaries that take the data's part off by a whitened matching pursuit.
+
+    python examples/plain_adam_at_scale.py [SERIES]
+
+An MLP 10→32→1 (d = 385 parameters), 40 noisy synthetic series of 31 training values (1240 windows; SERIES changes
+the number of series), 40 Adam steps of Λ = 10 windows, claimed ε = 1 at δ = 1e-5. The span of 1240 per-window
+gradients is the whole space, so the audit finds each step's batch among them (:mod:`attacks.canary.data_span`) and
+scores the canaries on what is left; ``data_part`` says what it found and what a step cost.
+
+Measured (200 canaries, 40 steps, one run each, seed 0; seconds per audited step on a shared 2-core machine):
+40 series (1240 windows), d = 385: ε ≥ 2.871 (AUC 0.998), flagged, 0.05 s; 160 series (4960 windows): ε ≥ 0.743
+(AUC 0.80), flagged by the claimed curve's rejection, 0.26 s; 640 series (19840 windows): ε ≥ 0 (AUC 0.58), not
+flagged, 2.6 s. 40 series with d = 1537 (hidden 128): ε ≥ 2.871, flagged, 4.7 s (the d × d whitening).
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from tsdp.attacks.canary.user_training import audit_training
+from tsdp.attacks.data.series import synthetic
+from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.theorems.config import TrainingConfig
+
+STEPS, DELTA, CLAIM = 40, 1e-5, 1.0
+
+
+def setup(series: int = 40):
+    """(training series, configuration: Λ = 10 windows of 10 series drawn without replacement, σ = 4 claimed)."""
+    data = synthetic(series, 32, seed=0, noise=2.0).split(1)[0]
+    return data, fit_lengths(TrainingConfig(context_length=10, forecast_length=1, batch_size=10, instances=1,
+                                            sigma=4.0, top="wor"), data.series)
+
+
+def plain_adam(config: TrainingConfig):
+    """``train(series)``: no clipping, no noise."""
+
+    def train(series):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        dataset = WindowDataset([np.asarray(s) for s in series], config)
+        loader = DataLoader(dataset, batch_sampler=BiLevelBatchSampler(
+            dataset, generator=torch.Generator().manual_seed(0)), collate_fn=dataset.collate)
+        done = 0
+        while done < STEPS:
+            for context, forecast in loader:
+                optimizer.zero_grad()
+                nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
+                optimizer.step()
+                done += 1
+                if done == STEPS:
+                    break
+        return model
+
+    return train
+
+
+def squared_error(model, context, forecast):
+    """The loop's per-window loss (its batch mean is the loop's ``mse_loss``)."""
+    return ((model(context.float()) - forecast.float()) ** 2).sum(-1)
+
+
+def audit(series: int = 40, canaries: int = 200) -> dict:
+    data, config = setup(series)
+    return audit_training(plain_adam(config), data, config, canaries=canaries, delta=DELTA, epsilon=CLAIM,
+                          loss=squared_error, seed=0)
+
+
+if __name__ == "__main__":
+    try:
+        n = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    except ValueError:
+        print("plain_adam_at_scale.py: error: SERIES must be an integer", file=sys.stderr)
+        sys.exit(2)
+    r = audit(n)
+    print(f"{n} series: ε ≥ {r['epsilon_lower']:.3f} against the claim {CLAIM:g} (violation: {r['violation']}); "
+          f"the data's part: {r['data_part']['summary'] if r['data_part'] else r['data_span']}")
