@@ -34,8 +34,8 @@ def _measured_under(result: dict) -> str:
 
     envs = list(_environments(result))
     if not envs:
-        return "no timing: the figures do not depend on the machine"
-    return format_environment({"before": envs[0]["before"], "after": envs[-1]["after"]})
+        return "No timing: the figures do not depend on the machine."
+    return f"Measured on {format_environment({'before': envs[0]['before'], 'after': envs[-1]['after']})}."
 
 
 def section(path: pathlib.Path) -> str:
@@ -46,7 +46,7 @@ def section(path: pathlib.Path) -> str:
     what = record["bench"]
     module_name, _, formatter = BENCHES[what]
     text = getattr(importlib.import_module(module_name), formatter)(record)
-    return "\n".join([f"## `{record['command']}`", "", f"Measured on {_measured_under(record)}.", "",
+    return "\n".join([f"## `{record['command']}`", "", _measured_under(record), "",
                       "```text", text, "```", ""])
 
 
