@@ -143,12 +143,14 @@ def train(
     epsilon: Optional[float] = None,
     delta: Optional[float] = None,
     epochs: Optional[int] = None,
+    steps: Optional[int] = None,
     theorem: Optional[str] = None,
     warmup_steps: int = 0,
     warmup_sigma: Optional[float] = None,
     discretization: float = DEFAULT_DISCRETIZATION,
     clip: float = 1.0,
     lr: float = 1e-3,
+    weight_decay: float = 0.0,
     optimizer: str = "adam",
     device: str = "auto",
     seed: int = 0,
@@ -166,7 +168,9 @@ def train(
     refused) and ``epsilon`` in the result is its ε(δ) of the steps that ran (an **upper**
     bound). With a budget ``epsilon`` the run takes the most steps whose sound ε stays within
     it (one more step, or epoch for deterministic/shuffled iteration, would exceed it) and
-    refuses a budget that buys no step; ``epochs`` caps the run (or fixes it, without budget).
+    refuses a budget that buys no step; ``epochs`` (or ``steps``, training steps) caps the run (or
+    fixes it, without budget). To spend a budget in exactly K epochs instead, calibrate σ first
+    (:func:`fit_budget`).
     ``warmup_steps`` steps at noise ``warmup_sigma`` come first and are accounted too (a
     heterogeneous run: the ledger composes both phases). ``discretization`` is the accountant's
     PLD grid (coarser is faster and still an upper bound). ``private=False`` trains without
@@ -177,8 +181,12 @@ def train(
     (:class:`attacks.canary.gradient.GradientCanaries` of this configuration and ``clip``),
     attached to the model and fed every step (not with warm-up steps, whose epochs restart).
     """
-    if epsilon is None and epochs is None:
-        raise ConfigError("epsilon", "give an ε budget (epsilon) or a number of epochs")
+    if epsilon is None and epochs is None and steps is None:
+        raise ConfigError("epsilon", "give an ε budget (epsilon), a number of epochs or of steps")
+    if epochs is not None and steps is not None:
+        raise ConfigError("steps", "give epochs or steps, not both", steps)
+    if steps is not None:
+        steps = check_int("steps", steps, 1)
     if epsilon is not None and not private:
         raise ConfigError("epsilon", "an ε budget needs private training (private=True)")
     if private and delta is None:
@@ -204,6 +212,7 @@ def train(
     warm = config.with_(sigma=warmup_sigma) if warmup_steps else None
     clip = check_real("clip", clip, low=0.0, low_open=True)
     lr = check_real("lr", lr, low=0.0, low_open=True)
+    weight_decay = check_real("weight_decay", weight_decay, low=0.0)
     if private:
         for phase in (warm, config):
             if phase is not None:
@@ -218,7 +227,7 @@ def train(
         if warm is not None:
             before = training_event(warm, steps=warmup_steps, theorem=theorem)
     sampler = make_sampler(config, train_data.lengths)
-    cap = None if epochs is None else epochs * sampler.steps_per_epoch
+    cap = steps if steps is not None else None if epochs is None else epochs * sampler.steps_per_epoch
     if epsilon is None:
         total_steps = cap
     else:
@@ -236,7 +245,7 @@ def train(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = make_model(model_name, config.context_length, config.forecast_length).to(dev)
-    opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr)
+    opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr, weight_decay=weight_decay)
     if canaries is not None:
         canaries.attach(model.parameters())
     padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length)
@@ -260,7 +269,7 @@ def train(
         raise ConfigError("data", f"the test CRPS is not finite (trained {crps}, untrained {untrained}, seasonal "
                                   f"naive {naive}): values up to {_largest(data):.3g} overflow the float32 model; "
                                   "rescale the data")
-    steps = warmup_steps + total_steps
+    ran = warmup_steps + total_steps
     result = {
         "model": model_name,
         "private": private,
@@ -275,9 +284,9 @@ def train(
         "delta": delta if private else None,
         "theorem": bound_id,
         "discretization": discretization if private else None,
-        "steps": steps,
+        "steps": ran,
         "compositions": accountant.compositions if private else None,
-        "epochs": steps / sampler.steps_per_epoch,
+        "epochs": ran / sampler.steps_per_epoch,
         "crps": crps,
         "untrained_crps": untrained,
         "seasonal_naive_crps": naive,
@@ -288,3 +297,17 @@ def train(
     if return_model:
         result["trained_model"] = model
     return result
+
+
+def fit_budget(config: TrainingConfig, epsilon: float, delta: float, *, epochs: Optional[int] = None,
+               steps: Optional[int] = None, theorem: Optional[str] = None,
+               discretization: float = DEFAULT_DISCRETIZATION):
+    """σ such that ``epochs`` epochs (or ``steps`` training steps) of ``config`` spend the budget ε at δ, as
+    Opacus's ``make_private_with_epsilon``: :func:`tsdp.verify.calibration.calibrate_sigma` under the **sound**
+    accountant (paper Appendix B.3 accounting of the scheme's tightest upper bound, or ``theorem``), so the run's
+    sound ε is ≤ ``epsilon`` (an **upper** bound, within the calibration's relative tolerance of the budget).
+    Returns the :class:`~tsdp.verify.calibration.CalibrationResult`; train ``config.with_(sigma=result.sigma)``."""
+    from tsdp.verify.calibration import calibrate_sigma
+
+    return calibrate_sigma(config, epsilon, delta, steps=steps, epochs=epochs, theorem=theorem,
+                           discretization=discretization)
