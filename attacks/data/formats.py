@@ -342,7 +342,8 @@ def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 
     """The one data loader of every command (train, audit-fn, audit-model, forecast, report) and of the library.
 
     ``source``: "synthetic" (:func:`tsdp.attacks.data.series.synthetic_for` of ``config`` and ``seed``),
-    "grunfeld" (:func:`grunfeld`, of ``target`` when given), GluonTS JSON lines (.json, .jsonl, either
+    "grunfeld" (:func:`grunfeld`, of ``target`` when given), "m1-yearly" (the shipped M1 yearly series,
+    :func:`tsdp.attacks.data.tsf.m1_yearly`), a Monash ``.tsf`` file (:func:`tsdp.attacks.data.tsf.read_tsf`), GluonTS JSON lines (.json, .jsonl, either
     .gz: :func:`load_gluonts_jsonl`), or a CSV (.csv, .csv.gz) / parquet (.parquet, .pq) table read by
     :func:`load_table` in ``layout`` (auto-detected by default) with the column names given (None: the
     defaults item_id, timestamp, target). Every unusable source raises one :class:`DataError`.
@@ -354,8 +355,12 @@ def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 
         return synthetic_for(config, seed=seed)
     if name == "grunfeld":
         return grunfeld(target or "invest")[0]
+    from .tsf import SHIPPED, m1_yearly, read_tsf
+
+    if name == SHIPPED:
+        return m1_yearly().data
     path = Path(name)
-    formats = f"{', '.join(TABLE_SUFFIXES + JSONL_SUFFIXES)}, 'grunfeld' or 'synthetic'"
+    formats = f"{', '.join(TABLE_SUFFIXES + JSONL_SUFFIXES)}, .tsf, '{SHIPPED}', 'grunfeld' or 'synthetic'"
     if not path.exists():
         raise DataError(name, f"no such file (give a {formats})")
     if not path.is_file():
@@ -363,6 +368,8 @@ def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 
     lower = path.name.lower()
     if lower.endswith(JSONL_SUFFIXES):
         return load_gluonts_jsonl(path)
+    if lower.endswith(".tsf"):
+        return read_tsf(path).data
     if lower.endswith(TABLE_SUFFIXES):
         return load_table(path, layout=layout, item_id=item_id, timestamp=timestamp, target=target, freq=freq)
     raise DataError(name, f"unknown data format (give a {formats})")
