@@ -4,7 +4,7 @@ A private cell trains with the dataset's σ (paper Appendix "DP Training Paramet
 sound ε(δ) of the next step would exceed the cell's budget, or to the epochs cap
 (:func:`tsdp.attacks.loop.train.train`); it records the steps that ran and the ε they spent (an
 **upper** bound, the accountant's ε of exactly those steps). ε = ∞ trains without clipping or noise
-for the epochs cap. The reported CRPS is the last iterate's, covered by the ε; the checkpoint with
+for the epochs cap. A budget that buys no step is recorded as 0 steps, ε 0 and no CRPS (NaN). The reported CRPS is the last iterate's, covered by the ε; the checkpoint with
 the lowest validation loss (the paper's choice) is reported beside it and is **not** covered: its
 validation windows are the ends of the same private series (THEOREMS.md errata).
 
@@ -58,6 +58,8 @@ class CellResult:
     def from_dict(cls, d: dict) -> "CellResult":
         d = dict(d)
         d["epsilon"] = math.inf if d["epsilon"] is None else float(d["epsilon"])
+        for k in ("crps", "selected_crps"):
+            d[k] = math.nan if d[k] is None else float(d[k])
         return cls(**d)
 
 
@@ -134,6 +136,14 @@ def run_cell(task: CellTask) -> CellResult:
     epochs = settings.epochs or split.spec.epochs
     private = not math.isinf(cell.epsilon)
     seed = cell_seed(settings, cell.seed_index)
+    from tsdp.verify.accountant import max_steps
+
+    cap = epochs * config.steps_per_epoch
+    if private and max_steps(config, cell.epsilon, settings.delta, cap=cap, discretization=settings.discretization) == 0:
+        return _store(task, CellResult(  # the budget buys no step: nothing is trained, nothing is spent
+            key=cell.key, model=cell.model, epsilon=cell.epsilon, seed_index=cell.seed_index, level=cell.level,
+            top=cell.top, seed=seed, sigma=config.sigma, steps=0, epochs=0.0, epsilon_spent=0.0, theorem=None,
+            crps=math.nan, selected_crps=math.nan, selected_step=0, seconds=0.0, device=settings.device))
     threads = torch.get_num_threads()
     torch.set_num_threads(task.threads)
     try:
@@ -149,8 +159,14 @@ def run_cell(task: CellTask) -> CellResult:
         top=cell.top, seed=seed, sigma=config.sigma if private else None, steps=r["steps"], epochs=r["epochs"],
         epsilon_spent=r["epsilon"], theorem=r["theorem"], crps=r["crps"], selected_crps=r["selected_crps"],
         selected_step=r["selected_step"], seconds=r["seconds"], device=r["device"])
+    return _store(task, result)
+
+
+def _store(task: CellTask, result: CellResult) -> CellResult:
+    """``result``, written atomically to the task's folder when it names one (NaN CRPS as null)."""
     if task.folder is not None:
         d = result.as_dict()
-        d["epsilon"] = None if math.isinf(cell.epsilon) else cell.epsilon
-        _write_atomic(path_of(task.folder, cell), json.dumps(d, indent=1, sort_keys=True))
+        d["epsilon"] = None if math.isinf(result.epsilon) else result.epsilon
+        d = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+        _write_atomic(path_of(task.folder, task.cell), json.dumps(d, indent=1, sort_keys=True))
     return result
