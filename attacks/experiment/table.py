@@ -57,8 +57,9 @@ def rows_of(results: Sequence[CellResult]) -> List[Row]:
 @dataclass(frozen=True)
 class C7Evidence:
     """Claim C7 on the cells it ran: per top level, each DP model's last-iterate CRPS at every ε ≤ 1 (1-event)
-    against the better of the two baselines; ``verdict`` 'supported' when some DP model beats both baselines at
-    every ε ≤ 1 the grid ran, 'not supported' when none does, 'not evaluated' without such cells."""
+    against the better of the two baselines; ``verdict`` 'confirmed' when some DP model beats both baselines at
+    every ε ≤ 1 the grid ran, 'refuted' when at some ε ≤ 1 none does, 'not evaluated' without such cells (the
+    report's words). ``margin``: over ε ≤ 1, the smallest (better baseline - best DP model's mean CRPS)."""
 
     verdict: str
     cells: Tuple[dict, ...]
@@ -72,7 +73,8 @@ class C7Evidence:
 
 def claim_c7(rows: Sequence[Row], baselines: Dict[str, float]) -> C7Evidence:
     """The verdict of claim C7 (see :class:`C7Evidence`) from the last-iterate rows (the ones the ε covers)."""
-    finite = [r for r in rows if r.checkpoint == "last" and r.level == "1-event" and r.epsilon <= 1]
+    finite = [r for r in rows if r.checkpoint == "last" and r.level == "1-event" and r.epsilon <= 1
+              and math.isfinite(r.crps_mean)]
     if not finite or not baselines:
         return C7Evidence("not evaluated", (), None, None)
     best = min(baselines.values())
@@ -82,7 +84,7 @@ def claim_c7(rows: Sequence[Row], baselines: Dict[str, float]) -> C7Evidence:
     epsilons = sorted({r.epsilon for r in finite})
     per_eps = {e: max(c["margin"] for c in cells if c["epsilon"] == e) for e in epsilons}
     worst = min(per_eps.values())
-    verdict = "supported" if worst > 0 else "not supported"
+    verdict = "confirmed" if worst > 0 else "refuted"
     return C7Evidence(verdict, cells, best, worst)
 
 

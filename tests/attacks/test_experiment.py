@@ -119,10 +119,10 @@ def test_claim_c7_verdict_names_its_cells():
     base = {"seasonal-naive": 0.25, "autoets": 0.40}
     ok = claim_c7([_row("deepar", 0.5, 0.157), _row("deepar", 1.0, 0.145), _row("dlinear", 0.5, 0.30),
                    _row("deepar", math.inf, 0.12)], base)
-    assert ok.verdict == "supported" and ok.best_baseline == 0.25 and ok.margin == pytest.approx(0.25 - 0.157)
+    assert ok.verdict == "confirmed" and ok.best_baseline == 0.25 and ok.margin == pytest.approx(0.25 - 0.157)
     assert {(c["model"], c["epsilon"]) for c in ok.cells} == {("deepar", 0.5), ("deepar", 1.0), ("dlinear", 0.5)}
     bad = claim_c7([_row("deepar", 0.5, 0.30), _row("deepar", 1.0, 0.20)], base)
-    assert bad.verdict == "not supported" and bad.margin == pytest.approx(-0.05)
+    assert bad.verdict == "refuted" and bad.margin == pytest.approx(-0.05)
     assert claim_c7([_row("deepar", 2.0, 0.1)], base).verdict == "not evaluated"
 
 
