@@ -28,7 +28,7 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.errors import MissingExtraError
 
-from .series import DataError, SeriesData, synthetic_for
+from .series import DataError, SeriesData, observed as _observed, synthetic_for
 
 
 def _require(module: str, extra: str):
@@ -38,23 +38,6 @@ def _require(module: str, extra: str):
         return importlib.import_module(module)
     except ImportError:
         raise MissingExtraError(f"{module} is needed for this data format", extra) from None
-
-
-def _observed(values: np.ndarray, source: str, name, rows: Sequence) -> np.ndarray:
-    """The series without leading / trailing missing values; a missing value inside it is refused (module docstring)."""
-    present = np.flatnonzero(~np.isnan(values))
-    if present.size == 0:
-        raise DataError(f"{source}, series {name!r}", "is empty (no observed value)")
-    inner = values[present[0] : present[-1] + 1]
-    infinite = np.flatnonzero(np.isinf(inner))
-    if infinite.size:
-        raise DataError(f"{source}, series {name!r}", f"holds an infinite value at row {rows[present[0] + infinite[0]]}")
-    gaps = np.flatnonzero(np.isnan(inner))
-    if gaps.size:
-        raise DataError(f"{source}, series {name!r}",
-                        f"has a missing value inside its observed range at row {rows[present[0] + gaps[0]]} "
-                        "(the paper's algorithms take fully observed series; only leading / trailing gaps are trimmed)")
-    return inner
 
 
 def _numeric(column, source: str, label: str, row_of) -> np.ndarray:

@@ -20,7 +20,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from .series import DataError, SeriesData
+from .series import DataError, SeriesData, observed
 
 M1_YEARLY_TSF = Path(__file__).with_name("m1_yearly.tsf")
 """The shipped copy of the Monash repository's M1 yearly file (package data)."""
@@ -47,8 +47,6 @@ class TsfFile:
 def read_tsf(path) -> TsfFile:
     """Parse a Monash ``.tsf`` file (module docstring); every malformed line is one :class:`DataError` naming the
     file and line."""
-    from .formats import _observed
-
     path = Path(path)
     source = str(path)
     attributes, header, names, series = [], {}, [], []
@@ -89,7 +87,7 @@ def read_tsf(path) -> TsfFile:
         except ValueError:
             raise DataError(where, "holds a value that is not a number or '?'") from None
         name = fields[0]
-        series.append(_observed(values, source, name, range(1, len(values) + 1)))
+        series.append(observed(values, source, name, range(1, len(values) + 1)))
         names.append(name)
     if not in_data:
         raise DataError(source, "has no @data section (not a Monash .tsf file)")
