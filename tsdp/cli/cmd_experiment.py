@@ -186,6 +186,15 @@ def _check_out(out: str) -> None:
         raise UsageError(f"invalid --out: folder {out} is not writable")
 
 
+def _cell_text(row) -> str:
+    """mean ± std of a table cell; '-' when not run, 'no step' when its budget bought no training step."""
+    if row is None:
+        return "-"
+    if not any(row.steps):
+        return "no step"
+    return f"{row.crps_mean:.3f} ± {row.crps_std:.3f}"
+
+
 def render_table(rows, baselines, split, args) -> str:
     """The paper's layout: one block per (level, top level), models × ε, mean ± std; baselines below."""
     lines: List[str] = [f"dataset {split.spec.name}: {split.train.N} training series, {split.test.count} test windows, "
@@ -202,8 +211,7 @@ def render_table(rows, baselines, split, args) -> str:
             for model in args.models:
                 cell = {r.epsilon: r for r in rs if r.model == model and r.checkpoint == checkpoint}
                 label = MODEL_LABELS[model] + (" [sel]" if checkpoint == "selected" else "")
-                lines.append(label.ljust(20) + "".join(
-                    (f"{cell[e].crps_mean:.3f} ± {cell[e].crps_std:.3f}" if e in cell else "-").rjust(22) for e in eps))
+                lines.append(label.ljust(20) + "".join(_cell_text(cell.get(e)).rjust(22) for e in eps))
         for name, value in baselines.items():
             lines.append(MODEL_LABELS[name].ljust(20) + "".join(f"{value:.3f}".rjust(22) for _ in eps))
     steps = [(r.model, r.epsilon, r.steps, r.epsilon_spent) for r in rows if r.checkpoint == "last"]
