@@ -170,3 +170,25 @@ def test_shipped_split_holds_out_test_and_validation_windows():
     split = shipped_split()
     assert split.train.N == 170 and split.dropped == 11 and split.test.count == split.validation.count == 170
     assert min(split.train.lengths) == 6
+
+
+def test_experiment_command_json_keys_and_resume(tmp_path, capsys):
+    """`tsdp experiment --json` without a dataset runs on the shipped M1 series; its keys are the documented ones;
+    a second run reads every cell back (nothing trained) and prints the same rows."""
+    from tsdp.cli.main import main
+
+    argv = ["experiment", "--models", "dlinear", "--epsilons", "1", "inf", "--seeds", "1", "--tops", "wor",
+            "--epochs", "1", "--samples", "10", "--device", "cpu", "--out", str(tmp_path / "cells"), "--json"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["dataset"]["name"] == "m1-yearly" and first["split"]["train_series"] == 170
+    assert {"rows", "baselines", "claim_c7", "dataset", "split"} <= set(first)
+    for row in first["rows"]:
+        assert {"model", "epsilon", "crps_mean", "crps_std", "seeds", "steps", "epsilon_spent", "checkpoint"} <= set(row)
+    assert {r["checkpoint"] for r in first["rows"]} == {"last", "selected"}
+    assert set(first["baselines"]) == {"seasonal-naive", "autoets"}
+    assert {"verdict", "cells"} <= set(first["claim_c7"]) and first["claim_c7"]["cells"][0]["model"] == "dlinear"
+    assert first["run"]["run"] == 2 and first["run"]["resumed"] == 0
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["run"]["run"] == 0 and again["run"]["resumed"] == 2 and again["rows"] == first["rows"]

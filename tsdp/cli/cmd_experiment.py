@@ -105,12 +105,14 @@ def add_parsers(sub, command) -> None:
                                 discretization=args.discretization, seed=args.seed)
         cells = plan(models=args.models, epsilons=args.epsilons, seeds=args.seeds, levels=tuple(args.levels),
                      tops=args.tops)
-        from tsdp.attacks.experiment.estimate import estimate
-
-        plan_note = estimate(cells, settings)
         import sys
 
-        print(plan_note.line(), file=sys.stderr)
+        from tsdp.attacks.experiment.cells import load_done
+        from tsdp.attacks.experiment.estimate import estimate
+
+        pending = [c for c in cells if load_done(out, c) is None]
+        plan_note = estimate(pending, settings)
+        print(f"{len(cells) - len(pending)} of {len(cells)} cells already in {out}; " + plan_note.line(), file=sys.stderr)
         results, info = run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster,
                                  progress=True)
         baselines = baseline_crps_of(settings)
