@@ -1,5 +1,6 @@
-"""The time estimate printed before a grid starts: each cell's planned steps (the sound accountant's answer to its
-budget, or the epochs cap) times the seconds per step that a short probe run of each model measured."""
+"""The time estimate printed before a grid starts: for each cell, a fixed cost (model set-up, the test forecasts
+at the grid's sample paths) plus its planned steps (the sound accountant's answer to its budget, or the epochs cap)
+times the seconds per step, both measured by two short probe runs of each model."""
 from __future__ import annotations
 
 import math
@@ -9,23 +10,25 @@ from typing import Dict, Sequence
 
 from .grid import Cell, GridSettings
 
-PROBE_STEPS = (2, 8)
-"""The probe trains each model twice, for these many private steps: the difference is the per-step time without
-the run's fixed costs (model set-up, evaluation)."""
+PROBE_STEPS = (2, 10)
+"""The probe trains each model twice, for these many private steps, after an untimed one-step warm-up: the
+difference is the per-step time without the run's fixed costs (model set-up, evaluation)."""
 
 
 @dataclass(frozen=True)
 class PlanEstimate:
-    """Cells, their planned training steps in total, the probe's seconds per step of each model, the estimate."""
+    """Cells, their planned training steps in total, the probe's seconds per step and fixed seconds per cell of each
+    model, the estimate."""
 
     cells: int
     steps: int
     seconds_per_step: Dict[str, float]
+    seconds_per_cell: Dict[str, float]
     seconds: float
 
     def line(self) -> str:
         return (f"planned: {self.cells} cells, {self.steps} training steps, about {self.seconds / 60:.1f} min in "
-                "one process (probe of each model; more with evaluation, less with workers)")
+                "one process (from a probe of each model; N workers take about 1/N of it)")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -59,17 +62,19 @@ def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
         if k not in by_config:
             by_config[k] = planned_steps(c, settings)
         total += by_config[k]
-    per_step, seconds = {}, 0.0
+    per_step, fixed, seconds = {}, {}, 0.0
     split = _split(settings.dataset, settings.data_dir)
     for c in cells:
         if c.model not in per_step:
             took = []
-            for steps in PROBE_STEPS:
+            for steps in (1, *PROBE_STEPS):
                 started = time.perf_counter()
                 train(cell_config(c, settings), c.model, None, split=split, steps=steps, delta=settings.delta,
-                      clip=CLIP, device=settings.device, progress=False, n_samples=10, lags=split.spec.lags,
+                      clip=CLIP, device=settings.device, progress=False, n_samples=settings.n_samples,
+                      lags=split.spec.lags,
                       season=split.spec.season, validate_every=10 ** 9, discretization=settings.discretization)
                 took.append(time.perf_counter() - started)
-            per_step[c.model] = max(0.0, took[1] - took[0]) / (PROBE_STEPS[1] - PROBE_STEPS[0])
-        seconds += by_config[(c.level, c.top, c.epsilon)] * per_step[c.model]
-    return PlanEstimate(len(cells), total, per_step, seconds)
+            per_step[c.model] = max(0.0, took[2] - took[1]) / (PROBE_STEPS[1] - PROBE_STEPS[0])
+            fixed[c.model] = max(0.0, took[1] - PROBE_STEPS[0] * per_step[c.model])
+        seconds += fixed[c.model] + by_config[(c.level, c.top, c.epsilon)] * per_step[c.model]
+    return PlanEstimate(len(cells), total, per_step, fixed, seconds)
