@@ -64,7 +64,7 @@ def test_the_papers_split_and_hyperparameters_on_a_gluonts_fixture(tmp_path):
         (321, 180, 24, 24, 128, 2.0)
     r = run_cell(CellTask(cell, settings))  # 180 steps per series, 40 % of them per step: ε = 2 buys no step
     assert (r.steps, r.epsilon_spent, math.isnan(r.crps)) == (0, 0.0, True)
-    r = run_cell(CellTask(Cell("deepar", math.inf, 0, "1-event", "wor"), settings))
+    r = run_cell(CellTask(Cell("simple-ff", math.inf, 0, "1-event", "wor"), settings))
     assert r.steps == config.steps_per_epoch and r.epsilon_spent is None and math.isfinite(r.crps)
 
 
