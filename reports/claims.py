@@ -1,6 +1,7 @@
-"""The claims C1-C6 of THEOREMS.md "Claims" (paper Section 5 and Appendix C), in report order.
+"""The claims C1-C7 of THEOREMS.md "Claims" (paper Section 5 and Appendix C), in report order.
 
-Each claim is a :class:`reports.claim_base.Claim` in its own module (``claim_c1`` ... ``claim_c6``):
+Each claim is a :class:`reports.claim_base.Claim` in its own module (``claim_c1`` ... ``claim_c7``;
+C7, the privacy-utility claim, trains forecasters on the shipped real dataset):
 ``compute`` (numbers, with the cells covered and not evaluable), a pure ``rule`` (verdict and
 reason from those numbers), the ``statement`` and the ``figure``. ``CLAIMS[id](config, quick,
 ctx)`` returns the claim's entry of results.json.
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 from typing import Dict
 
-from . import claim_c1, claim_c2, claim_c3, claim_c4, claim_c5, claim_c6
+from . import claim_c1, claim_c2, claim_c3, claim_c4, claim_c5, claim_c6, claim_c7
 from .claim_base import Claim
 
-CLAIMS: Dict[str, Claim] = {m.CLAIM.id: m.CLAIM for m in (claim_c1, claim_c2, claim_c3, claim_c4, claim_c5, claim_c6)}
+CLAIMS: Dict[str, Claim] = {m.CLAIM.id: m.CLAIM for m in (claim_c1, claim_c2, claim_c3, claim_c4, claim_c5, claim_c6,
+                                                       claim_c7)}

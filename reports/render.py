@@ -64,7 +64,7 @@ def blocks(results: dict) -> List[tuple]:
     b.append(("h", 2, "1. Configuration and accounting"))
     if acc is not None:
         b.extend(_accounting(acc))
-    b.append(("h", 2, "2. Claims C1-C6"))
+    b.append(("h", 2, "2. Claims C1-C7"))
     if results.get("claims") is not None:
         b.extend(_claims(results["claims"]))
     b.append(("h", 2, "3. Consistency (`tsdp verify --quick`)"))
@@ -99,7 +99,7 @@ def _summary(results: dict) -> List[tuple]:
                        "one-step, or one-epoch for deterministic/shuffled iteration, events):"))
         b.append(_epsilon_table(acc))
     if results.get("claims") is not None:
-        b.append(("p", "**Claims C1-C6 of the paper** (details in section 2):"))
+        b.append(("p", "**Claims C1-C7 of the paper** (details in section 2):"))
         b.append(("table", ["claim", "verdict (cells it rests on)", "statement"],
                   [[c["id"], c["verdict_text"], c["statement"]] for c in results["claims"]]))
     t = results.get("tightness")
@@ -346,7 +346,25 @@ def _claim_table(c: dict) -> List[tuple]:
             rows += [["ε audited (LCB, pooled loop)", fmt(a["epsilon_lower"])], ["confidence", fmt(a["confidence"])],
                      ["trials per world", fmt(a["trials"])], ["GOF p-value", fmt(a["gof_pvalue"])]]
         return [("table", ["quantity", "value"], rows), ("p", f"Why T13 sits below: {n['why_T13_below']}.")]
+    if cid == "C7":
+        return _privacy_utility(n)
     return []
+
+
+def _privacy_utility(n: dict) -> List[tuple]:
+    """The privacy-utility section: test CRPS (mean ± std over seeds) per model and ε, last iterate (covered by ε)
+    and the lowest-validation checkpoint (not covered), with the steps and sound ε spent, and the baselines."""
+    if not n.get("rows"):
+        return [("p", "Not evaluated: " + "; ".join(c["reason"] for c in n["cells"]["not_evaluated"]))]
+    rows = [[r["model"], "∞" if r["epsilon"] is None else fmt(r["epsilon"]),
+             "last (covered by ε)" if r["covered"] else "lowest validation (not covered)",
+             f"{r['crps_mean']:.4f} ± {r['crps_std']:.4f}", r["seeds"], ", ".join(map(str, r["steps"])),
+             ", ".join("-" if e is None else f"{e:.4g}" for e in r["epsilon_spent"])] for r in n["rows"]]
+    rows += [[name, "-", "baseline (statsforecast)", f"{value:.4f}", "-", "-", "-"]
+             for name, value in n["baselines"].items()]
+    return [("p", f"Privacy-utility on the shipped {n['dataset']} series (1-event level, δ = 1e-7, WOR top level, "
+                  f"at most {n['epochs']} epochs; `tsdp experiment` runs the paper's whole grid):"),
+            ("table", ["model", "ε", "checkpoint", "test CRPS", "seeds", "steps", "sound ε spent"], rows)]
 
 
 # ----------------------------------------------------------------------------- writers

@@ -13,13 +13,13 @@ Top level (``SCHEMA_VERSION`` 2)::
                    theorem, kind, reason,
                    rows: [{delta, steps|epochs, compositions, epsilon_sound (upper),
                            epsilon_attained (lower or null), construction, discretization}]}
-  claims          [{id: "C1".."C6", statement,
+  claims          [{id: "C1".."C7", statement,
                     verdict: "confirmed"|"refuted"|"qualified"|"not evaluated",
                     verdict_text: the verdict with the cells it rests on ("confirmed on the quick
                     grid, 3 of 15 cells"), reason,
                     cells {grid: cells of the full grid, quick, evaluated: [labels],
                            not_evaluated: [{cell, reason}]},
-                    numbers {...claim-specific, see reports.claim_c1 ... claim_c6}, figure {curves drawn},
+                    numbers {...claim-specific, see reports.claim_c1 ... claim_c7}, figure {curves drawn},
                     figures: [png file names]}]
   consistency     {mode, seed, elapsed_s, summary {pass, fail, finding, total}, theorems_covered,
                    failures_and_findings: [{name, theorems, status, explanation, measured}],
@@ -55,7 +55,7 @@ from .claim_base import VERDICTS
 SCHEMA_VERSION = 3
 TOP_KEYS = ("schema_version", "meta", "accounting", "claims", "consistency", "tightness", "errata", "inference",
             "violation", "violations")
-CLAIM_IDS = ("C1", "C2", "C3", "C4", "C5", "C6")
+CLAIM_IDS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7")
 
 
 def validate(results: dict) -> List[str]:

@@ -115,24 +115,27 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
 
     PldAccountant("sound").compose(run)  # records only: a lower-bound theorem is refused before any search
 
-    sigma0 = float(min(max(config.sigma, SIGMA_MIN), SIGMA_MAX))
-    coarse = discretization * COARSE_FACTOR
-    found = None
-    if coarse <= COARSE_MAX:
-        try:
-            found = _search(accounting_at(coarse), target_epsilon, sigma0, tolerance)
-        except ConfigError:  # unreachable on the coarse grid: the asked grid decides on its own
-            found = None
-    eps_at = accounting_at(discretization)
-    if found is None:
-        good, e_good, bad, e_bad = _search(eps_at, target_epsilon, sigma0, tolerance)
-    else:
-        c_good, c_e_good, c_bad, c_e_bad = found
-        slope = None if c_bad is None else _slope(math.log(c_bad), c_e_bad, math.log(c_good), c_e_good)
-        width = _final_width(tolerance)
-        good, e_good, bad, e_bad = _walk_to_target(eps_at, target_epsilon, c_good, eps_at(c_good), width, slope)
-        if bad is not None:
-            good, e_good, bad, e_bad = narrow_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
+    try:  # the bar is cleared on an unreachable target too, so the error stays one line
+        sigma0 = float(min(max(config.sigma, SIGMA_MIN), SIGMA_MAX))
+        coarse = discretization * COARSE_FACTOR
+        found = None
+        if coarse <= COARSE_MAX:
+            try:
+                found = _search(accounting_at(coarse), target_epsilon, sigma0, tolerance)
+            except ConfigError:  # unreachable on the coarse grid: the asked grid decides on its own
+                found = None
+        eps_at = accounting_at(discretization)
+        if found is None:
+            good, e_good, bad, e_bad = _search(eps_at, target_epsilon, sigma0, tolerance)
+        else:
+            c_good, c_e_good, c_bad, c_e_bad = found
+            slope = None if c_bad is None else _slope(math.log(c_bad), c_e_bad, math.log(c_good), c_e_good)
+            width = _final_width(tolerance)
+            good, e_good, bad, e_bad = _walk_to_target(eps_at, target_epsilon, c_good, eps_at(c_good), width, slope)
+            if bad is not None:
+                good, e_good, bad, e_bad = narrow_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
+    finally:
+        bar.close()
     return CalibrationResult(
         sigma=float(good), epsilon=float(e_good), sigma_rejected=None if bad is None else float(bad),
         epsilon_rejected=None if e_bad is None else float(e_bad), target_epsilon=float(target_epsilon), delta=delta,

@@ -28,7 +28,7 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.errors import MissingExtraError
 
-from .series import DataError, SeriesData, synthetic_for
+from .series import DataError, SeriesData, observed as _observed, synthetic_for
 
 
 def _require(module: str, extra: str):
@@ -38,23 +38,6 @@ def _require(module: str, extra: str):
         return importlib.import_module(module)
     except ImportError:
         raise MissingExtraError(f"{module} is needed for this data format", extra) from None
-
-
-def _observed(values: np.ndarray, source: str, name, rows: Sequence) -> np.ndarray:
-    """The series without leading / trailing missing values; a missing value inside it is refused (module docstring)."""
-    present = np.flatnonzero(~np.isnan(values))
-    if present.size == 0:
-        raise DataError(f"{source}, series {name!r}", "is empty (no observed value)")
-    inner = values[present[0] : present[-1] + 1]
-    infinite = np.flatnonzero(np.isinf(inner))
-    if infinite.size:
-        raise DataError(f"{source}, series {name!r}", f"holds an infinite value at row {rows[present[0] + infinite[0]]}")
-    gaps = np.flatnonzero(np.isnan(inner))
-    if gaps.size:
-        raise DataError(f"{source}, series {name!r}",
-                        f"has a missing value inside its observed range at row {rows[present[0] + gaps[0]]} "
-                        "(the paper's algorithms take fully observed series; only leading / trailing gaps are trimmed)")
-    return inner
 
 
 def _numeric(column, source: str, label: str, row_of) -> np.ndarray:
@@ -348,7 +331,8 @@ def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 
     """The one data loader of every command (train, audit-fn, audit-model, forecast, report) and of the library.
 
     ``source``: "synthetic" (:func:`tsdp.attacks.data.series.synthetic_for` of ``config`` and ``seed``),
-    "grunfeld" (:func:`grunfeld`, of ``target`` when given), GluonTS JSON lines (.json, .jsonl, either
+    "grunfeld" (:func:`grunfeld`, of ``target`` when given), "m1-yearly" (the shipped M1 yearly series,
+    :func:`tsdp.attacks.data.tsf.m1_yearly`), a Monash ``.tsf`` file (:func:`tsdp.attacks.data.tsf.read_tsf`), GluonTS JSON lines (.json, .jsonl, either
     .gz: :func:`load_gluonts_jsonl`), or a CSV (.csv, .csv.gz) / parquet (.parquet, .pq) table read by
     :func:`load_table` in ``layout`` (auto-detected by default) with the column names given (None: the
     defaults item_id, timestamp, target). Every unusable source raises one :class:`DataError`.
@@ -360,8 +344,12 @@ def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 
         return synthetic_for(config, seed=seed)
     if name == "grunfeld":
         return grunfeld(target or "invest")[0]
+    from .tsf import SHIPPED, m1_yearly, read_tsf
+
+    if name == SHIPPED:
+        return m1_yearly().data
     path = Path(name)
-    formats = f"{', '.join(TABLE_SUFFIXES + JSONL_SUFFIXES)}, 'grunfeld' or 'synthetic'"
+    formats = f"{', '.join(TABLE_SUFFIXES + JSONL_SUFFIXES)}, .tsf, '{SHIPPED}', 'grunfeld' or 'synthetic'"
     if not path.exists():
         raise DataError(name, f"no such file (give a {formats})")
     if not path.is_file():
@@ -369,6 +357,8 @@ def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 
     lower = path.name.lower()
     if lower.endswith(JSONL_SUFFIXES):
         return load_gluonts_jsonl(path)
+    if lower.endswith(".tsf"):
+        return read_tsf(path).data
     if lower.endswith(TABLE_SUFFIXES):
         return load_table(path, layout=layout, item_id=item_id, timestamp=timestamp, target=target, freq=freq)
     raise DataError(name, f"unknown data format (give a {formats})")

@@ -51,6 +51,24 @@ class SeriesData:
         return train, np.stack([s[-forecast_length:] for s in self.series])
 
 
+def observed(values: np.ndarray, source: str, name, rows: Sequence) -> np.ndarray:
+    """The series without leading / trailing missing values; a missing value inside it is refused (the loaders' rule,
+    :mod:`attacks.data.formats`): ``rows`` label the values in the error."""
+    present = np.flatnonzero(~np.isnan(values))
+    if present.size == 0:
+        raise DataError(f"{source}, series {name!r}", "is empty (no observed value)")
+    inner = values[present[0] : present[-1] + 1]
+    infinite = np.flatnonzero(np.isinf(inner))
+    if infinite.size:
+        raise DataError(f"{source}, series {name!r}", f"holds an infinite value at row {rows[present[0] + infinite[0]]}")
+    gaps = np.flatnonzero(np.isnan(inner))
+    if gaps.size:
+        raise DataError(f"{source}, series {name!r}",
+                        f"has a missing value inside its observed range at row {rows[present[0] + gaps[0]]} "
+                        "(the paper's algorithms take fully observed series; only leading / trailing gaps are trimmed)")
+    return inner
+
+
 def synthetic(N: int, L: int, *, seed: int, season: int = 24, noise: float = 0.2,
               lengths: Optional[Sequence[int]] = None) -> SeriesData:
     """Seeded synthetic series: level + trend + seasonal sine (period ``season``) + Gaussian noise.

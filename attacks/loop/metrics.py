@@ -17,11 +17,15 @@ def weighted_quantile_loss(target: np.ndarray, quantile_forecast: np.ndarray, q:
 
 
 def crps_from_samples(target: np.ndarray, samples: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> float:
-    """CRPS ≈ mean over q ∈ {0.1, ..., 0.9} of wQL_q, with ŷ_q the empirical q-quantile of the sample paths.
+    """CRPS ≈ mean over q ∈ {0.1, ..., 0.9} of wQL_q, with ŷ_q the q-quantile of the S sample paths as GluonTS's
+    ``SampleForecast`` takes it: the sorted sample of rank round((S - 1) q) (round half to even), so the number is
+    GluonTS evaluator's ``mean_wQuantileLoss`` on the same samples (a test compares them).
 
     ``target`` (N, L_F), ``samples`` (N, S, L_F).
     """
-    qs = np.quantile(np.asarray(samples, dtype=np.float64), quantiles, axis=1)
+    ordered = np.sort(np.asarray(samples, dtype=np.float64), axis=1)
+    ranks = [int(np.round((ordered.shape[1] - 1) * q)) for q in quantiles]
+    qs = ordered[:, ranks, :].transpose(1, 0, 2)
     return float(np.mean([weighted_quantile_loss(target, qs[i], q) for i, q in enumerate(quantiles)]))
 
 

@@ -53,13 +53,22 @@ def _test_contexts(train: SeriesData, context_length: int) -> torch.Tensor:
     return out
 
 
-def evaluate(model: torch.nn.Module, train: SeriesData, targets: np.ndarray, context_length: int,
-             *, n_samples: int, generator: torch.Generator, device: torch.device) -> float:
-    """Test CRPS (mean weighted quantile loss of ``n_samples`` sample paths) on the held-out last L_F steps."""
+def evaluate(model: torch.nn.Module, contexts: torch.Tensor, targets: np.ndarray, *, n_samples: int,
+             generator: torch.Generator, device: torch.device) -> float:
+    """Test CRPS (mean weighted quantile loss of ``n_samples`` sample paths) of forecasts from ``contexts`` (M, L_C)."""
     model.eval()
-    samples = model.sample(_test_contexts(train, context_length).to(device), n_samples, generator)
+    samples = model.sample(contexts.to(device), n_samples, generator)
     model.train()
     return crps_from_samples(targets, samples.cpu().numpy())
+
+
+def validation_loss(model: torch.nn.Module, contexts: torch.Tensor, targets: torch.Tensor) -> float:
+    """Mean negative log-likelihood of the validation windows (the paper's checkpoint criterion)."""
+    model.eval()
+    with torch.no_grad():
+        loss = float(model(contexts, targets).mean())
+    model.train()
+    return loss
 
 
 def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int, *, clip: float, private: bool,
@@ -148,12 +157,14 @@ def train(
     epsilon: Optional[float] = None,
     delta: Optional[float] = None,
     epochs: Optional[int] = None,
+    steps: Optional[int] = None,
     theorem: Optional[str] = None,
     warmup_steps: int = 0,
     warmup_sigma: Optional[float] = None,
     discretization: float = DEFAULT_DISCRETIZATION,
     clip: float = 1.0,
     lr: float = 1e-3,
+    weight_decay: float = 0.0,
     optimizer: str = "adam",
     device: str = "auto",
     seed: int = 0,
@@ -163,6 +174,9 @@ def train(
     n_samples: int = 100,
     return_model: bool = False,
     canaries=None,
+    split=None,
+    lags=None,
+    validate_every: Optional[int] = None,
 ) -> dict:
     """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
 
@@ -171,7 +185,9 @@ def train(
     refused) and ``epsilon`` in the result is its ε(δ) of the steps that ran (an **upper**
     bound). With a budget ``epsilon`` the run takes the most steps whose sound ε stays within
     it (one more step, or epoch for deterministic/shuffled iteration, would exceed it) and
-    refuses a budget that buys no step; ``epochs`` caps the run (or fixes it, without budget).
+    refuses a budget that buys no step; ``epochs`` (or ``steps``, training steps) caps the run (or
+    fixes it, without budget). To spend a budget in exactly K epochs instead, calibrate σ first
+    (:func:`fit_budget`).
     ``warmup_steps`` steps at noise ``warmup_sigma`` come first and are accounted too (a
     heterogeneous run: the ledger composes both phases). ``discretization`` is the accountant's
     PLD grid (coarser is faster and still an upper bound). ``private=False`` trains without
@@ -181,9 +197,18 @@ def train(
     (key ``trained_model``, not JSON) for audits. ``canaries``: white-box gradient canaries
     (:class:`attacks.canary.gradient.GradientCanaries` of this configuration and ``clip``),
     attached to the model and fed every step (not with warm-up steps, whose epochs restart).
+    ``split`` (:class:`tsdp.attacks.data.benchmarks.ForecastSplit`; ``data`` is then unused): train on its
+    training series, report the test CRPS of its test windows, and every ``validate_every`` steps (default
+    once per epoch) score its validation windows: the result's ``selected_*`` keys hold the checkpoint with
+    the lowest validation loss, which the ε does **not** cover (its validation windows are the ends of the
+    same private series; THEOREMS.md errata). ``lags``: DeepAR's lag indices (default its own).
     """
-    if epsilon is None and epochs is None:
-        raise ConfigError("epsilon", "give an ε budget (epsilon) or a number of epochs")
+    if epsilon is None and epochs is None and steps is None:
+        raise ConfigError("epsilon", "give an ε budget (epsilon), a number of epochs or of steps")
+    if epochs is not None and steps is not None:
+        raise ConfigError("steps", "give epochs or steps, not both", steps)
+    if steps is not None:
+        steps = check_int("steps", steps, 1)
     if epsilon is not None and not private:
         raise ConfigError("epsilon", "an ε budget needs private training (private=True)")
     if private and delta is None:
@@ -193,13 +218,18 @@ def train(
     warmup_steps = check_int("warmup_steps", warmup_steps, 0)
     if private:
         delta = check_delta(delta)
-    _check_magnitude(data)
+    _check_magnitude(split.train if split is not None else data)
     if warmup_steps and (not private or warmup_sigma is None):
         raise ConfigError("warmup_sigma", "warm-up steps need private training and their noise multiplier",
                           warmup_sigma)
     if canaries is not None and warmup_steps:
         raise ConfigError("warmup_steps", "gradient canaries follow one batching from the first step: no warm-up")
-    train_data, targets = data.split(config.forecast_length)
+    if split is not None:
+        train_data, targets, histories = split.train, split.test.targets, split.test.histories
+        test_contexts = torch.as_tensor(split.test.contexts(config.context_length), dtype=torch.float32)
+    else:
+        train_data, targets = data.split(config.forecast_length)
+        histories, test_contexts = train_data.series, _test_contexts(train_data, config.context_length)
     if train_data.N != config.N:
         raise ConfigError("N", f"the data has {train_data.N} series (set --N {train_data.N})", config.N)
     if min(train_data.lengths) < config.L:
@@ -209,6 +239,7 @@ def train(
     warm = config.with_(sigma=warmup_sigma) if warmup_steps else None
     clip = check_real("clip", clip, low=0.0, low_open=True)
     lr = check_real("lr", lr, low=0.0, high=LR_MAX, low_open=True)
+    weight_decay = check_real("weight_decay", weight_decay, low=0.0)
     if private:
         for phase in (warm, config):
             if phase is not None:
@@ -223,7 +254,7 @@ def train(
         if warm is not None:
             before = training_event(warm, steps=warmup_steps, theorem=theorem)
     sampler = make_sampler(config, train_data.lengths)
-    cap = None if epochs is None else epochs * sampler.steps_per_epoch
+    cap = steps if steps is not None else None if epochs is None else epochs * sampler.steps_per_epoch
     if epsilon is None:
         total_steps = cap
     else:
@@ -240,20 +271,26 @@ def train(
     generator = torch.Generator(device=dev).manual_seed(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = make_model(model_name, config.context_length, config.forecast_length).to(dev)
-    opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr)
+        extra = {"lags": lags} if lags is not None and model_name == "deepar" else {}
+        model = make_model(model_name, config.context_length, config.forecast_length, **extra).to(dev)
+    opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr, weight_decay=weight_decay)
     if canaries is not None:
         canaries.attach(model.parameters())
     padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length)
     padded = padded.to(dev)
 
-    untrained = evaluate(model, train_data, targets, config.context_length, n_samples=n_samples, generator=generator, device=dev)
+    untrained = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev)
+    checkpoint = _Checkpoints(model, split, config.context_length, dev,
+                              validate_every or sampler.steps_per_epoch) if split is not None else None
     started = time.perf_counter()
     bar = tqdm(total=warmup_steps + total_steps, disable=not progress, desc=f"train {model_name}", unit="step")
     for phase, n_steps in ((warm, warmup_steps), (config, total_steps)):
         if phase is None or n_steps == 0:
             continue
-        emit = (lambda i, c=phase: accountant.compose(step_event(c, i, theorem))) if private else (lambda i: None)
+        account = (lambda i, c=phase: accountant.compose(step_event(c, i, theorem))) if private else (lambda i: None)
+        emit = account
+        if checkpoint is not None and phase is config:
+            emit = (lambda i: (account(i), checkpoint.after(warmup_steps + i + 1)))
         _run_steps(model, opt, padded, make_sampler(phase, train_data.lengths), phase, n_steps, clip=clip,
                    private=private, generator=generator, emit=emit, bar=bar, canaries=canaries)
     bar.close()
@@ -264,13 +301,13 @@ def train(
         raise ConfigError("lr", f"the training diverged: {len(diverged)} parameter tensor(s) of the model are not "
                                 f"finite after {warmup_steps + total_steps} steps at learning rate {lr:g}: lower it, or rescale "
                                 f"the data (values up to {_largest(data):.3g})", lr)
-    crps = evaluate(model, train_data, targets, config.context_length, n_samples=n_samples, generator=generator, device=dev)
-    naive = point_crps(targets, seasonal_naive(train_data.series, config.forecast_length, season))
+    crps = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev)
+    naive = point_crps(targets, seasonal_naive(histories, config.forecast_length, season))
     if not all(math.isfinite(x) for x in (crps, untrained, naive)):
         raise ConfigError("data", f"the test CRPS is not finite (trained {crps}, untrained {untrained}, seasonal "
                                   f"naive {naive}): values up to {_largest(data):.3g} overflow the float32 model; "
                                   "rescale the data")
-    steps = warmup_steps + total_steps
+    ran = warmup_steps + total_steps
     result = {
         "model": model_name,
         "private": private,
@@ -285,9 +322,9 @@ def train(
         "delta": delta if private else None,
         "theorem": bound_id,
         "discretization": discretization if private else None,
-        "steps": steps,
+        "steps": ran,
         "compositions": accountant.compositions if private else None,
-        "epochs": steps / sampler.steps_per_epoch,
+        "epochs": ran / sampler.steps_per_epoch,
         "crps": crps,
         "untrained_crps": untrained,
         "seasonal_naive_crps": naive,
@@ -295,6 +332,55 @@ def train(
         "device": str(dev),
         "ledger": ledger_summary(accountant.ledger) if private else None,
     }
+    if checkpoint is not None:
+        result.update(checkpoint.summary(model, test_contexts, targets, n_samples, generator))
     if return_model:
         result["trained_model"] = model
     return result
+
+
+class _Checkpoints:
+    """The lowest-validation-loss checkpoint of a run (the paper's selection; **not** covered by the run's ε)."""
+
+    def __init__(self, model, split, context_length: int, device, every: int):
+        self.model, self.every = model, max(1, int(every))
+        self.contexts = torch.as_tensor(split.validation.contexts(context_length), dtype=torch.float32).to(device)
+        self.targets = torch.as_tensor(split.validation.targets, dtype=torch.float32).to(device)
+        self.best, self.best_step, self.state = validation_loss(model, self.contexts, self.targets), 0, None
+        self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.last_step = 0
+
+    def after(self, step: int) -> None:
+        self.last_step = step
+        if step % self.every:
+            return
+        loss = validation_loss(self.model, self.contexts, self.targets)
+        if loss < self.best:
+            self.best, self.best_step = loss, step
+            self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def summary(self, model, test_contexts, targets, n_samples: int, generator) -> dict:
+        last = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        last_loss = validation_loss(model, self.contexts, self.targets)
+        if last_loss <= self.best:
+            self.best, self.best_step, self.state = last_loss, self.last_step, last
+        model.load_state_dict(self.state)
+        selected = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator,
+                            device=self.contexts.device)
+        model.load_state_dict(last)
+        return {"validation_loss": last_loss, "selected_validation_loss": self.best, "selected_step": self.best_step,
+                "selected_crps": selected}
+
+
+def fit_budget(config: TrainingConfig, epsilon: float, delta: float, *, epochs: Optional[int] = None,
+               steps: Optional[int] = None, theorem: Optional[str] = None,
+               discretization: float = DEFAULT_DISCRETIZATION):
+    """σ such that ``epochs`` epochs (or ``steps`` training steps) of ``config`` spend the budget ε at δ, as
+    Opacus's ``make_private_with_epsilon``: :func:`tsdp.verify.calibration.calibrate_sigma` under the **sound**
+    accountant (paper Appendix B.3 accounting of the scheme's tightest upper bound, or ``theorem``), so the run's
+    sound ε is ≤ ``epsilon`` (an **upper** bound, within the calibration's relative tolerance of the budget).
+    Returns the :class:`~tsdp.verify.calibration.CalibrationResult`; train ``config.with_(sigma=result.sigma)``."""
+    from tsdp.verify.calibration import calibrate_sigma
+
+    return calibrate_sigma(config, epsilon, delta, steps=steps, epochs=epochs, theorem=theorem,
+                           discretization=discretization)

@@ -219,3 +219,54 @@ def test_the_issue_13_run_reports_what_it_spent(capsys):
     assert run["steps"] == 176 and run["compositions"] == spent["compositions"] == 22
     assert main(["epsilon", *argv, "--steps", str(run["steps"] + 1), "--json", "--discretization", "1e-3"]) == 0
     assert json.loads(capsys.readouterr().out)["epsilon"] > 4.0
+
+
+@pytest.mark.parametrize("schedule", [["--steps", "7"], ["--epochs", "2"]])
+def test_a_budget_without_sigma_is_spent_by_the_schedule(capsys, schedule):
+    """--epsilon with --steps/--epochs and no --sigma calibrates σ: the run takes the whole schedule, its ε is
+    `tsdp epsilon` of that σ and those steps (the sound accountant), at most the budget and within the
+    calibration's tolerance of it (σ 0.1 % smaller would exceed it)."""
+    from tsdp.cli.main import main
+
+    code, out, _ = tsdp(capsys, "--epsilon", "1", "--delta", "1e-5", *schedule, "--json", "--model", "dlinear")
+    out = json.loads(out)
+    steps = 7 if schedule[0] == "--steps" else 2 * 2
+    assert code == 0 and out["sigma_calibrated"] and out["steps"] == steps
+    argv = [*SMALL[:-2], "--sigma", repr(out["sigma"]), "--delta", "1e-5", "--steps", str(steps), "--json"]
+    assert main(["epsilon", *argv]) == 0
+    spent = json.loads(capsys.readouterr().out)["epsilon"]
+    assert out["epsilon"] == spent <= 1.0
+    cfg = BASE.with_(N=8, L=40, batch_size=4, sigma=out["sigma"] * (1 - 1e-3))
+    assert sound(cfg, steps) > 1.0
+
+
+def test_the_default_budgeted_run_trains():
+    """`tsdp train --epsilon 2 --delta 1e-7` (paper Section 5 defaults) no longer stops before the first step:
+    σ is calibrated so the default epochs spend the budget."""
+    import contextlib
+    import io
+
+    from tsdp.cli.cmd_train import FIT_EPOCHS
+    from tsdp.cli.main import main
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["train", "--epsilon", "2", "--delta", "1e-7", "--json", "--device", "cpu",
+                     "--discretization", "1e-3"]) == 0
+    out = json.loads(buf.getvalue())
+    assert out["steps"] == FIT_EPOCHS * DEFAULT_CONFIG.steps_per_epoch and out["epsilon"] <= 2.0
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--epochs", "1", "--steps", "2"], "not both"),
+    (["--steps", "0"], "--steps"),
+    (["--epochs", "1", "--weight-decay", "-1"], "--weight-decay"),
+    (["--epochs", "1", "--weight-decay", "nan"], "--weight-decay"),
+    (["--epochs", "1", "--sigma", "0"], "--sigma"),
+    (["--epsilon", "1e-9", "--steps", "3"], "epsilon"),
+])
+def test_train_schedule_flags_refuse_bad_input(capsys, argv, flag):
+    code, _, err = tsdp(capsys, "--delta", "1e-5", *argv)
+    last = err.strip().split("\n")[-1].split("\r")[-1]  # after any progress bar's carriage returns
+    assert code == 2 and flag in last and "tsdp train: error:" in last and "Traceback" not in err

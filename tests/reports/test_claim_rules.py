@@ -197,3 +197,16 @@ def test_violation_summary_counts_checked_audits():
     v = violation_summary({"bounds": [bound("T6", 3.7, 0.8), bound("T14", 2.5, 4.0, covers=False)],
                            "composition": [comp(1, 3.7, 0.8), comp(10, 7.7, 1.0), comp(100, 25.0, None)]})
     assert v == {"violation": False, "violations": [], "checked": 2}
+
+
+def test_c7_rule_reads_the_margin_of_the_best_dp_model():
+    """Confirmed when at every ε ≤ 1 a DP model's mean CRPS beats the better baseline (margin > 0); refuted with
+    the gap otherwise; not evaluated without evidence (no statsforecast or no DP cell at ε ≤ 1)."""
+    C7 = CLAIMS["C7"].rule
+    ev = {"verdict": "confirmed", "best_baseline": 0.251, "margin": 0.094}
+    word, reason = C7({"evidence": ev})
+    assert word == "confirmed" and "0.0940" in reason and "0.2510" in reason
+    word, reason = C7({"evidence": {"verdict": "refuted", "best_baseline": 0.135, "margin": -0.52}})
+    assert word == "refuted" and "0.5200 above" in reason
+    assert C7({"evidence": None})[0] == "not evaluated"
+    assert C7({"evidence": {"verdict": "not evaluated", "best_baseline": None, "margin": None}})[0] == "not evaluated"

@@ -13,11 +13,16 @@ from typing import Optional
 
 from tsdp.theorems.config import check_output_path
 
-from .config_args import add_config_arguments, add_data_arguments, config_from_args, data_from_args
+from tsdp.theorems.config import DEFAULT_CONFIG
+
+from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .output import dumps
 
 MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
 """The CLI names of ``attacks.loop.models.MODELS`` (listed here so the parser needs no torch)."""
+
+FIT_EPOCHS = 10
+"""Epochs that a budget without --sigma, --epochs or --steps is spread over (σ calibrated to spend it in them)."""
 
 
 def quality_note(result: dict, epochs) -> Optional[str]:
@@ -40,8 +45,10 @@ def add_parsers(sub, command) -> None:
         "train", help="train a forecaster with DP-SGD until the accountant's ε reaches a budget",
         description="Train one of four Student-t forecasters with DP-SGD and the paper's batching (top level "
         "--top, bottom level --bottom, λ windows per sequence, context/forecast split, clipping, noise σC, "
-        "optional augmentation). Stops when the sound ε(δ) of the next step would exceed --epsilon, or after "
-        "--epochs. Prints test CRPS, the seasonal-naive and untrained CRPS, ε spent and the number of steps. "
+        "optional augmentation). With --epsilon and no --sigma, σ is calibrated (sound accountant, as Opacus's "
+        f"make_private_with_epsilon) so that --epochs K (default {FIT_EPOCHS}) or --steps S spend the budget; with an "
+        "explicit --sigma the run stops when the sound ε(δ) of the next step would exceed --epsilon, or after "
+        "--epochs / --steps. Prints test CRPS, the seasonal-naive and untrained CRPS, ε spent and the number of steps. "
         "With --data FILE the configuration must match the file: --N its number of series and --L the "
         "shortest training length (series length minus L_F); the error message says which.")
     p.add_argument("--model", choices=MODEL_NAMES, default="simple-ff", help="forecasting model")
@@ -49,7 +56,10 @@ def add_parsers(sub, command) -> None:
                    "(a small budget buys few steps: the output says when the model does not beat seasonal naive)")
     p.add_argument("--delta", type=float, default=None,
                    help="δ at which the ε spent is reported (needed for private training)")
-    p.add_argument("--epochs", type=int, default=None, help="train this many epochs (an upper limit with --epsilon)")
+    p.add_argument("--epochs", type=int, default=None, help="train this many epochs (with --epsilon and no --sigma: "
+                   "σ is calibrated so they spend the budget; with --sigma: an upper limit)")
+    p.add_argument("--steps", type=int, default=None, help=STEPS_HELP + "; instead of --epochs")
+    p.add_argument("--weight-decay", type=float, default=0.0, help="the optimizer's weight decay")
     p.add_argument("--theorem", help="sound upper bound used by the accountant (default: the tightest for the "
                    "scheme; lower bounds such as T3, T9, T10, T14 are refused)")
     p.add_argument("--warmup-steps", type=int, default=0,
@@ -68,14 +78,41 @@ def add_parsers(sub, command) -> None:
                    help="write the trained model to FILE (for `tsdp forecast predict/tradeoff`)")
     add_data_arguments(p, default="synthetic", what="the training series (the last L_F steps of each: the test set)")
     add_config_arguments(p)
+    p.set_defaults(sigma=None)  # absent: calibrated to the budget, or the paper's default without one
+
+    def fit_sigma(args):
+        """Set ``args.sigma``: calibrated to spend --epsilon in the schedule, or the default; the calibration or None."""
+        if args.sigma is not None:
+            return None
+        if args.epsilon is None:
+            args.sigma = DEFAULT_CONFIG.sigma
+            return None
+        if args.epochs is None and args.steps is None:
+            args.epochs = FIT_EPOCHS
+        args.sigma = DEFAULT_CONFIG.sigma
+        from tsdp.attacks.loop.train import fit_budget
+
+        fit = fit_budget(config_from_args(args), args.epsilon, args.delta, epochs=args.epochs, steps=args.steps,
+                         theorem=args.theorem, discretization=args.discretization)
+        args.sigma = fit.sigma
+        return fit
 
     @command("train")
     def cmd_train(args) -> int:
         from .main import UsageError
 
-        config = config_from_args(args)
-        if args.epsilon is None and args.epochs is None:
-            raise UsageError("give an ε budget (--epsilon E --delta D) or --epochs E")
+        if args.epsilon is None and args.epochs is None and args.steps is None:
+            raise UsageError("give an ε budget (--epsilon E --delta D), --epochs E or --steps S")
+        if args.epochs is not None and args.steps is not None:
+            raise UsageError("give --epochs E or --steps S, not both")
+        if args.steps is not None and args.steps < 1:
+            raise UsageError(f"invalid --steps: must be >= 1 (got {args.steps})")
+        if args.sigma is not None and not (math.isfinite(args.sigma) and args.sigma > 0):
+            raise UsageError(f"invalid --sigma: must be > 0 (got {args.sigma})")
+        if not (math.isfinite(args.weight_decay) and args.weight_decay >= 0):
+            raise UsageError(f"invalid --weight-decay: must be >= 0 (got {args.weight_decay})")
+        if not (math.isfinite(args.discretization) and 0 < args.discretization <= 1):
+            raise UsageError(f"invalid --discretization: must be in (0, 1] (got {args.discretization})")
         if args.epsilon is not None and not (math.isfinite(args.epsilon) and args.epsilon > 0):
             raise UsageError(f"invalid --epsilon: must be > 0 (got {args.epsilon})")
         if args.delta is None or not (math.isfinite(args.delta) and 0 < args.delta < 1):
@@ -90,6 +127,8 @@ def add_parsers(sub, command) -> None:
             raise UsageError("invalid --warmup-sigma: it needs --warmup-steps S > 0")
         if args.epochs is not None and args.epochs < 1:
             raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
+        fit = fit_sigma(args)
+        config = config_from_args(args)
         for flag, value in (("--clip", args.clip), ("--lr", args.lr)):
             if not (math.isfinite(value) and value > 0):
                 raise UsageError(f"invalid {flag}: must be > 0 (got {value})")
@@ -102,9 +141,9 @@ def add_parsers(sub, command) -> None:
         data = data_from_args(args, config, seed=args.seed)
         try:
             result = train(config, args.model, data, epsilon=args.epsilon, delta=args.delta, epochs=args.epochs,
-                           theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
+                           steps=args.steps, theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
                            discretization=args.discretization,
-                           clip=args.clip, lr=args.lr, optimizer=args.optimizer, device=args.device, seed=args.seed,
+                           clip=args.clip, lr=args.lr, weight_decay=args.weight_decay, optimizer=args.optimizer, device=args.device, seed=args.seed,
                            progress=not args.json, return_model=args.save is not None)
             if args.save is not None:
                 from tsdp.attacks.inference.mechanism import save_model
@@ -115,6 +154,7 @@ def add_parsers(sub, command) -> None:
             raise
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from err
+        result["sigma_calibrated"] = fit is not None
         result["note"] = quality_note(result, args.epochs)
         if args.json:
             print(dumps(result))
@@ -124,6 +164,9 @@ def add_parsers(sub, command) -> None:
         print(f"model {result['model']} on {result['device']}: {result['steps']} training steps{warm}, "
               f"{result['epochs']:.3g} epochs; accounted as {result['compositions']} compositions of "
               f"{result['theorem']}")
+        if fit is not None:
+            print(f"σ = {fit.sigma:.6g} calibrated so that {result['steps']} steps spend ε ≤ {args.epsilon:g} "
+                  f"(sound accountant, {fit.theorem})")
         print(f"sound ε spent {result['epsilon']:.6g} at δ = {result['delta']:g} (an upper bound)")
         print(f"test CRPS {result['crps']:.4f} (untrained {result['untrained_crps']:.4f}, "
               f"seasonal naive {result['seasonal_naive_crps']:.4f})")

@@ -92,8 +92,9 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, default=None, require
     sources = "'synthetic' (seeded: N series of length L + L_F), " if synthetic else ""
     shown = f" (default {default})" if default is not None else ""
     g.add_argument("--data", default=default, required=required, metavar="SOURCE",
-                   help=f"{what}: {sources}'grunfeld' (11 firms x 20 years, statsmodels), or a file: CSV (.csv, "
-                   f".csv.gz), parquet (.parquet, .pq) or GluonTS JSON lines (.json, .jsonl, also .gz){shown}")
+                   help=f"{what}: {sources}'grunfeld' (11 firms x 20 years, statsmodels), 'm1-yearly' (the M1 "
+                   f"competition's 181 yearly series, Monash repository), or a file: CSV (.csv, .csv.gz), parquet (.parquet, "
+                   f".pq), GluonTS JSON lines (.json, .jsonl, also .gz) or Monash .tsf{shown}")
     g.add_argument("--layout", choices=("auto", "long", "wide"), default="auto",
                    help="table layout of a CSV / parquet file: long (one row per item, timestamp, value), wide (one "
                    "column per series) or auto: long when an item id column is present or named, wide when every "

@@ -1,0 +1,123 @@
+"""The grid's table: mean ± std of test CRPS over seeds per (level, top level, model, ε), the baselines, and the
+evidence for claim C7 ("DP-trained forecasters at ε ≤ 1 beat seasonal naive and AutoETS", 1-event, δ = 1e-7)."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .cells import CellResult, CellTask, load_done, run_cell
+from .grid import Cell, GridSettings
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table cell over seeds: mean ± std (ddof 1; 0 for one seed) of the last iterate's CRPS (``checkpoint``
+    'last', covered by ε) or of the lowest-validation checkpoint ('selected', not covered), with the steps and ε
+    spent of every seed."""
+
+    model: str
+    epsilon: float
+    level: str
+    top: str
+    checkpoint: str
+    crps_mean: float
+    crps_std: float
+    seeds: int
+    steps: Tuple[int, ...]
+    epsilon_spent: Tuple[Optional[float], ...]
+    covered: bool
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["epsilon"] = None if math.isinf(self.epsilon) else self.epsilon
+        return d
+
+
+def rows_of(results: Sequence[CellResult]) -> List[Row]:
+    """Two rows per (level, top, model, ε): the last iterate and the selected checkpoint, in the results' order."""
+    groups: Dict[tuple, List[CellResult]] = {}
+    for r in results:
+        groups.setdefault((r.level, r.top, r.model, r.epsilon), []).append(r)
+    rows = []
+    for (level, top, model, eps), rs in groups.items():
+        rs = sorted(rs, key=lambda r: r.seed_index)
+        for checkpoint, values in (("last", [r.crps for r in rs]), ("selected", [r.selected_crps for r in rs])):
+            v = np.asarray(values, dtype=float)
+            rows.append(Row(model, eps, level, top, checkpoint, float(v.mean()),
+                            float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v), tuple(r.steps for r in rs),
+                            tuple(r.epsilon_spent for r in rs), checkpoint == "last"))
+    return rows
+
+
+@dataclass(frozen=True)
+class C7Evidence:
+    """Claim C7 on the cells it ran: per top level, each DP model's last-iterate CRPS at every ε ≤ 1 (1-event)
+    against the better of the two baselines; ``verdict`` 'confirmed' when some DP model beats both baselines at
+    every ε ≤ 1 the grid ran, 'refuted' when at some ε ≤ 1 none does, 'not evaluated' without such cells (the
+    report's words). ``margin``: over ε ≤ 1, the smallest (better baseline - best DP model's mean CRPS)."""
+
+    verdict: str
+    cells: Tuple[dict, ...]
+    best_baseline: Optional[float]
+    margin: Optional[float]
+    statement: str = "DP-trained forecasters at ε ≤ 1 beat seasonal naive and AutoETS (1-event, δ = 1e-7)"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def claim_c7(rows: Sequence[Row], baselines: Dict[str, float]) -> C7Evidence:
+    """The verdict of claim C7 (see :class:`C7Evidence`) from the last-iterate rows (the ones the ε covers)."""
+    finite = [r for r in rows if r.checkpoint == "last" and r.level == "1-event" and r.epsilon <= 1
+              and math.isfinite(r.crps_mean)]
+    if not finite or not baselines:
+        return C7Evidence("not evaluated", (), None, None)
+    best = min(baselines.values())
+    cells = tuple({"model": r.model, "epsilon": r.epsilon, "top": r.top, "crps_mean": r.crps_mean,
+                   "crps_std": r.crps_std, "seeds": r.seeds, "beats_baselines": r.crps_mean < best,
+                   "margin": best - r.crps_mean} for r in finite)
+    epsilons = sorted({r.epsilon for r in finite})
+    per_eps = {e: max(c["margin"] for c in cells if c["epsilon"] == e) for e in epsilons}
+    worst = min(per_eps.values())
+    verdict = "confirmed" if worst > 0 else "refuted"
+    return C7Evidence(verdict, cells, best, worst)
+
+
+def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, workers: int = 1,
+             cluster: Optional[str] = None, progress: bool = False) -> Tuple[List[CellResult], dict]:
+    """Run every cell not already stored in ``folder`` on the sharded engine (this process, ``workers`` local
+    processes, or Dask with ``cluster``); returns the results in ``cells``' order and the engine's info (plus the
+    cells resumed from disk)."""
+    from tsdp.attacks.montecarlo.shards import run_shards
+
+    done = {}
+    if folder is not None:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        for c in cells:
+            r = load_done(folder, c)
+            if r is not None:
+                done[c.key] = r
+    tasks = [CellTask(c, settings, None if folder is None else str(folder)) for c in cells if c.key not in done]
+    started = time.perf_counter()
+    results, info = run_shards(tasks, workers=workers, cluster=cluster, progress=progress, shard_fn=run_cell,
+                               desc="experiment cells") if tasks else ({}, {"executor": "none", "workers": workers})
+    info = {**info, "cells": len(cells), "resumed": len(done), "run": len(tasks),
+            "seconds": time.perf_counter() - started}
+    merged = {**done, **results}
+    return [merged[c.key] for c in cells], info
+
+
+def baseline_crps_of(settings: GridSettings) -> Dict[str, float]:
+    """Test CRPS of seasonal naive and AutoETS on the grid's dataset (statsforecast, the dataset's season)."""
+    from tsdp.attacks.loop.baselines import BASELINES, baseline_crps
+
+    from .cells import _split
+
+    split = _split(settings.dataset, settings.data_dir)
+    return {b: baseline_crps(b, split.test.histories, split.test.targets, split.spec.forecast_length,
+                             split.spec.season) for b in BASELINES}
