@@ -1,4 +1,4 @@
-"""The shape every claim of THEOREMS.md "Claims" (C1-C6) takes in the report.
+"""The shape every claim of THEOREMS.md "Claims" (C1-C7) takes in the report.
 
 A :class:`Claim` has four parts, kept apart:
 
@@ -93,7 +93,7 @@ def verdict_text(word: str, cells: dict) -> str:
 
 
 class Claim(abc.ABC):
-    """Base of the claims C1-C6: subclasses set ``id``, ``statement`` and implement the abstract
+    """Base of the claims C1-C7: subclasses set ``id``, ``statement`` and implement the abstract
     :meth:`compute` and :meth:`rule` (and :meth:`figure` where the claim draws one)."""
 
     id: str = ""
