@@ -102,22 +102,28 @@ def _dp_sgd_example():
 
 
 @pytest.mark.slow
-def test_a_correct_dp_sgd_loop_certifies_near_its_ideal():
-    """The hand-written DP-SGD loop (σ = 0.7, 80 windows, d = 385, 30 steps), 300 canaries, 20 seeds: the mean
-    certified ε is within 20% of the mean printed ideal (which counts the span's loss of 80 of 385 dimensions and
-    scores as the run does); never above the claim."""
+def test_a_correct_dp_sgd_loop_certifies_near_its_ideal_and_more_with_more_canaries():
+    """The hand-written DP-SGD loop (σ = 0.7, 80 windows, d = 385, 30 steps), 20 seeds each: with 300 canaries the
+    mean certified ε is within 20% of the mean printed ideal (which counts the span's loss of 80 of 385 dimensions
+    and scores as the run does; measured 1.445 against 1.575), with 1000 (fresh directions every step) as well
+    (measured 1.716 against 1.742), and 1000 certify at least as much as 300; never flagged (claim 75.0)."""
     ex = _dp_sgd_example()
-    runs = [ex["audit"](300, 0.7, seed) for seed in range(20)]
-    certified = np.mean([r["epsilon_lower"] for r in runs])
-    ideal = np.mean([r["epsilon_ideal"] for r in runs])
-    assert abs(certified / ideal - 1) <= 0.2, (certified, ideal)
-    assert not any(r["violation"] for r in runs)
+    means = {}
+    for m in (300, 1000):
+        runs = [ex["audit"](m, 0.7, seed) for seed in range(20)]
+        certified = np.mean([r["epsilon_lower"] for r in runs])
+        ideal = np.mean([r["epsilon_ideal"] for r in runs])
+        assert abs(certified / ideal - 1) <= 0.2, (m, certified, ideal)
+        assert not any(r["violation"] for r in runs)
+        means[m] = certified
+    assert means[1000] >= means[300], means
 
 
 @pytest.mark.slow
 def test_a_correct_dp_sgd_loop_is_flagged_no_more_often_than_the_error_rate():
-    """σ = 2 (claimed and run), 300 canaries, 40 audits: each flags a correct loop with probability ≤ 5%, so 7 or more
-    flags in 40 has probability ≤ P[Binomial(40, 0.05) ≥ 7] ≈ 0.014 (the false-failure rate)."""
+    """σ = 2 (claimed and run: ε = 10.3), 300 canaries, 40 audits: each flags a correct loop (a bound above the claim
+    or the claimed curve rejected) with probability ≤ 5%, so 7 or more flags in 40 has probability
+    ≤ P[Binomial(40, 0.05) ≥ 7] ≈ 0.014 (the false-failure rate). Measured: 0 of 100 (mean certified 0.23)."""
     ex = _dp_sgd_example()
     flagged = sum(ex["audit"](300, 2.0, seed)["violation"] for seed in range(40))
     assert flagged <= 6 and stats.binom.sf(6, 40, 0.05) < 0.02, flagged
