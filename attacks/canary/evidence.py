@@ -63,15 +63,19 @@ CERTIFIERS: Dict[str, Certifier] = {"fdp": fdp, "steinke": steinke}
 def pool(evidences: Sequence[dict]) -> dict:
     """The concatenation of runs' evidence in the given order (module docstring): same score names in every run.
 
-    Any other keys of a run's evidence (its ε, its steps, ...) are kept per run under ``runs``.
+    Any other keys of a run's evidence (its ε, its steps, ...) are kept per run under ``runs``. Each run's arrays
+    are checked as the certifiers check them (ValueError for NaN scores, inclusion bits that are not 0/1, ...).
     """
     if not evidences:
         raise ValueError("no evidence to pool")
     names = list(evidences[0]["scores"])
+    if not names:
+        raise ValueError("no scores to pool: every run needs at least one named score vector")
     if any(list(e["scores"]) != names for e in evidences):
         raise ValueError("every run must give the same scores")
-    return {"scores": {n: np.concatenate([np.asarray(e["scores"][n], dtype=float) for e in evidences]) for n in names},
-            "included": np.concatenate([np.asarray(e["included"], dtype=bool) for e in evidences]),
+    checked = [{n: check_evidence(e["scores"][n], e["included"]) for n in names} for e in evidences]
+    return {"scores": {n: np.concatenate([c[n][0] for c in checked]) for n in names},
+            "included": np.concatenate([next(iter(c.values()))[1] for c in checked]),
             "runs": [{k: v for k, v in e.items() if k not in ("scores", "included")} for e in evidences]}
 
 

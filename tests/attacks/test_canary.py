@@ -185,3 +185,16 @@ def test_empty_guess_sets_or_no_scores_are_value_errors():
         F.certify(np.zeros(10), included, 1e-5, sets=np.zeros((0, 2)))
     with pytest.raises(ValueError, match="no guess sets"):
         F.fdp_bounds(np.zeros((1, 0)), np.zeros((0, 2), dtype=np.int64), 10, 1e-5, 0.05, "dp")
+
+
+def test_pooling_checks_each_runs_arrays():
+    included = np.arange(10) % 2 == 0
+    good = {"scores": {"s": np.linspace(0, 1, 10)}, "included": included}
+    pooled = evidence.pool([good, good])
+    assert pooled["included"].dtype == bool and pooled["scores"]["s"].shape == (20,)
+    with pytest.raises(ValueError, match="boolean-valued"):
+        evidence.pool([good, {"scores": {"s": np.zeros(10)}, "included": np.r_[2.0, np.zeros(9)]}])
+    with pytest.raises(ValueError, match="NaN"):
+        evidence.pool([good, {"scores": {"s": np.full(10, np.nan)}, "included": included}])
+    with pytest.raises(ValueError, match="no scores"):
+        evidence.pool([{"scores": {}, "included": included}])

@@ -90,4 +90,10 @@ def test_audit_training_stops_a_train_that_sleeps_forever_within_the_limit_plus_
         assert all(not w.is_alive() for w in workers) and len(workers) == 2
     assert time.monotonic() - started < 2 * (1 + 5)
     assert set(_children()) - set(before) == set()
+    import torch
+
+    p = torch.zeros(3, requires_grad=True)  # the canaries' optimizer hooks went with the stopped run
+    p.grad = torch.ones(3)
+    torch.optim.SGD([p], lr=1.0).step()
+    assert torch.equal(p.detach(), -torch.ones(3))
     assert os.getpid()  # this process lives on: only the train's processes were ended

@@ -96,6 +96,14 @@ def test_timeout_stops_a_train_that_sleeps_forever(user_module, canary):
     assert multiprocessing.active_children() == []
 
 
+def test_timeout_over_runs_in_this_process_reports_the_runs(user_module):
+    """--runs 2 on one worker (in this process): the first run out of time ends the audit, nothing is certified."""
+    outcome = run_case(_audit_fn(user_module, "sleeps", "--canary", "spike", "--timeout", "1", "--runs", "2"), 60)
+    assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])
+    line = error_line(outcome.err)
+    assert "(--timeout 1): stopped in run 0; 0 of 2 runs had finished, none is certified" in line
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "-inf", "inf", "1e308", "1e-320", "-1e-320", "soon"])
 def test_bad_timeouts_are_one_line(user_module, value):
     outcome = run_case(_audit_fn(user_module, "sleeps", f"--timeout={value}"), 60)

@@ -134,3 +134,16 @@ def test_an_empty_parquet_file_is_one_line_and_a_clean_exit(tmp_path):
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, proc.stderr[-1500:]
         assert "has no series" in error_line(proc.stderr) and "terminate called" not in proc.stderr
+
+
+def test_an_undefined_auc_is_labelled_not_nan():
+    """Every canary on one side (all included, or none: probability 2^(1-m), but possible) has no AUC: the human
+    output says so instead of printing nan."""
+    from tsdp.attacks.canary.steinke_bound import auc
+    from tsdp.cli.output import auc_text
+
+    import numpy as np
+
+    undefined = auc(np.arange(4.0), np.ones(4, dtype=bool))
+    assert not np.isfinite(undefined) and not NON_FINITE.search(auc_text(undefined))
+    assert auc_text(auc(np.arange(4.0), np.arange(4) >= 2)) == "1.000"

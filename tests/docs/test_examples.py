@@ -24,7 +24,7 @@ def test_page_examples_run(page, tmp_path):
     done = subprocess.run([sys.executable, str(RUN_PAGE), str(page)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-6000:]
-    assert done.stdout.strip() == f"{sum(f.runs for f in fences(page))} example(s) ran", done.stdout[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == f"{sum(f.runs for f in fences(page))} example(s) ran", done.stdout[-2000:]
 
 
 def test_every_skip_gives_a_reason_and_every_fence_is_known():

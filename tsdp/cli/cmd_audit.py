@@ -17,7 +17,7 @@ from tsdp.theorems.config import check_int
 
 from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .errors import UsageError, check_delta
-from .output import dumps
+from .output import auc_text, dumps
 
 
 def _human_audit(d: dict) -> str:
@@ -111,7 +111,7 @@ def _human_canary(d: dict) -> str:
                         f"(confidence {d['confidence']:.0%}) exceeds the sound ε spent = {d['epsilon_spent']:.4f}")
     for name, s in d["scores"].items():
         lines.append(f"  {name:<10} ε lower bound ({d['confidence']:.0%}): {s['epsilon_lower']:.4f} "
-                     f"({s['correct']} of {s['guesses']} '{s['side']}' guesses correct, AUC {s['auc']:.3f}); at most "
+                     f"({s['correct']} of {s['guesses']} '{s['side']}' guesses correct, AUC {auc_text(s['auc'])}); at most "
                      f"{s['ceiling']:.4f} with every guess right: limited by the {s['limited_by']}")
     return "\n".join(lines)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .config_args import add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .errors import UsageError, check_delta, load_entry_point
-from .output import dumps
+from .output import auc_text, dumps
 
 
 def _human(d: dict) -> str:
@@ -28,7 +28,7 @@ def _human(d: dict) -> str:
                         else ", the data's per-window gradients taken off" if d["data_span"] is None
                         else f", the data's gradients kept ({d['data_span']})"))
     lines.append(f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} from the {name!r} score "
-                 f"(AUC {s['auc']:.3f}; {len(d['scores'])} score(s), Bonferroni)")
+                 f"(AUC {auc_text(s['auc'])}; {len(d['scores'])} score(s), Bonferroni)")
     if "analyses" in s:  # the f-DP test, Steinke's bound as its baseline on the same guess sets
         a = s["analyses"]
         lines[-1] += (f" (f-DP one-run test {a['dp']['epsilon_lower']:.4f}, Steinke et al. "

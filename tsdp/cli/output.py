@@ -8,12 +8,19 @@ every command's ``--json`` goes through :func:`dumps`, which also refuses
 from __future__ import annotations
 
 import json
+import math
 
 from tsdp.verify.json_data import json_data
 
 
 def _default(x):
     return str(x)
+
+
+def auc_text(auc: float) -> str:
+    """A canary AUC for human output: 3 decimals, or what a NaN means (every canary included, or none: no ranking to
+    score), never "nan"."""
+    return f"{auc:.3f}" if math.isfinite(auc) else "undefined: every canary on one side"
 
 
 def dumps(payload, indent=2) -> str:
