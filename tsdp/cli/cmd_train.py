@@ -79,6 +79,10 @@ def add_parsers(sub, command) -> None:
     add_data_arguments(p, default="synthetic", what="the training series (the last L_F steps of each: the test set)")
     add_config_arguments(p)
     p.set_defaults(sigma=None)  # absent: calibrated to the budget, or the paper's default without one
+    for action in p._actions:  # noqa: SLF001 - argparse has no public accessor
+        if action.dest == "sigma":
+            action.help = (f"noise multiplier σ; with it, --epsilon is a budget the run stops at (default: calibrated "
+                           f"so the schedule spends --epsilon, or {DEFAULT_CONFIG.sigma:g} without a budget)")
 
     def fit_sigma(args):
         """Set ``args.sigma``: calibrated to spend --epsilon in the schedule, or the default; the calibration or None."""
