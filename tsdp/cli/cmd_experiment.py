@@ -83,7 +83,7 @@ def add_parsers(sub, command) -> None:
 
     @command("experiment")
     def cmd_experiment(args) -> int:
-        from tsdp.theorems.config import check_workers
+        from tsdp.verify.cpus import check_workers
 
         _check(args)
         from tsdp.attacks.data.benchmarks import dataset_names, split_for
