@@ -166,8 +166,9 @@ def test_the_data_span_under_opacus(bug, flagged):
 
 def test_a_plain_training_without_clipping_or_noise_is_flagged_with_the_canaries_the_plan_recommends(capsys):
     """examples/plain_training_audit.py: the planted bench's data and batching (σ = 8 claimed: ε = 1.696 at δ = 1e-5
-    after 40 steps), trained by a plain Adam loop without clipping or noise. The plan's canaries (76: a perfectly
-    ranked audit certifies above the claim in 90% of runs) flag it in one run when the data's gradients are taken off
+    after 40 steps), trained by a plain Adam loop without clipping or noise. The plan's canaries (49 with the
+    near-balanced guess sets and the error shared by the two analyses that feed the bound: a perfectly ranked audit
+    certifies above the claim in 90% of runs) flag it in one run when the data's gradients are taken off
     (``loss=``; measured 2.334, AUC 1.0, the claimed curve rejected); the unclipped data gradients drown the canaries
     otherwise, and the result says why the data was kept. A given loss that fails is an error, not a quiet loss."""
     import runpy
@@ -180,7 +181,7 @@ def test_a_plain_training_without_clipping_or_noise_is_flagged_with_the_canaries
     claim = example["claimed_epsilon"]("correct")
     m = plan(2, 1e-5, 0.95, claimed_epsilon=claim, scores=len(CANARIES["gradient"]),
              analyses=analyses_of("gradient", "fdp"))["canaries_needed"]
-    assert 50 <= m <= 100, m
+    assert 40 <= m <= 100, m
     run = example["main"](with_loss=True)
     assert run["canaries"] == m and f"the plan: {m} canaries" in capsys.readouterr().out
     assert run["observed"] == "gradient" and run["data_span"] is None and run["optimizer"] == "Adam"
