@@ -39,7 +39,7 @@ def sound(cfg, steps, theorem=None, discretization=D):
     return accounting.epsilon(cfg, DELTA, steps=steps, theorem=theorem, discretization=discretization).epsilon
 
 
-@pytest.mark.parametrize("name,epochs", [("simple-ff", 150), ("deepar", 300)])
+@pytest.mark.parametrize("name,epochs", [("simple-ff", 150), pytest.param("deepar", 300, marks=pytest.mark.slow)])
 def test_nonprivate_training_beats_seasonal_naive(name, epochs):
     """ε = ∞ (no clipping, no noise): test CRPS below seasonal naive's and far below the untrained model's."""
     data = synthetic_for(BASE, seed=1)
@@ -203,7 +203,7 @@ def test_train_command_with_the_real_accountant(capsys):
     assert code == 2 and "T99" in err
 
 
-def test_the_issue_13_run_reports_what_it_spent(capsys):
+def test_a_deterministic_run_to_a_budget_reports_the_steps_it_spent(capsys):
     """The run that reported ε = 3.94 after 176 epochs (spent 10.8): it now trains 176 steps = 22 epochs,
     and its reported ε is `tsdp epsilon --steps` of those steps; one more epoch would exceed the budget."""
     from tsdp.cli.main import main
