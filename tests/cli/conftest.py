@@ -23,6 +23,16 @@ def cli():
     return run_cli
 
 
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    """A small model saved by `tsdp train --save` (L_C = 8), for the `tsdp forecast` tests."""
+    path = tmp_path_factory.mktemp("model") / "m.pt"
+    code, _, err = run_cli(["train", "--epochs", "1", "--delta", "1e-5", "--context-length", "8", "--N", "16",
+                            "--L", "30", "--batch-size", "4", "--save", path, "--json"])
+    assert code == 0, err
+    return path
+
+
 def error_line(err: str) -> str:
     """The one error line of stderr (progress bars and notes aside), or fail."""
     lines = [ln for ln in err.splitlines() if ": error: " in ln]

@@ -183,15 +183,6 @@ def test_smallest_delta_is_usable():
 # ----------------------------------------------------------------------------- saved model (forecast)
 
 
-@pytest.fixture(scope="module")
-def model_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("model") / "m.pt"
-    code, _, err = run_cli(["train", "--epochs", "1", "--delta", "1e-5", "--context-length", "8", *SMALL,
-                            "--save", path, "--json"])
-    assert code == 0, err
-    return path
-
-
 @pytest.mark.parametrize("extra, words", [
     (["--samples", "100000000"], "--samples: 100000000 sample paths"),
     (["--samples", "0"], "--samples"),

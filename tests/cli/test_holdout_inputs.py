@@ -75,15 +75,6 @@ def test_train_with_a_huge_learning_rate(lr, words):
     assert words in error_line(outcome.err)
 
 
-@pytest.fixture(scope="module")
-def model_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("model") / "m.pt"
-    code, _, err = run_cli(["train", "--epochs", "1", "--delta", "1e-5", "--context-length", "8", *SMALL,
-                            "--save", path, "--json"])
-    assert code == 0, err
-    return path
-
-
 @pytest.mark.parametrize("value, code", [("1e308", 2), ("1e37", 0), ("3.5", 0)])
 def test_forecast_predict_gives_finite_quantiles_or_one_line(model_file, value, code):
     outcome = run_case(["forecast", "predict", "--model-file", model_file, "--values", *[value] * 12,
