@@ -1,6 +1,8 @@
 """The CLI in-process: ``cli(argv)`` runs ``tsdp.cli.main.main`` and returns (exit code, stdout, stderr)."""
 import contextlib
 import io
+import os
+import sys
 
 import pytest
 
@@ -38,3 +40,21 @@ def error_line(err: str) -> str:
     lines = [ln for ln in err.splitlines() if ": error: " in ln]
     assert len(lines) == 1, f"expected one error line on stderr, got: {err!r}"
     return lines[0]
+
+
+@pytest.fixture
+def user_module_of(tmp_path, monkeypatch):
+    """Write a user's functions as an importable module: ``user_module_of(source)`` puts it in a fresh folder made the
+    working directory (where ``--train module:function`` looks first) and returns its name; unloaded afterwards."""
+    names = []
+
+    def write(source: str) -> str:
+        name = f"tsdp_user_{os.getpid()}_{tmp_path.name}_{len(names)}"
+        (tmp_path / f"{name}.py").write_text(source)
+        monkeypatch.chdir(tmp_path)
+        names.append(name)
+        return name
+
+    yield write
+    for name in names:
+        sys.modules.pop(name, None)

@@ -51,12 +51,8 @@ def no_optimizer(series):
 
 
 @pytest.fixture
-def user_module(tmp_path, monkeypatch):
-    name = f"tsdp_limits_{os.getpid()}_{tmp_path.name}"
-    (tmp_path / f"{name}.py").write_text(USER_FUNCTIONS)
-    monkeypatch.chdir(tmp_path)
-    yield name
-    sys.modules.pop(name, None)
+def user_module(user_module_of):
+    return user_module_of(USER_FUNCTIONS)
 
 
 def _audit_fn(module, train, *extra):

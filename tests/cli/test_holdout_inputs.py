@@ -27,12 +27,8 @@ def train(series):
 
 
 @pytest.fixture
-def no_optimizer(tmp_path, monkeypatch):
-    name = f"tsdp_holdout_{os.getpid()}_{tmp_path.name}"
-    (tmp_path / f"{name}.py").write_text(NO_OPTIMIZER)
-    monkeypatch.chdir(tmp_path)
-    yield f"{name}:train"
-    sys.modules.pop(name, None)
+def no_optimizer(user_module_of):
+    return user_module_of(NO_OPTIMIZER) + ":train"
 
 
 @pytest.mark.parametrize("extra, flag", [
