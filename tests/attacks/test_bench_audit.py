@@ -4,6 +4,7 @@ import pytest
 from tsdp.attacks.montecarlo.bench import bench_audit, bench_scaling, format_bench
 
 
+@pytest.mark.slow  # 7 interleaved rounds on 1 and 2 workers
 def test_scaling_rounds_on_one_and_two_workers():
     """Interleaved rounds: one rate per round and side, the efficiency is the rates' per-round ratio over 2,
     1 and 2 warm workers merge identical counts, the human summary prints the median and the environment."""

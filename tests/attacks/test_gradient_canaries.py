@@ -110,6 +110,7 @@ def test_pooled_runs_raise_the_certified_bound_of_a_no_noise_loop(one_thread):
     assert pooled > one + 0.5, (one, pooled)
 
 
+@pytest.mark.slow  # a Dask cluster and two pools of spawned workers: 13 s
 def test_one_and_two_workers_and_a_lost_run_give_identical_evidence(tmp_path, one_thread):
     """Runs are seeded from one SeedSequence and pooled in run order: in-process, 2 spawned workers, a local Dask
     cluster of 2 workers, and a run that fails once (re-run) give bit-identical pooled scores and inclusion bits."""

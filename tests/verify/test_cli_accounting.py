@@ -16,6 +16,7 @@ def run(capsys, *argv):
     return code, out.out, out.err
 
 
+@pytest.mark.slow  # the library's own mixture PLD at 1e-4 takes 15 s; test_accounting_library checks T6 on a coarser grid
 def test_default_config_epsilon_matches_library(capsys):
     num = get("T6").pair(DEFAULT_CONFIG).numeric()
     ref = lib.from_mixture_gaussian_mechanism(num.sigma, list(num.a * num.sigma), list(num.p),
