@@ -26,6 +26,11 @@ def lay_out(root: pathlib.Path = ROOT, tree: pathlib.Path = TREE) -> pathlib.Pat
     return tree
 
 
-def on_config(config, **kwargs):
+def on_startup(**kwargs):
+    """Before the plugins read their configuration: mkdocstrings drops a ``paths`` entry that does not exist yet."""
     lay_out()
-    return config
+
+
+def on_pre_build(**kwargs):
+    """Again before each build, so `mkdocs serve` documents the source as it is now."""
+    lay_out()

@@ -10,7 +10,7 @@ from tsdp.attacks.montecarlo.audit import audit
 from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper, epsilon_lower_bound
 from tsdp.attacks.loop.samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
 
-# the audit configuration: r = 0.5, ρ = 0.2
+# the audit configuration: r = 0.5, ρ = 0.2
 AUDIT = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)
 SMALL = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)
 
@@ -42,8 +42,9 @@ def test_identical_worlds_give_no_privacy_loss():
     assert epsilon_lower_bound(rng.normal(size=100000), rng.normal(size=100000), 1e-3).value < 0.1
 
 
-# T9's and T10's audit-sized cells take 5-10 s each: they run with the slow tests, their small cells here
-HEAVY = {("T9", 0), ("T10", 0)}
+# the audit-sized cells (the first of each construction with two) take 2-10 s each: they run with the slow tests,
+# every construction's small cell here
+HEAVY = {(t, 0) for t, cs in GRID.items() if len(cs) == 2}
 
 
 @pytest.mark.parametrize("theorem,config", [pytest.param(t, c, marks=pytest.mark.slow) if (t, i) in HEAVY else (t, c)

@@ -85,6 +85,7 @@ def test_ratios_and_targets_from_rounds(monkeypatch):
     assert row["opacus_mode"] in ("ghost", "hooks")
 
 
+@pytest.mark.slow  # a real bench run of 7 interleaved rounds
 def test_real_run_and_table():
     """A tiny real run: positive times, consistent ratios, a table naming the model, the Opacus mode and the load."""
     result = bench_loop(("mlp", "deepar"), batches=(4,), context_length=12, forecast_length=3)
