@@ -14,11 +14,12 @@ import griffe
 _ROLE = re.compile(r":(?:func|mod|class|data|meth|attr|exc|obj|const):`~?([^`]+)`")
 _DOUBLE = re.compile(r"``([^`]+)``")
 _LITERAL_BLOCK = re.compile(r"::(\s*\n)")
+_ESCAPED_SPACE = re.compile(r"\\ ")  # reST's "``x``\\ s": an escaped space joins a plural to its literal
 
 
 def markdown(text: str) -> str:
     """One docstring, Sphinx roles and literals as Markdown inline code."""
-    return _LITERAL_BLOCK.sub(r":\1", _DOUBLE.sub(r"`\1`", _ROLE.sub(r"`\1`", text)))
+    return _LITERAL_BLOCK.sub(r":\1", _DOUBLE.sub(r"`\1`", _ROLE.sub(r"`\1`", _ESCAPED_SPACE.sub("", text))))
 
 
 class SphinxRolesToMarkdown(griffe.Extension):

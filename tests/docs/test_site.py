@@ -58,6 +58,7 @@ def test_docstring_roles_become_markdown_code():
     roles = _hook("docstring_roles")
     text = "Uses :func:`tsdp.verify.accounting.epsilon` and ``sigma``; see :mod:`~verify.pld`::\n\n    code\n"
     assert roles.markdown(text) == "Uses `tsdp.verify.accounting.epsilon` and `sigma`; see `verify.pld`:\n\n    code\n"
+    assert roles.markdown(":class:`Verdict`\\ s") == "`Verdict`s"
 
 
 def _nav_pages(node) -> list:
