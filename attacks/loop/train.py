@@ -239,7 +239,7 @@ def train(
     warm = config.with_(sigma=warmup_sigma) if warmup_steps else None
     clip = check_real("clip", clip, low=0.0, low_open=True)
     lr = check_real("lr", lr, low=0.0, high=LR_MAX, low_open=True)
-    weight_decay = check_real("weight_decay", weight_decay, low=0.0)
+    weight_decay = check_real("weight_decay", weight_decay, low=0.0, high=LR_MAX)  # float32 step factors overflow beyond
     if private:
         for phase in (warm, config):
             if phase is not None:
