@@ -11,12 +11,12 @@ to stderr and exits with status 2 (in a worker process of a multi-run audit, the
 its run fails). A blocking call of Python's
 (``time.sleep``, a lock, a queue, a socket) is interrupted; a single long C routine (one big
 torch operation) ends first. When the limit strikes, the processes the block started that are
-still alive (a DataLoader's workers, a ``multiprocessing`` pool, ``subprocess`` children) are
-terminated, then killed after :data:`GRACE_S`: nothing of the stopped code keeps running.
+still alive (a DataLoader's workers, a ``multiprocessing`` pool, ``subprocess`` children), and what they started in
+turn, are terminated, then killed after :data:`attacks.montecarlo.processes.GRACE_S`
+(:func:`attacks.montecarlo.processes.end`): nothing of the stopped code keeps running.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
@@ -24,6 +24,7 @@ import time
 from contextlib import contextmanager
 from typing import Optional
 
+from tsdp.attacks.montecarlo.processes import children, end
 from tsdp.theorems.config import ConfigError, check_real
 
 REFIRE_S = 1.0
@@ -31,9 +32,6 @@ REFIRE_S = 1.0
 
 HARD_EXIT_S = 3.0
 """Seconds past the limit after which code that keeps swallowing :class:`Expired` ends the process."""
-
-GRACE_S = 1.0
-"""How long a process the stopped code started has to end after SIGTERM before it is killed."""
 
 TIMEOUT_MIN = 1e-3
 """The smallest time limit in seconds: setitimer counts microseconds, and a limit that rounds to 0 would disarm it."""
@@ -67,57 +65,6 @@ def check_can_limit(timeout: Optional[float]) -> None:
                                      "process (not in a thread, nor on a Dask cluster)")
 
 
-def _children() -> dict:
-    """The live child processes of this process: {pid: its ``multiprocessing.Process`` or None} (multiprocessing's
-    own, and on Linux every other child, from /proc)."""
-    found = {p.pid: p for p in multiprocessing.active_children() if p.pid is not None}
-    me = str(os.getpid())
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit() or int(entry) in found:
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
-        if len(fields) > 1 and fields[1] == me and fields[0] != "Z":
-            found[int(entry)] = None
-    return found
-
-
-def _end(children: dict) -> None:
-    """SIGTERM the ``children`` ({pid: Process or None}), SIGKILL those alive after :data:`GRACE_S`, and reap them
-    (a ``multiprocessing.Process`` through its own join, so its ``is_alive`` stays true to fact)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in children:
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        deadline = time.monotonic() + GRACE_S
-        while children and time.monotonic() < deadline:
-            for pid, process in list(children.items()):
-                if process is not None:
-                    process.join(0.02)
-                    done = not process.is_alive()
-                else:
-                    try:
-                        done = os.waitpid(pid, os.WNOHANG)[0] == pid
-                    except ChildProcessError:  # reaped elsewhere
-                        done = True
-                if done:
-                    del children[pid]
-            if children:
-                time.sleep(0.02)
-        if not children:
-            return
-
-
 @contextmanager
 def time_limit(seconds: Optional[float]):
     """Run the ``with`` block under a wall-clock limit of ``seconds`` (None: no limit): :class:`Expired` is raised into
@@ -128,7 +75,7 @@ def time_limit(seconds: Optional[float]):
         yield
         return
     check_can_limit(seconds)
-    before = _children()
+    before = children()
     outer = signal.getitimer(signal.ITIMER_REAL)
     started = time.monotonic()
     fired = []
@@ -136,7 +83,7 @@ def time_limit(seconds: Optional[float]):
     def expire(signum, frame):
         fired.append(time.monotonic() - started)
         if fired[-1] > seconds + HARD_EXIT_S:  # the code swallowed every alarm: nothing short of exiting stops it
-            _end({pid: p for pid, p in _children().items() if pid not in before})
+            end({pid: p for pid, p in children().items() if pid not in before})
             os.write(2, f"tsdp: error: the time limit of {seconds:g} s (timeout) struck and the code kept running "
                         f"(it catches BaseException): exiting\n".encode())
             os._exit(2)
@@ -150,7 +97,7 @@ def time_limit(seconds: Optional[float]):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if fired:
-            _end({pid: p for pid, p in _children().items() if pid not in before})
+            end({pid: p for pid, p in children().items() if pid not in before})
         if outer[0] > 0:  # an outer limit keeps its remaining time
             signal.setitimer(signal.ITIMER_REAL, max(1e-3, outer[0] - (time.monotonic() - started)), outer[1])
 

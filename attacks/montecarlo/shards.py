@@ -47,6 +47,7 @@ from tsdp.verify.cpus import available_cpus
 from .constructions import build, pair_numeric
 from .counts import ShardStats
 from .planted import planted_loop
+from .processes import end
 from .statistics import bin_counts, log_likelihood_ratio
 from .trials import released_update_chunks, resolve_device
 
@@ -269,19 +270,14 @@ def worker_pool(workers: int, *, warm: bool = False) -> ProcessPoolExecutor:
 
 
 def _discard_pool(workers: int, *, kill: bool = False) -> None:
-    """Drop the pool of ``workers`` processes; ``kill``: end its processes now (work in flight is abandoned)."""
+    """Drop the pool of ``workers`` processes; ``kill``: end its processes now, with every process they started
+    (work in flight is abandoned; :func:`attacks.montecarlo.processes.end`)."""
     pool = _POOLS.pop(workers, None)
     if pool is None:
         return
-    processes = list((getattr(pool, "_processes", None) or {}).values()) if kill else []
+    processes = {p.pid: p for p in (getattr(pool, "_processes", None) or {}).values()} if kill else {}
     pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join(5.0)
-        if process.is_alive():
-            process.kill()
-            process.join(5.0)
+    end(processes)
 
 
 @atexit.register

@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from tsdp.attacks.canary.time_limit import Expired, _children, check_timeout, time_limit
+from tsdp.attacks.canary.time_limit import Expired, check_timeout, time_limit
+from tsdp.attacks.montecarlo.processes import children
 from tsdp.theorems.config import ConfigError, TrainingConfig
 
 
@@ -44,7 +45,7 @@ def test_an_outer_limit_keeps_its_remaining_time():
 
 def test_processes_the_stopped_code_started_are_ended():
     context = multiprocessing.get_context("fork")
-    before = _children()
+    before = children()
     started = []
     with pytest.raises(Expired):
         with time_limit(0.5):
@@ -54,7 +55,7 @@ def test_processes_the_stopped_code_started_are_ended():
                 started.append(p)
             time.sleep(10 ** 6)
     assert all(not p.is_alive() for p in started)
-    assert set(_children()) - set(before) == set()
+    assert set(children()) - set(before) == set()
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), 1e308, 1e-320, "soon", True])
@@ -80,7 +81,7 @@ def test_audit_training_stops_a_train_that_sleeps_forever_within_the_limit_plus_
 
     config = TrainingConfig(N=16, L=30, context_length=2, forecast_length=1, batch_size=4)
     data = synthetic(16, 30, seed=0)
-    before = _children()
+    before = children()
     started = time.monotonic()
     for canary in ("spike", "gradient"):
         workers.clear()
@@ -89,7 +90,7 @@ def test_audit_training_stops_a_train_that_sleeps_forever_within_the_limit_plus_
             audit_training(train, data, config, canaries=10, delta=1e-5, canary=canary, timeout=1)
         assert all(not w.is_alive() for w in workers) and len(workers) == 2
     assert time.monotonic() - started < 2 * (1 + 5)
-    assert set(_children()) - set(before) == set()
+    assert set(children()) - set(before) == set()
     import torch
 
     p = torch.zeros(3, requires_grad=True)  # the canaries' optimizer hooks went with the stopped run

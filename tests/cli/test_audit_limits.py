@@ -124,9 +124,6 @@ def _subprocess(module_dir, argv, mark):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(run=False, strict=True, reason="known bug: with --workers 2 the error line is right and the exit is 2, "
-                   "but the spawned pool workers still in the user's train outlive the command and keep its output "
-                   "pipes open, so a caller waiting for EOF hangs (found when the branches were merged; not yet fixed)")
 def test_timeout_with_worker_processes_ends_them_and_reports_the_runs(user_module, tmp_path):
     """--runs 3 --workers 2: the first run out of time ends the audit, its line says how many runs had finished,
     and no process of the audit is left (the workers and what the train started in them)."""
