@@ -44,3 +44,30 @@ def test_a_model_that_learns_nothing_is_not_flagged(seed):
     r = audit_training(lambda series: lambda c, f: (f.double() ** 2).sum(-1), DATA, GEOMETRY, canaries=1000,
                        delta=1e-5, epsilon=0.5, canary="spike", seed=seed)
     assert not r["violation"] and r["epsilon_lower"] <= 0.5, r["epsilon_lower"]
+
+
+@pytest.mark.slow
+def test_a_correct_dp_loop_is_flagged_no_more_often_than_the_error_rate():
+    """tsdp's DP-SGD loop (simple-ff, σ calibrated so that 20 epochs spend the claim ε = 1 at δ = 1e-5) audited
+    black-box with 400 spike canaries, 100 times (seeds 0-99: canaries, inclusions and training). Each audit flags a
+    correct loop (its 95% bound above the claim, or the claimed curve rejected) with probability ≤ 5%, so 12 or more
+    flags in 100 has probability ≤ P[Binomial(100, 0.05) ≥ 12] ≈ 0.0043 (the false-failure rate). No bound may be
+    non-finite or negative."""
+    from scipy import stats
+
+    from tsdp.attacks.canary.blackbox_bench import TsdpTraining
+    from tsdp.attacks.data.series import synthetic
+    from tsdp.attacks.loop.batch_sampler import fit_lengths
+    from tsdp.verify.calibration import calibrate_sigma
+
+    data = synthetic(100, 41, seed=0, noise=2.0)
+    config = fit_lengths(TrainingConfig(context_length=4, forecast_length=1, batch_size=32), data.split(1)[0].series)
+    sigma = calibrate_sigma(config, 1.0, 1e-5, epochs=20).sigma
+    bounds, flagged = [], 0
+    for seed in range(100):
+        r = audit_training(TsdpTraining(config, "simple-ff", 20, sigma, 1e-5, seed), data, config, canaries=400,
+                           delta=1e-5, epsilon=1.0, canary="spike", seed=seed)
+        bounds.append(r["epsilon_lower"])
+        flagged += bool(r["violation"])
+    assert np.all(np.isfinite(bounds)) and min(bounds) >= 0
+    assert flagged <= 11 and stats.binom.sf(11, 100, 0.05) < 0.005, (flagged, max(bounds))
