@@ -1,6 +1,6 @@
 """`tsdp bench audit`: one-step audit trials per second through the real loop, batched vs a naive per-trial loop.
 
-Both paths run the same construction (T6 on the issue's audit configuration N = 320, Λ = 64,
+Both paths run the same construction (T6 on the audit configuration N = 320, Λ = 64,
 L = 4, L_C = L_F = 1, σ = 1) through the same loop code (WOR/WR samplers, window cropping,
 torch.func per-sample gradients, clipping, noise); the batched path puts trials in a tensor
 dimension (:func:`attacks.montecarlo.trials.released_update_chunks`), the naive path runs one trial

@@ -44,7 +44,7 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--batches", nargs="+", type=int, default=None, metavar="B",
                    help="batch sizes for `loop` (default 64 256)")
     p.add_argument("--threads", type=int, default=1,
-                   help="torch threads for `loop` (default 1, the issue's setting)")
+                   help="torch threads for `loop` (default 1: on a shared machine, 2 threads can time the scheduler)")
     p.add_argument("--rounds", type=int, default=MIN_ROUNDS,
                    help="interleaved rounds for `loop`, `accounting` and `audit` (1 vs 2 workers): each times every side once; the median "
                         f"ratio and its range are reported (default and minimum {MIN_ROUNDS})")
