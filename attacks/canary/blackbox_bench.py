@@ -83,8 +83,10 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
     """The table of the module docstring (JSON-ready): ``series`` synthetic series of ``length`` training values,
     L_C = ``context_length``, L_F = 1, Λ = 32 windows per step (half the series when fewer than 64), a window of
     each series drawn without replacement; the claim ``epsilon`` at ``delta``."""
+    from tsdp.verify.bench_rounds import environment
     from tsdp.verify.calibration import calibrate_sigma
 
+    before = environment()
     data = synthetic(series, length + 1, seed=seed, noise=2.0)
     config = fit_lengths(TrainingConfig(context_length=context_length, forecast_length=1,
                                         batch_size=min(32, max(1, series // 2))),
@@ -120,7 +122,8 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
             "confidence": confidence, "sigma": sigma, "seed": seed,
             "data": {"series": series, "length": length, "context_length": context_length, "forecast_length": 1,
                      "batch_size": config.batch_size},
-            "rows": rows, "seconds": time.perf_counter() - started}
+            "rows": rows, "seconds": time.perf_counter() - started,
+            "environment": {"before": before, "after": environment()}}
 
 
 def format_bench(result: dict) -> str:
