@@ -32,7 +32,9 @@ def _epsilon(text: str) -> float:
 
 def add_parsers(sub, command) -> None:
     """Add `tsdp experiment`."""
-    from tsdp.attacks.experiment.grid import LEVELS, MODELS, QUICK_EPOCHS, SEEDS, SIGMA_FORECASTS, TOPS, W_VALUES
+    from tsdp.attacks.data.benchmarks import PAPER, SHIPPED_SPEC
+    from tsdp.attacks.experiment.grid import (LEVELS, MODELS, QUICK_EPOCHS, SEEDS, SIGMA_FORECAST_MAX, SIGMA_FORECASTS,
+                                              TOPS, W_MAX, W_VALUES)
 
     p = sub.add_parser(
         "experiment", help="the paper's privacy-utility grid: DP forecasters vs seasonal naive and AutoETS",
@@ -62,14 +64,14 @@ def add_parsers(sub, command) -> None:
                         "((1, v)-user-level privacy, columns --sigma-forecast)")
     p.add_argument("--tops", nargs="+", choices=TOPS, default=None, help="top-level schemes (default shuffle wor)")
     p.add_argument("--w", type=int, nargs="+", default=None, metavar="W",
-                   help="the columns of the w-event and w-user levels, each in 1..10000 (default the paper's "
+                   help=f"the columns of the w-event and w-user levels, each in 1..{W_MAX} (default the paper's "
                         f"{' '.join(map(str, W_VALUES))}; needs one of those levels)")
     p.add_argument("--v", type=float, default=None,
                    help="v of the label-noise level: the largest change of one element, in the data's units "
-                        "(default the dataset's: m1-yearly 0.01, traffic 0.001, electricity 0.1, solar_10_minutes "
-                        "0.01; needs that level)")
+                        "(default the dataset's: " + ", ".join(f"{spec.name} {spec.label_noise_v:g}" for spec in
+                                                              (SHIPPED_SPEC, *PAPER.values())) + "; needs that level)")
     p.add_argument("--sigma-forecast", type=float, nargs="+", default=None, metavar="S",
-                   help="the columns of the label-noise level: label noise σ_F in units of v, each in [0, 1e6] "
+                   help=f"the columns of the label-noise level: label noise σ_F in units of v, each in [0, {SIGMA_FORECAST_MAX:g}] "
                         f"(default the paper's {' '.join(f'{x:g}' for x in SIGMA_FORECASTS)}; needs that level)")
     p.add_argument("--delta", type=float, default=1e-7, help="δ of every budget")
     p.add_argument("--epochs", type=int, default=None,
