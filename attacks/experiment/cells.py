@@ -8,8 +8,9 @@ for the epochs cap. A budget that buys no step is recorded as 0 steps, ε 0 and 
 the lowest validation loss (the paper's choice) is reported beside it and is **not** covered: its
 validation windows are the ends of the same private series (THEOREMS.md errata).
 
-Results are one JSON file per cell under the grid's folder, written to a temporary name and
-renamed (atomic), so a killed grid resumes from the cells on disk without recomputing them.
+Results are one JSON file per cell under the grid's folder (named by :attr:`Cell.key`), written to a
+temporary name and renamed (atomic), so a killed grid resumes from the cells on disk without recomputing
+them. A stored label-noise cell whose v is not the grid's is run again (v is the grid's, not in the name).
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from .grid import Cell, GridSettings, cell_seed, level_config
 @dataclass(frozen=True)
 class CellResult:
     """What one cell measured: test CRPS of the last iterate (``crps``, covered by ``epsilon_spent``) and of the
-    lowest-validation checkpoint (``selected_crps``, not covered), the steps that ran and the sound ε they spent."""
+    lowest-validation checkpoint (``selected_crps``, not covered), the steps that ran and the sound ε they spent;
+    the level's ``w`` and ``sigma_forecast`` (1 and 0 where the level has none) and ``v`` (label noise only)."""
 
     key: str
     model: str
@@ -50,6 +52,9 @@ class CellResult:
     seconds: float
     device: str
     trials: int = 1
+    w: int = 1
+    sigma_forecast: float = 0.0
+    v: Optional[float] = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -88,28 +93,41 @@ def _split(dataset: Optional[str], data_dir: Optional[str]):
     return split_for(dataset, None if data_dir is None else Path(data_dir))
 
 
+def level_v(cell: Cell, settings: GridSettings) -> Optional[float]:
+    """The v of ``cell``'s configuration: the grid's, else its dataset's (label noise); None for the other levels."""
+    if cell.level != "label-noise":
+        return None
+    if settings.v is not None:
+        return settings.v
+    return _split(settings.dataset, settings.data_dir).spec.label_noise_v
+
+
 def cell_config(cell: Cell, settings: GridSettings) -> TrainingConfig:
     """The training configuration of ``cell``: the split's series (N, variable lengths), the dataset's L_C, L_F,
-    Λ and σ, the cell's top level (WR bottom level, λ = 1) and privacy level."""
+    Λ and σ, the cell's top level (WR bottom level, λ = 1) and privacy level (relation, w, v, σ_F)."""
     split = _split(settings.dataset, settings.data_dir)
     spec, lengths = split.spec, split.train.lengths
     config = TrainingConfig(N=split.train.N, L=min(lengths), lengths=None if len(set(lengths)) == 1 else lengths,
                             context_length=spec.context_length, forecast_length=spec.forecast_length,
                             batch_size=spec.batch_size, sigma=spec.sigma, top=cell.top)
-    return level_config(config, cell.level, settings)
+    return level_config(config, cell, level_v(cell, settings))
 
 
 def path_of(folder, cell: Cell) -> Path:
     return Path(folder) / f"{cell.key}.json"
 
 
-def load_done(folder, cell: Cell) -> Optional[CellResult]:
-    """The stored result of ``cell``, or None (absent, or unreadable: it is run again)."""
+def load_done(folder, cell: Cell, settings: Optional[GridSettings] = None) -> Optional[CellResult]:
+    """The stored result of ``cell``, or None (absent, unreadable, or a label-noise cell stored with another v than
+    ``settings``' : it is run again)."""
     path = path_of(folder, cell)
     try:
-        return CellResult.from_dict(json.loads(path.read_text()))
+        done = CellResult.from_dict(json.loads(path.read_text()))
     except (OSError, ValueError, TypeError, KeyError):
         return None
+    if settings is not None and done.v != level_v(cell, settings):
+        return None
+    return done
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -136,6 +154,7 @@ def run_cell(task: CellTask) -> CellResult:
     epochs = settings.epochs or split.spec.epochs
     private = not math.isinf(cell.epsilon)
     seed = cell_seed(settings, cell.seed_index)
+    level = {"w": cell.w, "sigma_forecast": cell.sigma_forecast, "v": level_v(cell, settings)}
     from tsdp.verify.accountant import max_steps
 
     cap = epochs * config.steps_per_epoch
@@ -143,7 +162,7 @@ def run_cell(task: CellTask) -> CellResult:
         return _store(task, CellResult(  # the budget buys no step: nothing is trained, nothing is spent
             key=cell.key, model=cell.model, epsilon=cell.epsilon, seed_index=cell.seed_index, level=cell.level,
             top=cell.top, seed=seed, sigma=config.sigma, steps=0, epochs=0.0, epsilon_spent=0.0, theorem=None,
-            crps=math.nan, selected_crps=math.nan, selected_step=0, seconds=0.0, device=settings.device))
+            crps=math.nan, selected_crps=math.nan, selected_step=0, seconds=0.0, device=settings.device, **level))
     threads = torch.get_num_threads()
     torch.set_num_threads(task.threads)
     try:
@@ -158,7 +177,7 @@ def run_cell(task: CellTask) -> CellResult:
         key=cell.key, model=cell.model, epsilon=cell.epsilon, seed_index=cell.seed_index, level=cell.level,
         top=cell.top, seed=seed, sigma=config.sigma if private else None, steps=r["steps"], epochs=r["epochs"],
         epsilon_spent=r["epsilon"], theorem=r["theorem"], crps=r["crps"], selected_crps=r["selected_crps"],
-        selected_step=r["selected_step"], seconds=r["seconds"], device=r["device"])
+        selected_step=r["selected_step"], seconds=r["seconds"], device=r["device"], **level)
     return _store(task, result)
 
 

@@ -1,5 +1,6 @@
-"""The grid's table: mean ± std of test CRPS over seeds per (level, top level, model, ε), the baselines, and the
-evidence for claim C7 ("DP-trained forecasters at ε ≤ 1 beat seasonal naive and AutoETS", 1-event, δ = 1e-7)."""
+"""The grid's table: mean ± std of test CRPS over seeds per (level, top level, model, ε, w or σ_F), the baselines, the
+paper's bold cells of the w and label-noise tables, and the evidence for claim C7 ("DP-trained forecasters at ε ≤ 1
+beat seasonal naive and AutoETS", 1-event, δ = 1e-7)."""
 from __future__ import annotations
 
 import math
@@ -11,14 +12,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .cells import CellResult, CellTask, load_done, run_cell
-from .grid import Cell, GridSettings
+from .grid import W_LEVELS, Cell, GridSettings
 
 
 @dataclass(frozen=True)
 class Row:
     """One table cell over seeds: mean ± std (ddof 1; 0 for one seed) of the last iterate's CRPS (``checkpoint``
     'last', covered by ε) or of the lowest-validation checkpoint ('selected', not covered), with the steps and ε
-    spent of every seed."""
+    spent of every seed; ``w`` (w-event, w-user), ``sigma_forecast`` and ``v`` (label-noise) where the level has
+    them, else None (and absent from :meth:`as_dict`)."""
 
     model: str
     epsilon: float
@@ -31,6 +33,61 @@ class Row:
     steps: Tuple[int, ...]
     epsilon_spent: Tuple[Optional[float], ...]
     covered: bool
+    w: Optional[int] = None
+    sigma_forecast: Optional[float] = None
+    v: Optional[float] = None
+
+    @property
+    def column(self) -> float:
+        """The row's column in its level's table: w, σ_F or ε (:attr:`Cell.column`)."""
+        return self.w if self.w is not None else self.sigma_forecast if self.sigma_forecast is not None \
+            else self.epsilon
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["epsilon"] = None if math.isinf(self.epsilon) else self.epsilon
+        return {k: v for k, v in d.items() if v is not None or k not in ("w", "sigma_forecast", "v")}
+
+
+def _level_values(r: CellResult) -> dict:
+    """The row fields of ``r``'s level: w for w-event and w-user, σ_F and v for label noise."""
+    if r.level in W_LEVELS:
+        return {"w": r.w}
+    if r.level == "label-noise":
+        return {"sigma_forecast": r.sigma_forecast, "v": r.v}
+    return {}
+
+
+def rows_of(results: Sequence[CellResult]) -> List[Row]:
+    """Two rows per (level, top, model, ε, w or σ_F): the last iterate and the selected checkpoint, in the results'
+    order."""
+    groups: Dict[tuple, List[CellResult]] = {}
+    for r in results:
+        groups.setdefault((r.level, r.top, r.model, r.epsilon, r.w, r.sigma_forecast), []).append(r)
+    rows = []
+    for (level, top, model, eps, _, _), rs in groups.items():
+        rs = sorted(rs, key=lambda r: r.seed_index)
+        for checkpoint, values in (("last", [r.crps for r in rs]), ("selected", [r.selected_crps for r in rs])):
+            v = np.asarray(values, dtype=float)
+            rows.append(Row(model, eps, level, top, checkpoint, float(v.mean()),
+                            float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v), tuple(r.steps for r in rs),
+                            tuple(r.epsilon_spent for r in rs), checkpoint == "last", **_level_values(rs[0])))
+    return rows
+
+
+@dataclass(frozen=True)
+class Best:
+    """One bold cell of the paper's appendix tables: in a w table (w-event, w-user) the lowest mean CRPS of its
+    column (w), the baselines included (``model`` may be one); in a label-noise table the lowest of its row (the
+    model's best σ_F). Last-iterate rows only (the ones the ε covers); ties are all marked."""
+
+    level: str
+    top: str
+    epsilon: float
+    model: str
+    column: float
+    crps_mean: float
+    rule: str
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -38,20 +95,26 @@ class Row:
         return d
 
 
-def rows_of(results: Sequence[CellResult]) -> List[Row]:
-    """Two rows per (level, top, model, ε): the last iterate and the selected checkpoint, in the results' order."""
-    groups: Dict[tuple, List[CellResult]] = {}
-    for r in results:
-        groups.setdefault((r.level, r.top, r.model, r.epsilon), []).append(r)
-    rows = []
-    for (level, top, model, eps), rs in groups.items():
-        rs = sorted(rs, key=lambda r: r.seed_index)
-        for checkpoint, values in (("last", [r.crps for r in rs]), ("selected", [r.selected_crps for r in rs])):
-            v = np.asarray(values, dtype=float)
-            rows.append(Row(model, eps, level, top, checkpoint, float(v.mean()),
-                            float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v), tuple(r.steps for r in rs),
-                            tuple(r.epsilon_spent for r in rs), checkpoint == "last"))
-    return rows
+def best_cells(rows: Sequence[Row], baselines: Dict[str, float]) -> Tuple[Best, ...]:
+    """The bold cells (:class:`Best`) of every w and label-noise table in ``rows``; none for 1-event tables."""
+    marks: List[Best] = []
+    last = [r for r in rows if r.checkpoint == "last" and math.isfinite(r.crps_mean) and r.level != "1-event"]
+    groups: Dict[tuple, List[tuple]] = {}
+    for r in last:
+        if r.level in W_LEVELS:
+            groups.setdefault((r.level, r.top, r.epsilon, "column", r.column), []).append((r.model, r.column,
+                                                                                           r.crps_mean))
+        else:
+            groups.setdefault((r.level, r.top, r.epsilon, "row", r.model), []).append((r.model, r.column,
+                                                                                       r.crps_mean))
+    for (level, top, eps, rule, key), entries in groups.items():
+        if rule == "column":
+            entries = entries + [(name, key, value) for name, value in baselines.items() if math.isfinite(value)]
+        low = min(value for _, _, value in entries)
+        marks += [Best(level, top, eps, model, column, value,
+                       "best per w (column)" if rule == "column" else "best σ_F per model (row)")
+                  for model, column, value in entries if value == low]
+    return tuple(marks)
 
 
 @dataclass(frozen=True)
@@ -99,7 +162,7 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
     if folder is not None:
         Path(folder).mkdir(parents=True, exist_ok=True)
         for c in cells:
-            r = load_done(folder, c)
+            r = load_done(folder, c, settings)
             if r is not None:
                 done[c.key] = r
     tasks = [CellTask(c, settings, None if folder is None else str(folder)) for c in cells if c.key not in done]

@@ -141,7 +141,7 @@ def test_rows_are_mean_and_std_over_seeds_with_both_checkpoints():
 @pytest.mark.parametrize("argv,flag", [
     (["--seeds", "0"], "--seeds"), (["--epochs", "0"], "--epochs"), (["--samples", "1"], "--samples"),
     (["--w", "0"], "--w"), (["--v", "-1"], "--v"), (["--sigma-forecast", "nan"], "--sigma-forecast"),
-    (["--levels", "label-noise"], "--sigma-forecast"), (["--delta", "1"], "--delta"),
+    (["--delta", "1"], "--delta"),
     (["--discretization", "0"], "--discretization"), (["--epsilons", "0"], "--epsilons"),
     (["--epsilons", "nan"], "--epsilons"), (["--models", "arima"], "--models"), (["--tops", "poisson"], "--tops"),
     (["--dataset", "m4"], "--dataset"), (["--data-dir", "/nonexistent/x"], "--data-dir"),

@@ -19,6 +19,8 @@ MODEL_LABELS = {"simple-ff": "SimpleFF", "deepar": "DeepAR", "itransformer": "iT
                 "seasonal-naive": "Seasonal", "autoets": "AutoETS"}
 QUICK_MODELS = ("simple-ff", "dlinear")
 QUICK_SEEDS = 2
+V_MAX = 1e30
+"""The largest --v: the label noise σ_F·v is drawn in float32 (3.4e38 at most)."""
 
 
 def _epsilon(text: str) -> float:
@@ -30,7 +32,9 @@ def _epsilon(text: str) -> float:
 
 def add_parsers(sub, command) -> None:
     """Add `tsdp experiment`."""
-    from tsdp.attacks.experiment.grid import EPSILONS, LEVELS, MODELS, QUICK_EPOCHS, SEEDS, TOPS
+    from tsdp.attacks.data.benchmarks import PAPER, SHIPPED_SPEC
+    from tsdp.attacks.experiment.grid import (LEVELS, MODELS, QUICK_EPOCHS, SEEDS, SIGMA_FORECAST_MAX, SIGMA_FORECASTS,
+                                              TOPS, W_MAX, W_VALUES)
 
     p = sub.add_parser(
         "experiment", help="the paper's privacy-utility grid: DP forecasters vs seasonal naive and AutoETS",
@@ -40,7 +44,8 @@ def add_parsers(sub, command) -> None:
         "(sound accountant); each cell records its steps and the ε they spent. Prints mean ± std of test CRPS "
         "over seeds (last iterate, covered by ε; the lowest-validation checkpoint beside it, not covered), the "
         "seasonal-naive and AutoETS baselines and claim C7's verdict. Without --dataset it runs on the shipped "
-        "real dataset (M1 yearly).")
+        "real dataset (M1 yearly). Each level has the paper's table: 1-event columns ε; w-event and w-user columns "
+        "w at ε = 4; label-noise columns σ_F at ε = 0.5 with the dataset's v.")
     p.add_argument("--dataset", default=None, metavar="NAME",
                    help="m1-yearly (shipped, the default), or a GluonTS benchmark: traffic, electricity, "
                         "solar_10_minutes (from --data-dir)")
@@ -51,15 +56,23 @@ def add_parsers(sub, command) -> None:
                    help="download a missing benchmark through GluonTS into --data-dir (needs internet)")
     p.add_argument("--models", nargs="+", choices=MODELS, default=None, help=f"rows (default all: {' '.join(MODELS)})")
     p.add_argument("--epsilons", nargs="+", type=_epsilon, default=None, metavar="E",
-                   help="columns, each > 0; inf trains without DP (default 0.5 1 2 inf)")
+                   help="budgets of every level, each > 0; inf trains without DP (default the paper's per level: "
+                        "1-event's columns 0.5 1 2 inf; w-event and w-user 4; label-noise 0.5)")
     p.add_argument("--seeds", type=int, default=None, help=f"seeds per cell (default {SEEDS}; --quick {QUICK_SEEDS})")
     p.add_argument("--levels", nargs="+", choices=LEVELS, default=["1-event"],
-                   help="privacy levels: 1-event (the main table), w-event, w-user (with --w), label-noise "
-                        "((1, v)-user with --v and --sigma-forecast)")
+                   help="privacy levels: 1-event (the main table), w-event and w-user (columns --w), label-noise "
+                        "((1, v)-user-level privacy, columns --sigma-forecast)")
     p.add_argument("--tops", nargs="+", choices=TOPS, default=None, help="top-level schemes (default shuffle wor)")
-    p.add_argument("--w", type=int, default=1, help="w of the w-event and w-user levels")
-    p.add_argument("--v", type=float, default=1.0, help="v of the label-noise level (largest change of one element)")
-    p.add_argument("--sigma-forecast", type=float, default=0.0, help="σ_F of the label-noise level, in units of v")
+    p.add_argument("--w", type=int, nargs="+", default=None, metavar="W",
+                   help=f"the columns of the w-event and w-user levels, each in 1..{W_MAX} (default the paper's "
+                        f"{' '.join(map(str, W_VALUES))}; needs one of those levels)")
+    p.add_argument("--v", type=float, default=None,
+                   help="v of the label-noise level: the largest change of one element, in the data's units "
+                        "(default the dataset's: " + ", ".join(f"{spec.name} {spec.label_noise_v:g}" for spec in
+                                                              (SHIPPED_SPEC, *PAPER.values())) + "; needs that level)")
+    p.add_argument("--sigma-forecast", type=float, nargs="+", default=None, metavar="S",
+                   help=f"the columns of the label-noise level: label noise σ_F in units of v, each in [0, {SIGMA_FORECAST_MAX:g}] "
+                        f"(default the paper's {' '.join(f'{x:g}' for x in SIGMA_FORECASTS)}; needs that level)")
     p.add_argument("--delta", type=float, default=1e-7, help="δ of every budget")
     p.add_argument("--epochs", type=int, default=None,
                    help=f"epochs cap of every cell (default the dataset's; --quick {QUICK_EPOCHS})")
@@ -88,29 +101,29 @@ def add_parsers(sub, command) -> None:
         _check(args)
         from tsdp.attacks.data.benchmarks import dataset_names, split_for
         from tsdp.attacks.experiment.grid import GridSettings, plan
-        from tsdp.attacks.experiment.table import baseline_crps_of, claim_c7, rows_of, run_grid
+        from tsdp.attacks.experiment.table import baseline_crps_of, best_cells, claim_c7, rows_of, run_grid
         from tsdp.attacks.montecarlo.shards import check_cluster
 
         if args.dataset is not None and args.dataset not in dataset_names():
             raise UsageError(f"invalid --dataset: must be one of {', '.join(dataset_names())} (got {args.dataset!r})")
         check_workers("workers", args.workers)
         check_cluster(args.cluster)
+        cells = plan(models=args.models, epsilons=args.epsilons, seeds=args.seeds, levels=tuple(args.levels),
+                     tops=args.tops, w=args.w, sigma_forecast=args.sigma_forecast)
         split = split_for(args.dataset, args.data_dir, download=args.download)
         name = split.spec.name
         out = args.out or os.path.join("tsdp-experiment", name)
         _check_out(out)
+        v = (args.v or split.spec.label_noise_v) if "label-noise" in args.levels else None
         settings = GridSettings(dataset=None if name == "m1-yearly" else name, data_dir=args.data_dir,
-                                delta=args.delta, w=args.w, v=args.v, sigma_forecast=args.sigma_forecast,
-                                epochs=args.epochs, n_samples=args.samples, device=args.device,
-                                discretization=args.discretization, seed=args.seed)
-        cells = plan(models=args.models, epsilons=args.epsilons, seeds=args.seeds, levels=tuple(args.levels),
-                     tops=args.tops)
+                                delta=args.delta, v=v, epochs=args.epochs, n_samples=args.samples,
+                                device=args.device, discretization=args.discretization, seed=args.seed)
         import sys
 
         from tsdp.attacks.experiment.cells import load_done
         from tsdp.attacks.experiment.estimate import estimate
 
-        pending = [c for c in cells if load_done(out, c) is None]
+        pending = [c for c in cells if load_done(out, c, settings) is None]
         plan_note = estimate(pending, settings)
         print(f"{len(cells) - len(pending)} of {len(cells)} cells already in {out}; " + plan_note.line(), file=sys.stderr)
         results, info = run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster,
@@ -118,14 +131,16 @@ def add_parsers(sub, command) -> None:
         baselines = baseline_crps_of(settings)
         rows = rows_of(results)
         c7 = claim_c7(rows, baselines)
+        best = best_cells(rows, baselines)
         payload = {"dataset": split.spec.as_dict(), "split": split.as_dict(),
-                   "rows": [r.as_dict() for r in rows], "baselines": baselines, "claim_c7": c7.as_dict(),
+                   "rows": [r.as_dict() for r in rows], "baselines": baselines, "best": [b.as_dict() for b in best],
+                   "claim_c7": c7.as_dict(),
                    "cells": [r.as_dict() for r in results], "settings": settings.as_dict(), "run": info,
                    "estimate": plan_note.as_dict(), "out": out}
         if args.json:
             print(dumps(payload))
             return 0
-        print(render_table(rows, baselines, split, args))
+        print(render_table(rows, baselines, best, split, args))
         print(f"claim C7 ({c7.statement}): {c7.verdict}" + (
             "" if c7.margin is None else f"; best DP model vs best baseline {c7.best_baseline:.4f}, worst margin "
             f"over ε ≤ 1 {c7.margin:+.4f}"))
@@ -143,10 +158,9 @@ def _check(args) -> None:
         args.seeds = args.seeds if args.seeds is not None else QUICK_SEEDS
         args.tops = args.tops or ["wor"]
         args.epochs = args.epochs if args.epochs is not None else QUICK_EPOCHS
-    from tsdp.attacks.experiment.grid import EPSILONS, MODELS, SEEDS, TOPS
+    from tsdp.attacks.experiment.grid import MODELS, SEEDS, TOPS
 
     args.models = tuple(args.models or MODELS)
-    args.epsilons = tuple(args.epsilons or EPSILONS)
     args.seeds = SEEDS if args.seeds is None else args.seeds
     args.tops = tuple(args.tops or TOPS)
     if not 1 <= args.seeds <= 1000:
@@ -155,15 +169,11 @@ def _check(args) -> None:
         raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
     if args.samples < 10:
         raise UsageError(f"invalid --samples: must be >= 10 (got {args.samples})")
-    if not 1 <= args.w <= 10_000:
-        raise UsageError(f"invalid --w: must be in 1..10000 (got {args.w})")
-    for flag, value in (("--v", args.v),):
-        if not (math.isfinite(value) and value > 0):
-            raise UsageError(f"invalid {flag}: must be > 0 (got {value})")
-    if not (math.isfinite(args.sigma_forecast) and args.sigma_forecast >= 0):
-        raise UsageError(f"invalid --sigma-forecast: must be >= 0 (got {args.sigma_forecast})")
-    if "label-noise" in args.levels and args.sigma_forecast == 0:
-        raise UsageError("invalid --sigma-forecast: the label-noise level needs σ_F > 0")
+    if args.v is not None:
+        if "label-noise" not in args.levels:
+            raise UsageError("invalid --v: it sets the label-noise level's v: add label-noise to --levels")
+        if not (math.isfinite(args.v) and 0 < args.v <= V_MAX):
+            raise UsageError(f"invalid --v: must be in (0, {V_MAX:g}] (got {args.v})")
     if not (math.isfinite(args.delta) and 0 < args.delta < 1):
         raise UsageError(f"invalid --delta: must be in (0, 1) (got {args.delta})")
     if not (math.isfinite(args.discretization) and 0 < args.discretization <= 1):
@@ -188,37 +198,72 @@ def _check_out(out: str) -> None:
         raise UsageError(f"invalid --out: folder {out} is not writable")
 
 
-def _cell_text(row) -> str:
-    """mean ± std of a table cell; '-' when not run, 'no step' when its budget bought no training step."""
+def _cell_text(row, mark: str = "") -> str:
+    """mean ± std of a table cell; '-' when not run, 'no step' when its budget bought no training step; ``mark``
+    after it (the w and label-noise tables' '*' for the paper's bold, or ' ')."""
     if row is None:
-        return "-"
+        return "-" + mark
     if not any(row.steps):
-        return "no step"
-    return f"{row.crps_mean:.3f} ± {row.crps_std:.3f}"
+        return "no step" + mark
+    return f"{row.crps_mean:.3f} ± {row.crps_std:.3f}" + mark
 
 
-def render_table(rows, baselines, split, args) -> str:
-    """The paper's layout: one block per (level, top level), models × ε, mean ± std; baselines below."""
+def _column_label(level: str, value: float) -> str:
+    if level in ("w-event", "w-user"):
+        return f"w = {value:g}"
+    if level == "label-noise":
+        return f"σ_F = {value:g}"
+    return "ε = ∞" if math.isinf(value) else f"ε = {value:g}"
+
+
+def _block_title(level: str, top: str, epsilon: float, rows) -> str:
+    """A table's title: the level, top level and (w and label-noise tables) the ε and v, and what the marks mean."""
+    covered = "last iterate: covered by ε; [sel]: lowest validation, not covered"
+    if level == "1-event":
+        return f"{level}, top level {top} ({covered})"
+    budget = "ε = ∞ (no DP)" if math.isinf(epsilon) else f"ε = {epsilon:g}"
+    if level == "label-noise":
+        return (f"label-noise, (1, v)-user-level privacy with v = {rows[0].v:g}, top level {top}, {budget} ({covered}; "
+                "*: the model's best σ_F, the paper's bold)")
+    return f"{level}, top level {top}, {budget} ({covered}; *: best per w, baselines included, the paper's bold)"
+
+
+def render_table(rows, baselines, best, split, args) -> str:
+    """The paper's layout: one table per (level, top level), and per ε for the w and label-noise levels; models ×
+    columns (ε for 1-event, w for w-event and w-user, σ_F for label-noise), mean ± std; baselines below; the
+    paper's bold cells of the w and label-noise tables marked '*' (``best``, :func:`best_cells`)."""
     lines: List[str] = [f"dataset {split.spec.name}: {split.train.N} training series, {split.test.count} test windows, "
                         f"L_F = {split.spec.forecast_length}, L_C = {split.spec.context_length}; δ = {args.delta:g}"]
     blocks = {}
     for r in rows:
-        blocks.setdefault((r.level, r.top), []).append(r)
-    eps = list(args.epsilons)
-    head = "model".ljust(20) + "".join(("ε = ∞" if math.isinf(e) else f"ε = {e:g}").rjust(22) for e in eps)
-    for (level, top), rs in blocks.items():
-        lines += ["", f"{level}, top level {top} (last iterate: covered by ε; [sel]: lowest validation, not covered)",
-                  head]
+        blocks.setdefault((r.level, r.top, None if r.level == "1-event" else r.epsilon), []).append(r)
+    bold = {(b.level, b.top, b.epsilon, b.model, b.column) for b in best}
+    for (level, top, epsilon), rs in blocks.items():
+        columns = list(dict.fromkeys(r.column for r in rs))
+        marked = level != "1-event"
+
+        def mark(model, column):
+            if not marked:
+                return ""
+            return "*" if (level, top, epsilon, model, column) in bold else " "
+
+        lines += ["", _block_title(level, top, epsilon, rs),
+                  "model".ljust(20) + "".join((_column_label(level, c) + (" " if marked else "")).rjust(22)
+                                              for c in columns)]
         for checkpoint in ("last", "selected"):
             for model in args.models:
-                cell = {r.epsilon: r for r in rs if r.model == model and r.checkpoint == checkpoint}
+                cell = {r.column: r for r in rs if r.model == model and r.checkpoint == checkpoint}
                 label = MODEL_LABELS[model] + (" [sel]" if checkpoint == "selected" else "")
-                lines.append(label.ljust(20) + "".join(_cell_text(cell.get(e)).rjust(22) for e in eps))
+                lines.append(label.ljust(20) + "".join(
+                    _cell_text(cell.get(c), mark(model, c) if checkpoint == "last" else " " * marked).rjust(22)
+                    for c in columns))
         for name, value in baselines.items():
-            lines.append(MODEL_LABELS[name].ljust(20) + "".join(f"{value:.3f}".rjust(22) for _ in eps))
-    steps = [(r.model, r.epsilon, r.steps, r.epsilon_spent) for r in rows if r.checkpoint == "last"]
+            lines.append(MODEL_LABELS[name].ljust(20) + "".join((f"{value:.3f}" + mark(name, c)).rjust(22)
+                                                                for c in columns))
+    steps = [r for r in rows if r.checkpoint == "last"]
     lines.append("")
     lines.append("steps per seed and sound ε spent: " + "; ".join(
-        f"{MODEL_LABELS[m]} ε={e:g}: {s[0]} steps" + ("" if sp[0] is None else f", ε {sp[0]:.4f}")
-        for m, e, s, sp in steps[:8]) + (" ..." if len(steps) > 8 else ""))
+        f"{MODEL_LABELS[r.model]} ε={r.epsilon:g}" + ("" if r.level == "1-event" else " " + _column_label(r.level, r.column).replace(" = ", "="))
+        + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {r.epsilon_spent[0]:.4f}")
+        for r in steps[:8]) + (" ..." if len(steps) > 8 else ""))
     return "\n".join(lines)
