@@ -25,7 +25,7 @@ from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 from tsdp.attacks.data.series import SeriesData
 
-from .metrics import crps_from_samples, point_crps, seasonal_naive
+from .metrics import crps_from_samples, crps_scale, point_crps, seasonal_naive
 from .models import make_model
 from .samplers import make_sampler
 from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
@@ -232,6 +232,10 @@ def train(
         histories, test_contexts = train_data.series, _test_contexts(train_data, config.context_length)
     if train_data.N != config.N:
         raise ConfigError("N", f"the data has {train_data.N} series (set --N {train_data.N})", config.N)
+    try:
+        crps_scale(targets)  # before any step: all-zero targets leave the CRPS undefined
+    except ValueError as err:
+        raise ConfigError("data", str(err)) from None
     if min(train_data.lengths) < config.L:
         raise ConfigError(
             "L", f"the shortest training series has length {min(train_data.lengths)}; the accountant would "
