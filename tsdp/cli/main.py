@@ -159,6 +159,7 @@ def cmd_profile(args) -> int:
         payload["dps"] = args.dps
         payload["delta_exact"] = [str(v) for v in values]
     with_note(payload, "epsilon", f"null: ε = log α = {ALPHA_ZERO_EPSILON} where α = 0")
+    with_note(payload, "alpha", "null: α = e^ε beyond the float range (ε > 709.78); its ε is the entry of epsilon")
 
     def human(p):
         shown = payload.get("delta_exact", [f"{d:.10g}" for d in delta])
