@@ -13,7 +13,7 @@ import os
 from typing import List
 
 from .errors import UsageError
-from .output import dumps
+from .output import NO_NOISE, dumps
 
 MODEL_LABELS = {"simple-ff": "SimpleFF", "deepar": "DeepAR", "itransformer": "iTransf.", "dlinear": "DLinear",
                 "seasonal-naive": "Seasonal", "autoets": "AutoETS"}
@@ -84,6 +84,7 @@ def add_parsers(sub, command) -> None:
     @command("experiment")
     def cmd_experiment(args) -> int:
         from tsdp.verify.cpus import check_workers
+        from tsdp.verify.json_data import with_note
 
         _check(args)
         from tsdp.attacks.data.benchmarks import dataset_names, split_for
@@ -119,8 +120,10 @@ def add_parsers(sub, command) -> None:
         rows = rows_of(results)
         c7 = claim_c7(rows, baselines)
         payload = {"dataset": split.spec.as_dict(), "split": split.as_dict(),
-                   "rows": [r.as_dict() for r in rows], "baselines": baselines, "claim_c7": c7.as_dict(),
-                   "cells": [r.as_dict() for r in results], "settings": settings.as_dict(), "run": info,
+                   "rows": [with_note(dict(r.as_dict(), epsilon=r.epsilon), "epsilon", NO_DP) for r in rows],
+                   "baselines": baselines, "claim_c7": c7.as_dict(),
+                   "cells": [with_note(r.as_dict(), "epsilon", NO_DP) for r in results],
+                   "settings": with_note(settings.as_dict(), "epsilons", NO_DP), "run": info,
                    "estimate": plan_note.as_dict(), "out": out}
         if args.json:
             print(dumps(payload))
@@ -197,6 +200,10 @@ def _cell_text(row) -> str:
     return f"{row.crps_mean:.3f} ± {row.crps_std:.3f}"
 
 
+NO_DP = "null: ε = ∞, trained without DP (no noise)"
+"""What an ε of inf (the non-private column) means beside its JSON null."""
+
+
 def render_table(rows, baselines, split, args) -> str:
     """The paper's layout: one block per (level, top level), models × ε, mean ± std; baselines below."""
     lines: List[str] = [f"dataset {split.spec.name}: {split.train.N} training series, {split.test.count} test windows, "
@@ -219,6 +226,6 @@ def render_table(rows, baselines, split, args) -> str:
     steps = [(r.model, r.epsilon, r.steps, r.epsilon_spent) for r in rows if r.checkpoint == "last"]
     lines.append("")
     lines.append("steps per seed and sound ε spent: " + "; ".join(
-        f"{MODEL_LABELS[m]} ε={e:g}: {s[0]} steps" + ("" if sp[0] is None else f", ε {sp[0]:.4f}")
+        f"{MODEL_LABELS[m]} ε={NO_NOISE if math.isinf(e) else format(e, 'g')}: {s[0]} steps" + ("" if sp[0] is None else f", ε {sp[0]:.4f}")
         for m, e, s, sp in steps[:8]) + (" ..." if len(steps) > 8 else ""))
     return "\n".join(lines)

@@ -252,7 +252,6 @@ def _tradeoff(args) -> int:
     from tsdp.attacks.inference.mechanism import check_samples
     from tsdp.attacks.loop.train import resolve_device
     from tsdp.theorems.config import ConfigError
-    from tsdp.verify.json_data import with_note
 
     from .config_args import data_from_args
     from .main import UsageError
@@ -281,5 +280,4 @@ def _tradeoff(args) -> int:
              f"{'epsilon':>12} {'r':>5} {'sigma':>9} {'CRPS':>8}"]
     lines += [f"{NO_NOISE if math.isinf(row['epsilon']) else format(row['epsilon'], 'g'):>12} {row['r']:>5g} "
               f"{row['sigma']:>9.4g} {row['crps']:>8.4f}" for row in rows]
-    rows = [with_note(dict(row), "epsilon", "null: ε = ∞, the non-private reference (no noise)") for row in rows]
     return _emit(args, {"rows": rows, "model": header}, lines)
