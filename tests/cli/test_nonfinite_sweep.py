@@ -225,6 +225,7 @@ SLOW = [
     (["check-accountant", "finite_user:accountant_smallest", "--steps", "1", "--random", "0"], ""),
     (["check-accountant", "--tsdp", "--steps", "1", "--random", "0", "--relation", "series"], ""),
     (["bench", "canary", "--canaries", "2", "--seeds", "1", "--mu", "1"], ""),
+    (["bench", "blackbox", "--canaries", "2", "--epochs", "1", "--seed", "0"], "AUC n/a"),  # both on one side
     (["audit", "--trials", "100", "--delta", "0.9999999"], ""),
     (["experiment", "--quick", "--models", "simple-ff", "--epsilons", "1", "inf", "--seeds", "1", "--epochs", "1",
       "--levels", "1-event", "--tops", "wor", "--device", "cpu", "--out", F("experiment")], "∞ (no noise)"),
