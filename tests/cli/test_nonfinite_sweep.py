@@ -368,3 +368,14 @@ def test_the_checker_catches_what_it_must(monkeypatch):
 
     with pytest.raises(ValueError):
         dumps({"x": math.nan})
+
+
+def test_with_note_labels_non_finite_values_only():
+    """``<key>_note`` goes beside a non-finite number or a list holding one (numpy floats too); finite numbers, lists
+    of them and None get none."""
+    from tsdp.verify.json_data import with_note
+
+    assert with_note({"x": math.inf}, "x", "why") == {"x": math.inf, "x_note": "why"}
+    assert with_note({"x": [1.0, np.float64("nan")]}, "x", "why")["x_note"] == "why"
+    for value in (1.0, [1.0, 2.0], None, "inf"):
+        assert with_note({"x": value}, "x", "why") == {"x": value}
