@@ -17,10 +17,11 @@ The accountant's ε is compared with tsdp's bracket for that relation
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Tuple
 
-from tsdp.verify.json_data import json_data
+from tsdp.verify.json_data import json_data, with_note
 
 UNSOUND, SOUND, BETWEEN, UNCHECKED = "unsound", "sound", "between", "unchecked"
 VERDICTS = (UNSOUND, BETWEEN, SOUND, UNCHECKED)
@@ -33,6 +34,15 @@ def scheme_line(config: dict) -> str:
     return (f"{config['top']}/{config['bottom']} N={config['N']} L={config['L']} L_C={config['context_length']} "
             f"L_F={config['forecast_length']} Λ={config['batch_size']} λ={config['instances']} "
             f"σ={config['sigma']:g}{aug}")
+
+
+NO_GUARANTEE = "no guarantee"
+"""What a reported ε = ∞ means (an accountant's honest "no bound", e.g. tsdp's own where the catalogue has none)."""
+
+
+def _eps(x: float) -> str:
+    """A reported or bracketing ε for the table and messages: 4 significant digits, or ∞ with what it means."""
+    return f"∞ ({NO_GUARANTEE})" if math.isinf(x) and x > 0 else f"{x:.4g}"
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,7 @@ class Verdict:
                  f"{self.relation_text}")
         if self.verdict == UNSOUND:
             head = "RELATION MISMATCH" if self.relation_mismatch else "UNSOUND"
-            text = (f"{head}: {self.accountant} reports ε = {self.epsilon_reported:.4g} where an attack attains "
+            text = (f"{head}: {self.accountant} reports ε = {_eps(self.epsilon_reported)} where an attack attains "
                     f"{self.epsilon_attained:.4g} ({where}); attack: the {self.construction} construction, {self.pair}")
             text += (f"; demonstrate it through the loop: {self.audit_command}" if self.audit_command
                      else "; no loop construction for this relation (the audit changes one element, w = 1)")
@@ -94,14 +104,14 @@ class Verdict:
                 text += f". The accountant claims: {self.claims}"
             return text
         if self.verdict == SOUND:
-            return (f"sound: {self.accountant} reports ε = {self.epsilon_reported:.4g} ≥ tsdp's sound ε = "
+            return (f"sound: {self.accountant} reports ε = {_eps(self.epsilon_reported)} ≥ tsdp's sound ε = "
                     f"{self.epsilon_sound:.4g} ({self.theorem}; {where})")
         if self.verdict == BETWEEN:
             upper = ("no sound bound in the catalogue" if self.epsilon_sound is None
                      else f"sound {self.epsilon_sound:.4g} ({self.theorem})")
             where_in = ("" if self.bracket_position is None
                         else f", {self.bracket_position:.0%} of the way from the attained to the sound ε")
-            return (f"between: {self.accountant} reports ε = {self.epsilon_reported:.4g} in tsdp's bracket "
+            return (f"between: {self.accountant} reports ε = {_eps(self.epsilon_reported)} in tsdp's bracket "
                     f"[attained {self.epsilon_attained:.4g}, {upper}]{where_in} ({where})")
         return f"unchecked: {self.note} ({where})"
 
@@ -110,6 +120,8 @@ class Verdict:
         d["sound_under"] = list(self.sound_under)
         d["relation_mismatch"] = self.relation_mismatch
         d["message"] = self.message()
+        for key in ("epsilon_reported", "ratio"):
+            with_note(d, key, f"null: the accountant reports ε = ∞ ({NO_GUARANTEE})")
         return d
 
     def to_json(self) -> str:
@@ -151,7 +163,7 @@ class CheckReport:
                  f"{'verdict':<10} {'reported':>10} {'attained':>10} {'sound':>10}  steps  relation  configuration"]
 
         def num(x):
-            return f"{x:>10.4g}" if x is not None else f"{'-':>10}"
+            return f"{'-' if x is None else _eps(x):>10}"
 
         for v in self.verdicts:
             tag = "mismatch" if v.relation_mismatch else v.verdict

@@ -20,6 +20,7 @@ post-processing), so a bracketed search in log σ is exact up to the tolerance.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -163,6 +164,9 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
     # which also keeps the PLD grids small (their length grows like (v/σ)²)
     v = float(config.v)
     bad, good = SIGMA_RANGE[0] * v, SIGMA_RANGE[1] * v
+    if not math.isfinite(good):  # the search would start at σ = inf
+        raise ConfigError("v", f"must be <= {sys.float_info.max / SIGMA_RANGE[1]:.4g}: the calibration searches σ "
+                               f"up to {SIGMA_RANGE[1]:g} v, a finite float", v)
     if epsilon_one(config.with_(sigma=good), delta) > target_epsilon:
         raise ConfigError("epsilon", f"target ε = {target_epsilon} is not reached below σ = {good:g}", target_epsilon)
     if epsilon_one(config.with_(sigma=bad), delta) <= target_epsilon:

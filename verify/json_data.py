@@ -3,7 +3,9 @@
 RFC 8259 has no token for NaN or infinity, so a non-finite number is written as ``null``;
 numpy scalars and arrays, mpmath numbers and Fractions become plain floats and lists, dict
 keys strings. The CLI (``tsdp.cli.output``), the report (``tsdp.reports.run``) and the checks
-(``tsdp.verify.checks.result``) all convert with :func:`json_data`.
+(``tsdp.verify.checks.result``) all convert with :func:`json_data`. A number that is legitimately
+non-finite (ε = ∞: no noise, or an accountant that gives no guarantee) carries what its null means in
+the sibling key ``<key>_note`` (:func:`with_note`).
 """
 from __future__ import annotations
 
@@ -30,3 +32,17 @@ def json_data(x: Any) -> Any:
         f = float(x)
         return f if math.isfinite(f) else None
     return x
+
+
+NOTE = "_note"
+"""The suffix of the key beside a non-finite number (written as null) that says what the null means."""
+
+
+def with_note(payload: dict, key: str, note: str) -> dict:
+    """``payload`` with ``<key>_note`` = ``note`` when ``payload[key]`` is (or holds) a non-finite number, which is
+    written as null: what that null means (infinite: no noise; ...). A finite value gets no note."""
+    value = payload.get(key)
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if any(isinstance(v, (float, np.floating)) and not math.isfinite(v) for v in values):
+        payload[key + NOTE] = note
+    return payload

@@ -19,6 +19,7 @@ series, all audits on the same series and canary placements (one seed).
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -27,11 +28,13 @@ import numpy as np
 import torch
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.json_data import with_note
 
 from tsdp.attacks.data.series import SeriesData, synthetic
 from tsdp.attacks.loop.batch_sampler import fit_lengths
 from tsdp.attacks.loop.windows import every_window
 
+from .steinke_bound import AUC_UNDEFINED
 from .user_training import audit_training
 
 MODELS = ("simple-ff", "deepar")
@@ -102,10 +105,11 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
         r = audit_training(train, data, config, canaries=canaries, delta=delta, epsilon=epsilon, canary="spike",
                            loss=loss, seed=seed, confidence=confidence)
         s = r["scores"]["memorisation"]
-        rows.append({"model": name, "trained": trained, "sigma": noise, "auc": s["auc"],
-                     "epsilon_lower": r["epsilon_lower"], "ceiling": max(s["ceiling"]["dp"], s["ceiling"]["steinke"]),
-                     "limited_by": s["limited_by"], "flagged": r["violation"], "seconds": time.perf_counter() - t,
-                     **(facts or {})})
+        rows.append(with_note({"model": name, "trained": trained, "sigma": noise, "auc": s["auc"],
+                               "epsilon_lower": r["epsilon_lower"],
+                               "ceiling": max(s["ceiling"]["dp"], s["ceiling"]["steinke"]),
+                               "limited_by": s["limited_by"], "flagged": r["violation"],
+                               "seconds": time.perf_counter() - t, **(facts or {})}, "auc", "null: " + AUC_UNDEFINED))
 
     def squared_error(model, context, forecast):
         return model(context, forecast)
@@ -135,9 +139,11 @@ def format_bench(result: dict) -> str:
              f"{'model':<10} {'trained':<36} {'test CRPS':>14} {'AUC':>6} {'ε ≥':>7} {'ceiling':>8} {'flagged':>8}"]
     for r in result["rows"]:
         crps = (f"{r['crps']:.3f}/{r['untrained_crps']:.3f}" if "crps" in r else "")
-        lines.append(f"{r['model']:<10} {r['trained']:<36} {crps:>14} {r['auc']:>6.3f} {r['epsilon_lower']:>7.3f} "
+        auc = f"{r['auc']:.3f}" if math.isfinite(r["auc"]) else "n/a"
+        lines.append(f"{r['model']:<10} {r['trained']:<36} {crps:>14} {auc:>6} {r['epsilon_lower']:>7.3f} "
                      f"{r['ceiling']:>8.3f} {'yes' if r['flagged'] else 'no':>8}")
-    lines.append("test CRPS: trained / untrained model (lower fits better); ceiling: every guess right")
+    lines.append("test CRPS: trained / untrained model (lower fits better); ceiling: every guess right"
+                 + ("; AUC n/a: " + AUC_UNDEFINED if any(not math.isfinite(r["auc"]) for r in result["rows"]) else ""))
     lines.append(f"{result['seconds']:.1f} s")
     return "\n".join(lines)
 

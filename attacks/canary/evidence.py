@@ -32,7 +32,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
-from .steinke_bound import auc, check_evidence
+from .steinke_bound import check_evidence, with_auc
 from .steinke_bound import certify as _steinke_certify
 
 Certifier = Callable[[np.ndarray, np.ndarray, float, float], dict]
@@ -53,7 +53,7 @@ def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: floa
     with its own declared share: ``violation`` when the guesses reject it."""
     from .fdp_bound import certify as fdp_certify
 
-    return dict(fdp_certify(scores, included, delta, confidence, claimed=claimed), auc=auc(scores, included))
+    return with_auc(fdp_certify(scores, included, delta, confidence, claimed=claimed), scores, included)
 
 
 CERTIFIERS: Dict[str, Certifier] = {"fdp": fdp, "steinke": steinke}

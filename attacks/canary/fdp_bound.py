@@ -504,15 +504,19 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
            "perfect_ranking": ranked(m),
            "quantile": quantile}
     if claimed_epsilon is not None:
+        def reaches(n: int) -> bool:  # the ceiling (every guess right) bounds a perfect ranking and costs far less:
+            return (max(ceilings(n, delta, each, analyses=analyses, sets=grid(n)).values()) > claimed_epsilon
+                    and ranked(n) > claimed_epsilon)  # a claim above it is never reached (was minutes per m)
+
         lo, hi = 1, 2
-        while ranked(hi) <= claimed_epsilon and hi <= m_max:
+        while hi <= m_max and not reaches(hi):
             lo, hi = hi, hi * 2
         if hi > m_max:
             needed = None
         else:
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if ranked(mid) > claimed_epsilon else (mid, hi)
+                lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
             needed = hi
         out["claimed_epsilon"] = claimed_epsilon
         out["canaries_needed"] = needed

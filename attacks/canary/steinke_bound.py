@@ -16,6 +16,8 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy import special, stats
 
+from tsdp.verify.json_data import with_note
+
 GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2)  # k / m for the fixed guess sets
 GUESS_SIDES = ("both", "in", "out")  # guess on both ends (2k guesses), only "in" on the top k, only "out" on the bottom k
 EPS_MAX = 60.0  # search ceiling on ε (e^ε stays finite)
@@ -173,6 +175,16 @@ def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, signific
     return dict(best, ceiling=ceiling, limited_by=limited_by(best["epsilon_lower"], ceiling))
 
 
+AUC_UNDEFINED = "undefined: every canary on one side"
+"""What a NaN AUC means (every canary included, or none: no ranking to score), in human output and as the JSON
+``auc_note`` beside its null."""
+
+
+def with_auc(result: dict, scores: np.ndarray, included: np.ndarray) -> dict:
+    """``result`` with ``auc`` (:func:`auc`) and, where it is undefined (written as null), ``auc_note``."""
+    return with_note(dict(result, auc=auc(scores, included)), "auc", "null: " + AUC_UNDEFINED)
+
+
 def auc(scores: np.ndarray, included: np.ndarray) -> float:
     """Area under the ROC curve of ``scores`` for "inserted" (Mann-Whitney, ties averaged): 0.5 is chance."""
     ranks = stats.rankdata(scores)
@@ -194,9 +206,9 @@ def certify(scores: dict, included: np.ndarray, delta: float, confidence: float)
         raise ValueError("no scores to certify: give at least one named score vector")
     significance = (1 - confidence) / len(scores)
     checked = {name: check_evidence(s, included) for name, s in scores.items()}
-    out = {name: dict(guess_bound(s, inc, delta, significance), auc=auc(s, inc)) for name, (s, inc) in checked.items()}
+    out = {name: with_auc(guess_bound(s, inc, delta, significance), s, inc) for name, (s, inc) in checked.items()}
     return {"scores": out, "epsilon_lower": max(s["epsilon_lower"] for s in out.values())}
 
 
-__all__ = ["AUDIT_SIZE_RATIO", "largest_rejected", "limited_by", "GUESS_FRACTIONS", "GUESS_SIDES", "auc", "certify",
-           "check_evidence", "epsilon_lower_bound", "guess_bound", "guess_sets", "p_value", "ranked"]
+__all__ = ["AUC_UNDEFINED", "AUDIT_SIZE_RATIO", "largest_rejected", "limited_by", "GUESS_FRACTIONS", "GUESS_SIDES", "auc",
+           "certify", "with_auc", "check_evidence", "epsilon_lower_bound", "guess_bound", "guess_sets", "p_value", "ranked"]

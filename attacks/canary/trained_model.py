@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from tsdp.theorems.config import TrainingConfig, window_starts
+from tsdp.verify.json_data import with_note
 
 from tsdp.attacks.data.formats import load_series
 from tsdp.attacks.data.series import SeriesData
@@ -102,14 +103,14 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
                            position)
     bounds = certify({"loss": black, "gradient": white}, included, delta, confidence)
     scores, lower = bounds["scores"], bounds["epsilon_lower"]
-    return {
+    return with_note({
         "model": model_name, "canaries": canaries, "included": int(included.sum()), "epsilon_budget": epsilon,
         "epsilon_spent": trained["epsilon"], "sigma": config.sigma if private else 0.0, "delta": delta,
         "confidence": confidence, "epsilon_lower": lower,
         "violation": trained["epsilon"] is not None and lower > trained["epsilon"],
         "scores": scores, "steps": trained["steps"], "crps": trained["crps"],
         "device": str(resolve_device(device)), "seconds": trained["seconds"],
-    }
+    }, "epsilon_budget", "null: ε = ∞, trained without noise")
 
 
 __all__ = ["audit_model"]

@@ -24,6 +24,8 @@ from .mechanism import private_forecast
 PAPER_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 PAPER_RATES = (1.0, 0.75, 0.5)
 PAPER_DELTA = 1e-4
+REFERENCE_NOTE = "null: ε = ∞, the non-private reference (no noise)"
+"""What the reference row's ε (infinite, null in JSON) means."""
 
 
 def last_contexts(data: SeriesData, context_length: int) -> np.ndarray:
@@ -39,7 +41,7 @@ def crps_tradeoff(model: torch.nn.Module, data: SeriesData, *, context_length: i
                   epsilons: Sequence[float], rates: Sequence[float], delta: float, v: float, w: int = 1,
                   n_samples: int = 100, repeats: int = 1, seed: int = 0, device: str = "cpu") -> list:
     """[{epsilon, r, sigma, crps, crps_std}] for every (ε, r), plus one row ε = inf (r = 1, no noise) as the
-    reference. ``crps`` is the mean over ``repeats`` independent releases of every series, ``crps_std`` their std.
+    reference, which says so in ``epsilon_note`` (JSON writes its ε as null). ``crps`` is the mean over ``repeats`` independent releases of every series, ``crps_std`` their std.
 
     ``data`` holds whole series; the last ``forecast_length`` steps of each are the targets.
     σ per (ε, r) is the smallest admissible under T15 (sound accounting, one release).
@@ -52,7 +54,8 @@ def crps_tradeoff(model: torch.nn.Module, data: SeriesData, *, context_length: i
     model.eval()
     with torch.no_grad():
         reference = crps_from_samples(targets, model.sample(x, n_samples, gen).cpu().numpy())
-    rows = [{"epsilon": float("inf"), "r": 1.0, "sigma": 0.0, "crps": reference, "crps_std": 0.0}]
+    rows = [{"epsilon": float("inf"), "r": 1.0, "sigma": 0.0, "crps": reference, "crps_std": 0.0,
+             "epsilon_note": REFERENCE_NOTE}]
     for eps in epsilons:
         for r in rates:
             cfg = InferenceConfig(r=float(r), sigma=1.0, w=w, v=float(v), context_length=context_length)

@@ -8,12 +8,22 @@ import numpy as np
 QUANTILES = tuple(np.round(np.arange(1, 10) / 10, 1))
 
 
+def crps_scale(target: np.ndarray) -> float:
+    """Σ |y| over all series and steps of the test targets: the CRPS's denominator. ValueError where it is 0 (every
+    target is zero: the scaled CRPS is undefined, not a number to report)."""
+    scale = float(np.sum(np.abs(np.asarray(target, dtype=np.float64))))
+    if not scale > 0:
+        raise ValueError(f"every test target (the last L_F steps of each series, {np.size(target)} values) is 0: the "
+                         "CRPS, scaled by their total |y|, is undefined")
+    return scale
+
+
 def weighted_quantile_loss(target: np.ndarray, quantile_forecast: np.ndarray, q: float) -> float:
-    """GluonTS wQL_q = 2 Σ |(y - ŷ_q)(1{y ≤ ŷ_q} - q)| / Σ |y| over all series and steps."""
+    """GluonTS wQL_q = 2 Σ |(y - ŷ_q)(1{y ≤ ŷ_q} - q)| / Σ |y| over all series and steps (:func:`crps_scale`)."""
     target = np.asarray(target, dtype=np.float64)
     pred = np.asarray(quantile_forecast, dtype=np.float64)
     loss = 2.0 * np.sum(np.abs((target - pred) * ((target <= pred) - q)))
-    return float(loss / np.sum(np.abs(target)))
+    return float(loss / crps_scale(target))
 
 
 def crps_from_samples(target: np.ndarray, samples: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from typing import Optional
 
 import numpy as np
@@ -25,7 +26,7 @@ from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 from tsdp.attacks.data.series import SeriesData
 
-from .metrics import crps_from_samples, point_crps, seasonal_naive
+from .metrics import crps_from_samples, crps_scale, point_crps, seasonal_naive
 from .models import make_model
 from .samplers import make_sampler
 from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
@@ -132,14 +133,27 @@ def _check_magnitude(data: SeriesData) -> None:
                                   "the models' precision; rescale the data")
 
 
+@contextmanager
+def _warmup_named(warmup: bool, warmup_sigma):
+    """In the warm-up phase, a refusal of its σ names ``warmup_sigma`` (the flag the user typed), not ``sigma``."""
+    try:
+        yield
+    except ConfigError as exc:
+        if not (warmup and exc.parameter == "sigma"):
+            raise
+        raise ConfigError("warmup_sigma", exc.constraint, warmup_sigma) from None
+
+
 def _planned_epsilon(config, warm, warmup_steps: int, steps: int, delta: float, theorem, discretization) -> float:
     """The sound ε(δ) of the planned run (warm-up, then ``steps``), or the accountant's refusal before any training:
-    too many compositions (naming ``warmup_steps`` when the warm-up alone is too long) or a δ below its resolution."""
+    too many compositions (naming ``warmup_steps`` when the warm-up alone is too long; ``warmup_sigma`` when its σ
+    has no finite privacy-loss grid) or a δ below its resolution."""
     acc = PldAccountant("sound", discretization=discretization)
     if warm is not None:
         acc.compose(training_event(warm, steps=warmup_steps, theorem=theorem))
         try:
-            acc.get_epsilon(delta)
+            with _warmup_named(True, warm.sigma):
+                acc.get_epsilon(delta)
         except ConfigError as exc:
             if exc.parameter != "steps":
                 raise
@@ -232,6 +246,10 @@ def train(
         histories, test_contexts = train_data.series, _test_contexts(train_data, config.context_length)
     if train_data.N != config.N:
         raise ConfigError("N", f"the data has {train_data.N} series (set --N {train_data.N})", config.N)
+    try:
+        crps_scale(targets)  # before any step: all-zero targets leave the CRPS undefined
+    except ValueError as err:
+        raise ConfigError("data", str(err)) from None
     if min(train_data.lengths) < config.L:
         raise ConfigError(
             "L", f"the shortest training series has length {min(train_data.lengths)}; the accountant would "
@@ -243,7 +261,8 @@ def train(
     if private:
         for phase in (warm, config):
             if phase is not None:
-                check_noise_std(phase.sigma, clip)
+                with _warmup_named(phase is warm, warmup_sigma):
+                    check_noise_std(phase.sigma, clip)
     bound_id = None
     before = None
     if private:  # refusals (a lower-bound theorem, a scheme without a proven bound) come before any training
@@ -298,9 +317,13 @@ def train(
 
     diverged = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
     if diverged:
+        noise = max(config.sigma_context, config.sigma_forecast) * config.v  # the augmentation's largest std
         raise ConfigError("lr", f"the training diverged: {len(diverged)} parameter tensor(s) of the model are not "
                                 f"finite after {warmup_steps + total_steps} steps at learning rate {lr:g}: lower it, or rescale "
-                                f"the data (values up to {_largest(data):.3g})", lr)
+                                f"the data (values up to {_largest(data):.3g})"
+                                + (f", or lower the augmentation (sigma_context={config.sigma_context:g}, "
+                                   f"sigma_forecast={config.sigma_forecast:g}: a noise std up to {noise:.3g})"
+                                   if noise > 0 else ""), lr)
     crps = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev)
     naive = point_crps(targets, seasonal_naive(histories, config.forecast_length, season))
     if not all(math.isfinite(x) for x in (crps, untrained, naive)):

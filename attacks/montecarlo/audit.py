@@ -55,6 +55,7 @@ from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import compositions, training_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
+from tsdp.verify.json_data import with_note
 
 from tsdp.attacks.loop.step import check_noise_std
 
@@ -214,7 +215,11 @@ class AuditResult:
     relation_note: Optional[str] = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return with_note(asdict(self), "ratio", RATIO_UNDEFINED)
+
+
+RATIO_UNDEFINED = "null: undefined, the attained ε is 0"
+"""What a NaN ``ratio`` (lower / attained with attained ε = 0) means, beside its JSON null and in human output."""
 
 
 def _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers) -> List[float]:

@@ -304,6 +304,23 @@ def test_plan_canaries_needed_reach_the_claim_and_one_fewer_does_not():
     assert two["ceiling"] == F.ceilings(1000, 1e-5, 0.975) and two["perfect_ranking"] < out["perfect_ranking"]
 
 
+@pytest.mark.parametrize("m", [2, 10, 100, 1000, 5000])
+def test_the_ceiling_bounds_a_perfect_ranking(m):
+    """Every guess right certifies at least what a perfect ranking does (the plan skips the costly ranking below it)."""
+    assert max(F.ceilings(m, 1e-5, 0.95).values()) >= F.perfect_ranking_quantile(m, 1e-5, 0.95)
+
+
+def test_plan_a_claim_above_every_ceiling_needs_no_ranking(monkeypatch):
+    """A claim no m ≤ m_max can certify (ε = 1e308; every ceiling stays below 100) is answered None from the ceilings
+    alone: a perfect ranking of 10^6 canaries takes minutes."""
+    assert max(F.ceilings(10 ** 6, 1e-5, 0.95).values()) < 100
+    calls = []
+    real = F.perfect_ranking_quantile
+    monkeypatch.setattr(F, "perfect_ranking_quantile", lambda m, *a, **k: calls.append(m) or real(m, *a, **k))
+    out = F.plan(20, 1e-5, 0.95, claimed_epsilon=1e308, m_max=10 ** 6)
+    assert out["canaries_needed"] is None and calls == [20]  # only the plan's own m, for perfect_ranking
+
+
 @settings(max_examples=15, deadline=None)
 @given(m=st.integers(4, 600), seed=st.integers(0, 2 ** 32 - 1))
 def test_perfect_ranking_is_what_certify_gives_perfectly_ranked_scores(m, seed):

@@ -8,7 +8,8 @@ from scipy import stats
 
 from tsdp.attacks.data.formats import load_series
 from tsdp.attacks.data.series import SeriesData, fit_config, synthetic, synthetic_for
-from tsdp.attacks.loop.metrics import crps_from_samples, point_crps, seasonal_naive, weighted_quantile_loss
+from tsdp.attacks.loop.metrics import (crps_from_samples, crps_scale, point_crps, seasonal_naive,
+                                      weighted_quantile_loss)
 from tsdp.attacks.loop.models import MODELS, make_model, student_t_nll, student_t_sample
 from tsdp.verify.accountant import largest_within
 from tsdp.theorems.config import TrainingConfig
@@ -52,6 +53,16 @@ def test_unknown_model_and_short_deepar_context():
 def test_weighted_quantile_loss_by_hand():
     """wQL_q = 2 Σ|(y - ŷ)(1{y ≤ ŷ} - q)| / Σ|y|: y = (1, 3), ŷ = (2, 2), q = 0.1 → 2 (0.9 + 0.1) / 4 = 0.5."""
     assert weighted_quantile_loss(np.array([1.0, 3.0]), np.array([2.0, 2.0]), 0.1) == pytest.approx(0.5)
+
+
+def test_crps_of_all_zero_targets_is_refused():
+    """Σ|y| = 0 leaves the scaled CRPS undefined (it was inf or nan at exit 0): a ValueError saying so; any other
+    target is scaled by its Σ|y|."""
+    with pytest.raises(ValueError, match="is 0: the CRPS, scaled by their total"):
+        weighted_quantile_loss(np.zeros((2, 3)), np.ones((2, 3)), 0.5)
+    with pytest.raises(ValueError, match="undefined"):
+        point_crps(np.zeros(4), np.zeros(4))
+    assert crps_scale(np.array([[-1.0, 0.0], [2.5, 0.0]])) == 3.5
 
 
 def test_crps_of_point_mass_is_weighted_absolute_error():

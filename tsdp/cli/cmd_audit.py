@@ -17,7 +17,7 @@ from tsdp.theorems.config import check_int
 
 from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .errors import UsageError, check_delta
-from .output import auc_text, dumps
+from .output import NO_NOISE, auc_text, dumps
 
 
 def _human_audit(d: dict) -> str:
@@ -103,9 +103,11 @@ def _human_engine(d: dict) -> list:
 
 
 def _human_canary(d: dict) -> str:
-    spent = "no noise" if d["epsilon_spent"] is None else f"spent {d['epsilon_spent']:.4g}"
+    budget = (NO_NOISE if math.isinf(d["epsilon_budget"])
+              else f"{d['epsilon_budget']:g} (" + ("no noise" if d["epsilon_spent"] is None
+                                                   else f"spent {d['epsilon_spent']:.4g}") + ")")
     lines = [f"canary audit of {d['model']}: {d['canaries']} canaries, {d['included']} included, "
-             f"training ε budget {d['epsilon_budget']:g} ({spent}), δ = {d['delta']:g}, {d['steps']} training steps"]
+             f"training ε budget {budget}, δ = {d['delta']:g}, {d['steps']} training steps"]
     if d["violation"]:
         lines.insert(0, f"PRIVACY VIOLATION: the certified lower bound ε ≥ {d['epsilon_lower']:.4f} "
                         f"(confidence {d['confidence']:.0%}) exceeds the sound ε spent = {d['epsilon_spent']:.4f}")

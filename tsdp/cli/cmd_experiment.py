@@ -13,7 +13,7 @@ import os
 from typing import List
 
 from .errors import UsageError
-from .output import dumps
+from .output import NO_NOISE, dumps
 
 MODEL_LABELS = {"simple-ff": "SimpleFF", "deepar": "DeepAR", "itransformer": "iTransf.", "dlinear": "DLinear",
                 "seasonal-naive": "Seasonal", "autoets": "AutoETS"}
@@ -97,6 +97,7 @@ def add_parsers(sub, command) -> None:
     @command("experiment")
     def cmd_experiment(args) -> int:
         from tsdp.verify.cpus import check_workers
+        from tsdp.verify.json_data import with_note
 
         _check(args)
         from tsdp.attacks.data.benchmarks import dataset_names, split_for
@@ -133,9 +134,10 @@ def add_parsers(sub, command) -> None:
         c7 = claim_c7(rows, baselines)
         best = best_cells(rows, baselines)
         payload = {"dataset": split.spec.as_dict(), "split": split.as_dict(),
-                   "rows": [r.as_dict() for r in rows], "baselines": baselines, "best": [b.as_dict() for b in best],
-                   "claim_c7": c7.as_dict(),
-                   "cells": [r.as_dict() for r in results], "settings": settings.as_dict(), "run": info,
+                   "rows": [with_note(dict(r.as_dict(), epsilon=r.epsilon), "epsilon", NO_DP) for r in rows],
+                   "baselines": baselines, "best": [b.as_dict() for b in best], "claim_c7": c7.as_dict(),
+                   "cells": [with_note(r.as_dict(), "epsilon", NO_DP) for r in results],
+                   "settings": settings.as_dict(), "run": info,
                    "estimate": plan_note.as_dict(), "out": out}
         if args.json:
             print(dumps(payload))
@@ -208,6 +210,10 @@ def _cell_text(row, mark: str = "") -> str:
     return f"{row.crps_mean:.3f} ± {row.crps_std:.3f}" + mark
 
 
+NO_DP = "null: ε = ∞, trained without DP (no noise)"
+"""What an ε of inf (the non-private column) means beside its JSON null."""
+
+
 def _column_label(level: str, value: float) -> str:
     if level in ("w-event", "w-user"):
         return f"w = {value:g}"
@@ -263,7 +269,8 @@ def render_table(rows, baselines, best, split, args) -> str:
     steps = [r for r in rows if r.checkpoint == "last"]
     lines.append("")
     lines.append("steps per seed and sound ε spent: " + "; ".join(
-        f"{MODEL_LABELS[r.model]} ε={r.epsilon:g}" + ("" if r.level == "1-event" else " " + _column_label(r.level, r.column).replace(" = ", "="))
+        f"{MODEL_LABELS[r.model]} ε={NO_NOISE if math.isinf(r.epsilon) else format(r.epsilon, 'g')}"
+        + ("" if r.level == "1-event" else " " + _column_label(r.level, r.column).replace(" = ", "="))
         + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {r.epsilon_spent[0]:.4f}")
         for r in steps[:8]) + (" ..." if len(steps) > 8 else ""))
     return "\n".join(lines)

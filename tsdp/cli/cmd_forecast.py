@@ -18,7 +18,7 @@ import math
 from tsdp.theorems.config import DEFAULT_CONFIG
 
 from .config_args import add_data_arguments
-from .output import dumps
+from .output import NO_NOISE, dumps
 
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -277,6 +277,7 @@ def _tradeoff(args) -> int:
     except (ValueError, OSError) as err:
         raise UsageError(f"invalid --data: {err}") from err
     lines = [f"CRPS of private forecasts ({header['model']}), δ = {args.delta:g}, v = {args.v:g}, w = {args.w} (T15)",
-             f"{'epsilon':>8} {'r':>5} {'sigma':>9} {'CRPS':>8}"]
-    lines += [f"{row['epsilon']:>8g} {row['r']:>5g} {row['sigma']:>9.4g} {row['crps']:>8.4f}" for row in rows]
+             f"{'epsilon':>12} {'r':>5} {'sigma':>9} {'CRPS':>8}"]
+    lines += [f"{NO_NOISE if math.isinf(row['epsilon']) else format(row['epsilon'], 'g'):>12} {row['r']:>5g} "
+              f"{row['sigma']:>9.4g} {row['crps']:>8.4f}" for row in rows]
     return _emit(args, {"rows": rows, "model": header}, lines)

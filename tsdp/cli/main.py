@@ -85,6 +85,9 @@ def cmd_theorems(args) -> int:
 # ----------------------------------------------------------------------------- profile
 
 
+ALPHA_ZERO_EPSILON = "-∞"
+"""ε = log α of ``--alpha 0`` in human output (the JSON writes null with an ``epsilon_note``)."""
+
 DPS_MAX_EPSILON = 1e6
 """The largest |ε| evaluated in mpmath (``profile --dps``): at 1e308 its erfc overflows a float inside."""
 
@@ -112,11 +115,13 @@ def cmd_profile(args) -> int:
 
     from tsdp.theorems.registry import resolve
 
+    from tsdp.verify.json_data import with_note
+
     config = config_from_args(args)
     eps = _epsilons(args)
     if args.dps is not None and not 15 <= args.dps <= 10_000:
         raise UsageError(f"invalid --dps: must be in [15, 10000] (got {args.dps})")
-    if args.dps is not None and max(abs(e) for e in eps) > DPS_MAX_EPSILON:
+    if args.dps is not None and max(abs(e) if math.isfinite(e) else 0 for e in eps) > DPS_MAX_EPSILON:  # α = 0: -∞
         raise UsageError(f"invalid --epsilon: with --dps, |ε| must be <= {DPS_MAX_EPSILON:g} (mpmath's erfc "
                          f"overflows its precision bookkeeping beyond; without --dps any finite ε is answered)")
     bound, reason = resolve(config, args.theorem)
@@ -153,6 +158,8 @@ def cmd_profile(args) -> int:
     if args.dps is not None:
         payload["dps"] = args.dps
         payload["delta_exact"] = [str(v) for v in values]
+    with_note(payload, "epsilon", f"null: ε = log α = {ALPHA_ZERO_EPSILON} where α = 0")
+    with_note(payload, "alpha", "null: α = e^ε beyond the float range (ε > 709.78); its ε is the entry of epsilon")
 
     def human(p):
         shown = payload.get("delta_exact", [f"{d:.10g}" for d in delta])
@@ -160,7 +167,8 @@ def cmd_profile(args) -> int:
         lines.append(f"{'alpha':>14}  {'epsilon':>10}  H_alpha")
         for a, e, d in zip(alphas, eps, shown):
             alpha = f"{a:>14.6g}" if math.isfinite(a) else f"{'e^' + format(e, '.6g'):>14}"
-            lines.append(f"{alpha}  {e:>10.6g}  {d}")
+            epsilon = f"{e:>10.6g}" if math.isfinite(e) else f"{ALPHA_ZERO_EPSILON:>10}"
+            lines.append(f"{alpha}  {epsilon}  {d}")
         return "\n".join(lines)
 
     _emit(args, payload, human)

@@ -3,7 +3,10 @@
 JSON output is RFC 8259 valid: NaN, +inf and -inf (which the standard has no token for)
 are written as ``null`` (:func:`tsdp.verify.json_data.json_data`, the one convention of tsdp);
 every command's ``--json`` goes through :func:`dumps`, which also refuses
-(``allow_nan=False``) anything that slipped past the conversion.
+(``allow_nan=False``) anything that slipped past the conversion. A number that is legitimately
+non-finite at exit 0 (ε = ∞ without noise) says so: ``<key>_note`` beside its null
+(:func:`tsdp.verify.json_data.with_note`), and :data:`NO_NOISE` in human output. Everything else that would be
+non-finite is refused as bad input, one line naming the flag.
 """
 from __future__ import annotations
 
@@ -11,6 +14,10 @@ import json
 import math
 
 from tsdp.verify.json_data import json_data
+
+NO_NOISE = "∞ (no noise)"
+"""An infinite ε (training or a release without noise) in human output: the one label of every command (and of the
+report's inference table)."""
 
 
 def _default(x):
@@ -20,7 +27,9 @@ def _default(x):
 def auc_text(auc: float) -> str:
     """A canary AUC for human output: 3 decimals, or what a NaN means (every canary included, or none: no ranking to
     score), never "nan"."""
-    return f"{auc:.3f}" if math.isfinite(auc) else "undefined: every canary on one side"
+    from tsdp.attacks.canary.steinke_bound import AUC_UNDEFINED
+
+    return f"{auc:.3f}" if math.isfinite(auc) else AUC_UNDEFINED
 
 
 def dumps(payload, indent=2) -> str:
