@@ -87,6 +87,7 @@ def test_label_noise_buys_steps_at_the_same_budget():
     assert steps == sorted(steps) and steps[0] < steps[-1]
 
 
+@pytest.mark.slow  # the 1-event grid's resume and 1-vs-2-worker test (tests/attacks/test_experiment.py) runs in the fast suite
 def test_level_grid_resumes_and_two_workers_give_the_numbers_of_one(tmp_path):
     """w and σ_F cells are files of their own: a removed one is run again, the others read back; a grid with another
     v runs its label-noise cells again (v is not in their names); 2 worker processes give the numbers of 1."""

@@ -304,7 +304,7 @@ def test_plan_canaries_needed_reach_the_claim_and_one_fewer_does_not():
     assert two["ceiling"] == F.ceilings(1000, 1e-5, 0.975) and two["perfect_ranking"] < out["perfect_ranking"]
 
 
-@pytest.mark.parametrize("m", [2, 10, 100, 1000, 5000])
+@pytest.mark.parametrize("m", [2, 10, 100, 1000, pytest.param(5000, marks=pytest.mark.slow)])
 def test_the_ceiling_bounds_a_perfect_ranking(m):
     """Every guess right certifies at least what a perfect ranking does (the plan skips the costly ranking below it)."""
     assert max(F.ceilings(m, 1e-5, 0.95).values()) >= F.perfect_ranking_quantile(m, 1e-5, 0.95)
