@@ -11,8 +11,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from tsdp.verify.json_data import with_note
+
 from .cells import CellResult, CellTask, load_done, run_cell
 from .grid import W_LEVELS, Cell, GridSettings
+
+
+NO_DP = "null: ε = ∞, trained without DP (no noise)"
+"""What the JSON null of an ε of inf (the non-private column) means, in ``epsilon_note`` beside it."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ class Row:
             else self.epsilon
 
     def as_dict(self) -> dict:
-        d = asdict(self)
+        d = with_note(asdict(self), "epsilon", NO_DP)
         d["epsilon"] = None if math.isinf(self.epsilon) else self.epsilon
         return {k: v for k, v in d.items() if v is not None or k not in ("w", "sigma_forecast", "v")}
 
@@ -90,7 +96,7 @@ class Best:
     rule: str
 
     def as_dict(self) -> dict:
-        d = asdict(self)
+        d = with_note(asdict(self), "epsilon", NO_DP)
         d["epsilon"] = None if math.isinf(self.epsilon) else self.epsilon
         return d
 

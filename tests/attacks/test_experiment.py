@@ -126,6 +126,17 @@ def test_claim_c7_verdict_names_its_cells():
     assert claim_c7([_row("deepar", 2.0, 0.1)], base).verdict == "not evaluated"
 
 
+def test_a_rows_infinite_epsilon_is_a_labelled_null_in_json():
+    """The non-private column (ε = inf) is written null with an ``epsilon_note`` saying so (the report's results.json
+    and ``tsdp experiment --json`` both take the rows' as_dict); a finite ε gets no note."""
+    from tsdp.attacks.experiment.table import NO_DP
+
+    private, plain = _row("deepar", 0.5, 0.157).as_dict(), _row("deepar", math.inf, 0.12).as_dict()
+    assert private["epsilon"] == 0.5 and "epsilon_note" not in private
+    assert plain["epsilon"] is None and plain["epsilon_note"] == NO_DP
+    assert json.loads(json.dumps(plain, allow_nan=False))["epsilon_note"].startswith("null: ε = ∞")
+
+
 def test_rows_are_mean_and_std_over_seeds_with_both_checkpoints():
     from tsdp.attacks.experiment.cells import CellResult
 

@@ -102,7 +102,7 @@ def add_parsers(sub, command) -> None:
         _check(args)
         from tsdp.attacks.data.benchmarks import dataset_names, split_for
         from tsdp.attacks.experiment.grid import GridSettings, plan
-        from tsdp.attacks.experiment.table import baseline_crps_of, best_cells, claim_c7, rows_of, run_grid
+        from tsdp.attacks.experiment.table import NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of, run_grid
         from tsdp.attacks.montecarlo.shards import check_cluster
 
         if args.dataset is not None and args.dataset not in dataset_names():
@@ -134,7 +134,7 @@ def add_parsers(sub, command) -> None:
         c7 = claim_c7(rows, baselines)
         best = best_cells(rows, baselines)
         payload = {"dataset": split.spec.as_dict(), "split": split.as_dict(),
-                   "rows": [with_note(dict(r.as_dict(), epsilon=r.epsilon), "epsilon", NO_DP) for r in rows],
+                   "rows": [r.as_dict() for r in rows],
                    "baselines": baselines, "best": [b.as_dict() for b in best], "claim_c7": c7.as_dict(),
                    "cells": [with_note(r.as_dict(), "epsilon", NO_DP) for r in results],
                    "settings": settings.as_dict(), "run": info,
@@ -208,10 +208,6 @@ def _cell_text(row, mark: str = "") -> str:
     if not any(row.steps):
         return "no step" + mark
     return f"{row.crps_mean:.3f} ± {row.crps_std:.3f}" + mark
-
-
-NO_DP = "null: ε = ∞, trained without DP (no noise)"
-"""What an ε of inf (the non-private column) means beside its JSON null."""
 
 
 def _column_label(level: str, value: float) -> str:
