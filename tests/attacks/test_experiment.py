@@ -131,7 +131,8 @@ def test_a_rows_infinite_epsilon_is_a_labelled_null_in_json():
     and ``tsdp experiment --json`` both take the rows' as_dict); a finite ε gets no note."""
     from tsdp.attacks.experiment.table import NO_DP
 
-    private, plain = _row("deepar", 0.5, 0.157).as_dict(), _row("deepar", math.inf, 0.12).as_dict()
+    private = _row("deepar", 0.5, 0.157).as_dict()
+    plain = Row("deepar", math.inf, "1-event", "wor", "last", 0.12, 0.0, 1, (40,), (None,), True).as_dict()  # no ε spent
     assert private["epsilon"] == 0.5 and "epsilon_note" not in private
     assert plain["epsilon"] is None and plain["epsilon_note"] == NO_DP
     assert json.loads(json.dumps(plain, allow_nan=False))["epsilon_note"].startswith("null: ε = ∞")
