@@ -67,6 +67,7 @@ def test_a_shard_that_always_fails_stops_the_audit():
         run_shards(specs, shard_fn=broken)
 
 
+@pytest.mark.slow  # spawns a pool whose workers die on import, several times over
 def test_a_script_without_a_main_guard_gets_the_reason_not_just_a_broken_pool(tmp_path):
     """Workers are spawned: a script calling run_shards(workers=2) at module level re-runs in every worker, which
     dies at start-up. The audit stops (no shard dropped) and the error says what to do."""

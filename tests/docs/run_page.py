@@ -1,13 +1,20 @@
 """Run the examples of one Markdown page as a reader would: ``python run_page.py PAGE``.
 
 Python fences run in order in one namespace (``__name__ == "__main__"``), shell fences through
-bash; both in the current folder. The first failure is reported with the fence's file and line
+bash; both in the current folder. A shell line that is a plain ``tsdp ...`` call (no shell syntax: no
+pipe, redirection, variable, quote or comment) runs the command's ``main`` in this process, as the
+``tsdp`` console script would in its own: the same exit status and output, without an interpreter
+start and a torch import per line. The first failure is reported with the fence's file and line
 and ends the run with exit 1. See :mod:`fences` for the rules.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import pathlib
+import re
+import shlex
 import subprocess
 import sys
 import traceback
@@ -20,9 +27,29 @@ def _normalised(text: str) -> str:
     return " ".join(text.split())
 
 
+_PLAIN_TSDP = re.compile(r"tsdp(\s+[^\s|&;<>()$`\\\"'*?~#!{}]+)*\s*")
+
+
+def _tsdp_here(command: str) -> subprocess.CompletedProcess:
+    """A plain ``tsdp ARGS`` line run by the CLI's ``main`` in this process (exit status from its return value or
+    ``SystemExit``, as the console script turns it into one; output from ``sys.stdout`` and ``sys.stderr``)."""
+    from tsdp.cli.main import main as tsdp_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = tsdp_main(shlex.split(command)[1:])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) or exc.code is None else 1
+    return subprocess.CompletedProcess(command, code or 0, out.getvalue(), err.getvalue())
+
+
 def run_shell(fence) -> None:
     for command, shown in fence.commands():
-        done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
+        if _PLAIN_TSDP.fullmatch(command):
+            done = _tsdp_here(command)
+        else:
+            done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
         if done.returncode != fence.exit_code:
             raise AssertionError(f"`{command}` exited {done.returncode}, the page says {fence.exit_code}\n"
                                  f"stdout:\n{done.stdout[-2000:]}\nstderr:\n{done.stderr[-2000:]}")

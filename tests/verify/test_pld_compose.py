@@ -84,7 +84,7 @@ def test_self_convolve_window_contains_the_library_bounds(seed):
 
 
 @pytest.mark.parametrize("config", [TrainingConfig(), TrainingConfig(sigma=0.7, instances=3)], ids=["default", "l3"])
-@pytest.mark.parametrize("count", [2, 1000, 30000])
+@pytest.mark.parametrize("count", [2, 1000, pytest.param(30000, marks=pytest.mark.slow)])
 def test_self_composition_is_the_librarys_up_to_rounding(config, count):
     """The accountant's one-step PLDs (sound: one PMF; attained: two), composed as the library's ``self_compose``: the
     same infinity mass, a window that holds the library's, the library's probabilities on it to 1e-15 (FFT rounding
