@@ -4,7 +4,8 @@ Rules (docs/contributing.md says them to writers):
 
 * every ```python fence runs; the fences of one page run in order in one namespace, so a page
   reads as one program;
-* a ```console fence runs each line that starts with ``$ `` through bash; the other lines are
+* a ```console fence runs each line that starts with ``$ `` through bash (a plain ``tsdp ...``
+  line in the runner's process: :mod:`run_page`); the other lines are
   the output a reader sees (compared only after ``<!-- check-output -->``, as lines that must
   appear in the command's output, whitespace-normalised);
 * ```bash and ```sh fences run every line;
