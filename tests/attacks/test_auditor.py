@@ -117,6 +117,7 @@ def test_gof_rejects_wor_drawing_with_replacement():
     assert audit("T6", cfg, trials=50000, delta=1e-3, seed=0, sampler=broken).gof_pvalue < 1e-4
 
 
+@pytest.mark.slow  # 2e5 trials per world; the tightness ratios of every construction are the report's and the slow audits'
 def test_moderate_tightness_t6_one_step():
     """2e5 trials per world on the audit configuration: the attack reaches ≥ 0.65 of the attained ε (T6 tight)."""
     r = audit("T6", AUDIT, trials=200000, delta=1e-3, seed=3)
@@ -147,9 +148,9 @@ def test_c6_pooled_loop_leaks_more_than_the_one_record_guarantee():
     pytest.param("T6", 10, 200_000, 0.6, marks=pytest.mark.slow),
 ])
 def test_full_tightness_claim(theorem, steps, trials, minimum):
-    """The issue's claim on the audit configuration, δ = 1e-3, 95% confidence, 20% of the trials choose the test.
+    """The tightness claim on the audit configuration, δ = 1e-3, 95% confidence, 20% of the trials choose the test.
 
-    ``steps`` counts compositions: for T1 (deterministic top level, epoch scope) the issue's
+    ``steps`` counts compositions: for T1 (deterministic top level, epoch scope) the claim's
     "10 steps" are 2 epochs of ceil(320/64) = 5 steps, and the attained ε is composed twice.
     T6 after 10 steps runs 3e6 trials per world in the claim (1e7 would take ~10x a one-step
     run, ~50 min on 2 cores; fewer trials only lower the certified bound) and 2e5 in the slow

@@ -1,6 +1,6 @@
 """Thresholds from theory (attacks.montecarlo.design) and the histogram statistics of the sharded auditor
 (attacks.montecarlo.statistics): the statistic's law against closed forms and quadrature, the designed threshold against
-the issue's simulated ceiling, coverage of the fixed-threshold bound, counts against direct counting."""
+the simulated ceiling, coverage of the fixed-threshold bound, counts against direct counting."""
 import math
 
 import numpy as np
@@ -51,7 +51,7 @@ def test_composed_law_has_mean_steps_times_kl_and_is_a_likelihood_ratio():
 
 @pytest.mark.parametrize("trials,ceiling", [(1_000_000, 0.903), (10_000_000, 0.966)])
 def test_designed_threshold_reaches_the_simulated_ceiling(trials, ceiling):
-    """The issue's simulation of the optimal threshold test (T6, w = 0.1, σ = 1, δ = 1e-3) gives ratios 0.903 at
+    """A simulation of the optimal threshold test (T6, w = 0.1, σ = 1, δ = 1e-3) gives ratios 0.903 at
     1e6 and 0.966 at 1e7 trials per world; the design's expected union bound reaches them (±0.01)."""
     d = design_test(statistic_law(T6, 1), trials, 1e-3, 0.95)
     assert d.side == "upper"

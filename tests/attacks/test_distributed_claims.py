@@ -16,7 +16,7 @@ def _check(r, minimum):
 
 @pytest.mark.claim
 def test_t6_one_step_1e6_trials_on_five_seeds():
-    """1 step, 1e6 trials per world, seeds 0-4: every seed ≥ 0.87 (the issue's criterion).
+    """1 step, 1e6 trials per world, seeds 0-4: every seed ≥ 0.87 (the criterion of the claim).
 
     The certified bound is the union test at its exact level (attacks.montecarlo.exact_level). Simulated at the design's rates
     (threshold 3.5085, union split 0.005 + 0.045; 2e5 audits, the certified value interpolated on an exact grid of
@@ -41,7 +41,7 @@ def test_t6_one_step_1e7_trials_reaches_095():
 
 @pytest.mark.claim
 def test_t6_one_step_at_the_papers_delta_1e5():
-    """The issue's run at δ = 1e-5 (1 step, 1e7 trials per world): the design expects a union bound of ratio 0.78
+    """The distributed run at δ = 1e-5 (1 step, 1e7 trials per world): the design expects a union bound of ratio 0.78
     (threshold where ~6 false positives are expected, sd ≈ 0.06); ≥ 0.65 asserted. Measured 0.8058 (ε_lower 5.299
     of attained 6.575; union bound alone 5.216, 0.7932: 2188 true and 5 false positives; 2 workers, 139 s)."""
     _check(audit("T6", AUDIT, trials=10_000_000, delta=1e-5, seed=7, workers=2), 0.65)

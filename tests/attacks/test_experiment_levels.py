@@ -155,7 +155,7 @@ def _table_lines(text: str, title_start: str):
 
 def test_level_tables_layout_and_json_with_the_papers_defaults(tmp_path, capsys):
     """`--levels w-user label-noise` with no values: the w table has columns w = 1 2 4 8 at ε = 4 and the label-noise
-    table σ_F = 0 1 2 5 at ε = 0.5 with the shipped data's v = 0.01; JSON rows carry the issue's keys plus w, or σ_F
+    table σ_F = 0 1 2 5 at ε = 0.5 with the shipped data's v = 0.01; JSON rows carry the 1-event keys plus w, or σ_F
     and v; the '*' cells of the text are the JSON's ``best``, which are the lowest means of their column / row."""
     argv = ["experiment", "--levels", "w-user", "label-noise", "--models", "dlinear", "--seeds", "1", "--tops", "wor",
             "--epochs", "1", "--samples", "10", "--device", "cpu", "--out", str(tmp_path / "cells")]

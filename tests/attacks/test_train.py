@@ -54,7 +54,8 @@ SCHEMES = [(top, bottom, lam) for top in ("deterministic", "shuffle", "wor", "po
            for bottom in ("wr", "poisson") for lam in (1, 2)]
 
 
-@pytest.mark.parametrize("top,bottom,lam", SCHEMES)
+@pytest.mark.parametrize("top,bottom,lam", [(t, b, lam) if lam == 1 else pytest.param(t, b, lam, marks=pytest.mark.slow)
+                                           for t, b, lam in SCHEMES])  # λ = 1 for every scheme in the fast suite
 def test_budget_truth_for_every_scheme(top, bottom, lam):
     """The reported ε equals `tsdp epsilon` for the steps that ran (1e-9), is ≤ the budget, and one more
     step (or epoch, for deterministic/shuffled iteration) would exceed it. Pooled windows are accounted

@@ -87,7 +87,7 @@ def _refuse(token):
 
 
 def verdict(outcome: Outcome, expect_code=None) -> str:
-    """What is wrong with ``outcome`` ('' when nothing): the classes counted by the issue-25 sweep.
+    """What is wrong with ``outcome`` ('' when nothing): the classes the bad-input sweep counts.
 
     ``expect_code`` None accepts a finite answer (exit 0) or a refusal (exit 2); otherwise the
     exit code must be that one.

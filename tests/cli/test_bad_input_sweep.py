@@ -2,7 +2,7 @@
 
 Three parts:
 
-* ``ROWS``: the inputs of the issue's sweep that crashed, hung, ran out of memory, printed a
+* ``ROWS``: the inputs of an earlier sweep that crashed, hung, ran out of memory, printed a
   non-finite or meaningless number at exit 0, or were silently accepted - each with its
   expected exit code and the flag (or words) its one error line must name, run in-process
   under a time limit (:mod:`sweep`);
@@ -214,8 +214,9 @@ def test_forecast_predict_not_a_model(files):
     assert "--model-file" in line and "not a model file" in line and len(line) < 400, line
 
 
+@pytest.mark.slow  # a capped child process importing torch
 def test_forecast_predict_samples_refused_under_a_3_gib_cap(model_file):
-    """The issue's OOM: 10^8 sample paths under a 3 GiB address-space cap are refused with their size."""
+    """An out-of-memory crash that was: 10^8 sample paths under a 3 GiB address-space cap are refused with their size."""
     argv = ["forecast", "predict", "--model-file", model_file, "--values", *map(str, range(10)), "--epsilon", "1",
             "--delta", "1e-5", "--samples", "100000000", "--device", "cpu"]
     outcome = run_capped(argv, limit=300, memory=3 * 2**30)

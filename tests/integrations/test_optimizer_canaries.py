@@ -145,7 +145,7 @@ def test_a_train_without_an_optimizer_or_diverging_is_one_error():
         audit_training(diverges, DATA, CONFIG, canaries=10, delta=1e-5)
 
 
-@pytest.mark.parametrize("bug,flagged", [("correct", False), ("noise-10x-small", True)])
+@pytest.mark.parametrize("bug,flagged", [pytest.param("correct", False, marks=pytest.mark.slow), ("noise-10x-small", True)])
 def test_the_data_span_under_opacus(bug, flagged):
     """The planted bench's Opacus loop (360 windows, d = 2561: the span applies; the model is found under Opacus's
     GradSampleModule and copied without its hooks): the correct loop is not flagged (measured 0, AUC 0.55), σ / 10

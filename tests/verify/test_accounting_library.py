@@ -31,7 +31,7 @@ def library_plds(theorem):
     return pess, opt
 
 
-@pytest.mark.parametrize("theorem", ["T6", "T1"])
+@pytest.mark.parametrize("theorem", [pytest.param("T6", marks=pytest.mark.slow), "T1"])
 def test_attained_and_sound_against_library(theorem):
     """The accountant's three estimates after n compositions against the library's own mixture PLD."""
     config = CASES[theorem]
