@@ -24,6 +24,21 @@ NON_FINITE = re.compile(r"(?<![A-Za-z])(nan|-?inf(inity)?)(?![A-Za-z])", re.IGNO
 """A NaN or infinite number in human output (JSON writes them as null)."""
 
 
+CONSTANT_MODEL = '''
+import torch
+
+
+class Model:
+    def __init__(self, value=0.0):
+        self.value = value
+
+    def __call__(self, context, forecast):
+        return torch.full((context.shape[0],), self.value)
+'''
+"""Source of a user module's returned model: ``Model(value)`` forecasts ``value`` for every window (the sweeps'
+user functions build on it)."""
+
+
 class Hang(BaseException):
     """The case ran past its time limit (a BaseException: user code's ``except Exception`` cannot swallow it)."""
 

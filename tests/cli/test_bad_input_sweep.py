@@ -24,22 +24,13 @@ import time
 import pytest
 
 from conftest import error_line, run_cli
-from sweep import run_capped, run_case, verdict
+from sweep import CONSTANT_MODEL, run_capped, run_case, verdict
 
 SMALL = ["--N", "16", "--L", "8", "--batch-size", "4"]
 LIMIT_S = 120  # per in-process case: refusals take well under 15 s on a loaded 2-core machine
 
-USER_FUNCTIONS = '''
+USER_FUNCTIONS = CONSTANT_MODEL + '''
 import sys
-import torch
-
-
-class Model:
-    def __init__(self, value=0.0):
-        self.value = value
-
-    def __call__(self, context, forecast):
-        return torch.full((context.shape[0],), self.value)
 
 
 def good(series):

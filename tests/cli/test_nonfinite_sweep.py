@@ -22,22 +22,12 @@ import sys
 import numpy as np
 import pytest
 
-from sweep import NON_FINITE, run_case
+from sweep import CONSTANT_MODEL, NON_FINITE, run_case
 
 LIMIT_S = 300
 
-USER_CODE = '''
+USER_CODE = CONSTANT_MODEL + '''
 import math
-
-import torch
-
-
-class Model:
-    def __init__(self, value=0.0):
-        self.value = value
-
-    def __call__(self, context, forecast):
-        return torch.full((context.shape[0],), self.value)
 
 
 def constant(series):
