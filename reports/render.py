@@ -100,8 +100,11 @@ def _summary(results: dict) -> List[tuple]:
         b.append(_epsilon_table(acc))
     if results.get("claims") is not None:
         b.append(("p", "**Claims C1-C7 of the paper** (details in section 2):"))
-        b.append(("table", ["claim", "verdict (cells it rests on)", "statement"],
-                  [[c["id"], c["verdict_text"], c["statement"]] for c in results["claims"]]))
+        b.append(("table", ["claim", "verdict (data and cells it rests on)", "statement"],
+                  [row for c in results["claims"] for row in
+                   [[c["id"], c["verdict_text"], c["statement"]]] + [[f"{c['id']} ({o['source']})", o["verdict_text"],
+                                                                       c["statement"]]
+                                                                      for o in c.get("other_verdicts", [])]]))
     t = results.get("tightness")
     if t is not None:
         if t["audit_status"] == "ran":
@@ -183,6 +186,8 @@ def _claims(claims: List[dict]) -> List[tuple]:
         b.append(("h", 3, f"{c['id']}: {c['verdict_text']}"))
         b.append(("p", f"Claim: {c['statement']}."))
         b.append(("p", f"Verdict: **{c['verdict']}** - {c['reason']}."))
+        for o in c.get("other_verdicts", []):
+            b.append(("p", f"On {o['source']}: **{o['verdict']}** - {o['reason']}."))
         cells = c["cells"]
         skipped = sum(x["cells"] for x in cells["not_evaluated"])
         b.append(("details", f"cells: {len(cells['evaluated'])} evaluated, {skipped} not evaluable, "
@@ -353,18 +358,23 @@ def _claim_table(c: dict) -> List[tuple]:
 
 def _privacy_utility(n: dict) -> List[tuple]:
     """The privacy-utility section: test CRPS (mean ± std over seeds) per model and ε, last iterate (covered by ε)
-    and the lowest-validation checkpoint (not covered), with the steps and sound ε spent, and the baselines."""
+    and the lowest-validation checkpoint (not covered), with the steps and sound ε spent (a seed stopped at the
+    epochs cap before its budget says so), and the baselines."""
     if not n.get("rows"):
         return [("p", "Not evaluated: " + "; ".join(c["reason"] for c in n["cells"]["not_evaluated"]))]
     rows = [[r["model"], "∞" if r["epsilon"] is None else fmt(r["epsilon"]),
              "last (covered by ε)" if r["covered"] else "lowest validation (not covered)",
              f"{r['crps_mean']:.4f} ± {r['crps_std']:.4f}", r["seeds"], ", ".join(map(str, r["steps"])),
-             ", ".join("-" if e is None else f"{e:.4g}" for e in r["epsilon_spent"])] for r in n["rows"]]
+             ", ".join("-" if e is None else f"{e:.4g}" + (" (epochs cap: < ε)" if capped else "")
+                       for e, capped in zip(r["epsilon_spent"], r["capped"]))] for r in n["rows"]]
     rows += [[name, "-", "baseline (statsforecast)", f"{value:.4f}", "-", "-", "-"]
              for name, value in n["baselines"].items()]
     return [("p", f"Privacy-utility on the shipped {n['dataset']} series (1-event level, δ = 1e-7, WOR top level, "
                   f"at most {n['epochs']} epochs; `tsdp experiment` runs the paper's whole grid):"),
-            ("table", ["model", "ε", "checkpoint", "test CRPS", "seeds", "steps", "sound ε spent"], rows)]
+            ("table", ["model", "ε", "checkpoint", "test CRPS", "seeds", "steps", "sound ε spent"], rows)] + [
+        ("p", f"ε = {fmt(x['column'])} is the same training runs as ε = {fmt(x['same_as'])} (same seeds and steps: "
+              + ", ".join(f"{m} {'/'.join(map(str, steps))}" for m, steps in x["steps"]) + ").")
+        for x in n.get("same_runs", [])]
 
 
 # ----------------------------------------------------------------------------- writers
