@@ -278,9 +278,10 @@ def render_table(rows, baselines, best, same, split, args) -> str:
         for name, value in baselines.items():
             lines.append(MODEL_LABELS[name].ljust(20) + "".join((f"{value:.3f}" + mark(name, c)).rjust(22)
                                                                 for c in columns))
+        notes = _same_run_notes(level, repeats)
         if any(any(r.capped) for r in rs):
-            lines.append(f"{CAPPED_MARK}: stopped at the epochs cap before its budget (ε spent < ε)")
-        lines += _same_run_notes(level, repeats)
+            notes.insert(0, f"{CAPPED_MARK}: stopped at the epochs cap before its budget (ε spent < ε)")
+        lines += [""] + notes if notes else []
     steps = [r for r in rows if r.checkpoint == "last"]
     lines.append("")
     lines.append("steps per seed and sound ε spent: " + "; ".join(
