@@ -39,12 +39,17 @@ def _schedule(r: dict) -> str:
     return f"{n} {unit}" + ("s" if n != 1 else "")
 
 
-def _bound_columns(kind: str, theorem: str) -> tuple:
-    """Column names for a bound's two ε values: an upper/tight bound has a sound (upper) value; a
-    lower bound is labelled as one, never as 'sound'."""
-    if kind == "lower":
-        return f"ε of the lower bound {theorem} (pessimistic evaluation)", "ε attained (lower)"
-    return f"ε sound ({theorem}, upper)", "ε attained (lower)"
+def _bound_columns(acc: dict) -> tuple:
+    """Column names for the accounting's two ε values: an upper/tight bound has a sound (upper) value naming its
+    theorem; a lower bound is labelled as one, never as 'sound'; the attained (lower) value names the construction
+    pair that reaches it and the sampling scheme it runs on."""
+    theorem, c = acc["theorem"], acc["config"]
+    constructions = sorted({r["construction"] for r in acc["rows"] if r["construction"]})
+    attained = (f"ε attained (lower; {', '.join(constructions)} construction, {c['top']}/{c['bottom']}, "
+                f"λ = {c['instances']})" if constructions else "ε attained (lower; no construction)")
+    if acc["kind"] == "lower":
+        return f"ε of the lower bound {theorem} (pessimistic evaluation)", attained
+    return f"ε sound ({theorem}, upper)", attained
 
 
 def blocks(results: dict) -> List[tuple]:
@@ -141,7 +146,7 @@ def _violation(results: dict) -> List[tuple]:
 
 def _epsilon_table(acc: dict) -> tuple:
     deltas = list(dict.fromkeys(r["delta"] for r in acc["rows"]))
-    sound, attained = _bound_columns(acc["kind"], acc["theorem"])
+    sound, attained = _bound_columns(acc)
     header = ["schedule", "compositions"] + [f"{name} at δ = {fmt(d)}" for d in deltas for name in (sound, attained)]
     rows = []
     for sched in dict.fromkeys(_schedule(r) for r in acc["rows"]):
@@ -163,7 +168,7 @@ def _compared(x: dict) -> str:
 
 def _accounting(acc: dict) -> List[tuple]:
     cfg = {k: v for k, v in acc["config"].items() if k != "derived"}
-    sound, attained = _bound_columns(acc["kind"], acc["theorem"])
+    sound, attained = _bound_columns(acc)
     return [("p", f"Theorem used: {acc['theorem']} ({acc['kind']}) - {acc['reason']}. The summary's ε table above "
                   "is this section's accounting (discretisation 1e-4)."),
             ("details", "all configuration fields and derived quantities",
