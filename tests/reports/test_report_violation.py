@@ -21,7 +21,7 @@ def fake_results(violations):
                                       "instances": 1, "sigma": 1.0, "top": "wor", "bottom": "wr"},
                            "derived": {}, "theorem": "T6", "kind": "tight", "reason": "T6 is tight",
                            "rows": [{"delta": 1e-5, "steps": 1, "epochs": None, "compositions": 1,
-                                     "epsilon_sound": 3.025, "epsilon_attained": 3.025}]},
+                                     "epsilon_sound": 3.025, "epsilon_attained": 3.025, "construction": "T6"}]},
             "claims": [], "consistency": {"summary": {"pass": 1, "fail": 0, "finding": 0, "total": 1},
                                           "elapsed_s": 1.0, "theorems_covered": [], "failures_and_findings": []},
             "tightness": {"audit_status": "ran", "bounds": [], "delta": 1e-3, "trials": 5000, "composed_trials": 0,
@@ -55,6 +55,15 @@ def test_first_screen_says_so():
     assert "class='alert bad'" in to_html(fake_results([CASE]), None)
     ok = [x for x in blocks(fake_results([]))[:4] if x[0] == "alert"]
     assert ok and ok[0][1] is True and "No privacy violation" in ok[0][2]
+
+
+def test_the_epsilon_table_names_its_theorem_construction_and_scheme():
+    """The first screen's ε table: the sound column names its theorem, the attained column the construction pair
+    that reaches it and the scheme it runs on (the accounting rows' construction, the configuration's levels)."""
+    (table,) = [x for x in blocks(fake_results([])) if x[0] == "table" and x[1][0] == "schedule"]
+    assert table[1][2:] == ["ε sound (T6, upper) at δ = 1e-05",
+                            "ε attained (lower; T6 construction, wor/wr, λ = 1) at δ = 1e-05"]
+    assert table[2] == [["1 step", 1, "3.025", "3.025"]]
 
 
 @pytest.mark.slow
