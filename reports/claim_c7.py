@@ -71,12 +71,13 @@ class C7(Claim):
     def rule(numbers: dict) -> Tuple[str, str]:
         """The measured grid's verdict (:func:`tsdp.attacks.experiment.table.c7_verdict`: at every ε ≤ 1 some DP
         model's mean CRPS is below both baselines), worded on its data (M1 yearly: 'reproduced' / 'not reproduced'
-        there); the reason names the per-ε best cells it rests on. Not evaluated without baselines or DP cells."""
+        there, which the verdict text names); the reason names the better baseline and the per-ε best cells it
+        rests on. Not evaluated without baselines or DP cells."""
         ev = numbers.get("evidence")
         if not ev or ev["verdict"] == NOT_EVALUATED:
             return NOT_EVALUATED, ("no DP cell at ε ≤ 1 or no baseline (statsforecast, the experiments extra) on "
                                    f"{numbers['dataset']}")
-        return ev["verdict"], ev["line"]
+        return ev["verdict"], ev["because"]
 
     @staticmethod
     def data(numbers: dict) -> str:

@@ -237,10 +237,10 @@ class C7Evidence:
         lost = tuple(c for c in self.per_epsilon if c["margin"] <= 0)
         return lost or self.per_epsilon
 
-    def line(self) -> str:
-        """The verdict with its data and the cells it rests on, in one line."""
+    def because(self) -> str:
+        """Why, in numbers: the better baseline and the deciding cells (:attr:`deciding`)."""
         if self.margin is None:
-            return f"not evaluated on {self.data} (no DP cell at ε ≤ 1 or no baseline)"
+            return "no DP cell at ε ≤ 1 or no baseline"
         f = f".{self.decimals}f"
         base = f"{self.baseline} {self.best_baseline:{f}}"
 
@@ -249,13 +249,20 @@ class C7Evidence:
             return f"ε = {c['epsilon']:g}: {c['model']}{top} {c['crps_mean']:{f}}"
 
         if self.margin > 0:
-            return (f"{self.verdict} on {self.data}: at every ε ≤ 1 a DP model beats the better baseline, {base} "
+            return (f"at every ε ≤ 1 a DP model beats the better baseline, {base} "
                     f"({'; '.join(cell(c) for c in self.deciding)})")
-        return (f"{self.verdict} on {self.data}: the best DP model is not below the better baseline, {base}, at "
+        return (f"the best DP model is not below the better baseline, {base}, at "
                 + "; ".join(cell(c) for c in self.deciding) + f" (of {len(self.per_epsilon)} ε ≤ 1)")
 
+    def line(self) -> str:
+        """The verdict with its data and the cells it rests on, in one line."""
+        if self.margin is None:
+            return f"not evaluated on {self.data} ({self.because()})"
+        return f"{self.verdict} on {self.data}: {self.because()}"
+
     def as_dict(self) -> dict:
-        return {**asdict(self), "data": self.data, "deciding": list(self.deciding), "line": self.line()}
+        return {**asdict(self), "data": self.data, "deciding": list(self.deciding), "because": self.because(),
+                "line": self.line()}
 
 
 def c7_verdict(scores: Sequence[Score], baselines: Dict[str, float], dataset: str, source: str = "measured",

@@ -220,14 +220,16 @@ def test_c7_on_m1_says_reproduced_or_not_there_never_refuted(dp):
     assert word == ("reproduced" if dp < 0.135 else "not reproduced")
     text = verdict_text(word, numbers["cells"], claim.data(numbers))
     assert text == f"{word} on M1 yearly (the quick grid, 1 of 2 cells)"
-    assert reason.startswith(f"{word} on M1 yearly: ") and f"simple-ff (wor) {dp:.4f}" in reason
-    assert "autoets 0.1350" in reason
+    assert f"ε = 0.5: simple-ff (wor) {dp:.4f}" in reason and "better baseline, autoets 0.1350" in reason
+    assert reason.startswith("at every ε ≤ 1 a DP model beats" if dp < 0.135 else "the best DP model is not below")
 
 
 @pytest.mark.parametrize("dp", [0.10, 0.135, 0.196])
 def test_c7_on_a_paper_dataset_confirms_or_refutes(dp):
-    word, reason = CLAIMS["C7"].rule(_c7_numbers("electricity", dp))
-    assert word == ("confirmed" if dp < 0.135 else "refuted") and reason.startswith(f"{word} on electricity: ")
+    claim, numbers = CLAIMS["C7"], _c7_numbers("electricity", dp)
+    word, _ = claim.rule(numbers)
+    assert word == ("confirmed" if dp < 0.135 else "refuted")
+    assert verdict_text(word, numbers["cells"], claim.data(numbers)) == f"{word} on electricity (the quick grid, 1 of 2 cells)"
 
 
 def test_c7_not_evaluated_without_evidence():
