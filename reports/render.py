@@ -368,7 +368,8 @@ def _privacy_utility(n: dict) -> List[tuple]:
     if not n.get("rows"):
         return [("p", "Not evaluated: " + "; ".join(c["reason"] for c in n["cells"]["not_evaluated"]))]
     rows = [[r["model"], "∞" if r["epsilon"] is None else fmt(r["epsilon"]),
-             "last (covered by ε)" if r["covered"] else "lowest validation (not covered)",
+             ("last (no DP)" if r["epsilon"] is None else "last (covered by ε)") if r["covered"]
+             else "lowest validation (not covered)",
              f"{r['crps_mean']:.4f} ± {r['crps_std']:.4f}", r["seeds"], ", ".join(map(str, r["steps"])),
              ", ".join("-" if e is None else f"{e:.4g}" + (" (epochs cap: < ε)" if capped else "")
                        for e, capped in zip(r["epsilon_spent"], r["capped"]))] for r in n["rows"]]

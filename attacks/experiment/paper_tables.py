@@ -100,7 +100,8 @@ def paper_c7() -> PaperC7:
     tables = []
     for table in raw()["tables"]:
         label = table["label"]
-        scores = [Score(e.model, e.epsilon, None, e.crps, e.std, seeds) for e in entries() if e.label == label and e.model]
+        scores = [Score(e.model, e.epsilon, None, e.crps, e.std, seeds) for e in entries()
+                  if e.label == label and e.model]
         tables.append(c7_verdict(scores, baselines_of(label), table["dataset"], source=label, decimals=decimals))
     holds, fails = c7_words(tables[0].dataset)
     return PaperC7(fails if any(t.margin <= 0 for t in tables) else holds, tuple(tables))

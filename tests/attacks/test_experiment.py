@@ -194,9 +194,11 @@ def test_capped_cells_and_same_run_columns_in_the_table_and_json(tmp_path, capsy
     last = {r["epsilon"]: r for r in out["rows"] if r["checkpoint"] == "last"}
     cap = 2 * cell_config(Cell("dlinear", 1.0, 0, "1-event", "wor"), TINY).steps_per_epoch
     config = cell_config(Cell("dlinear", 0.3, 0, "1-event", "wor"), TINY)
-    assert last[0.3]["steps"] == [max_steps(config, 0.3, 1e-7, cap=cap, discretization=1e-3)] and cap > last[0.3]["steps"][0]
+    assert last[0.3]["steps"] == [max_steps(config, 0.3, 1e-7, cap=cap, discretization=1e-3)]
+    assert cap > last[0.3]["steps"][0]
     assert [last[e]["capped"] for e in (0.3, 1.0, 2.0, None)] == [[False], [True], [True], [False]]
-    assert last[1.0]["steps"] == last[2.0]["steps"] == [cap] and last[1.0]["epsilon_spent"] == last[2.0]["epsilon_spent"]
+    assert last[1.0]["steps"] == last[2.0]["steps"] == [cap]
+    assert last[1.0]["epsilon_spent"] == last[2.0]["epsilon_spent"]
     assert last[1.0]["epsilon_spent"][0] < 1 and "capped_note" in last[1.0] and "capped_note" not in last[0.3]
     assert last[1.0]["crps_mean"] == last[2.0]["crps_mean"] != last[0.3]["crps_mean"]
     assert out["same_runs"] == [{"level": "1-event", "top": "wor", "epsilon": None, "column": 2.0, "same_as": 1.0,
@@ -220,7 +222,8 @@ def test_same_runs_needs_every_model_and_seed_to_match():
                    (True,) * len(steps), **extra)
 
     rows = [row("a", 1.0, (42, 42)), row("b", 1.0, (42, 42)), row("a", 2.0, (42, 42)), row("b", 2.0, (42, 42)),
-            row("a", 4.0, (42, 42)), row("b", 4.0, (42, 41)), row("a", math.inf, (42, 42)), row("b", math.inf, (42, 42))]
+            row("a", 4.0, (42, 42)), row("b", 4.0, (42, 41)),
+            row("a", math.inf, (42, 42)), row("b", math.inf, (42, 42))]
     assert [(x.column, x.same_as) for x in same_runs(rows)] == [(2.0, 1.0)]
     noise = [row("a", 0.5, (42,), "label-noise", sigma_forecast=s, v=0.01) for s in (0.0, 2.0)]
     assert same_runs(noise) == ()

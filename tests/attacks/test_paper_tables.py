@@ -82,7 +82,8 @@ def test_paper_verdict_names_electricity_from_the_papers_numbers(tex_tables):
         cells = tex_tables[t["label"]]
         baseline = min(m for (row, _), (m, _) in cells.items() if row in ("Seasonal", "AutoETS"))
         for eps in ("ε = 0.25", "ε = 0.5", "ε = 1"):
-            best = min((m, row) for (row, c), (m, _) in cells.items() if c == eps and row not in ("Seasonal", "AutoETS"))
+            best = min((m, row) for (row, c), (m, _) in cells.items()
+                       if c == eps and row not in ("Seasonal", "AutoETS"))
             if not best[0] < baseline:
                 losing.setdefault(t["dataset"], []).append((float(eps[4:]), best[1], best[0], baseline))
     assert losing == {"electricity": [(0.25, "DLinear", 0.076, 0.064), (0.5, "DLinear", 0.064, 0.064)]}

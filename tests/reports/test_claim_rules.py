@@ -229,7 +229,8 @@ def test_c7_on_a_paper_dataset_confirms_or_refutes(dp):
     claim, numbers = CLAIMS["C7"], _c7_numbers("electricity", dp)
     word, _ = claim.rule(numbers)
     assert word == ("confirmed" if dp < 0.135 else "refuted")
-    assert verdict_text(word, numbers["cells"], claim.data(numbers)) == f"{word} on electricity (the quick grid, 1 of 2 cells)"
+    text = verdict_text(word, numbers["cells"], claim.data(numbers))
+    assert text == f"{word} on electricity (the quick grid, 1 of 2 cells)"
 
 
 def test_c7_not_evaluated_without_evidence():
@@ -261,3 +262,32 @@ def test_the_summary_shows_both_c7_lines():
     assert [r[:2] for r in table[2]] == [
         ["C7", "not reproduced on M1 yearly (the quick grid, 1 of 2 cells)"],
         ["C7 (the paper's reported tables)", entry["other_verdicts"][0]["verdict_text"]]]
+
+
+def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch):
+    """C7's results.json entry from its grid (training replaced by fixed results, baselines by M1's): the quick
+    grid judges 2 of the full grid's 4 DP cells (2 models × ε ∈ {0.5, 1}); a capped cell is marked; both verdicts
+    are there."""
+    import math
+
+    from tsdp.attacks.experiment import table
+    from tsdp.attacks.experiment.cells import CellResult
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    def fake_grid(cells, settings):
+        crps = {0.5: 0.75, 1.0: 0.69, math.inf: 0.14}
+        return [CellResult(c.key, c.model, c.epsilon, c.seed_index, c.level, c.top, 0, 8.0,
+                           210 if c.epsilon >= 1 else 70, 10.0 if c.epsilon >= 1 else 70 / 21,
+                           None if math.isinf(c.epsilon) else min(c.epsilon, 0.8807),
+                           "T6", crps[c.epsilon], crps[c.epsilon], 1, 0.0, "cpu") for c in cells], {"seconds": 0.0}
+
+    monkeypatch.setattr(table, "run_grid", fake_grid)
+    monkeypatch.setattr(table, "baseline_crps_of", lambda settings: {"seasonal-naive": 0.2049, "autoets": 0.1352})
+    entry = CLAIMS["C7"].evaluate(DEFAULT_CONFIG, quick=True)
+    assert entry["verdict"] == "not reproduced"
+    assert entry["verdict_text"] == "not reproduced on M1 yearly (the quick grid, 2 of 4 cells)"
+    assert entry["reason"] == ("the best DP model is not below the better baseline, autoets 0.1352, at ε = 0.5: "
+                               "simple-ff (wor) 0.7500; ε = 1: simple-ff (wor) 0.6900 (of 2 ε ≤ 1)")
+    capped = [tuple(r["capped"]) for r in entry["numbers"]["rows"] if r["checkpoint"] == "last"]
+    assert capped == [(False,), (True,), (False,)]
+    assert [o["verdict"] for o in entry["other_verdicts"]] == ["refuted"]
