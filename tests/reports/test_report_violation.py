@@ -85,3 +85,18 @@ def test_a_planted_noise_bug_fails_the_real_report(tmp_path, monkeypatch, capsys
     assert results["violation"] is True and results["violations"]
     assert "PRIVACY VIOLATION" in (out / "report.md").read_text()
     assert "PRIVACY VIOLATION" in capsys.readouterr().err
+
+
+def test_the_printed_summary_has_both_c7_lines(tmp_path, monkeypatch, capsys):
+    """`tsdp report`'s lines: the claim's measured verdict and, under it, each other verdict with its source."""
+    claim = {"id": "C7", "verdict_text": "not reproduced on M1 yearly (the quick grid, 2 of 4 cells)",
+             "reason": "the best DP model is not below the better baseline, autoets 0.1352, at ε = 0.5",
+             "other_verdicts": [{"source": "the paper's reported tables", "verdict": "refuted",
+                                 "verdict_text": "refuted on the paper's own Table 1 and appendix tables (electricity)",
+                                 "reason": "refuted on electricity"}]}
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: {**fake_results([]), "claims": [claim]})
+    assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index(f"C7: {claim['verdict_text']} - {claim['reason']}")
+    assert lines[at + 1] == ("C7 (the paper's reported tables): refuted on the paper's own Table 1 and appendix "
+                             "tables (electricity) - refuted on electricity")
