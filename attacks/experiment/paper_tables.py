@@ -70,7 +70,7 @@ def baselines_of(label: str) -> dict:
 class PaperC7:
     """Claim C7 on the paper's own tables: one :class:`C7Evidence` per table (source: its label). ``verdict``:
     'confirmed' when the rule holds on every table, 'refuted' when it fails on one (the paper's datasets:
-    :func:`c7_words`); ``failing``: the datasets where it fails."""
+    :func:`c7_words`), 'not evaluated' otherwise; ``failing``: the datasets where it fails."""
 
     verdict: str
     tables: Tuple[C7Evidence, ...]
@@ -104,4 +104,7 @@ def paper_c7() -> PaperC7:
                   if e.label == label and e.model]
         tables.append(c7_verdict(scores, baselines_of(label), table["dataset"], source=label, decimals=decimals))
     holds, fails = c7_words(tables[0].dataset)
-    return PaperC7(fails if any(t.margin <= 0 for t in tables) else holds, tuple(tables))
+    margins = [t.margin for t in tables]
+    verdict = (fails if any(m is not None and m <= 0 for m in margins) else
+               holds if all(m is not None for m in margins) else "not evaluated")
+    return PaperC7(verdict, tuple(tables))
