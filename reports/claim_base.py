@@ -8,13 +8,19 @@ A :class:`Claim` has four parts, kept apart:
   (unit-tested on hand-made inputs); a rule that judges zero cells answers
   :data:`NOT_EVALUATED`, never :data:`CONFIRMED`;
 * ``statement``: the claim's prose;
+* ``data(numbers)``: what the computed numbers were measured on, where that is not the paper's
+  setting (C7 trains on the shipped M1 yearly series): the verdict text names it, and the words
+  are then ``reproduced`` / ``not reproduced`` there, not ``confirmed`` / ``refuted`` of the paper;
+* ``other_verdicts(numbers)``: the same claim judged on other evidence by the same rule (C7: the
+  paper's own reported tables), each an :class:`OtherVerdict` naming its source and cells;
 * ``figure(result, out)``: the PNGs drawn from the result (every plotted number is in
   results.json).
 
 :meth:`Claim.evaluate` joins them into the dict results.json carries. The verdict text names
 the cells it rests on, the same way in quick and full mode: "confirmed on all 15 cells",
 "confirmed on the quick grid, 3 of 15 cells", "qualified on 4 of 15 cells (11 not
-evaluable)", "not evaluated (0 of 15 cells)".
+evaluable)", "not evaluated (0 of 15 cells)"; with its data, "not reproduced on M1 yearly (the
+quick grid, 2 of 4 cells)".
 """
 from __future__ import annotations
 
@@ -29,7 +35,10 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 
 CONFIRMED, REFUTED, QUALIFIED, NOT_EVALUATED = "confirmed", "refuted", "qualified", "not evaluated"
-VERDICTS = (CONFIRMED, REFUTED, QUALIFIED, NOT_EVALUATED)
+REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
+"""The words of a claim judged on data other than the paper's (C7 on M1 yearly): a finding there, not a verdict on
+the paper's claim."""
+VERDICTS = (CONFIRMED, REFUTED, QUALIFIED, NOT_EVALUATED, REPRODUCED, NOT_REPRODUCED)
 
 GRID_RATIOS = (0.5, 0.1)
 """r and Λ/N of the paper's appendix grid (Appendix C.1)."""
@@ -77,19 +86,39 @@ class Computed:
     figure: Optional[dict] = None
 
 
-def verdict_text(word: str, cells: dict) -> str:
-    """The verdict word with the cells it rests on (see the module docstring)."""
+def verdict_text(word: str, cells: dict, data: Optional[str] = None) -> str:
+    """The verdict word with the cells it rests on, and the data they were measured on where given (see the module
+    docstring)."""
     n, total = len(cells["evaluated"]), cells["grid"]
     skipped = sum(c["cells"] for c in cells["not_evaluated"])
+    where = f" on {data}" if data else ""
     if word == NOT_EVALUATED or n == 0:
-        return f"{NOT_EVALUATED} (0 of {total} cells)"
+        return f"{NOT_EVALUATED}{where} (0 of {total} cells)"
     unit = "cell" if total == 1 else "cells"
     note = f" ({skipped} not evaluable)" if skipped else ""
     if cells["quick"] and n < total:
-        return f"{word} on the quick grid, {n} of {total} {unit}{note}"
-    if n < total:
-        return f"{word} on {n} of {total} {unit}{note}"
-    return f"{word} on all {n} {unit}" if n > 1 else f"{word} on its one cell"
+        scope = f"the quick grid, {n} of {total} {unit}{note}"
+    elif n < total:
+        scope = f"{n} of {total} {unit}{note}"
+    else:
+        scope = f"all {n} {unit}" if n > 1 else "its one cell"
+    return f"{word}{where} ({scope})" if data else f"{word} on {scope}"
+
+
+@dataclass(frozen=True)
+class OtherVerdict:
+    """A claim judged on other evidence than its computed grid, by the same rule: ``source`` names the evidence
+    (C7: the paper's own reported tables), ``verdict`` the word, ``verdict_text`` the word with the data and cells
+    it rests on, ``reason`` the numbers."""
+
+    source: str
+    verdict: str
+    verdict_text: str
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "verdict": self.verdict, "verdict_text": self.verdict_text,
+                "reason": self.reason}
 
 
 class Claim(abc.ABC):
@@ -114,17 +143,29 @@ class Claim(abc.ABC):
     def figure(self, result: dict, out: Path) -> List[str]:
         return []
 
+    @staticmethod
+    def data(numbers: dict) -> Optional[str]:
+        """What the numbers were measured on where it is not the paper's setting (None: the claim's own grid)."""
+        return None
+
+    @staticmethod
+    def other_verdicts(numbers: dict) -> Tuple[OtherVerdict, ...]:
+        """The claim on other evidence than its grid (none unless a claim has some)."""
+        return ()
+
     def evaluate(self, config: TrainingConfig, quick: bool = False, ctx: Optional[ClaimContext] = None) -> dict:
         """The claim's entry of results.json: id, statement, verdict (the word), verdict_text (the
-        word with its cells), reason, cells, numbers, figure (the curves the PNGs draw)."""
+        word with its data and cells), reason, cells, numbers, other_verdicts (:meth:`other_verdicts`), figure (the
+        curves the PNGs draw)."""
         computed = self.compute(config, quick, ctx or ClaimContext())
         numbers = computed.numbers
         word, reason = self.rule(numbers)
         if not numbers["cells"]["evaluated"]:
             word = NOT_EVALUATED
         return {"id": self.id, "statement": self.statement, "verdict": word,
-                "verdict_text": verdict_text(word, numbers["cells"]), "reason": reason,
-                "cells": numbers["cells"], "numbers": numbers, "figure": computed.figure}
+                "verdict_text": verdict_text(word, numbers["cells"], self.data(numbers)), "reason": reason,
+                "cells": numbers["cells"], "numbers": numbers,
+                "other_verdicts": [v.as_dict() for v in self.other_verdicts(numbers)], "figure": computed.figure}
 
     __call__ = evaluate
 

@@ -1,16 +1,18 @@
 """The claims C1-C7 of THEOREMS.md "Claims" (paper Section 5 and Appendix C), in report order.
 
 Each claim is a :class:`reports.claim_base.Claim` in its own module (``claim_c1`` ... ``claim_c7``;
-C7, the privacy-utility claim, trains forecasters on the shipped real dataset):
+C7, the privacy-utility claim, trains forecasters on the shipped real dataset, worded on it, and
+is judged a second time on the paper's own reported tables):
 ``compute`` (numbers, with the cells covered and not evaluable), a pure ``rule`` (verdict and
 reason from those numbers), the ``statement`` and the ``figure``. ``CLAIMS[id](config, quick,
 ctx)`` returns the claim's entry of results.json.
 
-Soundness direction of every comparison: where a claim says bound A is more private than
-bound B, A is evaluated **pessimistically** (sound connect-the-dots PLD, an upper bound on its
-δ, rounded up) and B **optimistically** (B's construction pair, optimistic buckets, a lower
-bound, rounded down) whenever B has a construction, so a ``confirmed`` verdict cannot come from
-discretisation error in A's favour. The claim's own parameters (the paper's grid) are combined
+Evidence of every comparison: where a claim says bound A is more private than bound B (C1, C2,
+C4), ``confirmed`` rests on the like-for-like comparisons, both pairs evaluated the same way
+(pessimistic buckets against pessimistic, optimistic against optimistic), as the paper compares
+them; the **robust** cross comparison, A evaluated pessimistically (an upper bound on its δ,
+rounded up) against B optimistically (B's construction pair, a lower bound, rounded down),
+which no discretisation error can favour, is counted in the reason beside it. The claim's own parameters (the paper's grid) are combined
 with the given configuration: its N, L_C, L_F, σ and its r, Λ/N always form one cell of the
 grid, so a different configuration gives different numbers and verdicts.
 """

@@ -39,12 +39,17 @@ def _schedule(r: dict) -> str:
     return f"{n} {unit}" + ("s" if n != 1 else "")
 
 
-def _bound_columns(kind: str, theorem: str) -> tuple:
-    """Column names for a bound's two ε values: an upper/tight bound has a sound (upper) value; a
-    lower bound is labelled as one, never as 'sound'."""
-    if kind == "lower":
-        return f"ε of the lower bound {theorem} (pessimistic evaluation)", "ε attained (lower)"
-    return f"ε sound ({theorem}, upper)", "ε attained (lower)"
+def _bound_columns(acc: dict) -> tuple:
+    """Column names for the accounting's two ε values: an upper/tight bound has a sound (upper) value naming its
+    theorem; a lower bound is labelled as one, never as 'sound'; the attained (lower) value names the construction
+    pair that reaches it and the sampling scheme it runs on."""
+    theorem, c = acc["theorem"], acc["config"]
+    constructions = sorted({r["construction"] for r in acc["rows"] if r["construction"]})
+    attained = (f"ε attained (lower; {', '.join(constructions)} construction, {c['top']}/{c['bottom']}, "
+                f"λ = {c['instances']})" if constructions else "ε attained (lower; no construction)")
+    if acc["kind"] == "lower":
+        return f"ε of the lower bound {theorem} (pessimistic evaluation)", attained
+    return f"ε sound ({theorem}, upper)", attained
 
 
 def blocks(results: dict) -> List[tuple]:
@@ -100,8 +105,11 @@ def _summary(results: dict) -> List[tuple]:
         b.append(_epsilon_table(acc))
     if results.get("claims") is not None:
         b.append(("p", "**Claims C1-C7 of the paper** (details in section 2):"))
-        b.append(("table", ["claim", "verdict (cells it rests on)", "statement"],
-                  [[c["id"], c["verdict_text"], c["statement"]] for c in results["claims"]]))
+        b.append(("table", ["claim", "verdict (data and cells it rests on)", "statement"],
+                  [row for c in results["claims"] for row in
+                   [[c["id"], c["verdict_text"], c["statement"]]] + [[f"{c['id']} ({o['source']})", o["verdict_text"],
+                                                                       c["statement"]]
+                                                                      for o in c.get("other_verdicts", [])]]))
     t = results.get("tightness")
     if t is not None:
         if t["audit_status"] == "ran":
@@ -138,7 +146,7 @@ def _violation(results: dict) -> List[tuple]:
 
 def _epsilon_table(acc: dict) -> tuple:
     deltas = list(dict.fromkeys(r["delta"] for r in acc["rows"]))
-    sound, attained = _bound_columns(acc["kind"], acc["theorem"])
+    sound, attained = _bound_columns(acc)
     header = ["schedule", "compositions"] + [f"{name} at δ = {fmt(d)}" for d in deltas for name in (sound, attained)]
     rows = []
     for sched in dict.fromkeys(_schedule(r) for r in acc["rows"]):
@@ -160,7 +168,7 @@ def _compared(x: dict) -> str:
 
 def _accounting(acc: dict) -> List[tuple]:
     cfg = {k: v for k, v in acc["config"].items() if k != "derived"}
-    sound, attained = _bound_columns(acc["kind"], acc["theorem"])
+    sound, attained = _bound_columns(acc)
     return [("p", f"Theorem used: {acc['theorem']} ({acc['kind']}) - {acc['reason']}. The summary's ε table above "
                   "is this section's accounting (discretisation 1e-4)."),
             ("details", "all configuration fields and derived quantities",
@@ -183,6 +191,8 @@ def _claims(claims: List[dict]) -> List[tuple]:
         b.append(("h", 3, f"{c['id']}: {c['verdict_text']}"))
         b.append(("p", f"Claim: {c['statement']}."))
         b.append(("p", f"Verdict: **{c['verdict']}** - {c['reason']}."))
+        for o in c.get("other_verdicts", []):
+            b.append(("p", f"On {o['source']}: **{o['verdict']}** - {o['reason']}."))
         cells = c["cells"]
         skipped = sum(x["cells"] for x in cells["not_evaluated"])
         b.append(("details", f"cells: {len(cells['evaluated'])} evaluated, {skipped} not evaluable, "
@@ -353,18 +363,24 @@ def _claim_table(c: dict) -> List[tuple]:
 
 def _privacy_utility(n: dict) -> List[tuple]:
     """The privacy-utility section: test CRPS (mean ± std over seeds) per model and ε, last iterate (covered by ε)
-    and the lowest-validation checkpoint (not covered), with the steps and sound ε spent, and the baselines."""
+    and the lowest-validation checkpoint (not covered), with the steps and sound ε spent (a seed stopped at the
+    epochs cap before its budget says so), and the baselines."""
     if not n.get("rows"):
         return [("p", "Not evaluated: " + "; ".join(c["reason"] for c in n["cells"]["not_evaluated"]))]
     rows = [[r["model"], "∞" if r["epsilon"] is None else fmt(r["epsilon"]),
-             "last (covered by ε)" if r["covered"] else "lowest validation (not covered)",
+             ("last (no DP)" if r["epsilon"] is None else "last (covered by ε)") if r["covered"]
+             else "lowest validation (not covered)",
              f"{r['crps_mean']:.4f} ± {r['crps_std']:.4f}", r["seeds"], ", ".join(map(str, r["steps"])),
-             ", ".join("-" if e is None else f"{e:.4g}" for e in r["epsilon_spent"])] for r in n["rows"]]
+             ", ".join("-" if e is None else f"{e:.4g}" + (" (epochs cap: < ε)" if capped else "")
+                       for e, capped in zip(r["epsilon_spent"], r["capped"]))] for r in n["rows"]]
     rows += [[name, "-", "baseline (statsforecast)", f"{value:.4f}", "-", "-", "-"]
              for name, value in n["baselines"].items()]
     return [("p", f"Privacy-utility on the shipped {n['dataset']} series (1-event level, δ = 1e-7, WOR top level, "
                   f"at most {n['epochs']} epochs; `tsdp experiment` runs the paper's whole grid):"),
-            ("table", ["model", "ε", "checkpoint", "test CRPS", "seeds", "steps", "sound ε spent"], rows)]
+            ("table", ["model", "ε", "checkpoint", "test CRPS", "seeds", "steps", "sound ε spent"], rows)] + [
+        ("p", f"ε = {fmt(x['column'])} is the same training runs as ε = {fmt(x['same_as'])} (same seeds and steps: "
+              + ", ".join(f"{m} {'/'.join(map(str, steps))}" for m, steps in x["steps"]) + ").")
+        for x in n.get("same_runs", [])]
 
 
 # ----------------------------------------------------------------------------- writers

@@ -1,6 +1,6 @@
 """The documented schema of results.json (`tsdp report`), and a structural validator.
 
-Top level (``SCHEMA_VERSION`` 2)::
+Top level (``SCHEMA_VERSION`` 4)::
 
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
@@ -14,9 +14,13 @@ Top level (``SCHEMA_VERSION`` 2)::
                    rows: [{delta, steps|epochs, compositions, epsilon_sound (upper),
                            epsilon_attained (lower or null), construction, discretization}]}
   claims          [{id: "C1".."C7", statement,
-                    verdict: "confirmed"|"refuted"|"qualified"|"not evaluated",
-                    verdict_text: the verdict with the cells it rests on ("confirmed on the quick
-                    grid, 3 of 15 cells"), reason,
+                    verdict: "confirmed"|"refuted"|"qualified"|"not evaluated", or on data other than the
+                    paper's (C7 on M1 yearly) "reproduced"|"not reproduced",
+                    verdict_text: the verdict with its data and the cells it rests on ("confirmed on the
+                    quick grid, 3 of 15 cells", "not reproduced on M1 yearly (the quick grid, 2 of 4
+                    cells)"), reason,
+                    other_verdicts: [{source, verdict, verdict_text, reason}] (the claim on other
+                    evidence by the same rule; C7: the paper's own reported tables),
                     cells {grid: cells of the full grid, quick, evaluated: [labels],
                            not_evaluated: [{cell, reason}]},
                     numbers {...claim-specific, see reports.claim_c1 ... claim_c7}, figure {curves drawn},
@@ -52,7 +56,7 @@ from typing import List
 
 from .claim_base import VERDICTS
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TOP_KEYS = ("schema_version", "meta", "accounting", "claims", "consistency", "tightness", "errata", "inference",
             "violation", "violations")
 CLAIM_IDS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7")
@@ -85,11 +89,12 @@ def validate(results: dict) -> List[str]:
     if tuple(ids) != CLAIM_IDS:
         problems.append(f"claims ids {ids}")
     for c in results["claims"]:
-        for k in ("statement", "verdict", "verdict_text", "reason", "cells", "numbers", "figures"):
+        for k in ("statement", "verdict", "verdict_text", "reason", "cells", "numbers", "other_verdicts", "figures"):
             if k not in c:
                 problems.append(f"claim {c.get('id')}: {k} missing")
-        if c.get("verdict") not in VERDICTS:
-            problems.append(f"claim {c.get('id')}: verdict {c.get('verdict')!r}")
+        for v in [c, *c.get("other_verdicts", [])]:
+            if v.get("verdict") not in VERDICTS:
+                problems.append(f"claim {c.get('id')}: verdict {v.get('verdict')!r}")
     if set(results["consistency"].get("summary", {})) < {"pass", "fail", "finding", "total"}:
         problems.append("consistency.summary incomplete")
     t = results["tightness"]

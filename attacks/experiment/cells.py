@@ -93,6 +93,11 @@ def _split(dataset: Optional[str], data_dir: Optional[str]):
     return split_for(dataset, None if data_dir is None else Path(data_dir))
 
 
+def epochs_cap(settings: GridSettings) -> int:
+    """The epochs cap of every cell of the grid: the settings', else the dataset's."""
+    return settings.epochs or _split(settings.dataset, settings.data_dir).spec.epochs
+
+
 def level_v(cell: Cell, settings: GridSettings) -> Optional[float]:
     """The v of ``cell``'s configuration: the grid's, else its dataset's (label noise); None for the other levels."""
     if cell.level != "label-noise":
@@ -151,7 +156,7 @@ def run_cell(task: CellTask) -> CellResult:
     cell, settings = task.cell, task.settings
     split = _split(settings.dataset, settings.data_dir)
     config = cell_config(cell, settings)
-    epochs = settings.epochs or split.spec.epochs
+    epochs = epochs_cap(settings)
     private = not math.isinf(cell.epsilon)
     seed = cell_seed(settings, cell.seed_index)
     level = {"w": cell.w, "sigma_forecast": cell.sigma_forecast, "v": level_v(cell, settings)}

@@ -38,10 +38,10 @@ def planned_steps(cell: Cell, settings: GridSettings) -> int:
     """The steps ``cell`` will run: the most its budget buys under the sound accountant, capped by its epochs."""
     from tsdp.verify.accountant import max_steps
 
-    from .cells import _split, cell_config
+    from .cells import cell_config, epochs_cap
 
     config = cell_config(cell, settings)
-    cap = (settings.epochs or _split(settings.dataset, settings.data_dir).spec.epochs) * config.steps_per_epoch
+    cap = epochs_cap(settings) * config.steps_per_epoch
     if math.isinf(cell.epsilon):
         return cap
     return max_steps(config, cell.epsilon, settings.delta, cap=cap, discretization=settings.discretization)

@@ -10,7 +10,7 @@ from tsdp.attacks.data.benchmarks import PAPER, VALIDATION_WINDOWS, load_split, 
 from tsdp.attacks.data.series import DataError
 from tsdp.attacks.experiment.cells import CellTask, cell_config, run_cell
 from tsdp.attacks.experiment.grid import Cell, GridSettings, plan
-from tsdp.attacks.experiment.table import Row, claim_c7, rows_of, run_grid
+from tsdp.attacks.experiment.table import Row, claim_c7, rows_of, run_grid, same_runs
 from tsdp.verify import accounting
 
 TINY = GridSettings(epochs=1, n_samples=10, device="cpu")
@@ -112,18 +112,45 @@ def test_a_killed_grid_resumes_and_workers_do_not_change_a_number(tmp_path):
 
 
 def _row(model, eps, mean):
-    return Row(model, eps, "1-event", "wor", "last", mean, 0.0, 1, (1,), (eps,), True)
+    return Row(model, eps, "1-event", "wor", "last", mean, 0.0, 1, (1,), (eps,), True, (False,))
 
 
 def test_claim_c7_verdict_names_its_cells():
+    """The best DP cell of each ε ≤ 1 against the better baseline; the verdict rests on all of them when it holds,
+    on the losing ones otherwise, and its line names the data and those cells."""
     base = {"seasonal-naive": 0.25, "autoets": 0.40}
     ok = claim_c7([_row("deepar", 0.5, 0.157), _row("deepar", 1.0, 0.145), _row("dlinear", 0.5, 0.30),
-                   _row("deepar", math.inf, 0.12)], base)
+                   _row("deepar", math.inf, 0.12)], base, "traffic")
     assert ok.verdict == "confirmed" and ok.best_baseline == 0.25 and ok.margin == pytest.approx(0.25 - 0.157)
     assert {(c["model"], c["epsilon"]) for c in ok.cells} == {("deepar", 0.5), ("deepar", 1.0), ("dlinear", 0.5)}
-    bad = claim_c7([_row("deepar", 0.5, 0.30), _row("deepar", 1.0, 0.20)], base)
+    assert [(c["model"], c["epsilon"]) for c in ok.deciding] == [("deepar", 0.5), ("deepar", 1.0)]
+    assert ok.line() == ("confirmed on traffic: at every ε ≤ 1 a DP model beats the better baseline, seasonal-naive "
+                         "0.2500 (ε = 0.5: deepar (wor) 0.1570; ε = 1: deepar (wor) 0.1450)")
+    bad = claim_c7([_row("deepar", 0.5, 0.30), _row("deepar", 1.0, 0.20)], base, "traffic")
     assert bad.verdict == "refuted" and bad.margin == pytest.approx(-0.05)
-    assert claim_c7([_row("deepar", 2.0, 0.1)], base).verdict == "not evaluated"
+    assert [(c["model"], c["epsilon"]) for c in bad.deciding] == [("deepar", 0.5)]
+    assert "ε = 0.5: deepar (wor) 0.3000" in bad.line() and "ε = 1:" not in bad.line()
+    assert claim_c7([_row("deepar", 2.0, 0.1)], base, "traffic").verdict == "not evaluated"
+
+
+@pytest.mark.parametrize("dataset,words", [
+    ("m1-yearly", ("reproduced on M1 yearly", "not reproduced on M1 yearly")),
+    ("traffic", ("confirmed on traffic", "refuted on traffic")),
+    ("electricity", ("confirmed on electricity", "refuted on electricity")),
+    ("solar_10_minutes", ("confirmed on solar_10_minutes", "refuted on solar_10_minutes")),
+])
+@pytest.mark.parametrize("dp,holds", [(0.10, True), (0.134, True), (0.135, False), (0.136, False), (0.7, False)])
+def test_c7_is_worded_on_the_data_it_was_measured_on(dataset, words, dp, holds):
+    """On the paper's datasets the rule confirms or refutes the paper's claim; on M1 yearly (not the paper's data)
+    it says only whether the finding is reproduced there. A tie with the better baseline (AutoETS 0.135) is no
+    win."""
+    ev = claim_c7([_row("dlinear", 0.5, dp), _row("simple-ff", 1.0, 0.01)], {"seasonal-naive": 0.205,
+                                                                            "autoets": 0.135}, dataset)
+    assert ev.line().startswith(words[0 if holds else 1] + ":")
+    assert ev.verdict == words[0 if holds else 1].split(" on ")[0]
+    assert (ev.baseline, ev.best_baseline, ev.margin) == ("autoets", 0.135, pytest.approx(0.135 - dp))
+    if not holds:  # it names the losing cell, not the winning one
+        assert f"ε = 0.5: dlinear (wor) {dp:.4f}" in ev.line() and "simple-ff" not in ev.line()
 
 
 def test_a_rows_infinite_epsilon_is_a_labelled_null_in_json():
@@ -132,7 +159,8 @@ def test_a_rows_infinite_epsilon_is_a_labelled_null_in_json():
     from tsdp.attacks.experiment.table import NO_DP
 
     private = _row("deepar", 0.5, 0.157).as_dict()
-    plain = Row("deepar", math.inf, "1-event", "wor", "last", 0.12, 0.0, 1, (40,), (None,), True).as_dict()  # no ε spent
+    plain = Row("deepar", math.inf, "1-event", "wor", "last", 0.12, 0.0, 1, (40,), (None,), True,
+                (False,)).as_dict()  # no ε spent
     assert private["epsilon"] == 0.5 and "epsilon_note" not in private
     assert plain["epsilon"] is None and plain["epsilon_note"] == NO_DP
     assert json.loads(json.dumps(plain, allow_nan=False))["epsilon_note"].startswith("null: ε = ∞")
@@ -143,11 +171,64 @@ def test_rows_are_mean_and_std_over_seeds_with_both_checkpoints():
 
     rs = [CellResult(f"k{i}", "deepar", 1.0, i, "1-event", "wor", i, 8.0, 10 + i, 1.0, 0.9, "T6", c, c + 1, 3, 1.0,
                      "cpu") for i, c in enumerate((0.1, 0.2, 0.4))]
-    last, selected = rows_of(rs)
+    last, selected = rows_of(rs, 1)
     assert last.crps_mean == pytest.approx(np.mean([0.1, 0.2, 0.4])) and last.crps_std == pytest.approx(
         np.std([0.1, 0.2, 0.4], ddof=1))
     assert last.covered and not selected.covered and selected.crps_mean == pytest.approx(last.crps_mean + 1)
     assert last.steps == (10, 11, 12)
+    assert last.capped == selected.capped == (True, True, True)  # 1.0 epochs ran of a 1-epoch cap, ε spent 0.9 < 1
+    assert rows_of(rs, 2)[0].capped == (False, False, False)
+
+
+def test_capped_cells_and_same_run_columns_in_the_table_and_json(tmp_path, capsys):
+    """On the shipped data with a 2-epoch cap (42 steps), ε = 0.3 is spent first, ε = 1 and ε = 2 both stop at the
+    cap with the same ε spent: both capped (ε spent < ε) and ε = 2 the same runs as ε = 1, which their equal CRPS
+    (same seed, same steps) bears out; the text marks both, the JSON carries ``capped`` and ``same_runs``."""
+    from tsdp.cli.main import main
+    from tsdp.verify.accountant import max_steps
+
+    argv = ["experiment", "--models", "dlinear", "--epsilons", "0.3", "1", "2", "inf", "--seeds", "1", "--tops", "wor",
+            "--epochs", "2", "--samples", "10", "--device", "cpu", "--out", str(tmp_path / "cells")]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    last = {r["epsilon"]: r for r in out["rows"] if r["checkpoint"] == "last"}
+    cap = 2 * cell_config(Cell("dlinear", 1.0, 0, "1-event", "wor"), TINY).steps_per_epoch
+    config = cell_config(Cell("dlinear", 0.3, 0, "1-event", "wor"), TINY)
+    assert last[0.3]["steps"] == [max_steps(config, 0.3, 1e-7, cap=cap, discretization=1e-3)]
+    assert cap > last[0.3]["steps"][0]
+    assert [last[e]["capped"] for e in (0.3, 1.0, 2.0, None)] == [[False], [True], [True], [False]]
+    assert last[1.0]["steps"] == last[2.0]["steps"] == [cap]
+    assert last[1.0]["epsilon_spent"] == last[2.0]["epsilon_spent"]
+    assert last[1.0]["epsilon_spent"][0] < 1 and "capped_note" in last[1.0] and "capped_note" not in last[0.3]
+    assert last[1.0]["crps_mean"] == last[2.0]["crps_mean"] != last[0.3]["crps_mean"]
+    assert out["same_runs"] == [{"level": "1-event", "top": "wor", "epsilon": None, "column": 2.0, "same_as": 1.0,
+                                 "steps": [["dlinear", [cap]]]}]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if line.startswith("model"))
+    assert "ε = 2 [= ε = 1]" in header and "ε = 1 [" not in header
+    dlinear = next(line for line in text.splitlines() if line.startswith("DLinear "))
+    assert dlinear.count("†") == 2
+    assert f"DLinear ε=2: {cap} steps, ε {last[2.0]['epsilon_spent'][0]:.4f} < 2 (epochs cap)" in text
+    assert "DLinear ε=0.3: " in text and "< 0.3" not in text
+    assert f"): {out['claim_c7']['line']}" in text and out["claim_c7"]["line"].split(":")[0].endswith("on M1 yearly")
+
+
+def test_same_runs_needs_every_model_and_seed_to_match():
+    """A column repeats another only when every model's steps match seed for seed; ε = ∞ (no noise) never does,
+    nor label-noise columns (σ_F changes the training)."""
+    def row(model, eps, steps, level="1-event", **extra):
+        return Row(model, eps, level, "wor", "last", 0.5, 0.0, len(steps), steps, (0.1,) * len(steps), True,
+                   (True,) * len(steps), **extra)
+
+    rows = [row("a", 1.0, (42, 42)), row("b", 1.0, (42, 42)), row("a", 2.0, (42, 42)), row("b", 2.0, (42, 42)),
+            row("a", 4.0, (42, 42)), row("b", 4.0, (42, 41)),
+            row("a", math.inf, (42, 42)), row("b", math.inf, (42, 42))]
+    assert [(x.column, x.same_as) for x in same_runs(rows)] == [(2.0, 1.0)]
+    noise = [row("a", 0.5, (42,), "label-noise", sigma_forecast=s, v=0.01) for s in (0.0, 2.0)]
+    assert same_runs(noise) == ()
+    w = [row("a", 4.0, (42,), "w-user", w=x) for x in (1, 2, 8)]
+    assert [(x.column, x.same_as, x.epsilon) for x in same_runs(w)] == [(2, 1, 4.0), (8, 1, 4.0)]
 
 
 @pytest.mark.parametrize("argv,flag", [
@@ -200,6 +281,8 @@ def test_experiment_command_json_keys_and_resume(tmp_path, capsys):
     assert {r["checkpoint"] for r in first["rows"]} == {"last", "selected"}
     assert set(first["baselines"]) == {"seasonal-naive", "autoets"}
     assert {"verdict", "cells"} <= set(first["claim_c7"]) and first["claim_c7"]["cells"][0]["model"] == "dlinear"
+    assert first["claim_c7"]["dataset"] == "m1-yearly" and first["claim_c7"]["verdict"] in ("reproduced",
+                                                                                            "not reproduced")
     assert first["run"]["run"] == 2 and first["run"]["resumed"] == 0
     assert main(argv) == 0
     again = json.loads(capsys.readouterr().out)

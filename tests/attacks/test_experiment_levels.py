@@ -123,7 +123,7 @@ def test_a_1_event_cell_stored_before_the_level_fields_still_resumes(tmp_path):
 
 def _row(model, level, column, mean, eps=4.0):
     extra = {"w": column} if level != "label-noise" else {"sigma_forecast": column, "v": 0.01}
-    return Row(model, eps, level, "wor", "last", mean, 0.0, 1, (1,), (eps,), True, **extra)
+    return Row(model, eps, level, "wor", "last", mean, 0.0, 1, (1,), (eps,), True, (False,), **extra)
 
 
 def test_bold_cells_are_the_papers_best_per_w_column_and_best_sigma_per_row():
@@ -135,7 +135,7 @@ def test_bold_cells_are_the_papers_best_per_w_column_and_best_sigma_per_row():
             _row("dlinear", "label-noise", 0.0, 0.064, 0.5), _row("dlinear", "label-noise", 2.0, 0.061, 0.5),
             _row("dlinear", "label-noise", 5.0, 0.061, 0.5), _row("deepar", "label-noise", 0.0, 0.071, 0.5),
             _row("deepar", "label-noise", 2.0, 0.069, 0.5),
-            Row("dlinear", 1.0, "1-event", "wor", "last", 0.01, 0.0, 1, (1,), (1.0,), True)]
+            Row("dlinear", 1.0, "1-event", "wor", "last", 0.01, 0.0, 1, (1,), (1.0,), True, (False,))]
     marks = {(b.level, b.model, b.column) for b in best_cells(rows, base)}
     assert marks == {("w-user", "dlinear", 1), ("w-user", "autoets", 8), ("label-noise", "dlinear", 2.0),
                      ("label-noise", "dlinear", 5.0), ("label-noise", "deepar", 2.0)}
@@ -181,7 +181,9 @@ def test_level_tables_layout_and_json_with_the_papers_defaults(tmp_path, capsys)
     assert main(argv) == 0  # the text table, every cell read back
     text = capsys.readouterr().out
     title, block = _table_lines(text, "w-user, top level wor, ε = 4")
-    assert block[0] == ["model", "w = 1", "w = 2", "w = 4", "w = 8"]
+    same = {x["column"]: x["same_as"] for x in out["same_runs"] if x["level"] == "w-user"}
+    assert same == {2: 1, 4: 1, 8: 1}  # one window start (T = 1): every w is the same accounting and run
+    assert block[0] == ["model", "w = 1"] + [f"w = {w} [= w = 1]" for w in (2, 4, 8)]
     assert [b[0] for b in block[1:]] == ["DLinear", "DLinear [sel]", "Seasonal", "AutoETS"]
     names = {"DLinear": "dlinear", "Seasonal": "seasonal-naive", "AutoETS": "autoets"}
     starred = {("w-user", names[b[0]], w) for b in block[1:] if b[0] in names

@@ -199,14 +199,95 @@ def test_violation_summary_counts_checked_audits():
     assert v == {"violation": False, "violations": [], "checked": 2}
 
 
-def test_c7_rule_reads_the_margin_of_the_best_dp_model():
-    """Confirmed when at every ε ≤ 1 a DP model's mean CRPS beats the better baseline (margin > 0); refuted with
-    the gap otherwise; not evaluated without evidence (no statsforecast or no DP cell at ε ≤ 1)."""
-    C7 = CLAIMS["C7"].rule
-    ev = {"verdict": "confirmed", "best_baseline": 0.251, "margin": 0.094}
-    word, reason = C7({"evidence": ev})
-    assert word == "confirmed" and "0.0940" in reason and "0.2510" in reason
-    word, reason = C7({"evidence": {"verdict": "refuted", "best_baseline": 0.135, "margin": -0.52}})
-    assert word == "refuted" and "0.5200 above" in reason
-    assert C7({"evidence": None})[0] == "not evaluated"
-    assert C7({"evidence": {"verdict": "not evaluated", "best_baseline": None, "margin": None}})[0] == "not evaluated"
+def _c7_numbers(dataset, dp):
+    """C7's numbers as the claim computes them: the evidence of one DP cell against M1's baselines."""
+    from tsdp.attacks.experiment.paper_tables import paper_c7
+    from tsdp.attacks.experiment.table import Score, c7_verdict
+
+    ev = c7_verdict([Score("simple-ff", 0.5, "wor", dp, 0.0, 1)], {"seasonal-naive": 0.205, "autoets": 0.135}, dataset)
+    return {"dataset": dataset, "evidence": ev.as_dict(), "paper": paper_c7().as_dict(),
+            "cells": cells(1, 2, quick=True)}
+
+
+@pytest.mark.parametrize("dp", [0.10, 0.1349, 0.135, 0.1401, 0.196])
+def test_c7_on_m1_says_reproduced_or_not_there_never_refuted(dp):
+    """On the shipped M1 yearly series the verdict is a finding there ('reproduced' / 'not reproduced on M1
+    yearly'), never 'confirmed' / 'refuted' of the paper's claim; its text names the data and cells, its reason the
+    deciding cell against AutoETS 0.135. A tie is no win."""
+    claim = CLAIMS["C7"]
+    numbers = _c7_numbers("m1-yearly", dp)
+    word, reason = claim.rule(numbers)
+    assert word == ("reproduced" if dp < 0.135 else "not reproduced")
+    text = verdict_text(word, numbers["cells"], claim.data(numbers))
+    assert text == f"{word} on M1 yearly (the quick grid, 1 of 2 cells)"
+    assert f"ε = 0.5: simple-ff (wor) {dp:.4f}" in reason and "better baseline, autoets 0.1350" in reason
+    assert reason.startswith("at every ε ≤ 1 a DP model beats" if dp < 0.135 else "the best DP model is not below")
+
+
+@pytest.mark.parametrize("dp", [0.10, 0.135, 0.196])
+def test_c7_on_a_paper_dataset_confirms_or_refutes(dp):
+    claim, numbers = CLAIMS["C7"], _c7_numbers("electricity", dp)
+    word, _ = claim.rule(numbers)
+    assert word == ("confirmed" if dp < 0.135 else "refuted")
+    text = verdict_text(word, numbers["cells"], claim.data(numbers))
+    assert text == f"{word} on electricity (the quick grid, 1 of 2 cells)"
+
+
+def test_c7_not_evaluated_without_evidence():
+    numbers = {"dataset": "m1-yearly", "evidence": None}
+    assert CLAIMS["C7"].rule(numbers)[0] == "not evaluated"
+    assert verdict_text("not evaluated", cells(0, 2), "M1 yearly") == "not evaluated on M1 yearly (0 of 2 cells)"
+
+
+def test_c7_second_verdict_is_the_papers_tables_naming_electricity():
+    """The paper's own tables, by the same rule: refuted, naming electricity at ε = 0.25 and 0.5 and the cells."""
+    (other,) = CLAIMS["C7"].other_verdicts(_c7_numbers("m1-yearly", 0.18))
+    assert other.source == "the paper's reported tables" and other.verdict == "refuted"
+    assert other.verdict_text == ("refuted on the paper's own Table 1 and appendix tables (electricity at ε = 0.25, "
+                                  "0.5; 36 DP cells at ε ≤ 1 of 3 tables)")
+    assert "dlinear 0.076" in other.reason and "autoets 0.064" in other.reason
+
+
+def test_the_summary_shows_both_c7_lines():
+    """The report's first screen: C7's measured verdict on M1 and, under it, the paper's-table verdict."""
+    from tsdp.reports.render import _summary
+
+    claim = CLAIMS["C7"]
+    numbers = _c7_numbers("m1-yearly", 0.18)
+    word, reason = claim.rule(numbers)
+    entry = {"id": "C7", "statement": claim.statement, "verdict": word, "reason": reason,
+             "verdict_text": verdict_text(word, numbers["cells"], claim.data(numbers)),
+             "other_verdicts": [o.as_dict() for o in claim.other_verdicts(numbers)]}
+    (table,) = [b for b in _summary({"claims": [entry]}) if b[0] == "table"]
+    assert [r[:2] for r in table[2]] == [
+        ["C7", "not reproduced on M1 yearly (the quick grid, 1 of 2 cells)"],
+        ["C7 (the paper's reported tables)", entry["other_verdicts"][0]["verdict_text"]]]
+
+
+def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch):
+    """C7's results.json entry from its grid (training replaced by fixed results, baselines by M1's): the quick
+    grid judges 2 of the full grid's 4 DP cells (2 models × ε ∈ {0.5, 1}); a capped cell is marked; both verdicts
+    are there."""
+    import math
+
+    from tsdp.attacks.experiment import table
+    from tsdp.attacks.experiment.cells import CellResult
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    def fake_grid(cells, settings):
+        crps = {0.5: 0.75, 1.0: 0.69, math.inf: 0.14}
+        return [CellResult(c.key, c.model, c.epsilon, c.seed_index, c.level, c.top, 0, 8.0,
+                           210 if c.epsilon >= 1 else 70, 10.0 if c.epsilon >= 1 else 70 / 21,
+                           None if math.isinf(c.epsilon) else min(c.epsilon, 0.8807),
+                           "T6", crps[c.epsilon], crps[c.epsilon], 1, 0.0, "cpu") for c in cells], {"seconds": 0.0}
+
+    monkeypatch.setattr(table, "run_grid", fake_grid)
+    monkeypatch.setattr(table, "baseline_crps_of", lambda settings: {"seasonal-naive": 0.2049, "autoets": 0.1352})
+    entry = CLAIMS["C7"].evaluate(DEFAULT_CONFIG, quick=True)
+    assert entry["verdict"] == "not reproduced"
+    assert entry["verdict_text"] == "not reproduced on M1 yearly (the quick grid, 2 of 4 cells)"
+    assert entry["reason"] == ("the best DP model is not below the better baseline, autoets 0.1352, at ε = 0.5: "
+                               "simple-ff (wor) 0.7500; ε = 1: simple-ff (wor) 0.6900 (of 2 ε ≤ 1)")
+    capped = [tuple(r["capped"]) for r in entry["numbers"]["rows"] if r["checkpoint"] == "last"]
+    assert capped == [(False,), (True,), (False,)]
+    assert [o["verdict"] for o in entry["other_verdicts"]] == ["refuted"]

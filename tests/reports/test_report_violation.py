@@ -21,7 +21,7 @@ def fake_results(violations):
                                       "instances": 1, "sigma": 1.0, "top": "wor", "bottom": "wr"},
                            "derived": {}, "theorem": "T6", "kind": "tight", "reason": "T6 is tight",
                            "rows": [{"delta": 1e-5, "steps": 1, "epochs": None, "compositions": 1,
-                                     "epsilon_sound": 3.025, "epsilon_attained": 3.025}]},
+                                     "epsilon_sound": 3.025, "epsilon_attained": 3.025, "construction": "T6"}]},
             "claims": [], "consistency": {"summary": {"pass": 1, "fail": 0, "finding": 0, "total": 1},
                                           "elapsed_s": 1.0, "theorems_covered": [], "failures_and_findings": []},
             "tightness": {"audit_status": "ran", "bounds": [], "delta": 1e-3, "trials": 5000, "composed_trials": 0,
@@ -57,6 +57,15 @@ def test_first_screen_says_so():
     assert ok and ok[0][1] is True and "No privacy violation" in ok[0][2]
 
 
+def test_the_epsilon_table_names_its_theorem_construction_and_scheme():
+    """The first screen's ε table: the sound column names its theorem, the attained column the construction pair
+    that reaches it and the scheme it runs on (the accounting rows' construction, the configuration's levels)."""
+    (table,) = [x for x in blocks(fake_results([])) if x[0] == "table" and x[1][0] == "schedule"]
+    assert table[1][2:] == ["ε sound (T6, upper) at δ = 1e-05",
+                            "ε attained (lower; T6 construction, wor/wr, λ = 1) at δ = 1e-05"]
+    assert table[2] == [["1 step", 1, "3.025", "3.025"]]
+
+
 @pytest.mark.slow
 def test_a_planted_noise_bug_fails_the_real_report(tmp_path, monkeypatch, capsys):
     """The whole seam with real components: the quick report's audits run the real loop with its noise
@@ -76,3 +85,18 @@ def test_a_planted_noise_bug_fails_the_real_report(tmp_path, monkeypatch, capsys
     assert results["violation"] is True and results["violations"]
     assert "PRIVACY VIOLATION" in (out / "report.md").read_text()
     assert "PRIVACY VIOLATION" in capsys.readouterr().err
+
+
+def test_the_printed_summary_has_both_c7_lines(tmp_path, monkeypatch, capsys):
+    """`tsdp report`'s lines: the claim's measured verdict and, under it, each other verdict with its source."""
+    claim = {"id": "C7", "verdict_text": "not reproduced on M1 yearly (the quick grid, 2 of 4 cells)",
+             "reason": "the best DP model is not below the better baseline, autoets 0.1352, at ε = 0.5",
+             "other_verdicts": [{"source": "the paper's reported tables", "verdict": "refuted",
+                                 "verdict_text": "refuted on the paper's own Table 1 and appendix tables (electricity)",
+                                 "reason": "refuted on electricity"}]}
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: {**fake_results([]), "claims": [claim]})
+    assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index(f"C7: {claim['verdict_text']} - {claim['reason']}")
+    assert lines[at + 1] == ("C7 (the paper's reported tables): refuted on the paper's own Table 1 and appendix "
+                             "tables (electricity) - refuted on electricity")

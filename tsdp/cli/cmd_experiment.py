@@ -102,7 +102,8 @@ def add_parsers(sub, command) -> None:
         _check(args)
         from tsdp.attacks.data.benchmarks import dataset_names, split_for
         from tsdp.attacks.experiment.grid import GridSettings, plan
-        from tsdp.attacks.experiment.table import NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of, run_grid
+        from tsdp.attacks.experiment.table import (NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of, run_grid,
+                                                   same_runs)
         from tsdp.attacks.montecarlo.shards import check_cluster
 
         if args.dataset is not None and args.dataset not in dataset_names():
@@ -121,7 +122,7 @@ def add_parsers(sub, command) -> None:
                                 device=args.device, discretization=args.discretization, seed=args.seed)
         import sys
 
-        from tsdp.attacks.experiment.cells import load_done
+        from tsdp.attacks.experiment.cells import epochs_cap, load_done
         from tsdp.attacks.experiment.estimate import estimate
 
         pending = [c for c in cells if load_done(out, c, settings) is None]
@@ -130,11 +131,11 @@ def add_parsers(sub, command) -> None:
         results, info = run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster,
                                  progress=True)
         baselines = baseline_crps_of(settings)
-        rows = rows_of(results)
-        c7 = claim_c7(rows, baselines)
-        best = best_cells(rows, baselines)
+        rows = rows_of(results, epochs_cap(settings))
+        c7 = claim_c7(rows, baselines, name)
+        best, same = best_cells(rows, baselines), same_runs(rows)
         payload = {"dataset": split.spec.as_dict(), "split": split.as_dict(),
-                   "rows": [r.as_dict() for r in rows],
+                   "rows": [r.as_dict() for r in rows], "same_runs": [x.as_dict() for x in same],
                    "baselines": baselines, "best": [b.as_dict() for b in best], "claim_c7": c7.as_dict(),
                    "cells": [with_note(r.as_dict(), "epsilon", NO_DP) for r in results],
                    "settings": settings.as_dict(), "run": info,
@@ -142,10 +143,8 @@ def add_parsers(sub, command) -> None:
         if args.json:
             print(dumps(payload))
             return 0
-        print(render_table(rows, baselines, best, split, args))
-        print(f"claim C7 ({c7.statement}): {c7.verdict}" + (
-            "" if c7.margin is None else f"; best DP model vs best baseline {c7.best_baseline:.4f}, worst margin "
-            f"over ε ≤ 1 {c7.margin:+.4f}"))
+        print(render_table(rows, baselines, best, same, split, args))
+        print(f"claim C7 ({c7.statement}): {c7.line()}")
         print(f"{info['cells']} cells ({info['resumed']} resumed from {out}), {info.get('seconds', 0):.1f} s on "
               f"{info.get('executor')} ({args.workers} worker(s))")
         return 0
@@ -200,14 +199,26 @@ def _check_out(out: str) -> None:
         raise UsageError(f"invalid --out: folder {out} is not writable")
 
 
+CAPPED_MARK = "†"
+"""After a cell whose run stopped at its epochs cap before its budget (ε spent < ε)."""
+
+
 def _cell_text(row, mark: str = "") -> str:
-    """mean ± std of a table cell; '-' when not run, 'no step' when its budget bought no training step; ``mark``
-    after it (the w and label-noise tables' '*' for the paper's bold, or ' ')."""
+    """mean ± std of a table cell; '-' when not run, 'no step' when its budget bought no training step; '†' after
+    it when a seed stopped at the epochs cap before its budget, then ``mark`` (the w and label-noise tables' '*' for
+    the paper's bold, or ' ')."""
     if row is None:
         return "-" + mark
     if not any(row.steps):
         return "no step" + mark
-    return f"{row.crps_mean:.3f} ± {row.crps_std:.3f}" + mark
+    return f"{row.crps_mean:.3f} ± {row.crps_std:.3f}" + (CAPPED_MARK if any(row.capped) else "") + mark
+
+
+def _same_run_notes(level: str, same) -> List[str]:
+    """One line per column of the table that repeats another column's runs (:func:`same_runs`)."""
+    return [f"{_column_label(level, x.column)} [= {_column_label(level, x.same_as)}]: the same training runs as "
+            f"{_column_label(level, x.same_as)} (same seeds, same steps: " + ", ".join(
+                f"{MODEL_LABELS[m]} {'/'.join(map(str, steps))}" for m, steps in x.steps) + ")" for x in same]
 
 
 def _column_label(level: str, value: float) -> str:
@@ -230,10 +241,12 @@ def _block_title(level: str, top: str, epsilon: float, rows) -> str:
     return f"{level}, top level {top}, {budget} ({covered}; *: best per w, baselines included, the paper's bold)"
 
 
-def render_table(rows, baselines, best, split, args) -> str:
+def render_table(rows, baselines, best, same, split, args) -> str:
     """The paper's layout: one table per (level, top level), and per ε for the w and label-noise levels; models ×
     columns (ε for 1-event, w for w-event and w-user, σ_F for label-noise), mean ± std; baselines below; the
-    paper's bold cells of the w and label-noise tables marked '*' (``best``, :func:`best_cells`)."""
+    paper's bold cells of the w and label-noise tables marked '*' (``best``, :func:`best_cells`); cells stopped at
+    the epochs cap before their budget marked '†'; a column that repeats another's runs (``same``,
+    :func:`same_runs`) headed '[= ...]' and said so below."""
     lines: List[str] = [f"dataset {split.spec.name}: {split.train.N} training series, {split.test.count} test windows, "
                         f"L_F = {split.spec.forecast_length}, L_C = {split.spec.context_length}; δ = {args.delta:g}"]
     blocks = {}
@@ -243,6 +256,8 @@ def render_table(rows, baselines, best, split, args) -> str:
     for (level, top, epsilon), rs in blocks.items():
         columns = list(dict.fromkeys(r.column for r in rs))
         marked = level != "1-event"
+        repeats = [x for x in same if (x.level, x.top, x.epsilon) == (level, top, epsilon)]
+        repeated = {x.column: x.same_as for x in repeats}
 
         def mark(model, column):
             if not marked:
@@ -250,8 +265,9 @@ def render_table(rows, baselines, best, split, args) -> str:
             return "*" if (level, top, epsilon, model, column) in bold else " "
 
         lines += ["", _block_title(level, top, epsilon, rs),
-                  "model".ljust(20) + "".join((_column_label(level, c) + (" " if marked else "")).rjust(22)
-                                              for c in columns)]
+                  "model".ljust(20) + "".join((_column_label(level, c) + (
+                      f" [= {_column_label(level, repeated[c])}]" if c in repeated else "")
+                      + (" " if marked else "")).rjust(22) for c in columns)]
         for checkpoint in ("last", "selected"):
             for model in args.models:
                 cell = {r.column: r for r in rs if r.model == model and r.checkpoint == checkpoint}
@@ -262,11 +278,16 @@ def render_table(rows, baselines, best, split, args) -> str:
         for name, value in baselines.items():
             lines.append(MODEL_LABELS[name].ljust(20) + "".join((f"{value:.3f}" + mark(name, c)).rjust(22)
                                                                 for c in columns))
+        notes = _same_run_notes(level, repeats)
+        if any(any(r.capped) for r in rs):
+            notes.insert(0, f"{CAPPED_MARK}: stopped at the epochs cap before its budget (ε spent < ε)")
+        lines += [""] + notes if notes else []
     steps = [r for r in rows if r.checkpoint == "last"]
     lines.append("")
     lines.append("steps per seed and sound ε spent: " + "; ".join(
         f"{MODEL_LABELS[r.model]} ε={NO_NOISE if math.isinf(r.epsilon) else format(r.epsilon, 'g')}"
         + ("" if r.level == "1-event" else " " + _column_label(r.level, r.column).replace(" = ", "="))
         + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {r.epsilon_spent[0]:.4f}")
+        + (f" < {r.epsilon:g} (epochs cap)" if r.capped[0] else "")
         for r in steps[:8]) + (" ..." if len(steps) > 8 else ""))
     return "\n".join(lines)

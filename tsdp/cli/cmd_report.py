@@ -75,6 +75,8 @@ def add_parsers(sub, command) -> None:
                 f"ε={r['epsilon_sound']:.4g}" for r in results["accounting"]["rows"][:5]))
             for c in results["claims"]:
                 print(f"{c['id']}: {c['verdict_text']} - {c['reason']}")
+                for o in c.get("other_verdicts", []):
+                    print(f"{c['id']} ({o['source']}): {o['verdict_text']} - {o['reason']}")
             s = results["consistency"]["summary"]
             print(f"verify --quick: {s['pass']} pass, {s['fail']} fail, {s['finding']} finding; "
                   f"audits: {results['tightness']['audit_status']}")
