@@ -11,8 +11,9 @@ import argparse
 import sys
 from typing import Iterator, List, Tuple
 
-#: columns of the help text on the page (argparse otherwise reads the terminal's width)
-WIDTH = 100
+#: columns of the help text on the page (argparse otherwise reads the terminal's width): what fits the
+#: manual's content column beside its navigation
+WIDTH = 76
 
 HEADER = """# Command-line reference
 
