@@ -59,5 +59,5 @@ def render(folder: pathlib.Path = FOLDER) -> str:
 
 def on_page_markdown(markdown: str, page, **kwargs) -> str:
     if MARKER in markdown:
-        return markdown.replace(MARKER, render())
+        return markdown.replace(MARKER, f'<div class="wide-output" markdown>\n\n{render()}\n</div>')
     return markdown

@@ -54,11 +54,35 @@ def test_api_source_lays_out_the_installed_package(tmp_path):
     assert not list(tree.rglob("__pycache__"))
 
 
-def test_docstring_roles_become_markdown_code():
+def test_docstring_roles_become_optional_links_by_importable_name():
     roles = _hook("docstring_roles")
     text = "Uses :func:`tsdp.verify.accounting.epsilon` and ``sigma``; see :mod:`~verify.pld`::\n\n    code\n"
-    assert roles.markdown(text) == "Uses `tsdp.verify.accounting.epsilon` and `sigma`; see `verify.pld`:\n\n    code\n"
-    assert roles.markdown(":class:`Verdict`\\ s") == "`Verdict`s"
+    assert roles.markdown(text) == (
+        'Uses <autoref identifier="tsdp.verify.accounting.epsilon" optional><code>tsdp.verify.accounting.epsilon'
+        '</code></autoref> and `sigma`; see <autoref identifier="tsdp.verify.pld" optional><code>pld</code>'
+        "</autoref>:\n\n    code\n")
+    assert roles.markdown(":class:`~Verdict`\\ s") == (
+        '<autoref identifier="Verdict" optional><code>Verdict</code></autoref>s')
+    # a repository path links by its installed name; a bare name through the docstring's scope
+    assert roles.importable("attacks.canary.evidence.pool") == "tsdp.attacks.canary.evidence.pool"
+    scope = {"ConfigError": "tsdp.theorems.config.ConfigError"}
+    assert roles.importable("ConfigError.name", scope.__getitem__) == "tsdp.theorems.config.ConfigError.name"
+    assert roles.importable("numpy.ndarray", scope.__getitem__) == "numpy.ndarray"  # unresolved: as given
+
+
+def test_the_built_reference_links_its_cross_references():
+    """The griffe extension on the real source: a role in a public docstring resolves to its reference entry."""
+    griffe = pytest.importorskip("griffe")
+    roles = _hook("docstring_roles")
+    tree = _hook("api_source").lay_out(ROOT, ROOT / "build" / "api-src-test")
+    try:
+        module = griffe.load("tsdp.testing.check", search_paths=[str(tree)], resolve_aliases=False)
+        rendered = roles.markdown(module.docstring.value, module.resolve)
+    finally:
+        import shutil
+
+        shutil.rmtree(tree, ignore_errors=True)
+    assert '<autoref identifier="tsdp.theorems.config.TrainingConfig" optional>' in rendered
 
 
 def _nav_pages(node) -> list:
@@ -88,3 +112,9 @@ def test_readme_links_into_the_manual_resolve():
     readme = (ROOT / "README.md").read_text()
     links = re.findall(r"\]\((docs/[^)#]+)", readme)
     assert links and all((ROOT / link).is_file() for link in links), [l for l in links if not (ROOT / l).is_file()]
+
+
+def test_the_examples_page_shows_every_example_script():
+    page = (DOCS / "examples.md").read_text()
+    scripts = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
+    assert scripts and all(f'--8<-- "examples/{name}"' in page for name in scripts), scripts
