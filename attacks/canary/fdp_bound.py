@@ -424,16 +424,28 @@ def ceilings(m: int, delta: float, confidence: float = 0.95, *, analyses: Sequen
             for a in analyses if a != "claimed"}
 
 
+def _ranked_families(analyses: Sequence[str]) -> tuple:
+    """The families a perfect ranking's ε is computed from: "dp" alone where the analyses run it, else "steinke".
+
+    The certified ε is the larger of the two, so one of them is a **lower** bound on it. On a perfect ranking the
+    f-DP test's "dp" bound was never below Steinke et al.'s (m = 20 to 20000, the default guess grid:
+    tests/attacks/test_fdp_bound.py checks it), and it costs a fraction: Steinke et al.'s p-value sums a binomial
+    window of up to 4096 terms per (k, correct) pair, thousands of pairs at m = 10^7 (minutes for a plan)."""
+    return ("dp",) if "dp" in analyses else tuple(a for a in ("steinke",) if a in analyses)
+
+
 def _ranked_epsilon(m: int, n: np.ndarray, sets: np.ndarray, delta: float, share: dict,
-                    analyses: Sequence[str]) -> np.ndarray:
-    """ε(n) of a perfect ranking with n included (:func:`perfect_ranking`): the larger of the "dp" and "steinke" bounds
-    over ``sets``, each bound computed once per distinct (k, correct) pair (they depend on nothing else)."""
+                    analyses: Sequence[str], families: Optional[Sequence[str]] = None) -> np.ndarray:
+    """ε(n) of a perfect ranking with n included (:func:`perfect_ranking`): the largest bound of ``families``
+    (default :func:`_ranked_families`; ("dp", "steinke") is the certified ε itself) over ``sets``, a **lower** bound
+    on what :func:`certify` reports, each bound computed once per distinct (k, correct) pair (they depend on nothing
+    else)."""
     counts = np.minimum(sets[:, 0], n[:, None]) + np.minimum(sets[:, 1], m - n[:, None])
     pairs, inverse = np.unique(np.stack([np.broadcast_to(sets.sum(axis=1), counts.shape).ravel(), counts.ravel()], 1),
                                axis=0, return_inverse=True)
     best = np.zeros(len(pairs))
-    for a in analyses:
-        if a in ("dp", "steinke"):
+    for a in (_ranked_families(analyses) if families is None else families):
+        if a in ("dp", "steinke") and a in analyses:
             best = np.maximum(best, _family_bound(a, m, pairs[:, 0], pairs[:, 1], share[a] / len(sets), delta))
     return best[inverse.reshape(-1)].reshape(counts.shape).max(axis=1)
 
@@ -458,6 +470,23 @@ def perfect_ranking(m: int, delta: float, confidence: float = 0.95, *,
             "probability": binom.pmf(n, m, 0.5)}
 
 
+def _band_reach(m: int, quantile: float) -> int:
+    """The smallest D (of the parity of m, at most m) with P[|2N - m| <= D] >= 1 - ``quantile``, N ~ Binomial(m, 1/2),
+    by bisection over D (the probability grows with D): two binomial CDFs a step, not one per D."""
+    from scipy.stats import binom
+
+    def covered(distance: int) -> bool:
+        return binom.cdf((m + distance) // 2, m, 0.5) - binom.cdf((m - distance) // 2 - 1, m, 0.5) >= 1 - quantile
+
+    lo, hi = 0, m // 2  # D = m % 2 + 2 * index
+    if not covered(m % 2 + 2 * hi):
+        return m % 2 + 2 * hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if covered(m % 2 + 2 * mid) else (mid + 1, hi)
+    return m % 2 + 2 * lo
+
+
 def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, quantile: float = 0.1, *,
                              analyses: Sequence[str] = ("dp", "gdp", "steinke"),
                              sets: Optional[np.ndarray] = None) -> float:
@@ -468,9 +497,7 @@ def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, qua
     from scipy.stats import binom
 
     sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
-    distance = np.arange(m % 2, m + 1, 2)  # |2n - m| has the parity of m
-    near = binom.cdf((m + distance) // 2, m, 0.5) - binom.cdf((m - distance) // 2 - 1, m, 0.5)
-    reach = distance[min(np.searchsorted(near, 1 - quantile), len(distance) - 1)]
+    reach = _band_reach(m, quantile)
     n = np.arange((m - reach) // 2, (m + reach) // 2 + 1)
     return float(_ranked_epsilon(m, n, sets, delta, _shares(list(analyses), confidence), analyses).min())
 

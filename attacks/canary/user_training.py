@@ -402,6 +402,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     check_can_limit(timeout)
     certifier = _certifier(analysis)
     span_entries = check_int("span_entries", span_entries, 1)
+    check_claimed_curve(canary, analysis, config)
     task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip,
                      scale=gradient_scale, timeout=timeout, span_entries=span_entries, progress=progress)
     task.check()
@@ -416,6 +417,26 @@ def tests_claimed_curve(canary: str, analysis: str) -> bool:
     """Whether the audit tests the run's claimed trade-off curve: gradient canaries (the optimizer's steps are
     seen) under the f-DP certifier (the only one that takes a curve)."""
     return canary == "gradient" and analysis == "fdp"
+
+
+def check_claimed_curve(canary: str, analysis: str, config: TrainingConfig) -> None:
+    """Before any training: ConfigError naming ``top`` when the analysis tests the claimed curve
+    (:func:`tests_claimed_curve`) and tsdp has no sound **upper** bound for ``config``'s scheme to draw it from
+    (:func:`tsdp.theorems.registry.select_bound` refuses: a Poisson top level, pooled windows with k > 1), naming
+    the analysis that needs none (Steinke et al.'s bound, ``analysis="steinke"``)."""
+    from tsdp.theorems.errors import TheoremError
+    from tsdp.theorems.registry import select_bound
+
+    if not tests_claimed_curve(canary, analysis):
+        return
+    try:
+        select_bound(config)
+    except TheoremError as exc:
+        reason = str(exc).split(";")[0].split(": ")[0]  # the scheme's reason, not the advice of another command
+        raise ConfigError("top", f"the f-DP test checks the claimed trade-off curve, tsdp's sound ε of the "
+                                 f"configuration, which it cannot draw: {reason}; audit this scheme with "
+                                 f"analysis='steinke' (Steinke et al.'s bound needs no claimed curve)",
+                          config.top) from None
 
 
 def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_run: dict):

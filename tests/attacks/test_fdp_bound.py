@@ -310,6 +310,32 @@ def test_the_ceiling_bounds_a_perfect_ranking(m):
     assert max(F.ceilings(m, 1e-5, 0.95).values()) >= F.perfect_ranking_quantile(m, 1e-5, 0.95)
 
 
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 3000), quantile=st.floats(1e-6, 1 - 1e-6))
+def test_the_band_of_numbers_included_is_the_narrowest_with_its_mass(m, quantile):
+    """_band_reach by bisection equals the first D of the full table of P[|2N - m| <= D] (N ~ Binomial(m, 1/2)) to
+    reach 1 - quantile: the plan's band without a CDF per possible D (5e6 of them at m = 10^7)."""
+    distance = np.arange(m % 2, m + 1, 2)
+    near = stats.binom.cdf((m + distance) // 2, m, 0.5) - stats.binom.cdf((m - distance) // 2 - 1, m, 0.5)
+    assert F._band_reach(m, quantile) == distance[min(np.searchsorted(near, 1 - quantile), len(distance) - 1)]
+
+
+@pytest.mark.parametrize("m", [20, 100, 1000])
+def test_a_perfect_ranking_from_the_f_dp_family_alone_is_the_certified_value(m):
+    """The plan's perfect ranking takes the f-DP family alone: a lower bound on the larger of it and Steinke et al.'s
+    (what certify reports), and equal to it on the default grid (Steinke et al.'s p-value, the costly one, never
+    wins on a perfect ranking)."""
+    sets = F.guess_grid(m)
+    n = np.arange(m // 2 - 3, m // 2 + 4)
+    analyses = ("dp", "gdp", "steinke", "claimed")
+    share = F._shares(list(analyses), 0.95)
+    both = F._ranked_epsilon(m, n, sets, 1e-5, share, analyses, families=("dp", "steinke"))
+    fast = F._ranked_epsilon(m, n, sets, 1e-5, share, analyses)
+    steinke = F._ranked_epsilon(m, n, sets, 1e-5, share, analyses, families=("steinke",))
+    assert np.all(fast <= both) and np.array_equal(fast, both) and np.all(steinke <= fast)
+    assert F._ranked_families(("steinke",)) == ("steinke",)  # --analysis steinke: its own family
+
+
 def test_plan_a_claim_above_every_ceiling_needs_no_ranking(monkeypatch):
     """A claim no m ≤ m_max can certify (ε = 1e308; every ceiling stays below 100) is answered None from the ceilings
     alone: a perfect ranking of 10^6 canaries takes minutes."""

@@ -47,6 +47,10 @@ class Zero:
 
 def no_optimizer(series):
     return Zero()
+
+
+def must_not_run(series):
+    raise RuntimeError("the training ran")
 '''
 
 
@@ -145,3 +149,36 @@ def test_a_train_that_swallows_the_stop_ends_the_process(user_module, tmp_path):
     proc, _ = _subprocess(tmp_path, _audit_fn(user_module, "swallows", "--canary", "spike", "--timeout", "1"), mark)
     assert proc.returncode == 2 and "kept running" in error_line(proc.stderr), proc.stderr[-1500:]
     assert _ours(mark) == []
+
+
+@pytest.mark.parametrize("flag,value", [("--timeout", "nan"), ("--timeout", "-1"), ("--timeout", "inf"),
+                                        ("--workers", "1000"), ("--workers", "0")])
+def test_plan_checks_the_flags_it_does_not_use(flag, value):
+    """--plan trains nothing, yet a bad --timeout or --workers is still one line naming it (not silently accepted)."""
+    outcome = run_case(["audit-fn", "--plan", "--canaries", "100", "--delta", "1e-5", flag, value], 60)
+    assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])
+    assert flag in error_line(outcome.err)
+
+
+@pytest.mark.parametrize("scheme", [["--top", "poisson"], ["--top", "pooled"]])
+@pytest.mark.parametrize("runs", ["1", "2"])
+def test_a_scheme_without_a_claimed_curve_is_refused_before_training(user_module, scheme, runs):
+    """The f-DP test needs tsdp's sound ε as the claimed curve; a Poisson top level and pooled windows (k = 2 here)
+    have none. The refusal comes before the train runs and names the analysis that works."""
+    outcome = run_case(_audit_fn(user_module, "must_not_run", *scheme, "--runs", runs), 60)
+    assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])
+    line = error_line(outcome.err)
+    assert line.startswith("tsdp audit-fn: error: invalid --top:") and "--analysis steinke" in line, line
+    assert "the training ran" not in outcome.err and "--theorem" not in line
+
+
+def test_the_api_refuses_a_scheme_without_a_claimed_curve_before_training():
+    from tsdp import TrainingConfig
+    from tsdp.attacks.canary.user_training import audit_training
+    from tsdp.theorems.config import ConfigError
+
+    calls = []
+    with pytest.raises(ConfigError, match="analysis='steinke'"):
+        audit_training(lambda series: calls.append(1), [[0.0] * 30] * 16, TrainingConfig(N=16, L=30, batch_size=4,
+                       top="poisson"), canaries=10, delta=1e-5)
+    assert calls == []

@@ -217,8 +217,13 @@ def add_parsers(sub, command) -> None:
     @command("audit-fn")
     def cmd_audit_fn(args) -> int:
         check_delta(args.delta)  # the other values are checked by audit_training, before any training
-        if args.runs < 1 or args.workers < 1:
-            raise UsageError(f"invalid --runs/--workers: must be >= 1 (got {args.runs}, {args.workers})")
+        from tsdp.attacks.canary.time_limit import check_timeout
+        from tsdp.verify.cpus import check_workers
+
+        if args.runs < 1:
+            raise UsageError(f"invalid --runs: must be >= 1 (got {args.runs})")
+        check_workers("workers", args.workers)  # with --plan too: a flag is checked whether or not it is used
+        check_timeout(args.timeout)
         if args.plan:
             planned = _plan(args)
             print(dumps(planned) if args.json else _plan_human(planned))
@@ -228,9 +233,11 @@ def add_parsers(sub, command) -> None:
         if args.steps is not None or args.parameters is not None:
             raise UsageError("invalid --steps/--parameters: they go with --plan")
         config = config_from_args(args)
+        from tsdp.attacks.canary.user_training import audit_training, check_claimed_curve, make_task
+
+        check_claimed_curve(args.canary, args.analysis, config)  # before the train is loaded and run
         train = load_entry_point(args.train, "--train")
         loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
-        from tsdp.attacks.canary.user_training import audit_training, make_task
 
         data = data_from_args(args, config, seed=args.seed)
         from tsdp.attacks.canary.data_span import MAX_ENTRIES
