@@ -9,8 +9,12 @@ swallows even that (``except BaseException`` in a loop) for :data:`HARD_EXIT_S` 
 cannot be stopped from inside the process: the process then ends its children, writes one line
 to stderr and exits with status 2 (in a worker process of a multi-run audit, the worker dies and
 its run fails). A blocking call of Python's
-(``time.sleep``, a lock, a queue, a socket) is interrupted; a single long C routine (one big
-torch operation) ends first. When the limit strikes, the processes the block started that are
+(``time.sleep``, a lock, a queue, a socket) is interrupted; a single long C routine that holds the
+interpreter (``sum(range(10**12))``) lets no handler run until it returns: only another process can
+stop it. :func:`supervised` runs a command in a child process watched by its parent, which is what
+the caller waits on; the child tells the parent when a limited block starts and ends, and a block
+still open :data:`STUCK_S` after the hard exit would have struck is ended from outside, with
+every process of the child. When the limit strikes, the processes the block started that are
 still alive (a DataLoader's workers, a ``multiprocessing`` pool, ``subprocess`` children), and what they started in
 turn, are terminated, then killed after :data:`attacks.montecarlo.processes.GRACE_S`
 (:func:`attacks.montecarlo.processes.end`): nothing of the stopped code keeps running.
@@ -19,10 +23,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Optional
+from typing import Callable, Optional
 
 from tsdp.attacks.montecarlo.processes import children, end
 from tsdp.theorems.config import ConfigError, check_real
@@ -38,6 +43,96 @@ TIMEOUT_MIN = 1e-3
 
 TIMEOUT_MAX = 1e7
 """The largest time limit in seconds (115 days; setitimer's range is far above)."""
+
+
+STUCK_S = 2.0
+"""Seconds past ``limit + HARD_EXIT_S`` after which :func:`supervised`'s parent ends a child whose limited block is
+still open: its alarm could not run (one long C routine holding the interpreter)."""
+
+_heartbeat: Optional[int] = None
+"""In a :func:`supervised` child: the pipe to the parent, told ``S<seconds>`` when a limited block starts and ``E``
+when it ends; None elsewhere."""
+
+
+def _tell(message: str) -> None:
+    if _heartbeat is not None:
+        try:
+            os.write(_heartbeat, message.encode())
+        except OSError:  # the parent is gone: nothing to tell
+            pass
+
+
+def _real_stdio() -> bool:
+    """Whether this process writes to real file descriptors (a command run from a shell or a subprocess), not to
+    streams a caller swapped in (a test's ``redirect_stdout``): a forked child's writes reach only real ones."""
+    try:
+        return (sys.stdout is sys.__stdout__ and sys.stderr is sys.__stderr__
+                and sys.stdout.fileno() >= 0 and sys.stderr.fileno() >= 0)
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def supervised(work: Callable[[], int], seconds: Optional[float], on_stuck: Callable[[float], int]) -> int:
+    """``work()``'s exit code, with ``work`` stoppable even inside one long C routine.
+
+    With a limit, POSIX ``fork`` and real standard streams, ``work`` runs in a forked child that ends with its exit
+    code (``os._exit``: it never returns into the caller); the parent watches the limited blocks the child enters
+    (:func:`time_limit`). A block still open ``seconds + HARD_EXIT_S + STUCK_S`` after it started (its alarm never
+    ran) ends the child with every process below it, and the parent returns ``on_stuck(seconds)`` (which says so in
+    one line). Otherwise, and without a limit, ``work()`` runs in this process as it is.
+    """
+    if seconds is None or not hasattr(os, "fork") or not _real_stdio():
+        return work()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the work, then out, whatever happens
+        global _heartbeat
+        os.close(read)
+        _heartbeat, code = write, 1
+        try:
+            code = work()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(code if isinstance(code, int) else 1)
+    os.close(write)
+    return _watch(pid, read, on_stuck)
+
+
+def _watch(pid: int, read: int, on_stuck: Callable[[float], int]) -> int:
+    """The parent of :func:`supervised`: the child's exit code, or ``on_stuck`` once a limited block overstays."""
+    import select
+
+    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the child, which ends the command
+    blocks, buffer = [], b""  # (started, seconds) of each open limited block, outermost first
+    try:
+        while True:
+            ready, _, _ = select.select([read], [], [], 0.1)
+            if ready:
+                chunk = os.read(read, 4096)
+                if not chunk:  # the child closed its end: it has exited
+                    _, status = os.waitpid(pid, 0)
+                    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+                buffer += chunk
+                *messages, buffer = buffer.split(b"\n")
+                for message in messages:
+                    if message.startswith(b"S"):
+                        blocks.append((time.monotonic(), float(message[1:])))
+                    elif message == b"E" and blocks:
+                        blocks.pop()
+            overdue = [limit for started, limit in blocks
+                       if time.monotonic() - started > limit + HARD_EXIT_S + STUCK_S]
+            if overdue:
+                end({pid: None})
+                return on_stuck(overdue[-1])
+    finally:
+        os.close(read)
+        signal.signal(signal.SIGINT, interrupt)
 
 
 class Expired(BaseException):
@@ -91,15 +186,17 @@ def time_limit(seconds: Optional[float]):
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE_S)
+    _tell(f"S{seconds!r}\n")
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        _tell("E\n")
         if fired:
             end({pid: p for pid, p in children().items() if pid not in before})
         if outer[0] > 0:  # an outer limit keeps its remaining time
             signal.setitimer(signal.ITIMER_REAL, max(1e-3, outer[0] - (time.monotonic() - started)), outer[1])
 
 
-__all__ = ["Expired", "check_can_limit", "check_timeout", "time_limit"]
+__all__ = ["Expired", "check_can_limit", "check_timeout", "supervised", "time_limit"]

@@ -51,6 +51,10 @@ def no_optimizer(series):
 
 def must_not_run(series):
     raise RuntimeError("the training ran")
+
+
+def holds_the_interpreter(series):
+    return sum(range(10 ** 13))  # one C routine: no signal handler runs until it returns
 '''
 
 
@@ -182,3 +186,34 @@ def test_the_api_refuses_a_scheme_without_a_claimed_curve_before_training():
         audit_training(lambda series: calls.append(1), [[0.0] * 30] * 16, TrainingConfig(N=16, L=30, batch_size=4,
                        top="poisson"), canaries=10, delta=1e-5)
     assert calls == []
+
+
+@pytest.mark.parametrize("canary", ["spike", "gradient"])
+def test_timeout_stops_a_train_stuck_in_one_c_routine(user_module, tmp_path, canary):
+    """sum(range(10**13)) holds the interpreter, so the alarm's handler never runs: the command, run as a user runs
+    it, ends the stuck run from its supervising process within limit + hard exit + STUCK_S (+ start-up), one line
+    naming the function and --timeout, exit 2, nothing of it left running."""
+    from tsdp.attacks.canary.time_limit import HARD_EXIT_S, STUCK_S
+
+    mark = uuid.uuid4().hex
+    proc, seconds = _subprocess(tmp_path, _audit_fn(user_module, "holds_the_interpreter", "--canary", canary,
+                                                    "--timeout", "1"), mark)
+    assert proc.returncode == 2, proc.stderr[-1500:]
+    line = error_line(proc.stderr)
+    assert line.startswith("tsdp audit-fn: error: invalid --timeout: your function ") and \
+        f"{user_module}:holds_the_interpreter did not finish within the time limit of 1 s" in line, line
+    assert "Traceback" not in proc.stderr
+    assert seconds < 1 + HARD_EXIT_S + STUCK_S + 30  # the imports of a fresh interpreter on a loaded machine
+    time.sleep(0.5)
+    assert _ours(mark) == []
+
+
+def test_a_supervised_command_keeps_its_exit_code_and_output(user_module, tmp_path):
+    """Under --timeout the command runs in a supervised child: its output and exit code reach the caller unchanged
+    (a finished audit exits 0 and prints its bound; a bad flag found in the child is still one line, exit 2)."""
+    proc, _ = _subprocess(tmp_path, _audit_fn(user_module, "no_optimizer", "--canary", "spike", "--timeout", "60"),
+                          uuid.uuid4().hex)
+    assert proc.returncode == 0 and "ε lower bound" in proc.stdout, proc.stderr[-1500:]
+    proc, _ = _subprocess(tmp_path, _audit_fn(user_module, "no_optimizer", "--timeout", "60", "--confidence", "2"),
+                          uuid.uuid4().hex)
+    assert proc.returncode == 2 and error_line(proc.stderr).startswith("tsdp audit-fn: error: invalid --confidence")

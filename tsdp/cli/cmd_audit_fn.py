@@ -214,7 +214,7 @@ def add_parsers(sub, command) -> None:
     add_data_arguments(p, default="synthetic", what="the series the canaries go into")
     add_config_arguments(p)
 
-    @command("audit-fn")
+    @command("audit-fn", time_limit=lambda args: None if args.plan else args.timeout)
     def cmd_audit_fn(args) -> int:
         check_delta(args.delta)  # the other values are checked by audit_training, before any training
         from tsdp.attacks.canary.time_limit import check_timeout

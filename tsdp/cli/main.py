@@ -29,6 +29,10 @@ from .config_args import CATALOGUE, HelpFormatter, add_config_arguments, check_d
 from .errors import UsageError  # its one home; re-exported here for `from .main import UsageError`
 
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {}
+LIMITED_BY: Dict[str, Callable[[argparse.Namespace], Optional[float]]] = {}
+"""Commands that run a user's code under a time limit: the limit (seconds or None) their arguments set. Such a
+command runs supervised from another process (:func:`tsdp.attacks.canary.time_limit.supervised`), so that code stuck
+in one long C routine is stopped too."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -43,9 +47,12 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {_one_line(message)}\n")
 
 
-def command(name: str):
+def command(name: str, time_limit: Optional[Callable[[argparse.Namespace], Optional[float]]] = None):
+    """Register the handler of sub-command ``name``; ``time_limit(args)``: the limit its user code runs under."""
     def register(fn):
         COMMANDS[name] = fn
+        if time_limit is not None:
+            LIMITED_BY[name] = time_limit
         return fn
 
     return register
@@ -325,6 +332,33 @@ def main(argv: Optional[List[str]] = None) -> int:
     subparser = parser._subparsers._group_actions[0].choices[args.command]  # noqa: SLF001
     args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed: `tsdp bench --json` records its command
     args.typed_flags = {t.split("=", 1)[0] for t in args.argv if t.startswith("--")}
+    limit = LIMITED_BY.get(args.command, lambda _: None)(args)
+    if limit is None:
+        return _run(args, subparser)
+    from tsdp.attacks.canary.time_limit import supervised
+
+    def stuck(seconds: float) -> int:
+        error = StuckError(seconds, getattr(args, "train", None))  # on a line of its own: the child may have been
+        print(f"\ntsdp {args.command}: error: {_message(error, subparser, args.typed_flags)}", file=sys.stderr)  # drawing a bar
+        return 2
+
+    return supervised(lambda: _run(args, subparser), limit, stuck)
+
+
+class StuckError(ValueError):
+    """User code that kept running past its time limit in one routine no signal interrupts (ended from outside)."""
+
+    parameter = "timeout"
+
+    def __init__(self, seconds: float, code: Optional[str] = None):
+        who = f"your function {code}" if code else "your code"
+        super().__init__(f"invalid timeout: {who} did not finish within the time limit of {seconds:g} s and held the "
+                         "interpreter in one long routine (a C call no signal interrupts): it was ended from outside, "
+                         "with every process it started")
+
+
+def _run(args, subparser) -> int:
+    """Run the parsed command; its errors as one line (exit 2)."""
     shown = warnings.showwarning
     warnings.showwarning = _show_warning
     _NOTES.clear()
