@@ -5,7 +5,7 @@ training configuration, the estimate (sound / attained / attained_upper), the gr
 (discretisation, log-mass truncation), the memory ceiling, and the code that computes it.
 All of these make up the key (:func:`key`): the theorem id, ``config.as_dict()``, the
 estimate, the grid, the ceiling, the versions of tsdp, numpy and scipy, and a SHA-256 of
-the source of every module that computes a PLD (``tsdp.theorems``, ``verify/pld.py``,
+the source of every module that computes a PLD (``tsdp.theorems``, ``verify/pld/``,
 ``verify/accountant.py``, this module, and dp-accounting's ``pld`` package), so a code change
 (ours or the library's) never reads an old PLD. Only the catalogue's own bounds are stored, and only while the registry holds
 exactly them: a bound substituted in the registry
