@@ -58,7 +58,7 @@ def test_squaring_path_brackets_the_library(t6, n):
         warnings.simplefilter("ignore", pld.PldCoarsenedWarning)
         sq_sound = pld.compose(sound, n, memory_limit=limit)
         sq_att = pld.compose(att, n, memory_limit=limit)
-    assert max(p.size for p in adapter._pmfs(sq_sound) if p is not None) <= 4000
+    assert max(p.size for p in adapter.pmfs(sq_sound) if p is not None) <= 4000
     lib_sound, lib_att = sound.self_compose(n), att.self_compose(n)
     for delta in (1e-3, 1e-5, 1e-8):
         ls, ss = lib_sound.get_epsilon_for_delta(delta), sq_sound.get_epsilon_for_delta(delta)
@@ -75,7 +75,7 @@ def test_huge_step_count_is_bounded_and_monotone(t6):
         warnings.simplefilter("ignore", pld.PldCoarsenedWarning)
         big = pld.compose(sound, 10**9)
         mid = pld.compose(sound, 10**6)
-    assert max(p.size for p in adapter._pmfs(big) if p is not None) <= pld.MAX_SQUARING_POINTS
+    assert max(p.size for p in adapter.pmfs(big) if p is not None) <= pld.MAX_SQUARING_POINTS
     e_big, e_mid = pld.epsilon_for_delta(big, 1e-5), pld.epsilon_for_delta(mid, 1e-5)
     assert math.isfinite(e_big) and e_big > e_mid > 0
 

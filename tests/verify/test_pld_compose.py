@@ -97,7 +97,7 @@ def test_self_composition_is_the_librarys_up_to_rounding(config, count):
         plan = composition._checked_plan(one, count, 1e-15, pld.resolve_memory_limit())
         assert plan is not None
         ours, theirs = composition._composed(one, count, 1e-15, pld.resolve_memory_limit(), plan), one.self_compose(count)
-        for a, b in zip(adapter._pmfs(ours), adapter._pmfs(theirs)):
+        for a, b in zip(adapter.pmfs(ours), adapter.pmfs(theirs)):
             assert (a is None) == (b is None)
             if a is not None:
                 assert a._infinity_mass == b._infinity_mass
@@ -149,7 +149,7 @@ def test_block_epsilon_reader_equals_one_pass_bit_for_bit(seed):
 def test_block_epsilon_reader_on_the_accountants_plds(count):
     for estimate in ("sound", "attained"):
         one = accountant.one_step_pld(TrainingStepDpEvent(TrainingConfig()), estimate, 1e-3)
-        for pmf in adapter._pmfs(pld.compose(one, count)):
+        for pmf in adapter.pmfs(pld.compose(one, count)):
             if pmf is not None:
                 for delta in (1e-3, 1e-5, 1e-10):
                     assert epsilon._pmf_epsilon(pmf, delta) == _epsilon_in_one_pass(pmf.to_dense_pmf(), delta)
@@ -200,7 +200,7 @@ def test_the_envelope_is_the_maximum_over_the_librarys_self_compositions(config,
     plan = composition._checked_plan(one, count, 1e-15, pld.resolve_memory_limit())
     *_, whole = composition._composed_counts(one, counts, 1e-15, plan)
     direct = composition._composed(one, count, 1e-15, pld.resolve_memory_limit(), plan)
-    for a, b in zip(adapter._pmfs(whole), adapter._pmfs(direct)):
+    for a, b in zip(adapter.pmfs(whole), adapter.pmfs(direct)):
         assert (a._lower_loss, a._infinity_mass) == (b._lower_loss, b._infinity_mass)
         assert np.array_equal(a._probs, b._probs)
     made = lambda: composition._composed_counts(one, counts, 1e-15, plan)  # noqa: E731

@@ -12,7 +12,7 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.hockey_stick import loss_root, orient
 from tsdp.theorems.mixture import MixturePair
 
-from .adapter import _gap
+from . import adapter
 from .grid import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, fit_grid
 from .profile import OneStepProfile, ProfileFn, _chunked, one_step_profile, pair_profile
 
@@ -102,7 +102,7 @@ def _pmf_of_array(discretization: float, lower: int, probs: np.ndarray, infinity
     is made by the library)."""
     from dp_accounting.pld import pld_pmf
 
-    if probs.size <= pld_pmf._MAX_PMF_SPARSE_SIZE:  # noqa: SLF001
+    if probs.size <= adapter.max_sparse_size():
         loss_probs = dict(zip(range(lower, lower + probs.size), probs.tolist()))
         return pld_pmf.create_pmf(loss_probs, discretization, infinity_mass, pessimistic_estimate=pessimistic)
     return pld_pmf.DensePLDPmf(discretization, lower, np.array(probs, dtype=float), infinity_mass, pessimistic)
@@ -168,8 +168,8 @@ def pair_pld(pair: MixturePair, discretization: float = DEFAULT_DISCRETIZATION, 
         return buckets_pmf_optimistic(p, d, log_mass_truncation_bound, memory_limit=memory_limit)
 
     fwd, rev = build(pair, discretization), build(pair.swapped(), discretization)
-    if _gap(fwd) < _gap(rev):
-        fwd = build(pair, _gap(rev))
-    elif _gap(rev) < _gap(fwd):
-        rev = build(pair.swapped(), _gap(fwd))
+    if adapter.gap(fwd) < adapter.gap(rev):
+        fwd = build(pair, adapter.gap(rev))
+    elif adapter.gap(rev) < adapter.gap(fwd):
+        rev = build(pair.swapped(), adapter.gap(fwd))
     return PrivacyLossDistribution(fwd, rev)

@@ -11,7 +11,8 @@ import numpy as np
 
 from tsdp.theorems.config import ConfigError
 
-from .adapter import _from_pmfs, _gap, _pmfs, discretization_of
+from . import adapter
+from .adapter import discretization_of
 from .convolve import _convolve
 from .limits import MAX_SQUARING_POINTS, PldCoarsenedWarning, _progress, max_fft_points, resolve_memory_limit
 from .self_compose import _fft_length, _from_spectrum, _self_compose_pmf, _self_compose_plan, self_convolve_windows
@@ -53,17 +54,17 @@ def _check_mass_growth(pld, compositions: int) -> None:
     masses, about 4e-8 at d = 1e-4 and 3e-12 at d = 0.02) compounds past a factor e: (1 + η)^n
     grows without bound (3e14 compositions overflow). Extra mass only raises δ, so anything
     below the limit stays an upper bound."""
-    for pmf in _pmfs(pld):
-        if pmf is None or not pmf._pessimistic_estimate:  # noqa: SLF001
+    for pmf in adapter.pmfs(pld):
+        if pmf is None or not adapter.pessimistic(pmf):
             continue
         dense = pmf.to_dense_pmf()
-        excess = float(np.sum(dense._probs)) + dense._infinity_mass - 1.0  # noqa: SLF001
+        excess = float(np.sum(adapter.probs(dense))) + adapter.infinity_mass(dense) - 1.0
         if excess > 0 and compositions * excess > MAX_MASS_GROWTH:
             most = int(MAX_MASS_GROWTH / excess)
             raise ConfigError("steps", f"{compositions} compositions are more than the accountant resolves at "
-                              f"discretisation {_gap(dense):g}: the one-step PLD's excess mass {excess:.2g} (float "
-                              f"safety margin) would compound by more than e; at most {most:.3g} compositions (a "
-                              "coarser --discretization has less excess)")
+                              f"discretisation {adapter.gap(dense):g}: the one-step PLD's excess mass {excess:.2g} "
+                              f"(float safety margin) would compound by more than e; at most {most:.3g} compositions "
+                              "(a coarser --discretization has less excess)")
 
 
 def compose(pld, compositions: int, tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION, *,
@@ -101,11 +102,12 @@ def _composed(pld, compositions: int, tail_mass_truncation: float, limit: int, p
 
     if plan is not None:  # the two directions side by side where there are CPUs
         parts = each(lambda pb: None if pb[0] is None else _self_compose_pmf(pb[0], compositions, tail_mass_truncation,
-                                                                               pb[1]), list(zip(_pmfs(pld), plan)))
-        return _from_pmfs(*parts)
+                                                                               pb[1]),
+                     list(zip(adapter.pmfs(pld), plan)))
+        return adapter.from_pmfs(*parts)
     cap = min(MAX_SQUARING_POINTS, max_fft_points(limit))
-    parts = [None if p is None else _power(p, compositions, tail_mass_truncation, cap) for p in _pmfs(pld)]
-    return _announce(discretization_of(pld), _from_pmfs(*parts), f"{compositions} compositions")
+    parts = [None if p is None else _power(p, compositions, tail_mass_truncation, cap) for p in adapter.pmfs(pld)]
+    return _announce(discretization_of(pld), adapter.from_pmfs(*parts), f"{compositions} compositions")
 
 
 def compose_pair(a, b, tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION, *,
@@ -120,11 +122,11 @@ def compose_pair(a, b, tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATIO
     cap = max_fft_points(limit) if max_points is None else max_points
     from ..cpus import each
 
-    (ar, aa), (br, ba) = _pmfs(a), _pmfs(b)
+    (ar, aa), (br, ba) = adapter.pmfs(a), adapter.pmfs(b)
     pairs = [(ar, br), None if aa is None and ba is None else (ar if aa is None else aa, br if ba is None else ba)]
     # the two directions are independent convolutions: side by side where there are CPUs
     remove, add = each(lambda pair: None if pair is None else _convolve(*pair, tail_mass_truncation, cap), pairs)
-    return _announce(min(discretization_of(a), discretization_of(b)), _from_pmfs(remove, add), "composition")
+    return _announce(min(discretization_of(a), discretization_of(b)), adapter.from_pmfs(remove, add), "composition")
 
 
 def attained_envelope(pld, compositions: int, read: Callable, tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
@@ -189,13 +191,13 @@ def _composed_counts(pld, counts, tail_mass_truncation: float, plan: tuple):
     from ..cpus import each
 
     total = counts[-1]
-    pmfs = [p for p in _pmfs(pld) if p is not None]
+    pmfs = [p for p in adapter.pmfs(pld) if p is not None]
     if not all(isinstance(p, pld_pmf.DensePLDPmf) for p in pmfs):
         return None
     sides = []  # per direction: its PMF, the S-fold FFT length, the window of each count after the first
     for pmf, bounds in zip(pmfs, [b for b in plan if b is not None]):
         length = _fft_length(pmf, bounds)
-        windows = self_convolve_windows(pmf._probs, counts[1:-1], tail_mass_truncation) + [bounds]  # noqa: SLF001
+        windows = self_convolve_windows(adapter.probs(pmf), counts[1:-1], tail_mass_truncation) + [bounds]
         if any(hi - lo + 1 > length for lo, hi in windows):
             return None
         sides.append((pmf, length, windows))
@@ -203,10 +205,10 @@ def _composed_counts(pld, counts, tail_mass_truncation: float, plan: tuple):
     def composed(n: int, spectra: list, window_index: int):
         parts = each(lambda i: _from_spectrum(sides[i][0], n, spectra[i], sides[i][1], sides[i][2][window_index],
                                               tail_mass_truncation), range(len(sides)))
-        return _from_pmfs(parts[0], parts[1] if len(parts) > 1 else None)
+        return adapter.from_pmfs(parts[0], parts[1] if len(parts) > 1 else None)
 
     def generate():
-        power = [fft.rfft(pmf._probs, length) for pmf, length, _ in sides]  # noqa: SLF001 - spectrum^(2^k)
+        power = [fft.rfft(adapter.probs(pmf), length) for pmf, length, _ in sides]  # spectrum^(2^k)
         product = [None] * len(sides)  # spectrum^(S's bits up to k)
         k = 0
         while True:

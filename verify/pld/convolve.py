@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .adapter import _gap
+from . import adapter
 
 def _coarsen(pmf, factor: int):
     """``pmf`` on the grid of gap d·factor: losses rounded up (pessimistic PMF) or down
@@ -16,11 +16,11 @@ def _coarsen(pmf, factor: int):
     dense = pmf.to_dense_pmf()
     if factor == 1:
         return dense
-    idx = dense._lower_loss + np.arange(dense.size)  # noqa: SLF001
-    pess = dense._pessimistic_estimate  # noqa: SLF001
+    idx = adapter.lower_loss(dense) + np.arange(dense.size)
+    pess = adapter.pessimistic(dense)
     j = -((-idx) // factor) if pess else idx // factor
-    probs = np.bincount(j - j[0], weights=dense._probs)  # noqa: SLF001
-    return pld_pmf.DensePLDPmf(_gap(dense) * factor, int(j[0]), probs, dense._infinity_mass, pess)  # noqa: SLF001
+    probs = np.bincount(j - j[0], weights=adapter.probs(dense))
+    return pld_pmf.DensePLDPmf(adapter.gap(dense) * factor, int(j[0]), probs, adapter.infinity_mass(dense), pess)
 
 
 _LOSS_FLOOR = -600.0  # losses below go up to it (pessimistic) or are dropped (optimistic): e^{-l} stays finite
@@ -38,8 +38,8 @@ def _clean(pmf):
 
     if not isinstance(pmf, pld_pmf.DensePLDPmf):
         return pmf
-    probs, lower, d = pmf._probs, pmf._lower_loss, _gap(pmf)  # noqa: SLF001
-    pess, inf_mass = pmf._pessimistic_estimate, pmf._infinity_mass  # noqa: SLF001
+    probs, lower, d = adapter.probs(pmf), adapter.lower_loss(pmf), adapter.gap(pmf)
+    pess, inf_mass = adapter.pessimistic(pmf), adapter.infinity_mass(pmf)
     if (probs < 0).any():
         total = float(probs.sum())
         probs = np.maximum(probs, 0.0)
@@ -112,9 +112,9 @@ def _compose_pmfs(a, b, tail_mass_truncation: float):
     if not (isinstance(a, pld_pmf.DensePLDPmf) and isinstance(b, pld_pmf.DensePLDPmf)) or tail_mass_truncation == 0:
         return pld_pmf.compose_pmfs(a, b, tail_mass_truncation)
     a.validate_composable(b)
-    probs, pess = fftconvolve(a._probs, b._probs), a._pessimistic_estimate  # noqa: SLF001
-    inf_a, inf_b = a._infinity_mass, b._infinity_mass  # noqa: SLF001
-    lower, inf_mass = a._lower_loss + b._lower_loss, inf_a + inf_b - inf_a * inf_b  # noqa: SLF001
+    probs, pess = fftconvolve(adapter.probs(a), adapter.probs(b)), adapter.pessimistic(a)
+    inf_a, inf_b = adapter.infinity_mass(a), adapter.infinity_mass(b)
+    lower, inf_mass = adapter.lower_loss(a) + adapter.lower_loss(b), inf_a + inf_b - inf_a * inf_b
     left = _prefix_within(probs, tail_mass_truncation / 2)
     right = max(probs.size - _prefix_within(probs[::-1], tail_mass_truncation / 2), left + 1)
     left_mass, right_mass = np.sum(probs[:left]), np.sum(probs[right:])
@@ -124,7 +124,7 @@ def _compose_pmfs(a, b, tail_mass_truncation: float):
     else:
         kept[-1] += right_mass
         right_mass = 0
-    return pld_pmf.DensePLDPmf(_gap(a), lower + left, kept, inf_mass + right_mass, pess)
+    return pld_pmf.DensePLDPmf(adapter.gap(a), lower + left, kept, inf_mass + right_mass, pess)
 
 
 def _ratio(coarse: float, fine: float) -> int:
@@ -139,18 +139,18 @@ def _convolve(a, b, tail_mass_truncation: float, max_points: int):
     power of 2 first when the result would exceed ``max_points`` (checked before allocating)."""
     from dp_accounting.pld import pld_pmf
 
-    d = max(_gap(a), _gap(b))
+    d = max(adapter.gap(a), adapter.gap(b))
     factor, max_points = 1, max(max_points, 16)  # two operands of at least one point each always fit
-    while -(-a.size * _gap(a) // (d * factor)) + -(-b.size * _gap(b) // (d * factor)) + 2 > max_points:
+    while -(-a.size * adapter.gap(a) // (d * factor)) + -(-b.size * adapter.gap(b) // (d * factor)) + 2 > max_points:
         factor *= 2
-    if factor > 1 or _gap(a) != _gap(b):
+    if factor > 1 or adapter.gap(a) != adapter.gap(b):
         square = b is a  # stays one operand: fftconvolve transforms it once
-        a = _coarsen(a, _ratio(d, _gap(a)) * factor)
-        b = a if square else _coarsen(b, _ratio(d, _gap(b)) * factor)
-    finite = float(np.sum(a.to_dense_pmf()._probs)) * float(np.sum(b.to_dense_pmf()._probs))  # noqa: SLF001
+        a = _coarsen(a, _ratio(d, adapter.gap(a)) * factor)
+        b = a if square else _coarsen(b, _ratio(d, adapter.gap(b)) * factor)
+    finite = float(np.sum(adapter.probs(a.to_dense_pmf()))) * float(np.sum(adapter.probs(b.to_dense_pmf())))
     if finite <= tail_mass_truncation:  # (almost) all mass is at +inf: the library's truncation would empty it
-        ia, ib = a._infinity_mass, b._infinity_mass  # noqa: SLF001
-        pess = a._pessimistic_estimate  # noqa: SLF001
+        ia, ib = adapter.infinity_mass(a), adapter.infinity_mass(b)
+        pess = adapter.pessimistic(a)
         inf_mass = min(1.0, ia + ib - ia * ib + (max(finite, 0.0) if pess else 0.0))
-        return pld_pmf.DensePLDPmf(_gap(a), 0, np.zeros(1), inf_mass, pess)
+        return pld_pmf.DensePLDPmf(adapter.gap(a), 0, np.zeros(1), inf_mass, pess)
     return _clean(_compose_pmfs(a, b, tail_mass_truncation))

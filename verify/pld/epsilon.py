@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .adapter import _gap, _pmfs
+from . import adapter
 from .convolve import _SCAN_CHUNK
 
 def _pmf_epsilon(pmf, delta: float) -> float:
@@ -20,11 +20,11 @@ def _pmf_epsilon(pmf, delta: float) -> float:
     smallest loss.
     """
     dense = pmf.to_dense_pmf()
-    inf_mass = dense._infinity_mass  # noqa: SLF001
+    inf_mass = adapter.infinity_mass(dense)
     if inf_mass > delta:
         return math.inf
-    probs, gap = dense._probs[::-1], _gap(dense)  # noqa: SLF001
-    loss = (dense._lower_loss + dense.size - 1) * gap  # noqa: SLF001 - the top loss, then each block's last
+    probs, gap = adapter.probs(dense)[::-1], adapter.gap(dense)
+    loss = (adapter.lower_loss(dense) + dense.size - 1) * gap  # the top loss, then each block's last
     mass = weighted = 0.0  # Σ p_j and Σ e^{-l_j} p_j over the blocks scanned
     start, width = 0, _SCAN_CHUNK
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -65,4 +65,4 @@ def epsilon_for_delta(pld, delta: float) -> float:
     The larger ε of the two directions, as the library's ``PrivacyLossDistribution``; the
     direction of the PLD's estimate is unchanged (the same number up to float rounding).
     """
-    return max(_pmf_epsilon(p, delta) for p in _pmfs(pld) if p is not None)
+    return max(_pmf_epsilon(p, delta) for p in adapter.pmfs(pld) if p is not None)

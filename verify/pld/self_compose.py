@@ -6,7 +6,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from .adapter import _gap, _pmfs
+from . import adapter
 from .limits import MAX_SELF_COMPOSE_POINTS, max_fft_points
 
 _MGF_BLOCK = 256  # block length of the two-stage moment sums (:func:`_log_mgfs`)
@@ -78,11 +78,11 @@ def _self_compose_plan(pld, compositions: int, tail_mass_truncation: float, limi
         return hi - lo + 1 <= cap and fft.next_fast_len(max(hi - lo + 1, size)) <= cap
 
     plan = []
-    for pmf in _pmfs(pld):
+    for pmf in adapter.pmfs(pld):
         if pmf is None:
             plan.append(None)
             continue
-        probs = pmf.to_dense_pmf()._probs  # noqa: SLF001
+        probs = adapter.probs(pmf.to_dense_pmf())
         if float(probs.sum()) ** compositions <= tail_mass_truncation:
             return None  # the library's truncation would empty it (an IndexError); _convolve handles it
         bounds = self_convolve_bounds(probs, compositions, tail_mass_truncation)
@@ -106,7 +106,7 @@ def _self_compose_pmf(pmf, compositions: int, tail_mass_truncation: float, bound
     length = _fft_length(pmf, bounds)
     # the PMF is real: its half spectrum (rfft / irfft) halves the library's complex transforms; the same circular
     # convolution of the same length, equal up to rounding (1e-15 absolute on a unit mass, tested)
-    spectrum = _spectrum_power(fft.rfft(pmf._probs, length), compositions)  # noqa: SLF001
+    spectrum = _spectrum_power(fft.rfft(adapter.probs(pmf), length), compositions)
     return _from_spectrum(pmf, compositions, spectrum, length, bounds, tail_mass_truncation)
 
 
@@ -126,9 +126,9 @@ def _from_spectrum(pmf, compositions: int, spectrum: np.ndarray, length: int, bo
 
     lo, hi = bounds
     probs = np.array(np.roll(fft.irfft(spectrum, length), -lo)[:hi - lo + 1])
-    inf_prob = tail_mass_truncation - math.expm1(compositions * math.log1p(-pmf._infinity_mass))  # noqa: SLF001
-    return pld_pmf.DensePLDPmf(_gap(pmf), pmf._lower_loss * compositions + lo, probs, inf_prob,  # noqa: SLF001
-                               pmf._pessimistic_estimate)  # noqa: SLF001
+    inf_prob = tail_mass_truncation - math.expm1(compositions * math.log1p(-adapter.infinity_mass(pmf)))
+    return pld_pmf.DensePLDPmf(adapter.gap(pmf), adapter.lower_loss(pmf) * compositions + lo, probs, inf_prob,
+                               adapter.pessimistic(pmf))
 
 
 def _spectrum_power(spectrum: np.ndarray, n: int) -> np.ndarray:
