@@ -82,9 +82,8 @@ def fftconvolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     The same real FFTs (``scipy.fft.rfftn`` / ``irfftn``) at the same padded length
     (``next_fast_len(len(a) + len(b) - 1, True)``), and scipy's plain product when an operand
-    has one point, without importing scipy.signal (it imports scipy.stats: 0.6 s,
-    :mod:`tsdp.verify.deferred`). A squaring (``b is a``) transforms once: the product of the
-    spectrum with itself is the product scipy forms of two equal spectra.
+    has one point. A squaring (``b is a``) transforms once, where scipy transforms both operands:
+    the product of the spectrum with itself is the product scipy forms of two equal spectra.
     """
     from scipy import fft
 
