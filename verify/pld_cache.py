@@ -5,7 +5,7 @@ training configuration, the estimate (sound / attained / attained_upper), the gr
 (discretisation, log-mass truncation), the memory ceiling, and the code that computes it.
 All of these make up the key (:func:`key`): the theorem id, ``config.as_dict()``, the
 estimate, the grid, the ceiling, the versions of tsdp, numpy and scipy, and a SHA-256 of
-the source of every module that computes a PLD (``tsdp.theorems``, ``verify/pld.py``,
+the source of every module that computes a PLD (``tsdp.theorems``, ``verify/pld/``,
 ``verify/accountant.py``, this module, and dp-accounting's ``pld`` package), so a code change
 (ours or the library's) never reads an old PLD. Only the catalogue's own bounds are stored, and only while the registry holds
 exactly them: a bound substituted in the registry
@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from .pld import discretization_of
+from .pld import adapter, discretization_of
 
 CACHE_DIR_ENV = "TSDP_CACHE_DIR"
 """Environment variable: the cache folder, or ``off`` to disable the cache."""
@@ -120,18 +120,17 @@ def _encode(pld, text: str) -> Dict[str, np.ndarray]:
     from dp_accounting.pld import pld_pmf
 
     arrays = {}
-    symmetric = pld._symmetric  # noqa: SLF001 - the library exposes no accessor
-    for side, pmf in (("remove", pld._pmf_remove), ("add", None if symmetric else pld._pmf_add)):  # noqa: SLF001
+    for side, pmf in zip(("remove", "add"), adapter.pmfs(pld)):
         if pmf is None:
             continue
-        arrays[f"{side}_scalars"] = np.array([pmf._discretization, pmf._infinity_mass,  # noqa: SLF001
-                                              float(pmf._pessimistic_estimate)])  # noqa: SLF001
+        arrays[f"{side}_scalars"] = np.array([adapter.gap(pmf), adapter.infinity_mass(pmf),
+                                              float(adapter.pessimistic(pmf))])
         if isinstance(pmf, pld_pmf.DensePLDPmf):
-            arrays[f"{side}_lower"] = np.array([pmf._lower_loss], dtype=np.int64)  # noqa: SLF001
-            arrays[f"{side}_probs"] = np.asarray(pmf._probs, dtype=float)  # noqa: SLF001
+            arrays[f"{side}_lower"] = np.array([adapter.lower_loss(pmf)], dtype=np.int64)
+            arrays[f"{side}_probs"] = np.asarray(adapter.probs(pmf), dtype=float)
         else:
-            arrays[f"{side}_losses"] = np.fromiter(pmf._loss_probs.keys(), dtype=np.int64)  # noqa: SLF001
-            arrays[f"{side}_sparse"] = np.fromiter(pmf._loss_probs.values(), dtype=float)  # noqa: SLF001
+            arrays[f"{side}_losses"] = np.fromiter(adapter.loss_probs(pmf).keys(), dtype=np.int64)
+            arrays[f"{side}_sparse"] = np.fromiter(adapter.loss_probs(pmf).values(), dtype=float)
     checksum = _checksum(text, arrays)
     return {**arrays, "meta": np.array(text), "checksum": np.array(checksum)}
 

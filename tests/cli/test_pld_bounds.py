@@ -1,4 +1,4 @@
-"""The PLD layer's size guards (verify/pld.py) keep every estimate's direction.
+"""The PLD layer's size guards (verify/pld/) keep every estimate's direction.
 
 * a grid too large for the memory ceiling is built at a coarser gap d·2^j: the sound
   (connect-the-dots) ε can only grow (a coarser chord of a convex profile lies above), the
@@ -16,6 +16,7 @@ import pytest
 from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError
 from tsdp.theorems.registry import resolve
 from tsdp.verify import pld
+from tsdp.verify.pld import adapter
 
 D = 2e-3  # coarse enough for the fast suite
 
@@ -57,7 +58,7 @@ def test_squaring_path_brackets_the_library(t6, n):
         warnings.simplefilter("ignore", pld.PldCoarsenedWarning)
         sq_sound = pld.compose(sound, n, memory_limit=limit)
         sq_att = pld.compose(att, n, memory_limit=limit)
-    assert max(p.size for p in pld._pmfs(sq_sound) if p is not None) <= 4000
+    assert max(p.size for p in adapter.pmfs(sq_sound) if p is not None) <= 4000
     lib_sound, lib_att = sound.self_compose(n), att.self_compose(n)
     for delta in (1e-3, 1e-5, 1e-8):
         ls, ss = lib_sound.get_epsilon_for_delta(delta), sq_sound.get_epsilon_for_delta(delta)
@@ -74,7 +75,7 @@ def test_huge_step_count_is_bounded_and_monotone(t6):
         warnings.simplefilter("ignore", pld.PldCoarsenedWarning)
         big = pld.compose(sound, 10**9)
         mid = pld.compose(sound, 10**6)
-    assert max(p.size for p in pld._pmfs(big) if p is not None) <= pld.MAX_SQUARING_POINTS
+    assert max(p.size for p in adapter.pmfs(big) if p is not None) <= pld.MAX_SQUARING_POINTS
     e_big, e_mid = pld.epsilon_for_delta(big, 1e-5), pld.epsilon_for_delta(mid, 1e-5)
     assert math.isfinite(e_big) and e_big > e_mid > 0
 

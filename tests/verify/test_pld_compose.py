@@ -1,4 +1,4 @@
-"""verify.pld._compose_pmfs: the library's ``compose_pmfs`` bit for bit, with its tail scan vectorised; verify.pld.fftconvolve:
+"""verify.pld.convolve._compose_pmfs: the library's ``compose_pmfs`` bit for bit, with its tail scan vectorised; verify.pld.fftconvolve:
 scipy.signal.fftconvolve bit for bit; the one-FFT self-composition: the library's bounds and ``self_compose`` bit for bit."""
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tsdp.verify import accountant
 from tsdp.verify.events import TrainingStepDpEvent
 
 from tsdp.verify import pld
+from tsdp.verify.pld import adapter, build, composition, convolve, epsilon
 
 
 def _pmf(rng, size, pessimistic, gap=1e-3):
@@ -28,15 +29,15 @@ def test_dense_composition_equals_the_library_bit_for_bit(seed):
     pessimistic = bool(seed % 2)
     a, b = _pmf(rng, int(rng.integers(1, 20000)), pessimistic), _pmf(rng, int(rng.integers(1, 20000)), pessimistic)
     truncation = float(10 ** rng.uniform(-17, -3))
-    ours, theirs = pld._compose_pmfs(a, b, truncation), pld_pmf.compose_pmfs(a, b, truncation)
+    ours, theirs = convolve._compose_pmfs(a, b, truncation), pld_pmf.compose_pmfs(a, b, truncation)
     assert type(ours) is type(theirs)
     assert (ours._lower_loss, ours._infinity_mass) == (theirs._lower_loss, theirs._infinity_mass)
     assert np.array_equal(ours._probs, theirs._probs)
 
 
 def test_prefix_scan_crosses_blocks_like_the_library_loop():
-    probs = np.full(3 * pld._SCAN_CHUNK + 5, 1e-20)
-    probs[2 * pld._SCAN_CHUNK + 7] = 1.0
+    probs = np.full(3 * convolve._SCAN_CHUNK + 5, 1e-20)
+    probs[2 * convolve._SCAN_CHUNK + 7] = 1.0
     threshold = 5e-16
     s, expected = 0, len(probs)  # the library's _find_prefix_to_truncate, written out
     for i, v in enumerate(probs):
@@ -44,8 +45,8 @@ def test_prefix_scan_crosses_blocks_like_the_library_loop():
         if s > threshold:
             expected = i
             break
-    assert pld._prefix_within(probs, threshold) == expected == 2 * pld._SCAN_CHUNK + 7
-    assert pld._prefix_within(np.zeros(10), threshold) == 10
+    assert convolve._prefix_within(probs, threshold) == expected == 2 * convolve._SCAN_CHUNK + 7
+    assert convolve._prefix_within(np.zeros(10), threshold) == 10
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -62,7 +63,7 @@ def test_fftconvolve_equals_scipy_bit_for_bit(seed):
 def test_dense_squaring_equals_the_library_bit_for_bit(seed):
     rng = np.random.default_rng(100 + seed)
     a = _pmf(rng, int(rng.integers(1, 20000)), bool(seed % 2))
-    ours, theirs = pld._compose_pmfs(a, a, 1e-15), pld_pmf.compose_pmfs(a, a, 1e-15)
+    ours, theirs = convolve._compose_pmfs(a, a, 1e-15), pld_pmf.compose_pmfs(a, a, 1e-15)
     assert (ours._lower_loss, ours._infinity_mass) == (theirs._lower_loss, theirs._infinity_mass)
     assert np.array_equal(ours._probs, theirs._probs)
 
@@ -93,10 +94,10 @@ def test_self_composition_is_the_librarys_up_to_rounding(config, count):
     event = TrainingStepDpEvent(config)
     for estimate in ("sound", "attained"):
         one = accountant.one_step_pld(event, estimate, 1e-3)
-        plan = pld._checked_plan(one, count, 1e-15, pld.resolve_memory_limit())
+        plan = composition._checked_plan(one, count, 1e-15, pld.resolve_memory_limit())
         assert plan is not None
-        ours, theirs = pld._composed(one, count, 1e-15, pld.resolve_memory_limit(), plan), one.self_compose(count)
-        for a, b in zip(pld._pmfs(ours), pld._pmfs(theirs)):
+        ours, theirs = composition._composed(one, count, 1e-15, pld.resolve_memory_limit(), plan), one.self_compose(count)
+        for a, b in zip(adapter.pmfs(ours), adapter.pmfs(theirs)):
             assert (a is None) == (b is None)
             if a is not None:
                 assert a._infinity_mass == b._infinity_mass
@@ -135,23 +136,23 @@ def _epsilon_in_one_pass(pmf, delta):
 def test_block_epsilon_reader_equals_one_pass_bit_for_bit(seed):
     """Random PMFs over several scan blocks (stops in the first, a later or no block; zero tails), every δ."""
     rng = np.random.default_rng(300 + seed)
-    pmf = _pmf(rng, int(rng.integers(1, 6 * pld._SCAN_CHUNK)), bool(seed % 2), gap=float(10 ** rng.uniform(-4, -1)))
+    pmf = _pmf(rng, int(rng.integers(1, 6 * convolve._SCAN_CHUNK)), bool(seed % 2), gap=float(10 ** rng.uniform(-4, -1)))
     if seed % 4 == 0:  # a top run of zeros: the zero-W exit
         pmf = pld_pmf.DensePLDPmf(pmf._discretization, pmf._lower_loss,
-                                  np.concatenate((pmf._probs, np.zeros(int(rng.integers(1, 3 * pld._SCAN_CHUNK))))),
+                                  np.concatenate((pmf._probs, np.zeros(int(rng.integers(1, 3 * convolve._SCAN_CHUNK))))),
                                   pmf._infinity_mass, pmf._pessimistic_estimate)
     for delta in (0.9, 0.5, 1e-2, 1e-5, 1e-9, 1e-12, 1e-16):
-        assert pld._pmf_epsilon(pmf, delta) == _epsilon_in_one_pass(pmf, delta), delta
+        assert epsilon._pmf_epsilon(pmf, delta) == _epsilon_in_one_pass(pmf, delta), delta
 
 
 @pytest.mark.parametrize("count", [1, 1000])
 def test_block_epsilon_reader_on_the_accountants_plds(count):
     for estimate in ("sound", "attained"):
         one = accountant.one_step_pld(TrainingStepDpEvent(TrainingConfig()), estimate, 1e-3)
-        for pmf in pld._pmfs(pld.compose(one, count)):
+        for pmf in adapter.pmfs(pld.compose(one, count)):
             if pmf is not None:
                 for delta in (1e-3, 1e-5, 1e-10):
-                    assert pld._pmf_epsilon(pmf, delta) == _epsilon_in_one_pass(pmf.to_dense_pmf(), delta)
+                    assert epsilon._pmf_epsilon(pmf, delta) == _epsilon_in_one_pass(pmf.to_dense_pmf(), delta)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -162,7 +163,7 @@ def test_connect_the_dots_pmf_is_the_librarys_bit_for_bit(seed, monkeypatch):
     size = int(10 ** rng.uniform(0.31, 5.5))
     deltas = np.sort(rng.random(size) ** rng.uniform(1, 30))[::-1].copy()
     gap, k_lo = float(10 ** rng.uniform(-4, -1)), int(rng.integers(-10 ** 5, 10))
-    monkeypatch.setattr(pld, "fit_grid", lambda *args, **kwargs: (gap, k_lo, k_lo + size - 1))
+    monkeypatch.setattr(build, "fit_grid", lambda *args, **kwargs: (gap, k_lo, k_lo + size - 1))
     profile = SimpleNamespace(safe=lambda: lambda eps: deltas[np.rint(eps / gap).astype(int) - k_lo])
     ours = pld.connect_dots_pmf(profile, gap)
     theirs = pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(gap, k_lo, k_lo + size - 1, deltas)
@@ -175,7 +176,7 @@ def test_connect_the_dots_pmf_is_the_librarys_bit_for_bit(seed, monkeypatch):
 def test_pmf_of_array_is_the_librarys_create_pmf(size):
     rng = np.random.default_rng(size)
     probs = rng.random(size)
-    ours = pld._pmf_of_array(1e-3, -17, probs, 1e-9, False)
+    ours = build._pmf_of_array(1e-3, -17, probs, 1e-9, False)
     theirs = pld_pmf.create_pmf(dict(zip(range(-17, -17 + size), probs.tolist())), 1e-3, 1e-9, False)
     assert type(ours) is type(theirs)
     a, b = ours.to_dense_pmf(), theirs.to_dense_pmf()
@@ -196,12 +197,12 @@ def test_the_envelope_is_the_maximum_over_the_librarys_self_compositions(config,
     read = lambda p: float(pld.epsilon_for_delta(p, 1e-5))  # noqa: E731
     envelope = pld.attained_envelope(one, count, read, 1e-15)
     assert abs(envelope - library) <= max(1e-6 * library, 1e-3), (envelope, library)
-    plan = pld._checked_plan(one, count, 1e-15, pld.resolve_memory_limit())
-    *_, whole = pld._composed_counts(one, counts, 1e-15, plan)
-    direct = pld._composed(one, count, 1e-15, pld.resolve_memory_limit(), plan)
-    for a, b in zip(pld._pmfs(whole), pld._pmfs(direct)):
+    plan = composition._checked_plan(one, count, 1e-15, pld.resolve_memory_limit())
+    *_, whole = composition._composed_counts(one, counts, 1e-15, plan)
+    direct = composition._composed(one, count, 1e-15, pld.resolve_memory_limit(), plan)
+    for a, b in zip(adapter.pmfs(whole), adapter.pmfs(direct)):
         assert (a._lower_loss, a._infinity_mass) == (b._lower_loss, b._infinity_mass)
         assert np.array_equal(a._probs, b._probs)
-    made = lambda: pld._composed_counts(one, counts, 1e-15, plan)  # noqa: E731
-    assert pld._read_as_made(read, [one], made(), background=True) == \
-        pld._read_as_made(read, [one], made(), background=False) == envelope
+    made = lambda: composition._composed_counts(one, counts, 1e-15, plan)  # noqa: E731
+    assert composition._read_as_made(read, [one], made(), background=True) == \
+        composition._read_as_made(read, [one], made(), background=False) == envelope

@@ -1,11 +1,12 @@
-"""`tsdp bench {accounting,loop,audit,canary,planted,blackbox}`: benchmarks (not tests).
+"""`tsdp bench {accounting,loop,audit,canary,planted,blackbox,startup}`: benchmarks (not tests).
 
 ``accounting`` times the one-step PLD construction against dp-accounting's, interleaved
 over rounds on equal work (:mod:`verify.bench_accounting`, :mod:`verify.bench_rounds`);
 ``loop``, ``audit``, ``canary``, ``planted`` (canary audits of an Opacus loop with planted
 bugs; needs ``tsdp[opacus]``) and ``blackbox`` (spike-canary audits of a memoriser and of tsdp's
 models trained without and with DP) belong to the attacks package and are imported lazily (torch is
-never imported by verify/ at module import time).
+never imported by verify/ at module import time). ``startup`` times the `tsdp` command's own start
+against a bare interpreter (:mod:`tsdp.cli.bench_startup`).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ BENCHES = {
     "canary": ("tsdp.attacks.canary.bench", "bench_canary", "format_bench"),
     "planted": ("tsdp.attacks.integrations.planted_opacus", "bench_planted", "format_bench"),
     "blackbox": ("tsdp.attacks.canary.blackbox_bench", "bench_blackbox", "format_bench"),
+    "startup": ("tsdp.cli.bench_startup", "bench_startup", "format_bench"),
 }
 CANARY_FLAGS = {"--mu", "--canaries", "--seeds", "--delta", "--confidence", "--seed"}
 BLACKBOX_FLAGS = {"--canaries", "--epochs", "--epsilon", "--delta", "--confidence", "--seed"}
@@ -33,7 +35,8 @@ BLACKBOX_FLAGS = {"--canaries", "--epochs", "--epsilon", "--delta", "--confidenc
 def add_parsers(sub, command) -> None:
     """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``."""
     p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run "
-                       "analyses), planted (bugs in an Opacus loop), blackbox (spike canaries on returned models)",
+                       "analyses), planted (bugs in an Opacus loop), blackbox (spike canaries on returned models), startup (`tsdp` "
+                       "against `python -c pass`)",
                        description="Run a benchmark and print its figures (--json for machines).")
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=None,
@@ -46,7 +49,7 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads for `loop` (default 1: on a shared machine, 2 threads can time the scheduler)")
     p.add_argument("--rounds", type=int, default=MIN_ROUNDS,
-                   help="interleaved rounds for `loop`, `accounting` and `audit` (1 vs 2 workers): each times every side once; the median "
+                   help="interleaved rounds for `loop`, `accounting`, `startup` and `audit` (1 vs 2 workers): each times every side once; the median "
                         f"ratio and its range are reported (default and minimum {MIN_ROUNDS})")
     p.add_argument("--mu", type=float, nargs="+", default=None, metavar="MU",
                    help="`canary`: GDP parameters of the idealised canary scores (default 0.5 1 2)")
@@ -71,7 +74,8 @@ def add_parsers(sub, command) -> None:
         module_name, fn_name, fmt_name = BENCHES[args.what]
         loop_flags = {"--models", "--batches", "--threads", "--rounds"}
         used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
-                "canary": CANARY_FLAGS, "planted": set(), "blackbox": BLACKBOX_FLAGS}[args.what]
+                "canary": CANARY_FLAGS, "planted": set(), "blackbox": BLACKBOX_FLAGS,
+                "startup": {"--rounds"}}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
                          & ({"--discretization"} | loop_flags | CANARY_FLAGS | BLACKBOX_FLAGS)) - used)
         if unused:
@@ -108,7 +112,7 @@ def add_parsers(sub, command) -> None:
             result = fn(**_canary_options(args), progress=progress)
         elif args.what == "blackbox":
             result = fn(**_blackbox_options(args), progress=progress)
-        elif args.what == "audit":
+        elif args.what in ("audit", "startup"):
             result = fn(rounds=args.rounds, progress=progress)
         else:
             result = fn(progress=progress)

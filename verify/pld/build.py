@@ -1,0 +1,175 @@
+"""One-step PMFs and PLDs: pessimistic connect-the-dots (upper) and optimistic privacy buckets (lower) on the grid."""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+from scipy.special import ndtr
+
+from tsdp.theorems.bounds.base import Bound
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.hockey_stick import loss_root, orient
+from tsdp.theorems.mixture import MixturePair
+
+from . import adapter
+from .grid import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, fit_grid
+from .profile import OneStepProfile, ProfileFn, _chunked, one_step_profile, pair_profile
+
+def _check_discretization(discretization: float) -> None:
+    from tsdp.theorems.config import ConfigError
+
+    if not (isinstance(discretization, (int, float)) and math.isfinite(discretization) and 0 < discretization <= 1):
+        raise ConfigError("discretization", "must be in (0, 1]", discretization)
+
+
+def connect_dots_pmf(profile: OneStepProfile, discretization: float = DEFAULT_DISCRETIZATION,
+                     log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *,
+                     memory_limit: Optional[int] = None):
+    """Pessimistic connect-the-dots PMF of a profile (upper estimate; rounds every δ, ε up).
+
+    Doroshenko et al. 2022, Algorithm 1; paper Appendix B.3 (connect-the-dots accounting).
+    δ(ε) on the grid k·d, k_lo ≤ k ≤ k_hi (:func:`fit_grid`: d coarsened to fit the memory
+    ceiling), inflated by a relative 1e-12, goes to the library's
+    ``pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap``.
+    """
+    from dp_accounting.pld import pld_pmf
+
+    _check_discretization(discretization)
+    d, k_lo, k_hi = fit_grid(profile, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
+    eps = np.arange(k_lo, k_hi + 1) * d
+    deltas = np.minimum(1.0, _chunked(profile.safe(), eps))
+    deltas = np.minimum.accumulate(deltas)  # a profile is non-increasing; remove float wiggles upward-safe
+    if deltas.size < 2:
+        return pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(d, k_lo, k_hi, deltas)
+    # the library's create_pmf_pessimistic_connect_dots_fixed_gap (Algorithm 1) for non-increasing δ in [0, 1], the
+    # same operations, without its dictionary round trip (a third of a one-step build)
+    diffs = np.diff(deltas)
+    probs = np.zeros_like(deltas)
+    probs[0] = 1 - deltas[0] + diffs[0] / math.expm1(d)
+    probs[1:-1] = (diffs[1:] - diffs[:-1] * math.exp(d)) / math.expm1(d)
+    probs[-1] = diffs[-1] / math.expm1(-d)
+    return _pmf_of_array(d, k_lo, np.maximum(0.0, probs), deltas[-1], True)
+
+
+def buckets_pmf_optimistic(pair: MixturePair, discretization: float = DEFAULT_DISCRETIZATION,
+                           log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *,
+                           memory_limit: Optional[int] = None):
+    """Optimistic privacy-buckets PMF of one pair (lower estimate; rounds every δ, ε down).
+
+    The library's ``pessimistic_estimate=False`` discretisation (privacy buckets, Meiser &
+    Mohammadi 2018, as in dp_accounting ``_create_pld_pmf_from_monotone_privacy_loss``): P-mass
+    with loss in [k d, (k+1) d) goes to k d, mass above the grid to its top point, mass
+    below the grid is dropped. The bucket masses P(L > k d) are read at the loss roots of
+    the whole grid at once (:func:`theorems.hockey_stick.loss_root`), in chunks; the grid is
+    sized by :func:`fit_grid` (a coarser gap stays optimistic).
+    """
+    _check_discretization(discretization)
+    prof = pair_profile(pair)
+    d, k_lo, k_hi = fit_grid(prof, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
+    o = orient(pair.numeric())
+
+    def survival(eps):  # P(L > eps)
+        surv = np.empty_like(eps)
+        surv[eps <= o.lower] = 1.0
+        surv[eps >= o.upper] = 0.0
+        inner = (eps > o.lower) & (eps < o.upper)
+        if inner.any():
+            z = loss_root(o, eps[inner])
+            surv[inner] = ndtr(o.a[None, :] - z[:, None]) @ np.exp(o.log_p)
+        return surv
+
+    return _buckets_pmf(_chunked(survival, np.arange(k_lo, k_hi + 1) * d), k_lo, d)
+
+
+def _buckets_pmf(surv: np.ndarray, k_lo: int, discretization: float):
+    """Optimistic buckets from P(L > k d), k = k_lo.. (mass between grid points to the lower one)."""
+    surv = np.minimum.accumulate(np.clip(surv, 0.0, 1.0))
+    probs = np.empty_like(surv)
+    probs[:-1] = surv[:-1] - surv[1:]
+    probs[-1] = surv[-1]
+    probs = np.maximum(probs, 0.0)
+    keep = np.flatnonzero(probs > 0)
+    if keep.size == 0:
+        keep = np.array([0])
+    lo, hi = keep[0], keep[-1]
+    return _pmf_of_array(discretization, int(k_lo + lo), probs[lo:hi + 1], 0.0, False)
+
+
+def _pmf_of_array(discretization: float, lower: int, probs: np.ndarray, infinity_mass: float, pessimistic: bool):
+    """The library's ``pld_pmf.create_pmf`` of the losses lower, lower + 1, ... with masses ``probs``, the same
+    PMF without its dictionary round trip for a dense one (a sparse one, at most the library's sparse size,
+    is made by the library)."""
+    from dp_accounting.pld import pld_pmf
+
+    if probs.size <= adapter.max_sparse_size():
+        loss_probs = dict(zip(range(lower, lower + probs.size), probs.tolist()))
+        return pld_pmf.create_pmf(loss_probs, discretization, infinity_mass, pessimistic_estimate=pessimistic)
+    return pld_pmf.DensePLDPmf(discretization, lower, np.array(probs, dtype=float), infinity_mass, pessimistic)
+
+
+def survival_pld(survival: ProfileFn, profile: OneStepProfile, discretization: float = DEFAULT_DISCRETIZATION,
+                 log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *,
+                 memory_limit: Optional[int] = None):
+    """Optimistic (a **lower** estimate) symmetric PLD from a loss survival ε ↦ P(L > ε).
+
+    For a construction whose privacy loss law is the same in both directions and known in
+    closed form (T15's ``loss_survival``: a mixture over an observed label, no 1-D pair);
+    buckets as :func:`buckets_pmf_optimistic`, on the grid range of ``profile``.
+    """
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+
+    _check_discretization(discretization)
+    d, k_lo, k_hi = fit_grid(profile, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
+    surv = _chunked(survival, np.arange(k_lo, k_hi + 1) * d)
+    return PrivacyLossDistribution(_buckets_pmf(surv, k_lo, d))
+
+
+def profile_pld(profile: OneStepProfile, discretization: float = DEFAULT_DISCRETIZATION,
+                log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *, memory_limit: Optional[int] = None):
+    """A symmetric ``PrivacyLossDistribution`` holding the connect-the-dots PMF of ``profile``.
+
+    Pessimistic (upper estimate): see :func:`connect_dots_pmf`.
+    """
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+
+    return PrivacyLossDistribution(connect_dots_pmf(profile, discretization, log_mass_truncation_bound,
+                                                    memory_limit=memory_limit))
+
+
+def sound_pld(bound: Bound, config: TrainingConfig, discretization: float = DEFAULT_DISCRETIZATION,
+              log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *, memory_limit: Optional[int] = None):
+    """The one-step PLD of the bound's profile as the theorem states it (paper Appendix B.3).
+
+    Connect-the-dots of :func:`one_step_profile` (the α < 1 branch from the swapped pair, or
+    (1-ρ) max(0, 1-α) + ρ H_base for T7/T8). Pessimistic: composing it gives an upper
+    bound on the composed ε of any mechanism the profile dominates.
+    """
+    return profile_pld(one_step_profile(bound, config), discretization, log_mass_truncation_bound,
+                       memory_limit=memory_limit)
+
+
+def pair_pld(pair: MixturePair, discretization: float = DEFAULT_DISCRETIZATION, *, pessimistic: bool = False,
+             log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, memory_limit: Optional[int] = None):
+    """The two-direction PLD of one fixed pair: REMOVE slot (P, Q), ADD slot (Q, P).
+
+    The library's ``get_epsilon_for_delta`` then reports the larger ε of the two
+    directions, as ``from_mixture_gaussian_mechanism`` does. ``pessimistic=False`` (default):
+    optimistic privacy buckets, a **lower** estimate (:func:`buckets_pmf_optimistic`);
+    ``pessimistic=True``: connect-the-dots per direction, an **upper** estimate of the
+    same pair's composition (:func:`connect_dots_pmf`). Both directions share one gap (the
+    coarser of the two when :func:`fit_grid` had to coarsen one).
+    """
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+
+    def build(p, d):
+        if pessimistic:
+            return connect_dots_pmf(pair_profile(p), d, log_mass_truncation_bound, memory_limit=memory_limit)
+        return buckets_pmf_optimistic(p, d, log_mass_truncation_bound, memory_limit=memory_limit)
+
+    fwd, rev = build(pair, discretization), build(pair.swapped(), discretization)
+    if adapter.gap(fwd) < adapter.gap(rev):
+        fwd = build(pair, adapter.gap(rev))
+    elif adapter.gap(rev) < adapter.gap(fwd):
+        rev = build(pair.swapped(), adapter.gap(fwd))
+    return PrivacyLossDistribution(fwd, rev)
