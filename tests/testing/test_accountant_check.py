@@ -102,7 +102,8 @@ def test_guessed_rates_and_the_poisson_pld_adapter_against_the_gaussian_mechanis
 
 @pytest.mark.parametrize("returned,words", [
     (float("nan"), "returned NaN"), (-1.0, "returned a negative ε = -1"), ("3.0", "returned '3.0' (str)"),
-    (None, "returned None (NoneType)"), (True, "returned True (bool)"),
+    (True, "returned True (bool)"), (10 ** 400, "returned an int too large for a float (401 digits)"),
+    (object(), "(object) at wor/wr"),
 ])
 def test_a_bad_answer_is_one_line(returned, words):
     with pytest.raises(AccountantError) as err:
@@ -121,7 +122,7 @@ def test_an_accountant_that_raises_or_hangs_is_one_line():
 
     with pytest.raises(AccountantError, match="raised ZeroDivisionError at .*: division by zero"):
         reported_epsilon(raises, SECTION5, 1, DELTA)
-    with pytest.raises(AccountantError, match=r"hung at .*: no answer within 0.2 s"):
+    with pytest.raises(AccountantError, match=r"hung at .*: no answer within 0.2 s \(its worker process was ended\)"):
         reported_epsilon(hangs, SECTION5, 1, DELTA, timeout=0.2)
     assert reported_epsilon(accountant(lambda c, s, d: math.inf), SECTION5, 1, DELTA) == math.inf  # vacuous, allowed
 
