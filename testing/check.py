@@ -71,8 +71,8 @@ def _epsilon(reply: Reply, name: str, where: str, timeout: Optional[float]) -> f
     if kind == "not_real":
         raise AccountantError(f"accountant {name} returned {reply.shown} ({reply.type_name}) {where}, not a real ε")
     if kind == "too_large":
-        raise AccountantError(f"accountant {name} returned an {reply.type_name} too large for a float "
-                              f"({reply.shown}) {where}: return inf for no guarantee")
+        raise AccountantError(f"accountant {name} returned a number too large for a float ({reply.type_name}, "
+                              f"{reply.shown}) {where}: return inf for no guarantee")
     value = reply.value
     if math.isnan(value):
         raise AccountantError(f"accountant {name} returned NaN {where}")
@@ -188,9 +188,12 @@ def _steps(steps) -> tuple:
 
 def _verdict(worker: AccountantWorker, cell: Cell, delta: float, relation, name: str, claims: Optional[str],
              discretization: float) -> Verdict:
-    """Ask the worker for one cell and judge the answer (a decline is a verdict of its own, not judged)."""
+    """Ask the worker for one cell and judge the answer (a decline is a verdict of its own, not judged). tsdp's
+    reference comes first (cached for the judgement): a cell tsdp cannot account (δ below its resolution, too many
+    steps) is an error naming tsdp's parameter, not blamed on the accountant."""
     rel = Relation.parse(relation, cell.config)
     claimed = rel.config(cell.config)
+    reference(cell.config, cell.steps, delta, rel, discretization)
     reply = worker.ask(claimed, cell.steps, delta)
     if reply.kind == REPLY_DECLINED:
         reason = reply.message if reply.type_name is None else f"raised {reply.type_name}: {reply.message}"

@@ -7,7 +7,8 @@ long-lived child process per check (forked, so a lambda or a closure needs no pi
 for one cell at a time over a pipe, and gets back a :class:`Reply`: what the function returned
 (classified in the child, so an object that cannot be pickled still arrives as its ``repr``), or
 the exception it raised (type and message, ``SystemExit`` and ``KeyboardInterrupt`` included),
-and what it printed (its file descriptors 1 and 2 write to a file of the child's). A worker that
+and what it printed (its file descriptors 1 and 2 write to a file of the child's; it reads stdin from
+``/dev/null``). A worker that
 does not answer within the time limit is ended with every process it started
 (:func:`tsdp.attacks.montecarlo.processes.end`); one that dies is reported with its exit status.
 The next request starts a fresh worker.
@@ -46,8 +47,8 @@ VALUE, DECLINED, NOT_REAL, TOO_LARGE, RAISED, EXITED, DIED, HUNG = (
 class Reply:
     """One answer of the accountant. ``kind``: ``value`` (``value`` a float, possibly NaN, negative or inf),
     ``declined`` (returned None or raised one of :data:`DECLINES`; ``message`` why), ``not_real`` (returned
-    ``shown`` of type ``type_name``), ``too_large`` (returned an integer beyond the float range, ``shown`` its
-    digit count), ``raised`` (``type_name``, ``message``), ``exited`` (``SystemExit``; ``shown`` its code),
+    ``shown`` of type ``type_name``), ``too_large`` (returned a number beyond the float range: ``shown`` an
+    integer's digit count, or the number), ``raised`` (``type_name``, ``message``), ``exited`` (``SystemExit``; ``shown`` its code),
     ``died`` (the process ended: ``exit_status``), ``hung`` (no answer within the limit). ``output``: what it
     printed on stdout and stderr (at most :data:`OUTPUT_MAX` characters)."""
 
@@ -60,8 +61,16 @@ class Reply:
     output: str = ""
 
 
-def _one_line(text: str, limit: int = 200) -> str:
-    return " ".join(str(text).split())[:limit]
+def _text(obj, convert=str) -> str:
+    """``convert(obj)`` (str or repr), or a stand-in where the user's ``__str__`` / ``__repr__`` raises."""
+    try:
+        return convert(obj)
+    except Exception:  # noqa: BLE001 - the user's method: its failure must not end the worker
+        return f"<{type(obj).__name__} object whose {convert.__name__}() raised>"
+
+
+def _one_line(obj, limit: int = 200) -> str:
+    return " ".join(_text(obj).split())[:limit]
 
 
 def _classify(value) -> Reply:
@@ -69,13 +78,13 @@ def _classify(value) -> Reply:
     if value is None:
         return Reply(DECLINED, message="returned None")
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return Reply(NOT_REAL, shown=repr(value)[:60], type_name=type(value).__name__)
+        return Reply(NOT_REAL, shown=_text(value, repr)[:60], type_name=type(value).__name__)
     try:
         number = float(value)
     except OverflowError:
-        digits = len(str(abs(int(value)))) if isinstance(value, numbers.Integral) else None
-        return Reply(TOO_LARGE, shown=f"{digits} digits" if digits else repr(value)[:60],
-                     type_name=type(value).__name__)
+        if isinstance(value, numbers.Integral):
+            return Reply(TOO_LARGE, shown=f"{len(str(abs(int(value))))} digits", type_name=type(value).__name__)
+        return Reply(TOO_LARGE, shown=_text(value, repr)[:60], type_name=type(value).__name__)
     return Reply(VALUE, value=number)
 
 
@@ -86,7 +95,7 @@ def _ask(fn, request) -> Reply:
     except DECLINES as exc:
         return Reply(DECLINED, type_name=type(exc).__name__, message=_one_line(exc))
     except SystemExit as exc:
-        return Reply(EXITED, shown=repr(exc.code), type_name="SystemExit")
+        return Reply(EXITED, shown=_text(exc.code, repr)[:60], type_name="SystemExit")
     except BaseException as exc:  # noqa: BLE001 - the user's code: KeyboardInterrupt and every error are reported
         return Reply(RAISED, type_name=type(exc).__name__, message=_one_line(exc))
 
@@ -126,6 +135,9 @@ def _serve(fn, conn) -> None:
     import tempfile
 
     capture = tempfile.TemporaryFile()
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)  # an accountant that reads stdin reads nothing, not the command's input
+    sys.stdin = open(0, "r", closefd=False)
     os.dup2(capture.fileno(), 1)
     os.dup2(capture.fileno(), 2)
     sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)

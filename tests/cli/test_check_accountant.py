@@ -166,6 +166,8 @@ def test_a_bad_accountant_is_one_line_exit_2(module, function, words):
     (["--tsdp", "--timeout", "inf"], "invalid --timeout: must be finite (not NaN or inf)"),
     (["--tsdp", "--timeout", "1e10"], "invalid --timeout: must be <= 1e+07 (got 10000000000.0)"),
     (["--tsdp", "--timeout", "1e308"], "invalid --timeout: must be <= 1e+07 (got 1e+308)"),
+    (["--tsdp", *SMALL, "--delta", "1e-300"], "invalid --delta: 1e-300 is below the smallest δ"),  # tsdp's, not the
+    (["--tsdp", *SMALL, "--steps", "1000000000000"], "invalid --steps: 1000000000000 compositions are more"),  # fn's
     (["--tsdp", "--top", "bogus"], "argument --top: invalid choice: 'bogus'"),
     (["--tsdp", "--bottom", "nope"], "argument --bottom: invalid choice: 'nope'"),
     (["--tsdp", "--relation", "element"], "argument --relation: invalid choice: 'element'"),
@@ -193,7 +195,7 @@ def test_bad_flags_are_one_line_exit_2(argv, words):
     ("os_exit", "accountant {m}:os_exit ended its process (exit status 0: os._exit, a signal or a crash) at wor/wr"),
     ("interrupted", "accountant {m}:interrupted raised KeyboardInterrupt at wor/wr N=320 L=20 L_C=1 L_F=1 Λ=32 λ=1 σ=1, "
                     "1 step(s), δ = 1e-05 (no message)"),
-    ("huge", "accountant {m}:huge returned an int too large for a float (401 digits) at wor/wr"),
+    ("huge", "accountant {m}:huge returned a number too large for a float (int, 401 digits) at wor/wr"),
 ])
 @pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["text", "json"])
 def test_an_accountant_that_exits_or_overflows_is_one_line_exit_2(module, function, words, json_flag):

@@ -107,7 +107,7 @@ def test_guessed_rates_and_the_poisson_pld_adapter_against_the_gaussian_mechanis
 
 @pytest.mark.parametrize("returned,words", [
     (float("nan"), "returned NaN"), (-1.0, "returned a negative ε = -1"), ("3.0", "returned '3.0' (str)"),
-    (True, "returned True (bool)"), (10 ** 400, "returned an int too large for a float (401 digits)"),
+    (True, "returned True (bool)"), (10 ** 400, "returned a number too large for a float (int, 401 digits)"),
     (object(), "(object) at wor/wr"),
 ])
 def test_a_bad_answer_is_one_line(returned, words):

@@ -35,6 +35,21 @@ def _declines(c, s, d):
     raise NotImplementedError("not my scheme")
 
 
+class _Unprintable(Exception):
+    def __str__(self):
+        raise ValueError("no text")
+
+    __repr__ = __str__
+
+
+def _raises_unprintable(c, s, d):
+    raise _Unprintable()
+
+
+def _returns_unprintable(c, s, d):
+    return _Unprintable()
+
+
 def _running(pid: int) -> bool:
     """Whether ``pid`` is alive and not a zombie (an ended child waiting for its new parent to reap it)."""
     try:
@@ -53,6 +68,10 @@ def _running(pid: int) -> bool:
     (_sys_exit, dict(kind="exited", shown="'bye'")),
     (_interrupt, dict(kind="raised", type_name="KeyboardInterrupt", message="stop")),
     (_exit_7, dict(kind="died", exit_status=7)),
+    (lambda c, s, d: input(), dict(kind="raised", type_name="EOFError")),  # stdin is /dev/null, not the command's
+    (_raises_unprintable, dict(kind="raised", type_name="_Unprintable", message="<_Unprintable object whose str() raised>")),
+    (_returns_unprintable, dict(kind="not_real", shown="<_Unprintable object whose repr() raised>")),
+    (lambda c, s, d: __import__("fractions").Fraction(10 ** 400, 3), dict(kind="too_large", type_name="Fraction")),
 ])
 def test_every_ending_is_a_reply(fn, expected):
     reply = _reply(fn)
