@@ -30,7 +30,8 @@ from .brackets import DISCRETIZATION, Reference, reference
 from .relations import Relation, other_relations
 from .verdicts import (BETWEEN, DECLINED, SOUND, UNCHECKED, UNSOUND, CheckReport, RelationBound, Verdict,
                        scheme_line)
-from .worker import DECLINED as REPLY_DECLINED, DEFAULT_TIMEOUT, AccountantWorker, Reply
+from .worker import DECLINED as REPLY_DECLINED
+from .worker import DEFAULT_TIMEOUT, DIED, EXITED, HUNG, NOT_REAL, RAISED, TOO_LARGE, AccountantWorker, Reply
 
 Accountant = Callable[[TrainingConfig, int, float], float]
 
@@ -56,21 +57,21 @@ def accountant_name(fn) -> str:
 def _epsilon(reply: Reply, name: str, where: str, timeout: Optional[float]) -> float:
     """The ε of a reply that is not a decline, as a float ≥ 0 (inf allowed), or :class:`AccountantError`, one line."""
     kind = reply.kind
-    if kind == "hung":
+    if kind == HUNG:
         raise AccountantError(f"accountant {name} hung {where}: no answer within {timeout:g} s (its worker process "
                               "was ended)")
-    if kind == "exited":
+    if kind == EXITED:
         raise AccountantError(f"accountant {name} called sys.exit({reply.shown}) (raised SystemExit) {where}: an "
                               "accountant must return ε, not end its process")
-    if kind == "died":
+    if kind == DIED:
         raise AccountantError(f"accountant {name} ended its process (exit status {reply.exit_status}: os._exit, a "
                               f"signal or a crash) {where}: an accountant must return ε")
-    if kind == "raised":
+    if kind == RAISED:
         said = f": {reply.message}" if reply.message else " (no message)"
         raise AccountantError(f"accountant {name} raised {reply.type_name} {where}{said}")
-    if kind == "not_real":
+    if kind == NOT_REAL:
         raise AccountantError(f"accountant {name} returned {reply.shown} ({reply.type_name}) {where}, not a real ε")
-    if kind == "too_large":
+    if kind == TOO_LARGE:
         raise AccountantError(f"accountant {name} returned a number too large for a float ({reply.type_name}, "
                               f"{reply.shown}) {where}: return inf for no guarantee")
     value = reply.value
@@ -220,7 +221,8 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
     :class:`Relation`; None: each configuration's own, event level w = 1 by default). ``timeout``: seconds
     per call (default :data:`DEFAULT_TIMEOUT`; None: no limit). ``fn`` runs in a worker process (``worker``: a
     running :class:`~tsdp.testing.worker.AccountantWorker` of ``fn`` to reuse, whose own limit then applies). A
-    cell ``fn`` declines (it returns None or raises NotImplementedError) is reported as declined; raises
+    cell ``fn`` declines (it returns None, raises NotImplementedError or tsdp's TheoremError) is reported as
+    declined; raises
     :class:`AccountantError` (one line) when ``fn`` fails on a cell otherwise.
     """
     delta = check_delta(delta)

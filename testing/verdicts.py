@@ -215,6 +215,13 @@ class CheckReport:
         return tuple(sorted(self.unsound, key=lambda v: v.epsilon_attained / max(v.epsilon_reported, 1e-300),
                             reverse=True)[:n])
 
+    def summary(self) -> str:
+        """The counts in one line."""
+        c = self.counts
+        return (f"{c['unsound']} unsound ({c['relation_mismatch']} of them relation mismatches), {c['between']} between, "
+                f"{c['sound']} sound, {c['unchecked']} unchecked, {c['declined']} declined of {len(self.verdicts)} cells "
+                f"({self.seconds:.1f} s)")
+
     def table(self) -> str:
         """The verdict table, one line per cell with its evidence (the attack or the sound bound), the counts, the
         message of every cell that is unsound or was not fully judged, and what the accountant printed."""
@@ -231,10 +238,7 @@ class CheckReport:
             lines.append(f"{tag:<10} {num(v.epsilon_reported)} {num(v.epsilon_attained)} {num(v.epsilon_sound)}  "
                          f"{v.evidence:<10}  {v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  "
                          f"{scheme_line(v.config)}{at}")
-        c = self.counts
-        lines.append(f"{c['unsound']} unsound ({c['relation_mismatch']} of them relation mismatches), "
-                     f"{c['between']} between, {c['sound']} sound, {c['unchecked']} unchecked, {c['declined']} declined "
-                     f"of {len(self.verdicts)} cells ({self.seconds:.1f} s)")
+        lines.append(self.summary())
         lines += [v.message() for v in self.verdicts
                   if v.verdict in (UNSOUND, UNCHECKED, DECLINED) or (v.verdict == BETWEEN and v.epsilon_attained is None)]
         for v in self.verdicts:

@@ -287,3 +287,16 @@ def test_what_the_shrinker_shows_for_the_tutorials_window_rate_guess():
     assert v.epsilon_reported == pytest.approx(gaussian_epsilon(1 / sigma, DELTA), abs=2e-3)
     assert v.epsilon_attained == pytest.approx(gaussian_epsilon(2 / sigma, DELTA), abs=2e-3)
     assert v.epsilon_attained <= gaussian_epsilon(2 / sigma, DELTA)
+
+
+def test_the_property_skips_declined_cells_and_fails_when_every_cell_is_declined():
+    """assert_sound_for_all rejects a declined cell (hypothesis draws another): an accountant declining every cell
+    checked nothing, and hypothesis says so (its filter health check, or Unsatisfiable) instead of passing."""
+    from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+
+    small = cells(configs(schemes=[("wor", "wr"), ("deterministic", "wr")], max_N=4, max_L=3, max_window=2,
+                          sigma=(2.0, 2.0)), steps=(1,))
+    declines_deterministic = accountant(lambda c, s, d: None if c.top == "deterministic" else math.inf, "wor only")
+    assert_sound_for_all(declines_deterministic, small, max_examples=5)
+    with pytest.raises((FailedHealthCheck, Unsatisfiable)):
+        assert_sound_for_all(accountant(lambda c, s, d: None, "declines all"), small, max_examples=5)
