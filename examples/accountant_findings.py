@@ -34,7 +34,7 @@ def main() -> list:
     for relation in RELATIONS:
         for fn in accountants():
             report = check_accountant(fn, default_grid(), relation=relation, progress=True)
-            print(report.table().split("\n")[-1 - len(report.unsound)], f"[{fn.name}, {relation.name}]", file=sys.stderr)
+            print(report.summary(), f"[{fn.name}, {relation.name}]", file=sys.stderr)
             d = report.as_dict()
             for v in d["verdicts"]:
                 del v["message"]  # derivable from the other fields (Verdict.message); keeps the file small

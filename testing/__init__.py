@@ -18,6 +18,10 @@ is provably wrong, and the check names the attack and the `tsdp audit` command t
 * :func:`default_grid`: the paper's Section 5 configurations plus seeded random ones;
 * a pytest plugin (:mod:`tsdp.testing.plugin`, fixture ``tsdp_accountant_check``).
 
+The accountant runs in a forked worker process (:mod:`tsdp.testing.worker`) under a time limit per call
+(60 s by default, as ``tsdp check-accountant --timeout``); a cell it declines (returns None, raises
+NotImplementedError) is reported as declined, not judged.
+
 Names load on first use: importing this package imports neither torch nor hypothesis.
 """
 from __future__ import annotations

@@ -8,22 +8,30 @@ tsdp's attained ε (a **lower** bound reached by the proofs' constructions) and 
 (:mod:`tsdp.testing.relations`; default: the configuration's own, event level w = 1 as in tsdp).
 An accountant below the attained ε is provably wrong for that relation, and the verdict says
 which attack shows it (:mod:`tsdp.testing.verdicts`).
+
+The accountant runs in a forked worker process (:mod:`tsdp.testing.worker`) under a time limit per
+call (default :data:`DEFAULT_TIMEOUT` s, the CLI's too): a hang, even in one long C call, a
+``sys.exit``, an ``os._exit`` or a ``KeyboardInterrupt`` of the accountant is one line
+(:class:`AccountantError`), and what it prints is kept with the cell's verdict.
 """
 from __future__ import annotations
 
 import math
 import numbers
-import threading
 import time
+from dataclasses import replace
 from typing import Callable, Iterable, Optional, Sequence, Union
 
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int
 
 from .attack import audit_command, describe_pair
 from .grid import Cell, default_grid
-from .brackets import DISCRETIZATION, reference
+from .brackets import DISCRETIZATION, Reference, reference
 from .relations import Relation, other_relations
-from .verdicts import BETWEEN, SOUND, UNCHECKED, UNSOUND, CheckReport, Verdict, scheme_line
+from .verdicts import (BETWEEN, DECLINED, SOUND, UNCHECKED, UNSOUND, CheckReport, RelationBound, Verdict,
+                       scheme_line)
+from .worker import DECLINED as REPLY_DECLINED
+from .worker import DEFAULT_TIMEOUT, DIED, EXITED, HUNG, NOT_REAL, RAISED, TOO_LARGE, AccountantWorker, Reply
 
 Accountant = Callable[[TrainingConfig, int, float], float]
 
@@ -46,51 +54,49 @@ def accountant_name(fn) -> str:
     return str(getattr(fn, "name", None) or getattr(fn, "__qualname__", None) or repr(fn))
 
 
-def _call(fn: Accountant, config: TrainingConfig, steps: int, delta: float, timeout: Optional[float]):
-    """``fn(config, steps, delta)``, in a daemon thread when ``timeout`` is given (a hang cannot block the check)."""
-    if timeout is None:
-        return fn(config, steps, delta)
-    box = {}
-
-    def run():
-        try:
-            box["value"] = fn(config, steps, delta)
-        except BaseException as exc:  # noqa: BLE001 - reported as the accountant's error
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True, name="tsdp-accountant-under-check")
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise TimeoutError(f"no answer within {timeout:g} s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-def reported_epsilon(fn: Accountant, config: TrainingConfig, steps: int, delta: float,
-                     timeout: Optional[float] = None) -> float:
-    """The accountant's ε for one cell as a float ≥ 0 (inf allowed: a vacuous guarantee), or
-    :class:`AccountantError` with one line: it raised, hung past ``timeout`` s, or returned NaN, a negative
-    number or something that is not a real number."""
-    where = f"at {scheme_line(config.as_dict())}, {steps} step(s), δ = {delta:g}"
-    name = accountant_name(fn)
-    try:
-        value = _call(fn, config, steps, delta, timeout)
-    except TimeoutError as exc:
-        raise AccountantError(f"accountant {name} hung {where}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - the user's code: any failure is one line
-        text = " ".join(str(exc).split())[:200]
-        raise AccountantError(f"accountant {name} raised {type(exc).__name__} {where}: {text}") from None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        shown = repr(value)[:60]
-        raise AccountantError(f"accountant {name} returned {shown} ({type(value).__name__}) {where}, not a real ε")
-    value = float(value)
+def _epsilon(reply: Reply, name: str, where: str, timeout: Optional[float]) -> float:
+    """The ε of a reply that is not a decline, as a float ≥ 0 (inf allowed), or :class:`AccountantError`, one line."""
+    kind = reply.kind
+    if kind == HUNG:
+        raise AccountantError(f"accountant {name} hung {where}: no answer within {timeout:g} s (its worker process "
+                              "was ended)")
+    if kind == EXITED:
+        raise AccountantError(f"accountant {name} called sys.exit({reply.shown}) (raised SystemExit) {where}: an "
+                              "accountant must return ε, not end its process")
+    if kind == DIED:
+        raise AccountantError(f"accountant {name} ended its process (exit status {reply.exit_status}: os._exit, a "
+                              f"signal or a crash) {where}: an accountant must return ε")
+    if kind == RAISED:
+        said = f": {reply.message}" if reply.message else " (no message)"
+        raise AccountantError(f"accountant {name} raised {reply.type_name} {where}{said}")
+    if kind == NOT_REAL:
+        raise AccountantError(f"accountant {name} returned {reply.shown} ({reply.type_name}) {where}, not a real ε")
+    if kind == TOO_LARGE:
+        raise AccountantError(f"accountant {name} returned a number too large for a float ({reply.type_name}, "
+                              f"{reply.shown}) {where}: return inf for no guarantee")
+    value = reply.value
     if math.isnan(value):
         raise AccountantError(f"accountant {name} returned NaN {where}")
     if value < 0:
         raise AccountantError(f"accountant {name} returned a negative ε = {value:g} {where}")
     return value
+
+
+def _where(config: TrainingConfig, steps: int, delta: float) -> str:
+    return f"at {scheme_line(config.as_dict())}, {steps} step(s), δ = {delta:g}"
+
+
+def reported_epsilon(fn: Accountant, config: TrainingConfig, steps: int, delta: float,
+                     timeout: Optional[float] = DEFAULT_TIMEOUT) -> Optional[float]:
+    """The accountant's ε for one cell as a float ≥ 0 (inf allowed: a vacuous guarantee), None where it declines the
+    cell (returns None, raises NotImplementedError or tsdp's TheoremError), or :class:`AccountantError` with one
+    line: it raised, hung past ``timeout`` s (None: no limit), exited, or returned NaN, a negative number, an
+    integer beyond the float range or something that is not a real number. Runs ``fn`` in a worker process."""
+    with AccountantWorker(fn, timeout) as worker:
+        reply = worker.ask(config, steps, delta)
+    if reply.kind == REPLY_DECLINED:
+        return None
+    return _epsilon(reply, accountant_name(fn), _where(config, steps, delta), timeout)
 
 
 def _bracket_position(eps: float, attained: float, sound: Optional[float]) -> Optional[float]:
@@ -102,30 +108,58 @@ def _bracket_position(eps: float, attained: float, sound: Optional[float]) -> Op
 def judge(eps: float, config: TrainingConfig, steps: int, delta: float, relation: Relation, *,
           accountant: str = "accountant", claims: Optional[str] = None,
           discretization: float = DISCRETIZATION) -> Verdict:
-    """The verdict on a reported ``eps`` for one cell (module docstring of :mod:`tsdp.testing.verdicts`):
-    unsound below tsdp's attained ε (lower bound), sound at or above its sound ε (upper bound), between
-    otherwise; unchecked where tsdp has neither."""
+    """The verdict on a reported ``eps`` for one cell against tsdp's reference for ``relation``
+    (:func:`judge_reference`)."""
     ref = reference(config, steps, delta, relation, discretization)
+    return judge_reference(eps, ref, config, steps, delta, relation, accountant=accountant, claims=claims,
+                           discretization=discretization)
+
+
+def _mismatch_bounds(eps: float, attained: float, config: TrainingConfig, steps: int, delta: float,
+                     relation: Relation, discretization: float) -> tuple:
+    """The other relations the accountant could have meant with ``eps`` (below the claim's ``attained``): those whose
+    sound ε it meets and is nearer to, on a log scale, than to ``attained`` (ε_sound(other) ≤ eps ≤
+    √(ε_sound(other) · attained)); a plain under-estimate of the claim is nearer to its attained ε."""
+    found = []
+    for other in other_relations(relation, config):
+        ref = reference(config, steps, delta, other, discretization, attained=False)
+        s = ref.epsilon_sound
+        if s is not None and s <= eps and eps * eps <= s * attained:
+            found.append(RelationBound(other.name, s, ref.theorem))
+    return tuple(found)
+
+
+def judge_reference(eps: float, ref: Reference, config: TrainingConfig, steps: int, delta: float, relation: Relation,
+                    *, accountant: str = "accountant", claims: Optional[str] = None,
+                    discretization: float = DISCRETIZATION) -> Verdict:
+    """The verdict on a reported ``eps`` given tsdp's reference ``ref`` for the cell (module docstring of
+    :mod:`tsdp.testing.verdicts`): unsound below the attained ε (a lower bound), sound at or above the sound ε (an
+    upper bound; a value under the sound ε of the check's grid is compared with the sound ε at a ten times finer
+    grid, still an upper bound), between otherwise; a value below the sound ε where no attained ε is known is judged
+    on the sound side only; unchecked where tsdp has neither."""
     claimed = relation.config(config)
     common = dict(accountant=accountant, config=claimed.as_dict(), steps=steps, delta=delta,
                   relation=relation.as_dict(), relation_text=relation.describe(config), epsilon_reported=eps,
-                  epsilon_attained=ref.epsilon_attained, epsilon_sound=ref.epsilon_sound, theorem=ref.theorem,
-                  construction=ref.construction, claims=claims)
+                  epsilon_attained=ref.epsilon_attained, theorem=ref.theorem, construction=ref.construction,
+                  claims=claims)
     attained, sound = ref.epsilon_attained, ref.epsilon_sound
     ratio = eps / attained if attained else None
     if attained is None and sound is None:
-        return Verdict(UNCHECKED, note=f"tsdp has no bound for this scheme ({ref.refused})", **common)
+        return Verdict(UNCHECKED, epsilon_sound=None, note=f"tsdp has no bound for this scheme ({ref.refused})",
+                       **common)
     if attained is not None and eps < attained:
-        others = [(o, reference(config, steps, delta, o, discretization, attained=False).epsilon_sound)
-                  for o in other_relations(relation, config)]
-        sound_under = tuple(o.name for o, s in others if s is not None and eps >= s)
-        return Verdict(UNSOUND, pair=describe_pair(ref.construction, claimed),
+        return Verdict(UNSOUND, epsilon_sound=sound, pair=describe_pair(ref.construction, claimed),
                        audit_command=audit_command(ref.construction, claimed, steps, delta), ratio=ratio,
-                       sound_under=sound_under, **common)
+                       sound_under_bounds=_mismatch_bounds(eps, attained, config, steps, delta, relation,
+                                                           discretization), **common)
+    if sound is not None and eps < sound:
+        finer = reference(config, steps, delta, relation, discretization / 10, attained=False).epsilon_sound
+        sound = min(sound, finer) if finer is not None else sound
     if sound is not None and eps >= sound:
-        return Verdict(SOUND, ratio=ratio, **common)
-    return Verdict(BETWEEN, ratio=ratio, bracket_position=_bracket_position(eps, attained, sound),
-                   note=None if sound is not None else ref.refused, **common)
+        return Verdict(SOUND, epsilon_sound=sound, ratio=ratio, **common)
+    return Verdict(BETWEEN, epsilon_sound=sound, ratio=ratio,
+                   bracket_position=None if attained is None else _bracket_position(eps, attained, sound),
+                   note=ref.refused, **common)
 
 
 def _cells(configs, steps) -> list:
@@ -153,22 +187,52 @@ def _steps(steps) -> tuple:
     return tuple(check_int("steps", s, 1) for s in values)
 
 
+def _verdict(worker: AccountantWorker, cell: Cell, delta: float, relation, name: str, claims: Optional[str],
+             discretization: float) -> Verdict:
+    """Ask the worker for one cell and judge the answer (a decline is a verdict of its own, not judged). tsdp's
+    reference comes first (cached for the judgement): a cell tsdp cannot account (δ below its resolution, too many
+    steps) is an error naming tsdp's parameter, not blamed on the accountant."""
+    rel = Relation.parse(relation, cell.config)
+    claimed = rel.config(cell.config)
+    reference(cell.config, cell.steps, delta, rel, discretization)
+    reply = worker.ask(claimed, cell.steps, delta)
+    if reply.kind == REPLY_DECLINED:
+        reason = reply.message if reply.type_name is None else f"raised {reply.type_name}: {reply.message}"
+        return Verdict(DECLINED, accountant=name, config=claimed.as_dict(), steps=cell.steps, delta=delta,
+                       relation=rel.as_dict(), relation_text=rel.describe(cell.config), epsilon_reported=None,
+                       epsilon_attained=None, epsilon_sound=None, theorem=None, construction=None, claims=claims,
+                       note=reason, output=reply.output)
+    eps = _epsilon(reply, name, _where(claimed, cell.steps, delta), worker.timeout)
+    verdict = judge(eps, cell.config, cell.steps, delta, rel, accountant=name, claims=claims,
+                    discretization=discretization)
+    return replace(verdict, output=reply.output)
+
+
 def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, Iterable] = None, *,
                      steps: Union[None, int, Sequence[int]] = None, delta: float = 1e-5,
-                     relation: Union[None, str, Relation] = None, timeout: Optional[float] = None,
-                     discretization: float = DISCRETIZATION, progress: bool = False) -> CheckReport:
+                     relation: Union[None, str, Relation] = None, timeout: Optional[float] = DEFAULT_TIMEOUT,
+                     discretization: float = DISCRETIZATION, progress: bool = False,
+                     worker: Optional[AccountantWorker] = None) -> CheckReport:
     """Check ``fn(config, steps, delta) -> ε`` on a grid against tsdp's attained (lower) and sound (upper) ε.
 
     ``configs``: TrainingConfigs (each at ``steps``, default 1000), :class:`~tsdp.testing.grid.Cell`\\ s, or None
     for :func:`~tsdp.testing.grid.default_grid` (the paper's Section 5 configurations plus seeded random
     ones). ``relation``: what the accountant claims to answer for ("event", "user", "window", "series" or a
     :class:`Relation`; None: each configuration's own, event level w = 1 by default). ``timeout``: seconds
-    per call (None: no limit). Raises :class:`AccountantError` (one line) when ``fn`` fails on a cell.
+    per call (default :data:`DEFAULT_TIMEOUT`; None: no limit). ``fn`` runs in a worker process (``worker``: a
+    running :class:`~tsdp.testing.worker.AccountantWorker` of ``fn`` to reuse, whose own limit then applies). A
+    cell ``fn`` declines (it returns None, raises NotImplementedError or tsdp's TheoremError) is reported as
+    declined; raises
+    :class:`AccountantError` (one line) when ``fn`` fails on a cell otherwise.
     """
     delta = check_delta(delta)
     cells = _cells(configs, steps)
     name, claims = accountant_name(fn), getattr(fn, "claims", None)
     started = time.perf_counter()
+    own = worker is None
+    if own:
+        worker = AccountantWorker(fn, timeout)
+        worker.start()  # forked before the progress bar starts its thread
     bar = None
     if progress:
         from tqdm import tqdm
@@ -177,35 +241,46 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
     verdicts = []
     try:
         for cell in cells:
-            rel = Relation.parse(relation, cell.config)
-            claimed = rel.config(cell.config)
-            eps = reported_epsilon(fn, claimed, cell.steps, delta, timeout)
-            verdicts.append(judge(eps, cell.config, cell.steps, delta, rel, accountant=name, claims=claims,
-                                  discretization=discretization))
+            verdicts.append(_verdict(worker, cell, delta, relation, name, claims, discretization))
             if bar is not None:
                 bar.update()
     finally:
         if bar is not None:
             bar.close()
+        if own:
+            worker.close()
     return CheckReport(name, claims, tuple(verdicts), seconds=time.perf_counter() - started)
 
 
 def assert_not_unsound(fn: Accountant, config: TrainingConfig, steps: int = 1000, delta: float = 1e-5, *,
-                       relation: Union[None, str, Relation] = None,
-                       discretization: float = DISCRETIZATION) -> Verdict:
+                       relation: Union[None, str, Relation] = None, discretization: float = DISCRETIZATION,
+                       timeout: Optional[float] = DEFAULT_TIMEOUT,
+                       worker: Optional[AccountantWorker] = None) -> Verdict:
     """Raise :class:`UnsoundAccountantError` (an AssertionError: the verdict's message, the attack and its
-    `tsdp audit` command) when ``fn`` reports less than tsdp's attained ε on this cell; return the verdict."""
+    `tsdp audit` command) when ``fn`` reports less than tsdp's attained ε on this cell; return the verdict
+    (a declined cell's too). ``timeout`` and ``worker`` as in :func:`check_accountant`."""
     report = check_accountant(fn, Cell(config, check_int("steps", steps, 1)), delta=delta, relation=relation,
-                              discretization=discretization)
+                              discretization=discretization, timeout=timeout, worker=worker)
     if report.unsound:
         raise UnsoundAccountantError(report.unsound)
     return report.verdicts[0]
 
 
 def assert_sound(fn: Accountant, configs=None, *, steps=None, delta: float = 1e-5,
-                 relation: Union[None, str, Relation] = None, timeout: Optional[float] = None) -> CheckReport:
-    """:func:`check_accountant`, raising :class:`UnsoundAccountantError` when any cell is unsound; the report."""
+                 relation: Union[None, str, Relation] = None,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT) -> CheckReport:
+    """:func:`check_accountant`, raising :class:`UnsoundAccountantError` when any cell is unsound and
+    :class:`AccountantError` when no cell was judged (every one declined or unchecked); the report."""
     report = check_accountant(fn, configs, steps=steps, delta=delta, relation=relation, timeout=timeout)
     if report.unsound:
         raise UnsoundAccountantError(report.unsound)
+    if not report.passed:
+        raise AccountantError(nothing_judged(report))
     return report
+
+
+def nothing_judged(report: CheckReport) -> str:
+    """The one line for a report that judged no cell."""
+    c = report.counts
+    return (f"accountant {report.accountant}: no cell was judged ({c['declined']} declined, {c['unchecked']} "
+            f"unchecked of {len(report.verdicts)}): nothing was checked")

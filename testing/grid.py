@@ -9,11 +9,11 @@ configurations of the schemes tsdp bounds, at 100 steps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
-from tsdp.theorems.config import DEFAULT_CONFIG, TrainingConfig, check_int
+from tsdp.theorems.config import BOTTOM_LEVEL, DEFAULT_CONFIG, TOP_LEVEL, ConfigError, TrainingConfig, check_int
 
 RANDOM_SCHEMES = (("wor", "wr"), ("wor", "poisson"), ("deterministic", "wr"), ("shuffle", "poisson"))
 """Schemes the random cells draw from (each has a sound and an attained ε in the catalogue)."""
@@ -60,3 +60,19 @@ def random_cells(n: int, seed: int = 0, steps: int = 100) -> Tuple[Cell, ...]:
 def default_grid(random: int = 6, seed: int = 0) -> Tuple[Cell, ...]:
     """The declared grid: :func:`section5_cells` then :func:`random_cells` (``random`` of them, ``seed``)."""
     return section5_cells() + random_cells(random, seed)
+
+
+def restrict(cells: Tuple[Cell, ...], top: Optional[str] = None, bottom: Optional[str] = None) -> Tuple[Cell, ...]:
+    """The cells whose top / bottom level is ``top`` / ``bottom`` (None: any); ConfigError naming ``top`` or
+    ``bottom`` for a level that does not exist, or when no cell is left."""
+    for name, value, levels in (("top", top, TOP_LEVEL), ("bottom", bottom, BOTTOM_LEVEL)):
+        if value is not None and value not in levels:
+            raise ConfigError(name, f"must be one of {', '.join(levels)}", value)
+    kept = tuple(c for c in cells if top in (None, c.config.top) and bottom in (None, c.config.bottom))
+    if not kept:
+        also = f"with bottom = {bottom} " if top is not None and bottom is not None else ""
+        raise ConfigError("top" if top is not None else "bottom",
+                          f"{also}leaves no cell of the grid (its schemes: "
+                          f"{', '.join(sorted({f'{c.config.top}/{c.config.bottom}' for c in cells}))})",
+                          top if top is not None else bottom)
+    return kept

@@ -9,8 +9,10 @@ Loading it imports nothing but this module (no torch, sympy or hypothesis); the 
 and gets hypothesis-shrunk counterexamples: the failure names the smallest configuration it found,
 the attack (the proof's construction and its pair) and the `tsdp audit` command that shows it.
 The marker ``@pytest.mark.tsdp_accountant(...)`` sets the check's options for one test
-(``strategy``, ``delta``, ``relation``, ``max_examples``, ``seed``: those of
+(``strategy``, ``delta``, ``relation``, ``max_examples``, ``seed``, ``timeout``: those of
 :func:`tsdp.testing.strategies.assert_sound_for_all`); keyword arguments of the call override it.
+The accountant runs in a worker process under ``timeout`` seconds per call (default 60, as
+``tsdp check-accountant``'s): one that hangs, even in a C call, fails the test within its limit.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ MARKER = "tsdp_accountant"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", f"{MARKER}(**options): options of the tsdp_accountant_check fixture (strategy, "
-                                       "delta, relation, max_examples, seed)")
+                                       "delta, relation, max_examples, seed, timeout)")
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from hypothesis import given, seed as hypothesis_seed, settings, strategies as s
 from tsdp.theorems.config import TrainingConfig
 
 from .grid import Cell
+from .worker import DEFAULT_TIMEOUT
 
 SCHEMES: Tuple[Tuple[str, str], ...] = (
     ("deterministic", "wr"), ("deterministic", "poisson"), ("shuffle", "wr"), ("shuffle", "poisson"),
@@ -57,18 +58,43 @@ def cells(config_strategy=None, steps: Sequence[int] = (1, 10, 100)) -> st.Searc
     return st.builds(Cell, config_strategy if config_strategy is not None else configs(), st.sampled_from(list(steps)))
 
 
+class _Stop(BaseException):
+    """Ends a hypothesis run at once (hypothesis shrinks on an ``Exception``, and re-running a hung accountant while
+    shrinking would cost the time limit each time)."""
+
+
 def assert_sound_for_all(fn, strategy=None, *, delta: float = 1e-5, relation=None, max_examples: int = 50,
-                         seed: int = 0) -> None:
+                         seed: int = 0, timeout: Optional[float] = DEFAULT_TIMEOUT) -> None:
     """Hypothesis property: ``fn`` is never below tsdp's attained ε on a cell of ``strategy`` (default
     :func:`cells`). On a counterexample hypothesis shrinks it and raises
     :class:`~tsdp.testing.check.UnsoundAccountantError` with the attack (its note names the shrunk cell).
+    ``fn`` runs in one worker process for the whole run, each call under ``timeout`` seconds (default 60, as the
+    CLI's; None: no limit); when it hangs, exits or fails otherwise the run stops at once with that
+    :class:`~tsdp.testing.check.AccountantError` (one line, no shrinking). A cell ``fn`` declines is rejected
+    (hypothesis draws another; one that declines everything fails as unsatisfiable).
     ``seed`` fixes hypothesis's draws; no example database is written."""
-    from .check import assert_not_unsound
+    from hypothesis import reject
+
+    from .check import AccountantError, assert_not_unsound
+    from .verdicts import DECLINED
+    from .worker import AccountantWorker
+
+    failed = []
 
     @hypothesis_seed(seed)
     @settings(max_examples=max_examples, deadline=None, database=None, print_blob=False)
     @given(cell=strategy if strategy is not None else cells())
     def accountant_is_not_below_the_attained_epsilon(cell):
-        assert_not_unsound(fn, cell.config, cell.steps, delta, relation=relation)
+        try:
+            verdict = assert_not_unsound(fn, cell.config, cell.steps, delta, relation=relation, worker=worker)
+        except AccountantError as exc:
+            failed.append(exc)
+            raise _Stop from None
+        if verdict.verdict == DECLINED:
+            reject()
 
-    accountant_is_not_below_the_attained_epsilon()
+    with AccountantWorker(fn, timeout) as worker:
+        try:
+            accountant_is_not_below_the_attained_epsilon()
+        except _Stop:
+            raise failed[0] from None

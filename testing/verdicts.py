@@ -7,12 +7,20 @@ The accountant's ε is compared with tsdp's bracket for that relation
 * ``unsound``: below the attained ε. Provably wrong for the claimed relation: a concrete pair of
   neighbouring datasets (the construction's) exceeds it; the verdict carries the construction,
   its pair, both ε and the `tsdp audit` command that shows it through the real loop. Where the
-  value is at or above tsdp's sound ε for another relation (``sound_under``), it is a relation
+  value is at or above tsdp's sound ε for another relation and nearer to it than to the claim's
+  attained ε (``sound_under``: the accountant could have meant that relation), it is a relation
   mismatch (as claim C6: a one-window guarantee against an element that lies in k windows),
-  not a broken accountant, and the message says so;
-* ``sound``: at or above tsdp's sound ε;
-* ``between``: in the bracket; ``bracket_position`` = (reported - attained) / (sound - attained);
-* ``unchecked``: tsdp has no number for the scheme (Poisson top level).
+  not a broken accountant, and the message says so and names that relation's sound ε;
+* ``sound``: at or above tsdp's sound ε (an upper bound: at the check's grid, or at the
+  accountant's default grid, ten times finer, for a value between the two);
+* ``between``: in the bracket; ``bracket_position`` = (reported - attained) / (sound - attained).
+  Where tsdp knows no attained ε for the cell, a value below the sound ε is "between" too, judged
+  on the sound side only (it cannot be shown unsound), and the message says so;
+* ``unchecked``: tsdp has no number for the scheme (Poisson top level);
+* ``declined``: the accountant declined the cell (it returned None or raised NotImplementedError,
+  or tsdp's TheoremError): not judged.
+
+A report passes when some cell was judged (unsound, between or sound) and none is unsound.
 """
 from __future__ import annotations
 
@@ -23,8 +31,10 @@ from typing import Optional, Tuple
 
 from tsdp.verify.json_data import json_data, with_note
 
-UNSOUND, SOUND, BETWEEN, UNCHECKED = "unsound", "sound", "between", "unchecked"
-VERDICTS = (UNSOUND, BETWEEN, SOUND, UNCHECKED)
+UNSOUND, SOUND, BETWEEN, UNCHECKED, DECLINED = "unsound", "sound", "between", "unchecked", "declined"
+VERDICTS = (UNSOUND, BETWEEN, SOUND, UNCHECKED, DECLINED)
+JUDGED = (UNSOUND, BETWEEN, SOUND)
+"""The verdicts that judge the accountant's value (the others say why a cell was not judged)."""
 
 
 def scheme_line(config: dict) -> str:
@@ -40,9 +50,20 @@ NO_GUARANTEE = "no guarantee"
 """What a reported ε = ∞ means (an accountant's honest "no bound", e.g. tsdp's own where the catalogue has none)."""
 
 
-def _eps(x: float) -> str:
+def _eps(x: Optional[float]) -> str:
     """A reported or bracketing ε for the table and messages: 4 significant digits, or ∞ with what it means."""
+    if x is None:
+        return "-"
     return f"∞ ({NO_GUARANTEE})" if math.isinf(x) and x > 0 else f"{x:.4g}"
+
+
+@dataclass(frozen=True)
+class RelationBound:
+    """tsdp's sound ε (an upper bound, by ``theorem``) for another ``relation`` (its short name) on the same cell."""
+
+    relation: str
+    epsilon_sound: float
+    theorem: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -52,8 +73,10 @@ class Verdict:
     accountant's ε; ``epsilon_attained`` / ``epsilon_sound`` tsdp's lower / upper bound (None where missing);
     ``theorem`` the sound bound, ``construction`` the attained construction, ``pair`` its pair in words,
     ``audit_command`` the `tsdp audit` line (unsound cells, where the loop has the construction);
-    ``ratio`` = reported / attained; ``sound_under``: other relations whose sound ε the reported value
-    meets (unsound cells only); ``accountant``: the accountant's name, ``claims`` what it says it answers for.
+    ``ratio`` = reported / attained; ``sound_under_bounds``: other relations whose sound ε the reported value
+    meets and is nearer to than to the claim's attained ε (unsound cells only); ``accountant``: the accountant's
+    name, ``claims`` what it says it answers for; ``note``: why a number is missing or a cell was not judged;
+    ``output``: what the accountant printed while answering this cell.
     """
 
     verdict: str
@@ -63,7 +86,7 @@ class Verdict:
     delta: float
     relation: dict
     relation_text: str
-    epsilon_reported: float
+    epsilon_reported: Optional[float]
     epsilon_attained: Optional[float]
     epsilon_sound: Optional[float]
     theorem: Optional[str]
@@ -72,22 +95,41 @@ class Verdict:
     audit_command: Optional[str] = None
     ratio: Optional[float] = None
     bracket_position: Optional[float] = None
-    sound_under: Tuple[str, ...] = ()
+    sound_under_bounds: Tuple[RelationBound, ...] = ()
     claims: Optional[str] = None
     note: Optional[str] = None
+    output: str = ""
 
     @property
     def unsound(self) -> bool:
         return self.verdict == UNSOUND
 
     @property
+    def sound_under(self) -> Tuple[str, ...]:
+        """The names of the relations of ``sound_under_bounds``."""
+        return tuple(b.relation for b in self.sound_under_bounds)
+
+    @property
     def relation_mismatch(self) -> bool:
-        """Unsound for the claimed relation but sound for another one (``sound_under``)."""
-        return self.unsound and bool(self.sound_under)
+        """Unsound for the claimed relation but sound for another one it could have meant (``sound_under``)."""
+        return self.unsound and bool(self.sound_under_bounds)
+
+    @property
+    def evidence(self) -> str:
+        """The bound behind the verdict, in a word: the attained construction (unsound), the sound theorem (sound,
+        between), or '-'."""
+        if self.verdict == UNSOUND:
+            return f"{self.construction} attack"
+        if self.verdict in (SOUND, BETWEEN) and self.theorem:
+            return f"{self.theorem} bound"
+        if self.verdict == BETWEEN and self.construction:
+            return f"{self.construction} attack"
+        return "-"
 
     def message(self) -> str:
-        """The verdict in one paragraph: for an unsound cell, the form 'accountant X reports ε = a where an
-        attack attains b', the attack, and whether it is a relation mismatch."""
+        """The verdict in one paragraph with its evidence: for an unsound cell, the form 'accountant X reports ε = a
+        where an attack attains b', the attack (construction, pair, scheme) and its `tsdp audit` command, and for a
+        relation mismatch the other relation's sound ε and theorem; for a sound cell the sound ε and its theorem."""
         where = (f"{scheme_line(self.config)}, {self.steps} step(s), δ = {self.delta:g}, relation "
                  f"{self.relation_text}")
         if self.verdict == UNSOUND:
@@ -97,9 +139,11 @@ class Verdict:
             text += (f"; demonstrate it through the loop: {self.audit_command}" if self.audit_command
                      else "; no loop construction for this relation (the audit changes one element, w = 1)")
             if self.relation_mismatch:
-                text += (f". The value is sound only under another relation ({', '.join(self.sound_under)}): the "
-                         "accountant answers for a different neighbouring relation than the one claimed (as claim C6), "
-                         "not a broken computation")
+                bounds = ", ".join(f"{b.relation} (tsdp's sound ε = {b.epsilon_sound:.4g}, {b.theorem})"
+                                   for b in self.sound_under_bounds)
+                text += (f". The value is at or above tsdp's sound ε under another relation, and nearer to it than to "
+                         f"the attained ε: {bounds}: the accountant answers for a different neighbouring relation "
+                         "than the one claimed (as claim C6), not a broken computation")
             if self.claims:
                 text += f". The accountant claims: {self.claims}"
             return text
@@ -107,17 +151,25 @@ class Verdict:
             return (f"sound: {self.accountant} reports ε = {_eps(self.epsilon_reported)} ≥ tsdp's sound ε = "
                     f"{self.epsilon_sound:.4g} ({self.theorem}; {where})")
         if self.verdict == BETWEEN:
+            if self.epsilon_attained is None:
+                return (f"between: {self.accountant} reports ε = {_eps(self.epsilon_reported)} below tsdp's sound ε = "
+                        f"{self.epsilon_sound:.4g} ({self.theorem}); tsdp knows no attained ε here ({self.note}), so "
+                        f"the value is judged on the sound side only and cannot be shown unsound ({where})")
             upper = ("no sound bound in the catalogue" if self.epsilon_sound is None
                      else f"sound {self.epsilon_sound:.4g} ({self.theorem})")
             where_in = ("" if self.bracket_position is None
                         else f", {self.bracket_position:.0%} of the way from the attained to the sound ε")
             return (f"between: {self.accountant} reports ε = {_eps(self.epsilon_reported)} in tsdp's bracket "
-                    f"[attained {self.epsilon_attained:.4g}, {upper}]{where_in} ({where})")
+                    f"[attained {self.epsilon_attained:.4g} ({self.construction} construction), {upper}]{where_in} "
+                    f"({where})")
+        if self.verdict == DECLINED:
+            return f"declined: {self.accountant} declines this cell ({self.note}); not judged ({where})"
         return f"unchecked: {self.note} ({where})"
 
     def as_dict(self) -> dict:
         d = asdict(self)
         d["sound_under"] = list(self.sound_under)
+        d["evidence"] = self.evidence
         d["relation_mismatch"] = self.relation_mismatch
         d["message"] = self.message()
         for key in ("epsilon_reported", "ratio"):
@@ -130,7 +182,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class CheckReport:
-    """Every cell's verdict for one accountant; ``counts`` per verdict, ``mismatches`` among the unsound ones."""
+    """Every cell's verdict for one accountant; ``counts`` per verdict and ``relation_mismatch`` among the unsound."""
 
     accountant: str
     claims: Optional[str]
@@ -148,38 +200,56 @@ class CheckReport:
         return tuple(v for v in self.verdicts if v.unsound)
 
     @property
+    def judged(self) -> int:
+        """How many cells judged the accountant's value (unsound, between or sound)."""
+        return sum(self.counts[v] for v in JUDGED)
+
+    @property
     def passed(self) -> bool:
-        """No cell is unsound for the claimed relation."""
-        return not self.unsound
+        """Some cell was judged and none is unsound for the claimed relation (a report of declined or unchecked
+        cells only checked nothing, and does not pass)."""
+        return self.judged > 0 and not self.unsound
 
     def worst(self, n: int = 3) -> Tuple[Verdict, ...]:
         """The ``n`` unsound cells with the largest attained / reported ratio."""
         return tuple(sorted(self.unsound, key=lambda v: v.epsilon_attained / max(v.epsilon_reported, 1e-300),
                             reverse=True)[:n])
 
+    def summary(self) -> str:
+        """The counts in one line."""
+        c = self.counts
+        return (f"{c['unsound']} unsound ({c['relation_mismatch']} of them relation mismatches), {c['between']} between, "
+                f"{c['sound']} sound, {c['unchecked']} unchecked, {c['declined']} declined of {len(self.verdicts)} cells "
+                f"({self.seconds:.1f} s)")
+
     def table(self) -> str:
-        """The verdict table, one line per cell, then the counts."""
+        """The verdict table, one line per cell with its evidence (the attack or the sound bound), the counts, the
+        message of every cell that is unsound or was not fully judged, and what the accountant printed."""
         lines = [f"accountant {self.accountant}" + (f" (claims: {self.claims})" if self.claims else ""),
-                 f"{'verdict':<10} {'reported':>10} {'attained':>10} {'sound':>10}  steps  relation  configuration"]
+                 f"{'verdict':<10} {'reported':>10} {'attained':>10} {'sound':>10}  {'evidence':<10}  steps  relation  "
+                 "configuration"]
 
         def num(x):
-            return f"{'-' if x is None else _eps(x):>10}"
+            return f"{_eps(x):>10}"
 
         for v in self.verdicts:
             tag = "mismatch" if v.relation_mismatch else v.verdict
             at = f"  (bracket {v.bracket_position:.0%})" if v.bracket_position is not None else ""
             lines.append(f"{tag:<10} {num(v.epsilon_reported)} {num(v.epsilon_attained)} {num(v.epsilon_sound)}  "
-                         f"{v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  {scheme_line(v.config)}{at}")
-        c = self.counts
-        lines.append(f"{c['unsound']} unsound ({c['relation_mismatch']} of them relation mismatches), "
-                     f"{c['between']} between, {c['sound']} sound, {c['unchecked']} unchecked of {len(self.verdicts)} "
-                     f"cells ({self.seconds:.1f} s)")
-        lines += [v.message() for v in self.unsound]
+                         f"{v.evidence:<10}  {v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  "
+                         f"{scheme_line(v.config)}{at}")
+        lines.append(self.summary())
+        lines += [v.message() for v in self.verdicts
+                  if v.verdict in (UNSOUND, UNCHECKED, DECLINED) or (v.verdict == BETWEEN and v.epsilon_attained is None)]
+        for v in self.verdicts:
+            if v.output:
+                lines.append(f"the accountant printed at {scheme_line(v.config)}, {v.steps} step(s): "
+                             f"{' | '.join(v.output.strip().splitlines())}")
         return "\n".join(lines)
 
     def as_dict(self) -> dict:
-        return {"accountant": self.accountant, "claims": self.claims, "passed": self.passed, "counts": self.counts,
-                "seconds": self.seconds, "verdicts": [v.as_dict() for v in self.verdicts]}
+        return {"accountant": self.accountant, "claims": self.claims, "passed": self.passed, "judged": self.judged,
+                "counts": self.counts, "seconds": self.seconds, "verdicts": [v.as_dict() for v in self.verdicts]}
 
     def to_json(self) -> str:
         return json.dumps(json_data(self.as_dict()), allow_nan=False)

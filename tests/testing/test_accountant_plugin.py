@@ -45,7 +45,8 @@ def test_a_downstream_project_gets_a_shrunk_counterexample_and_the_attack(tmp_pa
     assert "1 failed, 1 passed" in out
     assert "FAILED test_downstream.py::test_my_accountant" in out
     assert "accountant_is_not_below_the_attained_epsilon(" in out  # hypothesis's report of the shrunk example
-    assert "cell=Cell(config=TrainingConfig(N=1, L=1, context_length=0, forecast_length=1, batch_size=1" in out
+    assert "Falsifying example: accountant_is_not_below_the_attained_epsilon(" in out
+    assert "N=1 L=1 L_C=0 L_F=1 Λ=1 λ=1 σ=2, 1 step(s)" in out  # shrunk: one series, one window
     assert "UNSOUND: halved reports ε = " in out and "where an attack attains" in out
     assert "the T6 construction, P = MoG(means [0, 2]" in out and "tsdp audit --theorem T6 --trials" in out
 
@@ -61,3 +62,49 @@ def test_loading_the_plugin_imports_nothing_heavy(tmp_path):
     '''), encoding="utf-8")
     run = _pytest(tmp_path, "-p", "no:hypothesispytest")
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+HANGING = textwrap.dedent('''
+    import time
+
+    import pytest
+    from tsdp.testing import cells, configs
+
+    SMALL = cells(configs(schemes=[("wor", "wr")], max_N=4, max_L=3, max_window=2, sigma=(2.0, 2.0)), steps=(1,))
+
+
+    def sleeps(config, steps, delta):
+        time.sleep(600)
+
+
+    def holds_the_gil(config, steps, delta):
+        return sum(range(10 ** 12))
+
+
+    @pytest.mark.tsdp_accountant(strategy=SMALL, timeout=1)
+    def test_sleeps(tsdp_accountant_check):
+        tsdp_accountant_check(sleeps)
+
+
+    def test_holds_the_gil(tsdp_accountant_check):
+        tsdp_accountant_check(holds_the_gil, strategy=SMALL, timeout=1)
+''')
+
+
+def test_a_hanging_accountant_fails_the_test_within_its_time_limit(tmp_path):
+    """The fixture takes the CLI's time limit (marker or call): a sleeping accountant and one stuck in a C call that
+    holds the GIL each fail their test after about 1 s (plus the 1 s SIGTERM grace), with the one-line reason, and
+    hypothesis does not re-run them while shrinking."""
+    import time
+
+    (tmp_path / "test_hanging.py").write_text(HANGING, encoding="utf-8")
+    started = time.monotonic()
+    run = _pytest(tmp_path)
+    took = time.monotonic() - started
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    assert "2 failed" in out
+    for name in ("sleeps", "holds_the_gil"):
+        assert (f"AccountantError: accountant {name} hung at wor/wr N=" in out and
+                "no answer within 1 s (its worker process was ended)" in out), out
+    assert took < 120, took  # the interpreter start and imports, plus about 2 s per test

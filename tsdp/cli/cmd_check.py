@@ -4,19 +4,26 @@ The accountant is ``module:function`` (``fn(config, steps, delta) -> ε``), a st
 guessed sampling rate (``--opacus rdp|prv|gdp`` or ``--dp-accounting pld|rdp`` with
 ``--sample-rate series|window``), or tsdp's own (``--tsdp``). The grid is declared
 (:func:`tsdp.testing.grid.default_grid`: the paper's Section 5 configurations plus ``--random``
-seeded ones). Exit 0: no cell unsound; 1: some cell is below tsdp's attained ε for the claimed
+seeded ones), restricted by ``--top`` and ``--bottom``. The accountant runs in a worker process
+(:mod:`tsdp.testing.worker`): a hang, ``sys.exit`` or ``os._exit`` is one line, and what it prints
+is shown after the table (text) or in each verdict's ``output`` (``--json`` stays valid JSON). A
+cell it declines (returns None, raises NotImplementedError) is reported and not judged. Exit 0:
+some cell judged and none unsound; 1: some cell is below tsdp's attained ε for the claimed
 relation (a relation mismatch is reported as such, and still fails the claim); 2: bad input,
-including an accountant that raises, hangs past ``--timeout``, or returns NaN, a negative ε or
-a non-number (one line).
+including an accountant that raises, hangs past ``--timeout``, exits, or returns NaN, a negative
+ε or a non-number, and a run in which no cell was judged (one line).
 """
 from __future__ import annotations
 
-import math
+from tsdp.attacks.canary.time_limit import TIMEOUT_MAX, TIMEOUT_MIN, check_timeout
+from tsdp.testing.worker import DEFAULT_TIMEOUT
+from tsdp.theorems.config import BOTTOM_LEVEL, TOP_LEVEL
 
 from .errors import UsageError, check_delta, load_entry_point
 from .output import dumps
 
 RELATIONS = ("window", "event", "user", "series")
+
 
 
 def _accountant(args):
@@ -50,10 +57,11 @@ def add_parsers(sub, command) -> None:
         "configurations plus seeded random ones): unsound below the attained ε (a lower bound a proof's construction "
         "reaches through the real loop; the line names the attack and the `tsdp audit` command), sound at or above "
         "the sound ε (an upper bound), between otherwise. Compared under the relation the accountant is claimed "
-        "to answer for (--relation; event level by default, as in tsdp); where only another relation's claim "
-        "would be sound, the line says so (a relation mismatch). Exit 0: nothing unsound; 1: some cell unsound for "
-        "the claimed relation; 2: bad input, or an accountant that raises, hangs, or returns NaN, a negative ε or "
-        "a non-number.")
+        "to answer for (--relation; event level by default, as in tsdp); where the value is sound for another "
+        "relation the accountant could have meant, the line says so (a relation mismatch). A cell the accountant "
+        "declines (returns None or raises NotImplementedError) is reported and not judged. Exit 0: some cell "
+        "judged, none unsound; 1: some cell unsound for the claimed relation; 2: bad input, an accountant that "
+        "raises, hangs, exits, or returns NaN, a negative ε or a non-number, or no cell judged.")
     p.add_argument("target", nargs="?", default=None, metavar="module:function",
                    help="your accountant: fn(config: tsdp.TrainingConfig, steps: int, delta: float) -> ε, imported "
                         "from the current folder or the Python path")
@@ -74,23 +82,29 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--delta", type=float, default=1e-5, help="δ in (0, 1) (default 1e-05)")
     p.add_argument("--steps", type=int, nargs="+", default=None, metavar="S",
                    help="training steps of every cell instead of the grid's own (1, 10, 100, 1000 and 100)")
+    p.add_argument("--top", choices=TOP_LEVEL, default=None,
+                   help="check only the grid's cells of this top level (default: all)")
+    p.add_argument("--bottom", choices=BOTTOM_LEVEL, default=None,
+                   help="check only the grid's cells of this bottom level (default: all)")
     p.add_argument("--random", type=int, default=6, help="seeded random configurations added to the grid (default 6)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
-    p.add_argument("--timeout", type=float, default=60.0,
-                   help="seconds one call of the accountant may take before it counts as hung (default 60)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"seconds one call of the accountant may take before it counts as hung and its worker process "
+                        f"is ended, in [{TIMEOUT_MIN:g}, {TIMEOUT_MAX:g}] (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     @command("check-accountant")
     def cmd_check_accountant(args) -> int:
         check_delta(args.delta)
-        if not (math.isfinite(args.timeout) and args.timeout > 0):
-            raise UsageError(f"invalid --timeout: must be finite and > 0 (got {args.timeout})")
+        check_timeout(args.timeout)
         if args.relation in ("window", "series") and args.w != 1:
             raise UsageError(f"invalid --w: must be 1 for --relation {args.relation}")
         from tsdp.testing import AccountantError, Relation, check_accountant, default_grid
+        from tsdp.testing.check import nothing_judged
+        from tsdp.testing.grid import restrict
 
         relation = Relation(args.relation, args.w)
-        grid = default_grid(random=args.random, seed=args.seed)
+        grid = restrict(default_grid(random=args.random, seed=args.seed), args.top, args.bottom)
         fn = _accountant(args)
         try:
             report = check_accountant(fn, grid, steps=args.steps, delta=args.delta, relation=relation,
@@ -98,4 +112,6 @@ def add_parsers(sub, command) -> None:
         except AccountantError as exc:
             raise UsageError(str(exc)) from None
         print(dumps(report.as_dict()) if args.json else report.table())
+        if not report.judged:
+            raise UsageError(nothing_judged(report))
         return 0 if report.passed else 1

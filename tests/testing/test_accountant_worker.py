@@ -1,0 +1,118 @@
+"""The worker process an accountant runs in: every way a user's function can end arrives as a reply, a hang is
+ended with what it started, and the next request gets a fresh worker."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tsdp import TrainingConfig
+from tsdp.attacks.montecarlo.processes import GRACE_S
+from tsdp.testing.worker import OUTPUT_MAX, AccountantWorker, terminal_view
+
+CONFIG = TrainingConfig()
+
+
+def _reply(fn, timeout=5.0):
+    with AccountantWorker(fn, timeout) as worker:
+        return worker.ask(CONFIG, 1, 1e-5)
+
+
+def _exit_7(c, s, d):
+    os._exit(7)
+
+
+def _sys_exit(c, s, d):
+    sys.exit("bye")
+
+
+def _interrupt(c, s, d):
+    raise KeyboardInterrupt("stop")
+
+
+def _declines(c, s, d):
+    raise NotImplementedError("not my scheme")
+
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise ValueError("no text")
+
+    __repr__ = __str__
+
+
+def _raises_unprintable(c, s, d):
+    raise _Unprintable()
+
+
+def _returns_unprintable(c, s, d):
+    return _Unprintable()
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is alive and not a zombie (an ended child waiting for its new parent to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("fn,expected", [
+    (lambda c, s, d: c.N / 64, dict(kind="value", value=5.0)),  # a lambda: the worker is forked, nothing is pickled
+    (lambda c, s, d: None, dict(kind="declined", message="returned None")),
+    (_declines, dict(kind="declined", type_name="NotImplementedError", message="not my scheme")),
+    (lambda c, s, d: 10 ** 400, dict(kind="too_large", shown="401 digits", type_name="int")),
+    (lambda c, s, d: [1.0], dict(kind="not_real", shown="[1.0]", type_name="list")),
+    (_sys_exit, dict(kind="exited", shown="'bye'")),
+    (_interrupt, dict(kind="raised", type_name="KeyboardInterrupt", message="stop")),
+    (_exit_7, dict(kind="died", exit_status=7)),
+    (lambda c, s, d: input(), dict(kind="raised", type_name="EOFError")),  # stdin is /dev/null, not the command's
+    (_raises_unprintable, dict(kind="raised", type_name="_Unprintable", message="<_Unprintable object whose str() raised>")),
+    (_returns_unprintable, dict(kind="not_real", shown="<_Unprintable object whose repr() raised>")),
+    (lambda c, s, d: __import__("fractions").Fraction(10 ** 400, 3), dict(kind="too_large", type_name="Fraction")),
+])
+def test_every_ending_is_a_reply(fn, expected):
+    reply = _reply(fn)
+    for key, value in expected.items():
+        assert getattr(reply, key) == value, reply
+
+
+def test_a_hang_is_ended_with_the_processes_it_started_and_the_next_call_gets_a_fresh_worker(tmp_path):
+    """The accountant starts a child (`sleep 300`) and hangs: at the limit the worker and its child are gone
+    within the SIGTERM grace; the next ask answers from a new process."""
+    pid_file = tmp_path / "child.pid"
+
+    def hangs_with_a_child(c, s, d):
+        if c.N == 320:
+            child = subprocess.Popen(["sleep", "300"])
+            pid_file.write_text(str(child.pid))
+            time.sleep(300)
+        return float(os.getpid())
+
+    with AccountantWorker(hangs_with_a_child, timeout=0.5) as worker:
+        started = time.monotonic()
+        assert worker.ask(CONFIG, 1, 1e-5).kind == "hung"
+        assert time.monotonic() - started < 0.5 + 2 * GRACE_S + 1
+        assert not _running(int(pid_file.read_text()))
+        again = worker.ask(CONFIG.with_(N=321), 1, 1e-5)
+    assert again.kind == "value" and again.value not in (os.getpid(),)
+
+
+def test_output_is_captured_per_call_as_a_terminal_shows_it():
+    def noisy(c, s, d):
+        print("x" * (OUTPUT_MAX + 10))
+        return 1.0
+
+    with AccountantWorker(noisy, timeout=5.0) as worker:
+        first = worker.ask(CONFIG, 1, 1e-5)
+        second = worker.ask(CONFIG, 2, 1e-5)
+    assert first.output == "x" * OUTPUT_MAX + f" ... ({OUTPUT_MAX + 11} bytes in all)"
+    assert second.output == first.output  # emptied between calls, not appended
+    assert terminal_view("step 1\r\x1b[Astep 2\rdone\n\nbar 50%\r        \rnext") == "done\nnext"
+
+
+def test_the_worker_checks_its_time_limit_before_any_work():
+    with pytest.raises(ValueError, match="invalid timeout: must be <= 1e"):
+        AccountantWorker(lambda c, s, d: 1.0, timeout=1e10)
