@@ -38,10 +38,10 @@ def planned_steps(cell: Cell, settings: GridSettings) -> int:
     """The steps ``cell`` will run: the most its budget buys under the sound accountant, capped by its epochs."""
     from tsdp.verify.accountant import max_steps
 
-    from .cells import _split, cell_config
+    from .cells import cell_config, split_of
 
     config = cell_config(cell, settings)
-    cap = (settings.epochs or _split(settings.dataset, settings.data_dir).spec.epochs) * config.steps_per_epoch
+    cap = (settings.epochs or split_of(settings).spec.epochs) * config.steps_per_epoch
     if math.isinf(cell.epsilon):
         return cap
     return max_steps(config, cell.epsilon, settings.delta, cap=cap, discretization=settings.discretization)
@@ -53,7 +53,7 @@ def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
     from tsdp.attacks.data.benchmarks import CLIP
     from tsdp.attacks.loop.train import train
 
-    from .cells import _split, cell_config
+    from .cells import cell_config, split_of
 
     by_config = {}
     total = 0
@@ -63,7 +63,7 @@ def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
             by_config[k] = planned_steps(c, settings)
         total += by_config[k]
     per_step, fixed, seconds = {}, {}, 0.0
-    split = _split(settings.dataset, settings.data_dir)
+    split = split_of(settings)
     for c in cells:
         if c.model not in per_step:
             took = []
