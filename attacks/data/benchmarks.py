@@ -155,12 +155,17 @@ def user_split(user: UserData) -> ForecastSplit:
     """The split of a user's file: the last ``test_windows``·L_F values of every series are its test windows
     (rolling, each with every earlier value as history, as GluonTS's test set), the ``validation_windows``·L_F
     before them its validation windows (:func:`hold_out`), the rest its training series; a series too short to keep
-    L_F training values after both is left out (``dropped``). No series left is one :class:`DataError`."""
+    L_F training values after both is left out (``dropped``). No series left, or an L_F, L_C or season longer than
+    the longest series, is one :class:`DataError` naming the setting."""
     from .formats import load_series
 
     series = load_series(user.source, layout=user.layout, item_id=user.item_id, timestamp=user.timestamp,
                          target=user.target).series
     spec, f, t = user.spec, user.forecast_length, user.test_windows
+    longest = max(len(s) for s in series)
+    for name, value in (("forecast_length", f), ("context_length", user.context_length), ("season", user.season)):
+        if value > longest:
+            raise DataError(name, f"must be at most the longest series' length, {longest} (got {value})")
     kept = [np.asarray(s, dtype=float) for s in series if len(s) >= (t + spec.validation_windows + 1) * f]
     if not kept:
         raise DataError("data", f"no series of {user.source} is long enough to hold out {t} test and "

@@ -65,10 +65,13 @@ def test_experiment_on_a_users_long_csv_prints_every_row(tmp_path, capsys):
     (["--data", "X", "--dataset", "electricity"], "--data"),
     (["--data", "X", "--forecast-length", "0"], "--forecast-length"),
     (["--data", "X", "--batch-size", "41"], "--batch-size"),
+    (["--data", "X", "--season", "1000000000"], "--season"),
+    (["--data", "X", "--test-windows", "5"], "--data"),
 ])
 def test_bad_data_settings_are_one_line_naming_the_flag(tmp_path, capsys, argv, flag):
-    """--data's settings without --data, --data with --dataset, a length of 0, Λ above the 40 series: exit 2, one
-    line naming the flag, before any training."""
+    """--data's settings without --data, --data with --dataset, a length of 0, Λ above the 40 series, a season
+    longer than the series (DeepAR's lags would follow it), test windows that leave no series (120 values, 5 test
+    and 1 validation window of 24 need 168): exit 2, one line naming the flag, before any training."""
     csv = _long_csv(tmp_path / "mine.csv", length=120)
     argv = [str(csv) if a == "X" else a for a in argv]
     assert main(["experiment", *argv, "--models", "simple-ff", "--out", str(tmp_path / "o"), "--seeds", "1",
