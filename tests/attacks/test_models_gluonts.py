@@ -13,6 +13,7 @@ from tsdp.attacks.data.benchmarks import LONG_LAGS, PAPER, SHIPPED_SPEC
 from tsdp.attacks.experiment.cells import cell_config
 from tsdp.attacks.experiment.grid import Cell, GridSettings
 from tsdp.attacks.loop.models import DeepAR, SimpleFeedForward, make_model
+from tsdp.theorems.config import ConfigError
 
 
 def _gluonts_simple_feedforward(monkeypatch):
@@ -138,3 +139,6 @@ def test_shuffled_epochs_are_the_official_codes_and_the_accountant_counts_them()
     for epoch in (index.seq[:21], index.seq[21:]):  # each epoch: 21 full steps of distinct series
         assert len(set(epoch.flatten().tolist())) == 21 * 8
     assert compositions(config, steps=22) == 2 and compositions(config, steps=21) == 1
+    assert config.with_(drop_last=False).steps_per_epoch == 22
+    with pytest.raises(ConfigError, match="top must be shuffle"):
+        config.with_(top="wor")
