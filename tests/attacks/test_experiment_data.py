@@ -36,6 +36,25 @@ def test_the_split_of_a_users_file(tmp_path):
     np.testing.assert_array_equal(split.validation.targets, [np.arange(17, 25)])
 
 
+def test_every_format_of_the_loader_gives_the_same_split(tmp_path):
+    """The same 3 series as a long CSV, a wide CSV and GluonTS JSON lines: the same training series and test windows."""
+    values = [np.arange(1.0, 61.0) * (i + 1) for i in range(3)]
+    long_csv = tmp_path / "long.csv"
+    long_csv.write_text("item_id,timestamp,target\n" + "".join(f"s{i},{j},{v}\n" for i, s in enumerate(values)
+                                                               for j, v in enumerate(s)))
+    wide_csv = tmp_path / "wide.csv"
+    wide_csv.write_text("a,b,c\n" + "".join(",".join(str(s[j]) for s in values) + "\n" for j in range(60)))
+    jsonl = tmp_path / "data.jsonl"
+    jsonl.write_text("".join(json.dumps({"start": "2020-01-01", "target": s.tolist()}) + "\n" for s in values))
+    splits = [user_split(UserData(str(p), forecast_length=10, context_length=10, batch_size=1, sigma=4.0, season=1,
+                                  epochs=1)) for p in (long_csv, wide_csv, jsonl)]
+    for split in splits:
+        assert split.train.N == 3 and split.train.lengths == (40,) * 3
+        np.testing.assert_array_equal(split.test.targets, [s[50:] for s in values])
+        for got, want in zip(split.train.series, values):
+            np.testing.assert_array_equal(got, want[:40])
+
+
 def _table(tmp_path, csv, *extra):
     return main(["experiment", "--data", str(csv), "--seeds", "1", "--epochs", "2", "--samples", "10",
                  "--out", str(tmp_path / "out"), "--device", "cpu", *extra])
