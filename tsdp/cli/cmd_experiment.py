@@ -83,7 +83,7 @@ def add_parsers(sub, command) -> None:
                         f"(default the paper's {' '.join(f'{x:g}' for x in SIGMA_FORECASTS)}; needs that level)")
     p.add_argument("--delta", type=float, default=1e-7, help="δ of every budget")
     p.add_argument("--epochs", type=int, default=None,
-                   help=f"epochs cap of every cell (default the dataset's; --quick {QUICK_EPOCHS})")
+                   help=f"epochs cap of every cell (default the dataset's; --data {DATA_EPOCHS}; --quick {QUICK_EPOCHS})")
     p.add_argument("--samples", type=int, default=100, help="sample paths per forecast (the CRPS's quantiles)")
     p.add_argument("--seed", type=int, default=0, help="root of the SeedSequence every cell's seed is spawned from")
     p.add_argument("--workers", type=int, default=1, help="local worker processes (1: this process)")
@@ -163,7 +163,7 @@ def add_parsers(sub, command) -> None:
 _DATA_SETTINGS = (
     ("--forecast-length", "24", "L_F"),
     ("--context-length", "L_F", "L_C"),
-    ("--batch-size", "128, at most a quarter of the training series", "Λ, windows per step"),
+    ("--batch-size", "128, at most a quarter of the series", "Λ, windows per step"),
     ("--sigma", "4", "noise multiplier σ"),
     ("--season", "24", "season length of DeepAR's seasonal lags and of the baselines"),
     ("--test-windows", "1", "test windows of L_F at the end of every series"),
