@@ -146,7 +146,10 @@ class TrainingConfig:
     subsequences per sequence, noise multiplier σ, top-level scheme
     (deterministic | shuffle | wor | poisson | pooled), bottom-level scheme (wr | poisson),
     neighbouring relation (event | user) over w elements, and augmentation noise
-    σ_C, σ_F in units of v (the largest change of one element).
+    σ_C, σ_F in units of v (the largest change of one element). ``drop_last`` (shuffled
+    iteration only): an epoch is floor(N λ / Λ) steps of N' sequences, the rest of each
+    permutation unused (the official dp_forecasting code's epoch); every sequence is still in at
+    most one step per epoch, which is all the epoch-level bound assumes.
 
     Construction validates every field and raises :class:`ConfigError` naming the first
     violated constraint. Derived quantities follow THEOREMS.md, with the generalisations
@@ -168,6 +171,7 @@ class TrainingConfig:
     sigma_context: float = 0.0
     sigma_forecast: float = 0.0
     lengths: Optional[Tuple[int, ...]] = field(default=None)
+    drop_last: bool = False
 
     def __post_init__(self):
         def put(name, value):
@@ -204,6 +208,11 @@ class TrainingConfig:
             raise ConfigError("bottom", f"must be one of {', '.join(BOTTOM_LEVEL)}", self.bottom)
         if self.relation not in RELATIONS:
             raise ConfigError("relation", f"must be one of {', '.join(RELATIONS)}", self.relation)
+        if self.drop_last not in (False, True):
+            raise ConfigError("drop_last", "must be true or false", self.drop_last)
+        if self.drop_last and self.top != "shuffle":
+            raise ConfigError("drop_last", "drops the last partial step of a shuffled epoch: top must be shuffle",
+                              self.top)
         if self.L < self.forecast_length:
             raise ConfigError("L", f"must be >= forecast_length L_F = {self.forecast_length}", self.L)
         if self.batch_size < self.instances:
@@ -294,7 +303,10 @@ class TrainingConfig:
     @property
     def steps_per_epoch(self) -> int:
         """Training steps in one epoch: ceil(N / N') for deterministic/shuffled iteration (Algorithm 3
-        touches every sequence once), ``compositions_per_epoch`` otherwise (THEOREMS.md, Section 4.2)."""
+        touches every sequence once), max(1, floor(N λ / Λ)) for shuffled iteration with ``drop_last``,
+        ``compositions_per_epoch`` otherwise (THEOREMS.md, Section 4.2)."""
+        if self.drop_last:
+            return max(1, (self.N * self.instances) // self.batch_size)
         if self.top in ("deterministic", "shuffle"):
             return -(-self.N // self.sequences_per_step)
         return self.compositions_per_epoch
@@ -306,7 +318,7 @@ class TrainingConfig:
         return replace(self, **changes)
 
     def as_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "drop_last" or self.drop_last}
         d["lengths"] = list(self.lengths) if self.lengths is not None else None
         d["derived"] = {
             "T": self.T,

@@ -142,7 +142,7 @@ def compositions(config: TrainingConfig, *, steps: Optional[int] = None, epochs:
 
     Step-scoped top level: S steps → S; E epochs → E · steps_per_epoch. Epoch-scoped
     (deterministic/shuffle): E epochs → E; S steps → ceil(S / steps_per_epoch), the epochs
-    they touch (``config.steps_per_epoch`` = ceil(N / N')).
+    they touch (``config.steps_per_epoch`` = ceil(N / N'), or floor(N λ / Λ) for shuffling with ``drop_last``).
     """
     if (steps is None) == (epochs is None):
         raise ConfigError("steps", "give exactly one of steps and epochs", (steps, epochs))

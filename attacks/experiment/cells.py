@@ -87,15 +87,21 @@ class CellTask:
 
 
 @functools.lru_cache(maxsize=4)
-def _split(dataset: Optional[str], data_dir: Optional[str]):
+def _split(dataset: Optional[str], data_dir: Optional[str], user=None):
     from tsdp.attacks.data.benchmarks import split_for
 
-    return split_for(dataset, None if data_dir is None else Path(data_dir))
+    return split_for(dataset, None if data_dir is None else Path(data_dir), user=user)
+
+
+def split_of(settings: GridSettings):
+    """The grid's :class:`~tsdp.attacks.data.benchmarks.ForecastSplit`: its benchmark, the shipped data, or the user's
+    file (``settings.user``); read once per process."""
+    return _split(settings.dataset, settings.data_dir, settings.user)
 
 
 def epochs_cap(settings: GridSettings) -> int:
     """The epochs cap of every cell of the grid: the settings', else the dataset's."""
-    return settings.epochs or _split(settings.dataset, settings.data_dir).spec.epochs
+    return settings.epochs or split_of(settings).spec.epochs
 
 
 def level_v(cell: Cell, settings: GridSettings) -> Optional[float]:
@@ -104,17 +110,23 @@ def level_v(cell: Cell, settings: GridSettings) -> Optional[float]:
         return None
     if settings.v is not None:
         return settings.v
-    return _split(settings.dataset, settings.data_dir).spec.label_noise_v
+    return split_of(settings).spec.label_noise_v
 
 
 def cell_config(cell: Cell, settings: GridSettings) -> TrainingConfig:
     """The training configuration of ``cell``: the split's series (N, variable lengths), the dataset's L_C, L_F,
-    Λ and σ, the cell's top level (WR bottom level, λ = 1) and privacy level (relation, w, v, σ_F)."""
-    split = _split(settings.dataset, settings.data_dir)
+    Λ and σ, the cell's top level (WR bottom level, λ = 1; shuffled epochs of floor(N λ / Λ) steps, the official
+    code's, ``drop_last``) and privacy level (relation, w, v, σ_F). DeepAR's context is L_C + max lag
+    (:func:`tsdp.attacks.loop.models.deepar_window`): every value it reads is in the window the accountant sees."""
+    from tsdp.attacks.loop.models import deepar_window
+
+    split = split_of(settings)
     spec, lengths = split.spec, split.train.lengths
+    context = deepar_window(spec.context_length, spec.lags) if cell.model == "deepar" else spec.context_length
     config = TrainingConfig(N=split.train.N, L=min(lengths), lengths=None if len(set(lengths)) == 1 else lengths,
-                            context_length=spec.context_length, forecast_length=spec.forecast_length,
-                            batch_size=spec.batch_size, sigma=spec.sigma, top=cell.top)
+                            context_length=context, forecast_length=spec.forecast_length,
+                            batch_size=spec.batch_size, sigma=spec.sigma, top=cell.top,
+                            drop_last=cell.top == "shuffle")
     return level_config(config, cell, level_v(cell, settings))
 
 
@@ -154,7 +166,7 @@ def run_cell(task: CellTask) -> CellResult:
     from tsdp.attacks.loop.train import train
 
     cell, settings = task.cell, task.settings
-    split = _split(settings.dataset, settings.data_dir)
+    split = split_of(settings)
     config = cell_config(cell, settings)
     epochs = epochs_cap(settings)
     private = not math.isinf(cell.epsilon)

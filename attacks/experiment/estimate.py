@@ -48,22 +48,23 @@ def planned_steps(cell: Cell, settings: GridSettings) -> int:
 
 
 def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
-    """Planned steps of every cell (one accountant search per distinct (level, top, ε, w, σ_F)) and a probe of each model
+    """Planned steps of every cell (one accountant search per distinct (level, top, ε, w, σ_F), DeepAR's apart: its
+    context is L_C + max lag) and a probe of each model
     (:data:`PROBE_STEPS`)."""
     from tsdp.attacks.data.benchmarks import CLIP
     from tsdp.attacks.loop.train import train
 
-    from .cells import _split, cell_config
+    from .cells import cell_config, split_of
 
     by_config = {}
     total = 0
     for c in cells:
-        k = (c.level, c.top, c.epsilon, c.w, c.sigma_forecast)
+        k = (c.model == "deepar", c.level, c.top, c.epsilon, c.w, c.sigma_forecast)  # DeepAR's context is longer
         if k not in by_config:
             by_config[k] = planned_steps(c, settings)
         total += by_config[k]
     per_step, fixed, seconds = {}, {}, 0.0
-    split = _split(settings.dataset, settings.data_dir)
+    split = split_of(settings)
     for c in cells:
         if c.model not in per_step:
             took = []
@@ -76,5 +77,5 @@ def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
                 took.append(time.perf_counter() - started)
             per_step[c.model] = max(0.0, took[2] - took[1]) / (PROBE_STEPS[1] - PROBE_STEPS[0])
             fixed[c.model] = max(0.0, took[1] - PROBE_STEPS[0] * per_step[c.model])
-        seconds += fixed[c.model] + by_config[(c.level, c.top, c.epsilon, c.w, c.sigma_forecast)] * per_step[c.model]
+        seconds += fixed[c.model] + by_config[(c.model == "deepar", c.level, c.top, c.epsilon, c.w, c.sigma_forecast)] * per_step[c.model]
     return PlanEstimate(len(cells), total, per_step, fixed, seconds)

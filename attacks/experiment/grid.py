@@ -11,7 +11,8 @@ Rows are the paper's four models, each cell one training run per seed. Levels (p
   amplification by label perturbation): columns σ_F ∈ {0, 1, 2, 5} at ε = 0.5, with the dataset's v
   (:attr:`tsdp.attacks.data.benchmarks.DatasetSpec.label_noise_v`).
 
-Top level: ``shuffle`` or ``wor``, as the authors' configs sweep them. Seeds: one
+Top level: ``wor`` (the paper's Table 1) unless asked, or ``shuffle`` (its own table; an epoch is
+floor(N λ / Λ) steps, as in the official code). Seeds: one
 ``numpy.random.SeedSequence(seed)``, spawned once per seed index; a cell's seed depends on its seed
 index only, so a cell is the same run on 1 or N workers and after a resume, and the columns of one
 row (ε, w or σ_F) are paired: seed i of every column starts from the same initial model and draws.
@@ -24,6 +25,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from tsdp.attacks.data.benchmarks import UserData
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_int, check_real
 
 MODELS = ("simple-ff", "deepar", "itransformer", "dlinear")
@@ -33,6 +35,8 @@ DELTA = 1e-7
 LEVELS = ("1-event", "w-event", "w-user", "label-noise")
 W_LEVELS = ("w-event", "w-user")
 TOPS = ("shuffle", "wor")
+DEFAULT_TOPS = ("wor",)
+"""The grid's top level unless asked: WOR, the top level of the paper's Table 1 (shuffling has its own table)."""
 SEEDS = 5
 QUICK_EPOCHS = 10
 """Epochs cap of ``--quick`` grids (and of the report's privacy-utility section)."""
@@ -49,9 +53,9 @@ SIGMA_FORECAST_MAX = 1e6
 
 @dataclass(frozen=True)
 class GridSettings:
-    """What every cell of one grid shares: the dataset (None: the shipped real one), δ, the label-noise level's v
-    (None: the dataset's), the epochs cap (None: the dataset's), the sample paths per forecast, the device and the
-    accountant's grid."""
+    """What every cell of one grid shares: the dataset (None: the shipped real one; ``user``: a user's file and its
+    settings, :class:`tsdp.attacks.data.benchmarks.UserData`), δ, the label-noise level's v (None: the dataset's),
+    the epochs cap (None: the dataset's), the sample paths per forecast, the device and the accountant's grid."""
 
     dataset: Optional[str] = None
     data_dir: Optional[str] = None
@@ -62,6 +66,7 @@ class GridSettings:
     device: str = "auto"
     discretization: float = 1e-3
     seed: int = 0
+    user: Optional[UserData] = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -139,7 +144,7 @@ def _distinct(name: str, values: Sequence) -> tuple:
 
 
 def plan(models=MODELS, epsilons: Optional[Sequence[float]] = None, seeds: int = SEEDS, levels=("1-event",),
-         tops=TOPS, w: Optional[Sequence[int]] = None,
+         tops=DEFAULT_TOPS, w: Optional[Sequence[int]] = None,
          sigma_forecast: Optional[Sequence[float]] = None) -> Tuple[Cell, ...]:
     """Every cell of the grid, in table order (level, top level, model, ε, w or σ_F, seed).
 

@@ -318,8 +318,8 @@ def baseline_crps_of(settings: GridSettings) -> Dict[str, float]:
     """Test CRPS of seasonal naive and AutoETS on the grid's dataset (statsforecast, the dataset's season)."""
     from tsdp.attacks.loop.baselines import BASELINES, baseline_crps
 
-    from .cells import _split
+    from .cells import split_of
 
-    split = _split(settings.dataset, settings.data_dir)
+    split = split_of(settings)
     return {b: baseline_crps(b, split.test.histories, split.test.targets, split.spec.forecast_length,
                              split.spec.season) for b in BASELINES}

@@ -24,7 +24,7 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
      Linears whose outputs receive the same gradient tensors (an LSTM gate's
      x·W_ihᵀ + h·W_hhᵀ) share one set of factors: [W_ih | W_hh] on [x | h].
    - a module type with a registered per-sample rule (:func:`register_per_sample_rule`;
-     ``nn.LayerNorm`` here, the models' ``MeanScaler`` in :mod:`attacks.loop.models`): its
+     ``nn.LayerNorm`` here): its
      small per-sample gradients in closed form from (inputs, g).
    - any other module: its per-sample parameter gradients by torch.func, vmap over samples
      of grad(p ↦ ⟨module(p, x_i), g_i⟩), the torch.func per-sample recipe on one layer

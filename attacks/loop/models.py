@@ -9,8 +9,14 @@ runs under vmap only through a slow per-sample fallback).
 averaged over the L_F forecast steps (the training loss of Algorithm 2);
 ``sample(context, n_samples, generator)`` returns forecast sample paths (B, S, L_F).
 
-Inputs are mean-scaled (GluonTS "target scaling"): scale = mean |context| + e^a with a
-learned floor a, so all-padding contexts stay well defined without batch statistics.
+Inputs are mean-scaled as GluonTS scales them, with no learned parameter, so a model is scale-free:
+data × c gives the same forecasts × c (above the floor). simple-ff, DLinear and iTransformer use
+GluonTS's SimpleFeedForward scaling (``mean_abs_scaling``: mean |context| clamped at 1e-5); DeepAR
+uses GluonTS's ``MeanScaler`` (mean |context| over its last L_C values, a ``default_scale`` where
+that context is all zero, then clamped at ``minimum_scale`` 1e-10). GluonTS's ``MeanScaler`` without a
+``default_scale`` takes a batch mean there, a cross-sample statistic that per-sample clipping
+cannot bound, so tsdp's is a fixed 1.0 (GluonTS's ``default_scale`` option); here an all-zero context
+is Algorithm 4's front padding, GluonTS's unobserved values.
 """
 from __future__ import annotations
 
@@ -23,7 +29,6 @@ import torch.nn.functional as F
 from scipy import stats
 from torch import nn
 
-from .factored import register_per_sample_rule
 
 DEFAULT_LAGS = (1, 2, 3, 4, 5, 6, 7, 23, 24, 25)
 
@@ -49,7 +54,9 @@ def student_t_sample(df: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, g
 
 
 class StudentTHead(nn.Module):
-    """Projects features (..., h) to Student-t parameters: ν = 2 + softplus, loc, scale = softplus + 1e-4."""
+    """Projects features (..., h) to Student-t parameters as GluonTS's ``StudentTOutput`` (``domain_map``):
+    ν = 2 + softplus, loc, scale = softplus clamped at float32's machine epsilon. One ``nn.Linear(h, 3)`` whose
+    rows are GluonTS's three ``nn.Linear(h, 1)`` projections (df, loc, scale), with the same default init."""
 
     def __init__(self, hidden: int):
         super().__init__()
@@ -57,25 +64,29 @@ class StudentTHead(nn.Module):
 
     def forward(self, h: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         a = self.proj(h)
-        return 2.0 + F.softplus(a[..., 0]), a[..., 1], F.softplus(a[..., 2]) + 1e-4
+        return 2.0 + F.softplus(a[..., 0]), a[..., 1], F.softplus(a[..., 2]).clamp_min(SCALE_EPS)
 
 
-class MeanScaler(nn.Module):
-    """Per-sample scale mean |context| + e^a (a learned), shape (B, 1); no batch statistics."""
+SCALE_EPS = float(torch.finfo(torch.float32).eps)
+"""The floor of the Student-t scale (GluonTS's ``StudentTOutput.domain_map``: the dtype's machine epsilon)."""
+MIN_SCALE_FF = 1e-5
+"""GluonTS SimpleFeedForward's ``mean_abs_scaling`` floor (``min_scale``)."""
+MIN_SCALE = 1e-10
+"""GluonTS ``MeanScaler``'s ``minimum_scale``."""
+DEFAULT_SCALE = 1.0
+"""DeepAR's scale of an all-zero context (GluonTS ``MeanScaler``'s ``default_scale``; module docstring)."""
 
-    def __init__(self):
-        super().__init__()
-        self.log_floor = nn.Parameter(torch.zeros(()))
 
-    def forward(self, context: torch.Tensor) -> torch.Tensor:
-        return context.abs().mean(dim=-1, keepdim=True) + torch.exp(self.log_floor)
+def mean_abs_scale(context: torch.Tensor) -> torch.Tensor:
+    """GluonTS SimpleFeedForward's ``mean_abs_scaling``: mean |context| clamped at 1e-5, shape (B, 1)."""
+    return context.abs().mean(dim=-1, keepdim=True).clamp_min(MIN_SCALE_FF)
 
 
-@register_per_sample_rule(MeanScaler)
-def _mean_scaler_rule(module: MeanScaler, inputs: tuple, output_grads) -> dict:
-    """Per-sample gradient of the floor a for the factored engine: ∂y_i/∂a = e^a, so e^a · Σ_j g_ij."""
-    g = output_grads[0]
-    return {"log_floor": torch.exp(module.log_floor.detach()) * g.reshape(g.shape[0], -1).sum(1)}
+def mean_scale(context: torch.Tensor) -> torch.Tensor:
+    """GluonTS ``MeanScaler`` (keepdim, every value observed): mean |context|, :data:`DEFAULT_SCALE` where the
+    context is all zero, clamped at :data:`MIN_SCALE`; shape (B, 1); no batch statistics."""
+    mean = context.abs().mean(dim=-1, keepdim=True)
+    return torch.where(mean > 0, mean, torch.full_like(mean, DEFAULT_SCALE)).clamp_min(MIN_SCALE)
 
 
 class DirectForecaster(nn.Module):
@@ -90,12 +101,11 @@ class DirectForecaster(nn.Module):
             raise ValueError("context_length L_C must be >= 1 for a forecasting model")
         self.context_length = context_length
         self.forecast_length = forecast_length
-        self.scaler = MeanScaler()
         self.head = StudentTHead(hidden)
 
     def distribution(self, context: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(ν, loc, scale), each (B, L_F), in the data's units."""
-        scale = self.scaler(context)
+        scale = mean_abs_scale(context)
         df, loc, s = self.head(self.features(context / scale))
         return df, loc * scale, s * scale
 
@@ -112,16 +122,24 @@ class DirectForecaster(nn.Module):
         )
 
 
+def _gluonts_linear(dim_in: int, dim_out: int) -> nn.Linear:
+    """GluonTS SimpleFeedForward's ``make_linear_layer``: weights uniform on [-0.07, 0.07], zero bias."""
+    lin = nn.Linear(dim_in, dim_out)
+    nn.init.uniform_(lin.weight, -0.07, 0.07)
+    nn.init.zeros_(lin.bias)
+    return lin
+
+
 class SimpleFeedForward(DirectForecaster):
-    """GluonTS SimpleFeedForward: MLP L_C → 64 → 64 → L_F × 64 features, ReLU, no batch-norm."""
+    """GluonTS SimpleFeedForward with ``hidden_dimensions=[64, 64]`` (``gluonts.torch.model.simple_feedforward``):
+    L_C → 64 (ReLU) → L_F × 64 features, GluonTS's init, no batch-norm. GluonTS's layers are
+    ``[L_C] + hidden_dimensions[:-1]`` then a last layer to L_F × ``hidden_dimensions[-1]``: one hidden layer."""
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 64):
         super().__init__(context_length, forecast_length, hidden)
         self.hidden = hidden
-        self.mlp = nn.Sequential(
-            nn.Linear(context_length, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-            nn.Linear(hidden, forecast_length * hidden),
-        )
+        self.mlp = nn.Sequential(_gluonts_linear(context_length, hidden), nn.ReLU(),
+                                 _gluonts_linear(hidden, forecast_length * hidden))
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         return self.mlp(x).reshape(x.shape[0], self.forecast_length, self.hidden)
@@ -215,26 +233,37 @@ class _LSTM(nn.Module):
         return x, new_state
 
 
+def deepar_window(context_length: int, lags: Sequence[int]) -> int:
+    """The context DeepAR reads: L_C + max lag (GluonTS's ``past_length``), the context length the accountant must
+    see for it (every one of those values enters the loss)."""
+    return context_length + max(lags)
+
+
 class DeepAR(nn.Module):
     """DeepAR (Salinas et al. 2020): 2-layer LSTM (hidden 40) over lagged, mean-scaled values, Student-t output.
 
-    Inputs at position p are the values at p - l for the lags l ≤ L_C and log(scale);
-    training uses teacher forcing over the window, the loss is the NLL of the L_F forecast
-    positions; sampling is ancestral (autoregressive).
+    ``context_length`` is the window's context it reads, L_C + max lag (:func:`deepar_window`): the LSTM
+    unrolls over its last context_length - max lag positions (GluonTS's L_C), then the L_F forecast positions;
+    the input at position p is the values at p - l for every lag l, and log(scale), the scale GluonTS's
+    ``MeanScaler`` of the unrolled context (:func:`mean_scale`). Training uses teacher forcing over the window,
+    the loss is the NLL of the L_F forecast positions; sampling is ancestral (autoregressive). Given ``lags``
+    are all kept (a lag that does not fit is refused); by default :data:`DEFAULT_LAGS` below context_length.
     """
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 40, n_layers: int = 2,
                  lags: Optional[Sequence[int]] = None):
         super().__init__()
-        lags = tuple(l for l in (DEFAULT_LAGS if lags is None else lags) if 1 <= l <= context_length)
-        if not lags:
-            raise ValueError("DeepAR needs at least one lag in [1, L_C]; context_length L_C must be >= 1")
+        if lags is None:
+            lags = tuple(l for l in DEFAULT_LAGS if l < context_length)
+        lags = tuple(int(l) for l in lags)
+        if not lags or min(lags) < 1 or max(lags) >= context_length:
+            raise ValueError(f"DeepAR's lags must be in [1, context_length - 1] (context_length {context_length} = "
+                             f"L_C + max lag; got lags {lags}): give context_length >= L_C + max lag with L_C >= 1")
         self.context_length = context_length
         self.forecast_length = forecast_length
         self.lags = lags
         self.first = max(lags)
         self.register_buffer("lag_index", torch.tensor(lags, dtype=torch.long), persistent=False)
-        self.scaler = MeanScaler()
         self.rnn = _LSTM(len(lags) + 1, hidden, n_layers)
         self.head = StudentTHead(hidden)
 
@@ -242,7 +271,7 @@ class DeepAR(nn.Module):
         return torch.cat([series[:, p - self.lag_index], log_scale], dim=-1)
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
-        scale = self.scaler(context)
+        scale = mean_scale(context[:, self.first:])
         log_scale = torch.log(scale)
         series = torch.cat([context, forecast], dim=-1) / scale
         state = self.rnn.initial_state(context.shape[0], context)
@@ -257,7 +286,7 @@ class DeepAR(nn.Module):
     @torch.no_grad()
     def sample(self, context: torch.Tensor, n_samples: int, generator: torch.Generator) -> torch.Tensor:
         b = context.shape[0]
-        scale = self.scaler(context).repeat_interleave(n_samples, dim=0)
+        scale = mean_scale(context[:, self.first:]).repeat_interleave(n_samples, dim=0)
         log_scale = torch.log(scale)
         series = context.repeat_interleave(n_samples, dim=0) / scale
         state = self.rnn.initial_state(series.shape[0], series)

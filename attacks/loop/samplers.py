@@ -105,13 +105,15 @@ class DeterministicTopLevel:
 class ShuffleTopLevel:
     """Shuffled iteration: Algorithm 3 applied to a fresh uniform permutation of the sequences each epoch.
 
-    Like Algorithm 3 it touches every sequence exactly once per epoch (ceil(N / N') steps).
+    Like Algorithm 3 it touches every sequence exactly once per epoch (ceil(N / N') steps); with
+    ``steps_per_epoch`` fewer (``TrainingConfig.drop_last``: floor(N λ / Λ)) an epoch is that many full steps
+    and the rest of the permutation is unused, so every sequence is in at most one step per epoch.
     """
 
-    def __init__(self, n_sequences: int, per_step: int):
+    def __init__(self, n_sequences: int, per_step: int, steps_per_epoch: Optional[int] = None):
         self.n_sequences = n_sequences
         self.per_step = per_step
-        self.steps_per_epoch = math.ceil(n_sequences / per_step)
+        self.steps_per_epoch = math.ceil(n_sequences / per_step) if steps_per_epoch is None else steps_per_epoch
 
     def sample(self, n_steps: int, generator: torch.Generator) -> TopBatch:
         """``n_steps`` consecutive steps from an epoch start, one independent permutation per epoch."""
@@ -119,8 +121,9 @@ class ShuffleTopLevel:
         n_epochs = math.ceil(n_steps / self.steps_per_epoch)
         perms = _uniform_subsets(n_epochs, self.n_sequences, self.n_sequences, generator)
         slots = self.steps_per_epoch * self.per_step
-        padded = torch.full((n_epochs, slots), -1, dtype=torch.long, device=device)
+        padded = torch.full((n_epochs, max(slots, self.n_sequences)), -1, dtype=torch.long, device=device)
         padded[:, : self.n_sequences] = perms
+        padded = padded[:, :slots].contiguous()
         seq = padded.view(n_epochs * self.steps_per_epoch, self.per_step)[:n_steps]
         mask = seq >= 0
         return TopBatch(torch.where(mask, seq, 0), mask)
@@ -272,7 +275,7 @@ def make_sampler(config: TrainingConfig, lengths: Optional[Sequence[int]] = None
     if config.top == "deterministic":
         top = DeterministicTopLevel(config.N, per_step)
     elif config.top == "shuffle":
-        top = ShuffleTopLevel(config.N, per_step)
+        top = ShuffleTopLevel(config.N, per_step, config.steps_per_epoch)
     elif config.top == "wor":
         top = WORTopLevel(config.N, per_step, config.compositions_per_epoch)
     else:

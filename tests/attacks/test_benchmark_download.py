@@ -18,7 +18,7 @@ pytest.importorskip("gluonts")
 
 from gluonts.dataset.repository import _lstnet  # noqa: E402
 
-from tsdp.attacks.data.benchmarks import PAPER, VALIDATION_WINDOWS, load_split  # noqa: E402
+from tsdp.attacks.data.benchmarks import PAPER, load_split  # noqa: E402
 
 
 class _Server:
@@ -91,14 +91,14 @@ def serve_electricity(tmp_path, monkeypatch):
 
 def test_download_fetches_caches_and_applies_the_papers_split(tmp_path, serve_electricity):
     """The first load downloads through GluonTS (one request) into the cache folder in its on-disk layout; the split
-    is GluonTS's (train: the first 80 % of the hours, test: 7 rolling windows of 24) less 5·L_F validation steps at
+    is GluonTS's (train: the first 80 % of the hours, test: 7 rolling windows of 24) less 7·L_F validation steps (the official code's) at
     the end of every training series; a second load, with or without --download, reads the cache (no request)."""
     server, values = serve_electricity(steps=900, series=8)
     cache = tmp_path / "cache"
     split = load_split("electricity", cache, download=True)
     assert server.requests == ["/electricity.txt.gz"]
     assert (cache / "electricity" / "metadata.json").is_file() and (cache / "electricity" / "train").is_dir()
-    f, k = PAPER["electricity"].forecast_length, VALIDATION_WINDOWS
+    f, k = PAPER["electricity"].forecast_length, PAPER["electricity"].validation_windows
     train_hours = int(900 * 0.8) + 1  # GluonTS's recipe: every hour up to the one at 80 % of the index
     assert split.train.N == 8 and split.train.lengths == (train_hours - k * f,) * 8
     np.testing.assert_allclose(split.train.series[3], values[: train_hours - k * f, 3], rtol=0, atol=1e-9)

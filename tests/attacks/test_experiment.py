@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from tsdp.attacks.data.benchmarks import PAPER, VALIDATION_WINDOWS, load_split, shipped_split
+from tsdp.attacks.data.benchmarks import PAPER, load_split, shipped_split
 from tsdp.attacks.data.series import DataError
 from tsdp.attacks.experiment.cells import CellTask, cell_config, run_cell
 from tsdp.attacks.experiment.grid import Cell, GridSettings, plan
@@ -38,17 +38,18 @@ def _gluonts_fixture(root, name="electricity", n=321, length=300, windows=2):
 
 
 def test_the_papers_split_and_hyperparameters_on_a_gluonts_fixture(tmp_path):
-    """Train: each training series less its last 5·L_F steps; validation: those five windows; test: GluonTS's
-    rolling test entries, last L_F the targets; the cell's configuration has the paper's L_C, Λ, σ and the
-    run uses C = 1e-4, Adam 1e-3, weight decay 1e-8, DeepAR's lags and season 24."""
+    """Train: each training series less its last 7·L_F steps (the official code's 7 validation windows);
+    validation: those seven windows; test: GluonTS's rolling test entries, last L_F the targets; the cell's
+    configuration has the paper's L_C, Λ, σ and the run uses C = 1e-4, Adam 1e-3, weight decay 1e-8, DeepAR's lags
+    and season 24."""
     full = _gluonts_fixture(tmp_path)
     split = load_split("electricity", tmp_path)
-    f = 24
+    f, k = 24, 7
     n, length = 321, 300
-    assert split.train.N == n and split.train.lengths == (length - VALIDATION_WINDOWS * f,) * n
-    assert split.validation.count == n * VALIDATION_WINDOWS
-    np.testing.assert_array_equal(split.validation.targets[0], full[0][length - 5 * f: length - 4 * f])
-    np.testing.assert_array_equal(split.validation.targets[4], full[0][length - f: length])
+    assert split.train.N == n and split.train.lengths == (length - k * f,) * n
+    assert split.validation.count == n * k
+    np.testing.assert_array_equal(split.validation.targets[0], full[0][length - 7 * f: length - 6 * f])
+    np.testing.assert_array_equal(split.validation.targets[6], full[0][length - f: length])
     assert split.test.count == 2 * n
     np.testing.assert_array_equal(split.test.targets[n], full[0][length + f: length + 2 * f])
     np.testing.assert_array_equal(split.test.histories[n], full[0][: length + f])
@@ -61,8 +62,8 @@ def test_the_papers_split_and_hyperparameters_on_a_gluonts_fixture(tmp_path):
     cell = Cell("simple-ff", 2.0, 0, "1-event", "wor")
     config = cell_config(cell, settings)
     assert (config.N, config.L, config.context_length, config.forecast_length, config.batch_size, config.sigma) == \
-        (321, 180, 24, 24, 128, 2.0)
-    r = run_cell(CellTask(cell, settings))  # 180 steps per series, 40 % of them per step: ε = 2 buys no step
+        (321, 132, 24, 24, 128, 2.0)
+    r = run_cell(CellTask(cell, settings))  # 132 steps per series, 40 % of them per step: ε = 2 buys no step
     assert (r.steps, r.epsilon_spent, math.isnan(r.crps)) == (0, 0.0, True)
     r = run_cell(CellTask(Cell("simple-ff", math.inf, 0, "1-event", "wor"), settings))
     assert r.steps == config.steps_per_epoch and r.epsilon_spent is None and math.isfinite(r.crps)

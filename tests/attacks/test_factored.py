@@ -16,7 +16,7 @@ from tsdp.attacks.loop.clipping import clipped_sum, gradient_norms
 from tsdp.attacks.loop import factored
 from tsdp.attacks.loop.factored import (PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum,
                                         factored_noisy_gradient)
-from tsdp.attacks.loop.models import MODELS, MeanScaler, make_model
+from tsdp.attacks.loop.models import MODELS, make_model
 from tsdp.attacks.loop.step import noisy_mean, per_sample_gradients, private_gradient
 from tsdp.attacks.montecarlo.constructions import GradientFunctionModel
 
@@ -31,7 +31,7 @@ def windows(n, lc, lf, seed, dtype=torch.float64):
 
 
 def trained_like(name, lc, lf, seed):
-    """A float64 model with every parameter moved off its initial value (e.g. the scaler floor off e^0 = 1)."""
+    """A float64 model with every parameter moved off its initial value (e.g. the zero biases of GluonTS's init)."""
     torch.manual_seed(seed)
     model = make_model(name, lc, lf).double()
     with torch.no_grad():
@@ -179,8 +179,9 @@ def test_linear_norm_branches_each_exact():
 
 
 def test_registered_rules():
-    """The registry holds the closed forms the models use (LayerNorm, MeanScaler); nn.Linear has its own factored rule."""
-    assert nn.LayerNorm in PER_SAMPLE_RULES and MeanScaler in PER_SAMPLE_RULES
+    """The registry holds the closed form the models use (LayerNorm; their scalers have no parameter); nn.Linear has
+    its own factored rule."""
+    assert nn.LayerNorm in PER_SAMPLE_RULES
     assert nn.Linear not in PER_SAMPLE_RULES
 
 

@@ -12,6 +12,7 @@ import math
 import os
 from typing import List
 
+from .config_args import add_data_arguments
 from .errors import UsageError
 from .output import NO_NOISE, dumps
 
@@ -44,7 +45,7 @@ def add_parsers(sub, command) -> None:
         "(sound accountant); each cell records its steps and the ε they spent. Prints mean ± std of test CRPS "
         "over seeds (last iterate, covered by ε; the lowest-validation checkpoint beside it, not covered), the "
         "seasonal-naive and AutoETS baselines and claim C7's verdict. Without --dataset it runs on the shipped "
-        "real dataset (M1 yearly). Each level has the paper's table: 1-event columns ε; w-event and w-user columns "
+        "real dataset (M1 yearly); --data runs it on your own series (settings from the flags below). Each level has the paper's table: 1-event columns ε; w-event and w-user columns "
         "w at ε = 4; label-noise columns σ_F at ε = 0.5 with the dataset's v.")
     p.add_argument("--dataset", default=None, metavar="NAME",
                    help="m1-yearly (shipped, the default), or a GluonTS benchmark: traffic, electricity, "
@@ -54,6 +55,12 @@ def add_parsers(sub, command) -> None:
                         "$GLUONTS_DATASETS or ~/.gluonts/datasets)")
     p.add_argument("--download", action="store_true",
                    help="download a missing benchmark through GluonTS into --data-dir (needs internet)")
+    add_data_arguments(p, synthetic=False, what="your own series to run the grid on, instead of --dataset (the last "
+                       "--test-windows·L_F values of every series are its test windows, the --validation-windows·L_F "
+                       "before them its validation windows, the rest its training series)")
+    g = p.add_argument_group("settings of --data (each dataset of --dataset has the paper's)")
+    for flag, default, text in _DATA_SETTINGS:
+        g.add_argument(flag, type=float if flag == "--sigma" else int, default=None, help=f"{text} (default {default})")
     p.add_argument("--models", nargs="+", choices=MODELS, default=None, help=f"rows (default all: {' '.join(MODELS)})")
     p.add_argument("--epsilons", nargs="+", type=_epsilon, default=None, metavar="E",
                    help="budgets of every level, each > 0; inf trains without DP (default the paper's per level: "
@@ -62,7 +69,8 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--levels", nargs="+", choices=LEVELS, default=["1-event"],
                    help="privacy levels: 1-event (the main table), w-event and w-user (columns --w), label-noise "
                         "((1, v)-user-level privacy, columns --sigma-forecast)")
-    p.add_argument("--tops", nargs="+", choices=TOPS, default=None, help="top-level schemes (default shuffle wor)")
+    p.add_argument("--tops", nargs="+", choices=TOPS, default=None, help="top-level schemes (default wor, the paper's Table 1; shuffle has its own table, an epoch "
+                        "of floor(N/Λ) steps as the official code)")
     p.add_argument("--w", type=int, nargs="+", default=None, metavar="W",
                    help=f"the columns of the w-event and w-user levels, each in 1..{W_MAX} (default the paper's "
                         f"{' '.join(map(str, W_VALUES))}; needs one of those levels)")
@@ -75,7 +83,7 @@ def add_parsers(sub, command) -> None:
                         f"(default the paper's {' '.join(f'{x:g}' for x in SIGMA_FORECASTS)}; needs that level)")
     p.add_argument("--delta", type=float, default=1e-7, help="δ of every budget")
     p.add_argument("--epochs", type=int, default=None,
-                   help=f"epochs cap of every cell (default the dataset's; --quick {QUICK_EPOCHS})")
+                   help=f"epochs cap of every cell (default the dataset's; --data {DATA_EPOCHS}; --quick {QUICK_EPOCHS})")
     p.add_argument("--samples", type=int, default=100, help="sample paths per forecast (the CRPS's quantiles)")
     p.add_argument("--seed", type=int, default=0, help="root of the SeedSequence every cell's seed is spawned from")
     p.add_argument("--workers", type=int, default=1, help="local worker processes (1: this process)")
@@ -112,14 +120,15 @@ def add_parsers(sub, command) -> None:
         check_cluster(args.cluster)
         cells = plan(models=args.models, epsilons=args.epsilons, seeds=args.seeds, levels=tuple(args.levels),
                      tops=args.tops, w=args.w, sigma_forecast=args.sigma_forecast)
-        split = split_for(args.dataset, args.data_dir, download=args.download)
+        user = _user_data(args)
+        split = split_for(args.dataset, args.data_dir, download=args.download, user=user)
         name = split.spec.name
         out = args.out or os.path.join("tsdp-experiment", name)
         _check_out(out)
         v = (args.v or split.spec.label_noise_v) if "label-noise" in args.levels else None
-        settings = GridSettings(dataset=None if name == "m1-yearly" else name, data_dir=args.data_dir,
-                                delta=args.delta, v=v, epochs=args.epochs, n_samples=args.samples,
-                                device=args.device, discretization=args.discretization, seed=args.seed)
+        settings = GridSettings(dataset=None if name == "m1-yearly" or user else name, data_dir=args.data_dir,
+                                delta=args.delta, v=v, epochs=None if user else args.epochs, n_samples=args.samples,
+                                device=args.device, discretization=args.discretization, seed=args.seed, user=user)
         import sys
 
         from tsdp.attacks.experiment.cells import epochs_cap, load_done
@@ -150,6 +159,51 @@ def add_parsers(sub, command) -> None:
         return 0
 
 
+_DATA_SETTINGS = (
+    ("--forecast-length", "24", "L_F"),
+    ("--context-length", "L_F", "L_C"),
+    ("--batch-size", "128, at most a quarter of the series", "Λ, windows per step"),
+    ("--sigma", "4", "noise multiplier σ"),
+    ("--season", "24", "season length of DeepAR's seasonal lags and of the baselines"),
+    ("--test-windows", "1", "test windows of L_F at the end of every series"),
+    ("--validation-windows", "1", "validation windows of L_F before the test windows"),
+)
+"""The flags that set a user file's grid (``--data``), their defaults (L_F 24, L_C = L_F, Λ 128 and season 24 as
+electricity; σ 4 as traffic and solar, so that ε = 0.5 buys steps on a few dozen series) and help."""
+DATA_EPOCHS = 100
+"""The epochs cap of a ``--data`` grid unless --epochs says otherwise (the benchmarks' 4000-16000 are for
+thousands of training windows per series)."""
+
+
+def _user_data(args):
+    """The :class:`~tsdp.attacks.data.benchmarks.UserData` of ``--data`` and its settings flags (None without
+    --data); the default Λ is 128 capped at a quarter of the series (so the top level subsamples)."""
+    settings = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in _DATA_SETTINGS}
+    if args.data is None:
+        typed = [f"--{k.replace('_', '-')}" for k, v in settings.items() if v is not None]
+        if typed:
+            raise UsageError(f"invalid {typed[0]}: it sets the grid of a user's file: add --data FILE")
+        return None
+    if args.dataset is not None:
+        raise UsageError("invalid --data: give --data (your series) or --dataset (a benchmark), not both")
+    for key, value in settings.items():
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UsageError(f"invalid --{key.replace('_', '-')}: must be > 0 (got {value:g})")
+    from tsdp.attacks.data.benchmarks import UserData
+
+    from .config_args import data_from_args
+
+    f = settings["forecast_length"] or 24
+    batch = settings["batch_size"]
+    if batch is None:
+        batch = min(128, max(1, len(data_from_args(args).series) // 4))
+    return UserData(str(args.data), forecast_length=f, context_length=settings["context_length"] or f,
+                    batch_size=batch, sigma=settings["sigma"] or 4.0, season=settings["season"] or 24,
+                    epochs=args.epochs or DATA_EPOCHS, test_windows=settings["test_windows"] or 1,
+                    validation_windows=settings["validation_windows"] or 1,
+                    layout=args.layout, item_id=args.item_id, timestamp=args.timestamp, target=args.target)
+
+
 def _check(args) -> None:
     """Bad values of the grid's flags: one line each (the choices are argparse's)."""
     if args.quick:
@@ -159,11 +213,11 @@ def _check(args) -> None:
         args.seeds = args.seeds if args.seeds is not None else QUICK_SEEDS
         args.tops = args.tops or ["wor"]
         args.epochs = args.epochs if args.epochs is not None else QUICK_EPOCHS
-    from tsdp.attacks.experiment.grid import MODELS, SEEDS, TOPS
+    from tsdp.attacks.experiment.grid import DEFAULT_TOPS, MODELS, SEEDS
 
     args.models = tuple(args.models or MODELS)
     args.seeds = SEEDS if args.seeds is None else args.seeds
-    args.tops = tuple(args.tops or TOPS)
+    args.tops = tuple(args.tops or DEFAULT_TOPS)
     if not 1 <= args.seeds <= 1000:
         raise UsageError(f"invalid --seeds: must be in 1..1000 (got {args.seeds})")
     if args.epochs is not None and args.epochs < 1:
