@@ -93,7 +93,7 @@ def opacus_accountant(kind, sample_rate: str = "series") -> NamedAccountant:
     steps at a Poisson ``sample_rate``. Needs ``tsdp[opacus]``.
 
     Args:
-        kind: "rdp", "prv", "gdp" or an ``IAccountant`` subclass.
+        kind (str | type): "rdp", "prv", "gdp" or an ``IAccountant`` subclass.
         sample_rate: The guessed rate (:data:`SAMPLE_RATES`): ``"series"`` (Λ/N) or ``"window"`` (Λ/(N·T)).
 
     Returns:
@@ -208,7 +208,7 @@ def tsdp_accountant(theorem: Optional[str] = None, *, discretization: float = 1e
 
     Returns:
         The accountant; it answers inf (no finite guarantee) where the catalogue has no sound bound for the scheme
-        (pooled windows with k > 1, Poisson top level) and no ``theorem`` was given.
+            (pooled windows with k > 1, Poisson top level) and no ``theorem`` was given.
     """
     from tsdp.theorems.errors import TheoremError
     from tsdp.verify import accounting

@@ -72,6 +72,6 @@ def reference(config: TrainingConfig, steps: int, delta: float, relation: Relati
 
     Returns:
         The bracket: ``epsilon_attained`` (lower) ≤ true ε ≤ ``epsilon_sound`` (upper), the theorem and
-        construction behind them, and why a number is missing.
+            construction behind them, and why a number is missing.
     """
     return _reference(relation.config(config), int(steps), float(delta), float(discretization), bool(attained))

@@ -108,7 +108,7 @@ def reported_epsilon(fn: Accountant, config: TrainingConfig, steps: int, delta: 
 
     Returns:
         ε as a float ≥ 0 (inf allowed: a vacuous guarantee), or None where ``fn`` declines the cell (returns
-        None, raises NotImplementedError or tsdp's TheoremError).
+            None, raises NotImplementedError or tsdp's TheoremError).
 
     Raises:
         AccountantError: One line: ``fn`` raised, hung past ``timeout`` s, exited, or returned NaN, a negative
@@ -347,8 +347,9 @@ def assert_sound(fn: Accountant, configs=None, *, steps=None, delta: float = 1e-
 
     Args:
         fn: The accountant, ``fn(config, steps, delta) -> ε``.
-        configs: As in :func:`check_accountant` (None: :func:`~tsdp.testing.grid.default_grid`).
-        steps: As in :func:`check_accountant`.
+        configs (TrainingConfig | Cell | Iterable | None): As in :func:`check_accountant` (None:
+            :func:`~tsdp.testing.grid.default_grid`).
+        steps (int | Sequence[int] | None): As in :func:`check_accountant`.
         delta: The δ of every cell.
         relation: As in :func:`check_accountant`.
         timeout: As in :func:`check_accountant`.

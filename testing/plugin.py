@@ -32,12 +32,13 @@ def tsdp_accountant_check(request):
     against tsdp's attained ε, a lower bound (:func:`tsdp.testing.strategies.assert_sound_for_all`).
 
     Args:
-        request: pytest's request; its ``tsdp_accountant`` marker, if any, gives the default options.
+        request (pytest.FixtureRequest): pytest's request; its ``tsdp_accountant`` marker, if any, gives the
+            default options.
 
     Returns:
-        ``check(fn, **options)``: options from the ``tsdp_accountant`` marker then the call (``strategy``,
-        ``delta``, ``relation``, ``max_examples``, ``seed``, ``timeout``); it raises
-        :class:`~tsdp.testing.check.UnsoundAccountantError` on a (shrunk) counterexample.
+        check (Callable[..., None]): ``check(fn, **options)``, options from the ``tsdp_accountant`` marker then
+            the call (``strategy``, ``delta``, ``relation``, ``max_examples``, ``seed``, ``timeout``); it raises
+            :class:`~tsdp.testing.check.UnsoundAccountantError` on a (shrunk) counterexample.
 
     Example:
         ```python

@@ -70,7 +70,7 @@ def cells(config_strategy=None, steps: Sequence[int] = (1, 10, 100)) -> st.Searc
     """A hypothesis strategy of grid cells: a configuration and a number of training steps.
 
     Args:
-        config_strategy: The configurations' strategy (default :func:`configs`).
+        config_strategy (SearchStrategy[TrainingConfig] | None): The configurations' strategy (default :func:`configs`).
         steps: The numbers of training steps drawn from.
 
     Returns:
@@ -92,10 +92,11 @@ def assert_sound_for_all(fn, strategy=None, *, delta: float = 1e-5, relation=Non
     another; one that declines everything fails as unsatisfiable). No example database is written.
 
     Args:
-        fn: The accountant, ``fn(config, steps, delta) -> ε``.
-        strategy: A strategy of cells (default :func:`cells`).
+        fn (Callable[[TrainingConfig, int, float], float]): The accountant, ``fn(config, steps, delta) -> ε``.
+        strategy (SearchStrategy[Cell] | None): A strategy of cells (default :func:`cells`).
         delta: The δ of every cell.
-        relation: What the accountant claims to answer for, as in :func:`tsdp.testing.check.check_accountant`.
+        relation (str | Relation | None): What the accountant claims to answer for, as in
+            :func:`tsdp.testing.check.check_accountant`.
         max_examples: Hypothesis's number of examples.
         seed: Fixes hypothesis's draws.
         timeout: Seconds per call (default 60, as the CLI's; None: no limit).

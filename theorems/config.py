@@ -24,7 +24,7 @@ class ConfigError(ValueError):
     Args:
         parameter: The parameter's name (a field, an argument, or a CLI flag's parameter).
         constraint: The constraint it violates, in words.
-        value: The value given (shown, shortened, in the message; None: not shown).
+        value (object): The value given (shown, shortened, in the message; None: not shown).
 
     Attributes:
         parameter: As given.

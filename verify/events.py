@@ -97,7 +97,7 @@ class TrainingStepDpEvent(BoundDpEvent):
     (Algorithm 4) or Poisson (Algorithm 6); λ windows per sequence, clipping to C and
     Gaussian noise σC on the summed clipped gradients, all as in ``config``.
 
-    Args:
+    Attributes:
         config: The training configuration (a :class:`~tsdp.theorems.config.TrainingConfig`; stored as sorted
             (field, value) pairs); its top level must be step-scoped (wor, poisson, pooled).
         theorem: The bound's T-id (None: the tightest sound upper bound for the scheme,
@@ -122,7 +122,7 @@ class TrainingEpochDpEvent(BoundDpEvent):
     ceil(N / N') steps of Algorithm 2 that touch every sequence exactly once; the bottom
     level, λ, clipping and noise as in ``config``. The unit of the paper's Section 4.1 bounds.
 
-    Args:
+    Attributes:
         config: The training configuration (a :class:`~tsdp.theorems.config.TrainingConfig`; stored as sorted
             (field, value) pairs); its top level must be deterministic or shuffle.
         theorem: The bound's T-id (None: the tightest sound upper bound for the scheme); it must be a per-epoch
@@ -186,7 +186,7 @@ def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epoch
 
     Returns:
         The unit event (:class:`TrainingStepDpEvent` or :class:`TrainingEpochDpEvent`) self-composed
-        :func:`compositions` times.
+            :func:`compositions` times.
 
     Raises:
         ConfigError: Neither or both of ``steps`` and ``epochs``, or a count below 1.
@@ -244,7 +244,7 @@ class InferenceReleaseDpEvent(BoundDpEvent):
     """One private forecast release (paper Appendix H): Poisson keep rate r per context step,
     N(0, σ²) on kept values, mean imputation, a forecast; accounted with T15 (an upper bound).
 
-    Args:
+    Attributes:
         config: The release's :class:`~tsdp.theorems.bounds.inference.InferenceConfig` (or its (field, value)
             pairs, validated; stored sorted).
         theorem: The bound's T-id (default T15).

@@ -39,7 +39,7 @@ def add_canaries(optimizer: DPOptimizer, config: TrainingConfig, m: int, *, seed
         config: The configuration your loader draws (e.g. ``BiLevelBatchSampler``'s ``dataset.config``) with the σ
             your accounting claims; the canaries take part in steps with the law of one element of its scheme.
         m: The number of canaries.
-        seed: Seeds the canaries.
+        seed (int): Seeds the canaries.
 
     Returns:
         The canaries (their ``evidence()`` after training).

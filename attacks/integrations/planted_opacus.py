@@ -285,8 +285,8 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
 
     Returns:
         ``{"rows": [{bug, canaries, runs, epsilon_claimed, epsilon_lower, flagged, auc, seconds}],
-        "false_flags": {audits, flagged, rate, designed}}``; ``designed`` is the certifier's error
-        probability 1 - confidence.
+            "false_flags": {audits, flagged, rate, designed}}``; ``designed`` is the certifier's error
+            probability 1 - confidence.
     """
     rows = []
     for i, bug in enumerate(bugs):

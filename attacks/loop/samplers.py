@@ -272,7 +272,8 @@ def make_sampler(config: TrainingConfig, lengths: Optional[Sequence[int]] = None
         lengths: The training series' lengths (default: config.lengths or L each).
 
     Returns:
-        The sampler: ``sample(n_steps, generator) -> WindowIndex`` and ``steps_per_epoch``.
+        sampler (BiLevelSampler | PooledSampler): ``sample(n_steps, generator) -> WindowIndex`` and
+            ``steps_per_epoch``.
 
     Raises:
         ValueError: ``lengths`` does not hold N lengths, or a length is below L_F.

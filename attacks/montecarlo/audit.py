@@ -286,10 +286,11 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
         delta: The δ at which ε is bounded.
         seed: The seed; the same seed gives the same result on any number of workers.
         device: The torch device ("auto": cuda when available, else cpu).
-        alphas: The α grid of the profile (H_α; default e^0, e^0.5, ..., e^3; each finite and ≥ 1).
+        alphas (Sequence[float] | None): The α grid of the profile (H_α; default e^0, e^0.5, ..., e^3; each finite
+            and ≥ 1).
         progress: Report progress while the trials run.
         confidence: The probability with which ``epsilon_lower`` is a lower bound, in (0, 1).
-        sampler: Replaces the scheme's sampler (tests).
+        sampler (BiLevelSampler | PooledSampler | None): Replaces the scheme's sampler (tests).
         discretization: The PLD grid of the theory numbers (sound rounds up, attained down).
         select_fraction: With ``threshold="split"``: the fraction of the trials that choose the test, in (0, 1).
         threshold: ``"theory"`` fixes the test before sampling from the construction's pair (all trials
