@@ -118,3 +118,104 @@ def test_the_examples_page_shows_every_example_script():
     page = (DOCS / "examples.md").read_text()
     scripts = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
     assert scripts and all(f'--8<-- "examples/{name}"' in page for name in scripts), scripts
+
+
+_NOT_CHECKED = {"train", "audit_model", "audit_training"}  # their docstrings are being rewritten with their code
+
+
+def _public_callables():
+    """(name, object) of every function and class of ``tsdp.__all__`` (but :data:`_NOT_CHECKED`) and of
+    ``tsdp.testing.__all__``."""
+    import inspect
+
+    import tsdp
+    import tsdp.testing
+
+    found = []
+    for module, names in ((tsdp, [n for n in tsdp.__all__ if n not in _NOT_CHECKED]),
+                          (tsdp.testing, tsdp.testing.__all__)):
+        for name in names:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                found.append((f"{module.__name__}.{name}", obj))
+    return found
+
+
+def _parameters(obj) -> list:
+    """The names a caller passes (no self, *args, **kwargs); [] where Python cannot tell (a builtin's __init__)."""
+    import inspect
+
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in signature.parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
+
+
+def _sections(obj) -> dict:
+    """The docstring's Google sections (griffe's parser, as the reference renders them): kind -> list of items."""
+    import inspect
+
+    griffe = pytest.importorskip("griffe")
+    parsed = griffe.Docstring(inspect.getdoc(obj) or "", parser="google").parse()
+    sections: dict = {}
+    for section in parsed:
+        sections.setdefault(section.kind.value, []).extend(
+            section.value if isinstance(section.value, list) else [section.value])
+    return sections
+
+
+def test_the_public_api_documents_its_parameters_and_returns_in_google_sections():
+    """The reference's parameter tables: every parameter of a public function has an Args entry (and no entry names
+    a parameter the signature lacks), a class documents its constructor's parameters as Args or Attributes, and a
+    function that returns a value has a Returns section."""
+    import inspect
+
+    objects = _public_callables()
+    assert len(objects) >= 40, [name for name, _ in objects]  # the check sees the API, not a failed import
+    problems = []
+    for name, obj in objects:
+        sections = _sections(obj)
+        params = _parameters(obj)
+        documented = [p.name for p in sections.get("parameters", [])]
+        if inspect.isclass(obj):
+            documented += [a.name for a in sections.get("attributes", [])]
+            missing = [p for p in params if p not in documented]
+            extra = [p for p in (p.name for p in sections.get("parameters", [])) if p not in params]
+        else:
+            missing = [p for p in params if p not in documented]
+            extra = [p for p in documented if p not in params]
+            returns = inspect.signature(obj).return_annotation
+            if returns not in (None, "None") and not sections.get("returns"):
+                problems.append(f"{name}: no Returns section (it returns {returns})")
+        if missing:
+            problems.append(f"{name}: parameters without an Args/Attributes entry: {missing}")
+        if extra:
+            problems.append(f"{name}: Args entries the signature lacks: {extra}")
+        empty = [getattr(item, "name", "") for kind in ("parameters", "attributes", "returns", "raises")
+                 for item in sections.get(kind, []) if not str(getattr(item, "description", "")).strip()]
+        if empty:
+            problems.append(f"{name}: entries without a description: {empty}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_google_section_check_sees_a_prose_docstring():
+    """The parser the check relies on: a prose docstring has no parameter section, a Google one has it."""
+    def prose(config, steps):
+        """Account ``config`` for ``steps`` steps; returns ε."""
+
+    def google(config, steps):
+        """Account a run.
+
+        Args:
+            config: The configuration.
+            steps: The steps.
+
+        Returns:
+            ε.
+        """
+
+    assert "parameters" not in _sections(prose) and "returns" not in _sections(prose)
+    assert [p.name for p in _sections(google)["parameters"]] == _parameters(google) == ["config", "steps"]
+    assert _sections(google)["returns"][0].description == "ε."
