@@ -166,37 +166,56 @@ def _sections(obj) -> dict:
     return sections
 
 
-def test_the_public_api_documents_its_parameters_and_returns_in_google_sections():
-    """The reference's parameter tables: every parameter of a public function has an Args entry (and no entry names
-    a parameter the signature lacks), a class documents its constructor's parameters as Args or Attributes, and a
-    function that returns a value has a Returns section."""
+def _undocumented(objects) -> list:
+    """What the reference's parameter tables would miss: a parameter of a function without an Args entry (or an entry
+    naming a parameter the signature lacks), a class's constructor parameter without an Args or Attributes entry,
+    a function that returns a value without a Returns section, an entry without a description."""
     import inspect
 
-    objects = _public_callables()
-    assert len(objects) >= 40, [name for name, _ in objects]  # the check sees the API, not a failed import
     problems = []
     for name, obj in objects:
         sections = _sections(obj)
         params = _parameters(obj)
-        documented = [p.name for p in sections.get("parameters", [])]
-        if inspect.isclass(obj):
-            documented += [a.name for a in sections.get("attributes", [])]
-            missing = [p for p in params if p not in documented]
-            extra = [p for p in (p.name for p in sections.get("parameters", [])) if p not in params]
-        else:
-            missing = [p for p in params if p not in documented]
-            extra = [p for p in documented if p not in params]
+        args = [p.name for p in sections.get("parameters", [])]
+        documented = args + ([a.name for a in sections.get("attributes", [])] if inspect.isclass(obj) else [])
+        if not inspect.isclass(obj):
             returns = inspect.signature(obj).return_annotation
             if returns not in (None, "None") and not sections.get("returns"):
                 problems.append(f"{name}: no Returns section (it returns {returns})")
+        missing = [p for p in params if p not in documented]
         if missing:
             problems.append(f"{name}: parameters without an Args/Attributes entry: {missing}")
+        extra = [p for p in args if p not in params]
         if extra:
             problems.append(f"{name}: Args entries the signature lacks: {extra}")
         empty = [getattr(item, "name", "") for kind in ("parameters", "attributes", "returns", "raises")
                  for item in sections.get(kind, []) if not str(getattr(item, "description", "")).strip()]
         if empty:
             problems.append(f"{name}: entries without a description: {empty}")
+    return problems
+
+
+def test_the_public_api_documents_its_parameters_and_returns_in_google_sections():
+    """The reference's parameter tables for ``tsdp.__all__`` (but :data:`_NOT_CHECKED`) and ``tsdp.testing.__all__``."""
+    objects = _public_callables()
+    assert len(objects) >= 40, [name for name, _ in objects]  # the check sees the API, not a failed import
+    problems = _undocumented(objects)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_integrations_document_their_parameters_and_returns_in_google_sections():
+    """The same for the public functions and classes of tsdp.attacks.integrations (the ``opacus`` extra)."""
+    import inspect
+
+    pytest.importorskip("opacus")
+    objects = []
+    for module in ("opacus_accountant", "dpoptimizer_canaries", "planted_opacus"):
+        mod = importlib.import_module(f"tsdp.attacks.integrations.{module}")
+        objects += [(f"{mod.__name__}.{n}", v) for n, v in vars(mod).items()
+                    if not n.startswith("_") and getattr(v, "__module__", None) == mod.__name__
+                    and (inspect.isfunction(v) or inspect.isclass(v))]
+    assert len(objects) >= 10, [name for name, _ in objects]
+    problems = _undocumented(objects)
     assert not problems, "\n".join(problems)
 
 
