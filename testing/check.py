@@ -275,12 +275,12 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
         AccountantError: One line, when ``fn`` fails on a cell otherwise.
 
     Example:
-        ```python
-        from tsdp.testing import check_accountant, opacus_accountant
+        Check Opacus's RDP accountant at the guessed rate Λ/N on the default grid::
 
-        report = check_accountant(opacus_accountant("rdp"))
-        print(report.counts)
-        ```
+            from tsdp.testing import check_accountant, opacus_accountant
+
+            report = check_accountant(opacus_accountant("rdp"))
+            print(report.counts)
     """
     delta = check_delta(delta)
     cells = _cells(configs, steps)

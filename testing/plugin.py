@@ -41,11 +41,11 @@ def tsdp_accountant_check(request):
             :class:`~tsdp.testing.check.UnsoundAccountantError` on a (shrunk) counterexample.
 
     Example:
-        ```python
-        @pytest.mark.tsdp_accountant(max_examples=20)
-        def test_my_accountant_is_sound(tsdp_accountant_check):
-            tsdp_accountant_check(my_epsilon, delta=1e-6)
-        ```
+        In a downstream project's tests::
+
+            @pytest.mark.tsdp_accountant(max_examples=20)
+            def test_my_accountant_is_sound(tsdp_accountant_check):
+                tsdp_accountant_check(my_epsilon, delta=1e-6)
     """
     marker = request.node.get_closest_marker(MARKER)
     defaults = dict(marker.kwargs) if marker is not None else {}

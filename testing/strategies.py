@@ -107,11 +107,11 @@ def assert_sound_for_all(fn, strategy=None, *, delta: float = 1e-5, relation=Non
         AccountantError: ``fn`` hangs, exits or fails otherwise: the run stops at once (one line, no shrinking).
 
     Example:
-        ```python
-        from tsdp.testing import assert_sound_for_all, configs, cells
+        Check your accountant on small configurations::
 
-        assert_sound_for_all(my_epsilon, cells(configs(max_N=200)), max_examples=20)
-        ```
+            from tsdp.testing import assert_sound_for_all, configs, cells
+
+            assert_sound_for_all(my_epsilon, cells(configs(max_N=200)), max_examples=20)
     """
     from hypothesis import reject
 

@@ -192,12 +192,12 @@ def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epoch
         ConfigError: Neither or both of ``steps`` and ``epochs``, or a count below 1.
 
     Example:
-        ```python
-        import tsdp
+        Account 100 training steps of the paper's Section 5 configuration::
 
-        event = tsdp.training_event(tsdp.DEFAULT_CONFIG, steps=100)
-        print(tsdp.account(event, delta=1e-5).epsilon_sound)
-        ```
+            import tsdp
+
+            event = tsdp.training_event(tsdp.DEFAULT_CONFIG, steps=100)
+            print(tsdp.account(event, delta=1e-5).epsilon_sound)
     """
     return dp_event.SelfComposedDpEvent(unit_event(config, theorem), compositions(config, steps=steps, epochs=epochs))
 

@@ -190,13 +190,13 @@ def register(config: TrainingConfig, *, theorem: Optional[str] = None, estimate:
         ConfigError: A bad option, or a scheme without a bound to account it.
 
     Example:
-        ```python
-        from opacus import PrivacyEngine
-        from tsdp.attacks.integrations.opacus_accountant import MECHANISM, register
+        Account an Opacus training with tsdp::
 
-        register(config)
-        engine = PrivacyEngine(accountant=MECHANISM)
-        ```
+            from opacus import PrivacyEngine
+            from tsdp.attacks.integrations.opacus_accountant import MECHANISM, register
+
+            register(config)
+            engine = PrivacyEngine(accountant=MECHANISM)
     """
     bound = type("StructuredSubsamplingAccountantFor", (StructuredSubsamplingAccountant,), {
         "default_config": config,

@@ -150,14 +150,14 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
         generator: The batches' generator.
 
     Example:
-        ```python
-        import torch
-        from tsdp import BiLevelBatchSampler, WindowDataset
+        Draw the accounted batches through a DataLoader::
 
-        dataset = WindowDataset(series, config)  # your N series; config fitted by fit_lengths
-        loader = torch.utils.data.DataLoader(dataset, batch_sampler=BiLevelBatchSampler(dataset),
-                                             collate_fn=WindowDataset.collate)
-        ```
+            import torch
+            from tsdp import BiLevelBatchSampler, WindowDataset
+
+            dataset = WindowDataset(series, config)  # your N series; config fitted by fit_lengths
+            loader = torch.utils.data.DataLoader(dataset, batch_sampler=BiLevelBatchSampler(dataset),
+                                                 collate_fn=WindowDataset.collate)
     """
 
     def __init__(self, dataset: WindowDataset, *, generator: Optional[torch.Generator] = None):

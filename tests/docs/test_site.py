@@ -169,11 +169,13 @@ def _sections(obj) -> dict:
 def _undocumented(objects) -> list:
     """What the reference's parameter tables would miss: a parameter of a function without an Args entry (or an entry
     naming a parameter the signature lacks), a class's constructor parameter without an Args or Attributes entry,
-    a function that returns a value without a Returns section, an entry without a description."""
+    a function that returns a value without a Returns section, an entry without a description, a Markdown fence."""
     import inspect
 
     problems = []
     for name, obj in objects:
+        if "```" in (inspect.getdoc(obj) or ""):  # the roles hook reads ``x`` as a literal: a fence breaks
+            problems.append(f"{name}: a Markdown fence; an example is a reST literal block (text::, then indented)")
         sections = _sections(obj)
         params = _parameters(obj)
         args = [p.name for p in sections.get("parameters", [])]
