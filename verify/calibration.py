@@ -20,7 +20,7 @@ from typing import Optional
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target
 
 from .accountant import PldAccountant, check_delta
-from .events import training_event
+from .events import bound_event_of, training_event
 from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION
 
 DEFAULT_TOLERANCE = 1e-3
@@ -92,7 +92,7 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     delta = check_delta(delta)
     target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)
     run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
-    bound, _, reason = run.event.resolve()
+    bound, _, reason = bound_event_of(run).resolve()
     counts = {}
 
     from tqdm import tqdm
