@@ -95,14 +95,35 @@ def statistic_law(pair_numeric: Tuple, steps: int, h: float = 1e-3) -> Statistic
     A design aid (see the module docstring), not a certified quantity.
     """
     one = one_step_law(pair_numeric, h)
-    width = float(one.grid[-1] - one.grid[0])
-    h_needed = width * steps / LAW_BINS_MAX
+    h_needed = law_spacing(one, steps)
     if h_needed > h:
         one = one_step_law(pair_numeric, h_needed)
+    return composed_law(one, steps)
+
+
+def law_spacing(one: StatisticLaw, steps: int) -> float:
+    """The spacing at which ``steps`` convolutions of ``one`` hold at most ``LAW_BINS_MAX`` grid points."""
+    return float(one.grid[-1] - one.grid[0]) * steps / LAW_BINS_MAX
+
+
+def composed_law(one: StatisticLaw, steps: int) -> StatisticLaw:
+    """Law of the sum of ``steps`` i.i.d. copies of a statistic with law ``one`` in both worlds (FFT)."""
     if steps == 1:
         return one
     grid = steps * one.grid[0] + one.h * np.arange(steps * (len(one.grid) - 1) + 1)
     return StatisticLaw(grid, _power(one.p, steps), _power(one.q, steps), one.h)
+
+
+def summed_law(a: StatisticLaw, b: StatisticLaw) -> StatisticLaw:
+    """Law of the sum of two independent statistics on grids of the same spacing (FFT convolution)."""
+    n_out = len(a.grid) + len(b.grid) - 1
+    nfft = 1 << int(np.ceil(np.log2(n_out)))
+
+    def conv(x, y):
+        out = np.clip(np.fft.irfft(np.fft.rfft(x, nfft) * np.fft.rfft(y, nfft), nfft)[:n_out], 0.0, None)
+        return out / out.sum()
+
+    return StatisticLaw(a.grid[0] + b.grid[0] + a.h * np.arange(n_out), conv(a.p, b.p), conv(a.q, b.q), a.h)
 
 
 @dataclass(frozen=True)
@@ -229,5 +250,5 @@ def histogram_edges(law: StatisticLaw, extra: Sequence[float] = (), n_edges: int
     return np.unique(np.concatenate([*picks, np.asarray(list(extra), dtype=float)]))
 
 
-__all__ = ["Design", "StatisticLaw", "design_test", "histogram_edges", "one_step_law", "profile_thresholds",
-           "statistic_law", "tail_thresholds"]
+__all__ = ["Design", "StatisticLaw", "composed_law", "design_test", "histogram_edges", "law_spacing", "one_step_law",
+           "profile_thresholds", "statistic_law", "summed_law", "tail_thresholds"]
