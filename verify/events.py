@@ -173,6 +173,12 @@ def compositions(config: TrainingConfig, *, steps: Optional[int] = None, epochs:
     return epochs if epoch_scoped else epochs * config.steps_per_epoch
 
 
+def partial_epoch_steps(config: TrainingConfig, steps: int) -> int:
+    """Steps of the unfinished last epoch of a run of ``steps`` training steps that the accounting tells apart
+    from a whole epoch: S mod steps_per_epoch for shuffled iteration (its attained law depends on it), else 0."""
+    return _count("steps", steps) % config.steps_per_epoch if config.top == "shuffle" else 0
+
+
 def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epochs: Optional[int] = None,
                    theorem: Optional[str] = None) -> dp_event.DpEvent:
     """The event of S training steps (or E epochs) of ``config``: the unit event self-composed.
@@ -184,7 +190,7 @@ def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epoch
     """
     unit = unit_event(config, theorem)
     count = compositions(config, steps=steps, epochs=epochs)
-    partial = 0 if steps is None or config.top != "shuffle" else steps % config.steps_per_epoch
+    partial = 0 if steps is None else partial_epoch_steps(config, steps)
     if not partial:
         return dp_event.SelfComposedDpEvent(unit, count)
     last = TrainingEpochDpEvent(config, theorem, steps_run=partial)
