@@ -63,7 +63,7 @@ from tsdp.attacks.loop.step import check_noise_std
 from .bracket import attained_bracket
 from .constructions import Construction, build, pair_numeric
 from .counts import merge
-from .design import design_test, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
+from .design import design_test, epoch_max_law, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
 from .sequential import SequentialTest
 from .shuffled import epoch_max_reading, reading_of, reads_epoch_maxima
 from .shards import (DEFAULT_SHARD_SIZE, check_cluster, check_plan, plan_shards, run_shard, run_shards,
@@ -170,7 +170,7 @@ def plan_tests(pair_key: tuple, steps: int, trials: int, delta: float, confidenc
     entry None adds the designed test to the violation test's family).
     """
     if pair_key[0] == EPOCH_MAX:
-        law = epoch_max_reading(*pair_key[1:]).statistic_law()
+        law = epoch_max_law(epoch_max_reading(*pair_key[1:]).laws)
     else:
         num = tuple(np.asarray(x, dtype=float) for x in pair_key[:4]) + (float(pair_key[4][0]),)
         law = statistic_law(num, steps)

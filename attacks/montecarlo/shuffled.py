@@ -11,14 +11,14 @@ exact law in both worlds is :class:`tsdp.theorems.hidden_position.HiddenPosition
 accountant's attained estimate composes). The statistic of a trial is the sum over its epochs of the
 max's log density ratio (the Neyman-Pearson test of the max statistic; for one epoch a threshold on the
 max itself). Its law in both worlds, from the same exact CDFs, designs the test before sampling
-(:mod:`attacks.montecarlo.design`); the certification itself is the audit's (Clopper-Pearson on counts),
+(:func:`attacks.montecarlo.design.epoch_max_law`); the certification itself is the audit's (Clopper-Pearson on counts),
 so the bound is a valid lower bound whatever the loop does.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Tuple
+from typing import TYPE_CHECKING, Tuple
 
 import numpy as np
 from scipy import stats
@@ -28,11 +28,8 @@ from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP, HiddenPositionEpoch, hidden_position_epoch
 from tsdp.theorems.registry import attained_pair, get
 
-from .constructions import Construction
-from .design import StatisticLaw, composed_law, law_spacing, summed_law
-
-CELL = 5e-4
-"""Cell width (standardised units) of the max statistic when its test statistic's law is tabulated."""
+if TYPE_CHECKING:
+    from .constructions import Construction
 
 Z_BINS = 4096
 """Bins of the first epoch's maximum (the goodness-of-fit histogram)."""
@@ -83,17 +80,6 @@ class EpochMaxReading:
         lo, hi = self.laws[0].support(reach=8.0)
         return np.linspace(lo, hi, Z_BINS + 1)
 
-    def statistic_law(self, h: float = 1e-3) -> StatisticLaw:
-        """Law of :meth:`statistic` in world P and Q, on a grid of spacing ≥ ``h`` (a design aid, never certified)."""
-        whole = [law for law in self.laws if not law.partial]
-        partial = [law for law in self.laws if law.partial]
-        spacing = max(h, law_spacing(_epoch_law(self.laws[0], h), len(self.laws)))
-        out = composed_law(_epoch_law(whole[0], spacing), len(whole)) if whole else None
-        if partial:
-            last = _epoch_law(partial[0], spacing)
-            out = last if out is None else summed_law(out, last)
-        return out
-
     def goodness_of_fit(self, hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray) -> dict:
         """Binned KS test of the first epoch's maximum against its exact law, both worlds, Bonferroni (as the audit's)."""
         res = {}
@@ -104,20 +90,6 @@ class EpochMaxReading:
         return {"pvalue": min(1.0, 2 * min(res["p"][1], res["q"][1])), "pvalue_p": res["p"][1],
                 "pvalue_q": res["q"][1], "statistic_p": res["p"][0], "statistic_q": res["q"][0],
                 "observation": "first epoch's maximum over its steps"}
-
-
-def _epoch_law(law: HiddenPositionEpoch, h: float) -> StatisticLaw:
-    """Law of one epoch's log f_P^max / f_Q^max (cells of ``CELL`` in the max, exact masses) on multiples of ``h``."""
-    lo, hi = law.support()
-    edges = np.linspace(lo, hi, int(np.ceil((hi - lo) / CELL)) + 1)
-    mass_p, mass_q = law.bin_masses(edges)
-    points = np.concatenate([[lo], (edges[:-1] + edges[1:]) / 2, [hi]])
-    k = np.rint(law.log_density_ratio(points) / h).astype(np.int64)
-    k0 = int(k.min())
-    size = int(k.max()) - k0 + 1
-    p = np.bincount(k - k0, weights=mass_p, minlength=size)
-    q = np.bincount(k - k0, weights=mass_q, minlength=size)
-    return StatisticLaw((k0 + np.arange(size)) * h, p / p.sum(), q / q.sum(), h)
 
 
 @functools.lru_cache(maxsize=16)
@@ -142,4 +114,4 @@ def reading_of(construction: Construction, steps: int) -> EpochMaxReading:
     return epoch_max_reading(construction.theorem, construction.config, int(steps), float(construction.offset))
 
 
-__all__ = ["CELL", "EpochMaxReading", "Z_BINS", "epoch_max_reading", "reading_of", "reads_epoch_maxima"]
+__all__ = ["EpochMaxReading", "Z_BINS", "epoch_max_reading", "reading_of", "reads_epoch_maxima"]
