@@ -170,3 +170,24 @@ def test_bin_width_does_not_move_the_value():
     coarse = hidden_position_pld(law, 1e-4).get_epsilon_for_delta(1e-5)
     fine = hidden_position_pld(law, 1e-4, bin_width=2.5e-4).get_epsilon_for_delta(1e-5)
     assert abs(coarse - fine) < 1e-4
+
+
+def test_a_shuffled_run_ending_inside_an_epoch_is_whole_epochs_then_a_partial_one():
+    """25 steps of 10-step epochs: 2 whole epoch events and one with steps_run = 5 (3 compositions); a deterministic
+    run keeps whole epochs (its first step already holds the worst case) and refuses steps_run; the ledger says it."""
+    from dp_accounting import dp_event
+
+    from tsdp.theorems.config import ConfigError
+    from tsdp.verify.events import (TrainingEpochDpEvent, count_compositions, ledger_summary, partial_epoch_steps,
+                                    training_event)
+
+    run = training_event(DEFAULT, steps=25)
+    assert isinstance(run, dp_event.ComposedDpEvent) and count_compositions(run) == 3
+    assert [e.get("steps_run") for e in ledger_summary(run)] == [None, 5]
+    assert training_event(DEFAULT, steps=30) == training_event(DEFAULT, epochs=3)
+    det = DEFAULT.with_(top="deterministic")
+    assert partial_epoch_steps(det, 25) == 0 and isinstance(training_event(det, steps=25), dp_event.SelfComposedDpEvent)
+    with pytest.raises(ConfigError, match="steps_run"):
+        TrainingEpochDpEvent(det, steps_run=5)
+    with pytest.raises(ConfigError, match="steps_run"):
+        TrainingEpochDpEvent(DEFAULT, steps_run=10)
