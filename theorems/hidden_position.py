@@ -29,7 +29,7 @@ discrete pair the accountant composes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
@@ -134,7 +134,8 @@ def in_run_probability(config: TrainingConfig, steps_run: int) -> float:
     return steps_run * config.sequences_per_step / config.N
 
 
-def hidden_position_epoch(pair: MixturePair, config: TrainingConfig, steps_run: int = None) -> HiddenPositionEpoch:
+def hidden_position_epoch(pair: MixturePair, config: TrainingConfig,
+                          steps_run: Optional[int] = None) -> HiddenPositionEpoch:
     """The hidden-position max law of one shuffled epoch of ``config`` whose construction's step pair is ``pair``.
 
     Lower bound (THEOREMS.md, the shuffled lower bound; module docstring): ``pair`` is the per-step pair of

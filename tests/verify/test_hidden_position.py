@@ -191,3 +191,25 @@ def test_a_shuffled_run_ending_inside_an_epoch_is_whole_epochs_then_a_partial_on
         TrainingEpochDpEvent(det, steps_run=5)
     with pytest.raises(ConfigError, match="steps_run"):
         TrainingEpochDpEvent(DEFAULT, steps_run=10)
+
+
+def test_a_construction_without_a_step_pair_is_not_known_under_shuffling():
+    """A (throw-away) epoch bound whose construction is a loss law with no per-step pair (as T15's): under shuffled
+    iteration its attained ε is not known (None with the reason), never the known-position law's value."""
+    import dataclasses
+
+    from tsdp.theorems.registry import REGISTRY, substituted
+
+    t1 = REGISTRY["T1"]
+
+    class SurvivalOnly(type(t1)):
+        def attained_loss_survival(self, config):
+            return lambda eps: 0.0 * eps  # some loss law; shuffling has no hidden-position form of it
+
+    fields = {f.name: getattr(t1, f.name) for f in dataclasses.fields(t1)}
+    fields.update(id="T98", construction=None)
+    with substituted(SurvivalOnly(**fields)):
+        shuffled = epsilon(DEFAULT, 1e-5, steps=10, theorem="T98", discretization=1e-3)
+    assert shuffled.epsilon_attained is None and shuffled.attained_law is None
+    assert "not known" in shuffled.attained_refused
+    assert shuffled.epsilon is not None  # the sound side is unchanged
