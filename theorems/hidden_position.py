@@ -128,7 +128,11 @@ def hidden_position_name(construction: str) -> str:
 
 
 def in_run_probability(config: TrainingConfig, steps_run: int) -> float:
-    """ρ = P(the changed sequence's step is among the first ``steps_run`` of a shuffled epoch) = s N' / N (1 at s = m)."""
+    """ρ = P(the changed sequence's step is among the first ``steps_run`` of a shuffled epoch) = s N'/N (1 at s = m).
+
+    The exact probability under Algorithm 3 on a uniform permutation (used by the lower bound
+    :func:`hidden_position_epoch`).
+    """
     if steps_run >= config.steps_per_epoch:
         return 1.0
     return steps_run * config.sequences_per_step / config.N

@@ -32,7 +32,8 @@ class AccountingResult:
     ``epsilon`` / ``delta``: the sound value (upper bound, rounded up), None for a lower-bound
     theorem; ``*_attained``: the attained value (lower bound, rounded down), None without a
     construction; ``attained_law`` says what it composes (the construction's pair, or for shuffled
-    iteration the hidden-position epoch's max statistic of it). The target (δ or ε) fills both of its fields. ``compositions`` is the number
+    iteration the hidden-position epoch's max statistic of it). The target (δ or ε) fills both of its fields.
+    ``compositions`` is the number
     of composed one-step (one-epoch, for epoch scope) events, not a number of steps.
     ``discretization`` is the grid asked for, ``discretization_used`` the coarsest grid an estimate
     was read at (larger only where the memory ceiling coarsened it; directions are kept).

@@ -165,7 +165,8 @@ def plan_tests(pair_key: tuple, steps: int, trials: int, delta: float, confidenc
 
     ``pair_key``: the pair's numeric arrays as tuples (cached: repeated audits of one construction
     design once), or ``(EPOCH_MAX, theorem, config, steps, offset)`` for a shuffled construction read
-    through its epoch maxima (:mod:`attacks.montecarlo.shuffled`). ``theory``: design the ε and H_α tests from the statistic's law (else None: split mode).
+    through its epoch maxima (:mod:`attacks.montecarlo.shuffled`). ``theory``: design the ε and H_α tests from
+    the statistic's law (else None: split mode).
     ``sequential_logs``: log α of the sound profile's points the violation test checks (None: no test; an
     entry None adds the designed test to the violation test's family).
     """

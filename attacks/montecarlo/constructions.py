@@ -136,7 +136,7 @@ def scheme_config(theorem: str, config: TrainingConfig) -> TrainingConfig:
     if config.lengths is not None and len(set(config.lengths)) > 1:
         raise ConfigError("lengths", "the constructions use N series of the common length L")
     if top == "deterministic" and config.top in HIDDEN_POSITION_TOP:
-        top = config.top  # the same construction under shuffled iteration: its step is hidden (attacks.montecarlo.shuffled)
+        top = config.top  # the same construction, shuffled: its step is hidden (attacks.montecarlo.shuffled)
     changes = dict(top=top, bottom=bottom)
     if key != "T11":
         changes.update(sigma_context=0.0, sigma_forecast=0.0)

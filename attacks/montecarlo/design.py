@@ -286,5 +286,6 @@ def histogram_edges(law: StatisticLaw, extra: Sequence[float] = (), n_edges: int
     return np.unique(np.concatenate([*picks, np.asarray(list(extra), dtype=float)]))
 
 
-__all__ = ["Design", "EPOCH_MAX_CELL", "StatisticLaw", "composed_law", "design_test", "epoch_max_law", "histogram_edges", "law_spacing", "one_step_law",
+__all__ = ["Design", "EPOCH_MAX_CELL", "StatisticLaw", "composed_law", "design_test", "epoch_max_law",
+           "histogram_edges", "law_spacing", "one_step_law",
            "profile_thresholds", "statistic_law", "summed_law", "tail_thresholds"]

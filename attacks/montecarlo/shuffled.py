@@ -57,11 +57,11 @@ class EpochMaxReading:
 
     @property
     def simulated_steps(self) -> int:
-        """Training steps a trial draws: the whole epochs its ``steps`` touch (the steps after ``steps`` are not read)."""
+        """Training steps a trial draws: the whole epochs its ``steps`` touch (those after ``steps`` are not read)."""
         return len(self.laws) * self.steps_per_epoch
 
     def maxima(self, y: np.ndarray) -> np.ndarray:
-        """Standardised maxima (n, epochs) of released updates ``y`` (n, simulated_steps), centred by the construction."""
+        """Standardised maxima (n, epochs) of the construction-centred released updates ``y`` (n, simulated_steps)."""
         m = self.steps_per_epoch
         z = (y.reshape(len(y), len(self.laws), m) - self.corrections) / self.sigma
         return np.stack([z[:, e, :law.steps_run].max(axis=1) for e, law in enumerate(self.laws)], axis=1)
@@ -81,7 +81,8 @@ class EpochMaxReading:
         return np.linspace(lo, hi, Z_BINS + 1)
 
     def goodness_of_fit(self, hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray) -> dict:
-        """Binned KS test of the first epoch's maximum against its exact law, both worlds, Bonferroni (as the audit's)."""
+        """Binned KS test of the first epoch's maximum against its exact law, both worlds, Bonferroni (as the
+        audit's)."""
         res = {}
         for name, hist, cdf in (("p", hist_p, self.laws[0].cdf(edges)[0]), ("q", hist_q, self.laws[0].cdf(edges)[1])):
             n = int(hist.sum())

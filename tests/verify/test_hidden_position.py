@@ -99,7 +99,7 @@ def test_attained_is_below_and_near_the_true_hidden_position_epsilon():
 
 @pytest.mark.slow
 def test_attained_at_small_delta_is_near_the_true_hidden_position_epsilon():
-    """δ = 1e-5 (the tail): the true δ at the printed ε (≈ 4.285; the likelihood-ratio MC of the issue: 4.28 ± 0.03)
+    """δ = 1e-5 (the tail): the true δ at the printed ε (≈ 4.285; the issue's likelihood-ratio MC: 4.28 ± 0.03)
     is ≥ 1e-5 within 4 standard errors, and at ε / 0.9 it is below 1e-5."""
     delta = 1e-5
     eps_att = epsilon(DEFAULT, delta, steps=10).epsilon_attained
