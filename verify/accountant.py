@@ -110,17 +110,23 @@ def _refusal(event: BoundDpEvent, estimate: str) -> Optional[str]:
         law = _attained_law(bound, config)
         if law is None:
             return f"no attained value: {bound.id} has no attack construction"
-        if config.top in HIDDEN_POSITION_TOP and law[0] != "pair":
+        if _hides_position(event, config) and law[0] != "pair":
             return (f"attained value not known: {bound.id}'s construction has no per-step pair for the "
                     "hidden-position (shuffled) epoch")
     return None
+
+
+def _hides_position(event: BoundDpEvent, config) -> bool:
+    """An epoch whose top level hides the changed sequence's step (shuffled iteration): its attained law is the
+    hidden-position epoch's, never the known-position construction's."""
+    return isinstance(event, TrainingEpochDpEvent) and config.top in HIDDEN_POSITION_TOP
 
 
 def attained_law_name(bound, config) -> Optional[str]:
     """What the attained estimate of ``bound`` on ``config`` composes, in words (None without a construction)."""
     if bound.construction is None and bound.attained_build is None:
         return None
-    if config.top in HIDDEN_POSITION_TOP:
+    if getattr(config, "top", None) in HIDDEN_POSITION_TOP:
         return hidden_position_name(bound.construction or bound.id)
     return f"construction {bound.construction or bound.id}'s pair"
 
@@ -143,7 +149,7 @@ def one_step_pld(event: BoundDpEvent, estimate: str, discretization: float = DEF
     if reason is not None:
         raise UnsupportedBoundError(reason)
     bound, config, _ = event.resolve()
-    if estimate != "sound" and config.top in HIDDEN_POSITION_TOP:  # the changed sequence's step is hidden
+    if estimate != "sound" and _hides_position(event, config):  # the changed sequence's step is hidden
         return _hidden_position_pld(bound, config, getattr(event, "steps_run", None), estimate,
                                     float(discretization), float(log_mass_truncation_bound))
     return _bound_pld(bound, config, estimate, float(discretization), float(log_mass_truncation_bound),
