@@ -65,3 +65,26 @@ def test_default_configuration_one_epoch_reaches_most_of_the_shuffled_attained_e
     assert r.epsilon_attained == pytest.approx(1.6122, abs=2e-3)
     assert r.epsilon_lower <= r.attained_bracket["upper"]
     assert r.ratio >= 0.8, r.to_dict()
+
+
+@pytest.mark.parametrize("theorem,config", [("T3", SMALL.with_(top="shuffle", instances=2)),
+                                            ("T4", SMALL.with_(top="shuffle", bottom="poisson", sigma=1.0))],
+                         ids=["T3-lambda-2", "T4-poisson-bottom"])
+def test_the_other_epoch_constructions_follow_their_hidden_position_law_through_the_loop(theorem, config):
+    """T3 (λ = 2, WR bottom: T2's construction) and T4 (Poisson bottom, mirrored pair) shuffled: the real loop's
+    first-epoch maximum fits the hidden-position law of the construction's step pair (KS p > 1e-3, 6000 trials
+    per world), and the audit stays within [0, attained_upper] of the printed attained ε."""
+    r = audit(theorem, config, trials=6000, steps=config.steps_per_epoch, delta=1e-3, seed=5, discretization=1e-3)
+    assert r.gof_pvalue > 1e-3, r.gof
+    assert r.epsilon_attained == pytest.approx(
+        epsilon(config, 1e-3, steps=config.steps_per_epoch, discretization=1e-3).epsilon_attained, abs=1e-9)
+    assert 0 <= r.epsilon_lower <= r.attained_bracket["upper"]
+
+
+def test_a_run_stopped_inside_its_first_epoch_follows_the_partial_epoch_law():
+    """2 of the 5 steps of an epoch (N = 18, N' = 4): the real loop's maximum over the 2 steps that ran fits the
+    partial-epoch law (the changed sequence ran with probability ρ = 8/18; KS p > 1e-3, 6000 trials per world)."""
+    config = SMALL.with_(top="shuffle", N=18)
+    r = audit("T1", config, trials=6000, steps=2, delta=1e-3, seed=3, discretization=1e-3)
+    assert r.compositions == 1 and r.gof_pvalue > 1e-3, r.gof
+    assert r.epsilon_attained < epsilon(config, 1e-3, steps=5, discretization=1e-3).epsilon_attained
