@@ -48,6 +48,7 @@ from .constructions import build, pair_numeric
 from .counts import ShardStats
 from .planted import planted_loop
 from .processes import end
+from .shuffled import reading_of, reads_epoch_maxima
 from .statistics import bin_counts, log_likelihood_ratio
 from .trials import released_update_chunks, resolve_device
 
@@ -58,6 +59,9 @@ MAX_ATTEMPTS = 4
 @dataclass(frozen=True)
 class ShardSpec:
     """One shard: ``trials`` trials of ``steps`` steps of ``theorem``'s construction in ``world`` ("p" or "q").
+
+    ``steps``: compositions (one release each), or training steps for a shuffled construction, whose
+    trials draw whole epochs and read each epoch's maximum (:mod:`attacks.montecarlo.shuffled`).
 
     ``seed`` is the shard's SeedSequence; ``edges`` / ``y_edges`` the histogram edges of the statistic and of the
     first-step update; ``loop`` a variant of :mod:`attacks.montecarlo.planted`; ``sampler`` an injected sampler (in-process
@@ -139,13 +143,18 @@ def run_shard(spec: ShardSpec) -> ShardStats:
     if spec.sampler is not None:
         overrides = {**overrides, "sampler": spec.sampler}
     generator = torch.Generator(device=dev).manual_seed(torch_seed(spec.seed))
-    num = pair_numeric(construction.pair)
+    if reads_epoch_maxima(construction):  # shuffled: every step of the epochs, read through each epoch's max
+        reading = reading_of(construction, spec.steps)
+        steps, statistic, first = reading.simulated_steps, reading.statistic, reading.first
+    else:
+        num = pair_numeric(construction.pair)
+        steps, statistic, first = spec.steps, (lambda y: log_likelihood_ratio(y, num)), (lambda y: y[:, 0])
     counts = np.zeros(len(spec.edges) + 1, dtype=np.int64)
     y_counts = np.zeros(len(spec.y_edges) + 1, dtype=np.int64)
-    for chunk in released_update_chunks(construction, spec.world, spec.trials, spec.steps, generator, **overrides):
+    for chunk in released_update_chunks(construction, spec.world, spec.trials, steps, generator, **overrides):
         y = chunk.numpy()
-        counts += bin_counts(log_likelihood_ratio(y, num), spec.edges)
-        y_counts += bin_counts(y[:, 0], spec.y_edges)
+        counts += bin_counts(statistic(y), spec.edges)
+        y_counts += bin_counts(first(y), spec.y_edges)
     return ShardStats(spec.world, spec.index, spec.trials, counts, y_counts, time.perf_counter() - started)
 
 
