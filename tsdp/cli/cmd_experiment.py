@@ -121,10 +121,16 @@ def add_parsers(sub, command) -> None:
                                 device=args.device, discretization=args.discretization, seed=args.seed)
         import sys
 
-        from tsdp.attacks.experiment.cells import load_done
+        from tsdp.attacks.experiment.cells import read_stored
         from tsdp.attacks.experiment.estimate import estimate
 
-        pending = [c for c in cells if load_done(out, c, settings) is None]
+        pending = []
+        for c in cells:
+            stored = read_stored(out, c, settings)
+            if stored.problem is not None:
+                print(f"tsdp experiment: note: {stored.path}: {stored.problem}; recomputed", file=sys.stderr)
+            if stored.result is None:
+                pending.append(c)
         plan_note = estimate(pending, settings)
         print(f"{len(cells) - len(pending)} of {len(cells)} cells already in {out}; " + plan_note.line(), file=sys.stderr)
         results, info = run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster,
