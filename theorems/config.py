@@ -24,8 +24,13 @@ class ConfigError(ValueError):
     def __init__(self, parameter: str, constraint: str, value=None):
         self.parameter = parameter
         self.constraint = constraint
+        self.value = value
         shown = "" if value is None else f" (got {_short(value)})"
         super().__init__(f"invalid {parameter}: {constraint}{shown}")
+
+    def __reduce__(self):
+        """Pickled with its three arguments: the error a worker process or Dask task raised arrives whole."""
+        return type(self), (self.parameter, self.constraint, self.value)
 
 
 def window_starts(lengths, forecast_length: int):

@@ -26,6 +26,7 @@ import math
 import os
 import stat
 import tempfile
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Optional
@@ -33,7 +34,7 @@ from typing import Optional
 import numpy as np
 
 from tsdp.attacks.data.series import DataError
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig
 
 from .grid import Cell, GridSettings, cell_seed, level_config
 
@@ -415,6 +416,25 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
+@contextmanager
+def diverged_names_the_cell(cell: Cell, settings: GridSettings):
+    """A training of ``cell`` that diverges (:func:`tsdp.attacks.loop.train.train`'s ConfigError naming ``lr``, which
+    a grid does not set: the paper's) is refused naming what the grid does set: ``v`` when the cell's label noise
+    σ_F·v is on, else ``data``."""
+    try:
+        yield
+    except ConfigError as exc:
+        if exc.parameter != "lr":
+            raise
+        v = level_v(cell, settings)
+        if cell.level == "label-noise" and cell.sigma_forecast > 0:
+            raise ConfigError("v", f"the label noise σ_F·v = {cell.sigma_forecast * v:.3g} (sigma_forecast="
+                                   f"{cell.sigma_forecast:g} times v={v:g}) makes the training of {cell.model} diverge: "
+                                   "lower one of them", v) from None
+        raise ConfigError("data", f"the training of {cell.model} diverged at the paper's learning rate: "
+                                  f"{exc.constraint}") from None
+
+
 def run_cell(task: CellTask) -> CellResult:
     """Train ``task.cell`` (module docstring) and store its result when the task names a folder."""
     import torch
@@ -440,11 +460,12 @@ def run_cell(task: CellTask) -> CellResult:
     threads = torch.get_num_threads()
     torch.set_num_threads(task.threads)
     try:
-        r = train(config, cell.model, None, split=split, epsilon=cell.epsilon if private else None,
-                  delta=settings.delta if private else None, epochs=epochs, private=private,
-                  discretization=settings.discretization, clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY,
-                  device=settings.device, seed=seed, progress=False, season=split.spec.season,
-                  n_samples=settings.n_samples, lags=split.spec.lags)
+        with diverged_names_the_cell(cell, settings):
+            r = train(config, cell.model, None, split=split, epsilon=cell.epsilon if private else None,
+                      delta=settings.delta if private else None, epochs=epochs, private=private,
+                      discretization=settings.discretization, clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY,
+                      device=settings.device, seed=seed, progress=False, season=split.spec.season,
+                      n_samples=settings.n_samples, lags=split.spec.lags)
     finally:
         torch.set_num_threads(threads)
     result = CellResult(

@@ -320,7 +320,7 @@ def train(
         noise = max(config.sigma_context, config.sigma_forecast) * config.v  # the augmentation's largest std
         raise ConfigError("lr", f"the training diverged: {len(diverged)} parameter tensor(s) of the model are not "
                                 f"finite after {warmup_steps + total_steps} steps at learning rate {lr:g}: lower it, or rescale "
-                                f"the data (values up to {_largest(data):.3g})"
+                                f"the data (values up to {_largest(train_data):.3g})"
                                 + (f", or lower the augmentation (sigma_context={config.sigma_context:g}, "
                                    f"sigma_forecast={config.sigma_forecast:g}: a noise std up to {noise:.3g})"
                                    if noise > 0 else ""), lr)
@@ -328,7 +328,7 @@ def train(
     naive = point_crps(targets, seasonal_naive(histories, config.forecast_length, season))
     if not all(math.isfinite(x) for x in (crps, untrained, naive)):
         raise ConfigError("data", f"the test CRPS is not finite (trained {crps}, untrained {untrained}, seasonal "
-                                  f"naive {naive}): values up to {_largest(data):.3g} overflow the float32 model; "
+                                  f"naive {naive}): values up to {_largest(train_data):.3g} overflow the float32 model; "
                                   "rescale the data")
     ran = warmup_steps + total_steps
     result = {

@@ -102,7 +102,7 @@ def add_parsers(sub, command) -> None:
         _check(args)
         from tsdp.attacks.data.benchmarks import dataset_names, split_for
         from tsdp.attacks.experiment.grid import GridSettings, plan
-        from tsdp.attacks.experiment.table import NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of, run_grid
+        from tsdp.attacks.experiment.table import NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of
         from tsdp.attacks.montecarlo.shards import check_cluster
 
         if args.dataset is not None and args.dataset not in dataset_names():
@@ -113,7 +113,11 @@ def add_parsers(sub, command) -> None:
                      tops=args.tops, w=args.w, sigma_forecast=args.sigma_forecast)
         split = split_for(args.dataset, args.data_dir, download=args.download)
         name = split.spec.name
-        out = args.out or os.path.join("tsdp-experiment", name)
+        from tsdp.attacks.inference.mechanism import check_samples
+
+        check_samples(args.samples, max(split.test.count, split.validation.count), split.spec.context_length,
+                      split.spec.forecast_length)  # every test (or validation) window's sample paths at once
+        out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
         _check_out(out)
         v = (args.v or split.spec.label_noise_v) if "label-noise" in args.levels else None
         settings = GridSettings(dataset=None if name == "m1-yearly" else name, data_dir=args.data_dir,
@@ -133,8 +137,7 @@ def add_parsers(sub, command) -> None:
                 pending.append(c)
         plan_note = estimate(pending, settings)
         print(f"{len(cells) - len(pending)} of {len(cells)} cells already in {out}; " + plan_note.line(), file=sys.stderr)
-        results, info = run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster,
-                                 progress=True)
+        results, info = _run(cells, settings, out, args)
         baselines = baseline_crps_of(settings)
         rows = rows_of(results)
         c7 = claim_c7(rows, baselines)
@@ -157,6 +160,21 @@ def add_parsers(sub, command) -> None:
         return 0
 
 
+def _run(cells, settings, out: str, args):
+    """The grid's results and run info; a cell refused as bad input (a ConfigError, e.g. a training that diverges
+    under --v) is that one line, not the engine's ShardError after its retries."""
+    from tsdp.attacks.experiment.table import run_grid
+    from tsdp.attacks.montecarlo.shards import ShardError
+    from tsdp.theorems.config import ConfigError
+
+    try:
+        return run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster, progress=True)
+    except ShardError as exc:
+        if isinstance(exc.__cause__, ConfigError):
+            raise exc.__cause__ from None
+        raise
+
+
 def _check(args) -> None:
     """Bad values of the grid's flags: one line each (the choices are argparse's)."""
     if args.quick:
@@ -177,6 +195,8 @@ def _check(args) -> None:
         raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
     if args.samples < 10:
         raise UsageError(f"invalid --samples: must be >= 10 (got {args.samples})")
+    if args.out is not None and not args.out.strip():
+        raise UsageError(f"invalid --out: must name a folder (got {args.out!r})")
     if args.v is not None:
         if "label-noise" not in args.levels:
             raise UsageError("invalid --v: it sets the label-noise level's v: add label-noise to --levels")
