@@ -158,7 +158,8 @@ def test_rows_are_mean_and_std_over_seeds_with_both_checkpoints():
     (["--epsilons", "nan"], "--epsilons"), (["--models", "arima"], "--models"), (["--tops", "poisson"], "--tops"),
     (["--dataset", "m4"], "--dataset"), (["--data-dir", "/nonexistent/x"], "--data-dir"),
     (["--workers", "0"], "--workers"), (["--cluster", "tcp://127.0.0.1:1"], "--cluster"),
-    (["--out", "/proc/forbidden"], "--out"), (["--levels", "2-event"], "--levels"),
+    (["--out", "/proc/forbidden"], "--out"), (["--levels", "2-event"], "--levels"), (["--out", ""], "--out"),
+    (["--samples", "1000000000"], "--samples"),
 ])
 def test_bad_input_of_every_experiment_flag(capsys, argv, flag):
     from tsdp.cli.main import main
