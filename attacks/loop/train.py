@@ -230,6 +230,9 @@ def train(
     if optimizer not in ("adam", "sgd"):
         raise ConfigError("optimizer", "must be adam or sgd", optimizer)
     warmup_steps = check_int("warmup_steps", warmup_steps, 0)
+    if config.context_length < 1:  # the accountant allows L_C = 0; a forecaster reads at least one past value
+        raise ConfigError("context_length", "must be >= 1 to train a forecaster (it reads the last L_C values)",
+                          config.context_length)
     if private:
         delta = check_delta(delta)
     _check_magnitude(split.train if split is not None else data)
@@ -279,6 +282,12 @@ def train(
     else:
         total_steps = max_steps(config, epsilon, delta, theorem=theorem, cap=cap, before=before,
                                 discretization=discretization)
+        if total_steps == 0 and cap != 0 and warm is not None and max_steps(
+                config, epsilon, delta, theorem=theorem, cap=1, discretization=discretization):  # the warm-up took it
+            spent = _planned_epsilon(config, warm, warmup_steps, 0, delta, theorem, discretization)
+            raise ConfigError("warmup_steps", f"the {warmup_steps} warm-up steps at σ = {warmup_sigma:g} spend ε = "
+                              f"{spent:.4g} of the budget ε = {epsilon:g} at δ = {delta:g}, leaving no training step "
+                              "(lower --warmup-steps, raise --warmup-sigma, or raise the budget)", warmup_steps)
         if total_steps == 0 and cap != 0:
             raise ConfigError("epsilon", f"the budget ε = {epsilon:g} at δ = {delta:g} is spent before the first "
                               "step (raise --sigma, lower --batch-size, or raise the budget)", epsilon)

@@ -109,6 +109,7 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --dataset: must be one of {', '.join(dataset_names())} (got {args.dataset!r})")
         check_workers("workers", args.workers)
         check_cluster(args.cluster)
+        _check_baselines()
         cells = plan(models=args.models, epsilons=args.epsilons, seeds=args.seeds, levels=tuple(args.levels),
                      tops=args.tops, w=args.w, sigma_forecast=args.sigma_forecast)
         split = split_for(args.dataset, args.data_dir, download=args.download)
@@ -143,9 +144,10 @@ def add_parsers(sub, command) -> None:
         c7 = claim_c7(rows, baselines)
         best = best_cells(rows, baselines)
         payload = {"dataset": split.spec.as_dict(), "split": split.as_dict(),
-                   "rows": [r.as_dict() for r in rows],
+                   "rows": [_noted(r.as_dict(), ("crps_mean", "crps_std"), NO_STEP) for r in rows],
                    "baselines": baselines, "best": [b.as_dict() for b in best], "claim_c7": c7.as_dict(),
-                   "cells": [with_note(r.as_dict(), "epsilon", NO_DP) for r in results],
+                   "cells": [_noted(with_note(r.as_dict(), "epsilon", NO_DP), ("crps", "selected_crps"), NO_STEP)
+                             for r in results],
                    "settings": settings.as_dict(), "run": info,
                    "estimate": plan_note.as_dict(), "out": out}
         if args.json:
@@ -158,6 +160,30 @@ def add_parsers(sub, command) -> None:
         print(f"{info['cells']} cells ({info['resumed']} resumed from {out}), {info.get('seconds', 0):.1f} s on "
               f"{info.get('executor')} ({args.workers} worker(s))")
         return 0
+
+
+NO_STEP = "null: the budget buys no training step (nothing trained, no forecast to score)"
+"""What the JSON null of a CRPS means: the cell's (or every seed's) budget bought no step (the table's 'no step')."""
+
+
+def _noted(payload: dict, keys, note: str) -> dict:
+    """``payload`` with ``note`` beside each of ``keys`` whose value is non-finite (:func:`with_note`)."""
+    from tsdp.verify.json_data import with_note
+
+    for key in keys:
+        with_note(payload, key, note)
+    return payload
+
+
+def _check_baselines() -> None:
+    """The baselines come after the grid: a missing statsforecast is refused before any cell trains."""
+    try:
+        import statsforecast  # noqa: F401
+    except ImportError:
+        from tsdp.theorems.errors import MissingExtraError
+
+        raise MissingExtraError("tsdp experiment's seasonal-naive and AutoETS baselines need statsforecast",
+                                "experiments") from None
 
 
 def _run(cells, settings, out: str, args):
