@@ -152,6 +152,8 @@ ROWS = [
       "--batch-size", "4"], 2, "bool.json"),
     (["train", "--sigma", "5", "--epsilon", "1", "--warmup-steps", "200", "--warmup-sigma", "0.7", "--epochs", "1",
       "--delta", "1e-5", "--device", "cpu"], 2, "--warmup-steps"),
+    (["train", "--sigma", "1", "--epsilon", "1", "--warmup-steps", "1", "--warmup-sigma", "5", "--epochs", "1",
+      "--delta", "1e-5", "--device", "cpu"], 2, "--epsilon"),  # one step at σ = 1 alone is over budget: not the warm-up
     ([*EXPERIMENT, "--out", ""], 2, "--out"),
     ([*EXPERIMENT, "--out", F("file")], 2, "--out"),
     ([*EXPERIMENT, "--out", F("under_file")], 2, "--out"),
