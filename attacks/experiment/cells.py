@@ -33,6 +33,7 @@ from typing import Optional
 
 import numpy as np
 
+from tsdp.attacks.data.benchmarks import DatasetSpec
 from tsdp.attacks.data.series import DataError
 from tsdp.theorems.config import ConfigError, TrainingConfig
 
@@ -182,11 +183,16 @@ configuration): the code fingerprint of :class:`CellKey` hashes every .py file u
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """SHA-256 of the :data:`TRAINING_CODE` sources (relative path and bytes of each .py file, in path order): a cell
-    computed by other code (another tsdp version, an edited loop) has another one."""
-    root = Path(__file__).resolve().parents[2]
+    """:func:`source_fingerprint` of the :data:`TRAINING_CODE` sources of this tsdp: a cell computed by other code
+    (another tsdp version, an edited loop) has another one."""
+    return source_fingerprint(Path(__file__).resolve().parents[2], TRAINING_CODE)
+
+
+def source_fingerprint(root: Path, parts) -> str:
+    """SHA-256 of the relative path and bytes of every .py file under the folders (or of the files) ``parts`` of
+    ``root``, in path order."""
     files = []
-    for part in TRAINING_CODE:
+    for part in parts:
         path = root / part
         files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
     h = hashlib.sha256()
@@ -236,7 +242,7 @@ class CellKey:
     sigma_forecast: float
     v: Optional[float]
     dataset: str
-    spec: dict
+    spec: DatasetSpec
     delta: float
     epochs: int
     n_samples: int
@@ -268,7 +274,7 @@ def cell_key(cell: Cell, settings: GridSettings) -> CellKey:
     return CellKey(name=cell.key, model=cell.model, epsilon=None if math.isinf(cell.epsilon) else float(cell.epsilon),
                    seed_index=cell.seed_index, level=cell.level, top=cell.top, w=cell.w,
                    sigma_forecast=float(cell.sigma_forecast), v=level_v(cell, settings), dataset=split.spec.name,
-                   spec=split.spec.as_dict(), delta=float(settings.delta), epochs=epochs_cap(settings),
+                   spec=split.spec, delta=float(settings.delta), epochs=epochs_cap(settings),
                    n_samples=settings.n_samples, discretization=float(settings.discretization), seed=settings.seed,
                    data=_data_fingerprint(settings.dataset, settings.data_dir), code=code_fingerprint())
 

@@ -249,3 +249,26 @@ def test_cell_files_are_written_atomically(tmp_path, good, monkeypatch):
     with pytest.raises(OSError):
         cells_module._store(CellTask(CELL, TINY, str(tmp_path)), r)
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_the_code_fingerprint_changes_with_any_training_source_and_only_with_them(tmp_path):
+    """One changed byte, a new or renamed .py file change the fingerprint; a non-Python file does not; this tsdp's
+    fingerprint covers its training loop, data split, accountant and grid modules."""
+    from tsdp.attacks.experiment.cells import TRAINING_CODE, code_fingerprint, source_fingerprint
+
+    (tmp_path / "loop" / "sub").mkdir(parents=True)
+    (tmp_path / "loop" / "train.py").write_text("STEP = 1\n")
+    (tmp_path / "loop" / "sub" / "models.py").write_text("x = 0\n")
+    (tmp_path / "cells.py").write_text("")
+    parts = ("loop", "cells.py")
+    first = source_fingerprint(tmp_path, parts)
+    assert source_fingerprint(tmp_path, parts) == first
+    (tmp_path / "loop" / "notes.txt").write_text("not code")
+    assert source_fingerprint(tmp_path, parts) == first
+    (tmp_path / "loop" / "sub" / "models.py").write_text("x = 1\n")
+    edited = source_fingerprint(tmp_path, parts)
+    assert edited != first
+    (tmp_path / "loop" / "sub" / "models.py").rename(tmp_path / "loop" / "sub" / "model.py")
+    assert source_fingerprint(tmp_path, parts) not in (first, edited)
+    assert {"attacks/loop", "attacks/data", "verify", "theorems"} <= set(TRAINING_CODE)
+    assert len(code_fingerprint()) == 64
