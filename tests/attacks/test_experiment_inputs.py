@@ -43,3 +43,21 @@ def test_a_configerror_survives_pickling(error):
     """Worker processes and Dask send a cell's exception back pickled: its class, parameter and message arrive."""
     back = pickle.loads(pickle.dumps(error))
     assert type(back) is type(error) and back.parameter == error.parameter and str(back) == str(error)
+
+
+def test_boolean_targets_are_refused_naming_the_file(tmp_path):
+    """JSON's true/false (and numpy's bool_) are not measurements: float() would read them as 1 and 0."""
+    import json
+
+    import numpy as np
+
+    from tsdp.attacks.data.formats import from_gluonts, load_gluonts_jsonl
+
+    path = tmp_path / "flags.json"
+    path.write_text(json.dumps({"start": "2000-01-01", "target": [1.5, True, 2.0]}) + "\n")
+    with pytest.raises(DataError) as exc:
+        load_gluonts_jsonl(path)
+    assert str(path) in str(exc.value) and "numeric" in str(exc.value)
+    with pytest.raises(DataError):
+        from_gluonts([{"target": np.array([True, False, True])}])
+    assert from_gluonts([{"target": [1, 2.5, 3, "NaN"]}]).series[0].tolist() == [1.0, 2.5, 3.0]  # numbers still read
