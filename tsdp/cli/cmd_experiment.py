@@ -83,7 +83,8 @@ def add_parsers(sub, command) -> None:
                    help="run the cells on a Dask scheduler at ADDRESS, or 'auto' for a local Dask cluster "
                         "(needs the tsdp[cluster] extra)")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="folder of the cell files (one JSON each; a rerun resumes from them) (default "
+                   help="folder of the cell files (one JSON each; a rerun resumes from them, and recomputes, with a "
+                        "note, a file that is damaged or of other settings, data or code) (default "
                         "tsdp-experiment/<dataset>)")
     p.add_argument("--quick", action="store_true",
                    help=f"a small grid that finishes in minutes: {' and '.join(QUICK_MODELS)}, {QUICK_SEEDS} "
