@@ -29,7 +29,10 @@ class ConfigError(ValueError):
         super().__init__(f"invalid {parameter}: {constraint}{shown}")
 
     def __reduce__(self):
-        """Pickled with its three arguments: the error a worker process or Dask task raised arrives whole."""
+        """Pickled with its three arguments (a class with its own ``__init__`` pickles its own way): the error a
+        worker process or Dask task raised arrives whole."""
+        if type(self).__init__ is not ConfigError.__init__:
+            return super().__reduce__()
         return type(self), (self.parameter, self.constraint, self.value)
 
 
