@@ -328,7 +328,8 @@ def _run_processes(tracker: _Tracker, fn, workers: int) -> None:
 
 CLUSTER_SCHEMES = ("tcp", "tls")
 CONNECT_TIMEOUT_S = 5.0
-"""How long a scheduler address may take to accept a TCP connection before the audit is refused."""
+"""How long a scheduler address may take to accept a TCP connection, and then to send its handshake, before the
+audit is refused."""
 
 
 def _dask():
@@ -342,8 +343,9 @@ def _dask():
 
 def check_cluster(address: Optional[str]) -> None:
     """ConfigError naming ``cluster`` unless ``address`` is None, ``"auto"`` or ``[tcp|tls://]host:port`` with a
-    port in 1..65535 that accepts a TCP connection within :data:`CONNECT_TIMEOUT_S` (checked before any audit
-    work; nothing but the connection attempt is sent). :class:`MissingExtraError` without Dask."""
+    port in 1..65535 that accepts a TCP connection and answers it within :data:`CONNECT_TIMEOUT_S` each (a Dask
+    scheduler sends its handshake at once; over tls, the TLS handshake), checked before any audit work (nothing is
+    sent over tcp). :class:`MissingExtraError` without Dask."""
     if address is None:
         return
     _dask()
@@ -358,10 +360,38 @@ def check_cluster(address: Optional[str]) -> None:
         raise ConfigError("cluster", "must be 'auto' or a scheduler address [tcp://]HOST:PORT with a port in "
                                      "1..65535", address)
     try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        conn = socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S)
     except OSError as exc:
         raise ConfigError("cluster", f"no Dask scheduler accepts connections at {host}:{port} "
                                      f"({exc.strerror or exc or 'timed out'})", address) from None
+    with conn:
+        silent = _silent(conn, scheme if sep else "tcp")
+    if silent:
+        raise ConfigError("cluster", f"the server at {host}:{port} accepts connections but {silent} within "
+                                     f"{CONNECT_TIMEOUT_S:g} s: not a Dask scheduler, or a hung one", address)
+
+
+def _silent(conn: socket.socket, scheme: str) -> Optional[str]:
+    """Why the server on ``conn`` is not answering as a Dask scheduler would, or None: over tcp a scheduler sends its
+    handshake as soon as it accepts (distributed's own connect then waits for it without a time limit); over tls it
+    answers the TLS handshake (an error from it is an answer)."""
+    import ssl
+
+    conn.settimeout(CONNECT_TIMEOUT_S)
+    try:
+        if scheme == "tls":
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+            try:
+                context.wrap_socket(conn).close()
+            except ssl.SSLError:
+                pass
+            return None
+        return None if conn.recv(1) else "closed the connection without a Dask handshake"
+    except socket.timeout:
+        return "sends no Dask handshake" if scheme == "tcp" else "does not answer the TLS handshake"
+    except OSError as exc:
+        return f"dropped the connection ({exc.strerror or exc})"
 
 
 def _run_dask(tracker: _Tracker, fn, address: str, workers: int) -> None:
