@@ -1,7 +1,8 @@
 """Section 1 of the report: the configuration and its accounting (paper Appendix B.3).
 
 Sound ε (upper bound, connect-the-dots, rounded up) and attained ε (the construction's pair,
-optimistic, a lower bound rounded down; None without a construction) at δ ∈ {1e-5, 1e-7}
+optimistic, a lower bound rounded down; None without a construction; for shuffled iteration the
+hidden-position epoch's max statistic, ``attained_law``) at δ ∈ {1e-5, 1e-7}
 after 1, 100, 1000 steps and 1, 10 epochs, each straight from :func:`verify.accounting.epsilon`
 with the tightest sound bound for the scheme (:func:`theorems.registry.select_bound`).
 """
@@ -13,7 +14,7 @@ from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import REGISTRY
 from tsdp.verify import accounting
-from tsdp.verify.events import EPOCH_SCOPED_TOP, compositions
+from tsdp.verify.events import EPOCH_SCOPED_TOP, compositions, partial_epoch_steps
 
 CATALOGUE_DELTA = 1e-5
 CATALOGUE_DISCRETIZATION = 1e-3
@@ -41,15 +42,16 @@ def accounting_section(config: TrainingConfig, theorem: Optional[str] = None,
     default) share one answer. ``tick`` is called after each row (progress).
     """
     rows = []
-    theorem_used, reason, kind = None, None, None
+    theorem_used, reason, kind, law = None, None, None, None
     answers = {}
     for delta in DELTAS:
         for unit, n in SCHEDULES:
-            key = (delta, compositions(config, **{unit: n}))
+            # runs of equal compositions share an answer, unless one ends inside a shuffled epoch (its attained differs)
+            key = (delta, compositions(config, **{unit: n}), partial_epoch_steps(config, n) if unit == "steps" else 0)
             if key not in answers:
                 answers[key] = accounting.epsilon(config, delta, theorem=theorem, **{unit: n})
             res = answers[key]
-            theorem_used, reason, kind = res.theorem, res.reason, res.kind
+            theorem_used, reason, kind, law = res.theorem, res.reason, res.kind, res.attained_law
             rows.append({"delta": delta, unit: n, "steps": n if unit == "steps" else None,
                          "epochs": n if unit == "epochs" else None, "compositions": res.compositions,
                          "epsilon_sound": res.epsilon, "epsilon_attained": res.epsilon_attained,
@@ -58,7 +60,7 @@ def accounting_section(config: TrainingConfig, theorem: Optional[str] = None,
             if tick is not None:
                 tick()
     return {"config": config.as_dict(), "derived": derived(config), "theorem": theorem_used, "kind": kind,
-            "reason": reason, "rows": rows, "catalogue": catalogue(config)}
+            "reason": reason, "attained_law": law, "rows": rows, "catalogue": catalogue(config)}
 
 
 def catalogue(config: TrainingConfig) -> list:

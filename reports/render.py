@@ -169,8 +169,9 @@ def _compared(x: dict) -> str:
 def _accounting(acc: dict) -> List[tuple]:
     cfg = {k: v for k, v in acc["config"].items() if k != "derived"}
     sound, attained = _bound_columns(acc)
-    return [("p", f"Theorem used: {acc['theorem']} ({acc['kind']}) - {acc['reason']}. The summary's ε table above "
-                  "is this section's accounting (discretisation 1e-4)."),
+    law = f" Attained: {acc['attained_law']}." if acc.get("attained_law") else ""
+    return [("p", f"Theorem used: {acc['theorem']} ({acc['kind']}) - {acc['reason']}.{law} The summary's ε table "
+                  "above is this section's accounting (discretisation 1e-4)."),
             ("details", "all configuration fields and derived quantities",
              [("table", ["field", "value"], [[k, fmt(v)] for k, v in cfg.items()] +
                [[f"derived {k}", fmt(v)] for k, v in acc["derived"].items()])]),

@@ -10,7 +10,8 @@ Top level (``SCHEMA_VERSION`` 4)::
   violation       bool: an audit certified ε above a sound upper bound of its relation (`tsdp report` exits 1); null when not computed
   violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials}]
   accounting      {config (TrainingConfig.as_dict), derived {T, k, r, rho, phi, q, ...},
-                   theorem, kind, reason,
+                   theorem, kind, reason, attained_law (what the attained ε composes; the hidden-position
+                   epoch for shuffled iteration),
                    rows: [{delta, steps|epochs, compositions, epsilon_sound (upper),
                            epsilon_attained (lower or null), construction, discretization}]}
   claims          [{id: "C1".."C7", statement,

@@ -12,6 +12,7 @@ from typing import Optional
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.constructions import CONSTRUCTIONS
+from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP, hidden_position_name
 from tsdp.theorems.registry import attained_pair, get
 
 AUDIT_TRIALS = 1_000_000
@@ -23,7 +24,10 @@ def _number(x) -> str:
 
 
 def describe_pair(construction: str, config: TrainingConfig) -> Optional[str]:
-    """The attained pair (P, Q) of ``construction`` on ``config`` in words, weights as numbers; None without one."""
+    """The attained pair (P, Q) of ``construction`` on ``config`` in words, weights as numbers; None without one.
+
+    Shuffled iteration: the hidden-position epoch of that step pair, read through its maximum
+    (:mod:`tsdp.theorems.hidden_position`), the law the attained ε composes."""
     pair = attained_pair(get(construction), config, numeric=True)
     if pair is None:
         return None
@@ -34,18 +38,26 @@ def describe_pair(construction: str, config: TrainingConfig) -> Optional[str]:
         return (f"MoG(means [{', '.join(_number(x) for x in m.means)}], weights "
                 f"[{', '.join(_number(x) for x in m.weights)}], σ)")
 
-    return f"P = {mixture(pair.P)} vs Q = {mixture(pair.Q)}, σ = {_number(pair.sigma)} (units of C)"
+    step = f"P = {mixture(pair.P)} vs Q = {mixture(pair.Q)}, σ = {_number(pair.sigma)} (units of C)"
+    if config.top in HIDDEN_POSITION_TOP:
+        return (f"{hidden_position_name(construction)}: the max over the epoch's {config.steps_per_epoch} releases, "
+                f"the step holding the changed sequence releasing {step}, the others N(0, σ)")
+    return step
 
 
 def audit_command(construction: str, config: TrainingConfig, steps: int, delta: float,
                   trials: int = AUDIT_TRIALS) -> Optional[str]:
     """The `tsdp audit` command line that runs ``construction`` on ``config``'s sizes through the real loop,
-    or None where the loop has no such construction (another relation than 1-event, variable lengths)."""
+    or None where the loop has no such construction (another relation than 1-event, variable lengths).
+    A shuffled configuration's command keeps ``--top shuffle``: the audit then runs shuffled iteration and
+    reads the hidden-position epoch (the attained ε `tsdp epsilon --top shuffle` prints), never the
+    known-position construction."""
     if construction not in CONSTRUCTIONS or config.relation != "event" or config.w != 1:
         return None
     if config.lengths is not None and len(set(config.lengths)) > 1:
         return None
-    parts = ["tsdp audit", f"--theorem {construction}", f"--trials {trials}", f"--steps {steps}", f"--delta {delta:g}",
+    parts = ["tsdp audit", f"--theorem {construction}", *(["--top shuffle"] if config.top == "shuffle" else []),
+             f"--trials {trials}", f"--steps {steps}", f"--delta {delta:g}",
              f"--N {config.N}", f"--L {config.L}", f"--context-length {config.context_length}",
              f"--forecast-length {config.forecast_length}", f"--batch-size {config.batch_size}",
              f"--instances {config.instances}", f"--sigma {config.sigma!r}"]

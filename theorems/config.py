@@ -34,8 +34,16 @@ class ConfigError(ValueError):
     def __init__(self, parameter: str, constraint: str, value=None):
         self.parameter = parameter
         self.constraint = constraint
+        self.value = value
         shown = "" if value is None else f" (got {_short(value)})"
         super().__init__(f"invalid {parameter}: {constraint}{shown}")
+
+    def __reduce__(self):
+        """Pickled with its three arguments (a class with its own ``__init__`` pickles its own way): the error a
+        worker process or Dask task raised arrives whole."""
+        if type(self).__init__ is not ConfigError.__init__:
+            return super().__reduce__()
+        return type(self), (self.parameter, self.constraint, self.value)
 
 
 def window_starts(lengths, forecast_length: int):

@@ -16,6 +16,10 @@ Three estimates over the same events (``PldAccountant(estimate=...)``):
   compositions of each component (:func:`tsdp.verify.pld.attained_envelope`), because a
   sub-run's lower bound is one for the whole run. A real attack reaches it: a **lower**
   bound, rounded down. A bound without a construction is refused ("no attained value").
+  Shuffled iteration (top "shuffle"): the changed sequence's step is hidden, so the pair is
+  the binned maximum over the epoch's releases of that construction
+  (:mod:`tsdp.theorems.hidden_position`, :mod:`tsdp.verify.hidden_position`), a partial last
+  epoch accounted as the steps that ran; never the known-position pair.
 * ``"attained_upper"``: the same pair with the pessimistic discretisation: an upper
   estimate of the pair's composition, so [attained, attained_upper] brackets the attained ε
   and their distance is the rounding, not the composition gap.
@@ -39,10 +43,12 @@ from dp_accounting import dp_event, privacy_accountant
 
 from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, check_delta, check_epsilon  # noqa: F401 - re-exported
+from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP, hidden_position_epoch, hidden_position_name
 
 from . import pld_cache
 from .cpus import each
-from .events import BoundDpEvent, count_compositions, training_event
+from .events import BoundDpEvent, TrainingEpochDpEvent, count_compositions, training_event
+from .hidden_position import hidden_position_pld
 from .pld import (
     DEFAULT_DISCRETIZATION,
     DEFAULT_LOG_MASS_TRUNCATION,
@@ -100,9 +106,29 @@ def _refusal(event: BoundDpEvent, estimate: str) -> Optional[str]:
     if estimate == "sound" and bound.kind not in SOUND_KINDS:
         return (f"{bound.id} is a {bound.kind} bound ({bound.reference}); a lower bound cannot serve as the sound "
                 f"accountant (it is reported as the attained value only)")
-    if estimate != "sound" and _attained_law(bound, config) is None:
-        return f"no attained value: {bound.id} has no attack construction"
+    if estimate != "sound":
+        law = _attained_law(bound, config)
+        if law is None:
+            return f"no attained value: {bound.id} has no attack construction"
+        if _hides_position(event, config) and law[0] != "pair":
+            return (f"attained value not known: {bound.id}'s construction has no per-step pair for the "
+                    "hidden-position (shuffled) epoch")
     return None
+
+
+def _hides_position(event: BoundDpEvent, config) -> bool:
+    """An epoch whose top level hides the changed sequence's step (shuffled iteration): its attained law is the
+    hidden-position epoch's, never the known-position construction's."""
+    return isinstance(event, TrainingEpochDpEvent) and config.top in HIDDEN_POSITION_TOP
+
+
+def attained_law_name(bound, config) -> Optional[str]:
+    """What the attained estimate of ``bound`` on ``config`` composes, in words (None without a construction)."""
+    if bound.construction is None and bound.attained_build is None:
+        return None
+    if getattr(config, "top", None) in HIDDEN_POSITION_TOP:
+        return hidden_position_name(bound.construction or bound.id)
+    return f"construction {bound.construction or bound.id}'s pair"
 
 
 def one_step_pld(event: BoundDpEvent, estimate: str, discretization: float = DEFAULT_DISCRETIZATION,
@@ -123,6 +149,9 @@ def one_step_pld(event: BoundDpEvent, estimate: str, discretization: float = DEF
     if reason is not None:
         raise UnsupportedBoundError(reason)
     bound, config, _ = event.resolve()
+    if estimate != "sound" and _hides_position(event, config):  # the changed sequence's step is hidden
+        return _hidden_position_pld(bound, config, getattr(event, "steps_run", None), estimate,
+                                    float(discretization), float(log_mass_truncation_bound))
     return _bound_pld(bound, config, estimate, float(discretization), float(log_mass_truncation_bound),
                       resolve_memory_limit())
 
@@ -133,6 +162,17 @@ def _bound_pld(bound, config, estimate: str, discretization: float, log_mass_tru
     return pld_cache.cached(bound, config, estimate, discretization, log_mass_truncation_bound, memory_limit,
                             lambda: _build_pld(bound, config, estimate, discretization, log_mass_truncation_bound,
                                                memory_limit))
+
+
+@functools.lru_cache(maxsize=64)
+def _hidden_position_pld(bound, config, steps_run: Optional[int], estimate: str, discretization: float,
+                         log_mass_truncation_bound: float):
+    """Attained (lower) or attained_upper PLD of a shuffled epoch (``steps_run`` of it, None: all): the binned
+    max statistic of the hidden-position epoch of ``bound``'s construction pair (:mod:`tsdp.verify.hidden_position`)."""
+    _, pair = _attained_law(bound, config)
+    return hidden_position_pld(hidden_position_epoch(pair, config, steps_run), discretization,
+                               pessimistic=estimate == "attained_upper",
+                               log_mass_truncation_bound=log_mass_truncation_bound)
 
 
 def _build_pld(bound, config, estimate: str, discretization: float, log_mass_truncation_bound: float,
@@ -210,6 +250,8 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
                     return error
             return None
         if isinstance(event, BoundDpEvent):
+            if self.estimate == "sound" and isinstance(event, TrainingEpochDpEvent):
+                event = event.whole()  # a partial epoch costs a whole one (the safe side)
             reason = _refusal(event, self.estimate)
             if reason is not None:
                 return self.CompositionErrorDetails(invalid_event=event, error_message=reason)

@@ -9,7 +9,9 @@ conversion of steps into compositions) and both estimates come from ``PldAccount
   lower-bound theorem (T3, T9, T10, T14), which is reported as attained only.
 * **attained** (``epsilon_attained`` / ``delta_attained``): the bound's construction pair,
   optimistic, composed with the envelope over 1, 2, 4, ... compositions: a **lower** bound,
-  rounded down. None where the bound has no construction (T12, T10-printed, ...).
+  rounded down. None where the bound has no construction (T12, T10-printed, ...). Shuffled
+  iteration: the construction's hidden-position epoch read through the max over its steps
+  (:mod:`tsdp.theorems.hidden_position`), never the known-position pair.
 """
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ from typing import Optional, Sequence, Tuple
 
 from tsdp.theorems.config import TrainingConfig
 
-from .accountant import ESTIMATES, account
-from .events import training_event
+from .accountant import ESTIMATES, account, attained_law_name
+from .events import bound_event_of, training_event
 from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION
 
 
@@ -29,7 +31,9 @@ class AccountingResult:
 
     ``epsilon`` / ``delta``: the sound value (upper bound, rounded up), None for a lower-bound
     theorem; ``*_attained``: the attained value (lower bound, rounded down), None without a
-    construction. The target (δ or ε) fills both of its fields. ``compositions`` is the number
+    construction; ``attained_law`` says what it composes (the construction's pair, or for shuffled
+    iteration the hidden-position epoch's max statistic of it). The target (δ or ε) fills both of its fields.
+    ``compositions`` is the number
     of composed one-step (one-epoch, for epoch scope) events, not a number of steps.
     ``discretization`` is the grid asked for, ``discretization_used`` the coarsest grid an estimate
     was read at (larger only where the memory ceiling coarsened it; directions are kept).
@@ -55,6 +59,7 @@ class AccountingResult:
     attained_refused: Optional[str] = None
     config: dict = field(default_factory=dict)
     estimates: Tuple[str, ...] = ESTIMATES[:2]
+    attained_law: Optional[str] = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -63,7 +68,7 @@ class AccountingResult:
 def _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound, estimates,
          delta=None, epsilon=None) -> AccountingResult:
     event = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
-    bound, _, reason = event.event.resolve()
+    bound, _, reason = bound_event_of(event).resolve()
     acc = account(event, delta=delta, epsilon=epsilon, estimates=estimates, discretization=discretization,
                   tail_mass_truncation=tail_mass_truncation, log_mass_truncation_bound=log_mass_truncation_bound)
     return AccountingResult(
@@ -74,6 +79,7 @@ def _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, l
         sound_refused=acc.sound_refused, attained_refused=acc.attained_refused, config=config.as_dict(),
         delta=acc.delta_sound, epsilon=acc.epsilon_sound, delta_attained=acc.delta_attained,
         epsilon_attained=acc.epsilon_attained, estimates=acc.estimates,
+        attained_law=attained_law_name(bound, config) if acc.attained_refused is None else None,
     )
 
 

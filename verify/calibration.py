@@ -20,7 +20,7 @@ from typing import Optional
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target
 
 from .accountant import PldAccountant, check_delta
-from .events import training_event
+from .events import bound_event_of, count_compositions, training_event
 from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION
 
 DEFAULT_TOLERANCE = 1e-3
@@ -109,7 +109,7 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     delta = check_delta(delta)
     target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)
     run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
-    bound, _, reason = run.event.resolve()
+    bound, _, reason = bound_event_of(run).resolve()
     counts = {}
 
     from tqdm import tqdm
@@ -156,7 +156,8 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     return CalibrationResult(
         sigma=float(good), epsilon=float(e_good), sigma_rejected=None if bad is None else float(bad),
         epsilon_rejected=None if e_bad is None else float(e_bad), target_epsilon=float(target_epsilon), delta=delta,
-        theorem=bound.id, reason=reason, compositions=run.count, steps=steps, epochs=epochs, tolerance=tolerance,
+        theorem=bound.id, reason=reason, compositions=count_compositions(run), steps=steps, epochs=epochs,
+        tolerance=tolerance,
         evaluations=counts[discretization], discretization=discretization,
         config=config.with_(sigma=float(good)).as_dict(), coarse_evaluations=counts.get(coarse, 0),
         coarse_discretization=coarse if coarse in counts else None,

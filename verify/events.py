@@ -127,10 +127,16 @@ class TrainingEpochDpEvent(BoundDpEvent):
             (field, value) pairs); its top level must be deterministic or shuffle.
         theorem: The bound's T-id (None: the tightest sound upper bound for the scheme); it must be a per-epoch
             bound.
+        steps_run: Shuffled iteration only: a run that stopped after this many steps of the epoch (None: all of
+            them). The sound estimate charges it a whole epoch; the attained one accounts the s steps that ran
+            (:mod:`tsdp.theorems.hidden_position`: the changed sequence's step is among them with probability
+            s N' / N only).
 
     Raises:
         ConfigError: A step-scoped top level (wor, poisson, pooled): use :class:`TrainingStepDpEvent`.
     """
+
+    steps_run: Optional[int] = attr.ib(default=None)
 
     scope = "epoch"
 
@@ -138,6 +144,19 @@ class TrainingEpochDpEvent(BoundDpEvent):
         top = dict(self.config)["top"]
         if top not in EPOCH_SCOPED_TOP:
             raise ConfigError("top", f"{top!r} top level is accounted per step: use TrainingStepDpEvent", top)
+        if self.steps_run is not None:
+            per_epoch = self.training_config.steps_per_epoch
+            if top != "shuffle":
+                raise ConfigError("steps_run", "only shuffled iteration accounts a partial epoch (a deterministic "
+                                               "epoch's first step already holds the worst case)", self.steps_run)
+            if isinstance(self.steps_run, bool) or not isinstance(self.steps_run, int) \
+                    or not 1 <= self.steps_run < per_epoch:
+                raise ConfigError("steps_run", f"must be an integer in 1..{per_epoch - 1} (None: the whole epoch)",
+                                  self.steps_run)
+
+    def whole(self) -> "TrainingEpochDpEvent":
+        """The same epoch run to its end (what the sound estimate charges for a partial one: the safe side)."""
+        return self if self.steps_run is None else TrainingEpochDpEvent(self.config, self.theorem)
 
 
 def _count(name: str, value) -> int:
@@ -172,11 +191,21 @@ def compositions(config: TrainingConfig, *, steps: Optional[int] = None, epochs:
     return epochs if epoch_scoped else epochs * config.steps_per_epoch
 
 
+def partial_epoch_steps(config: TrainingConfig, steps: int) -> int:
+    """Steps of the unfinished last epoch of a run of ``steps`` training steps that the accounting tells apart
+    from a whole epoch: S mod steps_per_epoch for shuffled iteration (its attained law depends on it), else 0."""
+    return _count("steps", steps) % config.steps_per_epoch if config.top == "shuffle" else 0
+
+
 def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epochs: Optional[int] = None,
-                   theorem: Optional[str] = None) -> dp_event.SelfComposedDpEvent:
+                   theorem: Optional[str] = None) -> dp_event.DpEvent:
     """The event of S training steps (or E epochs) of ``config``: the unit event self-composed.
 
     The only conversion of training steps into composed mechanisms in tsdp (module docstring).
+
+    Shuffled iteration stopped inside an epoch (S not a multiple of steps_per_epoch) is the
+    whole epochs then one partial epoch event (``steps_run`` = S mod steps_per_epoch), a
+    ``ComposedDpEvent``; the sound estimate charges the partial epoch as a whole one.
 
     Args:
         config: The training configuration.
@@ -186,7 +215,8 @@ def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epoch
 
     Returns:
         The unit event (:class:`TrainingStepDpEvent` or :class:`TrainingEpochDpEvent`) self-composed
-            :func:`compositions` times.
+            :func:`compositions` times; for shuffled iteration stopped inside an epoch, a ``ComposedDpEvent``
+            (above).
 
     Raises:
         ConfigError: Neither or both of ``steps`` and ``epochs``, or a count below 1.
@@ -199,7 +229,25 @@ def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epoch
             event = tsdp.training_event(tsdp.DEFAULT_CONFIG, steps=100)
             print(tsdp.account(event, delta=1e-5).epsilon_sound)
     """
-    return dp_event.SelfComposedDpEvent(unit_event(config, theorem), compositions(config, steps=steps, epochs=epochs))
+    unit = unit_event(config, theorem)
+    count = compositions(config, steps=steps, epochs=epochs)
+    partial = 0 if steps is None else partial_epoch_steps(config, steps)
+    if not partial:
+        return dp_event.SelfComposedDpEvent(unit, count)
+    last = TrainingEpochDpEvent(config, theorem, steps_run=partial)
+    whole = [dp_event.SelfComposedDpEvent(unit, count - 1)] if count > 1 else []
+    return dp_event.ComposedDpEvent(whole + [dp_event.SelfComposedDpEvent(last, 1)])
+
+
+def bound_event_of(event: dp_event.DpEvent) -> BoundDpEvent:
+    """The first bound event of a composed run (what :func:`training_event`'s run is accounted with)."""
+    if isinstance(event, BoundDpEvent):
+        return event
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        return bound_event_of(event.event)
+    if isinstance(event, dp_event.ComposedDpEvent) and event.events:
+        return bound_event_of(event.events[0])
+    raise ConfigError("event", "holds no bound event", type(event).__name__)
 
 
 def step_event(config: TrainingConfig, step: int, theorem: Optional[str] = None) -> dp_event.DpEvent:
@@ -207,7 +255,9 @@ def step_event(config: TrainingConfig, step: int, theorem: Optional[str] = None)
 
     Step-scoped: the step event. Epoch-scoped: the epoch event at the first step of each
     epoch (the epoch is spent as soon as it starts) and ``NoOpDpEvent`` at the others, so
-    the ledger of S emitted steps equals :func:`training_event` (config, steps=S).
+    the ledger of S emitted steps equals :func:`training_event` (config, steps=S) for the sound
+    estimate (a shuffled run stopped inside an epoch is a whole epoch in the ledger, the partial
+    epoch of :func:`training_event`: the sound estimate charges both the same).
     """
     if config.top in EPOCH_SCOPED_TOP and step % config.steps_per_epoch:
         return dp_event.NoOpDpEvent()
@@ -303,6 +353,8 @@ def ledger_summary(event: dp_event.DpEvent) -> list:
             fields = dict(e.config)
             first = fields if first is None else first
             entry["theorem"] = e.theorem
+            if getattr(e, "steps_run", None) is not None:
+                entry["steps_run"] = e.steps_run
             entry["config"] = {k: v for k, v in fields.items() if fields is first or first.get(k) != v}
         out.append(entry)
     return out

@@ -256,6 +256,10 @@ def shipped_split(spec: DatasetSpec = SHIPPED_SPEC) -> ForecastSplit:
 def _read_folder(folder: Path) -> SeriesData:
     from .formats import load_gluonts_jsonl
 
+    if not folder.is_dir():
+        raise DataError(str(folder), f"is {'not a folder' if folder.exists() else 'missing'}: a GluonTS dataset "
+                                     "folder holds train/ and test/ folders of JSON lines (download it again, "
+                                     "or point --data-dir at a complete copy)")
     files = sorted(p for p in folder.iterdir() if p.name.endswith((".json", ".json.gz", ".jsonl", ".jsonl.gz")))
     if not files:
         raise DataError(str(folder), "holds no JSON lines file (data.json or data.json.gz)")
@@ -268,6 +272,38 @@ def missing_message(name: str, root: Path) -> str:
     return (f"dataset {name!r} is not cached at {root / name} and cannot be downloaded here: on a machine with "
             f"internet run  python -c \"from gluonts.dataset.repository import get_dataset; get_dataset('{name}')\"  "
             f"and copy ~/.gluonts/datasets/{name} to {root / name} (or point --data-dir at its parent)")
+
+
+def _download(name: str, root: Path) -> None:
+    """Download ``name`` through GluonTS into a temporary folder under ``root`` and rename it to ``root/name`` once
+    it holds train/ and test/: a failed download leaves nothing behind (GluonTS itself would take any folder at
+    ``root/name``, even an empty one, for a finished download). DataError saying what to download otherwise."""
+    import shutil
+    import tempfile
+
+    target = root / name
+    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
+        raise DataError(str(target), "exists without a train/ folder (a download cut short, or another file): "
+                                     "remove it and download again")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.download-", dir=root))
+    except OSError as exc:
+        raise DataError("data_dir", f"cannot write the download to {root} ({exc.strerror or exc})") from None
+    try:
+        from gluonts.dataset.repository import get_dataset
+
+        get_dataset(name, path=tmp)
+        got = tmp / name
+        if not ((got / "train").is_dir() and (got / "test").is_dir()):
+            raise DataError("dataset", f"GluonTS's download of {name!r} holds no train/ and test/ folders")
+        if target.is_dir():
+            target.rmdir()  # empty (checked above)
+        os.rename(got, target)
+    except Exception:  # noqa: BLE001 - offline, a proxy, a failed recipe: the one line says what to do
+        raise DataError("dataset", missing_message(name, root)) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def load_split(name: str, root: Optional[Path] = None, *, download: bool = False) -> ForecastSplit:
@@ -285,12 +321,7 @@ def load_split(name: str, root: Optional[Path] = None, *, download: bool = False
     if not (folder / "train").is_dir():
         if not download:
             raise DataError("dataset", missing_message(name, root))
-        try:
-            from gluonts.dataset.repository import get_dataset
-
-            get_dataset(name, path=root)
-        except Exception:  # noqa: BLE001 - offline, a proxy, a failed recipe: the one line says what to do
-            raise DataError("dataset", missing_message(name, root)) from None
+        _download(name, root)
     train = _read_folder(folder / "train")
     test_series = _read_folder(folder / "test").series
     f = spec.forecast_length

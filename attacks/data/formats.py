@@ -156,6 +156,14 @@ def _row_label(first_line: Optional[int]):
     return int
 
 
+def _number(x) -> float:
+    """A target value as a float; TypeError for a boolean (JSON's true/false, numpy's bool_), which float() would
+    take as 1 and 0: a flag is not a measurement."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{x!r} is a boolean")
+    return float(x)
+
+
 def from_gluonts(dataset: Iterable[dict], *, source: str = "GluonTS dataset") -> SeriesData:
     """A GluonTS dataset (``ListDataset``, ``FileDataset`` or any iterable of entries with a ``"target"``).
 
@@ -171,7 +179,7 @@ def from_gluonts(dataset: Iterable[dict], *, source: str = "GluonTS dataset") ->
         if target.ndim != 1:
             raise DataError(f"{source}, entry {i}", "target must be univariate (1-D)")
         try:
-            values = np.asarray([np.nan if x is None or (isinstance(x, str) and x.lower() == "nan") else float(x)
+            values = np.asarray([np.nan if x is None or (isinstance(x, str) and x.lower() == "nan") else _number(x)
                                  for x in target], dtype=np.float64)
         except (TypeError, ValueError):
             raise DataError(f"{source}, entry {i}", f"target must be numeric ({str(list(target))[:40]!r})") from None

@@ -54,7 +54,7 @@ def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
     from tsdp.attacks.data.benchmarks import CLIP
     from tsdp.attacks.loop.train import train
 
-    from .cells import cell_config, split_of
+    from .cells import cell_config, diverged_names_the_cell, split_of
 
     by_config = {}
     total = 0
@@ -70,10 +70,11 @@ def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
             took = []
             for steps in (1, *PROBE_STEPS):
                 started = time.perf_counter()
-                train(cell_config(c, settings), c.model, None, split=split, steps=steps, delta=settings.delta,
-                      clip=CLIP, device=settings.device, progress=False, n_samples=settings.n_samples,
-                      lags=split.spec.lags,
-                      season=split.spec.season, validate_every=10 ** 9, discretization=settings.discretization)
+                with diverged_names_the_cell(c, settings):
+                    train(cell_config(c, settings), c.model, None, split=split, steps=steps, delta=settings.delta,
+                          clip=CLIP, device=settings.device, progress=False, n_samples=settings.n_samples,
+                          lags=split.spec.lags, season=split.spec.season, validate_every=10 ** 9,
+                          discretization=settings.discretization)
                 took.append(time.perf_counter() - started)
             per_step[c.model] = max(0.0, took[2] - took[1]) / (PROBE_STEPS[1] - PROBE_STEPS[0])
             fixed[c.model] = max(0.0, took[1] - PROBE_STEPS[0] * per_step[c.model])

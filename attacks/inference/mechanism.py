@@ -14,6 +14,7 @@ from typing import Callable, Tuple
 import torch
 
 from tsdp.theorems.config import ConfigError, check_int
+from tsdp.attacks.loop.metrics import BYTES_PER_SAMPLE_STEP
 
 Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -41,9 +42,6 @@ def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Ge
     return torch.where(kept, noisy, impute(noisy, kept, x)), kept
 
 
-BYTES_PER_SAMPLE_STEP = 256
-"""Memory of one sample path per context or forecast step while a model samples it: float32 values
-and the model's hidden features (64 per step), with room for the quantile copies."""
 
 
 def check_samples(n_samples, n_series: int, context_length: int, forecast_length: int) -> int:

@@ -26,17 +26,34 @@ def weighted_quantile_loss(target: np.ndarray, quantile_forecast: np.ndarray, q:
     return float(loss / crps_scale(target))
 
 
+BYTES_PER_SAMPLE_STEP = 256
+"""A generous bound on the memory of one sample path's step of one series while a model draws it (float32 values,
+the model's intermediates, the float64 copy that ranks the quantiles): what forecasting checks against
+``TSDP_MEMORY_LIMIT``, and what sets how many windows one draw of :func:`tsdp.attacks.loop.train.evaluate` takes."""
+
+
+def sample_quantiles(samples: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> np.ndarray:
+    """The q-quantiles (Q, N, L_F) of sample paths ``samples`` (N, S, L_F) as GluonTS's ``SampleForecast`` takes them:
+    the sorted sample of rank round((S - 1) q) (round half to even). A window's quantiles are its own samples' only,
+    so windows may be drawn and ranked in chunks."""
+    ordered = np.sort(np.asarray(samples, dtype=np.float64), axis=1)
+    ranks = [int(np.round((ordered.shape[1] - 1) * q)) for q in quantiles]
+    return ordered[:, ranks, :].transpose(1, 0, 2)
+
+
+def crps_from_quantiles(target: np.ndarray, qs: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> float:
+    """CRPS ≈ mean over q of wQL_q from the quantile forecasts ``qs`` (Q, N, L_F) of :func:`sample_quantiles`."""
+    return float(np.mean([weighted_quantile_loss(target, qs[i], q) for i, q in enumerate(quantiles)]))
+
+
 def crps_from_samples(target: np.ndarray, samples: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> float:
     """CRPS ≈ mean over q ∈ {0.1, ..., 0.9} of wQL_q, with ŷ_q the q-quantile of the S sample paths as GluonTS's
-    ``SampleForecast`` takes it: the sorted sample of rank round((S - 1) q) (round half to even), so the number is
-    GluonTS evaluator's ``mean_wQuantileLoss`` on the same samples (a test compares them).
+    ``SampleForecast`` takes it (:func:`sample_quantiles`), so the number is GluonTS evaluator's
+    ``mean_wQuantileLoss`` on the same samples (a test compares them).
 
     ``target`` (N, L_F), ``samples`` (N, S, L_F).
     """
-    ordered = np.sort(np.asarray(samples, dtype=np.float64), axis=1)
-    ranks = [int(np.round((ordered.shape[1] - 1) * q)) for q in quantiles]
-    qs = ordered[:, ranks, :].transpose(1, 0, 2)
-    return float(np.mean([weighted_quantile_loss(target, qs[i], q) for i, q in enumerate(quantiles)]))
+    return crps_from_quantiles(target, sample_quantiles(samples, quantiles), quantiles)
 
 
 def seasonal_naive(history: Sequence[np.ndarray], forecast_length: int, season: int) -> np.ndarray:

@@ -26,7 +26,8 @@ from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 from tsdp.attacks.data.series import SeriesData
 
-from .metrics import crps_from_samples, crps_scale, point_crps, seasonal_naive
+from .metrics import (BYTES_PER_SAMPLE_STEP, crps_from_quantiles, crps_scale, point_crps, sample_quantiles,
+                      seasonal_naive)
 from .models import make_model
 from .samplers import make_sampler
 from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
@@ -56,11 +57,21 @@ def _test_contexts(train: SeriesData, context_length: int) -> torch.Tensor:
 
 def evaluate(model: torch.nn.Module, contexts: torch.Tensor, targets: np.ndarray, *, n_samples: int,
              generator: torch.Generator, device: torch.device) -> float:
-    """Test CRPS (mean weighted quantile loss of ``n_samples`` sample paths) of forecasts from ``contexts`` (M, L_C)."""
+    """Test CRPS (mean weighted quantile loss of ``n_samples`` sample paths) of forecasts from ``contexts`` (M, L_C).
+
+    The windows are drawn in chunks whose sample paths fit ``TSDP_MEMORY_LIMIT`` (:data:`BYTES_PER_SAMPLE_STEP` per
+    path step), in order from one generator: one chunk, the whole set at once, wherever it fits. Each window's
+    quantiles come from its own paths, so the chunks give the same CRPS as one draw of the same paths would; memory
+    stays bounded for thousands of test windows."""
+    from tsdp.verify.pld import resolve_memory_limit
+
+    per_window = n_samples * (contexts.shape[1] + targets.shape[1]) * BYTES_PER_SAMPLE_STEP
+    chunk = max(1, resolve_memory_limit() // per_window)
     model.eval()
-    samples = model.sample(contexts.to(device), n_samples, generator)
+    parts = [sample_quantiles(model.sample(contexts[i:i + chunk].to(device), n_samples, generator).cpu().numpy())
+             for i in range(0, contexts.shape[0], chunk)]
     model.train()
-    return crps_from_samples(targets, samples.cpu().numpy())
+    return crps_from_quantiles(targets, np.concatenate(parts, axis=1))
 
 
 def validation_loss(model: torch.nn.Module, contexts: torch.Tensor, targets: torch.Tensor) -> float:
@@ -230,6 +241,9 @@ def train(
     if optimizer not in ("adam", "sgd"):
         raise ConfigError("optimizer", "must be adam or sgd", optimizer)
     warmup_steps = check_int("warmup_steps", warmup_steps, 0)
+    if config.context_length < 1:  # the accountant allows L_C = 0; a forecaster reads at least one past value
+        raise ConfigError("context_length", "must be >= 1 to train a forecaster (it reads the last L_C values)",
+                          config.context_length)
     if private:
         delta = check_delta(delta)
     _check_magnitude(split.train if split is not None else data)
@@ -279,6 +293,12 @@ def train(
     else:
         total_steps = max_steps(config, epsilon, delta, theorem=theorem, cap=cap, before=before,
                                 discretization=discretization)
+        if total_steps == 0 and cap != 0 and warm is not None and max_steps(
+                config, epsilon, delta, theorem=theorem, cap=1, discretization=discretization):  # the warm-up took it
+            spent = _planned_epsilon(config, warm, warmup_steps, 0, delta, theorem, discretization)
+            raise ConfigError("warmup_steps", f"the {warmup_steps} warm-up steps at σ = {warmup_sigma:g} spend ε = "
+                              f"{spent:.4g} of the budget ε = {epsilon:g} at δ = {delta:g}, leaving no training step "
+                              "(lower --warmup-steps, raise --warmup-sigma, or raise the budget)", warmup_steps)
         if total_steps == 0 and cap != 0:
             raise ConfigError("epsilon", f"the budget ε = {epsilon:g} at δ = {delta:g} is spent before the first "
                               "step (raise --sigma, lower --batch-size, or raise the budget)", epsilon)
@@ -320,7 +340,7 @@ def train(
         noise = max(config.sigma_context, config.sigma_forecast) * config.v  # the augmentation's largest std
         raise ConfigError("lr", f"the training diverged: {len(diverged)} parameter tensor(s) of the model are not "
                                 f"finite after {warmup_steps + total_steps} steps at learning rate {lr:g}: lower it, or rescale "
-                                f"the data (values up to {_largest(data):.3g})"
+                                f"the data (values up to {_largest(train_data):.3g})"
                                 + (f", or lower the augmentation (sigma_context={config.sigma_context:g}, "
                                    f"sigma_forecast={config.sigma_forecast:g}: a noise std up to {noise:.3g})"
                                    if noise > 0 else ""), lr)
@@ -328,7 +348,7 @@ def train(
     naive = point_crps(targets, seasonal_naive(histories, config.forecast_length, season))
     if not all(math.isfinite(x) for x in (crps, untrained, naive)):
         raise ConfigError("data", f"the test CRPS is not finite (trained {crps}, untrained {untrained}, seasonal "
-                                  f"naive {naive}): values up to {_largest(data):.3g} overflow the float32 model; "
+                                  f"naive {naive}): values up to {_largest(train_data):.3g} overflow the float32 model; "
                                   "rescale the data")
     ran = warmup_steps + total_steps
     result = {

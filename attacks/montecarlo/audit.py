@@ -50,6 +50,7 @@ import numpy as np
 
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real
 from tsdp.theorems.constructions import CONSTRUCTIONS
+from tsdp.theorems.hidden_position import hidden_position_name
 from tsdp.verify.cpus import check_workers
 from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
@@ -62,8 +63,9 @@ from tsdp.attacks.loop.step import check_noise_std
 from .bracket import attained_bracket
 from .constructions import Construction, build, pair_numeric
 from .counts import merge
-from .design import design_test, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
+from .design import design_test, epoch_max_law, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
 from .sequential import SequentialTest
+from .shuffled import epoch_max_reading, reading_of, reads_epoch_maxima
 from .shards import (DEFAULT_SHARD_SIZE, check_cluster, check_plan, plan_shards, run_shard, run_shards,
                      threads_per_worker, worker_pool)
 from .statistics import (binned_goodness_of_fit, choose_profile_tests, fixed_test_bound, profile_lower_bounds,
@@ -73,6 +75,9 @@ from .trials import resolve_device
 PROFILE_EPSILONS = tuple(0.5 * i for i in range(41))  # ε grid (≤ ε_sound used) of the sound profile the violation test checks
 DEFAULT_ALPHAS = tuple(float(math.exp(e)) for e in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
 THRESHOLDS = ("theory", "split")
+EPOCH_MAX = "epoch-max"
+"""First entry of a :func:`plan_tests` key whose statistic is read through epoch maxima (shuffled iteration)."""
+
 Y_BINS = 4096
 
 
@@ -101,17 +106,20 @@ def audit_statistics(construction: Construction, *, trials: int, steps: int, del
     """
     if threshold not in THRESHOLDS:
         raise ValueError(f"threshold must be one of {', '.join(THRESHOLDS)}, got {threshold!r}")
+    reading = reading_of(construction, steps) if reads_epoch_maxima(construction) else None
     num = pair_numeric(construction.pair)
     if threshold == "split":  # shards small enough for a selection share in steps of 5%
         shard_size = min(shard_size, max(1, math.ceil(trials / 20)))
     n_shards = math.ceil(trials / shard_size)
     key = tuple(tuple(np.atleast_1d(x).tolist()) for x in num)
+    if reading is not None:
+        key = (EPOCH_MAX, construction.theorem, construction.config, int(steps), float(construction.offset))
     seq_logs = None if epsilon_sound is None else tuple(math.log(x) for x, _ in sound_profile)
     if seq_logs is not None and threshold == "theory":
         seq_logs = seq_logs + (None,)  # the violation test's family includes the estimate's test
     design, profile_tests, seq_tests, edges = plan_tests(key, steps, trials, float(delta), float(confidence),
                                                          tuple(alphas), threshold == "theory", seq_logs)
-    y_edges = y_edges_of(num)
+    y_edges = y_edges_of(num) if reading is None else reading.z_edges()
     specs = plan_shards(construction.theorem, construction.config, trials, steps, seed, edges, y_edges,
                         shard_size=shard_size, device=device, loop=loop, sampler=sampler,
                         threads=threads_per_worker(workers, cluster))
@@ -142,7 +150,8 @@ def audit_statistics(construction: Construction, *, trials: int, steps: int, del
         test = split_test_bound(sel, out, edges, delta, confidence).__dict__
         h_lower = profile_lower_bounds(*out, edges, choose_profile_tests(*sel, edges, alphas, confidence), alphas,
                                        confidence)
-    gof = binned_goodness_of_fit(p.y_counts, q.y_counts, y_edges, num)
+    gof = (binned_goodness_of_fit(p.y_counts, q.y_counts, y_edges, num) if reading is None
+           else reading.goodness_of_fit(p.y_counts, q.y_counts, y_edges))
     run.update(shard_size=shard_size, trials_run=p.trials, edges=len(edges))
     return {"test": dict(test), "h_lower": h_lower, "gof": gof, "run": run,
             "violation_test": seq.summary() if seq is not None else None,
@@ -155,12 +164,17 @@ def plan_tests(pair_key: tuple, steps: int, trials: int, delta: float, confidenc
     """(design, H_α tests, sequential tests, histogram edges) of an audit, all fixed before sampling.
 
     ``pair_key``: the pair's numeric arrays as tuples (cached: repeated audits of one construction
-    design once). ``theory``: design the ε and H_α tests from the statistic's law (else None: split mode).
+    design once), or ``(EPOCH_MAX, theorem, config, steps, offset)`` for a shuffled construction read
+    through its epoch maxima (:mod:`attacks.montecarlo.shuffled`). ``theory``: design the ε and H_α tests from
+    the statistic's law (else None: split mode).
     ``sequential_logs``: log α of the sound profile's points the violation test checks (None: no test; an
     entry None adds the designed test to the violation test's family).
     """
-    num = tuple(np.asarray(x, dtype=float) for x in pair_key[:4]) + (float(pair_key[4][0]),)
-    law = statistic_law(num, steps)
+    if pair_key[0] == EPOCH_MAX:
+        law = epoch_max_law(epoch_max_reading(*pair_key[1:]).laws)
+    else:
+        num = tuple(np.asarray(x, dtype=float) for x in pair_key[:4]) + (float(pair_key[4][0]),)
+        law = statistic_law(num, steps)
     design, profile_tests, extra = None, None, []
     if theory:
         design = design_test(law, trials, delta, confidence)
@@ -276,11 +290,15 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     step-scoped schemes (WOR top level, pooled), one per epoch touched for the epoch-scoped
     ones (deterministic top level: T1, T3, T4; 10 steps at N = 320, N' = 64 touch 2 epochs),
     whose other steps release the same law in both worlds (:mod:`tsdp.attacks.montecarlo.trials`).
+    Under shuffled iteration (``config.top == "shuffle"`` with T1, T3 or T4) every step runs, with a
+    fresh permutation each epoch, and the statistic reads each epoch's maximum
+    (:mod:`tsdp.attacks.montecarlo.shuffled`); the attained ε is then the hidden-position one.
 
     Args:
         theorem: The audited theorem; it fixes the scheme (T1/T3/T4 deterministic top level, T6/T9/T10/T11 WOR,
             T13/T14 pooled windows; WR bottom level except T4/T10 Poisson).
-        config: Gives N, L, L_C, L_F, Λ, λ, σ and σ_C, σ_F (T11).
+        config: Gives N, L, L_C, L_F, Λ, λ, σ and σ_C, σ_F (T11); ``top="shuffle"`` with T1, T3 or T4 audits
+            shuffled iteration.
         trials: Trials per world (at least 20).
         steps: Training steps per trial.
         delta: The δ at which ε is bounded.
@@ -323,7 +341,8 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     h_user, h_grid = th["h_theory"][:len(alphas)], th["h_theory"][len(alphas):]
     # the sound profile on the ε grid up to ε_sound: the claim the violation test checks (with (ε_sound, δ))
     sound_profile = [(a, float(h)) for a, h, e in zip(grid, h_grid, PROFILE_EPSILONS) if e <= th["epsilon_sound"]]
-    stats = audit_statistics(construction, trials=trials, steps=n, delta=delta, confidence=confidence, alphas=alphas,
+    stats = audit_statistics(construction, trials=trials, steps=steps if reads_epoch_maxima(construction) else n,
+                             delta=delta, confidence=confidence, alphas=alphas,
                              seed=seed, device=device, workers=workers, cluster=cluster, shard_size=shard_size,
                              threshold=threshold, select_fraction=select_fraction, loop=loop, sampler=sampler,
                              epsilon_sound=th["epsilon_sound"], sound_profile=sound_profile, sequential=sequential,
@@ -340,7 +359,8 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
         profile=[{"alpha": a, "h_lower": float(h), "h_theory": float(t)}
                  for a, h, t in zip(alphas, h_lower, h_user)],
         sound_theorem=construction.sound_theorem,
-        attained_pair=construction.attained_theorem or f"{construction.sound_theorem} construction pair",
+        attained_pair=(hidden_position_name(construction.attained_theorem) if reads_epoch_maxima(construction)
+                       else construction.attained_theorem or f"{construction.sound_theorem} construction pair"),
         violation=exceeded and note is None, sound_exceeded=exceeded, relation_note=note,
         gof=gof, test=stats["test"], device=str(dev), seconds=time.perf_counter() - started,
         design=stats["design"], violation_test=stats["violation_test"], run=stats["run"],

@@ -14,6 +14,9 @@ the pair (P, Q) in the worlds ``data_p`` / ``data_q``):
 * T1 (Thm 4.2 / proof of Thm 4.3), T3 (Thm 4.3, λ > 1): deterministic top level, WR bottom
   level; g = +C on windows holding the marked value 1, -C otherwise. Attains T1 / T3.
 * T6 (Thm 4.4, proof of Thm F.7), T9 (Thm F.7): the same with top-level WOR. Attains T6 / T9.
+* The three under shuffled iteration (``top="shuffle"``): the same datasets and gradient function,
+  a fresh permutation each epoch; the audit reads the max over each epoch's steps
+  (:mod:`attacks.montecarlo.shuffled`), whose law is the hidden-position epoch's.
 * T4 (Lemma E.9 in the proof of Thm E.8): deterministic top, Poisson bottom; x_1 holds -1
   (world P) or +1 (world Q), g = +C / -C on windows holding +1 / -1, 0 otherwise. Attains T4.
 * T10 (Thm F.8): the same with top-level WOR. Attains T10 (the construction's pair).
@@ -42,6 +45,7 @@ from torch import nn
 from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.theorems.constructions import CONSTRUCTIONS
+from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP
 from tsdp.theorems.mixture import MixturePair
 from tsdp.theorems.registry import attained_pair, get
 
@@ -118,7 +122,10 @@ def windows_holding(config: TrainingConfig) -> int:
 
 
 def scheme_config(theorem: str, config: TrainingConfig) -> TrainingConfig:
-    """``config`` with the audited theorem's top/bottom level; refuses what the constructions do not cover."""
+    """``config`` with the audited theorem's top/bottom level; refuses what the constructions do not cover.
+
+    A deterministic-top construction (T1, T3, T4) keeps a shuffled top level: the same worst case under
+    shuffled iteration, where the changed sequence's step is hidden (THEOREMS.md, the shuffled lower bound)."""
     key = str(theorem).upper()
     if key not in CONSTRUCTIONS:
         raise TheoremError(f"no worst-case construction for {theorem!r}; auditable: {', '.join(CONSTRUCTIONS)}")
@@ -128,6 +135,8 @@ def scheme_config(theorem: str, config: TrainingConfig) -> TrainingConfig:
                           (config.relation, config.w))
     if config.lengths is not None and len(set(config.lengths)) > 1:
         raise ConfigError("lengths", "the constructions use N series of the common length L")
+    if top == "deterministic" and config.top in HIDDEN_POSITION_TOP:
+        top = config.top  # the same construction, shuffled: its step is hidden (attacks.montecarlo.shuffled)
     changes = dict(top=top, bottom=bottom)
     if key != "T11":
         changes.update(sigma_context=0.0, sigma_forecast=0.0)

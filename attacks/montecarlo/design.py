@@ -29,6 +29,8 @@ from typing import Sequence, Tuple
 import numpy as np
 from scipy import stats
 
+from tsdp.theorems.hidden_position import HiddenPositionEpoch
+
 from .statistics import EQUAL_SPLIT, cp_lower, cp_upper, error_split, log_likelihood_ratio, mixture_cdf
 
 Y_CELLS_MAX = 1 << 22   # cells of the y grid of the one-step law
@@ -95,14 +97,69 @@ def statistic_law(pair_numeric: Tuple, steps: int, h: float = 1e-3) -> Statistic
     A design aid (see the module docstring), not a certified quantity.
     """
     one = one_step_law(pair_numeric, h)
-    width = float(one.grid[-1] - one.grid[0])
-    h_needed = width * steps / LAW_BINS_MAX
+    h_needed = law_spacing(one, steps)
     if h_needed > h:
         one = one_step_law(pair_numeric, h_needed)
+    return composed_law(one, steps)
+
+
+def law_spacing(one: StatisticLaw, steps: int) -> float:
+    """The spacing at which ``steps`` convolutions of ``one`` hold at most ``LAW_BINS_MAX`` grid points."""
+    return float(one.grid[-1] - one.grid[0]) * steps / LAW_BINS_MAX
+
+
+def composed_law(one: StatisticLaw, steps: int) -> StatisticLaw:
+    """Law of the sum of ``steps`` i.i.d. copies of a statistic with law ``one`` in both worlds (FFT)."""
     if steps == 1:
         return one
     grid = steps * one.grid[0] + one.h * np.arange(steps * (len(one.grid) - 1) + 1)
     return StatisticLaw(grid, _power(one.p, steps), _power(one.q, steps), one.h)
+
+
+def summed_law(a: StatisticLaw, b: StatisticLaw) -> StatisticLaw:
+    """Law of the sum of two independent statistics on grids of the same spacing (FFT convolution)."""
+    n_out = len(a.grid) + len(b.grid) - 1
+    nfft = 1 << int(np.ceil(np.log2(n_out)))
+
+    def conv(x, y):
+        out = np.clip(np.fft.irfft(np.fft.rfft(x, nfft) * np.fft.rfft(y, nfft), nfft)[:n_out], 0.0, None)
+        return out / out.sum()
+
+    return StatisticLaw(a.grid[0] + b.grid[0] + a.h * np.arange(n_out), conv(a.p, b.p), conv(a.q, b.q), a.h)
+
+
+EPOCH_MAX_CELL = 5e-4
+"""Cell width (standardised units) of an epoch's maximum when the law of its log density ratio is tabulated."""
+
+
+def _epoch_max_law(law: HiddenPositionEpoch, h: float) -> StatisticLaw:
+    """Law of one shuffled epoch's log f_P^max / f_Q^max (cells of the max, exact masses) on multiples of ``h``."""
+    lo, hi = law.support()
+    edges = np.linspace(lo, hi, int(np.ceil((hi - lo) / EPOCH_MAX_CELL)) + 1)
+    mass_p, mass_q = law.bin_masses(edges)
+    points = np.concatenate([[lo], (edges[:-1] + edges[1:]) / 2, [hi]])
+    k = np.rint(law.log_density_ratio(points) / h).astype(np.int64)
+    k0 = int(k.min())
+    size = int(k.max()) - k0 + 1
+    p = np.bincount(k - k0, weights=mass_p, minlength=size)
+    q = np.bincount(k - k0, weights=mass_q, minlength=size)
+    return StatisticLaw((k0 + np.arange(size)) * h, p / p.sum(), q / q.sum(), h)
+
+
+def epoch_max_law(laws: Sequence[HiddenPositionEpoch], h: float = 1e-3) -> StatisticLaw:
+    """Law of Σ_e log f_P^max / f_Q^max (epoch e's maximum; :mod:`attacks.montecarlo.shuffled`) in world P and Q.
+
+    ``laws``: the hidden-position law of each epoch (whole ones, then at most one partial one). A design aid
+    (module docstring), never certified; the spacing grows beyond ``h`` as in :func:`statistic_law`.
+    """
+    whole = [law for law in laws if not law.partial]
+    partial = [law for law in laws if law.partial]
+    spacing = max(h, law_spacing(_epoch_max_law(laws[0], h), len(laws)))
+    out = composed_law(_epoch_max_law(whole[0], spacing), len(whole)) if whole else None
+    if partial:
+        last = _epoch_max_law(partial[0], spacing)
+        out = last if out is None else summed_law(out, last)
+    return out
 
 
 @dataclass(frozen=True)
@@ -229,5 +286,6 @@ def histogram_edges(law: StatisticLaw, extra: Sequence[float] = (), n_edges: int
     return np.unique(np.concatenate([*picks, np.asarray(list(extra), dtype=float)]))
 
 
-__all__ = ["Design", "StatisticLaw", "design_test", "histogram_edges", "one_step_law", "profile_thresholds",
-           "statistic_law", "tail_thresholds"]
+__all__ = ["Design", "EPOCH_MAX_CELL", "StatisticLaw", "composed_law", "design_test", "epoch_max_law",
+           "histogram_edges", "law_spacing", "one_step_law",
+           "profile_thresholds", "statistic_law", "summed_law", "tail_thresholds"]

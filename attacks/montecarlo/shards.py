@@ -48,6 +48,7 @@ from .constructions import build, pair_numeric
 from .counts import ShardStats
 from .planted import planted_loop
 from .processes import end
+from .shuffled import reading_of, reads_epoch_maxima
 from .statistics import bin_counts, log_likelihood_ratio
 from .trials import released_update_chunks, resolve_device
 
@@ -58,6 +59,9 @@ MAX_ATTEMPTS = 4
 @dataclass(frozen=True)
 class ShardSpec:
     """One shard: ``trials`` trials of ``steps`` steps of ``theorem``'s construction in ``world`` ("p" or "q").
+
+    ``steps``: compositions (one release each), or training steps for a shuffled construction, whose
+    trials draw whole epochs and read each epoch's maximum (:mod:`attacks.montecarlo.shuffled`).
 
     ``seed`` is the shard's SeedSequence; ``edges`` / ``y_edges`` the histogram edges of the statistic and of the
     first-step update; ``loop`` a variant of :mod:`attacks.montecarlo.planted`; ``sampler`` an injected sampler (in-process
@@ -139,13 +143,18 @@ def run_shard(spec: ShardSpec) -> ShardStats:
     if spec.sampler is not None:
         overrides = {**overrides, "sampler": spec.sampler}
     generator = torch.Generator(device=dev).manual_seed(torch_seed(spec.seed))
-    num = pair_numeric(construction.pair)
+    if reads_epoch_maxima(construction):  # shuffled: every step of the epochs, read through each epoch's max
+        reading = reading_of(construction, spec.steps)
+        steps, statistic, first = reading.simulated_steps, reading.statistic, reading.first
+    else:
+        num = pair_numeric(construction.pair)
+        steps, statistic, first = spec.steps, (lambda y: log_likelihood_ratio(y, num)), (lambda y: y[:, 0])
     counts = np.zeros(len(spec.edges) + 1, dtype=np.int64)
     y_counts = np.zeros(len(spec.y_edges) + 1, dtype=np.int64)
-    for chunk in released_update_chunks(construction, spec.world, spec.trials, spec.steps, generator, **overrides):
+    for chunk in released_update_chunks(construction, spec.world, spec.trials, steps, generator, **overrides):
         y = chunk.numpy()
-        counts += bin_counts(log_likelihood_ratio(y, num), spec.edges)
-        y_counts += bin_counts(y[:, 0], spec.y_edges)
+        counts += bin_counts(statistic(y), spec.edges)
+        y_counts += bin_counts(first(y), spec.y_edges)
     return ShardStats(spec.world, spec.index, spec.trials, counts, y_counts, time.perf_counter() - started)
 
 
@@ -319,7 +328,8 @@ def _run_processes(tracker: _Tracker, fn, workers: int) -> None:
 
 CLUSTER_SCHEMES = ("tcp", "tls")
 CONNECT_TIMEOUT_S = 5.0
-"""How long a scheduler address may take to accept a TCP connection before the audit is refused."""
+"""How long a scheduler address may take to accept a TCP connection, and then to send its handshake, before the
+audit is refused."""
 
 
 def _dask():
@@ -333,8 +343,9 @@ def _dask():
 
 def check_cluster(address: Optional[str]) -> None:
     """ConfigError naming ``cluster`` unless ``address`` is None, ``"auto"`` or ``[tcp|tls://]host:port`` with a
-    port in 1..65535 that accepts a TCP connection within :data:`CONNECT_TIMEOUT_S` (checked before any audit
-    work; nothing but the connection attempt is sent). :class:`MissingExtraError` without Dask."""
+    port in 1..65535 that accepts a TCP connection and answers it within :data:`CONNECT_TIMEOUT_S` each (a Dask
+    scheduler sends its handshake at once; over tls, the TLS handshake), checked before any audit work (nothing is
+    sent over tcp). :class:`MissingExtraError` without Dask."""
     if address is None:
         return
     _dask()
@@ -349,10 +360,38 @@ def check_cluster(address: Optional[str]) -> None:
         raise ConfigError("cluster", "must be 'auto' or a scheduler address [tcp://]HOST:PORT with a port in "
                                      "1..65535", address)
     try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        conn = socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S)
     except OSError as exc:
         raise ConfigError("cluster", f"no Dask scheduler accepts connections at {host}:{port} "
                                      f"({exc.strerror or exc or 'timed out'})", address) from None
+    with conn:
+        silent = _silent(conn, scheme if sep else "tcp")
+    if silent:
+        raise ConfigError("cluster", f"the server at {host}:{port} accepts connections but {silent} within "
+                                     f"{CONNECT_TIMEOUT_S:g} s: not a Dask scheduler, or a hung one", address)
+
+
+def _silent(conn: socket.socket, scheme: str) -> Optional[str]:
+    """Why the server on ``conn`` is not answering as a Dask scheduler would, or None: over tcp a scheduler sends its
+    handshake as soon as it accepts (distributed's own connect then waits for it without a time limit); over tls it
+    answers the TLS handshake (an error from it is an answer)."""
+    import ssl
+
+    conn.settimeout(CONNECT_TIMEOUT_S)
+    try:
+        if scheme == "tls":
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+            try:
+                context.wrap_socket(conn).close()
+            except ssl.SSLError:
+                pass
+            return None
+        return None if conn.recv(1) else "closed the connection without a Dask handshake"
+    except socket.timeout:
+        return "sends no Dask handshake" if scheme == "tcp" else "does not answer the TLS handshake"
+    except OSError as exc:
+        return f"dropped the connection ({exc.strerror or exc})"
 
 
 def _run_dask(tracker: _Tracker, fn, address: str, workers: int) -> None:

@@ -11,7 +11,10 @@ No Python loop runs per trial; chunks bound the memory.
 Epoch-scoped schemes (deterministic top level, T1/T3/T4): one composition is one epoch; the
 changed sequence 0 lies in the epoch's first step (Algorithm 3), and the other steps of the
 epoch see identical data in both worlds and a gradient function that does not depend on θ,
-so their releases have the same law in both worlds and are not simulated.
+so their releases have the same law in both worlds and are not simulated. Shuffled iteration
+(the same constructions with ``top="shuffle"``) hides that step: its trials run every step of
+whole epochs (``steps`` = the epochs' steps, rows starting at epoch boundaries) and
+:mod:`attacks.montecarlo.shuffled` reads them.
 """
 from __future__ import annotations
 

@@ -90,3 +90,19 @@ def test_the_pooled_loop_above_t13_is_a_relation_mismatch_not_a_violation(capsys
     assert main(argv) == 0
     human = capsys.readouterr().out
     assert human.startswith("RELATION MISMATCH (claim C6), not a privacy violation") and "PRIVACY VIOLATION" not in human
+
+
+def test_audit_top_shuffle_runs_the_shuffled_loop(capsys):
+    """`tsdp audit --top shuffle` (no --theorem) runs the scheme's construction (T1 at λ = 1) through the shuffled
+    loop and compares with the hidden-position attained ε `tsdp epsilon --top shuffle` prints; a construction of
+    another top level still conflicts with --top (exit 2, one line naming the flag)."""
+    args = ["--N", "16", "--batch-size", "4", "--L", "6", "--sigma", "2", "--delta", "1e-3", "--json"]
+    assert main(["audit", "--top", "shuffle", "--trials", "2000", "--steps", "4", *args]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["theorem"] == "T1" and d["config"]["top"] == "shuffle" and "hidden-position" in d["attained_pair"]
+    assert main(["epsilon", "--top", "shuffle", "--steps", "4", *args]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert d["epsilon_attained"] == printed["epsilon_attained"] < printed["epsilon"]
+    assert main(["audit", "--top", "shuffle", "--theorem", "T6", "--trials", "100", *args]) == 2
+    err = capsys.readouterr().err
+    assert "--top" in err and "Traceback" not in err

@@ -18,7 +18,8 @@ pytest.importorskip("gluonts")
 
 from gluonts.dataset.repository import _lstnet  # noqa: E402
 
-from tsdp.attacks.data.benchmarks import PAPER, load_split  # noqa: E402
+from tsdp.attacks.data.benchmarks import PAPER, VALIDATION_WINDOWS, load_split  # noqa: E402
+from tsdp.attacks.data.series import DataError  # noqa: E402
 
 
 class _Server:
@@ -154,4 +155,51 @@ def test_a_failed_download_is_the_one_line_that_says_what_to_download(tmp_path, 
     err = capsys.readouterr().err.strip()
     assert server.requests == ["/electricity.txt.gz"]
     assert len(err.splitlines()) == 1 and "get_dataset('electricity')" in err
-    assert not (data_dir / "electricity" / "train").exists()
+    assert list(data_dir.iterdir()) == []  # nothing a later run could take for a finished download
+
+
+def test_a_download_after_a_failed_one_or_over_an_empty_folder_fetches_the_data(tmp_path, serve_electricity):
+    """After a failed download, the next --download fetches (GluonTS alone would take any folder at <DIR>/<NAME>,
+    even the empty one an earlier failure left, for a finished download); an empty folder there is replaced; a
+    non-empty one without train/ is one error naming it."""
+    server, values = serve_electricity(steps=900, series=8)
+    archive = tmp_path / "www" / "electricity.txt.gz"
+    kept = archive.read_bytes()
+    archive.unlink()
+    cache = tmp_path / "cache"
+    with pytest.raises(DataError):
+        load_split("electricity", cache, download=True)
+    assert list(cache.iterdir()) == []
+    archive.write_bytes(kept)
+    (cache / "electricity").mkdir()  # what a failed download of earlier versions left
+    split = load_split("electricity", cache, download=True)
+    assert server.requests == ["/electricity.txt.gz"] * 2 and split.train.N == 8
+    assert sorted(p.name for p in cache.iterdir()) == ["electricity"]
+    np.testing.assert_allclose(split.test.targets[0], values[int(900 * 0.8) + 1: int(900 * 0.8) + 25, 0], atol=1e-9)
+    partial = tmp_path / "partial"
+    (partial / "electricity").mkdir(parents=True)
+    (partial / "electricity" / "metadata.json").write_text("{}")
+    with pytest.raises(DataError) as exc:
+        load_split("electricity", partial, download=True)
+    assert str(partial / "electricity") in str(exc.value) and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("broken", ["no-test", "test-file"])
+def test_a_benchmark_folder_without_a_test_folder_is_one_error_naming_it(tmp_path, broken, capsys):
+    """A cached dataset whose test/ is missing or a file: one line naming the path (exit 2), no traceback."""
+    from tsdp.cli.main import main
+
+    folder = tmp_path / "electricity"
+    (folder / "train").mkdir(parents=True)
+    with gzip.open(folder / "train" / "data.json.gz", "wt") as out:
+        for _ in range(130):
+            out.write(json.dumps({"start": "2012-01-01 00:00", "target": [1.0] * 200}) + "\n")
+    if broken == "test-file":
+        (folder / "test").write_text("")
+    with pytest.raises(DataError) as exc:
+        load_split("electricity", tmp_path)
+    assert str(folder / "test") in str(exc.value)
+    assert main(["experiment", "--dataset", "electricity", "--data-dir", str(tmp_path), "--out",
+                 str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(folder / "test") in err and "Traceback" not in err

@@ -240,7 +240,8 @@ def test_same_runs_needs_every_model_and_seed_to_match():
     (["--epsilons", "nan"], "--epsilons"), (["--models", "arima"], "--models"), (["--tops", "poisson"], "--tops"),
     (["--dataset", "m4"], "--dataset"), (["--data-dir", "/nonexistent/x"], "--data-dir"),
     (["--workers", "0"], "--workers"), (["--cluster", "tcp://127.0.0.1:1"], "--cluster"),
-    (["--out", "/proc/forbidden"], "--out"), (["--levels", "2-event"], "--levels"),
+    (["--out", "/proc/forbidden"], "--out"), (["--levels", "2-event"], "--levels"), (["--out", ""], "--out"),
+    (["--samples", "1000000000"], "--samples"),
 ])
 def test_bad_input_of_every_experiment_flag(capsys, argv, flag):
     from tsdp.cli.main import main

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tsdp.attacks.data.benchmarks import PAPER, SHIPPED_SPEC
-from tsdp.attacks.experiment.cells import CellTask, cell_config, load_done, path_of, run_cell
+from tsdp.attacks.experiment.cells import CellTask, cell_config, path_of, run_cell
 from tsdp.attacks.experiment.grid import LEVEL_EPSILONS, Cell, GridSettings, plan
 from tsdp.attacks.experiment.table import Row, best_cells, run_grid
 from tsdp.cli.main import main
@@ -108,17 +108,6 @@ def test_level_grid_resumes_and_two_workers_give_the_numbers_of_one(tmp_path):
     assert [r.v for r in changed] == [None, None, 0.5, 0.5]
     two, info = run_grid(cells, TINY, workers=2)
     assert info["executor"] == "processes" and strip(two) == strip(first)
-
-
-def test_a_1_event_cell_stored_before_the_level_fields_still_resumes(tmp_path):
-    """1-event cell files keep their names, and a file written without the w / σ_F / v fields reads back."""
-    cell = Cell("dlinear", math.inf, 0, "1-event", "wor")
-    assert cell.key == "1-event_wor_dlinear_epsinf_seed0"
-    r = run_cell(CellTask(cell, TINY, str(tmp_path)))
-    stored = json.loads(path_of(tmp_path, cell).read_text())
-    old = {k: v for k, v in stored.items() if k not in ("w", "sigma_forecast", "v")}
-    path_of(tmp_path, cell).write_text(json.dumps(old))
-    assert load_done(tmp_path, cell, TINY) == r
 
 
 def _row(model, level, column, mean, eps=4.0):

@@ -147,3 +147,35 @@ def test_largest_within_matches_brute_force():
     assert largest_within(5.0, eps, cap=0) == 0
     with pytest.raises(ValueError, match="never reached"):
         largest_within(1.0, lambda s: 0.0)
+
+
+def test_evaluation_in_memory_sized_chunks_is_the_one_draw_crps(monkeypatch):
+    """train.evaluate draws the test windows in chunks that fit TSDP_MEMORY_LIMIT; each window's quantiles are its own
+    paths', so with paths that are a fixed function of the window the CRPS is the one-draw value, bit for bit, and
+    the model is asked for many chunks under a small limit (and one under the default)."""
+    import torch
+
+    from tsdp.attacks.loop.metrics import BYTES_PER_SAMPLE_STEP, crps_from_samples
+    from tsdp.attacks.loop.train import evaluate
+
+    class Fixed(torch.nn.Module):
+        calls = []
+
+        def sample(self, contexts, n, generator):
+            self.calls.append(contexts.shape[0])
+            spread = torch.linspace(-1.0, 1.0, n)[None, :, None]
+            return contexts[:, None, -2:] * (1.0 + 0.1 * spread)  # (B, n, L_F = 2)
+
+    rng = np.random.default_rng(0)
+    contexts = torch.tensor(rng.random((50, 4)) + 0.5, dtype=torch.float32)
+    targets = rng.random((50, 2)) + 0.5
+    model = Fixed()
+    paths = model.sample(contexts, 11, None).numpy()
+    one_draw = crps_from_samples(targets, paths)
+    Fixed.calls.clear()
+    kw = dict(n_samples=11, generator=None, device=torch.device("cpu"))
+    assert evaluate(model, contexts, targets, **kw) == one_draw and Fixed.calls == [50]
+    Fixed.calls.clear()
+    monkeypatch.setenv("TSDP_MEMORY_LIMIT", str(7 * 11 * (4 + 2) * BYTES_PER_SAMPLE_STEP))  # 7 windows a chunk
+    assert evaluate(model, contexts, targets, **kw) == one_draw
+    assert Fixed.calls == [7] * 7 + [1]

@@ -27,6 +27,9 @@ from conftest import error_line, run_cli
 from sweep import CONSTANT_MODEL, run_capped, run_case, verdict
 
 SMALL = ["--N", "16", "--L", "8", "--batch-size", "4"]
+EXPERIMENT = ["experiment", "--models", "dlinear", "--epsilons", "1", "--seeds", "1", "--tops", "wor", "--epochs", "1",
+              "--samples", "10", "--device", "cpu"]
+"""A cheap valid grid: one DLinear cell of one epoch on the shipped data (give it an --out)."""
 LIMIT_S = 120  # per in-process case: refusals take well under 15 s on a loaded 2-core machine
 
 USER_FUNCTIONS = CONSTANT_MODEL + '''
@@ -89,6 +92,10 @@ def files(tmp_path_factory):
     rows = ["a,b"] + [f"{1.0e307 * (1 + i % 7):.6e},{1.5e308:.6e}" for i in range(60)]
     out["big.csv"].write_text("\n".join(rows) + "\n")
     out["data.csv"].write_text("a,b\n" + "\n".join(f"{i % 5},{(i * 3) % 7}" for i in range(30)) + "\n")
+    out["bool.json"] = d / "bool.json"
+    out["bool.json"].write_text("".join(json.dumps({"start": "2000-01-01", "target": [True, False] * 15}) + "\n"
+                                        for _ in range(16)))
+    out["cells"] = d / "cells"
     out["missing_parent"] = d / "no_such_dir" / "m.pt"
     out["under_file"] = out["file"] / "sub"
     return out
@@ -140,6 +147,20 @@ ROWS = [
     (["profile", "--alpha", "2", "--L", "5", "--lengths", "30", "40"], 2, "--L"),
     (["profile", "--alpha", "2", "--seed", "-1"], 2, "unrecognized"),
     (["verify", "--seed", str(2**63)], 2, "--seed"),
+    (["train", "--context-length", "0", "--epochs", "1", "--delta", "1e-5", *SMALL], 2, "--context-length"),
+    (["train", "--data", F("bool.json"), "--epochs", "1", "--delta", "1e-5", "--N", "16", "--L", "24",
+      "--batch-size", "4"], 2, "bool.json"),
+    (["train", "--sigma", "5", "--epsilon", "1", "--warmup-steps", "200", "--warmup-sigma", "0.7", "--epochs", "1",
+      "--delta", "1e-5", "--device", "cpu"], 2, "--warmup-steps"),
+    (["train", "--sigma", "1", "--epsilon", "1", "--warmup-steps", "1", "--warmup-sigma", "5", "--epochs", "1",
+      "--delta", "1e-5", "--device", "cpu"], 2, "--epsilon"),  # one step at σ = 1 alone is over budget: not the warm-up
+    ([*EXPERIMENT, "--out", ""], 2, "--out"),
+    ([*EXPERIMENT, "--out", F("file")], 2, "--out"),
+    ([*EXPERIMENT, "--out", F("under_file")], 2, "--out"),
+    ([*EXPERIMENT, "--out", F("cells"), "--samples", "1000000000"], 2, "--samples"),
+    ([*EXPERIMENT, "--out", F("cells"), "--levels", "label-noise", "--v", "1e30", "--sigma-forecast", "1"], 2,
+     "--v"),
+    ([*EXPERIMENT, "--out", F("cells"), "--data-dir", F("dir"), "--dataset", "traffic"], 2, "get_dataset('traffic')"),
 ]
 
 
@@ -255,12 +276,29 @@ def test_cluster_that_is_not_dask(not_dask):
     assert "--cluster" in error_line(outcome.err)
 
 
-def test_cluster_without_dask(monkeypatch):
+@pytest.mark.parametrize("command", ["audit", "experiment"])
+def test_cluster_without_dask(monkeypatch, tmp_path, command):
     """A missing extra: one line naming the pip command."""
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
-    outcome = run_case(["audit", "--cluster", "auto", "--trials", "100", "--delta", "1e-5"], LIMIT_S)
+    argv = ["audit", "--trials", "100", "--delta", "1e-5"] if command == "audit" else [*EXPERIMENT, "--out",
+                                                                                          str(tmp_path)]
+    outcome = run_case([*argv, "--cluster", "auto"], LIMIT_S)
     assert verdict(outcome, 2) == ""
     assert "pip install 'tsdp[cluster]'" in error_line(outcome.err)
+
+
+def test_experiment_cluster_that_is_not_dask(not_dask, tmp_path):
+    outcome = run_case([*EXPERIMENT, "--out", str(tmp_path), "--cluster", not_dask], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    assert "--cluster" in error_line(outcome.err)
+
+
+def test_experiment_without_statsforecast_is_refused_before_training(monkeypatch, tmp_path):
+    """The baselines come after the grid: without the experiments extra nothing trains, one line names it."""
+    monkeypatch.setitem(sys.modules, "statsforecast", None)
+    outcome = run_case([*EXPERIMENT, "--out", str(tmp_path)], LIMIT_S)
+    assert verdict(outcome, 2) == ""
+    assert "pip install 'tsdp[experiments]'" in error_line(outcome.err) and list(tmp_path.iterdir()) == []
 
 
 # ----------------------------------------------------------------------------- audit-fn: the user's functions
@@ -380,6 +418,7 @@ BASES = {  # a cheap valid invocation of every command
     "report": ["report", "--quick", "--no-audit", "--no-progress"],
     "forecast epsilon": ["forecast", "epsilon", "--delta", "1e-5"],
     "forecast calibrate": ["forecast", "calibrate", "--epsilon", "1", "--delta", "1e-5"],
+    "experiment": [*EXPERIMENT, "--out", "{OUT}"],
 }
 
 
@@ -421,12 +460,12 @@ SWEEP = sweep_cases()
 def test_sweep_size():
     assert len(SWEEP) >= 300
     assert {argv[0] for argv in SWEEP} >= {"profile", "epsilon", "calibrate", "train", "audit", "audit-model",
-                                          "report", "forecast", "bench", "verify"}
+                                          "report", "forecast", "bench", "verify", "experiment"}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("argv", SWEEP, ids=[" ".join(a) for a in SWEEP])
-def test_sweep(argv):
+def test_sweep(argv, tmp_path):
     """An extreme value: refused in one line (exit 2), or answered with finite numbers, within the limit."""
-    outcome = run_case(argv, 300)
+    outcome = run_case([str(tmp_path) if a == "{OUT}" else a for a in argv], 300)
     assert verdict(outcome) == "", (outcome.code, outcome.out[-500:], outcome.err[-1500:])

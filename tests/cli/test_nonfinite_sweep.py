@@ -222,6 +222,13 @@ SLOW = [
     (["audit", "--trials", "100", "--delta", "0.9999999"], ""),
     (["experiment", "--quick", "--models", "simple-ff", "--epsilons", "1", "inf", "--seeds", "1", "--epochs", "1",
       "--levels", "1-event", "--tops", "wor", "--device", "cpu", "--out", F("experiment")], "∞ (no noise)"),
+    (["experiment", "--models", "dlinear", "--epsilons", "0.001", "1", "--seeds", "1", "--epochs", "1", "--samples",
+      "10", "--tops", "wor", "--device", "cpu", "--out", F("experiment")], "no step"),  # ε = 0.001 buys no step
+    (["experiment", "--models", "dlinear", "--epsilons", "1e308", "--seeds", "1", "--epochs", "1", "--samples", "10",
+      "--tops", "wor", "--delta", "0.9999999", "--discretization", "1", "--device", "cpu", "--out", F("experiment")],
+     ""),
+    (["experiment", "--models", "dlinear", "--levels", "label-noise", "--sigma-forecast", "1000000", "--seeds", "1",
+      "--epochs", "1", "--samples", "10", "--tops", "wor", "--device", "cpu", "--out", F("experiment")], ""),
     (["bench", "canary", "--canaries", "100", "--seeds", "2", "--mu", "20"], ""),
 ]
 

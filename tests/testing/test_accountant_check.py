@@ -300,3 +300,15 @@ def test_the_property_skips_declined_cells_and_fails_when_every_cell_is_declined
     assert_sound_for_all(declines_deterministic, small, max_examples=5)
     with pytest.raises((FailedHealthCheck, Unsatisfiable)):
         assert_sound_for_all(accountant(lambda c, s, d: None, "declines all"), small, max_examples=5)
+
+
+def test_a_shuffled_cells_attack_is_the_hidden_position_epoch_through_the_shuffled_loop():
+    """The attack a verdict names for a shuffled cell: the hidden-position epoch of the step pair, and an audit
+    command that keeps --top shuffle (the known-position value is not attained under shuffling)."""
+    from tsdp.testing.attack import audit_command, describe_pair
+
+    config = TrainingConfig(top="shuffle")
+    assert "--top shuffle" in audit_command("T1", config, 10, 1e-5)
+    assert "--top" not in audit_command("T1", config.with_(top="deterministic"), 10, 1e-5)
+    text = describe_pair("T1", config)
+    assert text.startswith("hidden-position epoch") and "max over the epoch's 10 releases" in text

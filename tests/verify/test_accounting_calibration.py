@@ -4,7 +4,7 @@ import pytest
 from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.calibration import calibrate_sigma
-from tsdp.verify.events import training_event
+from tsdp.verify.events import count_compositions, training_event
 
 D = 1e-3
 TOL = 1e-2
@@ -32,7 +32,7 @@ def sound_epsilon(config, steps):
 @pytest.mark.parametrize("config,target,steps", CONFIGS)
 def test_calibration_round_trip(config, target, steps):
     r = calibrate_sigma(config, target, 1e-5, steps=steps, tolerance=TOL, discretization=D)
-    assert r.compositions == training_event(config, steps=steps).count
+    assert r.compositions == count_compositions(training_event(config, steps=steps))
     assert sound_epsilon(config.with_(sigma=r.sigma), steps) == r.epsilon <= target  # an accounting at D
     assert sound_epsilon(config.with_(sigma=r.sigma * (1 - TOL)), steps) > target
 

@@ -116,8 +116,8 @@ def add_parsers(sub, command) -> None:
             f"{sched} -> {r.compositions} compositions of the per-{r.scope} bound; {_grid(r)}",
             *([] if sound is None else ["sound: connect-the-dots of the theorem's one-step profile, rounded up"]),
             *([] if args.sound_only else [
-                "attained: " + (f"construction {r.construction}'s pair composed, rounded down"
-                                if r.construction else f"none ({r.attained_refused})")]),
+                "attained: " + (f"{r.attained_law} composed, rounded down"
+                                if r.attained_law else f"none ({r.attained_refused})")]),
         ])
         _print(args, payload, human)
         return 0

@@ -118,6 +118,20 @@ def _human_canary(d: dict) -> str:
     return "\n".join(lines)
 
 
+def default_construction(config, fallback: str) -> str:
+    """The construction `tsdp audit --top TOP` runs without --theorem: the one the scheme's sound bound names
+    (T1/T3/T4 for deterministic and shuffled iteration, T6/T9/T10 for WOR, ...), else ``fallback``."""
+    from tsdp.theorems.bounds.base import TheoremError
+    from tsdp.theorems.constructions import CONSTRUCTIONS
+    from tsdp.theorems.registry import select_bound
+
+    try:
+        construction = select_bound(config)[0].construction
+    except TheoremError:
+        return fallback
+    return construction if construction in CONSTRUCTIONS else fallback
+
+
 def add_parsers(sub, command) -> None:
     """Add the `audit` and `audit-model` sub-commands and register their handlers."""
     p = sub.add_parser(
@@ -131,7 +145,10 @@ def add_parsers(sub, command) -> None:
         "T13/T14 audit the pooled-window loop against T13's one-record guarantee (claim C6): an audit above it is "
         "a relation mismatch (one element lies in k windows), reported as such with exit 0. Exit 1: a certified "
         "violation of a sound bound that covers the attack's relation; 2: bad input.")
-    p.add_argument("--theorem", default="T6", help="construction: T1 T3 T4 T6 T9 T10 T11 T13 T14 (default T6)")
+    p.add_argument("--theorem", default="T6",
+                   help="construction: T1 T3 T4 T6 T9 T10 T11 T13 T14 (default: the one of --top's scheme when --top "
+                        "is given, else T6); T1/T3/T4 with --top shuffle run shuffled iteration and read each epoch's "
+                        "maximum (the hidden-position attained ε)")
     p.add_argument("--trials", type=int, required=True, help="trials per world")
     schedule = p.add_mutually_exclusive_group()
     schedule.add_argument("--steps", type=int, default=None,
@@ -187,6 +204,8 @@ def add_parsers(sub, command) -> None:
         from tsdp.attacks.montecarlo.audit import audit
         from tsdp.attacks.montecarlo.constructions import scheme_config
 
+        if "--theorem" not in getattr(args, "typed_flags", ()) and "--top" in getattr(args, "typed_flags", ()):
+            args.theorem = default_construction(config, args.theorem)
         fixed = scheme_config(args.theorem, config)
         for field in ("top", "bottom", "sigma_context", "sigma_forecast"):
             flag = "--" + field.replace("_", "-")

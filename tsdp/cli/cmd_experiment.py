@@ -91,7 +91,8 @@ def add_parsers(sub, command) -> None:
                    help="run the cells on a Dask scheduler at ADDRESS, or 'auto' for a local Dask cluster "
                         "(needs the tsdp[cluster] extra)")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="folder of the cell files (one JSON each; a rerun resumes from them) (default "
+                   help="folder of the cell files (one JSON each; a rerun resumes from them, and recomputes, with a "
+                        "note, a file that is damaged or of other settings, data or code) (default "
                         "tsdp-experiment/<dataset>)")
     p.add_argument("--quick", action="store_true",
                    help=f"a small grid that finishes in minutes: {' and '.join(QUICK_MODELS)}, {QUICK_SEEDS} "
@@ -110,7 +111,7 @@ def add_parsers(sub, command) -> None:
         _check(args)
         from tsdp.attacks.data.benchmarks import dataset_names, split_for
         from tsdp.attacks.experiment.grid import GridSettings, plan
-        from tsdp.attacks.experiment.table import (NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of, run_grid,
+        from tsdp.attacks.experiment.table import (NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of,
                                                    same_runs)
         from tsdp.attacks.montecarlo.shards import check_cluster
 
@@ -118,12 +119,17 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --dataset: must be one of {', '.join(dataset_names())} (got {args.dataset!r})")
         check_workers("workers", args.workers)
         check_cluster(args.cluster)
+        _check_baselines()
         cells = plan(models=args.models, epsilons=args.epsilons, seeds=args.seeds, levels=tuple(args.levels),
                      tops=args.tops, w=args.w, sigma_forecast=args.sigma_forecast)
         user = _user_data(args)
         split = split_for(args.dataset, args.data_dir, download=args.download, user=user)
         name = split.spec.name
-        out = args.out or os.path.join("tsdp-experiment", name)
+        from tsdp.attacks.inference.mechanism import check_samples
+
+        check_samples(args.samples, 1, split.spec.context_length, split.spec.forecast_length)  # one window's
+        # sample paths: the test windows are drawn in chunks that fit the memory limit (train.evaluate)
+        out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
         _check_out(out)
         v = (args.v or split.spec.label_noise_v) if "label-noise" in args.levels else None
         settings = GridSettings(dataset=None if name == "m1-yearly" or user else name, data_dir=args.data_dir,
@@ -131,22 +137,29 @@ def add_parsers(sub, command) -> None:
                                 device=args.device, discretization=args.discretization, seed=args.seed, user=user)
         import sys
 
-        from tsdp.attacks.experiment.cells import epochs_cap, load_done
+        from tsdp.attacks.experiment.cells import epochs_cap, read_stored
         from tsdp.attacks.experiment.estimate import estimate
 
-        pending = [c for c in cells if load_done(out, c, settings) is None]
+        pending = []
+        for c in cells:
+            stored = read_stored(out, c, settings)
+            if stored.problem is not None:
+                print(f"tsdp experiment: note: {stored.path}: {stored.problem}; recomputed", file=sys.stderr)
+            if stored.result is None:
+                pending.append(c)
         plan_note = estimate(pending, settings)
         print(f"{len(cells) - len(pending)} of {len(cells)} cells already in {out}; " + plan_note.line(), file=sys.stderr)
-        results, info = run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster,
-                                 progress=True)
+        results, info = _run(cells, settings, out, args)
         baselines = baseline_crps_of(settings)
         rows = rows_of(results, epochs_cap(settings))
         c7 = claim_c7(rows, baselines, name)
         best, same = best_cells(rows, baselines), same_runs(rows)
         payload = {"dataset": split.spec.as_dict(), "split": split.as_dict(),
-                   "rows": [r.as_dict() for r in rows], "same_runs": [x.as_dict() for x in same],
+                   "rows": [_noted(r.as_dict(), ("crps_mean", "crps_std"), NO_STEP) for r in rows],
+                   "same_runs": [x.as_dict() for x in same],
                    "baselines": baselines, "best": [b.as_dict() for b in best], "claim_c7": c7.as_dict(),
-                   "cells": [with_note(r.as_dict(), "epsilon", NO_DP) for r in results],
+                   "cells": [_noted(with_note(r.as_dict(), "epsilon", NO_DP), ("crps", "selected_crps"), NO_STEP)
+                             for r in results],
                    "settings": settings.as_dict(), "run": info,
                    "estimate": plan_note.as_dict(), "out": out}
         if args.json:
@@ -204,6 +217,45 @@ def _user_data(args):
                     layout=args.layout, item_id=args.item_id, timestamp=args.timestamp, target=args.target)
 
 
+NO_STEP = "null: the budget buys no training step (nothing trained, no forecast to score)"
+"""What the JSON null of a CRPS means: the cell's (or every seed's) budget bought no step (the table's 'no step')."""
+
+
+def _noted(payload: dict, keys, note: str) -> dict:
+    """``payload`` with ``note`` beside each of ``keys`` whose value is non-finite (:func:`with_note`)."""
+    from tsdp.verify.json_data import with_note
+
+    for key in keys:
+        with_note(payload, key, note)
+    return payload
+
+
+def _check_baselines() -> None:
+    """The baselines come after the grid: a missing statsforecast is refused before any cell trains."""
+    try:
+        import statsforecast  # noqa: F401
+    except ImportError:
+        from tsdp.theorems.errors import MissingExtraError
+
+        raise MissingExtraError("tsdp experiment's seasonal-naive and AutoETS baselines need statsforecast",
+                                "experiments") from None
+
+
+def _run(cells, settings, out: str, args):
+    """The grid's results and run info; a cell refused as bad input (a ConfigError, e.g. a training that diverges
+    under --v) is that one line, not the engine's ShardError after its retries."""
+    from tsdp.attacks.experiment.table import run_grid
+    from tsdp.attacks.montecarlo.shards import ShardError
+    from tsdp.theorems.config import ConfigError
+
+    try:
+        return run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster, progress=True)
+    except ShardError as exc:
+        if isinstance(exc.__cause__, ConfigError):
+            raise exc.__cause__ from None
+        raise
+
+
 def _check(args) -> None:
     """Bad values of the grid's flags: one line each (the choices are argparse's)."""
     if args.quick:
@@ -224,6 +276,8 @@ def _check(args) -> None:
         raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
     if args.samples < 10:
         raise UsageError(f"invalid --samples: must be >= 10 (got {args.samples})")
+    if args.out is not None and not args.out.strip():
+        raise UsageError(f"invalid --out: must name a folder (got {args.out!r})")
     if args.v is not None:
         if "label-noise" not in args.levels:
             raise UsageError("invalid --v: it sets the label-noise level's v: add label-noise to --levels")
