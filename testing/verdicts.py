@@ -130,6 +130,15 @@ class Verdict:
         return self.unsound and bool(self.sound_under_bounds)
 
     @property
+    def attack(self) -> str:
+        """The attained side's attack in words: the construction, on its hidden-position epoch under shuffling (the
+        known-position construction is not attained there)."""
+        from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP
+
+        hidden = self.config.get("top") in HIDDEN_POSITION_TOP
+        return f"{self.construction} construction" + (", hidden-position epoch" if hidden else "")
+
+    @property
     def evidence(self) -> str:
         """The bound behind the verdict, in a word: the attained construction (unsound), the sound theorem (sound,
         between), or '-'."""
@@ -175,7 +184,7 @@ class Verdict:
             where_in = ("" if self.bracket_position is None
                         else f", {self.bracket_position:.0%} of the way from the attained to the sound ε")
             return (f"between: {self.accountant} reports ε = {_eps(self.epsilon_reported)} in tsdp's bracket "
-                    f"[attained {self.epsilon_attained:.4g} ({self.construction} construction), {upper}]{where_in} "
+                    f"[attained {self.epsilon_attained:.4g} ({self.attack}), {upper}]{where_in} "
                     f"({where})")
         if self.verdict == DECLINED:
             return f"declined: {self.accountant} declines this cell ({self.note}); not judged ({where})"
@@ -185,6 +194,7 @@ class Verdict:
         d = asdict(self)
         d["sound_under"] = list(self.sound_under)
         d["evidence"] = self.evidence
+        d["attack"] = self.attack
         d["relation_mismatch"] = self.relation_mismatch
         d["message"] = self.message()
         for key in ("epsilon_reported", "ratio"):

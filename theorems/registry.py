@@ -99,10 +99,16 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
     top, bottom, lam = config.top, config.bottom, config.instances
     if top in ("deterministic", "shuffle"):
         if bottom == "poisson":
-            return REGISTRY["T4"], "T4 is tight for deterministic top level with Poisson bottom level"
-        if lam == 1:
-            return REGISTRY["T1"], "T1 is tight for deterministic top level, WR bottom level, λ = 1"
-        return REGISTRY["T2"], "T2 is the sound upper bound for deterministic top level, WR bottom level, λ > 1"
+            bound, reason = REGISTRY["T4"], "T4 is tight for deterministic top level with Poisson bottom level"
+        elif lam == 1:
+            bound, reason = REGISTRY["T1"], "T1 is tight for deterministic top level, WR bottom level, λ = 1"
+        else:
+            bound, reason = (REGISTRY["T2"],
+                             "T2 is the sound upper bound for deterministic top level, WR bottom level, λ > 1")
+        if top == "shuffle":  # every order is a deterministic one: sound; its tightness is shown for a known order only
+            reason += ("; sound for shuffled iteration too (each shuffled order is a deterministic one), not shown "
+                       "tight there: the order is hidden, and the attained value is the hidden-position epoch's")
+        return bound, reason
     if top == "wor":
         if bottom == "poisson":
             return REGISTRY["T8"], "T8 is the sound upper bound for WOR top level with Poisson bottom level"

@@ -312,3 +312,12 @@ def test_a_shuffled_cells_attack_is_the_hidden_position_epoch_through_the_shuffl
     assert "--top" not in audit_command("T1", config.with_(top="deterministic"), 10, 1e-5)
     text = describe_pair("T1", config)
     assert text.startswith("hidden-position epoch") and "max over the epoch's 10 releases" in text
+
+
+def test_a_shuffled_cells_bracket_names_the_hidden_position_epoch():
+    """A constant 5 at shuffle, 10 steps, δ = 1e-5 sits in the bracket of the hidden-position epoch (attained 4.285):
+    between, not unsound, and the message names that construction (the known-position 6.575 is not attained)."""
+    (v,) = check_accountant(accountant(lambda c, s, d: 5.0, "five"), TrainingConfig(top="shuffle"), steps=10,
+                            delta=1e-5).verdicts
+    assert v.verdict == "between" and 4.28 < v.epsilon_attained < 4.29
+    assert "(T1 construction, hidden-position epoch)" in v.message()
