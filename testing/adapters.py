@@ -31,7 +31,18 @@ DP_ACCOUNTING_ACCOUNTANTS = ("pld", "rdp")
 
 
 def sample_rate(config: TrainingConfig, which: str) -> float:
-    """The guessed Poisson rate ``which`` (:data:`SAMPLE_RATES`) of ``config``, at most 1."""
+    """The guessed Poisson rate ``which`` (:data:`SAMPLE_RATES`) of ``config``, at most 1.
+
+    Args:
+        config: The configuration.
+        which: ``"series"`` (Λ/N, the top-level rate) or ``"window"`` (Λ/(N·T), the pooled rate).
+
+    Returns:
+        The rate, at most 1.
+
+    Raises:
+        ConfigError: An unknown ``which`` (named ``sample_rate``).
+    """
     if which == "series":
         return min(1.0, config.batch_size / config.N)
     if which == "window":
@@ -53,7 +64,16 @@ class NamedAccountant:
 
 def accountant(fn: Callable[[TrainingConfig, int, float], float], name: Optional[str] = None,
                claims: Optional[str] = None) -> NamedAccountant:
-    """A plain ``fn(config, steps, delta) -> ε`` with a name (default: its qualified name) and a claim."""
+    """A plain ``fn(config, steps, delta) -> ε`` with a name and a claim.
+
+    Args:
+        fn: The accountant, ``fn(config, steps, delta) -> ε``.
+        name: Its name in verdicts (default: its qualified name).
+        claims: The relation it claims to answer for, in words.
+
+    Returns:
+        The named accountant; calling it calls ``fn``.
+    """
     return NamedAccountant(fn, name or getattr(fn, "__qualname__", repr(fn)), claims)
 
 
@@ -69,8 +89,20 @@ def _rate_guess(compute: Callable[[float, float, int, float], float], name: str,
 
 
 def opacus_accountant(kind, sample_rate: str = "series") -> NamedAccountant:
-    """Opacus's accountant ``kind`` ("rdp", "prv", "gdp" or an ``IAccountant`` subclass) with the history
-    (σ, guessed rate, S): what ``PrivacyEngine`` records for S steps at a Poisson ``sample_rate``."""
+    """Opacus's accountant ``kind`` with the history (σ, guessed rate, S): what ``PrivacyEngine`` records for S
+    steps at a Poisson ``sample_rate``. Needs ``tsdp[opacus]``.
+
+    Args:
+        kind (str | type): "rdp", "prv", "gdp" or an ``IAccountant`` subclass.
+        sample_rate: The guessed rate (:data:`SAMPLE_RATES`): ``"series"`` (Λ/N) or ``"window"`` (Λ/(N·T)).
+
+    Returns:
+        The accountant, named after ``kind`` and the rate's formula, claiming the rate's relation.
+
+    Raises:
+        MissingExtraError: Opacus is not installed.
+        ConfigError: An unknown ``kind`` or ``sample_rate``.
+    """
     try:
         from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
     except ImportError as exc:
@@ -116,8 +148,20 @@ def _dp_accounting(kind: str):
 
 def dp_accounting_accountant(builder: Callable, accountant: str = "pld", name: Optional[str] = None,
                              claims: Optional[str] = None) -> NamedAccountant:
-    """``builder(config, steps) -> DpEvent`` composed by dp-accounting's ``accountant`` ("pld": ``PLDAccountant``
-    on the grid :data:`DP_ACCOUNTING_GRID`, "rdp": ``RdpAccountant``); ε at δ."""
+    """``builder(config, steps) -> DpEvent`` composed by dp-accounting's ``accountant``; ε at δ.
+
+    Args:
+        builder: ``builder(config, steps) -> DpEvent``, the event of S steps.
+        accountant: "pld": ``PLDAccountant`` on the grid :data:`DP_ACCOUNTING_GRID`; "rdp": ``RdpAccountant``.
+        name: Its name in verdicts (default: the accountant and the builder's qualified name).
+        claims: The relation it claims to answer for, in words.
+
+    Returns:
+        The named accountant.
+
+    Raises:
+        ConfigError: An unknown ``accountant``.
+    """
     _dp_accounting(accountant)  # refuses an unknown kind now
 
     def fn(config: TrainingConfig, steps: int, delta: float) -> float:
@@ -130,7 +174,18 @@ def dp_accounting_accountant(builder: Callable, accountant: str = "pld", name: O
 
 
 def poisson_pld(sample_rate: str = "series", accountant: str = "pld") -> NamedAccountant:
-    """dp-accounting's ``accountant`` over S self-composed Poisson-subsampled Gaussians (σ) at the guessed rate."""
+    """dp-accounting's ``accountant`` over S self-composed Poisson-subsampled Gaussians (σ) at the guessed rate.
+
+    Args:
+        sample_rate: The guessed rate (:data:`SAMPLE_RATES`): ``"series"`` (Λ/N) or ``"window"`` (Λ/(N·T)).
+        accountant: "pld" (on the grid :data:`DP_ACCOUNTING_GRID`) or "rdp".
+
+    Returns:
+        The accountant, named after the rate's formula, claiming the rate's relation.
+
+    Raises:
+        ConfigError: An unknown ``sample_rate`` or ``accountant``.
+    """
     from dp_accounting import dp_event
 
     _dp_accounting(accountant)
@@ -145,9 +200,16 @@ def poisson_pld(sample_rate: str = "series", accountant: str = "pld") -> NamedAc
 
 
 def tsdp_accountant(theorem: Optional[str] = None, *, discretization: float = 1e-4) -> NamedAccountant:
-    """tsdp's own accountant: the sound ε of :func:`tsdp.verify.accounting.epsilon` (upper bound; the tightest
-    sound bound for the scheme, or ``theorem``), at ``discretization``; inf (no finite guarantee) where the
-    catalogue has no sound bound for the scheme (pooled windows with k > 1, Poisson top level)."""
+    """tsdp's own accountant: the sound ε of :func:`tsdp.verify.accounting.epsilon` (an upper bound).
+
+    Args:
+        theorem: The bound's T-id (None: the tightest sound bound for the scheme).
+        discretization: The PLD grid.
+
+    Returns:
+        The accountant; it answers inf (no finite guarantee) where the catalogue has no sound bound for the scheme
+            (pooled windows with k > 1, Poisson top level) and no ``theorem`` was given.
+    """
     from tsdp.theorems.errors import TheoremError
     from tsdp.verify import accounting
 

@@ -60,6 +60,18 @@ def _reference(config: TrainingConfig, steps: int, delta: float, discretization:
 def reference(config: TrainingConfig, steps: int, delta: float, relation: Relation,
               discretization: float = DISCRETIZATION, *, attained: bool = True) -> Reference:
     """tsdp's sound and attained ε after ``steps`` training steps at ``delta``, for ``relation`` on ``config``'s batching
-    (paper Appendix B.3 accounting; sound: upper bound, attained: lower bound; ``attained=False``: the sound
-    one only, half the work)."""
+    (paper Appendix B.3 accounting; sound: upper bound, attained: lower bound).
+
+    Args:
+        config: The configuration whose batching is accounted.
+        steps: The number of training steps.
+        delta: The δ.
+        relation: The neighbouring relation accounted for.
+        discretization: The PLD grid (sound rounds up, attained down).
+        attained: False: the sound ε only, half the work.
+
+    Returns:
+        The bracket: ``epsilon_attained`` (lower) ≤ true ε ≤ ``epsilon_sound`` (upper), the theorem and
+            construction behind them, and why a number is missing.
+    """
     return _reference(relation.config(config), int(steps), float(delta), float(discretization), bool(attained))

@@ -42,7 +42,16 @@ class AccountantError(ValueError):
 
 
 class UnsoundAccountantError(AssertionError):
-    """An accountant reported less than tsdp's attained ε for the claimed relation (raised by the assertions)."""
+    """An accountant reported less than tsdp's attained ε for the claimed relation (raised by the assertions).
+
+    The message is the verdicts' messages, one per line (each names the attack and its `tsdp audit` command).
+
+    Args:
+        verdicts: The unsound verdicts.
+
+    Attributes:
+        verdicts: The unsound verdicts, as a tuple.
+    """
 
     def __init__(self, verdicts: Sequence[Verdict]):
         self.verdicts = tuple(verdicts)
@@ -88,10 +97,23 @@ def _where(config: TrainingConfig, steps: int, delta: float) -> str:
 
 def reported_epsilon(fn: Accountant, config: TrainingConfig, steps: int, delta: float,
                      timeout: Optional[float] = DEFAULT_TIMEOUT) -> Optional[float]:
-    """The accountant's ε for one cell as a float ≥ 0 (inf allowed: a vacuous guarantee), None where it declines the
-    cell (returns None, raises NotImplementedError or tsdp's TheoremError), or :class:`AccountantError` with one
-    line: it raised, hung past ``timeout`` s (None: no limit), exited, or returned NaN, a negative number, an
-    integer beyond the float range or something that is not a real number. Runs ``fn`` in a worker process."""
+    """The accountant's ε for one cell. Runs ``fn`` in a worker process.
+
+    Args:
+        fn: The accountant, ``fn(config, steps, delta) -> ε``.
+        config: The cell's configuration.
+        steps: The cell's number of training steps.
+        delta: The cell's δ.
+        timeout: Seconds ``fn`` may take (None: no limit).
+
+    Returns:
+        ε as a float ≥ 0 (inf allowed: a vacuous guarantee), or None where ``fn`` declines the cell (returns
+            None, raises NotImplementedError or tsdp's TheoremError).
+
+    Raises:
+        AccountantError: One line: ``fn`` raised, hung past ``timeout`` s, exited, or returned NaN, a negative
+            number, an integer beyond the float range or something that is not a real number.
+    """
     with AccountantWorker(fn, timeout) as worker:
         reply = worker.ask(config, steps, delta)
     if reply.kind == REPLY_DECLINED:
@@ -109,7 +131,21 @@ def judge(eps: float, config: TrainingConfig, steps: int, delta: float, relation
           accountant: str = "accountant", claims: Optional[str] = None,
           discretization: float = DISCRETIZATION) -> Verdict:
     """The verdict on a reported ``eps`` for one cell against tsdp's reference for ``relation``
-    (:func:`judge_reference`)."""
+    (:func:`judge_reference`): attained (lower bound) and sound (upper bound) ε.
+
+    Args:
+        eps: The ε the accountant reported.
+        config: The cell's configuration.
+        steps: The cell's number of training steps.
+        delta: The cell's δ.
+        relation: The relation the accountant claims to answer for.
+        accountant: The accountant's name, for the verdict.
+        claims: What the accountant says it answers for, for the verdict.
+        discretization: The PLD grid of tsdp's reference.
+
+    Returns:
+        The cell's verdict.
+    """
     ref = reference(config, steps, delta, relation, discretization)
     return judge_reference(eps, ref, config, steps, delta, relation, accountant=accountant, claims=claims,
                            discretization=discretization)
@@ -215,15 +251,36 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
                      worker: Optional[AccountantWorker] = None) -> CheckReport:
     """Check ``fn(config, steps, delta) -> ε`` on a grid against tsdp's attained (lower) and sound (upper) ε.
 
-    ``configs``: TrainingConfigs (each at ``steps``, default 1000), :class:`~tsdp.testing.grid.Cell`\\ s, or None
-    for :func:`~tsdp.testing.grid.default_grid` (the paper's Section 5 configurations plus seeded random
-    ones). ``relation``: what the accountant claims to answer for ("event", "user", "window", "series" or a
-    :class:`Relation`; None: each configuration's own, event level w = 1 by default). ``timeout``: seconds
-    per call (default :data:`DEFAULT_TIMEOUT`; None: no limit). ``fn`` runs in a worker process (``worker``: a
-    running :class:`~tsdp.testing.worker.AccountantWorker` of ``fn`` to reuse, whose own limit then applies). A
-    cell ``fn`` declines (it returns None, raises NotImplementedError or tsdp's TheoremError) is reported as
-    declined; raises
-    :class:`AccountantError` (one line) when ``fn`` fails on a cell otherwise.
+    ``fn`` runs in a worker process. A cell ``fn`` declines (it returns None, raises NotImplementedError or
+    tsdp's TheoremError) is reported as declined.
+
+    Args:
+        fn: The accountant, ``fn(config, steps, delta) -> ε``.
+        configs: TrainingConfigs (each at ``steps``), :class:`~tsdp.testing.grid.Cell`\\ s, or None for
+            :func:`~tsdp.testing.grid.default_grid` (the paper's Section 5 configurations plus seeded random ones).
+        steps: The training steps of each TrainingConfig of ``configs`` (one number or several; default 1000).
+        delta: The δ of every cell.
+        relation: What the accountant claims to answer for ("event", "user", "window", "series" or a
+            :class:`Relation`; None: each configuration's own, event level w = 1 by default).
+        timeout: Seconds per call (default :data:`DEFAULT_TIMEOUT`; None: no limit).
+        discretization: The PLD grid of tsdp's reference ε.
+        progress: Show a progress bar (tqdm).
+        worker: A running :class:`~tsdp.testing.worker.AccountantWorker` of ``fn`` to reuse, whose own limit then
+            applies.
+
+    Returns:
+        Every cell's verdict, with counts per verdict.
+
+    Raises:
+        AccountantError: One line, when ``fn`` fails on a cell otherwise.
+
+    Example:
+        Check Opacus's RDP accountant at the guessed rate Λ/N on the default grid::
+
+            from tsdp.testing import check_accountant, opacus_accountant
+
+            report = check_accountant(opacus_accountant("rdp"))
+            print(report.counts)
     """
     delta = check_delta(delta)
     cells = _cells(configs, steps)
@@ -256,9 +313,26 @@ def assert_not_unsound(fn: Accountant, config: TrainingConfig, steps: int = 1000
                        relation: Union[None, str, Relation] = None, discretization: float = DISCRETIZATION,
                        timeout: Optional[float] = DEFAULT_TIMEOUT,
                        worker: Optional[AccountantWorker] = None) -> Verdict:
-    """Raise :class:`UnsoundAccountantError` (an AssertionError: the verdict's message, the attack and its
-    `tsdp audit` command) when ``fn`` reports less than tsdp's attained ε on this cell; return the verdict
-    (a declined cell's too). ``timeout`` and ``worker`` as in :func:`check_accountant`."""
+    """Assert that ``fn`` reports at least tsdp's attained ε (a lower bound) on this cell.
+
+    Args:
+        fn: The accountant, ``fn(config, steps, delta) -> ε``.
+        config: The cell's configuration.
+        steps: The cell's number of training steps.
+        delta: The cell's δ.
+        relation: What the accountant claims to answer for, as in :func:`check_accountant`.
+        discretization: The PLD grid of tsdp's reference ε.
+        timeout: As in :func:`check_accountant`.
+        worker: As in :func:`check_accountant`.
+
+    Returns:
+        The verdict (a declined cell's too).
+
+    Raises:
+        UnsoundAccountantError: An AssertionError (the verdict's message, the attack and its `tsdp audit`
+            command) when ``fn`` reports less than tsdp's attained ε on this cell.
+        AccountantError: ``fn`` fails on the cell (one line).
+    """
     report = check_accountant(fn, Cell(config, check_int("steps", steps, 1)), delta=delta, relation=relation,
                               discretization=discretization, timeout=timeout, worker=worker)
     if report.unsound:
@@ -269,8 +343,24 @@ def assert_not_unsound(fn: Accountant, config: TrainingConfig, steps: int = 1000
 def assert_sound(fn: Accountant, configs=None, *, steps=None, delta: float = 1e-5,
                  relation: Union[None, str, Relation] = None,
                  timeout: Optional[float] = DEFAULT_TIMEOUT) -> CheckReport:
-    """:func:`check_accountant`, raising :class:`UnsoundAccountantError` when any cell is unsound and
-    :class:`AccountantError` when no cell was judged (every one declined or unchecked); the report."""
+    """:func:`check_accountant`, raising when any cell is unsound or no cell was judged.
+
+    Args:
+        fn: The accountant, ``fn(config, steps, delta) -> ε``.
+        configs (TrainingConfig | Cell | Iterable | None): As in :func:`check_accountant` (None:
+            :func:`~tsdp.testing.grid.default_grid`).
+        steps (int | Sequence[int] | None): As in :func:`check_accountant`.
+        delta: The δ of every cell.
+        relation: As in :func:`check_accountant`.
+        timeout: As in :func:`check_accountant`.
+
+    Returns:
+        The report.
+
+    Raises:
+        UnsoundAccountantError: Any cell is unsound.
+        AccountantError: No cell was judged (every one declined or unchecked), or ``fn`` failed on a cell.
+    """
     report = check_accountant(fn, configs, steps=steps, delta=delta, relation=relation, timeout=timeout)
     if report.unsound:
         raise UnsoundAccountantError(report.unsound)

@@ -21,7 +21,12 @@ RANDOM_SCHEMES = (("wor", "wr"), ("wor", "poisson"), ("deterministic", "wr"), ("
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell of a grid: a configuration and a number of training steps."""
+    """One cell of a grid: a configuration and a number of training steps.
+
+    Attributes:
+        config: The configuration.
+        steps: The number of training steps (an integer ≥ 1; ConfigError otherwise).
+    """
 
     config: TrainingConfig
     steps: int
@@ -58,7 +63,15 @@ def random_cells(n: int, seed: int = 0, steps: int = 100) -> Tuple[Cell, ...]:
 
 
 def default_grid(random: int = 6, seed: int = 0) -> Tuple[Cell, ...]:
-    """The declared grid: :func:`section5_cells` then :func:`random_cells` (``random`` of them, ``seed``)."""
+    """The declared grid: :func:`section5_cells` then :func:`random_cells`.
+
+    Args:
+        random: How many random cells (drawn over :data:`RANDOM_SCHEMES`, λ = 1, 100 steps each).
+        seed: The seed of the random cells (``numpy.random.default_rng``).
+
+    Returns:
+        The Section 5 cells, then the random ones.
+    """
     return section5_cells() + random_cells(random, seed)
 
 

@@ -29,8 +29,24 @@ def pytest_configure(config):
 @pytest.fixture
 def tsdp_accountant_check(request):
     """A function ``check(fn, **options)``: the hypothesis soundness property of ``fn(config, steps, delta) -> ε``
-    against tsdp's attained ε (:func:`tsdp.testing.strategies.assert_sound_for_all`), options from the
-    ``tsdp_accountant`` marker then the call."""
+    against tsdp's attained ε, a lower bound (:func:`tsdp.testing.strategies.assert_sound_for_all`).
+
+    Args:
+        request (pytest.FixtureRequest): pytest's request; its ``tsdp_accountant`` marker, if any, gives the
+            default options.
+
+    Returns:
+        check (Callable[..., None]): ``check(fn, **options)``, options from the ``tsdp_accountant`` marker then
+            the call (``strategy``, ``delta``, ``relation``, ``max_examples``, ``seed``, ``timeout``); it raises
+            :class:`~tsdp.testing.check.UnsoundAccountantError` on a (shrunk) counterexample.
+
+    Example:
+        In a downstream project's tests::
+
+            @pytest.mark.tsdp_accountant(max_examples=20)
+            def test_my_accountant_is_sound(tsdp_accountant_check):
+                tsdp_accountant_check(my_epsilon, delta=1e-6)
+    """
     marker = request.node.get_closest_marker(MARKER)
     defaults = dict(marker.kwargs) if marker is not None else {}
 

@@ -26,7 +26,15 @@ RECORDS = ("window", "event", "user", "series")
 
 @dataclass(frozen=True)
 class Relation:
-    """Substitution of one ``record`` (window | event | user | series); ``w`` for event and user level."""
+    """Substitution of one ``record``: the neighbouring relation an accountant answers for.
+
+    Attributes:
+        record: The record one neighbour changes: window | event | user | series.
+        w: The number of elements, for event and user level (1 for window and series).
+
+    Raises:
+        ConfigError: An unknown record, w below 1, or w ≠ 1 for window or series.
+    """
 
     record: str = "event"
     w: int = 1

@@ -29,10 +29,23 @@ SCHEMES: Tuple[Tuple[str, str], ...] = (
 def configs(draw, *, schemes: Sequence[Tuple[str, str]] = SCHEMES, relations: Sequence[str] = ("event",),
             augmentation: Optional[bool] = False, max_N: int = 500, max_L: int = 60, max_window: int = 8,
             max_instances: int = 1, max_w: int = 1, sigma: Tuple[float, float] = (0.5, 4.0)) -> TrainingConfig:
-    """A valid configuration of one of ``schemes`` and ``relations`` ("event", "user"), N ≤ ``max_N``,
-    L ≤ ``max_L``, L_C + L_F ≤ ``max_window``, λ ≤ ``max_instances``, w ≤ ``max_w``, σ in ``sigma``.
-    ``augmentation``: False none, True always (σ_C = σ_F > 0; WOR top / WR bottom, λ = 1: T11's scheme),
-    None either."""
+    """A hypothesis strategy of valid configurations.
+
+    Args:
+        schemes: The (top, bottom) schemes drawn from (default :data:`SCHEMES`).
+        relations: The relations drawn from ("event", "user").
+        augmentation: False none, True always (σ_C = σ_F > 0; WOR top / WR bottom, λ = 1: T11's scheme),
+            None either.
+        max_N: N ≤ ``max_N``.
+        max_L: L ≤ ``max_L``.
+        max_window: L_C + L_F ≤ ``max_window``.
+        max_instances: λ ≤ ``max_instances``.
+        max_w: w ≤ ``max_w``.
+        sigma: The range σ is drawn from.
+
+    Returns:
+        A strategy of :class:`~tsdp.theorems.config.TrainingConfig`\\ s.
+    """
     top, bottom = draw(st.sampled_from(list(schemes)))
     forecast = draw(st.integers(1, max(1, min(max_window, max_L))))
     context = draw(st.integers(0, max(0, max_window - forecast)))
@@ -54,7 +67,15 @@ def configs(draw, *, schemes: Sequence[Tuple[str, str]] = SCHEMES, relations: Se
 
 
 def cells(config_strategy=None, steps: Sequence[int] = (1, 10, 100)) -> st.SearchStrategy:
-    """:class:`~tsdp.testing.grid.Cell`\\ s: a configuration (default :func:`configs`) and a number of steps from ``steps``."""
+    """A hypothesis strategy of grid cells: a configuration and a number of training steps.
+
+    Args:
+        config_strategy (SearchStrategy[TrainingConfig] | None): The configurations' strategy (default :func:`configs`).
+        steps: The numbers of training steps drawn from.
+
+    Returns:
+        A strategy of :class:`~tsdp.testing.grid.Cell`\\ s.
+    """
     return st.builds(Cell, config_strategy if config_strategy is not None else configs(), st.sampled_from(list(steps)))
 
 
@@ -65,14 +86,33 @@ class _Stop(BaseException):
 
 def assert_sound_for_all(fn, strategy=None, *, delta: float = 1e-5, relation=None, max_examples: int = 50,
                          seed: int = 0, timeout: Optional[float] = DEFAULT_TIMEOUT) -> None:
-    """Hypothesis property: ``fn`` is never below tsdp's attained ε on a cell of ``strategy`` (default
-    :func:`cells`). On a counterexample hypothesis shrinks it and raises
-    :class:`~tsdp.testing.check.UnsoundAccountantError` with the attack (its note names the shrunk cell).
-    ``fn`` runs in one worker process for the whole run, each call under ``timeout`` seconds (default 60, as the
-    CLI's; None: no limit); when it hangs, exits or fails otherwise the run stops at once with that
-    :class:`~tsdp.testing.check.AccountantError` (one line, no shrinking). A cell ``fn`` declines is rejected
-    (hypothesis draws another; one that declines everything fails as unsatisfiable).
-    ``seed`` fixes hypothesis's draws; no example database is written."""
+    """Hypothesis property: ``fn`` is never below tsdp's attained ε (a lower bound) on a cell of ``strategy``.
+
+    ``fn`` runs in one worker process for the whole run. A cell ``fn`` declines is rejected (hypothesis draws
+    another; one that declines everything fails as unsatisfiable). No example database is written.
+
+    Args:
+        fn (Callable[[TrainingConfig, int, float], float]): The accountant, ``fn(config, steps, delta) -> ε``.
+        strategy (SearchStrategy[Cell] | None): A strategy of cells (default :func:`cells`).
+        delta: The δ of every cell.
+        relation (str | Relation | None): What the accountant claims to answer for, as in
+            :func:`tsdp.testing.check.check_accountant`.
+        max_examples: Hypothesis's number of examples.
+        seed: Fixes hypothesis's draws.
+        timeout: Seconds per call (default 60, as the CLI's; None: no limit).
+
+    Raises:
+        UnsoundAccountantError: On a counterexample, after hypothesis shrinks it: the attack (its note names the
+            shrunk cell).
+        AccountantError: ``fn`` hangs, exits or fails otherwise: the run stops at once (one line, no shrinking).
+
+    Example:
+        Check your accountant on small configurations::
+
+            from tsdp.testing import assert_sound_for_all, configs, cells
+
+            assert_sound_for_all(my_epsilon, cells(configs(max_N=200)), max_examples=20)
+    """
     from hypothesis import reject
 
     from .check import AccountantError, assert_not_unsound

@@ -68,15 +68,30 @@ class RelationBound:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One cell's verdict. ``config``: the configuration as a dict (``TrainingConfig.as_dict``); ``relation``:
-    the claimed relation (``record``, ``w``) and ``relation_text`` in words; ``epsilon_reported`` the
-    accountant's ε; ``epsilon_attained`` / ``epsilon_sound`` tsdp's lower / upper bound (None where missing);
-    ``theorem`` the sound bound, ``construction`` the attained construction, ``pair`` its pair in words,
-    ``audit_command`` the `tsdp audit` line (unsound cells, where the loop has the construction);
-    ``ratio`` = reported / attained; ``sound_under_bounds``: other relations whose sound ε the reported value
-    meets and is nearer to than to the claim's attained ε (unsound cells only); ``accountant``: the accountant's
-    name, ``claims`` what it says it answers for; ``note``: why a number is missing or a cell was not judged;
-    ``output``: what the accountant printed while answering this cell.
+    """One cell's verdict: the reported ε against tsdp's attained (lower) and sound (upper) ε.
+
+    Attributes:
+        verdict: "unsound", "between", "sound", "unchecked" or "declined".
+        accountant: The accountant's name.
+        config: The configuration as a dict (``TrainingConfig.as_dict``).
+        steps: The cell's number of training steps.
+        delta: The cell's δ.
+        relation: The claimed relation (``record``, ``w``).
+        relation_text: The claimed relation in words.
+        epsilon_reported: The accountant's ε.
+        epsilon_attained: tsdp's lower bound (None where missing).
+        epsilon_sound: tsdp's upper bound (None where missing).
+        theorem: The sound bound.
+        construction: The attained construction.
+        pair: The construction's pair in words.
+        audit_command: The `tsdp audit` line (unsound cells, where the loop has the construction).
+        ratio: Reported / attained.
+        bracket_position: Where the reported ε lies between the attained (0) and the sound (1) ε.
+        sound_under_bounds: Other relations whose sound ε the reported value meets and is nearer to than to the
+            claim's attained ε (unsound cells only).
+        claims: What the accountant says it answers for.
+        note: Why a number is missing or a cell was not judged.
+        output: What the accountant printed while answering this cell.
     """
 
     verdict: str
@@ -192,7 +207,15 @@ class Verdict:
 
 @dataclass(frozen=True)
 class CheckReport:
-    """Every cell's verdict for one accountant; ``counts`` per verdict and ``relation_mismatch`` among the unsound."""
+    """Every cell's verdict for one accountant.
+
+    Attributes:
+        accountant: The accountant's name.
+        claims: What the accountant says it answers for.
+        verdicts: One verdict per cell, in the grid's order.
+        seconds: The check's wall time.
+        counts: Cells per verdict, and ``relation_mismatch`` among the unsound (computed on construction).
+    """
 
     accountant: str
     claims: Optional[str]

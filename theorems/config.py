@@ -19,7 +19,17 @@ DEFAULT_L = 20
 
 
 class ConfigError(ValueError):
-    """A parameter violates a constraint; the message names the parameter and the constraint."""
+    """A parameter violates a constraint; the message names the parameter and the constraint.
+
+    Args:
+        parameter: The parameter's name (a field, an argument, or a CLI flag's parameter).
+        constraint: The constraint it violates, in words.
+        value (object): The value given (shown, shortened, in the message; None: not shown).
+
+    Attributes:
+        parameter: As given.
+        constraint: As given.
+    """
 
     def __init__(self, parameter: str, constraint: str, value=None):
         self.parameter = parameter
@@ -154,14 +164,34 @@ class TrainingConfig:
     subsequences per sequence, noise multiplier σ, top-level scheme
     (deterministic | shuffle | wor | poisson | pooled), bottom-level scheme (wr | poisson),
     neighbouring relation (event | user) over w elements, and augmentation noise
-    σ_C, σ_F in units of v (the largest change of one element). ``drop_last`` (shuffled
-    iteration only): an epoch is floor(N λ / Λ) steps of N' sequences, the rest of each
-    permutation unused (the official dp_forecasting code's epoch); every sequence is still in at
-    most one step per epoch, which is all the epoch-level bound assumes.
+    σ_C, σ_F in units of v (the largest change of one element).
 
     Construction validates every field and raises :class:`ConfigError` naming the first
     violated constraint. Derived quantities follow THEOREMS.md, with the generalisations
     (short sequences, w-event, w-user, variable length) applied to k.
+
+    Attributes:
+        N: Number of sequences N.
+        L: Sequence length L (None: 20, or the shortest of ``lengths``).
+        context_length: Context length L_C.
+        forecast_length: Forecast length L_F.
+        batch_size: Batch size Λ, in subsequences.
+        instances: λ, subsequences per sequence.
+        sigma: Noise multiplier σ.
+        top: Top-level scheme: deterministic | shuffle | wor | poisson | pooled.
+        bottom: Bottom-level scheme: wr | poisson.
+        relation: Neighbouring relation: event | user.
+        w: Number of elements the relation covers (w-event, w-user).
+        v: The largest change of one element (the unit of σ_C and σ_F).
+        sigma_context: Augmentation noise σ_C on the context, in units of v.
+        sigma_forecast: Augmentation noise σ_F on the forecast, in units of v.
+        lengths: The sequences' lengths, for variable-length data (None: L each).
+        drop_last: Shuffled iteration only: an epoch is floor(N λ / Λ) steps of N' sequences, the rest of each
+            permutation unused (the official dp_forecasting code's epoch); every sequence is still in at most one
+            step per epoch, which is all the epoch-level bound assumes.
+
+    Raises:
+        ConfigError: On construction, naming the first violated constraint.
     """
 
     N: int = 320
@@ -343,3 +373,5 @@ class TrainingConfig:
 
 
 DEFAULT_CONFIG = TrainingConfig()
+"""The paper's Section 5 configuration: N = 320, Λ = 32, σ = 1, λ = 1, L_C = L_F = 1, L = 20, WOR top level,
+WR bottom level (so r = 0.1 and ρ = 0.1)."""

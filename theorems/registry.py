@@ -40,7 +40,17 @@ def substituted(*bounds: Bound) -> Iterator[Dict[str, Bound]]:
 
 
 def get(theorem_id: str) -> Bound:
-    """The bound with this id (case-insensitive); :class:`TheoremError` for an unknown id."""
+    """The bound with this id (case-insensitive).
+
+    Args:
+        theorem_id: A catalogue id such as ``"T6"`` (THEOREMS.md), any case.
+
+    Returns:
+        The registered bound.
+
+    Raises:
+        TheoremError: An unknown id, or the id of a claim (not a bound; `tsdp verify` checks it).
+    """
     key = {k.lower(): k for k in REGISTRY}.get(str(theorem_id).lower())
     if key is None:
         claim = {k.lower(): c for k, c in CLAIMS.items()}.get(str(theorem_id).lower())
@@ -76,6 +86,15 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
     the general upper bounds (T2, T7, T8) for λ > 1. Refuses (TheoremError) schemes with
     no sound upper bound in the catalogue: Poisson top level, and pooled windows when one
     element lies in more than one window (T13 covers one window only).
+
+    Args:
+        config: The training configuration (its top and bottom level, λ and augmentation).
+
+    Returns:
+        The bound, and the reason it was chosen in words.
+
+    Raises:
+        TheoremError: The scheme has no sound upper bound in the catalogue.
     """
     top, bottom, lam = config.top, config.bottom, config.instances
     if top in ("deterministic", "shuffle"):

@@ -192,10 +192,25 @@ def _build_pld(bound, config, estimate: str, discretization: float, log_mass_tru
 class PldAccountant(privacy_accountant.PrivacyAccountant):
     """Privacy accountant for structured-subsampling DP-SGD (paper Appendix B.3), on dp-accounting PLDs.
 
-    ``estimate`` "sound" (upper bound, rounds up; the default, and the only one a budget may
-    use), "attained" (lower bound, rounds down) or "attained_upper" (the attained pair's
-    pessimistic composition). ``compose(event, count)``, ``supports(event)``,
-    ``get_epsilon(δ)``, ``get_delta(ε)`` and ``ledger`` as in dp-accounting.
+    ``compose(event, count)``, ``supports(event)``, ``get_epsilon(δ)``, ``get_delta(ε)`` and
+    ``ledger`` as in dp-accounting.
+
+    Args:
+        estimate: "sound" (upper bound, rounds up; the default, and the only one a budget may
+            use), "attained" (lower bound, rounds down) or "attained_upper" (the attained pair's
+            pessimistic composition).
+        discretization: Width of the privacy-loss grid, in (0, 1].
+        tail_mass_truncation: The library's ``tail_mass_truncation`` of each composition, in [0, 1).
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound`` (where the grid ends).
+
+    Raises:
+        ConfigError: An unknown ``estimate``, or a grid parameter out of its range.
+
+    Attributes:
+        estimate: The estimate this accountant composes.
+        discretization: The grid width asked for.
+        tail_mass_truncation: As given.
+        log_mass_truncation_bound: As given.
     """
 
     def __init__(self, estimate: str = "sound", *, discretization: float = DEFAULT_DISCRETIZATION,
@@ -396,10 +411,24 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
             log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION) -> EventAccounting:
     """Sound (upper) and attained (lower) ε at ``delta`` (or δ at ``epsilon``) of ``event``.
 
-    One :class:`PldAccountant` per estimate of ``estimates`` (default sound and attained; only
-    these are composed) over the same event; ``bracket=True`` adds ``attained_upper``, the
-    attained pair's pessimistic composition. A refused estimate is None with its reason;
-    :class:`UnsupportedBoundError` when every estimate asked for is refused.
+    One :class:`PldAccountant` per estimate of ``estimates`` over the same event.
+
+    Args:
+        event: The privacy event (:mod:`tsdp.verify.events`, or a composition of them).
+        delta: The target δ (give exactly one of ``delta`` and ``epsilon``).
+        epsilon: The target ε (give exactly one of ``delta`` and ``epsilon``).
+        estimates: The estimates composed (default sound and attained; only these are composed).
+        bracket: Also compose ``attained_upper``, the attained pair's pessimistic composition.
+        discretization: Width of the privacy-loss grid.
+        tail_mass_truncation: The library's ``tail_mass_truncation`` of each composition.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+
+    Returns:
+        Every estimate's value; a refused estimate is None with its reason.
+
+    Raises:
+        UnsupportedBoundError: Every estimate asked for is refused.
+        ConfigError: Neither or both of ``delta`` and ``epsilon``, or a bad value.
     """
     if (delta is None) == (epsilon is None):
         raise ConfigError("delta", "give exactly one of delta and epsilon", (delta, epsilon))

@@ -92,9 +92,22 @@ def epsilon(config: TrainingConfig, delta: float, *, steps: Optional[int] = None
 
     ``result.epsilon``: sound, an upper bound rounded up (None for a lower-bound theorem);
     ``result.epsilon_attained``: the construction's pair composed, a lower bound rounded down
-    (None without a construction). Without ``theorem`` the tightest sound upper bound for the
-    scheme is used (:func:`tsdp.theorems.registry.select_bound`). ``estimates`` picks which
-    are composed (``("sound",)`` for a budget: half the work or less).
+    (None without a construction).
+
+    Args:
+        config: The training configuration (scheme, sizes, σ, ...).
+        delta: The target δ.
+        steps: The number of training steps (give ``steps`` or ``epochs``).
+        epochs: The number of epochs (give ``steps`` or ``epochs``).
+        theorem: The bound's T-id; without it the tightest sound upper bound for the scheme is used
+            (:func:`tsdp.theorems.registry.select_bound`).
+        estimates: Which estimates are composed (``("sound",)`` for a budget: half the work or less).
+        discretization: Width of the privacy-loss grid (the library's ``value_discretization_interval``).
+        tail_mass_truncation: The library's ``tail_mass_truncation`` of each composition.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound`` (where the grid ends).
+
+    Returns:
+        The accounting answer: sound and attained ε, the theorem used and the number of compositions.
     """
     return _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound,
                 estimates, delta=delta)
@@ -106,6 +119,21 @@ def delta(config: TrainingConfig, epsilon: float, *, steps: Optional[int] = None
           tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
           log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION) -> AccountingResult:
     """Composed δ at ``epsilon`` after ``steps`` or ``epochs``; directions and ``estimates`` as in
-    :func:`epsilon` (``result.delta`` an upper bound rounded up, ``result.delta_attained`` a lower bound)."""
+    :func:`epsilon` (``result.delta`` an upper bound rounded up, ``result.delta_attained`` a lower bound).
+
+    Args:
+        config: The training configuration.
+        epsilon: The target ε.
+        steps: The number of training steps (give ``steps`` or ``epochs``).
+        epochs: The number of epochs (give ``steps`` or ``epochs``).
+        theorem: The bound's T-id; without it the tightest sound upper bound for the scheme.
+        estimates: Which estimates are composed (``("sound",)`` for a budget).
+        discretization: Width of the privacy-loss grid.
+        tail_mass_truncation: The library's ``tail_mass_truncation`` of each composition.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+
+    Returns:
+        The accounting answer: sound and attained δ, the theorem used and the number of compositions.
+    """
     return _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound,
                 estimates, epsilon=epsilon)

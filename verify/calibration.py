@@ -86,8 +86,25 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     an accounting at ``discretization``. One-step PLDs of every σ tried are cached on disk
     (:mod:`tsdp.verify.pld_cache`), so asking again costs the compositions only. Direction:
     the answer never exceeds the target when re-accounted (it is the bracket's admissible
-    end); it may be up to ``tolerance`` (relative) larger than needed. Raises ConfigError when
-    the target is unreachable below σ = 1e4.
+    end); it may be up to ``tolerance`` (relative) larger than needed.
+
+    Args:
+        config: The training configuration; its ``sigma`` is where the search starts.
+        target_epsilon: The ε budget.
+        delta: The target δ.
+        steps: The number of training steps (give ``steps`` or ``epochs``).
+        epochs: The number of epochs (give ``steps`` or ``epochs``).
+        theorem: The bound's T-id (default: the tightest sound upper bound of the scheme).
+        tolerance: Relative tolerance on σ.
+        discretization: Width of the privacy-loss grid every returned number is accounted at.
+        tail_mass_truncation: The library's ``tail_mass_truncation`` of each composition.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+
+    Returns:
+        σ, its re-accounted sound ε, the rejected σ just below it and the number of accountings.
+
+    Raises:
+        ConfigError: The target is unreachable below σ = 1e4, or a bad argument.
     """
     delta = check_delta(delta)
     target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)

@@ -96,6 +96,15 @@ class TrainingStepDpEvent(BoundDpEvent):
     Top level WOR (Algorithm 5), Poisson, or the pooled-window baseline; bottom level WR
     (Algorithm 4) or Poisson (Algorithm 6); λ windows per sequence, clipping to C and
     Gaussian noise σC on the summed clipped gradients, all as in ``config``.
+
+    Attributes:
+        config: The training configuration (a :class:`~tsdp.theorems.config.TrainingConfig`; stored as sorted
+            (field, value) pairs); its top level must be step-scoped (wor, poisson, pooled).
+        theorem: The bound's T-id (None: the tightest sound upper bound for the scheme,
+            :func:`tsdp.theorems.registry.select_bound`); it must be a per-step bound.
+
+    Raises:
+        ConfigError: An epoch-scoped top level (deterministic, shuffle): use :class:`TrainingEpochDpEvent`.
     """
 
     scope = "step"
@@ -112,10 +121,19 @@ class TrainingEpochDpEvent(BoundDpEvent):
 
     ceil(N / N') steps of Algorithm 2 that touch every sequence exactly once; the bottom
     level, λ, clipping and noise as in ``config``. The unit of the paper's Section 4.1 bounds.
-    ``steps_run`` (shuffled iteration only): a run that stopped after this many steps of the
-    epoch (None: all of them). The sound estimate charges it a whole epoch; the attained one
-    accounts the s steps that ran (:mod:`tsdp.theorems.hidden_position`: the changed sequence's
-    step is among them with probability s N' / N only).
+
+    Attributes:
+        config: The training configuration (a :class:`~tsdp.theorems.config.TrainingConfig`; stored as sorted
+            (field, value) pairs); its top level must be deterministic or shuffle.
+        theorem: The bound's T-id (None: the tightest sound upper bound for the scheme); it must be a per-epoch
+            bound.
+        steps_run: Shuffled iteration only: a run that stopped after this many steps of the epoch (None: all of
+            them). The sound estimate charges it a whole epoch; the attained one accounts the s steps that ran
+            (:mod:`tsdp.theorems.hidden_position`: the changed sequence's step is among them with probability
+            s N' / N only).
+
+    Raises:
+        ConfigError: A step-scoped top level (wor, poisson, pooled): use :class:`TrainingStepDpEvent`.
     """
 
     steps_run: Optional[int] = attr.ib(default=None)
@@ -184,9 +202,32 @@ def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epoch
     """The event of S training steps (or E epochs) of ``config``: the unit event self-composed.
 
     The only conversion of training steps into composed mechanisms in tsdp (module docstring).
+
     Shuffled iteration stopped inside an epoch (S not a multiple of steps_per_epoch) is the
     whole epochs then one partial epoch event (``steps_run`` = S mod steps_per_epoch), a
     ``ComposedDpEvent``; the sound estimate charges the partial epoch as a whole one.
+
+    Args:
+        config: The training configuration.
+        steps: The number of training steps S (give exactly one of ``steps`` and ``epochs``).
+        epochs: The number of epochs E.
+        theorem: The bound's T-id (None: the tightest sound upper bound for the scheme).
+
+    Returns:
+        The unit event (:class:`TrainingStepDpEvent` or :class:`TrainingEpochDpEvent`) self-composed
+            :func:`compositions` times; for shuffled iteration stopped inside an epoch, a ``ComposedDpEvent``
+            (above).
+
+    Raises:
+        ConfigError: Neither or both of ``steps`` and ``epochs``, or a count below 1.
+
+    Example:
+        Account 100 training steps of the paper's Section 5 configuration::
+
+            import tsdp
+
+            event = tsdp.training_event(tsdp.DEFAULT_CONFIG, steps=100)
+            print(tsdp.account(event, delta=1e-5).epsilon_sound)
     """
     unit = unit_event(config, theorem)
     count = compositions(config, steps=steps, epochs=epochs)
@@ -251,7 +292,16 @@ def _inference_items(config) -> Tuple[Tuple[str, object], ...]:
 @attr.s(frozen=True, slots=True)
 class InferenceReleaseDpEvent(BoundDpEvent):
     """One private forecast release (paper Appendix H): Poisson keep rate r per context step,
-    N(0, σ²) on kept values, mean imputation, a forecast; accounted with T15 (an upper bound)."""
+    N(0, σ²) on kept values, mean imputation, a forecast; accounted with T15 (an upper bound).
+
+    Attributes:
+        config: The release's :class:`~tsdp.theorems.bounds.inference.InferenceConfig` (or its (field, value)
+            pairs, validated; stored sorted).
+        theorem: The bound's T-id (default T15).
+
+    Raises:
+        ConfigError: ``config`` is not an InferenceConfig, or a field is invalid.
+    """
 
     config: Tuple[Tuple[str, object], ...] = attr.ib(converter=_inference_items)
     theorem: Optional[str] = attr.ib(default="T15", converter=_theorem_id)

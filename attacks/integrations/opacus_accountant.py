@@ -61,10 +61,23 @@ def _config_state(config: TrainingConfig) -> dict:
 class StructuredSubsamplingAccountant(IAccountant):
     """Opacus accountant for bi-level structured subsampling (paper Algorithms 1, 3-6; bounds T1-T14).
 
-    ``config``: the batching of the training (σ is taken from Opacus per step); ``theorem``:
-    a catalogue id, None for the tightest sound bound; ``estimate``: "sound" (upper bound,
-    default) or "attained" (lower bound of the construction, not a budget). ``history`` holds
-    Opacus's (σ, sample_rate, steps) runs, merged like Opacus's RDP accountant.
+    Args:
+        config: The batching of the training (σ is taken from Opacus per step); None: the configuration
+            :func:`register` set (registry-created instances).
+        theorem: A catalogue id, None for the tightest sound bound.
+        estimate: "sound" (upper bound, default) or "attained" (lower bound of the construction, not a budget).
+        discretization: The PLD grid (default 1e-4).
+
+    Raises:
+        ConfigError: No configuration, a bad option, or a scheme without a bound to account it (refused on
+            construction rather than at ``get_epsilon``).
+
+    Attributes:
+        history: Opacus's (σ, sample_rate, steps) runs, merged like Opacus's RDP accountant.
+        config: The configuration accounted.
+        theorem: The theorem asked for (None: the tightest sound bound).
+        estimate: "sound" or "attained".
+        discretization: The PLD grid.
     """
 
     default_config: Optional[TrainingConfig] = None  # set by :func:`register` for registry-created instances
@@ -163,6 +176,27 @@ def register(config: TrainingConfig, *, theorem: Optional[str] = None, estimate:
     Registry-created accountants (``PrivacyEngine(accountant="tsdp")``, the σ search of
     ``make_private_with_epsilon``) then account this configuration. Registering again
     replaces the previous configuration.
+
+    Args:
+        config: The batching of the training.
+        theorem: A catalogue id, None for the tightest sound bound.
+        estimate: "sound" (upper bound, default) or "attained" (lower bound, not a budget).
+        discretization: The PLD grid.
+
+    Returns:
+        A fresh accountant for ``config``.
+
+    Raises:
+        ConfigError: A bad option, or a scheme without a bound to account it.
+
+    Example:
+        Account an Opacus training with tsdp::
+
+            from opacus import PrivacyEngine
+            from tsdp.attacks.integrations.opacus_accountant import MECHANISM, register
+
+            register(config)
+            engine = PrivacyEngine(accountant=MECHANISM)
     """
     bound = type("StructuredSubsamplingAccountantFor", (StructuredSubsamplingAccountant,), {
         "default_config": config,

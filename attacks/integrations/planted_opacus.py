@@ -15,11 +15,11 @@ the steps run):
   of all series, canaries included, before the private training (a leak outside DP-SGD).
 
 The first five are audited with white-box gradient canaries hooked into the ``DPOptimizer``
-(:mod:`attacks.integrations.dpoptimizer_canaries`; their participation follows the loader's
+(:mod:`tsdp.attacks.integrations.dpoptimizer_canaries`; their participation follows the loader's
 configuration, their norm the loop's ``max_grad_norm``); the last one with black-box spike
-canaries (:mod:`attacks.canary.user_training`: a gradient canary never passes through the data
+canaries (:mod:`tsdp.attacks.canary.user_training`: a gradient canary never passes through the data
 preprocessing). :func:`bench_planted` runs each variant R times on the engine
-(:func:`attacks.canary.runs.run_many`), certifies the pooled canaries with a plug-in certifier
+(:func:`tsdp.attacks.canary.runs.run_many`), certifies the pooled canaries with a plug-in certifier
 (the f-DP test with Steinke et al.'s baseline by default; a **lower** bound on ε) and flags a violation when it exceeds
 the claim. The correct loop's flags over ``null_audits`` independent audits estimate the false-flag
 rate, which the certifier bounds by 1 - confidence.
@@ -87,12 +87,29 @@ SPIKES = 40  # spike canaries per run (one per series fits: series of L_C + L_F 
 
 
 def loader_config(bug: str, config: TrainingConfig = CONFIG) -> TrainingConfig:
-    """The batching the loop's loader draws: ``config``'s, shuffled for ``poisson-claim``."""
+    """The batching the loop's loader draws: ``config``'s, shuffled for ``poisson-claim``.
+
+    Args:
+        bug: One of :data:`BUGS`.
+        config: The claimed configuration.
+
+    Returns:
+        The loader's configuration.
+    """
     return config.with_(top="shuffle") if bug == "poisson-claim" else config
 
 
 def runtime(bug: str, config: TrainingConfig = CONFIG, clip: float = CLIP) -> tuple:
-    """(σ, max_grad_norm) the loop with ``bug`` runs with (module docstring); the claim is ``config.sigma`` and ``clip``."""
+    """(σ, max_grad_norm) the loop with ``bug`` runs with (module docstring).
+
+    Args:
+        bug: One of :data:`BUGS`.
+        config: The claimed configuration (the claim's σ is ``config.sigma``).
+        clip: The claimed clipping norm C.
+
+    Returns:
+        (σ, max_grad_norm) of the run.
+    """
     sigma = config.sigma
     return {"noise-off": (0.0, clip), "noise-10x-small": (sigma / 10, clip),
             "clipping-off": (sigma / 100, 100 * clip)}.get(bug, (sigma, clip))
@@ -104,6 +121,15 @@ def claimed_epsilon(bug: str, config: TrainingConfig = CONFIG, steps: int = STEP
     tsdp's sound accountant for ``config`` (an **upper** bound on the correct loop's ε); for
     ``poisson-claim`` Opacus's RDP accountant at its sample rate 1 / len(loader) of the shuffled
     loader (Poisson subsampling assumed: the planted bug).
+
+    Args:
+        bug: One of :data:`BUGS`.
+        config: The claimed configuration.
+        steps: The training steps run.
+        delta: The δ.
+
+    Returns:
+        The claimed ε at ``delta``.
     """
     if bug == "poisson-claim":
         from opacus.accountants import RDPAccountant
@@ -129,7 +155,19 @@ def opacus_train(series, config: TrainingConfig, *, sigma: float, clip: float, s
                  hook=None, standardise: bool = False) -> nn.Module:
     """The README's Opacus loop on ``series`` (loader of ``config``'s batching); ``hook(optimizer)`` after make_private.
 
-    ``standardise``: standardise every series with the mean and std of all of them first (the planted leak).
+    Args:
+        series: The training series.
+        config: The batching of the loader.
+        sigma: Opacus's ``noise_multiplier``.
+        clip: Opacus's ``max_grad_norm``.
+        steps: The training steps.
+        lr: SGD's learning rate.
+        seed: Seeds the model's initialisation and the batches.
+        hook: Called as ``hook(optimizer)`` on the ``DPOptimizer`` after ``make_private`` (e.g. to add canaries).
+        standardise: Standardise every series with the mean and std of all of them first (the planted leak).
+
+    Returns:
+        The trained forecaster (on the original scale where ``standardise``).
     """
     from opacus import PrivacyEngine
 
@@ -165,13 +203,35 @@ def opacus_train(series, config: TrainingConfig, *, sigma: float, clip: float, s
 
 
 def squared_error(model, context, forecast):
-    """The loop's per-window training loss (its batch mean is the loop's ``mse_loss``), for the audits' ``loss=``."""
+    """The loop's per-window training loss (its batch mean is the loop's ``mse_loss``), for the audits' ``loss=``.
+
+    Args:
+        model: The forecaster.
+        context: The windows' contexts, (B, L_C).
+        forecast: The windows' forecasts, (B, L_F).
+
+    Returns:
+        The squared error of each window, summed over the forecast, (B,).
+    """
     return ((model(context.float()) - forecast.float()) ** 2).sum(-1)
 
 
 @dataclass(frozen=True)
 class PlantedRun:
-    """One audited run of the loop with ``bug`` (module docstring) and m = ``canaries`` fresh canaries."""
+    """One audited run of the loop with ``bug`` (module docstring) and m = ``canaries`` fresh canaries.
+
+    Called with a ``numpy.random.SeedSequence``, it trains once and returns the canaries' evidence.
+
+    Attributes:
+        bug: One of :data:`BUGS`.
+        canaries: m, the gradient canaries (the white-box audits).
+        spikes: The spike canaries of ``global-standardisation`` (the black-box audit).
+        config: The claimed configuration.
+        data: The series (the last L_F value of each held out).
+        steps: The training steps.
+        clip: The claimed clipping norm C.
+        lr: SGD's learning rate.
+    """
 
     bug: str
     canaries: int
@@ -208,9 +268,25 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
                   cluster: Optional[str] = None, progress=None) -> dict:
     """Audit every variant of :data:`BUGS` with ``canaries`` × ``runs`` canaries; the correct loop ``null_audits`` times.
 
-    Returns {"rows": [{bug, canaries, runs, epsilon_claimed, epsilon_lower, flagged, seconds}],
-    "false_flags": {audits, flagged, rate, designed}}. A bug is caught when its certified lower
-    bound exceeds its claim; ``designed`` is the certifier's error probability 1 - confidence.
+    A bug is caught when its certified lower bound exceeds its claim (an upper bound).
+
+    Args:
+        canaries: Gradient canaries per run.
+        runs: Runs R per bug (their canaries pooled).
+        null_audits: Independent audits of the correct loop (the false-flag rate; 0: none).
+        bugs: The variants audited.
+        seed: The seed (bug i uses ``seed + i``).
+        delta: The δ of the claims and certificates.
+        confidence: The certificates' confidence.
+        certifier: The plug-in certifier (default the f-DP test with Steinke et al.'s baseline; a **lower** bound).
+        workers: Local worker processes for the runs.
+        cluster: The address of a Dask cluster to run on instead.
+        progress: Called with one line per bug, if given.
+
+    Returns:
+        ``{"rows": [{bug, canaries, runs, epsilon_claimed, epsilon_lower, flagged, auc, seconds}],
+            "false_flags": {audits, flagged, rate, designed}}``; ``designed`` is the certifier's error
+            probability 1 - confidence.
     """
     rows = []
     for i, bug in enumerate(bugs):
@@ -240,7 +316,14 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
 
 def format_bench(result: dict) -> str:
     """The bench as a table: bug, budget (canaries × runs), claimed ε, certified ε lower bound, best AUC, flagged; the
-    bugs not caught, named as findings; the false flags of the correct loop."""
+    bugs not caught, named as findings; the false flags of the correct loop.
+
+    Args:
+        result: What :func:`bench_planted` returned.
+
+    Returns:
+        The table, one line per row.
+    """
     lines = [f"{'bug':<24}{'budget':>12}{'claimed ε':>11}{'ε lower':>9}{'AUC':>7}  flagged"]
     for r in result["rows"]:
         lines.append(f"{r['bug']:<24}{str(r['canaries']) + ' x ' + str(r['runs']):>12}{r['epsilon_claimed']:>11.3f}"

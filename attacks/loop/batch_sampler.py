@@ -56,10 +56,22 @@ class WindowDataset(torch.utils.data.Dataset):
     key is refused: a plain sampler over range(len) (for instance Opacus's Poisson
     ``DPDataLoader``) would not draw the accounted batches.
 
-    The series must match ``config``: N of them, none shorter than L (the accountant's r = k/T
-    uses L; a shorter series would be understated). Use :func:`fit_lengths` to fit a
-    configuration to your series. With augmentation (σ_C or σ_F > 0, Section 4 / Theorem G.1)
-    every cropped window gets fresh Gaussian noise from ``generator``.
+    Args:
+        series: The N training series, each a 1-D array of finite values, none shorter than L (the
+            accountant's r = k/T uses L; a shorter series would be understated).
+        config: The configuration the series must match; use :func:`fit_lengths` to fit a configuration to
+            your series.
+        generator: With augmentation (σ_C or σ_F > 0, Section 4 / Theorem G.1) every cropped window gets
+            fresh Gaussian noise from it (default: a generator seeded 0).
+
+    Raises:
+        ConfigError: The number of series is not N, a series is shorter than L, or a series is not a 1-D array
+            of finite values.
+
+    Attributes:
+        config: The configuration.
+        lengths: The series' lengths.
+        generator: The augmentation noise's generator.
     """
 
     def __init__(self, series: Sequence, config: TrainingConfig, *, generator: Optional[torch.Generator] = None):
@@ -122,10 +134,30 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
     """Batches of window keys drawn as Algorithm 1 does (top level Algorithm 3 / 5 / shuffle / Poisson, bottom 4 / 6).
 
     Every iteration is one epoch of ``len(self)`` steps; each yielded batch is the list of
-    ``(sequence, start)`` keys of one step, in the order of :mod:`attacks.loop.samplers`.
+    ``(sequence, start)`` keys of one step, in the order of :mod:`tsdp.attacks.loop.samplers`.
     The law is that of ``make_sampler(dataset.config, dataset.lengths)`` driven by
     ``generator`` (a fresh permutation per epoch for shuffling; independent steps for WOR /
-    Poisson / pooled). Give a seeded ``generator`` for reproducible batches.
+    Poisson / pooled).
+
+    Args:
+        dataset: The windows to draw from; its configuration fixes the batching.
+        generator: The batches' randomness; give a seeded one for reproducible batches (default: one seeded
+            from torch's global generator).
+
+    Attributes:
+        config: The dataset's configuration.
+        sampler: The configuration's sampler (:func:`make_sampler`).
+        generator: The batches' generator.
+
+    Example:
+        Draw the accounted batches through a DataLoader::
+
+            import torch
+            from tsdp import BiLevelBatchSampler, WindowDataset
+
+            dataset = WindowDataset(series, config)  # your N series; config fitted by fit_lengths
+            loader = torch.utils.data.DataLoader(dataset, batch_sampler=BiLevelBatchSampler(dataset),
+                                                 collate_fn=WindowDataset.collate)
     """
 
     def __init__(self, dataset: WindowDataset, *, generator: Optional[torch.Generator] = None):

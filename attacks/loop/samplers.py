@@ -265,8 +265,18 @@ def make_sampler(config: TrainingConfig, lengths: Optional[Sequence[int]] = None
     """The sampler of ``config`` (top ∈ deterministic | shuffle | wor | poisson | pooled, bottom ∈ wr | poisson).
 
     Implements Algorithm 1's batching with Algorithms 3/5 (top) and 4/6 (bottom), or the pooled
-    baseline. ``lengths`` are the training series' lengths (default: config.lengths or L each).
-    The result has ``sample(n_steps, generator) -> WindowIndex`` and ``steps_per_epoch``.
+    baseline.
+
+    Args:
+        config: The configuration whose batching is drawn.
+        lengths: The training series' lengths (default: config.lengths or L each).
+
+    Returns:
+        sampler (BiLevelSampler | PooledSampler): ``sample(n_steps, generator) -> WindowIndex`` and
+            ``steps_per_epoch``.
+
+    Raises:
+        ValueError: ``lengths`` does not hold N lengths, or a length is below L_F.
     """
     n_starts = n_starts_of(config, lengths)
     per_step = config.sequences_per_step

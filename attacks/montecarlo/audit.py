@@ -281,19 +281,9 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
           shard_size: int = DEFAULT_SHARD_SIZE, sequential: bool = False, loop: str = "correct") -> AuditResult:
     """Audit ``theorem``'s worst case on ``config``'s sizes: ``trials`` trials of ``steps`` steps per world.
 
-    The theorem fixes the scheme (T1/T3/T4 deterministic top level, T6/T9/T10/T11 WOR, T13/T14
-    pooled windows; WR bottom level except T4/T10 Poisson); the configuration gives N, L, L_C,
-    L_F, Λ, λ, σ and σ_C, σ_F (T11). ``epsilon_lower`` is a **lower** bound on the true ε at δ
-    with probability ≥ ``confidence``; ``sampler`` replaces the scheme's sampler (tests);
-    ``discretization`` is the PLD grid of the theory numbers (sound rounds up, attained down);
-    ``threshold="theory"`` fixes the test before sampling from the construction's pair (all trials
-    certify, :mod:`attacks.montecarlo.design`); ``"split"``: ``select_fraction`` of the trials choose the
-    test, the rest bound its error rates (held out). Trials run in shards (:mod:`attacks.montecarlo.shards`)
-    on ``workers`` local processes or a Dask ``cluster``; the same seed gives the same result on any
-    number of workers. ``violation`` is the verdict of the violation test (:mod:`attacks.montecarlo.sequential`:
-    the sound profile on an ε grid and (ε_sound, δ), certified exceeded at ``confidence``); with
-    ``sequential`` it runs at geometric checkpoints and stops the audit at the first violation.
-    ``loop`` plants a bug in the loop (:mod:`attacks.montecarlo.planted`).
+    ``result.epsilon_lower`` is a **lower** bound on the true ε at δ with probability ≥ ``confidence``.
+    ``result.violation`` is the verdict of the violation test (:mod:`tsdp.attacks.montecarlo.sequential`:
+    the sound profile on an ε grid and (ε_sound, δ), certified exceeded at ``confidence``).
 
     ``steps`` counts training steps, as everywhere in tsdp. The trials run the compositions
     those steps are (:func:`tsdp.verify.events.compositions`): one per step for the
@@ -303,6 +293,38 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     Under shuffled iteration (``config.top == "shuffle"`` with T1, T3 or T4) every step runs, with a
     fresh permutation each epoch, and the statistic reads each epoch's maximum
     (:mod:`tsdp.attacks.montecarlo.shuffled`); the attained ε is then the hidden-position one.
+
+    Args:
+        theorem: The audited theorem; it fixes the scheme (T1/T3/T4 deterministic top level, T6/T9/T10/T11 WOR,
+            T13/T14 pooled windows; WR bottom level except T4/T10 Poisson).
+        config: Gives N, L, L_C, L_F, Λ, λ, σ and σ_C, σ_F (T11); ``top="shuffle"`` with T1, T3 or T4 audits
+            shuffled iteration.
+        trials: Trials per world (at least 20).
+        steps: Training steps per trial.
+        delta: The δ at which ε is bounded.
+        seed: The seed; the same seed gives the same result on any number of workers.
+        device: The torch device ("auto": cuda when available, else cpu).
+        alphas (Sequence[float] | None): The α grid of the profile (H_α; default e^0, e^0.5, ..., e^3; each finite
+            and ≥ 1).
+        progress: Report progress while the trials run.
+        confidence: The probability with which ``epsilon_lower`` is a lower bound, in (0, 1).
+        sampler (BiLevelSampler | PooledSampler | None): Replaces the scheme's sampler (tests).
+        discretization: The PLD grid of the theory numbers (sound rounds up, attained down).
+        select_fraction: With ``threshold="split"``: the fraction of the trials that choose the test, in (0, 1).
+        threshold: ``"theory"`` fixes the test before sampling from the construction's pair (all trials
+            certify, :mod:`tsdp.attacks.montecarlo.design`); ``"split"``: ``select_fraction`` of the trials
+            choose the test, the rest bound its error rates (held out).
+        workers: Local processes the shards (:mod:`tsdp.attacks.montecarlo.shards`) run on.
+        cluster: The address of a Dask cluster to run the shards on instead.
+        shard_size: Trials of one world per shard.
+        sequential: Run the violation test at geometric checkpoints and stop the audit at the first violation.
+        loop: Plants a bug in the loop (:mod:`tsdp.attacks.montecarlo.planted`; "correct": none).
+
+    Returns:
+        The audit: ε lower bound, sound and attained ε, goodness of fit, the violation verdict.
+
+    Raises:
+        ConfigError: A bad argument, naming it.
     """
     alphas = _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers)
     if workers > 1 and cluster is None:

@@ -85,10 +85,19 @@ _SAFETY = 1e-12  # relative float-error margin of the upper (pessimistic) evalua
 
 @dataclass(frozen=True)
 class InferenceConfig:
-    """One private-forecast release (Appendix H): keep rate r ∈ (0, 1], noise σ > 0 (same units
-    as v), (w, v)-event neighbours (w ≥ 1 integer, v > 0), context length L_C ≥ 1, and the
-    number of releases k ≥ 1 (overlapping contexts, composed). Validated on construction;
-    a bad value raises :class:`ConfigError` naming the parameter."""
+    """One private-forecast release (Appendix H), accounted by T15 (an upper bound). Validated on construction.
+
+    Attributes:
+        r: Keep rate r ∈ (0, 1].
+        sigma: Noise σ > 0 (same units as v).
+        w: (w, v)-event neighbours: w ≥ 1, an integer.
+        v: (w, v)-event neighbours: the largest change of one element, v > 0.
+        context_length: Context length L_C ≥ 1.
+        releases: Number of releases k ≥ 1 (overlapping contexts, composed).
+
+    Raises:
+        ConfigError: A bad value, naming the parameter (also m = min(w, L_C) above :data:`MAX_CHANGED_STEPS`).
+    """
 
     r: float
     sigma: float
