@@ -12,11 +12,10 @@ import json
 import math
 
 import numpy as np
-import pytest
 import torch
 
 from tsdp.attacks.data.benchmarks import DatasetSpec, Windows, hold_out
-from tsdp.attacks.data.series import SeriesData, synthetic_for
+from tsdp.attacks.data.series import synthetic_for
 from tsdp.attacks.loop.train import train
 from tsdp.cli.main import main
 from tsdp.cli.output import dumps
@@ -159,7 +158,7 @@ def test_audit_model_attributes_carry_the_json_numbers():
             assert {k: getattr(s, k) for k in SCORE_KEYS} == d["scores"][name]
         assert r.epsilon_lower == max(s.epsilon_lower for s in r.scores.values())
         assert r.violation == (r.epsilon_spent is not None and r.epsilon_lower > r.epsilon_spent)
-        assert r.included + 0 <= 8 and (r.epsilon_spent is None) == math.isinf(epsilon)
+        assert 0 <= r.included <= 8 and (r.epsilon_spent is None) == math.isinf(epsilon)
 
 
 def test_an_undefined_auc_is_a_null_with_its_note():
