@@ -250,6 +250,7 @@ class LedgerEntry:
     config: Optional[dict] = None
 
     def as_dict(self) -> dict:
+        """The JSON form: ``event`` and ``count``, then ``theorem`` and ``config`` where the event carries them."""
         out = {"event": self.event, "count": self.count}
         if self.config is not None:
             out.update(theorem=self.theorem, config=self.config)

@@ -213,5 +213,6 @@ def certify(scores: dict, included: np.ndarray, delta: float, confidence: float)
     return {"scores": out, "epsilon_lower": max(s["epsilon_lower"] for s in out.values())}
 
 
-__all__ = ["AUC_NOTE", "AUC_UNDEFINED", "AUDIT_SIZE_RATIO", "largest_rejected", "limited_by", "GUESS_FRACTIONS", "GUESS_SIDES", "auc",
+__all__ = ["AUC_NOTE", "AUC_UNDEFINED", "AUDIT_SIZE_RATIO",
+           "largest_rejected", "limited_by", "GUESS_FRACTIONS", "GUESS_SIDES", "auc",
            "certify", "with_auc", "check_evidence", "epsilon_lower_bound", "guess_bound", "guess_sets", "p_value", "ranked"]

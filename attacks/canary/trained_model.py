@@ -110,7 +110,8 @@ class ModelAuditResult:
 
 def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", canaries: int, epsilon: float,
                 delta: float, epochs: Optional[int] = None, seed: int = 0, device: str = "auto",
-                confidence: float = 0.95, progress: bool = False, lr: float = 1e-3, spike: float = 10.0) -> ModelAuditResult:
+                confidence: float = 0.95, progress: bool = False, lr: float = 1e-3,
+                spike: float = 10.0) -> ModelAuditResult:
     """One-run canary audit (Steinke et al. 2023) of ``model_name`` trained on ``data`` with ``config``'s batching.
 
     ``data``: a :class:`SeriesData` or what :func:`~tsdp.attacks.data.formats.load_series` reads. ``epsilon`` is the

@@ -32,6 +32,7 @@ class CheckpointSelection:
     selected_crps: float
 
     def as_dict(self) -> dict:
+        """The JSON form: the four attributes under their names."""
         return asdict(self)
 
 

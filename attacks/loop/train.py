@@ -209,8 +209,8 @@ def train(
     clipping and noise (no ε). Each series' last L_F steps are the test set. Returns a
     :class:`~tsdp.attacks.loop.result.TrainResult` (``crps``, ``untrained_crps``, ``seasonal_naive_crps``,
     ``epsilon``, ``steps``, ``compositions``, ``epochs``, ``seconds``, ``ledger``, ...; ``as_dict()`` is its JSON);
-    ``return_model=True`` adds the trained model (``trained_model``, not JSON) for audits. ``canaries``: white-box gradient canaries
-    (:class:`attacks.canary.gradient.GradientCanaries` of this configuration and ``clip``),
+    ``return_model=True`` adds the trained model (``trained_model``, not JSON) for audits. ``canaries``: white-box
+    gradient canaries (:class:`attacks.canary.gradient.GradientCanaries` of this configuration and ``clip``),
     attached to the model and fed every step (not with warm-up steps, whose epochs restart).
     ``split`` (:class:`tsdp.attacks.data.benchmarks.ForecastSplit`; ``data`` is then unused): train on its
     training series, report the test CRPS of its test windows, and every ``validate_every`` steps (default
