@@ -23,6 +23,7 @@ each step, so that the loop's ledger and :func:`training_event` agree by constru
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Tuple
 
 import attr
@@ -328,12 +329,42 @@ def inference_event(config) -> dp_event.SelfComposedDpEvent:
     return dp_event.SelfComposedDpEvent(InferenceReleaseDpEvent(config.with_(releases=1)), config.releases)
 
 
-def ledger_summary(event: dp_event.DpEvent) -> list:
-    """A composed event as plain JSON data: one entry per run of identical events, in order.
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One run of identical events in a composed ledger (:func:`ledger_summary`).
 
-    Each entry: ``{"event": class name, "count": n, "theorem": id or None, "config": {changed fields}}``
-    where ``config`` lists the fields that differ from the first entry's (all of them for the first).
+    Attributes:
+        event: the event's class name (``TrainingStepDpEvent``, ``TrainingEpochDpEvent``, ...).
+        count: how many times it was composed in a row (steps, or epochs for an epoch-scoped scheme).
+        theorem: the bound the event names (None: the accountant's default, the tightest sound one); None, with
+            ``config`` None, for an event that is no bound event.
+        config: the configuration fields that differ from the first entry's (all of them for the first); None for
+            an event that carries no configuration (then ``as_dict`` has neither ``theorem`` nor ``config``).
+        steps_run: the steps a partial shuffled epoch ran (:class:`TrainingEpochDpEvent`'s ``steps_run``); None for
+            a whole epoch or a step event (then ``as_dict`` has no ``steps_run``).
     """
+
+    event: str
+    count: int
+    theorem: Optional[str] = None
+    config: Optional[dict] = None
+    steps_run: Optional[int] = None
+
+    def as_dict(self) -> dict:
+        """The JSON form: ``event`` and ``count``, then ``theorem``, ``steps_run`` (a partial epoch only) and
+        ``config`` where the event carries them."""
+        out = {"event": self.event, "count": self.count}
+        if self.config is not None:
+            out["theorem"] = self.theorem
+            if self.steps_run is not None:
+                out["steps_run"] = self.steps_run
+            out["config"] = self.config
+        return out
+
+
+def ledger_summary(event: dp_event.DpEvent) -> Tuple[LedgerEntry, ...]:
+    """A composed event as one :class:`LedgerEntry` per run of identical events, in order, each naming only the
+    configuration fields that differ from the first entry's (all of them for the first)."""
     flat: list = []
 
     def walk(e, count):
@@ -348,13 +379,12 @@ def ledger_summary(event: dp_event.DpEvent) -> list:
     walk(event, 1)
     out, first = [], None
     for e, count in flat:
-        entry = {"event": type(e).__name__, "count": count}
         if isinstance(e, BoundDpEvent):
             fields = dict(e.config)
             first = fields if first is None else first
-            entry["theorem"] = e.theorem
-            if getattr(e, "steps_run", None) is not None:
-                entry["steps_run"] = e.steps_run
-            entry["config"] = {k: v for k, v in fields.items() if fields is first or first.get(k) != v}
-        out.append(entry)
-    return out
+            out.append(LedgerEntry(type(e).__name__, count, e.theorem,
+                                   {k: v for k, v in fields.items() if fields is first or first.get(k) != v},
+                                   getattr(e, "steps_run", None)))
+        else:
+            out.append(LedgerEntry(type(e).__name__, count))
+    return tuple(out)

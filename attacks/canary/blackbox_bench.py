@@ -34,7 +34,7 @@ from tsdp.attacks.data.series import SeriesData, synthetic
 from tsdp.attacks.loop.batch_sampler import fit_lengths
 from tsdp.attacks.loop.windows import every_window
 
-from .steinke_bound import AUC_UNDEFINED
+from .steinke_bound import AUC_NOTE, AUC_UNDEFINED
 from .user_training import audit_training
 
 MODELS = ("simple-ff", "deepar")
@@ -76,8 +76,8 @@ class TsdpTraining:
         run = train(config, self.model, SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in series)),
                     epochs=self.epochs, delta=self.delta if private else None, private=private, lr=self.lr,
                     device="cpu", seed=self.seed, progress=False, n_samples=20, return_model=True)
-        self.facts.update({k: run[k] for k in ("crps", "untrained_crps", "epsilon", "steps", "seconds")})
-        return run["trained_model"].cpu()
+        self.facts.update({k: getattr(run, k) for k in ("crps", "untrained_crps", "epsilon", "steps", "seconds")})
+        return run.trained_model.cpu()
 
 
 def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1.0, delta: float = 1e-5,
@@ -109,7 +109,7 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
                                "epsilon_lower": r["epsilon_lower"],
                                "ceiling": max(s["ceiling"]["dp"], s["ceiling"]["steinke"]),
                                "limited_by": s["limited_by"], "flagged": r["violation"],
-                               "seconds": time.perf_counter() - t, **(facts or {})}, "auc", "null: " + AUC_UNDEFINED))
+                               "seconds": time.perf_counter() - t, **(facts or {})}, "auc", AUC_NOTE))
 
     def squared_error(model, context, forecast):
         return model(context, forecast)

@@ -179,10 +179,13 @@ AUC_UNDEFINED = "undefined: every canary on one side"
 """What a NaN AUC means (every canary included, or none: no ranking to score), in human output and as the JSON
 ``auc_note`` beside its null."""
 
+AUC_NOTE = "null: " + AUC_UNDEFINED
+"""The JSON ``auc_note`` beside an undefined AUC's null."""
+
 
 def with_auc(result: dict, scores: np.ndarray, included: np.ndarray) -> dict:
     """``result`` with ``auc`` (:func:`auc`) and, where it is undefined (written as null), ``auc_note``."""
-    return with_note(dict(result, auc=auc(scores, included)), "auc", "null: " + AUC_UNDEFINED)
+    return with_note(dict(result, auc=auc(scores, included)), "auc", AUC_NOTE)
 
 
 def auc(scores: np.ndarray, included: np.ndarray) -> float:
@@ -210,5 +213,6 @@ def certify(scores: dict, included: np.ndarray, delta: float, confidence: float)
     return {"scores": out, "epsilon_lower": max(s["epsilon_lower"] for s in out.values())}
 
 
-__all__ = ["AUC_UNDEFINED", "AUDIT_SIZE_RATIO", "largest_rejected", "limited_by", "GUESS_FRACTIONS", "GUESS_SIDES", "auc",
+__all__ = ["AUC_NOTE", "AUC_UNDEFINED", "AUDIT_SIZE_RATIO",
+           "largest_rejected", "limited_by", "GUESS_FRACTIONS", "GUESS_SIDES", "auc",
            "certify", "with_auc", "check_evidence", "epsilon_lower_bound", "guess_bound", "guess_sets", "p_value", "ranked"]

@@ -18,7 +18,8 @@ the training's ε at event level, with probability ≥ confidence).
 from __future__ import annotations
 
 import math
-from typing import Optional
+from dataclasses import dataclass, fields
+from typing import Dict, Optional
 
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ from tsdp.attacks.loop.step import per_sample_gradients
 from tsdp.attacks.loop.train import resolve_device, train
 from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
 
+from .certified import ScoreBound
 from .spikes import canary_windows, place_canaries, with_canaries
 from .steinke_bound import certify
 
@@ -55,9 +57,61 @@ def _scores(model, init_model, padded, n_starts, config, series, position):
     return black, white
 
 
+NO_NOISE_NOTE = "null: ε = ∞, trained without noise"
+"""The JSON ``epsilon_budget_note`` beside the null of an infinite budget."""
+
+
+@dataclass(frozen=True)
+class ModelAuditResult:
+    """A one-run canary audit of a model trained by tsdp's loop (module docstring).
+
+    Attributes:
+        model: the forecaster's name.
+        canaries: m, the spike canaries placed.
+        included: how many of them the training data held (each with probability 1/2).
+        epsilon_budget: the training's ε budget at ``delta`` (inf: trained without noise; null in JSON, with
+            ``epsilon_budget_note``).
+        epsilon_spent: the sound accountant's ε of the steps that ran, an **upper** bound (None without noise).
+        sigma: the noise multiplier trained at (calibrated with ``epochs``; 0.0 without noise).
+        delta: the δ of the budget and of the bounds.
+        confidence: the probability with which ``epsilon_lower`` holds.
+        epsilon_lower: the largest certified lower bound over the scores (Steinke et al. 2023, a **lower** bound).
+        violation: ``epsilon_lower`` exceeds ``epsilon_spent``: the training leaks more than its accountant says.
+        scores: the certified bound of each score, ``loss`` (black box) and ``gradient`` (white box).
+        steps: training steps that ran.
+        crps: the trained model's test CRPS.
+        device: the torch device trained on.
+        seconds: wall-clock seconds of the training steps.
+    """
+
+    model: str
+    canaries: int
+    included: int
+    epsilon_budget: float
+    epsilon_spent: Optional[float]
+    sigma: float
+    delta: float
+    confidence: float
+    epsilon_lower: float
+    violation: bool
+    scores: Dict[str, ScoreBound]
+    steps: int
+    crps: float
+    device: str
+    seconds: float
+
+    def as_dict(self) -> dict:
+        """The JSON form: the attributes, each score as its dict, and ``epsilon_budget_note`` beside an infinite
+        budget (written as null)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["scores"] = {name: s.as_dict() for name, s in self.scores.items()}
+        return with_note(out, "epsilon_budget", NO_NOISE_NOTE)
+
+
 def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", canaries: int, epsilon: float,
                 delta: float, epochs: Optional[int] = None, seed: int = 0, device: str = "auto",
-                confidence: float = 0.95, progress: bool = False, lr: float = 1e-3, spike: float = 10.0) -> dict:
+                confidence: float = 0.95, progress: bool = False, lr: float = 1e-3,
+                spike: float = 10.0) -> ModelAuditResult:
     """One-run canary audit (Steinke et al. 2023) of ``model_name`` trained on ``data`` with ``config``'s batching.
 
     ``data``: a :class:`SeriesData` or what :func:`~tsdp.attacks.data.formats.load_series` reads. ``epsilon`` is the
@@ -67,8 +121,8 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     (:func:`tsdp.verify.calibration.calibrate_sigma`) so that they spend at most ``epsilon``;
     without, it runs at ``config.sigma`` until the budget is spent (a budget that buys no step
     is refused, as by ``tsdp train``).
-    ``epsilon = inf`` trains without clipping or noise for ``epochs``. Returns a JSON-ready
-    dict with a lower bound on ε (confidence ``confidence``) per score and their AUCs.
+    ``epsilon = inf`` trains without clipping or noise for ``epochs``. Returns a :class:`ModelAuditResult`: a
+    **lower** bound on ε (confidence ``confidence``) per score and their AUCs (``as_dict()``: its JSON).
     """
     from tsdp.verify.calibration import calibrate_sigma
 
@@ -92,7 +146,7 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
                     epsilon=epsilon if private else None, delta=delta if private else None, epochs=epochs,
                     private=private,
                     device=device, seed=seed, progress=progress, lr=lr, n_samples=20, return_model=True)
-    model = trained.pop("trained_model").cpu()
+    model = trained.trained_model.cpu()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # train() builds its initial model under this seed
         init_model = make_model(model_name, config.context_length, config.forecast_length)
@@ -102,15 +156,13 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     black, white = _scores(model, init_model, padded, window_starts(lengths, config.forecast_length), config, series,
                            position)
     bounds = certify({"loss": black, "gradient": white}, included, delta, confidence)
-    scores, lower = bounds["scores"], bounds["epsilon_lower"]
-    return with_note({
-        "model": model_name, "canaries": canaries, "included": int(included.sum()), "epsilon_budget": epsilon,
-        "epsilon_spent": trained["epsilon"], "sigma": config.sigma if private else 0.0, "delta": delta,
-        "confidence": confidence, "epsilon_lower": lower,
-        "violation": trained["epsilon"] is not None and lower > trained["epsilon"],
-        "scores": scores, "steps": trained["steps"], "crps": trained["crps"],
-        "device": str(resolve_device(device)), "seconds": trained["seconds"],
-    }, "epsilon_budget", "null: ε = ∞, trained without noise")
+    lower = bounds["epsilon_lower"]
+    return ModelAuditResult(
+        model=model_name, canaries=canaries, included=int(included.sum()), epsilon_budget=epsilon,
+        epsilon_spent=trained.epsilon, sigma=config.sigma if private else 0.0, delta=delta, confidence=confidence,
+        epsilon_lower=lower, violation=trained.epsilon is not None and lower > trained.epsilon,
+        scores={name: ScoreBound.from_dict(s) for name, s in bounds["scores"].items()}, steps=trained.steps,
+        crps=trained.crps, device=str(resolve_device(device)), seconds=trained.seconds)
 
 
-__all__ = ["audit_model"]
+__all__ = ["ModelAuditResult", "NO_NOISE_NOTE", "audit_model"]

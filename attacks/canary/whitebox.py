@@ -67,7 +67,7 @@ class LoopTask:
         run = train(self.config, self.model, self.data, epochs=self.epochs, delta=self.delta if self.private else None,
                     private=self.private, clip=self.clip, lr=self.lr, optimizer=self.optimizer, device=self.device,
                     seed=int(train_seed.generate_state(1)[0]), progress=False, n_samples=1, canaries=canaries)
-        return {**canaries.evidence(), "epsilon": run["epsilon"], "steps": run["steps"]}
+        return {**canaries.evidence(), "epsilon": run.epsilon, "steps": run.steps}
 
 
 def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional[float] = None,

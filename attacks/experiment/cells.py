@@ -488,9 +488,9 @@ def run_cell(task: CellTask) -> CellResult:
         torch.set_num_threads(threads)
     result = CellResult(
         key=cell.key, model=cell.model, epsilon=cell.epsilon, seed_index=cell.seed_index, level=cell.level,
-        top=cell.top, seed=seed, sigma=config.sigma if private else None, steps=r["steps"], epochs=r["epochs"],
-        epsilon_spent=r["epsilon"], theorem=r["theorem"], crps=r["crps"], selected_crps=r["selected_crps"],
-        selected_step=r["selected_step"], seconds=r["seconds"], device=r["device"], **level)
+        top=cell.top, seed=seed, sigma=config.sigma if private else None, steps=r.steps, epochs=r.epochs,
+        epsilon_spent=r.epsilon, theorem=r.theorem, crps=r.crps, selected_crps=r.selection.selected_crps,
+        selected_step=r.selection.selected_step, seconds=r.seconds, device=r.device, **level)
     return _store(task, result)
 
 

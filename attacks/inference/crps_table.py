@@ -88,7 +88,7 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
     config = TrainingConfig(N=N, L=L, context_length=context_length, forecast_length=forecast_length,
                             batch_size=min(32, N), instances=1, sigma=1.0)
     trained = train_model(config, model, data, epochs=epochs, private=False, device=device, seed=seed,
-                          progress=False, return_model=True)["trained_model"]
+                          progress=False, return_model=True).trained_model
     rows = crps_tradeoff(trained, data, context_length=context_length, forecast_length=forecast_length,
                          epsilons=epsilons, rates=rates, delta=delta, v=v, w=w, n_samples=n_samples,
                          repeats=repeats, seed=seed, device=device)

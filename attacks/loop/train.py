@@ -29,6 +29,7 @@ from tsdp.attacks.data.series import SeriesData
 from .metrics import (BYTES_PER_SAMPLE_STEP, crps_from_quantiles, crps_scale, point_crps, sample_quantiles,
                       seasonal_naive)
 from .models import make_model
+from .result import CheckpointSelection, TrainResult
 from .samplers import make_sampler
 from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
 from .windows import augment, gather_windows, pad_series, split_window
@@ -202,7 +203,7 @@ def train(
     split=None,
     lags=None,
     validate_every: Optional[int] = None,
-) -> dict:
+) -> TrainResult:
     """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
 
     Private training needs ``delta``: every step's event goes to a sound ``PldAccountant``
@@ -217,14 +218,14 @@ def train(
     heterogeneous run: the ledger composes both phases). ``discretization`` is the accountant's
     PLD grid (coarser is faster and still an upper bound). ``private=False`` trains without
     clipping and noise (no ε). Each series' last L_F steps are the test set. Returns a
-    JSON-ready dict: crps, untrained_crps, seasonal_naive_crps, epsilon, steps,
-    compositions, epochs, seconds, ledger, ...; ``return_model=True`` adds the trained model
-    (key ``trained_model``, not JSON) for audits. ``canaries``: white-box gradient canaries
-    (:class:`attacks.canary.gradient.GradientCanaries` of this configuration and ``clip``),
+    :class:`~tsdp.attacks.loop.result.TrainResult` (``crps``, ``untrained_crps``, ``seasonal_naive_crps``,
+    ``epsilon``, ``steps``, ``compositions``, ``epochs``, ``seconds``, ``ledger``, ...; ``as_dict()`` is its JSON);
+    ``return_model=True`` adds the trained model (``trained_model``, not JSON) for audits. ``canaries``: white-box
+    gradient canaries (:class:`attacks.canary.gradient.GradientCanaries` of this configuration and ``clip``),
     attached to the model and fed every step (not with warm-up steps, whose epochs restart).
     ``split`` (:class:`tsdp.attacks.data.benchmarks.ForecastSplit`; ``data`` is then unused): train on its
     training series, report the test CRPS of its test windows, and every ``validate_every`` steps (default
-    once per epoch) score its validation windows: the result's ``selected_*`` keys hold the checkpoint with
+    once per epoch) score its validation windows: the result's ``selection`` holds the checkpoint with
     the lowest validation loss, which the ε does **not** cover (its validation windows are the ends of the
     same private series; THEOREMS.md errata). ``lags``: DeepAR's lag indices (default its own).
     """
@@ -351,35 +352,33 @@ def train(
                                   f"naive {naive}): values up to {_largest(train_data):.3g} overflow the float32 model; "
                                   "rescale the data")
     ran = warmup_steps + total_steps
-    result = {
-        "model": model_name,
-        "private": private,
-        "top": config.top,
-        "bottom": config.bottom,
-        "sigma": config.sigma if private else 0.0,
-        "warmup_steps": warmup_steps,
-        "warmup_sigma": warmup_sigma if warmup_steps else None,
-        "clip": clip if private else None,
-        "epsilon_budget": epsilon,
-        "epsilon": accountant.get_epsilon(delta) if private else None,
-        "delta": delta if private else None,
-        "theorem": bound_id,
-        "discretization": discretization if private else None,
-        "steps": ran,
-        "compositions": accountant.compositions if private else None,
-        "epochs": ran / sampler.steps_per_epoch,
-        "crps": crps,
-        "untrained_crps": untrained,
-        "seasonal_naive_crps": naive,
-        "seconds": seconds,
-        "device": str(dev),
-        "ledger": ledger_summary(accountant.ledger) if private else None,
-    }
-    if checkpoint is not None:
-        result.update(checkpoint.summary(model, test_contexts, targets, n_samples, generator))
-    if return_model:
-        result["trained_model"] = model
-    return result
+    return TrainResult(
+        model=model_name,
+        private=private,
+        top=config.top,
+        bottom=config.bottom,
+        sigma=config.sigma if private else 0.0,
+        warmup_steps=warmup_steps,
+        warmup_sigma=warmup_sigma if warmup_steps else None,
+        clip=clip if private else None,
+        epsilon_budget=epsilon,
+        epsilon=accountant.get_epsilon(delta) if private else None,
+        delta=delta if private else None,
+        theorem=bound_id,
+        discretization=discretization if private else None,
+        steps=ran,
+        compositions=accountant.compositions if private else None,
+        epochs=ran / sampler.steps_per_epoch,
+        crps=crps,
+        untrained_crps=untrained,
+        seasonal_naive_crps=naive,
+        seconds=seconds,
+        device=str(dev),
+        ledger=ledger_summary(accountant.ledger) if private else None,
+        selection=(checkpoint.summary(model, test_contexts, targets, n_samples, generator)
+                   if checkpoint is not None else None),
+        trained_model=model if return_model else None,
+    )
 
 
 class _Checkpoints:
@@ -402,7 +401,7 @@ class _Checkpoints:
             self.best, self.best_step = loss, step
             self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
-    def summary(self, model, test_contexts, targets, n_samples: int, generator) -> dict:
+    def summary(self, model, test_contexts, targets, n_samples: int, generator) -> CheckpointSelection:
         last = {k: v.detach().clone() for k, v in model.state_dict().items()}
         last_loss = validation_loss(model, self.contexts, self.targets)
         if last_loss <= self.best:
@@ -411,8 +410,8 @@ class _Checkpoints:
         selected = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator,
                             device=self.contexts.device)
         model.load_state_dict(last)
-        return {"validation_loss": last_loss, "selected_validation_loss": self.best, "selected_step": self.best_step,
-                "selected_crps": selected}
+        return CheckpointSelection(validation_loss=last_loss, selected_validation_loss=self.best,
+                                   selected_step=self.best_step, selected_crps=selected)
 
 
 def fit_budget(config: TrainingConfig, epsilon: float, delta: float, *, epochs: Optional[int] = None,

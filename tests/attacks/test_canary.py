@@ -45,13 +45,13 @@ def test_audit_of_a_model_trained_at_epsilon_1_stays_below_1():
 
     cfg = TrainingConfig(N=50, L=40, context_length=8, forecast_length=1, batch_size=20, instances=2, sigma=10.0)
     r = audit_model("simple-ff", cfg, canaries=200, epsilon=1.0, delta=1e-5, seed=0, lr=1e-2)
-    assert r["steps"] > 0 and r["epsilon_spent"] <= 1.0
-    assert r["epsilon_lower"] <= 1.0 and r["violation"] is False, r
+    assert r.steps > 0 and r.epsilon_spent <= 1.0
+    assert r.epsilon_lower <= 1.0 and r.violation is False, r
     # budget truth through audit-model: the ε it reports is `tsdp epsilon`'s for the steps it ran
     from tsdp.verify import accounting
 
-    assert r["epsilon_spent"] == pytest.approx(accounting.epsilon(cfg, 1e-5, steps=r["steps"]).epsilon, rel=1e-9)
-    assert accounting.epsilon(cfg, 1e-5, steps=r["steps"] + 1).epsilon > 1.0
+    assert r.epsilon_spent == pytest.approx(accounting.epsilon(cfg, 1e-5, steps=r.steps).epsilon, rel=1e-9)
+    assert accounting.epsilon(cfg, 1e-5, steps=r.steps + 1).epsilon > 1.0
 
 
 def test_audit_model_refuses_a_budget_that_buys_no_step(capsys):
@@ -91,9 +91,9 @@ def test_canary_audit_without_noise_gives_a_bound_of_at_least_2(one_thread):
     training, so this fails only if the attack got weaker (deterministic at the fixed seed).
     """
     r = _canary_audit(float("inf"))
-    assert r["steps"] == 4000 and r["sigma"] == 0.0
-    assert r["epsilon_lower"] >= 2, r
-    assert all(s["auc"] > 0.65 for s in r["scores"].values()), r
+    assert r.steps == 4000 and r.sigma == 0.0
+    assert r.epsilon_lower >= 2, r
+    assert all(s.auc > 0.65 for s in r.scores.values()), r
 
 
 @pytest.mark.slow
@@ -105,8 +105,8 @@ def test_canary_audit_at_epsilon_1_stays_below_1(one_thread):
     Measured (seed 0, ~85 s): σ = 944, ε spent 0.9999, bound 0 for both scores, AUCs 0.49 / 0.49.
     """
     r = _canary_audit(1.0)
-    assert r["steps"] == 4000 and r["epsilon_spent"] <= 1.0
-    assert r["epsilon_lower"] <= 1.0, r
+    assert r.steps == 4000 and r.epsilon_spent <= 1.0
+    assert r.epsilon_lower <= 1.0, r
 
 
 def test_guess_bound_states_its_power():

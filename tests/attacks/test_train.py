@@ -44,10 +44,10 @@ def test_nonprivate_training_beats_seasonal_naive(name, epochs):
     """ε = ∞ (no clipping, no noise): test CRPS below seasonal naive's and far below the untrained model's."""
     data = synthetic_for(BASE, seed=1)
     r = train(BASE, name, data, epochs=epochs, private=False, lr=1e-2, device="cpu", progress=False)
-    assert r["steps"] == epochs * BASE.compositions_per_epoch == epochs * 2
-    assert r["crps"] < r["seasonal_naive_crps"]
-    assert r["crps"] < 0.2 * r["untrained_crps"]
-    assert r["epsilon"] is None
+    assert r.steps == epochs * BASE.compositions_per_epoch == epochs * 2
+    assert r.crps < r.seasonal_naive_crps
+    assert r.crps < 0.2 * r.untrained_crps
+    assert r.epsilon is None
 
 
 SCHEMES = [(top, bottom, lam) for top in ("deterministic", "shuffle", "wor", "pooled")
@@ -65,11 +65,11 @@ def test_budget_truth_for_every_scheme(top, bottom, lam):
     budget = 1.2 * sound(cfg, 3 * cfg.steps_per_epoch + 1, theorem)  # a few epochs' worth, never on a boundary
     r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), epsilon=budget, delta=DELTA, theorem=theorem,
               discretization=D, device="cpu", progress=False, n_samples=4)
-    steps = r["steps"]
+    steps = r.steps
     assert steps > 0
-    assert r["epsilon"] == pytest.approx(sound(cfg, steps, theorem), rel=1e-9)
-    assert r["epsilon"] <= budget
-    assert r["compositions"] == accounting.epsilon(cfg, DELTA, steps=steps, theorem=theorem, discretization=D).compositions
+    assert r.epsilon == pytest.approx(sound(cfg, steps, theorem), rel=1e-9)
+    assert r.epsilon <= budget
+    assert r.compositions == accounting.epsilon(cfg, DELTA, steps=steps, theorem=theorem, discretization=D).compositions
     if top in ("deterministic", "shuffle"):
         assert steps % cfg.steps_per_epoch == 0  # whole epochs: ε only grows when an epoch starts
         assert sound(cfg, steps + 1, theorem) > budget
@@ -83,7 +83,7 @@ def test_poisson_top_level_is_refused():
     with pytest.raises(TheoremError, match="no proven sound bound"):
         train(cfg, "dlinear", synthetic_for(cfg, seed=2), epsilon=5.0, delta=DELTA, device="cpu", progress=False)
     r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), epochs=1, private=False, device="cpu", progress=False)
-    assert r["steps"] == cfg.steps_per_epoch
+    assert r.steps == cfg.steps_per_epoch
 
 
 @pytest.mark.parametrize("theorem", ["T9", "T3"])
@@ -107,15 +107,15 @@ def test_heterogeneous_run_is_accounted_as_composed():
     budget = 6.0
     r = train(TINY, "dlinear", synthetic_for(TINY, seed=2), epsilon=budget, delta=DELTA, warmup_steps=5,
               warmup_sigma=4.0, discretization=D, device="cpu", progress=False, n_samples=4)
-    main = r["steps"] - 5
+    main = r.steps - 5
     run = dp_event.ComposedDpEvent([training_event(warm, steps=5), training_event(TINY, steps=main)])
-    assert r["epsilon"] == PldAccountant("sound", discretization=D).compose(run).get_epsilon(DELTA)
+    assert r.epsilon == PldAccountant("sound", discretization=D).compose(run).get_epsilon(DELTA)
     library = one_step_pld(TrainingStepDpEvent(warm), "sound", D).self_compose(5).compose(
         one_step_pld(TrainingStepDpEvent(TINY), "sound", D).self_compose(main))
-    assert r["epsilon"] == pytest.approx(library.get_epsilon_for_delta(DELTA), rel=1e-9)
+    assert r.epsilon == pytest.approx(library.get_epsilon_for_delta(DELTA), rel=1e-9)
     more = dp_event.ComposedDpEvent([training_event(warm, steps=5), training_event(TINY, steps=main + 1)])
-    assert r["epsilon"] <= budget < PldAccountant("sound", discretization=D).compose(more).get_epsilon(DELTA)
-    assert [e["count"] for e in r["ledger"]] == [5, main] and r["ledger"][1]["config"] == {"sigma": 2.0}
+    assert r.epsilon <= budget < PldAccountant("sound", discretization=D).compose(more).get_epsilon(DELTA)
+    assert [e.count for e in r.ledger] == [5, main] and r.ledger[1].config == {"sigma": 2.0}
 
 
 def test_private_training_still_learns():
@@ -123,8 +123,8 @@ def test_private_training_still_learns():
     cfg = BASE.with_(batch_size=64, sigma=8.0)
     r = train(cfg, "simple-ff", synthetic_for(cfg, seed=1), epsilon=8.0, delta=DELTA, epochs=150, lr=1e-2,
               discretization=D, device="cpu", progress=False)
-    assert r["epsilon"] == pytest.approx(sound(cfg, r["steps"]), rel=1e-9) and r["epsilon"] <= 8.0
-    assert r["crps"] < 0.6 * r["untrained_crps"]
+    assert r.epsilon == pytest.approx(sound(cfg, r.steps), rel=1e-9) and r.epsilon <= 8.0
+    assert r.crps < 0.6 * r.untrained_crps
 
 
 @pytest.mark.parametrize("top,bottom", [("poisson", "poisson"), ("pooled", "wr"), ("shuffle", "poisson")])
@@ -134,8 +134,8 @@ def test_other_schemes_run_with_augmentation(top, bottom):
     r = train(cfg, "itransformer", synthetic_for(cfg, seed=3), epochs=1, lr=1e-2, device="cpu", progress=False,
               private=False)
     expected = {"poisson": cfg.compositions_per_epoch, "pooled": 64 * 37 // 32, "shuffle": math.ceil(64 / 16)}[top]
-    assert r["steps"] == expected
-    assert np.isfinite(r["crps"]) and r["epsilon"] is None
+    assert r.steps == expected
+    assert np.isfinite(r.crps) and r.epsilon is None
 
 
 def test_training_is_reproducible():
@@ -144,7 +144,7 @@ def test_training_is_reproducible():
     a = train(cfg, "simple-ff", data, epochs=2, delta=DELTA, device="cpu", progress=False, seed=5)
     b = train(cfg, "simple-ff", data, epochs=2, delta=DELTA, device="cpu", progress=False, seed=5)
     c = train(cfg, "simple-ff", data, epochs=2, delta=DELTA, device="cpu", progress=False, seed=6)
-    assert a["crps"] == b["crps"] and a["crps"] != c["crps"]
+    assert a.crps == b.crps and a.crps != c.crps
 
 
 def test_train_rejects_inconsistent_input():

@@ -61,6 +61,9 @@ def test_train_save_then_predict_with_the_defaults(tmp_path):
 def test_train_says_when_it_does_not_beat_seasonal_naive(capsys):
     """One epoch of 2 steps: the CRPS is worse than seasonal naive and the output says so, with the flags that help;
     the note is in --json too; a model that beats seasonal naive gets no note."""
+    from dataclasses import replace
+
+    from tsdp.attacks.loop.result import TrainResult
     from tsdp.cli.cmd_train import quality_note
 
     code, out, err = run_cli(["train", *SMALL, "--epochs", "1", "--delta", "1e-5"])
@@ -70,11 +73,14 @@ def test_train_says_when_it_does_not_beat_seasonal_naive(capsys):
     assert crps >= naive
     assert f"note: CRPS {crps:.4f} is not better than seasonal naive {naive:.4f}: 2 steps in 1 epoch(s) are too " \
            "few; raise --epochs or --lr" in out
-    base = {"crps": 0.69, "seasonal_naive_crps": 0.16, "steps": 5, "epochs": 0.5, "epsilon_budget": 2.0}
+    base = TrainResult(model="simple-ff", private=True, top="wor", bottom="wr", sigma=1.0, warmup_steps=0,
+                       warmup_sigma=None, clip=1.0, epsilon_budget=2.0, epsilon=1.9, delta=1e-5, theorem="T6",
+                       discretization=1e-4, steps=5, compositions=5, epochs=0.5, crps=0.69, untrained_crps=0.7,
+                       seasonal_naive_crps=0.16, seconds=0.1, device="cpu", ledger=())
     assert quality_note(base, None) == ("CRPS 0.6900 is not better than seasonal naive 0.1600: the budget ε = 2 "
                                         "bought only 5 steps; raise --epsilon, or --sigma (more, noisier steps)")
     assert "raise --epochs" in quality_note(base, 0.5)  # the epochs, not the budget, stopped it
-    assert quality_note({**base, "crps": 0.05}, None) is None
+    assert quality_note(replace(base, crps=0.05), None) is None
 
 
 @pytest.mark.parametrize("name", ["long.csv", "long.parquet", "wide.csv", "headerless.csv", "gluonts.json.gz"])

@@ -183,7 +183,7 @@ def test_a_shuffled_run_ending_inside_an_epoch_is_whole_epochs_then_a_partial_on
 
     run = training_event(DEFAULT, steps=25)
     assert isinstance(run, dp_event.ComposedDpEvent) and count_compositions(run) == 3
-    assert [e.get("steps_run") for e in ledger_summary(run)] == [None, 5]
+    assert [e.steps_run for e in ledger_summary(run)] == [None, 5]
     assert training_event(DEFAULT, steps=30) == training_event(DEFAULT, epochs=3)
     det = DEFAULT.with_(top="deterministic")
     assert partial_epoch_steps(det, 25) == 0 and isinstance(training_event(det, steps=25), dp_event.SelfComposedDpEvent)

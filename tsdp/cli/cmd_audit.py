@@ -102,19 +102,20 @@ def _human_engine(d: dict) -> list:
     return lines
 
 
-def _human_canary(d: dict) -> str:
-    budget = (NO_NOISE if math.isinf(d["epsilon_budget"])
-              else f"{d['epsilon_budget']:g} (" + ("no noise" if d["epsilon_spent"] is None
-                                                   else f"spent {d['epsilon_spent']:.4g}") + ")")
-    lines = [f"canary audit of {d['model']}: {d['canaries']} canaries, {d['included']} included, "
-             f"training ε budget {budget}, δ = {d['delta']:g}, {d['steps']} training steps"]
-    if d["violation"]:
-        lines.insert(0, f"PRIVACY VIOLATION: the certified lower bound ε ≥ {d['epsilon_lower']:.4f} "
-                        f"(confidence {d['confidence']:.0%}) exceeds the sound ε spent = {d['epsilon_spent']:.4f}")
-    for name, s in d["scores"].items():
-        lines.append(f"  {name:<10} ε lower bound ({d['confidence']:.0%}): {s['epsilon_lower']:.4f} "
-                     f"({s['correct']} of {s['guesses']} '{s['side']}' guesses correct, AUC {auc_text(s['auc'])}); at most "
-                     f"{s['ceiling']:.4f} with every guess right: limited by the {s['limited_by']}")
+def _human_canary(r) -> str:
+    """`tsdp audit-model`'s text: ``r`` a :class:`tsdp.attacks.canary.trained_model.ModelAuditResult`."""
+    budget = (NO_NOISE if math.isinf(r.epsilon_budget)
+              else f"{r.epsilon_budget:g} (" + ("no noise" if r.epsilon_spent is None
+                                                else f"spent {r.epsilon_spent:.4g}") + ")")
+    lines = [f"canary audit of {r.model}: {r.canaries} canaries, {r.included} included, "
+             f"training ε budget {budget}, δ = {r.delta:g}, {r.steps} training steps"]
+    if r.violation:
+        lines.insert(0, f"PRIVACY VIOLATION: the certified lower bound ε ≥ {r.epsilon_lower:.4f} "
+                        f"(confidence {r.confidence:.0%}) exceeds the sound ε spent = {r.epsilon_spent:.4f}")
+    for name, s in r.scores.items():
+        lines.append(f"  {name:<10} ε lower bound ({r.confidence:.0%}): {s.epsilon_lower:.4f} "
+                     f"({s.correct} of {s.guesses} '{s.side}' guesses correct, AUC {auc_text(s.auc)}); at most "
+                     f"{s.ceiling:.4f} with every guess right: limited by the {s.limited_by}")
     return "\n".join(lines)
 
 
@@ -247,5 +248,5 @@ def add_parsers(sub, command) -> None:
             raise
         except (FileNotFoundError, ValueError) as exc:
             raise UsageError(str(exc)) from None
-        print(dumps(result) if args.json else _human_canary(result))
-        return 1 if result["violation"] else 0
+        print(dumps(result.as_dict()) if args.json else _human_canary(result))
+        return 1 if result.violation else 0

@@ -25,17 +25,18 @@ FIT_EPOCHS = 10
 """Epochs that a budget without --sigma, --epochs or --steps is spread over (σ calibrated to spend it in them)."""
 
 
-def quality_note(result: dict, epochs) -> Optional[str]:
+def quality_note(result, epochs) -> Optional[str]:
     """None when the trained model's test CRPS beats seasonal naive; else the plain statement that it does not,
-    with what limited the training (the ε budget or ``epochs``) and the flags that buy more steps."""
-    crps, naive, steps = result["crps"], result["seasonal_naive_crps"], result["steps"]
+    with what limited the training (the ε budget or ``epochs``) and the flags that buy more steps. ``result``: a
+    :class:`tsdp.attacks.loop.result.TrainResult`."""
+    crps, naive, steps = result.crps, result.seasonal_naive_crps, result.steps
     if crps < naive:
         return None
-    if result["epsilon_budget"] is not None and (epochs is None or result["epochs"] < epochs):
-        why = (f"the budget ε = {result['epsilon_budget']:g} bought only {steps} steps; raise --epsilon, or "
+    if result.epsilon_budget is not None and (epochs is None or result.epochs < epochs):
+        why = (f"the budget ε = {result.epsilon_budget:g} bought only {steps} steps; raise --epsilon, or "
                "--sigma (more, noisier steps)")
     else:
-        why = f"{steps} steps in {result['epochs']:.3g} epoch(s) are too few; raise --epochs or --lr"
+        why = f"{steps} steps in {result.epochs:.3g} epoch(s) are too few; raise --epochs or --lr"
     return f"CRPS {crps:.4f} is not better than seasonal naive {naive:.4f}: {why}"
 
 
@@ -152,28 +153,25 @@ def add_parsers(sub, command) -> None:
             if args.save is not None:
                 from tsdp.attacks.inference.mechanism import save_model
 
-                save_model(args.save, result.pop("trained_model"), args.model, config.context_length,
+                save_model(args.save, result.trained_model, args.model, config.context_length,
                            config.forecast_length)
         except ConfigError:
             raise
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from err
-        result["sigma_calibrated"] = fit is not None
-        result["note"] = quality_note(result, args.epochs)
+        note = quality_note(result, args.epochs)
         if args.json:
-            print(dumps(result))
+            print(dumps({**result.as_dict(), "sigma_calibrated": fit is not None, "note": note}))
             return 0
-        warm = (f" (the first {result['warmup_steps']} at σ = {result['warmup_sigma']:g})"
-                if result["warmup_steps"] else "")
-        print(f"model {result['model']} on {result['device']}: {result['steps']} training steps{warm}, "
-              f"{result['epochs']:.3g} epochs; accounted as {result['compositions']} compositions of "
-              f"{result['theorem']}")
+        warm = (f" (the first {result.warmup_steps} at σ = {result.warmup_sigma:g})" if result.warmup_steps else "")
+        print(f"model {result.model} on {result.device}: {result.steps} training steps{warm}, "
+              f"{result.epochs:.3g} epochs; accounted as {result.compositions} compositions of {result.theorem}")
         if fit is not None:
-            print(f"σ = {fit.sigma:.6g} calibrated so that {result['steps']} steps spend ε ≤ {args.epsilon:g} "
+            print(f"σ = {fit.sigma:.6g} calibrated so that {result.steps} steps spend ε ≤ {args.epsilon:g} "
                   f"(sound accountant, {fit.theorem})")
-        print(f"sound ε spent {result['epsilon']:.6g} at δ = {result['delta']:g} (an upper bound)")
-        print(f"test CRPS {result['crps']:.4f} (untrained {result['untrained_crps']:.4f}, "
-              f"seasonal naive {result['seasonal_naive_crps']:.4f})")
-        if result["note"]:
-            print(f"note: {result['note']}")
+        print(f"sound ε spent {result.epsilon:.6g} at δ = {result.delta:g} (an upper bound)")
+        print(f"test CRPS {result.crps:.4f} (untrained {result.untrained_crps:.4f}, "
+              f"seasonal naive {result.seasonal_naive_crps:.4f})")
+        if note:
+            print(f"note: {note}")
         return 0
