@@ -1,6 +1,19 @@
-"""The time estimate printed before a grid starts: for each cell, a fixed cost (model set-up, the test forecasts
-at the grid's sample paths) plus its planned steps (the sound accountant's answer to its budget, or the epochs cap)
-times the seconds per step, both measured by two short probe runs of each model."""
+"""The time estimate printed before a grid starts, from a probe of the grid's own runs on this machine.
+
+Each cell costs a fixed part (model set-up, the sound accountant's check of its run, the test forecasts
+at the grid's sample paths before and after training and of the selected checkpoint), its planned steps
+(the sound accountant's answer to its budget, or the epochs cap) times the seconds per step (the step,
+its accounting and the validations at the cells' once-per-epoch cadence), and for a private cell the
+accountant's search for its steps, which it runs twice (the cell and the training loop each check the
+budget). The probe trains each (model, private or not) pair of the grid once, after an untimed one-step
+warm-up, at the cells' torch threads (:attr:`tsdp.attacks.experiment.cells.CellTask.threads`): the seconds
+per step are the training loop's own clock over the probe's steps (no set-up in it), the fixed part is the
+rest of the probe's wall time; the accountant's search is timed where the estimate runs it.
+
+An earlier estimate took the per-step time as the difference of two short runs' wall times (2 and 10
+steps, without validation), at torch's default threads: on a shared machine the difference was mostly
+noise and the many-thread probe slower than the one-thread cells, and the estimate 6-27x too high.
+"""
 from __future__ import annotations
 
 import math
@@ -10,20 +23,20 @@ from typing import Dict, Sequence
 
 from .grid import Cell, GridSettings
 
-PROBE_STEPS = (2, 10)
-"""The probe trains each model twice, for these many private steps, after an untimed one-step warm-up: the
-difference is the per-step time without the run's fixed costs (model set-up, evaluation)."""
+PROBE_STEPS = 20
+"""The probe's steps: at least this many and at least one epoch (so its validations run as the cells' do)."""
 
 
 @dataclass(frozen=True)
 class PlanEstimate:
     """Cells, their planned training steps in total, the probe's seconds per step and fixed seconds per cell of each
-    model, the estimate."""
+    probed pair (``<model>/dp``, ``<model>/no-dp``), the accountant's seconds per private cell, the estimate."""
 
     cells: int
     steps: int
     seconds_per_step: Dict[str, float]
     seconds_per_cell: Dict[str, float]
+    accounting_seconds: float
     seconds: float
 
     def line(self) -> str:
@@ -47,34 +60,51 @@ def planned_steps(cell: Cell, settings: GridSettings) -> int:
     return max_steps(config, cell.epsilon, settings.delta, cap=cap, discretization=settings.discretization)
 
 
-def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
-    """Planned steps of every cell (one accountant search per distinct (level, top, ε, w, σ_F)) and a probe of each model
-    (:data:`PROBE_STEPS`)."""
-    from tsdp.attacks.data.benchmarks import CLIP
+def probe(cell: Cell, settings: GridSettings, private: bool) -> tuple:
+    """(seconds per step, fixed seconds) of ``cell``'s model trained as the cells are (module docstring)."""
+    import torch
+
+    from tsdp.attacks.data.benchmarks import CLIP, LR, WEIGHT_DECAY
     from tsdp.attacks.loop.train import train
 
-    from .cells import _split, cell_config
+    from .cells import CellTask, _split, cell_config
 
-    by_config = {}
-    total = 0
+    split = _split(settings.dataset, settings.data_dir)
+    config = cell_config(cell, settings)
+    steps = max(PROBE_STEPS, config.steps_per_epoch)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(CellTask.threads)
+    try:
+        for n in (1, steps):
+            started = time.perf_counter()
+            r = train(config, cell.model, None, split=split, steps=n, private=private,
+                      delta=settings.delta if private else None, clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY,
+                      device=settings.device, progress=False, n_samples=settings.n_samples, lags=split.spec.lags,
+                      season=split.spec.season, discretization=settings.discretization)
+            wall = time.perf_counter() - started
+    finally:
+        torch.set_num_threads(threads)
+    return r["seconds"] / steps, max(0.0, wall - r["seconds"])
+
+
+def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
+    """Planned steps of every cell (one accountant search per distinct (level, top, ε, w, σ_F), timed) and a probe of
+    each (model, private or not) pair (:func:`probe`): the seconds the cells take in one process."""
+    planned, accounting = {}, {}
     for c in cells:
         k = (c.level, c.top, c.epsilon, c.w, c.sigma_forecast)
-        if k not in by_config:
-            by_config[k] = planned_steps(c, settings)
-        total += by_config[k]
-    per_step, fixed, seconds = {}, {}, 0.0
-    split = _split(settings.dataset, settings.data_dir)
+        if k not in planned:
+            started = time.perf_counter()
+            planned[k] = planned_steps(c, settings)
+            accounting[k] = 0.0 if math.isinf(c.epsilon) else time.perf_counter() - started
+    per_step, fixed, seconds, total = {}, {}, 0.0, 0
     for c in cells:
-        if c.model not in per_step:
-            took = []
-            for steps in (1, *PROBE_STEPS):
-                started = time.perf_counter()
-                train(cell_config(c, settings), c.model, None, split=split, steps=steps, delta=settings.delta,
-                      clip=CLIP, device=settings.device, progress=False, n_samples=settings.n_samples,
-                      lags=split.spec.lags,
-                      season=split.spec.season, validate_every=10 ** 9, discretization=settings.discretization)
-                took.append(time.perf_counter() - started)
-            per_step[c.model] = max(0.0, took[2] - took[1]) / (PROBE_STEPS[1] - PROBE_STEPS[0])
-            fixed[c.model] = max(0.0, took[1] - PROBE_STEPS[0] * per_step[c.model])
-        seconds += fixed[c.model] + by_config[(c.level, c.top, c.epsilon, c.w, c.sigma_forecast)] * per_step[c.model]
-    return PlanEstimate(len(cells), total, per_step, fixed, seconds)
+        k = (c.level, c.top, c.epsilon, c.w, c.sigma_forecast)
+        private = not math.isinf(c.epsilon)
+        pair = f"{c.model}/{'dp' if private else 'no-dp'}"
+        total += planned[k]
+        if planned[k] and pair not in per_step:
+            per_step[pair], fixed[pair] = probe(c, settings, private)
+        seconds += 2 * accounting[k] + (fixed[pair] + planned[k] * per_step[pair] if planned[k] else 0.0)
+    spent = [v for v in accounting.values() if v]
+    return PlanEstimate(len(cells), total, per_step, fixed, sum(spent) / len(spent) if spent else 0.0, seconds)

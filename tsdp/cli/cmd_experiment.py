@@ -129,7 +129,7 @@ def add_parsers(sub, command) -> None:
         print(f"{len(cells) - len(pending)} of {len(cells)} cells already in {out}; " + plan_note.line(), file=sys.stderr)
         results, info = run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster,
                                  progress=True)
-        baselines = baseline_crps_of(settings)
+        baselines = baseline_crps_of(settings, out, workers=args.workers, progress=True)
         rows = rows_of(results)
         c7 = claim_c7(rows, baselines)
         best = best_cells(rows, baselines)
