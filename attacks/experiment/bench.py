@@ -82,7 +82,8 @@ def bench_baselines(full: bool = False, workers: int = 2, progress: Optional[Cal
         warm = cached_baselines(split, folder, n_jobs=workers)
     return {"shape": shape.as_dict(), "workers": workers, "full": full, "histories": split.test.count,
             "fitted_history": {b: fitted_history(b, shape.season) for b in BASELINES}, "crps": cold.crps,
-            "seconds": cold.seconds, "cached_seconds": warm.seconds, "cache_hit": warm.cached and warm.crps == cold.crps,
+            "seconds": cold.seconds, "cached_seconds": warm.seconds,
+            "cache_hit": warm.cached and warm.crps == cold.crps,
             "goal_seconds": GOAL_SECONDS if full else None,
             "environment": {"before": before, "after": bench_rounds.environment()}}
 
@@ -93,11 +94,11 @@ def format_baselines(result: dict) -> str:
 
     s = result["shape"]
     goal = result["goal_seconds"]
+    verdict = "" if goal is None else f" (goal <= {goal:.0f} s: {'met' if result['seconds'] <= goal else 'missed'})"
     lines = [f"{s['series']} series x {s['windows']} test windows ({result['histories']} histories) of "
              f"~{s['length']} values, season {s['season']}, L_F {s['forecast_length']}; {result['workers']} worker(s)",
              "fitted history: " + ", ".join(f"{b} last {k}" for b, k in result["fitted_history"].items()),
-             f"both baselines: {result['seconds']:.1f} s" + (
-                 "" if goal is None else f" (goal <= {goal:.0f} s: {'met' if result['seconds'] <= goal else 'missed'})"),
+             f"both baselines: {result['seconds']:.1f} s{verdict}",
              f"read back from the cache: {result['cached_seconds']:.2f} s "
              f"({'hit, same CRPS' if result['cache_hit'] else 'MISS'})",
              "CRPS: " + ", ".join(f"{b} {v:.4f}" for b, v in result["crps"].items()),

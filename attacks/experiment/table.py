@@ -181,7 +181,8 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
     return [merged[c.key] for c in cells], info
 
 
-def baseline_crps_of(settings: GridSettings, folder=None, *, workers: int = 1, progress: bool = False) -> Dict[str, float]:
+def baseline_crps_of(settings: GridSettings, folder=None, *, workers: int = 1,
+                     progress: bool = False) -> Dict[str, float]:
     """Test CRPS of seasonal naive and AutoETS on the grid's dataset (statsforecast, the dataset's season), computed
     once per split: kept in ``folder`` (the grid's) and read back while the data and settings are the same
     (:func:`tsdp.attacks.experiment.baseline_cache.cached_baselines`, ``workers`` processes, a tqdm bar when

@@ -13,9 +13,9 @@ Fitted history: seasonal naive reads only the last season of a history, so it is
 (:data:`ETS_SEASONS` seasons, at least :data:`ETS_MIN_HISTORY` values): its cost grows linearly with the
 history (0.5 ms per value at season 24 on one core), and electricity's 2,247 test histories of ~26k
 values would take hours in full. statsforecast's ETS needs more than one season to fit a seasonal
-model and three seasons for its decomposition start; 20 seasons (20 days of hourly data) leave it
-ample data for its ~30 parameters and states. Every shipped series is shorter than the cap, so their
-baselines are the uncapped ones (a test compares them).
+model and three seasons for its decomposition start; 10 seasons (10 days of hourly data, 240 values)
+leave it 8 values per parameter and state (~30 at season 24). Every shipped series is shorter than
+the cap, so their baselines are the uncapped ones (a test compares them).
 
 Series are forecast in chunks, each by ``statsforecast`` with ``n_jobs`` processes (the command's
 workers), with a tqdm bar on stderr; a series' forecast does not depend on the chunk or the process
@@ -23,7 +23,7 @@ that fits it, so ``n_jobs`` does not change the numbers.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ CHUNK_PER_JOB = 16
 """Series per statsforecast call and process: the progress bar moves once per chunk."""
 
 
-def fitted_history(name: str, season: int) -> Optional[int]:
+def fitted_history(name: str, season: int) -> int:
     """How many of a history's last values baseline ``name`` is fitted on (module docstring): the season for
     seasonal naive (all it reads), max(:data:`ETS_SEASONS`·season, :data:`ETS_MIN_HISTORY`) for AutoETS."""
     if name not in BASELINES:
@@ -65,7 +65,7 @@ def baseline_quantiles(name: str, histories: Sequence[np.ndarray], forecast_leng
 
     ``n_jobs``: statsforecast's processes; ``progress``: a tqdm bar on stderr; ``capped``: fit on the last
     :func:`fitted_history` values of each history (False: on all of it)."""
-    cap = fitted_history(name, season) if capped else None
+    cap = fitted_history(name, season)  # refuses an unknown name
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
     pd, StatsForecast, AutoETS, SeasonalNaive = _statsforecast()
@@ -76,7 +76,7 @@ def baseline_quantiles(name: str, histories: Sequence[np.ndarray], forecast_leng
     levels = [] if name == "seasonal-naive" else sorted({int(round(abs(200 * q - 100))) for q in quantiles if q != 0.5})
     columns = [column if name == "seasonal-naive" or q == 0.5 else
                f"{column}-{'lo' if q < 0.5 else 'hi'}-{int(round(abs(200 * q - 100)))}" for q in quantiles]
-    fitted = [np.asarray(h if cap is None else h[-cap:], dtype=np.float64) for h in histories]
+    fitted = [np.asarray(h[-cap:] if capped else h, dtype=np.float64) for h in histories]
     chunk = CHUNK_PER_JOB * n_jobs
     out = np.empty((len(quantiles), len(fitted), forecast_length))
     with tqdm(total=len(fitted), disable=not progress, desc=f"baseline {name}", unit="series") as bar:

@@ -117,7 +117,8 @@ def test_the_cap_leaves_the_shipped_datas_baselines_unchanged():
 
 
 def test_seasonal_naive_given_its_last_season_forecasts_as_from_the_whole_history():
-    """The cap that does cut (histories of 152-176 values, season 24, kept: 24) leaves seasonal naive's forecast equal."""
+    """The cap that does cut (histories of 152-176 values, season 24, kept: 24) leaves seasonal naive's forecast
+    equal."""
     split = synthetic_split(TINY)
     h = split.test.histories
     assert min(len(x) for x in h) > fitted_history("seasonal-naive", 24)

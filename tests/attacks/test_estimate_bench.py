@@ -1,0 +1,37 @@
+"""`tsdp bench estimate` and `tsdp bench baselines`: the estimate's ratio is taken from a real run of the grid it
+estimated; bad flags are one line."""
+import json
+
+import pytest
+
+from tsdp.attacks.experiment.bench import bench_estimate, format_estimate
+from tsdp.attacks.experiment.estimate import planned_steps
+from tsdp.attacks.experiment.grid import GridSettings, plan
+from tsdp.cli.main import main
+
+
+def test_the_ratio_is_the_estimate_over_the_measured_run():
+    """Two DLinear cells (ε = 1 and ∞, 1 epoch): the steps the estimate planned are the steps the cells ran, the
+    measured wall time holds every cell's own training clock, and the ratio is the estimate over that wall time
+    (no bound on wall-clock figures: the machine is shared)."""
+    r = bench_estimate(models=("dlinear",), epochs=1, n_samples=10)
+    cells = plan(models=("dlinear",), epsilons=(1.0, float("inf")), seeds=1, tops=("wor",))
+    settings = GridSettings(epochs=1, n_samples=10)
+    assert list(r["steps"].values()) == [planned_steps(c, settings) for c in cells]
+    assert r["estimate"]["steps"] == sum(r["steps"].values()) > 0
+    assert r["measured_seconds"] >= sum(r["cell_seconds"].values()) > 0
+    assert r["ratio"] == r["estimate"]["seconds"] / r["measured_seconds"]
+    assert set(r["estimate"]["seconds_per_step"]) == {"dlinear/dp", "dlinear/no-dp"}
+    assert all(v > 0 for v in r["estimate"]["seconds_per_step"].values())
+    assert f"ratio {r['ratio']:.2f}" in format_estimate(r)
+    json.dumps(r)
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["baselines", "--workers", "0"], "--workers"), (["estimate", "--full"], "--full"),
+    (["loop", "--workers", "2"], "--workers"), (["baselines", "--rounds", "9"], "--rounds"),
+])
+def test_bad_bench_flags_are_one_line(capsys, argv, flag):
+    code = main(["bench", *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and flag in err and len(err.splitlines()) == 1 and "Traceback" not in err
