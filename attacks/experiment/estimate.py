@@ -5,14 +5,11 @@ at the grid's sample paths before and after training and of the selected checkpo
 (the sound accountant's answer to its budget, or the epochs cap) times the seconds per step (the step,
 its accounting and the validations at the cells' once-per-epoch cadence), and for a private cell the
 accountant's search for its steps, which it runs twice (the cell and the training loop each check the
-budget). The probe trains each (model, private or not) pair of the grid once, after an untimed one-step
-warm-up, at the cells' torch threads (:attr:`tsdp.attacks.experiment.cells.CellTask.threads`): the seconds
+budget), timed on a second search (the first builds the one-step PLD that the cells find cached). The
+probe trains each (model, private or not) pair of the grid once (after an untimed one-step run of
+each model), at the cells' torch threads (:attr:`tsdp.attacks.experiment.cells.CellTask.threads`): the seconds
 per step are the training loop's own clock over the probe's steps (no set-up in it), the fixed part is the
 rest of the probe's wall time; the accountant's search is timed where the estimate runs it.
-
-An earlier estimate took the per-step time as the difference of two short runs' wall times (2 and 10
-steps, without validation), at torch's default threads: on a shared machine the difference was mostly
-noise and the many-thread probe slower than the one-thread cells, and the estimate 6-27x too high.
 """
 from __future__ import annotations
 
@@ -60,8 +57,9 @@ def planned_steps(cell: Cell, settings: GridSettings) -> int:
     return max_steps(config, cell.epsilon, settings.delta, cap=cap, discretization=settings.discretization)
 
 
-def probe(cell: Cell, settings: GridSettings, private: bool) -> tuple:
-    """(seconds per step, fixed seconds) of ``cell``'s model trained as the cells are (module docstring)."""
+def probe(cell: Cell, settings: GridSettings, private: bool, warm_up: bool = True) -> tuple:
+    """(seconds per step, fixed seconds) of ``cell``'s model trained as the cells are (module docstring), after a
+    one-step run when ``warm_up`` (the model's first run in this process)."""
     import torch
 
     from tsdp.attacks.data.benchmarks import CLIP, LR, WEIGHT_DECAY
@@ -75,7 +73,7 @@ def probe(cell: Cell, settings: GridSettings, private: bool) -> tuple:
     threads = torch.get_num_threads()
     torch.set_num_threads(CellTask.threads)
     try:
-        for n in (1, steps):
+        for n in ((1, steps) if warm_up else (steps,)):
             started = time.perf_counter()
             r = train(config, cell.model, None, split=split, steps=n, private=private,
                       delta=settings.delta if private else None, clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY,
@@ -87,16 +85,22 @@ def probe(cell: Cell, settings: GridSettings, private: bool) -> tuple:
     return r["seconds"] / steps, max(0.0, wall - r["seconds"])
 
 
+def _timed(fn, *args) -> float:
+    started = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - started
+
+
 def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
-    """Planned steps of every cell (one accountant search per distinct (level, top, ε, w, σ_F), timed) and a probe of
+    """Planned steps of every cell (one accountant search per distinct (level, top, ε, w, σ_F), timed on a second
+    search) and a probe of
     each (model, private or not) pair (:func:`probe`): the seconds the cells take in one process."""
     planned, accounting = {}, {}
     for c in cells:
         k = (c.level, c.top, c.epsilon, c.w, c.sigma_forecast)
         if k not in planned:
-            started = time.perf_counter()
-            planned[k] = planned_steps(c, settings)
-            accounting[k] = 0.0 if math.isinf(c.epsilon) else time.perf_counter() - started
+            planned[k] = planned_steps(c, settings)  # builds (or reads) the one-step PLD the cells then reuse
+            accounting[k] = 0.0 if math.isinf(c.epsilon) else _timed(planned_steps, c, settings)
     per_step, fixed, seconds, total = {}, {}, 0.0, 0
     for c in cells:
         k = (c.level, c.top, c.epsilon, c.w, c.sigma_forecast)
@@ -104,7 +108,8 @@ def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
         pair = f"{c.model}/{'dp' if private else 'no-dp'}"
         total += planned[k]
         if planned[k] and pair not in per_step:
-            per_step[pair], fixed[pair] = probe(c, settings, private)
+            warm_up = not any(p.startswith(f"{c.model}/") for p in per_step)
+            per_step[pair], fixed[pair] = probe(c, settings, private, warm_up)
         seconds += 2 * accounting[k] + (fixed[pair] + planned[k] * per_step[pair] if planned[k] else 0.0)
     spent = [v for v in accounting.values() if v]
     return PlanEstimate(len(cells), total, per_step, fixed, sum(spent) / len(spent) if spent else 0.0, seconds)
