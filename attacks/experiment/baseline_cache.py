@@ -4,7 +4,7 @@ The file holds the test CRPS of every baseline and the key it was computed under
 (SHA-256 of every test history's and target's float64 values, with their lengths), the dataset's name,
 season, forecast length and number of test windows, each baseline's fitted history
 (:func:`tsdp.attacks.loop.baselines.fitted_history`), the quantiles, and the code (SHA-256 of the
-baselines module's source, statsforecast's version). A file that does not parse, whose key differs, or
+sources of the baselines and of the CRPS, statsforecast's version). A file that does not parse, whose key differs, or
 whose CRPS is missing or not finite is recomputed, never reported; the file is written to a temporary name
 and renamed (atomic), as the cells are.
 """
@@ -50,15 +50,14 @@ def cache_key(split) -> dict:
     """Everything the baselines of ``split`` depend on (module docstring), as JSON."""
     import statsforecast
 
-    from tsdp.attacks.loop import baselines
-    from tsdp.attacks.loop.metrics import QUANTILES
+    from tsdp.attacks.loop import baselines, metrics
 
     spec = split.spec
     return {"data": fingerprint(split), "dataset": spec.name, "season": spec.season,
             "forecast_length": spec.forecast_length, "test_windows": split.test.count,
             "fitted_history": {b: baselines.fitted_history(b, spec.season) for b in baselines.BASELINES},
-            "quantiles": list(QUANTILES), "statsforecast": statsforecast.__version__,
-            "code": hashlib.sha256(Path(baselines.__file__).read_bytes()).hexdigest()}
+            "quantiles": list(metrics.QUANTILES), "statsforecast": statsforecast.__version__,
+            "code": hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (baselines, metrics))).hexdigest()}
 
 
 def read_cached(path: Path, key: dict) -> Optional[Dict[str, float]]:

@@ -2,6 +2,7 @@
 or 2 statsforecast processes, a fitted-history cap that leaves the shipped data's baselines as they were, and the
 pre-run estimate's bench ratio taken from a real run."""
 import dataclasses
+import hashlib
 import json
 import math
 
@@ -12,7 +13,6 @@ import pytest
 pytest.importorskip("statsforecast")
 
 from tsdp.attacks.data.benchmarks import shipped_split  # noqa: E402
-from tsdp.attacks.experiment import baseline_cache  # noqa: E402
 from tsdp.attacks.experiment.baseline_cache import CACHE_FILE, cache_key, cached_baselines  # noqa: E402
 from tsdp.attacks.experiment.bench import SeriesShape, synthetic_split  # noqa: E402
 from tsdp.attacks.loop.baselines import (BASELINES, baseline_crps, baseline_quantiles,  # noqa: E402
@@ -64,10 +64,11 @@ def test_changed_data_or_settings_miss_the_cache(tiny, tmp_path):
         assert again.crps == {b: baseline_crps(b, other.test.histories, other.test.targets, 24, other.spec.season)
                               for b in BASELINES}
         assert json.loads((tmp_path / CACHE_FILE).read_text())["key"] == cache_key(other)
-    # the code is part of the key: another source of the baselines module is another key
-    assert cache_key(split)["code"] == baseline_cache.hashlib.sha256(
-        open(baseline_cache.__file__.replace("experiment/baseline_cache.py", "loop/baselines.py"), "rb").read()
-    ).hexdigest()
+    # the code is part of the key: the sources of the baselines and of the CRPS, hashed
+    from tsdp.attacks.loop import baselines, metrics
+
+    sources = b"".join(open(m.__file__, "rb").read() for m in (baselines, metrics))
+    assert cache_key(split)["code"] == hashlib.sha256(sources).hexdigest()
 
 
 @pytest.mark.parametrize("content", ["{not json", json.dumps({"crps": {"autoets": 0.1}}), "NAN",
