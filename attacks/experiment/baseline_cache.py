@@ -10,6 +10,7 @@ and renamed (atomic), as the cells are.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -56,8 +57,16 @@ def cache_key(split) -> dict:
     return {"data": fingerprint(split), "dataset": spec.name, "season": spec.season,
             "forecast_length": spec.forecast_length, "test_windows": split.test.count,
             "fitted_history": {b: baselines.fitted_history(b, spec.season) for b in baselines.BASELINES},
-            "quantiles": list(metrics.QUANTILES), "statsforecast": statsforecast.__version__,
-            "code": hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (baselines, metrics))).hexdigest()}
+            "quantiles": list(metrics.QUANTILES), "statsforecast": statsforecast.__version__, "code": code_hash()}
+
+
+@functools.lru_cache(maxsize=1)
+def code_hash() -> str:
+    """SHA-256 of the sources of the baselines and of the CRPS, read once per process (the code that runs, even
+    when the files change under it)."""
+    from tsdp.attacks.loop import baselines, metrics
+
+    return hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (baselines, metrics))).hexdigest()
 
 
 def read_cached(path: Path, key: dict) -> Optional[Dict[str, float]]:

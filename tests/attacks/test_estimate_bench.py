@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from tsdp.attacks.experiment.bench import bench_estimate, format_estimate
+from tsdp.attacks.experiment import bench
+from tsdp.attacks.experiment.bench import SeriesShape, bench_estimate, format_estimate, synthetic_split
 from tsdp.attacks.experiment.estimate import planned_steps
 from tsdp.attacks.experiment.grid import GridSettings, plan
 from tsdp.cli.main import main
@@ -24,6 +25,22 @@ def test_the_ratio_is_the_estimate_over_the_measured_run():
     assert set(r["estimate"]["seconds_per_step"]) == {"dlinear/dp", "dlinear/no-dp"}
     assert all(v > 0 for v in r["estimate"]["seconds_per_step"].values())
     assert f"ratio {r['ratio']:.2f}" in format_estimate(r)
+    json.dumps(r)
+
+
+def test_the_baselines_bench_computes_then_reads_back_the_same_numbers(monkeypatch):
+    """A 2-series set (4 histories): the bench's CRPS are the baselines computed directly, the second call is a cache
+    hit with the same numbers, and the CPU seconds are counted."""
+    pytest.importorskip("statsforecast")
+    from tsdp.attacks.loop.baselines import BASELINES, baseline_crps
+
+    shape = SeriesShape(series=2, length=200, windows=2)
+    monkeypatch.setattr(bench, "SMALL", shape)
+    r = bench.bench_baselines(workers=1)
+    split = synthetic_split(shape)
+    assert r["histories"] == 4 and r["cache_hit"] and r["cpu_seconds"] > 0 and r["goal_seconds"] is None
+    assert r["crps"] == {b: baseline_crps(b, split.test.histories, split.test.targets, 24, 24) for b in BASELINES}
+    assert "hit, same CRPS" in bench.format_baselines(r)
     json.dumps(r)
 
 
