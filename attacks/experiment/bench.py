@@ -123,7 +123,7 @@ ESTIMATE_GRID = {"models": ("simple-ff", "dlinear", "deepar"), "epsilons": (1.0,
 """The estimate bench's grid on the shipped data: 6 cells, private and not, the cheapest and the slowest model."""
 
 
-def bench_estimate(models=ESTIMATE_GRID["models"], epochs: int = 5, n_samples: int = 20,
+def bench_estimate(models=ESTIMATE_GRID["models"], epochs: int = 20, n_samples: int = 20,
                    progress: Optional[Callable[[str], None]] = None) -> dict:
     """The pre-run estimate of a small grid (:data:`ESTIMATE_GRID`, ``epochs`` epochs, ``n_samples`` sample paths) over
     the wall time its cells then take in one process (:func:`tsdp.attacks.experiment.table.run_grid`)."""

@@ -44,6 +44,29 @@ def test_the_baselines_bench_computes_then_reads_back_the_same_numbers(monkeypat
     json.dumps(r)
 
 
+def test_the_probe_trains_at_the_cells_threads_and_restores_them(monkeypatch):
+    """The probe's runs see the cells' torch threads (CellTask.threads), whatever the process had; it gives them back."""
+    import importlib
+
+    import torch
+
+    from tsdp.attacks.experiment.cells import CellTask
+    from tsdp.attacks.experiment.estimate import probe
+    from tsdp.attacks.experiment.grid import Cell
+
+    loop_train = importlib.import_module("tsdp.attacks.loop.train")  # the module (the package re-exports train)
+    seen, real = [], loop_train.train
+    monkeypatch.setattr(loop_train, "train", lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1])
+    before = torch.get_num_threads()
+    torch.set_num_threads(CellTask.threads + 1)
+    try:
+        per_step, fixed = probe(Cell("dlinear", 1.0, 0, "1-event", "wor"), GridSettings(epochs=1, n_samples=10), True)
+        assert torch.get_num_threads() == CellTask.threads + 1
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [CellTask.threads, CellTask.threads] and per_step > 0 and fixed > 0
+
+
 @pytest.mark.parametrize("argv,flag", [
     (["baselines", "--workers", "0"], "--workers"), (["estimate", "--full"], "--full"),
     (["loop", "--workers", "2"], "--workers"), (["baselines", "--rounds", "9"], "--rounds"),
