@@ -314,12 +314,13 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
     return [merged[c.key] for c in cells], info
 
 
-def baseline_crps_of(settings: GridSettings) -> Dict[str, float]:
-    """Test CRPS of seasonal naive and AutoETS on the grid's dataset (statsforecast, the dataset's season)."""
-    from tsdp.attacks.loop.baselines import BASELINES, baseline_crps
-
+def baseline_crps_of(settings: GridSettings, folder=None, *, workers: int = 1,
+                     progress: bool = False) -> Dict[str, float]:
+    """Test CRPS of seasonal naive and AutoETS on the grid's dataset (statsforecast, the dataset's season), computed
+    once per split: kept in ``folder`` (the grid's) and read back while the data and settings are the same
+    (:func:`tsdp.attacks.experiment.baseline_cache.cached_baselines`, ``workers`` processes, a tqdm bar when
+    ``progress``)."""
+    from .baseline_cache import cached_baselines
     from .cells import split_of
 
-    split = split_of(settings)
-    return {b: baseline_crps(b, split.test.histories, split.test.targets, split.spec.forecast_length,
-                             split.spec.season) for b in BASELINES}
+    return cached_baselines(split_of(settings), folder, n_jobs=workers, progress=progress).crps

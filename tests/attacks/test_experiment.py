@@ -289,3 +289,4 @@ def test_experiment_command_json_keys_and_resume(tmp_path, capsys):
     assert main(argv) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["run"]["run"] == 0 and again["run"]["resumed"] == 2 and again["rows"] == first["rows"]
+    assert again["baselines"] == first["baselines"] and (tmp_path / "cells" / "baselines.json").is_file()

@@ -1,11 +1,13 @@
-"""`tsdp bench {accounting,loop,audit,canary,planted,blackbox,startup}`: benchmarks (not tests).
+"""`tsdp bench {accounting,loop,audit,canary,planted,blackbox,baselines,estimate,startup}`: benchmarks (not tests).
 
 ``accounting`` times the one-step PLD construction against dp-accounting's, interleaved
 over rounds on equal work (:mod:`verify.bench_accounting`, :mod:`verify.bench_rounds`);
 ``loop``, ``audit``, ``canary``, ``planted`` (canary audits of an Opacus loop with planted
 bugs; needs ``tsdp[opacus]``) and ``blackbox`` (spike-canary audits of a memoriser and of tsdp's
-models trained without and with DP) belong to the attacks package and are imported lazily (torch is
-never imported by verify/ at module import time). ``startup`` times the `tsdp` command's own start
+models trained without and with DP), ``baselines`` (the experiment's seasonal naive and
+AutoETS on a set of electricity's shape) and ``estimate`` (the experiment's pre-run estimate
+against its run) belong to the attacks package and are imported lazily (torch is never
+imported by verify/ at module import time). ``startup`` times the `tsdp` command's own start
 against a bare interpreter (:mod:`tsdp.cli.bench_startup`).
 """
 from __future__ import annotations
@@ -26,17 +28,21 @@ BENCHES = {
     "canary": ("tsdp.attacks.canary.bench", "bench_canary", "format_bench"),
     "planted": ("tsdp.attacks.integrations.planted_opacus", "bench_planted", "format_bench"),
     "blackbox": ("tsdp.attacks.canary.blackbox_bench", "bench_blackbox", "format_bench"),
+    "baselines": ("tsdp.attacks.experiment.bench", "bench_baselines", "format_baselines"),
+    "estimate": ("tsdp.attacks.experiment.bench", "bench_estimate", "format_estimate"),
     "startup": ("tsdp.cli.bench_startup", "bench_startup", "format_bench"),
 }
 CANARY_FLAGS = {"--mu", "--canaries", "--seeds", "--delta", "--confidence", "--seed"}
+BASELINES_FLAGS = {"--full", "--workers"}
 BLACKBOX_FLAGS = {"--canaries", "--epochs", "--epsilon", "--delta", "--confidence", "--seed"}
 
 
 def add_parsers(sub, command) -> None:
     """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``."""
     p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run "
-                       "analyses), planted (bugs in an Opacus loop), blackbox (spike canaries on returned models), startup (`tsdp` "
-                       "against `python -c pass`)",
+                       "analyses), planted (bugs in an Opacus loop), blackbox (spike canaries on returned models), "
+                       "baselines (the experiment's baselines at scale), estimate (the experiment's pre-run estimate), "
+                       "startup (`tsdp` against `python -c pass`)",
                        description="Run a benchmark and print its figures (--json for machines).")
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=None,
@@ -65,6 +71,10 @@ def add_parsers(sub, command) -> None:
                    help="`canary`: confidence per analysis; `blackbox`: of each lower bound (default 0.95)")
     p.add_argument("--seed", type=int, default=0,
                    help="`canary`: seed of the first audit; `blackbox`: of the data and canaries (default 0)")
+    p.add_argument("--full", action="store_true",
+                   help="`baselines`: electricity's shape (321 series x 26,304 values, 7 test windows; ~10 min) "
+                        "instead of a scaled-down set (a minute)")
+    p.add_argument("--workers", type=int, default=2, help="`baselines`: statsforecast's processes (default 2)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     @command("bench")
@@ -75,9 +85,10 @@ def add_parsers(sub, command) -> None:
         loop_flags = {"--models", "--batches", "--threads", "--rounds"}
         used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
                 "canary": CANARY_FLAGS, "planted": set(), "blackbox": BLACKBOX_FLAGS,
-                "startup": {"--rounds"}}[args.what]
+                "baselines": BASELINES_FLAGS, "estimate": set(), "startup": {"--rounds"}}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
-                         & ({"--discretization"} | loop_flags | CANARY_FLAGS | BLACKBOX_FLAGS)) - used)
+                         & ({"--discretization"} | loop_flags | CANARY_FLAGS | BLACKBOX_FLAGS | BASELINES_FLAGS))
+                        - used)
         if unused:
             raise UsageError(f"invalid {unused[0]}: `tsdp bench {args.what}` does not take it")
         try:
@@ -112,6 +123,11 @@ def add_parsers(sub, command) -> None:
             result = fn(**_canary_options(args), progress=progress)
         elif args.what == "blackbox":
             result = fn(**_blackbox_options(args), progress=progress)
+        elif args.what == "baselines":
+            from tsdp.verify.cpus import check_workers
+
+            check_workers("workers", args.workers)
+            result = fn(full=args.full, workers=args.workers, progress=progress)
         elif args.what in ("audit", "startup"):
             result = fn(rounds=args.rounds, progress=progress)
         else:

@@ -150,7 +150,7 @@ def add_parsers(sub, command) -> None:
         plan_note = estimate(pending, settings)
         print(f"{len(cells) - len(pending)} of {len(cells)} cells already in {out}; " + plan_note.line(), file=sys.stderr)
         results, info = _run(cells, settings, out, args)
-        baselines = baseline_crps_of(settings)
+        baselines = baseline_crps_of(settings, out, workers=args.workers, progress=True)
         rows = rows_of(results, epochs_cap(settings))
         c7 = claim_c7(rows, baselines, name)
         best, same = best_cells(rows, baselines), same_runs(rows)
