@@ -18,7 +18,7 @@ pytest.importorskip("gluonts")
 
 from gluonts.dataset.repository import _lstnet  # noqa: E402
 
-from tsdp.attacks.data.benchmarks import PAPER, VALIDATION_WINDOWS, load_split  # noqa: E402
+from tsdp.attacks.data.benchmarks import PAPER, load_split  # noqa: E402
 from tsdp.attacks.data.series import DataError  # noqa: E402
 
 

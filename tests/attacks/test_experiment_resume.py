@@ -138,8 +138,9 @@ def test_a_file_computed_under_other_settings_is_recomputed(tmp_path, good, chan
     _assert_recomputed(tmp_path, good[0], says=says)
 
 
-def _gluonts(root, seed, n=130, length=150):
-    """A small electricity folder in GluonTS's layout (see tests/attacks/test_experiment.py's fixture)."""
+def _gluonts(root, seed, n=130, length=240):
+    """A small electricity folder in GluonTS's layout (see tests/attacks/test_experiment.py's fixture): training
+    series long enough for electricity's 7 validation windows of L_F = 24 and a window to train on."""
     rng = np.random.default_rng(seed)
     f = PAPER["electricity"].forecast_length
     folder = root / "electricity"
