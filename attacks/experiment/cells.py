@@ -183,7 +183,8 @@ def cell_config(cell: Cell, settings: GridSettings) -> TrainingConfig:
     config = TrainingConfig(N=split.train.N, L=min(lengths), lengths=None if len(set(lengths)) == 1 else lengths,
                             context_length=context, forecast_length=spec.forecast_length,
                             batch_size=spec.batch_size, sigma=spec.sigma, top=cell.top,
-                            drop_last=cell.top == "shuffle")
+                            drop_last=cell.top == "shuffle")  # the authors' epoch, (len(data) *
+    # instances_per_sequence) // batch_size batches: jan-schuchardt/dp_forecasting, models/dp_estimator.py
     return level_config(config, cell, level_v(cell, settings))
 
 
