@@ -65,10 +65,11 @@ from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, 
 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .evidence import CERTIFIERS, certify_evidence
+from .mechanism import pooled
 from .fdp_bound import guess_grid
 from .steinke_bound import guess_sets
 from .gradient import SCORES as GRADIENT_SCORES
-from .data_span import FAILED, MAX_ENTRIES
+from .data_span import DIVERGED, FAILED, MAX_ENTRIES
 from .gradient import MAX_DIRECTION_ENTRIES, ideal_epsilon, sound_profile
 from .optimizer_canaries import run_with_canaries
 from .time_limit import Expired, check_can_limit, check_timeout, time_limit
@@ -277,16 +278,26 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
                                                 "hook into one (canary='spike' audits any returned model)")
     with np.errstate(invalid="ignore", over="ignore"):
         evidence = hooks.canaries.evidence()
-    if not all(np.all(np.isfinite(s)) for s in evidence["scores"].values()):
-        raise UserFunctionError("train", train, "made non-finite gradients or parameter updates (NaN or inf: the "
-                                                "training diverged): the canaries cannot be scored")
     span = hooks.data_span
+    scored = all(np.all(np.isfinite(s)) for s in evidence["scores"].values())
+    if not scored or (span is not None and span.startswith(DIVERGED)):
+        raise UserFunctionError("train", train, _diverged(hooks))
     if span is not None and span.startswith(FAILED):
         if loss is not None:  # asked for and not given: an error, not a quiet loss of power
             raise UserFunctionError("loss", loss, f"cannot give the data's per-window gradients: {span}")
         span += "; give loss(model, context, forecast) -> (B,) per-window losses"
     return dict(evidence, optimizer=hooks.optimizer, steps=hooks.canaries.steps, clip=hooks.clip, scale=hooks.scale,
-                observed=hooks.observed, data_span=span, data_part=hooks.data_part())
+                observed=hooks.observed, data_span=span, data_part=hooks.data_part(),
+                mechanism=hooks.mechanism_tests())
+
+
+def _diverged(hooks) -> str:
+    """Why a run that diverged cannot be scored, and what its mechanism tests saw before (the training's fault, not
+    the loss's: :data:`attacks.canary.data_span.DIVERGED`)."""
+    found = [t.finding for t in hooks.mechanism_tests().tests if t.failed]
+    return ("made non-finite gradients or parameter updates (NaN or inf: the training diverged): the canaries cannot "
+            "be scored" + ("; before it, " + "; ".join(found) if found else "")
+            + "; check the learning rate, the clipping norm and the noise at every step")
 
 
 @dataclass(frozen=True)
@@ -408,7 +419,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     evidence = task(np.random.SeedSequence(seed))
     result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon,
                               profile=claimed_profile(canary, analysis, config, evidence))
-    return dict(result, **run_facts(canary, [evidence], config, delta, confidence, certifier, seed),
+    return dict(result, **run_facts(canary, [evidence], config, delta, confidence, certifier, seed, result),
                 canary=canary, analysis=analysis, **({"spike": spike} if canary == "spike" else {}))
 
 
@@ -441,11 +452,13 @@ def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
 
 
 def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: float, confidence: float, certifier,
-              seed: int) -> dict:
-    """What a gradient-canary audit reports beside its bound: the first run's optimizer, steps, C and gradient scale,
-    the parameters d, and ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
-    (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
-    canaries than parameters: its power at the claim)."""
+              seed: int, result: dict) -> dict:
+    """What a gradient-canary audit reports beside its bound (``result``, :func:`certify_evidence`'s): the first run's
+    optimizer, steps, C and gradient scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the
+    claimed mechanism itself (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their
+    cross-talk when a run has more canaries than parameters: its power at the claim), ``mechanism``, the noise and
+    clipping tests of every run (:mod:`attacks.canary.mechanism`, pooled over the runs), and ``violation``, the
+    bound's or a failed mechanism test's (``mechanism_failed``)."""
     if canary != "gradient":
         return {}
     first = runs[0]
@@ -455,6 +468,9 @@ def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: 
     facts["epsilon_ideal"] = ideal_epsilon(config, m, first["steps"], delta, confidence, certifier=certifier,
                                            seed=seed, parameters=first["parameters"], per_run=len(first["included"]),
                                            removed=(first["data_part"] or {}).get("windows_per_step", 0.0))
+    tests = pooled([r["mechanism"] for r in runs])
+    facts.update(mechanism=tests.as_dict(), mechanism_failed=tests.failed,
+                 violation=bool(result["violation"] or tests.failed))
     return facts
 
 

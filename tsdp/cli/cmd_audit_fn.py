@@ -15,6 +15,11 @@ from .errors import UsageError, check_delta, load_entry_point
 from .output import auc_text, dumps
 
 
+CHECKS = ("check the noise at every step (std σ · C before the division by the batch), the clipping norm (every "
+          "window's gradient clipped to C before the sum) and the batch sampler (the scheme the claim accounts)")
+"""What to check after a violation: the mechanisms a DP-SGD claim rests on."""
+
+
 def _human(d: dict) -> str:
     name, s = max(d["scores"].items(), key=lambda kv: kv[1]["epsilon_lower"])  # the score whose bound is reported
     runs = f" over {d['runs']} runs" if d.get("runs", 1) > 1 else ""
@@ -29,6 +34,7 @@ def _human(d: dict) -> str:
                         else f", the data's gradients kept ({d['data_span']})"))
     lines.append(f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} from the {name!r} score "
                  f"(AUC {auc_text(s['auc'])}; {len(d['scores'])} score(s), Bonferroni)")
+    top = None
     if "analyses" in s:  # the f-DP test, Steinke's bound as its baseline on the same guess sets
         a = s["analyses"]
         lines[-1] += (f" (f-DP one-run test {a['dp']['epsilon_lower']:.4f}, Steinke et al. "
@@ -36,25 +42,63 @@ def _human(d: dict) -> str:
         lines.append(f"  only if the training's trade-off curve is Gaussian (not part of the verdict): "
                      f"ε ≥ {s['epsilon_if_gaussian']:.4f}")
         top = max(v for k, v in s["ceiling"].items() if k in ("dp", "steinke"))
-        lines.append(f"  this audit could certify at most {top:.4f} (every guess right); the answer is limited by "
-                     f"{'the audit size: more canaries or runs could certify more' if s['limited_by'] == 'audit size' else 'the training, not the audit size'}")
+        lines.append(f"  this audit could certify at most {top:.4f} (every guess right)")
     else:
         lines[-1] += f" (Steinke et al.: {s['correct']} of {s['guesses']} '{s['side']}' guesses correct)"
     if "epsilon_ideal" in d:
-        ideal = d["epsilon_ideal"]
         lines.append(f"  the same audit on the claimed mechanism itself (σ = {d['sigma']:g}, these canaries and steps, no "
-                     f"data) certifies {ideal:.4f}: its power at the claim"
-                     + ("; it cannot see the claim, so a bound near 0 says little: more runs (--runs) or canaries"
-                        if ideal < 0.1 and d["epsilon_lower"] < 0.1 else ""))
+                     f"data) certifies {d['epsilon_ideal']:.4f}: its power at the claim")
+    limit = _limited_by(d, s, top)
+    if limit:
+        lines.append("  limited by " + limit)
     if d.get("curve_rejected") is not None:
         lines.append(f"  the claimed trade-off curve (tsdp's sound accountant of the configuration over the "
                      f"{d['steps']} steps) is {'REJECTED' if d['curve_rejected'] else 'not rejected'} by the guesses")
+    tests = (d.get("mechanism") or {}).get("tests", [])
+    if tests:
+        lines.append(f"  mechanism tests (each a one-sided test of the claimed DP-SGD step; false-alarm rate "
+                     f"{d['mechanism']['alpha']:g} in all):")
+        lines.extend(f"    {'FAILED' if t['failed'] else 'passed' if t['tested'] else 'n/a'}: {t['finding']}"
+                     for t in tests)
     if d["violation"]:
-        lines.append("  VIOLATION: " + (f"the lower bound exceeds the claimed ε = {d['epsilon_claimed']:g}"
-                                        if d["above_claim"] else "the guesses reject the claimed curve"))
+        why = [t["finding"] for t in tests if t["failed"]]
+        if d["above_claim"]:
+            why.append(f"the lower bound exceeds the claimed ε = {d['epsilon_claimed']:g}")
+        elif d.get("curve_rejected"):
+            why.append("the guesses reject the claimed curve")
+        lines.append("  VIOLATION: " + "; ".join(why))
+        lines.append("  " + CHECKS)
     elif d["epsilon_claimed"] is not None:
-        lines.append(f"  consistent with the claimed ε = {d['epsilon_claimed']:g}")
+        lines.append("  " + _no_violation(d, top))
     return "\n".join(lines)
+
+
+def _limited_by(d: dict, s: dict, top) -> str:
+    """One "limited by" statement that agrees with the advice beside it: the audit's size (the bound reached its
+    ceiling), the audit's power at the claim (the same audit on the claimed mechanism certifies less than the claim),
+    or the training."""
+    if s.get("limited_by") == "audit size":
+        return "the audit size: the bound reached what every guess right certifies; more canaries or runs certify more"
+    claim, ideal = d.get("epsilon_claimed"), d.get("epsilon_ideal")
+    if claim is not None and ideal is not None and ideal < claim:
+        return (f"the audit's power: on the claimed mechanism itself it certifies {ideal:.4f}, below the claimed ε = "
+                f"{claim:g}; more canaries or runs (--runs) raise it")
+    if top is None:
+        return ""
+    return "the training: its canaries' guesses, not the audit size, stop the bound here"
+
+
+def _no_violation(d: dict, top) -> str:
+    """The verdict without a violation: "consistent with the claimed ε" only where the audit could have seen a
+    training above the claim (its ceiling above it), else that it cannot see the claim and what would."""
+    claim = d["epsilon_claimed"]
+    tested = [t["name"] for t in (d.get("mechanism") or {}).get("tests", []) if t["tested"]]
+    passed = f"; the {' and '.join(tested)} test(s) passed" if tested else ""
+    if top is not None and top <= claim:
+        return (f"the ε test cannot see the claimed ε = {claim:g}: these canaries certify at most {top:.4f} even with "
+                f"every guess right; more canaries or runs would (tsdp audit-fn --plan --epsilon {claim:g} says how "
+                f"many){passed}")
+    return f"consistent with the claimed ε = {claim:g}{passed}"
 
 
 PLAN_MAX = 10 ** 7
@@ -140,7 +184,7 @@ def _many_runs(args, task, loss) -> dict:
                               certifier=CERTIFIERS[args.analysis],
                               profile=claimed_profile(args.canary, args.analysis, task.config, many["runs"][0]))
     result.update(run_facts(args.canary, many["runs"], task.config, args.delta, args.confidence,
-                            CERTIFIERS[args.analysis], args.seed))
+                            CERTIFIERS[args.analysis], args.seed, result))
     result.update(runs=args.runs, canary=args.canary, analysis=args.analysis, engine=many["info"],
                   **({"spike": args.spike} if args.canary == "spike" else {}))
     return result
