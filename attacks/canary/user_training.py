@@ -10,9 +10,12 @@ not) that trains on a list of 1-D float arrays. Two kinds of canaries (``canary=
   parameter updates for an optimizer class of your own), less the data's per-window gradients
   under ``loss`` (:mod:`attacks.canary.data_span`), by the ``sum`` and ``mixture`` scores of
   :mod:`attacks.canary.gradient`: the transcript DP-SGD's guarantee covers, so a correct loop
-  is never flagged beyond the stated error, and a loop without noise, with a σ too small or
-  without clipping shows. ``config`` must be the batching your loader draws and the σ your
-  accounting claims.
+  is never flagged beyond the stated error, and a loop without noise or with a σ too small
+  shows (a missing clip does not: the canaries enter after the user's clipping). Beside the
+  bound, the mechanism tests of :mod:`attacks.canary.mechanism` test the step itself (the
+  noise stepped on against σ · C, what the data moved against Λ · C plus the noise), each at
+  a stated false-alarm rate and whatever the claimed ε. ``config`` must be the batching your
+  loader draws and the σ your accounting claims.
 * ``"spike"`` (black-box): for a model only returned at the end (any ``train``, torch or
   not), scored on what the returned model remembers. The harness places m spike canaries in your data exactly as :func:`attacks.canary.trained_model.audit_model`
 does (one element each, ±``spike`` standard deviations of its series, at least L_C + L_F
@@ -401,7 +404,9 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     "steinke" alone. Returns a JSON-ready dict: canaries, included, epsilon_lower, confidence,
     delta, epsilon_claimed, violation, each score's analysis (guesses, AUC; with "fdp" the
     perfect-guess ``ceiling`` and ``limited_by``: whether the audit's size or the training limits
-    the answer). ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
+    the answer); gradient canaries add ``mechanism`` (the noise and clipping tests,
+    :class:`attacks.canary.mechanism.MechanismTests` as a dict) and ``mechanism_failed``, a failure
+    being a violation too. ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
     running then is stopped, the processes it started are ended, and :class:`TimeLimitError` names it (POSIX, main
     thread: :mod:`attacks.canary.time_limit`). ``span_entries``: gradient canaries' most per-window gradient entries
     held per step (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset);

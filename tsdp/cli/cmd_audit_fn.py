@@ -80,9 +80,10 @@ def _limited_by(d: dict, s: dict, top) -> str:
     if s.get("limited_by") == "audit size":
         return "the audit size: the bound reached what every guess right certifies; more canaries or runs certify more"
     claim, ideal = d.get("epsilon_claimed"), d.get("epsilon_ideal")
-    if claim is not None and ideal is not None and ideal < claim:
-        return (f"the audit's power: on the claimed mechanism itself it certifies {ideal:.4f}, below the claimed ε = "
-                f"{claim:g}; more canaries or runs (--runs) raise it")
+    if ideal is not None and (ideal < claim if claim is not None else max(ideal, d["epsilon_lower"]) < 0.1):
+        below = f", below the claimed ε = {claim:g}" if claim is not None else ", so a bound near 0 says little"
+        return (f"the audit's power: on the claimed mechanism itself it certifies {ideal:.4f}{below}; more canaries or "
+                "runs (--runs) raise it")
     if top is None:
         return ""
     return "the training: its canaries' guesses, not the audit size, stop the bound here"
@@ -200,14 +201,16 @@ def add_parsers(sub, command) -> None:
         "white-box gradient canaries hooked into the torch optimizer your code steps, taking part in steps as "
         "one element of the configured batching (--N, --L, --batch-size, ... must be your loader's, --sigma the "
         "σ you claim), scored on the gradient your optimizer steps on, less the data's per-window gradients "
-        "(with --loss). --canary spike: spikes inserted into your data, scored "
+        "(with --loss), and the step itself is tested: the noise it stepped on against σ·C, what the data moved "
+        "against the batch's clipped norm plus the noise (one-sided tests, false-alarm rate 0.001 each; a failure is "
+        "a violation naming the mechanism). --canary spike: spikes inserted into your data, scored "
         "on how much better the returned model fits them (only --context-length and --forecast-length are used).")
     p.add_argument("--train", default=None, help="module:function of train(series) -> model (required unless --plan)")
     p.add_argument("--loss", default=None,
                    help="module:function of loss(model, context, forecast) -> per-window losses, your training's "
                         "loss (default: model(context, forecast)); spike canaries are scored with it, gradient "
-                        "canaries take the data's per-window gradients off the observed gradient with it (which "
-                        "lets them see a training without noise or clipping)")
+                        "canaries take the data's per-window gradients off the observed gradient with it (more "
+                        "of the canaries' signal kept)")
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--epsilon", type=float, default=None, help="the ε your training claims at δ (to compare)")
