@@ -166,7 +166,7 @@ def clipping_test(norms: np.ndarray, dims: np.ndarray, most_windows: int, sigma:
     else:
         finding = (f"no step moved more than {most_windows} windows of norm ≤ C plus the noise allow (largest "
                    f"{worst:.4g}·C, {p_text(p)}); it sees a missing clip only on windows whose raw gradient is "
-                   "far above C")
+                   "far above C (data canaries: --data-canaries, data_canaries=)")
     return MechanismTest("clipping", True, failed, alpha, p, worst, float(most_windows), failing, steps, finding)
 
 

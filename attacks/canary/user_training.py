@@ -383,12 +383,28 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
     return canaries, delta, epsilon, seed, confidence, spike, clip
 
 
+DATA_CANARY_SCALE = 1e3
+"""How much :func:`with_data_canaries` scales a series: its windows' raw gradients grow with it (a squared error's
+by up to its square), far above any C a claim uses, unless the training clips them."""
+
+
+def with_data_canaries(data: Union[SeriesData, Sequence], count: int, scale: float = DATA_CANARY_SCALE) -> SeriesData:
+    """``data`` with its first ``count`` series multiplied by ``scale``: *data canaries* for the clipping test of
+    :mod:`attacks.canary.mechanism`, passed through the user's own per-window path (gradient canaries enter after the
+    user's clipping and cannot show a missing clip). Under the claim each of their windows still contributes at most C
+    to a step; unclipped, a step that draws one moves far more than Λ · C plus the noise. They change the data, not
+    the canaries' law: the ε bound stays a **lower** bound (the one-run game holds for any non-canary data)."""
+    data = as_series(data)
+    count = check_int("data_canaries", count, 0, len(data.series))
+    return SeriesData(tuple(s * scale if i < count else s for i, s in enumerate(data.series)))
+
+
 def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,
                    canaries: int, delta: float, epsilon: Optional[float] = None, canary: str = "gradient",
                    loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
                    clip: float = 1.0, gradient_scale: Optional[float] = None, spike: float = 10.0,
                    analysis: str = "fdp", timeout: Optional[float] = None, span_entries: int = MAX_ENTRIES,
-                   progress: bool = False) -> dict:
+                   progress: bool = False, data_canaries: int = 0) -> dict:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
     ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
@@ -410,7 +426,9 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     running then is stopped, the processes it started are ended, and :class:`TimeLimitError` names it (POSIX, main
     thread: :mod:`attacks.canary.time_limit`). ``span_entries``: gradient canaries' most per-window gradient entries
     held per step (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset);
-    ``progress``: a bar of the audited steps on stderr.
+    ``progress``: a bar of the audited steps on stderr. ``data_canaries``: gradient canaries' clipping test gets that
+    many series of ``data`` scaled by :data:`DATA_CANARY_SCALE` (:func:`with_data_canaries`; reported as
+    ``data_canaries``).
     """
     canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
@@ -418,14 +436,16 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     check_can_limit(timeout)
     certifier = _certifier(analysis)
     span_entries = check_int("span_entries", span_entries, 1)
-    task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip,
+    data = with_data_canaries(data, data_canaries)
+    task = make_task(canary, train, data, config, canaries, loss=loss, spike=spike, clip=clip,
                      scale=gradient_scale, timeout=timeout, span_entries=span_entries, progress=progress)
     task.check()
     evidence = task(np.random.SeedSequence(seed))
     result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon,
                               profile=claimed_profile(canary, analysis, config, evidence))
     return dict(result, **run_facts(canary, [evidence], config, delta, confidence, certifier, seed, result),
-                canary=canary, analysis=analysis, **({"spike": spike} if canary == "spike" else {}))
+                canary=canary, analysis=analysis, data_canaries=data_canaries,
+                **({"spike": spike} if canary == "spike" else {}))
 
 
 def tests_claimed_curve(canary: str, analysis: str) -> bool:

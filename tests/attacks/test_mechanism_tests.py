@@ -130,3 +130,23 @@ def test_the_correct_loop_is_rarely_flagged():
     so this bound is the design's, measured 0 of 100)."""
     flagged = sum(planted.audit("correct", 1000, seed=s)["violation"] for s in range(100))
     assert flagged <= 5, flagged
+
+
+def test_data_canaries_let_the_clipping_test_see_a_missing_clip_on_small_gradients():
+    """The planted data scaled by 1e-3 (raw per-window gradients far below C = 1): the loop without clipping passes
+    the clipping test (it cannot see it there); with 2 data canaries (2 series scaled back by 1000) it fails it, and
+    the correct loop with the same data canaries does not."""
+    from tsdp.attacks.canary.user_training import audit_training
+    from tsdp.attacks.data.series import SeriesData
+
+    small = SeriesData(tuple(s * 1e-3 for s in planted.SERIES.series))
+
+    def run(bug, data_canaries):
+        return audit_training(planted.dp_sgd(bug, 1), small, planted.CONFIG, canaries=100, delta=planted.DELTA,
+                              seed=1, data_canaries=data_canaries)
+
+    unseen = run("clipping-off", 0)
+    assert not unseen["mechanism_failed"] and unseen["data_canaries"] == 0
+    seen = run("clipping-off", 2)
+    assert seen["violation"] and _named(seen, "clipping")
+    assert not run("correct", 2)["mechanism_failed"]

@@ -25,8 +25,9 @@ def _human(d: dict) -> str:
     runs = f" over {d['runs']} runs" if d.get("runs", 1) > 1 else ""
     seen = (f", {d['steps']} steps of {d['optimizer']} (C = {d['clip']:g}, gradient scale {d['scale']:.4g})"
             if "optimizer" in d else "")
+    extra = f", {d['data_canaries']} data canaries (series × 1000)" if d.get("data_canaries") else ""
     lines = [f"{d['canary']} canary audit of {d['train']}: {d['canaries']} canaries{runs}, {d['included']} included"
-             f"{seen}, δ = {d['delta']:g}"]
+             f"{seen}{extra}, δ = {d['delta']:g}"]
     if "observed" in d:
         lines.append(f"  scored on the {'gradient it stepped on' if d['observed'] == 'gradient' else 'parameter updates'}"
                      + (", the data's part taken off: " + d["data_part"]["summary"] if d.get("data_part")
@@ -251,6 +252,10 @@ def add_parsers(sub, command) -> None:
                    help="gradient canaries with --loss: the most per-window gradient entries (windows × parameters) "
                         "held per step to take the data's part off (default 2^24; with more, the windows most aligned "
                         "with the step's gradient are kept: raise it to keep all, at its memory cost)")
+    p.add_argument("--data-canaries", type=int, default=0, metavar="K",
+                   help="gradient canaries: scale K of your series by 1000 (data canaries) so that their windows' "
+                        "raw gradients are far above C: the clipping test then sees a missing clip, which the "
+                        "gradient canaries (entering after your clipping) cannot (default 0)")
     p.add_argument("--steps", type=int, default=None,
                    help="with --plan and gradient canaries: the optimizer steps of your training (with --parameters: "
                         "the plan picks the canaries per run that certify most on the claimed mechanism)")
@@ -277,7 +282,7 @@ def add_parsers(sub, command) -> None:
         config = config_from_args(args)
         train = load_entry_point(args.train, "--train")
         loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
-        from tsdp.attacks.canary.user_training import audit_training, make_task
+        from tsdp.attacks.canary.user_training import audit_training, make_task, with_data_canaries
 
         data = data_from_args(args, config, seed=args.seed)
         from tsdp.attacks.canary.data_span import MAX_ENTRIES
@@ -285,6 +290,9 @@ def add_parsers(sub, command) -> None:
         span_entries = MAX_ENTRIES if args.span_entries is None else args.span_entries
         if not 1 <= span_entries <= 2 ** 40:
             raise UsageError(f"invalid --span-entries: must be in [1, 2^40] (got {span_entries})")
+        if args.data_canaries and args.canary != "gradient":
+            raise UsageError("invalid --data-canaries: only for --canary gradient (the clipping test)")
+        data = with_data_canaries(data, args.data_canaries)
         if args.runs == 1 and args.cluster is None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
                                     epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
@@ -296,6 +304,6 @@ def add_parsers(sub, command) -> None:
                                                 spike=args.spike, clip=args.clip, scale=args.gradient_scale,
                                                 timeout=args.timeout, span_entries=span_entries),
                                 loss)
-        result.update(train=args.train, sigma=config.sigma)
+        result.update(train=args.train, sigma=config.sigma, data_canaries=args.data_canaries)
         print(dumps(result) if args.json else _human(result))
         return 1 if result["violation"] else 0
