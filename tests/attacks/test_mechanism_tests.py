@@ -114,21 +114,22 @@ def test_cli_names_the_mechanism_and_never_calls_an_unseeable_claim_consistent(c
 @pytest.mark.parametrize("bug,name", [("noise-off", "noise"), ("noise-10x-small", "noise"),
                                       ("noise-once-per-epoch", "noise"), ("clipping-off", "clipping")])
 def test_each_planted_bug_is_named_in_most_seeds(bug, name):
-    """20 seeds, 1000 canaries, the data's part taken off with the loop's loss: each bug is a violation naming its
-    mechanism in ≥ 18 of 20 (σ / 10 also against the claim 21.9 above the canaries' ceiling). Measured 20 of 20 each."""
+    """20 seeds, 1000 canaries, the data kept: each bug is a violation naming its mechanism in ≥ 18 of 20 (σ / 10 also
+    against the claim 21.9 above the canaries' ceiling)."""
     for claim in ([None, 21.9] if bug == "noise-10x-small" else [None]):
         kwargs = {} if claim is None else {"epsilon": claim}
         named = sum(bool(_named(r, name)) and r["violation"]
-                    for r in (planted.audit(bug, 1000, seed=s, **kwargs) for s in range(20)))
+                    for r in (planted.audit(bug, 1000, seed=s, with_loss=False, **kwargs) for s in range(20)))
         assert named >= 18, (bug, claim, named)
 
 
 @pytest.mark.slow
 def test_the_correct_loop_is_rarely_flagged():
-    """100 seeds of the correct loop, 1000 canaries, every test together (the ε bound, the claimed curve, noise,
-    clipping): flagged in ≤ 5 (designed: ≤ 5% + 0.2%; a rate of 5.2% exceeds 5 flags in 100 with probability 0.42,
-    so this bound is the design's, measured 0 of 100)."""
-    flagged = sum(planted.audit("correct", 1000, seed=s)["violation"] for s in range(100))
+    """100 seeds of the correct loop, 1000 canaries, the data kept, every test together (the ε bound, the claimed
+    curve, noise, clipping): flagged in ≤ 5. The design bounds the rate by 5% (the ε bound and the curve) + 0.2% (the
+    mechanism tests); at a true rate of 5.2% this fails with probability 0.42, so it checks the design's bound, not
+    a margin below it: the ε tests are far from their worst case on a correct loop (see the module's measurement)."""
+    flagged = sum(planted.audit("correct", 1000, seed=s, with_loss=False)["violation"] for s in range(100))
     assert flagged <= 5, flagged
 
 
@@ -150,3 +151,28 @@ def test_data_canaries_let_the_clipping_test_see_a_missing_clip_on_small_gradien
     seen = run("clipping-off", 2)
     assert seen["violation"] and _named(seen, "clipping")
     assert not run("correct", 2)["mechanism_failed"]
+
+
+def test_a_training_that_diverges_is_named_as_the_trainings_not_the_losss():
+    """A loop whose parameters turn infinite after its first step while it keeps stepping on finite gradients: the
+    per-window gradients of the given loss are non-finite at its parameters, which is the training's doing; the error
+    names train (and what to check), never the loss."""
+    import torch
+
+    from tsdp.attacks.canary.user_training import UserFunctionError, audit_training
+
+    def train(series):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(planted.CONFIG.context_length, 4), torch.nn.ReLU(),
+                                    torch.nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(4):
+            for p in model.parameters():
+                p.grad = 0.5 * torch.randn(p.shape)
+            optimizer.step()
+            with torch.no_grad():
+                model[0].weight.fill_(float("inf"))
+        return model
+
+    with pytest.raises(UserFunctionError, match="invalid train: .*the training diverged.*check the learning rate"):
+        audit_training(train, planted.SERIES, planted.CONFIG, canaries=10, delta=1e-5, loss=planted.squared_error)
