@@ -90,7 +90,8 @@ def test_the_planted_loops_are_named_by_their_test():
 
 def test_cli_names_the_mechanism_and_never_calls_an_unseeable_claim_consistent(capsys, monkeypatch, tmp_path):
     """`audit-fn` on the σ / 10 loop against ε = 21.9: exit 1, the noise test FAILED in the text and the JSON, what to
-    check after it; on the correct loop: exit 0 and "cannot see the claimed ε", never "consistent with"."""
+    check after it; on the correct loop: exit 0 and "cannot see the claimed ε", never "consistent with", and one
+    "limited by" line: the audit's power (its ideal is below the claim), beside the advice to add canaries or runs."""
     from tsdp.cli.main import main
 
     (tmp_path / "planted_mod.py").write_text(
@@ -108,6 +109,7 @@ def test_cli_names_the_mechanism_and_never_calls_an_unseeable_claim_consistent(c
     assert main(argv + ["--train", "planted_mod:correct"]) == 0
     text = capsys.readouterr().out
     assert "cannot see the claimed ε = 21.9" in text and "consistent with" not in text
+    assert text.count("limited by") == 1 and "limited by the audit's power" in text  # one line, with its advice
 
 
 @pytest.mark.slow
