@@ -46,7 +46,11 @@ clipping and cannot show it; data of large raw gradient (``data_canaries`` of
 through the user's own per-window path) make it show.
 
 Both tests assume Gaussian noise (the claim's); non-Gaussian noise of the declared variance
-passes the noise test in the large-k limit (the χ² lower tail is a variance test).
+passes the noise test in the large-k limit (the χ² lower tail is a variance test). Both read the
+gradient at the declared scale s: a loop that multiplies the noisy sum by less (a larger divisor
+than Λ, or a post-processing that shrinks it, such as clipping the noisy mean) fails the noise
+test although its noise before the scaling may be right; the finding says so (the ε bound of such
+a loop needs its true scale too, :mod:`attacks.canary.optimizer_canaries`).
 """
 from __future__ import annotations
 
@@ -132,6 +136,8 @@ def noise_test(sums: np.ndarray, dims: np.ndarray, sigma: float, scale: float, c
                    f"(σ = {sigma:g} × gradient scale {scale:.3g}; {p_text(p)})")
         if failing:
             finding += f": too little noise on {failing} of {steps} steps"
+        finding += (" (or the loop multiplies the noisy sum by less than the gradient scale, or shrinks it after the "
+                    "noise: give gradient_scale=, --gradient-scale)")
     else:
         finding = (f"noise std {measured:.3g}·C, not below the declared {declared:.3g}·C at the "
                    f"{alpha:g} level ({p_text(p)})")
