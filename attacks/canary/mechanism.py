@@ -166,7 +166,7 @@ def clipping_test(norms: np.ndarray, dims: np.ndarray, most_windows: int, sigma:
     failed = p <= alpha
     steps = int(norms.size)
     if failed:
-        finding = (f"a step moved {worst:.4g}·C in the data's directions, more than {most_windows} windows of "
+        finding = (f"a step moved {worst:.4g}·C (the canaries' part taken off), more than {most_windows} windows of "
                    f"norm ≤ C plus the declared noise allow ({p_text(p)}) on {failing} of {steps} steps: a "
                    "window's contribution exceeded C (clipping missing or larger than declared)")
     else:
