@@ -39,7 +39,7 @@ BUGS = ("correct", "noise-off", "noise-10x-small", "noise-once-per-epoch", "clip
 SERIES = synthetic(32, 21, seed=0, noise=2.0).split(1)[0]
 CONFIG = fit_lengths(TrainingConfig(context_length=10, forecast_length=1, batch_size=4, instances=1, sigma=2.0,
                                     top="wor"), SERIES.series)
-CLIP, LR, STEPS, DELTA, HIDDEN = 1.0, 0.01, 30, 1e-5, 32  # LR: clipping-off stays finite
+CLIP, LR, STEPS, DELTA, HIDDEN = 1.0, 0.002, 30, 1e-5, 32  # LR: clipping-off stays finite (0.01 diverged on 15 of 20 seeds)
 
 
 def squared_error(model, context, forecast):
