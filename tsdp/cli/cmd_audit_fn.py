@@ -35,7 +35,6 @@ def _human(d: dict) -> str:
                         else f", the data's gradients kept ({d['data_span']})"))
     lines.append(f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} from the {name!r} score "
                  f"(AUC {auc_text(s['auc'])}; {len(d['scores'])} score(s), Bonferroni)")
-    top = None
     if "analyses" in s:  # the f-DP test, Steinke's bound as its baseline on the same guess sets
         a = s["analyses"]
         lines[-1] += (f" (f-DP one-run test {a['dp']['epsilon_lower']:.4f}, Steinke et al. "
@@ -43,15 +42,14 @@ def _human(d: dict) -> str:
         lines.append(f"  only if the training's trade-off curve is Gaussian (not part of the verdict): "
                      f"ε ≥ {s['epsilon_if_gaussian']:.4f}")
         top = max(v for k, v in s["ceiling"].items() if k in ("dp", "steinke"))
-        lines.append(f"  this audit could certify at most {top:.4f} (every guess right)")
     else:
         lines[-1] += f" (Steinke et al.: {s['correct']} of {s['guesses']} '{s['side']}' guesses correct)"
+        top = s["ceiling"]
+    lines.append(f"  this audit could certify at most {top:.4f} (every guess right)")
     if "epsilon_ideal" in d:
         lines.append(f"  the same audit on the claimed mechanism itself (σ = {d['sigma']:g}, these canaries and steps, no "
                      f"data) certifies {d['epsilon_ideal']:.4f}: its power at the claim")
-    limit = _limited_by(d, s, top)
-    if limit:
-        lines.append("  limited by " + limit)
+    lines.append("  limited by " + _limited_by(d, s))
     if d.get("curve_rejected") is not None:
         lines.append(f"  the claimed trade-off curve (tsdp's sound accountant of the configuration over the "
                      f"{d['steps']} steps) is {'REJECTED' if d['curve_rejected'] else 'not rejected'} by the guesses")
@@ -74,7 +72,7 @@ def _human(d: dict) -> str:
     return "\n".join(lines)
 
 
-def _limited_by(d: dict, s: dict, top) -> str:
+def _limited_by(d: dict, s: dict) -> str:
     """One "limited by" statement that agrees with the advice beside it: the audit's size (the bound reached its
     ceiling), the audit's power at the claim (the same audit on the claimed mechanism certifies less than the claim),
     or the training."""
@@ -85,8 +83,6 @@ def _limited_by(d: dict, s: dict, top) -> str:
         below = f", below the claimed ε = {claim:g}" if claim is not None else ", so a bound near 0 says little"
         return (f"the audit's power: on the claimed mechanism itself it certifies {ideal:.4f}{below}; more canaries or "
                 "runs (--runs) raise it")
-    if top is None:
-        return ""
     return "the training: its canaries' guesses, not the audit size, stop the bound here"
 
 
@@ -96,7 +92,7 @@ def _no_violation(d: dict, top) -> str:
     claim = d["epsilon_claimed"]
     tested = [t["name"] for t in (d.get("mechanism") or {}).get("tests", []) if t["tested"]]
     passed = f"; the {' and '.join(tested)} test(s) passed" if tested else ""
-    if top is not None and top <= claim:
+    if top <= claim:
         return (f"the ε test cannot see the claimed ε = {claim:g}: these canaries certify at most {top:.4f} even with "
                 f"every guess right; more canaries or runs would (tsdp audit-fn --plan --epsilon {claim:g} says how "
                 f"many){passed}")
