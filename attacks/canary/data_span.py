@@ -60,6 +60,10 @@ MAX_WINDOW_SHARE = 0.25
 FAILED = "the per-window gradients failed"
 """How :attr:`DataSpan.reason` begins when the loss or the model failed under ``torch.func`` (not a size limit)."""
 
+DIVERGED = "the training diverged"
+"""How :attr:`DataSpan.reason` begins when the per-window gradients turned non-finite after the first step, at parameters
+the training made (the training's doing, not the loss's: at the first step they are checked as the loss's)."""
+
 MAX_ENTRIES = 2 ** 24
 """Default of the most n · d per-window gradient entries held per step (128 MiB in float64; ``max_entries``)."""
 
@@ -96,6 +100,10 @@ def _bare_copy(module: torch.nn.Module) -> torch.nn.Module:
             if hasattr(p, attr):
                 delattr(p, attr)
     return twin.eval()
+
+
+class _NonFinite(ValueError):
+    """Non-finite per-window gradients (:data:`DIVERGED` when met after the first step)."""
 
 
 class DataSpan:
@@ -178,7 +186,7 @@ class DataSpan:
                                                                   self.forecast[lo:hi])
         jacobian = torch.cat([per_window[name].reshape(hi - lo, -1) for name in self.names], 1).double()
         if not bool(torch.isfinite(jacobian).all()):
-            raise ValueError("non-finite per-window gradients")
+            raise _NonFinite("non-finite per-window gradients")
         return jacobian
 
     def _chunks(self, params: Sequence[torch.Tensor]):
@@ -199,6 +207,9 @@ class DataSpan:
                 q, _ = torch.linalg.qr(jacobian.T)
             else:
                 q = self.pursuit(params, observed)
+        except _NonFinite:
+            self.off(f"{DIVERGED}: non-finite per-window gradients at the parameters of step {self.steps + 1}")
+            return None
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - a loss or model torch.func cannot take: said, not run
             self._failed(exc)
             return None
@@ -295,4 +306,4 @@ class _Bound:
         return functional_call(self.module, self.values, args, kwargs)
 
 
-__all__ = ["CHUNK_ENTRIES", "DataSpan", "FAILED", "MAX_ENTRIES", "MAX_WINDOW_SHARE", "owning_module"]
+__all__ = ["CHUNK_ENTRIES", "DIVERGED", "DataSpan", "FAILED", "MAX_ENTRIES", "MAX_WINDOW_SHARE", "owning_module"]

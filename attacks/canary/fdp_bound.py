@@ -235,7 +235,8 @@ def largest_rejected(inverse: Callable, m: int, k, c, tau, hi: float, tol: float
 # ----------------------------------------------------------------------------- guesses
 
 def guess_grid(m: int, smallest: Optional[int] = None) -> np.ndarray:
-    """Candidate guess sets (k_in, k_out), rows, from m alone: both ends equally, and near-balanced splits of all m.
+    """Candidate guess sets (k_in, k_out), rows, from m alone: both ends equally, "included" only, and near-balanced
+    splits of all m.
 
     Both ends: k_in = k_out in powers of 2 and m // 2; counts below ``smallest`` (default
     m // 128, at least 1) are left out (with few guesses even perfect ones certify little, and
@@ -246,7 +247,12 @@ def guess_grid(m: int, smallest: Optional[int] = None) -> np.ndarray:
     symmetric sets lose k_in + k_out - m of theirs as soon as n ≠ m / 2. Without them a training
     without noise that ranks every canary right certifies, for m = 1000 at δ = 1e-5, 5.11 only
     when exactly half are included and 4.43 otherwise; with them 4.92 for every n within four
-    standard deviations of m / 2.
+    standard deviations of m / 2. "Included" only: (k, 0) for the same counts k as both ends,
+    abstaining on "not included". Under subsampling an included canary that took part in no
+    step scores like an excluded one, so the lowest scores mix both and "out" guesses there
+    are near coin flips, while the highest scores are the included canaries that took part:
+    one-sided sets keep only the guesses that carry evidence (the one-run theorems hold for any
+    k guesses fixed before the scores, whatever their sides).
     """
     if m < 2:
         raise ValueError("need at least 2 canaries")
@@ -255,10 +261,11 @@ def guess_grid(m: int, smallest: Optional[int] = None) -> np.ndarray:
     ks = np.unique(np.concatenate([2 ** np.arange(int(np.log2(half)) + 1), [half]]))
     ks = ks[(ks >= min(smallest, half)) & (ks <= half)]
     both_ends = np.stack([ks, ks], axis=1)
+    included_only = np.stack([ks, np.zeros_like(ks)], axis=1)
     step = int(np.ceil(np.sqrt(m) / 4))
     a = np.clip(half + step * np.arange(-SPLITS, SPLITS + 1), 0, m)
     splits = np.stack([a[:-1], m - a[1:]], axis=1)
-    sets = np.unique(np.concatenate([both_ends, splits]), axis=0)
+    sets = np.unique(np.concatenate([both_ends, included_only, splits]), axis=0)
     return sets[sets.sum(axis=1) > 0].astype(np.int64)
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import gc
 from typing import Callable, Optional, Tuple
 
+import numpy as np
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -49,6 +50,7 @@ from tsdp.theorems.config import TrainingConfig
 
 from .data_span import MAX_ENTRIES, DataSpan
 from .gradient import GradientCanaries
+from .mechanism import CLIP_ALPHA, NOISE_ALPHA, MechanismTests, clipping_test, noise_test, untested
 
 
 def steps_on_its_gradient(optimizer: torch.optim.Optimizer) -> bool:
@@ -99,6 +101,7 @@ class OptimizerCanaries:
         self._owner = None
         self._span: Optional[DataSpan] = None
         self._step_state: Optional[torch.Tensor] = None  # the span basis at θ_t, or θ_t itself (updates)
+        self._noise: list = []  # per step: (Σ r_t² off the data's span, its dimensions, |Q^T r_t|, its dimensions)
 
     def _attach(self, optimizer: torch.optim.Optimizer) -> None:
         wrapper = _dp_wrapper(optimizer)
@@ -128,12 +131,16 @@ class OptimizerCanaries:
         if optimizer is not self._owner:
             self.others += 1
             return
+        users = self.canaries.stepped_gradient() if self.observed == "gradient" else None
+        has = [p.grad is not None for p in self.canaries.params]
         for p, g in zip(self.canaries.params, self.canaries.gradient()):
             if p.grad is not None:
                 p.grad.add_(g, alpha=self.scale)
         if self.observed == "gradient":
             self._step_state = (self._span.basis(self.canaries.params, self.canaries.stepped_gradient())
                                 if self._span is not None else None)
+            self._record_noise(users, has, self._step_state if self._span is not None and self._span.mode == "span"
+                               else None)
             if self._progress is not None:
                 self._progress.update(1)
                 if self._span is not None and self._span.steps:
@@ -151,6 +158,37 @@ class OptimizerCanaries:
         elif self._step_state is not None:
             self.canaries.observe(self._step_state)
         self._step_state = None
+
+    def _record_noise(self, users: torch.Tensor, has: list, basis: Optional[torch.Tensor]) -> None:
+        """The step's statistics of the mechanism tests (:mod:`attacks.canary.mechanism`) from the user's gradient
+        before the canaries (``users``, flat), the parameters that have a gradient (``has``) and the data's span at
+        θ_t (``basis``; a pursuit's basis depends on the observation and is not used)."""
+        r = users.double() / (self.scale * self.clip)
+        if not all(has):  # a loop adds no noise where there is no gradient: those coordinates are left out
+            keep = torch.cat([torch.full((p.numel(),), h, dtype=torch.bool, device=r.device)
+                              for p, h in zip(self.canaries.params, has)])
+            r, basis = r[keep], None
+        if basis is None:
+            self._noise.append((float(r @ r), r.numel(), float(r.norm()), r.numel()))
+            return
+        inside = basis.T.to(r) @ r
+        off = r - basis.to(r) @ inside
+        self._noise.append((float(off @ off), r.numel() - basis.shape[1], float(inside.norm()), basis.shape[1]))
+
+    def mechanism_tests(self) -> MechanismTests:
+        """The noise and clipping tests of the run (:mod:`attacks.canary.mechanism`) against ``config``'s σ, the
+        clip C and the gradient scale as used, B the configured batch of a fixed-size scheme (else every window of
+        the configured dataset)."""
+        steps = self.canaries.steps if self.canaries is not None else 0
+        if self.observed != "gradient":
+            why = ("the optimizer's parameter updates are observed (an optimizer class of its own may add noise "
+                   "in its step)")
+            return MechanismTests((untested("noise", NOISE_ALPHA, steps, why),
+                                   untested("clipping", CLIP_ALPHA, steps, why)))
+        rows = np.array(self._noise, dtype=float).reshape(-1, 4)
+        sigma = float(self.config.sigma)
+        return MechanismTests((noise_test(rows[:, 0], rows[:, 1], sigma, self.scale, self.clip),
+                               clipping_test(rows[:, 2], rows[:, 3], most_windows(self.config), sigma, self.scale)))
 
     def data_part(self) -> Optional[dict]:
         """How the data's part was taken off (None when it was kept): ``mode`` ("span": the whole span of the
@@ -177,6 +215,14 @@ class OptimizerCanaries:
             self._progress.close()
 
 
+def most_windows(config: TrainingConfig) -> int:
+    """The most windows one step of ``config``'s scheme holds: its batch Λ when both levels draw a fixed number
+    (deterministic, shuffled, WOR or pooled top level; WR bottom level), else every window of the dataset."""
+    if config.top in ("deterministic", "shuffle", "wor", "pooled") and config.bottom == "wr":
+        return int(config.batch_size)
+    return int(config.n_windows_total)
+
+
 def run_with_canaries(train: Callable[[list], object], series: list, config: TrainingConfig, m: int, *,
                       clip: float = 1.0, scale: Optional[float] = None, seed=0,
                       windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
@@ -191,4 +237,4 @@ def run_with_canaries(train: Callable[[list], object], series: list, config: Tra
     return hooks
 
 
-__all__ = ["OptimizerCanaries", "run_with_canaries", "steps_on_its_gradient"]
+__all__ = ["OptimizerCanaries", "most_windows", "run_with_canaries", "steps_on_its_gradient"]

@@ -10,9 +10,12 @@ not) that trains on a list of 1-D float arrays. Two kinds of canaries (``canary=
   parameter updates for an optimizer class of your own), less the data's per-window gradients
   under ``loss`` (:mod:`attacks.canary.data_span`), by the ``sum`` and ``mixture`` scores of
   :mod:`attacks.canary.gradient`: the transcript DP-SGD's guarantee covers, so a correct loop
-  is never flagged beyond the stated error, and a loop without noise, with a σ too small or
-  without clipping shows. ``config`` must be the batching your loader draws and the σ your
-  accounting claims.
+  is never flagged beyond the stated error, and a loop without noise or with a σ too small
+  shows (a missing clip does not: the canaries enter after the user's clipping). Beside the
+  bound, the mechanism tests of :mod:`attacks.canary.mechanism` test the step itself (the
+  noise stepped on against σ · C, what the data moved against Λ · C plus the noise), each at
+  a stated false-alarm rate and whatever the claimed ε. ``config`` must be the batching your
+  loader draws and the σ your accounting claims.
 * ``"spike"`` (black-box): for a model only returned at the end (any ``train``, torch or
   not), scored on what the returned model remembers. The harness places m spike canaries in your data exactly as :func:`attacks.canary.trained_model.audit_model`
 does (one element each, ±``spike`` standard deviations of its series, at least L_C + L_F
@@ -65,10 +68,11 @@ from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, 
 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .evidence import CERTIFIERS, certify_evidence
+from .mechanism import pooled
 from .fdp_bound import guess_grid
 from .steinke_bound import guess_sets
 from .gradient import SCORES as GRADIENT_SCORES
-from .data_span import FAILED, MAX_ENTRIES
+from .data_span import DIVERGED, FAILED, MAX_ENTRIES
 from .gradient import MAX_DIRECTION_ENTRIES, ideal_epsilon, sound_profile
 from .optimizer_canaries import run_with_canaries
 from .time_limit import Expired, check_can_limit, check_timeout, time_limit
@@ -277,16 +281,26 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
                                                 "hook into one (canary='spike' audits any returned model)")
     with np.errstate(invalid="ignore", over="ignore"):
         evidence = hooks.canaries.evidence()
-    if not all(np.all(np.isfinite(s)) for s in evidence["scores"].values()):
-        raise UserFunctionError("train", train, "made non-finite gradients or parameter updates (NaN or inf: the "
-                                                "training diverged): the canaries cannot be scored")
     span = hooks.data_span
+    scored = all(np.all(np.isfinite(s)) for s in evidence["scores"].values())
+    if not scored or (span is not None and span.startswith(DIVERGED)):
+        raise UserFunctionError("train", train, _diverged(hooks))
     if span is not None and span.startswith(FAILED):
         if loss is not None:  # asked for and not given: an error, not a quiet loss of power
             raise UserFunctionError("loss", loss, f"cannot give the data's per-window gradients: {span}")
         span += "; give loss(model, context, forecast) -> (B,) per-window losses"
     return dict(evidence, optimizer=hooks.optimizer, steps=hooks.canaries.steps, clip=hooks.clip, scale=hooks.scale,
-                observed=hooks.observed, data_span=span, data_part=hooks.data_part())
+                observed=hooks.observed, data_span=span, data_part=hooks.data_part(),
+                mechanism=hooks.mechanism_tests())
+
+
+def _diverged(hooks) -> str:
+    """Why a run that diverged cannot be scored, and what its mechanism tests saw before (the training's fault, not
+    the loss's: :data:`attacks.canary.data_span.DIVERGED`)."""
+    found = [t.finding for t in hooks.mechanism_tests().tests if t.failed]
+    return ("made non-finite gradients or parameter updates (NaN or inf: the training diverged): the canaries cannot "
+            "be scored" + ("; before it, " + "; ".join(found) if found else "")
+            + "; check the learning rate, the clipping norm and the noise at every step")
 
 
 @dataclass(frozen=True)
@@ -369,12 +383,28 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
     return canaries, delta, epsilon, seed, confidence, spike, clip
 
 
+DATA_CANARY_SCALE = 1e3
+"""How much :func:`with_data_canaries` scales a series: its windows' raw gradients grow with it (a squared error's
+by up to its square), far above any C a claim uses, unless the training clips them."""
+
+
+def with_data_canaries(data: Union[SeriesData, Sequence], count: int, scale: float = DATA_CANARY_SCALE) -> SeriesData:
+    """``data`` with its first ``count`` series multiplied by ``scale``: *data canaries* for the clipping test of
+    :mod:`attacks.canary.mechanism`, passed through the user's own per-window path (gradient canaries enter after the
+    user's clipping and cannot show a missing clip). Under the claim each of their windows still contributes at most C
+    to a step; unclipped, a step that draws one moves far more than Λ · C plus the noise. They change the data, not
+    the canaries' law: the ε bound stays a **lower** bound (the one-run game holds for any non-canary data)."""
+    data = as_series(data)
+    count = check_int("data_canaries", count, 0, len(data.series))
+    return SeriesData(tuple(s * scale if i < count else s for i, s in enumerate(data.series)))
+
+
 def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,
                    canaries: int, delta: float, epsilon: Optional[float] = None, canary: str = "gradient",
                    loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
                    clip: float = 1.0, gradient_scale: Optional[float] = None, spike: float = 10.0,
                    analysis: str = "fdp", timeout: Optional[float] = None, span_entries: int = MAX_ENTRIES,
-                   progress: bool = False) -> dict:
+                   progress: bool = False, data_canaries: int = 0) -> dict:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
     ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
@@ -390,11 +420,15 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     "steinke" alone. Returns a JSON-ready dict: canaries, included, epsilon_lower, confidence,
     delta, epsilon_claimed, violation, each score's analysis (guesses, AUC; with "fdp" the
     perfect-guess ``ceiling`` and ``limited_by``: whether the audit's size or the training limits
-    the answer). ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
+    the answer); gradient canaries add ``mechanism`` (the noise and clipping tests,
+    :class:`attacks.canary.mechanism.MechanismTests` as a dict) and ``mechanism_failed``, a failure
+    being a violation too. ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
     running then is stopped, the processes it started are ended, and :class:`TimeLimitError` names it (POSIX, main
     thread: :mod:`attacks.canary.time_limit`). ``span_entries``: gradient canaries' most per-window gradient entries
     held per step (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset);
-    ``progress``: a bar of the audited steps on stderr.
+    ``progress``: a bar of the audited steps on stderr. ``data_canaries``: gradient canaries' clipping test gets that
+    many series of ``data`` scaled by :data:`DATA_CANARY_SCALE` (:func:`with_data_canaries`; reported as
+    ``data_canaries``).
     """
     canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
@@ -403,14 +437,16 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     certifier = _certifier(analysis)
     span_entries = check_int("span_entries", span_entries, 1)
     check_claimed_curve(canary, analysis, config)
-    task = make_task(canary, train, as_series(data), config, canaries, loss=loss, spike=spike, clip=clip,
+    data = with_data_canaries(data, data_canaries)
+    task = make_task(canary, train, data, config, canaries, loss=loss, spike=spike, clip=clip,
                      scale=gradient_scale, timeout=timeout, span_entries=span_entries, progress=progress)
     task.check()
     evidence = task(np.random.SeedSequence(seed))
     result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon,
                               profile=claimed_profile(canary, analysis, config, evidence))
-    return dict(result, **run_facts(canary, [evidence], config, delta, confidence, certifier, seed),
-                canary=canary, analysis=analysis, **({"spike": spike} if canary == "spike" else {}))
+    return dict(result, **run_facts(canary, [evidence], config, delta, confidence, certifier, seed, result),
+                canary=canary, analysis=analysis, data_canaries=data_canaries,
+                **({"spike": spike} if canary == "spike" else {}))
 
 
 def tests_claimed_curve(canary: str, analysis: str) -> bool:
@@ -462,11 +498,13 @@ def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
 
 
 def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: float, confidence: float, certifier,
-              seed: int) -> dict:
-    """What a gradient-canary audit reports beside its bound: the first run's optimizer, steps, C and gradient scale,
-    the parameters d, and ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
-    (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
-    canaries than parameters: its power at the claim)."""
+              seed: int, result: dict) -> dict:
+    """What a gradient-canary audit reports beside its bound (``result``, :func:`certify_evidence`'s): the first run's
+    optimizer, steps, C and gradient scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the
+    claimed mechanism itself (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their
+    cross-talk when a run has more canaries than parameters: its power at the claim), ``mechanism``, the noise and
+    clipping tests of every run (:mod:`attacks.canary.mechanism`, pooled over the runs), and ``violation``, the
+    bound's or a failed mechanism test's (``mechanism_failed``)."""
     if canary != "gradient":
         return {}
     first = runs[0]
@@ -476,6 +514,9 @@ def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: 
     facts["epsilon_ideal"] = ideal_epsilon(config, m, first["steps"], delta, confidence, certifier=certifier,
                                            seed=seed, parameters=first["parameters"], per_run=len(first["included"]),
                                            removed=(first["data_part"] or {}).get("windows_per_step", 0.0))
+    tests = pooled([r["mechanism"] for r in runs])
+    facts.update(mechanism=tests.as_dict(), mechanism_failed=tests.failed,
+                 violation=bool(result["violation"] or tests.failed))
     return facts
 
 

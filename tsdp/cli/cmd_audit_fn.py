@@ -15,13 +15,19 @@ from .errors import UsageError, check_delta, load_entry_point
 from .output import auc_text, dumps
 
 
+CHECKS = ("check the noise at every step (std σ · C before the division by the batch), the clipping norm (every "
+          "window's gradient clipped to C before the sum) and the batch sampler (the scheme the claim accounts)")
+"""What to check after a violation: the mechanisms a DP-SGD claim rests on."""
+
+
 def _human(d: dict) -> str:
     name, s = max(d["scores"].items(), key=lambda kv: kv[1]["epsilon_lower"])  # the score whose bound is reported
     runs = f" over {d['runs']} runs" if d.get("runs", 1) > 1 else ""
     seen = (f", {d['steps']} steps of {d['optimizer']} (C = {d['clip']:g}, gradient scale {d['scale']:.4g})"
             if "optimizer" in d else "")
+    extra = f", {d['data_canaries']} data canaries (series × 1000)" if d.get("data_canaries") else ""
     lines = [f"{d['canary']} canary audit of {d['train']}: {d['canaries']} canaries{runs}, {d['included']} included"
-             f"{seen}, δ = {d['delta']:g}"]
+             f"{seen}{extra}, δ = {d['delta']:g}"]
     if "observed" in d:
         lines.append(f"  scored on the {'gradient it stepped on' if d['observed'] == 'gradient' else 'parameter updates'}"
                      + (", the data's part taken off: " + d["data_part"]["summary"] if d.get("data_part")
@@ -36,25 +42,61 @@ def _human(d: dict) -> str:
         lines.append(f"  only if the training's trade-off curve is Gaussian (not part of the verdict): "
                      f"ε ≥ {s['epsilon_if_gaussian']:.4f}")
         top = max(v for k, v in s["ceiling"].items() if k in ("dp", "steinke"))
-        lines.append(f"  this audit could certify at most {top:.4f} (every guess right); the answer is limited by "
-                     f"{'the audit size: more canaries or runs could certify more' if s['limited_by'] == 'audit size' else 'the training, not the audit size'}")
     else:
         lines[-1] += f" (Steinke et al.: {s['correct']} of {s['guesses']} '{s['side']}' guesses correct)"
+        top = s["ceiling"]
+    lines.append(f"  this audit could certify at most {top:.4f} (every guess right)")
     if "epsilon_ideal" in d:
-        ideal = d["epsilon_ideal"]
         lines.append(f"  the same audit on the claimed mechanism itself (σ = {d['sigma']:g}, these canaries and steps, no "
-                     f"data) certifies {ideal:.4f}: its power at the claim"
-                     + ("; it cannot see the claim, so a bound near 0 says little: more runs (--runs) or canaries"
-                        if ideal < 0.1 and d["epsilon_lower"] < 0.1 else ""))
+                     f"data) certifies {d['epsilon_ideal']:.4f}: its power at the claim")
+    lines.append("  limited by " + _limited_by(d, s))
     if d.get("curve_rejected") is not None:
         lines.append(f"  the claimed trade-off curve (tsdp's sound accountant of the configuration over the "
                      f"{d['steps']} steps) is {'REJECTED' if d['curve_rejected'] else 'not rejected'} by the guesses")
+    tests = (d.get("mechanism") or {}).get("tests", [])
+    if tests:
+        lines.append(f"  mechanism tests (each a one-sided test of the claimed DP-SGD step; false-alarm rate "
+                     f"{d['mechanism']['alpha']:g} in all):")
+        lines.extend(f"    {'FAILED' if t['failed'] else 'passed' if t['tested'] else 'n/a'}: {t['finding']}"
+                     for t in tests)
     if d["violation"]:
-        lines.append("  VIOLATION: " + (f"the lower bound exceeds the claimed ε = {d['epsilon_claimed']:g}"
-                                        if d["above_claim"] else "the guesses reject the claimed curve"))
+        why = [t["finding"] for t in tests if t["failed"]]
+        if d["above_claim"]:
+            why.append(f"the lower bound exceeds the claimed ε = {d['epsilon_claimed']:g}")
+        elif d.get("curve_rejected"):
+            why.append("the guesses reject the claimed curve")
+        lines.append("  VIOLATION: " + "; ".join(why))
+        lines.append("  " + CHECKS)
     elif d["epsilon_claimed"] is not None:
-        lines.append(f"  consistent with the claimed ε = {d['epsilon_claimed']:g}")
+        lines.append("  " + _no_violation(d, top))
     return "\n".join(lines)
+
+
+def _limited_by(d: dict, s: dict) -> str:
+    """One "limited by" statement that agrees with the advice beside it: the audit's size (the bound reached its
+    ceiling), the audit's power at the claim (the same audit on the claimed mechanism certifies less than the claim),
+    or the training."""
+    if s.get("limited_by") == "audit size":
+        return "the audit size: the bound reached what every guess right certifies; more canaries or runs certify more"
+    claim, ideal = d.get("epsilon_claimed"), d.get("epsilon_ideal")
+    if ideal is not None and (ideal < claim if claim is not None else max(ideal, d["epsilon_lower"]) < 0.1):
+        below = f", below the claimed ε = {claim:g}" if claim is not None else ", so a bound near 0 says little"
+        return (f"the audit's power: on the claimed mechanism itself it certifies {ideal:.4f}{below}; more canaries or "
+                "runs (--runs) raise it")
+    return "the training: its canaries' guesses, not the audit size, stop the bound here"
+
+
+def _no_violation(d: dict, top) -> str:
+    """The verdict without a violation: "consistent with the claimed ε" only where the audit could have seen a
+    training above the claim (its ceiling above it), else that it cannot see the claim and what would."""
+    claim = d["epsilon_claimed"]
+    tested = [t["name"] for t in (d.get("mechanism") or {}).get("tests", []) if t["tested"]]
+    passed = f"; the {' and '.join(tested)} test(s) passed" if tested else ""
+    if top <= claim:
+        return (f"the ε test cannot see the claimed ε = {claim:g}: these canaries certify at most {top:.4f} even with "
+                f"every guess right; more canaries or runs would (tsdp audit-fn --plan --epsilon {claim:g} says how "
+                f"many){passed}")
+    return f"consistent with the claimed ε = {claim:g}{passed}"
 
 
 PLAN_MAX = 10 ** 7
@@ -140,7 +182,7 @@ def _many_runs(args, task, loss) -> dict:
                               certifier=CERTIFIERS[args.analysis],
                               profile=claimed_profile(args.canary, args.analysis, task.config, many["runs"][0]))
     result.update(run_facts(args.canary, many["runs"], task.config, args.delta, args.confidence,
-                            CERTIFIERS[args.analysis], args.seed))
+                            CERTIFIERS[args.analysis], args.seed, result))
     result.update(runs=args.runs, canary=args.canary, analysis=args.analysis, engine=many["info"],
                   **({"spike": args.spike} if args.canary == "spike" else {}))
     return result
@@ -156,14 +198,16 @@ def add_parsers(sub, command) -> None:
         "white-box gradient canaries hooked into the torch optimizer your code steps, taking part in steps as "
         "one element of the configured batching (--N, --L, --batch-size, ... must be your loader's, --sigma the "
         "σ you claim), scored on the gradient your optimizer steps on, less the data's per-window gradients "
-        "(with --loss). --canary spike: spikes inserted into your data, scored "
+        "(with --loss), and the step itself is tested: the noise it stepped on against σ·C, what the data moved "
+        "against the batch's clipped norm plus the noise (one-sided tests, false-alarm rate 0.001 each; a failure is "
+        "a violation naming the mechanism). --canary spike: spikes inserted into your data, scored "
         "on how much better the returned model fits them (only --context-length and --forecast-length are used).")
     p.add_argument("--train", default=None, help="module:function of train(series) -> model (required unless --plan)")
     p.add_argument("--loss", default=None,
                    help="module:function of loss(model, context, forecast) -> per-window losses, your training's "
                         "loss (default: model(context, forecast)); spike canaries are scored with it, gradient "
-                        "canaries take the data's per-window gradients off the observed gradient with it (which "
-                        "lets them see a training without noise or clipping)")
+                        "canaries take the data's per-window gradients off the observed gradient with it (more "
+                        "of the canaries' signal kept)")
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--epsilon", type=float, default=None, help="the ε your training claims at δ (to compare)")
@@ -204,6 +248,10 @@ def add_parsers(sub, command) -> None:
                    help="gradient canaries with --loss: the most per-window gradient entries (windows × parameters) "
                         "held per step to take the data's part off (default 2^24; with more, the windows most aligned "
                         "with the step's gradient are kept: raise it to keep all, at its memory cost)")
+    p.add_argument("--data-canaries", type=int, default=0, metavar="K",
+                   help="gradient canaries: scale K of your series by 1000 (data canaries) so that their windows' "
+                        "raw gradients are far above C: the clipping test then sees a missing clip, which the "
+                        "gradient canaries (entering after your clipping) cannot (default 0)")
     p.add_argument("--steps", type=int, default=None,
                    help="with --plan and gradient canaries: the optimizer steps of your training (with --parameters: "
                         "the plan picks the canaries per run that certify most on the claimed mechanism)")
@@ -233,7 +281,8 @@ def add_parsers(sub, command) -> None:
         if args.steps is not None or args.parameters is not None:
             raise UsageError("invalid --steps/--parameters: they go with --plan")
         config = config_from_args(args)
-        from tsdp.attacks.canary.user_training import audit_training, check_claimed_curve, make_task
+        from tsdp.attacks.canary.user_training import (audit_training, check_claimed_curve, make_task,
+                                                       with_data_canaries)
 
         check_claimed_curve(args.canary, args.analysis, config)  # before the train is loaded and run
         train = load_entry_point(args.train, "--train")
@@ -245,6 +294,9 @@ def add_parsers(sub, command) -> None:
         span_entries = MAX_ENTRIES if args.span_entries is None else args.span_entries
         if not 1 <= span_entries <= 2 ** 40:
             raise UsageError(f"invalid --span-entries: must be in [1, 2^40] (got {span_entries})")
+        if args.data_canaries and args.canary != "gradient":
+            raise UsageError("invalid --data-canaries: only for --canary gradient (the clipping test)")
+        data = with_data_canaries(data, args.data_canaries)
         if args.runs == 1 and args.cluster is None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
                                     epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
@@ -256,6 +308,6 @@ def add_parsers(sub, command) -> None:
                                                 spike=args.spike, clip=args.clip, scale=args.gradient_scale,
                                                 timeout=args.timeout, span_entries=span_entries),
                                 loss)
-        result.update(train=args.train, sigma=config.sigma)
+        result.update(train=args.train, sigma=config.sigma, data_canaries=args.data_canaries)
         print(dumps(result) if args.json else _human(result))
         return 1 if result["violation"] else 0

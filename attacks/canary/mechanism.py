@@ -1,0 +1,221 @@
+"""Mechanism tests of a white-box audit: does the optimizer step on the noise the claim declares? (one-sided tests)
+
+The ε lower bound of a one-run canary audit (:mod:`attacks.canary.fdp_bound`) can only reach what
+its canaries can certify (its ceiling), so a claim above that ceiling is never rejected by it,
+however broken the training. The gradient the optimizer stepped on says more: DP-SGD's claim
+(Algorithm 2 of the paper; the accountants of T1-T15 all assume it) is that it steps on
+
+    g̃_t = s · (Σ_{windows of the step} clip_C(∇ℓ) + N(0, σ² C² I_d)),
+
+s the gradient's scale (1/Λ for a mean over the batch, :mod:`attacks.canary.optimizer_canaries`).
+The audit sees g̃_t at every step (torch's own optimizers only read ``.grad``), knows its own
+canaries' part of it exactly, and knows σ, C and s from the claim. Each test below is a
+hypothesis test of the claimed mechanism with a false-alarm rate fixed before the run; its
+rejection is evidence, at that rate, of the named bug, whatever the claimed ε and whether or
+not the claim is above the canaries' ceiling.
+
+Noise (:func:`noise_test`). Let r_t = g̃_t / s less the canaries' part, restricted to the parameters
+that have a gradient in the step (a loop adds no noise where there is none), and, when the data's
+span at θ_t is known (:mod:`attacks.canary.data_span`, mode "span": a basis of every window's
+gradient at θ_t, a function of θ_t and the data only), less its projection on that span. Under the
+claim r_t = P (D_t + n_t) with D_t the data's clipped sum (fixed given the past) and n_t ~
+N(0, σ² C² I) independent of the past, P a projection of rank k_t fixed given the past. So
+S_t = |r_t|² / (σ C)² is non-central χ²_{k_t} with non-centrality |P D_t|² / (σ C)² ≥ 0, which is
+stochastically larger than the central χ²_{k_t}: P[S_t ≤ χ²_{k_t}(a)] ≤ a for every a, given the
+past (the data's gradients only add variance). The test pools the steps (Σ_t S_t against
+χ²_{Σ k_t}: by coupling step by step the sum dominates a sum of independent central χ²s) and
+takes the least step (the smallest per-step lower-tail p-value p_min; given the past each p_t is
+stochastically ≥ uniform, so P[p_min ≤ a] ≤ 1 - (1 - a)^T): noise missing on some steps only
+shows. The two are combined by Bonferroni at :data:`NOISE_ALPHA` (half each). Reported: the
+measured noise std per coordinate in units of C, √(Σ S_t / Σ k_t) · σ on the gradient stepped on
+(times s), against the declared σ · C · s. Not tested (said) when the optimizer's parameter
+updates are observed (an optimizer class of its own: its step may add noise after ``.grad``) or
+σ = 0 is declared (nothing to fall short of).
+
+Clipping (:func:`clipping_test`). Under the claim |Q_t^T r_t| ≤ |D_t| + |Q_t^T n_t| ≤ B C + σ C
+χ_{j_t} for any orthonormal Q_t (d × j_t) fixed given the past, B the most windows a step can hold
+(``most_windows``: the configured batch of a fixed-size scheme, else every window of the data):
+the step moved at most B · C plus the noise. The statistic is
+(|Q_t^T r_t| / C - B)_+ / σ, whose square is at most a χ²_{j_t} variable: its upper tail, least
+over the steps (P[p_min ≤ a] ≤ 1 - (1 - a)^T), tested at :data:`CLIP_ALPHA`. Q_t is the data's
+span when it is known (the data's gradients live there, the noise in few of its dimensions), else
+the whole parameter space. It sees a missing clip only where some step's unclipped windows
+exceed B C by more than the noise: the canaries of the one-run test enter after the user's
+clipping and cannot show it; data of large raw gradient (``data_canaries`` of
+:mod:`attacks.canary.user_training`: series whose windows' raw gradients are far above C, passed
+through the user's own per-window path) make it show.
+
+Both tests assume Gaussian noise (the claim's); non-Gaussian noise of the declared variance
+passes the noise test in the large-k limit (the χ² lower tail is a variance test). Both read the
+gradient at the declared scale s: a loop that multiplies the noisy sum by less (a larger divisor
+than Λ, or a post-processing that shrinks it, such as clipping the noisy mean) fails the noise
+test although its noise before the scaling may be right; the finding says so (the ε bound of such
+a loop needs its true scale too, :mod:`attacks.canary.optimizer_canaries`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import numpy as np
+from scipy import stats
+
+NOISE_ALPHA = 1e-3
+"""False-alarm rate of the noise test on a training that steps on the declared noise (half pooled, half per step)."""
+
+CLIP_ALPHA = 1e-3
+"""False-alarm rate of the clipping test on a training that clips at C and adds the declared noise."""
+
+
+@dataclass(frozen=True)
+class MechanismTest:
+    """One mechanism test's outcome (module docstring): ``name`` ("noise", "clipping"), ``tested`` (False: why in
+    ``finding``), ``failed`` (the test rejects the claimed mechanism at ``alpha``), ``p_value`` (its one-sided
+    p-value, None when untested), ``measured`` and ``declared`` (the test's quantity, units in ``finding``),
+    ``steps_failing`` (steps whose own test, at ``alpha`` / T, rejects), ``steps`` and ``finding`` (one line)."""
+
+    name: str
+    tested: bool
+    failed: bool
+    alpha: float
+    p_value: Optional[float]
+    measured: Optional[float]
+    declared: Optional[float]
+    steps_failing: int
+    steps: int
+    finding: str
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "tested": self.tested, "failed": self.failed, "alpha": self.alpha,
+                "p_value": self.p_value, "measured": self.measured, "declared": self.declared,
+                "steps_failing": self.steps_failing, "steps": self.steps, "finding": self.finding}
+
+
+def untested(name: str, alpha: float, steps: int, why: str) -> MechanismTest:
+    """A test that could not run, ``why`` in its finding (never a failure)."""
+    return MechanismTest(name, False, False, alpha, None, None, None, 0, steps, f"{name} not tested: {why}")
+
+
+def p_text(p: float) -> str:
+    """A p-value for a message: "p < 1e-9" below it, else "p = 0.0123"."""
+    if p < 1e-9:
+        return "p < 1e-9"
+    return f"p = {p:.2g}"
+
+
+def min_p(p_values: np.ndarray) -> float:
+    """P[min of T p-values each stochastically ≥ uniform given the past ≤ the observed min] ≤ 1 - (1 - p_min)^T."""
+    p = float(np.min(p_values))
+    return float(-np.expm1(len(p_values) * np.log1p(-p))) if p < 1 else 1.0
+
+
+def noise_test(sums: np.ndarray, dims: np.ndarray, sigma: float, scale: float, clip: float,
+               alpha: float = NOISE_ALPHA) -> MechanismTest:
+    """The noise test (module docstring) from the per-step Σ r_t² in units of C² (``sums``, length T) over ``dims``
+    k_t dimensions: a **lower**-tail χ² test that the noise stepped on has at least the declared std σ · C · s
+    (``scale`` s). Rejection is evidence at ``alpha`` that the noise is smaller on some or all steps."""
+    sums, dims = np.asarray(sums, dtype=float), np.asarray(dims, dtype=float)
+    steps = int(sums.size)
+    declared = sigma * clip * scale
+    if steps == 0 or dims.sum() == 0:
+        return untested("noise", alpha, steps, "no step with a gradient was observed")
+    if not sigma > 0:
+        return untested("noise", alpha, steps, "the claim declares no noise (σ = 0)")
+    var = sigma * sigma
+    pooled = float(stats.chi2.cdf(sums.sum() / var, dims.sum()))
+    has = dims > 0
+    each = stats.chi2.cdf(sums[has] / var, dims[has])
+    worst = min_p(each)
+    p = min(1.0, 2 * min(pooled, worst))
+    measured = math.sqrt(sums.sum() / dims.sum()) * clip * scale
+    failing = int(np.sum(each <= alpha / 2 / each.size))
+    failed = p <= alpha
+    if failed:
+        finding = (f"noise std {measured:.3g}·C < the declared {declared:.3g}·C on the gradient stepped on "
+                   f"(σ = {sigma:g} × gradient scale {scale:.3g}; {p_text(p)})")
+        if failing:
+            finding += f": too little noise on {failing} of {steps} steps"
+        finding += (" (or the loop multiplies the noisy sum by less than the gradient scale, or shrinks it after the "
+                    "noise: give gradient_scale=, --gradient-scale)")
+    else:
+        finding = (f"noise std {measured:.3g}·C, not below the declared {declared:.3g}·C at the "
+                   f"{alpha:g} level ({p_text(p)})")
+    return MechanismTest("noise", True, failed, alpha, p, measured / clip, declared / clip, failing, steps, finding)
+
+
+def clipping_test(norms: np.ndarray, dims: np.ndarray, most_windows: int, sigma: float, scale: float,
+                  alpha: float = CLIP_ALPHA) -> MechanismTest:
+    """The clipping test (module docstring) from the per-step |Q_t^T r_t| / C (``norms``) over ``dims`` j_t
+    dimensions: an **upper**-tail test that no step moved more than ``most_windows`` · C plus the declared noise.
+    Rejection is evidence at ``alpha`` that some window's contribution exceeded C (a missing or larger clip)."""
+    norms, dims = np.asarray(norms, dtype=float), np.asarray(dims, dtype=float)
+    steps = int(norms.size)
+    seen = ~np.isnan(norms)  # a NaN step (the training diverged) says nothing; an infinite one exceeds any bound
+    norms, dims = norms[seen], dims[seen]
+    if norms.size == 0 or dims.sum() == 0:
+        return untested("clipping", alpha, steps, "no step with a gradient was observed")
+    excess = np.maximum(norms - most_windows, 0.0)
+    if sigma > 0:
+        each = stats.chi2.sf((excess / sigma) ** 2, np.maximum(dims, 1))
+    else:
+        each = np.where(excess > 1e-6 * most_windows, 0.0, 1.0)  # no noise declared: any excess is beyond it
+    p = min_p(each)
+    failing = int(np.sum(each <= alpha / each.size))
+    worst = float(norms.max())
+    failed = p <= alpha
+    steps = int(norms.size)
+    if failed:
+        finding = (f"a step moved {worst:.4g}·C (the canaries' part taken off), more than {most_windows} windows of "
+                   f"norm ≤ C plus the declared noise allow ({p_text(p)}) on {failing} of {steps} steps: a "
+                   "window's contribution exceeded C (clipping missing or larger than declared)")
+    else:
+        finding = (f"no step moved more than {most_windows} windows of norm ≤ C plus the noise allow (largest "
+                   f"{worst:.4g}·C, {p_text(p)}); it sees a missing clip only on windows whose raw gradient is "
+                   "far above C (data canaries: --data-canaries, data_canaries=)")
+    return MechanismTest("clipping", True, failed, alpha, p, worst, float(most_windows), failing, steps, finding)
+
+
+@dataclass(frozen=True)
+class MechanismTests:
+    """The mechanism tests of one white-box run (module docstring): ``tests`` in order, ``failed`` (any rejects:
+    a violation, at most the sum of their ``alpha`` on a correct training)."""
+
+    tests: tuple
+
+    @property
+    def failed(self) -> bool:
+        return any(t.failed for t in self.tests)
+
+    @property
+    def alpha(self) -> float:
+        return sum(t.alpha for t in self.tests if t.tested)
+
+    def findings(self) -> List[str]:
+        return [t.finding for t in self.tests]
+
+    def as_dict(self) -> dict:
+        return {"failed": self.failed, "alpha": self.alpha, "tests": [t.as_dict() for t in self.tests]}
+
+
+def pooled(runs: Sequence[MechanismTests]) -> MechanismTests:
+    """The tests of R independent runs as one (Bonferroni over the runs: each test's p-value is R times its least
+    over the runs, its finding the worst run's), at each test's own ``alpha``."""
+    if len(runs) == 1:
+        return runs[0]
+    out = []
+    for tests in zip(*(r.tests for r in runs)):
+        done = [t for t in tests if t.tested]
+        if not done:
+            out.append(tests[0])
+            continue
+        worst = min(range(len(done)), key=lambda i: done[i].p_value)
+        t = done[worst]
+        p = min(1.0, len(runs) * t.p_value)
+        out.append(MechanismTest(t.name, True, p <= t.alpha, t.alpha, p, t.measured, t.declared, t.steps_failing,
+                                 t.steps, f"{t.finding} (worst of {len(runs)} runs, Bonferroni {p_text(p)})"))
+    return MechanismTests(tuple(out))
+
+
+__all__ = ["CLIP_ALPHA", "MechanismTest", "MechanismTests", "NOISE_ALPHA", "clipping_test", "min_p", "noise_test",
+           "p_text", "pooled", "untested"]
