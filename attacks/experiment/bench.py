@@ -59,7 +59,7 @@ def synthetic_split(shape: SeriesShape, seed: int = 0):
     test = Windows(tuple(s[:end - f] for s in values for end in ends),
                    np.stack([s[end - f:end] for s in values for end in ends]))
     spec = replace(PAPER["electricity"], name="synthetic", season=shape.season, forecast_length=f,
-                   source=f"synthetic (seed {seed})")
+                   validation_windows=1, source=f"synthetic (seed {seed})")  # baselines use no validation
     return hold_out(spec, SeriesData(tuple(s[:shape.length - shape.windows * f] for s in values)), test)
 
 
