@@ -87,9 +87,19 @@ class MechanismTest:
     finding: str
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "tested": self.tested, "failed": self.failed, "alpha": self.alpha,
-                "p_value": self.p_value, "measured": self.measured, "declared": self.declared,
-                "steps_failing": self.steps_failing, "steps": self.steps, "finding": self.finding}
+        from tsdp.verify.json_data import with_note
+
+        out = {"name": self.name, "tested": self.tested, "failed": self.failed, "alpha": self.alpha,
+               "p_value": self.p_value, "measured": self.measured, "declared": self.declared,
+               "steps_failing": self.steps_failing, "steps": self.steps, "finding": self.finding}
+        for key in ("measured", "declared"):
+            with_note(out, key, f"null: the {key} quantity is beyond float64's range (an overflow)")
+        return out
+
+
+def _std(value: float) -> str:
+    """A size in units of C for a finding: beyond float64's range it says so (never 'inf')."""
+    return f"{value:.4g}·C" if math.isfinite(value) else "beyond float64's range (an overflow)"
 
 
 def untested(name: str, alpha: float, steps: int, why: str) -> MechanismTest:
@@ -132,14 +142,14 @@ def noise_test(sums: np.ndarray, dims: np.ndarray, sigma: float, scale: float, c
     failing = int(np.sum(each <= alpha / 2 / each.size))
     failed = p <= alpha
     if failed:
-        finding = (f"noise std {measured:.3g}·C < the declared {declared:.3g}·C on the gradient stepped on "
+        finding = (f"noise std {_std(measured)} < the declared {_std(declared)} on the gradient stepped on "
                    f"(σ = {sigma:g} × gradient scale {scale:.3g}; {p_text(p)})")
         if failing:
             finding += f": too little noise on {failing} of {steps} steps"
         finding += (" (or the loop multiplies the noisy sum by less than the gradient scale, or shrinks it after the "
                     "noise: give gradient_scale=, --gradient-scale)")
     else:
-        finding = (f"noise std {measured:.3g}·C, not below the declared {declared:.3g}·C at the "
+        finding = (f"noise std {_std(measured)}, not below the declared {_std(declared)} at the "
                    f"{alpha:g} level ({p_text(p)})")
     return MechanismTest("noise", True, failed, alpha, p, measured / clip, declared / clip, failing, steps, finding)
 
@@ -166,12 +176,12 @@ def clipping_test(norms: np.ndarray, dims: np.ndarray, most_windows: int, sigma:
     failed = p <= alpha
     steps = int(norms.size)
     if failed:
-        finding = (f"a step moved {worst:.4g}·C (the canaries' part taken off), more than {most_windows} windows of "
+        finding = (f"a step moved {_std(worst)} (the canaries' part taken off), more than {most_windows} windows of "
                    f"norm ≤ C plus the declared noise allow ({p_text(p)}) on {failing} of {steps} steps: a "
                    "window's contribution exceeded C (clipping missing or larger than declared)")
     else:
         finding = (f"no step moved more than {most_windows} windows of norm ≤ C plus the noise allow (largest "
-                   f"{worst:.4g}·C, {p_text(p)}); it sees a missing clip only on windows whose raw gradient is "
+                   f"{_std(worst)}, {p_text(p)}); it sees a missing clip only on windows whose raw gradient is "
                    "far above C (data canaries: --data-canaries, data_canaries=)")
     return MechanismTest("clipping", True, failed, alpha, p, worst, float(most_windows), failing, steps, finding)
 

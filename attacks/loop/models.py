@@ -255,6 +255,11 @@ class DeepAR(nn.Module):
         super().__init__()
         if lags is None:
             lags = tuple(l for l in DEFAULT_LAGS if l < context_length)
+            if not lags:  # the context the caller gave holds no lag: the flag that sets it is the user's to change
+                from tsdp.theorems.config import ConfigError
+
+                raise ConfigError("context_length", "DeepAR reads its lagged values from the context, and a context "
+                                                    "of 1 value holds no lag: use context_length >= 2", context_length)
         lags = tuple(int(l) for l in lags)
         if not lags or min(lags) < 1 or max(lags) >= context_length:
             raise ValueError(f"DeepAR's lags must be in [1, context_length - 1] (context_length {context_length} = "

@@ -118,13 +118,13 @@ def test_download_fetches_caches_and_applies_the_papers_split(tmp_path, serve_el
         assert again.train.lengths == split.train.lengths
 
 
-@pytest.mark.slow  # AutoETS (season 24) on 128 series of 161 hours, twice: about 45 s
+@pytest.mark.slow  # AutoETS (season 24) on 128 series of 241 hours, once (the rerun reads the cache): about 45 s
 def test_experiment_download_runs_end_to_end_offline(tmp_path, serve_electricity, capsys):
     """`tsdp experiment --dataset electricity --download --data-dir DIR` fetches the archive once, trains with the
     paper's electricity settings (L_F = L_C = 24, Λ = 128, σ = 2) and a rerun reads the cache and the cell."""
     from tsdp.cli.main import main
 
-    server, _ = serve_electricity(steps=200, series=128, windows=1)
+    server, _ = serve_electricity(steps=300, series=128, windows=1)  # training series hold the 7 validation days
     data_dir = tmp_path / "datasets"
     data_dir.mkdir()
     argv = ["experiment", "--dataset", "electricity", "--download", "--data-dir", str(data_dir), "--models", "dlinear",
@@ -132,10 +132,11 @@ def test_experiment_download_runs_end_to_end_offline(tmp_path, serve_electricity
             "--out", str(tmp_path / "cells"), "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
+    k = PAPER["electricity"].validation_windows  # 7: the authors' code (the appendix text says 5)
     assert server.requests == ["/electricity.txt.gz"] and (data_dir / "electricity" / "train").is_dir()
     assert out["dataset"]["name"] == "electricity"
     assert (out["split"]["train_series"], out["split"]["test_windows"], out["split"]["validation_steps_per_series"],
-            out["split"]["train_min_length"]) == (128, 128, 5 * 24, int(200 * 0.8) + 1 - 5 * 24)
+            out["split"]["train_min_length"]) == (128, 128, k * 24, int(300 * 0.8) + 1 - k * 24)
     assert (out["dataset"]["context_length"], out["dataset"]["batch_size"], out["dataset"]["sigma"]) == (24, 128, 2.0)
     assert out["cells"][0]["steps"] == 1 and out["run"]["run"] == 1
     assert main(argv) == 0

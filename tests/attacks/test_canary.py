@@ -73,24 +73,25 @@ CANARY_CONFIG = TrainingConfig(N=10, L=1700, context_length=16, forecast_length=
 
 
 
-def _canary_audit(epsilon):
+def _canary_audit(epsilon, model="simple-ff"):
     from tsdp.attacks.canary.trained_model import audit_model
     from tsdp.attacks.data.series import synthetic
 
     data = synthetic(10, 1701, seed=0, noise=2.0)
-    return audit_model("simple-ff", CANARY_CONFIG, data=data, canaries=1000, epsilon=epsilon, delta=1e-5, epochs=4000,
+    return audit_model(model, CANARY_CONFIG, data=data, canaries=1000, epsilon=epsilon, delta=1e-5, epochs=4000,
                        seed=0, lr=3e-3, spike=20.0, device="cpu")
 
 
 @pytest.mark.slow
 def test_canary_audit_without_noise_gives_a_bound_of_at_least_2(one_thread):
-    """Without noise the one-run bound is large (≥ 2 with 1000 canaries).
+    """Without noise the one-run bound is large (≥ 2 with 1000 canaries) on a model that memorises the spikes.
 
-    Measured (seed 0, ~25 s): loss score 2.50 (100 of 100 "out" guesses correct, AUC 0.73),
-    gradient score 2.26 (99 of 100, AUC 0.80). The 95% bound is a lower bound whatever the
-    training, so this fails only if the attack got weaker (deterministic at the fixed seed).
+    DeepAR, the paper's model that reads most of its context (its lags): measured (seed 0, ~2 min) 3.217, AUC 0.97
+    (loss) and 0.84 (gradient). simple-ff built as GluonTS builds it (one hidden layer, mean-|context| scaling)
+    memorises far less here: 0.62, AUC 0.55 / 0.61 at lr 3e-3, 0.73 at lr 1e-2. The 95% bound is a lower bound
+    whatever the training, so this fails only if the attack got weaker (deterministic at the fixed seed).
     """
-    r = _canary_audit(float("inf"))
+    r = _canary_audit(float("inf"), "deepar")
     assert r.steps == 4000 and r.sigma == 0.0
     assert r.epsilon_lower >= 2, r
     assert all(s.auc > 0.65 for s in r.scores.values()), r
