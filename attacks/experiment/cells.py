@@ -113,14 +113,13 @@ def _typed(name: str, value):
     allowed = _TYPES[name]
     if value is None and None in allowed:
         return None
-    if isinstance(value, bool):
-        pass
-    elif isinstance(value, str) and str in allowed:
-        return value
-    elif isinstance(value, int) and int in allowed:
-        return value
-    elif isinstance(value, (int, float)) and float in allowed:
-        return float(value)
+    if not isinstance(value, bool):  # a JSON true/false is never a number here
+        if isinstance(value, str) and str in allowed:
+            return value
+        if isinstance(value, int) and int in allowed:
+            return value
+        if isinstance(value, (int, float)) and float in allowed:
+            return float(value)
     raise ValueError(f"field {name!r} is {value!r}, not " + " or ".join("null" if t is None else t.__name__
                                                                       for t in allowed))
 
