@@ -436,7 +436,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
         canary=canary, clip=clip, scale=gradient_scale, timeout=timeout)
     check_can_limit(timeout)
-    _certifier(analysis)
+    _certifier(analysis)  # an unknown analysis is refused before any training
     span_entries = check_int("span_entries", span_entries, 1)
     check_claimed_curve(canary, analysis, config)
     data = with_data_canaries(data, data_canaries)

@@ -348,3 +348,31 @@ def test_audit_training_attributes_carry_the_json_numbers(user_training, monkeyp
     assert d["spike"] == spike.spike == 10.0 and d["curve_rejected"] is spike.curve_rejected is None
     assert all(isinstance(s, ScoreBound) for s in spike.scores.values())
     assert spike.violation == spike.above_claim is False
+
+
+def test_an_fdp_score_keeps_the_dict_the_f_dp_test_gives():
+    """The f-DP score's typed form writes back the f-DP test's own dict (:func:`attacks.canary.fdp_bound.certify` with
+    the AUC, what ``evidence.fdp`` returned before): with and without the claimed curve, and with every canary
+    included (a NaN AUC: null with ``auc_note``); with the Gaussian analysis left out, no ``epsilon_if_gaussian``."""
+    from tsdp.attacks.canary import fdp_bound
+    from tsdp.attacks.canary.certified import FdpScoreBound
+    from tsdp.attacks.canary.evidence import fdp
+    from tsdp.attacks.canary.steinke_bound import with_auc
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    rng = np.random.default_rng(4)
+    included = rng.random(40) < 0.5
+    scores = included + rng.random(40)
+    profile = PldAccountant().compose(training_event(TINY.with_(sigma=8.0), steps=2))
+    for inc, claimed in ((included, None), (included, profile), (np.ones(40, dtype=bool), None)):
+        old = with_auc(fdp_bound.certify(scores, inc, 1e-5, 0.95, claimed=claimed), scores, inc)
+        typed = fdp(scores, inc, 1e-5, 0.95, claimed=claimed)
+        assert json.loads(dumps(typed.as_dict())) == json.loads(dumps(old))
+        assert (typed.analyses.claimed is None) == (claimed is None) and typed.epsilon_if_gaussian == \
+            old["analyses"]["gdp"]["epsilon_if_gaussian"]
+    assert math.isnan(typed.auc) and "auc_note" in typed.as_dict()
+    without = FdpScoreBound.from_dict(with_auc(fdp_bound.certify(scores, included, 1e-5, 0.95,
+                                                                 analyses=("dp", "steinke")), scores, included))
+    assert without.analyses.gdp is None and "epsilon_if_gaussian" not in without.as_dict()
+    assert list(without.as_dict()["analyses"]) == ["dp", "steinke"]
