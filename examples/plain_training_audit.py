@@ -57,8 +57,8 @@ def main(with_loss: bool = True) -> TrainingAudit:
                             epsilon=claim, loss=squared_error if with_loss else None, seed=0)
     best = max(result.scores.values(), key=lambda s: s.epsilon_lower)
     kept = result.gradient.data_span
-    print(f"gradient-canary audit ({needed} canaries, one run, scored on the gradient {result.gradient.optimizer} stepped "
-          f"on, {'the data' + chr(39) + 's gradients taken off' if kept is None else 'the data kept: ' + kept}): "
+    print(f"gradient-canary audit ({needed} canaries, one run, scored on the gradient {result.gradient.optimizer} "
+          f"stepped on, {'the data' + chr(39) + 's gradients taken off' if kept is None else 'the data kept: ' + kept}): "
           f"ε ≥ {result.epsilon_lower:.4f} (AUC {best.auc:.3f}); the claimed curve "
           f"{'rejected' if result.curve_rejected else 'not rejected'}; violation: {result.violation}")
     return result

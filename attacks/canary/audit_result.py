@@ -19,7 +19,8 @@ from .mechanism import MechanismTests
 
 @dataclass(frozen=True)
 class EvidenceBound:
-    """The pooled canaries' scores certified (Bonferroni over the scores): a **lower** bound on the training's ε at
+    """The pooled canaries' scores certified (Bonferroni over the scores) by a one-run theorem (Steinke, Nasr &
+    Jagielski 2023; the f-DP test of Mahloujifar, Melis & Chaudhuri 2025): a **lower** bound on the training's ε at
     event level, holding with probability ≥ ``confidence``, against the claimed ε and curve.
 
     Attributes:
@@ -99,7 +100,8 @@ class GradientRun:
 
 @dataclass(frozen=True)
 class EngineRun:
-    """How the sharded engine ran a multi-run audit (:func:`attacks.canary.runs.run_many`; :func:`attacks.montecarlo.shards.run_shards`'s info).
+    """How the sharded engine ran a multi-run audit (:func:`attacks.canary.runs.run_many`: the info of
+    :func:`attacks.montecarlo.shards.run_shards`).
 
     Attributes:
         executor: ``in-process``, ``processes`` or ``dask``.

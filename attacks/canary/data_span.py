@@ -333,4 +333,5 @@ class _Bound:
         return functional_call(self.module, self.values, args, kwargs)
 
 
-__all__ = ["CHUNK_ENTRIES", "DIVERGED", "DataPart", "DataSpan", "FAILED", "MAX_ENTRIES", "MAX_WINDOW_SHARE", "owning_module"]
+__all__ = ["CHUNK_ENTRIES", "DIVERGED", "DataPart", "DataSpan", "FAILED", "MAX_ENTRIES", "MAX_WINDOW_SHARE",
+           "owning_module"]

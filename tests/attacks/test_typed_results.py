@@ -3,8 +3,9 @@ the JSON the CLI prints.
 
 The key trees below were recorded from the dict-returning code that came before the typed results (tiny
 `tsdp train --json` / `tsdp audit-model --json` / `tsdp audit-fn --json` runs, audit-fn's for every combination of
-canary, analysis, claim and runs below): the JSON of these commands must keep every key and its nesting. The attribute tests read every JSON number back through the attributes, so the typed result
-and its JSON form cannot disagree.
+canary, analysis, claim and runs below; that test passes on the dict-returning code too): the JSON of these commands
+must keep every key and its nesting. The attribute tests read every JSON number back through the attributes, so the
+typed result and its JSON form cannot disagree.
 """
 import contextlib
 import dataclasses
