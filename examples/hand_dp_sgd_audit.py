@@ -20,6 +20,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 from torch.utils.data import DataLoader
 
+from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import audit_training
 from tsdp.attacks.data.series import synthetic
 from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
@@ -75,7 +76,7 @@ def claimed_epsilon(sigma: float = CONFIG.sigma, steps: int = STEPS) -> float:
     return PldAccountant().compose(training_event(CONFIG.with_(sigma=sigma), steps=steps)).get_epsilon(DELTA)
 
 
-def audit(canaries: int, sigma: float = CONFIG.sigma, seed: int = 0) -> dict:
+def audit(canaries: int, sigma: float = CONFIG.sigma, seed: int = 0) -> TrainingAudit:
     """One audit of the loop at ``sigma`` (claimed: the same σ) with ``canaries`` gradient canaries."""
     return audit_training(dp_sgd(sigma, seed), SERIES, CONFIG.with_(sigma=sigma), canaries=canaries, delta=DELTA,
                           epsilon=claimed_epsilon(sigma), loss=squared_error, clip=CLIP, seed=seed)
@@ -89,5 +90,5 @@ if __name__ == "__main__":
         print("hand_dp_sgd_audit.py: error: arguments are CANARIES (an integer) and SIGMA (a number)", file=sys.stderr)
         sys.exit(2)
     r = audit(m, sigma)
-    print(f"{m} canaries, σ = {sigma:g}: claimed ε = {r['epsilon_claimed']:.3f}, certified ε ≥ {r['epsilon_lower']:.3f}"
-          f", the same audit on the claimed mechanism {r['epsilon_ideal']:.3f}; violation: {r['violation']}")
+    print(f"{m} canaries, σ = {sigma:g}: claimed ε = {r.epsilon_claimed:.3f}, certified ε ≥ {r.epsilon_lower:.3f}"
+          f", the same audit on the claimed mechanism {r.gradient.epsilon_ideal:.3f}; violation: {r.violation}")

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import sys
 
+from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import audit_training
 from tsdp.attacks.integrations.planted_opacus import (BUGS, CLIP, CONFIG, DATA, DELTA, LR, STEPS, claimed_epsilon,
                                                       loader_config, opacus_train, runtime, squared_error)
 
 
-def main(bug: str = "correct", canaries: int = 1000) -> dict:
+def main(bug: str = "correct", canaries: int = 1000) -> TrainingAudit:
     """Train the loop with ``bug`` once under ``canaries`` gradient canaries; print and return the audit."""
     config = loader_config(bug)
     sigma, clip = runtime(bug)
@@ -30,14 +31,14 @@ def main(bug: str = "correct", canaries: int = 1000) -> dict:
     claim = claimed_epsilon(bug)
     result = audit_training(train, DATA.split(config.forecast_length)[0], config, canaries=canaries, delta=DELTA,
                             epsilon=claim, clip=CLIP, loss=squared_error, seed=0)
-    best = max(result["scores"].values(), key=lambda s: s["epsilon_lower"])
+    best = max(result.scores.values(), key=lambda s: s.epsilon_lower)
     print(f"{bug}: the intended training reports ε = {claim:.4f} at δ = {DELTA:g} after {STEPS} steps "
           f"(σ = {CONFIG.sigma:g}, C = {CLIP:g}); it ran σ = {sigma:g}, C = {clip:g}")
-    print(f"gradient-canary audit ({canaries} canaries, one run): ε ≥ {result['epsilon_lower']:.4f} with 95% "
-          f"confidence (AUC {best['auc']:.3f}); the claimed trade-off curve "
-          f"{'rejected' if result['curve_rejected'] else 'not rejected'}; violation: {result['violation']}")
-    print(f"what the audit could see: at most ε = {max(best['ceiling']['dp'], best['ceiling']['steinke']):.4f} "
-          f"with every guess right; the answer is limited by the {best['limited_by']}")
+    print(f"gradient-canary audit ({canaries} canaries, one run): ε ≥ {result.epsilon_lower:.4f} with 95% "
+          f"confidence (AUC {best.auc:.3f}); the claimed trade-off curve "
+          f"{'rejected' if result.curve_rejected else 'not rejected'}; violation: {result.violation}")
+    print(f"what the audit could see: at most ε = {max(best.ceiling['dp'], best.ceiling['steinke']):.4f} "
+          f"with every guess right; the answer is limited by the {best.limited_by}")
     return result
 
 

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import audit_training
 from tsdp.attacks.data.series import synthetic
 from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
@@ -66,7 +67,7 @@ def squared_error(model, context, forecast):
     return ((model(context.float()) - forecast.float()) ** 2).sum(-1)
 
 
-def audit(series: int = 40, canaries: int = 200) -> dict:
+def audit(series: int = 40, canaries: int = 200) -> TrainingAudit:
     data, config = setup(series)
     return audit_training(plain_adam(config), data, config, canaries=canaries, delta=DELTA, epsilon=CLAIM,
                           loss=squared_error, seed=0)
@@ -79,5 +80,5 @@ if __name__ == "__main__":
         print("plain_adam_at_scale.py: error: SERIES must be an integer", file=sys.stderr)
         sys.exit(2)
     r = audit(n)
-    print(f"{n} series: ε ≥ {r['epsilon_lower']:.3f} against the claim {CLAIM:g} (violation: {r['violation']}); "
-          f"the data's part: {r['data_part']['summary'] if r['data_part'] else r['data_span']}")
+    print(f"{n} series: ε ≥ {r.epsilon_lower:.3f} against the claim {CLAIM:g} (violation: {r.violation}); "
+          f"the data's part: {r.gradient.data_part.summary if r.gradient.data_part else r.gradient.data_span}")

@@ -21,6 +21,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from tsdp.attacks.canary.fdp_bound import plan
+from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import CANARIES, analyses_of, audit_training
 from tsdp.attacks.integrations.planted_opacus import CONFIG, DATA, DELTA, STEPS, claimed_epsilon, squared_error
 from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset
@@ -46,7 +47,7 @@ def train(series):
     return model
 
 
-def main(with_loss: bool = True) -> dict:
+def main(with_loss: bool = True) -> TrainingAudit:
     """Plan the audit against the claim, run it once, print and return it."""
     claim = claimed_epsilon("correct")
     needed = plan(2, DELTA, 0.95, claimed_epsilon=claim, scores=len(CANARIES["gradient"]),
@@ -54,12 +55,12 @@ def main(with_loss: bool = True) -> dict:
     print(f"claimed ε = {claim:.4f} at δ = {DELTA:g}; the plan: {needed} canaries can flag a training without noise")
     result = audit_training(train, DATA.split(CONFIG.forecast_length)[0], CONFIG, canaries=needed, delta=DELTA,
                             epsilon=claim, loss=squared_error if with_loss else None, seed=0)
-    best = max(result["scores"].values(), key=lambda s: s["epsilon_lower"])
-    kept = result["data_span"]
-    print(f"gradient-canary audit ({needed} canaries, one run, scored on the gradient {result['optimizer']} stepped "
-          f"on, {'the data' + chr(39) + 's gradients taken off' if kept is None else 'the data kept: ' + kept}): "
-          f"ε ≥ {result['epsilon_lower']:.4f} (AUC {best['auc']:.3f}); the claimed curve "
-          f"{'rejected' if result['curve_rejected'] else 'not rejected'}; violation: {result['violation']}")
+    best = max(result.scores.values(), key=lambda s: s.epsilon_lower)
+    kept = result.gradient.data_span
+    print(f"gradient-canary audit ({needed} canaries, one run, scored on the gradient {result.gradient.optimizer} "
+          f"stepped on, {'the data' + chr(39) + 's gradients taken off' if kept is None else 'the data kept: ' + kept}): "
+          f"ε ≥ {result.epsilon_lower:.4f} (AUC {best.auc:.3f}); the claimed curve "
+          f"{'rejected' if result.curve_rejected else 'not rejected'}; violation: {result.violation}")
     return result
 
 

@@ -104,11 +104,10 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
         t = time.perf_counter()
         r = audit_training(train, data, config, canaries=canaries, delta=delta, epsilon=epsilon, canary="spike",
                            loss=loss, seed=seed, confidence=confidence)
-        s = r["scores"]["memorisation"]
-        rows.append(with_note({"model": name, "trained": trained, "sigma": noise, "auc": s["auc"],
-                               "epsilon_lower": r["epsilon_lower"],
-                               "ceiling": max(s["ceiling"]["dp"], s["ceiling"]["steinke"]),
-                               "limited_by": s["limited_by"], "flagged": r["violation"],
+        s = r.scores["memorisation"]
+        rows.append(with_note({"model": name, "trained": trained, "sigma": noise, "auc": s.auc,
+                               "epsilon_lower": r.epsilon_lower, "ceiling": max(s.ceiling["dp"], s.ceiling["steinke"]),
+                               "limited_by": s.limited_by, "flagged": r.violation,
                                "seconds": time.perf_counter() - t, **(facts or {})}, "auc", AUC_NOTE))
 
     def squared_error(model, context, forecast):

@@ -50,6 +50,7 @@ from __future__ import annotations
 import copy
 import gc
 import time
+from dataclasses import asdict, dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
@@ -104,6 +105,32 @@ def _bare_copy(module: torch.nn.Module) -> torch.nn.Module:
 
 class _NonFinite(ValueError):
     """Non-finite per-window gradients (:data:`DIVERGED` when met after the first step)."""
+
+
+@dataclass(frozen=True)
+class DataPart:
+    """How a gradient-canary run took the data's part off the observed gradient (:mod:`attacks.canary.data_span`).
+
+    Attributes:
+        mode: ``span`` (the whole span of the per-window gradients) or ``sparse`` (the windows a matching pursuit
+            found).
+        atoms: the pursuit's most windows per step.
+        steps: the steps it ran on.
+        windows_per_step: the mean windows found per step.
+        seconds_per_step: its mean seconds per step.
+        summary: the above in one line.
+    """
+
+    mode: str
+    atoms: int
+    steps: int
+    windows_per_step: float
+    seconds_per_step: float
+    summary: str
+
+    def as_dict(self) -> dict:
+        """The JSON form: the six attributes under their names."""
+        return asdict(self)
 
 
 class DataSpan:
@@ -306,4 +333,5 @@ class _Bound:
         return functional_call(self.module, self.values, args, kwargs)
 
 
-__all__ = ["CHUNK_ENTRIES", "DIVERGED", "DataSpan", "FAILED", "MAX_ENTRIES", "MAX_WINDOW_SHARE", "owning_module"]
+__all__ = ["CHUNK_ENTRIES", "DIVERGED", "DataPart", "DataSpan", "FAILED", "MAX_ENTRIES", "MAX_WINDOW_SHARE",
+           "owning_module"]

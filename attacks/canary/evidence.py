@@ -2,8 +2,9 @@
 
 Evidence is ``{"scores": {name: (m,) array}, "included": (m,) bool}``: one or more scores per
 canary, fixed before the run, and whether the canary was included. A *certifier* is any
-function ``(scores, included, delta, confidence) -> dict`` with key ``epsilon_lower`` (a
-**lower** bound on ε at δ, holding with probability ≥ confidence) that takes one score vector:
+function ``(scores, included, delta, confidence)`` of one score vector that answers a typed score bound
+(:mod:`attacks.canary.certified`) with ``epsilon_lower`` (a **lower** bound on ε at δ, holding with
+probability ≥ confidence):
 :func:`steinke` (Steinke, Nasr & Jagielski 2023, :mod:`attacks.canary.steinke_bound`) by
 default; :func:`fdp` (the f-DP one-run test, every guess set against a trade-off curve, with
 Steinke's bound as its declared-share baseline) plugs in the same way and is what audits of
@@ -32,18 +33,22 @@ from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
+from .audit_result import EvidenceBound
+from .certified import FdpScoreBound, ScoreBound, ScoreResult
 from .steinke_bound import check_evidence, with_auc
 from .steinke_bound import certify as _steinke_certify
 
-Certifier = Callable[[np.ndarray, np.ndarray, float, float], dict]
+Certifier = Callable[[np.ndarray, np.ndarray, float, float], ScoreResult]
 
 
-def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> dict:
-    """Steinke et al. (2023) on one score vector (:func:`attacks.canary.steinke_bound.certify`): guesses, AUC, ε lower bound."""
-    return _steinke_certify({"score": scores}, included, delta, confidence)["scores"]["score"]
+def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> ScoreBound:
+    """Steinke et al. (2023) on one score vector (:func:`attacks.canary.steinke_bound.certify`): guesses, AUC, ε lower
+    bound (a **lower** bound on ε at ``delta``)."""
+    return ScoreBound.from_dict(_steinke_certify({"score": scores}, included, delta, confidence)["scores"]["score"])
 
 
-def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float, *, claimed=None) -> dict:
+def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float, *,
+        claimed=None) -> FdpScoreBound:
     """The f-DP one-run test (Mahloujifar, Melis & Chaudhuri 2025; :func:`attacks.canary.fdp_bound.certify`) on one
     score vector, with Steinke et al.'s bound as its baseline on the same guess sets, the confidence split between
     them declared before the scores: the (ε, δ) ε lower bound (the larger of the two assumption-free bounds),
@@ -53,7 +58,8 @@ def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: floa
     with its own declared share: ``violation`` when the guesses reject it."""
     from .fdp_bound import certify as fdp_certify
 
-    return with_auc(fdp_certify(scores, included, delta, confidence, claimed=claimed), scores, included)
+    return FdpScoreBound.from_dict(with_auc(fdp_certify(scores, included, delta, confidence, claimed=claimed), scores,
+                                            included))
 
 
 CERTIFIERS: Dict[str, Certifier] = {"fdp": fdp, "steinke": steinke}
@@ -80,8 +86,8 @@ def pool(evidences: Sequence[dict]) -> dict:
 
 
 def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifier: Certifier = steinke,
-                     claimed: Optional[float] = None, profile=None) -> dict:
-    """Certify ``evidence`` (Bonferroni over its scores; module docstring): JSON-ready, with ``violation`` vs the claim.
+                     claimed: Optional[float] = None, profile=None) -> EvidenceBound:
+    """Certify ``evidence`` (Bonferroni over its scores; module docstring), with ``violation`` against the claim.
 
     ``epsilon_lower`` is the best score's bound (a **lower** bound on ε at ``delta`` with
     probability ≥ ``confidence``). ``violation``: ``epsilon_lower > claimed`` for a finite
@@ -99,13 +105,13 @@ def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifi
         raise ValueError("a claimed profile is tested by the f-DP certifier only")
     extra = {} if profile is None else {"claimed": profile}
     out = {name: certifier(s, included, delta, each, **extra) for name, (s, _) in checked.items()}
-    lower = max(r["epsilon_lower"] for r in out.values())
+    lower = max(r.epsilon_lower for r in out.values())
     above = claimed is not None and math.isfinite(claimed) and lower > claimed
-    curve = profile is not None and any(r["violation"] for r in out.values())
-    return {"canaries": int(included.size), "included": int(included.sum()), "delta": delta,
-            "confidence": confidence, "epsilon_lower": lower, "epsilon_claimed": claimed,
-            "violation": bool(above or curve), "above_claim": bool(above),
-            "curve_rejected": curve if profile is not None else None, "scores": out}
+    curve = profile is not None and any(r.violation for r in out.values())
+    return EvidenceBound(canaries=int(included.size), included=int(included.sum()), delta=delta,
+                         confidence=confidence, epsilon_lower=lower, epsilon_claimed=claimed,
+                         violation=bool(above or curve), above_claim=bool(above),
+                         curve_rejected=curve if profile is not None else None, scores=out)
 
 
 __all__ = ["CERTIFIERS", "Certifier", "certify_evidence", "fdp", "pool", "steinke"]

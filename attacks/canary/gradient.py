@@ -246,7 +246,7 @@ def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, conf
     from .evidence import certify_evidence, fdp
 
     evidence = ideal_evidence(config, m, steps, seed, parameters=parameters, per_run=per_run, removed=removed)
-    return float(certify_evidence(evidence, delta, confidence, certifier=certifier or fdp)["epsilon_lower"])
+    return float(certify_evidence(evidence, delta, confidence, certifier=certifier or fdp).epsilon_lower)
 
 
 IDEAL_SEEDS = 3

@@ -48,7 +48,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from tsdp.theorems.config import TrainingConfig
 
-from .data_span import MAX_ENTRIES, DataSpan
+from .data_span import MAX_ENTRIES, DataPart, DataSpan
 from .gradient import GradientCanaries
 from .mechanism import CLIP_ALPHA, NOISE_ALPHA, MechanismTests, clipping_test, noise_test, untested
 
@@ -144,7 +144,7 @@ class OptimizerCanaries:
             if self._progress is not None:
                 self._progress.update(1)
                 if self._span is not None and self._span.steps:
-                    self._progress.set_postfix_str(self.data_part()["summary"], refresh=False)
+                    self._progress.set_postfix_str(self.data_part().summary, refresh=False)
         else:
             self._step_state = self.canaries.snapshot()
 
@@ -190,10 +190,8 @@ class OptimizerCanaries:
         return MechanismTests((noise_test(rows[:, 0], rows[:, 1], sigma, self.scale, self.clip),
                                clipping_test(rows[:, 2], rows[:, 3], most_windows(self.config), sigma, self.scale)))
 
-    def data_part(self) -> Optional[dict]:
-        """How the data's part was taken off (None when it was kept): ``mode`` ("span": the whole span of the
-        per-window gradients; "sparse": the windows a pursuit found, :mod:`attacks.canary.data_span`), the
-        pursuit's most ``atoms``, the steps, the mean windows found per step, the seconds per step, and a summary."""
+    def data_part(self) -> Optional[DataPart]:
+        """How the data's part was taken off (:class:`DataPart`; None when it was kept)."""
         span = self._span
         if span is None or span.reason is not None or not span.steps:
             return None
@@ -201,8 +199,7 @@ class OptimizerCanaries:
         what = (f"the span of all {span.context.shape[0]} windows' gradients" if span.mode == "span"
                 else f"{found:.1f} of {span.context.shape[0]} windows per step found by matching pursuit "
                      f"(at most {span.atoms})")
-        return {"mode": span.mode, "atoms": span.atoms, "steps": span.steps, "windows_per_step": found,
-                "seconds_per_step": each, "summary": f"{what}, {each * 1e3:.0f} ms per step"}
+        return DataPart(span.mode, span.atoms, span.steps, found, each, f"{what}, {each * 1e3:.0f} ms per step")
 
     def __enter__(self) -> "OptimizerCanaries":
         self._hooks = (register_optimizer_step_pre_hook(self._pre), register_optimizer_step_post_hook(self._post))

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 import torch
 
 from tsdp.attacks.montecarlo.shards import Aborted, run_shards
 
+from .audit_result import EngineRun
 from .evidence import pool
 from .user_training import TimeLimitError
 
@@ -62,10 +63,24 @@ def run_one(spec: RunSpec) -> RunEvidence:
     return RunEvidence(spec.key, spec.task(spec.seed), time.perf_counter() - started)
 
 
+@dataclass(frozen=True)
+class PooledRuns:
+    """R runs of a multi-run audit (:func:`run_many`).
+
+    Attributes:
+        evidence: their evidence pooled in run order (:func:`attacks.canary.evidence.pool`).
+        runs: each run's evidence, in run order.
+        engine: how the engine ran them.
+    """
+
+    evidence: dict
+    runs: Tuple[dict, ...]
+    engine: EngineRun
+
+
 def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
-             threads: Optional[int] = None, progress: bool = False, shard_fn=run_one) -> dict:
-    """R = ``runs`` independent runs of ``task`` pooled in run order: {"evidence": pooled, "runs": each run's
-    evidence in run order, "info": engine info}."""
+             threads: Optional[int] = None, progress: bool = False, shard_fn=run_one) -> PooledRuns:
+    """R = ``runs`` independent runs of ``task`` pooled in run order (module docstring)."""
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be a positive integer, got {runs!r}")
     specs = [RunSpec(i, s, task, threads) for i, s in enumerate(np.random.SeedSequence(seed).spawn(runs))]
@@ -75,9 +90,8 @@ def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, clus
     except Aborted as stop:  # a run out of time: nothing is certified from the others (module docstring)
         raise stop.cause.with_note(f" in run {stop.key[1]}; {stop.done} of {runs} runs had finished, none is "
                                    "certified (dropping a run that ran out of time could bias the audit)") from None
-    info["run_seconds"] = sum(r.seconds for r in results.values())
-    each = [results[s.key].evidence for s in specs]
-    return {"evidence": pool(each), "runs": each, "info": info}
+    each = tuple(results[s.key].evidence for s in specs)
+    return PooledRuns(pool(each), each, EngineRun(**info, run_seconds=sum(r.seconds for r in results.values())))
 
 
-__all__ = ["RunEvidence", "RunSpec", "run_many", "run_one"]
+__all__ = ["PooledRuns", "RunEvidence", "RunSpec", "run_many", "run_one"]

@@ -67,7 +67,8 @@ from tsdp.attacks.loop.train import FLOAT32_MAX
 from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
-from .evidence import CERTIFIERS, certify_evidence
+from .audit_result import EngineRun, GradientRun, TrainingAudit
+from .evidence import CERTIFIERS, certify_evidence, pool
 from .mechanism import pooled
 from .fdp_bound import guess_grid
 from .steinke_bound import guess_sets
@@ -404,7 +405,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
                    loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
                    clip: float = 1.0, gradient_scale: Optional[float] = None, spike: float = 10.0,
                    analysis: str = "fdp", timeout: Optional[float] = None, span_entries: int = MAX_ENTRIES,
-                   progress: bool = False, data_canaries: int = 0) -> dict:
+                   progress: bool = False, data_canaries: int = 0) -> TrainingAudit:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
     ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
@@ -417,12 +418,13 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     ``config`` gives the window geometry). ``epsilon``
     (optional) is the ε your training claims at ``delta``. ``analysis``: "fdp" (the f-DP one-run
     test with Steinke et al.'s bound as its baseline, :func:`attacks.canary.evidence.fdp`) or
-    "steinke" alone. Returns a JSON-ready dict: canaries, included, epsilon_lower, confidence,
-    delta, epsilon_claimed, violation, each score's analysis (guesses, AUC; with "fdp" the
-    perfect-guess ``ceiling`` and ``limited_by``: whether the audit's size or the training limits
-    the answer); gradient canaries add ``mechanism`` (the noise and clipping tests,
-    :class:`attacks.canary.mechanism.MechanismTests` as a dict) and ``mechanism_failed``, a failure
-    being a violation too. ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
+    "steinke" alone. Returns a :class:`attacks.canary.audit_result.TrainingAudit` (``as_dict()``: its
+    JSON): ``epsilon_lower``, ``violation`` against ``epsilon``, each score's certified bound in
+    ``scores`` (guesses, AUC, the perfect-guess ``ceiling`` and ``limited_by``: whether the audit's
+    size or the training limits the answer); gradient canaries add ``gradient``
+    (:class:`attacks.canary.audit_result.GradientRun`: the optimizer's steps and the noise and
+    clipping tests, :class:`attacks.canary.mechanism.MechanismTests`), a failed test being a
+    violation too. ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
     running then is stopped, the processes it started are ended, and :class:`TimeLimitError` names it (POSIX, main
     thread: :mod:`attacks.canary.time_limit`). ``span_entries``: gradient canaries' most per-window gradient entries
     held per step (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset);
@@ -434,19 +436,15 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
         canary=canary, clip=clip, scale=gradient_scale, timeout=timeout)
     check_can_limit(timeout)
-    certifier = _certifier(analysis)
+    _certifier(analysis)  # an unknown analysis is refused before any training
     span_entries = check_int("span_entries", span_entries, 1)
     check_claimed_curve(canary, analysis, config)
     data = with_data_canaries(data, data_canaries)
     task = make_task(canary, train, data, config, canaries, loss=loss, spike=spike, clip=clip,
                      scale=gradient_scale, timeout=timeout, span_entries=span_entries, progress=progress)
     task.check()
-    evidence = task(np.random.SeedSequence(seed))
-    result = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=epsilon,
-                              profile=claimed_profile(canary, analysis, config, evidence))
-    return dict(result, **run_facts(canary, [evidence], config, delta, confidence, certifier, seed, result),
-                canary=canary, analysis=analysis, data_canaries=data_canaries,
-                **({"spike": spike} if canary == "spike" else {}))
+    return training_audit(canary, analysis, [task(np.random.SeedSequence(seed))], config, delta=delta,
+                          confidence=confidence, epsilon=epsilon, seed=seed, spike=spike, data_canaries=data_canaries)
 
 
 def tests_claimed_curve(canary: str, analysis: str) -> bool:
@@ -497,27 +495,33 @@ def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
     return guess_sets if _certifier(analysis) is CERTIFIERS["steinke"] else guess_grid
 
 
-def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: float, confidence: float, certifier,
-              seed: int, result: dict) -> dict:
-    """What a gradient-canary audit reports beside its bound (``result``, :func:`certify_evidence`'s): the first run's
-    optimizer, steps, C and gradient scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the
-    claimed mechanism itself (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their
-    cross-talk when a run has more canaries than parameters: its power at the claim), ``mechanism``, the noise and
-    clipping tests of every run (:mod:`attacks.canary.mechanism`, pooled over the runs), and ``violation``, the
-    bound's or a failed mechanism test's (``mechanism_failed``)."""
-    if canary != "gradient":
-        return {}
+def training_audit(canary: str, analysis: str, runs: Sequence[dict], config: TrainingConfig, *, delta: float,
+                   confidence: float, epsilon: Optional[float], seed: int, spike: float, data_canaries: int,
+                   engine: Optional[EngineRun] = None) -> TrainingAudit:
+    """The runs' evidence (in run order) certified (:func:`certify_evidence`, the canaries pooled,
+    :func:`attacks.canary.evidence.pool`) by the certifier of ``analysis``, a **lower** bound on ε at ``delta``, with
+    what the audit saw: for gradient canaries a :class:`GradientRun` (the first run's optimizer, steps, C and gradient
+    scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
+    (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
+    canaries than parameters: its power at the claim), and the noise and clipping tests of every run
+    (:mod:`attacks.canary.mechanism`, pooled over the runs), whose failure is a violation too. ``engine``: how the
+    multi-run engine ran them (:func:`attacks.canary.runs.run_many`; None: one run here)."""
+    certifier = _certifier(analysis)
     first = runs[0]
-    m = sum(len(r["included"]) for r in runs)
-    facts = {k: first[k] for k in ("optimizer", "steps", "clip", "scale", "observed", "data_span", "data_part")}
-    facts["parameters"] = first["parameters"]
-    facts["epsilon_ideal"] = ideal_epsilon(config, m, first["steps"], delta, confidence, certifier=certifier,
-                                           seed=seed, parameters=first["parameters"], per_run=len(first["included"]),
-                                           removed=(first["data_part"] or {}).get("windows_per_step", 0.0))
-    tests = pooled([r["mechanism"] for r in runs])
-    facts.update(mechanism=tests.as_dict(), mechanism_failed=tests.failed,
-                 violation=bool(result["violation"] or tests.failed))
-    return facts
+    bound = certify_evidence(first if len(runs) == 1 else pool(runs), delta, confidence, certifier=certifier,
+                             claimed=epsilon, profile=claimed_profile(canary, analysis, config, first))
+    gradient = None
+    if canary == "gradient":
+        removed = 0.0 if first["data_part"] is None else first["data_part"].windows_per_step
+        ideal = ideal_epsilon(config, sum(len(r["included"]) for r in runs), first["steps"], delta, confidence,
+                              certifier=certifier, seed=seed, parameters=first["parameters"],
+                              per_run=len(first["included"]), removed=removed)
+        gradient = GradientRun(**{k: first[k] for k in ("optimizer", "steps", "clip", "scale", "observed",
+                                                        "data_span", "data_part", "parameters")},
+                               epsilon_ideal=ideal, mechanism=pooled([r["mechanism"] for r in runs]))
+    facts = dict(bound.bound(), violation=bool(bound.violation or (gradient is not None and gradient.mechanism.failed)))
+    return TrainingAudit(**facts, canary=canary, analysis=analysis, data_canaries=data_canaries, runs=len(runs),
+                         spike=spike if canary == "spike" else None, gradient=gradient, engine=engine)
 
 
 def _certifier(analysis: str):

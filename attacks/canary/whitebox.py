@@ -38,6 +38,7 @@ from tsdp.attacks.data.series import SeriesData
 from tsdp.attacks.loop.train import train
 from tsdp.attacks.montecarlo.shards import threads_per_worker
 
+from .audit_result import EngineRun, EvidenceBound
 from .evidence import Certifier, certify_evidence, fdp
 from .gradient import GradientCanaries, ideal_epsilon, sound_profile
 from .runs import run_many
@@ -70,11 +71,37 @@ class LoopTask:
         return {**canaries.evidence(), "epsilon": run.epsilon, "steps": run.steps}
 
 
+@dataclass(frozen=True)
+class LoopAudit(EvidenceBound):
+    """A white-box audit of tsdp's own loop (:func:`audit_loop`): the certified bound (:class:`EvidenceBound`'s
+    attributes, a **lower** bound on the loop's ε, against the claim) and the loop's facts.
+
+    Attributes:
+        runs: the training runs R whose canaries were pooled.
+        steps: the training steps of the first run.
+        epsilon_sound: the loop's sound accountant's ε of a run (an **upper** bound).
+        engine: how the multi-run engine ran the runs.
+        epsilon_ideal: the same audit's certified ε on the claimed mechanism itself (its power at the claim,
+            :func:`attacks.canary.gradient.ideal_epsilon`).
+    """
+
+    runs: int
+    steps: int
+    epsilon_sound: float
+    engine: EngineRun
+    epsilon_ideal: float
+
+    def as_dict(self) -> dict:
+        """The JSON form: the bound's keys, then the loop's facts (``engine`` as its dict)."""
+        return dict(super().as_dict(), runs=self.runs, steps=self.steps, epsilon_sound=self.epsilon_sound,
+                    engine=self.engine.as_dict(), epsilon_ideal=self.epsilon_ideal)
+
+
 def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional[float] = None,
                confidence: float = 0.95, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
-               certifier: Certifier = fdp, progress: bool = False) -> dict:
-    """R = ``runs`` runs of ``task`` pooled and certified (module docstring); JSON-ready, with ``epsilon_ideal`` (the
-    same audit on the claimed mechanism itself, :func:`attacks.canary.gradient.ideal_epsilon`: its power).
+               certifier: Certifier = fdp, progress: bool = False) -> LoopAudit:
+    """R = ``runs`` runs of ``task`` pooled and certified (module docstring), with ``epsilon_ideal`` (the same audit
+    on the claimed mechanism itself, :func:`attacks.canary.gradient.ideal_epsilon`: its power).
 
     ``claimed``: the ε the training claims at ``delta`` (default: the loop's own sound ε of a
     run, the accountant's **upper** bound); ``violation`` when the certified lower bound exceeds it
@@ -82,16 +109,16 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
     """
     many = run_many(task, runs, seed=seed, workers=workers, cluster=cluster,
                     threads=threads_per_worker(workers, cluster), progress=progress)
-    evidence, first = many["evidence"], many["evidence"]["runs"][0]
+    first = many.runs[0]
     if claimed is None:
         claimed = first["epsilon"]
-    out = certify_evidence(evidence, delta, confidence, certifier=certifier, claimed=claimed,
-                           profile=sound_profile(task.config, first["steps"]) if certifier is fdp else None)
-    out.update(runs=runs, steps=first["steps"], epsilon_sound=first["epsilon"], engine=many["info"],
-               epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first["steps"], delta, confidence,
-                                           certifier=certifier, seed=seed, parameters=first["parameters"],
-                                           per_run=task.canaries))
-    return out
+    bound = certify_evidence(many.evidence, delta, confidence, certifier=certifier, claimed=claimed,
+                             profile=sound_profile(task.config, first["steps"]) if certifier is fdp else None)
+    return LoopAudit(**bound.bound(), runs=runs, steps=first["steps"],
+                     epsilon_sound=first["epsilon"], engine=many.engine,
+                     epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first["steps"], delta, confidence,
+                                                 certifier=certifier, seed=seed, parameters=first["parameters"],
+                                                 per_run=task.canaries))
 
 
-__all__ = ["LoopTask", "audit_loop"]
+__all__ = ["LoopAudit", "LoopTask", "audit_loop"]

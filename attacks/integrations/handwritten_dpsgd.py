@@ -52,6 +52,7 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event
 
+from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.data.series import synthetic
 from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
 
@@ -120,7 +121,7 @@ def claimed_epsilon(bug: str = "correct", config: TrainingConfig = CONFIG, steps
     return epsilon / 4 if bug == "claim-4x-small" else epsilon
 
 
-def audit(bug: str, canaries: int, seed: int = 0, *, with_loss: bool = True, **kwargs) -> dict:
+def audit(bug: str, canaries: int, seed: int = 0, *, with_loss: bool = True, **kwargs) -> TrainingAudit:
     """One white-box audit (:func:`attacks.canary.user_training.audit_training`) of the loop with ``bug`` against
     the intended claim, ``canaries`` gradient canaries, the data's part taken off with the loop's loss unless
     ``with_loss`` is False; ``kwargs`` go to ``audit_training``."""

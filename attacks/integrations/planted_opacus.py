@@ -294,21 +294,21 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
         many = run_many(PlantedRun(bug, canaries), runs, seed=seed + i, workers=workers, cluster=cluster,
                         threads=threads_per_worker(workers, cluster))
         claim = claimed_epsilon(bug)
-        cert = certify_evidence(many["evidence"], delta, confidence, certifier=certifier, claimed=claim)
+        cert = certify_evidence(many.evidence, delta, confidence, certifier=certifier, claimed=claim)
         rows.append({"bug": bug, "canaries": SPIKES if bug == "global-standardisation" else canaries, "runs": runs, "epsilon_claimed": claim,
-                     "epsilon_lower": cert["epsilon_lower"], "flagged": cert["violation"],
-                     "auc": {n: s.get("auc") for n, s in cert["scores"].items()},
+                     "epsilon_lower": cert.epsilon_lower, "flagged": cert.violation,
+                     "auc": {n: s.auc for n, s in cert.scores.items()},
                      "seconds": time.perf_counter() - started})
         if progress:
-            progress(f"{bug}: ε ≥ {cert['epsilon_lower']:.3f} vs claimed {claim:.3f} -> "
-                     f"{'FLAGGED' if cert['violation'] else 'not flagged'}")
+            progress(f"{bug}: ε ≥ {cert.epsilon_lower:.3f} vs claimed {claim:.3f} -> "
+                     f"{'FLAGGED' if cert.violation else 'not flagged'}")
     flagged = 0
     if null_audits:
         claim = claimed_epsilon("correct")
         many = run_many(PlantedRun("correct", canaries), null_audits, seed=seed + len(bugs), workers=workers,
                         cluster=cluster, threads=threads_per_worker(workers, cluster))
-        for one in many["runs"]:
-            flagged += certify_evidence(one, delta, confidence, certifier=certifier, claimed=claim)["violation"]
+        for one in many.runs:
+            flagged += certify_evidence(one, delta, confidence, certifier=certifier, claimed=claim).violation
     return {"rows": rows, "false_flags": {"audits": null_audits, "flagged": flagged,
                                           "rate": flagged / null_audits if null_audits else math.nan,
                                           "designed": 1 - confidence}}

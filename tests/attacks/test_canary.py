@@ -130,9 +130,9 @@ CERTIFIER_ENTRIES = {
     "steinke_bound.certify": lambda s, inc: steinke_bound.certify({"s": s}, inc, 1e-5, 0.95)["epsilon_lower"],
     "fdp_bound.certify": lambda s, inc: fdp_bound.certify(s, inc, 1e-5, 0.95)["epsilon_lower"],
     "certify_evidence(steinke)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,
-                                                                          0.95)["epsilon_lower"],
+                                                                          0.95).epsilon_lower,
     "certify_evidence(fdp)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,
-                                                                      0.95, certifier=evidence.fdp)["epsilon_lower"],
+                                                                      0.95, certifier=evidence.fdp).epsilon_lower,
 }
 """Every public entry of the certifiers, as (scores, included) -> epsilon_lower."""
 

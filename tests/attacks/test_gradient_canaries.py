@@ -78,14 +78,17 @@ def test_no_noise_loop_separates_included_canaries(one_thread):
     evidence = task(np.random.SeedSequence(0))
     assert auc(evidence["scores"]["mixture"], evidence["included"]) > 0.95
     result = certify_evidence(evidence, 1e-5, 0.95, claimed=1.0)
-    assert result["epsilon_lower"] >= 1.5 and result["violation"], result
+    assert result.epsilon_lower >= 1.5 and result.violation, result
 
 
 def test_private_loop_stays_below_its_sound_epsilon(one_thread):
     """The same loop with DP-SGD at σ = 8 (sound ε ≈ 1.70 after 40 steps): the certified bound stays below it."""
     r = audit_loop(LoopTask("simple-ff", SHORT, SHORT_DATA, 300, epochs=10, delta=1e-5), delta=1e-5)
-    assert 1.5 < r["epsilon_sound"] < 1.9 and r["steps"] == 40
-    assert r["epsilon_lower"] < r["epsilon_sound"] and not r["violation"], r
+    assert 1.5 < r.epsilon_sound < 1.9 and r.steps == 40 and r.runs == 1 and r.engine.shards_run == 1
+    assert r.epsilon_lower < r.epsilon_sound and not r.violation, r
+    assert list(r.as_dict()) == ["canaries", "included", "delta", "confidence", "epsilon_lower", "epsilon_claimed",
+                                 "violation", "above_claim", "curve_rejected", "scores", "runs", "steps",
+                                 "epsilon_sound", "engine", "epsilon_ideal"]  # the keys of the dict it replaced
 
 
 def test_pool_concatenates_in_run_order():
@@ -103,10 +106,10 @@ def test_pooled_runs_raise_the_certified_bound_of_a_no_noise_loop(one_thread):
     evidence is the runs' evidence in order."""
     task = LoopTask("simple-ff", SHORT, SHORT_DATA, 50, epochs=10, delta=1e-5, private=False)
     many = run_many(task, 4, seed=5)
-    assert many["evidence"]["included"].size == 200
-    assert np.array_equal(many["evidence"]["scores"]["mixture"][50:100], many["runs"][1]["scores"]["mixture"])
-    one = certify_evidence(many["runs"][0], 1e-5, 0.95)["epsilon_lower"]
-    pooled = certify_evidence(many["evidence"], 1e-5, 0.95)["epsilon_lower"]
+    assert many.evidence["included"].size == 200 and many.engine.shards_run == 4
+    assert np.array_equal(many.evidence["scores"]["mixture"][50:100], many.runs[1]["scores"]["mixture"])
+    one = certify_evidence(many.runs[0], 1e-5, 0.95).epsilon_lower
+    pooled = certify_evidence(many.evidence, 1e-5, 0.95).epsilon_lower
     assert pooled > one + 0.5, (one, pooled)
 
 
@@ -120,9 +123,9 @@ def test_one_and_two_workers_and_a_lost_run_give_identical_evidence(tmp_path, on
     two = run_many(task, 3, seed=9, workers=2, threads=1)
     dask = run_many(task, 3, seed=9, workers=2, cluster="auto", threads=1)
     lost = run_many(task, 3, seed=9, shard_fn=FailOnce(str(tmp_path / "m"), world="run", index=1, fn=run_one))
-    assert lost["info"]["retries"] == 1 and two["info"]["executor"] == "processes"
-    assert dask["info"]["executor"] == "dask"
+    assert lost.engine.retries == 1 and two.engine.executor == "processes"
+    assert dask.engine.executor == "dask"
     for other in (two, dask, lost):
-        assert np.array_equal(here["evidence"]["included"], other["evidence"]["included"])
-        for name, s in here["evidence"]["scores"].items():
-            assert np.array_equal(s, other["evidence"]["scores"][name])
+        assert np.array_equal(here.evidence["included"], other.evidence["included"])
+        for name, s in here.evidence["scores"].items():
+            assert np.array_equal(s, other.evidence["scores"][name])

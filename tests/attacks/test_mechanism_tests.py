@@ -71,8 +71,8 @@ def test_the_clipping_test_holds_its_rate_at_the_worst_data_and_sees_an_unclippe
 
 
 def _named(result, name):
-    return [t for t in result["mechanism"]["tests"] if t["failed"]] and \
-        {t["name"] for t in result["mechanism"]["tests"] if t["failed"]} == {name}
+    return [t for t in result.gradient.mechanism.tests if t.failed] and \
+        {t.name for t in result.gradient.mechanism.tests if t.failed} == {name}
 
 
 def test_the_planted_loops_are_named_by_their_test():
@@ -80,12 +80,12 @@ def test_the_planted_loops_are_named_by_their_test():
     of 3.2, which the ε test cannot see) fails the noise test (measured 0.05-0.07 C against 0.5 C) and is a
     violation; a missing clip fails the clipping test only; the correct loop passes both."""
     small = planted.audit("noise-10x-small", 200, seed=1, with_loss=False, epsilon=21.9)
-    assert small["violation"] and not small["above_claim"] and _named(small, "noise")
-    noise = small["mechanism"]["tests"][0]
-    assert noise["declared"] == pytest.approx(0.5) and noise["measured"] < 0.1 and noise["p_value"] < 1e-9
+    assert small.violation and not small.above_claim and _named(small, "noise") and small.mechanism_failed
+    noise = small.gradient.mechanism.tests[0]
+    assert noise.declared == pytest.approx(0.5) and noise.measured < 0.1 and noise.p_value < 1e-9
     assert _named(planted.audit("clipping-off", 200, seed=1, with_loss=False), "clipping")
     correct = planted.audit("correct", 200, seed=1, with_loss=False)
-    assert not correct["mechanism_failed"] and all(t["tested"] for t in correct["mechanism"]["tests"])
+    assert not correct.mechanism_failed and all(t.tested for t in correct.gradient.mechanism.tests)
 
 
 def test_cli_names_the_mechanism_and_never_calls_an_unseeable_claim_consistent(capsys, monkeypatch, tmp_path):
@@ -121,7 +121,7 @@ def test_each_planted_bug_is_named_in_most_seeds(bug, name):
     handwritten_dpsgd.py's table), every test's p-value < 1e-9: a false failure needs 3 misses."""
     for claim in ([None, 21.9] if bug == "noise-10x-small" else [None]):
         kwargs = {} if claim is None else {"epsilon": claim}
-        named = sum(bool(_named(r, name)) and r["violation"]
+        named = sum(bool(_named(r, name)) and r.violation
                     for r in (planted.audit(bug, 1000, seed=s, with_loss=False, **kwargs) for s in range(20)))
         assert named >= 18, (bug, claim, named)
 
@@ -133,7 +133,7 @@ def test_the_correct_loop_is_rarely_flagged():
     mechanism tests); at a true rate of 5.2% this fails with probability 0.42, so it checks the design's bound, not
     a margin below it: the ε tests are far from their worst case on a correct loop (measured 0 of 100, the largest
     bound 0.13 against the claim 3.13, the least noise-test p-value 0.0038)."""
-    flagged = sum(planted.audit("correct", 1000, seed=s, with_loss=False)["violation"] for s in range(100))
+    flagged = sum(planted.audit("correct", 1000, seed=s, with_loss=False).violation for s in range(100))
     assert flagged <= 5, flagged
 
 
@@ -151,10 +151,10 @@ def test_data_canaries_let_the_clipping_test_see_a_missing_clip_on_small_gradien
                               seed=1, data_canaries=data_canaries)
 
     unseen = run("clipping-off", 0)
-    assert not unseen["mechanism_failed"] and unseen["data_canaries"] == 0
+    assert not unseen.mechanism_failed and unseen.data_canaries == 0
     seen = run("clipping-off", 2)
-    assert seen["violation"] and _named(seen, "clipping")
-    assert not run("correct", 2)["mechanism_failed"]
+    assert seen.violation and _named(seen, "clipping") and seen.data_canaries == 2
+    assert not run("correct", 2).mechanism_failed
 
 
 def test_a_training_that_diverges_is_named_as_the_trainings_not_the_losss():

@@ -31,10 +31,10 @@ def test_a_memoriser_is_certified_near_the_ceiling_of_every_guess_right():
     size. Before (unbounded sum of squared-error gains, symmetric guess sets): 3.74 against 5.11, AUC 0.996."""
     r = audit_training(lambda series: NearestNeighbour(series, GEOMETRY), DATA, GEOMETRY, canaries=1000,
                        delta=1e-5, epsilon=4.5, canary="spike", seed=0)
-    s = r["scores"]["memorisation"]
-    ceiling = max(s["ceiling"]["dp"], s["ceiling"]["steinke"])
-    assert s["auc"] == 1.0 and r["epsilon_lower"] >= 4.5 and r["epsilon_lower"] >= 0.99 * ceiling, r["epsilon_lower"]
-    assert r["violation"] and s["limited_by"] == "audit size"
+    s = r.scores["memorisation"]
+    ceiling = max(s.ceiling["dp"], s.ceiling["steinke"])
+    assert s.auc == 1.0 and r.epsilon_lower >= 4.5 and r.epsilon_lower >= 0.99 * ceiling, r.epsilon_lower
+    assert r.violation and s.limited_by == "audit size" and r.spike == 10.0 and r.gradient is None
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -43,7 +43,7 @@ def test_a_model_that_learns_nothing_is_not_flagged(seed):
     exceeds 0.5 with probability ≤ 5% (the false-failure rate of each seed); measured 0 (AUC ≈ 0.5)."""
     r = audit_training(lambda series: lambda c, f: (f.double() ** 2).sum(-1), DATA, GEOMETRY, canaries=1000,
                        delta=1e-5, epsilon=0.5, canary="spike", seed=seed)
-    assert not r["violation"] and r["epsilon_lower"] <= 0.5, r["epsilon_lower"]
+    assert not r.violation and r.epsilon_lower <= 0.5, r.epsilon_lower
 
 
 @pytest.mark.slow
@@ -67,7 +67,7 @@ def test_a_correct_dp_loop_is_flagged_no_more_often_than_the_error_rate():
     for seed in range(100):
         r = audit_training(TsdpTraining(config, "simple-ff", 20, sigma, 1e-5, seed), data, config, canaries=400,
                            delta=1e-5, epsilon=1.0, canary="spike", seed=seed)
-        bounds.append(r["epsilon_lower"])
-        flagged += bool(r["violation"])
+        bounds.append(r.epsilon_lower)
+        flagged += bool(r.violation)
     assert np.all(np.isfinite(bounds)) and min(bounds) >= 0
     assert flagged <= 11 and stats.binom.sf(11, 100, 0.05) < 0.005, (flagged, max(bounds))

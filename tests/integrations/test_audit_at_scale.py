@@ -25,9 +25,10 @@ def test_a_plain_adam_loop_on_1240_windows_and_385_parameters_is_flagged_in_one_
     the pursuit takes 20 windows off per step (2Λ)."""
     example = runpy.run_path(str(EXAMPLES / "plain_adam_at_scale.py"))
     r = example["audit"](40, 200)
-    assert r["parameters"] == 385 and r["steps"] == 40
-    assert r["data_span"] is None and r["data_part"]["mode"] == "sparse" and r["data_part"]["atoms"] == 20
-    assert r["violation"] and r["curve_rejected"] and r["epsilon_lower"] > 2.0, r["epsilon_lower"]
+    g = r.gradient
+    assert g.parameters == 385 and g.steps == 40
+    assert g.data_span is None and g.data_part.mode == "sparse" and g.data_part.atoms == 20
+    assert r.violation and r.curve_rejected and r.epsilon_lower > 2.0, r.epsilon_lower
 
 
 CROSSTALK = TrainingConfig(N=8, L=10, context_length=10, forecast_length=1, batch_size=2, instances=1, sigma=0.7,
@@ -111,10 +112,10 @@ def test_a_correct_dp_sgd_loop_certifies_near_its_ideal_and_more_with_more_canar
     means = {}
     for m in (300, 1000):
         runs = [ex["audit"](m, 0.7, seed) for seed in range(20)]
-        certified = np.mean([r["epsilon_lower"] for r in runs])
-        ideal = np.mean([r["epsilon_ideal"] for r in runs])
+        certified = np.mean([r.epsilon_lower for r in runs])
+        ideal = np.mean([r.gradient.epsilon_ideal for r in runs])
         assert abs(certified / ideal - 1) <= 0.2, (m, certified, ideal)
-        assert not any(r["violation"] for r in runs)
+        assert not any(r.violation for r in runs)
         means[m] = certified
     assert means[1000] >= means[300], means
 
@@ -125,7 +126,7 @@ def test_a_correct_dp_sgd_loop_is_flagged_no_more_often_than_the_error_rate():
     or the claimed curve rejected) with probability ≤ 5%, so 7 or more flags in 40 has probability
     ≤ P[Binomial(40, 0.05) ≥ 7] ≈ 0.014 (the false-failure rate). Measured: 0 of 100 (mean certified 0.23)."""
     ex = _dp_sgd_example()
-    flagged = sum(ex["audit"](300, 2.0, seed)["violation"] for seed in range(40))
+    flagged = sum(ex["audit"](300, 2.0, seed).violation for seed in range(40))
     assert flagged <= 6 and stats.binom.sf(6, 40, 0.05) < 0.02, flagged
 
 

@@ -52,13 +52,13 @@ def test_memorising_training_function_gives_a_clearly_positive_bound():
     alone (the old analysis) certifies less on the same scores."""
     r = audit_training(nearest_neighbour_train, DATA, GEOMETRY, canaries=500, delta=1e-5, epsilon=1.0,
                        canary="spike", loss=squared_error, seed=0)
-    s = r["scores"]["memorisation"]
-    assert s["auc"] > 0.99 and s["limited_by"] == "audit size", r
-    assert r["epsilon_lower"] >= 2 and r["violation"] and r["analysis"] == "fdp", r
-    assert r["epsilon_lower"] == max(s["analyses"]["dp"]["epsilon_lower"], s["analyses"]["steinke"]["epsilon_lower"])
+    s = r.scores["memorisation"]
+    assert s.auc > 0.99 and s.limited_by == "audit size", r
+    assert r.epsilon_lower >= 2 and r.violation and r.analysis == "fdp", r
+    assert r.epsilon_lower == max(s.analyses.dp.epsilon_lower, s.analyses.steinke.epsilon_lower)
     old = audit_training(nearest_neighbour_train, DATA, GEOMETRY, canaries=500, delta=1e-5, epsilon=1.0,
                          canary="spike", loss=squared_error, seed=0, analysis="steinke")
-    assert old["epsilon_lower"] < r["epsilon_lower"], (old["epsilon_lower"], r["epsilon_lower"])
+    assert old.epsilon_lower < r.epsilon_lower, (old.epsilon_lower, r.epsilon_lower)
 
 
 def test_plan_answers_before_training(capsys):
@@ -129,7 +129,7 @@ def test_dp_sgd_training_at_a_small_epsilon_stays_below_it():
     assert 0.3 < epsilon < 0.6
     r = audit_training(dp_sgd_train(config, 200), DATA, config, canaries=500, delta=1e-5, epsilon=epsilon, seed=0,
                        canary="spike")
-    assert r["epsilon_lower"] <= epsilon and not r["violation"], r
+    assert r.epsilon_lower <= epsilon and not r.violation, r
 
 
 USER_MODULE = '''
@@ -198,7 +198,7 @@ def test_neural_training_without_noise_gives_a_clearly_positive_bound(one_thread
         return model
 
     r = audit_training(train, DATA, config, canaries=500, delta=1e-5, seed=0, canary="spike", spike=20.0)
-    assert r["epsilon_lower"] >= 1, r
+    assert r.epsilon_lower >= 1, r
 
 
 @pytest.mark.parametrize("extra,flag", [

@@ -189,7 +189,7 @@ def test_example_audits_the_planted_bench_loop():
     example = runpy.run_path(str(Path(__file__).parents[2] / "examples" / "opacus_audit.py"))
     reference = PldAccountant().compose(training_event(example["CONFIG"], steps=example["STEPS"])).get_epsilon(DELTA)
     correct = example["main"]("correct")
-    assert abs(correct["epsilon_claimed"] - reference) <= 1e-9
-    assert correct["epsilon_lower"] <= correct["epsilon_claimed"] and not correct["violation"], correct
+    assert abs(correct.epsilon_claimed - reference) <= 1e-9
+    assert correct.epsilon_lower <= correct.epsilon_claimed and not correct.violation, correct
     noise_off = example["main"]("noise-off")
-    assert noise_off["violation"] and noise_off["epsilon_lower"] > 2 * reference, noise_off
+    assert noise_off.violation and noise_off.epsilon_lower > 2 * reference, noise_off

@@ -120,12 +120,12 @@ def test_opacus_noise_off_is_flagged_and_the_correct_loop_is_not():
     reported = {}
     off = audit_training(opacus_train(0.0, reported=reported), DATA, CONFIG, canaries=500, delta=1e-5,
                          epsilon=claim, seed=0)
-    assert off["optimizer"] == "DPOptimizer" and off["clip"] == 1.0 and off["steps"] == 200
-    assert off["scale"] == 1 / reported["expected_batch_size"]
-    assert off["violation"] and off["curve_rejected"] and off["epsilon_lower"] > 1.0, off["epsilon_lower"]
+    assert off.gradient.optimizer == "DPOptimizer" and off.gradient.clip == 1.0 and off.gradient.steps == 200
+    assert off.gradient.scale == 1 / reported["expected_batch_size"]
+    assert off.violation and off.curve_rejected and off.epsilon_lower > 1.0, off.epsilon_lower
     on = audit_training(opacus_train(CONFIG.sigma), DATA, CONFIG, canaries=500, delta=1e-5, epsilon=claim, seed=0)
-    assert on["data_part"] is None and "give loss" in on["data_span"]  # no loss given: the data stays in
-    assert not on["violation"] and not on["curve_rejected"] and on["epsilon_lower"] <= claim, on["epsilon_lower"]
+    assert on.gradient.data_part is None and "give loss" in on.gradient.data_span  # no loss given: the data stays in
+    assert not on.violation and not on.curve_rejected and on.epsilon_lower <= claim, on.epsilon_lower
 
 
 def test_a_train_without_an_optimizer_or_diverging_is_one_error():
@@ -160,8 +160,9 @@ def test_the_data_span_under_opacus(bug, flagged):
     run = audit_training(lambda series: bench_train(series, BENCH, sigma=sigma, clip=clip, steps=STEPS, lr=LR, seed=0),
                          BENCH_DATA.split(1)[0], BENCH, canaries=1000, delta=1e-5, epsilon=claim, clip=CLIP,
                          loss=squared_error, seed=0)
-    assert run["data_span"] is None and run["optimizer"] == "DPOptimizer" and run["observed"] == "gradient"
-    assert run["violation"] == flagged and (run["epsilon_lower"] > claim) == flagged, run["epsilon_lower"]
+    g = run.gradient
+    assert g.data_span is None and g.optimizer == "DPOptimizer" and g.observed == "gradient"
+    assert run.violation == flagged and (run.epsilon_lower > claim) == flagged, run.epsilon_lower
 
 
 def test_a_plain_training_without_clipping_or_noise_is_flagged_with_the_canaries_the_plan_recommends(capsys):
@@ -183,11 +184,11 @@ def test_a_plain_training_without_clipping_or_noise_is_flagged_with_the_canaries
              analyses=analyses_of("gradient", "fdp"))["canaries_needed"]
     assert 40 <= m <= 100, m
     run = example["main"](with_loss=True)
-    assert run["canaries"] == m and f"the plan: {m} canaries" in capsys.readouterr().out
-    assert run["observed"] == "gradient" and run["data_span"] is None and run["optimizer"] == "Adam"
-    assert run["violation"] and run["curve_rejected"] and run["epsilon_lower"] > claim, run["epsilon_lower"]
+    assert run.canaries == m and f"the plan: {m} canaries" in capsys.readouterr().out
+    assert run.gradient.observed == "gradient" and run.gradient.data_span is None and run.gradient.optimizer == "Adam"
+    assert run.violation and run.curve_rejected and run.epsilon_lower > claim, run.epsilon_lower
     kept = example["main"](with_loss=False)
-    assert "give loss(model, context, forecast)" in kept["data_span"]  # Sequential(context, forecast) fails
+    assert "give loss(model, context, forecast)" in kept.gradient.data_span  # Sequential(context, forecast) fails
     series = example["DATA"].split(1)[0]
     with pytest.raises(UserFunctionError, match="loss function .* cannot give the data's per-window gradients"):
         audit_training(example["train"], series, example["CONFIG"], canaries=m, delta=1e-5, seed=0,
@@ -324,8 +325,9 @@ def test_the_claimed_curve_is_tested_with_its_declared_share():
     for sigma, rejected in ((8.0, True), (0.5, False)):
         profile = PldAccountant().compose(training_event(CONFIG.with_(sigma=sigma), steps=40))
         r = certify_evidence(evidence, 1e-5, 0.95, certifier=fdp, profile=profile)
-        assert r["scores"]["a"]["significance"] == pytest.approx({"dp": 0.05 / 3, "steinke": 0.05 / 3,
-                                                                  "claimed": 0.05 / 3, "gdp": 0.05})
-        assert r["curve_rejected"] is rejected and r["violation"] is rejected, (sigma, r["epsilon_lower"])
+        assert r.scores["a"].significance == pytest.approx({"dp": 0.05 / 3, "steinke": 0.05 / 3,
+                                                            "claimed": 0.05 / 3, "gdp": 0.05})
+        assert r.scores["a"].analyses.claimed.violation is rejected
+        assert r.curve_rejected is rejected and r.violation is rejected, (sigma, r.epsilon_lower)
     with pytest.raises(ValueError, match="f-DP certifier only"):
         certify_evidence(evidence, 1e-5, 0.95, certifier=steinke, profile=profile)

@@ -55,13 +55,13 @@ def test_dpoptimizer_hook_canaries_separate_without_noise():
 @pytest.mark.parametrize("bug,lower", [("noise-off", 3.0), ("noise-10x-small", 1.8), ("clipping-off", 3.0)])
 def test_planted_bug_is_flagged(bug, lower):
     r = _audit(bug)
-    assert r["epsilon_lower"] >= lower and r["violation"], r
+    assert r.epsilon_lower >= lower and r.violation, r
 
 
 @pytest.mark.slow
 def test_correct_loop_is_not_flagged():
     r = _audit("correct")
-    assert 1.6 < r["epsilon_claimed"] < 1.8 and not r["violation"], r
+    assert 1.6 < r.epsilon_claimed < 1.8 and not r.violation, r
 
 
 def test_format_names_the_bugs_not_caught_as_findings():

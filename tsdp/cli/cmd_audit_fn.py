@@ -20,77 +20,78 @@ CHECKS = ("check the noise at every step (std σ · C before the division by the
 """What to check after a violation: the mechanisms a DP-SGD claim rests on."""
 
 
-def _human(d: dict) -> str:
-    name, s = max(d["scores"].items(), key=lambda kv: kv[1]["epsilon_lower"])  # the score whose bound is reported
-    runs = f" over {d['runs']} runs" if d.get("runs", 1) > 1 else ""
-    seen = (f", {d['steps']} steps of {d['optimizer']} (C = {d['clip']:g}, gradient scale {d['scale']:.4g})"
-            if "optimizer" in d else "")
-    extra = f", {d['data_canaries']} data canaries (series × 1000)" if d.get("data_canaries") else ""
-    lines = [f"{d['canary']} canary audit of {d['train']}: {d['canaries']} canaries{runs}, {d['included']} included"
-             f"{seen}{extra}, δ = {d['delta']:g}"]
-    if "observed" in d:
-        lines.append(f"  scored on the {'gradient it stepped on' if d['observed'] == 'gradient' else 'parameter updates'}"
-                     + (", the data's part taken off: " + d["data_part"]["summary"] if d.get("data_part")
-                        else ", the data's per-window gradients taken off" if d["data_span"] is None
-                        else f", the data's gradients kept ({d['data_span']})"))
-    lines.append(f"  ε lower bound ({d['confidence']:.0%}): {d['epsilon_lower']:.4f} from the {name!r} score "
-                 f"(AUC {auc_text(s['auc'])}; {len(d['scores'])} score(s), Bonferroni)")
-    if "analyses" in s:  # the f-DP test, Steinke's bound as its baseline on the same guess sets
-        a = s["analyses"]
-        lines[-1] += (f" (f-DP one-run test {a['dp']['epsilon_lower']:.4f}, Steinke et al. "
-                      f"{a['steinke']['epsilon_lower']:.4f}; confidence split between them before the scores)")
+def _human(r, train: str, sigma: float) -> str:
+    """The text of ``r``, a :class:`tsdp.attacks.canary.audit_result.TrainingAudit` of ``train`` (the claimed σ)."""
+    from tsdp.attacks.canary.certified import FdpScoreBound
+
+    name, s = max(r.scores.items(), key=lambda kv: kv[1].epsilon_lower)  # the score whose bound is reported
+    g = r.gradient
+    runs = f" over {r.runs} runs" if r.runs > 1 else ""
+    seen = f", {g.steps} steps of {g.optimizer} (C = {g.clip:g}, gradient scale {g.scale:.4g})" if g else ""
+    extra = f", {r.data_canaries} data canaries (series × 1000)" if r.data_canaries else ""
+    lines = [f"{r.canary} canary audit of {train}: {r.canaries} canaries{runs}, {r.included} included"
+             f"{seen}{extra}, δ = {r.delta:g}"]
+    if g is not None:
+        lines.append(f"  scored on the {'gradient it stepped on' if g.observed == 'gradient' else 'parameter updates'}"
+                     + (", the data's part taken off: " + g.data_part.summary if g.data_part is not None
+                        else ", the data's per-window gradients taken off" if g.data_span is None
+                        else f", the data's gradients kept ({g.data_span})"))
+    lines.append(f"  ε lower bound ({r.confidence:.0%}): {r.epsilon_lower:.4f} from the {name!r} score "
+                 f"(AUC {auc_text(s.auc)}; {len(r.scores)} score(s), Bonferroni)")
+    if isinstance(s, FdpScoreBound):  # the f-DP test, Steinke's bound as its baseline on the same guess sets
+        lines[-1] += (f" (f-DP one-run test {s.analyses.dp.epsilon_lower:.4f}, Steinke et al. "
+                      f"{s.analyses.steinke.epsilon_lower:.4f}; confidence split between them before the scores)")
         lines.append(f"  only if the training's trade-off curve is Gaussian (not part of the verdict): "
-                     f"ε ≥ {s['epsilon_if_gaussian']:.4f}")
-        top = max(v for k, v in s["ceiling"].items() if k in ("dp", "steinke"))
+                     f"ε ≥ {s.epsilon_if_gaussian:.4f}")
+        top = max(v for k, v in s.ceiling.items() if k in ("dp", "steinke"))
     else:
-        lines[-1] += f" (Steinke et al.: {s['correct']} of {s['guesses']} '{s['side']}' guesses correct)"
-        top = s["ceiling"]
+        lines[-1] += f" (Steinke et al.: {s.correct} of {s.guesses} '{s.side}' guesses correct)"
+        top = s.ceiling
     lines.append(f"  this audit could certify at most {top:.4f} (every guess right)")
-    if "epsilon_ideal" in d:
-        lines.append(f"  the same audit on the claimed mechanism itself (σ = {d['sigma']:g}, these canaries and steps, no "
-                     f"data) certifies {d['epsilon_ideal']:.4f}: its power at the claim")
-    lines.append("  limited by " + _limited_by(d, s))
-    if d.get("curve_rejected") is not None:
+    if g is not None:
+        lines.append(f"  the same audit on the claimed mechanism itself (σ = {sigma:g}, these canaries and steps, no "
+                     f"data) certifies {g.epsilon_ideal:.4f}: its power at the claim")
+    lines.append("  limited by " + _limited_by(r, s))
+    if r.curve_rejected is not None:
         lines.append(f"  the claimed trade-off curve (tsdp's sound accountant of the configuration over the "
-                     f"{d['steps']} steps) is {'REJECTED' if d['curve_rejected'] else 'not rejected'} by the guesses")
-    tests = (d.get("mechanism") or {}).get("tests", [])
+                     f"{g.steps} steps) is {'REJECTED' if r.curve_rejected else 'not rejected'} by the guesses")
+    tests = g.mechanism.tests if g is not None else ()
     if tests:
         lines.append(f"  mechanism tests (each a one-sided test of the claimed DP-SGD step; false-alarm rate "
-                     f"{d['mechanism']['alpha']:g} in all):")
-        lines.extend(f"    {'FAILED' if t['failed'] else 'passed' if t['tested'] else 'n/a'}: {t['finding']}"
-                     for t in tests)
-    if d["violation"]:
-        why = [t["finding"] for t in tests if t["failed"]]
-        if d["above_claim"]:
-            why.append(f"the lower bound exceeds the claimed ε = {d['epsilon_claimed']:g}")
-        elif d.get("curve_rejected"):
+                     f"{g.mechanism.alpha:g} in all):")
+        lines.extend(f"    {'FAILED' if t.failed else 'passed' if t.tested else 'n/a'}: {t.finding}" for t in tests)
+    if r.violation:
+        why = [t.finding for t in tests if t.failed]
+        if r.above_claim:
+            why.append(f"the lower bound exceeds the claimed ε = {r.epsilon_claimed:g}")
+        elif r.curve_rejected:
             why.append("the guesses reject the claimed curve")
         lines.append("  VIOLATION: " + "; ".join(why))
         lines.append("  " + CHECKS)
-    elif d["epsilon_claimed"] is not None:
-        lines.append("  " + _no_violation(d, top))
+    elif r.epsilon_claimed is not None:
+        lines.append("  " + _no_violation(r, top))
     return "\n".join(lines)
 
 
-def _limited_by(d: dict, s: dict) -> str:
+def _limited_by(r, s) -> str:
     """One "limited by" statement that agrees with the advice beside it: the audit's size (the bound reached its
     ceiling), the audit's power at the claim (the same audit on the claimed mechanism certifies less than the claim),
     or the training."""
-    if s.get("limited_by") == "audit size":
+    if s.limited_by == "audit size":
         return "the audit size: the bound reached what every guess right certifies; more canaries or runs certify more"
-    claim, ideal = d.get("epsilon_claimed"), d.get("epsilon_ideal")
-    if ideal is not None and (ideal < claim if claim is not None else max(ideal, d["epsilon_lower"]) < 0.1):
+    claim, ideal = r.epsilon_claimed, None if r.gradient is None else r.gradient.epsilon_ideal
+    if ideal is not None and (ideal < claim if claim is not None else max(ideal, r.epsilon_lower) < 0.1):
         below = f", below the claimed ε = {claim:g}" if claim is not None else ", so a bound near 0 says little"
         return (f"the audit's power: on the claimed mechanism itself it certifies {ideal:.4f}{below}; more canaries or "
                 "runs (--runs) raise it")
     return "the training: its canaries' guesses, not the audit size, stop the bound here"
 
 
-def _no_violation(d: dict, top) -> str:
+def _no_violation(r, top) -> str:
     """The verdict without a violation: "consistent with the claimed ε" only where the audit could have seen a
     training above the claim (its ceiling above it), else that it cannot see the claim and what would."""
-    claim = d["epsilon_claimed"]
-    tested = [t["name"] for t in (d.get("mechanism") or {}).get("tests", []) if t["tested"]]
+    claim = r.epsilon_claimed
+    tested = [t.name for t in (r.gradient.mechanism.tests if r.gradient is not None else ()) if t.tested]
     passed = f"; the {' and '.join(tested)} test(s) passed" if tested else ""
     if top <= claim:
         return (f"the ε test cannot see the claimed ε = {claim:g}: these canaries certify at most {top:.4f} even with "
@@ -162,12 +163,12 @@ def _plan_human(d: dict) -> str:
 NAMES = {"dp": "f-DP test", "gdp": "f-DP test, Gaussian curves", "steinke": "Steinke et al."}
 
 
-def _many_runs(args, task, loss) -> dict:
-    """``--runs R``: R runs of ``task`` on the sharded engine, the pooled m·R canaries certified at once."""
-    from tsdp.attacks.canary.evidence import CERTIFIERS, certify_evidence
+def _many_runs(args, task, loss):
+    """``--runs R``: R runs of ``task`` on the sharded engine, the pooled m·R canaries certified at once (a
+    :class:`tsdp.attacks.canary.audit_result.TrainingAudit`)."""
     from tsdp.attacks.canary.runs import run_many
     from tsdp.attacks.montecarlo.shards import threads_per_worker
-    from tsdp.attacks.canary.user_training import check_audit_inputs, claimed_profile, run_facts
+    from tsdp.attacks.canary.user_training import check_audit_inputs, training_audit
 
     check_audit_inputs(task.train, loss, canaries=args.canaries, delta=args.delta,
                        epsilon=args.epsilon, seed=args.seed, confidence=args.confidence, spike=args.spike,
@@ -178,14 +179,9 @@ def _many_runs(args, task, loss) -> dict:
     task.check()
     many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
                     threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
-    result = certify_evidence(many["evidence"], args.delta, args.confidence, claimed=args.epsilon,
-                              certifier=CERTIFIERS[args.analysis],
-                              profile=claimed_profile(args.canary, args.analysis, task.config, many["runs"][0]))
-    result.update(run_facts(args.canary, many["runs"], task.config, args.delta, args.confidence,
-                            CERTIFIERS[args.analysis], args.seed, result))
-    result.update(runs=args.runs, canary=args.canary, analysis=args.analysis, engine=many["info"],
-                  **({"spike": args.spike} if args.canary == "spike" else {}))
-    return result
+    return training_audit(args.canary, args.analysis, many.runs, task.config, delta=args.delta,
+                          confidence=args.confidence, epsilon=args.epsilon, seed=args.seed, spike=args.spike,
+                          data_canaries=args.data_canaries, engine=many.engine)
 
 
 def add_parsers(sub, command) -> None:
@@ -296,18 +292,19 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --span-entries: must be in [1, 2^40] (got {span_entries})")
         if args.data_canaries and args.canary != "gradient":
             raise UsageError("invalid --data-canaries: only for --canary gradient (the clipping test)")
-        data = with_data_canaries(data, args.data_canaries)
         if args.runs == 1 and args.cluster is None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
                                     epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
                                     confidence=args.confidence, clip=args.clip,
                                     gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis,
-                                    timeout=args.timeout, span_entries=span_entries, progress=not args.json)
+                                    timeout=args.timeout, span_entries=span_entries, progress=not args.json,
+                                    data_canaries=args.data_canaries)
         else:
-            result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
-                                                spike=args.spike, clip=args.clip, scale=args.gradient_scale,
-                                                timeout=args.timeout, span_entries=span_entries),
+            result = _many_runs(args, make_task(args.canary, train, with_data_canaries(data, args.data_canaries),
+                                                config, args.canaries, loss=loss, spike=args.spike, clip=args.clip,
+                                                scale=args.gradient_scale, timeout=args.timeout,
+                                                span_entries=span_entries),
                                 loss)
-        result.update(train=args.train, sigma=config.sigma, data_canaries=args.data_canaries)
-        print(dumps(result) if args.json else _human(result))
-        return 1 if result["violation"] else 0
+        print(dumps(dict(result.as_dict(), train=args.train, sigma=config.sigma)) if args.json
+              else _human(result, args.train, config.sigma))
+        return 1 if result.violation else 0
