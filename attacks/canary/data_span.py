@@ -218,6 +218,25 @@ class DataSpan:
         self.windows_found += q.shape[1]
         return q
 
+    def clipped_mean(self, params: Sequence[torch.Tensor], clip: float) -> Optional[torch.Tensor]:
+        """(d,) mean of the data's per-window gradients at ``params``, each clipped to norm ``clip``, in units of
+        ``clip`` (float64), or None when off or when they fail (:meth:`basis` then says why): the direction of the
+        sampling test of :mod:`attacks.canary.mechanism`, a function of the parameters and the data only. One more
+        pass over the per-window gradients (counted in ``seconds``)."""
+        if self.reason is not None:
+            return None
+        started = time.perf_counter()
+        total, n = None, 0
+        try:
+            for _, rows in self._chunks(params):
+                factor = (clip / rows.norm(dim=1).clamp_min(1e-300)).clamp(max=1.0) / clip
+                part = (rows * factor[:, None]).sum(0)
+                total, n = (part if total is None else total + part), n + rows.shape[0]
+        except (Exception, SystemExit):  # noqa: BLE001 - the step's basis meets the same failure and names it
+            return None
+        self.seconds += time.perf_counter() - started
+        return None if total is None else total / n
+
     def _whitening(self, params: Sequence[torch.Tensor], d: int) -> Optional[torch.Tensor]:
         """(Σ + τ² I)^(-1/2), Σ the covariance of the per-window gradients at ``params`` (streamed; d × d held), τ the
         ``floor``; None when d² exceeds ``max_entries`` (the pursuit then runs unwhitened)."""
