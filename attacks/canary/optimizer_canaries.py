@@ -79,13 +79,15 @@ class OptimizerCanaries:
     :class:`GradientCanaries`, None when no optimizer stepped), ``optimizer`` (the audited one's
     class name), ``observed`` ("gradient" or "update"), ``data_span`` (None when the data's
     gradients were taken off, else why not), ``clip`` and ``scale`` (as used), ``others`` (steps of
-    other optimizers, not audited).
+    other optimizers, not audited). ``device``: where the audit's own tensors live (the canaries' directions,
+    participations and projections, the copy of the model that gives the data's per-window gradients; None: the
+    optimizer's parameters' device); what it adds to ``.grad`` is moved to each parameter's device.
     """
 
     def __init__(self, config: TrainingConfig, m: int, *, clip: float = 1.0, scale: Optional[float] = None, seed=0,
                  windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None, loss: Optional[Callable] = None,
-                 span_entries: int = MAX_ENTRIES, progress: bool = False):
-        self.config, self.m, self.seed = config, m, seed
+                 span_entries: int = MAX_ENTRIES, progress: bool = False, device=None):
+        self.config, self.m, self.seed, self.device = config, m, seed, device
         self.span_entries = span_entries
         self._progress = None
         if progress:
@@ -115,7 +117,8 @@ class OptimizerCanaries:
         elif self.scale is None:
             self.scale = 1.0 / self.config.batch_size
         params = [p for group in optimizer.param_groups for p in group["params"]]
-        self.canaries = GradientCanaries(self.config, self.m, clip=self.clip, seed=self.seed).attach(params)
+        self.canaries = GradientCanaries(self.config, self.m, clip=self.clip, seed=self.seed).attach(params,
+                                                                                                  self.device)
         self._owner = optimizer
         self.optimizer = type(wrapper if wrapper is not None else optimizer).__name__
         self.observed = "gradient" if steps_on_its_gradient(optimizer) else "update"
@@ -124,7 +127,7 @@ class OptimizerCanaries:
         elif self.windows is not None:
             self._span = DataSpan.of(self.canaries.params, self.windows, self.loss,
                                      atoms=2 * self.config.batch_size, max_entries=self.span_entries,
-                                     floor=self.clip)
+                                     floor=self.clip, device=self.device)
             self.data_span = self._span.reason
 
     def _pre(self, optimizer, args, kwargs) -> None:
@@ -265,12 +268,13 @@ def run_with_canaries(train: Callable[[list], object], series: list, config: Tra
                       clip: float = 1.0, scale: Optional[float] = None, seed=0,
                       windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
                       loss: Optional[Callable] = None, span_entries: int = MAX_ENTRIES,
-                      progress: bool = False) -> OptimizerCanaries:
+                      progress: bool = False, device=None) -> OptimizerCanaries:
     """``train(series)`` with m gradient canaries hooked into its optimizer (module docstring); the hooks after the run
     (``span_entries``: the most per-window gradient entries held per step, :mod:`attacks.canary.data_span`;
-    ``progress``: a bar of the audited steps on stderr)."""
+    ``progress``: a bar of the audited steps on stderr; ``device``: where the audit's own tensors live,
+    :class:`OptimizerCanaries`)."""
     with OptimizerCanaries(config, m, clip=clip, scale=scale, seed=seed, windows=windows, loss=loss,
-                           span_entries=span_entries, progress=progress) as hooks:
+                           span_entries=span_entries, progress=progress, device=device) as hooks:
         train(series)
     return hooks
 

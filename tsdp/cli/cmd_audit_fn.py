@@ -23,7 +23,8 @@ CHECKS = ("check the noise at every step (std σ · C before the division by the
 def _human(d: dict) -> str:
     name, s = max(d["scores"].items(), key=lambda kv: kv[1]["epsilon_lower"])  # the score whose bound is reported
     runs = f" over {d['runs']} runs" if d.get("runs", 1) > 1 else ""
-    seen = (f", {d['steps']} steps of {d['optimizer']} (C = {d['clip']:g}, gradient scale {d['scale']:.4g})"
+    where = f"; the audit's tensors on {d['device']}" if "device" in d else ""
+    seen = (f", {d['steps']} steps of {d['optimizer']} (C = {d['clip']:g}, gradient scale {d['scale']:.4g}{where})"
             if "optimizer" in d else "")
     extra = f", {d['data_canaries']} data canaries (series × 1000)" if d.get("data_canaries") else ""
     lines = [f"{d['canary']} canary audit of {d['train']}: {d['canaries']} canaries{runs}, {d['included']} included"
@@ -258,6 +259,12 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--parameters", type=int, default=None,
                    help="with --plan and gradient canaries: the trainable parameters d of your model (canaries "
                         "beyond d interfere)")
+    p.add_argument("--device", default="auto",
+                   help="gradient canaries: where the audit's own torch work runs (the canaries' directions, sums and "
+                        "projections, the data's per-window gradients on a copy of your model): auto (cuda when torch "
+                        "sees one, else cpu), cpu, cuda or cuda:N (default auto). Your train places its own model "
+                        "(what the canaries add to its gradients is moved to its parameters' device); spike canaries "
+                        "score the returned model on its own device")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_data_arguments(p, default="synthetic", what="the series the canaries go into")
     add_config_arguments(p)
@@ -302,12 +309,18 @@ def add_parsers(sub, command) -> None:
                                     epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
                                     confidence=args.confidence, clip=args.clip,
                                     gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis,
-                                    timeout=args.timeout, span_entries=span_entries, progress=not args.json)
+                                    timeout=args.timeout, span_entries=span_entries, progress=not args.json,
+                                    device=args.device)
         else:
             result = _many_runs(args, make_task(args.canary, train, data, config, args.canaries, loss=loss,
                                                 spike=args.spike, clip=args.clip, scale=args.gradient_scale,
-                                                timeout=args.timeout, span_entries=span_entries),
+                                                timeout=args.timeout, span_entries=span_entries,
+                                                device=args.device),
                                 loss)
         result.update(train=args.train, sigma=config.sigma, data_canaries=args.data_canaries)
+        if args.canary == "gradient":
+            from tsdp.attacks.loop.train import resolve_device
+
+            result.update(device=str(resolve_device(args.device)))
         print(dumps(result) if args.json else _human(result))
         return 1 if result["violation"] else 0
