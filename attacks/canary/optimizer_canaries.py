@@ -40,6 +40,7 @@ a larger one would overstate it, so give ``scale=1`` only for a summed loss.
 from __future__ import annotations
 
 import gc
+import math
 from typing import Callable, Optional, Tuple
 
 import numpy as np
@@ -207,9 +208,10 @@ class OptimizerCanaries:
                                self._sampling_test(clipping, steps)))
 
     def _sampling_test(self, clipping: MechanismTest, steps: int) -> MechanismTest:
-        """The sampling test of the run (:func:`attacks.canary.mechanism.sampling_test`), or why not: a scheme whose
-        batch is random, a failed clipping test (its bound assumes every window clipped to C), or no per-window
-        gradients of the data at the steps' parameters."""
+        """The sampling test of the run (:func:`attacks.canary.mechanism.sampling_test`) at the declared σ or the noise
+        std measured by the noise test when larger, or why not: a scheme whose batch is random, a failed clipping test
+        (its bound assumes every window clipped to C), or no per-window gradients of the data at the steps'
+        parameters."""
         batch = fixed_batch(self.config)
         if batch is None:
             return untested("sampling", SAMPLING_ALPHA, steps, "the declared scheme's batch size is random (a Poisson "
@@ -221,8 +223,9 @@ class OptimizerCanaries:
             why = self.data_span or "they failed"
             return untested("sampling", SAMPLING_ALPHA, steps, "no per-window gradients of the data at the steps' "
                                                                f"parameters ({why}; give loss=, --loss)")
-        moves = np.array(self._moves, dtype=float)
-        return sampling_test(moves[:, 0], moves[:, 1], batch, float(self.config.sigma))
+        moves, rows = np.array(self._moves, dtype=float), np.array(self._noise, dtype=float).reshape(-1, 4)
+        measured = math.sqrt(rows[:, 0].sum() / rows[:, 1].sum()) if rows[:, 1].sum() > 0 else 0.0
+        return sampling_test(moves[:, 0], moves[:, 1], batch, max(float(self.config.sigma), measured))
 
     def data_part(self) -> Optional[dict]:
         """How the data's part was taken off (None when it was kept): ``mode`` ("span": the whole span of the

@@ -13,7 +13,8 @@ not) that trains on a list of 1-D float arrays. Two kinds of canaries (``canary=
   is never flagged beyond the stated error, and a loop without noise or with a σ too small
   shows (a missing clip does not: the canaries enter after the user's clipping). Beside the
   bound, the mechanism tests of :mod:`attacks.canary.mechanism` test the step itself (the
-  noise stepped on against σ · C, what the data moved against Λ · C plus the noise), each at
+  noise stepped on against σ · C, what the data moved against Λ · C plus the noise, and along
+  the data's mean clipped gradient against the declared batch Λ: the sampling), each at
   a stated false-alarm rate and whatever the claimed ε. ``config`` must be the batching your
   loader draws and the σ your accounting claims.
 * ``"spike"`` (black-box): for a model only returned at the end (any ``train``, torch or
@@ -426,7 +427,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     "steinke" alone. Returns a JSON-ready dict: canaries, included, epsilon_lower, confidence,
     delta, epsilon_claimed, violation, each score's analysis (guesses, AUC; with "fdp" the
     perfect-guess ``ceiling`` and ``limited_by``: whether the audit's size or the training limits
-    the answer); gradient canaries add ``mechanism`` (the noise and clipping tests,
+    the answer); gradient canaries add ``mechanism`` (the noise, clipping and sampling tests,
     :class:`attacks.canary.mechanism.MechanismTests` as a dict) and ``mechanism_failed``, a failure
     being a violation too. ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
     running then is stopped, the processes it started are ended, and :class:`TimeLimitError` names it (POSIX, main
@@ -512,8 +513,8 @@ def run_facts(canary: str, runs: Sequence[dict], config: TrainingConfig, delta: 
     """What a gradient-canary audit reports beside its bound (``result``, :func:`certify_evidence`'s): the first run's
     optimizer, steps, C and gradient scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the
     claimed mechanism itself (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their
-    cross-talk when a run has more canaries than parameters: its power at the claim), ``mechanism``, the noise and
-    clipping tests of every run (:mod:`attacks.canary.mechanism`, pooled over the runs), and ``violation``, the
+    cross-talk when a run has more canaries than parameters: its power at the claim), ``mechanism``, the noise,
+    clipping and sampling tests of every run (:mod:`attacks.canary.mechanism`, pooled over the runs), and ``violation``, the
     bound's or a failed mechanism test's (``mechanism_failed``)."""
     if canary != "gradient":
         return {}

@@ -244,21 +244,27 @@ def _planted_batch(batch_factor: int, seed: int, steps: int, sigma: float, serie
 
 def test_a_loop_drawing_twice_the_declared_batch_is_named_by_the_sampling_test():
     """6 steps at σ = 0.5 of the loop drawing 2Λ = 8 windows against the declared Λ = 4: a violation named by the
-    sampling test alone (measured over seeds 0-4: p from 6e-9 to 9e-36, about 8 windows a step estimated; the same
-    loop at Λ passes with p = 1, the slow test below), its finding in the text output."""
+    sampling test alone (measured over seeds 0-4: p from 3e-7 to 2e-25, 7.2-8.8 windows a step estimated; the same
+    loop at Λ passes with p = 1, 2.7-4.3 windows), on its own line of the text output beside noise and clipping."""
+    from tsdp.cli.cmd_audit_fn import _human
+
     result = _planted_batch(2, 0, 6, 0.5)
     assert result["violation"] and _named(result, "sampling")
     sampling = result["mechanism"]["tests"][2]
     assert sampling["p_value"] < 1e-9 and sampling["measured"] > 4.0 and sampling["declared"] == 4.0
+    lines = _human(dict(result, train="planted", sigma=0.5)).splitlines()
+    assert [line.split(":")[0].strip() for line in lines if line.startswith("    ")] == ["passed", "passed", "FAILED"]
+    assert any(line.startswith("    FAILED: the steps moved") and "declared batch of 4 windows" in line
+               for line in lines)
 
 
 @pytest.mark.slow
 def test_the_sampling_test_at_the_bench_setting():
     """The bench's setting (its 32 series, σ = 2, 30 steps), the loss given: the correct loop passes the sampling
-    test in seeds 0-4 (its steps move about 0.65 Λ C along the data's mean, far inside Λ C: measured p = 1), a loop drawing
-    3Λ windows is named by it in every one of seeds 0-4 (each window moves about 0.65 C: 7.8 C a step against
-    4 C). At 2Λ the margin is 1.2 C a step against σ C = 2 C: it shows only over ~100 steps (measured on the 32
-    series at 120 steps, seed 0: p = 2e-4), said in attacks/canary/mechanism.py."""
+    test in seeds 0-4 (its steps move about 0.65 Λ C along the data's mean, far inside Λ C: measured p = 1), a loop
+    drawing 3Λ windows is named by it in every one of seeds 0-4 (each window moves about 0.65 C: 7-9 C a step
+    against 4 C; measured p from 5e-16 to 5e-42). At 2Λ the margin is about 1.2 C a step against σ C = 2 C:
+    flagged in 2 of the 5 seeds at 30 steps (p from 7e-11 to 0.04; at 120 steps seed 0 gives p = 2e-4)."""
     for seed in range(5):
         correct = _planted_batch(1, seed, 30, 2.0, series=32)
         assert correct["mechanism"]["tests"][2]["tested"] and not correct["mechanism_failed"], seed

@@ -200,7 +200,8 @@ def add_parsers(sub, command) -> None:
         "one element of the configured batching (--N, --L, --batch-size, ... must be your loader's, --sigma the "
         "σ you claim), scored on the gradient your optimizer steps on, less the data's per-window gradients "
         "(with --loss), and the step itself is tested: the noise it stepped on against σ·C, what the data moved "
-        "against the batch's clipped norm plus the noise (one-sided tests, false-alarm rate 0.001 each; a failure is "
+        "against the batch's clipped norm plus the noise and, with --loss, along the data's mean clipped gradient "
+        "against the declared batch (one-sided tests, false-alarm rate 0.001 each; a failure is "
         "a violation naming the mechanism). --canary spike: spikes inserted into your data, scored "
         "on how much better the returned model fits them (only --context-length and --forecast-length are used).")
     p.add_argument("--train", default=None, help="module:function of train(series) -> model (required unless --plan)")
