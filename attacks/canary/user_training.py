@@ -340,8 +340,8 @@ def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, cana
     most seconds one run may take (None: no limit); ``device``: where gradient canaries' own torch work runs ("auto":
     cuda when torch sees one, else cpu; "cpu", "cuda", "cuda:N"; None: your parameters' device; ConfigError naming
     ``device`` when torch cannot use it). Spike canaries score the returned model on its own device."""
+    device = None if device is None else str(resolve_device(device))  # checked whatever the canary uses it
     if canary == "gradient":
-        device = None if device is None else str(resolve_device(device))
         return GradientTask(train, data, config, canaries, clip, scale, loss, timeout=timeout,
                             span_entries=span_entries, progress=progress, device=device)
     return SpikeTask(train, data, config, canaries, loss, spike, timeout)
