@@ -154,11 +154,12 @@ class DataSpan:
     @classmethod
     def of(cls, params: Sequence[torch.Tensor], windows: Tuple[torch.Tensor, torch.Tensor],
            loss: Callable, *, atoms: Optional[int] = None, max_entries: int = MAX_ENTRIES,
-           floor: float = 1.0) -> "DataSpan":
+           floor: float = 1.0, device=None) -> "DataSpan":
         """The data's part for the optimizer's ``params`` over the data's ``windows`` (context (n, L_C), forecast
         (n, L_F)) under ``loss``: the whole span when n ≤ d / 4 and n · d ≤ ``max_entries``, else a pursuit of up to
         ``atoms`` windows per step (default and cap d / 4); off (with its ``reason``) when it fails on the current
-        parameters."""
+        parameters. ``device``: where a copy of the model computes the per-window gradients (None: the parameters'
+        device)."""
         context, forecast = windows
         n, d = context.shape[0], sum(p.numel() for p in params)
         span = cls(None, [], loss, context, forecast, max_entries=max_entries, floor=floor)
@@ -175,7 +176,7 @@ class DataSpan:
         except Exception as exc:  # noqa: BLE001 - any model that cannot be copied just keeps the data in
             return span.off(f"the model cannot be copied ({type(exc).__name__}: {exc})")
         by_id = {id(p): name for name, p in module.named_parameters()}
-        device, dtype = params[0].device, params[0].dtype
+        device, dtype = params[0].device if device is None else torch.device(device), params[0].dtype
         span.twin, span.names = twin.to(device), [by_id[id(p)] for p in params]
         span.context, span.forecast = context.to(device, dtype), forecast.to(device, dtype)
         try:  # fails now rather than mid-run when the loss or the model does not fit torch.func
@@ -201,7 +202,7 @@ class DataSpan:
         """(hi - lo, d) per-window gradients of windows lo..hi-1 at ``params`` (float64; raises on failure)."""
         from torch.func import grad, vmap
 
-        trainable = {name: p.detach() for name, p in zip(self.names, params)}
+        trainable = {name: p.detach().to(self.context.device) for name, p in zip(self.names, params)}
         fixed = {name: t for name, t in list(self.twin.named_parameters()) + list(self.twin.named_buffers())
                  if name not in trainable}
 
@@ -244,6 +245,25 @@ class DataSpan:
         self.steps += 1
         self.windows_found += q.shape[1]
         return q
+
+    def clipped_mean(self, params: Sequence[torch.Tensor], clip: float) -> Optional[torch.Tensor]:
+        """(d,) mean of the data's per-window gradients at ``params``, each clipped to norm ``clip``, in units of
+        ``clip`` (float64), or None when off or when they fail (:meth:`basis` then says why): the direction of the
+        sampling test of :mod:`attacks.canary.mechanism`, a function of the parameters and the data only. One more
+        pass over the per-window gradients (counted in ``seconds``)."""
+        if self.reason is not None:
+            return None
+        started = time.perf_counter()
+        total, n = None, 0
+        try:
+            for _, rows in self._chunks(params):
+                factor = (clip / rows.norm(dim=1).clamp_min(1e-300)).clamp(max=1.0) / clip
+                part = (rows * factor[:, None]).sum(0)
+                total, n = (part if total is None else total + part), n + rows.shape[0]
+        except (Exception, SystemExit):  # noqa: BLE001 - the step's basis meets the same failure and names it
+            return None
+        self.seconds += time.perf_counter() - started
+        return None if total is None else total / n
 
     def _whitening(self, params: Sequence[torch.Tensor], d: int) -> Optional[torch.Tensor]:
         """(Σ + τ² I)^(-1/2), Σ the covariance of the per-window gradients at ``params`` (streamed; d × d held), τ the

@@ -322,12 +322,15 @@ class GradientCanaries:
         self.participations = np.zeros(m, dtype=np.int64)  # Σ_t K_{t,i}, included or not (the law's record)
         self.steps = 0
 
-    def attach(self, params) -> "GradientCanaries":
-        """Bind to the trained parameters (those with ``requires_grad``); draws the directions on their device."""
+    def attach(self, params, device=None) -> "GradientCanaries":
+        """Bind to the trained parameters (those with ``requires_grad``); draws the directions, the participations and
+        the projections on ``device`` (a ``torch.device`` or its name; None: the parameters' device), moving each
+        step's canary sum to the parameters and what is observed to ``device`` (the participations' random stream is
+        the device's generator's)."""
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
             raise ValueError("no trainable parameters to attach gradient canaries to")
-        device = self.params[0].device
+        device = self.params[0].device if device is None else torch.device(device)
         d = sum(p.numel() for p in self.params)
         if self.m * d > MAX_DIRECTION_ENTRIES:
             raise ConfigError("canaries", f"m · d = {self.m} canaries × {d} parameters exceeds the "
@@ -356,7 +359,7 @@ class GradientCanaries:
         flat = (counts.to(torch.float32) * self._mask * self.clip) @ self.directions
         out, offset = [], 0
         for p in self.params:
-            out.append(flat[offset:offset + p.numel()].view_as(p).to(p.dtype))
+            out.append(flat[offset:offset + p.numel()].view_as(p).to(device=p.device, dtype=p.dtype))
             offset += p.numel()
         return out
 
@@ -381,7 +384,7 @@ class GradientCanaries:
         return _flat([p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params])
 
     def _record(self, observed: torch.Tensor) -> None:
-        self._projections.append(self.directions @ observed.to(self.directions.dtype))
+        self._projections.append(self.directions @ observed.to(self.directions.device, self.directions.dtype))
 
     def evidence(self) -> dict:
         """{"scores": {"sum": (m,), "mixture": (m,)}, "included": (m,) bool}: the run's evidence (module docstring)."""

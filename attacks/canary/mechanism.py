@@ -45,7 +45,42 @@ clipping and cannot show it; data of large raw gradient (``data_canaries`` of
 :mod:`attacks.canary.user_training`: series whose windows' raw gradients are far above C, passed
 through the user's own per-window path) make it show.
 
-Both tests assume Gaussian noise (the claim's); non-Gaussian noise of the declared variance
+Sampling (:func:`sampling_test`). The amplification by subsampling the claim rests on (T1-T15) assumes each
+step holds the declared batch: Λ windows under a fixed-size scheme (both levels draw a fixed number,
+:func:`attacks.canary.optimizer_canaries.fixed_batch`). Let v_t be the unit mean of the data's per-window
+gradients at θ_t, each clipped to C (under the ``loss`` given; a function of θ_t and the data, fixed given
+the past; a loss other than the training's only costs power). Under the claim ⟨r_t, v_t⟩ ≤ Σ_{windows of
+the step} ⟨c_w ∇ℓ_w, v_t⟩ + ⟨n_t, v_t⟩ ≤ Λ C + σ C Z_t, Z_t ~ N(0, 1) independent of the past: every window
+moves the step along v_t by at most C, whatever it is. So x_t = ⟨r_t, v_t⟩ / C - Λ, pooled
+(Σ_t x_t / (σ √T) is at most a standard normal) and least over the steps (P[p_min ≤ a] ≤ 1 - (1 - a)^T),
+combined by Bonferroni at :data:`SAMPLING_ALPHA`, at the declared σ or, when larger, the noise std the noise
+test measures (√(Σ S_t / Σ k_t); it holds the data's residual too, so it errs high): a loop adding more noise
+than declared is not taken for a larger batch. Its rejection says some step moved along the data's
+mean clipped gradient more than Λ windows of norm ≤ C plus the noise can, i.e. it held more windows than
+declared (or the loop multiplies the gradient by more than the declared scale). Its power comes from the
+windows pointing alike: with a_t = |mean of the clipped gradients| / C (the mean alignment, reported) a step
+of B drawn windows moves about B a_t C along v_t, so a batch B shows once B a_t > Λ (measured on the
+hand-written loop, :mod:`attacks.integrations.handwritten_dpsgd`, σ = 2, Λ = 4, 30 steps, seeds 0-4: a_t
+0.64-0.75; the correct loop passes with p = 1, estimated 3.0-4.8 windows a step; a loader of 3Λ is flagged
+in 5 of 5, p ≤ 5e-16, 10-13 windows; of 2Λ in 2 of 5, p from 7e-11 to 0.04, 7-9 windows: a margin of about
+1.2 C a step against noise of 2 C needs about a hundred steps). It is reported as the estimated windows per
+step Σ_t ⟨r_t, v_t⟩ / Σ_t a_t C (unbiased when every window is drawn alike).
+It is tested only when the clipping test passes (its bound needs every window clipped to C; a missing clip
+moves the step further and is the clipping test's to name), the scheme's batch is fixed (a Poisson level
+draws a random number of windows, up to all of them) and the data's per-window gradients are known at the
+steps' parameters (a ``loss`` the model takes under ``torch.func``, :mod:`attacks.canary.data_span`).
+
+What the audit cannot see of the sampling, and does not test. Which windows or series a step drew: one
+window moves a step by at most C against noise of σ C in every direction, so at the σ of a claim (≳ 0.5)
+single windows are not identified per step; hence not the epoch structure either (a series used in more
+steps per epoch than the scheme allows, sampling with replacement across an epoch where shuffling is
+declared), nor the bottom level's count per series, nor a batch that is larger but averaged over its own
+size (the data and the noise then both shrink by Λ / B: the noise test sees the noise below σ C at the
+declared scale). The canaries' participation cannot show any of it: the audit draws it itself with the
+declared scheme's sampler (:class:`attacks.canary.gradient.Participation`), whatever the loop's loader does.
+Nor the number of steps (the audit accounts for the steps it saw).
+
+The tests assume Gaussian noise (the claim's); non-Gaussian noise of the declared variance
 passes the noise test in the large-k limit (the χ² lower tail is a variance test). Both read the
 gradient at the declared scale s: a loop that multiplies the noisy sum by less (a larger divisor
 than Λ, or a post-processing that shrinks it, such as clipping the noisy mean) fails the noise
@@ -66,6 +101,11 @@ NOISE_ALPHA = 1e-3
 
 CLIP_ALPHA = 1e-3
 """False-alarm rate of the clipping test on a training that clips at C and adds the declared noise."""
+
+
+SAMPLING_ALPHA = 1e-3
+"""False-alarm rate of the sampling test on a training whose steps hold at most Λ windows, each clipped to C, and the
+declared noise (half pooled, half per step)."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +226,49 @@ def clipping_test(norms: np.ndarray, dims: np.ndarray, most_windows: int, sigma:
     return MechanismTest("clipping", True, failed, alpha, p, worst, float(most_windows), failing, steps, finding)
 
 
+def sampling_test(moves: np.ndarray, alignments: np.ndarray, batch: int, sigma: float,
+                  alpha: float = SAMPLING_ALPHA) -> MechanismTest:
+    """The sampling test (module docstring) from the per-step ⟨r_t, v_t⟩ / C (``moves``: the gradient stepped on, the
+    canaries' part off, at the declared scale, along the unit mean v_t of the data's clipped per-window gradients) and
+    a_t, that mean's norm in units of C (``alignments``): an **upper**-tail test that no step moved along v_t more
+    than ``batch`` Λ windows of norm ≤ C plus noise of std ``sigma`` · C (the declared σ, or the measured noise std
+    when larger). Rejection is evidence at ``alpha`` that some step held more than Λ windows (or that the loop scales
+    the gradient up)."""
+    moves, alignments = np.asarray(moves, dtype=float), np.asarray(alignments, dtype=float)
+    seen = ~np.isnan(moves)  # a NaN step (the training diverged) says nothing; an infinite one exceeds any bound
+    moves, alignments = moves[seen], alignments[seen]
+    steps = int(moves.size)
+    if steps == 0:
+        return untested("sampling", alpha, steps, "no step with the data's per-window gradients was observed")
+    excess = moves - batch
+    if sigma > 0:
+        each = stats.norm.sf(excess / sigma)
+        pooled_p = float(stats.norm.sf(excess.sum() / (sigma * math.sqrt(steps))))
+        p = min(1.0, 2 * min(pooled_p, min_p(each)))
+        failing = int(np.sum(each <= alpha / 2 / steps))
+    else:
+        each = np.where(excess > 1e-6 * batch, 0.0, 1.0)  # no noise declared: any excess is beyond it
+        p = min_p(each)
+        failing = int(np.sum(each <= alpha / steps))
+    mean, alignment = float(moves.mean()), float(alignments.mean())
+    windows = (f"≈ {mean / alignment:.3g} windows a step of the data's mean alignment {alignment:.2f}"
+               if alignment > 0 and math.isfinite(mean) else f"the data's mean alignment {alignment:.2f}")
+    failed = p <= alpha
+    if failed:
+        alone = f"; {failing} beyond it alone" if failing else ""
+        finding = (f"the steps moved {_std(mean)} a step on average along the data's mean clipped gradient "
+                   f"({windows}), more than the declared batch of {batch} windows of norm ≤ C plus the declared noise "
+                   f"allow ({p_text(p)} over {steps} steps{alone}): a step held more windows than declared (a "
+                   "larger batch weakens the amplification by subsampling the claim rests on), or the loop multiplies "
+                   "the gradient by more than the gradient scale")
+    else:
+        finding = (f"the steps moved {_std(mean)} a step on average along the data's mean clipped gradient "
+                   f"({windows}), not more than the declared batch of {batch} windows of norm ≤ C plus the noise "
+                   f"allow ({p_text(p)}); it sees a batch of B windows only where B times the alignment exceeds "
+                   f"{batch}, and never which windows or series a step drew")
+    return MechanismTest("sampling", True, failed, alpha, p, mean, float(batch), failing, steps, finding)
+
+
 @dataclass(frozen=True)
 class MechanismTests:
     """The mechanism tests of one white-box run (module docstring): ``tests`` in order, ``failed`` (any rejects:
@@ -227,5 +310,5 @@ def pooled(runs: Sequence[MechanismTests]) -> MechanismTests:
     return MechanismTests(tuple(out))
 
 
-__all__ = ["CLIP_ALPHA", "MechanismTest", "MechanismTests", "NOISE_ALPHA", "clipping_test", "min_p", "noise_test",
-           "p_text", "pooled", "untested"]
+__all__ = ["CLIP_ALPHA", "MechanismTest", "MechanismTests", "NOISE_ALPHA", "SAMPLING_ALPHA", "clipping_test", "min_p",
+           "noise_test", "p_text", "pooled", "sampling_test", "untested"]

@@ -40,6 +40,7 @@ a larger one would overstate it, so give ``scale=1`` only for a summed loss.
 from __future__ import annotations
 
 import gc
+import math
 from typing import Callable, Optional, Tuple
 
 import numpy as np
@@ -50,7 +51,8 @@ from tsdp.theorems.config import TrainingConfig
 
 from .data_span import MAX_ENTRIES, DataPart, DataSpan
 from .gradient import GradientCanaries
-from .mechanism import CLIP_ALPHA, NOISE_ALPHA, MechanismTests, clipping_test, noise_test, untested
+from .mechanism import (CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA, MechanismTest, MechanismTests, clipping_test,
+                        noise_test, sampling_test, untested)
 
 
 def steps_on_its_gradient(optimizer: torch.optim.Optimizer) -> bool:
@@ -78,13 +80,15 @@ class OptimizerCanaries:
     :class:`GradientCanaries`, None when no optimizer stepped), ``optimizer`` (the audited one's
     class name), ``observed`` ("gradient" or "update"), ``data_span`` (None when the data's
     gradients were taken off, else why not), ``clip`` and ``scale`` (as used), ``others`` (steps of
-    other optimizers, not audited).
+    other optimizers, not audited). ``device``: where the audit's own tensors live (the canaries' directions,
+    participations and projections, the copy of the model that gives the data's per-window gradients; None: the
+    optimizer's parameters' device); what it adds to ``.grad`` is moved to each parameter's device.
     """
 
     def __init__(self, config: TrainingConfig, m: int, *, clip: float = 1.0, scale: Optional[float] = None, seed=0,
                  windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None, loss: Optional[Callable] = None,
-                 span_entries: int = MAX_ENTRIES, progress: bool = False):
-        self.config, self.m, self.seed = config, m, seed
+                 span_entries: int = MAX_ENTRIES, progress: bool = False, device=None):
+        self.config, self.m, self.seed, self.device = config, m, seed, device
         self.span_entries = span_entries
         self._progress = None
         if progress:
@@ -102,6 +106,7 @@ class OptimizerCanaries:
         self._span: Optional[DataSpan] = None
         self._step_state: Optional[torch.Tensor] = None  # the span basis at θ_t, or θ_t itself (updates)
         self._noise: list = []  # per step: (Σ r_t² off the data's span, its dimensions, |Q^T r_t|, its dimensions)
+        self._moves: list = []  # per step with the data's per-window gradients: (⟨r_t, v_t⟩, |mean clipped| / C)
 
     def _attach(self, optimizer: torch.optim.Optimizer) -> None:
         wrapper = _dp_wrapper(optimizer)
@@ -113,7 +118,8 @@ class OptimizerCanaries:
         elif self.scale is None:
             self.scale = 1.0 / self.config.batch_size
         params = [p for group in optimizer.param_groups for p in group["params"]]
-        self.canaries = GradientCanaries(self.config, self.m, clip=self.clip, seed=self.seed).attach(params)
+        self.canaries = GradientCanaries(self.config, self.m, clip=self.clip, seed=self.seed).attach(params,
+                                                                                                  self.device)
         self._owner = optimizer
         self.optimizer = type(wrapper if wrapper is not None else optimizer).__name__
         self.observed = "gradient" if steps_on_its_gradient(optimizer) else "update"
@@ -122,7 +128,7 @@ class OptimizerCanaries:
         elif self.windows is not None:
             self._span = DataSpan.of(self.canaries.params, self.windows, self.loss,
                                      atoms=2 * self.config.batch_size, max_entries=self.span_entries,
-                                     floor=self.clip)
+                                     floor=self.clip, device=self.device)
             self.data_span = self._span.reason
 
     def _pre(self, optimizer, args, kwargs) -> None:
@@ -137,10 +143,12 @@ class OptimizerCanaries:
             if p.grad is not None:
                 p.grad.add_(g, alpha=self.scale)
         if self.observed == "gradient":
+            mean = (self._span.clipped_mean(self.canaries.params, self.clip)
+                    if self._span is not None and fixed_batch(self.config) is not None else None)
             self._step_state = (self._span.basis(self.canaries.params, self.canaries.stepped_gradient())
                                 if self._span is not None else None)
             self._record_noise(users, has, self._step_state if self._span is not None and self._span.mode == "span"
-                               else None)
+                               else None, mean)
             if self._progress is not None:
                 self._progress.update(1)
                 if self._span is not None and self._span.steps:
@@ -159,15 +167,22 @@ class OptimizerCanaries:
             self.canaries.observe(self._step_state)
         self._step_state = None
 
-    def _record_noise(self, users: torch.Tensor, has: list, basis: Optional[torch.Tensor]) -> None:
+    def _record_noise(self, users: torch.Tensor, has: list, basis: Optional[torch.Tensor],
+                      mean: Optional[torch.Tensor] = None) -> None:
         """The step's statistics of the mechanism tests (:mod:`attacks.canary.mechanism`) from the user's gradient
-        before the canaries (``users``, flat), the parameters that have a gradient (``has``) and the data's span at
-        θ_t (``basis``; a pursuit's basis depends on the observation and is not used)."""
+        before the canaries (``users``, flat), the parameters that have a gradient (``has``), the data's span at
+        θ_t (``basis``; a pursuit's basis depends on the observation and is not used) and the mean of the data's
+        clipped per-window gradients at θ_t in units of C (``mean``, the sampling test's direction; None: not
+        recorded)."""
         r = users.double() / (self.scale * self.clip)
         if not all(has):  # a loop adds no noise where there is no gradient: those coordinates are left out
             keep = torch.cat([torch.full((p.numel(),), h, dtype=torch.bool, device=r.device)
                               for p, h in zip(self.canaries.params, has)])
             r, basis = r[keep], None
+            mean = None if mean is None else mean.to(r.device)[keep]
+        if mean is not None and float(mean.norm()) > 0:
+            size = mean.to(r).norm()
+            self._moves.append((float(r @ mean.to(r)) / float(size), float(size)))
         if basis is None:
             self._noise.append((float(r @ r), r.numel(), float(r.norm()), r.numel()))
             return
@@ -176,19 +191,41 @@ class OptimizerCanaries:
         self._noise.append((float(off @ off), r.numel() - basis.shape[1], float(inside.norm()), basis.shape[1]))
 
     def mechanism_tests(self) -> MechanismTests:
-        """The noise and clipping tests of the run (:mod:`attacks.canary.mechanism`) against ``config``'s σ, the
-        clip C and the gradient scale as used, B the configured batch of a fixed-size scheme (else every window of
-        the configured dataset)."""
+        """The noise, clipping and sampling tests of the run (:mod:`attacks.canary.mechanism`) against ``config``'s
+        σ, the clip C and the gradient scale as used, B the configured batch of a fixed-size scheme (else every
+        window of the configured dataset)."""
         steps = self.canaries.steps if self.canaries is not None else 0
         if self.observed != "gradient":
             why = ("the optimizer's parameter updates are observed (an optimizer class of its own may add noise "
                    "in its step)")
             return MechanismTests((untested("noise", NOISE_ALPHA, steps, why),
-                                   untested("clipping", CLIP_ALPHA, steps, why)))
+                                   untested("clipping", CLIP_ALPHA, steps, why),
+                                   untested("sampling", SAMPLING_ALPHA, steps, why)))
         rows = np.array(self._noise, dtype=float).reshape(-1, 4)
         sigma = float(self.config.sigma)
-        return MechanismTests((noise_test(rows[:, 0], rows[:, 1], sigma, self.scale, self.clip),
-                               clipping_test(rows[:, 2], rows[:, 3], most_windows(self.config), sigma, self.scale)))
+        clipping = clipping_test(rows[:, 2], rows[:, 3], most_windows(self.config), sigma, self.scale)
+        return MechanismTests((noise_test(rows[:, 0], rows[:, 1], sigma, self.scale, self.clip), clipping,
+                               self._sampling_test(clipping, steps)))
+
+    def _sampling_test(self, clipping: MechanismTest, steps: int) -> MechanismTest:
+        """The sampling test of the run (:func:`attacks.canary.mechanism.sampling_test`) at the declared σ or the noise
+        std measured by the noise test when larger, or why not: a scheme whose batch is random, a failed clipping test
+        (its bound assumes every window clipped to C), or no per-window gradients of the data at the steps'
+        parameters."""
+        batch = fixed_batch(self.config)
+        if batch is None:
+            return untested("sampling", SAMPLING_ALPHA, steps, "the declared scheme's batch size is random (a Poisson "
+                                                               "level): no fixed number of windows to hold a step to")
+        if clipping.failed:
+            return untested("sampling", SAMPLING_ALPHA, steps, "the clipping test failed, and the sampling test's "
+                                                               f"bound ({batch} windows of norm ≤ C) assumes the clip")
+        if not self._moves:
+            why = self.data_span or "they failed"
+            return untested("sampling", SAMPLING_ALPHA, steps, "no per-window gradients of the data at the steps' "
+                                                               f"parameters ({why}; give loss=, --loss)")
+        moves, rows = np.array(self._moves, dtype=float), np.array(self._noise, dtype=float).reshape(-1, 4)
+        measured = math.sqrt(rows[:, 0].sum() / rows[:, 1].sum()) if rows[:, 1].sum() > 0 else 0.0
+        return sampling_test(moves[:, 0], moves[:, 1], batch, max(float(self.config.sigma), measured))
 
     def data_part(self) -> Optional[DataPart]:
         """How the data's part was taken off (:class:`DataPart`; None when it was kept)."""
@@ -212,26 +249,34 @@ class OptimizerCanaries:
             self._progress.close()
 
 
-def most_windows(config: TrainingConfig) -> int:
-    """The most windows one step of ``config``'s scheme holds: its batch Λ when both levels draw a fixed number
-    (deterministic, shuffled, WOR or pooled top level; WR bottom level), else every window of the dataset."""
+def fixed_batch(config: TrainingConfig) -> Optional[int]:
+    """The batch Λ of ``config``'s scheme when both levels draw a fixed number (deterministic, shuffled, WOR or
+    pooled top level; WR bottom level): every step holds exactly Λ windows; None when a Poisson level draws it."""
     if config.top in ("deterministic", "shuffle", "wor", "pooled") and config.bottom == "wr":
         return int(config.batch_size)
-    return int(config.n_windows_total)
+    return None
+
+
+def most_windows(config: TrainingConfig) -> int:
+    """The most windows one step of ``config``'s scheme holds: its batch Λ (:func:`fixed_batch`), else every window
+    of the dataset."""
+    batch = fixed_batch(config)
+    return int(config.n_windows_total) if batch is None else batch
 
 
 def run_with_canaries(train: Callable[[list], object], series: list, config: TrainingConfig, m: int, *,
                       clip: float = 1.0, scale: Optional[float] = None, seed=0,
                       windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
                       loss: Optional[Callable] = None, span_entries: int = MAX_ENTRIES,
-                      progress: bool = False) -> OptimizerCanaries:
+                      progress: bool = False, device=None) -> OptimizerCanaries:
     """``train(series)`` with m gradient canaries hooked into its optimizer (module docstring); the hooks after the run
     (``span_entries``: the most per-window gradient entries held per step, :mod:`attacks.canary.data_span`;
-    ``progress``: a bar of the audited steps on stderr)."""
+    ``progress``: a bar of the audited steps on stderr; ``device``: where the audit's own tensors live,
+    :class:`OptimizerCanaries`)."""
     with OptimizerCanaries(config, m, clip=clip, scale=scale, seed=seed, windows=windows, loss=loss,
-                           span_entries=span_entries, progress=progress) as hooks:
+                           span_entries=span_entries, progress=progress, device=device) as hooks:
         train(series)
     return hooks
 
 
-__all__ = ["OptimizerCanaries", "most_windows", "run_with_canaries", "steps_on_its_gradient"]
+__all__ = ["OptimizerCanaries", "fixed_batch", "most_windows", "run_with_canaries", "steps_on_its_gradient"]

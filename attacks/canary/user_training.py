@@ -13,7 +13,8 @@ not) that trains on a list of 1-D float arrays. Two kinds of canaries (``canary=
   is never flagged beyond the stated error, and a loop without noise or with a σ too small
   shows (a missing clip does not: the canaries enter after the user's clipping). Beside the
   bound, the mechanism tests of :mod:`attacks.canary.mechanism` test the step itself (the
-  noise stepped on against σ · C, what the data moved against Λ · C plus the noise), each at
+  noise stepped on against σ · C, what the data moved against Λ · C plus the noise, and along
+  the data's mean clipped gradient against the declared batch Λ: the sampling), each at
   a stated false-alarm rate and whatever the claimed ε. ``config`` must be the batching your
   loader draws and the σ your accounting claims.
 * ``"spike"`` (black-box): for a model only returned at the end (any ``train``, torch or
@@ -63,7 +64,7 @@ from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_d
                                   check_real, window_starts)
 
 from tsdp.attacks.data.series import SeriesData
-from tsdp.attacks.loop.train import FLOAT32_MAX
+from tsdp.attacks.loop.train import FLOAT32_MAX, resolve_device
 from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
@@ -258,7 +259,7 @@ def _limited(train, timeout: Optional[float]):
 
 def gradient_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
                       loss: Optional[Callable] = None, seed=0, clip: float = 1.0, scale: Optional[float] = None,
-                      span_entries: int = MAX_ENTRIES, progress: bool = False) -> dict:
+                      span_entries: int = MAX_ENTRIES, progress: bool = False, device=None) -> dict:
     """One training run of ``train`` with m gradient canaries in its optimizer (module docstring, ``"gradient"``):
     {"scores": {"sum", "mixture"}, "included", "optimizer", "steps", "clip", "scale", "observed", "data_span",
     "data_part"}.
@@ -270,13 +271,15 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
     participations); ``scale``: the gradient's scale (:mod:`attacks.canary.optimizer_canaries`;
     default read from an Opacus DP optimizer, else 1/Λ); ``span_entries``: the most per-window gradient
     entries held per step (``data_part`` says how the data was taken off and what a step cost);
-    ``progress``: a bar of the audited steps on stderr.
+    ``progress``: a bar of the audited steps on stderr; ``device``: where the audit's own torch work runs (a
+    ``torch.device`` or its name; None: your optimizer's parameters' device; :mod:`attacks.canary.optimizer_canaries`).
     """
     windows = every_window(base.series, config.context_length, config.forecast_length)
     hooks = _call("train", train, [s.copy() for s in base.series],
                   via=lambda series: run_with_canaries(train, series, config, canaries, clip=clip, scale=scale,
                                                        seed=seed, windows=windows, loss=loss or _default_loss,
-                                                       span_entries=span_entries, progress=progress))
+                                                       span_entries=span_entries, progress=progress,
+                                                       device=device))
     if hooks.canaries is None or hooks.canaries.steps == 0:
         raise UserFunctionError("train", train, "never called a torch.optim optimizer's step(): gradient canaries "
                                                 "hook into one (canary='spike' audits any returned model)")
@@ -319,6 +322,7 @@ class GradientTask:
     timeout: Optional[float] = None
     span_entries: int = MAX_ENTRIES
     progress: bool = False
+    device: Optional[str] = None
 
     def check(self) -> None:
         """Nothing to place before the runs: the canaries attach to the optimizer at its first step."""
@@ -327,17 +331,20 @@ class GradientTask:
         with _limited(self.train, self.timeout):
             return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss,
                                      seed=seed, clip=self.clip, scale=self.scale, span_entries=self.span_entries,
-                                     progress=self.progress)
+                                     progress=self.progress, device=self.device)
 
 
 def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, canaries: int, *, loss=None,
               spike: float = 10.0, clip: float = 1.0, scale: Optional[float] = None, timeout: Optional[float] = None,
-              span_entries: int = MAX_ENTRIES, progress: bool = False):
+              span_entries: int = MAX_ENTRIES, progress: bool = False, device: Optional[str] = None):
     """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed; ``timeout``: the
-    most seconds one run may take (None: no limit)."""
+    most seconds one run may take (None: no limit); ``device``: where gradient canaries' own torch work runs ("auto":
+    cuda when torch sees one, else cpu; "cpu", "cuda", "cuda:N"; None: your parameters' device; ConfigError naming
+    ``device`` when torch cannot use it). Spike canaries score the returned model on its own device."""
+    device = None if device is None else str(resolve_device(device))  # checked whatever the canary uses it
     if canary == "gradient":
         return GradientTask(train, data, config, canaries, clip, scale, loss, timeout=timeout,
-                            span_entries=span_entries, progress=progress)
+                            span_entries=span_entries, progress=progress, device=device)
     return SpikeTask(train, data, config, canaries, loss, spike, timeout)
 
 
@@ -405,7 +412,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
                    loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
                    clip: float = 1.0, gradient_scale: Optional[float] = None, spike: float = 10.0,
                    analysis: str = "fdp", timeout: Optional[float] = None, span_entries: int = MAX_ENTRIES,
-                   progress: bool = False, data_canaries: int = 0) -> TrainingAudit:
+                   progress: bool = False, data_canaries: int = 0, device: Optional[str] = None) -> TrainingAudit:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
     ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
@@ -423,14 +430,17 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     ``scores`` (guesses, AUC, the perfect-guess ``ceiling`` and ``limited_by``: whether the audit's
     size or the training limits the answer); gradient canaries add ``gradient``
     (:class:`attacks.canary.audit_result.GradientRun`: the optimizer's steps and the noise and
-    clipping tests, :class:`attacks.canary.mechanism.MechanismTests`), a failed test being a
+    clipping and sampling tests, :class:`attacks.canary.mechanism.MechanismTests`), a failed test being a
     violation too. ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
     running then is stopped, the processes it started are ended, and :class:`TimeLimitError` names it (POSIX, main
     thread: :mod:`attacks.canary.time_limit`). ``span_entries``: gradient canaries' most per-window gradient entries
     held per step (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset);
     ``progress``: a bar of the audited steps on stderr. ``data_canaries``: gradient canaries' clipping test gets that
     many series of ``data`` scaled by :data:`DATA_CANARY_SCALE` (:func:`with_data_canaries`; reported as
-    ``data_canaries``).
+    ``data_canaries``). ``device``: where gradient canaries' own torch work runs (their directions, sums and
+    projections, the data's per-window gradients on a copy of your model): "auto" (cuda when torch sees one, else
+    cpu), "cpu", "cuda" or "cuda:N"; None (default): your optimizer's parameters' device. Your ``train`` places its own
+    model: what the canaries add to ``.grad`` is moved to each parameter's device.
     """
     canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
@@ -441,7 +451,8 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     check_claimed_curve(canary, analysis, config)
     data = with_data_canaries(data, data_canaries)
     task = make_task(canary, train, data, config, canaries, loss=loss, spike=spike, clip=clip,
-                     scale=gradient_scale, timeout=timeout, span_entries=span_entries, progress=progress)
+                     scale=gradient_scale, timeout=timeout, span_entries=span_entries, progress=progress,
+                     device=device)
     task.check()
     return training_audit(canary, analysis, [task(np.random.SeedSequence(seed))], config, delta=delta,
                           confidence=confidence, epsilon=epsilon, seed=seed, spike=spike, data_canaries=data_canaries)
@@ -503,7 +514,7 @@ def training_audit(canary: str, analysis: str, runs: Sequence[dict], config: Tra
     what the audit saw: for gradient canaries a :class:`GradientRun` (the first run's optimizer, steps, C and gradient
     scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
     (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
-    canaries than parameters: its power at the claim), and the noise and clipping tests of every run
+    canaries than parameters: its power at the claim), and the noise, clipping and sampling tests of every run
     (:mod:`attacks.canary.mechanism`, pooled over the runs), whose failure is a violation too. ``engine``: how the
     multi-run engine ran them (:func:`attacks.canary.runs.run_many`; None: one run here)."""
     certifier = _certifier(analysis)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from tsdp.attacks.canary.mechanism import clipping_test, min_p, noise_test
+from tsdp.attacks.canary.mechanism import clipping_test, min_p, noise_test, sampling_test
 from tsdp.attacks.integrations import handwritten_dpsgd as planted
 
 
@@ -78,14 +78,17 @@ def _named(result, name):
 def test_the_planted_loops_are_named_by_their_test():
     """One seed, 200 canaries, the data kept (no loss): σ / 10 against a claim of 21.9 (above the canaries' ceiling
     of 3.2, which the ε test cannot see) fails the noise test (measured 0.05-0.07 C against 0.5 C) and is a
-    violation; a missing clip fails the clipping test only; the correct loop passes both."""
+    violation; a missing clip fails the clipping test only; the correct loop passes both (the sampling test needs
+    the data's per-window gradients: without a loss it says so, untested)."""
     small = planted.audit("noise-10x-small", 200, seed=1, with_loss=False, epsilon=21.9)
     assert small.violation and not small.above_claim and _named(small, "noise") and small.mechanism_failed
     noise = small.gradient.mechanism.tests[0]
     assert noise.declared == pytest.approx(0.5) and noise.measured < 0.1 and noise.p_value < 1e-9
     assert _named(planted.audit("clipping-off", 200, seed=1, with_loss=False), "clipping")
     correct = planted.audit("correct", 200, seed=1, with_loss=False)
-    assert not correct.mechanism_failed and all(t.tested for t in correct.gradient.mechanism.tests)
+    noise_, clipping, sampling = correct.gradient.mechanism.tests
+    assert not correct.mechanism_failed and noise_.tested and clipping.tested
+    assert not sampling.tested and "no per-window gradients of the data" in sampling.finding
 
 
 def test_cli_names_the_mechanism_and_never_calls_an_unseeable_claim_consistent(capsys, monkeypatch, tmp_path):
@@ -105,7 +108,8 @@ def test_cli_names_the_mechanism_and_never_calls_an_unseeable_claim_consistent(c
     assert "FAILED: noise std" in text and "VIOLATION: noise std" in text and "check the noise at every step" in text
     assert main(argv + ["--train", "planted_mod:correct", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [t["name"] for t in out["mechanism"]["tests"]] == ["noise", "clipping"] and not out["mechanism_failed"]
+    assert [t["name"] for t in out["mechanism"]["tests"]] == ["noise", "clipping", "sampling"]
+    assert not out["mechanism_failed"]
     assert main(argv + ["--train", "planted_mod:correct"]) == 0
     text = capsys.readouterr().out
     assert "cannot see the claimed ε = 21.9" in text and "consistent with" not in text
@@ -180,3 +184,88 @@ def test_a_training_that_diverges_is_named_as_the_trainings_not_the_losss():
 
     with pytest.raises(UserFunctionError, match="invalid train: .*the training diverged.*check the learning rate"):
         audit_training(train, planted.SERIES, planted.CONFIG, canaries=10, delta=1e-5, loss=planted.squared_error)
+
+
+def test_the_sampling_test_holds_its_rate_at_the_worst_data_and_sees_a_doubled_batch():
+    """At α = 0.05 over 2000 audits of 30 steps, σ = 2, Λ = 4: steps whose data moved exactly Λ · C along the
+    direction (the worst case the claim allows: every window of norm C along it) plus N(0, σ² C²) are rejected at a
+    rate within 0.05 + 4 SE (and above 0.02: the Bonferroni of pooled and least step is not idle); a batch of 2Λ
+    windows of alignment 0.65 (8 · 0.65 = 5.2 C a step, the hand-written loop's alignment) over 60 steps is rejected
+    in > 90% (pooled z ≈ 4.6 against 1.96), the same 2Λ at alignment 0.45 (3.6 C < Λ C: invisible) at most at the
+    rate α. Without declared noise any excess rejects, at p = 0. False-failure rate of the bands below 1e-4."""
+    rng = np.random.default_rng(4)
+    se = np.sqrt(0.05 * 0.95 / 2000)
+
+    def rate(per_step, steps, reps=2000):
+        moves = per_step + 2.0 * rng.standard_normal((reps, steps))
+        return np.mean([sampling_test(m, np.full(steps, 0.65), 4, 2.0, alpha=0.05).failed for m in moves])
+
+    null = rate(4.0, 30)
+    assert 0.02 < null < 0.05 + 4 * se, null
+    assert rate(8 * 0.65, 60, 400) > 0.9
+    assert rate(8 * 0.45, 60, 1000) <= 0.05
+    exact = sampling_test(np.array([4.0, 4.0, 4.5]), np.full(3, 0.65), 4, 0.0)
+    assert exact.failed and exact.p_value == 0.0 and exact.steps_failing == 1
+    assert not sampling_test(np.full(3, 4.0), np.full(3, 0.65), 4, 0.0).failed
+
+
+def test_the_sampling_test_reports_the_movement_and_the_windows_it_implies():
+    """The measured quantity is the mean movement (in C), the declared one Λ; the finding gives the windows a step
+    Σ moves / Σ alignments (6 / 0.75 = 8 here) and, for the pooled p-value, 1 - Φ(Σ (x_t - Λ) / (σ √T)) doubled
+    (Bonferroni with the least step): x_t = 6, Λ = 4, σ = 2, T = 4 gives 1 - Φ(2), checked against scipy's normal."""
+    from scipy import stats
+
+    t = sampling_test(np.full(4, 6.0), np.full(4, 0.75), 4, 2.0, alpha=0.05)
+    assert t.name == "sampling" and t.measured == pytest.approx(6.0) and t.declared == 4.0 and t.steps == 4
+    assert t.p_value == pytest.approx(2 * stats.norm.sf(2.0)) and t.failed
+    assert "≈ 8 windows a step" in t.finding and "more than the declared batch of 4 windows" in t.finding
+    assert json.loads(json.dumps(t.as_dict()))["name"] == "sampling"
+
+
+def _planted_batch(batch_factor: int, seed: int, steps: int, sigma: float, series: int = 8):
+    """The hand-written loop on the first ``series`` planted series at σ, audited against the declared batch Λ = 4
+    (C = 1) while its loader draws k Λ windows a step (k = ``batch_factor``). It clips at k C, adds noise σ k C and
+    divides by its own batch k Λ, so at the declared scale 1/Λ each window contributes clip_{kC}(∇ℓ) / k, of norm
+    ≤ C, and the noise is σ C: it steps on what a loop drawing k Λ windows clipped at C and dividing by Λ would (an
+    Opacus ``expected_batch_size`` of Λ over a loader of k Λ). k = 1 is the correct loop."""
+    import dataclasses
+
+    from tsdp.attacks.canary.user_training import audit_training
+    from tsdp.attacks.data.series import SeriesData
+    from tsdp.attacks.loop.batch_sampler import fit_lengths
+
+    data = SeriesData(planted.SERIES.series[:series])
+    declared = fit_lengths(dataclasses.replace(planted.CONFIG, sigma=sigma), data.series)
+    loop = dataclasses.replace(declared, batch_size=batch_factor * declared.batch_size)
+    return audit_training(planted.dp_sgd("correct", seed, config=loop, steps=steps, clip=float(batch_factor)), data,
+                          declared, canaries=10, delta=planted.DELTA, loss=planted.squared_error, seed=seed,
+                          analysis="steinke")
+
+
+def test_a_loop_drawing_twice_the_declared_batch_is_named_by_the_sampling_test():
+    """6 steps at σ = 0.5 of the loop drawing 2Λ = 8 windows against the declared Λ = 4: a violation named by the
+    sampling test alone (measured over seeds 0-4: p from 3e-7 to 2e-25, 7.2-8.8 windows a step estimated; the same
+    loop at Λ passes with p = 1, 2.7-4.3 windows), on its own line of the text output beside noise and clipping."""
+    from tsdp.cli.cmd_audit_fn import _human
+
+    result = _planted_batch(2, 0, 6, 0.5)
+    assert result.violation and _named(result, "sampling")
+    sampling = result.gradient.mechanism.tests[2]
+    assert sampling.p_value < 1e-9 and sampling.measured > 4.0 and sampling.declared == 4.0
+    lines = _human(result, "planted", 0.5).splitlines()
+    assert [line.split(":")[0].strip() for line in lines if line.startswith("    ")] == ["passed", "passed", "FAILED"]
+    assert any(line.startswith("    FAILED: the steps moved") and "declared batch of 4 windows" in line
+               for line in lines)
+
+
+@pytest.mark.slow
+def test_the_sampling_test_at_the_bench_setting():
+    """The bench's setting (its 32 series, σ = 2, 30 steps), the loss given: the correct loop passes the sampling
+    test in seeds 0-4 (its steps move about 0.65 Λ C along the data's mean, far inside Λ C: measured p = 1), a loop
+    drawing 3Λ windows is named by it in every one of seeds 0-4 (each window moves about 0.65 C: 7-9 C a step
+    against 4 C; measured p from 5e-16 to 5e-42). At 2Λ the margin is about 1.2 C a step against σ C = 2 C:
+    flagged in 2 of the 5 seeds at 30 steps (p from 7e-11 to 0.04; at 120 steps seed 0 gives p = 2e-4)."""
+    for seed in range(5):
+        correct = _planted_batch(1, seed, 30, 2.0, series=32)
+        assert correct.gradient.mechanism.tests[2].tested and not correct.mechanism_failed, seed
+        assert _named(_planted_batch(3, seed, 30, 2.0, series=32), "sampling"), seed

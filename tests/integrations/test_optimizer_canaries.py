@@ -70,6 +70,74 @@ def test_canaries_enter_a_plain_optimizer_exactly():
     assert torch.allclose(holder["w"], holder["w0"] - lr * (steps * holder["x"] + 0.125 * 2.0 * push), atol=1e-5)
 
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_audits_own_tensors_on_a_device_of_their_own(device):
+    """``device=`` puts the canaries' directions, participations and projections on ``device`` while the user's
+    parameter stays on the CPU: the trajectory is still the closed form θ_T = θ_0 - η (T x + s C Σ_i [i included] P_i
+    u_i) and the ``sum`` score T <x, u_i> + s C [i included] P_i (as in the exactness test above)."""
+    holder, lr, steps = {}, 0.1, 40
+    hooks = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, clip=2.0, seed=3,
+                              device=device)
+    c = hooks.canaries
+    assert c.directions.device.type == device and holder["w"].device.type == "cpu"
+    u = c.directions.double().cpu()
+    push = torch.as_tensor(c.included * c.participations, dtype=torch.float64) @ u
+    expected = holder["w0"] - lr * (steps * holder["x"] + hooks.scale * 2.0 * push)
+    assert torch.allclose(holder["w"], expected, atol=1e-5)
+    ref = steps * (u @ holder["x"]).numpy() + hooks.scale * 2.0 * c.included * c.participations
+    np.testing.assert_allclose(c.evidence()["scores"]["sum"], ref, atol=1e-4)
+
+
+def test_cli_device_cpu_runs_the_audit_there(capsys, monkeypatch, tmp_path):
+    """`audit-fn --device cpu`: exit 0, the JSON says ``device`` "cpu" and its text where the audit's tensors were;
+    the library's ``device="cpu"`` gives the same audit as the default (the parameters' device, the CPU here)."""
+    from tsdp.cli.main import main
+
+    (tmp_path / "cpu_mod.py").write_text(
+        "import torch\n"
+        "def train(series):\n"
+        "    torch.manual_seed(0)\n"
+        "    w = torch.nn.Parameter(torch.zeros(64))\n"
+        "    opt = torch.optim.SGD([w], lr=0.1)\n"
+        "    for _ in range(6):\n"
+        "        opt.zero_grad(); (w * torch.randn(64)).sum().backward(); opt.step()\n"
+        "    return w\n")
+    monkeypatch.chdir(tmp_path)
+    argv = ["audit-fn", "--train", "cpu_mod:train", "--canaries", "20", "--delta", "1e-5", "--N", "8", "--L", "12",
+            "--batch-size", "4", "--context-length", "2", "--sigma", "4", "--analysis", "steinke", "--device", "cpu"]
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["device"] == "cpu" and out["steps"] == 6
+    assert main(argv) == 0
+    assert "the audit's tensors on cpu" in capsys.readouterr().out.splitlines()[0]
+    import cpu_mod
+
+    config = TrainingConfig(N=8, L=12, context_length=2, batch_size=4, sigma=4.0)
+    runs = [audit_training(cpu_mod.train, DATA.series, config, canaries=20, delta=1e-5, analysis="steinke",
+                           device=device) for device in (None, "cpu")]
+    assert runs[0].epsilon_lower == runs[1].epsilon_lower
+    assert runs[0].gradient.mechanism == runs[1].gradient.mechanism and runs[0].scores == runs[1].scores
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_a_cuda_device_is_refused_naming_device(capsys):
+    """`--device cuda` where torch sees no CUDA device: one line naming --device, exit 2, before any training; the
+    library's ``device="cuda"`` a ConfigError naming ``device``."""
+    from tsdp.cli.main import main
+    from tsdp.theorems.config import ConfigError
+
+    argv = ["audit-fn", "--train", "json:loads", "--canaries", "10", "--delta", "1e-5", "--N", "4", "--L", "300",
+            "--batch-size", "4", "--context-length", "8", "--device", "cuda"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tsdp") and "--device" in err[0] and "CUDA" in err[0], err
+    with pytest.raises(ConfigError, match="device"):
+        audit_training(lambda series: None, DATA.series, CONFIG, canaries=10, delta=1e-5, device="cuda")
+
+
 def opacus_train(noise_multiplier, steps=200, reported=None):
     """A user's Opacus loop on tsdp's batching (CONFIG's scheme): MLP 8→64→1, SGD 0.05, clipping at C = 1."""
 
@@ -228,7 +296,8 @@ def test_a_parameter_without_a_gradient_gets_no_canary_and_an_optimizer_of_its_o
 @pytest.mark.parametrize("extra,words", [
     (["--canary", "bogus"], "--canary"), (["--clip", "0"], "--clip"), (["--clip", "nan"], "--clip"),
     (["--loss", "json:loads"], "--loss"), (["--gradient-scale", "0"], "--gradient-scale"),
-    (["--gradient-scale", "inf"], "--gradient-scale"),
+    (["--gradient-scale", "inf"], "--gradient-scale"), (["--device", "foo"], "--device"),
+    (["--device", "cuda:99"], "--device"),
 ])
 def test_cli_bad_canary_flags_are_one_line_exit_2(capsys, extra, words):
     from tsdp.cli.main import main

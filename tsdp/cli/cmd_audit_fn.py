@@ -10,6 +10,8 @@ the handler only.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from .config_args import add_config_arguments, add_data_arguments, config_from_args, data_from_args
 from .errors import UsageError, check_delta, load_entry_point
 from .output import auc_text, dumps
@@ -20,14 +22,16 @@ CHECKS = ("check the noise at every step (std σ · C before the division by the
 """What to check after a violation: the mechanisms a DP-SGD claim rests on."""
 
 
-def _human(r, train: str, sigma: float) -> str:
-    """The text of ``r``, a :class:`tsdp.attacks.canary.audit_result.TrainingAudit` of ``train`` (the claimed σ)."""
+def _human(r, train: str, sigma: float, device: Optional[str] = None) -> str:
+    """The text of ``r``, a :class:`tsdp.attacks.canary.audit_result.TrainingAudit` of ``train`` (the claimed σ; the
+    audit's tensors on ``device``, gradient canaries)."""
     from tsdp.attacks.canary.certified import FdpScoreBound
 
     name, s = max(r.scores.items(), key=lambda kv: kv[1].epsilon_lower)  # the score whose bound is reported
     g = r.gradient
     runs = f" over {r.runs} runs" if r.runs > 1 else ""
-    seen = f", {g.steps} steps of {g.optimizer} (C = {g.clip:g}, gradient scale {g.scale:.4g})" if g else ""
+    where = f"; the audit's tensors on {device}" if device else ""
+    seen = f", {g.steps} steps of {g.optimizer} (C = {g.clip:g}, gradient scale {g.scale:.4g}{where})" if g else ""
     extra = f", {r.data_canaries} data canaries (series × 1000)" if r.data_canaries else ""
     lines = [f"{r.canary} canary audit of {train}: {r.canaries} canaries{runs}, {r.included} included"
              f"{seen}{extra}, δ = {r.delta:g}"]
@@ -195,7 +199,8 @@ def add_parsers(sub, command) -> None:
         "one element of the configured batching (--N, --L, --batch-size, ... must be your loader's, --sigma the "
         "σ you claim), scored on the gradient your optimizer steps on, less the data's per-window gradients "
         "(with --loss), and the step itself is tested: the noise it stepped on against σ·C, what the data moved "
-        "against the batch's clipped norm plus the noise (one-sided tests, false-alarm rate 0.001 each; a failure is "
+        "against the batch's clipped norm plus the noise and, with --loss, along the data's mean clipped gradient "
+        "against the declared batch (one-sided tests, false-alarm rate 0.001 each; a failure is "
         "a violation naming the mechanism). --canary spike: spikes inserted into your data, scored "
         "on how much better the returned model fits them (only --context-length and --forecast-length are used).")
     p.add_argument("--train", default=None, help="module:function of train(series) -> model (required unless --plan)")
@@ -254,6 +259,12 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--parameters", type=int, default=None,
                    help="with --plan and gradient canaries: the trainable parameters d of your model (canaries "
                         "beyond d interfere)")
+    p.add_argument("--device", default="auto",
+                   help="gradient canaries: where the audit's own torch work runs (the canaries' directions, sums and "
+                        "projections, the data's per-window gradients on a copy of your model): auto (cuda when torch "
+                        "sees one, else cpu), cpu, cuda or cuda:N (default auto). Your train places its own model "
+                        "(what the canaries add to its gradients is moved to its parameters' device); spike canaries "
+                        "score the returned model on its own device")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_data_arguments(p, default="synthetic", what="the series the canaries go into")
     add_config_arguments(p)
@@ -298,13 +309,19 @@ def add_parsers(sub, command) -> None:
                                     confidence=args.confidence, clip=args.clip,
                                     gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis,
                                     timeout=args.timeout, span_entries=span_entries, progress=not args.json,
-                                    data_canaries=args.data_canaries)
+                                    data_canaries=args.data_canaries, device=args.device)
         else:
             result = _many_runs(args, make_task(args.canary, train, with_data_canaries(data, args.data_canaries),
                                                 config, args.canaries, loss=loss, spike=args.spike, clip=args.clip,
                                                 scale=args.gradient_scale, timeout=args.timeout,
-                                                span_entries=span_entries),
+                                                span_entries=span_entries, device=args.device),
                                 loss)
-        print(dumps(dict(result.as_dict(), train=args.train, sigma=config.sigma)) if args.json
-              else _human(result, args.train, config.sigma))
+        device = None
+        if args.canary == "gradient":
+            from tsdp.attacks.loop.train import resolve_device
+
+            device = str(resolve_device(args.device))
+        print(dumps(dict(result.as_dict(), train=args.train, sigma=config.sigma,
+                         **({"device": device} if device else {}))) if args.json
+              else _human(result, args.train, config.sigma, device))
         return 1 if result.violation else 0
