@@ -249,14 +249,15 @@ def score_tree(analysis: str, claimed: bool):
 
 def audit_fn_tree(canary: str, analysis: str, *, runs: bool = False, data_part: bool = False, cli: bool = True):
     """The recorded key tree of `tsdp audit-fn --json` (``cli`` False: of ``TrainingAudit.as_dict()``, without the
-    CLI's ``train`` and ``sigma``)."""
+    CLI's ``train``, ``sigma`` and ``device``), with the two keys added since it was recorded: ``device`` and the
+    mechanism tests' third entry (sampling)."""
     names = ["sum", "mixture"] if canary == "gradient" else ["memorisation"]
     score = score_tree(analysis, claimed=canary == "gradient")
     keys = BOUND_KEYS + AUDIT_FN_KEYS + (CLI_KEYS if cli else []) + (["runs", "engine"] if runs else [])
     nested = {"scores": {n: score for n in names}, "engine": tree(ENGINE_KEYS) if runs else None}
-    if canary == "gradient":
-        keys += GRADIENT_KEYS
-        nested.update(mechanism=tree(["failed", "alpha", "tests"], tests=[tree(MECHANISM_TEST_KEYS)] * 2),
+    if canary == "gradient":  # the CLI adds where the audit's tensors ran (`--device`, added with the sampling test)
+        keys += GRADIENT_KEYS + (["device"] if cli else [])
+        nested.update(mechanism=tree(["failed", "alpha", "tests"], tests=[tree(MECHANISM_TEST_KEYS)] * 3),
                       data_part=tree(DATA_PART_KEYS) if data_part else None)
     else:
         keys += ["spike"]
