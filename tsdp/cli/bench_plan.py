@@ -1,0 +1,70 @@
+"""`tsdp bench plan`: how long `tsdp audit-fn --plan` takes to answer, over claims, audit sizes and batchings.
+
+Each cell runs the command's handler in this process (``tsdp.cli.main.main``, its output discarded: the start of
+the interpreter and the imports are `tsdp bench startup`'s) and records its wall time and the canaries it says are
+needed: every claimed ε of :data:`EPSILONS` at every audit size of :data:`CANARIES` (every canary assumed to take
+part), and at :data:`STEPS_CANARIES` canaries with ``--steps`` :data:`STEPS` on every top level (the participation
+simulated with the scheme's sampler). The goal (issue 38): every cell within :data:`GOAL_S` seconds.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from typing import Callable, Dict, List, Optional
+
+EPSILONS = (0.1, 1.0, 5.0, 8.0, 10.0, 20.0, 50.0)
+"""The claimed ε of every cell."""
+CANARIES = (2, 1000, 10 ** 7)
+"""The audit sizes (``--canaries``) planned without ``--steps``."""
+TOPS = ("deterministic", "shuffle", "wor", "poisson", "pooled")
+"""The top levels planned with ``--steps``."""
+STEPS, STEPS_CANARIES = 1000, 1000
+"""``--steps`` and ``--canaries`` of the cells with a batching."""
+GOAL_S = 10.0
+"""The most seconds a plan may take (issue 38)."""
+
+
+def _plan_argv(canaries: int, epsilon: float, top: Optional[str]) -> List[str]:
+    argv = ["audit-fn", "--plan", "--canaries", str(canaries), "--delta", "1e-5", "--epsilon", repr(epsilon), "--json"]
+    return argv + (["--top", top, "--steps", str(STEPS)] if top is not None else [])
+
+
+def bench_plan(progress: Optional[Callable[[str], None]] = None) -> Dict:
+    """Time `tsdp audit-fn --plan` on every cell (module docstring). Returns ``{"goal_s", "cells": [{command,
+    seconds (wall), cpu_s (this process's CPU time: what a loaded machine does not inflate), canaries_needed,
+    participation}], "slowest_s"}``."""
+    from .main import main
+
+    cells = [(m, e, None) for m in CANARIES for e in EPSILONS] + [(STEPS_CANARIES, e, top) for top in TOPS
+                                                                    for e in EPSILONS]
+    out = []
+    for m, epsilon, top in cells:
+        argv = _plan_argv(m, epsilon, top)
+        if progress is not None:
+            progress("tsdp " + " ".join(argv))
+        buffer = io.StringIO()
+        started, cpu = time.perf_counter(), time.process_time()
+        with contextlib.redirect_stdout(buffer):
+            code = main(argv)
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        if code != 0:
+            raise RuntimeError(f"`tsdp {' '.join(argv)}` exited {code}")
+        planned = json.loads(buffer.getvalue())
+        out.append({"command": "tsdp " + " ".join(argv), "seconds": seconds, "cpu_s": cpu,
+                    "canaries_needed": planned["canaries_needed"], "participation": planned["participation"]})
+    return {"goal_s": GOAL_S, "cells": out, "slowest_s": max(c["seconds"] for c in out)}
+
+
+def format_bench(result: dict) -> str:
+    """Human-readable table of :func:`bench_plan`'s result (``--json`` prints the dict itself)."""
+    lines = ["`tsdp audit-fn --plan` per cell (in-process; start-up excluded): wall and CPU seconds",
+             f"{'wall s':>8} {'CPU s':>7} {'needed':>9} {'q':>6}  command"]
+    for c in result["cells"]:
+        needed = "> 1e7" if c["canaries_needed"] is None else str(c["canaries_needed"])
+        lines.append(f"{c['seconds']:8.2f} {c['cpu_s']:7.2f} {needed:>9} {c['participation']:6.3f}  {c['command']}")
+    within = sum(c["seconds"] <= result["goal_s"] for c in result["cells"])
+    lines.append(f"slowest {result['slowest_s']:.2f} s; {within} of {len(result['cells'])} cells within the goal of "
+                 f"{result['goal_s']:g} s")
+    return "\n".join(lines)
