@@ -12,7 +12,7 @@ import contextlib
 import io
 import json
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 EPSILONS = (0.1, 1.0, 5.0, 8.0, 10.0, 20.0, 50.0)
 """The claimed ε of every cell."""
@@ -26,22 +26,27 @@ GOAL_S = 10.0
 """The most seconds a plan may take (issue 38)."""
 
 
-def _plan_argv(canaries: int, epsilon: float, top: Optional[str]) -> List[str]:
+def _plan_argv(canaries: int, epsilon: float, top: Optional[str], steps: int) -> List[str]:
     argv = ["audit-fn", "--plan", "--canaries", str(canaries), "--delta", "1e-5", "--epsilon", repr(epsilon), "--json"]
-    return argv + (["--top", top, "--steps", str(STEPS)] if top is not None else [])
+    return argv + (["--top", top, "--steps", str(steps)] if top is not None else [])
 
 
-def bench_plan(progress: Optional[Callable[[str], None]] = None) -> Dict:
-    """Time `tsdp audit-fn --plan` on every cell (module docstring). Returns ``{"goal_s", "cells": [{command,
+def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = CANARIES,
+               tops: Sequence[str] = TOPS, steps: int = STEPS, progress: Optional[Callable[[str], None]] = None) -> Dict:
+    """Time `tsdp audit-fn --plan` on every cell (module docstring; ``epsilons``, ``canaries``, ``tops`` and
+    ``steps`` choose them). Returns ``{"goal_s", "cells": [{command,
     seconds (wall), cpu_s (this process's CPU time: what a loaded machine does not inflate), canaries_needed,
-    participation}], "slowest_s"}``."""
+    participation}], "slowest_s", "environment"}`` (the machine and its load before and after)."""
+    from tsdp.verify.bench_rounds import environment
+
     from .main import main
 
-    cells = [(m, e, None) for m in CANARIES for e in EPSILONS] + [(STEPS_CANARIES, e, top) for top in TOPS
-                                                                    for e in EPSILONS]
+    before = environment()
+    cells = [(m, e, None) for m in canaries for e in epsilons] + [(STEPS_CANARIES, e, top) for top in tops
+                                                                    for e in epsilons]
     out = []
     for m, epsilon, top in cells:
-        argv = _plan_argv(m, epsilon, top)
+        argv = _plan_argv(m, epsilon, top, steps)
         if progress is not None:
             progress("tsdp " + " ".join(argv))
         buffer = io.StringIO()
@@ -54,12 +59,16 @@ def bench_plan(progress: Optional[Callable[[str], None]] = None) -> Dict:
         planned = json.loads(buffer.getvalue())
         out.append({"command": "tsdp " + " ".join(argv), "seconds": seconds, "cpu_s": cpu,
                     "canaries_needed": planned["canaries_needed"], "participation": planned["participation"]})
-    return {"goal_s": GOAL_S, "cells": out, "slowest_s": max(c["seconds"] for c in out)}
+    return {"goal_s": GOAL_S, "cells": out, "slowest_s": max(c["seconds"] for c in out),
+            "environment": {"before": before, "after": environment()}}
 
 
 def format_bench(result: dict) -> str:
     """Human-readable table of :func:`bench_plan`'s result (``--json`` prints the dict itself)."""
+    from tsdp.verify.bench_rounds import format_environment
+
     lines = ["`tsdp audit-fn --plan` per cell (in-process; start-up excluded): wall and CPU seconds",
+             format_environment(result["environment"]),
              f"{'wall s':>8} {'CPU s':>7} {'needed':>9} {'q':>6}  command"]
     for c in result["cells"]:
         needed = "> 1e7" if c["canaries_needed"] is None else str(c["canaries_needed"])
