@@ -441,10 +441,18 @@ def _ranked_families(analyses: Sequence[str]) -> tuple:
     return ("dp",) if "dp" in analyses else tuple(a for a in ("steinke",) if a in analyses)
 
 
-def _ranked_pairs(m: int, n: np.ndarray, sets: np.ndarray) -> tuple:
-    """A perfect ranking's distinct (k, correct) pairs over n included and ``sets`` (:func:`perfect_ranking`), and
-    the index of each (n, set) cell's pair, shaped (len(n), len(sets))."""
-    counts = np.minimum(sets[:, 0], n[:, None]) + np.minimum(sets[:, 1], m - n[:, None])
+def _ranked_counts(m: int, n: np.ndarray, sets: np.ndarray, missed: int = 0) -> np.ndarray:
+    """Correct guesses of each set, shaped (len(n), len(sets)), with n included, ranked first but for at most
+    ``missed`` of them (which may rank anywhere below): at least min(k_in, n - missed) "in" and
+    min(k_out - missed, m - n) "out" guesses are right (each at least 0); with ``missed`` = 0 exactly the perfect
+    ranking's min(k_in, n) + min(k_out, m - n) (:func:`perfect_ranking`)."""
+    return (np.minimum(sets[:, 0], np.maximum(n[:, None] - missed, 0))
+            + np.maximum(np.minimum(sets[:, 1] - missed, m - n[:, None]), 0))
+
+
+def _ranked_pairs(counts: np.ndarray, sets: np.ndarray) -> tuple:
+    """The distinct (k, correct) pairs of ``counts`` (rows of correct counts per set), and the index of each cell's
+    pair, shaped like ``counts``."""
     pairs, inverse = np.unique(np.stack([np.broadcast_to(sets.sum(axis=1), counts.shape).ravel(), counts.ravel()], 1),
                                axis=0, return_inverse=True)
     return pairs, inverse.reshape(counts.shape)
@@ -456,7 +464,7 @@ def _ranked_epsilon(m: int, n: np.ndarray, sets: np.ndarray, delta: float, share
     (default :func:`_ranked_families`; ("dp", "steinke") is the certified ε itself) over ``sets``, a **lower** bound
     on what :func:`certify` reports, each bound computed once per distinct (k, correct) pair (they depend on nothing
     else)."""
-    pairs, cell = _ranked_pairs(m, n, sets)
+    pairs, cell = _ranked_pairs(_ranked_counts(m, n, sets), sets)
     best = np.zeros(len(pairs))
     for a in (_ranked_families(analyses) if families is None else families):
         if a in ("dp", "steinke") and a in analyses:
@@ -498,10 +506,13 @@ def flag_rate(m: int, claimed_epsilon: float, delta: float, confidence: float = 
     above every other canary (a canary that took part in no step left no mark: it scores like an excluded one, in
     an order independent of its inclusion). So A, the number of included canaries that took part, is
     Binomial(m, q/2), and every "included"-only guess set (k, 0) with k ≤ A is all right: the rate is at least
-    P[A ≥ k*], k* the least such k whose all-right bound is above the claim. With q = 1 (every canary takes part:
-    the perfect ranking of :func:`perfect_ranking`) the near-balanced sets are all right too, and the rate is at
-    least 1 - ``quantile`` where every n included of the narrowest band of mass 1 - ``quantile``
-    (:func:`perfect_ranking_quantile`'s) is flagged; the larger of the two is returned. Guesses among the canaries
+    P[A ≥ k*], k* the least such k whose all-right bound is above the claim. Second, the near-balanced sets: B, the
+    included canaries without a mark, is Binomial(m, (1 - q)/2), at most b with probability ≥ 1 - ``quantile`` / 10
+    (b = 0 when q = 1: the perfect ranking of :func:`perfect_ranking`); with n included and B ≤ b each set's right
+    guesses are at least :func:`_ranked_counts`' (b wrong at most on each side), and the rate is at least
+    1 - ``quantile`` where every n of the narrowest band of mass 1 - ``quantile`` (less the share of B's tail;
+    :func:`perfect_ranking_quantile`'s band when q = 1) is flagged at those counts (a union bound). The larger of the
+    two is returned. Guesses among the canaries
     without a mark are right about half the time; counting them as wrong makes the rate a lower bound (measured on
     the hand-written loop without noise: tests/attacks/test_plan_calibration.py).
     """
@@ -515,9 +526,12 @@ def flag_rate(m: int, claimed_epsilon: float, delta: float, confidence: float = 
     ks = np.unique(sets[sets[:, 1] == 0, 0])
     flagged = ks[_beyond(m, ks, ks, tau, delta, claimed_epsilon, analyses)]
     rate = float(stats.binom.sf(flagged.min() - 1, m, participation / 2)) if flagged.size else 0.0
-    if participation == 1 and rate < 1 - quantile:
-        reach = _band_reach(m, quantile)
-        pairs, cell = _ranked_pairs(m, np.arange((m - reach) // 2, (m + reach) // 2 + 1), sets)
+    if rate < 1 - quantile:  # the band: n included near m / 2, at most `missed` of them without a mark
+        spill = 0.0 if participation == 1 else quantile / 10
+        missed = 0 if participation == 1 else int(stats.binom.isf(spill, m, (1 - participation) / 2))
+        reach = _band_reach(m, quantile - spill)
+        counts = _ranked_counts(m, np.arange((m - reach) // 2, (m + reach) // 2 + 1), sets, missed)
+        pairs, cell = _ranked_pairs(counts, sets)
         if _beyond(m, pairs[:, 0], pairs[:, 1], tau, delta, claimed_epsilon, analyses)[cell].any(axis=1).all():
             rate = 1 - quantile
     return rate

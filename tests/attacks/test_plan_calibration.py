@@ -105,23 +105,34 @@ def test_participation_probability_is_a_lower_bound_near_the_exact_one():
     assert participation_probability(TrainingConfig(top="shuffle", **shape), 4) > 0.99
 
 
-@pytest.mark.parametrize("q", [0.5, 0.85, 1.0])
+@pytest.mark.parametrize("q", [0.5, 0.85, 0.999, 1.0])
 def test_flag_rate_from_one_test_at_the_claim_is_the_reported_bounds(q):
     """flag_rate decides "bound above the claim" by one rejection test at the claim; the reported bounds (bisection,
-    :func:`fdp_bounds` on one set at a time, its Bonferroni level given) give the same rate: P[Binomial(m, q/2) ≥ k*]
-    for the least "included"-only set k* whose all-right bound exceeds the claim, and with q = 1 at least 0.9 where
-    the perfect ranking's 90% figure (:func:`perfect_ranking_quantile`, bisection) is above the claim."""
-    from tsdp.attacks.canary.fdp_bound import _shares, fdp_bounds, guess_grid, perfect_ranking_quantile
+    :func:`fdp_bounds`) on the certifier's own counts (:func:`correct_counts`) give the same rate. "Included"-only
+    sets: P[Binomial(m, q/2) ≥ k*] for the least set k* whose all-right bound exceeds the claim. Band: 0.9 where,
+    for every n of the band of mass 0.9 - (1 - q < 1) 0.01, the worst arrangement of n included with b of them
+    without a mark (b: Binomial(m, (1 - q)/2) exceeds it with probability ≤ 0.01; 0 when q = 1) is flagged: the
+    n - b ranked first, then the excluded, the b last."""
+    from tsdp.attacks.canary.fdp_bound import _band_reach, _shares, correct_counts, fdp_bounds, guess_grid
 
     m, analyses = 300, ("dp", "gdp", "steinke")
     sets = guess_grid(m)
-    level = _shares(list(analyses), 0.95)["dp"] / len(sets)
+    level = _shares(list(analyses), 0.95)["dp"]
     only_in = sets[sets[:, 1] == 0, 0]
-    bounds = [float(fdp_bounds(np.array([k]), np.array([[k, 0]]), m, DELTA, level, "dp")["epsilon"])
+    bounds = [float(fdp_bounds(np.array([k]), np.array([[k, 0]]), m, DELTA, level / len(sets), "dp")["epsilon"])
               for k in only_in]
+    spill = 0.0 if q == 1 else 0.01
+    b = 0 if q == 1 else int(stats.binom.isf(spill, m, (1 - q) / 2))
+    reach = _band_reach(m, 0.1 - spill)
+    rows = []
+    for n in range((m - reach) // 2, (m + reach) // 2 + 1):
+        included = np.arange(m) < n  # canaries 0..n-1 included; scores put n - b of them first and b last
+        scores = np.where(np.arange(m) < n - b, 2.0, np.where(included, -1.0, 0.0)) + np.arange(m)[::-1] * 1e-9
+        rows.append(correct_counts(scores, included, sets))
+    band = fdp_bounds(np.array(rows), sets, m, DELTA, level, "dp")["epsilon"].min()
     for claim in (0.5, 1.0, 2.0, 2.9):
-        k_star = min((k for k, b in zip(only_in, bounds) if b > claim), default=None)
+        k_star = min((k for k, e in zip(only_in, bounds) if e > claim), default=None)
         expected = 0.0 if k_star is None else stats.binom.sf(k_star - 1, m, q / 2)
-        if q == 1 and perfect_ranking_quantile(m, DELTA, 0.95, analyses=analyses) > claim:
+        if band > claim:
             expected = max(expected, 0.9)
         assert flag_rate(m, claim, DELTA, 0.95, participation=q, analyses=analyses) == pytest.approx(expected), claim
