@@ -36,9 +36,9 @@ def _handwritten_plan(capsys, steps: bool = True) -> dict:
 
 @pytest.mark.slow
 def test_the_plans_canaries_flag_a_training_without_noise_in_at_least_90_percent_of_audits(capsys):
-    """At the plan's count (--steps 30: measured 89 canaries, each taking part with probability ≥ 0.847), audits of
-    the loop without noise (the data's gradients kept, seeds 0-19) report ε above the claim 1 in at least 16 of 20
-    (measured 19 of 20, ε 0.88-2.02). False-failure rate: if the true rate is the promised 0.9, 15 or fewer
+    """At the plan's count (--steps 30: 87 canaries, each taking part with probability ≥ 0.868), audits of the loop
+    without noise (the data's gradients kept, seeds 0-19) report ε above the claim 1 in at least 16 of 20 (measured
+    20 of 20, ε 1.18-1.99; at 89 canaries 19 of 20, ε 0.88-2.02). False-failure rate: if the true rate is the promised 0.9, 15 or fewer
     of 20 has probability 0.043 (0.0026 at 0.95); the seeds are fixed, so the outcome is too. The count the plan gave
     before it counted the canaries without a step (every canary assumed to take part: a perfect ranking, 28) is
     flagged in at most 10 of 20 (measured 0 of 5 on seeds 0-4): the test tells the two models apart. ``violation``
@@ -64,9 +64,10 @@ def test_flag_rate_is_a_lower_bound_on_the_real_certifiers_rate_in_its_model():
     """The model of :func:`flag_rate` simulated and certified by the real certifier (2 scores' Bonferroni: confidence
     0.975 each; the "dp" and "steinke" analyses): each canary included with probability 1/2 and taking part with
     probability q = 0.85; included participants score 1 + U(0, 1), every other canary U(0, 1). Over 200 audits at the
-    count the plan gives, the flagged share is at least the bound less 3 binomial standard deviations (false-failure
-    rate below 0.2% if the bound holds; measured 200 of 200 against the bound 0.90+), and at a count where the bound
-    is below 0.5 the simulated rate is not at 100% (the bound is not vacuous)."""
+    count the plan gives (89), the flagged share is at least the bound less 3 binomial standard deviations
+    (false-failure rate below 0.2% if the bound holds; measured 0.98 against the bound 0.913), and at half that count,
+    where the bound is below 0.5 (it is 0), the simulated rate is below 1 (measured 0.36 of 50): the bound is
+    conservative, by about a factor 2 in canaries at most here, not vacuous."""
     q, analyses = 0.85, ("dp", "steinke")
     each = 1 - 0.05 / 2
     m = plan(2, DELTA, 0.95, claimed_epsilon=CLAIM, scores=2, analyses=analyses, participation=q)["canaries_needed"]
