@@ -480,10 +480,10 @@ BISECTION_TOL = 1e-4
 def _beyond(m: int, k: np.ndarray, c: np.ndarray, tau: dict, delta: float, theta: float,
             analyses: Sequence[str]) -> np.ndarray:
     """Per (k, c): whether a bound of :func:`_ranked_families` (at its level ``tau[family]``) that :func:`certify`
-    reports (its bisection's lower
-    end) is above θ, decided by one test at θ + :data:`BISECTION_TOL` instead of a bisection: the bisection keeps a
-    rejected lower end and an accepted upper end within the tolerance, so a rejection at θ + tol leaves the lower
-    end above θ (only "no" can err, towards fewer flags: a **lower** bound on what is flagged)."""
+    reports (its bisection's lower end) is above θ, decided by one test at θ + :data:`BISECTION_TOL` instead of a
+    bisection: the bisection keeps a rejected lower end and an accepted upper end within the tolerance, so a
+    rejection at θ + tol leaves the lower end above θ (only "no" can err, towards fewer flags: a **lower** bound on
+    what is flagged)."""
     out = np.zeros(np.shape(k), dtype=bool)
     if theta + BISECTION_TOL > EPS_MAX:  # no bound is searched above EPS_MAX
         return out
@@ -512,9 +512,9 @@ def flag_rate(m: int, claimed_epsilon: float, delta: float, confidence: float = 
     guesses are at least :func:`_ranked_counts`' (b wrong at most on each side), and the rate is at least
     1 - ``quantile`` where every n of the narrowest band of mass 1 - ``quantile`` (less the share of B's tail;
     :func:`perfect_ranking_quantile`'s band when q = 1) is flagged at those counts (a union bound). The larger of the
-    two is returned. Guesses among the canaries
-    without a mark are right about half the time; counting them as wrong makes the rate a lower bound (measured on
-    the hand-written loop without noise: tests/attacks/test_plan_calibration.py).
+    two is returned. Guesses among the canaries without a mark are right about half the time; counting them as wrong
+    makes the rate a lower bound (measured on the hand-written loop without noise, and on this model with the real
+    certifier: tests/attacks/test_plan_calibration.py).
     """
     if not 0 <= participation <= 1:
         raise ValueError(f"participation must be in [0, 1] (got {participation})")

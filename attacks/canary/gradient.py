@@ -261,12 +261,18 @@ def participation_probability(config: TrainingConfig, steps: int, seed: int = 0)
     the one-sided Clopper-Pearson bound at level :data:`PARTICIPATION_LEVEL` on :data:`PARTICIPATION_SAMPLE`
     simulated canaries over the first steps (at most :data:`PARTICIPATION_STEPS`, and :data:`PARTICIPATION_WORK`
     replica-steps; q grows with the steps, so fewer steps only lower it), stopping once every one has taken part.
+    ConfigError naming ``steps`` when one epoch's draw would exceed :data:`MAX_DIRECTION_ENTRIES` entries.
     What a plan of an audit of a training without noise needs (:func:`attacks.canary.fdp_bound.flag_rate`): a
     canary that takes part in no step leaves no mark on any output."""
     from scipy.stats import beta
 
     part = Participation(config, PARTICIPATION_SAMPLE, np.random.default_rng(seed),
                          torch.Generator().manual_seed(seed))
+    entries = part.sampler.steps_per_epoch * part.replicas * config.N * (part.n_starts + 1)
+    if entries > MAX_DIRECTION_ENTRIES:  # one epoch's batches are drawn at once, as a (step, sequence, start) table
+        raise ConfigError("steps", f"the canaries' participation is drawn an epoch at a time, a table of "
+                                   f"{entries:.3g} (step, sequence, start) entries here, more than "
+                                   f"{MAX_DIRECTION_ENTRIES:.3g}: plan without it (every canary taking part)", steps)
     seen = np.zeros(PARTICIPATION_SAMPLE, dtype=bool)
     for _ in range(min(steps, PARTICIPATION_STEPS, max(1, PARTICIPATION_WORK // part.replicas))):
         seen |= part.next().cpu().numpy() > 0

@@ -74,7 +74,8 @@ def test_plan_steps_and_parameters_bad_inputs_are_one_line(capsys):
                         (["--steps", "10", "--parameters", "0"], "--parameters"),
                         (["--parameters", "10"], "--parameters"),
                         (["--steps", "10", "--canary", "spike"], "--steps"),
-                        (["--steps", "100001"], "--steps")):
+                        (["--steps", "100001"], "--steps"),
+                        (["--steps", "10", "--N", "100000"], "--steps")):  # an epoch's draw: 6.6e9 entries
         assert main(base + extra) == 2
         err = capsys.readouterr().err.strip()
         assert flag in err and "\n" not in err, err
