@@ -18,4 +18,4 @@ def test_the_bench_records_each_cells_answer_and_time():
     assert stepped["canaries_needed"] > plain["canaries_needed"]
     assert all(c["seconds"] > 0 and c["cpu_s"] >= 0 for c in r["cells"]) and "--top wor --steps" in stepped["command"]
     text = format_bench(r)
-    assert "of 2 cells within the goal of 10 s" in text and "--top wor --steps 30" in text
+    assert "within the goal of 10 s: " in text and " of 2 cells by wall time" in text and "--top wor --steps 30" in text
