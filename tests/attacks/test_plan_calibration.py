@@ -41,7 +41,7 @@ def test_the_plans_canaries_flag_a_training_without_noise_in_at_least_90_percent
     20 of 20, ε 1.18-1.99; at 89 canaries 19 of 20, ε 0.88-2.02). False-failure rate: if the true rate is the promised 0.9, 15 or fewer
     of 20 has probability 0.043 (0.0026 at 0.95); the seeds are fixed, so the outcome is too. The count the plan gave
     before it counted the canaries without a step (every canary assumed to take part: a perfect ranking, 28) is
-    flagged in at most 10 of 20 (measured 0 of 5 on seeds 0-4): the test tells the two models apart. ``violation``
+    flagged in at most 10 of 20 (measured 5 of 20, ε 0.01-1.10): the test tells the two models apart. ``violation``
     is not what is counted (the noise test flags the loop at any count): the plan's promise is the ε bound's."""
     from tsdp.attacks.integrations.handwritten_dpsgd import audit
 
