@@ -165,7 +165,9 @@ def _plan_human(d: dict) -> str:
              f"in {1 - d['quantile']:.0%} of audits (the number included is random)"]
     if "canaries_needed" in d:
         n, q = d["canaries_needed"], d["participation"]
-        who = ("every canary leaving its mark" if d["steps"] is None else
+        who = ("every canary leaving its mark" + ("; give --steps with your batching for those that take part in "
+                                                  "no step" if d["canary"] == "gradient" else "")
+               if d["steps"] is None else
                f"each canary taking part in one of the {d['steps']} steps with probability ≥ {q:.3f}")
         lines.append(f"  canaries needed to flag a training without noise against the claimed ε = "
                      f"{d['claimed_epsilon']:g} (≥ {1 - d['quantile']:.0%} of audits, {who}): "
