@@ -441,20 +441,100 @@ def _ranked_families(analyses: Sequence[str]) -> tuple:
     return ("dp",) if "dp" in analyses else tuple(a for a in ("steinke",) if a in analyses)
 
 
+def _ranked_counts(m: int, n: np.ndarray, sets: np.ndarray, missed: int = 0) -> np.ndarray:
+    """Correct guesses of each set, shaped (len(n), len(sets)), with n included, ranked first but for at most
+    ``missed`` of them (which may rank anywhere below): at least min(k_in, n - missed) "in" and
+    min(k_out - missed, m - n) "out" guesses are right (each at least 0); with ``missed`` = 0 exactly the perfect
+    ranking's min(k_in, n) + min(k_out, m - n) (:func:`perfect_ranking`)."""
+    return (np.minimum(sets[:, 0], np.maximum(n[:, None] - missed, 0))
+            + np.maximum(np.minimum(sets[:, 1] - missed, m - n[:, None]), 0))
+
+
+def _ranked_pairs(counts: np.ndarray, sets: np.ndarray) -> tuple:
+    """The distinct (k, correct) pairs of ``counts`` (rows of correct counts per set), and the index of each cell's
+    pair, shaped like ``counts``."""
+    pairs, inverse = np.unique(np.stack([np.broadcast_to(sets.sum(axis=1), counts.shape).ravel(), counts.ravel()], 1),
+                               axis=0, return_inverse=True)
+    return pairs, inverse.reshape(counts.shape)
+
+
 def _ranked_epsilon(m: int, n: np.ndarray, sets: np.ndarray, delta: float, share: dict,
                     analyses: Sequence[str], families: Optional[Sequence[str]] = None) -> np.ndarray:
     """ε(n) of a perfect ranking with n included (:func:`perfect_ranking`): the largest bound of ``families``
     (default :func:`_ranked_families`; ("dp", "steinke") is the certified ε itself) over ``sets``, a **lower** bound
     on what :func:`certify` reports, each bound computed once per distinct (k, correct) pair (they depend on nothing
     else)."""
-    counts = np.minimum(sets[:, 0], n[:, None]) + np.minimum(sets[:, 1], m - n[:, None])
-    pairs, inverse = np.unique(np.stack([np.broadcast_to(sets.sum(axis=1), counts.shape).ravel(), counts.ravel()], 1),
-                               axis=0, return_inverse=True)
+    pairs, cell = _ranked_pairs(_ranked_counts(m, n, sets), sets)
     best = np.zeros(len(pairs))
     for a in (_ranked_families(analyses) if families is None else families):
         if a in ("dp", "steinke") and a in analyses:
             best = np.maximum(best, _family_bound(a, m, pairs[:, 0], pairs[:, 1], share[a] / len(sets), delta))
-    return best[inverse.reshape(-1)].reshape(counts.shape).max(axis=1)
+    return best[cell].max(axis=1)
+
+
+BISECTION_TOL = 1e-4
+"""The bisection tolerance of the reported bounds (:func:`largest_rejected`, Steinke et al.'s): a bound reported above
+θ implies a rejection at θ + this, and a rejection there implies a reported bound above θ."""
+
+
+def _beyond(m: int, k: np.ndarray, c: np.ndarray, tau: dict, delta: float, theta: float,
+            analyses: Sequence[str]) -> np.ndarray:
+    """Per (k, c): whether a bound of :func:`_ranked_families` (at its level ``tau[family]``) that :func:`certify`
+    reports (its bisection's lower end) is above θ, decided by one test at θ + :data:`BISECTION_TOL` instead of a
+    bisection: the bisection keeps a rejected lower end and an accepted upper end within the tolerance, so a
+    rejection at θ + tol leaves the lower end above θ (only "no" can err, towards fewer flags: a **lower** bound on
+    what is flagged)."""
+    out = np.zeros(np.shape(k), dtype=bool)
+    if theta + BISECTION_TOL > EPS_MAX:  # no bound is searched above EPS_MAX
+        return out
+    for a in _ranked_families(analyses):
+        if a == "steinke":
+            out |= (k > 0) & (steinke_bound.p_value(m, k, c, theta + BISECTION_TOL, delta) < tau[a])
+        else:
+            out |= rejects(_inverse(a, delta), theta + BISECTION_TOL, m, k, c, tau[a])
+    return out
+
+
+def flag_rate(m: int, claimed_epsilon: float, delta: float, confidence: float = 0.95, *,
+              participation: float = 1.0, quantile: float = 0.1,
+              analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None) -> float:
+    """A **lower** bound on the probability that an audit of m canaries of a training without noise reports an ε
+    lower bound above ``claimed_epsilon`` (:func:`certify`'s sets and shares at ``confidence``).
+
+    The model of a training without noise: each canary is included with probability 1/2 and takes part in at least
+    one step with probability ``participation`` (q), independently; the included canaries that took part score
+    above every other canary (a canary that took part in no step left no mark: it scores like an excluded one, in
+    an order independent of its inclusion). So A, the number of included canaries that took part, is
+    Binomial(m, q/2), and every "included"-only guess set (k, 0) with k ≤ A is all right: the rate is at least
+    P[A ≥ k*], k* the least such k whose all-right bound is above the claim. Second, the near-balanced sets: B, the
+    included canaries without a mark, is Binomial(m, (1 - q)/2), at most b with probability ≥ 1 - ``quantile`` / 10
+    (b = 0 when q = 1: the perfect ranking of :func:`perfect_ranking`); with n included and B ≤ b each set's right
+    guesses are at least :func:`_ranked_counts`' (b wrong at most on each side), and the rate is at least
+    1 - ``quantile`` where every n of the narrowest band of mass 1 - ``quantile`` (less the share of B's tail;
+    :func:`perfect_ranking_quantile`'s band when q = 1) is flagged at those counts (a union bound). The larger of the
+    two is returned. Guesses among the canaries without a mark are right about half the time; counting them as wrong
+    makes the rate a lower bound (measured on the hand-written loop without noise, and on this model with the real
+    certifier: tests/attacks/test_plan_calibration.py).
+    """
+    if not 0 <= participation <= 1:
+        raise ValueError(f"participation must be in [0, 1] (got {participation})")
+    sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
+    tau = {a: s / len(sets) for a, s in _shares(list(analyses), confidence).items()}
+    k = sets.sum(axis=1)
+    if not _beyond(m, k, k, tau, delta, claimed_epsilon, analyses).any():  # the ceiling: not even all right flags
+        return 0.0
+    ks = np.unique(sets[sets[:, 1] == 0, 0])
+    flagged = ks[_beyond(m, ks, ks, tau, delta, claimed_epsilon, analyses)]
+    rate = float(stats.binom.sf(flagged.min() - 1, m, participation / 2)) if flagged.size else 0.0
+    if rate < 1 - quantile:  # the band: n included near m / 2, at most `missed` of them without a mark
+        spill = 0.0 if participation == 1 else quantile / 10
+        missed = 0 if participation == 1 else int(stats.binom.isf(spill, m, (1 - participation) / 2))
+        reach = _band_reach(m, quantile - spill)
+        counts = _ranked_counts(m, np.arange((m - reach) // 2, (m + reach) // 2 + 1), sets, missed)
+        pairs, cell = _ranked_pairs(counts, sets)
+        if _beyond(m, pairs[:, 0], pairs[:, 1], tau, delta, claimed_epsilon, analyses)[cell].any(axis=1).all():
+            rate = 1 - quantile
+    return rate
 
 
 def perfect_ranking(m: int, delta: float, confidence: float = 0.95, *,
@@ -512,7 +592,7 @@ def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, qua
 def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Optional[float] = None, *,
          analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None,
          scores: int = 1, quantile: float = 0.1, m_max: int = 10 ** 6,
-         grid: Callable[[int], np.ndarray] = guess_grid) -> dict:
+         grid: Callable[[int], np.ndarray] = guess_grid, participation: float = 1.0) -> dict:
     """What an audit with m canaries can see, before any training: its ceiling, and what a perfect ranking certifies.
 
     Same guess sets (:func:`guess_grid` unless ``sets``) and significance shares as
@@ -522,9 +602,11 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
     the ε if every guess is right. ``perfect_ranking``: the ε that a perfectly ranked audit
     (:func:`perfect_ranking`, what a training without noise shows) certifies in
     1 - ``quantile`` of runs. With ``claimed_epsilon``: ``canaries_needed``, the smallest m
-    whose perfect ranking reaches the claim in 1 - ``quantile`` of runs (doubling, then
-    bisection over m, where it grows with m; None above ``m_max``): fewer canaries cannot
-    flag even a training without noise. ``grid(m)``: the certifier's guess sets of m canaries (default
+    whose audit of a training without noise, each canary taking part in a step with probability
+    ``participation`` (gradient canaries: :func:`attacks.canary.gradient.participation_probability`
+    of the batching and steps; 1: every canary, a perfect ranking), is flagged against the claim in at least
+    1 - ``quantile`` of audits by :func:`flag_rate`'s lower bound (doubling, then bisection over m, where it grows
+    with m; None above ``m_max``), and ``participation``. ``grid(m)``: the certifier's guess sets of m canaries (default
     :func:`guess_grid`; Steinke et al.'s alone: :func:`attacks.canary.steinke_bound.guess_sets`).
     """
     each = 1 - (1 - confidence) / scores
@@ -538,13 +620,15 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
            "perfect_ranking": ranked(m),
            "quantile": quantile}
     if claimed_epsilon is not None:
-        def reaches(n: int) -> bool:  # the ceiling (every guess right) bounds a perfect ranking and costs far less:
-            return (max(ceilings(n, delta, each, analyses=analyses, sets=grid(n)).values()) > claimed_epsilon
-                    and ranked(n) > claimed_epsilon)  # a claim above it is never reached (was minutes per m)
+        def reaches(n: int) -> bool:  # one rejection test per (k, correct) at the claim, no bisection
+            return flag_rate(n, claimed_epsilon, delta, each, participation=participation, quantile=quantile,
+                             analyses=analyses, sets=grid(n)) >= 1 - quantile
 
         lo, hi = 1, 2
         while hi <= m_max and not reaches(hi):
             lo, hi = hi, hi * 2
+        if hi > m_max and reaches(m_max):
+            lo, hi = hi // 2, m_max
         if hi > m_max:
             needed = None
         else:
@@ -553,5 +637,6 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
                 lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
             needed = hi
         out["claimed_epsilon"] = claimed_epsilon
+        out["participation"] = participation
         out["canaries_needed"] = needed
     return out

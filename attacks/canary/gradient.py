@@ -249,6 +249,39 @@ def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, conf
     return float(certify_evidence(evidence, delta, confidence, certifier=certifier or fdp).epsilon_lower)
 
 
+PARTICIPATION_SAMPLE, PARTICIPATION_STEPS, PARTICIPATION_WORK, PARTICIPATION_LEVEL = 8192, 4000, 2 * 10 ** 5, 1e-3
+""":func:`participation_probability`'s simulated canaries, the most steps it simulates, the most replica-steps (each
+step draws a batch of every replica of the virtual dataset: about 10 µs each), and the error level of its one-sided
+confidence bound (with every simulated canary taking part the bound is 1e-3^(1/8192) = 0.99916)."""
+
+
+def participation_probability(config: TrainingConfig, steps: int, seed: int = 0) -> float:
+    """A **lower** bound on q, the probability that a gradient canary takes part in at least one of ``steps`` steps
+    (K_{t,i} > 0 for some t) under ``config``'s batching, drawn by :class:`Participation` (the scheme's own sampler):
+    the one-sided Clopper-Pearson bound at level :data:`PARTICIPATION_LEVEL` on :data:`PARTICIPATION_SAMPLE`
+    simulated canaries over the first steps (at most :data:`PARTICIPATION_STEPS`, and :data:`PARTICIPATION_WORK`
+    replica-steps; q grows with the steps, so fewer steps only lower it), stopping once every one has taken part.
+    ConfigError naming ``steps`` when one epoch's draw would exceed :data:`MAX_DIRECTION_ENTRIES` entries.
+    What a plan of an audit of a training without noise needs (:func:`attacks.canary.fdp_bound.flag_rate`): a
+    canary that takes part in no step leaves no mark on any output."""
+    from scipy.stats import beta
+
+    part = Participation(config, PARTICIPATION_SAMPLE, np.random.default_rng(seed),
+                         torch.Generator().manual_seed(seed))
+    entries = part.sampler.steps_per_epoch * part.replicas * config.N * (part.n_starts + 1)
+    if entries > MAX_DIRECTION_ENTRIES:  # one epoch's batches are drawn at once, as a (step, sequence, start) table
+        raise ConfigError("steps", f"the canaries' participation is drawn an epoch at a time, a table of "
+                                   f"{entries:.3g} (step, sequence, start) entries here, more than "
+                                   f"{MAX_DIRECTION_ENTRIES:.3g}: plan without it (every canary taking part)", steps)
+    seen = np.zeros(PARTICIPATION_SAMPLE, dtype=bool)
+    for _ in range(min(steps, PARTICIPATION_STEPS, max(1, PARTICIPATION_WORK // part.replicas))):
+        seen |= part.next().cpu().numpy() > 0
+        if seen.all():
+            break
+    hits = int(seen.sum())
+    return float(beta.ppf(PARTICIPATION_LEVEL, hits, PARTICIPATION_SAMPLE - hits + 1)) if hits else 0.0
+
+
 IDEAL_SEEDS = 3
 """Independent ideal audits averaged per candidate by :func:`best_canaries` (one is noisy: ±0.3 in ε measured)."""
 
@@ -396,4 +429,4 @@ class GradientCanaries:
 
 
 __all__ = ["SCORES", "GradientCanaries", "Participation", "best_canaries", "canary_directions", "ideal_epsilon", "ideal_evidence", "likelihood_ratio",
-           "mixture_scores", "participation_rate", "sound_profile"]
+           "mixture_scores", "participation_probability", "participation_rate", "sound_profile"]

@@ -73,8 +73,10 @@ def test_plan_steps_and_parameters_bad_inputs_are_one_line(capsys):
     base = ["audit-fn", "--plan", "--canaries", "100", "--delta", "1e-5"]
     for extra, flag in ((["--steps", "0", "--parameters", "10"], "--steps"),
                         (["--steps", "10", "--parameters", "0"], "--parameters"),
-                        (["--steps", "10"], "--steps/--parameters"),
-                        (["--steps", "10", "--parameters", "10", "--canary", "spike"], "--steps/--parameters")):
+                        (["--parameters", "10"], "--parameters"),
+                        (["--steps", "10", "--canary", "spike"], "--steps"),
+                        (["--steps", "100001"], "--steps"),
+                        (["--steps", "10", "--N", "100000"], "--steps")):  # an epoch's draw: 6.6e9 entries
         assert main(base + extra) == 2
         err = capsys.readouterr().err.strip()
         assert flag in err and "\n" not in err, err

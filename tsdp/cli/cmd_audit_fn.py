@@ -109,7 +109,8 @@ PLAN_MAX = 10 ** 7
 
 
 def _plan(args) -> dict:
-    """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.fdp_bound.plan`)."""
+    """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.fdp_bound.plan`); with
+    ``--steps`` the canaries needed count those that take part in no step (:func:`_participation`)."""
     from tsdp.attacks.canary.fdp_bound import plan
     from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs, guess_sets_of
 
@@ -119,12 +120,34 @@ def _plan(args) -> dict:
     if canaries * args.runs > PLAN_MAX:
         raise UsageError(f"invalid --canaries/--runs: the plan covers at most {PLAN_MAX:.0e} canaries in all "
                          f"(got {canaries} × {args.runs})")
+    participation = _participation(args)
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
-               analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX, grid=guess_sets_of(args.analysis))
-    out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary)
-    if args.steps is not None or args.parameters is not None:
+               analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX, grid=guess_sets_of(args.analysis),
+               participation=1.0 if participation is None else participation)
+    out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary, steps=args.steps)
+    if args.parameters is not None and out.get("canaries_needed") is not None:
+        out["runs_needed"] = -(-out["canaries_needed"] // args.parameters)
+    if args.parameters is not None:
         out["best_canaries"] = _best_canaries(args, delta, confidence)
     return out
+
+
+def _participation(args):
+    """With ``--steps`` (gradient canaries): a lower bound on the probability that a canary takes part in a step of
+    the configured batching over the steps (:func:`attacks.canary.gradient.participation_probability`); None
+    without (every canary assumed to take part). ``--parameters`` needs ``--steps``."""
+    for flag, value, top in (("--steps", args.steps, 10 ** 5), ("--parameters", args.parameters, 10 ** 8)):
+        if value is not None and not 1 <= value <= top:
+            raise UsageError(f"invalid {flag}: must be in [1, {top:.0e}] (got {value})")
+    if args.parameters is not None and args.steps is None:
+        raise UsageError("invalid --parameters: needs --steps (the plan simulates the audit over your steps)")
+    if args.steps is None:
+        return None
+    if args.canary != "gradient":
+        raise UsageError("invalid --steps: only for --canary gradient (spike canaries are in every run's data)")
+    from tsdp.attacks.canary.gradient import participation_probability
+
+    return participation_probability(config_from_args(args), args.steps, seed=args.seed)
 
 
 def _best_canaries(args, delta: float, confidence: float) -> dict:
@@ -133,11 +156,6 @@ def _best_canaries(args, delta: float, confidence: float) -> dict:
     from tsdp.attacks.canary.evidence import CERTIFIERS
     from tsdp.attacks.canary.gradient import best_canaries
 
-    if args.canary != "gradient" or args.steps is None or args.parameters is None:
-        raise UsageError("invalid --steps/--parameters: both are needed, and only for --canary gradient")
-    for flag, value, top in (("--steps", args.steps, 10 ** 5), ("--parameters", args.parameters, 10 ** 8)):
-        if not 1 <= value <= top:
-            raise UsageError(f"invalid {flag}: must be in [1, {top:.0e}] (got {value})")
     return best_canaries(config_from_args(args), args.steps, args.parameters, delta, confidence, runs=args.runs,
                          certifier=CERTIFIERS[args.analysis], seed=args.seed)
 
@@ -151,10 +169,16 @@ def _plan_human(d: dict) -> str:
              f"every canary right certifies ≥ {d['perfect_ranking']:.4f} "
              f"in {1 - d['quantile']:.0%} of audits (the number included is random)"]
     if "canaries_needed" in d:
-        n = d["canaries_needed"]
+        n, q = d["canaries_needed"], d["participation"]
+        who = ("every canary leaving its mark" + ("; give --steps with your batching for those that take part in "
+                                                  "no step" if d["canary"] == "gradient" else "")
+               if d["steps"] is None else
+               f"each canary taking part in one of the {d['steps']} steps with probability ≥ {q:.3f}")
         lines.append(f"  canaries needed to flag a training without noise against the claimed ε = "
-                     f"{d['claimed_epsilon']:g} ({1 - d['quantile']:.0%} of audits): "
-                     f"{f'more than {PLAN_MAX:.0e}' if n is None else n} (in all, over the runs)")
+                     f"{d['claimed_epsilon']:g} (≥ {1 - d['quantile']:.0%} of audits, {who}): "
+                     f"{f'more than {PLAN_MAX:.0e}' if n is None else n} (in all, over the runs"
+                     + (f"; {d['runs_needed']} run(s) of at most --parameters canaries each, no cross-talk)"
+                        if "runs_needed" in d else ")"))
     if "best_canaries" in d:
         b = d["best_canaries"]
         lines.append("  the same audit on the claimed mechanism (cross-talk of canaries sharing the parameters "
@@ -254,11 +278,13 @@ def add_parsers(sub, command) -> None:
                         "raw gradients are far above C: the clipping test then sees a missing clip, which the "
                         "gradient canaries (entering after your clipping) cannot (default 0)")
     p.add_argument("--steps", type=int, default=None,
-                   help="with --plan and gradient canaries: the optimizer steps of your training (with --parameters: "
-                        "the plan picks the canaries per run that certify most on the claimed mechanism)")
+                   help="with --plan and gradient canaries: the optimizer steps of your training: the canaries needed "
+                        "then count those that take part in no step of the configured batching (without it, every "
+                        "canary is assumed to take part); with --parameters the plan also picks the canaries per run "
+                        "that certify most on the claimed mechanism")
     p.add_argument("--parameters", type=int, default=None,
-                   help="with --plan and gradient canaries: the trainable parameters d of your model (canaries "
-                        "beyond d interfere)")
+                   help="with --plan and --steps: the trainable parameters d of your model (canaries beyond d per run "
+                        "interfere)")
     p.add_argument("--device", default="auto",
                    help="gradient canaries: where the audit's own torch work runs (the canaries' directions, sums and "
                         "projections, the data's per-window gradients on a copy of your model): auto (cuda when torch "

@@ -1,4 +1,4 @@
-"""`tsdp bench {accounting,loop,audit,canary,planted,blackbox,baselines,estimate,startup}`: benchmarks (not tests).
+"""`tsdp bench {accounting,loop,audit,canary,planted,blackbox,baselines,estimate,startup,plan}`: benchmarks (not tests).
 
 ``accounting`` times the one-step PLD construction against dp-accounting's, interleaved
 over rounds on equal work (:mod:`verify.bench_accounting`, :mod:`verify.bench_rounds`);
@@ -8,7 +8,8 @@ models trained without and with DP), ``baselines`` (the experiment's seasonal na
 AutoETS on a set of electricity's shape) and ``estimate`` (the experiment's pre-run estimate
 against its run) belong to the attacks package and are imported lazily (torch is never
 imported by verify/ at module import time). ``startup`` times the `tsdp` command's own start
-against a bare interpreter (:mod:`tsdp.cli.bench_startup`).
+against a bare interpreter (:mod:`tsdp.cli.bench_startup`), ``plan`` how long `tsdp audit-fn --plan` answers
+over claims, audit sizes and batchings (:mod:`tsdp.cli.bench_plan`).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ BENCHES = {
     "baselines": ("tsdp.attacks.experiment.bench", "bench_baselines", "format_baselines"),
     "estimate": ("tsdp.attacks.experiment.bench", "bench_estimate", "format_estimate"),
     "startup": ("tsdp.cli.bench_startup", "bench_startup", "format_bench"),
+    "plan": ("tsdp.cli.bench_plan", "bench_plan", "format_bench"),
 }
 CANARY_FLAGS = {"--mu", "--canaries", "--seeds", "--delta", "--confidence", "--seed"}
 BASELINES_FLAGS = {"--full", "--workers"}
@@ -42,7 +44,7 @@ def add_parsers(sub, command) -> None:
     p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run "
                        "analyses), planted (bugs in an Opacus loop), blackbox (spike canaries on returned models), "
                        "baselines (the experiment's baselines at scale), estimate (the experiment's pre-run estimate), "
-                       "startup (`tsdp` against `python -c pass`)",
+                       "startup (`tsdp` against `python -c pass`), plan (how long `tsdp audit-fn --plan` answers)",
                        description="Run a benchmark and print its figures (--json for machines).")
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=None,
@@ -85,7 +87,7 @@ def add_parsers(sub, command) -> None:
         loop_flags = {"--models", "--batches", "--threads", "--rounds"}
         used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
                 "canary": CANARY_FLAGS, "planted": set(), "blackbox": BLACKBOX_FLAGS,
-                "baselines": BASELINES_FLAGS, "estimate": set(), "startup": {"--rounds"}}[args.what]
+                "baselines": BASELINES_FLAGS, "estimate": set(), "startup": {"--rounds"}, "plan": set()}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
                          & ({"--discretization"} | loop_flags | CANARY_FLAGS | BLACKBOX_FLAGS | BASELINES_FLAGS))
                         - used)
