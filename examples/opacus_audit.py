@@ -1,7 +1,7 @@
-"""Audit the Opacus loop of `tsdp bench planted` with white-box gradient canaries, as you would audit your own.
+"""Audit the Opacus loop of `tsdp bench planted-opacus` with white-box gradient canaries, as you would audit your own.
 
     python examples/opacus_audit.py               # the correct loop
-    python examples/opacus_audit.py noise-off     # the same loop with a planted bug (see `tsdp bench planted`)
+    python examples/opacus_audit.py noise-off     # the same loop with a planted bug (see `tsdp bench planted-opacus`)
 
 The training is ordinary Opacus code (``attacks.integrations.planted_opacus.opacus_train``: an MLP
 forecaster, SGD, ``PrivacyEngine.make_private`` over a DataLoader that draws its batches with

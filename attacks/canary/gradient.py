@@ -69,6 +69,7 @@ Bonferroni over the scores) turns them into a **lower** bound on ε.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -306,13 +307,21 @@ def best_canaries(config: TrainingConfig, steps: int, parameters: int, delta: fl
     return {"canaries": best, "epsilon_ideal": table[best], "table": table}
 
 
-def sound_profile(config: TrainingConfig, steps: int):
+@lru_cache(maxsize=16)
+def sound_profile(config: TrainingConfig, steps: int) -> tuple:
     """The claim gradient canaries are tested against: tsdp's sound accountant (an **upper** bound on the correct
-    loop's δ(ε); the T-id its scheme selects) of ``config`` composed over ``steps`` steps."""
+    loop's δ(ε); the T-id its scheme selects) of ``config`` composed over ``steps`` steps, read on the f-DP test's ε
+    grid (:func:`attacks.canary.fdp_bound.claimed_curve`: (ε grid, δ grid)). Kept per (``config``, ``steps``) in the
+    process: audits of one configuration (a bench's seeds) read the accountant once (the reads are most of a small
+    audit's time)."""
     from tsdp.verify.accountant import PldAccountant
     from tsdp.verify.events import training_event
 
-    return PldAccountant().compose(training_event(config, steps=steps))
+    from .fdp_bound import claimed_curve
+
+    eps, deltas = claimed_curve(PldAccountant().compose(training_event(config, steps=steps)))
+    eps.flags.writeable = deltas.flags.writeable = False  # shared by every caller
+    return eps, deltas
 
 
 MAX_DIRECTION_ENTRIES = 2 ** 28

@@ -9,7 +9,11 @@ the steps run):
 * ``noise-off``: ``noise_multiplier = 0``;
 * ``noise-10x-small``: σ / 10;
 * ``clipping-off``: ``max_grad_norm = 100 C`` with ``noise_multiplier = σ / 100`` (the noise of the
-  intended C, an element's gradient up to 100 C);
+  intended C, an element's gradient up to 100 C). The gradient canaries take their norm from the loop's
+  ``max_grad_norm`` (100 C), so each sees a noise 100 times too small for it: the ε bound flags this
+  larger declared clip, not a missing one. In a loop whose clip is missing while C is declared
+  (:mod:`.handwritten_dpsgd`'s ``clipping-off``) the canaries enter after the clipping, of norm C, and
+  the ε bound sees nothing; the clipping test does (`tsdp bench planted`, :mod:`.bug_bench`);
 * ``poisson-claim``: the claim accounts a Poisson top level while the loader shuffles;
 * ``global-standardisation``: the series are standardised with the mean and standard deviation
   of all series, canaries included, before the private training (a leak outside DP-SGD).
@@ -24,7 +28,7 @@ preprocessing). :func:`bench_planted` runs each variant R times on the engine
 the claim. The correct loop's flags over ``null_audits`` independent audits estimate the false-flag
 rate, which the certifier bounds by 1 - confidence.
 
-Measured (``tsdp bench planted``: m = 1000 gradient canaries × 1 run per bug, 40 spike canaries
+Measured (``tsdp bench planted-opacus``: m = 1000 gradient canaries × 1 run per bug, 40 spike canaries
 for the standardisation, δ = 1e-5, 95%, the f-DP certifier with Steinke's baseline (Steinke's
 bound alone certified 3.217, 2.102, 3.217 for the three bugs caught); 5 min 50 s on 2 cores shared
 with other work; AUC the best score's):

@@ -129,3 +129,21 @@ def test_one_and_two_workers_and_a_lost_run_give_identical_evidence(tmp_path, on
         assert np.array_equal(here.evidence["included"], other.evidence["included"])
         for name, s in here.evidence["scores"].items():
             assert np.array_equal(s, other.evidence["scores"][name])
+
+
+def test_the_sound_profile_is_the_accountants_curve_read_once():
+    """The claimed curve gradient canaries are tested against: the sound accountant's δ(ε) on the f-DP test's grid
+    (0, 0.05, ..., 20), equal to its reads one ε at a time (get_delta), computed once per (config, steps) and
+    shared read-only by every audit of that configuration."""
+    from tsdp.attacks.canary.gradient import sound_profile
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    config = TrainingConfig()
+    eps, deltas = sound_profile(config, 1)
+    accountant = PldAccountant().compose(training_event(config, steps=1))
+    assert np.array_equal(eps, np.linspace(0.0, 20.0, 401))
+    assert np.allclose(deltas[::50], [accountant.get_delta(float(e)) for e in eps[::50]], rtol=1e-9, atol=0)
+    assert sound_profile(config.with_(), 1) is sound_profile(config, 1)
+    with pytest.raises(ValueError):
+        deltas[0] = 0.0

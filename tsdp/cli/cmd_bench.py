@@ -1,9 +1,11 @@
-"""`tsdp bench {accounting,loop,audit,canary,planted,blackbox,baselines,estimate,startup,plan}`: benchmarks (not tests).
+"""`tsdp bench {accounting,loop,audit,canary,planted,planted-opacus,blackbox,baselines,estimate,startup,plan}`:
+benchmarks (not tests).
 
 ``accounting`` times the one-step PLD construction against dp-accounting's, interleaved
 over rounds on equal work (:mod:`verify.bench_accounting`, :mod:`verify.bench_rounds`);
-``loop``, ``audit``, ``canary``, ``planted`` (canary audits of an Opacus loop with planted
-bugs; needs ``tsdp[opacus]``) and ``blackbox`` (spike-canary audits of a memoriser and of tsdp's
+``loop``, ``audit``, ``canary``, ``planted`` (white-box audits of a hand-written DP-SGD loop
+with planted bugs, over many seeds), ``planted-opacus`` (the same for an Opacus loop, one seed;
+needs ``tsdp[opacus]``) and ``blackbox`` (spike-canary audits of a memoriser and of tsdp's
 models trained without and with DP), ``baselines`` (the experiment's seasonal naive and
 AutoETS on a set of electricity's shape) and ``estimate`` (the experiment's pre-run estimate
 against its run) belong to the attacks package and are imported lazily (torch is never
@@ -27,7 +29,8 @@ BENCHES = {
     "loop": ("tsdp.attacks.loop.bench", "bench_loop", "format_bench"),
     "audit": ("tsdp.attacks.montecarlo.bench", "bench_audit", "format_bench"),
     "canary": ("tsdp.attacks.canary.bench", "bench_canary", "format_bench"),
-    "planted": ("tsdp.attacks.integrations.planted_opacus", "bench_planted", "format_bench"),
+    "planted": ("tsdp.attacks.integrations.bug_bench", "bench_planted", "format_bench"),
+    "planted-opacus": ("tsdp.attacks.integrations.planted_opacus", "bench_planted", "format_bench"),
     "blackbox": ("tsdp.attacks.canary.blackbox_bench", "bench_blackbox", "format_bench"),
     "baselines": ("tsdp.attacks.experiment.bench", "bench_baselines", "format_baselines"),
     "estimate": ("tsdp.attacks.experiment.bench", "bench_estimate", "format_estimate"),
@@ -37,12 +40,13 @@ BENCHES = {
 CANARY_FLAGS = {"--mu", "--canaries", "--seeds", "--delta", "--confidence", "--seed"}
 BASELINES_FLAGS = {"--full", "--workers"}
 BLACKBOX_FLAGS = {"--canaries", "--epochs", "--epsilon", "--delta", "--confidence", "--seed"}
+PLANTED_FLAGS = {"--seeds", "--canaries", "--seed", "--workers"}
 
 
 def add_parsers(sub, command) -> None:
     """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``."""
     p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run "
-                       "analyses), planted (bugs in an Opacus loop), blackbox (spike canaries on returned models), "
+                       "analyses), planted (bugs in a hand-written DP-SGD loop, over seeds), planted-opacus (bugs in an Opacus loop), blackbox (spike canaries on returned models), "
                        "baselines (the experiment's baselines at scale), estimate (the experiment's pre-run estimate), "
                        "startup (`tsdp` against `python -c pass`), plan (how long `tsdp audit-fn --plan` answers)",
                        description="Run a benchmark and print its figures (--json for machines).")
@@ -62,21 +66,25 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--mu", type=float, nargs="+", default=None, metavar="MU",
                    help="`canary`: GDP parameters of the idealised canary scores (default 0.5 1 2)")
     p.add_argument("--canaries", type=int, nargs="+", default=None, metavar="M",
-                   help="`canary`: numbers of canaries (default 1000 10000); `blackbox`: one number (default 400)")
+                   help="`canary`: numbers of canaries (default 1000 10000); `blackbox`: one number (default 400); "
+                        "`planted`: one number per audit (default 1000)")
     p.add_argument("--epochs", type=int, default=None,
                    help="`blackbox`: epochs of tsdp's models, without noise and with DP (default 100)")
     p.add_argument("--epsilon", type=float, default=None,
                    help="`blackbox`: the claimed ε at --delta; the DP runs use the σ that spends it (default 1)")
-    p.add_argument("--seeds", type=int, default=20, help="`canary`: audits per cell (default 20)")
+    p.add_argument("--seeds", type=int, default=20,
+                   help="`canary`: audits per cell; `planted`: seeds per bug, five times as many for the correct "
+                        "loop (default 20)")
     p.add_argument("--delta", type=float, default=1e-5, help="`canary`, `blackbox`: δ of the reported ε (default 1e-5)")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="`canary`: confidence per analysis; `blackbox`: of each lower bound (default 0.95)")
     p.add_argument("--seed", type=int, default=0,
-                   help="`canary`: seed of the first audit; `blackbox`: of the data and canaries (default 0)")
+                   help="`canary`, `planted`: seed of the first audit; `blackbox`: of the data and canaries (default 0)")
     p.add_argument("--full", action="store_true",
                    help="`baselines`: electricity's shape (321 series x 26,304 values, 7 test windows; ~10 min) "
                         "instead of a scaled-down set (a minute)")
-    p.add_argument("--workers", type=int, default=2, help="`baselines`: statsforecast's processes (default 2)")
+    p.add_argument("--workers", type=int, default=2, help="`baselines`: statsforecast's processes; `planted`: processes over the seeds, "
+                        "one torch thread each (default 2)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     @command("bench")
@@ -86,10 +94,11 @@ def add_parsers(sub, command) -> None:
         module_name, fn_name, fmt_name = BENCHES[args.what]
         loop_flags = {"--models", "--batches", "--threads", "--rounds"}
         used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
-                "canary": CANARY_FLAGS, "planted": set(), "blackbox": BLACKBOX_FLAGS,
+                "canary": CANARY_FLAGS, "planted": PLANTED_FLAGS, "planted-opacus": set(), "blackbox": BLACKBOX_FLAGS,
                 "baselines": BASELINES_FLAGS, "estimate": set(), "startup": {"--rounds"}, "plan": set()}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
-                         & ({"--discretization"} | loop_flags | CANARY_FLAGS | BLACKBOX_FLAGS | BASELINES_FLAGS))
+                         & ({"--discretization"} | loop_flags | CANARY_FLAGS | BLACKBOX_FLAGS | BASELINES_FLAGS
+                          | PLANTED_FLAGS))
                         - used)
         if unused:
             raise UsageError(f"invalid {unused[0]}: `tsdp bench {args.what}` does not take it")
@@ -125,6 +134,8 @@ def add_parsers(sub, command) -> None:
             result = fn(**_canary_options(args), progress=progress)
         elif args.what == "blackbox":
             result = fn(**_blackbox_options(args), progress=progress)
+        elif args.what == "planted":
+            result = fn(**_planted_options(args), progress=progress).as_dict()
         elif args.what == "baselines":
             from tsdp.verify.cpus import check_workers
 
@@ -178,3 +189,20 @@ def _blackbox_options(args) -> dict:
         raise UsageError(f"invalid --seed: must be in [0, 2^32) (got {args.seed})")
     return {"canaries": canaries[0], "epochs": epochs, "epsilon": epsilon, "delta": check_delta(args.delta),
             "confidence": args.confidence, "seed": args.seed}
+
+
+def _planted_options(args) -> dict:
+    """`tsdp bench planted`'s flags, checked (:class:`UsageError` naming the flag)."""
+    from tsdp.verify.cpus import check_workers
+
+    from .errors import UsageError
+
+    canaries = args.canaries or [1000]
+    if len(canaries) != 1 or not 2 <= canaries[0] <= 10 ** 4:
+        raise UsageError(f"invalid --canaries: one number in [2, 10000] (got {' '.join(map(str, canaries))})")
+    if not 1 <= args.seeds <= 10 ** 4:
+        raise UsageError(f"invalid --seeds: must be in [1, 10000] (got {args.seeds})")
+    if not 0 <= args.seed < 2 ** 31:
+        raise UsageError(f"invalid --seed: must be in [0, 2^31) (got {args.seed})")
+    check_workers("workers", args.workers)
+    return {"seeds": args.seeds, "canaries": canaries[0], "seed": args.seed, "workers": args.workers}
