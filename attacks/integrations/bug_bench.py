@@ -11,8 +11,8 @@ most 1000 canaries can certify, every guess right: 4.80 at 1000), which no ε bo
 and ``claim-4x-small``, the correct loop against a quarter of its claim.
 
 The audit flags a run when any of its tests rejects (:data:`TESTS`): the ε lower bound above the
-claim (``epsilon_bound``), the claimed trade-off curve rejected (``claimed_curve``), the noise
-or the clipping test (:mod:`attacks.canary.mechanism`). A row reports the runs flagged (its
+claim (``epsilon_bound``), the claimed trade-off curve rejected (``claimed_curve``), the noise,
+clipping or sampling test (:mod:`attacks.canary.mechanism`). A row reports the runs flagged (its
 detection rate; on the correct loop, its false flags, every test together: designed at most
 5% for the two ε tests together plus 0.1% for each mechanism test), the runs each test flagged,
 and ``named``: the runs flagged by the test that names the planted bug (``expected``). Beside
@@ -32,12 +32,12 @@ from typing import Callable, Dict, Optional, Tuple, Union
 
 import torch
 
-from tsdp.attacks.canary.mechanism import CLIP_ALPHA, NOISE_ALPHA
+from tsdp.attacks.canary.mechanism import CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA
 from tsdp.attacks.montecarlo.shards import run_shards
 
 from . import handwritten_dpsgd as loops
 
-TESTS = ("epsilon_bound", "claimed_curve", "noise", "clipping")
+TESTS = ("epsilon_bound", "claimed_curve", "noise", "clipping", "sampling")
 """The audit's tests, by name: the ε lower bound against the claim, the claimed trade-off curve, the mechanism tests."""
 
 ABOVE_CEILING = 20.0
@@ -66,7 +66,7 @@ ROWS = (Row("correct", "correct", None, seeds_factor=5),
         Row("claim-4x-small", "claim-4x-small", "epsilon_bound"))
 """The bench's rows (module docstring)."""
 
-DESIGNED_FALSE_FLAGS = 1 - 0.95 + NOISE_ALPHA + CLIP_ALPHA
+DESIGNED_FALSE_FLAGS = 1 - 0.95 + NOISE_ALPHA + CLIP_ALPHA + SAMPLING_ALPHA
 """The designed bound on the correct loop's flag rate, every test together (at the audit's 95%)."""
 
 
@@ -106,12 +106,11 @@ def audit_one(spec: AuditSpec) -> AuditOutcome:
     torch.set_num_threads(1)
     started = time.perf_counter()
     r = loops.audit(spec.bug, spec.canaries, spec.seed, epsilon=spec.claim)
-    mechanism = {t["name"]: t["failed"] for t in r["mechanism"]["tests"]}
-    failed = tuple(name for name, hit in zip(TESTS, (r["above_claim"], bool(r["curve_rejected"]),
-                                                     mechanism.get("noise", False), mechanism.get("clipping", False)))
-                   if hit)
-    ceiling = max(max(s["ceiling"]["dp"], s["ceiling"]["steinke"]) for s in r["scores"].values())
-    return AuditOutcome(spec.key, failed, float(r["epsilon_lower"]), float(ceiling), float(r["epsilon_ideal"]),
+    hits = {"epsilon_bound": r.above_claim, "claimed_curve": bool(r.curve_rejected),
+            **{t.name: t.failed for t in r.gradient.mechanism.tests}}
+    failed = tuple(name for name in TESTS if hits.get(name, False))
+    ceiling = max(max(s.ceiling["dp"], s.ceiling["steinke"]) for s in r.scores.values())
+    return AuditOutcome(spec.key, failed, float(r.epsilon_lower), float(ceiling), float(r.gradient.epsilon_ideal),
                         time.perf_counter() - started)
 
 
@@ -213,12 +212,12 @@ def format_bench(result: Union[PlantedBench, dict]) -> str:
              f"gradient canaries per audit, the loop's loss given, δ = {r['delta']:g}, {r['confidence']:.0%}; seeds "
              f"from {first['first_seed']}; {r['workers']} process(es) at {r.get('torch_threads', 1)} torch thread",
              f"{'row':<42}{'claim ε':>8}{'ceiling':>8}{'seeds':>6}{'flagged':>8}{'rate':>6}  {'expected':<14}"
-             f"{'named':>6}  {'ε bound/curve/noise/clipping':<29}{'max ε ≥':>8}{'ideal':>7}"]
+             f"{'named':>6}  {'ε bound/curve/noise/clip/sampling':<35}{'max ε ≥':>8}{'ideal':>7}"]
     for row in rows:
         tests = "/".join(str(row["by_test"][t]) for t in TESTS)
         lines.append(f"{row['name']:<42}{row['claim']:>8.3f}{row['ceiling']:>8.3f}{row['seeds']:>6}"
                      f"{row['flagged']:>8}{row['rate']:>6.2f}  {row['expected'] or '-':<14}"
-                     f"{row['named'] if row['expected'] else '-':>6}  {tests:<29}{row['epsilon_lower_max']:>8.3f}"
+                     f"{row['named'] if row['expected'] else '-':>6}  {tests:<35}{row['epsilon_lower_max']:>8.3f}"
                      f"{row['epsilon_ideal_max']:>7.3f}")
     for row in rows:
         if row["expected"] is None:

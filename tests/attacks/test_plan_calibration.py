@@ -49,12 +49,12 @@ def test_the_plans_canaries_flag_a_training_without_noise_in_at_least_90_percent
     planned = _handwritten_plan(capsys)
     m = planned["canaries_needed"]
     assert 60 <= m <= 150 and 0.8 < planned["participation"] < 0.9, planned
-    flagged = [audit("noise-off", m, seed, with_loss=False, epsilon=CLAIM)["epsilon_lower"] > CLAIM
+    flagged = [audit("noise-off", m, seed, with_loss=False, epsilon=CLAIM).epsilon_lower > CLAIM
                for seed in range(20)]
     assert sum(flagged) >= 16, flagged
     perfect = _handwritten_plan(capsys, steps=False)["canaries_needed"]
     assert perfect < m / 2, (perfect, m)
-    old = [audit("noise-off", perfect, seed, with_loss=False, epsilon=CLAIM)["epsilon_lower"] > CLAIM
+    old = [audit("noise-off", perfect, seed, with_loss=False, epsilon=CLAIM).epsilon_lower > CLAIM
            for seed in range(20)]
     assert sum(old) <= 10, old
 
