@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import Bottom, Top, TrainingConfig
 
 from .data_span import MAX_ENTRIES, DataSpan
 from .gradient import GradientCanaries
@@ -218,7 +218,7 @@ class OptimizerCanaries:
 def most_windows(config: TrainingConfig) -> int:
     """The most windows one step of ``config``'s scheme holds: its batch Λ when both levels draw a fixed number
     (deterministic, shuffled, WOR or pooled top level; WR bottom level), else every window of the dataset."""
-    if config.top in ("deterministic", "shuffle", "wor", "pooled") and config.bottom == "wr":
+    if config.top in (Top.DETERMINISTIC, Top.SHUFFLE, Top.WOR, Top.POOLED) and config.bottom == Bottom.WR:
         return int(config.batch_size)
     return int(config.n_windows_total)
 
