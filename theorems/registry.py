@@ -105,7 +105,7 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
         else:
             bound, reason = (REGISTRY["T2"],
                              "T2 is the sound upper bound for deterministic top level, WR bottom level, λ > 1")
-        if top == Top.SHUFFLE:  # every order is a deterministic one: sound; its tightness is shown for a known order only
+        if top == Top.SHUFFLE:  # every order is a deterministic one: sound; tight is shown for a known order only
             reason += ("; sound for shuffled iteration too (each shuffled order is a deterministic one), not shown "
                        "tight there: the order is hidden, and the attained value is the hidden-position epoch's")
         return bound, reason

@@ -68,7 +68,6 @@ from .pld import (
 )
 
 
-
 class Estimate(Choice):
     """What an accountant composes (module docstring): the sound profile (upper), the construction's law
     optimistic (attained, lower) or pessimistic (attained_upper)."""

@@ -133,7 +133,8 @@ def parameter_sweeps(b: Bound, config: TrainingConfig) -> List[Tuple[str, bool, 
     for T11 (one at a time), jointly for T12.
     """
     out = []
-    k_raw = config.window_length + config.w - 1 if config.relation == Relation.EVENT else config.w * config.window_length
+    window = config.window_length
+    k_raw = window + config.w - 1 if config.relation == Relation.EVENT else config.w * window
     Ts = [8 * k_raw, 4 * k_raw, 2 * k_raw, k_raw]
     r_cfgs = [config.with_(L=T + config.forecast_length - 1) for T in Ts]
     out.append(("r", True, [float(c.r) for c in r_cfgs], r_cfgs))
