@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import Relation, Top, TrainingConfig
 from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP, hidden_position_name
 from tsdp.theorems.registry import attained_pair, get
@@ -52,11 +52,11 @@ def audit_command(construction: str, config: TrainingConfig, steps: int, delta: 
     A shuffled configuration's command keeps ``--top shuffle``: the audit then runs shuffled iteration and
     reads the hidden-position epoch (the attained ε `tsdp epsilon --top shuffle` prints), never the
     known-position construction."""
-    if construction not in CONSTRUCTIONS or config.relation != "event" or config.w != 1:
+    if construction not in CONSTRUCTIONS or config.relation != Relation.EVENT or config.w != 1:
         return None
     if config.lengths is not None and len(set(config.lengths)) > 1:
         return None
-    parts = ["tsdp audit", f"--theorem {construction}", *(["--top shuffle"] if config.top == "shuffle" else []),
+    parts = ["tsdp audit", f"--theorem {construction}", *(["--top shuffle"] if config.top == Top.SHUFFLE else []),
              f"--trials {trials}", f"--steps {steps}", f"--delta {delta:g}",
              f"--N {config.N}", f"--L {config.L}", f"--context-length {config.context_length}",
              f"--forecast-length {config.forecast_length}", f"--batch-size {config.batch_size}",

@@ -13,7 +13,7 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Optional
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import Top, TrainingConfig
 from tsdp.theorems.errors import TheoremError
 from tsdp.verify import accounting
 
@@ -48,7 +48,7 @@ def _reference(config: TrainingConfig, steps: int, delta: float, discretization:
     try:
         r = accounting.epsilon(config, delta, steps=steps, discretization=discretization, estimates=estimates)
     except TheoremError as exc:
-        if config.top != "pooled" or not attained:
+        if config.top != Top.POOLED or not attained:
             return Reference(None, None, None, None, refused=str(exc))
         r = accounting.epsilon(config, delta, steps=steps, theorem="T14", discretization=discretization)
         return Reference(None, r.construction, None, r.epsilon_attained,

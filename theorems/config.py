@@ -9,12 +9,10 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field, fields, replace
+from enum import Enum
 from fractions import Fraction
 from typing import Optional, Tuple
 
-TOP_LEVEL = ("deterministic", "shuffle", "wor", "poisson", "pooled")
-BOTTOM_LEVEL = ("wr", "poisson")
-RELATIONS = ("event", "user")
 DEFAULT_L = 20
 
 
@@ -44,6 +42,71 @@ class ConfigError(ValueError):
         if type(self).__init__ is not ConfigError.__init__:
             return super().__reduce__()
         return type(self), (self.parameter, self.constraint, self.value)
+
+
+class Choice(str, Enum):
+    """A named option whose value is a string (DESIGN.md "Options"): code compares members (``config.top ==
+    Top.SHUFFLE``), while the edges (CLI flags, config files, JSON, ``TrainingConfig(top="shuffle")``) keep
+    strings. A member is a ``str``: it equals, hashes, formats, JSON-encodes and repr's as its value (so
+    ``config.top == "shuffle"``, JSON, cache keys and ``repr(TrainingConfig(...))`` read as before)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    @classmethod
+    def values(cls) -> Tuple[str, ...]:
+        """The members' string values, in declaration order (CLI choices, hypothesis strategies)."""
+        return tuple(member.value for member in cls)
+
+    @classmethod
+    def of(cls, name: str, value) -> "Choice":
+        """``value`` (a member or its string) as a member, or :class:`ConfigError` naming ``name`` and the values
+        allowed."""
+        try:
+            return cls(value)
+        except (ValueError, TypeError):
+            raise ConfigError(name, f"must be one of {', '.join(cls.values())}", value) from None
+
+
+class Top(Choice):
+    """Top-level scheme (paper Section 4): which sequences a step draws."""
+
+    DETERMINISTIC = "deterministic"
+    SHUFFLE = "shuffle"
+    WOR = "wor"
+    POISSON = "poisson"
+    POOLED = "pooled"
+
+    @property
+    def epoch_scoped(self) -> bool:
+        """Deterministic or shuffled iteration: the bounds are per epoch (paper Section 4.1, THEOREMS.md scope
+        "epoch"); the other top levels are accounted per step."""
+        return self in (Top.DETERMINISTIC, Top.SHUFFLE)
+
+
+class Bottom(Choice):
+    """Bottom-level scheme (paper Algorithms 4 and 6): which windows of a drawn sequence a step uses."""
+
+    WR = "wr"
+    POISSON = "poisson"
+
+
+class Relation(Choice):
+    """Neighbouring relation: w-event or w-user (THEOREMS.md "Generalisations")."""
+
+    EVENT = "event"
+    USER = "user"
+
+
+TOP_LEVEL = Top.values()
+BOTTOM_LEVEL = Bottom.values()
+RELATIONS = Relation.values()
 
 
 def window_starts(lengths, forecast_length: int):
@@ -178,9 +241,10 @@ class TrainingConfig:
         batch_size: Batch size Λ, in subsequences.
         instances: λ, subsequences per sequence.
         sigma: Noise multiplier σ.
-        top: Top-level scheme: deterministic | shuffle | wor | poisson | pooled.
-        bottom: Bottom-level scheme: wr | poisson.
-        relation: Neighbouring relation: event | user.
+        top: Top-level scheme, a :class:`Top`: deterministic | shuffle | wor | poisson | pooled (its string is
+            accepted and normalised to the member).
+        bottom: Bottom-level scheme, a :class:`Bottom`: wr | poisson (string accepted).
+        relation: Neighbouring relation, a :class:`Relation`: event | user (string accepted).
         w: Number of elements the relation covers (w-event, w-user).
         v: The largest change of one element (the unit of σ_C and σ_F).
         sigma_context: Augmentation noise σ_C on the context, in units of v.
@@ -201,9 +265,9 @@ class TrainingConfig:
     batch_size: int = 32
     instances: int = 1
     sigma: float = 1.0
-    top: str = "wor"
-    bottom: str = "wr"
-    relation: str = "event"
+    top: Top = Top.WOR
+    bottom: Bottom = Bottom.WR
+    relation: Relation = Relation.EVENT
     w: int = 1
     v: float = 1.0
     sigma_context: float = 0.0
@@ -240,15 +304,11 @@ class TrainingConfig:
         put("v", check_real("v", self.v, low=0.0, low_open=True))
         put("sigma_context", check_real("sigma_context", self.sigma_context, low=0.0))
         put("sigma_forecast", check_real("sigma_forecast", self.sigma_forecast, low=0.0))
-        if self.top not in TOP_LEVEL:
-            raise ConfigError("top", f"must be one of {', '.join(TOP_LEVEL)}", self.top)
-        if self.bottom not in BOTTOM_LEVEL:
-            raise ConfigError("bottom", f"must be one of {', '.join(BOTTOM_LEVEL)}", self.bottom)
-        if self.relation not in RELATIONS:
-            raise ConfigError("relation", f"must be one of {', '.join(RELATIONS)}", self.relation)
+        for name, choice in (("top", Top), ("bottom", Bottom), ("relation", Relation)):
+            put(name, choice.of(name, getattr(self, name)))
         if self.drop_last not in (False, True):
             raise ConfigError("drop_last", "must be true or false", self.drop_last)
-        if self.drop_last and self.top != "shuffle":
+        if self.drop_last and self.top != Top.SHUFFLE:
             raise ConfigError("drop_last", "drops the last partial step of a shuffled epoch: top must be shuffle",
                               self.top)
         if self.L < self.forecast_length:
@@ -289,7 +349,7 @@ class TrainingConfig:
         event level: max(0, min(L_C + L_F + w - 1, T)); user level: max(0, min(w (L_C + L_F), T)).
         w = 1 event level on long sequences gives L_C + L_F.
         """
-        if self.relation == "event":
+        if self.relation == Relation.EVENT:
             raw = self.window_length + self.w - 1
         else:
             raw = self.w * self.window_length
@@ -332,9 +392,9 @@ class TrainingConfig:
     @property
     def compositions_per_epoch(self) -> int:
         """Deterministic/shuffled top level: 1; WOR/Poisson: floor(N λ / Λ); pooled: floor(N T / Λ)."""
-        if self.top in ("deterministic", "shuffle"):
+        if self.top.epoch_scoped:
             return 1
-        if self.top == "pooled":
+        if self.top == Top.POOLED:
             return max(1, self.n_windows_total // self.batch_size)
         return max(1, (self.N * self.instances) // self.batch_size)
 
@@ -345,7 +405,7 @@ class TrainingConfig:
         ``compositions_per_epoch`` otherwise (THEOREMS.md, Section 4.2)."""
         if self.drop_last:
             return max(1, (self.N * self.instances) // self.batch_size)
-        if self.top in ("deterministic", "shuffle"):
+        if self.top.epoch_scoped:
             return -(-self.N // self.sequences_per_step)
         return self.compositions_per_epoch
 
@@ -357,6 +417,7 @@ class TrainingConfig:
 
     def as_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "drop_last" or self.drop_last}
+        d.update(top=self.top.value, bottom=self.bottom.value, relation=self.relation.value)  # plain strings
         d["lengths"] = list(self.lengths) if self.lengths is not None else None
         d["derived"] = {
             "T": self.T,

@@ -34,10 +34,10 @@ from typing import Optional, Tuple
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from .config import TrainingConfig
+from .config import Top, TrainingConfig
 from .mixture import MixturePair, NumericMixturePair
 
-HIDDEN_POSITION_TOP = ("shuffle",)
+HIDDEN_POSITION_TOP = (Top.SHUFFLE,)
 """Top levels whose attained law is the hidden-position epoch (the others know the changed sequence's step)."""
 
 

@@ -9,7 +9,7 @@ from typing import Dict, Iterator, Optional, Tuple
 
 from .bounds import augmentation, bilevel, bottom_level, inference, pooled
 from .bounds.base import Bound, TheoremError, params
-from .config import TrainingConfig
+from .config import Bottom, Top, TrainingConfig
 from .mixture import MixturePair
 
 REGISTRY: Dict[str, Bound] = {
@@ -97,27 +97,27 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
         TheoremError: The scheme has no sound upper bound in the catalogue.
     """
     top, bottom, lam = config.top, config.bottom, config.instances
-    if top in ("deterministic", "shuffle"):
-        if bottom == "poisson":
+    if top in (Top.DETERMINISTIC, Top.SHUFFLE):
+        if bottom == Bottom.POISSON:
             bound, reason = REGISTRY["T4"], "T4 is tight for deterministic top level with Poisson bottom level"
         elif lam == 1:
             bound, reason = REGISTRY["T1"], "T1 is tight for deterministic top level, WR bottom level, λ = 1"
         else:
             bound, reason = (REGISTRY["T2"],
                              "T2 is the sound upper bound for deterministic top level, WR bottom level, λ > 1")
-        if top == "shuffle":  # every order is a deterministic one: sound; its tightness is shown for a known order only
+        if top == Top.SHUFFLE:  # every order is a deterministic one: sound; tight is shown for a known order only
             reason += ("; sound for shuffled iteration too (each shuffled order is a deterministic one), not shown "
                        "tight there: the order is hidden, and the attained value is the hidden-position epoch's")
         return bound, reason
-    if top == "wor":
-        if bottom == "poisson":
+    if top == Top.WOR:
+        if bottom == Bottom.POISSON:
             return REGISTRY["T8"], "T8 is the sound upper bound for WOR top level with Poisson bottom level"
         if lam == 1 and config.augmented:
             return REGISTRY["T11"], "T11 amplifies T6 by the context/forecast augmentation noise (λ = 1)"
         if lam == 1:
             return REGISTRY["T6"], "T6 is tight for WOR top level, WR bottom level, λ = 1"
         return REGISTRY["T7"], "T7 is the sound upper bound for WOR top level, WR bottom level, λ > 1"
-    if top == "pooled":
+    if top == Top.POOLED:
         if config.k <= 1:
             return REGISTRY["T13"], "T13 is tight for pooled windows when one element lies in one window"
         raise TheoremError(

@@ -42,17 +42,18 @@ import numpy as np
 from dp_accounting import dp_event, privacy_accountant
 
 from tsdp.theorems.bounds.base import TheoremError
-from tsdp.theorems.config import ConfigError, check_delta, check_epsilon  # noqa: F401 - re-exported
+from tsdp.theorems.config import Choice, ConfigError, check_delta, check_epsilon  # noqa: F401 - re-exported
 from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP, hidden_position_epoch, hidden_position_name
 
 from . import pld_cache
 from .cpus import each
-from .events import BoundDpEvent, TrainingEpochDpEvent, count_compositions, training_event
+from .events import BoundDpEvent, Resolutions, TrainingEpochDpEvent, count_compositions, resolved, training_event
 from .hidden_position import hidden_position_pld
 from .pld import (
     DEFAULT_DISCRETIZATION,
     DEFAULT_LOG_MASS_TRUNCATION,
     DEFAULT_TAIL_MASS_TRUNCATION,
+    PldSettings,
     attained_envelope,
     compose,
     compose_pair,
@@ -66,7 +67,17 @@ from .pld import (
     survival_pld,
 )
 
-ESTIMATES = ("sound", "attained", "attained_upper")
+
+class Estimate(Choice):
+    """What an accountant composes (module docstring): the sound profile (upper), the construction's law
+    optimistic (attained, lower) or pessimistic (attained_upper)."""
+
+    SOUND = "sound"
+    ATTAINED = "attained"
+    ATTAINED_UPPER = "attained_upper"
+
+
+ESTIMATES = Estimate.values()
 _READ_LOCK = threading.Lock()
 _EPS_FAR = 1e300  # an ε past every finite privacy loss: δ there is the PLD's infinity mass
 SOUND_KINDS = ("tight", "upper")
@@ -97,16 +108,17 @@ def _attained_law(bound, config):
     return None if survival is None else ("survival", survival)
 
 
-def _refusal(event: BoundDpEvent, estimate: str) -> Optional[str]:
-    """Why ``event`` cannot be accounted with ``estimate`` (None if it can); resolves its bound."""
+def _refusal(event: BoundDpEvent, estimate: str, resolutions: Optional[Resolutions] = None) -> Optional[str]:
+    """Why ``event`` cannot be accounted with ``estimate`` (None if it can); resolves its bound (once in
+    ``resolutions``, :func:`tsdp.verify.events.resolved`)."""
     try:
-        bound, config, _ = event.resolve()
+        bound, config, _ = resolved(event, resolutions)
     except (TheoremError, ConfigError) as exc:
         return str(exc)
-    if estimate == "sound" and bound.kind not in SOUND_KINDS:
+    if estimate == Estimate.SOUND and bound.kind not in SOUND_KINDS:
         return (f"{bound.id} is a {bound.kind} bound ({bound.reference}); a lower bound cannot serve as the sound "
                 f"accountant (it is reported as the attained value only)")
-    if estimate != "sound":
+    if estimate != Estimate.SOUND:
         law = _attained_law(bound, config)
         if law is None:
             return f"no attained value: {bound.id} has no attack construction"
@@ -132,7 +144,8 @@ def attained_law_name(bound, config) -> Optional[str]:
 
 
 def one_step_pld(event: BoundDpEvent, estimate: str, discretization: float = DEFAULT_DISCRETIZATION,
-                 log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION):
+                 log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *,
+                 resolutions: Optional[Resolutions] = None):
     """The PLD of one ``event`` under ``estimate`` (module docstring).
 
     sound: :func:`tsdp.verify.pld.sound_pld` of the event's bound (pessimistic, upper);
@@ -143,13 +156,14 @@ def one_step_pld(event: BoundDpEvent, estimate: str, discretization: float = DEF
     Cached per (bound object, configuration, estimate, grid, memory ceiling) in memory, so a bound
     substituted in the registry (:func:`tsdp.theorems.registry.substituted`) or a changed
     ``TSDP_MEMORY_LIMIT`` is never served a stale PLD, and on disk (:mod:`tsdp.verify.pld_cache`,
-    keyed by the same and the code's fingerprint; catalogue bounds only).
+    keyed by the same and the code's fingerprint; catalogue bounds only). ``resolutions``: the command's
+    resolutions (:func:`tsdp.verify.events.resolved`; None: the event is resolved here).
     """
-    reason = _refusal(event, estimate)
+    reason = _refusal(event, estimate, resolutions)
     if reason is not None:
         raise UnsupportedBoundError(reason)
-    bound, config, _ = event.resolve()
-    if estimate != "sound" and _hides_position(event, config):  # the changed sequence's step is hidden
+    bound, config, _ = resolved(event, resolutions)
+    if estimate != Estimate.SOUND and _hides_position(event, config):  # the changed sequence's step is hidden
         return _hidden_position_pld(bound, config, getattr(event, "steps_run", None), estimate,
                                     float(discretization), float(log_mass_truncation_bound))
     return _bound_pld(bound, config, estimate, float(discretization), float(log_mass_truncation_bound),
@@ -171,19 +185,19 @@ def _hidden_position_pld(bound, config, steps_run: Optional[int], estimate: str,
     max statistic of the hidden-position epoch of ``bound``'s construction pair (:mod:`tsdp.verify.hidden_position`)."""
     _, pair = _attained_law(bound, config)
     return hidden_position_pld(hidden_position_epoch(pair, config, steps_run), discretization,
-                               pessimistic=estimate == "attained_upper",
+                               pessimistic=estimate == Estimate.ATTAINED_UPPER,
                                log_mass_truncation_bound=log_mass_truncation_bound)
 
 
 def _build_pld(bound, config, estimate: str, discretization: float, log_mass_truncation_bound: float,
                memory_limit: int):
-    if estimate == "sound":
+    if estimate == Estimate.SOUND:
         return sound_pld(bound, config, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
     kind, law = _attained_law(bound, config)
     if kind == "pair":
-        return pair_pld(law, discretization, pessimistic=estimate == "attained_upper",
+        return pair_pld(law, discretization, pessimistic=estimate == Estimate.ATTAINED_UPPER,
                         log_mass_truncation_bound=log_mass_truncation_bound, memory_limit=memory_limit)
-    if estimate == "attained_upper":
+    if estimate == Estimate.ATTAINED_UPPER:
         return sound_pld(bound, config, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
     return survival_pld(law, one_step_profile(bound, config), discretization, log_mass_truncation_bound,
                         memory_limit=memory_limit)
@@ -202,36 +216,51 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
         discretization: Width of the privacy-loss grid, in (0, 1].
         tail_mass_truncation: The library's ``tail_mass_truncation`` of each composition, in [0, 1).
         log_mass_truncation_bound: The library's ``log_mass_truncation_bound`` (where the grid ends).
+        resolutions: The command's resolutions of bound events, shared with its other accountants
+            (:func:`tsdp.verify.events.resolved`; None: this accountant's own, each event resolved once).
 
     Raises:
         ConfigError: An unknown ``estimate``, or a grid parameter out of its range.
 
     Attributes:
-        estimate: The estimate this accountant composes.
-        discretization: The grid width asked for.
-        tail_mass_truncation: As given.
-        log_mass_truncation_bound: As given.
+        estimate: The estimate this accountant composes (an :class:`Estimate`; its string is accepted).
+        settings: The three numerical settings as one :class:`~tsdp.verify.pld.PldSettings`.
     """
 
     def __init__(self, estimate: str = "sound", *, discretization: float = DEFAULT_DISCRETIZATION,
                  tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
-                 log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION):
+                 log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION,
+                 resolutions: Optional[Resolutions] = None):
         super().__init__(privacy_accountant.NeighboringRelation.REPLACE_ONE)
-        if estimate not in ESTIMATES:
-            raise ConfigError("estimate", f"must be one of {', '.join(ESTIMATES)}", estimate)
-        if not (isinstance(discretization, (int, float)) and math.isfinite(discretization) and 0 < discretization <= 1):
-            raise ConfigError("discretization", "must be in (0, 1]", discretization)
-        if not (isinstance(tail_mass_truncation, (int, float)) and 0 <= tail_mass_truncation < 1):
-            raise ConfigError("tail_mass_truncation", "must be in [0, 1)", tail_mass_truncation)
+        self.estimate = Estimate.of("estimate", estimate)
+        self.settings = PldSettings(discretization, tail_mass_truncation, log_mass_truncation_bound)
         prime_allocator()
-        self.estimate = estimate
-        self.discretization = float(discretization)
-        self.tail_mass_truncation = float(tail_mass_truncation)
-        self.log_mass_truncation_bound = float(log_mass_truncation_bound)
+        self._resolutions: Resolutions = {} if resolutions is None else resolutions
         self._components: List[Tuple[BoundDpEvent, int]] = []  # (event, count), in order, neighbours merged
         self._gap_read = 0.0  # coarsest grid gap of a PLD read so far
         self._non_private = False
         self._composed = None  # (key, PLD) of the last composition
+
+    @classmethod
+    def with_settings(cls, estimate: str, settings: PldSettings,
+                      resolutions: Optional[Resolutions] = None) -> "PldAccountant":
+        """An accountant of ``estimate`` at ``settings`` (the one object the accounting fronts pass down)."""
+        return cls(estimate, **settings.as_dict(), resolutions=resolutions)
+
+    @property
+    def discretization(self) -> float:
+        """The grid width asked for (``settings.discretization``)."""
+        return self.settings.discretization
+
+    @property
+    def tail_mass_truncation(self) -> float:
+        """``settings.tail_mass_truncation``."""
+        return self.settings.tail_mass_truncation
+
+    @property
+    def log_mass_truncation_bound(self) -> float:
+        """``settings.log_mass_truncation_bound``."""
+        return self.settings.log_mass_truncation_bound
 
     # ----- dp-accounting interface
     def _maybe_compose(self, event: dp_event.DpEvent, count: int, do_compose: bool):
@@ -250,9 +279,9 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
                     return error
             return None
         if isinstance(event, BoundDpEvent):
-            if self.estimate == "sound" and isinstance(event, TrainingEpochDpEvent):
+            if self.estimate == Estimate.SOUND and isinstance(event, TrainingEpochDpEvent):
                 event = event.whole()  # a partial epoch costs a whole one (the safe side)
-            reason = _refusal(event, self.estimate)
+            reason = _refusal(event, self.estimate, self._resolutions)
             if reason is not None:
                 return self.CompositionErrorDetails(invalid_event=event, error_message=reason)
             if do_compose and count > 0:
@@ -324,7 +353,8 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
 
     # ----- composition (the one place)
     def _one(self, event: BoundDpEvent):
-        return one_step_pld(event, self.estimate, self.discretization, self.log_mass_truncation_bound)
+        return one_step_pld(event, self.estimate, self.discretization, self.log_mass_truncation_bound,
+                            resolutions=self._resolutions)
 
     def _product(self):
         key = tuple(self._components)
@@ -349,7 +379,7 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
                 self._gap_read = max(self._gap_read, discretization_of(pld))
             return read(pld)
 
-        if self.estimate != "attained":
+        if self.estimate != Estimate.ATTAINED:
             return tracked(self._product())
         if len(self._components) == 1:
             event, count = self._components[0]
@@ -408,7 +438,8 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
             estimates: Sequence[str] = ESTIMATES[:2], bracket: bool = False,
             discretization: float = DEFAULT_DISCRETIZATION,
             tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
-            log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION) -> EventAccounting:
+            log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION,
+            resolutions: Optional[Resolutions] = None) -> EventAccounting:
     """Sound (upper) and attained (lower) ε at ``delta`` (or δ at ``epsilon``) of ``event``.
 
     One :class:`PldAccountant` per estimate of ``estimates`` over the same event.
@@ -422,6 +453,8 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
         discretization: Width of the privacy-loss grid.
         tail_mass_truncation: The library's ``tail_mass_truncation`` of each composition.
         log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        resolutions: The command's resolutions of the event's bound events, shared by the accountants
+            (:func:`tsdp.verify.events.resolved`; None: resolved here, once).
 
     Returns:
         Every estimate's value; a refused estimate is None with its reason.
@@ -436,20 +469,21 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
         delta = check_delta(delta)
     else:
         epsilon = check_epsilon(epsilon)
-    chosen = check_estimates(tuple(estimates) + (("attained_upper",) if bracket else ()))
+    chosen = check_estimates(tuple(estimates) + ((Estimate.ATTAINED_UPPER.value,) if bracket else ()))
+    settings = PldSettings(discretization, tail_mass_truncation, log_mass_truncation_bound)
+    resolutions = {} if resolutions is None else resolutions
 
     def one(estimate: str):
         """(value, reason refused, grid used) of one estimate; an error other than a refusal propagates."""
-        acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=tail_mass_truncation,
-                            log_mass_truncation_bound=log_mass_truncation_bound)
+        acc = PldAccountant.with_settings(estimate, settings, resolutions)
         try:
             acc.compose(event)
             return (acc.get_epsilon(delta) if delta is not None else acc.get_delta(epsilon)), None, \
-                acc.discretization_used or discretization
+                acc.discretization_used or settings.discretization
         except UnsupportedBoundError as exc:
             return None, str(exc), None
         except DeltaTooSmallError:
-            if estimate == "sound":
+            if estimate == Estimate.SOUND:
                 raise
             return None, f"δ below the {estimate} PLD's resolution", None
 
@@ -471,7 +505,7 @@ def account(event: dp_event.DpEvent, *, delta: Optional[float] = None, epsilon: 
         fields[f"{given_name}_{estimate}"] = None if value is None else given
     return EventAccounting(delta=delta, epsilon=epsilon, sound_refused=refused.get("sound"),
                            attained_refused=refused.get("attained"), compositions=count_compositions(event),
-                           discretization=discretization, discretization_used=max(used, default=None),
+                           discretization=settings.discretization, discretization_used=max(used, default=None),
                            estimates=chosen, **fields)
 
 

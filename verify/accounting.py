@@ -21,8 +21,8 @@ from typing import Optional, Sequence, Tuple
 from tsdp.theorems.config import TrainingConfig
 
 from .accountant import ESTIMATES, account, attained_law_name
-from .events import bound_event_of, training_event
-from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION
+from .events import Resolutions, bound_event_of, resolved, training_event
+from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION, PldSettings
 
 
 @dataclass(frozen=True)
@@ -65,17 +65,20 @@ class AccountingResult:
         return asdict(self)
 
 
-def _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound, estimates,
-         delta=None, epsilon=None) -> AccountingResult:
+def _run(config, theorem, steps, epochs, settings: PldSettings, estimates, delta=None,
+         epsilon=None) -> AccountingResult:
+    """The one accounting of both fronts: the run's event, resolved once (:func:`tsdp.verify.events.resolved`),
+    the same resolution read by every accountant of :func:`~tsdp.verify.accountant.account`."""
     event = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
-    bound, _, reason = bound_event_of(event).resolve()
-    acc = account(event, delta=delta, epsilon=epsilon, estimates=estimates, discretization=discretization,
-                  tail_mass_truncation=tail_mass_truncation, log_mass_truncation_bound=log_mass_truncation_bound)
+    resolutions: Resolutions = {}
+    bound, _, reason = resolved(bound_event_of(event), resolutions)
+    acc = account(event, delta=delta, epsilon=epsilon, estimates=estimates, **settings.as_dict(),
+                  resolutions=resolutions)
     return AccountingResult(
         theorem=bound.id, kind=bound.kind, scope=bound.scope, reason=reason,
         construction=bound.construction if acc.attained_refused is None else None, compositions=acc.compositions,
-        steps=steps, epochs=epochs, discretization=discretization, discretization_used=acc.discretization_used,
-        tail_mass_truncation=tail_mass_truncation,
+        steps=steps, epochs=epochs, discretization=settings.discretization,
+        discretization_used=acc.discretization_used, tail_mass_truncation=settings.tail_mass_truncation,
         sound_refused=acc.sound_refused, attained_refused=acc.attained_refused, config=config.as_dict(),
         delta=acc.delta_sound, epsilon=acc.epsilon_sound, delta_attained=acc.delta_attained,
         epsilon_attained=acc.epsilon_attained, estimates=acc.estimates,
@@ -109,8 +112,8 @@ def epsilon(config: TrainingConfig, delta: float, *, steps: Optional[int] = None
     Returns:
         The accounting answer: sound and attained ε, the theorem used and the number of compositions.
     """
-    return _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound,
-                estimates, delta=delta)
+    settings = PldSettings(discretization, tail_mass_truncation, log_mass_truncation_bound)
+    return _run(config, theorem, steps, epochs, settings, estimates, delta=delta)
 
 
 def delta(config: TrainingConfig, epsilon: float, *, steps: Optional[int] = None, epochs: Optional[int] = None,
@@ -135,5 +138,5 @@ def delta(config: TrainingConfig, epsilon: float, *, steps: Optional[int] = None
     Returns:
         The accounting answer: sound and attained δ, the theorem used and the number of compositions.
     """
-    return _run(config, theorem, steps, epochs, discretization, tail_mass_truncation, log_mass_truncation_bound,
-                estimates, epsilon=epsilon)
+    settings = PldSettings(discretization, tail_mass_truncation, log_mass_truncation_bound)
+    return _run(config, theorem, steps, epochs, settings, estimates, epsilon=epsilon)

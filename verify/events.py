@@ -24,15 +24,44 @@ each step, so that the loop's ledger and :func:`training_event` agree by constru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import attr
 from dp_accounting import dp_event
 
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import ConfigError, Top, TrainingConfig
 
-EPOCH_SCOPED_TOP = ("deterministic", "shuffle")
-"""Top levels whose bounds are per epoch (paper Section 4.1, THEOREMS.md scope "epoch")."""
+EPOCH_SCOPED_TOP = tuple(top for top in Top if top.epoch_scoped)
+"""Top levels whose bounds are per epoch (paper Section 4.1, THEOREMS.md scope "epoch"; :attr:`Top.epoch_scoped`)."""
+
+
+class Resolution(NamedTuple):
+    """What a bound event is accounted with (:meth:`BoundDpEvent.resolve`)."""
+
+    bound: Any
+    """The catalogue's bound (named by the event's theorem, or chosen for its scheme)."""
+    config: Any
+    """The event's configuration (a :class:`TrainingConfig`, or an InferenceConfig for a release)."""
+    reason: str
+    """Why that bound, in words."""
+
+
+Resolutions = Dict[Tuple[str, tuple, Optional[str]], Resolution]
+"""Resolutions made for one command, by (scope, configuration, theorem): see :func:`resolved`."""
+
+
+def resolved(event: "BoundDpEvent", resolutions: Optional[Resolutions] = None) -> Resolution:
+    """``event.resolve()``, made once per (scope, configuration, theorem) in ``resolutions``: the dict one command
+    keeps (the accounting front fills it, and its accountants and their one-step PLDs read it), so a run is resolved
+    once, not once per estimate and read. None: resolved afresh. A refusal (TheoremError, ConfigError) propagates
+    and is not kept."""
+    if resolutions is None:
+        return event.resolve()
+    key = (event.scope, event.config, event.theorem)
+    found = resolutions.get(key)
+    if found is None:
+        found = resolutions[key] = event.resolve()
+    return found
 
 
 def _config_items(config) -> Tuple[Tuple[str, object], ...]:
@@ -76,7 +105,7 @@ class BoundDpEvent(dp_event.DpEvent):
         """The configuration as a :class:`TrainingConfig`."""
         return TrainingConfig(**dict(self.config))
 
-    def resolve(self):
+    def resolve(self) -> Resolution:
         """(bound, config, reason): the bound this event is accounted with (TheoremError if none applies)."""
         from tsdp.theorems.bounds.base import TheoremError
         from tsdp.theorems.registry import resolve
@@ -87,7 +116,7 @@ class BoundDpEvent(dp_event.DpEvent):
             raise TheoremError(
                 f"{bound.id} is a per-{bound.scope} bound; a {type(self).__name__} needs a per-{self.scope} bound"
             )
-        return bound, config, reason
+        return Resolution(bound, config, reason)
 
 
 @attr.s(frozen=True, slots=True)
@@ -147,7 +176,7 @@ class TrainingEpochDpEvent(BoundDpEvent):
             raise ConfigError("top", f"{top!r} top level is accounted per step: use TrainingStepDpEvent", top)
         if self.steps_run is not None:
             per_epoch = self.training_config.steps_per_epoch
-            if top != "shuffle":
+            if top != Top.SHUFFLE:
                 raise ConfigError("steps_run", "only shuffled iteration accounts a partial epoch (a deterministic "
                                                "epoch's first step already holds the worst case)", self.steps_run)
             if isinstance(self.steps_run, bool) or not isinstance(self.steps_run, int) \
@@ -195,7 +224,7 @@ def compositions(config: TrainingConfig, *, steps: Optional[int] = None, epochs:
 def partial_epoch_steps(config: TrainingConfig, steps: int) -> int:
     """Steps of the unfinished last epoch of a run of ``steps`` training steps that the accounting tells apart
     from a whole epoch: S mod steps_per_epoch for shuffled iteration (its attained law depends on it), else 0."""
-    return _count("steps", steps) % config.steps_per_epoch if config.top == "shuffle" else 0
+    return _count("steps", steps) % config.steps_per_epoch if config.top == Top.SHUFFLE else 0
 
 
 def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epochs: Optional[int] = None,
@@ -309,7 +338,7 @@ class InferenceReleaseDpEvent(BoundDpEvent):
 
     scope = "release"
 
-    def resolve(self):
+    def resolve(self) -> Resolution:
         """(T15, InferenceConfig, reason)."""
         from tsdp.theorems.bounds.inference import InferenceConfig
         from tsdp.theorems.registry import get
@@ -317,7 +346,8 @@ class InferenceReleaseDpEvent(BoundDpEvent):
         config = InferenceConfig(**dict(self.config))
         bound = get(self.theorem)
         bound.check(config)
-        return bound, config, f"{bound.id} bounds one release of Poisson-subsampled Gaussian input perturbation"
+        return Resolution(bound, config,
+                          f"{bound.id} bounds one release of Poisson-subsampled Gaussian input perturbation")
 
 
 def inference_event(config) -> dp_event.SelfComposedDpEvent:

@@ -75,7 +75,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 import torch
 
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import Bottom, ConfigError, Top, TrainingConfig
 
 from tsdp.attacks.loop.samplers import make_sampler, n_starts_of
 
@@ -153,10 +153,10 @@ def participation_rate(config: TrainingConfig) -> float:
     iteration (one step per epoch holds the sequence); bottom level: λ r (WR) or k q (Poisson);
     pooled windows: k Λ / N_tot.
     """
-    if config.top == "pooled":
+    if config.top == Top.POOLED:
         return float(config.k * config.batch_size / config.n_windows_total)
-    top = float(config.rho) if config.top in ("wor", "poisson") else 1.0 / config.steps_per_epoch
-    bottom = float(config.instances * config.r) if config.bottom == "wr" else float(config.k * config.q)
+    top = float(config.rho) if config.top in (Top.WOR, Top.POISSON) else 1.0 / config.steps_per_epoch
+    bottom = float(config.instances * config.r) if config.bottom == Bottom.WR else float(config.k * config.q)
     return top * bottom
 
 

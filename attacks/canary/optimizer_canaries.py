@@ -47,7 +47,7 @@ import numpy as np
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import Bottom, Top, TrainingConfig
 
 from .data_span import MAX_ENTRIES, DataPart, DataSpan
 from .gradient import GradientCanaries
@@ -252,7 +252,7 @@ class OptimizerCanaries:
 def fixed_batch(config: TrainingConfig) -> Optional[int]:
     """The batch Λ of ``config``'s scheme when both levels draw a fixed number (deterministic, shuffled, WOR or
     pooled top level; WR bottom level): every step holds exactly Λ windows; None when a Poisson level draws it."""
-    if config.top in ("deterministic", "shuffle", "wor", "pooled") and config.bottom == "wr":
+    if config.top in (Top.DETERMINISTIC, Top.SHUFFLE, Top.WOR, Top.POOLED) and config.bottom == Bottom.WR:
         return int(config.batch_size)
     return None
 

@@ -24,7 +24,7 @@ from typing import Dict, Optional
 import numpy as np
 import torch
 
-from tsdp.theorems.config import TrainingConfig, window_starts
+from tsdp.theorems.config import Relation, TrainingConfig, window_starts
 from tsdp.verify.json_data import with_note
 
 from tsdp.attacks.data.formats import load_series
@@ -138,7 +138,7 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     private = math.isfinite(epsilon)
     if not private and epochs is None:
         raise ValueError("training without noise (epsilon = inf) needs --epochs")
-    if config.relation != "event" or config.w != 1:
+    if config.relation != Relation.EVENT or config.w != 1:
         config = config.with_(relation="event", w=1)  # a canary changes one element
     if private and epochs is not None:
         config = config.with_(sigma=calibrate_sigma(config, epsilon, delta, epochs=epochs).sigma)

@@ -48,6 +48,7 @@ from dp_accounting import dp_event
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import EPOCH_SCOPED_TOP, training_event
+from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 MECHANISM = "tsdp"
 
@@ -96,7 +97,7 @@ class StructuredSubsamplingAccountant(IAccountant):
         self.config = config
         self.theorem = options.get("theorem")
         self.estimate = options.get("estimate", "sound")
-        self.discretization = options.get("discretization", 1e-4)
+        self.discretization = options.get("discretization", DEFAULT_DISCRETIZATION)
         # validates the options and refuses, now rather than at get_epsilon, a scheme without a bound to account it
         PldAccountant(self.estimate, discretization=self.discretization).compose(
             training_event(config, steps=1, theorem=self.theorem))
@@ -170,7 +171,7 @@ class StructuredSubsamplingAccountant(IAccountant):
 
 
 def register(config: TrainingConfig, *, theorem: Optional[str] = None, estimate: str = "sound",
-             discretization: float = 1e-4) -> StructuredSubsamplingAccountant:
+             discretization: float = DEFAULT_DISCRETIZATION) -> StructuredSubsamplingAccountant:
     """Register mechanism ``"tsdp"`` in Opacus's accountant registry for ``config`` and return a fresh accountant.
 
     Registry-created accountants (``PrivacyEngine(accountant="tsdp")``, the σ search of

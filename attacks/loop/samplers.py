@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from tsdp.theorems.config import TrainingConfig, window_starts
+from tsdp.theorems.config import Bottom, Top, TrainingConfig, window_starts
 
 # Rows of at most this many random keys are drawn at once (bounds peak memory of WOR draws).
 _KEYS_PER_CHUNK = 1 << 24
@@ -280,17 +280,17 @@ def make_sampler(config: TrainingConfig, lengths: Optional[Sequence[int]] = None
     """
     n_starts = n_starts_of(config, lengths)
     per_step = config.sequences_per_step
-    if config.top == "pooled":
+    if config.top == Top.POOLED:
         return PooledSampler(n_starts, config.batch_size, max(1, int(n_starts.sum()) // config.batch_size))
-    if config.top == "deterministic":
+    if config.top == Top.DETERMINISTIC:
         top = DeterministicTopLevel(config.N, per_step)
-    elif config.top == "shuffle":
+    elif config.top == Top.SHUFFLE:
         top = ShuffleTopLevel(config.N, per_step, config.steps_per_epoch)
-    elif config.top == "wor":
+    elif config.top == Top.WOR:
         top = WORTopLevel(config.N, per_step, config.compositions_per_epoch)
     else:
         top = PoissonTopLevel(config.N, per_step, config.compositions_per_epoch)
-    if config.bottom == "wr":
+    if config.bottom == Bottom.WR:
         bottom = WRBottomLevel(n_starts, config.instances)
     else:
         bottom = PoissonBottomLevel(n_starts, config.instances)

@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 from tsdp.theorems.bounds.base import TheoremError
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import ConfigError, Relation, Top, TrainingConfig
 from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP
 from tsdp.theorems.mixture import MixturePair
@@ -130,12 +130,12 @@ def scheme_config(theorem: str, config: TrainingConfig) -> TrainingConfig:
     if key not in CONSTRUCTIONS:
         raise TheoremError(f"no worst-case construction for {theorem!r}; auditable: {', '.join(CONSTRUCTIONS)}")
     top, bottom, sound = CONSTRUCTIONS[key].top, CONSTRUCTIONS[key].bottom, CONSTRUCTIONS[key].sound
-    if config.relation != "event" or config.w != 1:
+    if config.relation != Relation.EVENT or config.w != 1:
         raise ConfigError("relation", "the constructions change one element (event level, w = 1)",
                           (config.relation, config.w))
     if config.lengths is not None and len(set(config.lengths)) > 1:
         raise ConfigError("lengths", "the constructions use N series of the common length L")
-    if top == "deterministic" and config.top in HIDDEN_POSITION_TOP:
+    if top == Top.DETERMINISTIC and config.top in HIDDEN_POSITION_TOP:
         top = config.top  # the same construction, shuffled: its step is hidden (attacks.montecarlo.shuffled)
     changes = dict(top=top, bottom=bottom)
     if key != "T11":
@@ -182,7 +182,7 @@ def build(theorem: str, config: TrainingConfig, *, clip: float = 1.0, device="cp
     pair = attained_pair(get(attained), cfg)
     if key in ("T4", "T10"):
         offset = 0.0
-    elif cfg.top == "pooled":
+    elif cfg.top == Top.POOLED:
         offset = -float(cfg.batch_size)
     else:
         offset = -float(cfg.sequences_per_step * cfg.instances)

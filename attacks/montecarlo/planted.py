@@ -21,7 +21,7 @@ from typing import Tuple
 
 import torch
 
-from tsdp.theorems.config import ConfigError
+from tsdp.theorems.config import ConfigError, Top
 
 from tsdp.attacks.loop.samplers import make_sampler
 
@@ -56,7 +56,7 @@ def planted_loop(construction: Construction, variant: str) -> Tuple[Construction
     if variant == "noise_halved":
         return construction, {"sigma": cfg.sigma / 2}
     if variant == "sampling_doubled":
-        if cfg.top not in ("wor", "poisson") or 2 * cfg.sequences_per_step > cfg.N:
+        if cfg.top not in (Top.WOR, Top.POISSON) or 2 * cfg.sequences_per_step > cfg.N:
             raise ConfigError("loop", "sampling_doubled needs a WOR/Poisson top level with 2N' <= N", variant)
         return construction, {"sampler": make_sampler(cfg.with_(N=cfg.N // 2))}
     if variant == "clip_doubled":

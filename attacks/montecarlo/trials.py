@@ -26,6 +26,7 @@ from tsdp.attacks.loop.samplers import BiLevelSampler, DeterministicTopLevel, To
 from tsdp.attacks.loop.step import private_gradient
 from tsdp.attacks.loop.train import resolve_device
 from tsdp.attacks.loop.windows import augment, gather_windows, split_window
+from tsdp.theorems.config import Bottom, Top
 
 from .constructions import Construction
 
@@ -35,9 +36,9 @@ WINDOWS_PER_CHUNK = 1 << 21  # windows materialised at once (bounds peak memory)
 def slots_per_step(construction: Construction, sampler) -> int:
     """Window slots M of one step of the construction's sampler (masked slots included)."""
     cfg = construction.config
-    if cfg.top == "pooled":
+    if cfg.top == Top.POOLED:
         return cfg.batch_size
-    per_seq = cfg.instances if cfg.bottom == "wr" else int(sampler.bottom.max_starts)
+    per_seq = cfg.instances if cfg.bottom == Bottom.WR else int(sampler.bottom.max_starts)
     return cfg.sequences_per_step * per_seq
 
 

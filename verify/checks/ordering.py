@@ -13,7 +13,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from tsdp.theorems.bounds.base import Bound
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import Relation, Top, TrainingConfig
 
 from .common import order_alphas, worst
 from .result import FAIL, PASS, CheckResult, config_dict, result
@@ -133,15 +133,16 @@ def parameter_sweeps(b: Bound, config: TrainingConfig) -> List[Tuple[str, bool, 
     for T11 (one at a time), jointly for T12.
     """
     out = []
-    k_raw = config.window_length + config.w - 1 if config.relation == "event" else config.w * config.window_length
+    window = config.window_length
+    k_raw = window + config.w - 1 if config.relation == Relation.EVENT else config.w * window
     Ts = [8 * k_raw, 4 * k_raw, 2 * k_raw, k_raw]
     r_cfgs = [config.with_(L=T + config.forecast_length - 1) for T in Ts]
     out.append(("r", True, [float(c.r) for c in r_cfgs], r_cfgs))
-    if config.top in ("wor", "pooled"):
+    if config.top in (Top.WOR, Top.POOLED):
         lam = config.instances
         per = sorted({max(1, min(config.N, n)) for n in (1, config.N // 8, config.N // 4, config.N // 2, config.N)})
         rho_cfgs = [config.with_(batch_size=n * lam) for n in per]
-        out.append(("rho", True, [float(c.rho) if config.top == "wor" else c.batch_size / c.n_windows_total
+        out.append(("rho", True, [float(c.rho) if config.top == Top.WOR else c.batch_size / c.n_windows_total
                                   for c in rho_cfgs], rho_cfgs))
     sigmas = [0.5, 0.8, 1.0, 2.0, 4.0]
     out.append(("sigma", False, sigmas, [config.with_(sigma=s) for s in sigmas]))

@@ -21,7 +21,7 @@ import numpy as np
 import sympy as sp
 
 from tsdp.theorems.bounds.base import Bound, PairBound
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import Relation, TrainingConfig
 
 from .common import REFERENCE_ALPHAS, hockey_stick_quad
 from .result import CheckResult, config_dict, result
@@ -77,7 +77,7 @@ def _raw_rates(c: TrainingConfig) -> Dict[str, mp.mpf]:
     """r, ρ, φ and the pooled record rate from the raw fields (THEOREMS.md notation)."""
     T = c.L - c.forecast_length + 1
     window = c.context_length + c.forecast_length
-    k_raw = window + c.w - 1 if c.relation == "event" else c.w * window
+    k_raw = window + c.w - 1 if c.relation == Relation.EVENT else c.w * window
     k = max(0, min(k_raw, T))
     return {
         "r": mp.mpf(k) / T,

@@ -57,6 +57,7 @@ Modules (one concept each, as dp-accounting's own ``pld`` package is split)
 * :mod:`.epsilon`: ε(δ) of a PLD (:func:`epsilon_for_delta`).
 * :mod:`.composition`: composition in bounded memory and time (:func:`compose`, :func:`compose_pair`,
   :func:`attained_envelope`).
+* :mod:`.settings`: the accountant's three numerical settings as one object (:class:`PldSettings`).
 * :mod:`.adapter`: the one module that reads or builds dp-accounting's PLD objects through their internals.
 """
 from .adapter import discretization_of
@@ -81,11 +82,12 @@ from .limits import (
 )
 from .profile import OneStepProfile, ProfileFn, one_step_profile, pair_profile, pair_profile_on
 from .self_compose import self_convolve_bounds, self_convolve_windows
+from .settings import PldSettings
 
 __all__ = [
     "DEFAULT_DISCRETIZATION", "DEFAULT_LOG_MASS_TRUNCATION", "DEFAULT_MEMORY_LIMIT", "DEFAULT_TAIL_MASS_TRUNCATION",
     "MAX_COARSE_DISCRETIZATION", "MAX_GRID_POINTS", "MAX_MASS_GROWTH", "MAX_SELF_COMPOSE_POINTS", "MAX_SQUARING_POINTS",
-    "MEMORY_LIMIT_ENV", "OneStepProfile", "PldCoarsenedWarning", "PldTooLargeError", "ProfileFn",
+    "MEMORY_LIMIT_ENV", "OneStepProfile", "PldCoarsenedWarning", "PldSettings", "PldTooLargeError", "ProfileFn",
     "attained_envelope", "buckets_pmf_optimistic", "compose", "compose_pair", "connect_dots_pmf", "discretization_of",
     "epsilon_for_delta", "fftconvolve", "fit_grid", "grid_range", "max_fft_points", "max_grid_points",
     "one_step_profile", "pair_pld", "pair_profile", "pair_profile_on", "prime_allocator", "profile_pld",
