@@ -21,7 +21,7 @@ GluonTS's do, so they see the data's level.
 
 With equal weights simple-ff, DLinear and iTransformer are GluonTS 0.17's modules as the paper's official
 configurations build them; DeepAR differs from GluonTS's in three documented ways (:class:`DeepAR`).
-tests/attacks/test_models_gluonts.py checks each against ``gluonts.torch`` with copied weights.
+tests/integrations/test_gluonts_models.py checks each against ``gluonts.torch`` with copied weights.
 """
 from __future__ import annotations
 
