@@ -9,14 +9,19 @@ runs under vmap only through a slow per-sample fallback).
 averaged over the L_F forecast steps (the training loss of Algorithm 2);
 ``sample(context, n_samples, generator)`` returns forecast sample paths (B, S, L_F).
 
-Inputs are mean-scaled as GluonTS scales them, with no learned parameter, so a model is scale-free:
-data × c gives the same forecasts × c (above the floor). simple-ff, DLinear and iTransformer use
-GluonTS's SimpleFeedForward scaling (``mean_abs_scaling``: mean |context| clamped at 1e-5); DeepAR
-uses GluonTS's ``MeanScaler`` (mean |context| over its last L_C values, a ``default_scale`` where
-that context is all zero, then clamped at ``minimum_scale`` 1e-10). GluonTS's ``MeanScaler`` without a
+Inputs are mean-scaled as GluonTS scales them, with no learned parameter. simple-ff uses GluonTS's
+SimpleFeedForward scaling (``mean_abs_scaling``: mean |context| clamped at 1e-5); DLinear, iTransformer and
+DeepAR use GluonTS's ``MeanScaler`` (mean |context|, over DeepAR's last L_C values, a ``default_scale``
+where that context is all zero, then clamped at ``minimum_scale`` 1e-10). GluonTS's ``MeanScaler`` without a
 ``default_scale`` takes a batch mean there, a cross-sample statistic that per-sample clipping
 cannot bound, so tsdp's is a fixed 1.0 (GluonTS's ``default_scale`` option); here an all-zero context
-is Algorithm 4's front padding, GluonTS's unobserved values.
+is Algorithm 4's front padding, GluonTS's unobserved values. simple-ff and DLinear are scale-free (data × c
+gives the same forecasts × c above the floor); iTransformer and DeepAR feed log(scale) to their networks, as
+GluonTS's do, so they see the data's level.
+
+With equal weights simple-ff, DLinear and iTransformer are GluonTS 0.17's modules as the paper's official
+configurations build them; DeepAR differs from GluonTS's in three documented ways (:class:`DeepAR`).
+tests/integrations/test_gluonts_models.py checks each against ``gluonts.torch`` with copied weights.
 """
 from __future__ import annotations
 
@@ -92,8 +97,11 @@ def mean_scale(context: torch.Tensor) -> torch.Tensor:
 class DirectForecaster(nn.Module):
     """A model whose L_F Student-t laws are conditionally independent given the context.
 
-    Subclasses implement ``features(scaled_context) -> (B, L_F, h)``.
+    Subclasses implement ``features(scaled_context, scale) -> (B, L_F, h)`` and may set ``scaler`` (the
+    scale of a context, (B, 1); by default :func:`mean_abs_scale`).
     """
+
+    scaler = staticmethod(mean_abs_scale)
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int):
         super().__init__()
@@ -105,8 +113,8 @@ class DirectForecaster(nn.Module):
 
     def distribution(self, context: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(ν, loc, scale), each (B, L_F), in the data's units."""
-        scale = mean_abs_scale(context)
-        df, loc, s = self.head(self.features(context / scale))
+        scale = self.scaler(context)
+        df, loc, s = self.head(self.features(context / scale, scale))
         return df, loc * scale, s * scale
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
@@ -141,21 +149,26 @@ class SimpleFeedForward(DirectForecaster):
         self.mlp = nn.Sequential(_gluonts_linear(context_length, hidden), nn.ReLU(),
                                  _gluonts_linear(hidden, forecast_length * hidden))
 
-    def features(self, x: torch.Tensor) -> torch.Tensor:
+    def features(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         return self.mlp(x).reshape(x.shape[0], self.forecast_length, self.hidden)
 
 
 class DLinear(DirectForecaster):
-    """DLinear (Zeng et al. 2023): moving-average (kernel 25) trend/seasonal split, one linear map each, hidden 20."""
+    """DLinear (Zeng et al. 2023) as GluonTS's ``DLinearModel(hidden_dimension=20, kernel_size=25, scaling="mean")``:
+    moving-average trend/seasonal split (edge-padded), one linear map each to L_F × 20 features, GluonTS's
+    ``make_linear_layer`` init, ``MeanScaler`` (:func:`mean_scale`). GluonTS pads (k - 1) // 2 values at both ends,
+    which fits only an odd kernel; an even one is padded one more at the back here."""
+
+    scaler = staticmethod(mean_scale)
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 20, kernel_size: int = 25):
         super().__init__(context_length, forecast_length, hidden)
         self.hidden = hidden
         self.kernel_size = kernel_size
-        self.seasonal = nn.Linear(context_length, forecast_length * hidden)
-        self.trend = nn.Linear(context_length, forecast_length * hidden)
+        self.seasonal = _gluonts_linear(context_length, forecast_length * hidden)
+        self.trend = _gluonts_linear(context_length, forecast_length * hidden)
 
-    def features(self, x: torch.Tensor) -> torch.Tensor:
+    def features(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         front = (self.kernel_size - 1) // 2
         back = self.kernel_size - 1 - front
         padded = torch.cat([x[:, :1].expand(-1, front), x, x[:, -1:].expand(-1, back)], dim=1)
@@ -166,7 +179,11 @@ class DLinear(DirectForecaster):
 
 
 class _EncoderLayer(nn.Module):
-    """Post-norm transformer encoder layer with hand-written multi-head attention (vmap-friendly)."""
+    """Post-norm transformer encoder layer with hand-written multi-head attention (vmap-friendly): torch's
+    ``nn.TransformerEncoderLayer(norm_first=False, activation="relu", dropout=0)``, ``qkv`` its attention's
+    ``in_proj`` (rows q, k, v), ``out`` its ``out_proj``. Initialised as the official code's DP module initialises
+    it: there opacus's ``DPMultiheadAttention`` replaces torch's attention, with ``nn.Linear``'s default init for
+    q, k, v and out (not torch's xavier-uniform ``in_proj`` with zero biases)."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int):
         super().__init__()
@@ -187,28 +204,37 @@ class _EncoderLayer(nn.Module):
 
 
 class ITransformer(DirectForecaster):
-    """iTransformer (Liu et al. 2024): each variate's context is one token; d = 32, 4 heads, FF 128, 2 layers.
-
-    The series here are univariate, so there is one token per sample (as in GluonTS).
+    """iTransformer (Liu et al. 2024) as GluonTS's ``ITransformerModel`` in the paper's configuration (d = 32,
+    4 heads, FF 128, 2 post-norm layers, ReLU, no dropout, ``scaling="mean"``): each variate is one token, the
+    embedding of its scaled context, log(1 + |loc|) (0: ``MeanScaler``'s loc) and log(scale); the encoder ends
+    in a LayerNorm; each token is projected to L_F × d / heads features for the Student-t head. The series here
+    are univariate, so there is one token per sample.
     """
+
+    scaler = staticmethod(mean_scale)
 
     def __init__(self, context_length: int, forecast_length: int, d_model: int = 32, n_heads: int = 4,
                  d_ff: int = 128, n_layers: int = 2):
-        super().__init__(context_length, forecast_length, d_model)
-        self.d_model = d_model
-        self.embed = nn.Linear(context_length, d_model)
+        super().__init__(context_length, forecast_length, d_model // n_heads)
+        self.hidden = d_model // n_heads
+        self.embed = nn.Linear(context_length + 2, d_model)
         self.layers = nn.ModuleList(_EncoderLayer(d_model, n_heads, d_ff) for _ in range(n_layers))
-        self.project = nn.Linear(d_model, forecast_length * d_model)
+        self.norm = nn.LayerNorm(d_model)
+        self.project = nn.Linear(d_model, forecast_length * self.hidden)
 
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        tokens = self.embed(x)[:, None, :]
+    def features(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        log_scale = torch.log(scale)
+        tokens = self.embed(torch.cat([x, torch.zeros_like(log_scale), log_scale], dim=-1))[:, None, :]
         for layer in self.layers:
             tokens = layer(tokens)
-        return self.project(tokens[:, 0]).reshape(x.shape[0], self.forecast_length, self.d_model)
+        return self.project(self.norm(tokens)[:, 0]).reshape(x.shape[0], self.forecast_length, self.hidden)
 
 
 class _LSTM(nn.Module):
-    """Stacked LSTM written with torch ops (per-sample-gradient friendly); ``step`` advances one time step."""
+    """Stacked LSTM written with torch ops (per-sample-gradient friendly); ``step`` advances one time step.
+
+    ``nn.LSTM``'s gates (rows i, f, g, o) and init: every weight and bias uniform on ±1/√hidden (as opacus's
+    ``DPLSTM``, which the official code trains, initialises them too)."""
 
     def __init__(self, input_size: int, hidden: int, n_layers: int):
         super().__init__()
@@ -217,6 +243,9 @@ class _LSTM(nn.Module):
             nn.ModuleDict({"ih": nn.Linear(input_size if i == 0 else hidden, 4 * hidden), "hh": nn.Linear(hidden, 4 * hidden)})
             for i in range(n_layers)
         )
+        bound = 1.0 / math.sqrt(hidden)
+        for weight in self.parameters():
+            nn.init.uniform_(weight, -bound, bound)
 
     def initial_state(self, batch: int, like: torch.Tensor):
         zero = like.new_zeros(batch, self.hidden)
@@ -248,6 +277,23 @@ class DeepAR(nn.Module):
     ``MeanScaler`` of the unrolled context (:func:`mean_scale`). Training uses teacher forcing over the window,
     the loss is the NLL of the L_F forecast positions; sampling is ancestral (autoregressive). Given ``lags``
     are all kept (a lag that does not fit is refused); by default :data:`DEFAULT_LAGS` below context_length.
+
+    Against GluonTS 0.17's ``DeepARModel`` as the official code trains it (``DeepAREstimator``: 2 layers, hidden 40,
+    dropout 0, ``scaling=True``, no ``default_scale``, the config's ``lags_seq``), three differences remain; with
+    equal weights, tsdp's loss equals that of GluonTS's model at ``context_length`` L_C + 1 with the oldest unrolled
+    value marked unobserved, zero covariates and ``loss(future_only=True)`` (tests/integrations/test_gluonts_models.py):
+
+    1. One more unrolled step: GluonTS unrolls L_C - 1 + L_F positions (its first output predicts the second of the
+       L_C context values) over ``past_length`` L_C + max lag - 1 values; tsdp unrolls L_C + L_F (from the first
+       context value), so its window, and the context length the accountant sees, is one value longer.
+    2. The loss: GluonTS's training loss (``future_only=False``) averages the NLL over the L_C - 1 teacher-forced
+       context positions and the L_F forecast positions; tsdp's is the mean over the L_F forecast positions (the loss
+       of Algorithm 2, as for the other models).
+    3. No covariates: GluonTS's LSTM input also holds a static categorical embedding (cardinality [1], dimension 1: a
+       learned constant), a static real 0 and the frequency's time features plus age (hourly data: 4 + 1, 10-minute
+       data: 5 + 1); tsdp's windows carry no timestamps, so its input is the lags and log(scale) only.
+
+    (And the ``default_scale`` 1.0 of an all-zero context, module docstring.)
     """
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 40, n_layers: int = 2,

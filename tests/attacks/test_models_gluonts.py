@@ -1,10 +1,7 @@
-"""The forecasters as GluonTS builds them: simple-ff equals gluonts.torch's SimpleFeedForwardModel for equal weights,
-GluonTS's init, scale-free scaling, DeepAR keeps every lag and the accountant sees L_C + max lag."""
-import importlib
+"""The forecasters as GluonTS builds them: GluonTS's init, scale-free scaling, DeepAR keeps every lag and the
+accountant sees L_C + max lag. (Equal outputs for equal weights against gluonts.torch's modules:
+tests/integrations/test_gluonts_models.py.)"""
 import math
-import sys
-import types
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,73 +9,48 @@ import torch
 from tsdp.attacks.data.benchmarks import LONG_LAGS, PAPER, SHIPPED_SPEC
 from tsdp.attacks.experiment.cells import cell_config
 from tsdp.attacks.experiment.grid import Cell, GridSettings
-from tsdp.attacks.loop.models import DeepAR, SimpleFeedForward, make_model
+from tsdp.attacks.loop.models import DeepAR, make_model
 from tsdp.theorems.config import ConfigError
 
 
-def _gluonts_simple_feedforward(monkeypatch):
-    """gluonts.torch.model.simple_feedforward.module without gluonts.torch's package imports (they need lightning,
-    which the estimator uses and the module does not): the packages on the path stand in as bare namespaces."""
-    gluonts = pytest.importorskip("gluonts")
-    root = Path(gluonts.__file__).parent / "torch"
-    for name, folder in (("gluonts.torch", root), ("gluonts.torch.model", root / "model"),
-                         ("gluonts.torch.model.simple_feedforward", root / "model" / "simple_feedforward")):
-        if name not in sys.modules:
-            package = types.ModuleType(name)
-            package.__path__ = [str(folder)]
-            monkeypatch.setitem(sys.modules, name, package)
-    return importlib.import_module("gluonts.torch.model.simple_feedforward.module")
+def _ff_linears(model):
+    return [m for m in model.mlp if isinstance(m, torch.nn.Linear)]
 
 
-def test_simple_ff_equals_gluonts_for_equal_weights(monkeypatch):
-    """GluonTS's SimpleFeedForwardModel(hidden_dimensions=[64, 64]) has tsdp's layers (L_C → 64 → L_F·64, one hidden
-    layer); with its weights copied, the same contexts (one all zero, one at 1e-4, one at 1e4) give the same Student-t
-    laws in data units (ν, loc·scale, scale·scale) to float32 rounding."""
-    module = _gluonts_simple_feedforward(monkeypatch)
-    torch.manual_seed(3)
-    theirs = module.SimpleFeedForwardModel(prediction_length=5, context_length=12, hidden_dimensions=[64, 64])
-    ours = SimpleFeedForward(12, 5)
-    linears = [m for m in theirs.nn if isinstance(m, torch.nn.Linear)]
-    assert [(m.in_features, m.out_features) for m in linears] == [(12, 64), (64, 5 * 64)]
-    with torch.no_grad():
-        for mine, their in zip([m for m in ours.mlp if isinstance(m, torch.nn.Linear)], linears):
-            mine.weight.copy_(their.weight)
-            mine.bias.copy_(their.bias)
-        ours.head.proj.weight.copy_(torch.cat([p.weight for p in theirs.args_proj.proj]))
-        ours.head.proj.bias.copy_(torch.cat([p.bias for p in theirs.args_proj.proj]))
-    g = torch.Generator().manual_seed(4)
-    context = torch.rand(4, 12, generator=g) * 50
-    context[0] = 0.0
-    context[2] *= 1e-4
-    context[3] *= 1e4
-    (df, loc, scale), zero, data_scale = theirs(context)
-    mine_df, mine_loc, mine_scale = ours.distribution(context)
-    assert float(zero.abs().max()) == 0.0
-    torch.testing.assert_close(mine_df, df, rtol=1e-5, atol=0)
-    torch.testing.assert_close(mine_loc, loc * data_scale, rtol=1e-5, atol=0)
-    torch.testing.assert_close(mine_scale, scale * data_scale, rtol=1e-5, atol=0)
+def _lstm_parameters(model):
+    """Every LSTM weight and bias, each on its own (no zero bias to check)."""
+    return [(p, p) for cell in model.rnn.cells for lin in cell.values() for p in (lin.weight, lin.bias)]
 
 
-def test_simple_ff_has_gluonts_init():
-    """make_linear_layer: weights uniform on [-0.07, 0.07] (KS against the uniform CDF, false-failure rate 1e-4), zero
-    biases; a second hidden layer would be a third linear."""
+@pytest.mark.parametrize("name,uniform,bound", [
+    ("simple-ff", lambda m: [(l.weight, l.bias) for l in _ff_linears(m)], 0.07),
+    ("dlinear", lambda m: [(m.seasonal.weight, m.seasonal.bias), (m.trend.weight, m.trend.bias)], 0.07),
+    ("deepar", _lstm_parameters, 1 / math.sqrt(40)),
+], ids=["simple-ff", "dlinear", "deepar"])
+def test_models_have_the_official_init(name, uniform, bound):
+    """simple-ff and DLinear: GluonTS's make_linear_layer, weights uniform on [-0.07, 0.07] and zero biases (simple-ff:
+    two linears; a second hidden layer would be a third). DeepAR: nn.LSTM's (and opacus DPLSTM's) init, every weight
+    and bias uniform on ±1/√40, the first layer's input weights too (nn.Linear's default would be ±1/√(lags + 1)).
+    KS against the uniform CDF, false-failure rate 1e-4 per tensor."""
     from scipy import stats
 
     torch.manual_seed(0)
-    model = SimpleFeedForward(96, 24)
-    linears = [m for m in model.mlp if isinstance(m, torch.nn.Linear)]
-    assert len(linears) == 2
-    for m in linears:
-        w = m.weight.detach().flatten().numpy()
-        assert float(abs(w).max()) <= 0.07 and float(m.bias.detach().abs().max()) == 0.0
-        assert stats.kstest(w, stats.uniform(-0.07, 0.14).cdf).pvalue > 1e-4
+    model = make_model(name, 30 if name == "deepar" else 96, 24)
+    pairs = uniform(model)
+    assert len(pairs) == {"simple-ff": 2, "dlinear": 2, "deepar": 8}[name]
+    for weight, bias in pairs:
+        w = weight.detach().flatten().numpy()
+        assert float(abs(w).max()) <= bound
+        assert stats.kstest(w, stats.uniform(-bound, 2 * bound).cdf).pvalue > 1e-4
+        if bias is not weight:
+            assert float(bias.detach().abs().max()) == 0.0
 
 
-@pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer"])
+@pytest.mark.parametrize("name", ["simple-ff", "dlinear"])
 def test_models_are_scale_free(name):
     """No learned floor: the data × c (c = 1e-4, 1e4) gives the same ν, the NLL plus log c, loc and scale × c
-    (relative 1e-4 in float32). The old e^a floor (1 in data units) broke this at 1e-4. (DeepAR feeds log(scale) to
-    its LSTM as GluonTS's does, so it sees the data's level by design.)"""
+    (relative 1e-4 in float32). The old e^a floor (1 in data units) broke this at 1e-4. (iTransformer and DeepAR
+    feed log(scale) to their networks as GluonTS's do, so they see the data's level by design.)"""
     torch.manual_seed(1)
     model = make_model(name, 30, 6)
     g = torch.Generator().manual_seed(2)

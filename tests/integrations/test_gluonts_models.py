@@ -1,0 +1,184 @@
+"""tsdp's forecasters against gluonts.torch's modules (the ``gluonts`` extra, GluonTS 0.17) in the paper's official
+configurations (jan-schuchardt/dp_forecasting, seml/configs/<dataset>/dp_train_standard_eval.yaml): GluonTS's weights,
+copied into tsdp's model by the parameter-name mapping each test states, give the same Student-t laws and the same
+per-sample losses in float64 on random context windows (levels from 1e-8 to 1e4), to rtol 1e-10 (float64 rounding
+through a few hundred operations; a wrong column, gate order or missing layer moves them at the first digit).
+
+One module, so gluonts.torch (lightning, about 4 s of CPU) is imported once per xdist worker."""
+import pytest
+import torch
+
+pytest.importorskip("lightning")
+deepar_module = pytest.importorskip("gluonts.torch.model.deepar.module")
+d_linear_module = pytest.importorskip("gluonts.torch.model.d_linear.module")
+ff_module = pytest.importorskip("gluonts.torch.model.simple_feedforward.module")
+it_module = pytest.importorskip("gluonts.torch.model.i_transformer.module")
+
+from tsdp.attacks.data.benchmarks import LONG_LAGS
+from tsdp.attacks.loop.models import DeepAR, DLinear, ITransformer, SimpleFeedForward
+
+LC, LF = 24, 6
+"""The official configs' shape: relative_context_length 8 × prediction length (3 × 8 = 24 here, kept small)."""
+TOL = {"rtol": 1e-10, "atol": 0.0}
+
+
+def _windows(length, seed, zero_row=False):
+    """Positive random windows (B = 5) of values in [1, 50] × (1, 1, 1e-4, 1e4, 1e-8): the last row's scale is below
+    simple-ff's floor 1e-5 and above MeanScaler's 1e-10, so a model with the other's scaler fails here."""
+    g = torch.Generator().manual_seed(seed)
+    x = 1 + 49 * torch.rand(5, length, generator=g, dtype=torch.float64)
+    x[2] *= 1e-4
+    x[3] *= 1e4
+    x[4] *= 1e-8
+    if zero_row:
+        x[0] = 0.0
+    return x
+
+
+def _copy_head(head, args_proj):
+    """GluonTS's ``StudentTOutput`` projection is three ``nn.Linear(h, 1)`` (df, loc, scale); tsdp's head is their rows
+    stacked in one ``nn.Linear(h, 3)``."""
+    head.proj.weight.copy_(torch.cat([p.weight for p in args_proj.proj]))
+    head.proj.bias.copy_(torch.cat([p.bias for p in args_proj.proj]))
+
+
+def _copy(mine: torch.nn.Module, theirs: torch.nn.Module):
+    mine.weight.copy_(theirs.weight)
+    mine.bias.copy_(theirs.bias)
+
+
+def _assert_same_law(ours, context, forecast, args, loc, scale, their_loss):
+    """tsdp's (ν, loc, scale) in data units equal GluonTS's affine-transformed Student-t (ν, loc + scale·μ, scale·σ),
+    and tsdp's per-sample loss (mean NLL over the L_F steps) equals GluonTS's."""
+    df, mu, sigma = ours.distribution(context)
+    torch.testing.assert_close(df, args[0], **TOL)
+    torch.testing.assert_close(mu, loc + scale * args[1], **TOL)
+    torch.testing.assert_close(sigma, scale * args[2], **TOL)
+    torch.testing.assert_close(ours(context, forecast), their_loss, **TOL)
+
+
+def test_simple_ff_equals_gluonts():
+    """SimpleFeedForwardModel(hidden_dimensions=[64, 64]) (official) has tsdp's layers L_C → 64 → L_F·64; mapping:
+    ``nn[0]`` → ``mlp[0]``, ``nn[2]`` → ``mlp[2]`` (the Linear layers in order), ``args_proj`` → ``head``. The windows
+    include an all-zero context (both floor its scale at 1e-5)."""
+    torch.manual_seed(3)
+    theirs = ff_module.SimpleFeedForwardModel(prediction_length=LF, context_length=LC,
+                                              hidden_dimensions=[64, 64]).double()
+    ours = SimpleFeedForward(LC, LF).double()
+    linears = [m for m in theirs.nn if isinstance(m, torch.nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in linears] == [(LC, 64), (64, LF * 64)]
+    with torch.no_grad():
+        for mine, their in zip([m for m in ours.mlp if isinstance(m, torch.nn.Linear)], linears, strict=True):
+            _copy(mine, their)
+        _copy_head(ours.head, theirs.args_proj)
+    context, forecast = _windows(LC, 4, zero_row=True), _windows(LF, 5)
+    args, loc, scale = theirs(context)
+    loss = theirs.loss(context, forecast, torch.ones_like(forecast))
+    _assert_same_law(ours, context, forecast, args, loc, scale, loss)
+
+
+def test_dlinear_equals_gluonts():
+    """DLinearModel(hidden_dimension=20, kernel_size=25, scaling="mean") (official); mapping: ``linear_seasonal`` →
+    ``seasonal``, ``linear_trend`` → ``trend``, ``args_proj`` → ``head``. No all-zero context: there GluonTS's
+    MeanScaler takes the batch's mean scale and tsdp 1.0 (models.py's docstring)."""
+    torch.manual_seed(5)
+    theirs = d_linear_module.DLinearModel(prediction_length=LF, context_length=LC, hidden_dimension=20,
+                                          kernel_size=25, scaling="mean").double()
+    ours = DLinear(LC, LF).double()
+    with torch.no_grad():
+        _copy(ours.seasonal, theirs.linear_seasonal)
+        _copy(ours.trend, theirs.linear_trend)
+        _copy_head(ours.head, theirs.args_proj)
+    context, forecast = _windows(LC, 6), _windows(LF, 7)
+    observed = torch.ones_like(context)
+    args, loc, scale = theirs(context, observed)
+    loss = theirs.loss(context, observed, forecast, torch.ones_like(forecast))
+    _assert_same_law(ours, context, forecast, args, loc, scale, loss)
+
+
+def test_itransformer_equals_gluonts():
+    """ITransformerModel(d_model=32, nhead=4, dim_feedforward=128, dropout=0, activation="relu", norm_first=False,
+    num_encoder_layers=2, scaling="mean") (official); mapping: ``emebdding`` → ``embed``; per layer
+    ``self_attn.in_proj_weight/bias`` → ``qkv`` (rows q, k, v), ``self_attn.out_proj`` → ``out``, ``linear1`` /
+    ``linear2`` → ``ff[0]`` / ``ff[2]``, ``norm1`` / ``norm2`` → ``norm1`` / ``norm2``; ``encoder.norm`` → ``norm``;
+    ``projection`` → ``project``; ``args_proj`` → ``head``. GluonTS's series axis (B, L_C, 1) is tsdp's one token."""
+    torch.manual_seed(7)
+    theirs = it_module.ITransformerModel(prediction_length=LF, context_length=LC, d_model=32, nhead=4,
+                                         dim_feedforward=128, dropout=0.0, activation="relu", norm_first=False,
+                                         num_encoder_layers=2, scaling="mean").double().eval()
+    ours = ITransformer(LC, LF).double()
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in theirs.parameters())
+    with torch.no_grad():
+        _copy(ours.embed, theirs.emebdding)
+        for mine, their in zip(ours.layers, theirs.encoder.layers, strict=True):
+            mine.qkv.weight.copy_(their.self_attn.in_proj_weight)
+            mine.qkv.bias.copy_(their.self_attn.in_proj_bias)
+            _copy(mine.out, their.self_attn.out_proj)
+            _copy(mine.ff[0], their.linear1)
+            _copy(mine.ff[2], their.linear2)
+            _copy(mine.norm1, their.norm1)
+            _copy(mine.norm2, their.norm2)
+        _copy(ours.norm, theirs.encoder.norm)
+        _copy(ours.project, theirs.projection)
+        _copy_head(ours.head, theirs.args_proj)
+    context, forecast = _windows(LC, 8), _windows(LF, 9)
+    observed = torch.ones_like(context)[..., None]
+    args, loc, scale = theirs(context[..., None], observed)
+    args = [a[..., 0] for a in args]
+    loss = theirs.loss(context[..., None], observed, forecast[..., None], torch.ones_like(forecast)[..., None])
+    _assert_same_law(ours, context, forecast, args, loc[..., 0], scale[..., 0], loss.mean(dim=-1))
+
+
+def _gluonts_deepar(context_length, lags):
+    """DeepARModel as the official estimator builds it (num_layers 2, hidden 40, dropout 0, scaling, no
+    default_scale, StudentTOutput) with one zero dynamic feature, one zero static real and the cardinality-[1]
+    category whose 1-dimensional embedding is set to 0: the covariate columns of its LSTM input are then all zero."""
+    theirs = deepar_module.DeepARModel(freq="h", context_length=context_length, prediction_length=LF,
+                                       num_feat_dynamic_real=1, num_feat_static_real=1, num_feat_static_cat=1,
+                                       cardinality=[1], num_layers=2, hidden_size=40, dropout_rate=0.0,
+                                       lags_seq=list(lags), scaling=True, default_scale=None).double()
+    with torch.no_grad():
+        for embedding in theirs.embedder._embedders:
+            embedding.weight.zero_()
+    return theirs
+
+
+def _deepar_loss(theirs, window, forecast, observed):
+    b = window.shape[0]
+    zeros = window.new_zeros
+    return theirs.loss(feat_static_cat=torch.zeros(b, 1, dtype=torch.long), feat_static_real=zeros(b, 1),
+                       past_time_feat=zeros(b, window.shape[1], 1), past_target=window, past_observed_values=observed,
+                       future_time_feat=zeros(b, LF, 1), future_target=forecast,
+                       future_observed_values=torch.ones_like(forecast), future_only=True, aggregate_by=torch.mean)
+
+
+def test_deepar_equals_gluonts_unrolled_one_step_more():
+    """tsdp's DeepAR at L_C with the official 28 lags is GluonTS's DeepARModel at context_length L_C + 1 (its
+    past_length L_C + 1 + 169 - 1 is tsdp's window L_C + 169) whose scale is the mean over the last L_C values (the
+    oldest unrolled value marked unobserved, which only the scaler reads), without covariates, with the forecast-only
+    loss (``future_only=True``, mean over L_F). Mapping: ``rnn.weight_ih_l0`` columns of the lags and of log(scale) →
+    ``rnn.cells[0].ih.weight``; ``weight_ih_l1``, ``weight_hh_l{0,1}``, ``bias_ih/hh_l{0,1}`` → ``cells[k].ih/hh``
+    (gate rows i, f, g, o); ``param_proj`` → ``head``. GluonTS's own unrolling (context_length L_C on the window
+    less its oldest value) gives a different loss: tsdp takes one LSTM step more (DeepAR's docstring)."""
+    torch.manual_seed(11)
+    theirs = _gluonts_deepar(LC + 1, LONG_LAGS)
+    ours = DeepAR(LC + max(LONG_LAGS), LF, lags=LONG_LAGS).double()
+    n = len(LONG_LAGS)
+    assert theirs.rnn.input_size == n + 4  # lags, embedding, static real, log(scale), one time feature
+    with torch.no_grad():
+        for k, cell in enumerate(ours.rnn.cells):
+            w_ih = getattr(theirs.rnn, f"weight_ih_l{k}")
+            cell["ih"].weight.copy_(w_ih[:, list(range(n)) + [n + 2]] if k == 0 else w_ih)
+            cell["ih"].bias.copy_(getattr(theirs.rnn, f"bias_ih_l{k}"))
+            cell["hh"].weight.copy_(getattr(theirs.rnn, f"weight_hh_l{k}"))
+            cell["hh"].bias.copy_(getattr(theirs.rnn, f"bias_hh_l{k}"))
+        _copy_head(ours.head, theirs.param_proj)
+    window, forecast = _windows(LC + max(LONG_LAGS), 12), _windows(LF, 13)
+    observed = torch.ones_like(window)
+    observed[:, -(LC + 1)] = 0.0
+    torch.testing.assert_close(ours(window, forecast), _deepar_loss(theirs, window, forecast, observed), **TOL)
+
+    own = _gluonts_deepar(LC, LONG_LAGS)
+    own.load_state_dict(theirs.state_dict())
+    their_own = _deepar_loss(own, window[:, 1:], forecast, torch.ones_like(window[:, 1:]))
+    assert float((their_own - ours(window, forecast)).detach().abs().min()) > 1e-6
