@@ -126,7 +126,7 @@ def test_the_walk_sees_lazy_and_relative_imports():
     lazy = [t for t, _ in _imports("tsdp.verify.accountant", ROOT / "verify" / "accountant.py")]
     assert "tsdp.theorems.registry" in lazy  # `from tsdp.theorems.registry import attained_pair`, inside a function
     modules = dict(_package_files())
-    assert {"tsdp.theorems.bounds.base", "tsdp.verify.pld", "tsdp.attacks.loop.train", "tsdp.reports.run",
+    assert {"tsdp.theorems.bounds.base", "tsdp.verify.pld", "tsdp.training.train", "tsdp.reports.run",
             "tsdp.cli.main"} <= set(modules)
 
 
@@ -234,7 +234,7 @@ def test_the_audit_chain_has_at_most_five_floors():
     auditor → audit_engine → sequential → distributed → auditor_run → worst_case → loop)."""
     chain = longest_chain(import_graph(), "tsdp.attacks.montecarlo.audit")
     assert len(chain) <= 5, " → ".join(chain)
-    assert chain[-1] == "tsdp.attacks.loop"
+    assert chain[-1] == "tsdp.training"
 
 
 def test_no_module_name_in_attacks_is_a_prefix_variant_of_a_sibling():
