@@ -197,7 +197,7 @@ configuration): the code fingerprint of :class:`CellKey` hashes every .py file u
 def code_fingerprint() -> str:
     """:func:`source_fingerprint` of the :data:`TRAINING_CODE` sources of this tsdp: a cell computed by other code
     (another tsdp version, an edited loop) has another one."""
-    return source_fingerprint(Path(__file__).resolve().parents[2], TRAINING_CODE)
+    return source_fingerprint(Path(__file__).resolve().parents[1], TRAINING_CODE)
 
 
 def source_fingerprint(root: Path, parts) -> str:

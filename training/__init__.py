@@ -1,4 +1,5 @@
-"""Algorithms 1-6 of the paper as torch code: samplers, the noisy step, models, data, metrics, training.
+"""tsdp.training: the DP-SGD forecasting loop, Algorithms 1-6 of the paper as torch code: samplers, the noisy step,
+models, metrics, training (its series come from tsdp.datasets).
 
 Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over steps),
 ``windows`` (padding, cropping, context/forecast split, augmentation), ``step``
@@ -6,8 +7,7 @@ Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over
 gradients), ``factored`` (exact per-sample clipping from layer factors), ``models`` (Student-t
 forecasters, and the benchmark's plain MLP), ``metrics``, ``train`` (Algorithm 1 to an ε budget;
 `tsdp train` is tsdp/cli/cmd_train.py), ``noise`` (Algorithm 2, line 8: one flat Gaussian draw),
-``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``),
-``bench`` (the DP step against a non-private step and Opacus).
+``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``).
 """
 from .clipping import clip_gradients
 from .samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler

@@ -1,3 +1,3 @@
 """Adapters to other libraries: ``opacus_accountant`` (tsdp's accountant as an Opacus ``IAccountant``),
-``dpoptimizer_canaries`` (white-box gradient canaries in an Opacus ``DPOptimizer``), ``planted_opacus``
-(the planted-bug bench on an Opacus loop)."""
+``dpoptimizer_canaries`` (white-box gradient canaries in an Opacus ``DPOptimizer``). The planted-bug Opacus loop
+of `tsdp bench planted` is :mod:`tsdp.bench.planted_opacus`."""

@@ -6,6 +6,6 @@ shards on 1..N processes or Dask) → ``trials`` (batched trials through :mod:`t
 must catch), ``design`` (thresholds fixed before sampling), ``statistics`` (Clopper-Pearson
 and likelihood-ratio statistics), ``exact_level`` (the union test certified at its exact level),
 ``counts`` (a shard's histograms and their exact merge), ``sequential`` (the anytime-valid
-violation test), ``bracket`` (the attained bracket and the composition gap), ``bench``
-(`tsdp bench audit`).
+violation test), ``bracket`` (the attained bracket and the composition gap). `tsdp bench audit` is
+:mod:`tsdp.bench.audit`.
 """

@@ -1,14 +1,14 @@
 """`tsdp bench {accounting,loop,audit,canary,planted,blackbox,baselines,estimate,startup}`: benchmarks (not tests).
 
+Every benchmark is a module of :mod:`tsdp.bench`, imported lazily by the one that runs (``BENCHES``):
 ``accounting`` times the one-step PLD construction against dp-accounting's, interleaved
-over rounds on equal work (:mod:`bench.accounting`, :mod:`bench.rounds`);
+over rounds on equal work (:mod:`tsdp.bench.accounting`, :mod:`tsdp.bench.rounds`);
 ``loop``, ``audit``, ``canary``, ``planted`` (canary audits of an Opacus loop with planted
 bugs; needs ``tsdp[opacus]``) and ``blackbox`` (spike-canary audits of a memoriser and of tsdp's
 models trained without and with DP), ``baselines`` (the experiment's seasonal naive and
 AutoETS on a set of electricity's shape) and ``estimate`` (the experiment's pre-run estimate
-against its run) belong to the attacks package and are imported lazily (torch is never
-imported by verify/ at module import time). ``startup`` times the `tsdp` command's own start
-against a bare interpreter (:mod:`tsdp.bench.startup`).
+against its run) import torch (or statsforecast) only when they run. ``startup`` times the `tsdp`
+command's own start against a bare interpreter (:mod:`tsdp.bench.startup`).
 """
 from __future__ import annotations
 
