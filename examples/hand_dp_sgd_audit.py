@@ -22,8 +22,8 @@ from torch.utils.data import DataLoader
 
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import audit_training
-from tsdp.attacks.data.series import synthetic
-from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.datasets.series import synthetic
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
 from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event

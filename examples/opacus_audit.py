@@ -3,7 +3,7 @@
     python examples/opacus_audit.py               # the correct loop
     python examples/opacus_audit.py noise-off     # the same loop with a planted bug (see `tsdp bench planted-opacus`)
 
-The training is ordinary Opacus code (``attacks.integrations.planted_opacus.opacus_train``: an MLP
+The training is ordinary Opacus code (``bench.planted_opacus.opacus_train``: an MLP
 forecaster, SGD, ``PrivacyEngine.make_private`` over a DataLoader that draws its batches with
 tsdp's ``BiLevelBatchSampler``). ``audit_training`` calls it once with 1000 gradient canaries
 hooked into its optimizer (nothing in the loop changes), each taking part in steps as one element
@@ -16,7 +16,7 @@ import sys
 
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import audit_training
-from tsdp.attacks.integrations.planted_opacus import (BUGS, CLIP, CONFIG, DATA, DELTA, LR, STEPS, claimed_epsilon,
+from tsdp.bench.planted_opacus import (BUGS, CLIP, CONFIG, DATA, DELTA, LR, STEPS, claimed_epsilon,
                                                       loader_config, opacus_train, runtime, squared_error)
 
 

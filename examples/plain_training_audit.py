@@ -23,8 +23,8 @@ from torch.utils.data import DataLoader
 from tsdp.attacks.canary.fdp_bound import plan
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import CANARIES, analyses_of, audit_training
-from tsdp.attacks.integrations.planted_opacus import CONFIG, DATA, DELTA, STEPS, claimed_epsilon, squared_error
-from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset
+from tsdp.bench.planted_opacus import CONFIG, DATA, DELTA, STEPS, claimed_epsilon, squared_error
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset
 
 
 def train(series):

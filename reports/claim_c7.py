@@ -2,10 +2,10 @@
 forecasters at ε ≤ 1 beat seasonal naive and AutoETS (1-event level, δ = 1e-7).
 
 Computed on a small privacy-utility grid on the real dataset shipped with tsdp (M1 yearly,
-:mod:`tsdp.attacks.data.tsf`), not on the report's configuration (the claim is about trained
+:mod:`tsdp.datasets.tsf`), not on the report's configuration (the claim is about trained
 models on real series): the quick report trains SimpleFF for one seed, the full report SimpleFF and
 DLinear for two, at ε ∈ {0.5, 1, ∞} with the WOR top level and a 10-epoch cap
-(:func:`tsdp.attacks.experiment.table.run_grid`; ``tsdp experiment`` runs the paper's whole grid).
+(:func:`tsdp.experiments.table.run_grid`; ``tsdp experiment`` runs the paper's whole grid).
 Each model's CRPS is its last iterate's, which the ε covers (the lowest-validation checkpoint is
 shown beside it, not covered). The baselines come from statsforecast (the ``experiments`` extra);
 without it the claim is not evaluated.
@@ -13,7 +13,7 @@ without it the claim is not evaluated.
 M1 yearly is not the paper's data (there even the non-private models lose to AutoETS), so the
 measured verdict is worded on it: ``reproduced`` / ``not reproduced`` on M1 yearly, never a
 verdict on the paper's claim. The paper's own reported tables
-(:mod:`tsdp.attacks.experiment.paper_tables`) are judged by the same rule as a second verdict,
+(:mod:`tsdp.experiments.paper_tables`) are judged by the same rule as a second verdict,
 ``confirmed`` / ``refuted``, naming the tables and cells it rests on.
 """
 from __future__ import annotations
@@ -38,11 +38,11 @@ class C7(Claim):
     def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
         from tsdp.theorems.errors import MissingExtraError
 
-        from tsdp.attacks.data.benchmarks import SHIPPED_SPEC
-        from tsdp.attacks.experiment.cells import epochs_cap
-        from tsdp.attacks.experiment.grid import GridSettings, plan
-        from tsdp.attacks.experiment.paper_tables import paper_c7
-        from tsdp.attacks.experiment.table import baseline_crps_of, claim_c7, rows_of, run_grid, same_runs
+        from tsdp.datasets.benchmarks import SHIPPED_SPEC
+        from tsdp.experiments.cells import epochs_cap
+        from tsdp.experiments.grid import GridSettings, plan
+        from tsdp.experiments.paper_tables import paper_c7
+        from tsdp.experiments.table import baseline_crps_of, claim_c7, rows_of, run_grid, same_runs
 
         grid = QUICK_GRID if quick else FULL_GRID
         settings = GridSettings(epochs=EPOCHS, seed=ctx.seed)
@@ -69,7 +69,7 @@ class C7(Claim):
 
     @staticmethod
     def rule(numbers: dict) -> Tuple[str, str]:
-        """The measured grid's verdict (:func:`tsdp.attacks.experiment.table.c7_verdict`: at every ε ≤ 1 some DP
+        """The measured grid's verdict (:func:`tsdp.experiments.table.c7_verdict`: at every ε ≤ 1 some DP
         model's mean CRPS is below both baselines), worded on its data (M1 yearly: 'reproduced' / 'not reproduced'
         there, which the verdict text names); the reason names the better baseline and the per-ε best cells it
         rests on. Not evaluated without baselines or DP cells."""
@@ -82,7 +82,7 @@ class C7(Claim):
     @staticmethod
     def data(numbers: dict) -> str:
         """M1 yearly: the shipped series the grid trains on, not the paper's datasets."""
-        from tsdp.attacks.experiment.table import DATA_LABELS
+        from tsdp.experiments.table import DATA_LABELS
 
         return DATA_LABELS.get(numbers["dataset"], numbers["dataset"])
 

@@ -4,7 +4,7 @@ The shape of the paper's inference tables: test CRPS of private forecasts by ε 
 r, σ calibrated per cell under T15's sound accounting (an upper bound, so every cell is at
 least as private as its ε), on seeded synthetic data and on a real public panel shipped with
 tsdp (Grunfeld's investment data as statsmodels has it, 11 firms x 20 years,
-:func:`tsdp.attacks.data.formats.grunfeld`; each series scaled to unit standard deviation so
+:func:`tsdp.datasets.formats.grunfeld`; each series scaled to unit standard deviation so
 that v = 1 is one standard deviation). The numbers come from
 :func:`tsdp.attacks.inference.crps_table.inference_table`; nothing is computed here.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from tsdp.attacks.data.formats import grunfeld
-from tsdp.attacks.data.series import SeriesData
+from tsdp.datasets.formats import grunfeld
+from tsdp.datasets.series import SeriesData
 
 QUICK = {"epsilons": (1.0, 4.0), "rates": (1.0, 0.5), "repeats": 2, "n_samples": 50}
 FULL = {"repeats": 5, "n_samples": 100}

@@ -1,6 +1,7 @@
 """The package's shape: layering of the imports, the packages list, the wheel.
 
-Layers, one direction only: theorems <- verify <- attacks <- testing <- reports <- cli. Every import of
+Layers, one direction only: theorems <- verify <- datasets <- training <- attacks <- experiments <- testing <-
+reports <- bench <- cli. Every import of
 every module (top level or inside a function, i.e. lazy or not) is read from the source with
 ``ast``; relative imports are resolved against the module's installed name.
 """
@@ -23,12 +24,16 @@ except ModuleNotFoundError:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parents[1]
 # repository folder -> installed package (pyproject `package-dir`)
-FOLDERS = {"theorems": "tsdp.theorems", "verify": "tsdp.verify", "attacks": "tsdp.attacks",
-           "testing": "tsdp.testing", "reports": "tsdp.reports", "tsdp": "tsdp"}
-LAYERS = ("tsdp.theorems", "tsdp.verify", "tsdp.attacks", "tsdp.testing", "tsdp.reports", "tsdp.cli")
+FOLDERS = {"theorems": "tsdp.theorems", "verify": "tsdp.verify", "datasets": "tsdp.datasets",
+           "training": "tsdp.training", "attacks": "tsdp.attacks", "experiments": "tsdp.experiments",
+           "testing": "tsdp.testing", "reports": "tsdp.reports", "bench": "tsdp.bench", "tsdp": "tsdp"}
+LAYERS = ("tsdp.theorems", "tsdp.verify", "tsdp.datasets", "tsdp.training", "tsdp.attacks", "tsdp.experiments",
+          "tsdp.testing", "tsdp.reports", "tsdp.bench", "tsdp.cli")
+TOP_LEVEL = tuple(folder for folder in FOLDERS if folder != "tsdp")  # names that exist only as tsdp.<name>
 FORBIDDEN = {  # third-party imports a layer must never make (opacus imports torch)
     "tsdp.theorems": ("torch", "dp_accounting", "opacus"),
     "tsdp.verify": ("torch", "opacus"),
+    "tsdp.datasets": ("torch", "opacus"),  # series are numpy; the loop (tsdp.training) makes tensors of them
 }
 FACADE = "tsdp"  # tsdp/__init__.py: the API, lazily re-exports from every layer
 
@@ -91,18 +96,19 @@ def _facade_exports():
     raise AssertionError("tsdp/__init__.py has no _EXPORTS map")
 
 
-def layering_violations():
-    """Every import that points up a layer, names a forbidden library, or uses an old top-level name."""
+def layering_violations(files=None):
+    """Every import that points up a layer, names a forbidden library, or uses an old top-level name
+    (``files``: (module, path) pairs; default every module of the package)."""
     exports = _facade_exports()
     found = []
-    for module, path in _package_files():
+    for module, path in (_package_files() if files is None else files):
         if module == FACADE:
             continue
         own = _layer(module)
-        where = f"{path.relative_to(ROOT)}"
+        where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}"
         for target, line in _imports(module, path):
             top = target.split(".")[0]
-            if top in ("theorems", "verify", "attacks", "testing", "reports"):
+            if top in TOP_LEVEL:
                 found.append(f"{where}:{line}: imports top-level {target!r} (use tsdp.{target})")
                 continue
             if top == "tsdp":
@@ -126,15 +132,41 @@ def test_the_walk_sees_lazy_and_relative_imports():
     lazy = [t for t, _ in _imports("tsdp.verify.accountant", ROOT / "verify" / "accountant.py")]
     assert "tsdp.theorems.registry" in lazy  # `from tsdp.theorems.registry import attained_pair`, inside a function
     modules = dict(_package_files())
-    assert {"tsdp.theorems.bounds.base", "tsdp.verify.pld", "tsdp.attacks.loop.train", "tsdp.reports.run",
+    assert {"tsdp.theorems.bounds.base", "tsdp.verify.pld", "tsdp.training.train", "tsdp.reports.run",
             "tsdp.cli.main"} <= set(modules)
 
 
 def test_every_import_points_down_the_layers():
-    """theorems <- verify <- attacks <- reports <- cli, lazily imported or not; theorems never
-    imports torch or dp-accounting, verify never torch; no old top-level names."""
+    """theorems <- verify <- datasets <- training <- attacks <- experiments <- testing <- reports <- bench <- cli,
+    lazily imported or not; theorems never imports torch or dp-accounting, verify and datasets never torch; no old
+    top-level names."""
     violations = layering_violations()
     assert not violations, "\n".join(violations)
+
+
+@pytest.mark.parametrize("module,source", [
+    ("tsdp.training.x", "from tsdp.attacks.canary import evidence"),  # the loop imports an attack
+    ("tsdp.datasets.x", "from tsdp.training.train import train"),  # the data imports the loop
+    ("tsdp.attacks.x", "def f():\n    from tsdp.experiments import cells"),  # lazily, an attack imports an experiment
+    ("tsdp.reports.x", "import tsdp.bench.loop"),  # a report imports a benchmark
+    ("tsdp.experiments.x", "from ..bench import rounds"),  # relative, up to the benchmarks
+])
+def test_an_import_up_the_new_layers_is_flagged(tmp_path, module, source):
+    """The check itself on each new layer's place: a module importing a layer above its own is reported."""
+    path = tmp_path / "x.py"
+    path.write_text(source + "\n", encoding="utf-8")
+    found = layering_violations([(module, path)])  # `from a import b` is read as a and as a.b
+    assert found and all("a layer above" in f and f.split(": ", 1)[1].startswith(module.rsplit(".", 1)[0])
+                         for f in found), found
+
+
+def test_pyproject_installs_every_top_level_package_folder_under_tsdp():
+    """Each repository folder with an __init__.py is one of pyproject's package-dir entries, under its own name."""
+    if tomllib is None:  # pragma: no cover - Python 3.10
+        pytest.skip("tomllib needs Python 3.11")
+    package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
+    folders = {d.name for d in ROOT.iterdir() if (d / "__init__.py").is_file()}
+    assert {v: k for k, v in package_dir.items()} == {f: FOLDERS[f] for f in folders} == FOLDERS
 
 
 def import_graph():
@@ -197,26 +229,33 @@ def test_the_cycle_finder_finds_a_planted_cycle():
     assert any({"tsdp.theorems.bounds.base", "tsdp.theorems.registry"} <= set(c) for c in cycles)
 
 
+AUDITED = ("tsdp.datasets", "tsdp.training", "tsdp.attacks")  # what an audit runs through: data, loop, attacks
+
+
 def _floor(module: str) -> str:
-    """A floor of the audit chain: a module of attacks.montecarlo, else its attacks subpackage (or layer)."""
+    """A floor of the audit chain: a module of attacks.montecarlo, else its attacks subpackage, else its layer
+    (tsdp.training, tsdp.datasets)."""
     parts = module.split(".")
     if parts[:3] == ["tsdp", "attacks", "montecarlo"]:
         return module
-    return ".".join(parts[:3])
+    return ".".join(parts[:3] if parts[1] == "attacks" else parts[:2])
 
 
 def longest_chain(graph, start: str):
-    """The longest import chain from ``start``, counting floors (:func:`_floor`), within tsdp.attacks.
+    """The longest import chain from ``start``, counting floors (:func:`_floor`), within :data:`AUDITED`.
 
     A floor outside the Monte Carlo subpackage (the loop, the data) is the chain's end: it is
     the thing audited, not a step of the audit.
     """
+    def audited(name):
+        return any(name == p or name.startswith(p + ".") for p in AUDITED)
+
     floors = {}
     for m, targets in graph.items():
-        if m.startswith("tsdp.attacks."):
+        if audited(m):
             floors.setdefault(_floor(m), set())
             if _floor(m) == m:  # a montecarlo module: its edges continue the chain
-                floors[m].update(_floor(t) for t in targets if t.startswith("tsdp.attacks."))
+                floors[m].update(_floor(t) for t in targets if audited(t))
     best = {}
 
     def depth(f, seen):
@@ -234,16 +273,22 @@ def test_the_audit_chain_has_at_most_five_floors():
     auditor → audit_engine → sequential → distributed → auditor_run → worst_case → loop)."""
     chain = longest_chain(import_graph(), "tsdp.attacks.montecarlo.audit")
     assert len(chain) <= 5, " → ".join(chain)
-    assert chain[-1] == "tsdp.attacks.loop"
+    assert chain[-1] == "tsdp.training"
 
 
-def test_no_module_name_in_attacks_is_a_prefix_variant_of_a_sibling():
-    """Names say what a module does; no two siblings differ by an ``audit``/``auditor``-style prefix."""
+NAMED_BY_JOB = ("datasets", "training", "attacks", "experiments", "bench")  # folders whose names the rule below holds
+
+
+def test_no_module_name_is_a_prefix_variant_of_a_sibling():
+    """Names say what a module does; no two siblings differ by an ``audit``/``auditor``-style prefix (in the data,
+    the loop, the attacks, the experiments and the benchmarks)."""
     def stem(name):
         return name.split("_")[0].rstrip("or").rstrip("s")
 
     offenders = []
-    for folder in [ROOT / "attacks", *[d for d in (ROOT / "attacks").rglob("*") if d.is_dir() and d.name != "__pycache__"]]:
+    folders = [d for top in NAMED_BY_JOB for d in [ROOT / top, *(ROOT / top).rglob("*")]
+               if d.is_dir() and d.name != "__pycache__"]
+    for folder in folders:
         names = sorted(p.stem for p in folder.iterdir() if (p.suffix == ".py" and p.stem != "__init__")
                        or (p.is_dir() and (p / "__init__.py").exists()))
         for i, a in enumerate(names):
@@ -296,7 +341,7 @@ def test_wheel_installs_one_tsdp_package(tmp_path):
     target = tmp_path / "target"
     installed = run(sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel))
     assert installed.returncode == 0, installed.stderr
-    assert not {"theorems", "verify", "attacks", "testing", "reports"} & {p.name for p in target.iterdir()}
+    assert not set(TOP_LEVEL) & {p.name for p in target.iterdir()}
     neutral = tmp_path / "cwd"
     neutral.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
@@ -317,7 +362,7 @@ def test_no_consumer_switches_on_the_type_of_a_bound():
 
     bound_classes = {"Bound", "PairBound", "WorMixtureBound", "Claim", "InferenceBound"}
     offenders = []
-    for folder in ("verify", "attacks", "reports", "tsdp"):
+    for folder in (f for f in FOLDERS if f != "theorems"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:

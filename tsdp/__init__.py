@@ -4,12 +4,16 @@ The bounds of Schuchardt et al. (ICML 2025), "Privacy Amplification by Structure
 Subsampling for Deep Differentially Private Time Series Forecasting", as code you can run.
 Layers, each importing only those below it::
 
-    tsdp.theorems  the catalogue T1-T15: configurations, mixture pairs, privacy profiles, constructions
-    tsdp.verify    privacy events, the accountant (dp-accounting PLDs), calibration, checks
-    tsdp.attacks   the DP-SGD forecasting loop (torch), samplers, auditors, canary audits
-    tsdp.testing   soundness checks for anyone's accountant, hypothesis strategies, the pytest plugin
-    tsdp.reports   the tightness report
-    tsdp.cli       the `tsdp` command
+    tsdp.theorems     the catalogue T1-T15: configurations, mixture pairs, privacy profiles, constructions
+    tsdp.verify       privacy events, the accountant (dp-accounting PLDs), calibration, checks
+    tsdp.datasets     every series tsdp reads (synthetic, CSV, pandas, parquet, GluonTS, the paper's datasets)
+    tsdp.training     the DP-SGD forecasting loop (torch): samplers, the noisy step, models, metrics
+    tsdp.attacks      the auditors: Monte Carlo audits, canary audits, inference-time audits
+    tsdp.experiments  the paper's privacy-utility grid (`tsdp experiment`)
+    tsdp.testing      soundness checks for anyone's accountant, hypothesis strategies, the pytest plugin
+    tsdp.reports      the tightness report
+    tsdp.bench        the benchmarks of `tsdp bench`
+    tsdp.cli          the `tsdp` command
 
 The names below are the public API. They load on first use, so ``import tsdp`` pulls in
 neither sympy nor torch.
@@ -41,11 +45,12 @@ _EXPORTS = {
     "epsilon": "tsdp.verify.accounting",
     "delta": "tsdp.verify.accounting",
     "calibrate_sigma": "tsdp.verify.calibration",
-    # the loop, your own pipelines, the auditors (tsdp.attacks)
-    "make_sampler": "tsdp.attacks.loop.samplers",
-    "train": "tsdp.attacks.loop.train",
-    "WindowDataset": "tsdp.attacks.loop.batch_sampler",
-    "BiLevelBatchSampler": "tsdp.attacks.loop.batch_sampler",
+    # the loop and your own pipelines (tsdp.training)
+    "make_sampler": "tsdp.training.samplers",
+    "train": "tsdp.training.train",
+    "WindowDataset": "tsdp.training.batch_sampler",
+    "BiLevelBatchSampler": "tsdp.training.batch_sampler",
+    # the auditors (tsdp.attacks)
     "audit": "tsdp.attacks.montecarlo.audit",
     "audit_model": "tsdp.attacks.canary.trained_model",
     "audit_training": "tsdp.attacks.canary.user_training",

@@ -21,7 +21,7 @@ canaries need), placed at distinct positions at least L_C + L_F apart (no window
 them, so every window's clipped gradient keeps norm ≤ C) in sequences of the shortest length
 and where an element lies in the most windows (the accountant's r = k / T). Every step draws
 each replica's batch with the configured scheme's own sampler
-(:func:`attacks.loop.samplers.make_sampler`, the code the loop uses) and K_{t,i} counts the
+(:func:`training.samplers.make_sampler`, the code the loop uses) and K_{t,i} counts the
 drawn windows that hold canary i. So each canary takes part in steps with
 exactly the law of one element under the scheme the accountant accounts, independently of the
 real data's batches.
@@ -77,7 +77,7 @@ import torch
 
 from tsdp.theorems.config import Bottom, ConfigError, Top, TrainingConfig
 
-from tsdp.attacks.loop.samplers import make_sampler, n_starts_of
+from tsdp.training.samplers import make_sampler, n_starts_of
 
 
 def _placements(config: TrainingConfig, m: int, rng: np.random.Generator):

@@ -60,7 +60,7 @@ mean clipped gradient more than Λ windows of norm ≤ C plus the noise can, i.e
 declared (or the loop multiplies the gradient by more than the declared scale). Its power comes from the
 windows pointing alike: with a_t = |mean of the clipped gradients| / C (the mean alignment, reported) a step
 of B drawn windows moves about B a_t C along v_t, so a batch B shows once B a_t > Λ (measured on the
-hand-written loop, :mod:`attacks.integrations.handwritten_dpsgd`, σ = 2, Λ = 4, 30 steps, seeds 0-4: a_t
+hand-written loop, :mod:`bench.handwritten_dpsgd`, σ = 2, Λ = 4, 30 steps, seeds 0-4: a_t
 0.64-0.75; the correct loop passes with p = 1, estimated 3.0-4.8 windows a step; a loader of 3Λ is flagged
 in 5 of 5, p ≤ 5e-16, 10-13 windows; of 2Λ in 2 of 5, p from 7e-11 to 0.04, 7-9 windows: a margin of about
 1.2 C a step against noise of 2 C needs about a hundred steps). It is reported as the estimated windows per

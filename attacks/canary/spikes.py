@@ -14,7 +14,7 @@ import torch
 
 from tsdp.theorems.config import TrainingConfig
 
-from tsdp.attacks.data.series import SeriesData
+from tsdp.datasets.series import SeriesData
 
 
 def place_canaries(data: SeriesData, m: int, config: TrainingConfig, rng: np.random.Generator,

@@ -1,7 +1,7 @@
 """One-run canary audit of a tsdp forecaster trained by the real loop (Steinke, Nasr & Jagielski 2023, "Privacy auditing with one (1) training run").
 
 m spike canaries (:mod:`attacks.canary.spikes`) are each inserted independently with
-probability 1/2; the model is trained once with the real loop (:func:`attacks.loop.train.train`),
+probability 1/2; the model is trained once with the real loop (:func:`training.train.train`),
 and each canary is scored on its canary windows in the data with every canary present:
 
 * black box ("loss"): the drop of the model's loss on the canary windows from the initial
@@ -27,12 +27,12 @@ import torch
 from tsdp.theorems.config import Relation, TrainingConfig, window_starts
 from tsdp.verify.json_data import with_note
 
-from tsdp.attacks.data.formats import load_series
-from tsdp.attacks.data.series import SeriesData
-from tsdp.attacks.loop.models import make_model
-from tsdp.attacks.loop.step import per_sample_gradients
-from tsdp.attacks.loop.train import resolve_device, train
-from tsdp.attacks.loop.windows import gather_windows, pad_series, split_window
+from tsdp.datasets.formats import load_series
+from tsdp.datasets.series import SeriesData
+from tsdp.training.models import make_model
+from tsdp.training.step import per_sample_gradients
+from tsdp.training.train import resolve_device, train
+from tsdp.training.windows import gather_windows, pad_series, split_window
 
 from .certified import ScoreBound
 from .spikes import canary_windows, place_canaries, with_canaries
@@ -114,7 +114,7 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
                 spike: float = 10.0) -> ModelAuditResult:
     """One-run canary audit (Steinke et al. 2023) of ``model_name`` trained on ``data`` with ``config``'s batching.
 
-    ``data``: a :class:`SeriesData` or what :func:`~tsdp.attacks.data.formats.load_series` reads. ``epsilon`` is the
+    ``data``: a :class:`SeriesData` or what :func:`~tsdp.datasets.formats.load_series` reads. ``epsilon`` is the
     training budget at ``delta`` under the sound accountant of :mod:`tsdp.verify.accountant`
     (event level, the canaries' relation), which the training loop feeds one event per step.
     With ``epochs`` the training runs exactly that many epochs: σ is calibrated

@@ -63,9 +63,9 @@ import torch
 from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_delta, check_epsilon, check_int,
                                   check_real, window_starts)
 
-from tsdp.attacks.data.series import SeriesData
-from tsdp.attacks.loop.train import FLOAT32_MAX, resolve_device
-from tsdp.attacks.loop.windows import every_window, gather_windows, pad_series, split_window
+from tsdp.datasets.series import SeriesData
+from tsdp.training.train import FLOAT32_MAX, resolve_device
+from tsdp.training.windows import every_window, gather_windows, pad_series, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .audit_result import EngineRun, GradientRun, TrainingAudit

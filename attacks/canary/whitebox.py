@@ -1,4 +1,4 @@
-"""White-box gradient-canary audits of tsdp's own DP-SGD loop (:func:`attacks.loop.train.train`), one run or many.
+"""White-box gradient-canary audits of tsdp's own DP-SGD loop (:func:`training.train.train`), one run or many.
 
 :class:`LoopTask` is one training run of the real loop with m fresh gradient canaries
 (:mod:`attacks.canary.gradient`: each an element of norm-C clipped gradient along its own
@@ -34,8 +34,8 @@ import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
 
-from tsdp.attacks.data.series import SeriesData
-from tsdp.attacks.loop.train import train
+from tsdp.datasets.series import SeriesData
+from tsdp.training.train import train
 from tsdp.attacks.montecarlo.shards import threads_per_worker
 
 from .audit_result import EngineRun, EvidenceBound

@@ -16,8 +16,8 @@ import torch
 
 from tsdp.theorems.bounds.inference import InferenceConfig
 
-from tsdp.attacks.data.series import SeriesData
-from tsdp.attacks.loop.metrics import crps_from_samples
+from tsdp.datasets.series import SeriesData
+from tsdp.training.metrics import crps_from_samples
 
 from .mechanism import private_forecast
 
@@ -78,8 +78,8 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
     "settings": {...}} (plain data for the report). With ``data`` given, N and L are taken from it."""
     from tsdp.theorems.config import TrainingConfig
 
-    from tsdp.attacks.data.series import synthetic
-    from tsdp.attacks.loop.train import train as train_model
+    from tsdp.datasets.series import synthetic
+    from tsdp.training.train import train as train_model
 
     if data is None:
         data = synthetic(N, L + forecast_length, seed=seed)

@@ -14,7 +14,7 @@ from typing import Callable, Tuple
 import torch
 
 from tsdp.theorems.config import ConfigError, check_int
-from tsdp.attacks.loop.metrics import BYTES_PER_SAMPLE_STEP
+from tsdp.training.metrics import BYTES_PER_SAMPLE_STEP
 
 Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -81,7 +81,7 @@ def save_model(path, model: torch.nn.Module, name: str, context_length: int, for
 
 def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
     """(model in eval mode on ``device``, its header) from :func:`save_model`'s file; ValueError if not one."""
-    from tsdp.attacks.loop.models import make_model
+    from tsdp.training.models import make_model
 
     try:
         blob = torch.load(path, map_location=device, weights_only=True)

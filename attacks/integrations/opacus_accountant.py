@@ -11,12 +11,12 @@ from Opacus's history (a run whose σ changes is a ``ComposedDpEvent``).
 
 What Opacus's ``sample_rate`` means here. ``PrivacyEngine.make_private`` passes
 ``1 / len(data_loader)`` (times gradient-accumulation steps). With tsdp's
-:class:`~tsdp.attacks.loop.batch_sampler.BiLevelBatchSampler` that is 1 / (steps per epoch of the
+:class:`~tsdp.training.batch_sampler.BiLevelBatchSampler` that is 1 / (steps per epoch of the
 configuration): it is *not* a Poisson rate and is not used as one, only checked. A sample
 rate other than ``1 / config.steps_per_epoch`` means the data loader is not the configured
 batching (another sampler, another configuration, gradient accumulation) and is refused.
 Use ``poisson_sampling=False`` in ``make_private``: Opacus's Poisson loader would replace
-the structured batching (:class:`~tsdp.attacks.loop.batch_sampler.WindowDataset` refuses its indices).
+the structured batching (:class:`~tsdp.training.batch_sampler.WindowDataset` refuses its indices).
 Opacus's DP optimizer is Algorithm 2 (per-window clipping to C, N(0, σ²C²) on the sum); it
 divides by ``int(len(dataset) / len(loader))`` where Algorithm 2 divides by Λ, a rescaling
 of the learning rate that does not change the privacy accounted here.

@@ -58,7 +58,7 @@ from tsdp.verify.events import compositions, training_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 from tsdp.verify.json_data import with_note
 
-from tsdp.attacks.loop.step import check_noise_std
+from tsdp.training.step import check_noise_std
 
 from .bracket import attained_bracket
 from .constructions import Construction, build, pair_numeric

@@ -1,9 +1,9 @@
-"""The proofs' worst-case constructions as inputs to the real DP-SGD loop (:mod:`attacks.loop`).
+"""The proofs' worst-case constructions as inputs to the real DP-SGD loop (:mod:`training`).
 
 Each construction is a gradient function realised as a model (loss θ·c(window), so the
 per-sample gradient is c(window), computed by the loop's torch.func code and clipped by
 it), two neighbouring datasets that differ in one element, and the scheme the proof runs
-(top/bottom-level sampler of :func:`attacks.loop.samplers.make_sampler`). Nothing here
+(top/bottom-level sampler of :func:`training.samplers.make_sampler`). Nothing here
 samples the mixture directly: the auditor pushes trials through the real sampler, window
 cropping, augmentation, per-sample gradients, clipping and noise, and the construction
 only says how to read the released update and which mixture pair it should follow.
@@ -49,7 +49,7 @@ from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP
 from tsdp.theorems.mixture import MixturePair
 from tsdp.theorems.registry import attained_pair, get
 
-from tsdp.attacks.loop.windows import pad_series
+from tsdp.training.windows import pad_series
 
 MARK = 1.0  # the marked value of the ±C constructions
 

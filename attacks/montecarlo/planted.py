@@ -23,7 +23,7 @@ import torch
 
 from tsdp.theorems.config import ConfigError, Top
 
-from tsdp.attacks.loop.samplers import make_sampler
+from tsdp.training.samplers import make_sampler
 
 from .constructions import Construction, GradientFunctionModel
 

@@ -2,7 +2,7 @@
 
 Under shuffled iteration (``--top shuffle``) the deterministic constructions (T1, T3, T4;
 :mod:`attacks.montecarlo.constructions`) run through the real loop with a fresh uniform permutation
-each epoch (:class:`tsdp.attacks.loop.samplers.ShuffleTopLevel`): the changed sequence's step is
+each epoch (:class:`tsdp.training.samplers.ShuffleTopLevel`): the changed sequence's step is
 random, so every training step of every epoch is simulated (``steps`` training steps per trial, whole
 epochs drawn and the steps past ``steps`` never read). Each step's released update is centred with
 the number of sequences its batch holds (the last step of an epoch is shorter when N' does not divide

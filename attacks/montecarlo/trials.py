@@ -2,9 +2,9 @@
 
 One trial = ``steps`` training steps (Algorithm 2) of the construction's scheme on one of the
 two neighbouring datasets. Trials are a tensor dimension: the sampler draws the windows of
-``trials × steps`` steps at once (:mod:`attacks.loop.samplers`), the windows are cropped
-(:func:`attacks.loop.windows.gather_windows`), split, augmented, and the loop's
-:func:`attacks.loop.step.private_gradient` computes per-sample gradients (torch.func), clips
+``trials × steps`` steps at once (:mod:`training.samplers`), the windows are cropped
+(:func:`training.windows.gather_windows`), split, augmented, and the loop's
+:func:`training.step.private_gradient` computes per-sample gradients (torch.func), clips
 them to C, sums, adds N(0, σ²C²) and divides by Λ, one independent noise draw per step.
 No Python loop runs per trial; chunks bound the memory.
 
@@ -22,10 +22,10 @@ from typing import Iterator, Optional
 
 import torch
 
-from tsdp.attacks.loop.samplers import BiLevelSampler, DeterministicTopLevel, TopBatch, WindowIndex, make_sampler
-from tsdp.attacks.loop.step import private_gradient
-from tsdp.attacks.loop.train import resolve_device
-from tsdp.attacks.loop.windows import augment, gather_windows, split_window
+from tsdp.training.samplers import BiLevelSampler, DeterministicTopLevel, TopBatch, WindowIndex, make_sampler
+from tsdp.training.step import private_gradient
+from tsdp.training.train import resolve_device
+from tsdp.training.windows import augment, gather_windows, split_window
 from tsdp.theorems.config import Bottom, Top
 
 from .constructions import Construction

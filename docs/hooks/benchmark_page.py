@@ -30,7 +30,7 @@ def _environments(node) -> Iterator[dict]:
 
 
 def _measured_under(result: dict) -> str:
-    from tsdp.verify.bench_rounds import format_environment
+    from tsdp.bench.rounds import format_environment
 
     envs = list(_environments(result))
     if not envs:

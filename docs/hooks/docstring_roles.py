@@ -22,7 +22,7 @@ _DOUBLE = re.compile(r"``([^`]+)``")
 _LITERAL_BLOCK = re.compile(r"::(\s*\n)")
 _ESCAPED_SPACE = re.compile(r"\\ ")  # reST's "``x``\\ s": an escaped space joins a plural to its literal
 #: the repository's layer folders, installed as ``tsdp.<folder>`` (pyproject.toml's package-dir, tests/test_layout.py)
-LAYERS = ("theorems", "verify", "attacks", "testing", "reports")
+LAYERS = ("theorems", "verify", "datasets", "training", "attacks", "experiments", "testing", "reports", "bench")
 
 
 def importable(name: str, resolve: Callable[[str], str] | None = None) -> str:

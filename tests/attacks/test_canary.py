@@ -75,7 +75,7 @@ CANARY_CONFIG = TrainingConfig(N=10, L=1700, context_length=16, forecast_length=
 
 def _canary_audit(epsilon, model="simple-ff"):
     from tsdp.attacks.canary.trained_model import audit_model
-    from tsdp.attacks.data.series import synthetic
+    from tsdp.datasets.series import synthetic
 
     data = synthetic(10, 1701, seed=0, noise=2.0)
     return audit_model(model, CANARY_CONFIG, data=data, canaries=1000, epsilon=epsilon, delta=1e-5, epochs=4000,

@@ -78,8 +78,8 @@ def test_the_pursuit_finds_an_unclipped_batch_among_more_windows_than_parameters
     step (the mean gradient of 5 windows) is found by the whitened pursuit of 10 windows and taken off to ≤ 1e-6 of
     its norm in most draws (measured: 4 of 6 below 4e-8, the others 1.5e-4 and 0.004); the same pursuit without
     whitening leaves 4-16% in every draw (the per-window gradients are far from orthogonal)."""
-    from tsdp.attacks.data.series import synthetic
-    from tsdp.attacks.loop.windows import every_window
+    from tsdp.datasets.series import synthetic
+    from tsdp.training.windows import every_window
 
     windows = every_window(synthetic(20, 16, seed=0, noise=2.0).series, 6, 1)
     whitened, plain = [], []

@@ -11,7 +11,7 @@ from tsdp.attacks.canary.gradient import GradientCanaries, Participation, partic
 from tsdp.attacks.canary.runs import run_many, run_one
 from tsdp.attacks.canary.steinke_bound import auc
 from tsdp.attacks.canary.whitebox import LoopTask, audit_loop
-from tsdp.attacks.data.series import synthetic
+from tsdp.datasets.series import synthetic
 from tsdp.attacks.montecarlo.shards import FailOnce
 
 # 40 series of L = 9 = L_C + L_F training values: every window holds every element (r = 1), ρ = 1/4

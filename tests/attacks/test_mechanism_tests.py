@@ -1,5 +1,5 @@
 """The white-box audit's mechanism tests (attacks/canary/mechanism.py): their false-alarm rates by Monte Carlo against
-the claimed Gaussian step, and the hand-written planted DP-SGD loops (attacks/integrations/handwritten_dpsgd.py) named by
+the claimed Gaussian step, and the hand-written planted DP-SGD loops (bench/handwritten_dpsgd.py) named by
 the test that catches them."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tsdp.attacks.canary.mechanism import clipping_test, min_p, noise_test, sampling_test
-from tsdp.attacks.integrations import handwritten_dpsgd as planted
+from tsdp.bench import handwritten_dpsgd as planted
 
 
 def _steps(rng, reps, steps, dims, sigma, offset):
@@ -98,7 +98,7 @@ def test_cli_names_the_mechanism_and_never_calls_an_unseeable_claim_consistent(c
     from tsdp.cli.main import main
 
     (tmp_path / "planted_mod.py").write_text(
-        "from tsdp.attacks.integrations.handwritten_dpsgd import dp_sgd\n"
+        "from tsdp.bench.handwritten_dpsgd import dp_sgd\n"
         "small = dp_sgd('noise-10x-small', 0)\ncorrect = dp_sgd('correct', 0)\n")
     monkeypatch.chdir(tmp_path)
     argv = ["audit-fn", "--canaries", "100", "--delta", "1e-5", "--epsilon", "21.9", "--N", "32", "--L", "20",
@@ -146,7 +146,7 @@ def test_data_canaries_let_the_clipping_test_see_a_missing_clip_on_small_gradien
     the clipping test (it cannot see it there); with 2 data canaries (2 series scaled back by 1000) it fails it, and
     the correct loop with the same data canaries does not."""
     from tsdp.attacks.canary.user_training import audit_training
-    from tsdp.attacks.data.series import SeriesData
+    from tsdp.datasets.series import SeriesData
 
     small = SeriesData(tuple(s * 1e-3 for s in planted.SERIES.series))
 
@@ -231,8 +231,8 @@ def _planted_batch(batch_factor: int, seed: int, steps: int, sigma: float, serie
     import dataclasses
 
     from tsdp.attacks.canary.user_training import audit_training
-    from tsdp.attacks.data.series import SeriesData
-    from tsdp.attacks.loop.batch_sampler import fit_lengths
+    from tsdp.datasets.series import SeriesData
+    from tsdp.training.batch_sampler import fit_lengths
 
     data = SeriesData(planted.SERIES.series[:series])
     declared = fit_lengths(dataclasses.replace(planted.CONFIG, sigma=sigma), data.series)

@@ -2,7 +2,7 @@
 
 The plan promises that at its count an audit of a training without noise reports an ε lower bound above the claim in
 at least 90% of audits (:func:`attacks.canary.fdp_bound.flag_rate`, with --steps the canaries that take part in no
-step counted). Checked on the hand-written DP-SGD loop with its noise off (attacks/integrations/handwritten_dpsgd.py:
+step counted). Checked on the hand-written DP-SGD loop with its noise off (bench/handwritten_dpsgd.py:
 Λ = 4 of 32 series, WOR top level, windows drawn with replacement, 30 steps, d = 385), and on the model itself with
 the real certifier. The counts are small (tens of canaries, at most d per run: no cross-talk).
 """
@@ -23,7 +23,7 @@ ANALYSES = analyses_of("gradient", "fdp")
 def _handwritten_plan(capsys, steps: bool = True) -> dict:
     """`tsdp audit-fn --plan --json` for the hand-written loop's batching and the claim ε = 1, with its 30 steps
     (``steps``) or without (every canary assumed to take part)."""
-    from tsdp.attacks.integrations.handwritten_dpsgd import CONFIG as C, STEPS
+    from tsdp.bench.handwritten_dpsgd import CONFIG as C, STEPS
     from tsdp.cli.main import main
 
     batching = ["--N", str(C.N), "--L", str(C.L), "--context-length", str(C.context_length), "--forecast-length",
@@ -43,7 +43,7 @@ def test_the_plans_canaries_flag_a_training_without_noise_in_at_least_90_percent
     before it counted the canaries without a step (every canary assumed to take part: a perfect ranking, 28) is
     flagged in at most 10 of 20 (measured 5 of 20, ε 0.01-1.10): the test tells the two models apart. ``violation``
     is not what is counted (the noise test flags the loop at any count): the plan's promise is the ε bound's."""
-    from tsdp.attacks.integrations.handwritten_dpsgd import audit
+    from tsdp.bench.handwritten_dpsgd import audit
 
     assert stats.binom.cdf(15, 20, 0.9) < 0.05
     planned = _handwritten_plan(capsys)

@@ -3,9 +3,9 @@ nothing not flagged, and the bounded per-window score (tsdp.attacks.canary.user_
 import numpy as np
 import pytest
 
-from tsdp.attacks.canary.blackbox_bench import NearestNeighbour
+from tsdp.bench.blackbox import NearestNeighbour
 from tsdp.attacks.canary.user_training import audit_training, window_evidence
-from tsdp.attacks.data.series import synthetic_for
+from tsdp.datasets.series import synthetic_for
 from tsdp.theorems.config import TrainingConfig
 
 GEOMETRY = TrainingConfig(N=200, L=100, context_length=2, forecast_length=1)
@@ -55,9 +55,9 @@ def test_a_correct_dp_loop_is_flagged_no_more_often_than_the_error_rate():
     non-finite or negative."""
     from scipy import stats
 
-    from tsdp.attacks.canary.blackbox_bench import TsdpTraining
-    from tsdp.attacks.data.series import synthetic
-    from tsdp.attacks.loop.batch_sampler import fit_lengths
+    from tsdp.bench.blackbox import TsdpTraining
+    from tsdp.datasets.series import synthetic
+    from tsdp.training.batch_sampler import fit_lengths
     from tsdp.verify.calibration import calibrate_sigma
 
     data = synthetic(100, 41, seed=0, noise=2.0)

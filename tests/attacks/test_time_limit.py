@@ -68,7 +68,7 @@ def test_audit_training_stops_a_train_that_sleeps_forever_within_the_limit_plus_
     """audit_training(timeout=1) on a train that never returns (and starts two worker processes): TimeLimitError
     naming the train, raised within 1 + 5 s of the call, and no process of the train left."""
     from tsdp.attacks.canary.user_training import TimeLimitError, audit_training
-    from tsdp.attacks.data.series import synthetic
+    from tsdp.datasets.series import synthetic
 
     context = multiprocessing.get_context("fork")
     workers = []

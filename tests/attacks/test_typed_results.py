@@ -18,11 +18,11 @@ import sys
 import numpy as np
 import torch
 
-from tsdp.attacks.data.benchmarks import DatasetSpec, Windows, hold_out
+from tsdp.datasets.benchmarks import DatasetSpec, Windows, hold_out
 import pytest
 
-from tsdp.attacks.data.series import synthetic_for
-from tsdp.attacks.loop.train import train
+from tsdp.datasets.series import synthetic_for
+from tsdp.training.train import train
 from tsdp.cli.main import main
 from tsdp.cli.output import dumps
 from tsdp.theorems.config import TrainingConfig

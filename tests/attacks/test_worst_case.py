@@ -6,9 +6,9 @@ import torch
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.attacks.montecarlo.trials import released_updates, sample_steps
 from tsdp.attacks.montecarlo.statistics import goodness_of_fit
-from tsdp.attacks.loop.samplers import make_sampler
-from tsdp.attacks.loop.step import per_sample_gradients
-from tsdp.attacks.loop.windows import gather_windows, split_window
+from tsdp.training.samplers import make_sampler
+from tsdp.training.step import per_sample_gradients
+from tsdp.training.windows import gather_windows, split_window
 from tsdp.attacks.montecarlo.constructions import build, pair_numeric, target_column, windows_holding
 from tsdp.theorems.constructions import CONSTRUCTIONS as SCHEMES
 

@@ -81,7 +81,7 @@ def test_the_gradient_canarys_error_names_the_cli_flag(no_optimizer):
 
 def test_api_messages_keep_the_api_spelling():
     from tsdp.attacks.canary.user_training import UserFunctionError, audit_training
-    from tsdp.attacks.data.series import synthetic
+    from tsdp.datasets.series import synthetic
     from tsdp.theorems.config import TrainingConfig
 
     config = TrainingConfig(N=16, L=30, context_length=2, forecast_length=1, batch_size=4)
@@ -122,7 +122,7 @@ def test_reading_parquet_starts_no_thread(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    from tsdp.attacks.data.formats import load_table
+    from tsdp.datasets.formats import load_table
 
     path = tmp_path / "x.parquet"
     pq.write_table(pa.table({"a": [1.0, 2.0, 3.0, 4.0], "b": [2.0, 3.0, 4.0, 5.0]}), path)

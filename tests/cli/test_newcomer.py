@@ -63,7 +63,7 @@ def test_train_says_when_it_does_not_beat_seasonal_naive(capsys):
     the note is in --json too; a model that beats seasonal naive gets no note."""
     from dataclasses import replace
 
-    from tsdp.attacks.loop.result import TrainResult
+    from tsdp.training.result import TrainResult
     from tsdp.cli.cmd_train import quality_note
 
     code, out, err = run_cli(["train", *SMALL, "--epochs", "1", "--delta", "1e-5"])
@@ -98,7 +98,7 @@ def test_every_command_reads_every_format(files, name, tmp_path):
     assert code == 2 and "N = 5" in error_line(err)
     model = tmp_path / "m.pt"
     from tsdp.attacks.inference.mechanism import save_model
-    from tsdp.attacks.loop.models import make_model
+    from tsdp.training.models import make_model
 
     save_model(model, make_model("simple-ff", 4, 2), "simple-ff", 4, 2)
     code, out, err = run_cli(["forecast", "tradeoff", "--model-file", model, "--data", path, "--epsilons", "2",
@@ -140,7 +140,7 @@ def test_ambiguous_or_wrong_tables_name_the_flag(files, argv, flag, words):
 def test_forecast_tradeoff_reads_gzipped_json_lines(files, tmp_path):
     """The newcomer's first report: `forecast tradeoff --data x.json.gz` said "unknown data format '.gz'"."""
     from tsdp.attacks.inference.mechanism import save_model
-    from tsdp.attacks.loop.models import make_model
+    from tsdp.training.models import make_model
 
     d, _ = files
     save_model(tmp_path / "m.pt", make_model("simple-ff", 4, 2), "simple-ff", 4, 2)

@@ -49,7 +49,8 @@ def test_benchmark_page_refuses_an_unknown_bench(tmp_path):
 def test_api_source_lays_out_the_installed_package(tmp_path):
     tree = _hook("api_source").lay_out(ROOT, tmp_path / "api")
     for module in ("tsdp/__init__.py", "tsdp/cli/main.py", "tsdp/verify/accountant.py", "tsdp/theorems/config.py",
-                   "tsdp/attacks/canary/user_training.py", "tsdp/reports/claims.py"):
+                   "tsdp/attacks/canary/user_training.py", "tsdp/training/train.py", "tsdp/datasets/grunfeld.csv",
+                   "tsdp/experiments/paper_tables.json", "tsdp/bench/loop.py", "tsdp/reports/claims.py"):
         assert (tree / module).is_file(), module
     assert not list(tree.rglob("__pycache__"))
 
@@ -65,6 +66,7 @@ def test_docstring_roles_become_optional_links_by_importable_name():
         '<autoref identifier="Verdict" optional><code>Verdict</code></autoref>s')
     # a repository path links by its installed name; a bare name through the docstring's scope
     assert roles.importable("attacks.canary.evidence.pool") == "tsdp.attacks.canary.evidence.pool"
+    assert roles.importable("training.train.train") == "tsdp.training.train.train"
     scope = {"ConfigError": "tsdp.theorems.config.ConfigError"}
     assert roles.importable("ConfigError.name", scope.__getitem__) == "tsdp.theorems.config.ConfigError.name"
     assert roles.importable("numpy.ndarray", scope.__getitem__) == "numpy.ndarray"  # unresolved: as given
@@ -206,13 +208,15 @@ def test_the_public_api_documents_its_parameters_and_returns_in_google_sections(
 
 
 def test_the_integrations_document_their_parameters_and_returns_in_google_sections():
-    """The same for the public functions and classes of tsdp.attacks.integrations (the ``opacus`` extra)."""
+    """The same for the public functions and classes of tsdp.attacks.integrations and of the Opacus loop of
+    `tsdp bench planted` (the ``opacus`` extra)."""
     import inspect
 
     pytest.importorskip("opacus")
     objects = []
-    for module in ("opacus_accountant", "dpoptimizer_canaries", "planted_opacus"):
-        mod = importlib.import_module(f"tsdp.attacks.integrations.{module}")
+    for module in ("tsdp.attacks.integrations.opacus_accountant", "tsdp.attacks.integrations.dpoptimizer_canaries",
+                   "tsdp.bench.planted_opacus"):
+        mod = importlib.import_module(module)
         objects += [(f"{mod.__name__}.{n}", v) for n, v in vars(mod).items()
                     if not n.startswith("_") and getattr(v, "__module__", None) == mod.__name__
                     and (inspect.isfunction(v) or inspect.isclass(v))]

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tsdp.attacks.inference.mechanism import save_model
-from tsdp.attacks.loop.models import make_model
+from tsdp.training.models import make_model
 from tsdp.cli.main import main
 from tsdp.theorems.bounds.inference import InferenceConfig
 from tsdp.verify import inference_accounting as ia

@@ -58,7 +58,7 @@ def test_adversary_reads_the_pattern_except_with_one_kept_step():
 
 
 def test_forecast_and_model_file_round_trip(tmp_path):
-    from tsdp.attacks.loop.models import make_model
+    from tsdp.training.models import make_model
 
     torch.manual_seed(0)
     model = make_model("simple-ff", 8, 3)

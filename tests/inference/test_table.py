@@ -8,8 +8,8 @@ import torch
 
 from tsdp.attacks.inference.mechanism import save_model
 from tsdp.attacks.inference.crps_table import crps_tradeoff, inference_table, last_contexts
-from tsdp.attacks.data.series import SeriesData, synthetic
-from tsdp.attacks.loop.models import make_model
+from tsdp.datasets.series import SeriesData, synthetic
+from tsdp.training.models import make_model
 from tsdp.cli.main import main
 from tsdp.theorems.bounds.inference import InferenceConfig
 from tsdp.verify.inference_accounting import calibrate_sigma

@@ -2,7 +2,7 @@
 
 Both tests run a user-style training function written here: (1) a nearest-neighbour
 forecaster that memorises its training windows (no noise): the audit must certify a clearly
-positive ε lower bound; (2) DP-SGD through the DataLoader of tsdp.attacks.loop.batch_sampler with
+positive ε lower bound; (2) DP-SGD through the DataLoader of tsdp.training.batch_sampler with
 tsdp's Algorithm 2 step at σ = 2, whose sound ε at δ = 1e-5 is ≈ 0.43: the bound must stay
 ≤ that ε. By Steinke et al.'s theorem the 95% bound exceeds the true ε with probability
 ≤ 5% (the stated false-failure rate of test 2 if the training is (ε, δ)-DP);
@@ -17,10 +17,10 @@ import torch
 from torch.utils.data import DataLoader
 
 from tsdp.attacks.canary.user_training import audit_training
-from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
-from tsdp.attacks.data.series import synthetic
-from tsdp.attacks.loop.models import make_model
-from tsdp.attacks.loop.step import apply_gradient, private_gradient
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.datasets.series import synthetic
+from tsdp.training.models import make_model
+from tsdp.training.step import apply_gradient, private_gradient
 from tsdp.theorems.config import TrainingConfig
 
 DATA = synthetic(10, 1001, seed=0, noise=2.0)  # noisy series: distinctive contexts
@@ -177,7 +177,7 @@ def test_neural_training_without_noise_gives_a_clearly_positive_bound(one_thread
     Measured at seed 0: 1.940 (DeepAR's LSTM with nn.LSTM's init; 2.191 with nn.Linear's), ~8 s. (simple-ff as
     GluonTS builds it, one hidden layer with mean-|context| scaling, memorises the spikes far less: 0.49.)
     """
-    from tsdp.attacks.loop.step import nonprivate_step
+    from tsdp.training.step import nonprivate_step
 
     config = fit_lengths(GEOMETRY.with_(batch_size=1000, instances=100), DATA.series)
 

@@ -3,7 +3,7 @@ and the statsforecast baselines are what they claim to be."""
 import numpy as np
 import pytest
 
-from tsdp.attacks.loop.metrics import QUANTILES, crps_from_samples, point_crps, seasonal_naive
+from tsdp.training.metrics import QUANTILES, crps_from_samples, point_crps, seasonal_naive
 
 gluonts_eval = pytest.importorskip("gluonts.evaluation", reason="GluonTS (the reference) is not installed")
 
@@ -37,8 +37,8 @@ def test_baselines_quantiles_score_as_gluonts_scores_them():
     import pandas as pd
     from gluonts.model.forecast import QuantileForecast
 
-    from tsdp.attacks.data.benchmarks import shipped_split
-    from tsdp.attacks.loop.baselines import baseline_quantiles, quantile_crps
+    from tsdp.datasets.benchmarks import shipped_split
+    from tsdp.experiments.baselines import baseline_quantiles, quantile_crps
 
     split = shipped_split()
     hist, targets = split.test.histories[:20], split.test.targets[:20]
@@ -52,7 +52,7 @@ def test_baselines_quantiles_score_as_gluonts_scores_them():
 
 def test_statsforecast_seasonal_naive_is_the_seasonal_naive_forecast():
     """statsforecast's SeasonalNaive repeats the last season: equal to tsdp's own seasonal_naive (season 24)."""
-    from tsdp.attacks.loop.baselines import baseline_crps, baseline_quantiles
+    from tsdp.experiments.baselines import baseline_crps, baseline_quantiles
 
     rng = np.random.default_rng(3)
     hist = [rng.normal(10, 2, size=n) for n in (50, 73, 96)]

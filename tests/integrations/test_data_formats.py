@@ -3,7 +3,7 @@
 The reference is Grunfeld's investment panel as statsmodels ships it in its wheel (11 firms,
 1935-1954), with a real-world irregularity added: two firms observed over a sub-range
 (leading / trailing missing years). Every format is written by its own library (pandas,
-pyarrow, GluonTS's JsonLinesWriter) and read back through tsdp.attacks.data.formats, and through
+pyarrow, GluonTS's JsonLinesWriter) and read back through tsdp.datasets.formats, and through
 its one loader of every command, ``load_series``, with the layout detected.
 """
 
@@ -12,7 +12,7 @@ import pytest
 
 pd = pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
 
-from tsdp.attacks.data import formats as fmt  # noqa: E402
+from tsdp.datasets import formats as fmt  # noqa: E402
 from tsdp.theorems.config import ConfigError  # noqa: E402
 
 
@@ -176,7 +176,7 @@ def test_layout_is_detected_where_unambiguous_and_the_error_names_the_flag(panel
 def test_the_loader_reads_synthetic_and_grunfeld_by_name():
     """'synthetic' is the configuration's seeded data (as the training loop's own generator), 'grunfeld' the
     bundled panel, of the --target column given."""
-    from tsdp.attacks.data.series import synthetic_for
+    from tsdp.datasets.series import synthetic_for
     from tsdp.theorems.config import TrainingConfig
 
     config = TrainingConfig(N=3, L=10, batch_size=2)

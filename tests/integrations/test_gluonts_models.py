@@ -14,8 +14,8 @@ d_linear_module = pytest.importorskip("gluonts.torch.model.d_linear.module")
 ff_module = pytest.importorskip("gluonts.torch.model.simple_feedforward.module")
 it_module = pytest.importorskip("gluonts.torch.model.i_transformer.module")
 
-from tsdp.attacks.data.benchmarks import LONG_LAGS
-from tsdp.attacks.loop.models import DeepAR, DLinear, ITransformer, SimpleFeedForward
+from tsdp.datasets.benchmarks import LONG_LAGS
+from tsdp.training.models import DeepAR, DLinear, ITransformer, SimpleFeedForward
 
 LC, LF = 24, 6
 """The official configs' shape: relative_context_length 8 × prediction length (3 × 8 = 24 here, kept small)."""

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tsdp.attacks.data.formats import load_series
-from tsdp.attacks.data.series import DataError
-from tsdp.attacks.data.tsf import M1_YEARLY_TSF, m1_yearly, read_tsf
+from tsdp.datasets.formats import load_series
+from tsdp.datasets.series import DataError
+from tsdp.datasets.tsf import M1_YEARLY_TSF, m1_yearly, read_tsf
 
 
 def _aeon_file() -> Path:
@@ -40,7 +40,7 @@ def _aeon_frame():
 
 
 def test_m1_loads_without_extras_and_by_name():
-    code = ("import sys; from tsdp.attacks.data.formats import load_series; d = load_series('m1-yearly'); "
+    code = ("import sys; from tsdp.datasets.formats import load_series; d = load_series('m1-yearly'); "
             "print(d.N, d.series[0][0], 'pandas' in sys.modules, 'aeon' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["181", "3600.0", "False", "False"]

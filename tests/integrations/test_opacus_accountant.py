@@ -18,7 +18,7 @@ pytest.importorskip("opacus", reason="the optional extra tsdp[opacus] (opacus) i
 
 from opacus import PrivacyEngine  # noqa: E402
 
-from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths  # noqa: E402
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths  # noqa: E402
 from tsdp.attacks.integrations.opacus_accountant import MECHANISM, StructuredSubsamplingAccountant, register  # noqa: E402
 from tsdp.cli.main import main  # noqa: E402
 from tsdp.theorems.config import ConfigError, TrainingConfig  # noqa: E402
@@ -30,7 +30,7 @@ DELTA = 1e-5
 @pytest.fixture(scope="module")
 def setup():
     pytest.importorskip("statsmodels", reason="the data extra (statsmodels' bundled Grunfeld panel) is not installed")
-    from tsdp.attacks.data.formats import grunfeld
+    from tsdp.datasets.formats import grunfeld
 
     data, _ = grunfeld()
     series = [s / s.std() for s in data.series]  # the user's own scaling

@@ -19,8 +19,8 @@ from torch.utils.data import DataLoader
 
 from tsdp.attacks.canary.optimizer_canaries import run_with_canaries
 from tsdp.attacks.canary.user_training import UserFunctionError, audit_training
-from tsdp.attacks.data.series import synthetic
-from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.datasets.series import synthetic
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
 from tsdp.theorems.config import TrainingConfig
 
 DATA = synthetic(10, 1001, seed=0, noise=2.0)
@@ -219,7 +219,7 @@ def test_the_data_span_under_opacus(bug, flagged):
     GradSampleModule and copied without its hooks): the correct loop is not flagged (measured 0, AUC 0.55), σ / 10
     is (measured 2.862 against 1.696, AUC 0.88; 2.192 with the data kept)."""
     pytest.importorskip("opacus")
-    from tsdp.attacks.integrations.planted_opacus import (CLIP, CONFIG as BENCH, DATA as BENCH_DATA, LR, STEPS,
+    from tsdp.bench.planted_opacus import (CLIP, CONFIG as BENCH, DATA as BENCH_DATA, LR, STEPS,
                                                           claimed_epsilon as claim_of, opacus_train as bench_train,
                                                           runtime, squared_error)
 
@@ -283,7 +283,7 @@ def test_a_parameter_without_a_gradient_gets_no_canary_and_an_optimizer_of_its_o
 
         return train
 
-    from tsdp.attacks.integrations.planted_opacus import CONFIG as BENCH  # ρ r = 1/4: canaries take part often
+    from tsdp.bench.planted_opacus import CONFIG as BENCH  # ρ r = 1/4: canaries take part often
 
     builtin = train_with(torch.optim.SGD)
     hooks = run_with_canaries(builtin, DATA.series, BENCH, 20, seed=1)

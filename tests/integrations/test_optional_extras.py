@@ -10,7 +10,7 @@ import pytest
 def test_gluonts_json_lines_need_no_pandas_and_tables_name_the_extra(monkeypatch, tmp_path):
     """With pandas blocked: GluonTS JSON lines ("NaN" tail as GluonTS writes it) still load; a table asks for
     tsdp[data]."""
-    from tsdp.attacks.data import formats as fmt
+    from tsdp.datasets import formats as fmt
 
     monkeypatch.setitem(sys.modules, "pandas", None)
     (tmp_path / "d.json").write_text('{"start": "2020-01", "target": [1.5, 2.5, "NaN"]}\n'

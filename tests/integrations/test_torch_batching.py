@@ -1,4 +1,4 @@
-"""The DataLoader batching of tsdp.attacks.loop.batch_sampler: the same draws and law as attacks.loop.samplers (Algorithms 3-6).
+"""The DataLoader batching of tsdp.training.batch_sampler: the same draws and law as training.samplers (Algorithms 3-6).
 
 Statistical checks are two-sided z tests on binomial counts (normal approximation, counts ≥
 10^3) or chi-square tests, each at false-failure rate α = 1e-4, fixed seeds. Window membership
@@ -13,8 +13,8 @@ import torch
 from scipy import stats
 from torch.utils.data import DataLoader
 
-from tsdp.attacks.loop.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
-from tsdp.attacks.loop.samplers import make_sampler
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.training.samplers import make_sampler
 from tsdp.theorems.config import ConfigError, TrainingConfig
 
 ALPHA = 1e-4

@@ -201,8 +201,8 @@ def test_violation_summary_counts_checked_audits():
 
 def _c7_numbers(dataset, dp):
     """C7's numbers as the claim computes them: the evidence of one DP cell against M1's baselines."""
-    from tsdp.attacks.experiment.paper_tables import paper_c7
-    from tsdp.attacks.experiment.table import Score, c7_verdict
+    from tsdp.experiments.paper_tables import paper_c7
+    from tsdp.experiments.table import Score, c7_verdict
 
     ev = c7_verdict([Score("simple-ff", 0.5, "wor", dp, 0.0, 1)], {"seasonal-naive": 0.205, "autoets": 0.135}, dataset)
     return {"dataset": dataset, "evidence": ev.as_dict(), "paper": paper_c7().as_dict(),
@@ -270,8 +270,8 @@ def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch
     are there."""
     import math
 
-    from tsdp.attacks.experiment import table
-    from tsdp.attacks.experiment.cells import CellResult
+    from tsdp.experiments import table
+    from tsdp.experiments.cells import CellResult
     from tsdp.theorems.config import DEFAULT_CONFIG
 
     def fake_grid(cells, settings):

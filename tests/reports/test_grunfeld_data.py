@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from tsdp.attacks.data.formats import GRUNFELD_TARGETS, grunfeld
+from tsdp.datasets.formats import GRUNFELD_TARGETS, grunfeld
 
 
 @pytest.mark.parametrize("target", GRUNFELD_TARGETS)
@@ -30,14 +30,14 @@ def test_shipped_grunfeld_equals_statsmodels(target):
 
 def test_grunfeld_loads_without_pandas_or_statsmodels():
     """A fresh interpreter loads the panel (General Motors' 1935 investment 317.6) and imports neither."""
-    code = ("import sys; from tsdp.attacks.data.formats import grunfeld; d, n = grunfeld(); "
+    code = ("import sys; from tsdp.datasets.formats import grunfeld; d, n = grunfeld(); "
             "print(d.series[0][0], n[0], 'pandas' in sys.modules, 'statsmodels' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["317.6", "General", "Motors", "False", "False"]
 
 
 def test_unknown_target_is_refused():
-    from tsdp.attacks.data.formats import DataError
+    from tsdp.datasets.formats import DataError
 
     with pytest.raises(DataError, match="invest, value, capital"):
         grunfeld("output")

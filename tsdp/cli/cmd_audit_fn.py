@@ -344,7 +344,7 @@ def add_parsers(sub, command) -> None:
                                 loss)
         device = None
         if args.canary == "gradient":
-            from tsdp.attacks.loop.train import resolve_device
+            from tsdp.training.train import resolve_device
 
             device = str(resolve_device(args.device))
         print(dumps(dict(result.as_dict(), train=args.train, sigma=config.sigma,

@@ -1,17 +1,17 @@
 """`tsdp bench {accounting,loop,audit,canary,planted,planted-opacus,blackbox,baselines,estimate,startup,plan}`:
 benchmarks (not tests).
 
+Every benchmark is a module of :mod:`tsdp.bench`, imported lazily by the one that runs (``BENCHES``):
 ``accounting`` times the one-step PLD construction against dp-accounting's, interleaved
-over rounds on equal work (:mod:`verify.bench_accounting`, :mod:`verify.bench_rounds`);
+over rounds on equal work (:mod:`tsdp.bench.accounting`, :mod:`tsdp.bench.rounds`);
 ``loop``, ``audit``, ``canary``, ``planted`` (white-box audits of a hand-written DP-SGD loop
 with planted bugs, over many seeds), ``planted-opacus`` (the same for an Opacus loop, one seed;
 needs ``tsdp[opacus]``) and ``blackbox`` (spike-canary audits of a memoriser and of tsdp's
 models trained without and with DP), ``baselines`` (the experiment's seasonal naive and
 AutoETS on a set of electricity's shape) and ``estimate`` (the experiment's pre-run estimate
-against its run) belong to the attacks package and are imported lazily (torch is never
-imported by verify/ at module import time). ``startup`` times the `tsdp` command's own start
-against a bare interpreter (:mod:`tsdp.cli.bench_startup`), ``plan`` how long `tsdp audit-fn --plan` answers
-over claims, audit sizes and batchings (:mod:`tsdp.cli.bench_plan`).
+against its run) import torch (or statsforecast) only when they run. ``startup`` times the `tsdp`
+command's own start against a bare interpreter (:mod:`tsdp.bench.startup`), ``plan`` how long
+`tsdp audit-fn --plan` answers over claims, audit sizes and batchings (:mod:`tsdp.bench.plan`).
 """
 from __future__ import annotations
 
@@ -20,22 +20,22 @@ import math
 import shlex
 import sys
 
-from tsdp.verify.bench_rounds import MAX_ROUNDS, MIN_ROUNDS
+from tsdp.bench.rounds import MAX_ROUNDS, MIN_ROUNDS
 from .output import dumps
 
 BENCHES = {
     # what -> (module, function, formatter of the human output)
-    "accounting": ("tsdp.verify.bench_accounting", "bench_accounting", "format_bench"),
-    "loop": ("tsdp.attacks.loop.bench", "bench_loop", "format_bench"),
-    "audit": ("tsdp.attacks.montecarlo.bench", "bench_audit", "format_bench"),
-    "canary": ("tsdp.attacks.canary.bench", "bench_canary", "format_bench"),
-    "planted": ("tsdp.attacks.integrations.bug_bench", "bench_planted", "format_bench"),
-    "planted-opacus": ("tsdp.attacks.integrations.planted_opacus", "bench_planted", "format_bench"),
-    "blackbox": ("tsdp.attacks.canary.blackbox_bench", "bench_blackbox", "format_bench"),
-    "baselines": ("tsdp.attacks.experiment.bench", "bench_baselines", "format_baselines"),
-    "estimate": ("tsdp.attacks.experiment.bench", "bench_estimate", "format_estimate"),
-    "startup": ("tsdp.cli.bench_startup", "bench_startup", "format_bench"),
-    "plan": ("tsdp.cli.bench_plan", "bench_plan", "format_bench"),
+    "accounting": ("tsdp.bench.accounting", "bench_accounting", "format_bench"),
+    "loop": ("tsdp.bench.loop", "bench_loop", "format_bench"),
+    "audit": ("tsdp.bench.audit", "bench_audit", "format_bench"),
+    "canary": ("tsdp.bench.canary", "bench_canary", "format_bench"),
+    "planted": ("tsdp.bench.bug_rates", "bench_planted", "format_bench"),
+    "planted-opacus": ("tsdp.bench.planted_opacus", "bench_planted", "format_bench"),
+    "blackbox": ("tsdp.bench.blackbox", "bench_blackbox", "format_bench"),
+    "baselines": ("tsdp.bench.experiment", "bench_baselines", "format_baselines"),
+    "estimate": ("tsdp.bench.experiment", "bench_estimate", "format_estimate"),
+    "startup": ("tsdp.bench.startup", "bench_startup", "format_bench"),
+    "plan": ("tsdp.bench.plan", "bench_plan", "format_bench"),
 }
 CANARY_FLAGS = {"--mu", "--canaries", "--seeds", "--delta", "--confidence", "--seed"}
 BASELINES_FLAGS = {"--full", "--workers"}

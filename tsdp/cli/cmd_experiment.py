@@ -33,8 +33,8 @@ def _epsilon(text: str) -> float:
 
 def add_parsers(sub, command) -> None:
     """Add `tsdp experiment`."""
-    from tsdp.attacks.data.benchmarks import PAPER, SHIPPED_SPEC
-    from tsdp.attacks.experiment.grid import (LEVELS, MODELS, QUICK_EPOCHS, SEEDS, SIGMA_FORECAST_MAX, SIGMA_FORECASTS,
+    from tsdp.datasets.benchmarks import PAPER, SHIPPED_SPEC
+    from tsdp.experiments.grid import (LEVELS, MODELS, QUICK_EPOCHS, SEEDS, SIGMA_FORECAST_MAX, SIGMA_FORECASTS,
                                               TOPS, W_MAX, W_VALUES)
 
     p = sub.add_parser(
@@ -109,9 +109,9 @@ def add_parsers(sub, command) -> None:
         from tsdp.verify.json_data import with_note
 
         _check(args)
-        from tsdp.attacks.data.benchmarks import dataset_names, split_for
-        from tsdp.attacks.experiment.grid import GridSettings, plan
-        from tsdp.attacks.experiment.table import (NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of,
+        from tsdp.datasets.benchmarks import dataset_names, split_for
+        from tsdp.experiments.grid import GridSettings, plan
+        from tsdp.experiments.table import (NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of,
                                                    same_runs)
         from tsdp.attacks.montecarlo.shards import check_cluster
 
@@ -137,8 +137,8 @@ def add_parsers(sub, command) -> None:
                                 device=args.device, discretization=args.discretization, seed=args.seed, user=user)
         import sys
 
-        from tsdp.attacks.experiment.cells import epochs_cap, read_stored
-        from tsdp.attacks.experiment.estimate import estimate
+        from tsdp.experiments.cells import epochs_cap, read_stored
+        from tsdp.experiments.estimate import estimate
 
         pending = []
         for c in cells:
@@ -189,7 +189,7 @@ thousands of training windows per series)."""
 
 
 def _user_data(args):
-    """The :class:`~tsdp.attacks.data.benchmarks.UserData` of ``--data`` and its settings flags (None without
+    """The :class:`~tsdp.datasets.benchmarks.UserData` of ``--data`` and its settings flags (None without
     --data); the default Λ is 128 capped at a quarter of the series (so the top level subsamples)."""
     settings = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in _DATA_SETTINGS}
     if args.data is None:
@@ -202,7 +202,7 @@ def _user_data(args):
     for key, value in settings.items():
         if value is not None and not (math.isfinite(value) and value > 0):
             raise UsageError(f"invalid --{key.replace('_', '-')}: must be > 0 (got {value:g})")
-    from tsdp.attacks.data.benchmarks import UserData
+    from tsdp.datasets.benchmarks import UserData
 
     from .config_args import data_from_args
 
@@ -244,7 +244,7 @@ def _check_baselines() -> None:
 def _run(cells, settings, out: str, args):
     """The grid's results and run info; a cell refused as bad input (a ConfigError, e.g. a training that diverges
     under --v) is that one line, not the engine's ShardError after its retries."""
-    from tsdp.attacks.experiment.table import run_grid
+    from tsdp.experiments.table import run_grid
     from tsdp.attacks.montecarlo.shards import ShardError
     from tsdp.theorems.config import ConfigError
 
@@ -259,13 +259,13 @@ def _run(cells, settings, out: str, args):
 def _check(args) -> None:
     """Bad values of the grid's flags: one line each (the choices are argparse's)."""
     if args.quick:
-        from tsdp.attacks.experiment.grid import QUICK_EPOCHS
+        from tsdp.experiments.grid import QUICK_EPOCHS
 
         args.models = args.models or list(QUICK_MODELS)
         args.seeds = args.seeds if args.seeds is not None else QUICK_SEEDS
         args.tops = args.tops or ["wor"]
         args.epochs = args.epochs if args.epochs is not None else QUICK_EPOCHS
-    from tsdp.attacks.experiment.grid import DEFAULT_TOPS, MODELS, SEEDS
+    from tsdp.experiments.grid import DEFAULT_TOPS, MODELS, SEEDS
 
     args.models = tuple(args.models or MODELS)
     args.seeds = SEEDS if args.seeds is None else args.seeds

@@ -220,7 +220,7 @@ def _predict(args) -> int:
     import torch
 
     from tsdp.attacks.inference.mechanism import check_samples, private_forecast
-    from tsdp.attacks.loop.train import resolve_device
+    from tsdp.training.train import resolve_device
 
     from .main import UsageError
 
@@ -250,7 +250,7 @@ def _predict(args) -> int:
 def _tradeoff(args) -> int:
     from tsdp.attacks.inference.crps_table import crps_tradeoff
     from tsdp.attacks.inference.mechanism import check_samples
-    from tsdp.attacks.loop.train import resolve_device
+    from tsdp.training.train import resolve_device
     from tsdp.theorems.config import ConfigError
 
     from .config_args import data_from_args

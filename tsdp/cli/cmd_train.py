@@ -1,6 +1,6 @@
 """`tsdp train`: DP-SGD training of a forecaster with the paper's batching, to an ε budget.
 
-Algorithm 1 of the paper (:mod:`tsdp.attacks.loop.train`) with the configuration flags of
+Algorithm 1 of the paper (:mod:`tsdp.training.train`) with the configuration flags of
 :mod:`tsdp.cli.config_args`; the loop emits one privacy event per step into the sound
 accountant (:mod:`tsdp.verify.accountant`, an upper bound on ε), which decides when the
 budget is spent and reports the ε of the steps that ran. torch is imported inside the
@@ -19,7 +19,7 @@ from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, c
 from .output import dumps
 
 MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
-"""The CLI names of ``attacks.loop.models.MODELS`` (listed here so the parser needs no torch)."""
+"""The CLI names of ``training.models.MODELS`` (listed here so the parser needs no torch)."""
 
 FIT_EPOCHS = 10
 """Epochs that a budget without --sigma, --epochs or --steps is spread over (σ calibrated to spend it in them)."""
@@ -28,7 +28,7 @@ FIT_EPOCHS = 10
 def quality_note(result, epochs) -> Optional[str]:
     """None when the trained model's test CRPS beats seasonal naive; else the plain statement that it does not,
     with what limited the training (the ε budget or ``epochs``) and the flags that buy more steps. ``result``: a
-    :class:`tsdp.attacks.loop.result.TrainResult`."""
+    :class:`tsdp.training.result.TrainResult`."""
     crps, naive, steps = result.crps, result.seasonal_naive_crps, result.steps
     if crps < naive:
         return None
@@ -95,7 +95,7 @@ def add_parsers(sub, command) -> None:
         if args.epochs is None and args.steps is None:
             args.epochs = FIT_EPOCHS
         args.sigma = DEFAULT_CONFIG.sigma
-        from tsdp.attacks.loop.train import fit_budget
+        from tsdp.training.train import fit_budget
 
         fit = fit_budget(config_from_args(args), args.epsilon, args.delta, epochs=args.epochs, steps=args.steps,
                          theorem=args.theorem, discretization=args.discretization)
@@ -140,7 +140,7 @@ def add_parsers(sub, command) -> None:
 
         if args.save is not None:
             check_output_path("save", args.save)  # before the run, not after it
-        from tsdp.attacks.loop.train import train
+        from tsdp.training.train import train
         from tsdp.theorems.config import ConfigError
 
         data = data_from_args(args, config, seed=args.seed)

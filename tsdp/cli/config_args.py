@@ -62,7 +62,7 @@ CONFIG_FLAGS: Tuple[ConfigFlag, ...] = (
 and :func:`config_from_args` read (a new :class:`TrainingConfig` field takes one row here)."""
 
 FIELDS_WITHOUT_FLAG = {
-    "drop_last": "the official code's shuffled epoch, set by the experiment grid (attacks.experiment.cells)",
+    "drop_last": "the official code's shuffled epoch, set by the experiment grid (experiments.cells)",
 }
 """The :class:`TrainingConfig` fields no command sets, and why (tests/cli check every other field has a flag)."""
 
@@ -118,7 +118,7 @@ CATALOGUE = "T1-T15"
 which the parser cannot import: it loads sympy)."""
 
 DATA_OPTIONS = ("layout", "item_id", "timestamp", "target")
-"""The loader options of :func:`tsdp.attacks.data.formats.load_series` that have a flag of their own."""
+"""The loader options of :func:`tsdp.datasets.formats.load_series` that have a flag of their own."""
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, *, default=None, required: bool = False,
@@ -147,10 +147,10 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, default=None, require
 
 
 def data_from_args(args: argparse.Namespace, config: Optional[TrainingConfig] = None, *, seed: int = 0):
-    """The :class:`~tsdp.attacks.data.series.SeriesData` that ``--data`` names, read by
-    :func:`tsdp.attacks.data.formats.load_series` with the layout flags. A problem with the source is a
+    """The :class:`~tsdp.datasets.series.SeriesData` that ``--data`` names, read by
+    :func:`tsdp.datasets.formats.load_series` with the layout flags. A problem with the source is a
     UsageError naming --data and the file (and line); one with a loader option names its flag."""
-    from tsdp.attacks.data.formats import DataError, load_series
+    from tsdp.datasets.formats import DataError, load_series
 
     from .errors import UsageError
 

@@ -241,7 +241,7 @@ def _user_errors() -> tuple:
     that are loaded (an exception of a class whose module is not loaded cannot arrive)."""
     found = [UsageError]
     for module, name in (("tsdp.theorems.config", "ConfigError"), ("tsdp.theorems.errors", "TheoremError"),
-                         ("tsdp.theorems.errors", "MissingExtraError"), ("tsdp.attacks.data.series", "DataError")):
+                         ("tsdp.theorems.errors", "MissingExtraError"), ("tsdp.datasets.series", "DataError")):
         cls = getattr(sys.modules.get(module), name, None)
         if cls is not None:
             found.append(cls)

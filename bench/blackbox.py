@@ -1,0 +1,150 @@
+"""`tsdp bench blackbox`: spike-canary audits of returned models, side by side on the same data.
+
+One black-box audit (:func:`attacks.canary.user_training.audit_training` with ``canary="spike"``:
+m spike canaries, each inserted with probability 1/2, scored on the returned model's
+per-window losses with and without it) of each of
+
+* ``1-NN``: a nearest-neighbour forecaster that stores every training window (no noise, no
+  clipping: true ε = ∞), scored by its squared error;
+* tsdp's ``simple-ff`` and ``deepar`` trained without clipping or noise for ``epochs`` epochs
+  (:func:`training.train.train` with ``private=False``; the test CRPS against the untrained
+  model's says whether they fit), scored by their Student-t negative log-likelihood (the
+  windows' log-likelihood ratio);
+* the same two trained with DP-SGD for the same epochs at the σ calibrated to the claimed ε
+  (:func:`tsdp.verify.calibration.calibrate_sigma`, tsdp's sound accountant).
+
+For each: the AUC of the score, the certified ε (a **lower** bound at δ, 95%), the ceiling (the
+ε of every guess right) and whether the claim is flagged. The data: seeded noisy synthetic
+series, all audits on the same series and canary placements (one seed).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.json_data import with_note
+
+from tsdp.datasets.series import SeriesData, synthetic
+from tsdp.training.batch_sampler import fit_lengths
+from tsdp.training.windows import every_window
+
+from tsdp.attacks.canary.steinke_bound import AUC_NOTE, AUC_UNDEFINED
+from tsdp.attacks.canary.user_training import audit_training
+
+MODELS = ("simple-ff", "deepar")
+"""tsdp's models in the bench (trained without noise, then with DP)."""
+
+
+class NearestNeighbour:
+    """A forecaster that stores every training window and forecasts the forecast part of the one whose context is
+    nearest (Euclidean); called as ``model(context, forecast)`` it gives each window's squared error."""
+
+    def __init__(self, series, config: TrainingConfig):
+        self.context, self.forecast = (t.double() for t in every_window(series, config.context_length,
+                                                                        config.forecast_length))
+
+    def __call__(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+        nearest = torch.cdist(context.double(), self.context).argmin(1)
+        return ((self.forecast[nearest] - forecast.double()) ** 2).sum(-1)
+
+
+@dataclass(frozen=True)
+class TsdpTraining:
+    """``train(series) -> model`` of tsdp's loop: ``model`` on the series (their last L_F values held out), for
+    ``epochs`` epochs, without noise when ``sigma`` is None, else DP-SGD at ``sigma`` (C = 1)."""
+
+    config: TrainingConfig
+    model: str
+    epochs: int
+    sigma: Optional[float]
+    delta: float
+    seed: int = 0
+    lr: float = 1e-2
+    facts: dict = field(default_factory=dict)  # filled by the call: the run's CRPS, untrained CRPS, ε, steps, seconds
+
+    def __call__(self, series) -> torch.nn.Module:
+        from tsdp.training.train import train
+
+        private = self.sigma is not None
+        config = self.config.with_(sigma=self.sigma) if private else self.config
+        run = train(config, self.model, SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in series)),
+                    epochs=self.epochs, delta=self.delta if private else None, private=private, lr=self.lr,
+                    device="cpu", seed=self.seed, progress=False, n_samples=20, return_model=True)
+        self.facts.update({k: getattr(run, k) for k in ("crps", "untrained_crps", "epsilon", "steps", "seconds")})
+        return run.trained_model.cpu()
+
+
+def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1.0, delta: float = 1e-5,
+                   confidence: float = 0.95, seed: int = 0, series: int = 100, length: int = 40,
+                   context_length: int = 4, progress: Optional[Callable[[str], None]] = None) -> dict:
+    """The table of the module docstring (JSON-ready): ``series`` synthetic series of ``length`` training values,
+    L_C = ``context_length``, L_F = 1, Λ = 32 windows per step (half the series when fewer than 64), a window of
+    each series drawn without replacement; the claim ``epsilon`` at ``delta``."""
+    from tsdp.bench.rounds import environment
+    from tsdp.verify.calibration import calibrate_sigma
+
+    before = environment()
+    data = synthetic(series, length + 1, seed=seed, noise=2.0)
+    config = fit_lengths(TrainingConfig(context_length=context_length, forecast_length=1,
+                                        batch_size=min(32, max(1, series // 2))),
+                         data.split(1)[0].series)
+    sigma = calibrate_sigma(config, epsilon, delta, epochs=epochs).sigma
+    rows = []
+    started = time.perf_counter()
+
+    def audit(name: str, train, loss=None, trained: str = "", noise: Optional[float] = None, facts=None):
+        if progress is not None:
+            progress(f"{name}: training and scoring {canaries} spike canaries")
+        t = time.perf_counter()
+        r = audit_training(train, data, config, canaries=canaries, delta=delta, epsilon=epsilon, canary="spike",
+                           loss=loss, seed=seed, confidence=confidence)
+        s = r.scores["memorisation"]
+        rows.append(with_note({"model": name, "trained": trained, "sigma": noise, "auc": s.auc,
+                               "epsilon_lower": r.epsilon_lower, "ceiling": max(s.ceiling["dp"], s.ceiling["steinke"]),
+                               "limited_by": s.limited_by, "flagged": r.violation,
+                               "seconds": time.perf_counter() - t, **(facts or {})}, "auc", AUC_NOTE))
+
+    def squared_error(model, context, forecast):
+        return model(context, forecast)
+
+    audit("1-NN", lambda s: NearestNeighbour(s, config), squared_error, "stores every window")
+    for noise in (None, sigma):
+        for model in MODELS:
+            facts: dict = {}
+            trainer = TsdpTraining(config, model, epochs, noise, delta, seed, facts=facts)
+            audit(model, trainer, trained=(f"{epochs} epochs without noise" if noise is None
+                                           else f"DP-SGD, {epochs} epochs at σ = {noise:.3f}"), noise=noise,
+                  facts=facts)
+    return {"canaries": canaries, "epochs": epochs, "epsilon_claimed": epsilon, "delta": delta,
+            "confidence": confidence, "sigma": sigma, "seed": seed,
+            "data": {"series": series, "length": length, "context_length": context_length, "forecast_length": 1,
+                     "batch_size": config.batch_size},
+            "rows": rows, "seconds": time.perf_counter() - started,
+            "environment": {"before": before, "after": environment()}}
+
+
+def format_bench(result: dict) -> str:
+    """Human-readable table of :func:`bench_blackbox` (``--json`` prints the dict itself)."""
+    d = result["data"]
+    lines = [f"black-box spike-canary audits: {result['canaries']} canaries, {d['series']} synthetic series of "
+             f"{d['length']} values (L_C = {d['context_length']}, L_F = 1, Λ = {d['batch_size']}), claim ε = "
+             f"{result['epsilon_claimed']:g} at δ = {result['delta']:g}, {result['confidence']:.0%}",
+             f"{'model':<10} {'trained':<36} {'test CRPS':>14} {'AUC':>6} {'ε ≥':>7} {'ceiling':>8} {'flagged':>8}"]
+    for r in result["rows"]:
+        crps = (f"{r['crps']:.3f}/{r['untrained_crps']:.3f}" if "crps" in r else "")
+        auc = f"{r['auc']:.3f}" if math.isfinite(r["auc"]) else "n/a"
+        lines.append(f"{r['model']:<10} {r['trained']:<36} {crps:>14} {auc:>6} {r['epsilon_lower']:>7.3f} "
+                     f"{r['ceiling']:>8.3f} {'yes' if r['flagged'] else 'no':>8}")
+    lines.append("test CRPS: trained / untrained model (lower fits better); ceiling: every guess right"
+                 + ("; AUC n/a: " + AUC_UNDEFINED if any(not math.isfinite(r["auc"]) for r in result["rows"]) else ""))
+    lines.append(f"{result['seconds']:.1f} s")
+    return "\n".join(lines)
+
+
+__all__ = ["MODELS", "NearestNeighbour", "TsdpTraining", "bench_blackbox", "format_bench"]

@@ -1,0 +1,166 @@
+"""`tsdp bench baselines` and `tsdp bench estimate`: the grid's baselines at scale, and the pre-run estimate's accuracy.
+
+``baselines`` times both baselines (:func:`tsdp.experiments.stored_baselines.cached_baselines`: the
+data's fingerprint, seasonal naive and AutoETS on their fitted history, statsforecast with ``workers``
+processes) on a synthetic set of electricity's shape (321 series of 26,304 hourly values, 7 rolling test
+windows of 24 steps, season 24; ``full=True``) or a scaled-down one (32 series of 2,000 values, the
+default: about a minute), then reads the result back from the cache. Goal: the full shape in
+≤ :data:`GOAL_SECONDS` on 2 cores. ``estimate`` runs a small grid on the shipped data in one process
+and reports the pre-run estimate (:func:`tsdp.experiments.estimate.estimate`) over the measured
+wall time of its cells; goal: within :data:`ESTIMATE_GOAL` either way.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Callable, Optional
+
+import numpy as np
+
+GOAL_SECONDS = 600.0
+ESTIMATE_GOAL = 1.5
+
+
+@dataclass(frozen=True)
+class SeriesShape:
+    """A synthetic data set's shape: series, values per series, rolling test windows, season, forecast length."""
+
+    series: int
+    length: int
+    windows: int
+    season: int = 24
+    forecast_length: int = 24
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+ELECTRICITY = SeriesShape(321, 26_304, 7)
+"""electricity's shape (GluonTS's 321 series, 3 years hourly, 7 rolling test days)."""
+SMALL = SeriesShape(32, 2_000, 7)
+
+
+def synthetic_split(shape: SeriesShape, seed: int = 0):
+    """Positive hourly-like series (a level, daily and weekly cycles, noise) split as the GluonTS benchmarks are: the
+    last ``windows``·L_F steps are ``windows`` rolling test windows, every history the series before its window."""
+    from tsdp.datasets.benchmarks import PAPER, Windows, hold_out
+    from tsdp.datasets.series import SeriesData
+
+    rng = np.random.default_rng(seed)
+    t = np.arange(shape.length)
+    level = rng.lognormal(4.0, 1.0, (shape.series, 1))
+    daily = 1 + 0.4 * np.sin(2 * np.pi * (t / shape.season + rng.random((shape.series, 1))))
+    weekly = 1 + 0.1 * np.sin(2 * np.pi * t / (7 * shape.season))
+    values = level * daily * weekly * rng.lognormal(0.0, 0.1, (shape.series, shape.length))
+    f = shape.forecast_length
+    ends = [shape.length - (shape.windows - 1 - j) * f for j in range(shape.windows)]
+    test = Windows(tuple(s[:end - f] for s in values for end in ends),
+                   np.stack([s[end - f:end] for s in values for end in ends]))
+    spec = replace(PAPER["electricity"], name="synthetic", season=shape.season, forecast_length=f,
+                   validation_windows=1, source=f"synthetic (seed {seed})")  # baselines use no validation
+    return hold_out(spec, SeriesData(tuple(s[:shape.length - shape.windows * f] for s in values)), test)
+
+
+def bench_baselines(full: bool = False, workers: int = 2, progress: Optional[Callable[[str], None]] = None) -> dict:
+    """Seconds of both baselines on :data:`ELECTRICITY` (``full``) or :data:`SMALL`'s synthetic set with ``workers``
+    processes, computed and then read back from the cache; the CPU seconds of the computation (on a shared machine
+    the wall time also holds other processes' turns)."""
+    from tsdp.bench import rounds as bench_rounds
+
+    from tsdp.experiments.stored_baselines import cached_baselines
+    from tsdp.experiments.baselines import BASELINES, fitted_history
+
+    shape = ELECTRICITY if full else SMALL
+    split = synthetic_split(shape)
+    before = bench_rounds.environment()
+    with tempfile.TemporaryDirectory() as folder:
+        if progress:
+            progress(f"baselines on {shape.series} x {shape.windows} windows of ~{shape.length} values, "
+                     f"{workers} worker(s)")
+        cpu = _cpu_seconds()
+        cold = cached_baselines(split, folder, n_jobs=workers, progress=progress is not None)
+        cpu = _cpu_seconds() - cpu
+        warm = cached_baselines(split, folder, n_jobs=workers)
+    return {"shape": shape.as_dict(), "workers": workers, "full": full, "histories": split.test.count,
+            "fitted_history": {b: fitted_history(b, shape.season) for b in BASELINES}, "crps": cold.crps,
+            "seconds": cold.seconds, "cpu_seconds": cpu, "cached_seconds": warm.seconds,
+            "cache_hit": warm.cached and warm.crps == cold.crps,
+            "goal_seconds": GOAL_SECONDS if full else None,
+            "environment": {"before": before, "after": bench_rounds.environment()}}
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished child processes (statsforecast's workers)."""
+    import resource
+
+    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for f in ("ru_utime", "ru_stime"))
+
+
+def format_baselines(result: dict) -> str:
+    """The bench's text: shape, seconds computed and read back, CRPS, goal."""
+    from tsdp.bench.rounds import format_environment
+
+    s = result["shape"]
+    goal = result["goal_seconds"]
+    verdict = "" if goal is None else f" (goal <= {goal:.0f} s: {'met' if result['seconds'] <= goal else 'missed'})"
+    lines = [f"{s['series']} series x {s['windows']} test windows ({result['histories']} histories) of "
+             f"~{s['length']} values, season {s['season']}, L_F {s['forecast_length']}; {result['workers']} worker(s)",
+             "fitted history: " + ", ".join(f"{b} last {k}" for b, k in result["fitted_history"].items()),
+             f"both baselines: {result['seconds']:.1f} s{verdict}; {result['cpu_seconds']:.0f} CPU s (this process "
+             f"and its workers: about {result['cpu_seconds'] / result['workers']:.0f} s on {result['workers']} idle cores)",
+             f"read back from the cache: {result['cached_seconds']:.2f} s "
+             f"({'hit, same CRPS' if result['cache_hit'] else 'MISS'})",
+             "CRPS: " + ", ".join(f"{b} {v:.4f}" for b, v in result["crps"].items()),
+             format_environment(result["environment"])]
+    return "\n".join(lines)
+
+
+ESTIMATE_GRID = {"models": ("simple-ff", "dlinear", "deepar"), "epsilons": (1.0, math.inf), "seeds": 1,
+                 "tops": ("wor",)}
+"""The estimate bench's grid on the shipped data: 6 cells, private and not, the cheapest and the slowest model."""
+
+
+def bench_estimate(models=ESTIMATE_GRID["models"], epochs: int = 20, n_samples: int = 20,
+                   progress: Optional[Callable[[str], None]] = None) -> dict:
+    """The pre-run estimate of a small grid (:data:`ESTIMATE_GRID`, ``epochs`` epochs, ``n_samples`` sample paths) over
+    the wall time its cells then take in one process (:func:`tsdp.experiments.table.run_grid`)."""
+    from tsdp.bench import rounds as bench_rounds
+
+    from tsdp.experiments.estimate import estimate
+    from tsdp.experiments.grid import GridSettings, plan
+    from tsdp.experiments.table import run_grid
+
+    cells = plan(models=models, epsilons=ESTIMATE_GRID["epsilons"], seeds=ESTIMATE_GRID["seeds"],
+                 tops=ESTIMATE_GRID["tops"])
+    settings = GridSettings(epochs=epochs, n_samples=n_samples)
+    before = bench_rounds.environment()
+    started = time.perf_counter()
+    planned = estimate(cells, settings)
+    probe_seconds = time.perf_counter() - started
+    if progress:
+        progress(planned.line())
+    with tempfile.TemporaryDirectory() as folder:
+        results, info = run_grid(cells, settings, folder=folder, workers=1)
+    return {"cells": len(cells), "models": list(models), "epochs": epochs, "n_samples": n_samples,
+            "estimate": planned.as_dict(), "probe_seconds": probe_seconds, "measured_seconds": info["seconds"],
+            "ratio": planned.seconds / info["seconds"], "goal": ESTIMATE_GOAL,
+            "steps": {r.key: r.steps for r in results}, "cell_seconds": {r.key: r.seconds for r in results},
+            "environment": {"before": before, "after": bench_rounds.environment()}}
+
+
+def format_estimate(result: dict) -> str:
+    """The bench's text: the grid, the estimate, the measured time, their ratio against the goal."""
+    from tsdp.bench.rounds import format_environment
+
+    ratio, goal = result["ratio"], result["goal"]
+    met = 1 / goal <= ratio <= goal
+    return "\n".join([
+        f"{result['cells']} cells ({', '.join(result['models'])}; ε 1 and ∞; {result['epochs']} epochs, "
+        f"{result['n_samples']} sample paths) on the shipped data, one process",
+        f"estimate {result['estimate']['seconds']:.1f} s (probe {result['probe_seconds']:.1f} s), measured "
+        f"{result['measured_seconds']:.1f} s: ratio {ratio:.2f} (goal within {goal:g}x either way: "
+        f"{'met' if met else 'missed'})",
+        format_environment(result["environment"])])

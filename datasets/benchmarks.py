@@ -1,0 +1,353 @@
+"""The paper's forecasting benchmarks and their split (paper Appendix "Experimental Setup").
+
+``traffic``, ``electricity`` and ``solar_10_minutes`` come from GluonTS's dataset repository in its
+on-disk layout (``<root>/<name>/metadata.json``, ``train/`` and ``test/`` folders of JSON lines,
+optionally gzipped), as the authors' code loads them; the split is GluonTS's train/test, and the
+last k·L_F steps of every training series (k forecast windows: 7 for traffic and electricity, 1 for
+solar, as the official code; the appendix text says 5) are held out for validation.
+The test set is GluonTS's: every test entry is one window whose last L_F values are the targets.
+
+The data is read from the cache folder (``root``, GluonTS's default ``~/.gluonts/datasets``); when
+it is missing, :func:`load_split` downloads it through GluonTS (``download=True``) or says in one
+line what to download and where it goes. Without a benchmark named, experiments run on the real
+dataset shipped with tsdp (:data:`tsdp.datasets.tsf.SHIPPED`, the M1 yearly series): the last
+L_F values of every series are its test window, the L_F before them its validation window
+(its series are 15 to 58 years long: five windows would leave nothing to train on), and series
+too short to keep L_F training values after both are left out (the split says how many).
+
+Each dataset's defaults (:class:`DatasetSpec`) are the paper's, each with its source: L_F, L_C, the
+batch size Λ, the noise multiplier σ, DeepAR's lags, the season length of the baselines and the
+maximum epochs; C = 1e-4 and Adam (learning rate 1e-3, weight decay 1e-8) for all (:data:`CLIP`,
+:data:`LR`, :data:`WEIGHT_DECAY`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Tuple
+
+import numpy as np
+
+from .series import DataError, SeriesData
+
+CLIP = 1e-4
+"""The paper's clipping norm C (all datasets)."""
+LR = 1e-3
+WEIGHT_DECAY = 1e-8
+LONG_LAGS = (1, 2, 3, 4, 5, 6, 7, 23, 24, 25, 47, 48, 49, 71, 72, 73, 95, 96, 97, 119, 120, 121, 143, 144, 145,
+             167, 168, 169)
+SHORT_LAGS = (1, 2, 3, 4, 5, 6, 7, 23, 24, 25)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset's defaults: forecast length L_F, context length L_C, batch size Λ, noise multiplier σ,
+    DeepAR's ``lags`` (its context is L_C + max lag, :func:`tsdp.training.models.deepar_window`), the baselines'
+    ``season`` length, the maximum ``epochs``, the validation windows held out at the end of every training
+    series, the v of its label-noise table (``label_noise_v``: the largest change of one element under
+    (1, v)-user-level privacy, in the data's units) and ``sources``: where each setting comes from."""
+
+    name: str
+    forecast_length: int
+    context_length: int
+    batch_size: int
+    sigma: float
+    lags: Tuple[int, ...]
+    season: int
+    epochs: int
+    validation_windows: int
+    label_noise_v: float
+    source: str
+    sources: Tuple[Tuple[str, str], ...] = ()
+
+    def as_dict(self) -> dict:
+        from dataclasses import asdict
+
+        d = asdict(self)
+        d["sources"] = dict(self.sources)
+        return {**d, "clip": CLIP, "lr": LR, "weight_decay": WEIGHT_DECAY}
+
+
+_APPENDIX = 'paper Appendix "Experimental Setup"'
+_OFFICIAL = "the authors' code (jan-schuchardt/dp_forecasting)"
+_VALIDATION = (f"{_OFFICIAL}, src/dp_timeseries/data/datamodules.py: num_validation_windows = len(dataset_test) // "
+               "len(dataset_train), the test set's rolling windows (the appendix text says 5)")
+_COMMON = (("forecast_length", f"{_APPENDIX}, Datasets"), ("batch_size", f"{_APPENDIX}, DP Training Parameters"),
+           ("sigma", f"{_APPENDIX}, DP Training Parameters"),
+           ("lags", f"{_APPENDIX}, DP Training Parameters (they contribute to the context length)"),
+           ("season", f"{_APPENDIX}, Traditional Baselines"), ("epochs", f"{_APPENDIX}, Standard Training Parameters"),
+           ("label_noise_v", "captions of the paper's label-perturbation tables"))
+
+PAPER = {
+    "traffic": DatasetSpec(
+        "traffic", forecast_length=24, context_length=192, batch_size=256, sigma=4.0, lags=LONG_LAGS, season=24,
+        epochs=4000, validation_windows=7, label_noise_v=0.001,
+        source="GluonTS dataset repository 'traffic' (Lai et al. 2018; PeMS)",
+        sources=_COMMON + (("context_length", f"L_C = 192 = 8·L_F: {_OFFICIAL}, seml/configs/traffic/"
+                                              "dp_train_standard_eval.yaml, estimator_kwargs.relative_context_length: 8 "
+                                              "for every model (the appendix text says 4·L_F = 96)"),
+                           ("validation_windows", f"7: {_VALIDATION}"))),
+    "electricity": DatasetSpec(
+        "electricity", forecast_length=24, context_length=24, batch_size=128, sigma=2.0, lags=SHORT_LAGS, season=24,
+        epochs=8000, validation_windows=7, label_noise_v=0.1,
+        source="GluonTS dataset repository 'electricity' (Lai et al. 2018; UCI)",
+        sources=_COMMON + (("context_length", f"L_C = 1·L_F: {_APPENDIX}, DP Training Parameters (the config, "
+                                              "seml/configs/electricity/dp_train_standard_eval.yaml, sweeps "
+                                              "relative_context_length 1 and 2)"),
+                           ("validation_windows", f"7: {_VALIDATION}"))),
+    "solar_10_minutes": DatasetSpec(
+        "solar_10_minutes", forecast_length=60, context_length=240, batch_size=128, sigma=4.0, lags=LONG_LAGS,
+        season=144, epochs=16000, validation_windows=1, label_noise_v=0.01,
+        source="GluonTS dataset repository 'solar_10_minutes' (NREL)",
+        sources=_COMMON + (("context_length", f"L_C = 4·L_F: {_APPENDIX}, DP Training Parameters (the config, "
+                                              "seml/configs/solar_10_minutes/dp_train_standard_eval.yaml, sweeps "
+                                              "relative_context_length 2 and 4)"),
+                           ("validation_windows", f"1: {_VALIDATION}"))),
+}
+"""The paper's three benchmarks: its Appendix "Experimental Setup" hyperparameters where the official code agrees,
+the official code's where it differs (traffic's L_C = 192; validation windows 7, 7, 1), each setting's source in
+``sources``; their label-noise v are the captions of its label-perturbation tables (traffic 0.001, electricity
+0.1, solar_10_minutes 0.01). DeepAR reads L_C + max lag values (169 more for traffic and solar, 25 for
+electricity), and the accountant sees that context."""
+
+SHIPPED_SPEC = DatasetSpec("m1-yearly", 6, 6, 8, 8.0, (1, 2, 3, 4, 5, 6), 1, 50, 1, 0.01,
+                           "M1 yearly (Makridakis et al. 1982), Monash forecasting repository file shipped in aeon "
+                           "1.6.0; CC BY 4.0")
+"""The shipped real dataset's defaults (not the paper's: L_F is the Monash horizon 6, yearly data has no season;
+170 short series need a small batch Λ = 8 and σ = 8 for ε = 0.5 at δ = 1e-7 to buy any steps: 70, and 982 at ε = 2).
+Its label-noise v = 0.01 is the resolution of the file (every value has at most two decimals), 0.4 % of the mean
+of its smallest-scale series (2.43) and 1.5e-5 of the median series' mean (679): like the paper's v, one
+individual's change is small against every series' scale."""
+
+
+@dataclass(frozen=True)
+class UserData:
+    """A user's series (``tsdp experiment --data``): the source the one loader reads
+    (:func:`tsdp.datasets.formats.load_series`, with its table options) and the grid's settings for it."""
+
+    source: str
+    forecast_length: int
+    context_length: int
+    batch_size: int
+    sigma: float
+    season: int
+    epochs: int
+    test_windows: int = 1
+    validation_windows: int = 1
+    label_noise_v: float = 1.0
+    layout: str = "auto"
+    item_id: Optional[str] = None
+    timestamp: Optional[str] = None
+    target: Optional[str] = None
+
+    @property
+    def spec(self) -> DatasetSpec:
+        """The file's :class:`DatasetSpec`: these settings and DeepAR's lags :func:`user_lags`."""
+        flag = "tsdp experiment --data flags"
+        return DatasetSpec(
+            Path(self.source).name, self.forecast_length, self.context_length, self.batch_size, self.sigma,
+            user_lags(self.season), self.season, self.epochs, self.validation_windows, self.label_noise_v, f"user file {self.source}",
+            sources=tuple((k, flag) for k in ("forecast_length", "context_length", "batch_size", "sigma", "season",
+                                              "epochs", "validation_windows", "label_noise_v")))
+
+
+def user_lags(season: int) -> Tuple[int, ...]:
+    """DeepAR's lags on a user's series: 1-7 and season - 1, season, season + 1 (for season 24 electricity's
+    :data:`SHORT_LAGS`, GluonTS's pattern of short lags and one seasonal triple)."""
+    return tuple(sorted({*range(1, 8), *(l for l in (season - 1, season, season + 1) if season > 1 and l >= 1)}))
+
+
+def user_split(user: UserData) -> ForecastSplit:
+    """The split of a user's file: the last ``test_windows``·L_F values of every series are its test windows
+    (rolling, each with every earlier value as history, as GluonTS's test set), the ``validation_windows``·L_F
+    before them its validation windows (:func:`hold_out`), the rest its training series; a series too short to keep
+    L_F training values after both is left out (``dropped``). No series left, or an L_F, L_C or season longer than
+    the longest series, is one :class:`DataError` naming the setting."""
+    from .formats import load_series
+
+    series = load_series(user.source, layout=user.layout, item_id=user.item_id, timestamp=user.timestamp,
+                         target=user.target).series
+    spec, f, t = user.spec, user.forecast_length, user.test_windows
+    longest = max(len(s) for s in series)
+    for name, value in (("forecast_length", f), ("context_length", user.context_length), ("season", user.season)):
+        if value > longest:
+            raise DataError(name, f"must be at most the longest series' length, {longest} (got {value})")
+    kept = [np.asarray(s, dtype=float) for s in series if len(s) >= (t + spec.validation_windows + 1) * f]
+    if not kept:
+        raise DataError("data", f"no series of {user.source} is long enough to hold out {t} test and "
+                                f"{spec.validation_windows} validation windows of L_F = {f} and keep L_F to train "
+                                f"on ({(t + spec.validation_windows + 1) * f} values; the longest has "
+                                f"{max(len(s) for s in series)})")
+    train = SeriesData(tuple(s[: len(s) - t * f] for s in kept))
+    return hold_out(spec, train, last_windows(kept, t, f), dropped=len(series) - len(kept))
+
+
+def default_root() -> Path:
+    """GluonTS's dataset cache: ``$GLUONTS_DATASETS`` or ``~/.gluonts/datasets``."""
+    return Path(os.environ.get("GLUONTS_DATASETS", Path.home() / ".gluonts" / "datasets"))
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Forecast windows: each a history (every value before it) and its L_F targets (M, L_F)."""
+
+    histories: Tuple[np.ndarray, ...]
+    targets: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.histories)
+
+    def contexts(self, context_length: int) -> np.ndarray:
+        """The last L_C values of every history, front-padded with zeros like Algorithm 4: (M, L_C)."""
+        out = np.zeros((self.count, context_length))
+        for i, h in enumerate(self.histories):
+            tail = h[-context_length:]
+            out[i, context_length - len(tail):] = tail
+        return out
+
+
+@dataclass(frozen=True)
+class ForecastSplit:
+    """Training series, validation windows (their ends, held out) and test windows of one dataset."""
+
+    spec: DatasetSpec
+    train: SeriesData
+    validation: Windows
+    test: Windows
+    dropped: int = 0
+
+    def as_dict(self) -> dict:
+        return {"dataset": self.spec.name, "train_series": self.train.N, "train_min_length": min(self.train.lengths),
+                "train_max_length": max(self.train.lengths), "validation_windows": self.validation.count,
+                "validation_steps_per_series": self.spec.validation_windows * self.spec.forecast_length,
+                "test_windows": self.test.count, "forecast_length": self.spec.forecast_length,
+                "context_length": self.spec.context_length, "dropped_series": self.dropped}
+
+
+def hold_out(spec: DatasetSpec, train: SeriesData, test: Windows, dropped: int = 0) -> ForecastSplit:
+    """Hold out the last ``spec.validation_windows``·L_F steps of every training series as validation windows."""
+    f, k = spec.forecast_length, spec.validation_windows
+    if min(train.lengths) < (k + 1) * f:
+        raise DataError(spec.name, f"a training series of length {min(train.lengths)} cannot hold out {k}·L_F = "
+                                   f"{k * f} validation steps and keep L_F = {f} to train on")
+    fitted = SeriesData(tuple(s[: len(s) - k * f] for s in train.series))
+    return ForecastSplit(spec, fitted, last_windows(train.series, k, f), test, dropped)
+
+
+def last_windows(series, k: int, f: int) -> Windows:
+    """The last k windows of L_F = ``f`` values of every series, oldest first, each with every earlier value as its
+    history (GluonTS's rolling test windows)."""
+    histories, targets = [], []
+    for s in series:
+        for j in range(k, 0, -1):
+            end = len(s) - (j - 1) * f
+            histories.append(s[: end - f])
+            targets.append(s[end - f: end])
+    return Windows(tuple(histories), np.stack(targets))
+
+
+def shipped_split(spec: DatasetSpec = SHIPPED_SPEC) -> ForecastSplit:
+    """The shipped M1 yearly data split as the module docstring says."""
+    from .tsf import m1_yearly
+
+    series = m1_yearly().data.series
+    f, k = spec.forecast_length, spec.validation_windows
+    kept = [s for s in series if len(s) >= (k + 2) * f]
+    train = SeriesData(tuple(s[:-f] for s in kept))
+    test = Windows(tuple(s[:-f] for s in kept), np.stack([s[-f:] for s in kept]))
+    return hold_out(spec, train, test, dropped=len(series) - len(kept))
+
+
+def _read_folder(folder: Path) -> SeriesData:
+    from .formats import load_gluonts_jsonl
+
+    if not folder.is_dir():
+        raise DataError(str(folder), f"is {'not a folder' if folder.exists() else 'missing'}: a GluonTS dataset "
+                                     "folder holds train/ and test/ folders of JSON lines (download it again, "
+                                     "or point --data-dir at a complete copy)")
+    files = sorted(p for p in folder.iterdir() if p.name.endswith((".json", ".json.gz", ".jsonl", ".jsonl.gz")))
+    if not files:
+        raise DataError(str(folder), "holds no JSON lines file (data.json or data.json.gz)")
+    parts = [load_gluonts_jsonl(p).series for p in files]
+    return SeriesData(tuple(s for part in parts for s in part))
+
+
+def missing_message(name: str, root: Path) -> str:
+    """The one line that says what to download and where it goes."""
+    return (f"dataset {name!r} is not cached at {root / name} and cannot be downloaded here: on a machine with "
+            f"internet run  python -c \"from gluonts.dataset.repository import get_dataset; get_dataset('{name}')\"  "
+            f"and copy ~/.gluonts/datasets/{name} to {root / name} (or point --data-dir at its parent)")
+
+
+def _download(name: str, root: Path) -> None:
+    """Download ``name`` through GluonTS into a temporary folder under ``root`` and rename it to ``root/name`` once
+    it holds train/ and test/: a failed download leaves nothing behind (GluonTS itself would take any folder at
+    ``root/name``, even an empty one, for a finished download). DataError saying what to download otherwise."""
+    import shutil
+    import tempfile
+
+    target = root / name
+    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
+        raise DataError(str(target), "exists without a train/ folder (a download cut short, or another file): "
+                                     "remove it and download again")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.download-", dir=root))
+    except OSError as exc:
+        raise DataError("data_dir", f"cannot write the download to {root} ({exc.strerror or exc})") from None
+    try:
+        from gluonts.dataset.repository import get_dataset
+
+        get_dataset(name, path=tmp)
+        got = tmp / name
+        if not ((got / "train").is_dir() and (got / "test").is_dir()):
+            raise DataError("dataset", f"GluonTS's download of {name!r} holds no train/ and test/ folders")
+        if target.is_dir():
+            target.rmdir()  # empty (checked above)
+        os.rename(got, target)
+    except Exception:  # noqa: BLE001 - offline, a proxy, a failed recipe: the one line says what to do
+        raise DataError("dataset", missing_message(name, root)) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_split(name: str, root: Optional[Path] = None, *, download: bool = False) -> ForecastSplit:
+    """The paper's split of benchmark ``name`` from GluonTS's on-disk layout under ``root`` (module docstring).
+
+    ``download``: fetch a missing dataset through GluonTS (the ``gluonts`` extra; it is cached
+    there after the first download). A missing dataset otherwise, or a failed download, is one
+    :class:`DataError` whose message says what to download and where it goes.
+    """
+    if name not in PAPER:
+        raise DataError("dataset", f"must be one of {', '.join(PAPER)} or {'m1-yearly'!r} (got {name!r})")
+    spec = PAPER[name]
+    root = Path(root) if root is not None else default_root()
+    folder = root / name
+    if not (folder / "train").is_dir():
+        if not download:
+            raise DataError("dataset", missing_message(name, root))
+        _download(name, root)
+    train = _read_folder(folder / "train")
+    test_series = _read_folder(folder / "test").series
+    f = spec.forecast_length
+    if min(len(s) for s in test_series) <= f:
+        raise DataError(str(folder / "test"), f"a test entry is not longer than L_F = {f}")
+    test = Windows(tuple(s[:-f] for s in test_series), np.stack([s[-f:] for s in test_series]))
+    return hold_out(spec, train, test)
+
+
+def dataset_names() -> Tuple[str, ...]:
+    """Every name :func:`split_for` accepts: the shipped dataset first, then the paper's benchmarks."""
+    return (SHIPPED_SPEC.name, *PAPER)
+
+
+def split_for(name: Optional[str], root: Optional[Path] = None, *, download: bool = False,
+              user: Optional[UserData] = None) -> ForecastSplit:
+    """The split of ``name`` (None: the shipped real dataset), or of a user's file (``user``, :func:`user_split`)."""
+    if user is not None:
+        return user_split(user)
+    if name is None or name == SHIPPED_SPEC.name:
+        return shipped_split()
+    return load_split(name, root, download=download)

@@ -1,0 +1,372 @@
+"""Series the way users hold them: pandas long / wide frames, GluonTS datasets and JSON lines, CSV, parquet.
+
+:func:`load_series` is the one loader of every command: 'synthetic', 'grunfeld' or a file, by
+its suffix, with the table layout (long / wide) detected where the columns make it unambiguous.
+Every loader returns a :class:`datasets.series.SeriesData` (the paper's x = {x_1, ..., x_N})
+with the series in order of first appearance (long format, GluonTS) or of the columns (wide
+format). pandas, pyarrow and gluonts are optional extras, imported only by the functions that
+need them; the JSON-lines reader and :func:`grunfeld` (a copy shipped with tsdp) need none of them.
+
+Missing values. The paper's algorithms take fully observed series (Algorithm 4 pads with
+zeros in front, nothing else), so: a series observed over a sub-range (leading or trailing
+missing values, as when items start or end at different times) is that shorter series; a
+missing value *inside* a series (NaN, an empty cell, a missing timestamp in a regular long
+format) is refused with an error that names the series and the row, since filling it would
+be a modelling choice the accountant knows nothing about. Every malformed input (no target
+column, non-numeric values, empty series, duplicate timestamps, ...) raises one
+:class:`DataError` (a :class:`ConfigError`, so the CLI exits 2) naming the source, column and row.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.errors import MissingExtraError
+
+from .series import DataError, SeriesData, observed as _observed, synthetic_for
+
+
+def _require(module: str, extra: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtraError(f"{module} is needed for this data format", extra) from None
+
+
+def _numeric(column, source: str, label: str, row_of) -> np.ndarray:
+    """A pandas column as float64; a non-numeric cell is refused naming its row."""
+    pd = _require("pandas", "data")
+    values = pd.to_numeric(column, errors="coerce")
+    bad = np.flatnonzero(values.isna().to_numpy() & column.notna().to_numpy())
+    if bad.size:
+        raise DataError(f"{source}, column {label!r}",
+                        f"must be numeric; row {row_of(bad[0])} holds {column.iloc[bad[0]]!r}")
+    return values.to_numpy(dtype=np.float64)
+
+
+def _check_regular(stamps, where: str, freq) -> None:
+    """Refuse duplicate timestamps and, with a step, a missing timestamp inside the series (a missing value)."""
+    pd = _require("pandas", "data")
+    stamps = pd.Index(stamps)
+    dup = stamps[stamps.duplicated()]
+    if len(dup):
+        raise DataError(where, f"has the timestamp {dup[0]} more than once")
+    if freq is None or len(stamps) < 2:
+        return
+    if isinstance(freq, (int, float)):
+        stamps = stamps.sort_values()
+        gaps = np.flatnonzero(~np.isclose(np.diff(np.asarray(stamps, dtype=np.float64)), freq, rtol=1e-9))
+        shown = None if not gaps.size else stamps[gaps[0]] + freq
+    else:
+        expected = pd.date_range(stamps.min(), stamps.max(), freq=freq)
+        missing = expected.difference(stamps)
+        shown = missing[0] if len(missing) else (None if len(expected) == len(stamps) else "(off the step)")
+    if shown is not None:
+        raise DataError(where, f"misses the timestamp {shown} at step {freq}: a missing value inside the series")
+
+
+def _infer_step(stamps, source: str, timestamp: str):
+    """The sampling step of long-format timestamps: numeric → the smallest positive difference; datetime →
+    pandas.infer_freq over all timestamps (refused when it cannot be inferred: pass freq)."""
+    pd = _require("pandas", "data")
+    unique = pd.Index(stamps).unique().sort_values()
+    if len(unique) < 3:
+        return None
+    if pd.api.types.is_numeric_dtype(unique):
+        return np.diff(np.asarray(unique)).min().item()
+    freq = pd.infer_freq(pd.DatetimeIndex(unique))
+    if freq is None:
+        raise DataError(f"{source}, column {timestamp!r}",
+                        "has no regular step pandas can infer; pass freq (a pandas offset alias such as 'D' or 'MS')")
+    return freq
+
+
+def from_long(frame, *, item_id: str = "item_id", timestamp: str = "timestamp", target: str = "target",
+              freq=None, source: str = "DataFrame", first_line: Optional[int] = None) -> SeriesData:
+    """Long format: one row per (item, timestamp, target value); series in order of the items' first rows.
+
+    Rows of an item are ordered by timestamp. Timestamps must be unique per item and, at the
+    step ``freq`` (a pandas offset alias or a number; inferred when None), complete inside the
+    item's observed range: a missing row is a missing value and is refused (module docstring).
+    ``first_line``: the file line of data row 0 (CSV), so that errors name lines too.
+    """
+    pd = _require("pandas", "data")
+    for option, column in (("item_id", item_id), ("timestamp", timestamp), ("target", target)):
+        if column not in frame.columns:
+            raise DataError(option, f"{source} has no {option} column {column!r} (columns: "
+                                    f"{', '.join(map(str, frame.columns))})")
+    if len(frame) == 0:
+        raise DataError(source, "has no rows")
+    frame = frame.reset_index(drop=True)
+    row = _row_label(first_line)
+    values = _numeric(frame[target], source, target, row)
+    stamps = frame[timestamp]
+    if not pd.api.types.is_numeric_dtype(stamps):
+        try:
+            stamps = pd.to_datetime(stamps)
+        except (ValueError, TypeError) as exc:
+            raise DataError(f"{source}, column {timestamp!r}", f"must hold timestamps or numbers ({exc})") from None
+    step = _infer_step(stamps, source, timestamp) if freq is None else freq
+    if frame[item_id].isna().any():
+        raise DataError(f"{source}, column {item_id!r}",
+                        f"row {row(np.flatnonzero(frame[item_id].isna().to_numpy())[0])} has no item id")
+    groups = frame.groupby(item_id, sort=False).indices
+    out = []
+    for name in pd.unique(frame[item_id]):
+        rows = groups[name]
+        order = rows[np.argsort(stamps.to_numpy()[rows], kind="stable")]
+        _check_regular(stamps.to_numpy()[order], f"{source}, series {name!r}", step)
+        out.append(_observed(values[order], source, name, [row(i) for i in order]))
+    return SeriesData(tuple(out))
+
+
+def from_wide(frame, *, freq=None, source: str = "DataFrame", first_line: Optional[int] = None) -> SeriesData:
+    """Wide format: one column per series, rows in time order (the index may hold the timestamps).
+
+    Leading / trailing missing cells of a column shorten that series; an inner one is refused.
+    Duplicate index timestamps are refused; a timestamp index (datetime or numeric) must be
+    complete at the step ``freq`` (inferred when None), a missing row being a missing value.
+    ``first_line``: the file line of data row 0 (CSV), so that errors name lines too.
+    """
+    pd = _require("pandas", "data")
+    if frame.shape[1] == 0 or frame.shape[0] == 0:
+        raise DataError(source, "has no series (no columns or no rows)")
+    timed = isinstance(frame.index, pd.DatetimeIndex) or (
+        pd.api.types.is_numeric_dtype(frame.index) and not isinstance(frame.index, pd.RangeIndex))
+    if freq is None and timed and not frame.index.has_duplicates:
+        freq = _infer_step(frame.index, source, "index")
+    _check_regular(frame.index, f"{source}, index", freq)
+    row = _row_label(first_line)
+    rows = [row(i) for i in range(len(frame))]
+    return SeriesData(tuple(_observed(_numeric(frame[c], source, str(c), row), source, c, rows)
+                            for c in frame.columns))
+
+
+def _row_label(first_line: Optional[int]):
+    """0-based data rows; for a file with lines (CSV) also the 1-based line, data row 0 being ``first_line``."""
+    if first_line is not None:
+        return lambda i: f"{int(i)} (line {int(i) + first_line})"
+    return int
+
+
+def _number(x) -> float:
+    """A target value as a float; TypeError for a boolean (JSON's true/false, numpy's bool_), which float() would
+    take as 1 and 0: a flag is not a measurement."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{x!r} is a boolean")
+    return float(x)
+
+
+def from_gluonts(dataset: Iterable[dict], *, source: str = "GluonTS dataset") -> SeriesData:
+    """A GluonTS dataset (``ListDataset``, ``FileDataset`` or any iterable of entries with a ``"target"``).
+
+    Univariate targets only; NaN (GluonTS's missing value, "NaN" / "Nan" in its JSON) follows
+    the module's rule: trimmed at the ends, refused inside.
+    """
+    out = []
+    for i, entry in enumerate(dataset):
+        name = entry.get("item_id", i) if isinstance(entry, dict) else i
+        if not isinstance(entry, dict) or "target" not in entry:
+            raise DataError(f"{source}, entry {i}", "has no 'target' field")
+        target = np.asarray(entry["target"], dtype=object)
+        if target.ndim != 1:
+            raise DataError(f"{source}, entry {i}", "target must be univariate (1-D)")
+        try:
+            values = np.asarray([np.nan if x is None or (isinstance(x, str) and x.lower() == "nan") else _number(x)
+                                 for x in target], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataError(f"{source}, entry {i}", f"target must be numeric ({str(list(target))[:40]!r})") from None
+        out.append(_observed(values, source, name, list(range(len(values)))))
+    if not out:
+        raise DataError(source, "holds no series")
+    return SeriesData(tuple(out))
+
+
+def load_gluonts_jsonl(path) -> SeriesData:
+    """GluonTS JSON lines as GluonTS writes them (``JsonLinesWriter``; gzip when the name ends in .gz): one entry
+    per line with "start", "target" (missing values as "NaN"), optional "item_id". No gluonts needed."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    entries: List[dict] = []
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, start=1):
+                if line.strip():
+                    try:
+                        entries.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise DataError(f"{path}, line {line_no}", f"is not JSON ({exc.msg})") from None
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise DataError(str(path), f"cannot be read as JSON lines ({type(exc).__name__})") from None
+    return from_gluonts(entries, source=str(path))
+
+
+LAYOUTS = ("auto", "long", "wide")
+"""Table layouts: long (one row per item, timestamp, value), wide (one column per series), auto (detected)."""
+
+TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
+JSONL_SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
+
+
+def _read_table(path: Path):
+    """(frame, line of data row 0 or None) of a CSV (header row detected: a first row of numbers is data) or
+    parquet file. Parquet is read by pyarrow from the file's bytes in memory on the calling thread
+    (``use_threads=False``): ``pandas.read_parquet`` starts Arrow's thread pools (and Arrow's file system its I/O
+    thread), whose threads, still alive when the interpreter exits after torch was loaded, made about 1 exit in 10
+    abort ("terminate called without an active exception", SIGABRT) after the command had finished; this read
+    starts no thread."""
+    pd = _require("pandas", "data")
+    csv = path.name.lower().endswith((".csv", ".csv.gz"))
+    if not csv:
+        parquet = _require("pyarrow.parquet", "data")
+    try:
+        if not csv:  # on this thread only: Arrow's pool threads, once started, could abort the process at its exit
+            with open(path, "rb") as f:
+                source = parquet.ParquetFile(_require("pyarrow", "data").BufferReader(f.read()))
+            return source.read(use_threads=False, use_pandas_metadata=True).to_pandas(use_threads=False), None
+        first = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0]
+        headerless = all(_is_number(cell) for cell in first)
+        return pd.read_csv(path, header=None if headerless else 0), 1 if headerless else 2
+    except (OSError, ValueError, UnicodeDecodeError, IndexError) as exc:  # pandas' ParserError, pyarrow's errors
+        kind = "csv" if csv else "parquet"
+        raise DataError(str(path), f"cannot be read as {kind} ({type(exc).__name__}: {_first_line(exc)})") from None
+
+
+def _is_number(cell: str) -> bool:
+    """A CSV cell that holds a number or nothing (a header row holds names instead)."""
+    try:
+        float(cell or "nan")
+    except ValueError:
+        return False
+    return True
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:120]
+
+
+def detect_layout(frame, *, item_id: Optional[str] = None, timestamp: Optional[str] = None,
+                  target: Optional[str] = None, source: str = "DataFrame") -> str:
+    """"long" or "wide" for a table whose layout was not given, where the columns make it unambiguous.
+
+    Long: an item id column is named (``item_id`` / ``target`` given) or present under the default
+    name, or the timestamp column repeats (then the item id column must be named). Wide: every
+    column is numeric (the timestamp column aside) and no timestamp repeats. Anything else (a
+    non-numeric column that is no named column) is ambiguous: :class:`DataError` naming the
+    options (``--layout``, ``--item-id``, ``--timestamp``, ``--target``) that settle it.
+    """
+    pd = _require("pandas", "data")
+    names = {"item_id": item_id or "item_id", "timestamp": timestamp or "timestamp", "target": target or "target"}
+    columns = ", ".join(map(str, frame.columns))
+    if item_id is not None or target is not None or names["item_id"] in frame.columns:
+        return "long"
+    time = names["timestamp"]
+    if time in frame.columns and frame[time].duplicated().any():
+        raise DataError("item_id", f"{source} looks long (its {time!r} column repeats timestamps) but has no item "
+                                   f"id column {names['item_id']!r}: name it with --item-id COLUMN (columns: {columns})")
+    text = [str(c) for c in frame.columns if c != time and not pd.api.types.is_numeric_dtype(frame[c])]
+    if text:
+        raise DataError("layout", f"{source}: cannot tell the layout, its column {text[0]!r} is not numeric (columns: "
+                                  f"{columns}); if it names the series, the table is long: --item-id {text[0]} "
+                                  f"--timestamp COLUMN --target COLUMN; if it holds the times of a wide table (one "
+                                  f"numeric column per series): --timestamp {text[0]}")
+    return "wide"
+
+
+def load_table(path, *, layout: str = "auto", item_id: Optional[str] = None, timestamp: Optional[str] = None,
+               target: Optional[str] = None, freq=None) -> SeriesData:
+    """A CSV (optionally .gz; a header row is optional) or parquet file in ``layout``: "long" (columns item_id,
+    timestamp, target, or the names given), "wide" (one column per series; the ``timestamp`` column, when
+    present, is the time index) or "auto" (:func:`detect_layout`). Needs pandas (and pyarrow for parquet)."""
+    if layout not in LAYOUTS:
+        raise DataError("layout", f"must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+    path = Path(path)
+    frame, first_line = _read_table(path)
+    source = str(path)
+    if layout == "auto":
+        layout = detect_layout(frame, item_id=item_id, timestamp=timestamp, target=target, source=source)
+    elif layout == "wide" and (item_id is not None or target is not None):
+        raise DataError("layout", "wide tables have no item id or target column: drop --item-id / --target or use "
+                                  "--layout long")
+    if layout == "long":
+        return from_long(frame, item_id=item_id or "item_id", timestamp=timestamp or "timestamp",
+                         target=target or "target", freq=freq, source=source, first_line=first_line)
+    time = timestamp or "timestamp"
+    if time in frame.columns:
+        frame = frame.set_index(time)
+    elif timestamp is not None:
+        raise DataError("timestamp", f"{source} has no timestamp column {timestamp!r} (columns: "
+                                     f"{', '.join(map(str, frame.columns))})")
+    return from_wide(frame, freq=freq, source=source, first_line=first_line)
+
+
+GRUNFELD_CSV = Path(__file__).with_name("grunfeld.csv")
+"""Grunfeld's panel shipped with tsdp (package data): its header names the source, statsmodels' copy."""
+GRUNFELD_TARGETS = ("invest", "value", "capital")
+
+
+def grunfeld(target: str = "invest") -> Tuple[SeriesData, Tuple[str, ...]]:
+    """Grunfeld's investment data, 11 US firms, 1935-1954, from the copy shipped with tsdp (no extra needed).
+
+    Returns (data, firm names): 11 yearly series of length 20 of ``target`` (invest, value or
+    capital), in the file's firm order. The file (:data:`GRUNFELD_CSV`) holds statsmodels'
+    ``grunfeld`` dataset (Grunfeld 1958, recreated by Kleiber & Zeileis 2010) value for value;
+    a test compares the two. Read with the csv module: neither pandas nor statsmodels is imported.
+    """
+    import csv
+
+    if target not in GRUNFELD_TARGETS:
+        raise DataError("grunfeld", f"target must be one of {', '.join(GRUNFELD_TARGETS)} (got {target!r})")
+    by_firm = {}
+    with GRUNFELD_CSV.open(newline="") as f:
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            by_firm.setdefault(row["firm"], []).append((int(row["year"]), float(row[target])))
+    series = tuple(np.array([v for _, v in sorted(rows)]) for rows in by_firm.values())
+    return SeriesData(series), tuple(by_firm)
+
+
+
+def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 0, layout: str = "auto",
+                item_id: Optional[str] = None, timestamp: Optional[str] = None, target: Optional[str] = None,
+                freq=None) -> SeriesData:
+    """The one data loader of every command (train, audit-fn, audit-model, forecast, report) and of the library.
+
+    ``source``: "synthetic" (:func:`tsdp.datasets.series.synthetic_for` of ``config`` and ``seed``),
+    "grunfeld" (:func:`grunfeld`, of ``target`` when given), "m1-yearly" (the shipped M1 yearly series,
+    :func:`tsdp.datasets.tsf.m1_yearly`), a Monash ``.tsf`` file (:func:`tsdp.datasets.tsf.read_tsf`), GluonTS JSON lines (.json, .jsonl, either
+    .gz: :func:`load_gluonts_jsonl`), or a CSV (.csv, .csv.gz) / parquet (.parquet, .pq) table read by
+    :func:`load_table` in ``layout`` (auto-detected by default) with the column names given (None: the
+    defaults item_id, timestamp, target). Every unusable source raises one :class:`DataError`.
+    """
+    name = str(source)
+    if name == "synthetic":
+        if config is None:
+            raise DataError("data", "'synthetic' needs a training configuration; give a file or 'grunfeld'")
+        return synthetic_for(config, seed=seed)
+    if name == "grunfeld":
+        return grunfeld(target or "invest")[0]
+    from .tsf import SHIPPED, m1_yearly, read_tsf
+
+    if name == SHIPPED:
+        return m1_yearly().data
+    path = Path(name)
+    formats = f"{', '.join(TABLE_SUFFIXES + JSONL_SUFFIXES)}, .tsf, '{SHIPPED}', 'grunfeld' or 'synthetic'"
+    if not path.exists():
+        raise DataError(name, f"no such file (give a {formats})")
+    if not path.is_file():
+        raise DataError(name, "is not a regular file (a directory?)")
+    lower = path.name.lower()
+    if lower.endswith(JSONL_SUFFIXES):
+        return load_gluonts_jsonl(path)
+    if lower.endswith(".tsf"):
+        return read_tsf(path).data
+    if lower.endswith(TABLE_SUFFIXES):
+        return load_table(path, layout=layout, item_id=item_id, timestamp=timestamp, target=target, freq=freq)
+    raise DataError(name, f"unknown data format (give a {formats})")

@@ -1,0 +1,110 @@
+"""The paper's own reported privacy-utility numbers (1-event level, δ = 1e-7) and claim C7 judged on them.
+
+``paper_tables.json`` ships every number of the paper's three appendix tables
+(table:1_event_training_traffic, table:1_event_training_electricity, table:1_event_training_solar; mean test
+CRPS over 5 seeds ± std, printed to 3 decimals), each with its table label, row and column. Table 1 of Section
+5.2 (table:1_event_training_traffic_main) is the ε ∈ {0.5, 1, 2, ∞} columns of the traffic table (a test
+parses both from the paper's source and checks every number). :func:`paper_c7` applies the rule tsdp applies to
+the grids it measures (:func:`tsdp.experiments.table.c7_verdict`) to each table: on electricity the
+paper's best DP model is not below AutoETS at ε = 0.25 (DLinear 0.076 against 0.064) nor at ε = 0.5 (0.064
+against 0.064, a tie at the printed precision).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from typing import Optional, Tuple
+
+from .table import C7Evidence, Score, c7_verdict, c7_words
+
+
+@dataclass(frozen=True)
+class PaperEntry:
+    """One number of the paper's tables: ``label`` (the table's LaTeX label), ``row`` and ``column`` as printed,
+    the ``model`` (DP rows) or ``baseline`` it is the CRPS of, its ε (inf: the non-private column) and its ± std
+    (None where the paper prints none: the baselines, and one std the paper misprints)."""
+
+    label: str
+    dataset: str
+    row: str
+    column: str
+    epsilon: float
+    crps: float
+    model: str = ""
+    baseline: str = ""
+    std: Optional[float] = None
+
+
+@functools.lru_cache(maxsize=1)
+def raw() -> dict:
+    """``paper_tables.json`` as shipped."""
+    return json.loads(resources.files(__package__).joinpath("paper_tables.json").read_text(encoding="utf-8"))
+
+
+def entries() -> Tuple[PaperEntry, ...]:
+    """Every number of the shipped tables, in the paper's order."""
+    out = []
+    for table in raw()["tables"]:
+        for e in table["entries"]:
+            out.append(PaperEntry(table["label"], table["dataset"], e["row"], e["column"],
+                                  math.inf if e["epsilon"] is None else float(e["epsilon"]), float(e["crps"]),
+                                  e.get("model", ""), e.get("baseline", ""), e.get("std")))
+    return tuple(out)
+
+
+def baselines_of(label: str) -> dict:
+    """The baselines' CRPS of one table (constant across its columns; a table that varies raises ValueError)."""
+    values = {}
+    for e in entries():
+        if e.label == label and e.baseline:
+            values.setdefault(e.baseline, set()).add(e.crps)
+    if any(len(v) != 1 for v in values.values()):
+        raise ValueError(f"{label}: a baseline's CRPS differs across columns: {values}")
+    return {name: v.pop() for name, v in values.items()}
+
+
+@dataclass(frozen=True)
+class PaperC7:
+    """Claim C7 on the paper's own tables: one :class:`C7Evidence` per table (source: its label). ``verdict``:
+    'confirmed' when the rule holds on every table, 'refuted' when it fails on one (the paper's datasets:
+    :func:`c7_words`), 'not evaluated' otherwise; ``failing``: the datasets where it fails."""
+
+    verdict: str
+    tables: Tuple[C7Evidence, ...]
+
+    @property
+    def failing(self) -> Tuple[str, ...]:
+        return tuple(t.dataset for t in self.tables if t.margin is not None and t.margin <= 0)
+
+    def line(self) -> str:
+        """The verdict, naming the tables and cells it rests on."""
+        if self.failing:
+            held = [t.dataset for t in self.tables if t.dataset not in self.failing]
+            return ("; ".join(t.line() for t in self.tables if t.dataset in self.failing)
+                    + (f"; it holds on {' and '.join(held)}" if held else ""))
+        return "; ".join(t.line() for t in self.tables)
+
+    def as_dict(self) -> dict:
+        return {"verdict": self.verdict, "failing": list(self.failing), "line": self.line(),
+                "tables": [t.as_dict() for t in self.tables], "source": raw()["source"],
+                "printed_decimals": raw()["printed_decimals"]}
+
+
+def paper_c7() -> PaperC7:
+    """Claim C7 on each of the paper's tables by the measured grids' rule (:func:`c7_verdict`): its DP rows at every
+    ε ≤ 1 (the paper's 5 seeds each; top level not stated) against its baselines, at the printed 3 decimals."""
+    decimals, seeds = raw()["printed_decimals"], raw()["seeds"]
+    tables = []
+    for table in raw()["tables"]:
+        label = table["label"]
+        scores = [Score(e.model, e.epsilon, None, e.crps, e.std, seeds) for e in entries()
+                  if e.label == label and e.model]
+        tables.append(c7_verdict(scores, baselines_of(label), table["dataset"], source=label, decimals=decimals))
+    holds, fails = c7_words(tables[0].dataset)
+    margins = [t.margin for t in tables]
+    verdict = (fails if any(m is not None and m <= 0 for m in margins) else
+               holds if all(m is not None for m in margins) else "not evaluated")
+    return PaperC7(verdict, tuple(tables))

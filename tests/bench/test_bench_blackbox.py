@@ -1,0 +1,35 @@
+"""`tsdp bench blackbox`: spike-canary audits of a 1-NN memoriser and tsdp's models side by side (small sizes here)."""
+import json
+
+import pytest
+
+from tsdp.bench.blackbox import bench_blackbox, format_bench
+from tsdp.cli.main import main
+
+
+def test_the_bench_reports_each_model_and_flags_the_memoriser():
+    """60 canaries, 2 epochs: five rows (the memoriser, simple-ff and DeepAR without noise and with DP at the σ that
+    spends the claim); the memoriser ranks every canary right and is flagged at the claim ε = 1, the DP runs are
+    accounted at the claim (ε ≤ 1) and not flagged; the human table names every model."""
+    r = bench_blackbox(canaries=60, epochs=2, series=30, length=20, seed=0)
+    models = [(row["model"], row["sigma"] is None) for row in r["rows"]]
+    assert models == [("1-NN", True), ("simple-ff", True), ("deepar", True), ("simple-ff", False), ("deepar", False)]
+    nn_row = r["rows"][0]
+    assert nn_row["auc"] == 1.0 and nn_row["flagged"] and nn_row["epsilon_lower"] > 1.0
+    for row in r["rows"][3:]:
+        assert row["sigma"] == r["sigma"] and row["epsilon"] <= 1.0 + 1e-9 and not row["flagged"]
+    assert all(row["epsilon_lower"] <= row["ceiling"] + 1e-9 for row in r["rows"])
+    table = format_bench(r)
+    assert "1-NN" in table and "deepar" in table and "DP-SGD" in table
+    json.dumps(r)
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--canaries", "1"], "--canaries"), (["--canaries", "10", "20"], "--canaries"), (["--epochs", "0"], "--epochs"),
+    (["--epsilon", "nan"], "--epsilon"), (["--epsilon", "0"], "--epsilon"), (["--confidence", "1"], "--confidence"),
+    (["--delta", "2"], "--delta"), (["--seed", "-1"], "--seed"), (["--mu", "1"], "--mu"), (["--rounds", "3"], "--rounds"),
+])
+def test_bad_flags_are_one_line(argv, flag, capsys):
+    assert main(["bench", "blackbox"] + argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert flag in err and "\n" not in err, err

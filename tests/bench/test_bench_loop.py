@@ -1,0 +1,123 @@
+"""`tsdp bench loop`: its candidates compute what they claim, its bookkeeping, its table, the CLI (no wall-clock asserts)."""
+import copy
+import json
+
+import pytest
+import torch
+
+from tsdp.bench import loop as bench
+from tsdp.bench.loop import (BENCH_MODELS, TARGETS, _update_error, bench_loop, format_bench,
+                                     make_bench_model, opacus_step)
+from tsdp.training.factored import factored_clipped_sum
+from tsdp.cli.main import main
+
+pytest.importorskip("opacus")
+
+
+def batch(n, lc=12, lf=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return 5 + torch.randn(n, lc, generator=g, dtype=torch.float64), 5 + torch.randn(n, lf, generator=g, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("name,mode", [("mlp", "ghost"), ("mlp", "hooks"), ("simple-ff", "ghost"), ("deepar", "hooks")])
+def test_opacus_candidate_is_algorithm_2(name, mode):
+    """The Opacus column's noise-free update equals tsdp's exact clipped sum / Λ (float64) to Opacus's own offset:
+    it clips by C / (||g_i|| + 1e-6), a relative change ≤ 1e-6 / C; some windows clipped, some not."""
+    torch.manual_seed(1)
+    model = make_bench_model(name, 12, 3).double()
+    c, f = batch(6)
+    _, norms = factored_clipped_sum(model, c, f, 1.0)
+    clip = float(norms.median())
+    assert 0 < int((norms > clip).sum()) < 6
+    assert _update_error(model, mode, c, f, clip) < 1.5e-6 / clip
+
+
+def test_opacus_ghost_refuses_deepar():
+    """Opacus's ghost clipping does not take DeepAR (its LSTM linears run many times per forward): the bench falls
+    back to hooks and records why."""
+    torch.manual_seed(2)
+    model = make_bench_model("deepar", 12, 3)
+    c, f = batch(4, seed=2)
+    with pytest.raises(NotImplementedError):
+        _update_error(model, "ghost", c.float(), f.float(), 1.0)
+    mode, run, refused = bench._opacus_candidate(model, c.float(), f.float(), dict(clip=1.0, sigma=1.0, batch_size=4,
+                                                                                    generator=None))
+    assert mode == "hooks" and "ghost" in refused and run is not None
+
+
+def test_opacus_step_adds_noise_of_sigma_c_over_lambda():
+    """Two noise seeds from the same state (lr 1): the clipped sums cancel, the updates differ by N(0, 2 σ² C² / Λ²)."""
+    torch.manual_seed(3)
+    model = make_bench_model("mlp", 12, 3).double()
+    c, f = batch(5, seed=3)
+    moved = []
+    for seed in (0, 1):
+        m = copy.deepcopy(model)
+        before = torch.cat([p.detach().reshape(-1).clone() for p in m.parameters()])
+        opacus_step(m, "hooks", clip=0.5, sigma=2.0, batch_size=5, lr=1.0,
+                    generator=torch.Generator().manual_seed(seed))(c, f)
+        moved.append(before - torch.cat([p.detach().reshape(-1) for p in m.parameters()]))
+    diff = moved[0] - moved[1]  # the clipped sums cancel; N(0, 2 σ² C² / Λ²) per coordinate remains
+    assert float(diff.std()) == pytest.approx(2 ** 0.5 * 2.0 * 0.5 / 5, rel=0.05)
+
+
+def test_ratios_and_targets_from_rounds(monkeypatch):
+    """With stubbed round times, ms per step and the ratios are medians over rounds, and the targets follow."""
+    seconds = {"nonprivate": [1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0], "tsdp": [1.2, 3.0, 1.5, 1.2, 1.2, 1.2, 1.2],
+               "opacus": [3.0, 6.0, 2.0, 3.0, 3.0, 3.0, 3.0]}
+
+    def fake_interleave(runs, rounds, **kw):
+        assert list(runs) == ["nonprivate", "tsdp", "opacus"] and rounds == 7
+        return {"rounds": rounds, "seconds": seconds, "results": {},
+                "environment": {"before": {"cpus": 2, "threads": {}, "load": [1.0, 1.0, 1.0]},
+                                "after": {"cpus": 2, "threads": {}, "load": [1.0, 1.0, 1.0]}}}
+
+    monkeypatch.setattr(bench, "interleave", fake_interleave)
+    monkeypatch.setattr(bench, "SECONDS_PER_ROUND", 0.0)  # one step per round
+    result = bench_loop(("mlp",), batches=(256,), context_length=12, forecast_length=3)
+    row = result["rows"][0]
+    assert row["steps"] == 1 and row["ms"]["tsdp"]["median"] == pytest.approx(1200.0)
+    assert row["ratios"]["tsdp/nonprivate"] == {"median": pytest.approx(1.2), "min": pytest.approx(1.2),
+                                                "max": pytest.approx(1.5)}
+    assert row["ratios"]["tsdp/opacus"]["median"] == pytest.approx(0.4)
+    assert row["ratios"]["tsdp/opacus"]["max"] == pytest.approx(0.75)
+    assert row["targets_met"] == {"tsdp/nonprivate": 1.2 <= TARGETS["tsdp/nonprivate"]["256"], "tsdp/opacus": True}
+    assert row["opacus_mode"] in ("ghost", "hooks")
+
+
+@pytest.mark.slow  # a real bench run of 7 interleaved rounds
+def test_real_run_and_table():
+    """A tiny real run: positive times, consistent ratios, a table naming the model, the Opacus mode and the load."""
+    result = bench_loop(("mlp", "deepar"), batches=(4,), context_length=12, forecast_length=3)
+    assert result["torch_threads"] == 1 and [r["model"] for r in result["rows"]] == ["mlp", "deepar"]
+    for row in result["rows"]:
+        for s in row["ms"].values():
+            assert 0 < s["min"] <= s["median"] <= s["max"] < float("inf")
+        assert set(row["ms"]) == {"nonprivate", "tsdp", "opacus"}
+    table = format_bench(json.loads(json.dumps(result)))  # the table reads the JSON form as well
+    assert "mlp" in table and "deepar" in table and "(hooks)" in table and "load average" in table
+    assert "ghost refused for deepar" in table
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown model"):
+        bench_loop(("lstm",))
+    with pytest.raises(ValueError, match=">= 7"):
+        bench_loop(("mlp",), rounds=3)
+    with pytest.raises(ValueError, match="unknown model"):
+        make_bench_model("lstm", 4, 2)
+    assert set(BENCH_MODELS) >= {"mlp", "simple-ff", "deepar"}
+
+
+def test_cli(capsys):
+    """`tsdp bench loop --models mlp --batches 4 --json` prints one JSON object; bad flags exit 2 naming them."""
+    assert main(["bench", "loop", "--models", "mlp", "--batches", "4", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [r["model"] for r in d["rows"]] == ["mlp"] and d["rounds"] == 7 and d["torch_threads"] == 1
+    for argv, flag in ((["--rounds", "3"], "--rounds"), (["--models", "lstm"], "--models"),
+                       (["--batches", "0"], "--batches"), (["--threads", "0"], "--threads")):
+        assert main(["bench", "loop", *argv]) == 2
+        err = capsys.readouterr().err
+        assert flag in err and "Traceback" not in err
+    assert main(["bench", "accounting", "--batches", "4"]) == 2
+    assert "--batches" in capsys.readouterr().err

@@ -1,0 +1,21 @@
+"""`tsdp bench plan`: the plan's answer and its time per cell (two cells here, 30 steps: cheap)."""
+import pytest
+
+from tsdp.attacks.canary.fdp_bound import plan
+from tsdp.attacks.canary.gradient import participation_probability
+from tsdp.attacks.canary.user_training import analyses_of
+from tsdp.bench.plan import bench_plan, format_bench
+from tsdp.theorems.config import TrainingConfig
+
+
+def test_the_bench_records_each_cells_answer_and_time():
+    r = bench_plan(epsilons=(1.0,), canaries=(100,), tops=("wor",), steps=30)
+    plain, stepped = r["cells"]
+    assert plain["canaries_needed"] == plan(100, 1e-5, 0.95, claimed_epsilon=1.0, scores=2, m_max=10 ** 7,
+                                            analyses=analyses_of("gradient", "fdp"))["canaries_needed"] == 28
+    q = participation_probability(TrainingConfig(top="wor"), 30)
+    assert stepped["participation"] == pytest.approx(q) and q < 1 and plain["participation"] == 1
+    assert stepped["canaries_needed"] > plain["canaries_needed"]
+    assert all(c["seconds"] > 0 and c["cpu_s"] >= 0 for c in r["cells"]) and "--top wor --steps" in stepped["command"]
+    text = format_bench(r)
+    assert "within the goal of 10 s: " in text and " of 2 cells by wall time" in text and "--top wor --steps 30" in text

@@ -1,0 +1,63 @@
+"""`tsdp experiment` inputs that used to end in a traceback: a label-noise v so large that training diverges (the
+probe before the grid, and a cell inside the sharded engine), and a ConfigError raised in a worker process."""
+import argparse
+import pickle
+
+import pytest
+
+from tsdp.datasets.series import DataError
+from tsdp.experiments.grid import Cell, GridSettings
+from tsdp.cli.main import main
+from tsdp.theorems.config import ConfigError
+
+HUGE_V = GridSettings(epochs=1, n_samples=10, device="cpu", v=1e30)
+CELL = Cell("dlinear", 0.5, 0, "label-noise", "wor", sigma_forecast=1.0)
+
+
+def test_a_v_that_makes_training_diverge_is_one_line_naming_v(capsys, tmp_path):
+    code = main(["experiment", "--levels", "label-noise", "--v", "1e30", "--sigma-forecast", "1", "--models",
+                 "dlinear", "--seeds", "1", "--tops", "wor", "--epochs", "1", "--samples", "10", "--device", "cpu",
+                 "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("tsdp experiment: error: invalid --v:")
+    assert "diverge" in err and "Traceback" not in err
+
+
+def test_a_cell_that_diverges_in_the_engine_is_that_configerror_not_shard_error(tmp_path):
+    """Past the probe, the grid's cell raises ConfigError naming v; the CLI's runner turns the engine's ShardError
+    (after its retries) back into it."""
+    from tsdp.experiments.cells import CellTask, run_cell
+    from tsdp.cli.cmd_experiment import _run
+
+    with pytest.raises(ConfigError) as exc:
+        run_cell(CellTask(CELL, HUGE_V))
+    assert exc.value.parameter == "v" and "σ_F·v = 1e+30" in str(exc.value)
+    args = argparse.Namespace(workers=1, cluster=None)
+    with pytest.raises(ConfigError) as exc:
+        _run([CELL], HUGE_V, str(tmp_path), args)
+    assert exc.value.parameter == "v"
+
+
+@pytest.mark.parametrize("error", [ConfigError("v", "too large", 1e30), DataError("/x/test", "is missing")])
+def test_a_configerror_survives_pickling(error):
+    """Worker processes and Dask send a cell's exception back pickled: its class, parameter and message arrive."""
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is type(error) and back.parameter == error.parameter and str(back) == str(error)
+
+
+def test_boolean_targets_are_refused_naming_the_file(tmp_path):
+    """JSON's true/false (and numpy's bool_) are not measurements: float() would read them as 1 and 0."""
+    import json
+
+    import numpy as np
+
+    from tsdp.datasets.formats import from_gluonts, load_gluonts_jsonl
+
+    path = tmp_path / "flags.json"
+    path.write_text(json.dumps({"start": "2000-01-01", "target": [1.5, True, 2.0]}) + "\n")
+    with pytest.raises(DataError) as exc:
+        load_gluonts_jsonl(path)
+    assert str(path) in str(exc.value) and "numeric" in str(exc.value)
+    with pytest.raises(DataError):
+        from_gluonts([{"target": np.array([True, False, True])}])
+    assert from_gluonts([{"target": [1, 2.5, 3, "NaN"]}]).series[0].tolist() == [1.0, 2.5, 3.0]  # numbers still read

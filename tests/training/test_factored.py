@@ -1,0 +1,444 @@
+"""The factored engine (training.factored): exact per-sample clipping from layer factors.
+
+References are independent of the engine: a per-example autograd loop (one backward per
+window) and torch.func vmap(grad) per-sample gradients. All in float64, so agreement is
+to rounding (1e-10 and tighter), not to a loose tolerance.
+"""
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from tsdp.training.clipping import clipped_sum, gradient_norms
+from tsdp.training import factored
+from tsdp.training.factored import (PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum,
+                                        factored_noisy_gradient)
+from tsdp.training.models import MODELS, make_model
+from tsdp.training.step import noisy_mean, per_sample_gradients, private_gradient
+from tsdp.attacks.montecarlo.constructions import GradientFunctionModel
+
+
+def windows(n, lc, lf, seed, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    c = 5 + 2 * torch.randn(n, lc, generator=g, dtype=dtype)
+    f = 5 + 2 * torch.randn(n, lf, generator=g, dtype=dtype)
+    if n:
+        c[0, : lc // 3] = 0.0  # a partly padded context, as at the start of a series
+    return c, f
+
+
+def trained_like(name, lc, lf, seed):
+    """A float64 model with every parameter moved off its initial value (e.g. the zero biases of GluonTS's init)."""
+    torch.manual_seed(seed)
+    model = make_model(name, lc, lf).double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return model
+
+
+def loop_reference(model, context, forecast, clip):
+    """Per-example backward loop: per-sample norms and Σ_i g_i / max(1, ||g_i|| / C)."""
+    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    summed = {k: torch.zeros_like(p) for k, p in params.items()}
+    norms = []
+    for i in range(context.shape[0]):
+        model.zero_grad(set_to_none=True)
+        model(context[i : i + 1], forecast[i : i + 1]).sum().backward()
+        g = {k: torch.zeros_like(p) if p.grad is None else p.grad.clone() for k, p in params.items()}
+        norm = math.sqrt(sum(float(v.square().sum()) for v in g.values()))
+        norms.append(norm)
+        for k in g:
+            summed[k] += g[k] / max(1.0, norm / clip)
+    model.zero_grad(set_to_none=True)
+    return summed, torch.tensor(norms, dtype=context.dtype)
+
+
+def assert_grads_close(got, ref, atol):
+    assert set(got) == set(ref)
+    for k in ref:
+        assert torch.allclose(got[k], ref[k], atol=atol, rtol=0), (k, float((got[k] - ref[k]).abs().max()))
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_matches_per_example_loop(name):
+    """Every model: norms equal the loop's to 1e-10 relative; the clipped sum to 1e-10, with some samples clipped."""
+    model = trained_like(name, 30, 6, seed=0)
+    c, f = windows(7, 30, 6, seed=1)
+    _, loop_norms = loop_reference(model, c, f, clip=1.0)
+    clip = float(loop_norms.median())  # about half the samples are clipped
+    ref, loop_norms = loop_reference(model, c, f, clip)
+    got, norms = factored_clipped_sum(model, c, f, clip)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+    assert 0 < int((loop_norms > clip).sum()) < 7
+    assert_grads_close(got, ref, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_sensitivity_is_clip(name):
+    """Removing window i moves ĝ by c_i g_i, of norm min(||g_i||, C) ≤ C: the sensitivity Algorithm 2 promises."""
+    model = trained_like(name, 24, 4, seed=2)
+    c, f = windows(5, 24, 4, seed=3)
+    _, norms = factored_clipped_sum(model, c, f, 1.0)
+    clip = 0.5 * float(norms.max())
+    full, norms = factored_clipped_sum(model, c, f, clip)
+    for i in range(5):
+        keep = torch.arange(5) != i
+        without, _ = factored_clipped_sum(model, c[keep], f[keep], clip)
+        moved = math.sqrt(sum(float((full[k] - without[k]).square().sum()) for k in full))
+        assert moved <= clip * (1 + 1e-9)
+        assert moved == pytest.approx(min(float(norms[i]), clip), rel=1e-9)
+
+
+@settings(max_examples=12)
+@given(name=st.sampled_from(sorted(MODELS)), m=st.integers(1, 6), lc=st.integers(2, 30), lf=st.integers(1, 8),
+       clip_scale=st.floats(0.05, 3.0), seed=st.integers(0, 2**16))
+def test_agrees_with_vmap_engine(name, m, lc, lf, clip_scale, seed):
+    """Property over models, batch sizes, window lengths and clip levels: factored == vmap(grad) + clipping (1e-10)."""
+    model = trained_like(name, lc, lf, seed)
+    c, f = windows(m, lc, lf, seed)
+    grads = per_sample_gradients(model, c, f)
+    ref_norms = gradient_norms(grads, 1)
+    clip = clip_scale * float(ref_norms.mean())
+    got, norms = factored_clipped_sum(model, c, f, clip)
+    assert torch.allclose(norms, ref_norms, rtol=1e-10, atol=1e-300)
+    assert_grads_close(got, clipped_sum(grads, clip, 1), atol=1e-10 * max(1.0, clip))
+
+
+class PositionwiseLinear(nn.Module):
+    """A Linear over (B, t, d) positions, a second one called several times, LayerNorm over positions, a free scale.
+
+    Covers the Linear rule's three norm branches (one position, ghost norm, materialised G_i),
+    repeated calls, bias-free and frozen-weight layers, the LayerNorm rule, and the vmap
+    fallback for a module owning a parameter it uses directly.
+    """
+
+    def __init__(self, d_in, width, t_steps, frozen=False):
+        super().__init__()
+        self.t_steps = t_steps
+        self.embed = nn.Linear(1, d_in)  # one position per context value: t = L_C, narrow (materialised)
+        self.wide = nn.Linear(d_in, width)  # t = L_C, wide: ghost norm
+        self.norm = nn.LayerNorm(width)
+        self.cell = nn.Linear(width, width, bias=False)  # called t_steps times on (B, width)
+        self.out = nn.Linear(width, 1)
+        self.log_temp = nn.Parameter(torch.tensor(0.3))
+        if frozen:
+            self.wide.weight.requires_grad_(False)
+
+    def forward(self, context, forecast):
+        h = self.norm(torch.tanh(self.wide(self.embed(context[..., None]))))  # (B, L_C, width)
+        state = h.mean(1)
+        for _ in range(self.t_steps):
+            state = torch.tanh(self.cell(state))
+        pred = self.out(state) * torch.exp(self.log_temp)
+        return (pred - forecast.mean(-1, keepdim=True)).square()[:, 0]
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_rules_and_branches_match_loop(frozen):
+    """The Linear branches, repeated calls, LayerNorm rule and vmap fallback equal the per-example loop (1e-10)."""
+    torch.manual_seed(4)
+    # L_C = 20 positions: embed (1 -> 32) is materialised (20·33 > 32), wide (32 -> 64) takes the ghost norm
+    # (20·96 < 2048), cell (64 -> 64, 3 calls) the ghost norm, out (t = 1) the product of norms
+    model = PositionwiseLinear(d_in=32, width=64, t_steps=3, frozen=frozen).double()
+    c, f = windows(6, 20, 2, seed=5)
+    _, norms = loop_reference(model, c, f, 1.0)
+    clip = float(norms.median())
+    ref, loop_norms = loop_reference(model, c, f, clip)
+    got, norms = factored_clipped_sum(model, c, f, clip)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+    assert_grads_close(got, ref, atol=1e-10)
+    assert ("wide.weight" in got) is not frozen
+
+
+def test_linear_norm_branches_each_exact():
+    """Each norm branch of the Linear rule (t = 1, ghost norm, materialised) equals vmap's norms (1e-12 relative)."""
+    cases = {"one position": (1, 8, 8), "ghost norm": (3, 32, 32), "materialised": (40, 4, 4)}
+    for label, (t, i, o) in cases.items():
+        ghost = t * (i + o) < i * o
+        assert (label == "ghost norm") == (ghost and t > 1), label
+
+        class Positions(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(i, o)
+
+            def forward(self, context, forecast):
+                x = context.reshape(context.shape[0], t, i)
+                return self.lin(x).sin().sum((1, 2)) + 0 * forecast.sum(-1)
+
+        torch.manual_seed(6)
+        model = Positions().double()
+        c, f = windows(5, t * i, 1, seed=7)
+        ref_norms = gradient_norms(per_sample_gradients(model, c, f), 1)
+        _, norms = factored_clipped_sum(model, c, f, 1.0)
+        assert torch.allclose(norms, ref_norms, rtol=1e-12, atol=0), label
+
+
+def test_registered_rules():
+    """The registry holds the closed form the models use (LayerNorm; their scalers have no parameter); nn.Linear has
+    its own factored rule."""
+    assert nn.LayerNorm in PER_SAMPLE_RULES
+    assert nn.Linear not in PER_SAMPLE_RULES
+
+
+def test_gradient_function_model_through_fallback():
+    """The auditors' one-parameter model (θ used directly by the root module) goes through the vmap fallback exactly."""
+    model = GradientFunctionModel(clip=1.0, plus_above=0.5).double()
+    c = torch.tensor([[0.0, 1.0], [0.0, 0.0], [2.0, 0.0]], dtype=torch.float64)
+    f = torch.zeros(3, 1, dtype=torch.float64)
+    got, norms = factored_clipped_sum(model, c, f, clip=1.0)
+    assert torch.equal(norms, torch.ones(3, dtype=torch.float64))
+    assert float(got["theta"][0]) == 1.0  # gradients +C, -C, +C, none clipped
+
+
+def test_mask_and_empty_batch():
+    """A mask drops its slots (== the compacted batch, 1e-12); an empty batch gives zeros and no norms."""
+    model = trained_like("deepar", 26, 4, seed=8)
+    c, f = windows(5, 26, 4, seed=9)
+    mask = torch.tensor([True, False, True, False, True])
+    a, norms_all = factored_clipped_sum(model, c, f, 0.2, mask)
+    b, norms_kept = factored_clipped_sum(model, c[mask], f[mask], 0.2)
+    assert_grads_close(a, b, atol=1e-12)
+    assert torch.allclose(norms_all[mask], norms_kept, rtol=1e-12)
+    empty, no_norms = factored_clipped_sum(model, c[:0], f[:0], 0.2)
+    assert no_norms.shape == (0,)
+    assert all(bool((v == 0).all()) for v in empty.values())
+    assert set(empty) == {k for k, _ in model.named_parameters()}
+
+
+class Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+        self.b.weight = self.a.weight
+
+    def forward(self, context, forecast):
+        return self.b(self.a(context)).sum(-1) + 0 * forecast.sum(-1)
+
+
+class Flattened(nn.Module):
+    """Folds positions into the batch dimension before a Linear: the factors would misattribute rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 1)
+
+    def forward(self, context, forecast):
+        return self.lin(context.reshape(-1, 2)).reshape(context.shape[0], -1).sum(-1) + 0 * forecast.sum(-1)
+
+
+class InPlace(nn.Module):
+    """Applies relu_ to a Linear's output: autograd re-bases it, so its recorded gradient would be the ReLU's."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, context, forecast):
+        return self.lin(context).relu_().sum(-1) + 0 * forecast.sum(-1)
+
+
+class BatchLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 1)
+
+    def forward(self, context, forecast):
+        return self.lin(context).mean()
+
+
+@pytest.mark.parametrize("model, match", [(Tied(), "shared"), (Flattened(), "first dim"), (InPlace(), "in place"),
+                                          (BatchLoss(), "one loss")])
+def test_refuses_what_it_cannot_do_exactly(model, match):
+    """Tied parameters, non-sample-major inputs, in-place changes of a recorded tensor and a batch-level loss raise
+    FactoredGradientError naming the cause."""
+    c, f = torch.randn(3, 4), torch.randn(3, 1)
+    with pytest.raises(FactoredGradientError, match=match):
+        factored_clipped_sum(model, c, f, 1.0)
+    # the vmap engine still serves the tied model (per-sample semantics by construction)
+    if isinstance(model, Tied):
+        private_gradient(model, c, f, clip=1.0, sigma=0.0, batch_size=3, generator=None, engine="vmap")
+
+
+def test_engine_choice_errors():
+    """engine='factored' refuses trial dims and explicit params; an unknown engine is refused by name."""
+    model = make_model("dlinear", 30, 6)
+    c, f = windows(4, 30, 6, seed=0, dtype=torch.float32)
+    kw = dict(clip=1.0, sigma=0.0, batch_size=4, generator=None)
+    with pytest.raises(ValueError, match="factored engine takes one batch"):
+        private_gradient(model, c.view(2, 2, 30), f.view(2, 2, 6), engine="factored", **kw)
+    with pytest.raises(ValueError, match="engine must be one of"):
+        private_gradient(model, c, f, engine="ghost", **kw)
+    auto = private_gradient(model, c.view(2, 2, 30), f.view(2, 2, 6), **kw)  # auto: trial dims go to vmap
+    assert auto["seasonal.weight"].shape == (2, *model.seasonal.weight.shape)
+
+
+class GatedCell(nn.Module):
+    """An LSTM-gate pattern: ih(x_t) + hh(h) summed, T steps; both linears receive the SAME output gradients."""
+
+    def __init__(self, d_in, hidden, bias_hh, freeze_ih):
+        super().__init__()
+        self.d_in = d_in
+        self.ih = nn.Linear(d_in, 4 * hidden)
+        self.hh = nn.Linear(hidden, 4 * hidden, bias=bias_hh)
+        if freeze_ih:
+            self.ih.weight.requires_grad_(False)
+        self.out = nn.Linear(hidden, 1)
+
+    def forward(self, context, forecast):
+        xs = context.reshape(context.shape[0], -1, self.d_in)
+        h = context.new_zeros(context.shape[0], self.hh.in_features)
+        for t in range(xs.shape[1]):
+            i, f, g, o = (self.ih(xs[:, t]) + self.hh(h)).chunk(4, dim=-1)
+            h = torch.sigmoid(o) * torch.tanh(torch.sigmoid(i) * torch.tanh(g) + torch.sigmoid(f))
+        return (self.out(h)[:, 0] - forecast.mean(-1)).square()
+
+
+@settings(max_examples=15, deadline=None)
+@given(t=st.integers(1, 12), d_in=st.integers(1, 10), hidden=st.integers(1, 8), m=st.integers(1, 5),
+       bias_hh=st.booleans(), freeze_ih=st.booleans(), seed=st.integers(0, 2**16))
+def test_shared_output_gradients_match_loop(t, d_in, hidden, m, bias_hh, freeze_ih, seed):
+    """Property over gate shapes (all three norm routes: t = 1, ghost, materialised): linears fed the same output
+    gradients share one set of factors, and norms and clipped sum still equal the per-example loop (1e-10)."""
+    torch.manual_seed(seed)
+    model = GatedCell(d_in, hidden, bias_hh, freeze_ih).double()
+    c, f = windows(m, t * d_in, 2, seed)
+    groups = []
+    real = factored._linear_factors
+    factored._linear_factors = lambda members, grads: groups.append([n for n, _, _ in members]) or real(members, grads)
+    try:
+        _, norms = factored_clipped_sum(model, c, f, 1.0)
+        clip = float(norms.median())
+        got, norms = factored_clipped_sum(model, c, f, clip)
+    finally:
+        factored._linear_factors = real
+    assert ["ih", "hh"] in groups  # the shared-gradient grouping is what ran
+    ref, loop_norms = loop_reference(model, c, f, clip)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=1e-300)
+    assert_grads_close(got, ref, atol=1e-10)
+
+
+def test_noisy_gradient_is_noise_plus_clipped_sum():
+    """The fused step (noise drawn first, clipped sum added into it) equals noisy_mean of the clipped sum drawn
+    from the same generator state (float64, 1e-12), in the parameters' dtype."""
+    model = trained_like("deepar", 26, 4, seed=10)
+    c, f = windows(5, 26, 4, seed=11)
+    kw = dict(clip=0.3, sigma=1.7, batch_size=8)
+    fused = factored_noisy_gradient(model, c, f, generator=torch.Generator().manual_seed(3), **kw)
+    summed, _ = factored_clipped_sum(model, c, f, kw["clip"])
+    ref = noisy_mean(summed, generator=torch.Generator().manual_seed(3), **kw)
+    assert all(v.dtype == torch.float64 for v in fused.values())
+    assert_grads_close(fused, ref, atol=1e-12)
+    model.head.proj.float()
+    with pytest.raises(ValueError, match="one dtype"):
+        factored_noisy_gradient(model, c, f, generator=None, **kw)
+
+
+def test_recording_restores_forward_and_ignores_output_hooks():
+    """Recording leaves no wrapped forward behind (after success or refusal), and a user hook that rewrites a
+    Linear's output does not change the exact clipping (the factors use the forward's own output)."""
+    model = trained_like("simple-ff", 12, 3, seed=12)
+    model.mlp[2].register_forward_hook(lambda mod, args, out: 2.0 * out)
+    c, f = windows(4, 12, 3, seed=13)
+    ref, loop_norms = loop_reference(model, c, f, 0.5)
+    got, norms = factored_clipped_sum(model, c, f, 0.5)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+    assert_grads_close(got, ref, atol=1e-10)
+    flat = Flattened()
+    with pytest.raises(FactoredGradientError):
+        factored_clipped_sum(flat, torch.randn(3, 4), torch.randn(3, 1), 1.0)
+    assert all("forward" not in mod.__dict__ for m in (model, flat) for mod in m.modules())
+
+
+def test_workspace_reuse_changes_nothing():
+    """Factor buffers reused from step to step (grown, sliced to the batch, dropped when unused) change no number:
+    DeepAR at batches 5, 3, 5 equals the per-example loop each time (1e-10); a step of another model leaves none of
+    DeepAR's buffers behind."""
+    model = trained_like("deepar", 26, 4, seed=14)
+    for m in (5, 3, 5):
+        c, f = windows(m, 26, 4, seed=m)
+        ref, loop_norms = loop_reference(model, c, f, 0.3)
+        got, norms = factored_clipped_sum(model, c, f, 0.3)
+        assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+        assert_grads_close(got, ref, atol=1e-10)
+    assert any("rnn" in str(k) for k in factored._WORKSPACE.buffers)
+    factored_clipped_sum(trained_like("simple-ff", 12, 3, seed=15), *windows(4, 12, 3, seed=16), 0.3)
+    assert not any("rnn" in str(k) for k in factored._WORKSPACE.buffers)
+
+
+class Stack(nn.Module):
+    """Linears on 2-D (B, d) inputs (one position each: the product-of-norms route), some bias-free or frozen."""
+
+    def __init__(self, widths, biases, frozen):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(i, o, bias=b) for i, o, b in zip(widths, widths[1:], biases))
+        for layer, (freeze_weight, freeze_bias) in zip(self.layers, frozen):
+            layer.weight.requires_grad_(not freeze_weight)
+            if layer.bias is not None:
+                layer.bias.requires_grad_(not freeze_bias)
+
+    def forward(self, context, forecast):
+        h = context
+        for layer in self.layers[:-1]:
+            h = torch.tanh(layer(h))
+        return (self.layers[-1](h) - forecast).square().mean(-1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), depth=st.integers(1, 4), m=st.integers(1, 9), clip_scale=st.floats(0.05, 3.0),
+       seed=st.integers(0, 2**16))
+def test_one_position_linears_match_loop(data, depth, m, clip_scale, seed):
+    """Property over 2-D Linear stacks (widths, batch, bias-free and frozen weights or biases, clip level): the
+    one-position route's norms equal the per-example loop's (1e-10 relative), and the fused noisy gradient equals
+    noisy_mean of the loop's clipped sum from the same generator state (1e-12)."""
+    widths = data.draw(st.lists(st.integers(1, 12), min_size=depth + 1, max_size=depth + 1))
+    biases = data.draw(st.lists(st.booleans(), min_size=depth, max_size=depth))
+    frozen = data.draw(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=depth, max_size=depth))
+    torch.manual_seed(seed)
+    model = Stack(widths, biases, frozen).double()
+    if not any(p.requires_grad for p in model.parameters()):
+        model.layers[0].weight.requires_grad_(True)
+    c, f = windows(m, widths[0], widths[-1], seed)
+    _, loop_norms = loop_reference(model, c, f, 1.0)
+    clip = clip_scale * float(loop_norms.mean()) + 1e-12
+    ref, loop_norms = loop_reference(model, c, f, clip)
+    got, norms = factored_clipped_sum(model, c, f, clip)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=1e-300)
+    assert_grads_close(got, ref, atol=1e-10 * max(1.0, clip))
+    kw = dict(clip=clip, sigma=0.7, batch_size=m + 2)
+    fused = factored_noisy_gradient(model, c, f, generator=torch.Generator().manual_seed(seed), **kw)
+    assert_grads_close(fused, noisy_mean(ref, generator=torch.Generator().manual_seed(seed), **kw), atol=1e-12)
+
+
+def test_cached_plan_follows_the_model():
+    """The per-model plan is rebuilt when a parameter is frozen or unfrozen, or a layer replaced: each step after such
+    a change equals the per-example loop (1e-10); and the cache does not keep a model alive."""
+    import gc
+    import weakref
+
+    model = trained_like("simple-ff", 12, 3, seed=17)
+    c, f = windows(5, 12, 3, seed=18)
+
+    def check():
+        ref, loop_norms = loop_reference(model, c, f, 0.4)
+        got, norms = factored_clipped_sum(model, c, f, 0.4)
+        assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+        assert_grads_close(got, ref, atol=1e-10)
+        return got
+
+    assert "mlp.2.weight" in check()
+    model.mlp[2].weight.requires_grad_(False)
+    assert "mlp.2.weight" not in check()
+    model.mlp[2].weight.requires_grad_(True)
+    model.mlp[0] = nn.Linear(12, 64, bias=False).double()
+    got = check()
+    assert "mlp.2.weight" in got and "mlp.0.bias" not in got
+    gone = weakref.ref(model)
+    del model
+    gc.collect()
+    assert gone() is None

@@ -1,0 +1,116 @@
+"""The forecasters as GluonTS builds them: GluonTS's init, scale-free scaling, DeepAR keeps every lag and the
+accountant sees L_C + max lag. (Equal outputs for equal weights against gluonts.torch's modules:
+tests/integrations/test_gluonts_models.py.)"""
+import math
+
+import pytest
+import torch
+
+from tsdp.datasets.benchmarks import LONG_LAGS, PAPER, SHIPPED_SPEC
+from tsdp.experiments.cells import cell_config
+from tsdp.experiments.grid import Cell, GridSettings
+from tsdp.training.models import DeepAR, make_model
+from tsdp.theorems.config import ConfigError
+
+
+def _ff_linears(model):
+    return [m for m in model.mlp if isinstance(m, torch.nn.Linear)]
+
+
+def _lstm_parameters(model):
+    """Every LSTM weight and bias, each on its own (no zero bias to check)."""
+    return [(p, p) for cell in model.rnn.cells for lin in cell.values() for p in (lin.weight, lin.bias)]
+
+
+@pytest.mark.parametrize("name,uniform,bound", [
+    ("simple-ff", lambda m: [(l.weight, l.bias) for l in _ff_linears(m)], 0.07),
+    ("dlinear", lambda m: [(m.seasonal.weight, m.seasonal.bias), (m.trend.weight, m.trend.bias)], 0.07),
+    ("deepar", _lstm_parameters, 1 / math.sqrt(40)),
+], ids=["simple-ff", "dlinear", "deepar"])
+def test_models_have_the_official_init(name, uniform, bound):
+    """simple-ff and DLinear: GluonTS's make_linear_layer, weights uniform on [-0.07, 0.07] and zero biases (simple-ff:
+    two linears; a second hidden layer would be a third). DeepAR: nn.LSTM's (and opacus DPLSTM's) init, every weight
+    and bias uniform on ±1/√40, the first layer's input weights too (nn.Linear's default would be ±1/√(lags + 1)).
+    KS against the uniform CDF, false-failure rate 1e-4 per tensor."""
+    from scipy import stats
+
+    torch.manual_seed(0)
+    model = make_model(name, 30 if name == "deepar" else 96, 24)
+    pairs = uniform(model)
+    assert len(pairs) == {"simple-ff": 2, "dlinear": 2, "deepar": 8}[name]
+    for weight, bias in pairs:
+        w = weight.detach().flatten().numpy()
+        assert float(abs(w).max()) <= bound
+        assert stats.kstest(w, stats.uniform(-bound, 2 * bound).cdf).pvalue > 1e-4
+        if bias is not weight:
+            assert float(bias.detach().abs().max()) == 0.0
+
+
+@pytest.mark.parametrize("name", ["simple-ff", "dlinear"])
+def test_models_are_scale_free(name):
+    """No learned floor: the data × c (c = 1e-4, 1e4) gives the same ν, the NLL plus log c, loc and scale × c
+    (relative 1e-4 in float32). The old e^a floor (1 in data units) broke this at 1e-4. (iTransformer and DeepAR
+    feed log(scale) to their networks as GluonTS's do, so they see the data's level by design.)"""
+    torch.manual_seed(1)
+    model = make_model(name, 30, 6)
+    g = torch.Generator().manual_seed(2)
+    context, forecast = 20 + 5 * torch.rand(3, 30, generator=g), 20 + 5 * torch.rand(3, 6, generator=g)
+    base = model(context, forecast)
+    for c in (1e-4, 1e4):
+        scaled = model(context * c, forecast * c)
+        torch.testing.assert_close(scaled - math.log(c), base, rtol=1e-4, atol=1e-4)
+        df, loc, scale = model.distribution(context)
+        df_c, loc_c, scale_c = model.distribution(context * c)
+        torch.testing.assert_close(df_c, df, rtol=1e-4, atol=0)
+        torch.testing.assert_close(loc_c / c, loc, rtol=1e-4, atol=0)
+        torch.testing.assert_close(scale_c / c, scale, rtol=1e-4, atol=0)
+
+
+def test_deepar_keeps_every_lag_and_reads_its_whole_window():
+    """DeepAR with traffic's 28 lags on a context of L_C + max lag = 192 + 169 keeps all 28; the oldest value (read
+    only by lag 169 at the first unrolled position) has a non-zero gradient of the loss and a value before it would be
+    out of reach; a lag that does not fit is refused."""
+    lc = PAPER["traffic"].context_length
+    assert lc == 192
+    torch.manual_seed(0)
+    model = DeepAR(lc + max(LONG_LAGS), 4, lags=LONG_LAGS).double()
+    assert model.lags == LONG_LAGS and len(model.lags) == 28
+    g = torch.Generator().manual_seed(1)
+    context = (10 + torch.rand(2, lc + 169, generator=g, dtype=torch.float64)).requires_grad_(True)
+    forecast = 10 + torch.rand(2, 4, generator=g, dtype=torch.float64)
+    model(context, forecast).sum().backward()
+    assert bool((context.grad[:, 0] != 0).all())
+    with pytest.raises(ValueError, match="lags must be in"):
+        DeepAR(169, 4, lags=LONG_LAGS)
+
+
+def test_the_accountant_sees_deepars_whole_window():
+    """A DeepAR cell's configuration has context length L_C + max lag (the shipped data: 6 + 6), the other models L_C;
+    k = L_C + max lag + L_F windows hold a changed element (event level, long series)."""
+    settings = GridSettings(epochs=1, n_samples=10, device="cpu")
+    deepar = cell_config(Cell("deepar", 1.0, 0, "1-event", "wor"), settings)
+    ff = cell_config(Cell("simple-ff", 1.0, 0, "1-event", "wor"), settings)
+    assert ff.context_length == SHIPPED_SPEC.context_length == 6
+    assert deepar.context_length == 6 + max(SHIPPED_SPEC.lags) == 12
+    assert deepar.k == min(12 + 6, deepar.T) and ff.k == min(6 + 6, ff.T)
+
+
+def test_shuffled_epochs_are_the_official_codes_and_the_accountant_counts_them():
+    """Shuffle cells drop the last partial step: floor(N λ / Λ) steps per epoch (170 series, Λ = 8: 21, not 22);
+    the sampler runs that many full steps of distinct series per epoch and the accountant counts an epoch per 21
+    steps (22 steps touch 2 epochs: with ceil's 22 per epoch it would count 1)."""
+    from tsdp.training.samplers import make_sampler
+    from tsdp.verify.events import compositions
+
+    settings = GridSettings(epochs=1, n_samples=10, device="cpu")
+    config = cell_config(Cell("simple-ff", 1.0, 0, "1-event", "shuffle"), settings)
+    assert config.drop_last and config.steps_per_epoch == 170 // 8 == 21
+    sampler = make_sampler(config)
+    index = sampler.sample(42, torch.Generator().manual_seed(0))
+    assert sampler.steps_per_epoch == 21 and bool(index.mask.all())
+    for epoch in (index.seq[:21], index.seq[21:]):  # each epoch: 21 full steps of distinct series
+        assert len(set(epoch.flatten().tolist())) == 21 * 8
+    assert compositions(config, steps=22) == 2 and compositions(config, steps=21) == 1
+    assert config.with_(drop_last=False).steps_per_epoch == 22
+    with pytest.raises(ConfigError, match="top must be shuffle"):
+        config.with_(top="wor")

@@ -1,0 +1,273 @@
+"""End to end: Algorithm 1 on synthetic data, to an ε budget (the real accountant) or for epochs; CLI glue.
+
+Budget truth: for every top level with a proven sound bound × bottom level × λ,
+training to a budget with the real accountant reports exactly `tsdp epsilon`'s sound ε for
+the steps it ran, stays within the budget, and one more step (epoch, for epoch-scoped
+iteration) would exceed it. No stand-in accountant: the numbers come from
+tsdp.verify.accountant through the loop's own events.
+"""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from tsdp.datasets.series import synthetic_for
+from tsdp.training.train import train
+from tsdp.theorems.bounds.base import TheoremError
+from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.verify import accounting
+
+BASE = TrainingConfig(N=64, L=120, context_length=48, forecast_length=24, batch_size=32, instances=1, sigma=1.0,
+                      top="wor", bottom="wr")
+DELTA = 1e-5
+TINY = TrainingConfig(N=8, L=20, context_length=4, forecast_length=2, batch_size=4, instances=1, sigma=2.0)
+D = 1e-3  # the accountant's grid in the budget tests (the loop and `tsdp epsilon` both take it)
+
+
+@pytest.fixture(autouse=True)
+def two_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def sound(cfg, steps, theorem=None, discretization=D):
+    """`tsdp epsilon`'s sound ε after ``steps`` training steps (the public accounting function)."""
+    return accounting.epsilon(cfg, DELTA, steps=steps, theorem=theorem, discretization=discretization).epsilon
+
+
+@pytest.mark.parametrize("name,epochs", [("simple-ff", 150), pytest.param("deepar", 300, marks=pytest.mark.slow)])
+def test_nonprivate_training_beats_seasonal_naive(name, epochs):
+    """ε = ∞ (no clipping, no noise): test CRPS below seasonal naive's and far below the untrained model's."""
+    data = synthetic_for(BASE, seed=1)
+    r = train(BASE, name, data, epochs=epochs, private=False, lr=1e-2, device="cpu", progress=False)
+    assert r.steps == epochs * BASE.compositions_per_epoch == epochs * 2
+    assert r.crps < r.seasonal_naive_crps
+    assert r.crps < 0.2 * r.untrained_crps
+    assert r.epsilon is None
+
+
+SCHEMES = [(top, bottom, lam) for top in ("deterministic", "shuffle", "wor", "pooled")
+           for bottom in ("wr", "poisson") for lam in (1, 2)]
+
+
+@pytest.mark.parametrize("top,bottom,lam", [(t, b, lam) if lam == 1 else pytest.param(t, b, lam, marks=pytest.mark.slow)
+                                           for t, b, lam in SCHEMES])  # λ = 1 for every scheme in the fast suite
+def test_budget_truth_for_every_scheme(top, bottom, lam):
+    """The reported ε equals `tsdp epsilon` for the steps that ran (1e-9), is ≤ the budget, and one more
+    step (or epoch, for deterministic/shuffled iteration) would exceed it. Pooled windows are accounted
+    with T13 (record level; the catalogue has no element-level upper bound there)."""
+    cfg = TINY.with_(top=top, bottom=bottom, instances=lam, batch_size=4 * lam)
+    theorem = "T13" if top == "pooled" else None
+    budget = 1.2 * sound(cfg, 3 * cfg.steps_per_epoch + 1, theorem)  # a few epochs' worth, never on a boundary
+    r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), epsilon=budget, delta=DELTA, theorem=theorem,
+              discretization=D, device="cpu", progress=False, n_samples=4)
+    steps = r.steps
+    assert steps > 0
+    assert r.epsilon == pytest.approx(sound(cfg, steps, theorem), rel=1e-9)
+    assert r.epsilon <= budget
+    assert r.compositions == accounting.epsilon(cfg, DELTA, steps=steps, theorem=theorem, discretization=D).compositions
+    if top in ("deterministic", "shuffle"):
+        assert steps % cfg.steps_per_epoch == 0  # whole epochs: ε only grows when an epoch starts
+        assert sound(cfg, steps + 1, theorem) > budget
+    else:
+        assert sound(cfg, steps + 1, theorem) > budget
+
+
+def test_poisson_top_level_is_refused():
+    """No proven sound bound exists for top-level Poisson sampling: training refuses, naming why."""
+    cfg = TINY.with_(top="poisson")
+    with pytest.raises(TheoremError, match="no proven sound bound"):
+        train(cfg, "dlinear", synthetic_for(cfg, seed=2), epsilon=5.0, delta=DELTA, device="cpu", progress=False)
+    r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), epochs=1, private=False, device="cpu", progress=False)
+    assert r.steps == cfg.steps_per_epoch
+
+
+@pytest.mark.parametrize("theorem", ["T9", "T3"])
+def test_a_lower_bound_is_refused_as_the_accountant(theorem):
+    """`tsdp train ... --theorem T9` once ran 103 steps instead of 25; a lower bound never stands in for a budget."""
+    cfg = TINY.with_(instances=2, batch_size=8, **({"top": "deterministic"} if theorem == "T3" else {}))
+    with pytest.raises(TheoremError, match="lower bound"):
+        train(cfg, "dlinear", synthetic_for(cfg, seed=2), epsilon=5.0, delta=DELTA, theorem=theorem, device="cpu",
+              progress=False)
+
+
+def test_heterogeneous_run_is_accounted_as_composed():
+    """A warm-up of 5 steps at σ = 4, then σ = 2 to the budget: the reported ε is the accountant's
+    composition of both phases, equal to dp-accounting's composition of the two PLDs (1e-9)."""
+    from dp_accounting import dp_event
+
+    from tsdp.verify.accountant import PldAccountant, one_step_pld
+    from tsdp.verify.events import TrainingStepDpEvent, training_event
+
+    warm = TINY.with_(sigma=4.0)
+    budget = 6.0
+    r = train(TINY, "dlinear", synthetic_for(TINY, seed=2), epsilon=budget, delta=DELTA, warmup_steps=5,
+              warmup_sigma=4.0, discretization=D, device="cpu", progress=False, n_samples=4)
+    main = r.steps - 5
+    run = dp_event.ComposedDpEvent([training_event(warm, steps=5), training_event(TINY, steps=main)])
+    assert r.epsilon == PldAccountant("sound", discretization=D).compose(run).get_epsilon(DELTA)
+    library = one_step_pld(TrainingStepDpEvent(warm), "sound", D).self_compose(5).compose(
+        one_step_pld(TrainingStepDpEvent(TINY), "sound", D).self_compose(main))
+    assert r.epsilon == pytest.approx(library.get_epsilon_for_delta(DELTA), rel=1e-9)
+    more = dp_event.ComposedDpEvent([training_event(warm, steps=5), training_event(TINY, steps=main + 1)])
+    assert r.epsilon <= budget < PldAccountant("sound", discretization=D).compose(more).get_epsilon(DELTA)
+    assert [e.count for e in r.ledger] == [5, main] and r.ledger[1].config == {"sigma": 2.0}
+
+
+def test_private_training_still_learns():
+    """ε = 8, δ = 1e-5 with the real accountant (σ = 8, Λ = 64, T6): the CRPS falls well below the untrained model's."""
+    cfg = BASE.with_(batch_size=64, sigma=8.0)
+    r = train(cfg, "simple-ff", synthetic_for(cfg, seed=1), epsilon=8.0, delta=DELTA, epochs=150, lr=1e-2,
+              discretization=D, device="cpu", progress=False)
+    assert r.epsilon == pytest.approx(sound(cfg, r.steps), rel=1e-9) and r.epsilon <= 8.0
+    assert r.crps < 0.6 * r.untrained_crps
+
+
+@pytest.mark.parametrize("top,bottom", [("poisson", "poisson"), ("pooled", "wr"), ("shuffle", "poisson")])
+def test_other_schemes_run_with_augmentation(top, bottom):
+    """Every top/bottom combination trains (with augmentation σ_C = σ_F = 0.5) for the scheduled number of steps."""
+    cfg = BASE.with_(top=top, bottom=bottom, L=60, instances=2, sigma_context=0.5, sigma_forecast=0.5)
+    r = train(cfg, "itransformer", synthetic_for(cfg, seed=3), epochs=1, lr=1e-2, device="cpu", progress=False,
+              private=False)
+    expected = {"poisson": cfg.compositions_per_epoch, "pooled": 64 * 37 // 32, "shuffle": math.ceil(64 / 16)}[top]
+    assert r.steps == expected
+    assert np.isfinite(r.crps) and r.epsilon is None
+
+
+def test_training_is_reproducible():
+    cfg = BASE.with_(L=60)
+    data = synthetic_for(cfg, seed=4)
+    a = train(cfg, "simple-ff", data, epochs=2, delta=DELTA, device="cpu", progress=False, seed=5)
+    b = train(cfg, "simple-ff", data, epochs=2, delta=DELTA, device="cpu", progress=False, seed=5)
+    c = train(cfg, "simple-ff", data, epochs=2, delta=DELTA, device="cpu", progress=False, seed=6)
+    assert a.crps == b.crps and a.crps != c.crps
+
+
+def test_train_rejects_inconsistent_input():
+    data = synthetic_for(BASE, seed=0)
+    with pytest.raises(ConfigError, match="budget"):
+        train(BASE, "simple-ff", data, progress=False)
+    with pytest.raises(ConfigError, match="delta"):
+        train(BASE, "simple-ff", data, epsilon=1.0, progress=False)
+    with pytest.raises(ConfigError, match="--N 64"):
+        train(BASE.with_(N=65), "simple-ff", data, epochs=1, delta=DELTA, progress=False)
+    with pytest.raises(ConfigError, match="--L 120"):
+        train(BASE.with_(L=121), "simple-ff", data, epochs=1, delta=DELTA, progress=False)
+    with pytest.raises(ConfigError, match="spent before the first step"):
+        train(BASE, "simple-ff", data, epsilon=0.01, delta=DELTA, progress=False)
+
+
+SMALL = ["--N", "8", "--L", "40", "--batch-size", "4", "--context-length", "48", "--forecast-length", "24",
+         "--device", "cpu"]
+
+
+def tsdp(capsys, *argv):
+    from tsdp.cli.main import main
+
+    code = main(["train", *SMALL, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_train_command_json_and_human(capsys, tmp_path):
+    code, out, _ = tsdp(capsys, "--epochs", "1", "--delta", "1e-5", "--json", "--model", "dlinear")
+    out = json.loads(out)
+    assert code == 0 and out["model"] == "dlinear" and out["steps"] == 2
+    assert out["epsilon"] == accounting.epsilon(TrainingConfig(N=8, L=40, batch_size=4, context_length=48,
+                                                               forecast_length=24), DELTA, steps=2).epsilon
+    code, out, _ = tsdp(capsys, "--epochs", "1", "--delta", "1e-5")
+    assert code == 0 and "seasonal naive" in out and "sound ε spent" in out
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b\n" + "\n".join(f"{i},{i}" for i in range(70)) + "\n")
+    code, out, err = tsdp(capsys, "--data", str(csv), "--epochs", "1", "--delta", "1e-5", "--json")
+    assert code == 2 and "--N 2" in err and "Traceback" not in err
+    code, _, err = tsdp(capsys, "--epsilon", "1")
+    assert code == 2 and "--delta" in err
+
+
+def test_train_command_with_the_real_accountant(capsys):
+    """`tsdp train --epsilon 8 --delta 1e-5`: the budget, not the 3 epochs, stops the run at the last step
+    whose sound ε ≤ 8, and the reported ε is `tsdp epsilon`'s for those steps."""
+    code, out, _ = tsdp(capsys, "--epsilon", "8", "--delta", "1e-5", "--epochs", "3", "--sigma", "2", "--json",
+                        "--model", "dlinear", "--discretization", "1e-3")
+    out = json.loads(out)
+    cfg = BASE.with_(N=8, L=40, batch_size=4, sigma=2.0)
+    assert code == 0 and 0 < out["steps"] < 6 and sound(cfg, out["steps"]) <= 8 < sound(cfg, out["steps"] + 1)
+    assert out["epsilon"] == pytest.approx(sound(cfg, out["steps"]), rel=1e-9)
+    code, _, err = tsdp(capsys, "--epsilon", "1", "--delta", "1e-5", "--sigma", "2")
+    assert code == 2 and "spent before the first step" in err
+    code, _, err = tsdp(capsys, "--epochs", "1", "--delta", "1e-5", "--theorem", "T99")
+    assert code == 2 and "T99" in err
+
+
+def test_a_deterministic_run_to_a_budget_reports_the_steps_it_spent(capsys):
+    """The run that reported ε = 3.94 after 176 epochs (spent 10.8): it now trains 176 steps = 22 epochs,
+    and its reported ε is `tsdp epsilon --steps` of those steps; one more epoch would exceed the budget."""
+    from tsdp.cli.main import main
+
+    argv = ["--top", "deterministic", "--N", "64", "--L", "60", "--context-length", "4", "--forecast-length", "2",
+            "--batch-size", "8", "--sigma", "2", "--delta", "1e-5"]
+    assert main(["train", *argv, "--epsilon", "4", "--json", "--device", "cpu", "--model", "dlinear",
+                 "--discretization", "1e-3"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert main(["epsilon", *argv, "--steps", str(run["steps"]), "--json", "--discretization", "1e-3"]) == 0
+    spent = json.loads(capsys.readouterr().out)
+    assert run["epsilon"] == spent["epsilon"] <= 4.0
+    assert run["steps"] == 176 and run["compositions"] == spent["compositions"] == 22
+    assert main(["epsilon", *argv, "--steps", str(run["steps"] + 1), "--json", "--discretization", "1e-3"]) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon"] > 4.0
+
+
+@pytest.mark.parametrize("schedule", [["--steps", "7"], ["--epochs", "2"]])
+def test_a_budget_without_sigma_is_spent_by_the_schedule(capsys, schedule):
+    """--epsilon with --steps/--epochs and no --sigma calibrates σ: the run takes the whole schedule, its ε is
+    `tsdp epsilon` of that σ and those steps (the sound accountant), at most the budget and within the
+    calibration's tolerance of it (σ 0.1 % smaller would exceed it)."""
+    from tsdp.cli.main import main
+
+    code, out, _ = tsdp(capsys, "--epsilon", "1", "--delta", "1e-5", *schedule, "--json", "--model", "dlinear")
+    out = json.loads(out)
+    steps = 7 if schedule[0] == "--steps" else 2 * 2
+    assert code == 0 and out["sigma_calibrated"] and out["steps"] == steps
+    argv = [*SMALL[:-2], "--sigma", repr(out["sigma"]), "--delta", "1e-5", "--steps", str(steps), "--json"]
+    assert main(["epsilon", *argv]) == 0
+    spent = json.loads(capsys.readouterr().out)["epsilon"]
+    assert out["epsilon"] == spent <= 1.0
+    cfg = BASE.with_(N=8, L=40, batch_size=4, sigma=out["sigma"] * (1 - 1e-3))
+    assert sound(cfg, steps) > 1.0
+
+
+def test_the_default_budgeted_run_trains():
+    """`tsdp train --epsilon 2 --delta 1e-7` (paper Section 5 defaults) no longer stops before the first step:
+    σ is calibrated so the default epochs spend the budget."""
+    import contextlib
+    import io
+
+    from tsdp.cli.cmd_train import FIT_EPOCHS
+    from tsdp.cli.main import main
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["train", "--epsilon", "2", "--delta", "1e-7", "--json", "--device", "cpu",
+                     "--discretization", "1e-3"]) == 0
+    out = json.loads(buf.getvalue())
+    assert out["steps"] == FIT_EPOCHS * DEFAULT_CONFIG.steps_per_epoch and out["epsilon"] <= 2.0
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--epochs", "1", "--steps", "2"], "not both"),
+    (["--steps", "0"], "--steps"),
+    (["--epochs", "1", "--weight-decay", "-1"], "--weight-decay"),
+    (["--epochs", "1", "--weight-decay", "nan"], "--weight-decay"),
+    (["--epochs", "1", "--sigma", "0"], "--sigma"),
+    (["--epsilon", "1e-9", "--steps", "3"], "epsilon"),
+])
+def test_train_schedule_flags_refuse_bad_input(capsys, argv, flag):
+    code, _, err = tsdp(capsys, "--delta", "1e-5", *argv)
+    last = err.strip().split("\n")[-1].split("\r")[-1]  # after any progress bar's carriage returns
+    assert code == 2 and flag in last and "tsdp train: error:" in last and "Traceback" not in err

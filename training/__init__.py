@@ -1,0 +1,21 @@
+"""tsdp.training: the DP-SGD forecasting loop, Algorithms 1-6 of the paper as torch code: samplers, the noisy step,
+models, metrics, training (its series come from tsdp.datasets).
+
+Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over steps),
+``windows`` (padding, cropping, context/forecast split, augmentation), ``step``
+(Algorithm 2: the noisy gradient and update), ``clipping`` (norms and clipping of per-sample
+gradients), ``factored`` (exact per-sample clipping from layer factors), ``models`` (Student-t
+forecasters, and the benchmark's plain MLP), ``metrics``, ``train`` (Algorithm 1 to an ε budget;
+`tsdp train` is tsdp/cli/cmd_train.py), ``noise`` (Algorithm 2, line 8: one flat Gaussian draw),
+``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``).
+"""
+from .clipping import clip_gradients
+from .samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
+from .step import apply_gradient, dp_step, per_sample_gradients, private_gradient
+from .train import train
+
+__all__ = [
+    "BiLevelSampler", "TopBatch", "WindowIndex", "make_sampler",
+    "apply_gradient", "clip_gradients", "dp_step", "per_sample_gradients", "private_gradient",
+    "train",
+]

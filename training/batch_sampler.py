@@ -1,0 +1,176 @@
+"""Bi-level structured subsampling for your own ``DataLoader`` (paper Algorithms 1 and 3-6).
+
+:class:`WindowDataset` holds a user's series with Algorithm 4's front zero padding and crops
+windows into (context, forecast) pairs; :class:`BiLevelBatchSampler` yields, per training
+step, the window keys ``(sequence, start)`` that :mod:`training.samplers` draws for the
+configured scheme (top level deterministic / shuffle / WOR / Poisson / pooled, bottom level
+WR / Poisson, λ instances). The draws *are* those of :func:`training.samplers.make_sampler`
+(same code, same generator use), so a loop over::
+
+    dataset = WindowDataset(series, config)
+    loader = DataLoader(dataset, batch_sampler=BiLevelBatchSampler(dataset, generator=g),
+                        collate_fn=dataset.collate)
+
+trains with exactly the batching the accountant of the configuration accounts (T1-T14's
+mechanism, with your model, optimizer and DP-SGD step, e.g. Opacus with
+``poisson_sampling=False``). One pass over the loader is one epoch: ``len(loader)`` steps
+(ceil(N/N') for deterministic / shuffled iteration, the configuration's steps per epoch
+otherwise). Poisson sampling can give an empty step; :meth:`WindowDataset.collate` returns
+tensors with zero rows then.
+"""
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from tsdp.theorems.config import ConfigError, TrainingConfig, window_starts
+
+from .samplers import make_sampler
+from .windows import augment, gather_windows, pad_series, split_window
+
+WindowKey = Tuple[int, int]  # (sequence index, 0-based start in the padded series)
+
+
+def fit_lengths(config: TrainingConfig, series: Sequence) -> TrainingConfig:
+    """``config`` with N and the training lengths taken from ``series`` (the series you train on, as they are).
+
+    The accountant must see the shortest length (THEOREMS.md "variable lengths": it maximises
+    r = k/T, the upper-bound direction), so equal lengths set L and unequal ones set ``lengths``.
+    """
+    lengths = tuple(len(s) for s in series)
+    if not lengths:
+        raise ConfigError("series", "must hold at least one series")
+    if len(set(lengths)) == 1:
+        return config.with_(N=len(lengths), L=lengths[0], lengths=None)
+    return config.with_(N=len(lengths), lengths=lengths)
+
+
+class WindowDataset(torch.utils.data.Dataset):
+    """The windows of a user's series (Algorithm 4: prepend L_C zeros, crop L_C + L_F values, split).
+
+    Items are keyed by ``(sequence, start)`` pairs, as :class:`BiLevelBatchSampler` yields
+    them; ``dataset[(n, t)]`` is (context x'_n[t : t + L_C], forecast x'_n[t + L_C : t + L_C + L_F])
+    of the padded series x'_n. ``len(dataset)`` is the number of windows Σ_n T_n. An integer
+    key is refused: a plain sampler over range(len) (for instance Opacus's Poisson
+    ``DPDataLoader``) would not draw the accounted batches.
+
+    Args:
+        series: The N training series, each a 1-D array of finite values, none shorter than L (the
+            accountant's r = k/T uses L; a shorter series would be understated).
+        config: The configuration the series must match; use :func:`fit_lengths` to fit a configuration to
+            your series.
+        generator: With augmentation (σ_C or σ_F > 0, Section 4 / Theorem G.1) every cropped window gets
+            fresh Gaussian noise from it (default: a generator seeded 0).
+
+    Raises:
+        ConfigError: The number of series is not N, a series is shorter than L, or a series is not a 1-D array
+            of finite values.
+
+    Attributes:
+        config: The configuration.
+        lengths: The series' lengths.
+        generator: The augmentation noise's generator.
+    """
+
+    def __init__(self, series: Sequence, config: TrainingConfig, *, generator: Optional[torch.Generator] = None):
+        arrays = [np.asarray(s, dtype=np.float64) for s in series]
+        if len(arrays) != config.N:
+            raise ConfigError("N", f"the data holds {len(arrays)} series (use tsdp.training.batch_sampler.fit_lengths)",
+                              config.N)
+        lengths = [len(a) for a in arrays]
+        shortest = min(lengths)
+        if shortest < config.L:
+            raise ConfigError("L", f"the shortest series has length {shortest}; the accountant would understate "
+                              "r = k/T (use tsdp.training.batch_sampler.fit_lengths)", config.L)
+        for i, a in enumerate(arrays):
+            if a.ndim != 1 or not np.all(np.isfinite(a)):
+                raise ConfigError("series", f"series {i} must be a 1-D array of finite values")
+        self.config = config
+        self.lengths = tuple(lengths)
+        self.padded, _ = pad_series([torch.as_tensor(a) for a in arrays], config.context_length)
+        self.n_starts = window_starts(torch.as_tensor(lengths), config.forecast_length)
+        self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
+
+    def __len__(self) -> int:
+        return int(self.n_starts.sum())
+
+    def _keys(self, keys: Sequence[WindowKey]) -> Tuple[torch.Tensor, torch.Tensor]:
+        if any(not isinstance(k, (tuple, list)) or len(k) != 2 for k in keys):
+            raise TypeError("WindowDataset items are (sequence, start) pairs drawn by BiLevelBatchSampler; "
+                            "an integer index means another sampler (e.g. Opacus with poisson_sampling=True) is "
+                            "drawing the batches, which the structured-subsampling accountant does not account")
+        seq = torch.as_tensor([int(k[0]) for k in keys], dtype=torch.long)
+        start = torch.as_tensor([int(k[1]) for k in keys], dtype=torch.long)
+        if len(keys) and (bool((start < 0).any()) or bool((start >= self.n_starts[seq]).any())):
+            raise IndexError("a window start lies outside {0, ..., T_n - 1} of its series")
+        return seq, start
+
+    def __getitems__(self, keys: Sequence[WindowKey]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The batch of ``keys``: context (B, L_C) and forecast (B, L_F), augmented when configured."""
+        seq, start = self._keys(keys)
+        windows = gather_windows(self.padded, seq, start, self.config.window_length)
+        context, forecast = split_window(windows, self.config.context_length)
+        if self.config.augmented:
+            context, forecast = augment(context, forecast, sigma_context=self.config.sigma_context,
+                                        sigma_forecast=self.config.sigma_forecast, v=self.config.v,
+                                        generator=self.generator)
+        return context, forecast
+
+    def __getitem__(self, key: WindowKey) -> Tuple[torch.Tensor, torch.Tensor]:
+        context, forecast = self.__getitems__([key])
+        return context[0], forecast[0]
+
+    @staticmethod
+    def collate(batch) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``collate_fn`` for a DataLoader: the batch as (context, forecast), also for an empty (Poisson) step."""
+        if isinstance(batch, tuple):  # already batched by __getitems__
+            return batch
+        return torch.utils.data.default_collate(batch)
+
+
+class BiLevelBatchSampler(torch.utils.data.Sampler):
+    """Batches of window keys drawn as Algorithm 1 does (top level Algorithm 3 / 5 / shuffle / Poisson, bottom 4 / 6).
+
+    Every iteration is one epoch of ``len(self)`` steps; each yielded batch is the list of
+    ``(sequence, start)`` keys of one step, in the order of :mod:`tsdp.training.samplers`.
+    The law is that of ``make_sampler(dataset.config, dataset.lengths)`` driven by
+    ``generator`` (a fresh permutation per epoch for shuffling; independent steps for WOR /
+    Poisson / pooled).
+
+    Args:
+        dataset: The windows to draw from; its configuration fixes the batching.
+        generator: The batches' randomness; give a seeded one for reproducible batches (default: one seeded
+            from torch's global generator).
+
+    Attributes:
+        config: The dataset's configuration.
+        sampler: The configuration's sampler (:func:`make_sampler`).
+        generator: The batches' generator.
+
+    Example:
+        Draw the accounted batches through a DataLoader::
+
+            import torch
+            from tsdp import BiLevelBatchSampler, WindowDataset
+
+            dataset = WindowDataset(series, config)  # your N series; config fitted by fit_lengths
+            loader = torch.utils.data.DataLoader(dataset, batch_sampler=BiLevelBatchSampler(dataset),
+                                                 collate_fn=WindowDataset.collate)
+    """
+
+    def __init__(self, dataset: WindowDataset, *, generator: Optional[torch.Generator] = None):
+        self.config = dataset.config
+        self.sampler = make_sampler(dataset.config, dataset.lengths)
+        self.generator = generator if generator is not None else torch.Generator().manual_seed(
+            int(torch.empty((), dtype=torch.int64).random_().item()))
+
+    def __len__(self) -> int:
+        return self.sampler.steps_per_epoch
+
+    def __iter__(self) -> Iterator[List[WindowKey]]:
+        index = self.sampler.sample(len(self), self.generator)
+        for i in range(index.n_steps):
+            keep = index.mask[i]
+            yield list(zip(index.seq[i][keep].tolist(), index.start[i][keep].tolist()))

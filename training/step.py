@@ -1,0 +1,208 @@
+"""Algorithm 2 (noisy training step): per-sample gradients, clipping to C, Gaussian noise N(0, σ² C² I), / Λ.
+
+Two engines compute the clipped sum ĝ = Σ_i g_i / max(1, ||g_i||/C), with the same result:
+
+- ``vmap``: per-sample gradients by the torch.func recipe (functional_call + grad + vmap),
+  materialised, then clipped (:mod:`training.clipping`). Inputs may carry leading
+  *trial* dimensions: context (*lead, M, L_C) gives one independent noisy gradient per
+  trial, shape (*lead, *param.shape); the Monte Carlo auditors run many trials this way.
+- ``factored``: exact per-sample clipping from layer factors, one batched forward and
+  backward, per-sample gradients never materialised (:mod:`training.factored`);
+  one batch (M, L_C) at a time, its clipped sum added in place into the step's noise
+  (:func:`training.factored.factored_noisy_gradient`). The training loop uses it.
+
+Both draw the noise the same way (:func:`training.noise.gaussian_noise`: one flat
+draw in the parameters' dtype, in ``named_parameters`` order), so one generator state
+gives the same g̃ under either engine, to float rounding.
+
+A model here is an ``nn.Module`` whose ``forward(context, forecast)`` takes a batch
+(B, L_C), (B, L_F) and returns the per-sample loss, shape (B,), without mixing samples.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+from torch.optim import optimizer as torch_optimizer
+
+from tsdp.theorems.config import ConfigError
+
+from .clipping import Grads, clipped_sum
+from .factored import FactoredGradientError, factored_noisy_gradient, trainable_parameters
+from .noise import gaussian_noise
+
+ENGINES = ("auto", "factored", "vmap")
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
+def check_noise_std(sigma: float, clip: float) -> None:
+    """ConfigError naming σ or the clip norm C (the larger) when the noise std σ·C of the summed gradient
+    is not a finite float32, the loop's precision (the noise would be inf and every update NaN)."""
+    if not sigma * clip <= FLOAT32_MAX:
+        name, value = ("sigma", sigma) if sigma >= clip else ("clip", clip)
+        raise ConfigError(name, f"gives the noise std σ·C = {sigma * clip:.3g}, beyond float32 ({FLOAT32_MAX:.3g}), "
+                                "the loop's precision", value)
+
+
+def per_sample_gradients(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, params: Optional[Grads] = None) -> Grads:
+    """g_i = ∇_θ L(f_θ(y_C,i), y_F,i) for every window i (Algorithm 2, line 5), via vmap(grad(functional_call)).
+
+    ``context`` (*lead, L_C) and ``forecast`` (*lead, L_F); returns {name: (*lead, *param.shape)}.
+    ``params`` defaults to the model's trainable parameters (detached).
+    """
+    if params is None:
+        params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+    lead = context.shape[:-1]
+
+    def loss_one(p, c, f):
+        return functional_call(model, (p, buffers), (c[None], f[None]))[0]
+
+    flat_c = context.reshape(-1, context.shape[-1])
+    flat_f = forecast.reshape(-1, forecast.shape[-1])
+    if flat_c.shape[0] == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
+        return {k: p.new_zeros(*lead, *p.shape) for k, p in params.items()}
+    grads = vmap(grad(loss_one), in_dims=(None, 0, 0))(params, flat_c, flat_f)
+    return {k: g.reshape(*lead, *g.shape[1:]) for k, g in grads.items()}
+
+
+def noisy_mean(
+    summed: Grads, *, clip: float, sigma: float, batch_size: int, generator: Optional[torch.Generator]
+) -> Grads:
+    """Algorithm 2, line 8: (ĝ + N(0, σ² C² I)) / Λ, one independent noise draw per trial.
+
+    The noise is one flat draw (:func:`training.noise.gaussian_noise`, in ``summed``'s
+    order and dtype, scaled by σC/Λ); ĝ/Λ is added into it in place.
+    """
+    out = gaussian_noise(summed, sigma * clip / batch_size, generator=generator)
+    for k, s in summed.items():
+        out[k].add_(s, alpha=1.0 / batch_size)
+    return out
+
+
+def private_gradient(
+    model: nn.Module,
+    context: torch.Tensor,
+    forecast: torch.Tensor,
+    *,
+    clip: float,
+    sigma: float,
+    batch_size: int,
+    generator: Optional[torch.Generator],
+    mask: Optional[torch.Tensor] = None,
+    params: Optional[Grads] = None,
+    engine: str = "auto",
+) -> Grads:
+    """The noisy gradient g̃ of Algorithm 2 (paper Alg. 2; the mechanism of T1-T14): clip to C, sum, add N(0, σ² C² I), / Λ.
+
+    ``context`` (*lead, M, L_C), ``forecast`` (*lead, M, L_F), optional ``mask`` (*lead, M)
+    dropping padded slots (Poisson sampling). Returns {name: (*lead, *param.shape)}; with
+    no lead dimensions, one gradient for the model's parameters. ``batch_size`` is the
+    expected batch size Λ (the divisor of Algorithm 2), not the realised one.
+    ``engine``: ``factored`` (one batch, the model's own parameters), ``vmap`` (any lead
+    dims, optional ``params``), or ``auto`` (factored where it applies, else vmap).
+    Soundness: each window's clipped gradient has norm ≤ C under either engine.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    single = context.dim() == 2 and params is None
+    if engine == "factored" and not single:
+        raise ValueError("the factored engine takes one batch (M, L_C) and the model's own parameters; use engine='vmap'")
+    if engine == "factored" or (engine == "auto" and single):
+        return factored_noisy_gradient(model, context, forecast, clip=clip, sigma=sigma, batch_size=batch_size,
+                                       generator=generator, mask=mask)
+    grads = per_sample_gradients(model, context, forecast, params)
+    summed = clipped_sum(grads, clip, context.dim() - 1, mask)
+    return noisy_mean(summed, clip=clip, sigma=sigma, batch_size=batch_size, generator=generator)
+
+
+def _plain_sgd_targets(model: nn.Module, optimizer: torch.optim.Optimizer, gradient: Grads) -> Optional[Tuple[float, list]]:
+    """(η, the parameters named in ``gradient``, in its order) when ``optimizer.step()`` would do nothing but
+    θ ← θ - η g̃ on exactly them: torch's SGD, one group, a float lr, no momentum, weight decay, maximize or
+    step hooks, every named parameter in the group and no other parameter of the group holding a ``.grad``.
+    Else None."""
+    if (type(optimizer) is not torch.optim.SGD or len(optimizer.param_groups) != 1 or optimizer._optimizer_step_pre_hooks
+            or optimizer._optimizer_step_post_hooks or torch_optimizer._global_optimizer_pre_hooks
+            or torch_optimizer._global_optimizer_post_hooks):
+        return None
+    group = optimizer.param_groups[0]
+    if (group["momentum"] != 0 or group["weight_decay"] != 0 or group["maximize"] or group["differentiable"]
+            or not isinstance(group["lr"], float)):
+        return None
+    try:
+        params = trainable_parameters(model)
+    except FactoredGradientError:  # tied parameters: no plan
+        return None
+    if any(name not in params for name in gradient):
+        return None
+    targets = [params[name] for name in gradient]
+    if len(targets) == len(group["params"]) and all(p is q for p, q in zip(targets, group["params"])):
+        return group["lr"], targets  # the usual case: g̃ names the group's parameters, in its order
+    named = set(map(id, targets))
+    if not named <= {id(p) for p in group["params"]} or any(p.grad is not None and id(p) not in named
+                                                            for p in group["params"]):
+        return None
+    return group["lr"], targets
+
+
+def apply_gradient(model: nn.Module, optimizer: torch.optim.Optimizer, gradient: Grads) -> None:
+    """Algorithm 2, line 9: hand g̃ to the optimizer (θ ← θ - η g̃ for SGD; Adam uses g̃ as its gradient).
+
+    ``p.grad`` IS g̃'s tensor (no copy): the optimizer must not modify gradients in place
+    (torch's optimizers do not), or the caller's g̃ would change with it. Where ``SGD.step``
+    would do nothing but θ ← θ - η g̃ (:func:`_plain_sgd_targets`), the update is made here
+    as one ``_foreach_add_`` of -η g̃: the same arithmetic without the optimizer's per-step
+    bookkeeping. Either way the optimizer's parameters hold no ``.grad`` afterwards.
+    """
+    plain = _plain_sgd_targets(model, optimizer, gradient)
+    if plain is None:
+        for name, p in model.named_parameters():
+            if name in gradient:
+                p.grad = gradient[name].detach()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return
+    lr, targets = plain
+    with torch.no_grad():
+        torch._foreach_add_(targets, list(gradient.values()), alpha=-lr)
+    for p in targets:  # as zero_grad(set_to_none=True); the group's other parameters hold none already
+        p.grad = None
+
+
+def dp_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    context: torch.Tensor,
+    forecast: torch.Tensor,
+    *,
+    clip: float,
+    sigma: float,
+    batch_size: int,
+    generator: Optional[torch.Generator],
+    engine: str = "auto",
+) -> Grads:
+    """One full noisy training step (Algorithm 2) on a batch (M, L_C), (M, L_F); returns the noisy gradient used."""
+    gradient = private_gradient(model, context, forecast, clip=clip, sigma=sigma, batch_size=batch_size,
+                                generator=generator, engine=engine)
+    apply_gradient(model, optimizer, gradient)
+    return gradient
+
+
+def nonprivate_step(model: nn.Module, optimizer: torch.optim.Optimizer, context: torch.Tensor, forecast: torch.Tensor,
+                    extra: Optional[list] = None) -> float:
+    """Ordinary (non-private) SGD step on the mean loss — the ε = ∞ reference of the paper's tables.
+
+    ``extra``: tensors added to the trainable parameters' gradients (in order) before the step
+    (white-box canaries); an empty batch then steps on ``extra`` alone.
+    """
+    optimizer.zero_grad(set_to_none=True)
+    loss = model(context, forecast).mean() if context.shape[0] > 0 else torch.zeros(())
+    if context.shape[0] > 0:
+        loss.backward()
+    if extra is not None:
+        for p, e in zip((p for p in model.parameters() if p.requires_grad), extra):
+            p.grad = e.clone() if p.grad is None else p.grad + e
+    optimizer.step()
+    return float(loss.detach())
