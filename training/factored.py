@@ -85,12 +85,16 @@ def _layer_norm_rule(module: nn.LayerNorm, inputs: tuple, output_grads: List[tor
     """y = x̂ ⊙ w + b with x̂ = (x - mean) / sqrt(var + eps): per sample Σ_t g_t ⊙ x̂_t and Σ_t g_t."""
     x, g = inputs[0].detach(), output_grads[0]
     sample_dims = tuple(range(1, x.dim() - len(module.normalized_shape)))
+
+    def per_sample(t: torch.Tensor) -> torch.Tensor:  # torch's sum over dims () would reduce every dimension
+        return t.sum(sample_dims) if sample_dims else t
+
     out = {}
     if module.weight is not None and module.weight.requires_grad:
         x_hat = F.layer_norm(x, module.normalized_shape, eps=module.eps)
-        out["weight"] = (g * x_hat).sum(sample_dims)
+        out["weight"] = per_sample(g * x_hat)
     if module.bias is not None and module.bias.requires_grad:
-        out["bias"] = g.sum(sample_dims)
+        out["bias"] = per_sample(g)
     return out
 
 

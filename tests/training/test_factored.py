@@ -154,6 +154,32 @@ def test_rules_and_branches_match_loop(frozen):
     assert ("wide.weight" in got) is not frozen
 
 
+def test_layer_norm_over_one_vector_per_sample_matches_loop():
+    """A LayerNorm whose input is (B, d), one vector per sample and no positions (iTransformer's final norm could be
+    one): its rule sums over no dimension (torch's ``sum(())`` would sum over every one) and equals the per-example
+    loop (1e-10)."""
+    class Pooled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(12, 8)
+            self.norm = nn.LayerNorm(8)
+            self.out = nn.Linear(8, 1)
+
+        def forward(self, context, forecast):
+            pred = self.out(self.norm(torch.tanh(self.lin(context))))
+            return (pred - forecast.mean(-1, keepdim=True)).square()[:, 0]
+
+    torch.manual_seed(9)
+    model = Pooled().double()
+    c, f = windows(5, 12, 2, seed=10)
+    _, norms = loop_reference(model, c, f, 1.0)
+    clip = float(norms.median())
+    ref, loop_norms = loop_reference(model, c, f, clip)
+    got, norms = factored_clipped_sum(model, c, f, clip)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+    assert_grads_close(got, ref, atol=1e-10)
+
+
 def test_linear_norm_branches_each_exact():
     """Each norm branch of the Linear rule (t = 1, ghost norm, materialised) equals vmap's norms (1e-12 relative)."""
     cases = {"one position": (1, 8, 8), "ghost norm": (3, 32, 32), "materialised": (40, 4, 4)}
