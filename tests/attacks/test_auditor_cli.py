@@ -1,6 +1,8 @@
 """`tsdp audit` / `tsdp audit-model` on the command line: JSON keys, clear errors (exit 2, no traceback)."""
 import json
 
+import pytest
+
 from tsdp.cli.main import main
 
 
@@ -63,6 +65,7 @@ def test_a_planted_noise_bug_is_a_violation_and_the_correct_loop_is_not(capsys, 
     assert bug["confidence"] == 0.95
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_audit_steps_are_training_steps(capsys):
     """`tsdp audit --steps` counts training steps like `tsdp epsilon`: for T1 (deterministic top level,
     N = 16, N' = 4, 4 steps per epoch) 5 steps touch 2 epochs, and the sound ε is `tsdp epsilon --steps 5`'s."""

@@ -8,6 +8,7 @@ from tsdp.bench.plan import bench_plan, format_bench
 from tsdp.theorems.config import TrainingConfig
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_the_bench_records_each_cells_answer_and_time():
     r = bench_plan(epsilons=(1.0,), canaries=(100,), tops=("wor",), steps=30)
     plain, stepped = r["cells"]

@@ -188,7 +188,7 @@ def test_the_api_refuses_a_scheme_without_a_claimed_curve_before_training():
     assert calls == []
 
 
-@pytest.mark.parametrize("canary", ["spike", "gradient"])
+@pytest.mark.parametrize("canary", [pytest.param("spike", marks=pytest.mark.slow), "gradient"])
 def test_timeout_stops_a_train_stuck_in_one_c_routine(user_module, tmp_path, canary):
     """sum(range(10**13)) holds the interpreter, so the alarm's handler never runs: the command, run as a user runs
     it, ends the stuck run from its supervising process within limit + hard exit + STUCK_S (+ start-up), one line
@@ -208,6 +208,7 @@ def test_timeout_stops_a_train_stuck_in_one_c_routine(user_module, tmp_path, can
     assert _ours(mark) == []
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_a_supervised_command_keeps_its_exit_code_and_output(user_module, tmp_path):
     """Under --timeout the command runs in a supervised child: its output and exit code reach the caller unchanged
     (a finished audit exits 0 and prints its bound; a bad flag found in the child is still one line, exit 2)."""

@@ -87,6 +87,7 @@ def test_a_corrupt_or_mismatched_file_is_recomputed_never_reported(tiny, tmp_pat
     assert json.loads((tmp_path / CACHE_FILE).read_text()) == {"key": key, "crps": reference}
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_one_and_two_processes_give_the_same_forecasts_as_one_statsforecast_call(monkeypatch):
     """10 histories in chunks of 2 per process (5 chunks on 1 process, 3 on 2): identical quantiles both ways, and
     identical to one plain statsforecast call over all of them (the reference: no chunks, no processes)."""

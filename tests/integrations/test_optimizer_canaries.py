@@ -378,6 +378,7 @@ def test_too_many_canaries_for_memory_is_one_error_before_training(monkeypatch):
         audit_training(constant_gradient_train(3, 0.1, {}), DATA, CONFIG, canaries=50, delta=1e-5)
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_the_claimed_curve_is_tested_with_its_declared_share():
     """certify_evidence with a claimed profile: the f-DP certifier adds the "claimed" analysis to every score (3 equal
     shares of each score's level with dp and steinke, declared before the scores; the Gaussian-curve number, outside

@@ -141,6 +141,7 @@ def test_the_report_has_a_json_form_with_counts():
     assert d["verdicts"][0]["relation"] == {"record": "event", "w": 1}
 
 
+@pytest.mark.slow  # 15 accountings, ~8 s: CI's slow stage (the default run stays within its 4 minutes)
 @settings(max_examples=15)
 @given(cell=cells(configs(max_N=200, max_L=30, max_instances=2, relations=("event", "user"), max_w=2,
                           augmentation=None, sigma=(0.7, 4.0)), steps=(1, 3)))

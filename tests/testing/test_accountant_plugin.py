@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 DOWNSTREAM = textwrap.dedent('''
     import pytest
     from tsdp import epsilon
@@ -93,6 +95,7 @@ HANGING = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_a_hanging_accountant_fails_the_test_within_its_time_limit(tmp_path):
     """The fixture takes the CLI's time limit (marker or call): a sleeping accountant and one stuck in a C call that
     holds the GIL each fail their test after about 1 s (plus the 1 s SIGTERM grace), with the one-line reason, and
