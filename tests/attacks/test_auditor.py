@@ -126,6 +126,7 @@ def test_moderate_tightness_t6_one_step():
     assert r.epsilon_attained == pytest.approx(r.epsilon_sound, rel=1e-3)  # T6 is tight after one step
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_c6_pooled_loop_leaks_more_than_the_one_record_guarantee():
     """Claim C6: on the pooled-window loop (L_C + L_F = 8), ε lower (95%) > the ε that T13 claims."""
     cfg = TrainingConfig(N=40, L=12, context_length=4, forecast_length=4, batch_size=36, sigma=2.0, top="pooled")

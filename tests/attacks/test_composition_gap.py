@@ -31,6 +31,7 @@ def test_t6_one_step_has_no_composition_gap():
     assert abs(b["composition_gap"]) < 1e-3 and b["upper"] - b["lower"] < 1e-3
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_audit_result_carries_the_bracket():
     cfg = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)
     r = audit("T10", cfg, trials=2000, steps=3, delta=1e-3, alphas=[1.0], discretization=1e-3)

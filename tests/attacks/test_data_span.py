@@ -4,6 +4,7 @@ References: the per-window gradients by a second method (one autograd backward p
 projection by numpy's least squares; the module search and the reasons the span is off.
 """
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,6 +25,7 @@ def reference_jacobian(model, params, context, forecast):
     return torch.stack(rows)
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(1, 12), hidden=st.integers(8, 24), seed=st.integers(0, 2 ** 16))
 def test_the_residual_is_the_least_squares_residual_on_the_per_window_gradients(n, hidden, seed):
@@ -73,6 +75,7 @@ def test_the_span_is_off_with_its_reason():
     assert torch.equal(DataSpan.residual(v, None), v)
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_the_pursuit_finds_an_unclipped_batch_among_more_windows_than_parameters():
     """320 windows, an MLP of d = 65 parameters (n > d / 4: the span is everything): the data's part of an unclipped
     step (the mean gradient of 5 windows) is found by the whitened pursuit of 10 windows and taken off to ≤ 1e-6 of

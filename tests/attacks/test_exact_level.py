@@ -27,6 +27,7 @@ def _worst_level(table, n, delta, eps0):
                for q in qs)
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_exact_coverage_over_every_outcome():
     """n = 24 per world, δ = 0.05: P(certified ε > ε0) ≤ 0.05 on the boundary of H0(ε0) for every ε0 tried (the
     exact law, every outcome enumerated), and the certified bound spends the error the union bound leaves unspent:

@@ -108,6 +108,7 @@ def _coverage(n_audits, m, mu, seed):
 # If the true exceedance rate were exactly the nominal 5%, P[Binom(1000, 0.05) > 65] = 1.5% is this test's
 # false-failure rate (stats.binom.sf(65, 1000, 0.05)); the measured count is 0 (the Gaussian mechanism is far
 # from the test's worst case; the tight case is the randomized-response test below).
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_coverage_at_the_gaussian_boundary():
     """1000 audits (m = 1000) of the μ-GDP Gaussian mechanism itself (μ = 1; scores N(μ,1) in, N(0,1) out): the
     certified μ exceeds the true μ, and the assumption-free ε the true ε at δ = 1e-5, in at most 65 of 1000

@@ -3,7 +3,10 @@ otherwise). The heartbeat of `tsdp bench accounting` redraws its phase and elaps
 second while the caller is blocked in a library call."""
 import time
 
+import pytest
 
+
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_heartbeat_moves_while_the_caller_is_blocked(capsys):
     from tsdp.cli.output import Heartbeat
 

@@ -181,6 +181,7 @@ def test_rows_are_mean_and_std_over_seeds_with_both_checkpoints():
     assert rows_of(rs, 2)[0].capped == (False, False, False)
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_capped_cells_and_same_run_columns_in_the_table_and_json(tmp_path, capsys):
     """On the shipped data with a 2-epoch cap (42 steps), ε = 0.3 is spent first, ε = 1 and ε = 2 both stop at the
     cap with the same ε spent: both capped (ε spent < ε) and ε = 2 the same runs as ε = 1, which their equal CRPS

@@ -223,6 +223,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys, extra, 
     assert flag in err and "\n" not in err, err
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_cli_runs_pool_the_same_evidence_on_one_and_two_workers(tmp_path, monkeypatch, capsys):
     """`audit-fn --runs 3`: 3 runs of 30 fresh canaries pooled (90 canaries); in-process and 2 spawned workers give the
     same certified numbers (runs seeded from one SeedSequence, pooled in run order), and the memoriser is flagged."""

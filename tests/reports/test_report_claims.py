@@ -148,6 +148,7 @@ def test_configuration_change_changes_numbers_and_recomputes_verdicts(results):
     assert ch["C1"]["verdict"] == "qualified"
 
 
+@pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_claim_figures_are_readable(results, drawn):
     """C1, C2, C3 and C5 drawn from their quick results (both configurations): text of at least MIN_TEXT_PX on
     the page, legends outside the panels, no two titles overlapping (tests/reports/conftest.py)."""
