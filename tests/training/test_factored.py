@@ -137,6 +137,18 @@ class PositionwiseLinear(nn.Module):
         return (pred - forecast.mean(-1, keepdim=True)).square()[:, 0]
 
 
+def _factored_equals_loop_at_the_median_norm(model, c, f):
+    """The factored clipped sum and norms equal the per-example loop's (1e-10) at a clip of the median norm (half the
+    windows clipped); returns the factored sum."""
+    _, norms = loop_reference(model, c, f, 1.0)
+    clip = float(norms.median())
+    ref, loop_norms = loop_reference(model, c, f, clip)
+    got, norms = factored_clipped_sum(model, c, f, clip)
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+    assert_grads_close(got, ref, atol=1e-10)
+    return got
+
+
 @pytest.mark.parametrize("frozen", [False, True])
 def test_rules_and_branches_match_loop(frozen):
     """The Linear branches, repeated calls, LayerNorm rule and vmap fallback equal the per-example loop (1e-10)."""
@@ -145,12 +157,7 @@ def test_rules_and_branches_match_loop(frozen):
     # (20·96 < 2048), cell (64 -> 64, 3 calls) the ghost norm, out (t = 1) the product of norms
     model = PositionwiseLinear(d_in=32, width=64, t_steps=3, frozen=frozen).double()
     c, f = windows(6, 20, 2, seed=5)
-    _, norms = loop_reference(model, c, f, 1.0)
-    clip = float(norms.median())
-    ref, loop_norms = loop_reference(model, c, f, clip)
-    got, norms = factored_clipped_sum(model, c, f, clip)
-    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
-    assert_grads_close(got, ref, atol=1e-10)
+    got = _factored_equals_loop_at_the_median_norm(model, c, f)
     assert ("wide.weight" in got) is not frozen
 
 
@@ -172,12 +179,7 @@ def test_layer_norm_over_one_vector_per_sample_matches_loop():
     torch.manual_seed(9)
     model = Pooled().double()
     c, f = windows(5, 12, 2, seed=10)
-    _, norms = loop_reference(model, c, f, 1.0)
-    clip = float(norms.median())
-    ref, loop_norms = loop_reference(model, c, f, clip)
-    got, norms = factored_clipped_sum(model, c, f, clip)
-    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
-    assert_grads_close(got, ref, atol=1e-10)
+    _factored_equals_loop_at_the_median_norm(model, c, f)
 
 
 def test_linear_norm_branches_each_exact():
