@@ -4,7 +4,7 @@ Each cell runs the command as a user does, in a fresh process (``python -m tsdp.
 :data:`tsdp.bench.startup.THREADS`; start-up included, which `tsdp bench startup` times alone), and records
 its wall and CPU time and the canaries it says are needed: every claimed ε of :data:`EPSILONS` at every audit size of
 :data:`CANARIES` (every canary assumed to take part), and at :data:`STEPS_CANARIES` canaries with ``--steps``
-:data:`STEPS` on every top level (the participation simulated with the scheme's sampler). The goal (issue 38):
+:data:`STEPS` on every top level (the participation simulated with the scheme's sampler). The goal:
 every cell within :data:`GOAL_S` seconds.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ TOPS = ("deterministic", "shuffle", "wor", "poisson", "pooled")
 STEPS, STEPS_CANARIES = 1000, 1000
 """``--steps`` and ``--canaries`` of the cells with a batching."""
 GOAL_S = 10.0
-"""The most seconds a plan may take (issue 38)."""
+"""The most seconds a plan may take: any claim answered within it."""
 
 
 def _plan_argv(canaries: int, epsilon: float, top: Optional[str], steps: int) -> List[str]:
