@@ -15,6 +15,7 @@ The next request starts a fresh worker.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import numbers
 import os
@@ -117,10 +118,8 @@ def terminal_view(text: str) -> str:
 def _read_output() -> str:
     """What descriptors 1 and 2 (one file) received since the last call; the file is emptied."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     size = os.lseek(1, 0, os.SEEK_END)
     os.lseek(1, 0, os.SEEK_SET)
     data = os.read(1, min(size, 4 * OUTPUT_MAX))
@@ -204,10 +203,8 @@ class AccountantWorker:
         """Ask the worker to finish, end it if it does not within a second."""
         if self._process is None:
             return
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError):
             self._conn.send(None)
-        except (BrokenPipeError, OSError):
-            pass
         self._process.join(1.0)
         self._stop()
 

@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Callable, Optional
 
 from tsdp.attacks.montecarlo.processes import children, end
@@ -56,10 +56,8 @@ when it ends; None elsewhere."""
 
 def _tell(message: str) -> None:
     if _heartbeat is not None:
-        try:
+        with suppress(OSError):  # the parent is gone: nothing to tell
             os.write(_heartbeat, message.encode())
-        except OSError:  # the parent is gone: nothing to tell
-            pass
 
 
 def _real_stdio() -> bool:
@@ -95,10 +93,8 @@ def supervised(work: Callable[[], int], seconds: Optional[float], on_stuck: Call
             code = work()
         finally:
             for stream in (sys.stdout, sys.stderr):
-                try:
+                with suppress(OSError, ValueError):
                     stream.flush()
-                except (OSError, ValueError):
-                    pass
             os._exit(code if isinstance(code, int) else 1)
     os.close(write)
     return _watch(pid, read, on_stuck)

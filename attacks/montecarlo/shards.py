@@ -24,6 +24,7 @@ stderr) counts trials done / planned over both worlds.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import math
 import multiprocessing
@@ -382,10 +383,8 @@ def _silent(conn: socket.socket, scheme: str) -> Optional[str]:
         if scheme == "tls":
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-            try:
+            with contextlib.suppress(ssl.SSLError):
                 context.wrap_socket(conn).close()
-            except ssl.SSLError:
-                pass
             return None
         return None if conn.recv(1) else "closed the connection without a Dask handshake"
     except socket.timeout:
