@@ -43,7 +43,7 @@ SHORT_LAGS = (1, 2, 3, 4, 5, 6, 7, 23, 24, 25)
 @dataclass(frozen=True)
 class DatasetSpec:
     """One dataset's defaults: forecast length L_F, context length L_C, batch size Λ, noise multiplier σ,
-    DeepAR's ``lags`` (its context is L_C + max lag, :func:`tsdp.training.models.deepar_window`), the baselines'
+    DeepAR's ``lags`` (its context is L_C + max lag - 1, :func:`tsdp.training.models.deepar_window`), the baselines'
     ``season`` length, the maximum ``epochs``, the validation windows held out at the end of every training
     series, the v of its label-noise table (``label_noise_v``: the largest change of one element under
     (1, v)-user-level privacy, in the data's units) and ``sources``: where each setting comes from."""
@@ -108,8 +108,8 @@ PAPER = {
 """The paper's three benchmarks: its Appendix "Experimental Setup" hyperparameters where the official code agrees,
 the official code's where it differs (traffic's L_C = 192; validation windows 7, 7, 1), each setting's source in
 ``sources``; their label-noise v are the captions of its label-perturbation tables (traffic 0.001, electricity
-0.1, solar_10_minutes 0.01). DeepAR reads L_C + max lag values (169 more for traffic and solar, 25 for
-electricity), and the accountant sees that context."""
+0.1, solar_10_minutes 0.01). DeepAR reads L_C + max lag - 1 values (GluonTS's ``past_length``: 168 more for
+traffic and solar, 24 for electricity), and the accountant sees that context, as the official code's does."""
 
 SHIPPED_SPEC = DatasetSpec("m1-yearly", 6, 6, 8, 8.0, (1, 2, 3, 4, 5, 6), 1, 50, 1, 0.01,
                            "M1 yearly (Makridakis et al. 1982), Monash forecasting repository file shipped in aeon "

@@ -172,8 +172,8 @@ def level_v(cell: Cell, settings: GridSettings) -> Optional[float]:
 def cell_config(cell: Cell, settings: GridSettings) -> TrainingConfig:
     """The training configuration of ``cell``: the split's series (N, variable lengths), the dataset's L_C, L_F,
     Λ and σ, the cell's top level (WR bottom level, λ = 1; shuffled epochs of floor(N λ / Λ) steps, the official
-    code's, ``drop_last``) and privacy level (relation, w, v, σ_F). DeepAR's context is L_C + max lag
-    (:func:`tsdp.training.models.deepar_window`): every value it reads is in the window the accountant sees."""
+    code's, ``drop_last``) and privacy level (relation, w, v, σ_F). DeepAR's context is L_C + max lag - 1
+    (:func:`tsdp.training.models.deepar_window`, GluonTS's ``past_length``): every value it reads is in the window the accountant sees."""
     from tsdp.training.models import deepar_window
 
     split = split_of(settings)

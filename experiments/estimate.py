@@ -98,7 +98,7 @@ def _timed(fn, *args) -> float:
 
 def estimate(cells: Sequence[Cell], settings: GridSettings) -> PlanEstimate:
     """Planned steps of every cell (one accountant search per distinct (level, top, ε, w, σ_F), DeepAR's apart: its
-    context is L_C + max lag; timed on a second search) and a probe of each (model, private or not) pair
+    context is L_C + max lag - 1; timed on a second search) and a probe of each (model, private or not) pair
     (:func:`probe`): the seconds the cells take in one process."""
     def key(c: Cell) -> tuple:
         return c.model == "deepar", c.level, c.top, c.epsilon, c.w, c.sigma_forecast

@@ -6,7 +6,8 @@ data-dependent control flow; the LSTM of DeepAR is written out with torch ops (n
 runs under vmap only through a slow per-sample fallback).
 
 ``forward(context, forecast)`` returns the per-sample Student-t negative log-likelihood,
-averaged over the L_F forecast steps (the training loss of Algorithm 2);
+averaged over the L_F forecast steps (the training loss of Algorithm 2; DeepAR's, as GluonTS's, also over
+its teacher-forced context steps);
 ``sample(context, n_samples, generator)`` returns forecast sample paths (B, S, L_F).
 
 Inputs are mean-scaled as GluonTS scales them, with no learned parameter. simple-ff uses GluonTS's
@@ -20,7 +21,7 @@ gives the same forecasts × c above the floor); iTransformer and DeepAR feed log
 GluonTS's do, so they see the data's level.
 
 With equal weights simple-ff, DLinear and iTransformer are GluonTS 0.17's modules as the paper's official
-configurations build them; DeepAR differs from GluonTS's in three documented ways (:class:`DeepAR`).
+configurations build them; DeepAR is GluonTS's without its time and age covariates (:class:`DeepAR`).
 tests/integrations/test_gluonts_models.py checks each against ``gluonts.torch`` with copied weights.
 """
 from __future__ import annotations
@@ -263,36 +264,33 @@ class _LSTM(nn.Module):
 
 
 def deepar_window(context_length: int, lags: Sequence[int]) -> int:
-    """The context DeepAR reads: L_C + max lag (GluonTS's ``past_length``), the context length the accountant must
-    see for it (every one of those values enters the loss)."""
-    return context_length + max(lags)
+    """The context DeepAR reads: L_C + max lag - 1 values, GluonTS's ``past_length`` (``context_length +
+    max(lags_seq)`` with its ``lags_seq`` the lags less 1), the context length the official code's accountant is given
+    (jan-schuchardt/dp_forecasting, models/dp_estimator.py: ``splitter.past_length``) and tsdp's accountant sees: every
+    one of those values enters the loss."""
+    return context_length + max(lags) - 1
 
 
 class DeepAR(nn.Module):
-    """DeepAR (Salinas et al. 2020): 2-layer LSTM (hidden 40) over lagged, mean-scaled values, Student-t output.
+    """DeepAR (Salinas et al. 2020) as GluonTS 0.17's ``DeepARModel`` in the official configuration: a 2-layer LSTM
+    (hidden 40) over lagged, mean-scaled values, Student-t output.
 
-    ``context_length`` is the window's context it reads, L_C + max lag (:func:`deepar_window`): the LSTM
-    unrolls over its last context_length - max lag positions (GluonTS's L_C), then the L_F forecast positions;
-    the input at position p is the values at p - l for every lag l, and log(scale), the scale GluonTS's
-    ``MeanScaler`` of the unrolled context (:func:`mean_scale`). Training uses teacher forcing over the window,
-    the loss is the NLL of the L_F forecast positions; sampling is ancestral (autoregressive). Given ``lags``
-    are all kept (a lag that does not fit is refused); by default :data:`DEFAULT_LAGS` below context_length.
+    ``context_length`` is the window's context it reads, W = L_C + max lag - 1 (:func:`deepar_window`, GluonTS's
+    ``past_length``). The scale is GluonTS's ``MeanScaler`` of the last L_C = W - max lag + 1 context values
+    (:func:`mean_scale`). Teacher-forced, the LSTM unrolls over the L_C - 1 + L_F positions that follow the first of
+    those L_C values: the input at position p is the values at p - l for every lag l (so the oldest value, W - L_C +
+    1 - max lag = 0, is read), a learned constant (GluonTS's embedding of the single static category, cardinality [1],
+    dimension 1) and log(scale); its output is the Student-t law of the value at p. The training loss is GluonTS's
+    (``DeepARModel.loss`` as ``DeepARLightningModule.training_step`` calls it, ``future_only=False``): the NLL in
+    data units averaged over all L_C - 1 + L_F unrolled positions, context and forecast. Sampling unrolls the context
+    the same way, then draws the L_F forecast values ancestrally. Given ``lags`` are all kept (a lag longer than the
+    window is refused); by default :data:`DEFAULT_LAGS` up to context_length.
 
-    Against GluonTS 0.17's ``DeepARModel`` as the official code trains it (``DeepAREstimator``: 2 layers, hidden 40,
-    dropout 0, ``scaling=True``, no ``default_scale``, the config's ``lags_seq``), three differences remain; with
-    equal weights, tsdp's loss equals that of GluonTS's model at ``context_length`` L_C + 1 with the oldest unrolled
-    value marked unobserved, zero covariates and ``loss(future_only=True)`` (tests/integrations/test_gluonts_models.py):
-
-    1. One more unrolled step: GluonTS unrolls L_C - 1 + L_F positions (its first output predicts the second of the
-       L_C context values) over ``past_length`` L_C + max lag - 1 values; tsdp unrolls L_C + L_F (from the first
-       context value), so its window, and the context length the accountant sees, is one value longer.
-    2. The loss: GluonTS's training loss (``future_only=False``) averages the NLL over the L_C - 1 teacher-forced
-       context positions and the L_F forecast positions; tsdp's is the mean over the L_F forecast positions (the loss
-       of Algorithm 2, as for the other models).
-    3. No covariates: GluonTS's LSTM input also holds a static categorical embedding (cardinality [1], dimension 1: a
-       learned constant), a static real 0 and the frequency's time features plus age (hourly data: 4 + 1, 10-minute
-       data: 5 + 1); tsdp's windows carry no timestamps, so its input is the lags and log(scale) only.
-
+    With equal weights, tsdp's loss and laws are those of GluonTS's ``DeepARModel(context_length=L_C, lags_seq=lags,
+    num_layers=2, hidden_size=40, dropout_rate=0, scaling=True)`` on the same window with zero covariates
+    (tests/integrations/test_gluonts_models.py). One difference remains: GluonTS's LSTM input also holds the
+    frequency's time features and an age feature (hourly data: 4 + 1, 10-minute data: 5 + 1) and a static real 0
+    (which adds nothing); tsdp's series carry no timestamps, so its input has no time features.
     (And the ``default_scale`` 1.0 of an all-zero context, module docstring.)
     """
 
@@ -300,51 +298,56 @@ class DeepAR(nn.Module):
                  lags: Optional[Sequence[int]] = None):
         super().__init__()
         if lags is None:
-            lags = tuple(l for l in DEFAULT_LAGS if l < context_length)
-            if not lags:  # the context the caller gave holds no lag: the flag that sets it is the user's to change
-                from tsdp.theorems.config import ConfigError
-
-                raise ConfigError("context_length", "DeepAR reads its lagged values from the context, and a context "
-                                                    "of 1 value holds no lag: use context_length >= 2", context_length)
+            lags = tuple(l for l in DEFAULT_LAGS if l <= context_length)
         lags = tuple(int(l) for l in lags)
-        if not lags or min(lags) < 1 or max(lags) >= context_length:
-            raise ValueError(f"DeepAR's lags must be in [1, context_length - 1] (context_length {context_length} = "
-                             f"L_C + max lag; got lags {lags}): give context_length >= L_C + max lag with L_C >= 1")
+        if not lags or min(lags) < 1 or max(lags) > context_length:
+            raise ValueError(f"DeepAR's lags must be in [1, context_length] (context_length {context_length} = "
+                             f"L_C + max lag - 1; got lags {lags}): give context_length >= L_C + max lag - 1 with "
+                             "L_C >= 1")
         self.context_length = context_length
         self.forecast_length = forecast_length
         self.lags = lags
         self.first = max(lags)
+        """The first unrolled position: L_C - 1 positions before the forecast (W - L_C + 1 = max lag)."""
         self.register_buffer("lag_index", torch.tensor(lags, dtype=torch.long), persistent=False)
-        self.rnn = _LSTM(len(lags) + 1, hidden, n_layers)
+        self.static = nn.Linear(1, 1, bias=False)
+        """GluonTS's ``FeatureEmbedder`` of the one static category: a learned constant, N(0, 1) as ``nn.Embedding``
+        initialises it (a bias-free ``nn.Linear`` on 1, so the factored engine clips it as a Linear)."""
+        nn.init.normal_(self.static.weight)
+        self.rnn = _LSTM(len(lags) + 2, hidden, n_layers)
         self.head = StudentTHead(hidden)
 
-    def _inputs(self, series: torch.Tensor, p: int, log_scale: torch.Tensor) -> torch.Tensor:
-        return torch.cat([series[:, p - self.lag_index], log_scale], dim=-1)
+    def _scale(self, context: torch.Tensor) -> torch.Tensor:
+        return mean_scale(context[:, self.first - 1:])
+
+    def _unroll(self, series: torch.Tensor, positions: range, log_scale: torch.Tensor, state):
+        """LSTM outputs (B, len(positions), h) at ``positions`` of the scaled ``series`` and the state after them."""
+        static = torch.cat([self.static(torch.ones_like(log_scale)), log_scale], dim=-1)
+        outputs = []
+        for p in positions:
+            h, state = self.rnn.step(torch.cat([series[:, p - self.lag_index], static], dim=-1), state)
+            outputs.append(h)
+        return outputs, state
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
-        scale = mean_scale(context[:, self.first:])
-        log_scale = torch.log(scale)
-        series = torch.cat([context, forecast], dim=-1) / scale
-        state = self.rnn.initial_state(context.shape[0], context)
-        outputs = []
-        for p in range(self.first, self.context_length + self.forecast_length):
-            h, state = self.rnn.step(self._inputs(series, p, log_scale), state)
-            if p >= self.context_length:
-                outputs.append(h)
+        scale = self._scale(context)
+        window = torch.cat([context, forecast], dim=-1)
+        positions = range(self.first, self.context_length + self.forecast_length)
+        outputs, _ = self._unroll(window / scale, positions, torch.log(scale),
+                                  self.rnn.initial_state(context.shape[0], context))
         df, loc, s = self.head(torch.stack(outputs, dim=1))
-        return student_t_nll(forecast, df, loc * scale, s * scale).mean(dim=-1)
+        return student_t_nll(window[:, self.first:], df, loc * scale, s * scale).mean(dim=-1)
 
     @torch.no_grad()
     def sample(self, context: torch.Tensor, n_samples: int, generator: torch.Generator) -> torch.Tensor:
         b = context.shape[0]
-        scale = mean_scale(context[:, self.first:]).repeat_interleave(n_samples, dim=0)
+        scale = self._scale(context).repeat_interleave(n_samples, dim=0)
         log_scale = torch.log(scale)
         series = context.repeat_interleave(n_samples, dim=0) / scale
-        state = self.rnn.initial_state(series.shape[0], series)
-        for p in range(self.first, self.context_length):
-            _, state = self.rnn.step(self._inputs(series, p, log_scale), state)
+        _, state = self._unroll(series, range(self.first, self.context_length), log_scale,
+                                self.rnn.initial_state(series.shape[0], series))
         for p in range(self.context_length, self.context_length + self.forecast_length):
-            h, state = self.rnn.step(self._inputs(series, p, log_scale), state)
+            (h,), state = self._unroll(series, range(p, p + 1), log_scale, state)
             df, loc, s = self.head(h)
             series = torch.cat([series, student_t_sample(df, loc, s, generator)[:, None]], dim=1)
         paths = series[:, self.context_length:] * scale

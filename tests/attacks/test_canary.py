@@ -83,18 +83,22 @@ def _canary_audit(epsilon, model="simple-ff"):
 
 
 @pytest.mark.slow
-def test_canary_audit_without_noise_gives_a_bound_of_at_least_2(one_thread):
-    """Without noise the one-run bound is large (≥ 2 with 1000 canaries) on a model that memorises the spikes.
+def test_canary_audit_without_noise_gives_a_clearly_positive_bound(one_thread):
+    """Without noise the one-run bound is clearly positive (≥ 1 with 1000 canaries) on a model that memorises the
+    spikes.
 
-    DeepAR, the paper's model that reads most of its context (its lags): measured (seed 0, ~2 min) 3.217, AUC 0.96
-    (loss) and 0.83 (gradient). simple-ff built as GluonTS builds it (one hidden layer, mean-|context| scaling)
-    memorises far less here: 0.62, AUC 0.55 / 0.61 at lr 3e-3, 0.73 at lr 1e-2. The 95% bound is a lower bound
-    whatever the training, so this fails only if the attack got weaker (deterministic at the fixed seed).
+    DeepAR, the paper's model that reads most of its context (its lags): measured (seed 0, ~2 min) 1.293, AUC 0.58
+    (loss) and 0.63 (gradient). Its loss is GluonTS's, the NLL averaged over the L_C - 1 = 9 teacher-forced context
+    positions and the forecast position; a spike among the context targets also enters the window's mean scale,
+    which predicts it without memorisation, so the scores see the memorised forecast position diluted tenfold (with
+    the forecast-only loss the same audit certified 3.217). simple-ff built as GluonTS builds it (one hidden layer,
+    mean-|context| scaling) memorises less here: 0.62, AUC 0.55 / 0.61 at lr 3e-3. The 95% bound is a lower
+    bound whatever the training, so this fails only if the attack got weaker (deterministic at the fixed seed).
     """
     r = _canary_audit(float("inf"), "deepar")
     assert r.steps == 4000 and r.sigma == 0.0
-    assert r.epsilon_lower >= 2, r
-    assert all(s.auc > 0.65 for s in r.scores.values()), r
+    assert r.epsilon_lower >= 1, r
+    assert all(s.auc > 0.55 for s in r.scores.values()), r
 
 
 @pytest.mark.slow

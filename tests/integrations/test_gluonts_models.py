@@ -131,54 +131,57 @@ def test_itransformer_equals_gluonts():
 
 def _gluonts_deepar(context_length, lags):
     """DeepARModel as the official estimator builds it (num_layers 2, hidden 40, dropout 0, scaling, no
-    default_scale, StudentTOutput) with one zero dynamic feature, one zero static real and the cardinality-[1]
-    category whose 1-dimensional embedding is set to 0: the covariate columns of its LSTM input are then all zero."""
+    default_scale, StudentTOutput) with one dynamic feature and one static real, both fed zeros (tsdp has no time
+    features), and the official cardinality-[1] static category (its 1-dimensional embedding is tsdp's constant)."""
     theirs = deepar_module.DeepARModel(freq="h", context_length=context_length, prediction_length=LF,
                                        num_feat_dynamic_real=1, num_feat_static_real=1, num_feat_static_cat=1,
                                        cardinality=[1], num_layers=2, hidden_size=40, dropout_rate=0.0,
                                        lags_seq=list(lags), scaling=True, default_scale=None).double()
-    with torch.no_grad():
-        for embedding in theirs.embedder._embedders:
-            embedding.weight.zero_()
     return theirs
 
 
-def _deepar_loss(theirs, window, forecast, observed):
+def _deepar_loss(theirs, window, forecast, observed, future_only=False):
+    """GluonTS's per-sample training loss: ``DeepARLightningModule.training_step`` calls ``loss`` with its defaults
+    (``future_only=False``, mean over the L_C - 1 + L_F unrolled positions)."""
     b = window.shape[0]
     zeros = window.new_zeros
     return theirs.loss(feat_static_cat=torch.zeros(b, 1, dtype=torch.long), feat_static_real=zeros(b, 1),
                        past_time_feat=zeros(b, window.shape[1], 1), past_target=window, past_observed_values=observed,
                        future_time_feat=zeros(b, LF, 1), future_target=forecast,
-                       future_observed_values=torch.ones_like(forecast), future_only=True, aggregate_by=torch.mean)
+                       future_observed_values=torch.ones_like(forecast), future_only=future_only,
+                       aggregate_by=torch.mean)
 
 
-def test_deepar_equals_gluonts_unrolled_one_step_more():
-    """tsdp's DeepAR at L_C with the official 28 lags is GluonTS's DeepARModel at context_length L_C + 1 (its
-    past_length L_C + 1 + 169 - 1 is tsdp's window L_C + 169) whose scale is the mean over the last L_C values (the
-    oldest unrolled value marked unobserved, which only the scaler reads), without covariates, with the forecast-only
-    loss (``future_only=True``, mean over L_F). Mapping: ``rnn.weight_ih_l0`` columns of the lags and of log(scale) →
-    ``rnn.cells[0].ih.weight``; ``weight_ih_l1``, ``weight_hh_l{0,1}``, ``bias_ih/hh_l{0,1}`` → ``cells[k].ih/hh``
-    (gate rows i, f, g, o); ``param_proj`` → ``head``. GluonTS's own unrolling (context_length L_C on the window
-    less its oldest value) gives a different loss: tsdp takes one LSTM step more (DeepAR's docstring)."""
-    torch.manual_seed(11)
-    theirs = _gluonts_deepar(LC + 1, LONG_LAGS)
-    ours = DeepAR(LC + max(LONG_LAGS), LF, lags=LONG_LAGS).double()
-    n = len(LONG_LAGS)
+def _copy_deepar(ours, theirs):
+    """Mapping: ``rnn.weight_ih_l0`` columns of the lags, the static embedding and log(scale) → ``rnn.cells[0].ih``
+    (the static real's and the time feature's columns multiply zeros); ``weight_ih_l1``, ``weight_hh_l{0,1}``,
+    ``bias_ih/hh_l{0,1}`` → ``cells[k].ih/hh`` (gate rows i, f, g, o); ``embedder._embedders[0]`` → ``static``;
+    ``param_proj`` → ``head``."""
+    n = len(ours.lags)
     assert theirs.rnn.input_size == n + 4  # lags, embedding, static real, log(scale), one time feature
     with torch.no_grad():
         for k, cell in enumerate(ours.rnn.cells):
             w_ih = getattr(theirs.rnn, f"weight_ih_l{k}")
-            cell["ih"].weight.copy_(w_ih[:, list(range(n)) + [n + 2]] if k == 0 else w_ih)
+            cell["ih"].weight.copy_(w_ih[:, list(range(n)) + [n, n + 2]] if k == 0 else w_ih)
             cell["ih"].bias.copy_(getattr(theirs.rnn, f"bias_ih_l{k}"))
             cell["hh"].weight.copy_(getattr(theirs.rnn, f"weight_hh_l{k}"))
             cell["hh"].bias.copy_(getattr(theirs.rnn, f"bias_hh_l{k}"))
+        ours.static.weight.copy_(theirs.embedder._embedders[0].weight)
         _copy_head(ours.head, theirs.param_proj)
-    window, forecast = _windows(LC + max(LONG_LAGS), 12), _windows(LF, 13)
-    observed = torch.ones_like(window)
-    observed[:, -(LC + 1)] = 0.0
-    torch.testing.assert_close(ours(window, forecast), _deepar_loss(theirs, window, forecast, observed), **TOL)
 
-    own = _gluonts_deepar(LC, LONG_LAGS)
-    own.load_state_dict(theirs.state_dict())
-    their_own = _deepar_loss(own, window[:, 1:], forecast, torch.ones_like(window[:, 1:]))
-    assert float((their_own - ours(window, forecast)).detach().abs().min()) > 1e-6
+
+def test_deepar_equals_gluonts():
+    """tsdp's DeepAR on a window of L_C + max lag - 1 values with the official 28 lags is GluonTS's DeepARModel at
+    context_length L_C (its ``past_length``) with zero covariates: the same training loss (NLL over the context and
+    forecast positions, ``future_only=False``). A model that averages over the forecast only fails here (GluonTS's
+    forecast-only loss differs), and so does one that unrolls one step more (it reads a value before the window)."""
+    torch.manual_seed(11)
+    theirs = _gluonts_deepar(LC, LONG_LAGS)
+    ours = DeepAR(LC + max(LONG_LAGS) - 1, LF, lags=LONG_LAGS).double()
+    assert theirs._past_length == ours.context_length
+    _copy_deepar(ours, theirs)
+    window, forecast = _windows(ours.context_length, 12), _windows(LF, 13)
+    observed = torch.ones_like(window)
+    torch.testing.assert_close(ours(window, forecast), _deepar_loss(theirs, window, forecast, observed), **TOL)
+    forecast_only = _deepar_loss(theirs, window, forecast, observed, future_only=True)
+    assert float((forecast_only - ours(window, forecast)).detach().abs().min()) > 1e-6

@@ -1,5 +1,5 @@
 """The forecasters as GluonTS builds them: GluonTS's init, scale-free scaling, DeepAR keeps every lag and the
-accountant sees L_C + max lag. (Equal outputs for equal weights against gluonts.torch's modules:
+accountant sees L_C + max lag - 1 (GluonTS's past_length). (Equal outputs for equal weights against gluonts.torch's modules:
 tests/integrations/test_gluonts_models.py.)"""
 import math
 
@@ -67,32 +67,33 @@ def test_models_are_scale_free(name):
 
 
 def test_deepar_keeps_every_lag_and_reads_its_whole_window():
-    """DeepAR with traffic's 28 lags on a context of L_C + max lag = 192 + 169 keeps all 28; the oldest value (read
-    only by lag 169 at the first unrolled position) has a non-zero gradient of the loss and a value before it would be
-    out of reach; a lag that does not fit is refused."""
+    """DeepAR with traffic's 28 lags on a context of L_C + max lag - 1 = 192 + 168 (GluonTS's past_length) keeps all
+    28; the oldest value (read only by lag 169 at the first unrolled position, which predicts the second of the L_C
+    context values) has a non-zero gradient of the loss, so the window holds nothing unread; a lag longer than the
+    window is refused."""
     lc = PAPER["traffic"].context_length
     assert lc == 192
     torch.manual_seed(0)
-    model = DeepAR(lc + max(LONG_LAGS), 4, lags=LONG_LAGS).double()
+    model = DeepAR(lc + max(LONG_LAGS) - 1, 4, lags=LONG_LAGS).double()
     assert model.lags == LONG_LAGS and len(model.lags) == 28
     g = torch.Generator().manual_seed(1)
-    context = (10 + torch.rand(2, lc + 169, generator=g, dtype=torch.float64)).requires_grad_(True)
+    context = (10 + torch.rand(2, lc + 168, generator=g, dtype=torch.float64)).requires_grad_(True)
     forecast = 10 + torch.rand(2, 4, generator=g, dtype=torch.float64)
     model(context, forecast).sum().backward()
     assert bool((context.grad[:, 0] != 0).all())
     with pytest.raises(ValueError, match="lags must be in"):
-        DeepAR(169, 4, lags=LONG_LAGS)
+        DeepAR(168, 4, lags=LONG_LAGS)
 
 
 def test_the_accountant_sees_deepars_whole_window():
-    """A DeepAR cell's configuration has context length L_C + max lag (the shipped data: 6 + 6), the other models L_C;
-    k = L_C + max lag + L_F windows hold a changed element (event level, long series)."""
+    """A DeepAR cell's configuration has context length L_C + max lag - 1 (the shipped data: 6 + 6 - 1), the other
+    models L_C; k = L_C + max lag - 1 + L_F windows hold a changed element (event level, long series)."""
     settings = GridSettings(epochs=1, n_samples=10, device="cpu")
     deepar = cell_config(Cell("deepar", 1.0, 0, "1-event", "wor"), settings)
     ff = cell_config(Cell("simple-ff", 1.0, 0, "1-event", "wor"), settings)
     assert ff.context_length == SHIPPED_SPEC.context_length == 6
-    assert deepar.context_length == 6 + max(SHIPPED_SPEC.lags) == 12
-    assert deepar.k == min(12 + 6, deepar.T) and ff.k == min(6 + 6, ff.T)
+    assert deepar.context_length == 6 + max(SHIPPED_SPEC.lags) - 1 == 11
+    assert deepar.k == min(11 + 6, deepar.T) and ff.k == min(6 + 6, ff.T)
 
 
 def test_shuffled_epochs_are_the_official_codes_and_the_accountant_counts_them():
