@@ -288,9 +288,16 @@ class DeepAR(nn.Module):
 
     With equal weights, tsdp's loss and laws are those of GluonTS's ``DeepARModel(context_length=L_C, lags_seq=lags,
     num_layers=2, hidden_size=40, dropout_rate=0, scaling=True)`` on the same window with zero covariates
-    (tests/integrations/test_gluonts_models.py). One difference remains: GluonTS's LSTM input also holds the
-    frequency's time features and an age feature (hourly data: 4 + 1, 10-minute data: 5 + 1) and a static real 0
-    (which adds nothing); tsdp's series carry no timestamps, so its input has no time features.
+    (tests/integrations/test_gluonts_models.py). Two differences remain, both because tsdp's windows carry values
+    only:
+
+    1. GluonTS's LSTM input also holds the frequency's time features and an age feature (hourly data: 4 + 1,
+       10-minute data: 5 + 1) and a static real 0 (which adds nothing); tsdp's series carry no timestamps, so its
+       input has no time features.
+    2. Algorithm 4's front padding: GluonTS marks padded values unobserved, leaves them out of the scale and zeroes
+       their terms of the loss; tsdp's padding is zeros that count as observed (in the scale, and as context
+       targets of the loss), as for the other models' scale. Only windows that start in the padding differ.
+
     (And the ``default_scale`` 1.0 of an all-zero context, module docstring.)
     """
 
