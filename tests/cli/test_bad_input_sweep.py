@@ -178,6 +178,21 @@ def test_known_bad_inputs(row, files):
     assert "nan" not in line.split("(got")[0], line  # "give --delta >= nan" was the old answer
 
 
+def test_train_refuses_a_context_of_0_before_calibrating_sigma(monkeypatch):
+    """With --epsilon and no --sigma, σ's calibration runs (with a progress bar on a terminal) before training; a
+    context length of 0, which the accountant allows, is refused before it: one line, no calibration."""
+    import importlib
+
+    training = importlib.import_module("tsdp.training.train")
+
+    calls = []
+    monkeypatch.setattr(training, "fit_budget", lambda *a, **k: calls.append(a))
+    code, _, err = run_cli(["train", "--context-length", "0", "--epochs", "1", "--epsilon", "2", "--delta", "1e-5",
+                            *SMALL])
+    assert code == 2 and "--context-length" in err and "\n" not in err.strip(), err
+    assert calls == []
+
+
 def test_epochs_error_names_epochs_not_steps():
     code, _, err = run_cli(["epsilon", "--epochs", "1000000000", "--delta", "1e-5"])
     assert code == 2 and "--steps" not in error_line(err)

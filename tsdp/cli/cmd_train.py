@@ -132,14 +132,16 @@ def add_parsers(sub, command) -> None:
             raise UsageError("invalid --warmup-sigma: it needs --warmup-steps S > 0")
         if args.epochs is not None and args.epochs < 1:
             raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
-        fit = fit_sigma(args)
-        config = config_from_args(args)
         for flag, value in (("--clip", args.clip), ("--lr", args.lr)):
             if not (math.isfinite(value) and value > 0):
                 raise UsageError(f"invalid {flag}: must be > 0 (got {value})")
-
+        if args.context_length < 1:  # before σ's calibration, which the accountant allows at L_C = 0
+            raise UsageError(f"invalid --context-length: must be >= 1 to train a forecaster (it reads the last L_C "
+                             f"values) (got {args.context_length})")
         if args.save is not None:
             check_output_path("save", args.save)  # before the run, not after it
+        fit = fit_sigma(args)
+        config = config_from_args(args)
         from tsdp.training.train import train
         from tsdp.theorems.config import ConfigError
 
