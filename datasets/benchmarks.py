@@ -29,7 +29,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .series import DataError, SeriesData
+from .series import DataError, SeriesData, last_values
 
 CLIP = 1e-4
 """The paper's clipping norm C (all datasets)."""
@@ -199,13 +199,9 @@ class Windows:
     def count(self) -> int:
         return len(self.histories)
 
-    def contexts(self, context_length: int) -> np.ndarray:
-        """The last L_C values of every history, front-padded with zeros like Algorithm 4: (M, L_C)."""
-        out = np.zeros((self.count, context_length))
-        for i, h in enumerate(self.histories):
-            tail = h[-context_length:]
-            out[i, context_length - len(tail):] = tail
-        return out
+    def contexts(self, context_length: int, fill: float = 0.0) -> np.ndarray:
+        """The last L_C values of every history, front-padded like Algorithm 4 with ``fill`` (M, L_C)."""
+        return last_values(self.histories, context_length, fill)
 
 
 @dataclass(frozen=True)

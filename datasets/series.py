@@ -51,6 +51,16 @@ class SeriesData:
         return train, np.stack([s[-forecast_length:] for s in self.series])
 
 
+def last_values(histories: Sequence[np.ndarray], context_length: int, fill: float = 0.0) -> np.ndarray:
+    """The last L_C values of every history, front-padded with ``fill`` like Algorithm 4 (its zeros, or a model's
+    unobserved value): (M, L_C) float64."""
+    out = np.full((len(histories), context_length), fill, dtype=np.float64)
+    for i, h in enumerate(histories):
+        tail = np.asarray(h)[len(h) - min(len(h), context_length):]
+        out[i, context_length - len(tail):] = tail
+    return out
+
+
 def observed(values: np.ndarray, source: str, name, rows: Sequence) -> np.ndarray:
     """The series without leading / trailing missing values; a missing value inside it is refused (the loaders' rule,
     :mod:`datasets.formats`): ``rows`` label the values in the error."""

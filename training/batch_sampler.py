@@ -63,6 +63,9 @@ class WindowDataset(torch.utils.data.Dataset):
             your series.
         generator: With augmentation (σ_C or σ_F > 0, Section 4 / Theorem G.1) every cropped window gets
             fresh Gaussian noise from it (default: a generator seeded 0).
+        padding: The value of Algorithm 4's front padding (default 0, its zeros). For tsdp's forecasters give
+            ``tsdp.training.windows.padding_of(model)``: their unobserved value, as tsdp's loop pads for them
+            (they leave it out of their scale and loss, as GluonTS's models leave their padding out).
 
     Raises:
         ConfigError: The number of series is not N, a series is shorter than L, or a series is not a 1-D array
@@ -74,7 +77,8 @@ class WindowDataset(torch.utils.data.Dataset):
         generator: The augmentation noise's generator.
     """
 
-    def __init__(self, series: Sequence, config: TrainingConfig, *, generator: Optional[torch.Generator] = None):
+    def __init__(self, series: Sequence, config: TrainingConfig, *, generator: Optional[torch.Generator] = None,
+                 padding: float = 0.0):
         arrays = [np.asarray(s, dtype=np.float64) for s in series]
         if len(arrays) != config.N:
             raise ConfigError("N", f"the data holds {len(arrays)} series (use tsdp.training.batch_sampler.fit_lengths)",
@@ -89,7 +93,7 @@ class WindowDataset(torch.utils.data.Dataset):
                 raise ConfigError("series", f"series {i} must be a 1-D array of finite values")
         self.config = config
         self.lengths = tuple(lengths)
-        self.padded, _ = pad_series([torch.as_tensor(a) for a in arrays], config.context_length)
+        self.padded, _ = pad_series([torch.as_tensor(a) for a in arrays], config.context_length, padding)
         self.n_starts = window_starts(torch.as_tensor(lengths), config.forecast_length)
         self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
 

@@ -12,11 +12,13 @@ its teacher-forced context steps);
 
 Inputs are mean-scaled as GluonTS scales them, with no learned parameter. simple-ff uses GluonTS's
 SimpleFeedForward scaling (``mean_abs_scaling``: mean |context| clamped at 1e-5); DLinear, iTransformer and
-DeepAR use GluonTS's ``MeanScaler`` (mean |context|, over DeepAR's last L_C values, a ``default_scale``
-where that context is all zero, then clamped at ``minimum_scale`` 1e-10). GluonTS's ``MeanScaler`` without a
-``default_scale`` takes a batch mean there, a cross-sample statistic that per-sample clipping
-cannot bound, so tsdp's is a fixed 1.0 (GluonTS's ``default_scale`` option); here an all-zero context
-is Algorithm 4's front padding, GluonTS's unobserved values. simple-ff and DLinear are scale-free (data × c
+DeepAR use GluonTS's ``MeanScaler`` (mean |context| over the observed values, over DeepAR's last L_C values, a
+``default_scale`` where none is observed, then clamped at ``minimum_scale`` 1e-10). GluonTS's ``MeanScaler``
+without a ``default_scale`` takes a batch mean there, a cross-sample statistic that per-sample clipping cannot
+bound, so tsdp's is a fixed 1.0 (GluonTS's ``default_scale`` option), also where every observed value is 0
+(GluonTS: 1e-10). A context's unobserved values are :data:`UNOBSERVED` (NaN, GluonTS's convention): tsdp's loop
+pads windows with it for these models (their ``padding``), as GluonTS marks its padding unobserved; a window
+padded with zeros (a user's ``DataLoader``) is read as observed zeros. simple-ff and DLinear are scale-free (data × c
 gives the same forecasts × c above the floor); iTransformer and DeepAR feed log(scale) to their networks, as
 GluonTS's do, so they see the data's level.
 
@@ -83,15 +85,33 @@ DEFAULT_SCALE = 1.0
 """DeepAR's scale of an all-zero context (GluonTS ``MeanScaler``'s ``default_scale``; module docstring)."""
 
 
-def mean_abs_scale(context: torch.Tensor) -> torch.Tensor:
-    """GluonTS SimpleFeedForward's ``mean_abs_scaling``: mean |context| clamped at 1e-5, shape (B, 1)."""
+UNOBSERVED = math.nan
+"""The value of an unobserved position of a window: Algorithm 4's front padding in tsdp's own loop
+(:attr:`DirectForecaster.padding`). GluonTS's convention: its ``AddObservedValuesIndicator`` reads NaN as
+unobserved, imputes 0 and passes the indicator (``past_observed_values``) to the model."""
+
+
+def observed_values(context: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(values, observed) of a context: unobserved (:data:`UNOBSERVED`) positions as 0 and the 0/1 indicator of the
+    observed ones, GluonTS's ``past_target`` and ``past_observed_values``."""
+    observed = ~torch.isnan(context)
+    return torch.where(observed, context, torch.zeros_like(context)), observed.to(context.dtype)
+
+
+def mean_abs_scale(context: torch.Tensor, observed: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """GluonTS SimpleFeedForward's ``mean_abs_scaling``: mean |context| clamped at 1e-5, shape (B, 1). It reads no
+    observed indicator (GluonTS's model takes ``past_target`` only): unobserved values count as their 0."""
     return context.abs().mean(dim=-1, keepdim=True).clamp_min(MIN_SCALE_FF)
 
 
-def mean_scale(context: torch.Tensor) -> torch.Tensor:
-    """GluonTS ``MeanScaler`` (keepdim, every value observed): mean |context|, :data:`DEFAULT_SCALE` where the
-    context is all zero, clamped at :data:`MIN_SCALE`; shape (B, 1); no batch statistics."""
-    mean = context.abs().mean(dim=-1, keepdim=True)
+def mean_scale(context: torch.Tensor, observed: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """GluonTS ``MeanScaler`` (keepdim): mean |context| over the ``observed`` positions (all by default),
+    :data:`DEFAULT_SCALE` where none is observed or every observed value is 0, clamped at :data:`MIN_SCALE`;
+    shape (B, 1); no batch statistics."""
+    if observed is None:
+        observed = torch.ones_like(context)
+    count = observed.sum(dim=-1, keepdim=True)
+    mean = (context.abs() * observed).sum(dim=-1, keepdim=True) / count.clamp_min(1.0)
     return torch.where(mean > 0, mean, torch.full_like(mean, DEFAULT_SCALE)).clamp_min(MIN_SCALE)
 
 
@@ -99,10 +119,13 @@ class DirectForecaster(nn.Module):
     """A model whose L_F Student-t laws are conditionally independent given the context.
 
     Subclasses implement ``features(scaled_context, scale) -> (B, L_F, h)`` and may set ``scaler`` (the
-    scale of a context, (B, 1); by default :func:`mean_abs_scale`).
+    scale of a context's values given its observed indicator, (B, 1); by default :func:`mean_abs_scale`). The
+    context's unobserved positions (:data:`UNOBSERVED`) enter the features as 0, as GluonTS imputes them.
     """
 
     scaler = staticmethod(mean_abs_scale)
+    padding = UNOBSERVED
+    """What tsdp's loop puts in a window's front padding for this model (GluonTS's unobserved values)."""
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int):
         super().__init__()
@@ -114,8 +137,9 @@ class DirectForecaster(nn.Module):
 
     def distribution(self, context: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(ν, loc, scale), each (B, L_F), in the data's units."""
-        scale = self.scaler(context)
-        df, loc, s = self.head(self.features(context / scale, scale))
+        values, observed = observed_values(context)
+        scale = self.scaler(values, observed)
+        df, loc, s = self.head(self.features(values / scale, scale))
         return df, loc * scale, s * scale
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
@@ -288,17 +312,12 @@ class DeepAR(nn.Module):
 
     With equal weights, tsdp's loss and laws are those of GluonTS's ``DeepARModel(context_length=L_C, lags_seq=lags,
     num_layers=2, hidden_size=40, dropout_rate=0, scaling=True)`` on the same window with zero covariates
-    (tests/integrations/test_gluonts_models.py). Two differences remain, both because tsdp's windows carry values
-    only:
-
-    1. GluonTS's LSTM input also holds the frequency's time features and an age feature (hourly data: 4 + 1,
-       10-minute data: 5 + 1) and a static real 0 (which adds nothing); tsdp's series carry no timestamps, so its
-       input has no time features.
-    2. Algorithm 4's front padding: GluonTS marks padded values unobserved, leaves them out of the scale and zeroes
-       their terms of the loss; tsdp's padding is zeros that count as observed (in the scale, and as context
-       targets of the loss), as for the other models' scale. Only windows that start in the padding differ.
-
-    (And the ``default_scale`` 1.0 of an all-zero context, module docstring.)
+    (tests/integrations/test_gluonts_models.py), front padding included: tsdp's loop pads with :data:`UNOBSERVED`,
+    which the scale leaves out and whose terms of the loss are 0, as GluonTS treats its padding (unobserved).
+    One difference remains: GluonTS's LSTM input also holds the frequency's time features and an age feature
+    (hourly data: 4 + 1, 10-minute data: 5 + 1) and a static real 0 (which adds nothing); tsdp's series carry no
+    timestamps, so its input has no time features. (And the ``default_scale`` 1.0 of a context without an
+    observed non-zero value, module docstring.)
     """
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 40, n_layers: int = 2,
@@ -324,8 +343,11 @@ class DeepAR(nn.Module):
         self.rnn = _LSTM(len(lags) + 2, hidden, n_layers)
         self.head = StudentTHead(hidden)
 
-    def _scale(self, context: torch.Tensor) -> torch.Tensor:
-        return mean_scale(context[:, self.first - 1:])
+    padding = UNOBSERVED
+    """What tsdp's loop puts in a window's front padding for this model (GluonTS's unobserved values)."""
+
+    def _scale(self, values: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
+        return mean_scale(values[:, self.first - 1:], observed[:, self.first - 1:])
 
     def _unroll(self, series: torch.Tensor, positions: range, log_scale: torch.Tensor, state):
         """LSTM outputs (B, len(positions), h) at ``positions`` of the scaled ``series`` and the state after them."""
@@ -337,20 +359,23 @@ class DeepAR(nn.Module):
         return outputs, state
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
-        scale = self._scale(context)
-        window = torch.cat([context, forecast], dim=-1)
+        values, observed = observed_values(context)
+        scale = self._scale(values, observed)
+        window = torch.cat([values, forecast], dim=-1)
         positions = range(self.first, self.context_length + self.forecast_length)
         outputs, _ = self._unroll(window / scale, positions, torch.log(scale),
                                   self.rnn.initial_state(context.shape[0], context))
         df, loc, s = self.head(torch.stack(outputs, dim=1))
-        return student_t_nll(window[:, self.first:], df, loc * scale, s * scale).mean(dim=-1)
+        nll = student_t_nll(window[:, self.first:], df, loc * scale, s * scale)
+        return (nll * torch.cat([observed, torch.ones_like(forecast)], dim=-1)[:, self.first:]).mean(dim=-1)
 
     @torch.no_grad()
     def sample(self, context: torch.Tensor, n_samples: int, generator: torch.Generator) -> torch.Tensor:
         b = context.shape[0]
-        scale = self._scale(context).repeat_interleave(n_samples, dim=0)
+        values, observed = observed_values(context)
+        scale = self._scale(values, observed).repeat_interleave(n_samples, dim=0)
         log_scale = torch.log(scale)
-        series = context.repeat_interleave(n_samples, dim=0) / scale
+        series = values.repeat_interleave(n_samples, dim=0) / scale
         _, state = self._unroll(series, range(self.first, self.context_length), log_scale,
                                 self.rnn.initial_state(series.shape[0], series))
         for p in range(self.context_length, self.context_length + self.forecast_length):

@@ -24,7 +24,7 @@ from tsdp.verify.accountant import PldAccountant, max_steps
 from tsdp.verify.events import ledger_summary, step_event, training_event, unit_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
-from tsdp.datasets.series import SeriesData
+from tsdp.datasets.series import SeriesData, last_values
 
 from .metrics import (BYTES_PER_SAMPLE_STEP, crps_from_quantiles, crps_scale, point_crps, sample_quantiles,
                       seasonal_naive)
@@ -32,7 +32,7 @@ from .models import make_model
 from .result import CheckpointSelection, TrainResult
 from .samplers import make_sampler
 from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
-from .windows import augment, gather_windows, pad_series, split_window
+from .windows import augment, gather_windows, pad_series, padding_of, split_window
 
 
 def resolve_device(device: str) -> torch.device:
@@ -45,15 +45,6 @@ def resolve_device(device: str) -> torch.device:
         return torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ConfigError("device", "must be auto, cpu or cuda[:N]", device) from exc
-
-
-def _test_contexts(train: SeriesData, context_length: int) -> torch.Tensor:
-    """The last L_C training values of every series, front-padded with zeros like Algorithm 4: (N, L_C)."""
-    out = torch.zeros(train.N, context_length)
-    for n, s in enumerate(train.series):
-        tail = s[-context_length:]
-        out[n, context_length - len(tail):] = torch.as_tensor(tail, dtype=torch.float32)
-    return out
 
 
 def evaluate(model: torch.nn.Module, contexts: torch.Tensor, targets: np.ndarray, *, n_samples: int,
@@ -255,10 +246,9 @@ def train(
         raise ConfigError("warmup_steps", "gradient canaries follow one batching from the first step: no warm-up")
     if split is not None:
         train_data, targets, histories = split.train, split.test.targets, split.test.histories
-        test_contexts = torch.as_tensor(split.test.contexts(config.context_length), dtype=torch.float32)
     else:
         train_data, targets = data.split(config.forecast_length)
-        histories, test_contexts = train_data.series, _test_contexts(train_data, config.context_length)
+        histories = train_data.series
     if train_data.N != config.N:
         raise ConfigError("N", f"the data has {train_data.N} series (set --N {train_data.N})", config.N)
     try:
@@ -316,8 +306,10 @@ def train(
     opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr, weight_decay=weight_decay)
     if canaries is not None:
         canaries.attach(model.parameters())
-    padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length)
+    fill = padding_of(model)
+    padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length, fill)
     padded = padded.to(dev)
+    test_contexts = torch.as_tensor(last_values(histories, config.context_length, fill), dtype=torch.float32)
 
     untrained = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev)
     checkpoint = _Checkpoints(model, split, config.context_length, dev,
@@ -386,7 +378,8 @@ class _Checkpoints:
 
     def __init__(self, model, split, context_length: int, device, every: int):
         self.model, self.every = model, max(1, int(every))
-        self.contexts = torch.as_tensor(split.validation.contexts(context_length), dtype=torch.float32).to(device)
+        self.contexts = torch.as_tensor(split.validation.contexts(context_length, padding_of(model)),
+                                        dtype=torch.float32).to(device)
         self.targets = torch.as_tensor(split.validation.targets, dtype=torch.float32).to(device)
         self.best, self.best_step, self.state = validation_loss(model, self.contexts, self.targets), 0, None
         self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -14,14 +14,23 @@ import torch
 from tsdp.theorems.config import window_starts
 
 
-def pad_series(series: Sequence[torch.Tensor], context_length: int) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Front-pad every series with L_C zeros (Algorithm 4, prepend_zeros) into one (N, L_C + L_max) tensor.
+def padding_of(model: torch.nn.Module) -> float:
+    """The value a window's front padding holds for ``model``: its ``padding`` attribute (tsdp's forecasters:
+    :data:`tsdp.training.models.UNOBSERVED`, GluonTS's unobserved values), else 0 (Algorithm 4's zeros)."""
+    return float(getattr(model, "padding", 0.0))
+
+
+def pad_series(series: Sequence[torch.Tensor], context_length: int,
+               fill: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Front-pad every series with L_C values ``fill`` (Algorithm 4, prepend_zeros; :func:`padding_of` a model)
+    into one (N, L_C + L_max) tensor (after a shorter series' end: zeros, never inside a window).
 
     Returns (padded, lengths) with lengths the original lengths L_n (long, shape (N,)).
     """
     lengths = torch.tensor([len(s) for s in series], dtype=torch.long)
     width = context_length + int(lengths.max())
     padded = torch.zeros(len(series), width, dtype=torch.float32)
+    padded[:, :context_length] = fill
     for n, s in enumerate(series):
         padded[n, context_length : context_length + len(s)] = torch.as_tensor(s, dtype=torch.float32)
     return padded, lengths

@@ -32,7 +32,7 @@ from tsdp.datasets.series import SeriesData
 from tsdp.training.models import make_model
 from tsdp.training.step import per_sample_gradients
 from tsdp.training.train import resolve_device, train
-from tsdp.training.windows import gather_windows, pad_series, split_window
+from tsdp.training.windows import gather_windows, pad_series, padding_of, split_window
 
 from .certified import ScoreBound
 from .spikes import canary_windows, place_canaries, with_canaries
@@ -152,7 +152,8 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
         init_model = make_model(model_name, config.context_length, config.forecast_length)
     full = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     train_part, _ = full.split(config.forecast_length)
-    padded, lengths = pad_series([torch.as_tensor(s) for s in train_part.series], config.context_length)
+    padded, lengths = pad_series([torch.as_tensor(s) for s in train_part.series], config.context_length,
+                                 padding_of(model))  # the windows as the training loop padded them
     black, white = _scores(model, init_model, padded, window_starts(lengths, config.forecast_length), config, series,
                            position)
     bounds = certify({"loss": black, "gradient": white}, included, delta, confidence)

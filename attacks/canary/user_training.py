@@ -65,7 +65,7 @@ from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_d
 
 from tsdp.datasets.series import SeriesData
 from tsdp.training.train import FLOAT32_MAX, resolve_device
-from tsdp.training.windows import every_window, gather_windows, pad_series, split_window
+from tsdp.training.windows import every_window, gather_windows, pad_series, padding_of, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .audit_result import EngineRun, GradientRun, TrainingAudit
@@ -200,8 +200,9 @@ def spike_evidence(train: Callable[[list], object], base: SeriesData, config: Tr
     seq, start, valid = canary_windows(config, series, position, window_starts(lengths, config.forecast_length))
     flat = valid.reshape(-1)
     losses = []
-    for version in (base, every):
-        padded, _ = pad_series([torch.as_tensor(s) for s in version.series], config.context_length)
+    for version in (base, every):  # padded as tsdp's loop pads for the model (its unobserved value, else zeros)
+        padded, _ = pad_series([torch.as_tensor(s) for s in version.series], config.context_length,
+                               padding_of(model))
         windows = gather_windows(padded, seq.reshape(-1)[flat], start.reshape(-1)[flat], config.window_length)
         context, forecast = split_window(windows, config.context_length)
         per_window = np.zeros(flat.numel())

@@ -21,6 +21,7 @@ from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_
 from tsdp.datasets.series import synthetic
 from tsdp.training.models import make_model
 from tsdp.training.step import apply_gradient, private_gradient
+from tsdp.training.windows import padding_of
 from tsdp.theorems.config import TrainingConfig
 
 DATA = synthetic(10, 1001, seed=0, noise=2.0)  # noisy series: distinctive contexts
@@ -188,7 +189,7 @@ def test_neural_training_without_noise_gives_a_clearly_positive_bound(one_thread
         torch.manual_seed(0)
         model = make_model("deepar", config.context_length, config.forecast_length, lags=range(1, 9))
         opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-        ds = WindowDataset(series, config)
+        ds = WindowDataset(series, config, padding=padding_of(model))  # the padding tsdp's loop gives DeepAR
         loader = DataLoader(ds, batch_sampler=BiLevelBatchSampler(ds, generator=torch.Generator().manual_seed(0)),
                             collate_fn=ds.collate)
         done = 0

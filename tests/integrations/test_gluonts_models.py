@@ -15,7 +15,7 @@ ff_module = pytest.importorskip("gluonts.torch.model.simple_feedforward.module")
 it_module = pytest.importorskip("gluonts.torch.model.i_transformer.module")
 
 from tsdp.datasets.benchmarks import LONG_LAGS
-from tsdp.training.models import DeepAR, DLinear, ITransformer, SimpleFeedForward
+from tsdp.training.models import UNOBSERVED, DeepAR, DLinear, ITransformer, SimpleFeedForward
 
 LC, LF = 24, 6
 """The official configs' shape: relative_context_length 8 × prediction length (3 × 8 = 24 here, kept small)."""
@@ -33,6 +33,22 @@ def _windows(length, seed, zero_row=False):
     if zero_row:
         x[0] = 0.0
     return x
+
+
+def _front_padded(context, pads):
+    """Algorithm 4's front padding of row i over its first ``pads[i]`` values, as each side writes it: tsdp's loop
+    puts ``UNOBSERVED`` (NaN) there; GluonTS's ``InstanceSplitter`` puts 0 with ``past_observed_values`` 0.
+    Returns (tsdp's context, GluonTS's context, GluonTS's observed indicator)."""
+    observed = torch.ones_like(context)
+    for row, pad in enumerate(pads):
+        observed[row, :pad] = 0.0
+    zeros = context * observed
+    return torch.where(observed > 0, context, torch.full_like(context, UNOBSERVED)), zeros, observed
+
+
+PADS = (0, 3, LC // 2, LC - 1, 1)
+"""Padded values per row: none, a few, half, all but one (never all: there GluonTS's MeanScaler without a
+default_scale takes the batch's mean, tsdp's the fixed 1.0; models.py's docstring)."""
 
 
 def _copy_head(head, args_proj):
@@ -75,12 +91,16 @@ def test_simple_ff_equals_gluonts():
     args, loc, scale = theirs(context)
     loss = theirs.loss(context, forecast, torch.ones_like(forecast))
     _assert_same_law(ours, context, forecast, args, loc, scale, loss)
+    padded, zeros, _ = _front_padded(_windows(LC, 4), PADS)  # GluonTS's model reads no indicator: padding is 0
+    args, loc, scale = theirs(zeros)
+    _assert_same_law(ours, padded, forecast, args, loc, scale, theirs.loss(zeros, forecast, torch.ones_like(forecast)))
 
 
 def test_dlinear_equals_gluonts():
     """DLinearModel(hidden_dimension=20, kernel_size=25, scaling="mean") (official); mapping: ``linear_seasonal`` →
     ``seasonal``, ``linear_trend`` → ``trend``, ``args_proj`` → ``head``. No all-zero context: there GluonTS's
-    MeanScaler takes the batch's mean scale and tsdp 1.0 (models.py's docstring)."""
+    MeanScaler takes the batch's mean scale and tsdp 1.0 (models.py's docstring). Front-padded windows: the scale
+    is the mean over the observed values."""
     torch.manual_seed(5)
     theirs = d_linear_module.DLinearModel(prediction_length=LF, context_length=LC, hidden_dimension=20,
                                           kernel_size=25, scaling="mean").double()
@@ -89,11 +109,12 @@ def test_dlinear_equals_gluonts():
         _copy(ours.seasonal, theirs.linear_seasonal)
         _copy(ours.trend, theirs.linear_trend)
         _copy_head(ours.head, theirs.args_proj)
-    context, forecast = _windows(LC, 6), _windows(LF, 7)
-    observed = torch.ones_like(context)
-    args, loc, scale = theirs(context, observed)
-    loss = theirs.loss(context, observed, forecast, torch.ones_like(forecast))
-    _assert_same_law(ours, context, forecast, args, loc, scale, loss)
+    forecast = _windows(LF, 7)
+    for pads in ((0,) * 5, PADS):
+        context, zeros, observed = _front_padded(_windows(LC, 6), pads)
+        args, loc, scale = theirs(zeros, observed)
+        loss = theirs.loss(zeros, observed, forecast, torch.ones_like(forecast))
+        _assert_same_law(ours, context, forecast, args, loc, scale, loss)
 
 
 def test_itransformer_equals_gluonts():
@@ -121,12 +142,14 @@ def test_itransformer_equals_gluonts():
         _copy(ours.norm, theirs.encoder.norm)
         _copy(ours.project, theirs.projection)
         _copy_head(ours.head, theirs.args_proj)
-    context, forecast = _windows(LC, 8), _windows(LF, 9)
-    observed = torch.ones_like(context)[..., None]
-    args, loc, scale = theirs(context[..., None], observed)
-    args = [a[..., 0] for a in args]
-    loss = theirs.loss(context[..., None], observed, forecast[..., None], torch.ones_like(forecast)[..., None])
-    _assert_same_law(ours, context, forecast, args, loc[..., 0], scale[..., 0], loss.mean(dim=-1))
+    forecast = _windows(LF, 9)
+    for pads in ((0,) * 5, PADS):
+        context, zeros, observed = _front_padded(_windows(LC, 8), pads)
+        zeros, observed = zeros[..., None], observed[..., None]
+        args, loc, scale = theirs(zeros, observed)
+        args = [a[..., 0] for a in args]
+        loss = theirs.loss(zeros, observed, forecast[..., None], torch.ones_like(forecast)[..., None])
+        _assert_same_law(ours, context, forecast, args, loc[..., 0], scale[..., 0], loss.mean(dim=-1))
 
 
 def _gluonts_deepar(context_length, lags):
@@ -173,8 +196,9 @@ def _copy_deepar(ours, theirs):
 def test_deepar_equals_gluonts():
     """tsdp's DeepAR on a window of L_C + max lag - 1 values with the official 28 lags is GluonTS's DeepARModel at
     context_length L_C (its ``past_length``) with zero covariates: the same training loss (NLL over the context and
-    forecast positions, ``future_only=False``). A model that averages over the forecast only fails here (GluonTS's
-    forecast-only loss differs), and so does one that unrolls one step more (it reads a value before the window)."""
+    forecast positions, ``future_only=False``), also on front-padded windows (padded values out of the scale and
+    the loss). A model that averages over the forecast only fails here (GluonTS's forecast-only loss differs), and so
+    does one that unrolls one step more (it reads a value before the window)."""
     torch.manual_seed(11)
     theirs = _gluonts_deepar(LC, LONG_LAGS)
     ours = DeepAR(LC + max(LONG_LAGS) - 1, LF, lags=LONG_LAGS).double()
@@ -185,3 +209,6 @@ def test_deepar_equals_gluonts():
     torch.testing.assert_close(ours(window, forecast), _deepar_loss(theirs, window, forecast, observed), **TOL)
     forecast_only = _deepar_loss(theirs, window, forecast, observed, future_only=True)
     assert float((forecast_only - ours(window, forecast)).detach().abs().min()) > 1e-6
+    w = ours.context_length  # front padding: into the lags only, up to the scaled L_C, all but one value
+    padded, zeros, observed = _front_padded(window, (0, 5, w - LC + 3, w - 1, 100))
+    torch.testing.assert_close(ours(padded, forecast), _deepar_loss(theirs, zeros, forecast, observed), **TOL)

@@ -1,16 +1,18 @@
 """The forecasters as GluonTS builds them: GluonTS's init, scale-free scaling, DeepAR keeps every lag and the
-accountant sees L_C + max lag - 1 (GluonTS's past_length). (Equal outputs for equal weights against gluonts.torch's modules:
+accountant sees L_C + max lag - 1 (GluonTS's past_length), the loop's padding unobserved. (Equal outputs for equal weights against gluonts.torch's modules:
 tests/integrations/test_gluonts_models.py.)"""
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from tsdp.datasets.benchmarks import LONG_LAGS, PAPER, SHIPPED_SPEC
+from tsdp.datasets.series import SeriesData
 from tsdp.experiments.cells import cell_config
 from tsdp.experiments.grid import Cell, GridSettings
 from tsdp.training.models import DeepAR, make_model
-from tsdp.theorems.config import ConfigError
+from tsdp.theorems.config import ConfigError, TrainingConfig
 
 
 def _ff_linears(model):
@@ -115,3 +117,37 @@ def test_shuffled_epochs_are_the_official_codes_and_the_accountant_counts_them()
     assert config.with_(drop_last=False).steps_per_epoch == 22
     with pytest.raises(ConfigError, match="top must be shuffle"):
         config.with_(top="wor")
+
+
+def test_the_loop_pads_windows_as_unobserved_for_tsdp_models(monkeypatch):
+    """tsdp's loop fills Algorithm 4's front padding with each model's ``padding``: UNOBSERVED (NaN) for the four
+    forecasters, in the training windows, the test contexts and the validation contexts alike (GluonTS marks its
+    padding unobserved), 0 for a model without one. Series of 5-8 values at L_C = 6: windows start in the padding."""
+    import importlib
+
+    from tsdp.training.models import DLinear, MLP
+    from tsdp.training.windows import pad_series, padding_of
+
+    training = importlib.import_module("tsdp.training.train")
+    assert math.isnan(padding_of(DLinear(6, 2))) and padding_of(MLP(6, 2)) == 0.0
+    padded, _ = pad_series([torch.ones(3)], 2, padding_of(DeepAR(6, 2)))
+    assert torch.isnan(padded[0, :2]).all() and bool((padded[0, 2:] == 1).all())
+    seen = []
+
+    class Spy(DLinear):
+        def forward(self, context, forecast):
+            seen.append(("train", bool(torch.isnan(context).any()), bool(torch.isnan(forecast).any())))
+            return super().forward(context, forecast)
+
+        def sample(self, context, n_samples, generator):
+            seen.append(("test", bool(torch.isnan(context).any()), False))
+            return super().sample(context, n_samples, generator)
+
+    monkeypatch.setattr(training, "make_model", lambda name, lc, lf, **kw: Spy(lc, lf))
+    data = SeriesData(tuple(np.arange(1.0, n + 1.0) for n in (7, 8, 9, 10)))
+    config = TrainingConfig(N=4, L=5, lengths=(5, 6, 7, 8), context_length=6, forecast_length=2, batch_size=4)
+    r = training.train(config, "dlinear", data, epochs=3, private=False, lr=1e-2, device="cpu", progress=False,
+                       n_samples=4)
+    assert math.isfinite(r.crps)
+    assert any(kind == "train" and nan for kind, nan, _ in seen) and any(kind == "test" and nan for kind, nan, _ in seen)
+    assert not any(f for *_, f in seen)  # a forecast is never padding
