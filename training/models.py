@@ -82,7 +82,8 @@ MIN_SCALE_FF = 1e-5
 MIN_SCALE = 1e-10
 """GluonTS ``MeanScaler``'s ``minimum_scale``."""
 DEFAULT_SCALE = 1.0
-"""DeepAR's scale of an all-zero context (GluonTS ``MeanScaler``'s ``default_scale``; module docstring)."""
+"""The ``MeanScaler`` scale of a context without an observed non-zero value (GluonTS ``MeanScaler``'s
+``default_scale``; module docstring)."""
 
 
 UNOBSERVED = math.nan
@@ -320,6 +321,9 @@ class DeepAR(nn.Module):
     observed non-zero value, module docstring.)
     """
 
+    padding = UNOBSERVED
+    """What tsdp's loop puts in a window's front padding for this model (GluonTS's unobserved values)."""
+
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 40, n_layers: int = 2,
                  lags: Optional[Sequence[int]] = None):
         super().__init__()
@@ -342,9 +346,6 @@ class DeepAR(nn.Module):
         nn.init.normal_(self.static.weight)
         self.rnn = _LSTM(len(lags) + 2, hidden, n_layers)
         self.head = StudentTHead(hidden)
-
-    padding = UNOBSERVED
-    """What tsdp's loop puts in a window's front padding for this model (GluonTS's unobserved values)."""
 
     def _scale(self, values: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
         return mean_scale(values[:, self.first - 1:], observed[:, self.first - 1:])
