@@ -125,6 +125,7 @@ def test_the_loop_pads_windows_as_unobserved_for_tsdp_models(monkeypatch):
     padding unobserved), 0 for a model without one. Series of 5-8 values at L_C = 6: windows start in the padding."""
     import importlib
 
+    from tsdp.training.batch_sampler import WindowDataset
     from tsdp.training.models import DLinear, MLP
     from tsdp.training.windows import pad_series, padding_of
 
@@ -132,6 +133,11 @@ def test_the_loop_pads_windows_as_unobserved_for_tsdp_models(monkeypatch):
     assert math.isnan(padding_of(DLinear(6, 2))) and padding_of(MLP(6, 2)) == 0.0
     padded, _ = pad_series([torch.ones(3)], 2, padding_of(DeepAR(6, 2)))
     assert torch.isnan(padded[0, :2]).all() and bool((padded[0, 2:] == 1).all())
+    one = TrainingConfig(N=1, L=8, context_length=3, forecast_length=1, batch_size=1)
+    for padding in (padding_of(DLinear(3, 1)), 0.0):  # a user's DataLoader, padded for tsdp's model or with zeros
+        context, forecast = WindowDataset([np.arange(1.0, 9.0)], one, padding=padding).__getitems__([(0, 0), (0, 3)])
+        assert torch.allclose(context[0], torch.full((3,), padding), equal_nan=True)
+        assert context[1].tolist() == [1.0, 2.0, 3.0] and forecast[:, 0].tolist() == [1.0, 4.0]
     seen = []
 
     class Spy(DLinear):
