@@ -89,7 +89,8 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
         model.load_state_dict(blob["state_dict"])
     except Exception as err:  # noqa: BLE001 - whatever the file holds, it is not a model tsdp wrote
         why = str(err).strip().splitlines()[0][:120] if str(err).strip() else ""
-        raise ValueError(f"{path} is not a model file written by `tsdp train --save` ({type(err).__name__}"
+        raise ValueError(f"{path} is not a model file written by this version's `tsdp train --save` (a model saved "
+                         f"by another version may have other layers; {type(err).__name__}"
                          f"{': ' + why if why else ''})") from err
     model.eval()
     return model, {k: blob[k] for k in ("model", "context_length", "forecast_length")}

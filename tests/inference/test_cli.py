@@ -67,3 +67,21 @@ def test_epsilon_bad_input_exits_2(capsys):
     assert code == 2 and "--r" in err and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "forecast", "epsilon", "--r", "0.5", "--delta", "1e-5", "--epsilon", "1")
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_predict_refuses_a_deepar_file_of_another_version(capsys, tmp_path):
+    """A DeepAR saved before the static category's constant existed (its ``static.weight`` absent) is refused in one
+    line that names the file and says another version may have other layers; the same file complete predicts."""
+    torch.manual_seed(0)
+    path, old = tmp_path / "deepar.pt", tmp_path / "old.pt"
+    save_model(path, make_model("deepar", 4, 2), "deepar", 4, 2)
+    blob = torch.load(path, weights_only=True)
+    del blob["state_dict"]["static.weight"]
+    torch.save(blob, old)
+    common = ["--context-length", "4", "--values", "1", "2", "3", "4", "5", "--epsilon", "4", "--delta", "1e-4",
+              "--samples", "20"]
+    code, out, err = run(capsys, "forecast", "predict", "--model-file", str(old), *common)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert str(old) in err and "another version" in err
+    code, _, _ = run(capsys, "forecast", "predict", "--model-file", str(path), *common)
+    assert code == 0
