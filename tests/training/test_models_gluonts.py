@@ -121,8 +121,9 @@ def test_shuffled_epochs_are_the_official_codes_and_the_accountant_counts_them()
 
 def test_the_loop_pads_windows_as_unobserved_for_tsdp_models(monkeypatch):
     """tsdp's loop fills Algorithm 4's front padding with each model's ``padding``: UNOBSERVED (NaN) for the four
-    forecasters, in the training windows, the test contexts and the validation contexts alike (GluonTS marks its
-    padding unobserved), 0 for a model without one. Series of 5-8 values at L_C = 6: windows start in the padding."""
+    forecasters (GluonTS marks its padding unobserved), 0 for a model without one; here in the training windows and
+    the test contexts (the validation contexts take the same ``padding_of``). Series of 5-8 training values at
+    L_C = 6: windows and test contexts start in the padding."""
     import importlib
 
     from tsdp.training.batch_sampler import WindowDataset
