@@ -88,7 +88,7 @@ DEFAULT_SCALE = 1.0
 
 UNOBSERVED = math.nan
 """The value of an unobserved position of a window: Algorithm 4's front padding in tsdp's own loop
-(:attr:`DirectForecaster.padding`). GluonTS's convention: its ``AddObservedValuesIndicator`` reads NaN as
+(:attr:`Forecaster.padding`). GluonTS's convention: its ``AddObservedValuesIndicator`` reads NaN as
 unobserved, imputes 0 and passes the indicator (``past_observed_values``) to the model."""
 
 
@@ -116,7 +116,14 @@ def mean_scale(context: torch.Tensor, observed: Optional[torch.Tensor] = None) -
     return torch.where(mean > 0, mean, torch.full_like(mean, DEFAULT_SCALE)).clamp_min(MIN_SCALE)
 
 
-class DirectForecaster(nn.Module):
+class Forecaster(nn.Module):
+    """One of tsdp's forecasters: its windows' front padding is :data:`UNOBSERVED` (``padding``)."""
+
+    padding = UNOBSERVED
+    """What tsdp's loop puts in a window's front padding for this model (GluonTS's unobserved values)."""
+
+
+class DirectForecaster(Forecaster):
     """A model whose L_F Student-t laws are conditionally independent given the context.
 
     Subclasses implement ``features(scaled_context, scale) -> (B, L_F, h)`` and may set ``scaler`` (the
@@ -125,8 +132,6 @@ class DirectForecaster(nn.Module):
     """
 
     scaler = staticmethod(mean_abs_scale)
-    padding = UNOBSERVED
-    """What tsdp's loop puts in a window's front padding for this model (GluonTS's unobserved values)."""
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int):
         super().__init__()
@@ -296,7 +301,7 @@ def deepar_window(context_length: int, lags: Sequence[int]) -> int:
     return context_length + max(lags) - 1
 
 
-class DeepAR(nn.Module):
+class DeepAR(Forecaster):
     """DeepAR (Salinas et al. 2020) as GluonTS 0.17's ``DeepARModel`` in the official configuration: a 2-layer LSTM
     (hidden 40) over lagged, mean-scaled values, Student-t output.
 
@@ -320,9 +325,6 @@ class DeepAR(nn.Module):
     timestamps, so its input has no time features. (And the ``default_scale`` 1.0 of a context without an
     observed non-zero value, module docstring.)
     """
-
-    padding = UNOBSERVED
-    """What tsdp's loop puts in a window's front padding for this model (GluonTS's unobserved values)."""
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 40, n_layers: int = 2,
                  lags: Optional[Sequence[int]] = None):
