@@ -6,6 +6,9 @@ optionally gzipped), as the authors' code loads them; the split is GluonTS's tra
 last k·L_F steps of every training series (k forecast windows: 7 for traffic and electricity, 1 for
 solar, as the official code; the appendix text says 5) are held out for validation.
 The test set is GluonTS's: every test entry is one window whose last L_F values are the targets.
+The dataset's ``metadata.json`` gives the step ("freq"), so every series keeps its start
+(:class:`~tsdp.datasets.series.SeriesStart`), and every window the start of the series its history is a
+prefix of (:attr:`Windows.starts`), from which DeepAR's time features are computed.
 
 The data is read from the cache folder (``root``, GluonTS's default ``~/.gluonts/datasets``); when
 it is missing, :func:`load_split` downloads it through GluonTS (``download=True``) or says in one
@@ -22,14 +25,15 @@ maximum epochs; C = 1e-4 and Adam (learning rate 1e-3, weight decay 1e-8) for al
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from .series import DataError, SeriesData, last_values
+from .series import DataError, SeriesData, SeriesStart, check_starts, last_values, normalize_freq
 
 CLIP = 1e-4
 """The paper's clipping norm C (all datasets)."""
@@ -140,6 +144,7 @@ class UserData:
     item_id: Optional[str] = None
     timestamp: Optional[str] = None
     target: Optional[str] = None
+    freq: Optional[object] = None
 
     @property
     def spec(self) -> DatasetSpec:
@@ -162,25 +167,29 @@ def user_split(user: UserData) -> ForecastSplit:
     """The split of a user's file: the last ``test_windows``·L_F values of every series are its test windows
     (rolling, each with every earlier value as history, as GluonTS's test set), the ``validation_windows``·L_F
     before them its validation windows (:func:`hold_out`), the rest its training series; a series too short to keep
-    L_F training values after both is left out (``dropped``). No series left, or an L_F, L_C or season longer than
-    the longest series, is one :class:`DataError` naming the setting."""
+    L_F training values after both is left out (``dropped``). The series keep their starts where the file has a
+    calendar (training series, validation and test windows: the start of their series). No series left, or an L_F,
+    L_C or season longer than the longest series, is one :class:`DataError` naming the setting."""
     from .formats import load_series
 
-    series = load_series(user.source, layout=user.layout, item_id=user.item_id, timestamp=user.timestamp,
-                         target=user.target).series
+    data = load_series(user.source, layout=user.layout, item_id=user.item_id, timestamp=user.timestamp,
+                       target=user.target, freq=user.freq)
+    series = data.series
     spec, f, t = user.spec, user.forecast_length, user.test_windows
     longest = max(len(s) for s in series)
     for name, value in (("forecast_length", f), ("context_length", user.context_length), ("season", user.season)):
         if value > longest:
             raise DataError(name, f"must be at most the longest series' length, {longest} (got {value})")
-    kept = [np.asarray(s, dtype=float) for s in series if len(s) >= (t + spec.validation_windows + 1) * f]
+    keep = [i for i, s in enumerate(series) if len(s) >= (t + spec.validation_windows + 1) * f]
+    kept = [np.asarray(series[i], dtype=float) for i in keep]
+    starts = None if data.starts is None else tuple(data.starts[i] for i in keep)
     if not kept:
         raise DataError("data", f"no series of {user.source} is long enough to hold out {t} test and "
                                 f"{spec.validation_windows} validation windows of L_F = {f} and keep L_F to train "
                                 f"on ({(t + spec.validation_windows + 1) * f} values; the longest has "
                                 f"{max(len(s) for s in series)})")
-    train = SeriesData(tuple(s[: len(s) - t * f] for s in kept))
-    return hold_out(spec, train, last_windows(kept, t, f), dropped=len(series) - len(kept))
+    train = SeriesData(tuple(s[: len(s) - t * f] for s in kept), starts)
+    return hold_out(spec, train, last_windows(kept, t, f, starts), dropped=len(series) - len(kept))
 
 
 def default_root() -> Path:
@@ -190,10 +199,23 @@ def default_root() -> Path:
 
 @dataclass(frozen=True)
 class Windows:
-    """Forecast windows: each a history (every value before it) and its L_F targets (M, L_F)."""
+    """Forecast windows: each a history (every value before it) and its L_F targets (M, L_F).
+
+    Args:
+        histories: the M histories; each is a prefix of its series (position i of the history is position i of the
+            series; its targets are positions ``len(history)`` to ``len(history) + L_F - 1``).
+        targets: (M, L_F) the values that follow each history.
+        starts: None (no calendar), or the :class:`~tsdp.datasets.series.SeriesStart` of the series each history
+            belongs to, one per history (DeepAR's time features of the window's positions are computed from it).
+    """
 
     histories: Tuple[np.ndarray, ...]
     targets: np.ndarray
+    starts: Optional[Tuple[SeriesStart, ...]] = None
+
+    def __post_init__(self):
+        if self.starts is not None:
+            object.__setattr__(self, "starts", check_starts(self.starts, len(self.histories), "history"))
 
     @property
     def count(self) -> int:
@@ -223,40 +245,68 @@ class ForecastSplit:
 
 
 def hold_out(spec: DatasetSpec, train: SeriesData, test: Windows, dropped: int = 0) -> ForecastSplit:
-    """Hold out the last ``spec.validation_windows``·L_F steps of every training series as validation windows."""
+    """Hold out the last ``spec.validation_windows``·L_F steps of every training series as validation windows
+    (their histories are prefixes of the training series: each window has its series' start, as the training
+    series keep theirs)."""
     f, k = spec.forecast_length, spec.validation_windows
     if min(train.lengths) < (k + 1) * f:
         raise DataError(spec.name, f"a training series of length {min(train.lengths)} cannot hold out {k}·L_F = "
                                    f"{k * f} validation steps and keep L_F = {f} to train on")
-    fitted = SeriesData(tuple(s[: len(s) - k * f] for s in train.series))
-    return ForecastSplit(spec, fitted, last_windows(train.series, k, f), test, dropped)
+    fitted = SeriesData(tuple(s[: len(s) - k * f] for s in train.series), train.starts)
+    return ForecastSplit(spec, fitted, last_windows(train.series, k, f, train.starts), test, dropped)
 
 
-def last_windows(series, k: int, f: int) -> Windows:
+def last_windows(series, k: int, f: int, starts: Optional[Sequence[SeriesStart]] = None) -> Windows:
     """The last k windows of L_F = ``f`` values of every series, oldest first, each with every earlier value as its
-    history (GluonTS's rolling test windows)."""
-    histories, targets = [], []
-    for s in series:
+    history (GluonTS's rolling test windows); ``starts`` (one per series, or None): each window gets its series'."""
+    histories, targets, window_starts = [], [], []
+    for n, s in enumerate(series):
         for j in range(k, 0, -1):
             end = len(s) - (j - 1) * f
             histories.append(s[: end - f])
             targets.append(s[end - f: end])
-    return Windows(tuple(histories), np.stack(targets))
+            if starts is not None:
+                window_starts.append(starts[n])
+    return Windows(tuple(histories), np.stack(targets), None if starts is None else tuple(window_starts))
 
 
 def shipped_split(spec: DatasetSpec = SHIPPED_SPEC) -> ForecastSplit:
-    """The shipped M1 yearly data split as the module docstring says."""
+    """The shipped M1 yearly data split as the module docstring says (every series, window and history with its
+    series' start: the file's start years)."""
     from .tsf import m1_yearly
 
-    series = m1_yearly().data.series
+    data = m1_yearly().data
     f, k = spec.forecast_length, spec.validation_windows
-    kept = [s for s in series if len(s) >= (k + 2) * f]
-    train = SeriesData(tuple(s[:-f] for s in kept))
-    test = Windows(tuple(s[:-f] for s in kept), np.stack([s[-f:] for s in kept]))
-    return hold_out(spec, train, test, dropped=len(series) - len(kept))
+    kept = data.select([i for i, s in enumerate(data.series) if len(s) >= (k + 2) * f])
+    train = SeriesData(tuple(s[:-f] for s in kept.series), kept.starts)
+    test = Windows(tuple(s[:-f] for s in kept.series), np.stack([s[-f:] for s in kept.series]), kept.starts)
+    return hold_out(spec, train, test, dropped=data.N - kept.N)
 
 
-def _read_folder(folder: Path) -> SeriesData:
+def read_freq(folder: Path) -> Optional[str]:
+    """The step of a GluonTS dataset folder: its ``metadata.json``'s "freq" (e.g. "H", "10min") as the current
+    pandas alias (:func:`tsdp.datasets.series.normalize_freq`: "H" is "h", "T" "min"), or None when the folder has
+    no ``metadata.json`` or it names no freq. An unreadable file or an unknown freq is one :class:`DataError`
+    naming the file."""
+    path = Path(folder) / "metadata.json"
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(str(path), f"cannot be read as JSON ({type(exc).__name__})") from None
+    freq = meta.get("freq") if isinstance(meta, dict) else None
+    if freq is None:
+        return None
+    try:
+        return normalize_freq(str(freq))
+    except DataError:
+        raise DataError(str(path), f"names the freq {freq!r}, which is not a pandas frequency") from None
+
+
+def _read_folder(folder: Path, freq: Optional[str] = None) -> SeriesData:
+    """Every series of the JSON lines files in ``folder`` (in file-name order), with their starts at ``freq``
+    (None: no starts)."""
     from .formats import load_gluonts_jsonl
 
     if not folder.is_dir():
@@ -266,8 +316,9 @@ def _read_folder(folder: Path) -> SeriesData:
     files = sorted(p for p in folder.iterdir() if p.name.endswith((".json", ".json.gz", ".jsonl", ".jsonl.gz")))
     if not files:
         raise DataError(str(folder), "holds no JSON lines file (data.json or data.json.gz)")
-    parts = [load_gluonts_jsonl(p).series for p in files]
-    return SeriesData(tuple(s for part in parts for s in part))
+    parts = [load_gluonts_jsonl(p, freq=freq) for p in files]
+    starts = None if any(part.starts is None for part in parts) else tuple(t for part in parts for t in part.starts)
+    return SeriesData(tuple(s for part in parts for s in part.series), starts)
 
 
 def missing_message(name: str, root: Path) -> str:
@@ -312,7 +363,9 @@ def _download(name: str, root: Path) -> None:
 def load_split(name: str, root: Optional[Path] = None, *, download: bool = False) -> ForecastSplit:
     """The paper's split of benchmark ``name`` from GluonTS's on-disk layout under ``root`` (module docstring).
 
-    ``download``: fetch a missing dataset through GluonTS (the ``gluonts`` extra; it is cached
+    The step in the folder's ``metadata.json`` (:func:`read_freq`) gives every series its start (training
+    series and validation windows: the training entries'; test windows: the test entries'); without it the
+    split has no starts. ``download``: fetch a missing dataset through GluonTS (the ``gluonts`` extra; it is cached
     there after the first download). A missing dataset otherwise, or a failed download, is one
     :class:`DataError` whose message says what to download and where it goes.
     """
@@ -325,12 +378,14 @@ def load_split(name: str, root: Optional[Path] = None, *, download: bool = False
         if not download:
             raise DataError("dataset", missing_message(name, root))
         _download(name, root)
-    train = _read_folder(folder / "train")
-    test_series = _read_folder(folder / "test").series
+    freq = read_freq(folder)
+    train = _read_folder(folder / "train", freq)
+    test_data = _read_folder(folder / "test", freq)
+    test_series = test_data.series
     f = spec.forecast_length
     if min(len(s) for s in test_series) <= f:
         raise DataError(str(folder / "test"), f"a test entry is not longer than L_F = {f}")
-    test = Windows(tuple(s[:-f] for s in test_series), np.stack([s[-f:] for s in test_series]))
+    test = Windows(tuple(s[:-f] for s in test_series), np.stack([s[-f:] for s in test_series]), test_data.starts)
     return hold_out(spec, train, test)
 
 

@@ -5,7 +5,16 @@ its suffix, with the table layout (long / wide) detected where the columns make 
 Every loader returns a :class:`datasets.series.SeriesData` (the paper's x = {x_1, ..., x_N})
 with the series in order of first appearance (long format, GluonTS) or of the columns (wide
 format). pandas, pyarrow and gluonts are optional extras, imported only by the functions that
-need them; the JSON-lines reader and :func:`grunfeld` (a copy shipped with tsdp) need none of them.
+need them; the JSON-lines reader (without a ``freq``) and :func:`grunfeld` (a copy shipped with tsdp)
+need none of them.
+
+Calendar. Where the data says when it was observed, every series keeps its
+:class:`~datasets.series.SeriesStart` (``SeriesData.starts``: the time of its first observed value and
+the step, GluonTS's ``start``, from which DeepAR's time features are computed): tables whose
+timestamps are datetimes at a pandas offset alias (given as ``freq`` or inferred), GluonTS entries
+whose ``start`` is a ``pandas.Period`` or, with a ``freq``, a text time (a JSON lines file does not say
+its step), Grunfeld's years. Numbers as timestamps, a numeric step or a plain row index give no
+calendar (``starts`` None). A series whose leading values are missing starts at its first observed value.
 
 Missing values. The paper's algorithms take fully observed series (Algorithm 4 pads with
 zeros in front, nothing else), so: a series observed over a sub-range (leading or trailing
@@ -20,6 +29,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import warnings
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
@@ -28,7 +38,8 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.errors import MissingExtraError
 
-from .series import DataError, SeriesData, observed as _observed, synthetic_for
+from .series import (DataError, SeriesData, SeriesStart, normalize_freq, observed as _observed, period_text,
+                     synthetic_for)
 
 
 def _require(module: str, extra: str):
@@ -72,6 +83,22 @@ def _check_regular(stamps, where: str, freq) -> None:
         raise DataError(where, f"misses the timestamp {shown} at step {freq}: a missing value inside the series")
 
 
+def _given_step(freq, stamps):
+    """A given ``freq`` as the step of ``stamps``: a positive finite number for numeric timestamps, a pandas offset
+    alias (in the current spelling, :func:`normalize_freq`) for datetimes; one :class:`DataError` naming ``freq``
+    otherwise."""
+    pd = _require("pandas", "data")
+    numeric = isinstance(freq, (int, float, np.number)) and not isinstance(freq, (bool, np.bool_))
+    if pd.api.types.is_numeric_dtype(stamps):
+        if not (numeric and np.isfinite(freq) and freq > 0):
+            raise DataError("freq", f"numeric timestamps need a positive number as their step (got {freq!r})")
+        return freq
+    if numeric:
+        raise DataError("freq", f"datetime timestamps need a pandas offset alias such as 'h' or 'D' as their step "
+                                f"(got {freq!r})")
+    return normalize_freq(freq)
+
+
 def _infer_step(stamps, source: str, timestamp: str):
     """The sampling step of long-format timestamps: numeric → the smallest positive difference; datetime →
     pandas.infer_freq over all timestamps (refused when it cannot be inferred: pass freq)."""
@@ -88,6 +115,33 @@ def _infer_step(stamps, source: str, timestamp: str):
     return freq
 
 
+def _calendar_step(stamps, step) -> Optional[str]:
+    """The step of the series' starts: ``step`` as the current offset alias when the timestamps are datetimes and
+    the step is a pandas frequency that has periods (GluonTS's ``start``); None otherwise (numbers, no step)."""
+    pd = _require("pandas", "data")
+    if step is None or isinstance(step, (int, float, np.number)) or not pd.api.types.is_datetime64_any_dtype(stamps):
+        return None
+    try:
+        freq = normalize_freq(step)
+        SeriesStart("2000-01-01 00:00:00", freq).period()
+    except DataError:
+        return None
+    return freq
+
+
+def _stamp_text(value) -> str:
+    """A datetime as the text of a :class:`SeriesStart` ("2014-01-01 00:00:00"; a time zone is dropped, the local
+    time kept, as pandas' periods do)."""
+    pd = _require("pandas", "data")
+    stamp = pd.Timestamp(value)
+    return str(stamp.tz_localize(None) if stamp.tz is not None else stamp)
+
+
+def _first_observed(values: np.ndarray) -> int:
+    """The index of the first value that is not NaN (the start of the series :func:`observed` keeps)."""
+    return int(np.flatnonzero(~np.isnan(values))[0])
+
+
 def from_long(frame, *, item_id: str = "item_id", timestamp: str = "timestamp", target: str = "target",
               freq=None, source: str = "DataFrame", first_line: Optional[int] = None) -> SeriesData:
     """Long format: one row per (item, timestamp, target value); series in order of the items' first rows.
@@ -95,7 +149,9 @@ def from_long(frame, *, item_id: str = "item_id", timestamp: str = "timestamp", 
     Rows of an item are ordered by timestamp. Timestamps must be unique per item and, at the
     step ``freq`` (a pandas offset alias or a number; inferred when None), complete inside the
     item's observed range: a missing row is a missing value and is refused (module docstring).
-    ``first_line``: the file line of data row 0 (CSV), so that errors name lines too.
+    Datetime timestamps at an offset alias give every series its start (``starts``: the time of its
+    first observed value, the alias); numbers give none. ``first_line``: the file line of data row 0
+    (CSV), so that errors name lines too.
     """
     pd = _require("pandas", "data")
     for option, column in (("item_id", item_id), ("timestamp", timestamp), ("target", target)):
@@ -113,18 +169,21 @@ def from_long(frame, *, item_id: str = "item_id", timestamp: str = "timestamp", 
             stamps = pd.to_datetime(stamps)
         except (ValueError, TypeError) as exc:
             raise DataError(f"{source}, column {timestamp!r}", f"must hold timestamps or numbers ({exc})") from None
-    step = _infer_step(stamps, source, timestamp) if freq is None else freq
+    step = _infer_step(stamps, source, timestamp) if freq is None else _given_step(freq, stamps)
     if frame[item_id].isna().any():
         raise DataError(f"{source}, column {item_id!r}",
                         f"row {row(np.flatnonzero(frame[item_id].isna().to_numpy())[0])} has no item id")
     groups = frame.groupby(item_id, sort=False).indices
-    out = []
+    calendar = _calendar_step(stamps, step)
+    out, starts = [], []
     for name in pd.unique(frame[item_id]):
         rows = groups[name]
         order = rows[np.argsort(stamps.to_numpy()[rows], kind="stable")]
         _check_regular(stamps.to_numpy()[order], f"{source}, series {name!r}", step)
         out.append(_observed(values[order], source, name, [row(i) for i in order]))
-    return SeriesData(tuple(out))
+        if calendar is not None:
+            starts.append(SeriesStart(_stamp_text(stamps.iloc[order[_first_observed(values[order])]]), calendar))
+    return SeriesData(tuple(out), tuple(starts) if calendar is not None else None)
 
 
 def from_wide(frame, *, freq=None, source: str = "DataFrame", first_line: Optional[int] = None) -> SeriesData:
@@ -133,20 +192,50 @@ def from_wide(frame, *, freq=None, source: str = "DataFrame", first_line: Option
     Leading / trailing missing cells of a column shorten that series; an inner one is refused.
     Duplicate index timestamps are refused; a timestamp index (datetime or numeric) must be
     complete at the step ``freq`` (inferred when None), a missing row being a missing value.
-    ``first_line``: the file line of data row 0 (CSV), so that errors name lines too.
+    A ``DatetimeIndex`` at an offset alias (``freq``, inferred, or the index's own) gives every
+    series its start (``starts``: the time of the column's first observed value, the alias); a
+    numeric or plain row index gives none. ``first_line``: the file line of data row 0 (CSV), so
+    that errors name lines too.
     """
     pd = _require("pandas", "data")
     if frame.shape[1] == 0 or frame.shape[0] == 0:
         raise DataError(source, "has no series (no columns or no rows)")
     timed = isinstance(frame.index, pd.DatetimeIndex) or (
         pd.api.types.is_numeric_dtype(frame.index) and not isinstance(frame.index, pd.RangeIndex))
+    if freq is not None:
+        if not timed:
+            raise DataError("freq", f"applies to timestamps, and {source} has none (a plain row index): drop it, or "
+                                    "give the time column")
+        freq = _given_step(freq, frame.index)
     if freq is None and timed and not frame.index.has_duplicates:
         freq = _infer_step(frame.index, source, "index")
     _check_regular(frame.index, f"{source}, index", freq)
     row = _row_label(first_line)
     rows = [row(i) for i in range(len(frame))]
-    return SeriesData(tuple(_observed(_numeric(frame[c], source, str(c), row), source, c, rows)
-                            for c in frame.columns))
+    out, columns = [], []
+    for c in frame.columns:
+        columns.append(_numeric(frame[c], source, str(c), row))
+        out.append(_observed(columns[-1], source, c, rows))
+    step = freq if freq is not None or not isinstance(frame.index, pd.DatetimeIndex) else frame.index.freq
+    calendar = _calendar_step(frame.index, step) if isinstance(frame.index, pd.DatetimeIndex) else None
+    if calendar is None:
+        return SeriesData(tuple(out))
+    return SeriesData(tuple(out), tuple(SeriesStart(_stamp_text(frame.index[_first_observed(v)]), calendar)
+                                        for v in columns))
+
+
+def _datetime_text(index):
+    """A time index read from a file as text (a CSV's dates): as datetimes when every cell parses as one (so that
+    the step is checked and the series keep their starts, as in the long layout), unchanged otherwise."""
+    pd = _require("pandas", "data")
+    if not (pd.api.types.is_object_dtype(index) or pd.api.types.is_string_dtype(index)):
+        return index
+    try:
+        with warnings.catch_warnings():  # "could not infer format": every cell is still parsed, or the call fails
+            warnings.simplefilter("ignore", UserWarning)
+            return pd.DatetimeIndex(pd.to_datetime(index), name=index.name)
+    except (ValueError, TypeError, OverflowError):
+        return index
 
 
 def _row_label(first_line: Optional[int]):
@@ -164,13 +253,24 @@ def _number(x) -> float:
     return float(x)
 
 
-def from_gluonts(dataset: Iterable[dict], *, source: str = "GluonTS dataset") -> SeriesData:
+def from_gluonts(dataset: Iterable[dict], *, source: str = "GluonTS dataset", freq=None) -> SeriesData:
     """A GluonTS dataset (``ListDataset``, ``FileDataset`` or any iterable of entries with a ``"target"``).
 
     Univariate targets only; NaN (GluonTS's missing value, "NaN" / "Nan" in its JSON) follows
     the module's rule: trimmed at the ends, refused inside.
+
+    Starts: with ``freq`` (a pandas offset alias, e.g. the dataset's ``metadata.json`` "freq"), or where the
+    entries' ``"start"`` are ``pandas.Period`` (a ``ListDataset``'s, which carry their step), every series
+    starts at its entry's ``"start"`` moved past the leading missing values trimmed (written as the first instant of
+    its period at the step, as GluonTS reads it: "2012-01-02/2012-01-08" weekly is "2012-01-02 00:00:00").
+    Without a ``freq`` and with text starts (JSON lines: the file does not say its step), or when an entry has no
+    ``"start"``, ``starts`` is None. A numeric ``freq`` is refused. Checking the starts at a ``freq`` needs pandas.
+
+    Raises:
+        DataError: a malformed entry, or a ``"start"`` that pandas cannot read at the step (naming ``source``
+            and the entry), or a ``freq`` that is no pandas frequency (parameter "freq").
     """
-    out = []
+    out, raw_starts, leads = [], [], []
     for i, entry in enumerate(dataset):
         name = entry.get("item_id", i) if isinstance(entry, dict) else i
         if not isinstance(entry, dict) or "target" not in entry:
@@ -184,14 +284,55 @@ def from_gluonts(dataset: Iterable[dict], *, source: str = "GluonTS dataset") ->
         except (TypeError, ValueError):
             raise DataError(f"{source}, entry {i}", f"target must be numeric ({str(list(target))[:40]!r})") from None
         out.append(_observed(values, source, name, list(range(len(values)))))
+        raw_starts.append(entry.get("start"))
+        leads.append(_first_observed(values))
     if not out:
         raise DataError(source, "holds no series")
-    return SeriesData(tuple(out))
+    return SeriesData(tuple(out), _gluonts_starts(raw_starts, leads, freq, source))
 
 
-def load_gluonts_jsonl(path) -> SeriesData:
+def _gluonts_starts(raw, leads: Sequence[int], freq, source: str) -> Optional[Tuple[SeriesStart, ...]]:
+    """The starts of GluonTS entries (:func:`from_gluonts`): ``raw[i]`` entry i's "start" (None: absent),
+    ``leads[i]`` the leading missing values trimmed from it. pandas is imported only when there is a step."""
+    import sys
+
+    if isinstance(freq, (bool, int, float, np.number)):
+        raise DataError("freq", f"GluonTS entries start at times: their step is a pandas offset alias such as 'h' "
+                                f"or 'D' (got {freq!r})")
+    if any(r is None for r in raw):
+        return None
+    pd = sys.modules.get("pandas")  # a pd.Period exists only where pandas was imported
+    is_period = (lambda r: isinstance(r, pd.Period)) if pd is not None else (lambda r: False)
+    if freq is None:
+        given = next((r for r in raw if is_period(r)), None)
+        if given is None:
+            return None  # text starts, no step: the calendar is unknown
+        freq = given.freq
+    step = normalize_freq(freq)
+    starts = []
+    for i, (r, lead) in enumerate(zip(raw, leads)):
+        where = f"{source}, entry {i}"
+        if is_period(r):
+            text = period_text(r)
+        elif isinstance(r, str) or (pd is not None and isinstance(r, pd.Timestamp)) or hasattr(r, "isoformat"):
+            text = str(r)
+        else:
+            raise DataError(where, f"has a start {r!r} that is no time (text such as '2014-01-01 00:00:00')")
+        try:  # written as the first instant of its period at the step, as GluonTS reads it
+            start = SeriesStart(text, step)
+            starts.append(SeriesStart(period_text(start.period()), step).shifted(lead))
+        except DataError:
+            raise DataError(where, f"has a start {r!r} that pandas cannot read at the step {step!r}") from None
+    return tuple(starts)
+
+
+def load_gluonts_jsonl(path, *, freq=None) -> SeriesData:
     """GluonTS JSON lines as GluonTS writes them (``JsonLinesWriter``; gzip when the name ends in .gz): one entry
-    per line with "start", "target" (missing values as "NaN"), optional "item_id". No gluonts needed."""
+    per line with "start", "target" (missing values as "NaN"), optional "item_id". No gluonts needed.
+
+    ``freq``: the step of the entries (a pandas offset alias; GluonTS keeps it in the dataset's ``metadata.json``,
+    not in the file): with it every series keeps its start (:func:`from_gluonts`; pandas checks them), without
+    it ``starts`` is None and no pandas is needed."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     entries: List[dict] = []
@@ -205,7 +346,7 @@ def load_gluonts_jsonl(path) -> SeriesData:
                         raise DataError(f"{path}, line {line_no}", f"is not JSON ({exc.msg})") from None
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise DataError(str(path), f"cannot be read as JSON lines ({type(exc).__name__})") from None
-    return from_gluonts(entries, source=str(path))
+    return from_gluonts(entries, source=str(path), freq=freq)
 
 
 LAYOUTS = ("auto", "long", "wide")
@@ -284,7 +425,9 @@ def load_table(path, *, layout: str = "auto", item_id: Optional[str] = None, tim
                target: Optional[str] = None, freq=None) -> SeriesData:
     """A CSV (optionally .gz; a header row is optional) or parquet file in ``layout``: "long" (columns item_id,
     timestamp, target, or the names given), "wide" (one column per series; the ``timestamp`` column, when
-    present, is the time index) or "auto" (:func:`detect_layout`). Needs pandas (and pyarrow for parquet)."""
+    present, is the time index: text that parses as dates is read as datetimes, as in the long layout) or "auto"
+    (:func:`detect_layout`). ``freq``: the step (:func:`from_long`, :func:`from_wide`; inferred when None);
+    datetime timestamps give the series their starts. Needs pandas (and pyarrow for parquet)."""
     if layout not in LAYOUTS:
         raise DataError("layout", f"must be one of {', '.join(LAYOUTS)} (got {layout!r})")
     path = Path(path)
@@ -301,6 +444,7 @@ def load_table(path, *, layout: str = "auto", item_id: Optional[str] = None, tim
     time = timestamp or "timestamp"
     if time in frame.columns:
         frame = frame.set_index(time)
+        frame.index = _datetime_text(frame.index)
     elif timestamp is not None:
         raise DataError("timestamp", f"{source} has no timestamp column {timestamp!r} (columns: "
                                      f"{', '.join(map(str, frame.columns))})")
@@ -316,7 +460,8 @@ def grunfeld(target: str = "invest") -> Tuple[SeriesData, Tuple[str, ...]]:
     """Grunfeld's investment data, 11 US firms, 1935-1954, from the copy shipped with tsdp (no extra needed).
 
     Returns (data, firm names): 11 yearly series of length 20 of ``target`` (invest, value or
-    capital), in the file's firm order. The file (:data:`GRUNFELD_CSV`) holds statsmodels'
+    capital), in the file's firm order, each starting in its first year ("1935-01-01 00:00:00",
+    step :data:`tsdp.datasets.tsf.YEARLY`). The file (:data:`GRUNFELD_CSV`) holds statsmodels'
     ``grunfeld`` dataset (Grunfeld 1958, recreated by Kleiber & Zeileis 2010) value for value;
     a test compares the two. Read with the csv module: neither pandas nor statsmodels is imported.
     """
@@ -328,8 +473,11 @@ def grunfeld(target: str = "invest") -> Tuple[SeriesData, Tuple[str, ...]]:
     with GRUNFELD_CSV.open(newline="") as f:
         for row in csv.DictReader(line for line in f if not line.startswith("#")):
             by_firm.setdefault(row["firm"], []).append((int(row["year"]), float(row[target])))
+    from .tsf import YEARLY
+
     series = tuple(np.array([v for _, v in sorted(rows)]) for rows in by_firm.values())
-    return SeriesData(series), tuple(by_firm)
+    starts = tuple(SeriesStart(f"{min(rows)[0]:04d}-01-01 00:00:00", YEARLY) for rows in by_firm.values())
+    return SeriesData(series, starts), tuple(by_firm)
 
 
 
@@ -343,7 +491,10 @@ def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 
     :func:`tsdp.datasets.tsf.m1_yearly`), a Monash ``.tsf`` file (:func:`tsdp.datasets.tsf.read_tsf`), GluonTS JSON lines (.json, .jsonl, either
     .gz: :func:`load_gluonts_jsonl`), or a CSV (.csv, .csv.gz) / parquet (.parquet, .pq) table read by
     :func:`load_table` in ``layout`` (auto-detected by default) with the column names given (None: the
-    defaults item_id, timestamp, target). Every unusable source raises one :class:`DataError`.
+    defaults item_id, timestamp, target). ``freq``: the step of the data (a pandas offset alias, or a number for
+    numeric table timestamps), checked in tables (inferred there when None) and, for JSON lines, the step of the
+    entries' "start" (without it JSON lines have no calendar: ``starts`` None). Every unusable source raises one
+    :class:`DataError`.
     """
     name = str(source)
     if name == "synthetic":
@@ -364,7 +515,7 @@ def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 
         raise DataError(name, "is not a regular file (a directory?)")
     lower = path.name.lower()
     if lower.endswith(JSONL_SUFFIXES):
-        return load_gluonts_jsonl(path)
+        return load_gluonts_jsonl(path, freq=freq)
     if lower.endswith(".tsf"):
         return read_tsf(path).data
     if lower.endswith(TABLE_SUFFIXES):

@@ -1,12 +1,15 @@
 """Time-series datasets: the :class:`SeriesData` container, the seeded synthetic generator, the train/test split.
 
 A dataset is a :class:`SeriesData`: a list of 1-D float arrays of possibly different
-lengths (the paper's x = {x_1, ..., x_N}). The split holds out the last L_F steps of
-every series as its test target. Files, 'grunfeld' and 'synthetic' are read by the one
+lengths (the paper's x = {x_1, ..., x_N}) and, where the source has calendar timestamps, each
+series' :class:`SeriesStart` (the time of its first value and the step between values: GluonTS's
+``start`` field, from which DeepAR's time features are computed). The split holds out the last L_F
+steps of every series as its test target. Files, 'grunfeld' and 'synthetic' are read by the one
 loader of every command, :func:`tsdp.datasets.formats.load_series`.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
@@ -20,11 +23,121 @@ class DataError(ConfigError):
     loader option at fault (layout, item_id, timestamp, target), the message the row or the fix."""
 
 
+def normalize_freq(freq) -> str:
+    """A pandas frequency as the offset alias the installed pandas writes (``to_offset(freq).freqstr``): older
+    aliases that pandas 2.2 deprecated ("H", "T", "S", "M", "Y", "A", "Q") become their current names ("h", "min",
+    "s", "ME", "YE-DEC", "YE-DEC", "QE-DEC"), without the FutureWarning; current ones are unchanged.
+
+    Args:
+        freq: a pandas offset alias (text) or a ``pandas.DateOffset``.
+    Returns:
+        The alias that ``pandas.tseries.frequencies.to_offset`` reads back to the same offset without a warning.
+    Raises:
+        DataError: ``freq`` is not a pandas frequency (parameter "freq").
+    """
+    from pandas.tseries.frequencies import to_offset
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return to_offset(freq).freqstr
+    except (ValueError, TypeError):
+        raise DataError("freq", f"{freq!r} is not a pandas frequency (an offset alias such as 'h', '10min', 'D', "
+                                "'MS')") from None
+
+
+_PERIOD_OF_BEGIN = {"YearBegin": "Y", "QuarterBegin": "Q", "MonthBegin": "M"}
+"""The period of a begin-anchored step: pandas has no begin periods, GluonTS (``norm_freq_str``) takes the end ones."""
+
+
+@dataclass(frozen=True)
+class SeriesStart:
+    """The calendar of a series: the timestamp of its first (observed) value and the step between values.
+
+    It is GluonTS's ``start`` field (with the dataset's ``freq``): the value at position i of the
+    series falls in the period ``period() + i``, from which DeepAR's time features (hour of day,
+    day of week, ...) and GluonTS's windows are computed. Loaders fill it where the data has
+    calendar timestamps (:mod:`datasets.formats`, :mod:`datasets.tsf`); text only, so building one
+    needs no pandas (its methods do).
+
+    Args:
+        timestamp: the time of the first value, as text pandas parses (e.g. "2014-01-01 00:00:00").
+        freq: the step, a pandas offset alias (e.g. "h", "10min", "D", "MS", "YE-DEC"; as
+            ``pandas.tseries.frequencies.to_offset`` accepts; :func:`normalize_freq` writes the current one).
+    """
+
+    timestamp: str
+    freq: str
+
+    def __post_init__(self):
+        for name in ("timestamp", "freq"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise DataError("start", f"a series start needs a {name} as non-empty text (got {value!r})")
+
+    def period(self):
+        """The ``pandas.Period`` of the first value at the step ``freq``, as GluonTS makes its ``start``
+        (a begin-anchored step, "MS", "QS", "YS", takes the month, quarter or year period, as GluonTS does).
+
+        Raises:
+            DataError: pandas cannot read the timestamp at this step (parameter "start").
+        """
+        import pandas as pd
+        from pandas.tseries.frequencies import to_offset
+
+        with warnings.catch_warnings():  # old aliases; pandas deprecates business-day periods, GluonTS builds them
+            warnings.simplefilter("ignore", FutureWarning)
+            try:
+                offset = to_offset(self.freq)
+                begin = _PERIOD_OF_BEGIN.get(type(offset).__name__)
+                return pd.Period(self.timestamp, freq=offset if begin is None else f"{offset.n}{begin}")
+            except (ValueError, TypeError, OverflowError):
+                raise DataError("start", f"{self.timestamp!r} is not a time pandas reads at the step "
+                                         f"{self.freq!r}") from None
+
+    def shifted(self, steps: int) -> "SeriesStart":
+        """The start ``steps`` values later (the series with its first ``steps`` values cut off): the period
+        ``period() + steps``, its first instant written as text ("2014-01-01 05:00:00"), the same ``freq``.
+        ``steps`` 0 gives this start unchanged (no pandas needed)."""
+        if int(steps) == 0:
+            return self
+        first = self.period()
+        with warnings.catch_warnings():  # a business-day period warns at every step
+            warnings.simplefilter("ignore", FutureWarning)
+            try:
+                later = first + int(steps)
+            except (ValueError, OverflowError):
+                raise DataError("start", f"{self.timestamp!r} shifted by {int(steps)} steps of {self.freq!r} is "
+                                         "beyond pandas' calendar") from None
+        return SeriesStart(period_text(later), self.freq)
+
+    def as_dict(self) -> dict:
+        """{"timestamp": ..., "freq": ...} (JSON)."""
+        return {"timestamp": self.timestamp, "freq": self.freq}
+
+
+def period_text(period) -> str:
+    """The first instant of a ``pandas.Period`` as the text of a :class:`SeriesStart` ("2014-01-01 05:00:00"; to the
+    second beyond pandas' nanosecond timestamps, 1677-2262)."""
+    try:
+        return str(period.start_time)
+    except (ValueError, OverflowError):
+        return period.asfreq("s", how="start").strftime("%Y-%m-%d %H:%M:%S")
+
+
 @dataclass(frozen=True)
 class SeriesData:
-    """N univariate series (float64 arrays, lengths may differ)."""
+    """N univariate series (float64 arrays, lengths may differ) and, when the source says when they were observed,
+    each one's :class:`SeriesStart`.
+
+    Args:
+        series: the N series.
+        starts: None (no calendar: numbers as timestamps, synthetic data), or one :class:`SeriesStart` per series,
+            all at the same step: series n's first value is at ``starts[n]``.
+    """
 
     series: Tuple[np.ndarray, ...]
+    starts: Optional[Tuple[SeriesStart, ...]] = None
 
     def __post_init__(self):
         if len(self.series) == 0:
@@ -34,6 +147,8 @@ class SeriesData:
                 raise DataError(f"series {i}", "must be a non-empty 1-D array")
             if not np.all(np.isfinite(s)):
                 raise DataError(f"series {i}", "holds NaN or inf inside its observed range")
+        if self.starts is not None:
+            object.__setattr__(self, "starts", check_starts(self.starts, len(self.series), "series"))
 
     @property
     def N(self) -> int:
@@ -43,12 +158,39 @@ class SeriesData:
     def lengths(self) -> Tuple[int, ...]:
         return tuple(len(s) for s in self.series)
 
+    @property
+    def freq(self) -> Optional[str]:
+        """The step between values (the starts' common ``freq``), or None without a calendar."""
+        return None if self.starts is None else self.starts[0].freq
+
     def split(self, forecast_length: int) -> Tuple["SeriesData", np.ndarray]:
-        """(train, test targets): train drops the last L_F steps of every series; targets are those steps (N, L_F)."""
+        """(train, test targets): train drops the last L_F steps of every series (it starts where the series starts:
+        same ``starts``); targets are those steps (N, L_F)."""
         if min(self.lengths) <= forecast_length:
             raise ValueError(f"every series must be longer than L_F = {forecast_length} to hold out a test window")
-        train = SeriesData(tuple(s[:-forecast_length] for s in self.series))
+        train = SeriesData(tuple(s[:-forecast_length] for s in self.series), self.starts)
         return train, np.stack([s[-forecast_length:] for s in self.series])
+
+    def select(self, keep: Sequence[int]) -> "SeriesData":
+        """The series at the indices ``keep`` (in that order), each with its start."""
+        keep = [int(i) for i in keep]
+        return SeriesData(tuple(self.series[i] for i in keep),
+                          None if self.starts is None else tuple(self.starts[i] for i in keep))
+
+
+def check_starts(starts, count: int, what: str) -> Tuple[SeriesStart, ...]:
+    """``starts`` as a tuple after checking it holds exactly ``count`` :class:`SeriesStart` (one per ``what``: series,
+    history), all at the same step; :class:`DataError` (parameter "starts") otherwise."""
+    starts = tuple(starts)
+    if len(starts) != count:
+        raise DataError("starts", f"needs one start per {what}: got {len(starts)} for {count}")
+    for i, start in enumerate(starts):
+        if not isinstance(start, SeriesStart):
+            raise DataError("starts", f"start {i} is a {type(start).__name__}, not a SeriesStart")
+    steps = sorted({start.freq for start in starts})
+    if len(steps) > 1:
+        raise DataError("starts", f"every series needs the same step; got {', '.join(map(repr, steps))}")
+    return starts
 
 
 def last_values(histories: Sequence[np.ndarray], context_length: int, fill: float = 0.0) -> np.ndarray:

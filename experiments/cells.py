@@ -218,7 +218,9 @@ def source_fingerprint(root: Path, parts) -> str:
 def data_fingerprint(split) -> str:
     """SHA-256 of a :class:`~tsdp.datasets.benchmarks.ForecastSplit`'s numbers: every training series (after the
     hold-out), the validation targets, every test history and the test targets, each with its length (float64
-    bytes), and the series left out: the same data under another name or folder has the same one."""
+    bytes), the series left out, and the calendar (the starts of the training series, validation and test windows,
+    or their absence: DeepAR's time features are computed from them): the same data under another name or folder
+    has the same one."""
     h = hashlib.sha256()
     parts = (split.train.series, (split.validation.targets,), split.test.histories, (split.test.targets,))
     for part in parts:
@@ -227,6 +229,10 @@ def data_fingerprint(split) -> str:
             a = np.ascontiguousarray(a, dtype=np.float64)
             h.update(repr(a.shape).encode() + a.tobytes())
     h.update(int(split.dropped).to_bytes(8, "little"))
+    for starts in (split.train.starts, split.validation.starts, split.test.starts):
+        calendar = None if starts is None else [[s.timestamp, s.freq] for s in starts]
+        text = json.dumps(calendar, separators=(",", ":")).encode()
+        h.update(len(text).to_bytes(8, "little") + text)
     return h.hexdigest()
 
 

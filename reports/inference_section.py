@@ -21,7 +21,7 @@ FULL = {"repeats": 5, "n_samples": 100}
 
 def _unit_std(data) -> SeriesData:
     """``data`` with each series scaled to unit standard deviation (so that v = 1 is one standard deviation)."""
-    return SeriesData(tuple(s / s.std() for s in data.series))
+    return SeriesData(tuple(s / s.std() for s in data.series), data.starts)
 
 
 def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Callable[[str], None]] = None,

@@ -45,7 +45,7 @@ def with_canaries(data: SeriesData, series, position, spike, mask) -> SeriesData
     out = [s.copy() for s in data.series]
     for n, p, a in zip(series[mask], position[mask], spike[mask]):
         out[n][p] += a
-    return SeriesData(tuple(out))
+    return SeriesData(tuple(out), data.starts)
 
 
 def canary_windows(config: TrainingConfig, series, position, n_starts: torch.Tensor):

@@ -405,7 +405,7 @@ def with_data_canaries(data: Union[SeriesData, Sequence], count: int, scale: flo
     the canaries' law: the ε bound stays a **lower** bound (the one-run game holds for any non-canary data)."""
     data = as_series(data)
     count = check_int("data_canaries", count, 0, len(data.series))
-    return SeriesData(tuple(s * scale if i < count else s for i, s in enumerate(data.series)))
+    return SeriesData(tuple(s * scale if i < count else s for i, s in enumerate(data.series)), data.starts)
 
 
 def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,

@@ -19,7 +19,7 @@ pytest.importorskip("gluonts")
 from gluonts.dataset.repository import _lstnet  # noqa: E402
 
 from tsdp.datasets.benchmarks import PAPER, load_split  # noqa: E402
-from tsdp.datasets.series import DataError  # noqa: E402
+from tsdp.datasets.series import DataError, SeriesStart  # noqa: E402
 
 
 class _Server:
@@ -111,6 +111,10 @@ def test_download_fetches_caches_and_applies_the_papers_split(tmp_path, serve_el
         end = train_hours + (window + 1) * f
         np.testing.assert_allclose(split.test.targets[window * 8 + 5], values[end - f: end, 5], rtol=0, atol=1e-9)
         np.testing.assert_allclose(split.test.histories[window * 8 + 5], values[: end - f, 5], rtol=0, atol=1e-9)
+    # the calendar: metadata.json's freq, every series from GluonTS's recipe start (2012-01-01, hourly)
+    start = SeriesStart("2012-01-01 00:00:00", "h")
+    assert split.train.starts == (start,) * 8 and split.validation.starts == (start,) * (8 * k)
+    assert split.test.starts == (start,) * (7 * 8)
     for download in (True, False):
         again = load_split("electricity", cache, download=download)
         assert len(server.requests) == 1

@@ -214,7 +214,8 @@ def _user_data(args):
                     batch_size=batch, sigma=settings["sigma"] or 4.0, season=settings["season"] or 24,
                     epochs=args.epochs or DATA_EPOCHS, test_windows=settings["test_windows"] or 1,
                     validation_windows=settings["validation_windows"] or 1,
-                    layout=args.layout, item_id=args.item_id, timestamp=args.timestamp, target=args.target)
+                    layout=args.layout, item_id=args.item_id, timestamp=args.timestamp, target=args.target,
+                    freq=args.freq)
 
 
 NO_STEP = "null: the budget buys no training step (nothing trained, no forecast to score)"

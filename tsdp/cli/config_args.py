@@ -117,13 +117,13 @@ CATALOGUE = "T1-T15"
 """The ids of the catalogue, as help texts name them (tests/cli/test_help.py checks it against the registry,
 which the parser cannot import: it loads sympy)."""
 
-DATA_OPTIONS = ("layout", "item_id", "timestamp", "target")
+DATA_OPTIONS = ("layout", "item_id", "timestamp", "target", "freq")
 """The loader options of :func:`tsdp.datasets.formats.load_series` that have a flag of their own."""
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, *, default=None, required: bool = False,
                        synthetic: bool = True, what: str = "the series") -> None:
-    """Add --data --layout --item-id --timestamp --target, the one set of data flags of every command that reads
+    """Add --data --layout --item-id --timestamp --target --freq, the one set of data flags of every command that reads
     series (read by :func:`data_from_args`). ``synthetic``: whether 'synthetic' is offered (it needs the
     training-configuration flags); ``what``: what the command does with the data, for the help."""
     g = parser.add_argument_group("data (read by one loader in every command)")
@@ -144,6 +144,20 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, default=None, require
     g.add_argument("--target", default=None, metavar="COLUMN",
                    help="long layout: the value column (default target); for 'grunfeld' invest, value or capital "
                    "(default invest)")
+    g.add_argument("--freq", default=None, type=data_step, metavar="STEP",
+                   help="the step between values: a pandas offset alias (h, 10min, D, W, MS, ...) or, for numeric "
+                   "timestamps, a number. Tables infer it when not given and refuse a missing timestamp at it; GluonTS "
+                   "JSON lines need it for their calendar (each entry's start), from which DeepAR reads the time "
+                   "features of every position (without it: the age feature only)")
+
+
+def data_step(text: str):
+    """--freq: a number (numeric timestamps' step) where the text is one, else the text (a pandas offset alias,
+    checked by the loader)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def data_from_args(args: argparse.Namespace, config: Optional[TrainingConfig] = None, *, seed: int = 0):
