@@ -443,9 +443,10 @@ def _vmap_gradients(owners) -> Grads:
 
 def _factored_sum(
     model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, clip: float, mask: Optional[torch.Tensor],
-    make_out: Callable[[Dict[str, nn.Parameter]], Grads], weight: float,
+    make_out: Callable[[Dict[str, nn.Parameter]], Grads], weight: float, covariates: Optional[torch.Tensor] = None,
 ) -> Tuple[Grads, torch.Tensor]:
     """Lines 4-7 of Algorithm 2 from layer factors: adds weight · Σ_i c_i g_i into ``make_out(params)``'s buffers.
+    ``covariates`` (M, ...), when given, is the model's third argument (DeepAR's time features).
 
     Returns (those buffers, the per-sample norms ||g_i||_2 before clipping, (M,)).
     """
@@ -456,7 +457,7 @@ def _factored_sum(
     if m == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
         return out, context.new_zeros(0)
     with torch.enable_grad(), recorder:
-        loss = model(context, forecast)
+        loss = model(context, forecast) if covariates is None else model(context, forecast, covariates)
     if loss.shape != (m,):
         raise FactoredGradientError(f"the model must return one loss per sample, shape ({m},); got {tuple(loss.shape)}")
     recorder.check_unmodified()
@@ -493,22 +494,24 @@ def _factored_sum(
 
 
 def factored_clipped_sum(
-    model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, clip: float, mask: Optional[torch.Tensor] = None
+    model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, clip: float, mask: Optional[torch.Tensor] = None,
+    covariates: Optional[torch.Tensor] = None,
 ) -> Tuple[Grads, torch.Tensor]:
     """Algorithm 2, lines 4-7 (paper Alg. 2; the step every theorem T1-T14 assumes): ĝ = Σ_i g_i / max(1, ||g_i||/C).
 
     Exact per-sample clipping from layer factors (module docstring); ``context`` (M, L_C),
-    ``forecast`` (M, L_F), optional ``mask`` (M,) dropping padded slots. Returns
+    ``forecast`` (M, L_F), optional ``mask`` (M,) dropping padded slots, optional ``covariates`` (M, ...) the
+    model's third argument. Returns
     ({name: tensor of the parameter's shape}, per-sample norms ||g_i||_2 before clipping, (M,)).
     Soundness: every clipped per-sample gradient has norm ≤ C, so ĝ has sensitivity C.
     """
     return _factored_sum(model, context, forecast, clip, mask,
-                         lambda params: {k: torch.zeros_like(p) for k, p in params.items()}, 1.0)
+                         lambda params: {k: torch.zeros_like(p) for k, p in params.items()}, 1.0, covariates)
 
 
 def factored_noisy_gradient(
     model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, *, clip: float, sigma: float, batch_size: int,
-    generator: Optional[torch.Generator], mask: Optional[torch.Tensor] = None,
+    generator: Optional[torch.Generator], mask: Optional[torch.Tensor] = None, covariates: Optional[torch.Tensor] = None,
 ) -> Grads:
     """Algorithm 2, lines 4-8 (paper Alg. 2): g̃ = (Σ_i g_i / max(1, ||g_i||/C) + N(0, σ² C² I)) / Λ, fused.
 
@@ -521,4 +524,4 @@ def factored_noisy_gradient(
     def noise(params: Dict[str, nn.Parameter]) -> Grads:
         return gaussian_noise(params, sigma * clip / batch_size, generator=generator)
 
-    return _factored_sum(model, context, forecast, clip, mask, noise, 1.0 / batch_size)[0]
+    return _factored_sum(model, context, forecast, clip, mask, noise, 1.0 / batch_size, covariates)[0]

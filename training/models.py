@@ -8,7 +8,8 @@ runs under vmap only through a slow per-sample fallback).
 ``forward(context, forecast)`` returns the per-sample Student-t negative log-likelihood,
 averaged over the L_F forecast steps (the training loss of Algorithm 2; DeepAR's, as GluonTS's, also over
 its teacher-forced context steps);
-``sample(context, n_samples, generator)`` returns forecast sample paths (B, S, L_F).
+``sample(context, n_samples, generator)`` returns forecast sample paths (B, S, L_F). A model with
+``covariates`` > 0 (DeepAR) also takes the window's covariates, (B, L_C + L_F, covariates), as a third argument.
 
 Inputs are mean-scaled as GluonTS scales them, with no learned parameter. simple-ff uses GluonTS's
 SimpleFeedForward scaling (``mean_abs_scaling``: mean |context| clamped at 1e-5); DLinear, iTransformer and
@@ -23,7 +24,7 @@ gives the same forecasts × c above the floor); iTransformer and DeepAR feed log
 GluonTS's do, so they see the data's level.
 
 With equal weights simple-ff, DLinear and iTransformer are GluonTS 0.17's modules as the paper's official
-configurations build them; DeepAR is GluonTS's without its time and age covariates (:class:`DeepAR`).
+configurations build them, DeepAR with its time and age covariates (:class:`DeepAR`).
 tests/integrations/test_gluonts_models.py checks each against ``gluonts.torch`` with copied weights.
 """
 from __future__ import annotations
@@ -117,10 +118,13 @@ def mean_scale(context: torch.Tensor, observed: Optional[torch.Tensor] = None) -
 
 
 class Forecaster(nn.Module):
-    """One of tsdp's forecasters: its windows' front padding is :data:`UNOBSERVED` (``padding``)."""
+    """One of tsdp's forecasters: its windows' front padding is :data:`UNOBSERVED` (``padding``); it reads
+    ``covariates`` values per window position besides the series' values."""
 
     padding = UNOBSERVED
     """What tsdp's loop puts in a window's front padding for this model (GluonTS's unobserved values)."""
+    covariates = 0
+    """Covariates per window position the model reads (:class:`DeepAR`'s time features; none for the others)."""
 
 
 class DirectForecaster(Forecaster):
@@ -303,31 +307,38 @@ def deepar_window(context_length: int, lags: Sequence[int]) -> int:
 
 class DeepAR(Forecaster):
     """DeepAR (Salinas et al. 2020) as GluonTS 0.17's ``DeepARModel`` in the official configuration: a 2-layer LSTM
-    (hidden 40) over lagged, mean-scaled values, Student-t output.
+    (hidden 40) over lagged, mean-scaled values and covariates, Student-t output.
 
     ``context_length`` is the window's context it reads, W = L_C + max lag - 1 (:func:`deepar_window`, GluonTS's
     ``past_length``). The scale is GluonTS's ``MeanScaler`` of the last L_C = W - max lag + 1 context values
     (:func:`mean_scale`). Teacher-forced, the LSTM unrolls over the L_C - 1 + L_F positions that follow the first of
     those L_C values: the input at position p is the values at p - l for every lag l (so the oldest value, W - L_C +
     1 - max lag = 0, is read), a learned constant (GluonTS's embedding of the single static category, cardinality [1],
-    dimension 1) and log(scale); its output is the Student-t law of the value at p. The training loss is GluonTS's
-    (``DeepARModel.loss`` as ``DeepARLightningModule.training_step`` calls it, ``future_only=False``): the NLL in
-    data units averaged over all L_C - 1 + L_F unrolled positions, context and forecast. Sampling unrolls the context
-    the same way, then draws the L_F forecast values ancestrally. Given ``lags`` are all kept (a lag longer than the
-    window is refused); by default :data:`DEFAULT_LAGS` up to context_length.
+    dimension 1), log(scale) and position p's ``covariates`` (GluonTS's time features: the frequency's calendar
+    features and the age feature, :mod:`tsdp.datasets.time_features`); its output is the Student-t law of the value
+    at p. The training loss is GluonTS's (``DeepARModel.loss`` as ``DeepARLightningModule.training_step`` calls it,
+    ``future_only=False``): the NLL in data units averaged over all L_C - 1 + L_F unrolled positions, context and
+    forecast. Sampling unrolls the context the same way, then draws the L_F forecast values ancestrally. Given
+    ``lags`` are all kept (a lag longer than the window is refused); by default :data:`DEFAULT_LAGS` up to
+    context_length.
+
+    ``forward(context, forecast, covariates)`` and ``sample(context, n, generator, covariates)`` take the window's
+    covariates (B, W + L_F, ``covariates``), position by position; tsdp's loop computes them from each window's
+    position in its series (:func:`tsdp.datasets.time_features.window_covariates`). Without them (None: a window
+    whose position is unknown, as an audit's worst-case window) they are 0, GluonTS's value for positions before a
+    series' start.
 
     With equal weights, tsdp's loss and laws are those of GluonTS's ``DeepARModel(context_length=L_C, lags_seq=lags,
-    num_layers=2, hidden_size=40, dropout_rate=0, scaling=True)`` on the same window with zero covariates
-    (tests/integrations/test_gluonts_models.py), front padding included: tsdp's loop pads with :data:`UNOBSERVED`,
-    which the scale leaves out and whose terms of the loss are 0, as GluonTS treats its padding (unobserved).
-    One difference remains: GluonTS's LSTM input also holds the frequency's time features and an age feature
-    (hourly data: 4 + 1, 10-minute data: 5 + 1) and a static real 0 (which adds nothing); tsdp's series carry no
-    timestamps, so its input has no time features. (And the ``default_scale`` 1.0 of a context without an
-    observed non-zero value, module docstring.)
+    num_feat_dynamic_real=covariates, num_layers=2, hidden_size=40, dropout_rate=0, scaling=True)`` on the same
+    window and covariates (tests/integrations/test_gluonts_models.py), front padding included: tsdp's loop pads
+    with :data:`UNOBSERVED`, which the scale leaves out and whose terms of the loss are 0, as GluonTS treats its
+    padding (unobserved). GluonTS's input also holds a static real 0, which adds nothing (its weights get no
+    gradient) and is left out here; and the ``default_scale`` 1.0 of a context without an observed non-zero value
+    (module docstring) is tsdp's.
     """
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 40, n_layers: int = 2,
-                 lags: Optional[Sequence[int]] = None):
+                 lags: Optional[Sequence[int]] = None, covariates: int = 1):
         super().__init__()
         if lags is None:
             lags = tuple(l for l in DEFAULT_LAGS if l <= context_length)
@@ -336,9 +347,12 @@ class DeepAR(Forecaster):
             raise ValueError(f"DeepAR's lags must be in [1, context_length] (context_length {context_length} = "
                              f"L_C + max lag - 1; got lags {lags}): give context_length >= L_C + max lag - 1 with "
                              "L_C >= 1")
+        if int(covariates) < 0:
+            raise ValueError(f"DeepAR's covariates per position must be >= 0, got {covariates}")
         self.context_length = context_length
         self.forecast_length = forecast_length
         self.lags = lags
+        self.covariates = int(covariates)
         self.first = max(lags)
         """The first unrolled position: L_C - 1 positions before the forecast (W - L_C + 1 = max lag)."""
         self.register_buffer("lag_index", torch.tensor(lags, dtype=torch.long), persistent=False)
@@ -346,43 +360,57 @@ class DeepAR(Forecaster):
         """GluonTS's ``FeatureEmbedder`` of the one static category: a learned constant, N(0, 1) as ``nn.Embedding``
         initialises it (a bias-free ``nn.Linear`` on 1, so the factored engine clips it as a Linear)."""
         nn.init.normal_(self.static.weight)
-        self.rnn = _LSTM(len(lags) + 2, hidden, n_layers)
+        self.rnn = _LSTM(len(lags) + 2 + self.covariates, hidden, n_layers)
         self.head = StudentTHead(hidden)
 
     def _scale(self, values: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
         return mean_scale(values[:, self.first - 1:], observed[:, self.first - 1:])
 
-    def _unroll(self, series: torch.Tensor, positions: range, log_scale: torch.Tensor, state):
+    def _covariates(self, context: torch.Tensor, covariates: Optional[torch.Tensor]) -> torch.Tensor:
+        width = self.context_length + self.forecast_length
+        if covariates is None:
+            return context.new_zeros(context.shape[0], width, self.covariates)
+        if covariates.shape[1:] != (width, self.covariates):
+            raise ValueError(f"DeepAR's covariates must have shape (B, {width}, {self.covariates}) (W + L_F positions, "
+                             f"{self.covariates} per position), got {tuple(covariates.shape)}")
+        return covariates.to(context.dtype)
+
+    def _unroll(self, series: torch.Tensor, covariates: torch.Tensor, positions: range, log_scale: torch.Tensor,
+                state):
         """LSTM outputs (B, len(positions), h) at ``positions`` of the scaled ``series`` and the state after them."""
         static = torch.cat([self.static(torch.ones_like(log_scale)), log_scale], dim=-1)
         outputs = []
         for p in positions:
-            h, state = self.rnn.step(torch.cat([series[:, p - self.lag_index], static], dim=-1), state)
+            x = torch.cat([series[:, p - self.lag_index], static, covariates[:, p]], dim=-1)
+            h, state = self.rnn.step(x, state)
             outputs.append(h)
         return outputs, state
 
-    def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+    def forward(self, context: torch.Tensor, forecast: torch.Tensor,
+                covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
         values, observed = observed_values(context)
         scale = self._scale(values, observed)
         window = torch.cat([values, forecast], dim=-1)
         positions = range(self.first, self.context_length + self.forecast_length)
-        outputs, _ = self._unroll(window / scale, positions, torch.log(scale),
+        outputs, _ = self._unroll(window / scale, self._covariates(context, covariates), positions, torch.log(scale),
                                   self.rnn.initial_state(context.shape[0], context))
         df, loc, s = self.head(torch.stack(outputs, dim=1))
         nll = student_t_nll(window[:, self.first:], df, loc * scale, s * scale)
         return (nll * torch.cat([observed, torch.ones_like(forecast)], dim=-1)[:, self.first:]).mean(dim=-1)
 
     @torch.no_grad()
-    def sample(self, context: torch.Tensor, n_samples: int, generator: torch.Generator) -> torch.Tensor:
+    def sample(self, context: torch.Tensor, n_samples: int, generator: torch.Generator,
+               covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
         b = context.shape[0]
         values, observed = observed_values(context)
         scale = self._scale(values, observed).repeat_interleave(n_samples, dim=0)
         log_scale = torch.log(scale)
         series = values.repeat_interleave(n_samples, dim=0) / scale
-        _, state = self._unroll(series, range(self.first, self.context_length), log_scale,
+        covariates = self._covariates(context, covariates).repeat_interleave(n_samples, dim=0)
+        _, state = self._unroll(series, covariates, range(self.first, self.context_length), log_scale,
                                 self.rnn.initial_state(series.shape[0], series))
         for p in range(self.context_length, self.context_length + self.forecast_length):
-            (h,), state = self._unroll(series, range(p, p + 1), log_scale, state)
+            (h,), state = self._unroll(series, covariates, range(p, p + 1), log_scale, state)
             df, loc, s = self.head(h)
             series = torch.cat([series, student_t_sample(df, loc, s, generator)[:, None]], dim=1)
         paths = series[:, self.context_length:] * scale

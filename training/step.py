@@ -46,25 +46,28 @@ def check_noise_std(sigma: float, clip: float) -> None:
                                 "the loop's precision", value)
 
 
-def per_sample_gradients(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, params: Optional[Grads] = None) -> Grads:
+def per_sample_gradients(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor, params: Optional[Grads] = None,
+                         covariates: Optional[torch.Tensor] = None) -> Grads:
     """g_i = ∇_θ L(f_θ(y_C,i), y_F,i) for every window i (Algorithm 2, line 5), via vmap(grad(functional_call)).
 
     ``context`` (*lead, L_C) and ``forecast`` (*lead, L_F); returns {name: (*lead, *param.shape)}.
-    ``params`` defaults to the model's trainable parameters (detached).
+    ``params`` defaults to the model's trainable parameters (detached). ``covariates`` (*lead, W, F), when given,
+    is the model's third argument (DeepAR's time features of each window).
     """
     if params is None:
         params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
     buffers = {k: v.detach() for k, v in model.named_buffers()}
     lead = context.shape[:-1]
 
-    def loss_one(p, c, f):
-        return functional_call(model, (p, buffers), (c[None], f[None]))[0]
+    def loss_one(p, c, f, *z):
+        return functional_call(model, (p, buffers), (c[None], f[None], *(x[None] for x in z)))[0]
 
     flat_c = context.reshape(-1, context.shape[-1])
     flat_f = forecast.reshape(-1, forecast.shape[-1])
+    flat_z = () if covariates is None else (covariates.reshape(-1, *covariates.shape[-2:]),)
     if flat_c.shape[0] == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
         return {k: p.new_zeros(*lead, *p.shape) for k, p in params.items()}
-    grads = vmap(grad(loss_one), in_dims=(None, 0, 0))(params, flat_c, flat_f)
+    grads = vmap(grad(loss_one), in_dims=(None, 0, 0, *(0 for _ in flat_z)))(params, flat_c, flat_f, *flat_z)
     return {k: g.reshape(*lead, *g.shape[1:]) for k, g in grads.items()}
 
 
@@ -94,6 +97,7 @@ def private_gradient(
     mask: Optional[torch.Tensor] = None,
     params: Optional[Grads] = None,
     engine: str = "auto",
+    covariates: Optional[torch.Tensor] = None,
 ) -> Grads:
     """The noisy gradient g̃ of Algorithm 2 (paper Alg. 2; the mechanism of T1-T14): clip to C, sum, add N(0, σ² C² I), / Λ.
 
@@ -102,7 +106,8 @@ def private_gradient(
     no lead dimensions, one gradient for the model's parameters. ``batch_size`` is the
     expected batch size Λ (the divisor of Algorithm 2), not the realised one.
     ``engine``: ``factored`` (one batch, the model's own parameters), ``vmap`` (any lead
-    dims, optional ``params``), or ``auto`` (factored where it applies, else vmap).
+    dims, optional ``params``), or ``auto`` (factored where it applies, else vmap). ``covariates``
+    (*lead, M, W, F), when given, is the model's third argument (DeepAR's time features of each window).
     Soundness: each window's clipped gradient has norm ≤ C under either engine.
     """
     if engine not in ENGINES:
@@ -112,8 +117,8 @@ def private_gradient(
         raise ValueError("the factored engine takes one batch (M, L_C) and the model's own parameters; use engine='vmap'")
     if engine == "factored" or (engine == "auto" and single):
         return factored_noisy_gradient(model, context, forecast, clip=clip, sigma=sigma, batch_size=batch_size,
-                                       generator=generator, mask=mask)
-    grads = per_sample_gradients(model, context, forecast, params)
+                                       generator=generator, mask=mask, covariates=covariates)
+    grads = per_sample_gradients(model, context, forecast, params, covariates)
     summed = clipped_sum(grads, clip, context.dim() - 1, mask)
     return noisy_mean(summed, clip=clip, sigma=sigma, batch_size=batch_size, generator=generator)
 
@@ -191,14 +196,15 @@ def dp_step(
 
 
 def nonprivate_step(model: nn.Module, optimizer: torch.optim.Optimizer, context: torch.Tensor, forecast: torch.Tensor,
-                    extra: Optional[list] = None) -> float:
+                    extra: Optional[list] = None, covariates: Optional[torch.Tensor] = None) -> float:
     """Ordinary (non-private) SGD step on the mean loss — the ε = ∞ reference of the paper's tables.
 
     ``extra``: tensors added to the trainable parameters' gradients (in order) before the step
-    (white-box canaries); an empty batch then steps on ``extra`` alone.
+    (white-box canaries); an empty batch then steps on ``extra`` alone. ``covariates``: the model's third argument.
     """
     optimizer.zero_grad(set_to_none=True)
-    loss = model(context, forecast).mean() if context.shape[0] > 0 else torch.zeros(())
+    inputs = (context, forecast) if covariates is None else (context, forecast, covariates)
+    loss = model(*inputs).mean() if context.shape[0] > 0 else torch.zeros(())
     if context.shape[0] > 0:
         loss.backward()
     if extra is not None:

@@ -25,6 +25,7 @@ from tsdp.verify.events import ledger_summary, step_event, training_event, unit_
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 from tsdp.datasets.series import SeriesData, last_values
+from tsdp.datasets.time_features import covariate_count, window_covariates
 
 from .metrics import (BYTES_PER_SAMPLE_STEP, crps_from_quantiles, crps_scale, point_crps, sample_quantiles,
                       seasonal_naive)
@@ -32,7 +33,7 @@ from .models import make_model
 from .result import CheckpointSelection, TrainResult
 from .samplers import make_sampler
 from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
-from .windows import augment, gather_windows, pad_series, padding_of, split_window
+from .windows import augment, covariates_of, gather_windows, pad_covariates, pad_series, padding_of, split_window
 
 
 def resolve_device(device: str) -> torch.device:
@@ -48,8 +49,9 @@ def resolve_device(device: str) -> torch.device:
 
 
 def evaluate(model: torch.nn.Module, contexts: torch.Tensor, targets: np.ndarray, *, n_samples: int,
-             generator: torch.Generator, device: torch.device) -> float:
-    """Test CRPS (mean weighted quantile loss of ``n_samples`` sample paths) of forecasts from ``contexts`` (M, L_C).
+             generator: torch.Generator, device: torch.device, covariates: Optional[torch.Tensor] = None) -> float:
+    """Test CRPS (mean weighted quantile loss of ``n_samples`` sample paths) of forecasts from ``contexts`` (M, L_C)
+    (and, for a model that reads them, the windows' ``covariates`` (M, L_C + L_F, F)).
 
     The windows are drawn in chunks whose sample paths fit ``TSDP_MEMORY_LIMIT`` (:data:`BYTES_PER_SAMPLE_STEP` per
     path step), in order from one generator: one chunk, the whole set at once, wherever it fits. Each window's
@@ -57,33 +59,53 @@ def evaluate(model: torch.nn.Module, contexts: torch.Tensor, targets: np.ndarray
     stays bounded for thousands of test windows."""
     from tsdp.verify.pld import resolve_memory_limit
 
-    per_window = n_samples * (contexts.shape[1] + targets.shape[1]) * BYTES_PER_SAMPLE_STEP
+    per_step = BYTES_PER_SAMPLE_STEP + (0 if covariates is None else 4 * covariates.shape[-1])  # + float32 covariates
+    per_window = n_samples * (contexts.shape[1] + targets.shape[1]) * per_step
     chunk = max(1, resolve_memory_limit() // per_window)
     model.eval()
-    parts = [sample_quantiles(model.sample(contexts[i:i + chunk].to(device), n_samples, generator).cpu().numpy())
-             for i in range(0, contexts.shape[0], chunk)]
+    parts = []
+    for i in range(0, contexts.shape[0], chunk):
+        extra = () if covariates is None else (covariates[i:i + chunk].to(device),)
+        paths = model.sample(contexts[i:i + chunk].to(device), n_samples, generator, *extra)
+        parts.append(sample_quantiles(paths.cpu().numpy()))
     model.train()
     return crps_from_quantiles(targets, np.concatenate(parts, axis=1))
 
 
-def validation_loss(model: torch.nn.Module, contexts: torch.Tensor, targets: torch.Tensor) -> float:
+def validation_loss(model: torch.nn.Module, contexts: torch.Tensor, targets: torch.Tensor,
+                    covariates: Optional[torch.Tensor] = None) -> float:
     """Mean negative log-likelihood of the validation windows (the paper's checkpoint criterion)."""
     model.eval()
     with torch.no_grad():
-        loss = float(model(contexts, targets).mean())
+        inputs = (contexts, targets) if covariates is None else (contexts, targets, covariates)
+        loss = float(model(*inputs).mean())
     model.train()
     return loss
 
 
+def initial_model(model_name: str, config: TrainingConfig, data: SeriesData, *, seed: int,
+                  lags=None) -> torch.nn.Module:
+    """The model :func:`train` starts from: ``model_name`` at the configuration's L_C and L_F, initialised under
+    ``seed``; DeepAR with ``lags`` (default its own) and the covariates of ``data``'s step
+    (:func:`tsdp.datasets.time_features.covariate_count`)."""
+    extra = {}
+    if model_name == "deepar":
+        extra = {"covariates": covariate_count(data.freq), **({"lags": lags} if lags is not None else {})}
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return make_model(model_name, config.context_length, config.forecast_length, **extra)
+
+
 def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int, *, clip: float, private: bool,
-               generator: torch.Generator, emit, bar, canaries=None) -> None:
+               generator: torch.Generator, emit, bar, canaries=None, covariates=None) -> None:
     """``n_steps`` training steps of ``config``'s scheme (Algorithm 1's inner loop, Algorithm 2 steps).
 
     Samples one epoch of batches at a time from its start (so deterministic/shuffled iteration
     restarts its epoch with every call, as the events module assumes) and calls ``emit(i)``
     after step i (0-based within this call). ``canaries`` (:class:`attacks.canary.gradient.GradientCanaries`,
     attached to ``model``) add their clipped sum to ĝ before the noise (divided by Λ with it)
-    and score every step's parameter delta.
+    and score every step's parameter delta. ``covariates``: the series' covariates laid out as ``padded``
+    (:func:`~tsdp.training.windows.pad_covariates`), cropped with every window for a model that reads them.
     """
     done = 0
     while done < n_steps:
@@ -93,6 +115,8 @@ def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int
             one = index.step(i)
             windows = gather_windows(padded, one.seq[0], one.start[0], config.window_length)
             context, forecast = split_window(windows, config.context_length)
+            window_covariates = (None if covariates is None else
+                                 gather_windows(covariates, one.seq[0], one.start[0], config.window_length))
             if config.augmented:
                 context, forecast = augment(context, forecast, sigma_context=config.sigma_context,
                                             sigma_forecast=config.sigma_forecast, v=config.v, generator=generator)
@@ -102,13 +126,14 @@ def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int
                 before = canaries.snapshot()
             if private:
                 gradient = private_gradient(model, context, forecast, clip=clip, sigma=config.sigma,
-                                            batch_size=config.batch_size, generator=generator)
+                                            batch_size=config.batch_size, generator=generator,
+                                            covariates=window_covariates)
                 if extra is not None:
                     names = [name for name, p in model.named_parameters() if p.requires_grad]
                     gradient = {name: gradient[name] + e for name, e in zip(names, extra)}
                 apply_gradient(model, opt, gradient)
             elif context.shape[0] > 0 or extra is not None:
-                nonprivate_step(model, opt, context, forecast, extra=extra)
+                nonprivate_step(model, opt, context, forecast, extra=extra, covariates=window_covariates)
             if canaries is not None:
                 canaries.observe(before)
             emit(done + i)
@@ -218,7 +243,9 @@ def train(
     training series, report the test CRPS of its test windows, and every ``validate_every`` steps (default
     once per epoch) score its validation windows: the result's ``selection`` holds the checkpoint with
     the lowest validation loss, which the ε does **not** cover (its validation windows are the ends of the
-    same private series; THEOREMS.md errata). ``lags``: DeepAR's lag indices (default its own).
+    same private series; THEOREMS.md errata). ``lags``: DeepAR's lag indices (default its own). DeepAR reads the
+    covariates of every window's positions (:mod:`tsdp.datasets.time_features`: the calendar features of the data's
+    step from each series' ``starts``, and the age feature), in training, validation and test alike.
     """
     if epsilon is None and epochs is None and steps is None:
         raise ConfigError("epsilon", "give an ε budget (epsilon), a number of epochs or of steps")
@@ -299,10 +326,7 @@ def train(
 
     dev = resolve_device(device)
     generator = torch.Generator(device=dev).manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        extra = {"lags": lags} if lags is not None and model_name == "deepar" else {}
-        model = make_model(model_name, config.context_length, config.forecast_length, **extra).to(dev)
+    model = initial_model(model_name, config, train_data, seed=seed, lags=lags).to(dev)
     opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr, weight_decay=weight_decay)
     if canaries is not None:
         canaries.attach(model.parameters())
@@ -310,9 +334,15 @@ def train(
     padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length, fill)
     padded = padded.to(dev)
     test_contexts = torch.as_tensor(last_values(histories, config.context_length, fill), dtype=torch.float32)
+    covariates = test_covariates = None
+    if covariates_of(model):
+        covariates = pad_covariates(train_data.starts, train_data.lengths, config.context_length).to(dev)
+        test_covariates = _history_covariates(histories, split.test.starts if split is not None else train_data.starts,
+                                              config, train_data.freq)
 
-    untrained = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev)
-    checkpoint = _Checkpoints(model, split, config.context_length, dev,
+    untrained = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev,
+                         covariates=test_covariates)
+    checkpoint = _Checkpoints(model, split, config, train_data.freq, dev,
                               validate_every or sampler.steps_per_epoch) if split is not None else None
     started = time.perf_counter()
     bar = tqdm(total=warmup_steps + total_steps, disable=not progress, desc=f"train {model_name}", unit="step")
@@ -324,7 +354,7 @@ def train(
         if checkpoint is not None and phase is config:
             emit = (lambda i: (account(i), checkpoint.after(warmup_steps + i + 1)))
         _run_steps(model, opt, padded, make_sampler(phase, train_data.lengths), phase, n_steps, clip=clip,
-                   private=private, generator=generator, emit=emit, bar=bar, canaries=canaries)
+                   private=private, generator=generator, emit=emit, bar=bar, canaries=canaries, covariates=covariates)
     bar.close()
     seconds = time.perf_counter() - started
 
@@ -337,7 +367,8 @@ def train(
                                 + (f", or lower the augmentation (sigma_context={config.sigma_context:g}, "
                                    f"sigma_forecast={config.sigma_forecast:g}: a noise std up to {noise:.3g})"
                                    if noise > 0 else ""), lr)
-    crps = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev)
+    crps = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev,
+                    covariates=test_covariates)
     naive = point_crps(targets, seasonal_naive(histories, config.forecast_length, season))
     if not all(math.isfinite(x) for x in (crps, untrained, naive)):
         raise ConfigError("data", f"the test CRPS is not finite (trained {crps}, untrained {untrained}, seasonal "
@@ -367,21 +398,29 @@ def train(
         seconds=seconds,
         device=str(dev),
         ledger=ledger_summary(accountant.ledger) if private else None,
-        selection=(checkpoint.summary(model, test_contexts, targets, n_samples, generator)
+        selection=(checkpoint.summary(model, test_contexts, targets, n_samples, generator, test_covariates)
                    if checkpoint is not None else None),
         trained_model=model if return_model else None,
     )
 
 
+def _history_covariates(histories, starts, config: TrainingConfig, freq) -> torch.Tensor:
+    """The covariates of the windows that forecast the L_F values after each history (series ``starts``)."""
+    return torch.from_numpy(window_covariates(starts, [len(h) + config.forecast_length for h in histories],
+                                              config.window_length, freq))
+
+
 class _Checkpoints:
     """The lowest-validation-loss checkpoint of a run (the paper's selection; **not** covered by the run's ε)."""
 
-    def __init__(self, model, split, context_length: int, device, every: int):
+    def __init__(self, model, split, config: TrainingConfig, freq, device, every: int):
         self.model, self.every = model, max(1, int(every))
-        self.contexts = torch.as_tensor(split.validation.contexts(context_length, padding_of(model)),
+        self.contexts = torch.as_tensor(split.validation.contexts(config.context_length, padding_of(model)),
                                         dtype=torch.float32).to(device)
         self.targets = torch.as_tensor(split.validation.targets, dtype=torch.float32).to(device)
-        self.best, self.best_step, self.state = validation_loss(model, self.contexts, self.targets), 0, None
+        self.covariates = (_history_covariates(split.validation.histories, split.validation.starts, config,
+                                               freq).to(device) if covariates_of(model) else None)
+        self.best, self.best_step, self.state = self._loss(), 0, None
         self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         self.last_step = 0
 
@@ -389,19 +428,22 @@ class _Checkpoints:
         self.last_step = step
         if step % self.every:
             return
-        loss = validation_loss(self.model, self.contexts, self.targets)
+        loss = self._loss()
         if loss < self.best:
             self.best, self.best_step = loss, step
             self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
-    def summary(self, model, test_contexts, targets, n_samples: int, generator) -> CheckpointSelection:
+    def _loss(self) -> float:
+        return validation_loss(self.model, self.contexts, self.targets, self.covariates)
+
+    def summary(self, model, test_contexts, targets, n_samples: int, generator, test_covariates) -> CheckpointSelection:
         last = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        last_loss = validation_loss(model, self.contexts, self.targets)
+        last_loss = self._loss()
         if last_loss <= self.best:
             self.best, self.best_step, self.state = last_loss, self.last_step, last
         model.load_state_dict(self.state)
         selected = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator,
-                            device=self.contexts.device)
+                            device=self.contexts.device, covariates=test_covariates)
         model.load_state_dict(last)
         return CheckpointSelection(validation_loss=last_loss, selected_validation_loss=self.best,
                                    selected_step=self.best_step, selected_crps=selected)

@@ -20,6 +20,26 @@ def padding_of(model: torch.nn.Module) -> float:
     return float(getattr(model, "padding", 0.0))
 
 
+def covariates_of(model: torch.nn.Module) -> int:
+    """How many covariates per window position ``model`` reads (its ``covariates``: DeepAR's time features), else 0."""
+    return int(getattr(model, "covariates", 0))
+
+
+def pad_covariates(starts, lengths: Sequence[int], context_length: int) -> torch.Tensor:
+    """DeepAR's covariates of every series laid out as :func:`pad_series` lays out its values: (N, L_C + L_max, F)
+    float32, column L_C + i holding position i of series n (:func:`tsdp.datasets.time_features.position_covariates`
+    of its calendar ``starts[n]``, or none: ``starts`` None), the front padding 0 as GluonTS pads them; so
+    :func:`gather_windows` crops a window's covariates with the same indices as its values."""
+    from tsdp.datasets.time_features import covariate_count, position_covariates
+
+    count = covariate_count(None if starts is None else starts[0].freq)
+    out = torch.zeros(len(lengths), context_length + max(lengths), count, dtype=torch.float32)
+    for n, length in enumerate(lengths):
+        out[n, : context_length + length] = torch.from_numpy(
+            position_covariates(None if starts is None else starts[n], -context_length, context_length + length))
+    return out
+
+
 def pad_series(series: Sequence[torch.Tensor], context_length: int,
                fill: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
     """Front-pad every series with L_C values ``fill`` (Algorithm 4, prepend_zeros; :func:`padding_of` a model)
@@ -39,7 +59,8 @@ def pad_series(series: Sequence[torch.Tensor], context_length: int,
 def gather_windows(padded: torch.Tensor, seq: torch.Tensor, start: torch.Tensor, window_length: int) -> torch.Tensor:
     """Crop windows x'_seq[start : start + L_C + L_F] (Algorithm 4's cropping) for index tensors of any shape.
 
-    ``seq`` and ``start`` have the same shape S; the result has shape S + (L_C + L_F,).
+    ``seq`` and ``start`` have the same shape S; the result has shape S + (L_C + L_F,) (+ (F,) for the
+    (N, width, F) covariates of :func:`pad_covariates`).
     """
     offsets = torch.arange(window_length, device=padded.device)
     return padded[seq[..., None], start[..., None] + offsets]

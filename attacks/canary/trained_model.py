@@ -29,28 +29,31 @@ from tsdp.verify.json_data import with_note
 
 from tsdp.datasets.formats import load_series
 from tsdp.datasets.series import SeriesData
-from tsdp.training.models import make_model
 from tsdp.training.step import per_sample_gradients
-from tsdp.training.train import resolve_device, train
-from tsdp.training.windows import gather_windows, pad_series, padding_of, split_window
+from tsdp.training.train import initial_model, resolve_device, train
+from tsdp.training.windows import covariates_of, gather_windows, pad_covariates, pad_series, padding_of, split_window
 
 from .certified import ScoreBound
 from .spikes import canary_windows, place_canaries, with_canaries
 from .steinke_bound import certify
 
 
-def _scores(model, init_model, padded, n_starts, config, series, position):
-    """(black-box loss drop, white-box minus gradient norm) per canary on its canary windows (module docstring)."""
+def _scores(model, init_model, padded, n_starts, config, series, position, covariates=None):
+    """(black-box loss drop, white-box minus gradient norm) per canary on its canary windows (module docstring);
+    ``covariates``: the series' covariates laid out as ``padded``, for a model that reads them (DeepAR)."""
     seq, start, valid = canary_windows(config, series, position, n_starts)
     windows = gather_windows(padded, seq, start, config.window_length)
     context, forecast = split_window(windows, config.context_length)
-    flat_c = context.reshape(-1, config.context_length)
-    flat_f = forecast.reshape(-1, config.forecast_length)
+    flat = [context.reshape(-1, config.context_length), forecast.reshape(-1, config.forecast_length)]
+    window_covariates = None
+    if covariates is not None:
+        window_covariates = gather_windows(covariates, seq, start, config.window_length)
+        flat.append(window_covariates.reshape(-1, *window_covariates.shape[-2:]))
     with torch.no_grad():
-        loss_final = (model(flat_c, flat_f).reshape(valid.shape) * valid).sum(1)
-        loss_init = (init_model(flat_c, flat_f).reshape(valid.shape) * valid).sum(1)
+        loss_final = (model(*flat).reshape(valid.shape) * valid).sum(1)
+        loss_init = (init_model(*flat).reshape(valid.shape) * valid).sum(1)
     black = (loss_init - loss_final).numpy()
-    grads = per_sample_gradients(model, context, forecast)
+    grads = per_sample_gradients(model, context, forecast, covariates=window_covariates)
     summed = torch.cat([(g * valid.reshape(*valid.shape, *([1] * (g.dim() - 2)))).reshape(*valid.shape, -1).sum(1)
                         for g in grads.values()], dim=1)
     white = (-summed.norm(dim=1)).numpy()
@@ -147,15 +150,15 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
                     private=private,
                     device=device, seed=seed, progress=progress, lr=lr, n_samples=20, return_model=True)
     model = trained.trained_model.cpu()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)  # train() builds its initial model under this seed
-        init_model = make_model(model_name, config.context_length, config.forecast_length)
     full = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     train_part, _ = full.split(config.forecast_length)
+    init_model = initial_model(model_name, config, train_part, seed=seed)  # train()'s initial model
     padded, lengths = pad_series([torch.as_tensor(s) for s in train_part.series], config.context_length,
                                  padding_of(model))  # the windows as the training loop padded them
+    covariates = (pad_covariates(train_part.starts, train_part.lengths, config.context_length)
+                  if covariates_of(model) else None)
     black, white = _scores(model, init_model, padded, window_starts(lengths, config.forecast_length), config, series,
-                           position)
+                           position, covariates)
     bounds = certify({"loss": black, "gradient": white}, included, delta, confidence)
     lower = bounds["epsilon_lower"]
     return ModelAuditResult(

@@ -19,7 +19,7 @@ from tsdp.theorems.bounds.inference import InferenceConfig
 from tsdp.datasets.series import SeriesData
 from tsdp.training.metrics import crps_from_samples
 
-from .mechanism import private_forecast
+from .mechanism import forecast_covariates, private_forecast
 
 PAPER_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 PAPER_RATES = (1.0, 0.75, 0.5)
@@ -39,29 +39,34 @@ def last_contexts(data: SeriesData, context_length: int) -> np.ndarray:
 
 def crps_tradeoff(model: torch.nn.Module, data: SeriesData, *, context_length: int, forecast_length: int,
                   epsilons: Sequence[float], rates: Sequence[float], delta: float, v: float, w: int = 1,
-                  n_samples: int = 100, repeats: int = 1, seed: int = 0, device: str = "cpu") -> list:
+                  n_samples: int = 100, repeats: int = 1, seed: int = 0, device: str = "cpu",
+                  freq: Optional[str] = None) -> list:
     """[{epsilon, r, sigma, crps, crps_std}] for every (ε, r), plus one row ε = inf (r = 1, no noise) as the
     reference, which says so in ``epsilon_note`` (JSON writes its ε as null). ``crps`` is the mean over ``repeats`` independent releases of every series, ``crps_std`` their std.
 
     ``data`` holds whole series; the last ``forecast_length`` steps of each are the targets.
-    σ per (ε, r) is the smallest admissible under T15 (sound accounting, one release).
+    σ per (ε, r) is the smallest admissible under T15 (sound accounting, one release). ``freq``: the step of the
+    data ``model`` was trained on, for a model that reads covariates (:func:`~tsdp.attacks.inference.mechanism.
+    forecast_covariates`).
     """
     from tsdp.verify.inference_accounting import calibrate_sigma
 
     train, targets = data.split(forecast_length)
     x = torch.as_tensor(last_contexts(train, context_length), dtype=torch.float32, device=device)
+    covariates = forecast_covariates(model, freq, train.starts, train.lengths, context_length, forecast_length)
+    extra = () if covariates is None else (covariates.to(device),)
     gen = torch.Generator(device=device).manual_seed(seed)
     model.eval()
     with torch.no_grad():
-        reference = crps_from_samples(targets, model.sample(x, n_samples, gen).cpu().numpy())
+        reference = crps_from_samples(targets, model.sample(x, n_samples, gen, *extra).cpu().numpy())
     rows = [{"epsilon": float("inf"), "r": 1.0, "sigma": 0.0, "crps": reference, "crps_std": 0.0,
              "epsilon_note": REFERENCE_NOTE}]
     for eps in epsilons:
         for r in rates:
             cfg = InferenceConfig(r=float(r), sigma=1.0, w=w, v=float(v), context_length=context_length)
             sigma = calibrate_sigma(cfg, eps, delta).sigma
-            scores = [crps_from_samples(targets, private_forecast(model, x, float(r), sigma, n_samples, gen)
-                                        .cpu().numpy()) for _ in range(repeats)]
+            scores = [crps_from_samples(targets, private_forecast(model, x, float(r), sigma, n_samples, gen,
+                                                                  covariates).cpu().numpy()) for _ in range(repeats)]
             rows.append({"epsilon": float(eps), "r": float(r), "sigma": sigma, "crps": float(np.mean(scores)),
                          "crps_std": float(np.std(scores))})
     return rows
@@ -91,7 +96,7 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
                           progress=False, return_model=True).trained_model
     rows = crps_tradeoff(trained, data, context_length=context_length, forecast_length=forecast_length,
                          epsilons=epsilons, rates=rates, delta=delta, v=v, w=w, n_samples=n_samples,
-                         repeats=repeats, seed=seed, device=device)
+                         repeats=repeats, seed=seed, device=device, freq=data.freq)
     best = {}
     for eps in epsilons:
         cand = [row for row in rows if row["epsilon"] == float(eps)]

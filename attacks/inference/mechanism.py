@@ -9,7 +9,7 @@ on that device, so runs are reproducible.
 """
 from __future__ import annotations
 
-from typing import Callable, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import torch
 
@@ -61,21 +61,52 @@ def check_samples(n_samples, n_series: int, context_length: int, forecast_length
 
 
 def private_forecast(model: torch.nn.Module, x: torch.Tensor, r: float, sigma: float, n_samples: int,
-                     generator: torch.Generator) -> torch.Tensor:
+                     generator: torch.Generator, covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Forecast sample paths (B, n_samples, L_F) of ``model`` from privatised contexts ``x`` (B, L_C).
 
     One release per series (T15 per release; the forecast is post-processing of the context). The
-    memory check counts the model's ``forecast_length`` (tsdp's models), at least one step.
+    memory check counts the model's ``forecast_length`` (tsdp's models), at least one step. ``covariates``:
+    the windows' covariates for a model that reads them (:func:`forecast_covariates`; public, not privatised).
     """
     check_samples(n_samples, x.shape[0], x.shape[1], getattr(model, "forecast_length", 1))
     released, _ = private_context(x, r, sigma, generator)
     with torch.no_grad():
-        return model.sample(released.to(torch.float32), n_samples, generator)
+        extra = () if covariates is None else (covariates.to(x.device),)
+        return model.sample(released.to(torch.float32), n_samples, generator, *extra)
 
 
-def save_model(path, model: torch.nn.Module, name: str, context_length: int, forecast_length: int) -> None:
-    """Write a trained forecaster (CLI name, L_C, L_F, weights) for `tsdp forecast`."""
+def forecast_covariates(model: torch.nn.Module, freq: Optional[str], starts, lengths: Sequence[int],
+                        context_length: int, forecast_length: int) -> Optional[torch.Tensor]:
+    """The covariates of the windows that forecast the L_F values after series of ``lengths`` values (calendars
+    ``starts``, or None) for ``model`` trained on data of step ``freq`` (:func:`load_model`'s header): None for a
+    model that reads none. ValueError when the model reads calendar features the series cannot give (no calendar,
+    or another step)."""
+    from tsdp.datasets.time_features import calendar_features, same_step, window_covariates
+    from tsdp.training.windows import covariates_of
+
+    if not covariates_of(model):
+        return None
+    if freq is not None and not calendar_features(freq):
+        freq = None  # a step without calendar features (yearly): the age feature only
+    given = None if starts is None else starts[0].freq
+    if freq is not None and not (given is not None and same_step(given, freq)):
+        raise ValueError(f"the model reads the calendar features of data at the step {freq!r}, and the series "
+                         + ("has no calendar (give --data with timestamps at that step)" if given is None else
+                            f"is at the step {given!r}"))
+    if freq is None:
+        starts = None  # trained without a calendar: the age feature only
+    return torch.from_numpy(window_covariates(starts, [n + forecast_length for n in lengths],
+                                              context_length + forecast_length, freq))
+
+
+def save_model(path, model: torch.nn.Module, name: str, context_length: int, forecast_length: int,
+               freq: Optional[str] = None) -> None:
+    """Write a trained forecaster for `tsdp forecast`: CLI name, L_C, L_F, DeepAR's lags and covariates per
+    position, the step ``freq`` of the data it was trained on (its calendar features), the weights."""
+    from tsdp.training.windows import covariates_of
+
     torch.save({"model": name, "context_length": context_length, "forecast_length": forecast_length,
+                "lags": list(getattr(model, "lags", ())), "covariates": covariates_of(model), "freq": freq,
                 "state_dict": model.state_dict()}, path)
 
 
@@ -85,7 +116,8 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
 
     try:
         blob = torch.load(path, map_location=device, weights_only=True)
-        model = make_model(blob["model"], blob["context_length"], blob["forecast_length"]).to(device)
+        extra = {"lags": blob["lags"], "covariates": blob["covariates"]} if blob["model"] == "deepar" else {}
+        model = make_model(blob["model"], blob["context_length"], blob["forecast_length"], **extra).to(device)
         model.load_state_dict(blob["state_dict"])
     except Exception as err:  # noqa: BLE001 - whatever the file holds, it is not a model tsdp wrote
         why = str(err).strip().splitlines()[0][:120] if str(err).strip() else ""
@@ -93,4 +125,4 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
                          f"by another version may have other layers; {type(err).__name__}"
                          f"{': ' + why if why else ''})") from err
     model.eval()
-    return model, {k: blob[k] for k in ("model", "context_length", "forecast_length")}
+    return model, {k: blob[k] for k in ("model", "context_length", "forecast_length", "freq")}

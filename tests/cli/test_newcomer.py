@@ -126,6 +126,13 @@ def test_train_reads_a_long_table_with_its_own_column_names(files):
     (["--data", "FILE:long.csv", "--item-id", "shop"], "--item-id", "no item_id column 'shop'"),
     (["--data", "FILE:missing.parquet"], "--data", "no such file"),
     (["--data", "FILE:long.csv", "--layout", "sideways"], "--layout", "invalid choice"),
+    (["--data", "FILE:long.csv", "--freq", "h"], "--freq", "numeric timestamps need a positive number"),
+    (["--data", "FILE:long.csv", "--freq", "0"], "--freq", "numeric timestamps need a positive number"),
+    (["--data", "FILE:long.csv", "--freq", "2"], "--data", "misses the timestamp"),
+    (["--data", "FILE:wide.csv", "--freq", "D"], "--freq", "has none (a plain row index)"),
+    (["--data", "FILE:gluonts.json.gz", "--freq", "3"], "--freq", "pandas offset alias"),
+    (["--data", "FILE:gluonts.json.gz", "--freq", "fortnightly"], "--freq", "not a pandas frequency"),
+    (["--data", "FILE:gluonts.json.gz", "--freq", ""], "--freq", "not a pandas frequency"),
 ])
 def test_ambiguous_or_wrong_tables_name_the_flag(files, argv, flag, words):
     d, _ = files
@@ -203,3 +210,19 @@ def test_a_table_without_the_data_extra_names_the_extra(files, monkeypatch):
     code, _, err = run_cli(["train", "--N", "5", *SMALL[2:], "--epochs", "1", "--delta", "1e-5",
                             "--data", d / "gluonts.json.gz"])
     assert code == 2 and "--N 4" in error_line(err)  # read without pandas: 4 series
+
+
+def test_json_lines_with_freq_train_deepar_on_their_calendar(files, tmp_path):
+    """--freq gives GluonTS JSON lines their calendar: DeepAR trained on daily entries reads 3 calendar features and
+    the age (the saved model says so, with the step), without --freq the age only."""
+    import torch
+
+    d, _ = files
+    for freq, covariates in (("D", 4), (None, 1)):
+        model = tmp_path / f"deepar-{freq}.pt"
+        argv = ["train", "--model", "deepar", *SMALL, "--context-length", "8", "--epochs", "1", "--delta", "1e-5",
+                "--data", d / "gluonts.json.gz", "--save", model, "--json"] + (["--freq", freq] if freq else [])
+        code, _, err = run_cli(argv)
+        assert code == 0, err
+        blob = torch.load(model, weights_only=True)
+        assert blob["covariates"] == covariates and blob["freq"] == freq

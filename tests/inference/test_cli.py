@@ -85,3 +85,48 @@ def test_predict_refuses_a_deepar_file_of_another_version(capsys, tmp_path):
     assert str(old) in err and "another version" in err
     code, _, _ = run(capsys, "forecast", "predict", "--model-file", str(path), *common)
     assert code == 0
+
+
+def test_predict_gives_deepar_the_covariates_of_the_forecast(capsys, tmp_path):
+    """A DeepAR trained on hourly data (4 calendar features and the age) predicts from an hourly --data series with
+    the covariates of the positions after its last value: the JSON quantiles equal the library's private forecast
+    of those covariates at the same seed (and not those of zero covariates). --values has no calendar and is
+    refused in one line; so is a model file without its covariates (another version)."""
+    import numpy as np
+    pd = pytest.importorskip("pandas")
+
+    from tsdp.attacks.inference.mechanism import private_forecast
+    from tsdp.datasets.series import SeriesStart
+    from tsdp.datasets.time_features import window_covariates
+    from tsdp.cli.cmd_forecast import QUANTILES
+
+    torch.manual_seed(0)
+    model = make_model("deepar", 4, 2, covariates=5)
+    path = tmp_path / "deepar.pt"
+    save_model(path, model, "deepar", 4, 2, "h")
+    values = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0]
+    csv = tmp_path / "hourly.csv"
+    stamps = pd.date_range("2024-03-09 20:00", periods=len(values), freq="h")  # across midnight
+    csv.write_text("item_id,timestamp,target\n" + "".join(f"a,{t},{v}\n" for t, v in zip(stamps, values)))
+    common = ["--model-file", str(path), "--epsilon", "4", "--delta", "1e-4", "--r", "0.5", "--samples", "30",
+              "--seed", "3", "--json"]
+    code, out, err = run(capsys, "forecast", "predict", "--data", str(csv), *common)
+    assert code == 0, err
+    got = json.loads(out)
+    covariates = torch.from_numpy(window_covariates([SeriesStart("2024-03-09 20:00:00", "h")], [len(values) + 2], 6))
+    context = torch.tensor(values[-4:], dtype=torch.float32)[None]
+
+    def quantiles(z):
+        paths = private_forecast(model.eval(), context, 0.5, got["sigma"], 30, torch.Generator().manual_seed(3), z)
+        return np.quantile(paths[0].numpy(), QUANTILES, axis=0)
+
+    np.testing.assert_allclose(got["quantiles"]["0.5"], quantiles(covariates)[QUANTILES.index(0.5)], rtol=1e-6)
+    assert not np.allclose(got["quantiles"]["0.5"], quantiles(None)[QUANTILES.index(0.5)], rtol=1e-6)
+    code, out, err = run(capsys, "forecast", "predict", "--values", *map(str, values), *common)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--values" in err and "'h'" in err
+    blob = torch.load(path, weights_only=True)
+    del blob["covariates"]
+    torch.save(blob, tmp_path / "old.pt")
+    code, out, err = run(capsys, "forecast", "predict", "--data", str(csv), "--model-file", str(tmp_path / "old.pt"),
+                         *common[2:])
+    assert code == 2 and "another version" in err and len(err.strip().splitlines()) == 1

@@ -15,6 +15,8 @@ ff_module = pytest.importorskip("gluonts.torch.model.simple_feedforward.module")
 it_module = pytest.importorskip("gluonts.torch.model.i_transformer.module")
 
 from tsdp.datasets.benchmarks import LONG_LAGS
+from tsdp.datasets.series import SeriesStart
+from tsdp.datasets.time_features import window_covariates
 from tsdp.training.models import UNOBSERVED, DeepAR, DLinear, ITransformer, SimpleFeedForward
 
 LC, LF = 24, 6
@@ -152,40 +154,42 @@ def test_itransformer_equals_gluonts():
         _assert_same_law(ours, context, forecast, args, loc[..., 0], scale[..., 0], loss.mean(dim=-1))
 
 
-def _gluonts_deepar(context_length, lags):
+def _gluonts_deepar(context_length, lags, covariates):
     """DeepARModel as the official estimator builds it (num_layers 2, hidden 40, dropout 0, scaling, no
-    default_scale, StudentTOutput) with one dynamic feature and one static real, both fed zeros (tsdp has no time
-    features), and the official cardinality-[1] static category (its 1-dimensional embedding is tsdp's constant)."""
+    default_scale, StudentTOutput) with ``covariates`` dynamic features (the estimator's time features and age), one
+    static real (the estimator feeds it 0) and the official cardinality-[1] static category (its 1-dimensional
+    embedding is tsdp's constant)."""
     theirs = deepar_module.DeepARModel(freq="h", context_length=context_length, prediction_length=LF,
-                                       num_feat_dynamic_real=1, num_feat_static_real=1, num_feat_static_cat=1,
+                                       num_feat_dynamic_real=covariates, num_feat_static_real=1, num_feat_static_cat=1,
                                        cardinality=[1], num_layers=2, hidden_size=40, dropout_rate=0.0,
                                        lags_seq=list(lags), scaling=True, default_scale=None).double()
     return theirs
 
 
-def _deepar_loss(theirs, window, forecast, observed, future_only=False):
+def _deepar_loss(theirs, window, forecast, observed, covariates, future_only=False):
     """GluonTS's per-sample training loss: ``DeepARLightningModule.training_step`` calls ``loss`` with its defaults
-    (``future_only=False``, mean over the L_C - 1 + L_F unrolled positions)."""
-    b = window.shape[0]
-    zeros = window.new_zeros
-    return theirs.loss(feat_static_cat=torch.zeros(b, 1, dtype=torch.long), feat_static_real=zeros(b, 1),
-                       past_time_feat=zeros(b, window.shape[1], 1), past_target=window, past_observed_values=observed,
-                       future_time_feat=zeros(b, LF, 1), future_target=forecast,
+    (``future_only=False``, mean over the L_C - 1 + L_F unrolled positions); the window's covariates split into its
+    past and future time features."""
+    b, w = window.shape
+    return theirs.loss(feat_static_cat=torch.zeros(b, 1, dtype=torch.long), feat_static_real=window.new_zeros(b, 1),
+                       past_time_feat=covariates[:, :w], past_target=window, past_observed_values=observed,
+                       future_time_feat=covariates[:, w:], future_target=forecast,
                        future_observed_values=torch.ones_like(forecast), future_only=future_only,
                        aggregate_by=torch.mean)
 
 
 def _copy_deepar(ours, theirs):
-    """Mapping: ``rnn.weight_ih_l0`` columns of the lags, the static embedding and log(scale) → ``rnn.cells[0].ih``
-    (the static real's and the time feature's columns multiply zeros); ``weight_ih_l1``, ``weight_hh_l{0,1}``,
+    """Mapping: ``rnn.weight_ih_l0`` columns of the lags, the static embedding, log(scale) and the time features →
+    ``rnn.cells[0].ih`` (the static real's column multiplies GluonTS's 0); ``weight_ih_l1``, ``weight_hh_l{0,1}``,
     ``bias_ih/hh_l{0,1}`` → ``cells[k].ih/hh`` (gate rows i, f, g, o); ``embedder._embedders[0]`` → ``static``;
     ``param_proj`` → ``head``."""
-    n = len(ours.lags)
-    assert theirs.rnn.input_size == n + 4  # lags, embedding, static real, log(scale), one time feature
+    n, f = len(ours.lags), ours.covariates
+    assert theirs.rnn.input_size == n + 3 + f  # lags, embedding, static real, log(scale), time features
     with torch.no_grad():
         for k, cell in enumerate(ours.rnn.cells):
             w_ih = getattr(theirs.rnn, f"weight_ih_l{k}")
-            cell["ih"].weight.copy_(w_ih[:, list(range(n)) + [n, n + 2]] if k == 0 else w_ih)
+            columns = list(range(n)) + [n, n + 2] + list(range(n + 3, n + 3 + f))
+            cell["ih"].weight.copy_(w_ih[:, columns] if k == 0 else w_ih)
             cell["ih"].bias.copy_(getattr(theirs.rnn, f"bias_ih_l{k}"))
             cell["hh"].weight.copy_(getattr(theirs.rnn, f"weight_hh_l{k}"))
             cell["hh"].bias.copy_(getattr(theirs.rnn, f"bias_hh_l{k}"))
@@ -193,22 +197,38 @@ def _copy_deepar(ours, theirs):
         _copy_head(ours.head, theirs.param_proj)
 
 
+def _hourly_covariates(width, ends):
+    """tsdp's covariates of hourly windows of ``width`` positions ending before ``ends`` (a window that starts
+    before the series' start included): 4 calendar features and the age, float64."""
+    start = SeriesStart("2014-03-30 22:00:00", "h")
+    return torch.from_numpy(window_covariates([start] * len(ends), ends, width)).double()
+
+
 def test_deepar_equals_gluonts():
-    """tsdp's DeepAR on a window of L_C + max lag - 1 values with the official 28 lags is GluonTS's DeepARModel at
-    context_length L_C (its ``past_length``) with zero covariates: the same training loss (NLL over the context and
-    forecast positions, ``future_only=False``), also on front-padded windows (padded values out of the scale and
-    the loss). A model that averages over the forecast only fails here (GluonTS's forecast-only loss differs), and so
-    does one that unrolls one step more (it reads a value before the window)."""
+    """tsdp's DeepAR on a window of L_C + max lag - 1 values with the official 28 lags and hourly data's 5 covariates
+    is GluonTS's DeepARModel at context_length L_C (its ``past_length``): the same training loss (NLL over the context
+    and forecast positions, ``future_only=False``), also on front-padded windows (padded values out of the scale and
+    the loss). A model that averages over the forecast only fails here (GluonTS's forecast-only loss differs), so
+    does one that unrolls one step more (it reads a value before the window), and one that drops the covariates or
+    reads them one position off."""
     torch.manual_seed(11)
-    theirs = _gluonts_deepar(LC, LONG_LAGS)
-    ours = DeepAR(LC + max(LONG_LAGS) - 1, LF, lags=LONG_LAGS).double()
+    covariate_count = 5
+    theirs = _gluonts_deepar(LC, LONG_LAGS, covariate_count)
+    ours = DeepAR(LC + max(LONG_LAGS) - 1, LF, lags=LONG_LAGS, covariates=covariate_count).double()
     assert theirs._past_length == ours.context_length
     _copy_deepar(ours, theirs)
     window, forecast = _windows(ours.context_length, 12), _windows(LF, 13)
+    w = ours.context_length
+    covariates = _hourly_covariates(w + LF, (w + LF, w + LF + 1000, w + LF + 20000, LF + 3, w + LF + 7))
+    assert covariates[3, : w - 3].abs().max() == 0 and covariates[3, w - 3:].abs().min() > 0  # starts in the padding
     observed = torch.ones_like(window)
-    torch.testing.assert_close(ours(window, forecast), _deepar_loss(theirs, window, forecast, observed), **TOL)
-    forecast_only = _deepar_loss(theirs, window, forecast, observed, future_only=True)
-    assert float((forecast_only - ours(window, forecast)).detach().abs().min()) > 1e-6
-    w = ours.context_length  # front padding: into the lags only, up to the scaled L_C, all but one value
+    expected = _deepar_loss(theirs, window, forecast, observed, covariates)
+    torch.testing.assert_close(ours(window, forecast, covariates), expected, **TOL)
+    for wrong in (None, torch.roll(covariates, 1, dims=1)):  # no covariates; each position given its neighbour's
+        assert float((ours(window, forecast, wrong) - expected).detach().abs().min()) > 1e-9
+    forecast_only = _deepar_loss(theirs, window, forecast, observed, covariates, future_only=True)
+    assert float((forecast_only - ours(window, forecast, covariates)).detach().abs().min()) > 1e-6
+    # front padding: into the lags only, up to the scaled L_C, all but one value
     padded, zeros, observed = _front_padded(window, (0, 5, w - LC + 3, w - 1, 100))
-    torch.testing.assert_close(ours(padded, forecast), _deepar_loss(theirs, zeros, forecast, observed), **TOL)
+    torch.testing.assert_close(ours(padded, forecast, covariates), _deepar_loss(theirs, zeros, forecast, observed,
+                                                                                 covariates), **TOL)

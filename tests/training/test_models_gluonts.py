@@ -158,3 +158,52 @@ def test_the_loop_pads_windows_as_unobserved_for_tsdp_models(monkeypatch):
     assert math.isfinite(r.crps)
     assert any(kind == "train" and nan for kind, nan, _ in seen) and any(kind == "test" and nan for kind, nan, _ in seen)
     assert not any(f for *_, f in seen)  # a forecast is never padding
+
+
+def test_the_loop_gives_deepar_each_windows_covariates(monkeypatch):
+    """tsdp's loop gives DeepAR the covariates of every window's own positions (hourly data: 4 calendar features and
+    the age; the series start at different hours): in the training steps (a window found by its values, which
+    encode series and position) and in the test windows (after each history's last value), padding 0 before a
+    series' start. A loop that passes none, or crops them one position off, fails here."""
+    import importlib
+
+    from tsdp.datasets.series import SeriesStart
+    from tsdp.datasets.time_features import position_covariates
+
+    training = importlib.import_module("tsdp.training.train")
+    seen = []
+
+    class Spy(DeepAR):
+        def forward(self, context, forecast, covariates=None):
+            seen.append(("train", context.detach().clone(), forecast.detach().clone(), covariates))
+            return super().forward(context, forecast, covariates)
+
+        def sample(self, context, n_samples, generator, covariates=None):
+            seen.append(("test", context.clone(), None, covariates))
+            return super().sample(context, n_samples, generator, covariates)
+
+    monkeypatch.setattr(training, "make_model", lambda name, lc, lf, **kw: Spy(lc, lf, **kw))
+    lengths = (9, 12, 10)
+    starts = tuple(SeriesStart(f"2021-02-28 {h:02d}:00:00", "h") for h in (3, 22, 23))
+    data = SeriesData(tuple(1000.0 * (n + 1) + np.arange(L) for n, L in enumerate(lengths)), starts=starts)
+    config = TrainingConfig(N=3, L=7, lengths=(7, 10, 8), context_length=5, forecast_length=2, batch_size=2)
+    training.train(config, "deepar", data, epochs=2, private=False, lr=1e-3, device="cpu", progress=False,
+                   n_samples=2, lags=(1, 2))
+    width = 5 + 2
+    trained = [(c, f, z) for kind, c, f, z in seen if kind == "train"]
+    assert trained and all(z is not None and z.shape[1:] == (width, 5) for _, _, z in trained)
+    padded_windows = 0
+    for context, forecast, z in trained:
+        for row in range(context.shape[0]):
+            window = torch.cat([context[row], forecast[row]]).double()
+            j = int(torch.nonzero(~torch.isnan(window))[0])  # the window's first observed value
+            n, position = divmod(int(window[j]), 1000)
+            first = position - j
+            padded_windows += first < 0
+            expected = position_covariates(starts[n - 1], first, width)
+            np.testing.assert_array_equal(z[row].numpy(), expected)
+    assert padded_windows > 0
+    tested = [(c, z) for kind, c, _, z in seen if kind == "test"]
+    for _, z in tested:
+        for n, L in enumerate(lengths):  # the test window forecasts the last L_F values: it ends at L
+            np.testing.assert_array_equal(z[n].numpy(), position_covariates(starts[n], L - width, width))

@@ -86,7 +86,8 @@ def _model(args, device):
 
 
 def _series(args):
-    """The user's series: --values, or the first series of --data (the one loader's flags)."""
+    """(the user's series, its calendar or None): --values (no calendar), or the first series of --data (the one
+    loader's flags)."""
     import numpy as np
 
     from .config_args import data_from_args
@@ -94,14 +95,19 @@ def _series(args):
 
     if (args.values is None) == (args.data is None):
         raise UsageError("give the series as --values X1 X2 ... or --data FILE")
-    x = np.asarray(args.values, dtype=float) if args.values is not None else data_from_args(args).series[0]
+    start = None
+    if args.values is not None:
+        x = np.asarray(args.values, dtype=float)
+    else:
+        data = data_from_args(args)
+        x, start = data.series[0], None if data.starts is None else data.starts[0]
     if not np.all(np.isfinite(x)):
         raise UsageError("invalid --values: the series holds NaN or inf")
     if len(x) < args.context_length:
         flag = "--values" if args.values is not None else "--data"
         raise UsageError(f"invalid {flag}: the series has {len(x)} values, fewer than the context length "
                          f"L_C = {args.context_length}")
-    return x
+    return x, start
 
 
 def add_parsers(sub, command) -> None:
@@ -219,7 +225,7 @@ def _predict(args) -> int:
     import numpy as np
     import torch
 
-    from tsdp.attacks.inference.mechanism import check_samples, private_forecast
+    from tsdp.attacks.inference.mechanism import check_samples, forecast_covariates, private_forecast
     from tsdp.training.train import resolve_device
 
     from .main import UsageError
@@ -227,12 +233,17 @@ def _predict(args) -> int:
     device = resolve_device(args.device)
     model, header = _model(args, device)  # L_C from the model file
     _config(args, 1.0)  # validates r, w, v, L_C, k before the data
-    x = _series(args)
+    x, start = _series(args)
+    try:
+        covariates = forecast_covariates(model, header["freq"], None if start is None else [start], [len(x)],
+                                         args.context_length, header["forecast_length"])
+    except ValueError as err:
+        raise UsageError(f"invalid {'--values' if args.values is not None else '--data'}: {err}") from err
     check_samples(args.samples, 1, args.context_length, header["forecast_length"])
     cal = _calibrated(args)
     context = torch.as_tensor(x[-args.context_length:], dtype=torch.float32, device=device)[None]
     gen = torch.Generator(device=device).manual_seed(args.seed)
-    paths = private_forecast(model, context, args.r, cal.sigma, args.samples, gen)[0].cpu().numpy()
+    paths = private_forecast(model, context, args.r, cal.sigma, args.samples, gen, covariates)[0].cpu().numpy()
     qs = np.quantile(paths, QUANTILES, axis=0)
     if not np.all(np.isfinite(qs)):  # the float32 model overflowed: no number to give
         flag = "--values" if args.values is not None else "--data"
@@ -268,7 +279,7 @@ def _tradeoff(args) -> int:
     data = data_from_args(args)
     check_samples(args.samples, data.N, args.context_length, header["forecast_length"])
     try:
-        rows = crps_tradeoff(model, data, context_length=args.context_length,
+        rows = crps_tradeoff(model, data, context_length=args.context_length, freq=header["freq"],
                              forecast_length=header["forecast_length"], epsilons=args.epsilons, rates=args.rates,
                              delta=args.delta, v=args.v, w=args.w, n_samples=args.samples, seed=args.seed,
                              device=str(device))

@@ -156,7 +156,7 @@ def add_parsers(sub, command) -> None:
                 from tsdp.attacks.inference.mechanism import save_model
 
                 save_model(args.save, result.trained_model, args.model, config.context_length,
-                           config.forecast_length)
+                           config.forecast_length, data.freq)
         except ConfigError:
             raise
         except (ValueError, OSError) as err:
