@@ -91,7 +91,8 @@ def calendar_features(freq: Optional[str]) -> Tuple[str, ...]:
     for name, features in FEATURES_BY_OFFSET:
         if isinstance(offset, getattr(offsets, name)):
             return features
-    raise DataError("freq", f"GluonTS has no time features for the step {freq!r} (it takes yearly to secondly steps)")
+    raise DataError("freq", f"the data's step {freq!r} has no GluonTS time features (GluonTS takes yearly to secondly "
+                            "steps), so DeepAR cannot read it: resample the data, or use another model")
 
 
 def same_step(a: str, b: str) -> bool:
