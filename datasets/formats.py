@@ -497,14 +497,17 @@ def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 
     :class:`DataError`.
     """
     name = str(source)
+    from .tsf import SHIPPED, m1_yearly, read_tsf
+
+    if freq is not None and (name in ("synthetic", "grunfeld", SHIPPED) or name.lower().endswith(".tsf")):
+        raise DataError("freq", f"applies to a table's or JSON lines' timestamps; {name} "
+                                + ("has no calendar" if name == "synthetic" else "states its own step"))
     if name == "synthetic":
         if config is None:
             raise DataError("data", "'synthetic' needs a training configuration; give a file or 'grunfeld'")
         return synthetic_for(config, seed=seed)
     if name == "grunfeld":
         return grunfeld(target or "invest")[0]
-    from .tsf import SHIPPED, m1_yearly, read_tsf
-
     if name == SHIPPED:
         return m1_yearly().data
     path = Path(name)

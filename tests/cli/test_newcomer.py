@@ -133,6 +133,8 @@ def test_train_reads_a_long_table_with_its_own_column_names(files):
     (["--data", "FILE:gluonts.json.gz", "--freq", "3"], "--freq", "pandas offset alias"),
     (["--data", "FILE:gluonts.json.gz", "--freq", "fortnightly"], "--freq", "not a pandas frequency"),
     (["--data", "FILE:gluonts.json.gz", "--freq", ""], "--freq", "not a pandas frequency"),
+    (["--data", "grunfeld", "--freq", "D"], "--freq", "grunfeld states its own step"),
+    (["--data", "synthetic", "--freq", "D"], "--freq", "synthetic has no calendar"),
 ])
 def test_ambiguous_or_wrong_tables_name_the_flag(files, argv, flag, words):
     d, _ = files
