@@ -35,8 +35,12 @@ def normalize_freq(freq) -> str:
     Raises:
         DataError: ``freq`` is not a pandas frequency (parameter "freq").
     """
-    from pandas.tseries.frequencies import to_offset
+    try:
+        from pandas.tseries.frequencies import to_offset
+    except ImportError:
+        from tsdp.theorems.errors import MissingExtraError
 
+        raise MissingExtraError("pandas is needed to read a data step (freq)", "data") from None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)

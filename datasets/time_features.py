@@ -58,6 +58,10 @@ FEATURES_BY_OFFSET = (
 )
 """GluonTS's ``time_features_from_frequency_str``: the features of each pandas offset type, in its order."""
 
+YEARLY_ALIASES = ("Y", "YE", "YS", "A", "AS", "BY", "BYE", "BYS", "BA", "BAS")
+"""pandas' yearly offset aliases (before an anchor such as "-DEC"): GluonTS gives them no calendar features."""
+
+
 def _pandas():
     try:
         import pandas
@@ -82,8 +86,8 @@ def calendar_features(freq: Optional[str]) -> Tuple[str, ...]:
     Raises:
         DataError: a step GluonTS has no features for (it refuses it too).
     """
-    if freq is None:
-        return ()
+    if freq is None or freq.split("-")[0].lstrip("0123456789") in YEARLY_ALIASES:
+        return ()  # decided without pandas: the shipped yearly data trains DeepAR on a plain install
     _pandas()
     offset = _offset(freq)
     from pandas.tseries import offsets

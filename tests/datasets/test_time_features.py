@@ -59,3 +59,18 @@ def test_month_begin_step():
 def test_bad_step_is_one_error(freq):
     with pytest.raises(DataError, match="freq"):
         calendar_features(freq)
+
+
+def test_yearly_data_needs_no_pandas(monkeypatch):
+    """The shipped M1 data is yearly (tsf's "YE-DEC"): its covariates, the age alone, are computed without pandas,
+    so DeepAR trains on it from a plain install; a step with calendar features says which extra it needs."""
+    import sys
+
+    from tsdp.theorems.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now fails
+    got = position_covariates(SeriesStart("1990-01-01 00:00:00", "YE-DEC"), -1, 3)
+    np.testing.assert_allclose(got[:, 0], [0.0, np.log10(2.0), np.log10(3.0)], rtol=1e-7)
+    assert calendar_features("2YS-JAN") == ()
+    with pytest.raises(MissingExtraError, match="data"):
+        calendar_features("h")
