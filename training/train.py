@@ -25,7 +25,7 @@ from tsdp.verify.events import ledger_summary, step_event, training_event, unit_
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 from tsdp.datasets.series import SeriesData, last_values
-from tsdp.datasets.time_features import covariate_count, window_covariates
+from tsdp.datasets.time_features import covariate_count
 
 from .metrics import (BYTES_PER_SAMPLE_STEP, crps_from_quantiles, crps_scale, point_crps, sample_quantiles,
                       seasonal_naive)
@@ -33,7 +33,8 @@ from .models import make_model
 from .result import CheckpointSelection, TrainResult
 from .samplers import make_sampler
 from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
-from .windows import augment, covariates_of, gather_windows, pad_covariates, pad_series, padding_of, split_window
+from .windows import (augment, covariates_of, forecast_covariates, gather_windows, pad_covariates, pad_series,
+                      padding_of, split_window)
 
 
 def resolve_device(device: str) -> torch.device:
@@ -337,8 +338,9 @@ def train(
     covariates = test_covariates = None
     if covariates_of(model):
         covariates = pad_covariates(train_data.starts, train_data.lengths, config.context_length).to(dev)
-        test_covariates = _history_covariates(histories, split.test.starts if split is not None else train_data.starts,
-                                              config, train_data.freq)
+        test_covariates = forecast_covariates(split.test.starts if split is not None else train_data.starts,
+                                              [len(h) for h in histories], config.context_length,
+                                              config.forecast_length, train_data.freq)
 
     untrained = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev,
                          covariates=test_covariates)
@@ -404,12 +406,6 @@ def train(
     )
 
 
-def _history_covariates(histories, starts, config: TrainingConfig, freq) -> torch.Tensor:
-    """The covariates of the windows that forecast the L_F values after each history (series ``starts``)."""
-    return torch.from_numpy(window_covariates(starts, [len(h) + config.forecast_length for h in histories],
-                                              config.window_length, freq))
-
-
 class _Checkpoints:
     """The lowest-validation-loss checkpoint of a run (the paper's selection; **not** covered by the run's ε)."""
 
@@ -418,8 +414,9 @@ class _Checkpoints:
         self.contexts = torch.as_tensor(split.validation.contexts(config.context_length, padding_of(model)),
                                         dtype=torch.float32).to(device)
         self.targets = torch.as_tensor(split.validation.targets, dtype=torch.float32).to(device)
-        self.covariates = (_history_covariates(split.validation.histories, split.validation.starts, config,
-                                               freq).to(device) if covariates_of(model) else None)
+        self.covariates = (forecast_covariates(split.validation.starts, [len(h) for h in split.validation.histories],
+                                               config.context_length, config.forecast_length, freq).to(device)
+                           if covariates_of(model) else None)
         self.best, self.best_step, self.state = self._loss(), 0, None
         self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         self.last_step = 0

@@ -40,6 +40,17 @@ def pad_covariates(starts, lengths: Sequence[int], context_length: int) -> torch
     return out
 
 
+def forecast_covariates(starts, history_lengths: Sequence[int], context_length: int, forecast_length: int,
+                        freq) -> torch.Tensor:
+    """DeepAR's covariates of the windows that forecast the L_F values after histories of ``history_lengths``
+    values (prefixes of series with calendars ``starts``, or None): positions h - L_C to h + L_F - 1 of each,
+    (M, L_C + L_F, F) float32 (:func:`tsdp.datasets.time_features.window_covariates`; ``freq`` sets F when M = 0)."""
+    from tsdp.datasets.time_features import window_covariates
+
+    return torch.from_numpy(window_covariates(starts, [h + forecast_length for h in history_lengths],
+                                              context_length + forecast_length, freq))
+
+
 def pad_series(series: Sequence[torch.Tensor], context_length: int,
                fill: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
     """Front-pad every series with L_C values ``fill`` (Algorithm 4, prepend_zeros; :func:`padding_of` a model)

@@ -14,6 +14,7 @@ from typing import Callable, Optional, Sequence, Tuple
 import torch
 
 from tsdp.theorems.config import ConfigError, check_int
+from tsdp.training import windows
 from tsdp.training.metrics import BYTES_PER_SAMPLE_STEP
 
 Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -81,10 +82,9 @@ def forecast_covariates(model: torch.nn.Module, freq: Optional[str], starts, len
     ``starts``, or None) for ``model`` trained on data of step ``freq`` (:func:`load_model`'s header): None for a
     model that reads none. ValueError when the model reads calendar features the series cannot give (no calendar,
     or another step)."""
-    from tsdp.datasets.time_features import calendar_features, same_step, window_covariates
-    from tsdp.training.windows import covariates_of
+    from tsdp.datasets.time_features import calendar_features, same_step
 
-    if not covariates_of(model):
+    if not windows.covariates_of(model):
         return None
     if freq is not None and not calendar_features(freq):
         freq = None  # a step without calendar features (yearly): the age feature only
@@ -95,18 +95,15 @@ def forecast_covariates(model: torch.nn.Module, freq: Optional[str], starts, len
                             f"is at the step {given!r}"))
     if freq is None:
         starts = None  # trained without a calendar: the age feature only
-    return torch.from_numpy(window_covariates(starts, [n + forecast_length for n in lengths],
-                                              context_length + forecast_length, freq))
+    return windows.forecast_covariates(starts, lengths, context_length, forecast_length, freq)
 
 
 def save_model(path, model: torch.nn.Module, name: str, context_length: int, forecast_length: int,
                freq: Optional[str] = None) -> None:
     """Write a trained forecaster for `tsdp forecast`: CLI name, L_C, L_F, DeepAR's lags and covariates per
     position, the step ``freq`` of the data it was trained on (its calendar features), the weights."""
-    from tsdp.training.windows import covariates_of
-
     torch.save({"model": name, "context_length": context_length, "forecast_length": forecast_length,
-                "lags": list(getattr(model, "lags", ())), "covariates": covariates_of(model), "freq": freq,
+                "lags": list(getattr(model, "lags", ())), "covariates": windows.covariates_of(model), "freq": freq,
                 "state_dict": model.state_dict()}, path)
 
 
