@@ -192,6 +192,22 @@ def test_shuffle_once_per_epoch_and_uniform():
     assert not torch.equal(per_epoch[0], per_epoch[1])
 
 
+def test_shuffle_batch_of_the_changed_sequence_holds_one_other_fewer():
+    """The premise of THEOREMS.md's finding on fixed-size shuffling: at the default sizes (N = 320, N' = 32) the
+    step that holds sequence 0 holds exactly N' - 1 = 31 other sequences in every epoch and every other step 32, so
+    other sequences with one common gradient C·u mark that step (a deficit of C along u before noise); the step
+    itself is uniform over the 10 steps (chi-square, α = 1e-4, 20 000 epochs)."""
+    top = ShuffleTopLevel(n_sequences=320, per_step=32)
+    n_epochs = 20_000
+    batch = top.sample(10 * n_epochs, gen(12))
+    holds = ((batch.seq == 0) & batch.mask).any(1).view(n_epochs, 10)
+    others = (batch.mask & (batch.seq != 0)).sum(1).view(n_epochs, 10)
+    assert bool((holds.sum(1) == 1).all())
+    assert bool((others == 32 - holds.long()).all())
+    counts = holds.sum(0).double()
+    assert stats.chisquare(counts.numpy()).pvalue > ALPHA
+
+
 def test_deterministic_steps_per_epoch_in_make_sampler():
     """Deterministic/shuffled top level: ceil(N/N') steps per epoch; WOR/Poisson: compositions_per_epoch."""
     cfg = TrainingConfig(N=10, L=20, batch_size=6, instances=2, top="deterministic")
