@@ -16,6 +16,7 @@ from scipy import stats
 
 from tsdp.datasets.series import synthetic_for
 from tsdp.theorems.config import TrainingConfig
+from tsdp.training.captured import StepPath, resolve_step_path
 from tsdp.training.fixed_batch import (batch_capacity, chernoff_log_tail, fixed_capacity,
                                        poisson_capacity)
 from tsdp.training.models import MODELS, make_model
@@ -170,6 +171,14 @@ def test_overflowing_steps_run_whole_and_are_counted(one_thread, monkeypatch):
     eager, fixed = _run("eager", POISSON), _run("fixed", POISSON)
     assert fixed.batch_capacity == 3 and 0 < fixed.overflow_steps <= 6
     assert fixed.crps == pytest.approx(eager.crps, rel=1e-4)
+
+
+def test_step_path_choice():
+    assert resolve_step_path("auto", torch.device("cpu")) == StepPath.EAGER
+    assert resolve_step_path("auto", torch.device("cuda")) == StepPath.CAPTURED
+    assert resolve_step_path("fixed", torch.device("cuda")) == StepPath.FIXED
+    with pytest.raises(Exception, match="step_path"):
+        resolve_step_path("graph", torch.device("cpu"))
 
 
 def test_step_path_is_checked_first():
