@@ -9,6 +9,9 @@ weights), the same batch and the same optimizer (SGD):
 - ``tsdp``: :func:`training.step.dp_step` with the factored engine (the training loop's);
   for this plain SGD it makes the update θ ← θ - η g̃ itself (:func:`training.step.apply_gradient`),
   the same ``_foreach_add_`` without ``SGD.step``'s bookkeeping, so both sides update alike;
+- ``lstm`` (DeepAR's rows only): the floor anchor, a non-private step of the same DeepAR with its recurrence
+  on torch's ``nn.LSTM`` (:class:`LSTMDeepAR`: 2 layers, hidden 40, the same inputs and loss; cuDNN on a GPU),
+  the fastest recurrence torch has, which per-sample clipping cannot use;
 - ``opacus``: Opacus's DP-SGD step in its fastest mode that accepts the model and clips it
   right: ghost clipping (``GradSampleModuleFastGradientClipping``) or hooks
   (``GradSampleModule``). Each mode is first run without noise and its update compared with
@@ -34,15 +37,16 @@ from torch import nn
 from tsdp.bench.rounds import MIN_ROUNDS, format_environment, format_spread, interleave, ratio, spread
 
 from tsdp.training.factored import factored_clipped_sum
-from tsdp.training.models import MLP, MODELS, make_model
+from tsdp.training.models import MLP, MODELS, DeepAR, make_model
 from tsdp.training.step import dp_step, nonprivate_step
 
 BENCH_MODELS = ("mlp", *MODELS)
 DEFAULT_MODELS = ("mlp", "simple-ff", "deepar")
 DEFAULT_BATCHES = (64, 256)
-# targets: tsdp / non-private at most 1.6 at batch 64 and 1.3 at batch 256; tsdp / best Opacus at most 0.6
+# targets: tsdp / non-private at most 1.6 at batch 64 and 1.15 at batch 256; tsdp / best Opacus at most 0.6
 # (batch sizes as strings: the result is JSON, and reads back the same)
-TARGETS = {"tsdp/nonprivate": {"64": 1.6, "256": 1.3}, "tsdp/opacus": 0.6}
+TARGETS = {"tsdp/nonprivate": {"64": 1.6, "256": 1.15}, "tsdp/opacus": 0.6}
+DEVICES = ("auto", "cpu", "cuda")
 OPACUS_MODES = ("ghost", "hooks")
 MISMATCH = 1e-3  # relative L2 error of a noise-free Opacus update against tsdp's, beyond which a mode is refused
 SECONDS_PER_ROUND = 0.05  # the non-private step's share of a round; every candidate runs as many steps
@@ -53,6 +57,25 @@ def make_bench_model(name: str, context_length: int, forecast_length: int) -> nn
     if name not in BENCH_MODELS:
         raise ValueError(f"unknown model {name!r}; choose from {', '.join(BENCH_MODELS)}")
     return MLP(context_length, forecast_length) if name == "mlp" else make_model(name, context_length, forecast_length)
+
+
+class LSTMDeepAR(DeepAR):
+    """:class:`training.models.DeepAR` with its recurrence on torch's ``nn.LSTM`` (same inputs, sizes and loss):
+    the bench's floor anchor, trained without privacy. Its own ``_LSTM`` is kept frozen and unused."""
+
+    def __init__(self, context_length: int, forecast_length: int):
+        super().__init__(context_length, forecast_length)
+        first = self.rnn.cells[0]["ih"]
+        self.lstm = nn.LSTM(first.in_features, self.rnn.hidden, len(self.rnn.cells), batch_first=True)
+        self.rnn.requires_grad_(False)
+
+    def _unroll(self, series, covariates, positions, log_scale, state):
+        static = torch.cat([self.static(torch.ones_like(log_scale)), log_scale], dim=-1)
+        steps = torch.arange(positions.start, positions.stop, device=series.device)
+        x = torch.cat([series[:, steps[:, None] - self.lag_index], static[:, None].expand(-1, len(steps), -1),
+                       covariates[:, positions.start:positions.stop]], dim=-1)
+        outputs, _ = self.lstm(x)
+        return list(outputs.unbind(1)), state
 
 
 def opacus_step(model: nn.Module, mode: str, *, clip: float, sigma: float, batch_size: int, lr: float,
@@ -161,7 +184,7 @@ def bench_loop(
     threads: Optional[int] = 1,
     context_length: int = 64,
     forecast_length: int = 16,
-    device: Optional[str] = None,
+    device: str = "auto",
     seed: int = 0,
     progress: Optional[Callable[[str], None]] = None,
 ) -> dict:
@@ -169,8 +192,9 @@ def bench_loop(
 
     Benchmark of the training step (paper Algorithm 2), not a test: wall-clock on the
     current machine, as ratios taken per interleaved round (:mod:`bench.rounds`).
-    ``threads`` sets torch's intra-op threads (None leaves them); ``device`` defaults to
-    cuda when available. Returns a JSON-ready dict {"device", "torch_threads",
+    ``threads`` sets torch's intra-op threads (None leaves them); ``device``: auto (cuda when
+    available), cpu or cuda (ValueError naming it without CUDA). DeepAR's rows add the ``lstm``
+    candidate (:class:`LSTMDeepAR`, the floor anchor) and the ratio ``tsdp/lstm``. Returns a JSON-ready dict {"device", "torch_threads",
     "context_length", "forecast_length", "rounds", "targets", "rows": [{"model", "batch",
     "steps", "ms": {candidate: spread}, "ratios": {"tsdp/nonprivate", "tsdp/opacus": spread
     or None}, "opacus_mode", "opacus_refused", "targets_met", "environment"}]}.
@@ -180,9 +204,9 @@ def bench_loop(
         raise ValueError(f"unknown model {unknown[0]!r}; choose from {', '.join(BENCH_MODELS)}")
     if rounds < MIN_ROUNDS or any(b < 1 for b in batches) or not batches or (threads is not None and threads < 1):
         raise ValueError(f"rounds must be >= {MIN_ROUNDS}, batches and threads >= 1")
+    dev = resolve_bench_device(device)
     if threads is not None:
         torch.set_num_threads(threads)
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     out = {"device": str(dev), "torch_threads": torch.get_num_threads(), "context_length": context_length,
            "forecast_length": forecast_length, "rounds": rounds, "targets": TARGETS, "rows": []}
     for name in models:
@@ -199,6 +223,12 @@ def bench_loop(
             private_opt = torch.optim.SGD(private.parameters(), lr=1e-3)
             steps = {"nonprivate": lambda: nonprivate_step(plain, plain_opt, context, forecast),
                      "tsdp": lambda: dp_step(private, private_opt, context, forecast, engine="factored", **kw)}
+            if name == "deepar":
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(seed)
+                    floor = LSTMDeepAR(context_length, forecast_length).to(dev)
+                floor_opt = torch.optim.SGD([p for p in floor.parameters() if p.requires_grad], lr=1e-3, foreach=True)
+                steps["lstm"] = lambda: nonprivate_step(floor, floor_opt, context, forecast)
             mode, opacus, refused = _opacus_candidate(model, context, forecast, kw)
             if opacus is not None:
                 steps["opacus"] = opacus
@@ -210,6 +240,8 @@ def bench_loop(
             timed = interleave(runs, rounds, progress=progress, label=f"bench loop: {name}, batch {batch}")
             ratios = {"tsdp/nonprivate": ratio(timed, "tsdp", "nonprivate"),
                       "tsdp/opacus": ratio(timed, "tsdp", "opacus") if "opacus" in runs else None}
+            if "lstm" in runs:
+                ratios["tsdp/lstm"] = ratio(timed, "tsdp", "lstm")
             target = TARGETS["tsdp/nonprivate"].get(str(batch))
             met = {"tsdp/nonprivate": None if target is None else ratios["tsdp/nonprivate"]["median"] <= target,
                    "tsdp/opacus": (None if ratios["tsdp/opacus"] is None
@@ -220,6 +252,16 @@ def bench_loop(
                 "ratios": ratios, "opacus_mode": mode, "opacus_refused": refused, "targets_met": met,
                 "environment": timed["environment"]})
     return out
+
+
+def resolve_bench_device(device: str) -> torch.device:
+    """``auto`` → cuda when torch sees one, else cpu; ``cpu``; ``cuda`` (ValueError naming ``--device`` without CUDA)."""
+    if device not in DEVICES:
+        raise ValueError(f"invalid --device: must be one of {', '.join(DEVICES)} (got {device!r})")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("invalid --device: cuda requested but torch sees no CUDA device (use auto or cpu)")
+    return torch.device("cuda" if device == "auto" and torch.cuda.is_available() else "cpu" if device == "auto"
+                        else device)
 
 
 def format_bench(result: dict) -> str:
@@ -241,6 +283,11 @@ def format_bench(result: dict) -> str:
                      f"{format_spread(ms['tsdp'], '', 2):>20} {opacus:>28} "
                      f"{format_spread(r['tsdp/nonprivate'], '', 2) + mark(met['tsdp/nonprivate']):>22} "
                      f"{vs_opacus:>22}  {load(env['before'])} -> {load(env['after'])}")
+    for row in result["rows"]:
+        if "lstm" in row["ms"]:
+            lines.append(f"{'  nn.LSTM':<13} {row['batch']:>5} {format_spread(row['ms']['lstm'], '', 2):>20} "
+                         f"{'(floor: non-private, torch nn.LSTM)':>49} "
+                         f"{'tsdp/nn.LSTM ' + format_spread(row['ratios']['tsdp/lstm'], '', 2):>45}")
     for row in result["rows"]:
         for mode, reason in row["opacus_refused"].items():
             lines.append(f"opacus {mode} refused for {row['model']}, batch {row['batch']}: {reason}")

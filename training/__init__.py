@@ -7,7 +7,9 @@ Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over
 gradients), ``factored`` (exact per-sample clipping from layer factors), ``models`` (Student-t
 forecasters, and the benchmark's plain MLP), ``metrics``, ``train`` (Algorithm 1 to an ε budget;
 `tsdp train` is tsdp/cli/cmd_train.py), ``noise`` (Algorithm 2, line 8: one flat Gaussian draw),
-``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``).
+``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``),
+``fixed_batch`` (every step's batch in one capacity, Poisson's certified against overflow), ``captured``
+(the whole DP step compiled, CUDA graphs on CUDA; the loop's step paths).
 """
 from .clipping import clip_gradients
 from .samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler

@@ -72,6 +72,10 @@ class TrainResult:
         selection: the checkpoint chosen on the validation windows, with a benchmark split only (its four keys sit
             at the top level of ``as_dict()``).
         trained_model: the trained model, with ``return_model=True`` only; not part of ``as_dict()``.
+        batch_capacity: the slots of every DP step's batch on a fixed-shape step path (``train(step_path=...)``
+            ``fixed`` or ``captured``; :mod:`tsdp.training.fixed_batch`); None: each batch its own size.
+        overflow_steps: the DP steps whose sampled windows exceeded ``batch_capacity`` and ran as variable-size steps
+            (exactly, none dropped); 0 on the eager path.
     """
 
     model: str
@@ -98,6 +102,8 @@ class TrainResult:
     ledger: Optional[Tuple[LedgerEntry, ...]]
     selection: Optional[CheckpointSelection] = None
     trained_model: Optional[torch.nn.Module] = field(default=None, repr=False, compare=False)
+    batch_capacity: Optional[int] = None
+    overflow_steps: int = 0
 
     def as_dict(self) -> dict:
         """The JSON form: every attribute under its name, the ledger as a list of entries (or None), the selection's

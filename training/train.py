@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -27,11 +28,13 @@ from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 from tsdp.datasets.series import SeriesData, last_values
 from tsdp.datasets.time_features import covariate_count
 
+from .captured import CapturedStep, StepPath, resolve_step_path
+from .fixed_batch import batch_capacity, fixed_capacity
 from .metrics import (BYTES_PER_SAMPLE_STEP, crps_from_quantiles, crps_scale, point_crps, sample_quantiles,
                       seasonal_naive)
 from .models import make_model
 from .result import CheckpointSelection, TrainResult
-from .samplers import make_sampler
+from .samplers import make_sampler, n_starts_of
 from .step import apply_gradient, check_noise_std, nonprivate_step, private_gradient
 from .windows import (augment, covariates_of, forecast_covariates, gather_windows, pad_covariates, pad_series,
                       padding_of, split_window)
@@ -97,8 +100,42 @@ def initial_model(model_name: str, config: TrainingConfig, data: SeriesData, *, 
         return make_model(model_name, config.context_length, config.forecast_length, **extra)
 
 
+@dataclass
+class _FixedShape:
+    """The fixed-shape step path of a run (:class:`~tsdp.training.captured.StepPath` ``fixed`` or ``captured``):
+    every batch in ``capacity`` slots, the compiled step (or None: the factored engine, eagerly), and the steps
+    that overflowed the capacity (run as variable-size steps, exact)."""
+
+    capacity: int
+    captured: Optional[CapturedStep] = None
+    overflow_steps: int = 0
+
+
+def _step_batches(index, fixed: Optional[_FixedShape]):
+    """Per step of ``index``: (seq, start, mask or None) of its batch. Without ``fixed``, the step's sampled
+    windows compacted (its own size); with it, the batch of ``fixed.capacity`` slots and its mask, except for a
+    step that overflows the capacity, which is compacted and counted. One host read per call (the overflow count),
+    none per step."""
+    if fixed is None:
+        for i in range(index.n_steps):
+            one = index.step(i)
+            yield one.seq[0], one.start[0], None
+        return
+    batches = fixed_capacity(index, fixed.capacity)
+    over = batches.overflow
+    overflowed = set(over.nonzero()[:, 0].tolist()) if bool(over.any()) else set()
+    fixed.overflow_steps += len(overflowed)
+    for i in range(index.n_steps):
+        if i in overflowed:
+            one = index.step(i)
+            yield one.seq[0], one.start[0], None
+        else:
+            yield batches.seq[i], batches.start[i], batches.mask[i]
+
+
 def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int, *, clip: float, private: bool,
-               generator: torch.Generator, emit, bar, canaries=None, covariates=None) -> None:
+               generator: torch.Generator, emit, bar, canaries=None, covariates=None,
+               fixed: Optional[_FixedShape] = None) -> None:
     """``n_steps`` training steps of ``config``'s scheme (Algorithm 1's inner loop, Algorithm 2 steps).
 
     Samples one epoch of batches at a time from its start (so deterministic/shuffled iteration
@@ -107,17 +144,17 @@ def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int
     attached to ``model``) add their clipped sum to ĝ before the noise (divided by Λ with it)
     and score every step's parameter delta. ``covariates``: the series' covariates laid out as ``padded``
     (:func:`~tsdp.training.windows.pad_covariates`), cropped with every window for a model that reads them.
+    ``fixed``: private steps on batches of one shape (:class:`_FixedShape`), else each step's own size.
     """
     done = 0
     while done < n_steps:
         chunk = min(sampler.steps_per_epoch, n_steps - done)
         index = sampler.sample(chunk, generator)
-        for i in range(chunk):
-            one = index.step(i)
-            windows = gather_windows(padded, one.seq[0], one.start[0], config.window_length)
+        for i, (seq, start, mask) in enumerate(_step_batches(index, fixed if private else None)):
+            windows = gather_windows(padded, seq, start, config.window_length)
             context, forecast = split_window(windows, config.context_length)
             window_covariates = (None if covariates is None else
-                                 gather_windows(covariates, one.seq[0], one.start[0], config.window_length))
+                                 gather_windows(covariates, seq, start, config.window_length))
             if config.augmented:
                 context, forecast = augment(context, forecast, sigma_context=config.sigma_context,
                                             sigma_forecast=config.sigma_forecast, v=config.v, generator=generator)
@@ -126,13 +163,8 @@ def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int
                 extra = [g / config.batch_size for g in canaries.gradient()]
                 before = canaries.snapshot()
             if private:
-                gradient = private_gradient(model, context, forecast, clip=clip, sigma=config.sigma,
-                                            batch_size=config.batch_size, generator=generator,
-                                            covariates=window_covariates)
-                if extra is not None:
-                    names = [name for name, p in model.named_parameters() if p.requires_grad]
-                    gradient = {name: gradient[name] + e for name, e in zip(names, extra)}
-                apply_gradient(model, opt, gradient)
+                _private_step(model, opt, context, forecast, mask, window_covariates, extra, clip=clip,
+                              config=config, generator=generator, fixed=fixed)
             elif context.shape[0] > 0 or extra is not None:
                 nonprivate_step(model, opt, context, forecast, extra=extra, covariates=window_covariates)
             if canaries is not None:
@@ -140,6 +172,26 @@ def _run_steps(model, opt, padded, sampler, config: TrainingConfig, n_steps: int
             emit(done + i)
             bar.update(1)
         done += chunk
+
+
+def _private_step(model, opt, context, forecast, mask, covariates, extra, *, clip: float, config: TrainingConfig,
+                  generator: torch.Generator, fixed: Optional[_FixedShape]) -> None:
+    """One DP step (Algorithm 2) on a batch (``mask``: its sampled slots, or None: all): the compiled step where the
+    run has one (and the batch its fixed shape), else the factored engine; ``extra`` (canaries) added to g̃."""
+    captured = fixed.captured if fixed is not None and mask is not None else None
+    if captured is not None and extra is None:
+        captured.step(opt, context, forecast, mask, generator=generator, covariates=covariates)
+        return
+    if captured is not None:
+        gradient = captured.gradient(context, forecast, mask, generator=generator, covariates=covariates)
+    else:
+        gradient = private_gradient(model, context, forecast, clip=clip, sigma=config.sigma,
+                                    batch_size=config.batch_size, generator=generator, mask=mask,
+                                    covariates=covariates)
+    if extra is not None:
+        names = [name for name, p in model.named_parameters() if p.requires_grad]
+        gradient = {name: gradient[name] + e for name, e in zip(names, extra)}
+    apply_gradient(model, opt, gradient)
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -220,6 +272,7 @@ def train(
     split=None,
     lags=None,
     validate_every: Optional[int] = None,
+    step_path: str = "auto",
 ) -> TrainResult:
     """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
 
@@ -244,7 +297,11 @@ def train(
     training series, report the test CRPS of its test windows, and every ``validate_every`` steps (default
     once per epoch) score its validation windows: the result's ``selection`` holds the checkpoint with
     the lowest validation loss, which the ε does **not** cover (its validation windows are the ends of the
-    same private series; THEOREMS.md errata). ``lags``: DeepAR's lag indices (default its own). DeepAR reads the
+    same private series; THEOREMS.md errata). ``step_path`` (:class:`~tsdp.training.captured.StepPath`): how the
+    DP steps run: ``eager`` (each batch its own size), ``fixed`` (batches of one capacity,
+    :mod:`tsdp.training.fixed_batch`; the result's ``batch_capacity`` and ``overflow_steps``), ``captured`` (fixed,
+    and the step compiled whole, CUDA graphs on CUDA), ``auto`` (captured on CUDA, eager elsewhere). ``lags``:
+    DeepAR's lag indices (default its own). DeepAR reads the
     covariates of every window's positions (:mod:`tsdp.datasets.time_features`: the calendar features of the data's
     step from each series' ``starts``, and the age feature), in training, validation and test alike.
     """
@@ -258,6 +315,7 @@ def train(
         raise ConfigError("epsilon", "an ε budget needs private training (private=True)")
     if private and delta is None:
         raise ConfigError("delta", "private training reports the ε it spends at a δ: give delta")
+    StepPath.of("step_path", step_path)
     if optimizer not in ("adam", "sgd"):
         raise ConfigError("optimizer", "must be adam or sgd", optimizer)
     warmup_steps = check_int("warmup_steps", warmup_steps, 0)
@@ -346,6 +404,8 @@ def train(
                          covariates=test_covariates)
     checkpoint = _Checkpoints(model, split, config, train_data.freq, dev,
                               validate_every or sampler.steps_per_epoch) if split is not None else None
+    path = resolve_step_path(step_path, dev)
+    capacity, overflow_steps = None, 0
     started = time.perf_counter()
     bar = tqdm(total=warmup_steps + total_steps, disable=not progress, desc=f"train {model_name}", unit="step")
     for phase, n_steps in ((warm, warmup_steps), (config, total_steps)):
@@ -355,8 +415,12 @@ def train(
         emit = account
         if checkpoint is not None and phase is config:
             emit = (lambda i: (account(i), checkpoint.after(warmup_steps + i + 1)))
+        fixed = _fixed_shape(phase, path, model, train_data.lengths, clip) if private else None
         _run_steps(model, opt, padded, make_sampler(phase, train_data.lengths), phase, n_steps, clip=clip,
-                   private=private, generator=generator, emit=emit, bar=bar, canaries=canaries, covariates=covariates)
+                   private=private, generator=generator, emit=emit, bar=bar, canaries=canaries, covariates=covariates,
+                   fixed=fixed)
+        if fixed is not None:
+            capacity, overflow_steps = fixed.capacity, overflow_steps + fixed.overflow_steps
     bar.close()
     seconds = time.perf_counter() - started
 
@@ -403,7 +467,20 @@ def train(
         selection=(checkpoint.summary(model, test_contexts, targets, n_samples, generator, test_covariates)
                    if checkpoint is not None else None),
         trained_model=model if return_model else None,
+        batch_capacity=capacity,
+        overflow_steps=overflow_steps,
     )
+
+
+def _fixed_shape(phase: TrainingConfig, path: StepPath, model, lengths, clip: float) -> Optional[_FixedShape]:
+    """The fixed-shape step path of a phase for ``path`` (None for ``eager``): the batch capacity of its sampler,
+    and for ``captured`` the compiled step of its σ."""
+    if path == StepPath.EAGER:
+        return None
+    capacity = batch_capacity(phase, n_starts_of(phase, lengths).tolist())
+    captured = (CapturedStep(model, clip=clip, sigma=phase.sigma, batch_size=phase.batch_size)
+                if path == StepPath.CAPTURED else None)
+    return _FixedShape(capacity, captured)
 
 
 class _Checkpoints:

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from tsdp.bench import loop as bench
-from tsdp.bench.loop import (BENCH_MODELS, TARGETS, _update_error, bench_loop, format_bench,
-                                     make_bench_model, opacus_step)
+from tsdp.bench.loop import (BENCH_MODELS, TARGETS, LSTMDeepAR, _update_error, bench_loop, format_bench,
+                             make_bench_model, opacus_step)
 from tsdp.training.factored import factored_clipped_sum
 from tsdp.cli.main import main
 
@@ -93,10 +93,31 @@ def test_real_run_and_table():
     for row in result["rows"]:
         for s in row["ms"].values():
             assert 0 < s["min"] <= s["median"] <= s["max"] < float("inf")
-        assert set(row["ms"]) == {"nonprivate", "tsdp", "opacus"}
+        # DeepAR's row times the nn.LSTM floor anchor too
+        assert set(row["ms"]) == {"nonprivate", "tsdp", "opacus"} | ({"lstm"} if row["model"] == "deepar" else set())
+    assert "tsdp/lstm" in result["rows"][1]["ratios"] and "tsdp/lstm" not in result["rows"][0]["ratios"]
     table = format_bench(json.loads(json.dumps(result)))  # the table reads the JSON form as well
     assert "mlp" in table and "deepar" in table and "(hooks)" in table and "load average" in table
+    assert "nn.LSTM" in table
     assert "ghost refused for deepar" in table
+
+
+def test_lstm_floor_is_deepar_on_nn_lstm():
+    """The floor anchor computes DeepAR's loss: with DeepAR's LSTM weights copied into its nn.LSTM, the same
+    per-sample losses (float64, 1e-10), so its step is the same work on torch's recurrence."""
+    torch.manual_seed(4)
+    floor = LSTMDeepAR(12, 3).double()
+    reference = make_bench_model("deepar", 12, 3).double()
+    reference.load_state_dict({k: v for k, v in floor.state_dict().items() if not k.startswith("lstm.")})
+    with torch.no_grad():
+        for layer, cell in enumerate(reference.rnn.cells):
+            for part in ("ih", "hh"):
+                getattr(floor.lstm, f"weight_{part}_l{layer}").copy_(cell[part].weight)
+                getattr(floor.lstm, f"bias_{part}_l{layer}").copy_(cell[part].bias)
+    c, f = batch(5, seed=4)
+    cov = torch.randn(5, 15, 1, dtype=torch.float64)
+    torch.testing.assert_close(floor(c, f, cov), reference(c, f, cov), rtol=1e-10, atol=1e-12)
+    assert all(not p.requires_grad for p in floor.rnn.parameters())
 
 
 def test_bad_arguments():
@@ -111,13 +132,19 @@ def test_bad_arguments():
 
 def test_cli(capsys):
     """`tsdp bench loop --models mlp --batches 4 --json` prints one JSON object; bad flags exit 2 naming them."""
-    assert main(["bench", "loop", "--models", "mlp", "--batches", "4", "--json"]) == 0
+    assert main(["bench", "loop", "--models", "mlp", "--batches", "4", "--device", "cpu", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [r["model"] for r in d["rows"]] == ["mlp"] and d["rounds"] == 7 and d["torch_threads"] == 1
+    assert d["device"] == "cpu"
     for argv, flag in ((["--rounds", "3"], "--rounds"), (["--models", "lstm"], "--models"),
-                       (["--batches", "0"], "--batches"), (["--threads", "0"], "--threads")):
+                       (["--batches", "0"], "--batches"), (["--threads", "0"], "--threads"),
+                       (["--device", "tpu"], "--device"), (["--device", ""], "--device"),
+                       *([(["--device", "cuda"], "--device")] if not torch.cuda.is_available() else [])):
         assert main(["bench", "loop", *argv]) == 2
         err = capsys.readouterr().err
         assert flag in err and "Traceback" not in err
     assert main(["bench", "accounting", "--batches", "4"]) == 2
     assert "--batches" in capsys.readouterr().err
+    assert main(["bench", "accounting", "--device", "cpu"]) == 2
+    assert "--device" in capsys.readouterr().err
+

@@ -60,6 +60,8 @@ def add_parsers(sub, command) -> None:
                    help="batch sizes for `loop` (default 64 256)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads for `loop` (default 1: on a shared machine, 2 threads can time the scheduler)")
+    p.add_argument("--device", default="auto",
+                   help="`loop`: auto (cuda when torch sees one, else cpu), cpu or cuda (default auto)")
     p.add_argument("--rounds", type=int, default=MIN_ROUNDS,
                    help="interleaved rounds for `loop`, `accounting`, `startup` and `audit` (1 vs 2 workers): each times every side once; the median "
                         f"ratio and its range are reported (default and minimum {MIN_ROUNDS})")
@@ -92,7 +94,7 @@ def add_parsers(sub, command) -> None:
         from .main import UsageError
 
         module_name, fn_name, fmt_name = BENCHES[args.what]
-        loop_flags = {"--models", "--batches", "--threads", "--rounds"}
+        loop_flags = {"--models", "--batches", "--threads", "--rounds", "--device"}
         used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
                 "canary": CANARY_FLAGS, "planted": PLANTED_FLAGS, "planted-opacus": set(), "blackbox": BLACKBOX_FLAGS,
                 "baselines": BASELINES_FLAGS, "estimate": set(), "startup": {"--rounds"}, "plan": set()}[args.what]
@@ -127,9 +129,13 @@ def add_parsers(sub, command) -> None:
             unknown = [m for m in args.models or () if m not in module.BENCH_MODELS]
             if unknown:
                 raise UsageError(f"invalid --models: {unknown[0]!r} is not one of {', '.join(module.BENCH_MODELS)}")
+            try:
+                module.resolve_bench_device(args.device)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
             result = fn(models=tuple(args.models or module.DEFAULT_MODELS),
                         batches=tuple(args.batches or module.DEFAULT_BATCHES), threads=args.threads,
-                        rounds=args.rounds, progress=progress)
+                        rounds=args.rounds, device=args.device, progress=progress)
         elif args.what == "canary":
             result = fn(**_canary_options(args), progress=progress)
         elif args.what == "blackbox":
