@@ -13,7 +13,7 @@ It also ships the appendix tables behind the paper's other utility claims (``app
 three label-perturbation tables and the three inference-time tables, each number with its table, row, column, ± std
 and whether the paper prints it in bold; :func:`appendix_entries`) and the AutoARIMA CRPS its text quotes. Printed
 stds that equal their mean (solar_10_minutes at ε = ∞, every model cell of the electricity inference table) carry a
-``std_note`` naming the misprint; :mod:`.paper_claims` judges those claims.
+``std_note`` naming the misprint; :mod:`.reported_claims` judges those claims.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The paper's own 1-event privacy-utility tables shipped as data (tsdp.experiments.paper_tables): every
 number against the paper's LaTeX source, parsed here on its own, and claim C7 judged on them by the rule of the
 measured grids, checked against a direct reading of the parsed numbers; the appendix's w-user, label-perturbation
-and inference tables and the AutoARIMA numbers likewise, with the verdicts of tsdp.experiments.paper_claims checked
+and inference tables and the AutoARIMA numbers likewise, with the verdicts of tsdp.experiments.reported_claims checked
 against a direct reading of the parsed source."""
 import math
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tsdp.experiments.paper_claims import (autoarima_verdict, c7_wordings, inference_verdict,
+from tsdp.experiments.reported_claims import (autoarima_verdict, c7_wordings, inference_verdict,
                                            label_perturbation_verdict, w_user_verdict)
 from tsdp.experiments.paper_tables import baselines_of, entries, paper_c7, raw
 
