@@ -1,4 +1,4 @@
-"""The shape every claim of THEOREMS.md "Claims" (C1-C7) takes in the report.
+"""The shape every claim of THEOREMS.md "Claims" (C1-C11) takes in the report.
 
 A :class:`Claim` has four parts, kept apart:
 
@@ -124,7 +124,7 @@ class OtherVerdict:
 
 
 class Claim(abc.ABC):
-    """Base of the claims C1-C7: subclasses set ``id``, ``statement`` and implement the abstract
+    """Base of the claims C1-C11: subclasses set ``id``, ``statement`` and implement the abstract
     :meth:`compute` and :meth:`rule` (and :meth:`figure` where the claim draws one)."""
 
     id: str = ""

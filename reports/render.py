@@ -71,7 +71,7 @@ def blocks(results: dict) -> List[tuple]:
     b.append(("h", 2, "1. Configuration and accounting"))
     if acc is not None:
         b.extend(_accounting(acc))
-    b.append(("h", 2, "2. Claims C1-C7"))
+    b.append(("h", 2, "2. Claims C1-C11"))
     if results.get("claims") is not None:
         b.extend(_claims(results["claims"]))
     b.append(("h", 2, "3. Consistency (`tsdp verify --quick`)"))
