@@ -311,7 +311,8 @@ def _inference(inf: dict) -> List[tuple]:
 
 def _errata(errata: List[dict]) -> List[tuple]:
     n = sum(e["status"] == "reproduced" for e in errata)
-    return [("details", f"{len(errata)} errata, {n} reproduced",
+    same = sum(e["status"] == "not distinguishable here" for e in errata)
+    return [("details", f"{len(errata)} errata, {n} reproduced" + (f", {same} not distinguishable here" if same else ""),
              [("table", ["#", "paper", "reading", "measured", "status", "source"],
                [[e["erratum"], e["paper"], e["reading"], e["measured"], e["status"], e["source"] or ""]
                 for e in errata])])]

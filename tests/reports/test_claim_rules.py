@@ -345,3 +345,42 @@ def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch
     assert capped == [(False,), (True,), (False,)]
     assert [o["verdict"] for o in entry["other_verdicts"]] == ["confirmed", "refuted", "confirmed"]
     assert entry["reason"].endswith("; ε = 1: simple-ff stopped at its 10-epoch cap (ε spent 0.8807 < 1)")
+
+
+# ----------------------------------------------------------------------------- C8-C11
+
+
+def c10(p_top, p_batch, power=0.9):
+    def test(name, p):
+        return {"factor": name, "levels": ["a", "b"], "means": [0.3, 0.31], "df": 1, "df_error": 12, "f": 2.0,
+                "p_value": p, "alpha": 0.025, "significant": p < 0.025, "effect": 0.015, "power": power,
+                "detectable": 0.01}
+    return {"tests": [test("top level", p_top), test("batch size Λ", p_batch)], "seeds": 2, "epochs": 10,
+            "effect_relative": 0.05, "crps": [{"top": "wor", "batch_size": 4, "steps": 420, "crps": [0.1, 0.2]}],
+            "cells": cells(12, 12)}
+
+
+def test_c10_rule_needs_power_to_reproduce_no_effect():
+    """A significant factor: not reproduced; none significant with power ≥ 0.8 for both: reproduced; none significant
+    but a test underpowered: qualified (it could not have seen the effect); no tests: not evaluated."""
+    rule = CLAIMS["C10"].rule
+    assert rule(c10(0.5, 1e-6))[0] == "not reproduced"
+    assert rule(c10(0.5, 0.3))[0] == "reproduced"
+    word, reason = rule(c10(0.5, 0.3, power=0.2))
+    assert word == "qualified" and reason.endswith("(no significant effect, but a test's power is below 0.8)")
+    assert "top level: F(1, 12) = 2, p = 0.5 (α = 0.025); power 0.90 against Δ = 0.015 (5% of the mean CRPS)" in \
+        rule(c10(0.5, 0.3))[1]
+    assert rule({"tests": None})[0] == "not evaluated"
+    assert verdict_text("reproduced", cells(12, 12), CLAIMS["C10"].data({})) == \
+        "reproduced on M1 yearly at ε = ∞ (all 12 cells)"
+
+
+@pytest.mark.parametrize("cid, word, tables, n", [("C8", "refuted", "w-user", 12),
+                                                  ("C9", "confirmed", "label-perturbation", 12),
+                                                  ("C11", "qualified", "inference", 18)])
+def test_paper_table_claims_name_their_tables(cid, word, tables, n):
+    """C8, C9 and C11 on the paper's tables: the verdict text names the tables and the cells judged, the reason
+    their LaTeX labels."""
+    entry = CLAIMS[cid].evaluate(None)
+    assert entry["verdict_text"] == f"{word} on the paper's {tables} tables (all {n} cells)"
+    assert entry["reason"].endswith(")") and "table:" in entry["reason"]
