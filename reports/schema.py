@@ -1,6 +1,6 @@
 """The documented schema of results.json (`tsdp report`), and a structural validator.
 
-Top level (``SCHEMA_VERSION`` 4)::
+Top level (``SCHEMA_VERSION`` 5: claims C1-C11, errata 1-10 and 13-17)::
 
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
@@ -58,7 +58,7 @@ from typing import List
 
 from .claim_base import VERDICTS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TOP_KEYS = ("schema_version", "meta", "accounting", "claims", "consistency", "tightness", "errata", "inference",
             "violation", "violations")
 CLAIM_IDS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11")
