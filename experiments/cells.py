@@ -459,15 +459,31 @@ def diverged_names_the_cell(cell: Cell, settings: GridSettings):
                                   f"{exc.constraint}") from None
 
 
+def train_cell(cell: Cell, settings: GridSettings, config: TrainingConfig):
+    """Train ``cell``'s model on ``config`` (:func:`cell_config`, or a variant of it: another batch size Λ) with the
+    grid's settings and the paper's optimiser: DP-SGD to the cell's ε, or without DP for ε = ∞.
+
+    Returns:
+        The :class:`tsdp.training.train.TrainResult` (test CRPS of the last iterate, steps, ε spent).
+    """
+    from tsdp.datasets.benchmarks import CLIP, LR, WEIGHT_DECAY
+    from tsdp.training.train import train
+
+    split = split_of(settings)
+    private = not math.isinf(cell.epsilon)
+    with diverged_names_the_cell(cell, settings):
+        return train(config, cell.model, None, split=split, epsilon=cell.epsilon if private else None,
+                     delta=settings.delta if private else None, epochs=epochs_cap(settings), private=private,
+                     discretization=settings.discretization, clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY,
+                     device=settings.device, seed=cell_seed(settings, cell.seed_index), progress=False,
+                     season=split.spec.season, n_samples=settings.n_samples, lags=split.spec.lags)
+
+
 def run_cell(task: CellTask) -> CellResult:
     """Train ``task.cell`` (module docstring) and store its result when the task names a folder."""
     import torch
 
-    from tsdp.datasets.benchmarks import CLIP, LR, WEIGHT_DECAY
-    from tsdp.training.train import train
-
     cell, settings = task.cell, task.settings
-    split = split_of(settings)
     config = cell_config(cell, settings)
     epochs = epochs_cap(settings)
     private = not math.isinf(cell.epsilon)
@@ -484,12 +500,7 @@ def run_cell(task: CellTask) -> CellResult:
     threads = torch.get_num_threads()
     torch.set_num_threads(task.threads)
     try:
-        with diverged_names_the_cell(cell, settings):
-            r = train(config, cell.model, None, split=split, epsilon=cell.epsilon if private else None,
-                      delta=settings.delta if private else None, epochs=epochs, private=private,
-                      discretization=settings.discretization, clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY,
-                      device=settings.device, seed=seed, progress=False, season=split.spec.season,
-                      n_samples=settings.n_samples, lags=split.spec.lags)
+        r = train_cell(cell, settings, config)
     finally:
         torch.set_num_threads(threads)
     result = CellResult(

@@ -8,6 +8,12 @@ parses both from the paper's source and checks every number). :func:`paper_c7` a
 the grids it measures (:func:`tsdp.experiments.table.c7_verdict`) to each table: on electricity the
 paper's best DP model is not below AutoETS at ε = 0.25 (DLinear 0.076 against 0.064) nor at ε = 0.5 (0.064
 against 0.064, a tie at the printed precision).
+
+It also ships the appendix tables behind the paper's other utility claims (``appendix``: the three w-user tables, the
+three label-perturbation tables and the three inference-time tables, each number with its table, row, column, ± std
+and whether the paper prints it in bold; :func:`appendix_entries`) and the AutoARIMA CRPS its text quotes. Printed
+stds that equal their mean (solar_10_minutes at ε = ∞, every model cell of the electricity inference table) carry a
+``std_note`` naming the misprint; :mod:`.reported_claims` judges those claims.
 """
 from __future__ import annotations
 
@@ -64,6 +70,52 @@ def baselines_of(label: str) -> dict:
     if any(len(v) != 1 for v in values.values()):
         raise ValueError(f"{label}: a baseline's CRPS differs across columns: {values}")
     return {name: v.pop() for name, v in values.items()}
+
+
+@dataclass(frozen=True)
+class AppendixEntry:
+    """One number of the paper's appendix tables (w-user, label-perturbation, inference): its table ``label``,
+    ``dataset``, ``kind`` (the ``appendix`` key), ``row`` and ``column`` as printed, the column's ``value`` (w, σ_F or
+    ε), the keep rate ``r`` (inference rows; None elsewhere), the ``model`` or ``baseline`` it is the CRPS of, its
+    printed ± ``std`` (None where none is printed), whether it is printed in ``bold``, and ``misprint`` (the std_note
+    where the printed std is a misprint, else '')."""
+
+    label: str
+    dataset: str
+    kind: str
+    row: str
+    column: str
+    value: float
+    crps: float
+    std: Optional[float]
+    bold: bool
+    model: str = ""
+    baseline: str = ""
+    r: Optional[float] = None
+    misprint: str = ""
+
+
+APPENDIX_KINDS = {"w-user": "w", "label-perturbation": "sigma_forecast", "inference": "epsilon"}
+"""The appendix table kinds and the entry field that holds each one's column value."""
+
+
+def appendix_entries(kind: str) -> Tuple[AppendixEntry, ...]:
+    """Every number of the appendix tables of ``kind`` (:data:`APPENDIX_KINDS`), in the paper's order."""
+    out = []
+    for table in raw()["appendix"][kind]["tables"]:
+        for e in table["entries"]:
+            out.append(AppendixEntry(table["label"], table["dataset"], kind, e["row"], e["column"],
+                                     float(e[APPENDIX_KINDS[kind]]), float(e["crps"]), e.get("std"), bool(e["bold"]),
+                                     e.get("model", ""), e.get("baseline", ""), e.get("r"), e.get("std_note", "")))
+    return tuple(out)
+
+
+def misprinted_stds() -> Tuple[Tuple[str, str, str], ...]:
+    """(table label, row, column) of every shipped number whose printed ± std equals its mean (a ``std_note``)."""
+    out = [(t["label"], e["row"], e["column"]) for t in raw()["tables"] for e in t["entries"]
+           if "equal to the mean" in e.get("std_note", "")]
+    out += [(e.label, e.row, e.column) for kind in APPENDIX_KINDS for e in appendix_entries(kind) if e.misprint]
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The shape every claim of THEOREMS.md "Claims" (C1-C7) takes in the report.
+"""The shape every claim of THEOREMS.md "Claims" (C1-C11) takes in the report.
 
 A :class:`Claim` has four parts, kept apart:
 
@@ -13,6 +13,8 @@ A :class:`Claim` has four parts, kept apart:
   are then ``reproduced`` / ``not reproduced`` there, not ``confirmed`` / ``refuted`` of the paper;
 * ``other_verdicts(numbers)``: the same claim judged on other evidence by the same rule (C7: the
   paper's own reported tables), each an :class:`OtherVerdict` naming its source and cells;
+* ``scope(numbers)``: where the verdict holds when narrower than its cells (C1: the ε range of its rigorous
+  comparison), appended to the verdict text;
 * ``figure(result, out)``: the PNGs drawn from the result (every plotted number is in
   results.json).
 
@@ -122,7 +124,7 @@ class OtherVerdict:
 
 
 class Claim(abc.ABC):
-    """Base of the claims C1-C7: subclasses set ``id``, ``statement`` and implement the abstract
+    """Base of the claims C1-C11: subclasses set ``id``, ``statement`` and implement the abstract
     :meth:`compute` and :meth:`rule` (and :meth:`figure` where the claim draws one)."""
 
     id: str = ""
@@ -153,6 +155,12 @@ class Claim(abc.ABC):
         """The claim on other evidence than its grid (none unless a claim has some)."""
         return ()
 
+    @staticmethod
+    def scope(numbers: dict) -> Optional[str]:
+        """Where the verdict holds, when that is narrower than its cells (C1: the ε range of the rigorous
+        comparison), appended to the verdict text; None: nothing to add."""
+        return None
+
     def evaluate(self, config: TrainingConfig, quick: bool = False, ctx: Optional[ClaimContext] = None) -> dict:
         """The claim's entry of results.json: id, statement, verdict (the word), verdict_text (the
         word with its data and cells), reason, cells, numbers, other_verdicts (:meth:`other_verdicts`), figure (the
@@ -162,8 +170,10 @@ class Claim(abc.ABC):
         word, reason = self.rule(numbers)
         if not numbers["cells"]["evaluated"]:
             word = NOT_EVALUATED
+        text = verdict_text(word, numbers["cells"], self.data(numbers))
+        scope = self.scope(numbers) if word != NOT_EVALUATED else None
         return {"id": self.id, "statement": self.statement, "verdict": word,
-                "verdict_text": verdict_text(word, numbers["cells"], self.data(numbers)), "reason": reason,
+                "verdict_text": f"{text}; {scope}" if scope else text, "reason": reason,
                 "cells": numbers["cells"], "numbers": numbers,
                 "other_verdicts": [v.as_dict() for v in self.other_verdicts(numbers)], "figure": computed.figure}
 

@@ -147,6 +147,18 @@ class C1(Claim):
                              for s, v in f["robust_wins_from_eps"].items()))
         return verdict, reason
 
+    @staticmethod
+    def scope(numbers: dict) -> str:
+        """The ε range where the verdict is rigorous: T6 upper ≤ T9 attained (no composition gap or discretisation
+        can favour it) on the configuration, per step count, from :func:`findings`."""
+        robust = findings(numbers)["robust_wins_from_eps"]
+        if not robust:
+            return "no rigorous comparison evaluated"
+        parts = [f"from ε = {fmt4(v)} after {s} step{'s' if s != '1' else ''}" if v is not None
+                 else f"nowhere after {s} step{'s' if s != '1' else ''}" for s, v in robust.items()]
+        return ("rigorous (T6 upper ≤ T9 attained) " + ", ".join(parts)
+                + "; below, only the like-for-like comparisons agree")
+
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 2 and the appendix grid: δ(ε) of T6 (λ = 1) and T9 (λ > 1) per step count;
         one PNG per cell, one panel per number of steps. Solid: upper (pessimistic pair); dotted:

@@ -102,7 +102,11 @@ class C5(Claim):
             some_all &= bool(longer) and longer[-1]["T14_gt_T6_somewhere"]
         verdict = CONFIRMED if ok_all else (QUALIFIED if some_all else REFUTED)
         crosses = [r["T14_ge_T6_from_eps"] for r in grid_rows if r["k"] > 1 and r["T14_ge_T6_from_eps"] is not None]
-        reason = ("in every grid cell T14 = T6 at L_C+L_F = 1, and for k ≥ 2 T14 > T6 at every grid ε from a crossing ε "
+        groups = len(dict.fromkeys(r["cell"] for r in grid_rows))
+        cells = numbers.get("cells")
+        share = f" ({len(cells['evaluated'])} of the grid's {cells['grid']} cells)" if cells else ""
+        reason = (f"in each of the {groups} (N_tot, Λ/N_tot) cells evaluated{share} T14 = T6 at L_C+L_F = 1, and for k ≥ 2 T14 > T6 at every grid ε from a "
+                  "crossing ε "
                   + (f"({min(crosses):.4g} to {max(crosses):.4g}) " if crosses else "(none found) ")
                   + f"on, the excess non-decreasing in L_C+L_F: {ok_all}; below the crossing T14 may be < T6 (same "
                   "expected hits, spread over more windows)")

@@ -7,6 +7,11 @@ series, which lies in k windows (event-level relation); ε_T14 the **attained** 
 element-level construction (lower, rounded down); the audit's ``epsilon_lower`` a **lower**
 confidence bound measured through the real pooled loop (attacks.montecarlo.audit). An audit above ε_T13
 is therefore the claim, not a privacy violation. One cell: the pooled configuration.
+
+What the audit can show at its trials is computed, not assumed: the designed test's expected certified ε at the trials
+run (its ideal, :func:`tsdp.attacks.montecarlo.design.design_test`) and the trials per world at which it would
+certify ε_T13 at the audit's confidence (:func:`tsdp.attacks.montecarlo.design.trials_to_certify`; none when
+ε_T14 ≤ ε_T13: the construction cannot).
 """
 from __future__ import annotations
 
@@ -21,12 +26,48 @@ from tsdp.verify import accounting
 from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed
 
 DELTA = 1e-3
+CONFIDENCE = 0.95
+"""The audit's confidence (the auditor's default), at which the trials needed are computed."""
+SEARCH_CAP = 10**7
+"""The largest trial count :func:`power` searches (the test design's cost grows with the trials)."""
+
+
+def power(pooled: TrainingConfig, trials: int, target: float, attained: float) -> dict:
+    """What the element-level construction's audit can certify: ``ideal``, the designed test's expected ε lower bound
+    at ``trials`` trials per world (None for no trials), and ``trials_needed``, the trials per world at which it
+    would certify ``target`` (ε_T13) at :data:`CONFIDENCE` (None: not within :data:`SEARCH_CAP`, or never when
+    ``attained`` (ε_T14, the limit at infinitely many trials) is not above it: ``cannot``)."""
+    from tsdp.attacks.montecarlo.constructions import build, pair_numeric
+    from tsdp.attacks.montecarlo.design import design_test, statistic_law, trials_to_certify
+
+    law = statistic_law(pair_numeric(build("T14", pooled).pair), 1)
+    ideal = design_test(law, trials, DELTA, CONFIDENCE).expected_union if trials else None
+    cannot = attained is None or not attained > target
+    needed = None if cannot else trials_to_certify(law, target, DELTA, CONFIDENCE, start=max(trials, 1000),
+                                                   cap=SEARCH_CAP)
+    return {"ideal": ideal, "trials_needed": needed, "cannot": cannot, "confidence": CONFIDENCE,
+            "search_cap": SEARCH_CAP}
 
 
 
 def c6_config(config: TrainingConfig) -> TrainingConfig:
     """The pooled-window version of the configuration (every window of every series, Λ WOR)."""
     return config.with_(top="pooled", bottom="wr", instances=1, sigma_context=0.0, sigma_forecast=0.0, lengths=None)
+
+
+def reach_text(reach, trials: int, t13: float) -> str:
+    """The power clause of C6's reason: the audit's ideal at its trials and the trials that would certify ε_T13."""
+    if not reach:
+        return ""
+    conf = f"{100 * reach['confidence']:.0f}%"
+    out = (f": at {trials} trials per world the designed test expects to certify ε ≥ {reach['ideal']:.4g} (its ideal)"
+           if reach["ideal"] is not None and trials else "")
+    if reach["cannot"]:
+        return out + "; the element-level construction cannot certify ε_T13 at any number of trials"
+    if reach["trials_needed"] is None:
+        return out + f"; it would need more than {reach['search_cap']:.0e} trials per world to certify ε_T13"
+    return out + (f"; about {reach['trials_needed']:.2g} trials per world would certify ε_T13 = {t13:.4g} at "
+                  f"{conf} confidence")
 
 
 class C6(Claim):
@@ -43,11 +84,16 @@ class C6(Claim):
         if ctx.audit_fn is not None:
             ctx.step(f"audit of T14, {ctx.trials:.0e} trials per world")
             audit = ctx.audit_fn("T14", pooled, trials=ctx.trials, steps=1, delta=DELTA, seed=ctx.seed)
+        ctx.step("C6: what the audit can certify (test design)")
+        try:
+            reach = power(pooled, ctx.trials if audit is not None else 0, t13.epsilon, t14.epsilon_attained)
+        except ImportError:  # the construction needs torch
+            reach = None
         cells = Cells(grid=1, evaluated=[f"pooled configuration (N_tot = {pooled.n_windows_total}, k = {pooled.k})"])
         numbers = {"delta": DELTA, "k": pooled.k, "N_tot": pooled.n_windows_total, "batch_size": pooled.batch_size,
                    "epsilon_T13_sound": t13.epsilon, "epsilon_T14_attained": t14.epsilon_attained, "audit": audit,
                    "audit_status": "ran" if audit is not None else "audit not available",
-                   "why_T13_below": WHY_BELOW.format(k=pooled.k), "cells": cells.as_dict(quick)}
+                   "why_T13_below": WHY_BELOW.format(k=pooled.k), "power": reach, "cells": cells.as_dict(quick)}
         return Computed(numbers, {"delta": DELTA})
 
     @staticmethod
@@ -66,10 +112,11 @@ class C6(Claim):
                                f"({100 * audit['confidence']:.0f}% confidence, {audit['trials']} trials per world) > "
                                f"ε_T13 = {t13:.4g}, theory ε_T14 = {t14:.4g}; {numbers['why_T13_below']}")
         if audit is None:
-            return QUALIFIED, f"audit not available; theory only: ε_T14 (attained) {t14:.4g} > ε_T13 (sound) {t13:.4g}"
+            return QUALIFIED, (f"audit not available; theory only: ε_T14 (attained) {t14:.4g} > ε_T13 (sound) {t13:.4g}"
+                               + reach_text(numbers.get("power"), 0, t13))
         return QUALIFIED, (f"theory ε_T14 = {t14:.4g} > ε_T13 = {t13:.4g}, but the audit's lower bound "
-                           f"{audit['epsilon_lower']:.4g} ({audit['trials']} trials per world) does not exceed ε_T13: "
-                           "too few trials to certify it")
+                           f"{audit['epsilon_lower']:.4g} ({audit['trials']} trials per world) does not exceed ε_T13"
+                           + reach_text(numbers.get("power"), audit["trials"], t13))
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """ε of the pooled configuration at δ = 1e-3, one step: T13 (sound, one record), T14

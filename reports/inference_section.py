@@ -46,3 +46,62 @@ def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Call
     if tick is not None:
         tick("inference grunfeld")
     return out
+
+
+SIGNIFICANCE = 0.05
+"""The level of the two-sided Welch test of each measured comparison (r < 1 against r = 1 at one ε)."""
+
+
+def measured_verdict(table: dict, name: str) -> dict:
+    """Claim C11 on one measured inference table (an :class:`~reports.claim_base.OtherVerdict`'s dict): at each small ε
+    (ε ≤ 1, else the smallest ε of the table), the best keep rate r < 1 against r = 1 by a two-sided Welch t-test on
+    the releases' CRPS (``repeats`` each; the table's std is over releases, ddof 0) at :data:`SIGNIFICANCE`.
+    'reproduced' when r < 1 is significantly better at some small ε (subsampling helps there), 'not reproduced' when
+    r = 1 is significantly better at every small ε, 'qualified' when the test sees no difference (with the releases
+    it had), 'not evaluated' without an r < 1 column."""
+    from scipy.stats import ttest_ind_from_stats
+
+    n = int(table["settings"]["repeats"])
+    private = sorted({r["epsilon"] for r in table["rows"] if r["epsilon"] != float("inf")})
+    small = [e for e in private if e <= 1] or private[:1]
+    cell = {(r["epsilon"], r["r"]): r for r in table["rows"]}
+    found = []
+    for eps in small:
+        subs = [r for r in table["rows"] if r["epsilon"] == eps and r["r"] < 1]
+        full = cell.get((eps, 1.0))
+        if not subs or full is None or n < 2:
+            continue
+        sub = min(subs, key=lambda r: r["crps"])
+        scale = (n / (n - 1)) ** 0.5
+        p = float(ttest_ind_from_stats(sub["crps"], sub["crps_std"] * scale, n, full["crps"], full["crps_std"] * scale,
+                                       n, equal_var=False).pvalue)
+        found.append({"epsilon": eps, "r": sub["r"], "crps_r": sub["crps"], "crps_r1": full["crps"], "p_value": p,
+                      "helps": sub["crps"] < full["crps"] and p < SIGNIFICANCE,
+                      "hurts": sub["crps"] > full["crps"] and p < SIGNIFICANCE})
+    source = f"the report's section 6, measured on {name}"
+    if not found:
+        return {"source": source, "verdict": "not evaluated", "verdict_text": f"not evaluated on {name} (no r < 1 "
+                "column at a small ε, or fewer than 2 releases)", "reason": "nothing to compare"}
+    word = ("reproduced" if any(f["helps"] for f in found) else
+            "not reproduced" if all(f["hurts"] for f in found) else "qualified")
+    reason = "; ".join(f"ε = {f['epsilon']:g}: r = {f['r']:g} CRPS {f['crps_r']:.4g} against r = 1 {f['crps_r1']:.4g}, "
+                       f"Welch p = {f['p_value']:.3g}" for f in found)
+    reason += f" ({n} releases per cell, two-sided at {SIGNIFICANCE:g})"
+    if word == "qualified":
+        reason += ": no difference this test could see"
+    return {"source": source, "verdict": word,
+            "verdict_text": f"{word} on {name} ({len(found)} small-ε cell{'s' if len(found) > 1 else ''})",
+            "reason": reason}
+
+
+def attach_measured(claims: list, inference: dict) -> None:
+    """Add the inference section's measured verdicts (:func:`measured_verdict`, synthetic and the real panel) to claim
+    C11's other verdicts in ``claims`` (results.json's list), once the section has run."""
+    c11 = next((c for c in claims if c["id"] == "C11"), None)
+    if c11 is None or inference is None:
+        return
+    for key in ("synthetic", "grunfeld"):
+        table = inference.get(key)
+        if table is not None:
+            name = "synthetic data" if key == "synthetic" else table["settings"].get("data", key)
+            c11["other_verdicts"].append(measured_verdict(table, name))

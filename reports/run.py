@@ -1,6 +1,6 @@
 """Orchestrate `tsdp report`: compute every section, draw the figures, write the four outputs.
 
-:func:`build_report` runs, in order, the accounting (section 1), claims C1-C7 (2), the quick
+:func:`build_report` runs, in order, the accounting (section 1), claims C1-C11 (2), the quick
 consistency run (3), the tightness audits (4), the errata table (5) and the inference tables
 with a tqdm progress bar on stderr, then writes ``<out>/results.json``, ``report.md``,
 ``index.html`` and the PNGs. The bar names the sub-step running (a claim's cell, an audit) and
@@ -41,7 +41,7 @@ from .claim_base import ClaimContext
 from .claims import CLAIMS
 from .consistency import consistency_section
 from .errata import errata_section
-from .inference_section import inference_section
+from .inference_section import attach_measured, inference_section
 from .render import to_html, to_markdown
 from .schema import SCHEMA_VERSION
 from .tightness import load_auditor, tightness_section, violation_summary
@@ -161,6 +161,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
                 show("", "waiting for " + ", ".join(c for c in side if c not in entries))
                 pool.wait()
             claims = results["claims"]
+            attach_measured(claims, results["inference"])
             c3 = next(c for c in claims if c["id"] == "C3")
             results["errata"] = timed("errata", lambda: errata_section(config, results["consistency"]["checks"], c3))
             tick("errata")

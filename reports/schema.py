@@ -1,6 +1,6 @@
 """The documented schema of results.json (`tsdp report`), and a structural validator.
 
-Top level (``SCHEMA_VERSION`` 4)::
+Top level (``SCHEMA_VERSION`` 5: claims C1-C11, errata 1-10 and 13-17)::
 
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
@@ -14,7 +14,7 @@ Top level (``SCHEMA_VERSION`` 4)::
                    epoch for shuffled iteration),
                    rows: [{delta, steps|epochs, compositions, epsilon_sound (upper),
                            epsilon_attained (lower or null), construction, discretization}]}
-  claims          [{id: "C1".."C7", statement,
+  claims          [{id: "C1".."C11", statement,
                     verdict: "confirmed"|"refuted"|"qualified"|"not evaluated", or on data other than the
                     paper's (C7 on M1 yearly) "reproduced"|"not reproduced",
                     verdict_text: the verdict with its data and the cells it rests on ("confirmed on the
@@ -44,8 +44,9 @@ Top level (``SCHEMA_VERSION`` 4)::
                    brackets: [{pair, sound_theorem, discretization, steps, delta, epsilon_sound, lower, upper,
                                rounding, composition_gap}],
                    soundness_violations: [theorem ids], figures: [png]}
-  errata          [{erratum: 1..10 (10: found by tsdp), paper, reading, measured, status: "reproduced"|"not reproduced",
-                    source, numbers}]
+  errata          [{erratum: 1..10, 13..17 (THEOREMS.md's numbers; 13-17: misprints of the utility experiments' text
+                    and tables), paper, reading, measured,
+                    status: "reproduced"|"not reproduced"|"not distinguishable here", source, numbers}]
   inference       {synthetic: {rows: [{epsilon, r, sigma, crps, crps_std}], best_r, settings},
                    grunfeld: same (the panel shipped with tsdp), grunfeld_status: "ran"}
 
@@ -57,10 +58,10 @@ from typing import List
 
 from .claim_base import VERDICTS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TOP_KEYS = ("schema_version", "meta", "accounting", "claims", "consistency", "tightness", "errata", "inference",
             "violation", "violations")
-CLAIM_IDS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7")
+CLAIM_IDS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11")
 
 
 def validate(results: dict) -> List[str]:
@@ -104,8 +105,12 @@ def validate(results: dict) -> List[str]:
             problems.append(f"tightness.{k} missing")
     if not isinstance(results["violation"], bool) or not isinstance(results["violations"], list):
         problems.append("violation must be a bool and violations a list")
-    if [e.get("erratum") for e in results["errata"]] != list(range(1, 11)):
-        problems.append("errata must list 1..10")
+    from .errata import ERRATA, STATUSES
+
+    if [e.get("erratum") for e in results["errata"]] != list(ERRATA):
+        problems.append(f"errata must list {', '.join(map(str, ERRATA))}")
+    if any(e.get("status") not in STATUSES for e in results["errata"]):
+        problems.append(f"an erratum's status is not one of {', '.join(STATUSES)}")
     for k in ("brackets",):
         if k not in t:
             problems.append(f"tightness.{k} missing")

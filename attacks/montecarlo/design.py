@@ -23,8 +23,9 @@ approximation (grid spacing ``h`` on L) used for choosing, never for certifying.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 from scipy import stats
@@ -289,3 +290,44 @@ def histogram_edges(law: StatisticLaw, extra: Sequence[float] = (), n_edges: int
 __all__ = ["Design", "EPOCH_MAX_CELL", "StatisticLaw", "composed_law", "design_test", "epoch_max_law",
            "histogram_edges", "law_spacing", "one_step_law",
            "profile_thresholds", "statistic_law", "summed_law", "tail_thresholds"]
+
+
+def trials_to_certify(law: StatisticLaw, target: float, delta: float, confidence: float, *, start: int = 1000,
+                      cap: int = 10**7, rel: float = 0.1) -> Optional[int]:
+    """The fewest trials per world at which the designed test (:func:`design_test`) expects to certify an ε above
+    ``target`` at ``confidence``: the upper end of a geometric bracket of relative width ``rel`` (the expected union
+    bound grows with the trials); None when it does not by ``cap`` trials (the search's limit: the design's cost
+    grows with the trials). Lower-bound direction: what an audit can show, not what the mechanism leaks.
+
+    Args:
+        law: The statistic's law under the construction's pair (:func:`statistic_law`).
+        target: The ε to certify (claim C6: ε_T13).
+        delta: The δ of the ε.
+        confidence: The audit's confidence.
+        start: The first trial count tried.
+        cap: The largest trial count tried.
+        rel: The bracket's relative width at which the search stops.
+
+    Returns:
+        The trial count, or None beyond ``cap``.
+    """
+    def reaches(n: int) -> bool:
+        return design_test(law, n, delta, confidence).expected_union > target
+
+    lo, hi = None, max(20, int(start))
+    while not reaches(hi):
+        if hi >= cap:
+            return None
+        lo, hi = hi, min(int(cap), hi * 10)
+    if lo is None:
+        lo = hi
+        while lo > 20 and reaches(lo):
+            hi, lo = lo, max(20, lo // 10)
+        if reaches(lo):
+            return lo
+    while hi > lo * (1 + rel):
+        mid = int(round(math.sqrt(lo * hi)))
+        if mid in (lo, hi):
+            break
+        lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
+    return hi

@@ -142,3 +142,19 @@ def test_binned_goodness_of_fit_is_conservative_and_still_rejects():
     assert binned["pvalue"] > 0.01
     shifted = binned_goodness_of_fit(bin_counts(yp + 0.05, edges), bin_counts(yq, edges), edges, T6)
     assert shifted["pvalue"] < 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", [0.5, 1.2])
+def test_trials_to_certify_brackets_the_design_crossing(target):
+    """The trials returned reach the target by the design's own expected union bound, and 1/(1 + rel) of them (the
+    bracket's other end) do not; a target above the pair's ε (what infinitely many trials tend to) is not reached
+    within the cap."""
+    from tsdp.attacks.montecarlo.design import trials_to_certify
+
+    law = statistic_law(T6, 1)
+    n = trials_to_certify(law, target, 1e-3, 0.95, start=100, cap=10**5, rel=0.1)
+    assert n is not None
+    assert design_test(law, n, 1e-3, 0.95).expected_union > target
+    assert design_test(law, int(n / 1.1) - 1, 1e-3, 0.95).expected_union <= target
+    assert trials_to_certify(law, 50.0, 1e-3, 0.95, start=100, cap=10**4) is None

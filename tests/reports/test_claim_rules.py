@@ -65,6 +65,19 @@ def test_c1_rule():
     assert C1(c1(rows))[0] == "qualified"
 
 
+def test_c1_headline_carries_the_rigorous_range():
+    """C1's verdict text ends with the ε range where T6 upper ≤ T9 attained holds (the largest start over λ), per step
+    count, computed from the rows; a step count where it never holds says so."""
+    rows = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 0.0907, 1e-3),
+            c1_row("config", 100, 0.02, 1e-3, lam=4)]
+    numbers = {**c1(rows), "cells": cells(3, 25, quick=True)}
+    entry_text = CLAIMS["C1"].scope(numbers)
+    assert entry_text == ("rigorous (T6 upper ≤ T9 attained) from ε = 0.05 after 1 step, from ε = 0.0907 after 100 "
+                          "steps; below, only the like-for-like comparisons agree")
+    rows[0]["robust_wins_from_eps"] = None
+    assert "nowhere after 1 step," in CLAIMS["C1"].scope(c1(rows))
+
+
 def test_c1_zero_cells_not_evaluated():
     assert C1(c1([]))[0] == "not evaluated"
     assert C1(c1([c1_row("r=0.1, Λ/N=0.1", 1, 0.05, 0.05)]))[0] == "not evaluated"  # only unjudged rows
@@ -145,6 +158,8 @@ def test_c5_rule():
     # T14 never above T6 for the largest k: refuted
     assert C5({"rows": [c5_row("a", 1, 1, 0.0), c5_row("a", 4, 4, 0.0, None, False)]})[0] == "refuted"
     assert C5({"rows": [c5_row("config", 2, 2, 0.1)]})[0] == "not evaluated"
+    reason = C5({"rows": good, "cells": cells(3, 24, quick=True)})[1]
+    assert reason.startswith("in each of the 1 (N_tot, Λ/N_tot) cells evaluated (3 of the grid's 24 cells) T14 = T6")
 
 
 # ----------------------------------------------------------------------------- C6
@@ -164,6 +179,24 @@ def test_c6_rule():
     assert C6(c6())[1].startswith("audit not available")
     assert C6(c6(t14=0.08, audit=audit))[0] == "refuted"  # ε_T14 ≤ ε_T13: nothing to underestimate
     assert C6(c6(t14=None))[0] == "not evaluated"
+
+
+def test_c6_says_what_its_trials_could_certify():
+    """Qualified at too few trials: the reason gives the designed test's ideal at those trials and the trials that
+    would certify ε_T13, or that the construction cannot, or that the search's cap was passed."""
+    from tsdp.reports.claim_c6 import reach_text
+
+    audit = {"epsilon_lower": 0.0, "confidence": 0.95, "trials": 20000}
+    reach = {"ideal": 0.008438, "trials_needed": 58855, "cannot": False, "confidence": 0.95, "search_cap": 10**7}
+    _, reason = C6({**c6(audit=audit), "power": reach})
+    assert reason.endswith("does not exceed ε_T13: at 20000 trials per world the designed test expects to certify "
+                           "ε ≥ 0.008438 (its ideal); about 5.9e+04 trials per world would certify ε_T13 = 0.08 at 95% "
+                           "confidence")
+    assert reach_text({**reach, "trials_needed": None}, 20000, 0.08).endswith(
+        "; it would need more than 1e+07 trials per world to certify ε_T13")
+    assert reach_text({**reach, "cannot": True}, 20000, 0.08).endswith(
+        "; the element-level construction cannot certify ε_T13 at any number of trials")
+    assert reach_text(None, 20000, 0.08) == ""
 
 
 # ----------------------------------------------------------------------------- violations
@@ -201,12 +234,14 @@ def test_violation_summary_counts_checked_audits():
 
 def _c7_numbers(dataset, dp):
     """C7's numbers as the claim computes them: the evidence of one DP cell against M1's baselines."""
+    from tsdp.experiments.reported_claims import autoarima_verdict, c7_wordings
     from tsdp.experiments.paper_tables import paper_c7
     from tsdp.experiments.table import Score, c7_verdict
 
     ev = c7_verdict([Score("simple-ff", 0.5, "wor", dp, 0.0, 1)], {"seasonal-naive": 0.205, "autoets": 0.135}, dataset)
     return {"dataset": dataset, "evidence": ev.as_dict(), "paper": paper_c7().as_dict(),
-            "cells": cells(1, 2, quick=True)}
+            "wordings": dict(zip(("main_text", "appendix"), (v.as_dict() for v in c7_wordings()))),
+            "autoarima": autoarima_verdict().as_dict(), "epochs": 10, "cells": cells(1, 2, quick=True)}
 
 
 @pytest.mark.parametrize("dp", [0.10, 0.1349, 0.135, 0.1401, 0.196])
@@ -239,13 +274,30 @@ def test_c7_not_evaluated_without_evidence():
     assert verdict_text("not evaluated", cells(0, 2), "M1 yearly") == "not evaluated on M1 yearly (0 of 2 cells)"
 
 
-def test_c7_second_verdict_is_the_papers_tables_naming_electricity():
-    """The paper's own tables, by the same rule: refuted, naming electricity at ε = 0.25 and 0.5 and the cells."""
-    (other,) = CLAIMS["C7"].other_verdicts(_c7_numbers("m1-yearly", 0.18))
-    assert other.source == "the paper's reported tables" and other.verdict == "refuted"
-    assert other.verdict_text == ("refuted on the paper's own Table 1 and appendix tables (electricity at ε = 0.25, "
-                                  "0.5; 36 DP cells at ε ≤ 1 of 3 tables)")
-    assert "dlinear 0.076" in other.reason and "autoets 0.064" in other.reason
+def test_c7_paper_verdicts_name_the_table_and_wording_that_carry_them():
+    """On the paper's own tables, each wording apart: the main text's 'even for ε ≤ 1' is confirmed on Table 1
+    (traffic), the appendix's 'for all considered ε' refuted on its electricity table alone (ε = 0.25, 0.5); the
+    AutoARIMA numbers are judged beside them."""
+    main, appendix, autoarima = CLAIMS["C7"].other_verdicts(_c7_numbers("m1-yearly", 0.18))
+    assert (main.verdict, appendix.verdict, autoarima.verdict) == ("confirmed", "refuted", "confirmed")
+    assert main.verdict_text == ("confirmed on the paper's Table 1 (traffic; the main text's 'even for ε ≤ 1'; "
+                                 "ε = 0.5, 1; 2 private columns of 1 table)")
+    assert appendix.verdict_text == ("refuted on the paper's appendix electricity table (the appendix's 'in all cases "
+                                     "... for all considered ε'; ε = 0.25, 0.5; 18 private columns of 3 tables)")
+    assert "dlinear 0.076 > autoets 0.064" in appendix.reason and "dlinear 0.064 = autoets 0.064" in appendix.reason
+    assert autoarima.verdict_text.startswith("confirmed on the paper's AutoARIMA numbers (Appendix 'Models'; 3 datasets)")
+
+
+def test_c7_names_a_deciding_cell_that_stopped_at_its_cap():
+    """A deciding cell whose run stopped at the epochs cap before its budget is named with its ε spent; a cell that
+    reached its budget is not."""
+    numbers = _c7_numbers("m1-yearly", 0.18)
+    row = {"checkpoint": "last", "model": "simple-ff", "epsilon": 0.5, "top": "wor", "capped": [True],
+           "epsilon_spent": [0.4417]}
+    _, reason = CLAIMS["C7"].rule({**numbers, "rows": [row]})
+    assert reason.endswith("; ε = 0.5: simple-ff stopped at its 10-epoch cap (ε spent 0.4417 < 0.5)")
+    _, reason = CLAIMS["C7"].rule({**numbers, "rows": [{**row, "capped": [False], "epsilon_spent": [0.5]}]})
+    assert "cap" not in reason
 
 
 def test_the_summary_shows_both_c7_lines():
@@ -260,8 +312,9 @@ def test_the_summary_shows_both_c7_lines():
              "other_verdicts": [o.as_dict() for o in claim.other_verdicts(numbers)]}
     (table,) = [b for b in _summary({"claims": [entry]}) if b[0] == "table"]
     assert [r[:2] for r in table[2]] == [
-        ["C7", "not reproduced on M1 yearly (the quick grid, 1 of 2 cells)"],
-        ["C7 (the paper's reported tables)", entry["other_verdicts"][0]["verdict_text"]]]
+        ["C7", "not reproduced on M1 yearly (the quick grid, 1 of 2 cells)"]] + [
+        [f"C7 ({o['source']})", o["verdict_text"]] for o in entry["other_verdicts"]]
+    assert len(table[2]) == 4
 
 
 def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch):
@@ -286,8 +339,48 @@ def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch
     entry = CLAIMS["C7"].evaluate(DEFAULT_CONFIG, quick=True)
     assert entry["verdict"] == "not reproduced"
     assert entry["verdict_text"] == "not reproduced on M1 yearly (the quick grid, 2 of 4 cells)"
-    assert entry["reason"] == ("the best DP model is not below the better baseline, autoets 0.1352, at ε = 0.5: "
-                               "simple-ff (wor) 0.7500; ε = 1: simple-ff (wor) 0.6900 (of 2 ε ≤ 1)")
+    assert entry["reason"].startswith("the best DP model is not below the better baseline, autoets 0.1352, at ε = 0.5: "
+                                      "simple-ff (wor) 0.7500; ε = 1: simple-ff (wor) 0.6900 (of 2 ε ≤ 1)")
     capped = [tuple(r["capped"]) for r in entry["numbers"]["rows"] if r["checkpoint"] == "last"]
     assert capped == [(False,), (True,), (False,)]
-    assert [o["verdict"] for o in entry["other_verdicts"]] == ["refuted"]
+    assert [o["verdict"] for o in entry["other_verdicts"]] == ["confirmed", "refuted", "confirmed"]
+    assert entry["reason"].endswith("; ε = 1: simple-ff stopped at its 10-epoch cap (ε spent 0.8807 < 1)")
+
+
+# ----------------------------------------------------------------------------- C8-C11
+
+
+def c10(p_top, p_batch, power=0.9):
+    def test(name, p):
+        return {"factor": name, "levels": ["a", "b"], "means": [0.3, 0.31], "df": 1, "df_error": 12, "f": 2.0,
+                "p_value": p, "alpha": 0.025, "significant": p < 0.025, "effect": 0.015, "power": power,
+                "detectable": 0.01}
+    return {"tests": [test("top level", p_top), test("batch size Λ", p_batch)], "seeds": 2, "epochs": 10,
+            "effect_relative": 0.05, "crps": [{"top": "wor", "batch_size": 4, "steps": 420, "crps": [0.1, 0.2]}],
+            "cells": cells(12, 12)}
+
+
+def test_c10_rule_needs_power_to_reproduce_no_effect():
+    """A significant factor: not reproduced; none significant with power ≥ 0.8 for both: reproduced; none significant
+    but a test underpowered: qualified (it could not have seen the effect); no tests: not evaluated."""
+    rule = CLAIMS["C10"].rule
+    assert rule(c10(0.5, 1e-6))[0] == "not reproduced"
+    assert rule(c10(0.5, 0.3))[0] == "reproduced"
+    word, reason = rule(c10(0.5, 0.3, power=0.2))
+    assert word == "qualified" and reason.endswith("(no significant effect, but a test's power is below 0.8)")
+    assert "top level: F(1, 12) = 2, p = 0.5 (α = 0.025); power 0.90 against Δ = 0.015 (5% of the mean CRPS)" in \
+        rule(c10(0.5, 0.3))[1]
+    assert rule({"tests": None})[0] == "not evaluated"
+    assert verdict_text("reproduced", cells(12, 12), CLAIMS["C10"].data({})) == \
+        "reproduced on M1 yearly at ε = ∞ (all 12 cells)"
+
+
+@pytest.mark.parametrize("cid, word, tables, n", [("C8", "refuted", "w-user", 12),
+                                                  ("C9", "confirmed", "label-perturbation", 12),
+                                                  ("C11", "qualified", "inference", 18)])
+def test_paper_table_claims_name_their_tables(cid, word, tables, n):
+    """C8, C9 and C11 on the paper's tables: the verdict text names the tables and the cells judged, the reason
+    their LaTeX labels."""
+    entry = CLAIMS[cid].evaluate(None)
+    assert entry["verdict_text"] == f"{word} on the paper's {tables} tables (all {n} cells)"
+    assert entry["reason"].endswith(")") and "table:" in entry["reason"]

@@ -1,4 +1,4 @@
-"""`tsdp report`: the tightness report - accounting, claims C1-C7 with verdicts,
+"""`tsdp report`: the tightness report - accounting, claims C1-C11 with verdicts,
 consistency, tightness audits, errata - written to reports/out/<name>/.
 
 reports (and through it matplotlib, torch) is imported inside the handler only.
@@ -13,7 +13,7 @@ def add_parsers(sub, command) -> None:
     """Add the `report` sub-command and register its handler."""
     p = sub.add_parser(
         "report", help="write the tightness report (HTML, Markdown, JSON, PNG figures) for a configuration",
-        description="Compute the configuration's accounting, verdicts on claims C1-C7 of the paper with the figures "
+        description="Compute the configuration's accounting, verdicts on claims C1-C11 of the paper with the figures "
         "that reproduce Section 5 and Appendix C, the `tsdp verify --quick` summary, the tightness audits and the "
         "errata table; write index.html (self-contained), report.md, results.json and PNGs to reports/out/<name>/ "
         "(or --out DIR). The audits and the claims' sweeps run on one process per available core (about four "

@@ -1,0 +1,51 @@
+"""The numbers tables of the claims judged on the paper's appendix tables (C8, C9, C11) and of C10 (non-private
+utility), as blocks of :mod:`reports.render` (the same block kinds: ``table``, ``p``)."""
+from __future__ import annotations
+
+from typing import List
+
+
+def _f(x) -> str:
+    return "-" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def w_user_table(n: dict) -> List[tuple]:
+    """Per w-user table and w: the best DP model, the better baseline, a win, the paper's bold row."""
+    return [("table", ["dataset", "w", "best DP model", "CRPS", "better baseline", "CRPS", "DP wins", "bold in paper"],
+             [[r["dataset"], r["w"], r["best_model"], _f(r["best_crps"]), r["baseline"], _f(r["baseline_crps"]),
+               "yes" if r["wins"] else "no", r["bold"] or "-"] for r in n["paper"]["rows"]])]
+
+
+def label_table(n: dict) -> List[tuple]:
+    """Per label-perturbation row: CRPS by σ_F, the lowest σ_F (ties all), the paper's bold σ_F, gain over σ_F = 0."""
+    rows = n["paper"]["rows"]
+    sigmas = list(rows[0]["by_sigma_f"]) if rows else []
+    return [("table", ["dataset", "model"] + [f"σ_F = {s}" for s in sigmas] + ["lowest at σ_F", "bold in paper",
+                                                                              "gain over σ_F = 0", "std at σ_F = 0"],
+             [[r["dataset"], r["model"]] + [_f(r["by_sigma_f"][s]) for s in sigmas]
+              + [", ".join(f"{x:g}" for x in r["best_sigma_f"]), ", ".join(f"{x:g}" for x in r["bold_sigma_f"]),
+                 _f(r["gain_over_0"]), _f(r["std_at_0"])] for r in rows])]
+
+
+def inference_table(n: dict) -> List[tuple]:
+    """Per inference table, model and small ε: r = 1 against the best r < 1, and whether that matches the claim."""
+    return [("table", ["dataset", "model", "ε", "CRPS r = 1", "best r < 1", "CRPS", "r < 1 helps", "claim expects"],
+             [[r["dataset"], r["model"], f"{r['epsilon']:g}", _f(r["crps_r1"]), f"{r['best_r_below_1']:g}",
+               _f(r["crps_best_r_below_1"]), "yes" if r["helps"] else "no", "yes" if r["expected"] else "no"]
+              for r in n["paper"]["rows"]])]
+
+
+def non_private_table(n: dict) -> List[tuple]:
+    """C10: CRPS per (top level, Λ) over seeds, the steps the epochs cap allows, then the two F-tests."""
+    out = [("table", ["top level", "Λ", "steps", "test CRPS per seed"],
+            [[c["top"], c["batch_size"], c["steps"], ", ".join(f"{v:.4f}" for v in c["crps"])] for c in n["crps"]])]
+    if n.get("tests"):
+        out.append(("table", ["factor", "F", "df", "p", "α", "power vs Δ", "Δ", "Δ detected with power 0.8"],
+                    [[t["factor"], f"{t['f']:.3g}", f"{t['df']}, {t['df_error']}", f"{t['p_value']:.3g}",
+                      f"{t['alpha']:g}", f"{t['power']:.2f}", f"{t['effect']:.3g}", f"{t['detectable']:.3g}"]
+                     for t in n["tests"]]))
+    return out
+
+
+TABLES = {"C8": w_user_table, "C9": label_table, "C10": non_private_table, "C11": inference_table}
+"""The numbers table of each claim this module renders, by id."""

@@ -1,0 +1,49 @@
+"""Claim C11 on the report's measured inference tables (reports.inference_section.measured_verdict): the Welch test of
+r < 1 against r = 1 at each small ε, checked against the t statistic written out here, and the words it gives."""
+import math
+
+import pytest
+from scipy import stats
+
+from tsdp.reports.inference_section import attach_measured, measured_verdict
+
+
+def table(rows, repeats=5):
+    return {"rows": [{"epsilon": e, "r": r, "crps": m, "crps_std": s} for e, r, m, s in rows]
+            + [{"epsilon": math.inf, "r": 1.0, "crps": 0.5, "crps_std": 0.0}],
+            "settings": {"repeats": repeats, "data": "panel"}}
+
+
+def welch_p(m1, s1, m2, s2, n):
+    """Two-sided Welch p from means and ddof-0 stds over n releases each."""
+    v1, v2 = s1 ** 2 / (n - 1), s2 ** 2 / (n - 1)  # (ddof-1 variance) / n
+    t = (m1 - m2) / math.sqrt(v1 + v2)
+    df = (v1 + v2) ** 2 / (v1 ** 2 / (n - 1) + v2 ** 2 / (n - 1))
+    return 2 * stats.t.sf(abs(t), df)
+
+
+@pytest.mark.parametrize("sub, word", [(1.0, "reproduced"), (1.9, "qualified"), (3.0, "not reproduced")])
+def test_words_follow_the_welch_test(sub, word):
+    """r = 0.5 at CRPS ``sub`` ± 0.2 against r = 1 at 2.0 ± 0.2 (5 releases): significantly better, no difference,
+    significantly worse; the reason carries the p-value computed here."""
+    v = measured_verdict(table([(1.0, 1.0, 2.0, 0.2), (1.0, 0.5, sub, 0.2), (4.0, 0.5, 0.1, 0.01),
+                                (4.0, 1.0, 0.2, 0.01)]), "panel")
+    assert v["verdict"] == word and v["verdict_text"] == f"{word} on panel (1 small-ε cell)"
+    assert f"Welch p = {welch_p(sub, 0.2, 2.0, 0.2, 5):.3g}" in v["reason"]
+
+
+def test_smallest_eps_when_none_is_small_and_not_evaluated_without_rates():
+    v = measured_verdict(table([(4.0, 1.0, 2.0, 0.2), (4.0, 0.5, 1.0, 0.2), (8.0, 0.5, 3.0, 0.2),
+                                (8.0, 1.0, 1.0, 0.2)]), "panel")
+    assert v["verdict"] == "reproduced" and v["reason"].startswith("ε = 4: r = 0.5")
+    assert measured_verdict(table([(1.0, 1.0, 2.0, 0.2)]), "panel")["verdict"] == "not evaluated"
+    assert measured_verdict(table([(1.0, 1.0, 2.0, 0.2), (1.0, 0.5, 1.0, 0.2)], repeats=1), "panel")["verdict"] == \
+        "not evaluated"
+
+
+def test_attached_to_c11_after_the_section():
+    claims = [{"id": "C11", "other_verdicts": [{"source": "paper"}]}]
+    t = table([(1.0, 1.0, 2.0, 0.2), (1.0, 0.5, 1.0, 0.2)])
+    attach_measured(claims, {"synthetic": t, "grunfeld": None, "grunfeld_status": "ran"})
+    assert [o["source"] for o in claims[0]["other_verdicts"]] == ["paper",
+                                                                 "the report's section 6, measured on synthetic data"]
