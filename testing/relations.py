@@ -16,8 +16,9 @@ relations under which it would have been sound.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from tsdp.verify.json_data import Record
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_int
 
 RECORDS = ("window", "event", "user", "series")
@@ -25,7 +26,7 @@ RECORDS = ("window", "event", "user", "series")
 
 
 @dataclass(frozen=True)
-class Relation:
+class Relation(Record):
     """Substitution of one ``record``: the neighbouring relation an accountant answers for.
 
     Attributes:
@@ -91,9 +92,6 @@ class Relation:
             "user": f"substitution of {self.w} windows' worth of one series ({self.w}-user level, k = {k} windows)",
             "series": f"substitution of one whole series (record = series, k = T = {k} windows)",
         }[self.record]
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def other_relations(claimed: Relation, config: TrainingConfig):

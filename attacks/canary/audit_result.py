@@ -9,8 +9,10 @@ facts of a spike audit, the engine of a single run) is absent from it, not null.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Dict, Optional
+
+from tsdp.verify.json_data import Record, record_dict
 
 from .certified import ScoreResult
 from .data_span import DataPart
@@ -18,7 +20,7 @@ from .mechanism import MechanismTests
 
 
 @dataclass(frozen=True)
-class EvidenceBound:
+class EvidenceBound(Record):
     """The pooled canaries' scores certified (Bonferroni over the scores) by a one-run theorem (Steinke, Nasr &
     Jagielski 2023; the f-DP test of Mahloujifar, Melis & Chaudhuri 2025): a **lower** bound on the training's ε at
     event level, holding with probability ≥ ``confidence``, against the claimed ε and curve.
@@ -52,15 +54,10 @@ class EvidenceBound:
         """This class's attributes by name (a subclass's record takes them as keyword arguments)."""
         return {f.name: getattr(self, f.name) for f in fields(EvidenceBound)}
 
-    def as_dict(self) -> dict:
-        """The JSON form: the attributes of this class under their names, each score as its dict."""
-        out = self.bound()
-        out["scores"] = {name: s.as_dict() for name, s in self.scores.items()}
-        return out
 
 
 @dataclass(frozen=True)
-class GradientRun:
+class GradientRun(Record):
     """What a gradient-canary audit saw of the training (its first run; the mechanism tests of every run).
 
     Attributes:
@@ -92,14 +89,11 @@ class GradientRun:
 
     def as_dict(self) -> dict:
         """The JSON form: the attributes, ``data_part`` and ``mechanism`` as their dicts, and ``mechanism_failed``."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["data_part"] = None if self.data_part is None else self.data_part.as_dict()
-        out.update(mechanism=self.mechanism.as_dict(), mechanism_failed=self.mechanism.failed)
-        return out
+        return dict(record_dict(self), mechanism_failed=self.mechanism.failed)
 
 
 @dataclass(frozen=True)
-class EngineRun:
+class EngineRun(Record):
     """How the sharded engine ran a multi-run audit (:func:`attacks.canary.runs.run_many`: the info of
     :func:`attacks.montecarlo.shards.run_shards`).
 
@@ -124,10 +118,6 @@ class EngineRun:
     stopped_early: bool
     seconds: float
     run_seconds: float
-
-    def as_dict(self) -> dict:
-        """The JSON form: the attributes under their names."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -165,7 +155,7 @@ class TrainingAudit(EvidenceBound):
     def as_dict(self) -> dict:
         """The JSON form: the bound's keys, the gradient facts', then ``runs`` (with ``engine``), ``canary``,
         ``analysis``, ``data_canaries`` and ``spike`` where they apply."""
-        out = super().as_dict()
+        out = record_dict(self, EvidenceBound)
         if self.gradient is not None:
             out.update(self.gradient.as_dict())
         if self.engine is not None:

@@ -44,7 +44,7 @@ Certifier = Callable[[np.ndarray, np.ndarray, float, float], ScoreResult]
 def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> ScoreBound:
     """Steinke et al. (2023) on one score vector (:func:`attacks.canary.steinke_bound.certify`): guesses, AUC, ε lower
     bound (a **lower** bound on ε at ``delta``)."""
-    return ScoreBound.from_dict(_steinke_certify({"score": scores}, included, delta, confidence)["scores"]["score"])
+    return _steinke_certify({"score": scores}, included, delta, confidence).scores["score"]
 
 
 def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float, *,
@@ -58,8 +58,7 @@ def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: floa
     with its own declared share: ``violation`` when the guesses reject it."""
     from .fdp_bound import certify as fdp_certify
 
-    return FdpScoreBound.from_dict(with_auc(fdp_certify(scores, included, delta, confidence, claimed=claimed), scores,
-                                            included))
+    return with_auc(fdp_certify(scores, included, delta, confidence, claimed=claimed), scores, included)
 
 
 CERTIFIERS: Dict[str, Certifier] = {"fdp": fdp, "steinke": steinke}

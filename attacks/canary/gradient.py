@@ -263,7 +263,7 @@ def participation_probability(config: TrainingConfig, steps: int, seed: int = 0)
     simulated canaries over the first steps (at most :data:`PARTICIPATION_STEPS`, and :data:`PARTICIPATION_WORK`
     replica-steps; q grows with the steps, so fewer steps only lower it), stopping once every one has taken part.
     ConfigError naming ``steps`` when one epoch's draw would exceed :data:`MAX_DIRECTION_ENTRIES` entries.
-    What a plan of an audit of a training without noise needs (:func:`attacks.canary.fdp_bound.flag_rate`): a
+    What a plan of an audit of a training without noise needs (:func:`attacks.canary.planning.flag_rate`): a
     canary that takes part in no step leaves no mark on any output."""
     from scipy.stats import beta
 
@@ -311,13 +311,13 @@ def best_canaries(config: TrainingConfig, steps: int, parameters: int, delta: fl
 def sound_profile(config: TrainingConfig, steps: int) -> tuple:
     """The claim gradient canaries are tested against: tsdp's sound accountant (an **upper** bound on the correct
     loop's δ(ε); the T-id its scheme selects) of ``config`` composed over ``steps`` steps, read on the f-DP test's ε
-    grid (:func:`attacks.canary.fdp_bound.claimed_curve`: (ε grid, δ grid)). Kept per (``config``, ``steps``) in the
+    grid (:func:`attacks.canary.tradeoff.claimed_curve`: (ε grid, δ grid)). Kept per (``config``, ``steps``) in the
     process: audits of one configuration (a bench's seeds) read the accountant once (the reads are most of a small
     audit's time)."""
     from tsdp.verify.accountant import PldAccountant
     from tsdp.verify.events import training_event
 
-    from .fdp_bound import claimed_curve
+    from .tradeoff import claimed_curve
 
     eps, deltas = claimed_curve(PldAccountant().compose(training_event(config, steps=steps)))
     eps.flags.writeable = deltas.flags.writeable = False  # shared by every caller

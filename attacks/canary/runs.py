@@ -79,13 +79,13 @@ class PooledRuns:
 
 
 def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
-             threads: Optional[int] = None, progress: bool = False, shard_fn=run_one) -> PooledRuns:
+             threads: Optional[int] = None, progress: bool = False) -> PooledRuns:
     """R = ``runs`` independent runs of ``task`` pooled in run order (module docstring)."""
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be a positive integer, got {runs!r}")
     specs = [RunSpec(i, s, task, threads) for i, s in enumerate(np.random.SeedSequence(seed).spawn(runs))]
     try:
-        results, info = run_shards(specs, workers=workers, cluster=cluster, progress=progress, shard_fn=shard_fn,
+        results, info = run_shards(specs, workers=workers, cluster=cluster, progress=progress, shard_fn=run_one,
                                    desc="canary audit runs", fatal=(TimeLimitError,))
     except Aborted as stop:  # a run out of time: nothing is certified from the others (module docstring)
         raise stop.cause.with_note(f" in run {stop.key[1]}; {stop.done} of {runs} runs had finished, none is "

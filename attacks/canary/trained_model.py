@@ -18,14 +18,14 @@ the training's ε at event level, with probability ≥ confidence).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Dict, Optional
 
 import numpy as np
 import torch
 
 from tsdp.theorems.config import Relation, TrainingConfig, window_starts
-from tsdp.verify.json_data import with_note
+from tsdp.verify.json_data import Record, noted
 
 from tsdp.datasets.formats import load_series
 from tsdp.datasets.series import SeriesData
@@ -65,7 +65,7 @@ NO_NOISE_NOTE = "null: ε = ∞, trained without noise"
 
 
 @dataclass(frozen=True)
-class ModelAuditResult:
+class ModelAuditResult(Record):
     """A one-run canary audit of a model trained by tsdp's loop (module docstring).
 
     Attributes:
@@ -90,7 +90,7 @@ class ModelAuditResult:
     model: str
     canaries: int
     included: int
-    epsilon_budget: float
+    epsilon_budget: float = noted(NO_NOISE_NOTE)
     epsilon_spent: Optional[float]
     sigma: float
     delta: float
@@ -103,12 +103,6 @@ class ModelAuditResult:
     device: str
     seconds: float
 
-    def as_dict(self) -> dict:
-        """The JSON form: the attributes, each score as its dict, and ``epsilon_budget_note`` beside an infinite
-        budget (written as null)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["scores"] = {name: s.as_dict() for name, s in self.scores.items()}
-        return with_note(out, "epsilon_budget", NO_NOISE_NOTE)
 
 
 def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", canaries: int, epsilon: float,
@@ -160,12 +154,12 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     black, white = _scores(model, init_model, padded, window_starts(lengths, config.forecast_length), config, series,
                            position, covariates)
     bounds = certify({"loss": black, "gradient": white}, included, delta, confidence)
-    lower = bounds["epsilon_lower"]
+    lower = bounds.epsilon_lower
     return ModelAuditResult(
         model=model_name, canaries=canaries, included=int(included.sum()), epsilon_budget=epsilon,
         epsilon_spent=trained.epsilon, sigma=config.sigma if private else 0.0, delta=delta, confidence=confidence,
         epsilon_lower=lower, violation=trained.epsilon is not None and lower > trained.epsilon,
-        scores={name: ScoreBound.from_dict(s) for name, s in bounds["scores"].items()}, steps=trained.steps,
+        scores=dict(bounds.scores), steps=trained.steps,
         crps=trained.crps, device=str(resolve_device(device)), seconds=trained.seconds)
 
 

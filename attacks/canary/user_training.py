@@ -38,7 +38,7 @@ ranked wrong (AUC 0.996) all sat at a series' first element: the window whose co
 padding only is the same in every series, so the memoriser forecasts another series' first
 value there, and that one window's squared error (about spike², of a random sign) outweighed
 the canary's other windows in the unbounded sum. Bounded per window, every canary ranks right
-(AUC 1.000); with the near-balanced guess sets of :func:`attacks.canary.fdp_bound.guess_grid`
+(AUC 1.000); with the near-balanced guess sets of :func:`attacks.canary.one_run.guess_grid`
 it certifies 4.917 against a ceiling of 4.924 (the unbounded sum with the former symmetric
 sets: 3.738 against 5.106). A multi-element signature per canary was not needed, and would
 change the neighbouring relation: a canary that changes w elements is a w-event neighbour, not
@@ -71,7 +71,7 @@ from .spikes import canary_windows, place_canaries, with_canaries
 from .audit_result import EngineRun, GradientRun, TrainingAudit
 from .evidence import CERTIFIERS, certify_evidence, pool
 from .mechanism import pooled
-from .fdp_bound import guess_grid
+from .one_run import guess_grid
 from .steinke_bound import guess_sets
 from .gradient import SCORES as GRADIENT_SCORES
 from .data_span import DIVERGED, FAILED, MAX_ENTRIES
@@ -503,7 +503,7 @@ def analyses_of(canary: str, analysis: str) -> tuple:
 
 def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
     """The guess sets of m canaries that the certifier of ``analysis`` tests (what its plan counts): the f-DP test's
-    :func:`attacks.canary.fdp_bound.guess_grid`, or Steinke et al.'s :func:`attacks.canary.steinke_bound.guess_sets`."""
+    :func:`attacks.canary.one_run.guess_grid`, or Steinke et al.'s :func:`attacks.canary.steinke_bound.guess_sets`."""
     return guess_sets if _certifier(analysis) is CERTIFIERS["steinke"] else guess_grid
 
 

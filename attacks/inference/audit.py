@@ -19,13 +19,13 @@ an imputation that leaks (e.g. the true value) fails it.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
-from typing import Optional
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from scipy import special, stats
 
+from tsdp.verify.json_data import Record
 from tsdp.theorems.bounds.inference import InferenceConfig
 
 from tsdp.attacks.montecarlo.statistics import epsilon_lower_bound
@@ -97,7 +97,7 @@ def _runs(config: InferenceConfig, trials: int, seed: int, device: str, impute: 
 
 
 @dataclass(frozen=True)
-class InferenceAudit:
+class InferenceAudit(Record):
     """A certified ε lower bound through the real mechanism, and the run's size and speed."""
 
     epsilon_lower: float
@@ -109,9 +109,6 @@ class InferenceAudit:
     threshold: float
     side: str
     config: dict
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def audit(config: InferenceConfig, trials: int, delta: float, *, seed: int = 0, confidence: float = 0.95,
@@ -178,16 +175,3 @@ def goodness_of_fit(config: InferenceConfig, trials: int, *, seed: int = 0, devi
         out[world] = {"count": p_count, "residuals": p_resid, "imputed": p_imp}
     smallest = min(v for w in out.values() for v in w.values())
     return {"pvalue": min(1.0, 6 * smallest), "tests": out, "trials": trials}
-
-
-def true_value_impute(noisy: torch.Tensor, kept: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """A leaky imputation (for tests and demonstrations): dropped steps get their true value."""
-    return x.expand_as(noisy)
-
-
-def sound_epsilon(config: InferenceConfig, delta: float, discretization: Optional[float] = None) -> float:
-    """T15's sound ε at δ for one release (upper bound), for comparison with :func:`audit`."""
-    from tsdp.verify.inference_accounting import sound
-
-    kw = {} if discretization is None else {"discretization": discretization}
-    return sound(config.with_(releases=1), delta=delta, **kw)

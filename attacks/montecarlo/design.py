@@ -30,6 +30,7 @@ import numpy as np
 from scipy import stats
 
 from tsdp.theorems.hidden_position import HiddenPositionEpoch
+from tsdp.verify.json_data import Record
 
 from .statistics import EQUAL_SPLIT, cp_lower, cp_upper, error_split, log_likelihood_ratio, mixture_cdf
 
@@ -163,13 +164,14 @@ def epoch_max_law(laws: Sequence[HiddenPositionEpoch], h: float = 1e-3) -> Stati
 
 
 @dataclass(frozen=True)
-class Design:
+class Design(Record):
     """A test fixed before sampling: S = {L ≥ threshold} (side ``upper``, P positive) or {L < threshold}
     (side ``lower``, Q positive); ``expected_union`` is the design's expected union bound at ``trials`` (the
     certified value calibrates that statistic to its exact level and lies a little above it,
     :func:`attacks.montecarlo.statistics.certified_test_epsilon`),
     ``tp_rate`` / ``fp_rate`` the law's rates of the positive / negative world, ``fp_share`` the share of
-    the error probability the false-positive rate's bound gets (:func:`attacks.montecarlo.statistics.error_split`)."""
+    the error probability the false-positive rate's bound gets (:func:`attacks.montecarlo.statistics.error_split`),
+    ``source`` how it was fixed (``theory``: from the claimed pair's law, before sampling)."""
 
     threshold: float
     side: str
@@ -178,6 +180,7 @@ class Design:
     fp_rate: float
     trials: int
     fp_share: float
+    source: str = "theory"
 
 
 def _sides(law: StatisticLaw):

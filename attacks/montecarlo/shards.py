@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import functools
 import math
 import multiprocessing
@@ -36,7 +37,7 @@ import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -159,27 +160,20 @@ def run_shard(spec: ShardSpec) -> ShardStats:
     return ShardStats(spec.world, spec.index, spec.trials, counts, y_counts, time.perf_counter() - started)
 
 
-class FailOnce:
-    """Fault injection (tests, drills): shard ``index`` of ``world`` fails on its first attempt, then runs.
+_UNIT_WRAPPER = contextvars.ContextVar("tsdp_shard_unit_wrapper", default=None)
+"""A function of the unit of work that :func:`run_shards` runs instead of it (None: the unit itself); set only by
+:func:`_units_wrapped`."""
 
-    ``mode="raise"`` raises; ``mode="exit"`` kills the worker process (``os._exit``), as a lost
-    machine would. The first attempt is recorded by creating ``marker`` (a path every worker sees).
-    """
 
-    def __init__(self, marker: str, world: str = "p", index: int = 1, mode: str = "raise", fn=run_shard):
-        self.marker, self.world, self.index, self.mode, self.fn = marker, world, index, mode, fn
-
-    def __call__(self, spec: ShardSpec) -> ShardStats:
-        if spec.key == (self.world, self.index):
-            try:
-                fd = os.open(self.marker, os.O_CREAT | os.O_EXCL)
-            except FileExistsError:
-                return self.fn(spec)
-            os.close(fd)
-            if self.mode == "exit":
-                os._exit(3)
-            raise RuntimeError(f"injected failure of shard {spec.key}")
-        return self.fn(spec)
+@contextlib.contextmanager
+def _units_wrapped(wrap: Callable[[Callable], Callable]) -> Iterator[None]:
+    """Within the block, :func:`run_shards` runs ``wrap(shard_fn)`` in place of ``shard_fn`` (fault-injection tests:
+    a unit that fails once, or kills its worker, must change no result)."""
+    token = _UNIT_WRAPPER.set(wrap)
+    try:
+        yield
+    finally:
+        _UNIT_WRAPPER.reset(token)
 
 
 class ShardError(RuntimeError):
@@ -459,6 +453,9 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    wrap = _UNIT_WRAPPER.get()
+    if wrap is not None:
+        shard_fn = wrap(shard_fn)
     tracker = _Tracker(specs, stop, progress, max_attempts, desc, fatal)
     started = time.perf_counter()
     try:
@@ -479,5 +476,5 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     return tracker.results, info
 
 
-__all__ = ["Aborted", "DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "plan_shards",
+__all__ = ["Aborted", "DEFAULT_SHARD_SIZE", "ShardError", "ShardSpec", "plan_shards",
            "run_shard", "run_shards", "threads_per_worker", "torch_seed", "worker_pool"]

@@ -28,6 +28,8 @@ from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP, HiddenPositionEpoch, hidden_position_epoch
 from tsdp.theorems.registry import attained_pair, get
 
+from .fit import GoodnessOfFit, combined_fit
+
 if TYPE_CHECKING:
     from .constructions import Construction
 
@@ -80,7 +82,7 @@ class EpochMaxReading:
         lo, hi = self.laws[0].support(reach=8.0)
         return np.linspace(lo, hi, Z_BINS + 1)
 
-    def goodness_of_fit(self, hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray) -> dict:
+    def goodness_of_fit(self, hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray) -> GoodnessOfFit:
         """Binned KS test of the first epoch's maximum against its exact law, both worlds, Bonferroni (as the
         audit's)."""
         res = {}
@@ -88,9 +90,7 @@ class EpochMaxReading:
             n = int(hist.sum())
             d = float(np.max(np.abs(np.cumsum(hist)[:-1] / n - cdf)))
             res[name] = (d, float(stats.kstwo.sf(d, n)))
-        return {"pvalue": min(1.0, 2 * min(res["p"][1], res["q"][1])), "pvalue_p": res["p"][1],
-                "pvalue_q": res["q"][1], "statistic_p": res["p"][0], "statistic_q": res["q"][0],
-                "observation": "first epoch's maximum over its steps"}
+        return combined_fit(res, "first epoch's maximum over its steps")
 
 
 @functools.lru_cache(maxsize=16)

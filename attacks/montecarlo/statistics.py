@@ -20,7 +20,10 @@ from typing import Sequence, Tuple
 import numpy as np
 from scipy import special, stats
 
+from tsdp.verify.json_data import Record
+
 from .exact_level import certified_epsilon
+from .fit import GoodnessOfFit, combined_fit
 
 
 def log_mixture_density(y: np.ndarray, means: np.ndarray, weights: np.ndarray, sigma: float) -> np.ndarray:
@@ -118,7 +121,7 @@ def certified_test_epsilon(tp: int, fp: int, n_pos: int, n_neg: int, delta: floa
 
 
 @dataclass(frozen=True)
-class TestBound:
+class TestBound(Record):
     """A chosen test and its held-out bound: threshold, side (P-positive ``upper`` or Q-positive ``lower``),
     held-out counts, the certified lower bound ``value`` (:func:`certified_test_epsilon`), the union bound of
     the same counts it calibrates (``union_value``, for comparison: the certified value is the exact level's)
@@ -169,7 +172,7 @@ def _bound(tp: int, fp: int, n_pos: int, n_neg: int, threshold: float, side: str
     return TestBound(value, max(0.0, union), float(threshold), side, tp, fp, n_pos, n_neg, float(fp_share))
 
 
-def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> dict:
+def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> GoodnessOfFit:
     """Kolmogorov-Smirnov tests of the observed one-step updates against the construction's mixtures.
 
     World P against P's CDF, world Q against Q's CDF; the combined p-value is the Bonferroni
@@ -180,8 +183,8 @@ def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> di
     res_p = stats.kstest(y_p, lambda x: mixture_cdf(x, a, p, sigma))
     res_q = stats.kstest(y_q, lambda x: mixture_cdf(x, b, q, sigma))
     combined = min(1.0, 2 * min(res_p.pvalue, res_q.pvalue))
-    return {"pvalue": float(combined), "pvalue_p": float(res_p.pvalue), "pvalue_q": float(res_q.pvalue),
-            "statistic_p": float(res_p.statistic), "statistic_q": float(res_q.statistic)}
+    return GoodnessOfFit(float(combined), float(res_p.pvalue), float(res_q.pvalue), float(res_p.statistic),
+                         float(res_q.statistic))
 
 
 # --- the same bounds from histograms (the sharded engine's sufficient statistics, attacks.montecarlo.shards) ---
@@ -255,7 +258,8 @@ def profile_lower_bounds(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarr
     return np.array(out)
 
 
-def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: np.ndarray, pair_numeric: Tuple) -> dict:
+def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: np.ndarray,
+                           pair_numeric: Tuple) -> GoodnessOfFit:
     """:func:`goodness_of_fit` from histograms of the one-step updates (:func:`bin_counts` on ``y_edges``).
 
     The KS distance is taken over the bin edges, D_binned ≤ D, so the p-value (Kolmogorov's
@@ -268,9 +272,8 @@ def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: 
         below = np.cumsum(hist)[:-1] / n  # empirical P(y < e_j)
         d = float(np.max(np.abs(below - mixture_cdf(y_edges, means, weights, sigma))))
         res[name] = (d, float(stats.kstwo.sf(d, n)))
-    combined = min(1.0, 2 * min(res["p"][1], res["q"][1]))
-    return {"pvalue": combined, "pvalue_p": res["p"][1], "pvalue_q": res["q"][1],
-            "statistic_p": res["p"][0], "statistic_q": res["q"][0]}
+    return combined_fit(res)
+
 
 
 def choose_profile_tests(sel_p: np.ndarray, sel_q: np.ndarray, edges: np.ndarray, alphas: Sequence[float],

@@ -24,8 +24,8 @@ def test_perfect_guesses_on_1000_canaries_give_a_large_bound_and_random_scores_n
     rng = np.random.default_rng(0)
     included = rng.random(1000) < 0.5
     perfect = guess_bound(included + 0.01 * rng.random(1000), included, 1e-5, 0.025)
-    assert perfect["epsilon_lower"] >= 2 and perfect["correct"] == perfect["guesses"]
-    assert guess_bound(rng.random(1000), included, 1e-5, 0.025)["epsilon_lower"] < 0.5
+    assert perfect.epsilon_lower >= 2 and perfect.correct == perfect.guesses
+    assert guess_bound(rng.random(1000), included, 1e-5, 0.025).epsilon_lower < 0.5
 
 
 def test_one_sided_guesses_count_only_their_side():
@@ -35,7 +35,7 @@ def test_one_sided_guesses_count_only_their_side():
     scores[~included] = np.linspace(0, 1, 500)
     scores[included] = np.linspace(0.25, 1, 500)  # above 0.25: both kinds mixed; the 125 below: all left out
     best = guess_bound(scores, included, 1e-5, 0.025)
-    assert best["side"] == "out" and best["correct"] == best["guesses"] and best["epsilon_lower"] >= 2
+    assert best.side == "out" and best.correct == best.guesses and best.epsilon_lower >= 2
     assert auc(scores, included) > 0.5 and auc(-scores, included) == pytest.approx(1 - auc(scores, included))
 
 
@@ -124,15 +124,15 @@ def test_guess_bound_states_its_power():
     per = 0.05 / (len(GUESS_FRACTIONS) * len(GUESS_SIDES))
     ceiling = max(float(epsilon_lower_bound(400, r, r, 1e-5, per))
                   for f in GUESS_FRACTIONS for r in (max(1, round(f * 400)), 2 * max(1, round(f * 400 / 2))))
-    assert perfect["ceiling"] == pytest.approx(ceiling) and perfect["epsilon_lower"] == pytest.approx(ceiling)
-    assert perfect["limited_by"] == "audit size"
+    assert perfect.ceiling == pytest.approx(ceiling) and perfect.epsilon_lower == pytest.approx(ceiling)
+    assert perfect.limited_by == "audit size"
     noise = guess_bound(rng.standard_normal(400), included, 1e-5, 0.05)
-    assert noise["ceiling"] == pytest.approx(ceiling) and noise["limited_by"] == "training"
+    assert noise.ceiling == pytest.approx(ceiling) and noise.limited_by == "training"
 
 
 CERTIFIER_ENTRIES = {
-    "steinke_bound.certify": lambda s, inc: steinke_bound.certify({"s": s}, inc, 1e-5, 0.95)["epsilon_lower"],
-    "fdp_bound.certify": lambda s, inc: fdp_bound.certify(s, inc, 1e-5, 0.95)["epsilon_lower"],
+    "steinke_bound.certify": lambda s, inc: steinke_bound.certify({"s": s}, inc, 1e-5, 0.95).epsilon_lower,
+    "fdp_bound.certify": lambda s, inc: fdp_bound.certify(s, inc, 1e-5, 0.95).epsilon_lower,
     "certify_evidence(steinke)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,
                                                                           0.95).epsilon_lower,
     "certify_evidence(fdp)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,

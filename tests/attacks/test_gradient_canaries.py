@@ -8,11 +8,13 @@ from scipy import stats
 from tsdp.theorems.config import TrainingConfig
 from tsdp.attacks.canary.evidence import certify_evidence, pool
 from tsdp.attacks.canary.gradient import GradientCanaries, Participation, participation_rate
-from tsdp.attacks.canary.runs import run_many, run_one
+from tsdp.attacks.canary.runs import run_many
 from tsdp.attacks.canary.steinke_bound import auc
 from tsdp.attacks.canary.whitebox import LoopTask, audit_loop
 from tsdp.datasets.series import synthetic
-from tsdp.attacks.montecarlo.shards import FailOnce
+from tsdp.attacks.montecarlo.shards import _units_wrapped
+
+from fault_injection import failing_once
 
 # 40 series of L = 9 = L_C + L_F training values: every window holds every element (r = 1), ρ = 1/4
 SHORT_DATA = synthetic(40, 10, seed=0, noise=2.0)
@@ -122,7 +124,8 @@ def test_one_and_two_workers_and_a_lost_run_give_identical_evidence(tmp_path, on
     here = run_many(task, 3, seed=9)
     two = run_many(task, 3, seed=9, workers=2, threads=1)
     dask = run_many(task, 3, seed=9, workers=2, cluster="auto", threads=1)
-    lost = run_many(task, 3, seed=9, shard_fn=FailOnce(str(tmp_path / "m"), world="run", index=1, fn=run_one))
+    with _units_wrapped(failing_once(str(tmp_path / "m"), world="run", index=1)):
+        lost = run_many(task, 3, seed=9)
     assert lost.engine.retries == 1 and two.engine.executor == "processes"
     assert dask.engine.executor == "dask"
     for other in (two, dask, lost):

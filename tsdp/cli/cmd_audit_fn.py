@@ -109,9 +109,9 @@ PLAN_MAX = 10 ** 7
 
 
 def _plan(args) -> dict:
-    """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.fdp_bound.plan`); with
+    """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.planning.plan`); with
     ``--steps`` the canaries needed count those that take part in no step (:func:`_participation`)."""
-    from tsdp.attacks.canary.fdp_bound import plan
+    from tsdp.attacks.canary.planning import plan
     from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs, guess_sets_of
 
     canaries, delta, epsilon, _, confidence, _, _ = check_audit_inputs(
