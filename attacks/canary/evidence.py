@@ -1,7 +1,7 @@
 """A one-run audit's evidence (per-canary scores and inclusion bits), pooled over runs and certified by a plug-in certifier.
 
-Evidence is ``{"scores": {name: (m,) array}, "included": (m,) bool}``: one or more scores per
-canary, fixed before the run, and whether the canary was included. A *certifier* is any
+:class:`Evidence` holds one or more scores per canary, fixed before the run, and whether the canary was included
+(a run's evidence may say more of the run: :class:`attacks.canary.gradient.CanaryEvidence`, ...). A *certifier* is any
 function ``(scores, included, delta, confidence)`` of one score vector that answers a typed score bound
 (:mod:`attacks.canary.certified`) with ``epsilon_lower`` (a **lower** bound on ε at δ, holding with
 probability ≥ confidence):
@@ -29,6 +29,7 @@ by completion order, so 1 or N workers give the same certified numbers.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
@@ -39,6 +40,19 @@ from .steinke_bound import check_evidence, with_auc
 from .steinke_bound import certify as _steinke_certify
 
 Certifier = Callable[[np.ndarray, np.ndarray, float, float], ScoreResult]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one audit (or R pooled runs) gives a certifier.
+
+    Attributes:
+        scores: each named (m,) score vector, fixed before the run (higher: more likely included).
+        included: (m,) whether each canary was included.
+    """
+
+    scores: Dict[str, np.ndarray]
+    included: np.ndarray
 
 
 def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> ScoreBound:
@@ -65,26 +79,34 @@ CERTIFIERS: Dict[str, Certifier] = {"fdp": fdp, "steinke": steinke}
 """The one-run analyses by name (`tsdp audit-fn --analysis`)."""
 
 
-def pool(evidences: Sequence[dict]) -> dict:
+def pool(evidences: Sequence[Evidence]) -> Evidence:
     """The concatenation of runs' evidence in the given order (module docstring): same score names in every run.
 
-    Any other keys of a run's evidence (its ε, its steps, ...) are kept per run under ``runs``. Each run's arrays
-    are checked as the certifiers check them (ValueError for NaN scores, inclusion bits that are not 0/1, ...).
+    Each run's arrays are checked as the certifiers check them (ValueError for NaN scores, inclusion bits that are
+    not 0/1, ...); what else a run's evidence says of its run stays with the run.
+
+    Args:
+        evidences: The runs' evidence, in run order.
+
+    Returns:
+        The pooled :class:`Evidence` of m·R canaries.
+
+    Raises:
+        ValueError: No evidence, no score, runs with different score names, or bad arrays.
     """
     if not evidences:
         raise ValueError("no evidence to pool")
-    names = list(evidences[0]["scores"])
+    names = list(evidences[0].scores)
     if not names:
         raise ValueError("no scores to pool: every run needs at least one named score vector")
-    if any(list(e["scores"]) != names for e in evidences):
+    if any(list(e.scores) != names for e in evidences):
         raise ValueError("every run must give the same scores")
-    checked = [{n: check_evidence(e["scores"][n], e["included"]) for n in names} for e in evidences]
-    return {"scores": {n: np.concatenate([c[n][0] for c in checked]) for n in names},
-            "included": np.concatenate([next(iter(c.values()))[1] for c in checked]),
-            "runs": [{k: v for k, v in e.items() if k not in ("scores", "included")} for e in evidences]}
+    checked = [{n: check_evidence(e.scores[n], e.included) for n in names} for e in evidences]
+    return Evidence(scores={n: np.concatenate([c[n][0] for c in checked]) for n in names},
+                    included=np.concatenate([next(iter(c.values()))[1] for c in checked]))
 
 
-def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifier: Certifier = steinke,
+def certify_evidence(evidence: Evidence, delta: float, confidence: float, *, certifier: Certifier = steinke,
                      claimed: Optional[float] = None, profile=None) -> EvidenceBound:
     """Certify ``evidence`` (Bonferroni over its scores; module docstring), with ``violation`` against the claim.
 
@@ -94,10 +116,10 @@ def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifi
     only), a score whose guesses reject the claimed trade-off curve; both hold together at
     ``confidence`` (the curve test has its declared share of each score's level).
     """
-    scores: Dict[str, np.ndarray] = evidence.get("scores") or {}
+    scores = evidence.scores
     if not scores:
         raise ValueError("no scores to certify: the evidence needs at least one named score vector")
-    checked = {name: check_evidence(s, evidence["included"]) for name, s in scores.items()}
+    checked = {name: check_evidence(s, evidence.included) for name, s in scores.items()}
     included = next(iter(checked.values()))[1]
     each = 1 - (1 - confidence) / len(scores)
     if profile is not None and certifier is not fdp:
@@ -113,4 +135,4 @@ def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifi
                          curve_rejected=curve if profile is not None else None, scores=out)
 
 
-__all__ = ["CERTIFIERS", "Certifier", "certify_evidence", "fdp", "pool", "steinke"]
+__all__ = ["CERTIFIERS", "Certifier", "Evidence", "certify_evidence", "fdp", "pool", "steinke"]

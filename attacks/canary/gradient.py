@@ -69,6 +69,7 @@ Bonferroni over the scores) turns them into a **lower** bound on ε.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import List, Optional, Sequence
 
@@ -78,6 +79,8 @@ import torch
 from tsdp.theorems.config import Bottom, ConfigError, Top, TrainingConfig
 
 from tsdp.training.samplers import make_sampler, n_starts_of
+
+from .evidence import Evidence
 
 
 def _placements(config: TrainingConfig, m: int, rng: np.random.Generator):
@@ -192,8 +195,30 @@ def canary_directions(m: int, d: int, seed: int, step: int = 0) -> torch.Tensor:
     return (u / u.norm(dim=0, keepdim=True)).T.contiguous()
 
 
+@dataclass(frozen=True)
+class IdealEvidence(Evidence):
+    """The evidence of canaries on the claimed mechanism itself (:func:`ideal_evidence`).
+
+    Attributes:
+        participations: (m,) the steps each canary took part in, included or not.
+    """
+
+    participations: np.ndarray
+
+
+@dataclass(frozen=True)
+class CanaryEvidence(Evidence):
+    """The evidence of gradient canaries in a run (:meth:`GradientCanaries.evidence`).
+
+    Attributes:
+        parameters: the trainable parameters d the canaries' directions live in.
+    """
+
+    parameters: int
+
+
 def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0, *, parameters: Optional[int] = None,
-                   per_run: Optional[int] = None, removed: float = 0.0) -> dict:
+                   per_run: Optional[int] = None, removed: float = 0.0) -> IdealEvidence:
     """The evidence the same m canaries give on the claimed mechanism itself: the **power** of the audit at the claim.
 
     The canaries take part with the law of :class:`Participation` (the scheme's sampler), and
@@ -234,8 +259,8 @@ def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0, *, parame
                 u = canary_directions(min(block, m - lo), parameters, seed_of_run, t).numpy()
                 released = kept * (counts[t, lo:lo + block] * included[lo:lo + block]) @ u / sigma
                 z[t, lo:lo + block] = (released + rng.standard_normal(parameters)) @ u.T
-    return {"scores": dict(zip(SCORES, (z.sum(axis=0), mixture_scores(z, sigma, participation_rate(config))))),
-            "included": included, "participations": counts.sum(axis=0)}
+    return IdealEvidence(scores=dict(zip(SCORES, (z.sum(axis=0), mixture_scores(z, sigma, participation_rate(config))))),
+                         included=included, participations=counts.sum(axis=0))
 
 
 def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, confidence: float, *, certifier=None,
@@ -428,14 +453,18 @@ class GradientCanaries:
     def _record(self, observed: torch.Tensor) -> None:
         self._projections.append(self.directions @ observed.to(self.directions.device, self.directions.dtype))
 
-    def evidence(self) -> dict:
-        """{"scores": {"sum": (m,), "mixture": (m,)}, "included": (m,) bool}: the run's evidence (module docstring)."""
+    def evidence(self) -> CanaryEvidence:
+        """The run's evidence (module docstring).
+
+        Returns:
+            The ``sum`` and ``mixture`` scores (m,), the inclusion bits and the parameters d.
+        """
         x = (torch.stack(self._projections).double().cpu().numpy() if self._projections
              else np.zeros((0, self.m)))
         values = (x.sum(axis=0), mixture_scores(x, self.config.sigma, participation_rate(self.config)))
-        return {"scores": dict(zip(SCORES, values)),
-                "included": self.included.copy(), "parameters": sum(p.numel() for p in self.params)}
+        return CanaryEvidence(scores=dict(zip(SCORES, values)), included=self.included.copy(),
+                              parameters=sum(p.numel() for p in self.params))
 
 
-__all__ = ["SCORES", "GradientCanaries", "Participation", "best_canaries", "canary_directions", "ideal_epsilon", "ideal_evidence", "likelihood_ratio",
+__all__ = ["SCORES", "CanaryEvidence", "GradientCanaries", "IdealEvidence", "Participation", "best_canaries", "canary_directions", "ideal_epsilon", "ideal_evidence", "likelihood_ratio",
            "mixture_scores", "participation_probability", "participation_rate", "sound_profile"]

@@ -26,7 +26,7 @@ import torch
 from tsdp.attacks.montecarlo.shards import Aborted, run_shards
 
 from .audit_result import EngineRun
-from .evidence import pool
+from .evidence import Evidence, pool
 from .user_training import TimeLimitError
 
 
@@ -50,7 +50,7 @@ class RunEvidence:
     """The evidence of run ``key`` and its wall time."""
 
     key: tuple
-    evidence: dict
+    evidence: Evidence
     seconds: float
     trials: int = 1
 
@@ -73,8 +73,8 @@ class PooledRuns:
         engine: how the engine ran them.
     """
 
-    evidence: dict
-    runs: Tuple[dict, ...]
+    evidence: Evidence
+    runs: Tuple[Evidence, ...]
     engine: EngineRun
 
 

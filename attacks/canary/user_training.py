@@ -1,53 +1,22 @@
-"""One-run canary audit of *your* training function (f-DP one-run test with Steinke et al.'s baseline, :mod:`attacks.canary.evidence`).
+"""One-run canary audit of *your* training function (f-DP one-run test with Steinke et al.'s baseline,
+:mod:`attacks.canary.evidence`): :func:`audit_training`.
 
-You give ``train(series) -> model``: any code (your model, optimizer, data pipeline, Opacus or
-not) that trains on a list of 1-D float arrays. Two kinds of canaries (``canary=``):
+You give ``train(series) -> model``: any code (your model, optimizer, data pipeline, Opacus or not) that trains on a
+list of 1-D float arrays. Two kinds of canaries (``canary=``):
 
-* ``"gradient"`` (the default; white-box): m gradient canaries hooked into the first torch
-  optimizer your code steps (:mod:`attacks.canary.optimizer_canaries`: each an element of
-  clipped gradient C along its own direction, taking part in steps with the law of one
-  element of ``config``'s scheme), scored on the gradient the optimizer stepped on (its
-  parameter updates for an optimizer class of your own), less the data's per-window gradients
-  under ``loss`` (:mod:`attacks.canary.data_span`), by the ``sum`` and ``mixture`` scores of
-  :mod:`attacks.canary.gradient`: the transcript DP-SGD's guarantee covers, so a correct loop
-  is never flagged beyond the stated error, and a loop without noise or with a σ too small
-  shows (a missing clip does not: the canaries enter after the user's clipping). Beside the
-  bound, the mechanism tests of :mod:`attacks.canary.mechanism` test the step itself (the
-  noise stepped on against σ · C, what the data moved against Λ · C plus the noise, and along
-  the data's mean clipped gradient against the declared batch Λ: the sampling), each at
-  a stated false-alarm rate and whatever the claimed ε. ``config`` must be the batching your
-  loader draws and the σ your accounting claims.
-* ``"spike"`` (black-box): for a model only returned at the end (any ``train``, torch or
-  not), scored on what the returned model remembers. The harness places m spike canaries in your data exactly as :func:`attacks.canary.trained_model.audit_model`
-does (one element each, ±``spike`` standard deviations of its series, at least L_C + L_F
-apart, each inserted with probability 1/2), calls ``train`` once on the data with the
-inserted canaries, and scores every canary on its canary windows (the windows of Algorithm
-4, front padding included, that hold its element):
+* ``"gradient"`` (the default; white-box): m gradient canaries hooked into the first torch optimizer your code steps
+  (:mod:`attacks.canary.optimizer_canaries`), scored on the gradient the optimizer stepped on less the data's
+  per-window gradients under ``loss`` (:mod:`attacks.canary.data_span`) by the scores of
+  :mod:`attacks.canary.gradient`, with the mechanism tests of :mod:`attacks.canary.mechanism` beside the bound
+  (:func:`gradient_evidence`). ``config`` must be the batching your loader draws and the σ your accounting claims.
+* ``"spike"`` (black-box): m spike canaries placed in your data as :func:`attacks.canary.trained_model.audit_model`
+  places them, scored on the returned model's per-window losses with and without each, bounded per window
+  (:func:`spike_evidence`, :func:`window_evidence`).
 
-    score_i = Σ_windows tanh( loss(window without canary i) - loss(window with canary i) )
-
-with ``loss(model, context, forecast) -> (B,)`` per-window losses (default: ``model(context,
-forecast)``, the convention of tsdp's models: a Student-t negative log-likelihood, so each
-window's term is its log-likelihood ratio, bounded; :func:`window_evidence`). A model that
-memorised canary i fits the window with the spike better than without it.
-
-Measured on a 1-nearest-neighbour memoriser (synthetic N = 200, L = 100, L_C = 2, L_F = 1,
-1000 canaries, δ = 1e-5): the canaries are *not* confused with one another (every canary
-window a memoriser stored is fitted exactly, whatever the other spikes). The few canaries it
-ranked wrong (AUC 0.996) all sat at a series' first element: the window whose context is front
-padding only is the same in every series, so the memoriser forecasts another series' first
-value there, and that one window's squared error (about spike², of a random sign) outweighed
-the canary's other windows in the unbounded sum. Bounded per window, every canary ranks right
-(AUC 1.000); with the near-balanced guess sets of :func:`attacks.canary.one_run.guess_grid`
-it certifies 4.917 against a ceiling of 4.924 (the unbounded sum with the former symmetric
-sets: 3.738 against 5.106). A multi-element signature per canary was not needed, and would
-change the neighbouring relation: a canary that changes w elements is a w-event neighbour, not
-the event-level one a claim is made for. The score is fixed before training, so the
-one-run theorems (Mahloujifar, Melis & Chaudhuri 2025, :mod:`attacks.canary.fdp_bound`; Steinke,
-Nasr & Jagielski 2023, :mod:`attacks.canary.steinke_bound`) make the reported ``epsilon_lower`` a **lower** bound, with probability ≥ ``confidence``, on
-the ε of the training at event level (one changed element: the (ε, δ) the training claims
-for an event-level or user-level relation must be at least this). ``violation`` says
-whether it exceeds the ε you claim.
+The reported ``epsilon_lower`` is a **lower** bound, with probability ≥ ``confidence``, on the ε of the training at
+event level (one-run theorems: Mahloujifar, Melis & Chaudhuri 2025, :mod:`attacks.canary.fdp_bound`; Steinke, Nasr &
+Jagielski 2023, :mod:`attacks.canary.steinke_bound`); ``violation`` says whether it exceeds the ε you claim. The
+manual's "Audit your own training" tutorial explains the scores and what each test can see.
 """
 from __future__ import annotations
 
@@ -69,15 +38,40 @@ from tsdp.training.windows import every_window, gather_windows, pad_series, padd
 
 from .spikes import canary_windows, place_canaries, with_canaries
 from .audit_result import EngineRun, GradientRun, TrainingAudit
-from .evidence import CERTIFIERS, certify_evidence, pool
-from .mechanism import pooled
+from .evidence import CERTIFIERS, Evidence, certify_evidence, pool
+from .mechanism import MechanismTests, pooled
 from .one_run import guess_grid
 from .steinke_bound import guess_sets
 from .gradient import SCORES as GRADIENT_SCORES
-from .data_span import DIVERGED, FAILED, MAX_ENTRIES
-from .gradient import MAX_DIRECTION_ENTRIES, ideal_epsilon, sound_profile
+from .data_span import DIVERGED, FAILED, MAX_ENTRIES, DataPart
+from .gradient import MAX_DIRECTION_ENTRIES, CanaryEvidence, ideal_epsilon, sound_profile
 from .optimizer_canaries import run_with_canaries
 from .time_limit import Expired, check_can_limit, check_timeout, time_limit
+
+
+@dataclass(frozen=True)
+class GradientRunEvidence(CanaryEvidence):
+    """The evidence of one run of a gradient-canary audit (:func:`gradient_evidence`) and what the run showed.
+
+    Attributes:
+        optimizer: the class name of the torch optimizer the canaries hooked into.
+        steps: the optimizer steps of the run.
+        clip: the clipping norm C of the canaries.
+        scale: the gradient's scale s.
+        observed: ``gradient`` or ``updates`` (what the canaries were scored on).
+        data_span: why the data's per-window gradients were kept (None: taken off).
+        data_part: how the data's part was taken off (None: kept).
+        mechanism: the run's noise, clipping and sampling tests.
+    """
+
+    optimizer: str
+    steps: int
+    clip: float
+    scale: float
+    observed: str
+    data_span: Optional[str]
+    data_part: Optional[DataPart]
+    mechanism: MechanismTests
 
 
 class UserFunctionError(ConfigError):
@@ -182,8 +176,9 @@ SPIKE_SCORES = ("memorisation",)
 
 
 def spike_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
-                   loss: Optional[Callable] = None, seed=0, spike: float = 10.0) -> dict:
-    """One training run of ``train`` with m spike canaries (module docstring): {"scores": {"memorisation"}, "included"}.
+                   loss: Optional[Callable] = None, seed=0, spike: float = 10.0) -> Evidence:
+    """One training run of ``train`` with m spike canaries (module docstring): the ``memorisation`` score and the
+    inclusion bits.
 
     ``seed``: an int or a ``numpy.random.SeedSequence`` (placements, signs and inclusion bits).
     """
@@ -208,7 +203,7 @@ def spike_evidence(train: Callable[[list], object], base: SeriesData, config: Tr
         per_window = np.zeros(flat.numel())
         per_window[flat.numpy()] = _window_losses(model, loss, train, context, forecast)
         losses.append(per_window.reshape(valid.shape))
-    return {"scores": dict(zip(SPIKE_SCORES, [window_evidence(losses[0] - losses[1])])), "included": included}
+    return Evidence(scores=dict(zip(SPIKE_SCORES, [window_evidence(losses[0] - losses[1])])), included=included)
 
 
 def window_evidence(gain: np.ndarray) -> np.ndarray:
@@ -220,7 +215,7 @@ def window_evidence(gain: np.ndarray) -> np.ndarray:
     memoriser's gain is huge on every window it stored, and on a window it cannot tell from
     others (a context of front padding only, the same in every series) it is as huge and of
     a random sign: summed raw, that one window decides the canary's rank; bounded, it moves
-    it by at most 2 of the 2 (L_C + L_F) - 2 (module docstring: measured on a 1-NN memoriser).
+    it by at most 2 of the 2 (L_C + L_F) - 2 (the manual's "Audit your own training" says why).
     """
     return np.tanh(gain).sum(axis=1)
 
@@ -241,7 +236,7 @@ class SpikeTask:
     def check(self) -> None:
         _placed(self.data, self.config, self.canaries, np.random.default_rng(0), self.spike)
 
-    def __call__(self, seed: np.random.SeedSequence) -> dict:
+    def __call__(self, seed: np.random.SeedSequence) -> Evidence:
         with _limited(self.train, self.timeout):
             return spike_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss,
                                   seed=seed, spike=self.spike)
@@ -260,10 +255,9 @@ def _limited(train, timeout: Optional[float]):
 
 def gradient_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
                       loss: Optional[Callable] = None, seed=0, clip: float = 1.0, scale: Optional[float] = None,
-                      span_entries: int = MAX_ENTRIES, progress: bool = False, device=None) -> dict:
-    """One training run of ``train`` with m gradient canaries in its optimizer (module docstring, ``"gradient"``):
-    {"scores": {"sum", "mixture"}, "included", "optimizer", "steps", "clip", "scale", "observed", "data_span",
-    "data_part"}.
+                      span_entries: int = MAX_ENTRIES, progress: bool = False, device=None) -> GradientRunEvidence:
+    """One training run of ``train`` with m gradient canaries in its optimizer (module docstring, ``"gradient"``): the
+    ``sum`` and ``mixture`` scores, the inclusion bits and what the run showed (:class:`GradientRunEvidence`).
 
     ``loss(model, context, forecast) -> (B,)``: the per-window training loss (default
     ``model(context, forecast)``), with which the data's gradients are taken off the observed
@@ -287,16 +281,17 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
     with np.errstate(invalid="ignore", over="ignore"):
         evidence = hooks.canaries.evidence()
     span = hooks.data_span
-    scored = all(np.all(np.isfinite(s)) for s in evidence["scores"].values())
+    scored = all(np.all(np.isfinite(s)) for s in evidence.scores.values())
     if not scored or (span is not None and span.startswith(DIVERGED)):
         raise UserFunctionError("train", train, _diverged(hooks))
     if span is not None and span.startswith(FAILED):
         if loss is not None:  # asked for and not given: an error, not a quiet loss of power
             raise UserFunctionError("loss", loss, f"cannot give the data's per-window gradients: {span}")
         span += "; give loss(model, context, forecast) -> (B,) per-window losses"
-    return dict(evidence, optimizer=hooks.optimizer, steps=hooks.canaries.steps, clip=hooks.clip, scale=hooks.scale,
-                observed=hooks.observed, data_span=span, data_part=hooks.data_part(),
-                mechanism=hooks.mechanism_tests())
+    return GradientRunEvidence(scores=evidence.scores, included=evidence.included, parameters=evidence.parameters,
+                               optimizer=hooks.optimizer, steps=hooks.canaries.steps, clip=hooks.clip,
+                               scale=hooks.scale, observed=hooks.observed, data_span=span,
+                               data_part=hooks.data_part(), mechanism=hooks.mechanism_tests())
 
 
 def _diverged(hooks) -> str:
@@ -328,7 +323,7 @@ class GradientTask:
     def check(self) -> None:
         """Nothing to place before the runs: the canaries attach to the optimizer at its first step."""
 
-    def __call__(self, seed: np.random.SeedSequence) -> dict:
+    def __call__(self, seed: np.random.SeedSequence) -> GradientRunEvidence:
         with _limited(self.train, self.timeout):
             return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss,
                                      seed=seed, clip=self.clip, scale=self.scale, span_entries=self.span_entries,
@@ -485,11 +480,11 @@ def check_claimed_curve(canary: str, analysis: str, config: TrainingConfig) -> N
                           config.top) from None
 
 
-def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_run: dict):
+def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_run: Evidence):
     """The run's claimed profile for the f-DP test's curve check (:func:`tests_claimed_curve`, else None): tsdp's
     sound accountant (an **upper** bound on the correct loop's δ(ε)) of ``config`` over the steps the optimizer
     took."""
-    return sound_profile(config, first_run["steps"]) if tests_claimed_curve(canary, analysis) else None
+    return sound_profile(config, first_run.steps) if tests_claimed_curve(canary, analysis) else None
 
 
 def analyses_of(canary: str, analysis: str) -> tuple:
@@ -507,7 +502,7 @@ def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
     return guess_sets if _certifier(analysis) is CERTIFIERS["steinke"] else guess_grid
 
 
-def training_audit(canary: str, analysis: str, runs: Sequence[dict], config: TrainingConfig, *, delta: float,
+def training_audit(canary: str, analysis: str, runs: Sequence[Evidence], config: TrainingConfig, *, delta: float,
                    confidence: float, epsilon: Optional[float], seed: int, spike: float, data_canaries: int,
                    engine: Optional[EngineRun] = None) -> TrainingAudit:
     """The runs' evidence (in run order) certified (:func:`certify_evidence`, the canaries pooled,
@@ -524,13 +519,14 @@ def training_audit(canary: str, analysis: str, runs: Sequence[dict], config: Tra
                              claimed=epsilon, profile=claimed_profile(canary, analysis, config, first))
     gradient = None
     if canary == "gradient":
-        removed = 0.0 if first["data_part"] is None else first["data_part"].windows_per_step
-        ideal = ideal_epsilon(config, sum(len(r["included"]) for r in runs), first["steps"], delta, confidence,
-                              certifier=certifier, seed=seed, parameters=first["parameters"],
-                              per_run=len(first["included"]), removed=removed)
-        gradient = GradientRun(**{k: first[k] for k in ("optimizer", "steps", "clip", "scale", "observed",
-                                                        "data_span", "data_part", "parameters")},
-                               epsilon_ideal=ideal, mechanism=pooled([r["mechanism"] for r in runs]))
+        removed = 0.0 if first.data_part is None else first.data_part.windows_per_step
+        ideal = ideal_epsilon(config, sum(len(r.included) for r in runs), first.steps, delta, confidence,
+                              certifier=certifier, seed=seed, parameters=first.parameters,
+                              per_run=len(first.included), removed=removed)
+        gradient = GradientRun(optimizer=first.optimizer, steps=first.steps, clip=first.clip, scale=first.scale,
+                               observed=first.observed, data_span=first.data_span, data_part=first.data_part,
+                               parameters=first.parameters, epsilon_ideal=ideal,
+                               mechanism=pooled([r.mechanism for r in runs]))
     facts = dict(bound.bound(), violation=bool(bound.violation or (gradient is not None and gradient.mechanism.failed)))
     return TrainingAudit(**facts, canary=canary, analysis=analysis, data_canaries=data_canaries, runs=len(runs),
                          spike=spike if canary == "spike" else None, gradient=gradient, engine=engine)

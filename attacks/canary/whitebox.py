@@ -40,8 +40,21 @@ from tsdp.attacks.montecarlo.shards import threads_per_worker
 
 from .audit_result import EngineRun, EvidenceBound
 from .evidence import Certifier, certify_evidence, fdp
-from .gradient import GradientCanaries, ideal_epsilon, sound_profile
+from .gradient import CanaryEvidence, GradientCanaries, ideal_epsilon, sound_profile
 from .runs import run_many
+
+
+@dataclass(frozen=True)
+class LoopRunEvidence(CanaryEvidence):
+    """The evidence of one run of tsdp's loop with gradient canaries, and the run's accounting.
+
+    Attributes:
+        epsilon: the loop's sound accountant's ε of the run (an **upper** bound; None: not private).
+        steps: the training steps of the run.
+    """
+
+    epsilon: Optional[float]
+    steps: int
 
 
 @dataclass(frozen=True)
@@ -62,13 +75,15 @@ class LoopTask:
     optimizer: str = "sgd"
     device: str = "cpu"
 
-    def __call__(self, seed: np.random.SeedSequence) -> dict:
+    def __call__(self, seed: np.random.SeedSequence) -> LoopRunEvidence:
         canary_seed, train_seed = seed.spawn(2)
         canaries = GradientCanaries(self.config, self.canaries, clip=self.clip, seed=canary_seed)
         run = train(self.config, self.model, self.data, epochs=self.epochs, delta=self.delta if self.private else None,
                     private=self.private, clip=self.clip, lr=self.lr, optimizer=self.optimizer, device=self.device,
                     seed=int(train_seed.generate_state(1)[0]), progress=False, n_samples=1, canaries=canaries)
-        return {**canaries.evidence(), "epsilon": run.epsilon, "steps": run.steps}
+        evidence = canaries.evidence()
+        return LoopRunEvidence(scores=evidence.scores, included=evidence.included, parameters=evidence.parameters,
+                               epsilon=run.epsilon, steps=run.steps)
 
 
 @dataclass(frozen=True)
@@ -91,11 +106,6 @@ class LoopAudit(EvidenceBound):
     engine: EngineRun
     epsilon_ideal: float
 
-    def as_dict(self) -> dict:
-        """The JSON form: the bound's keys, then the loop's facts (``engine`` as its dict)."""
-        return dict(super().as_dict(), runs=self.runs, steps=self.steps, epsilon_sound=self.epsilon_sound,
-                    engine=self.engine.as_dict(), epsilon_ideal=self.epsilon_ideal)
-
 
 def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional[float] = None,
                confidence: float = 0.95, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
@@ -111,14 +121,14 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
                     threads=threads_per_worker(workers, cluster), progress=progress)
     first = many.runs[0]
     if claimed is None:
-        claimed = first["epsilon"]
+        claimed = first.epsilon
     bound = certify_evidence(many.evidence, delta, confidence, certifier=certifier, claimed=claimed,
-                             profile=sound_profile(task.config, first["steps"]) if certifier is fdp else None)
-    return LoopAudit(**bound.bound(), runs=runs, steps=first["steps"],
-                     epsilon_sound=first["epsilon"], engine=many.engine,
-                     epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first["steps"], delta, confidence,
-                                                 certifier=certifier, seed=seed, parameters=first["parameters"],
+                             profile=sound_profile(task.config, first.steps) if certifier is fdp else None)
+    return LoopAudit(**bound.bound(), runs=runs, steps=first.steps,
+                     epsilon_sound=first.epsilon, engine=many.engine,
+                     epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first.steps, delta, confidence,
+                                                 certifier=certifier, seed=seed, parameters=first.parameters,
                                                  per_run=task.canaries))
 
 
-__all__ = ["LoopAudit", "LoopTask", "audit_loop"]
+__all__ = ["LoopAudit", "LoopRunEvidence", "LoopTask", "audit_loop"]

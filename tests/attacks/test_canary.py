@@ -133,9 +133,9 @@ def test_guess_bound_states_its_power():
 CERTIFIER_ENTRIES = {
     "steinke_bound.certify": lambda s, inc: steinke_bound.certify({"s": s}, inc, 1e-5, 0.95).epsilon_lower,
     "fdp_bound.certify": lambda s, inc: fdp_bound.certify(s, inc, 1e-5, 0.95).epsilon_lower,
-    "certify_evidence(steinke)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,
+    "certify_evidence(steinke)": lambda s, inc: evidence.certify_evidence(evidence.Evidence({"s": s}, inc), 1e-5,
                                                                           0.95).epsilon_lower,
-    "certify_evidence(fdp)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,
+    "certify_evidence(fdp)": lambda s, inc: evidence.certify_evidence(evidence.Evidence({"s": s}, inc), 1e-5,
                                                                       0.95, certifier=evidence.fdp).epsilon_lower,
 }
 """Every public entry of the certifiers, as (scores, included) -> epsilon_lower."""
@@ -181,7 +181,7 @@ def test_empty_guess_sets_or_no_scores_are_value_errors():
 
     included = np.arange(10) % 2 == 0
     with pytest.raises(ValueError, match="no scores"):
-        certify_evidence({"scores": {}, "included": included}, 1e-5, 0.95)
+        certify_evidence(evidence.Evidence({}, included), 1e-5, 0.95)
     with pytest.raises(ValueError, match="no scores"):
         certify({}, included, 1e-5, 0.95)
     with pytest.raises(ValueError, match="no guess sets"):
@@ -194,12 +194,12 @@ def test_empty_guess_sets_or_no_scores_are_value_errors():
 
 def test_pooling_checks_each_runs_arrays():
     included = np.arange(10) % 2 == 0
-    good = {"scores": {"s": np.linspace(0, 1, 10)}, "included": included}
+    good = evidence.Evidence({"s": np.linspace(0, 1, 10)}, included)
     pooled = evidence.pool([good, good])
-    assert pooled["included"].dtype == bool and pooled["scores"]["s"].shape == (20,)
+    assert pooled.included.dtype == bool and pooled.scores["s"].shape == (20,)
     with pytest.raises(ValueError, match="boolean-valued"):
-        evidence.pool([good, {"scores": {"s": np.zeros(10)}, "included": np.r_[2.0, np.zeros(9)]}])
+        evidence.pool([good, evidence.Evidence({"s": np.zeros(10)}, np.r_[2.0, np.zeros(9)])])
     with pytest.raises(ValueError, match="NaN"):
-        evidence.pool([good, {"scores": {"s": np.full(10, np.nan)}, "included": included}])
+        evidence.pool([good, evidence.Evidence({"s": np.full(10, np.nan)}, included)])
     with pytest.raises(ValueError, match="no scores"):
-        evidence.pool([{"scores": {}, "included": included}])
+        evidence.pool([evidence.Evidence({}, included)])

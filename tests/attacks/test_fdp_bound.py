@@ -334,7 +334,7 @@ def test_a_perfect_ranking_from_the_f_dp_family_alone_is_the_certified_value(m):
     fast = planning._ranked_epsilon(m, n, sets, 1e-5, share, analyses)
     steinke = planning._ranked_epsilon(m, n, sets, 1e-5, share, analyses, families=("steinke",))
     assert np.all(fast <= both) and np.array_equal(fast, both) and np.all(steinke <= fast)
-    assert F._ranked_families(("steinke",)) == ("steinke",)  # --analysis steinke: its own family
+    assert planning._ranked_families(("steinke",)) == ("steinke",)  # --analysis steinke: its own family
 
 
 def test_plan_a_claim_above_every_ceiling_needs_no_ranking(monkeypatch):
