@@ -14,6 +14,8 @@ from typing import Dict, Optional
 
 from tsdp.verify.json_data import Record, record_dict
 
+from tsdp.attacks.montecarlo.shards import ExecutorRun
+
 from .certified import ScoreResult
 from .data_span import DataPart
 from .mechanism import MechanismTests
@@ -57,23 +59,18 @@ class EvidenceBound(Record):
 
 
 @dataclass(frozen=True)
-class GradientRun(Record):
-    """What a gradient-canary audit saw of the training (its first run; the mechanism tests of every run).
+class OptimizerFacts(Record):
+    """What a gradient-canary run saw of the user's optimizer.
 
     Attributes:
         optimizer: the class name of the torch optimizer the canaries hooked into.
-        steps: the optimizer steps of the (first) run.
+        steps: the optimizer steps of the run.
         clip: the clipping norm C of the canaries (an Opacus optimizer's ``max_grad_norm``).
         scale: the gradient's scale s (what the loop multiplies the noisy clipped sum by).
         observed: ``gradient`` (scored on the gradient the optimizer stepped on) or ``updates`` (its parameter
             updates, for an optimizer class of its own).
         data_span: why the data's per-window gradients were kept (None: taken off).
         data_part: how the data's part was taken off (None: kept).
-        parameters: the trainable parameters d.
-        epsilon_ideal: the same audit's certified ε on the claimed mechanism itself (its power at the claim; not a
-            bound on the training, :func:`attacks.canary.gradient.ideal_epsilon`).
-        mechanism: the noise and clipping tests, pooled over the runs (``mechanism_failed`` in the JSON form: any
-            failed).
     """
 
     optimizer: str
@@ -83,6 +80,29 @@ class GradientRun(Record):
     observed: str
     data_span: Optional[str]
     data_part: Optional[DataPart]
+
+    def facts(self) -> dict:
+        """This class's attributes by name (a subclass's record takes them as keyword arguments).
+
+        Returns:
+            The seven facts of :class:`OptimizerFacts` by name.
+        """
+        return {f.name: getattr(self, f.name) for f in fields(OptimizerFacts)}
+
+
+@dataclass(frozen=True)
+class GradientRun(OptimizerFacts):
+    """What a gradient-canary audit saw of the training (the :class:`OptimizerFacts` of its first run; the mechanism
+    tests of every run).
+
+    Attributes:
+        parameters: the trainable parameters d.
+        epsilon_ideal: the same audit's certified ε on the claimed mechanism itself (its power at the claim; not a
+            bound on the training, :func:`attacks.canary.gradient.ideal_epsilon`).
+        mechanism: the noise and clipping tests, pooled over the runs (``mechanism_failed`` in the JSON form: any
+            failed).
+    """
+
     parameters: int
     epsilon_ideal: float
     mechanism: MechanismTests
@@ -93,30 +113,15 @@ class GradientRun(Record):
 
 
 @dataclass(frozen=True)
-class EngineRun(Record):
-    """How the sharded engine ran a multi-run audit (:func:`attacks.canary.runs.run_many`: the info of
-    :func:`attacks.montecarlo.shards.run_shards`).
+class EngineRun(ExecutorRun):
+    """How the sharded engine ran a multi-run audit (:func:`attacks.canary.runs.run_many`: the
+    :class:`attacks.montecarlo.shards.ExecutorRun` of its runs, each run a shard; never stopped early: every run is
+    needed).
 
     Attributes:
-        executor: ``in-process``, ``processes`` or ``dask``.
-        workers: the local worker processes asked for.
-        cluster: the Dask scheduler's address (None: none).
-        shards_planned: the runs planned.
-        shards_run: the runs that finished.
-        retries: runs re-run after a lost worker.
-        stopped_early: the engine stopped before every run (never for an audit: every run is needed).
-        seconds: the engine's wall-clock seconds.
         run_seconds: the runs' own seconds, summed.
     """
 
-    executor: str
-    workers: int
-    cluster: Optional[str]
-    shards_planned: int
-    shards_run: int
-    retries: int
-    stopped_early: bool
-    seconds: float
     run_seconds: float
 
 
@@ -168,4 +173,4 @@ class TrainingAudit(EvidenceBound):
         return out
 
 
-__all__ = ["EngineRun", "EvidenceBound", "GradientRun", "TrainingAudit"]
+__all__ = ["EngineRun", "EvidenceBound", "GradientRun", "OptimizerFacts", "TrainingAudit"]

@@ -24,13 +24,25 @@ AUC_NOTE = "null: " + AUC_UNDEFINED
 """The JSON ``auc_note`` beside an undefined AUC's null."""
 
 
-def _fields_of(record) -> dict:
-    """``record``'s fields by name (to build a subclass that adds the AUC)."""
-    return {f.name: getattr(record, f.name) for f in fields(record)}
+class _Unscored(Record):
+    """A certifier's answer for one score, before the score's AUC is added (:meth:`scored`)."""
+
+    __slots__ = ()
+
+    def scored(self, auc: float) -> "ScoreResult":
+        """This answer with its score's AUC.
+
+        Args:
+            auc: The score's area under the ROC curve for "included" (NaN: undefined).
+
+        Returns:
+            The scored type of this answer (:class:`ScoreBound` or :class:`FdpScoreBound`).
+        """
+        return _SCORED[type(self)](**{f.name: getattr(self, f.name) for f in fields(self)}, auc=auc)
 
 
 @dataclass(frozen=True)
-class GuessBound(Record):
+class GuessBound(_Unscored):
     """The ε lower bound that one score's fixed guess sets certify (a **lower** bound on the training's ε at event
     level, at the significance it was tested at).
 
@@ -49,17 +61,6 @@ class GuessBound(Record):
     side: Optional[str]
     ceiling: float
     limited_by: str
-
-    def scored(self, auc: float) -> "ScoreBound":
-        """This bound with its score's AUC.
-
-        Args:
-            auc: The score's area under the ROC curve for "included" (NaN: undefined).
-
-        Returns:
-            The :class:`ScoreBound`.
-        """
-        return ScoreBound(**_fields_of(self), auc=auc)
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class FdpAnalyses(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FdpCertificate(Record):
+class FdpCertificate(_Unscored):
     """The f-DP one-run test (Mahloujifar, Melis & Chaudhuri 2025) of one score, with Steinke et al.'s bound as its
     baseline on the same guess sets: a **lower** bound on the training's ε at event level.
 
@@ -194,17 +195,6 @@ class FdpCertificate(Record):
     ceiling: Dict[str, float]
     limited_by: str
 
-    def scored(self, auc: float) -> "FdpScoreBound":
-        """This certificate with its score's AUC.
-
-        Args:
-            auc: The score's area under the ROC curve for "included" (NaN: undefined).
-
-        Returns:
-            The :class:`FdpScoreBound`.
-        """
-        return FdpScoreBound(**_fields_of(self), auc=auc)
-
 
 @dataclass(frozen=True, kw_only=True)
 class FdpScoreBound(FdpCertificate):
@@ -220,6 +210,9 @@ class FdpScoreBound(FdpCertificate):
 
 ScoreResult = Union[ScoreBound, FdpScoreBound]
 """What a certifier (:mod:`attacks.canary.evidence`) answers for one score."""
+
+_SCORED = {GuessBound: ScoreBound, FdpCertificate: FdpScoreBound}
+"""Each unscored answer's type with the AUC."""
 
 
 __all__ = ["AUC_NOTE", "AUC_UNDEFINED", "CurveTest", "FdpAnalyses", "FdpCertificate", "FdpScoreBound",

@@ -56,8 +56,17 @@ class Evidence:
 
 
 def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> ScoreBound:
-    """Steinke et al. (2023) on one score vector (:func:`attacks.canary.steinke_bound.certify`): guesses, AUC, ε lower
-    bound (a **lower** bound on ε at ``delta``)."""
+    """Steinke et al. (2023) on one score vector (:func:`attacks.canary.steinke_bound.certify`).
+
+    Args:
+        scores: (m,) scores, higher = more likely included.
+        included: (m,) inclusion bits.
+        delta: The δ of the bound.
+        confidence: The probability with which it holds.
+
+    Returns:
+        Guesses, AUC and the ε lower bound (a **lower** bound on ε at ``delta``).
+    """
     return _steinke_certify({"score": scores}, included, delta, confidence).scores["score"]
 
 
@@ -69,7 +78,18 @@ def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: floa
     ``epsilon_if_gaussian`` (a lower bound only if the training's curve is Gaussian, at its own confidence, outside
     the verdict), the perfect-guess ``ceiling`` and ``limited_by``; plus the scores' AUC. With
     ``claimed`` (the run's claimed profile, e.g. its sound accountant) the claimed trade-off curve is tested too,
-    with its own declared share: ``violation`` when the guesses reject it."""
+    with its own declared share: ``violation`` when the guesses reject it.
+
+    Args:
+        scores: (m,) scores, higher = more likely included.
+        included: (m,) inclusion bits.
+        delta: The δ of the bounds.
+        confidence: The probability with which the verdict holds.
+        claimed: The run's claimed profile (None: no curve test).
+
+    Returns:
+        The :class:`~attacks.canary.certified.FdpScoreBound` (a **lower** bound on ε at ``delta``).
+    """
     from .fdp_bound import certify as fdp_certify
 
     return with_auc(fdp_certify(scores, included, delta, confidence, claimed=claimed), scores, included)
@@ -115,6 +135,20 @@ def certify_evidence(evidence: Evidence, delta: float, confidence: float, *, cer
     ``claimed`` ε (``above_claim``), or, with ``profile`` (the run's claimed profile; the :func:`fdp` certifier
     only), a score whose guesses reject the claimed trade-off curve; both hold together at
     ``confidence`` (the curve test has its declared share of each score's level).
+
+    Args:
+        evidence: The audit's (or the pooled runs') evidence.
+        delta: The δ of the bound.
+        confidence: The probability with which the bound and the curve test hold together.
+        certifier: The one-run analysis of one score (:data:`CERTIFIERS`).
+        claimed: The ε the training claims at ``delta`` (None: none).
+        profile: The run's claimed profile (the :func:`fdp` certifier only).
+
+    Returns:
+        The :class:`~attacks.canary.audit_result.EvidenceBound`.
+
+    Raises:
+        ValueError: No score, bad arrays, or a profile with a certifier other than :func:`fdp`.
     """
     scores = evidence.scores
     if not scores:

@@ -66,12 +66,12 @@ def certify(scores, included, delta: float, confidence: float = 0.95, *,
         analyses: The analyses to run ("dp", "gdp", "steinke").
         claimed: A claimed profile (callable δ(ε), a PLD, or (ε_grid, δ_grid)); adds the "claimed" analysis
             (``violation``).
-        sets: Rows (k_in, k_out) of the guess sets (default :func:`guess_grid`), fixed before the scores are
+        sets: Rows (k_in, k_out) of the guess sets (default :func:`attacks.canary.one_run.guess_grid`), fixed before the scores are
             seen: each row a guess set tested at the analysis's full share.
         seed: The seed of the permutation that breaks ties in the scores.
 
     Returns:
-        The analyses' bounds, the verdict, ``ceiling`` (:func:`plan`'s perfect-guess ε per analysis for this m and
+        The analyses' bounds, the verdict, ``ceiling`` (:func:`attacks.canary.planning.plan`'s perfect-guess ε per analysis for this m and
         these shares) and ``limited_by`` (:func:`limited_by`: which of the audit's size and the training limits the
         result).
 

@@ -242,7 +242,7 @@ def _check_sets(sets, m: int) -> np.ndarray:
 
 def ceilings(m: int, delta: float, confidence: float = 0.95, *, analyses: Sequence[str] = ("dp", "gdp", "steinke"),
              sets: Optional[np.ndarray] = None) -> dict:
-    """Per analysis (not "claimed"), the ε that m canaries certify if every guess is right: :func:`certify`'s sets and
+    """Per analysis (not "claimed"), the ε that m canaries certify if every guess is right: :func:`attacks.canary.fdp_bound.certify`'s sets and
     shares at ``confidence``."""
     share = _shares(list(analyses), confidence)
     sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)

@@ -1,7 +1,7 @@
 """Planning an f-DP one-run audit before any training: what m canaries can certify and how many a claim needs.
 
 :func:`plan` says what an audit of m canaries can see (the ε each analysis certifies when
-every guess is right, and the m needed to reach a claimed ε); :func:`certify` reports it
+every guess is right, and the m needed to reach a claimed ε); :func:`attacks.canary.fdp_bound.certify` reports it
 with the result and classifies the result as limited by the audit's size or by the training.
 The ceilings and shares are :mod:`attacks.canary.one_run`'s; every ε here is what :func:`attacks.canary.fdp_bound.certify`
 would report (a **lower** bound on the training's ε) on the scores described.
@@ -50,7 +50,7 @@ def _ranked_epsilon(m: int, n: np.ndarray, sets: np.ndarray, delta: float, share
                     analyses: Sequence[str], families: Optional[Sequence[str]] = None) -> np.ndarray:
     """ε(n) of a perfect ranking with n included (:func:`perfect_ranking`): the largest bound of ``families``
     (default :func:`_ranked_families`; ("dp", "steinke") is the certified ε itself) over ``sets``, a **lower** bound
-    on what :func:`certify` reports, each bound computed once per distinct (k, correct) pair (they depend on nothing
+    on what :func:`attacks.canary.fdp_bound.certify` reports, each bound computed once per distinct (k, correct) pair (they depend on nothing
     else)."""
     pairs, cell = _ranked_pairs(_ranked_counts(m, n, sets), sets)
     best = np.zeros(len(pairs))
@@ -61,13 +61,13 @@ def _ranked_epsilon(m: int, n: np.ndarray, sets: np.ndarray, delta: float, share
 
 
 BISECTION_TOL = 1e-4
-"""The bisection tolerance of the reported bounds (:func:`largest_rejected`, Steinke et al.'s): a bound reported above
+"""The bisection tolerance of the reported bounds (:func:`attacks.canary.one_run.largest_rejected`, Steinke et al.'s): a bound reported above
 θ implies a rejection at θ + this, and a rejection there implies a reported bound above θ."""
 
 
 def _beyond(m: int, k: np.ndarray, c: np.ndarray, tau: dict, delta: float, theta: float,
             analyses: Sequence[str]) -> np.ndarray:
-    """Per (k, c): whether a bound of :func:`_ranked_families` (at its level ``tau[family]``) that :func:`certify`
+    """Per (k, c): whether a bound of :func:`_ranked_families` (at its level ``tau[family]``) that :func:`attacks.canary.fdp_bound.certify`
     reports (its bisection's lower end) is above θ, decided by one test at θ + :data:`BISECTION_TOL` instead of a
     bisection: the bisection keeps a rejected lower end and an accepted upper end within the tolerance, so a
     rejection at θ + tol leaves the lower end above θ (only "no" can err, towards fewer flags: a **lower** bound on
@@ -87,7 +87,7 @@ def flag_rate(m: int, claimed_epsilon: float, delta: float, confidence: float = 
               participation: float = 1.0, quantile: float = 0.1,
               analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None) -> float:
     """A **lower** bound on the probability that an audit of m canaries of a training without noise reports an ε
-    lower bound above ``claimed_epsilon`` (:func:`certify`'s sets and shares at ``confidence``).
+    lower bound above ``claimed_epsilon`` (:func:`attacks.canary.fdp_bound.certify`'s sets and shares at ``confidence``).
 
     The model of a training without noise: each canary is included with probability 1/2 and takes part in at least
     one step with probability ``participation`` (q), independently; the included canaries that took part score
@@ -132,7 +132,7 @@ def perfect_ranking(m: int, delta: float, confidence: float = 0.95, *,
     That is what a training without noise shows when every canary leaves its mark (AUC 1);
     unlike :func:`plan`'s ceiling it cannot choose the number of canaries included, which is
     Binomial(m, 1/2). Given n included, guess set (k_in, k_out) has min(k_in, n) + min(k_out,
-    m - n) correct guesses, so :func:`certify`'s ``epsilon_lower`` (the larger of "dp" and
+    m - n) correct guesses, so :func:`attacks.canary.fdp_bound.certify`'s ``epsilon_lower`` (the larger of "dp" and
     "steinke", same sets and shares) is a function ε(n). Returns {"n": n's with probability
     mass above 1e-12, "epsilon": ε(n), "probability": Binomial(m, 1/2) mass} (no sampling).
     """
@@ -181,8 +181,8 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
          grid: Callable[[int], np.ndarray] = guess_grid, participation: float = 1.0) -> dict:
     """What an audit with m canaries can see, before any training: its ceiling, and what a perfect ranking certifies.
 
-    Same guess sets (:func:`guess_grid` unless ``sets``) and significance shares as
-    :func:`certify` with the same ``analyses`` ("claimed" takes its share but has no
+    Same guess sets (:func:`attacks.canary.one_run.guess_grid` unless ``sets``) and significance shares as
+    :func:`attacks.canary.fdp_bound.certify` with the same ``analyses`` ("claimed" takes its share but has no
     ceiling), each of ``scores`` score vectors at confidence 1 - (1 - confidence) / scores (the
     Bonferroni of :func:`attacks.canary.evidence.certify_evidence`). ``ceiling``: per analysis,
     the ε if every guess is right. ``perfect_ranking``: the ε that a perfectly ranked audit
@@ -193,7 +193,24 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
     of the batching and steps; 1: every canary, a perfect ranking), is flagged against the claim in at least
     1 - ``quantile`` of audits by :func:`flag_rate`'s lower bound (doubling, then bisection over m, where it grows
     with m; None above ``m_max``), and ``participation``. ``grid(m)``: the certifier's guess sets of m canaries (default
-    :func:`guess_grid`; Steinke et al.'s alone: :func:`attacks.canary.steinke_bound.guess_sets`).
+    :func:`attacks.canary.one_run.guess_grid`; Steinke et al.'s alone: :func:`attacks.canary.steinke_bound.guess_sets`).
+
+    Args:
+        m: The canaries.
+        delta: The δ of the bounds.
+        confidence: The audit's confidence.
+        claimed_epsilon: A claimed ε to find the canaries needed for (None: none).
+        analyses: The certifier's analyses.
+        sets: Guess sets (rows (k_in, k_out)) instead of ``grid(m)``.
+        scores: The score vectors certified (Bonferroni).
+        quantile: The share of audits allowed to fall short.
+        m_max: The most canaries searched.
+        grid: The certifier's guess sets of m canaries.
+        participation: The probability a canary takes part in some step.
+
+    Returns:
+        A JSON-ready dict: ``ceiling`` per analysis, ``perfect_ranking``, and with ``claimed_epsilon``
+        ``canaries_needed`` and ``participation``.
     """
     each = 1 - (1 - confidence) / scores
 

@@ -80,7 +80,24 @@ class PooledRuns:
 
 def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
              threads: Optional[int] = None, progress: bool = False) -> PooledRuns:
-    """R = ``runs`` independent runs of ``task`` pooled in run order (module docstring)."""
+    """R = ``runs`` independent runs of ``task`` pooled in run order (module docstring).
+
+    Args:
+        task: A picklable ``task(seed: numpy.random.SeedSequence) -> Evidence``: one training run.
+        runs: R, at least 1.
+        seed: The seed whose R children seed the runs.
+        workers: Local processes (1: in this process).
+        cluster: A Dask cluster's address (or "auto") to run on instead.
+        threads: Torch threads in each worker.
+        progress: Report progress.
+
+    Returns:
+        The pooled evidence, each run's evidence in run order, and how the engine ran them.
+
+    Raises:
+        ValueError: ``runs`` not a positive integer.
+        TimeLimitError: A run exceeded its time limit (naming the run and how many had finished).
+    """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be a positive integer, got {runs!r}")
     specs = [RunSpec(i, s, task, threads) for i, s in enumerate(np.random.SeedSequence(seed).spawn(runs))]

@@ -118,8 +118,30 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     (:func:`tsdp.verify.calibration.calibrate_sigma`) so that they spend at most ``epsilon``;
     without, it runs at ``config.sigma`` until the budget is spent (a budget that buys no step
     is refused, as by ``tsdp train``).
-    ``epsilon = inf`` trains without clipping or noise for ``epochs``. Returns a :class:`ModelAuditResult`: a
-    **lower** bound on ε (confidence ``confidence``) per score and their AUCs (``as_dict()``: its JSON).
+    ``epsilon = inf`` trains without clipping or noise for ``epochs``.
+
+    Args:
+        model_name: The model to train (a name of :mod:`tsdp.training.models`).
+        config: The batching, σ and window geometry (the relation is set to event level, the canaries').
+        data: A :class:`SeriesData` or what :func:`~tsdp.datasets.formats.load_series` reads.
+        canaries: m, the spike canaries.
+        epsilon: The training budget at ``delta`` (inf: no noise, with ``epochs``).
+        delta: The δ of the budget and of the bound.
+        epochs: Train exactly that many epochs at a calibrated σ (None: at ``config.sigma`` until the budget is
+            spent).
+        seed: The seed of the canaries and of the training.
+        device: The torch device ("auto": cuda when available).
+        confidence: The probability with which the bound holds.
+        progress: Report training progress.
+        lr: The learning rate.
+        spike: The spikes' size in standard deviations of their series.
+
+    Returns:
+        A :class:`ModelAuditResult`: a **lower** bound on ε (confidence ``confidence``) per score and their AUCs
+        (``as_dict()``: its JSON).
+
+    Raises:
+        ValueError: Data of another size than ``config.N``, or ``epsilon = inf`` without ``epochs``.
     """
     from tsdp.verify.calibration import calibrate_sigma
 

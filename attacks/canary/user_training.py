@@ -37,40 +37,27 @@ from tsdp.training.train import FLOAT32_MAX, resolve_device
 from tsdp.training.windows import every_window, gather_windows, pad_series, padding_of, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
-from .audit_result import EngineRun, GradientRun, TrainingAudit
+from .audit_result import EngineRun, GradientRun, OptimizerFacts, TrainingAudit
 from .evidence import CERTIFIERS, Evidence, certify_evidence, pool
 from .mechanism import MechanismTests, pooled
 from .one_run import guess_grid
 from .steinke_bound import guess_sets
 from .gradient import SCORES as GRADIENT_SCORES
-from .data_span import DIVERGED, FAILED, MAX_ENTRIES, DataPart
+from .data_span import DIVERGED, FAILED, MAX_ENTRIES
 from .gradient import MAX_DIRECTION_ENTRIES, CanaryEvidence, ideal_epsilon, sound_profile
 from .optimizer_canaries import run_with_canaries
 from .time_limit import Expired, check_can_limit, check_timeout, time_limit
 
 
 @dataclass(frozen=True)
-class GradientRunEvidence(CanaryEvidence):
-    """The evidence of one run of a gradient-canary audit (:func:`gradient_evidence`) and what the run showed.
+class GradientRunEvidence(CanaryEvidence, OptimizerFacts):
+    """The evidence of one run of a gradient-canary audit (:func:`gradient_evidence`), what the run showed of the
+    optimizer (:class:`attacks.canary.audit_result.OptimizerFacts`) and its mechanism tests.
 
     Attributes:
-        optimizer: the class name of the torch optimizer the canaries hooked into.
-        steps: the optimizer steps of the run.
-        clip: the clipping norm C of the canaries.
-        scale: the gradient's scale s.
-        observed: ``gradient`` or ``updates`` (what the canaries were scored on).
-        data_span: why the data's per-window gradients were kept (None: taken off).
-        data_part: how the data's part was taken off (None: kept).
         mechanism: the run's noise, clipping and sampling tests.
     """
 
-    optimizer: str
-    steps: int
-    clip: float
-    scale: float
-    observed: str
-    data_span: Optional[str]
-    data_part: Optional[DataPart]
     mechanism: MechanismTests
 
 
@@ -411,32 +398,49 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
                    progress: bool = False, data_canaries: int = 0, device: Optional[str] = None) -> TrainingAudit:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
-    ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
-    your loader draws and the σ you claim, ``clip`` the clipping norm C of a plain optimizer,
-    Opacus's ``max_grad_norm`` being read from its DP optimizer; ``gradient_scale`` what your loop
-    multiplies the noisy clipped sum by before the step, default 1/Λ for a plain optimizer and
-    read from Opacus: give it when your loop divides by more than Λ, else each canary would be
-    stronger than an element; ``loss`` your per-window training loss, to take the data's
-    gradients off) or "spike" (black-box, scored with ``loss`` on the returned model;
-    ``config`` gives the window geometry). ``epsilon``
-    (optional) is the ε your training claims at ``delta``. ``analysis``: "fdp" (the f-DP one-run
-    test with Steinke et al.'s bound as its baseline, :func:`attacks.canary.evidence.fdp`) or
-    "steinke" alone. Returns a :class:`attacks.canary.audit_result.TrainingAudit` (``as_dict()``: its
-    JSON): ``epsilon_lower``, ``violation`` against ``epsilon``, each score's certified bound in
-    ``scores`` (guesses, AUC, the perfect-guess ``ceiling`` and ``limited_by``: whether the audit's
-    size or the training limits the answer); gradient canaries add ``gradient``
-    (:class:`attacks.canary.audit_result.GradientRun`: the optimizer's steps and the noise and
-    clipping and sampling tests, :class:`attacks.canary.mechanism.MechanismTests`), a failed test being a
-    violation too. ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
-    running then is stopped, the processes it started are ended, and :class:`TimeLimitError` names it (POSIX, main
-    thread: :mod:`attacks.canary.time_limit`). ``span_entries``: gradient canaries' most per-window gradient entries
-    held per step (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset);
-    ``progress``: a bar of the audited steps on stderr. ``data_canaries``: gradient canaries' clipping test gets that
-    many series of ``data`` scaled by :data:`DATA_CANARY_SCALE` (:func:`with_data_canaries`; reported as
-    ``data_canaries``). ``device``: where gradient canaries' own torch work runs (their directions, sums and
-    projections, the data's per-window gradients on a copy of your model): "auto" (cuda when torch sees one, else
-    cpu), "cpu", "cuda" or "cuda:N"; None (default): your optimizer's parameters' device. Your ``train`` places its own
-    model: what the canaries add to ``.grad`` is moved to each parameter's device.
+    Args:
+        train: Your training: ``train(series) -> model`` on a list of 1-D float arrays.
+        data: The series (a :class:`SeriesData` or a sequence of 1-D arrays).
+        config: For gradient canaries the batching your loader draws and the σ you claim; for spike canaries the
+            window geometry.
+        canaries: m, the canaries of the run.
+        delta: The δ of the bound.
+        epsilon: The ε your training claims at ``delta`` (None: no claim; ``violation`` then only from a failed
+            mechanism test).
+        canary: "gradient" (white-box, hooked into your optimizer) or "spike" (black-box, scored on the returned
+            model).
+        loss: Your per-window training loss ``loss(model, context, forecast) -> (B,)``: gradient canaries take the
+            data's gradients off with it, spike canaries score with it (default ``model(context, forecast)``).
+        seed: The seed of the canaries, their inclusion bits and participations.
+        confidence: The probability with which ``epsilon_lower`` holds.
+        clip: The clipping norm C of a plain optimizer (Opacus's ``max_grad_norm`` is read from its DP optimizer).
+        gradient_scale: What your loop multiplies the noisy clipped sum by before the step (default 1/Λ for a plain
+            optimizer, read from Opacus); give it when your loop divides by more than Λ, else each canary would be
+            stronger than an element.
+        spike: The spike canaries' size in standard deviations of their series.
+        analysis: "fdp" (the f-DP one-run test with Steinke et al.'s bound as its baseline,
+            :func:`attacks.canary.evidence.fdp`) or "steinke" alone.
+        timeout: The most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still running then
+            is stopped with the processes it started (POSIX, main thread: :mod:`attacks.canary.time_limit`).
+        span_entries: Gradient canaries' most per-window gradient entries held per step
+            (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset).
+        progress: A bar of the audited steps on stderr.
+        data_canaries: Gradient canaries' clipping test gets that many series of ``data`` scaled by
+            :data:`DATA_CANARY_SCALE` (:func:`with_data_canaries`).
+        device: Where gradient canaries' own torch work runs: "auto", "cpu", "cuda" or "cuda:N"; None: your
+            optimizer's parameters' device (what the canaries add to ``.grad`` is moved to each parameter's device).
+
+    Returns:
+        A :class:`attacks.canary.audit_result.TrainingAudit` (``as_dict()``: its JSON): ``epsilon_lower``,
+        ``violation`` against ``epsilon``, each score's certified bound in ``scores`` (guesses, AUC, the
+        perfect-guess ``ceiling`` and ``limited_by``); gradient canaries add ``gradient``
+        (:class:`attacks.canary.audit_result.GradientRun`: the optimizer's facts and the noise, clipping and sampling
+        tests of :class:`attacks.canary.mechanism.MechanismTests`), a failed test being a violation too.
+
+    Raises:
+        ConfigError: A bad argument, naming it (checked before any training).
+        UserFunctionError: ``train`` or ``loss`` failed, returned None or gave non-finite losses.
+        TimeLimitError: The run exceeded ``timeout``.
     """
     canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
@@ -523,9 +527,7 @@ def training_audit(canary: str, analysis: str, runs: Sequence[Evidence], config:
         ideal = ideal_epsilon(config, sum(len(r.included) for r in runs), first.steps, delta, confidence,
                               certifier=certifier, seed=seed, parameters=first.parameters,
                               per_run=len(first.included), removed=removed)
-        gradient = GradientRun(optimizer=first.optimizer, steps=first.steps, clip=first.clip, scale=first.scale,
-                               observed=first.observed, data_span=first.data_span, data_part=first.data_part,
-                               parameters=first.parameters, epsilon_ideal=ideal,
+        gradient = GradientRun(**first.facts(), parameters=first.parameters, epsilon_ideal=ideal,
                                mechanism=pooled([r.mechanism for r in runs]))
     facts = dict(bound.bound(), violation=bool(bound.violation or (gradient is not None and gradient.mechanism.failed)))
     return TrainingAudit(**facts, canary=canary, analysis=analysis, data_canaries=data_canaries, runs=len(runs),

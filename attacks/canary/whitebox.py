@@ -113,9 +113,22 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
     """R = ``runs`` runs of ``task`` pooled and certified (module docstring), with ``epsilon_ideal`` (the same audit
     on the claimed mechanism itself, :func:`attacks.canary.gradient.ideal_epsilon`: its power).
 
-    ``claimed``: the ε the training claims at ``delta`` (default: the loop's own sound ε of a
-    run, the accountant's **upper** bound); ``violation`` when the certified lower bound exceeds it
-    or (with the f-DP certifier) the guesses reject the loop's sound trade-off curve.
+    Args:
+        task: One run of tsdp's loop with gradient canaries.
+        runs: R, the runs pooled.
+        delta: The δ of the bound.
+        claimed: The ε the training claims at ``delta`` (default: the loop's own sound ε of a run, the accountant's
+            **upper** bound).
+        confidence: The probability with which the bound (and the curve test) holds.
+        seed: The seed the runs' seeds are spawned from.
+        workers: Local processes the runs run on.
+        cluster: A Dask cluster's address to run them on instead.
+        certifier: The one-run analysis (:mod:`attacks.canary.evidence`).
+        progress: Report progress.
+
+    Returns:
+        A :class:`LoopAudit`: a **lower** bound on the loop's ε; ``violation`` when it exceeds ``claimed`` or (with the
+        f-DP certifier) the guesses reject the loop's sound trade-off curve.
     """
     many = run_many(task, runs, seed=seed, workers=workers, cluster=cluster,
                     threads=threads_per_worker(workers, cluster), progress=progress)

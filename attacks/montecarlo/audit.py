@@ -39,13 +39,12 @@ windows; T13 covers one), never a ``violation``.
 """
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import math
 import time
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -67,7 +66,7 @@ from .counts import merge
 from .design import Design, design_test, epoch_max_law, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
 from .sequential import SequentialSummary, SequentialTest
 from .shuffled import epoch_max_reading, reading_of, reads_epoch_maxima
-from .shards import (DEFAULT_SHARD_SIZE, check_cluster, check_plan, plan_shards, run_shards, threads_per_worker,
+from .shards import (DEFAULT_SHARD_SIZE, ExecutorRun, _holding, check_cluster, check_plan, plan_shards, run_shards, threads_per_worker,
                      worker_pool)
 from .statistics import (GoodnessOfFit, TestBound, binned_goodness_of_fit, choose_profile_tests, fixed_test_bound,
                          profile_lower_bounds, split_test_bound)
@@ -93,15 +92,10 @@ _SAMPLER = contextvars.ContextVar("tsdp_audit_sampler", default=None)
 """A sampler that replaces the scheme's inside an audit (None: the scheme's own); set only by :func:`_sampler_replaced`."""
 
 
-@contextlib.contextmanager
-def _sampler_replaced(sampler) -> Iterator[None]:
-    """Within the block, audits draw their batches with ``sampler`` instead of the scheme's (tests: a broken sampler
-    the goodness of fit must catch)."""
-    token = _SAMPLER.set(sampler)
-    try:
-        yield
-    finally:
-        _SAMPLER.reset(token)
+def _sampler_replaced(sampler):
+    """Within the block (a context manager), audits draw their batches with ``sampler`` instead of the scheme's
+    (tests: a broken sampler the goodness of fit must catch)."""
+    return _holding(_SAMPLER, sampler)
 
 
 @dataclass(frozen=True)
@@ -126,31 +120,16 @@ class StoppedTest(Record):
 
 
 @dataclass(frozen=True)
-class AuditRun(Record):
-    """How an audit's shards ran (:func:`attacks.montecarlo.shards.run_shards`' facts and the audit's plan).
+class AuditRun(ExecutorRun):
+    """How an audit's shards ran (:class:`attacks.montecarlo.shards.ExecutorRun`, both worlds' shards; stopped early:
+    by the sequential test) and the audit's plan.
 
     Attributes:
-        executor: ``in-process``, ``processes`` or ``dask``.
-        workers: the local worker processes asked for.
-        cluster: the Dask scheduler's address (None: none).
-        shards_planned: the shards planned (both worlds).
-        shards_run: the shards that finished.
-        retries: shards re-run after a failure.
-        stopped_early: the sequential test stopped the run.
-        seconds: the engine's wall-clock seconds.
         shard_size: trials of one world per shard.
         trials_run: trials per world the bounds used.
         edges: the statistic histogram's edges.
     """
 
-    executor: str
-    workers: int
-    cluster: Optional[str]
-    shards_planned: int
-    shards_run: int
-    retries: int
-    stopped_early: bool
-    seconds: float
     shard_size: int
     trials_run: int
     edges: int
