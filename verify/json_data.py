@@ -24,7 +24,14 @@ import numpy as np
 
 
 def json_data(x: Any) -> Any:
-    """``x`` as plain JSON data: non-finite numbers to None (null), numbers to int/float, containers recursively."""
+    """``x`` as plain JSON data: non-finite numbers to None (null), numbers to int/float, containers recursively.
+
+    Args:
+        x: Any value of a result's JSON form (dicts, lists, tuples, numpy and mpmath numbers, Fractions, ...).
+
+    Returns:
+        Its plain JSON data (what ``json.dumps(..., allow_nan=False)`` accepts).
+    """
     if isinstance(x, dict):
         return {str(k): json_data(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -47,7 +54,16 @@ NOTE = "_note"
 
 def with_note(payload: dict, key: str, note: str) -> dict:
     """``payload`` with ``<key>_note`` = ``note`` when ``payload[key]`` is (or holds) a non-finite number, which is
-    written as null: what that null means (infinite: no noise; ...). A finite value gets no note."""
+    written as null: what that null means (infinite: no noise; ...). A finite value gets no note.
+
+    Args:
+        payload: A JSON form (changed in place).
+        key: The key whose value may be non-finite.
+        note: What its null means.
+
+    Returns:
+        ``payload``.
+    """
     value = payload.get(key)
     values = value if isinstance(value, (list, tuple)) else [value]
     if any(isinstance(v, (float, np.floating)) and not math.isfinite(v) for v in values):

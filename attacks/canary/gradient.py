@@ -268,7 +268,23 @@ def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, conf
                   removed: float = 0.0) -> float:
     """The ε certified on :func:`ideal_evidence` (``certifier`` default: the f-DP test): a **lower** bound's power at
     the claim, to print beside a run's certified ε (``parameters``, ``per_run``: the cross-talk of more canaries
-    per run than parameters; ``removed``: the dimensions a run takes off per step)."""
+    per run than parameters; ``removed``: the dimensions a run takes off per step).
+
+    Args:
+        config: The claimed batching and σ.
+        m: The canaries, all runs together.
+        steps: The training steps of a run.
+        delta: The δ of the bound.
+        confidence: The audit's confidence.
+        certifier: The one-run analysis (default: the f-DP test).
+        seed: The seed of the simulated evidence.
+        parameters: The trainable parameters d (None: orthonormal directions, no cross-talk).
+        per_run: The canaries of one run (default m).
+        removed: The dimensions a run takes off per step.
+
+    Returns:
+        The certified ε on the claimed mechanism itself (the audit's power at the claim).
+    """
     from .evidence import certify_evidence, fdp
 
     evidence = ideal_evidence(config, m, steps, seed, parameters=parameters, per_run=per_run, removed=removed)
@@ -338,7 +354,15 @@ def sound_profile(config: TrainingConfig, steps: int) -> tuple:
     loop's δ(ε); the T-id its scheme selects) of ``config`` composed over ``steps`` steps, read on the f-DP test's ε
     grid (:func:`attacks.canary.tradeoff.claimed_curve`: (ε grid, δ grid)). Kept per (``config``, ``steps``) in the
     process: audits of one configuration (a bench's seeds) read the accountant once (the reads are most of a small
-    audit's time)."""
+    audit's time).
+
+    Args:
+        config: The claimed batching and σ.
+        steps: The training steps.
+
+    Returns:
+        (ε grid, δ grid) of the sound profile.
+    """
     from tsdp.verify.accountant import PldAccountant
     from tsdp.verify.events import training_event
 

@@ -82,7 +82,14 @@ Y_BINS = 4096
 
 
 def y_edges_of(pair_num) -> np.ndarray:
-    """Histogram edges of the one-step update: the pair's means ± 8σ in ``Y_BINS`` bins (plus under/overflow)."""
+    """Histogram edges of the one-step update: the pair's means ± 8σ in ``Y_BINS`` bins (plus under/overflow).
+
+    Args:
+        pair_num: The construction's numeric pair (means and weights of both worlds, σ).
+
+    Returns:
+        The ``Y_BINS + 1`` edges.
+    """
     a, _, b, _, sigma = pair_num
     means = np.concatenate([a, b])
     return np.linspace(means.min() - 8 * sigma, means.max() + 8 * sigma, Y_BINS + 1)
@@ -253,6 +260,19 @@ def plan_tests(pair_key: tuple, steps: int, trials: int, delta: float, confidenc
     the statistic's law (else None: split mode).
     ``sequential_logs``: log α of the sound profile's points the violation test checks (None: no test; an
     entry None adds the designed test to the violation test's family).
+
+    Args:
+        pair_key: The pair's numeric arrays as tuples, or the epoch-max key.
+        steps: Compositions per trial (epoch-max: training steps).
+        trials: Trials per world.
+        delta: The δ of the ε test.
+        confidence: The audit's confidence.
+        alphas: The α grid of the H_α tests.
+        theory: Design the tests from the statistic's law (else split mode).
+        sequential_logs: log α of the violation test's profile points (None: no violation test).
+
+    Returns:
+        (design, H_α tests, sequential tests, histogram edges).
     """
     if pair_key[0] == EPOCH_MAX:
         law = epoch_max_law(epoch_max_reading(*pair_key[1:]).laws)

@@ -96,8 +96,18 @@ default shard size, 6.9e10 trials per world, past a day of sampling on any one m
 
 
 def check_plan(trials: int, shard_size: int) -> int:
-    """The number of shards per world of ``trials`` trials in shards of ``shard_size``; ConfigError naming
-    ``shard_size`` or ``trials`` when the plan would hold more than :data:`MAX_SHARDS` shards."""
+    """The number of shards per world of ``trials`` trials in shards of ``shard_size``.
+
+    Args:
+        trials: Trials per world.
+        shard_size: Trials of one world per shard.
+
+    Returns:
+        The shards per world.
+
+    Raises:
+        ConfigError: Naming ``shard_size`` or ``trials`` when the plan would hold more than :data:`MAX_SHARDS`.
+    """
     shard_size = check_int("shard_size", shard_size, 1)
     n_shards = math.ceil(check_int("trials", trials, 1) / shard_size)
     if n_shards > MAX_SHARDS:
@@ -112,6 +122,20 @@ def plan_shards(theorem: str, config: TrainingConfig, trials: int, steps: int, s
 
     Shard i of a world holds trials [i·shard_size, (i+1)·shard_size): the plan of fewer trials is a
     prefix of the plan of more (same seed), whatever the number of workers.
+
+    Args:
+        theorem: The audited construction's theorem.
+        config: Its configuration.
+        trials: Trials per world.
+        steps: Compositions per trial.
+        seed: The seed every shard's stream is spawned from.
+        edges: The statistic histogram's edges.
+        y_edges: The one-step update histogram's edges.
+        shard_size: Trials of one world per shard.
+        **spec: :class:`ShardSpec`'s options (device, loop, sampler, threads).
+
+    Returns:
+        The shard specs in run order.
     """
     n_shards = check_plan(trials, shard_size)
     world_seeds = np.random.SeedSequence(seed).spawn(2)
@@ -122,7 +146,14 @@ def plan_shards(theorem: str, config: TrainingConfig, trials: int, steps: int, s
 
 
 def torch_seed(seed: np.random.SeedSequence) -> int:
-    """A 63-bit torch seed from a SeedSequence."""
+    """A 63-bit torch seed from a SeedSequence.
+
+    Args:
+        seed: The SeedSequence.
+
+    Returns:
+        The seed.
+    """
     return int(seed.generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
@@ -137,6 +168,12 @@ def run_shard(spec: ShardSpec) -> ShardStats:
 
     Soundness: none of its own; the certified bounds are computed from the merged counts
     (:mod:`attacks.montecarlo.statistics`). The result depends on ``spec`` alone (and the device kind).
+
+    Args:
+        spec: The shard.
+
+    Returns:
+        Its histograms of the statistic and of the one-step update.
     """
     started = time.perf_counter()
     if spec.threads:
@@ -270,7 +307,15 @@ def _run_here(tracker: _Tracker, fn) -> None:
 
 def threads_per_worker(workers: int, cluster: Optional[str] = None) -> Optional[int]:
     """torch intra-op threads in each worker: the usable cores shared out (``workers`` = 1 in this process:
-    None, torch's own setting; a remote cluster: None, its own setting). The one rule of every executor's caller."""
+    None, torch's own setting; a remote cluster: None, its own setting). The one rule of every executor's caller.
+
+    Args:
+        workers: Local worker processes.
+        cluster: A Dask cluster's address (None: none).
+
+    Returns:
+        The threads per worker, or None for torch's (or the cluster's) own setting.
+    """
     if cluster not in (None, "auto") or (workers == 1 and cluster is None):
         return None
     return max(1, available_cpus() // workers)
@@ -293,6 +338,13 @@ def worker_pool(workers: int, *, warm: bool = False) -> ProcessPoolExecutor:
     it once (the report runs many audits). ``warm``: start every process now and import the
     loop in it, without waiting (the caller designs its test meanwhile). A broken pool (a worker
     died) is dropped and the next call makes a new one.
+
+    Args:
+        workers: The processes.
+        warm: Start them now.
+
+    Returns:
+        The pool.
     """
     pool = _POOLS.get(workers)
     if pool is None:
@@ -371,7 +423,15 @@ def check_cluster(address: Optional[str]) -> None:
     """ConfigError naming ``cluster`` unless ``address`` is None, ``"auto"`` or ``[tcp|tls://]host:port`` with a
     port in 1..65535 that accepts a TCP connection and answers it within :data:`CONNECT_TIMEOUT_S` each (a Dask
     scheduler sends its handshake at once; over tls, the TLS handshake), checked before any audit work (nothing is
-    sent over tcp). :class:`MissingExtraError` without Dask."""
+    sent over tcp).
+
+    Args:
+        address: The cluster's address (None: none).
+
+    Raises:
+        ConfigError: Naming ``cluster`` for a bad or unreachable address.
+        MissingExtraError: Dask is not installed.
+    """
     if address is None:
         return
     _dask()
@@ -479,8 +539,26 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     processes; ``cluster``: Dask (address or ``"auto"``). ``stop(results)`` is called after each
     shard and ends the run early when it returns True (the sequential test); the results then hold
     the shards finished so far. ``fatal``: exception classes that re-running cannot help (a time limit): the first
-    shard to fail with one ends the run at once, its processes with it, by :class:`Aborted`. ``info``: executor,
-    workers, shards, retries, wall seconds, stopped.
+    shard to fail with one ends the run at once, its processes with it, by :class:`Aborted`.
+
+    Args:
+        specs: The units of work, each with a hashable ``key`` and a ``trials`` count.
+        workers: Local processes (1: in this process).
+        cluster: A Dask cluster's address (or "auto").
+        progress: A progress bar on stderr.
+        stop: Called after each shard; True ends the run.
+        shard_fn: The unit of work.
+        max_attempts: Attempts of one shard before :class:`ShardError`.
+        desc: The progress bar's label.
+        fatal: Exception classes that end the run at once.
+
+    Returns:
+        ({spec.key: shard_fn(spec)}, the :class:`ExecutorRun` as a dict).
+
+    Raises:
+        ValueError: ``workers`` not a positive integer.
+        ShardError: A shard failed ``max_attempts`` times.
+        Aborted: A shard failed with one of ``fatal``.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
