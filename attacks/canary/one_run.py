@@ -80,6 +80,17 @@ def rejects(inverse: Callable, theta, m: int, k, c, tau) -> np.ndarray:
 
     ``inverse(y, θ)`` is f̄⁻¹(y) = f_θ(1 - y), vectorised; θ, k, c, τ broadcast together.
     True means P[W ≥ c] < τ for every f_θ-DP training.
+
+    Args:
+        inverse: f̄⁻¹(y, θ), vectorised.
+        theta: The curve's parameter θ.
+        m: The canaries.
+        k: The guesses.
+        c: The correct guesses.
+        tau: The level τ.
+
+    Returns:
+        Whether f_θ is rejected, broadcast over θ, k, c, τ.
     """
     theta, k, c, tau = np.broadcast_arrays(np.asarray(theta, dtype=float), np.asarray(k), np.asarray(c),
                                            np.asarray(tau, dtype=float))
@@ -110,6 +121,18 @@ def largest_rejected(inverse: Callable, m: int, k, c, tau, hi: float, tol: float
 
     Rejection is monotone in θ for the families here (a larger θ is a lower curve, which
     every smaller θ's mechanism satisfies), so the rejected θ form an interval from 0.
+
+    Args:
+        inverse: f̄⁻¹(y, θ), vectorised.
+        m: The canaries.
+        k: The guesses.
+        c: The correct guesses.
+        tau: The level τ.
+        hi: The search ceiling on θ.
+        tol: The bisection tolerance.
+
+    Returns:
+        The largest rejected θ per element (a **lower** bound on it; 0 where θ = 0 is not rejected).
     """
     k, c, tau = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(tau, dtype=float))
     return steinke_bound.largest_rejected(lambda theta, at: rejects(inverse, theta, m, k[at], c[at], tau[at]),
@@ -137,6 +160,13 @@ def guess_grid(m: int, smallest: Optional[int] = None) -> np.ndarray:
     are near coin flips, while the highest scores are the included canaries that took part:
     one-sided sets keep only the guesses that carry evidence (the one-run theorems hold for any
     k guesses fixed before the scores, whatever their sides).
+
+    Args:
+        m: The canaries.
+        smallest: The fewest guesses of a set (default from m).
+
+    Returns:
+        Rows (k_in, k_out).
     """
     if m < 2:
         raise ValueError("need at least 2 canaries")
@@ -164,6 +194,15 @@ def correct_counts(scores: np.ndarray, included: np.ndarray, sets: np.ndarray,
     ``scores`` and ``included`` are (..., m); ties are broken by a random permutation (``rng``,
     seeded 0 by default), independent of the inclusions, so the guesses are a function of the
     output only. Returns (..., number of sets).
+
+    Args:
+        scores: (..., m) scores.
+        included: (..., m) inclusion bits.
+        sets: Rows (k_in, k_out).
+        rng: The generator of the tie-breaking permutation (default: a fixed seed).
+
+    Returns:
+        (..., len(sets)) correct guesses.
     """
     scores = np.asarray(scores, dtype=float)
     included = np.asarray(included, dtype=bool)
@@ -197,6 +236,20 @@ def fdp_bounds(counts: np.ndarray, sets: np.ndarray, m: int, delta: float, signi
     ``family``: "gdp" (μ, and ε at δ under a Gaussian curve), "dp" (ε at δ, no assumption),
     "steinke" (the baseline). Each set is tested at significance / n_sets. Returns arrays
     over the leading axes: ``value`` (μ or ε), ``epsilon`` (ε at δ), ``best`` (index of the set).
+
+    Args:
+        counts: (..., n_sets) correct counts.
+        sets: Rows (k_in, k_out).
+        m: The canaries.
+        delta: The δ of the bounds.
+        significance: The level shared by the sets.
+        family: "gdp", "dp" or "steinke".
+
+    Returns:
+        ``{"value", "epsilon", "best"}`` arrays over the leading axes (every value a **lower** bound).
+
+    Raises:
+        ValueError: No guess sets.
     """
     counts = np.asarray(counts)
     if len(sets) == 0:
@@ -212,7 +265,18 @@ def fdp_bounds(counts: np.ndarray, sets: np.ndarray, m: int, delta: float, signi
 
 
 def claim_rejected(counts: np.ndarray, sets: np.ndarray, m: int, significance: float, claim) -> np.ndarray:
-    """Whether the claimed curve (ε grid, δ grid) is rejected by any guess set (Bonferroni over ``sets``)."""
+    """Whether the claimed curve (ε grid, δ grid) is rejected by any guess set (Bonferroni over ``sets``).
+
+    Args:
+        counts: (..., n_sets) correct counts.
+        sets: Rows (k_in, k_out).
+        m: The canaries.
+        significance: The claimed analysis's level.
+        claim: (ε grid, δ grid) of the claimed profile.
+
+    Returns:
+        Whether some set rejects the claimed curve, over the leading axes.
+    """
     counts = np.asarray(counts)
     k = np.broadcast_to(sets.sum(axis=1), counts.shape)
     rej = rejects(_inverse("claimed", claim=claim), 0.0, m, k, counts, significance / len(sets))
@@ -243,7 +307,18 @@ def _check_sets(sets, m: int) -> np.ndarray:
 def ceilings(m: int, delta: float, confidence: float = 0.95, *, analyses: Sequence[str] = ("dp", "gdp", "steinke"),
              sets: Optional[np.ndarray] = None) -> dict:
     """Per analysis (not "claimed"), the ε that m canaries certify if every guess is right: :func:`attacks.canary.fdp_bound.certify`'s sets and
-    shares at ``confidence``."""
+    shares at ``confidence``.
+
+    Args:
+        m: The canaries.
+        delta: The δ of the bounds.
+        confidence: The audit's confidence.
+        analyses: The certifier's analyses.
+        sets: Guess sets (default :func:`guess_grid`).
+
+    Returns:
+        The perfect-guess ε per analysis.
+    """
     share = _shares(list(analyses), confidence)
     sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
     return {a: float(fdp_bounds(sets.sum(axis=1)[None], sets, m, delta, share[a], a)["epsilon"][0])

@@ -103,6 +103,19 @@ def flag_rate(m: int, claimed_epsilon: float, delta: float, confidence: float = 
     two is returned. Guesses among the canaries without a mark are right about half the time; counting them as wrong
     makes the rate a lower bound (measured on the hand-written loop without noise, and on this model with the real
     certifier: tests/attacks/test_plan_calibration.py).
+
+    Args:
+        m: The canaries.
+        claimed_epsilon: The claim at ``delta``.
+        delta: The δ of the bounds.
+        confidence: The audit's confidence.
+        participation: q, the probability a canary takes part in some step.
+        quantile: The share of audits the near-balanced sets' count bound may miss, over 10.
+        analyses: The certifier's analyses.
+        sets: Guess sets (rows (k_in, k_out); default the f-DP grid).
+
+    Returns:
+        The lower bound on the flag rate.
     """
     if not 0 <= participation <= 1:
         raise ValueError(f"participation must be in [0, 1] (got {participation})")
@@ -135,6 +148,16 @@ def perfect_ranking(m: int, delta: float, confidence: float = 0.95, *,
     m - n) correct guesses, so :func:`attacks.canary.fdp_bound.certify`'s ``epsilon_lower`` (the larger of "dp" and
     "steinke", same sets and shares) is a function ε(n). Returns {"n": n's with probability
     mass above 1e-12, "epsilon": ε(n), "probability": Binomial(m, 1/2) mass} (no sampling).
+
+    Args:
+        m: The canaries.
+        delta: The δ of the bounds.
+        confidence: The audit's confidence.
+        analyses: The certifier's analyses.
+        sets: Guess sets (default the f-DP grid).
+
+    Returns:
+        ``{"n": included counts, "epsilon": ε per n, "probability": Binomial(m, 1/2) weights}``.
     """
     from scipy.stats import binom
 
@@ -168,7 +191,19 @@ def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, qua
     """An ε that a perfectly ranked audit of m canaries certifies in at least 1 - ``quantile`` of runs: the smallest
     :func:`perfect_ranking` ε(n) over the narrowest band |2n - m| ≤ D of numbers included whose Binomial(m, 1/2)
     mass is at least 1 - ``quantile`` (at most the ``quantile`` of ε(N), never above it; equal to it when ε(n) does
-    not increase with |2n - m|, as for guess sets with k_in = k_out only)."""
+    not increase with |2n - m|, as for guess sets with k_in = k_out only).
+
+    Args:
+        m: The canaries.
+        delta: The δ of the bounds.
+        confidence: The audit's confidence.
+        quantile: The share of runs allowed below.
+        analyses: The certifier's analyses.
+        sets: Guess sets (default the f-DP grid).
+
+    Returns:
+        The ε (a **lower** bound on what a perfect ranking certifies in 1 - ``quantile`` of runs).
+    """
     sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
     reach = _band_reach(m, quantile)
     n = np.arange((m - reach) // 2, (m + reach) // 2 + 1)

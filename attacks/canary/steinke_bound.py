@@ -35,6 +35,16 @@ def p_value(m: int, k, c, epsilon, delta: float) -> np.ndarray:
     with i, the denominator is at least a), which is used instead: the p-value only rounds up, by at
     most the cell ratio on that part, whatever c (a flat bound P[Binom < c] / (WINDOW + 1) made the
     p-value of a perfect audit with c > WINDOW useless).
+
+    Args:
+        m: The canaries.
+        k: The guesses.
+        c: The correct guesses.
+        epsilon: ε values.
+        delta: δ.
+
+    Returns:
+        The p-value bound, broadcast over k, c, ε.
     """
     k, c, epsilon = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(epsilon, dtype=float))
     q = special.expit(epsilon)
@@ -65,6 +75,15 @@ def largest_rejected(rejects: Callable[[np.ndarray, np.ndarray], np.ndarray], sh
     ``rejects(theta, where)`` gets the θ of the elements ``where`` (a boolean mask of ``shape``; θ as a flat
     array in the mask's order) and says which are rejected; rejection must be monotone (the rejected θ form an
     interval from 0).
+
+    Args:
+        rejects: ``rejects(θ, where)`` per element.
+        shape: The elements' shape.
+        hi: The search ceiling.
+        tol: The bisection tolerance.
+
+    Returns:
+        The largest rejected θ per element (a **lower** bound on it).
     """
     everywhere = np.ones(shape, dtype=bool)
     ok = np.zeros(shape, dtype=bool)
@@ -85,7 +104,19 @@ def largest_rejected(rejects: Callable[[np.ndarray, np.ndarray], np.ndarray], sh
 
 
 def epsilon_lower_bound(m: int, k, c, delta: float, tau, tol: float = 1e-4) -> np.ndarray:
-    """Largest ε (bisection, lower end) whose p-value is below τ, per (k, c); 0 if none: a **lower** bound on ε."""
+    """Largest ε (bisection, lower end) whose p-value is below τ, per (k, c); 0 if none: a **lower** bound on ε.
+
+    Args:
+        m: The canaries.
+        k: The guesses.
+        c: The correct guesses.
+        delta: δ.
+        tau: The level.
+        tol: The bisection tolerance.
+
+    Returns:
+        The ε lower bound per element.
+    """
     k, c, tau = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(tau, dtype=float))
     return largest_rejected(lambda eps, at: (k[at] > 0) & (p_value(m, k[at], c[at], eps, delta) < tau[at]),
                             k.shape, EPS_MAX, tol)
@@ -93,14 +124,33 @@ def epsilon_lower_bound(m: int, k, c, delta: float, tau, tol: float = 1e-4) -> n
 
 def limited_by(certified: float, ceiling: float) -> str:
     """"audit size" when ``certified`` reaches :data:`AUDIT_SIZE_RATIO` of the perfect-guess ``ceiling`` (more
-    canaries could certify more), else "training" (the scores, not the audit's size, hold the answer down)."""
+    canaries could certify more), else "training" (the scores, not the audit's size, hold the answer down).
+
+    Args:
+        certified: The certified ε.
+        ceiling: The perfect-guess ε.
+
+    Returns:
+        "audit size" or "training".
+    """
     return "audit size" if ceiling > 0 and certified >= AUDIT_SIZE_RATIO * ceiling else "training"
 
 
 def check_evidence(scores, included) -> tuple:
     """(scores as float64, included as bool) of one audit, or ValueError saying what is wrong: 1-D arrays of one
     length m ≥ 1, no NaN score (±inf ranks first or last), ``included`` boolean-valued (bool, or numbers that are
-    exactly 0 or 1: NaN or 2 are not an inclusion bit). Every certifier's public entry checks its arrays here."""
+    exactly 0 or 1: NaN or 2 are not an inclusion bit). Every certifier's public entry checks its arrays here.
+
+    Args:
+        scores: (m,) scores.
+        included: (m,) inclusion bits.
+
+    Returns:
+        (scores as float64, included as bool).
+
+    Raises:
+        ValueError: Saying what is wrong.
+    """
     scores = np.asarray(scores)
     raw = np.asarray(included)
     if scores.ndim != 1 or raw.ndim != 1 or scores.shape != raw.shape:
@@ -128,7 +178,15 @@ def check_evidence(scores, included) -> tuple:
 
 def ranked(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The canaries' indices from the highest score to the lowest, ties broken by an independent random permutation
-    (``rng``): the guesses are then a function of the scores only, whatever order the canaries are listed in."""
+    (``rng``): the guesses are then a function of the scores only, whatever order the canaries are listed in.
+
+    Args:
+        scores: (m,) scores.
+        rng: The generator of the tie-breaking permutation.
+
+    Returns:
+        The indices from the highest score to the lowest.
+    """
     perm = rng.permutation(len(scores))
     return perm[np.argsort(-scores[perm], kind="stable")]
 
@@ -136,7 +194,16 @@ def ranked(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def guess_sets(m: int, fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequence[str] = GUESS_SIDES) -> np.ndarray:
     """The fixed guess sets of m canaries as rows (k_in, k_out): for every side and fraction f (k = f m, at least 1),
     "both" guesses "in" on the k highest and "out" on the k lowest scores, "in" / "out" one of the two (k = 2 f m
-    guesses in all either way). A function of m only (what a plan of this certifier uses)."""
+    guesses in all either way). A function of m only (what a plan of this certifier uses).
+
+    Args:
+        m: The canaries.
+        fractions: k / m of the sets.
+        sides: The sets' sides.
+
+    Returns:
+        Rows (k_in, k_out).
+    """
     if not fractions or not sides:
         raise ValueError("no guess sets: give at least one fraction and one side")
     if set(sides) - set(GUESS_SIDES):
@@ -209,7 +276,15 @@ def with_auc(bound, scores: np.ndarray, included: np.ndarray):
 
 
 def auc(scores: np.ndarray, included: np.ndarray) -> float:
-    """Area under the ROC curve of ``scores`` for "inserted" (Mann-Whitney, ties averaged): 0.5 is chance."""
+    """Area under the ROC curve of ``scores`` for "inserted" (Mann-Whitney, ties averaged): 0.5 is chance.
+
+    Args:
+        scores: (m,) scores.
+        included: (m,) inclusion bits.
+
+    Returns:
+        The AUC (NaN when every canary is on one side).
+    """
     ranks = stats.rankdata(scores)
     n_in = int(included.sum())
     n_out = len(scores) - n_in

@@ -18,7 +18,15 @@ MU_MAX = 40.0  # search ceiling on μ
 
 
 def gdp_delta(epsilon, mu):
-    """δ(ε) of μ-GDP, exact: Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2) (0 for μ = 0)."""
+    """δ(ε) of μ-GDP, exact: Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2) (0 for μ = 0).
+
+    Args:
+        epsilon: ε values.
+        mu: μ values (broadcast with ε).
+
+    Returns:
+        δ(ε) of μ-GDP.
+    """
     epsilon, mu = np.broadcast_arrays(np.asarray(epsilon, dtype=float), np.asarray(mu, dtype=float))
     out = np.zeros(epsilon.shape)
     pos = mu > 0
@@ -30,7 +38,16 @@ def gdp_delta(epsilon, mu):
 
 
 def gdp_epsilon(delta: float, mu, tol: float = 1e-6):
-    """ε of μ-GDP at δ (bisection on the exact curve, vectorised over μ): the LOWER end of the bracket."""
+    """ε of μ-GDP at δ (bisection on the exact curve, vectorised over μ): the LOWER end of the bracket.
+
+    Args:
+        delta: The δ.
+        mu: μ values.
+        tol: The bisection tolerance.
+
+    Returns:
+        The ε of μ-GDP at δ.
+    """
     mu = np.asarray(mu, dtype=float)
     lo, hi = np.zeros(mu.shape), np.full(mu.shape, EPS_MAX)
     while np.any(hi - lo > tol):
@@ -42,7 +59,16 @@ def gdp_epsilon(delta: float, mu, tol: float = 1e-6):
 
 
 def dp_tradeoff(alpha, epsilon, delta):
-    """f_{ε,δ}(α) = max(0, 1 - δ - e^ε α, e^{-ε}(1 - δ - α)), the trade-off curve of (ε, δ)-DP."""
+    """f_{ε,δ}(α) = max(0, 1 - δ - e^ε α, e^{-ε}(1 - δ - α)), the trade-off curve of (ε, δ)-DP.
+
+    Args:
+        alpha: Type-I errors α.
+        epsilon: ε.
+        delta: δ.
+
+    Returns:
+        f_{ε,δ}(α).
+    """
     alpha = np.asarray(alpha, dtype=float)
     return np.maximum.reduce([np.zeros(np.broadcast(alpha, epsilon).shape), 1 - delta - np.exp(epsilon) * alpha,
                               np.exp(-np.asarray(epsilon, dtype=float)) * (1 - delta - alpha)])
@@ -54,6 +80,13 @@ def profile_deltas(profile, epsilons) -> np.ndarray:
 
     The profile must bound both orders of the neighbouring pair (DP's definition; dp-accounting
     PLDs and the accountant's reads take the larger of the two).
+
+    Args:
+        profile: A claimed profile (callable δ(ε), a PLD, tsdp's accountant, or (ε grid, δ grid)).
+        epsilons: The ε grid.
+
+    Returns:
+        δ(ε) on the grid.
     """
     epsilons = np.asarray(epsilons, dtype=float)
     if hasattr(profile, "get_delta_curve"):
@@ -71,6 +104,14 @@ def profile_tradeoff(alpha, epsilons, deltas):
 
     A sup over a finite grid is at most the sup over all ε: a lower (weaker) curve, so a
     rejection of it is a rejection of the claim.
+
+    Args:
+        alpha: Type-I errors α.
+        epsilons: The profile's ε grid.
+        deltas: Its δ values.
+
+    Returns:
+        The profile's trade-off curve at α (the sup over the grid: a lower curve than the profile's own).
     """
     alpha = np.asarray(alpha, dtype=float)
     eps = np.asarray(epsilons, dtype=float).reshape((-1,) + (1,) * alpha.ndim)
@@ -80,7 +121,15 @@ def profile_tradeoff(alpha, epsilons, deltas):
 
 def claimed_curve(profile, epsilons: Optional[Sequence[float]] = None):
     """(ε grid, δ grid) of a claimed profile (:func:`profile_deltas`'s kinds, or a pair (ε_grid, δ_grid) as given);
-    ``epsilons`` defaults to 0, 0.05, ..., 20."""
+    ``epsilons`` defaults to 0, 0.05, ..., 20.
+
+    Args:
+        profile: A claimed profile (see :func:`profile_deltas`).
+        epsilons: The ε grid (default 0 to 20 in steps of 0.05).
+
+    Returns:
+        (ε grid, δ grid).
+    """
     if isinstance(profile, tuple) and len(profile) == 2:
         eps, dl = (np.asarray(x, dtype=float) for x in profile)
         if eps.shape != dl.shape or eps.ndim != 1:

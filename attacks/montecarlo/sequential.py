@@ -31,7 +31,14 @@ from .statistics import _eps_of, cp_lower, cp_upper, edge_index, side_counts
 
 
 def checkpoints(n_shards: int) -> List[int]:
-    """Shards per world at each checkpoint: 1, 2, 4, ... and finally ``n_shards``."""
+    """Shards per world at each checkpoint: 1, 2, 4, ... and finally ``n_shards``.
+
+    Args:
+        n_shards: Shards per world.
+
+    Returns:
+        The checkpoints.
+    """
     out, m = [], 1
     while m < n_shards:
         out.append(m)
@@ -42,7 +49,19 @@ def checkpoints(n_shards: int) -> List[int]:
 def certified_epsilon(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, tests: Sequence[Tuple[float, str]],
                       delta: float, level: float) -> float:
     """max over ``tests`` of the ε lower bound log((CP_lower(P(S)) - δ) / CP_upper(Q(S))), every rate at
-    ``level`` / (2 len(tests)): a lower bound on ε at δ with probability ≥ 1 - ``level`` (union bound)."""
+    ``level`` / (2 len(tests)): a lower bound on ε at δ with probability ≥ 1 - ``level`` (union bound).
+
+    Args:
+        hist_p: World P's histogram.
+        hist_q: World Q's.
+        edges: The histograms' edges.
+        tests: (threshold, side) of the family.
+        delta: The δ of the bound.
+        level: The error probability.
+
+    Returns:
+        The ε lower bound.
+    """
     a = level / (2 * len(tests))
     best = 0.0
     for threshold, side in tests:
@@ -56,7 +75,19 @@ def certified_profile(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray,
                       alphas: Sequence[float], level: float) -> np.ndarray:
     """Lower bounds on H_α(P ‖ Q) (a certified lower privacy profile δ(ε = log α)), one per α, holding for every α
     at once with probability ≥ 1 - ``level``: max over ``tests`` of CP_lower(P(S)) - α CP_upper(Q(S)), every rate at
-    ``level`` / (2 len(tests)) (union bound over the tests only: the α-dependence is deterministic). Never below 0."""
+    ``level`` / (2 len(tests)) (union bound over the tests only: the α-dependence is deterministic). Never below 0.
+
+    Args:
+        hist_p: World P's histogram.
+        hist_q: World Q's.
+        edges: The histograms' edges.
+        tests: (threshold, side) of the family.
+        alphas: The α grid.
+        level: The error probability.
+
+    Returns:
+        The H_α lower bounds, all α at once.
+    """
     alphas = np.asarray(alphas, dtype=float)
     a = level / (2 * len(tests))
     best = np.zeros(len(alphas))
