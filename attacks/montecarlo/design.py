@@ -62,7 +62,15 @@ class StatisticLaw:
 
 
 def one_step_law(pair_numeric: Tuple, h: float) -> StatisticLaw:
-    """Law of log p(y)/q(y) for y ~ P and y ~ Q (one step), binned to multiples of ``h`` (exact cell masses)."""
+    """Law of log p(y)/q(y) for y ~ P and y ~ Q (one step), binned to multiples of ``h`` (exact cell masses).
+
+    Args:
+        pair_numeric: The construction's numeric pair.
+        h: The grid spacing.
+
+    Returns:
+        The one-step law in both worlds.
+    """
     a, p, b, q, sigma = pair_numeric
     means = np.concatenate([a, b])
     reach = sigma * stats.norm.isf(TAIL) + 1.0
@@ -96,6 +104,14 @@ def statistic_law(pair_numeric: Tuple, steps: int, h: float = 1e-3) -> Statistic
 
     The grid spacing grows beyond ``h`` when the composed support would exceed ``LAW_BINS_MAX`` points.
     A design aid (see the module docstring), not a certified quantity.
+
+    Args:
+        pair_numeric: The construction's numeric pair.
+        steps: The compositions.
+        h: The one-step grid spacing.
+
+    Returns:
+        The law in both worlds.
     """
     one = one_step_law(pair_numeric, h)
     h_needed = law_spacing(one, steps)
@@ -105,12 +121,28 @@ def statistic_law(pair_numeric: Tuple, steps: int, h: float = 1e-3) -> Statistic
 
 
 def law_spacing(one: StatisticLaw, steps: int) -> float:
-    """The spacing at which ``steps`` convolutions of ``one`` hold at most ``LAW_BINS_MAX`` grid points."""
+    """The spacing at which ``steps`` convolutions of ``one`` hold at most ``LAW_BINS_MAX`` grid points.
+
+    Args:
+        one: The one-step law.
+        steps: The compositions.
+
+    Returns:
+        The spacing.
+    """
     return float(one.grid[-1] - one.grid[0]) * steps / LAW_BINS_MAX
 
 
 def composed_law(one: StatisticLaw, steps: int) -> StatisticLaw:
-    """Law of the sum of ``steps`` i.i.d. copies of a statistic with law ``one`` in both worlds (FFT)."""
+    """Law of the sum of ``steps`` i.i.d. copies of a statistic with law ``one`` in both worlds (FFT).
+
+    Args:
+        one: The one-step law.
+        steps: The compositions.
+
+    Returns:
+        The composed law.
+    """
     if steps == 1:
         return one
     grid = steps * one.grid[0] + one.h * np.arange(steps * (len(one.grid) - 1) + 1)
@@ -118,7 +150,15 @@ def composed_law(one: StatisticLaw, steps: int) -> StatisticLaw:
 
 
 def summed_law(a: StatisticLaw, b: StatisticLaw) -> StatisticLaw:
-    """Law of the sum of two independent statistics on grids of the same spacing (FFT convolution)."""
+    """Law of the sum of two independent statistics on grids of the same spacing (FFT convolution).
+
+    Args:
+        a: One law.
+        b: The other, on a grid of the same spacing.
+
+    Returns:
+        The law of the sum.
+    """
     n_out = len(a.grid) + len(b.grid) - 1
     nfft = 1 << int(np.ceil(np.log2(n_out)))
 
@@ -152,6 +192,13 @@ def epoch_max_law(laws: Sequence[HiddenPositionEpoch], h: float = 1e-3) -> Stati
 
     ``laws``: the hidden-position law of each epoch (whole ones, then at most one partial one). A design aid
     (module docstring), never certified; the spacing grows beyond ``h`` as in :func:`statistic_law`.
+
+    Args:
+        laws: Each epoch's hidden-position law.
+        h: The grid spacing.
+
+    Returns:
+        The law in both worlds.
     """
     whole = [law for law in laws if not law.partial]
     partial = [law for law in laws if law.partial]
@@ -220,6 +267,17 @@ def design_test(law: StatisticLaw, trials: int, delta: float, confidence: float,
     false-positive count is the noisy factor, so a share above 1/2 usually wins (T6 at 1e6 trials:
     0.9, expected ratio 0.907 against 0.903 at 1/2). The union bound is the statistic the audit
     certifies at its exact level, whose value follows it a little above (T6 at 1e6: +0.018 of the ratio).
+
+    Args:
+        law: The statistic's law under the claimed pair.
+        trials: Trials per world.
+        delta: The δ of the ε test.
+        confidence: The test's confidence.
+        refine: How many of the best plug-in thresholds get the expectation over the false-positive count.
+        shares: The error splits tried (each fixed before sampling).
+
+    Returns:
+        The :class:`Design`.
     """
     n = int(trials)
     best = Design(float(law.thresholds[0]), "upper", 0.0, 1.0, 1.0, n, EQUAL_SPLIT)
@@ -246,7 +304,17 @@ def design_test(law: StatisticLaw, trials: int, delta: float, confidence: float,
 
 
 def profile_thresholds(law: StatisticLaw, alphas: Sequence[float], trials: int, confidence: float) -> list:
-    """Per α, the (threshold, side) maximising the plug-in H_α lower bound CP_lower(P(S)) - α CP_upper(Q(S))."""
+    """Per α, the (threshold, side) maximising the plug-in H_α lower bound CP_lower(P(S)) - α CP_upper(Q(S)).
+
+    Args:
+        law: The statistic's law.
+        alphas: The α grid.
+        trials: Trials per world.
+        confidence: The pointwise confidence.
+
+    Returns:
+        (threshold, side) per α.
+    """
     a_pos, a_neg = error_split(confidence)
     out = []
     for alpha in alphas:
@@ -261,7 +329,16 @@ def profile_thresholds(law: StatisticLaw, alphas: Sequence[float], trials: int, 
 
 
 def tail_thresholds(law: StatisticLaw, per_side: int = 24, smallest: float = 1e-7) -> list:
-    """(threshold, side) pairs whose positive-world tail mass runs geometrically from 1/2 down to ``smallest``."""
+    """(threshold, side) pairs whose positive-world tail mass runs geometrically from 1/2 down to ``smallest``.
+
+    Args:
+        law: The statistic's law.
+        per_side: Thresholds per side.
+        smallest: The smallest tail mass.
+
+    Returns:
+        (threshold, side) pairs.
+    """
     out = []
     levels = np.geomspace(0.5, smallest, per_side)
     for side, t, tp, _ in _sides(law):
@@ -277,6 +354,14 @@ def histogram_edges(law: StatisticLaw, extra: Sequence[float] = (), n_edges: int
 
     Every shard counts its statistic on these edges (under- and overflow bins included), so a
     count {L ≥ e} for an edge e is an exact sum of bins and shards merge by addition.
+
+    Args:
+        law: The statistic's law.
+        extra: Thresholds that must be edges.
+        n_edges: About how many quantile edges.
+
+    Returns:
+        The sorted edges.
     """
     tail_p, tail_q = law.tails()
     levels = np.geomspace(1e-13, 0.5, n_edges // 4)
