@@ -9,7 +9,7 @@ their evidence in run order (:func:`attacks.canary.evidence.pool`: why pooling i
 result depends on the task, ``runs`` and ``seed`` only, never on the number of workers.
 
 A run that exceeds its time limit (the task's ``timeout``, :mod:`attacks.canary.time_limit`) ends
-the audit at once with :class:`attacks.canary.user_training.TimeLimitError`, naming the run and
+the audit at once with :class:`attacks.canary.guarded_calls.TimeLimitError`, naming the run and
 how many had finished, and the runs in flight are stopped with their worker processes. The
 finished runs are not certified alone: whether a run finishes in time can depend on its
 canaries, so keeping only the runs that did could bias the audit.
@@ -27,7 +27,7 @@ from tsdp.attacks.montecarlo.shards import Aborted, run_shards
 
 from .audit_result import EngineRun
 from .evidence import Evidence, pool
-from .user_training import TimeLimitError
+from .guarded_calls import TimeLimitError
 
 
 @dataclass(frozen=True)
