@@ -56,7 +56,14 @@ class RunEvidence:
 
 
 def run_one(spec: RunSpec) -> RunEvidence:
-    """One training run of a multi-run audit (the engine's unit of work); depends on ``spec`` alone."""
+    """One training run of a multi-run audit (the engine's unit of work); depends on ``spec`` alone.
+
+    Args:
+        spec: The run.
+
+    Returns:
+        Its evidence and wall time.
+    """
     started = time.perf_counter()
     if spec.threads:
         torch.set_num_threads(spec.threads)

@@ -91,6 +91,21 @@ def spike_evidence(train: Callable[[list], object], base: SeriesData, config: Tr
     inclusion bits.
 
     ``seed``: an int or a ``numpy.random.SeedSequence`` (placements, signs and inclusion bits).
+
+    Args:
+        train: Your training, ``train(series) -> model``.
+        base: The series.
+        config: The window geometry.
+        canaries: m, the spike canaries.
+        loss: The per-window loss ``loss(model, context, forecast) -> (B,)`` (default ``model(context, forecast)``).
+        seed: An int or a ``numpy.random.SeedSequence``.
+        spike: The spikes' size in standard deviations of their series.
+
+    Returns:
+        The run's :class:`~attacks.canary.evidence.Evidence`.
+
+    Raises:
+        UserFunctionError: ``train`` or ``loss`` failed or ``train`` returned None.
     """
     loss = _default_loss if loss is None else loss
     rng = np.random.default_rng(seed)
@@ -126,6 +141,12 @@ def window_evidence(gain: np.ndarray) -> np.ndarray:
     others (a context of front padding only, the same in every series) it is as huge and of
     a random sign: summed raw, that one window decides the canary's rank; bounded, it moves
     it by at most 2 of the 2 (L_C + L_F) - 2 (the manual's "Audit your own training" says why).
+
+    Args:
+        gain: (m, windows) loss gains.
+
+    Returns:
+        (m,) scores.
     """
     return np.tanh(gain).sum(axis=1)
 
@@ -167,6 +188,25 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
     entries held per step (``data_part`` says how the data was taken off and what a step cost);
     ``progress``: a bar of the audited steps on stderr; ``device``: where the audit's own torch work runs (a
     ``torch.device`` or its name; None: your optimizer's parameters' device; :mod:`attacks.canary.optimizer_canaries`).
+
+    Args:
+        train: Your training, ``train(series) -> model``, stepping a torch optimizer.
+        base: The series.
+        config: The batching your loader draws and the σ you claim.
+        canaries: m, the gradient canaries.
+        loss: The per-window training loss (to take the data's gradients off).
+        seed: An int or a ``numpy.random.SeedSequence``.
+        clip: The clipping norm C of a plain optimizer.
+        scale: The gradient's scale (default read from Opacus, else 1/Λ).
+        span_entries: The most per-window gradient entries held per step.
+        progress: A bar of the audited steps on stderr.
+        device: Where the audit's own torch work runs (None: the optimizer's parameters' device).
+
+    Returns:
+        The :class:`GradientRunEvidence`.
+
+    Raises:
+        UserFunctionError: ``train`` stepped no optimizer, diverged, or ``loss`` cannot give per-window gradients.
     """
     windows = every_window(base.series, config.context_length, config.forecast_length)
     hooks = _call("train", train, [s.copy() for s in base.series],
@@ -235,7 +275,26 @@ def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, cana
     """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed; ``timeout``: the
     most seconds one run may take (None: no limit); ``device``: where gradient canaries' own torch work runs ("auto":
     cuda when torch sees one, else cpu; "cpu", "cuda", "cuda:N"; None: your parameters' device; ConfigError naming
-    ``device`` when torch cannot use it). Spike canaries score the returned model on its own device."""
+    ``device`` when torch cannot use it). Spike canaries score the returned model on its own device.
+
+    Args:
+        canary: "gradient" or "spike".
+        train: Your training.
+        data: The series.
+        config: The configuration.
+        canaries: m per run.
+        loss: The per-window loss.
+        spike: The spikes' size (spike canaries).
+        clip: The clipping norm C (gradient canaries).
+        scale: The gradient's scale (gradient canaries).
+        timeout: The most seconds a run may take (None: no limit).
+        span_entries: The most per-window gradient entries held per step.
+        progress: A bar of the audited steps.
+        device: Where gradient canaries' own torch work runs.
+
+    Returns:
+        The :class:`SpikeTask` or :class:`GradientTask`.
+    """
     device = None if device is None else str(resolve_device(device))  # checked whatever the canary uses it
     if canary == "gradient":
         return GradientTask(train, data, config, canaries, clip, scale, loss, timeout=timeout,

@@ -58,7 +58,29 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
     canary uses it (ConfigError naming the value; :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot
     take its arguments; ``train`` None: the values only, as for a plan): m at most the direction entries of
     gradient canaries (m · d with d ≥ 1), C and the gradient scale at most :data:`CLIP_MAX`, the spike at most
-    :data:`SPIKE_MAX`. ``timeout`` (seconds, None for none) is checked too."""
+    :data:`SPIKE_MAX`. ``timeout`` (seconds, None for none) is checked too.
+
+    Args:
+        train: Your training function.
+        loss: Your per-window loss (None: none).
+        canaries: m.
+        delta: δ.
+        epsilon: The claimed ε (None: none).
+        seed: The seed.
+        confidence: The confidence.
+        spike: The spikes' size.
+        canary: "gradient" or "spike".
+        clip: The clipping norm C.
+        scale: The gradient's scale (None: default).
+        timeout: The time limit (None: none).
+
+    Returns:
+        (canaries, δ, ε, seed, confidence, spike, clip) checked.
+
+    Raises:
+        ConfigError: A bad value, naming it.
+        UserFunctionError: ``train`` or ``loss`` cannot take its arguments.
+    """
     check_timeout(timeout)
     if canary not in CANARIES:
         raise ConfigError("canary", f"must be one of {', '.join(CANARIES)}", canary)
@@ -92,7 +114,19 @@ def with_data_canaries(data: Union[SeriesData, Sequence], count: int, scale: flo
     :mod:`attacks.canary.mechanism`, passed through the user's own per-window path (gradient canaries enter after the
     user's clipping and cannot show a missing clip). Under the claim each of their windows still contributes at most C
     to a step; unclipped, a step that draws one moves far more than Λ · C plus the noise. They change the data, not
-    the canaries' law: the ε bound stays a **lower** bound (the one-run game holds for any non-canary data)."""
+    the canaries' law: the ε bound stays a **lower** bound (the one-run game holds for any non-canary data).
+
+    Args:
+        data: The series.
+        count: The data canaries (0 to N).
+        scale: Their factor.
+
+    Returns:
+        The series with the data canaries.
+
+    Raises:
+        ConfigError: ``count`` out of range.
+    """
     data = as_series(data)
     count = check_int("data_canaries", count, 0, len(data.series))
     return SeriesData(tuple(s * scale if i < count else s for i, s in enumerate(data.series)), data.starts)
@@ -168,7 +202,15 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
 
 def tests_claimed_curve(canary: str, analysis: str) -> bool:
     """Whether the audit tests the run's claimed trade-off curve: gradient canaries (the optimizer's steps are
-    seen) under the f-DP certifier (the only one that takes a curve)."""
+    seen) under the f-DP certifier (the only one that takes a curve).
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+
+    Returns:
+        Whether the claimed curve is tested.
+    """
     return canary == "gradient" and analysis == "fdp"
 
 
@@ -176,7 +218,16 @@ def check_claimed_curve(canary: str, analysis: str, config: TrainingConfig) -> N
     """Before any training: ConfigError naming ``top`` when the analysis tests the claimed curve
     (:func:`tests_claimed_curve`) and tsdp has no sound **upper** bound for ``config``'s scheme to draw it from
     (:func:`tsdp.theorems.registry.select_bound` refuses: a Poisson top level, pooled windows with k > 1), naming
-    the analysis that needs none (Steinke et al.'s bound, ``analysis="steinke"``)."""
+    the analysis that needs none (Steinke et al.'s bound, ``analysis="steinke"``).
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+        config: The claimed configuration.
+
+    Raises:
+        ConfigError: Naming ``top`` when no sound bound gives the curve.
+    """
     from tsdp.theorems.errors import TheoremError
     from tsdp.theorems.registry import select_bound
 
@@ -195,14 +246,32 @@ def check_claimed_curve(canary: str, analysis: str, config: TrainingConfig) -> N
 def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_run: Evidence):
     """The run's claimed profile for the f-DP test's curve check (:func:`tests_claimed_curve`, else None): tsdp's
     sound accountant (an **upper** bound on the correct loop's δ(ε)) of ``config`` over the steps the optimizer
-    took."""
+    took.
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+        config: The claimed configuration.
+        first_run: The first run's evidence (its steps).
+
+    Returns:
+        The claimed profile (:func:`attacks.canary.gradient.sound_profile`), or None when the curve is not tested.
+    """
     return sound_profile(config, first_run.steps) if tests_claimed_curve(canary, analysis) else None
 
 
 def analyses_of(canary: str, analysis: str) -> tuple:
     """The analyses the certifier of ``analysis`` runs for ``canary`` canaries (their shares of the level are fixed by
     these names): what a plan assumes. "fdp": the f-DP test's analyses, gradient canaries adding the claimed curve
-    (:func:`claimed_profile`); "steinke": Steinke et al.'s bound alone."""
+    (:func:`claimed_profile`); "steinke": Steinke et al.'s bound alone.
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+
+    Returns:
+        The analyses' names.
+    """
     if analysis == "steinke":
         return ("steinke",)
     return ("dp", "gdp", "steinke") + (("claimed",) if tests_claimed_curve(canary, analysis) else ())
@@ -210,7 +279,17 @@ def analyses_of(canary: str, analysis: str) -> tuple:
 
 def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
     """The guess sets of m canaries that the certifier of ``analysis`` tests (what its plan counts): the f-DP test's
-    :func:`attacks.canary.one_run.guess_grid`, or Steinke et al.'s :func:`attacks.canary.steinke_bound.guess_sets`."""
+    :func:`attacks.canary.one_run.guess_grid`, or Steinke et al.'s :func:`attacks.canary.steinke_bound.guess_sets`.
+
+    Args:
+        analysis: "fdp" or "steinke".
+
+    Returns:
+        The function of m giving the guess sets.
+
+    Raises:
+        ConfigError: An unknown analysis.
+    """
     return guess_sets if _certifier(analysis) is CERTIFIERS["steinke"] else guess_grid
 
 
@@ -224,7 +303,24 @@ def training_audit(canary: str, analysis: str, runs: Sequence[Evidence], config:
     (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
     canaries than parameters: its power at the claim), and the noise, clipping and sampling tests of every run
     (:mod:`attacks.canary.mechanism`, pooled over the runs), whose failure is a violation too. ``engine``: how the
-    multi-run engine ran them (:func:`attacks.canary.runs.run_many`; None: one run here)."""
+    multi-run engine ran them (:func:`attacks.canary.runs.run_many`; None: one run here).
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+        runs: The runs' evidence, in run order.
+        config: The claimed configuration.
+        delta: δ.
+        confidence: The confidence.
+        epsilon: The claimed ε (None: none).
+        seed: The seed of the ideal audit.
+        spike: The spikes' size (reported for spike canaries).
+        data_canaries: The data canaries given.
+        engine: How the multi-run engine ran the runs (None: one run here).
+
+    Returns:
+        The :class:`~attacks.canary.audit_result.TrainingAudit`.
+    """
     certifier = _certifier(analysis)
     first = runs[0]
     bound = certify_evidence(first if len(runs) == 1 else pool(runs), delta, confidence, certifier=certifier,
@@ -249,7 +345,14 @@ def _certifier(analysis: str):
 
 
 def as_series(data: Union[SeriesData, Sequence]) -> SeriesData:
-    """``data`` as :class:`SeriesData` (a sequence of 1-D arrays is copied as float64)."""
+    """``data`` as :class:`SeriesData` (a sequence of 1-D arrays is copied as float64).
+
+    Args:
+        data: A :class:`SeriesData` or a sequence of 1-D arrays.
+
+    Returns:
+        The :class:`SeriesData`.
+    """
     return data if isinstance(data, SeriesData) else SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in data))
 
 
