@@ -155,6 +155,12 @@ def participation_rate(config: TrainingConfig) -> float:
     Top level: ρ = N'/N for WOR and Poisson, 1/steps per epoch for deterministic and shuffled
     iteration (one step per epoch holds the sequence); bottom level: λ r (WR) or k q (Poisson);
     pooled windows: k Λ / N_tot.
+
+    Args:
+        config: The batching.
+
+    Returns:
+        E[K_t].
     """
     if config.top == Top.POOLED:
         return float(config.k * config.batch_size / config.n_windows_total)
@@ -166,14 +172,32 @@ def participation_rate(config: TrainingConfig) -> float:
 def likelihood_ratio(z: np.ndarray, sigma: float, rate: float) -> np.ndarray:
     """Σ_t log(1 - p + p exp(μ z_t - μ²/2)) per canary from (steps, m) observations z in noise units, μ = 1/σ:
     the log-likelihood ratio of the subsampled Gaussian mechanism (participation probability p = ``rate``)
-    against its null (σ = 0 is read as a tiny σ)."""
+    against its null (σ = 0 is read as a tiny σ).
+
+    Args:
+        z: (steps, m) observations in noise units.
+        sigma: σ.
+        rate: The participation probability p.
+
+    Returns:
+        (m,) log-likelihood ratios.
+    """
     mu = 1.0 / max(sigma, 1e-3)
     p = min(max(rate, 1e-12), 1.0)
     return np.logaddexp(np.log1p(-p) if p < 1 else -np.inf, np.log(p) + mu * z - mu * mu / 2).sum(axis=0)
 
 
 def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.ndarray:
-    """:func:`likelihood_ratio` of (steps, m) projections standardised per step (module docstring, ``mixture``)."""
+    """:func:`likelihood_ratio` of (steps, m) projections standardised per step (module docstring, ``mixture``).
+
+    Args:
+        projections: (steps, m) projections.
+        sigma: σ.
+        rate: The participation probability.
+
+    Returns:
+        (m,) scores.
+    """
     if projections.shape[0] == 0:
         return np.zeros(projections.shape[1])
     y = projections - np.median(projections, axis=0, keepdims=True)
@@ -184,7 +208,17 @@ def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.nda
 def canary_directions(m: int, d: int, seed: int, step: int = 0) -> torch.Tensor:
     """(m, d) unit canary directions (float64, CPU) from ``seed``: uniformly random orthonormal when m ≤ d (the Q of a
     Gaussian matrix, signs fixed by R's diagonal; the same at every step), i.i.d. uniform unit vectors of ``step``
-    otherwise (module docstring)."""
+    otherwise (module docstring).
+
+    Args:
+        m: The canaries.
+        d: The dimensions.
+        seed: The seed.
+        step: The step (only for m > d).
+
+    Returns:
+        (m, d) unit directions.
+    """
     if m > d:
         seed = int(np.random.SeedSequence([seed, step]).generate_state(1, np.uint64)[0] >> np.uint64(1))
     g = torch.Generator(device="cpu").manual_seed(seed)
@@ -305,7 +339,19 @@ def participation_probability(config: TrainingConfig, steps: int, seed: int = 0)
     replica-steps; q grows with the steps, so fewer steps only lower it), stopping once every one has taken part.
     ConfigError naming ``steps`` when one epoch's draw would exceed :data:`MAX_DIRECTION_ENTRIES` entries.
     What a plan of an audit of a training without noise needs (:func:`attacks.canary.planning.flag_rate`): a
-    canary that takes part in no step leaves no mark on any output."""
+    canary that takes part in no step leaves no mark on any output.
+
+    Args:
+        config: The batching.
+        steps: The training steps.
+        seed: The simulation's seed.
+
+    Returns:
+        The lower bound on q.
+
+    Raises:
+        ConfigError: Naming ``steps`` when one epoch's draw is too large.
+    """
     from scipy.stats import beta
 
     part = Participation(config, PARTICIPATION_SAMPLE, np.random.default_rng(seed),
@@ -334,7 +380,22 @@ def best_canaries(config: TrainingConfig, steps: int, parameters: int, delta: fl
     audits) is largest: more canaries certify more only while they do not drown each other. ``candidates``
     default: d / 8, d / 4, d / 2, d, 2d, 4d (at least 2, at most what :data:`MAX_DIRECTION_ENTRIES` holds).
     Returns {"canaries": best m per run, "epsilon_ideal": its mean, "table": {m: mean}} (a plan of the audit's
-    power, not a bound)."""
+    power, not a bound).
+
+    Args:
+        config: The claimed batching and σ.
+        steps: The training steps of a run.
+        parameters: The trainable parameters d.
+        delta: δ.
+        confidence: The audit's confidence.
+        runs: The runs R.
+        certifier: The one-run analysis (default the f-DP test).
+        seed: The seed of the ideal audits.
+        candidates: The canaries per run tried.
+
+    Returns:
+        ``{"canaries", "epsilon_ideal", "table"}``.
+    """
     d = parameters
     if candidates is None:
         candidates = [d // 8, d // 4, d // 2, d, 2 * d, 4 * d]

@@ -38,7 +38,14 @@ Z_BINS = 4096
 
 
 def reads_epoch_maxima(construction: Construction) -> bool:
-    """True when the audit of ``construction`` reads epoch maxima (its scheme hides the changed sequence's step)."""
+    """True when the audit of ``construction`` reads epoch maxima (its scheme hides the changed sequence's step).
+
+    Args:
+        construction: The built construction.
+
+    Returns:
+        Whether its audit reads epoch maxima.
+    """
     return construction.config.top in HIDDEN_POSITION_TOP
 
 
@@ -99,6 +106,15 @@ def epoch_max_reading(theorem: str, config: TrainingConfig, steps: int, offset: 
 
     Lower-bound direction: the laws are those of a post-processing (the max) of the real mechanism's output.
     ``offset``: the construction's centring (Σ of a step's gradients without the marked window, units of C).
+
+    Args:
+        theorem: The construction's theorem.
+        config: Its configuration (shuffled top level).
+        steps: The training steps.
+        offset: The construction's centring.
+
+    Returns:
+        The :class:`EpochMaxReading`.
     """
     m = config.steps_per_epoch
     whole, part = divmod(int(steps), m)
@@ -111,7 +127,15 @@ def epoch_max_reading(theorem: str, config: TrainingConfig, steps: int, offset: 
 
 
 def reading_of(construction: Construction, steps: int) -> EpochMaxReading:
-    """:func:`epoch_max_reading` of a built construction."""
+    """:func:`epoch_max_reading` of a built construction.
+
+    Args:
+        construction: The built construction.
+        steps: The training steps.
+
+    Returns:
+        Its :class:`EpochMaxReading`.
+    """
     return epoch_max_reading(construction.theorem, construction.config, int(steps), float(construction.offset))
 
 
