@@ -14,7 +14,7 @@ from typing import Dict, Optional
 
 from tsdp.verify.json_data import Record, record_dict
 
-from tsdp.attacks.montecarlo.shards import ExecutorRun
+from tsdp.attacks.montecarlo.counts import ExecutorRun
 
 from .certified import ScoreResult
 from .data_span import DataPart
@@ -98,7 +98,7 @@ class GradientRun(OptimizerFacts):
     Attributes:
         parameters: the trainable parameters d.
         epsilon_ideal: the same audit's certified ε on the claimed mechanism itself (its power at the claim; not a
-            bound on the training, :func:`attacks.canary.gradient.ideal_epsilon`).
+            bound on the training, :func:`attacks.canary.ideal.ideal_epsilon`).
         mechanism: the noise and clipping tests, pooled over the runs (``mechanism_failed`` in the JSON form: any
             failed).
     """

@@ -37,7 +37,8 @@ from .mechanism import pooled
 from .one_run import guess_grid
 from .steinke_bound import guess_sets
 from .data_span import MAX_ENTRIES
-from .gradient import MAX_DIRECTION_ENTRIES, ideal_epsilon, sound_profile
+from .gradient import MAX_DIRECTION_ENTRIES, sound_profile
+from .ideal import ideal_epsilon
 from .time_limit import check_can_limit, check_timeout
 from .guarded_calls import TimeLimitError, UserFunctionError, _check_arity
 from .training_runs import CANARIES, SPIKE_SCORES, GradientRunEvidence, make_task, spike_evidence, window_evidence
@@ -300,7 +301,7 @@ def training_audit(canary: str, analysis: str, runs: Sequence[Evidence], config:
     :func:`attacks.canary.evidence.pool`) by the certifier of ``analysis``, a **lower** bound on ε at ``delta``, with
     what the audit saw: for gradient canaries a :class:`GradientRun` (the first run's optimizer, steps, C and gradient
     scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
-    (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
+    (:func:`attacks.canary.ideal.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
     canaries than parameters: its power at the claim), and the noise, clipping and sampling tests of every run
     (:mod:`attacks.canary.mechanism`, pooled over the runs), whose failure is a violation too. ``engine``: how the
     multi-run engine ran them (:func:`attacks.canary.runs.run_many`; None: one run here).

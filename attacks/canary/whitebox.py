@@ -11,7 +11,7 @@ on the loop's event-level ε at δ, compared with the sound ε the loop's accoun
 
 Measured (m = 1000, one run, seed 0, SGD 0.05, simple-ff, 10 epochs, δ = 1e-5, 95%, the f-DP
 certifier with Steinke's baseline; ``epsilon_ideal`` is the same audit on the claimed mechanism
-itself, :func:`attacks.canary.gradient.ideal_epsilon`):
+itself, :func:`attacks.canary.ideal.ideal_epsilon`):
 
 * default configuration (N = 320, L = 20, Λ = 32, WOR/WR, 100 steps): σ calibrated to sound
   ε = 2 (σ 1.489) or 8 (σ 0.937) certifies 0 / 0 (ratio 0; AUC 0.54 / 0.54), and the ideal audit
@@ -40,7 +40,8 @@ from tsdp.attacks.montecarlo.shards import threads_per_worker
 
 from .audit_result import EngineRun, EvidenceBound
 from .evidence import Certifier, certify_evidence, fdp
-from .gradient import CanaryEvidence, GradientCanaries, ideal_epsilon, sound_profile
+from .gradient import CanaryEvidence, GradientCanaries, sound_profile
+from .ideal import ideal_epsilon
 from .runs import run_many
 
 
@@ -97,7 +98,7 @@ class LoopAudit(EvidenceBound):
         epsilon_sound: the loop's sound accountant's ε of a run (an **upper** bound).
         engine: how the multi-run engine ran the runs.
         epsilon_ideal: the same audit's certified ε on the claimed mechanism itself (its power at the claim,
-            :func:`attacks.canary.gradient.ideal_epsilon`).
+            :func:`attacks.canary.ideal.ideal_epsilon`).
     """
 
     runs: int
@@ -111,7 +112,7 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
                confidence: float = 0.95, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
                certifier: Certifier = fdp, progress: bool = False) -> LoopAudit:
     """R = ``runs`` runs of ``task`` pooled and certified (module docstring), with ``epsilon_ideal`` (the same audit
-    on the claimed mechanism itself, :func:`attacks.canary.gradient.ideal_epsilon`: its power).
+    on the claimed mechanism itself, :func:`attacks.canary.ideal.ideal_epsilon`: its power).
 
     Args:
         task: One run of tsdp's loop with gradient canaries.

@@ -45,10 +45,9 @@ import torch
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_int
 from tsdp.theorems.errors import MissingExtraError
 from tsdp.verify.cpus import available_cpus
-from tsdp.verify.json_data import Record
 
 from .constructions import build, pair_numeric
-from .counts import ShardStats
+from .counts import ExecutorRun, ShardStats
 from .planted import planted_loop
 from .processes import end
 from .shuffled import reading_of, reads_epoch_maxima
@@ -217,31 +216,6 @@ def _units_wrapped(wrap: Callable[[Callable], Callable]):
     """Within the block (a context manager), :func:`run_shards` runs ``wrap(shard_fn)`` in place of ``shard_fn``
     (fault-injection tests: a unit that fails once, or kills its worker, must change no result)."""
     return _holding(_UNIT_WRAPPER, wrap)
-
-
-@dataclass(frozen=True)
-class ExecutorRun(Record):
-    """How :func:`run_shards` ran (its ``info``, as a dict, is this record's JSON form).
-
-    Attributes:
-        executor: ``in-process``, ``processes`` or ``dask``.
-        workers: the local worker processes asked for.
-        cluster: the Dask scheduler's address (None: none).
-        shards_planned: the shards planned.
-        shards_run: the shards that finished.
-        retries: shards re-run after a failure.
-        stopped_early: the stop rule ended the run before every shard.
-        seconds: the engine's wall-clock seconds.
-    """
-
-    executor: str
-    workers: int
-    cluster: Optional[str]
-    shards_planned: int
-    shards_run: int
-    retries: int
-    stopped_early: bool
-    seconds: float
 
 
 class ShardError(RuntimeError):
@@ -584,5 +558,5 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     return tracker.results, info.as_dict()
 
 
-__all__ = ["Aborted", "DEFAULT_SHARD_SIZE", "ExecutorRun", "ShardError", "ShardSpec", "plan_shards",
+__all__ = ["Aborted", "DEFAULT_SHARD_SIZE", "ShardError", "ShardSpec", "plan_shards",
            "run_shard", "run_shards", "threads_per_worker", "torch_seed", "worker_pool"]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tsdp.attacks.canary.gradient import best_canaries, ideal_evidence
+from tsdp.attacks.canary.ideal import best_canaries, ideal_evidence
 from tsdp.theorems.config import TrainingConfig
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

@@ -330,7 +330,8 @@ def test_ideal_evidence_is_the_claimed_mechanism():
     """ideal_evidence's sum score is Σ_t ([i included] K_{t,i} / σ + N(0, 1)): for 4000 canaries over 40 steps the
     standardised residual (sum - [included] K / σ) / √steps has mean 0 and variance 1 (4-SE bands: false-failure
     rate below 1e-4); the participations follow the scheme (their mean is steps · participation_rate)."""
-    from tsdp.attacks.canary.gradient import ideal_evidence, participation_rate
+    from tsdp.attacks.canary.gradient import participation_rate
+    from tsdp.attacks.canary.ideal import ideal_evidence
 
     config = CONFIG.with_(sigma=0.5)
     e = ideal_evidence(config, 4000, 40, seed=1)
@@ -344,7 +345,7 @@ def test_cli_reports_the_power_at_the_claim(capsys, monkeypatch, tmp_path):
     """`audit-fn` with gradient canaries prints the same audit's certified ε on the claimed mechanism itself
     (ideal_epsilon with the run's canaries and steps) and says when a bound near 0 says little (a loop that is
     exactly the claimed σ = 4 with 40 canaries: both near 0)."""
-    from tsdp.attacks.canary.gradient import ideal_epsilon
+    from tsdp.attacks.canary.ideal import ideal_epsilon
     from tsdp.cli.main import main
 
     (tmp_path / "power_mod.py").write_text(

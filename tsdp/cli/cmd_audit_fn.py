@@ -152,9 +152,9 @@ def _participation(args):
 
 def _best_canaries(args, delta: float, confidence: float) -> dict:
     """``--plan --steps T --parameters d`` (gradient canaries): the canaries per run that certify most on the claimed
-    mechanism, their cross-talk included (:func:`attacks.canary.gradient.best_canaries`)."""
+    mechanism, their cross-talk included (:func:`attacks.canary.ideal.best_canaries`)."""
     from tsdp.attacks.canary.evidence import CERTIFIERS
-    from tsdp.attacks.canary.gradient import best_canaries
+    from tsdp.attacks.canary.ideal import best_canaries
 
     return best_canaries(config_from_args(args), args.steps, args.parameters, delta, confidence, runs=args.runs,
                          certifier=CERTIFIERS[args.analysis], seed=args.seed)
