@@ -40,10 +40,10 @@ windows; T13 covers one), never a ``violation``.
 from __future__ import annotations
 
 import contextvars
-import functools
 import math
 import time
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -54,44 +54,189 @@ from tsdp.verify.cpus import check_workers
 from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import compositions, training_event
+from tsdp.verify.json_data import Record, noted
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 from tsdp.training.step import check_noise_std
 
-from .bracket import attained_bracket
+from .bracket import AttainedBracket, attained_bracket
 from .constructions import Construction, build, pair_numeric
-from .counts import merge
-from .design import design_test, epoch_max_law, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
-from .sequential import SequentialTest
-from .shuffled import epoch_max_reading, reading_of, reads_epoch_maxima
+from .counts import ExecutorRun, merge
+from .design import EPOCH_MAX, Design, plan_tests, y_edges_of
+from .fit import GoodnessOfFit
+from .sequential import SequentialSummary, SequentialTest
+from .shuffled import reading_of, reads_epoch_maxima
 from .shards import (DEFAULT_SHARD_SIZE, _holding, check_cluster, check_plan, plan_shards, run_shards, threads_per_worker,
                      worker_pool)
-from .results import AuditResult, AuditRun, AuditStatistics, ProfilePoint, StoppedTest, Theory
-from .statistics import (binned_goodness_of_fit, choose_profile_tests, fixed_test_bound,
+from .statistics import (TestBound, binned_goodness_of_fit, choose_profile_tests, fixed_test_bound,
                          profile_lower_bounds, split_test_bound)
 from .trials import resolve_device
 
 PROFILE_EPSILONS = tuple(0.5 * i for i in range(41))  # ε grid (≤ ε_sound used) of the sound profile the violation test checks
 DEFAULT_ALPHAS = tuple(float(math.exp(e)) for e in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
 THRESHOLDS = ("theory", "split")
-EPOCH_MAX = "epoch-max"
-"""First entry of a :func:`plan_tests` key whose statistic is read through epoch maxima (shuffled iteration)."""
-
-Y_BINS = 4096
 
 
-def y_edges_of(pair_num) -> np.ndarray:
-    """Histogram edges of the one-step update: the pair's means ± 8σ in ``Y_BINS`` bins (plus under/overflow).
+@dataclass(frozen=True)
+class StoppedTest(Record):
+    """The ε bound of a sequential audit that stopped at a violating checkpoint: the violation test's certified value
+    there (a **lower** bound); no single test was chosen, so threshold, union value and counts are null.
 
-    Args:
-        pair_num: The construction's numeric pair (means and weights of both worlds, σ).
-
-    Returns:
-        The ``Y_BINS + 1`` edges.
+    Attributes:
+        value: the certified ε lower bound at the stopping checkpoint.
+        n_positive: trials of the positive world merged there.
+        n_negative: trials of the negative world merged there.
     """
-    a, _, b, _, sigma = pair_num
-    means = np.concatenate([a, b])
-    return np.linspace(means.min() - 8 * sigma, means.max() + 8 * sigma, Y_BINS + 1)
+
+    value: float
+    threshold: None = None
+    side: str = "sequential"
+    union_value: None = None
+    true_positives: None = None
+    false_positives: None = None
+    n_positive: int = 0
+    n_negative: int = 0
+
+
+@dataclass(frozen=True)
+class AuditRun(ExecutorRun):
+    """How an audit's shards ran (:class:`attacks.montecarlo.shards.ExecutorRun`, both worlds' shards; stopped early:
+    by the sequential test) and the audit's plan.
+
+    Attributes:
+        shard_size: trials of one world per shard.
+        trials_run: trials per world the bounds used.
+        edges: the statistic histogram's edges.
+    """
+
+    shard_size: int
+    trials_run: int
+    edges: int
+
+
+@dataclass(frozen=True)
+class AuditStatistics:
+    """What the trials certify (:func:`attacks.montecarlo.audit.audit_statistics`); every bound a **lower** bound.
+
+    Attributes:
+        test: the ε lower bound at δ (probability ≥ confidence).
+        h_lower: lower bounds on H_α per α (pointwise confidence).
+        gof: the goodness of fit of the observed outputs to the construction's law.
+        run: how the shards ran.
+        violation_test: the violation test's verdict (None without ε_sound).
+        design: the test fixed before sampling (None: chosen on a selection split).
+    """
+
+    test: Union[TestBound, StoppedTest]
+    h_lower: np.ndarray
+    gof: GoodnessOfFit
+    run: AuditRun
+    violation_test: Optional[SequentialSummary]
+    design: Optional[Design]
+
+
+RATIO_UNDEFINED = "null: undefined, the attained ε is 0"
+"""What a NaN ``ratio`` (lower / attained with attained ε = 0) means, beside its JSON null and in human output."""
+
+
+@dataclass(frozen=True)
+class ProfilePoint(Record):
+    """The audited H_α at one α.
+
+    Attributes:
+        alpha: α ≥ 1.
+        h_lower: the certified lower bound on H_α (pointwise confidence).
+        h_theory: the sound bound's H_α (an upper bound).
+    """
+
+    alpha: float
+    h_lower: float
+    h_theory: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditResult(Record):
+    """One audit. ``as_dict()`` (or ``to_dict()``) gives the JSON keys of `tsdp audit --json` (and the report's input).
+
+    Attributes:
+        theorem: the audited theorem.
+        config: the configuration the construction ran (its scheme fixed by the theorem).
+        trials: trials per world.
+        steps: training steps per trial.
+        compositions: the compositions those steps are.
+        delta: the δ of the ε values.
+        confidence: the probability with which ``epsilon_lower`` holds.
+        epsilon_lower: the certified ε lower bound (a **lower** bound on the true ε).
+        epsilon_sound: the sound bound's composed ε (an upper bound).
+        epsilon_attained: the construction pair's composed ε (what a perfect attack attains).
+        ratio: epsilon_lower / epsilon_attained (NaN where the attained ε is 0: null with ``ratio_note``).
+        gof_pvalue: the goodness of fit's combined p-value.
+        profile: the certified H_α next to the sound one, per α.
+        sound_theorem: the sound bound's theorem.
+        attained_pair: the pair whose composed ε is ``epsilon_attained``.
+        violation: a certified violation of the sound claim (a privacy bug); never where the sound bound does not
+            cover the audited relation.
+        gof: the goodness of fit.
+        test: the test that certified ``epsilon_lower``.
+        device: the torch device.
+        seconds: wall-clock seconds from the theory to the result.
+        design: the test fixed before sampling (None: split mode).
+        violation_test: the violation test's verdict.
+        run: how the shards ran.
+        attained_bracket: the attained ε bracketed by the two discretisations, and the composition gap.
+        sound_exceeded: the violation test's verdict whatever the relation.
+        relation_note: why an exceeded sound bound is no violation (None: it covers the relation).
+    """
+
+    theorem: str
+    config: TrainingConfig
+    trials: int
+    steps: int
+    compositions: int
+    delta: float
+    confidence: float
+    epsilon_lower: float
+    epsilon_sound: float
+    epsilon_attained: float
+    ratio: float = noted(RATIO_UNDEFINED)
+    gof_pvalue: float
+    profile: List[ProfilePoint]
+    sound_theorem: str
+    attained_pair: str
+    violation: bool
+    gof: GoodnessOfFit
+    test: Union[TestBound, StoppedTest]
+    device: str
+    seconds: float
+    design: Optional[Design]
+    violation_test: Optional[SequentialSummary]
+    run: AuditRun
+    attained_bracket: AttainedBracket
+    sound_exceeded: bool
+    relation_note: Optional[str]
+
+    def to_dict(self) -> dict:
+        """The JSON form (:meth:`as_dict`).
+
+        Returns:
+            The dict `tsdp audit --json` prints.
+        """
+        return self.as_dict()
+
+
+@dataclass(frozen=True)
+class Theory:
+    """What the accountant says of an audited construction (:func:`attacks.montecarlo.audit.theory`).
+
+    Attributes:
+        epsilon_sound: the sound bound's composed ε at δ (an upper bound).
+        epsilon_attained: the construction pair's composed ε at δ (a lower bound: what a perfect attack attains).
+        h_theory: the sound H_α per α (an upper bound).
+    """
+
+    epsilon_sound: float
+    epsilon_attained: float
+    h_theory: np.ndarray
 
 
 _SAMPLER = contextvars.ContextVar("tsdp_audit_sampler", default=None)
@@ -188,56 +333,6 @@ def audit_statistics(construction: Construction, *, trials: int, steps: int, del
     return AuditStatistics(test=test, h_lower=h_lower, gof=gof,
                            run=AuditRun(**run, shard_size=shard_size, trials_run=p.trials, edges=len(edges)),
                            violation_test=seq.summary() if seq is not None else None, design=design)
-
-
-@functools.lru_cache(maxsize=32)
-def plan_tests(pair_key: tuple, steps: int, trials: int, delta: float, confidence: float, alphas: tuple,
-               theory: bool, sequential_logs: Optional[tuple]):
-    """(design, H_α tests, sequential tests, histogram edges) of an audit, all fixed before sampling.
-
-    ``pair_key``: the pair's numeric arrays as tuples (cached: repeated audits of one construction
-    design once), or ``(EPOCH_MAX, theorem, config, steps, offset)`` for a shuffled construction read
-    through its epoch maxima (:mod:`attacks.montecarlo.shuffled`). ``theory``: design the ε and H_α tests from
-    the statistic's law (else None: split mode).
-    ``sequential_logs``: log α of the sound profile's points the violation test checks (None: no test; an
-    entry None adds the designed test to the violation test's family).
-
-    Args:
-        pair_key: The pair's numeric arrays as tuples, or the epoch-max key.
-        steps: Compositions per trial (epoch-max: training steps).
-        trials: Trials per world.
-        delta: The δ of the ε test.
-        confidence: The audit's confidence.
-        alphas: The α grid of the H_α tests.
-        theory: Design the tests from the statistic's law (else split mode).
-        sequential_logs: log α of the violation test's profile points (None: no violation test).
-
-    Returns:
-        (design, H_α tests, sequential tests, histogram edges).
-    """
-    if pair_key[0] == EPOCH_MAX:
-        law = epoch_max_law(epoch_max_reading(*pair_key[1:]).laws)
-    else:
-        num = tuple(np.asarray(x, dtype=float) for x in pair_key[:4]) + (float(pair_key[4][0]),)
-        law = statistic_law(num, steps)
-    design, profile_tests, extra = None, None, []
-    if theory:
-        design = design_test(law, trials, delta, confidence)
-        profile_tests = profile_thresholds(law, alphas, trials, confidence)
-        extra = [design.threshold] + [t for t, _ in profile_tests]
-    seq_tests = []
-    if sequential_logs is not None:  # tail thresholds, the pair's likelihood-ratio tests at each α, the estimate's
-        logs = [x for x in sequential_logs if x is not None]
-        seq_tests = tail_thresholds(law) + [(float(t), s) for t in _snap(law, logs) for s in ("upper", "lower")]
-        if design is not None and None in sequential_logs:
-            seq_tests.append((design.threshold, design.side))
-    return design, profile_tests, seq_tests, histogram_edges(law, extra + [t for t, _ in seq_tests])
-
-
-def _snap(law, values) -> np.ndarray:
-    """The law's midpoint thresholds nearest to ``values`` (unique)."""
-    t = law.thresholds
-    return np.unique(t[np.clip(np.searchsorted(t, values), 0, len(t) - 1)])
 
 
 def _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers) -> List[float]:
@@ -381,5 +476,5 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     )
 
 
-__all__ = ["AuditResult", "AuditRun", "AuditStatistics", "ProfilePoint", "StoppedTest", "Theory", "audit",
+__all__ = ["EPOCH_MAX", "RATIO_UNDEFINED", "AuditResult", "AuditRun", "AuditStatistics", "ProfilePoint", "StoppedTest", "Theory", "audit",
            "audit_statistics", "plan_tests", "theory", "y_edges_of", "DEFAULT_ALPHAS", "THRESHOLDS"]

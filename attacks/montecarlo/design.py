@@ -23,8 +23,9 @@ approximation (grid spacing ``h`` on L) used for choosing, never for certifying.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 from scipy import stats
@@ -32,6 +33,7 @@ from scipy import stats
 from tsdp.theorems.hidden_position import HiddenPositionEpoch
 from tsdp.verify.json_data import Record
 
+from .shuffled import epoch_max_reading
 from .statistics import EQUAL_SPLIT, cp_lower, cp_upper, error_split, log_likelihood_ratio, mixture_cdf
 
 Y_CELLS_MAX = 1 << 22   # cells of the y grid of the one-step law
@@ -374,6 +376,76 @@ def histogram_edges(law: StatisticLaw, extra: Sequence[float] = (), n_edges: int
     return np.unique(np.concatenate([*picks, np.asarray(list(extra), dtype=float)]))
 
 
-__all__ = ["Design", "EPOCH_MAX_CELL", "StatisticLaw", "composed_law", "design_test", "epoch_max_law",
+EPOCH_MAX = "epoch-max"
+"""First entry of a :func:`plan_tests` key whose statistic is read through epoch maxima (shuffled iteration)."""
+
+Y_BINS = 4096
+
+
+def y_edges_of(pair_num) -> np.ndarray:
+    """Histogram edges of the one-step update: the pair's means ± 8σ in ``Y_BINS`` bins (plus under/overflow).
+
+    Args:
+        pair_num: The construction's numeric pair (means and weights of both worlds, σ).
+
+    Returns:
+        The ``Y_BINS + 1`` edges.
+    """
+    a, _, b, _, sigma = pair_num
+    means = np.concatenate([a, b])
+    return np.linspace(means.min() - 8 * sigma, means.max() + 8 * sigma, Y_BINS + 1)
+
+
+@functools.lru_cache(maxsize=32)
+def plan_tests(pair_key: tuple, steps: int, trials: int, delta: float, confidence: float, alphas: tuple,
+               theory: bool, sequential_logs: Optional[tuple]):
+    """(design, H_α tests, sequential tests, histogram edges) of an audit, all fixed before sampling.
+
+    ``pair_key``: the pair's numeric arrays as tuples (cached: repeated audits of one construction
+    design once), or ``(EPOCH_MAX, theorem, config, steps, offset)`` for a shuffled construction read
+    through its epoch maxima (:mod:`attacks.montecarlo.shuffled`). ``theory``: design the ε and H_α tests from
+    the statistic's law (else None: split mode).
+    ``sequential_logs``: log α of the sound profile's points the violation test checks (None: no test; an
+    entry None adds the designed test to the violation test's family).
+
+    Args:
+        pair_key: The pair's numeric arrays as tuples, or the epoch-max key.
+        steps: Compositions per trial (epoch-max: training steps).
+        trials: Trials per world.
+        delta: The δ of the ε test.
+        confidence: The audit's confidence.
+        alphas: The α grid of the H_α tests.
+        theory: Design the tests from the statistic's law (else split mode).
+        sequential_logs: log α of the violation test's profile points (None: no violation test).
+
+    Returns:
+        (design, H_α tests, sequential tests, histogram edges).
+    """
+    if pair_key[0] == EPOCH_MAX:
+        law = epoch_max_law(epoch_max_reading(*pair_key[1:]).laws)
+    else:
+        num = tuple(np.asarray(x, dtype=float) for x in pair_key[:4]) + (float(pair_key[4][0]),)
+        law = statistic_law(num, steps)
+    design, profile_tests, extra = None, None, []
+    if theory:
+        design = design_test(law, trials, delta, confidence)
+        profile_tests = profile_thresholds(law, alphas, trials, confidence)
+        extra = [design.threshold] + [t for t, _ in profile_tests]
+    seq_tests = []
+    if sequential_logs is not None:  # tail thresholds, the pair's likelihood-ratio tests at each α, the estimate's
+        logs = [x for x in sequential_logs if x is not None]
+        seq_tests = tail_thresholds(law) + [(float(t), s) for t in _snap(law, logs) for s in ("upper", "lower")]
+        if design is not None and None in sequential_logs:
+            seq_tests.append((design.threshold, design.side))
+    return design, profile_tests, seq_tests, histogram_edges(law, extra + [t for t, _ in seq_tests])
+
+
+def _snap(law, values) -> np.ndarray:
+    """The law's midpoint thresholds nearest to ``values`` (unique)."""
+    t = law.thresholds
+    return np.unique(t[np.clip(np.searchsorted(t, values), 0, len(t) - 1)])
+
+
+__all__ = ["EPOCH_MAX", "Y_BINS", "Design", "plan_tests", "y_edges_of", "EPOCH_MAX_CELL", "StatisticLaw", "composed_law", "design_test", "epoch_max_law",
            "histogram_edges", "law_spacing", "one_step_law",
            "profile_thresholds", "statistic_law", "summed_law", "tail_thresholds"]
