@@ -28,6 +28,7 @@ import numpy as np
 from scipy import special
 
 from tsdp.attacks.canary import fdp_bound as F
+from tsdp.attacks.canary import tradeoff
 from tsdp.attacks.canary import steinke_bound
 
 ANALYSES = ("fdp_grid", "fdp_dp", "fdp_prior", "steinke")
@@ -63,7 +64,7 @@ def prior_set(family: str, mu: float, m: int, delta: float, significance: float,
     if family == "steinke":
         values = steinke_bound.epsilon_lower_bound(m, k, expected, delta, significance)
     else:
-        values = F.largest_rejected(F._inverse(family, delta), m, k, expected, significance, F.MU_MAX)
+        values = F.largest_rejected(tradeoff._inverse(family, delta), m, k, expected, significance, F.MU_MAX)
     return int(np.argmax(values))
 
 

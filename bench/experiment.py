@@ -14,17 +14,18 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import numpy as np
+from tsdp.verify.json_data import Record
 
 GOAL_SECONDS = 600.0
 ESTIMATE_GOAL = 1.5
 
 
 @dataclass(frozen=True)
-class SeriesShape:
+class SeriesShape(Record):
     """A synthetic data set's shape: series, values per series, rolling test windows, season, forecast length."""
 
     series: int
@@ -32,9 +33,6 @@ class SeriesShape:
     windows: int
     season: int = 24
     forecast_length: int = 24
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 ELECTRICITY = SeriesShape(321, 26_304, 7)

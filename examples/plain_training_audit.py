@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from tsdp.attacks.canary.fdp_bound import plan
+from tsdp.attacks.canary.planning import plan
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import CANARIES, analyses_of, audit_training
 from tsdp.bench.planted_opacus import CONFIG, DATA, DELTA, STEPS, claimed_epsilon, squared_error

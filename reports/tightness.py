@@ -176,7 +176,8 @@ def brackets(config: TrainingConfig, *, quick: bool = False) -> list:
             sound = accounting.epsilon(row_cfg, BRACKET_DELTA, steps=BRACKET_STEPS, theorem=sound_id,
                                        discretization=d).epsilon
             rows.append(dict(attained_bracket(row_cfg, BRACKET_STEPS, BRACKET_DELTA, theorem, epsilon_sound=sound,
-                                              discretization=d), sound_theorem=sound_id, epsilon_sound=sound))
+                                              discretization=d).as_dict(), sound_theorem=sound_id,
+                             epsilon_sound=sound))
     return rows
 
 

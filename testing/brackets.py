@@ -10,9 +10,10 @@ Cached in-process: a grid, a property test and several accountants share them.
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Optional
 
+from tsdp.verify.json_data import Record
 from tsdp.theorems.config import Top, TrainingConfig
 from tsdp.theorems.errors import TheoremError
 from tsdp.verify import accounting
@@ -25,7 +26,7 @@ directions are kept (sound rounds up, attained down), so a coarse grid never mak
 
 
 @dataclass(frozen=True)
-class Reference:
+class Reference(Record):
     """tsdp's bracket for one cell: ``epsilon_attained`` (lower) ≤ true ε ≤ ``epsilon_sound`` (upper).
 
     ``theorem``: the sound bound (None without one); ``construction``: the bound whose pair is
@@ -37,9 +38,6 @@ class Reference:
     epsilon_sound: Optional[float]
     epsilon_attained: Optional[float]
     refused: Optional[str] = None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 @functools.lru_cache(maxsize=4096)

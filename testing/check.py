@@ -172,7 +172,22 @@ def judge_reference(eps: float, ref: Reference, config: TrainingConfig, steps: i
     :mod:`tsdp.testing.verdicts`): unsound below the attained ε (a lower bound), sound at or above the sound ε (an
     upper bound; a value under the sound ε of the check's grid is compared with the sound ε at a ten times finer
     grid, still an upper bound), between otherwise; a value below the sound ε where no attained ε is known is judged
-    on the sound side only; unchecked where tsdp has neither."""
+    on the sound side only; unchecked where tsdp has neither.
+
+    Args:
+        eps: The ε the accountant reported.
+        ref: tsdp's reference for the cell (attained and sound ε).
+        config: The cell's configuration.
+        steps: The training steps.
+        delta: The δ of the ε values.
+        relation: The neighbouring relation the accountant claims.
+        accountant: The accountant's name, for the verdict.
+        claims: What the accountant says it accounts (None: not said).
+        discretization: The PLD grid of the finer sound ε.
+
+    Returns:
+        The :class:`Verdict`.
+    """
     claimed = relation.config(config)
     common = dict(accountant=accountant, config=claimed.as_dict(), steps=steps, delta=delta,
                   relation=relation.as_dict(), relation_text=relation.describe(config), epsilon_reported=eps,

@@ -16,11 +16,6 @@ def _fmt(x) -> str:
     return "-" if x is None else f"{x:.4g}"
 
 
-def _relation(v: dict) -> str:
-    r = v["relation"]
-    return f"{r['w']}-{r['record']}" if r["record"] in ("event", "user") else r["record"]
-
-
 def render(runs: List[dict]) -> str:
     """Markdown of ``runs``: each ``{"relation": name, "report": CheckReport.as_dict()}``; counts per accountant and
     relation, then every unsound cell's sentence, worst first."""

@@ -46,7 +46,19 @@ def section5_cells() -> Tuple[Cell, ...]:
 
 
 def random_cells(n: int, seed: int = 0, steps: int = 100) -> Tuple[Cell, ...]:
-    """``n`` configurations drawn with ``numpy.random.default_rng(seed)`` over :data:`RANDOM_SCHEMES`, λ = 1."""
+    """``n`` configurations drawn with ``numpy.random.default_rng(seed)`` over :data:`RANDOM_SCHEMES`, λ = 1.
+
+    Args:
+        n: How many, 0 to 10000.
+        seed: The seed (≥ 0).
+        steps: The training steps of each cell.
+
+    Returns:
+        The cells.
+
+    Raises:
+        ConfigError: ``n`` or ``seed`` out of range.
+    """
     rng = np.random.default_rng(check_int("seed", seed, 0))
     cells = []
     for _ in range(check_int("random", n, 0, 10_000)):
@@ -76,8 +88,19 @@ def default_grid(random: int = 6, seed: int = 0) -> Tuple[Cell, ...]:
 
 
 def restrict(cells: Tuple[Cell, ...], top: Optional[str] = None, bottom: Optional[str] = None) -> Tuple[Cell, ...]:
-    """The cells whose top / bottom level is ``top`` / ``bottom`` (None: any); ConfigError naming ``top`` or
-    ``bottom`` for a level that does not exist, or when no cell is left."""
+    """The cells whose top / bottom level is ``top`` / ``bottom``.
+
+    Args:
+        cells: The grid.
+        top: The top level kept (None: any).
+        bottom: The bottom level kept (None: any).
+
+    Returns:
+        The cells kept.
+
+    Raises:
+        ConfigError: Naming ``top`` or ``bottom`` for a level that does not exist, or when no cell is left.
+    """
     for name, value, levels in (("top", top, TOP_LEVEL), ("bottom", bottom, BOTTOM_LEVEL)):
         if value is not None and value not in levels:
             raise ConfigError(name, f"must be one of {', '.join(levels)}", value)

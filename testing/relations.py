@@ -16,8 +16,9 @@ relations under which it would have been sound.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from tsdp.verify.json_data import Record
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_int
 
 RECORDS = ("window", "event", "user", "series")
@@ -25,7 +26,7 @@ RECORDS = ("window", "event", "user", "series")
 
 
 @dataclass(frozen=True)
-class Relation:
+class Relation(Record):
     """Substitution of one ``record``: the neighbouring relation an accountant answers for.
 
     Attributes:
@@ -48,12 +49,27 @@ class Relation:
 
     @classmethod
     def of(cls, config: TrainingConfig) -> "Relation":
-        """The relation a configuration states (``config.relation`` over ``config.w`` elements)."""
+        """The relation a configuration states (``config.relation`` over ``config.w`` elements).
+
+        Args:
+            config: The configuration.
+
+        Returns:
+            Its :class:`Relation`.
+        """
         return cls(config.relation, config.w)
 
     @classmethod
     def parse(cls, value, config: TrainingConfig) -> "Relation":
-        """``value`` as a relation: a :class:`Relation`, a record name (w from ``config``), or None: ``config``'s own."""
+        """``value`` as a relation: a :class:`Relation`, a record name (w from ``config``), or None: ``config``'s own.
+
+        Args:
+            value: A :class:`Relation`, a record name, or None.
+            config: The configuration (w, and the relation for None).
+
+        Returns:
+            The :class:`Relation`.
+        """
         if value is None:
             return cls.of(config)
         if isinstance(value, Relation):
@@ -73,6 +89,12 @@ class Relation:
         Event and user level: ``config`` with the relation and w set. Window: one element in one
         window's forecast and no context (k = 1) on the same T, no augmentation (a record-level
         change is not bounded by v). Series: user level over every window of the series (k = T).
+
+        Args:
+            config: The batching.
+
+        Returns:
+            The configuration of this relation.
         """
         if self.record in ("event", "user"):
             return config.with_(relation=self.record, w=self.w)
@@ -82,7 +104,14 @@ class Relation:
         return config.with_(relation="user", w=config.L, sigma_context=0.0, sigma_forecast=0.0)
 
     def describe(self, config: TrainingConfig) -> str:
-        """The relation in words, with the k windows one change touches on ``config``."""
+        """The relation in words, with the k windows one change touches on ``config``.
+
+        Args:
+            config: The batching.
+
+        Returns:
+            The words.
+        """
         k = self.config(config).k
         return {
             "window": "substitution of one window (record = window, k = 1)",
@@ -92,16 +121,21 @@ class Relation:
             "series": f"substitution of one whole series (record = series, k = T = {k} windows)",
         }[self.record]
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 def other_relations(claimed: Relation, config: TrainingConfig):
     """The relations the check names when a value is unsound for ``claimed``: one window and one element (1-event),
     each once, where a change touches fewer windows than the claim's (k). A relation whose change touches as many
     windows or more cannot be the one a value below the claim's attained ε is sound for: its sound ε is at least the
     claim's attained ε on the same batching (the bounds' mixture weights ρ k / T, Binom(k, q) grow with k; a test
-    checks it for T4, T6, T7 and T11)."""
+    checks it for T4, T6, T7 and T11).
+
+    Args:
+        claimed: The relation the accountant claims.
+        config: The batching.
+
+    Returns:
+        The other relations, each once.
+    """
     k = claimed.config(config).k
     for relation in (Relation("window"), Relation("event", 1)):
         if relation != claimed and relation.config(config).k < k:

@@ -15,9 +15,10 @@ conversion of steps into compositions) and both estimates come from ``PldAccount
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
+from tsdp.verify.json_data import Record
 from tsdp.theorems.config import TrainingConfig
 
 from .accountant import ESTIMATES, account, attained_law_name
@@ -26,7 +27,7 @@ from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TA
 
 
 @dataclass(frozen=True)
-class AccountingResult:
+class AccountingResult(Record):
     """One accounting answer for a run of ``steps`` training steps (or ``epochs`` epochs).
 
     ``epsilon`` / ``delta``: the sound value (upper bound, rounded up), None for a lower-bound
@@ -60,9 +61,6 @@ class AccountingResult:
     config: dict = field(default_factory=dict)
     estimates: Tuple[str, ...] = ESTIMATES[:2]
     attained_law: Optional[str] = None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _run(config, theorem, steps, epochs, settings: PldSettings, estimates, delta=None,

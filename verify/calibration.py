@@ -14,9 +14,10 @@ is a σ ≥ σ·(1 - tolerance) whose ε exceeds the target, so σ is within a r
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Optional
 
+from tsdp.verify.json_data import Record
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target
 
 from .accountant import PldAccountant, check_delta
@@ -38,7 +39,7 @@ COARSE_MAX = 1e-2
 
 
 @dataclass(frozen=True)
-class CalibrationResult:
+class CalibrationResult(Record):
     """σ (the smallest admissible to a relative ``tolerance``) and its re-accounted ε.
 
     ``evaluations``: sound accountings at ``discretization`` (every reported number comes from
@@ -64,9 +65,6 @@ class CalibrationResult:
     config: dict = field(default_factory=dict)
     coarse_evaluations: int = 0
     coarse_discretization: Optional[float] = None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float, *, steps: Optional[int] = None,

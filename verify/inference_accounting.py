@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Optional
 
+from tsdp.verify.json_data import Record
 from tsdp.theorems.bounds.inference import T15, InferenceConfig
 from tsdp.theorems.config import ConfigError, check_calibration_target
 
@@ -37,7 +38,7 @@ SIGMA_RANGE = (1e-3, 1e4)  # σ / v searched by calibrate_sigma
 
 
 @dataclass(frozen=True)
-class InferenceAccounting:
+class InferenceAccounting(Record):
     """Sound (upper) and attained (lower) ε at δ, or δ at ε, of ``releases`` releases."""
 
     epsilon: float
@@ -49,9 +50,6 @@ class InferenceAccounting:
     kind: str
     discretization: float
     config: dict
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _check(config) -> InferenceConfig:
@@ -122,7 +120,7 @@ def epsilon_one(config: InferenceConfig, delta: float) -> float:
 
 
 @dataclass(frozen=True)
-class InferenceCalibration:
+class InferenceCalibration(Record):
     """σ (smallest admissible to a relative ``tolerance``) and its sound ε; the rejected σ just below and
     an ε there that exceeds the target (its sound ε, or the exact one-release ε, a lower bound on it);
     ``evaluations`` counts PLD accountings."""
@@ -135,9 +133,6 @@ class InferenceCalibration:
     delta: float
     evaluations: int
     config: dict
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float, *,

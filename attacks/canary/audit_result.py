@@ -9,8 +9,12 @@ facts of a spike audit, the engine of a single run) is absent from it, not null.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Dict, Optional
+
+from tsdp.verify.json_data import Record, record_dict
+
+from tsdp.attacks.montecarlo.counts import ExecutorRun
 
 from .certified import ScoreResult
 from .data_span import DataPart
@@ -18,7 +22,7 @@ from .mechanism import MechanismTests
 
 
 @dataclass(frozen=True)
-class EvidenceBound:
+class EvidenceBound(Record):
     """The pooled canaries' scores certified (Bonferroni over the scores) by a one-run theorem (Steinke, Nasr &
     Jagielski 2023; the f-DP test of Mahloujifar, Melis & Chaudhuri 2025): a **lower** bound on the training's ε at
     event level, holding with probability ≥ ``confidence``, against the claimed ε and curve.
@@ -52,31 +56,21 @@ class EvidenceBound:
         """This class's attributes by name (a subclass's record takes them as keyword arguments)."""
         return {f.name: getattr(self, f.name) for f in fields(EvidenceBound)}
 
-    def as_dict(self) -> dict:
-        """The JSON form: the attributes of this class under their names, each score as its dict."""
-        out = self.bound()
-        out["scores"] = {name: s.as_dict() for name, s in self.scores.items()}
-        return out
 
 
 @dataclass(frozen=True)
-class GradientRun:
-    """What a gradient-canary audit saw of the training (its first run; the mechanism tests of every run).
+class OptimizerFacts(Record):
+    """What a gradient-canary run saw of the user's optimizer.
 
     Attributes:
         optimizer: the class name of the torch optimizer the canaries hooked into.
-        steps: the optimizer steps of the (first) run.
+        steps: the optimizer steps of the run.
         clip: the clipping norm C of the canaries (an Opacus optimizer's ``max_grad_norm``).
         scale: the gradient's scale s (what the loop multiplies the noisy clipped sum by).
         observed: ``gradient`` (scored on the gradient the optimizer stepped on) or ``updates`` (its parameter
             updates, for an optimizer class of its own).
         data_span: why the data's per-window gradients were kept (None: taken off).
         data_part: how the data's part was taken off (None: kept).
-        parameters: the trainable parameters d.
-        epsilon_ideal: the same audit's certified ε on the claimed mechanism itself (its power at the claim; not a
-            bound on the training, :func:`attacks.canary.gradient.ideal_epsilon`).
-        mechanism: the noise and clipping tests, pooled over the runs (``mechanism_failed`` in the JSON form: any
-            failed).
     """
 
     optimizer: str
@@ -86,48 +80,49 @@ class GradientRun:
     observed: str
     data_span: Optional[str]
     data_part: Optional[DataPart]
+
+    def facts(self) -> dict:
+        """This class's attributes by name (a subclass's record takes them as keyword arguments).
+
+        Returns:
+            The seven facts of :class:`OptimizerFacts` by name.
+        """
+        return {f.name: getattr(self, f.name) for f in fields(OptimizerFacts)}
+
+
+@dataclass(frozen=True)
+class GradientRun(OptimizerFacts):
+    """What a gradient-canary audit saw of the training (the :class:`OptimizerFacts` of its first run; the mechanism
+    tests of every run).
+
+    Attributes:
+        parameters: the trainable parameters d.
+        epsilon_ideal: the same audit's certified ε on the claimed mechanism itself (its power at the claim; not a
+            bound on the training, :func:`attacks.canary.ideal.ideal_epsilon`).
+        mechanism: the noise and clipping tests, pooled over the runs (``mechanism_failed`` in the JSON form: any
+            failed).
+    """
+
     parameters: int
     epsilon_ideal: float
     mechanism: MechanismTests
 
     def as_dict(self) -> dict:
         """The JSON form: the attributes, ``data_part`` and ``mechanism`` as their dicts, and ``mechanism_failed``."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["data_part"] = None if self.data_part is None else self.data_part.as_dict()
-        out.update(mechanism=self.mechanism.as_dict(), mechanism_failed=self.mechanism.failed)
-        return out
+        return dict(record_dict(self), mechanism_failed=self.mechanism.failed)
 
 
 @dataclass(frozen=True)
-class EngineRun:
-    """How the sharded engine ran a multi-run audit (:func:`attacks.canary.runs.run_many`: the info of
-    :func:`attacks.montecarlo.shards.run_shards`).
+class EngineRun(ExecutorRun):
+    """How the sharded engine ran a multi-run audit (:func:`attacks.canary.runs.run_many`: the
+    :class:`attacks.montecarlo.shards.ExecutorRun` of its runs, each run a shard; never stopped early: every run is
+    needed).
 
     Attributes:
-        executor: ``in-process``, ``processes`` or ``dask``.
-        workers: the local worker processes asked for.
-        cluster: the Dask scheduler's address (None: none).
-        shards_planned: the runs planned.
-        shards_run: the runs that finished.
-        retries: runs re-run after a lost worker.
-        stopped_early: the engine stopped before every run (never for an audit: every run is needed).
-        seconds: the engine's wall-clock seconds.
         run_seconds: the runs' own seconds, summed.
     """
 
-    executor: str
-    workers: int
-    cluster: Optional[str]
-    shards_planned: int
-    shards_run: int
-    retries: int
-    stopped_early: bool
-    seconds: float
     run_seconds: float
-
-    def as_dict(self) -> dict:
-        """The JSON form: the attributes under their names."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -165,7 +160,7 @@ class TrainingAudit(EvidenceBound):
     def as_dict(self) -> dict:
         """The JSON form: the bound's keys, the gradient facts', then ``runs`` (with ``engine``), ``canary``,
         ``analysis``, ``data_canaries`` and ``spike`` where they apply."""
-        out = super().as_dict()
+        out = record_dict(self, EvidenceBound)
         if self.gradient is not None:
             out.update(self.gradient.as_dict())
         if self.engine is not None:
@@ -178,4 +173,4 @@ class TrainingAudit(EvidenceBound):
         return out
 
 
-__all__ = ["EngineRun", "EvidenceBound", "GradientRun", "TrainingAudit"]
+__all__ = ["EngineRun", "EvidenceBound", "GradientRun", "OptimizerFacts", "TrainingAudit"]

@@ -1,24 +1,50 @@
-"""One canary score's certified ε lower bound, typed: an entry of a certified audit's ``scores``.
+"""The one-run certifiers' answers, typed: what :func:`attacks.canary.steinke_bound.certify` and
+:func:`attacks.canary.fdp_bound.certify` return, and an entry of a certified audit's ``scores``.
 
-:class:`ScoreBound` is Steinke et al.'s (2023) bound of one score (:func:`attacks.canary.steinke_bound.certify`,
-:func:`attacks.canary.evidence.steinke`); :class:`FdpScoreBound` the f-DP one-run test of one score with Steinke
-et al.'s bound as its baseline (:func:`attacks.canary.fdp_bound.certify`, :func:`attacks.canary.evidence.fdp`), its
-analyses typed by :class:`FdpAnalyses`. Both are **lower** bounds on the training's ε at event level.
+:class:`GuessBound` is Steinke et al.'s (2023) bound of one score's best guess set
+(:func:`attacks.canary.steinke_bound.guess_bound`), :class:`ScoreBound` the same with the score's AUC and
+:class:`SteinkeCertificate` several named scores at once; :class:`FdpCertificate` is the f-DP one-run test of one
+score with Steinke et al.'s bound as its baseline (:func:`attacks.canary.fdp_bound.certify`), its analyses typed by
+:class:`FdpAnalyses`, and :class:`FdpScoreBound` the same with the score's AUC
+(:func:`attacks.canary.evidence.fdp`). Every ε here is a **lower** bound on the training's ε at event level.
+Each class's JSON form is its fields (:class:`tsdp.verify.json_data.Record`).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Dict, Optional, Union
 
-from tsdp.verify.json_data import with_note
+from tsdp.verify.json_data import Record, noted, omitted_when_none
 
-from .steinke_bound import AUC_NOTE
+AUC_UNDEFINED = "undefined: every canary on one side"
+"""What a NaN AUC means (every canary included, or none: no ranking to score), in human output and as the JSON
+``auc_note`` beside its null."""
+
+AUC_NOTE = "null: " + AUC_UNDEFINED
+"""The JSON ``auc_note`` beside an undefined AUC's null."""
+
+
+class _Unscored(Record):
+    """A certifier's answer for one score, before the score's AUC is added (:meth:`scored`)."""
+
+    __slots__ = ()
+
+    def scored(self, auc: float) -> "ScoreResult":
+        """This answer with its score's AUC.
+
+        Args:
+            auc: The score's area under the ROC curve for "included" (NaN: undefined).
+
+        Returns:
+            The scored type of this answer (:class:`ScoreBound` or :class:`FdpScoreBound`).
+        """
+        return _SCORED[type(self)](**{f.name: getattr(self, f.name) for f in fields(self)}, auc=auc)
 
 
 @dataclass(frozen=True)
-class ScoreBound:
-    """The ε lower bound that one score's fixed guesses certify (a **lower** bound on the training's ε at event
-    level, Bonferroni-corrected over the audit's scores), with the score's AUC.
+class GuessBound(_Unscored):
+    """The ε lower bound that one score's fixed guess sets certify (a **lower** bound on the training's ε at event
+    level, at the significance it was tested at).
 
     Attributes:
         epsilon_lower: the certified ε lower bound (0.0 when no guess set rejects ε = 0).
@@ -27,8 +53,6 @@ class ScoreBound:
         side: that set's side (``both``, ``in`` or ``out``; None when no set had a guess).
         ceiling: the bound with every one of those guesses right (what the audit's size allows).
         limited_by: ``audit size`` when ``epsilon_lower`` reaches most of ``ceiling``, else ``training``.
-        auc: the score's area under the ROC curve for "inserted" (0.5: chance); NaN when every canary is on one
-            side (null in JSON, with ``auc_note``).
     """
 
     epsilon_lower: float
@@ -37,20 +61,35 @@ class ScoreBound:
     side: Optional[str]
     ceiling: float
     limited_by: str
-    auc: float
-
-    @classmethod
-    def from_dict(cls, entry: dict) -> "ScoreBound":
-        """The typed form of one ``certify(...)["scores"]`` entry (its ``auc_note`` follows from ``auc``)."""
-        return cls(**{f.name: entry[f.name] for f in fields(cls)})
-
-    def as_dict(self) -> dict:
-        """The JSON form: the attributes, and ``auc_note`` beside an undefined (NaN, written as null) AUC."""
-        return with_note(asdict(self), "auc", AUC_NOTE)
 
 
 @dataclass(frozen=True)
-class GuessSetBound:
+class ScoreBound(GuessBound):
+    """A :class:`GuessBound` with the score's AUC: one entry of a certified audit's ``scores``.
+
+    Attributes:
+        auc: the score's area under the ROC curve for "inserted" (0.5: chance); NaN when every canary is on one
+            side (null in JSON, with ``auc_note``).
+    """
+
+    auc: float = noted(AUC_NOTE)
+
+
+@dataclass(frozen=True)
+class SteinkeCertificate(Record):
+    """Steinke et al.'s bounds of several named scores of one audit, each at its Bonferroni share of the level.
+
+    Attributes:
+        scores: each score's bound and AUC, by name.
+        epsilon_lower: the best of them (a **lower** bound at the audit's confidence).
+    """
+
+    scores: Dict[str, ScoreBound]
+    epsilon_lower: float
+
+
+@dataclass(frozen=True)
+class GuessSetBound(Record):
     """An assumption-free analysis of the f-DP one-run test (``dp``: the (ε, δ) trade-off curve; ``steinke``:
     Steinke et al.'s bound on the same guess sets) at its best guess set.
 
@@ -66,13 +105,9 @@ class GuessSetBound:
     k_out: int
     correct: int
 
-    def as_dict(self) -> dict:
-        """The JSON form: the four attributes under their names."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class GaussianBound:
+class GaussianBound(Record):
     """The ``gdp`` analysis of the f-DP one-run test: a bound that holds only if the training's trade-off curve is
     Gaussian (μ-GDP), at its own confidence, outside the verdict.
 
@@ -90,13 +125,9 @@ class GaussianBound:
     k_out: int
     correct: int
 
-    def as_dict(self) -> dict:
-        """The JSON form: the five attributes under their names."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class CurveTest:
+class CurveTest(Record):
     """The ``claimed`` analysis of the f-DP one-run test: the guesses tested against the run's claimed trade-off
     curve (its sound accountant's).
 
@@ -106,13 +137,9 @@ class CurveTest:
 
     violation: bool
 
-    def as_dict(self) -> dict:
-        """The JSON form: ``{"violation": ...}``."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class FdpAnalyses:
+class FdpAnalyses(Record):
     """The analyses an f-DP one-run test ran on one score (None: not run; absent from the JSON form).
 
     Attributes:
@@ -122,24 +149,22 @@ class FdpAnalyses:
         claimed: the test of the claimed trade-off curve (with a claimed profile only).
     """
 
-    dp: Optional[GuessSetBound] = None
-    gdp: Optional[GaussianBound] = None
-    steinke: Optional[GuessSetBound] = None
-    claimed: Optional[CurveTest] = None
+    dp: Optional[GuessSetBound] = omitted_when_none()
+    gdp: Optional[GaussianBound] = omitted_when_none()
+    steinke: Optional[GuessSetBound] = omitted_when_none()
+    claimed: Optional[CurveTest] = omitted_when_none()
 
-    @classmethod
-    def from_dict(cls, analyses: dict) -> "FdpAnalyses":
-        """The typed form of :func:`attacks.canary.fdp_bound.certify`'s ``analyses``."""
-        kinds = {"dp": GuessSetBound, "gdp": GaussianBound, "steinke": GuessSetBound, "claimed": CurveTest}
-        return cls(**{name: kinds[name](**row) for name, row in analyses.items()})
+    def bounds(self) -> Dict[str, GuessSetBound]:
+        """The assumption-free analyses that ran (``dp``, ``steinke``), by name.
 
-    def as_dict(self) -> dict:
-        """The JSON form: each analysis that ran, under its name."""
-        return {f.name: getattr(self, f.name).as_dict() for f in fields(self) if getattr(self, f.name) is not None}
+        Returns:
+            Each one's :class:`GuessSetBound`.
+        """
+        return {name: b for name, b in (("dp", self.dp), ("steinke", self.steinke)) if b is not None}
 
 
-@dataclass(frozen=True)
-class FdpScoreBound:
+@dataclass(frozen=True, kw_only=True)
+class FdpCertificate(_Unscored):
     """The f-DP one-run test (Mahloujifar, Melis & Chaudhuri 2025) of one score, with Steinke et al.'s bound as its
     baseline on the same guess sets: a **lower** bound on the training's ε at event level.
 
@@ -156,8 +181,6 @@ class FdpScoreBound:
         violation: the guesses reject the claimed trade-off curve (False without one).
         ceiling: the perfect-guess ε of each analysis (what the audit's size allows), by analysis name.
         limited_by: ``audit size`` when some analysis reaches its ceiling, else ``training``.
-        auc: the score's area under the ROC curve for "included"; NaN when every canary is on one side (null in
-            JSON, with ``auc_note``).
     """
 
     canaries: int
@@ -167,31 +190,30 @@ class FdpScoreBound:
     significance: Dict[str, float]
     analyses: FdpAnalyses
     epsilon_lower: Optional[float]
-    epsilon_if_gaussian: Optional[float]
+    epsilon_if_gaussian: Optional[float] = omitted_when_none()
     violation: bool
     ceiling: Dict[str, float]
     limited_by: str
-    auc: float
 
-    @classmethod
-    def from_dict(cls, entry: dict) -> "FdpScoreBound":
-        """The typed form of :func:`attacks.canary.fdp_bound.certify`'s answer with the score's ``auc``."""
-        values = {f.name: entry.get(f.name) for f in fields(cls)}
-        return cls(**dict(values, analyses=FdpAnalyses.from_dict(entry["analyses"])))
 
-    def as_dict(self) -> dict:
-        """The JSON form: the attributes (``epsilon_if_gaussian`` only with the ``gdp`` analysis), the analyses as
-        their dict, and ``auc_note`` beside an undefined (NaN, written as null) AUC."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["analyses"] = self.analyses.as_dict()
-        if self.analyses.gdp is None:
-            del out["epsilon_if_gaussian"]
-        return with_note(out, "auc", AUC_NOTE)
+@dataclass(frozen=True, kw_only=True)
+class FdpScoreBound(FdpCertificate):
+    """An :class:`FdpCertificate` with the score's AUC: one entry of a certified audit's ``scores``.
+
+    Attributes:
+        auc: the score's area under the ROC curve for "included"; NaN when every canary is on one side (null in
+            JSON, with ``auc_note``).
+    """
+
+    auc: float = noted(AUC_NOTE)
 
 
 ScoreResult = Union[ScoreBound, FdpScoreBound]
 """What a certifier (:mod:`attacks.canary.evidence`) answers for one score."""
 
+_SCORED = {GuessBound: ScoreBound, FdpCertificate: FdpScoreBound}
+"""Each unscored answer's type with the AUC."""
 
-__all__ = ["CurveTest", "FdpAnalyses", "FdpScoreBound", "GaussianBound", "GuessSetBound", "ScoreBound",
-           "ScoreResult"]
+
+__all__ = ["AUC_NOTE", "AUC_UNDEFINED", "CurveTest", "FdpAnalyses", "FdpCertificate", "FdpScoreBound",
+           "GaussianBound", "GuessBound", "GuessSetBound", "ScoreBound", "ScoreResult", "SteinkeCertificate"]

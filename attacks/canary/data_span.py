@@ -50,10 +50,11 @@ from __future__ import annotations
 import copy
 import gc
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
+from tsdp.verify.json_data import Record
 
 MAX_WINDOW_SHARE = 0.25
 """The most windows per parameter (n / d) for which the span is taken off (module docstring: SNR × √(1 - n/d))."""
@@ -108,7 +109,7 @@ class _NonFinite(ValueError):
 
 
 @dataclass(frozen=True)
-class DataPart:
+class DataPart(Record):
     """How a gradient-canary run took the data's part off the observed gradient (:mod:`attacks.canary.data_span`).
 
     Attributes:
@@ -127,10 +128,6 @@ class DataPart:
     windows_per_step: float
     seconds_per_step: float
     summary: str
-
-    def as_dict(self) -> dict:
-        """The JSON form: the six attributes under their names."""
-        return asdict(self)
 
 
 class DataSpan:

@@ -1,7 +1,7 @@
 """A one-run audit's evidence (per-canary scores and inclusion bits), pooled over runs and certified by a plug-in certifier.
 
-Evidence is ``{"scores": {name: (m,) array}, "included": (m,) bool}``: one or more scores per
-canary, fixed before the run, and whether the canary was included. A *certifier* is any
+:class:`Evidence` holds one or more scores per canary, fixed before the run, and whether the canary was included
+(a run's evidence may say more of the run: :class:`attacks.canary.gradient.CanaryEvidence`, ...). A *certifier* is any
 function ``(scores, included, delta, confidence)`` of one score vector that answers a typed score bound
 (:mod:`attacks.canary.certified`) with ``epsilon_lower`` (a **lower** bound on ε at δ, holding with
 probability ≥ confidence):
@@ -29,6 +29,7 @@ by completion order, so 1 or N workers give the same certified numbers.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
@@ -41,10 +42,32 @@ from .steinke_bound import certify as _steinke_certify
 Certifier = Callable[[np.ndarray, np.ndarray, float, float], ScoreResult]
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What one audit (or R pooled runs) gives a certifier.
+
+    Attributes:
+        scores: each named (m,) score vector, fixed before the run (higher: more likely included).
+        included: (m,) whether each canary was included.
+    """
+
+    scores: Dict[str, np.ndarray]
+    included: np.ndarray
+
+
 def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float) -> ScoreBound:
-    """Steinke et al. (2023) on one score vector (:func:`attacks.canary.steinke_bound.certify`): guesses, AUC, ε lower
-    bound (a **lower** bound on ε at ``delta``)."""
-    return ScoreBound.from_dict(_steinke_certify({"score": scores}, included, delta, confidence)["scores"]["score"])
+    """Steinke et al. (2023) on one score vector (:func:`attacks.canary.steinke_bound.certify`).
+
+    Args:
+        scores: (m,) scores, higher = more likely included.
+        included: (m,) inclusion bits.
+        delta: The δ of the bound.
+        confidence: The probability with which it holds.
+
+    Returns:
+        Guesses, AUC and the ε lower bound (a **lower** bound on ε at ``delta``).
+    """
+    return _steinke_certify({"score": scores}, included, delta, confidence).scores["score"]
 
 
 def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float, *,
@@ -55,37 +78,55 @@ def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: floa
     ``epsilon_if_gaussian`` (a lower bound only if the training's curve is Gaussian, at its own confidence, outside
     the verdict), the perfect-guess ``ceiling`` and ``limited_by``; plus the scores' AUC. With
     ``claimed`` (the run's claimed profile, e.g. its sound accountant) the claimed trade-off curve is tested too,
-    with its own declared share: ``violation`` when the guesses reject it."""
+    with its own declared share: ``violation`` when the guesses reject it.
+
+    Args:
+        scores: (m,) scores, higher = more likely included.
+        included: (m,) inclusion bits.
+        delta: The δ of the bounds.
+        confidence: The probability with which the verdict holds.
+        claimed: The run's claimed profile (None: no curve test).
+
+    Returns:
+        The :class:`~attacks.canary.certified.FdpScoreBound` (a **lower** bound on ε at ``delta``).
+    """
     from .fdp_bound import certify as fdp_certify
 
-    return FdpScoreBound.from_dict(with_auc(fdp_certify(scores, included, delta, confidence, claimed=claimed), scores,
-                                            included))
+    return with_auc(fdp_certify(scores, included, delta, confidence, claimed=claimed), scores, included)
 
 
 CERTIFIERS: Dict[str, Certifier] = {"fdp": fdp, "steinke": steinke}
 """The one-run analyses by name (`tsdp audit-fn --analysis`)."""
 
 
-def pool(evidences: Sequence[dict]) -> dict:
+def pool(evidences: Sequence[Evidence]) -> Evidence:
     """The concatenation of runs' evidence in the given order (module docstring): same score names in every run.
 
-    Any other keys of a run's evidence (its ε, its steps, ...) are kept per run under ``runs``. Each run's arrays
-    are checked as the certifiers check them (ValueError for NaN scores, inclusion bits that are not 0/1, ...).
+    Each run's arrays are checked as the certifiers check them (ValueError for NaN scores, inclusion bits that are
+    not 0/1, ...); what else a run's evidence says of its run stays with the run.
+
+    Args:
+        evidences: The runs' evidence, in run order.
+
+    Returns:
+        The pooled :class:`Evidence` of m·R canaries.
+
+    Raises:
+        ValueError: No evidence, no score, runs with different score names, or bad arrays.
     """
     if not evidences:
         raise ValueError("no evidence to pool")
-    names = list(evidences[0]["scores"])
+    names = list(evidences[0].scores)
     if not names:
         raise ValueError("no scores to pool: every run needs at least one named score vector")
-    if any(list(e["scores"]) != names for e in evidences):
+    if any(list(e.scores) != names for e in evidences):
         raise ValueError("every run must give the same scores")
-    checked = [{n: check_evidence(e["scores"][n], e["included"]) for n in names} for e in evidences]
-    return {"scores": {n: np.concatenate([c[n][0] for c in checked]) for n in names},
-            "included": np.concatenate([next(iter(c.values()))[1] for c in checked]),
-            "runs": [{k: v for k, v in e.items() if k not in ("scores", "included")} for e in evidences]}
+    checked = [{n: check_evidence(e.scores[n], e.included) for n in names} for e in evidences]
+    return Evidence(scores={n: np.concatenate([c[n][0] for c in checked]) for n in names},
+                    included=np.concatenate([next(iter(c.values()))[1] for c in checked]))
 
 
-def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifier: Certifier = steinke,
+def certify_evidence(evidence: Evidence, delta: float, confidence: float, *, certifier: Certifier = steinke,
                      claimed: Optional[float] = None, profile=None) -> EvidenceBound:
     """Certify ``evidence`` (Bonferroni over its scores; module docstring), with ``violation`` against the claim.
 
@@ -94,11 +135,25 @@ def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifi
     ``claimed`` ε (``above_claim``), or, with ``profile`` (the run's claimed profile; the :func:`fdp` certifier
     only), a score whose guesses reject the claimed trade-off curve; both hold together at
     ``confidence`` (the curve test has its declared share of each score's level).
+
+    Args:
+        evidence: The audit's (or the pooled runs') evidence.
+        delta: The δ of the bound.
+        confidence: The probability with which the bound and the curve test hold together.
+        certifier: The one-run analysis of one score (:data:`CERTIFIERS`).
+        claimed: The ε the training claims at ``delta`` (None: none).
+        profile: The run's claimed profile (the :func:`fdp` certifier only).
+
+    Returns:
+        The :class:`~attacks.canary.audit_result.EvidenceBound`.
+
+    Raises:
+        ValueError: No score, bad arrays, or a profile with a certifier other than :func:`fdp`.
     """
-    scores: Dict[str, np.ndarray] = evidence.get("scores") or {}
+    scores = evidence.scores
     if not scores:
         raise ValueError("no scores to certify: the evidence needs at least one named score vector")
-    checked = {name: check_evidence(s, evidence["included"]) for name, s in scores.items()}
+    checked = {name: check_evidence(s, evidence.included) for name, s in scores.items()}
     included = next(iter(checked.values()))[1]
     each = 1 - (1 - confidence) / len(scores)
     if profile is not None and certifier is not fdp:
@@ -114,4 +169,4 @@ def certify_evidence(evidence: dict, delta: float, confidence: float, *, certifi
                          curve_rejected=curve if profile is not None else None, scores=out)
 
 
-__all__ = ["CERTIFIERS", "Certifier", "certify_evidence", "fdp", "pool", "steinke"]
+__all__ = ["CERTIFIERS", "Certifier", "Evidence", "certify_evidence", "fdp", "pool", "steinke"]

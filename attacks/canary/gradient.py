@@ -69,6 +69,7 @@ Bonferroni over the scores) turns them into a **lower** bound on ε.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import List, Optional, Sequence
 
@@ -78,6 +79,8 @@ import torch
 from tsdp.theorems.config import Bottom, ConfigError, Top, TrainingConfig
 
 from tsdp.training.samplers import make_sampler, n_starts_of
+
+from .evidence import Evidence
 
 
 def _placements(config: TrainingConfig, m: int, rng: np.random.Generator):
@@ -152,6 +155,12 @@ def participation_rate(config: TrainingConfig) -> float:
     Top level: ρ = N'/N for WOR and Poisson, 1/steps per epoch for deterministic and shuffled
     iteration (one step per epoch holds the sequence); bottom level: λ r (WR) or k q (Poisson);
     pooled windows: k Λ / N_tot.
+
+    Args:
+        config: The batching.
+
+    Returns:
+        E[K_t].
     """
     if config.top == Top.POOLED:
         return float(config.k * config.batch_size / config.n_windows_total)
@@ -163,14 +172,32 @@ def participation_rate(config: TrainingConfig) -> float:
 def likelihood_ratio(z: np.ndarray, sigma: float, rate: float) -> np.ndarray:
     """Σ_t log(1 - p + p exp(μ z_t - μ²/2)) per canary from (steps, m) observations z in noise units, μ = 1/σ:
     the log-likelihood ratio of the subsampled Gaussian mechanism (participation probability p = ``rate``)
-    against its null (σ = 0 is read as a tiny σ)."""
+    against its null (σ = 0 is read as a tiny σ).
+
+    Args:
+        z: (steps, m) observations in noise units.
+        sigma: σ.
+        rate: The participation probability p.
+
+    Returns:
+        (m,) log-likelihood ratios.
+    """
     mu = 1.0 / max(sigma, 1e-3)
     p = min(max(rate, 1e-12), 1.0)
     return np.logaddexp(np.log1p(-p) if p < 1 else -np.inf, np.log(p) + mu * z - mu * mu / 2).sum(axis=0)
 
 
 def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.ndarray:
-    """:func:`likelihood_ratio` of (steps, m) projections standardised per step (module docstring, ``mixture``)."""
+    """:func:`likelihood_ratio` of (steps, m) projections standardised per step (module docstring, ``mixture``).
+
+    Args:
+        projections: (steps, m) projections.
+        sigma: σ.
+        rate: The participation probability.
+
+    Returns:
+        (m,) scores.
+    """
     if projections.shape[0] == 0:
         return np.zeros(projections.shape[1])
     y = projections - np.median(projections, axis=0, keepdims=True)
@@ -181,7 +208,17 @@ def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.nda
 def canary_directions(m: int, d: int, seed: int, step: int = 0) -> torch.Tensor:
     """(m, d) unit canary directions (float64, CPU) from ``seed``: uniformly random orthonormal when m ≤ d (the Q of a
     Gaussian matrix, signs fixed by R's diagonal; the same at every step), i.i.d. uniform unit vectors of ``step``
-    otherwise (module docstring)."""
+    otherwise (module docstring).
+
+    Args:
+        m: The canaries.
+        d: The dimensions.
+        seed: The seed.
+        step: The step (only for m > d).
+
+    Returns:
+        (m, d) unit directions.
+    """
     if m > d:
         seed = int(np.random.SeedSequence([seed, step]).generate_state(1, np.uint64)[0] >> np.uint64(1))
     g = torch.Generator(device="cpu").manual_seed(seed)
@@ -192,62 +229,15 @@ def canary_directions(m: int, d: int, seed: int, step: int = 0) -> torch.Tensor:
     return (u / u.norm(dim=0, keepdim=True)).T.contiguous()
 
 
-def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0, *, parameters: Optional[int] = None,
-                   per_run: Optional[int] = None, removed: float = 0.0) -> dict:
-    """The evidence the same m canaries give on the claimed mechanism itself: the **power** of the audit at the claim.
+@dataclass(frozen=True)
+class CanaryEvidence(Evidence):
+    """The evidence of gradient canaries in a run (:meth:`GradientCanaries.evidence`).
 
-    The canaries take part with the law of :class:`Participation` (the scheme's sampler), and
-    the step releases V_t = Σ_j [j included] K_{t,j} u_j + σ ξ_t (in units of C times the
-    gradient's scale, ξ_t ~ N(0, I_d), no data); canary i observes z_{t,i} = ⟨V_t, u_i⟩ / σ. With
-    orthonormal directions (m ≤ d, or ``parameters`` not given) that is [i included] K_{t,i} / σ +
-    N(0, 1), simulated directly; with more canaries per run (``per_run``, default m) than
-    ``parameters`` d, the directions are i.i.d. and fresh at every step (:func:`canary_directions`) and each
-    canary's observation holds the others' projections: the cross-talk that costs more canaries power once m
-    nears d (each run's canaries share the d dimensions; runs are independent). A run
-    that takes ``removed`` of the d dimensions off per step (the data's span or the windows a
-    pursuit found, :mod:`attacks.canary.data_span`) keeps the share 1 - removed / d of each
-    canary's signal and noise: its signal-to-noise ratio is scaled by √(1 - removed / d). Scored
-    as a run is: the ``sum``, and the ``mixture`` of :func:`mixture_scores` (the median-centred
-    subsampled-Gaussian likelihood ratio; the centring costs power when the noise dominates, in
-    the ideal as in the run). Certified like a run, it says how
-    much ε an audit of this size, participation and dimension can see when the training is
-    exactly what it claims: a certified 0 on the real run is an answer only when this is clearly
-    above 0.
+    Attributes:
+        parameters: the trainable parameters d the canaries' directions live in.
     """
-    seeds = np.random.SeedSequence(seed) if isinstance(seed, int) else seed
-    inclusion, placement, steps_seed, noise = seeds.spawn(4)
-    included = np.random.default_rng(inclusion).random(m) < 0.5
-    part = Participation(config, m, np.random.default_rng(placement),
-                         torch.Generator().manual_seed(int(steps_seed.generate_state(1)[0] >> np.uint32(1))))
-    counts = torch.stack([part.next() for _ in range(steps)]).double().numpy() if steps else np.zeros((0, m))
-    sigma = max(float(config.sigma), 1e-3)
-    rng = np.random.default_rng(noise)
-    block = m if per_run is None else per_run
-    kept = np.sqrt(max(1.0 - removed / parameters, 0.0)) if parameters else 1.0
-    if parameters is None or block <= parameters:
-        z = kept * counts * included / sigma + rng.standard_normal(counts.shape)
-    else:
-        z = np.empty(counts.shape)
-        for lo in range(0, m, block):
-            seed_of_run = int(rng.integers(2 ** 62))
-            for t in range(steps):
-                u = canary_directions(min(block, m - lo), parameters, seed_of_run, t).numpy()
-                released = kept * (counts[t, lo:lo + block] * included[lo:lo + block]) @ u / sigma
-                z[t, lo:lo + block] = (released + rng.standard_normal(parameters)) @ u.T
-    return {"scores": dict(zip(SCORES, (z.sum(axis=0), mixture_scores(z, sigma, participation_rate(config))))),
-            "included": included, "participations": counts.sum(axis=0)}
 
-
-def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, confidence: float, *, certifier=None,
-                  seed=0, parameters: Optional[int] = None, per_run: Optional[int] = None,
-                  removed: float = 0.0) -> float:
-    """The ε certified on :func:`ideal_evidence` (``certifier`` default: the f-DP test): a **lower** bound's power at
-    the claim, to print beside a run's certified ε (``parameters``, ``per_run``: the cross-talk of more canaries
-    per run than parameters; ``removed``: the dimensions a run takes off per step)."""
-    from .evidence import certify_evidence, fdp
-
-    evidence = ideal_evidence(config, m, steps, seed, parameters=parameters, per_run=per_run, removed=removed)
-    return float(certify_evidence(evidence, delta, confidence, certifier=certifier or fdp).epsilon_lower)
+    parameters: int
 
 
 PARTICIPATION_SAMPLE, PARTICIPATION_STEPS, PARTICIPATION_WORK, PARTICIPATION_LEVEL = 8192, 4000, 2 * 10 ** 5, 1e-3
@@ -263,8 +253,20 @@ def participation_probability(config: TrainingConfig, steps: int, seed: int = 0)
     simulated canaries over the first steps (at most :data:`PARTICIPATION_STEPS`, and :data:`PARTICIPATION_WORK`
     replica-steps; q grows with the steps, so fewer steps only lower it), stopping once every one has taken part.
     ConfigError naming ``steps`` when one epoch's draw would exceed :data:`MAX_DIRECTION_ENTRIES` entries.
-    What a plan of an audit of a training without noise needs (:func:`attacks.canary.fdp_bound.flag_rate`): a
-    canary that takes part in no step leaves no mark on any output."""
+    What a plan of an audit of a training without noise needs (:func:`attacks.canary.planning.flag_rate`): a
+    canary that takes part in no step leaves no mark on any output.
+
+    Args:
+        config: The batching.
+        steps: The training steps.
+        seed: The simulation's seed.
+
+    Returns:
+        The lower bound on q.
+
+    Raises:
+        ConfigError: Naming ``steps`` when one epoch's draw is too large.
+    """
     from scipy.stats import beta
 
     part = Participation(config, PARTICIPATION_SAMPLE, np.random.default_rng(seed),
@@ -283,41 +285,25 @@ def participation_probability(config: TrainingConfig, steps: int, seed: int = 0)
     return float(beta.ppf(PARTICIPATION_LEVEL, hits, PARTICIPATION_SAMPLE - hits + 1)) if hits else 0.0
 
 
-IDEAL_SEEDS = 3
-"""Independent ideal audits averaged per candidate by :func:`best_canaries` (one is noisy: ±0.3 in ε measured)."""
-
-
-def best_canaries(config: TrainingConfig, steps: int, parameters: int, delta: float, confidence: float, *,
-                  runs: int = 1, certifier=None, seed=0, candidates: Optional[Sequence[int]] = None) -> dict:
-    """The number of canaries per run whose :func:`ideal_epsilon` (cross-talk included, mean of :data:`IDEAL_SEEDS`
-    audits) is largest: more canaries certify more only while they do not drown each other. ``candidates``
-    default: d / 8, d / 4, d / 2, d, 2d, 4d (at least 2, at most what :data:`MAX_DIRECTION_ENTRIES` holds).
-    Returns {"canaries": best m per run, "epsilon_ideal": its mean, "table": {m: mean}} (a plan of the audit's
-    power, not a bound)."""
-    d = parameters
-    if candidates is None:
-        candidates = [d // 8, d // 4, d // 2, d, 2 * d, 4 * d]
-    cap = max(2, MAX_DIRECTION_ENTRIES // max(d, 1))
-    table = {}
-    for m in sorted({min(max(2, int(c)), cap) for c in candidates}):
-        values = [ideal_epsilon(config, m * runs, steps, delta, confidence, certifier=certifier, parameters=d,
-                                per_run=m, seed=np.random.SeedSequence([seed, m, i])) for i in range(IDEAL_SEEDS)]
-        table[m] = float(np.mean(values))
-    best = max(table, key=lambda m: (table[m], -m))
-    return {"canaries": best, "epsilon_ideal": table[best], "table": table}
-
-
 @lru_cache(maxsize=16)
 def sound_profile(config: TrainingConfig, steps: int) -> tuple:
     """The claim gradient canaries are tested against: tsdp's sound accountant (an **upper** bound on the correct
     loop's δ(ε); the T-id its scheme selects) of ``config`` composed over ``steps`` steps, read on the f-DP test's ε
-    grid (:func:`attacks.canary.fdp_bound.claimed_curve`: (ε grid, δ grid)). Kept per (``config``, ``steps``) in the
+    grid (:func:`attacks.canary.tradeoff.claimed_curve`: (ε grid, δ grid)). Kept per (``config``, ``steps``) in the
     process: audits of one configuration (a bench's seeds) read the accountant once (the reads are most of a small
-    audit's time)."""
+    audit's time).
+
+    Args:
+        config: The claimed batching and σ.
+        steps: The training steps.
+
+    Returns:
+        (ε grid, δ grid) of the sound profile.
+    """
     from tsdp.verify.accountant import PldAccountant
     from tsdp.verify.events import training_event
 
-    from .fdp_bound import claimed_curve
+    from .tradeoff import claimed_curve
 
     eps, deltas = claimed_curve(PldAccountant().compose(training_event(config, steps=steps)))
     eps.flags.writeable = deltas.flags.writeable = False  # shared by every caller
@@ -428,14 +414,18 @@ class GradientCanaries:
     def _record(self, observed: torch.Tensor) -> None:
         self._projections.append(self.directions @ observed.to(self.directions.device, self.directions.dtype))
 
-    def evidence(self) -> dict:
-        """{"scores": {"sum": (m,), "mixture": (m,)}, "included": (m,) bool}: the run's evidence (module docstring)."""
+    def evidence(self) -> CanaryEvidence:
+        """The run's evidence (module docstring).
+
+        Returns:
+            The ``sum`` and ``mixture`` scores (m,), the inclusion bits and the parameters d.
+        """
         x = (torch.stack(self._projections).double().cpu().numpy() if self._projections
              else np.zeros((0, self.m)))
         values = (x.sum(axis=0), mixture_scores(x, self.config.sigma, participation_rate(self.config)))
-        return {"scores": dict(zip(SCORES, values)),
-                "included": self.included.copy(), "parameters": sum(p.numel() for p in self.params)}
+        return CanaryEvidence(scores=dict(zip(SCORES, values)), included=self.included.copy(),
+                              parameters=sum(p.numel() for p in self.params))
 
 
-__all__ = ["SCORES", "GradientCanaries", "Participation", "best_canaries", "canary_directions", "ideal_epsilon", "ideal_evidence", "likelihood_ratio",
+__all__ = ["SCORES", "CanaryEvidence", "GradientCanaries", "Participation", "canary_directions", "likelihood_ratio",
            "mixture_scores", "participation_probability", "participation_rate", "sound_profile"]

@@ -96,6 +96,8 @@ from typing import List, Optional, Sequence
 import numpy as np
 from scipy import stats
 
+from tsdp.verify.json_data import Record, noted
+
 NOISE_ALPHA = 1e-3
 """False-alarm rate of the noise test on a training that steps on the declared noise (half pooled, half per step)."""
 
@@ -108,8 +110,12 @@ SAMPLING_ALPHA = 1e-3
 declared noise (half pooled, half per step)."""
 
 
+OVERFLOW_NOTE = "null: the {} quantity is beyond float64's range (an overflow)"
+"""What a null ``measured`` or ``declared`` of a mechanism test means (its JSON ``<key>_note``)."""
+
+
 @dataclass(frozen=True)
-class MechanismTest:
+class MechanismTest(Record):
     """One mechanism test's outcome (module docstring): ``name`` ("noise", "clipping"), ``tested`` (False: why in
     ``finding``), ``failed`` (the test rejects the claimed mechanism at ``alpha``), ``p_value`` (its one-sided
     p-value, None when untested), ``measured`` and ``declared`` (the test's quantity, units in ``finding``),
@@ -120,21 +126,11 @@ class MechanismTest:
     failed: bool
     alpha: float
     p_value: Optional[float]
-    measured: Optional[float]
-    declared: Optional[float]
+    measured: Optional[float] = noted(OVERFLOW_NOTE.format("measured"))
+    declared: Optional[float] = noted(OVERFLOW_NOTE.format("declared"))
     steps_failing: int
     steps: int
     finding: str
-
-    def as_dict(self) -> dict:
-        from tsdp.verify.json_data import with_note
-
-        out = {"name": self.name, "tested": self.tested, "failed": self.failed, "alpha": self.alpha,
-               "p_value": self.p_value, "measured": self.measured, "declared": self.declared,
-               "steps_failing": self.steps_failing, "steps": self.steps, "finding": self.finding}
-        for key in ("measured", "declared"):
-            with_note(out, key, f"null: the {key} quantity is beyond float64's range (an overflow)")
-        return out
 
 
 def _std(value: float) -> str:

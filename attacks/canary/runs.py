@@ -9,7 +9,7 @@ their evidence in run order (:func:`attacks.canary.evidence.pool`: why pooling i
 result depends on the task, ``runs`` and ``seed`` only, never on the number of workers.
 
 A run that exceeds its time limit (the task's ``timeout``, :mod:`attacks.canary.time_limit`) ends
-the audit at once with :class:`attacks.canary.user_training.TimeLimitError`, naming the run and
+the audit at once with :class:`attacks.canary.guarded_calls.TimeLimitError`, naming the run and
 how many had finished, and the runs in flight are stopped with their worker processes. The
 finished runs are not certified alone: whether a run finishes in time can depend on its
 canaries, so keeping only the runs that did could bias the audit.
@@ -26,8 +26,8 @@ import torch
 from tsdp.attacks.montecarlo.shards import Aborted, run_shards
 
 from .audit_result import EngineRun
-from .evidence import pool
-from .user_training import TimeLimitError
+from .evidence import Evidence, pool
+from .guarded_calls import TimeLimitError
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,20 @@ class RunEvidence:
     """The evidence of run ``key`` and its wall time."""
 
     key: tuple
-    evidence: dict
+    evidence: Evidence
     seconds: float
     trials: int = 1
 
 
 def run_one(spec: RunSpec) -> RunEvidence:
-    """One training run of a multi-run audit (the engine's unit of work); depends on ``spec`` alone."""
+    """One training run of a multi-run audit (the engine's unit of work); depends on ``spec`` alone.
+
+    Args:
+        spec: The run.
+
+    Returns:
+        Its evidence and wall time.
+    """
     started = time.perf_counter()
     if spec.threads:
         torch.set_num_threads(spec.threads)
@@ -73,19 +80,36 @@ class PooledRuns:
         engine: how the engine ran them.
     """
 
-    evidence: dict
-    runs: Tuple[dict, ...]
+    evidence: Evidence
+    runs: Tuple[Evidence, ...]
     engine: EngineRun
 
 
 def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
-             threads: Optional[int] = None, progress: bool = False, shard_fn=run_one) -> PooledRuns:
-    """R = ``runs`` independent runs of ``task`` pooled in run order (module docstring)."""
+             threads: Optional[int] = None, progress: bool = False) -> PooledRuns:
+    """R = ``runs`` independent runs of ``task`` pooled in run order (module docstring).
+
+    Args:
+        task: A picklable ``task(seed: numpy.random.SeedSequence) -> Evidence``: one training run.
+        runs: R, at least 1.
+        seed: The seed whose R children seed the runs.
+        workers: Local processes (1: in this process).
+        cluster: A Dask cluster's address (or "auto") to run on instead.
+        threads: Torch threads in each worker.
+        progress: Report progress.
+
+    Returns:
+        The pooled evidence, each run's evidence in run order, and how the engine ran them.
+
+    Raises:
+        ValueError: ``runs`` not a positive integer.
+        TimeLimitError: A run exceeded its time limit (naming the run and how many had finished).
+    """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be a positive integer, got {runs!r}")
     specs = [RunSpec(i, s, task, threads) for i, s in enumerate(np.random.SeedSequence(seed).spawn(runs))]
     try:
-        results, info = run_shards(specs, workers=workers, cluster=cluster, progress=progress, shard_fn=shard_fn,
+        results, info = run_shards(specs, workers=workers, cluster=cluster, progress=progress, shard_fn=run_one,
                                    desc="canary audit runs", fatal=(TimeLimitError,))
     except Aborted as stop:  # a run out of time: nothing is certified from the others (module docstring)
         raise stop.cause.with_note(f" in run {stop.key[1]}; {stop.done} of {runs} runs had finished, none is "

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy import special, stats
 
-from tsdp.verify.json_data import with_note
+from .certified import AUC_NOTE, AUC_UNDEFINED, GuessBound, SteinkeCertificate
 
 GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2)  # k / m for the fixed guess sets
 GUESS_SIDES = ("both", "in", "out")  # guess on both ends (2k guesses), only "in" on the top k, only "out" on the bottom k
@@ -35,6 +35,16 @@ def p_value(m: int, k, c, epsilon, delta: float) -> np.ndarray:
     with i, the denominator is at least a), which is used instead: the p-value only rounds up, by at
     most the cell ratio on that part, whatever c (a flat bound P[Binom < c] / (WINDOW + 1) made the
     p-value of a perfect audit with c > WINDOW useless).
+
+    Args:
+        m: The canaries.
+        k: The guesses.
+        c: The correct guesses.
+        epsilon: ε values.
+        delta: δ.
+
+    Returns:
+        The p-value bound, broadcast over k, c, ε.
     """
     k, c, epsilon = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(epsilon, dtype=float))
     q = special.expit(epsilon)
@@ -65,6 +75,15 @@ def largest_rejected(rejects: Callable[[np.ndarray, np.ndarray], np.ndarray], sh
     ``rejects(theta, where)`` gets the θ of the elements ``where`` (a boolean mask of ``shape``; θ as a flat
     array in the mask's order) and says which are rejected; rejection must be monotone (the rejected θ form an
     interval from 0).
+
+    Args:
+        rejects: ``rejects(θ, where)`` per element.
+        shape: The elements' shape.
+        hi: The search ceiling.
+        tol: The bisection tolerance.
+
+    Returns:
+        The largest rejected θ per element (a **lower** bound on it).
     """
     everywhere = np.ones(shape, dtype=bool)
     ok = np.zeros(shape, dtype=bool)
@@ -85,7 +104,19 @@ def largest_rejected(rejects: Callable[[np.ndarray, np.ndarray], np.ndarray], sh
 
 
 def epsilon_lower_bound(m: int, k, c, delta: float, tau, tol: float = 1e-4) -> np.ndarray:
-    """Largest ε (bisection, lower end) whose p-value is below τ, per (k, c); 0 if none: a **lower** bound on ε."""
+    """Largest ε (bisection, lower end) whose p-value is below τ, per (k, c); 0 if none: a **lower** bound on ε.
+
+    Args:
+        m: The canaries.
+        k: The guesses.
+        c: The correct guesses.
+        delta: δ.
+        tau: The level.
+        tol: The bisection tolerance.
+
+    Returns:
+        The ε lower bound per element.
+    """
     k, c, tau = np.broadcast_arrays(np.asarray(k), np.asarray(c), np.asarray(tau, dtype=float))
     return largest_rejected(lambda eps, at: (k[at] > 0) & (p_value(m, k[at], c[at], eps, delta) < tau[at]),
                             k.shape, EPS_MAX, tol)
@@ -93,14 +124,33 @@ def epsilon_lower_bound(m: int, k, c, delta: float, tau, tol: float = 1e-4) -> n
 
 def limited_by(certified: float, ceiling: float) -> str:
     """"audit size" when ``certified`` reaches :data:`AUDIT_SIZE_RATIO` of the perfect-guess ``ceiling`` (more
-    canaries could certify more), else "training" (the scores, not the audit's size, hold the answer down)."""
+    canaries could certify more), else "training" (the scores, not the audit's size, hold the answer down).
+
+    Args:
+        certified: The certified ε.
+        ceiling: The perfect-guess ε.
+
+    Returns:
+        "audit size" or "training".
+    """
     return "audit size" if ceiling > 0 and certified >= AUDIT_SIZE_RATIO * ceiling else "training"
 
 
 def check_evidence(scores, included) -> tuple:
     """(scores as float64, included as bool) of one audit, or ValueError saying what is wrong: 1-D arrays of one
     length m ≥ 1, no NaN score (±inf ranks first or last), ``included`` boolean-valued (bool, or numbers that are
-    exactly 0 or 1: NaN or 2 are not an inclusion bit). Every certifier's public entry checks its arrays here."""
+    exactly 0 or 1: NaN or 2 are not an inclusion bit). Every certifier's public entry checks its arrays here.
+
+    Args:
+        scores: (m,) scores.
+        included: (m,) inclusion bits.
+
+    Returns:
+        (scores as float64, included as bool).
+
+    Raises:
+        ValueError: Saying what is wrong.
+    """
     scores = np.asarray(scores)
     raw = np.asarray(included)
     if scores.ndim != 1 or raw.ndim != 1 or scores.shape != raw.shape:
@@ -128,7 +178,15 @@ def check_evidence(scores, included) -> tuple:
 
 def ranked(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The canaries' indices from the highest score to the lowest, ties broken by an independent random permutation
-    (``rng``): the guesses are then a function of the scores only, whatever order the canaries are listed in."""
+    (``rng``): the guesses are then a function of the scores only, whatever order the canaries are listed in.
+
+    Args:
+        scores: (m,) scores.
+        rng: The generator of the tie-breaking permutation.
+
+    Returns:
+        The indices from the highest score to the lowest.
+    """
     perm = rng.permutation(len(scores))
     return perm[np.argsort(-scores[perm], kind="stable")]
 
@@ -136,7 +194,16 @@ def ranked(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def guess_sets(m: int, fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequence[str] = GUESS_SIDES) -> np.ndarray:
     """The fixed guess sets of m canaries as rows (k_in, k_out): for every side and fraction f (k = f m, at least 1),
     "both" guesses "in" on the k highest and "out" on the k lowest scores, "in" / "out" one of the two (k = 2 f m
-    guesses in all either way). A function of m only (what a plan of this certifier uses)."""
+    guesses in all either way). A function of m only (what a plan of this certifier uses).
+
+    Args:
+        m: The canaries.
+        fractions: k / m of the sets.
+        sides: The sets' sides.
+
+    Returns:
+        Rows (k_in, k_out).
+    """
     if not fractions or not sides:
         raise ValueError("no guess sets: give at least one fraction and one side")
     if set(sides) - set(GUESS_SIDES):
@@ -151,45 +218,73 @@ def guess_sets(m: int, fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequ
 
 def guess_bound(scores: np.ndarray, included: np.ndarray, delta: float, significance: float,
                 fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequence[str] = GUESS_SIDES,
-                seed: int = 0) -> dict:
+                seed: int = 0) -> GuessBound:
     """ε lower bound from fixed guess sets on the extreme scores (:func:`guess_sets`), Bonferroni over them
     (lower-bound direction): the best bound over the sets is valid at ``significance`` (each tested at
-    significance / their number). Ties in the scores are broken by an independent random permutation
-    (``seed``, :func:`ranked`). ``ceiling``: what the same sets certify if every guess is right (the audit's
-    power at this m), and :func:`limited_by` of the two.
+    significance / their number).
+
+    Ties in the scores are broken by an independent random permutation (``seed``, :func:`ranked`).
+
+    Args:
+        scores: (m,) canary scores, higher = more likely included.
+        included: (m,) whether each canary was included.
+        delta: The δ of the bound.
+        significance: The level 1 - confidence the best set's bound holds at.
+        fractions: The guess sets' sizes as fractions of m.
+        sides: The guess sets' sides (``both``, ``in``, ``out``).
+        seed: The seed of the tie-breaking permutation.
+
+    Returns:
+        The best set's bound, its ``ceiling`` (what the same sets certify if every guess is right: the audit's
+        power at this m) and :func:`limited_by` of the two.
+
+    Raises:
+        ValueError: Bad evidence (:func:`check_evidence`) or no guess set.
     """
     scores, included = check_evidence(scores, included)
     m = len(scores)
     order = ranked(scores, np.random.default_rng(seed))
     sets = guess_sets(m, fractions, sides)
     per = significance / len(sets)
-    best = {"epsilon_lower": 0.0, "guesses": 0, "correct": 0, "side": None}
+    best = (0.0, 0, 0, None)  # epsilon_lower, guesses, correct, side
     ceiling = 0.0
     for (k_in, k_out), side in zip(sets, [s for s in sides for _ in fractions]):
         v = int(included[order[:k_in]].sum() + (~included[order[m - k_out:]]).sum())
         r = int(k_in + k_out)
         eps = float(epsilon_lower_bound(m, r, v, delta, per))
         ceiling = max(ceiling, float(epsilon_lower_bound(m, r, r, delta, per)))
-        if eps > best["epsilon_lower"] or best["guesses"] == 0:
-            best = {"epsilon_lower": eps, "guesses": r, "correct": v, "side": side}
-    return dict(best, ceiling=ceiling, limited_by=limited_by(best["epsilon_lower"], ceiling))
+        if eps > best[0] or best[1] == 0:
+            best = (eps, r, v, side)
+    return GuessBound(*best, ceiling=ceiling, limited_by=limited_by(best[0], ceiling))
 
 
-AUC_UNDEFINED = "undefined: every canary on one side"
-"""What a NaN AUC means (every canary included, or none: no ranking to score), in human output and as the JSON
-``auc_note`` beside its null."""
+def with_auc(bound, scores: np.ndarray, included: np.ndarray):
+    """``bound`` with the AUC (:func:`auc`) of the score it was certified from.
 
-AUC_NOTE = "null: " + AUC_UNDEFINED
-"""The JSON ``auc_note`` beside an undefined AUC's null."""
+    Args:
+        bound (GuessBound | FdpCertificate): A bound of :func:`guess_bound` or of
+            :func:`attacks.canary.fdp_bound.certify`.
+        scores: The (m,) scores.
+        included: The (m,) inclusion bits.
 
-
-def with_auc(result: dict, scores: np.ndarray, included: np.ndarray) -> dict:
-    """``result`` with ``auc`` (:func:`auc`) and, where it is undefined (written as null), ``auc_note``."""
-    return with_note(dict(result, auc=auc(scores, included)), "auc", AUC_NOTE)
+    Returns:
+        Its scored form (:class:`~tsdp.attacks.canary.certified.ScoreBound` or
+        :class:`~tsdp.attacks.canary.certified.FdpScoreBound`); an undefined AUC is NaN, null with ``auc_note`` in
+        JSON.
+    """
+    return bound.scored(auc(scores, included))
 
 
 def auc(scores: np.ndarray, included: np.ndarray) -> float:
-    """Area under the ROC curve of ``scores`` for "inserted" (Mann-Whitney, ties averaged): 0.5 is chance."""
+    """Area under the ROC curve of ``scores`` for "inserted" (Mann-Whitney, ties averaged): 0.5 is chance.
+
+    Args:
+        scores: (m,) scores.
+        included: (m,) inclusion bits.
+
+    Returns:
+        The AUC (NaN when every canary is on one side).
+    """
     ranks = stats.rankdata(scores)
     n_in = int(included.sum())
     n_out = len(scores) - n_in
@@ -198,19 +293,30 @@ def auc(scores: np.ndarray, included: np.ndarray) -> float:
     return float((ranks[included].sum() - n_in * (n_in + 1) / 2) / (n_in * n_out))
 
 
-def certify(scores: dict, included: np.ndarray, delta: float, confidence: float) -> dict:
+def certify(scores: dict, included: np.ndarray, delta: float, confidence: float) -> SteinkeCertificate:
     """ε lower bounds (Steinke et al. 2023, lower-bound direction) for several named canary scores at once.
 
     Each score is tested at significance (1 - confidence) / len(scores) (Bonferroni), so the
     returned ``epsilon_lower`` (the best over the scores) holds with probability ≥ ``confidence``.
-    Returns {"scores": {name: guess_bound(...) + auc}, "epsilon_lower": max}.
+
+    Args:
+        scores: Named (m,) score vectors, each fixed before the run.
+        included: (m,) whether each canary was included.
+        delta: The δ of the bounds.
+        confidence: The probability with which the best bound holds.
+
+    Returns:
+        Each score's :func:`guess_bound` with its AUC, and the best ``epsilon_lower``.
+
+    Raises:
+        ValueError: No score, or bad evidence (:func:`check_evidence`).
     """
     if not scores:
         raise ValueError("no scores to certify: give at least one named score vector")
     significance = (1 - confidence) / len(scores)
     checked = {name: check_evidence(s, included) for name, s in scores.items()}
     out = {name: with_auc(guess_bound(s, inc, delta, significance), s, inc) for name, (s, inc) in checked.items()}
-    return {"scores": out, "epsilon_lower": max(s["epsilon_lower"] for s in out.values())}
+    return SteinkeCertificate(scores=out, epsilon_lower=max(s.epsilon_lower for s in out.values()))
 
 
 __all__ = ["AUC_NOTE", "AUC_UNDEFINED", "AUDIT_SIZE_RATIO",

@@ -18,14 +18,14 @@ the training's ε at event level, with probability ≥ confidence).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Dict, Optional
 
 import numpy as np
 import torch
 
 from tsdp.theorems.config import Relation, TrainingConfig, window_starts
-from tsdp.verify.json_data import with_note
+from tsdp.verify.json_data import Record, noted
 
 from tsdp.datasets.formats import load_series
 from tsdp.datasets.series import SeriesData
@@ -65,7 +65,7 @@ NO_NOISE_NOTE = "null: ε = ∞, trained without noise"
 
 
 @dataclass(frozen=True)
-class ModelAuditResult:
+class ModelAuditResult(Record):
     """A one-run canary audit of a model trained by tsdp's loop (module docstring).
 
     Attributes:
@@ -90,7 +90,7 @@ class ModelAuditResult:
     model: str
     canaries: int
     included: int
-    epsilon_budget: float
+    epsilon_budget: float = noted(NO_NOISE_NOTE)
     epsilon_spent: Optional[float]
     sigma: float
     delta: float
@@ -103,12 +103,6 @@ class ModelAuditResult:
     device: str
     seconds: float
 
-    def as_dict(self) -> dict:
-        """The JSON form: the attributes, each score as its dict, and ``epsilon_budget_note`` beside an infinite
-        budget (written as null)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["scores"] = {name: s.as_dict() for name, s in self.scores.items()}
-        return with_note(out, "epsilon_budget", NO_NOISE_NOTE)
 
 
 def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", canaries: int, epsilon: float,
@@ -124,8 +118,30 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     (:func:`tsdp.verify.calibration.calibrate_sigma`) so that they spend at most ``epsilon``;
     without, it runs at ``config.sigma`` until the budget is spent (a budget that buys no step
     is refused, as by ``tsdp train``).
-    ``epsilon = inf`` trains without clipping or noise for ``epochs``. Returns a :class:`ModelAuditResult`: a
-    **lower** bound on ε (confidence ``confidence``) per score and their AUCs (``as_dict()``: its JSON).
+    ``epsilon = inf`` trains without clipping or noise for ``epochs``.
+
+    Args:
+        model_name: The model to train (a name of :mod:`tsdp.training.models`).
+        config: The batching, σ and window geometry (the relation is set to event level, the canaries').
+        data: A :class:`SeriesData` or what :func:`~tsdp.datasets.formats.load_series` reads.
+        canaries: m, the spike canaries.
+        epsilon: The training budget at ``delta`` (inf: no noise, with ``epochs``).
+        delta: The δ of the budget and of the bound.
+        epochs: Train exactly that many epochs at a calibrated σ (None: at ``config.sigma`` until the budget is
+            spent).
+        seed: The seed of the canaries and of the training.
+        device: The torch device ("auto": cuda when available).
+        confidence: The probability with which the bound holds.
+        progress: Report training progress.
+        lr: The learning rate.
+        spike: The spikes' size in standard deviations of their series.
+
+    Returns:
+        A :class:`ModelAuditResult`: a **lower** bound on ε (confidence ``confidence``) per score and their AUCs
+        (``as_dict()``: its JSON).
+
+    Raises:
+        ValueError: Data of another size than ``config.N``, or ``epsilon = inf`` without ``epochs``.
     """
     from tsdp.verify.calibration import calibrate_sigma
 
@@ -160,12 +176,12 @@ def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", ca
     black, white = _scores(model, init_model, padded, window_starts(lengths, config.forecast_length), config, series,
                            position, covariates)
     bounds = certify({"loss": black, "gradient": white}, included, delta, confidence)
-    lower = bounds["epsilon_lower"]
+    lower = bounds.epsilon_lower
     return ModelAuditResult(
         model=model_name, canaries=canaries, included=int(included.sum()), epsilon_budget=epsilon,
         epsilon_spent=trained.epsilon, sigma=config.sigma if private else 0.0, delta=delta, confidence=confidence,
         epsilon_lower=lower, violation=trained.epsilon is not None and lower > trained.epsilon,
-        scores={name: ScoreBound.from_dict(s) for name, s in bounds["scores"].items()}, steps=trained.steps,
+        scores=dict(bounds.scores), steps=trained.steps,
         crps=trained.crps, device=str(resolve_device(device)), seconds=trained.seconds)
 
 

@@ -1,356 +1,47 @@
-"""One-run canary audit of *your* training function (f-DP one-run test with Steinke et al.'s baseline, :mod:`attacks.canary.evidence`).
+"""One-run canary audit of *your* training function (f-DP one-run test with Steinke et al.'s baseline,
+:mod:`attacks.canary.evidence`): :func:`audit_training`.
 
-You give ``train(series) -> model``: any code (your model, optimizer, data pipeline, Opacus or
-not) that trains on a list of 1-D float arrays. Two kinds of canaries (``canary=``):
+You give ``train(series) -> model``: any code (your model, optimizer, data pipeline, Opacus or not) that trains on a
+list of 1-D float arrays. Two kinds of canaries (``canary=``):
 
-* ``"gradient"`` (the default; white-box): m gradient canaries hooked into the first torch
-  optimizer your code steps (:mod:`attacks.canary.optimizer_canaries`: each an element of
-  clipped gradient C along its own direction, taking part in steps with the law of one
-  element of ``config``'s scheme), scored on the gradient the optimizer stepped on (its
-  parameter updates for an optimizer class of your own), less the data's per-window gradients
-  under ``loss`` (:mod:`attacks.canary.data_span`), by the ``sum`` and ``mixture`` scores of
-  :mod:`attacks.canary.gradient`: the transcript DP-SGD's guarantee covers, so a correct loop
-  is never flagged beyond the stated error, and a loop without noise or with a σ too small
-  shows (a missing clip does not: the canaries enter after the user's clipping). Beside the
-  bound, the mechanism tests of :mod:`attacks.canary.mechanism` test the step itself (the
-  noise stepped on against σ · C, what the data moved against Λ · C plus the noise, and along
-  the data's mean clipped gradient against the declared batch Λ: the sampling), each at
-  a stated false-alarm rate and whatever the claimed ε. ``config`` must be the batching your
-  loader draws and the σ your accounting claims.
-* ``"spike"`` (black-box): for a model only returned at the end (any ``train``, torch or
-  not), scored on what the returned model remembers. The harness places m spike canaries in your data exactly as :func:`attacks.canary.trained_model.audit_model`
-does (one element each, ±``spike`` standard deviations of its series, at least L_C + L_F
-apart, each inserted with probability 1/2), calls ``train`` once on the data with the
-inserted canaries, and scores every canary on its canary windows (the windows of Algorithm
-4, front padding included, that hold its element):
+* ``"gradient"`` (the default; white-box): m gradient canaries hooked into the first torch optimizer your code steps
+  (:mod:`attacks.canary.optimizer_canaries`), scored on the gradient the optimizer stepped on less the data's
+  per-window gradients under ``loss`` (:mod:`attacks.canary.data_span`) by the scores of
+  :mod:`attacks.canary.gradient`, with the mechanism tests of :mod:`attacks.canary.mechanism` beside the bound
+  (:func:`gradient_evidence`). ``config`` must be the batching your loader draws and the σ your accounting claims.
+* ``"spike"`` (black-box): m spike canaries placed in your data as :func:`attacks.canary.trained_model.audit_model`
+  places them, scored on the returned model's per-window losses with and without each, bounded per window
+  (:func:`spike_evidence`, :func:`window_evidence`).
 
-    score_i = Σ_windows tanh( loss(window without canary i) - loss(window with canary i) )
-
-with ``loss(model, context, forecast) -> (B,)`` per-window losses (default: ``model(context,
-forecast)``, the convention of tsdp's models: a Student-t negative log-likelihood, so each
-window's term is its log-likelihood ratio, bounded; :func:`window_evidence`). A model that
-memorised canary i fits the window with the spike better than without it.
-
-Measured on a 1-nearest-neighbour memoriser (synthetic N = 200, L = 100, L_C = 2, L_F = 1,
-1000 canaries, δ = 1e-5): the canaries are *not* confused with one another (every canary
-window a memoriser stored is fitted exactly, whatever the other spikes). The few canaries it
-ranked wrong (AUC 0.996) all sat at a series' first element: the window whose context is front
-padding only is the same in every series, so the memoriser forecasts another series' first
-value there, and that one window's squared error (about spike², of a random sign) outweighed
-the canary's other windows in the unbounded sum. Bounded per window, every canary ranks right
-(AUC 1.000); with the near-balanced guess sets of :func:`attacks.canary.fdp_bound.guess_grid`
-it certifies 4.917 against a ceiling of 4.924 (the unbounded sum with the former symmetric
-sets: 3.738 against 5.106). A multi-element signature per canary was not needed, and would
-change the neighbouring relation: a canary that changes w elements is a w-event neighbour, not
-the event-level one a claim is made for. The score is fixed before training, so the
-one-run theorems (Mahloujifar, Melis & Chaudhuri 2025, :mod:`attacks.canary.fdp_bound`; Steinke,
-Nasr & Jagielski 2023, :mod:`attacks.canary.steinke_bound`) make the reported ``epsilon_lower`` a **lower** bound, with probability ≥ ``confidence``, on
-the ε of the training at event level (one changed element: the (ε, δ) the training claims
-for an event-level or user-level relation must be at least this). ``violation`` says
-whether it exceeds the ε you claim.
+The reported ``epsilon_lower`` is a **lower** bound, with probability ≥ ``confidence``, on the ε of the training at
+event level (one-run theorems: Mahloujifar, Melis & Chaudhuri 2025, :mod:`attacks.canary.fdp_bound`; Steinke, Nasr &
+Jagielski 2023, :mod:`attacks.canary.steinke_bound`); ``violation`` says whether it exceeds the ε you claim. The
+manual's "Audit your own training" tutorial explains the scores and what each test can see.
 """
 from __future__ import annotations
 
-import inspect
 import math
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
-import torch
 
 from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_delta, check_epsilon, check_int,
-                                  check_real, window_starts)
+                                  check_real)
 
 from tsdp.datasets.series import SeriesData
-from tsdp.training.train import FLOAT32_MAX, resolve_device
-from tsdp.training.windows import every_window, gather_windows, pad_series, padding_of, split_window
+from tsdp.training.train import FLOAT32_MAX
 
-from .spikes import canary_windows, place_canaries, with_canaries
 from .audit_result import EngineRun, GradientRun, TrainingAudit
-from .evidence import CERTIFIERS, certify_evidence, pool
+from .evidence import CERTIFIERS, Evidence, certify_evidence, pool
 from .mechanism import pooled
-from .fdp_bound import guess_grid
+from .one_run import guess_grid
 from .steinke_bound import guess_sets
-from .gradient import SCORES as GRADIENT_SCORES
-from .data_span import DIVERGED, FAILED, MAX_ENTRIES
-from .gradient import MAX_DIRECTION_ENTRIES, ideal_epsilon, sound_profile
-from .optimizer_canaries import run_with_canaries
-from .time_limit import Expired, check_can_limit, check_timeout, time_limit
-
-
-class UserFunctionError(ConfigError):
-    """The user's ``train`` or ``loss`` function failed: it raised (or called ``sys.exit``), has the wrong
-    arity, returned None, or gave non-finite losses. Names the function and why; the original
-    exception is the ``__cause__`` (``tsdp --debug`` prints its traceback)."""
-
-    def __init__(self, role: str, fn, why: str):
-        super().__init__(role, f"your {role} function {_name(fn)} {why}")
-
-
-class TimeLimitError(UserFunctionError):
-    """The user's function was still running when the run's time limit (``timeout``) struck: it was stopped and the
-    processes it started were ended (:mod:`attacks.canary.time_limit`). ``note`` adds what the audit had done
-    (e.g. how many of its runs had finished). Picklable, so a worker process can send it back."""
-
-    def __init__(self, role: str, fn, seconds: float, note: str = ""):
-        self.role, self.fn_name, self.seconds, self.note = role, fn if isinstance(fn, str) else _name(fn), seconds, note
-        ConfigError.__init__(self, role, f"your {role} function {self.fn_name} did not finish within the time limit "
-                                         f"of {seconds:g} s (timeout={seconds:g}): stopped{note}")
-
-    def __reduce__(self):
-        return type(self), (self.role, self.fn_name, self.seconds, self.note)
-
-    def with_note(self, note: str) -> "TimeLimitError":
-        """The same error with ``note`` appended to its message."""
-        return type(self)(self.role, self.fn_name, self.seconds, self.note + note)
-
-
-def _name(fn) -> str:
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
-
-
-def _check_arity(role: str, fn, *args) -> None:
-    """:class:`UserFunctionError` before any work when ``fn`` cannot be called with ``args``."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin without a signature: the call itself will tell
-        return
-    try:
-        signature.bind(*args)
-    except TypeError as exc:
-        raise UserFunctionError(role, fn, f"must take {len(args)} positional argument(s) ({exc})") from None
-
-
-def _call(role: str, fn, *args, via=None, subject: str = ""):
-    """``fn(*args)`` (or ``via(*args)``, code that runs ``fn``'s result); anything it raises, ``SystemExit``
-    included, becomes a :class:`UserFunctionError` blaming ``fn`` (``subject`` says what of it failed)."""
-    try:
-        return (via or fn)(*args)
-    except Expired as exc:  # the run's time limit struck while this function ran
-        raise TimeLimitError(role, fn, exc.args[0]) from None
-    except (KeyboardInterrupt, ConfigError):  # a ConfigError names a value of the audit (e.g. too many canaries)
-        raise
-    except SystemExit as exc:
-        raise UserFunctionError(role, fn, f"{subject}called sys.exit({exc.code!r})") from exc
-    except Exception as exc:  # noqa: BLE001 - any failure of the user's code is reported as such
-        raise UserFunctionError(role, fn, f"{subject}raised {type(exc).__name__}: {exc}") from exc
-
-
-def _default_loss(model, context: torch.Tensor, forecast: torch.Tensor):
-    return model(context, forecast)
-
-
-def _window_losses(model, loss, train, context: torch.Tensor, forecast: torch.Tensor) -> np.ndarray:
-    """Per-window losses of ``model`` (on its own device, in eval mode, without gradients) as float64;
-    a failure is blamed on ``loss``, or with the default loss on the model ``train`` returned."""
-    if isinstance(model, torch.nn.Module):
-        param = next(model.parameters(), None)
-        if param is not None:
-            context, forecast = context.to(param.device), forecast.to(param.device)
-        model.eval()
-    # the default loss calls the model that train returned: blame train's model, not tsdp's helper
-    role, fn, subject = ("loss", loss, "") if loss is not _default_loss else ("train", train, "returned a model that ")
-    with torch.no_grad():
-        out = _call(role, fn, model, context, forecast, via=loss, subject=subject)
-        try:
-            out = torch.as_tensor(out).detach().cpu().double().numpy().reshape(-1)
-        except (TypeError, ValueError, RuntimeError) as exc:
-            raise UserFunctionError(role, fn, f"{subject}gave {type(out).__name__}, not per-window losses "
-                                              f"({exc})") from None
-    if out.shape[0] != context.shape[0]:
-        raise UserFunctionError(role, fn, f"{subject}gave {out.shape[0]} losses for {context.shape[0]} windows "
-                                          "(one per window needed)")
-    bad = int(np.count_nonzero(~np.isfinite(out)))
-    if bad:
-        raise UserFunctionError(role, fn, f"{subject}gave {bad} non-finite loss(es) (NaN or inf) of {out.shape[0]}: "
-                                          "the canaries cannot be scored")
-    return out
-
-
-def _placed(base: SeriesData, config: TrainingConfig, canaries: int, rng: np.random.Generator, spike: float):
-    """The canaries' (series, position, spike) (ConfigError naming ``canaries`` when they do not fit)."""
-    try:
-        return place_canaries(base, canaries, config, rng, spike)
-    except ValueError as exc:  # too many canaries for the data, or series too short to hold out L_F
-        raise ConfigError("canaries", str(exc), canaries) from None
-
-
-SPIKE_SCORES = ("memorisation",)
-"""The score of a spike-canary run (module docstring)."""
-
-
-def spike_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
-                   loss: Optional[Callable] = None, seed=0, spike: float = 10.0) -> dict:
-    """One training run of ``train`` with m spike canaries (module docstring): {"scores": {"memorisation"}, "included"}.
-
-    ``seed``: an int or a ``numpy.random.SeedSequence`` (placements, signs and inclusion bits).
-    """
-    loss = _default_loss if loss is None else loss
-    rng = np.random.default_rng(seed)
-    series, position, values = _placed(base, config, canaries, rng, spike)
-    included = rng.random(canaries) < 0.5
-    model = _call("train", train, [s.copy() for s in with_canaries(base, series, position, values, included).series])
-    if model is None:
-        raise UserFunctionError("train", train, "returned None, not a model")
-
-    every = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
-    lengths = torch.as_tensor(base.lengths)
-    seq, start, valid = canary_windows(config, series, position, window_starts(lengths, config.forecast_length))
-    flat = valid.reshape(-1)
-    losses = []
-    for version in (base, every):  # padded as tsdp's loop pads for the model (its unobserved value, else zeros)
-        padded, _ = pad_series([torch.as_tensor(s) for s in version.series], config.context_length,
-                               padding_of(model))
-        windows = gather_windows(padded, seq.reshape(-1)[flat], start.reshape(-1)[flat], config.window_length)
-        context, forecast = split_window(windows, config.context_length)
-        per_window = np.zeros(flat.numel())
-        per_window[flat.numpy()] = _window_losses(model, loss, train, context, forecast)
-        losses.append(per_window.reshape(valid.shape))
-    return {"scores": dict(zip(SPIKE_SCORES, [window_evidence(losses[0] - losses[1])])), "included": included}
-
-
-def window_evidence(gain: np.ndarray) -> np.ndarray:
-    """Σ_w tanh(ℓ_w(without) - ℓ_w(with)) per canary from its (m, windows) loss gains (0 where a window is not valid).
-
-    With a negative log-likelihood loss (tsdp's Student-t models) each gain is the window's
-    log-likelihood ratio of the series with the canary against the series without it, and
-    tanh keeps it where it is small (|x| < 0.35: within 4%); a window can add at most 1. A
-    memoriser's gain is huge on every window it stored, and on a window it cannot tell from
-    others (a context of front padding only, the same in every series) it is as huge and of
-    a random sign: summed raw, that one window decides the canary's rank; bounded, it moves
-    it by at most 2 of the 2 (L_C + L_F) - 2 (module docstring: measured on a 1-NN memoriser).
-    """
-    return np.tanh(gain).sum(axis=1)
-
-
-@dataclass(frozen=True)
-class SpikeTask:
-    """One run of a multi-run spike audit (:func:`attacks.canary.runs.run_many`): picklable when ``train`` / ``loss`` are
-    module-level functions; :meth:`check` refuses a placement that cannot fit before any run starts."""
-
-    train: Callable
-    data: SeriesData
-    config: TrainingConfig
-    canaries: int
-    loss: Optional[Callable] = None
-    spike: float = 10.0
-    timeout: Optional[float] = None
-
-    def check(self) -> None:
-        _placed(self.data, self.config, self.canaries, np.random.default_rng(0), self.spike)
-
-    def __call__(self, seed: np.random.SeedSequence) -> dict:
-        with _limited(self.train, self.timeout):
-            return spike_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss,
-                                  seed=seed, spike=self.spike)
-
-
-@contextmanager
-def _limited(train, timeout: Optional[float]):
-    """One run under the time limit ``timeout`` (:func:`attacks.canary.time_limit.time_limit`; None: none): expiry
-    inside the user's code is blamed on the function that ran (:func:`_call`), elsewhere in the run on ``train``."""
-    try:
-        with time_limit(timeout):
-            yield
-    except Expired as exc:
-        raise TimeLimitError("train", train, exc.args[0]) from None
-
-
-def gradient_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
-                      loss: Optional[Callable] = None, seed=0, clip: float = 1.0, scale: Optional[float] = None,
-                      span_entries: int = MAX_ENTRIES, progress: bool = False, device=None) -> dict:
-    """One training run of ``train`` with m gradient canaries in its optimizer (module docstring, ``"gradient"``):
-    {"scores": {"sum", "mixture"}, "included", "optimizer", "steps", "clip", "scale", "observed", "data_span",
-    "data_part"}.
-
-    ``loss(model, context, forecast) -> (B,)``: the per-window training loss (default
-    ``model(context, forecast)``), with which the data's gradients are taken off the observed
-    gradient (:mod:`attacks.canary.data_span`; ``data_span`` says why not when they are kept).
-    ``seed``: an int or a ``numpy.random.SeedSequence`` (directions, inclusion bits,
-    participations); ``scale``: the gradient's scale (:mod:`attacks.canary.optimizer_canaries`;
-    default read from an Opacus DP optimizer, else 1/Λ); ``span_entries``: the most per-window gradient
-    entries held per step (``data_part`` says how the data was taken off and what a step cost);
-    ``progress``: a bar of the audited steps on stderr; ``device``: where the audit's own torch work runs (a
-    ``torch.device`` or its name; None: your optimizer's parameters' device; :mod:`attacks.canary.optimizer_canaries`).
-    """
-    windows = every_window(base.series, config.context_length, config.forecast_length)
-    hooks = _call("train", train, [s.copy() for s in base.series],
-                  via=lambda series: run_with_canaries(train, series, config, canaries, clip=clip, scale=scale,
-                                                       seed=seed, windows=windows, loss=loss or _default_loss,
-                                                       span_entries=span_entries, progress=progress,
-                                                       device=device))
-    if hooks.canaries is None or hooks.canaries.steps == 0:
-        raise UserFunctionError("train", train, "never called a torch.optim optimizer's step(): gradient canaries "
-                                                "hook into one (canary='spike' audits any returned model)")
-    with np.errstate(invalid="ignore", over="ignore"):
-        evidence = hooks.canaries.evidence()
-    span = hooks.data_span
-    scored = all(np.all(np.isfinite(s)) for s in evidence["scores"].values())
-    if not scored or (span is not None and span.startswith(DIVERGED)):
-        raise UserFunctionError("train", train, _diverged(hooks))
-    if span is not None and span.startswith(FAILED):
-        if loss is not None:  # asked for and not given: an error, not a quiet loss of power
-            raise UserFunctionError("loss", loss, f"cannot give the data's per-window gradients: {span}")
-        span += "; give loss(model, context, forecast) -> (B,) per-window losses"
-    return dict(evidence, optimizer=hooks.optimizer, steps=hooks.canaries.steps, clip=hooks.clip, scale=hooks.scale,
-                observed=hooks.observed, data_span=span, data_part=hooks.data_part(),
-                mechanism=hooks.mechanism_tests())
-
-
-def _diverged(hooks) -> str:
-    """Why a run that diverged cannot be scored, and what its mechanism tests saw before (the training's fault, not
-    the loss's: :data:`attacks.canary.data_span.DIVERGED`)."""
-    found = [t.finding for t in hooks.mechanism_tests().tests if t.failed]
-    return ("made non-finite gradients or parameter updates (NaN or inf: the training diverged): the canaries cannot "
-            "be scored" + ("; before it, " + "; ".join(found) if found else "")
-            + "; check the learning rate, the clipping norm and the noise at every step")
-
-
-@dataclass(frozen=True)
-class GradientTask:
-    """One run of a multi-run gradient-canary audit (:func:`attacks.canary.runs.run_many`): picklable when
-    ``train`` is a module-level function."""
-
-    train: Callable
-    data: SeriesData
-    config: TrainingConfig
-    canaries: int
-    clip: float = 1.0
-    scale: Optional[float] = None
-    loss: Optional[Callable] = None
-    timeout: Optional[float] = None
-    span_entries: int = MAX_ENTRIES
-    progress: bool = False
-    device: Optional[str] = None
-
-    def check(self) -> None:
-        """Nothing to place before the runs: the canaries attach to the optimizer at its first step."""
-
-    def __call__(self, seed: np.random.SeedSequence) -> dict:
-        with _limited(self.train, self.timeout):
-            return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss,
-                                     seed=seed, clip=self.clip, scale=self.scale, span_entries=self.span_entries,
-                                     progress=self.progress, device=self.device)
-
-
-def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, canaries: int, *, loss=None,
-              spike: float = 10.0, clip: float = 1.0, scale: Optional[float] = None, timeout: Optional[float] = None,
-              span_entries: int = MAX_ENTRIES, progress: bool = False, device: Optional[str] = None):
-    """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed; ``timeout``: the
-    most seconds one run may take (None: no limit); ``device``: where gradient canaries' own torch work runs ("auto":
-    cuda when torch sees one, else cpu; "cpu", "cuda", "cuda:N"; None: your parameters' device; ConfigError naming
-    ``device`` when torch cannot use it). Spike canaries score the returned model on its own device."""
-    device = None if device is None else str(resolve_device(device))  # checked whatever the canary uses it
-    if canary == "gradient":
-        return GradientTask(train, data, config, canaries, clip, scale, loss, timeout=timeout,
-                            span_entries=span_entries, progress=progress, device=device)
-    return SpikeTask(train, data, config, canaries, loss, spike, timeout)
-
-
-CANARIES = {"gradient": GRADIENT_SCORES, "spike": SPIKE_SCORES}
-"""The kinds of canaries (`tsdp audit-fn --canary`) and the scores each run gives (certified with Bonferroni)."""
+from .data_span import MAX_ENTRIES
+from .gradient import MAX_DIRECTION_ENTRIES, sound_profile
+from .ideal import ideal_epsilon
+from .time_limit import check_can_limit, check_timeout
+from .guarded_calls import TimeLimitError, UserFunctionError, _check_arity
+from .training_runs import CANARIES, SPIKE_SCORES, GradientRunEvidence, make_task, spike_evidence, window_evidence
 
 
 CLIP_MAX = math.sqrt(FLOAT32_MAX)
@@ -368,7 +59,29 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
     canary uses it (ConfigError naming the value; :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot
     take its arguments; ``train`` None: the values only, as for a plan): m at most the direction entries of
     gradient canaries (m · d with d ≥ 1), C and the gradient scale at most :data:`CLIP_MAX`, the spike at most
-    :data:`SPIKE_MAX`. ``timeout`` (seconds, None for none) is checked too."""
+    :data:`SPIKE_MAX`. ``timeout`` (seconds, None for none) is checked too.
+
+    Args:
+        train: Your training function.
+        loss: Your per-window loss (None: none).
+        canaries: m.
+        delta: δ.
+        epsilon: The claimed ε (None: none).
+        seed: The seed.
+        confidence: The confidence.
+        spike: The spikes' size.
+        canary: "gradient" or "spike".
+        clip: The clipping norm C.
+        scale: The gradient's scale (None: default).
+        timeout: The time limit (None: none).
+
+    Returns:
+        (canaries, δ, ε, seed, confidence, spike, clip) checked.
+
+    Raises:
+        ConfigError: A bad value, naming it.
+        UserFunctionError: ``train`` or ``loss`` cannot take its arguments.
+    """
     check_timeout(timeout)
     if canary not in CANARIES:
         raise ConfigError("canary", f"must be one of {', '.join(CANARIES)}", canary)
@@ -402,7 +115,19 @@ def with_data_canaries(data: Union[SeriesData, Sequence], count: int, scale: flo
     :mod:`attacks.canary.mechanism`, passed through the user's own per-window path (gradient canaries enter after the
     user's clipping and cannot show a missing clip). Under the claim each of their windows still contributes at most C
     to a step; unclipped, a step that draws one moves far more than Λ · C plus the noise. They change the data, not
-    the canaries' law: the ε bound stays a **lower** bound (the one-run game holds for any non-canary data)."""
+    the canaries' law: the ε bound stays a **lower** bound (the one-run game holds for any non-canary data).
+
+    Args:
+        data: The series.
+        count: The data canaries (0 to N).
+        scale: Their factor.
+
+    Returns:
+        The series with the data canaries.
+
+    Raises:
+        ConfigError: ``count`` out of range.
+    """
     data = as_series(data)
     count = check_int("data_canaries", count, 0, len(data.series))
     return SeriesData(tuple(s * scale if i < count else s for i, s in enumerate(data.series)), data.starts)
@@ -416,32 +141,49 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
                    progress: bool = False, data_canaries: int = 0, device: Optional[str] = None) -> TrainingAudit:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
-    ``canary``: "gradient" (white-box, hooked into your optimizer; ``config`` is the batching
-    your loader draws and the σ you claim, ``clip`` the clipping norm C of a plain optimizer,
-    Opacus's ``max_grad_norm`` being read from its DP optimizer; ``gradient_scale`` what your loop
-    multiplies the noisy clipped sum by before the step, default 1/Λ for a plain optimizer and
-    read from Opacus: give it when your loop divides by more than Λ, else each canary would be
-    stronger than an element; ``loss`` your per-window training loss, to take the data's
-    gradients off) or "spike" (black-box, scored with ``loss`` on the returned model;
-    ``config`` gives the window geometry). ``epsilon``
-    (optional) is the ε your training claims at ``delta``. ``analysis``: "fdp" (the f-DP one-run
-    test with Steinke et al.'s bound as its baseline, :func:`attacks.canary.evidence.fdp`) or
-    "steinke" alone. Returns a :class:`attacks.canary.audit_result.TrainingAudit` (``as_dict()``: its
-    JSON): ``epsilon_lower``, ``violation`` against ``epsilon``, each score's certified bound in
-    ``scores`` (guesses, AUC, the perfect-guess ``ceiling`` and ``limited_by``: whether the audit's
-    size or the training limits the answer); gradient canaries add ``gradient``
-    (:class:`attacks.canary.audit_result.GradientRun`: the optimizer's steps and the noise and
-    clipping and sampling tests, :class:`attacks.canary.mechanism.MechanismTests`), a failed test being a
-    violation too. ``timeout``: the most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still
-    running then is stopped, the processes it started are ended, and :class:`TimeLimitError` names it (POSIX, main
-    thread: :mod:`attacks.canary.time_limit`). ``span_entries``: gradient canaries' most per-window gradient entries
-    held per step (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset);
-    ``progress``: a bar of the audited steps on stderr. ``data_canaries``: gradient canaries' clipping test gets that
-    many series of ``data`` scaled by :data:`DATA_CANARY_SCALE` (:func:`with_data_canaries`; reported as
-    ``data_canaries``). ``device``: where gradient canaries' own torch work runs (their directions, sums and
-    projections, the data's per-window gradients on a copy of your model): "auto" (cuda when torch sees one, else
-    cpu), "cpu", "cuda" or "cuda:N"; None (default): your optimizer's parameters' device. Your ``train`` places its own
-    model: what the canaries add to ``.grad`` is moved to each parameter's device.
+    Args:
+        train: Your training: ``train(series) -> model`` on a list of 1-D float arrays.
+        data: The series (a :class:`SeriesData` or a sequence of 1-D arrays).
+        config: For gradient canaries the batching your loader draws and the σ you claim; for spike canaries the
+            window geometry.
+        canaries: m, the canaries of the run.
+        delta: The δ of the bound.
+        epsilon: The ε your training claims at ``delta`` (None: no claim; ``violation`` then only from a failed
+            mechanism test).
+        canary: "gradient" (white-box, hooked into your optimizer) or "spike" (black-box, scored on the returned
+            model).
+        loss: Your per-window training loss ``loss(model, context, forecast) -> (B,)``: gradient canaries take the
+            data's gradients off with it, spike canaries score with it (default ``model(context, forecast)``).
+        seed: The seed of the canaries, their inclusion bits and participations.
+        confidence: The probability with which ``epsilon_lower`` holds.
+        clip: The clipping norm C of a plain optimizer (Opacus's ``max_grad_norm`` is read from its DP optimizer).
+        gradient_scale: What your loop multiplies the noisy clipped sum by before the step (default 1/Λ for a plain
+            optimizer, read from Opacus); give it when your loop divides by more than Λ, else each canary would be
+            stronger than an element.
+        spike: The spike canaries' size in standard deviations of their series.
+        analysis: "fdp" (the f-DP one-run test with Steinke et al.'s bound as its baseline,
+            :func:`attacks.canary.evidence.fdp`) or "steinke" alone.
+        timeout: The most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still running then
+            is stopped with the processes it started (POSIX, main thread: :mod:`attacks.canary.time_limit`).
+        span_entries: Gradient canaries' most per-window gradient entries held per step
+            (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset).
+        progress: A bar of the audited steps on stderr.
+        data_canaries: Gradient canaries' clipping test gets that many series of ``data`` scaled by
+            :data:`DATA_CANARY_SCALE` (:func:`with_data_canaries`).
+        device: Where gradient canaries' own torch work runs: "auto", "cpu", "cuda" or "cuda:N"; None: your
+            optimizer's parameters' device (what the canaries add to ``.grad`` is moved to each parameter's device).
+
+    Returns:
+        A :class:`attacks.canary.audit_result.TrainingAudit` (``as_dict()``: its JSON): ``epsilon_lower``,
+        ``violation`` against ``epsilon``, each score's certified bound in ``scores`` (guesses, AUC, the
+        perfect-guess ``ceiling`` and ``limited_by``); gradient canaries add ``gradient``
+        (:class:`attacks.canary.audit_result.GradientRun`: the optimizer's facts and the noise, clipping and sampling
+        tests of :class:`attacks.canary.mechanism.MechanismTests`), a failed test being a violation too.
+
+    Raises:
+        ConfigError: A bad argument, naming it (checked before any training).
+        UserFunctionError: ``train`` or ``loss`` failed, returned None or gave non-finite losses.
+        TimeLimitError: The run exceeded ``timeout``.
     """
     canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
         train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
@@ -461,7 +203,15 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
 
 def tests_claimed_curve(canary: str, analysis: str) -> bool:
     """Whether the audit tests the run's claimed trade-off curve: gradient canaries (the optimizer's steps are
-    seen) under the f-DP certifier (the only one that takes a curve)."""
+    seen) under the f-DP certifier (the only one that takes a curve).
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+
+    Returns:
+        Whether the claimed curve is tested.
+    """
     return canary == "gradient" and analysis == "fdp"
 
 
@@ -469,7 +219,16 @@ def check_claimed_curve(canary: str, analysis: str, config: TrainingConfig) -> N
     """Before any training: ConfigError naming ``top`` when the analysis tests the claimed curve
     (:func:`tests_claimed_curve`) and tsdp has no sound **upper** bound for ``config``'s scheme to draw it from
     (:func:`tsdp.theorems.registry.select_bound` refuses: a Poisson top level, pooled windows with k > 1), naming
-    the analysis that needs none (Steinke et al.'s bound, ``analysis="steinke"``)."""
+    the analysis that needs none (Steinke et al.'s bound, ``analysis="steinke"``).
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+        config: The claimed configuration.
+
+    Raises:
+        ConfigError: Naming ``top`` when no sound bound gives the curve.
+    """
     from tsdp.theorems.errors import TheoremError
     from tsdp.theorems.registry import select_bound
 
@@ -485,17 +244,35 @@ def check_claimed_curve(canary: str, analysis: str, config: TrainingConfig) -> N
                           config.top) from None
 
 
-def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_run: dict):
+def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_run: Evidence):
     """The run's claimed profile for the f-DP test's curve check (:func:`tests_claimed_curve`, else None): tsdp's
     sound accountant (an **upper** bound on the correct loop's δ(ε)) of ``config`` over the steps the optimizer
-    took."""
-    return sound_profile(config, first_run["steps"]) if tests_claimed_curve(canary, analysis) else None
+    took.
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+        config: The claimed configuration.
+        first_run: The first run's evidence (its steps).
+
+    Returns:
+        The claimed profile (:func:`attacks.canary.gradient.sound_profile`), or None when the curve is not tested.
+    """
+    return sound_profile(config, first_run.steps) if tests_claimed_curve(canary, analysis) else None
 
 
 def analyses_of(canary: str, analysis: str) -> tuple:
     """The analyses the certifier of ``analysis`` runs for ``canary`` canaries (their shares of the level are fixed by
     these names): what a plan assumes. "fdp": the f-DP test's analyses, gradient canaries adding the claimed curve
-    (:func:`claimed_profile`); "steinke": Steinke et al.'s bound alone."""
+    (:func:`claimed_profile`); "steinke": Steinke et al.'s bound alone.
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+
+    Returns:
+        The analyses' names.
+    """
     if analysis == "steinke":
         return ("steinke",)
     return ("dp", "gdp", "steinke") + (("claimed",) if tests_claimed_curve(canary, analysis) else ())
@@ -503,34 +280,60 @@ def analyses_of(canary: str, analysis: str) -> tuple:
 
 def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
     """The guess sets of m canaries that the certifier of ``analysis`` tests (what its plan counts): the f-DP test's
-    :func:`attacks.canary.fdp_bound.guess_grid`, or Steinke et al.'s :func:`attacks.canary.steinke_bound.guess_sets`."""
+    :func:`attacks.canary.one_run.guess_grid`, or Steinke et al.'s :func:`attacks.canary.steinke_bound.guess_sets`.
+
+    Args:
+        analysis: "fdp" or "steinke".
+
+    Returns:
+        The function of m giving the guess sets.
+
+    Raises:
+        ConfigError: An unknown analysis.
+    """
     return guess_sets if _certifier(analysis) is CERTIFIERS["steinke"] else guess_grid
 
 
-def training_audit(canary: str, analysis: str, runs: Sequence[dict], config: TrainingConfig, *, delta: float,
+def training_audit(canary: str, analysis: str, runs: Sequence[Evidence], config: TrainingConfig, *, delta: float,
                    confidence: float, epsilon: Optional[float], seed: int, spike: float, data_canaries: int,
                    engine: Optional[EngineRun] = None) -> TrainingAudit:
     """The runs' evidence (in run order) certified (:func:`certify_evidence`, the canaries pooled,
     :func:`attacks.canary.evidence.pool`) by the certifier of ``analysis``, a **lower** bound on ε at ``delta``, with
     what the audit saw: for gradient canaries a :class:`GradientRun` (the first run's optimizer, steps, C and gradient
     scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
-    (:func:`attacks.canary.gradient.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
+    (:func:`attacks.canary.ideal.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
     canaries than parameters: its power at the claim), and the noise, clipping and sampling tests of every run
     (:mod:`attacks.canary.mechanism`, pooled over the runs), whose failure is a violation too. ``engine``: how the
-    multi-run engine ran them (:func:`attacks.canary.runs.run_many`; None: one run here)."""
+    multi-run engine ran them (:func:`attacks.canary.runs.run_many`; None: one run here).
+
+    Args:
+        canary: "gradient" or "spike".
+        analysis: "fdp" or "steinke".
+        runs: The runs' evidence, in run order.
+        config: The claimed configuration.
+        delta: δ.
+        confidence: The confidence.
+        epsilon: The claimed ε (None: none).
+        seed: The seed of the ideal audit.
+        spike: The spikes' size (reported for spike canaries).
+        data_canaries: The data canaries given.
+        engine: How the multi-run engine ran the runs (None: one run here).
+
+    Returns:
+        The :class:`~attacks.canary.audit_result.TrainingAudit`.
+    """
     certifier = _certifier(analysis)
     first = runs[0]
     bound = certify_evidence(first if len(runs) == 1 else pool(runs), delta, confidence, certifier=certifier,
                              claimed=epsilon, profile=claimed_profile(canary, analysis, config, first))
     gradient = None
     if canary == "gradient":
-        removed = 0.0 if first["data_part"] is None else first["data_part"].windows_per_step
-        ideal = ideal_epsilon(config, sum(len(r["included"]) for r in runs), first["steps"], delta, confidence,
-                              certifier=certifier, seed=seed, parameters=first["parameters"],
-                              per_run=len(first["included"]), removed=removed)
-        gradient = GradientRun(**{k: first[k] for k in ("optimizer", "steps", "clip", "scale", "observed",
-                                                        "data_span", "data_part", "parameters")},
-                               epsilon_ideal=ideal, mechanism=pooled([r["mechanism"] for r in runs]))
+        removed = 0.0 if first.data_part is None else first.data_part.windows_per_step
+        ideal = ideal_epsilon(config, sum(len(r.included) for r in runs), first.steps, delta, confidence,
+                              certifier=certifier, seed=seed, parameters=first.parameters,
+                              per_run=len(first.included), removed=removed)
+        gradient = GradientRun(**first.facts(), parameters=first.parameters, epsilon_ideal=ideal,
+                               mechanism=pooled([r.mechanism for r in runs]))
     facts = dict(bound.bound(), violation=bool(bound.violation or (gradient is not None and gradient.mechanism.failed)))
     return TrainingAudit(**facts, canary=canary, analysis=analysis, data_canaries=data_canaries, runs=len(runs),
                          spike=spike if canary == "spike" else None, gradient=gradient, engine=engine)
@@ -543,5 +346,18 @@ def _certifier(analysis: str):
 
 
 def as_series(data: Union[SeriesData, Sequence]) -> SeriesData:
-    """``data`` as :class:`SeriesData` (a sequence of 1-D arrays is copied as float64)."""
+    """``data`` as :class:`SeriesData` (a sequence of 1-D arrays is copied as float64).
+
+    Args:
+        data: A :class:`SeriesData` or a sequence of 1-D arrays.
+
+    Returns:
+        The :class:`SeriesData`.
+    """
     return data if isinstance(data, SeriesData) else SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in data))
+
+
+__all__ = ["CANARIES", "CLIP_MAX", "DATA_CANARY_SCALE", "SPIKE_MAX", "SPIKE_SCORES", "GradientRunEvidence",
+           "TimeLimitError", "UserFunctionError", "analyses_of", "as_series", "audit_training", "check_audit_inputs",
+           "check_claimed_curve", "claimed_profile", "guess_sets_of", "make_task", "spike_evidence",
+           "tests_claimed_curve", "training_audit", "window_evidence", "with_data_canaries"]

@@ -11,7 +11,7 @@ on the loop's event-level ε at δ, compared with the sound ε the loop's accoun
 
 Measured (m = 1000, one run, seed 0, SGD 0.05, simple-ff, 10 epochs, δ = 1e-5, 95%, the f-DP
 certifier with Steinke's baseline; ``epsilon_ideal`` is the same audit on the claimed mechanism
-itself, :func:`attacks.canary.gradient.ideal_epsilon`):
+itself, :func:`attacks.canary.ideal.ideal_epsilon`):
 
 * default configuration (N = 320, L = 20, Λ = 32, WOR/WR, 100 steps): σ calibrated to sound
   ε = 2 (σ 1.489) or 8 (σ 0.937) certifies 0 / 0 (ratio 0; AUC 0.54 / 0.54), and the ideal audit
@@ -40,8 +40,22 @@ from tsdp.attacks.montecarlo.shards import threads_per_worker
 
 from .audit_result import EngineRun, EvidenceBound
 from .evidence import Certifier, certify_evidence, fdp
-from .gradient import GradientCanaries, ideal_epsilon, sound_profile
+from .gradient import CanaryEvidence, GradientCanaries, sound_profile
+from .ideal import ideal_epsilon
 from .runs import run_many
+
+
+@dataclass(frozen=True)
+class LoopRunEvidence(CanaryEvidence):
+    """The evidence of one run of tsdp's loop with gradient canaries, and the run's accounting.
+
+    Attributes:
+        epsilon: the loop's sound accountant's ε of the run (an **upper** bound; None: not private).
+        steps: the training steps of the run.
+    """
+
+    epsilon: Optional[float]
+    steps: int
 
 
 @dataclass(frozen=True)
@@ -62,13 +76,15 @@ class LoopTask:
     optimizer: str = "sgd"
     device: str = "cpu"
 
-    def __call__(self, seed: np.random.SeedSequence) -> dict:
+    def __call__(self, seed: np.random.SeedSequence) -> LoopRunEvidence:
         canary_seed, train_seed = seed.spawn(2)
         canaries = GradientCanaries(self.config, self.canaries, clip=self.clip, seed=canary_seed)
         run = train(self.config, self.model, self.data, epochs=self.epochs, delta=self.delta if self.private else None,
                     private=self.private, clip=self.clip, lr=self.lr, optimizer=self.optimizer, device=self.device,
                     seed=int(train_seed.generate_state(1)[0]), progress=False, n_samples=1, canaries=canaries)
-        return {**canaries.evidence(), "epsilon": run.epsilon, "steps": run.steps}
+        evidence = canaries.evidence()
+        return LoopRunEvidence(scores=evidence.scores, included=evidence.included, parameters=evidence.parameters,
+                               epsilon=run.epsilon, steps=run.steps)
 
 
 @dataclass(frozen=True)
@@ -82,7 +98,7 @@ class LoopAudit(EvidenceBound):
         epsilon_sound: the loop's sound accountant's ε of a run (an **upper** bound).
         engine: how the multi-run engine ran the runs.
         epsilon_ideal: the same audit's certified ε on the claimed mechanism itself (its power at the claim,
-            :func:`attacks.canary.gradient.ideal_epsilon`).
+            :func:`attacks.canary.ideal.ideal_epsilon`).
     """
 
     runs: int
@@ -91,34 +107,42 @@ class LoopAudit(EvidenceBound):
     engine: EngineRun
     epsilon_ideal: float
 
-    def as_dict(self) -> dict:
-        """The JSON form: the bound's keys, then the loop's facts (``engine`` as its dict)."""
-        return dict(super().as_dict(), runs=self.runs, steps=self.steps, epsilon_sound=self.epsilon_sound,
-                    engine=self.engine.as_dict(), epsilon_ideal=self.epsilon_ideal)
-
 
 def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional[float] = None,
                confidence: float = 0.95, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
                certifier: Certifier = fdp, progress: bool = False) -> LoopAudit:
     """R = ``runs`` runs of ``task`` pooled and certified (module docstring), with ``epsilon_ideal`` (the same audit
-    on the claimed mechanism itself, :func:`attacks.canary.gradient.ideal_epsilon`: its power).
+    on the claimed mechanism itself, :func:`attacks.canary.ideal.ideal_epsilon`: its power).
 
-    ``claimed``: the ε the training claims at ``delta`` (default: the loop's own sound ε of a
-    run, the accountant's **upper** bound); ``violation`` when the certified lower bound exceeds it
-    or (with the f-DP certifier) the guesses reject the loop's sound trade-off curve.
+    Args:
+        task: One run of tsdp's loop with gradient canaries.
+        runs: R, the runs pooled.
+        delta: The δ of the bound.
+        claimed: The ε the training claims at ``delta`` (default: the loop's own sound ε of a run, the accountant's
+            **upper** bound).
+        confidence: The probability with which the bound (and the curve test) holds.
+        seed: The seed the runs' seeds are spawned from.
+        workers: Local processes the runs run on.
+        cluster: A Dask cluster's address to run them on instead.
+        certifier: The one-run analysis (:mod:`attacks.canary.evidence`).
+        progress: Report progress.
+
+    Returns:
+        A :class:`LoopAudit`: a **lower** bound on the loop's ε; ``violation`` when it exceeds ``claimed`` or (with the
+        f-DP certifier) the guesses reject the loop's sound trade-off curve.
     """
     many = run_many(task, runs, seed=seed, workers=workers, cluster=cluster,
                     threads=threads_per_worker(workers, cluster), progress=progress)
     first = many.runs[0]
     if claimed is None:
-        claimed = first["epsilon"]
+        claimed = first.epsilon
     bound = certify_evidence(many.evidence, delta, confidence, certifier=certifier, claimed=claimed,
-                             profile=sound_profile(task.config, first["steps"]) if certifier is fdp else None)
-    return LoopAudit(**bound.bound(), runs=runs, steps=first["steps"],
-                     epsilon_sound=first["epsilon"], engine=many.engine,
-                     epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first["steps"], delta, confidence,
-                                                 certifier=certifier, seed=seed, parameters=first["parameters"],
+                             profile=sound_profile(task.config, first.steps) if certifier is fdp else None)
+    return LoopAudit(**bound.bound(), runs=runs, steps=first.steps,
+                     epsilon_sound=first.epsilon, engine=many.engine,
+                     epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first.steps, delta, confidence,
+                                                 certifier=certifier, seed=seed, parameters=first.parameters,
                                                  per_run=task.canaries))
 
 
-__all__ = ["LoopAudit", "LoopTask", "audit_loop"]
+__all__ = ["LoopAudit", "LoopRunEvidence", "LoopTask", "audit_loop"]

@@ -19,13 +19,14 @@ an imputation that leaks (e.g. the true value) fails it.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
-from typing import Optional
+from dataclasses import dataclass
+from typing import Dict
 
 import numpy as np
 import torch
 from scipy import special, stats
 
+from tsdp.verify.json_data import Record
 from tsdp.theorems.bounds.inference import InferenceConfig
 
 from tsdp.attacks.montecarlo.statistics import epsilon_lower_bound
@@ -36,7 +37,15 @@ _TOL = 1e-11  # relative tolerance of "equals the mean of the other steps" (floa
 
 
 def worst_case_pair(config: InferenceConfig, device="cpu"):
-    """(x, x') of T15's construction as float64 tensors (L_C,): 0 and v on the first m steps."""
+    """(x, x') of T15's construction as float64 tensors (L_C,): 0 and v on the first m steps.
+
+    Args:
+        config: The inference mechanism's configuration.
+        device: The torch device.
+
+    Returns:
+        (x, x').
+    """
     x = torch.zeros(config.context_length, dtype=torch.float64, device=device)
     x_prime = x.clone()
     x_prime[: config.m] = float(config.v)
@@ -50,6 +59,12 @@ def observed_pattern(y: torch.Tensor):
     (to 1e-11 relative). Rows with one value throughout are flagged ``constant`` (at most one
     step kept; the kept mask is then all False if the value is exactly 0, else unknown and
     returned all False too).
+
+    Args:
+        y: (n, L) released contexts.
+
+    Returns:
+        (kept mask, constant-row flag).
     """
     n, L = y.shape
     eq = y[:, :, None] == y[:, None, :]
@@ -70,6 +85,13 @@ def log_likelihood_ratio(y: torch.Tensor, config: InferenceConfig) -> torch.Tens
     Pattern read off: Σ over kept changed steps of (v y_t - v²/2)/σ². One value c ≠ 0 throughout
     (one kept step, position hidden, uniform): log((L-m)/L + (m/L) exp((v c - v²/2)/σ²)).
     All zeros (nothing kept): 0.
+
+    Args:
+        y: (n, L) released contexts.
+        config: The inference mechanism's configuration.
+
+    Returns:
+        (n,) log dP/dQ.
     """
     L, m, v, s2 = config.context_length, config.m, float(config.v), float(config.sigma) ** 2
     kept, constant = observed_pattern(y)
@@ -97,7 +119,7 @@ def _runs(config: InferenceConfig, trials: int, seed: int, device: str, impute: 
 
 
 @dataclass(frozen=True)
-class InferenceAudit:
+class InferenceAudit(Record):
     """A certified ε lower bound through the real mechanism, and the run's size and speed."""
 
     epsilon_lower: float
@@ -110,9 +132,6 @@ class InferenceAudit:
     side: str
     config: dict
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 def audit(config: InferenceConfig, trials: int, delta: float, *, seed: int = 0, confidence: float = 0.95,
           device: str = "cpu", impute: Imputation = mean_impute, chunk: int = 500_000) -> InferenceAudit:
@@ -120,6 +139,19 @@ def audit(config: InferenceConfig, trials: int, delta: float, *, seed: int = 0, 
 
     ``trials`` releases per world through :func:`tsdp.attacks.inference.mechanism.private_context`, the LLR
     statistic of the release, :func:`tsdp.attacks.montecarlo.statistics.epsilon_lower_bound`.
+
+    Args:
+        config: The inference mechanism's configuration.
+        trials: Releases per world.
+        delta: The δ of the bound.
+        seed: The seed.
+        confidence: The probability with which the bound holds.
+        device: The torch device.
+        impute: The imputation.
+        chunk: Releases per batch.
+
+    Returns:
+        The :class:`InferenceAudit` (``epsilon_lower`` a **lower** bound on the mechanism's ε).
     """
     stats_ = {"P": [], "Q": []}
     t0 = time.perf_counter()
@@ -133,8 +165,23 @@ def audit(config: InferenceConfig, trials: int, delta: float, *, seed: int = 0, 
                           side=tb.side, config=config.as_dict())
 
 
+@dataclass(frozen=True)
+class MechanismFit(Record):
+    """Whether the released contexts follow the law T15 is proved for (:func:`goodness_of_fit`).
+
+    Attributes:
+        pvalue: The Bonferroni p-value over the six tests (small: the mechanism is not T15's).
+        tests: Per world ("P", "Q"), the p-values of the ``count``, ``residuals`` and ``imputed`` tests.
+        trials: Trials per world.
+    """
+
+    pvalue: float
+    tests: Dict[str, Dict[str, float]]
+    trials: int
+
+
 def goodness_of_fit(config: InferenceConfig, trials: int, *, seed: int = 0, device: str = "cpu",
-                    impute: Imputation = mean_impute, chunk: int = 200_000) -> dict:
+                    impute: Imputation = mean_impute, chunk: int = 200_000) -> MechanismFit:
     """p-value that the released contexts follow the law T15 is proved for, in both worlds.
 
     Per world, three tests on the adversary's reading (:func:`observed_pattern`):
@@ -143,6 +190,17 @@ def goodness_of_fit(config: InferenceConfig, trials: int, *, seed: int = 0, devi
     N(0, 1), KS; imputed value against the kept mean, (y_d - mean_K x) √|K| / σ ~ N(0, 1) for
     rows with dropped steps and |K| ≥ 1, KS. Bonferroni over the 6 p-values. Under the real
     mechanism each p-value is uniform (false-failure rate of ``pvalue < a`` at most a).
+
+    Args:
+        config: The inference mechanism's configuration.
+        trials: Trials per world.
+        seed: The seed.
+        device: The torch device.
+        impute: The imputation under test.
+        chunk: Trials per batch.
+
+    Returns:
+        The :class:`MechanismFit`.
     """
     L, r, sigma = config.context_length, float(config.r), float(config.sigma)
     acc = {w: {"counts": np.zeros(L + 1), "resid": [], "imputed": []} for w in ("P", "Q")}
@@ -177,17 +235,4 @@ def goodness_of_fit(config: InferenceConfig, trials: int, *, seed: int = 0, devi
         p_imp = float(stats.kstest(imp, "norm").pvalue) if imp.size else 1.0
         out[world] = {"count": p_count, "residuals": p_resid, "imputed": p_imp}
     smallest = min(v for w in out.values() for v in w.values())
-    return {"pvalue": min(1.0, 6 * smallest), "tests": out, "trials": trials}
-
-
-def true_value_impute(noisy: torch.Tensor, kept: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """A leaky imputation (for tests and demonstrations): dropped steps get their true value."""
-    return x.expand_as(noisy)
-
-
-def sound_epsilon(config: InferenceConfig, delta: float, discretization: Optional[float] = None) -> float:
-    """T15's sound ε at δ for one release (upper bound), for comparison with :func:`audit`."""
-    from tsdp.verify.inference_accounting import sound
-
-    kw = {} if discretization is None else {"discretization": discretization}
-    return sound(config.with_(releases=1), delta=delta, **kw)
+    return MechanismFit(min(1.0, 6 * smallest), out, trials)

@@ -39,12 +39,11 @@ windows; T13 covers one), never a ``violation``.
 """
 from __future__ import annotations
 
-import functools
+import contextvars
 import math
 import time
-from dataclasses import asdict, dataclass, field
-from types import SimpleNamespace
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -55,54 +54,234 @@ from tsdp.verify.cpus import check_workers
 from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import compositions, training_event
+from tsdp.verify.json_data import Record, noted
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
-from tsdp.verify.json_data import with_note
 
 from tsdp.training.step import check_noise_std
 
-from .bracket import attained_bracket
+from .bracket import AttainedBracket, attained_bracket
 from .constructions import Construction, build, pair_numeric
-from .counts import merge
-from .design import design_test, epoch_max_law, histogram_edges, profile_thresholds, statistic_law, tail_thresholds
-from .sequential import SequentialTest
-from .shuffled import epoch_max_reading, reading_of, reads_epoch_maxima
-from .shards import (DEFAULT_SHARD_SIZE, check_cluster, check_plan, plan_shards, run_shard, run_shards,
-                     threads_per_worker, worker_pool)
-from .statistics import (binned_goodness_of_fit, choose_profile_tests, fixed_test_bound, profile_lower_bounds,
-                         split_test_bound)
+from .counts import ExecutorRun, merge
+from .design import EPOCH_MAX, Design, plan_tests, y_edges_of
+from .fit import GoodnessOfFit
+from .sequential import SequentialSummary, SequentialTest
+from .shuffled import reading_of, reads_epoch_maxima
+from .shards import (DEFAULT_SHARD_SIZE, _holding, check_cluster, check_plan, plan_shards, run_shards, threads_per_worker,
+                     worker_pool)
+from .statistics import (TestBound, binned_goodness_of_fit, choose_profile_tests, fixed_test_bound,
+                         profile_lower_bounds, split_test_bound)
 from .trials import resolve_device
 
 PROFILE_EPSILONS = tuple(0.5 * i for i in range(41))  # ε grid (≤ ε_sound used) of the sound profile the violation test checks
 DEFAULT_ALPHAS = tuple(float(math.exp(e)) for e in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
 THRESHOLDS = ("theory", "split")
-EPOCH_MAX = "epoch-max"
-"""First entry of a :func:`plan_tests` key whose statistic is read through epoch maxima (shuffled iteration)."""
-
-Y_BINS = 4096
 
 
-def y_edges_of(pair_num) -> np.ndarray:
-    """Histogram edges of the one-step update: the pair's means ± 8σ in ``Y_BINS`` bins (plus under/overflow)."""
-    a, _, b, _, sigma = pair_num
-    means = np.concatenate([a, b])
-    return np.linspace(means.min() - 8 * sigma, means.max() + 8 * sigma, Y_BINS + 1)
+@dataclass(frozen=True)
+class StoppedTest(Record):
+    """The ε bound of a sequential audit that stopped at a violating checkpoint: the violation test's certified value
+    there (a **lower** bound); no single test was chosen, so threshold, union value and counts are null.
+
+    Attributes:
+        value: the certified ε lower bound at the stopping checkpoint.
+        n_positive: trials of the positive world merged there.
+        n_negative: trials of the negative world merged there.
+    """
+
+    value: float
+    threshold: None = None
+    side: str = "sequential"
+    union_value: None = None
+    true_positives: None = None
+    false_positives: None = None
+    n_positive: int = 0
+    n_negative: int = 0
+
+
+@dataclass(frozen=True)
+class AuditRun(ExecutorRun):
+    """How an audit's shards ran (:class:`attacks.montecarlo.shards.ExecutorRun`, both worlds' shards; stopped early:
+    by the sequential test) and the audit's plan.
+
+    Attributes:
+        shard_size: trials of one world per shard.
+        trials_run: trials per world the bounds used.
+        edges: the statistic histogram's edges.
+    """
+
+    shard_size: int
+    trials_run: int
+    edges: int
+
+
+@dataclass(frozen=True)
+class AuditStatistics:
+    """What the trials certify (:func:`attacks.montecarlo.audit.audit_statistics`); every bound a **lower** bound.
+
+    Attributes:
+        test: the ε lower bound at δ (probability ≥ confidence).
+        h_lower: lower bounds on H_α per α (pointwise confidence).
+        gof: the goodness of fit of the observed outputs to the construction's law.
+        run: how the shards ran.
+        violation_test: the violation test's verdict (None without ε_sound).
+        design: the test fixed before sampling (None: chosen on a selection split).
+    """
+
+    test: Union[TestBound, StoppedTest]
+    h_lower: np.ndarray
+    gof: GoodnessOfFit
+    run: AuditRun
+    violation_test: Optional[SequentialSummary]
+    design: Optional[Design]
+
+
+RATIO_UNDEFINED = "null: undefined, the attained ε is 0"
+"""What a NaN ``ratio`` (lower / attained with attained ε = 0) means, beside its JSON null and in human output."""
+
+
+@dataclass(frozen=True)
+class ProfilePoint(Record):
+    """The audited H_α at one α.
+
+    Attributes:
+        alpha: α ≥ 1.
+        h_lower: the certified lower bound on H_α (pointwise confidence).
+        h_theory: the sound bound's H_α (an upper bound).
+    """
+
+    alpha: float
+    h_lower: float
+    h_theory: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditResult(Record):
+    """One audit. ``as_dict()`` (or ``to_dict()``) gives the JSON keys of `tsdp audit --json` (and the report's input).
+
+    Attributes:
+        theorem: the audited theorem.
+        config: the configuration the construction ran (its scheme fixed by the theorem).
+        trials: trials per world.
+        steps: training steps per trial.
+        compositions: the compositions those steps are.
+        delta: the δ of the ε values.
+        confidence: the probability with which ``epsilon_lower`` holds.
+        epsilon_lower: the certified ε lower bound (a **lower** bound on the true ε).
+        epsilon_sound: the sound bound's composed ε (an upper bound).
+        epsilon_attained: the construction pair's composed ε (what a perfect attack attains).
+        ratio: epsilon_lower / epsilon_attained (NaN where the attained ε is 0: null with ``ratio_note``).
+        gof_pvalue: the goodness of fit's combined p-value.
+        profile: the certified H_α next to the sound one, per α.
+        sound_theorem: the sound bound's theorem.
+        attained_pair: the pair whose composed ε is ``epsilon_attained``.
+        violation: a certified violation of the sound claim (a privacy bug); never where the sound bound does not
+            cover the audited relation.
+        gof: the goodness of fit.
+        test: the test that certified ``epsilon_lower``.
+        device: the torch device.
+        seconds: wall-clock seconds from the theory to the result.
+        design: the test fixed before sampling (None: split mode).
+        violation_test: the violation test's verdict.
+        run: how the shards ran.
+        attained_bracket: the attained ε bracketed by the two discretisations, and the composition gap.
+        sound_exceeded: the violation test's verdict whatever the relation.
+        relation_note: why an exceeded sound bound is no violation (None: it covers the relation).
+    """
+
+    theorem: str
+    config: TrainingConfig
+    trials: int
+    steps: int
+    compositions: int
+    delta: float
+    confidence: float
+    epsilon_lower: float
+    epsilon_sound: float
+    epsilon_attained: float
+    ratio: float = noted(RATIO_UNDEFINED)
+    gof_pvalue: float
+    profile: List[ProfilePoint]
+    sound_theorem: str
+    attained_pair: str
+    violation: bool
+    gof: GoodnessOfFit
+    test: Union[TestBound, StoppedTest]
+    device: str
+    seconds: float
+    design: Optional[Design]
+    violation_test: Optional[SequentialSummary]
+    run: AuditRun
+    attained_bracket: AttainedBracket
+    sound_exceeded: bool
+    relation_note: Optional[str]
+
+    def to_dict(self) -> dict:
+        """The JSON form (:meth:`as_dict`).
+
+        Returns:
+            The dict `tsdp audit --json` prints.
+        """
+        return self.as_dict()
+
+
+@dataclass(frozen=True)
+class Theory:
+    """What the accountant says of an audited construction (:func:`attacks.montecarlo.audit.theory`).
+
+    Attributes:
+        epsilon_sound: the sound bound's composed ε at δ (an upper bound).
+        epsilon_attained: the construction pair's composed ε at δ (a lower bound: what a perfect attack attains).
+        h_theory: the sound H_α per α (an upper bound).
+    """
+
+    epsilon_sound: float
+    epsilon_attained: float
+    h_theory: np.ndarray
+
+
+_SAMPLER = contextvars.ContextVar("tsdp_audit_sampler", default=None)
+"""A sampler that replaces the scheme's inside an audit (None: the scheme's own); set only by :func:`_sampler_replaced`."""
+
+
+def _sampler_replaced(sampler):
+    """Within the block (a context manager), audits draw their batches with ``sampler`` instead of the scheme's
+    (tests: a broken sampler the goodness of fit must catch)."""
+    return _holding(_SAMPLER, sampler)
 
 
 def audit_statistics(construction: Construction, *, trials: int, steps: int, delta: float, confidence: float,
                      alphas: Sequence[float], seed: int, device: str, workers: int = 1, cluster: Optional[str] = None,
                      shard_size: int = DEFAULT_SHARD_SIZE, threshold: str = "theory", select_fraction: float = 0.5,
                      epsilon_sound: Optional[float] = None, sound_profile: Sequence[Tuple[float, float]] = (),
-                     sequential: bool = False,
-                     loop: str = "correct", sampler=None, progress: bool = False, shard_fn=run_shard) -> dict:
-    """Run the audit's trials in shards and certify: {"test", "h_lower", "gof", "violation_test", "run", "design"}.
+                     sequential: bool = False, loop: str = "correct", progress: bool = False) -> AuditStatistics:
+    """Run the audit's trials in shards and certify (lower-bound direction).
 
-    ``test``: the ε lower bound at δ (a :class:`auditor_stats.TestBound`; probability ≥ ``confidence``);
-    ``h_lower``: lower bounds on H_α per α (pointwise confidence); ``violation_test`` (when
-    ``epsilon_sound`` is given): the violation test of ε_sound at δ and of the sound profile's
-    points ``sound_profile`` [(α, H_α)] on all trials, or with ``sequential`` the anytime-valid
-    one at geometric checkpoints, which may stop the run early (``test`` is then its certified
-    value at the stopping checkpoint). ``shard_fn``: the unit of work (fault-injection
-    tests wrap it, :class:`attacks.montecarlo.shards.FailOnce`). Lower-bound direction.
+    Args:
+        construction: The construction whose worlds the trials run.
+        trials: Trials per world.
+        steps: Compositions per trial (epoch-max constructions: training steps).
+        delta: The δ of the ε bound.
+        confidence: The probability with which ``test`` holds.
+        alphas: The α grid of the H_α bounds.
+        seed: The seed of the shard plan.
+        device: The torch device.
+        workers: Local processes.
+        cluster: A Dask cluster's address.
+        shard_size: Trials of one world per shard.
+        threshold: ``"theory"`` (test fixed before sampling) or ``"split"`` (chosen on a selection share).
+        select_fraction: The selection share with ``"split"``.
+        epsilon_sound: The sound ε the violation test checks (None: no violation test).
+        sound_profile: The sound profile's points [(α, H_α)] the violation test checks.
+        sequential: The anytime-valid violation test at geometric checkpoints, which may stop the run early
+            (``test`` is then its certified value at the stopping checkpoint).
+        loop: A planted bug (:mod:`attacks.montecarlo.planted`; "correct": none).
+        progress: Report progress.
+
+    Returns:
+        The :class:`AuditStatistics`.
+
+    Raises:
+        ValueError: An unknown ``threshold``.
     """
     if threshold not in THRESHOLDS:
         raise ValueError(f"threshold must be one of {', '.join(THRESHOLDS)}, got {threshold!r}")
@@ -121,7 +300,7 @@ def audit_statistics(construction: Construction, *, trials: int, steps: int, del
                                                          tuple(alphas), threshold == "theory", seq_logs)
     y_edges = y_edges_of(num) if reading is None else reading.z_edges()
     specs = plan_shards(construction.theorem, construction.config, trials, steps, seed, edges, y_edges,
-                        shard_size=shard_size, device=device, loop=loop, sampler=sampler,
+                        shard_size=shard_size, device=device, loop=loop, sampler=_SAMPLER.get(),
                         threads=threads_per_worker(workers, cluster))
     seq = None
     if epsilon_sound is not None:
@@ -129,111 +308,31 @@ def audit_statistics(construction: Construction, *, trials: int, steps: int, del
                              [(float(x), float(h)) for x, h in sound_profile] + [(math.exp(epsilon_sound), delta)],
                              sequential=sequential)
     results, run = run_shards(specs, workers=workers, cluster=cluster, progress=progress,
-                              stop=seq if sequential else None, shard_fn=shard_fn)
+                              stop=seq if sequential else None)
     if seq is not None and not sequential:
         seq(results)  # one checkpoint: all shards, level 1 - confidence
     stopped = seq is not None and sequential and seq.violation
-    used = seq.history[-1]["shards"] if stopped else n_shards
+    used = seq.history[-1].shards if stopped else n_shards
     p, q = merge(results, "p", used), merge(results, "q", used)
     if stopped:
-        test = {"value": seq.history[-1]["epsilon_lower"], "threshold": None, "side": "sequential",
-                "union_value": None, "true_positives": None, "false_positives": None, "n_positive": p.trials, "n_negative": q.trials}
+        test = StoppedTest(seq.history[-1].epsilon_lower, n_positive=p.trials, n_negative=q.trials)
         h_lower = np.maximum(0.0, 1.0 - np.asarray(alphas))
     elif threshold == "theory":
         test = fixed_test_bound(p.counts, q.counts, edges, design.threshold, design.side, delta, confidence,
-                                design.fp_share).__dict__
+                                design.fp_share)
         h_lower = profile_lower_bounds(p.counts, q.counts, edges, profile_tests, alphas, confidence)
     else:
         n_sel = min(n_shards - 1, max(1, round(select_fraction * n_shards)))
         sel = (merge(results, "p", n_sel).counts, merge(results, "q", n_sel).counts)
         out = (p.counts - sel[0], q.counts - sel[1])
-        test = split_test_bound(sel, out, edges, delta, confidence).__dict__
+        test = split_test_bound(sel, out, edges, delta, confidence)
         h_lower = profile_lower_bounds(*out, edges, choose_profile_tests(*sel, edges, alphas, confidence), alphas,
                                        confidence)
     gof = (binned_goodness_of_fit(p.y_counts, q.y_counts, y_edges, num) if reading is None
            else reading.goodness_of_fit(p.y_counts, q.y_counts, y_edges))
-    run.update(shard_size=shard_size, trials_run=p.trials, edges=len(edges))
-    return {"test": dict(test), "h_lower": h_lower, "gof": gof, "run": run,
-            "violation_test": seq.summary() if seq is not None else None,
-            "design": None if design is None else {**design.__dict__, "source": "theory"}}
-
-
-@functools.lru_cache(maxsize=32)
-def plan_tests(pair_key: tuple, steps: int, trials: int, delta: float, confidence: float, alphas: tuple,
-               theory: bool, sequential_logs: Optional[tuple]):
-    """(design, H_α tests, sequential tests, histogram edges) of an audit, all fixed before sampling.
-
-    ``pair_key``: the pair's numeric arrays as tuples (cached: repeated audits of one construction
-    design once), or ``(EPOCH_MAX, theorem, config, steps, offset)`` for a shuffled construction read
-    through its epoch maxima (:mod:`attacks.montecarlo.shuffled`). ``theory``: design the ε and H_α tests from
-    the statistic's law (else None: split mode).
-    ``sequential_logs``: log α of the sound profile's points the violation test checks (None: no test; an
-    entry None adds the designed test to the violation test's family).
-    """
-    if pair_key[0] == EPOCH_MAX:
-        law = epoch_max_law(epoch_max_reading(*pair_key[1:]).laws)
-    else:
-        num = tuple(np.asarray(x, dtype=float) for x in pair_key[:4]) + (float(pair_key[4][0]),)
-        law = statistic_law(num, steps)
-    design, profile_tests, extra = None, None, []
-    if theory:
-        design = design_test(law, trials, delta, confidence)
-        profile_tests = profile_thresholds(law, alphas, trials, confidence)
-        extra = [design.threshold] + [t for t, _ in profile_tests]
-    seq_tests = []
-    if sequential_logs is not None:  # tail thresholds, the pair's likelihood-ratio tests at each α, the estimate's
-        logs = [x for x in sequential_logs if x is not None]
-        seq_tests = tail_thresholds(law) + [(float(t), s) for t in _snap(law, logs) for s in ("upper", "lower")]
-        if design is not None and None in sequential_logs:
-            seq_tests.append((design.threshold, design.side))
-    return design, profile_tests, seq_tests, histogram_edges(law, extra + [t for t, _ in seq_tests])
-
-
-def _snap(law, values) -> np.ndarray:
-    """The law's midpoint thresholds nearest to ``values`` (unique)."""
-    t = law.thresholds
-    return np.unique(t[np.clip(np.searchsorted(t, values), 0, len(t) - 1)])
-
-
-
-
-@dataclass
-class AuditResult:
-    """One audit. ``to_dict()`` gives the JSON keys of `tsdp audit --json` (and the report's input)."""
-
-    theorem: str
-    config: dict
-    trials: int
-    steps: int
-    compositions: int
-    delta: float
-    confidence: float
-    epsilon_lower: float
-    epsilon_sound: float
-    epsilon_attained: float
-    ratio: float
-    gof_pvalue: float
-    profile: List[dict]
-    sound_theorem: str
-    attained_pair: str
-    violation: bool
-    gof: dict = field(default_factory=dict)
-    test: dict = field(default_factory=dict)
-    device: str = "cpu"
-    seconds: float = 0.0
-    design: Optional[dict] = None
-    violation_test: Optional[dict] = None
-    run: dict = field(default_factory=dict)
-    attained_bracket: dict = field(default_factory=dict)
-    sound_exceeded: bool = False
-    relation_note: Optional[str] = None
-
-    def to_dict(self) -> dict:
-        return with_note(asdict(self), "ratio", RATIO_UNDEFINED)
-
-
-RATIO_UNDEFINED = "null: undefined, the attained ε is 0"
-"""What a NaN ``ratio`` (lower / attained with attained ε = 0) means, beside its JSON null and in human output."""
+    return AuditStatistics(test=test, h_lower=h_lower, gof=gof,
+                           run=AuditRun(**run, shard_size=shard_size, trials_run=p.trials, edges=len(edges)),
+                           violation_test=seq.summary() if seq is not None else None, design=design)
 
 
 def _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers) -> List[float]:
@@ -253,13 +352,23 @@ def _check(trials, steps, delta, confidence, alphas, shard_size, cluster, worker
 
 
 def theory(construction: Construction, steps: int, delta: float, alphas: Sequence[float],
-           discretization: float = DEFAULT_DISCRETIZATION) -> dict:
+           discretization: float = DEFAULT_DISCRETIZATION) -> Theory:
     """Sound ε (upper bound), attained ε (lower bound) and the sound H_α after ``steps`` training steps.
 
     Both from the accountant over :func:`tsdp.verify.events.training_event` of the
     construction's scheme: "sound" for the sound theorem, "attained" for the pair the
     construction realises (the audited theorem's, or the sound bound's own construction pair
-    for T11). ``discretization`` is the PLD grid (sound rounds up, attained down).
+    for T11).
+
+    Args:
+        construction: The audited construction.
+        steps: Training steps.
+        delta: The δ of the ε values.
+        alphas: The α grid of the sound H_α.
+        discretization: The PLD grid (sound rounds up, attained down).
+
+    Returns:
+        The :class:`Theory`.
     """
     cfg = construction.config
     attained_id = construction.attained_theorem or construction.sound_theorem
@@ -271,12 +380,12 @@ def theory(construction: Construction, steps: int, delta: float, alphas: Sequenc
         h = get(construction.sound_theorem).profile(cfg, np.asarray(alphas), check=False)
     else:
         h = np.array([sound.get_delta(math.log(a)) for a in alphas])
-    return {"epsilon_sound": sound.get_epsilon(delta), "epsilon_attained": attained.get_epsilon(delta), "h_theory": h}
+    return Theory(sound.get_epsilon(delta), attained.get_epsilon(delta), h)
 
 
 def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, delta: float, seed: int = 0,
           device: str = "auto", alphas=None, progress: bool = False, confidence: float = 0.95,
-          sampler=None, discretization: float = DEFAULT_DISCRETIZATION, select_fraction: float = 0.5,
+          discretization: float = DEFAULT_DISCRETIZATION, select_fraction: float = 0.5,
           threshold: str = "theory", workers: int = 1, cluster: Optional[str] = None,
           shard_size: int = DEFAULT_SHARD_SIZE, sequential: bool = False, loop: str = "correct") -> AuditResult:
     """Audit ``theorem``'s worst case on ``config``'s sizes: ``trials`` trials of ``steps`` steps per world.
@@ -308,7 +417,6 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
             and ≥ 1).
         progress: Report progress while the trials run.
         confidence: The probability with which ``epsilon_lower`` is a lower bound, in (0, 1).
-        sampler (BiLevelSampler | PooledSampler | None): Replaces the scheme's sampler (tests).
         discretization: The PLD grid of the theory numbers (sound rounds up, attained down).
         select_fraction: With ``threshold="split"``: the fraction of the trials that choose the test, in (0, 1).
         threshold: ``"theory"`` fixes the test before sampling from the construction's pair (all trials
@@ -338,36 +446,35 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
         raise ConfigError("select_fraction", "must be in (0, 1)", select_fraction)
     grid = [float(math.exp(e)) for e in PROFILE_EPSILONS]
     th = theory(construction, steps, delta, list(alphas) + grid, discretization)
-    h_user, h_grid = th["h_theory"][:len(alphas)], th["h_theory"][len(alphas):]
+    h_user, h_grid = th.h_theory[:len(alphas)], th.h_theory[len(alphas):]
     # the sound profile on the ε grid up to ε_sound: the claim the violation test checks (with (ε_sound, δ))
-    sound_profile = [(a, float(h)) for a, h, e in zip(grid, h_grid, PROFILE_EPSILONS) if e <= th["epsilon_sound"]]
+    sound_profile = [(a, float(h)) for a, h, e in zip(grid, h_grid, PROFILE_EPSILONS) if e <= th.epsilon_sound]
     stats = audit_statistics(construction, trials=trials, steps=steps if reads_epoch_maxima(construction) else n,
                              delta=delta, confidence=confidence, alphas=alphas,
                              seed=seed, device=device, workers=workers, cluster=cluster, shard_size=shard_size,
-                             threshold=threshold, select_fraction=select_fraction, loop=loop, sampler=sampler,
-                             epsilon_sound=th["epsilon_sound"], sound_profile=sound_profile, sequential=sequential,
+                             threshold=threshold, select_fraction=select_fraction, loop=loop,
+                             epsilon_sound=th.epsilon_sound, sound_profile=sound_profile, sequential=sequential,
                              progress=progress)
-    test, h_lower, gof = SimpleNamespace(**stats["test"]), stats["h_lower"], stats["gof"]
-    attained = th["epsilon_attained"]
-    exceeded = bool(stats["violation_test"]["violation"])
+    lower, attained = stats.test.value, th.epsilon_attained
+    exceeded = bool(stats.violation_test.violation)
     note = CONSTRUCTIONS[construction.theorem].relation_note(construction.config.k)
     return AuditResult(
-        theorem=construction.theorem, config=construction.config.as_dict(), trials=trials, steps=steps,
-        compositions=n, delta=float(delta), confidence=confidence, epsilon_lower=test.value, epsilon_sound=th["epsilon_sound"],
-        epsilon_attained=attained, ratio=test.value / attained if attained > 0 else float("nan"),
-        gof_pvalue=gof["pvalue"],
-        profile=[{"alpha": a, "h_lower": float(h), "h_theory": float(t)}
-                 for a, h, t in zip(alphas, h_lower, h_user)],
+        theorem=construction.theorem, config=construction.config, trials=trials, steps=steps,
+        compositions=n, delta=float(delta), confidence=confidence, epsilon_lower=lower, epsilon_sound=th.epsilon_sound,
+        epsilon_attained=attained, ratio=lower / attained if attained > 0 else float("nan"),
+        gof_pvalue=stats.gof.pvalue,
+        profile=[ProfilePoint(a, float(h), float(t)) for a, h, t in zip(alphas, stats.h_lower, h_user)],
         sound_theorem=construction.sound_theorem,
         attained_pair=(hidden_position_name(construction.attained_theorem) if reads_epoch_maxima(construction)
                        else construction.attained_theorem or f"{construction.sound_theorem} construction pair"),
         violation=exceeded and note is None, sound_exceeded=exceeded, relation_note=note,
-        gof=gof, test=stats["test"], device=str(dev), seconds=time.perf_counter() - started,
-        design=stats["design"], violation_test=stats["violation_test"], run=stats["run"],
+        gof=stats.gof, test=stats.test, device=str(dev), seconds=time.perf_counter() - started,
+        design=stats.design, violation_test=stats.violation_test, run=stats.run,
         attained_bracket=attained_bracket(construction.config, steps, delta,
                                           construction.attained_theorem or construction.sound_theorem,
-                                          epsilon_sound=th["epsilon_sound"], discretization=discretization),
+                                          epsilon_sound=th.epsilon_sound, discretization=discretization),
     )
 
 
-__all__ = ["AuditResult", "audit", "audit_statistics", "plan_tests", "theory", "y_edges_of", "DEFAULT_ALPHAS", "THRESHOLDS"]
+__all__ = ["EPOCH_MAX", "RATIO_UNDEFINED", "AuditResult", "AuditRun", "AuditStatistics", "ProfilePoint", "StoppedTest", "Theory", "audit",
+           "audit_statistics", "plan_tests", "theory", "y_edges_of", "DEFAULT_ALPHAS", "THRESHOLDS"]

@@ -10,25 +10,61 @@ sound ε - upper: the part of sound - attained that is not rounding. Every PLD i
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import account
 from tsdp.verify.events import training_event
+from tsdp.verify.json_data import Record
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 
-def attained_bracket(config: TrainingConfig, steps: int, delta: float, theorem: str, *, epsilon_sound: float,
-                     discretization: float = DEFAULT_DISCRETIZATION) -> dict:
-    """[lower, upper] of the ε at ``delta`` of ``theorem``'s construction pair after ``steps`` training steps,
-    the rounding (upper - lower) and the composition gap ``epsilon_sound`` - upper (JSON-ready).
+@dataclass(frozen=True)
+class AttainedBracket(Record):
+    """The attained ε of a construction's pair bracketed by the two discretisations, and the composition gap.
 
-    ``lower``: optimistic discretisation, a lower bound on the attained ε; ``upper``: pessimistic, an upper
-    bound on the pair's composed ε; ``epsilon_sound``: the sound bound's composed ε (an upper bound).
+    Attributes:
+        lower: the ε with the optimistic discretisation (a **lower** bound on the attained ε).
+        upper: the ε with the pessimistic one (an **upper** bound on the pair's composed ε).
+        rounding: upper - lower (the discretisation alone).
+        composition_gap: the sound ε - upper (what the sound accounting gives away under composition).
+        discretization: the PLD grid's gap.
+        delta: the δ of the ε values.
+        steps: the training steps composed.
+        pair: the theorem whose construction pair was composed.
+    """
+
+    lower: float
+    upper: float
+    rounding: float
+    composition_gap: float
+    discretization: float
+    delta: float
+    steps: int
+    pair: str
+
+
+def attained_bracket(config: TrainingConfig, steps: int, delta: float, theorem: str, *, epsilon_sound: float,
+                     discretization: float = DEFAULT_DISCRETIZATION) -> AttainedBracket:
+    """[lower, upper] of the ε at ``delta`` of ``theorem``'s construction pair after ``steps`` training steps,
+    the rounding (upper - lower) and the composition gap ``epsilon_sound`` - upper.
+
+    Args:
+        config: The training configuration.
+        steps: Training steps.
+        delta: The δ of the ε values.
+        theorem: The theorem whose construction pair is composed.
+        epsilon_sound: The sound bound's composed ε (an upper bound).
+        discretization: The PLD grid's gap.
+
+    Returns:
+        ``lower`` (optimistic discretisation, a lower bound on the attained ε), ``upper`` (pessimistic, an upper
+        bound on the pair's composed ε), their difference and the composition gap.
     """
     both = account(training_event(config, steps=steps, theorem=theorem), delta=delta, bracket=True,
                    discretization=discretization)
     lower, upper = both.epsilon_attained, both.epsilon_attained_upper
-    return {"lower": lower, "upper": upper, "rounding": upper - lower, "composition_gap": epsilon_sound - upper,
-            "discretization": discretization, "delta": delta, "steps": steps, "pair": theorem}
+    return AttainedBracket(lower, upper, upper - lower, epsilon_sound - upper, discretization, delta, steps, theorem)
 
 
-__all__ = ["attained_bracket"]
+__all__ = ["AttainedBracket", "attained_bracket"]

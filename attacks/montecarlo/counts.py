@@ -1,4 +1,5 @@
-"""A shard's sufficient statistics and their exact merge (integer histogram counts, added in index order).
+"""A shard's sufficient statistics and their exact merge (integer histogram counts, added in index order), and how the
+executor ran the shards (:class:`ExecutorRun`).
 
 Shards (:mod:`attacks.montecarlo.shards`) return these; the violation test
 (:mod:`attacks.montecarlo.sequential`) and the audit (:mod:`attacks.montecarlo.audit`) merge
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import numpy as np
+
+from tsdp.verify.json_data import Record
 
 
 @dataclass
@@ -43,4 +46,29 @@ def merge(results: Dict[Tuple[str, int], ShardStats], world: str, shards: Option
                       np.sum([p.y_counts for p in parts], axis=0), sum(p.seconds for p in parts))
 
 
-__all__ = ["ShardStats", "merge"]
+@dataclass(frozen=True)
+class ExecutorRun(Record):
+    """How :func:`run_shards` ran (its ``info``, as a dict, is this record's JSON form).
+
+    Attributes:
+        executor: ``in-process``, ``processes`` or ``dask``.
+        workers: the local worker processes asked for.
+        cluster: the Dask scheduler's address (None: none).
+        shards_planned: the shards planned.
+        shards_run: the shards that finished.
+        retries: shards re-run after a failure.
+        stopped_early: the stop rule ended the run before every shard.
+        seconds: the engine's wall-clock seconds.
+    """
+
+    executor: str
+    workers: int
+    cluster: Optional[str]
+    shards_planned: int
+    shards_run: int
+    retries: int
+    stopped_early: bool
+    seconds: float
+
+
+__all__ = ["ExecutorRun", "ShardStats", "merge"]

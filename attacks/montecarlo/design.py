@@ -23,6 +23,7 @@ approximation (grid spacing ``h`` on L) used for choosing, never for certifying.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
@@ -31,7 +32,9 @@ import numpy as np
 from scipy import stats
 
 from tsdp.theorems.hidden_position import HiddenPositionEpoch
+from tsdp.verify.json_data import Record
 
+from .shuffled import epoch_max_reading
 from .statistics import EQUAL_SPLIT, cp_lower, cp_upper, error_split, log_likelihood_ratio, mixture_cdf
 
 Y_CELLS_MAX = 1 << 22   # cells of the y grid of the one-step law
@@ -62,7 +65,15 @@ class StatisticLaw:
 
 
 def one_step_law(pair_numeric: Tuple, h: float) -> StatisticLaw:
-    """Law of log p(y)/q(y) for y ~ P and y ~ Q (one step), binned to multiples of ``h`` (exact cell masses)."""
+    """Law of log p(y)/q(y) for y ~ P and y ~ Q (one step), binned to multiples of ``h`` (exact cell masses).
+
+    Args:
+        pair_numeric: The construction's numeric pair.
+        h: The grid spacing.
+
+    Returns:
+        The one-step law in both worlds.
+    """
     a, p, b, q, sigma = pair_numeric
     means = np.concatenate([a, b])
     reach = sigma * stats.norm.isf(TAIL) + 1.0
@@ -96,6 +107,14 @@ def statistic_law(pair_numeric: Tuple, steps: int, h: float = 1e-3) -> Statistic
 
     The grid spacing grows beyond ``h`` when the composed support would exceed ``LAW_BINS_MAX`` points.
     A design aid (see the module docstring), not a certified quantity.
+
+    Args:
+        pair_numeric: The construction's numeric pair.
+        steps: The compositions.
+        h: The one-step grid spacing.
+
+    Returns:
+        The law in both worlds.
     """
     one = one_step_law(pair_numeric, h)
     h_needed = law_spacing(one, steps)
@@ -105,12 +124,28 @@ def statistic_law(pair_numeric: Tuple, steps: int, h: float = 1e-3) -> Statistic
 
 
 def law_spacing(one: StatisticLaw, steps: int) -> float:
-    """The spacing at which ``steps`` convolutions of ``one`` hold at most ``LAW_BINS_MAX`` grid points."""
+    """The spacing at which ``steps`` convolutions of ``one`` hold at most ``LAW_BINS_MAX`` grid points.
+
+    Args:
+        one: The one-step law.
+        steps: The compositions.
+
+    Returns:
+        The spacing.
+    """
     return float(one.grid[-1] - one.grid[0]) * steps / LAW_BINS_MAX
 
 
 def composed_law(one: StatisticLaw, steps: int) -> StatisticLaw:
-    """Law of the sum of ``steps`` i.i.d. copies of a statistic with law ``one`` in both worlds (FFT)."""
+    """Law of the sum of ``steps`` i.i.d. copies of a statistic with law ``one`` in both worlds (FFT).
+
+    Args:
+        one: The one-step law.
+        steps: The compositions.
+
+    Returns:
+        The composed law.
+    """
     if steps == 1:
         return one
     grid = steps * one.grid[0] + one.h * np.arange(steps * (len(one.grid) - 1) + 1)
@@ -118,7 +153,15 @@ def composed_law(one: StatisticLaw, steps: int) -> StatisticLaw:
 
 
 def summed_law(a: StatisticLaw, b: StatisticLaw) -> StatisticLaw:
-    """Law of the sum of two independent statistics on grids of the same spacing (FFT convolution)."""
+    """Law of the sum of two independent statistics on grids of the same spacing (FFT convolution).
+
+    Args:
+        a: One law.
+        b: The other, on a grid of the same spacing.
+
+    Returns:
+        The law of the sum.
+    """
     n_out = len(a.grid) + len(b.grid) - 1
     nfft = 1 << int(np.ceil(np.log2(n_out)))
 
@@ -152,6 +195,13 @@ def epoch_max_law(laws: Sequence[HiddenPositionEpoch], h: float = 1e-3) -> Stati
 
     ``laws``: the hidden-position law of each epoch (whole ones, then at most one partial one). A design aid
     (module docstring), never certified; the spacing grows beyond ``h`` as in :func:`statistic_law`.
+
+    Args:
+        laws: Each epoch's hidden-position law.
+        h: The grid spacing.
+
+    Returns:
+        The law in both worlds.
     """
     whole = [law for law in laws if not law.partial]
     partial = [law for law in laws if law.partial]
@@ -164,13 +214,14 @@ def epoch_max_law(laws: Sequence[HiddenPositionEpoch], h: float = 1e-3) -> Stati
 
 
 @dataclass(frozen=True)
-class Design:
+class Design(Record):
     """A test fixed before sampling: S = {L ≥ threshold} (side ``upper``, P positive) or {L < threshold}
     (side ``lower``, Q positive); ``expected_union`` is the design's expected union bound at ``trials`` (the
     certified value calibrates that statistic to its exact level and lies a little above it,
     :func:`attacks.montecarlo.statistics.certified_test_epsilon`),
     ``tp_rate`` / ``fp_rate`` the law's rates of the positive / negative world, ``fp_share`` the share of
-    the error probability the false-positive rate's bound gets (:func:`attacks.montecarlo.statistics.error_split`)."""
+    the error probability the false-positive rate's bound gets (:func:`attacks.montecarlo.statistics.error_split`),
+    ``source`` how it was fixed (``theory``: from the claimed pair's law, before sampling)."""
 
     threshold: float
     side: str
@@ -179,6 +230,7 @@ class Design:
     fp_rate: float
     trials: int
     fp_share: float
+    source: str = "theory"
 
 
 def _sides(law: StatisticLaw):
@@ -218,6 +270,17 @@ def design_test(law: StatisticLaw, trials: int, delta: float, confidence: float,
     false-positive count is the noisy factor, so a share above 1/2 usually wins (T6 at 1e6 trials:
     0.9, expected ratio 0.907 against 0.903 at 1/2). The union bound is the statistic the audit
     certifies at its exact level, whose value follows it a little above (T6 at 1e6: +0.018 of the ratio).
+
+    Args:
+        law: The statistic's law under the claimed pair.
+        trials: Trials per world.
+        delta: The δ of the ε test.
+        confidence: The test's confidence.
+        refine: How many of the best plug-in thresholds get the expectation over the false-positive count.
+        shares: The error splits tried (each fixed before sampling).
+
+    Returns:
+        The :class:`Design`.
     """
     n = int(trials)
     best = Design(float(law.thresholds[0]), "upper", 0.0, 1.0, 1.0, n, EQUAL_SPLIT)
@@ -244,7 +307,17 @@ def design_test(law: StatisticLaw, trials: int, delta: float, confidence: float,
 
 
 def profile_thresholds(law: StatisticLaw, alphas: Sequence[float], trials: int, confidence: float) -> list:
-    """Per α, the (threshold, side) maximising the plug-in H_α lower bound CP_lower(P(S)) - α CP_upper(Q(S))."""
+    """Per α, the (threshold, side) maximising the plug-in H_α lower bound CP_lower(P(S)) - α CP_upper(Q(S)).
+
+    Args:
+        law: The statistic's law.
+        alphas: The α grid.
+        trials: Trials per world.
+        confidence: The pointwise confidence.
+
+    Returns:
+        (threshold, side) per α.
+    """
     a_pos, a_neg = error_split(confidence)
     out = []
     for alpha in alphas:
@@ -259,7 +332,16 @@ def profile_thresholds(law: StatisticLaw, alphas: Sequence[float], trials: int, 
 
 
 def tail_thresholds(law: StatisticLaw, per_side: int = 24, smallest: float = 1e-7) -> list:
-    """(threshold, side) pairs whose positive-world tail mass runs geometrically from 1/2 down to ``smallest``."""
+    """(threshold, side) pairs whose positive-world tail mass runs geometrically from 1/2 down to ``smallest``.
+
+    Args:
+        law: The statistic's law.
+        per_side: Thresholds per side.
+        smallest: The smallest tail mass.
+
+    Returns:
+        (threshold, side) pairs.
+    """
     out = []
     levels = np.geomspace(0.5, smallest, per_side)
     for side, t, tp, _ in _sides(law):
@@ -275,6 +357,14 @@ def histogram_edges(law: StatisticLaw, extra: Sequence[float] = (), n_edges: int
 
     Every shard counts its statistic on these edges (under- and overflow bins included), so a
     count {L ≥ e} for an edge e is an exact sum of bins and shards merge by addition.
+
+    Args:
+        law: The statistic's law.
+        extra: Thresholds that must be edges.
+        n_edges: About how many quantile edges.
+
+    Returns:
+        The sorted edges.
     """
     tail_p, tail_q = law.tails()
     levels = np.geomspace(1e-13, 0.5, n_edges // 4)
@@ -287,7 +377,77 @@ def histogram_edges(law: StatisticLaw, extra: Sequence[float] = (), n_edges: int
     return np.unique(np.concatenate([*picks, np.asarray(list(extra), dtype=float)]))
 
 
-__all__ = ["Design", "EPOCH_MAX_CELL", "StatisticLaw", "composed_law", "design_test", "epoch_max_law",
+EPOCH_MAX = "epoch-max"
+"""First entry of a :func:`plan_tests` key whose statistic is read through epoch maxima (shuffled iteration)."""
+
+Y_BINS = 4096
+
+
+def y_edges_of(pair_num) -> np.ndarray:
+    """Histogram edges of the one-step update: the pair's means ± 8σ in ``Y_BINS`` bins (plus under/overflow).
+
+    Args:
+        pair_num: The construction's numeric pair (means and weights of both worlds, σ).
+
+    Returns:
+        The ``Y_BINS + 1`` edges.
+    """
+    a, _, b, _, sigma = pair_num
+    means = np.concatenate([a, b])
+    return np.linspace(means.min() - 8 * sigma, means.max() + 8 * sigma, Y_BINS + 1)
+
+
+@functools.lru_cache(maxsize=32)
+def plan_tests(pair_key: tuple, steps: int, trials: int, delta: float, confidence: float, alphas: tuple,
+               theory: bool, sequential_logs: Optional[tuple]):
+    """(design, H_α tests, sequential tests, histogram edges) of an audit, all fixed before sampling.
+
+    ``pair_key``: the pair's numeric arrays as tuples (cached: repeated audits of one construction
+    design once), or ``(EPOCH_MAX, theorem, config, steps, offset)`` for a shuffled construction read
+    through its epoch maxima (:mod:`attacks.montecarlo.shuffled`). ``theory``: design the ε and H_α tests from
+    the statistic's law (else None: split mode).
+    ``sequential_logs``: log α of the sound profile's points the violation test checks (None: no test; an
+    entry None adds the designed test to the violation test's family).
+
+    Args:
+        pair_key: The pair's numeric arrays as tuples, or the epoch-max key.
+        steps: Compositions per trial (epoch-max: training steps).
+        trials: Trials per world.
+        delta: The δ of the ε test.
+        confidence: The audit's confidence.
+        alphas: The α grid of the H_α tests.
+        theory: Design the tests from the statistic's law (else split mode).
+        sequential_logs: log α of the violation test's profile points (None: no violation test).
+
+    Returns:
+        (design, H_α tests, sequential tests, histogram edges).
+    """
+    if pair_key[0] == EPOCH_MAX:
+        law = epoch_max_law(epoch_max_reading(*pair_key[1:]).laws)
+    else:
+        num = tuple(np.asarray(x, dtype=float) for x in pair_key[:4]) + (float(pair_key[4][0]),)
+        law = statistic_law(num, steps)
+    design, profile_tests, extra = None, None, []
+    if theory:
+        design = design_test(law, trials, delta, confidence)
+        profile_tests = profile_thresholds(law, alphas, trials, confidence)
+        extra = [design.threshold] + [t for t, _ in profile_tests]
+    seq_tests = []
+    if sequential_logs is not None:  # tail thresholds, the pair's likelihood-ratio tests at each α, the estimate's
+        logs = [x for x in sequential_logs if x is not None]
+        seq_tests = tail_thresholds(law) + [(float(t), s) for t in _snap(law, logs) for s in ("upper", "lower")]
+        if design is not None and None in sequential_logs:
+            seq_tests.append((design.threshold, design.side))
+    return design, profile_tests, seq_tests, histogram_edges(law, extra + [t for t, _ in seq_tests])
+
+
+def _snap(law, values) -> np.ndarray:
+    """The law's midpoint thresholds nearest to ``values`` (unique)."""
+    t = law.thresholds
+    return np.unique(t[np.clip(np.searchsorted(t, values), 0, len(t) - 1)])
+
+
+__all__ = ["EPOCH_MAX", "Y_BINS", "Design", "plan_tests", "y_edges_of", "EPOCH_MAX_CELL", "StatisticLaw", "composed_law", "design_test", "epoch_max_law",
            "histogram_edges", "law_spacing", "one_step_law",
            "profile_thresholds", "statistic_law", "summed_law", "tail_thresholds"]
 

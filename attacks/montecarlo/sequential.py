@@ -20,16 +20,25 @@ Lower-bound direction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from tsdp.verify.json_data import Record
 
 from .counts import merge
 from .statistics import _eps_of, cp_lower, cp_upper, edge_index, side_counts
 
 
 def checkpoints(n_shards: int) -> List[int]:
-    """Shards per world at each checkpoint: 1, 2, 4, ... and finally ``n_shards``."""
+    """Shards per world at each checkpoint: 1, 2, 4, ... and finally ``n_shards``.
+
+    Args:
+        n_shards: Shards per world.
+
+    Returns:
+        The checkpoints.
+    """
     out, m = [], 1
     while m < n_shards:
         out.append(m)
@@ -40,7 +49,19 @@ def checkpoints(n_shards: int) -> List[int]:
 def certified_epsilon(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, tests: Sequence[Tuple[float, str]],
                       delta: float, level: float) -> float:
     """max over ``tests`` of the ε lower bound log((CP_lower(P(S)) - δ) / CP_upper(Q(S))), every rate at
-    ``level`` / (2 len(tests)): a lower bound on ε at δ with probability ≥ 1 - ``level`` (union bound)."""
+    ``level`` / (2 len(tests)): a lower bound on ε at δ with probability ≥ 1 - ``level`` (union bound).
+
+    Args:
+        hist_p: World P's histogram.
+        hist_q: World Q's.
+        edges: The histograms' edges.
+        tests: (threshold, side) of the family.
+        delta: The δ of the bound.
+        level: The error probability.
+
+    Returns:
+        The ε lower bound.
+    """
     a = level / (2 * len(tests))
     best = 0.0
     for threshold, side in tests:
@@ -54,7 +75,19 @@ def certified_profile(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray,
                       alphas: Sequence[float], level: float) -> np.ndarray:
     """Lower bounds on H_α(P ‖ Q) (a certified lower privacy profile δ(ε = log α)), one per α, holding for every α
     at once with probability ≥ 1 - ``level``: max over ``tests`` of CP_lower(P(S)) - α CP_upper(Q(S)), every rate at
-    ``level`` / (2 len(tests)) (union bound over the tests only: the α-dependence is deterministic). Never below 0."""
+    ``level`` / (2 len(tests)) (union bound over the tests only: the α-dependence is deterministic). Never below 0.
+
+    Args:
+        hist_p: World P's histogram.
+        hist_q: World Q's.
+        edges: The histograms' edges.
+        tests: (threshold, side) of the family.
+        alphas: The α grid.
+        level: The error probability.
+
+    Returns:
+        The H_α lower bounds, all α at once.
+    """
     alphas = np.asarray(alphas, dtype=float)
     a = level / (2 * len(tests))
     best = np.zeros(len(alphas))
@@ -65,13 +98,80 @@ def certified_profile(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray,
     return best
 
 
+@dataclass(frozen=True)
+class Checkpoint(Record):
+    """The violation test at one checkpoint.
+
+    Attributes:
+        trials: trials per world merged so far.
+        shards: shards per world merged so far.
+        level: the checkpoint's level α_k.
+        epsilon_lower: the certified ε lower bound at δ there (a **lower** bound).
+        profile_excess: the largest certified H_α lower bound minus the sound profile's H_α (-inf: no profile).
+        h_lower: the certified H_α lower bounds at the profile's points.
+        violation: a certified excess (of ε_sound or of the profile).
+    """
+
+    trials: int
+    shards: int
+    level: float
+    epsilon_lower: float
+    profile_excess: float
+    h_lower: List[float]
+    violation: bool
+
+
+@dataclass(frozen=True)
+class ProfileCheck(Record):
+    """One point of the sound profile next to its certified lower bound at the deciding checkpoint.
+
+    Attributes:
+        alpha: α (= e^ε).
+        h_sound: the sound bound's H_α (an upper bound).
+        h_lower: the certified H_α lower bound.
+    """
+
+    alpha: float
+    h_sound: float
+    h_lower: float
+
+
+@dataclass(frozen=True)
+class SequentialSummary(Record):
+    """The violation test's verdict (what ``violation_test`` of an audit holds).
+
+    Attributes:
+        violation: the test certified H_α above the sound profile, or ε above ε_sound.
+        sequential: checkpoints were geometric (the run may have stopped early); False: one checkpoint.
+        trials: trials per world at the decision.
+        epsilon_lower: the certified ε lower bound there.
+        profile_excess: the largest certified excess there (None before any checkpoint).
+        profile: the sound profile's points with their certified lower bounds there.
+        epsilon_sound: the sound ε (an upper bound) the test checked.
+        confidence: the probability with which every checkpoint's bounds hold together.
+        tests: the tests in the family.
+        checkpoints: every checkpoint reached.
+    """
+
+    violation: bool
+    sequential: bool
+    trials: int
+    epsilon_lower: float
+    profile_excess: Optional[float]
+    profile: List[ProfileCheck]
+    epsilon_sound: float
+    confidence: float
+    tests: int
+    checkpoints: List[Checkpoint]
+
+
 @dataclass
 class SequentialTest:
     """The stop rule of :func:`attacks.montecarlo.shards.run_shards`: True at the first violating checkpoint.
 
     ``sequential=False``: one checkpoint (all shards) at level 1 - confidence, the fixed-sample version.
 
-    ``history``: one entry per checkpoint reached (trials per world, level α_k, certified ε lower bound).
+    ``history``: one :class:`Checkpoint` per checkpoint reached.
     """
 
     n_shards: int
@@ -82,7 +182,7 @@ class SequentialTest:
     confidence: float
     profile: List[Tuple[float, float]] = field(default_factory=list)
     sequential: bool = True
-    history: List[dict] = field(default_factory=list)
+    history: List[Checkpoint] = field(default_factory=list)
     violation: bool = False
 
     def __post_init__(self):
@@ -100,19 +200,23 @@ class SequentialTest:
             lower = certified_profile(p.counts, q.counts, self.edges, self.tests, [x for x, _ in self.profile], level)
             excess = float(np.max(lower - np.array([h for _, h in self.profile]))) if self.profile else -np.inf
             self.violation = value > self.epsilon_sound or excess > 0
-            self.history.append({"trials": p.trials, "shards": m, "level": level, "epsilon_lower": value,
-                                 "profile_excess": excess, "h_lower": lower.tolist(), "violation": self.violation})
+            self.history.append(Checkpoint(p.trials, m, level, value, excess, lower.tolist(), self.violation))
         return self.violation
 
-    def summary(self) -> dict:
-        """JSON-ready: violation, trials per world at the decision, the certified value there, the history."""
-        last = self.history[-1] if self.history else {"trials": 0, "epsilon_lower": 0.0}
-        return {"violation": self.violation, "sequential": self.sequential, "trials": last["trials"], "epsilon_lower": last["epsilon_lower"],
-                "profile_excess": last.get("profile_excess"),
-                "profile": [{"alpha": x, "h_sound": h, "h_lower": lo}
-                            for (x, h), lo in zip(self.profile, last.get("h_lower", []))],
-                "epsilon_sound": self.epsilon_sound, "confidence": self.confidence, "tests": len(self.tests),
-                "checkpoints": self.history}
+    def summary(self) -> SequentialSummary:
+        """The verdict: violation, trials per world at the decision, the certified value there, the history.
+
+        Returns:
+            The :class:`SequentialSummary` (its JSON form is an audit's ``violation_test``).
+        """
+        last = self.history[-1] if self.history else None
+        return SequentialSummary(
+            violation=self.violation, sequential=self.sequential, trials=0 if last is None else last.trials,
+            epsilon_lower=0.0 if last is None else last.epsilon_lower,
+            profile_excess=None if last is None else last.profile_excess,
+            profile=[ProfileCheck(x, h, lo) for (x, h), lo in zip(self.profile, [] if last is None else last.h_lower)],
+            epsilon_sound=self.epsilon_sound, confidence=self.confidence, tests=len(self.tests),
+            checkpoints=list(self.history))
 
 
-__all__ = ["SequentialTest", "certified_epsilon", "certified_profile", "checkpoints"]
+__all__ = ["Checkpoint", "ProfileCheck", "SequentialSummary", "SequentialTest", "certified_epsilon", "certified_profile", "checkpoints"]

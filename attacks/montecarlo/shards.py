@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import functools
 import math
 import multiprocessing
@@ -36,7 +37,7 @@ import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -46,7 +47,7 @@ from tsdp.theorems.errors import MissingExtraError
 from tsdp.verify.cpus import available_cpus
 
 from .constructions import build, pair_numeric
-from .counts import ShardStats
+from .counts import ExecutorRun, ShardStats
 from .planted import planted_loop
 from .processes import end
 from .shuffled import reading_of, reads_epoch_maxima
@@ -94,8 +95,18 @@ default shard size, 6.9e10 trials per world, past a day of sampling on any one m
 
 
 def check_plan(trials: int, shard_size: int) -> int:
-    """The number of shards per world of ``trials`` trials in shards of ``shard_size``; ConfigError naming
-    ``shard_size`` or ``trials`` when the plan would hold more than :data:`MAX_SHARDS` shards."""
+    """The number of shards per world of ``trials`` trials in shards of ``shard_size``.
+
+    Args:
+        trials: Trials per world.
+        shard_size: Trials of one world per shard.
+
+    Returns:
+        The shards per world.
+
+    Raises:
+        ConfigError: Naming ``shard_size`` or ``trials`` when the plan would hold more than :data:`MAX_SHARDS`.
+    """
     shard_size = check_int("shard_size", shard_size, 1)
     n_shards = math.ceil(check_int("trials", trials, 1) / shard_size)
     if n_shards > MAX_SHARDS:
@@ -110,6 +121,20 @@ def plan_shards(theorem: str, config: TrainingConfig, trials: int, steps: int, s
 
     Shard i of a world holds trials [i·shard_size, (i+1)·shard_size): the plan of fewer trials is a
     prefix of the plan of more (same seed), whatever the number of workers.
+
+    Args:
+        theorem: The audited construction's theorem.
+        config: Its configuration.
+        trials: Trials per world.
+        steps: Compositions per trial.
+        seed: The seed every shard's stream is spawned from.
+        edges: The statistic histogram's edges.
+        y_edges: The one-step update histogram's edges.
+        shard_size: Trials of one world per shard.
+        **spec: :class:`ShardSpec`'s options (device, loop, sampler, threads).
+
+    Returns:
+        The shard specs in run order.
     """
     n_shards = check_plan(trials, shard_size)
     world_seeds = np.random.SeedSequence(seed).spawn(2)
@@ -120,7 +145,14 @@ def plan_shards(theorem: str, config: TrainingConfig, trials: int, steps: int, s
 
 
 def torch_seed(seed: np.random.SeedSequence) -> int:
-    """A 63-bit torch seed from a SeedSequence."""
+    """A 63-bit torch seed from a SeedSequence.
+
+    Args:
+        seed: The SeedSequence.
+
+    Returns:
+        The seed.
+    """
     return int(seed.generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
@@ -135,6 +167,12 @@ def run_shard(spec: ShardSpec) -> ShardStats:
 
     Soundness: none of its own; the certified bounds are computed from the merged counts
     (:mod:`attacks.montecarlo.statistics`). The result depends on ``spec`` alone (and the device kind).
+
+    Args:
+        spec: The shard.
+
+    Returns:
+        Its histograms of the statistic and of the one-step update.
     """
     started = time.perf_counter()
     if spec.threads:
@@ -159,27 +197,25 @@ def run_shard(spec: ShardSpec) -> ShardStats:
     return ShardStats(spec.world, spec.index, spec.trials, counts, y_counts, time.perf_counter() - started)
 
 
-class FailOnce:
-    """Fault injection (tests, drills): shard ``index`` of ``world`` fails on its first attempt, then runs.
+_UNIT_WRAPPER = contextvars.ContextVar("tsdp_shard_unit_wrapper", default=None)
+"""A function of the unit of work that :func:`run_shards` runs instead of it (None: the unit itself); set only by
+:func:`_units_wrapped`."""
 
-    ``mode="raise"`` raises; ``mode="exit"`` kills the worker process (``os._exit``), as a lost
-    machine would. The first attempt is recorded by creating ``marker`` (a path every worker sees).
-    """
 
-    def __init__(self, marker: str, world: str = "p", index: int = 1, mode: str = "raise", fn=run_shard):
-        self.marker, self.world, self.index, self.mode, self.fn = marker, world, index, mode, fn
+@contextlib.contextmanager
+def _holding(variable: contextvars.ContextVar, value) -> Iterator[None]:
+    """Within the block, ``variable`` holds ``value`` (a test seam; restored after)."""
+    token = variable.set(value)
+    try:
+        yield
+    finally:
+        variable.reset(token)
 
-    def __call__(self, spec: ShardSpec) -> ShardStats:
-        if spec.key == (self.world, self.index):
-            try:
-                fd = os.open(self.marker, os.O_CREAT | os.O_EXCL)
-            except FileExistsError:
-                return self.fn(spec)
-            os.close(fd)
-            if self.mode == "exit":
-                os._exit(3)
-            raise RuntimeError(f"injected failure of shard {spec.key}")
-        return self.fn(spec)
+
+def _units_wrapped(wrap: Callable[[Callable], Callable]):
+    """Within the block (a context manager), :func:`run_shards` runs ``wrap(shard_fn)`` in place of ``shard_fn``
+    (fault-injection tests: a unit that fails once, or kills its worker, must change no result)."""
+    return _holding(_UNIT_WRAPPER, wrap)
 
 
 class ShardError(RuntimeError):
@@ -245,7 +281,15 @@ def _run_here(tracker: _Tracker, fn) -> None:
 
 def threads_per_worker(workers: int, cluster: Optional[str] = None) -> Optional[int]:
     """torch intra-op threads in each worker: the usable cores shared out (``workers`` = 1 in this process:
-    None, torch's own setting; a remote cluster: None, its own setting). The one rule of every executor's caller."""
+    None, torch's own setting; a remote cluster: None, its own setting). The one rule of every executor's caller.
+
+    Args:
+        workers: Local worker processes.
+        cluster: A Dask cluster's address (None: none).
+
+    Returns:
+        The threads per worker, or None for torch's (or the cluster's) own setting.
+    """
     if cluster not in (None, "auto") or (workers == 1 and cluster is None):
         return None
     return max(1, available_cpus() // workers)
@@ -268,6 +312,13 @@ def worker_pool(workers: int, *, warm: bool = False) -> ProcessPoolExecutor:
     it once (the report runs many audits). ``warm``: start every process now and import the
     loop in it, without waiting (the caller designs its test meanwhile). A broken pool (a worker
     died) is dropped and the next call makes a new one.
+
+    Args:
+        workers: The processes.
+        warm: Start them now.
+
+    Returns:
+        The pool.
     """
     pool = _POOLS.get(workers)
     if pool is None:
@@ -346,7 +397,15 @@ def check_cluster(address: Optional[str]) -> None:
     """ConfigError naming ``cluster`` unless ``address`` is None, ``"auto"`` or ``[tcp|tls://]host:port`` with a
     port in 1..65535 that accepts a TCP connection and answers it within :data:`CONNECT_TIMEOUT_S` each (a Dask
     scheduler sends its handshake at once; over tls, the TLS handshake), checked before any audit work (nothing is
-    sent over tcp). :class:`MissingExtraError` without Dask."""
+    sent over tcp).
+
+    Args:
+        address: The cluster's address (None: none).
+
+    Raises:
+        ConfigError: Naming ``cluster`` for a bad or unreachable address.
+        MissingExtraError: Dask is not installed.
+    """
     if address is None:
         return
     _dask()
@@ -454,11 +513,32 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
     processes; ``cluster``: Dask (address or ``"auto"``). ``stop(results)`` is called after each
     shard and ends the run early when it returns True (the sequential test); the results then hold
     the shards finished so far. ``fatal``: exception classes that re-running cannot help (a time limit): the first
-    shard to fail with one ends the run at once, its processes with it, by :class:`Aborted`. ``info``: executor,
-    workers, shards, retries, wall seconds, stopped.
+    shard to fail with one ends the run at once, its processes with it, by :class:`Aborted`.
+
+    Args:
+        specs: The units of work, each with a hashable ``key`` and a ``trials`` count.
+        workers: Local processes (1: in this process).
+        cluster: A Dask cluster's address (or "auto").
+        progress: A progress bar on stderr.
+        stop: Called after each shard; True ends the run.
+        shard_fn: The unit of work.
+        max_attempts: Attempts of one shard before :class:`ShardError`.
+        desc: The progress bar's label.
+        fatal: Exception classes that end the run at once.
+
+    Returns:
+        ({spec.key: shard_fn(spec)}, the :class:`ExecutorRun` as a dict).
+
+    Raises:
+        ValueError: ``workers`` not a positive integer.
+        ShardError: A shard failed ``max_attempts`` times.
+        Aborted: A shard failed with one of ``fatal``.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    wrap = _UNIT_WRAPPER.get()
+    if wrap is not None:
+        shard_fn = wrap(shard_fn)
     tracker = _Tracker(specs, stop, progress, max_attempts, desc, fatal)
     started = time.perf_counter()
     try:
@@ -473,11 +553,10 @@ def run_shards(specs: List[ShardSpec], *, workers: int = 1, cluster: Optional[st
             executor = "processes"
     finally:
         tracker.bar.close()
-    info = {"executor": executor, "workers": workers, "cluster": cluster, "shards_planned": len(specs),
-            "shards_run": len(tracker.results), "retries": sum(tracker.attempts.values()),
-            "stopped_early": tracker.stopped, "seconds": time.perf_counter() - started}
-    return tracker.results, info
+    info = ExecutorRun(executor, workers, cluster, len(specs), len(tracker.results), sum(tracker.attempts.values()),
+                       tracker.stopped, time.perf_counter() - started)
+    return tracker.results, info.as_dict()
 
 
-__all__ = ["Aborted", "DEFAULT_SHARD_SIZE", "FailOnce", "ShardError", "ShardSpec", "plan_shards",
+__all__ = ["Aborted", "DEFAULT_SHARD_SIZE", "ShardError", "ShardSpec", "plan_shards",
            "run_shard", "run_shards", "threads_per_worker", "torch_seed", "worker_pool"]

@@ -28,6 +28,8 @@ from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP, HiddenPositionEpoch, hidden_position_epoch
 from tsdp.theorems.registry import attained_pair, get
 
+from .fit import GoodnessOfFit, combined_fit
+
 if TYPE_CHECKING:
     from .constructions import Construction
 
@@ -36,7 +38,14 @@ Z_BINS = 4096
 
 
 def reads_epoch_maxima(construction: Construction) -> bool:
-    """True when the audit of ``construction`` reads epoch maxima (its scheme hides the changed sequence's step)."""
+    """True when the audit of ``construction`` reads epoch maxima (its scheme hides the changed sequence's step).
+
+    Args:
+        construction: The built construction.
+
+    Returns:
+        Whether its audit reads epoch maxima.
+    """
     return construction.config.top in HIDDEN_POSITION_TOP
 
 
@@ -80,7 +89,7 @@ class EpochMaxReading:
         lo, hi = self.laws[0].support(reach=8.0)
         return np.linspace(lo, hi, Z_BINS + 1)
 
-    def goodness_of_fit(self, hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray) -> dict:
+    def goodness_of_fit(self, hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray) -> GoodnessOfFit:
         """Binned KS test of the first epoch's maximum against its exact law, both worlds, Bonferroni (as the
         audit's)."""
         res = {}
@@ -88,9 +97,7 @@ class EpochMaxReading:
             n = int(hist.sum())
             d = float(np.max(np.abs(np.cumsum(hist)[:-1] / n - cdf)))
             res[name] = (d, float(stats.kstwo.sf(d, n)))
-        return {"pvalue": min(1.0, 2 * min(res["p"][1], res["q"][1])), "pvalue_p": res["p"][1],
-                "pvalue_q": res["q"][1], "statistic_p": res["p"][0], "statistic_q": res["q"][0],
-                "observation": "first epoch's maximum over its steps"}
+        return combined_fit(res, "first epoch's maximum over its steps")
 
 
 @functools.lru_cache(maxsize=16)
@@ -99,6 +106,15 @@ def epoch_max_reading(theorem: str, config: TrainingConfig, steps: int, offset: 
 
     Lower-bound direction: the laws are those of a post-processing (the max) of the real mechanism's output.
     ``offset``: the construction's centring (Σ of a step's gradients without the marked window, units of C).
+
+    Args:
+        theorem: The construction's theorem.
+        config: Its configuration (shuffled top level).
+        steps: The training steps.
+        offset: The construction's centring.
+
+    Returns:
+        The :class:`EpochMaxReading`.
     """
     m = config.steps_per_epoch
     whole, part = divmod(int(steps), m)
@@ -111,7 +127,15 @@ def epoch_max_reading(theorem: str, config: TrainingConfig, steps: int, offset: 
 
 
 def reading_of(construction: Construction, steps: int) -> EpochMaxReading:
-    """:func:`epoch_max_reading` of a built construction."""
+    """:func:`epoch_max_reading` of a built construction.
+
+    Args:
+        construction: The built construction.
+        steps: The training steps.
+
+    Returns:
+        Its :class:`EpochMaxReading`.
+    """
     return epoch_max_reading(construction.theorem, construction.config, int(steps), float(construction.offset))
 
 

@@ -20,43 +20,100 @@ from typing import Sequence, Tuple
 import numpy as np
 from scipy import special, stats
 
+from tsdp.verify.json_data import Record
+
 from .exact_level import certified_epsilon
+from .fit import GoodnessOfFit, combined_fit
 
 
 def log_mixture_density(y: np.ndarray, means: np.ndarray, weights: np.ndarray, sigma: float) -> np.ndarray:
-    """log Σ_i w_i N(y; μ_i, σ²), stable (logsumexp), vectorised over y."""
+    """log Σ_i w_i N(y; μ_i, σ²), stable (logsumexp), vectorised over y.
+
+    Args:
+        y: Points (any shape).
+        means: The mixture's means μ_i.
+        weights: Its weights w_i.
+        sigma: The common σ.
+
+    Returns:
+        The log density at each point.
+    """
     z = (y[..., None] - means) / sigma
     return special.logsumexp(-0.5 * z * z, b=weights, axis=-1) - np.log(sigma * np.sqrt(2 * np.pi))
 
 
 def log_likelihood_ratio(y: np.ndarray, pair_numeric: Tuple) -> np.ndarray:
-    """Σ over steps (last axis) of log p(y_s)/q(y_s) of the construction's known mixtures (Neyman-Pearson statistic)."""
+    """Σ over steps (last axis) of log p(y_s)/q(y_s) of the construction's known mixtures (Neyman-Pearson statistic).
+
+    Args:
+        y: Updates, steps on the last axis.
+        pair_numeric: The construction's numeric pair (means and weights of P and Q, σ).
+
+    Returns:
+        The statistic per trial.
+    """
     a, p, b, q, sigma = pair_numeric
     llr = log_mixture_density(y, a, p, sigma) - log_mixture_density(y, b, q, sigma)
     return llr.sum(axis=-1)
 
 
 def mixture_cdf(y: np.ndarray, means: np.ndarray, weights: np.ndarray, sigma: float) -> np.ndarray:
-    """CDF of Σ_i w_i N(μ_i, σ²) at y."""
+    """CDF of Σ_i w_i N(μ_i, σ²) at y.
+
+    Args:
+        y: Points.
+        means: The mixture's means.
+        weights: Its weights.
+        sigma: The common σ.
+
+    Returns:
+        The CDF at each point.
+    """
     return (weights * stats.norm.cdf((np.asarray(y)[..., None] - means) / sigma)).sum(axis=-1)
 
 
 def cp_upper(k, n, alpha: float) -> np.ndarray:
-    """One-sided Clopper-Pearson upper bound on a binomial rate at level 1 - alpha (1 when k = n)."""
+    """One-sided Clopper-Pearson upper bound on a binomial rate at level 1 - alpha (1 when k = n).
+
+    Args:
+        k: Successes.
+        n: Trials.
+        alpha: The error probability.
+
+    Returns:
+        The bound (an **upper** bound on the rate with probability ≥ 1 - alpha).
+    """
     k = np.asarray(k, dtype=float)
     out = stats.beta.ppf(1 - alpha, k + 1, np.maximum(n - k, 1e-300))
     return np.where(k >= n, 1.0, out)
 
 
 def cp_lower(k, n, alpha: float) -> np.ndarray:
-    """One-sided Clopper-Pearson lower bound on a binomial rate at level 1 - alpha (0 when k = 0)."""
+    """One-sided Clopper-Pearson lower bound on a binomial rate at level 1 - alpha (0 when k = 0).
+
+    Args:
+        k: Successes.
+        n: Trials.
+        alpha: The error probability.
+
+    Returns:
+        The bound (a **lower** bound on the rate with probability ≥ 1 - alpha).
+    """
     k = np.asarray(k, dtype=float)
     out = stats.beta.ppf(alpha, np.maximum(k, 1e-300), n - k + 1)
     return np.where(k <= 0, 0.0, out)
 
 
 def split(x: np.ndarray, select_fraction: float) -> Tuple[np.ndarray, np.ndarray]:
-    """(selection, held-out) halves of a sample, by position (trials are i.i.d.)."""
+    """(selection, held-out) halves of a sample, by position (trials are i.i.d.).
+
+    Args:
+        x: The sample.
+        select_fraction: The selection share.
+
+    Returns:
+        (selection, held-out).
+    """
     m = int(round(len(x) * select_fraction))
     return x[:m], x[m:]
 
@@ -88,7 +145,18 @@ def error_split(confidence: float, fp_share: float = EQUAL_SPLIT) -> Tuple[float
     (lower bound) and the negative world's rate (upper bound), ``fp_share`` of it to the latter (union bound).
 
     A rare false-positive count is the noisier factor of the ε bound, so a test fixed before sampling may
-    give it more than half (:func:`attacks.montecarlo.design.design_test` chooses the share before sampling)."""
+    give it more than half (:func:`attacks.montecarlo.design.design_test` chooses the share before sampling).
+
+    Args:
+        confidence: The test's confidence.
+        fp_share: The share of 1 - confidence given to the false-positive rate, in (0, 1).
+
+    Returns:
+        (a_pos, a_neg).
+
+    Raises:
+        ValueError: ``fp_share`` outside (0, 1).
+    """
     if not (0 < fp_share < 1):
         raise ValueError(f"fp_share must be in (0, 1), got {fp_share!r}")
     a = 1 - confidence
@@ -111,6 +179,18 @@ def certified_test_epsilon(tp: int, fp: int, n_pos: int, n_neg: int, delta: floa
     The union bound log((CP_lower(TP/n_pos) - δ) / CP_upper(FP/n_neg)) at the split ``fp_share`` is the
     statistic; :func:`attacks.montecarlo.exact_level.certified_epsilon` certifies at its rejection region's exact level
     under H0(ε): P(S) ≤ δ + e^ε Q(S), which the union bound only bounds by 1 - confidence.
+
+    Args:
+        tp: True positives of the positive world.
+        fp: False positives of the negative world.
+        n_pos: Trials of the positive world.
+        n_neg: Trials of the negative world.
+        delta: The δ of the bound.
+        confidence: The probability with which it holds.
+        fp_share: The union statistic's split (:func:`error_split`), fixed before sampling.
+
+    Returns:
+        The certified ε lower bound (0 when nothing is certified).
     """
     a_pos, a_neg = error_split(confidence, fp_share)
     union = lambda x, y: _eps_of(x, y, n_pos, n_neg, delta, a_pos, a_neg)
@@ -118,7 +198,7 @@ def certified_test_epsilon(tp: int, fp: int, n_pos: int, n_neg: int, delta: floa
 
 
 @dataclass(frozen=True)
-class TestBound:
+class TestBound(Record):
     """A chosen test and its held-out bound: threshold, side (P-positive ``upper`` or Q-positive ``lower``),
     held-out counts, the certified lower bound ``value`` (:func:`certified_test_epsilon`), the union bound of
     the same counts it calibrates (``union_value``, for comparison: the certified value is the exact level's)
@@ -143,6 +223,16 @@ def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, co
     S = {stat ≤ t} with Q positive. The side and threshold maximise the union bound on the
     selection split; the held-out split then gives the reported value (:func:`certified_test_epsilon`).
     ``stat`` is the log-likelihood ratio log p/q (or any statistic larger under P).
+
+    Args:
+        stat_p: The statistic in world P.
+        stat_q: The statistic in world Q.
+        delta: The δ of the bound.
+        confidence: The probability with which it holds.
+        select_fraction: The selection share.
+
+    Returns:
+        The chosen test and its held-out bound.
     """
     a = error_split(confidence)
     sel_p, out_p = split(stat_p, select_fraction)
@@ -169,32 +259,57 @@ def _bound(tp: int, fp: int, n_pos: int, n_neg: int, threshold: float, side: str
     return TestBound(value, max(0.0, union), float(threshold), side, tp, fp, n_pos, n_neg, float(fp_share))
 
 
-def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> dict:
+def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> GoodnessOfFit:
     """Kolmogorov-Smirnov tests of the observed one-step updates against the construction's mixtures.
 
     World P against P's CDF, world Q against Q's CDF; the combined p-value is the Bonferroni
     min(1, 2 min(p_P, p_Q)). A small value says the loop's output law is not the theorem's
     mixture (e.g. a sampler bug: padding off by one, WOR drawing with replacement).
+
+    Args:
+        y_p: World P's one-step updates.
+        y_q: World Q's.
+        pair_numeric: The construction's numeric pair.
+
+    Returns:
+        The :class:`GoodnessOfFit`.
     """
     a, p, b, q, sigma = pair_numeric
     res_p = stats.kstest(y_p, lambda x: mixture_cdf(x, a, p, sigma))
     res_q = stats.kstest(y_q, lambda x: mixture_cdf(x, b, q, sigma))
     combined = min(1.0, 2 * min(res_p.pvalue, res_q.pvalue))
-    return {"pvalue": float(combined), "pvalue_p": float(res_p.pvalue), "pvalue_q": float(res_q.pvalue),
-            "statistic_p": float(res_p.statistic), "statistic_q": float(res_q.statistic)}
+    return GoodnessOfFit(float(combined), float(res_p.pvalue), float(res_q.pvalue), float(res_p.statistic),
+                         float(res_q.statistic))
 
 
 # --- the same bounds from histograms (the sharded engine's sufficient statistics, attacks.montecarlo.shards) ---
 
 def bin_counts(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Counts of ``x`` in the bins of sorted ``edges``: bin k holds edges[k-1] ≤ x < edges[k] (k = 0 and
-    k = len(edges): under- and overflow). int64, len(edges) + 1 bins; shards merge by adding them."""
+    k = len(edges): under- and overflow). int64, len(edges) + 1 bins; shards merge by adding them.
+
+    Args:
+        x: The values.
+        edges: Sorted edges.
+
+    Returns:
+        The counts.
+    """
     return np.bincount(np.searchsorted(edges, x, "right"), minlength=len(edges) + 1).astype(np.int64)
 
 
 def side_counts(hist_p: np.ndarray, hist_q: np.ndarray, side: str):
     """Per edge e_j, (TP, FP, n_pos, n_neg) of S = {x ≥ e_j} with P positive (``upper``) or S = {x < e_j}
-    with Q positive (``lower``), from the two worlds' histograms (:func:`bin_counts`)."""
+    with Q positive (``lower``), from the two worlds' histograms (:func:`bin_counts`).
+
+    Args:
+        hist_p: World P's histogram.
+        hist_q: World Q's.
+        side: ``upper`` or ``lower``.
+
+    Returns:
+        (TP per edge, FP per edge, n_pos, n_neg).
+    """
     at_least_p = np.cumsum(hist_p[::-1])[::-1][1:]  # count {x ≥ e_j}
     at_least_q = np.cumsum(hist_q[::-1])[::-1][1:]
     n_p, n_q = int(hist_p.sum()), int(hist_q.sum())
@@ -204,7 +319,18 @@ def side_counts(hist_p: np.ndarray, hist_q: np.ndarray, side: str):
 
 
 def edge_index(edges: np.ndarray, threshold: float) -> int:
-    """Index of ``threshold`` among the histogram edges (it must be one of them)."""
+    """Index of ``threshold`` among the histogram edges (it must be one of them).
+
+    Args:
+        edges: The histogram's edges.
+        threshold: One of them.
+
+    Returns:
+        Its index.
+
+    Raises:
+        ValueError: ``threshold`` is not an edge.
+    """
     j = int(np.searchsorted(edges, threshold))
     if j >= len(edges) or edges[j] != threshold:
         raise ValueError(f"threshold {threshold!r} is not a histogram edge")
@@ -217,6 +343,19 @@ def fixed_test_bound(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, 
 
     No selection split: every trial goes to :func:`certified_test_epsilon` (the union statistic's split
     ``fp_share`` must also be fixed before sampling), as in :func:`epsilon_lower_bound`.
+
+    Args:
+        hist_p: World P's histogram of the statistic.
+        hist_q: World Q's.
+        edges: The histogram's edges.
+        threshold: The test's threshold (an edge).
+        side: ``upper`` or ``lower``.
+        delta: The δ of the bound.
+        confidence: The probability with which it holds.
+        fp_share: The union statistic's split, fixed before sampling.
+
+    Returns:
+        The :class:`TestBound`.
     """
     tp, fp, n_pos, n_neg = side_counts(hist_p, hist_q, side)
     j = edge_index(edges, threshold)
@@ -226,7 +365,18 @@ def fixed_test_bound(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, 
 def split_test_bound(selection: Tuple[np.ndarray, np.ndarray], held_out: Tuple[np.ndarray, np.ndarray],
                      edges: np.ndarray, delta: float, confidence: float = 0.95) -> TestBound:
     """:func:`epsilon_lower_bound` on histograms: edge and side chosen on the selection histograms (P, Q),
-    the bound computed on the held-out ones (for statistics whose law is not known in advance)."""
+    the bound computed on the held-out ones (for statistics whose law is not known in advance).
+
+    Args:
+        selection: The selection histograms (P, Q).
+        held_out: The held-out histograms (P, Q).
+        edges: The histograms' edges.
+        delta: The δ of the bound.
+        confidence: The probability with which it holds.
+
+    Returns:
+        The :class:`TestBound` of the chosen test on the held-out histograms.
+    """
     a = error_split(confidence)
     best = (-1.0, float(edges[0]), "upper")
     for side in ("upper", "lower"):
@@ -244,6 +394,17 @@ def profile_lower_bounds(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarr
 
     H_α ≥ CP_lower(P(S)) - α CP_upper(Q(S)) at pointwise confidence ``confidence`` per α; never below the
     trivial max(0, 1 - α).
+
+    Args:
+        hist_p: World P's histogram.
+        hist_q: World Q's.
+        edges: The histograms' edges.
+        tests: (threshold, side) per α.
+        alphas: The α grid.
+        confidence: The pointwise confidence.
+
+    Returns:
+        The H_α lower bounds.
     """
     a_pos, a_neg = error_split(confidence)
     out = []
@@ -255,11 +416,21 @@ def profile_lower_bounds(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarr
     return np.array(out)
 
 
-def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: np.ndarray, pair_numeric: Tuple) -> dict:
+def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: np.ndarray,
+                           pair_numeric: Tuple) -> GoodnessOfFit:
     """:func:`goodness_of_fit` from histograms of the one-step updates (:func:`bin_counts` on ``y_edges``).
 
     The KS distance is taken over the bin edges, D_binned ≤ D, so the p-value (Kolmogorov's
     exact law at n) is conservative: a small value still says the loop's law is not the pair's.
+
+    Args:
+        y_hist_p: World P's histogram of the one-step update.
+        y_hist_q: World Q's.
+        y_edges: The histograms' edges.
+        pair_numeric: The construction's numeric pair.
+
+    Returns:
+        The :class:`GoodnessOfFit`.
     """
     a, p, b, q, sigma = pair_numeric
     res = {}
@@ -268,14 +439,24 @@ def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: 
         below = np.cumsum(hist)[:-1] / n  # empirical P(y < e_j)
         d = float(np.max(np.abs(below - mixture_cdf(y_edges, means, weights, sigma))))
         res[name] = (d, float(stats.kstwo.sf(d, n)))
-    combined = min(1.0, 2 * min(res["p"][1], res["q"][1]))
-    return {"pvalue": combined, "pvalue_p": res["p"][1], "pvalue_q": res["q"][1],
-            "statistic_p": res["p"][0], "statistic_q": res["q"][0]}
+    return combined_fit(res)
+
 
 
 def choose_profile_tests(sel_p: np.ndarray, sel_q: np.ndarray, edges: np.ndarray, alphas: Sequence[float],
                          confidence: float = 0.95) -> list:
-    """Per α, the (edge, side) maximising CP_lower(P(S)) - α CP_upper(Q(S)) on selection histograms (split mode)."""
+    """Per α, the (edge, side) maximising CP_lower(P(S)) - α CP_upper(Q(S)) on selection histograms (split mode).
+
+    Args:
+        sel_p: World P's selection histogram.
+        sel_q: World Q's.
+        edges: The histograms' edges.
+        alphas: The α grid.
+        confidence: The pointwise confidence.
+
+    Returns:
+        (edge, side) per α.
+    """
     a_pos, a_neg = error_split(confidence)
     out = []
     for alpha in alphas:

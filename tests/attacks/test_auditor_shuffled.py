@@ -34,7 +34,7 @@ def test_printed_attained_epsilon_is_certified_through_the_schemes_loop(name, th
     printed = epsilon(config, 1e-3, steps=steps, discretization=1e-3)
     r = audit(theorem, config, trials=10_000, steps=steps, delta=1e-3, seed=11, discretization=1e-3)
     assert r.epsilon_attained == pytest.approx(printed.epsilon_attained, abs=1e-9)
-    assert 0.5 * r.epsilon_attained <= r.epsilon_lower <= r.attained_bracket["upper"], r.to_dict()
+    assert 0.5 * r.epsilon_attained <= r.epsilon_lower <= r.attained_bracket.upper, r.to_dict()
     assert r.epsilon_lower <= printed.epsilon  # never certifies above the sound ε (T1 for shuffled iteration)
     assert r.gof_pvalue > 1e-3
     assert not r.violation
@@ -64,7 +64,7 @@ def test_default_configuration_one_epoch_reaches_most_of_the_shuffled_attained_e
     config = TrainingConfig(top="shuffle")
     r = audit("T1", config, trials=1_000_000, steps=10, delta=1e-3, seed=0)
     assert r.epsilon_attained == pytest.approx(1.6122, abs=2e-3)
-    assert r.epsilon_lower <= r.attained_bracket["upper"] <= epsilon(config, 1e-3, steps=10).epsilon
+    assert r.epsilon_lower <= r.attained_bracket.upper <= epsilon(config, 1e-3, steps=10).epsilon
     assert r.ratio >= 0.8, r.to_dict()
 
 
@@ -79,7 +79,7 @@ def test_the_other_epoch_constructions_follow_their_hidden_position_law_through_
     assert r.gof_pvalue > 1e-3, r.gof
     assert r.epsilon_attained == pytest.approx(
         epsilon(config, 1e-3, steps=config.steps_per_epoch, discretization=1e-3).epsilon_attained, abs=1e-9)
-    assert 0 <= r.epsilon_lower <= r.attained_bracket["upper"]
+    assert 0 <= r.epsilon_lower <= r.attained_bracket.upper
 
 
 def test_a_run_stopped_inside_its_first_epoch_follows_the_partial_epoch_law():

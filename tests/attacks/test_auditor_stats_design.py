@@ -138,10 +138,10 @@ def test_binned_goodness_of_fit_is_conservative_and_still_rejects():
     edges = np.linspace(-8, 10, 4097)
     raw = goodness_of_fit(yp, yq, T6)
     binned = binned_goodness_of_fit(bin_counts(yp, edges), bin_counts(yq, edges), edges, T6)
-    assert binned["statistic_p"] <= raw["statistic_p"] + 1e-12 and binned["pvalue"] >= raw["pvalue"] - 1e-12
-    assert binned["pvalue"] > 0.01
+    assert binned.statistic_p <= raw.statistic_p + 1e-12 and binned.pvalue >= raw.pvalue - 1e-12
+    assert binned.pvalue > 0.01
     shifted = binned_goodness_of_fit(bin_counts(yp + 0.05, edges), bin_counts(yq, edges), edges, T6)
-    assert shifted["pvalue"] < 1e-6
+    assert shifted.pvalue < 1e-6
 
 
 @pytest.mark.slow

@@ -24,8 +24,8 @@ def test_perfect_guesses_on_1000_canaries_give_a_large_bound_and_random_scores_n
     rng = np.random.default_rng(0)
     included = rng.random(1000) < 0.5
     perfect = guess_bound(included + 0.01 * rng.random(1000), included, 1e-5, 0.025)
-    assert perfect["epsilon_lower"] >= 2 and perfect["correct"] == perfect["guesses"]
-    assert guess_bound(rng.random(1000), included, 1e-5, 0.025)["epsilon_lower"] < 0.5
+    assert perfect.epsilon_lower >= 2 and perfect.correct == perfect.guesses
+    assert guess_bound(rng.random(1000), included, 1e-5, 0.025).epsilon_lower < 0.5
 
 
 def test_one_sided_guesses_count_only_their_side():
@@ -35,7 +35,7 @@ def test_one_sided_guesses_count_only_their_side():
     scores[~included] = np.linspace(0, 1, 500)
     scores[included] = np.linspace(0.25, 1, 500)  # above 0.25: both kinds mixed; the 125 below: all left out
     best = guess_bound(scores, included, 1e-5, 0.025)
-    assert best["side"] == "out" and best["correct"] == best["guesses"] and best["epsilon_lower"] >= 2
+    assert best.side == "out" and best.correct == best.guesses and best.epsilon_lower >= 2
     assert auc(scores, included) > 0.5 and auc(-scores, included) == pytest.approx(1 - auc(scores, included))
 
 
@@ -124,18 +124,18 @@ def test_guess_bound_states_its_power():
     per = 0.05 / (len(GUESS_FRACTIONS) * len(GUESS_SIDES))
     ceiling = max(float(epsilon_lower_bound(400, r, r, 1e-5, per))
                   for f in GUESS_FRACTIONS for r in (max(1, round(f * 400)), 2 * max(1, round(f * 400 / 2))))
-    assert perfect["ceiling"] == pytest.approx(ceiling) and perfect["epsilon_lower"] == pytest.approx(ceiling)
-    assert perfect["limited_by"] == "audit size"
+    assert perfect.ceiling == pytest.approx(ceiling) and perfect.epsilon_lower == pytest.approx(ceiling)
+    assert perfect.limited_by == "audit size"
     noise = guess_bound(rng.standard_normal(400), included, 1e-5, 0.05)
-    assert noise["ceiling"] == pytest.approx(ceiling) and noise["limited_by"] == "training"
+    assert noise.ceiling == pytest.approx(ceiling) and noise.limited_by == "training"
 
 
 CERTIFIER_ENTRIES = {
-    "steinke_bound.certify": lambda s, inc: steinke_bound.certify({"s": s}, inc, 1e-5, 0.95)["epsilon_lower"],
-    "fdp_bound.certify": lambda s, inc: fdp_bound.certify(s, inc, 1e-5, 0.95)["epsilon_lower"],
-    "certify_evidence(steinke)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,
+    "steinke_bound.certify": lambda s, inc: steinke_bound.certify({"s": s}, inc, 1e-5, 0.95).epsilon_lower,
+    "fdp_bound.certify": lambda s, inc: fdp_bound.certify(s, inc, 1e-5, 0.95).epsilon_lower,
+    "certify_evidence(steinke)": lambda s, inc: evidence.certify_evidence(evidence.Evidence({"s": s}, inc), 1e-5,
                                                                           0.95).epsilon_lower,
-    "certify_evidence(fdp)": lambda s, inc: evidence.certify_evidence({"scores": {"s": s}, "included": inc}, 1e-5,
+    "certify_evidence(fdp)": lambda s, inc: evidence.certify_evidence(evidence.Evidence({"s": s}, inc), 1e-5,
                                                                       0.95, certifier=evidence.fdp).epsilon_lower,
 }
 """Every public entry of the certifiers, as (scores, included) -> epsilon_lower."""
@@ -181,7 +181,7 @@ def test_empty_guess_sets_or_no_scores_are_value_errors():
 
     included = np.arange(10) % 2 == 0
     with pytest.raises(ValueError, match="no scores"):
-        certify_evidence({"scores": {}, "included": included}, 1e-5, 0.95)
+        certify_evidence(evidence.Evidence({}, included), 1e-5, 0.95)
     with pytest.raises(ValueError, match="no scores"):
         certify({}, included, 1e-5, 0.95)
     with pytest.raises(ValueError, match="no guess sets"):
@@ -194,12 +194,12 @@ def test_empty_guess_sets_or_no_scores_are_value_errors():
 
 def test_pooling_checks_each_runs_arrays():
     included = np.arange(10) % 2 == 0
-    good = {"scores": {"s": np.linspace(0, 1, 10)}, "included": included}
+    good = evidence.Evidence({"s": np.linspace(0, 1, 10)}, included)
     pooled = evidence.pool([good, good])
-    assert pooled["included"].dtype == bool and pooled["scores"]["s"].shape == (20,)
+    assert pooled.included.dtype == bool and pooled.scores["s"].shape == (20,)
     with pytest.raises(ValueError, match="boolean-valued"):
-        evidence.pool([good, {"scores": {"s": np.zeros(10)}, "included": np.r_[2.0, np.zeros(9)]}])
+        evidence.pool([good, evidence.Evidence({"s": np.zeros(10)}, np.r_[2.0, np.zeros(9)])])
     with pytest.raises(ValueError, match="NaN"):
-        evidence.pool([good, {"scores": {"s": np.full(10, np.nan)}, "included": included}])
+        evidence.pool([good, evidence.Evidence({"s": np.full(10, np.nan)}, included)])
     with pytest.raises(ValueError, match="no scores"):
-        evidence.pool([{"scores": {}, "included": included}])
+        evidence.pool([evidence.Evidence({}, included)])

@@ -18,17 +18,17 @@ def test_bracket_orders_and_tightens_with_the_discretisation(steps):
     coarse = attained_bracket(DEFAULT, steps, 1e-5, "T6", epsilon_sound=sound, discretization=1e-3)
     fine = attained_bracket(DEFAULT, steps, 1e-5, "T6", epsilon_sound=sound, discretization=1e-4)
     for b in (coarse, fine):
-        assert b["lower"] <= b["upper"] <= sound + 1e-6
-        assert b["composition_gap"] == pytest.approx(sound - b["upper"])
-    assert fine["rounding"] < coarse["rounding"]
-    assert coarse["lower"] - 1e-9 <= fine["lower"] and fine["upper"] <= coarse["upper"] + 1e-9
+        assert b.lower <= b.upper <= sound + 1e-6
+        assert b.composition_gap == pytest.approx(sound - b.upper)
+    assert fine.rounding < coarse.rounding
+    assert coarse.lower - 1e-9 <= fine.lower and fine.upper <= coarse.upper + 1e-9
 
 
 def test_t6_one_step_has_no_composition_gap():
     """T6 is tight per step: after one step the pair's ε is the sound ε (gap 0 up to the grid)."""
     sound = PldAccountant("sound").compose(training_event(DEFAULT, steps=1)).get_epsilon(1e-5)
     b = attained_bracket(DEFAULT, 1, 1e-5, "T6", epsilon_sound=sound)
-    assert abs(b["composition_gap"]) < 1e-3 and b["upper"] - b["lower"] < 1e-3
+    assert abs(b.composition_gap) < 1e-3 and b.upper - b.lower < 1e-3
 
 
 @pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
@@ -36,6 +36,6 @@ def test_audit_result_carries_the_bracket():
     cfg = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)
     r = audit("T10", cfg, trials=2000, steps=3, delta=1e-3, alphas=[1.0], discretization=1e-3)
     b = r.attained_bracket
-    assert b["lower"] == pytest.approx(r.epsilon_attained, rel=1e-9)
-    assert b["lower"] <= b["upper"] <= r.epsilon_sound
-    assert b["pair"] == "T10" and b["steps"] == 3
+    assert b.lower == pytest.approx(r.epsilon_attained, rel=1e-9)
+    assert b.lower <= b.upper <= r.epsilon_sound
+    assert b.pair == "T10" and b.steps == 3

@@ -6,7 +6,9 @@ import pytest
 from tsdp.theorems.config import TrainingConfig
 from tsdp.attacks.montecarlo.audit import audit, audit_statistics
 from tsdp.attacks.montecarlo.counts import ShardStats, merge
-from tsdp.attacks.montecarlo.shards import FailOnce, ShardError, plan_shards, run_shards
+from tsdp.attacks.montecarlo.shards import ShardError, _units_wrapped, plan_shards, run_shards
+
+from fault_injection import failing_once
 from tsdp.attacks.montecarlo.constructions import build
 
 SMALL = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)
@@ -20,9 +22,9 @@ def _stats(construction, **kw):
 
 def _same(a, b):
     """Identical certified numbers, counts included (the bound is a function of the counts)."""
-    assert a["test"] == b["test"]
-    assert np.array_equal(a["h_lower"], b["h_lower"])
-    assert a["gof"] == b["gof"]
+    assert a.test == b.test
+    assert np.array_equal(a.h_lower, b.h_lower)
+    assert a.gof == b.gof
 
 
 def test_shard_plan_is_a_prefix_and_independent_of_workers():
@@ -52,10 +54,11 @@ def test_merge_adds_counts_exactly_and_refuses_a_gap():
 def test_failed_shard_is_rerun_and_the_result_equals_the_uninterrupted_run(tmp_path):
     construction = build("T6", SMALL)
     clean = _stats(construction)
-    hit = _stats(construction, shard_fn=FailOnce(str(tmp_path / "marker"), world="q", index=2))
+    with _units_wrapped(failing_once(str(tmp_path / "marker"), world="q", index=2)):
+        hit = _stats(construction)
     _same(clean, hit)
-    assert hit["run"]["retries"] == 1 and clean["run"]["retries"] == 0
-    assert hit["run"]["shards_run"] == hit["run"]["shards_planned"] == 10
+    assert hit.run.retries == 1 and clean.run.retries == 0
+    assert hit.run.shards_run == hit.run.shards_planned == 10
 
 
 def test_a_shard_that_always_fails_stops_the_audit():
@@ -94,7 +97,7 @@ def test_the_shard_size_is_part_of_the_sample():
     a = _stats(construction)
     b = audit_statistics(construction, trials=5000, steps=1, delta=1e-3, confidence=0.95, alphas=ALPHAS, seed=11,
                          device="cpu", shard_size=500)
-    assert a["test"]["true_positives"] != b["test"]["true_positives"] or a["test"]["false_positives"] != b["test"]["false_positives"]
+    assert a.test.true_positives != b.test.true_positives or a.test.false_positives != b.test.false_positives
 
 
 @pytest.mark.slow
@@ -102,9 +105,10 @@ def test_one_vs_two_processes_identical_and_a_killed_worker_changes_nothing(tmp_
     """2 spawned processes, one killed (os._exit) while running shard p1: counts and ε equal the 1-worker run's."""
     construction = build("T6", SMALL)
     one = _stats(construction)
-    two = _stats(construction, workers=2, shard_fn=FailOnce(str(tmp_path / "marker"), world="p", index=1, mode="exit"))
+    with _units_wrapped(failing_once(str(tmp_path / "marker"), world="p", index=1, mode="exit")):
+        two = _stats(construction, workers=2)
     _same(one, two)
-    assert two["run"]["executor"] == "processes" and two["run"]["retries"] >= 1
+    assert two.run.executor == "processes" and two.run.retries >= 1
     r1 = audit("T6", SMALL, trials=3000, delta=1e-3, seed=4, shard_size=1000, alphas=ALPHAS)
     r2 = audit("T6", SMALL, trials=3000, delta=1e-3, seed=4, shard_size=1000, alphas=ALPHAS, workers=2)
     assert r1.epsilon_lower == r2.epsilon_lower and r1.test == r2.test and r1.profile == r2.profile
@@ -118,11 +122,11 @@ def test_dask_local_cluster_one_vs_two_workers_identical_and_a_killed_worker_cha
     construction = build("T6", SMALL)
     here = _stats(construction)
     one = _stats(construction, workers=1, cluster="auto")
-    two = _stats(construction, workers=2, cluster="auto",
-                 shard_fn=FailOnce(str(tmp_path / "marker"), world="q", index=3, mode="exit"))
+    with _units_wrapped(failing_once(str(tmp_path / "marker"), world="q", index=3, mode="exit")):
+        two = _stats(construction, workers=2, cluster="auto")
     _same(here, one)
     _same(here, two)
-    assert one["run"]["executor"] == two["run"]["executor"] == "dask"
+    assert one.run.executor == two.run.executor == "dask"
     assert (tmp_path / "marker").exists()  # the worker was killed once
 
 

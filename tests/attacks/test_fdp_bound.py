@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 from scipy import special, stats
 
 from tsdp.attacks.canary import fdp_bound as F
+from tsdp.attacks.canary import tradeoff, planning
 from tsdp.attacks.canary import steinke_bound
 
 
@@ -23,7 +24,7 @@ def test_pure_dp_rejections_are_sound_and_match_the_binomial_tail(eps):
     m, tau = 60, 0.05
     k, c = (x.ravel() for x in np.meshgrid(np.arange(1, m + 1), np.arange(0, m + 1), indexing="ij"))
     k, c = k[c <= k], c[c <= k]
-    rejected = F.rejects(F._inverse("dp", 0.0), eps, m, k, c, tau)
+    rejected = F.rejects(tradeoff._inverse("dp", 0.0), eps, m, k, c, tau)
     tail = stats.binom.sf(c - 1, k, special.expit(eps))
     assert not np.any(rejected & (tail >= tau))  # sound: never rejects an outcome this ε-DP mechanism makes likely
     missed = ~rejected & (tail < tau)
@@ -52,7 +53,7 @@ def test_approximate_dp_rejections_are_sound_against_an_exact_mechanism(eps, del
     m, tau = 40, 0.05
     pairs = [(k, c) for k in range(1, m + 1) for c in range(k + 1)]
     k, c = (np.array(x) for x in zip(*pairs))
-    rejected = F.rejects(F._inverse("dp", delta), eps, m, k, c, tau)
+    rejected = F.rejects(tradeoff._inverse("dp", delta), eps, m, k, c, tau)
     assert rejected.sum() > 20
     for kk, cc in zip(k[rejected], c[rejected]):
         assert _reveal_mechanism_tail(m, kk, cc, eps, delta) < tau, (kk, cc)
@@ -85,7 +86,7 @@ def test_brute_force_enumeration_of_a_ranked_audit_is_below_every_rejection(delt
                 np.add.at(dist, w, prob)
             tail = np.cumsum(dist[::-1])[::-1]  # P[W >= c]
             for c in range(k + 1):
-                if F.rejects(F._inverse("dp", delta), eps, m, k, c, tau):
+                if F.rejects(tradeoff._inverse("dp", delta), eps, m, k, c, tau):
                     assert tail[c] < tau, (k_in, k_out, c, tail[c])
                     checked += 1
     assert abs(dist.sum() - 1) < 1e-12 and checked > 0
@@ -154,7 +155,7 @@ def test_rejection_is_monotone_in_counts_theta_and_level(m, data):
     c = data.draw(st.integers(0, k - 1))
     mu = data.draw(st.floats(0.0, 4.0))
     tau = data.draw(st.floats(1e-4, 0.5))
-    inv = F._inverse("gdp")
+    inv = tradeoff._inverse("gdp")
     base = bool(F.rejects(inv, mu, m, k, c, tau))
     if base:
         assert F.rejects(inv, mu, m, k, c + 1, tau)  # one more correct guess
@@ -213,7 +214,7 @@ def test_a_claim_weaker_than_the_truth_is_not_a_violation_and_a_stronger_one_is(
     eps = np.linspace(0, 20, 401)
     honest = F.certify(scores, included, 1e-5, claimed=(eps, F.gdp_delta(eps, 1.0)))
     false = F.certify(scores, included, 1e-5, claimed=(eps, F.gdp_delta(eps, 0.25)))
-    assert not honest["violation"] and false["violation"]
+    assert not honest.violation and false.violation
 
 
 # ----------------------------------------------------------------------------- Steinke's baseline and bookkeeping
@@ -274,21 +275,20 @@ def test_certify_splits_the_level_and_reports_the_plan():
     perfect = F.certify(included.astype(float), included, 1e-5)  # every guess right but where a set exceeds a side
     # the error is spent only on the analyses of the reported bound: dp and steinke share 5%; the Gaussian-curve
     # number is a statement of its own at 5% (it takes nothing from the verdict), named for its assumption
-    share = perfect["significance"]
+    share = perfect.significance
     assert share["dp"] + share["steinke"] == pytest.approx(0.05) and share["gdp"] == pytest.approx(0.05)
-    assert "epsilon_gdp" not in perfect and "epsilon_lower" not in perfect["analyses"]["gdp"]
-    assert perfect["epsilon_if_gaussian"] == perfect["analyses"]["gdp"]["epsilon_if_gaussian"] > 0
-    assert perfect["limited_by"] == "audit size"
-    for a in ("dp", "steinke"):
-        assert 0.8 * perfect["ceiling"][a] <= perfect["analyses"][a]["epsilon_lower"] <= perfect["ceiling"][a]
-    assert 0.8 * perfect["ceiling"]["gdp"] <= perfect["epsilon_if_gaussian"] <= perfect["ceiling"]["gdp"]
+    assert "epsilon_gdp" not in perfect.as_dict() and "epsilon_lower" not in perfect.as_dict()["analyses"]["gdp"]
+    assert perfect.epsilon_if_gaussian == perfect.analyses.gdp.epsilon_if_gaussian > 0
+    assert perfect.limited_by == "audit size"
+    for a, bound in perfect.analyses.bounds().items():
+        assert 0.8 * perfect.ceiling[a] <= bound.epsilon_lower <= perfect.ceiling[a]
+    assert 0.8 * perfect.ceiling["gdp"] <= perfect.epsilon_if_gaussian <= perfect.ceiling["gdp"]
     with_claim = F.certify(included.astype(float), included, 1e-5, claimed=(np.array([0.0]), np.array([1.0])))
-    verdict = with_claim["significance"]
+    verdict = with_claim.significance
     assert verdict["dp"] + verdict["steinke"] + verdict["claimed"] == pytest.approx(0.05)
     noisy = F.certify(rng.standard_normal(m) + 0.3 * included, included, 1e-5)
-    assert noisy["limited_by"] == "training"
-    assert noisy["epsilon_lower"] == max(noisy["analyses"]["dp"]["epsilon_lower"],
-                                         noisy["analyses"]["steinke"]["epsilon_lower"])
+    assert noisy.limited_by == "training"
+    assert noisy.epsilon_lower == max(noisy.analyses.dp.epsilon_lower, noisy.analyses.steinke.epsilon_lower)
 
 
 def test_plan_canaries_needed_reach_the_claim_and_one_fewer_does_not():
@@ -297,7 +297,7 @@ def test_plan_canaries_needed_reach_the_claim_and_one_fewer_does_not():
     out = F.plan(1000, 1e-5, 0.95, claimed_epsilon=3.0)
     n = out["canaries_needed"]
     assert F.perfect_ranking_quantile(n, 1e-5, 0.95) > 3.0 >= F.perfect_ranking_quantile(n - 1, 1e-5, 0.95)
-    share = F._shares(("dp", "gdp", "steinke"), 0.95)
+    share = planning._shares(("dp", "gdp", "steinke"), 0.95)
     for a, value in out["ceiling"].items():
         s = F.guess_grid(1000)
         assert value == float(F.fdp_bounds(s.sum(1)[None], s, 1000, 1e-5, share[a], a)["epsilon"][0])
@@ -318,7 +318,7 @@ def test_the_band_of_numbers_included_is_the_narrowest_with_its_mass(m, quantile
     reach 1 - quantile: the plan's band without a CDF per possible D (5e6 of them at m = 10^7)."""
     distance = np.arange(m % 2, m + 1, 2)
     near = stats.binom.cdf((m + distance) // 2, m, 0.5) - stats.binom.cdf((m - distance) // 2 - 1, m, 0.5)
-    assert F._band_reach(m, quantile) == distance[min(np.searchsorted(near, 1 - quantile), len(distance) - 1)]
+    assert planning._band_reach(m, quantile) == distance[min(np.searchsorted(near, 1 - quantile), len(distance) - 1)]
 
 
 @pytest.mark.parametrize("m", [20, 100, 1000])
@@ -329,12 +329,12 @@ def test_a_perfect_ranking_from_the_f_dp_family_alone_is_the_certified_value(m):
     sets = F.guess_grid(m)
     n = np.arange(m // 2 - 3, m // 2 + 4)
     analyses = ("dp", "gdp", "steinke", "claimed")
-    share = F._shares(list(analyses), 0.95)
-    both = F._ranked_epsilon(m, n, sets, 1e-5, share, analyses, families=("dp", "steinke"))
-    fast = F._ranked_epsilon(m, n, sets, 1e-5, share, analyses)
-    steinke = F._ranked_epsilon(m, n, sets, 1e-5, share, analyses, families=("steinke",))
+    share = planning._shares(list(analyses), 0.95)
+    both = planning._ranked_epsilon(m, n, sets, 1e-5, share, analyses, families=("dp", "steinke"))
+    fast = planning._ranked_epsilon(m, n, sets, 1e-5, share, analyses)
+    steinke = planning._ranked_epsilon(m, n, sets, 1e-5, share, analyses, families=("steinke",))
     assert np.all(fast <= both) and np.array_equal(fast, both) and np.all(steinke <= fast)
-    assert F._ranked_families(("steinke",)) == ("steinke",)  # --analysis steinke: its own family
+    assert planning._ranked_families(("steinke",)) == ("steinke",)  # --analysis steinke: its own family
 
 
 def test_plan_a_claim_above_every_ceiling_needs_no_ranking(monkeypatch):
@@ -342,8 +342,8 @@ def test_plan_a_claim_above_every_ceiling_needs_no_ranking(monkeypatch):
     alone: a perfect ranking of 10^6 canaries takes minutes."""
     assert max(F.ceilings(10 ** 6, 1e-5, 0.95).values()) < 100
     calls = []
-    real = F.perfect_ranking_quantile
-    monkeypatch.setattr(F, "perfect_ranking_quantile", lambda m, *a, **k: calls.append(m) or real(m, *a, **k))
+    real = planning.perfect_ranking_quantile
+    monkeypatch.setattr(planning, "perfect_ranking_quantile", lambda m, *a, **k: calls.append(m) or real(m, *a, **k))
     out = F.plan(20, 1e-5, 0.95, claimed_epsilon=1e308, m_max=10 ** 6)
     assert out["canaries_needed"] is None and calls == [20]  # only the plan's own m, for perfect_ranking
 
@@ -360,7 +360,7 @@ def test_perfect_ranking_is_what_certify_gives_perfectly_ranked_scores(m, seed):
     scores = included + 0.01 * rng.random(m)
     r = F.perfect_ranking(m, 1e-5, 0.95)
     n = int(included.sum())
-    got = F.certify(scores, included, 1e-5)["epsilon_lower"]
+    got = F.certify(scores, included, 1e-5).epsilon_lower
     assert got == r["epsilon"][r["n"] == n][0]
     assert r["probability"].sum() == pytest.approx(1.0, abs=1e-9)
     assert np.allclose(r["probability"], binom.pmf(r["n"], m, 0.5))
@@ -386,8 +386,8 @@ def test_the_sound_accountant_is_a_claimed_profile():
     rng = np.random.default_rng(2)
     included = rng.random(200) < 0.5
     claim = (grid, deltas)
-    assert F.certify(included + rng.random(200) * 0.1, included, 1e-5, claimed=claim)["violation"]
-    assert not F.certify(rng.standard_normal(200), included, 1e-5, claimed=claim)["violation"]
+    assert F.certify(included + rng.random(200) * 0.1, included, 1e-5, claimed=claim).violation
+    assert not F.certify(rng.standard_normal(200), included, 1e-5, claimed=claim).violation
 
 
 @pytest.mark.parametrize("m,quantile", [(7, 0.1), (40, 0.1), (101, 0.5), (300, 0.02), (1000, 0.1)])

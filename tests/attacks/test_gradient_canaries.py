@@ -6,13 +6,15 @@ import torch
 from scipy import stats
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.attacks.canary.evidence import certify_evidence, pool
+from tsdp.attacks.canary.evidence import Evidence, certify_evidence, pool
 from tsdp.attacks.canary.gradient import GradientCanaries, Participation, participation_rate
-from tsdp.attacks.canary.runs import run_many, run_one
+from tsdp.attacks.canary.runs import run_many
 from tsdp.attacks.canary.steinke_bound import auc
 from tsdp.attacks.canary.whitebox import LoopTask, audit_loop
 from tsdp.datasets.series import synthetic
-from tsdp.attacks.montecarlo.shards import FailOnce
+from tsdp.attacks.montecarlo.shards import _units_wrapped
+
+from fault_injection import failing_once
 
 # 40 series of L = 9 = L_C + L_F training values: every window holds every element (r = 1), ρ = 1/4
 SHORT_DATA = synthetic(40, 10, seed=0, noise=2.0)
@@ -76,7 +78,7 @@ def test_no_noise_loop_separates_included_canaries(one_thread):
     the claim of the private run (sound ε ≈ 1.70 at σ = 8), which is thus flagged."""
     task = LoopTask("simple-ff", SHORT, SHORT_DATA, 300, epochs=10, delta=1e-5, private=False)
     evidence = task(np.random.SeedSequence(0))
-    assert auc(evidence["scores"]["mixture"], evidence["included"]) > 0.95
+    assert auc(evidence.scores["mixture"], evidence.included) > 0.95
     result = certify_evidence(evidence, 1e-5, 0.95, claimed=1.0)
     assert result.epsilon_lower >= 1.5 and result.violation, result
 
@@ -92,13 +94,12 @@ def test_private_loop_stays_below_its_sound_epsilon(one_thread):
 
 
 def test_pool_concatenates_in_run_order():
-    a = {"scores": {"s": np.array([1.0, 2.0])}, "included": np.array([True, False]), "epsilon": 1.0}
-    b = {"scores": {"s": np.array([3.0])}, "included": np.array([True]), "epsilon": 1.0}
+    a = Evidence({"s": np.array([1.0, 2.0])}, np.array([True, False]))
+    b = Evidence({"s": np.array([3.0])}, np.array([True]))
     p = pool([a, b])
-    assert p["scores"]["s"].tolist() == [1.0, 2.0, 3.0] and p["included"].tolist() == [True, False, True]
-    assert p["runs"] == [{"epsilon": 1.0}, {"epsilon": 1.0}]
+    assert p.scores["s"].tolist() == [1.0, 2.0, 3.0] and p.included.tolist() == [True, False, True]
     with pytest.raises(ValueError):
-        pool([a, {"scores": {"t": np.array([1.0])}, "included": np.array([True])}])
+        pool([a, Evidence({"t": np.array([1.0])}, np.array([True]))])
 
 
 def test_pooled_runs_raise_the_certified_bound_of_a_no_noise_loop(one_thread):
@@ -106,8 +107,8 @@ def test_pooled_runs_raise_the_certified_bound_of_a_no_noise_loop(one_thread):
     evidence is the runs' evidence in order."""
     task = LoopTask("simple-ff", SHORT, SHORT_DATA, 50, epochs=10, delta=1e-5, private=False)
     many = run_many(task, 4, seed=5)
-    assert many.evidence["included"].size == 200 and many.engine.shards_run == 4
-    assert np.array_equal(many.evidence["scores"]["mixture"][50:100], many.runs[1]["scores"]["mixture"])
+    assert many.evidence.included.size == 200 and many.engine.shards_run == 4
+    assert np.array_equal(many.evidence.scores["mixture"][50:100], many.runs[1].scores["mixture"])
     one = certify_evidence(many.runs[0], 1e-5, 0.95).epsilon_lower
     pooled = certify_evidence(many.evidence, 1e-5, 0.95).epsilon_lower
     assert pooled > one + 0.5, (one, pooled)
@@ -122,13 +123,14 @@ def test_one_and_two_workers_and_a_lost_run_give_identical_evidence(tmp_path, on
     here = run_many(task, 3, seed=9)
     two = run_many(task, 3, seed=9, workers=2, threads=1)
     dask = run_many(task, 3, seed=9, workers=2, cluster="auto", threads=1)
-    lost = run_many(task, 3, seed=9, shard_fn=FailOnce(str(tmp_path / "m"), world="run", index=1, fn=run_one))
+    with _units_wrapped(failing_once(str(tmp_path / "m"), world="run", index=1)):
+        lost = run_many(task, 3, seed=9)
     assert lost.engine.retries == 1 and two.engine.executor == "processes"
     assert dask.engine.executor == "dask"
     for other in (two, dask, lost):
-        assert np.array_equal(here.evidence["included"], other.evidence["included"])
-        for name, s in here.evidence["scores"].items():
-            assert np.array_equal(s, other.evidence["scores"][name])
+        assert np.array_equal(here.evidence.included, other.evidence.included)
+        for name, s in here.evidence.scores.items():
+            assert np.array_equal(s, other.evidence.scores[name])
 
 
 def test_the_sound_profile_is_the_accountants_curve_read_once():

@@ -82,7 +82,7 @@ def test_flag_rate_is_a_lower_bound_on_the_real_certifiers_rate_in_its_model():
             took_part = rng.random(n) < q
             scores = rng.random(n) + (included & took_part)
             seed_of_ties = int(rng.integers(2 ** 31))
-            hits += certify(scores, included, DELTA, each, analyses=analyses, seed=seed_of_ties)["epsilon_lower"] > CLAIM
+            hits += certify(scores, included, DELTA, each, analyses=analyses, seed=seed_of_ties).epsilon_lower > CLAIM
         return hits / runs
 
     rate = simulated(m, 200, 0)
@@ -114,7 +114,8 @@ def test_flag_rate_from_one_test_at_the_claim_is_the_reported_bounds(q):
     for every n of the band of mass 0.9 - (1 - q < 1) 0.01, the worst arrangement of n included with b of them
     without a mark (b: Binomial(m, (1 - q)/2) exceeds it with probability ≤ 0.01; 0 when q = 1) is flagged: the
     n - b ranked first, then the excluded, the b last."""
-    from tsdp.attacks.canary.fdp_bound import _band_reach, _shares, correct_counts, fdp_bounds, guess_grid
+    from tsdp.attacks.canary.planning import _band_reach
+    from tsdp.attacks.canary.one_run import _shares, correct_counts, fdp_bounds, guess_grid
 
     m, analyses = 300, ("dp", "gdp", "steinke")
     sets = guess_grid(m)

@@ -45,9 +45,9 @@ def test_planted_bugs_are_caught_within_ten_thousand_trials(loop, seed):
     checkpoint of ≤ 8000 trials per world (shards of 1000: checkpoints 1000, 2000, 4000, 8000). Measured
     stopping points: noise halved 1000-2000, sampling doubled 2000, clipping doubled 2000-8000 trials."""
     r = audit("T6", AUDIT, trials=16000, delta=1e-3, seed=seed, sequential=True, loop=loop, shard_size=1000)
-    assert r.violation and r.violation_test["violation"] and r.violation_test["sequential"], r.violation_test
-    assert r.violation_test["trials"] <= 10_000
-    assert r.run["stopped_early"]
+    assert r.violation and r.violation_test.violation and r.violation_test.sequential, r.violation_test
+    assert r.violation_test.trials <= 10_000
+    assert r.run.stopped_early
 
 
 @pytest.mark.slow
@@ -57,14 +57,14 @@ def test_correct_loop_raises_no_violation_beyond_the_stated_rate():
     the count must stay ≤ the 1 - 1e-3 quantile of Bin(200, 0.05) (false-failure rate ≤ 1e-3)."""
     construction = build("T6", AUDIT)
     th = theory(construction, 1, 1e-3, [1.0])
-    grid = [float(math.exp(e)) for e in np.linspace(0, th["epsilon_sound"], 8)]
-    profile = list(zip(grid, theory(construction, 1, 1e-3, grid)["h_theory"]))
+    grid = [float(math.exp(e)) for e in np.linspace(0, th.epsilon_sound, 8)]
+    profile = list(zip(grid, theory(construction, 1, 1e-3, grid).h_theory))
     violations = 0
     for seed in range(200):
         s = audit_statistics(construction, trials=2000, steps=1, delta=1e-3, confidence=0.95, alphas=[1.0], seed=seed,
-                             device="cpu", shard_size=500, epsilon_sound=th["epsilon_sound"], sound_profile=profile,
+                             device="cpu", shard_size=500, epsilon_sound=th.epsilon_sound, sound_profile=profile,
                              sequential=True)
-        violations += s["violation_test"]["violation"]
+        violations += s.violation_test.violation
     assert violations <= stats.binom.isf(1e-3, 200, 0.05), violations
 
 
@@ -89,9 +89,9 @@ def test_identical_worlds_certify_zero_in_every_run():
     for seed in range(10):
         s = audit_statistics(construction, trials=4000, steps=1, delta=1e-3, confidence=0.95, alphas=[1.0],
                              seed=seed, device="cpu", shard_size=1000, loop="identical_worlds")
-        assert s["test"]["value"] == 0.0, s["test"]
-    rate = s["design"]["tp_rate"]  # the statistic's law in world P: both worlds here
-    assert 10 * _null_failure_probability(4000, rate, 1e-3, 0.95, s["design"]["fp_share"]) < 1e-2
+        assert s.test.value == 0.0, s.test
+    rate = s.design.tp_rate  # the statistic's law in world P: both worlds here
+    assert 10 * _null_failure_probability(4000, rate, 1e-3, 0.95, s.design.fp_share) < 1e-2
     assert pair_numeric(construction.pair)[1][1] == pytest.approx(0.1)  # w = ρ r = 0.2 * 0.5
 
 

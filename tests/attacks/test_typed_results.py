@@ -352,14 +352,13 @@ def test_audit_training_attributes_carry_the_json_numbers(user_training, monkeyp
     assert spike.violation == spike.above_claim is False
 
 
-def test_an_fdp_score_keeps_the_dict_the_f_dp_test_gives():
-    """The f-DP score's typed form writes back the f-DP test's own dict (:func:`attacks.canary.fdp_bound.certify` with
-    the AUC, what ``evidence.fdp`` returned before): with and without the claimed curve, and with every canary
-    included (a NaN AUC: null with ``auc_note``); with the Gaussian analysis left out, no ``epsilon_if_gaussian``."""
+def test_an_fdp_score_is_the_f_dp_certificate_with_its_auc():
+    """The f-DP score (``evidence.fdp``) is the f-DP test's certificate (:func:`attacks.canary.fdp_bound.certify`)
+    with the AUC: with and without the claimed curve, and with every canary included (a NaN AUC: null with
+    ``auc_note``); with the Gaussian analysis left out, no ``epsilon_if_gaussian`` in the JSON form."""
     from tsdp.attacks.canary import fdp_bound
-    from tsdp.attacks.canary.certified import FdpScoreBound
     from tsdp.attacks.canary.evidence import fdp
-    from tsdp.attacks.canary.steinke_bound import with_auc
+    from tsdp.attacks.canary.steinke_bound import auc, with_auc
     from tsdp.verify.accountant import PldAccountant
     from tsdp.verify.events import training_event
 
@@ -368,13 +367,14 @@ def test_an_fdp_score_keeps_the_dict_the_f_dp_test_gives():
     scores = included + rng.random(40)
     profile = PldAccountant().compose(training_event(TINY.with_(sigma=8.0), steps=2))
     for inc, claimed in ((included, None), (included, profile), (np.ones(40, dtype=bool), None)):
-        old = with_auc(fdp_bound.certify(scores, inc, 1e-5, 0.95, claimed=claimed), scores, inc)
+        certificate = fdp_bound.certify(scores, inc, 1e-5, 0.95, claimed=claimed)
         typed = fdp(scores, inc, 1e-5, 0.95, claimed=claimed)
-        assert json.loads(dumps(typed.as_dict())) == json.loads(dumps(old))
-        assert (typed.analyses.claimed is None) == (claimed is None) and typed.epsilon_if_gaussian == \
-            old["analyses"]["gdp"]["epsilon_if_gaussian"]
+        expected = dict(json.loads(dumps(certificate.as_dict())), auc=json.loads(dumps(auc(scores, inc))))
+        got = json.loads(dumps(typed.as_dict()))
+        assert {k: v for k, v in got.items() if k != "auc_note"} == expected
+        assert (typed.analyses.claimed is None) == (claimed is None)
+        assert typed.epsilon_if_gaussian == certificate.analyses.gdp.epsilon_if_gaussian
     assert math.isnan(typed.auc) and "auc_note" in typed.as_dict()
-    without = FdpScoreBound.from_dict(with_auc(fdp_bound.certify(scores, included, 1e-5, 0.95,
-                                                                 analyses=("dp", "steinke")), scores, included))
+    without = with_auc(fdp_bound.certify(scores, included, 1e-5, 0.95, analyses=("dp", "steinke")), scores, included)
     assert without.analyses.gdp is None and "epsilon_if_gaussian" not in without.as_dict()
     assert list(without.as_dict()["analyses"]) == ["dp", "steinke"]

@@ -67,7 +67,7 @@ def test_released_update_follows_the_constructions_mixture(theorem):
     y_p = released_updates(con, "p", 20000, 1, g).numpy()[:, 0]
     y_q = released_updates(con, "q", 20000, 1, g).numpy()[:, 0]
     num = pair_numeric(con.pair)
-    assert goodness_of_fit(y_p, y_q, num)["pvalue"] > 0.01
+    assert goodness_of_fit(y_p, y_q, num).pvalue > 0.01
     a, p, b, q, _ = num
     se = 4 * max(y_p.std(), y_q.std()) / np.sqrt(len(y_p))
     assert abs(y_p.mean() - (a * p).sum()) < se and abs(y_q.mean() - (b * q).sum()) < se

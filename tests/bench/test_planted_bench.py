@@ -39,7 +39,7 @@ def test_dpoptimizer_hook_canaries_are_scored_on_the_stepped_gradient():
     moved = torch.cat([p.detach().reshape(-1) for p in held["params"]]) - held["start"]
     expected = -(c.directions.double() @ moved.double()).numpy() / LR
     assert c.steps == 12 and c.participations.sum() > 0
-    np.testing.assert_allclose(c.evidence()["scores"]["sum"], expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(c.evidence().scores["sum"], expected, rtol=1e-4, atol=1e-4)
 
 
 def test_dpoptimizer_hook_canaries_separate_without_noise():
@@ -48,7 +48,7 @@ def test_dpoptimizer_hook_canaries_separate_without_noise():
     from tsdp.attacks.canary.steinke_bound import auc
 
     evidence = PlantedRun("noise-off", 300)(np.random.SeedSequence(1))
-    assert auc(evidence["scores"]["mixture"], evidence["included"]) > 0.95
+    assert auc(evidence.scores["mixture"], evidence.included) > 0.95
 
 
 @pytest.mark.slow

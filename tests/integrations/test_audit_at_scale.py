@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tsdp.attacks.canary.gradient import best_canaries, ideal_evidence
+from tsdp.attacks.canary.ideal import best_canaries, ideal_evidence
 from tsdp.theorems.config import TrainingConfig
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -44,15 +44,15 @@ def test_the_ideal_counts_the_cross_talk_of_more_canaries_than_parameters():
     off scale each canary's signal by √(1 - removed / d)."""
     m, d, steps, sigma = 1200, 100, 30, CROSSTALK.sigma
     e = ideal_evidence(CROSSTALK, m, steps, seed=3, parameters=d)
-    resid = e["scores"]["sum"] - e["included"] * e["participations"] / sigma
-    expected = steps + (e["included"] * e["participations"]).sum() / (sigma ** 2 * d)
+    resid = e.scores["sum"] - e.included * e.participations / sigma
+    expected = steps + (e.included * e.participations).sum() / (sigma ** 2 * d)
     assert abs(resid.mean()) < 4 * np.sqrt(expected / m)
     assert abs(resid.var() / expected - 1) < 0.2, (resid.var(), expected)
     plain = ideal_evidence(CROSSTALK, m, steps, seed=3)
-    assert abs((plain["scores"]["sum"] - plain["included"] * plain["participations"] / sigma).var() / steps - 1) < 0.2
+    assert abs((plain.scores["sum"] - plain.included * plain.participations / sigma).var() / steps - 1) < 0.2
     half = ideal_evidence(CROSSTALK, 4000, steps, seed=4, parameters=10 ** 6, removed=0.75 * 10 ** 6)
-    signal = half["included"] * half["participations"] / sigma
-    slope = np.polyfit(signal, half["scores"]["sum"], 1)[0]
+    signal = half.included * half.participations / sigma
+    slope = np.polyfit(signal, half.scores["sum"], 1)[0]
     assert abs(slope - 0.5) < 0.05, slope
 
 

@@ -85,7 +85,7 @@ def test_plan_answers_before_training(capsys):
     included = np.arange(500) % 2 == 0
     assert list(out["ceiling"]) == ["steinke"]
     assert out["ceiling"]["steinke"] == pytest.approx(guess_bound(included.astype(float), included, 1e-5,
-                                                                  0.025)["ceiling"])
+                                                                  0.025).ceiling)
     assert main(["audit-fn", "--plan", "--canaries", "1", "--delta", "1e-5"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--canaries" in err and "\n" not in err

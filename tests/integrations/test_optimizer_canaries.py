@@ -60,7 +60,7 @@ def test_canaries_enter_a_plain_optimizer_exactly():
     expected = holder["w0"] - lr * (steps * holder["x"] + hooks.scale * 2.0 * push)
     assert torch.allclose(holder["w"], expected, atol=1e-5)
     assert hooks.observed == "gradient" and hooks.data_span == "no data windows given"
-    score = c.evidence()["scores"]["sum"]
+    score = c.evidence().scores["sum"]
     ref = steps * (u @ holder["x"]).numpy() + hooks.scale * 2.0 * c.included * c.participations
     np.testing.assert_allclose(score, ref, atol=1e-4)
     given = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, clip=2.0, seed=3,
@@ -88,7 +88,7 @@ def test_the_audits_own_tensors_on_a_device_of_their_own(device):
     expected = holder["w0"] - lr * (steps * holder["x"] + hooks.scale * 2.0 * push)
     assert torch.allclose(holder["w"], expected, atol=1e-5)
     ref = steps * (u @ holder["x"]).numpy() + hooks.scale * 2.0 * c.included * c.participations
-    np.testing.assert_allclose(c.evidence()["scores"]["sum"], ref, atol=1e-4)
+    np.testing.assert_allclose(c.evidence().scores["sum"], ref, atol=1e-4)
 
 
 def test_cli_device_cpu_runs_the_audit_there(capsys, monkeypatch, tmp_path):
@@ -330,21 +330,22 @@ def test_ideal_evidence_is_the_claimed_mechanism():
     """ideal_evidence's sum score is Σ_t ([i included] K_{t,i} / σ + N(0, 1)): for 4000 canaries over 40 steps the
     standardised residual (sum - [included] K / σ) / √steps has mean 0 and variance 1 (4-SE bands: false-failure
     rate below 1e-4); the participations follow the scheme (their mean is steps · participation_rate)."""
-    from tsdp.attacks.canary.gradient import ideal_evidence, participation_rate
+    from tsdp.attacks.canary.gradient import participation_rate
+    from tsdp.attacks.canary.ideal import ideal_evidence
 
     config = CONFIG.with_(sigma=0.5)
     e = ideal_evidence(config, 4000, 40, seed=1)
-    resid = (e["scores"]["sum"] - e["included"] * e["participations"] / 0.5) / np.sqrt(40)
+    resid = (e.scores["sum"] - e.included * e.participations / 0.5) / np.sqrt(40)
     assert abs(resid.mean()) < 4 / np.sqrt(4000) and abs(resid.var() - 1) < 4 * np.sqrt(2 / 4000)
     rate = 40 * participation_rate(config)
-    assert abs(e["participations"].mean() - rate) < 4 * np.sqrt(rate / 4000) + 0.05 * rate
+    assert abs(e.participations.mean() - rate) < 4 * np.sqrt(rate / 4000) + 0.05 * rate
 
 
 def test_cli_reports_the_power_at_the_claim(capsys, monkeypatch, tmp_path):
     """`audit-fn` with gradient canaries prints the same audit's certified ε on the claimed mechanism itself
     (ideal_epsilon with the run's canaries and steps) and says when a bound near 0 says little (a loop that is
     exactly the claimed σ = 4 with 40 canaries: both near 0)."""
-    from tsdp.attacks.canary.gradient import ideal_epsilon
+    from tsdp.attacks.canary.ideal import ideal_epsilon
     from tsdp.cli.main import main
 
     (tmp_path / "power_mod.py").write_text(
@@ -385,13 +386,13 @@ def test_the_claimed_curve_is_tested_with_its_declared_share():
     the verdict, is a statement of its own at the full level); perfectly ranked scores of 400 canaries reject the
     sound profile of 40 steps at σ = 8 (ε = 0.02 at δ = 1e-5) and not the one at σ = 0.5 (ε = 24: more than any
     guesses of 400 canaries can refute); the Steinke certifier refuses a profile."""
-    from tsdp.attacks.canary.evidence import certify_evidence, fdp, steinke
+    from tsdp.attacks.canary.evidence import Evidence, certify_evidence, fdp, steinke
     from tsdp.verify.accountant import PldAccountant
     from tsdp.verify.events import training_event
 
     rng = np.random.default_rng(2)
     included = rng.random(400) < 0.5
-    evidence = {"scores": {"a": included + 0.01 * rng.random(400)}, "included": included}
+    evidence = Evidence(scores={"a": included + 0.01 * rng.random(400)}, included=included)
     for sigma, rejected in ((8.0, True), (0.5, False)):
         profile = PldAccountant().compose(training_event(CONFIG.with_(sigma=sigma), steps=40))
         r = certify_evidence(evidence, 1e-5, 0.95, certifier=fdp, profile=profile)

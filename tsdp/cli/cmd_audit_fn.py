@@ -109,9 +109,9 @@ PLAN_MAX = 10 ** 7
 
 
 def _plan(args) -> dict:
-    """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.fdp_bound.plan`); with
+    """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.planning.plan`); with
     ``--steps`` the canaries needed count those that take part in no step (:func:`_participation`)."""
-    from tsdp.attacks.canary.fdp_bound import plan
+    from tsdp.attacks.canary.planning import plan
     from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs, guess_sets_of
 
     canaries, delta, epsilon, _, confidence, _, _ = check_audit_inputs(
@@ -152,9 +152,9 @@ def _participation(args):
 
 def _best_canaries(args, delta: float, confidence: float) -> dict:
     """``--plan --steps T --parameters d`` (gradient canaries): the canaries per run that certify most on the claimed
-    mechanism, their cross-talk included (:func:`attacks.canary.gradient.best_canaries`)."""
+    mechanism, their cross-talk included (:func:`attacks.canary.ideal.best_canaries`)."""
     from tsdp.attacks.canary.evidence import CERTIFIERS
-    from tsdp.attacks.canary.gradient import best_canaries
+    from tsdp.attacks.canary.ideal import best_canaries
 
     return best_canaries(config_from_args(args), args.steps, args.parameters, delta, confidence, runs=args.runs,
                          certifier=CERTIFIERS[args.analysis], seed=args.seed)

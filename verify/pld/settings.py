@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from tsdp.verify.json_data import Record
 from tsdp.theorems.config import ConfigError
 
 from .composition import DEFAULT_TAIL_MASS_TRUNCATION
@@ -11,7 +12,7 @@ from .grid import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION
 
 
 @dataclass(frozen=True)
-class PldSettings:
+class PldSettings(Record):
     """How finely a PLD accounting is computed: the settings every accountant, accounting front and one-step PLD
     passes down together (their defaults are the library's, :data:`DEFAULT_DISCRETIZATION`,
     :data:`DEFAULT_TAIL_MASS_TRUNCATION`, :data:`DEFAULT_LOG_MASS_TRUNCATION`). None of them changes a direction:
@@ -38,7 +39,3 @@ class PldSettings:
             raise ConfigError("tail_mass_truncation", "must be in [0, 1)", tail)
         for name in ("discretization", "tail_mass_truncation", "log_mass_truncation_bound"):
             object.__setattr__(self, name, float(getattr(self, name)))
-
-    def as_dict(self) -> dict:
-        """The three settings by name (the keyword arguments of the public accounting functions)."""
-        return asdict(self)
