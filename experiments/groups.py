@@ -7,6 +7,11 @@ cell keeps its seed (its initial model, its batches, its noise), its budget and 
 its file, written as :func:`tsdp.experiments.cells.run_cell` writes it (the same key, the same fields; the numbers
 those of the cell trained alone to float rounding). A group is one unit of the sharded engine; its progress is its
 cells. Cells whose budget buys no step are stored as such without training (as alone).
+
+A cell's numbers do not depend on the other cells of its group: every block of the stacked products is its own
+cell's, so a grid that resumes (and trains only the cells missing from its folder) or runs on N workers gives every
+cell the numbers it gets in the whole grid, bit for bit (tests/experiments/test_experiment.py checks it); against
+the cell trained alone (``--cell-by-cell``) they agree to float rounding.
 """
 from __future__ import annotations
 

@@ -255,3 +255,15 @@ def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequen
              for std, gen in zip(stds, generators)]
     device = next(iter(stack.parameters.values())).device
     return {n: torch.stack([d[n] for d in draws]).to(device) for n in stack.names}
+
+
+def stacked_noisy_gradient(stack: StackedModel, inputs: Sequence[torch.Tensor], mask: torch.Tensor, *, clip: float,
+                           sigmas: Sequence[float], batch_size: int,
+                           generators: Sequence[torch.Generator]) -> Grads:
+    """Algorithm 2, lines 4-8 for every stacked model k (paper Alg. 2; the mechanism of T1-T14): g̃_k = (Σ_{i in
+    block k, mask_i} g_i / max(1, ||g_i||/C) + N(0, σ_k² C² I)) / Λ, its noise from ``generators[k]`` as it draws
+    alone. ``inputs``: the cell-major batch (K·M rows), ``mask`` (K, M) its real windows. Returns {name: (K, *shape)}.
+    Soundness: every window's clipped gradient has norm ≤ C, exactly, as alone."""
+    gradient = stacked_noise(stack, [sigma * clip / batch_size for sigma in sigmas], generators)
+    stack.clipped_sums(inputs, clip, mask.reshape(-1).to(inputs[0].dtype) / batch_size, gradient)
+    return gradient

@@ -35,7 +35,7 @@ from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 from .metrics import point_crps, seasonal_naive
 from .result import TrainResult
-from .stacked import StackedModel, stacked_noise
+from .stacked import StackedModel, stacked_noisy_gradient
 from .train import (RunRequest, _Checkpoints, check_finite, check_scores, evaluate, initial_model, plan_run,
                     resolve_device, run_tensors)
 from .windows import augment, gather_windows, split_window
@@ -281,14 +281,11 @@ def _step(stack: StackedModel, opt, cells: Sequence[_Cell], i: int, settings: Gr
     if covariates is not None:
         inputs.append(gather_windows(covariates, seq, start, config.window_length).reshape(k * m, -1,
                                                                                           covariates.shape[-1]))
-    weight = mask.reshape(-1).to(context.dtype)
-    params = stack.parameters
     if settings.private:
-        lam = config.batch_size
-        gradient = stacked_noise(stack, [c.config.sigma * c.plan.clip / lam for c in cells],
-                                 [c.generator for c in cells])
-        stack.clipped_sums(inputs, cells[0].plan.clip, weight / lam, gradient)
-        for name, p in params.items():
+        gradient = stacked_noisy_gradient(stack, inputs, mask, clip=cells[0].plan.clip,
+                                          sigmas=[c.config.sigma for c in cells], batch_size=config.batch_size,
+                                          generators=[c.generator for c in cells])
+        for name, p in stack.parameters.items():
             p.grad = gradient[name]
     else:  # the mean loss of each cell's batch
         counts = mask.sum(1, keepdim=True).to(context.dtype)

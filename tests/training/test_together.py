@@ -138,3 +138,29 @@ def test_refusals():
     config, settings = _group("simple-ff", "wor", True)
     with pytest.raises(ConfigError, match="epsilon"):  # as train: a budget that buys no step
         train_together(config, [Run(1, 0.5, 2.0)], settings)
+
+
+@pytest.mark.parametrize("name", ["simple-ff", "deepar"])
+def test_stacked_noisy_gradient_draws_each_seeds_noise(name):
+    """One stacked step's g̃ of model k equals model k's own factored g̃ from a generator of the same seed (the noise
+    of a seed, and the clipped sum, as alone), for different σ per model."""
+    from tsdp.training.factored import factored_noisy_gradient
+    from tsdp.training.stacked import stacked_noisy_gradient
+
+    k, m, lc, lf = 3, 4, 11, 4
+    models = []
+    for i in range(k):
+        torch.manual_seed(10 + i)
+        models.append(make_model(name, lc, lf))
+    g = torch.Generator().manual_seed(3)
+    context = torch.randn(k, m, lc, generator=g).abs() + 0.5
+    forecast = torch.randn(k, m, lf, generator=g).abs() + 0.5
+    sigmas = [0.5, 1.0, 4.0]
+    got = stacked_noisy_gradient(StackedModel(models), [context.reshape(k * m, lc), forecast.reshape(k * m, lf)],
+                                 torch.ones(k, m, dtype=torch.bool), clip=0.1, sigmas=sigmas, batch_size=m,
+                                 generators=[torch.Generator().manual_seed(20 + i) for i in range(k)])
+    for i in range(k):
+        want = factored_noisy_gradient(models[i], context[i], forecast[i], clip=0.1, sigma=sigmas[i], batch_size=m,
+                                       generator=torch.Generator().manual_seed(20 + i))
+        for n, w in want.items():
+            torch.testing.assert_close(got[n][i], w, rtol=1e-4, atol=1e-6 * float(w.abs().max()))
