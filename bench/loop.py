@@ -251,6 +251,11 @@ def bench_loop(
                 "ms": {k: spread([1e3 * s / n for s in v]) for k, v in timed["seconds"].items()},
                 "ratios": ratios, "opacus_mode": mode, "opacus_refused": refused, "targets_met": met,
                 "environment": timed["environment"]})
+    from tsdp.bench.together import bench_together
+
+    out["together"] = bench_together(models, lambda m: make_bench_model(m, context_length, forecast_length),
+                                     context_length=context_length, forecast_length=forecast_length, rounds=rounds,
+                                     device=dev)
     return out
 
 
@@ -294,6 +299,9 @@ def format_bench(result: dict) -> str:
     if result["rows"]:  # the whole run: the first row's start to the last row's end
         lines.append("environment: " + format_environment({"before": result["rows"][0]["environment"]["before"],
                                                            "after": result["rows"][-1]["environment"]["after"]}))
+    from tsdp.bench.together import format_together
+
+    lines += format_together(result.get("together", []))
     t = result["targets"]
     lines.append(f"targets: tsdp/non-private ≤ {t['tsdp/nonprivate']['64']} at batch 64 and ≤ "
                  f"{t['tsdp/nonprivate']['256']} at 256; tsdp/opacus ≤ {t['tsdp/opacus']} (ok: met, !!: not met)")

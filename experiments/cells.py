@@ -459,59 +459,102 @@ def diverged_names_the_cell(cell: Cell, settings: GridSettings):
                                   f"{exc.constraint}") from None
 
 
+def cell_training(cell: Cell, settings: GridSettings):
+    """What ``cell``'s training shares with the other cells of its model and column set
+    (:class:`tsdp.training.together.GroupSettings`: the split, δ, the epochs cap, the paper's clip norm, learning
+    rate and weight decay, DP or not, the sample paths, the dataset's season and lags); its own part is its seed
+    and budget."""
+    from tsdp.datasets.benchmarks import CLIP, LR, WEIGHT_DECAY
+    from tsdp.training.together import GroupSettings
+
+    split = split_of(settings)
+    private = not math.isinf(cell.epsilon)
+    return GroupSettings(cell.model, split=split, delta=settings.delta if private else None,
+                         epochs=epochs_cap(settings), private=private, discretization=settings.discretization,
+                         clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY, device=settings.device,
+                         season=split.spec.season, n_samples=settings.n_samples, lags=split.spec.lags)
+
+
+@contextmanager
+def torch_threads(threads: int):
+    """torch's intra-op threads set to ``threads`` for the block (a cell is the same number on every executor)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def train_cell(cell: Cell, settings: GridSettings, config: TrainingConfig):
-    """Train ``cell``'s model on ``config`` (:func:`cell_config`, or a variant of it: another batch size Λ) with the
-    grid's settings and the paper's optimiser: DP-SGD to the cell's ε, or without DP for ε = ∞.
+    """Train ``cell``'s model alone on ``config`` (:func:`cell_config`, or a variant of it: another batch size Λ) with
+    the grid's settings and the paper's optimiser (:func:`cell_training`): DP-SGD to the cell's ε, or without DP
+    for ε = ∞.
+
+    Args:
+        cell: The grid cell (model, ε, seed index).
+        settings: The grid's settings.
+        config: The training configuration to run.
 
     Returns:
         The :class:`tsdp.training.train.TrainResult` (test CRPS of the last iterate, steps, ε spent).
     """
-    from tsdp.datasets.benchmarks import CLIP, LR, WEIGHT_DECAY
     from tsdp.training.train import train
 
-    split = split_of(settings)
-    private = not math.isinf(cell.epsilon)
     with diverged_names_the_cell(cell, settings):
-        return train(config, cell.model, None, split=split, epsilon=cell.epsilon if private else None,
-                     delta=settings.delta if private else None, epochs=epochs_cap(settings), private=private,
-                     discretization=settings.discretization, clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY,
-                     device=settings.device, seed=cell_seed(settings, cell.seed_index), progress=False,
-                     season=split.spec.season, n_samples=settings.n_samples, lags=split.spec.lags)
+        return train(config, cell.model, None, seed=cell_seed(settings, cell.seed_index),
+                     epsilon=None if math.isinf(cell.epsilon) else cell.epsilon,
+                     **cell_training(cell, settings).keywords())
 
 
 def run_cell(task: CellTask) -> CellResult:
-    """Train ``task.cell`` (module docstring) and store its result when the task names a folder."""
-    import torch
-
+    """Train ``task.cell`` alone (module docstring) and store its result when the task names a folder."""
     cell, settings = task.cell, task.settings
-    config = cell_config(cell, settings)
-    epochs = epochs_cap(settings)
-    private = not math.isinf(cell.epsilon)
-    seed = cell_seed(settings, cell.seed_index)
-    level = {"w": cell.w, "sigma_forecast": cell.sigma_forecast, "v": level_v(cell, settings)}
+    if buys_no_step(cell, settings):
+        return store_result(task, no_step_result(cell, settings))
+    with torch_threads(task.threads):
+        r = train_cell(cell, settings, cell_config(cell, settings))
+    return store_result(task, trained_result(cell, settings, r))
+
+
+def _level_fields(cell: Cell, settings: GridSettings) -> dict:
+    return {"w": cell.w, "sigma_forecast": cell.sigma_forecast, "v": level_v(cell, settings)}
+
+
+def buys_no_step(cell: Cell, settings: GridSettings) -> bool:
+    """Whether ``cell`` is private and its budget buys no step within the epochs cap (the sound accountant)."""
     from tsdp.verify.accountant import max_steps
 
-    cap = epochs * config.steps_per_epoch
-    if private and max_steps(config, cell.epsilon, settings.delta, cap=cap, discretization=settings.discretization) == 0:
-        return _store(task, CellResult(  # the budget buys no step: nothing is trained, nothing is spent
-            key=cell.key, model=cell.model, epsilon=cell.epsilon, seed_index=cell.seed_index, level=cell.level,
-            top=cell.top, seed=seed, sigma=config.sigma, steps=0, epochs=0.0, epsilon_spent=0.0, theorem=None,
-            crps=math.nan, selected_crps=math.nan, selected_step=0, seconds=0.0, device=settings.device, **level))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(task.threads)
-    try:
-        r = train_cell(cell, settings, config)
-    finally:
-        torch.set_num_threads(threads)
-    result = CellResult(
+    if math.isinf(cell.epsilon):
+        return False
+    config = cell_config(cell, settings)
+    cap = epochs_cap(settings) * config.steps_per_epoch
+    return max_steps(config, cell.epsilon, settings.delta, cap=cap, discretization=settings.discretization) == 0
+
+
+def no_step_result(cell: Cell, settings: GridSettings) -> CellResult:
+    """The result of a cell whose budget buys no step: nothing is trained, nothing is spent (ε 0, no CRPS)."""
+    return CellResult(
         key=cell.key, model=cell.model, epsilon=cell.epsilon, seed_index=cell.seed_index, level=cell.level,
-        top=cell.top, seed=seed, sigma=config.sigma if private else None, steps=r.steps, epochs=r.epochs,
+        top=cell.top, seed=cell_seed(settings, cell.seed_index), sigma=cell_config(cell, settings).sigma, steps=0,
+        epochs=0.0, epsilon_spent=0.0, theorem=None, crps=math.nan, selected_crps=math.nan, selected_step=0,
+        seconds=0.0, device=settings.device, **_level_fields(cell, settings))
+
+
+def trained_result(cell: Cell, settings: GridSettings, r) -> CellResult:
+    """The result of ``cell`` from its training's :class:`~tsdp.training.result.TrainResult` ``r``."""
+    private = not math.isinf(cell.epsilon)
+    return CellResult(
+        key=cell.key, model=cell.model, epsilon=cell.epsilon, seed_index=cell.seed_index, level=cell.level,
+        top=cell.top, seed=cell_seed(settings, cell.seed_index),
+        sigma=cell_config(cell, settings).sigma if private else None, steps=r.steps, epochs=r.epochs,
         epsilon_spent=r.epsilon, theorem=r.theorem, crps=r.crps, selected_crps=r.selection.selected_crps,
-        selected_step=r.selection.selected_step, seconds=r.seconds, device=r.device, **level)
-    return _store(task, result)
+        selected_step=r.selection.selected_step, seconds=r.seconds, device=r.device, **_level_fields(cell, settings))
 
 
-def _store(task: CellTask, result: CellResult) -> CellResult:
+def store_result(task: CellTask, result: CellResult) -> CellResult:
     """``result``, written atomically to the task's folder when it names one, with its key and digest."""
     if task.folder is not None:
         key, stored = cell_key(task.cell, task.settings).as_dict(), result.stored()

@@ -291,11 +291,15 @@ def claim_c7(rows: Sequence[Row], baselines: Dict[str, float], dataset: str) -> 
 
 
 def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, workers: int = 1,
-             cluster: Optional[str] = None, progress: bool = False) -> Tuple[List[CellResult], dict]:
+             cluster: Optional[str] = None, progress: bool = False,
+             together: bool = True) -> Tuple[List[CellResult], dict]:
     """Run every cell not already stored in ``folder`` on the sharded engine (this process, ``workers`` local
-    processes, or Dask with ``cluster``); returns the results in ``cells``' order and the engine's info (plus the
-    cells resumed from disk)."""
+    processes, or Dask with ``cluster``): the cells of one model and column set trained together, one unit each
+    (:mod:`tsdp.experiments.groups`), or with ``together=False`` every cell alone; returns the results in ``cells``'
+    order and the engine's info (plus the cells resumed from disk)."""
     from tsdp.attacks.montecarlo.shards import run_shards
+
+    from .groups import groups_of, run_group
 
     done = {}
     if folder is not None:
@@ -304,11 +308,16 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
             r = load_done(folder, c, settings)
             if r is not None:
                 done[c.key] = r
-    tasks = [CellTask(c, settings, None if folder is None else str(folder)) for c in cells if c.key not in done]
+    pending = [c for c in cells if c.key not in done]
+    where = None if folder is None else str(folder)
+    tasks = (groups_of(pending, settings, where) if together else [CellTask(c, settings, where) for c in pending])
     started = time.perf_counter()
-    results, info = run_shards(tasks, workers=workers, cluster=cluster, progress=progress, shard_fn=run_cell,
+    results, info = run_shards(tasks, workers=workers, cluster=cluster, progress=progress,
+                               shard_fn=run_group if together else run_cell,
                                desc="experiment cells") if tasks else ({}, {"executor": "none", "workers": workers})
-    info = {**info, "cells": len(cells), "resumed": len(done), "run": len(tasks),
+    if together:
+        results = {r.key: r for g in results.values() for r in g.results}
+    info = {**info, "cells": len(cells), "resumed": len(done), "run": len(pending), "together": together,
             "seconds": time.perf_counter() - started}
     merged = {**done, **results}
     return [merged[c.key] for c in cells], info

@@ -244,67 +244,62 @@ def _planned_epsilon(config, warm, warmup_steps: int, steps: int, delta: float, 
     return acc.get_epsilon(delta)
 
 
-def train(
-    config: TrainingConfig,
-    model_name: str,
-    data: SeriesData,
-    *,
-    epsilon: Optional[float] = None,
-    delta: Optional[float] = None,
-    epochs: Optional[int] = None,
-    steps: Optional[int] = None,
-    theorem: Optional[str] = None,
-    warmup_steps: int = 0,
-    warmup_sigma: Optional[float] = None,
-    discretization: float = DEFAULT_DISCRETIZATION,
-    clip: float = 1.0,
-    lr: float = 1e-3,
-    weight_decay: float = 0.0,
-    optimizer: str = "adam",
-    device: str = "auto",
-    seed: int = 0,
-    progress: bool = True,
-    private: bool = True,
-    season: int = 24,
-    n_samples: int = 100,
-    return_model: bool = False,
-    canaries=None,
-    split=None,
-    lags=None,
-    validate_every: Optional[int] = None,
-    step_path: str = "auto",
-) -> TrainResult:
-    """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
 
-    Private training needs ``delta``: every step's event goes to a sound ``PldAccountant``
-    (bound ``theorem``, default the tightest sound upper bound; a lower-bound theorem is
-    refused) and ``epsilon`` in the result is its ε(δ) of the steps that ran (an **upper**
-    bound). With a budget ``epsilon`` the run takes the most steps whose sound ε stays within
-    it (one more step, or epoch for deterministic/shuffled iteration, would exceed it) and
-    refuses a budget that buys no step; ``epochs`` (or ``steps``, training steps) caps the run (or
-    fixes it, without budget). To spend a budget in exactly K epochs instead, calibrate σ first
-    (:func:`fit_budget`).
-    ``warmup_steps`` steps at noise ``warmup_sigma`` come first and are accounted too (a
-    heterogeneous run: the ledger composes both phases). ``discretization`` is the accountant's
-    PLD grid (coarser is faster and still an upper bound). ``private=False`` trains without
-    clipping and noise (no ε). Each series' last L_F steps are the test set. Returns a
-    :class:`~tsdp.training.result.TrainResult` (``crps``, ``untrained_crps``, ``seasonal_naive_crps``,
-    ``epsilon``, ``steps``, ``compositions``, ``epochs``, ``seconds``, ``ledger``, ...; ``as_dict()`` is its JSON);
-    ``return_model=True`` adds the trained model (``trained_model``, not JSON) for audits. ``canaries``: white-box
-    gradient canaries (:class:`attacks.canary.gradient.GradientCanaries` of this configuration and ``clip``),
-    attached to the model and fed every step (not with warm-up steps, whose epochs restart).
-    ``split`` (:class:`tsdp.datasets.benchmarks.ForecastSplit`; ``data`` is then unused): train on its
-    training series, report the test CRPS of its test windows, and every ``validate_every`` steps (default
-    once per epoch) score its validation windows: the result's ``selection`` holds the checkpoint with
-    the lowest validation loss, which the ε does **not** cover (its validation windows are the ends of the
-    same private series; THEOREMS.md errata). ``step_path`` (:class:`~tsdp.training.captured.StepPath`): how the
-    DP steps run: ``eager`` (each batch its own size), ``fixed`` (batches of one capacity,
-    :mod:`tsdp.training.fixed_batch`; the result's ``batch_capacity`` and ``overflow_steps``), ``captured`` (fixed,
-    and the step compiled whole, CUDA graphs on CUDA), ``auto`` (captured on CUDA, eager elsewhere). ``lags``:
-    DeepAR's lag indices (default its own). DeepAR reads the
-    covariates of every window's positions (:mod:`tsdp.datasets.time_features`: the calendar features of the data's
-    step from each series' ``starts``, and the age feature), in training, validation and test alike.
-    """
+@dataclass(frozen=True)
+class RunRequest:
+    """What :func:`train` is asked before it trains anything: the configuration, the data (``data`` or ``split``) and
+    every option the checks and the accountant's plan read (:func:`train`'s keywords of the same names)."""
+
+    config: TrainingConfig
+    data: Optional[SeriesData] = None
+    split: object = None
+    epsilon: Optional[float] = None
+    delta: Optional[float] = None
+    epochs: Optional[int] = None
+    steps: Optional[int] = None
+    theorem: Optional[str] = None
+    warmup_steps: int = 0
+    warmup_sigma: Optional[float] = None
+    discretization: float = DEFAULT_DISCRETIZATION
+    clip: float = 1.0
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    optimizer: str = "adam"
+    private: bool = True
+    canaries: object = None
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A checked run (:func:`plan_run`): the training series, the test targets and histories, the warm-up phase's
+    configuration (None without), the checked clip norm, learning rate, weight decay and δ, the sound bound's id
+    (None without DP), the training steps after the warm-up (the most the budget buys under the sound accountant,
+    or the cap) and the configuration's sampler."""
+
+    train_data: SeriesData
+    targets: np.ndarray
+    histories: list
+    warm: Optional[TrainingConfig]
+    clip: float
+    lr: float
+    weight_decay: float
+    delta: Optional[float]
+    bound_id: Optional[str]
+    total_steps: int
+    sampler: object
+
+
+def plan_run(request: RunRequest) -> RunPlan:
+    """Every check :func:`train` makes before training and the accountant's plan of the run (the sound ε of the next
+    step would exceed the budget after ``total_steps``; an **upper** bound on the ε spent), in the order ``train``
+    makes them: a bad option, data the models cannot read, a budget that buys no step or a run the accountant cannot
+    state raises :class:`ConfigError` naming the parameter. :func:`train` and the runs trained together
+    (:mod:`tsdp.training.together`) both start from it."""
+    r = request
+    config, data, split, canaries = r.config, r.data, r.split, r.canaries
+    epsilon, delta, epochs, steps, theorem = r.epsilon, r.delta, r.epochs, r.steps, r.theorem
+    warmup_steps, warmup_sigma, discretization = r.warmup_steps, r.warmup_sigma, r.discretization
+    clip, lr, weight_decay, optimizer, private = r.clip, r.lr, r.weight_decay, r.optimizer, r.private
     if epsilon is None and epochs is None and steps is None:
         raise ConfigError("epsilon", "give an ε budget (epsilon), a number of epochs or of steps")
     if epochs is not None and steps is not None:
@@ -381,6 +376,78 @@ def train(
                               "step (raise --sigma, lower --batch-size, or raise the budget)", epsilon)
     if private:  # the whole run's sound ε, before any training: a run the accountant cannot state is refused
         _planned_epsilon(config, warm, warmup_steps, total_steps, delta, theorem, discretization)
+    return RunPlan(train_data, targets, histories, warm, clip, lr, weight_decay, delta, bound_id, total_steps, sampler)
+
+
+def train(
+    config: TrainingConfig,
+    model_name: str,
+    data: SeriesData,
+    *,
+    epsilon: Optional[float] = None,
+    delta: Optional[float] = None,
+    epochs: Optional[int] = None,
+    steps: Optional[int] = None,
+    theorem: Optional[str] = None,
+    warmup_steps: int = 0,
+    warmup_sigma: Optional[float] = None,
+    discretization: float = DEFAULT_DISCRETIZATION,
+    clip: float = 1.0,
+    lr: float = 1e-3,
+    weight_decay: float = 0.0,
+    optimizer: str = "adam",
+    device: str = "auto",
+    seed: int = 0,
+    progress: bool = True,
+    private: bool = True,
+    season: int = 24,
+    n_samples: int = 100,
+    return_model: bool = False,
+    canaries=None,
+    split=None,
+    lags=None,
+    validate_every: Optional[int] = None,
+    step_path: str = "auto",
+) -> TrainResult:
+    """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
+
+    Private training needs ``delta``: every step's event goes to a sound ``PldAccountant``
+    (bound ``theorem``, default the tightest sound upper bound; a lower-bound theorem is
+    refused) and ``epsilon`` in the result is its ε(δ) of the steps that ran (an **upper**
+    bound). With a budget ``epsilon`` the run takes the most steps whose sound ε stays within
+    it (one more step, or epoch for deterministic/shuffled iteration, would exceed it) and
+    refuses a budget that buys no step; ``epochs`` (or ``steps``, training steps) caps the run (or
+    fixes it, without budget). To spend a budget in exactly K epochs instead, calibrate σ first
+    (:func:`fit_budget`).
+    ``warmup_steps`` steps at noise ``warmup_sigma`` come first and are accounted too (a
+    heterogeneous run: the ledger composes both phases). ``discretization`` is the accountant's
+    PLD grid (coarser is faster and still an upper bound). ``private=False`` trains without
+    clipping and noise (no ε). Each series' last L_F steps are the test set. Returns a
+    :class:`~tsdp.training.result.TrainResult` (``crps``, ``untrained_crps``, ``seasonal_naive_crps``,
+    ``epsilon``, ``steps``, ``compositions``, ``epochs``, ``seconds``, ``ledger``, ...; ``as_dict()`` is its JSON);
+    ``return_model=True`` adds the trained model (``trained_model``, not JSON) for audits. ``canaries``: white-box
+    gradient canaries (:class:`attacks.canary.gradient.GradientCanaries` of this configuration and ``clip``),
+    attached to the model and fed every step (not with warm-up steps, whose epochs restart).
+    ``split`` (:class:`tsdp.datasets.benchmarks.ForecastSplit`; ``data`` is then unused): train on its
+    training series, report the test CRPS of its test windows, and every ``validate_every`` steps (default
+    once per epoch) score its validation windows: the result's ``selection`` holds the checkpoint with
+    the lowest validation loss, which the ε does **not** cover (its validation windows are the ends of the
+    same private series; THEOREMS.md errata). ``step_path`` (:class:`~tsdp.training.captured.StepPath`): how the
+    DP steps run: ``eager`` (each batch its own size), ``fixed`` (batches of one capacity,
+    :mod:`tsdp.training.fixed_batch`; the result's ``batch_capacity`` and ``overflow_steps``), ``captured`` (fixed,
+    and the step compiled whole, CUDA graphs on CUDA), ``auto`` (captured on CUDA, eager elsewhere). ``lags``:
+    DeepAR's lag indices (default its own). DeepAR reads the
+    covariates of every window's positions (:mod:`tsdp.datasets.time_features`: the calendar features of the data's
+    step from each series' ``starts``, and the age feature), in training, validation and test alike.
+    """
+    plan = plan_run(RunRequest(config, data, split, epsilon=epsilon, delta=delta, epochs=epochs, steps=steps,
+                               theorem=theorem, warmup_steps=warmup_steps, warmup_sigma=warmup_sigma,
+                               discretization=discretization, clip=clip, lr=lr, weight_decay=weight_decay,
+                               optimizer=optimizer, private=private, canaries=canaries))
+    train_data, targets, histories, warm = plan.train_data, plan.targets, plan.histories, plan.warm
+    clip, lr, weight_decay, delta, bound_id = plan.clip, plan.lr, plan.weight_decay, plan.delta, plan.bound_id
+    total_steps, sampler = plan.total_steps, plan.sampler
+    warmup_steps = check_int("warmup_steps", warmup_steps, 0)
     accountant = PldAccountant("sound", discretization=discretization) if private else None
 
     dev = resolve_device(device)
@@ -389,16 +456,7 @@ def train(
     opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr, weight_decay=weight_decay)
     if canaries is not None:
         canaries.attach(model.parameters())
-    fill = padding_of(model)
-    padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length, fill)
-    padded = padded.to(dev)
-    test_contexts = torch.as_tensor(last_values(histories, config.context_length, fill), dtype=torch.float32)
-    covariates = test_covariates = None
-    if covariates_of(model):
-        covariates = pad_covariates(train_data.starts, train_data.lengths, config.context_length).to(dev)
-        test_covariates = forecast_covariates(split.test.starts if split is not None else train_data.starts,
-                                              [len(h) for h in histories], config.context_length,
-                                              config.forecast_length, train_data.freq)
+    padded, test_contexts, covariates, test_covariates = run_tensors(model, config, plan, split, dev)
 
     untrained = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev,
                          covariates=test_covariates)
@@ -424,22 +482,11 @@ def train(
     bar.close()
     seconds = time.perf_counter() - started
 
-    diverged = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
-    if diverged:
-        noise = max(config.sigma_context, config.sigma_forecast) * config.v  # the augmentation's largest std
-        raise ConfigError("lr", f"the training diverged: {len(diverged)} parameter tensor(s) of the model are not "
-                                f"finite after {warmup_steps + total_steps} steps at learning rate {lr:g}: lower it, or rescale "
-                                f"the data (values up to {_largest(train_data):.3g})"
-                                + (f", or lower the augmentation (sigma_context={config.sigma_context:g}, "
-                                   f"sigma_forecast={config.sigma_forecast:g}: a noise std up to {noise:.3g})"
-                                   if noise > 0 else ""), lr)
+    check_finite(model, config, lr, warmup_steps + total_steps, train_data)
     crps = evaluate(model, test_contexts, targets, n_samples=n_samples, generator=generator, device=dev,
                     covariates=test_covariates)
     naive = point_crps(targets, seasonal_naive(histories, config.forecast_length, season))
-    if not all(math.isfinite(x) for x in (crps, untrained, naive)):
-        raise ConfigError("data", f"the test CRPS is not finite (trained {crps}, untrained {untrained}, seasonal "
-                                  f"naive {naive}): values up to {_largest(train_data):.3g} overflow the float32 model; "
-                                  "rescale the data")
+    check_scores(crps, untrained, naive, train_data)
     ran = warmup_steps + total_steps
     return TrainResult(
         model=model_name,
@@ -481,6 +528,46 @@ def _fixed_shape(phase: TrainingConfig, path: StepPath, model, lengths, clip: fl
     captured = (CapturedStep(model, clip=clip, sigma=phase.sigma, batch_size=phase.batch_size)
                 if path == StepPath.CAPTURED else None)
     return _FixedShape(capacity, captured)
+
+
+def run_tensors(model: torch.nn.Module, config: TrainingConfig, plan: RunPlan, split, device: torch.device) -> tuple:
+    """(padded training series, test contexts, padded covariates, test covariates) of a planned run for ``model``:
+    the series front-padded with the model's padding (:func:`~tsdp.training.windows.padding_of`) on ``device``, the
+    last L_C values of every test history, and for a model that reads covariates (DeepAR) theirs (else None)."""
+    fill = padding_of(model)
+    train_data, histories = plan.train_data, plan.histories
+    padded, _ = pad_series([torch.as_tensor(s) for s in train_data.series], config.context_length, fill)
+    padded = padded.to(device)
+    test_contexts = torch.as_tensor(last_values(histories, config.context_length, fill), dtype=torch.float32)
+    covariates = test_covariates = None
+    if covariates_of(model):
+        covariates = pad_covariates(train_data.starts, train_data.lengths, config.context_length).to(device)
+        test_covariates = forecast_covariates(split.test.starts if split is not None else train_data.starts,
+                                              [len(h) for h in histories], config.context_length,
+                                              config.forecast_length, train_data.freq)
+    return padded, test_contexts, covariates, test_covariates
+
+
+def check_finite(model: torch.nn.Module, config: TrainingConfig, lr: float, ran: int, train_data: SeriesData) -> None:
+    """ConfigError naming ``lr`` when a parameter of the trained ``model`` is not finite after ``ran`` steps (the
+    training diverged), with what else to lower (the data's scale, the augmentation)."""
+    diverged = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if diverged:
+        noise = max(config.sigma_context, config.sigma_forecast) * config.v  # the augmentation's largest std
+        raise ConfigError("lr", f"the training diverged: {len(diverged)} parameter tensor(s) of the model are not "
+                                f"finite after {ran} steps at learning rate {lr:g}: lower it, or rescale "
+                                f"the data (values up to {_largest(train_data):.3g})"
+                                + (f", or lower the augmentation (sigma_context={config.sigma_context:g}, "
+                                   f"sigma_forecast={config.sigma_forecast:g}: a noise std up to {noise:.3g})"
+                                   if noise > 0 else ""), lr)
+
+
+def check_scores(crps: float, untrained: float, naive: float, train_data: SeriesData) -> None:
+    """ConfigError naming ``data`` when a test CRPS is not finite (values that overflow the float32 model)."""
+    if not all(math.isfinite(x) for x in (crps, untrained, naive)):
+        raise ConfigError("data", f"the test CRPS is not finite (trained {crps}, untrained {untrained}, seasonal "
+                                  f"naive {naive}): values up to {_largest(train_data):.3g} overflow the float32 model; "
+                                  "rescale the data")
 
 
 class _Checkpoints:

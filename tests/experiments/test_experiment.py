@@ -94,6 +94,40 @@ def test_each_cell_spends_what_tsdp_epsilon_says_within_its_budget():
         assert accounting.epsilon(config, 1e-7, steps=r.steps + 1, discretization=1e-3).epsilon > eps
 
 
+def test_cells_trained_together_are_the_cells_trained_alone(tmp_path):
+    """The default grid (cells of one model and column trained together) and --cell-by-cell give every cell the same
+    steps, sound ε, checkpoint step and file key exactly, its CRPS to float rounding (rtol 1e-5; measured 1e-8; cells
+    without DP, which train alone in both modes, exactly), and files with the same fields."""
+    cells = plan(models=("simple-ff",), epsilons=(1.0, math.inf), seeds=2, tops=("wor",))
+    together, info = run_grid(cells, TINY, folder=tmp_path / "together")
+    alone, info_alone = run_grid(cells, TINY, folder=tmp_path / "alone", together=False)
+    assert info["together"] and not info_alone["together"] and info["run"] == info_alone["run"] == 4
+    for a, b in zip(together, alone):
+        fuzzy = ("crps", "selected_crps", "seconds")
+        assert {k: v for k, v in a.as_dict().items() if k not in fuzzy} == {
+            k: v for k, v in b.as_dict().items() if k not in fuzzy}
+        assert math.isclose(a.crps, b.crps, rel_tol=1e-5) and math.isclose(a.selected_crps, b.selected_crps,
+                                                                          rel_tol=1e-5)
+        if math.isinf(a.epsilon):  # cells without DP train alone in both modes: the same run, bit for bit
+            assert (a.crps, a.selected_crps) == (b.crps, b.selected_crps)
+        files = [json.loads((tmp_path / side / f"{a.key}.json").read_text()) for side in ("together", "alone")]
+        assert files[0]["key"] == files[1]["key"] and set(files[0]["result"]) == set(files[1]["result"])
+
+
+def test_cell_by_cell_flag(tmp_path, capsys):
+    from tsdp.cli.main import main
+
+    argv = ["experiment", "--models", "dlinear", "--epsilons", "1", "--seeds", "1", "--epochs", "1", "--samples",
+            "10", "--device", "cpu", "--out", str(tmp_path), "--json"]
+    assert main(argv + ["--cell-by-cell"]) == 0
+    assert json.loads(capsys.readouterr().out)["run"]["together"] is False
+    (tmp_path / "1-event_wor_dlinear_eps1.0_seed0.json").unlink()
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["run"]["together"] is True
+    with pytest.raises(SystemExit):
+        main(argv + ["--cell-by-cell=yes"])
+
+
 def test_a_killed_grid_resumes_and_workers_do_not_change_a_number(tmp_path):
     """Cells stored on disk are not run again (a removed file is, with the same result); 2 worker processes give
     the numbers of 1 (each cell's seed is spawned from one SeedSequence by its seed index)."""

@@ -32,7 +32,7 @@ def test_a_cell_that_diverges_in_the_engine_is_that_configerror_not_shard_error(
     with pytest.raises(ConfigError) as exc:
         run_cell(CellTask(CELL, HUGE_V))
     assert exc.value.parameter == "v" and "σ_F·v = 1e+30" in str(exc.value)
-    args = argparse.Namespace(workers=1, cluster=None)
+    args = argparse.Namespace(workers=1, cluster=None, cell_by_cell=False)
     with pytest.raises(ConfigError) as exc:
         _run([CELL], HUGE_V, str(tmp_path), args)
     assert exc.value.parameter == "v"

@@ -29,7 +29,7 @@ def _strip(r):
 def good(tmp_path_factory):
     """The tiny cell computed once: its result and its file's text."""
     folder = tmp_path_factory.mktemp("good")
-    r = run_cell(CellTask(CELL, TINY, str(folder)))
+    (r,), _ = run_grid([CELL], TINY, folder=folder)
     assert r.steps > 0 and math.isfinite(r.crps)
     return r, path_of(folder, CELL).read_text()
 
@@ -236,7 +236,7 @@ def test_cell_files_are_written_atomically(tmp_path, good, monkeypatch):
         real_replace(src, dst)
 
     monkeypatch.setattr(cells_module.os, "replace", spy)
-    cells_module._store(CellTask(CELL, TINY, str(tmp_path)), r)
+    cells_module.store_result(CellTask(CELL, TINY, str(tmp_path)), r)
     (src, dst, content), = seen
     assert str(dst) == str(path) and cells_module.Path(src).parent == path.parent
     assert content == json.loads(path.read_text()) and read_stored(tmp_path, CELL, TINY).result == r
@@ -248,7 +248,7 @@ def test_cell_files_are_written_atomically(tmp_path, good, monkeypatch):
 
     monkeypatch.setattr(cells_module.os, "replace", fail)
     with pytest.raises(OSError):
-        cells_module._store(CellTask(CELL, TINY, str(tmp_path)), r)
+        cells_module.store_result(CellTask(CELL, TINY, str(tmp_path)), r)
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == [path.name]
 
 

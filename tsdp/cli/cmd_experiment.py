@@ -99,6 +99,10 @@ def add_parsers(sub, command) -> None:
                         f"seeds, WOR top level, {QUICK_EPOCHS} epochs (flags given still win)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto picks cuda when available, else cpu")
+    p.add_argument("--cell-by-cell", action="store_true",
+                   help="train every cell on its own (default: the cells of one model and column that differ only in "
+                        "seed and ε are trained together as one stacked program, each cell the same run to float "
+                        "rounding, with its own seed, batches, noise, stopping step, checkpoints and file)")
     p.add_argument("--discretization", type=float, default=1e-3,
                    help="the accountant's PLD discretisation (the paper's 1e-3)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -250,7 +254,8 @@ def _run(cells, settings, out: str, args):
     from tsdp.theorems.config import ConfigError
 
     try:
-        return run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster, progress=True)
+        return run_grid(cells, settings, folder=out, workers=args.workers, cluster=args.cluster, progress=True,
+                        together=not args.cell_by_cell)
     except ShardError as exc:
         if isinstance(exc.__cause__, ConfigError):
             raise exc.__cause__ from None

@@ -1,0 +1,91 @@
+"""The grid's cells trained together: the cells of one model and column set that differ only in seed and ε.
+
+The cells of a (level, top level, model, w, σ_F) block, private or not, share everything but their seed and
+budget: the same configuration, data and training settings (:func:`tsdp.experiments.cells.cell_training`). A
+:class:`CellGroup` trains them as one stacked program (:func:`tsdp.training.together.train_together`): each
+cell keeps its seed (its initial model, its batches, its noise), its budget and stopping step, its checkpoints and
+its file, written as :func:`tsdp.experiments.cells.run_cell` writes it (the same key, the same fields; the numbers
+those of the cell trained alone to float rounding). A group is one unit of the sharded engine; its progress is its
+cells. Cells whose budget buys no step are stored as such without training (as alone). Cells without DP (ε = ∞)
+train alone, one after the other within their group: without noise, over a thousand Adam steps, the stacked and
+the single-model engines' different rounding grows to per-cent differences in CRPS (measured on M1: DeepAR,
+iTransformer, DLinear), so only the private cells, which stay within float rounding of their run alone, are stacked.
+
+A cell's numbers do not depend on the other cells of its group: every block of the stacked products is its own
+cell's, so a grid that resumes (and trains only the cells missing from its folder) or runs on N workers gives every
+cell the numbers it gets in the whole grid, bit for bit (tests/experiments/test_experiment.py checks it); against
+the cell trained alone (``--cell-by-cell``) they agree to float rounding.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .cells import (CellResult, CellTask, buys_no_step, cell_config, cell_training, diverged_names_the_cell,
+                    no_step_result, run_cell, store_result, torch_threads, trained_result)
+from .grid import Cell, GridSettings, cell_seed
+
+
+def group_key(cell: Cell) -> Tuple:
+    """What the cells of one group share: level, top level, model, w, σ_F and whether they train with DP."""
+    return cell.level, cell.top, cell.model, cell.w, cell.sigma_forecast, math.isinf(cell.epsilon)
+
+
+@dataclass(frozen=True)
+class CellGroup:
+    """Cells of one :func:`group_key` with their grid's settings and folder: the sharded engine's unit (``key``,
+    ``trials``: its cells)."""
+
+    cells: Tuple[Cell, ...]
+    settings: GridSettings
+    folder: Optional[str] = None
+    threads: int = CellTask.threads
+
+    @property
+    def key(self) -> str:
+        return "+".join(c.key for c in self.cells)
+
+    @property
+    def trials(self) -> int:
+        return len(self.cells)
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """The results of a :class:`CellGroup`'s cells, in its order."""
+
+    key: str
+    trials: int
+    results: Tuple[CellResult, ...]
+
+
+def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[str] = None) -> List[CellGroup]:
+    """``cells`` in groups of one :func:`group_key` each, in the order of each group's first cell."""
+    blocks: Dict[Tuple, List[Cell]] = {}
+    for c in cells:
+        blocks.setdefault(group_key(c), []).append(c)
+    return [CellGroup(tuple(block), settings, folder) for block in blocks.values()]
+
+
+def run_group(group: CellGroup) -> GroupResult:
+    """Train ``group``'s cells together (module docstring) and store each one's result when it names a folder."""
+    from tsdp.training.together import Run, train_together
+
+    settings = group.settings
+    tasks = {c.key: CellTask(c, settings, group.folder, group.threads) for c in group.cells}
+    if math.isinf(group.cells[0].epsilon):  # without DP: each cell alone (module docstring)
+        return GroupResult(group.key, group.trials, tuple(run_cell(tasks[c.key]) for c in group.cells))
+    spent = {e: buys_no_step(c, settings) for e, c in {c.epsilon: c for c in group.cells}.items()}  # one per ε
+    idle = [c for c in group.cells if spent[c.epsilon]]
+    results = {c.key: store_result(tasks[c.key], no_step_result(c, settings)) for c in idle}
+    trained = [c for c in group.cells if c.key not in results]
+    if trained:
+        first = trained[0]
+        runs = [Run(cell_seed(settings, c.seed_index), None if math.isinf(c.epsilon) else c.epsilon)
+                for c in trained]
+        with torch_threads(group.threads), diverged_names_the_cell(first, settings):
+            out = train_together(cell_config(first, settings), runs, cell_training(first, settings))
+        for c, r in zip(trained, out):
+            results[c.key] = store_result(tasks[c.key], trained_result(c, settings, r))
+    return GroupResult(group.key, group.trials, tuple(results[c.key] for c in group.cells))

@@ -1,0 +1,166 @@
+"""Runs trained together equal the runs trained alone.
+
+The stacked engine's clipped sums equal the factored engine's per model (every model, with padded slots), and
+:func:`train_together` gives every run the result :func:`train` gives it alone at the same seed: the same steps,
+sound ε and ledger (exactly: the same accountant on the same events), the same untrained CRPS (exactly: the same
+model and draws), and to float rounding the same trained parameters (the updates), validation losses, checkpoint and
+test CRPS. Float tolerance: float32 parameters after at most 63 Adam steps agree to rtol 1e-4 (with atol 1e-6 of
+the tensor's largest value); CRPS and validation losses to rtol 1e-5 (measured: 1e-8 to 1e-7). The groups mix
+seeds (two runs share one), budgets (different stopping steps: 7, 42, 46, 63) and σ.
+"""
+import math
+
+import pytest
+import torch
+
+from tsdp.datasets.benchmarks import CLIP, LR, WEIGHT_DECAY
+from tsdp.experiments.cells import cell_config, split_of
+from tsdp.experiments.grid import Cell, GridSettings
+from tsdp.theorems.config import ConfigError
+from tsdp.training.factored import factored_clipped_sum
+from tsdp.training.models import make_model
+from tsdp.training.stacked import StackedModel, StackError
+from tsdp.training.together import GroupSettings, Run, train_together
+from tsdp.training.train import train
+
+EPOCHS = 3  # 63 steps of the shipped M1 data's WOR and shuffled epochs
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer", "deepar"])
+def test_stacked_clipped_sums_equal_each_model_alone(name):
+    k, m, lc, lf = 3, 5, 11, 4
+    models = []
+    for i in range(k):
+        torch.manual_seed(i)
+        models.append(make_model(name, lc, lf, **({"covariates": 2} if name == "deepar" else {})))
+    g = torch.Generator().manual_seed(7)
+    context = torch.randn(k, m, lc, generator=g).abs() + 0.5
+    forecast = torch.randn(k, m, lf, generator=g).abs() + 0.5
+    cov = torch.randn(k, m, lc + lf, 2, generator=g) if name == "deepar" else None
+    mask = torch.ones(k, m, dtype=torch.bool)
+    mask[1, 3:] = False  # run 1 has 3 windows, padded to 5
+    stack = StackedModel(models)
+    out = {n: torch.zeros_like(p) for n, p in stack.parameters.items()}
+    inputs = [context.reshape(k * m, lc), forecast.reshape(k * m, lf)]
+    if cov is not None:
+        inputs.append(cov.reshape(k * m, lc + lf, 2))
+    clip = 1e-2  # below every window's norm here: every factor clips
+    stack.clipped_sums(inputs, clip, mask.reshape(-1).float() * 0.5, out)
+    for i in range(k):
+        keep = mask[i]
+        ref, norms = factored_clipped_sum(models[i], context[i][keep], forecast[i][keep], clip,
+                                          covariates=None if cov is None else cov[i][keep])
+        assert bool((norms > clip).all())
+        for n, r in ref.items():
+            torch.testing.assert_close(out[n][i], 0.5 * r, rtol=1e-4, atol=1e-6 * float(r.abs().max()))
+
+
+def test_stack_refuses_other_layers_and_architectures():
+    with pytest.raises(StackError, match="GRU"):
+        StackedModel([torch.nn.Sequential(torch.nn.GRU(2, 2))])
+    with pytest.raises(StackError, match="architecture"):
+        StackedModel([make_model("simple-ff", 4, 2), make_model("simple-ff", 5, 2)])
+
+
+def _group(model: str, top: str, private: bool):
+    grid = GridSettings(epochs=EPOCHS)
+    split = split_of(grid)
+    config = cell_config(Cell(model, 1.0, 0, "1-event", top), grid)
+    settings = GroupSettings(model, split=split, delta=1e-7 if private else None, epochs=EPOCHS, private=private,
+                             discretization=1e-3, clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY, device="cpu",
+                             season=split.spec.season, n_samples=20, lags=split.spec.lags, return_model=True)
+    return config, settings
+
+
+def _assert_same(config, runs, settings, steps):
+    together = train_together(config, runs, settings)
+    assert [r.steps for r in together] == steps
+    for run, got in zip(runs, together):
+        cfg = config if run.sigma is None else config.with_(sigma=run.sigma)
+        alone = train(cfg, settings.model_name, None, seed=run.seed, epsilon=run.epsilon, **settings.keywords())
+        assert (got.steps, got.epsilon, got.compositions, got.ledger, got.theorem, got.sigma) == (
+            alone.steps, alone.epsilon, alone.compositions, alone.ledger, alone.theorem, alone.sigma)
+        assert got.untrained_crps == alone.untrained_crps
+        mine = dict(got.trained_model.named_parameters())
+        for name, p in alone.trained_model.named_parameters():
+            torch.testing.assert_close(mine[name], p, rtol=1e-4, atol=1e-6 * float(p.detach().abs().max()))
+        assert got.selection.selected_step == alone.selection.selected_step
+        for field in ("validation_loss", "selected_validation_loss", "selected_crps"):
+            assert math.isclose(getattr(got.selection, field), getattr(alone.selection, field), rel_tol=1e-5)
+        assert math.isclose(got.crps, alone.crps, rel_tol=1e-5)
+        assert got.seconds > 0
+
+
+@pytest.mark.slow
+def test_simple_ff_wor_runs_together_equal_alone():
+    config, settings = _group("simple-ff", "wor", True)
+    runs = [Run(1, 0.5, 4.0), Run(2, 1.0, 4.0), Run(1, 2.0, 8.0), Run(3, None, 8.0)]
+    _assert_same(config, runs, settings, [7, 46, 63, 63])
+
+
+def test_simple_ff_private_runs_of_one_seed_together_equal_alone():
+    config, settings = _group("simple-ff", "wor", True)
+    _assert_same(config, [Run(8, 0.5, 4.0), Run(8, 1.0, 4.0)], settings, [7, 46])
+
+
+def test_simple_ff_without_dp_together_equal_alone():
+    config, settings = _group("simple-ff", "wor", False)
+    _assert_same(config, [Run(4), Run(5)], settings, [63, 63])
+
+
+@pytest.mark.slow
+def test_deepar_shuffled_runs_together_equal_alone():
+    config, settings = _group("deepar", "shuffle", True)
+    runs = [Run(1, 2.0, 8.0), Run(2, None, 8.0), Run(1, None, 16.0)]
+    _assert_same(config, runs, settings, [42, 63, 63])
+
+
+@pytest.mark.slow
+def test_deepar_wor_runs_together_equal_alone():
+    config, settings = _group("deepar", "wor", True)
+    _assert_same(config, [Run(6, 0.5, 4.0), Run(7, 2.0, 8.0)], settings, [7, 63])
+
+
+def test_refusals():
+    config, settings = _group("simple-ff", "wor", False)
+    with pytest.raises(ConfigError, match="runs"):
+        train_together(config, [], settings)
+    with pytest.raises(ConfigError, match="Poisson"):
+        train_together(config.with_(top="poisson"), [Run(1)], settings)
+    config, settings = _group("simple-ff", "wor", True)
+    with pytest.raises(ConfigError, match="epsilon"):  # as train: a budget that buys no step
+        train_together(config, [Run(1, 0.5, 2.0)], settings)
+
+
+@pytest.mark.parametrize("name", ["simple-ff", "deepar"])
+def test_stacked_noisy_gradient_draws_each_seeds_noise(name):
+    """One stacked step's g̃ of model k equals model k's own factored g̃ from a generator of the same seed (the noise
+    of a seed, and the clipped sum, as alone), for different σ per model."""
+    from tsdp.training.factored import factored_noisy_gradient
+    from tsdp.training.stacked import stacked_noisy_gradient
+
+    k, m, lc, lf = 3, 4, 11, 4
+    models = []
+    for i in range(k):
+        torch.manual_seed(10 + i)
+        models.append(make_model(name, lc, lf))
+    g = torch.Generator().manual_seed(3)
+    context = torch.randn(k, m, lc, generator=g).abs() + 0.5
+    forecast = torch.randn(k, m, lf, generator=g).abs() + 0.5
+    sigmas = [0.5, 1.0, 4.0]
+    got = stacked_noisy_gradient(StackedModel(models), [context.reshape(k * m, lc), forecast.reshape(k * m, lf)],
+                                 torch.ones(k, m, dtype=torch.bool), clip=0.1, sigmas=sigmas, batch_size=m,
+                                 generators=[torch.Generator().manual_seed(20 + i) for i in range(k)])
+    for i in range(k):
+        want = factored_noisy_gradient(models[i], context[i], forecast[i], clip=0.1, sigma=sigmas[i], batch_size=m,
+                                       generator=torch.Generator().manual_seed(20 + i))
+        for n, w in want.items():
+            torch.testing.assert_close(got[n][i], w, rtol=1e-4, atol=1e-6 * float(w.abs().max()))

@@ -1,0 +1,269 @@
+"""K models of one architecture as one model with stacked parameters: Algorithm 2 for K runs in one batched program.
+
+The runs of a grid that differ only in seed, budget or σ train the same architecture on batches of the same
+shape. Here their K models become one: every ``nn.Linear`` of the architecture becomes a :class:`StackedLinear`
+holding the K weights as one (K, out, in) tensor, every ``nn.LayerNorm`` a :class:`StackedLayerNorm` (K, d), and
+the model runs on a batch of K·M windows, run k's M windows in rows k·M .. k·M + M - 1 (cell-major). The models
+never mix samples and their other operations act per sample, so the model code runs unchanged on that batch; only
+the parameter-owning layers know the K blocks, and apply block k's weights to block k's rows by one batched matrix
+product (``baddbmm``). A parameter-owning module of another type is refused (:class:`StackError`).
+
+Algorithm 2 (lines 4-7) is then per run, exact: one forward and one backward of the K·M per-window losses give
+every stacked layer's inputs a and output gradients g; each window's squared gradient norm is summed over layers
+from these factors (t = 1: ||a||²·||g||²; t > 1: the ghost norm Σ_{t,t'} (a_t·a_t')(g_t·g_t') or the materialised
+G_i, whichever is cheaper, as :mod:`training.factored` chooses), the clip factors 1 / max(1, ||g_i||/C) follow
+(:func:`training.clipping.clip_factors`), and each run's clipped sum Σ_{i in run k} c_i G_i is one batched product
+per layer. Run k's noise is its own draw (:func:`training.noise.gaussian_noise` from its own generator, in its
+model's ``named_parameters`` order and dtype), so the noise of a seed is the noise it draws alone.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .clipping import Grads, clip_factors
+from .noise import gaussian_noise
+
+
+class StackError(ValueError):
+    """The models cannot be stacked (another architecture, or a parameter-owning layer of an unsupported type)."""
+
+
+class StackedLinear(nn.Module):
+    """K ``nn.Linear`` layers of one shape: ``weight`` (K, out, in), ``bias`` (K, out) or None. Input (K·M, ..., in),
+    cell-major; block k of the rows goes through layer k. Records (input, output) of every call while
+    ``calls`` is a list."""
+
+    def __init__(self, layers: Sequence[nn.Linear]):
+        super().__init__()
+        self.weight = nn.Parameter(torch.stack([m.weight.detach() for m in layers]))
+        self.bias = (None if layers[0].bias is None else
+                     nn.Parameter(torch.stack([m.bias.detach() for m in layers])))
+        self.calls: Optional[list] = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        k, o, i = self.weight.shape
+        rows = x.reshape(k, -1, i)
+        y = (torch.bmm(rows, self.weight.transpose(1, 2)) if self.bias is None else
+             torch.baddbmm(self.bias[:, None, :], rows, self.weight.transpose(1, 2)))
+        y = y.reshape(*x.shape[:-1], o)
+        if self.calls is not None:
+            self.calls.append((x, y))
+        return y
+
+
+class StackedLayerNorm(nn.Module):
+    """K ``nn.LayerNorm`` layers over one last dim: ``weight``, ``bias`` (K, d); records (x̂, output) of every call."""
+
+    def __init__(self, layers: Sequence[nn.LayerNorm]):
+        super().__init__()
+        first = layers[0]
+        if len(first.normalized_shape) != 1 or first.weight is None or first.bias is None:
+            raise StackError("a LayerNorm is stacked over one last dim with its weight and bias")
+        self.eps = first.eps
+        self.weight = nn.Parameter(torch.stack([m.weight.detach() for m in layers]))
+        self.bias = nn.Parameter(torch.stack([m.bias.detach() for m in layers]))
+        self.calls: Optional[list] = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        k, d = self.weight.shape
+        x_hat = F.layer_norm(x, (d,), eps=self.eps)
+        y = (x_hat.reshape(k, -1, d) * self.weight[:, None, :] + self.bias[:, None, :]).reshape(x.shape)
+        if self.calls is not None:
+            self.calls.append((x_hat.detach(), y))
+        return y
+
+
+STACKED = {nn.Linear: StackedLinear, nn.LayerNorm: StackedLayerNorm}
+"""Each parameter-owning layer type that stacks, and its stacked form."""
+
+
+def _owners(model: nn.Module) -> List[str]:
+    """The qualified names of the modules that own trainable parameters; StackError for a type that does not stack,
+    a frozen parameter or parameters owned by the model itself."""
+    names = []
+    for name, module in model.named_modules():
+        own = [p for p in module._parameters.values() if p is not None]
+        if not own:
+            continue
+        if not name:
+            raise StackError(f"{type(model).__name__} owns parameters itself; only its layers can be stacked")
+        if type(module) not in STACKED:
+            raise StackError(f"{name} is a {type(module).__name__}; stacked training handles "
+                             f"{', '.join(t.__name__ for t in STACKED)} layers")
+        if not all(p.requires_grad for p in own):
+            raise StackError(f"{name} holds a frozen parameter; stacked training trains every parameter")
+        names.append(name)
+    return names
+
+
+def _replace(root: nn.Module, name: str, module: nn.Module) -> None:
+    parent, _, child = name.rpartition(".")
+    (root.get_submodule(parent) if parent else root)._modules[child] = module
+
+
+class StackedModel:
+    """K models of one architecture as one (module docstring): ``module`` runs a cell-major batch of K·M windows
+    and returns the K·M per-window losses; ``parameters`` maps each of the models' parameter names (their
+    ``named_parameters`` order) to its stacked (K, *shape) tensor."""
+
+    def __init__(self, models: Sequence[nn.Module]):
+        if not models:
+            raise StackError("no model to stack")
+        names = _owners(models[0])
+        shapes = [(n, p.shape) for n, p in models[0].named_parameters()]
+        for m in models[1:]:
+            if type(m) is not type(models[0]) or [(n, p.shape) for n, p in m.named_parameters()] != shapes:
+                raise StackError("the models differ in architecture; only one architecture stacks")
+        self.template = copy.deepcopy(models[0])
+        self.module = copy.deepcopy(models[0])
+        self.layers: Dict[str, nn.Module] = {}
+        for name in names:
+            layer = STACKED[type(self.module.get_submodule(name))]([m.get_submodule(name) for m in models])
+            _replace(self.module, name, layer)
+            self.layers[name] = layer
+        self.names = [n for n, _ in shapes]
+
+    @property
+    def size(self) -> int:
+        """K, the models stacked."""
+        return next(iter(self.layers.values())).weight.shape[0]
+
+    @property
+    def parameters(self) -> Dict[str, nn.Parameter]:
+        return dict(self.module.named_parameters())
+
+    def keep(self, rows: Sequence[int]) -> Dict[str, Tuple[nn.Parameter, nn.Parameter]]:
+        """Keep the models at ``rows`` only (the others' training is over): each stacked parameter replaced by its
+        rows; returns {name: (old, new)} for an optimizer's state to follow."""
+        index = torch.as_tensor(list(rows), dtype=torch.long)
+        moved = {}
+        for layer_name, layer in self.layers.items():
+            for key, p in list(layer._parameters.items()):
+                if p is None:
+                    continue
+                new = nn.Parameter(p.detach()[index.to(p.device)].clone())
+                layer._parameters[key] = new
+                moved[f"{layer_name}.{key}"] = (p, new)
+        return moved
+
+    def model(self, row: int) -> nn.Module:
+        """Model ``row`` alone, as an ordinary module of the architecture (a copy of its current parameters)."""
+        one = copy.deepcopy(self.template)
+        stacked = self.parameters
+        with torch.no_grad():
+            for name, p in one.named_parameters():
+                p.copy_(stacked[name][row])
+        return one.to(next(iter(stacked.values())).device)
+
+    def losses(self, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The (K·M,) per-window losses of a cell-major batch (context, forecast[, covariates])."""
+        return self.module(*inputs)
+
+    def clipped_sums(self, inputs: Sequence[torch.Tensor], clip: float, weight: torch.Tensor, out: Grads) -> None:
+        """Algorithm 2, lines 4-7 per model: out[name][k] += weight_k · Σ_{i in block k} g_i / max(1, ||g_i||/C),
+        exact per-window clipping from the layers' factors (module docstring). ``weight`` (K·M,) is the row's
+        weight (1/Λ, 0 for a padded slot)."""
+        for layer in self.layers.values():
+            layer.calls = []
+        try:
+            with torch.enable_grad():
+                loss = self.module(*inputs)
+        finally:
+            calls = {name: layer.calls for name, layer in self.layers.items()}
+            for layer in self.layers.values():
+                layer.calls = None
+        outputs = [y for name in calls for _, y in calls[name]]
+        grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))
+        k, m = self.size, loss.shape[0] // self.size
+        with torch.no_grad():
+            factors = []
+            for name, layer_calls in calls.items():
+                if not layer_calls:  # a layer this forward did not call: no gradient, no norm
+                    continue
+                gs = [torch.zeros_like(y) if g is None else g for g, (_, y) in zip([next(grads) for _ in layer_calls],
+                                                                                  layer_calls)]
+                layer, xs = self.layers[name], [x for x, _ in layer_calls]
+                factors.append((name, _linear_factors(xs, gs, k * m, layer.bias is not None)
+                                if isinstance(layer, StackedLinear) else _norm_factors(xs, gs, k * m)))
+            sq = sum(f[0] for _, f in factors)
+            c = (clip_factors(sq.sqrt(), clip) * weight).reshape(k, 1, m)
+            for name, (_, add) in factors:
+                add(c, name, out)
+
+
+def _positions(tensors: List[torch.Tensor], rows: int) -> torch.Tensor:
+    """The calls' (K·M, *mid, d) tensors as one (K·M, t, d): every middle position of every call is a position."""
+    return torch.cat([x.detach().reshape(rows, -1, x.shape[-1]) for x in tensors], dim=1)
+
+
+def _linear_factors(inputs: List[torch.Tensor], grads: List[torch.Tensor], rows: int, has_bias: bool):
+    """(||G_i||² + ||b_i||², add) for a stacked linear: G_i = Σ_t g_it a_itᵀ, b_i = Σ_t g_it; ``add(c, name, out)``
+    adds Σ_i c_i G_i and Σ_i c_i b_i per block into out[name + '.weight'|'.bias'] by batched products."""
+    a, g = _positions(inputs, rows), _positions(grads, rows)
+    t, i, o = a.shape[1], a.shape[2], g.shape[2]
+    bias = g.sum(1)
+    sq_bias = torch.linalg.vecdot(bias, bias)
+    per_sample = None
+    if t == 1:  # one position: ||G_i||² = ||g_i||²·||a_i||²
+        sq = sq_bias * torch.linalg.vecdot(a[:, 0], a[:, 0])
+    elif t * (i + o) < i * o:  # the ghost norm: O(t²(i + o)) against O(t i o) per window
+        sq = torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(rows, -1),
+                                 torch.bmm(g, g.transpose(1, 2)).reshape(rows, -1)).clamp_min(0)
+    else:
+        per_sample = torch.bmm(g.transpose(1, 2), a).reshape(rows, o * i)  # G_i, (o, i) row-major
+        sq = torch.linalg.vecdot(per_sample, per_sample)
+
+    def add(c: torch.Tensor, name: str, out: Grads) -> None:  # c: (K, 1, M) clip factors times weights
+        k, m = c.shape[0], c.shape[2]
+        w = out[f"{name}.weight"]
+        if per_sample is not None:
+            w.add_(torch.bmm(c, per_sample.reshape(k, m, o * i)).reshape(k, o, i))
+        else:
+            scaled = (a * c.reshape(k * m, 1, 1)).reshape(k, m * t, i)
+            w.add_(torch.bmm(g.reshape(k, m * t, o).transpose(1, 2), scaled))
+        b = out.get(f"{name}.bias")
+        if b is not None:
+            b.add_(torch.bmm(c, bias.reshape(k, m, o)).reshape(k, o))
+
+    return (sq + sq_bias if has_bias else sq), add
+
+
+def _norm_factors(inputs: List[torch.Tensor], grads: List[torch.Tensor], rows: int):
+    """(||∇w_i||² + ||∇b_i||², add) for a stacked LayerNorm: ∇w_i = Σ_t g_it ⊙ x̂_it, ∇b_i = Σ_t g_it."""
+    x_hat, g = _positions(inputs, rows), _positions(grads, rows)
+    gw, gb = (g * x_hat).sum(1), g.sum(1)
+    sq = torch.linalg.vecdot(gw, gw) + torch.linalg.vecdot(gb, gb)
+
+    def add(c: torch.Tensor, name: str, out: Grads) -> None:
+        k, m = c.shape[0], c.shape[2]
+        out[f"{name}.weight"].add_(torch.bmm(c, gw.reshape(k, m, -1)).reshape(k, -1))
+        out[f"{name}.bias"].add_(torch.bmm(c, gb.reshape(k, m, -1)).reshape(k, -1))
+
+    return sq, add
+
+
+def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequence[torch.Generator]) -> Grads:
+    """Algorithm 2, line 8 per model: model k's N(0, stds[k]² I) drawn from ``generators[k]`` exactly as it draws
+    alone (:func:`training.noise.gaussian_noise` over its parameters, in their order), stacked (K, *shape)."""
+    like = dict(stack.template.named_parameters())
+    draws = [gaussian_noise({n: p.detach() for n, p in like.items()}, std, generator=gen)
+             for std, gen in zip(stds, generators)]
+    device = next(iter(stack.parameters.values())).device
+    return {n: torch.stack([d[n] for d in draws]).to(device) for n in stack.names}
+
+
+def stacked_noisy_gradient(stack: StackedModel, inputs: Sequence[torch.Tensor], mask: torch.Tensor, *, clip: float,
+                           sigmas: Sequence[float], batch_size: int,
+                           generators: Sequence[torch.Generator]) -> Grads:
+    """Algorithm 2, lines 4-8 for every stacked model k (paper Alg. 2; the mechanism of T1-T14): g̃_k = (Σ_{i in
+    block k, mask_i} g_i / max(1, ||g_i||/C) + N(0, σ_k² C² I)) / Λ, its noise from ``generators[k]`` as it draws
+    alone. ``inputs``: the cell-major batch (K·M rows), ``mask`` (K, M) its real windows. Returns {name: (K, *shape)}.
+    Soundness: every window's clipped gradient has norm ≤ C, exactly, as alone."""
+    gradient = stacked_noise(stack, [sigma * clip / batch_size for sigma in sigmas], generators)
+    stack.clipped_sums(inputs, clip, mask.reshape(-1).to(inputs[0].dtype) / batch_size, gradient)
+    return gradient
