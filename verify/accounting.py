@@ -20,9 +20,12 @@ from typing import Optional, Sequence, Tuple
 
 from tsdp.theorems.config import TrainingConfig
 
-from .accountant import ESTIMATES, account, attained_law_name
-from .events import Resolutions, bound_event_of, resolved, training_event
+from .estimate import ESTIMATES
+from .event_accounting import account_with
+from .events import bound_event_of, training_event
+from .one_step import attained_law_name
 from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION, PldSettings
+from .resolution import Resolutions, resolved
 
 
 @dataclass(frozen=True)
@@ -67,13 +70,12 @@ class AccountingResult:
 
 def _run(config, theorem, steps, epochs, settings: PldSettings, estimates, delta=None,
          epsilon=None) -> AccountingResult:
-    """The one accounting of both fronts: the run's event, resolved once (:func:`tsdp.verify.events.resolved`),
+    """The one accounting of both fronts: the run's event, resolved once (:func:`tsdp.verify.resolution.resolved`),
     the same resolution read by every accountant of :func:`~tsdp.verify.accountant.account`."""
     event = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
     resolutions: Resolutions = {}
     bound, _, reason = resolved(bound_event_of(event), resolutions)
-    acc = account(event, delta=delta, epsilon=epsilon, estimates=estimates, **settings.as_dict(),
-                  resolutions=resolutions)
+    acc = account_with(event, settings, delta=delta, epsilon=epsilon, estimates=estimates, resolutions=resolutions)
     return AccountingResult(
         theorem=bound.id, kind=bound.kind, scope=bound.scope, reason=reason,
         construction=bound.construction if acc.attained_refused is None else None, compositions=acc.compositions,

@@ -14,14 +14,16 @@ is a σ ≥ σ·(1 - tolerance) whose ε exceeds the target, so σ is within a r
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
-from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target, check_delta
 
-from .accountant import PldAccountant, check_delta
+from .estimate import Estimate
 from .events import bound_event_of, count_compositions, training_event
-from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION
+from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION, PldSettings
+from .pld_accountant import PldAccountant
+from .resolution import resolve_event
 
 DEFAULT_TOLERANCE = 1e-3
 """Relative tolerance on σ: σ_rejected ≥ σ (1 - tolerance)."""
@@ -108,8 +110,9 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     """
     delta = check_delta(delta)
     target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)
+    settings = PldSettings(discretization, tail_mass_truncation, log_mass_truncation_bound)
     run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
-    bound, _, reason = bound_event_of(run).resolve()
+    bound, _, reason = resolve_event(bound_event_of(run))
     counts = {}
 
     from tqdm import tqdm
@@ -123,14 +126,13 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
             counts[grid] += 1
             bar.set_postfix_str(f"σ = {sigma:.4g}, grid {grid:g}")
             bar.update(1)
-            acc = PldAccountant("sound", discretization=grid, tail_mass_truncation=tail_mass_truncation,
-                                log_mass_truncation_bound=log_mass_truncation_bound)
+            acc = PldAccountant.with_settings(Estimate.SOUND, replace(settings, discretization=grid))
             return acc.compose(training_event(config.with_(sigma=sigma), steps=steps, epochs=epochs,
                                               theorem=bound.id)).get_epsilon(delta)
 
         return eps_at
 
-    PldAccountant("sound").compose(run)  # records only: a lower-bound theorem is refused before any search
+    PldAccountant(Estimate.SOUND).compose(run)  # records only: a lower-bound theorem is refused before any search
 
     try:  # the bar is cleared on an unreachable target too, so the error stays one line
         sigma0 = float(min(max(config.sigma, SIGMA_MIN), SIGMA_MAX))

@@ -1,7 +1,8 @@
 """Privacy events: what a DP-SGD run of the paper did, in dp-accounting's ``DpEvent`` style.
 
-An event says what ran, never how to account for it (dp_accounting/dp_event.py): the
-accountant (:mod:`tsdp.verify.accountant`) consumes events. Runs are the library's own
+An event says what ran, never how to account for it (dp_accounting/dp_event.py): events are
+plain frozen data, and the accountant (:mod:`tsdp.verify.accountant`) consumes them, choosing
+the bound each is accounted with in one place (:mod:`tsdp.verify.resolution`). Runs are the library's own
 ``SelfComposedDpEvent`` / ``ComposedDpEvent`` of the events here, so a heterogeneous run (a
 warm-up at another σ, a change of batch size mid-run) is a ``ComposedDpEvent`` and the
 library's ``DpEventBuilder`` ledger, ``to_named_tuple`` serialisation and
@@ -24,44 +25,16 @@ each step, so that the loop's ledger and :func:`training_event` agree by constru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Optional, Tuple
 
 import attr
 from dp_accounting import dp_event
 
+from tsdp.theorems.bounds.base import Scope
 from tsdp.theorems.config import ConfigError, Top, TrainingConfig
 
 EPOCH_SCOPED_TOP = tuple(top for top in Top if top.epoch_scoped)
 """Top levels whose bounds are per epoch (paper Section 4.1, THEOREMS.md scope "epoch"; :attr:`Top.epoch_scoped`)."""
-
-
-class Resolution(NamedTuple):
-    """What a bound event is accounted with (:meth:`BoundDpEvent.resolve`)."""
-
-    bound: Any
-    """The catalogue's bound (named by the event's theorem, or chosen for its scheme)."""
-    config: Any
-    """The event's configuration (a :class:`TrainingConfig`, or an InferenceConfig for a release)."""
-    reason: str
-    """Why that bound, in words."""
-
-
-Resolutions = Dict[Tuple[str, tuple, Optional[str]], Resolution]
-"""Resolutions made for one command, by (scope, configuration, theorem): see :func:`resolved`."""
-
-
-def resolved(event: "BoundDpEvent", resolutions: Optional[Resolutions] = None) -> Resolution:
-    """``event.resolve()``, made once per (scope, configuration, theorem) in ``resolutions``: the dict one command
-    keeps (the accounting front fills it, and its accountants and their one-step PLDs read it), so a run is resolved
-    once, not once per estimate and read. None: resolved afresh. A refusal (TheoremError, ConfigError) propagates
-    and is not kept."""
-    if resolutions is None:
-        return event.resolve()
-    key = (event.scope, event.config, event.theorem)
-    found = resolutions.get(key)
-    if found is None:
-        found = resolutions[key] = event.resolve()
-    return found
 
 
 def _config_items(config) -> Tuple[Tuple[str, object], ...]:
@@ -98,25 +71,12 @@ class BoundDpEvent(dp_event.DpEvent):
     config: Tuple[Tuple[str, object], ...] = attr.ib(converter=_config_items)
     theorem: Optional[str] = attr.ib(default=None, converter=_theorem_id)
 
-    scope = None  # "step" or "epoch": the bound's scope this event stands for
+    scope: Optional[Scope] = None  # the bound's scope this event stands for (its subclasses fix it)
 
     @property
     def training_config(self) -> TrainingConfig:
         """The configuration as a :class:`TrainingConfig`."""
         return TrainingConfig(**dict(self.config))
-
-    def resolve(self) -> Resolution:
-        """(bound, config, reason): the bound this event is accounted with (TheoremError if none applies)."""
-        from tsdp.theorems.bounds.base import TheoremError
-        from tsdp.theorems.registry import resolve
-
-        config = self.training_config
-        bound, reason = resolve(config, self.theorem)
-        if bound.scope != self.scope:
-            raise TheoremError(
-                f"{bound.id} is a per-{bound.scope} bound; a {type(self).__name__} needs a per-{self.scope} bound"
-            )
-        return Resolution(bound, config, reason)
 
 
 @attr.s(frozen=True, slots=True)
@@ -137,7 +97,7 @@ class TrainingStepDpEvent(BoundDpEvent):
         ConfigError: An epoch-scoped top level (deterministic, shuffle): use :class:`TrainingEpochDpEvent`.
     """
 
-    scope = "step"
+    scope = Scope.STEP
 
     def __attrs_post_init__(self):
         top = dict(self.config)["top"]
@@ -168,7 +128,7 @@ class TrainingEpochDpEvent(BoundDpEvent):
 
     steps_run: Optional[int] = attr.ib(default=None)
 
-    scope = "epoch"
+    scope = Scope.EPOCH
 
     def __attrs_post_init__(self):
         top = dict(self.config)["top"]
@@ -336,18 +296,7 @@ class InferenceReleaseDpEvent(BoundDpEvent):
     config: Tuple[Tuple[str, object], ...] = attr.ib(converter=_inference_items)
     theorem: Optional[str] = attr.ib(default="T15", converter=_theorem_id)
 
-    scope = "release"
-
-    def resolve(self) -> Resolution:
-        """(T15, InferenceConfig, reason)."""
-        from tsdp.theorems.bounds.inference import InferenceConfig
-        from tsdp.theorems.registry import get
-
-        config = InferenceConfig(**dict(self.config))
-        bound = get(self.theorem)
-        bound.check(config)
-        return Resolution(bound, config,
-                          f"{bound.id} bounds one release of Poisson-subsampled Gaussian input perturbation")
+    scope = Scope.RELEASE
 
 
 def inference_event(config) -> dp_event.SelfComposedDpEvent:

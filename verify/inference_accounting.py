@@ -25,12 +25,13 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 from tsdp.theorems.bounds.inference import T15, InferenceConfig
-from tsdp.theorems.config import ConfigError, check_calibration_target
+from tsdp.theorems.config import ConfigError, check_calibration_target, check_delta, check_epsilon
 
-from .accountant import PldAccountant, UnsupportedBoundError, check_delta, check_epsilon
 from .calibration import narrow_log_sigma
+from .estimate import Estimate, UnsupportedBoundError
 from .events import inference_event
-from .pld import DEFAULT_DISCRETIZATION
+from .pld import DEFAULT_DISCRETIZATION, PldSettings
+from .pld_accountant import PldAccountant
 
 DEFAULT_TOLERANCE = 1e-3
 SIGMA_RANGE = (1e-3, 1e4)  # σ / v searched by calibrate_sigma
@@ -60,9 +61,9 @@ def _check(config) -> InferenceConfig:
     return config
 
 
-def _read(config: InferenceConfig, estimate: str, delta, epsilon, discretization) -> Optional[float]:
+def _read(config: InferenceConfig, estimate: Estimate, delta, epsilon, settings: PldSettings) -> Optional[float]:
     """``PldAccountant(estimate)`` over :func:`tsdp.verify.events.inference_event` (None if it refuses)."""
-    acc = PldAccountant(estimate, discretization=discretization)
+    acc = PldAccountant.with_settings(estimate, settings)
     try:
         acc.compose(inference_event(_check(config)))
     except UnsupportedBoundError:
@@ -74,7 +75,7 @@ def sound(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Op
           discretization: float = DEFAULT_DISCRETIZATION) -> float:
     """Sound ε at ``delta`` (or δ at ``epsilon``) of the k releases (upper bound, rounds up):
     the accountant's sound estimate, T15's connect-the-dots PLD composed k times."""
-    return _read(config, "sound", delta, epsilon, discretization)
+    return _read(config, Estimate.SOUND, delta, epsilon, PldSettings(discretization))
 
 
 def attained(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
@@ -82,7 +83,7 @@ def attained(config: InferenceConfig, *, delta: Optional[float] = None, epsilon:
     """Attained ε at ``delta`` (or δ at ``epsilon``): T15's construction with the pattern observed (lower
     bound), the accountant's attained estimate; None where the imputed release does not reveal the
     pattern exactly (L_C > 1: a lone kept step hides its position; see ``T15.attained_profile``)."""
-    return _read(config, "attained", delta, epsilon, discretization)
+    return _read(config, Estimate.ATTAINED, delta, epsilon, PldSettings(discretization))
 
 
 def account(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
@@ -91,15 +92,14 @@ def account(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: 
     _check(config)
     if (delta is None) == (epsilon is None):
         raise ConfigError("delta", "give exactly one of delta and epsilon", (delta, epsilon))
+    settings = PldSettings(discretization)
     if delta is not None:
         delta = check_delta(delta)
-        e, ea = sound(config, delta=delta, discretization=discretization), \
-            attained(config, delta=delta, discretization=discretization)
+        e, ea = (_read(config, estimate, delta, None, settings) for estimate in (Estimate.SOUND, Estimate.ATTAINED))
         d, da = delta, (None if ea is None else delta)
     else:
         epsilon = check_epsilon(epsilon)
-        d, da = sound(config, epsilon=epsilon, discretization=discretization), \
-            attained(config, epsilon=epsilon, discretization=discretization)
+        d, da = (_read(config, estimate, None, epsilon, settings) for estimate in (Estimate.SOUND, Estimate.ATTAINED))
         e, ea = epsilon, (None if da is None else epsilon)
     return InferenceAccounting(epsilon=e, delta=d, epsilon_attained=ea, delta_attained=da, releases=config.releases,
                                theorem=T15.id, kind=T15.kind, discretization=discretization, config=config.as_dict())
@@ -153,12 +153,13 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
     _check(config)
     delta = check_delta(delta)
     target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)
+    settings = PldSettings(discretization)
     evaluations = 0
 
     def eps_at(sigma: float) -> float:
         nonlocal evaluations
         evaluations += 1
-        return sound(config.with_(sigma=sigma), delta=delta, discretization=discretization)
+        return _read(config.with_(sigma=sigma), Estimate.SOUND, delta, None, settings)
 
     # one release exactly (no grid): ε_1 ≤ ε_k, so σ with ε_1(σ) > target is rejected without a PLD,
     # which also keeps the PLD grids small (their length grows like (v/σ)²)

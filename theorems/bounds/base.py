@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Tuple
 import mpmath as mp
 import numpy as np
 
-from ..config import TrainingConfig
+from ..config import Choice, TrainingConfig
 from ..errors import TheoremError
 from ..hockey_stick import hockey_stick, hockey_stick_mp
 from ..mixture import MixturePair
@@ -25,8 +25,29 @@ from ..mixture import MixturePair
 if TYPE_CHECKING:
     import sympy as sp
 
-KINDS = ("tight", "upper", "lower", "claim")
-SCOPES = ("step", "epoch")
+
+
+class Kind(Choice):
+    """What a bound is (THEOREMS.md "kind"): tight (an upper bound some pair attains), upper, lower, or a claim of the
+    paper that the catalogue keeps without a proof."""
+
+    TIGHT = "tight"
+    UPPER = "upper"
+    LOWER = "lower"
+    CLAIM = "claim"
+
+
+class Scope(Choice):
+    """The mechanism a bound's profile is of (THEOREMS.md "scope"): one training step, one epoch (paper Section 4.1),
+    or one inference release (Appendix H)."""
+
+    STEP = "step"
+    EPOCH = "epoch"
+    RELEASE = "release"
+
+
+KINDS = Kind.values()
+SCOPES = (Scope.STEP.value, Scope.EPOCH.value)
 
 
 @lru_cache(maxsize=None)
@@ -225,6 +246,10 @@ class Bound:
     statement: str
     construction: Optional[str]  # id of the bound whose pair a real attack attains
     attained_build: Optional[Callable[[Params], MixturePair]] = None  # the construction's own pair, if not a bound's
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", Kind.of("kind", self.kind))
+        object.__setattr__(self, "scope", Scope.of("scope", self.scope))
 
     def check(self, config: TrainingConfig) -> None:
         self.scheme.check(self.id, config)

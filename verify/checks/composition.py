@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tsdp.theorems.bounds.base import Bound, PairBound
+from tsdp.theorems.bounds.base import Bound, PairBound, Scope
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import REGISTRY, attained_pair, substituted
 
@@ -52,7 +52,7 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
     with substituted(b):
         rows = []
         for s in schedule:
-            kw = {"epochs": s} if b.scope == "epoch" else {"steps": s}
+            kw = {"epochs": s} if b.scope == Scope.EPOCH else {"steps": s}
             acc = account(config, delta, theorem=b.id, discretization=discretization, **kw)
             rows.append({"S": s, "compositions": acc.compositions, "sound": acc.epsilon,
                          "attained": acc.epsilon_attained})

@@ -15,10 +15,12 @@ from typing import List, Optional
 import numpy as np
 
 from tsdp.theorems.bounds.base import Bound
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import DEFAULT_CONFIG, TrainingConfig
 
-PAPER = TrainingConfig(N=320, L=20, context_length=1, forecast_length=1, batch_size=32, instances=1, sigma=1.0)
-"""Paper Section 5 default (r = 0.1, ρ = 0.1), WOR top level, WR bottom level."""
+PAPER = DEFAULT_CONFIG
+"""Paper Section 5 default (r = 0.1, ρ = 0.1), WOR top level, WR bottom level: the one home of the paper's
+configuration, :data:`tsdp.theorems.config.DEFAULT_CONFIG` (the accountant checks' grid of :mod:`tsdp.testing.grid`
+starts from it too)."""
 
 
 @dataclass(frozen=True)
