@@ -67,7 +67,18 @@ class Choice(str, Enum):
     @classmethod
     def of(cls, name: str, value) -> "Choice":
         """``value`` (a member or its string) as a member, or :class:`ConfigError` naming ``name`` and the values
-        allowed."""
+        allowed.
+
+        Args:
+            name: The field or flag (in the error).
+            value: A member or its string.
+
+        Returns:
+            The member.
+
+        Raises:
+            ConfigError: Not one of the values.
+        """
         try:
             return cls(value)
         except (ValueError, TypeError):
@@ -112,7 +123,15 @@ RELATIONS = Relation.values()
 def window_starts(lengths, forecast_length: int):
     """T_n = L_n - L_F + 1: the start positions of the windows of a series of length L_n (Algorithm 4, front padding
     included, each window's forecast inside the series). Elementwise on an int, a numpy array or a torch tensor of
-    lengths: the one home of this count (the samplers, the loaders and the audits all call it)."""
+    lengths: the one home of this count (the samplers, the loaders and the audits all call it).
+
+    Args:
+        lengths: The series lengths L_n.
+        forecast_length: L_F.
+
+    Returns:
+        T_n per series.
+    """
     return lengths - forecast_length + 1
 
 
@@ -140,7 +159,20 @@ MAX_COUNT = 2**53
 
 
 def check_int(name: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
-    """``value`` as a Python int in [minimum, maximum] (numpy integers accepted), or :class:`ConfigError` naming ``name``."""
+    """``value`` as a Python int in [minimum, maximum] (numpy integers accepted), or :class:`ConfigError` naming ``name``.
+
+    Args:
+        name: The field (in the error).
+        value: The value.
+        minimum: The smallest allowed.
+        maximum: The largest allowed.
+
+    Returns:
+        The int.
+
+    Raises:
+        ConfigError: Not an integer in range.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ConfigError(name, "must be an integer", value)
     value = int(value)
@@ -154,7 +186,22 @@ def check_int(name: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
 def check_real(name: str, value, *, low: Optional[float] = None, high: Optional[float] = None,
                low_open: bool = False, high_open: bool = False):
     """``value`` as a finite real in the interval (numpy floats accepted, returned as float; a Fraction is kept),
-    or :class:`ConfigError` naming ``name`` and the constraint."""
+    or :class:`ConfigError` naming ``name`` and the constraint.
+
+    Args:
+        name: The field (in the error).
+        value: The value.
+        low: The lower end (None: none).
+        high: The upper end (None: none).
+        low_open: Exclude ``low``.
+        high_open: Exclude ``high``.
+
+    Returns:
+        The float (or Fraction).
+
+    Raises:
+        ConfigError: Not a finite real in the interval.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(name, "must be a real number", value)
     if not isinstance(value, Fraction):
@@ -169,12 +216,32 @@ def check_real(name: str, value, *, low: Optional[float] = None, high: Optional[
 
 
 def check_delta(delta) -> float:
-    """δ as a float in (0, 1), or :class:`ConfigError` naming ``delta``."""
+    """δ as a float in (0, 1), or :class:`ConfigError` naming ``delta``.
+
+    Args:
+        delta: The value.
+
+    Returns:
+        δ.
+
+    Raises:
+        ConfigError: Not in (0, 1).
+    """
     return float(check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True))
 
 
 def check_epsilon(epsilon) -> float:
-    """ε as a finite float >= 0, or :class:`ConfigError` naming ``epsilon``."""
+    """ε as a finite float >= 0, or :class:`ConfigError` naming ``epsilon``.
+
+    Args:
+        epsilon: The value.
+
+    Returns:
+        ε.
+
+    Raises:
+        ConfigError: Not finite and >= 0.
+    """
     return float(check_real("epsilon", epsilon, low=0.0))
 
 
@@ -185,7 +252,18 @@ finer target would bisect without end (the bracket stops shrinking)."""
 
 def check_calibration_target(target_epsilon, tolerance) -> Tuple[float, float]:
     """(target ε, relative tolerance) of a σ calibration: ε finite and > 0, tolerance in
-    [:data:`TOLERANCE_MIN`, 1); ConfigError naming ``epsilon`` or ``tolerance`` otherwise."""
+    [:data:`TOLERANCE_MIN`, 1); ConfigError naming ``epsilon`` or ``tolerance`` otherwise.
+
+    Args:
+        target_epsilon: The ε budget.
+        tolerance: The relative tolerance on σ.
+
+    Returns:
+        (ε, tolerance).
+
+    Raises:
+        ConfigError: Either out of range.
+    """
     target = float(check_real("epsilon", target_epsilon, low=0.0, low_open=True))
     return target, float(check_real("tolerance", tolerance, low=TOLERANCE_MIN, high=1.0, high_open=True))
 
@@ -194,7 +272,16 @@ def check_output_path(name: str, path, *, directory: bool = False) -> None:
     """:class:`ConfigError` naming ``name`` unless ``path`` can be written: a file (not a directory, in an
     existing directory) or, with ``directory``, a directory (not a file; missing parents are created
     under the nearest existing one). Checked by creating and removing a temporary entry there, before
-    any work that would end by writing it."""
+    any work that would end by writing it.
+
+    Args:
+        name: The flag (in the error).
+        path: The path.
+        directory: A directory is wanted.
+
+    Raises:
+        ConfigError: It cannot be written.
+    """
     import os
     import tempfile
     from pathlib import Path

@@ -7,7 +7,12 @@ class TheoremError(ValueError):
 
 
 class MissingExtraError(ImportError):
-    """An optional dependency is not installed; the one-line message names ``pip install 'tsdp[extra]'``."""
+    """An optional dependency is not installed; the one-line message names ``pip install 'tsdp[extra]'``.
+
+    Args:
+        needs: What needs the dependency.
+        extra: The extra that installs it.
+    """
 
     def __init__(self, needs: str, extra: str):
         self.extra = extra

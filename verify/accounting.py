@@ -41,6 +41,28 @@ class AccountingResult:
     ``discretization`` is the grid asked for, ``discretization_used`` the coarsest grid an estimate
     was read at (larger only where the memory ceiling coarsened it; directions are kept).
     ``estimates``: the estimates computed; the fields of one not asked for are None, unrefused.
+
+    Attributes:
+        theorem: The bound's T-id.
+        kind: The bound's kind (tight, upper, lower).
+        scope: The bound's scope (step, epoch).
+        reason: Why that bound, in words.
+        construction: The construction the attained value composes (None when it is refused).
+        compositions: The number of composed one-step (one-epoch) events.
+        steps: The training steps asked for (None if epochs were).
+        epochs: The epochs asked for (None if steps were).
+        delta: The sound δ (the target δ when ε was asked).
+        epsilon: The sound ε (the target ε when δ was asked); None for a lower-bound theorem.
+        delta_attained: The attained δ (lower bound).
+        epsilon_attained: The attained ε (lower bound); None without a construction.
+        discretization: The grid asked for.
+        discretization_used: The coarsest grid an estimate was read at.
+        tail_mass_truncation: The library's tail mass truncation of each composition.
+        sound_refused: Why the sound estimate was refused (None if it was not).
+        attained_refused: Why the attained estimate was refused (None if it was not).
+        config: The configuration's fields.
+        estimates: The estimates computed.
+        attained_law: What the attained estimate composes, in words.
     """
 
     theorem: str

@@ -47,6 +47,25 @@ class CalibrationResult:
     one of them); ``coarse_evaluations``: those of the search at ``coarse_discretization`` (None:
     no coarse search) that placed them (a coarse search that found the target unreachable is
     counted too; the asked grid then searched on its own).
+
+    Attributes:
+        sigma: The calibrated σ (its re-accounted sound ε meets the target).
+        epsilon: Its sound ε (upper bound).
+        sigma_rejected: The σ just below it whose ε misses the target (None at the search's floor).
+        epsilon_rejected: The sound ε at ``sigma_rejected``.
+        target_epsilon: The ε budget.
+        delta: The target δ.
+        theorem: The bound's T-id.
+        reason: Why that bound, in words.
+        compositions: The number of composed events.
+        steps: The training steps (None if epochs were given).
+        epochs: The epochs (None if steps were given).
+        tolerance: The relative tolerance on σ.
+        evaluations: Sound accountings at ``discretization``.
+        discretization: The grid every returned number is accounted at.
+        config: The configuration at the calibrated σ.
+        coarse_evaluations: Accountings on the coarse grid that only said where to look.
+        coarse_discretization: That coarse grid (None when not used).
     """
 
     sigma: float
@@ -252,6 +271,18 @@ def narrow_log_sigma(eps_at, target: float, good: float, e_good: float, bad: flo
     (no run is much slower than bisection). ``eps_at`` must be non-increasing in σ (a sound ε of a
     mechanism that more noise post-processes). Direction: ``good`` stays admissible throughout
     (the safe side), and only evaluated values are returned.
+
+    Args:
+        eps_at: σ ↦ its sound ε (non-increasing in σ).
+        target: The ε budget.
+        good: An admissible σ (ε(good) ≤ target).
+        e_good: ε(good).
+        bad: A rejected σ < good (ε(bad) > target).
+        e_bad: ε(bad).
+        tolerance: Relative width at which the bracket is closed.
+
+    Returns:
+        (good, ε(good), bad, ε(bad)) of the narrowed bracket; ``good`` is still admissible (the safe side).
     """
     width = _final_width(tolerance)
     last = [(math.log(bad), e_bad), (math.log(good), e_good)]  # the two latest points, oldest first

@@ -28,6 +28,22 @@ class EventAccounting:
     pessimistic composition (the bracket's upper end), when asked for. ``discretization_used``: the
     coarsest grid gap any estimate was read at (above ``discretization`` where the memory ceiling
     coarsened a grid).
+
+    Attributes:
+        delta: The target δ (None when ε was given).
+        epsilon: The target ε (None when δ was given).
+        epsilon_sound: Sound ε (upper bound).
+        delta_sound: Sound δ (upper bound).
+        epsilon_attained: Attained ε (lower bound).
+        delta_attained: Attained δ (lower bound).
+        epsilon_attained_upper: The attained pair's pessimistic ε.
+        delta_attained_upper: The attained pair's pessimistic δ.
+        sound_refused: Why the sound estimate was refused.
+        attained_refused: Why the attained estimate was refused.
+        compositions: Bound events composed.
+        discretization: The grid asked for.
+        discretization_used: The coarsest grid read.
+        estimates: The estimates computed.
     """
 
     delta: Optional[float]

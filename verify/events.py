@@ -158,7 +158,15 @@ def _count(name: str, value) -> int:
 
 
 def unit_event(config: TrainingConfig, theorem: Optional[str] = None) -> BoundDpEvent:
-    """The composed unit of ``config``'s scheme: one step event, or one epoch event for epoch-scoped top levels."""
+    """The composed unit of ``config``'s scheme: one step event, or one epoch event for epoch-scoped top levels.
+
+    Args:
+        config: The training configuration.
+        theorem: The bound's T-id (None: the tightest sound upper bound for the scheme).
+
+    Returns:
+        A :class:`TrainingStepDpEvent` or :class:`TrainingEpochDpEvent`.
+    """
     if config.top in EPOCH_SCOPED_TOP:
         return TrainingEpochDpEvent(config, theorem)
     return TrainingStepDpEvent(config, theorem)
@@ -170,6 +178,17 @@ def compositions(config: TrainingConfig, *, steps: Optional[int] = None, epochs:
     Step-scoped top level: S steps → S; E epochs → E · steps_per_epoch. Epoch-scoped
     (deterministic/shuffle): E epochs → E; S steps → ceil(S / steps_per_epoch), the epochs
     they touch (``config.steps_per_epoch`` = ceil(N / N'), or floor(N λ / Λ) for shuffling with ``drop_last``).
+
+    Args:
+        config: The training configuration.
+        steps: Training steps S (give exactly one of ``steps`` and ``epochs``).
+        epochs: Epochs E.
+
+    Returns:
+        The number of unit events.
+
+    Raises:
+        ConfigError: Neither or both, or a count below 1.
     """
     if (steps is None) == (epochs is None):
         raise ConfigError("steps", "give exactly one of steps and epochs", (steps, epochs))
@@ -183,7 +202,15 @@ def compositions(config: TrainingConfig, *, steps: Optional[int] = None, epochs:
 
 def partial_epoch_steps(config: TrainingConfig, steps: int) -> int:
     """Steps of the unfinished last epoch of a run of ``steps`` training steps that the accounting tells apart
-    from a whole epoch: S mod steps_per_epoch for shuffled iteration (its attained law depends on it), else 0."""
+    from a whole epoch: S mod steps_per_epoch for shuffled iteration (its attained law depends on it), else 0.
+
+    Args:
+        config: The training configuration.
+        steps: Training steps S.
+
+    Returns:
+        The steps of the partial last epoch (0: none, or not shuffled).
+    """
     return _count("steps", steps) % config.steps_per_epoch if config.top == Top.SHUFFLE else 0
 
 
@@ -230,7 +257,17 @@ def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epoch
 
 
 def bound_event_of(event: dp_event.DpEvent) -> BoundDpEvent:
-    """The first bound event of a composed run (what :func:`training_event`'s run is accounted with)."""
+    """The first bound event of a composed run (what :func:`training_event`'s run is accounted with).
+
+    Args:
+        event: A bound event or a composition of them.
+
+    Returns:
+        Its first bound event.
+
+    Raises:
+        ConfigError: ``event`` holds none.
+    """
     if isinstance(event, BoundDpEvent):
         return event
     if isinstance(event, dp_event.SelfComposedDpEvent):
@@ -248,6 +285,14 @@ def step_event(config: TrainingConfig, step: int, theorem: Optional[str] = None)
     the ledger of S emitted steps equals :func:`training_event` (config, steps=S) for the sound
     estimate (a shuffled run stopped inside an epoch is a whole epoch in the ledger, the partial
     epoch of :func:`training_event`: the sound estimate charges both the same).
+
+    Args:
+        config: The training configuration.
+        step: The 0-based step number.
+        theorem: The bound's T-id (None: the tightest sound upper bound for the scheme).
+
+    Returns:
+        The step's (or epoch's) event, or ``NoOpDpEvent``.
     """
     if config.top in EPOCH_SCOPED_TOP and step % config.steps_per_epoch:
         return dp_event.NoOpDpEvent()
@@ -255,7 +300,14 @@ def step_event(config: TrainingConfig, step: int, theorem: Optional[str] = None)
 
 
 def count_compositions(event: dp_event.DpEvent) -> int:
-    """The number of bound events (compositions) in a composed event; what a report labels "compositions"."""
+    """The number of bound events (compositions) in a composed event; what a report labels "compositions".
+
+    Args:
+        event: An event, composed or not.
+
+    Returns:
+        The number of bound events in it.
+    """
     if isinstance(event, dp_event.SelfComposedDpEvent):
         return event.count * count_compositions(event.event)
     if isinstance(event, dp_event.ComposedDpEvent):
@@ -304,6 +356,12 @@ def inference_event(config) -> dp_event.SelfComposedDpEvent:
 
     Each release draws its own keep pattern and noise; a (w, v)-event touches at most m = min(w, L_C)
     steps of any context, so every release is dominated by T15 and k releases by its k-fold composition.
+
+    Args:
+        config: The :class:`~tsdp.theorems.bounds.inference.InferenceConfig`.
+
+    Returns:
+        The release event self-composed ``config.releases`` times.
     """
     return dp_event.SelfComposedDpEvent(InferenceReleaseDpEvent(config.with_(releases=1)), config.releases)
 
@@ -343,7 +401,14 @@ class LedgerEntry:
 
 def ledger_summary(event: dp_event.DpEvent) -> Tuple[LedgerEntry, ...]:
     """A composed event as one :class:`LedgerEntry` per run of identical events, in order, each naming only the
-    configuration fields that differ from the first entry's (all of them for the first)."""
+    configuration fields that differ from the first entry's (all of them for the first).
+
+    Args:
+        event: A composed event.
+
+    Returns:
+        One entry per run of identical events, in order.
+    """
     flat: list = []
 
     def walk(e, count):

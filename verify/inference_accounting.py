@@ -39,7 +39,19 @@ SIGMA_RANGE = (1e-3, 1e4)  # σ / v searched by calibrate_sigma
 
 @dataclass(frozen=True)
 class InferenceAccounting:
-    """Sound (upper) and attained (lower) ε at δ, or δ at ε, of ``releases`` releases."""
+    """Sound (upper) and attained (lower) ε at δ, or δ at ε, of ``releases`` releases.
+
+    Attributes:
+        epsilon: Sound ε (the target when δ was asked).
+        delta: Sound δ (the target when ε was asked).
+        epsilon_attained: Attained ε (lower bound; None where not claimed).
+        delta_attained: Attained δ (lower bound; None where not claimed).
+        releases: The releases k.
+        theorem: The bound's T-id (T15).
+        kind: The bound's kind.
+        discretization: The grid.
+        config: The configuration's fields.
+    """
 
     epsilon: float
     delta: float
@@ -74,7 +86,17 @@ def _read(config: InferenceConfig, estimate: Estimate, delta, epsilon, settings:
 def sound(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
           discretization: float = DEFAULT_DISCRETIZATION) -> float:
     """Sound ε at ``delta`` (or δ at ``epsilon``) of the k releases (upper bound, rounds up):
-    the accountant's sound estimate, T15's connect-the-dots PLD composed k times."""
+    the accountant's sound estimate, T15's connect-the-dots PLD composed k times.
+
+    Args:
+        config: The release configuration.
+        delta: The target δ (give exactly one of ``delta`` and ``epsilon``).
+        epsilon: The target ε.
+        discretization: The grid.
+
+    Returns:
+        The sound ε (or δ).
+    """
     return _read(config, Estimate.SOUND, delta, epsilon, PldSettings(discretization))
 
 
@@ -82,13 +104,36 @@ def attained(config: InferenceConfig, *, delta: Optional[float] = None, epsilon:
              discretization: float = DEFAULT_DISCRETIZATION) -> Optional[float]:
     """Attained ε at ``delta`` (or δ at ``epsilon``): T15's construction with the pattern observed (lower
     bound), the accountant's attained estimate; None where the imputed release does not reveal the
-    pattern exactly (L_C > 1: a lone kept step hides its position; see ``T15.attained_profile``)."""
+    pattern exactly (L_C > 1: a lone kept step hides its position; see ``T15.attained_profile``).
+
+    Args:
+        config: The release configuration.
+        delta: The target δ (give exactly one of ``delta`` and ``epsilon``).
+        epsilon: The target ε.
+        discretization: The grid.
+
+    Returns:
+        The attained ε (or δ), or None.
+    """
     return _read(config, Estimate.ATTAINED, delta, epsilon, PldSettings(discretization))
 
 
 def account(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
             discretization: float = DEFAULT_DISCRETIZATION) -> InferenceAccounting:
-    """Both values at exactly one of ``delta`` (→ ε) and ``epsilon`` (→ δ)."""
+    """Both values at exactly one of ``delta`` (→ ε) and ``epsilon`` (→ δ).
+
+    Args:
+        config: The release configuration.
+        delta: The target δ (give exactly one of ``delta`` and ``epsilon``).
+        epsilon: The target ε.
+        discretization: The grid.
+
+    Returns:
+        Sound (upper) and attained (lower) values.
+
+    Raises:
+        ConfigError: Neither or both targets, or a bad value.
+    """
     _check(config)
     if (delta is None) == (epsilon is None):
         raise ConfigError("delta", "give exactly one of delta and epsilon", (delta, epsilon))
@@ -109,6 +154,13 @@ def epsilon_one(config: InferenceConfig, delta: float) -> float:
     """ε at δ of one release straight from T15's profile (root of δ(ε) = δ; no discretisation, no rounding).
 
     Exact up to float error; the sound PLD value rounds it up. 0 when δ(0) ≤ δ.
+
+    Args:
+        config: The release configuration (one release).
+        delta: The target δ.
+
+    Returns:
+        ε of one release.
     """
     from scipy.optimize import brentq
 
@@ -125,7 +177,18 @@ def epsilon_one(config: InferenceConfig, delta: float) -> float:
 class InferenceCalibration:
     """σ (smallest admissible to a relative ``tolerance``) and its sound ε; the rejected σ just below and
     an ε there that exceeds the target (its sound ε, or the exact one-release ε, a lower bound on it);
-    ``evaluations`` counts PLD accountings."""
+    ``evaluations`` counts PLD accountings.
+
+    Attributes:
+        sigma: The calibrated σ.
+        epsilon: Its sound ε.
+        sigma_rejected: The σ just below, rejected.
+        epsilon_rejected: An ε at ``sigma_rejected`` above the target.
+        target_epsilon: The ε budget.
+        delta: The target δ.
+        evaluations: PLD accountings made.
+        config: The configuration at the calibrated σ.
+    """
 
     sigma: float
     epsilon: float
@@ -149,6 +212,19 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
     bound on the sound ε of k releases), then on the sound ε upwards from there (:func:`tsdp.verify.calibration.narrow_log_sigma`). Direction: the
     returned σ re-accounts to ε ≤ target (the safe side); ``sigma_rejected`` ≥ σ (1 - tolerance)
     exceeds it. ConfigError if the target is unreachable in that range. ``config.sigma`` is ignored.
+
+    Args:
+        config: The release configuration (its ``sigma`` is ignored).
+        target_epsilon: The ε budget.
+        delta: The target δ.
+        tolerance: The relative tolerance on σ.
+        discretization: The grid.
+
+    Returns:
+        σ, its sound ε, and the rejected σ just below.
+
+    Raises:
+        ConfigError: The target is unreachable in the range searched, or a bad value.
     """
     _check(config)
     delta = check_delta(delta)

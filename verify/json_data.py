@@ -17,7 +17,14 @@ import numpy as np
 
 
 def json_data(x: Any) -> Any:
-    """``x`` as plain JSON data: non-finite numbers to None (null), numbers to int/float, containers recursively."""
+    """``x`` as plain JSON data: non-finite numbers to None (null), numbers to int/float, containers recursively.
+
+    Args:
+        x: A value.
+
+    Returns:
+        Plain JSON data.
+    """
     if isinstance(x, dict):
         return {str(k): json_data(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -40,7 +47,16 @@ NOTE = "_note"
 
 def with_note(payload: dict, key: str, note: str) -> dict:
     """``payload`` with ``<key>_note`` = ``note`` when ``payload[key]`` is (or holds) a non-finite number, which is
-    written as null: what that null means (infinite: no noise; ...). A finite value gets no note."""
+    written as null: what that null means (infinite: no noise; ...). A finite value gets no note.
+
+    Args:
+        payload: The JSON object.
+        key: The field that may be non-finite.
+        note: What its null means.
+
+    Returns:
+        ``payload``, with the note where it applies.
+    """
     value = payload.get(key)
     values = value if isinstance(value, (list, tuple)) else [value]
     if any(isinstance(v, (float, np.floating)) and not math.isfinite(v) for v in values):

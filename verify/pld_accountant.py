@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from dp_accounting import dp_event, privacy_accountant
@@ -73,7 +73,16 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
     @classmethod
     def with_settings(cls, estimate: str, settings: PldSettings,
                       resolutions: Optional[Resolutions] = None) -> "PldAccountant":
-        """An accountant of ``estimate`` at ``settings`` (the one object the accounting fronts pass down)."""
+        """An accountant of ``estimate`` at ``settings`` (the one object the accounting fronts pass down).
+
+        Args:
+            estimate: The estimate.
+            settings: The numerical settings.
+            resolutions: The command's resolutions (None: the accountant's own).
+
+        Returns:
+            The accountant.
+        """
         return cls(estimate, **settings.as_dict(), resolutions=resolutions)
 
     @property
@@ -124,7 +133,19 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
                                                "accountant")
 
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> "PldAccountant":
-        """Record ``event`` ``count`` times (the ledger); :class:`UnsupportedBoundError` (one line) if refused."""
+        """Record ``event`` ``count`` times (the ledger); :class:`UnsupportedBoundError` (one line) if refused.
+
+        Args:
+            event: The event.
+            count: How many times (≥ 1).
+
+        Returns:
+            The accountant.
+
+        Raises:
+            UnsupportedBoundError: The event is refused with this estimate.
+            ConfigError: A bad count.
+        """
         if not isinstance(event, dp_event.DpEvent):
             raise TypeError(f"`event` must be a DpEvent, got {type(event).__name__}")
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -149,7 +170,17 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
         return count_compositions(self.ledger)
 
     def get_epsilon(self, target_delta: float) -> float:
-        """ε at δ of everything composed so far, in the direction of ``estimate`` (0 for nothing, inf if non-private)."""
+        """ε at δ of everything composed so far, in the direction of ``estimate`` (0 for nothing, inf if non-private).
+
+        Args:
+            target_delta: The target δ.
+
+        Returns:
+            ε (sound: upper, rounded up; attained: lower, rounded down).
+
+        Raises:
+            DeltaTooSmallError: δ below the composed PLD's resolution.
+        """
         delta = check_delta(target_delta)
         epsilon = float(self._read(lambda pld: epsilon_for_delta(pld, delta)))
         if not math.isfinite(epsilon) and not self._non_private:  # δ below the infinity mass: refused
@@ -158,7 +189,14 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
         return epsilon
 
     def get_delta(self, target_epsilon: float) -> float:
-        """δ at ε of everything composed so far, in the direction of ``estimate`` (0 for nothing, 1 if non-private)."""
+        """δ at ε of everything composed so far, in the direction of ``estimate`` (0 for nothing, 1 if non-private).
+
+        Args:
+            target_epsilon: The target ε.
+
+        Returns:
+            δ in the direction of the estimate.
+        """
         epsilon = check_epsilon(target_epsilon)
         if self._non_private:
             return 1.0
@@ -166,9 +204,16 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
             return 0.0
         return float(self._read(lambda pld: float(pld.get_delta_for_epsilon(epsilon))))
 
-    def get_delta_curve(self, epsilons) -> np.ndarray:
+    def get_delta_curve(self, epsilons: Union[Sequence[float], np.ndarray]) -> np.ndarray:
         """δ at every ε of ``epsilons`` (an array), in the direction of ``estimate``; the composition is
-        built once (for ``attained`` the envelope's maximum is taken per ε)."""
+        built once (for ``attained`` the envelope's maximum is taken per ε).
+
+        Args:
+            epsilons: The ε values.
+
+        Returns:
+            δ at each.
+        """
         eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
         for e in eps:
             check_epsilon(float(e))

@@ -167,7 +167,14 @@ def _decode(arrays: Dict[str, np.ndarray]):
 
 
 def load(k: Dict):
-    """The PLD stored under key ``k``, or None (disabled, absent, unreadable, corrupt, or another key's file)."""
+    """The PLD stored under key ``k``, or None (disabled, absent, unreadable, corrupt, or another key's file).
+
+    Args:
+        k: The key (:func:`key`).
+
+    Returns:
+        The PLD, or None.
+    """
     folder = cache_dir()
     if folder is None:
         return None
@@ -190,7 +197,12 @@ def load(k: Dict):
 
 
 def store(k: Dict, pld) -> None:
-    """Write ``pld`` under key ``k`` atomically, then trim the folder to :data:`MAX_BYTES`; silent on any OS error."""
+    """Write ``pld`` under key ``k`` atomically, then trim the folder to :data:`MAX_BYTES`; silent on any OS error.
+
+    Args:
+        k: The key (:func:`key`).
+        pld: The one-step PLD.
+    """
     folder = cache_dir()
     if folder is None:
         return
@@ -216,7 +228,15 @@ def store(k: Dict, pld) -> None:
 
 def trim(folder: Path, max_bytes: int = MAX_BYTES) -> List[Path]:
     """Remove the oldest cache files (modification time) until the folder holds at most ``max_bytes``;
-    returns the removed paths. Files vanishing meanwhile (another process) are skipped."""
+    returns the removed paths. Files vanishing meanwhile (another process) are skipped.
+
+    Args:
+        folder: The cache folder.
+        max_bytes: The most it may hold.
+
+    Returns:
+        The removed paths.
+    """
     entries = []
     for path in folder.glob("*" + _SUFFIX):
         try:

@@ -111,6 +111,20 @@ class Params:
     Rates (r, ρ, q, φ, σ, τ_C, τ_F) may be symbols; structural integers (λ, k, N_tot, Λ)
     are always numbers, since they fix the number of mixture components. With ``numeric``
     the rates are plain numbers (:class:`~fractions.Fraction`), see :func:`params`.
+
+    Attributes:
+        r: Window rate r of the bottom level.
+        rho: Top-level rate ρ.
+        q: Window-in-batch rate q.
+        phi: φ, the rate of the Poisson bottom level.
+        sigma: Noise multiplier σ.
+        tau_context: τ of the context augmentation.
+        tau_forecast: τ of the forecast augmentation.
+        instances: λ.
+        k: Windows holding the changed element.
+        n_windows_total: Windows in all sequences.
+        batch_size: Λ.
+        numeric: Rationals as Fractions (no sympy).
     """
 
     r: sp.Expr
@@ -127,7 +141,15 @@ class Params:
     numeric: bool = False
 
     def ratio(self, a: int, b: int):
-        """a / b exactly: a sympy Rational, or a Fraction on the numeric path."""
+        """a / b exactly: a sympy Rational, or a Fraction on the numeric path.
+
+        Args:
+            a: The numerator.
+            b: The denominator.
+
+        Returns:
+            a / b exactly.
+        """
         if self.numeric:
             return Fraction(a, b)
         import sympy as sp
@@ -163,6 +185,14 @@ def params(config: TrainingConfig, symbolic: bool = False, *, numeric: bool = Fa
     ``numeric``: the same rationals as exact :class:`~fractions.Fraction` (so every weight a
     bound builds from them is the same rational, and its float the same float) and τ as a
     Fraction within 2^-250 of it; the accountant's path, which never imports sympy.
+
+    Args:
+        config: The configuration.
+        symbolic: Rates as sympy symbols.
+        numeric: Rationals as Fractions, τ as floats (no sympy).
+
+    Returns:
+        The parameters.
     """
     if numeric:
         return Params(
@@ -187,7 +217,14 @@ def params(config: TrainingConfig, symbolic: bool = False, *, numeric: bool = Fa
 
 @dataclass(frozen=True)
 class Scheme:
-    """Which training schemes a bound covers."""
+    """Which training schemes a bound covers.
+
+    Attributes:
+        top: The top levels covered.
+        bottom: The bottom levels covered.
+        single_instance: Only λ = 1.
+        equal_augmentation: Only σ_C = σ_F.
+    """
 
     top: Tuple[str, ...]
     bottom: Tuple[str, ...]
@@ -195,7 +232,15 @@ class Scheme:
     equal_augmentation: bool = False  # the bound needs σ_C = σ_F
 
     def check(self, bound_id: str, config: TrainingConfig) -> None:
-        """Raise :class:`TheoremError` naming the first mismatch between scheme and config."""
+        """Raise :class:`TheoremError` naming the first mismatch between scheme and config.
+
+        Args:
+            bound_id: The bound's T-id (in the error).
+            config: The configuration.
+
+        Raises:
+            TheoremError: The configuration is outside the scheme.
+        """
         if config.top not in self.top:
             raise TheoremError(f"{bound_id} does not apply: it needs top level in {self.top}, got top={config.top!r}")
         if config.bottom not in self.bottom:
@@ -226,6 +271,11 @@ class PairForm:
     :class:`WorMixtureBound` with w = ρ over its base pairs (Thms F.1, F.2). Consumers (the
     accountant's PLD grid, the checks' raw tails and quadrature) evaluate this form and never
     ask for the bound's type.
+
+    Attributes:
+        weight: w.
+        ge: The pair for α ≥ 1.
+        lt: The pair for α < 1.
     """
 
     weight: float
@@ -235,7 +285,19 @@ class PairForm:
 
 @dataclass(frozen=True)
 class Bound:
-    """Common metadata of every catalogue entry."""
+    """Common metadata of every catalogue entry.
+
+    Attributes:
+        id: The T-id.
+        label: The paper's label.
+        reference: Where the paper states it.
+        kind: tight, upper, lower or claim (a :class:`Kind`; its string is accepted).
+        scope: step, epoch or release (a :class:`Scope`; its string is accepted).
+        scheme: The training schemes covered.
+        statement: The bound in words.
+        construction: The id of the bound whose pair a real attack attains (None: none).
+        attained_build: The construction's own pair, where it is not a bound's.
+    """
 
     id: str
     label: str
@@ -252,19 +314,42 @@ class Bound:
         object.__setattr__(self, "scope", Scope.of("scope", self.scope))
 
     def check(self, config: TrainingConfig) -> None:
+        """Check that ``config`` is inside the bound's scheme.
+
+        Args:
+            config: The configuration.
+
+        Raises:
+            TheoremError: It is not.
+        """
         self.scheme.check(self.id, config)
 
     def attained_loss_survival(self, config) -> Optional[Callable]:
         """ε ↦ P(L > ε) of the construction's privacy loss, for a construction with no 1-D pair (T15), else None.
 
         **Lower** bound direction like :func:`theorems.registry.attained_pair`: a real attack attains this law.
+
+        Args:
+            config: The configuration.
+
+        Returns:
+            The survival function, or None.
         """
         return None
 
     has_pair = False  # a single pair (P, Q) gives the whole profile (PairBound)
 
     def pair_form(self, config, *, check: bool = True, numeric: bool = False) -> Optional[PairForm]:
-        """The profile as :class:`PairForm`, or None for a bound that is not of that shape (T15, claims)."""
+        """The profile as :class:`PairForm`, or None for a bound that is not of that shape (T15, claims).
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            check: Check the scheme first.
+            numeric: Fractions and floats instead of sympy.
+
+        Returns:
+            The pair form, or None.
+        """
         return None
 
     def delta_eps(self, config, eps, *, upper: bool = False, check: bool = True) -> np.ndarray:
@@ -272,6 +357,18 @@ class Bound:
 
         ``upper=True`` adds a float-error bound (the accountant's pessimistic input). A bound
         that cannot do this raises: the accountant never falls back on an unchecked profile.
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            eps: The ε values.
+            upper: Add a float-error bound.
+            check: Check the scheme first.
+
+        Returns:
+            δ(ε) at each ε.
+
+        Raises:
+            TheoremError: The bound has no numeric profile.
         """
         raise TheoremError(f"{self.id} ({self.kind}) has no numeric privacy profile the accountant can round up")
 
@@ -297,14 +394,28 @@ def _alpha_array(alpha) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PairBound(Bound):
-    """A bound given by one pair: H_α(P ‖ Q) for α ≥ 1, H_α(Q ‖ P) for α < 1."""
+    """A bound given by one pair: H_α(P ‖ Q) for α ≥ 1, H_α(Q ‖ P) for α < 1.
+
+    Attributes:
+        build: Params ↦ the α ≥ 1 pair.
+    """
 
     build: Callable[[Params], MixturePair] = None
 
     def pair(self, config: TrainingConfig, symbolic: bool = False, *, check: bool = True,
              numeric: bool = False) -> MixturePair:
         """The α ≥ 1 pair as exact sympy mixtures (``symbolic`` puts symbols for the rates;
-        ``numeric``: the same rationals as Fractions and float τ, no sympy, see :func:`params`)."""
+        ``numeric``: the same rationals as Fractions and float τ, no sympy, see :func:`params`).
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            symbolic: Symbols for the rates.
+            check: Check the scheme first.
+            numeric: Fractions and floats instead of sympy.
+
+        Returns:
+            The α ≥ 1 pair.
+        """
         if check:
             self.check(config)
         return self.build(params(config, symbolic, numeric=numeric))
@@ -312,17 +423,44 @@ class PairBound(Bound):
     has_pair = True
 
     def pair_form(self, config: TrainingConfig, *, check: bool = True, numeric: bool = False) -> PairForm:
-        """(w = 1, the α ≥ 1 pair, the swapped pair for α < 1)."""
+        """(w = 1, the α ≥ 1 pair, the swapped pair for α < 1).
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            check: Check the scheme first.
+            numeric: Fractions and floats instead of sympy.
+
+        Returns:
+            The pair form.
+        """
         ge, lt = self.pairs(config, check=check, numeric=numeric)
         return PairForm(1, ge, lt)
 
     def pairs(self, config: TrainingConfig, *, check: bool = True, numeric: bool = False):
-        """(pair for α ≥ 1, pair for α < 1)."""
+        """(pair for α ≥ 1, pair for α < 1).
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            check: Check the scheme first.
+            numeric: Fractions and floats instead of sympy.
+
+        Returns:
+            (pair for α ≥ 1, pair for α < 1).
+        """
         p = self.pair(config, check=check, numeric=numeric)
         return p, p.swapped()
 
     def profile(self, config: TrainingConfig, alpha, *, check: bool = True) -> np.ndarray:
-        """H(α) on the numpy path, vectorised over α."""
+        """H(α) on the numpy path, vectorised over α.
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            alpha: The α values (≥ 0).
+            check: Check the scheme first.
+
+        Returns:
+            H(α) at each α.
+        """
         alpha = _alpha_array(alpha)
         ge, lt = self.pairs(config, check=check)
         out = np.empty_like(alpha)
@@ -334,7 +472,17 @@ class PairBound(Bound):
         return out
 
     def profile_mp(self, config: TrainingConfig, alpha, dps: int = 40, *, check: bool = True) -> mp.mpf:
-        """H(α) for one α on the mpmath path at ``dps`` digits."""
+        """H(α) for one α on the mpmath path at ``dps`` digits.
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            alpha: α ≥ 0.
+            dps: Decimal digits.
+            check: Check the scheme first.
+
+        Returns:
+            H(α), an mpmath number.
+        """
         ge, lt = self.pairs(config, check=check)
         with mp.workdps(dps):
             a = mp.mpf(alpha)
@@ -346,18 +494,40 @@ class WorMixtureBound(Bound):
     """(1 - ρ) max(0, 1 - α) + ρ H_α(base pair): top-level WOR over a fixed-batch bound.
 
     Advanced joint convexity (Balle et al. 2018) gives this form (Thms F.1, F.2; T7, T8).
+
+    Attributes:
+        base: The fixed-batch bound mixed over the top-level WOR draw.
     """
 
     base: PairBound = None
 
     def pair_form(self, config: TrainingConfig, *, check: bool = True, numeric: bool = False) -> PairForm:
-        """(w = ρ, the base bound's pairs): (1 - ρ) max(0, 1 - α) + ρ H_α(base)."""
+        """(w = ρ, the base bound's pairs): (1 - ρ) max(0, 1 - α) + ρ H_α(base).
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            check: Check the scheme first.
+            numeric: Fractions and floats instead of sympy.
+
+        Returns:
+            The pair form.
+        """
         if check:
             self.check(config)
         base = self.base.pair_form(config, check=False, numeric=numeric)
         return PairForm(float(config.rho) * base.weight, base.ge, base.lt)
 
     def profile(self, config: TrainingConfig, alpha, *, check: bool = True) -> np.ndarray:
+        """H(α) = (1 - ρ) max(0, 1 - α) + ρ H_α(base) on the numpy path, vectorised over α (upper bound, Thms F.1, F.2).
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            alpha: The α values (≥ 0).
+            check: Check the scheme first.
+
+        Returns:
+            H(α) at each α.
+        """
         if check:
             self.check(config)
         alpha = _alpha_array(alpha)
@@ -365,6 +535,17 @@ class WorMixtureBound(Bound):
         return (1 - rho) * np.maximum(0.0, 1 - alpha) + rho * self.base.profile(config, alpha, check=False)
 
     def profile_mp(self, config: TrainingConfig, alpha, dps: int = 40, *, check: bool = True) -> mp.mpf:
+        """H(α) for one α on the mpmath path at ``dps`` digits (upper bound, Thms F.1, F.2).
+
+        Args:
+            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            alpha: α ≥ 0.
+            dps: Decimal digits.
+            check: Check the scheme first.
+
+        Returns:
+            H(α), an mpmath number.
+        """
         if check:
             self.check(config)
         with mp.workdps(dps):
@@ -375,9 +556,30 @@ class WorMixtureBound(Bound):
 
 @dataclass(frozen=True)
 class Claim(Bound):
-    """A statement about bounds (T5), checked by ``tsdp verify`` rather than evaluated."""
+    """A statement about bounds (T5), checked by ``tsdp verify`` rather than evaluated.
+
+    Attributes:
+        id: The T-id.
+        label: The paper's label.
+        reference: Where the paper states it.
+        kind: claim.
+        scope: The scope it speaks of.
+        scheme: The schemes it speaks of.
+        statement: The claim in words.
+        construction: None.
+        attained_build: None.
+    """
 
     def profile(self, config, alpha, **_):
+        """A claim has no profile: always raises.
+
+        Args:
+            config: The configuration.
+            alpha: The α values.
+
+        Raises:
+            TheoremError: Always.
+        """
         raise TheoremError(f"{self.id} is a claim ({self.label}), not a bound; `tsdp verify` checks it")
 
     profile_mp = profile
