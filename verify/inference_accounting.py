@@ -107,10 +107,10 @@ def attained(config: InferenceConfig, *, delta: Optional[float] = None, epsilon:
     pattern exactly (L_C > 1: a lone kept step hides its position; see ``T15.attained_profile``).
 
     Args:
-        config: The release configuration.
-        delta: The target δ (give exactly one of ``delta`` and ``epsilon``).
-        epsilon: The target ε.
-        discretization: The grid.
+        config: The release configuration (its L_C decides whether a value is claimed).
+        delta: The δ at which ε is read (exactly one of ``delta`` and ``epsilon``).
+        epsilon: The ε at which δ is read.
+        discretization: The privacy-loss grid of the optimistic PLD.
 
     Returns:
         The attained ε (or δ), or None.
@@ -123,10 +123,10 @@ def account(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: 
     """Both values at exactly one of ``delta`` (→ ε) and ``epsilon`` (→ δ).
 
     Args:
-        config: The release configuration.
-        delta: The target δ (give exactly one of ``delta`` and ``epsilon``).
-        epsilon: The target ε.
-        discretization: The grid.
+        config: The k releases' configuration.
+        delta: δ, to read ε at.
+        epsilon: ε, to read δ at.
+        discretization: The grid of both PLDs.
 
     Returns:
         Sound (upper) and attained (lower) values.

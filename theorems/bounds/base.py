@@ -505,8 +505,8 @@ class WorMixtureBound(Bound):
         """(w = ρ, the base bound's pairs): (1 - ρ) max(0, 1 - α) + ρ H_α(base).
 
         Args:
-            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
-            check: Check the scheme first.
+            config: The configuration, inside the base bound's scheme with a WOR top level.
+            check: Check ``config`` against the scheme before evaluating.
             numeric: Fractions and floats instead of sympy.
 
         Returns:
@@ -521,9 +521,9 @@ class WorMixtureBound(Bound):
         """H(α) = (1 - ρ) max(0, 1 - α) + ρ H_α(base) on the numpy path, vectorised over α (upper bound, Thms F.1, F.2).
 
         Args:
-            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            config: The configuration, inside the base bound's scheme with a WOR top level.
             alpha: The α values (≥ 0).
-            check: Check the scheme first.
+            check: Check ``config`` against the scheme before evaluating.
 
         Returns:
             H(α) at each α.
@@ -538,10 +538,10 @@ class WorMixtureBound(Bound):
         """H(α) for one α on the mpmath path at ``dps`` digits (upper bound, Thms F.1, F.2).
 
         Args:
-            config: The configuration (its scheme is checked against the bound's unless ``check`` is False).
+            config: The configuration, inside the base bound's scheme with a WOR top level.
             alpha: α ≥ 0.
             dps: Decimal digits.
-            check: Check the scheme first.
+            check: Check ``config`` against the scheme before evaluating.
 
         Returns:
             H(α), an mpmath number.

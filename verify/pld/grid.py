@@ -99,10 +99,10 @@ def fit_grid(profile: OneStepProfile, discretization: float, log_mass_truncation
     d = 1 does not fit.
 
     Args:
-        profile: The one-step profile.
-        discretization: The grid gap asked for.
-        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
-        memory_limit: The memory ceiling in bytes (None: the resolved one).
+        profile: The one-step profile whose grid is fitted.
+        discretization: The finest gap wanted; doubled until the grid fits.
+        log_mass_truncation_bound: Where the grid ends (the library's ``log_mass_truncation_bound``).
+        memory_limit: The ceiling in bytes (None: :func:`resolve_memory_limit`).
 
     Returns:
         (d, k_lo, k_hi).
