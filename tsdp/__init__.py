@@ -22,7 +22,7 @@ _EXPORTS = {
     # configuration and catalogue (tsdp.theorems)
     "TrainingConfig": "tsdp.theorems.config",
     "DEFAULT_CONFIG": "tsdp.theorems.config",
-    "ConfigError": "tsdp.theorems.config",
+    "ConfigError": "tsdp.theorems.errors",
     "TheoremError": "tsdp.theorems.errors",
     "REGISTRY": "tsdp.theorems.registry",
     "get_bound": ("tsdp.theorems.registry", "get"),
