@@ -17,25 +17,24 @@ from pathlib import Path
 
 import pytest
 
+from tsdp import layers
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     tomllib = None
 
 ROOT = Path(__file__).resolve().parents[1]
-# repository folder -> installed package (pyproject `package-dir`)
-FOLDERS = {"theorems": "tsdp.theorems", "verify": "tsdp.verify", "datasets": "tsdp.datasets",
-           "training": "tsdp.training", "attacks": "tsdp.attacks", "experiments": "tsdp.experiments",
-           "testing": "tsdp.testing", "reports": "tsdp.reports", "bench": "tsdp.bench", "tsdp": "tsdp"}
-LAYERS = ("tsdp.theorems", "tsdp.verify", "tsdp.datasets", "tsdp.training", "tsdp.attacks", "tsdp.experiments",
-          "tsdp.testing", "tsdp.reports", "tsdp.bench", "tsdp.cli")
+# repository folder -> installed package (pyproject `package-dir`), and the layers bottom to top: tsdp.layers
+FOLDERS = layers.FOLDERS
+LAYERS = tuple(layer.package for layer in layers.LAYERS)
 TOP_LEVEL = tuple(folder for folder in FOLDERS if folder != "tsdp")  # names that exist only as tsdp.<name>
 FORBIDDEN = {  # third-party imports a layer must never make (opacus imports torch)
     "tsdp.theorems": ("torch", "dp_accounting", "opacus"),
     "tsdp.verify": ("torch", "opacus"),
     "tsdp.datasets": ("torch", "opacus"),  # series are numpy; the loop (tsdp.training) makes tensors of them
 }
-FACADE = "tsdp"  # tsdp/__init__.py: the API, lazily re-exports from every layer
+FACADE = layers.FACADE  # tsdp/__init__.py: the API, lazily re-exports from every layer
 
 
 def _package_files():
@@ -129,7 +128,7 @@ def test_the_walk_sees_lazy_and_relative_imports():
     """The walker itself: a function-level import and a two-dot relative import are both found."""
     imports = dict(_imports("tsdp.theorems.bounds.base", ROOT / "theorems" / "bounds" / "base.py"))
     assert "tsdp.theorems.config" in imports  # `from ..config import ...`
-    lazy = [t for t, _ in _imports("tsdp.verify.accountant", ROOT / "verify" / "accountant.py")]
+    lazy = [t for t, _ in _imports("tsdp.verify.one_step", ROOT / "verify" / "one_step.py")]
     assert "tsdp.theorems.registry" in lazy  # `from tsdp.theorems.registry import attained_pair`, inside a function
     modules = dict(_package_files())
     assert {"tsdp.theorems.bounds.base", "tsdp.verify.pld", "tsdp.training.train", "tsdp.reports.run",
@@ -167,6 +166,19 @@ def test_pyproject_installs_every_top_level_package_folder_under_tsdp():
     package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
     folders = {d.name for d in ROOT.iterdir() if (d / "__init__.py").is_file()}
     assert {v: k for k, v in package_dir.items()} == {f: FOLDERS[f] for f in folders} == FOLDERS
+
+
+def test_every_layer_is_a_package_folder_and_every_package_folder_a_layer():
+    """tsdp.layers, the one list of layers, names each layer's folder; those are the repository's package folders
+    (the façade's aside) and tsdp/cli, bottom to top in the order of DESIGN.md's layering."""
+    folders = {d.name for d in ROOT.iterdir() if (d / "__init__.py").is_file()} - {FACADE}
+    listed = [layer.folder for layer in layers.LAYERS]
+    assert set(listed) == folders | {"tsdp/cli"}
+    assert all((ROOT / folder / "__init__.py").is_file() for folder in listed)
+    assert all(layer.package == "tsdp." + layer.folder.rpartition("/")[2] for layer in layers.LAYERS)
+    design = " ".join((ROOT / "docs" / "DESIGN.md").read_text(encoding="utf-8").replace("`", "").split())
+    chain = " <- ".join(layer.package.removeprefix("tsdp.") for layer in layers.LAYERS)
+    assert chain.replace("<- cli", "<- CLI") in design
 
 
 def import_graph():

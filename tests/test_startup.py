@@ -60,12 +60,12 @@ def test_help_imports_neither_sympy_torch_nor_dp_accounting(argv):
 _EXACT_RERUN = textwrap.dedent("""
     from tsdp.theorems import registry
     from tsdp.theorems.bounds import base
-    from tsdp.verify import accountant
+    from tsdp.verify import one_step
     pair, attained = base.PairBound.pair, registry.attained_pair
     base.PairBound.pair = lambda self, config, symbolic=False, *, check=True, numeric=False: pair(
         self, config, symbolic, check=check)
     registry.attained_pair = lambda bound, config, *, numeric=False: attained(bound, config)
-    accountant._bound_pld.cache_clear()
+    one_step._bound_pld.cache_clear()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         main(sys.argv[1:])

@@ -6,42 +6,27 @@ WR bottom level, so r = 0.1 and ρ = 0.1).
 """
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from fractions import Fraction
 from typing import Optional, Tuple
 
+from .errors import ConfigError
+from .validate import (  # noqa: F401 - re-exported: their home was this module
+    MAX_COUNT,
+    SEED_MAX,
+    SIGMA_MAX,
+    SIGMA_MIN,
+    TOLERANCE_MIN,
+    check_calibration_target,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_output_path,
+    check_real,
+)
+
 DEFAULT_L = 20
-
-
-class ConfigError(ValueError):
-    """A parameter violates a constraint; the message names the parameter and the constraint.
-
-    Args:
-        parameter: The parameter's name (a field, an argument, or a CLI flag's parameter).
-        constraint: The constraint it violates, in words.
-        value (object): The value given (shown, shortened, in the message; None: not shown).
-
-    Attributes:
-        parameter: As given.
-        constraint: As given.
-    """
-
-    def __init__(self, parameter: str, constraint: str, value=None):
-        self.parameter = parameter
-        self.constraint = constraint
-        self.value = value
-        shown = "" if value is None else f" (got {_short(value)})"
-        super().__init__(f"invalid {parameter}: {constraint}{shown}")
-
-    def __reduce__(self):
-        """Pickled with its three arguments (a class with its own ``__init__`` pickles its own way): the error a
-        worker process or Dask task raised arrives whole."""
-        if type(self).__init__ is not ConfigError.__init__:
-            return super().__reduce__()
-        return type(self), (self.parameter, self.constraint, self.value)
 
 
 class Choice(str, Enum):
@@ -67,7 +52,18 @@ class Choice(str, Enum):
     @classmethod
     def of(cls, name: str, value) -> "Choice":
         """``value`` (a member or its string) as a member, or :class:`ConfigError` naming ``name`` and the values
-        allowed."""
+        allowed.
+
+        Args:
+            name: The field or flag (in the error).
+            value: A member or its string.
+
+        Returns:
+            The member.
+
+        Raises:
+            ConfigError: Not one of the values.
+        """
         try:
             return cls(value)
         except (ValueError, TypeError):
@@ -112,110 +108,16 @@ RELATIONS = Relation.values()
 def window_starts(lengths, forecast_length: int):
     """T_n = L_n - L_F + 1: the start positions of the windows of a series of length L_n (Algorithm 4, front padding
     included, each window's forecast inside the series). Elementwise on an int, a numpy array or a torch tensor of
-    lengths: the one home of this count (the samplers, the loaders and the audits all call it)."""
+    lengths: the one home of this count (the samplers, the loaders and the audits all call it).
+
+    Args:
+        lengths: The series lengths L_n.
+        forecast_length: L_F.
+
+    Returns:
+        T_n per series.
+    """
     return lengths - forecast_length + 1
-
-
-def _short(value) -> str:
-    """``repr(value)``, cut to one readable piece when long (an integer of 400 digits, a long list)."""
-    text = repr(value)
-    if len(text) <= 80:
-        return text
-    if isinstance(value, int):
-        return f"an integer of {len(str(abs(value)))} digits"
-    return f"{text[:60]}... ({len(text)} characters)"
-
-
-SIGMA_MIN = 1e-150
-"""The smallest noise multiplier accepted: below it 1/σ² (the privacy loss scale) is not a finite float64."""
-
-SIGMA_MAX = 1e150
-"""The largest noise multiplier accepted: above it σ² (the noise variance) is not a finite float64."""
-
-SEED_MAX = 2**63 - 1
-"""The largest random seed (numpy and torch take seeds below 2^63)."""
-
-MAX_COUNT = 2**53
-"""The largest count (steps, trials, samples, lengths) accepted anywhere: beyond it float64 loses integers."""
-
-
-def check_int(name: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
-    """``value`` as a Python int in [minimum, maximum] (numpy integers accepted), or :class:`ConfigError` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigError(name, "must be an integer", value)
-    value = int(value)
-    if value < minimum:
-        raise ConfigError(name, f"must be >= {minimum}", value)
-    if value > maximum:
-        raise ConfigError(name, f"must be <= {maximum:.6g}", value)
-    return value
-
-
-def check_real(name: str, value, *, low: Optional[float] = None, high: Optional[float] = None,
-               low_open: bool = False, high_open: bool = False):
-    """``value`` as a finite real in the interval (numpy floats accepted, returned as float; a Fraction is kept),
-    or :class:`ConfigError` naming ``name`` and the constraint."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ConfigError(name, "must be a real number", value)
-    if not isinstance(value, Fraction):
-        value = int(value) if isinstance(value, numbers.Integral) else float(value)
-    if not math.isfinite(value):
-        raise ConfigError(name, "must be finite (not NaN or inf)", value)
-    if low is not None and (value <= low if low_open else value < low):
-        raise ConfigError(name, f"must be {'>' if low_open else '>='} {low:g}", value)
-    if high is not None and (value >= high if high_open else value > high):
-        raise ConfigError(name, f"must be {'<' if high_open else '<='} {high:g}", value)
-    return value
-
-
-def check_delta(delta) -> float:
-    """δ as a float in (0, 1), or :class:`ConfigError` naming ``delta``."""
-    return float(check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True))
-
-
-def check_epsilon(epsilon) -> float:
-    """ε as a finite float >= 0, or :class:`ConfigError` naming ``epsilon``."""
-    return float(check_real("epsilon", epsilon, low=0.0))
-
-
-TOLERANCE_MIN = 1e-12
-"""The finest relative tolerance a σ calibration bisects to: float64 resolves σ to about 1e-16, and a
-finer target would bisect without end (the bracket stops shrinking)."""
-
-
-def check_calibration_target(target_epsilon, tolerance) -> Tuple[float, float]:
-    """(target ε, relative tolerance) of a σ calibration: ε finite and > 0, tolerance in
-    [:data:`TOLERANCE_MIN`, 1); ConfigError naming ``epsilon`` or ``tolerance`` otherwise."""
-    target = float(check_real("epsilon", target_epsilon, low=0.0, low_open=True))
-    return target, float(check_real("tolerance", tolerance, low=TOLERANCE_MIN, high=1.0, high_open=True))
-
-
-def check_output_path(name: str, path, *, directory: bool = False) -> None:
-    """:class:`ConfigError` naming ``name`` unless ``path`` can be written: a file (not a directory, in an
-    existing directory) or, with ``directory``, a directory (not a file; missing parents are created
-    under the nearest existing one). Checked by creating and removing a temporary entry there, before
-    any work that would end by writing it."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    target = Path(path)
-    if directory:
-        if target.exists() and not target.is_dir():
-            raise ConfigError(name, "exists and is not a directory", str(target))
-        home = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
-        if not home.is_dir():
-            raise ConfigError(name, f"{home} is not a directory, so nothing can be created under it", str(target))
-    else:
-        if target.is_dir():
-            raise ConfigError(name, "is a directory; give a file name", str(target))
-        home = target.parent
-        if not home.is_dir():
-            raise ConfigError(name, f"its directory {home} does not exist", str(target))
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".tsdp-write-check-", dir=home))
-    except OSError as exc:
-        raise ConfigError(name, f"cannot write in {home} ({exc.strerror or exc})", str(target)) from None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,14 @@ class Construction:
     ``same_relation`` is False where the sound bound is for another neighbouring relation than
     the attack (T13 bounds one record, the pooled-window attack changes one element in k
     windows: claim C6), so an audit above it is a finding about the relation, not a violation.
+
+    Attributes:
+        audited: The audited bound's id.
+        top: The top level.
+        bottom: The bottom level.
+        sound: The sound bound's id.
+        attained: The attained bound's id.
+        same_relation: Whether both bounds speak of the same neighbouring relation.
     """
 
     audited: str
@@ -32,7 +40,14 @@ class Construction:
     same_relation: bool = True
 
     def relation_note(self, k: int) -> Optional[str]:
-        """Why an attack above the sound bound is not a violation when the relations differ (None when they agree)."""
+        """Why an attack above the sound bound is not a violation when the relations differ (None when they agree).
+
+        Args:
+            k: Windows holding the changed element.
+
+        Returns:
+            The note, or None.
+        """
         return None if self.same_relation else RELATION_MISMATCH.format(k=k)
 
 

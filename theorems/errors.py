@@ -1,5 +1,7 @@
-"""The exceptions of the catalogue and of a missing optional extra, in a module without sympy, so the CLI can
-name them at start-up."""
+"""The exceptions of the catalogue, of a configuration and of a missing optional extra, in a module without sympy,
+so the CLI can name them at start-up."""
+from __future__ import annotations
+
 
 
 class TheoremError(ValueError):
@@ -7,8 +9,51 @@ class TheoremError(ValueError):
 
 
 class MissingExtraError(ImportError):
-    """An optional dependency is not installed; the one-line message names ``pip install 'tsdp[extra]'``."""
+    """An optional dependency is not installed; the one-line message names ``pip install 'tsdp[extra]'``.
+
+    Args:
+        needs: What needs the dependency.
+        extra: The extra that installs it.
+    """
 
     def __init__(self, needs: str, extra: str):
         self.extra = extra
         super().__init__(f"{needs}: pip install 'tsdp[{extra}]'")
+
+
+class ConfigError(ValueError):
+    """A parameter violates a constraint; the message names the parameter and the constraint.
+
+    Args:
+        parameter: The parameter's name (a field, an argument, or a CLI flag's parameter).
+        constraint: The constraint it violates, in words.
+        value (object): The value given (shown, shortened, in the message; None: not shown).
+
+    Attributes:
+        parameter: As given.
+        constraint: As given.
+    """
+
+    def __init__(self, parameter: str, constraint: str, value=None):
+        self.parameter = parameter
+        self.constraint = constraint
+        self.value = value
+        shown = "" if value is None else f" (got {_short(value)})"
+        super().__init__(f"invalid {parameter}: {constraint}{shown}")
+
+    def __reduce__(self):
+        """Pickled with its three arguments (a class with its own ``__init__`` pickles its own way): the error a
+        worker process or Dask task raised arrives whole."""
+        if type(self).__init__ is not ConfigError.__init__:
+            return super().__reduce__()
+        return type(self), (self.parameter, self.constraint, self.value)
+
+
+def _short(value) -> str:
+    """``repr(value)``, cut to one readable piece when long (an integer of 400 digits, a long list)."""
+    text = repr(value)
+    if len(text) <= 80:
+        return text
+    if isinstance(value, int):
+        return f"an integer of {len(str(abs(value)))} digits"
+    return f"{text[:60]}... ({len(text)} characters)"

@@ -54,6 +54,12 @@ class HiddenPositionEpoch:
     ``steps_per_epoch`` m; ``steps_run`` s ≤ m; ``in_run`` ρ, the probability that the changed
     sequence's step is among the s steps run (1 for a whole epoch). Lower-bound direction: every
     divergence of (P^max, Q^max) is at most the epoch's.
+
+    Attributes:
+        step: The construction's per-step pair.
+        steps_per_epoch: m.
+        steps_run: The steps of the epoch that ran.
+        in_run: ρ, the probability that the changed sequence's step is among them.
     """
 
     step: NumericMixturePair
@@ -79,11 +85,25 @@ class HiddenPositionEpoch:
         return cdf, sf
 
     def cdf(self, z) -> Tuple[np.ndarray, np.ndarray]:
-        """(F_P^max(z), F_Q^max(z)) at standardised ``z``."""
+        """(F_P^max(z), F_Q^max(z)) at standardised ``z``.
+
+        Args:
+            z: Standardised values.
+
+        Returns:
+            (F_P^max(z), F_Q^max(z)).
+        """
         return self._world(z, self.step.a, self.step.p)[0], self._world(z, self.step.b, self.step.q)[0]
 
     def sf(self, z) -> Tuple[np.ndarray, np.ndarray]:
-        """(1 - F_P^max(z), 1 - F_Q^max(z)) at standardised ``z``, accurate in the upper tail."""
+        """(1 - F_P^max(z), 1 - F_Q^max(z)) at standardised ``z``, accurate in the upper tail.
+
+        Args:
+            z: Standardised values.
+
+        Returns:
+            (1 - F_P^max(z), 1 - F_Q^max(z)).
+        """
         return self._world(z, self.step.a, self.step.p)[1], self._world(z, self.step.b, self.step.q)[1]
 
     def bin_masses(self, edges: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -91,6 +111,12 @@ class HiddenPositionEpoch:
 
         Binning is a post-processing, so the binned pair is still a lower bound's pair. Each bin's mass is a
         CDF difference below the median and a survival difference above it (no cancellation in either tail).
+
+        Args:
+            edges: The inner bin edges, increasing.
+
+        Returns:
+            (masses in world P, masses in world Q).
         """
         edges = np.asarray(edges, dtype=float)
         out = []
@@ -101,12 +127,26 @@ class HiddenPositionEpoch:
         return out[0], out[1]
 
     def support(self, reach: float = 10.0) -> Tuple[float, float]:
-        """A standardised range holding all but ~Φ(-reach) · m of either world's max."""
+        """A standardised range holding all but ~Φ(-reach) · m of either world's max.
+
+        Args:
+            reach: Standard deviations beyond the extreme means.
+
+        Returns:
+            (low, high).
+        """
         means = np.concatenate([self.step.a, self.step.b, [0.0]])
         return float(means.min() - reach), float(means.max() + reach)
 
     def log_density_ratio(self, z) -> np.ndarray:
-        """log f_P^max(z) / f_Q^max(z): the Neyman-Pearson statistic of one epoch's max (standardised ``z``)."""
+        """log f_P^max(z) / f_Q^max(z): the Neyman-Pearson statistic of one epoch's max (standardised ``z``).
+
+        Args:
+            z: Standardised values.
+
+        Returns:
+            The log ratio at each.
+        """
         z = np.asarray(z, dtype=float)
         return self._log_density(z, self.step.a, self.step.p) - self._log_density(z, self.step.b, self.step.q)
 
@@ -128,7 +168,14 @@ class HiddenPositionEpoch:
 
 
 def hidden_position_name(construction: str) -> str:
-    """The attained law of shuffled iteration in words (what `tsdp epsilon` prints for it)."""
+    """The attained law of shuffled iteration in words (what `tsdp epsilon` prints for it).
+
+    Args:
+        construction: The construction's id.
+
+    Returns:
+        The words.
+    """
     return f"hidden-position epoch (shuffled), max statistic over the epoch's steps, {construction}'s step pair"
 
 
@@ -137,6 +184,13 @@ def in_run_probability(config: TrainingConfig, steps_run: int) -> float:
 
     The exact probability under Algorithm 3 on a uniform permutation (used by the lower bound
     :func:`hidden_position_epoch`).
+
+    Args:
+        config: The training configuration.
+        steps_run: s.
+
+    Returns:
+        ρ.
     """
     if steps_run >= config.steps_per_epoch:
         return 1.0
@@ -150,6 +204,14 @@ def hidden_position_epoch(pair: MixturePair, config: TrainingConfig,
     Lower bound (THEOREMS.md, the shuffled lower bound; module docstring): ``pair`` is the per-step pair of
     the deterministic construction (T1's for T1, T3's for T2, T4's for T4) and every other step is N(0, σ²).
     ``steps_run``: steps of the epoch that ran (None: all m).
+
+    Args:
+        pair: The construction's per-step pair.
+        config: The training configuration (shuffled iteration).
+        steps_run: Steps of the epoch that ran (None: all).
+
+    Returns:
+        The epoch's max law.
     """
     m = config.steps_per_epoch
     s = m if steps_run is None else int(steps_run)

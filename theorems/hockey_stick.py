@@ -39,6 +39,15 @@ class OrientedPair:
     """A numeric pair mirrored (if needed) so that its privacy loss is non-decreasing in z.
 
     ``lower`` / ``upper`` are the limits of L at -∞ / +∞ (possibly infinite).
+
+    Attributes:
+        a: P's standardised means.
+        log_p: log of P's weights.
+        b: Q's standardised means.
+        log_q: log of Q's weights.
+        lower: L at -∞.
+        upper: L at +∞.
+        mirrored: Whether z was mirrored.
     """
 
     a: np.ndarray
@@ -65,6 +74,12 @@ def orient(pair: NumericMixturePair) -> OrientedPair:
     The direction is read off the limits of L at ±∞ (the leading components of P and Q);
     monotonicity itself is a property of the catalogue's pairs (THEOREMS.md), not checked here.
     A pair with P = Q has constant loss 0 and is kept as it is.
+
+    Args:
+        pair: The numeric pair.
+
+    Returns:
+        The oriented pair.
     """
     a, p, b, q = pair.a, pair.p, pair.b, pair.q
     lo, hi = _limits(a, p, b, q)
@@ -151,6 +166,13 @@ def loss_root(o: OrientedPair, c: np.ndarray) -> np.ndarray:
 
     A few values get brackets grown geometrically; many (a PLD grid) get them from one
     tabulation of L (:func:`_grid_brackets`). Newton then runs to float precision.
+
+    Args:
+        o: The oriented pair.
+        c: The loss values.
+
+    Returns:
+        z with L(z) = c, per c.
     """
     c = np.asarray(c, dtype=float)
     if c.size == 0:
@@ -164,6 +186,13 @@ def hockey_stick(pair: MixturePair | NumericMixturePair, alpha) -> np.ndarray:
 
     Exact up to float64 rounding (no directed rounding). Agrees with
     :func:`hockey_stick_mp` to 1e-10 absolute (tests/theorems/test_engine_reference.py).
+
+    Args:
+        pair: The pair (P, Q).
+        alpha: The α values.
+
+    Returns:
+        H_α(P ‖ Q) at each α.
     """
     num = pair.numeric() if isinstance(pair, MixturePair) else pair
     alpha = np.asarray(alpha, dtype=float)
@@ -190,7 +219,15 @@ def hockey_stick(pair: MixturePair | NumericMixturePair, alpha) -> np.ndarray:
 
 
 def log_tail_masses(pair: MixturePair | NumericMixturePair, alpha) -> tuple[np.ndarray, np.ndarray]:
-    """log P(L > log α) and log Q(L > log α), vectorised over α (for PLD construction)."""
+    """log P(L > log α) and log Q(L > log α), vectorised over α (for PLD construction).
+
+    Args:
+        pair: The pair (P, Q).
+        alpha: The α values.
+
+    Returns:
+        (log P(L > log α), log Q(L > log α)).
+    """
     num = pair.numeric() if isinstance(pair, MixturePair) else pair
     alpha = np.asarray(alpha, dtype=float).ravel()
     o = orient(num)
@@ -281,6 +318,14 @@ def hockey_stick_mp(pair: MixturePair, alpha, dps: int = 40) -> mp.mpf:
     there); the tails use mpmath's erfc.
     Agrees with direct quadrature of max(dP - α dQ, 0) to relative 1e-15 at dps = 40
     (tests/theorems/test_engine_reference.py).
+
+    Args:
+        pair: The pair (P, Q).
+        alpha: α ≥ 0.
+        dps: Decimal digits.
+
+    Returns:
+        H_α(P ‖ Q), an mpmath number.
     """
     with mp.workdps(dps):
         alpha = mp.mpf(alpha)

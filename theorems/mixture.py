@@ -26,7 +26,14 @@ if TYPE_CHECKING:
 
 
 def is_symbolic(x) -> bool:
-    """True when ``x`` is a sympy object (never imports sympy: none exists before it is loaded)."""
+    """True when ``x`` is a sympy object (never imports sympy: none exists before it is loaded).
+
+    Args:
+        x: A value.
+
+    Returns:
+        Whether it is a sympy object.
+    """
     sympy = sys.modules.get("sympy")
     return sympy is not None and isinstance(x, sympy.Basic)
 
@@ -45,13 +52,27 @@ def _values(xs: Iterable) -> tuple:
 
 @dataclass(frozen=True)
 class GaussianMixture:
-    """``MoG(means, weights)``: Σ_i weights[i] N(means[i], σ²) with σ held by the pair."""
+    """``MoG(means, weights)``: Σ_i weights[i] N(means[i], σ²) with σ held by the pair.
+
+    Attributes:
+        means: The means.
+        weights: The weights.
+    """
 
     means: Tuple[sp.Expr, ...]
     weights: Tuple[sp.Expr, ...]
 
     @staticmethod
     def of(means: Iterable, weights: Iterable) -> "GaussianMixture":
+        """The mixture, all sympy when any value is, else plain numbers.
+
+        Args:
+            means: The means.
+            weights: The weights.
+
+        Returns:
+            The mixture.
+        """
         means, weights = tuple(means), tuple(weights)
         values = _values(means + weights)
         means, weights = values[: len(means)], values[len(means):]
@@ -63,11 +84,25 @@ class GaussianMixture:
 
     @staticmethod
     def point(mean=0) -> "GaussianMixture":
-        """A single Gaussian N(mean, σ²)."""
+        """A single Gaussian N(mean, σ²).
+
+        Args:
+            mean: The mean.
+
+        Returns:
+            The mixture of one component.
+        """
         return GaussianMixture.of([mean], [1])
 
     def scaled(self, factor) -> "GaussianMixture":
-        """The same components with every weight multiplied by ``factor``."""
+        """The same components with every weight multiplied by ``factor``.
+
+        Args:
+            factor: The factor.
+
+        Returns:
+            The scaled mixture.
+        """
         return GaussianMixture(self.means, tuple(factor * w for w in self.weights))
 
     def negated(self) -> "GaussianMixture":
@@ -79,6 +114,14 @@ class GaussianMixture:
         return GaussianMixture(self.means + other.means, self.weights + other.weights)
 
     def subs(self, mapping: Mapping) -> "GaussianMixture":
+        """The mixture with sympy's ``subs`` applied to every mean and weight.
+
+        Args:
+            mapping: Symbol -> value.
+
+        Returns:
+            The mixture.
+        """
         return GaussianMixture(
             tuple(_sym(m).subs(mapping) for m in self.means),
             tuple(_sym(w).subs(mapping) for w in self.weights),
@@ -120,6 +163,13 @@ class NumericMixturePair:
     """Float view of a pair: standardised means (divided by σ) and positive weights.
 
     ``a, p`` describe P and ``b, q`` describe Q, each sorted by mean with equal means merged.
+
+    Attributes:
+        a: P's standardised means.
+        p: P's weights.
+        b: Q's standardised means.
+        q: Q's weights.
+        sigma: σ.
     """
 
     a: np.ndarray
@@ -131,7 +181,13 @@ class NumericMixturePair:
 
 @dataclass(frozen=True)
 class MixturePair:
-    """The pair (P, Q) of ``H_α(P ‖ Q)``, both mixtures with common standard deviation σ."""
+    """The pair (P, Q) of ``H_α(P ‖ Q)``, both mixtures with common standard deviation σ.
+
+    Attributes:
+        P: The first mixture.
+        Q: The second mixture.
+        sigma: σ.
+    """
 
     P: GaussianMixture
     Q: GaussianMixture
@@ -139,7 +195,16 @@ class MixturePair:
 
     @staticmethod
     def of(P: GaussianMixture, Q: GaussianMixture, sigma) -> "MixturePair":
-        """The pair, all sympy when any value is (as :meth:`GaussianMixture.of`), else plain numbers."""
+        """The pair, all sympy when any value is (as :meth:`GaussianMixture.of`), else plain numbers.
+
+        Args:
+            P: The first mixture.
+            Q: The second mixture.
+            sigma: σ.
+
+        Returns:
+            The pair.
+        """
         values = (*P.means, *P.weights, *Q.means, *Q.weights, sigma)
         if not any(is_symbolic(x) for x in values):
             return MixturePair(P, Q, sigma)
@@ -151,6 +216,14 @@ class MixturePair:
         return MixturePair(self.Q, self.P, self.sigma)
 
     def subs(self, mapping: Mapping) -> "MixturePair":
+        """The pair with sympy's ``subs`` applied to both mixtures and σ.
+
+        Args:
+            mapping: Symbol -> value.
+
+        Returns:
+            The pair.
+        """
         return MixturePair(self.P.subs(mapping), self.Q.subs(mapping), _sym(self.sigma).subs(mapping))
 
     def normal_form(self) -> "MixturePair":
@@ -159,7 +232,14 @@ class MixturePair:
         return MixturePair(self.P.normal_form(), self.Q.normal_form(), sp.simplify(self.sigma))
 
     def equivalent(self, other: "MixturePair") -> bool:
-        """True when sympy proves the two pairs equal: same means, weight differences simplify to 0."""
+        """True when sympy proves the two pairs equal: same means, weight differences simplify to 0.
+
+        Args:
+            other: The other pair.
+
+        Returns:
+            True when proven equal.
+        """
         import sympy as sp
 
         a, b = self.normal_form(), other.normal_form()

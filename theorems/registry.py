@@ -71,6 +71,14 @@ def attained_pair(bound: Bound, config: TrainingConfig, *, numeric: bool = False
     from this registry (so a substituted bound is seen); None without one. ``numeric``:
     plain-number weights, no sympy. It lives here, not on the bound, because it resolves an id:
     the registry imports the bounds, never the other way round.
+
+    Args:
+        bound: The bound.
+        config: The configuration.
+        numeric: Fractions and floats instead of sympy.
+
+    Returns:
+        The pair, or None without a construction.
     """
     if bound.attained_build is not None:
         return bound.attained_build(params(config, numeric=numeric))
@@ -133,7 +141,18 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
 
 
 def resolve(config: TrainingConfig, theorem_id: str | None = None) -> Tuple[Bound, str]:
-    """The bound named by ``theorem_id`` (checked against the scheme), or :func:`select_bound`."""
+    """The bound named by ``theorem_id`` (checked against the scheme), or :func:`select_bound`.
+
+    Args:
+        config: The training configuration.
+        theorem_id: The T-id (None: :func:`select_bound`).
+
+    Returns:
+        (bound, reason).
+
+    Raises:
+        TheoremError: No bound applies, or the one named does not fit the scheme.
+    """
     if theorem_id is None:
         return select_bound(config)
     bound = get(theorem_id)

@@ -24,6 +24,7 @@ from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check
 from tsdp.verify.accountant import PldAccountant, max_steps
 from tsdp.verify.events import ledger_summary, step_event, training_event, unit_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
+from tsdp.verify.resolution import resolve_event
 
 from tsdp.datasets.series import SeriesData, last_values
 from tsdp.datasets.time_features import covariate_count
@@ -355,7 +356,7 @@ def plan_run(request: RunRequest) -> RunPlan:
         for phase in (warm, config):
             if phase is not None:
                 PldAccountant("sound", discretization=discretization).compose(step_event(phase, 0, theorem))
-        bound_id = unit_event(config, theorem).resolve()[0].id
+        bound_id = resolve_event(unit_event(config, theorem)).bound.id
         if warm is not None:
             before = training_event(warm, steps=warmup_steps, theorem=theorem)
     sampler = make_sampler(config, train_data.lengths)

@@ -2,18 +2,9 @@
 
 The bounds of Schuchardt et al. (ICML 2025), "Privacy Amplification by Structured
 Subsampling for Deep Differentially Private Time Series Forecasting", as code you can run.
-Layers, each importing only those below it::
+Layers, each importing only those below it (:mod:`tsdp.layers`)::
 
-    tsdp.theorems     the catalogue T1-T15: configurations, mixture pairs, privacy profiles, constructions
-    tsdp.verify       privacy events, the accountant (dp-accounting PLDs), calibration, checks
-    tsdp.datasets     every series tsdp reads (synthetic, CSV, pandas, parquet, GluonTS, the paper's datasets)
-    tsdp.training     the DP-SGD forecasting loop (torch): samplers, the noisy step, models, metrics
-    tsdp.attacks      the auditors: Monte Carlo audits, canary audits, inference-time audits
-    tsdp.experiments  the paper's privacy-utility grid (`tsdp experiment`)
-    tsdp.testing      soundness checks for anyone's accountant, hypothesis strategies, the pytest plugin
-    tsdp.reports      the tightness report
-    tsdp.bench        the benchmarks of `tsdp bench`
-    tsdp.cli          the `tsdp` command
+{layers}
 
 The names below are the public API. They load on first use, so ``import tsdp`` pulls in
 neither sympy nor torch.
@@ -22,13 +13,16 @@ from __future__ import annotations
 
 import importlib
 
+from .layers import table as _layer_table
+
+__doc__ = __doc__.format(layers=_layer_table())
 __version__ = "0.1.0"
 
 _EXPORTS = {
     # configuration and catalogue (tsdp.theorems)
     "TrainingConfig": "tsdp.theorems.config",
     "DEFAULT_CONFIG": "tsdp.theorems.config",
-    "ConfigError": "tsdp.theorems.config",
+    "ConfigError": "tsdp.theorems.errors",
     "TheoremError": "tsdp.theorems.errors",
     "REGISTRY": "tsdp.theorems.registry",
     "get_bound": ("tsdp.theorems.registry", "get"),

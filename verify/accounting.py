@@ -21,9 +21,12 @@ from typing import Optional, Sequence, Tuple
 from tsdp.verify.json_data import Record
 from tsdp.theorems.config import TrainingConfig
 
-from .accountant import ESTIMATES, account, attained_law_name
-from .events import Resolutions, bound_event_of, resolved, training_event
+from .estimate import ESTIMATES
+from .event_accounting import account_with
+from .events import bound_event_of, training_event
+from .one_step import attained_law_name
 from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION, PldSettings
+from .resolution import Resolutions, resolved
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,28 @@ class AccountingResult(Record):
     ``discretization`` is the grid asked for, ``discretization_used`` the coarsest grid an estimate
     was read at (larger only where the memory ceiling coarsened it; directions are kept).
     ``estimates``: the estimates computed; the fields of one not asked for are None, unrefused.
+
+    Attributes:
+        theorem: The bound's T-id.
+        kind: The bound's kind (tight, upper, lower).
+        scope: The bound's scope (step, epoch).
+        reason: Why that bound, in words.
+        construction: The construction the attained value composes (None when it is refused).
+        compositions: The number of composed one-step (one-epoch) events.
+        steps: The training steps asked for (None if epochs were).
+        epochs: The epochs asked for (None if steps were).
+        delta: The sound δ (the target δ when ε was asked).
+        epsilon: The sound ε (the target ε when δ was asked); None for a lower-bound theorem.
+        delta_attained: The attained δ (lower bound).
+        epsilon_attained: The attained ε (lower bound); None without a construction.
+        discretization: The grid asked for.
+        discretization_used: The coarsest grid an estimate was read at.
+        tail_mass_truncation: The library's tail mass truncation of each composition.
+        sound_refused: Why the sound estimate was refused (None if it was not).
+        attained_refused: Why the attained estimate was refused (None if it was not).
+        config: The configuration's fields.
+        estimates: The estimates computed.
+        attained_law: What the attained estimate composes, in words.
     """
 
     theorem: str
@@ -65,13 +90,12 @@ class AccountingResult(Record):
 
 def _run(config, theorem, steps, epochs, settings: PldSettings, estimates, delta=None,
          epsilon=None) -> AccountingResult:
-    """The one accounting of both fronts: the run's event, resolved once (:func:`tsdp.verify.events.resolved`),
+    """The one accounting of both fronts: the run's event, resolved once (:func:`tsdp.verify.resolution.resolved`),
     the same resolution read by every accountant of :func:`~tsdp.verify.accountant.account`."""
     event = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
     resolutions: Resolutions = {}
     bound, _, reason = resolved(bound_event_of(event), resolutions)
-    acc = account(event, delta=delta, epsilon=epsilon, estimates=estimates, **settings.as_dict(),
-                  resolutions=resolutions)
+    acc = account_with(event, settings, delta=delta, epsilon=epsilon, estimates=estimates, resolutions=resolutions)
     return AccountingResult(
         theorem=bound.id, kind=bound.kind, scope=bound.scope, reason=reason,
         construction=bound.construction if acc.attained_refused is None else None, compositions=acc.compositions,

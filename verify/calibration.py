@@ -14,15 +14,17 @@ is a σ ≥ σ·(1 - tolerance) whose ε exceeds the target, so σ is within a r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from tsdp.verify.json_data import Record
-from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target, check_delta
 
-from .accountant import PldAccountant, check_delta
+from .estimate import Estimate
 from .events import bound_event_of, count_compositions, training_event
-from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION
+from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION, PldSettings
+from .pld_accountant import PldAccountant
+from .resolution import resolve_event
 
 DEFAULT_TOLERANCE = 1e-3
 """Relative tolerance on σ: σ_rejected ≥ σ (1 - tolerance)."""
@@ -46,6 +48,25 @@ class CalibrationResult(Record):
     one of them); ``coarse_evaluations``: those of the search at ``coarse_discretization`` (None:
     no coarse search) that placed them (a coarse search that found the target unreachable is
     counted too; the asked grid then searched on its own).
+
+    Attributes:
+        sigma: The calibrated σ (its re-accounted sound ε meets the target).
+        epsilon: Its sound ε (upper bound).
+        sigma_rejected: The σ just below it whose ε misses the target (None at the search's floor).
+        epsilon_rejected: The sound ε at ``sigma_rejected``.
+        target_epsilon: The ε budget.
+        delta: The target δ.
+        theorem: The bound's T-id.
+        reason: Why that bound, in words.
+        compositions: The number of composed events.
+        steps: The training steps (None if epochs were given).
+        epochs: The epochs (None if steps were given).
+        tolerance: The relative tolerance on σ.
+        evaluations: Sound accountings at ``discretization``.
+        discretization: The grid every returned number is accounted at.
+        config: The configuration at the calibrated σ.
+        coarse_evaluations: Accountings on the coarse grid that only said where to look.
+        coarse_discretization: That coarse grid (None when not used).
     """
 
     sigma: float
@@ -106,8 +127,9 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     """
     delta = check_delta(delta)
     target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)
+    settings = PldSettings(discretization, tail_mass_truncation, log_mass_truncation_bound)
     run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
-    bound, _, reason = bound_event_of(run).resolve()
+    bound, _, reason = resolve_event(bound_event_of(run))
     counts = {}
 
     from tqdm import tqdm
@@ -121,14 +143,13 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
             counts[grid] += 1
             bar.set_postfix_str(f"σ = {sigma:.4g}, grid {grid:g}")
             bar.update(1)
-            acc = PldAccountant("sound", discretization=grid, tail_mass_truncation=tail_mass_truncation,
-                                log_mass_truncation_bound=log_mass_truncation_bound)
+            acc = PldAccountant.with_settings(Estimate.SOUND, replace(settings, discretization=grid))
             return acc.compose(training_event(config.with_(sigma=sigma), steps=steps, epochs=epochs,
                                               theorem=bound.id)).get_epsilon(delta)
 
         return eps_at
 
-    PldAccountant("sound").compose(run)  # records only: a lower-bound theorem is refused before any search
+    PldAccountant(Estimate.SOUND).compose(run)  # records only: a lower-bound theorem is refused before any search
 
     try:  # the bar is cleared on an unreachable target too, so the error stays one line
         sigma0 = float(min(max(config.sigma, SIGMA_MIN), SIGMA_MAX))
@@ -248,6 +269,18 @@ def narrow_log_sigma(eps_at, target: float, good: float, e_good: float, bad: flo
     (no run is much slower than bisection). ``eps_at`` must be non-increasing in σ (a sound ε of a
     mechanism that more noise post-processes). Direction: ``good`` stays admissible throughout
     (the safe side), and only evaluated values are returned.
+
+    Args:
+        eps_at: σ ↦ its sound ε (non-increasing in σ).
+        target: The ε budget.
+        good: An admissible σ (ε(good) ≤ target).
+        e_good: ε(good).
+        bad: A rejected σ < good (ε(bad) > target).
+        e_bad: ε(bad).
+        tolerance: Relative width at which the bracket is closed.
+
+    Returns:
+        (good, ε(good), bad, ε(bad)) of the narrowed bracket; ``good`` is still admissible (the safe side).
     """
     width = _final_width(tolerance)
     last = [(math.log(bad), e_bad), (math.log(good), e_good)]  # the two latest points, oldest first

@@ -21,7 +21,18 @@ def available_cpus() -> int:
 def check_workers(name: str, value) -> int:
     """A number of local worker processes: 1 to 4 per CPU this process may run on (:func:`available_cpus`, its
     affinity: a container or ``taskset`` limit counts, the machine's cores do not); more only add start-up time and
-    memory. ConfigError naming ``name`` otherwise."""
+    memory. ConfigError naming ``name`` otherwise.
+
+    Args:
+        name: The flag or keyword (in the error).
+        value: The number asked for.
+
+    Returns:
+        The number.
+
+    Raises:
+        ConfigError: Not an integer from 1 to 4 per available CPU.
+    """
     from tsdp.theorems.config import check_int
 
     return check_int(name, value, 1, 4 * available_cpus())
@@ -29,7 +40,15 @@ def check_workers(name: str, value) -> int:
 
 def each(fn: Callable, items: Sequence) -> list:
     """``[fn(x) for x in items]``, on up to one thread per available CPU (in turn on one). The first error, in
-    ``items``' order, is raised after all have finished."""
+    ``items``' order, is raised after all have finished.
+
+    Args:
+        fn: The function.
+        items: Its arguments.
+
+    Returns:
+        ``fn`` of each item, in order.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     threads = min(len(items), available_cpus())

@@ -1,7 +1,8 @@
 """Privacy events: what a DP-SGD run of the paper did, in dp-accounting's ``DpEvent`` style.
 
-An event says what ran, never how to account for it (dp_accounting/dp_event.py): the
-accountant (:mod:`tsdp.verify.accountant`) consumes events. Runs are the library's own
+An event says what ran, never how to account for it (dp_accounting/dp_event.py): events are
+plain frozen data, and the accountant (:mod:`tsdp.verify.accountant`) consumes them, choosing
+the bound each is accounted with in one place (:mod:`tsdp.verify.resolution`). Runs are the library's own
 ``SelfComposedDpEvent`` / ``ComposedDpEvent`` of the events here, so a heterogeneous run (a
 warm-up at another σ, a change of batch size mid-run) is a ``ComposedDpEvent`` and the
 library's ``DpEventBuilder`` ledger, ``to_named_tuple`` serialisation and
@@ -24,44 +25,16 @@ each step, so that the loop's ledger and :func:`training_event` agree by constru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Optional, Tuple
 
 import attr
 from dp_accounting import dp_event
 
+from tsdp.theorems.bounds.base import Scope
 from tsdp.theorems.config import ConfigError, Top, TrainingConfig
 
 EPOCH_SCOPED_TOP = tuple(top for top in Top if top.epoch_scoped)
 """Top levels whose bounds are per epoch (paper Section 4.1, THEOREMS.md scope "epoch"; :attr:`Top.epoch_scoped`)."""
-
-
-class Resolution(NamedTuple):
-    """What a bound event is accounted with (:meth:`BoundDpEvent.resolve`)."""
-
-    bound: Any
-    """The catalogue's bound (named by the event's theorem, or chosen for its scheme)."""
-    config: Any
-    """The event's configuration (a :class:`TrainingConfig`, or an InferenceConfig for a release)."""
-    reason: str
-    """Why that bound, in words."""
-
-
-Resolutions = Dict[Tuple[str, tuple, Optional[str]], Resolution]
-"""Resolutions made for one command, by (scope, configuration, theorem): see :func:`resolved`."""
-
-
-def resolved(event: "BoundDpEvent", resolutions: Optional[Resolutions] = None) -> Resolution:
-    """``event.resolve()``, made once per (scope, configuration, theorem) in ``resolutions``: the dict one command
-    keeps (the accounting front fills it, and its accountants and their one-step PLDs read it), so a run is resolved
-    once, not once per estimate and read. None: resolved afresh. A refusal (TheoremError, ConfigError) propagates
-    and is not kept."""
-    if resolutions is None:
-        return event.resolve()
-    key = (event.scope, event.config, event.theorem)
-    found = resolutions.get(key)
-    if found is None:
-        found = resolutions[key] = event.resolve()
-    return found
 
 
 def _config_items(config) -> Tuple[Tuple[str, object], ...]:
@@ -98,25 +71,12 @@ class BoundDpEvent(dp_event.DpEvent):
     config: Tuple[Tuple[str, object], ...] = attr.ib(converter=_config_items)
     theorem: Optional[str] = attr.ib(default=None, converter=_theorem_id)
 
-    scope = None  # "step" or "epoch": the bound's scope this event stands for
+    scope: Optional[Scope] = None  # the bound's scope this event stands for (its subclasses fix it)
 
     @property
     def training_config(self) -> TrainingConfig:
         """The configuration as a :class:`TrainingConfig`."""
         return TrainingConfig(**dict(self.config))
-
-    def resolve(self) -> Resolution:
-        """(bound, config, reason): the bound this event is accounted with (TheoremError if none applies)."""
-        from tsdp.theorems.bounds.base import TheoremError
-        from tsdp.theorems.registry import resolve
-
-        config = self.training_config
-        bound, reason = resolve(config, self.theorem)
-        if bound.scope != self.scope:
-            raise TheoremError(
-                f"{bound.id} is a per-{bound.scope} bound; a {type(self).__name__} needs a per-{self.scope} bound"
-            )
-        return Resolution(bound, config, reason)
 
 
 @attr.s(frozen=True, slots=True)
@@ -137,7 +97,7 @@ class TrainingStepDpEvent(BoundDpEvent):
         ConfigError: An epoch-scoped top level (deterministic, shuffle): use :class:`TrainingEpochDpEvent`.
     """
 
-    scope = "step"
+    scope = Scope.STEP
 
     def __attrs_post_init__(self):
         top = dict(self.config)["top"]
@@ -168,7 +128,7 @@ class TrainingEpochDpEvent(BoundDpEvent):
 
     steps_run: Optional[int] = attr.ib(default=None)
 
-    scope = "epoch"
+    scope = Scope.EPOCH
 
     def __attrs_post_init__(self):
         top = dict(self.config)["top"]
@@ -198,7 +158,15 @@ def _count(name: str, value) -> int:
 
 
 def unit_event(config: TrainingConfig, theorem: Optional[str] = None) -> BoundDpEvent:
-    """The composed unit of ``config``'s scheme: one step event, or one epoch event for epoch-scoped top levels."""
+    """The composed unit of ``config``'s scheme: one step event, or one epoch event for epoch-scoped top levels.
+
+    Args:
+        config: The training configuration.
+        theorem: The bound's T-id (None: the tightest sound upper bound for the scheme).
+
+    Returns:
+        A :class:`TrainingStepDpEvent` or :class:`TrainingEpochDpEvent`.
+    """
     if config.top in EPOCH_SCOPED_TOP:
         return TrainingEpochDpEvent(config, theorem)
     return TrainingStepDpEvent(config, theorem)
@@ -210,6 +178,17 @@ def compositions(config: TrainingConfig, *, steps: Optional[int] = None, epochs:
     Step-scoped top level: S steps → S; E epochs → E · steps_per_epoch. Epoch-scoped
     (deterministic/shuffle): E epochs → E; S steps → ceil(S / steps_per_epoch), the epochs
     they touch (``config.steps_per_epoch`` = ceil(N / N'), or floor(N λ / Λ) for shuffling with ``drop_last``).
+
+    Args:
+        config: The training configuration.
+        steps: Training steps S (give exactly one of ``steps`` and ``epochs``).
+        epochs: Epochs E.
+
+    Returns:
+        The number of unit events.
+
+    Raises:
+        ConfigError: Neither or both, or a count below 1.
     """
     if (steps is None) == (epochs is None):
         raise ConfigError("steps", "give exactly one of steps and epochs", (steps, epochs))
@@ -223,7 +202,15 @@ def compositions(config: TrainingConfig, *, steps: Optional[int] = None, epochs:
 
 def partial_epoch_steps(config: TrainingConfig, steps: int) -> int:
     """Steps of the unfinished last epoch of a run of ``steps`` training steps that the accounting tells apart
-    from a whole epoch: S mod steps_per_epoch for shuffled iteration (its attained law depends on it), else 0."""
+    from a whole epoch: S mod steps_per_epoch for shuffled iteration (its attained law depends on it), else 0.
+
+    Args:
+        config: The training configuration.
+        steps: Training steps S.
+
+    Returns:
+        The steps of the partial last epoch (0: none, or not shuffled).
+    """
     return _count("steps", steps) % config.steps_per_epoch if config.top == Top.SHUFFLE else 0
 
 
@@ -270,7 +257,17 @@ def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epoch
 
 
 def bound_event_of(event: dp_event.DpEvent) -> BoundDpEvent:
-    """The first bound event of a composed run (what :func:`training_event`'s run is accounted with)."""
+    """The first bound event of a composed run (what :func:`training_event`'s run is accounted with).
+
+    Args:
+        event: A bound event or a composition of them.
+
+    Returns:
+        Its first bound event.
+
+    Raises:
+        ConfigError: ``event`` holds none.
+    """
     if isinstance(event, BoundDpEvent):
         return event
     if isinstance(event, dp_event.SelfComposedDpEvent):
@@ -288,6 +285,14 @@ def step_event(config: TrainingConfig, step: int, theorem: Optional[str] = None)
     the ledger of S emitted steps equals :func:`training_event` (config, steps=S) for the sound
     estimate (a shuffled run stopped inside an epoch is a whole epoch in the ledger, the partial
     epoch of :func:`training_event`: the sound estimate charges both the same).
+
+    Args:
+        config: The training configuration.
+        step: The 0-based step number.
+        theorem: The bound's T-id (None: the tightest sound upper bound for the scheme).
+
+    Returns:
+        The step's (or epoch's) event, or ``NoOpDpEvent``.
     """
     if config.top in EPOCH_SCOPED_TOP and step % config.steps_per_epoch:
         return dp_event.NoOpDpEvent()
@@ -295,7 +300,14 @@ def step_event(config: TrainingConfig, step: int, theorem: Optional[str] = None)
 
 
 def count_compositions(event: dp_event.DpEvent) -> int:
-    """The number of bound events (compositions) in a composed event; what a report labels "compositions"."""
+    """The number of bound events (compositions) in a composed event; what a report labels "compositions".
+
+    Args:
+        event: An event, composed or not.
+
+    Returns:
+        The number of bound events in it.
+    """
     if isinstance(event, dp_event.SelfComposedDpEvent):
         return event.count * count_compositions(event.event)
     if isinstance(event, dp_event.ComposedDpEvent):
@@ -336,18 +348,7 @@ class InferenceReleaseDpEvent(BoundDpEvent):
     config: Tuple[Tuple[str, object], ...] = attr.ib(converter=_inference_items)
     theorem: Optional[str] = attr.ib(default="T15", converter=_theorem_id)
 
-    scope = "release"
-
-    def resolve(self) -> Resolution:
-        """(T15, InferenceConfig, reason)."""
-        from tsdp.theorems.bounds.inference import InferenceConfig
-        from tsdp.theorems.registry import get
-
-        config = InferenceConfig(**dict(self.config))
-        bound = get(self.theorem)
-        bound.check(config)
-        return Resolution(bound, config,
-                          f"{bound.id} bounds one release of Poisson-subsampled Gaussian input perturbation")
+    scope = Scope.RELEASE
 
 
 def inference_event(config) -> dp_event.SelfComposedDpEvent:
@@ -355,6 +356,12 @@ def inference_event(config) -> dp_event.SelfComposedDpEvent:
 
     Each release draws its own keep pattern and noise; a (w, v)-event touches at most m = min(w, L_C)
     steps of any context, so every release is dominated by T15 and k releases by its k-fold composition.
+
+    Args:
+        config: The :class:`~tsdp.theorems.bounds.inference.InferenceConfig`.
+
+    Returns:
+        The release event self-composed ``config.releases`` times.
     """
     return dp_event.SelfComposedDpEvent(InferenceReleaseDpEvent(config.with_(releases=1)), config.releases)
 
@@ -394,7 +401,14 @@ class LedgerEntry:
 
 def ledger_summary(event: dp_event.DpEvent) -> Tuple[LedgerEntry, ...]:
     """A composed event as one :class:`LedgerEntry` per run of identical events, in order, each naming only the
-    configuration fields that differ from the first entry's (all of them for the first)."""
+    configuration fields that differ from the first entry's (all of them for the first).
+
+    Args:
+        event: A composed event.
+
+    Returns:
+        One entry per run of identical events, in order.
+    """
     flat: list = []
 
     def walk(e, count):

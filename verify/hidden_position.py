@@ -13,11 +13,16 @@ Cost: ``BIN_WIDTH`` 1e-3 on a range of ~2 × 10 + the means (σ = 1: ~22 000 bin
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tsdp.theorems.hidden_position import HiddenPositionEpoch
 
 from .pld import DEFAULT_LOG_MASS_TRUNCATION
+
+if TYPE_CHECKING:
+    from dp_accounting.pld import privacy_loss_distribution
 
 BIN_WIDTH = 1e-3
 """Bin width of the max statistic in standardised units (x/σ): 4x finer bins move ε(1e-5) at the default
@@ -28,7 +33,15 @@ MAX_BINS = 1 << 17
 
 
 def binned_pair(law: HiddenPositionEpoch, bin_width: float = BIN_WIDTH):
-    """(masses in world P, masses in world Q, inner edges) of the binned max statistic (lower-bound pair)."""
+    """(masses in world P, masses in world Q, inner edges) of the binned max statistic (lower-bound pair).
+
+    Args:
+        law: The hidden-position epoch.
+        bin_width: Width of the bins of the max statistic.
+
+    Returns:
+        (masses in world P, masses in world Q, inner bin edges).
+    """
     lo, hi = law.support()
     n = int(min(MAX_BINS, max(16, np.ceil((hi - lo) / bin_width))))
     edges = np.linspace(lo, hi, n + 1)
@@ -37,13 +50,24 @@ def binned_pair(law: HiddenPositionEpoch, bin_width: float = BIN_WIDTH):
 
 
 def hidden_position_pld(law: HiddenPositionEpoch, discretization: float, *, pessimistic: bool = False,
-                        log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, bin_width: float = BIN_WIDTH):
+                        log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION,
+                        bin_width: float = BIN_WIDTH) -> "privacy_loss_distribution.PrivacyLossDistribution":
     """The two-direction PLD (REMOVE: P vs Q, ADD: Q vs P) of the binned max pair of ``law``.
 
     Shuffled iteration's attained estimate (THEOREMS.md, the hidden-position lower bound): with
     ``pessimistic=False`` a **lower** bound on the epoch's privacy (post-processing, optimistic
     rounding); ``pessimistic=True`` the same discrete pair rounded up (an upper estimate of the
     pair's own composition, not of the mechanism).
+
+    Args:
+        law: The hidden-position epoch (:func:`tsdp.theorems.hidden_position.hidden_position_epoch`).
+        discretization: The PLD's grid.
+        pessimistic: The pessimistic discretisation (attained_upper) instead of the optimistic (attained, lower).
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        bin_width: Width of the bins of the max statistic.
+
+    Returns:
+        The two-direction ``PrivacyLossDistribution``.
     """
     from dp_accounting.pld import privacy_loss_distribution
 

@@ -26,12 +26,13 @@ from typing import Optional
 
 from tsdp.verify.json_data import Record
 from tsdp.theorems.bounds.inference import T15, InferenceConfig
-from tsdp.theorems.config import ConfigError, check_calibration_target
+from tsdp.theorems.config import ConfigError, check_calibration_target, check_delta, check_epsilon
 
-from .accountant import PldAccountant, UnsupportedBoundError, check_delta, check_epsilon
 from .calibration import narrow_log_sigma
+from .estimate import Estimate, UnsupportedBoundError
 from .events import inference_event
-from .pld import DEFAULT_DISCRETIZATION
+from .pld import DEFAULT_DISCRETIZATION, PldSettings
+from .pld_accountant import PldAccountant
 
 DEFAULT_TOLERANCE = 1e-3
 SIGMA_RANGE = (1e-3, 1e4)  # σ / v searched by calibrate_sigma
@@ -39,7 +40,19 @@ SIGMA_RANGE = (1e-3, 1e4)  # σ / v searched by calibrate_sigma
 
 @dataclass(frozen=True)
 class InferenceAccounting(Record):
-    """Sound (upper) and attained (lower) ε at δ, or δ at ε, of ``releases`` releases."""
+    """Sound (upper) and attained (lower) ε at δ, or δ at ε, of ``releases`` releases.
+
+    Attributes:
+        epsilon: Sound ε (the target when δ was asked).
+        delta: Sound δ (the target when ε was asked).
+        epsilon_attained: Attained ε (lower bound; None where not claimed).
+        delta_attained: Attained δ (lower bound; None where not claimed).
+        releases: The releases k.
+        theorem: The bound's T-id (T15).
+        kind: The bound's kind.
+        discretization: The grid.
+        config: The configuration's fields.
+    """
 
     epsilon: float
     delta: float
@@ -58,9 +71,9 @@ def _check(config) -> InferenceConfig:
     return config
 
 
-def _read(config: InferenceConfig, estimate: str, delta, epsilon, discretization) -> Optional[float]:
+def _read(config: InferenceConfig, estimate: Estimate, delta, epsilon, settings: PldSettings) -> Optional[float]:
     """``PldAccountant(estimate)`` over :func:`tsdp.verify.events.inference_event` (None if it refuses)."""
-    acc = PldAccountant(estimate, discretization=discretization)
+    acc = PldAccountant.with_settings(estimate, settings)
     try:
         acc.compose(inference_event(_check(config)))
     except UnsupportedBoundError:
@@ -71,33 +84,65 @@ def _read(config: InferenceConfig, estimate: str, delta, epsilon, discretization
 def sound(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
           discretization: float = DEFAULT_DISCRETIZATION) -> float:
     """Sound ε at ``delta`` (or δ at ``epsilon``) of the k releases (upper bound, rounds up):
-    the accountant's sound estimate, T15's connect-the-dots PLD composed k times."""
-    return _read(config, "sound", delta, epsilon, discretization)
+    the accountant's sound estimate, T15's connect-the-dots PLD composed k times.
+
+    Args:
+        config: The release configuration.
+        delta: The target δ (give exactly one of ``delta`` and ``epsilon``).
+        epsilon: The target ε.
+        discretization: The grid.
+
+    Returns:
+        The sound ε (or δ).
+    """
+    return _read(config, Estimate.SOUND, delta, epsilon, PldSettings(discretization))
 
 
 def attained(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
              discretization: float = DEFAULT_DISCRETIZATION) -> Optional[float]:
     """Attained ε at ``delta`` (or δ at ``epsilon``): T15's construction with the pattern observed (lower
     bound), the accountant's attained estimate; None where the imputed release does not reveal the
-    pattern exactly (L_C > 1: a lone kept step hides its position; see ``T15.attained_profile``)."""
-    return _read(config, "attained", delta, epsilon, discretization)
+    pattern exactly (L_C > 1: a lone kept step hides its position; see ``T15.attained_profile``).
+
+    Args:
+        config: The release configuration (its L_C decides whether a value is claimed).
+        delta: The δ at which ε is read (exactly one of ``delta`` and ``epsilon``).
+        epsilon: The ε at which δ is read.
+        discretization: The privacy-loss grid of the optimistic PLD.
+
+    Returns:
+        The attained ε (or δ), or None.
+    """
+    return _read(config, Estimate.ATTAINED, delta, epsilon, PldSettings(discretization))
 
 
 def account(config: InferenceConfig, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
             discretization: float = DEFAULT_DISCRETIZATION) -> InferenceAccounting:
-    """Both values at exactly one of ``delta`` (→ ε) and ``epsilon`` (→ δ)."""
+    """Both values at exactly one of ``delta`` (→ ε) and ``epsilon`` (→ δ).
+
+    Args:
+        config: The k releases' configuration.
+        delta: δ, to read ε at.
+        epsilon: ε, to read δ at.
+        discretization: The grid of both PLDs.
+
+    Returns:
+        Sound (upper) and attained (lower) values.
+
+    Raises:
+        ConfigError: Neither or both targets, or a bad value.
+    """
     _check(config)
     if (delta is None) == (epsilon is None):
         raise ConfigError("delta", "give exactly one of delta and epsilon", (delta, epsilon))
+    settings = PldSettings(discretization)
     if delta is not None:
         delta = check_delta(delta)
-        e, ea = sound(config, delta=delta, discretization=discretization), \
-            attained(config, delta=delta, discretization=discretization)
+        e, ea = (_read(config, estimate, delta, None, settings) for estimate in (Estimate.SOUND, Estimate.ATTAINED))
         d, da = delta, (None if ea is None else delta)
     else:
         epsilon = check_epsilon(epsilon)
-        d, da = sound(config, epsilon=epsilon, discretization=discretization), \
-            attained(config, epsilon=epsilon, discretization=discretization)
+        d, da = (_read(config, estimate, None, epsilon, settings) for estimate in (Estimate.SOUND, Estimate.ATTAINED))
         e, ea = epsilon, (None if da is None else epsilon)
     return InferenceAccounting(epsilon=e, delta=d, epsilon_attained=ea, delta_attained=da, releases=config.releases,
                                theorem=T15.id, kind=T15.kind, discretization=discretization, config=config.as_dict())
@@ -107,6 +152,13 @@ def epsilon_one(config: InferenceConfig, delta: float) -> float:
     """ε at δ of one release straight from T15's profile (root of δ(ε) = δ; no discretisation, no rounding).
 
     Exact up to float error; the sound PLD value rounds it up. 0 when δ(0) ≤ δ.
+
+    Args:
+        config: The release configuration (one release).
+        delta: The target δ.
+
+    Returns:
+        ε of one release.
     """
     from scipy.optimize import brentq
 
@@ -123,7 +175,18 @@ def epsilon_one(config: InferenceConfig, delta: float) -> float:
 class InferenceCalibration(Record):
     """σ (smallest admissible to a relative ``tolerance``) and its sound ε; the rejected σ just below and
     an ε there that exceeds the target (its sound ε, or the exact one-release ε, a lower bound on it);
-    ``evaluations`` counts PLD accountings."""
+    ``evaluations`` counts PLD accountings.
+
+    Attributes:
+        sigma: The calibrated σ.
+        epsilon: Its sound ε.
+        sigma_rejected: The σ just below, rejected.
+        epsilon_rejected: An ε at ``sigma_rejected`` above the target.
+        target_epsilon: The ε budget.
+        delta: The target δ.
+        evaluations: PLD accountings made.
+        config: The configuration at the calibrated σ.
+    """
 
     sigma: float
     epsilon: float
@@ -144,16 +207,30 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
     bound on the sound ε of k releases), then on the sound ε upwards from there (:func:`tsdp.verify.calibration.narrow_log_sigma`). Direction: the
     returned σ re-accounts to ε ≤ target (the safe side); ``sigma_rejected`` ≥ σ (1 - tolerance)
     exceeds it. ConfigError if the target is unreachable in that range. ``config.sigma`` is ignored.
+
+    Args:
+        config: The release configuration (its ``sigma`` is ignored).
+        target_epsilon: The ε budget.
+        delta: The target δ.
+        tolerance: The relative tolerance on σ.
+        discretization: The grid.
+
+    Returns:
+        σ, its sound ε, and the rejected σ just below.
+
+    Raises:
+        ConfigError: The target is unreachable in the range searched, or a bad value.
     """
     _check(config)
     delta = check_delta(delta)
     target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)
+    settings = PldSettings(discretization)
     evaluations = 0
 
     def eps_at(sigma: float) -> float:
         nonlocal evaluations
         evaluations += 1
-        return sound(config.with_(sigma=sigma), delta=delta, discretization=discretization)
+        return _read(config.with_(sigma=sigma), Estimate.SOUND, delta, None, settings)
 
     # one release exactly (no grid): ε_1 ≤ ε_k, so σ with ε_1(σ) > target is rejected without a PLD,
     # which also keeps the PLD grids small (their length grows like (v/σ)²)

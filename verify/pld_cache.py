@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from .pld import adapter, discretization_of
+from .pld import PldSettings, adapter, discretization_of
 
 CACHE_DIR_ENV = "TSDP_CACHE_DIR"
 """Environment variable: the cache folder, or ``off`` to disable the cache."""
@@ -91,11 +91,23 @@ def _catalogue_bound(bound) -> bool:
     return catalogue.get(bound.id) is bound
 
 
-def key(bound, config, estimate: str, discretization: float, log_mass_truncation_bound: float,
-        memory_limit: int) -> Dict:
-    """Everything that defines a one-step PLD (module docstring), as a JSON-ready dict."""
-    return {"theorem": bound.id, "config": config.as_dict(), "estimate": estimate,
-            "discretization": float(discretization), "log_mass_truncation_bound": float(log_mass_truncation_bound),
+def key(bound, config, estimate: str, settings: PldSettings, memory_limit: int) -> Dict:
+    """Everything that defines a one-step PLD (module docstring), as a JSON-ready dict.
+
+    Args:
+        bound: The catalogue bound.
+        config: The configuration it is applied to.
+        estimate: The estimate's name (sound, attained, attained_upper).
+        settings: The grid (``discretization``) and where it ends (``log_mass_truncation_bound``); the tail mass
+            truncation is no part of one step, nor of the key.
+        memory_limit: The memory ceiling the PLD was built under (bytes).
+
+    Returns:
+        The key: theorem, configuration, estimate, the two grid settings, the ceiling and the code's fingerprint.
+    """
+    return {"theorem": bound.id, "config": config.as_dict(), "estimate": str(estimate),
+            "discretization": settings.discretization,
+            "log_mass_truncation_bound": settings.log_mass_truncation_bound,
             "memory_limit": int(memory_limit), "code": code_fingerprint()}
 
 
@@ -155,7 +167,14 @@ def _decode(arrays: Dict[str, np.ndarray]):
 
 
 def load(k: Dict):
-    """The PLD stored under key ``k``, or None (disabled, absent, unreadable, corrupt, or another key's file)."""
+    """The PLD stored under key ``k``, or None (disabled, absent, unreadable, corrupt, or another key's file).
+
+    Args:
+        k: The key (:func:`key`).
+
+    Returns:
+        The PLD, or None.
+    """
     folder = cache_dir()
     if folder is None:
         return None
@@ -178,7 +197,12 @@ def load(k: Dict):
 
 
 def store(k: Dict, pld) -> None:
-    """Write ``pld`` under key ``k`` atomically, then trim the folder to :data:`MAX_BYTES`; silent on any OS error."""
+    """Write ``pld`` under key ``k`` atomically, then trim the folder to :data:`MAX_BYTES`; silent on any OS error.
+
+    Args:
+        k: The key (:func:`key`).
+        pld: The one-step PLD.
+    """
     folder = cache_dir()
     if folder is None:
         return
@@ -204,7 +228,15 @@ def store(k: Dict, pld) -> None:
 
 def trim(folder: Path, max_bytes: int = MAX_BYTES) -> List[Path]:
     """Remove the oldest cache files (modification time) until the folder holds at most ``max_bytes``;
-    returns the removed paths. Files vanishing meanwhile (another process) are skipped."""
+    returns the removed paths. Files vanishing meanwhile (another process) are skipped.
+
+    Args:
+        folder: The cache folder.
+        max_bytes: The most it may hold.
+
+    Returns:
+        The removed paths.
+    """
     entries = []
     for path in folder.glob("*" + _SUFFIX):
         try:
@@ -226,12 +258,23 @@ def trim(folder: Path, max_bytes: int = MAX_BYTES) -> List[Path]:
     return removed
 
 
-def cached(bound, config, estimate: str, discretization: float, log_mass_truncation_bound: float, memory_limit: int,
-           build: Callable[[], object]):
-    """``build()``'s one-step PLD, read from or written to the disk cache where the bound qualifies (module docstring)."""
+def cached(bound, config, estimate: str, settings: PldSettings, memory_limit: int, build: Callable[[], object]):
+    """``build()``'s one-step PLD, read from or written to the disk cache where the bound qualifies (module docstring).
+
+    Args:
+        bound: The catalogue bound (a substituted or foreign bound is never cached).
+        config: The configuration it is applied to.
+        estimate: The estimate's name.
+        settings: The grid settings (:func:`key`).
+        memory_limit: The memory ceiling (bytes).
+        build: Builds the PLD when the cache has none.
+
+    Returns:
+        The one-step PLD, from the disk or built (and stored, unless the memory ceiling coarsened its grid).
+    """
     if cache_dir() is None or not _catalogue_bound(bound):
         return build()
-    k = key(bound, config, estimate, discretization, log_mass_truncation_bound, memory_limit)
+    k = key(bound, config, estimate, settings, memory_limit)
     try:
         _key_text(k)
     except (TypeError, ValueError):  # a configuration value JSON cannot spell: not cached
@@ -240,6 +283,6 @@ def cached(bound, config, estimate: str, discretization: float, log_mass_truncat
     if pld is not None:
         return pld
     pld = build()
-    if discretization_of(pld) == discretization:  # a coarsened grid is rebuilt (and announced) every time
+    if discretization_of(pld) == settings.discretization:  # a coarsened grid is rebuilt (and announced) every time
         store(k, pld)
     return pld

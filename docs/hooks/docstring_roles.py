@@ -17,12 +17,14 @@ from typing import Callable
 
 import griffe
 
+from tsdp.layers import FACADE, FOLDERS
+
 _ROLE = re.compile(r":(?:func|mod|class|data|meth|attr|exc|obj|const):`(~?)([^`]+)`")
 _DOUBLE = re.compile(r"``([^`]+)``")
 _LITERAL_BLOCK = re.compile(r"::(\s*\n)")
 _ESCAPED_SPACE = re.compile(r"\\ ")  # reST's "``x``\\ s": an escaped space joins a plural to its literal
-#: the repository's layer folders, installed as ``tsdp.<folder>`` (pyproject.toml's package-dir, tests/test_layout.py)
-LAYERS = ("theorems", "verify", "datasets", "training", "attacks", "experiments", "testing", "reports", "bench")
+#: the repository's layer folders, installed as ``tsdp.<folder>`` (their one list: tsdp.layers)
+LAYERS = tuple(folder for folder in FOLDERS if folder != FACADE)
 
 
 def importable(name: str, resolve: Callable[[str], str] | None = None) -> str:

@@ -8,6 +8,7 @@ from tsdp.theorems.config import ConfigError
 from tsdp.verify import inference_accounting as ia
 from tsdp.verify.events import InferenceReleaseDpEvent, inference_event
 from tsdp.verify.pld import one_step_profile, sound_pld
+from tsdp.verify.resolution import resolve_event
 
 D = 1e-3  # grid width for speed; the directions hold at every width
 
@@ -43,7 +44,7 @@ def test_k_releases_compose_as_the_self_composed_event():
     ev = inference_event(cfg)
     assert isinstance(ev, dp_event.SelfComposedDpEvent) and ev.count == 5
     assert isinstance(ev.event, InferenceReleaseDpEvent)
-    bound, one, _ = ev.event.resolve()
+    bound, one, _ = resolve_event(ev.event)
     assert bound is T15 and one.releases == 1
     e1 = ia.sound(cfg.with_(releases=1), delta=1e-5, discretization=D)
     e5 = ia.sound(cfg, delta=1e-5, discretization=D)

@@ -102,6 +102,7 @@ def test_heterogeneous_run_is_accounted_as_composed():
 
     from tsdp.verify.accountant import PldAccountant, one_step_pld
     from tsdp.verify.events import TrainingStepDpEvent, training_event
+    from tsdp.verify.pld import PldSettings
 
     warm = TINY.with_(sigma=4.0)
     budget = 6.0
@@ -110,8 +111,8 @@ def test_heterogeneous_run_is_accounted_as_composed():
     main = r.steps - 5
     run = dp_event.ComposedDpEvent([training_event(warm, steps=5), training_event(TINY, steps=main)])
     assert r.epsilon == PldAccountant("sound", discretization=D).compose(run).get_epsilon(DELTA)
-    library = one_step_pld(TrainingStepDpEvent(warm), "sound", D).self_compose(5).compose(
-        one_step_pld(TrainingStepDpEvent(TINY), "sound", D).self_compose(main))
+    library = one_step_pld(TrainingStepDpEvent(warm), "sound", PldSettings(D)).self_compose(5).compose(
+        one_step_pld(TrainingStepDpEvent(TINY), "sound", PldSettings(D)).self_compose(main))
     assert r.epsilon == pytest.approx(library.get_epsilon_for_delta(DELTA), rel=1e-9)
     more = dp_event.ComposedDpEvent([training_event(warm, steps=5), training_event(TINY, steps=main + 1)])
     assert r.epsilon <= budget < PldAccountant("sound", discretization=D).compose(more).get_epsilon(DELTA)

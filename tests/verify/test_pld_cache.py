@@ -13,8 +13,9 @@ import pytest
 
 from tsdp.theorems.config import DEFAULT_CONFIG
 from tsdp.theorems.registry import REGISTRY, substituted
-from tsdp.verify import accountant, pld_cache
+from tsdp.verify import one_step, pld_cache
 from tsdp.verify.events import training_event
+from tsdp.verify.pld import PldSettings, resolve_memory_limit
 
 GRID = 1e-2  # coarse: fast, and a sparse PMF at GRID_SPARSE
 GRID_SPARSE = 0.5
@@ -45,16 +46,16 @@ def _same(a, b) -> bool:
 
 
 def _fresh(event, estimate, grid=GRID):
-    accountant._bound_pld.cache_clear()
-    return accountant.one_step_pld(event, estimate, grid)
+    one_step._bound_pld.cache_clear()
+    return one_step.one_step_pld(event, estimate, PldSettings(grid))
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv(pld_cache.CACHE_DIR_ENV, str(tmp_path))
-    accountant._bound_pld.cache_clear()
+    one_step._bound_pld.cache_clear()
     yield tmp_path / "pld"
-    accountant._bound_pld.cache_clear()
+    one_step._bound_pld.cache_clear()
 
 
 def _uncached(monkeypatch, event, estimate, grid=GRID):
@@ -73,7 +74,7 @@ def test_hit_returns_the_computed_pld_bit_for_bit(cache, monkeypatch, estimate, 
     def no_build(*args):
         raise AssertionError("a hit must not compute")
 
-    monkeypatch.setattr(accountant, "_build_pld", no_build)
+    monkeypatch.setattr(one_step, "_build_pld", no_build)
     hit = _fresh(event, estimate, grid)
     assert _same(hit, reference) and _same(first, reference)
     assert hit.get_epsilon_for_delta(1e-5) == reference.get_epsilon_for_delta(1e-5)
@@ -84,19 +85,22 @@ def test_sparse_pmfs_round_trip(cache, monkeypatch):
 
     pld = _uncached(monkeypatch, _event(), "attained", GRID_SPARSE)
     assert any(isinstance(p, pld_pmf.SparsePLDPmf) for p in _pmfs(pld))  # the case this test is about
-    k = pld_cache.key(REGISTRY["T6"], DEFAULT_CONFIG, "attained", GRID_SPARSE, -50.0, 2**31)
+    k = pld_cache.key(REGISTRY["T6"], DEFAULT_CONFIG, "attained", PldSettings(GRID_SPARSE), 2**31)
     pld_cache.store(k, pld)
     assert _same(pld_cache.load(k), pld)
 
 
 def test_key_changes_with_every_defining_field(monkeypatch):
-    base = dict(bound=REGISTRY["T6"], config=DEFAULT_CONFIG, estimate="sound", discretization=1e-4,
-                log_mass_truncation_bound=-50.0, memory_limit=2**31)
-    changes = {"bound": REGISTRY["T7"], "config": DEFAULT_CONFIG.with_(sigma=1.25), "estimate": "attained",
-               "discretization": 2e-4, "log_mass_truncation_bound": -40.0, "memory_limit": 2**30}
+    base = dict(bound=REGISTRY["T6"], config=DEFAULT_CONFIG, estimate="sound",
+                settings=PldSettings(1e-4, 0.5, log_mass_truncation_bound=-50.0), memory_limit=2**31)
+    # the tail mass truncation (0.5 here) is no part of one step: it leaves the key as the default's
+    assert pld_cache.key(**base) == pld_cache.key(**{**base, "settings": PldSettings(1e-4)})
+    changes = [("bound", REGISTRY["T7"]), ("config", DEFAULT_CONFIG.with_(sigma=1.25)), ("estimate", "attained"),
+               ("settings", PldSettings(2e-4, log_mass_truncation_bound=-50.0)), ("memory_limit", 2**30),
+               ("settings", PldSettings(1e-4, log_mass_truncation_bound=-40.0))]
     text = pld_cache._key_text(pld_cache.key(**base))
     texts = {text}
-    for field, value in changes.items():
+    for field, value in changes:
         texts.add(pld_cache._key_text(pld_cache.key(**{**base, field: value})))
     for field in ("source_sha256", "tsdp", "numpy", "scipy"):
         code = dict(pld_cache.code_fingerprint(), **{field: "changed"})
@@ -137,12 +141,12 @@ def test_a_damaged_or_foreign_file_is_a_miss_never_a_number(cache, monkeypatch, 
         data = bytearray(b"not a cache file")
     else:  # another key's valid file under this name
         other = _uncached(monkeypatch, event, "attained")
-        k = pld_cache.key(REGISTRY["T6"], DEFAULT_CONFIG, "attained", GRID, -50.0, 2**31)
+        k = pld_cache.key(REGISTRY["T6"], DEFAULT_CONFIG, "attained", PldSettings(GRID), 2**31)
         pld_cache.store(k, other)
         data = bytearray(pld_cache._path(cache, pld_cache._key_text(k)).read_bytes())
     path.write_bytes(bytes(data))
-    accountant._bound_pld.cache_clear()
-    k = pld_cache.key(REGISTRY["T6"], DEFAULT_CONFIG, "sound", GRID, -50.0, accountant.resolve_memory_limit())
+    one_step._bound_pld.cache_clear()
+    k = pld_cache.key(REGISTRY["T6"], DEFAULT_CONFIG, "sound", PldSettings(GRID), resolve_memory_limit())
     assert pld_cache.load(k) is None
     assert _same(_fresh(event, "sound"), reference)  # recomputed (and stored again)
     assert _same(pld_cache.load(k), reference)
@@ -193,5 +197,35 @@ def test_a_read_only_file_still_serves_its_pld(cache, monkeypatch):
         raise PermissionError("read-only cache")
 
     monkeypatch.setattr(pld_cache.os, "utime", refuse)
-    k = pld_cache.key(REGISTRY["T6"], DEFAULT_CONFIG, "sound", GRID, -50.0, accountant.resolve_memory_limit())
+    k = pld_cache.key(REGISTRY["T6"], DEFAULT_CONFIG, "sound", PldSettings(GRID), resolve_memory_limit())
     assert _same(pld_cache.load(k), reference)
+
+
+# The key text (less the code fingerprint, which follows the source) of two fixed one-step PLDs, as the release
+# before the accountant was split into its jobs wrote it: a cache written then is read now.
+_RELEASED_KEYS = [
+    (("T6", {}, "attained", PldSettings(1e-3), 2**31),
+     '{"config":{"L":20,"N":320,"batch_size":32,"bottom":"wr","context_length":1,"derived":{"T":20,'
+     '"compositions_per_epoch":10,"k":2,"phi":0.5,"q":0.05,"r":0.1,"rho":0.1,"sequences_per_step":32,'
+     '"steps_per_epoch":10},"forecast_length":1,"instances":1,"lengths":null,"relation":"event","sigma":1.0,'
+     '"sigma_context":0.0,"sigma_forecast":0.0,"top":"wor","v":1.0,"w":1},"discretization":0.001,'
+     '"estimate":"attained","log_mass_truncation_bound":-50.0,"memory_limit":2147483648,"theorem":"T6"}'),
+    (("T1", {"top": "deterministic"}, "sound", PldSettings(1e-2, log_mass_truncation_bound=-40), 2**30),
+     '{"config":{"L":20,"N":320,"batch_size":32,"bottom":"wr","context_length":1,"derived":{"T":20,'
+     '"compositions_per_epoch":1,"k":2,"phi":0.5,"q":0.05,"r":0.1,"rho":0.1,"sequences_per_step":32,'
+     '"steps_per_epoch":10},"forecast_length":1,"instances":1,"lengths":null,"relation":"event","sigma":1.0,'
+     '"sigma_context":0.0,"sigma_forecast":0.0,"top":"deterministic","v":1.0,"w":1},"discretization":0.01,'
+     '"estimate":"sound","log_mass_truncation_bound":-40.0,"memory_limit":1073741824,"theorem":"T1"}'),
+]
+
+
+@pytest.mark.parametrize("args,released", _RELEASED_KEYS)
+def test_key_text_is_the_released_one(args, released):
+    from tsdp.verify.estimate import Estimate
+
+    theorem, changes, estimate, settings, memory = args
+    config = DEFAULT_CONFIG.with_(**changes)
+    for spelled in (estimate, Estimate(estimate)):  # the member the accountant passes keys as its string
+        k = pld_cache.key(REGISTRY[theorem], config, spelled, settings, memory)
+        assert k.pop("code") == pld_cache.code_fingerprint()
+        assert pld_cache._key_text(k) == released

@@ -12,6 +12,7 @@ from scipy import signal
 from tsdp.theorems.config import TrainingConfig
 from tsdp.verify import accountant
 from tsdp.verify.events import TrainingStepDpEvent
+from tsdp.verify.pld import PldSettings
 
 from tsdp.verify import pld
 from tsdp.verify.pld import adapter, build, composition, convolve, epsilon
@@ -93,7 +94,7 @@ def test_self_composition_is_the_librarys_up_to_rounding(config, count):
     (the reader can land on the next grid point; measured at most 2e-7 relative off the grid)."""
     event = TrainingStepDpEvent(config)
     for estimate in ("sound", "attained"):
-        one = accountant.one_step_pld(event, estimate, 1e-3)
+        one = accountant.one_step_pld(event, estimate, PldSettings(1e-3))
         plan = composition._checked_plan(one, count, 1e-15, pld.resolve_memory_limit())
         assert plan is not None
         ours, theirs = composition._composed(one, count, 1e-15, pld.resolve_memory_limit(), plan), one.self_compose(count)
@@ -148,7 +149,7 @@ def test_block_epsilon_reader_equals_one_pass_bit_for_bit(seed):
 @pytest.mark.parametrize("count", [1, 1000])
 def test_block_epsilon_reader_on_the_accountants_plds(count):
     for estimate in ("sound", "attained"):
-        one = accountant.one_step_pld(TrainingStepDpEvent(TrainingConfig()), estimate, 1e-3)
+        one = accountant.one_step_pld(TrainingStepDpEvent(TrainingConfig()), estimate, PldSettings(1e-3))
         for pmf in adapter.pmfs(pld.compose(one, count)):
             if pmf is not None:
                 for delta in (1e-3, 1e-5, 1e-10):
@@ -191,7 +192,7 @@ def test_the_envelope_is_the_maximum_over_the_librarys_self_compositions(config,
     (agreement to 1e-6 relative or one grid step, the compositions differing only by FFT rounding and the
     windows); the S-fold one is the one ``compose`` gives, bit for bit; reads in the background or in turn give
     the same value, bit for bit."""
-    one = accountant.one_step_pld(TrainingStepDpEvent(config), "attained", 1e-3)
+    one = accountant.one_step_pld(TrainingStepDpEvent(config), "attained", PldSettings(1e-3))
     counts = [1 << k for k in range(count.bit_length()) if 1 << k < count] + [count]
     library = max(float((one if n == 1 else one.self_compose(n, 1e-15)).get_epsilon_for_delta(1e-5)) for n in counts)
     read = lambda p: float(pld.epsilon_for_delta(p, 1e-5))  # noqa: E731

@@ -24,6 +24,12 @@ def augmentation_construction_pair(p):
     So a = ρ r (φ (1+τ_F) + (1-φ)(1+τ_C)) / 2, b = ρ r (φ (1-τ_F) + (1-φ)(1-τ_C)) / 2 and
     a - b = T11's weight: a **lower** bound on the profile that T11 bounds above (T11 is not
     proven tight, so the gap to it is measured, not assumed).
+
+    Args:
+        p: The configuration's parameters (:func:`~tsdp.theorems.bounds.base.params`).
+
+    Returns:
+        The construction's pair (lower bound: a real attack attains it).
     """
     base = p.rho * p.r / 2
     a = base * (p.phi * (1 + p.tau_forecast) + (1 - p.phi) * (1 + p.tau_context))

@@ -138,6 +138,15 @@ class InferenceScheme:
     """The scheme of T15: an :class:`InferenceConfig` (training configurations do not apply)."""
 
     def check(self, bound_id: str, config) -> None:
+        """Check that ``config`` is an InferenceConfig.
+
+        Args:
+            bound_id: The bound's T-id (in the error).
+            config: The configuration.
+
+        Raises:
+            TheoremError: It is not.
+        """
         if not isinstance(config, InferenceConfig):
             raise TheoremError(
                 f"{bound_id} bounds inference-time releases (Appendix H), not training; "
@@ -170,7 +179,15 @@ def __getattr__(name):
 
 def gaussian_profile_expr(mu: sp.Expr, alpha: sp.Expr = None) -> sp.Expr:
     """G_α(μ) = H_α(N(μ, 1) ‖ N(0, 1)) = Φ(μ/2 - log α/μ) - α Φ(-μ/2 - log α/μ) (sympy, μ > 0;
-    α defaults to the symbol ALPHA)."""
+    α defaults to the symbol ALPHA).
+
+    Args:
+        mu: μ > 0.
+        alpha: α (None: the symbol ALPHA).
+
+    Returns:
+        The sympy expression.
+    """
     import sympy as sp
 
     alpha = _symbols()[3] if alpha is None else alpha
@@ -196,12 +213,31 @@ def _gauss_eps(mu: float, eps: np.ndarray, upper: bool):
 
 @dataclass(frozen=True)
 class InferenceBound(Bound):
-    """T15: Σ_j Binom(j; m, r) G_α(v√j/σ), the mixture over the observed kept count (module docstring)."""
+    """T15: Σ_j Binom(j; m, r) G_α(v√j/σ), the mixture over the observed kept count (module docstring).
+
+    Attributes:
+        id: The T-id (T15).
+        label: The paper's label.
+        reference: Where the paper states it.
+        kind: upper.
+        scope: release.
+        scheme: The inference scheme.
+        statement: The bound in words.
+        construction: The construction's id.
+        attained_build: None (the attained law is :meth:`attained_loss_survival`).
+    """
 
     def expression(self, config: InferenceConfig, symbolic: bool = False) -> sp.Expr:
         """The profile H_α as a sympy expression in α (``symbolic``: r, σ, v as symbols too).
 
         m = min(w, L_C) is structural (it fixes the number of terms) and stays a number.
+
+        Args:
+            config: The release configuration.
+            symbolic: r, σ, v as symbols too.
+
+        Returns:
+            H_α as a sympy expression in α.
         """
         import sympy as sp
 
@@ -217,6 +253,15 @@ class InferenceBound(Bound):
 
         ``upper=True`` adds a float-error bound (1e-12 of each tail term and 1e-12 relative):
         an upper estimate, the pessimistic PLD's input (:mod:`verify.pld`).
+
+        Args:
+            config: The release configuration.
+            eps: The ε values.
+            upper: Add a float-error bound.
+            check: Check the configuration first.
+
+        Returns:
+            δ(ε) at each ε.
         """
         if check:
             self.check(config)
@@ -232,7 +277,16 @@ class InferenceBound(Bound):
         return np.clip(out, 0.0, 1.0)
 
     def profile(self, config: InferenceConfig, alpha, *, check: bool = True) -> np.ndarray:
-        """H(α) on the numpy path, vectorised over α ≥ 0 (H(0) = 1)."""
+        """H(α) on the numpy path, vectorised over α ≥ 0 (H(0) = 1).
+
+        Args:
+            config: The release configuration.
+            alpha: The α values (≥ 0).
+            check: Check the configuration first.
+
+        Returns:
+            H(α) at each α.
+        """
         a = np.asarray(alpha, dtype=float)
         if np.any(~np.isfinite(a)) or np.any(a < 0):
             raise ValueError("alpha must be finite and >= 0")
@@ -241,7 +295,17 @@ class InferenceBound(Bound):
         return np.where(a == 0, 1.0, out)
 
     def profile_mp(self, config: InferenceConfig, alpha, dps: int = 40, *, check: bool = True) -> mp.mpf:
-        """H(α) for one α in mpmath at ``dps`` digits (exact weights, closed-form Gaussian terms)."""
+        """H(α) for one α in mpmath at ``dps`` digits (exact weights, closed-form Gaussian terms).
+
+        Args:
+            config: The release configuration.
+            alpha: α ≥ 0.
+            dps: Decimal digits.
+            check: Check the configuration first.
+
+        Returns:
+            H(α), an mpmath number.
+        """
         if check:
             self.check(config)
         with mp.workdps(dps):
@@ -263,6 +327,13 @@ class InferenceBound(Bound):
         The privacy loss is 0 when j = 0 and N(μ_j²/2, μ_j²) otherwise (μ_j = v√j/σ), mixed
         over j ~ Binom(m, r); the same law in the other direction (mirror symmetry). It is
         the exact PLD of the tight construction, for optimistic buckets (:mod:`verify.pld`).
+
+        Args:
+            config: The release configuration.
+            eps: The ε values.
+
+        Returns:
+            Pr[L > ε] at each ε.
         """
         eps = np.asarray(eps, dtype=float)
         wts = _weights(config)
@@ -275,7 +346,14 @@ class InferenceBound(Bound):
     def attained_loss_survival(self, config: InferenceConfig):
         """The tight construction's loss law (:meth:`loss_survival`) when it is what a release reveals:
         with L_C = 1 (the kept set is always recoverable); None otherwise, where the real imputed
-        release hides the kept position of a lone kept step (:meth:`attained_profile`)."""
+        release hides the kept position of a lone kept step (:meth:`attained_profile`).
+
+        Args:
+            config: The release configuration.
+
+        Returns:
+            ε ↦ Pr[L > ε], or None where the release hides the pattern (L_C > 1).
+        """
         if config.context_length != 1:
             return None
         return lambda eps: self.loss_survival(config, eps)
@@ -288,6 +366,13 @@ class InferenceBound(Bound):
         step kept, position hidden" (L_C ≥ 2, probability L_C r (1-r)^{L_C-1}), where the
         common value is MoG([0, v], [(L_C-m)/L_C, m/L_C], σ) against N(0, σ) (the larger of
         the two directions is taken; each is attained). Equals T15 when L_C = 1.
+
+        Args:
+            config: The release configuration.
+            alpha: The α values.
+
+        Returns:
+            H_α at each α (lower bound).
         """
         self.check(config)
         alpha = np.asarray(alpha, dtype=float)

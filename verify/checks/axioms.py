@@ -33,6 +33,15 @@ def profile_axioms(b: Bound, config: TrainingConfig, label: str = "", alphas: np
     H(0) = 1; H ≤ 1; non-increasing (H(α_{i+1}) - H(α_i) ≤ tol); convex (H(α_i) at most the
     chord of its neighbours + tol); H(α) ≥ max(0, 1 - α) - tol, the last one on the
     **unclamped** tails (:func:`raw_profile`), because the engine clamps its output there.
+
+    Args:
+        b: The bound checked.
+        config: The configuration it is evaluated at.
+        label: The configuration's label (in the check's name).
+        alphas: The α grid (None: :func:`~tsdp.verify.checks.common.dense_alphas`).
+
+    Returns:
+        The check's result (pass or fail, with the worst violation).
     """
     alphas = dense_alphas() if alphas is None else np.asarray(alphas, dtype=float)
     h = np.asarray(b.profile(config, alphas), dtype=float)
@@ -80,6 +89,15 @@ def pair_symmetry(b: PairBound, config: TrainingConfig, label: str = "", dps: in
     H_α(P‖Q) = 1 - α + α H_{1/α}(Q‖P) (Zhu et al. 2022, Lemma 31; paper Lemma
     `dominating_pair_alpha_symmetry`) for the bound's α ≥ 1 pair (P, Q), at α on both
     sides of 1, mpmath at ``dps`` = 40 digits; tolerance 1e-25 absolute.
+
+    Args:
+        b: The pair bound checked.
+        config: The configuration it is evaluated at.
+        label: The configuration's label.
+        dps: mpmath's working precision (decimal digits).
+
+    Returns:
+        The check's result.
     """
     pair = b.pair(config)
     gaps = []
@@ -105,6 +123,15 @@ def profile_self_symmetry(b: Bound, config: TrainingConfig, label: str = "", dps
     the α-symmetry identity its α < 1 branch is determined by its α ≥ 1 branch:
     H(α) = 1 - α + α H(1/α). A bound that drops the swap fails this. T7/T8 inherit it
     from their mirror-symmetric bases. mpmath (``profile_mp``) at dps 40, tolerance 1e-25.
+
+    Args:
+        b: The bound checked.
+        config: The configuration it is evaluated at.
+        label: The configuration's label.
+        dps: mpmath's working precision (decimal digits).
+
+    Returns:
+        The check's result.
     """
     gaps = []
     with mp.workdps(dps):

@@ -26,7 +26,14 @@ def evaluated_ids() -> List[str]:
 
 
 def bound(theorem_id: str) -> Bound:
-    """The registry's bound object with this id."""
+    """The registry's bound object with this id.
+
+    Args:
+        theorem_id: The T-id.
+
+    Returns:
+        The registry's bound.
+    """
     return REGISTRY[theorem_id]
 
 
@@ -36,7 +43,16 @@ def bounds() -> Dict[str, Bound]:
 
 
 def dense_alphas(points_linear: int = 4001, points_log: int = 1000, top: float = 1e4) -> np.ndarray:
-    """α on [0, 4] linearly (spacing 1e-3 by default) then log-spaced on (4, ``top``]."""
+    """α on [0, 4] linearly (spacing 1e-3 by default) then log-spaced on (4, ``top``].
+
+    Args:
+        points_linear: Points on [0, 4].
+        points_log: Log-spaced points on (4, ``top``].
+        top: The largest α.
+
+    Returns:
+        The α grid, increasing.
+    """
     lin = np.linspace(0.0, 4.0, points_linear)
     log = np.exp(np.linspace(np.log(4.0), np.log(top), points_log + 1))[1:]
     return np.concatenate([lin, log])
@@ -59,6 +75,15 @@ def raw_profile(b: Bound, config: TrainingConfig, alpha: np.ndarray, *, check: b
     tails at the same root (``log_tail_masses``) of the bound's pair form (the α ≥ 1 pair
     for α ≥ 1, the swapped pair below, mixed as (1 - w) max(0, 1 - α) + w (raw pair)).
     Bounds without a pair form: ``bound.profile``.
+
+    Args:
+        b: The bound.
+        config: The configuration.
+        alpha: The α values.
+        check: Check that ``config`` fits the bound's scheme first.
+
+    Returns:
+        The unclamped profile at each α (may be below max(0, 1 - α) by float error: what the checks measure).
     """
     alpha = np.asarray(alpha, dtype=float)
     form = b.pair_form(config, check=check)
@@ -74,7 +99,15 @@ def raw_profile(b: Bound, config: TrainingConfig, alpha: np.ndarray, *, check: b
 
 
 def worst(values: np.ndarray, alphas: np.ndarray) -> Dict[str, float]:
-    """The largest entry of ``values`` and the α where it occurs."""
+    """The largest entry of ``values`` and the α where it occurs.
+
+    Args:
+        values: The values (e.g. violations) on the grid.
+        alphas: The grid.
+
+    Returns:
+        (largest value, its α).
+    """
     if values.size == 0:
         return {"max": float("-inf"), "at_alpha": float("nan")}
     i = int(np.argmax(values))
@@ -93,6 +126,13 @@ def hockey_stick_quad(pair, alpha: float) -> float:
     Standardised means (z = x/σ); the sign changes of dP - α dQ are located on a grid of
     40001 points spanning every mean ± 40, refined by ``brentq``, and each positive piece
     is integrated with ``scipy.integrate.quad`` (epsabs 1e-14). Accurate to ~1e-11.
+
+    Args:
+        pair: The mixture pair (P, Q).
+        alpha: α ≥ 0.
+
+    Returns:
+        H_α(P ‖ Q), by mpmath quadrature.
     """
     from scipy.integrate import quad
     from scipy.optimize import brentq

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tsdp.theorems.bounds.base import Bound, PairBound
+from tsdp.theorems.bounds.base import Bound, PairBound, Scope
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import REGISTRY, attained_pair, substituted
 
@@ -39,6 +39,18 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
     (and ``construction``, default the registry's ``b.construction``: T7 → T9, T2 → T3, ...)
     in the registry; ε at δ = 1e-5, discretisation 1e-3, tolerance 1e-9 on ε. A lower bound
     (T3, T9, T10, T14) has no sound value: its attained ε is checked for monotonicity only.
+
+    Args:
+        b: The bound checked.
+        config: The configuration.
+        label: The configuration's label.
+        schedule: The numbers of steps (epochs, for epoch scope) composed.
+        delta: The δ at which ε is read.
+        discretization: The accountant's grid.
+        construction: The pair a real attack attains (None: the registry's ``b.construction``).
+
+    Returns:
+        The check's result, with the sound and attained ε per composition count.
     """
     from tsdp.verify.accounting import epsilon as account
 
@@ -52,7 +64,7 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
     with substituted(b):
         rows = []
         for s in schedule:
-            kw = {"epochs": s} if b.scope == "epoch" else {"steps": s}
+            kw = {"epochs": s} if b.scope == Scope.EPOCH else {"steps": s}
             acc = account(config, delta, theorem=b.id, discretization=discretization, **kw)
             rows.append({"S": s, "compositions": acc.compositions, "sound": acc.epsilon,
                          "attained": acc.epsilon_attained})

@@ -30,6 +30,17 @@ def erratum_1_index(t3: PairBound, t9: PairBound, t14: PairBound, config: Traini
     reading Binom(i-1 | λ, r) sums to 1. T14's Hypergeom(i | N_tot, k, Λ), i = 1..k+1,
     likewise sums to 1 - Hypergeom(0). At the same time the engine's P-weights of T3, T9
     (symbolic r, ρ) and T14 (exact) must sum to exactly 1, else the check fails.
+
+    Args:
+        t3: T3 (Thm 4.3).
+        t9: T9 (Thm F.7).
+        t14: T14 (Prop. C.2).
+        config: The configuration.
+        label: The configuration's label.
+        instances: The λ values compared.
+
+    Returns:
+        The finding (printed index against the proof's), or a failure.
     """
     r = SYMBOLS["r"]
     measured = {}
@@ -81,6 +92,16 @@ def erratum_8_printed_t10(t10: PairBound, t10_printed: PairBound, t8, config: Tr
     the upper bound T8. ``finding`` when the printed form differs from the construction's
     pair by more than 1e-9; ``fail`` when T10 (our encoding) exceeds T8 or the forms agree.
     The explanation says whether the printed form stays below T8.
+
+    Args:
+        t10: T10 as the proof derives it.
+        t10_printed: T10 as printed.
+        t8: T8 (Thm F.2), the upper bound both are compared with.
+        config: The configuration.
+        label: The configuration's label.
+
+    Returns:
+        The finding, or a failure.
     """
     alphas = order_alphas()
     h8 = np.asarray(t8.profile(config, alphas))
@@ -120,6 +141,16 @@ def erratum_9_t3_vs_t2(t2: PairBound, t3: PairBound, config: TrainingConfig, lab
     ε ∈ [0, 4] (α = e^ε). THEOREMS.md documents 15-25 % at r = 0.1. ``finding`` when T3 is
     strictly below T2 at every ε in the range (the shortcut would understate δ); ``fail``
     when T3 ≥ T2 somewhere there (then T3 would not be the weaker form the erratum says).
+
+    Args:
+        t2: T2 (Thm E.2).
+        t3: T3 (Thm 4.3).
+        config: The configuration.
+        label: The configuration's label.
+        instances: The λ values compared.
+
+    Returns:
+        The finding, or a failure.
     """
     eps_grid = np.linspace(0.0, 4.0, 401)
     alphas = np.exp(eps_grid)

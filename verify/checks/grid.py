@@ -15,15 +15,22 @@ from typing import List, Optional
 import numpy as np
 
 from tsdp.theorems.bounds.base import Bound
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import DEFAULT_CONFIG, TrainingConfig
 
-PAPER = TrainingConfig(N=320, L=20, context_length=1, forecast_length=1, batch_size=32, instances=1, sigma=1.0)
-"""Paper Section 5 default (r = 0.1, ρ = 0.1), WOR top level, WR bottom level."""
+PAPER = DEFAULT_CONFIG
+"""Paper Section 5 default (r = 0.1, ρ = 0.1), WOR top level, WR bottom level: the one home of the paper's
+configuration, :data:`tsdp.theorems.config.DEFAULT_CONFIG` (the accountant checks' grid of :mod:`tsdp.testing.grid`
+starts from it too)."""
 
 
 @dataclass(frozen=True)
 class Case:
-    """A labelled base configuration (the label names the check)."""
+    """A labelled base configuration (the label names the check).
+
+    Attributes:
+        label: The label (names the checks run on it).
+        config: The configuration.
+    """
 
     label: str
     config: TrainingConfig
@@ -52,6 +59,15 @@ def for_bound(bound: Bound, config: TrainingConfig, instances: Optional[int] = N
     in the paper, where λ varies at fixed batch size); σ_C = σ_F for bounds that need it
     and the :data:`AUGMENTATION` defaults for T11/T12 when the config has none. ``changes``
     are applied last.
+
+    Args:
+        bound: The bound whose scheme the configuration must fit.
+        config: The base configuration.
+        instances: λ for bounds that allow more than one instance (None: the configuration's).
+        **changes: Fields set last.
+
+    Returns:
+        The adapted configuration.
     """
     scheme = bound.scheme
     top = config.top if config.top in scheme.top else scheme.top[0]
@@ -75,6 +91,12 @@ def random_config(rng: np.random.Generator) -> TrainingConfig:
     N log-uniform in [8, 2000], L_F ∈ 1..4, L_C ∈ 0..6, L ∈ [L_F, 100] (so short sequences
     with T < L_C + L_F, hence r = 1, occur), σ log-uniform in [0.5, 4], relation event or
     user with w ∈ {1, 2}, augmentation σ_C, σ_F each 0 or uniform in [0.1, 3].
+
+    Args:
+        rng: The seeded generator.
+
+    Returns:
+        One configuration.
     """
     N = int(np.exp(rng.uniform(np.log(8), np.log(2000))))
     forecast = int(rng.integers(1, 5))
@@ -93,7 +115,15 @@ def random_config(rng: np.random.Generator) -> TrainingConfig:
 
 
 def random_cases(seed: int, count: int) -> List[Case]:
-    """``count`` random configurations from ``numpy.random.default_rng(seed)``, labelled rand<seed>.<i>."""
+    """``count`` random configurations from ``numpy.random.default_rng(seed)``, labelled rand<seed>.<i>.
+
+    Args:
+        seed: The generator's seed.
+        count: How many configurations.
+
+    Returns:
+        The labelled configurations.
+    """
     rng = np.random.default_rng(seed)
     return [Case(f"rand{seed}.{i}", random_config(rng)) for i in range(count)]
 

@@ -68,6 +68,15 @@ def advanced_joint_convexity(rng: np.random.Generator, trials: int = 10, label: 
     (:func:`hockey_stick_quad`, tolerance 1e-9), so the engine is not checked only against
     itself. ``printed_weight`` uses the lemma exactly as printed, α' = 1 + (α-1)/w with a
     weight w that is not the mixture weight p (w = p/2 here): see :func:`printed_joint_convexity`.
+
+    Args:
+        rng: The seeded generator.
+        trials: Random instances drawn.
+        label: The check's label.
+        printed_weight: Use the lemma's printed weight (the erratum) instead of the proof's.
+
+    Returns:
+        The check's result.
     """
     worst_gap = mp.mpf(0)
     worst_quad = 0.0
@@ -111,6 +120,14 @@ def printed_joint_convexity(rng: np.random.Generator, trials: int = 5, label: st
     With w ≠ p (w = p/2) the identity fails: a ``finding`` with the gap. If it held anyway
     (gap below tolerance) the reading would be moot and the check fails, as the erratum
     would then be wrong.
+
+    Args:
+        rng: The seeded generator.
+        trials: Random instances drawn.
+        label: The check's label.
+
+    Returns:
+        The finding, or a failure.
     """
     r = advanced_joint_convexity(rng, trials, label, printed_weight=True)
     gap = r.measured["max_abs_gap_mp"]
@@ -132,6 +149,14 @@ def mean_monotonicity(rng: np.random.Generator, trials: int = 20, label: str = "
     μ, ν ∈ [0, 3]^n, σ ∈ [0.5, 3]; one random coordinate of μ or ν is moved out by
     Δ ∈ (0, 1]. H_α must not decrease at any α of a grid on [0.02, 50] (numpy engine,
     tolerance 1e-12 absolute).
+
+    Args:
+        rng: The seeded generator.
+        trials: Random pairs drawn.
+        label: The check's label.
+
+    Returns:
+        The check's result.
     """
     alphas = np.exp(np.linspace(np.log(0.02), np.log(50.0), 121))
     worst_drop = {"max": -np.inf, "at_alpha": float("nan")}
@@ -168,6 +193,14 @@ def binomial_dominance(rng: np.random.Generator, trials: int = 50, label: str = 
 
     ``trials`` random n ≥ m in 1..12, p ≥ q rational in [0, 1]: the CDF of Binom(n, p) is
     ≤ that of Binom(m, q) at every i, in exact rational arithmetic (tolerance 0).
+
+    Args:
+        rng: The seeded generator.
+        trials: Random (n, m, p, q) drawn.
+        label: The check's label.
+
+    Returns:
+        The check's result.
     """
     worst_excess = Fraction(-1)
     where = None

@@ -33,6 +33,20 @@ def order(lower: Bound, upper: Bound, config_lower: TrainingConfig, config_upper
     bounds may need different scheme fields, e.g. T1 on a deterministic top level
     against T3). ``violation_status`` is ``fail`` except for the printed form of T10
     (erratum 8), where a violation would be a finding about the paper, not our code.
+
+    Args:
+        lower: The bound that must be no larger.
+        upper: The bound that must be no smaller.
+        config_lower: ``lower``'s configuration.
+        config_upper: ``upper``'s configuration (None: ``config_lower``).
+        label: The configuration's label.
+        equal: Check equality within the tolerance instead.
+        alphas: The α grid (None: ``order_alphas``).
+        violation_status: The status of a violation (fail, or finding for a known erratum).
+        why: The reason the order is expected (in the explanation).
+
+    Returns:
+        The check's result.
     """
     config_upper = config_lower if config_upper is None else config_upper
     alphas = order_alphas() if alphas is None else np.asarray(alphas, dtype=float)
@@ -70,6 +84,19 @@ def t5_monotonicity(t1: Bound, t2: Bound, t3: Bound, t4: Bound, config: Training
     T1(λ = 1) ≤ T3(λ) (the optimistic form for λ > 1, as the paper's proof uses it) and
     T2(λ = 1) ≤ T2(λ); Poisson bottom level, T4(λ = 1) ≤ T4(λ); λ ∈ ``instances``,
     batch size Λ fixed (raised to λ where smaller). Tolerance 1e-12 absolute.
+
+    Args:
+        t1: T1.
+        t2: T2.
+        t3: T3.
+        t4: T4.
+        config: The configuration.
+        label: The configuration's label.
+        instances: The λ values compared with λ = 1.
+        alphas: The α grid (None: ``order_alphas``).
+
+    Returns:
+        The check's result.
     """
     alphas = order_alphas() if alphas is None else alphas
     wr = config.with_(top="deterministic", bottom="wr", instances=1, sigma_context=0.0, sigma_forecast=0.0)
@@ -103,6 +130,18 @@ def monotone_in(b: Bound, configs: Sequence[TrainingConfig], parameter: str, inc
     behind it: binomial dominance and Gaussian mean monotonicity (paper Lemmas
     `binomial_dominance`, `gaussian_mean_monotonicity`), and the data-processing
     inequality for more noise. Tolerance 1e-12 absolute on every α of ``order_alphas``.
+
+    Args:
+        b: The bound.
+        configs: Configurations ordered by ``parameter``.
+        parameter: The parameter swept (in the check's name).
+        increasing: Non-decreasing (else non-increasing) expected.
+        label: The configuration's label.
+        values: The parameter's values (in the result).
+        alphas: The α grid (None: ``order_alphas``).
+
+    Returns:
+        The check's result.
     """
     alphas = order_alphas() if alphas is None else alphas
     profiles = [np.asarray(b.profile(c, alphas), dtype=float) for c in configs]
@@ -131,6 +170,13 @@ def parameter_sweeps(b: Bound, config: TrainingConfig) -> List[Tuple[str, bool, 
     ρ (bounds that depend on it: WOR top level and pooled): N' ∈ {1, N/8, N/4, N/2, N}
     clipped to the batch; σ ∈ {0.5, 0.8, 1, 2, 4}; σ_C, σ_F ∈ {0, 0.25, 0.5, 1, 2, 4}
     for T11 (one at a time), jointly for T12.
+
+    Args:
+        b: The bound.
+        config: The base configuration.
+
+    Returns:
+        (parameter, increasing, values, configs) per sweep that applies.
     """
     out = []
     window = config.window_length

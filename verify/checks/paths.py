@@ -58,7 +58,17 @@ def closed_form() -> tuple:
 
 
 def closed_form_value(weight: mp.mpf, sigma: mp.mpf, alpha: mp.mpf, dps: int = DPS) -> mp.mpf:
-    """The closed form of :func:`closed_form`, sympy-substituted and evaluated in mpmath."""
+    """The closed form of :func:`closed_form`, sympy-substituted and evaluated in mpmath.
+
+    Args:
+        weight: The mixture weight.
+        sigma: σ.
+        alpha: α.
+        dps: mpmath's working precision.
+
+    Returns:
+        The closed form's value.
+    """
     (w, s, a), upper, lower = closed_form()
     expr = upper if alpha >= 1 else lower
     with mp.workdps(dps):
@@ -118,7 +128,15 @@ CLOSED_FORM_WEIGHTS: Dict[str, Callable[[TrainingConfig], mp.mpf]] = {
 
 
 def has_closed_form(bound_id: str, config: TrainingConfig) -> bool:
-    """Whether :func:`closed_form_paths` applies (two components: λ = 1, or k = 1 for T14)."""
+    """Whether :func:`closed_form_paths` applies (two components: λ = 1, or k = 1 for T14).
+
+    Args:
+        bound_id: The T-id.
+        config: The configuration.
+
+    Returns:
+        True where the pair has two components.
+    """
     if bound_id not in CLOSED_FORM_WEIGHTS:
         return False
     if bound_id in ("T3", "T9"):
@@ -136,6 +154,15 @@ def closed_form_paths(b: PairBound, config: TrainingConfig, label: str = "",
     (``weight``, default :data:`CLOSED_FORM_WEIGHTS`) against the engine's mpmath path at
     dps 40 (tolerance 1e-30 absolute) and its numpy path (1e-13 absolute + 1e-9 relative),
     at α ∈ ``REFERENCE_ALPHAS`` (both branches) except 0.
+
+    Args:
+        b: The pair bound.
+        config: The configuration.
+        label: The configuration's label.
+        weight: The weight as a function of the configuration (None: the bound's own).
+
+    Returns:
+        The check's result.
     """
     weight = weight or CLOSED_FORM_WEIGHTS[b.id]
     alphas = [a for a in REFERENCE_ALPHAS if a > 0]
@@ -182,6 +209,14 @@ def engine_paths(b: Bound, config: TrainingConfig, label: str = "") -> CheckResu
     relative; direct quadrature of max(dP - α dQ, 0) vs mpmath within 1e-10 absolute
     (the quadrature does not use the monotone-loss reduction, so it also guards the
     single-root assumption of the engine).
+
+    Args:
+        b: The bound.
+        config: The configuration.
+        label: The configuration's label.
+
+    Returns:
+        The check's result.
     """
     alphas = list(REFERENCE_ALPHAS)
     numpy_vals = np.asarray(b.profile(config, np.array(alphas)), dtype=float)
@@ -232,6 +267,16 @@ def pld_pessimism(b: Bound, config: TrainingConfig, label: str = "", discretizat
     for each δ, ε_PLD(δ) ≥ ε_exact(δ) (the mpmath root of H(e^ε) = δ) up to 1e-8
     (:data:`PLD_EPS_DEFICIT_TOL`), and ε_PLD ≤ ε_exact + discretization + 1e-8
     (connect-the-dots is exact on the grid, so it overshoots by less than one cell).
+
+    Args:
+        b: The bound.
+        config: The configuration.
+        label: The configuration's label.
+        discretization: The PLD's grid.
+        deltas: The δ values at which ε is compared.
+
+    Returns:
+        The check's result.
     """
     from tsdp.verify.pld import sound_pld
 

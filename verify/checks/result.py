@@ -16,10 +16,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from tsdp.theorems.config import Choice
 from tsdp.verify.json_data import json_data
 
-PASS, FAIL, FINDING = "pass", "fail", "finding"
-STATUSES = (PASS, FAIL, FINDING)
+
+class Status(Choice):
+    """A check's status (module docstring); its string is what the JSON holds."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    FINDING = "finding"
+
+
+PASS, FAIL, FINDING = Status.PASS, Status.FAIL, Status.FINDING
+STATUSES = Status.values()
 
 PROPERTIES = {
     1: "privacy-profile axioms",
@@ -36,18 +46,37 @@ PROPERTIES = {
 
 def jsonable(x: Any) -> Any:
     """Numbers and containers as plain JSON values, the one convention of :mod:`tsdp.verify.json_data`
-    (non-finite numbers as null)."""
+    (non-finite numbers as null).
+
+    Args:
+        x: A number or a container of them.
+
+    Returns:
+        Plain JSON data.
+    """
     return json_data(x)
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check: property number, name, theorem ids, configuration, numbers, tolerance, status."""
+    """One check: property number, name, theorem ids, configuration, numbers, tolerance, status.
+
+    Attributes:
+        name: The check's name (property, theorem, configuration label).
+        property: The property number (1-8, THEOREMS.md).
+        theorems: The T-ids checked.
+        status: pass, fail or finding (a :class:`Status`; its string is accepted).
+        explanation: One line saying what was found.
+        measured: The numbers measured.
+        tolerance: The tolerances they were held to.
+        config: The configuration's fields (None: none).
+        elapsed_s: Seconds the check took.
+    """
 
     name: str
     property: int
     theorems: Tuple[str, ...]
-    status: str
+    status: Status
     explanation: str
     measured: Dict[str, Any] = field(default_factory=dict)
     tolerance: Dict[str, Any] = field(default_factory=dict)
@@ -57,12 +86,14 @@ class CheckResult:
     def __post_init__(self):
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        object.__setattr__(self, "status", Status(self.status))
         if self.property not in PROPERTIES:
             raise ValueError(f"unknown property {self.property}")
 
     @property
     def passed(self) -> bool:
-        return self.status == PASS
+        """Whether the check passed."""
+        return self.status == Status.PASS
 
     def as_dict(self) -> dict:
         return {
@@ -70,7 +101,7 @@ class CheckResult:
             "property": self.property,
             "property_name": PROPERTIES[self.property],
             "theorems": list(self.theorems),
-            "status": self.status,
+            "status": self.status.value,
             "explanation": self.explanation,
             "measured": jsonable(self.measured),
             "tolerance": jsonable(self.tolerance),
@@ -80,24 +111,63 @@ class CheckResult:
 
 
 def config_dict(config) -> Optional[dict]:
-    """The configuration as a dict (``TrainingConfig.as_dict``), or None."""
+    """The configuration as a dict (``TrainingConfig.as_dict``), or None.
+
+    Args:
+        config: A configuration, or None.
+
+    Returns:
+        Its fields, or None.
+    """
     return None if config is None else config.as_dict()
 
 
 def result(name: str, prop: int, theorems: Sequence[str], ok: bool, explanation: str, *, measured=None,
            tolerance=None, config=None) -> CheckResult:
-    """A pass/fail result (never ``finding``): ``ok`` decides."""
+    """A pass/fail result (never ``finding``): ``ok`` decides.
+
+    Args:
+        name: The check's name.
+        prop: The property number.
+        theorems: The T-ids checked.
+        ok: Whether it passed.
+        explanation: One line saying what was found.
+        measured: The numbers measured.
+        tolerance: The tolerances they were held to.
+        config: The configuration.
+
+    Returns:
+        The result, pass or fail.
+    """
     return CheckResult(name, prop, tuple(theorems), PASS if ok else FAIL, explanation, dict(measured or {}),
                        dict(tolerance or {}), config)
 
 
 def error_result(name: str, prop: int, theorems: Sequence[str], exc: BaseException, config=None) -> CheckResult:
-    """A check that raised: a failure of our code, with the exception as explanation."""
+    """A check that raised: a failure of our code, with the exception as explanation.
+
+    Args:
+        name: The check's name.
+        prop: The property number.
+        theorems: The T-ids checked.
+        exc: The exception raised.
+        config: The configuration.
+
+    Returns:
+        A fail result naming the exception.
+    """
     return CheckResult(name, prop, tuple(theorems), FAIL, f"check raised {type(exc).__name__}: {exc}", {}, {}, config)
 
 
 def summarise(results: Sequence[CheckResult]) -> dict:
-    """Counts by status, plus the total."""
+    """Counts by status, plus the total.
+
+    Args:
+        results: The results.
+
+    Returns:
+        Status -> count, and "total".
+    """
     out = {s: 0 for s in STATUSES}
     for r in results:
         out[r.status] += 1

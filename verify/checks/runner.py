@@ -35,7 +35,14 @@ RANDOM_CASES = 8
 
 @dataclass(frozen=True)
 class Task:
-    """One check to run: its name (as the result will carry it), property, ids, and the call."""
+    """One check to run: its name (as the result will carry it), property, ids, and the call.
+
+    Attributes:
+        name: The check's name, as its result will carry it.
+        property: The property number.
+        theorems: The T-ids checked.
+        fn: Runs the check.
+    """
 
     name: str
     property: int
@@ -220,6 +227,15 @@ def plan(quick: bool = False, seed: int = 0, bounds: Optional[Dict[str, Bound]] 
     """The checks of ``tsdp verify`` (``quick``: the paper default only; else grid + random).
 
     ``bounds`` overrides registry entries by id (e.g. ``{"T6": broken_t6}``).
+
+    Args:
+        quick: The paper default only.
+        seed: The seed of the random configurations and lemma trials.
+        bounds: Registry entries replaced by id while the checks run.
+        random_count: How many random configurations.
+
+    Returns:
+        The tasks, in the output's order.
     """
     B = registry_bounds()
     B.update(bounds or {})
@@ -272,7 +288,14 @@ def plan(quick: bool = False, seed: int = 0, bounds: Optional[Dict[str, Bound]] 
 
 
 def run_task(task: Task) -> CheckResult:
-    """Run one task; an exception becomes a ``fail`` result naming it. Records the elapsed time."""
+    """Run one task; an exception becomes a ``fail`` result naming it. Records the elapsed time.
+
+    Args:
+        task: The task.
+
+    Returns:
+        Its result, with the elapsed time.
+    """
     t0 = time.perf_counter()
     try:
         res = task.fn()
@@ -293,6 +316,14 @@ def run(tasks: Sequence[Task], jobs: int = 1, progress: bool = False) -> List[Ch
 
     ``progress`` shows a tqdm bar on stderr. With ``jobs`` > 1 the tasks are inherited by
     fork (bound objects hold lambdas and do not pickle); only the results travel back.
+
+    Args:
+        tasks: The tasks.
+        jobs: Forked worker processes.
+        progress: Show a progress bar on stderr.
+
+    Returns:
+        The results, in the order of ``tasks``.
     """
     global _TASKS
     bar = None
@@ -334,6 +365,17 @@ def verify(quick: bool = False, seed: int = 0, jobs: Optional[int] = None, selec
 
     Returns {"mode", "seed", "elapsed_s", "checks": [result dicts], "summary": {status: count},
     "theorems_covered": [...]}.
+
+    Args:
+        quick: The paper default only.
+        seed: The seed of the random parts.
+        jobs: Worker processes (None: one per available CPU).
+        select: Keep the checks whose name contains this.
+        progress: Show a progress bar on stderr.
+        bounds: Registry entries replaced by id while the checks run.
+
+    Returns:
+        The report as JSON data (mode, seed, elapsed time, checks, summary).
     """
     t0 = time.perf_counter()
     tasks = plan(quick, seed, bounds)

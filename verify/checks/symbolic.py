@@ -31,6 +31,19 @@ def reduction(reduced: PairBound, target: PairBound, config: TrainingConfig, sub
     k = 1 is T13 (Prop. C.2 → Prop. C.1). ``config`` fixes the structural integers;
     the scheme check is skipped (the reductions cross schemes, e.g. ρ = 1 is a WOR top
     level that takes every sequence, the deterministic one of T1).
+
+    Args:
+        reduced: The bound reduced.
+        target: The bound it must equal.
+        config: ``reduced``'s configuration.
+        substitution: Symbol values substituted into ``reduced``.
+        description: The reduction in words.
+        label: The configuration's label.
+        target_config: ``target``'s configuration (None: ``config``).
+        target_substitution: Symbol values substituted into ``target``.
+
+    Returns:
+        The check's result (pass where sympy proves the two equal).
     """
     target_config = config if target_config is None else target_config
     lhs = reduced.pair(config, symbolic=True, check=False).subs(dict(substitution))
@@ -58,6 +71,12 @@ def paper_reductions(config: TrainingConfig) -> List[Tuple[str, str, TrainingCon
     is T11 at σ_C = σ_F; T9 at λ = 1 is T6; T3 at λ = 1 is T1; T14 at k = 1 is T13) and two
     more (T9 at ρ = 1 is T3; T10 at ρ = 1 is T4). λ and k are structural integers, so their
     reductions are configurations, the rates are symbols substituted.
+
+    Args:
+        config: The base configuration.
+
+    Returns:
+        (reduced id, target id, config, substitution, text) per reduction.
     """
     c = config.with_(sigma_context=0.0, sigma_forecast=0.0)
     one = c.with_(instances=1)

@@ -21,32 +21,74 @@ import numpy as np
 
 
 def gap(pmf) -> float:
-    """The grid gap d of a PMF (the library's ``value_discretization_interval``)."""
+    """The grid gap d of a PMF (the library's ``value_discretization_interval``).
+
+    Args:
+        pmf: A library PMF (dense or sparse).
+
+    Returns:
+        The gap d.
+    """
     return pmf._discretization  # noqa: SLF001 - the library's PMFs expose no public accessor
 
 
 def probs(pmf) -> np.ndarray:
-    """The masses of a dense PMF, on the losses ``lower_loss(pmf)``, ``lower_loss(pmf) + 1``, ... (times the gap)."""
+    """The masses of a dense PMF, on the losses ``lower_loss(pmf)``, ``lower_loss(pmf) + 1``, ... (times the gap).
+
+    Args:
+        pmf: A dense library PMF.
+
+    Returns:
+        The masses, as an array.
+    """
     return pmf._probs  # noqa: SLF001
 
 
 def lower_loss(pmf) -> int:
-    """The integer index of a dense PMF's lowest loss (its loss is this times the gap)."""
+    """The integer index of a dense PMF's lowest loss (its loss is this times the gap).
+
+    Args:
+        pmf: A dense library PMF.
+
+    Returns:
+        The lowest loss's index.
+    """
     return pmf._lower_loss  # noqa: SLF001
 
 
 def infinity_mass(pmf) -> float:
-    """The mass of a PMF at the privacy loss +∞."""
+    """The mass of a PMF at the privacy loss +∞.
+
+    Args:
+        pmf: A library PMF (dense or sparse).
+
+    Returns:
+        The mass at +∞.
+    """
     return pmf._infinity_mass  # noqa: SLF001
 
 
 def pessimistic(pmf) -> bool:
-    """Whether a PMF is a pessimistic (upper) estimate, else an optimistic (lower) one."""
+    """Whether a PMF is a pessimistic (upper) estimate, else an optimistic (lower) one.
+
+    Args:
+        pmf: A library PMF (dense or sparse).
+
+    Returns:
+        True for a pessimistic PMF.
+    """
     return pmf._pessimistic_estimate  # noqa: SLF001
 
 
 def loss_probs(pmf) -> dict:
-    """A sparse PMF's masses: integer loss index -> mass."""
+    """A sparse PMF's masses: integer loss index -> mass.
+
+    Args:
+        pmf: A sparse library PMF.
+
+    Returns:
+        Loss index -> mass.
+    """
     return pmf._loss_probs  # noqa: SLF001
 
 
@@ -58,12 +100,27 @@ def max_sparse_size() -> int:
 
 
 def pmfs(pld) -> tuple:
-    """(remove, add) PMFs of a library PLD, add None when it is symmetric."""
+    """(remove, add) PMFs of a library PLD, add None when it is symmetric.
+
+    Args:
+        pld: A library ``PrivacyLossDistribution``.
+
+    Returns:
+        (remove PMF, add PMF or None).
+    """
     return pld._pmf_remove, (None if pld._symmetric else pld._pmf_add)  # noqa: SLF001
 
 
 def from_pmfs(remove, add):
-    """The library's PLD of the two directions (symmetric when ``add`` is None): the inverse of :func:`pmfs`."""
+    """The library's PLD of the two directions (symmetric when ``add`` is None): the inverse of :func:`pmfs`.
+
+    Args:
+        remove: The REMOVE direction's PMF.
+        add: The ADD direction's PMF (None: symmetric).
+
+    Returns:
+        The library's ``PrivacyLossDistribution``.
+    """
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
     return PrivacyLossDistribution(remove, add)
@@ -71,5 +128,12 @@ def from_pmfs(remove, add):
 
 def discretization_of(pld) -> float:
     """The grid gap of a library PLD (its coarser direction): the discretisation it answers at,
-    which :func:`fit_grid` or :func:`compose` may have coarsened from the one asked for."""
+    which :func:`fit_grid` or :func:`compose` may have coarsened from the one asked for.
+
+    Args:
+        pld: A library ``PrivacyLossDistribution``.
+
+    Returns:
+        Its grid gap.
+    """
     return max(gap(p) for p in pmfs(pld) if p is not None)

@@ -32,6 +32,15 @@ def connect_dots_pmf(profile: OneStepProfile, discretization: float = DEFAULT_DI
     δ(ε) on the grid k·d, k_lo ≤ k ≤ k_hi (:func:`fit_grid`: d coarsened to fit the memory
     ceiling), inflated by a relative 1e-12, goes to the library's
     ``pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap``.
+
+    Args:
+        profile: The one-step profile.
+        discretization: The grid gap asked for (coarsened where the memory ceiling requires).
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound`` (where the grid ends).
+        memory_limit: The memory ceiling in bytes (None: :func:`~tsdp.verify.pld.limits.resolve_memory_limit`).
+
+    Returns:
+        The pessimistic dense PMF.
     """
     from dp_accounting.pld import pld_pmf
 
@@ -63,6 +72,15 @@ def buckets_pmf_optimistic(pair: MixturePair, discretization: float = DEFAULT_DI
     below the grid is dropped. The bucket masses P(L > k d) are read at the loss roots of
     the whole grid at once (:func:`theorems.hockey_stick.loss_root`), in chunks; the grid is
     sized by :func:`fit_grid` (a coarser gap stays optimistic).
+
+    Args:
+        pair: The mixture pair (P, Q).
+        discretization: The grid gap asked for.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        memory_limit: The memory ceiling in bytes (None: the resolved one).
+
+    Returns:
+        The optimistic PMF.
     """
     _check_discretization(discretization)
     prof = pair_profile(pair)
@@ -116,6 +134,16 @@ def survival_pld(survival: ProfileFn, profile: OneStepProfile, discretization: f
     For a construction whose privacy loss law is the same in both directions and known in
     closed form (T15's ``loss_survival``: a mixture over an observed label, no 1-D pair);
     buckets as :func:`buckets_pmf_optimistic`, on the grid range of ``profile``.
+
+    Args:
+        survival: ε ↦ P(L > ε) of the construction's privacy loss.
+        profile: The bound's one-step profile (its grid range).
+        discretization: The grid gap asked for.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        memory_limit: The memory ceiling in bytes (None: the resolved one).
+
+    Returns:
+        The optimistic symmetric ``PrivacyLossDistribution``.
     """
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
@@ -130,6 +158,15 @@ def profile_pld(profile: OneStepProfile, discretization: float = DEFAULT_DISCRET
     """A symmetric ``PrivacyLossDistribution`` holding the connect-the-dots PMF of ``profile``.
 
     Pessimistic (upper estimate): see :func:`connect_dots_pmf`.
+
+    Args:
+        profile: The one-step profile.
+        discretization: The grid gap asked for.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        memory_limit: The memory ceiling in bytes (None: the resolved one).
+
+    Returns:
+        The pessimistic symmetric ``PrivacyLossDistribution``.
     """
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
@@ -144,6 +181,16 @@ def sound_pld(bound: Bound, config: TrainingConfig, discretization: float = DEFA
     Connect-the-dots of :func:`one_step_profile` (the α < 1 branch from the swapped pair, or
     (1-ρ) max(0, 1-α) + ρ H_base for T7/T8). Pessimistic: composing it gives an upper
     bound on the composed ε of any mechanism the profile dominates.
+
+    Args:
+        bound: The bound.
+        config: The configuration.
+        discretization: The grid gap asked for.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        memory_limit: The memory ceiling in bytes (None: the resolved one).
+
+    Returns:
+        The pessimistic one-step ``PrivacyLossDistribution`` (upper).
     """
     return profile_pld(one_step_profile(bound, config), discretization, log_mass_truncation_bound,
                        memory_limit=memory_limit)
@@ -159,6 +206,16 @@ def pair_pld(pair: MixturePair, discretization: float = DEFAULT_DISCRETIZATION, 
     ``pessimistic=True``: connect-the-dots per direction, an **upper** estimate of the
     same pair's composition (:func:`connect_dots_pmf`). Both directions share one gap (the
     coarser of the two when :func:`fit_grid` had to coarsen one).
+
+    Args:
+        pair: The mixture pair (P, Q).
+        discretization: The grid gap asked for.
+        pessimistic: Pessimistic (upper) instead of optimistic (lower) discretisation.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        memory_limit: The memory ceiling in bytes (None: the resolved one).
+
+    Returns:
+        The two-direction ``PrivacyLossDistribution``.
     """
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 

@@ -78,6 +78,15 @@ def compose(pld, compositions: int, tail_mass_truncation: float = DEFAULT_TAIL_M
     convolutions and never a grid proportional to the count. Keeps the direction of
     ``pld``'s estimate (pessimistic stays an upper estimate; an optimistic one stays a lower
     estimate up to the tail_mass_truncation the library adds to the infinity mass).
+
+    Args:
+        pld: The one-step PLD.
+        compositions: How many times it is composed (≥ 1).
+        tail_mass_truncation: The library's ``tail_mass_truncation``.
+        memory_limit: The memory ceiling in bytes (None: the resolved one).
+
+    Returns:
+        The composed PLD (its direction kept).
     """
     if compositions < 1:
         raise ValueError(f"compositions must be >= 1, got {compositions}")
@@ -117,6 +126,16 @@ def compose_pair(a, b, tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATIO
     PLDs of different gaps (one coarsened by :func:`fit_grid`) are brought to the coarser
     one; a result longer than ``max_points`` (default: what the memory ceiling allows) is
     computed from coarsened operands. Directions kept as in :func:`compose`.
+
+    Args:
+        a: The first PLD.
+        b: The second PLD.
+        tail_mass_truncation: The library's ``tail_mass_truncation``.
+        memory_limit: The memory ceiling in bytes (None: the resolved one).
+        max_points: The largest result allowed (None: from the ceiling).
+
+    Returns:
+        The composition of ``a`` and ``b``.
     """
     limit = resolve_memory_limit(memory_limit)
     cap = max_fft_points(limit) if max_points is None else max_points
@@ -146,6 +165,16 @@ def attained_envelope(pld, compositions: int, read: Callable, tail_mass_truncati
     powers 2^k by repeated squaring, each size bounded as in :func:`compose` (a coarsened power
     rounds down: still a lower bound). The maximum is exact, so the value does not depend on
     the order the reads are taken in.
+
+    Args:
+        pld: The one-step PLD (optimistic).
+        compositions: The run's compositions S.
+        read: Reads a number or an array from a composed PLD.
+        tail_mass_truncation: The library's ``tail_mass_truncation``.
+        memory_limit: The memory ceiling in bytes (None: the resolved one).
+
+    Returns:
+        The maximum read (elementwise for arrays): a lower bound on the run's value.
     """
     if compositions < 1:
         raise ValueError(f"compositions must be >= 1, got {compositions}")

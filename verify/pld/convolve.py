@@ -84,6 +84,13 @@ def fftconvolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     (``next_fast_len(len(a) + len(b) - 1, True)``), and scipy's plain product when an operand
     has one point. A squaring (``b is a``) transforms once, where scipy transforms both operands:
     the product of the spectrum with itself is the product scipy forms of two equal spectra.
+
+    Args:
+        a: A 1-D float array.
+        b: A 1-D float array.
+
+    Returns:
+        Their full convolution.
     """
     from scipy import fft
 

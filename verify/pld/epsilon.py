@@ -64,5 +64,12 @@ def epsilon_for_delta(pld, delta: float) -> float:
 
     The larger ε of the two directions, as the library's ``PrivacyLossDistribution``; the
     direction of the PLD's estimate is unchanged (the same number up to float rounding).
+
+    Args:
+        pld: A library ``PrivacyLossDistribution``.
+        delta: The target δ.
+
+    Returns:
+        ε at δ, as the library computes it.
     """
     return max(_pmf_epsilon(p, delta) for p in adapter.pmfs(pld) if p is not None)

@@ -76,6 +76,14 @@ def grid_range(profile: OneStepProfile, discretization: float, log_mass_truncati
     the reversed direction, where the dropped lower-tail excess δ(ε) - (1 - e^ε) is
     e^ε·H_{e^{-ε}}(reversed) ≤ e^ε·½e^{bound}. Both truncations move mass up (pessimistic).
     No size check here: see :func:`fit_grid`.
+
+    Args:
+        profile: The one-step profile.
+        discretization: The grid gap.
+        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+
+    Returns:
+        (k_lo, k_hi).
     """
     return _ends(*_eps_range(profile, log_mass_truncation_bound), discretization)
 
@@ -89,6 +97,18 @@ def fit_grid(profile: OneStepProfile, discretization: float, log_mass_truncation
     gap, privacy buckets a lower one), and is announced by a :class:`PldCoarsenedWarning`.
     Raises :class:`PldTooLargeError` (with the number of points it would need) when even
     d = 1 does not fit.
+
+    Args:
+        profile: The one-step profile whose grid is fitted.
+        discretization: The finest gap wanted; doubled until the grid fits.
+        log_mass_truncation_bound: Where the grid ends (the library's ``log_mass_truncation_bound``).
+        memory_limit: The ceiling in bytes (None: :func:`resolve_memory_limit`).
+
+    Returns:
+        (d, k_lo, k_hi).
+
+    Raises:
+        PldTooLargeError: No gap fits the ceiling.
     """
     eps_lo, eps_hi = _eps_range(profile, log_mass_truncation_bound)
     cap = max_grid_points(memory_limit)

@@ -38,6 +38,11 @@ class PldTooLargeError(ConfigError):
     """A PLD whose grid cannot fit the memory ceiling even at the coarsest gap (names σ).
 
     ``points`` is the number of grid points it would need, ``max_points`` what the ceiling allows.
+
+    Args:
+        constraint: What the PLD is of (names σ).
+        points: Grid points it would need.
+        max_points: What the ceiling allows.
     """
 
     def __init__(self, constraint: str, points: float, max_points: int):
@@ -55,6 +60,15 @@ def resolve_memory_limit(value: Optional[int] = None) -> int:
 
     Raises ConfigError naming the keyword or the environment variable for a value that is not
     a positive size.
+
+    Args:
+        value: The ceiling in bytes (None: the environment's, else 2 GiB).
+
+    Returns:
+        The ceiling in bytes.
+
+    Raises:
+        ConfigError: A value that is no positive integer.
     """
     if value is not None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -76,12 +90,26 @@ def resolve_memory_limit(value: Optional[int] = None) -> int:
 
 
 def max_grid_points(limit: Optional[int] = None) -> int:
-    """The most points a one-step grid may have under the ceiling (and :data:`MAX_GRID_POINTS`)."""
+    """The most points a one-step grid may have under the ceiling (and :data:`MAX_GRID_POINTS`).
+
+    Args:
+        limit: The memory ceiling in bytes (None: the resolved one).
+
+    Returns:
+        The most grid points.
+    """
     return max(16, min(MAX_GRID_POINTS, resolve_memory_limit(limit) // _BYTES_PER_GRID_POINT))
 
 
 def max_fft_points(limit: Optional[int] = None) -> int:
-    """The longest convolution result the memory ceiling allows."""
+    """The longest convolution result the memory ceiling allows.
+
+    Args:
+        limit: The memory ceiling in bytes (None: the resolved one).
+
+    Returns:
+        The longest convolution result.
+    """
     return max(16, resolve_memory_limit(limit) // _BYTES_PER_FFT_POINT)
 
 

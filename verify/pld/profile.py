@@ -41,6 +41,14 @@ def pair_profile_on(pair: NumericMixturePair, eps: np.ndarray, *, upper: bool = 
     rounding; agrees with :func:`theorems.hockey_stick.hockey_stick` (tests). With
     ``upper=True`` a float-error bound is added, 1e-12·(P(Z > z*) + α Q(Z > z*)) (the
     cancellation in the difference) plus 1e-12 relative: an upper estimate, never rounded down.
+
+    Args:
+        pair: The numeric mixture pair (P, Q).
+        eps: The ε values.
+        upper: Add a float-error bound (the accountant's pessimistic input).
+
+    Returns:
+        The profile at each ε.
     """
     eps = np.asarray(eps, dtype=float)
     o = orient(pair)
@@ -77,6 +85,13 @@ class OneStepProfile:
     for ε ≥ 0 and the swapped pair for ε < 0, mixed with weight w; see :func:`one_step_profile`).
     ``upper_pair`` is the pair whose ε_hi fixes the grid's upper end, ``lower_pair`` the
     pair whose ε_hi, negated, fixes the lower end (see :func:`grid_range`).
+
+    Attributes:
+        bound_id: The bound's T-id.
+        delta: ε ↦ δ(ε) as the theorem states it.
+        upper: ε ↦ δ(ε) of the pair whose ε_hi fixes the grid's upper end.
+        lower: ε ↦ δ(ε) of the pair whose ε_hi, negated, fixes the grid's lower end.
+        delta_upper: ε ↦ δ(ε) plus its float-error bound (None: ``delta``).
     """
 
     bound_id: str
@@ -114,6 +129,14 @@ def one_step_profile(bound: Bound, config: TrainingConfig, *, check: bool = True
     the swapped pair for ε < 0 (α-symmetry, Zhu et al. 2022, Lemma 31). Any other bound answers
     δ(ε) itself (``bound.delta_eps``, T15), or raises: no silent fallback. Exact up to float
     rounding (no directed rounding here; the PLD builders add their own).
+
+    Args:
+        bound: The bound.
+        config: The configuration.
+        check: Check that ``config`` fits the bound's scheme first.
+
+    Returns:
+        The profile.
     """
     form = bound.pair_form(config, check=check, numeric=True)  # the same floats, no sympy
     if form is None:
@@ -141,6 +164,12 @@ def pair_profile(pair: MixturePair) -> OneStepProfile:
 
     The grid's lower end comes from the reversed pair (Q, P): by the α-symmetry identity
     H_α(P‖Q) = 1 - α + α H_{1/α}(Q‖P), the mass of L_PQ below ε is governed by H_{e^{-ε}}(Q‖P).
+
+    Args:
+        pair: The mixture pair (P, Q).
+
+    Returns:
+        The profile of that direction.
     """
     num = pair.numeric()
     rev = pair.swapped().numeric()

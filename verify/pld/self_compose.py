@@ -37,12 +37,29 @@ def self_convolve_bounds(probs: np.ndarray, compositions: int, tail_mass_truncat
     1e-12 relative), and the window rounds outward from b_t ± s_t: it contains the library's, so the mass it
     truncates is at most the library's, at most τ. A PMF with a negative or non-finite entry, or no mass, or an
     order whose estimate is not finite, gets the library's own bounds.
+
+    Args:
+        probs: The one-step masses.
+        compositions: n.
+        tail_mass_truncation: The library's ``tail_mass_truncation``.
+
+    Returns:
+        (lo, hi).
     """
     return self_convolve_windows(probs, [compositions], tail_mass_truncation)[0]
 
 
 def self_convolve_windows(probs: np.ndarray, counts: Sequence[int], tail_mass_truncation: float) -> list:
-    """:func:`self_convolve_bounds` for each n of ``counts``, from one evaluation of the moment sums."""
+    """:func:`self_convolve_bounds` for each n of ``counts``, from one evaluation of the moment sums.
+
+    Args:
+        probs: The one-step masses.
+        counts: The n values.
+        tail_mass_truncation: The library's ``tail_mass_truncation``.
+
+    Returns:
+        (lo, hi) per n.
+    """
     from dp_accounting.pld import common
 
     size = probs.size
