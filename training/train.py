@@ -311,7 +311,6 @@ def plan_run(request: RunRequest) -> RunPlan:
         raise ConfigError("epsilon", "an ε budget needs private training (private=True)")
     if private and delta is None:
         raise ConfigError("delta", "private training reports the ε it spends at a δ: give delta")
-    StepPath.of("step_path", step_path)
     if optimizer not in ("adam", "sgd"):
         raise ConfigError("optimizer", "must be adam or sgd", optimizer)
     warmup_steps = check_int("warmup_steps", warmup_steps, 0)
@@ -441,6 +440,7 @@ def train(
     covariates of every window's positions (:mod:`tsdp.datasets.time_features`: the calendar features of the data's
     step from each series' ``starts``, and the age feature), in training, validation and test alike.
     """
+    StepPath.of("step_path", step_path)
     plan = plan_run(RunRequest(config, data, split, epsilon=epsilon, delta=delta, epochs=epochs, steps=steps,
                                theorem=theorem, warmup_steps=warmup_steps, warmup_sigma=warmup_sigma,
                                discretization=discretization, clip=clip, lr=lr, weight_decay=weight_decay,
