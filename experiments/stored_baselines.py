@@ -48,9 +48,8 @@ def fingerprint(split) -> str:
 
 
 def cache_key(split) -> dict:
-    """Everything the baselines of ``split`` depend on (module docstring), as JSON."""
-    import statsforecast
-
+    """Everything the baselines of ``split`` depend on (module docstring), as JSON (MissingExtraError without
+    statsforecast)."""
     from tsdp.experiments import baselines
     from tsdp.training import metrics
 
@@ -58,7 +57,7 @@ def cache_key(split) -> dict:
     return {"data": fingerprint(split), "dataset": spec.name, "season": spec.season,
             "forecast_length": spec.forecast_length, "test_windows": split.test.count,
             "fitted_history": {b: baselines.fitted_history(b, spec.season) for b in baselines.BASELINES},
-            "quantiles": list(metrics.QUANTILES), "statsforecast": statsforecast.__version__, "code": code_hash()}
+            "quantiles": list(metrics.QUANTILES), "statsforecast": baselines.statsforecast_version(), "code": code_hash()}
 
 
 @functools.lru_cache(maxsize=1)

@@ -316,6 +316,25 @@ def test_experiment_without_statsforecast_is_refused_before_training(monkeypatch
     assert "pip install 'tsdp[experiments]'" in error_line(outcome.err) and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("extra, flag", [
+    (["--seeds", "0"], "--seeds"),
+    (["--levels", "w-event", "--w", "0"], "--w"),
+    (["--samples", "5"], "--samples"),
+    (["--data", "/nonexistent.csv"], "--data"),
+    (["--data-dir", "/nonexistent"], "--data-dir"),
+    (["--workers", "0"], "--workers"),
+    (["--cluster", "tcp://127.0.0.1:0"], "--cluster"),
+    (["--trials-typo"], "--trials-typo"),
+])
+def test_experiment_checks_its_flags_before_the_missing_extra(monkeypatch, tmp_path, extra, flag):
+    """Without statsforecast a bad flag is still named (the flags are checked first, then the extra)."""
+    monkeypatch.setitem(sys.modules, "statsforecast", None)
+    outcome = run_case([*EXPERIMENT, "--out", str(tmp_path / "grid"), *extra], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    line = error_line(outcome.err)
+    assert flag in line and "tsdp[experiments]" not in line
+
+
 # ----------------------------------------------------------------------------- audit-fn: the user's functions
 
 

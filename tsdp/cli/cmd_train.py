@@ -9,13 +9,15 @@ handler only, so `tsdp` starts fast.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Optional
 
 from tsdp.theorems.config import check_output_path
 
 from tsdp.theorems.config import DEFAULT_CONFIG
 
-from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args
+from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
+                          fit_to_data)
 from .output import dumps
 
 MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
@@ -50,8 +52,8 @@ def add_parsers(sub, command) -> None:
         f"make_private_with_epsilon) so that --epochs K (default {FIT_EPOCHS}) or --steps S spend the budget; with an "
         "explicit --sigma the run stops when the sound ε(δ) of the next step would exceed --epsilon, or after "
         "--epochs / --steps. Prints test CRPS, the seasonal-naive and untrained CRPS, ε spent and the number of steps. "
-        "With --data FILE the configuration must match the file: --N its number of series and --L the "
-        "shortest training length (series length minus L_F); the error message says which.")
+        "With --data FILE, N and L are taken from the file (its number of series and its shortest training length: "
+        "series length minus L_F) and said in one line; a typed --N must match it, a typed --L must not exceed it.")
     p.add_argument("--model", choices=MODEL_NAMES, default="simple-ff", help="forecasting model")
     p.add_argument("--epsilon", type=float, default=None, help="train until the sound ε(δ) reaches this budget "
                    "(a small budget buys few steps: the output says when the model does not beat seasonal naive)")
@@ -140,12 +142,18 @@ def add_parsers(sub, command) -> None:
                              f"values) (got {args.context_length})")
         if args.save is not None:
             check_output_path("save", args.save)  # before the run, not after it
+        data = None if args.data == "synthetic" else data_from_args(args)  # sized by the configuration, or sizing it
+        if data is not None:
+            note = fit_to_data(args, data, held_out=args.forecast_length)
+            if note:
+                print(f"tsdp train: note: {note}", file=sys.stderr)
         fit = fit_sigma(args)
         config = config_from_args(args)
         from tsdp.training.train import train
         from tsdp.theorems.config import ConfigError
 
-        data = data_from_args(args, config, seed=args.seed)
+        if data is None:
+            data = data_from_args(args, config, seed=args.seed)
         try:
             result = train(config, args.model, data, epsilon=args.epsilon, delta=args.delta, epochs=args.epochs,
                            steps=args.steps, theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,

@@ -26,6 +26,7 @@ import warnings
 from typing import Callable, Dict, List, Optional
 
 from .config_args import CATALOGUE, HelpFormatter, add_config_arguments, check_device, config_from_args
+from .counts import integral_counts
 from .errors import UsageError  # its one home; re-exported here for `from .main import UsageError`
 
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -216,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name in subcommand_modules():
         importlib.import_module(name).add_parsers(sub, command)
+    integral_counts(parser)
     return parser
 
 

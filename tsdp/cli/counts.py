@@ -1,0 +1,40 @@
+"""Whole-number flags: a count may be written as the field writes counts, ``1000000``, ``1_000_000`` or ``1e6``.
+
+Every flag declared ``type=int`` reads through :func:`count` (:func:`integral_counts` swaps the type in the
+finished parser, so a new sub-command's count flags need no edit): an integral value in any of those spellings
+is taken exactly (``1e30`` is 10^30, not the float nearest it), anything else (``1.5e0``, ``inf``, ``ten``) is one
+usage error naming the flag.
+"""
+from __future__ import annotations
+
+import argparse
+from decimal import Decimal, InvalidOperation
+
+
+def count(text: str) -> int:
+    """The integer ``text`` spells: an int literal, or an integral decimal in scientific notation (``1e6``, ``2.5e3``).
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not a whole number (argparse prefixes the flag).
+    """
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or value != value.to_integral_value():
+        raise argparse.ArgumentTypeError(f"must be a whole number, e.g. 1000000 or 1e6 (got {text!r})")
+    return int(value)
+
+
+def integral_counts(parser: argparse.ArgumentParser) -> None:
+    """Read every ``type=int`` flag of ``parser`` and of its sub-parsers through :func:`count`."""
+    for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor
+        if action.type is int:
+            action.type = count
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for sub in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
+                integral_counts(sub)
