@@ -108,7 +108,10 @@ def _infer_step(stamps, source: str, timestamp: str):
         return None
     if pd.api.types.is_numeric_dtype(unique):
         return np.diff(np.asarray(unique)).min().item()
-    freq = pd.infer_freq(pd.DatetimeIndex(unique))
+    with warnings.catch_warnings():  # pandas 3 announces an offset instead of the text: either is read as text
+        warnings.simplefilter("ignore", DeprecationWarning)
+        freq = pd.infer_freq(pd.DatetimeIndex(unique))
+    freq = getattr(freq, "freqstr", freq)
     if freq is None:
         raise DataError(f"{source}, column {timestamp!r}",
                         "has no regular step pandas can infer; pass freq (a pandas offset alias such as 'D' or 'MS')")
