@@ -308,7 +308,9 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
             and ≥ 1).
         progress: Report progress while the trials run.
         confidence: The probability with which ``epsilon_lower`` is a lower bound, in (0, 1).
-        sampler (BiLevelSampler | PooledSampler | None): Replaces the scheme's sampler (tests).
+        sampler (BiLevelSampler | PooledSampler | None): Replaces the scheme's sampler (tests); it draws from a CPU
+            generator on every device (a user's ``torch.randint(..., generator=g)`` works as written, the same draws
+            on CPU and CUDA) and its windows are moved to the device.
         discretization: The PLD grid of the theory numbers (sound rounds up, attained down).
         select_fraction: With ``threshold="split"``: the fraction of the trials that choose the test, in (0, 1).
         threshold: ``"theory"`` fixes the test before sampling from the construction's pair (all trials

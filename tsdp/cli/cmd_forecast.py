@@ -242,7 +242,7 @@ def _predict(args) -> int:
     check_samples(args.samples, 1, args.context_length, header["forecast_length"])
     cal = _calibrated(args)
     context = torch.as_tensor(x[-args.context_length:], dtype=torch.float32, device=device)[None]
-    gen = torch.Generator(device=device).manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(args.seed)  # drawn on the CPU: a seed gives the same draws on every device
     paths = private_forecast(model, context, args.r, cal.sigma, args.samples, gen, covariates)[0].cpu().numpy()
     qs = np.quantile(paths, QUANTILES, axis=0)
     if not np.all(np.isfinite(qs)):  # the float32 model overflowed: no number to give
