@@ -9,7 +9,6 @@ handler only, so `tsdp` starts fast.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Optional
 
 from tsdp.theorems.config import check_output_path
@@ -17,7 +16,7 @@ from tsdp.theorems.config import check_output_path
 from tsdp.theorems.config import DEFAULT_CONFIG
 
 from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
-                          fit_to_data)
+                          data_sizing_the_config)
 from .output import dumps
 
 MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
@@ -142,11 +141,7 @@ def add_parsers(sub, command) -> None:
                              f"values) (got {args.context_length})")
         if args.save is not None:
             check_output_path("save", args.save)  # before the run, not after it
-        data = None if args.data == "synthetic" else data_from_args(args)  # sized by the configuration, or sizing it
-        if data is not None:
-            note = fit_to_data(args, data, held_out=args.forecast_length)
-            if note:
-                print(f"tsdp train: note: {note}", file=sys.stderr)
+        data = data_sizing_the_config(args, "train")  # a file's N and L, before any calibration; None: synthetic
         fit = fit_sigma(args)
         config = config_from_args(args)
         from tsdp.training.train import train
