@@ -1,10 +1,10 @@
 """A plain install (`pip install tsdp`, no extra): the report runs its other sections and names the extra its
 measured C7 grid needs; every command that needs an extra refuses in one line naming it, after its flags.
 
-A whole process tree without the extras is simulated by a ``sitecustomize`` on PYTHONPATH whose meta-path finder
-refuses every extra's top-level package (spawned worker processes inherit PYTHONPATH, so the report's side
-processes run without them too); single in-process checks block a module through ``sys.modules`` as
-tests/integrations/test_optional_extras.py does.
+A whole process tree without the extras is simulated by a ``sitecustomize`` on PYTHONPATH that wraps the
+interpreter's finders so that none finds an extra's top-level package (spawned worker processes inherit PYTHONPATH,
+so the report's side processes run without them too); single in-process checks block a module through
+``sys.modules`` as tests/integrations/test_optional_extras.py does.
 """
 import os
 import subprocess
@@ -23,15 +23,27 @@ import sys
 
 
 class _PlainInstall:
-    '''Refuses {blocked}: a process as on an install without tsdp's extras.'''
+    # every finder of the interpreter, except that the blocked packages are found by none, as when they are not
+    # installed: importlib.util.find_spec answers None (torch probes so), an import raises ModuleNotFoundError
+
+    def __init__(self, finders):
+        self.finders = finders
 
     def find_spec(self, name, path=None, target=None):
         if name.partition(".")[0] in {blocked!r}:
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+            return None
+        for finder in self.finders:
+            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None:
+                return spec
         return None
 
+    def invalidate_caches(self):
+        for finder in self.finders:
+            getattr(finder, "invalidate_caches", lambda: None)()
 
-sys.meta_path.insert(0, _PlainInstall())
+
+sys.meta_path[:] = [_PlainInstall(list(sys.meta_path))]
 """
 
 
@@ -44,19 +56,21 @@ def plain_env(folder) -> dict:
 
 
 def test_the_blocker_blocks_in_spawned_children(tmp_path):
-    """The simulation holds: the blocked process and a child it spawns both fail to import pandas; tsdp imports."""
-    code = ("import multiprocessing as mp, importlib\n"
+    """The simulation holds: the blocked process and a child it spawns both fail to import pandas (and find no spec
+    of it, as torch probes); tsdp imports."""
+    code = ("import multiprocessing as mp, importlib, importlib.util\n"
             "def probe(name):\n"
             "    try:\n        importlib.import_module(name)\n        return 'imported'\n"
             "    except ModuleNotFoundError:\n        return 'missing'\n"
             "if __name__ == '__main__':\n"
             "    with mp.get_context('spawn').Pool(1) as pool:\n"
-            "        print(probe('pandas'), pool.apply(probe, ('pandas',)), probe('tsdp.cli.main'))\n")
+            "        print(probe('pandas'), pool.apply(probe, ('pandas',)), probe('tsdp.cli.main'),\n"
+            "              importlib.util.find_spec('pandas'))\n")
     script = tmp_path / "probe.py"
     script.write_text(code)
     done = subprocess.run([sys.executable, str(script)], env=plain_env(tmp_path), capture_output=True, text=True,
                           timeout=120)
-    assert done.stdout.split() == ["missing", "missing", "imported"], done.stderr[-2000:]
+    assert done.stdout.split() == ["missing", "missing", "imported", "None"], done.stderr[-2000:]
 
 
 def test_c7_without_statsforecast_names_the_extra(monkeypatch):
