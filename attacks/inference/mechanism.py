@@ -93,7 +93,8 @@ def forecast_covariates(model: torch.nn.Module, freq: Optional[str], starts, len
     given = None if starts is None else starts[0].freq
     if freq is not None and not (given is not None and same_step(given, freq)):
         raise ValueError(f"the model reads the calendar features of data at the step {freq!r}, and the series "
-                         + ("has no calendar (give --data with timestamps at that step)" if given is None else
+                         + (f"has no calendar (give --data with timestamps at that step: a table's timestamps, or GluonTS "
+                            f"JSON lines with --freq {freq})" if given is None else
                             f"is at the step {given!r}"))
     if freq is None:
         starts = None  # trained without a calendar: the age feature only

@@ -161,3 +161,22 @@ def test_an_undefined_auc_is_labelled_not_nan():
     undefined = auc(np.arange(4.0), np.ones(4, dtype=bool))
     assert not np.isfinite(undefined) and not NON_FINITE.search(auc_text(undefined))
     assert auc_text(auc(np.arange(4.0), np.arange(4) >= 2)) == "1.000"
+
+
+def test_a_budget_that_outlasts_the_accountant_names_the_sigma_that_was_typed():
+    """`train --epsilon 10 --sigma 1e6` (no schedule typed): the run would last beyond the accountant's reach; the one
+    line names --sigma (typed), never --steps (not typed)."""
+    outcome = run_case(["train", *SMALL, "--epsilon", "10", "--sigma", "1e6", "--delta", "1e-5"], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    line = error_line(outcome.err)
+    assert "invalid --sigma" in line and "invalid --steps" not in line
+
+
+@pytest.mark.parametrize("command", [["audit-model", "--model", "simple-ff", "--epsilon", "1"], ["audit-fn"]])
+def test_a_spike_that_overflows_is_blamed_on_spike(command, no_optimizer):
+    """A spike of 1e308 standard deviations is not a finite element: one line naming --spike, before any training
+    (not a data error about series holding inf)."""
+    extra = ["--train", no_optimizer, "--canary", "spike"] if command == ["audit-fn"] else []
+    outcome = run_case([*command, *extra, "--canaries", "4", "--delta", "1e-5", *SMALL, "--spike", "1e308"], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    assert "invalid --spike" in error_line(outcome.err) and "series" not in error_line(outcome.err).split(":")[1]

@@ -160,7 +160,11 @@ def add_parsers(sub, command) -> None:
 
                 save_model(args.save, result.trained_model, args.model, config.context_length,
                            config.forecast_length, data.freq)
-        except ConfigError:
+        except ConfigError as err:
+            if err.parameter == "steps" and args.epochs is None and args.steps is None:
+                raise UsageError(f"invalid --sigma: at σ = {args.sigma:g} the budget ε = {args.epsilon:g} lasts beyond "
+                                 f"what the accountant resolves ({err.constraint}); give a smaller --sigma, or "
+                                 "--epochs / --steps to stop earlier") from None
             raise
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from err
