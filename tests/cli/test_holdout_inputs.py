@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import error_line, run_cli
-from sweep import NON_FINITE, run_case, verdict
+from sweep import NON_FINITE, run_capped, run_case, verdict
 
 SMALL = ["--N", "16", "--L", "30", "--batch-size", "4"]
 LIMIT_S = 120
@@ -180,3 +180,44 @@ def test_a_spike_that_overflows_is_blamed_on_spike(command, no_optimizer):
     outcome = run_case([*command, *extra, "--canaries", "4", "--delta", "1e-5", *SMALL, "--spike", "1e308"], LIMIT_S)
     assert verdict(outcome, 2) == "", outcome.err[-1500:]
     assert "invalid --spike" in error_line(outcome.err) and "series" not in error_line(outcome.err).split(":")[1]
+
+
+
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory):
+    """Two daily series, one month-start series and one at numeric timestamps 0, 1, 2, ... (60 values each)."""
+    import datetime
+
+    d = tmp_path_factory.mktemp("stepped")
+    day = datetime.date(2020, 1, 1)
+    (d / "daily.csv").write_text("item_id,timestamp,target\n" + "".join(
+        f"{k},{day + datetime.timedelta(days=j)},{(3 * j + i) % 7 + 1}\n" for i, k in enumerate("ab") for j in range(60)))
+    (d / "monthly.csv").write_text("item_id,timestamp,target\n" + "".join(
+        f"a,{2000 + j // 12}-{j % 12 + 1:02d}-01,{j % 5 + 1}\n" for j in range(60)))
+    (d / "numbers.csv").write_text("item_id,timestamp,target\n" + "".join(f"a,{j},{j % 5 + 1}\n" for j in range(60)))
+    return d
+
+
+@pytest.mark.parametrize("name, freq, own", [("daily.csv", "h", "D"), ("daily.csv", "BH", "D"),
+                                             ("monthly.csv", "M", "MS"), ("numbers.csv", "2", "1"),
+                                             ("daily.csv", "ms", "D")])
+def test_a_step_the_data_is_not_at_is_blamed_on_freq(stepped, name, freq, own):
+    """--freq that the timestamps are not at (they have a regular step of their own) is one line naming --freq and
+    the data's step, not a missing value inside the series; a step far finer than the data's (ms on daily data) is
+    refused without building its date range (a 1 GiB address space suffices)."""
+    outcome = run_capped(["train", "--data", stepped / name, "--freq", freq, "--epochs", "1", "--delta", "1e-5",
+                          "--batch-size", "1"], LIMIT_S, 2 ** 30 + 2 ** 31)  # torch's import maps about 2 GiB
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    line = error_line(outcome.err)
+    assert "invalid --freq" in line and f"give --freq {own}," in line and "missing value" not in line
+
+
+def test_the_data_at_its_own_step_still_trains_and_a_gap_is_a_missing_value(stepped, tmp_path):
+    outcome = run_case(["train", "--data", stepped / "daily.csv", "--freq", "D", "--epochs", "1", "--delta", "1e-5",
+                        "--batch-size", "1"], LIMIT_S)
+    assert verdict(outcome, 0) == "", outcome.err[-1500:]
+    rows = (stepped / "daily.csv").read_text().splitlines()
+    (tmp_path / "gap.csv").write_text("\n".join(rows[:10] + rows[11:]) + "\n")  # one day of series a missing
+    outcome = run_case(["train", "--data", tmp_path / "gap.csv", "--freq", "D", "--epochs", "1", "--delta", "1e-5",
+                        "--batch-size", "1"], LIMIT_S)
+    assert verdict(outcome, 2) == "" and "a missing value inside the series" in error_line(outcome.err)
