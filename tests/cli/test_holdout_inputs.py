@@ -221,3 +221,36 @@ def test_the_data_at_its_own_step_still_trains_and_a_gap_is_a_missing_value(step
     outcome = run_case(["train", "--data", tmp_path / "gap.csv", "--freq", "D", "--epochs", "1", "--delta", "1e-5",
                         "--batch-size", "1"], LIMIT_S)
     assert verdict(outcome, 2) == "" and "a missing value inside the series" in error_line(outcome.err)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["experiment", "--quick", "--freq", "h"], "--freq"),
+    (["experiment", "--quick", "--dataset", "electricity", "--freq", "h"], "--freq"),
+    (["report", "--quick", "--freq", "h"], "--freq"),
+    (["forecast", "predict", "--values", "1", "2", "3", "--freq", "h", "--epsilon", "1", "--delta", "1e-5"], "--freq"),
+    (["audit-fn", "--plan", "--steps", "10", "--parameters", "100", "--canaries", "100", "--delta", "1e-5", "--freq",
+      "h"], "--freq"),
+    (["audit-fn", "--plan", "--steps", "10", "--parameters", "100", "--canaries", "100", "--delta", "1e-5", "--data",
+      "/nonexistent.csv"], "--data"),
+])
+def test_a_data_flag_that_does_not_apply_is_refused_not_ignored(argv, flag, model_file, tmp_path):
+    """--freq where no timestamps are read (the shipped data, a benchmark, the report's Grunfeld panel, --values, a
+    --plan) and --data with --plan are checked, never silently ignored: one line naming the flag."""
+    if argv[:2] == ["forecast", "predict"]:
+        argv = [*argv, "--model-file", model_file]
+    if argv[0] in ("experiment", "report"):
+        argv = [*argv, "--out", tmp_path / "out"]
+    outcome = run_case(argv, LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    assert f"invalid {flag}" in error_line(outcome.err) and not (tmp_path / "out").exists()
+
+
+def test_a_step_the_data_states_is_blamed_on_the_data_when_freq_was_not_typed(tmp_path):
+    """Data at a millisecond step (inferred) that DeepAR cannot read: the line names --data, not the --freq nobody
+    typed."""
+    (tmp_path / "ms.csv").write_text("item_id,timestamp,target\n" + "".join(
+        f"a,2020-01-01 00:00:00.{j:03d},{j % 5 + 1}\n" for j in range(60)))
+    outcome = run_case(["train", "--model", "deepar", "--data", tmp_path / "ms.csv", "--epochs", "1", "--delta", "1e-5",
+                        "--batch-size", "1"], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    assert "invalid --data" in error_line(outcome.err) and "--freq" not in error_line(outcome.err).split(":")[1]

@@ -198,6 +198,9 @@ def _user_data(args):
         typed = [f"--{k.replace('_', '-')}" for k, v in settings.items() if v is not None]
         if typed:
             raise UsageError(f"invalid {typed[0]}: it sets the grid of a user's file: add --data FILE")
+        if args.freq is not None:
+            raise UsageError(f"invalid --freq: it is the step of --data's timestamps; {args.dataset or 'm1-yearly'} "
+                             "states its own step (drop --freq)")
         return None
     if args.dataset is not None:
         raise UsageError("invalid --data: give --data (your series) or --dataset (a benchmark), not both")

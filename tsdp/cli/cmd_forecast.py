@@ -97,6 +97,9 @@ def _series(args):
         raise UsageError("give the series as --values X1 X2 ... or --data FILE")
     start = None
     if args.values is not None:
+        if args.freq is not None:
+            raise UsageError("invalid --freq: it is the step of --data's timestamps, and --values has none (give the "
+                             "series as --data FILE with its timestamps)")
         x = np.asarray(args.values, dtype=float)
     else:
         data = data_from_args(args)
