@@ -358,6 +358,11 @@ def _gluonts_starts(raw, leads: Sequence[int], freq, source: str) -> Optional[Tu
             return None  # text starts, no step: the calendar is unknown
         freq = given.freq
     step = normalize_freq(freq)
+    try:  # a step of no pandas period (business hours) cannot hold a GluonTS start: the step is at fault, not the data
+        SeriesStart("2000-01-03 09:00:00", step).period()
+    except DataError:
+        raise DataError("freq", f"{freq!r} has no pandas periods, and a GluonTS entry's start is a period at its step "
+                                "(give the step as one that has, such as 'h' or 'D')") from None
     starts = []
     for i, (r, lead) in enumerate(zip(raw, leads)):
         where = f"{source}, entry {i}"

@@ -254,3 +254,13 @@ def test_a_step_the_data_states_is_blamed_on_the_data_when_freq_was_not_typed(tm
                         "--batch-size", "1"], LIMIT_S)
     assert verdict(outcome, 2) == "", outcome.err[-1500:]
     assert "invalid --data" in error_line(outcome.err) and "--freq" not in error_line(outcome.err).split(":")[1]
+
+
+def test_a_step_without_periods_on_json_lines_is_blamed_on_freq(tmp_path):
+    """--freq BH (business hours: pandas has no periods of it) on GluonTS JSON lines names --freq, not the entry's
+    start as text pandas cannot read."""
+    (tmp_path / "bh.jsonl").write_text('{"start": "2024-03-04 09:00:00", "target": %s}\n' % list(range(1, 21)))
+    outcome = run_case(["train", "--data", tmp_path / "bh.jsonl", "--freq", "BH", "--epochs", "1", "--delta", "1e-5",
+                        "--batch-size", "1"], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    assert "invalid --freq" in error_line(outcome.err) and "no pandas periods" in error_line(outcome.err)
