@@ -11,7 +11,7 @@ from conftest import error_line, run_cli
 from tsdp.cli.counts import count
 
 
-@given(st.integers(min_value=-10 ** 40, max_value=10 ** 40))
+@given(st.integers(min_value=-(2 ** 63 - 1), max_value=2 ** 63 - 1))
 def test_a_count_reads_back_every_spelling_of_an_integer(n):
     """Plain digits, digit groups and exact scientific notation (mantissa·10^k) all read as n."""
     assert count(str(n)) == n
@@ -36,8 +36,13 @@ def test_non_integers_are_refused(text):
         count(text)
 
 
-def test_1e30_is_exact():
-    assert count("1e30") == 10 ** 30 != int(1e30)
+def test_large_counts_are_exact_and_bounded():
+    """1e18 is 10^18 exactly (not the float nearest it); past 2^63 - 1 (1e19, 1e400, a 400-digit integer) a count is
+    refused."""
+    assert count("1e18") == 10 ** 18 and count(str(2 ** 63 - 1)) == 2 ** 63 - 1 and count("9.223372036854775807e18") == 2 ** 63 - 1 != int(9.223372036854775807e18)
+    for text in ("1e19", "1e400", "-1e400", "1" + "0" * 400, str(2 ** 63)):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"2\^63"):
+            count(text)
 
 
 def test_every_int_flag_reads_counts():

@@ -2,7 +2,7 @@
 
 Every flag declared ``type=int`` reads through :func:`count` (:func:`integral_counts` swaps the type in the
 finished parser, so a new sub-command's count flags need no edit): an integral value in any of those spellings
-is taken exactly (``1e30`` is 10^30, not the float nearest it), anything else (``1.5e0``, ``inf``, ``ten``) is one
+is taken exactly (``1e18`` is 10^18, not the float nearest it) up to 2^63 - 1, anything else (``1.5e0``, ``inf``, ``ten``) is one
 usage error naming the flag.
 """
 from __future__ import annotations
@@ -11,23 +11,33 @@ import argparse
 from decimal import Decimal, InvalidOperation
 
 
+COUNT_MAX = 2 ** 63 - 1
+"""The largest count a flag takes (torch's and numpy's int64): a count beyond no run reaches, and past the float
+range it would overflow the accounting's arithmetic."""
+
+
 def count(text: str) -> int:
     """The integer ``text`` spells: an int literal, or an integral decimal in scientific notation (``1e6``, ``2.5e3``).
 
     Raises:
-        argparse.ArgumentTypeError: ``text`` is not a whole number (argparse prefixes the flag).
+        argparse.ArgumentTypeError: ``text`` is not a whole number, or one beyond :data:`COUNT_MAX` (argparse prefixes
+            the flag).
     """
     try:
-        return int(text)
+        number = int(text)
     except ValueError:
-        pass
-    try:
-        value = Decimal(text.strip())
-    except InvalidOperation:
-        value = None
-    if value is None or not value.is_finite() or value != value.to_integral_value():
-        raise argparse.ArgumentTypeError(f"must be a whole number, e.g. 1000000 or 1e6 (got {text!r})")
-    return int(value)
+        try:
+            value = Decimal(text.strip())
+        except InvalidOperation:
+            value = None
+        if value is None or not value.is_finite() or value != value.to_integral_value():
+            raise argparse.ArgumentTypeError(f"must be a whole number, e.g. 1000000 or 1e6 (got {text!r})") from None
+        if value.adjusted() > 19:  # far beyond COUNT_MAX: not expanded into a huge integer
+            value = Decimal(COUNT_MAX + 1)
+        number = int(value)
+    if abs(number) > COUNT_MAX:
+        raise argparse.ArgumentTypeError(f"must be within ±(2^63 - 1), a count a run can reach (got {text!r})")
+    return number
 
 
 def integral_counts(parser: argparse.ArgumentParser) -> None:
