@@ -241,8 +241,8 @@ def test_n_and_l_are_taken_from_the_data_and_said():
     code, out, err = run_cli(base)
     assert code == 0, err
     notes = [line for line in err.splitlines() if "note:" in line and "taken from" in line]
-    assert notes == [f"tsdp train: note: N = {n} and L = {shortest} taken from m1-yearly (its {n} series; L: the "
-                     "training values of the shortest (the last L_F = 1 held out for testing))"]
+    assert notes == [f"tsdp train: note: N = {n} (its series) and L = {shortest} (the training values of its shortest "
+                     "series, the last L_F = 1 held out for testing) taken from m1-yearly"]
     from tsdp.theorems.config import TrainingConfig
 
     assert json.loads(out)["steps"] == TrainingConfig(N=n, L=shortest).steps_per_epoch  # one epoch of the file's N

@@ -235,12 +235,10 @@ def fit_to_data(args: argparse.Namespace, data, *, held_out: int) -> Optional[st
         raise UsageError(f"invalid {length_flag}: the shortest series of {args.data} holds {shortest} training values"
                          f"{held}, fewer than {typed_length}: the accountant would understate r = k/T (give --L "
                          f"{shortest}, or drop {length_flag}: L is taken from the data)")
-    taken = [] if given is not None else [f"N = {n}"]
+    taken = [] if given is not None else [f"N = {n} (its series)"]
     if typed_length is None:
-        taken.append(f"L = {shortest}")
+        taken.append(f"L = {shortest} (the training values of its shortest series"
+                     + (f", the last L_F = {held_out} held out for testing)" if held_out else ")"))
         args.L = shortest
     args.N = n
-    if not taken:
-        return None
-    return (f"{' and '.join(taken)} taken from {args.data} (its {n} series; L: the training values of the shortest"
-            f"{held})")
+    return f"{' and '.join(taken)} taken from {args.data}" if taken else None
