@@ -128,7 +128,7 @@ def test_train_reads_a_long_table_with_its_own_column_names(files):
     (["--data", "FILE:long.csv", "--layout", "sideways"], "--layout", "invalid choice"),
     (["--data", "FILE:long.csv", "--freq", "h"], "--freq", "numeric timestamps need a positive number"),
     (["--data", "FILE:long.csv", "--freq", "0"], "--freq", "numeric timestamps need a positive number"),
-    (["--data", "FILE:long.csv", "--freq", "2"], "--data", "misses the timestamp"),
+    (["--data", "FILE:long.csv", "--freq", "2"], "--freq", "its timestamps are at the step 1, not 2"),
     (["--data", "FILE:wide.csv", "--freq", "D"], "--freq", "has none (a plain row index)"),
     (["--data", "FILE:gluonts.json.gz", "--freq", "3"], "--freq", "pandas offset alias"),
     (["--data", "FILE:gluonts.json.gz", "--freq", "fortnightly"], "--freq", "not a pandas frequency"),
