@@ -68,8 +68,9 @@ def bench_baselines(full: bool = False, workers: int = 2, progress: Optional[Cal
     from tsdp.bench import rounds as bench_rounds
 
     from tsdp.experiments.stored_baselines import cached_baselines
-    from tsdp.experiments.baselines import BASELINES, fitted_history
+    from tsdp.experiments.baselines import BASELINES, fitted_history, statsforecast_version
 
+    statsforecast_version()  # the experiments extra, before the synthetic set is made
     shape = ELECTRICITY if full else SMALL
     split = synthetic_split(shape)
     before = bench_rounds.environment()

@@ -152,7 +152,8 @@ class UserData:
         flag = "tsdp experiment --data flags"
         return DatasetSpec(
             Path(self.source).name, self.forecast_length, self.context_length, self.batch_size, self.sigma,
-            user_lags(self.season), self.season, self.epochs, self.validation_windows, self.label_noise_v, f"user file {self.source}",
+            user_lags(self.season), self.season, self.epochs, self.validation_windows, self.label_noise_v,
+            f"user file {Path(self.source).name}",  # not its folder: the same data elsewhere is the same grid
             sources=tuple((k, flag) for k in ("forecast_length", "context_length", "batch_size", "sigma", "season",
                                               "epochs", "validation_windows", "label_noise_v")))
 

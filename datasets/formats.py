@@ -62,8 +62,11 @@ def _numeric(column, source: str, label: str, row_of) -> np.ndarray:
     return values.to_numpy(dtype=np.float64)
 
 
-def _check_regular(stamps, where: str, freq) -> None:
-    """Refuse duplicate timestamps and, with a step, a missing timestamp inside the series (a missing value)."""
+def _check_regular(stamps, where: str, freq, given: bool = False) -> None:
+    """Refuse duplicate timestamps and, with a step, a missing timestamp inside the series (a missing value). A
+    ``given`` step (``freq``, not inferred) that the timestamps are not at (they have a regular step of their own,
+    or a fixed step far finer than theirs) is refused naming ``freq`` and the data's step, before any date range of
+    it is allocated."""
     pd = _require("pandas", "data")
     stamps = pd.Index(stamps)
     dup = stamps[stamps.duplicated()]
@@ -71,16 +74,58 @@ def _check_regular(stamps, where: str, freq) -> None:
         raise DataError(where, f"has the timestamp {dup[0]} more than once")
     if freq is None or len(stamps) < 2:
         return
+    stamps = stamps.sort_values()
     if isinstance(freq, (int, float)):
-        stamps = stamps.sort_values()
         gaps = np.flatnonzero(~np.isclose(np.diff(np.asarray(stamps, dtype=np.float64)), freq, rtol=1e-9))
         shown = None if not gaps.size else stamps[gaps[0]] + freq
+    elif _steps_between(stamps, freq) > STEPS_PER_STAMP_MAX * len(stamps):
+        shown = "(at a far finer step)"  # a date range of it would not fit in memory
     else:
         expected = pd.date_range(stamps.min(), stamps.max(), freq=freq)
         missing = expected.difference(stamps)
         shown = missing[0] if len(missing) else (None if len(expected) == len(stamps) else "(off the step)")
-    if shown is not None:
-        raise DataError(where, f"misses the timestamp {shown} at step {freq}: a missing value inside the series")
+    if shown is None:
+        return
+    own = _own_step(stamps) if given else None
+    if own is not None:
+        def text(step):
+            return f"{step:g}" if isinstance(step, float) else repr(step)
+
+        raise DataError("freq", f"{where}: its timestamps are at the step {text(own)}, not {text(freq)} (give --freq "
+                                f"{text(own).strip(chr(39))}, or leave --freq out: a table's step is inferred)")
+    raise DataError(where, f"misses the timestamp {shown} at step {freq}: a missing value inside the series")
+
+
+STEPS_PER_STAMP_MAX = 1000
+"""The most steps of a given ``freq`` between a series' first and last timestamps per timestamp: more, and the
+timestamps are not at that step (checked without building its date range: ``--freq ms`` on daily data would be
+gigabytes)."""
+
+
+def _steps_between(stamps, freq) -> float:
+    """How many steps of ``freq`` lie between the first and last of the sorted ``stamps`` (0 for a step of no fixed
+    length: months, weeks, business days, whose ranges stay small)."""
+    from pandas.tseries.frequencies import to_offset
+
+    try:
+        nanos = to_offset(freq).nanos
+    except ValueError:  # not a fixed step
+        return 0.0
+    return (stamps[-1] - stamps[0]).value / nanos
+
+
+def _own_step(stamps):
+    """The regular step of the sorted ``stamps`` (a number, or the pandas alias pandas infers), or None."""
+    pd = _require("pandas", "data")
+    if pd.api.types.is_numeric_dtype(stamps):
+        diffs = np.diff(np.asarray(stamps, dtype=np.float64))
+        return diffs[0].item() if diffs.size and np.allclose(diffs, diffs[0], rtol=1e-9) else None
+    if len(stamps) < 3:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        inferred = pd.infer_freq(pd.DatetimeIndex(stamps))
+    return None if inferred is None else normalize_freq(getattr(inferred, "freqstr", inferred))
 
 
 def _given_step(freq, stamps):
@@ -108,7 +153,10 @@ def _infer_step(stamps, source: str, timestamp: str):
         return None
     if pd.api.types.is_numeric_dtype(unique):
         return np.diff(np.asarray(unique)).min().item()
-    freq = pd.infer_freq(pd.DatetimeIndex(unique))
+    with warnings.catch_warnings():  # pandas 3 announces an offset instead of the text: either is read as text
+        warnings.simplefilter("ignore", DeprecationWarning)
+        freq = pd.infer_freq(pd.DatetimeIndex(unique))
+    freq = getattr(freq, "freqstr", freq)
     if freq is None:
         raise DataError(f"{source}, column {timestamp!r}",
                         "has no regular step pandas can infer; pass freq (a pandas offset alias such as 'D' or 'MS')")
@@ -179,7 +227,7 @@ def from_long(frame, *, item_id: str = "item_id", timestamp: str = "timestamp", 
     for name in pd.unique(frame[item_id]):
         rows = groups[name]
         order = rows[np.argsort(stamps.to_numpy()[rows], kind="stable")]
-        _check_regular(stamps.to_numpy()[order], f"{source}, series {name!r}", step)
+        _check_regular(stamps.to_numpy()[order], f"{source}, series {name!r}", step, given=freq is not None)
         out.append(_observed(values[order], source, name, [row(i) for i in order]))
         if calendar is not None:
             starts.append(SeriesStart(_stamp_text(stamps.iloc[order[_first_observed(values[order])]]), calendar))
@@ -202,14 +250,15 @@ def from_wide(frame, *, freq=None, source: str = "DataFrame", first_line: Option
         raise DataError(source, "has no series (no columns or no rows)")
     timed = isinstance(frame.index, pd.DatetimeIndex) or (
         pd.api.types.is_numeric_dtype(frame.index) and not isinstance(frame.index, pd.RangeIndex))
-    if freq is not None:
+    given = freq is not None
+    if given:
         if not timed:
             raise DataError("freq", f"applies to timestamps, and {source} has none (a plain row index): drop it, or "
                                     "give the time column")
         freq = _given_step(freq, frame.index)
     if freq is None and timed and not frame.index.has_duplicates:
         freq = _infer_step(frame.index, source, "index")
-    _check_regular(frame.index, f"{source}, index", freq)
+    _check_regular(frame.index, f"{source}, index", freq, given=given)
     row = _row_label(first_line)
     rows = [row(i) for i in range(len(frame))]
     out, columns = [], []
@@ -309,6 +358,11 @@ def _gluonts_starts(raw, leads: Sequence[int], freq, source: str) -> Optional[Tu
             return None  # text starts, no step: the calendar is unknown
         freq = given.freq
     step = normalize_freq(freq)
+    try:  # a step of no pandas period (business hours) cannot hold a GluonTS start: the step is at fault, not the data
+        SeriesStart("2000-01-03 09:00:00", step).period()
+    except DataError:
+        raise DataError("freq", f"{freq!r} has no pandas periods, and a GluonTS entry's start is a period at its step "
+                                "(give the step as one that has, such as 'h' or 'D')") from None
     starts = []
     for i, (r, lead) in enumerate(zip(raw, leads)):
         where = f"{source}, entry {i}"

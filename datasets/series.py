@@ -9,6 +9,7 @@ loader of every command, :func:`tsdp.datasets.formats.load_series`.
 """
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
@@ -23,10 +24,30 @@ class DataError(ConfigError):
     loader option at fault (layout, item_id, timestamp, target), the message the row or the fix."""
 
 
+RENAMED_ALIASES = {
+    "H": "h", "BH": "bh", "CBH": "cbh", "T": "min", "MIN": "min", "S": "s", "L": "ms", "U": "us", "N": "ns",
+    "M": "ME", "m": "ME", "BM": "BME", "SM": "SME", "CBM": "CBME", "Q": "QE", "q": "QE", "BQ": "BQE",
+    "A": "YE", "Y": "YE", "y": "YE", "BA": "BYE", "BY": "BYE", "AS": "YS", "BAS": "BYS", "w": "W",
+}
+"""The offset aliases pandas 2.2 deprecated and pandas 3 refuses, and their current names (pandas 2.2's release
+notes; "A-DEC" is "YE-DEC", "2H" is "2h"): GluonTS datasets and older code write the old ones (electricity's and
+traffic's ``metadata.json`` say "H" and "1H")."""
+
+_ALIAS_NAME = re.compile(r"(?<![A-Za-z-])[A-Za-z]+")
+"""The name of each offset in an alias: the letters after its count, not an anchor ("DEC" of "A-DEC")."""
+
+
+def current_alias(freq: str) -> str:
+    """``freq`` with every deprecated offset name (:data:`RENAMED_ALIASES`) written as pandas >= 2.2 names it ("1H" is
+    "1h", "A-DEC" "YE-DEC", "10T" "10min"); other text is unchanged. Pure text: the same on every pandas release."""
+    return _ALIAS_NAME.sub(lambda m: RENAMED_ALIASES.get(m.group(0), m.group(0)), freq.strip())
+
+
 def normalize_freq(freq) -> str:
-    """A pandas frequency as the offset alias the installed pandas writes (``to_offset(freq).freqstr``): older
-    aliases that pandas 2.2 deprecated ("H", "T", "S", "M", "Y", "A", "Q") become their current names ("h", "min",
-    "s", "ME", "YE-DEC", "YE-DEC", "QE-DEC"), without the FutureWarning; current ones are unchanged.
+    """A pandas frequency as the offset alias the installed pandas writes (``to_offset(freq).freqstr``), old aliases
+    read on every pandas release: the names pandas 2.2 deprecated and pandas 3 refuses ("H", "T", "S", "M", "Y",
+    "A", "Q", "BH", ...; :data:`RENAMED_ALIASES`) are renamed by tsdp first (:func:`current_alias`), so "H", "1H"
+    and "h" are all "h", "A" is "YE-DEC"; current ones are unchanged.
 
     Args:
         freq: a pandas offset alias (text) or a ``pandas.DateOffset``.
@@ -44,7 +65,7 @@ def normalize_freq(freq) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            return to_offset(freq).freqstr
+            return to_offset(current_alias(freq) if isinstance(freq, str) else freq).freqstr
     except (ValueError, TypeError):
         raise DataError("freq", f"{freq!r} is not a pandas frequency (an offset alias such as 'h', '10min', 'D', "
                                 "'MS')") from None

@@ -37,9 +37,9 @@ CALENDAR_FEATURES = {
     "second_of_minute": lambda index: _normalized(index.second, 60),
     "minute_of_hour": lambda index: _normalized(index.minute, 60),
     "hour_of_day": lambda index: _normalized(index.hour, 24),
-    "day_of_week": lambda index: _normalized(index.dayofweek, 7),
+    "day_of_week": lambda index: _normalized(index.day_of_week, 7),
     "day_of_month": lambda index: _normalized(index.day - 1, 31),
-    "day_of_year": lambda index: _normalized(index.dayofyear - 1, 366),
+    "day_of_year": lambda index: _normalized(index.day_of_year - 1, 366),
     "month_of_year": lambda index: _normalized(index.month - 1, 12),
     "week_of_year": lambda index: _normalized(np.asarray(index.week) - 1, 53),
 }

@@ -58,6 +58,18 @@ def _statsforecast():
     return pd, StatsForecast, AutoETS, SeasonalNaive
 
 
+def statsforecast_version() -> str:
+    """The installed statsforecast's version (part of the stored baselines' key).
+
+    Raises:
+        MissingExtraError: statsforecast (or pandas) is not installed: the ``experiments`` extra.
+    """
+    _statsforecast()
+    import statsforecast
+
+    return statsforecast.__version__
+
+
 def baseline_quantiles(name: str, histories: Sequence[np.ndarray], forecast_length: int, season: int,
                        quantiles: Sequence[float] = QUANTILES, *, n_jobs: int = 1, progress: bool = False,
                        capped: bool = True) -> np.ndarray:

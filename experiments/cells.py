@@ -247,8 +247,9 @@ class CellKey:
     model, ε (None: ∞), seed index, level, top level, w, σ_F, v), the grid's settings that change a number
     (δ, the epochs cap, the sample paths, the accountant's discretisation, the root seed), the dataset's name and
     hyperparameters (``spec``: L_F, L_C, Λ, σ, lags, ...), and fingerprints of the split's numbers (``data``) and of
-    the training code (``code``). Not in it: the device and thread count (they change only the floating-point
-    rounding of the same run) and the data folder (the data fingerprint is the data)."""
+    the training code (``code``). Not in it: the device and thread count (threads change only the floating-point
+    rounding; a seed draws other batches and noise on CUDA than on CPU, the same experiment under the same ε, and
+    the cell's file records its ``device``) and the data folder (the data fingerprint is the data)."""
 
     name: str
     model: str

@@ -41,11 +41,21 @@ class PlanEstimate:
     seconds: float
 
     def line(self) -> str:
-        return (f"planned: {self.cells} cells, {self.steps} training steps, about {self.seconds / 60:.1f} min in "
+        return (f"planned: {self.cells} cells, {self.steps} training steps, about {duration_text(self.seconds)} in "
                 "one process (from a probe of each model; N workers take about 1/N of it)")
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def duration_text(seconds: float) -> str:
+    """``seconds`` as a reader takes an estimate: seconds under two minutes (``45 s``, ``0.3 s``), minutes under two
+    hours (``12.5 min``), hours beyond (``3.2 h``)."""
+    if seconds < 120:
+        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def planned_steps(cell: Cell, settings: GridSettings) -> int:

@@ -4,9 +4,12 @@ The file holds the test CRPS of every baseline and the key it was computed under
 (SHA-256 of every test history's and target's float64 values, with their lengths), the dataset's name,
 season, forecast length and number of test windows, each baseline's fitted history
 (:func:`tsdp.experiments.baselines.fitted_history`), the quantiles, and the code (SHA-256 of the
-sources of the baselines and of the CRPS, statsforecast's version). A file that does not parse, whose key differs, or
-whose CRPS is missing or not finite is recomputed, never reported; the file is written to a temporary name
-and renamed (atomic), as the cells are.
+sources of the baselines and of the CRPS, statsforecast's version), and a digest of both (SHA-256 of their canonical
+JSON), as a cell file has. A file that does not parse, whose key differs, whose digest does not match (edited or
+damaged), or whose CRPS is missing, not finite or negative is recomputed with a note (a ``UserWarning``: the CLI's
+note line), never reported; the file is written to a temporary name and renamed (atomic), as the cells are. A
+baseline statsforecast cannot fit on the data ("no model able to be fitted", e.g. AutoETS on values of 1e300) is
+left out of the scores with a note, and the grid goes on; nothing is stored then.
 """
 from __future__ import annotations
 
@@ -15,13 +18,16 @@ import hashlib
 import json
 import math
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 CACHE_FILE = "baselines.json"
+UNFITTABLE = "no model able to be fitted"
+"""statsforecast's words (a bare Exception) when no model of a baseline fits the data."""
 
 
 @dataclass(frozen=True)
@@ -48,9 +54,8 @@ def fingerprint(split) -> str:
 
 
 def cache_key(split) -> dict:
-    """Everything the baselines of ``split`` depend on (module docstring), as JSON."""
-    import statsforecast
-
+    """Everything the baselines of ``split`` depend on (module docstring), as JSON (MissingExtraError without
+    statsforecast)."""
     from tsdp.experiments import baselines
     from tsdp.training import metrics
 
@@ -58,7 +63,7 @@ def cache_key(split) -> dict:
     return {"data": fingerprint(split), "dataset": spec.name, "season": spec.season,
             "forecast_length": spec.forecast_length, "test_windows": split.test.count,
             "fitted_history": {b: baselines.fitted_history(b, spec.season) for b in baselines.BASELINES},
-            "quantiles": list(metrics.QUANTILES), "statsforecast": statsforecast.__version__, "code": code_hash()}
+            "quantiles": list(metrics.QUANTILES), "statsforecast": baselines.statsforecast_version(), "code": code_hash()}
 
 
 @functools.lru_cache(maxsize=1)
@@ -71,20 +76,32 @@ def code_hash() -> str:
     return hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (baselines, metrics))).hexdigest()
 
 
-def read_cached(path: Path, key: dict) -> Optional[Dict[str, float]]:
-    """The CRPS stored at ``path`` under ``key``, or None (absent, unreadable, another key, a missing or
-    non-finite value)."""
+def _digest(key: dict, crps: dict) -> str:
+    """SHA-256 of the file's key and CRPS (canonical JSON): a file edited or damaged after writing fails it."""
+    return hashlib.sha256(json.dumps({"key": key, "crps": crps}, sort_keys=True, separators=(",", ":"))
+                          .encode()).hexdigest()
+
+
+def read_cached(path: Path, key: dict) -> Tuple[Optional[Dict[str, float]], Optional[str]]:
+    """(the CRPS stored at ``path`` under ``key``, None) or (None, why not: None when there is no file): unreadable,
+    another key, a digest that does not match, a missing, non-finite or negative value."""
     from tsdp.experiments.baselines import BASELINES
 
+    if not path.exists():
+        return None, None
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
         crps = stored["crps"]
-        if stored["key"] != key or set(crps) != set(BASELINES):
-            return None
+        if stored["key"] != key:
+            return None, "computed under another key (data, settings or code)"
+        if stored.get("digest") != _digest(stored["key"], crps):
+            return None, "its digest does not match its contents (edited or damaged)"
         values = {b: float(crps[b]) for b in BASELINES}
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-    return values if all(math.isfinite(v) for v in values.values()) else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        return None, f"unreadable ({type(exc).__name__}: {exc})"
+    if set(crps) != set(BASELINES) or not all(math.isfinite(v) and v >= 0 for v in values.values()):
+        return None, "a CRPS that is missing, not finite or negative"
+    return values, None
 
 
 def cached_baselines(split, folder=None, *, n_jobs: int = 1, progress: bool = False) -> BaselineScores:
@@ -99,12 +116,23 @@ def cached_baselines(split, folder=None, *, n_jobs: int = 1, progress: bool = Fa
     key = cache_key(split)
     path = None if folder is None else Path(folder) / CACHE_FILE
     if path is not None:
-        stored = read_cached(path, key)
+        stored, problem = read_cached(path, key)
         if stored is not None:
             return BaselineScores(stored, True, time.perf_counter() - started)
+        if problem is not None:
+            warnings.warn(f"{path}: {problem}; recomputed", UserWarning, stacklevel=2)
     spec = split.spec
-    crps = {b: baseline_crps(b, split.test.histories, split.test.targets, spec.forecast_length, spec.season,
-                             n_jobs=n_jobs, progress=progress) for b in BASELINES}
-    if path is not None and all(math.isfinite(v) for v in crps.values()):
-        _write_atomic(path, json.dumps({"key": key, "crps": crps}, indent=1, sort_keys=True))
+    crps = {}
+    for b in BASELINES:
+        try:
+            crps[b] = baseline_crps(b, split.test.histories, split.test.targets, spec.forecast_length, spec.season,
+                                    n_jobs=n_jobs, progress=progress)
+        except Exception as exc:  # statsforecast raises a bare Exception when no model fits
+            if UNFITTABLE not in str(exc):
+                raise
+            warnings.warn(f"the {b} baseline cannot be fitted on this data (statsforecast: {UNFITTABLE}): it is left "
+                          "out of the table", UserWarning, stacklevel=2)
+    if path is not None and set(crps) == set(BASELINES) and all(math.isfinite(v) for v in crps.values()):
+        _write_atomic(path, json.dumps({"key": key, "crps": crps, "digest": _digest(key, crps)}, indent=1,
+                                       sort_keys=True))
     return BaselineScores(crps, False, time.perf_counter() - started)

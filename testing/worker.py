@@ -11,7 +11,8 @@ and what it printed (its file descriptors 1 and 2 write to a file of the child's
 ``/dev/null``). A worker that
 does not answer within the time limit is ended with every process it started
 (:func:`tsdp.attacks.montecarlo.processes.end`); one that dies is reported with its exit status.
-The next request starts a fresh worker.
+The next request starts a fresh worker. The worker leads a process group of its own: whatever the accountant started
+and left running (a forked child, a subprocess) is ended with the worker, after a passing check too.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tsdp.attacks.canary.time_limit import check_timeout
-from tsdp.attacks.montecarlo.processes import end
+from tsdp.attacks.montecarlo.processes import GRACE_S, end
 from tsdp.theorems.config import ConfigError
 from tsdp.theorems.errors import TheoremError
 
@@ -133,6 +134,7 @@ def _serve(fn, conn) -> None:
     """The worker's loop: answer each (config, steps, delta) until None arrives."""
     import tempfile
 
+    os.setpgid(0, 0)  # a group of its own: what the accountant starts is ended with it (AccountantWorker.close)
     capture = tempfile.TemporaryFile()
     nothing = os.open(os.devnull, os.O_RDONLY)
     os.dup2(nothing, 0)  # an accountant that reads stdin reads nothing, not the command's input
@@ -147,6 +149,26 @@ def _serve(fn, conn) -> None:
             return
         reply = _ask(fn, request)
         conn.send(replace(reply, output=_read_output()))
+
+
+def _end_group(pgid: int) -> None:
+    """SIGTERM the processes left in the worker's process group, SIGKILL those alive after
+    :data:`~tsdp.attacks.montecarlo.processes.GRACE_S` (a child an accountant forked and left running)."""
+    import signal
+    import time
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.02)
 
 
 class AccountantWorker:
@@ -197,6 +219,7 @@ class AccountantWorker:
                 end({self._process.pid: self._process})
             self._process.join()
             self._conn.close()
+            _end_group(self._process.pid)  # what the accountant started and left running, orphaned or not
         self._process = self._conn = None
 
     def close(self) -> None:

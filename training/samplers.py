@@ -56,6 +56,12 @@ class WindowIndex:
         """Number of windows in each step, shape (n_steps,)."""
         return self.mask.sum(dim=1)
 
+    def to(self, device) -> "WindowIndex":
+        """The same windows on ``device`` (itself when already there)."""
+        if self.seq.device == torch.device(device):
+            return self
+        return WindowIndex(self.seq.to(device), self.start.to(device), self.mask.to(device))
+
     def step(self, i: int) -> "WindowIndex":
         """The windows of step ``i`` alone, compacted to the valid slots (shape (1, size))."""
         keep = self.mask[i]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig
 
 from tsdp.datasets.series import SeriesData
 
@@ -37,6 +37,11 @@ def place_canaries(data: SeriesData, m: int, config: TrainingConfig, rng: np.ran
     position = np.array([slots[n][i] for n, i in zip(series, flat - first[series])], dtype=np.int64)
     scale = np.array([train_part.series[n].std() + 1e-6 for n in series])
     values = spike * scale * rng.choice([-1.0, 1.0], size=m)
+    with np.errstate(over="ignore", invalid="ignore"):
+        placed = np.array([train_part.series[n][p] for n, p in zip(series, position)]) + values
+    if not np.isfinite(placed).all():
+        raise ConfigError("spike", f"{spike:g} standard deviations of a series overflow float64 on this data (a "
+                                   "canary would be inf): choose a smaller spike", spike)
     return series, position, values
 
 

@@ -4,8 +4,9 @@ Each context step is kept independently with probability r (Poisson, data-indepe
 kept values get N(0, σ²) noise, dropped values are imputed with the mean of the kept noisy
 values (0 when none is kept), and a trained forecaster samples forecasts from the result.
 Everything is batched over leading dimensions (series, trials) and runs on the tensors'
-device (cuda when given cuda tensors, else cpu); randomness comes from a ``torch.Generator``
-on that device, so runs are reproducible.
+device (cuda when given cuda tensors, else cpu); randomness comes from a ``torch.Generator``,
+drawn on its own device and moved to the tensors' (``tsdp forecast predict`` draws on a CPU generator, so a seed
+gives the same draws on every device), so runs are reproducible.
 """
 from __future__ import annotations
 
@@ -33,13 +34,14 @@ def mean_impute(noisy: torch.Tensor, kept: torch.Tensor, x: torch.Tensor) -> tor
 def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Generator,
                     impute: Imputation = mean_impute) -> Tuple[torch.Tensor, torch.Tensor]:
     """(released context, kept mask) for contexts ``x`` (..., L_C): Poisson keep rate r, N(0, σ²) on kept
-    values, ``impute`` (default :func:`mean_impute`) on dropped ones. Vectorised over leading axes."""
+    values, ``impute`` (default :func:`mean_impute`) on dropped ones. Vectorised over leading axes. The draws are
+    made on ``generator``'s device and moved to ``x``'s: a CPU generator gives the same release on every device."""
     if not 0 < r <= 1:
         raise ValueError(f"keep rate r must be in (0, 1], got {r}")
     if not sigma > 0:
         raise ValueError(f"sigma must be > 0, got {sigma}")
-    kept = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) < r
-    noisy = x + sigma * torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
+    kept = torch.rand(x.shape, generator=generator, device=generator.device, dtype=x.dtype).to(x.device) < r
+    noisy = x + sigma * torch.randn(x.shape, generator=generator, device=generator.device, dtype=x.dtype).to(x.device)
     return torch.where(kept, noisy, impute(noisy, kept, x)), kept
 
 
@@ -91,7 +93,8 @@ def forecast_covariates(model: torch.nn.Module, freq: Optional[str], starts, len
     given = None if starts is None else starts[0].freq
     if freq is not None and not (given is not None and same_step(given, freq)):
         raise ValueError(f"the model reads the calendar features of data at the step {freq!r}, and the series "
-                         + ("has no calendar (give --data with timestamps at that step)" if given is None else
+                         + (f"has no calendar (give --data with timestamps at that step: a table's timestamps, or GluonTS "
+                            f"JSON lines with --freq {freq})" if given is None else
                             f"is at the step {given!r}"))
     if freq is None:
         starts = None  # trained without a calendar: the age feature only

@@ -144,16 +144,17 @@ def plan_shards(theorem: str, config: TrainingConfig, trials: int, steps: int, s
             for i in range(n_shards) for w in "pq"]
 
 
-def torch_seed(seed: np.random.SeedSequence) -> int:
-    """A 63-bit torch seed from a SeedSequence.
+def torch_seed(seed: np.random.SeedSequence, stream: int = 0) -> int:
+    """A 63-bit torch seed from a SeedSequence: word ``stream`` of its state (independent streams).
 
     Args:
         seed: The SeedSequence.
+        stream: 0 for the loop's generator, 1 for a user's sampler's.
 
     Returns:
         The seed.
     """
-    return int(seed.generate_state(1, np.uint64)[0] >> np.uint64(1))
+    return int(seed.generate_state(stream + 1, np.uint64)[stream] >> np.uint64(1))
 
 
 @functools.lru_cache(maxsize=8)
@@ -179,8 +180,10 @@ def run_shard(spec: ShardSpec) -> ShardStats:
         torch.set_num_threads(spec.threads)
     dev = resolve_device(spec.device)
     construction, overrides = _loop(spec.theorem, spec.config, str(dev), spec.loop)
-    if spec.sampler is not None:
-        overrides = {**overrides, "sampler": spec.sampler}
+    if spec.sampler is not None:  # a user's sampler draws on the CPU (torch.randint(..., generator=g) needs no
+        # device argument there), the same draws on every device; its windows move to the loop's device
+        overrides = {**overrides, "sampler": spec.sampler,
+                     "sampler_generator": torch.Generator().manual_seed(torch_seed(spec.seed, stream=1))}
     generator = torch.Generator(device=dev).manual_seed(torch_seed(spec.seed))
     if reads_epoch_maxima(construction):  # shuffled: every step of the epochs, read through each epoch's max
         reading = reading_of(construction, spec.steps)

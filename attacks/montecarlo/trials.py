@@ -57,14 +57,17 @@ def sample_steps(construction: Construction, sampler, n_steps: int, generator: t
 
 def released_update_chunks(construction: Construction, world: str, trials: int, steps: int,
                            generator: torch.Generator, *, sampler=None, sigma: Optional[float] = None,
-                           clip: Optional[float] = None) -> Iterator[torch.Tensor]:
+                           clip: Optional[float] = None,
+                           sampler_generator: Optional[torch.Generator] = None) -> Iterator[torch.Tensor]:
     """Centred released updates (Λ g̃ / C - offset) of ``trials`` runs of ``steps`` steps, in chunks (n, steps) float64.
 
     ``world`` is ``"p"`` or ``"q"`` (the construction's datasets). ``sampler`` overrides the
     scheme's sampler (tests inject broken ones); ``sigma`` and ``clip`` override the noise
     multiplier and clipping bound the loop runs with (planted bugs, :mod:`attacks.montecarlo.planted`;
     the noise std is ``sigma * clip``, the centring keeps the construction's C). In world P the
-    rows follow ``construction.pair.P`` in every step, in world Q ``pair.Q``.
+    rows follow ``construction.pair.P`` in every step, in world Q ``pair.Q``. ``sampler_generator``: the generator
+    the sampler draws from (default ``generator``; the audit gives a user's sampler a CPU one), its windows moved to
+    ``generator``'s device.
     """
     if world not in ("p", "q"):
         raise ValueError(f"world must be 'p' or 'q', got {world!r}")
@@ -75,7 +78,7 @@ def released_update_chunks(construction: Construction, world: str, trials: int, 
     per_chunk = max(1, WINDOWS_PER_CHUNK // max(1, slots_per_step(construction, sampler) * steps))
     for first in range(0, trials, per_chunk):
         n = min(per_chunk, trials - first)
-        index = sample_steps(construction, sampler, n * steps, generator)
+        index = sample_steps(construction, sampler, n * steps, sampler_generator or generator).to(generator.device)
         windows = gather_windows(data, index.seq, index.start, cfg.window_length)
         context, forecast = split_window(windows, cfg.context_length)
         if cfg.augmented:

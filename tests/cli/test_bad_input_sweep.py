@@ -24,6 +24,7 @@ import time
 import pytest
 
 from conftest import error_line, run_cli
+from tsdp.cli.counts import count
 from sweep import CONSTANT_MODEL, run_capped, run_case, verdict
 
 SMALL = ["--N", "16", "--L", "8", "--batch-size", "4"]
@@ -316,6 +317,25 @@ def test_experiment_without_statsforecast_is_refused_before_training(monkeypatch
     assert "pip install 'tsdp[experiments]'" in error_line(outcome.err) and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("extra, flag", [
+    (["--seeds", "0"], "--seeds"),
+    (["--levels", "w-event", "--w", "0"], "--w"),
+    (["--samples", "5"], "--samples"),
+    (["--data", "/nonexistent.csv"], "--data"),
+    (["--data-dir", "/nonexistent"], "--data-dir"),
+    (["--workers", "0"], "--workers"),
+    (["--cluster", "tcp://127.0.0.1:0"], "--cluster"),
+    (["--trials-typo"], "--trials-typo"),
+])
+def test_experiment_checks_its_flags_before_the_missing_extra(monkeypatch, tmp_path, extra, flag):
+    """Without statsforecast a bad flag is still named (the flags are checked first, then the extra)."""
+    monkeypatch.setitem(sys.modules, "statsforecast", None)
+    outcome = run_case([*EXPERIMENT, "--out", str(tmp_path / "grid"), *extra], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    line = error_line(outcome.err)
+    assert flag in line and "tsdp[experiments]" not in line
+
+
 # ----------------------------------------------------------------------------- audit-fn: the user's functions
 
 
@@ -418,7 +438,7 @@ def test_stale_staging_folders_are_removed(tmp_path):
 
 # ----------------------------------------------------------------------------- the sweep (slow)
 
-INT_VALUES = ["-1", BIG_INT]
+INT_VALUES = ["-1", BIG_INT, "1e400", "2.5e0"]  # 1e400: a count past the float range, read exactly
 FLOAT_VALUES = ["nan", "-inf", "1e308", "-1e-320"]
 BASES = {  # a cheap valid invocation of every command
     "profile": ["profile", "--alpha", "2"],
@@ -450,7 +470,7 @@ def _numeric_flags(argv):
         if not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):  # noqa: SLF001
             break
     for action in parser._actions:  # noqa: SLF001
-        if action.type in (int, float) and action.option_strings:
+        if action.type in (count, float) and action.option_strings:
             yield action.option_strings[0], action.type
 
 
@@ -460,7 +480,7 @@ def sweep_cases():
     cases = []
     for name, base in BASES.items():
         for flag, kind in _numeric_flags(base):
-            for value in INT_VALUES if kind is int else FLOAT_VALUES:
+            for value in INT_VALUES if kind is count else FLOAT_VALUES:
                 argv = list(base)
                 if flag in argv:
                     i = argv.index(flag)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import error_line, run_cli
-from sweep import NON_FINITE, run_case, verdict
+from sweep import NON_FINITE, run_capped, run_case, verdict
 
 SMALL = ["--N", "16", "--L", "30", "--batch-size", "4"]
 LIMIT_S = 120
@@ -161,3 +161,106 @@ def test_an_undefined_auc_is_labelled_not_nan():
     undefined = auc(np.arange(4.0), np.ones(4, dtype=bool))
     assert not np.isfinite(undefined) and not NON_FINITE.search(auc_text(undefined))
     assert auc_text(auc(np.arange(4.0), np.arange(4) >= 2)) == "1.000"
+
+
+def test_a_budget_that_outlasts_the_accountant_names_the_sigma_that_was_typed():
+    """`train --epsilon 10 --sigma 1e6` (no schedule typed): the run would last beyond the accountant's reach; the one
+    line names --sigma (typed), never --steps (not typed)."""
+    outcome = run_case(["train", *SMALL, "--epsilon", "10", "--sigma", "1e6", "--delta", "1e-5"], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    line = error_line(outcome.err)
+    assert "invalid --sigma" in line and "invalid --steps" not in line
+
+
+@pytest.mark.parametrize("command", [["audit-model", "--model", "simple-ff", "--epsilon", "1"], ["audit-fn"]])
+def test_a_spike_that_overflows_is_blamed_on_spike(command, no_optimizer):
+    """A spike of 1e308 standard deviations is not a finite element: one line naming --spike, before any training
+    (not a data error about series holding inf)."""
+    extra = ["--train", no_optimizer, "--canary", "spike"] if command == ["audit-fn"] else []
+    outcome = run_case([*command, *extra, "--canaries", "4", "--delta", "1e-5", *SMALL, "--spike", "1e308"], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    assert "invalid --spike" in error_line(outcome.err) and "series" not in error_line(outcome.err).split(":")[1]
+
+
+
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory):
+    """Two daily series, one month-start series and one at numeric timestamps 0, 1, 2, ... (60 values each)."""
+    import datetime
+
+    d = tmp_path_factory.mktemp("stepped")
+    day = datetime.date(2020, 1, 1)
+    (d / "daily.csv").write_text("item_id,timestamp,target\n" + "".join(
+        f"{k},{day + datetime.timedelta(days=j)},{(3 * j + i) % 7 + 1}\n" for i, k in enumerate("ab") for j in range(60)))
+    (d / "monthly.csv").write_text("item_id,timestamp,target\n" + "".join(
+        f"a,{2000 + j // 12}-{j % 12 + 1:02d}-01,{j % 5 + 1}\n" for j in range(60)))
+    (d / "numbers.csv").write_text("item_id,timestamp,target\n" + "".join(f"a,{j},{j % 5 + 1}\n" for j in range(60)))
+    return d
+
+
+@pytest.mark.parametrize("name, freq, own", [("daily.csv", "h", "D"), ("daily.csv", "BH", "D"),
+                                             ("monthly.csv", "M", "MS"), ("numbers.csv", "2", "1"),
+                                             ("daily.csv", "ms", "D")])
+def test_a_step_the_data_is_not_at_is_blamed_on_freq(stepped, name, freq, own):
+    """--freq that the timestamps are not at (they have a regular step of their own) is one line naming --freq and
+    the data's step, not a missing value inside the series; a step far finer than the data's (ms on daily data) is
+    refused without building its date range (a 1 GiB address space suffices)."""
+    outcome = run_capped(["train", "--data", stepped / name, "--freq", freq, "--epochs", "1", "--delta", "1e-5",
+                          "--batch-size", "1"], LIMIT_S, 2 ** 30 + 2 ** 31)  # torch's import maps about 2 GiB
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    line = error_line(outcome.err)
+    assert "invalid --freq" in line and f"give --freq {own}," in line and "missing value" not in line
+
+
+def test_the_data_at_its_own_step_still_trains_and_a_gap_is_a_missing_value(stepped, tmp_path):
+    outcome = run_case(["train", "--data", stepped / "daily.csv", "--freq", "D", "--epochs", "1", "--delta", "1e-5",
+                        "--batch-size", "1"], LIMIT_S)
+    assert verdict(outcome, 0) == "", outcome.err[-1500:]
+    rows = (stepped / "daily.csv").read_text().splitlines()
+    (tmp_path / "gap.csv").write_text("\n".join(rows[:10] + rows[11:]) + "\n")  # one day of series a missing
+    outcome = run_case(["train", "--data", tmp_path / "gap.csv", "--freq", "D", "--epochs", "1", "--delta", "1e-5",
+                        "--batch-size", "1"], LIMIT_S)
+    assert verdict(outcome, 2) == "" and "a missing value inside the series" in error_line(outcome.err)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["experiment", "--quick", "--freq", "h"], "--freq"),
+    (["experiment", "--quick", "--dataset", "electricity", "--freq", "h"], "--freq"),
+    (["report", "--quick", "--freq", "h"], "--freq"),
+    (["forecast", "predict", "--values", "1", "2", "3", "--freq", "h", "--epsilon", "1", "--delta", "1e-5"], "--freq"),
+    (["audit-fn", "--plan", "--steps", "10", "--parameters", "100", "--canaries", "100", "--delta", "1e-5", "--freq",
+      "h"], "--freq"),
+    (["audit-fn", "--plan", "--steps", "10", "--parameters", "100", "--canaries", "100", "--delta", "1e-5", "--data",
+      "/nonexistent.csv"], "--data"),
+])
+def test_a_data_flag_that_does_not_apply_is_refused_not_ignored(argv, flag, model_file, tmp_path):
+    """--freq where no timestamps are read (the shipped data, a benchmark, the report's Grunfeld panel, --values, a
+    --plan) and --data with --plan are checked, never silently ignored: one line naming the flag."""
+    if argv[:2] == ["forecast", "predict"]:
+        argv = [*argv, "--model-file", model_file]
+    if argv[0] in ("experiment", "report"):
+        argv = [*argv, "--out", tmp_path / "out"]
+    outcome = run_case(argv, LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    assert f"invalid {flag}" in error_line(outcome.err) and not (tmp_path / "out").exists()
+
+
+def test_a_step_the_data_states_is_blamed_on_the_data_when_freq_was_not_typed(tmp_path):
+    """Data at a millisecond step (inferred) that DeepAR cannot read: the line names --data, not the --freq nobody
+    typed."""
+    (tmp_path / "ms.csv").write_text("item_id,timestamp,target\n" + "".join(
+        f"a,2020-01-01 00:00:00.{j:03d},{j % 5 + 1}\n" for j in range(60)))
+    outcome = run_case(["train", "--model", "deepar", "--data", tmp_path / "ms.csv", "--epochs", "1", "--delta", "1e-5",
+                        "--batch-size", "1"], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    assert "invalid --data" in error_line(outcome.err) and "--freq" not in error_line(outcome.err).split(":")[1]
+
+
+def test_a_step_without_periods_on_json_lines_is_blamed_on_freq(tmp_path):
+    """--freq BH (business hours: pandas has no periods of it) on GluonTS JSON lines names --freq, not the entry's
+    start as text pandas cannot read."""
+    (tmp_path / "bh.jsonl").write_text('{"start": "2024-03-04 09:00:00", "target": %s}\n' % list(range(1, 21)))
+    outcome = run_case(["train", "--data", tmp_path / "bh.jsonl", "--freq", "BH", "--epochs", "1", "--delta", "1e-5",
+                        "--batch-size", "1"], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    assert "invalid --freq" in error_line(outcome.err) and "no pandas periods" in error_line(outcome.err)

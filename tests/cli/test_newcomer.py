@@ -95,7 +95,7 @@ def test_every_command_reads_every_format(files, name, tmp_path):
     assert code == 2 and "--N 4" in error_line(err)  # read: 4 series (the configuration says 5)
     code, _, err = run_cli(["audit-model", "--model", "simple-ff", "--canaries", "4", "--epsilon", "1",
                             "--delta", "1e-5", "--N", "5", "--data", path])
-    assert code == 2 and "N = 5" in error_line(err)
+    assert code == 2 and "invalid --N" in error_line(err) and "--N 4" in error_line(err)
     model = tmp_path / "m.pt"
     from tsdp.attacks.inference.mechanism import save_model
     from tsdp.training.models import make_model
@@ -128,7 +128,7 @@ def test_train_reads_a_long_table_with_its_own_column_names(files):
     (["--data", "FILE:long.csv", "--layout", "sideways"], "--layout", "invalid choice"),
     (["--data", "FILE:long.csv", "--freq", "h"], "--freq", "numeric timestamps need a positive number"),
     (["--data", "FILE:long.csv", "--freq", "0"], "--freq", "numeric timestamps need a positive number"),
-    (["--data", "FILE:long.csv", "--freq", "2"], "--data", "misses the timestamp"),
+    (["--data", "FILE:long.csv", "--freq", "2"], "--freq", "its timestamps are at the step 1, not 2"),
     (["--data", "FILE:wide.csv", "--freq", "D"], "--freq", "has none (a plain row index)"),
     (["--data", "FILE:gluonts.json.gz", "--freq", "3"], "--freq", "pandas offset alias"),
     (["--data", "FILE:gluonts.json.gz", "--freq", "fortnightly"], "--freq", "not a pandas frequency"),
@@ -228,3 +228,26 @@ def test_json_lines_with_freq_train_deepar_on_their_calendar(files, tmp_path):
         assert code == 0, err
         blob = torch.load(model, weights_only=True)
         assert blob["covariates"] == covariates and blob["freq"] == freq
+
+
+def test_n_and_l_are_taken_from_the_data_and_said():
+    """`tsdp train --data m1-yearly` without --N and --L trains on the file's N and shortest training length (said in
+    one note line); a conflicting --N or a longer --L is one error line naming it before σ is calibrated."""
+    from tsdp.datasets.tsf import m1_yearly
+
+    series = m1_yearly().data.series
+    n, shortest = len(series), min(len(s) for s in series) - 1  # L_F = 1 held out for testing
+    base = ["train", "--data", "m1-yearly", "--epsilon", "1", "--delta", "1e-5", "--epochs", "1", "--json"]
+    code, out, err = run_cli(base)
+    assert code == 0, err
+    notes = [line for line in err.splitlines() if "note:" in line and "taken from" in line]
+    assert notes == [f"tsdp train: note: N = {n} (its series) and L = {shortest} (the training values of its shortest "
+                     "series, the last L_F = 1 held out for testing) taken from m1-yearly"]
+    from tsdp.theorems.config import TrainingConfig
+
+    assert json.loads(out)["steps"] == TrainingConfig(N=n, L=shortest).steps_per_epoch  # one epoch of the file's N
+    for extra, flag, fix in ((["--N", str(n - 1)], "--N", f"--N {n}"), (["--L", str(shortest + 1)], "--L",
+                                                                          f"--L {shortest}")):
+        code, out, err = run_cli([*base, *extra])
+        assert code == 2 and out == "" and "calibrating" not in err, err
+        assert error_line(err).startswith(f"tsdp train: error: invalid {flag}:") and fix in error_line(err)

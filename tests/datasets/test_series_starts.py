@@ -295,3 +295,55 @@ def test_the_data_fingerprint_holds_the_calendar():
     assert [a.tolist() for a in plain.train.series] == [a.tolist() for a in split.train.series]
     assert data_fingerprint(plain) != data_fingerprint(split)
     assert data_fingerprint(shipped_split(SHIPPED_SPEC)) == data_fingerprint(split)
+
+
+# --- old offset aliases on every pandas release ------------------------------------------------------------------
+
+OLD_ALIASES = {"H": "h", "1H": "h", "2H": "2h", "T": "min", "10T": "10min", "S": "s", "L": "ms", "U": "us", "N": "ns",
+               "BH": "bh", "M": "ME", "BM": "BME", "Q": "QE-DEC", "BQ": "BQE-DEC", "A": "YE-DEC", "Y": "YE-DEC",
+               "BA": "BYE-DEC", "BY": "BYE-DEC", "AS": "YS-JAN", "A-DEC": "YE-DEC", "Q-NOV": "QE-NOV"}
+"""Aliases pandas 2.2 deprecated and pandas 3 refuses, and the offset each names (pandas 2.2's own renaming)."""
+
+
+@pytest.fixture
+def pandas_3_aliases(monkeypatch):
+    """pandas' alias parser as pandas 3 has it: an alias pandas 2.2 deprecated is an error, not a FutureWarning (so
+    the old-alias paths are tested on the pandas 2 installed here; CI runs them on pandas 3 too)."""
+    from pandas.tseries import frequencies
+
+    real = frequencies.to_offset
+
+    def strict(freq, *args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)
+            try:
+                return real(freq, *args, **kwargs)
+            except FutureWarning:
+                raise ValueError(f"Invalid frequency: {freq}") from None
+
+    monkeypatch.setattr(frequencies, "to_offset", strict)
+    with pytest.raises(ValueError, match="Invalid frequency"):  # the simulation refuses what pandas 3 refuses
+        frequencies.to_offset("H")
+    return strict
+
+
+@pytest.mark.parametrize("old, offset", sorted(OLD_ALIASES.items()))
+def test_old_aliases_name_their_offset_without_pandas_reading_them(pandas_3_aliases, old, offset):
+    """tsdp renames an old alias before pandas reads it: the offset pandas 2 gave the old name, on pandas 3 too."""
+    assert normalize_freq(old) == offset == pandas_3_aliases(offset).freqstr
+
+
+@pytest.mark.filterwarnings("error::FutureWarning")
+def test_old_aliases_load_as_on_pandas_2(pandas_3_aliases, tmp_path):
+    """`--freq H` on GluonTS JSON lines and a folder whose metadata.json says "1H" (as electricity's and traffic's
+    do) load with the starts pandas 2 gave them; a table's --freq "T" reads its minutes."""
+    path = tmp_path / "data.json.gz"
+    _write_jsonl(path, [{"start": "2014-01-01 00:00:00", "target": ["NaN", 1, 2]}])
+    assert fmt.load_series(path, freq="H").starts == (SeriesStart("2014-01-01 01:00:00", "h"),)
+    _gluonts_folder(tmp_path, "1H")
+    assert read_freq(tmp_path / "electricity") == "h"
+    split = load_split("electricity", tmp_path)
+    assert split.train.starts == (SeriesStart("2012-01-01 00:00:00", "h"), SeriesStart("2012-03-01 08:00:00", "h"))
+    frame = pd.DataFrame({"item_id": ["x"] * 4, "timestamp": pd.date_range("2020-01-01", periods=4, freq="min"),
+                          "target": [1.0, 2.0, 3.0, 4.0]})
+    assert fmt.from_long(frame, freq="T").starts == (SeriesStart("2020-01-01 00:00:00", "min"),)

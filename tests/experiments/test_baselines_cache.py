@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("statsforecast")
 
 from tsdp.datasets.benchmarks import shipped_split  # noqa: E402
-from tsdp.experiments.stored_baselines import CACHE_FILE, cache_key, cached_baselines  # noqa: E402
+from tsdp.experiments.stored_baselines import CACHE_FILE, _digest, cache_key, cached_baselines  # noqa: E402
 from tsdp.bench.experiment import SeriesShape, synthetic_split  # noqa: E402
 from tsdp.experiments.baselines import (BASELINES, baseline_crps, baseline_quantiles,  # noqa: E402
                                          fitted_history, quantile_crps)
@@ -35,13 +35,21 @@ def test_the_cache_is_written_then_read_back_not_recomputed(tiny, tmp_path, monk
     assert not first.cached and first.crps == reference
     stored = json.loads((tmp_path / CACHE_FILE).read_text())
     assert stored["key"] == cache_key(split) and stored["crps"] == reference
-    # a planted value under the same key is what comes back: the second call reads, it does not fit again
+    # a value stored with its digest under the same key is what comes back: the second call reads, it does not fit
     stored["crps"]["autoets"] = 123.0
+    stored["digest"] = _digest(stored["key"], stored["crps"])
     (tmp_path / CACHE_FILE).write_text(json.dumps(stored))
-    monkeypatch.setattr("tsdp.experiments.baselines.baseline_crps",
+    with monkeypatch.context() as patched:
+        patched.setattr("tsdp.experiments.baselines.baseline_crps",
                         lambda *a, **k: pytest.fail("a cache hit must not recompute"))
-    second = cached_baselines(split, tmp_path)
+        second = cached_baselines(split, tmp_path)
     assert second.cached and second.crps == {**reference, "autoets": 123.0}
+    # the same file edited by hand (the digest of another content) is recomputed, with a note naming the file
+    stored["crps"]["autoets"] = -4242.42
+    (tmp_path / CACHE_FILE).write_text(json.dumps(stored))
+    with pytest.warns(UserWarning, match="digest does not match"):
+        third = cached_baselines(split, tmp_path)
+    assert not third.cached and third.crps == reference
 
 
 def _changed(split, **spec):
@@ -84,7 +92,38 @@ def test_a_corrupt_or_mismatched_file_is_recomputed_never_reported(tiny, tmp_pat
     (tmp_path / CACHE_FILE).write_text(text)
     result = cached_baselines(split, tmp_path)
     assert not result.cached and result.crps == reference
-    assert json.loads((tmp_path / CACHE_FILE).read_text()) == {"key": key, "crps": reference}
+    assert json.loads((tmp_path / CACHE_FILE).read_text()) == {"key": key, "crps": reference,
+                                                              "digest": _digest(key, reference)}
+
+
+def test_a_negative_crps_with_a_valid_digest_is_recomputed(tiny, tmp_path):
+    """A CRPS is a mean weighted quantile loss, never negative: stored so, even with its digest, it is recomputed."""
+    split, reference = tiny
+    key, crps = cache_key(split), {**reference, "autoets": -4242.42}
+    (tmp_path / CACHE_FILE).write_text(json.dumps({"key": key, "crps": crps, "digest": _digest(key, crps)}))
+    with pytest.warns(UserWarning, match="negative"):
+        assert cached_baselines(split, tmp_path).crps == reference
+
+
+def test_a_baseline_that_cannot_be_fitted_is_left_out_and_the_rest_stand(tiny, tmp_path, monkeypatch):
+    """statsforecast's "no model able to be fitted" (AutoETS on values of 1e300) leaves that baseline out with a
+    note; the other baseline is computed, nothing is stored; another error still raises."""
+    split, reference = tiny
+    real = baseline_crps
+
+    def autoets_fails(name, *args, **kwargs):
+        if name == "autoets":
+            raise Exception("no model able to be fitted")  # statsforecast's ets.py raises exactly this
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr("tsdp.experiments.baselines.baseline_crps", autoets_fails)
+    with pytest.warns(UserWarning, match="autoets baseline cannot be fitted"):
+        scores = cached_baselines(split, tmp_path)
+    assert scores.crps == {"seasonal-naive": reference["seasonal-naive"]} and not (tmp_path / CACHE_FILE).exists()
+    monkeypatch.setattr("tsdp.experiments.baselines.baseline_crps",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("another failure")))
+    with pytest.raises(RuntimeError, match="another failure"):
+        cached_baselines(split, tmp_path)
 
 
 @pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)

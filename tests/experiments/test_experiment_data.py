@@ -114,3 +114,27 @@ def test_the_grid_is_scale_free(tmp_path, capsys):
     assert crps[1.0].keys() == crps[1e-4].keys() and len(crps[1.0]) == 16
     for key, value in crps[1.0].items():
         assert math.isfinite(value) and abs(crps[1e-4][key] - value) <= 0.15 * value, (key, value, crps[1e-4][key])
+
+
+def test_the_same_data_in_another_folder_is_the_same_grid(tmp_path):
+    """A cell's key holds the data's fingerprint, not its folder: a copy of the file elsewhere gives every cell the same
+    key (its stored result is resumed); other values under the same name give another data fingerprint."""
+    from tsdp.experiments.cells import cell_key
+    from tsdp.experiments.grid import GridSettings, plan
+
+    rows = "item_id,timestamp,target\n" + "".join(f"a,{j},{(j * 7) % 5 + 1}\n" for j in range(40))
+    paths = []
+    for folder, text in (("here", rows), ("there", rows), ("edited", rows.replace("a,39,", "a,39,9"))):
+        (tmp_path / folder).mkdir()
+        paths.append(tmp_path / folder / "mine.csv")
+        paths[-1].write_text(text)
+
+    def keys(path):
+        user = UserData(str(path), forecast_length=4, context_length=4, batch_size=1, sigma=4.0, season=1, epochs=1)
+        settings = GridSettings(user=user)
+        return [cell_key(c, settings).as_dict() for c in plan(models=("dlinear",), epsilons=(1.0,), seeds=1,
+                                                               tops=("wor",))]
+
+    here, there, edited = map(keys, paths)
+    assert here == there
+    assert [k["data"] for k in here] != [k["data"] for k in edited]

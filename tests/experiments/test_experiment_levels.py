@@ -188,7 +188,8 @@ def test_level_tables_layout_and_json_with_the_papers_defaults(tmp_path, capsys)
 @pytest.mark.parametrize("argv,flag", [
     (["--levels", "w-user", "--w", "-1"], "--w"), (["--levels", "w-user", "--w", "0"], "--w"),
     (["--levels", "w-user", "--w", "nan"], "--w"), (["--levels", "w-user", "--w", "inf"], "--w"),
-    (["--levels", "w-user", "--w", "1e3"], "--w"), (["--levels", "w-event", "--w", "10001"], "--w"),
+    (["--levels", "w-user", "--w", "1.5e0"], "--w"), (["--levels", "w-user", "--w", "1e5"], "--w"),
+    (["--levels", "w-event", "--w", "10001"], "--w"),
     (["--levels", "w-user", "--w", "2", "2"], "--w"), (["--levels", "w-user", "--w"], "--w"),
     (["--w", "2"], "--w"), (["--levels", "label-noise", "--w", "2"], "--w"),
     (["--levels", "label-noise", "--sigma-forecast", "-1"], "--sigma-forecast"),

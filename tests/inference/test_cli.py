@@ -109,7 +109,7 @@ def test_predict_gives_deepar_the_covariates_of_the_forecast(capsys, tmp_path):
     stamps = pd.date_range("2024-03-09 20:00", periods=len(values), freq="h")  # across midnight
     csv.write_text("item_id,timestamp,target\n" + "".join(f"a,{t},{v}\n" for t, v in zip(stamps, values)))
     common = ["--model-file", str(path), "--epsilon", "4", "--delta", "1e-4", "--r", "0.5", "--samples", "30",
-              "--seed", "3", "--json"]
+              "--seed", "3", "--json", "--device", "cpu"]  # bit for bit on the CPU; CUDA's rounding: tests/test_cuda.py
     code, out, err = run(capsys, "forecast", "predict", "--data", str(csv), *common)
     assert code == 0, err
     got = json.loads(out)
@@ -130,3 +130,21 @@ def test_predict_gives_deepar_the_covariates_of_the_forecast(capsys, tmp_path):
     code, out, err = run(capsys, "forecast", "predict", "--data", str(csv), "--model-file", str(tmp_path / "old.pt"),
                          *common[2:])
     assert code == 2 and "another version" in err and len(err.strip().splitlines()) == 1
+
+
+def test_predict_names_the_freq_json_lines_need_for_a_calendar_model(capsys, tmp_path):
+    """A DeepAR trained at the step 'h' forecasting GluonTS JSON lines (which do not say their step): without --freq
+    the one error line names the fix, --freq h; with it the forecast runs."""
+    pytest.importorskip("pandas")
+    torch.manual_seed(0)
+    path = tmp_path / "deepar_h.pt"
+    save_model(path, make_model("deepar", 4, 2, covariates=5), "deepar", 4, 2, "h")
+    data = tmp_path / "good.jsonl"
+    data.write_text(json.dumps({"start": "2024-03-09 20:00:00", "target": [3.0, 1.0, 4.0, 1.0, 5.0, 9.0]}) + "\n")
+    common = ["forecast", "predict", "--model-file", str(path), "--data", str(data), "--epsilon", "4", "--delta",
+              "1e-4", "--samples", "10", "--device", "cpu", "--json"]
+    code, out, err = run(capsys, *common)
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert code == 2 and len(errors) == 1 and "invalid --data" in errors[0] and "--freq h" in errors[0]
+    code, out, err = run(capsys, *common, "--freq", "h")
+    assert code == 0, err

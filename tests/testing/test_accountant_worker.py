@@ -116,3 +116,30 @@ def test_output_is_captured_per_call_as_a_terminal_shows_it():
 def test_the_worker_checks_its_time_limit_before_any_work():
     with pytest.raises(ValueError, match="invalid timeout: must be <= 1e"):
         AccountantWorker(lambda c, s, d: 1.0, timeout=1e10)
+
+
+@pytest.mark.parametrize("how", ["subprocess", "fork", "orphan"])
+def test_what_an_accountant_leaves_running_ends_with_a_passing_check(tmp_path, how):
+    """An accountant that starts a process and answers at once (a subprocess, a forked child, an orphaned grandchild
+    whose parent has exited): after the worker closes, nothing it started is running."""
+    pid_file = tmp_path / "child.pid"
+
+    def leaves_a_child(c, s, d):
+        if how == "subprocess":
+            pid_file.write_text(str(subprocess.Popen(["sleep", "300"]).pid))
+        elif how == "fork":
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(300)
+                os._exit(0)
+            pid_file.write_text(str(pid))
+        else:  # the shell prints the pid of a background sleep and exits: the sleep is re-parented
+            out = subprocess.run(["sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"], capture_output=True, text=True)
+            pid_file.write_text(out.stdout.strip())
+        return 1.0
+
+    with AccountantWorker(leaves_a_child, timeout=30) as worker:
+        reply = worker.ask(CONFIG, 1, 1e-5)
+        assert reply.kind == "value" and reply.value == 1.0
+        assert _running(int(pid_file.read_text()))  # it is running while the check runs
+    assert not _running(int(pid_file.read_text()))

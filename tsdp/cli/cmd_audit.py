@@ -15,7 +15,8 @@ import math
 
 from tsdp.theorems.config import check_int
 
-from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args
+from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
+                          data_sizing_the_config)
 from .errors import UsageError, check_delta
 from .output import NO_NOISE, auc_text, dumps
 
@@ -234,12 +235,14 @@ def add_parsers(sub, command) -> None:
         for flag, value in (("--lr", args.lr), ("--spike", args.spike)):
             if not (math.isfinite(value) and value > 0):
                 raise UsageError(f"invalid {flag}: must be finite and > 0 (got {value})")
+        data = data_sizing_the_config(args, "audit-model")  # a file's N and L, before any calibration; None: synthetic
         config = config_from_args(args)
         from tsdp.attacks.canary.trained_model import audit_model
         from tsdp.theorems.config import ConfigError
         from tsdp.theorems.errors import TheoremError
 
-        data = data_from_args(args, config, seed=args.seed)
+        if data is None:
+            data = data_from_args(args, config, seed=args.seed)
         try:
             result = audit_model(args.model, config, data=data, canaries=args.canaries, epsilon=args.epsilon,
                                  delta=args.delta, epochs=args.epochs, seed=args.seed, device=args.device,

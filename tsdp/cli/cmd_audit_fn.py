@@ -306,6 +306,8 @@ def add_parsers(sub, command) -> None:
         check_workers("workers", args.workers)  # with --plan too: a flag is checked whether or not it is used
         check_timeout(args.timeout)
         if args.plan:
+            if args.data != "synthetic" or args.freq is not None:  # the data flags are checked with --plan too
+                data_from_args(args, config_from_args(args), seed=args.seed)
             planned = _plan(args)
             print(dumps(planned) if args.json else _plan_human(planned))
             return 0

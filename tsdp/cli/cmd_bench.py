@@ -104,6 +104,8 @@ def add_parsers(sub, command) -> None:
                         - used)
         if unused:
             raise UsageError(f"invalid {unused[0]}: `tsdp bench {args.what}` does not take it")
+        if not MIN_ROUNDS <= args.rounds <= MAX_ROUNDS:
+            raise UsageError(f"invalid --rounds: must be in [{MIN_ROUNDS}, {MAX_ROUNDS}] (got {args.rounds})")
         try:
             module = importlib.import_module(module_name)
             fn = getattr(module, fn_name)
@@ -112,8 +114,6 @@ def add_parsers(sub, command) -> None:
                   f"({module_name}.{fn_name} cannot be imported: {exc})", file=sys.stderr)
             return 2
         progress = None if args.json else (lambda m: print(m, file=sys.stderr))
-        if not MIN_ROUNDS <= args.rounds <= MAX_ROUNDS:
-            raise UsageError(f"invalid --rounds: must be in [{MIN_ROUNDS}, {MAX_ROUNDS}] (got {args.rounds})")
         if args.what == "accounting":
             discretization = module.BENCH_DISCRETIZATION if args.discretization is None else args.discretization
             if not (0 < discretization <= 1):

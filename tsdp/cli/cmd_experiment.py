@@ -122,17 +122,19 @@ def add_parsers(sub, command) -> None:
         if args.dataset is not None and args.dataset not in dataset_names():
             raise UsageError(f"invalid --dataset: must be one of {', '.join(dataset_names())} (got {args.dataset!r})")
         check_workers("workers", args.workers)
-        check_cluster(args.cluster)
-        _check_baselines()
         cells = plan(models=args.models, epsilons=args.epsilons, seeds=args.seeds, levels=tuple(args.levels),
                      tops=args.tops, w=args.w, sigma_forecast=args.sigma_forecast)
         user = _user_data(args)
+        check_cluster(args.cluster)
+        if args.download:
+            _check_baselines()  # before a download of minutes
         split = split_for(args.dataset, args.data_dir, download=args.download, user=user)
         name = split.spec.name
         from tsdp.attacks.inference.mechanism import check_samples
 
         check_samples(args.samples, 1, split.spec.context_length, split.spec.forecast_length)  # one window's
         # sample paths: the test windows are drawn in chunks that fit the memory limit (train.evaluate)
+        _check_baselines()  # the flags first (cheap), then the extra, before any cell trains
         out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
         _check_out(out)
         v = (args.v or split.spec.label_noise_v) if "label-noise" in args.levels else None
@@ -200,6 +202,9 @@ def _user_data(args):
         typed = [f"--{k.replace('_', '-')}" for k, v in settings.items() if v is not None]
         if typed:
             raise UsageError(f"invalid {typed[0]}: it sets the grid of a user's file: add --data FILE")
+        if args.freq is not None:
+            raise UsageError(f"invalid --freq: it is the step of --data's timestamps; {args.dataset or 'm1-yearly'} "
+                             "states its own step (drop --freq)")
         return None
     if args.dataset is not None:
         raise UsageError("invalid --data: give --data (your series) or --dataset (a benchmark), not both")
@@ -236,14 +241,11 @@ def _noted(payload: dict, keys, note: str) -> dict:
 
 
 def _check_baselines() -> None:
-    """The baselines come after the grid: a missing statsforecast is refused before any cell trains."""
-    try:
-        import statsforecast  # noqa: F401
-    except ImportError:
-        from tsdp.theorems.errors import MissingExtraError
+    """The baselines come after the grid: a missing statsforecast is refused before any cell trains (MissingExtraError
+    naming the experiments extra)."""
+    from tsdp.experiments.baselines import statsforecast_version
 
-        raise MissingExtraError("tsdp experiment's seasonal-naive and AutoETS baselines need statsforecast",
-                                "experiments") from None
+    statsforecast_version()
 
 
 def _run(cells, settings, out: str, args):

@@ -97,6 +97,9 @@ def _series(args):
         raise UsageError("give the series as --values X1 X2 ... or --data FILE")
     start = None
     if args.values is not None:
+        if args.freq is not None:
+            raise UsageError("invalid --freq: it is the step of --data's timestamps, and --values has none (give the "
+                             "series as --data FILE with its timestamps)")
         x = np.asarray(args.values, dtype=float)
     else:
         data = data_from_args(args)
@@ -242,7 +245,7 @@ def _predict(args) -> int:
     check_samples(args.samples, 1, args.context_length, header["forecast_length"])
     cal = _calibrated(args)
     context = torch.as_tensor(x[-args.context_length:], dtype=torch.float32, device=device)[None]
-    gen = torch.Generator(device=device).manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(args.seed)  # drawn on the CPU: a seed gives the same draws on every device
     paths = private_forecast(model, context, args.r, cal.sigma, args.samples, gen, covariates)[0].cpu().numpy()
     qs = np.quantile(paths, QUANTILES, axis=0)
     if not np.all(np.isfinite(qs)):  # the float32 model overflowed: no number to give

@@ -59,7 +59,7 @@ def add_parsers(sub, command) -> None:
             if type(exc) is not ValueError:
                 raise
             raise UsageError(f"invalid --config: {exc}") from None
-        default_panel = args.data == p.get_default("data") and args.target is None
+        default_panel = args.data == p.get_default("data") and args.target is None and args.freq is None
         real_data = None if default_panel else (args.data, data_from_args(args))  # None: the report's Grunfeld
         out = Path(args.out) if args.out else OUT_ROOT / name
         check_output_path("out", out, directory=True)  # before the report's minutes of work

@@ -15,7 +15,8 @@ from tsdp.theorems.config import check_output_path
 
 from tsdp.theorems.config import DEFAULT_CONFIG
 
-from .config_args import STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args
+from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
+                          data_sizing_the_config)
 from .output import dumps
 
 MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
@@ -50,8 +51,8 @@ def add_parsers(sub, command) -> None:
         f"make_private_with_epsilon) so that --epochs K (default {FIT_EPOCHS}) or --steps S spend the budget; with an "
         "explicit --sigma the run stops when the sound ε(δ) of the next step would exceed --epsilon, or after "
         "--epochs / --steps. Prints test CRPS, the seasonal-naive and untrained CRPS, ε spent and the number of steps. "
-        "With --data FILE the configuration must match the file: --N its number of series and --L the "
-        "shortest training length (series length minus L_F); the error message says which.")
+        "With --data FILE, N and L are taken from the file (its number of series and its shortest training length: "
+        "series length minus L_F) and said in one line; a typed --N must match it, a typed --L must not exceed it.")
     p.add_argument("--model", choices=MODEL_NAMES, default="simple-ff", help="forecasting model")
     p.add_argument("--epsilon", type=float, default=None, help="train until the sound ε(δ) reaches this budget "
                    "(a small budget buys few steps: the output says when the model does not beat seasonal naive)")
@@ -140,12 +141,14 @@ def add_parsers(sub, command) -> None:
                              f"values) (got {args.context_length})")
         if args.save is not None:
             check_output_path("save", args.save)  # before the run, not after it
+        data = data_sizing_the_config(args, "train")  # a file's N and L, before any calibration; None: synthetic
         fit = fit_sigma(args)
         config = config_from_args(args)
         from tsdp.training.train import train
         from tsdp.theorems.config import ConfigError
 
-        data = data_from_args(args, config, seed=args.seed)
+        if data is None:
+            data = data_from_args(args, config, seed=args.seed)
         try:
             result = train(config, args.model, data, epsilon=args.epsilon, delta=args.delta, epochs=args.epochs,
                            steps=args.steps, theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
@@ -157,7 +160,11 @@ def add_parsers(sub, command) -> None:
 
                 save_model(args.save, result.trained_model, args.model, config.context_length,
                            config.forecast_length, data.freq)
-        except ConfigError:
+        except ConfigError as err:
+            if err.parameter == "steps" and args.epochs is None and args.steps is None:
+                raise UsageError(f"invalid --sigma: at σ = {args.sigma:g} the budget ε = {args.epsilon:g} lasts beyond "
+                                 f"what the accountant resolves ({err.constraint}); give a smaller --sigma, or "
+                                 "--epochs / --steps to stop earlier") from None
             raise
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from err

@@ -190,3 +190,55 @@ class HelpFormatter(argparse.HelpFormatter):
             return text
         shown = " ".join(map(str, action.default)) if isinstance(action.default, (list, tuple)) else action.default
         return f"{text} (default {shown})"
+
+
+def data_sizing_the_config(args: argparse.Namespace, command: str):
+    """The series of a file ``--data`` (read before any calibration or training), with N and L taken from them
+    (:func:`fit_to_data`, held out: each series' last L_F values, the test set) and said in one note line on stderr;
+    None for 'synthetic', which the configuration sizes (read after it, :func:`data_from_args`)."""
+    import sys
+
+    if args.data == "synthetic":
+        return None
+    data = data_from_args(args)
+    note = fit_to_data(args, data, held_out=args.forecast_length)
+    if note:
+        print(f"tsdp {command}: note: {note}", file=sys.stderr)
+    return data
+
+
+def fit_to_data(args: argparse.Namespace, data, *, held_out: int) -> Optional[str]:
+    """Take N and L from the series of a file ``--data`` (not 'synthetic', which the configuration sizes): N its
+    number of series, L the shortest training length (each series' length less the ``held_out`` test values), the
+    values the accountant must see. Sets ``args.N`` and ``args.L`` where they were not typed and returns the one line
+    that says so (None when the flags said it all), before any calibration or training.
+
+    Raises:
+        UsageError: a typed --N that is not the data's count (or --lengths of another count), or a typed --L (the
+            shortest --lengths) longer than the shortest training series; a shorter one is kept: it only raises
+            r = k/T, the sound direction.
+    """
+    from .errors import UsageError
+
+    typed = getattr(args, "typed_flags", set())
+    lengths = [len(s) - held_out for s in data.series]
+    n, shortest = len(lengths), min(lengths)
+    count_flag = "--N" if "--N" in typed else "--lengths" if args.lengths else None
+    given = args.N if count_flag == "--N" else len(args.lengths) if args.lengths else None
+    if given is not None and given != n:
+        raise UsageError(f"invalid {count_flag}: {args.data} holds {n} series, not {given} (give --N {n}, or drop "
+                         f"{count_flag}: N is taken from the data)")
+    held = f" (the last L_F = {held_out} held out for testing)" if held_out else ""
+    length_flag = "--L" if args.L is not None else "--lengths" if args.lengths else None
+    typed_length = args.L if args.L is not None else min(args.lengths) if args.lengths else None
+    if typed_length is not None and typed_length > shortest:
+        raise UsageError(f"invalid {length_flag}: the shortest series of {args.data} holds {shortest} training values"
+                         f"{held}, fewer than {typed_length}: the accountant would understate r = k/T (give --L "
+                         f"{shortest}, or drop {length_flag}: L is taken from the data)")
+    taken = [] if given is not None else [f"N = {n} (its series)"]
+    if typed_length is None:
+        taken.append(f"L = {shortest} (the training values of its shortest series"
+                     + (f", the last L_F = {held_out} held out for testing)" if held_out else ")"))
+        args.L = shortest
+    args.N = n
+    return f"{' and '.join(taken)} taken from {args.data}" if taken else None

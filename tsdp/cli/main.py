@@ -26,6 +26,7 @@ import warnings
 from typing import Callable, Dict, List, Optional
 
 from .config_args import CATALOGUE, HelpFormatter, add_config_arguments, check_device, config_from_args
+from .counts import integral_counts
 from .errors import UsageError  # its one home; re-exported here for `from .main import UsageError`
 
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -216,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name in subcommand_modules():
         importlib.import_module(name).add_parsers(sub, command)
+    integral_counts(parser)
     return parser
 
 
@@ -257,6 +259,9 @@ def _flag(subparser: argparse.ArgumentParser, parameter: str, typed=()) -> Optio
     steps -> the schedule flag that was typed, e.g. --epochs)."""
     options = subparser._option_string_actions  # noqa: SLF001 - argparse has no public accessor
     base = "--" + parameter.replace("_", "-")
+    if base == "--freq" and typed and base not in typed and "--data" in options:
+        # the data's own step (inferred, or its metadata's), not a flag that was never typed
+        return "--dataset" if "--dataset" in typed and "--dataset" in options else "--data"
     if base == "--steps":
         typed_schedule = [f for f in SCHEDULE_FLAGS if f in typed and f in options]
         if typed_schedule:
