@@ -31,7 +31,7 @@ weights agree to about 1e-6 relative; quantiles of 200 paths are compared at thi
 def test_a_users_randint_sampler_runs_on_a_cuda_audit_and_is_caught():
     """A top level written as users write it (torch.randint(..., generator=g), no device) runs in a CUDA audit, and
     its drawing with replacement is rejected by the goodness of fit as on the CPU."""
-    from tsdp.attacks.montecarlo.audit import audit
+    from tsdp.attacks.montecarlo.audit import _sampler_replaced, audit
     from tsdp.theorems.config import TrainingConfig
     from tsdp.training.samplers import BiLevelSampler, TopBatch, make_sampler
 
@@ -45,7 +45,8 @@ def test_a_users_randint_sampler_runs_on_a_cuda_audit_and_is_caught():
 
     cfg = TrainingConfig(N=8, batch_size=4, L=4, context_length=1, forecast_length=1, sigma=1.0)
     broken = BiLevelSampler(WithReplacement(cfg.N, cfg.sequences_per_step), make_sampler(cfg).bottom)
-    result = audit("T6", cfg, trials=50000, delta=1e-3, seed=0, sampler=broken, device="cuda")
+    with _sampler_replaced(broken):
+        result = audit("T6", cfg, trials=50000, delta=1e-3, seed=0, device="cuda")
     assert result.device.startswith("cuda") and result.gof_pvalue < 1e-4
 
 

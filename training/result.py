@@ -107,8 +107,11 @@ class TrainResult:
 
     def as_dict(self) -> dict:
         """The JSON form: every attribute under its name, the ledger as a list of entries (or None), the selection's
-        keys at the top level; without the trained model."""
+        keys at the top level; without the trained model, and without ``batch_capacity`` and ``overflow_steps`` on
+        the eager step path (no fixed shape: the JSON of the eager path is the one released before the fixed path)."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_FLAT}
+        if self.batch_capacity is None:
+            del out["batch_capacity"], out["overflow_steps"]
         out["ledger"] = None if self.ledger is None else [e.as_dict() for e in self.ledger]
         if self.selection is not None:
             out.update(self.selection.as_dict())
