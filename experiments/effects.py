@@ -62,7 +62,7 @@ def _detectable(df: int, df_error: int, per_effect: float, alpha: float) -> floa
     return float(brentq(lambda d: power_of(df, df_error, per_effect * d * d, alpha) - POWER, 0.0, hi, xtol=1e-12))
 
 
-def two_way_anova(values, names: Tuple[str, str], levels: Tuple[Sequence, Sequence], *, alpha: float,
+def two_way_anova(values: np.ndarray, names: Tuple[str, str], levels: Tuple[Sequence, Sequence], *, alpha: float,
                   effect: float) -> Tuple[FactorTest, FactorTest]:
     """The F-tests of both factors of a balanced two-way design with replication (module docstring).
 

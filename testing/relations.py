@@ -60,7 +60,7 @@ class Relation(Record):
         return cls(config.relation, config.w)
 
     @classmethod
-    def parse(cls, value, config: TrainingConfig) -> "Relation":
+    def parse(cls, value: "Relation | str | None", config: TrainingConfig) -> "Relation":
         """``value`` as a relation: a :class:`Relation`, a record name (w from ``config``), or None: ``config``'s own.
 
         Args:

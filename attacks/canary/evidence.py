@@ -71,7 +71,7 @@ def steinke(scores: np.ndarray, included: np.ndarray, delta: float, confidence: 
 
 
 def fdp(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float, *,
-        claimed=None) -> FdpScoreBound:
+        claimed: Optional[object] = None) -> FdpScoreBound:
     """The f-DP one-run test (Mahloujifar, Melis & Chaudhuri 2025; :func:`attacks.canary.fdp_bound.certify`) on one
     score vector, with Steinke et al.'s bound as its baseline on the same guess sets, the confidence split between
     them declared before the scores: the (ε, δ) ε lower bound (the larger of the two assumption-free bounds),
@@ -127,7 +127,7 @@ def pool(evidences: Sequence[Evidence]) -> Evidence:
 
 
 def certify_evidence(evidence: Evidence, delta: float, confidence: float, *, certifier: Certifier = steinke,
-                     claimed: Optional[float] = None, profile=None) -> EvidenceBound:
+                     claimed: Optional[float] = None, profile: Optional[object] = None) -> EvidenceBound:
     """Certify ``evidence`` (Bonferroni over its scores; module docstring), with ``violation`` against the claim.
 
     ``epsilon_lower`` is the best score's bound (a **lower** bound on ε at ``delta`` with

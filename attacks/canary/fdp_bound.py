@@ -47,8 +47,8 @@ from .one_run import (MARGIN, ON_ITS_OWN, SHARES, SPLITS, _check_sets, _shares, 
                        correct_counts, fdp_bounds, guess_grid, largest_rejected, rejects)
 
 
-def certify(scores, included, delta: float, confidence: float = 0.95, *,
-            analyses: Sequence[str] = ("dp", "gdp", "steinke"), claimed=None,
+def certify(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float = 0.95, *,
+            analyses: Sequence[str] = ("dp", "gdp", "steinke"), claimed: Optional[object] = None,
             sets: Optional[np.ndarray] = None, seed: int = 0) -> FdpCertificate:
     """One-run audit of one score vector: every analysis in ``analyses`` on the same guess sets.
 

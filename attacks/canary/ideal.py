@@ -9,7 +9,7 @@ real run is an answer only when the ideal is clearly above 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -78,8 +78,8 @@ def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0, *, parame
                          included=included, participations=counts.sum(axis=0))
 
 
-def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, confidence: float, *, certifier=None,
-                  seed=0, parameters: Optional[int] = None, per_run: Optional[int] = None,
+def ideal_epsilon(config: TrainingConfig, m: int, steps: int, delta: float, confidence: float, *, certifier: Optional[Callable] = None,
+                  seed: int = 0, parameters: Optional[int] = None, per_run: Optional[int] = None,
                   removed: float = 0.0) -> float:
     """The ε certified on :func:`ideal_evidence` (``certifier`` default: the f-DP test): a **lower** bound's power at
     the claim, to print beside a run's certified ε (``parameters``, ``per_run``: the cross-talk of more canaries

@@ -105,7 +105,7 @@ class ModelAuditResult(Record):
 
 
 
-def audit_model(model_name: str, config: TrainingConfig, *, data="synthetic", canaries: int, epsilon: float,
+def audit_model(model_name: str, config: TrainingConfig, *, data: SeriesData | str = "synthetic", canaries: int, epsilon: float,
                 delta: float, epochs: Optional[int] = None, seed: int = 0, device: str = "auto",
                 confidence: float = 0.95, progress: bool = False, lr: float = 1e-3,
                 spike: float = 10.0) -> ModelAuditResult:
