@@ -16,8 +16,8 @@ def add_parsers(sub, command) -> None:
         description="Compute the configuration's accounting, verdicts on claims C1-C11 of the paper with the figures "
         "that reproduce Section 5 and Appendix C, the `tsdp verify --quick` summary, the tightness audits and the "
         "errata table; write index.html (self-contained), report.md, results.json and PNGs to reports/out/<name>/ "
-        "(or --out DIR). The audits and the claims' sweeps run on one process per available core (about four "
-        "minutes on 2 cores for the default configuration, one with --quick).")
+        "(or --out DIR). The audits, the claims' sweeps and C10's non-private trainings run on one process per "
+        "available core (minutes on 2 cores; --quick runs smaller grids and fewer trials).")
     p.add_argument("--config", default="default", metavar="default|FILE",
                    help="`default` (paper Section 5) or a JSON file of TrainingConfig fields, e.g. "
                    '{"L": 4, "batch_size": 160}')
