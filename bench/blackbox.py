@@ -69,13 +69,15 @@ class TsdpTraining:
     facts: dict = field(default_factory=dict)  # filled by the call: the run's CRPS, untrained CRPS, ε, steps, seconds
 
     def __call__(self, series) -> torch.nn.Module:
+        from tsdp.training.options import Budget, Checkpoints, Evaluation, Loop
         from tsdp.training.train import train
 
         private = self.sigma is not None
         config = self.config.with_(sigma=self.sigma) if private else self.config
         run = train(config, self.model, SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in series)),
-                    epochs=self.epochs, delta=self.delta if private else None, private=private, lr=self.lr,
-                    device="cpu", seed=self.seed, progress=False, n_samples=20, return_model=True)
+                    budget=Budget(epochs=self.epochs, delta=self.delta if private else None, private=private),
+                    loop=Loop(lr=self.lr), evaluation=Evaluation(n_samples=20),
+                    checkpoints=Checkpoints(return_model=True), device="cpu", seed=self.seed, progress=False)
         self.facts.update({k: getattr(run, k) for k in ("crps", "untrained_crps", "epsilon", "steps", "seconds")})
         return run.trained_model.cpu()
 

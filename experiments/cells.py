@@ -505,9 +505,8 @@ def train_cell(cell: Cell, settings: GridSettings, config: TrainingConfig):
     from tsdp.training.train import train
 
     with diverged_names_the_cell(cell, settings):
-        return train(config, cell.model, None, seed=cell_seed(settings, cell.seed_index),
-                     epsilon=None if math.isinf(cell.epsilon) else cell.epsilon,
-                     **cell_training(cell, settings).keywords())
+        return train(config, cell.model, seed=cell_seed(settings, cell.seed_index),
+                     **cell_training(cell, settings).keywords(None if math.isinf(cell.epsilon) else cell.epsilon))
 
 
 def run_cell(task: CellTask) -> CellResult:

@@ -77,6 +77,7 @@ def probe(cell: Cell, settings: GridSettings, private: bool, warm_up: bool = Tru
     import torch
 
     from tsdp.datasets.benchmarks import CLIP, LR, WEIGHT_DECAY
+    from tsdp.training.options import Budget, Evaluation, Loop
     from tsdp.training.train import train
 
     from .cells import CellTask, cell_config, diverged_names_the_cell, split_of
@@ -90,10 +91,12 @@ def probe(cell: Cell, settings: GridSettings, private: bool, warm_up: bool = Tru
         for n in ((1, steps) if warm_up else (steps,)):
             started = time.perf_counter()
             with diverged_names_the_cell(cell, settings):
-                r = train(config, cell.model, None, split=split, steps=n, private=private,
-                          delta=settings.delta if private else None, clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY,
-                          device=settings.device, progress=False, n_samples=settings.n_samples,
-                          lags=split.spec.lags, season=split.spec.season, discretization=settings.discretization)
+                r = train(config, cell.model, split,
+                          budget=Budget(steps=n, private=private, delta=settings.delta if private else None,
+                                        discretization=settings.discretization),
+                          loop=Loop(clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY, lags=split.spec.lags),
+                          evaluation=Evaluation(season=split.spec.season, n_samples=settings.n_samples),
+                          device=settings.device, progress=False)
             wall = time.perf_counter() - started
     finally:
         torch.set_num_threads(threads)

@@ -6,7 +6,9 @@ Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over
 (Algorithm 2: the noisy gradient and update), ``clipping`` (norms and clipping of per-sample
 gradients), ``factored`` (exact per-sample clipping from layer factors), ``models`` (Student-t
 forecasters, and the benchmark's plain MLP), ``metrics``, ``train`` (Algorithm 1 to an ε budget;
-`tsdp train` is tsdp/cli/cmd_train.py), ``noise`` (Algorithm 2, line 8: one flat Gaussian draw),
+`tsdp train` is tsdp/cli/cmd_train.py) and the modules it is made of: ``options`` (its ``Budget``, ``Loop``,
+``Evaluation`` and ``Checkpoints``), ``plan`` (its checks and the accountant's plan), ``loop`` (the phases and
+steps), ``evaluation``, ``checkpoints``, ``run_checks``, ``result``; ``noise`` (Algorithm 2, line 8: one flat Gaussian draw),
 ``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``),
 ``fixed_batch`` (every step's batch in one capacity, Poisson's certified against overflow), ``captured``
 (the whole DP step compiled, CUDA graphs on CUDA; the loop's step paths).
@@ -14,10 +16,11 @@ forecasters, and the benchmark's plain MLP), ``metrics``, ``train`` (Algorithm 1
 from .clipping import clip_gradients
 from .samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
 from .step import apply_gradient, dp_step, per_sample_gradients, private_gradient
+from .options import Budget, Checkpoints, Evaluation, Loop
 from .train import train
 
 __all__ = [
     "BiLevelSampler", "TopBatch", "WindowIndex", "make_sampler",
     "apply_gradient", "clip_gradients", "dp_step", "per_sample_gradients", "private_gradient",
-    "train",
+    "Budget", "Checkpoints", "Evaluation", "Loop", "train",
 ]

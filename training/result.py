@@ -4,16 +4,17 @@
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Optional, Tuple
 
 import torch
 
 from tsdp.verify.events import LedgerEntry
+from tsdp.verify.json_data import Record
 
 
 @dataclass(frozen=True)
-class CheckpointSelection:
+class CheckpointSelection(Record):
     """The lowest-validation-loss checkpoint of a run on a benchmark split (the paper's model selection).
 
     Its validation windows are the ends of the same private series, so the run's ε does **not** cover the choice
@@ -30,10 +31,6 @@ class CheckpointSelection:
     selected_validation_loss: float
     selected_step: int
     selected_crps: float
-
-    def as_dict(self) -> dict:
-        """The JSON form: the four attributes under their names."""
-        return asdict(self)
 
 
 _NOT_FLAT = ("ledger", "selection", "trained_model")
@@ -71,8 +68,8 @@ class TrainResult:
             privacy).
         selection: the checkpoint chosen on the validation windows, with a benchmark split only (its four keys sit
             at the top level of ``as_dict()``).
-        trained_model: the trained model, with ``return_model=True`` only; not part of ``as_dict()``.
-        batch_capacity: the slots of every DP step's batch on a fixed-shape step path (``train(step_path=...)``
+        trained_model: the trained model, with ``Checkpoints(return_model=True)`` only; not part of ``as_dict()``.
+        batch_capacity: the slots of every DP step's batch on a fixed-shape step path (``Loop(step_path=...)``
             ``fixed`` or ``captured``; :mod:`tsdp.training.fixed_batch`); None: each batch its own size.
         overflow_steps: the DP steps whose sampled windows exceeded ``batch_capacity`` and ran as variable-size steps
             (exactly, none dropped); 0 on the eager path.

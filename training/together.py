@@ -34,6 +34,7 @@ from tsdp.verify.events import ledger_summary, step_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 from .metrics import point_crps, seasonal_naive
+from .options import Budget, Checkpoints, Evaluation, Loop
 from .result import TrainResult
 from .stacked import StackedModel, stacked_noisy_gradient
 from .train import (RunRequest, _Checkpoints, check_finite, check_scores, evaluate, initial_model, plan_run,
@@ -75,13 +76,17 @@ class GroupSettings:
     validate_every: Optional[int] = None
     return_model: bool = False
 
-    def keywords(self) -> dict:
-        """``train``'s keywords (with ``progress=False``): ``train(config, model_name, data, seed=..., epsilon=...,
-        **keywords)`` trains one run alone."""
-        out = {k: getattr(self, k) for k in ("split", "delta", "epochs", "steps", "theorem", "discretization", "clip",
-                                             "lr", "weight_decay", "optimizer", "device", "private", "season",
-                                             "n_samples", "lags", "validate_every", "return_model")}
-        return {**out, "progress": False}
+    def keywords(self, epsilon: Optional[float] = None) -> dict:
+        """``train``'s data, options and keywords for a run of budget ``epsilon`` (with ``progress=False``):
+        ``train(config, model_name, seed=..., **keywords(epsilon))`` trains one run alone."""
+        return {"data": self.split if self.split is not None else self.data,
+                "budget": Budget(epsilon=epsilon, delta=self.delta, epochs=self.epochs, steps=self.steps,
+                                 theorem=self.theorem, discretization=self.discretization, private=self.private),
+                "loop": Loop(clip=self.clip, lr=self.lr, weight_decay=self.weight_decay, optimizer=self.optimizer,
+                             lags=self.lags),
+                "evaluation": Evaluation(season=self.season, n_samples=self.n_samples),
+                "checkpoints": Checkpoints(validate_every=self.validate_every, return_model=self.return_model),
+                "device": self.device, "progress": False}
 
 
 class _Budget:

@@ -30,6 +30,7 @@ from tsdp.verify.json_data import Record, noted
 from tsdp.datasets.formats import load_series
 from tsdp.datasets.series import SeriesData
 from tsdp.training.step import per_sample_gradients
+from tsdp.training.options import Budget, Checkpoints, Evaluation, Loop
 from tsdp.training.train import initial_model, resolve_device, train
 from tsdp.training.windows import covariates_of, gather_windows, pad_covariates, pad_series, padding_of, split_window
 
@@ -162,9 +163,10 @@ def audit_model(model_name: str, config: TrainingConfig, *, data: SeriesData | s
     if private and epochs is not None:
         config = config.with_(sigma=calibrate_sigma(config, epsilon, delta, epochs=epochs).sigma)
     trained = train(config, model_name, with_canaries(base, series, position, values, included),
-                    epsilon=epsilon if private else None, delta=delta if private else None, epochs=epochs,
-                    private=private,
-                    device=device, seed=seed, progress=progress, lr=lr, n_samples=20, return_model=True)
+                    budget=Budget(epsilon=epsilon if private else None, delta=delta if private else None,
+                                  epochs=epochs, private=private),
+                    loop=Loop(lr=lr), evaluation=Evaluation(n_samples=20), checkpoints=Checkpoints(return_model=True),
+                    device=device, seed=seed, progress=progress)
     model = trained.trained_model.cpu()
     full = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     train_part, _ = full.split(config.forecast_length)

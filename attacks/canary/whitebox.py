@@ -35,6 +35,7 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 
 from tsdp.datasets.series import SeriesData
+from tsdp.training.options import Budget, Evaluation, Loop
 from tsdp.training.train import train
 from tsdp.attacks.montecarlo.shards import threads_per_worker
 
@@ -79,9 +80,11 @@ class LoopTask:
     def __call__(self, seed: np.random.SeedSequence) -> LoopRunEvidence:
         canary_seed, train_seed = seed.spawn(2)
         canaries = GradientCanaries(self.config, self.canaries, clip=self.clip, seed=canary_seed)
-        run = train(self.config, self.model, self.data, epochs=self.epochs, delta=self.delta if self.private else None,
-                    private=self.private, clip=self.clip, lr=self.lr, optimizer=self.optimizer, device=self.device,
-                    seed=int(train_seed.generate_state(1)[0]), progress=False, n_samples=1, canaries=canaries)
+        run = train(self.config, self.model, self.data,
+                    budget=Budget(epochs=self.epochs, delta=self.delta if self.private else None, private=self.private),
+                    loop=Loop(clip=self.clip, lr=self.lr, optimizer=self.optimizer, canaries=canaries),
+                    evaluation=Evaluation(n_samples=1), device=self.device, seed=int(train_seed.generate_state(1)[0]),
+                    progress=False)
         evidence = canaries.evidence()
         return LoopRunEvidence(scores=evidence.scores, included=evidence.included, parameters=evidence.parameters,
                                epsilon=run.epsilon, steps=run.steps)

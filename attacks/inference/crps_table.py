@@ -84,6 +84,7 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
     from tsdp.theorems.config import TrainingConfig
 
     from tsdp.datasets.series import synthetic
+    from tsdp.training.options import Budget, Checkpoints
     from tsdp.training.train import train as train_model
 
     if data is None:
@@ -92,8 +93,9 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
         N, L = data.N, min(data.lengths) - forecast_length
     config = TrainingConfig(N=N, L=L, context_length=context_length, forecast_length=forecast_length,
                             batch_size=min(32, N), instances=1, sigma=1.0)
-    trained = train_model(config, model, data, epochs=epochs, private=False, device=device, seed=seed,
-                          progress=False, return_model=True).trained_model
+    trained = train_model(config, model, data, budget=Budget(epochs=epochs, private=False),
+                          checkpoints=Checkpoints(return_model=True), device=device, seed=seed,
+                          progress=False).trained_model
     rows = crps_tradeoff(trained, data, context_length=context_length, forecast_length=forecast_length,
                          epsilons=epsilons, rates=rates, delta=delta, v=v, w=w, n_samples=n_samples,
                          repeats=repeats, seed=seed, device=device, freq=data.freq)

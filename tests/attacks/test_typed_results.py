@@ -22,6 +22,7 @@ from tsdp.datasets.benchmarks import DatasetSpec, Windows, hold_out
 import pytest
 
 from tsdp.datasets.series import synthetic_for
+from tsdp.training.options import Budget, Checkpoints, Evaluation
 from tsdp.training.train import train
 from tsdp.cli.main import main
 from tsdp.cli.output import dumps
@@ -82,8 +83,9 @@ def test_train_cli_json_keeps_the_old_key_tree():
 def test_train_result_as_dict_and_attributes_agree_with_the_json():
     """A warm-up run (two ledger entries): ``as_dict()`` has the recorded keys, every field is in it under its name,
     and the attributes carry the JSON's numbers (the ledger entry by entry)."""
-    r = train(TINY, "dlinear", synthetic_for(TINY, seed=2), steps=6, delta=1e-5, warmup_steps=3, warmup_sigma=4.0,
-              discretization=1e-3, device="cpu", progress=False, n_samples=4)
+    r = train(TINY, "dlinear", synthetic_for(TINY, seed=2),
+              budget=Budget(steps=6, delta=1e-5, warmup_steps=3, warmup_sigma=4.0, discretization=1e-3),
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
     d = as_json(r)
     assert key_tree(d) == tree(TRAIN_KEYS, ledger=[ledger_entry(*CONFIG_KEYS), ledger_entry("sigma")])
     assert r.selection is None and r.trained_model is None
@@ -102,8 +104,9 @@ def test_train_result_as_dict_and_attributes_agree_with_the_json():
 
 
 def test_a_nonprivate_train_result_has_nulls_where_the_old_dict_had():
-    r = train(TINY, "simple-ff", synthetic_for(TINY, seed=2), steps=2, private=False, device="cpu", progress=False,
-              n_samples=2, return_model=True)
+    r = train(TINY, "simple-ff", synthetic_for(TINY, seed=2), budget=Budget(steps=2, private=False),
+              evaluation=Evaluation(n_samples=2), checkpoints=Checkpoints(return_model=True), device="cpu",
+              progress=False)
     d = r.as_dict()
     assert [k for k, v in d.items() if v is None] == ["warmup_sigma", "clip", "epsilon_budget", "epsilon", "delta",
                                                      "theorem", "discretization", "compositions", "ledger"]
@@ -125,8 +128,9 @@ def _split(config: TrainingConfig, seed: int):
 def test_a_train_result_with_a_split_keeps_the_selection_keys_at_the_top():
     """With ``split`` the old dict had four ``selected_*``/validation keys at its top level; so does ``as_dict()``,
     and ``selection`` carries their numbers."""
-    r = train(TINY, "simple-ff", None, split=_split(TINY, 4), steps=4, validate_every=2, delta=1e-5,
-              discretization=1e-3, device="cpu", progress=False, n_samples=2)
+    r = train(TINY, "simple-ff", _split(TINY, 4), budget=Budget(steps=4, delta=1e-5, discretization=1e-3),
+              evaluation=Evaluation(n_samples=2), checkpoints=Checkpoints(validate_every=2), device="cpu",
+              progress=False)
     d = as_json(r)
     assert key_tree(d) == tree(TRAIN_KEYS + SELECTION_KEYS, ledger=[ledger_entry(*CONFIG_KEYS)])
     s = r.selection

@@ -79,12 +79,14 @@ def test_training_loop_captured_path_on_cuda():
     it (float32, a few steps: 1e-2 relative)."""
     from tsdp.datasets.series import synthetic_for
     from tsdp.theorems.config import TrainingConfig
+    from tsdp.training.options import Budget, Evaluation, Loop
     from tsdp.training.train import train
 
     config = TrainingConfig(N=12, L=40, context_length=8, forecast_length=4, batch_size=6, instances=2, sigma=1.0,
                             top="wor", bottom="poisson")
     data = synthetic_for(config, seed=2)
-    runs = {path: train(config, "simple-ff", data, steps=6, delta=1e-5, device="cuda", progress=False, seed=4,
-                        n_samples=20, discretization=1e-3, step_path=path) for path in ("eager", "captured")}
+    runs = {path: train(config, "simple-ff", data, budget=Budget(steps=6, delta=1e-5, discretization=1e-3),
+                        loop=Loop(step_path=path), evaluation=Evaluation(n_samples=20), device="cuda", progress=False,
+                        seed=4) for path in ("eager", "captured")}
     assert runs["captured"].epsilon == runs["eager"].epsilon and runs["captured"].overflow_steps == 0
     assert runs["captured"].crps == pytest.approx(runs["eager"].crps, rel=1e-2)

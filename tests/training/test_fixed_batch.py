@@ -22,6 +22,7 @@ from tsdp.training.fixed_batch import (batch_capacity, chernoff_log_tail, fixed_
 from tsdp.training.models import MODELS, make_model
 from tsdp.training.samplers import WindowIndex, make_sampler, n_starts_of
 from tsdp.training.step import apply_gradient, private_gradient
+from tsdp.training.options import Budget, Evaluation, Loop
 from tsdp.training.train import train
 from tsdp.training.windows import gather_windows, pad_series, split_window
 
@@ -150,8 +151,9 @@ def test_padding_slots_contribute_exactly_zero():
 
 def _run(path, config, **kw):
     data = synthetic_for(config, seed=2)
-    return train(config, "simple-ff", data, steps=6, delta=1e-5, device="cpu", progress=False, seed=4, n_samples=20,
-                 discretization=1e-3, step_path=path, **kw)
+    return train(config, "simple-ff", data, budget=Budget(steps=6, delta=1e-5, discretization=1e-3),
+                 loop=Loop(step_path=path), evaluation=Evaluation(n_samples=20), device="cpu", progress=False, seed=4,
+                 **kw)
 
 
 def test_training_on_fixed_batches_is_the_eager_run(one_thread):
@@ -167,7 +169,7 @@ def test_training_on_fixed_batches_is_the_eager_run(one_thread):
 def test_overflowing_steps_run_whole_and_are_counted(one_thread, monkeypatch):
     """A capacity below the steps' sizes: those steps run as variable-size steps (none of their windows dropped),
     the count is reported, and the run is still the eager one."""
-    monkeypatch.setattr(importlib.import_module("tsdp.training.train"), "batch_capacity", lambda config, n_starts: 3)
+    monkeypatch.setattr(importlib.import_module("tsdp.training.loop"), "batch_capacity", lambda config, n_starts: 3)
     eager, fixed = _run("eager", POISSON), _run("fixed", POISSON)
     assert fixed.batch_capacity == 3 and 0 < fixed.overflow_steps <= 6
     assert fixed.crps == pytest.approx(eager.crps, rel=1e-4)

@@ -12,6 +12,7 @@ from tsdp.datasets.series import SeriesData
 from tsdp.experiments.cells import cell_config
 from tsdp.experiments.grid import Cell, GridSettings
 from tsdp.training.models import DeepAR, make_model
+from tsdp.training.options import Budget, Evaluation, Loop
 from tsdp.theorems.config import ConfigError, TrainingConfig
 
 
@@ -153,8 +154,8 @@ def test_the_loop_pads_windows_as_unobserved_for_tsdp_models(monkeypatch):
     monkeypatch.setattr(training, "make_model", lambda name, lc, lf, **kw: Spy(lc, lf))
     data = SeriesData(tuple(np.arange(1.0, n + 1.0) for n in (7, 8, 9, 10)))
     config = TrainingConfig(N=4, L=5, lengths=(5, 6, 7, 8), context_length=6, forecast_length=2, batch_size=4)
-    r = training.train(config, "dlinear", data, epochs=3, private=False, lr=1e-2, device="cpu", progress=False,
-                       n_samples=4)
+    r = training.train(config, "dlinear", data, budget=Budget(epochs=3, private=False), loop=Loop(lr=1e-2),
+                       evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
     assert math.isfinite(r.crps)
     assert any(kind == "train" and nan for kind, nan, _ in seen) and any(kind == "test" and nan for kind, nan, _ in seen)
     assert not any(f for *_, f in seen)  # a forecast is never padding
@@ -187,8 +188,8 @@ def test_the_loop_gives_deepar_each_windows_covariates(monkeypatch):
     starts = tuple(SeriesStart(f"2021-02-28 {h:02d}:00:00", "h") for h in (3, 22, 23))
     data = SeriesData(tuple(1000.0 * (n + 1) + np.arange(L) for n, L in enumerate(lengths)), starts=starts)
     config = TrainingConfig(N=3, L=7, lengths=(7, 10, 8), context_length=5, forecast_length=2, batch_size=2)
-    training.train(config, "deepar", data, epochs=2, private=False, lr=1e-3, device="cpu", progress=False,
-                   n_samples=2, lags=(1, 2))
+    training.train(config, "deepar", data, budget=Budget(epochs=2, private=False), loop=Loop(lr=1e-3, lags=(1, 2)),
+                   evaluation=Evaluation(n_samples=2), device="cpu", progress=False)
     width = 5 + 2
     trained = [(c, f, z) for kind, c, f, z in seen if kind == "train"]
     assert trained and all(z is not None and z.shape[1:] == (width, 5) for _, _, z in trained)

@@ -85,7 +85,7 @@ def _assert_same(config, runs, settings, steps):
     assert [r.steps for r in together] == steps
     for run, got in zip(runs, together):
         cfg = config if run.sigma is None else config.with_(sigma=run.sigma)
-        alone = train(cfg, settings.model_name, None, seed=run.seed, epsilon=run.epsilon, **settings.keywords())
+        alone = train(cfg, settings.model_name, seed=run.seed, **settings.keywords(run.epsilon))
         assert (got.steps, got.epsilon, got.compositions, got.ledger, got.theorem, got.sigma) == (
             alone.steps, alone.epsilon, alone.compositions, alone.ledger, alone.theorem, alone.sigma)
         assert got.untrained_crps == alone.untrained_crps

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from tsdp.datasets.series import synthetic_for
+from tsdp.training.options import Budget, Evaluation, Loop
 from tsdp.training.train import train
 from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, TrainingConfig
@@ -43,7 +44,8 @@ def sound(cfg, steps, theorem=None, discretization=D):
 def test_nonprivate_training_beats_seasonal_naive(name, epochs):
     """ε = ∞ (no clipping, no noise): test CRPS below seasonal naive's and far below the untrained model's."""
     data = synthetic_for(BASE, seed=1)
-    r = train(BASE, name, data, epochs=epochs, private=False, lr=1e-2, device="cpu", progress=False)
+    r = train(BASE, name, data, budget=Budget(epochs=epochs, private=False), loop=Loop(lr=1e-2), device="cpu",
+              progress=False)
     assert r.steps == epochs * BASE.compositions_per_epoch == epochs * 2
     assert r.crps < r.seasonal_naive_crps
     assert r.crps < 0.2 * r.untrained_crps
@@ -63,8 +65,9 @@ def test_budget_truth_for_every_scheme(top, bottom, lam):
     cfg = TINY.with_(top=top, bottom=bottom, instances=lam, batch_size=4 * lam)
     theorem = "T13" if top == "pooled" else None
     budget = 1.2 * sound(cfg, 3 * cfg.steps_per_epoch + 1, theorem)  # a few epochs' worth, never on a boundary
-    r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), epsilon=budget, delta=DELTA, theorem=theorem,
-              discretization=D, device="cpu", progress=False, n_samples=4)
+    r = train(cfg, "dlinear", synthetic_for(cfg, seed=2),
+              budget=Budget(epsilon=budget, delta=DELTA, theorem=theorem, discretization=D),
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
     steps = r.steps
     assert steps > 0
     assert r.epsilon == pytest.approx(sound(cfg, steps, theorem), rel=1e-9)
@@ -81,8 +84,10 @@ def test_poisson_top_level_is_refused():
     """No proven sound bound exists for top-level Poisson sampling: training refuses, naming why."""
     cfg = TINY.with_(top="poisson")
     with pytest.raises(TheoremError, match="no proven sound bound"):
-        train(cfg, "dlinear", synthetic_for(cfg, seed=2), epsilon=5.0, delta=DELTA, device="cpu", progress=False)
-    r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), epochs=1, private=False, device="cpu", progress=False)
+        train(cfg, "dlinear", synthetic_for(cfg, seed=2), budget=Budget(epsilon=5.0, delta=DELTA), device="cpu",
+              progress=False)
+    r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), budget=Budget(epochs=1, private=False), device="cpu",
+              progress=False)
     assert r.steps == cfg.steps_per_epoch
 
 
@@ -91,8 +96,8 @@ def test_a_lower_bound_is_refused_as_the_accountant(theorem):
     """`tsdp train ... --theorem T9` once ran 103 steps instead of 25; a lower bound never stands in for a budget."""
     cfg = TINY.with_(instances=2, batch_size=8, **({"top": "deterministic"} if theorem == "T3" else {}))
     with pytest.raises(TheoremError, match="lower bound"):
-        train(cfg, "dlinear", synthetic_for(cfg, seed=2), epsilon=5.0, delta=DELTA, theorem=theorem, device="cpu",
-              progress=False)
+        train(cfg, "dlinear", synthetic_for(cfg, seed=2), budget=Budget(epsilon=5.0, delta=DELTA, theorem=theorem),
+              device="cpu", progress=False)
 
 
 def test_heterogeneous_run_is_accounted_as_composed():
@@ -106,8 +111,9 @@ def test_heterogeneous_run_is_accounted_as_composed():
 
     warm = TINY.with_(sigma=4.0)
     budget = 6.0
-    r = train(TINY, "dlinear", synthetic_for(TINY, seed=2), epsilon=budget, delta=DELTA, warmup_steps=5,
-              warmup_sigma=4.0, discretization=D, device="cpu", progress=False, n_samples=4)
+    r = train(TINY, "dlinear", synthetic_for(TINY, seed=2),
+              budget=Budget(epsilon=budget, delta=DELTA, warmup_steps=5, warmup_sigma=4.0, discretization=D),
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
     main = r.steps - 5
     run = dp_event.ComposedDpEvent([training_event(warm, steps=5), training_event(TINY, steps=main)])
     assert r.epsilon == PldAccountant("sound", discretization=D).compose(run).get_epsilon(DELTA)
@@ -122,8 +128,9 @@ def test_heterogeneous_run_is_accounted_as_composed():
 def test_private_training_still_learns():
     """ε = 8, δ = 1e-5 with the real accountant (σ = 8, Λ = 64, T6): the CRPS falls well below the untrained model's."""
     cfg = BASE.with_(batch_size=64, sigma=8.0)
-    r = train(cfg, "simple-ff", synthetic_for(cfg, seed=1), epsilon=8.0, delta=DELTA, epochs=150, lr=1e-2,
-              discretization=D, device="cpu", progress=False)
+    r = train(cfg, "simple-ff", synthetic_for(cfg, seed=1),
+              budget=Budget(epsilon=8.0, delta=DELTA, epochs=150, discretization=D), loop=Loop(lr=1e-2), device="cpu",
+              progress=False)
     assert r.epsilon == pytest.approx(sound(cfg, r.steps), rel=1e-9) and r.epsilon <= 8.0
     assert r.crps < 0.6 * r.untrained_crps
 
@@ -132,8 +139,8 @@ def test_private_training_still_learns():
 def test_other_schemes_run_with_augmentation(top, bottom):
     """Every top/bottom combination trains (with augmentation σ_C = σ_F = 0.5) for the scheduled number of steps."""
     cfg = BASE.with_(top=top, bottom=bottom, L=60, instances=2, sigma_context=0.5, sigma_forecast=0.5)
-    r = train(cfg, "itransformer", synthetic_for(cfg, seed=3), epochs=1, lr=1e-2, device="cpu", progress=False,
-              private=False)
+    r = train(cfg, "itransformer", synthetic_for(cfg, seed=3), budget=Budget(epochs=1, private=False),
+              loop=Loop(lr=1e-2), device="cpu", progress=False)
     expected = {"poisson": cfg.compositions_per_epoch, "pooled": 64 * 37 // 32, "shuffle": math.ceil(64 / 16)}[top]
     assert r.steps == expected
     assert np.isfinite(r.crps) and r.epsilon is None
@@ -142,24 +149,25 @@ def test_other_schemes_run_with_augmentation(top, bottom):
 def test_training_is_reproducible():
     cfg = BASE.with_(L=60)
     data = synthetic_for(cfg, seed=4)
-    a = train(cfg, "simple-ff", data, epochs=2, delta=DELTA, device="cpu", progress=False, seed=5)
-    b = train(cfg, "simple-ff", data, epochs=2, delta=DELTA, device="cpu", progress=False, seed=5)
-    c = train(cfg, "simple-ff", data, epochs=2, delta=DELTA, device="cpu", progress=False, seed=6)
+    budget = Budget(epochs=2, delta=DELTA)
+    a = train(cfg, "simple-ff", data, budget=budget, device="cpu", progress=False, seed=5)
+    b = train(cfg, "simple-ff", data, budget=budget, device="cpu", progress=False, seed=5)
+    c = train(cfg, "simple-ff", data, budget=budget, device="cpu", progress=False, seed=6)
     assert a.crps == b.crps and a.crps != c.crps
 
 
 def test_train_rejects_inconsistent_input():
     data = synthetic_for(BASE, seed=0)
     with pytest.raises(ConfigError, match="budget"):
-        train(BASE, "simple-ff", data, progress=False)
+        Budget()
     with pytest.raises(ConfigError, match="delta"):
-        train(BASE, "simple-ff", data, epsilon=1.0, progress=False)
+        Budget(epsilon=1.0)
     with pytest.raises(ConfigError, match="--N 64"):
-        train(BASE.with_(N=65), "simple-ff", data, epochs=1, delta=DELTA, progress=False)
+        train(BASE.with_(N=65), "simple-ff", data, budget=Budget(epochs=1, delta=DELTA), progress=False)
     with pytest.raises(ConfigError, match="--L 120"):
-        train(BASE.with_(L=121), "simple-ff", data, epochs=1, delta=DELTA, progress=False)
+        train(BASE.with_(L=121), "simple-ff", data, budget=Budget(epochs=1, delta=DELTA), progress=False)
     with pytest.raises(ConfigError, match="spent before the first step"):
-        train(BASE, "simple-ff", data, epsilon=0.01, delta=DELTA, progress=False)
+        train(BASE, "simple-ff", data, budget=Budget(epsilon=0.01, delta=DELTA), progress=False)
 
 
 SMALL = ["--N", "8", "--L", "40", "--batch-size", "4", "--context-length", "48", "--forecast-length", "24",

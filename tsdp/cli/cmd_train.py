@@ -144,17 +144,20 @@ def add_parsers(sub, command) -> None:
         data = data_sizing_the_config(args, "train")  # a file's N and L, before any calibration; None: synthetic
         fit = fit_sigma(args)
         config = config_from_args(args)
+        from tsdp.training.options import Budget, Checkpoints, Loop
         from tsdp.training.train import train
         from tsdp.theorems.config import ConfigError
 
         if data is None:
             data = data_from_args(args, config, seed=args.seed)
         try:
-            result = train(config, args.model, data, epsilon=args.epsilon, delta=args.delta, epochs=args.epochs,
-                           steps=args.steps, theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
-                           discretization=args.discretization,
-                           clip=args.clip, lr=args.lr, weight_decay=args.weight_decay, optimizer=args.optimizer, device=args.device, seed=args.seed,
-                           progress=not args.json, return_model=args.save is not None)
+            budget = Budget(epsilon=args.epsilon, delta=args.delta, epochs=args.epochs, steps=args.steps,
+                            theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
+                            discretization=args.discretization)
+            loop = Loop(clip=args.clip, lr=args.lr, weight_decay=args.weight_decay, optimizer=args.optimizer)
+            result = train(config, args.model, data, budget=budget, loop=loop,
+                           checkpoints=Checkpoints(return_model=args.save is not None), device=args.device,
+                           seed=args.seed, progress=not args.json)
             if args.save is not None:
                 from tsdp.attacks.inference.mechanism import save_model
 
