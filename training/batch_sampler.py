@@ -20,7 +20,7 @@ tensors with zero rows then.
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -38,6 +38,16 @@ def fit_lengths(config: TrainingConfig, series: Sequence) -> TrainingConfig:
 
     The accountant must see the shortest length (THEOREMS.md "variable lengths": it maximises
     r = k/T, the upper-bound direction), so equal lengths set L and unequal ones set ``lengths``.
+
+    Args:
+        config: The configuration to fit.
+        series: The training series.
+
+    Returns:
+        The fitted configuration.
+
+    Raises:
+        ConfigError: Naming ``series``: none given.
     """
     lengths = tuple(len(s) for s in series)
     if not lengths:
@@ -127,8 +137,17 @@ class WindowDataset(torch.utils.data.Dataset):
         return context[0], forecast[0]
 
     @staticmethod
-    def collate(batch) -> Tuple[torch.Tensor, torch.Tensor]:
-        """``collate_fn`` for a DataLoader: the batch as (context, forecast), also for an empty (Poisson) step."""
+    def collate(batch: Union[Tuple[torch.Tensor, torch.Tensor], List[Tuple[torch.Tensor, torch.Tensor]]]
+                ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``collate_fn`` for a DataLoader, also for an empty (Poisson) step.
+
+        Args:
+            batch: What the DataLoader fetched: (context, forecast) from :meth:`__getitems__`, or a list of
+                windows.
+
+        Returns:
+            The batch as (context, forecast).
+        """
         if isinstance(batch, tuple):  # already batched by __getitems__
             return batch
         return torch.utils.data.default_collate(batch)

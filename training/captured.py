@@ -35,7 +35,7 @@ Compiler = Callable[[Callable], Callable]
 
 
 class StepPath(Choice):
-    """How the training loop runs its DP steps (``train(step_path=...)``)."""
+    """How the training loop runs its DP steps (``Loop(step_path=...)`` of :func:`tsdp.training.train.train`)."""
 
     AUTO = "auto"
     """``captured`` on CUDA, ``eager`` elsewhere."""

@@ -2,9 +2,14 @@
 by the run's ε: its validation windows are the ends of the same private series, THEOREMS.md errata)."""
 from __future__ import annotations
 
+from typing import Optional
+
+import numpy as np
 import torch
 
 from tsdp.theorems.config import TrainingConfig
+
+from tsdp.datasets.benchmarks import ForecastSplit
 
 from .evaluation import evaluate, validation_loss
 from .result import CheckpointSelection
@@ -28,8 +33,8 @@ class BestCheckpoint:
         every: Training steps between validations (at least 1).
     """
 
-    def __init__(self, model: torch.nn.Module, split, config: TrainingConfig, freq, device: torch.device,
-                 every: int):
+    def __init__(self, model: torch.nn.Module, split: ForecastSplit, config: TrainingConfig, freq: Optional[str],
+                 device: torch.device, every: int):
         self.model, self.every = model, max(1, int(every))
         self.contexts = torch.as_tensor(split.validation.contexts(config.context_length, padding_of(model)),
                                         dtype=torch.float32).to(device)
@@ -58,8 +63,8 @@ class BestCheckpoint:
     def _loss(self) -> float:
         return validation_loss(self.model, self.contexts, self.targets, self.covariates)
 
-    def summary(self, model: torch.nn.Module, test_contexts, targets, n_samples: int, generator,
-                test_covariates) -> CheckpointSelection:
+    def summary(self, model: torch.nn.Module, test_contexts: torch.Tensor, targets: np.ndarray, n_samples: int,
+                generator: torch.Generator, test_covariates: Optional[torch.Tensor]) -> CheckpointSelection:
         """The selection after the last step (which competes too): the selected checkpoint's test CRPS, ``model``
         left at its last state.
 

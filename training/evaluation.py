@@ -2,7 +2,7 @@
 test windows a run scores."""
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import numpy as np
 import torch
@@ -13,6 +13,11 @@ from tsdp.datasets.series import last_values
 
 from .metrics import BYTES_PER_SAMPLE_STEP, crps_from_quantiles, sample_quantiles
 from .windows import covariates_of, forecast_covariates, pad_covariates, pad_series, padding_of
+
+if TYPE_CHECKING:
+    from tsdp.datasets.benchmarks import ForecastSplit
+
+    from .plan import RunPlan
 
 
 def evaluate(model: torch.nn.Module, contexts: torch.Tensor, targets: np.ndarray, *, n_samples: int,
@@ -72,7 +77,8 @@ def validation_loss(model: torch.nn.Module, contexts: torch.Tensor, targets: tor
     return loss
 
 
-def run_tensors(model: torch.nn.Module, config: TrainingConfig, plan, split, device: torch.device) -> Tuple:
+def run_tensors(model: torch.nn.Module, config: TrainingConfig, plan: "RunPlan", split: Optional["ForecastSplit"],
+                device: torch.device) -> Tuple:
     """The tensors a planned run trains and is scored on, laid out for ``model``.
 
     Args:

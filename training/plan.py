@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from .options import Budget, Loop
 from .run_checks import check_magnitude
 from .samplers import make_sampler
 from .step import check_noise_std
+
+if TYPE_CHECKING:
+    from tsdp.verify.calibration import CalibrationResult
 
 
 @contextmanager
@@ -250,7 +253,7 @@ def plan_training(config: TrainingConfig, data: Union[SeriesData, ForecastSplit]
 
 def fit_budget(config: TrainingConfig, epsilon: float, delta: float, *, epochs: Optional[int] = None,
                steps: Optional[int] = None, theorem: Optional[str] = None,
-               discretization: float = DEFAULT_DISCRETIZATION):
+               discretization: float = DEFAULT_DISCRETIZATION) -> "CalibrationResult":
     """σ such that ``epochs`` epochs (or ``steps`` training steps) of ``config`` spend the budget ε at δ, as Opacus's
     ``make_private_with_epsilon``: :func:`tsdp.verify.calibration.calibrate_sigma` under the **sound** accountant
     (paper Appendix B.3 accounting of the scheme's tightest upper bound, or ``theorem``), so the run's sound ε is

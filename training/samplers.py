@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import torch
 
@@ -34,7 +34,12 @@ _KEYS_PER_CHUNK = 1 << 24
 
 @dataclass(frozen=True)
 class TopBatch:
-    """Top-level sample of many steps: sequence indices ``seq`` and validity ``mask``, both (n_steps, M)."""
+    """Top-level sample of many steps.
+
+    Attributes:
+        seq: Sequence indices (n_steps, M) (a masked-out slot holds a valid index).
+        mask: Which slots hold a sampled sequence (n_steps, M).
+    """
 
     seq: torch.Tensor
     mask: torch.Tensor
@@ -42,7 +47,13 @@ class TopBatch:
 
 @dataclass(frozen=True)
 class WindowIndex:
-    """Windows of many steps: ``seq``, ``start`` (0-based start in the padded series), ``mask``; all (n_steps, M)."""
+    """Windows of many steps, all (n_steps, M).
+
+    Attributes:
+        seq: The windows' sequence indices.
+        start: Their 0-based starts in the front-padded series.
+        mask: Which slots hold a sampled window (a masked-out slot holds valid indices).
+    """
 
     seq: torch.Tensor
     start: torch.Tensor
@@ -56,14 +67,28 @@ class WindowIndex:
         """Number of windows in each step, shape (n_steps,)."""
         return self.mask.sum(dim=1)
 
-    def to(self, device) -> "WindowIndex":
-        """The same windows on ``device`` (itself when already there)."""
+    def to(self, device: Union[str, torch.device]) -> "WindowIndex":
+        """The same windows on ``device``.
+
+        Args:
+            device: A torch device (or its name).
+
+        Returns:
+            The windows there (itself when already there).
+        """
         if self.seq.device == torch.device(device):
             return self
         return WindowIndex(self.seq.to(device), self.start.to(device), self.mask.to(device))
 
     def step(self, i: int) -> "WindowIndex":
-        """The windows of step ``i`` alone, compacted to the valid slots (shape (1, size))."""
+        """The windows of one step alone, compacted to its valid slots.
+
+        Args:
+            i: The step (0-based).
+
+        Returns:
+            Its windows, shape (1, size).
+        """
         keep = self.mask[i]
         return WindowIndex(self.seq[i][keep][None], self.start[i][keep][None], keep[keep][None])
 
@@ -92,6 +117,10 @@ class DeterministicTopLevel:
     Step b of an epoch yields sequences b N', ..., (b + 1) N' - 1 with N' = floor(Λ/λ); an
     epoch has ceil(N / N') steps (the last one shorter when N' does not divide N), so every
     sequence is touched exactly once per epoch. No randomness.
+
+    Args:
+        n_sequences: N.
+        per_step: N' = floor(Λ/λ), the sequences of a step.
     """
 
     def __init__(self, n_sequences: int, per_step: int):
@@ -100,7 +129,15 @@ class DeterministicTopLevel:
         self.steps_per_epoch = math.ceil(n_sequences / per_step)
 
     def sample(self, n_steps: int, generator: torch.Generator) -> TopBatch:
-        """``n_steps`` consecutive steps from an epoch start (Algorithm 3); ``generator`` only fixes the device."""
+        """Consecutive steps from an epoch start (Algorithm 3).
+
+        Args:
+            n_steps: Steps to draw.
+            generator: Only fixes the device.
+
+        Returns:
+            The steps' sequences.
+        """
         device = generator.device
         b = torch.arange(n_steps, device=device) % self.steps_per_epoch
         seq = b[:, None] * self.per_step + torch.arange(self.per_step, device=device)
@@ -114,6 +151,11 @@ class ShuffleTopLevel:
     Like Algorithm 3 it touches every sequence exactly once per epoch (ceil(N / N') steps); with
     ``steps_per_epoch`` fewer (``TrainingConfig.drop_last``: floor(N λ / Λ)) an epoch is that many full steps
     and the rest of the permutation is unused, so every sequence is in at most one step per epoch.
+
+    Args:
+        n_sequences: N.
+        per_step: N', the sequences of a step.
+        steps_per_epoch: Steps per epoch (None: ceil(N / N')).
     """
 
     def __init__(self, n_sequences: int, per_step: int, steps_per_epoch: Optional[int] = None):
@@ -122,7 +164,15 @@ class ShuffleTopLevel:
         self.steps_per_epoch = math.ceil(n_sequences / per_step) if steps_per_epoch is None else steps_per_epoch
 
     def sample(self, n_steps: int, generator: torch.Generator) -> TopBatch:
-        """``n_steps`` consecutive steps from an epoch start, one independent permutation per epoch."""
+        """Consecutive steps from an epoch start, one independent permutation per epoch.
+
+        Args:
+            n_steps: Steps to draw.
+            generator: The source of the permutations.
+
+        Returns:
+            The steps' sequences.
+        """
         device = generator.device
         n_epochs = math.ceil(n_steps / self.steps_per_epoch)
         perms = _uniform_subsets(n_epochs, self.n_sequences, self.n_sequences, generator)
@@ -140,6 +190,11 @@ class WORTopLevel:
 
     Steps are independent; a given sequence is in a step with probability ρ = N'/N and no
     sequence appears twice in one step.
+
+    Args:
+        n_sequences: N.
+        per_step: N', the sequences of a step.
+        steps_per_epoch: Steps per epoch (compositions per epoch).
     """
 
     def __init__(self, n_sequences: int, per_step: int, steps_per_epoch: int):
@@ -148,13 +203,27 @@ class WORTopLevel:
         self.steps_per_epoch = steps_per_epoch
 
     def sample(self, n_steps: int, generator: torch.Generator) -> TopBatch:
-        """``n_steps`` independent WOR draws of N' sequences (Algorithm 5)."""
+        """Independent WOR draws of N' sequences (Algorithm 5).
+
+        Args:
+            n_steps: Steps to draw.
+            generator: The source of the draws.
+
+        Returns:
+            The steps' sequences (every slot valid).
+        """
         seq = _uniform_subsets(n_steps, self.n_sequences, self.per_step, generator)
         return TopBatch(seq, torch.ones_like(seq, dtype=torch.bool))
 
 
 class PoissonTopLevel:
-    """Top-level Poisson sampling: each sequence enters a step independently with probability ρ = N'/N."""
+    """Top-level Poisson sampling: each sequence enters a step independently with probability ρ = N'/N.
+
+    Args:
+        n_sequences: N.
+        per_step: N', the expected sequences of a step.
+        steps_per_epoch: Steps per epoch (compositions per epoch).
+    """
 
     def __init__(self, n_sequences: int, per_step: int, steps_per_epoch: int):
         self.n_sequences = n_sequences
@@ -162,7 +231,15 @@ class PoissonTopLevel:
         self.steps_per_epoch = steps_per_epoch
 
     def sample(self, n_steps: int, generator: torch.Generator) -> TopBatch:
-        """``n_steps`` independent Poisson draws; mask[s, n] says whether sequence n is in step s."""
+        """Independent Poisson draws.
+
+        Args:
+            n_steps: Steps to draw.
+            generator: The source of the draws.
+
+        Returns:
+            The steps' sequences: mask[s, n] says whether sequence n is in step s.
+        """
         device = generator.device
         mask = torch.rand(n_steps, self.n_sequences, generator=generator, device=device) < self.rate
         seq = torch.arange(self.n_sequences, device=device).expand(n_steps, -1)
@@ -174,6 +251,10 @@ class WRBottomLevel:
 
     With the L_C-zero front padding, start t covers original elements t - L_C + 1, ..., t + L_F
     (1-based), so element j lies in min(T_n, j + L_C) - max(1, j - L_F + 1) + 1 windows.
+
+    Args:
+        n_starts: T_n per sequence (:func:`n_starts_of`).
+        instances: λ, windows per sampled sequence.
     """
 
     def __init__(self, n_starts: torch.Tensor, instances: int):
@@ -181,7 +262,15 @@ class WRBottomLevel:
         self.instances = instances
 
     def sample(self, top: TopBatch, generator: torch.Generator) -> WindowIndex:
-        """λ i.i.d. uniform windows of every sequence in ``top`` (Algorithm 4), shape (n_steps, M λ)."""
+        """λ i.i.d. uniform windows of every sequence in ``top`` (Algorithm 4).
+
+        Args:
+            top: The top-level sample.
+            generator: The source of the starts.
+
+        Returns:
+            The windows, shape (n_steps, M λ).
+        """
         n_steps, m = top.seq.shape
         t = self.n_starts.to(top.seq.device)[top.seq].to(torch.float64)
         u = torch.rand(n_steps, m, self.instances, generator=generator, device=top.seq.device, dtype=torch.float64)
@@ -192,7 +281,12 @@ class WRBottomLevel:
 
 
 class PoissonBottomLevel:
-    """Algorithm 6 (bottom-level Poisson sampling): each start t < T_n enters with rate q_n = min(1, λ / T_n)."""
+    """Algorithm 6 (bottom-level Poisson sampling): each start t < T_n enters with rate q_n = min(1, λ / T_n).
+
+    Args:
+        n_starts: T_n per sequence (:func:`n_starts_of`).
+        instances: λ, the expected windows per sampled sequence.
+    """
 
     def __init__(self, n_starts: torch.Tensor, instances: int):
         self.n_starts = n_starts
@@ -200,7 +294,15 @@ class PoissonBottomLevel:
         self.max_starts = int(n_starts.max())
 
     def sample(self, top: TopBatch, generator: torch.Generator) -> WindowIndex:
-        """Independent Bernoulli(q_n) inclusion of every start of every sequence in ``top``; shape (n_steps, M T_max)."""
+        """Independent Bernoulli(q_n) inclusion of every start of every sequence in ``top``.
+
+        Args:
+            top: The top-level sample.
+            generator: The source of the inclusions.
+
+        Returns:
+            The windows, shape (n_steps, M T_max).
+        """
         n_steps, m = top.seq.shape
         device = top.seq.device
         t_max = self.max_starts
@@ -218,6 +320,14 @@ class PooledSampler:
     """Pooled-window baseline (THEOREMS.md T13/T14): all N_tot = Σ_n T_n windows pooled, Λ drawn WOR per step.
 
     A given window is in a step with probability Λ / N_tot and no window repeats within a step.
+
+    Args:
+        n_starts: T_n per sequence (:func:`n_starts_of`).
+        batch_size: Λ, the windows of a step.
+        steps_per_epoch: Steps per epoch.
+
+    Raises:
+        ValueError: Λ exceeds N_tot.
     """
 
     def __init__(self, n_starts: torch.Tensor, batch_size: int, steps_per_epoch: int):
@@ -230,7 +340,15 @@ class PooledSampler:
             raise ValueError(f"batch size Λ = {batch_size} exceeds the number of pooled windows N_tot = {self.total}")
 
     def sample(self, n_steps: int, generator: torch.Generator) -> WindowIndex:
-        """``n_steps`` independent WOR draws of Λ windows from the pool."""
+        """Independent WOR draws of Λ windows from the pool.
+
+        Args:
+            n_steps: Steps to draw.
+            generator: The source of the draws.
+
+        Returns:
+            The windows, shape (n_steps, Λ).
+        """
         flat = _uniform_subsets(n_steps, self.total, self.batch_size, generator)
         offsets = self.offsets.to(flat.device)
         seq = torch.searchsorted(offsets, flat, right=True) - 1
@@ -243,20 +361,44 @@ class BiLevelSampler:
 
     ``sample(n_steps, generator)`` gives the windows of ``n_steps`` steps; ``steps_per_epoch``
     is ceil(N/N') for deterministic/shuffled iteration and floor(N λ / Λ) otherwise.
+
+    Args:
+        top: The top-level sampler (``sample(n_steps, generator) -> TopBatch``, ``steps_per_epoch``).
+        bottom: The bottom-level sampler (``sample(top, generator) -> WindowIndex``).
     """
 
-    def __init__(self, top, bottom):
+    def __init__(self, top: Union["DeterministicTopLevel", "ShuffleTopLevel", "WORTopLevel", "PoissonTopLevel"],
+                 bottom: Union["WRBottomLevel", "PoissonBottomLevel"]):
         self.top = top
         self.bottom = bottom
         self.steps_per_epoch = top.steps_per_epoch
 
     def sample(self, n_steps: int, generator: torch.Generator) -> WindowIndex:
-        """Windows of ``n_steps`` steps (Algorithm 1's inner loop, vectorised over steps)."""
+        """Windows of many steps (Algorithm 1's inner loop, vectorised over steps).
+
+        Args:
+            n_steps: Steps to draw.
+            generator: The source of both levels' draws.
+
+        Returns:
+            The steps' windows.
+        """
         return self.bottom.sample(self.top.sample(n_steps, generator), generator)
 
 
 def n_starts_of(config: TrainingConfig, lengths: Optional[Sequence[int]] = None) -> torch.Tensor:
-    """T_n = L_n - L_F + 1 per sequence (Algorithm 4's T) as a long tensor; lengths default to the config's."""
+    """T_n = L_n - L_F + 1 per sequence (Algorithm 4's T).
+
+    Args:
+        config: The configuration (N, L_F; its lengths by default).
+        lengths: The series' lengths (None: ``config.lengths``, or L each).
+
+    Returns:
+        T_n per sequence, a long tensor.
+
+    Raises:
+        ValueError: Not N lengths, or a length below L_F.
+    """
     if lengths is None:
         lengths = config.lengths if config.lengths is not None else [config.L] * config.N
     lengths_t = torch.as_tensor(list(lengths), dtype=torch.long)
