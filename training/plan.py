@@ -187,7 +187,9 @@ def _check_data(config: TrainingConfig, train_data: SeriesData, targets: np.ndar
 def _total_steps(config: TrainingConfig, warm: Optional[TrainingConfig], budget: Budget, steps_per_epoch: int) -> int:
     """The training steps after the warm-up: the cap (``budget``'s steps or epochs), or the most the ε budget buys
     within it; a budget that buys no step is refused (naming the warm-up when it took the budget)."""
-    cap = budget.steps if budget.steps is not None else None if budget.epochs is None else budget.epochs * steps_per_epoch
+    cap = budget.steps
+    if cap is None and budget.epochs is not None:
+        cap = budget.epochs * steps_per_epoch
     if budget.epsilon is None:
         return cap
     epsilon, delta, theorem, discretization = budget.epsilon, budget.delta, budget.theorem, budget.discretization

@@ -42,7 +42,8 @@ def covariates_of(model: torch.nn.Module) -> int:
     return int(getattr(model, "covariates", 0))
 
 
-def pad_covariates(starts: Optional[Sequence["SeriesStart"]], lengths: Sequence[int], context_length: int) -> torch.Tensor:
+def pad_covariates(starts: Optional[Sequence["SeriesStart"]], lengths: Sequence[int],
+                   context_length: int) -> torch.Tensor:
     """DeepAR's covariates of every series laid out as :func:`pad_series` lays out its values: (N, L_C + L_max, F)
     float32, column L_C + i holding position i of series n (:func:`tsdp.datasets.time_features.position_covariates`
     of its calendar ``starts[n]``, or none: ``starts`` None), the front padding 0 as GluonTS pads them; so

@@ -75,7 +75,7 @@ def test_masked_batch_equals_compacted_batch_on_cuda(name):
 
 
 def test_training_loop_captured_path_on_cuda():
-    """``train(step_path="captured")`` on CUDA spends the eager run's ε over the same steps and reaches a CRPS near
+    """``Loop(step_path="captured")`` on CUDA spends the eager run's ε over the same steps and reaches a CRPS near
     it (float32, a few steps: 1e-2 relative)."""
     from tsdp.datasets.series import synthetic_for
     from tsdp.theorems.config import TrainingConfig
