@@ -49,6 +49,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from tsdp.theorems.config import Bottom, Top, TrainingConfig
 
+from .audit_options import CanaryOptions
 from .data_span import MAX_ENTRIES, DataPart, DataSpan
 from .gradient import GradientCanaries
 from .mechanism import (CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA, MechanismTest, MechanismTests, clipping_test,
@@ -265,16 +266,31 @@ def most_windows(config: TrainingConfig) -> int:
 
 
 def run_with_canaries(train: Callable[[list], object], series: list, config: TrainingConfig, m: int, *,
-                      clip: float = 1.0, scale: Optional[float] = None, seed=0,
+                      canary: Optional[CanaryOptions] = None, seed=0,
                       windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-                      loss: Optional[Callable] = None, span_entries: int = MAX_ENTRIES,
-                      progress: bool = False, device=None) -> OptimizerCanaries:
-    """``train(series)`` with m gradient canaries hooked into its optimizer (module docstring); the hooks after the run
-    (``span_entries``: the most per-window gradient entries held per step, :mod:`attacks.canary.data_span`;
-    ``progress``: a bar of the audited steps on stderr; ``device``: where the audit's own tensors live,
-    :class:`OptimizerCanaries`)."""
-    with OptimizerCanaries(config, m, clip=clip, scale=scale, seed=seed, windows=windows, loss=loss,
-                           span_entries=span_entries, progress=progress, device=device) as hooks:
+                      loss: Optional[Callable] = None, progress: bool = False) -> OptimizerCanaries:
+    """``train(series)`` with m gradient canaries hooked into its optimizer (module docstring); the hooks after the run.
+
+    Args:
+        train: Your training, ``train(series) -> model``, stepping a torch optimizer.
+        series: The series it trains on.
+        config: The batching your loader draws and the σ you claim.
+        m: The gradient canaries.
+        canary: The canaries' options (:class:`attacks.canary.audit_options.CanaryOptions`: ``clip``,
+            ``gradient_scale``, ``span_entries``, the most per-window gradient entries held per step
+            (:mod:`attacks.canary.data_span`), ``device``, where the audit's own tensors live; None: the defaults).
+        seed: An int or a ``numpy.random.SeedSequence``.
+        windows: The data's (contexts, forecasts), to take its per-window gradients off.
+        loss: The per-window training loss.
+        progress: A bar of the audited steps on stderr.
+
+    Returns:
+        The :class:`OptimizerCanaries` after the run.
+    """
+    canary = CanaryOptions() if canary is None else canary
+    with OptimizerCanaries(config, m, clip=canary.clip, scale=canary.gradient_scale, seed=seed, windows=windows,
+                           loss=loss, span_entries=canary.span_entries, progress=progress,
+                           device=canary.device) as hooks:
         train(series)
     return hooks
 

@@ -319,7 +319,7 @@ def test_audit_training_attributes_carry_the_json_numbers(user_training, monkeyp
     or a failed mechanism test's."""
     from tsdp.attacks.canary.audit_result import EvidenceBound, GradientRun, TrainingAudit
     from tsdp.attacks.canary.certified import FdpScoreBound, ScoreBound
-    from tsdp.attacks.canary.user_training import audit_training
+    from tsdp.attacks.canary.user_training import AuditOptions, audit_training
 
     folder, name = user_training
     monkeypatch.syspath_prepend(str(folder))
@@ -345,8 +345,8 @@ def test_audit_training_attributes_carry_the_json_numbers(user_training, monkeyp
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.violation = False
 
-    spike = audit_training(user.last_value, data, config, canaries=6, delta=1e-5, canary="spike", analysis="steinke",
-                           seed=1)
+    spike = audit_training(user.last_value, data, config, canaries=6, delta=1e-5, canary="spike",
+                           options=AuditOptions(analysis="steinke"), seed=1)
     d = as_json(spike)
     assert key_tree(d) == audit_fn_tree("spike", "steinke", cli=False)
     assert spike.gradient is None and spike.engine is None and spike.runs == 1 and not spike.mechanism_failed
