@@ -8,6 +8,7 @@ would report (a **lower** bound on the training's ε) on the scores described.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -210,10 +211,25 @@ def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, qua
     return float(_ranked_epsilon(m, n, sets, delta, _shares(list(analyses), confidence), analyses).min())
 
 
+@dataclass(frozen=True)
+class PlanSearch:
+    """How :func:`plan` finds the canaries needed against a claim.
+
+    Attributes:
+        quantile: The share of audits allowed to fall short.
+        m_max: The most canaries searched.
+        participation: The probability a canary takes part in some step.
+    """
+
+    quantile: float = 0.1
+    m_max: int = 10 ** 6
+    participation: float = 1.0
+
+
 def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Optional[float] = None, *,
          analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None,
-         scores: int = 1, quantile: float = 0.1, m_max: int = 10 ** 6,
-         grid: Callable[[int], np.ndarray] = guess_grid, participation: float = 1.0) -> dict:
+         scores: int = 1, grid: Callable[[int], np.ndarray] = guess_grid,
+         search: PlanSearch = PlanSearch()) -> dict:
     """What an audit with m canaries can see, before any training: its ceiling, and what a perfect ranking certifies.
 
     Same guess sets (:func:`attacks.canary.one_run.guess_grid` unless ``sets``) and significance shares as
@@ -222,12 +238,12 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
     Bonferroni of :func:`attacks.canary.evidence.certify_evidence`). ``ceiling``: per analysis,
     the ε if every guess is right. ``perfect_ranking``: the ε that a perfectly ranked audit
     (:func:`perfect_ranking`, what a training without noise shows) certifies in
-    1 - ``quantile`` of runs. With ``claimed_epsilon``: ``canaries_needed``, the smallest m
+    1 - ``search.quantile`` of runs. With ``claimed_epsilon``: ``canaries_needed``, the smallest m
     whose audit of a training without noise, each canary taking part in a step with probability
-    ``participation`` (gradient canaries: :func:`attacks.canary.gradient.participation_probability`
+    ``search.participation`` (gradient canaries: :func:`attacks.canary.gradient.participation_probability`
     of the batching and steps; 1: every canary, a perfect ranking), is flagged against the claim in at least
-    1 - ``quantile`` of audits by :func:`flag_rate`'s lower bound (doubling, then bisection over m, where it grows
-    with m; None above ``m_max``), and ``participation``. ``grid(m)``: the certifier's guess sets of m canaries (default
+    1 - ``search.quantile`` of audits by :func:`flag_rate`'s lower bound (doubling, then bisection over m, where it
+    grows with m; None above ``search.m_max``), and ``participation``. ``grid(m)``: the certifier's guess sets of m canaries (default
     :func:`attacks.canary.one_run.guess_grid`; Steinke et al.'s alone: :func:`attacks.canary.steinke_bound.guess_sets`).
 
     Args:
@@ -238,16 +254,16 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
         analyses: The certifier's analyses.
         sets: Guess sets (rows (k_in, k_out)) instead of ``grid(m)``.
         scores: The score vectors certified (Bonferroni).
-        quantile: The share of audits allowed to fall short.
-        m_max: The most canaries searched.
         grid: The certifier's guess sets of m canaries.
-        participation: The probability a canary takes part in some step.
+        search: The share of audits allowed to fall short, the most canaries searched and the probability a
+            canary takes part in some step (:class:`PlanSearch`).
 
     Returns:
         A JSON-ready dict: ``ceiling`` per analysis, ``perfect_ranking``, and with ``claimed_epsilon``
         ``canaries_needed`` and ``participation``.
     """
     each = 1 - (1 - confidence) / scores
+    quantile, m_max, participation = search.quantile, search.m_max, search.participation
 
     def ranked(n: int) -> float:
         return perfect_ranking_quantile(n, delta, each, quantile, analyses=analyses,
@@ -280,4 +296,4 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
     return out
 
 
-__all__ = ["BISECTION_TOL", "flag_rate", "perfect_ranking", "perfect_ranking_quantile", "plan"]
+__all__ = ["BISECTION_TOL", "PlanSearch", "flag_rate", "perfect_ranking", "perfect_ranking_quantile", "plan"]

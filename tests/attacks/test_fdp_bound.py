@@ -344,7 +344,7 @@ def test_plan_a_claim_above_every_ceiling_needs_no_ranking(monkeypatch):
     calls = []
     real = planning.perfect_ranking_quantile
     monkeypatch.setattr(planning, "perfect_ranking_quantile", lambda m, *a, **k: calls.append(m) or real(m, *a, **k))
-    out = F.plan(20, 1e-5, 0.95, claimed_epsilon=1e308, m_max=10 ** 6)
+    out = F.plan(20, 1e-5, 0.95, claimed_epsilon=1e308, search=planning.PlanSearch(m_max=10 ** 6))
     assert out["canaries_needed"] is None and calls == [20]  # only the plan's own m, for perfect_ranking
 
 

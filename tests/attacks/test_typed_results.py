@@ -152,11 +152,12 @@ def test_audit_model_cli_json_keeps_the_old_key_tree():
 
 
 def test_audit_model_attributes_carry_the_json_numbers():
-    from tsdp.attacks.canary.trained_model import audit_model
+    from tsdp.attacks.canary.trained_model import ModelTraining, audit_model
 
     cfg = TrainingConfig(N=16, L=8, context_length=1, forecast_length=1, batch_size=4)
     for epsilon in (math.inf, 2.0):
-        r = audit_model("simple-ff", cfg, canaries=8, epsilon=epsilon, delta=1e-5, epochs=1, device="cpu")
+        r = audit_model("simple-ff", cfg, canaries=8, epsilon=epsilon, delta=1e-5,
+                        training=ModelTraining(epochs=1, device="cpu"))
         d = as_json(r)
         for f in dataclasses.fields(r):
             if f.name not in ("scores", "epsilon_budget"):

@@ -111,7 +111,7 @@ PLAN_MAX = 10 ** 7
 def _plan(args) -> dict:
     """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.planning.plan`); with
     ``--steps`` the canaries needed count those that take part in no step (:func:`_participation`)."""
-    from tsdp.attacks.canary.planning import plan
+    from tsdp.attacks.canary.planning import PlanSearch, plan
     from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs, guess_sets_of
 
     checked = check_audit_inputs(None, None, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon,
@@ -123,8 +123,8 @@ def _plan(args) -> dict:
                          f"(got {canaries} × {args.runs})")
     participation = _participation(args)
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
-               analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX, grid=guess_sets_of(args.analysis),
-               participation=1.0 if participation is None else participation)
+               analyses=analyses_of(args.canary, args.analysis), grid=guess_sets_of(args.analysis),
+               search=PlanSearch(m_max=PLAN_MAX, participation=1.0 if participation is None else participation))
     out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary, steps=args.steps)
     if args.parameters is not None and out.get("canaries_needed") is not None:
         out["runs_needed"] = -(-out["canaries_needed"] // args.parameters)
