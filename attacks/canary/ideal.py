@@ -53,6 +53,18 @@ def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0, *, parame
     much ε an audit of this size, participation and dimension can see when the training is
     exactly what it claims: a certified 0 on the real run is an answer only when this is clearly
     above 0.
+
+    Args:
+        config: The claimed configuration (σ and the batching).
+        m: The canaries.
+        steps: The steps of the run.
+        seed: The seed of the simulated run.
+        parameters: d, the parameters the canaries share (None: orthonormal directions, no cross-talk).
+        per_run: The canaries of one run (None: all m in one run).
+        removed: The data windows taken off per step (their dimensions leave the canaries' scores).
+
+    Returns:
+        The :class:`IdealEvidence` of the claimed mechanism.
     """
     seeds = np.random.SeedSequence(seed) if isinstance(seed, int) else seed
     inclusion, placement, steps_seed, noise = seeds.spawn(4)

@@ -42,13 +42,28 @@ class TogetherTask(Protocol):
 
     def __call__(self, seed: np.random.SeedSequence) -> Evidence: ...
 
-    def together(self, seeds: Sequence[np.random.SeedSequence]) -> Tuple[Evidence, ...]: ...
+    def together(self, seeds: Sequence[np.random.SeedSequence]) -> Tuple[Evidence, ...]:
+        """The runs of ``seeds`` trained together, each run's evidence as alone.
+
+        Args:
+            seeds: The runs' seeds, in run order.
+
+        Returns:
+            The runs' evidence, in run order.
+        """
 
 
 @dataclass(frozen=True)
 class RunSpec:
     """Runs ``index`` .. ``index + len(seeds) - 1`` of a multi-run audit (one shard): their ``seeds`` and the
-    ``task`` they run (``threads``: torch threads in the worker); more than one seed: trained together."""
+    ``task`` they run (``threads``: torch threads in the worker); more than one seed: trained together.
+
+    Attributes:
+        index: The shard's first run.
+        seeds: The runs' seeds, in run order.
+        task: The task the runs run.
+        threads: Torch threads in the worker (None: unchanged).
+    """
 
     index: int
     seeds: Tuple[np.random.SeedSequence, ...]
@@ -67,7 +82,14 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class RunEvidence:
-    """The evidence of the runs of shard ``key`` (in run order) and their wall time."""
+    """The evidence of the runs of shard ``key`` (in run order) and their wall time.
+
+    Attributes:
+        key: The shard's key, ("run", its first run's index).
+        evidence: The runs' evidence, in run order.
+        seconds: The shard's wall seconds.
+        trials: The runs of the shard.
+    """
 
     key: tuple
     evidence: Tuple[Evidence, ...]

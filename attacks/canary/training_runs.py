@@ -155,7 +155,17 @@ def window_evidence(gain: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class SpikeTask:
     """One run of a multi-run spike audit (:func:`attacks.canary.runs.run_many`): picklable when ``train`` / ``loss`` are
-    module-level functions; :meth:`check` refuses a placement that cannot fit before any run starts."""
+    module-level functions; :meth:`check` refuses a placement that cannot fit before any run starts.
+
+    Attributes:
+        train: Your training, ``train(series) -> model``.
+        data: The series.
+        config: The window geometry.
+        canaries: m, the spike canaries of a run.
+        loss: The per-window loss (None: ``model(context, forecast)``).
+        spike: The spikes' size in standard deviations.
+        timeout: The most seconds a run may take (None: no limit).
+    """
 
     train: Callable
     data: SeriesData

@@ -63,7 +63,21 @@ class LoopRunEvidence(CanaryEvidence):
 class LoopTask:
     """One run of tsdp's loop on ``data`` with ``canaries`` gradient canaries; ``private=False`` trains without
     clipping or noise (the canaries keep norm ``clip``). ``epochs`` fixes the run's length; ``delta`` is the
-    accountant's δ. The model's initialisation and the batches are seeded from the run's seed too."""
+    accountant's δ. The model's initialisation and the batches are seeded from the run's seed too.
+
+    Attributes:
+        model: The forecaster's name.
+        config: The configuration (σ and the batching).
+        data: The series.
+        canaries: m, the gradient canaries of a run.
+        epochs: The epochs of a run.
+        delta: The accountant's δ.
+        private: Train with clipping and noise.
+        clip: The clipping norm C (the canaries' norm).
+        lr: The learning rate.
+        optimizer: "sgd" or "adam".
+        device: The torch device.
+    """
 
     model: str
     config: TrainingConfig

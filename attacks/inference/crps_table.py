@@ -30,7 +30,18 @@ REFERENCE_NOTE = "null: ε = ∞, the non-private reference (no noise)"
 
 
 def last_contexts(data: SeriesData, context_length: int) -> np.ndarray:
-    """(N, L_C): each series' last L_C values; ValueError naming the series when one is shorter."""
+    """(N, L_C): each series' last L_C values; ValueError naming the series when one is shorter.
+
+    Args:
+        data: The series.
+        context_length: L_C.
+
+    Returns:
+        The (N, L_C) contexts.
+
+    Raises:
+        ValueError: A series shorter than L_C.
+    """
     short = [i for i, n in enumerate(data.lengths) if n < context_length]
     if short:
         raise ValueError(f"series {short[0]} has {data.lengths[short[0]]} values, fewer than the context length "
