@@ -53,6 +53,17 @@ def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int
     ``identical``: every round's merged counts equal the first's (the same seed gives the same
     counts on any number of workers). The merge cost per shard and the pickled size a shard
     sends back are what a driver pays per shard on any cluster. Benchmark, not a test.
+
+    Args:
+        trials: Trials per world.
+        shard_size: Trials per shard.
+        workers: The local workers of the many-worker side.
+        rounds: Interleaved rounds.
+        device: The torch device ("auto": cuda when available).
+        progress: Called with a line after each round.
+
+    Returns:
+        The JSON-ready figures.
     """
     dev = str(resolve_device(device))
     construction = build("T6", AUDIT_CONFIG)
@@ -207,7 +218,14 @@ def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "a
 
 
 def format_bench(result: dict) -> str:
-    """Human-readable summary of :func:`bench_audit`'s result (``--json`` prints the dict itself)."""
+    """Human-readable summary of :func:`bench_audit`'s result (``--json`` prints the dict itself).
+
+    Args:
+        result: What :func:`bench_audit` returned.
+
+    Returns:
+        The summary.
+    """
     lines = [f"one-step audit trials of T6 (N = 320, Λ = 64, L = 4, σ = 1), {result['device']} with "
              f"{result['threads']} threads",
              f"  batched {result['batched_trials_per_minute_per_world'] / 1e6:.2f} M trials/min per world, naive "

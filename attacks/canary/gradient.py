@@ -71,7 +71,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -349,7 +349,8 @@ class GradientCanaries:
         ConfigError: ``m`` below 2 or ``clip`` not positive.
     """
 
-    def __init__(self, config: TrainingConfig, m: int, *, clip: float, seed=0):
+    def __init__(self, config: TrainingConfig, m: int, *, clip: float,
+                 seed: Union[int, np.random.SeedSequence] = 0):
         if isinstance(m, bool) or not isinstance(m, int) or m < 2:
             raise ConfigError("canaries", "must be an integer >= 2", m)
         if not clip > 0:
@@ -365,7 +366,8 @@ class GradientCanaries:
         self.participations = np.zeros(m, dtype=np.int64)  # Σ_t K_{t,i}, included or not (the law's record)
         self.steps = 0
 
-    def attach(self, params, device=None) -> "GradientCanaries":
+    def attach(self, params: Iterable[torch.Tensor],
+               device: Optional[Union[str, torch.device]] = None) -> "GradientCanaries":
         """Bind to the trained parameters (those with ``requires_grad``); draws the directions, the participations and
         the projections on ``device`` (a ``torch.device`` or its name; None: the parameters' device), moving each
         step's canary sum to the parameters and what is observed to ``device`` (the participations' random stream is

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import numpy as np
 import torch
@@ -281,8 +281,9 @@ class GradientTask:
                                      seed=seed, canary=self.canary, progress=self.progress)
 
 
-def make_task(canary: CanaryOptions, train, data: SeriesData, config: TrainingConfig, canaries: int, *, loss=None,
-              timeout: Optional[float] = None, progress: bool = False):
+def make_task(canary: CanaryOptions, train: Callable, data: SeriesData, config: TrainingConfig, canaries: int, *,
+              loss: Optional[Callable] = None,
+              timeout: Optional[float] = None, progress: bool = False) -> Union[SpikeTask, GradientTask]:
     """The run of an audit with ``canary``'s canaries, a function of a seed; ``timeout``: the most seconds one run may
     take (None: no limit); ``canary.device``: where gradient canaries' own torch work runs ("auto": cuda when torch
     sees one, else cpu; "cpu", "cuda", "cuda:N"; None: your parameters' device; ConfigError naming ``device`` when

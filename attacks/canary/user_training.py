@@ -75,7 +75,8 @@ class AuditInputs:
     options: AuditOptions
 
 
-def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, canary: CanaryOptions,
+def check_audit_inputs(train: Optional[Callable], loss: Optional[Callable], *, canaries: int, delta: float,
+                       epsilon: Optional[float], seed: int, canary: CanaryOptions,
                        options: AuditOptions = AuditOptions()) -> AuditInputs:
     """The audit's values validated before any training, every value whatever the kind of canary uses it (ConfigError
     naming the value; :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot take its arguments; ``train``

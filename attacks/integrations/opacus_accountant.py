@@ -146,7 +146,7 @@ class StructuredSubsamplingAccountant(IAccountant):
                                         theorem=self.theorem))
         return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
 
-    def get_epsilon(self, delta: float, *args, **kwargs) -> float:
+    def get_epsilon(self, delta: float, *args: object, **kwargs: object) -> float:
         """ε at ``delta`` of the recorded steps (sound: an upper bound) from :class:`PldAccountant`; 0 before any.
 
         Args:
@@ -162,7 +162,7 @@ class StructuredSubsamplingAccountant(IAccountant):
         accountant = PldAccountant(self.estimate, discretization=self.discretization)
         return float(accountant.compose(self.event()).get_epsilon(delta))
 
-    def state_dict(self, destination=None):
+    def state_dict(self, destination: Optional[dict] = None) -> dict:
         """Opacus's state (history, mechanism) plus the configuration and options it was accounted with.
 
         Args:
@@ -178,7 +178,7 @@ class StructuredSubsamplingAccountant(IAccountant):
         destination["discretization"] = self.discretization
         return destination
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict) -> None:
         """Restore a checkpoint; a checkpoint of another configuration or estimate is refused.
 
         Args:
