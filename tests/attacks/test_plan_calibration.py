@@ -72,7 +72,7 @@ def test_flag_rate_is_a_lower_bound_on_the_real_certifiers_rate_in_its_model():
     q, analyses = 0.85, ("dp", "steinke")
     each = 1 - 0.05 / 2
     m = plan(2, DELTA, 0.95, claimed_epsilon=CLAIM, scores=2, analyses=analyses,
-             search=PlanSearch(participation=q))["canaries_needed"]
+             search=PlanSearch(participation=q)).canaries_needed
     bound = flag_rate(m, CLAIM, DELTA, each, participation=q, analyses=analyses)
     assert bound >= 0.9
 

@@ -73,8 +73,8 @@ def test_plan_answers_before_training(capsys):
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     ref = plan(1000, 1e-5, 0.95, claimed_epsilon=2.0, scores=2, analyses=("dp", "gdp", "steinke", "claimed"))
-    assert out["ceiling"] == pytest.approx(ref["ceiling"]) and out["canaries_needed"] == ref["canaries_needed"]
-    assert out["perfect_ranking"] == ref["perfect_ranking"] and out["scores"] == 2 and out["canary"] == "gradient"
+    assert out["ceiling"] == pytest.approx(ref.ceiling) and out["canaries_needed"] == ref.canaries_needed
+    assert out["perfect_ranking"] == ref.perfect_ranking and out["scores"] == 2 and out["canary"] == "gradient"
     assert out["canaries"] == 1000 and out["runs"] == 10
     # Steinke et al.'s bound alone plans with its own guess sets: its ceiling is what its certifier gives every guess
     # right on the same m

@@ -252,7 +252,7 @@ def test_a_plain_training_without_clipping_or_noise_is_flagged_with_the_canaries
     example = runpy.run_path(str(Path(__file__).parents[2] / "examples" / "plain_training_audit.py"))
     claim = example["claimed_epsilon"]("correct")
     m = plan(2, 1e-5, 0.95, claimed_epsilon=claim, scores=len(CANARIES["gradient"]),
-             analyses=analyses_of("gradient", "fdp"))["canaries_needed"]
+             analyses=analyses_of("gradient", "fdp")).canaries_needed
     assert 40 <= m <= 100, m
     run = example["main"](with_loss=True)
     assert run.canaries == m and f"the plan: {m} canaries" in capsys.readouterr().out

@@ -124,7 +124,8 @@ def _plan(args) -> dict:
     participation = _participation(args)
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
                analyses=analyses_of(args.canary, args.analysis), grid=guess_sets_of(args.analysis),
-               search=PlanSearch(m_max=PLAN_MAX, participation=1.0 if participation is None else participation))
+               search=PlanSearch(m_max=PLAN_MAX, participation=1.0 if participation is None else participation)
+               ).as_dict()  # the plan's JSON, which the flags' facts extend
     out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary, steps=args.steps)
     if args.parameters is not None and out.get("canaries_needed") is not None:
         out["runs_needed"] = -(-out["canaries_needed"] // args.parameters)
