@@ -49,7 +49,7 @@ class CanaryOptions:
         """
         return canary if isinstance(canary, CanaryOptions) else cls(kind=canary)
 
-    def with_(self, **changes) -> "CanaryOptions":
+    def with_(self, **changes: object) -> "CanaryOptions":
         """A copy with ``changes``.
 
         Args:
@@ -79,7 +79,7 @@ class AuditOptions:
     timeout: Optional[float] = None
     progress: bool = False
 
-    def with_(self, **changes) -> "AuditOptions":
+    def with_(self, **changes: object) -> "AuditOptions":
         """A copy with ``changes``.
 
         Args:
