@@ -49,7 +49,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from tsdp.theorems.config import Bottom, Top, TrainingConfig
 
-from .audit_options import CanaryOptions
+from .options import CanaryOptions
 from .data_span import MAX_ENTRIES, DataPart, DataSpan
 from .gradient import GradientCanaries
 from .mechanism import (CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA, MechanismTest, MechanismTests, clipping_test,
@@ -309,7 +309,7 @@ def run_with_canaries(train: Callable[[list], object], series: list, config: Tra
         series: The series it trains on.
         config: The batching your loader draws and the σ you claim.
         m: The gradient canaries.
-        canary: The canaries' options (:class:`attacks.canary.audit_options.CanaryOptions`: ``clip``,
+        canary: The canaries' options (:class:`attacks.canary.options.CanaryOptions`: ``clip``,
             ``gradient_scale``, ``span_entries``, the most per-window gradient entries held per step
             (:mod:`attacks.canary.data_span`), ``device``, where the audit's own tensors live; None: the defaults).
         seed: An int or a ``numpy.random.SeedSequence``.

@@ -20,7 +20,7 @@ from tsdp.training.train import resolve_device
 from tsdp.training.windows import every_window, gather_windows, pad_series, padding_of, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
-from .audit_options import CanaryOptions
+from .options import CanaryOptions
 from .audit_result import OptimizerFacts
 from .evidence import Evidence
 from .mechanism import MechanismTests
@@ -204,7 +204,7 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
         canaries: m, the gradient canaries.
         loss: The per-window training loss (to take the data's gradients off).
         seed: An int or a ``numpy.random.SeedSequence`` (directions, inclusion bits, participations).
-        canary: The canaries' options (:class:`attacks.canary.audit_options.CanaryOptions`: ``clip``,
+        canary: The canaries' options (:class:`attacks.canary.options.CanaryOptions`: ``clip``,
             ``gradient_scale``, ``span_entries``, ``device``).
         progress: A bar of the audited steps on stderr.
 
@@ -257,7 +257,7 @@ class GradientTask:
         data: The series.
         config: The batching your loader draws and the σ you claim.
         canaries: m, the gradient canaries of a run.
-        canary: The canaries' options (:class:`attacks.canary.audit_options.CanaryOptions`).
+        canary: The canaries' options (:class:`attacks.canary.options.CanaryOptions`).
         loss: The per-window training loss (to take the data's gradients off).
         timeout: The most seconds a run may take (None: no limit).
         progress: A bar of the audited steps on stderr.
@@ -290,7 +290,7 @@ def make_task(canary: CanaryOptions, train: Callable, data: SeriesData, config: 
     torch cannot use it). Spike canaries score the returned model on its own device.
 
     Args:
-        canary: The canaries' options (:class:`attacks.canary.audit_options.CanaryOptions`: the kind, the spikes'
+        canary: The canaries' options (:class:`attacks.canary.options.CanaryOptions`: the kind, the spikes'
             size for spike canaries; C, the gradient's scale, the entries held per step and the device for gradient
             canaries).
         train: Your training.

@@ -32,7 +32,7 @@ from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_d
 from tsdp.datasets.series import SeriesData
 from tsdp.training.train import FLOAT32_MAX
 
-from .audit_options import AuditOptions, CanaryOptions
+from .options import AuditOptions, CanaryOptions
 from .audit_result import EngineRun, GradientRun, TrainingAudit
 from .evidence import CERTIFIERS, Evidence, certify_evidence, pool
 from .mechanism import pooled
@@ -169,7 +169,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
         epsilon: The ε your training claims at ``delta`` (None: no claim; ``violation`` then only from a failed
             mechanism test).
         canary: "gradient" (white-box, hooked into your optimizer) or "spike" (black-box, scored on the returned
-            model), or a :class:`~attacks.canary.audit_options.CanaryOptions` of that kind with its knobs (the
+            model), or a :class:`~attacks.canary.options.CanaryOptions` of that kind with its knobs (the
             spikes' size; C, the gradient's scale, the entries held per step, the data canaries and the device of
             gradient canaries).
         loss: Your per-window training loss ``loss(model, context, forecast) -> (B,)``: gradient canaries take the
@@ -177,7 +177,7 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
         seed: The seed of the canaries, their inclusion bits and participations.
         options: The confidence, the analysis ("fdp": the f-DP test with Steinke et al.'s bound as its baseline;
             "steinke" alone), the time limit and the progress bar
-            (:class:`~attacks.canary.audit_options.AuditOptions`).
+            (:class:`~attacks.canary.options.AuditOptions`).
 
     Returns:
         A :class:`attacks.canary.audit_result.TrainingAudit` (``as_dict()``: its JSON): ``epsilon_lower``,

@@ -215,7 +215,7 @@ def _many_runs(args, task, loss):
 def _canary_options(args, span_entries: Optional[int] = None):
     """The canaries' options of the flags (--canary, --spike, --clip, --gradient-scale, --data-canaries, --device;
     ``span_entries``: --span-entries resolved, None: the default)."""
-    from tsdp.attacks.canary.audit_options import CanaryOptions
+    from tsdp.attacks.canary.options import CanaryOptions
     from tsdp.attacks.canary.data_span import MAX_ENTRIES
 
     return CanaryOptions(args.canary, spike=args.spike, clip=args.clip, gradient_scale=args.gradient_scale,
@@ -225,7 +225,7 @@ def _canary_options(args, span_entries: Optional[int] = None):
 
 def _audit_options(args):
     """The audit's options of the flags (--confidence, --analysis, --timeout; progress unless --json)."""
-    from tsdp.attacks.canary.audit_options import AuditOptions
+    from tsdp.attacks.canary.options import AuditOptions
 
     return AuditOptions(confidence=args.confidence, analysis=args.analysis, timeout=args.timeout,
                         progress=not args.json)
