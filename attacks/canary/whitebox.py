@@ -109,7 +109,8 @@ class LoopTask:
     def together(self, seeds: Sequence[np.random.SeedSequence]) -> Tuple[LoopRunEvidence, ...]:
         """The runs of ``seeds`` trained together as one stacked program
         (:func:`attacks.canary.loop_together.train_with_canaries`): each run's evidence is what :meth:`__call__`
-        gives it alone, to float rounding.
+        gives it alone, to float rounding. Runs without DP under Poisson sampling (whose empty steps a run alone
+        skips) run one at a time.
 
         Args:
             seeds: The runs' seeds, in run order.
@@ -117,10 +118,14 @@ class LoopTask:
         Returns:
             The runs' evidence, in run order.
         """
+        from tsdp.theorems.config import Bottom, Top
         from tsdp.training.together import GroupSettings, Run
 
         from .loop_together import train_with_canaries
 
+        poisson = self.config.top == Top.POISSON or self.config.bottom == Bottom.POISSON
+        if not self.private and poisson:
+            return tuple(self(s) for s in seeds)  # their empty steps are skipped alone: not stacked
         drawn = [self._canaries(s) for s in seeds]
         settings = GroupSettings(self.model, data=self.data, delta=self.delta if self.private else None,
                                  epochs=self.epochs, clip=self.clip, lr=self.lr, optimizer=self.optimizer,
