@@ -53,6 +53,17 @@ def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int
     ``identical``: every round's merged counts equal the first's (the same seed gives the same
     counts on any number of workers). The merge cost per shard and the pickled size a shard
     sends back are what a driver pays per shard on any cluster. Benchmark, not a test.
+
+    Args:
+        trials: Trials per world.
+        shard_size: Trials per shard.
+        workers: The local workers of the many-worker side.
+        rounds: Interleaved rounds.
+        device: The torch device ("auto": cuda when available).
+        progress: Called with a line after each round.
+
+    Returns:
+        The JSON-ready figures.
     """
     dev = str(resolve_device(device))
     construction = build("T6", AUDIT_CONFIG)
@@ -94,13 +105,76 @@ def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int
             "shard_payload_bytes": len(pickle.dumps(next(iter(results.values()))))}
 
 
-def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "auto", scaling: bool = True,
-                rounds: int = MIN_ROUNDS, progress: Optional[Callable[[str], None]] = None) -> dict:
-    """Trials/s (one step, one world) batched and naive, interleaved over ``rounds`` (per-round rates, their
-    ratio: median and range), and the sharded engine's scaling on 1 and 2 local workers
-    (:func:`bench_scaling`); JSON-ready. ``progress(message)`` after each round.
+def bench_canary_runs(runs: int = 16, canaries: int = 100, epochs: int = 5, rounds: int = MIN_ROUNDS,
+                      progress: Optional[Callable[[str], None]] = None) -> dict:
+    """A white-box audit's training runs of tsdp's loop (:class:`attacks.canary.whitebox.LoopTask`: simple-ff,
+    DP-SGD at σ = 8 on 40 short series, N = 40, L = 9, Λ = 10, ``canaries`` gradient canaries, ``epochs`` epochs)
+    trained together as one stacked program (:meth:`~attacks.canary.whitebox.LoopTask.together`) against one at a
+    time, interleaved over ``rounds`` at one torch thread: runs per second of each side and their per-round ratio
+    (median and range), and the largest difference of a run's scores between the two (float rounding).
 
-    Benchmark, not a test; the numbers are wall-clock on the current machine.
+    Args:
+        runs: The runs of a round (each side trains the same runs, from the same seeds).
+        canaries: m, the gradient canaries of a run.
+        epochs: The epochs of a run (4 steps each).
+        rounds: Interleaved rounds.
+        progress: Called with a line after each round.
+
+    Returns:
+        The JSON-ready figures.
+    """
+    from tsdp.attacks.canary.whitebox import LoopTask
+    from tsdp.datasets.series import synthetic
+
+    data = synthetic(40, 10, seed=0, noise=2.0)
+    config = TrainingConfig(N=40, L=9, context_length=8, forecast_length=1, batch_size=10, sigma=8.0)
+    task = LoopTask("simple-ff", config, data, canaries, epochs=epochs, delta=1e-5)
+    out = {}
+
+    def seeds():
+        return np.random.SeedSequence(0).spawn(runs)
+
+    def alone():
+        out["alone"] = [task(s) for s in seeds()]
+
+    def together():
+        out["together"] = task.together(seeds())
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        timed = bench_rounds.interleave({"alone": alone, "together": together}, rounds, progress=progress,
+                                        label=f"{runs} canary runs of tsdp's loop, together vs one at a time")
+    finally:
+        torch.set_num_threads(threads)
+    rate = {side: bench_rounds.spread([runs / t for t in timed["seconds"][side]]) for side in timed["seconds"]}
+    difference = max(float(np.max(np.abs(a.scores[n] - b.scores[n])))
+                     for a, b in zip(out["alone"], out["together"]) for n in a.scores)
+    return {"model": "simple-ff", "runs": runs, "canaries": canaries, "epochs": epochs,
+            "steps": out["alone"][0].steps, "torch_threads": 1, "rounds": rounds,
+            "runs_per_second": rate, "speedup": bench_rounds.ratio(timed, "alone", "together"),
+            "max_score_difference": difference, "environment": timed["environment"]}
+
+
+def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "auto", scaling: bool = True,
+                rounds: int = MIN_ROUNDS, progress: Optional[Callable[[str], None]] = None,
+                canary_runs: bool = True) -> dict:
+    """Trials/s (one step, one world) batched and naive, interleaved over ``rounds`` (per-round rates, their
+    ratio: median and range), the sharded engine's scaling on 1 and 2 local workers
+    (:func:`bench_scaling`) and a canary audit's runs of tsdp's loop trained together against one at a time
+    (:func:`bench_canary_runs`); JSON-ready. Benchmark, not a test; the numbers are wall-clock on the current machine.
+
+    Args:
+        trials: Batched trials per round.
+        naive_trials: Naive trials per round.
+        device: The torch device of the trials ("auto": cuda when available).
+        scaling: Measure the engine's scaling too.
+        rounds: Interleaved rounds of each part.
+        progress: Called with a line after each round.
+        canary_runs: Measure the canary runs trained together too.
+
+    Returns:
+        The JSON-ready figures.
     """
     dev = resolve_device(device)
     construction = build("T6", AUDIT_CONFIG, device=dev)
@@ -139,11 +213,19 @@ def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "a
         "goal_speedup": 100.0,
         "meets_goals": bool(60 * batched_rate["median"] >= 1e6 and speedup["median"] >= 100),
         "scaling": bench_scaling(device=device, rounds=rounds, progress=progress) if scaling else None,
+        "canary_runs": bench_canary_runs(rounds=rounds, progress=progress) if canary_runs else None,
     }
 
 
 def format_bench(result: dict) -> str:
-    """Human-readable summary of :func:`bench_audit`'s result (``--json`` prints the dict itself)."""
+    """Human-readable summary of :func:`bench_audit`'s result (``--json`` prints the dict itself).
+
+    Args:
+        result: What :func:`bench_audit` returned.
+
+    Returns:
+        The summary.
+    """
     lines = [f"one-step audit trials of T6 (N = 320, Λ = 64, L = 4, σ = 1), {result['device']} with "
              f"{result['threads']} threads",
              f"  batched {result['batched_trials_per_minute_per_world'] / 1e6:.2f} M trials/min per world, naive "
@@ -165,5 +247,16 @@ def format_bench(result: dict) -> str:
         lines.append(f"  merge {scaling['merge_seconds_per_shard'] * 1e6:.0f} µs per shard, "
                      f"{scaling['shard_payload_bytes'] / 1e3:.0f} kB sent back per shard")
         lines.append("  " + bench_rounds.format_environment(scaling["environment"]))
+    runs = result.get("canary_runs")
+    if runs:
+        rate = runs["runs_per_second"]
+        lines.append(f"canary audit runs of tsdp's loop ({runs['model']}, {runs['canaries']} canaries, {runs['steps']} "
+                     f"steps), {runs['runs']} a round at {runs['torch_threads']} torch thread, {runs['rounds']} "
+                     f"interleaved rounds (median, range):")
+        lines.append(f"  one at a time {bench_rounds.format_spread(rate['alone'], ' runs/s', 2)}, together "
+                     f"{bench_rounds.format_spread(rate['together'], ' runs/s', 2)}: "
+                     f"{bench_rounds.format_spread(runs['speedup'])}; largest score difference "
+                     f"{runs['max_score_difference']:.1e}")
+        lines.append("  " + bench_rounds.format_environment(runs["environment"]))
     return "\n".join(lines)
 

@@ -35,7 +35,7 @@ from tsdp.training.batch_sampler import fit_lengths
 from tsdp.training.windows import every_window
 
 from tsdp.attacks.canary.steinke_bound import AUC_NOTE, AUC_UNDEFINED
-from tsdp.attacks.canary.user_training import audit_training
+from tsdp.attacks.canary.user_training import AuditOptions, audit_training
 
 MODELS = ("simple-ff", "deepar")
 """tsdp's models in the bench (trained without noise, then with DP)."""
@@ -105,7 +105,7 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
             progress(f"{name}: training and scoring {canaries} spike canaries")
         t = time.perf_counter()
         r = audit_training(train, data, config, canaries=canaries, delta=delta, epsilon=epsilon, canary="spike",
-                           loss=loss, seed=seed, confidence=confidence)
+                           loss=loss, seed=seed, options=AuditOptions(confidence=confidence))
         s = r.scores["memorisation"]
         rows.append(with_note({"model": name, "trained": trained, "sigma": noise, "auc": s.auc,
                                "epsilon_lower": r.epsilon_lower, "ceiling": max(s.ceiling["dp"], s.ceiling["steinke"]),

@@ -48,7 +48,15 @@ ABOVE_CEILING = 20.0
 class Row:
     """A row of the bench: ``name``, the loop's ``bug``, the claimed ε (None: the intended training's,
     :func:`.handwritten_dpsgd.claimed_epsilon` of ``bug``), the test that names the bug (None on the correct loop)
-    and the seeds as a multiple of the bench's ``seeds`` (the correct loop's false flags need more)."""
+    and the seeds as a multiple of the bench's ``seeds`` (the correct loop's false flags need more).
+
+    Attributes:
+        name: The row's name.
+        bug: The loop's planted bug.
+        expected: The test that names the bug (None on the correct loop).
+        claim: The claimed ε (None: the intended training's).
+        seeds_factor: The seeds as a multiple of the bench's.
+    """
 
     name: str
     bug: str
@@ -73,7 +81,16 @@ DESIGNED_FALSE_FLAGS = 1 - 0.95 + NOISE_ALPHA + CLIP_ALPHA + SAMPLING_ALPHA
 @dataclass(frozen=True)
 class AuditSpec:
     """One audit of the bench (a shard of the engine): row ``index``, ``seed``, the loop's ``bug``, ``canaries``,
-    the ``claim``."""
+    the ``claim``.
+
+    Attributes:
+        index: The row.
+        seed: The seed of the loop and the canaries.
+        bug: The loop's planted bug.
+        canaries: The gradient canaries.
+        claim: The claimed ε.
+        trials: One audit (the engine's progress unit).
+    """
 
     index: int
     seed: int
@@ -90,7 +107,17 @@ class AuditSpec:
 @dataclass(frozen=True)
 class AuditOutcome:
     """What one audit of the bench gave: the tests that flagged it (``failed``, names of :data:`TESTS`), its certified
-    ε, the canaries' ceiling, its ``epsilon_ideal`` and its wall seconds."""
+    ε, the canaries' ceiling, its ``epsilon_ideal`` and its wall seconds.
+
+    Attributes:
+        key: The audit's key (row index, seed).
+        failed: The tests that flagged it (names of :data:`TESTS`).
+        epsilon_lower: Its certified ε (a **lower** bound).
+        ceiling: The canaries' ceiling (every guess right).
+        epsilon_ideal: The same audit's certified ε on the claimed mechanism.
+        seconds: Its wall seconds.
+        trials: One audit (the engine's progress unit).
+    """
 
     key: tuple
     failed: Tuple[str, ...]
@@ -102,7 +129,14 @@ class AuditOutcome:
 
 
 def audit_one(spec: AuditSpec) -> AuditOutcome:
-    """Run the audit of ``spec`` at one torch thread (:func:`.handwritten_dpsgd.audit`, the loop's loss given)."""
+    """Run the audit of ``spec`` at one torch thread (:func:`.handwritten_dpsgd.audit`, the loop's loss given).
+
+    Args:
+        spec: The audit.
+
+    Returns:
+        Its :class:`AuditOutcome`.
+    """
     torch.set_num_threads(1)
     started = time.perf_counter()
     r = loops.audit(spec.bug, spec.canaries, spec.seed, epsilon=spec.claim)
@@ -119,7 +153,24 @@ class RowResult:
     """One row measured: its ``name``, ``bug``, ``claim``, ``expected`` test, ``seeds`` (first ``first_seed``),
     ``canaries`` per audit, ``flagged`` (runs any test flagged), ``named`` (runs the expected test flagged),
     ``by_test`` (runs each of :data:`TESTS` flagged), the largest certified ε, ceiling and ``epsilon_ideal``, and
-    the audits' summed ``seconds``."""
+    the audits' summed ``seconds``.
+
+    Attributes:
+        name: The row's name.
+        bug: The loop's planted bug.
+        claim: The claimed ε.
+        expected: The test that names the bug (None on the correct loop).
+        seeds: The audits run.
+        first_seed: The first seed.
+        canaries: The gradient canaries per audit.
+        flagged: The audits any test flagged.
+        named: The audits the expected test flagged.
+        by_test: The audits each test flagged.
+        epsilon_lower_max: The largest certified ε.
+        ceiling: The largest ceiling.
+        epsilon_ideal_max: The largest ``epsilon_ideal``.
+        seconds: The audits' summed seconds.
+    """
 
     name: str
     bug: str
@@ -153,7 +204,17 @@ class RowResult:
 class PlantedBench:
     """The bench (module docstring): its ``rows``, the ``delta`` and ``confidence`` of every audit, the designed
     false-flag bound of the correct loop, ``workers`` (processes over the seeds; one torch thread each), the wall
-    ``seconds`` and the ``environment`` it ran in (:func:`tsdp.bench.rounds.environment`, before and after)."""
+    ``seconds`` and the ``environment`` it ran in (:func:`tsdp.bench.rounds.environment`, before and after).
+
+    Attributes:
+        rows: The rows measured.
+        delta: The δ of every audit.
+        confidence: Their confidence.
+        designed_false_flags: The designed bound on the correct loop's flag rate.
+        workers: The processes over the seeds.
+        seconds: The wall seconds.
+        environment: The environment before and after.
+    """
 
     rows: Tuple[RowResult, ...]
     delta: float
@@ -173,7 +234,19 @@ def bench_planted(*, seeds: int = 20, canaries: int = 1000, seed: int = 0, worke
                   progress: Optional[Callable[[str], None]] = None) -> PlantedBench:
     """Audit every row of ``rows`` over ``seeds`` seeds (``seeds`` times its factor: 100 for the correct loop at the
     default), from ``seed`` on, with ``canaries`` gradient canaries each, on ``workers`` local processes (module
-    docstring). Each audit's ε is a **lower** bound (95%); the rates are measured frequencies."""
+    docstring). Each audit's ε is a **lower** bound (95%); the rates are measured frequencies.
+
+    Args:
+        seeds: Seeds per row (times its factor).
+        canaries: Gradient canaries per audit.
+        seed: The first seed.
+        workers: Local processes over the seeds.
+        rows: The rows.
+        progress: Called with a line per row, if given.
+
+    Returns:
+        The :class:`PlantedBench`.
+    """
     from tsdp.bench.rounds import environment
 
     before = environment()
@@ -204,7 +277,14 @@ def format_bench(result: Union[PlantedBench, dict]) -> str:
     """The bench as a table (``--json`` prints :meth:`PlantedBench.as_dict`): per row the claim, the ceiling, the seeds,
     the runs flagged and their rate, the expected test and the runs it named, the runs each test flagged, the largest
     certified ε and ideal; then the correct loop's false flags against the design, and the rows flagged in fewer
-    than 90% of their seeds with the audit's power at their claim."""
+    than 90% of their seeds with the audit's power at their claim.
+
+    Args:
+        result: The bench, or its ``as_dict()``.
+
+    Returns:
+        The table.
+    """
     r = result.as_dict() if isinstance(result, PlantedBench) else result
     rows = r["rows"]
     first = rows[0]

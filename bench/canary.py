@@ -39,6 +39,14 @@ def expected_counts(mu: float, m: int, sets: np.ndarray) -> np.ndarray:
 
     The k-th highest of m scores sits near the (1 - k/m) quantile t of the mixture; the
     fraction of included canaries above t is Q(t - μ) / (Q(t - μ) + Q(t)), Q the normal tail.
+
+    Args:
+        mu: The included canaries' mean shift μ.
+        m: The canaries.
+        sets: The guess sets, rows (k_in, k_out).
+
+    Returns:
+        Each set's expected correct guesses (floored).
     """
     def tail_in_fraction(k):  # fraction of "in" among the k highest
         lo, hi = np.full(k.shape, -40.0), np.full(k.shape, 40.0)
@@ -58,7 +66,19 @@ def expected_counts(mu: float, m: int, sets: np.ndarray) -> np.ndarray:
 
 
 def prior_set(family: str, mu: float, m: int, delta: float, significance: float, sets: np.ndarray) -> int:
-    """Index of the set whose bound at the expected counts is largest (chosen before any score is drawn)."""
+    """Index of the set whose bound at the expected counts is largest (chosen before any score is drawn).
+
+    Args:
+        family: "steinke" or a trade-off family ("gdp", "dp").
+        mu: The mean shift μ.
+        m: The canaries.
+        delta: The δ.
+        significance: 1 - confidence.
+        sets: The guess sets.
+
+    Returns:
+        The index of the set.
+    """
     expected = expected_counts(mu, m, sets)
     k = sets.sum(axis=1)
     if family == "steinke":
@@ -69,7 +89,16 @@ def prior_set(family: str, mu: float, m: int, delta: float, significance: float,
 
 
 def simulate(mu: float, m: int, seeds: Sequence[int]) -> tuple:
-    """(scores, included), each (len(seeds), m): one idealised audit per seed."""
+    """(scores, included), each (len(seeds), m): one idealised audit per seed.
+
+    Args:
+        mu: The mean shift μ.
+        m: The canaries.
+        seeds: One audit per seed.
+
+    Returns:
+        (scores, included), each (len(seeds), m).
+    """
     scores, included = [], []
     for s in seeds:
         rng = np.random.default_rng(s)
@@ -87,7 +116,20 @@ def _summary(values: np.ndarray, true_eps: float) -> dict:
 def bench_canary(mus: Sequence[float] = (0.5, 1.0, 2.0), canaries: Sequence[int] = (1000, 10000),
                  seeds: int = 20, delta: float = 1e-5, confidence: float = 0.95, seed: int = 0,
                  progress: Optional[Callable[[str], None]] = None) -> dict:
-    """The table of the module docstring; JSON-ready. Audit i of a cell uses seed ``seed + i``."""
+    """The table of the module docstring; JSON-ready. Audit i of a cell uses seed ``seed + i``.
+
+    Args:
+        mus: The μ of the cells.
+        canaries: The m of the cells.
+        seeds: Audits per cell.
+        delta: The δ.
+        confidence: Each analysis's confidence.
+        seed: The seed of the first audit.
+        progress: Called with a line per cell, if given.
+
+    Returns:
+        The JSON-ready table.
+    """
     significance = 1 - confidence
     rows = []
     started = time.perf_counter()
@@ -122,7 +164,14 @@ def bench_canary(mus: Sequence[float] = (0.5, 1.0, 2.0), canaries: Sequence[int]
 
 
 def format_bench(result: dict) -> str:
-    """Human-readable table of :func:`bench_canary`'s result (``--json`` prints the dict itself)."""
+    """Human-readable table of :func:`bench_canary`'s result (``--json`` prints the dict itself).
+
+    Args:
+        result: What :func:`bench_canary` returned.
+
+    Returns:
+        The table.
+    """
     lines = [f"one-run audits of idealised Gaussian canaries: {result['seeds']} audits per cell, "
              f"δ = {result['delta']:g}, confidence {result['confidence']:g} per analysis",
              "certified ε: mean [min, max] (audits above the true ε)",

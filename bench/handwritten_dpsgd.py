@@ -127,11 +127,12 @@ def audit(bug: str, canaries: int, seed: int = 0, *, with_loss: bool = True, **k
     """One white-box audit (:func:`attacks.canary.user_training.audit_training`) of the loop with ``bug`` against
     the intended claim, ``canaries`` gradient canaries, the data's part taken off with the loop's loss unless
     ``with_loss`` is False; ``kwargs`` go to ``audit_training``."""
-    from tsdp.attacks.canary.user_training import audit_training
+    from tsdp.attacks.canary.user_training import CanaryOptions, audit_training
 
     kwargs.setdefault("epsilon", claimed_epsilon(bug))
     return audit_training(dp_sgd(bug, seed), SERIES, CONFIG, canaries=canaries, delta=DELTA,
-                          loss=squared_error if with_loss else None, clip=CLIP, seed=seed, **kwargs)
+                          loss=squared_error if with_loss else None, canary=CanaryOptions(clip=CLIP), seed=seed,
+                          **kwargs)
 
 
 __all__ = ["BUGS", "CONFIG", "SERIES", "audit", "claimed_epsilon", "dp_sgd", "squared_error"]

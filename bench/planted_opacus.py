@@ -60,7 +60,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -71,8 +71,8 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event
 
-from tsdp.attacks.canary.evidence import Certifier, certify_evidence, fdp
-from tsdp.attacks.canary.runs import run_many
+from tsdp.attacks.canary.evidence import Certifier, Evidence, certify_evidence, fdp
+from tsdp.attacks.canary.runs import RunEngine, run_many
 from tsdp.attacks.montecarlo.shards import threads_per_worker
 from tsdp.attacks.canary.training_runs import spike_evidence
 from tsdp.datasets.series import SeriesData, synthetic
@@ -246,7 +246,7 @@ class PlantedRun:
     clip: float = CLIP
     lr: float = LR
 
-    def __call__(self, seed: np.random.SeedSequence) -> dict:
+    def __call__(self, seed: np.random.SeedSequence) -> Evidence:
         canary_seed, train_seed = seed.spawn(2)
         loop_seed = int(train_seed.generate_state(1)[0])
         sigma, clip = runtime(self.bug, self.config, self.clip)
@@ -268,8 +268,8 @@ class PlantedRun:
 
 
 def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100, bugs=BUGS, seed: int = 0,
-                  delta: float = DELTA, confidence: float = 0.95, certifier: Certifier = fdp, workers: int = 1,
-                  cluster: Optional[str] = None, progress=None) -> dict:
+                  delta: float = DELTA, confidence: float = 0.95, certifier: Certifier = fdp,
+                  engine: RunEngine = RunEngine(), progress: Optional[Callable[[str], None]] = None) -> dict:
     """Audit every variant of :data:`BUGS` with ``canaries`` × ``runs`` canaries; the correct loop ``null_audits`` times.
 
     A bug is caught when its certified lower bound exceeds its claim (an upper bound).
@@ -283,8 +283,8 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
         delta: The δ of the claims and certificates.
         confidence: The certificates' confidence.
         certifier: The plug-in certifier (default the f-DP test with Steinke et al.'s baseline; a **lower** bound).
-        workers: Local worker processes for the runs.
-        cluster: The address of a Dask cluster to run on instead.
+        engine: Where the runs run: local worker processes or a Dask cluster (:class:`~tsdp.attacks.canary.runs.RunEngine`;
+            the Opacus loop is your training, one call per run).
         progress: Called with one line per bug, if given.
 
     Returns:
@@ -292,6 +292,7 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
             "false_flags": {audits, flagged, rate, designed}}``; ``designed`` is the certifier's error
             probability 1 - confidence.
     """
+    workers, cluster = engine.workers, engine.cluster
     rows = []
     for i, bug in enumerate(bugs):
         started = time.perf_counter()

@@ -21,7 +21,7 @@ from torch.func import functional_call, grad, vmap
 from torch.utils.data import DataLoader
 
 from tsdp.attacks.canary.audit_result import TrainingAudit
-from tsdp.attacks.canary.user_training import audit_training
+from tsdp.attacks.canary.user_training import CanaryOptions, audit_training
 from tsdp.datasets.series import synthetic
 from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
 from tsdp.theorems.config import TrainingConfig
@@ -79,7 +79,8 @@ def claimed_epsilon(sigma: float = CONFIG.sigma, steps: int = STEPS) -> float:
 def audit(canaries: int, sigma: float = CONFIG.sigma, seed: int = 0) -> TrainingAudit:
     """One audit of the loop at ``sigma`` (claimed: the same σ) with ``canaries`` gradient canaries."""
     return audit_training(dp_sgd(sigma, seed), SERIES, CONFIG.with_(sigma=sigma), canaries=canaries, delta=DELTA,
-                          epsilon=claimed_epsilon(sigma), loss=squared_error, clip=CLIP, seed=seed)
+                          epsilon=claimed_epsilon(sigma), canary=CanaryOptions(clip=CLIP), loss=squared_error,
+                          seed=seed)
 
 
 if __name__ == "__main__":

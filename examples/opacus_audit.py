@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from tsdp.attacks.canary.audit_result import TrainingAudit
-from tsdp.attacks.canary.user_training import audit_training
+from tsdp.attacks.canary.user_training import CanaryOptions, audit_training
 from tsdp.bench.planted_opacus import (BUGS, CLIP, CONFIG, DATA, DELTA, LR, STEPS, claimed_epsilon,
                                                       loader_config, opacus_train, runtime, squared_error)
 
@@ -30,7 +30,7 @@ def main(bug: str = "correct", canaries: int = 1000) -> TrainingAudit:
 
     claim = claimed_epsilon(bug)
     result = audit_training(train, DATA.split(config.forecast_length)[0], config, canaries=canaries, delta=DELTA,
-                            epsilon=claim, clip=CLIP, loss=squared_error, seed=0)
+                            epsilon=claim, canary=CanaryOptions(clip=CLIP), loss=squared_error, seed=0)
     best = max(result.scores.values(), key=lambda s: s.epsilon_lower)
     print(f"{bug}: the intended training reports ε = {claim:.4f} at δ = {DELTA:g} after {STEPS} steps "
           f"(σ = {CONFIG.sigma:g}, C = {CLIP:g}); it ran σ = {sigma:g}, C = {clip:g}")

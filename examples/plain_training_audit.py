@@ -51,7 +51,7 @@ def main(with_loss: bool = True) -> TrainingAudit:
     """Plan the audit against the claim, run it once, print and return it."""
     claim = claimed_epsilon("correct")
     needed = plan(2, DELTA, 0.95, claimed_epsilon=claim, scores=len(CANARIES["gradient"]),
-                  analyses=analyses_of("gradient", "fdp"))["canaries_needed"]
+                  analyses=analyses_of("gradient", "fdp")).canaries_needed
     print(f"claimed ε = {claim:.4f} at δ = {DELTA:g}; the plan: {needed} canaries can flag a training without noise")
     result = audit_training(train, DATA.split(CONFIG.forecast_length)[0], CONFIG, canaries=needed, delta=DELTA,
                             epsilon=claim, loss=squared_error if with_loss else None, seed=0)

@@ -15,8 +15,9 @@ from typing import Callable, Optional
 from tsdp.datasets.formats import grunfeld
 from tsdp.datasets.series import SeriesData
 
-QUICK = {"epsilons": (1.0, 4.0), "rates": (1.0, 0.5), "repeats": 2, "n_samples": 50}
-FULL = {"repeats": 5, "n_samples": 100}
+QUICK = ({"epsilons": (1.0, 4.0), "rates": (1.0, 0.5)}, {"repeats": 2, "n_samples": 50})
+FULL = ({}, {"repeats": 5, "n_samples": 100})
+"""The (ε, r) grid's and the releases' settings of the quick and the full section (InferenceGrid, Releases)."""
 
 
 def _unit_std(data) -> SeriesData:
@@ -30,10 +31,11 @@ def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Call
     :func:`tsdp.attacks.inference.crps_table.inference_table` returns them. ``real_data``: (name, SeriesData)
     of the real panel (`tsdp report --data`), scaled like Grunfeld; None: Grunfeld's panel (``invest``), shipped
     with tsdp."""
-    from tsdp.attacks.inference.crps_table import inference_table
+    from tsdp.attacks.inference.crps_table import InferenceGrid, Releases, inference_table
 
-    opts = QUICK if quick else FULL
-    out = {"synthetic": inference_table(seed=seed, epochs=30, **opts)}
+    grid, releases = QUICK if quick else FULL
+    opts = {"grid": InferenceGrid(**grid), "releases": Releases(seed=seed, **releases)}
+    out = {"synthetic": inference_table(epochs=30, **opts)}
     if tick is not None:
         tick("inference synthetic")
     if real_data is None:
@@ -41,7 +43,7 @@ def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Call
     else:
         real, name = _unit_std(real_data[1]), f"{real_data[0]}, unit-std scaled"
     out["grunfeld"] = inference_table(data=real, data_name=name, context_length=4, forecast_length=2, epochs=30,
-                                      seed=seed, **opts)
+                                      **opts)
     out["grunfeld_status"] = "ran"
     if tick is not None:
         tick("inference grunfeld")

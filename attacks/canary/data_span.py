@@ -75,7 +75,14 @@ CHUNK_ENTRIES = 2 ** 22
 
 def owning_module(params: Sequence[torch.Tensor]) -> Optional[torch.nn.Module]:
     """The smallest live ``nn.Module`` whose parameters include every one of ``params`` (the deepest when several
-    hold the same, e.g. a model and its Opacus ``GradSampleModule``), or None."""
+    hold the same, e.g. a model and its Opacus ``GradSampleModule``), or None.
+
+    Args:
+        params: The optimizer's parameters.
+
+    Returns:
+        The module, or None when no live module holds them all.
+    """
     wanted = {id(p) for p in params}
     best, best_size = None, None
     for obj in gc.get_objects():
@@ -136,7 +143,19 @@ class DataSpan:
     (``mode`` "sparse"; module docstring). Either is a score of the one-run game (Steinke, Nasr & Jagielski 2023;
     Mahloujifar, Melis & Chaudhuri 2025): a function of the transcript and the non-canary data, so the ε certified
     from it stays a **lower** bound whatever it finds. Build with :meth:`of`; ``reason`` says why it is off (None
-    when on); ``seconds`` and ``steps`` its cost so far."""
+    when on); ``seconds`` and ``steps`` its cost so far.
+
+    Args:
+        twin: A copy of the model that computes the per-window gradients (None until :meth:`of` binds it).
+        names: The twin's names of the optimizer's parameters, in order.
+        loss: The per-window training loss ``loss(model, context, forecast) -> (B,)``.
+        context: The data's windows' contexts, (n, L_C).
+        forecast: The data's windows' forecasts, (n, L_F).
+        mode: "span" (every window's gradient) or "sparse" (matching pursuit).
+        atoms: The most windows a pursuit picks per step.
+        max_entries: The most per-window gradient entries held per step.
+        floor: The whitening's floor (module docstring).
+    """
 
     def __init__(self, twin: torch.nn.Module, names: List[str], loss: Callable, context: torch.Tensor,
                  forecast: torch.Tensor, mode: str = "span", atoms: int = 0, max_entries: int = MAX_ENTRIES,
@@ -156,7 +175,20 @@ class DataSpan:
         (n, L_F)) under ``loss``: the whole span when n ≤ d / 4 and n · d ≤ ``max_entries``, else a pursuit of up to
         ``atoms`` windows per step (default and cap d / 4); off (with its ``reason``) when it fails on the current
         parameters. ``device``: where a copy of the model computes the per-window gradients (None: the parameters'
-        device)."""
+        device).
+
+        Args:
+            params: The optimizer's parameters.
+            windows: The data's (context (n, L_C), forecast (n, L_F)).
+            loss: The per-window training loss.
+            atoms: The most windows a pursuit picks per step (None: d / 4).
+            max_entries: The most per-window gradient entries held per step.
+            floor: The whitening's floor.
+            device: Where the model's copy computes (None: the parameters' device).
+
+        Returns:
+            The :class:`DataSpan` (off, with its ``reason``, when it cannot run).
+        """
         context, forecast = windows
         n, d = context.shape[0], sum(p.numel() for p in params)
         span = cls(None, [], loss, context, forecast, max_entries=max_entries, floor=floor)
@@ -183,6 +215,14 @@ class DataSpan:
         return span
 
     def off(self, reason: str) -> "DataSpan":
+        """This span turned off, with ``reason``.
+
+        Args:
+            reason: Why the data's part is kept.
+
+        Returns:
+            This span, off.
+        """
         self.reason = reason
         return self
 
@@ -222,7 +262,15 @@ class DataSpan:
     def basis(self, params: Sequence[torch.Tensor], observed: Optional[torch.Tensor] = None) -> Optional[torch.Tensor]:
         """(d, k) orthonormal basis of the data's part at ``params`` (float64), or None when off: the span of every
         per-window gradient ("span"), or of the windows :meth:`pursuit` finds in the ``observed`` flat gradient
-        ("sparse")."""
+        ("sparse").
+
+        Args:
+            params: The optimizer's parameters at the step.
+            observed: The observed flat gradient (the pursuit's target; "sparse" only).
+
+        Returns:
+            The (d, k) orthonormal basis, or None when off.
+        """
         if self.reason is not None:
             return None
         started = time.perf_counter()
@@ -247,7 +295,15 @@ class DataSpan:
         """(d,) mean of the data's per-window gradients at ``params``, each clipped to norm ``clip``, in units of
         ``clip`` (float64), or None when off or when they fail (:meth:`basis` then says why): the direction of the
         sampling test of :mod:`attacks.canary.mechanism`, a function of the parameters and the data only. One more
-        pass over the per-window gradients (counted in ``seconds``)."""
+        pass over the per-window gradients (counted in ``seconds``).
+
+        Args:
+            params: The optimizer's parameters at the step.
+            clip: The clipping norm C.
+
+        Returns:
+            The (d,) mean in units of C, or None.
+        """
         if self.reason is not None:
             return None
         started = time.perf_counter()
@@ -287,6 +343,13 @@ class DataSpan:
         Held: every window's gradient when n · d ≤ ``max_entries``, else the max_entries / d (at least ``atoms``)
         whose whitened gradients are most aligned with the whitened observation (|cosine|), kept in a second
         streaming pass over chunks of windows.
+
+        Args:
+            params: The optimizer's parameters at the step.
+            observed: The observed flat gradient (d,).
+
+        Returns:
+            The (d, k) orthonormal basis of the picked windows' gradients.
         """
         g = observed.detach().to(torch.float64).reshape(-1).cpu()
         d = g.numel()
@@ -330,7 +393,15 @@ class DataSpan:
 
     @staticmethod
     def residual(vector: torch.Tensor, basis: Optional[torch.Tensor]) -> torch.Tensor:
-        """``vector`` (flat, d) less its projection on the span of ``basis`` (:meth:`basis`; unchanged for None)."""
+        """``vector`` (flat, d) less its projection on the span of ``basis`` (:meth:`basis`; unchanged for None).
+
+        Args:
+            vector: The flat (d,) vector.
+            basis: A (d, k) orthonormal basis, or None.
+
+        Returns:
+            ``vector`` less its projection, in its dtype.
+        """
         if basis is None:
             return vector
         v = vector.double()

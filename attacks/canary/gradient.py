@@ -71,7 +71,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -113,6 +113,12 @@ class Participation:
     scheme's sampler, one epoch at a time from the first step on, as the training loop draws its
     own (deterministic and shuffled iteration restart their epoch order every epoch). A draw of
     R epochs of an epoch-structured sampler is R independent epochs, one per replica.
+
+    Args:
+        config: The scheme whose sampler draws the replicas' batches.
+        m: The canaries.
+        rng: Places the canaries in the replicas.
+        generator: The sampler's random stream.
     """
 
     def __init__(self, config: TrainingConfig, m: int, rng: np.random.Generator, generator: torch.Generator):
@@ -332,9 +338,19 @@ class GradientCanaries:
     after the optimizer's step; :meth:`evidence` gives the scores and inclusion bits. Memory: the
     directions are an (m, d) float32 matrix on the parameters' device and the projections a
     (steps, m) record, so m · d must fit (4 GB for m = 1000 and d = 10^6).
+
+    Args:
+        config: The batching the canaries take part in (and the claimed σ).
+        m: The canaries, at least 2.
+        clip: The clipping norm C (each canary's norm).
+        seed: An int or a ``numpy.random.SeedSequence``.
+
+    Raises:
+        ConfigError: ``m`` below 2 or ``clip`` not positive.
     """
 
-    def __init__(self, config: TrainingConfig, m: int, *, clip: float, seed=0):
+    def __init__(self, config: TrainingConfig, m: int, *, clip: float,
+                 seed: Union[int, np.random.SeedSequence] = 0):
         if isinstance(m, bool) or not isinstance(m, int) or m < 2:
             raise ConfigError("canaries", "must be an integer >= 2", m)
         if not clip > 0:
@@ -350,11 +366,24 @@ class GradientCanaries:
         self.participations = np.zeros(m, dtype=np.int64)  # Σ_t K_{t,i}, included or not (the law's record)
         self.steps = 0
 
-    def attach(self, params, device=None) -> "GradientCanaries":
+    def attach(self, params: Iterable[torch.Tensor],
+               device: Optional[Union[str, torch.device]] = None) -> "GradientCanaries":
         """Bind to the trained parameters (those with ``requires_grad``); draws the directions, the participations and
         the projections on ``device`` (a ``torch.device`` or its name; None: the parameters' device), moving each
         step's canary sum to the parameters and what is observed to ``device`` (the participations' random stream is
-        the device's generator's)."""
+        the device's generator's).
+
+        Args:
+            params: The trained parameters (those with ``requires_grad`` are kept, in order).
+            device: Where the canaries' own tensors live (None: the parameters' device).
+
+        Returns:
+            These canaries, attached.
+
+        Raises:
+            ValueError: No trainable parameter.
+            ConfigError: m · d above the direction entries held in memory, naming ``canaries``.
+        """
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
             raise ValueError("no trainable parameters to attach gradient canaries to")
@@ -396,13 +425,21 @@ class GradientCanaries:
         return _flat(self.params)
 
     def observe(self, before: torch.Tensor) -> None:
-        """Record the step's projections x_{t,i} = -⟨Δθ_t, u_i⟩ from the parameters before it (module docstring)."""
+        """Record the step's projections x_{t,i} = -⟨Δθ_t, u_i⟩ from the parameters before it (module docstring).
+
+        Args:
+            before: The flat parameters before the step (:meth:`snapshot`).
+        """
         self._record(before - _flat(self.params))
 
     def observe_gradient(self, basis: Optional[torch.Tensor] = None) -> None:
         """Record x_{t,i} = ⟨g̃_t, u_i⟩ of the gradient the optimizer stepped on (each parameter's ``.grad``, the
         canaries' part included; zero where there is none), less its projection on the data's gradients when a
-        ``basis`` of their span at the step's parameters is given (:meth:`attacks.canary.data_span.DataSpan.basis`)."""
+        ``basis`` of their span at the step's parameters is given (:meth:`attacks.canary.data_span.DataSpan.basis`).
+
+        Args:
+            basis: A (d, k) orthonormal basis of the data's gradients' span (None: nothing taken off).
+        """
         from .data_span import DataSpan
 
         self._record(DataSpan.residual(self.stepped_gradient(), basis))

@@ -18,7 +18,13 @@ from .time_limit import Expired, time_limit
 class UserFunctionError(ConfigError):
     """The user's ``train`` or ``loss`` function failed: it raised (or called ``sys.exit``), has the wrong
     arity, returned None, or gave non-finite losses. Names the function and why; the original
-    exception is the ``__cause__`` (``tsdp --debug`` prints its traceback)."""
+    exception is the ``__cause__`` (``tsdp --debug`` prints its traceback).
+
+    Args:
+        role: "train" or "loss".
+        fn: The user's function.
+        why: What went wrong.
+    """
 
     def __init__(self, role: str, fn, why: str):
         super().__init__(role, f"your {role} function {_name(fn)} {why}")
@@ -27,7 +33,14 @@ class UserFunctionError(ConfigError):
 class TimeLimitError(UserFunctionError):
     """The user's function was still running when the run's time limit (``timeout``) struck: it was stopped and the
     processes it started were ended (:mod:`attacks.canary.time_limit`). ``note`` adds what the audit had done
-    (e.g. how many of its runs had finished). Picklable, so a worker process can send it back."""
+    (e.g. how many of its runs had finished). Picklable, so a worker process can send it back.
+
+    Args:
+        role: "train" or "loss".
+        fn: The user's function.
+        seconds: The time limit that struck.
+        note: What the audit had done.
+    """
 
     def __init__(self, role: str, fn, seconds: float, note: str = ""):
         self.role, self.fn_name, self.seconds, self.note = role, fn if isinstance(fn, str) else _name(fn), seconds, note
@@ -38,7 +51,14 @@ class TimeLimitError(UserFunctionError):
         return type(self), (self.role, self.fn_name, self.seconds, self.note)
 
     def with_note(self, note: str) -> "TimeLimitError":
-        """The same error with ``note`` appended to its message."""
+        """The same error with ``note`` appended to its message.
+
+        Args:
+            note: The text appended.
+
+        Returns:
+            The new error.
+        """
         return type(self)(self.role, self.fn_name, self.seconds, self.note + note)
 
 

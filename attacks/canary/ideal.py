@@ -32,7 +32,7 @@ class IdealEvidence(Evidence):
     participations: np.ndarray
 
 
-def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0, *, parameters: Optional[int] = None,
+def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed: int = 0, *, parameters: Optional[int] = None,
                    per_run: Optional[int] = None, removed: float = 0.0) -> IdealEvidence:
     """The evidence the same m canaries give on the claimed mechanism itself: the **power** of the audit at the claim.
 
@@ -53,6 +53,18 @@ def ideal_evidence(config: TrainingConfig, m: int, steps: int, seed=0, *, parame
     much ε an audit of this size, participation and dimension can see when the training is
     exactly what it claims: a certified 0 on the real run is an answer only when this is clearly
     above 0.
+
+    Args:
+        config: The claimed configuration (σ and the batching).
+        m: The canaries.
+        steps: The steps of the run.
+        seed: The seed of the simulated run.
+        parameters: d, the parameters the canaries share (None: orthonormal directions, no cross-talk).
+        per_run: The canaries of one run (None: all m in one run).
+        removed: The data windows taken off per step (their dimensions leave the canaries' scores).
+
+    Returns:
+        The :class:`IdealEvidence` of the claimed mechanism.
     """
     seeds = np.random.SeedSequence(seed) if isinstance(seed, int) else seed
     inclusion, placement, steps_seed, noise = seeds.spawn(4)
@@ -111,7 +123,7 @@ IDEAL_SEEDS = 3
 
 
 def best_canaries(config: TrainingConfig, steps: int, parameters: int, delta: float, confidence: float, *,
-                  runs: int = 1, certifier=None, seed=0, candidates: Optional[Sequence[int]] = None) -> dict:
+                  runs: int = 1, certifier: Optional[Callable] = None, seed: int = 0, candidates: Optional[Sequence[int]] = None) -> dict:
     """The number of canaries per run whose :func:`ideal_epsilon` (cross-talk included, mean of :data:`IDEAL_SEEDS`
     audits) is largest: more canaries certify more only while they do not drown each other. ``candidates``
     default: d / 8, d / 4, d / 2, d, 2d, 4d (at least 2, at most what :data:`MAX_DIRECTION_ENTRIES` holds).

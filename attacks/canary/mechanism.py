@@ -119,7 +119,20 @@ class MechanismTest(Record):
     """One mechanism test's outcome (module docstring): ``name`` ("noise", "clipping"), ``tested`` (False: why in
     ``finding``), ``failed`` (the test rejects the claimed mechanism at ``alpha``), ``p_value`` (its one-sided
     p-value, None when untested), ``measured`` and ``declared`` (the test's quantity, units in ``finding``),
-    ``steps_failing`` (steps whose own test, at ``alpha`` / T, rejects), ``steps`` and ``finding`` (one line)."""
+    ``steps_failing`` (steps whose own test, at ``alpha`` / T, rejects), ``steps`` and ``finding`` (one line).
+
+    Attributes:
+        name: "noise", "clipping" or "sampling".
+        tested: Whether the test ran (False: why in ``finding``).
+        failed: The test rejects the claimed mechanism at ``alpha``.
+        alpha: The test's false-alarm rate.
+        p_value: Its one-sided p-value (None when untested).
+        measured: The test's quantity measured (units in ``finding``).
+        declared: The quantity the claim declares.
+        steps_failing: Steps whose own test, at ``alpha`` / T, rejects.
+        steps: The steps tested.
+        finding: What the test found, in words.
+    """
 
     name: str
     tested: bool
@@ -139,19 +152,43 @@ def _std(value: float) -> str:
 
 
 def untested(name: str, alpha: float, steps: int, why: str) -> MechanismTest:
-    """A test that could not run, ``why`` in its finding (never a failure)."""
+    """A test that could not run, ``why`` in its finding (never a failure).
+
+    Args:
+        name: The test's name.
+        alpha: Its false-alarm rate.
+        steps: The run's steps.
+        why: Why it could not run.
+
+    Returns:
+        The untested :class:`MechanismTest`.
+    """
     return MechanismTest(name, False, False, alpha, None, None, None, 0, steps, f"{name} not tested: {why}")
 
 
 def p_text(p: float) -> str:
-    """A p-value for a message: "p < 1e-9" below it, else "p = 0.0123"."""
+    """A p-value for a message: "p < 1e-9" below it, else "p = 0.0123".
+
+    Args:
+        p: The p-value.
+
+    Returns:
+        The text.
+    """
     if p < 1e-9:
         return "p < 1e-9"
     return f"p = {p:.2g}"
 
 
 def min_p(p_values: np.ndarray) -> float:
-    """P[min of T p-values each stochastically ≥ uniform given the past ≤ the observed min] ≤ 1 - (1 - p_min)^T."""
+    """P[min of T p-values each stochastically ≥ uniform given the past ≤ the observed min] ≤ 1 - (1 - p_min)^T.
+
+    Args:
+        p_values: The T per-step p-values.
+
+    Returns:
+        The combined p-value.
+    """
     p = float(np.min(p_values))
     return float(-np.expm1(len(p_values) * np.log1p(-p))) if p < 1 else 1.0
 
@@ -160,7 +197,19 @@ def noise_test(sums: np.ndarray, dims: np.ndarray, sigma: float, scale: float, c
                alpha: float = NOISE_ALPHA) -> MechanismTest:
     """The noise test (module docstring) from the per-step Σ r_t² in units of C² (``sums``, length T) over ``dims``
     k_t dimensions: a **lower**-tail χ² test that the noise stepped on has at least the declared std σ · C · s
-    (``scale`` s). Rejection is evidence at ``alpha`` that the noise is smaller on some or all steps."""
+    (``scale`` s). Rejection is evidence at ``alpha`` that the noise is smaller on some or all steps.
+
+    Args:
+        sums: Per step, Σ r_t² in units of C².
+        dims: Per step, the dimensions k_t.
+        sigma: The declared noise multiplier σ.
+        scale: The gradient's scale s.
+        clip: The clipping norm C.
+        alpha: The test's false-alarm rate.
+
+    Returns:
+        The :class:`MechanismTest`.
+    """
     sums, dims = np.asarray(sums, dtype=float), np.asarray(dims, dtype=float)
     steps = int(sums.size)
     declared = sigma * clip * scale
@@ -194,7 +243,19 @@ def clipping_test(norms: np.ndarray, dims: np.ndarray, most_windows: int, sigma:
                   alpha: float = CLIP_ALPHA) -> MechanismTest:
     """The clipping test (module docstring) from the per-step |Q_t^T r_t| / C (``norms``) over ``dims`` j_t
     dimensions: an **upper**-tail test that no step moved more than ``most_windows`` · C plus the declared noise.
-    Rejection is evidence at ``alpha`` that some window's contribution exceeded C (a missing or larger clip)."""
+    Rejection is evidence at ``alpha`` that some window's contribution exceeded C (a missing or larger clip).
+
+    Args:
+        norms: Per step, |Q_t^T r_t| / C.
+        dims: Per step, the dimensions j_t.
+        most_windows: The most windows a step holds.
+        sigma: The declared noise multiplier.
+        scale: The gradient's scale s.
+        alpha: The test's false-alarm rate.
+
+    Returns:
+        The :class:`MechanismTest`.
+    """
     norms, dims = np.asarray(norms, dtype=float), np.asarray(dims, dtype=float)
     steps = int(norms.size)
     seen = ~np.isnan(norms)  # a NaN step (the training diverged) says nothing; an infinite one exceeds any bound
@@ -229,7 +290,18 @@ def sampling_test(moves: np.ndarray, alignments: np.ndarray, batch: int, sigma: 
     a_t, that mean's norm in units of C (``alignments``): an **upper**-tail test that no step moved along v_t more
     than ``batch`` Λ windows of norm ≤ C plus noise of std ``sigma`` · C (the declared σ, or the measured noise std
     when larger). Rejection is evidence at ``alpha`` that some step held more than Λ windows (or that the loop scales
-    the gradient up)."""
+    the gradient up).
+
+    Args:
+        moves: Per step, ⟨r_t, v_t⟩ / C.
+        alignments: Per step, a_t, the data's clipped mean's norm in units of C.
+        batch: The declared batch Λ.
+        sigma: The noise multiplier the test assumes (the declared σ, or the measured one when larger).
+        alpha: The test's false-alarm rate.
+
+    Returns:
+        The :class:`MechanismTest`.
+    """
     moves, alignments = np.asarray(moves, dtype=float), np.asarray(alignments, dtype=float)
     seen = ~np.isnan(moves)  # a NaN step (the training diverged) says nothing; an infinite one exceeds any bound
     moves, alignments = moves[seen], alignments[seen]
@@ -268,7 +340,11 @@ def sampling_test(moves: np.ndarray, alignments: np.ndarray, batch: int, sigma: 
 @dataclass(frozen=True)
 class MechanismTests:
     """The mechanism tests of one white-box run (module docstring): ``tests`` in order, ``failed`` (any rejects:
-    a violation, at most the sum of their ``alpha`` on a correct training)."""
+    a violation, at most the sum of their ``alpha`` on a correct training).
+
+    Attributes:
+        tests: The tests, in order.
+    """
 
     tests: tuple
 
@@ -289,7 +365,14 @@ class MechanismTests:
 
 def pooled(runs: Sequence[MechanismTests]) -> MechanismTests:
     """The tests of R independent runs as one (Bonferroni over the runs: each test's p-value is R times its least
-    over the runs, its finding the worst run's), at each test's own ``alpha``."""
+    over the runs, its finding the worst run's), at each test's own ``alpha``.
+
+    Args:
+        runs: Each run's tests.
+
+    Returns:
+        The pooled :class:`MechanismTests`.
+    """
     if len(runs) == 1:
         return runs[0]
     out = []

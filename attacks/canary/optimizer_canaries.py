@@ -49,6 +49,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from tsdp.theorems.config import Bottom, Top, TrainingConfig
 
+from .options import CanaryOptions
 from .data_span import MAX_ENTRIES, DataPart, DataSpan
 from .gradient import GradientCanaries
 from .mechanism import (CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA, MechanismTest, MechanismTests, clipping_test,
@@ -56,7 +57,14 @@ from .mechanism import (CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA, MechanismTest, 
 
 
 def steps_on_its_gradient(optimizer: torch.optim.Optimizer) -> bool:
-    """Whether ``optimizer`` is one of torch's own (its step only reads ``.grad``): then the gradient is observed."""
+    """Whether ``optimizer`` is one of torch's own (its step only reads ``.grad``): then the gradient is observed.
+
+    Args:
+        optimizer: The optimizer that stepped.
+
+    Returns:
+        Whether it steps on ``.grad`` alone.
+    """
     return type(optimizer).__module__.startswith("torch.optim.")
 
 
@@ -83,6 +91,18 @@ class OptimizerCanaries:
     other optimizers, not audited). ``device``: where the audit's own tensors live (the canaries' directions,
     participations and projections, the copy of the model that gives the data's per-window gradients; None: the
     optimizer's parameters' device); what it adds to ``.grad`` is moved to each parameter's device.
+
+    Args:
+        config: The batching your loader draws and the σ you claim.
+        m: The gradient canaries.
+        clip: The clipping norm C of a plain optimizer (Opacus's is read from its DP optimizer).
+        scale: The gradient's scale (None: read from Opacus, else 1/Λ).
+        seed: An int or a ``numpy.random.SeedSequence``.
+        windows: The data's (context, forecast) windows (None: the data's part kept).
+        loss: The per-window training loss.
+        span_entries: The most per-window gradient entries held per step.
+        progress: A bar of the audited steps on stderr.
+        device: Where the audit's own tensors live (None: the parameters' device).
     """
 
     def __init__(self, config: TrainingConfig, m: int, *, clip: float = 1.0, scale: Optional[float] = None, seed=0,
@@ -251,7 +271,14 @@ class OptimizerCanaries:
 
 def fixed_batch(config: TrainingConfig) -> Optional[int]:
     """The batch Λ of ``config``'s scheme when both levels draw a fixed number (deterministic, shuffled, WOR or
-    pooled top level; WR bottom level): every step holds exactly Λ windows; None when a Poisson level draws it."""
+    pooled top level; WR bottom level): every step holds exactly Λ windows; None when a Poisson level draws it.
+
+    Args:
+        config: The scheme.
+
+    Returns:
+        Λ, or None.
+    """
     if config.top in (Top.DETERMINISTIC, Top.SHUFFLE, Top.WOR, Top.POOLED) and config.bottom == Bottom.WR:
         return int(config.batch_size)
     return None
@@ -259,22 +286,44 @@ def fixed_batch(config: TrainingConfig) -> Optional[int]:
 
 def most_windows(config: TrainingConfig) -> int:
     """The most windows one step of ``config``'s scheme holds: its batch Λ (:func:`fixed_batch`), else every window
-    of the dataset."""
+    of the dataset.
+
+    Args:
+        config: The scheme.
+
+    Returns:
+        The most windows of a step.
+    """
     batch = fixed_batch(config)
     return int(config.n_windows_total) if batch is None else batch
 
 
 def run_with_canaries(train: Callable[[list], object], series: list, config: TrainingConfig, m: int, *,
-                      clip: float = 1.0, scale: Optional[float] = None, seed=0,
+                      canary: Optional[CanaryOptions] = None, seed=0,
                       windows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-                      loss: Optional[Callable] = None, span_entries: int = MAX_ENTRIES,
-                      progress: bool = False, device=None) -> OptimizerCanaries:
-    """``train(series)`` with m gradient canaries hooked into its optimizer (module docstring); the hooks after the run
-    (``span_entries``: the most per-window gradient entries held per step, :mod:`attacks.canary.data_span`;
-    ``progress``: a bar of the audited steps on stderr; ``device``: where the audit's own tensors live,
-    :class:`OptimizerCanaries`)."""
-    with OptimizerCanaries(config, m, clip=clip, scale=scale, seed=seed, windows=windows, loss=loss,
-                           span_entries=span_entries, progress=progress, device=device) as hooks:
+                      loss: Optional[Callable] = None, progress: bool = False) -> OptimizerCanaries:
+    """``train(series)`` with m gradient canaries hooked into its optimizer (module docstring); the hooks after the run.
+
+    Args:
+        train: Your training, ``train(series) -> model``, stepping a torch optimizer.
+        series: The series it trains on.
+        config: The batching your loader draws and the σ you claim.
+        m: The gradient canaries.
+        canary: The canaries' options (:class:`attacks.canary.options.CanaryOptions`: ``clip``,
+            ``gradient_scale``, ``span_entries``, the most per-window gradient entries held per step
+            (:mod:`attacks.canary.data_span`), ``device``, where the audit's own tensors live; None: the defaults).
+        seed: An int or a ``numpy.random.SeedSequence``.
+        windows: The data's (contexts, forecasts), to take its per-window gradients off.
+        loss: The per-window training loss.
+        progress: A bar of the audited steps on stderr.
+
+    Returns:
+        The :class:`OptimizerCanaries` after the run.
+    """
+    canary = CanaryOptions() if canary is None else canary
+    with OptimizerCanaries(config, m, clip=canary.clip, scale=canary.gradient_scale, seed=seed, windows=windows,
+                           loss=loss, span_entries=canary.span_entries, progress=progress,
+                           device=canary.device) as hooks:
         train(series)
     return hooks
 

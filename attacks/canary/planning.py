@@ -8,10 +8,13 @@ would report (a **lower** bound on the training's ε) on the scores described.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from dataclasses import dataclass, replace
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 from scipy import stats
+
+from tsdp.verify.json_data import Record, record_dict
 
 from . import steinke_bound
 from .tradeoff import _inverse
@@ -210,10 +213,68 @@ def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, qua
     return float(_ranked_epsilon(m, n, sets, delta, _shares(list(analyses), confidence), analyses).min())
 
 
+@dataclass(frozen=True)
+class PlanSearch:
+    """How :func:`plan` finds the canaries needed against a claim.
+
+    Attributes:
+        quantile: The share of audits allowed to fall short.
+        m_max: The most canaries searched.
+        participation: The probability a canary takes part in some step.
+    """
+
+    quantile: float = 0.1
+    m_max: int = 10 ** 6
+    participation: float = 1.0
+
+
+@dataclass(frozen=True)
+class AuditPlan(Record):
+    """What an audit with m canaries can see, before any training (:func:`plan`).
+
+    Attributes:
+        canaries: m.
+        delta: The δ of the bounds.
+        confidence: The audit's confidence.
+        scores: The score vectors certified (Bonferroni).
+        ceiling: Per analysis, the ε certified when every guess is right.
+        perfect_ranking: The ε a perfectly ranked audit certifies in 1 - ``quantile`` of runs.
+        quantile: The share of audits allowed to fall short.
+        claimed_epsilon: The claim the canaries needed were found for (None: none; then this and the two below are
+            absent from the JSON form).
+        participation: The probability a canary takes part in some step (with a claim).
+        canaries_needed: The smallest m flagged against the claim in 1 - ``quantile`` of audits (None: above the
+            search's most).
+    """
+
+    canaries: int
+    delta: float
+    confidence: float
+    scores: int
+    ceiling: Dict[str, float]
+    perfect_ranking: float
+    quantile: float
+    claimed_epsilon: Optional[float] = None
+    participation: Optional[float] = None
+    canaries_needed: Optional[int] = None
+
+    def as_dict(self) -> dict:
+        """The JSON form: the fields by name, the claim's three only with a claim.
+
+        Returns:
+            The JSON-ready dict.
+        """
+        out = record_dict(self)
+        if self.claimed_epsilon is None:
+            for key in ("claimed_epsilon", "participation", "canaries_needed"):
+                del out[key]
+        return out
+
+
 def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Optional[float] = None, *,
          analyses: Sequence[str] = ("dp", "gdp", "steinke"), sets: Optional[np.ndarray] = None,
-         scores: int = 1, quantile: float = 0.1, m_max: int = 10 ** 6,
-         grid: Callable[[int], np.ndarray] = guess_grid, participation: float = 1.0) -> dict:
+         scores: int = 1, grid: Callable[[int], np.ndarray] = guess_grid,
+         search: PlanSearch = PlanSearch()) -> AuditPlan:
     """What an audit with m canaries can see, before any training: its ceiling, and what a perfect ranking certifies.
 
     Same guess sets (:func:`attacks.canary.one_run.guess_grid` unless ``sets``) and significance shares as
@@ -222,12 +283,12 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
     Bonferroni of :func:`attacks.canary.evidence.certify_evidence`). ``ceiling``: per analysis,
     the ε if every guess is right. ``perfect_ranking``: the ε that a perfectly ranked audit
     (:func:`perfect_ranking`, what a training without noise shows) certifies in
-    1 - ``quantile`` of runs. With ``claimed_epsilon``: ``canaries_needed``, the smallest m
+    1 - ``search.quantile`` of runs. With ``claimed_epsilon``: ``canaries_needed``, the smallest m
     whose audit of a training without noise, each canary taking part in a step with probability
-    ``participation`` (gradient canaries: :func:`attacks.canary.gradient.participation_probability`
+    ``search.participation`` (gradient canaries: :func:`attacks.canary.gradient.participation_probability`
     of the batching and steps; 1: every canary, a perfect ranking), is flagged against the claim in at least
-    1 - ``quantile`` of audits by :func:`flag_rate`'s lower bound (doubling, then bisection over m, where it grows
-    with m; None above ``m_max``), and ``participation``. ``grid(m)``: the certifier's guess sets of m canaries (default
+    1 - ``search.quantile`` of audits by :func:`flag_rate`'s lower bound (doubling, then bisection over m, where it
+    grows with m; None above ``search.m_max``), and ``participation``. ``grid(m)``: the certifier's guess sets of m canaries (default
     :func:`attacks.canary.one_run.guess_grid`; Steinke et al.'s alone: :func:`attacks.canary.steinke_bound.guess_sets`).
 
     Args:
@@ -238,25 +299,24 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
         analyses: The certifier's analyses.
         sets: Guess sets (rows (k_in, k_out)) instead of ``grid(m)``.
         scores: The score vectors certified (Bonferroni).
-        quantile: The share of audits allowed to fall short.
-        m_max: The most canaries searched.
         grid: The certifier's guess sets of m canaries.
-        participation: The probability a canary takes part in some step.
+        search: The share of audits allowed to fall short, the most canaries searched and the probability a
+            canary takes part in some step (:class:`PlanSearch`).
 
     Returns:
-        A JSON-ready dict: ``ceiling`` per analysis, ``perfect_ranking``, and with ``claimed_epsilon``
-        ``canaries_needed`` and ``participation``.
+        The :class:`AuditPlan` (``as_dict()``: its JSON): ``ceiling`` per analysis, ``perfect_ranking``, and with
+        ``claimed_epsilon`` ``canaries_needed`` and ``participation``.
     """
     each = 1 - (1 - confidence) / scores
+    quantile, m_max, participation = search.quantile, search.m_max, search.participation
 
     def ranked(n: int) -> float:
         return perfect_ranking_quantile(n, delta, each, quantile, analyses=analyses,
                                         sets=sets if (sets is not None and n == m) else grid(n))
 
-    out = {"canaries": m, "delta": delta, "confidence": confidence, "scores": scores,
-           "ceiling": ceilings(m, delta, each, analyses=analyses, sets=grid(m) if sets is None else sets),
-           "perfect_ranking": ranked(m),
-           "quantile": quantile}
+    out = AuditPlan(m, delta, confidence, scores,
+                    ceilings(m, delta, each, analyses=analyses, sets=grid(m) if sets is None else sets), ranked(m),
+                    quantile)
     if claimed_epsilon is not None:
         def reaches(n: int) -> bool:  # one rejection test per (k, correct) at the claim, no bisection
             return flag_rate(n, claimed_epsilon, delta, each, participation=participation, quantile=quantile,
@@ -274,10 +334,8 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
                 mid = (lo + hi) // 2
                 lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
             needed = hi
-        out["claimed_epsilon"] = claimed_epsilon
-        out["participation"] = participation
-        out["canaries_needed"] = needed
+        out = replace(out, claimed_epsilon=claimed_epsilon, participation=participation, canaries_needed=needed)
     return out
 
 
-__all__ = ["BISECTION_TOL", "flag_rate", "perfect_ranking", "perfect_ranking_quantile", "plan"]
+__all__ = ["BISECTION_TOL", "AuditPlan", "PlanSearch", "flag_rate", "perfect_ranking", "perfect_ranking_quantile", "plan"]

@@ -6,7 +6,12 @@ training run with fresh canaries and inclusion bits drawn from ``seed``; evidenc
 ``SeedSequence(seed).spawn(runs)``, runs the R runs as shards of the engine (in this process,
 ``workers`` local processes, or a Dask cluster; a lost run is re-run, never dropped) and pools
 their evidence in run order (:func:`attacks.canary.evidence.pool`: why pooling is sound). The
-result depends on the task, ``runs`` and ``seed`` only, never on the number of workers.
+result depends on the task, ``runs``, ``seed`` and ``together`` only, never on the number of workers.
+
+A task that can train several runs as one program (a :class:`TogetherTask`: tsdp's own loop,
+:class:`attacks.canary.whitebox.LoopTask`) runs ``together`` consecutive runs per shard through its
+``together(seeds)``, each run keeping its own seed (its evidence is the evidence it gives alone, to float
+rounding); any other task (your training function) runs one call per run.
 
 A run that exceeds its time limit (the task's ``timeout``, :mod:`attacks.canary.time_limit`) ends
 the audit at once with :class:`attacks.canary.guarded_calls.TimeLimitError`, naming the run and
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy as np
 import torch
@@ -30,44 +35,99 @@ from .evidence import Evidence, pool
 from .guarded_calls import TimeLimitError
 
 
+@runtime_checkable
+class TogetherTask(Protocol):
+    """A task that trains several runs as one program: ``together(seeds)`` gives each run's evidence, in order, as
+    ``task(seed)`` gives it alone (to float rounding)."""
+
+    def __call__(self, seed: np.random.SeedSequence) -> Evidence: ...
+
+    def together(self, seeds: Sequence[np.random.SeedSequence]) -> Tuple[Evidence, ...]:
+        """The runs of ``seeds`` trained together, each run's evidence as alone.
+
+        Args:
+            seeds: The runs' seeds, in run order.
+
+        Returns:
+            The runs' evidence, in run order.
+        """
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """Run ``index`` of a multi-run audit: its ``seed`` and the ``task`` it runs (``threads``: torch threads in the worker)."""
+    """Runs ``index`` .. ``index + len(seeds) - 1`` of a multi-run audit (one shard): their ``seeds`` and the
+    ``task`` they run (``threads``: torch threads in the worker); more than one seed: trained together.
+
+    Attributes:
+        index: The shard's first run.
+        seeds: The runs' seeds, in run order.
+        task: The task the runs run.
+        threads: Torch threads in the worker (None: unchanged).
+    """
 
     index: int
-    seed: np.random.SeedSequence
+    seeds: Tuple[np.random.SeedSequence, ...]
     task: Callable = field(repr=False)
     threads: Optional[int] = None
-    trials: int = 1  # one training run (the engine's progress unit)
 
     @property
     def key(self):
         return "run", self.index
 
+    @property
+    def trials(self) -> int:
+        """The training runs of the shard (the engine's progress unit)."""
+        return len(self.seeds)
+
 
 @dataclass(frozen=True)
 class RunEvidence:
-    """The evidence of run ``key`` and its wall time."""
+    """The evidence of the runs of shard ``key`` (in run order) and their wall time.
+
+    Attributes:
+        key: The shard's key, ("run", its first run's index).
+        evidence: The runs' evidence, in run order.
+        seconds: The shard's wall seconds.
+        trials: The runs of the shard.
+    """
 
     key: tuple
-    evidence: Evidence
+    evidence: Tuple[Evidence, ...]
     seconds: float
     trials: int = 1
 
 
 def run_one(spec: RunSpec) -> RunEvidence:
-    """One training run of a multi-run audit (the engine's unit of work); depends on ``spec`` alone.
+    """The training runs of one shard of a multi-run audit (the engine's unit of work); depends on ``spec`` alone.
 
     Args:
-        spec: The run.
+        spec: The shard's runs.
 
     Returns:
-        Its evidence and wall time.
+        Their evidence and wall time.
     """
     started = time.perf_counter()
     if spec.threads:
         torch.set_num_threads(spec.threads)
-    return RunEvidence(spec.key, spec.task(spec.seed), time.perf_counter() - started)
+    evidence = (spec.task(spec.seeds[0]),) if len(spec.seeds) == 1 else tuple(spec.task.together(spec.seeds))
+    return RunEvidence(spec.key, evidence, time.perf_counter() - started, len(evidence))
+
+
+@dataclass(frozen=True)
+class RunEngine:
+    """How a multi-run audit's runs run (:func:`run_many`).
+
+    Attributes:
+        workers: Local processes (1: in this process).
+        cluster: A Dask cluster's address (or "auto") to run on instead.
+        progress: Report progress.
+        together: Runs trained together per shard by a :class:`TogetherTask` (1: one at a time).
+    """
+
+    workers: int = 1
+    cluster: Optional[str] = None
+    progress: bool = False
+    together: int = 1
 
 
 @dataclass(frozen=True)
@@ -86,7 +146,7 @@ class PooledRuns:
 
 
 def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
-             threads: Optional[int] = None, progress: bool = False) -> PooledRuns:
+             threads: Optional[int] = None, progress: bool = False, together: int = 1) -> PooledRuns:
     """R = ``runs`` independent runs of ``task`` pooled in run order (module docstring).
 
     Args:
@@ -97,25 +157,31 @@ def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, clus
         cluster: A Dask cluster's address (or "auto") to run on instead.
         threads: Torch threads in each worker.
         progress: Report progress.
+        together: Consecutive runs per shard trained together when ``task`` is a :class:`TogetherTask` (module
+            docstring; the shards depend on it, never on ``workers``); other tasks run one call per run.
 
     Returns:
         The pooled evidence, each run's evidence in run order, and how the engine ran them.
 
     Raises:
-        ValueError: ``runs`` not a positive integer.
+        ValueError: ``runs`` or ``together`` not a positive integer.
         TimeLimitError: A run exceeded its time limit (naming the run and how many had finished).
     """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be a positive integer, got {runs!r}")
-    specs = [RunSpec(i, s, task, threads) for i, s in enumerate(np.random.SeedSequence(seed).spawn(runs))]
+    if isinstance(together, bool) or not isinstance(together, int) or together < 1:
+        raise ValueError(f"together must be a positive integer, got {together!r}")
+    seeds = np.random.SeedSequence(seed).spawn(runs)
+    group = together if isinstance(task, TogetherTask) else 1
+    specs = [RunSpec(i, tuple(seeds[i:i + group]), task, threads) for i in range(0, runs, group)]
     try:
         results, info = run_shards(specs, workers=workers, cluster=cluster, progress=progress, shard_fn=run_one,
                                    desc="canary audit runs", fatal=(TimeLimitError,))
     except Aborted as stop:  # a run out of time: nothing is certified from the others (module docstring)
         raise stop.cause.with_note(f" in run {stop.key[1]}; {stop.done} of {runs} runs had finished, none is "
                                    "certified (dropping a run that ran out of time could bias the audit)") from None
-    each = tuple(results[s.key].evidence for s in specs)
+    each = tuple(e for s in specs for e in results[s.key].evidence)
     return PooledRuns(pool(each), each, EngineRun(**info, run_seconds=sum(r.seconds for r in results.values())))
 
 
-__all__ = ["PooledRuns", "RunEvidence", "RunSpec", "run_many", "run_one"]
+__all__ = ["PooledRuns", "RunEngine", "RunEvidence", "RunSpec", "TogetherTask", "run_many", "run_one"]

@@ -23,6 +23,19 @@ def place_canaries(data: SeriesData, m: int, config: TrainingConfig, rng: np.ran
 
     Slots are every k = L_C + L_F elements from a random offset per series, so no window holds
     two canaries. The spike is ``spike`` standard deviations of its series with a random sign.
+
+    Args:
+        data: The series.
+        m: The canaries.
+        config: The window geometry.
+        rng: The placements' and signs' random stream.
+        spike: The spikes' size in standard deviations of their series.
+
+    Returns:
+        (series, position, spike), each (m,).
+
+    Raises:
+        ValueError: The canaries do not fit, or a series is too short to hold out L_F.
     """
     train_part, _ = data.split(config.forecast_length)
     k = config.window_length
@@ -46,7 +59,18 @@ def place_canaries(data: SeriesData, m: int, config: TrainingConfig, rng: np.ran
 
 
 def with_canaries(data: SeriesData, series, position, spike, mask) -> SeriesData:
-    """``data`` with canary i (series[i], position[i], spike[i]) added where ``mask[i]`` (positions 0-based)."""
+    """``data`` with canary i (series[i], position[i], spike[i]) added where ``mask[i]`` (positions 0-based).
+
+    Args:
+        data: The series.
+        series: (m,) the canaries' series.
+        position: (m,) their positions.
+        spike: (m,) their values.
+        mask: (m,) which canaries are added.
+
+    Returns:
+        The series with the canaries.
+    """
     out = [s.copy() for s in data.series]
     for n, p, a in zip(series[mask], position[mask], spike[mask]):
         out[n][p] += a
@@ -55,7 +79,17 @@ def with_canaries(data: SeriesData, series, position, spike, mask) -> SeriesData
 
 def canary_windows(config: TrainingConfig, series, position, n_starts: torch.Tensor):
     """Windows holding each canary (padded column pos + L_C; starts t with t ≤ col < t + L_C + L_F, t < T_n):
-    (m, L_C + L_F) sequence and start tensors plus validity mask."""
+    (m, L_C + L_F) sequence and start tensors plus validity mask.
+
+    Args:
+        config: The window geometry.
+        series: (m,) the canaries' series.
+        position: (m,) their positions in the training parts.
+        n_starts: Per series, the number of window starts.
+
+    Returns:
+        (seq, start, valid): the windows' series, starts and validity, each (m, L_C + L_F).
+    """
     k = config.window_length
     pos = torch.as_tensor(position)[:, None]
     offs = torch.arange(k)[None]

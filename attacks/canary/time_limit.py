@@ -78,6 +78,14 @@ def supervised(work: Callable[[], int], seconds: Optional[float], on_stuck: Call
     (:func:`time_limit`). A block still open ``seconds + HARD_EXIT_S + STUCK_S`` after it started (its alarm never
     ran) ends the child with every process below it, and the parent returns ``on_stuck(seconds)`` (which says so in
     one line). Otherwise, and without a limit, ``work()`` runs in this process as it is.
+
+    Args:
+        work: The work, returning its exit code.
+        seconds: The limit of its limited blocks (None: no limit, ``work`` runs here).
+        on_stuck: Called with the seconds when a block is stuck; returns the exit code.
+
+    Returns:
+        The exit code.
     """
     if seconds is None or not hasattr(os, "fork") or not _real_stdio():
         return work()
@@ -138,7 +146,17 @@ class Expired(BaseException):
 
 def check_timeout(timeout) -> Optional[float]:
     """``timeout`` in seconds, None (no limit) or a real in [:data:`TIMEOUT_MIN`, :data:`TIMEOUT_MAX`] (ConfigError
-    naming ``timeout`` otherwise, before any work)."""
+    naming ``timeout`` otherwise, before any work).
+
+    Args:
+        timeout: The limit in seconds, or None.
+
+    Returns:
+        The limit as a float, or None.
+
+    Raises:
+        ConfigError: Naming ``timeout`` when out of range.
+    """
     if timeout is None:
         return None
     return check_real("timeout", timeout, low=TIMEOUT_MIN, high=TIMEOUT_MAX)
@@ -146,7 +164,14 @@ def check_timeout(timeout) -> Optional[float]:
 
 def check_can_limit(timeout: Optional[float]) -> None:
     """ConfigError naming ``timeout`` when a limit is asked for where it cannot be enforced: off the main thread (a
-    signal reaches the main thread only; a Dask worker runs tasks in threads) or without ``setitimer``."""
+    signal reaches the main thread only; a Dask worker runs tasks in threads) or without ``setitimer``.
+
+    Args:
+        timeout: The limit asked for (None: none).
+
+    Raises:
+        ConfigError: Naming ``timeout`` when it cannot be enforced here.
+    """
     if timeout is None:
         return
     if not hasattr(signal, "setitimer"):
@@ -161,7 +186,14 @@ def time_limit(seconds: Optional[float]):
     """Run the ``with`` block under a wall-clock limit of ``seconds`` (None: no limit): :class:`Expired` is raised into
     it when the time is up, and once the block has ended (by that exception, or by another the code made of it) the
     processes it started are ended (module docstring). Main thread only (:func:`check_can_limit`); a limit already
-    armed around it (an outer ``time_limit``) keeps its remaining time."""
+    armed around it (an outer ``time_limit``) keeps its remaining time.
+
+    Args:
+        seconds: The limit (None: no limit).
+
+    Yields:
+        Nothing: the block runs under the limit.
+    """
     if seconds is None:
         yield
         return

@@ -106,43 +106,56 @@ class ModelAuditResult(Record):
 
 
 
-def audit_model(model_name: str, config: TrainingConfig, *, data: SeriesData | str = "synthetic", canaries: int, epsilon: float,
-                delta: float, epochs: Optional[int] = None, seed: int = 0, device: str = "auto",
-                confidence: float = 0.95, progress: bool = False, lr: float = 1e-3,
-                spike: float = 10.0) -> ModelAuditResult:
+@dataclass(frozen=True)
+class ModelTraining:
+    """How :func:`audit_model` trains the model (:func:`tsdp.training.train.train`'s keywords of the same names).
+
+    Attributes:
+        epochs: Train exactly that many epochs at a calibrated σ (None: at ``config.sigma`` until the budget is
+            spent).
+        lr: The learning rate.
+        device: The torch device ("auto": cuda when available).
+        progress: Report training progress.
+    """
+
+    epochs: Optional[int] = None
+    lr: float = 1e-3
+    device: str = "auto"
+    progress: bool = False
+
+
+def audit_model(model_name: str, config: TrainingConfig, *, data: SeriesData | str = "synthetic", canaries: int,
+                epsilon: float, delta: float, seed: int = 0, confidence: float = 0.95, spike: float = 10.0,
+                training: ModelTraining = ModelTraining()) -> ModelAuditResult:
     """One-run canary audit (Steinke et al. 2023) of ``model_name`` trained on ``data`` with ``config``'s batching.
 
     ``data``: a :class:`SeriesData` or what :func:`~tsdp.datasets.formats.load_series` reads. ``epsilon`` is the
     training budget at ``delta`` under the sound accountant of :mod:`tsdp.verify.accountant`
     (event level, the canaries' relation), which the training loop feeds one event per step.
-    With ``epochs`` the training runs exactly that many epochs: σ is calibrated
+    With ``training.epochs`` the training runs exactly that many epochs: σ is calibrated
     (:func:`tsdp.verify.calibration.calibrate_sigma`) so that they spend at most ``epsilon``;
     without, it runs at ``config.sigma`` until the budget is spent (a budget that buys no step
     is refused, as by ``tsdp train``).
-    ``epsilon = inf`` trains without clipping or noise for ``epochs``.
+    ``epsilon = inf`` trains without clipping or noise for ``training.epochs``.
 
     Args:
         model_name: The model to train (a name of :mod:`tsdp.training.models`).
         config: The batching, σ and window geometry (the relation is set to event level, the canaries').
         data: A :class:`SeriesData` or what :func:`~tsdp.datasets.formats.load_series` reads.
         canaries: m, the spike canaries.
-        epsilon: The training budget at ``delta`` (inf: no noise, with ``epochs``).
+        epsilon: The training budget at ``delta`` (inf: no noise, with ``training.epochs``).
         delta: The δ of the budget and of the bound.
-        epochs: Train exactly that many epochs at a calibrated σ (None: at ``config.sigma`` until the budget is
-            spent).
         seed: The seed of the canaries and of the training.
-        device: The torch device ("auto": cuda when available).
         confidence: The probability with which the bound holds.
-        progress: Report training progress.
-        lr: The learning rate.
         spike: The spikes' size in standard deviations of their series.
+        training: The epochs, learning rate, device and progress of the training (:class:`ModelTraining`).
 
     Returns:
         A :class:`ModelAuditResult`: a **lower** bound on ε (confidence ``confidence``) per score and their AUCs
         (``as_dict()``: its JSON).
 
     Raises:
-        ValueError: Data of another size than ``config.N``, or ``epsilon = inf`` without ``epochs``.
+        ValueError: Data of another size than ``config.N``, or ``epsilon = inf`` without ``training.epochs``.
     """
     from tsdp.verify.calibration import calibrate_sigma
 
@@ -155,7 +168,7 @@ def audit_model(model_name: str, config: TrainingConfig, *, data: SeriesData | s
         raise ValueError(f"data has {base.N} series but the configuration says N = {config.N} (set --N {base.N})")
     series, position, values = place_canaries(base, canaries, config, rng, spike)
     included = rng.random(canaries) < 0.5
-    private = math.isfinite(epsilon)
+    private, epochs, device = math.isfinite(epsilon), training.epochs, training.device
     if not private and epochs is None:
         raise ValueError("training without noise (epsilon = inf) needs --epochs")
     if config.relation != Relation.EVENT or config.w != 1:
@@ -165,8 +178,8 @@ def audit_model(model_name: str, config: TrainingConfig, *, data: SeriesData | s
     trained = train(config, model_name, with_canaries(base, series, position, values, included),
                     budget=Budget(epsilon=epsilon if private else None, delta=delta if private else None,
                                   epochs=epochs, private=private),
-                    loop=Loop(lr=lr), evaluation=Evaluation(n_samples=20), checkpoints=Checkpoints(return_model=True),
-                    device=device, seed=seed, progress=progress)
+                    loop=Loop(lr=training.lr), evaluation=Evaluation(n_samples=20), checkpoints=Checkpoints(return_model=True),
+                    device=device, seed=seed, progress=training.progress)
     model = trained.trained_model.cpu()
     full = with_canaries(base, series, position, values, np.ones(canaries, dtype=bool))
     train_part, _ = full.split(config.forecast_length)
@@ -187,4 +200,4 @@ def audit_model(model_name: str, config: TrainingConfig, *, data: SeriesData | s
         crps=trained.crps, device=str(resolve_device(device)), seconds=trained.seconds)
 
 
-__all__ = ["ModelAuditResult", "NO_NOISE_NOTE", "audit_model"]
+__all__ = ["ModelAuditResult", "ModelTraining", "NO_NOISE_NOTE", "audit_model"]

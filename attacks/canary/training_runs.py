@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import numpy as np
 import torch
@@ -20,10 +20,11 @@ from tsdp.training.train import resolve_device
 from tsdp.training.windows import every_window, gather_windows, pad_series, padding_of, split_window
 
 from .spikes import canary_windows, place_canaries, with_canaries
+from .options import CanaryOptions
 from .audit_result import OptimizerFacts
 from .evidence import Evidence
 from .mechanism import MechanismTests
-from .data_span import DIVERGED, FAILED, MAX_ENTRIES
+from .data_span import DIVERGED, FAILED
 from .gradient import SCORES as GRADIENT_SCORES
 from .gradient import CanaryEvidence
 from .optimizer_canaries import run_with_canaries
@@ -154,7 +155,17 @@ def window_evidence(gain: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class SpikeTask:
     """One run of a multi-run spike audit (:func:`attacks.canary.runs.run_many`): picklable when ``train`` / ``loss`` are
-    module-level functions; :meth:`check` refuses a placement that cannot fit before any run starts."""
+    module-level functions; :meth:`check` refuses a placement that cannot fit before any run starts.
+
+    Attributes:
+        train: Your training, ``train(series) -> model``.
+        data: The series.
+        config: The window geometry.
+        canaries: m, the spike canaries of a run.
+        loss: The per-window loss (None: ``model(context, forecast)``).
+        spike: The spikes' size in standard deviations.
+        timeout: The most seconds a run may take (None: no limit).
+    """
 
     train: Callable
     data: SeriesData
@@ -174,20 +185,17 @@ class SpikeTask:
 
 
 def gradient_evidence(train: Callable[[list], object], base: SeriesData, config: TrainingConfig, *, canaries: int,
-                      loss: Optional[Callable] = None, seed=0, clip: float = 1.0, scale: Optional[float] = None,
-                      span_entries: int = MAX_ENTRIES, progress: bool = False, device=None) -> GradientRunEvidence:
+                      loss: Optional[Callable] = None, seed=0, canary: CanaryOptions = CanaryOptions(),
+                      progress: bool = False) -> GradientRunEvidence:
     """One training run of ``train`` with m gradient canaries in its optimizer (:mod:`attacks.canary.user_training`, ``"gradient"``): the
     ``sum`` and ``mixture`` scores, the inclusion bits and what the run showed (:class:`GradientRunEvidence`).
 
     ``loss(model, context, forecast) -> (B,)``: the per-window training loss (default
     ``model(context, forecast)``), with which the data's gradients are taken off the observed
     gradient (:mod:`attacks.canary.data_span`; ``data_span`` says why not when they are kept).
-    ``seed``: an int or a ``numpy.random.SeedSequence`` (directions, inclusion bits,
-    participations); ``scale``: the gradient's scale (:mod:`attacks.canary.optimizer_canaries`;
-    default read from an Opacus DP optimizer, else 1/Λ); ``span_entries``: the most per-window gradient
-    entries held per step (``data_part`` says how the data was taken off and what a step cost);
-    ``progress``: a bar of the audited steps on stderr; ``device``: where the audit's own torch work runs (a
-    ``torch.device`` or its name; None: your optimizer's parameters' device; :mod:`attacks.canary.optimizer_canaries`).
+    ``canary``: the canaries' C, the gradient's scale (:mod:`attacks.canary.optimizer_canaries`;
+    default read from an Opacus DP optimizer, else 1/Λ), the most per-window gradient entries held per step
+    (``data_part`` says how the data was taken off and what a step cost) and where the audit's own torch work runs.
 
     Args:
         train: Your training, ``train(series) -> model``, stepping a torch optimizer.
@@ -195,12 +203,10 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
         config: The batching your loader draws and the σ you claim.
         canaries: m, the gradient canaries.
         loss: The per-window training loss (to take the data's gradients off).
-        seed: An int or a ``numpy.random.SeedSequence``.
-        clip: The clipping norm C of a plain optimizer.
-        scale: The gradient's scale (default read from Opacus, else 1/Λ).
-        span_entries: The most per-window gradient entries held per step.
+        seed: An int or a ``numpy.random.SeedSequence`` (directions, inclusion bits, participations).
+        canary: The canaries' options (:class:`attacks.canary.options.CanaryOptions`: ``clip``,
+            ``gradient_scale``, ``span_entries``, ``device``).
         progress: A bar of the audited steps on stderr.
-        device: Where the audit's own torch work runs (None: the optimizer's parameters' device).
 
     Returns:
         The :class:`GradientRunEvidence`.
@@ -210,10 +216,9 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
     """
     windows = every_window(base.series, config.context_length, config.forecast_length)
     hooks = _call("train", train, [s.copy() for s in base.series],
-                  via=lambda series: run_with_canaries(train, series, config, canaries, clip=clip, scale=scale,
-                                                       seed=seed, windows=windows, loss=loss or _default_loss,
-                                                       span_entries=span_entries, progress=progress,
-                                                       device=device))
+                  via=lambda series: run_with_canaries(train, series, config, canaries, canary=canary, seed=seed,
+                                                       windows=windows, loss=loss or _default_loss,
+                                                       progress=progress))
     if hooks.canaries is None or hooks.canaries.steps == 0:
         raise UserFunctionError("train", train, "never called a torch.optim optimizer's step(): gradient canaries "
                                                 "hook into one (canary='spike' audits any returned model)")
@@ -245,19 +250,27 @@ def _diverged(hooks) -> str:
 @dataclass(frozen=True)
 class GradientTask:
     """One run of a multi-run gradient-canary audit (:func:`attacks.canary.runs.run_many`): picklable when
-    ``train`` is a module-level function."""
+    ``train`` is a module-level function.
+
+    Attributes:
+        train: Your training, ``train(series) -> model``, stepping a torch optimizer.
+        data: The series.
+        config: The batching your loader draws and the σ you claim.
+        canaries: m, the gradient canaries of a run.
+        canary: The canaries' options (:class:`attacks.canary.options.CanaryOptions`).
+        loss: The per-window training loss (to take the data's gradients off).
+        timeout: The most seconds a run may take (None: no limit).
+        progress: A bar of the audited steps on stderr.
+    """
 
     train: Callable
     data: SeriesData
     config: TrainingConfig
     canaries: int
-    clip: float = 1.0
-    scale: Optional[float] = None
+    canary: CanaryOptions = CanaryOptions()
     loss: Optional[Callable] = None
     timeout: Optional[float] = None
-    span_entries: int = MAX_ENTRIES
     progress: bool = False
-    device: Optional[str] = None
 
     def check(self) -> None:
         """Nothing to place before the runs: the canaries attach to the optimizer at its first step."""
@@ -265,41 +278,39 @@ class GradientTask:
     def __call__(self, seed: np.random.SeedSequence) -> GradientRunEvidence:
         with _limited(self.train, self.timeout):
             return gradient_evidence(self.train, self.data, self.config, canaries=self.canaries, loss=self.loss,
-                                     seed=seed, clip=self.clip, scale=self.scale, span_entries=self.span_entries,
-                                     progress=self.progress, device=self.device)
+                                     seed=seed, canary=self.canary, progress=self.progress)
 
 
-def make_task(canary: str, train, data: SeriesData, config: TrainingConfig, canaries: int, *, loss=None,
-              spike: float = 10.0, clip: float = 1.0, scale: Optional[float] = None, timeout: Optional[float] = None,
-              span_entries: int = MAX_ENTRIES, progress: bool = False, device: Optional[str] = None):
-    """The run of an audit with ``canary`` canaries ("gradient" or "spike"), a function of a seed; ``timeout``: the
-    most seconds one run may take (None: no limit); ``device``: where gradient canaries' own torch work runs ("auto":
-    cuda when torch sees one, else cpu; "cpu", "cuda", "cuda:N"; None: your parameters' device; ConfigError naming
-    ``device`` when torch cannot use it). Spike canaries score the returned model on its own device.
+def make_task(canary: CanaryOptions, train: Callable, data: SeriesData, config: TrainingConfig, canaries: int, *,
+              loss: Optional[Callable] = None,
+              timeout: Optional[float] = None, progress: bool = False) -> Union[SpikeTask, GradientTask]:
+    """The run of an audit with ``canary``'s canaries, a function of a seed; ``timeout``: the most seconds one run may
+    take (None: no limit); ``canary.device``: where gradient canaries' own torch work runs ("auto": cuda when torch
+    sees one, else cpu; "cpu", "cuda", "cuda:N"; None: your parameters' device; ConfigError naming ``device`` when
+    torch cannot use it). Spike canaries score the returned model on its own device.
 
     Args:
-        canary: "gradient" or "spike".
+        canary: The canaries' options (:class:`attacks.canary.options.CanaryOptions`: the kind, the spikes'
+            size for spike canaries; C, the gradient's scale, the entries held per step and the device for gradient
+            canaries).
         train: Your training.
         data: The series.
         config: The configuration.
         canaries: m per run.
         loss: The per-window loss.
-        spike: The spikes' size (spike canaries).
-        clip: The clipping norm C (gradient canaries).
-        scale: The gradient's scale (gradient canaries).
         timeout: The most seconds a run may take (None: no limit).
-        span_entries: The most per-window gradient entries held per step.
         progress: A bar of the audited steps.
-        device: Where gradient canaries' own torch work runs.
 
     Returns:
         The :class:`SpikeTask` or :class:`GradientTask`.
+
+    Raises:
+        ConfigError: A device torch cannot use, naming ``device``.
     """
-    device = None if device is None else str(resolve_device(device))  # checked whatever the canary uses it
-    if canary == "gradient":
-        return GradientTask(train, data, config, canaries, clip, scale, loss, timeout=timeout,
-                            span_entries=span_entries, progress=progress, device=device)
-    return SpikeTask(train, data, config, canaries, loss, spike, timeout)
+    device = None if canary.device is None else str(resolve_device(canary.device))  # checked whatever the kind
+    if canary.kind == "gradient":
+        return GradientTask(train, data, config, canaries, canary.with_(device=device), loss, timeout, progress)
+    return SpikeTask(train, data, config, canaries, loss, canary.spike, timeout)
 
 
 CANARIES = {"gradient": GRADIENT_SCORES, "spike": SPIKE_SCORES}

@@ -21,6 +21,7 @@ manual's "Audit your own training" tutorial explains the scores and what each te
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -31,12 +32,12 @@ from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_d
 from tsdp.datasets.series import SeriesData
 from tsdp.training.train import FLOAT32_MAX
 
+from .options import AuditOptions, CanaryOptions
 from .audit_result import EngineRun, GradientRun, TrainingAudit
 from .evidence import CERTIFIERS, Evidence, certify_evidence, pool
 from .mechanism import pooled
 from .one_run import guess_grid
 from .steinke_bound import guess_sets
-from .data_span import MAX_ENTRIES
 from .gradient import MAX_DIRECTION_ENTRIES, sound_profile
 from .ideal import ideal_epsilon
 from .time_limit import check_can_limit, check_timeout
@@ -53,48 +54,66 @@ SPIKE_MAX = float(2 ** 24)
 series' own values away next to the spike."""
 
 
-def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidence, spike, canary="spike",
-                       clip=1.0, scale=None, timeout=None) -> tuple:
-    """(canaries, δ, ε, seed, confidence, spike, clip) validated before any training, every value whatever the kind of
-    canary uses it (ConfigError naming the value; :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot
-    take its arguments; ``train`` None: the values only, as for a plan): m at most the direction entries of
-    gradient canaries (m · d with d ≥ 1), C and the gradient scale at most :data:`CLIP_MAX`, the spike at most
-    :data:`SPIKE_MAX`. ``timeout`` (seconds, None for none) is checked too.
+@dataclass(frozen=True)
+class AuditInputs:
+    """An audit's values checked before any training (:func:`check_audit_inputs`).
+
+    Attributes:
+        canaries: m.
+        delta: δ.
+        epsilon: The claimed ε (None: none).
+        seed: The seed.
+        canary: The canaries' options, C checked.
+        options: The audit's options, the confidence checked.
+    """
+
+    canaries: int
+    delta: float
+    epsilon: Optional[float]
+    seed: int
+    canary: CanaryOptions
+    options: AuditOptions
+
+
+def check_audit_inputs(train: Optional[Callable], loss: Optional[Callable], *, canaries: int, delta: float,
+                       epsilon: Optional[float], seed: int, canary: CanaryOptions,
+                       options: AuditOptions = AuditOptions()) -> AuditInputs:
+    """The audit's values validated before any training, every value whatever the kind of canary uses it (ConfigError
+    naming the value; :class:`UserFunctionError` for a ``train`` / ``loss`` that cannot take its arguments; ``train``
+    None: the values only, as for a plan): m at most the direction entries of gradient canaries (m · d with d ≥ 1),
+    C and the gradient scale at most :data:`CLIP_MAX`, the spike at most :data:`SPIKE_MAX`, the time limit.
 
     Args:
-        train: Your training function.
+        train: Your training function (None: none).
         loss: Your per-window loss (None: none).
         canaries: m.
         delta: δ.
         epsilon: The claimed ε (None: none).
         seed: The seed.
-        confidence: The confidence.
-        spike: The spikes' size.
-        canary: "gradient" or "spike".
-        clip: The clipping norm C.
-        scale: The gradient's scale (None: default).
-        timeout: The time limit (None: none).
+        canary: The canaries' options (kind, spike, C, gradient scale).
+        options: The audit's options (confidence, time limit).
 
     Returns:
-        (canaries, δ, ε, seed, confidence, spike, clip) checked.
+        The :class:`AuditInputs` checked.
 
     Raises:
         ConfigError: A bad value, naming it.
         UserFunctionError: ``train`` or ``loss`` cannot take its arguments.
     """
-    check_timeout(timeout)
-    if canary not in CANARIES:
-        raise ConfigError("canary", f"must be one of {', '.join(CANARIES)}", canary)
-    clip = check_real("clip", clip, low=0.0, high=CLIP_MAX, low_open=True)
+    check_timeout(options.timeout)
+    if canary.kind not in CANARIES:
+        raise ConfigError("canary", f"must be one of {', '.join(CANARIES)}", canary.kind)
+    clip = check_real("clip", canary.clip, low=0.0, high=CLIP_MAX, low_open=True)
+    scale = canary.gradient_scale
     if scale is not None:
         check_real("gradient_scale", scale, low=0.0, high=CLIP_MAX, low_open=True)
         if clip * scale > CLIP_MAX:
             raise ConfigError("gradient_scale", f"times the clipping norm {clip:g} must be <= {CLIP_MAX:.3g}: the "
                                                 "canaries' step would overflow float32", scale)
     canaries = check_int("canaries", canaries, 2, MAX_DIRECTION_ENTRIES)
-    confidence = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+    confidence = check_real("confidence", options.confidence, low=0.0, high=1.0, low_open=True, high_open=True)
     delta = check_delta(delta)
-    spike = check_real("spike", spike, low=0.0, high=SPIKE_MAX, low_open=True)
+    spike = check_real("spike", canary.spike, low=0.0, high=SPIKE_MAX, low_open=True)
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
     seed = check_int("seed", seed, 0, SEED_MAX)
@@ -102,7 +121,8 @@ def check_audit_inputs(train, loss, *, canaries, delta, epsilon, seed, confidenc
         _check_arity("train", train, [])
     if loss is not None:
         _check_arity("loss", loss, None, None, None)
-    return canaries, delta, epsilon, seed, confidence, spike, clip
+    return AuditInputs(canaries, delta, epsilon, seed, canary.with_(clip=clip, spike=spike),
+                       options.with_(confidence=confidence))
 
 
 DATA_CANARY_SCALE = 1e3
@@ -134,11 +154,9 @@ def with_data_canaries(data: Union[SeriesData, Sequence], count: int, scale: flo
 
 
 def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequence], config: TrainingConfig, *,
-                   canaries: int, delta: float, epsilon: Optional[float] = None, canary: str = "gradient",
-                   loss: Optional[Callable] = None, seed: int = 0, confidence: float = 0.95,
-                   clip: float = 1.0, gradient_scale: Optional[float] = None, spike: float = 10.0,
-                   analysis: str = "fdp", timeout: Optional[float] = None, span_entries: int = MAX_ENTRIES,
-                   progress: bool = False, data_canaries: int = 0, device: Optional[str] = None) -> TrainingAudit:
+                   canaries: int, delta: float, epsilon: Optional[float] = None,
+                   canary: Union[str, CanaryOptions] = "gradient", loss: Optional[Callable] = None, seed: int = 0,
+                   options: AuditOptions = AuditOptions()) -> TrainingAudit:
     """One-run canary audit of ``train`` on ``data`` (module docstring); a **lower** bound on the training's ε.
 
     Args:
@@ -151,27 +169,15 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
         epsilon: The ε your training claims at ``delta`` (None: no claim; ``violation`` then only from a failed
             mechanism test).
         canary: "gradient" (white-box, hooked into your optimizer) or "spike" (black-box, scored on the returned
-            model).
+            model), or a :class:`~attacks.canary.options.CanaryOptions` of that kind with its knobs (the
+            spikes' size; C, the gradient's scale, the entries held per step, the data canaries and the device of
+            gradient canaries).
         loss: Your per-window training loss ``loss(model, context, forecast) -> (B,)``: gradient canaries take the
             data's gradients off with it, spike canaries score with it (default ``model(context, forecast)``).
         seed: The seed of the canaries, their inclusion bits and participations.
-        confidence: The probability with which ``epsilon_lower`` holds.
-        clip: The clipping norm C of a plain optimizer (Opacus's ``max_grad_norm`` is read from its DP optimizer).
-        gradient_scale: What your loop multiplies the noisy clipped sum by before the step (default 1/Λ for a plain
-            optimizer, read from Opacus); give it when your loop divides by more than Λ, else each canary would be
-            stronger than an element.
-        spike: The spike canaries' size in standard deviations of their series.
-        analysis: "fdp" (the f-DP one-run test with Steinke et al.'s bound as its baseline,
-            :func:`attacks.canary.evidence.fdp`) or "steinke" alone.
-        timeout: The most seconds the run may take (None: no limit); a ``train`` (or ``loss``) still running then
-            is stopped with the processes it started (POSIX, main thread: :mod:`attacks.canary.time_limit`).
-        span_entries: Gradient canaries' most per-window gradient entries held per step
-            (:mod:`attacks.canary.data_span`; raise it to keep every window of a large dataset).
-        progress: A bar of the audited steps on stderr.
-        data_canaries: Gradient canaries' clipping test gets that many series of ``data`` scaled by
-            :data:`DATA_CANARY_SCALE` (:func:`with_data_canaries`).
-        device: Where gradient canaries' own torch work runs: "auto", "cpu", "cuda" or "cuda:N"; None: your
-            optimizer's parameters' device (what the canaries add to ``.grad`` is moved to each parameter's device).
+        options: The confidence, the analysis ("fdp": the f-DP test with Steinke et al.'s bound as its baseline;
+            "steinke" alone), the time limit and the progress bar
+            (:class:`~attacks.canary.options.AuditOptions`).
 
     Returns:
         A :class:`attacks.canary.audit_result.TrainingAudit` (``as_dict()``: its JSON): ``epsilon_lower``,
@@ -183,22 +189,21 @@ def audit_training(train: Callable[[list], object], data: Union[SeriesData, Sequ
     Raises:
         ConfigError: A bad argument, naming it (checked before any training).
         UserFunctionError: ``train`` or ``loss`` failed, returned None or gave non-finite losses.
-        TimeLimitError: The run exceeded ``timeout``.
+        TimeLimitError: The run exceeded the time limit.
     """
-    canaries, delta, epsilon, seed, confidence, spike, clip = check_audit_inputs(
-        train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed, confidence=confidence, spike=spike,
-        canary=canary, clip=clip, scale=gradient_scale, timeout=timeout)
-    check_can_limit(timeout)
-    _certifier(analysis)  # an unknown analysis is refused before any training
-    span_entries = check_int("span_entries", span_entries, 1)
-    check_claimed_curve(canary, analysis, config)
-    data = with_data_canaries(data, data_canaries)
-    task = make_task(canary, train, data, config, canaries, loss=loss, spike=spike, clip=clip,
-                     scale=gradient_scale, timeout=timeout, span_entries=span_entries, progress=progress,
-                     device=device)
+    checked = check_audit_inputs(train, loss, canaries=canaries, delta=delta, epsilon=epsilon, seed=seed,
+                                 canary=CanaryOptions.of(canary), options=options)
+    canary, options = checked.canary, checked.options
+    check_can_limit(options.timeout)
+    _certifier(options.analysis)  # an unknown analysis is refused before any training
+    canary = canary.with_(span_entries=check_int("span_entries", canary.span_entries, 1))
+    check_claimed_curve(canary.kind, options.analysis, config)
+    data = with_data_canaries(data, canary.data_canaries)
+    task = make_task(canary, train, data, config, checked.canaries, loss=loss, timeout=options.timeout,
+                     progress=options.progress)
     task.check()
-    return training_audit(canary, analysis, [task(np.random.SeedSequence(seed))], config, delta=delta,
-                          confidence=confidence, epsilon=epsilon, seed=seed, spike=spike, data_canaries=data_canaries)
+    return training_audit([task(np.random.SeedSequence(checked.seed))], config, canary=canary, delta=checked.delta,
+                          epsilon=checked.epsilon, options=options, seed=checked.seed)
 
 
 def tests_claimed_curve(canary: str, analysis: str) -> bool:
@@ -294,40 +299,41 @@ def guess_sets_of(analysis: str) -> Callable[[int], np.ndarray]:
     return guess_sets if _certifier(analysis) is CERTIFIERS["steinke"] else guess_grid
 
 
-def training_audit(canary: str, analysis: str, runs: Sequence[Evidence], config: TrainingConfig, *, delta: float,
-                   confidence: float, epsilon: Optional[float], seed: int, spike: float, data_canaries: int,
+def training_audit(runs: Sequence[Evidence], config: TrainingConfig, *, canary: CanaryOptions, delta: float,
+                   epsilon: Optional[float], options: AuditOptions, seed: int,
                    engine: Optional[EngineRun] = None) -> TrainingAudit:
     """The runs' evidence (in run order) certified (:func:`certify_evidence`, the canaries pooled,
-    :func:`attacks.canary.evidence.pool`) by the certifier of ``analysis``, a **lower** bound on ε at ``delta``, with
-    what the audit saw: for gradient canaries a :class:`GradientRun` (the first run's optimizer, steps, C and gradient
-    scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism itself
-    (:func:`attacks.canary.ideal.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has more
-    canaries than parameters: its power at the claim), and the noise, clipping and sampling tests of every run
+    :func:`attacks.canary.evidence.pool`) by the certifier of ``options.analysis``, a **lower** bound on ε at
+    ``delta``, with what the audit saw: for gradient canaries a :class:`GradientRun` (the first run's optimizer, steps,
+    C and gradient scale, the parameters d, ``epsilon_ideal``, the same audit's certified ε on the claimed mechanism
+    itself (:func:`attacks.canary.ideal.ideal_epsilon` with all the runs' canaries, their cross-talk when a run has
+    more canaries than parameters: its power at the claim), and the noise, clipping and sampling tests of every run
     (:mod:`attacks.canary.mechanism`, pooled over the runs), whose failure is a violation too. ``engine``: how the
     multi-run engine ran them (:func:`attacks.canary.runs.run_many`; None: one run here).
 
     Args:
-        canary: "gradient" or "spike".
-        analysis: "fdp" or "steinke".
         runs: The runs' evidence, in run order.
         config: The claimed configuration.
+        canary: The canaries' options (the kind; the spikes' size and the data canaries, reported).
         delta: δ.
-        confidence: The confidence.
         epsilon: The claimed ε (None: none).
+        options: The confidence and the analysis ("fdp" or "steinke").
         seed: The seed of the ideal audit.
-        spike: The spikes' size (reported for spike canaries).
-        data_canaries: The data canaries given.
         engine: How the multi-run engine ran the runs (None: one run here).
 
     Returns:
         The :class:`~attacks.canary.audit_result.TrainingAudit`.
+
+    Raises:
+        ConfigError: An unknown analysis.
     """
+    kind, analysis, confidence = canary.kind, options.analysis, options.confidence
     certifier = _certifier(analysis)
     first = runs[0]
     bound = certify_evidence(first if len(runs) == 1 else pool(runs), delta, confidence, certifier=certifier,
-                             claimed=epsilon, profile=claimed_profile(canary, analysis, config, first))
+                             claimed=epsilon, profile=claimed_profile(kind, analysis, config, first))
     gradient = None
-    if canary == "gradient":
+    if kind == "gradient":
         removed = 0.0 if first.data_part is None else first.data_part.windows_per_step
         ideal = ideal_epsilon(config, sum(len(r.included) for r in runs), first.steps, delta, confidence,
                               certifier=certifier, seed=seed, parameters=first.parameters,
@@ -335,8 +341,8 @@ def training_audit(canary: str, analysis: str, runs: Sequence[Evidence], config:
         gradient = GradientRun(**first.facts(), parameters=first.parameters, epsilon_ideal=ideal,
                                mechanism=pooled([r.mechanism for r in runs]))
     facts = dict(bound.bound(), violation=bool(bound.violation or (gradient is not None and gradient.mechanism.failed)))
-    return TrainingAudit(**facts, canary=canary, analysis=analysis, data_canaries=data_canaries, runs=len(runs),
-                         spike=spike if canary == "spike" else None, gradient=gradient, engine=engine)
+    return TrainingAudit(**facts, canary=kind, analysis=analysis, data_canaries=canary.data_canaries, runs=len(runs),
+                         spike=canary.spike if kind == "spike" else None, gradient=gradient, engine=engine)
 
 
 def _certifier(analysis: str):
@@ -357,7 +363,7 @@ def as_series(data: Union[SeriesData, Sequence]) -> SeriesData:
     return data if isinstance(data, SeriesData) else SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in data))
 
 
-__all__ = ["CANARIES", "CLIP_MAX", "DATA_CANARY_SCALE", "SPIKE_MAX", "SPIKE_SCORES", "GradientRunEvidence",
+__all__ = ["CANARIES", "CLIP_MAX", "AuditInputs", "AuditOptions", "CanaryOptions", "DATA_CANARY_SCALE", "SPIKE_MAX", "SPIKE_SCORES", "GradientRunEvidence",
            "TimeLimitError", "UserFunctionError", "analyses_of", "as_series", "audit_training", "check_audit_inputs",
            "check_claimed_curve", "claimed_profile", "guess_sets_of", "make_task", "spike_evidence",
            "tests_claimed_curve", "training_audit", "window_evidence", "with_data_canaries"]

@@ -5,7 +5,8 @@
 direction, included with probability 1/2, taking part in steps with the configured scheme's
 law for one element); it returns the run's evidence (the ``sum`` and ``mixture`` scores and the
 inclusion bits). :func:`audit_loop` runs R of them on the sharded engine
-(:func:`attacks.canary.runs.run_many`) and certifies the pooled m·R canaries with a plug-in
+(:func:`attacks.canary.runs.run_many`), :data:`RUNS_TOGETHER` runs of a shard trained together as one stacked program
+(:meth:`LoopTask.together`, :mod:`attacks.canary.loop_together`), and certifies the pooled m·R canaries with a plug-in
 certifier (:mod:`attacks.canary.evidence`; the f-DP test by default): a **lower** bound
 on the loop's event-level ε at δ, compared with the sound ε the loop's accountant reports.
 
@@ -28,7 +29,7 @@ itself, :func:`attacks.canary.ideal.ideal_epsilon`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -43,7 +44,7 @@ from .audit_result import EngineRun, EvidenceBound
 from .evidence import Certifier, certify_evidence, fdp
 from .gradient import CanaryEvidence, GradientCanaries, sound_profile
 from .ideal import ideal_epsilon
-from .runs import run_many
+from .runs import RunEngine, run_many
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,21 @@ class LoopRunEvidence(CanaryEvidence):
 class LoopTask:
     """One run of tsdp's loop on ``data`` with ``canaries`` gradient canaries; ``private=False`` trains without
     clipping or noise (the canaries keep norm ``clip``). ``epochs`` fixes the run's length; ``delta`` is the
-    accountant's δ. The model's initialisation and the batches are seeded from the run's seed too."""
+    accountant's δ. The model's initialisation and the batches are seeded from the run's seed too.
+
+    Attributes:
+        model: The forecaster's name.
+        config: The configuration (σ and the batching).
+        data: The series.
+        canaries: m, the gradient canaries of a run.
+        epochs: The epochs of a run.
+        delta: The accountant's δ.
+        private: Train with clipping and noise.
+        clip: The clipping norm C (the canaries' norm).
+        lr: The learning rate.
+        optimizer: "sgd" or "adam".
+        device: The torch device.
+    """
 
     model: str
     config: TrainingConfig
@@ -78,16 +93,60 @@ class LoopTask:
     device: str = "cpu"
 
     def __call__(self, seed: np.random.SeedSequence) -> LoopRunEvidence:
-        canary_seed, train_seed = seed.spawn(2)
-        canaries = GradientCanaries(self.config, self.canaries, clip=self.clip, seed=canary_seed)
+        """One run alone.
+
+        Args:
+            seed: The run's seed (its canaries' and its training's).
+
+        Returns:
+            The run's evidence.
+        """
+        canaries, train_seed = self._canaries(seed)
         run = train(self.config, self.model, self.data,
                     budget=Budget(epochs=self.epochs, delta=self.delta if self.private else None, private=self.private),
                     loop=Loop(clip=self.clip, lr=self.lr, optimizer=self.optimizer, canaries=canaries),
-                    evaluation=Evaluation(n_samples=1), device=self.device, seed=int(train_seed.generate_state(1)[0]),
-                    progress=False)
-        evidence = canaries.evidence()
-        return LoopRunEvidence(scores=evidence.scores, included=evidence.included, parameters=evidence.parameters,
-                               epsilon=run.epsilon, steps=run.steps)
+                    evaluation=Evaluation(n_samples=1), device=self.device, seed=train_seed, progress=False)
+        return _evidence(canaries, run)
+
+    def together(self, seeds: Sequence[np.random.SeedSequence]) -> Tuple[LoopRunEvidence, ...]:
+        """The runs of ``seeds`` trained together as one stacked program
+        (:func:`attacks.canary.loop_together.train_with_canaries`): each run's evidence is what :meth:`__call__`
+        gives it alone, to float rounding. Runs without DP under Poisson sampling (whose empty steps a run alone
+        skips) run one at a time.
+
+        Args:
+            seeds: The runs' seeds, in run order.
+
+        Returns:
+            The runs' evidence, in run order.
+        """
+        from tsdp.theorems.config import Bottom, Top
+        from tsdp.training.together import GroupSettings, Run
+
+        from .loop_together import train_with_canaries
+
+        poisson = self.config.top == Top.POISSON or self.config.bottom == Bottom.POISSON
+        if not self.private and poisson:
+            return tuple(self(s) for s in seeds)  # their empty steps are skipped alone: not stacked
+        drawn = [self._canaries(s) for s in seeds]
+        settings = GroupSettings(self.model, data=self.data, delta=self.delta if self.private else None,
+                                 epochs=self.epochs, clip=self.clip, lr=self.lr, optimizer=self.optimizer,
+                                 device=self.device, private=self.private, n_samples=1)
+        results = train_with_canaries(self.config, [Run(seed) for _, seed in drawn], settings,
+                                      [c for c, _ in drawn])
+        return tuple(_evidence(c, run) for (c, _), run in zip(drawn, results))
+
+    def _canaries(self, seed: np.random.SeedSequence) -> Tuple[GradientCanaries, int]:
+        """The run's canaries and its training seed, both from ``seed``."""
+        canary_seed, train_seed = seed.spawn(2)
+        canaries = GradientCanaries(self.config, self.canaries, clip=self.clip, seed=canary_seed)
+        return canaries, int(train_seed.generate_state(1)[0])
+
+
+def _evidence(canaries: GradientCanaries, run) -> LoopRunEvidence:
+    evidence = canaries.evidence()
+    return LoopRunEvidence(scores=evidence.scores, included=evidence.included, parameters=evidence.parameters,
+                           epsilon=run.epsilon, steps=run.steps)
 
 
 @dataclass(frozen=True)
@@ -111,9 +170,13 @@ class LoopAudit(EvidenceBound):
     epsilon_ideal: float
 
 
+RUNS_TOGETHER = 8
+"""Runs trained together per shard by :func:`audit_loop` by default (:class:`attacks.canary.runs.RunEngine`)."""
+
+
 def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional[float] = None,
-               confidence: float = 0.95, seed: int = 0, workers: int = 1, cluster: Optional[str] = None,
-               certifier: Certifier = fdp, progress: bool = False) -> LoopAudit:
+               confidence: float = 0.95, seed: int = 0, certifier: Certifier = fdp,
+               engine: RunEngine = RunEngine(together=RUNS_TOGETHER)) -> LoopAudit:
     """R = ``runs`` runs of ``task`` pooled and certified (module docstring), with ``epsilon_ideal`` (the same audit
     on the claimed mechanism itself, :func:`attacks.canary.ideal.ideal_epsilon`: its power).
 
@@ -125,17 +188,17 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
             **upper** bound).
         confidence: The probability with which the bound (and the curve test) holds.
         seed: The seed the runs' seeds are spawned from.
-        workers: Local processes the runs run on.
-        cluster: A Dask cluster's address to run them on instead.
         certifier: The one-run analysis (:mod:`attacks.canary.evidence`).
-        progress: Report progress.
+        engine: Where the runs run and how many train together per shard (each run's evidence is the one it gives
+            alone, to float rounding: :meth:`LoopTask.together`).
 
     Returns:
         A :class:`LoopAudit`: a **lower** bound on the loop's ε; ``violation`` when it exceeds ``claimed`` or (with the
         f-DP certifier) the guesses reject the loop's sound trade-off curve.
     """
-    many = run_many(task, runs, seed=seed, workers=workers, cluster=cluster,
-                    threads=threads_per_worker(workers, cluster), progress=progress)
+    many = run_many(task, runs, seed=seed, workers=engine.workers, cluster=engine.cluster,
+                    threads=threads_per_worker(engine.workers, engine.cluster), progress=engine.progress,
+                    together=engine.together)
     first = many.runs[0]
     if claimed is None:
         claimed = first.epsilon
@@ -148,4 +211,4 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
                                                  per_run=task.canaries))
 
 
-__all__ = ["LoopAudit", "LoopRunEvidence", "LoopTask", "audit_loop"]
+__all__ = ["RUNS_TOGETHER", "LoopAudit", "LoopRunEvidence", "LoopTask", "audit_loop"]

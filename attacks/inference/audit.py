@@ -120,7 +120,19 @@ def _runs(config: InferenceConfig, trials: int, seed: int, device: str, impute: 
 
 @dataclass(frozen=True)
 class InferenceAudit(Record):
-    """A certified ε lower bound through the real mechanism, and the run's size and speed."""
+    """A certified ε lower bound through the real mechanism, and the run's size and speed.
+
+    Attributes:
+        epsilon_lower: The certified ε lower bound at ``delta`` (a **lower** bound).
+        delta: The δ.
+        confidence: The probability with which the bound holds.
+        trials: The trials per world.
+        seconds: The wall seconds.
+        trials_per_minute: The trials per minute.
+        threshold: The test's threshold.
+        side: The test's side.
+        config: The inference configuration audited.
+    """
 
     epsilon_lower: float
     delta: float

@@ -9,6 +9,7 @@ enforced at inference time). Everything returned is plain data (lists of dicts, 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -29,7 +30,18 @@ REFERENCE_NOTE = "null: ε = ∞, the non-private reference (no noise)"
 
 
 def last_contexts(data: SeriesData, context_length: int) -> np.ndarray:
-    """(N, L_C): each series' last L_C values; ValueError naming the series when one is shorter."""
+    """(N, L_C): each series' last L_C values; ValueError naming the series when one is shorter.
+
+    Args:
+        data: The series.
+        context_length: L_C.
+
+    Returns:
+        The (N, L_C) contexts.
+
+    Raises:
+        ValueError: A series shorter than L_C.
+    """
     short = [i for i, n in enumerate(data.lengths) if n < context_length]
     if short:
         raise ValueError(f"series {short[0]} has {data.lengths[short[0]]} values, fewer than the context length "
@@ -37,56 +49,124 @@ def last_contexts(data: SeriesData, context_length: int) -> np.ndarray:
     return np.stack([s[-context_length:] for s in data.series])
 
 
+@dataclass(frozen=True)
+class InferenceGrid:
+    """The (ε, r) cells of an inference table and their accounting (T15, one release).
+
+    Attributes:
+        epsilons: The ε of the rows.
+        rates: The keep rates r of the rows.
+        delta: The δ of every cell.
+        v: The (w, v)-event neighbours' value change.
+        w: The (w, v)-event neighbours' window.
+    """
+
+    epsilons: Sequence[float] = PAPER_EPSILONS
+    rates: Sequence[float] = PAPER_RATES
+    delta: float = PAPER_DELTA
+    v: float = 1.0
+    w: int = 1
+
+
+@dataclass(frozen=True)
+class Releases:
+    """How each cell's private forecasts are drawn and scored.
+
+    Attributes:
+        n_samples: Forecast samples per series and release.
+        repeats: Independent releases of every series per cell (their CRPS mean and std).
+        seed: The seed of the releases (:func:`inference_table`: of the data and the training too).
+        device: The torch device.
+    """
+
+    n_samples: int = 100
+    repeats: int = 1
+    seed: int = 0
+    device: str = "cpu"
+
+
 def crps_tradeoff(model: torch.nn.Module, data: SeriesData, *, context_length: int, forecast_length: int,
-                  epsilons: Sequence[float], rates: Sequence[float], delta: float, v: float, w: int = 1,
-                  n_samples: int = 100, repeats: int = 1, seed: int = 0, device: str = "cpu",
-                  freq: Optional[str] = None) -> list:
+                  grid: InferenceGrid, releases: Releases = Releases(), freq: Optional[str] = None) -> list:
     """[{epsilon, r, sigma, crps, crps_std}] for every (ε, r), plus one row ε = inf (r = 1, no noise) as the
-    reference, which says so in ``epsilon_note`` (JSON writes its ε as null). ``crps`` is the mean over ``repeats`` independent releases of every series, ``crps_std`` their std.
+    reference, which says so in ``epsilon_note`` (JSON writes its ε as null). ``crps`` is the mean over the
+    releases' ``repeats`` independent releases of every series, ``crps_std`` their std.
 
     ``data`` holds whole series; the last ``forecast_length`` steps of each are the targets.
-    σ per (ε, r) is the smallest admissible under T15 (sound accounting, one release). ``freq``: the step of the
-    data ``model`` was trained on, for a model that reads covariates (:func:`~tsdp.attacks.inference.mechanism.
-    forecast_covariates`).
+    σ per (ε, r) is the smallest admissible under T15 (sound accounting, one release: an **upper** bound on each
+    cell's ε).
+
+    Args:
+        model: The trained forecaster (with ``sample``).
+        data: The whole series.
+        context_length: L_C.
+        forecast_length: L_F, the held-out targets.
+        grid: The (ε, r) cells, δ and the neighbours' (w, v).
+        releases: Samples, repeats, seed and device of the releases.
+        freq: The step of the data ``model`` was trained on, for a model that reads covariates
+            (:func:`~tsdp.attacks.inference.mechanism.forecast_covariates`).
+
+    Returns:
+        The rows, the reference first.
+
+    Raises:
+        ValueError: A series shorter than ``context_length``.
     """
     from tsdp.verify.inference_accounting import calibrate_sigma
 
+    device, n_samples = releases.device, releases.n_samples
     train, targets = data.split(forecast_length)
     x = torch.as_tensor(last_contexts(train, context_length), dtype=torch.float32, device=device)
     covariates = forecast_covariates(model, freq, train.starts, train.lengths, context_length, forecast_length)
     extra = () if covariates is None else (covariates.to(device),)
-    gen = torch.Generator(device=device).manual_seed(seed)
+    gen = torch.Generator(device=device).manual_seed(releases.seed)
     model.eval()
     with torch.no_grad():
         reference = crps_from_samples(targets, model.sample(x, n_samples, gen, *extra).cpu().numpy())
     rows = [{"epsilon": float("inf"), "r": 1.0, "sigma": 0.0, "crps": reference, "crps_std": 0.0,
              "epsilon_note": REFERENCE_NOTE}]
-    for eps in epsilons:
-        for r in rates:
-            cfg = InferenceConfig(r=float(r), sigma=1.0, w=w, v=float(v), context_length=context_length)
-            sigma = calibrate_sigma(cfg, eps, delta).sigma
+    for eps in grid.epsilons:
+        for r in grid.rates:
+            cfg = InferenceConfig(r=float(r), sigma=1.0, w=grid.w, v=float(grid.v), context_length=context_length)
+            sigma = calibrate_sigma(cfg, eps, grid.delta).sigma
             scores = [crps_from_samples(targets, private_forecast(model, x, float(r), sigma, n_samples, gen,
-                                                                  covariates).cpu().numpy()) for _ in range(repeats)]
+                                                                  covariates).cpu().numpy())
+                      for _ in range(releases.repeats)]
             rows.append({"epsilon": float(eps), "r": float(r), "sigma": sigma, "crps": float(np.mean(scores)),
                          "crps_std": float(np.std(scores))})
     return rows
 
 
 def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, context_length: int = 8,
-                    forecast_length: int = 4, epochs: int = 3, epsilons: Sequence[float] = PAPER_EPSILONS,
-                    rates: Sequence[float] = PAPER_RATES, delta: float = PAPER_DELTA, v: float = 1.0, w: int = 1,
-                    n_samples: int = 100, repeats: int = 5, seed: int = 0, device: str = "cpu",
-                    data: Optional[SeriesData] = None, data_name: str = "synthetic") -> dict:
+                    forecast_length: int = 4, epochs: int = 3, grid: InferenceGrid = InferenceGrid(),
+                    releases: Releases = Releases(repeats=5), data: Optional[SeriesData] = None,
+                    data_name: str = "synthetic") -> dict:
     """The paper's inference table: train ``model`` without DP-SGD on ``data`` (default: N seeded synthetic
-    series of length L + L_F), then :func:`crps_tradeoff` with ``repeats`` releases per cell. Returns
-    {"rows": [{epsilon, r, sigma, crps, crps_std}], "best_r": {ε: r with the lowest mean CRPS},
-    "settings": {...}} (plain data for the report). With ``data`` given, N and L are taken from it."""
+    series of length L + L_F), then :func:`crps_tradeoff` on ``grid`` with ``releases``. With ``data`` given, N and
+    L are taken from it.
+
+    Args:
+        model: The forecaster's name.
+        N: Synthetic series (without ``data``).
+        L: Their training length (without ``data``).
+        context_length: L_C.
+        forecast_length: L_F.
+        epochs: Non-private training epochs.
+        grid: The (ε, r) cells, δ and the neighbours' (w, v).
+        releases: Samples, repeats, device and the seed (of the data, the training and the releases).
+        data: The series (None: synthetic).
+        data_name: The data's name in the settings.
+
+    Returns:
+        {"rows": [{epsilon, r, sigma, crps, crps_std}], "best_r": {ε: r with the lowest mean CRPS},
+        "settings": {...}} (plain data for the report).
+    """
     from tsdp.theorems.config import TrainingConfig
 
     from tsdp.datasets.series import synthetic
     from tsdp.training.options import Budget, Checkpoints
     from tsdp.training.train import train as train_model
 
+    seed = releases.seed
     if data is None:
         data = synthetic(N, L + forecast_length, seed=seed)
     else:
@@ -94,17 +174,16 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
     config = TrainingConfig(N=N, L=L, context_length=context_length, forecast_length=forecast_length,
                             batch_size=min(32, N), instances=1, sigma=1.0)
     trained = train_model(config, model, data, budget=Budget(epochs=epochs, private=False),
-                          checkpoints=Checkpoints(return_model=True), device=device, seed=seed,
+                          checkpoints=Checkpoints(return_model=True), device=releases.device, seed=seed,
                           progress=False).trained_model
     rows = crps_tradeoff(trained, data, context_length=context_length, forecast_length=forecast_length,
-                         epsilons=epsilons, rates=rates, delta=delta, v=v, w=w, n_samples=n_samples,
-                         repeats=repeats, seed=seed, device=device, freq=data.freq)
+                         grid=grid, releases=releases, freq=data.freq)
     best = {}
-    for eps in epsilons:
+    for eps in grid.epsilons:
         cand = [row for row in rows if row["epsilon"] == float(eps)]
         best[float(eps)] = min(cand, key=lambda row: row["crps"])["r"]
     settings = {"model": model, "N": N, "L": L, "context_length": context_length, "forecast_length": forecast_length,
-                "epochs": epochs, "delta": delta, "v": v, "w": w, "n_samples": n_samples, "repeats": repeats,
-                "seed": seed,
+                "epochs": epochs, "delta": grid.delta, "v": grid.v, "w": grid.w, "n_samples": releases.n_samples,
+                "repeats": releases.repeats, "seed": seed,
                 "data": data_name, "theorem": "T15"}
     return {"rows": rows, "best_r": best, "settings": settings}

@@ -24,7 +24,16 @@ Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 def mean_impute(noisy: torch.Tensor, kept: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """The paper's imputation: every dropped step gets the mean of the kept noisy values of its
     series (last axis); 0 where nothing is kept. Uses only released values (``x`` is unused),
-    so the output is a post-processing of (pattern, kept noisy values) as T15's proof needs."""
+    so the output is a post-processing of (pattern, kept noisy values) as T15's proof needs.
+
+    Args:
+        noisy: The noisy contexts.
+        kept: The kept mask.
+        x: The original contexts (unused).
+
+    Returns:
+        The imputed contexts.
+    """
     count = kept.sum(-1, keepdim=True)
     total = torch.where(kept, noisy, torch.zeros_like(noisy)).sum(-1, keepdim=True)
     mean = torch.where(count > 0, total / count.clamp(min=1), torch.zeros_like(total))
@@ -35,7 +44,18 @@ def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Ge
                     impute: Imputation = mean_impute) -> Tuple[torch.Tensor, torch.Tensor]:
     """(released context, kept mask) for contexts ``x`` (..., L_C): Poisson keep rate r, N(0, σ²) on kept
     values, ``impute`` (default :func:`mean_impute`) on dropped ones. Vectorised over leading axes. The draws are
-    made on ``generator``'s device and moved to ``x``'s: a CPU generator gives the same release on every device."""
+    made on ``generator``'s device and moved to ``x``'s: a CPU generator gives the same release on every device.
+
+    Args:
+        x: The contexts (..., L_C).
+        r: The keep rate.
+        sigma: The noise's std.
+        generator: The draws' random stream.
+        impute: The imputation of dropped values.
+
+    Returns:
+        (released context, kept mask).
+    """
     if not 0 < r <= 1:
         raise ValueError(f"keep rate r must be in (0, 1], got {r}")
     if not sigma > 0:
@@ -50,7 +70,20 @@ def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Ge
 def check_samples(n_samples, n_series: int, context_length: int, forecast_length: int) -> int:
     """``n_samples`` (>= 1) when the sample paths of ``n_series`` series fit the memory limit
     (``TSDP_MEMORY_LIMIT``, :func:`tsdp.verify.pld.resolve_memory_limit`); ConfigError naming
-    ``samples`` with the estimated size otherwise, before anything is allocated."""
+    ``samples`` with the estimated size otherwise, before anything is allocated.
+
+    Args:
+        n_samples: The sample paths per series.
+        n_series: The series.
+        context_length: L_C.
+        forecast_length: L_F.
+
+    Returns:
+        ``n_samples``.
+
+    Raises:
+        ConfigError: Naming ``samples``.
+    """
     from tsdp.verify.pld import resolve_memory_limit
 
     n_samples = check_int("samples", n_samples, 1)
@@ -70,6 +103,18 @@ def private_forecast(model: torch.nn.Module, x: torch.Tensor, r: float, sigma: f
     One release per series (T15 per release; the forecast is post-processing of the context). The
     memory check counts the model's ``forecast_length`` (tsdp's models), at least one step. ``covariates``:
     the windows' covariates for a model that reads them (:func:`forecast_covariates`; public, not privatised).
+
+    Args:
+        model: The forecaster (with ``sample``).
+        x: The contexts (B, L_C).
+        r: The keep rate.
+        sigma: The noise's std.
+        n_samples: Sample paths per series.
+        generator: The draws' random stream.
+        covariates: The windows' covariates (None: none).
+
+    Returns:
+        The (B, n_samples, L_F) sample paths.
     """
     check_samples(n_samples, x.shape[0], x.shape[1], getattr(model, "forecast_length", 1))
     released, _ = private_context(x, r, sigma, generator)
@@ -83,7 +128,22 @@ def forecast_covariates(model: torch.nn.Module, freq: Optional[str], starts, len
     """The covariates of the windows that forecast the L_F values after series of ``lengths`` values (calendars
     ``starts``, or None) for ``model`` trained on data of step ``freq`` (:func:`load_model`'s header): None for a
     model that reads none. ValueError when the model reads calendar features the series cannot give (no calendar,
-    or another step)."""
+    or another step).
+
+    Args:
+        model: The forecaster.
+        freq: The step of its training data (None: none).
+        starts: The series' calendars (or None).
+        lengths: The series' lengths.
+        context_length: L_C.
+        forecast_length: L_F.
+
+    Returns:
+        The covariates, or None.
+
+    Raises:
+        ValueError: Calendar features the series cannot give.
+    """
     from tsdp.datasets.time_features import calendar_features, same_step
 
     if not windows.covariates_of(model):
@@ -104,14 +164,34 @@ def forecast_covariates(model: torch.nn.Module, freq: Optional[str], starts, len
 def save_model(path, model: torch.nn.Module, name: str, context_length: int, forecast_length: int,
                freq: Optional[str] = None) -> None:
     """Write a trained forecaster for `tsdp forecast`: CLI name, L_C, L_F, DeepAR's lags and covariates per
-    position, the step ``freq`` of the data it was trained on (its calendar features), the weights."""
+    position, the step ``freq`` of the data it was trained on (its calendar features), the weights.
+
+    Args:
+        path: The file.
+        model: The trained forecaster.
+        name: Its CLI name.
+        context_length: L_C.
+        forecast_length: L_F.
+        freq: The step of its training data (None: none).
+    """
     torch.save({"model": name, "context_length": context_length, "forecast_length": forecast_length,
                 "lags": list(getattr(model, "lags", ())), "covariates": windows.covariates_of(model), "freq": freq,
                 "state_dict": model.state_dict()}, path)
 
 
 def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
-    """(model in eval mode on ``device``, its header) from :func:`save_model`'s file; ValueError if not one."""
+    """(model in eval mode on ``device``, its header) from :func:`save_model`'s file; ValueError if not one.
+
+    Args:
+        path: The file.
+        device: The torch device.
+
+    Returns:
+        (model, header).
+
+    Raises:
+        ValueError: Not a file of :func:`save_model`.
+    """
     from tsdp.training.models import make_model
 
     try:

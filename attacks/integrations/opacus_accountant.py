@@ -120,7 +120,12 @@ class StructuredSubsamplingAccountant(IAccountant):
                 "BiLevelBatchSampler over this configuration (or uses gradient accumulation)", sample_rate)
 
     def step(self, *, noise_multiplier: float, sample_rate: float):
-        """Record one Opacus step at σ = ``noise_multiplier``; the sample rate is checked, not used."""
+        """Record one Opacus step at σ = ``noise_multiplier``; the sample rate is checked, not used.
+
+        Args:
+            noise_multiplier: σ of the step.
+            sample_rate: Opacus's sample rate (checked, not used).
+        """
         self._check_rate(sample_rate)
         if self.history and self.history[-1][0] == noise_multiplier and self.history[-1][1] == sample_rate:
             sigma, rate, n = self.history[-1]
@@ -141,15 +146,31 @@ class StructuredSubsamplingAccountant(IAccountant):
                                         theorem=self.theorem))
         return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
 
-    def get_epsilon(self, delta: float, *args, **kwargs) -> float:
-        """ε at ``delta`` of the recorded steps (sound: an upper bound) from :class:`PldAccountant`; 0 before any."""
+    def get_epsilon(self, delta: float, *args: object, **kwargs: object) -> float:
+        """ε at ``delta`` of the recorded steps (sound: an upper bound) from :class:`PldAccountant`; 0 before any.
+
+        Args:
+            delta: The δ.
+            *args: Opacus's other arguments (unused).
+            **kwargs: Opacus's other keywords (unused).
+
+        Returns:
+            The sound ε (an **upper** bound).
+        """
         if not self.history:
             return 0.0
         accountant = PldAccountant(self.estimate, discretization=self.discretization)
         return float(accountant.compose(self.event()).get_epsilon(delta))
 
-    def state_dict(self, destination=None):
-        """Opacus's state (history, mechanism) plus the configuration and options it was accounted with."""
+    def state_dict(self, destination: Optional[dict] = None) -> dict:
+        """Opacus's state (history, mechanism) plus the configuration and options it was accounted with.
+
+        Args:
+            destination: A dict to fill (None: a new one).
+
+        Returns:
+            The state.
+        """
         destination = super().state_dict(destination)
         destination["config"] = _config_state(self.config)
         destination["theorem"] = self.theorem
@@ -157,8 +178,15 @@ class StructuredSubsamplingAccountant(IAccountant):
         destination["discretization"] = self.discretization
         return destination
 
-    def load_state_dict(self, state_dict):
-        """Restore a checkpoint; a checkpoint of another configuration or estimate is refused."""
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore a checkpoint; a checkpoint of another configuration or estimate is refused.
+
+        Args:
+            state_dict: What :meth:`state_dict` saved.
+
+        Raises:
+            ConfigError: A checkpoint of another configuration or estimate, naming what differs.
+        """
         theirs = state_dict.get("config") if state_dict else None
         if theirs is not None and theirs != _config_state(self.config):
             raise ConfigError("config", "the checkpoint was accounted with another configuration", theirs)

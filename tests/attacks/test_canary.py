@@ -41,10 +41,10 @@ def test_one_sided_guesses_count_only_their_side():
 
 def test_audit_of_a_model_trained_at_epsilon_1_stays_below_1():
     """Soundness on a real training run: the one-run lower bound does not exceed the training ε = 1."""
-    from tsdp.attacks.canary.trained_model import audit_model
+    from tsdp.attacks.canary.trained_model import ModelTraining, audit_model
 
     cfg = TrainingConfig(N=50, L=40, context_length=8, forecast_length=1, batch_size=20, instances=2, sigma=10.0)
-    r = audit_model("simple-ff", cfg, canaries=200, epsilon=1.0, delta=1e-5, seed=0, lr=1e-2)
+    r = audit_model("simple-ff", cfg, canaries=200, epsilon=1.0, delta=1e-5, seed=0, training=ModelTraining(lr=1e-2))
     assert r.steps > 0 and r.epsilon_spent <= 1.0
     assert r.epsilon_lower <= 1.0 and r.violation is False, r
     # budget truth through audit-model: the ε it reports is `tsdp epsilon`'s for the steps it ran
@@ -74,12 +74,12 @@ CANARY_CONFIG = TrainingConfig(N=10, L=1700, context_length=16, forecast_length=
 
 
 def _canary_audit(epsilon, model="simple-ff"):
-    from tsdp.attacks.canary.trained_model import audit_model
+    from tsdp.attacks.canary.trained_model import ModelTraining, audit_model
     from tsdp.datasets.series import synthetic
 
     data = synthetic(10, 1701, seed=0, noise=2.0)
-    return audit_model(model, CANARY_CONFIG, data=data, canaries=1000, epsilon=epsilon, delta=1e-5, epochs=4000,
-                       seed=0, lr=3e-3, spike=20.0, device="cpu")
+    return audit_model(model, CANARY_CONFIG, data=data, canaries=1000, epsilon=epsilon, delta=1e-5, seed=0,
+                       spike=20.0, training=ModelTraining(epochs=4000, lr=3e-3, device="cpu"))
 
 
 @pytest.mark.slow

@@ -295,14 +295,17 @@ def test_plan_canaries_needed_reach_the_claim_and_one_fewer_does_not():
     """canaries_needed is the smallest m whose perfect ranking certifies above the claim in 90% of runs; the ceiling
     (every guess right) is certify's on all-correct counts; two scores take the Bonferroni half each."""
     out = F.plan(1000, 1e-5, 0.95, claimed_epsilon=3.0)
-    n = out["canaries_needed"]
+    n = out.canaries_needed
     assert F.perfect_ranking_quantile(n, 1e-5, 0.95) > 3.0 >= F.perfect_ranking_quantile(n - 1, 1e-5, 0.95)
     share = planning._shares(("dp", "gdp", "steinke"), 0.95)
-    for a, value in out["ceiling"].items():
+    for a, value in out.ceiling.items():
         s = F.guess_grid(1000)
         assert value == float(F.fdp_bounds(s.sum(1)[None], s, 1000, 1e-5, share[a], a)["epsilon"][0])
     two = F.plan(1000, 1e-5, 0.95, scores=2)
-    assert two["ceiling"] == F.ceilings(1000, 1e-5, 0.975) and two["perfect_ranking"] < out["perfect_ranking"]
+    assert two.ceiling == F.ceilings(1000, 1e-5, 0.975) and two.perfect_ranking < out.perfect_ranking
+    assert list(two.as_dict()) == ["canaries", "delta", "confidence", "scores", "ceiling", "perfect_ranking",
+                                   "quantile"]  # the claim's keys only with a claim
+    assert list(out.as_dict())[-3:] == ["claimed_epsilon", "participation", "canaries_needed"]
 
 
 @pytest.mark.parametrize("m", [2, 10, 100, 1000, pytest.param(5000, marks=pytest.mark.slow)])
@@ -344,8 +347,8 @@ def test_plan_a_claim_above_every_ceiling_needs_no_ranking(monkeypatch):
     calls = []
     real = planning.perfect_ranking_quantile
     monkeypatch.setattr(planning, "perfect_ranking_quantile", lambda m, *a, **k: calls.append(m) or real(m, *a, **k))
-    out = F.plan(20, 1e-5, 0.95, claimed_epsilon=1e308, m_max=10 ** 6)
-    assert out["canaries_needed"] is None and calls == [20]  # only the plan's own m, for perfect_ranking
+    out = F.plan(20, 1e-5, 0.95, claimed_epsilon=1e308, search=planning.PlanSearch(m_max=10 ** 6))
+    assert out.canaries_needed is None and out.as_dict()["canaries_needed"] is None and calls == [20]  # only the plan's own m, for perfect_ranking
 
 
 @settings(max_examples=15, deadline=None)

@@ -145,14 +145,14 @@ def test_data_canaries_let_the_clipping_test_see_a_missing_clip_on_small_gradien
     """The planted data scaled by 1e-3 (raw per-window gradients far below C = 1): the loop without clipping passes
     the clipping test (it cannot see it there); with 2 data canaries (2 series scaled back by 1000) it fails it, and
     the correct loop with the same data canaries does not."""
-    from tsdp.attacks.canary.user_training import audit_training
+    from tsdp.attacks.canary.user_training import CanaryOptions, audit_training
     from tsdp.datasets.series import SeriesData
 
     small = SeriesData(tuple(s * 1e-3 for s in planted.SERIES.series))
 
     def run(bug, data_canaries):
         return audit_training(planted.dp_sgd(bug, 1), small, planted.CONFIG, canaries=100, delta=planted.DELTA,
-                              seed=1, data_canaries=data_canaries)
+                              seed=1, canary=CanaryOptions(data_canaries=data_canaries))
 
     unseen = run("clipping-off", 0)
     assert not unseen.mechanism_failed and unseen.data_canaries == 0
@@ -230,7 +230,7 @@ def _planted_batch(batch_factor: int, seed: int, steps: int, sigma: float, serie
     Opacus ``expected_batch_size`` of Λ over a loader of k Λ). k = 1 is the correct loop."""
     import dataclasses
 
-    from tsdp.attacks.canary.user_training import audit_training
+    from tsdp.attacks.canary.user_training import AuditOptions, audit_training
     from tsdp.datasets.series import SeriesData
     from tsdp.training.batch_sampler import fit_lengths
 
@@ -239,7 +239,7 @@ def _planted_batch(batch_factor: int, seed: int, steps: int, sigma: float, serie
     loop = dataclasses.replace(declared, batch_size=batch_factor * declared.batch_size)
     return audit_training(planted.dp_sgd("correct", seed, config=loop, steps=steps, clip=float(batch_factor)), data,
                           declared, canaries=10, delta=planted.DELTA, loss=planted.squared_error, seed=seed,
-                          analysis="steinke")
+                          options=AuditOptions(analysis="steinke"))
 
 
 def test_a_loop_drawing_twice_the_declared_batch_is_named_by_the_sampling_test():

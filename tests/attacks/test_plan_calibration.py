@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from tsdp.attacks.canary.fdp_bound import certify, flag_rate, plan
+from tsdp.attacks.canary.planning import PlanSearch
 from tsdp.attacks.canary.gradient import participation_probability
 from tsdp.attacks.canary.user_training import analyses_of
 
@@ -70,7 +71,8 @@ def test_flag_rate_is_a_lower_bound_on_the_real_certifiers_rate_in_its_model():
     conservative, by about a factor 2 in canaries at most here, not vacuous."""
     q, analyses = 0.85, ("dp", "steinke")
     each = 1 - 0.05 / 2
-    m = plan(2, DELTA, 0.95, claimed_epsilon=CLAIM, scores=2, analyses=analyses, participation=q)["canaries_needed"]
+    m = plan(2, DELTA, 0.95, claimed_epsilon=CLAIM, scores=2, analyses=analyses,
+             search=PlanSearch(participation=q)).canaries_needed
     bound = flag_rate(m, CLAIM, DELTA, each, participation=q, analyses=analyses)
     assert bound >= 0.9
 

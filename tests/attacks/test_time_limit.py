@@ -1,4 +1,4 @@
-"""Time limits on a user's code: the time_limit block, and audit_training(timeout=) on a train that never ends."""
+"""Time limits on a user's code: the time_limit block, and audit_training with a time limit on a train that never ends."""
 import multiprocessing
 import os
 import time
@@ -67,7 +67,7 @@ def test_bad_timeouts_are_refused_naming_timeout(bad):
 def test_audit_training_stops_a_train_that_sleeps_forever_within_the_limit_plus_5_s():
     """audit_training(timeout=1) on a train that never returns (and starts two worker processes): TimeLimitError
     naming the train, raised within 1 + 5 s of the call, and no process of the train left."""
-    from tsdp.attacks.canary.user_training import TimeLimitError, audit_training
+    from tsdp.attacks.canary.user_training import AuditOptions, TimeLimitError, audit_training
     from tsdp.datasets.series import synthetic
 
     context = multiprocessing.get_context("fork")
@@ -87,7 +87,8 @@ def test_audit_training_stops_a_train_that_sleeps_forever_within_the_limit_plus_
         workers.clear()
         with pytest.raises(TimeLimitError, match=r"your train function .*train did not finish within the time limit "
                                                  r"of 1 s \(timeout=1\)"):
-            audit_training(train, data, config, canaries=10, delta=1e-5, canary=canary, timeout=1)
+            audit_training(train, data, config, canaries=10, delta=1e-5, canary=canary,
+                           options=AuditOptions(timeout=1))
         assert all(not w.is_alive() for w in workers) and len(workers) == 2
     assert time.monotonic() - started < 2 * (1 + 5)
     assert set(children()) - set(before) == set()

@@ -156,11 +156,12 @@ def test_audit_model_cli_json_keeps_the_old_key_tree():
 
 
 def test_audit_model_attributes_carry_the_json_numbers():
-    from tsdp.attacks.canary.trained_model import audit_model
+    from tsdp.attacks.canary.trained_model import ModelTraining, audit_model
 
     cfg = TrainingConfig(N=16, L=8, context_length=1, forecast_length=1, batch_size=4)
     for epsilon in (math.inf, 2.0):
-        r = audit_model("simple-ff", cfg, canaries=8, epsilon=epsilon, delta=1e-5, epochs=1, device="cpu")
+        r = audit_model("simple-ff", cfg, canaries=8, epsilon=epsilon, delta=1e-5,
+                        training=ModelTraining(epochs=1, device="cpu"))
         d = as_json(r)
         for f in dataclasses.fields(r):
             if f.name not in ("scores", "epsilon_budget"):
@@ -323,7 +324,7 @@ def test_audit_training_attributes_carry_the_json_numbers(user_training, monkeyp
     or a failed mechanism test's."""
     from tsdp.attacks.canary.audit_result import EvidenceBound, GradientRun, TrainingAudit
     from tsdp.attacks.canary.certified import FdpScoreBound, ScoreBound
-    from tsdp.attacks.canary.user_training import audit_training
+    from tsdp.attacks.canary.user_training import AuditOptions, audit_training
 
     folder, name = user_training
     monkeypatch.syspath_prepend(str(folder))
@@ -349,8 +350,8 @@ def test_audit_training_attributes_carry_the_json_numbers(user_training, monkeyp
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.violation = False
 
-    spike = audit_training(user.last_value, data, config, canaries=6, delta=1e-5, canary="spike", analysis="steinke",
-                           seed=1)
+    spike = audit_training(user.last_value, data, config, canaries=6, delta=1e-5, canary="spike",
+                           options=AuditOptions(analysis="steinke"), seed=1)
     d = as_json(spike)
     assert key_tree(d) == audit_fn_tree("spike", "steinke", cli=False)
     assert spike.gradient is None and spike.engine is None and spike.runs == 1 and not spike.mechanism_failed

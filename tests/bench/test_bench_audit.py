@@ -1,7 +1,7 @@
 """`tsdp bench audit`: a tiny real run's bookkeeping and its human summary (no wall-clock asserts: a benchmark)."""
 import pytest
 
-from tsdp.bench.audit import bench_audit, bench_scaling, format_bench
+from tsdp.bench.audit import bench_audit, bench_canary_runs, bench_scaling, format_bench
 
 
 @pytest.mark.slow  # 7 interleaved rounds on 1 and 2 workers
@@ -25,10 +25,27 @@ def test_scaling_rounds_on_one_and_two_workers():
 
 
 def test_summary_states_the_figures_and_the_verdict():
-    result = bench_audit(trials=4096, naive_trials=3, scaling=False)
+    result = bench_audit(trials=4096, naive_trials=3, scaling=False, canary_runs=False)
     assert result["rounds"] == 7 and result["speedup_range"][0] <= result["speedup"] <= result["speedup_range"][1]
     # the speedup is the median of per-round ratios: between the extreme rounds' rate ratios
     assert result["speedup"] > 0 and result["environment"]["before"]["cpus"] >= 1
     text = format_bench(result)
     assert f"{result['speedup']:.0f}x" in text and f"{result['batched_trials_per_minute_per_world'] / 1e6:.2f} M" in text
     assert ("NOT met" in text) is (not result["meets_goals"])
+
+
+@pytest.mark.slow  # 7 interleaved rounds of 4 trainings: 6 s
+def test_canary_runs_together_against_one_at_a_time(one_thread):
+    """Interleaved rounds of 2 canary runs of tsdp's loop each way: one rate per side, the speed-up the per-round
+    ratio's median within its range, the two ways' scores equal to float rounding, the summary prints them."""
+    r = bench_canary_runs(runs=2, canaries=4, epochs=1)
+    assert r["rounds"] == 7 and r["steps"] == 4 and r["torch_threads"] == 1
+    for side in ("alone", "together"):
+        assert 0 < r["runs_per_second"][side]["min"] <= r["runs_per_second"][side]["median"]
+    assert r["speedup"]["min"] <= r["speedup"]["median"] <= r["speedup"]["max"]
+    assert r["max_score_difference"] < 1e-4
+    text = format_bench({"device": "cpu", "threads": 1, "batched_trials_per_minute_per_world": 1e6, "rounds": 7,
+                         "naive_trials_per_second": 1.0, "speedup": 1.0, "speedup_range": [1.0, 1.0],
+                         "goal_trials_per_minute_per_world": 1e6, "goal_speedup": 100.0, "meets_goals": False,
+                         "canary_runs": r})
+    assert f"together {r['runs_per_second']['together']['median']:.2f} runs/s" in text

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tsdp.attacks.inference.mechanism import save_model
-from tsdp.attacks.inference.crps_table import crps_tradeoff, inference_table, last_contexts
+from tsdp.attacks.inference.crps_table import InferenceGrid, Releases, crps_tradeoff, inference_table, last_contexts
 from tsdp.datasets.series import SeriesData, synthetic
 from tsdp.training.models import make_model
 from tsdp.cli.main import main
@@ -16,8 +16,9 @@ from tsdp.verify.inference_accounting import calibrate_sigma
 
 
 def test_table_is_plain_data_with_calibrated_sigmas():
-    t = inference_table(N=8, L=40, context_length=4, forecast_length=2, epochs=1, epsilons=(1.0, 4.0),
-                        rates=(1.0, 0.5), n_samples=20)
+    t = inference_table(N=8, L=40, context_length=4, forecast_length=2, epochs=1,
+                        grid=InferenceGrid(epsilons=(1.0, 4.0), rates=(1.0, 0.5)), releases=Releases(n_samples=20,
+                                                                                                     repeats=5))
     rows = t["rows"]
     assert len(rows) == 1 + 2 * 2 and rows[0]["epsilon"] == math.inf
     assert json.loads(json.dumps(t, default=str))  # plain data
@@ -41,8 +42,9 @@ def test_noise_costs_crps_on_a_learnable_series():
             m = context.mean(-1, keepdim=True)[:, None, :].expand(-1, n, 2)
             return m + 0.1 * torch.randn(m.shape, generator=gen)
 
-    rows = crps_tradeoff(Mean(), data, context_length=8, forecast_length=2, epsilons=(0.05, 50.0), rates=(1.0,),
-                         delta=1e-4, v=1.0, n_samples=50)
+    rows = crps_tradeoff(Mean(), data, context_length=8, forecast_length=2,
+                         grid=InferenceGrid(epsilons=(0.05, 50.0), rates=(1.0,), delta=1e-4, v=1.0),
+                         releases=Releases(n_samples=50))
     by_eps = {row["epsilon"]: row["crps"] for row in rows}
     assert by_eps[0.05] > by_eps[50.0]
 

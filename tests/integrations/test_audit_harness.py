@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from tsdp.attacks.canary.user_training import audit_training
+from tsdp.attacks.canary.user_training import AuditOptions, CanaryOptions, audit_training
 from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
 from tsdp.datasets.series import synthetic
 from tsdp.training.models import make_model
@@ -58,7 +58,7 @@ def test_memorising_training_function_gives_a_clearly_positive_bound():
     assert r.epsilon_lower >= 2 and r.violation and r.analysis == "fdp", r
     assert r.epsilon_lower == max(s.analyses.dp.epsilon_lower, s.analyses.steinke.epsilon_lower)
     old = audit_training(nearest_neighbour_train, DATA, GEOMETRY, canaries=500, delta=1e-5, epsilon=1.0,
-                         canary="spike", loss=squared_error, seed=0, analysis="steinke")
+                         canary="spike", loss=squared_error, seed=0, options=AuditOptions(analysis="steinke"))
     assert old.epsilon_lower < r.epsilon_lower, (old.epsilon_lower, r.epsilon_lower)
 
 
@@ -73,8 +73,8 @@ def test_plan_answers_before_training(capsys):
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     ref = plan(1000, 1e-5, 0.95, claimed_epsilon=2.0, scores=2, analyses=("dp", "gdp", "steinke", "claimed"))
-    assert out["ceiling"] == pytest.approx(ref["ceiling"]) and out["canaries_needed"] == ref["canaries_needed"]
-    assert out["perfect_ranking"] == ref["perfect_ranking"] and out["scores"] == 2 and out["canary"] == "gradient"
+    assert out["ceiling"] == pytest.approx(ref.ceiling) and out["canaries_needed"] == ref.canaries_needed
+    assert out["perfect_ranking"] == ref.perfect_ranking and out["scores"] == 2 and out["canary"] == "gradient"
     assert out["canaries"] == 1000 and out["runs"] == 10
     # Steinke et al.'s bound alone plans with its own guess sets: its ceiling is what its certifier gives every guess
     # right on the same m
@@ -202,7 +202,7 @@ def test_neural_training_without_noise_gives_a_clearly_positive_bound(one_thread
                     break
         return model
 
-    r = audit_training(train, DATA, config, canaries=500, delta=1e-5, seed=0, canary="spike", spike=20.0)
+    r = audit_training(train, DATA, config, canaries=500, delta=1e-5, seed=0, canary=CanaryOptions("spike", spike=20.0))
     assert r.epsilon_lower >= 1, r
 
 

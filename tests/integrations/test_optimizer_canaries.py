@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from tsdp.attacks.canary.optimizer_canaries import run_with_canaries
-from tsdp.attacks.canary.user_training import UserFunctionError, audit_training
+from tsdp.attacks.canary.user_training import AuditOptions, CanaryOptions, UserFunctionError, audit_training
 from tsdp.datasets.series import synthetic
 from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
 from tsdp.theorems.config import TrainingConfig
@@ -51,7 +51,8 @@ def test_canaries_enter_a_plain_optimizer_exactly():
     ``sum`` score of canary i, on the gradient SGD stepped on, is T <x, u_i> + s C [i included] P_i (orthonormal
     directions, m ≤ d)."""
     holder, lr, steps = {}, 0.1, 40
-    hooks = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, clip=2.0, seed=3)
+    hooks = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50,
+                              canary=CanaryOptions(clip=2.0), seed=3)
     c = hooks.canaries
     assert hooks.optimizer == "SGD" and hooks.scale == 1 / CONFIG.batch_size and hooks.clip == 2.0
     assert c.steps == steps and c.participations.sum() > 0 and c.included.any() and not c.included.all()
@@ -63,8 +64,8 @@ def test_canaries_enter_a_plain_optimizer_exactly():
     score = c.evidence().scores["sum"]
     ref = steps * (u @ holder["x"]).numpy() + hooks.scale * 2.0 * c.included * c.participations
     np.testing.assert_allclose(score, ref, atol=1e-4)
-    given = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, clip=2.0, seed=3,
-                              scale=0.125)  # a loop that divides by 8: the canaries follow it
+    given = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, seed=3,
+                              canary=CanaryOptions(clip=2.0, gradient_scale=0.125))  # a loop that divides by 8: the canaries follow it
     push = torch.as_tensor(given.canaries.included * given.canaries.participations, dtype=torch.float64) @ u
     assert given.scale == 0.125
     assert torch.allclose(holder["w"], holder["w0"] - lr * (steps * holder["x"] + 0.125 * 2.0 * push), atol=1e-5)
@@ -79,8 +80,8 @@ def test_the_audits_own_tensors_on_a_device_of_their_own(device):
     parameter stays on the CPU: the trajectory is still the closed form θ_T = θ_0 - η (T x + s C Σ_i [i included] P_i
     u_i) and the ``sum`` score T <x, u_i> + s C [i included] P_i (as in the exactness test above)."""
     holder, lr, steps = {}, 0.1, 40
-    hooks = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, clip=2.0, seed=3,
-                              device=device)
+    hooks = run_with_canaries(constant_gradient_train(steps, lr, holder), DATA.series, CONFIG, 50, seed=3,
+                              canary=CanaryOptions(clip=2.0, device=device))
     c = hooks.canaries
     assert c.directions.device.type == device and holder["w"].device.type == "cpu"
     u = c.directions.double().cpu()
@@ -116,8 +117,9 @@ def test_cli_device_cpu_runs_the_audit_there(capsys, monkeypatch, tmp_path):
     import cpu_mod
 
     config = TrainingConfig(N=8, L=12, context_length=2, batch_size=4, sigma=4.0)
-    runs = [audit_training(cpu_mod.train, DATA.series, config, canaries=20, delta=1e-5, analysis="steinke",
-                           device=device) for device in (None, "cpu")]
+    runs = [audit_training(cpu_mod.train, DATA.series, config, canaries=20, delta=1e-5,
+                           canary=CanaryOptions(device=device), options=AuditOptions(analysis="steinke"))
+            for device in (None, "cpu")]
     assert runs[0].epsilon_lower == runs[1].epsilon_lower
     assert runs[0].gradient.mechanism == runs[1].gradient.mechanism and runs[0].scores == runs[1].scores
 
@@ -135,7 +137,8 @@ def test_cuda_without_a_cuda_device_is_refused_naming_device(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("tsdp") and "--device" in err[0] and "CUDA" in err[0], err
     with pytest.raises(ConfigError, match="device"):
-        audit_training(lambda series: None, DATA.series, CONFIG, canaries=10, delta=1e-5, device="cuda")
+        audit_training(lambda series: None, DATA.series, CONFIG, canaries=10, delta=1e-5,
+                       canary=CanaryOptions(device="cuda"))
 
 
 def opacus_train(noise_multiplier, steps=200, reported=None):
@@ -226,8 +229,8 @@ def test_the_data_span_under_opacus(bug, flagged):
     sigma, clip = runtime(bug)
     claim = claim_of(bug)
     run = audit_training(lambda series: bench_train(series, BENCH, sigma=sigma, clip=clip, steps=STEPS, lr=LR, seed=0),
-                         BENCH_DATA.split(1)[0], BENCH, canaries=1000, delta=1e-5, epsilon=claim, clip=CLIP,
-                         loss=squared_error, seed=0)
+                         BENCH_DATA.split(1)[0], BENCH, canaries=1000, delta=1e-5, epsilon=claim,
+                         canary=CanaryOptions(clip=CLIP), loss=squared_error, seed=0)
     g = run.gradient
     assert g.data_span is None and g.optimizer == "DPOptimizer" and g.observed == "gradient"
     assert run.violation == flagged and (run.epsilon_lower > claim) == flagged, run.epsilon_lower
@@ -249,7 +252,7 @@ def test_a_plain_training_without_clipping_or_noise_is_flagged_with_the_canaries
     example = runpy.run_path(str(Path(__file__).parents[2] / "examples" / "plain_training_audit.py"))
     claim = example["claimed_epsilon"]("correct")
     m = plan(2, 1e-5, 0.95, claimed_epsilon=claim, scores=len(CANARIES["gradient"]),
-             analyses=analyses_of("gradient", "fdp"))["canaries_needed"]
+             analyses=analyses_of("gradient", "fdp")).canaries_needed
     assert 40 <= m <= 100, m
     run = example["main"](with_loss=True)
     assert run.canaries == m and f"the plan: {m} canaries" in capsys.readouterr().out

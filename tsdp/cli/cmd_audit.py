@@ -237,7 +237,7 @@ def add_parsers(sub, command) -> None:
                 raise UsageError(f"invalid {flag}: must be finite and > 0 (got {value})")
         data = data_sizing_the_config(args, "audit-model")  # a file's N and L, before any calibration; None: synthetic
         config = config_from_args(args)
-        from tsdp.attacks.canary.trained_model import audit_model
+        from tsdp.attacks.canary.trained_model import ModelTraining, audit_model
         from tsdp.theorems.config import ConfigError
         from tsdp.theorems.errors import TheoremError
 
@@ -245,8 +245,9 @@ def add_parsers(sub, command) -> None:
             data = data_from_args(args, config, seed=args.seed)
         try:
             result = audit_model(args.model, config, data=data, canaries=args.canaries, epsilon=args.epsilon,
-                                 delta=args.delta, epochs=args.epochs, seed=args.seed, device=args.device,
-                                 progress=True, spike=args.spike, lr=args.lr)
+                                 delta=args.delta, seed=args.seed, spike=args.spike,
+                                 training=ModelTraining(epochs=args.epochs, lr=args.lr, device=args.device,
+                                                        progress=True))
         except (ConfigError, TheoremError):  # name their parameter: main maps it to the flag
             raise
         except (FileNotFoundError, ValueError) as exc:

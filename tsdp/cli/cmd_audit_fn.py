@@ -111,19 +111,21 @@ PLAN_MAX = 10 ** 7
 def _plan(args) -> dict:
     """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.planning.plan`); with
     ``--steps`` the canaries needed count those that take part in no step (:func:`_participation`)."""
-    from tsdp.attacks.canary.planning import plan
+    from tsdp.attacks.canary.planning import PlanSearch, plan
     from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs, guess_sets_of
 
-    canaries, delta, epsilon, _, confidence, _, _ = check_audit_inputs(
-        None, None, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon, seed=args.seed,
-        confidence=args.confidence, spike=args.spike, canary=args.canary, clip=args.clip, scale=args.gradient_scale)
+    checked = check_audit_inputs(None, None, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon,
+                                 seed=args.seed, canary=_canary_options(args), options=_audit_options(args))
+    canaries, delta, epsilon, confidence = (checked.canaries, checked.delta, checked.epsilon,
+                                            checked.options.confidence)
     if canaries * args.runs > PLAN_MAX:
         raise UsageError(f"invalid --canaries/--runs: the plan covers at most {PLAN_MAX:.0e} canaries in all "
                          f"(got {canaries} × {args.runs})")
     participation = _participation(args)
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
-               analyses=analyses_of(args.canary, args.analysis), m_max=PLAN_MAX, grid=guess_sets_of(args.analysis),
-               participation=1.0 if participation is None else participation)
+               analyses=analyses_of(args.canary, args.analysis), grid=guess_sets_of(args.analysis),
+               search=PlanSearch(m_max=PLAN_MAX, participation=1.0 if participation is None else participation)
+               ).as_dict()  # the plan's JSON, which the flags' facts extend
     out.update(runs=args.runs, canaries_per_run=canaries, canary=args.canary, steps=args.steps)
     if args.parameters is not None and out.get("canaries_needed") is not None:
         out["runs_needed"] = -(-out["canaries_needed"] // args.parameters)
@@ -198,18 +200,35 @@ def _many_runs(args, task, loss):
     from tsdp.attacks.montecarlo.shards import threads_per_worker
     from tsdp.attacks.canary.user_training import check_audit_inputs, training_audit
 
-    check_audit_inputs(task.train, loss, canaries=args.canaries, delta=args.delta,
-                       epsilon=args.epsilon, seed=args.seed, confidence=args.confidence, spike=args.spike,
-                       canary=args.canary, clip=args.clip, scale=args.gradient_scale, timeout=args.timeout)
+    check_audit_inputs(task.train, loss, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon,
+                       seed=args.seed, canary=_canary_options(args), options=_audit_options(args))
     if args.timeout is not None and args.cluster is not None:
         raise UsageError("invalid --timeout: not with --cluster (Dask runs your train in worker threads, which a "
                          "time limit cannot stop): use --workers")
     task.check()
     many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
                     threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
-    return training_audit(args.canary, args.analysis, many.runs, task.config, delta=args.delta,
-                          confidence=args.confidence, epsilon=args.epsilon, seed=args.seed, spike=args.spike,
-                          data_canaries=args.data_canaries, engine=many.engine)
+    return training_audit(many.runs, task.config, canary=_canary_options(args), delta=args.delta,
+                          epsilon=args.epsilon, options=_audit_options(args), seed=args.seed, engine=many.engine)
+
+
+def _canary_options(args, span_entries: Optional[int] = None):
+    """The canaries' options of the flags (--canary, --spike, --clip, --gradient-scale, --data-canaries, --device;
+    ``span_entries``: --span-entries resolved, None: the default)."""
+    from tsdp.attacks.canary.options import CanaryOptions
+    from tsdp.attacks.canary.data_span import MAX_ENTRIES
+
+    return CanaryOptions(args.canary, spike=args.spike, clip=args.clip, gradient_scale=args.gradient_scale,
+                         span_entries=MAX_ENTRIES if span_entries is None else span_entries,
+                         data_canaries=args.data_canaries, device=args.device)
+
+
+def _audit_options(args):
+    """The audit's options of the flags (--confidence, --analysis, --timeout; progress unless --json)."""
+    from tsdp.attacks.canary.options import AuditOptions
+
+    return AuditOptions(confidence=args.confidence, analysis=args.analysis, timeout=args.timeout,
+                        progress=not args.json)
 
 
 def add_parsers(sub, command) -> None:
@@ -333,16 +352,12 @@ def add_parsers(sub, command) -> None:
             raise UsageError("invalid --data-canaries: only for --canary gradient (the clipping test)")
         if args.runs == 1 and args.cluster is None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
-                                    epsilon=args.epsilon, canary=args.canary, loss=loss, seed=args.seed,
-                                    confidence=args.confidence, clip=args.clip,
-                                    gradient_scale=args.gradient_scale, spike=args.spike, analysis=args.analysis,
-                                    timeout=args.timeout, span_entries=span_entries, progress=not args.json,
-                                    data_canaries=args.data_canaries, device=args.device)
+                                    epsilon=args.epsilon, canary=_canary_options(args, span_entries), loss=loss,
+                                    seed=args.seed, options=_audit_options(args))
         else:
-            result = _many_runs(args, make_task(args.canary, train, with_data_canaries(data, args.data_canaries),
-                                                config, args.canaries, loss=loss, spike=args.spike, clip=args.clip,
-                                                scale=args.gradient_scale, timeout=args.timeout,
-                                                span_entries=span_entries, device=args.device),
+            result = _many_runs(args, make_task(_canary_options(args, span_entries), train,
+                                                with_data_canaries(data, args.data_canaries), config, args.canaries,
+                                                loss=loss, timeout=args.timeout),
                                 loss)
         device = None
         if args.canary == "gradient":

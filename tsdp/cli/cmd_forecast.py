@@ -262,7 +262,7 @@ def _predict(args) -> int:
 
 
 def _tradeoff(args) -> int:
-    from tsdp.attacks.inference.crps_table import crps_tradeoff
+    from tsdp.attacks.inference.crps_table import InferenceGrid, Releases, crps_tradeoff
     from tsdp.attacks.inference.mechanism import check_samples
     from tsdp.training.train import resolve_device
     from tsdp.theorems.config import ConfigError
@@ -283,9 +283,9 @@ def _tradeoff(args) -> int:
     check_samples(args.samples, data.N, args.context_length, header["forecast_length"])
     try:
         rows = crps_tradeoff(model, data, context_length=args.context_length, freq=header["freq"],
-                             forecast_length=header["forecast_length"], epsilons=args.epsilons, rates=args.rates,
-                             delta=args.delta, v=args.v, w=args.w, n_samples=args.samples, seed=args.seed,
-                             device=str(device))
+                             forecast_length=header["forecast_length"],
+                             grid=InferenceGrid(args.epsilons, args.rates, delta=args.delta, v=args.v, w=args.w),
+                             releases=Releases(n_samples=args.samples, seed=args.seed, device=str(device)))
     except ConfigError:
         raise
     except (ValueError, OSError) as err:
