@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
@@ -236,6 +237,14 @@ class ForecastSplit:
     validation: Windows
     test: Windows
     dropped: int = 0
+    step_source: Optional[str] = None
+    """Where the calendar's step was read when it is not the data's own: a GluonTS folder's ``metadata.json`` (None:
+    the timestamps of the data or the step given with them, or no calendar)."""
+
+    @property
+    def freq(self) -> Optional[str]:
+        """The step of the split's calendar (None: no calendar)."""
+        return None if self.train.starts is None else self.train.starts[0].freq
 
     def as_dict(self) -> dict:
         return {"dataset": self.spec.name, "train_series": self.train.N, "train_min_length": min(self.train.lengths),
@@ -284,12 +293,16 @@ def shipped_split(spec: DatasetSpec = SHIPPED_SPEC) -> ForecastSplit:
     return hold_out(spec, train, test, dropped=data.N - kept.N)
 
 
+METADATA = "metadata.json"
+"""The file of a GluonTS dataset folder that names its step ("freq")."""
+
+
 def read_freq(folder: Path) -> Optional[str]:
     """The step of a GluonTS dataset folder: its ``metadata.json``'s "freq" (e.g. "H", "10min") as the current
     pandas alias (:func:`tsdp.datasets.series.normalize_freq`: "H" is "h", "T" "min"), or None when the folder has
     no ``metadata.json`` or it names no freq. An unreadable file or an unknown freq is one :class:`DataError`
     naming the file."""
-    path = Path(folder) / "metadata.json"
+    path = Path(folder) / METADATA
     if not path.is_file():
         return None
     try:
@@ -380,14 +393,48 @@ def load_split(name: str, root: Optional[Path] = None, *, download: bool = False
             raise DataError("dataset", missing_message(name, root))
         _download(name, root)
     freq = read_freq(folder)
-    train = _read_folder(folder / "train", freq)
-    test_data = _read_folder(folder / "test", freq)
+    with _blamed_on_metadata(folder, freq):  # the step of the entries' starts is metadata.json's, typed by nobody
+        train = _read_folder(folder / "train", freq)
+        test_data = _read_folder(folder / "test", freq)
     test_series = test_data.series
     f = spec.forecast_length
     if min(len(s) for s in test_series) <= f:
         raise DataError(str(folder / "test"), f"a test entry is not longer than L_F = {f}")
     test = Windows(tuple(s[:-f] for s in test_series), np.stack([s[-f:] for s in test_series]), test_data.starts)
-    return hold_out(spec, train, test)
+    return replace(hold_out(spec, train, test), step_source=None if freq is None else str(folder / METADATA))
+
+
+@contextmanager
+def _blamed_on_metadata(folder: Path, freq: Optional[str]):
+    """A :class:`DataError` about the step (parameter "freq") raised inside, as one naming the folder's
+    ``metadata.json``, where the step was read."""
+    try:
+        yield
+    except DataError as exc:
+        if exc.parameter != "freq":
+            raise
+        raise DataError(str(folder / METADATA), f"names the freq {freq!r}: {exc.constraint}") from None
+
+
+def check_time_features(split: ForecastSplit) -> None:
+    """Refuse, before any training, a split whose step has no GluonTS time features (a millisecond step, say), which
+    DeepAR's covariates need (:func:`tsdp.datasets.time_features.calendar_features`): one :class:`DataError` naming
+    where the step was read (:attr:`ForecastSplit.step_source`, a folder's ``metadata.json``; else parameter "freq":
+    the step given with the data, or its timestamps').
+
+    Args:
+        split: The split DeepAR would train on.
+
+    Raises:
+        DataError: The split's step has no time features.
+    """
+    from .time_features import calendar_features
+
+    if split.step_source is None:
+        calendar_features(split.freq)
+        return
+    with _blamed_on_metadata(Path(split.step_source).parent, split.freq):
+        calendar_features(split.freq)
 
 
 def dataset_names() -> Tuple[str, ...]:

@@ -256,11 +256,14 @@ SCHEDULE_FLAGS = ("--steps", "--epochs", "--warmup-steps")
 
 def _flag(subparser: argparse.ArgumentParser, parameter: str, typed=()) -> Optional[str]:
     """The flag of ``subparser`` that sets ``parameter`` (batch_size -> --batch-size, alphas -> --alpha;
-    steps -> the schedule flag that was typed, e.g. --epochs)."""
+    steps -> the schedule flag that was typed, e.g. --epochs).
+
+    The data's step (``freq``) has three sources, and an error about it names the one it came from: --freq where it
+    was typed; else the data's own timestamps, named by --data (or, as a fallback, --dataset where that was typed); a
+    GluonTS folder's metadata.json names itself (its errors carry the file as their parameter, no flag)."""
     options = subparser._option_string_actions  # noqa: SLF001 - argparse has no public accessor
     base = "--" + parameter.replace("_", "-")
     if base == "--freq" and typed and base not in typed and "--data" in options:
-        # the data's own step (inferred, or its metadata's), not a flag that was never typed
         return "--dataset" if "--dataset" in typed and "--dataset" in options else "--data"
     if base == "--steps":
         typed_schedule = [f for f in SCHEDULE_FLAGS if f in typed and f in options]
