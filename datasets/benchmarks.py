@@ -25,16 +25,22 @@ maximum epochs; C = 1e-4 and Adam (learning rate 1e-3, weight decay 1e-8) for al
 """
 from __future__ import annotations
 
-import json
-import os
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
-from .series import DataError, SeriesData, SeriesStart, check_starts, last_values, normalize_freq
+from .gluonts_folders import (METADATA, blamed_on_metadata, default_root, download as _download, missing_message,
+                              read_folder, read_freq)
+from .series import DataError, SeriesData
+from .splits import ForecastSplit, Windows, check_time_features, hold_out, last_windows
+
+__all__ = ["CLIP", "LR", "WEIGHT_DECAY", "LONG_LAGS", "SHORT_LAGS", "DatasetSpec", "PAPER", "SHIPPED_SPEC", "UserData",
+           "user_lags", "user_split", "shipped_split", "load_split", "dataset_names", "split_for",
+           # their homes are splits and gluonts_folders; importable from here as before
+           "ForecastSplit", "Windows", "check_time_features", "hold_out", "last_windows", "METADATA", "default_root",
+           "missing_message", "read_freq"]
 
 CLIP = 1e-4
 """The paper's clipping norm C (all datasets)."""
@@ -194,92 +200,6 @@ def user_split(user: UserData) -> ForecastSplit:
     return hold_out(spec, train, last_windows(kept, t, f, starts), dropped=len(series) - len(kept))
 
 
-def default_root() -> Path:
-    """GluonTS's dataset cache: ``$GLUONTS_DATASETS`` or ``~/.gluonts/datasets``."""
-    return Path(os.environ.get("GLUONTS_DATASETS", Path.home() / ".gluonts" / "datasets"))
-
-
-@dataclass(frozen=True)
-class Windows:
-    """Forecast windows: each a history (every value before it) and its L_F targets (M, L_F).
-
-    Args:
-        histories: the M histories; each is a prefix of its series (position i of the history is position i of the
-            series; its targets are positions ``len(history)`` to ``len(history) + L_F - 1``).
-        targets: (M, L_F) the values that follow each history.
-        starts: None (no calendar), or the :class:`~tsdp.datasets.series.SeriesStart` of the series each history
-            belongs to, one per history (DeepAR's time features of the window's positions are computed from it).
-    """
-
-    histories: Tuple[np.ndarray, ...]
-    targets: np.ndarray
-    starts: Optional[Tuple[SeriesStart, ...]] = None
-
-    def __post_init__(self):
-        if self.starts is not None:
-            object.__setattr__(self, "starts", check_starts(self.starts, len(self.histories), "history"))
-
-    @property
-    def count(self) -> int:
-        return len(self.histories)
-
-    def contexts(self, context_length: int, fill: float = 0.0) -> np.ndarray:
-        """The last L_C values of every history, front-padded like Algorithm 4 with ``fill`` (M, L_C)."""
-        return last_values(self.histories, context_length, fill)
-
-
-@dataclass(frozen=True)
-class ForecastSplit:
-    """Training series, validation windows (their ends, held out) and test windows of one dataset."""
-
-    spec: DatasetSpec
-    train: SeriesData
-    validation: Windows
-    test: Windows
-    dropped: int = 0
-    step_source: Optional[str] = None
-    """Where the calendar's step was read when it is not the data's own: a GluonTS folder's ``metadata.json`` (None:
-    the timestamps of the data or the step given with them, or no calendar)."""
-
-    @property
-    def freq(self) -> Optional[str]:
-        """The step of the split's calendar (None: no calendar)."""
-        return None if self.train.starts is None else self.train.starts[0].freq
-
-    def as_dict(self) -> dict:
-        return {"dataset": self.spec.name, "train_series": self.train.N, "train_min_length": min(self.train.lengths),
-                "train_max_length": max(self.train.lengths), "validation_windows": self.validation.count,
-                "validation_steps_per_series": self.spec.validation_windows * self.spec.forecast_length,
-                "test_windows": self.test.count, "forecast_length": self.spec.forecast_length,
-                "context_length": self.spec.context_length, "dropped_series": self.dropped}
-
-
-def hold_out(spec: DatasetSpec, train: SeriesData, test: Windows, dropped: int = 0) -> ForecastSplit:
-    """Hold out the last ``spec.validation_windows``·L_F steps of every training series as validation windows
-    (their histories are prefixes of the training series: each window has its series' start, as the training
-    series keep theirs)."""
-    f, k = spec.forecast_length, spec.validation_windows
-    if min(train.lengths) < (k + 1) * f:
-        raise DataError(spec.name, f"a training series of length {min(train.lengths)} cannot hold out {k}·L_F = "
-                                   f"{k * f} validation steps and keep L_F = {f} to train on")
-    fitted = SeriesData(tuple(s[: len(s) - k * f] for s in train.series), train.starts)
-    return ForecastSplit(spec, fitted, last_windows(train.series, k, f, train.starts), test, dropped)
-
-
-def last_windows(series, k: int, f: int, starts: Optional[Sequence[SeriesStart]] = None) -> Windows:
-    """The last k windows of L_F = ``f`` values of every series, oldest first, each with every earlier value as its
-    history (GluonTS's rolling test windows); ``starts`` (one per series, or None): each window gets its series'."""
-    histories, targets, window_starts = [], [], []
-    for n, s in enumerate(series):
-        for j in range(k, 0, -1):
-            end = len(s) - (j - 1) * f
-            histories.append(s[: end - f])
-            targets.append(s[end - f: end])
-            if starts is not None:
-                window_starts.append(starts[n])
-    return Windows(tuple(histories), np.stack(targets), None if starts is None else tuple(window_starts))
-
-
 def shipped_split(spec: DatasetSpec = SHIPPED_SPEC) -> ForecastSplit:
     """The shipped M1 yearly data split as the module docstring says (every series, window and history with its
     series' start: the file's start years)."""
@@ -291,87 +211,6 @@ def shipped_split(spec: DatasetSpec = SHIPPED_SPEC) -> ForecastSplit:
     train = SeriesData(tuple(s[:-f] for s in kept.series), kept.starts)
     test = Windows(tuple(s[:-f] for s in kept.series), np.stack([s[-f:] for s in kept.series]), kept.starts)
     return hold_out(spec, train, test, dropped=data.N - kept.N)
-
-
-METADATA = "metadata.json"
-"""The file of a GluonTS dataset folder that names its step ("freq")."""
-
-
-def read_freq(folder: Path) -> Optional[str]:
-    """The step of a GluonTS dataset folder: its ``metadata.json``'s "freq" (e.g. "H", "10min") as the current
-    pandas alias (:func:`tsdp.datasets.series.normalize_freq`: "H" is "h", "T" "min"), or None when the folder has
-    no ``metadata.json`` or it names no freq. An unreadable file or an unknown freq is one :class:`DataError`
-    naming the file."""
-    path = Path(folder) / METADATA
-    if not path.is_file():
-        return None
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(str(path), f"cannot be read as JSON ({type(exc).__name__})") from None
-    freq = meta.get("freq") if isinstance(meta, dict) else None
-    if freq is None:
-        return None
-    try:
-        return normalize_freq(str(freq))
-    except DataError:
-        raise DataError(str(path), f"names the freq {freq!r}, which is not a pandas frequency") from None
-
-
-def _read_folder(folder: Path, freq: Optional[str] = None) -> SeriesData:
-    """Every series of the JSON lines files in ``folder`` (in file-name order), with their starts at ``freq``
-    (None: no starts)."""
-    from .formats import load_gluonts_jsonl
-
-    if not folder.is_dir():
-        raise DataError(str(folder), f"is {'not a folder' if folder.exists() else 'missing'}: a GluonTS dataset "
-                                     "folder holds train/ and test/ folders of JSON lines (download it again, "
-                                     "or point --data-dir at a complete copy)")
-    files = sorted(p for p in folder.iterdir() if p.name.endswith((".json", ".json.gz", ".jsonl", ".jsonl.gz")))
-    if not files:
-        raise DataError(str(folder), "holds no JSON lines file (data.json or data.json.gz)")
-    parts = [load_gluonts_jsonl(p, freq=freq) for p in files]
-    starts = None if any(part.starts is None for part in parts) else tuple(t for part in parts for t in part.starts)
-    return SeriesData(tuple(s for part in parts for s in part.series), starts)
-
-
-def missing_message(name: str, root: Path) -> str:
-    """The one line that says what to download and where it goes."""
-    return (f"dataset {name!r} is not cached at {root / name} and cannot be downloaded here: on a machine with "
-            f"internet run  python -c \"from gluonts.dataset.repository import get_dataset; get_dataset('{name}')\"  "
-            f"and copy ~/.gluonts/datasets/{name} to {root / name} (or point --data-dir at its parent)")
-
-
-def _download(name: str, root: Path) -> None:
-    """Download ``name`` through GluonTS into a temporary folder under ``root`` and rename it to ``root/name`` once
-    it holds train/ and test/: a failed download leaves nothing behind (GluonTS itself would take any folder at
-    ``root/name``, even an empty one, for a finished download). DataError saying what to download otherwise."""
-    import shutil
-    import tempfile
-
-    target = root / name
-    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
-        raise DataError(str(target), "exists without a train/ folder (a download cut short, or another file): "
-                                     "remove it and download again")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.download-", dir=root))
-    except OSError as exc:
-        raise DataError("data_dir", f"cannot write the download to {root} ({exc.strerror or exc})") from None
-    try:
-        from gluonts.dataset.repository import get_dataset
-
-        get_dataset(name, path=tmp)
-        got = tmp / name
-        if not ((got / "train").is_dir() and (got / "test").is_dir()):
-            raise DataError("dataset", f"GluonTS's download of {name!r} holds no train/ and test/ folders")
-        if target.is_dir():
-            target.rmdir()  # empty (checked above)
-        os.rename(got, target)
-    except Exception:  # noqa: BLE001 - offline, a proxy, a failed recipe: the one line says what to do
-        raise DataError("dataset", missing_message(name, root)) from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def load_split(name: str, root: Optional[Path] = None, *, download: bool = False) -> ForecastSplit:
@@ -393,48 +232,15 @@ def load_split(name: str, root: Optional[Path] = None, *, download: bool = False
             raise DataError("dataset", missing_message(name, root))
         _download(name, root)
     freq = read_freq(folder)
-    with _blamed_on_metadata(folder, freq):  # the step of the entries' starts is metadata.json's, typed by nobody
-        train = _read_folder(folder / "train", freq)
-        test_data = _read_folder(folder / "test", freq)
+    with blamed_on_metadata(folder, freq):  # the step of the entries' starts is metadata.json's, typed by nobody
+        train = read_folder(folder / "train", freq)
+        test_data = read_folder(folder / "test", freq)
     test_series = test_data.series
     f = spec.forecast_length
     if min(len(s) for s in test_series) <= f:
         raise DataError(str(folder / "test"), f"a test entry is not longer than L_F = {f}")
     test = Windows(tuple(s[:-f] for s in test_series), np.stack([s[-f:] for s in test_series]), test_data.starts)
     return replace(hold_out(spec, train, test), step_source=None if freq is None else str(folder / METADATA))
-
-
-@contextmanager
-def _blamed_on_metadata(folder: Path, freq: Optional[str]):
-    """A :class:`DataError` about the step (parameter "freq") raised inside, as one naming the folder's
-    ``metadata.json``, where the step was read."""
-    try:
-        yield
-    except DataError as exc:
-        if exc.parameter != "freq":
-            raise
-        raise DataError(str(folder / METADATA), f"names the freq {freq!r}: {exc.constraint}") from None
-
-
-def check_time_features(split: ForecastSplit) -> None:
-    """Refuse, before any training, a split whose step has no GluonTS time features (a millisecond step, say), which
-    DeepAR's covariates need (:func:`tsdp.datasets.time_features.calendar_features`): one :class:`DataError` naming
-    where the step was read (:attr:`ForecastSplit.step_source`, a folder's ``metadata.json``; else parameter "freq":
-    the step given with the data, or its timestamps').
-
-    Args:
-        split: The split DeepAR would train on.
-
-    Raises:
-        DataError: The split's step has no time features.
-    """
-    from .time_features import calendar_features
-
-    if split.step_source is None:
-        calendar_features(split.freq)
-        return
-    with _blamed_on_metadata(Path(split.step_source).parent, split.freq):
-        calendar_features(split.freq)
 
 
 def dataset_names() -> Tuple[str, ...]:

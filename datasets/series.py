@@ -228,6 +228,18 @@ def last_values(histories: Sequence[np.ndarray], context_length: int, fill: floa
     return out
 
 
+def first_observed(values: np.ndarray) -> int:
+    """The index of the first value that is not NaN (the start of the series :func:`observed` keeps).
+
+    Args:
+        values: A series with at least one observed value.
+
+    Returns:
+        Its index.
+    """
+    return int(np.flatnonzero(~np.isnan(values))[0])
+
+
 def observed(values: np.ndarray, source: str, name, rows: Sequence) -> np.ndarray:
     """The series without leading / trailing missing values; a missing value inside it is refused (the loaders' rule,
     :mod:`datasets.formats`): ``rows`` label the values in the error."""
