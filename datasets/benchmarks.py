@@ -57,7 +57,22 @@ class DatasetSpec:
     DeepAR's ``lags`` (its context is L_C + max lag - 1, :func:`tsdp.training.models.deepar_window`), the baselines'
     ``season`` length, the maximum ``epochs``, the validation windows held out at the end of every training
     series, the v of its label-noise table (``label_noise_v``: the largest change of one element under
-    (1, v)-user-level privacy, in the data's units) and ``sources``: where each setting comes from."""
+    (1, v)-user-level privacy, in the data's units) and ``sources``: where each setting comes from.
+
+    Attributes:
+        name: The dataset's name.
+        forecast_length: L_F.
+        context_length: L_C.
+        batch_size: Λ, windows per step.
+        sigma: The noise multiplier σ.
+        lags: DeepAR's lags.
+        season: The baselines' season length (and of DeepAR's seasonal lags).
+        epochs: The most epochs a cell trains.
+        validation_windows: Validation windows of L_F at the end of every training series.
+        label_noise_v: v of the label-noise table, in the data's units.
+        source: Where the data comes from.
+        sources: (setting, where its value comes from) pairs.
+    """
 
     name: str
     forecast_length: int
@@ -73,6 +88,7 @@ class DatasetSpec:
     sources: Tuple[Tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict:
+        """The settings, ``sources`` as a dict, with the grid-wide C, learning rate and weight decay."""
         from dataclasses import asdict
 
         d = asdict(self)
@@ -135,7 +151,25 @@ individual's change is small against every series' scale."""
 @dataclass(frozen=True)
 class UserData:
     """A user's series (``tsdp experiment --data``): the source the one loader reads
-    (:func:`tsdp.datasets.formats.load_series`, with its table options) and the grid's settings for it."""
+    (:func:`tsdp.datasets.formats.load_series`, with its table options) and the grid's settings for it.
+
+    Attributes:
+        source: The file (or a name :func:`~tsdp.datasets.formats.load_series` reads).
+        forecast_length: L_F.
+        context_length: L_C.
+        batch_size: Λ.
+        sigma: The noise multiplier σ.
+        season: The season length (baselines, DeepAR's seasonal lags: :func:`user_lags`).
+        epochs: The most epochs a cell trains.
+        test_windows: Test windows of L_F at the end of every series.
+        validation_windows: Validation windows of L_F before them.
+        label_noise_v: v of the label-noise level.
+        layout: The table layout ("auto", "long", "wide").
+        item_id: A long table's item id column (None: the default).
+        timestamp: A table's time column (None: the default).
+        target: A long table's value column (None: the default).
+        freq: The step of the timestamps (None: inferred, or none for JSON lines).
+    """
 
     source: str
     forecast_length: int
@@ -166,8 +200,14 @@ class UserData:
 
 
 def user_lags(season: int) -> Tuple[int, ...]:
-    """DeepAR's lags on a user's series: 1-7 and season - 1, season, season + 1 (for season 24 electricity's
-    :data:`SHORT_LAGS`, GluonTS's pattern of short lags and one seasonal triple)."""
+    """DeepAR's lags on a user's series, GluonTS's pattern of short lags and one seasonal triple.
+
+    Args:
+        season: The season length (1: no seasonal lags).
+
+    Returns:
+        1-7 and season - 1, season, season + 1, sorted and distinct (for season 24 electricity's :data:`SHORT_LAGS`).
+    """
     return tuple(sorted({*range(1, 8), *(l for l in (season - 1, season, season + 1) if season > 1 and l >= 1)}))
 
 
@@ -176,8 +216,18 @@ def user_split(user: UserData) -> ForecastSplit:
     (rolling, each with every earlier value as history, as GluonTS's test set), the ``validation_windows``·L_F
     before them its validation windows (:func:`hold_out`), the rest its training series; a series too short to keep
     L_F training values after both is left out (``dropped``). The series keep their starts where the file has a
-    calendar (training series, validation and test windows: the start of their series). No series left, or an L_F,
-    L_C or season longer than the longest series, is one :class:`DataError` naming the setting."""
+    calendar (training series, validation and test windows: the start of their series).
+
+    Args:
+        user: The file and the grid's settings for it.
+
+    Returns:
+        The split.
+
+    Raises:
+        DataError: An unreadable file, no series left, or an L_F, L_C or season longer than the longest series
+            (naming the setting).
+    """
     from .formats import load_series
 
     data = load_series(user.source, layout=user.layout, item_id=user.item_id, timestamp=user.timestamp,
@@ -202,7 +252,14 @@ def user_split(user: UserData) -> ForecastSplit:
 
 def shipped_split(spec: DatasetSpec = SHIPPED_SPEC) -> ForecastSplit:
     """The shipped M1 yearly data split as the module docstring says (every series, window and history with its
-    series' start: the file's start years)."""
+    series' start: the file's start years).
+
+    Args:
+        spec: The settings (L_F, validation windows) of the split.
+
+    Returns:
+        The split; the series too short for it are counted in ``dropped``.
+    """
     from .tsf import m1_yearly
 
     data = m1_yearly().data
@@ -218,9 +275,20 @@ def load_split(name: str, root: Optional[Path] = None, *, download: bool = False
 
     The step in the folder's ``metadata.json`` (:func:`read_freq`) gives every series its start (training
     series and validation windows: the training entries'; test windows: the test entries'); without it the
-    split has no starts. ``download``: fetch a missing dataset through GluonTS (the ``gluonts`` extra; it is cached
-    there after the first download). A missing dataset otherwise, or a failed download, is one
-    :class:`DataError` whose message says what to download and where it goes.
+    split has no starts.
+
+    Args:
+        name: traffic, electricity or solar_10_minutes (:data:`PAPER`).
+        root: GluonTS's cache folder (None: :func:`~tsdp.datasets.gluonts_folders.default_root`).
+        download: Fetch a missing dataset through GluonTS (the ``gluonts`` extra; it is cached there after the first
+            download).
+
+    Returns:
+        The split, with ``step_source`` the folder's ``metadata.json`` where it names the step.
+
+    Raises:
+        DataError: An unknown name; a missing dataset (without ``download``) or a failed download, saying what to
+            download and where it goes; a malformed folder; a step error, naming ``metadata.json``.
     """
     if name not in PAPER:
         raise DataError("dataset", f"must be one of {', '.join(PAPER)} or {'m1-yearly'!r} (got {name!r})")
@@ -250,7 +318,20 @@ def dataset_names() -> Tuple[str, ...]:
 
 def split_for(name: Optional[str], root: Optional[Path] = None, *, download: bool = False,
               user: Optional[UserData] = None) -> ForecastSplit:
-    """The split of ``name`` (None: the shipped real dataset), or of a user's file (``user``, :func:`user_split`)."""
+    """The split of a dataset, or of a user's file.
+
+    Args:
+        name: A name of :func:`dataset_names` (None: the shipped real dataset).
+        root: GluonTS's cache folder of the benchmarks (None: the default).
+        download: Fetch a missing benchmark (:func:`load_split`).
+        user: A user's file and settings (:func:`user_split`); ``name`` is then not read.
+
+    Returns:
+        The split.
+
+    Raises:
+        DataError: As :func:`load_split` and :func:`user_split`.
+    """
     if user is not None:
         return user_split(user)
     if name is None or name == SHIPPED_SPEC.name:

@@ -1,10 +1,12 @@
 """The optional extras a data format needs (pandas, pyarrow, gluonts), imported only by the code that reads it."""
 from __future__ import annotations
 
+from types import ModuleType
+
 from tsdp.theorems.errors import MissingExtraError
 
 
-def require(module: str, extra: str):
+def require(module: str, extra: str) -> ModuleType:
     """Import ``module``, which the ``extra`` of tsdp installs.
 
     Args:

@@ -31,7 +31,7 @@ column, non-numeric values, empty series, duplicate timestamps, ...) raises one
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from tsdp.theorems.config import TrainingConfig
 
@@ -47,20 +47,33 @@ __all__ = ["DataError", "GRUNFELD_CSV", "GRUNFELD_TARGETS", "JSONL_SUFFIXES", "L
            "load_gluonts_jsonl", "load_series", "load_table"]
 
 
-def load_series(source, *, config: Optional[TrainingConfig] = None, seed: int = 0, layout: str = "auto",
+def load_series(source: Union[str, Path], *, config: Optional[TrainingConfig] = None, seed: int = 0, layout: str = "auto",
                 item_id: Optional[str] = None, timestamp: Optional[str] = None, target: Optional[str] = None,
-                freq=None) -> SeriesData:
+                freq: Union[str, float, None] = None) -> SeriesData:
     """The one data loader of every command (train, audit-fn, audit-model, forecast, report) and of the library.
 
-    ``source``: "synthetic" (:func:`tsdp.datasets.series.synthetic_for` of ``config`` and ``seed``),
-    "grunfeld" (:func:`grunfeld`, of ``target`` when given), "m1-yearly" (the shipped M1 yearly series,
-    :func:`tsdp.datasets.tsf.m1_yearly`), a Monash ``.tsf`` file (:func:`tsdp.datasets.tsf.read_tsf`), GluonTS JSON lines (.json, .jsonl, either
-    .gz: :func:`load_gluonts_jsonl`), or a CSV (.csv, .csv.gz) / parquet (.parquet, .pq) table read by
-    :func:`load_table` in ``layout`` (auto-detected by default) with the column names given (None: the
-    defaults item_id, timestamp, target). ``freq``: the step of the data (a pandas offset alias, or a number for
-    numeric table timestamps), checked in tables (inferred there when None) and, for JSON lines, the step of the
-    entries' "start" (without it JSON lines have no calendar: ``starts`` None). Every unusable source raises one
-    :class:`DataError`.
+    Args:
+        source: "synthetic" (:func:`tsdp.datasets.series.synthetic_for` of ``config`` and ``seed``), "grunfeld"
+            (:func:`grunfeld`, of ``target`` when given), "m1-yearly" (the shipped M1 yearly series,
+            :func:`tsdp.datasets.tsf.m1_yearly`), a Monash ``.tsf`` file (:func:`tsdp.datasets.tsf.read_tsf`),
+            GluonTS JSON lines (.json, .jsonl, either .gz: :func:`load_gluonts_jsonl`), or a CSV (.csv, .csv.gz) /
+            parquet (.parquet, .pq) table (:func:`load_table`).
+        config: The configuration that sizes 'synthetic' (N series of length L + L_F).
+        seed: The seed of 'synthetic'.
+        layout: A table's layout: "auto" (detected), "long" or "wide".
+        item_id: A long table's item id column (None: "item_id").
+        timestamp: A table's time column (None: "timestamp").
+        target: A long table's value column (None: "target"); for 'grunfeld' its variable.
+        freq: The step of the data (a pandas offset alias, or a number for numeric table timestamps), checked in
+            tables (inferred there when None) and, for JSON lines, the step of the entries' "start" (without it JSON
+            lines have no calendar: ``starts`` None); refused for sources that state their own step or have none.
+
+    Returns:
+        The series, with their starts where the source has a calendar.
+
+    Raises:
+        DataError: Any unusable source or option (one error naming the file, column, row and line, or the option).
+        MissingExtraError: A format whose extra (pandas, pyarrow) is not installed.
     """
     name = str(source)
     from .tsf import SHIPPED, m1_yearly, read_tsf

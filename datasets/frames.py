@@ -2,7 +2,7 @@
 series), with the module rules of :mod:`tsdp.datasets.formats` (missing values, calendar, one error per problem)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -22,7 +22,6 @@ def _numeric(column, source: str, label: str, row_of) -> np.ndarray:
     return values.to_numpy(dtype=np.float64)
 
 
-
 def _row_label(first_line: Optional[int]):
     """0-based data rows; for a file with lines (CSV) also the 1-based line, data row 0 being ``first_line``."""
     if first_line is not None:
@@ -30,17 +29,32 @@ def _row_label(first_line: Optional[int]):
     return int
 
 
-
-def from_long(frame, *, item_id: str = "item_id", timestamp: str = "timestamp", target: str = "target",
-              freq=None, source: str = "DataFrame", first_line: Optional[int] = None) -> SeriesData:
+def from_long(frame: "pandas.DataFrame", *, item_id: str = "item_id", timestamp: str = "timestamp", target: str = "target",
+              freq: Union[str, float, None] = None, source: str = "DataFrame",
+              first_line: Optional[int] = None) -> SeriesData:
     """Long format: one row per (item, timestamp, target value); series in order of the items' first rows.
 
     Rows of an item are ordered by timestamp. Timestamps must be unique per item and, at the
     step ``freq`` (a pandas offset alias or a number; inferred when None), complete inside the
     item's observed range: a missing row is a missing value and is refused (module docstring).
     Datetime timestamps at an offset alias give every series its start (``starts``: the time of its
-    first observed value, the alias); numbers give none. ``first_line``: the file line of data row 0
-    (CSV), so that errors name lines too.
+    first observed value, the alias); numbers give none.
+
+    Args:
+        frame: The pandas ``DataFrame``.
+        item_id: The column naming each series.
+        timestamp: The time column (datetimes, text that parses as dates, or numbers).
+        target: The value column.
+        freq: The step (a pandas offset alias, or a number for numeric timestamps); None: inferred.
+        source: The frame's name in errors (the file it was read from).
+        first_line: The file line of data row 0 (CSV), so that errors name lines too; None: rows only.
+
+    Returns:
+        The series, with their starts where the timestamps are datetimes at an offset alias.
+
+    Raises:
+        DataError: A missing column, a non-numeric value, a duplicate or missing timestamp, a missing value inside a
+            series, or a step the timestamps are not at (naming the column, row and line, or ``freq``).
     """
     pd = require("pandas", "data")
     for option, column in (("item_id", item_id), ("timestamp", timestamp), ("target", target)):
@@ -75,7 +89,8 @@ def from_long(frame, *, item_id: str = "item_id", timestamp: str = "timestamp", 
     return SeriesData(tuple(out), tuple(starts) if calendar is not None else None)
 
 
-def from_wide(frame, *, freq=None, source: str = "DataFrame", first_line: Optional[int] = None) -> SeriesData:
+def from_wide(frame: "pandas.DataFrame", *, freq: Union[str, float, None] = None, source: str = "DataFrame",
+              first_line: Optional[int] = None) -> SeriesData:
     """Wide format: one column per series, rows in time order (the index may hold the timestamps).
 
     Leading / trailing missing cells of a column shorten that series; an inner one is refused.
@@ -83,8 +98,20 @@ def from_wide(frame, *, freq=None, source: str = "DataFrame", first_line: Option
     complete at the step ``freq`` (inferred when None), a missing row being a missing value.
     A ``DatetimeIndex`` at an offset alias (``freq``, inferred, or the index's own) gives every
     series its start (``starts``: the time of the column's first observed value, the alias); a
-    numeric or plain row index gives none. ``first_line``: the file line of data row 0 (CSV), so
-    that errors name lines too.
+    numeric or plain row index gives none.
+
+    Args:
+        frame: The pandas ``DataFrame``, one column per series.
+        freq: The step of its index (a pandas offset alias, or a number for a numeric index); None: inferred.
+        source: The frame's name in errors (the file it was read from).
+        first_line: The file line of data row 0 (CSV), so that errors name lines too; None: rows only.
+
+    Returns:
+        The series in column order, with their starts where the index holds datetimes at an offset alias.
+
+    Raises:
+        DataError: No column or row, a non-numeric value, a duplicate or missing index timestamp, a missing value
+            inside a column, or a ``freq`` given without timestamps or one they are not at.
     """
     pd = require("pandas", "data")
     if frame.shape[1] == 0 or frame.shape[0] == 0:

@@ -9,20 +9,28 @@ import numpy as np
 
 from .series import DataError, SeriesData, SeriesStart
 
-
 GRUNFELD_CSV = Path(__file__).with_name("grunfeld.csv")
 """Grunfeld's panel shipped with tsdp (package data): its header names the source, statsmodels' copy."""
 GRUNFELD_TARGETS = ("invest", "value", "capital")
+"""The variables of the panel, one series per firm each."""
 
 
 def grunfeld(target: str = "invest") -> Tuple[SeriesData, Tuple[str, ...]]:
     """Grunfeld's investment data, 11 US firms, 1935-1954, from the copy shipped with tsdp (no extra needed).
 
-    Returns (data, firm names): 11 yearly series of length 20 of ``target`` (invest, value or
-    capital), in the file's firm order, each starting in its first year ("1935-01-01 00:00:00",
-    step :data:`tsdp.datasets.tsf.YEARLY`). The file (:data:`GRUNFELD_CSV`) holds statsmodels'
-    ``grunfeld`` dataset (Grunfeld 1958, recreated by Kleiber & Zeileis 2010) value for value;
-    a test compares the two. Read with the csv module: neither pandas nor statsmodels is imported.
+    The file (:data:`GRUNFELD_CSV`) holds statsmodels' ``grunfeld`` dataset (Grunfeld 1958, recreated by Kleiber &
+    Zeileis 2010) value for value; a test compares the two. Read with the csv module: neither pandas nor statsmodels
+    is imported.
+
+    Args:
+        target: The variable: invest, value or capital (:data:`GRUNFELD_TARGETS`).
+
+    Returns:
+        (data, firm names): 11 yearly series of length 20 of ``target``, in the file's firm order, each starting in
+        its first year ("1935-01-01 00:00:00", step :data:`tsdp.datasets.tsf.YEARLY`).
+
+    Raises:
+        DataError: An unknown ``target``.
     """
     import csv
 
@@ -37,6 +45,3 @@ def grunfeld(target: str = "invest") -> Tuple[SeriesData, Tuple[str, ...]]:
     series = tuple(np.array([v for _, v in sorted(rows)]) for rows in by_firm.values())
     starts = tuple(SeriesStart(f"{min(rows)[0]:04d}-01-01 00:00:00", YEARLY) for rows in by_firm.values())
     return SeriesData(series, starts), tuple(by_firm)
-
-
-

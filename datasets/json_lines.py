@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -24,7 +24,8 @@ def _number(x) -> float:
     return float(x)
 
 
-def from_gluonts(dataset: Iterable[dict], *, source: str = "GluonTS dataset", freq=None) -> SeriesData:
+def from_gluonts(dataset: Iterable[dict], *, source: str = "GluonTS dataset",
+                 freq: Optional[str] = None) -> SeriesData:
     """A GluonTS dataset (``ListDataset``, ``FileDataset`` or any iterable of entries with a ``"target"``).
 
     Univariate targets only; NaN (GluonTS's missing value, "NaN" / "Nan" in its JSON) follows
@@ -36,6 +37,14 @@ def from_gluonts(dataset: Iterable[dict], *, source: str = "GluonTS dataset", fr
     its period at the step, as GluonTS reads it: "2012-01-02/2012-01-08" weekly is "2012-01-02 00:00:00").
     Without a ``freq`` and with text starts (JSON lines: the file does not say its step), or when an entry has no
     ``"start"``, ``starts`` is None. A numeric ``freq`` is refused. Checking the starts at a ``freq`` needs pandas.
+
+    Args:
+        dataset: The entries, each a dict with a ``"target"`` (and ``"start"``, ``"item_id"``).
+        source: The dataset's name in errors (the file it was read from).
+        freq: The step of the entries' starts (a pandas offset alias), or None.
+
+    Returns:
+        The series in entry order, with their starts where the step is known.
 
     Raises:
         DataError: a malformed entry, or a ``"start"`` that pandas cannot read at the step (naming ``source``
@@ -102,13 +111,23 @@ def _gluonts_starts(raw, leads: Sequence[int], freq, source: str) -> Optional[Tu
     return tuple(starts)
 
 
-def load_gluonts_jsonl(path, *, freq=None) -> SeriesData:
+def load_gluonts_jsonl(path: Union[str, Path], *, freq: Optional[str] = None) -> SeriesData:
     """GluonTS JSON lines as GluonTS writes them (``JsonLinesWriter``; gzip when the name ends in .gz): one entry
     per line with "start", "target" (missing values as "NaN"), optional "item_id". No gluonts needed.
 
-    ``freq``: the step of the entries (a pandas offset alias; GluonTS keeps it in the dataset's ``metadata.json``,
-    not in the file): with it every series keeps its start (:func:`from_gluonts`; pandas checks them), without
-    it ``starts`` is None and no pandas is needed."""
+    Args:
+        path: The file (.json, .jsonl, either .gz).
+        freq: The step of the entries (a pandas offset alias; GluonTS keeps it in the dataset's ``metadata.json``,
+            not in the file): with it every series keeps its start (:func:`from_gluonts`; pandas checks them),
+            without it ``starts`` is None and no pandas is needed.
+
+    Returns:
+        The series in line order.
+
+    Raises:
+        DataError: An unreadable file, a line that is not JSON (naming the line), or a malformed entry
+            (:func:`from_gluonts`).
+    """
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     entries: List[dict] = []

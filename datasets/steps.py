@@ -9,7 +9,7 @@ value inside the series (refused, :mod:`tsdp.datasets.formats`). pandas is the `
 from __future__ import annotations
 
 import warnings
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -17,11 +17,28 @@ from .extras import require
 from .series import DataError, SeriesStart, normalize_freq
 
 
-def check_regular(stamps, where: str, freq, given: bool = False) -> None:
+STEPS_PER_STAMP_MAX = 1000
+"""The most steps of a given ``freq`` between a series' first and last timestamps per timestamp: more, and the
+timestamps are not at that step (checked without building its date range: ``--freq ms`` on daily data would be
+gigabytes)."""
+
+
+def check_regular(stamps: Sequence, where: str, freq: Union[str, float, None], given: bool = False) -> None:
     """Refuse duplicate timestamps and, with a step, a missing timestamp inside the series (a missing value). A
     ``given`` step (``freq``, not inferred) that the timestamps are not at (they have a regular step of their own,
     or a fixed step far finer than theirs) is refused naming ``freq`` and the data's step, before any date range of
-    it is allocated."""
+    it is allocated (at most :data:`STEPS_PER_STAMP_MAX` steps per timestamp are ever built).
+
+    Args:
+        stamps: One series' timestamps (datetimes or numbers), in any order.
+        where: The series, as errors name it ("file.csv, series 'a'").
+        freq: The step (a pandas offset alias or a number), or None: duplicates are checked only.
+        given: Whether ``freq`` was given (not inferred): a step the timestamps are not at is then its fault.
+
+    Raises:
+        DataError: A duplicate or missing timestamp (naming ``where``), or a given step the timestamps are not at
+            (parameter "freq", naming their own step).
+    """
     pd = require("pandas", "data")
     stamps = pd.Index(stamps)
     dup = stamps[stamps.duplicated()]
@@ -51,12 +68,6 @@ def check_regular(stamps, where: str, freq, given: bool = False) -> None:
     raise DataError(where, f"misses the timestamp {shown} at step {freq}: a missing value inside the series")
 
 
-STEPS_PER_STAMP_MAX = 1000
-"""The most steps of a given ``freq`` between a series' first and last timestamps per timestamp: more, and the
-timestamps are not at that step (checked without building its date range: ``--freq ms`` on daily data would be
-gigabytes)."""
-
-
 def _steps_between(stamps, freq) -> float:
     """How many steps of ``freq`` lie between the first and last of the sorted ``stamps`` (0 for a step of no fixed
     length: months, weeks, business days, whose ranges stay small)."""
@@ -83,10 +94,20 @@ def _own_step(stamps):
     return None if inferred is None else normalize_freq(getattr(inferred, "freqstr", inferred))
 
 
-def given_step(freq, stamps):
-    """A given ``freq`` as the step of ``stamps``: a positive finite number for numeric timestamps, a pandas offset
-    alias (in the current spelling, :func:`normalize_freq`) for datetimes; one :class:`DataError` naming ``freq``
-    otherwise."""
+def given_step(freq: Union[str, float], stamps: Sequence) -> Union[str, float]:
+    """A given ``freq`` as the step of ``stamps``.
+
+    Args:
+        freq: The step given (``--freq``): a number or a pandas offset alias.
+        stamps: The timestamps it is the step of.
+
+    Returns:
+        A positive finite number for numeric timestamps, a pandas offset alias (in the current spelling,
+        :func:`~tsdp.datasets.series.normalize_freq`) for datetimes.
+
+    Raises:
+        DataError: A step of the other kind, or no pandas frequency (parameter "freq").
+    """
     pd = require("pandas", "data")
     numeric = isinstance(freq, (int, float, np.number)) and not isinstance(freq, (bool, np.bool_))
     if pd.api.types.is_numeric_dtype(stamps):
@@ -99,9 +120,21 @@ def given_step(freq, stamps):
     return normalize_freq(freq)
 
 
-def infer_step(stamps, source: str, timestamp: str):
-    """The sampling step of long-format timestamps: numeric → the smallest positive difference; datetime →
-    pandas.infer_freq over all timestamps (refused when it cannot be inferred: pass freq)."""
+def infer_step(stamps: Sequence, source: str, timestamp: str) -> Union[str, float, None]:
+    """The sampling step of a table's timestamps, when none was given.
+
+    Args:
+        stamps: Every timestamp of the table (all its series).
+        source: The file, as errors name it.
+        timestamp: The timestamp column, as errors name it.
+
+    Returns:
+        For numbers the smallest positive difference, for datetimes ``pandas.infer_freq`` over all timestamps; None
+        with fewer than 3 distinct timestamps.
+
+    Raises:
+        DataError: Datetimes of no regular step pandas can infer (give the step).
+    """
     pd = require("pandas", "data")
     unique = pd.Index(stamps).unique().sort_values()
     if len(unique) < 3:
@@ -118,9 +151,17 @@ def infer_step(stamps, source: str, timestamp: str):
     return freq
 
 
-def calendar_step(stamps, step) -> Optional[str]:
-    """The step of the series' starts: ``step`` as the current offset alias when the timestamps are datetimes and
-    the step is a pandas frequency that has periods (GluonTS's ``start``); None otherwise (numbers, no step)."""
+def calendar_step(stamps: Sequence, step: Union[str, float, None]) -> Optional[str]:
+    """The step of the series' starts (:class:`~tsdp.datasets.series.SeriesStart`, GluonTS's ``start``).
+
+    Args:
+        stamps: The table's timestamps.
+        step: Their step (given or inferred), or None.
+
+    Returns:
+        ``step`` as the current offset alias when the timestamps are datetimes and the step is a pandas frequency
+        that has periods; None otherwise (numbers, no step, a step without periods): no calendar.
+    """
     pd = require("pandas", "data")
     if step is None or isinstance(step, (int, float, np.number)) or not pd.api.types.is_datetime64_any_dtype(stamps):
         return None
@@ -132,9 +173,15 @@ def calendar_step(stamps, step) -> Optional[str]:
     return freq
 
 
-def stamp_text(value) -> str:
-    """A datetime as the text of a :class:`SeriesStart` ("2014-01-01 00:00:00"; a time zone is dropped, the local
-    time kept, as pandas' periods do)."""
+def stamp_text(value: object) -> str:
+    """A datetime as the text of a :class:`~tsdp.datasets.series.SeriesStart`.
+
+    Args:
+        value: A datetime (pandas, numpy or Python), with or without a time zone.
+
+    Returns:
+        "2014-01-01 00:00:00": a time zone is dropped, the local time kept, as pandas' periods do.
+    """
     pd = require("pandas", "data")
     stamp = pd.Timestamp(value)
     return str(stamp.tz_localize(None) if stamp.tz is not None else stamp)

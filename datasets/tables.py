@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from .extras import require
 from .frames import from_long, from_wide
@@ -69,15 +69,28 @@ def _datetime_text(index):
         return index
 
 
-def detect_layout(frame, *, item_id: Optional[str] = None, timestamp: Optional[str] = None,
+def detect_layout(frame: "pandas.DataFrame", *, item_id: Optional[str] = None, timestamp: Optional[str] = None,
                   target: Optional[str] = None, source: str = "DataFrame") -> str:
     """"long" or "wide" for a table whose layout was not given, where the columns make it unambiguous.
 
     Long: an item id column is named (``item_id`` / ``target`` given) or present under the default
     name, or the timestamp column repeats (then the item id column must be named). Wide: every
     column is numeric (the timestamp column aside) and no timestamp repeats. Anything else (a
-    non-numeric column that is no named column) is ambiguous: :class:`DataError` naming the
-    options (``--layout``, ``--item-id``, ``--timestamp``, ``--target``) that settle it.
+    non-numeric column that is no named column) is ambiguous.
+
+    Args:
+        frame: The table as read.
+        item_id: The item id column named by the user, or None.
+        timestamp: The timestamp column named by the user, or None (default "timestamp").
+        target: The value column named by the user, or None.
+        source: The table's name in errors (its file).
+
+    Returns:
+        "long" or "wide".
+
+    Raises:
+        DataError: An ambiguous table, naming the options (``--layout``, ``--item-id``, ``--timestamp``,
+            ``--target``) that settle it.
     """
     pd = require("pandas", "data")
     names = {"item_id": item_id or "item_id", "timestamp": timestamp or "timestamp", "target": target or "target"}
@@ -97,13 +110,30 @@ def detect_layout(frame, *, item_id: Optional[str] = None, timestamp: Optional[s
     return "wide"
 
 
-def load_table(path, *, layout: str = "auto", item_id: Optional[str] = None, timestamp: Optional[str] = None,
-               target: Optional[str] = None, freq=None) -> SeriesData:
+def load_table(path: Union[str, Path], *, layout: str = "auto", item_id: Optional[str] = None, timestamp: Optional[str] = None,
+               target: Optional[str] = None, freq: Union[str, float, None] = None) -> SeriesData:
     """A CSV (optionally .gz; a header row is optional) or parquet file in ``layout``: "long" (columns item_id,
     timestamp, target, or the names given), "wide" (one column per series; the ``timestamp`` column, when
     present, is the time index: text that parses as dates is read as datetimes, as in the long layout) or "auto"
-    (:func:`detect_layout`). ``freq``: the step (:func:`from_long`, :func:`from_wide`; inferred when None);
-    datetime timestamps give the series their starts. Needs pandas (and pyarrow for parquet)."""
+    (:func:`detect_layout`). Datetime timestamps give the series their starts. Needs pandas (and pyarrow for
+    parquet).
+
+    Args:
+        path: The file (.csv, .csv.gz, .parquet, .pq).
+        layout: "auto", "long" or "wide" (:data:`LAYOUTS`).
+        item_id: The long layout's item id column (None: "item_id").
+        timestamp: The time column (None: "timestamp"; optional in a wide table).
+        target: The long layout's value column (None: "target").
+        freq: The step (:func:`~tsdp.datasets.frames.from_long`, :func:`~tsdp.datasets.frames.from_wide`); None:
+            inferred.
+
+    Returns:
+        The series.
+
+    Raises:
+        DataError: An unreadable file, an unknown or ambiguous layout, a column that is not there, or bad data
+            (naming the file, column, row and line, or the option at fault).
+    """
     if layout not in LAYOUTS:
         raise DataError("layout", f"must be one of {', '.join(LAYOUTS)} (got {layout!r})")
     path = Path(path)

@@ -10,7 +10,8 @@ the handler only.
 """
 from __future__ import annotations
 
-from typing import Optional
+import argparse
+from typing import Callable, Optional
 
 from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
                           data_sizing_the_config)
@@ -239,8 +240,13 @@ def _sized_data(args):
     return data_sizing_the_config(args, "audit-fn", held_out=0)
 
 
-def add_parsers(sub, command) -> None:
-    """Add the `audit-fn` sub-command and register its handler."""
+def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
+    """Add the `audit-fn` sub-command and register its handler.
+
+    Args:
+        sub: The ``tsdp`` parser's sub-parsers.
+        command: The registrar of handlers (:func:`tsdp.cli.main.command`).
+    """
     p = sub.add_parser(
         "audit-fn", help="one-run canary audit of your own training function (module:function)",
         description="Call your train(series) once with m canaries, each included with probability 1/2, and turn "

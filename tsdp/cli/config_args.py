@@ -192,7 +192,8 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default {shown})"
 
 
-def data_sizing_the_config(args: argparse.Namespace, command: str, *, held_out: Optional[int] = None):
+def data_sizing_the_config(args: argparse.Namespace, command: str, *,
+                           held_out: Optional[int] = None) -> Optional["SeriesData"]:
     """The series of a file ``--data`` (read before any calibration or training), with N and L taken from them
     (:func:`fit_to_data`) and said in one note line on stderr; None for 'synthetic', which the configuration sizes
     (read after it, :func:`data_from_args`).
