@@ -325,7 +325,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                         "(what the canaries add to its gradients is moved to its parameters' device); spike canaries "
                         "score the returned model on its own device")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    add_data_arguments(p, default="synthetic", what="the series the canaries go into")
+    add_data_arguments(p, default="synthetic", what="the series the canaries go into (for gradient canaries a file "
+                       "sets N and L, said in one line)")
     add_config_arguments(p)
 
     @command("audit-fn", time_limit=lambda args: None if args.plan else args.timeout)
