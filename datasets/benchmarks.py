@@ -25,15 +25,22 @@ maximum epochs; C = 1e-4 and Adam (learning rate 1e-3, weight decay 1e-8) for al
 """
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
-from .series import DataError, SeriesData, SeriesStart, check_starts, last_values, normalize_freq
+from .gluonts_folders import (METADATA, blamed_on_metadata, default_root, download as _download, missing_message,
+                              read_folder, read_freq)
+from .series import DataError, SeriesData
+from .splits import ForecastSplit, Windows, check_time_features, hold_out, last_windows
+
+__all__ = ["CLIP", "LR", "WEIGHT_DECAY", "LONG_LAGS", "SHORT_LAGS", "DatasetSpec", "PAPER", "SHIPPED_SPEC", "UserData",
+           "user_lags", "user_split", "shipped_split", "load_split", "dataset_names", "split_for",
+           # their homes are splits and gluonts_folders; importable from here as before
+           "ForecastSplit", "Windows", "check_time_features", "hold_out", "last_windows", "METADATA", "default_root",
+           "missing_message", "read_freq"]
 
 CLIP = 1e-4
 """The paper's clipping norm C (all datasets)."""
@@ -50,7 +57,22 @@ class DatasetSpec:
     DeepAR's ``lags`` (its context is L_C + max lag - 1, :func:`tsdp.training.models.deepar_window`), the baselines'
     ``season`` length, the maximum ``epochs``, the validation windows held out at the end of every training
     series, the v of its label-noise table (``label_noise_v``: the largest change of one element under
-    (1, v)-user-level privacy, in the data's units) and ``sources``: where each setting comes from."""
+    (1, v)-user-level privacy, in the data's units) and ``sources``: where each setting comes from.
+
+    Attributes:
+        name: The dataset's name.
+        forecast_length: L_F.
+        context_length: L_C.
+        batch_size: Λ, windows per step.
+        sigma: The noise multiplier σ.
+        lags: DeepAR's lags.
+        season: The baselines' season length (and of DeepAR's seasonal lags).
+        epochs: The most epochs a cell trains.
+        validation_windows: Validation windows of L_F at the end of every training series.
+        label_noise_v: v of the label-noise table, in the data's units.
+        source: Where the data comes from.
+        sources: (setting, where its value comes from) pairs.
+    """
 
     name: str
     forecast_length: int
@@ -66,6 +88,7 @@ class DatasetSpec:
     sources: Tuple[Tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict:
+        """The settings, ``sources`` as a dict, with the grid-wide C, learning rate and weight decay."""
         from dataclasses import asdict
 
         d = asdict(self)
@@ -128,7 +151,25 @@ individual's change is small against every series' scale."""
 @dataclass(frozen=True)
 class UserData:
     """A user's series (``tsdp experiment --data``): the source the one loader reads
-    (:func:`tsdp.datasets.formats.load_series`, with its table options) and the grid's settings for it."""
+    (:func:`tsdp.datasets.formats.load_series`, with its table options) and the grid's settings for it.
+
+    Attributes:
+        source: The file (or a name :func:`~tsdp.datasets.formats.load_series` reads).
+        forecast_length: L_F.
+        context_length: L_C.
+        batch_size: Λ.
+        sigma: The noise multiplier σ.
+        season: The season length (baselines, DeepAR's seasonal lags: :func:`user_lags`).
+        epochs: The most epochs a cell trains.
+        test_windows: Test windows of L_F at the end of every series.
+        validation_windows: Validation windows of L_F before them.
+        label_noise_v: v of the label-noise level.
+        layout: The table layout ("auto", "long", "wide").
+        item_id: A long table's item id column (None: the default).
+        timestamp: A table's time column (None: the default).
+        target: A long table's value column (None: the default).
+        freq: The step of the timestamps (None: inferred, or none for JSON lines).
+    """
 
     source: str
     forecast_length: int
@@ -159,8 +200,14 @@ class UserData:
 
 
 def user_lags(season: int) -> Tuple[int, ...]:
-    """DeepAR's lags on a user's series: 1-7 and season - 1, season, season + 1 (for season 24 electricity's
-    :data:`SHORT_LAGS`, GluonTS's pattern of short lags and one seasonal triple)."""
+    """DeepAR's lags on a user's series, GluonTS's pattern of short lags and one seasonal triple.
+
+    Args:
+        season: The season length (1: no seasonal lags).
+
+    Returns:
+        1-7 and season - 1, season, season + 1, sorted and distinct (for season 24 electricity's :data:`SHORT_LAGS`).
+    """
     return tuple(sorted({*range(1, 8), *(l for l in (season - 1, season, season + 1) if season > 1 and l >= 1)}))
 
 
@@ -169,8 +216,18 @@ def user_split(user: UserData) -> ForecastSplit:
     (rolling, each with every earlier value as history, as GluonTS's test set), the ``validation_windows``·L_F
     before them its validation windows (:func:`hold_out`), the rest its training series; a series too short to keep
     L_F training values after both is left out (``dropped``). The series keep their starts where the file has a
-    calendar (training series, validation and test windows: the start of their series). No series left, or an L_F,
-    L_C or season longer than the longest series, is one :class:`DataError` naming the setting."""
+    calendar (training series, validation and test windows: the start of their series).
+
+    Args:
+        user: The file and the grid's settings for it.
+
+    Returns:
+        The split.
+
+    Raises:
+        DataError: An unreadable file, no series left, or an L_F, L_C or season longer than the longest series
+            (naming the setting).
+    """
     from .formats import load_series
 
     data = load_series(user.source, layout=user.layout, item_id=user.item_id, timestamp=user.timestamp,
@@ -193,87 +250,16 @@ def user_split(user: UserData) -> ForecastSplit:
     return hold_out(spec, train, last_windows(kept, t, f, starts), dropped=len(series) - len(kept))
 
 
-def default_root() -> Path:
-    """GluonTS's dataset cache: ``$GLUONTS_DATASETS`` or ``~/.gluonts/datasets``."""
-    return Path(os.environ.get("GLUONTS_DATASETS", Path.home() / ".gluonts" / "datasets"))
-
-
-@dataclass(frozen=True)
-class Windows:
-    """Forecast windows: each a history (every value before it) and its L_F targets (M, L_F).
-
-    Args:
-        histories: the M histories; each is a prefix of its series (position i of the history is position i of the
-            series; its targets are positions ``len(history)`` to ``len(history) + L_F - 1``).
-        targets: (M, L_F) the values that follow each history.
-        starts: None (no calendar), or the :class:`~tsdp.datasets.series.SeriesStart` of the series each history
-            belongs to, one per history (DeepAR's time features of the window's positions are computed from it).
-    """
-
-    histories: Tuple[np.ndarray, ...]
-    targets: np.ndarray
-    starts: Optional[Tuple[SeriesStart, ...]] = None
-
-    def __post_init__(self):
-        if self.starts is not None:
-            object.__setattr__(self, "starts", check_starts(self.starts, len(self.histories), "history"))
-
-    @property
-    def count(self) -> int:
-        return len(self.histories)
-
-    def contexts(self, context_length: int, fill: float = 0.0) -> np.ndarray:
-        """The last L_C values of every history, front-padded like Algorithm 4 with ``fill`` (M, L_C)."""
-        return last_values(self.histories, context_length, fill)
-
-
-@dataclass(frozen=True)
-class ForecastSplit:
-    """Training series, validation windows (their ends, held out) and test windows of one dataset."""
-
-    spec: DatasetSpec
-    train: SeriesData
-    validation: Windows
-    test: Windows
-    dropped: int = 0
-
-    def as_dict(self) -> dict:
-        return {"dataset": self.spec.name, "train_series": self.train.N, "train_min_length": min(self.train.lengths),
-                "train_max_length": max(self.train.lengths), "validation_windows": self.validation.count,
-                "validation_steps_per_series": self.spec.validation_windows * self.spec.forecast_length,
-                "test_windows": self.test.count, "forecast_length": self.spec.forecast_length,
-                "context_length": self.spec.context_length, "dropped_series": self.dropped}
-
-
-def hold_out(spec: DatasetSpec, train: SeriesData, test: Windows, dropped: int = 0) -> ForecastSplit:
-    """Hold out the last ``spec.validation_windows``·L_F steps of every training series as validation windows
-    (their histories are prefixes of the training series: each window has its series' start, as the training
-    series keep theirs)."""
-    f, k = spec.forecast_length, spec.validation_windows
-    if min(train.lengths) < (k + 1) * f:
-        raise DataError(spec.name, f"a training series of length {min(train.lengths)} cannot hold out {k}·L_F = "
-                                   f"{k * f} validation steps and keep L_F = {f} to train on")
-    fitted = SeriesData(tuple(s[: len(s) - k * f] for s in train.series), train.starts)
-    return ForecastSplit(spec, fitted, last_windows(train.series, k, f, train.starts), test, dropped)
-
-
-def last_windows(series, k: int, f: int, starts: Optional[Sequence[SeriesStart]] = None) -> Windows:
-    """The last k windows of L_F = ``f`` values of every series, oldest first, each with every earlier value as its
-    history (GluonTS's rolling test windows); ``starts`` (one per series, or None): each window gets its series'."""
-    histories, targets, window_starts = [], [], []
-    for n, s in enumerate(series):
-        for j in range(k, 0, -1):
-            end = len(s) - (j - 1) * f
-            histories.append(s[: end - f])
-            targets.append(s[end - f: end])
-            if starts is not None:
-                window_starts.append(starts[n])
-    return Windows(tuple(histories), np.stack(targets), None if starts is None else tuple(window_starts))
-
-
 def shipped_split(spec: DatasetSpec = SHIPPED_SPEC) -> ForecastSplit:
     """The shipped M1 yearly data split as the module docstring says (every series, window and history with its
-    series' start: the file's start years)."""
+    series' start: the file's start years).
+
+    Args:
+        spec: The settings (L_F, validation windows) of the split.
+
+    Returns:
+        The split; the series too short for it are counted in ``dropped``.
+    """
     from .tsf import m1_yearly
 
     data = m1_yearly().data
@@ -284,91 +270,25 @@ def shipped_split(spec: DatasetSpec = SHIPPED_SPEC) -> ForecastSplit:
     return hold_out(spec, train, test, dropped=data.N - kept.N)
 
 
-def read_freq(folder: Path) -> Optional[str]:
-    """The step of a GluonTS dataset folder: its ``metadata.json``'s "freq" (e.g. "H", "10min") as the current
-    pandas alias (:func:`tsdp.datasets.series.normalize_freq`: "H" is "h", "T" "min"), or None when the folder has
-    no ``metadata.json`` or it names no freq. An unreadable file or an unknown freq is one :class:`DataError`
-    naming the file."""
-    path = Path(folder) / "metadata.json"
-    if not path.is_file():
-        return None
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(str(path), f"cannot be read as JSON ({type(exc).__name__})") from None
-    freq = meta.get("freq") if isinstance(meta, dict) else None
-    if freq is None:
-        return None
-    try:
-        return normalize_freq(str(freq))
-    except DataError:
-        raise DataError(str(path), f"names the freq {freq!r}, which is not a pandas frequency") from None
-
-
-def _read_folder(folder: Path, freq: Optional[str] = None) -> SeriesData:
-    """Every series of the JSON lines files in ``folder`` (in file-name order), with their starts at ``freq``
-    (None: no starts)."""
-    from .formats import load_gluonts_jsonl
-
-    if not folder.is_dir():
-        raise DataError(str(folder), f"is {'not a folder' if folder.exists() else 'missing'}: a GluonTS dataset "
-                                     "folder holds train/ and test/ folders of JSON lines (download it again, "
-                                     "or point --data-dir at a complete copy)")
-    files = sorted(p for p in folder.iterdir() if p.name.endswith((".json", ".json.gz", ".jsonl", ".jsonl.gz")))
-    if not files:
-        raise DataError(str(folder), "holds no JSON lines file (data.json or data.json.gz)")
-    parts = [load_gluonts_jsonl(p, freq=freq) for p in files]
-    starts = None if any(part.starts is None for part in parts) else tuple(t for part in parts for t in part.starts)
-    return SeriesData(tuple(s for part in parts for s in part.series), starts)
-
-
-def missing_message(name: str, root: Path) -> str:
-    """The one line that says what to download and where it goes."""
-    return (f"dataset {name!r} is not cached at {root / name} and cannot be downloaded here: on a machine with "
-            f"internet run  python -c \"from gluonts.dataset.repository import get_dataset; get_dataset('{name}')\"  "
-            f"and copy ~/.gluonts/datasets/{name} to {root / name} (or point --data-dir at its parent)")
-
-
-def _download(name: str, root: Path) -> None:
-    """Download ``name`` through GluonTS into a temporary folder under ``root`` and rename it to ``root/name`` once
-    it holds train/ and test/: a failed download leaves nothing behind (GluonTS itself would take any folder at
-    ``root/name``, even an empty one, for a finished download). DataError saying what to download otherwise."""
-    import shutil
-    import tempfile
-
-    target = root / name
-    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
-        raise DataError(str(target), "exists without a train/ folder (a download cut short, or another file): "
-                                     "remove it and download again")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.download-", dir=root))
-    except OSError as exc:
-        raise DataError("data_dir", f"cannot write the download to {root} ({exc.strerror or exc})") from None
-    try:
-        from gluonts.dataset.repository import get_dataset
-
-        get_dataset(name, path=tmp)
-        got = tmp / name
-        if not ((got / "train").is_dir() and (got / "test").is_dir()):
-            raise DataError("dataset", f"GluonTS's download of {name!r} holds no train/ and test/ folders")
-        if target.is_dir():
-            target.rmdir()  # empty (checked above)
-        os.rename(got, target)
-    except Exception:  # noqa: BLE001 - offline, a proxy, a failed recipe: the one line says what to do
-        raise DataError("dataset", missing_message(name, root)) from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def load_split(name: str, root: Optional[Path] = None, *, download: bool = False) -> ForecastSplit:
     """The paper's split of benchmark ``name`` from GluonTS's on-disk layout under ``root`` (module docstring).
 
     The step in the folder's ``metadata.json`` (:func:`read_freq`) gives every series its start (training
     series and validation windows: the training entries'; test windows: the test entries'); without it the
-    split has no starts. ``download``: fetch a missing dataset through GluonTS (the ``gluonts`` extra; it is cached
-    there after the first download). A missing dataset otherwise, or a failed download, is one
-    :class:`DataError` whose message says what to download and where it goes.
+    split has no starts.
+
+    Args:
+        name: traffic, electricity or solar_10_minutes (:data:`PAPER`).
+        root: GluonTS's cache folder (None: :func:`~tsdp.datasets.gluonts_folders.default_root`).
+        download: Fetch a missing dataset through GluonTS (the ``gluonts`` extra; it is cached there after the first
+            download).
+
+    Returns:
+        The split, with ``step_source`` the folder's ``metadata.json`` where it names the step.
+
+    Raises:
+        DataError: An unknown name; a missing dataset (without ``download``) or a failed download, saying what to
+            download and where it goes; a malformed folder; a step error, naming ``metadata.json``.
     """
     if name not in PAPER:
         raise DataError("dataset", f"must be one of {', '.join(PAPER)} or {'m1-yearly'!r} (got {name!r})")
@@ -380,14 +300,15 @@ def load_split(name: str, root: Optional[Path] = None, *, download: bool = False
             raise DataError("dataset", missing_message(name, root))
         _download(name, root)
     freq = read_freq(folder)
-    train = _read_folder(folder / "train", freq)
-    test_data = _read_folder(folder / "test", freq)
+    with blamed_on_metadata(folder, freq):  # the step of the entries' starts is metadata.json's, typed by nobody
+        train = read_folder(folder / "train", freq)
+        test_data = read_folder(folder / "test", freq)
     test_series = test_data.series
     f = spec.forecast_length
     if min(len(s) for s in test_series) <= f:
         raise DataError(str(folder / "test"), f"a test entry is not longer than L_F = {f}")
     test = Windows(tuple(s[:-f] for s in test_series), np.stack([s[-f:] for s in test_series]), test_data.starts)
-    return hold_out(spec, train, test)
+    return replace(hold_out(spec, train, test), step_source=None if freq is None else str(folder / METADATA))
 
 
 def dataset_names() -> Tuple[str, ...]:
@@ -397,7 +318,20 @@ def dataset_names() -> Tuple[str, ...]:
 
 def split_for(name: Optional[str], root: Optional[Path] = None, *, download: bool = False,
               user: Optional[UserData] = None) -> ForecastSplit:
-    """The split of ``name`` (None: the shipped real dataset), or of a user's file (``user``, :func:`user_split`)."""
+    """The split of a dataset, or of a user's file.
+
+    Args:
+        name: A name of :func:`dataset_names` (None: the shipped real dataset).
+        root: GluonTS's cache folder of the benchmarks (None: the default).
+        download: Fetch a missing benchmark (:func:`load_split`).
+        user: A user's file and settings (:func:`user_split`); ``name`` is then not read.
+
+    Returns:
+        The split.
+
+    Raises:
+        DataError: As :func:`load_split` and :func:`user_split`.
+    """
     if user is not None:
         return user_split(user)
     if name is None or name == SHIPPED_SPEC.name:

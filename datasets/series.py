@@ -21,7 +21,13 @@ from tsdp.theorems.config import ConfigError, TrainingConfig
 
 class DataError(ConfigError):
     """Malformed input data (the CLI exits 2): ``parameter`` names the source (file, column, series) or the
-    loader option at fault (layout, item_id, timestamp, target), the message the row or the fix."""
+    loader option at fault (layout, item_id, timestamp, target, freq), the message the row or the fix.
+
+    Args:
+        parameter: The source or option at fault.
+        constraint: What is wrong, and the row or the fix, in words.
+        value (object): The value given (shown, shortened; None: not shown).
+    """
 
 
 RENAMED_ALIASES = {
@@ -38,12 +44,20 @@ _ALIAS_NAME = re.compile(r"(?<![A-Za-z-])[A-Za-z]+")
 
 
 def current_alias(freq: str) -> str:
-    """``freq`` with every deprecated offset name (:data:`RENAMED_ALIASES`) written as pandas >= 2.2 names it ("1H" is
-    "1h", "A-DEC" "YE-DEC", "10T" "10min"); other text is unchanged. Pure text: the same on every pandas release."""
+    """``freq`` with every deprecated offset name (:data:`RENAMED_ALIASES`) written as pandas >= 2.2 names it. Pure
+    text: the same on every pandas release.
+
+    Args:
+        freq: A pandas offset alias, old or current.
+
+    Returns:
+        The alias with each old offset name renamed ("1H" is "1h", "A-DEC" "YE-DEC", "10T" "10min"); other text is
+        unchanged.
+    """
     return _ALIAS_NAME.sub(lambda m: RENAMED_ALIASES.get(m.group(0), m.group(0)), freq.strip())
 
 
-def normalize_freq(freq) -> str:
+def normalize_freq(freq: object) -> str:
     """A pandas frequency as the offset alias the installed pandas writes (``to_offset(freq).freqstr``), old aliases
     read on every pandas release: the names pandas 2.2 deprecated and pandas 3 refuses ("H", "T", "S", "M", "Y",
     "A", "Q", "BH", ...; :data:`RENAMED_ALIASES`) are renamed by tsdp first (:func:`current_alias`), so "H", "1H"
@@ -121,9 +135,18 @@ class SeriesStart:
                                          f"{self.freq!r}") from None
 
     def shifted(self, steps: int) -> "SeriesStart":
-        """The start ``steps`` values later (the series with its first ``steps`` values cut off): the period
-        ``period() + steps``, its first instant written as text ("2014-01-01 05:00:00"), the same ``freq``.
-        ``steps`` 0 gives this start unchanged (no pandas needed)."""
+        """The start ``steps`` values later (the series with its first ``steps`` values cut off).
+
+        Args:
+            steps: How many values later; 0 gives this start unchanged (no pandas needed).
+
+        Returns:
+            The period ``period() + steps``, its first instant written as text ("2014-01-01 05:00:00"), the same
+            ``freq``.
+
+        Raises:
+            DataError: A start beyond pandas' calendar (parameter "start").
+        """
         if int(steps) == 0:
             return self
         first = self.period()
@@ -141,9 +164,15 @@ class SeriesStart:
         return {"timestamp": self.timestamp, "freq": self.freq}
 
 
-def period_text(period) -> str:
-    """The first instant of a ``pandas.Period`` as the text of a :class:`SeriesStart` ("2014-01-01 05:00:00"; to the
-    second beyond pandas' nanosecond timestamps, 1677-2262)."""
+def period_text(period: object) -> str:
+    """The first instant of a ``pandas.Period`` as the text of a :class:`SeriesStart`.
+
+    Args:
+        period: A ``pandas.Period``.
+
+    Returns:
+        "2014-01-01 05:00:00" (to the second beyond pandas' nanosecond timestamps, 1677-2262).
+    """
     try:
         return str(period.start_time)
     except (ValueError, OverflowError):
@@ -177,10 +206,12 @@ class SeriesData:
 
     @property
     def N(self) -> int:
+        """The number of series."""
         return len(self.series)
 
     @property
     def lengths(self) -> Tuple[int, ...]:
+        """The length of every series."""
         return tuple(len(s) for s in self.series)
 
     @property
@@ -189,23 +220,51 @@ class SeriesData:
         return None if self.starts is None else self.starts[0].freq
 
     def split(self, forecast_length: int) -> Tuple["SeriesData", np.ndarray]:
-        """(train, test targets): train drops the last L_F steps of every series (it starts where the series starts:
-        same ``starts``); targets are those steps (N, L_F)."""
+        """Hold out the last L_F values of every series as its test target.
+
+        Args:
+            forecast_length: L_F.
+
+        Returns:
+            (train, test targets): train drops the last L_F steps of every series (it starts where the series starts:
+            same ``starts``); targets are those steps (N, L_F).
+
+        Raises:
+            ValueError: A series not longer than L_F.
+        """
         if min(self.lengths) <= forecast_length:
             raise ValueError(f"every series must be longer than L_F = {forecast_length} to hold out a test window")
         train = SeriesData(tuple(s[:-forecast_length] for s in self.series), self.starts)
         return train, np.stack([s[-forecast_length:] for s in self.series])
 
     def select(self, keep: Sequence[int]) -> "SeriesData":
-        """The series at the indices ``keep`` (in that order), each with its start."""
+        """Some of the series.
+
+        Args:
+            keep: Indices of the series to keep, in the order wanted.
+
+        Returns:
+            The series at ``keep``, each with its start.
+        """
         keep = [int(i) for i in keep]
         return SeriesData(tuple(self.series[i] for i in keep),
                           None if self.starts is None else tuple(self.starts[i] for i in keep))
 
 
-def check_starts(starts, count: int, what: str) -> Tuple[SeriesStart, ...]:
-    """``starts`` as a tuple after checking it holds exactly ``count`` :class:`SeriesStart` (one per ``what``: series,
-    history), all at the same step; :class:`DataError` (parameter "starts") otherwise."""
+def check_starts(starts: Sequence[SeriesStart], count: int, what: str) -> Tuple[SeriesStart, ...]:
+    """Check the starts of ``count`` series or windows.
+
+    Args:
+        starts: The starts.
+        count: How many there must be.
+        what: What each belongs to, for the error ("series", "history").
+
+    Returns:
+        ``starts`` as a tuple.
+
+    Raises:
+        DataError: Not exactly ``count`` :class:`SeriesStart`, or not all at the same step (parameter "starts").
+    """
     starts = tuple(starts)
     if len(starts) != count:
         raise DataError("starts", f"needs one start per {what}: got {len(starts)} for {count}")
@@ -219,8 +278,17 @@ def check_starts(starts, count: int, what: str) -> Tuple[SeriesStart, ...]:
 
 
 def last_values(histories: Sequence[np.ndarray], context_length: int, fill: float = 0.0) -> np.ndarray:
-    """The last L_C values of every history, front-padded with ``fill`` like Algorithm 4 (its zeros, or a model's
-    unobserved value): (M, L_C) float64."""
+    """The last L_C values of every history, front-padded like Algorithm 4.
+
+    Args:
+        histories: The M histories.
+        context_length: L_C.
+        fill: The padding in front of a history shorter than L_C (Algorithm 4's zeros, or a model's unobserved
+            value).
+
+    Returns:
+        (M, L_C) float64.
+    """
     out = np.full((len(histories), context_length), fill, dtype=np.float64)
     for i, h in enumerate(histories):
         tail = np.asarray(h)[len(h) - min(len(h), context_length):]
@@ -228,9 +296,34 @@ def last_values(histories: Sequence[np.ndarray], context_length: int, fill: floa
     return out
 
 
-def observed(values: np.ndarray, source: str, name, rows: Sequence) -> np.ndarray:
-    """The series without leading / trailing missing values; a missing value inside it is refused (the loaders' rule,
-    :mod:`datasets.formats`): ``rows`` label the values in the error."""
+def first_observed(values: np.ndarray) -> int:
+    """The index of the first value that is not NaN (the start of the series :func:`observed` keeps).
+
+    Args:
+        values: A series with at least one observed value.
+
+    Returns:
+        Its index.
+    """
+    return int(np.flatnonzero(~np.isnan(values))[0])
+
+
+def observed(values: np.ndarray, source: str, name: object, rows: Sequence) -> np.ndarray:
+    """The series without leading / trailing missing values (the loaders' rule, :mod:`tsdp.datasets.formats`).
+
+    Args:
+        values: The series as read, NaN for a missing value.
+        source: Its file, for errors.
+        name: Its name (item id, column), for errors.
+        rows: The label of each value in errors (its row and line).
+
+    Returns:
+        The values from the first observed one to the last.
+
+    Raises:
+        DataError: No observed value, an infinite one, or a missing value inside the observed range (naming its
+            row).
+    """
     present = np.flatnonzero(~np.isnan(values))
     if present.size == 0:
         raise DataError(f"{source}, series {name!r}", "is empty (no observed value)")
@@ -251,7 +344,21 @@ def synthetic(N: int, L: int, *, seed: int, season: int = 24, noise: float = 0.2
     """Seeded synthetic series: level + trend + seasonal sine (period ``season``) + Gaussian noise.
 
     Per series: level ~ U(5, 15), slope ~ U(-0.02, 0.02) per step, amplitude ~ U(1, 4), phase
-    ~ U(0, 2π), noise std ``noise`` × amplitude. ``lengths`` (N values) overrides the common length L.
+    ~ U(0, 2π), noise std ``noise`` × amplitude.
+
+    Args:
+        N: The number of series.
+        L: Their common length.
+        seed: The seed of every draw.
+        season: The sine's period.
+        noise: The noise std in units of each series' amplitude.
+        lengths: N lengths, one per series, instead of L.
+
+    Returns:
+        The N series (no calendar).
+
+    Raises:
+        ValueError: ``lengths`` not of N values.
     """
     rng = np.random.default_rng(seed)
     lengths = [L] * N if lengths is None else list(lengths)
@@ -267,7 +374,16 @@ def synthetic(N: int, L: int, *, seed: int, season: int = 24, noise: float = 0.2
 
 
 def synthetic_for(config: TrainingConfig, *, seed: int, season: int = 24) -> SeriesData:
-    """Synthetic data matching ``config``: N series whose training parts have the config's lengths (L or lengths)."""
+    """Synthetic data matching ``config`` (:func:`synthetic`).
+
+    Args:
+        config: The configuration: N, L (or lengths) and L_F.
+        seed: The seed.
+        season: The sine's period.
+
+    Returns:
+        N series whose training parts have the config's lengths (L or lengths), each L_F longer (its test target).
+    """
     train_lengths = config.lengths if config.lengths is not None else [config.L] * config.N
     return synthetic(config.N, config.L, seed=seed, season=season,
                      lengths=[n + config.forecast_length for n in train_lengths])
@@ -278,6 +394,13 @@ def fit_config(config: TrainingConfig, data: SeriesData) -> TrainingConfig:
 
     Use it to build the accountant for a loaded dataset: the accountant must see the
     shortest training length (THEOREMS.md, "variable lengths").
+
+    Args:
+        config: The configuration (its L_F is held out of every series).
+        data: The loaded series.
+
+    Returns:
+        The configuration with N and L (one length) or lengths (several) of ``data``.
     """
     train_lengths = tuple(n - config.forecast_length for n in data.lengths)
     if len(set(train_lengths)) == 1:

@@ -100,13 +100,34 @@ def calendar_features(freq: Optional[str]) -> Tuple[str, ...]:
 
 
 def same_step(a: str, b: str) -> bool:
-    """Whether two pandas offset aliases name the same step ('H' and 'h', 'A' and 'YE-DEC')."""
+    """Whether two pandas offset aliases name the same step ('H' and 'h', 'A' and 'YE-DEC').
+
+    Args:
+        a: An offset alias, old or current.
+        b: Another.
+
+    Returns:
+        True when they name the same offset.
+
+    Raises:
+        DataError: An alias that is no pandas frequency.
+    """
     _pandas()
     return normalize_freq(a) == normalize_freq(b)
 
 
 def covariate_count(freq: Optional[str]) -> int:
-    """The number of DeepAR's covariates for data of step ``freq``: its calendar features and the age feature."""
+    """The number of DeepAR's covariates for data of step ``freq``.
+
+    Args:
+        freq: The data's step, or None (no calendar).
+
+    Returns:
+        Its calendar features (:func:`calendar_features`) and the age feature.
+
+    Raises:
+        DataError: A step GluonTS has no time features for.
+    """
     return len(calendar_features(freq)) + 1
 
 
@@ -142,8 +163,17 @@ def window_covariates(starts: Optional[Sequence[SeriesStart]], ends: Sequence[in
                       freq: Optional[str] = None) -> np.ndarray:
     """The covariates of windows of ``length`` positions that end just before position ``ends[m]`` of series m,
     whose calendar is ``starts[m]`` (``starts`` None: no calendar); a test window's history of length h with its
-    L_F future values has ``ends[m] = h + L_F``. ``freq``: the data's step, which sets F when there is no window.
-    Returns (M, length, F) float32 (:func:`position_covariates`)."""
+    L_F future values has ``ends[m] = h + L_F``.
+
+    Args:
+        starts: The calendar of each window's series, or None (no calendar).
+        ends: M positions: window m ends just before ``ends[m]``.
+        length: The positions of a window.
+        freq: The data's step, which sets F when there is no window.
+
+    Returns:
+        (M, length, F) float32 (:func:`position_covariates`).
+    """
     if len(ends) == 0:
         return np.zeros((0, length, covariate_count(freq)), dtype=np.float32)
     return np.stack([position_covariates(None if starts is None else starts[m], int(end) - length, length)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -50,9 +50,18 @@ _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)
 
 
 def monash_time(text: str, where: str) -> str:
-    """A Monash ``start_timestamp`` ("1990-01-01 00-00-00": dashes in the time part) as the text of a
-    :class:`SeriesStart` ("1990-01-01 00:00:00"); an ISO time is kept. :class:`DataError` naming ``where``
-    otherwise."""
+    """A Monash ``start_timestamp`` as the text of a :class:`SeriesStart`.
+
+    Args:
+        text: "1990-01-01 00-00-00" (dashes in the time part), or an ISO time.
+        where: The file and line, for the error.
+
+    Returns:
+        "1990-01-01 00:00:00"; an ISO time is kept.
+
+    Raises:
+        DataError: Text that is no time, naming ``where``.
+    """
     text = text.strip()
     monash = _MONASH_TIME.fullmatch(text)
     if monash:
@@ -65,8 +74,13 @@ def monash_time(text: str, where: str) -> str:
 
 @dataclass(frozen=True)
 class TsfFile:
-    """A parsed ``.tsf`` file: the series (in file order, with their starts where the file has them), their
-    names, and the header's ``@`` fields."""
+    """A parsed ``.tsf`` file.
+
+    Attributes:
+        data: The series, in file order, with their starts where the file has them.
+        names: Their names.
+        header: The header's ``@`` fields.
+    """
 
     data: SeriesData
     names: Tuple[str, ...]
@@ -84,10 +98,19 @@ class TsfFile:
         return MONASH_FREQUENCIES.get(self.header.get("frequency", "").strip().lower())
 
 
-def read_tsf(path) -> TsfFile:
+def read_tsf(path: Union[str, Path]) -> TsfFile:
     """Parse a Monash ``.tsf`` file (module docstring): its series, names, header and, with a known ``@frequency``
-    and a ``start_timestamp`` attribute, the series' starts; every malformed line is one :class:`DataError` naming
-    the file and line."""
+    and a ``start_timestamp`` attribute, the series' starts.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The parsed file.
+
+    Raises:
+        DataError: A malformed line (naming the file and line), or a file that is not UTF-8 text.
+    """
     path = Path(path)
     source = str(path)
     attributes, header, names, series, times = [], {}, [], [], []

@@ -212,6 +212,17 @@ def test_a_step_the_data_is_not_at_is_blamed_on_freq(stepped, name, freq, own):
     assert "invalid --freq" in line and f"give --freq {own}," in line and "missing value" not in line
 
 
+def test_experiment_refuses_a_step_far_finer_than_the_data_without_allocating(stepped, tmp_path):
+    """`experiment --data daily.csv --freq ms` (a 76.6 GiB date range once): one line naming --freq and the data's step,
+    within the same 3 GiB address space as train's, nothing written to --out."""
+    outcome = run_capped(["experiment", "--data", stepped / "daily.csv", "--freq", "ms", "--forecast-length", "4",
+                          "--season", "7", "--models", "dlinear", "--seeds", "1", "--out", tmp_path / "out"], LIMIT_S,
+                         2 ** 30 + 2 ** 31)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    line = error_line(outcome.err)
+    assert "invalid --freq" in line and "give --freq D," in line and not (tmp_path / "out").exists()
+
+
 def test_the_data_at_its_own_step_still_trains_and_a_gap_is_a_missing_value(stepped, tmp_path):
     outcome = run_case(["train", "--data", stepped / "daily.csv", "--freq", "D", "--epochs", "1", "--delta", "1e-5",
                         "--batch-size", "1"], LIMIT_S)

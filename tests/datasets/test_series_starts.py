@@ -13,8 +13,8 @@ from hypothesis import given, settings, strategies as st
 pd = pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
 
 from tsdp.datasets import formats as fmt  # noqa: E402
-from tsdp.datasets.benchmarks import (PAPER, SHIPPED_SPEC, UserData, Windows, hold_out, last_windows,  # noqa: E402
-                                      load_split, read_freq, shipped_split, user_split)
+from tsdp.datasets.benchmarks import (PAPER, SHIPPED_SPEC, UserData, Windows, check_time_features,  # noqa: E402
+                                      hold_out, last_windows, load_split, read_freq, shipped_split, user_split)
 from tsdp.datasets.series import DataError, SeriesData, SeriesStart, normalize_freq  # noqa: E402
 from tsdp.datasets.tsf import M1_YEARLY_TSF, YEARLY, m1_yearly, read_tsf  # noqa: E402
 
@@ -272,6 +272,60 @@ def test_gluonts_folder_without_metadata_has_no_starts_and_a_bad_one_is_refused(
     one_error(lambda: load_split("electricity", tmp_path), "metadata.json", "JSON")
     (tmp_path / "electricity" / "metadata.json").write_text(json.dumps({"freq": "sometimes"}))
     one_error(lambda: load_split("electricity", tmp_path), "metadata.json", "'sometimes'")
+
+
+@pytest.mark.parametrize("freq, problem", [("ms", "no GluonTS time features"), ("L", "no GluonTS time features"),
+                                           ("BH", "no pandas periods")])
+def test_a_metadata_step_that_cannot_work_is_blamed_on_metadata_json(tmp_path, freq, problem):
+    """A folder's step (metadata.json's "freq", typed by nobody) that DeepAR cannot read (a millisecond step: no
+    time features) or that no GluonTS start can have (business hours: no periods) is one error naming metadata.json,
+    not the step's parameter; a model without covariates still reads the millisecond folder."""
+    metadata = str(_gluonts_folder(tmp_path, freq) / "metadata.json")
+    if problem == "no pandas periods":
+        error = one_error(lambda: load_split("electricity", tmp_path), problem)
+    else:
+        split = load_split("electricity", tmp_path)
+        assert split.freq == "ms" and split.step_source == metadata and split.train.N == 2
+        error = one_error(lambda: check_time_features(split), problem, "DeepAR")
+    assert error.parameter == metadata and "\n" not in str(error)
+
+
+def test_a_step_with_time_features_passes_and_the_data_own_step_keeps_its_parameter(tmp_path):
+    _gluonts_folder(tmp_path, "H")
+    check_time_features(load_split("electricity", tmp_path))  # hourly: GluonTS's four features
+    path = tmp_path / "ms.csv"
+    path.write_text("item_id,timestamp,target\n" + "".join(f"a,2020-01-01 00:00:00.{j:03d},{j}\n" for j in range(20)))
+    split = user_split(UserData(str(path), forecast_length=2, context_length=2, batch_size=1, sigma=1.0, season=1,
+                                epochs=1))
+    assert split.step_source is None and split.freq == "ms"
+    assert one_error(lambda: check_time_features(split), "no GluonTS time features").parameter == "freq"
+
+
+@pytest.mark.parametrize("source", ["metadata.json", "--data", "--freq"])
+def test_experiment_refuses_deepar_on_a_millisecond_step_naming_its_source(tmp_path, capsys, source):
+    """`tsdp experiment` with DeepAR on data at a millisecond step: one line naming where the step came from (a
+    --dataset folder's metadata.json; the --data file whose timestamps are at it; --freq where it was typed), never a
+    flag that was not typed, before any cell or baseline (nothing is written to --out), even where no budget buys a
+    step (then no cell would have read the step, and the baselines ran for minutes before exiting 0)."""
+    from tsdp.cli.main import main
+
+    out = tmp_path / "out"
+    grid = ["--models", "deepar", "--epsilons", "0.001", "--seeds", "1", "--out", str(out)]
+    if source == "metadata.json":
+        blamed = str(_gluonts_folder(tmp_path, "ms") / "metadata.json")
+        argv = ["experiment", "--dataset", "electricity", "--data-dir", str(tmp_path), *grid]
+    else:
+        path = tmp_path / "ms.csv"
+        path.write_text("item_id,timestamp,target\n" + "".join(
+            f"{k},2020-01-01 00:00:00.{j:03d},{j % 7 + 1}\n" for k in "ab" for j in range(40)))
+        blamed = source
+        argv = ["experiment", "--data", str(path), "--forecast-length", "4", "--season", "2", *grid,
+                *(["--freq", "ms"] if source == "--freq" else [])]
+    code = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and not out.exists(), err
+    assert err[0].startswith(f"tsdp experiment: error: invalid {blamed}:") and "no GluonTS time features" in err[0]
+    assert "--freq" not in err[0] or source == "--freq"
 
 
 def test_user_split_keeps_the_starts(tmp_path):

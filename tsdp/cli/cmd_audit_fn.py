@@ -10,9 +10,11 @@ the handler only.
 """
 from __future__ import annotations
 
-from typing import Optional
+import argparse
+from typing import Callable, Optional
 
-from .config_args import add_config_arguments, add_data_arguments, config_from_args, data_from_args
+from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
+                          data_sizing_the_config)
 from .errors import UsageError, check_delta, load_entry_point
 from .output import auc_text, dumps
 
@@ -110,7 +112,9 @@ PLAN_MAX = 10 ** 7
 
 def _plan(args) -> dict:
     """``--plan``: before any training, what m·R canaries can certify (:func:`attacks.canary.planning.plan`); with
-    ``--steps`` the canaries needed count those that take part in no step (:func:`_participation`)."""
+    ``--steps`` the canaries needed count those that take part in no step (:func:`_participation`) of the batching
+    of the configuration, sized by a file ``--data`` (:func:`_sized_data`; the data flags are checked with --plan
+    too)."""
     from tsdp.attacks.canary.planning import PlanSearch, plan
     from tsdp.attacks.canary.user_training import CANARIES, analyses_of, check_audit_inputs, guess_sets_of
 
@@ -121,6 +125,15 @@ def _plan(args) -> dict:
     if canaries * args.runs > PLAN_MAX:
         raise UsageError(f"invalid --canaries/--runs: the plan covers at most {PLAN_MAX:.0e} canaries in all "
                          f"(got {canaries} × {args.runs})")
+    for flag, value, top in (("--steps", args.steps, 10 ** 5), ("--parameters", args.parameters, 10 ** 8)):
+        if value is not None and not 1 <= value <= top:
+            raise UsageError(f"invalid {flag}: must be in [1, {top:.0e}] (got {value})")
+    if args.parameters is not None and args.steps is None:
+        raise UsageError("invalid --parameters: needs --steps (the plan simulates the audit over your steps)")
+    if args.steps is not None and args.canary != "gradient":
+        raise UsageError("invalid --steps: only for --canary gradient (spike canaries are in every run's data)")
+    if _sized_data(args) is None and args.freq is not None:  # a file's N and L size --steps' batching
+        data_from_args(args, config_from_args(args), seed=args.seed)  # refused: 'synthetic' has no timestamps
     participation = _participation(args)
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
                analyses=analyses_of(args.canary, args.analysis), grid=guess_sets_of(args.analysis),
@@ -137,16 +150,9 @@ def _plan(args) -> dict:
 def _participation(args):
     """With ``--steps`` (gradient canaries): a lower bound on the probability that a canary takes part in a step of
     the configured batching over the steps (:func:`attacks.canary.gradient.participation_probability`); None
-    without (every canary assumed to take part). ``--parameters`` needs ``--steps``."""
-    for flag, value, top in (("--steps", args.steps, 10 ** 5), ("--parameters", args.parameters, 10 ** 8)):
-        if value is not None and not 1 <= value <= top:
-            raise UsageError(f"invalid {flag}: must be in [1, {top:.0e}] (got {value})")
-    if args.parameters is not None and args.steps is None:
-        raise UsageError("invalid --parameters: needs --steps (the plan simulates the audit over your steps)")
+    without (every canary assumed to take part)."""
     if args.steps is None:
         return None
-    if args.canary != "gradient":
-        raise UsageError("invalid --steps: only for --canary gradient (spike canaries are in every run's data)")
     from tsdp.attacks.canary.gradient import participation_probability
 
     return participation_probability(config_from_args(args), args.steps, seed=args.seed)
@@ -231,8 +237,35 @@ def _audit_options(args):
                         progress=not args.json)
 
 
-def add_parsers(sub, command) -> None:
-    """Add the `audit-fn` sub-command and register its handler."""
+def _sized_data(args):
+    """The series of a file ``--data``, read first. Gradient canaries take part in the batching of the configuration,
+    so N and L are the file's where --N and --L were not typed (one note line; a typed value the file contradicts is
+    refused naming its flag): your ``train`` gets every series whole, so L is the shortest series' full length (nothing
+    held out). Spike canaries use only L_C and L_F: the file is read as it is. None for 'synthetic', which the
+    configuration sizes.
+
+    Args:
+        args: The parsed flags of audit-fn (``args.N`` and ``args.L`` are set from the file for gradient canaries).
+
+    Returns:
+        The :class:`~tsdp.datasets.series.SeriesData` of the file, or None for 'synthetic'.
+
+    Raises:
+        UsageError: A typed --N, --L or --lengths that the file contradicts (gradient canaries).
+        DataError: A source that cannot be read (naming --data or the loader option at fault).
+    """
+    if args.canary != "gradient":
+        return None if args.data == "synthetic" else data_from_args(args)
+    return data_sizing_the_config(args, "audit-fn", held_out=0)
+
+
+def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
+    """Add the `audit-fn` sub-command and register its handler.
+
+    Args:
+        sub: The ``tsdp`` parser's sub-parsers.
+        command: The registrar of handlers (:func:`tsdp.cli.main.command`).
+    """
     p = sub.add_parser(
         "audit-fn", help="one-run canary audit of your own training function (module:function)",
         description="Call your train(series) once with m canaries, each included with probability 1/2, and turn "
@@ -311,7 +344,8 @@ def add_parsers(sub, command) -> None:
                         "(what the canaries add to its gradients is moved to its parameters' device); spike canaries "
                         "score the returned model on its own device")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    add_data_arguments(p, default="synthetic", what="the series the canaries go into")
+    add_data_arguments(p, default="synthetic", what="the series the canaries go into (for gradient canaries a file "
+                       "sets N and L, said in one line)")
     add_config_arguments(p)
 
     @command("audit-fn", time_limit=lambda args: None if args.plan else args.timeout)
@@ -325,8 +359,6 @@ def add_parsers(sub, command) -> None:
         check_workers("workers", args.workers)  # with --plan too: a flag is checked whether or not it is used
         check_timeout(args.timeout)
         if args.plan:
-            if args.data != "synthetic" or args.freq is not None:  # the data flags are checked with --plan too
-                data_from_args(args, config_from_args(args), seed=args.seed)
             planned = _plan(args)
             print(dumps(planned) if args.json else _plan_human(planned))
             return 0
@@ -334,15 +366,6 @@ def add_parsers(sub, command) -> None:
             raise UsageError("invalid --train: required (module:function of your training), unless --plan")
         if args.steps is not None or args.parameters is not None:
             raise UsageError("invalid --steps/--parameters: they go with --plan")
-        config = config_from_args(args)
-        from tsdp.attacks.canary.user_training import (audit_training, check_claimed_curve, make_task,
-                                                       with_data_canaries)
-
-        check_claimed_curve(args.canary, args.analysis, config)  # before the train is loaded and run
-        train = load_entry_point(args.train, "--train")
-        loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
-
-        data = data_from_args(args, config, seed=args.seed)
         from tsdp.attacks.canary.data_span import MAX_ENTRIES
 
         span_entries = MAX_ENTRIES if args.span_entries is None else args.span_entries
@@ -350,6 +373,16 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --span-entries: must be in [1, 2^40] (got {span_entries})")
         if args.data_canaries and args.canary != "gradient":
             raise UsageError("invalid --data-canaries: only for --canary gradient (the clipping test)")
+        data = _sized_data(args)  # a file's N and L (said), before the configuration is checked and your code runs
+        config = config_from_args(args)
+        from tsdp.attacks.canary.user_training import (audit_training, check_claimed_curve, make_task,
+                                                       with_data_canaries)
+
+        check_claimed_curve(args.canary, args.analysis, config)  # before the train is loaded and run
+        train = load_entry_point(args.train, "--train")
+        loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
+        if data is None:
+            data = data_from_args(args, config, seed=args.seed)
         if args.runs == 1 and args.cluster is None:
             result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
                                     epsilon=args.epsilon, canary=_canary_options(args, span_entries), loss=loss,

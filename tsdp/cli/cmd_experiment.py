@@ -129,6 +129,10 @@ def add_parsers(sub, command) -> None:
         if args.download:
             _check_baselines()  # before a download of minutes
         split = split_for(args.dataset, args.data_dir, download=args.download, user=user)
+        if "deepar" in args.models:
+            from tsdp.datasets.benchmarks import check_time_features
+
+            check_time_features(split)  # before any cell: a budget that buys no step would never read the step
         name = split.spec.name
         from tsdp.attacks.inference.mechanism import check_samples
 

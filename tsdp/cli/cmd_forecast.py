@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Callable
 
 from tsdp.theorems.config import DEFAULT_CONFIG
 
@@ -113,8 +114,13 @@ def _series(args):
     return x, start
 
 
-def add_parsers(sub, command) -> None:
-    """Add `tsdp forecast {epsilon,calibrate,predict,tradeoff}`."""
+def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
+    """Add `tsdp forecast {epsilon,calibrate,predict,tradeoff}`.
+
+    Args:
+        sub: The ``tsdp`` parser's sub-parsers.
+        command: The registrar of handlers (:func:`tsdp.cli.main.command`).
+    """
     p = sub.add_parser("forecast", help="inference-time privacy of forecasts (Appendix H, T15): accounting, "
                        "calibration, private forecasts",
                        description="Private forecasts of a sensitive series (paper Appendix H): each context step "

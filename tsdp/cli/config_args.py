@@ -192,16 +192,31 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default {shown})"
 
 
-def data_sizing_the_config(args: argparse.Namespace, command: str):
+def data_sizing_the_config(args: argparse.Namespace, command: str, *,
+                           held_out: Optional[int] = None) -> Optional["SeriesData"]:
     """The series of a file ``--data`` (read before any calibration or training), with N and L taken from them
-    (:func:`fit_to_data`, held out: each series' last L_F values, the test set) and said in one note line on stderr;
-    None for 'synthetic', which the configuration sizes (read after it, :func:`data_from_args`)."""
+    (:func:`fit_to_data`) and said in one note line on stderr; None for 'synthetic', which the configuration sizes
+    (read after it, :func:`data_from_args`).
+
+    Args:
+        args: The parsed flags (``args.N`` and ``args.L`` are set from the data where they were not typed).
+        command: The command's name, for the note line.
+        held_out: The values at the end of every series that are not trained on (None: L_F, the test set that
+            train and audit-model keep back; 0 where the whole series is trained on, as audit-fn's train gets it).
+
+    Returns:
+        The :class:`~tsdp.datasets.series.SeriesData` of the file, or None for 'synthetic'.
+
+    Raises:
+        UsageError: A typed --N, --L or --lengths that the data contradicts (:func:`fit_to_data`).
+        DataError: A source that cannot be read (naming --data or the loader option at fault).
+    """
     import sys
 
     if args.data == "synthetic":
         return None
     data = data_from_args(args)
-    note = fit_to_data(args, data, held_out=args.forecast_length)
+    note = fit_to_data(args, data, held_out=args.forecast_length if held_out is None else held_out)
     if note:
         print(f"tsdp {command}: note: {note}", file=sys.stderr)
     return data

@@ -45,11 +45,26 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
+        """A usage error: one line on stderr, exit 2 (no usage block).
+
+        Args:
+            message: argparse's message.
+        """
         self.exit(2, f"{self.prog}: error: {_one_line(message)}\n")
 
 
-def command(name: str, time_limit: Optional[Callable[[argparse.Namespace], Optional[float]]] = None):
-    """Register the handler of sub-command ``name``; ``time_limit(args)``: the limit its user code runs under."""
+def command(name: str, time_limit: Optional[Callable[[argparse.Namespace], Optional[float]]] = None
+            ) -> Callable[[Callable], Callable]:
+    """Register the handler of a sub-command (a decorator).
+
+    Args:
+        name: The sub-command.
+        time_limit: ``time_limit(args)``: the seconds its user code runs under (None: no limit), for a command that
+            runs a user's code supervised (:data:`LIMITED_BY`).
+
+    Returns:
+        The decorator, which returns the handler unchanged.
+    """
     def register(fn):
         COMMANDS[name] = fn
         if time_limit is not None:
@@ -73,7 +88,15 @@ def _one_line(message: str) -> str:
 
 
 @command("theorems")
-def cmd_theorems(args) -> int:
+def cmd_theorems(args: argparse.Namespace) -> int:
+    """`tsdp theorems`: every bound of the catalogue and the claims, one block each (or --json).
+
+    Args:
+        args: The parsed flags.
+
+    Returns:
+        0.
+    """
     from tsdp.theorems.registry import CLAIMS, REGISTRY
 
     rows = [b.describe() for b in (*REGISTRY.values(), *CLAIMS.values())]
@@ -117,7 +140,19 @@ def _epsilons(args) -> List[float]:
 
 
 @command("profile")
-def cmd_profile(args) -> int:
+def cmd_profile(args: argparse.Namespace) -> int:
+    """`tsdp profile`: H_α = δ(ε = log α) of one bound at every --alpha and --epsilon, in float64 or, with --dps,
+    in mpmath.
+
+    Args:
+        args: The parsed flags.
+
+    Returns:
+        0.
+
+    Raises:
+        UsageError: A bad --alpha, --epsilon or --dps.
+    """
     import mpmath as mp
     import numpy as np
 
@@ -256,11 +291,14 @@ SCHEDULE_FLAGS = ("--steps", "--epochs", "--warmup-steps")
 
 def _flag(subparser: argparse.ArgumentParser, parameter: str, typed=()) -> Optional[str]:
     """The flag of ``subparser`` that sets ``parameter`` (batch_size -> --batch-size, alphas -> --alpha;
-    steps -> the schedule flag that was typed, e.g. --epochs)."""
+    steps -> the schedule flag that was typed, e.g. --epochs).
+
+    The data's step (``freq``) has three sources, and an error about it names the one it came from: --freq where it
+    was typed; else the data's own timestamps, named by --data (or, as a fallback, --dataset where that was typed); a
+    GluonTS folder's metadata.json names itself (its errors carry the file as their parameter, no flag)."""
     options = subparser._option_string_actions  # noqa: SLF001 - argparse has no public accessor
     base = "--" + parameter.replace("_", "-")
     if base == "--freq" and typed and base not in typed and "--data" in options:
-        # the data's own step (inferred, or its metadata's), not a flag that was never typed
         return "--dataset" if "--dataset" in typed and "--dataset" in options else "--data"
     if base == "--steps":
         typed_schedule = [f for f in SCHEDULE_FLAGS if f in typed and f in options]
@@ -332,6 +370,14 @@ def _flush_notes() -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run `tsdp` (module docstring: exit codes, one-line errors).
+
+    Args:
+        argv: The arguments after ``tsdp`` (None: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code: 0 success, 1 a check failed, 2 bad input, 130 interrupted.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)  # a usage error: one line, SystemExit(2) (--help: SystemExit(0))
     subparser = parser._subparsers._group_actions[0].choices[args.command]  # noqa: SLF001
@@ -351,7 +397,12 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 class StuckError(ValueError):
-    """User code that kept running past its time limit in one routine no signal interrupts (ended from outside)."""
+    """User code that kept running past its time limit in one routine no signal interrupts (ended from outside).
+
+    Args:
+        seconds: The time limit.
+        code: The user's function as typed (``module:function``), or None.
+    """
 
     parameter = "timeout"
 
