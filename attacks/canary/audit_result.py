@@ -14,7 +14,7 @@ from typing import Dict, Optional
 
 from tsdp.verify.json_data import Record, record_dict
 
-from tsdp.attacks.montecarlo.counts import ExecutorRun
+from tsdp.executor.run import ExecutorRun
 
 from .certified import ScoreResult
 from .data_span import DataPart

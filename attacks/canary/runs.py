@@ -23,7 +23,8 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 import torch
 
-from tsdp.attacks.montecarlo.shards import Aborted, run_shards
+from tsdp.executor.run import run_shards
+from tsdp.executor.tracker import Aborted
 
 from .audit_result import EngineRun
 from .evidence import Evidence, pool

@@ -29,7 +29,7 @@ import time
 from contextlib import contextmanager, suppress
 from typing import Callable, Optional
 
-from tsdp.attacks.montecarlo.processes import children, end
+from tsdp.executor.processes import children, end
 from tsdp.theorems.config import ConfigError, check_real
 
 REFIRE_S = 1.0

@@ -167,7 +167,7 @@ class SequentialSummary(Record):
 
 @dataclass
 class SequentialTest:
-    """The stop rule of :func:`attacks.montecarlo.shards.run_shards`: True at the first violating checkpoint.
+    """The stop rule of :func:`executor.run.run_shards`: True at the first violating checkpoint.
 
     ``sequential=False``: one checkpoint (all shards) at level 1 - confidence, the fixed-sample version.
 
