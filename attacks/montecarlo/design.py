@@ -48,6 +48,12 @@ class StatisticLaw:
     """Law of the audit statistic L on a uniform grid: ``p[i]`` = P(L ≈ grid[i]), ``q[i]`` = Q(L ≈ grid[i]).
 
     Thresholds are the midpoints ``grid[i] - h/2``: P(L ≥ grid[i] - h/2) = Σ_{j ≥ i} p[j].
+
+    Attributes:
+        grid: The grid's points.
+        p: The mass of each point under P.
+        q: Its mass under Q.
+        h: The grid's step.
     """
 
     grid: np.ndarray
@@ -57,6 +63,7 @@ class StatisticLaw:
 
     @property
     def thresholds(self) -> np.ndarray:
+        """The midpoint thresholds ``grid - h/2``."""
         return self.grid - self.h / 2
 
     def tails(self) -> Tuple[np.ndarray, np.ndarray]:
@@ -216,12 +223,21 @@ def epoch_max_law(laws: Sequence[HiddenPositionEpoch], h: float = 1e-3) -> Stati
 @dataclass(frozen=True)
 class Design(Record):
     """A test fixed before sampling: S = {L ≥ threshold} (side ``upper``, P positive) or {L < threshold}
-    (side ``lower``, Q positive); ``expected_union`` is the design's expected union bound at ``trials`` (the
-    certified value calibrates that statistic to its exact level and lies a little above it,
-    :func:`attacks.montecarlo.statistics.certified_test_epsilon`),
-    ``tp_rate`` / ``fp_rate`` the law's rates of the positive / negative world, ``fp_share`` the share of
-    the error probability the false-positive rate's bound gets (:func:`attacks.montecarlo.statistics.error_split`),
-    ``source`` how it was fixed (``theory``: from the claimed pair's law, before sampling)."""
+    (side ``lower``, Q positive).
+
+    Attributes:
+        threshold: The threshold on the statistic L.
+        side: ``upper`` or ``lower``.
+        expected_union: The design's expected union bound at ``trials`` (the certified value calibrates that
+            statistic to its exact level and lies a little above it,
+            :func:`attacks.montecarlo.statistics.certified_test_epsilon`).
+        tp_rate: The law's rate of S in the positive world.
+        fp_rate: Its rate in the negative world.
+        trials: Trials per world the design is for.
+        fp_share: The share of the error probability the false-positive rate's bound gets
+            (:func:`attacks.montecarlo.statistics.error_split`).
+        source: How it was fixed (``theory``: from the claimed pair's law, before sampling).
+    """
 
     threshold: float
     side: str
@@ -260,7 +276,7 @@ def _expected_epsilon(lo: float, fp: float, n: int, fp_upper) -> float:
 
 
 def design_test(law: StatisticLaw, trials: int, delta: float, confidence: float, refine: int = 24,
-                shares=FP_SHARES) -> Design:
+                shares: Sequence[float] = FP_SHARES) -> Design:
     """The threshold, side and error split maximising the expected union bound at ``trials`` trials per world.
 
     Lower-bound direction (the design never touches the audit's trials). For each share of the
@@ -383,7 +399,7 @@ EPOCH_MAX = "epoch-max"
 Y_BINS = 4096
 
 
-def y_edges_of(pair_num) -> np.ndarray:
+def y_edges_of(pair_num: tuple) -> np.ndarray:
     """Histogram edges of the one-step update: the pair's means ± 8σ in ``Y_BINS`` bins (plus under/overflow).
 
     Args:
@@ -399,7 +415,8 @@ def y_edges_of(pair_num) -> np.ndarray:
 
 @functools.lru_cache(maxsize=32)
 def plan_tests(pair_key: tuple, steps: int, trials: int, delta: float, confidence: float, alphas: tuple,
-               theory: bool, sequential_logs: Optional[tuple]):
+               theory: bool, sequential_logs: Optional[tuple]) -> Tuple[Optional[Design], Optional[list], list,
+                                                                        np.ndarray]:
     """(design, H_α tests, sequential tests, histogram edges) of an audit, all fixed before sampling.
 
     ``pair_key``: the pair's numeric arrays as tuples (cached: repeated audits of one construction

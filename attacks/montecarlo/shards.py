@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -78,7 +78,7 @@ class ShardSpec:
 
 
 def plan_shards(theorem: str, config: TrainingConfig, trials: int, steps: int, seed: int, edges: np.ndarray,
-                y_edges: np.ndarray, *, shard_size: int = DEFAULT_SHARD_SIZE, **spec) -> List[ShardSpec]:
+                y_edges: np.ndarray, *, shard_size: int = DEFAULT_SHARD_SIZE, **spec: Any) -> List[ShardSpec]:
     """The shards of ``trials`` trials per world, interleaved P0, Q0, P1, Q1, ... (``spec``: ShardSpec's options).
 
     Shard i of a world holds trials [i·shard_size, (i+1)·shard_size): the plan of fewer trials is a
