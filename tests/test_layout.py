@@ -275,8 +275,10 @@ def longest_chain(graph, start: str):
     def depth(f, seen):
         if f in best:
             return best[f]
-        chains = [depth(g, seen | {f}) for g in floors.get(f, ()) if g != f and g not in seen]
-        best[f] = [f] + max(chains, key=len, default=[])
+        chains = [depth(g, seen | {f}) for g in sorted(floors.get(f, ())) if g != f and g not in seen]
+        # of the longest, one that reaches what is audited (a floor outside the subpackage), whatever the set order
+        reaches = lambda chain: not chain[-1].startswith("tsdp.attacks.montecarlo.")  # noqa: E731
+        best[f] = [f] + max(chains, key=lambda chain: (len(chain), reaches(chain)), default=[])
         return best[f]
 
     return depth(_floor(start), frozenset())

@@ -103,7 +103,8 @@ def test_certified_profile_holds_simultaneously_on_the_whole_grid():
     """Simultaneous coverage of the certified lower profile δ(ε) on 12 ε values (numpy draws of the T6 pair, not the
     loop): in 100 runs of 4000 draws per world, runs with the curve above the true H_α anywhere stay ≤ the
     1 - 1e-3 quantile of Bin(100, 0.05) (false-failure rate ≤ 1e-3)."""
-    from tsdp.attacks.montecarlo.design import histogram_edges, statistic_law, tail_thresholds
+    from tsdp.attacks.montecarlo.design import histogram_edges, tail_thresholds
+    from tsdp.attacks.montecarlo.laws import statistic_law
     from tsdp.attacks.montecarlo.statistics import bin_counts, log_likelihood_ratio
     from tsdp.attacks.montecarlo.sequential import certified_profile
 
