@@ -86,6 +86,11 @@ class StoppedTest(Record):
 
     Attributes:
         value: the certified ε lower bound at the stopping checkpoint.
+        threshold: None (no single test was chosen).
+        side: ``"sequential"``.
+        union_value: None.
+        true_positives: None.
+        false_positives: None.
         n_positive: trials of the positive world merged there.
         n_negative: trials of the negative world merged there.
     """

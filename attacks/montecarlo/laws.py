@@ -51,7 +51,11 @@ class StatisticLaw:
         return self.grid - self.h / 2
 
     def tails(self) -> Tuple[np.ndarray, np.ndarray]:
-        """(P(L ≥ t), Q(L ≥ t)) at every midpoint threshold t."""
+        """The tails of the law at every midpoint threshold t.
+
+        Returns:
+            (P(L ≥ t), Q(L ≥ t)) per threshold.
+        """
         return np.cumsum(self.p[::-1])[::-1], np.cumsum(self.q[::-1])[::-1]
 
 
