@@ -33,7 +33,9 @@ from tsdp.training.samplers import make_sampler
 from tsdp.attacks.montecarlo.audit import plan_tests, y_edges_of
 from tsdp.attacks.montecarlo.constructions import build, pair_numeric
 from tsdp.attacks.montecarlo.counts import merge
-from tsdp.attacks.montecarlo.shards import plan_shards, run_shards, worker_pool
+from tsdp.attacks.montecarlo.shards import SHARD_IMPORTS, plan_shards, run_shard
+from tsdp.executor.local import worker_pool
+from tsdp.executor.run import run_shards
 from tsdp.attacks.montecarlo.trials import naive_released_update, released_update_chunks, resolve_device
 
 AUDIT_CONFIG = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)
@@ -44,7 +46,7 @@ def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int
     """Sharded one-step trials (both worlds, T6 on AUDIT_CONFIG) on 1 and ``workers`` local workers, interleaved.
 
     Each round runs the same shards in this process (one torch thread) and on a warm pool of
-    ``workers`` processes (one thread each, :func:`attacks.montecarlo.shards.worker_pool`, started
+    ``workers`` processes (one thread each, :func:`executor.local.worker_pool`, started
     and warmed before the first round: start-up is off the critical path, as in an audit that
     starts its pool before designing its test), in the same order every round
     (:func:`tsdp.bench.rounds.interleave`). Per round: trials per minute per world on each
@@ -78,15 +80,15 @@ def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int
     def side(w):
         def run():
             nonlocal merged, identical, results
-            results, _ = run_shards(specs, workers=w)
+            results, _ = run_shards(specs, run_shard, workers=w)
             counts = (merge(results, "p").counts, merge(results, "q").counts)
             merged = counts if merged is None else merged
             identical = identical and all(np.array_equal(a, b) for a, b in zip(merged, counts))
         return run
 
     try:
-        worker_pool(workers, warm=True)
-        run_shards(specs[:workers], workers=workers)  # the pool's processes are up and have run a shard
+        worker_pool(workers, warm=SHARD_IMPORTS)
+        run_shards(specs[:workers], run_shard, workers=workers)  # the pool's processes are up and have run a shard
         timed = bench_rounds.interleave({"1": side(1), str(workers): side(workers)}, rounds, progress=progress,
                                         label=f"sharded engine, 1 vs {workers} workers")
     finally:

@@ -19,7 +19,7 @@ and ``named``: the runs flagged by the test that names the planted bug (``expect
 them the largest certified ε, the canaries' ceiling and the largest ``epsilon_ideal`` (the
 same audit on the claimed mechanism itself: its power at the claim).
 
-The seeds run as shards of the engine (:func:`attacks.montecarlo.shards.run_shards`, local
+The seeds run as shards of the engine (:func:`executor.run.run_shards`, local
 processes), each audit at one torch thread; the figures do not depend on the number of
 workers. The page (``docs/benchmarks/planted.json``) is measured with ``OMP_NUM_THREADS=1``,
 which its environment record shows.
@@ -33,7 +33,7 @@ from typing import Callable, Dict, Optional, Tuple, Union
 import torch
 
 from tsdp.attacks.canary.mechanism import CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA
-from tsdp.attacks.montecarlo.shards import run_shards
+from tsdp.executor.run import run_shards
 
 from . import handwritten_dpsgd as loops
 

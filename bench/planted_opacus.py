@@ -73,7 +73,7 @@ from tsdp.verify.events import training_event
 
 from tsdp.attacks.canary.evidence import Certifier, Evidence, certify_evidence, fdp
 from tsdp.attacks.canary.runs import RunEngine, run_many
-from tsdp.attacks.montecarlo.shards import threads_per_worker
+from tsdp.executor.local import threads_per_worker
 from tsdp.attacks.canary.training_runs import spike_evidence
 from tsdp.datasets.series import SeriesData, synthetic
 from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths

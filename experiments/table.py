@@ -297,7 +297,7 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
     processes, or Dask with ``cluster``): the cells of one model and column set trained together, one unit each
     (:mod:`tsdp.experiments.groups`), or with ``together=False`` every cell alone; returns the results in ``cells``'
     order and the engine's info (plus the cells resumed from disk)."""
-    from tsdp.attacks.montecarlo.shards import run_shards
+    from tsdp.executor.run import run_shards
 
     from .groups import groups_of, run_group
 

@@ -38,7 +38,8 @@ def power(pooled: TrainingConfig, trials: int, target: float, attained: float) -
     would certify ``target`` (ε_T13) at :data:`CONFIDENCE` (None: not within :data:`SEARCH_CAP`, or never when
     ``attained`` (ε_T14, the limit at infinitely many trials) is not above it: ``cannot``)."""
     from tsdp.attacks.montecarlo.constructions import build, pair_numeric
-    from tsdp.attacks.montecarlo.design import design_test, statistic_law, trials_to_certify
+    from tsdp.attacks.montecarlo.design import design_test, trials_to_certify
+    from tsdp.attacks.montecarlo.laws import statistic_law
 
     law = statistic_law(pair_numeric(build("T14", pooled).pair), 1)
     ideal = design_test(law, trials, DELTA, CONFIDENCE).expected_union if trials else None

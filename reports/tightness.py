@@ -51,12 +51,13 @@ def load_auditor(workers: int = 1) -> Optional[Callable]:
     the same counts on any number), returning plain dicts, or None if it is missing."""
     try:
         from tsdp.attacks.montecarlo.audit import audit
+        from tsdp.attacks.montecarlo.options import TrialPlan
     except ImportError:
         return None
 
     def run(theorem, config, *, trials, steps=1, delta, seed=0):
-        d = audit(theorem, config, trials=trials, steps=steps, delta=delta, seed=seed, device="auto",
-                  workers=workers).to_dict()
+        d = audit(theorem, config, delta=delta, steps=steps,
+                  trials=TrialPlan(trials, seed=seed, workers=workers, device="auto")).to_dict()
         out = {k: d[k] for k in ("theorem", "trials", "steps", "delta", "confidence", "epsilon_lower",
                                   "epsilon_sound", "epsilon_attained", "ratio", "gof_pvalue", "profile",
                                   "sound_theorem", "attained_pair", "device", "seconds", "violation",

@@ -10,7 +10,7 @@ the exception it raised (type and message, ``SystemExit`` and ``KeyboardInterrup
 and what it printed (its file descriptors 1 and 2 write to a file of the child's; it reads stdin from
 ``/dev/null``). A worker that
 does not answer within the time limit is ended with every process it started
-(:func:`tsdp.attacks.montecarlo.processes.end`); one that dies is reported with its exit status.
+(:func:`tsdp.executor.processes.end`); one that dies is reported with its exit status.
 The next request starts a fresh worker. The worker leads a process group of its own: whatever the accountant started
 and left running (a forked child, a subprocess) is ended with the worker, after a passing check too.
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tsdp.attacks.canary.time_limit import check_timeout
-from tsdp.attacks.montecarlo.processes import GRACE_S, end
+from tsdp.executor.processes import GRACE_S, end
 from tsdp.theorems.config import ConfigError
 from tsdp.theorems.errors import TheoremError
 
@@ -153,7 +153,7 @@ def _serve(fn, conn) -> None:
 
 def _end_group(pgid: int) -> None:
     """SIGTERM the processes left in the worker's process group, SIGKILL those alive after
-    :data:`~tsdp.attacks.montecarlo.processes.GRACE_S` (a child an accountant forked and left running)."""
+    :data:`~tsdp.executor.processes.GRACE_S` (a child an accountant forked and left running)."""
     import signal
     import time
 

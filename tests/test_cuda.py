@@ -32,6 +32,7 @@ def test_a_users_randint_sampler_runs_on_a_cuda_audit_and_is_caught():
     """A top level written as users write it (torch.randint(..., generator=g), no device) runs in a CUDA audit, and
     its drawing with replacement is rejected by the goodness of fit as on the CPU."""
     from tsdp.attacks.montecarlo.audit import _sampler_replaced, audit
+    from tsdp.attacks.montecarlo.options import TrialPlan
     from tsdp.theorems.config import TrainingConfig
     from tsdp.training.samplers import BiLevelSampler, TopBatch, make_sampler
 
@@ -46,7 +47,7 @@ def test_a_users_randint_sampler_runs_on_a_cuda_audit_and_is_caught():
     cfg = TrainingConfig(N=8, batch_size=4, L=4, context_length=1, forecast_length=1, sigma=1.0)
     broken = BiLevelSampler(WithReplacement(cfg.N, cfg.sequences_per_step), make_sampler(cfg).bottom)
     with _sampler_replaced(broken):
-        result = audit("T6", cfg, trials=50000, delta=1e-3, seed=0, device="cuda")
+        result = audit("T6", cfg, delta=1e-3, trials=TrialPlan(50000, seed=0, device="cuda"))
     assert result.device.startswith("cuda") and result.gof_pvalue < 1e-4
 
 

@@ -22,6 +22,8 @@ LAYERS: Tuple[Layer, ...] = (
     Layer("tsdp.theorems", "theorems",
           "the catalogue T1-T15: configurations, mixture pairs, privacy profiles, constructions"),
     Layer("tsdp.verify", "verify", "privacy events, the accountant (dp-accounting PLDs), calibration, checks"),
+    Layer("tsdp.executor", "executor",
+          "independent units of work in this process, local processes or on Dask, re-run on failure"),
     Layer("tsdp.datasets", "datasets",
           "every series tsdp reads (synthetic, CSV, pandas, parquet, GluonTS, the paper's datasets)"),
     Layer("tsdp.training", "training", "the DP-SGD forecasting loop (torch): samplers, the noisy step, models, metrics"),

@@ -14,7 +14,7 @@ from typing import Dict, Optional
 
 from tsdp.verify.json_data import Record, record_dict
 
-from tsdp.attacks.montecarlo.counts import ExecutorRun
+from tsdp.executor.run import ExecutorRun
 
 from .certified import ScoreResult
 from .data_span import DataPart
@@ -115,7 +115,7 @@ class GradientRun(OptimizerFacts):
 @dataclass(frozen=True)
 class EngineRun(ExecutorRun):
     """How the sharded engine ran a multi-run audit (:func:`attacks.canary.runs.run_many`: the
-    :class:`attacks.montecarlo.shards.ExecutorRun` of its runs, each run a shard; never stopped early: every run is
+    :class:`tsdp.executor.run.ExecutorRun` of its runs, each run a shard; never stopped early: every run is
     needed).
 
     Attributes:

@@ -1,4 +1,4 @@
-"""Many independent one-run canary audits on the sharded engine (:mod:`attacks.montecarlo.shards`), pooled soundly.
+"""Many independent one-run canary audits on the executor (:mod:`tsdp.executor`), pooled soundly.
 
 A *task* is a picklable callable ``task(seed: numpy.random.SeedSequence) -> evidence`` (one
 training run with fresh canaries and inclusion bits drawn from ``seed``; evidence as in
@@ -28,7 +28,8 @@ from typing import Callable, Optional, Protocol, Sequence, Tuple, runtime_checka
 import numpy as np
 import torch
 
-from tsdp.attacks.montecarlo.shards import Aborted, run_shards
+from tsdp.executor.run import run_shards
+from tsdp.executor.tracker import Aborted
 
 from .audit_result import EngineRun
 from .evidence import Evidence, pool

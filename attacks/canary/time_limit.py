@@ -16,8 +16,8 @@ the caller waits on; the child tells the parent when a limited block starts and 
 still open :data:`STUCK_S` after the hard exit would have struck is ended from outside, with
 every process of the child. When the limit strikes, the processes the block started that are
 still alive (a DataLoader's workers, a ``multiprocessing`` pool, ``subprocess`` children), and what they started in
-turn, are terminated, then killed after :data:`attacks.montecarlo.processes.GRACE_S`
-(:func:`attacks.montecarlo.processes.end`): nothing of the stopped code keeps running.
+turn, are terminated, then killed after :data:`tsdp.executor.processes.GRACE_S`
+(:func:`tsdp.executor.processes.end`): nothing of the stopped code keeps running.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import time
 from contextlib import contextmanager, suppress
 from typing import Callable, Optional
 
-from tsdp.attacks.montecarlo.processes import children, end
+from tsdp.executor.processes import children, end
 from tsdp.theorems.config import ConfigError, check_real
 
 REFIRE_S = 1.0

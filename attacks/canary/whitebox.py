@@ -38,7 +38,7 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.datasets.series import SeriesData
 from tsdp.training.options import Budget, Evaluation, Loop
 from tsdp.training.train import train
-from tsdp.attacks.montecarlo.shards import threads_per_worker
+from tsdp.executor.local import threads_per_worker
 
 from .audit_result import EngineRun, EvidenceBound
 from .evidence import Certifier, certify_evidence, fdp

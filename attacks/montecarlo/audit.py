@@ -26,11 +26,12 @@ through the real loop (:mod:`attacks.montecarlo.trials`), and reports
 A violation epsilon_lower > epsilon_sound (beyond the confidence level) is a privacy bug in
 the theory or in the loop. Between building the construction and reporting,
 :func:`audit_statistics` runs the statistics pipeline: the law of the statistic under the
-claimed pair (:mod:`attacks.montecarlo.design`), the shards (:mod:`attacks.montecarlo.shards`),
-and the bounds (:mod:`attacks.montecarlo.statistics`, :mod:`attacks.montecarlo.sequential`).
-``threshold="theory"`` fixes the test before sampling and spends every trial on the estimate;
-``threshold="split"`` chooses it on a selection share of the shards (the first ones) and
-certifies on the rest, for when the claimed pair is not trusted to be the law.
+claimed pair (:mod:`attacks.montecarlo.design`), the shards (:mod:`attacks.montecarlo.shards`, run on
+:mod:`executor`), and the bounds (:mod:`attacks.montecarlo.statistics`, :mod:`attacks.montecarlo.sequential`).
+Its options, one object per concern, are :mod:`attacks.montecarlo.options`'s: ``Statistic(threshold="theory")``
+fixes the test before sampling and spends every trial on the estimate; ``threshold="split"`` chooses it on a
+selection share of the shards (the first ones) and certifies on the rest, for when the claimed pair is not trusted
+to be the law.
 
 For the pooled-window loop (``audit("T13" | "T14", ...)``, claim
 C6) ``epsilon_sound`` is what T13, the standard one-record guarantee, claims; the loop's
@@ -47,10 +48,13 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int, check_real
+from tsdp.executor.cluster import check_cluster
+from tsdp.executor.local import threads_per_worker, worker_pool
+from tsdp.executor.run import ExecutorRun, run_shards
+from tsdp.executor.seams import holding
+from tsdp.theorems.config import TrainingConfig, check_delta, check_int
 from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.hidden_position import hidden_position_name
-from tsdp.verify.cpus import check_workers
 from tsdp.theorems.registry import get
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import compositions, training_event
@@ -61,20 +65,18 @@ from tsdp.training.step import check_noise_std
 
 from .bracket import AttainedBracket, attained_bracket
 from .constructions import Construction, build, pair_numeric
-from .counts import ExecutorRun, merge
+from .counts import merge
 from .design import EPOCH_MAX, Design, plan_tests, y_edges_of
 from .fit import GoodnessOfFit
 from .sequential import SequentialSummary, SequentialTest
 from .shuffled import reading_of, reads_epoch_maxima
-from .shards import (DEFAULT_SHARD_SIZE, _holding, check_cluster, check_plan, plan_shards, run_shards, threads_per_worker,
-                     worker_pool)
+from .options import DEFAULT_ALPHAS, THRESHOLDS, Confidence, Statistic, Threshold, TrialPlan
+from .shards import SHARD_IMPORTS, plan_shards, run_shard
 from .statistics import (TestBound, binned_goodness_of_fit, choose_profile_tests, fixed_test_bound,
                          profile_lower_bounds, split_test_bound)
 from .trials import resolve_device
 
 PROFILE_EPSILONS = tuple(0.5 * i for i in range(41))  # ε grid (≤ ε_sound used) of the sound profile the violation test checks
-DEFAULT_ALPHAS = tuple(float(math.exp(e)) for e in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
-THRESHOLDS = ("theory", "split")
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,11 @@ class StoppedTest(Record):
 
     Attributes:
         value: the certified ε lower bound at the stopping checkpoint.
+        threshold: None (no single test was chosen).
+        side: ``"sequential"``.
+        union_value: None.
+        true_positives: None.
+        false_positives: None.
         n_positive: trials of the positive world merged there.
         n_negative: trials of the negative world merged there.
     """
@@ -100,7 +107,7 @@ class StoppedTest(Record):
 
 @dataclass(frozen=True)
 class AuditRun(ExecutorRun):
-    """How an audit's shards ran (:class:`attacks.montecarlo.shards.ExecutorRun`, both worlds' shards; stopped early:
+    """How an audit's shards ran (:class:`executor.run.ExecutorRun`, both worlds' shards; stopped early:
     by the sequential test) and the audit's plan.
 
     Attributes:
@@ -246,69 +253,71 @@ _SAMPLER = contextvars.ContextVar("tsdp_audit_sampler", default=None)
 def _sampler_replaced(sampler):
     """Within the block (a context manager), audits draw their batches with ``sampler`` instead of the scheme's
     (tests: a broken sampler the goodness of fit must catch)."""
-    return _holding(_SAMPLER, sampler)
+    return holding(_SAMPLER, sampler)
 
 
-def audit_statistics(construction: Construction, *, trials: int, steps: int, delta: float, confidence: float,
-                     alphas: Sequence[float], seed: int, device: str, workers: int = 1, cluster: Optional[str] = None,
-                     shard_size: int = DEFAULT_SHARD_SIZE, threshold: str = "theory", select_fraction: float = 0.5,
-                     epsilon_sound: Optional[float] = None, sound_profile: Sequence[Tuple[float, float]] = (),
-                     sequential: bool = False, loop: str = "correct", progress: bool = False) -> AuditStatistics:
+@dataclass(frozen=True)
+class SoundClaim:
+    """What the violation test checks: the sound bound after the audited steps (every value an **upper** bound).
+
+    Attributes:
+        epsilon: The sound bound's composed ε at the audit's δ.
+        profile: Its H_α at points (α, H_α) of an ε grid up to ``epsilon``.
+    """
+
+    epsilon: float
+    profile: Tuple[Tuple[float, float], ...] = ()
+
+
+def audit_statistics(construction: Construction, *, steps: int, delta: float, trials: TrialPlan,
+                     statistic: Statistic = Statistic(), confidence: Confidence = Confidence(),
+                     sound: Optional[SoundClaim] = None, loop: str = "correct",
+                     progress: bool = False) -> AuditStatistics:
     """Run the audit's trials in shards and certify (lower-bound direction).
 
     Args:
         construction: The construction whose worlds the trials run.
-        trials: Trials per world.
         steps: Compositions per trial (epoch-max constructions: training steps).
         delta: The δ of the ε bound.
-        confidence: The probability with which ``test`` holds.
-        alphas: The α grid of the H_α bounds.
-        seed: The seed of the shard plan.
-        device: The torch device.
-        workers: Local processes.
-        cluster: A Dask cluster's address.
-        shard_size: Trials of one world per shard.
-        threshold: ``"theory"`` (test fixed before sampling) or ``"split"`` (chosen on a selection share).
-        select_fraction: The selection share with ``"split"``.
-        epsilon_sound: The sound ε the violation test checks (None: no violation test).
-        sound_profile: The sound profile's points [(α, H_α)] the violation test checks.
-        sequential: The anytime-valid violation test at geometric checkpoints, which may stop the run early
-            (``test`` is then its certified value at the stopping checkpoint).
+        trials: The trials, their seed and shards, and where they run.
+        statistic: How the test is chosen, and the α grid of the H_α bounds.
+        confidence: The probability with which the bounds hold; with ``sequential``, the violation test runs at
+            geometric checkpoints and may stop the run early (``test`` is then its certified value at the stopping
+            checkpoint).
+        sound: The sound claim the violation test checks (None: no violation test).
         loop: A planted bug (:mod:`attacks.montecarlo.planted`; "correct": none).
         progress: Report progress.
 
     Returns:
         The :class:`AuditStatistics`.
-
-    Raises:
-        ValueError: An unknown ``threshold``.
     """
-    if threshold not in THRESHOLDS:
-        raise ValueError(f"threshold must be one of {', '.join(THRESHOLDS)}, got {threshold!r}")
+    level, sequential, alphas = confidence.level, confidence.sequential, list(statistic.alphas)
+    split = statistic.threshold == Threshold.SPLIT
     reading = reading_of(construction, steps) if reads_epoch_maxima(construction) else None
     num = pair_numeric(construction.pair)
-    if threshold == "split":  # shards small enough for a selection share in steps of 5%
-        shard_size = min(shard_size, max(1, math.ceil(trials / 20)))
-    n_shards = math.ceil(trials / shard_size)
+    shard_size = trials.shard_size
+    if split:  # shards small enough for a selection share in steps of 5%
+        shard_size = min(shard_size, max(1, math.ceil(trials.trials / 20)))
+    n_shards = math.ceil(trials.trials / shard_size)
     key = tuple(tuple(np.atleast_1d(x).tolist()) for x in num)
     if reading is not None:
         key = (EPOCH_MAX, construction.theorem, construction.config, int(steps), float(construction.offset))
-    seq_logs = None if epsilon_sound is None else tuple(math.log(x) for x, _ in sound_profile)
-    if seq_logs is not None and threshold == "theory":
+    seq_logs = None if sound is None else tuple(math.log(x) for x, _ in sound.profile)
+    if seq_logs is not None and not split:
         seq_logs = seq_logs + (None,)  # the violation test's family includes the estimate's test
-    design, profile_tests, seq_tests, edges = plan_tests(key, steps, trials, float(delta), float(confidence),
-                                                         tuple(alphas), threshold == "theory", seq_logs)
+    design, profile_tests, seq_tests, edges = plan_tests(key, steps, trials.trials, float(delta), float(level),
+                                                         tuple(alphas), not split, seq_logs)
     y_edges = y_edges_of(num) if reading is None else reading.z_edges()
-    specs = plan_shards(construction.theorem, construction.config, trials, steps, seed, edges, y_edges,
-                        shard_size=shard_size, device=device, loop=loop, sampler=_SAMPLER.get(),
-                        threads=threads_per_worker(workers, cluster))
+    specs = plan_shards(construction.theorem, construction.config, trials.trials, steps, trials.seed, edges, y_edges,
+                        shard_size=shard_size, device=trials.device, loop=loop, sampler=_SAMPLER.get(),
+                        threads=threads_per_worker(trials.workers, trials.cluster))
     seq = None
-    if epsilon_sound is not None:
-        seq = SequentialTest(n_shards, edges, seq_tests, float(epsilon_sound), delta, confidence,
-                             [(float(x), float(h)) for x, h in sound_profile] + [(math.exp(epsilon_sound), delta)],
+    if sound is not None:
+        seq = SequentialTest(n_shards, edges, seq_tests, float(sound.epsilon), delta, level,
+                             [(float(x), float(h)) for x, h in sound.profile] + [(math.exp(sound.epsilon), delta)],
                              sequential=sequential)
-    results, run = run_shards(specs, workers=workers, cluster=cluster, progress=progress,
-                              stop=seq if sequential else None)
+    results, run = run_shards(specs, run_shard, workers=trials.workers, cluster=trials.cluster, progress=progress,
+                              stop=seq if sequential else None, desc="audit trials (both worlds)")
     if seq is not None and not sequential:
         seq(results)  # one checkpoint: all shards, level 1 - confidence
     stopped = seq is not None and sequential and seq.violation
@@ -317,38 +326,21 @@ def audit_statistics(construction: Construction, *, trials: int, steps: int, del
     if stopped:
         test = StoppedTest(seq.history[-1].epsilon_lower, n_positive=p.trials, n_negative=q.trials)
         h_lower = np.maximum(0.0, 1.0 - np.asarray(alphas))
-    elif threshold == "theory":
-        test = fixed_test_bound(p.counts, q.counts, edges, design.threshold, design.side, delta, confidence,
+    elif not split:
+        test = fixed_test_bound(p.counts, q.counts, edges, design.threshold, design.side, delta, level,
                                 design.fp_share)
-        h_lower = profile_lower_bounds(p.counts, q.counts, edges, profile_tests, alphas, confidence)
+        h_lower = profile_lower_bounds(p.counts, q.counts, edges, profile_tests, alphas, level)
     else:
-        n_sel = min(n_shards - 1, max(1, round(select_fraction * n_shards)))
+        n_sel = min(n_shards - 1, max(1, round(statistic.select_fraction * n_shards)))
         sel = (merge(results, "p", n_sel).counts, merge(results, "q", n_sel).counts)
         out = (p.counts - sel[0], q.counts - sel[1])
-        test = split_test_bound(sel, out, edges, delta, confidence)
-        h_lower = profile_lower_bounds(*out, edges, choose_profile_tests(*sel, edges, alphas, confidence), alphas,
-                                       confidence)
+        test = split_test_bound(sel, out, edges, delta, level)
+        h_lower = profile_lower_bounds(*out, edges, choose_profile_tests(*sel, edges, alphas, level), alphas, level)
     gof = (binned_goodness_of_fit(p.y_counts, q.y_counts, y_edges, num) if reading is None
            else reading.goodness_of_fit(p.y_counts, q.y_counts, y_edges))
     return AuditStatistics(test=test, h_lower=h_lower, gof=gof,
                            run=AuditRun(**run, shard_size=shard_size, trials_run=p.trials, edges=len(edges)),
                            violation_test=seq.summary() if seq is not None else None, design=design)
-
-
-def _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers) -> List[float]:
-    """The audit's arguments checked before any work (the plan's size, the cluster's address); the α grid."""
-    check_int("trials", trials, 20)
-    check_plan(trials, shard_size)
-    check_int("steps", steps, 1)
-    check_delta(delta)
-    check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
-    check_cluster(cluster)
-    check_workers("workers", workers)
-    alphas = list(DEFAULT_ALPHAS if alphas is None else alphas)
-    for a in alphas:
-        if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 1):
-            raise ConfigError("alphas", "every α must be finite and >= 1", a)
-    return [float(a) for a in alphas]
 
 
 def theory(construction: Construction, steps: int, delta: float, alphas: Sequence[float],
@@ -383,16 +375,14 @@ def theory(construction: Construction, steps: int, delta: float, alphas: Sequenc
     return Theory(sound.get_epsilon(delta), attained.get_epsilon(delta), h)
 
 
-def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, delta: float, seed: int = 0,
-          device: str = "auto", alphas=None, progress: bool = False, confidence: float = 0.95,
-          discretization: float = DEFAULT_DISCRETIZATION, select_fraction: float = 0.5,
-          threshold: str = "theory", workers: int = 1, cluster: Optional[str] = None,
-          shard_size: int = DEFAULT_SHARD_SIZE, sequential: bool = False, loop: str = "correct") -> AuditResult:
-    """Audit ``theorem``'s worst case on ``config``'s sizes: ``trials`` trials of ``steps`` steps per world.
+def audit(theorem: str, config: TrainingConfig, *, delta: float, trials: TrialPlan, steps: int = 1,
+          statistic: Statistic = Statistic(), confidence: Confidence = Confidence(),
+          discretization: float = DEFAULT_DISCRETIZATION, loop: str = "correct", progress: bool = False) -> AuditResult:
+    """Audit ``theorem``'s worst case on ``config``'s sizes: ``trials.trials`` trials of ``steps`` steps per world.
 
-    ``result.epsilon_lower`` is a **lower** bound on the true ε at δ with probability ≥ ``confidence``.
+    ``result.epsilon_lower`` is a **lower** bound on the true ε at δ with probability ≥ ``confidence.level``.
     ``result.violation`` is the verdict of the violation test (:mod:`tsdp.attacks.montecarlo.sequential`:
-    the sound profile on an ε grid and (ε_sound, δ), certified exceeded at ``confidence``).
+    the sound profile on an ε grid and (ε_sound, δ), certified exceeded at that confidence).
 
     ``steps`` counts training steps, as everywhere in tsdp. The trials run the compositions
     those steps are (:func:`tsdp.verify.events.compositions`): one per step for the
@@ -408,61 +398,53 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
             T13/T14 pooled windows; WR bottom level except T4/T10 Poisson).
         config: Gives N, L, L_C, L_F, Λ, λ, σ and σ_C, σ_F (T11); ``top="shuffle"`` with T1, T3 or T4 audits
             shuffled iteration.
-        trials: Trials per world (at least 20).
-        steps: Training steps per trial.
         delta: The δ at which ε is bounded.
-        seed: The seed; the same seed gives the same result on any number of workers.
-        device: The torch device ("auto": cuda when available, else cpu).
-        alphas (Sequence[float] | None): The α grid of the profile (H_α; default e^0, e^0.5, ..., e^3; each finite
-            and ≥ 1).
-        progress: Report progress while the trials run.
-        confidence: The probability with which ``epsilon_lower`` is a lower bound, in (0, 1).
+        trials: The trials per world, their seed (the same seed gives the same result on any number of workers),
+            their shards (:mod:`tsdp.attacks.montecarlo.shards`) and where they run (local processes, a Dask
+            cluster, the torch device).
+        steps: Training steps per trial.
+        statistic: How the test is chosen (fixed from the construction's pair before sampling, every trial
+            certifying, :mod:`tsdp.attacks.montecarlo.design`; or on a selection share) and the α grid of the profile.
+        confidence: The probability with which the lower bounds hold, and whether the violation test stops the
+            audit at the first certified violation (``sequential``).
         discretization: The PLD grid of the theory numbers (sound rounds up, attained down).
-        select_fraction: With ``threshold="split"``: the fraction of the trials that choose the test, in (0, 1).
-        threshold: ``"theory"`` fixes the test before sampling from the construction's pair (all trials
-            certify, :mod:`tsdp.attacks.montecarlo.design`); ``"split"``: ``select_fraction`` of the trials
-            choose the test, the rest bound its error rates (held out).
-        workers: Local processes the shards (:mod:`tsdp.attacks.montecarlo.shards`) run on.
-        cluster: The address of a Dask cluster to run the shards on instead.
-        shard_size: Trials of one world per shard.
-        sequential: Run the violation test at geometric checkpoints and stop the audit at the first violation.
         loop: Plants a bug in the loop (:mod:`tsdp.attacks.montecarlo.planted`; "correct": none).
+        progress: Report progress while the trials run.
 
     Returns:
         The audit: ε lower bound, sound and attained ε, goodness of fit, the violation verdict.
 
     Raises:
-        ConfigError: A bad argument, naming it.
+        ConfigError: A bad argument, naming it (the options' own values are checked when they are made).
     """
-    alphas = _check(trials, steps, delta, confidence, alphas, shard_size, cluster, workers)
-    if workers > 1 and cluster is None:
-        worker_pool(workers, warm=True)  # processes start while the theory and the test design are computed
-    dev = resolve_device(device)
+    check_int("steps", steps, 1)
+    check_delta(delta)
+    check_cluster(trials.cluster)
+    if trials.workers > 1 and trials.cluster is None:  # processes start while the theory and the test are designed
+        worker_pool(trials.workers, warm=SHARD_IMPORTS)
+    alphas = list(statistic.alphas)
+    dev = resolve_device(trials.device)
     construction = build(theorem, config, device=dev)
     check_noise_std(construction.config.sigma, construction.clip)
     n = compositions(construction.config, steps=steps)
     started = time.perf_counter()
-    if not (0 < select_fraction < 1):
-        raise ConfigError("select_fraction", "must be in (0, 1)", select_fraction)
     grid = [float(math.exp(e)) for e in PROFILE_EPSILONS]
-    th = theory(construction, steps, delta, list(alphas) + grid, discretization)
+    th = theory(construction, steps, delta, alphas + grid, discretization)
     h_user, h_grid = th.h_theory[:len(alphas)], th.h_theory[len(alphas):]
     # the sound profile on the ε grid up to ε_sound: the claim the violation test checks (with (ε_sound, δ))
-    sound_profile = [(a, float(h)) for a, h, e in zip(grid, h_grid, PROFILE_EPSILONS) if e <= th.epsilon_sound]
-    stats = audit_statistics(construction, trials=trials, steps=steps if reads_epoch_maxima(construction) else n,
-                             delta=delta, confidence=confidence, alphas=alphas,
-                             seed=seed, device=device, workers=workers, cluster=cluster, shard_size=shard_size,
-                             threshold=threshold, select_fraction=select_fraction, loop=loop,
-                             epsilon_sound=th.epsilon_sound, sound_profile=sound_profile, sequential=sequential,
+    sound = SoundClaim(th.epsilon_sound, tuple((a, float(h)) for a, h, e in zip(grid, h_grid, PROFILE_EPSILONS)
+                                               if e <= th.epsilon_sound))
+    stats = audit_statistics(construction, steps=steps if reads_epoch_maxima(construction) else n, delta=delta,
+                             trials=trials, statistic=statistic, confidence=confidence, sound=sound, loop=loop,
                              progress=progress)
     lower, attained = stats.test.value, th.epsilon_attained
     exceeded = bool(stats.violation_test.violation)
     note = CONSTRUCTIONS[construction.theorem].relation_note(construction.config.k)
     return AuditResult(
-        theorem=construction.theorem, config=construction.config, trials=trials, steps=steps,
-        compositions=n, delta=float(delta), confidence=confidence, epsilon_lower=lower, epsilon_sound=th.epsilon_sound,
-        epsilon_attained=attained, ratio=lower / attained if attained > 0 else float("nan"),
-        gof_pvalue=stats.gof.pvalue,
+        theorem=construction.theorem, config=construction.config, trials=trials.trials, steps=steps,
+        compositions=n, delta=float(delta), confidence=confidence.level, epsilon_lower=lower,
+        epsilon_sound=th.epsilon_sound, epsilon_attained=attained,
+        ratio=lower / attained if attained > 0 else float("nan"), gof_pvalue=stats.gof.pvalue,
         profile=[ProfilePoint(a, float(h), float(t)) for a, h, t in zip(alphas, stats.h_lower, h_user)],
         sound_theorem=construction.sound_theorem,
         attained_pair=(hidden_position_name(construction.attained_theorem) if reads_epoch_maxima(construction)
@@ -476,5 +458,6 @@ def audit(theorem: str, config: TrainingConfig, *, trials: int, steps: int = 1, 
     )
 
 
-__all__ = ["EPOCH_MAX", "RATIO_UNDEFINED", "AuditResult", "AuditRun", "AuditStatistics", "ProfilePoint", "StoppedTest", "Theory", "audit",
-           "audit_statistics", "plan_tests", "theory", "y_edges_of", "DEFAULT_ALPHAS", "THRESHOLDS"]
+__all__ = ["EPOCH_MAX", "RATIO_UNDEFINED", "AuditResult", "AuditRun", "AuditStatistics", "Confidence", "ProfilePoint",
+           "SoundClaim", "Statistic", "StoppedTest", "Theory", "TrialPlan", "audit", "audit_statistics", "plan_tests",
+           "theory", "y_edges_of", "DEFAULT_ALPHAS", "THRESHOLDS"]

@@ -1,5 +1,4 @@
-"""A shard's sufficient statistics and their exact merge (integer histogram counts, added in index order), and how the
-executor ran the shards (:class:`ExecutorRun`).
+"""A shard's sufficient statistics and their exact merge (integer histogram counts, added in index order).
 
 Shards (:mod:`attacks.montecarlo.shards`) return these; the violation test
 (:mod:`attacks.montecarlo.sequential`) and the audit (:mod:`attacks.montecarlo.audit`) merge
@@ -13,12 +12,19 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from tsdp.verify.json_data import Record
-
 
 @dataclass
 class ShardStats:
-    """A shard's sufficient statistics: histogram ``counts`` of the statistic, ``y_counts`` of the first update."""
+    """A shard's sufficient statistics.
+
+    Attributes:
+        world: ``"p"`` or ``"q"``.
+        index: The shard's place among its world's shards (-1: a merge of several).
+        trials: Trials counted.
+        counts: The histogram of the audit statistic.
+        y_counts: The histogram of the first step's update.
+        seconds: Wall-clock seconds the shard ran (a merge: their sum).
+    """
 
     world: str
     index: int
@@ -29,6 +35,7 @@ class ShardStats:
 
     @property
     def key(self) -> Tuple[str, int]:
+        """(world, index): the shard's name in the executor's results."""
         return self.world, self.index
 
 
@@ -36,6 +43,17 @@ def merge(results: Dict[Tuple[str, int], ShardStats], world: str, shards: Option
     """Sum of the first ``shards`` shards of ``world`` (all when None): exact integer addition, in index order.
 
     Every shard of the prefix must be present (a missing one is an error, never skipped).
+
+    Args:
+        results: Shard results by (world, index).
+        world: ``"p"`` or ``"q"``.
+        shards: The prefix's length (None: every shard of the world).
+
+    Returns:
+        The merged statistics (index -1).
+
+    Raises:
+        KeyError: A shard of the prefix is missing.
     """
     indices = sorted(i for w, i in results if w == world)
     n = len(indices) if shards is None else shards
@@ -46,29 +64,4 @@ def merge(results: Dict[Tuple[str, int], ShardStats], world: str, shards: Option
                       np.sum([p.y_counts for p in parts], axis=0), sum(p.seconds for p in parts))
 
 
-@dataclass(frozen=True)
-class ExecutorRun(Record):
-    """How :func:`run_shards` ran (its ``info``, as a dict, is this record's JSON form).
-
-    Attributes:
-        executor: ``in-process``, ``processes`` or ``dask``.
-        workers: the local worker processes asked for.
-        cluster: the Dask scheduler's address (None: none).
-        shards_planned: the shards planned.
-        shards_run: the shards that finished.
-        retries: shards re-run after a failure.
-        stopped_early: the stop rule ended the run before every shard.
-        seconds: the engine's wall-clock seconds.
-    """
-
-    executor: str
-    workers: int
-    cluster: Optional[str]
-    shards_planned: int
-    shards_run: int
-    retries: int
-    stopped_early: bool
-    seconds: float
-
-
-__all__ = ["ExecutorRun", "ShardStats", "merge"]
+__all__ = ["ShardStats", "merge"]

@@ -17,7 +17,7 @@ one rate's noise dominates the other's so much that the union bound is nearly ex
 
 Construction (lower-bound direction, exact):
 
-* Statistic T(x, y), non-decreasing in x and non-increasing in y (the union bound's ε, for one).
+* RegionStatistic T(x, y), non-decreasing in x and non-increasing in y (the union bound's ε, for one).
   Then {T ≥ t} = {x ≥ x*(y)} with x* non-decreasing: an up-set in x and a down-set in y, so
   P_{p,q}(T ≥ t) increases in p and decreases in q (binomial coupling).
 * p-value of H0(ε) at the observed t (Berger & Boos 1994): γ plus the sup, over q in the two-sided
@@ -50,13 +50,13 @@ EPS_MAX = 700.0         # search ceiling on ε (e^ε stays finite)
 CHUNK_CELLS = 1 << 20   # (pair, y) terms summed at once
 ZERO_CELL = 1e-9        # a cell [0, b] keeps [0, b·ZERO_CELL] whole and splits the rest geometrically
 
-Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
+RegionStatistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 class _Region:
     """{T ≥ t} = {x ≥ x*(y)} over the false-positive counts that matter, and its exact probability."""
 
-    def __init__(self, statistic: Statistic, t: float, q_range, n_pos: int, n_neg: int):
+    def __init__(self, statistic: RegionStatistic, t: float, q_range, n_pos: int, n_neg: int):
         lo = int(stats.binom.ppf(Y_TAIL, n_neg, q_range[0])) if q_range[0] > 0 else 0
         hi = int(stats.binom.isf(Y_TAIL, n_neg, q_range[1])) + 1
         self.ys = np.arange(max(0, lo), min(n_neg, hi) + 1)
@@ -129,7 +129,7 @@ def _edge_estimate(region: _Region, cells: np.ndarray, delta: float, level: floa
     return lo
 
 
-def certified_epsilon(statistic: Statistic, tp: int, fp: int, n_pos: int, n_neg: int, delta: float,
+def certified_epsilon(statistic: RegionStatistic, tp: int, fp: int, n_pos: int, n_neg: int, delta: float,
                       confidence: float = 0.95) -> float:
     """Certified ε lower bound at δ from one test's counts at the exact level of ``statistic``'s rejection region.
 
@@ -138,6 +138,21 @@ def certified_epsilon(statistic: Statistic, tp: int, fp: int, n_pos: int, n_neg:
     non-increasing in the false-positive count y; it shapes the region only. Rejection is located
     on point values, then verified with the rigorous cell bounds BACKOFF below it (bisection below
     the last try if all fail). 0 when H0(0) is not rejected.
+
+    Args:
+        statistic: The region's statistic T(x, y), vectorised over integer arrays.
+        tp: True positives (trials of the positive world in the test's region).
+        fp: False positives (trials of the negative world in it).
+        n_pos: Trials of the positive world.
+        n_neg: Trials of the negative world.
+        delta: The δ of the ε bound.
+        confidence: The probability with which the bound holds.
+
+    Returns:
+        The certified ε (a **lower** bound), 0 when nothing is certified.
+
+    Raises:
+        ValueError: Counts out of range.
     """
     tp, fp, n_pos, n_neg = int(tp), int(fp), int(n_pos), int(n_neg)
     if not (0 <= tp <= n_pos and 0 <= fp <= n_neg and n_pos > 0 and n_neg > 0):

@@ -34,6 +34,10 @@ class AmplifiedGradientModel(GradientFunctionModel):
     """The construction's gradient function with its positive gradients multiplied by ``gain`` (> 1: above C).
 
     Correct clipping to C maps them back to C, so the released law is the construction's pair.
+
+    Args:
+        base: The construction's gradient function.
+        gain: The factor of its positive gradients.
     """
 
     def __init__(self, base: GradientFunctionModel, gain: float):
@@ -41,6 +45,15 @@ class AmplifiedGradientModel(GradientFunctionModel):
         self.gain = float(gain)
 
     def gradient_value(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+        """The base gradient function's value, its positive values multiplied by ``gain``.
+
+        Args:
+            context: The windows' context values.
+            forecast: Their forecast values.
+
+        Returns:
+            The per-window gradient value.
+        """
         c = super().gradient_value(context, forecast)
         return torch.where(c > 0, self.gain * c, c)
 
@@ -49,6 +62,16 @@ def planted_loop(construction: Construction, variant: str) -> Tuple[Construction
     """(construction, loop overrides for :func:`attacks.montecarlo.trials.released_update_chunks`) of ``variant``.
 
     The returned construction keeps the claimed ``config`` and ``pair`` (the theory is the correct loop's).
+
+    Args:
+        construction: The audited construction.
+        variant: One of :data:`LOOP_VARIANTS` ("correct": the loop itself).
+
+    Returns:
+        The construction the trials run, and the loop overrides (sampler, clip, σ) of the variant.
+
+    Raises:
+        ConfigError: Naming ``loop`` for an unknown variant, or one the configuration cannot plant.
     """
     cfg = construction.config
     if variant == "correct":

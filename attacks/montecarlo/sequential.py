@@ -167,11 +167,20 @@ class SequentialSummary(Record):
 
 @dataclass
 class SequentialTest:
-    """The stop rule of :func:`attacks.montecarlo.shards.run_shards`: True at the first violating checkpoint.
+    """The stop rule of :func:`executor.run.run_shards`: True at the first violating checkpoint.
 
-    ``sequential=False``: one checkpoint (all shards) at level 1 - confidence, the fixed-sample version.
-
-    ``history``: one :class:`Checkpoint` per checkpoint reached.
+    Attributes:
+        n_shards: The shards per world of the audit.
+        edges: The statistic histogram's edges.
+        tests: The family of tests the violation test checks (:func:`attacks.montecarlo.design.plan_tests`).
+        epsilon_sound: The sound ε (an **upper** bound) at ``delta``.
+        delta: The δ of ``epsilon_sound``.
+        confidence: 1 - the violation test's total level.
+        profile: The sound profile's points (α, H_α) checked.
+        sequential: Checkpoints at 1, 2, 4, ... shards (level α/2^(k+1) at the k-th); False: one checkpoint (all
+            shards) at level 1 - confidence, the fixed-sample version.
+        history: One :class:`Checkpoint` per checkpoint reached.
+        violation: A checkpoint certified a violation.
     """
 
     n_shards: int

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Sequence, Tuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from tsdp.verify.json_data import Record
@@ -72,7 +73,7 @@ def mixture_cdf(y: np.ndarray, means: np.ndarray, weights: np.ndarray, sigma: fl
     return (weights * stats.norm.cdf((np.asarray(y)[..., None] - means) / sigma)).sum(axis=-1)
 
 
-def cp_upper(k, n, alpha: float) -> np.ndarray:
+def cp_upper(k: ArrayLike, n: ArrayLike, alpha: float) -> np.ndarray:
     """One-sided Clopper-Pearson upper bound on a binomial rate at level 1 - alpha (1 when k = n).
 
     Args:
@@ -88,7 +89,7 @@ def cp_upper(k, n, alpha: float) -> np.ndarray:
     return np.where(k >= n, 1.0, out)
 
 
-def cp_lower(k, n, alpha: float) -> np.ndarray:
+def cp_lower(k: ArrayLike, n: ArrayLike, alpha: float) -> np.ndarray:
     """One-sided Clopper-Pearson lower bound on a binomial rate at level 1 - alpha (0 when k = 0).
 
     Args:
@@ -199,10 +200,20 @@ def certified_test_epsilon(tp: int, fp: int, n_pos: int, n_neg: int, delta: floa
 
 @dataclass(frozen=True)
 class TestBound(Record):
-    """A chosen test and its held-out bound: threshold, side (P-positive ``upper`` or Q-positive ``lower``),
-    held-out counts, the certified lower bound ``value`` (:func:`certified_test_epsilon`), the union bound of
-    the same counts it calibrates (``union_value``, for comparison: the certified value is the exact level's)
-    and the share of the error probability the union statistic gives the false-positive rate (:func:`error_split`)."""
+    """A chosen test and its held-out bound (every ε a **lower** bound).
+
+    Attributes:
+        value: The certified ε lower bound (:func:`certified_test_epsilon`, at the union statistic's exact level).
+        union_value: The union bound of the same counts it calibrates (for comparison).
+        threshold: The test's threshold on the statistic.
+        side: ``upper`` (P positive) or ``lower`` (Q positive).
+        true_positives: Held-out trials of the positive world in the rejection region.
+        false_positives: Held-out trials of the negative world in it.
+        n_positive: Held-out trials of the positive world.
+        n_negative: Held-out trials of the negative world.
+        fp_share: The share of the error probability the union statistic gives the false-positive rate
+            (:func:`error_split`).
+    """
 
     value: float
     union_value: float
@@ -298,7 +309,7 @@ def bin_counts(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.bincount(np.searchsorted(edges, x, "right"), minlength=len(edges) + 1).astype(np.int64)
 
 
-def side_counts(hist_p: np.ndarray, hist_q: np.ndarray, side: str):
+def side_counts(hist_p: np.ndarray, hist_q: np.ndarray, side: str) -> Tuple[np.ndarray, np.ndarray, int, int]:
     """Per edge e_j, (TP, FP, n_pos, n_neg) of S = {x ≥ e_j} with P positive (``upper``) or S = {x < e_j}
     with Q positive (``lower``), from the two worlds' histograms (:func:`bin_counts`).
 

@@ -18,11 +18,12 @@ whole epochs (``steps`` = the epochs' steps, rows starting at epoch boundaries) 
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional, Union
 
 import torch
 
-from tsdp.training.samplers import BiLevelSampler, DeterministicTopLevel, TopBatch, WindowIndex, make_sampler
+from tsdp.training.samplers import (BiLevelSampler, DeterministicTopLevel, PooledSampler, TopBatch, WindowIndex,
+                                    make_sampler)
 from tsdp.training.step import private_gradient
 from tsdp.training.train import resolve_device
 from tsdp.training.windows import augment, gather_windows, split_window
@@ -32,9 +33,20 @@ from .constructions import Construction
 
 WINDOWS_PER_CHUNK = 1 << 21  # windows materialised at once (bounds peak memory)
 
+Sampler = Union[BiLevelSampler, PooledSampler]
+"""A sampler of :func:`training.samplers.make_sampler` (or one with the same ``sample``, in its place)."""
 
-def slots_per_step(construction: Construction, sampler) -> int:
-    """Window slots M of one step of the construction's sampler (masked slots included)."""
+
+def slots_per_step(construction: Construction, sampler: Sampler) -> int:
+    """Window slots M of one step of the construction's sampler (masked slots included).
+
+    Args:
+        construction: The construction.
+        sampler: Its scheme's sampler (:func:`training.samplers.make_sampler`), or one that replaces it.
+
+    Returns:
+        The slots per step.
+    """
     cfg = construction.config
     if cfg.top == Top.POOLED:
         return cfg.batch_size
@@ -42,11 +54,21 @@ def slots_per_step(construction: Construction, sampler) -> int:
     return cfg.sequences_per_step * per_seq
 
 
-def sample_steps(construction: Construction, sampler, n_steps: int, generator: torch.Generator) -> WindowIndex:
+def sample_steps(construction: Construction, sampler: Sampler, n_steps: int,
+                 generator: torch.Generator) -> WindowIndex:
     """Windows of ``n_steps`` independent compositions of the construction's scheme (real samplers).
 
     Deterministic top level: every composition is the first step of an epoch (Algorithm 3,
     sequences 0..N'-1, which holds the changed sequence 0) with fresh bottom-level draws.
+
+    Args:
+        construction: The construction.
+        sampler: Its scheme's sampler, or one that replaces it.
+        n_steps: The compositions.
+        generator: The generator the sampler draws from.
+
+    Returns:
+        The windows of every composition.
     """
     if isinstance(sampler, BiLevelSampler) and isinstance(sampler.top, DeterministicTopLevel):
         first = sampler.top.sample(1, generator)
@@ -56,7 +78,8 @@ def sample_steps(construction: Construction, sampler, n_steps: int, generator: t
 
 
 def released_update_chunks(construction: Construction, world: str, trials: int, steps: int,
-                           generator: torch.Generator, *, sampler=None, sigma: Optional[float] = None,
+                           generator: torch.Generator, *, sampler: Optional[Sampler] = None,
+                           sigma: Optional[float] = None,
                            clip: Optional[float] = None,
                            sampler_generator: Optional[torch.Generator] = None) -> Iterator[torch.Tensor]:
     """Centred released updates (Λ g̃ / C - offset) of ``trials`` runs of ``steps`` steps, in chunks (n, steps) float64.
@@ -68,6 +91,23 @@ def released_update_chunks(construction: Construction, world: str, trials: int, 
     rows follow ``construction.pair.P`` in every step, in world Q ``pair.Q``. ``sampler_generator``: the generator
     the sampler draws from (default ``generator``; the audit gives a user's sampler a CPU one), its windows moved to
     ``generator``'s device.
+
+    Args:
+        construction: The construction.
+        world: ``"p"`` or ``"q"``.
+        trials: The runs.
+        steps: Compositions per run.
+        generator: The loop's generator (noise, augmentation), on the loop's device.
+        sampler: A sampler in place of the scheme's (None: the scheme's).
+        sigma: The noise multiplier the loop runs with (None: the configuration's).
+        clip: The clipping bound the loop runs with (None: the construction's C).
+        sampler_generator: The generator the sampler draws from (None: ``generator``).
+
+    Yields:
+        (n, steps) float64 tensors of centred released updates, n ≤ the chunk size, ``trials`` rows in all.
+
+    Raises:
+        ValueError: ``world`` is neither ``"p"`` nor ``"q"``.
     """
     if world not in ("p", "q"):
         raise ValueError(f"world must be 'p' or 'q', got {world!r}")
@@ -92,15 +132,37 @@ def released_update_chunks(construction: Construction, world: str, trials: int, 
 
 
 def released_updates(construction: Construction, world: str, trials: int, steps: int, generator: torch.Generator,
-                     **loop) -> torch.Tensor:
-    """All chunks of :func:`released_update_chunks` (``loop``: its keyword overrides) as one (trials, steps) float64 tensor."""
+                     **loop: Any) -> torch.Tensor:
+    """All chunks of :func:`released_update_chunks` as one tensor.
+
+    Args:
+        construction: The construction.
+        world: ``"p"`` or ``"q"``.
+        trials: The runs.
+        steps: Compositions per run.
+        generator: The loop's generator.
+        **loop: :func:`released_update_chunks`'s keyword overrides.
+
+    Returns:
+        The (trials, steps) float64 centred released updates.
+    """
     return torch.cat(list(released_update_chunks(construction, world, trials, steps, generator, **loop)))
 
 
-def naive_released_update(construction: Construction, world: str, generator: torch.Generator, sampler) -> float:
+def naive_released_update(construction: Construction, world: str, generator: torch.Generator,
+                          sampler: Sampler) -> float:
     """One trial of one step the naive way (the benchmark's baseline): the same loop code, one trial per call.
 
     Pinned to the vmap engine, the one the batched trials use, so the benchmark compares batching alone.
+
+    Args:
+        construction: The construction.
+        world: ``"p"`` or ``"q"``.
+        generator: The generator of the sampler and the noise.
+        sampler: The scheme's sampler.
+
+    Returns:
+        The centred released update.
     """
     cfg = construction.config
     data = construction.data_p if world == "p" else construction.data_q

@@ -7,6 +7,7 @@ import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.attacks.montecarlo.audit import _sampler_replaced, audit
+from tsdp.attacks.montecarlo.options import Statistic, TrialPlan
 from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper, epsilon_lower_bound
 from tsdp.training.samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
 
@@ -52,7 +53,7 @@ HEAVY = {(t, 0) for t, cs in GRID.items() if len(cs) == 2}
 def test_empirical_epsilon_never_exceeds_the_sound_epsilon(theorem, config):
     """Soundness: ε lower (95%) ≤ sound ε after 1 and 2 steps, and the H_α lower bounds stay below the sound profile."""
     for steps in (1, 2):
-        r = audit(theorem, config, trials=4000, steps=steps, delta=1e-3, seed=steps, discretization=1e-3)
+        r = audit(theorem, config, delta=1e-3, steps=steps, trials=TrialPlan(4000, seed=steps), discretization=1e-3)
         assert 0 <= r.epsilon_lower <= r.epsilon_sound, r.to_dict()
         assert r.epsilon_attained <= r.epsilon_sound + 1e-6
         for point in r.profile:
@@ -60,7 +61,7 @@ def test_empirical_epsilon_never_exceeds_the_sound_epsilon(theorem, config):
 
 
 def test_audit_result_json_keys():
-    d = audit("T6", SMALL, trials=2000, delta=1e-3, alphas=[1.0, 2.0]).to_dict()
+    d = audit("T6", SMALL, delta=1e-3, trials=TrialPlan(2000), statistic=Statistic(alphas=[1.0, 2.0])).to_dict()
     for key in ("epsilon_lower", "confidence", "epsilon_sound", "epsilon_attained", "ratio", "gof_pvalue",
                 "profile", "trials", "steps", "theorem", "config"):
         assert key in d
@@ -70,11 +71,11 @@ def test_audit_result_json_keys():
 
 def test_bad_input_is_refused():
     with pytest.raises(ConfigError, match="trials"):
-        audit("T6", SMALL, trials=5, delta=1e-3)
+        audit("T6", SMALL, delta=1e-3, trials=TrialPlan(5))
     with pytest.raises(ConfigError, match="delta"):
-        audit("T6", SMALL, trials=100, delta=0.0)
+        audit("T6", SMALL, delta=0.0, trials=TrialPlan(100))
     with pytest.raises(ConfigError, match="alphas"):
-        audit("T6", SMALL, trials=100, delta=1e-3, alphas=[0.5])
+        audit("T6", SMALL, delta=1e-3, trials=TrialPlan(100), statistic=Statistic(alphas=[0.5]))
 
 
 class _WithReplacementTop:
@@ -101,28 +102,28 @@ class _PaddingOffByOne:
 
 def test_gof_accepts_the_correct_loop_at_one_percent():
     for theorem, seed in (("T6", 0), ("T1", 0)):
-        assert audit(theorem, AUDIT, trials=20000, delta=1e-3, seed=seed).gof_pvalue > 0.01
+        assert audit(theorem, AUDIT, delta=1e-3, trials=TrialPlan(20000, seed=seed)).gof_pvalue > 0.01
 
 
 def test_gof_rejects_padding_off_by_one():
     broken = _PaddingOffByOne(make_sampler(AUDIT), AUDIT.T)
     with _sampler_replaced(broken):
-        assert audit("T6", AUDIT, trials=50000, delta=1e-3, seed=0).gof_pvalue < 1e-6
+        assert audit("T6", AUDIT, delta=1e-3, trials=TrialPlan(50000, seed=0)).gof_pvalue < 1e-6
 
 
 def test_gof_rejects_wor_drawing_with_replacement():
     cfg = TrainingConfig(N=8, batch_size=4, L=4, context_length=1, forecast_length=1, sigma=1.0)
     good = make_sampler(cfg)
     broken = BiLevelSampler(_WithReplacementTop(cfg.N, cfg.sequences_per_step), good.bottom)
-    assert audit("T6", cfg, trials=50000, delta=1e-3, seed=0).gof_pvalue > 0.01
+    assert audit("T6", cfg, delta=1e-3, trials=TrialPlan(50000, seed=0)).gof_pvalue > 0.01
     with _sampler_replaced(broken):
-        assert audit("T6", cfg, trials=50000, delta=1e-3, seed=0).gof_pvalue < 1e-4
+        assert audit("T6", cfg, delta=1e-3, trials=TrialPlan(50000, seed=0)).gof_pvalue < 1e-4
 
 
 @pytest.mark.slow  # 2e5 trials per world; the tightness ratios of every construction are the report's and the slow audits'
 def test_moderate_tightness_t6_one_step():
     """2e5 trials per world on the audit configuration: the attack reaches ≥ 0.65 of the attained ε (T6 tight)."""
-    r = audit("T6", AUDIT, trials=200000, delta=1e-3, seed=3)
+    r = audit("T6", AUDIT, delta=1e-3, trials=TrialPlan(200000, seed=3))
     assert r.epsilon_lower <= r.epsilon_sound
     assert r.ratio >= 0.65, r.to_dict()
     assert r.epsilon_attained == pytest.approx(r.epsilon_sound, rel=1e-3)  # T6 is tight after one step
@@ -132,7 +133,7 @@ def test_moderate_tightness_t6_one_step():
 def test_c6_pooled_loop_leaks_more_than_the_one_record_guarantee():
     """Claim C6: on the pooled-window loop (L_C + L_F = 8), ε lower (95%) > the ε that T13 claims."""
     cfg = TrainingConfig(N=40, L=12, context_length=4, forecast_length=4, batch_size=36, sigma=2.0, top="pooled")
-    r = audit("T13", cfg, trials=10000, delta=1e-3, seed=0)
+    r = audit("T13", cfg, delta=1e-3, trials=TrialPlan(10000, seed=0))
     assert r.confidence == 0.95
     assert r.epsilon_lower > r.epsilon_sound, r.to_dict()
     assert r.epsilon_lower <= r.epsilon_attained * 1.05  # and stays below what the construction can attain
@@ -161,7 +162,8 @@ def test_full_tightness_claim(theorem, steps, trials, minimum):
     ~e^-7.5 P(S)): measured through the loop 0.658 at 2e5, 0.760 at 1e6 and 0.889 at 3e6. The bound is a lower bound (CP at 97.5% on
     each rate); the ratio thresholds sit ≥ 0.03 below the measured values at seed 7.
     """
-    r = audit(theorem, AUDIT, trials=trials, steps=steps, delta=1e-3, seed=7, select_fraction=0.2)
+    r = audit(theorem, AUDIT, delta=1e-3, steps=steps, trials=TrialPlan(trials, seed=7),
+              statistic=Statistic(select_fraction=0.2))
     assert r.epsilon_lower <= r.epsilon_sound
     assert r.ratio >= minimum, r.to_dict()
     assert r.gof_pvalue > 0.01

@@ -10,6 +10,7 @@ less than the construction's law says.
 import pytest
 
 from tsdp.attacks.montecarlo.audit import audit
+from tsdp.attacks.montecarlo.options import TrialPlan
 from tsdp.attacks.montecarlo.constructions import build
 from tsdp.attacks.montecarlo.shuffled import reading_of
 from tsdp.theorems.config import TrainingConfig
@@ -32,7 +33,7 @@ def test_printed_attained_epsilon_is_certified_through_the_schemes_loop(name, th
     scheme's loop certify at least half of it and no more than its upper rounding; the loop's law fits (KS p > 1e-3).
     Poisson top level has no construction (no attained ε), so it has no cell."""
     printed = epsilon(config, 1e-3, steps=steps, discretization=1e-3)
-    r = audit(theorem, config, trials=10_000, steps=steps, delta=1e-3, seed=11, discretization=1e-3)
+    r = audit(theorem, config, delta=1e-3, steps=steps, trials=TrialPlan(10_000, seed=11), discretization=1e-3)
     assert r.epsilon_attained == pytest.approx(printed.epsilon_attained, abs=1e-9)
     assert 0.5 * r.epsilon_attained <= r.epsilon_lower <= r.attained_bracket.upper, r.to_dict()
     assert r.epsilon_lower <= printed.epsilon  # never certifies above the sound ε (T1 for shuffled iteration)
@@ -51,7 +52,8 @@ def test_short_last_batch_is_centred_with_its_own_size():
     con = build("T1", config)
     reading = reading_of(con, config.steps_per_epoch)
     assert list(reading.corrections) == [0.0, 0.0, 0.0, 0.0, 2.0]
-    r = audit("T1", config, trials=6000, steps=config.steps_per_epoch, delta=1e-3, seed=2, discretization=1e-3)
+    r = audit("T1", config, delta=1e-3, steps=config.steps_per_epoch, trials=TrialPlan(6000, seed=2),
+              discretization=1e-3)
     assert r.gof_pvalue > 1e-3, r.gof
 
 
@@ -62,7 +64,7 @@ def test_default_configuration_one_epoch_reaches_most_of_the_shuffled_attained_e
     Measured at seed 0: 1.5932 of 1.6122 (ratio 0.988; 3116 true and 390 false positives of 10^6, test fixed before
     sampling at max ≥ 1.5165), KS p = 1.0, 342 s on the shared 2 cores."""
     config = TrainingConfig(top="shuffle")
-    r = audit("T1", config, trials=1_000_000, steps=10, delta=1e-3, seed=0)
+    r = audit("T1", config, delta=1e-3, steps=10, trials=TrialPlan(1_000_000, seed=0))
     assert r.epsilon_attained == pytest.approx(1.6122, abs=2e-3)
     assert r.epsilon_lower <= r.attained_bracket.upper <= epsilon(config, 1e-3, steps=10).epsilon
     assert r.ratio >= 0.8, r.to_dict()
@@ -75,7 +77,8 @@ def test_the_other_epoch_constructions_follow_their_hidden_position_law_through_
     """T3 (λ = 2, WR bottom: T2's construction) and T4 (Poisson bottom, mirrored pair) shuffled: the real loop's
     first-epoch maximum fits the hidden-position law of the construction's step pair (KS p > 1e-3, 6000 trials
     per world), and the audit stays within [0, attained_upper] of the printed attained ε."""
-    r = audit(theorem, config, trials=6000, steps=config.steps_per_epoch, delta=1e-3, seed=5, discretization=1e-3)
+    r = audit(theorem, config, delta=1e-3, steps=config.steps_per_epoch, trials=TrialPlan(6000, seed=5),
+              discretization=1e-3)
     assert r.gof_pvalue > 1e-3, r.gof
     assert r.epsilon_attained == pytest.approx(
         epsilon(config, 1e-3, steps=config.steps_per_epoch, discretization=1e-3).epsilon_attained, abs=1e-9)
@@ -86,6 +89,6 @@ def test_a_run_stopped_inside_its_first_epoch_follows_the_partial_epoch_law():
     """2 of the 5 steps of an epoch (N = 18, N' = 4): the real loop's maximum over the 2 steps that ran fits the
     partial-epoch law (the changed sequence ran with probability ρ = 8/18; KS p > 1e-3, 6000 trials per world)."""
     config = SMALL.with_(top="shuffle", N=18)
-    r = audit("T1", config, trials=6000, steps=2, delta=1e-3, seed=3, discretization=1e-3)
+    r = audit("T1", config, delta=1e-3, steps=2, trials=TrialPlan(6000, seed=3), discretization=1e-3)
     assert r.compositions == 1 and r.gof_pvalue > 1e-3, r.gof
     assert r.epsilon_attained < epsilon(config, 1e-3, steps=5, discretization=1e-3).epsilon_attained

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from tsdp.attacks.montecarlo.design import design_test, histogram_edges, statistic_law
+from tsdp.attacks.montecarlo.design import design_test, histogram_edges
+from tsdp.attacks.montecarlo.laws import statistic_law
 from tsdp.attacks.montecarlo.statistics import (binned_goodness_of_fit, bin_counts, certified_test_epsilon, cp_lower, cp_upper,
                                         error_split,
                                         fixed_test_bound, goodness_of_fit, log_likelihood_ratio, side_counts)

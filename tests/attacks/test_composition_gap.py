@@ -3,6 +3,7 @@ import pytest
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.attacks.montecarlo.audit import audit
+from tsdp.attacks.montecarlo.options import Statistic, TrialPlan
 from tsdp.attacks.montecarlo.bracket import attained_bracket
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event
@@ -34,7 +35,8 @@ def test_t6_one_step_has_no_composition_gap():
 @pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_audit_result_carries_the_bracket():
     cfg = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)
-    r = audit("T10", cfg, trials=2000, steps=3, delta=1e-3, alphas=[1.0], discretization=1e-3)
+    r = audit("T10", cfg, delta=1e-3, steps=3, trials=TrialPlan(2000), statistic=Statistic(alphas=[1.0]),
+              discretization=1e-3)
     b = r.attained_bracket
     assert b.lower == pytest.approx(r.epsilon_attained, rel=1e-9)
     assert b.lower <= b.upper <= r.epsilon_sound

@@ -5,6 +5,7 @@ import numpy as np
 import torch
 
 from tsdp.attacks.montecarlo.audit import _sampler_replaced, audit
+from tsdp.attacks.montecarlo.options import TrialPlan
 from tsdp.attacks.montecarlo.shards import torch_seed
 from tsdp.theorems.config import TrainingConfig
 from tsdp.training.samplers import WindowIndex, make_sampler
@@ -32,7 +33,7 @@ def test_a_users_sampler_gets_a_cpu_generator_and_the_same_draws_per_seed():
     results = []
     for s in runs:
         with _sampler_replaced(s):
-            results.append(audit("T6", CFG, trials=3000, delta=1e-3, seed=4, device="auto"))
+            results.append(audit("T6", CFG, delta=1e-3, trials=TrialPlan(3000, seed=4, device="auto")))
     assert runs[0].devices and set(runs[0].devices + runs[1].devices) == {"cpu"}
     assert all(torch.equal(a, b) for a, b in zip(runs[0].drawn, runs[1].drawn))
     assert results[0].epsilon_lower == results[1].epsilon_lower and results[0].gof_pvalue == results[1].gof_pvalue

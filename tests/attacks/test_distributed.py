@@ -1,12 +1,15 @@
-"""Sharded audits (attacks.montecarlo.shards): shard plans independent of workers, exact merge, re-run of failed shards,
-identical results on 1 and 2 local processes and on a local Dask cluster (a worker killed mid-run included)."""
+"""Sharded audits (attacks.montecarlo.shards on the executor): shard plans independent of workers, exact merge,
+re-run of failed shards, identical results on 1 and 2 local processes and on a local Dask cluster (a worker killed
+mid-run included)."""
 import numpy as np
 import pytest
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.attacks.montecarlo.audit import audit, audit_statistics
+from tsdp.attacks.montecarlo.options import Statistic, TrialPlan
 from tsdp.attacks.montecarlo.counts import ShardStats, merge
-from tsdp.attacks.montecarlo.shards import ShardError, _units_wrapped, plan_shards, run_shards
+from tsdp.attacks.montecarlo.shards import plan_shards
+from tsdp.executor.seams import _units_wrapped
 
 from fault_injection import failing_once
 from tsdp.attacks.montecarlo.constructions import build
@@ -15,9 +18,11 @@ SMALL = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_lengt
 ALPHAS = [1.0, 3.0]
 
 
-def _stats(construction, **kw):
-    return audit_statistics(construction, trials=5000, steps=1, delta=1e-3, confidence=0.95, alphas=ALPHAS, seed=11,
-                            device="cpu", shard_size=1000, **kw)
+def _stats(construction, **where):
+    """The same audit's statistics, run where ``where`` (workers, cluster) says."""
+    return audit_statistics(construction, delta=1e-3, steps=1,
+                            trials=TrialPlan(5000, seed=11, shard_size=1000, device="cpu", **where),
+                            statistic=Statistic(alphas=ALPHAS))
 
 
 def _same(a, b):
@@ -61,15 +66,6 @@ def test_failed_shard_is_rerun_and_the_result_equals_the_uninterrupted_run(tmp_p
     assert hit.run.shards_run == hit.run.shards_planned == 10
 
 
-def test_a_shard_that_always_fails_stops_the_audit():
-    def broken(spec):
-        raise RuntimeError("boom")
-
-    specs = plan_shards("T6", SMALL, 2000, 1, 0, np.array([0.0]), np.array([0.0]), shard_size=1000)
-    with pytest.raises(ShardError, match="failed 4 times"):
-        run_shards(specs, shard_fn=broken)
-
-
 @pytest.mark.slow  # spawns a pool whose workers die on import, several times over
 def test_a_script_without_a_main_guard_gets_the_reason_not_just_a_broken_pool(tmp_path):
     """Workers are spawned: a script calling run_shards(workers=2) at module level re-runs in every worker, which
@@ -80,23 +76,25 @@ def test_a_script_without_a_main_guard_gets_the_reason_not_just_a_broken_pool(tm
     script = tmp_path / "unguarded.py"
     script.write_text(
         "import numpy as np\n"
-        "from tsdp.attacks.montecarlo.shards import plan_shards, run_shards\n"
+        "from tsdp.attacks.montecarlo.shards import plan_shards, run_shard\n"
+        "from tsdp.executor.run import run_shards\n"
         "from tsdp.theorems.config import TrainingConfig\n"
         "cfg = TrainingConfig(N=16, batch_size=4, L=6, context_length=2, forecast_length=1, sigma=0.8)\n"
         "specs = plan_shards('T6', cfg, 200, 1, 0, np.array([0.0]), np.array([0.0]), shard_size=100)\n"
-        "run_shards(specs, workers=2, max_attempts=1)\n")
+        "run_shards(specs, run_shard, workers=2, max_attempts=1)\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert out.returncode != 0
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("tsdp.attacks.montecarlo.shards.ShardError") and "if __name__ == \"__main__\":" in last, last
+    assert last.startswith("tsdp.executor.tracker.ShardError") and "if __name__ == \"__main__\":" in last, last
 
 
 def test_the_shard_size_is_part_of_the_sample():
     """Control: the shard size is part of the plan (a different size is a different sample), workers are not."""
     construction = build("T6", SMALL)
     a = _stats(construction)
-    b = audit_statistics(construction, trials=5000, steps=1, delta=1e-3, confidence=0.95, alphas=ALPHAS, seed=11,
-                         device="cpu", shard_size=500)
+    b = audit_statistics(construction, delta=1e-3, steps=1,
+                         trials=TrialPlan(5000, seed=11, shard_size=500, device="cpu"),
+                         statistic=Statistic(alphas=ALPHAS))
     assert a.test.true_positives != b.test.true_positives or a.test.false_positives != b.test.false_positives
 
 
@@ -109,8 +107,10 @@ def test_one_vs_two_processes_identical_and_a_killed_worker_changes_nothing(tmp_
         two = _stats(construction, workers=2)
     _same(one, two)
     assert two.run.executor == "processes" and two.run.retries >= 1
-    r1 = audit("T6", SMALL, trials=3000, delta=1e-3, seed=4, shard_size=1000, alphas=ALPHAS)
-    r2 = audit("T6", SMALL, trials=3000, delta=1e-3, seed=4, shard_size=1000, alphas=ALPHAS, workers=2)
+    r1 = audit("T6", SMALL, delta=1e-3, trials=TrialPlan(3000, seed=4, shard_size=1000),
+               statistic=Statistic(alphas=ALPHAS))
+    r2 = audit("T6", SMALL, delta=1e-3, trials=TrialPlan(3000, seed=4, shard_size=1000, workers=2),
+               statistic=Statistic(alphas=ALPHAS))
     assert r1.epsilon_lower == r2.epsilon_lower and r1.test == r2.test and r1.profile == r2.profile
 
 

@@ -12,7 +12,7 @@ from tsdp.attacks.canary.runs import run_many
 from tsdp.attacks.canary.steinke_bound import auc
 from tsdp.attacks.canary.whitebox import LoopTask, audit_loop
 from tsdp.datasets.series import synthetic
-from tsdp.attacks.montecarlo.shards import _units_wrapped
+from tsdp.executor.seams import _units_wrapped
 
 from fault_injection import failing_once
 

@@ -7,7 +7,8 @@ import pytest
 from scipy import stats
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.attacks.montecarlo.audit import audit, audit_statistics, theory
+from tsdp.attacks.montecarlo.audit import SoundClaim, audit, audit_statistics, theory
+from tsdp.attacks.montecarlo.options import Confidence, Statistic, TrialPlan
 from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper, error_split
 from tsdp.attacks.montecarlo.planted import planted_loop
 from tsdp.attacks.montecarlo.trials import released_updates
@@ -44,7 +45,8 @@ def test_planted_bugs_are_caught_within_ten_thousand_trials(loop, seed):
     """T6 on the audit configuration, δ = 1e-3, 95% confidence: a certified violation of the sound profile at a
     checkpoint of ≤ 8000 trials per world (shards of 1000: checkpoints 1000, 2000, 4000, 8000). Measured
     stopping points: noise halved 1000-2000, sampling doubled 2000, clipping doubled 2000-8000 trials."""
-    r = audit("T6", AUDIT, trials=16000, delta=1e-3, seed=seed, sequential=True, loop=loop, shard_size=1000)
+    r = audit("T6", AUDIT, delta=1e-3, trials=TrialPlan(16000, seed=seed, shard_size=1000),
+              confidence=Confidence(sequential=True), loop=loop)
     assert r.violation and r.violation_test.violation and r.violation_test.sequential, r.violation_test
     assert r.violation_test.trials <= 10_000
     assert r.run.stopped_early
@@ -61,9 +63,10 @@ def test_correct_loop_raises_no_violation_beyond_the_stated_rate():
     profile = list(zip(grid, theory(construction, 1, 1e-3, grid).h_theory))
     violations = 0
     for seed in range(200):
-        s = audit_statistics(construction, trials=2000, steps=1, delta=1e-3, confidence=0.95, alphas=[1.0], seed=seed,
-                             device="cpu", shard_size=500, epsilon_sound=th.epsilon_sound, sound_profile=profile,
-                             sequential=True)
+        s = audit_statistics(construction, delta=1e-3, steps=1,
+                             trials=TrialPlan(2000, seed=seed, shard_size=500, device="cpu"),
+                             statistic=Statistic(alphas=[1.0]), confidence=Confidence(0.95, sequential=True),
+                             sound=SoundClaim(th.epsilon_sound, tuple(profile)))
         violations += s.violation_test.violation
     assert violations <= stats.binom.isf(1e-3, 200, 0.05), violations
 
@@ -87,8 +90,9 @@ def test_identical_worlds_certify_zero_in_every_run():
     is ≤ 10 × that (asserted < 1%)."""
     construction = build("T6", AUDIT)
     for seed in range(10):
-        s = audit_statistics(construction, trials=4000, steps=1, delta=1e-3, confidence=0.95, alphas=[1.0],
-                             seed=seed, device="cpu", shard_size=1000, loop="identical_worlds")
+        s = audit_statistics(construction, delta=1e-3, steps=1,
+                             trials=TrialPlan(4000, seed=seed, shard_size=1000, device="cpu"),
+                             statistic=Statistic(alphas=[1.0]), loop="identical_worlds")
         assert s.test.value == 0.0, s.test
     rate = s.design.tp_rate  # the statistic's law in world P: both worlds here
     assert 10 * _null_failure_probability(4000, rate, 1e-3, 0.95, s.design.fp_share) < 1e-2
@@ -99,7 +103,8 @@ def test_certified_profile_holds_simultaneously_on_the_whole_grid():
     """Simultaneous coverage of the certified lower profile δ(ε) on 12 ε values (numpy draws of the T6 pair, not the
     loop): in 100 runs of 4000 draws per world, runs with the curve above the true H_α anywhere stay ≤ the
     1 - 1e-3 quantile of Bin(100, 0.05) (false-failure rate ≤ 1e-3)."""
-    from tsdp.attacks.montecarlo.design import histogram_edges, statistic_law, tail_thresholds
+    from tsdp.attacks.montecarlo.design import histogram_edges, tail_thresholds
+    from tsdp.attacks.montecarlo.laws import statistic_law
     from tsdp.attacks.montecarlo.statistics import bin_counts, log_likelihood_ratio
     from tsdp.attacks.montecarlo.sequential import certified_profile
 

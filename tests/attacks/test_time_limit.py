@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tsdp.attacks.canary.time_limit import Expired, check_timeout, time_limit
-from tsdp.attacks.montecarlo.processes import children
+from tsdp.executor.processes import children
 from tsdp.theorems.config import ConfigError, TrainingConfig
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from tsdp.attacks.canary import fdp_bound, steinke_bound
 from tsdp.attacks.montecarlo.audit import audit
+from tsdp.attacks.montecarlo.options import Confidence, Statistic, TrialPlan
 from tsdp.cli.output import dumps
 from tsdp.theorems.config import TrainingConfig
 
@@ -26,13 +27,14 @@ AUDIT = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_len
 TIMINGS = ("seconds",)
 
 AUDITS = {
-    "theory": lambda: audit("T6", SMALL, trials=400, steps=2, delta=1e-3, seed=1, device="cpu"),
-    "split": lambda: audit("T6", SMALL, trials=400, delta=1e-3, seed=2, device="cpu", threshold="split"),
-    "sequential": lambda: audit("T6", AUDIT, trials=4000, delta=1e-3, seed=0, device="cpu", sequential=True,
-                                loop="noise_halved", shard_size=500),
-    "shuffled": lambda: audit("T1", SMALL.with_(top="shuffle"), trials=200, steps=8, delta=1e-3, seed=3,
-                              device="cpu"),
-    "pooled": lambda: audit("T14", AUDIT.with_(L=1), trials=200, delta=1e-3, seed=4, device="cpu"),
+    "theory": lambda: audit("T6", SMALL, delta=1e-3, steps=2, trials=TrialPlan(400, seed=1, device="cpu")),
+    "split": lambda: audit("T6", SMALL, delta=1e-3, trials=TrialPlan(400, seed=2, device="cpu"),
+                           statistic=Statistic(threshold="split")),
+    "sequential": lambda: audit("T6", AUDIT, delta=1e-3, trials=TrialPlan(4000, seed=0, shard_size=500, device="cpu"),
+                                confidence=Confidence(sequential=True), loop="noise_halved"),
+    "shuffled": lambda: audit("T1", SMALL.with_(top="shuffle"), delta=1e-3, steps=8,
+                              trials=TrialPlan(200, seed=3, device="cpu")),
+    "pooled": lambda: audit("T14", AUDIT.with_(L=1), delta=1e-3, trials=TrialPlan(200, seed=4, device="cpu")),
 }
 SLOW = {"sequential", "shuffled"}
 

@@ -1,6 +1,6 @@
 """--cluster at an address that accepts TCP connections but never answers (or hangs up) is refused in one line
 within the connect timeout, for every command that takes --cluster (they share
-:func:`tsdp.attacks.montecarlo.shards.check_cluster`); a real Dask scheduler passes the same check."""
+:func:`tsdp.executor.cluster.check_cluster`); a real Dask scheduler passes the same check."""
 import socket
 import subprocess
 import sys
@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("dask.distributed")
 
-from tsdp.attacks.montecarlo import shards  # noqa: E402
+from tsdp.executor import cluster  # noqa: E402
 from tsdp.cli.main import main  # noqa: E402
 from tsdp.theorems.config import ConfigError  # noqa: E402
 
@@ -52,7 +52,7 @@ class _Listener:
 
 @pytest.fixture
 def fast_timeout(monkeypatch):
-    monkeypatch.setattr(shards, "CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1.0)
 
 
 @pytest.mark.parametrize("close,says", [(False, "sends no Dask handshake"), (True, "without a Dask handshake")])
@@ -60,7 +60,7 @@ def test_a_server_that_accepts_and_never_answers_is_refused_within_the_timeout(f
     with _Listener(close) as server:
         started = time.monotonic()
         with pytest.raises(ConfigError) as exc:
-            shards.check_cluster(server.address)
+            cluster.check_cluster(server.address)
         assert time.monotonic() - started < 5 and exc.value.parameter == "cluster" and says in str(exc.value)
 
 
@@ -116,7 +116,7 @@ def test_a_real_dask_scheduler_passes_the_check():
     try:
         address = proc.stdout.readline().strip()
         assert address.startswith("tcp://127.0.0.1:")
-        shards.check_cluster(address)  # no exception: the scheduler sent its handshake in time
+        cluster.check_cluster(address)  # no exception: the scheduler sent its handshake in time
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)

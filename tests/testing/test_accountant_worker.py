@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tsdp import TrainingConfig
-from tsdp.attacks.montecarlo.processes import GRACE_S
+from tsdp.executor.processes import GRACE_S
 from tsdp.testing.worker import OUTPUT_MAX, AccountantWorker, terminal_view
 
 CONFIG = TrainingConfig()

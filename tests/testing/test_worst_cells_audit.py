@@ -9,6 +9,7 @@ have no loop construction (the constructions change one element), so these are t
 import pytest
 
 from tsdp import TrainingConfig, audit
+from tsdp.attacks.montecarlo.options import TrialPlan
 from tsdp.testing import check_accountant, opacus_accountant, poisson_pld
 
 DELTA = 1e-5
@@ -34,7 +35,7 @@ def test_the_audit_certifies_more_than_the_guessed_rates_report(config, steps, a
     verdicts = [check_accountant(_accountant(*a), config, steps=steps, delta=DELTA).verdicts[0] for a in accountants]
     assert all(v.verdict == "unsound" for v in verdicts)
     construction = verdicts[0].construction
-    result = audit(construction, config, trials=trials, steps=steps, delta=DELTA, seed=0)
+    result = audit(construction, config, delta=DELTA, steps=steps, trials=TrialPlan(trials, seed=0))
     assert result.epsilon_lower <= result.epsilon_attained * 1.001  # the audit stays below what the pair attains
     for v in verdicts:
         assert result.epsilon_lower > v.epsilon_reported, (v.accountant, result.epsilon_lower, v.epsilon_reported)

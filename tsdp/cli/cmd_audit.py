@@ -51,14 +51,18 @@ def _human_audit(d: dict) -> str:
     return "\n".join(lines)
 
 
-def _engine_options(args) -> dict:
-    """The sharded engine's options of `tsdp audit` (attacks.montecarlo.shards / attacks.montecarlo.sequential),
-    checked by :func:`tsdp.attacks.montecarlo.audit.audit` before any work."""
-    options = {"threshold": args.threshold, "workers": args.workers, "cluster": args.cluster,
-               "sequential": args.sequential}
-    if args.shard_size is not None:
-        options["shard_size"] = args.shard_size
-    return options
+def _audit_options(args) -> dict:
+    """`tsdp audit`'s options of :func:`tsdp.attacks.montecarlo.audit.audit`, one object per concern
+    (:mod:`tsdp.attacks.montecarlo.options`), each checked as it is made, before any work: a bad value is a
+    ConfigError naming its keyword, which main reports as the flag."""
+    from tsdp.attacks.montecarlo.options import Confidence, Statistic, TrialPlan
+
+    sharding = {} if args.shard_size is None else {"shard_size": args.shard_size}
+    grid = {} if args.alpha is None else {"alphas": args.alpha}
+    return {"trials": TrialPlan(args.trials, seed=args.seed, workers=args.workers, cluster=args.cluster,
+                                device=args.device, **sharding),
+            "statistic": Statistic(args.threshold, args.select_fraction, **grid),
+            "confidence": Confidence(args.confidence, sequential=args.sequential)}
 
 
 def _union_note(test: dict) -> str:
@@ -199,7 +203,7 @@ def add_parsers(sub, command) -> None:
 
     @command("audit")
     def cmd_audit(args) -> int:
-        check_delta(args.delta)  # trials, steps, confidence, the engine's options: checked by audit()
+        check_delta(args.delta)  # steps: checked by audit(); trials, confidence and the engine's: by their options
         if args.epochs is not None:
             check_int("epochs", args.epochs, 1)
         config = config_from_args(args)
@@ -215,10 +219,8 @@ def add_parsers(sub, command) -> None:
                 raise UsageError(f"invalid {flag}: {getattr(config, field)} conflicts with --theorem {args.theorem}, "
                                  f"whose construction runs {field} = {getattr(fixed, field)} (drop {flag})")
         steps = args.steps if args.epochs is None else args.epochs * scheme_config(args.theorem, config).steps_per_epoch
-        result = audit(args.theorem, config, trials=args.trials, steps=1 if steps is None else steps, delta=args.delta,
-                       seed=args.seed,
-                       device=args.device, alphas=args.alpha, progress=True, confidence=args.confidence,
-                       select_fraction=args.select_fraction, **_engine_options(args))
+        result = audit(args.theorem, config, delta=args.delta, steps=1 if steps is None else steps, progress=True,
+                       **_audit_options(args))
         d = result.to_dict()
         print(dumps(d) if args.json else _human_audit(d))
         return 1 if d["violation"] else 0

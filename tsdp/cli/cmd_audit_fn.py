@@ -203,7 +203,7 @@ def _many_runs(args, task, loss):
     """``--runs R``: R runs of ``task`` on the sharded engine, the pooled m·R canaries certified at once (a
     :class:`tsdp.attacks.canary.audit_result.TrainingAudit`)."""
     from tsdp.attacks.canary.runs import run_many
-    from tsdp.attacks.montecarlo.shards import threads_per_worker
+    from tsdp.executor.local import threads_per_worker
     from tsdp.attacks.canary.user_training import check_audit_inputs, training_audit
 
     check_audit_inputs(task.train, loss, canaries=args.canaries, delta=args.delta, epsilon=args.epsilon,

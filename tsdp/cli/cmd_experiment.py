@@ -117,7 +117,7 @@ def add_parsers(sub, command) -> None:
         from tsdp.experiments.grid import GridSettings, plan
         from tsdp.experiments.table import (NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of,
                                                    same_runs)
-        from tsdp.attacks.montecarlo.shards import check_cluster
+        from tsdp.executor.cluster import check_cluster
 
         if args.dataset is not None and args.dataset not in dataset_names():
             raise UsageError(f"invalid --dataset: must be one of {', '.join(dataset_names())} (got {args.dataset!r})")
@@ -256,7 +256,7 @@ def _run(cells, settings, out: str, args):
     """The grid's results and run info; a cell refused as bad input (a ConfigError, e.g. a training that diverges
     under --v) is that one line, not the engine's ShardError after its retries."""
     from tsdp.experiments.table import run_grid
-    from tsdp.attacks.montecarlo.shards import ShardError
+    from tsdp.executor.tracker import ShardError
     from tsdp.theorems.config import ConfigError
 
     try:

@@ -2,7 +2,7 @@
 
 A user's ``train`` may start processes of its own (a DataLoader's workers, a ``multiprocessing``
 pool, ``subprocess`` children), and when it runs in a worker process of a multi-run audit
-(:mod:`attacks.montecarlo.shards`) those are grandchildren of the command. Ending only the
+(:mod:`executor.local`) those are grandchildren of the command. Ending only the
 worker would leave them running, re-parented, holding the command's output pipes open, so a
 caller waiting for its end would wait for ever. :func:`end_tree` ends a process with everything
 below it. Descendants are found in ``/proc`` (Linux); elsewhere only ``multiprocessing``'s own
@@ -49,8 +49,15 @@ def _parents() -> Dict[int, int]:
 
 
 def children(pid: Optional[int] = None) -> Dict[int, Optional[multiprocessing.Process]]:
-    """The live child processes of ``pid`` (this process by default): {pid: its ``multiprocessing.Process`` or None}
-    (this process's ``multiprocessing`` children, and on Linux every other child, from ``/proc``)."""
+    """The live child processes of ``pid``: this process's ``multiprocessing`` children, and on Linux every other
+    child, from ``/proc``.
+
+    Args:
+        pid: The parent (None: this process).
+
+    Returns:
+        {pid: its ``multiprocessing.Process``, or None for a child ``multiprocessing`` did not start}.
+    """
     me = os.getpid() if pid is None else pid
     found = {p.pid: p for p in multiprocessing.active_children() if p.pid is not None} if me == os.getpid() else {}
     for child, parent in _parents().items():
@@ -60,7 +67,14 @@ def children(pid: Optional[int] = None) -> Dict[int, Optional[multiprocessing.Pr
 
 
 def descendants(pids: Iterable[int]) -> List[int]:
-    """Every live process below ``pids`` (children, their children, ...), parents before their children."""
+    """Every live process below ``pids`` (children, their children, ...), parents before their children.
+
+    Args:
+        pids: The processes whose descendants are wanted.
+
+    Returns:
+        Their live descendants' pids, parents first (empty where there is no ``/proc``).
+    """
     parents = _parents()
     below: Dict[int, List[int]] = {}
     for child, parent in parents.items():
@@ -89,9 +103,13 @@ def _gone(pid: int, process: Optional[multiprocessing.Process]) -> bool:
 
 
 def end(processes: Dict[int, Optional[multiprocessing.Process]]) -> None:
-    """SIGTERM ``processes`` ({pid: Process or None}) and everything below them, SIGKILL what is alive after
-    :data:`GRACE_S`, and reap what is ours. The tree is taken before the first signal: a child whose parent dies is
-    re-parented and could no longer be found."""
+    """SIGTERM ``processes`` and everything below them, SIGKILL what is alive after :data:`GRACE_S`, and reap what
+    is ours. The tree is taken before the first signal: a child whose parent dies is re-parented and could no longer
+    be found.
+
+    Args:
+        processes: {pid: its ``multiprocessing.Process``, or None}; a pid already gone is skipped.
+    """
     todo = dict(processes)
     for pid in descendants(todo):
         todo.setdefault(pid, None)

@@ -1,5 +1,5 @@
 """Fault injection for the sharded executor's tests: a unit of work that fails once, by raising or by killing its
-worker process, as a lost machine would (:func:`tsdp.attacks.montecarlo.shards._units_wrapped` puts it in place)."""
+worker process, as a lost machine would (:func:`tsdp.executor.seams._units_wrapped` puts it in place)."""
 import os
 
 
@@ -27,6 +27,6 @@ class FailOnce:
 
 
 def failing_once(marker: str, **where):
-    """The wrapper :func:`tsdp.attacks.montecarlo.shards._units_wrapped` takes: each unit of work in a
+    """The wrapper :func:`tsdp.executor.seams._units_wrapped` takes: each unit of work in a
     :class:`FailOnce` (``where``: world, index, mode)."""
     return lambda fn: FailOnce(marker, fn=fn, **where)

@@ -1,0 +1,136 @@
+"""The executor on units of work of its own (no torch, no audit): results keyed by unit whatever ran them, a failed
+unit re-run and never dropped, a unit that always fails stopping the run, a fatal failure ending it at once, the stop
+rule, and a worker process killed mid-run changing nothing."""
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+
+import pytest
+
+from tsdp.executor.local import threads_per_worker
+from tsdp.executor.run import ExecutorRun, run_shards
+from tsdp.executor.seams import _units_wrapped, holding
+from tsdp.executor.tracker import Aborted, ShardError
+from tsdp.verify.cpus import available_cpus
+
+from fault_injection import failing_once
+
+
+@dataclass(frozen=True)
+class Square:
+    """A unit: the squares of ``trials`` consecutive integers from ``index * trials``."""
+
+    world: str
+    index: int
+    trials: int
+
+    @property
+    def key(self):
+        return self.world, self.index
+
+
+@dataclass(frozen=True)
+class Squares:
+    key: tuple
+    trials: int
+    total: int
+
+
+def squares(spec: Square) -> Squares:
+    first = spec.index * spec.trials
+    return Squares(spec.key, spec.trials, sum(i * i for i in range(first, first + spec.trials)))
+
+
+class Fatal(Exception):
+    pass
+
+
+def fatal_at_two(spec: Square) -> Squares:
+    if spec.index == 2:
+        raise Fatal("out of time")
+    return squares(spec)
+
+
+UNITS = [Square(w, i, 10) for i in range(4) for w in "pq"]
+
+
+def _totals(results):
+    return {k: r.total for k, r in results.items()}
+
+
+def test_results_are_keyed_by_unit_and_the_run_is_recorded():
+    results, info = run_shards(UNITS, squares)
+    assert _totals(results) == {("p", i): sum(j * j for j in range(10 * i, 10 * i + 10)) for i in range(4)} | \
+        {("q", i): sum(j * j for j in range(10 * i, 10 * i + 10)) for i in range(4)}
+    run = ExecutorRun(**info)
+    assert (run.executor, run.workers, run.cluster, run.shards_planned, run.shards_run, run.retries,
+            run.stopped_early) == ("in-process", 1, None, 8, 8, 0, False)
+
+
+def test_a_unit_that_fails_once_is_rerun_and_changes_no_result(tmp_path):
+    clean, _ = run_shards(UNITS, squares)
+    with _units_wrapped(failing_once(str(tmp_path / "marker"), world="q", index=2)):
+        hit, info = run_shards(UNITS, squares)
+    assert _totals(hit) == _totals(clean)
+    assert info["retries"] == 1 and info["shards_run"] == 8 and (tmp_path / "marker").exists()
+
+
+def test_a_unit_that_always_fails_stops_the_run_after_max_attempts():
+    attempts = []
+
+    def broken(spec):
+        attempts.append(spec.key)
+        raise RuntimeError("boom")
+
+    with pytest.raises(ShardError, match="failed 3 times; last error: RuntimeError"):
+        run_shards(UNITS, broken, max_attempts=3)
+    assert attempts == [("p", 0)] * 3  # in process, the first unit is retried until the run stops
+
+
+def test_a_fatal_failure_ends_the_run_at_once_naming_the_unit():
+    with pytest.raises(Aborted) as stop:
+        run_shards(UNITS, fatal_at_two, fatal=(Fatal,))
+    assert isinstance(stop.value.cause, Fatal) and stop.value.key == ("p", 2)
+    assert (stop.value.done, stop.value.planned) == (4, 8)  # p0 q0 p1 q1 finished before p2
+
+
+def test_the_stop_rule_ends_the_run_early_with_the_units_finished_so_far():
+    results, info = run_shards(UNITS, squares, stop=lambda done: len(done) >= 3)
+    assert list(results) == [("p", 0), ("q", 0), ("p", 1)]
+    assert info["stopped_early"] and info["shards_run"] == 3 and info["shards_planned"] == 8
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
+def test_workers_must_be_a_positive_integer(workers):
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        run_shards(UNITS, squares, workers=workers)
+
+
+@pytest.mark.slow  # spawns two worker processes, one of them twice (no torch: a few seconds)
+def test_two_processes_give_the_same_results_when_a_worker_is_killed(tmp_path):
+    clean, _ = run_shards(UNITS, squares)
+    with _units_wrapped(failing_once(str(tmp_path / "marker"), world="p", index=1, mode="exit")):
+        two, info = run_shards(UNITS, squares, workers=2)
+    assert _totals(two) == _totals(clean)
+    assert info["executor"] == "processes" and info["retries"] >= 1 and (tmp_path / "marker").exists()
+
+
+def test_threads_per_worker_shares_the_cores_out_locally_and_leaves_a_remote_cluster_alone():
+    cpus = available_cpus()
+    assert threads_per_worker(1) is None  # this process: torch's own setting
+    assert threads_per_worker(2) == max(1, cpus // 2)
+    assert threads_per_worker(4 * cpus) == 1
+    assert threads_per_worker(1, "auto") == cpus
+    assert threads_per_worker(2, "tcp://127.0.0.1:8786") is None
+
+
+def test_a_seam_holds_its_value_within_the_block_only():
+    variable = contextvars.ContextVar("seam", default="own")
+    with holding(variable, "replaced"):
+        assert variable.get() == "replaced"
+        with pytest.raises(KeyError):
+            with holding(variable, "inner"):
+                raise KeyError
+        assert variable.get() == "replaced"  # restored after an error too
+    assert variable.get() == "own"
