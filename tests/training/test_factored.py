@@ -16,6 +16,7 @@ from tsdp.training.clipping import clipped_sum, gradient_norms
 from tsdp.training import factored
 from tsdp.training.factored import (PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum,
                                         factored_noisy_gradient)
+from tsdp.training.layer_factors import WORKSPACE
 from tsdp.training.models import MODELS, make_model
 from tsdp.training.step import noisy_mean, per_sample_gradients, private_gradient
 from tsdp.attacks.montecarlo.constructions import GradientFunctionModel
@@ -362,14 +363,14 @@ def test_shared_output_gradients_match_loop(t, d_in, hidden, m, bias_hh, freeze_
     model = GatedCell(d_in, hidden, bias_hh, freeze_ih).double()
     c, f = windows(m, t * d_in, 2, seed)
     groups = []
-    real = factored._linear_factors
-    factored._linear_factors = lambda members, grads: groups.append([n for n, _, _ in members]) or real(members, grads)
+    real = factored.linear_factors
+    factored.linear_factors = lambda members, grads: groups.append([n for n, _, _ in members]) or real(members, grads)
     try:
         _, norms = factored_clipped_sum(model, c, f, 1.0)
         clip = float(norms.median())
         got, norms = factored_clipped_sum(model, c, f, clip)
     finally:
-        factored._linear_factors = real
+        factored.linear_factors = real
     assert ["ih", "hh"] in groups  # the shared-gradient grouping is what ran
     ref, loop_norms = loop_reference(model, c, f, clip)
     assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=1e-300)
@@ -419,9 +420,9 @@ def test_workspace_reuse_changes_nothing():
         got, norms = factored_clipped_sum(model, c, f, 0.3)
         assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
         assert_grads_close(got, ref, atol=1e-10)
-    assert any("rnn" in str(k) for k in factored._WORKSPACE.buffers)
+    assert any("rnn" in str(k) for k in WORKSPACE.buffers)
     factored_clipped_sum(trained_like("simple-ff", 12, 3, seed=15), *windows(4, 12, 3, seed=16), 0.3)
-    assert not any("rnn" in str(k) for k in factored._WORKSPACE.buffers)
+    assert not any("rnn" in str(k) for k in WORKSPACE.buffers)
 
 
 class Stack(nn.Module):
