@@ -320,7 +320,7 @@ def test_refuses_what_it_cannot_do_exactly(model, match):
 
 
 def test_engine_choice_errors():
-    """engine='factored' refuses trial dims and explicit params; an unknown engine is refused by name."""
+    """engine='factored' refuses trial dims; an unknown engine is refused by name."""
     model = make_model("dlinear", 30, 6)
     c, f = windows(4, 30, 6, seed=0, dtype=torch.float32)
     kw = dict(clip=1.0, sigma=0.0, batch_size=4, generator=None)
