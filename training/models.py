@@ -43,7 +43,17 @@ DEFAULT_LAGS = (1, 2, 3, 4, 5, 6, 7, 23, 24, 25)
 
 
 def student_t_nll(y: torch.Tensor, df: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    """Elementwise negative log-density of the Student-t law t_ν(loc, scale) at y."""
+    """Elementwise negative log-density of the Student-t law t_ν(loc, scale) at y.
+
+    Args:
+        y: the values.
+        df: the degrees of freedom ν (> 0).
+        loc: the location.
+        scale: the scale (> 0).
+
+    Returns:
+        -log p(y), broadcast over the arguments.
+    """
     z = (y - loc) / scale
     log_density = (
         torch.lgamma((df + 1) / 2)
@@ -56,7 +66,17 @@ def student_t_nll(y: torch.Tensor, df: torch.Tensor, loc: torch.Tensor, scale: t
 
 
 def student_t_sample(df: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Draws from t_ν(loc, scale) by inverting the CDF of uniforms from ``generator`` (reproducible)."""
+    """Draws from t_ν(loc, scale) by inverting the CDF of uniforms from ``generator`` (reproducible).
+
+    Args:
+        df: the degrees of freedom ν.
+        loc: the location.
+        scale: the scale.
+        generator: the uniforms' generator.
+
+    Returns:
+        One draw per element, shaped as ``loc``.
+    """
     u = torch.rand(loc.shape, generator=generator, device=generator.device, dtype=torch.float64)
     z = stats.t.ppf(u.cpu().numpy(), df.detach().double().cpu().numpy())
     return loc + scale * torch.as_tensor(np.asarray(z), dtype=loc.dtype, device=loc.device)
@@ -65,13 +85,25 @@ def student_t_sample(df: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, g
 class StudentTHead(nn.Module):
     """Projects features (..., h) to Student-t parameters as GluonTS's ``StudentTOutput`` (``domain_map``):
     ν = 2 + softplus, loc, scale = softplus clamped at float32's machine epsilon. One ``nn.Linear(h, 3)`` whose
-    rows are GluonTS's three ``nn.Linear(h, 1)`` projections (df, loc, scale), with the same default init."""
+    rows are GluonTS's three ``nn.Linear(h, 1)`` projections (df, loc, scale), with the same default init.
+
+    Args:
+        hidden: the features' width h.
+    """
 
     def __init__(self, hidden: int):
         super().__init__()
         self.proj = nn.Linear(hidden, 3)
 
     def forward(self, h: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The Student-t parameters of features ``h``.
+
+        Args:
+            h: (..., h) features.
+
+        Returns:
+            (ν, loc, scale), each (...).
+        """
         a = self.proj(h)
         return 2.0 + F.softplus(a[..., 0]), a[..., 1], F.softplus(a[..., 2]).clamp_min(SCALE_EPS)
 
@@ -95,21 +127,44 @@ unobserved, imputes 0 and passes the indicator (``past_observed_values``) to the
 
 def observed_values(context: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """(values, observed) of a context: unobserved (:data:`UNOBSERVED`) positions as 0 and the 0/1 indicator of the
-    observed ones, GluonTS's ``past_target`` and ``past_observed_values``."""
+    observed ones, GluonTS's ``past_target`` and ``past_observed_values``.
+
+    Args:
+        context: (B, L_C) contexts, :data:`UNOBSERVED` where a value is unobserved.
+
+    Returns:
+        (values, observed), each (B, L_C).
+    """
     observed = ~torch.isnan(context)
     return torch.where(observed, context, torch.zeros_like(context)), observed.to(context.dtype)
 
 
 def mean_abs_scale(context: torch.Tensor, observed: Optional[torch.Tensor] = None) -> torch.Tensor:
     """GluonTS SimpleFeedForward's ``mean_abs_scaling``: mean |context| clamped at 1e-5, shape (B, 1). It reads no
-    observed indicator (GluonTS's model takes ``past_target`` only): unobserved values count as their 0."""
+    observed indicator (GluonTS's model takes ``past_target`` only): unobserved values count as their 0.
+
+    Args:
+        context: (B, L_C) values.
+        observed: unread (the signature scalers share).
+
+    Returns:
+        (B, 1) scales.
+    """
     return context.abs().mean(dim=-1, keepdim=True).clamp_min(MIN_SCALE_FF)
 
 
 def mean_scale(context: torch.Tensor, observed: Optional[torch.Tensor] = None) -> torch.Tensor:
     """GluonTS ``MeanScaler`` (keepdim): mean |context| over the ``observed`` positions (all by default),
     :data:`DEFAULT_SCALE` where none is observed or every observed value is 0, clamped at :data:`MIN_SCALE`;
-    shape (B, 1); no batch statistics."""
+    shape (B, 1); no batch statistics.
+
+    Args:
+        context: (B, L_C) values.
+        observed: (B, L_C) 0/1 indicator of the observed values; None: all observed.
+
+    Returns:
+        (B, 1) scales.
+    """
     if observed is None:
         observed = torch.ones_like(context)
     count = observed.sum(dim=-1, keepdim=True)
@@ -133,6 +188,14 @@ class DirectForecaster(Forecaster):
     Subclasses implement ``features(scaled_context, scale) -> (B, L_F, h)`` and may set ``scaler`` (the
     scale of a context's values given its observed indicator, (B, 1); by default :func:`mean_abs_scale`). The
     context's unobserved positions (:data:`UNOBSERVED`) enter the features as 0, as GluonTS imputes them.
+
+    Args:
+        context_length: L_C.
+        forecast_length: L_F.
+        hidden: the width of the features per forecast step.
+
+    Raises:
+        ValueError: ``context_length`` below 1.
     """
 
     scaler = staticmethod(mean_abs_scale)
@@ -146,18 +209,44 @@ class DirectForecaster(Forecaster):
         self.head = StudentTHead(hidden)
 
     def distribution(self, context: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(ν, loc, scale), each (B, L_F), in the data's units."""
+        """(ν, loc, scale), each (B, L_F), in the data's units.
+
+        Args:
+            context: (B, L_C) contexts.
+
+        Returns:
+            (ν, loc, scale), each (B, L_F).
+        """
         values, observed = observed_values(context)
         scale = self.scaler(values, observed)
         df, loc, s = self.head(self.features(values / scale, scale))
         return df, loc * scale, s * scale
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+        """The per-sample training loss: the Student-t NLL averaged over the L_F forecast steps.
+
+        Args:
+            context: (B, L_C) contexts.
+            forecast: (B, L_F) forecast targets.
+
+        Returns:
+            (B,) losses.
+        """
         df, loc, scale = self.distribution(context)
         return student_t_nll(forecast, df, loc, scale).mean(dim=-1)
 
     @torch.no_grad()
     def sample(self, context: torch.Tensor, n_samples: int, generator: torch.Generator) -> torch.Tensor:
+        """Forecast sample paths from the model's laws.
+
+        Args:
+            context: (B, L_C) contexts.
+            n_samples: S, paths per context.
+            generator: the draws' generator.
+
+        Returns:
+            (B, S, L_F) paths.
+        """
         df, loc, scale = self.distribution(context)
         shape = (context.shape[0], n_samples, self.forecast_length)
         return student_t_sample(
@@ -176,7 +265,13 @@ def _gluonts_linear(dim_in: int, dim_out: int) -> nn.Linear:
 class SimpleFeedForward(DirectForecaster):
     """GluonTS SimpleFeedForward with ``hidden_dimensions=[64, 64]`` (``gluonts.torch.model.simple_feedforward``):
     L_C → 64 (ReLU) → L_F × 64 features, GluonTS's init, no batch-norm. GluonTS's layers are
-    ``[L_C] + hidden_dimensions[:-1]`` then a last layer to L_F × ``hidden_dimensions[-1]``: one hidden layer."""
+    ``[L_C] + hidden_dimensions[:-1]`` then a last layer to L_F × ``hidden_dimensions[-1]``: one hidden layer.
+
+    Args:
+        context_length: L_C.
+        forecast_length: L_F.
+        hidden: the hidden width (GluonTS's ``hidden_dimensions`` [hidden, hidden]).
+    """
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 64):
         super().__init__(context_length, forecast_length, hidden)
@@ -185,6 +280,15 @@ class SimpleFeedForward(DirectForecaster):
                                  _gluonts_linear(hidden, forecast_length * hidden))
 
     def features(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """The hidden layer's features per forecast step.
+
+        Args:
+            x: (B, L_C) scaled contexts.
+            scale: (B, 1) their scales (unread: the model is scale-free).
+
+        Returns:
+            (B, L_F, hidden) features.
+        """
         return self.mlp(x).reshape(x.shape[0], self.forecast_length, self.hidden)
 
 
@@ -192,7 +296,14 @@ class DLinear(DirectForecaster):
     """DLinear (Zeng et al. 2023) as GluonTS's ``DLinearModel(hidden_dimension=20, kernel_size=25, scaling="mean")``:
     moving-average trend/seasonal split (edge-padded), one linear map each to L_F × 20 features, GluonTS's
     ``make_linear_layer`` init, ``MeanScaler`` (:func:`mean_scale`). GluonTS pads (k - 1) // 2 values at both ends,
-    which fits only an odd kernel; an even one is padded one more at the back here."""
+    which fits only an odd kernel; an even one is padded one more at the back here.
+
+    Args:
+        context_length: L_C.
+        forecast_length: L_F.
+        hidden: features per forecast step.
+        kernel_size: the moving average's width.
+    """
 
     scaler = staticmethod(mean_scale)
 
@@ -204,6 +315,15 @@ class DLinear(DirectForecaster):
         self.trend = _gluonts_linear(context_length, forecast_length * hidden)
 
     def features(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """The seasonal and trend maps' summed features per forecast step.
+
+        Args:
+            x: (B, L_C) scaled contexts.
+            scale: (B, 1) their scales (unread).
+
+        Returns:
+            (B, L_F, hidden) features.
+        """
         front = (self.kernel_size - 1) // 2
         back = self.kernel_size - 1 - front
         padded = torch.cat([x[:, :1].expand(-1, front), x, x[:, -1:].expand(-1, back)], dim=1)
@@ -244,6 +364,14 @@ class ITransformer(DirectForecaster):
     embedding of its scaled context, log(1 + |loc|) (0: ``MeanScaler``'s loc) and log(scale); the encoder ends
     in a LayerNorm; each token is projected to L_F × d / heads features for the Student-t head. The series here
     are univariate, so there is one token per sample.
+
+    Args:
+        context_length: L_C.
+        forecast_length: L_F.
+        d_model: the token width d.
+        n_heads: attention heads.
+        d_ff: the feed-forward width.
+        n_layers: encoder layers.
     """
 
     scaler = staticmethod(mean_scale)
@@ -258,6 +386,15 @@ class ITransformer(DirectForecaster):
         self.project = nn.Linear(d_model, forecast_length * self.hidden)
 
     def features(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """The encoded token's features per forecast step.
+
+        Args:
+            x: (B, L_C) scaled contexts.
+            scale: (B, 1) their scales (log(scale) is an input).
+
+        Returns:
+            (B, L_F, d / heads) features.
+        """
         log_scale = torch.log(scale)
         tokens = self.embed(torch.cat([x, torch.zeros_like(log_scale), log_scale], dim=-1))[:, None, :]
         for layer in self.layers:
@@ -301,7 +438,15 @@ def deepar_window(context_length: int, lags: Sequence[int]) -> int:
     """The context DeepAR reads: L_C + max lag - 1 values, GluonTS's ``past_length`` (``context_length +
     max(lags_seq)`` with its ``lags_seq`` the lags less 1), the context length the official code's accountant is given
     (jan-schuchardt/dp_forecasting, models/dp_estimator.py: ``splitter.past_length``) and tsdp's accountant sees: every
-    one of those values enters the loss."""
+    one of those values enters the loss.
+
+    Args:
+        context_length: L_C.
+        lags: the lags read.
+
+    Returns:
+        W = L_C + max lag - 1.
+    """
     return context_length + max(lags) - 1
 
 
@@ -335,6 +480,17 @@ class DeepAR(Forecaster):
     padding (unobserved). GluonTS's input also holds a static real 0, which adds nothing (its weights get no
     gradient) and is left out here; and the ``default_scale`` 1.0 of a context without an observed non-zero value
     (module docstring) is tsdp's.
+
+    Args:
+        context_length: the window's context W = L_C + max lag - 1.
+        forecast_length: L_F.
+        hidden: the LSTM's width.
+        n_layers: the LSTM's layers.
+        lags: the lags read (None: :data:`DEFAULT_LAGS` up to ``context_length``).
+        covariates: covariates per window position.
+
+    Raises:
+        ValueError: a lag outside [1, context_length] or a negative ``covariates``.
     """
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 40, n_layers: int = 2,
@@ -388,6 +544,16 @@ class DeepAR(Forecaster):
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor,
                 covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The per-sample training loss: the NLL averaged over the unrolled context and forecast positions.
+
+        Args:
+            context: (B, W) contexts.
+            forecast: (B, L_F) forecast targets.
+            covariates: (B, W + L_F, covariates) time features, or None (0).
+
+        Returns:
+            (B,) losses.
+        """
         values, observed = observed_values(context)
         scale = self._scale(values, observed)
         window = torch.cat([values, forecast], dim=-1)
@@ -401,6 +567,17 @@ class DeepAR(Forecaster):
     @torch.no_grad()
     def sample(self, context: torch.Tensor, n_samples: int, generator: torch.Generator,
                covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Forecast sample paths, drawn ancestrally after the context's unrolling.
+
+        Args:
+            context: (B, W) contexts.
+            n_samples: S, paths per context.
+            generator: the draws' generator.
+            covariates: (B, W + L_F, covariates) time features, or None (0).
+
+        Returns:
+            (B, S, L_F) paths.
+        """
         b = context.shape[0]
         values, observed = observed_values(context)
         scale = self._scale(values, observed).repeat_interleave(n_samples, dim=0)
@@ -422,6 +599,11 @@ class MLP(nn.Module):
 
     Not one of the paper's four models; ``tsdp bench loop`` uses it to time the DP step on
     nothing but ``nn.Linear`` layers, where the per-sample clipping overhead is at its purest.
+
+    Args:
+        context_length: L_C.
+        forecast_length: L_F.
+        hidden: the hidden layers' width.
     """
 
     def __init__(self, context_length: int, forecast_length: int, hidden: int = 256):
@@ -430,6 +612,15 @@ class MLP(nn.Module):
                                  nn.Linear(hidden, forecast_length))
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+        """The per-sample squared error averaged over the forecast steps.
+
+        Args:
+            context: (B, L_C) contexts.
+            forecast: (B, L_F) targets.
+
+        Returns:
+            (B,) losses.
+        """
         return (self.net(context) - forecast).square().mean(dim=-1)
 
 
@@ -437,7 +628,19 @@ MODELS = {"simple-ff": SimpleFeedForward, "deepar": DeepAR, "dlinear": DLinear, 
 
 
 def make_model(name: str, context_length: int, forecast_length: int, **kwargs) -> nn.Module:
-    """One of the paper's four models by CLI name (simple-ff | deepar | dlinear | itransformer)."""
+    """One of the paper's four models by CLI name (simple-ff | deepar | dlinear | itransformer).
+
+    Args:
+        name: the model's CLI name.
+        context_length: its context length (DeepAR: the window W it reads).
+        forecast_length: L_F.
+
+    Returns:
+        The model, initialised from torch's global generator.
+
+    Raises:
+        ValueError: an unknown name.
+    """
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     return MODELS[name](context_length, forecast_length, **kwargs)
