@@ -12,7 +12,7 @@ Call = Tuple[tuple, List[torch.Tensor]]
 """One call of a module: its positional arguments and its output tensors."""
 
 
-def output_tensors(output) -> List[torch.Tensor]:
+def output_tensors(output: object) -> List[torch.Tensor]:
     """A module's output as a list of tensors.
 
     Args:
