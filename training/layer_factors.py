@@ -7,7 +7,7 @@ from typing import Callable, Dict, Tuple
 
 import torch
 
-from .clipping import Grads
+from .clipping import Grads, squared_norms
 
 AddWeightedSum = Callable[[torch.Tensor, float, Grads], None]
 """``(c (M,), w, out) -> None``: adds w Σ_i c_i g_i into ``out``'s buffers of the layer's parameters, in place."""
@@ -59,11 +59,7 @@ def materialised_factors(per_sample: Grads) -> LayerFactors:
         for k, g in per_sample.items():
             out[k].view(-1).addmv_(g.reshape(g.shape[0], -1).T, c, alpha=w)
 
-    total = None
-    for g in per_sample.values():
-        sq = squared_row_norms(g, g.shape[0])
-        total = sq if total is None else total.add_(sq)
-    return LayerFactors(total, add)
+    return LayerFactors(squared_norms(per_sample, 1), add)
 
 
 class Workspace(threading.local):
