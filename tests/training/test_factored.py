@@ -16,6 +16,7 @@ from tsdp.training.clipping import clipped_sum, gradient_norms
 from tsdp.training import factored
 from tsdp.training.factored import (PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum,
                                         factored_noisy_gradient)
+from tsdp.training import layer_factors
 from tsdp.training.layer_factors import WORKSPACE
 from tsdp.training.models import MODELS, make_model
 from tsdp.training.step import noisy_mean, per_sample_gradients, private_gradient
@@ -496,3 +497,15 @@ def test_cached_plan_follows_the_model():
     del model
     gc.collect()
     assert gone() is None
+
+
+@pytest.mark.parametrize("shape", [(5, 1), (5, layer_factors.ROW_PRODUCT_MAX), (5, layer_factors.ROW_PRODUCT_MAX + 1),
+                                   (5, 3, 7), (5, 2, layer_factors.ROW_PRODUCT_MAX)])
+def test_squared_row_norms_on_both_routes(shape):
+    """Rows at and past the dot-product limit (both routes): ||x_i||² over all but the first dim equals the sum of
+    squares taken in float64 (float32 rounding, rtol 1e-5), 3-D inputs flattened per sample."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)), dtype=torch.float32)
+    got = layer_factors.squared_row_norms(x, 5)
+    want = x.double().reshape(5, -1).square().sum(dim=1)
+    assert got.shape == (5,)
+    assert torch.allclose(got.double(), want, rtol=1e-5, atol=0)
