@@ -6,7 +6,8 @@ Modules: ``samplers`` (Algorithms 3-6, shuffle, Poisson, pooled; vectorised over
 (Algorithm 2: the noisy gradient and update), ``clipping`` (norms and clipping of per-sample
 gradients), ``factored`` (exact per-sample clipping from layer factors; its parts ``parameter_owners``,
 ``call_recorder``, ``linear_factors``, ``per_sample_rules``, ``layer_factors``), ``models`` (Student-t
-forecasters, and the benchmark's plain MLP), ``metrics``, ``train`` (Algorithm 1 to an ε budget;
+forecasters, and the benchmark's plain MLP; DeepAR in ``deepar``, the law in ``student_t``, inputs and scalers
+in ``observations``), ``metrics``, ``train`` (Algorithm 1 to an ε budget;
 `tsdp train` is tsdp/cli/cmd_train.py), ``noise`` (Algorithm 2, line 8: one flat Gaussian draw),
 ``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``),
 ``fixed_batch`` (every step's batch in one capacity, Poisson's certified against overflow), ``captured``
