@@ -35,7 +35,7 @@ class LayerFactors:
 ROW_PRODUCT_MAX = 2048
 """Rows up to this long get their squared norms as one dot product each (one call); longer ones by a norm
 reduction, which holds no (M, d) elementwise product in memory (a fresh multi-megabyte temporary per step costs
-page faults: 3-4x the reduction's time on a materialised DeepAR G_i)."""
+page faults, more than the reduction itself on a materialised DeepAR G_i)."""
 
 
 def squared_row_norms(x: torch.Tensor, m: int) -> torch.Tensor:
