@@ -65,15 +65,38 @@ CONFIG = fit_lengths(TrainingConfig(context_length=10, forecast_length=1, batch_
 CLIP, LR, STEPS, DELTA, HIDDEN = 1.0, 0.002, 30, 1e-5, 32  # LR: clipping-off stays finite (0.01 diverged on 15 of 20 seeds)
 
 
-def squared_error(model, context, forecast):
-    """Per-window training loss (the loop's; give it as the audit's ``loss``)."""
+def squared_error(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+    """Per-window training loss (the loop's; give it as the audit's ``loss``).
+
+    Args:
+        model: the loop's MLP.
+        context: (B, L_C) contexts.
+        forecast: (B, L_F) targets.
+
+    Returns:
+        (B,) squared errors summed over the forecast steps.
+    """
     return ((model(context.float()) - forecast.float()) ** 2).sum(-1)
 
 
 def dp_sgd(bug: str = "correct", seed: int = 0, config: TrainingConfig = CONFIG, steps: int = STEPS,
            clip: float = CLIP) -> Callable[[list], nn.Module]:
     """``train(series) -> model``: the hand-written DP-SGD loop at ``config``'s σ with ``bug`` planted (module
-    docstring); ``seed`` fixes the model, the batches and the noise."""
+    docstring); ``seed`` fixes the model, the batches and the noise.
+
+    Args:
+        bug: one of :data:`BUGS`.
+        seed: the model's, the batches' and the noise's seed.
+        config: the training configuration (σ, C's batch structure).
+        steps: the steps trained.
+        clip: the clip norm C.
+
+    Returns:
+        ``train(series) -> model``.
+
+    Raises:
+        ValueError: an unknown bug.
+    """
     if bug not in BUGS:
         raise ValueError(f"bug must be one of {', '.join(BUGS)} (got {bug!r})")
     per_epoch = config.steps_per_epoch
@@ -118,7 +141,17 @@ def dp_sgd(bug: str = "correct", seed: int = 0, config: TrainingConfig = CONFIG,
 def claimed_epsilon(bug: str = "correct", config: TrainingConfig = CONFIG, steps: int = STEPS,
                     delta: float = DELTA) -> float:
     """The ε the intended training claims at ``delta``: tsdp's sound accountant of ``config`` over ``steps`` (an
-    **upper** bound on the correct loop's ε), a quarter of it for ``claim-4x-small``."""
+    **upper** bound on the correct loop's ε), a quarter of it for ``claim-4x-small``.
+
+    Args:
+        bug: one of :data:`BUGS`.
+        config: the training configuration.
+        steps: the steps trained.
+        delta: δ.
+
+    Returns:
+        The claimed ε.
+    """
     epsilon = PldAccountant().compose(training_event(config, steps=steps)).get_epsilon(delta)
     return epsilon / 4 if bug == "claim-4x-small" else epsilon
 
@@ -126,7 +159,17 @@ def claimed_epsilon(bug: str = "correct", config: TrainingConfig = CONFIG, steps
 def audit(bug: str, canaries: int, seed: int = 0, *, with_loss: bool = True, **kwargs) -> TrainingAudit:
     """One white-box audit (:func:`attacks.canary.user_training.audit_training`) of the loop with ``bug`` against
     the intended claim, ``canaries`` gradient canaries, the data's part taken off with the loop's loss unless
-    ``with_loss`` is False; ``kwargs`` go to ``audit_training``."""
+    ``with_loss`` is False; ``kwargs`` go to ``audit_training``.
+
+    Args:
+        bug: one of :data:`BUGS`.
+        canaries: gradient canaries inserted.
+        seed: the loop's and the audit's seed.
+        with_loss: take the data's part off with the loop's loss.
+
+    Returns:
+        The audit's result.
+    """
     from tsdp.attacks.canary.user_training import CanaryOptions, audit_training
 
     kwargs.setdefault("epsilon", claimed_epsilon(bug))

@@ -53,7 +53,19 @@ SECONDS_PER_ROUND = 0.05  # the non-private step's share of a round; every candi
 
 
 def make_bench_model(name: str, context_length: int, forecast_length: int) -> nn.Module:
-    """A model of :data:`BENCH_MODELS`: the plain MLP (:class:`training.models.MLP`) or one of the paper's four."""
+    """A model of :data:`BENCH_MODELS`: the plain MLP (:class:`training.models.MLP`) or one of the paper's four.
+
+    Args:
+        name: one of :data:`BENCH_MODELS`.
+        context_length: L_C.
+        forecast_length: L_F.
+
+    Returns:
+        The model, initialised from torch's global generator.
+
+    Raises:
+        ValueError: an unknown name.
+    """
     if name not in BENCH_MODELS:
         raise ValueError(f"unknown model {name!r}; choose from {', '.join(BENCH_MODELS)}")
     return MLP(context_length, forecast_length) if name == "mlp" else make_model(name, context_length, forecast_length)
@@ -61,7 +73,12 @@ def make_bench_model(name: str, context_length: int, forecast_length: int) -> nn
 
 class LSTMDeepAR(DeepAR):
     """:class:`training.models.DeepAR` with its recurrence on torch's ``nn.LSTM`` (same inputs, sizes and loss):
-    the bench's floor anchor, trained without privacy. Its own ``_LSTM`` is kept frozen and unused."""
+    the bench's floor anchor, trained without privacy. Its own ``_LSTM`` is kept frozen and unused.
+
+    Args:
+        context_length: the window's context W.
+        forecast_length: L_F.
+    """
 
     def __init__(self, context_length: int, forecast_length: int):
         super().__init__(context_length, forecast_length)
@@ -85,6 +102,21 @@ def opacus_step(model: nn.Module, mode: str, *, clip: float, sigma: float, batch
     The same mechanism as Algorithm 2 (clip each window's gradient to C, add N(0, σ² C² I),
     divide by the expected batch size Λ, SGD step), as Opacus 1.6 implements it: ghost
     clipping (Li et al. 2022, two backward passes) or per-sample gradients by module hooks.
+
+    Args:
+        model: the model, wrapped in place.
+        mode: ``ghost`` or ``hooks``.
+        clip: the clip norm C.
+        sigma: the noise multiplier σ.
+        batch_size: the expected batch size Λ.
+        lr: SGD's learning rate.
+        generator: the noise's generator.
+
+    Returns:
+        ``step(context, forecast)``.
+
+    Raises:
+        ValueError: an unknown mode.
     """
     from opacus.grad_sample import GradSampleModule, GradSampleModuleFastGradientClipping
     from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping
@@ -198,6 +230,23 @@ def bench_loop(
     "context_length", "forecast_length", "rounds", "targets", "rows": [{"model", "batch",
     "steps", "ms": {candidate: spread}, "ratios": {"tsdp/nonprivate", "tsdp/opacus": spread
     or None}, "opacus_mode", "opacus_refused", "targets_met", "environment"}]}.
+
+    Args:
+        models: names from :data:`BENCH_MODELS`.
+        batches: batch sizes.
+        rounds: interleaved rounds (at least :data:`bench.rounds.MIN_ROUNDS`).
+        threads: torch's intra-op threads (None leaves them).
+        context_length: L_C.
+        forecast_length: L_F.
+        device: ``auto``, ``cpu`` or ``cuda``.
+        seed: the models', data's and noise's seed.
+        progress: called with a line per round, or None.
+
+    Returns:
+        The result, JSON-ready (the keys above).
+
+    Raises:
+        ValueError: an unknown model or device, too few rounds, a batch or thread count below 1.
     """
     unknown = [m for m in models if m not in BENCH_MODELS]
     if unknown:
@@ -260,7 +309,17 @@ def bench_loop(
 
 
 def resolve_bench_device(device: str) -> torch.device:
-    """``auto`` → cuda when torch sees one, else cpu; ``cpu``; ``cuda`` (ValueError naming ``--device`` without CUDA)."""
+    """``auto`` → cuda when torch sees one, else cpu; ``cpu``; ``cuda`` (ValueError naming ``--device`` without CUDA).
+
+    Args:
+        device: ``auto``, ``cpu`` or ``cuda``.
+
+    Returns:
+        The torch device.
+
+    Raises:
+        ValueError: naming ``--device``: an unknown value, or cuda without CUDA.
+    """
     if device not in DEVICES:
         raise ValueError(f"invalid --device: must be one of {', '.join(DEVICES)} (got {device!r})")
     if device == "cuda" and not torch.cuda.is_available():
@@ -270,7 +329,14 @@ def resolve_bench_device(device: str) -> torch.device:
 
 
 def format_bench(result: dict) -> str:
-    """Human-readable table of :func:`bench_loop`'s result: ms per step and tsdp's ratios, median (range)."""
+    """Human-readable table of :func:`bench_loop`'s result: ms per step and tsdp's ratios, median (range).
+
+    Args:
+        result: :func:`bench_loop`'s result (or its JSON read back).
+
+    Returns:
+        The table, one string.
+    """
     lines = [f"DP step (Algorithm 2) against a non-private step and Opacus: ms per step and tsdp's time ratios, "
              f"median (range) over {result['rounds']} interleaved rounds; L_C = {result['context_length']}, "
              f"L_F = {result['forecast_length']}, {result['device']}, torch threads {result['torch_threads']}"]

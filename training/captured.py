@@ -21,7 +21,7 @@ compiled step equals the eager one at the same generator state, to float roundin
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Union
 
 import torch
 from torch import nn
@@ -47,9 +47,19 @@ class StepPath(Choice):
     """Batches of one capacity and :class:`CapturedStep`: the step compiled whole (CUDA graphs on CUDA)."""
 
 
-def resolve_step_path(path, device: torch.device) -> StepPath:
-    """``path`` as a :class:`StepPath` member, ``auto`` resolved for ``device`` (ConfigError naming
-    ``step_path`` for an unknown value)."""
+def resolve_step_path(path: Union[str, StepPath], device: torch.device) -> StepPath:
+    """``path`` as a :class:`StepPath` member, ``auto`` resolved for ``device``.
+
+    Args:
+        path: a :class:`StepPath` or its value.
+        device: the device the run trains on.
+
+    Returns:
+        The step path, never ``auto``.
+
+    Raises:
+        ConfigError: naming ``step_path``, for an unknown value.
+    """
     path = StepPath.of("step_path", path)
     if path == StepPath.AUTO:
         return StepPath.CAPTURED if device.type == "cuda" else StepPath.EAGER
@@ -58,7 +68,14 @@ def resolve_step_path(path, device: torch.device) -> StepPath:
 
 def default_compiler(device: torch.device) -> Compiler:
     """``torch.compile(fullgraph=True)``: mode ``reduce-overhead`` (CUDA graphs) on CUDA, inductor's default
-    elsewhere."""
+    elsewhere.
+
+    Args:
+        device: the device the step runs on.
+
+    Returns:
+        A function compiling a step function.
+    """
     mode = "reduce-overhead" if device.type == "cuda" else None
     return lambda fn: torch.compile(fn, fullgraph=True, mode=mode)
 
@@ -116,7 +133,18 @@ class CapturedStep:
                  generator: Optional[torch.Generator], covariates: Optional[torch.Tensor] = None) -> Grads:
         """The noisy gradient g̃ of Algorithm 2 on a batch (K, L_C), (K, L_F) whose ``mask`` (K,) marks the sampled
         windows (padding slots weigh 0); {name: tensor}, as :func:`training.step.private_gradient`'s. On CUDA its
-        tensors are the graph's outputs: use them before the next step."""
+        tensors are the graph's outputs: use them before the next step.
+
+        Args:
+            context: (K, L_C) contexts.
+            forecast: (K, L_F) forecast targets.
+            mask: (K,) bool, the sampled windows.
+            generator: the noise's generator (None: torch's default).
+            covariates: (K, W, F) the model's third argument, or None.
+
+        Returns:
+            {name: g̃ of the parameter's shape}.
+        """
         noise = self._draw(generator)
         return dict(zip(self.names, self._gradient(context, forecast, mask, covariates, noise)))
 
@@ -125,7 +153,16 @@ class CapturedStep:
              covariates: Optional[torch.Tensor] = None) -> None:
         """One full noisy step (Algorithm 2, lines 4-9). For plain SGD (:func:`training.step._plain_sgd_targets`)
         the update θ ← θ - η g̃ is inside the compiled program (one per learning rate); any other optimizer gets
-        g̃ as its gradient (:func:`training.step.apply_gradient`)."""
+        g̃ as its gradient (:func:`training.step.apply_gradient`).
+
+        Args:
+            optimizer: the optimizer over the model's trainable parameters.
+            context: (K, L_C) contexts.
+            forecast: (K, L_F) forecast targets.
+            mask: (K,) bool, the sampled windows.
+            generator: the noise's generator (None: torch's default).
+            covariates: (K, W, F) the model's third argument, or None.
+        """
         plain = _plain_sgd_targets(self.model, optimizer, dict.fromkeys(self.names))
         if plain is None or len(plain[1]) != len(self.params) or any(a is not b for a, b in zip(plain[1], self.params)):
             apply_gradient(self.model, optimizer, self.gradient(context, forecast, mask, generator=generator,

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
 from tsdp.theorems.config import Bottom, Top, TrainingConfig
+
+if TYPE_CHECKING:  # pragma: no cover - for the annotation only
+    from .samplers import WindowIndex
 
 OVERFLOW_TAIL = 1e-12
 """The default bound on a Poisson step's probability of holding more windows than the capacity."""
@@ -34,6 +37,13 @@ def chernoff_log_tail(mean: float, count: int) -> float:
     P(S ≥ a) ≤ exp(a - μ - a ln(a/μ)) for a > μ (Chernoff; Mitzenmacher & Upfal, Thm 4.4), an **upper** bound,
     increasing in μ for a > μ, so a bound on the mean gives a bound on the tail. 0 (the trivial bound 1) for
     a ≤ μ; -inf for μ = 0 < a.
+
+    Args:
+        mean: the bound μ on E[S].
+        count: the count a.
+
+    Returns:
+        The log of the bound (≤ 0).
     """
     if count <= mean:
         return 0.0
@@ -46,6 +56,14 @@ def poisson_capacity(mean: float, slots: int, tail: float = OVERFLOW_TAIL) -> in
     """The smallest K ≤ ``slots`` with P(S > K) ≤ ``tail`` by :func:`chernoff_log_tail`, S a sum of ``slots``
     independent Bernoulli variables with E[S] ≤ ``mean`` (``slots`` itself when no smaller K is certified: then
     S > K is impossible).
+
+    Args:
+        mean: the bound on E[S].
+        slots: the number of Bernoulli variables.
+        tail: the overflow probability allowed.
+
+    Returns:
+        The capacity K.
 
     Raises:
         ValueError: ``tail`` not in (0, 1), ``mean`` negative or ``slots`` below 1.
@@ -66,7 +84,15 @@ def batch_capacity(config: TrainingConfig, n_starts: Sequence[int], tail: float 
     or WOR top level). Poisson sampling: :func:`poisson_capacity` of the step's expected size. Each sampled
     sequence contributes min(λ, T_n) ≤ λ expected windows under Algorithm 6, so every step's mean is at most
     N'·λ; a Poisson top level with a WR bottom level takes λ windows per sampled sequence, K = λ · (capacity
-    of the N' expected sequences among N). ``n_starts``: T_n per training series.
+    of the N' expected sequences among N).
+
+    Args:
+        config: the training configuration.
+        n_starts: T_n per training series.
+        tail: the overflow probability allowed per step (Poisson sampling).
+
+    Returns:
+        The capacity K.
     """
     lam, per_step = config.instances, config.sequences_per_step
     if config.top == Top.POOLED:
@@ -102,13 +128,23 @@ class FixedBatches:
         return self.sizes > self.mask.shape[1]
 
 
-def fixed_capacity(index, capacity: int) -> FixedBatches:
+def fixed_capacity(index: WindowIndex, capacity: int) -> FixedBatches:
     """``index`` (:class:`training.samplers.WindowIndex`, (n_steps, slots)) in batches of ``capacity`` slots, on
     its device without a host synchronisation: one cumulative sum and one scatter for all steps.
 
     Each step's sampled windows keep their order (as :meth:`WindowIndex.step` compacts them), so the first
     min(size, K) slots are the windows a variable-size step would see; a step with more than K is reported
     through :attr:`FixedBatches.overflow`, its extra windows not in the batch.
+
+    Args:
+        index: the sampled windows of many steps, (n_steps, slots).
+        capacity: the batch capacity K.
+
+    Returns:
+        The steps' batches of ``capacity`` slots.
+
+    Raises:
+        ValueError: ``capacity`` below 1.
     """
     if capacity < 1:
         raise ValueError(f"capacity must be >= 1, got {capacity}")

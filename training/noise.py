@@ -21,6 +21,17 @@ def gaussian_noise(like: Grads, std: float, *, generator: Optional[torch.Generat
     tensors in the mapping's order, each one contiguous and row-major, so a given
     ``generator`` state gives the same noise whatever engine asks for it. Exact: i.i.d.
     N(0, 1) coordinates from torch's sampler, scaled by ``std`` in the same pass.
+
+    Args:
+        like: {name: tensor} whose shapes, dtype and device the noise takes.
+        std: the standard deviation.
+        generator: the draw's generator (None: torch's default).
+
+    Returns:
+        {name: noise of the tensor's shape}, views of one flat buffer.
+
+    Raises:
+        ValueError: the tensors mix dtypes or devices.
     """
     if not like:
         return {}

@@ -8,7 +8,7 @@ Two engines compute the clipped sum ĝ = Σ_i g_i / max(1, ||g_i||/C), with the 
   trial, shape (*lead, *param.shape); the Monte Carlo auditors run many trials this way.
 - ``factored``: exact per-sample clipping from layer factors, one batched forward and
   backward, per-sample gradients never materialised (:mod:`training.factored`);
-  one batch (M, L_C) at a time, its clipped sum added in place into the step's noise
+  one batch (M, L_C) at a time, at the model's own parameters, its clipped sum added in place into the step's noise
   (:func:`training.factored.factored_noisy_gradient`). The training loop uses it.
 
 Both draw the noise the same way (:func:`training.noise.gaussian_noise`: one flat
@@ -20,7 +20,7 @@ A model here is an ``nn.Module`` whose ``forward(context, forecast)`` takes a ba
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -38,8 +38,16 @@ FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 
 
 def check_noise_std(sigma: float, clip: float) -> None:
-    """ConfigError naming σ or the clip norm C (the larger) when the noise std σ·C of the summed gradient
-    is not a finite float32, the loop's precision (the noise would be inf and every update NaN)."""
+    """Refuses a noise std σ·C of the summed gradient that is not a finite float32, the loop's precision (the
+    noise would be inf and every update NaN).
+
+    Args:
+        sigma: the noise multiplier σ.
+        clip: the clip norm C.
+
+    Raises:
+        ConfigError: naming σ or C, the larger, when σ·C exceeds float32's largest value.
+    """
     if not sigma * clip <= FLOAT32_MAX:
         name, value = ("sigma", sigma) if sigma >= clip else ("clip", clip)
         raise ConfigError(name, f"gives the noise std σ·C = {sigma * clip:.3g}, beyond float32 ({FLOAT32_MAX:.3g}), "
@@ -50,9 +58,15 @@ def per_sample_gradients(model: nn.Module, context: torch.Tensor, forecast: torc
                          covariates: Optional[torch.Tensor] = None) -> Grads:
     """g_i = ∇_θ L(f_θ(y_C,i), y_F,i) for every window i (Algorithm 2, line 5), via vmap(grad(functional_call)).
 
-    ``context`` (*lead, L_C) and ``forecast`` (*lead, L_F); returns {name: (*lead, *param.shape)}.
-    ``params`` defaults to the model's trainable parameters (detached). ``covariates`` (*lead, W, F), when given,
-    is the model's third argument (DeepAR's time features of each window).
+    Args:
+        model: a model returning one loss per sample without mixing samples.
+        context: (*lead, L_C) contexts.
+        forecast: (*lead, L_F) forecast targets.
+        params: the parameters to differentiate at, {name: tensor}; None: the model's trainable ones (detached).
+        covariates: (*lead, W, F) the model's third argument (DeepAR's time features of each window), or None.
+
+    Returns:
+        {name: (*lead, *param.shape)}.
     """
     if params is None:
         params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
@@ -78,6 +92,16 @@ def noisy_mean(
 
     The noise is one flat draw (:func:`training.noise.gaussian_noise`, in ``summed``'s
     order and dtype, scaled by σC/Λ); ĝ/Λ is added into it in place.
+
+    Args:
+        summed: the clipped sums ĝ, {name: (*lead, *param.shape)}.
+        clip: the clip norm C.
+        sigma: the noise multiplier σ.
+        batch_size: the expected batch size Λ.
+        generator: the noise's generator (None: torch's default).
+
+    Returns:
+        {name: g̃}, shaped as ``summed``.
     """
     out = gaussian_noise(summed, sigma * clip / batch_size, generator=generator)
     for k, s in summed.items():
@@ -95,30 +119,44 @@ def private_gradient(
     batch_size: int,
     generator: Optional[torch.Generator],
     mask: Optional[torch.Tensor] = None,
-    params: Optional[Grads] = None,
     engine: str = "auto",
     covariates: Optional[torch.Tensor] = None,
 ) -> Grads:
     """The noisy gradient g̃ of Algorithm 2 (paper Alg. 2; the mechanism of T1-T14): clip to C, sum, add N(0, σ² C² I), / Λ.
 
-    ``context`` (*lead, M, L_C), ``forecast`` (*lead, M, L_F), optional ``mask`` (*lead, M)
-    dropping padded slots (Poisson sampling). Returns {name: (*lead, *param.shape)}; with
-    no lead dimensions, one gradient for the model's parameters. ``batch_size`` is the
-    expected batch size Λ (the divisor of Algorithm 2), not the realised one.
-    ``engine``: ``factored`` (one batch, the model's own parameters), ``vmap`` (any lead
-    dims, optional ``params``), or ``auto`` (factored where it applies, else vmap). ``covariates``
-    (*lead, M, W, F), when given, is the model's third argument (DeepAR's time features of each window).
-    Soundness: each window's clipped gradient has norm ≤ C under either engine.
+    With no lead dimensions, one gradient for the model's parameters. Soundness: each window's
+    clipped gradient has norm ≤ C under either engine. At other parameters than the model's,
+    compose :func:`per_sample_gradients`, :func:`training.clipping.clipped_sum` and :func:`noisy_mean`.
+
+    Args:
+        model: a model returning one loss per sample without mixing samples.
+        context: (*lead, M, L_C) contexts; lead dims are independent trials.
+        forecast: (*lead, M, L_F) forecast targets.
+        clip: the clip norm C.
+        sigma: the noise multiplier σ.
+        batch_size: the expected batch size Λ (the divisor of Algorithm 2), not the realised one.
+        generator: the noise's generator (None: torch's default).
+        mask: (*lead, M) 0/1, dropping padded slots (Poisson sampling); None keeps all.
+        engine: ``factored`` (one batch (M, L_C)), ``vmap`` (any lead dims), or ``auto`` (factored where it
+            applies, else vmap).
+        covariates: (*lead, M, W, F) the model's third argument (DeepAR's time features of each window), or None.
+
+    Returns:
+        {name: (*lead, *param.shape)}.
+
+    Raises:
+        ValueError: an unknown engine, or ``factored`` given lead dimensions.
+        FactoredGradientError: ``factored`` asked for a model it does not handle.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    single = context.dim() == 2 and params is None
+    single = context.dim() == 2
     if engine == "factored" and not single:
-        raise ValueError("the factored engine takes one batch (M, L_C) and the model's own parameters; use engine='vmap'")
+        raise ValueError("the factored engine takes one batch (M, L_C); use engine='vmap'")
     if engine == "factored" or (engine == "auto" and single):
         return factored_noisy_gradient(model, context, forecast, clip=clip, sigma=sigma, batch_size=batch_size,
                                        generator=generator, mask=mask, covariates=covariates)
-    grads = per_sample_gradients(model, context, forecast, params, covariates)
+    grads = per_sample_gradients(model, context, forecast, None, covariates)
     summed = clipped_sum(grads, clip, context.dim() - 1, mask)
     return noisy_mean(summed, clip=clip, sigma=sigma, batch_size=batch_size, generator=generator)
 
@@ -160,6 +198,11 @@ def apply_gradient(model: nn.Module, optimizer: torch.optim.Optimizer, gradient:
     would do nothing but θ ← θ - η g̃ (:func:`_plain_sgd_targets`), the update is made here
     as one ``_foreach_add_`` of -η g̃: the same arithmetic without the optimizer's per-step
     bookkeeping. Either way the optimizer's parameters hold no ``.grad`` afterwards.
+
+    Args:
+        model: the model whose parameters ``gradient`` names.
+        optimizer: the optimizer over them.
+        gradient: g̃, {qualified parameter name: tensor of its shape}.
     """
     plain = _plain_sgd_targets(model, optimizer, gradient)
     if plain is None:
@@ -188,7 +231,22 @@ def dp_step(
     generator: Optional[torch.Generator],
     engine: str = "auto",
 ) -> Grads:
-    """One full noisy training step (Algorithm 2) on a batch (M, L_C), (M, L_F); returns the noisy gradient used."""
+    """One full noisy training step (Algorithm 2, lines 4-9) on one batch.
+
+    Args:
+        model: a model returning one loss per sample without mixing samples.
+        optimizer: the optimizer over its trainable parameters.
+        context: (M, L_C) contexts.
+        forecast: (M, L_F) forecast targets.
+        clip: the clip norm C.
+        sigma: the noise multiplier σ.
+        batch_size: the expected batch size Λ.
+        generator: the noise's generator (None: torch's default).
+        engine: as :func:`private_gradient`'s.
+
+    Returns:
+        The noisy gradient g̃ used, {name: tensor}.
+    """
     gradient = private_gradient(model, context, forecast, clip=clip, sigma=sigma, batch_size=batch_size,
                                 generator=generator, engine=engine)
     apply_gradient(model, optimizer, gradient)
@@ -196,11 +254,20 @@ def dp_step(
 
 
 def nonprivate_step(model: nn.Module, optimizer: torch.optim.Optimizer, context: torch.Tensor, forecast: torch.Tensor,
-                    extra: Optional[list] = None, covariates: Optional[torch.Tensor] = None) -> float:
+                    extra: Optional[List[torch.Tensor]] = None, covariates: Optional[torch.Tensor] = None) -> float:
     """Ordinary (non-private) SGD step on the mean loss — the ε = ∞ reference of the paper's tables.
 
-    ``extra``: tensors added to the trainable parameters' gradients (in order) before the step
-    (white-box canaries); an empty batch then steps on ``extra`` alone. ``covariates``: the model's third argument.
+    Args:
+        model: a model returning one loss per sample.
+        optimizer: the optimizer over its trainable parameters.
+        context: (M, L_C) contexts (M may be 0).
+        forecast: (M, L_F) forecast targets.
+        extra: tensors added to the trainable parameters' gradients, in order, before the step (white-box
+            canaries); an empty batch then steps on ``extra`` alone. None adds nothing.
+        covariates: the model's third argument, or None.
+
+    Returns:
+        The mean loss of the batch (0 for an empty one).
     """
     optimizer.zero_grad(set_to_none=True)
     inputs = (context, forecast) if covariates is None else (context, forecast, covariates)

@@ -16,6 +16,8 @@ from tsdp.training.clipping import clipped_sum, gradient_norms
 from tsdp.training import factored
 from tsdp.training.factored import (PER_SAMPLE_RULES, FactoredGradientError, factored_clipped_sum,
                                         factored_noisy_gradient)
+from tsdp.training import layer_factors
+from tsdp.training.layer_factors import WORKSPACE
 from tsdp.training.models import MODELS, make_model
 from tsdp.training.step import noisy_mean, per_sample_gradients, private_gradient
 from tsdp.attacks.montecarlo.constructions import GradientFunctionModel
@@ -319,7 +321,7 @@ def test_refuses_what_it_cannot_do_exactly(model, match):
 
 
 def test_engine_choice_errors():
-    """engine='factored' refuses trial dims and explicit params; an unknown engine is refused by name."""
+    """engine='factored' refuses trial dims; an unknown engine is refused by name."""
     model = make_model("dlinear", 30, 6)
     c, f = windows(4, 30, 6, seed=0, dtype=torch.float32)
     kw = dict(clip=1.0, sigma=0.0, batch_size=4, generator=None)
@@ -362,14 +364,14 @@ def test_shared_output_gradients_match_loop(t, d_in, hidden, m, bias_hh, freeze_
     model = GatedCell(d_in, hidden, bias_hh, freeze_ih).double()
     c, f = windows(m, t * d_in, 2, seed)
     groups = []
-    real = factored._linear_factors
-    factored._linear_factors = lambda members, grads: groups.append([n for n, _, _ in members]) or real(members, grads)
+    real = factored.linear_factors
+    factored.linear_factors = lambda members, grads: groups.append([n for n, _, _ in members]) or real(members, grads)
     try:
         _, norms = factored_clipped_sum(model, c, f, 1.0)
         clip = float(norms.median())
         got, norms = factored_clipped_sum(model, c, f, clip)
     finally:
-        factored._linear_factors = real
+        factored.linear_factors = real
     assert ["ih", "hh"] in groups  # the shared-gradient grouping is what ran
     ref, loop_norms = loop_reference(model, c, f, clip)
     assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=1e-300)
@@ -419,9 +421,9 @@ def test_workspace_reuse_changes_nothing():
         got, norms = factored_clipped_sum(model, c, f, 0.3)
         assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
         assert_grads_close(got, ref, atol=1e-10)
-    assert any("rnn" in str(k) for k in factored._WORKSPACE.buffers)
+    assert any("rnn" in str(k) for k in WORKSPACE.buffers)
     factored_clipped_sum(trained_like("simple-ff", 12, 3, seed=15), *windows(4, 12, 3, seed=16), 0.3)
-    assert not any("rnn" in str(k) for k in factored._WORKSPACE.buffers)
+    assert not any("rnn" in str(k) for k in WORKSPACE.buffers)
 
 
 class Stack(nn.Module):
@@ -495,3 +497,15 @@ def test_cached_plan_follows_the_model():
     del model
     gc.collect()
     assert gone() is None
+
+
+@pytest.mark.parametrize("shape", [(5, 1), (5, layer_factors.ROW_PRODUCT_MAX), (5, layer_factors.ROW_PRODUCT_MAX + 1),
+                                   (5, 3, 7), (5, 2, layer_factors.ROW_PRODUCT_MAX)])
+def test_squared_row_norms_on_both_routes(shape):
+    """Rows at and past the dot-product limit (both routes): ||x_i||² over all but the first dim equals the sum of
+    squares taken in float64 (float32 rounding, rtol 1e-5), 3-D inputs flattened per sample."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)), dtype=torch.float32)
+    got = layer_factors.squared_row_norms(x, 5)
+    want = x.double().reshape(5, -1).square().sum(dim=1)
+    assert got.shape == (5,)
+    assert torch.allclose(got.double(), want, rtol=1e-5, atol=0)

@@ -9,7 +9,7 @@ from torch import nn
 
 from tsdp.training.models import MODELS, make_model
 from tsdp.training.clipping import clip_gradients, clipped_sum, gradient_norms
-from tsdp.training.step import dp_step, per_sample_gradients, private_gradient
+from tsdp.training.step import dp_step, noisy_mean, per_sample_gradients, private_gradient
 from tsdp.training.windows import augment
 
 ALPHA = 1e-6
@@ -136,7 +136,8 @@ def test_noise_has_std_sigma_c():
 
 def test_sgd_dp_step_update_and_reproducibility():
     """dp_step with SGD moves θ by exactly -η g̃; the same seed from the same state gives the same step bit for bit;
-    the vmap engine at the old parameters gives the same g̃ as the factored one to float64 rounding."""
+    vmap per-sample gradients at the old parameters, clipped and noised from the same seed, give the same g̃ as the
+    factored engine to float64 rounding."""
     torch.manual_seed(5)
     model = make_model("simple-ff", 30, 6).double()
     twin = copy.deepcopy(model)
@@ -147,7 +148,8 @@ def test_sgd_dp_step_update_and_reproducibility():
     for k, p in model.named_parameters():
         assert torch.allclose(p.detach(), before[k] - 0.5 * g[k], atol=1e-12)
     g_twin = dp_step(twin, torch.optim.SGD(twin.parameters(), lr=0.5), c, f, generator=torch.Generator().manual_seed(6), **kw)
-    again = private_gradient(model, c, f, generator=torch.Generator().manual_seed(6), params=before, engine="vmap", **kw)
+    at_before = clipped_sum(per_sample_gradients(model, c, f, before), kw["clip"], 1)
+    again = noisy_mean(at_before, generator=torch.Generator().manual_seed(6), **kw)
     for k in g:
         assert torch.equal(g_twin[k], g[k])
         assert torch.allclose(again[k], g[k], atol=1e-12, rtol=0)

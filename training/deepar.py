@@ -1,0 +1,207 @@
+"""DeepAR (Salinas et al. 2020) as GluonTS 0.17's ``DeepARModel`` in the official configuration, its LSTM written
+with torch ops (per-sample-gradient friendly)."""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import torch
+from torch import nn
+
+from .observations import Forecaster, mean_scale, observed_values
+from .student_t import StudentTHead, student_t_nll, student_t_sample
+
+DEFAULT_LAGS = (1, 2, 3, 4, 5, 6, 7, 23, 24, 25)
+"""DeepAR's lags by default (those up to the context length are kept)."""
+
+
+class _LSTM(nn.Module):
+    """Stacked LSTM written with torch ops (per-sample-gradient friendly); ``step`` advances one time step.
+
+    ``nn.LSTM``'s gates (rows i, f, g, o) and init: every weight and bias uniform on ±1/√hidden (as opacus's
+    ``DPLSTM``, which the official code trains, initialises them too)."""
+
+    def __init__(self, input_size: int, hidden: int, n_layers: int):
+        super().__init__()
+        self.hidden = hidden
+        self.cells = nn.ModuleList(
+            nn.ModuleDict({"ih": nn.Linear(input_size if i == 0 else hidden, 4 * hidden), "hh": nn.Linear(hidden, 4 * hidden)})
+            for i in range(n_layers)
+        )
+        bound = 1.0 / math.sqrt(hidden)
+        for weight in self.parameters():
+            nn.init.uniform_(weight, -bound, bound)
+
+    def initial_state(self, batch: int, like: torch.Tensor):
+        zero = like.new_zeros(batch, self.hidden)
+        return [(zero, zero) for _ in self.cells]
+
+    def step(self, x: torch.Tensor, state):
+        new_state = []
+        for cell, (h, c) in zip(self.cells, state):
+            i, f, g, o = (cell["ih"](x) + cell["hh"](h)).chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            new_state.append((h, c))
+            x = h
+        return x, new_state
+
+
+def deepar_window(context_length: int, lags: Sequence[int]) -> int:
+    """The context DeepAR reads: L_C + max lag - 1 values, GluonTS's ``past_length`` (``context_length +
+    max(lags_seq)`` with its ``lags_seq`` the lags less 1), the context length the official code's accountant is given
+    (jan-schuchardt/dp_forecasting, models/dp_estimator.py: ``splitter.past_length``) and tsdp's accountant sees: every
+    one of those values enters the loss.
+
+    Args:
+        context_length: L_C.
+        lags: the lags read.
+
+    Returns:
+        W = L_C + max lag - 1.
+    """
+    return context_length + max(lags) - 1
+
+
+class DeepAR(Forecaster):
+    """DeepAR (Salinas et al. 2020) as GluonTS 0.17's ``DeepARModel`` in the official configuration: a 2-layer LSTM
+    (hidden 40) over lagged, mean-scaled values and covariates, Student-t output.
+
+    ``context_length`` is the window's context it reads, W = L_C + max lag - 1 (:func:`deepar_window`, GluonTS's
+    ``past_length``). The scale is GluonTS's ``MeanScaler`` of the last L_C = W - max lag + 1 context values
+    (:func:`mean_scale`). Teacher-forced, the LSTM unrolls over the L_C - 1 + L_F positions that follow the first of
+    those L_C values: the input at position p is the values at p - l for every lag l (so the oldest value, W - L_C +
+    1 - max lag = 0, is read), a learned constant (GluonTS's embedding of the single static category, cardinality [1],
+    dimension 1), log(scale) and position p's ``covariates`` (GluonTS's time features: the frequency's calendar
+    features and the age feature, :mod:`tsdp.datasets.time_features`); its output is the Student-t law of the value
+    at p. The training loss is GluonTS's (``DeepARModel.loss`` as ``DeepARLightningModule.training_step`` calls it,
+    ``future_only=False``): the NLL in data units averaged over all L_C - 1 + L_F unrolled positions, context and
+    forecast. Sampling unrolls the context the same way, then draws the L_F forecast values ancestrally. Given
+    ``lags`` are all kept (a lag longer than the window is refused); by default :data:`DEFAULT_LAGS` up to
+    context_length.
+
+    ``forward(context, forecast, covariates)`` and ``sample(context, n, generator, covariates)`` take the window's
+    covariates (B, W + L_F, ``covariates``), position by position; tsdp's loop computes them from each window's
+    position in its series (:func:`tsdp.datasets.time_features.window_covariates`). Without them (None: a window
+    whose position is unknown, as an audit's worst-case window) they are 0, GluonTS's value for positions before a
+    series' start.
+
+    With equal weights, tsdp's loss and laws are those of GluonTS's ``DeepARModel(context_length=L_C, lags_seq=lags,
+    num_feat_dynamic_real=covariates, num_layers=2, hidden_size=40, dropout_rate=0, scaling=True)`` on the same
+    window and covariates (tests/integrations/test_gluonts_models.py), front padding included: tsdp's loop pads
+    with :data:`UNOBSERVED`, which the scale leaves out and whose terms of the loss are 0, as GluonTS treats its
+    padding (unobserved). GluonTS's input also holds a static real 0, which adds nothing (its weights get no
+    gradient) and is left out here; and the ``default_scale`` 1.0 of a context without an observed non-zero value
+    (module docstring) is tsdp's.
+
+    Args:
+        context_length: the window's context W = L_C + max lag - 1.
+        forecast_length: L_F.
+        hidden: the LSTM's width.
+        n_layers: the LSTM's layers.
+        lags: the lags read (None: :data:`DEFAULT_LAGS` up to ``context_length``).
+        covariates: covariates per window position.
+
+    Raises:
+        ValueError: a lag outside [1, context_length] or a negative ``covariates``.
+    """
+
+    def __init__(self, context_length: int, forecast_length: int, hidden: int = 40, n_layers: int = 2,
+                 lags: Optional[Sequence[int]] = None, covariates: int = 1):
+        super().__init__()
+        if lags is None:
+            lags = tuple(l for l in DEFAULT_LAGS if l <= context_length)
+        lags = tuple(int(l) for l in lags)
+        if not lags or min(lags) < 1 or max(lags) > context_length:
+            raise ValueError(f"DeepAR's lags must be in [1, context_length] (context_length {context_length} = "
+                             f"L_C + max lag - 1; got lags {lags}): give context_length >= L_C + max lag - 1 with "
+                             "L_C >= 1")
+        if int(covariates) < 0:
+            raise ValueError(f"DeepAR's covariates per position must be >= 0, got {covariates}")
+        self.context_length = context_length
+        self.forecast_length = forecast_length
+        self.lags = lags
+        self.covariates = int(covariates)
+        self.first = max(lags)
+        """The first unrolled position: L_C - 1 positions before the forecast (W - L_C + 1 = max lag)."""
+        self.register_buffer("lag_index", torch.tensor(lags, dtype=torch.long), persistent=False)
+        self.static = nn.Linear(1, 1, bias=False)
+        """GluonTS's ``FeatureEmbedder`` of the one static category: a learned constant, N(0, 1) as ``nn.Embedding``
+        initialises it (a bias-free ``nn.Linear`` on 1, so the factored engine clips it as a Linear)."""
+        nn.init.normal_(self.static.weight)
+        self.rnn = _LSTM(len(lags) + 2 + self.covariates, hidden, n_layers)
+        self.head = StudentTHead(hidden)
+
+    def _scale(self, values: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
+        return mean_scale(values[:, self.first - 1:], observed[:, self.first - 1:])
+
+    def _covariates(self, context: torch.Tensor, covariates: Optional[torch.Tensor]) -> torch.Tensor:
+        width = self.context_length + self.forecast_length
+        if covariates is None:
+            return context.new_zeros(context.shape[0], width, self.covariates)
+        if covariates.shape[1:] != (width, self.covariates):
+            raise ValueError(f"DeepAR's covariates must have shape (B, {width}, {self.covariates}) (W + L_F positions, "
+                             f"{self.covariates} per position), got {tuple(covariates.shape)}")
+        return covariates.to(context.dtype)
+
+    def _unroll(self, series: torch.Tensor, covariates: torch.Tensor, positions: range, log_scale: torch.Tensor,
+                state):
+        """LSTM outputs (B, len(positions), h) at ``positions`` of the scaled ``series`` and the state after them."""
+        static = torch.cat([self.static(torch.ones_like(log_scale)), log_scale], dim=-1)
+        outputs = []
+        for p in positions:
+            x = torch.cat([series[:, p - self.lag_index], static, covariates[:, p]], dim=-1)
+            h, state = self.rnn.step(x, state)
+            outputs.append(h)
+        return outputs, state
+
+    def forward(self, context: torch.Tensor, forecast: torch.Tensor,
+                covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The per-sample training loss: the NLL averaged over the unrolled context and forecast positions.
+
+        Args:
+            context: (B, W) contexts.
+            forecast: (B, L_F) forecast targets.
+            covariates: (B, W + L_F, covariates) time features, or None (0).
+
+        Returns:
+            (B,) losses.
+        """
+        values, observed = observed_values(context)
+        scale = self._scale(values, observed)
+        window = torch.cat([values, forecast], dim=-1)
+        positions = range(self.first, self.context_length + self.forecast_length)
+        outputs, _ = self._unroll(window / scale, self._covariates(context, covariates), positions, torch.log(scale),
+                                  self.rnn.initial_state(context.shape[0], context))
+        df, loc, s = self.head(torch.stack(outputs, dim=1))
+        nll = student_t_nll(window[:, self.first:], df, loc * scale, s * scale)
+        return (nll * torch.cat([observed, torch.ones_like(forecast)], dim=-1)[:, self.first:]).mean(dim=-1)
+
+    @torch.no_grad()
+    def sample(self, context: torch.Tensor, n_samples: int, generator: torch.Generator,
+               covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Forecast sample paths, drawn ancestrally after the context's unrolling.
+
+        Args:
+            context: (B, W) contexts.
+            n_samples: S, paths per context.
+            generator: the draws' generator.
+            covariates: (B, W + L_F, covariates) time features, or None (0).
+
+        Returns:
+            (B, S, L_F) paths.
+        """
+        b = context.shape[0]
+        values, observed = observed_values(context)
+        scale = self._scale(values, observed).repeat_interleave(n_samples, dim=0)
+        log_scale = torch.log(scale)
+        series = values.repeat_interleave(n_samples, dim=0) / scale
+        covariates = self._covariates(context, covariates).repeat_interleave(n_samples, dim=0)
+        _, state = self._unroll(series, covariates, range(self.first, self.context_length), log_scale,
+                                self.rnn.initial_state(series.shape[0], series))
+        for p in range(self.context_length, self.context_length + self.forecast_length):
+            (h,), state = self._unroll(series, covariates, range(p, p + 1), log_scale, state)
+            df, loc, s = self.head(h)
+            series = torch.cat([series, student_t_sample(df, loc, s, generator)[:, None]], dim=1)
+        paths = series[:, self.context_length:] * scale
+        return paths.reshape(b, n_samples, self.forecast_length)

@@ -1,0 +1,168 @@
+"""``nn.Linear``'s factors: each window's gradient norm and the clipped sum from the layer's inputs and output
+gradients, per-sample gradients never materialised unless that is the cheaper way to the norm.
+
+y = a Wᵀ + b (any number of calls, any middle dims, stacked into positions t): the per-sample
+gradient is G_i = Σ_t g_it a_itᵀ and Σ_t g_it for the bias. ||G_i||² is ||g_i||²·||a_i||² at
+one position; otherwise the cheaper of Σ_{t,t'} (a_it·a_it')(g_it·g_it') (the ghost norm:
+Goodfellow 2015, "Efficient per-example gradient computations"; Li et al. 2022, "Large
+language models can be strong differentially private learners", Sec. 4) or materialising G_i
+(cost t²(i + o) against t·i·o per sample). The clipped sum Σ_i c_i G_i is then one matrix
+product over all (sample, position) rows with row weights c_i, from the stored factors (the
+book-keeping trick of Bu et al. 2023: no second backward pass). Linears whose outputs receive
+the same gradient tensors (an LSTM gate's x·W_ihᵀ + h·W_hhᵀ) share one set of factors:
+[W_ih | W_hh] on [x | h].
+"""
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import torch
+from torch import nn
+
+from .call_recorder import Call
+from .clipping import Grads
+from .layer_factors import WORKSPACE, LayerFactors, squared_row_norms
+
+LinearMember = Tuple[str, nn.Linear, List[Call]]
+"""(qualified name, the linear, its recorded calls)."""
+
+
+def _flat_positions(tensors: List[torch.Tensor], m: int) -> List[torch.Tensor]:
+    return [x.reshape(m, -1, x.shape[-1]) for x in tensors]
+
+
+def stack_positions(tensors: List[torch.Tensor], m: int, key: tuple) -> torch.Tensor:
+    """The calls' (M, *mid, d) tensors as one (M, t, d): every middle position of every call is a position t.
+
+    Args:
+        tensors: one tensor per call.
+        m: the batch size M.
+        key: the workspace buffer to stack into (several calls only).
+
+    Returns:
+        One 2-D (M, d) call as it is; else (M, t, d), a view where one call needs no copy.
+    """
+    if len(tensors) == 1:
+        x = tensors[0]
+        return x if x.dim() == 2 else x.reshape(m, -1, x.shape[-1])
+    flat = _flat_positions(tensors, m)
+    shape = (m, sum(x.shape[1] for x in flat), flat[0].shape[-1])
+    return torch.cat(flat, dim=1, out=WORKSPACE.take(key, shape, flat[0]))
+
+
+def _side_by_side(calls_per_member: List[List[torch.Tensor]], g: torch.Tensor, m: int, key: tuple) -> torch.Tensor:
+    """Several members' inputs stacked by position straight into their column blocks of one (M, [t,] Σ i) buffer."""
+    widths = [calls[0].shape[-1] for calls in calls_per_member]
+    out = WORKSPACE.take(key, (*g.shape[:-1], sum(widths)), g)
+    start = 0
+    for calls, width in zip(calls_per_member, widths):
+        block = out[..., start:start + width]
+        if out.dim() == 2:
+            block.copy_(calls[0])
+        else:
+            torch.cat(_flat_positions(calls, m), dim=1, out=block)
+        start += width
+    return out
+
+
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    """An (M, d) or (M, t, d) factor as its (M·t, d) rows, one per (sample, position); 2-D as it is."""
+    return x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
+
+
+def same_gradients_key(out_grads: List[List[torch.Tensor]]) -> tuple:
+    """A key equal for two modules exactly when their output gradients are the same tensors, call by call.
+
+    Args:
+        out_grads: per call, the gradients of the call's outputs.
+
+    Returns:
+        A hashable key (data pointers, shapes and strides).
+    """
+    return tuple((g.data_ptr(), g.shape, g.stride()) for gy in out_grads for g in gy)
+
+
+def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tensor]]) -> LayerFactors:
+    """nn.Linear: G_i = Σ_t g_it a_itᵀ; ||G_i||² by the cheapest exact route, Σ_i c_i G_i by one matrix product.
+
+    ``members`` are linears whose outputs received the SAME gradient tensors call by call
+    (``out_grads``), as x·W_ihᵀ + h·W_hhᵀ in an LSTM gate: their weights act as one linear
+    [W¹ | W² | ...] on the concatenated inputs [a¹ | a² | ...], so one set of factors serves
+    them all (exact: the blocks of one G_i). Routes for the norm (t positions per sample, over
+    all calls): t = 1, ||a_i||²·||g_i||²; the ghost norm Σ_{t,t'} (a_it·a_it')(g_it·g_it') when
+    t²(i + o) < t·i·o; otherwise G_i itself by one batched product (then the clipped sum is
+    c·G, a matrix-vector product). Without G_i, the clipped sum is ONE product over all
+    (sample, position) rows with the row weights c_i (Bu et al. 2023, "Differentially private
+    optimization on large model at small cost": no second backward pass).
+
+    Args:
+        members: (qualified name, linear, recorded calls) of each linear of the group.
+        out_grads: per call, ∂(Σ_j L_j)/∂y of the call's output (row i is ∂L_i/∂y_i).
+
+    Returns:
+        The group's factors: per-sample squared norms over all its parameters and its weighted sum.
+    """
+    m = out_grads[0][0].shape[0]
+    tag = tuple(name for name, _, _ in members)
+    g = stack_positions([gy[0] for gy in out_grads], m, (tag, "g"))
+    prefixes = [f"{name}." if name else "" for name, _, _ in members]
+    own = [mod._parameters for _, mod, _ in members]  # the dict itself: Module.__getattr__ is slow Python
+    weights = [(prefix + "weight", p["weight"].shape[1]) for prefix, p in zip(prefixes, own) if p["weight"].requires_grad]
+    biases = [prefix + "bias" for prefix, p in zip(prefixes, own) if p["bias"] is not None and p["bias"].requires_grad]
+    inputs = [[args[0] for args, _ in calls] for (_, _, calls), p in zip(members, own) if p["weight"].requires_grad]
+    if len(inputs) > 1:  # the members' inputs side by side, (M, i¹ + i² + ...) or (M, t, i¹ + i² + ...)
+        a = _side_by_side(inputs, g, m, (tag, "a"))
+    else:
+        a = stack_positions(inputs[0], m, (tag, "a")) if inputs else None
+    t, o = g.shape[1] if g.dim() == 3 else 1, g.shape[-1]
+    i = 0 if a is None else a.shape[-1]
+    per_sample = None  # G_i flattened, (M, i·o), when materialising it is the cheaper way to its norm
+    if t == 1:  # one position: ||G_i||² = ||a_i||²·||g_i||², each bias adds ||g_i||²
+        if g.dim() == 3:  # (M, o) and (M, i) from here
+            g = g.reshape(m, o)
+            a = None if a is None else a.reshape(m, i)
+        bias_grad = g if biases else None
+        sq_g, nb = squared_row_norms(g, m), len(biases)
+        if a is None:
+            sq = sq_g.mul_(nb)
+        elif nb == 1:  # the usual Linear: ||g||² ||a||² + ||g||² in one op
+            sq = torch.addcmul(sq_g, sq_g, squared_row_norms(a, m))
+        else:
+            sq = sq_g.mul_(squared_row_norms(a, m).add_(nb))
+    else:
+        bias_grad = g.sum(1) if biases else None  # the same Σ_t g_it for every member's bias
+        sq = squared_row_norms(bias_grad, m).mul_(len(biases)) if biases else g.new_zeros(m)
+        if a is not None and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
+            ghost = torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(m, -1),
+                                        torch.bmm(g, g.transpose(1, 2)).reshape(m, -1))
+            sq = sq.add_(ghost.clamp_min_(0))  # ||G_i||² ≥ 0: rounding must not take the total below
+        elif a is not None:
+            # G_i or G_iᵀ, whichever puts the longer side last: the faster operand order for CPU bmm (2-4x)
+            left, right = (a, g) if i <= o else (g, a)
+            per_sample = torch.bmm(left.transpose(1, 2), right, out=WORKSPACE.take(
+                (tag, "G"), (m, left.shape[2], right.shape[2]), g)).reshape(m, i * o)
+            sq = sq.add_(squared_row_norms(per_sample, m))
+
+    def add_clipped_linear_sum(c: torch.Tensor, w: float, out: Grads) -> None:
+        g_rows_t = None  # gᵀ over all (sample, position) rows, when taken: at one position, also the bias's
+        if a is not None:
+            dest = out[weights[0][0]] if len(weights) == 1 else g.new_zeros(o, i)
+            if per_sample is not None:
+                summed = per_sample.T @ c
+                dest.add_(summed.view(i, o).T if i <= o else summed.view(o, i), alpha=w)
+            else:  # one product over all (sample, position) rows, the smaller factor's rows scaled by c
+                scale = c[:, None] if t == 1 else c[:, None, None]
+                if i <= o:
+                    g_rows_t = _rows(g).T
+                    dest.addmm_(g_rows_t, _rows(a * scale), alpha=w)
+                else:
+                    dest.addmm_(_rows(g * scale).T, _rows(a), alpha=w)
+            if len(weights) > 1:
+                for (key, _), block in zip(weights, dest.split([width for _, width in weights], dim=1)):
+                    out[key].add_(block)  # w is in dest already
+        if bias_grad is not None:
+            bias_grad_t = g_rows_t if t == 1 and g_rows_t is not None else bias_grad.T
+            for key in biases:
+                out[key].addmv_(bias_grad_t, c, alpha=w)
+
+    return LayerFactors(sq, add_clipped_linear_sum)
