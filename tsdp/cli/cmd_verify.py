@@ -13,15 +13,17 @@ from .errors import UsageError
 from .output import dumps
 
 
-def _short(value) -> str:
+def _measured_text(value) -> str:
+    """A measured number or a tolerance of a check, compact: floats to 3 significant digits, a profile's maximum with
+    its α, the first four items of a dict or list."""
     if isinstance(value, float):
         return f"{value:.3g}" if math.isfinite(value) else str(value)
     if isinstance(value, dict):
         if "max" in value:
-            return f"{_short(value['max'])}@α={_short(value.get('at_alpha'))}"
-        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in list(value.items())[:4]) + ("…}" if len(value) > 4 else "}")
+            return f"{_measured_text(value['max'])}@α={_measured_text(value.get('at_alpha'))}"
+        return "{" + ", ".join(f"{k}: {_measured_text(v)}" for k, v in list(value.items())[:4]) + ("…}" if len(value) > 4 else "}")
     if isinstance(value, list):
-        return "[" + ", ".join(_short(v) for v in value[:4]) + ("…]" if len(value) > 4 else "]")
+        return "[" + ", ".join(_measured_text(v) for v in value[:4]) + ("…]" if len(value) > 4 else "]")
     return str(value)
 
 
@@ -48,9 +50,9 @@ def format_report(report: dict) -> str:
         for c in bad:
             lines.append(f"* {c['name']} [{', '.join(c['theorems'])}]: {c['explanation']}")
             for k, v in c["measured"].items():
-                lines.append(f"    {k} = {_short(v)}")
+                lines.append(f"    {k} = {_measured_text(v)}")
             if c["tolerance"]:
-                lines.append(f"    tolerance: {_short(c['tolerance'])}")
+                lines.append(f"    tolerance: {_measured_text(c['tolerance'])}")
     return "\n".join(lines)
 
 
