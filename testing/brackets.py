@@ -18,7 +18,7 @@ from tsdp.theorems.config import Top, TrainingConfig
 from tsdp.theorems.errors import TheoremError
 from tsdp.verify import accounting
 
-from .relations import Relation
+from .relations import Substitution
 
 DISCRETIZATION = 1e-3
 """The PLD grid of the check's reference numbers: coarser than the accountant's default (1e-4) for speed;
@@ -55,7 +55,7 @@ def _reference(config: TrainingConfig, steps: int, delta: float, discretization:
                      refused=r.sound_refused or r.attained_refused)
 
 
-def reference(config: TrainingConfig, steps: int, delta: float, relation: Relation,
+def reference(config: TrainingConfig, steps: int, delta: float, relation: Substitution,
               discretization: float = DISCRETIZATION, *, attained: bool = True) -> Reference:
     """tsdp's sound and attained ε after ``steps`` training steps at ``delta``, for ``relation`` on ``config``'s batching
     (paper Appendix B.3 accounting; sound: upper bound, attained: lower bound).
