@@ -14,6 +14,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from tsdp.theorems.config import TrainingConfig
+
 from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed,
                          cell_info, floats, fmt4, grid_cells)
 from .curves import attained_curves, eps_grid, first_win_epsilon, losing_range, sound_curves
@@ -22,7 +24,16 @@ SCHEDULES = ("1 step", "1 epoch", "10 epochs")
 
 
 def eps_at(eps: np.ndarray, delta: np.ndarray, target: float) -> Optional[float]:
-    """Smallest grid ε with δ(ε) ≤ target (grid resolution; None if none on the grid)."""
+    """Smallest grid ε with δ(ε) ≤ target (grid resolution; None if none on the grid).
+
+    Args:
+        eps: The ε grid (increasing).
+        delta: δ(ε) on it.
+        target: The δ to reach.
+
+    Returns:
+        The ε, or None.
+    """
     idx = np.nonzero(np.asarray(delta) <= target)[0]
     return None if len(idx) == 0 else float(eps[idx[0]])
 
@@ -32,7 +43,17 @@ class C2(Claim):
     statement = ("WOR top level (T6, floor(N/Λ) compositions per epoch) beats deterministic iteration (T1) after 1 step, "
                  "1 epoch and 10 epochs, for r, Λ/N ∈ {0.5, 0.1}")
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         eps = eps_grid()
         cells = Cells()
         panels, rows = [], []
@@ -75,7 +96,14 @@ class C2(Claim):
         """Confirmed when both like-for-like evaluations give δ_T6 ≤ δ_T1 at every grid ε in every
         evaluated (cell, schedule); refuted when neither does for any schedule of the configuration
         (of any cell when the configuration was not evaluated); qualified otherwise; not evaluated
-        without rows."""
+        without rows.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
         rows = numbers["rows"]
         if not rows:
             return NOT_EVALUATED, "no cell could be evaluated"
@@ -102,7 +130,15 @@ class C2(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 3 and the appendix grid: T6 (WOR, solid) vs T1 (deterministic, dashed) after
-        1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines."""
+        1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines.
+
+        Args:
+            result: The claim's entry of results.json.
+            out: The folder of the figures.
+
+        Returns:
+            The files written (names in ``out``).
+        """
         from .figures import cell_title, finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]

@@ -29,7 +29,17 @@ def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Call
     """{"synthetic": table, "grunfeld": table, "grunfeld_status": "ran"}; tables as
     :func:`tsdp.attacks.inference.crps_table.inference_table` returns them. ``real_data``: (name, SeriesData)
     of the real panel (`tsdp report --data`), scaled like Grunfeld; None: Grunfeld's panel (``invest``), shipped
-    with tsdp."""
+    with tsdp.
+
+    Args:
+        quick: The quick run (fewer releases).
+        seed: The seed.
+        tick: Called with what starts (progress; None: nothing).
+        real_data (tuple | None): (name, SeriesData) of a real panel (None: Grunfeld's).
+
+    Returns:
+        The section's JSON data.
+    """
     from tsdp.attacks.inference.crps_table import inference_table
 
     opts = QUICK if quick else FULL
@@ -58,7 +68,15 @@ def measured_verdict(table: dict, name: str) -> dict:
     the releases' CRPS (``repeats`` each; the table's std is over releases, ddof 0) at :data:`SIGNIFICANCE`.
     'reproduced' when r < 1 is significantly better at some small ε (subsampling helps there), 'not reproduced' when
     r = 1 is significantly better at every small ε, 'qualified' when the test sees no difference (with the releases
-    it had), 'not evaluated' without an r < 1 column."""
+    it had), 'not evaluated' without an r < 1 column.
+
+    Args:
+        table: A measured inference table.
+        name: The data's name (in the verdict's source).
+
+    Returns:
+        The verdict's JSON data.
+    """
     from scipy.stats import ttest_ind_from_stats
 
     n = int(table["settings"]["repeats"])
@@ -96,7 +114,12 @@ def measured_verdict(table: dict, name: str) -> dict:
 
 def attach_measured(claims: list, inference: dict) -> None:
     """Add the inference section's measured verdicts (:func:`measured_verdict`, synthetic and the real panel) to claim
-    C11's other verdicts in ``claims`` (results.json's list), once the section has run."""
+    C11's other verdicts in ``claims`` (results.json's list), once the section has run.
+
+    Args:
+        claims: results.json's claims (changed in place).
+        inference: The inference section.
+    """
     c11 = next((c for c in claims if c["id"] == "C11"), None)
     if c11 is None or inference is None:
         return

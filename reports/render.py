@@ -24,7 +24,15 @@ SECTIONS = ("accounting", "claims", "consistency", "tightness", "errata", "infer
 
 
 def fmt(x, digits: int = 4) -> str:
-    """A number for the tables: None → 'n/a', floats to ``digits`` significant digits."""
+    """A number for the tables: None → 'n/a', floats to ``digits`` significant digits.
+
+    Args:
+        x (float | None): The number.
+        digits: Significant digits.
+
+    Returns:
+        The text.
+    """
     if x is None:
         return "n/a"
     if isinstance(x, bool):
@@ -56,7 +64,14 @@ def _bound_columns(acc: dict) -> tuple:
 
 def blocks(results: dict) -> List[tuple]:
     """The report as blocks: the summary screen, then the sections (configuration, claims,
-    consistency, tightness, errata)."""
+    consistency, tightness, errata).
+
+    Args:
+        results: results.json's data.
+
+    Returns:
+        The blocks, each (kind, ...): h, p, alert, table, img, details.
+    """
     b: List[tuple] = []
     meta = results["meta"]
     b.append(("h", 1, f"tsdp tightness report: {meta['name']}"))
@@ -422,7 +437,14 @@ def _md(blks: List[tuple], out: List[str]) -> None:
 
 
 def to_markdown(results: dict) -> str:
-    """report.md: the blocks as GitHub-flavoured Markdown, figures linked by file name."""
+    """report.md: the blocks as GitHub-flavoured Markdown, figures linked by file name.
+
+    Args:
+        results: results.json's data.
+
+    Returns:
+        The Markdown.
+    """
     out: List[str] = []
     _md(blocks(results), out)
     return "\n".join(out)
@@ -465,7 +487,15 @@ def _html(blks: List[tuple], figure_dir: Path, out: List[str]) -> None:
 
 
 def to_html(results: dict, figure_dir: Path) -> str:
-    """index.html: the blocks as one self-contained page, PNGs embedded as base64 data URIs."""
+    """index.html: the blocks as one self-contained page, PNGs embedded as base64 data URIs.
+
+    Args:
+        results: results.json's data.
+        figure_dir: The folder of the PNGs.
+
+    Returns:
+        The HTML page.
+    """
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>tsdp report</title>",
            f"<style>{_CSS}</style></head><body>"]
     _html(blocks(results), figure_dir, out)

@@ -69,6 +69,12 @@ def validate(results: dict) -> List[str]:
 
     Checks keys and types of a complete report, not the numbers (those are the claims' and
     the accountant's; the tests recompute them independently).
+
+    Args:
+        results: results.json's data.
+
+    Returns:
+        The problems, one line each.
     """
     problems = []
     for k in TOP_KEYS:

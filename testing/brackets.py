@@ -31,6 +31,13 @@ class Reference(Record):
 
     ``theorem``: the sound bound (None without one); ``construction``: the bound whose pair is
     attained (None without one); ``refused``: why a number is missing.
+
+    Attributes:
+        theorem: The sound bound's T-id (None without one).
+        construction: The T-id whose pair is attained (None without one).
+        epsilon_sound: The sound ε, an upper bound (None: refused).
+        epsilon_attained: The attained ε, a lower bound (None: refused).
+        refused: Why a number is missing (None: both present).
     """
 
     theorem: Optional[str]

@@ -58,8 +58,15 @@ class UnsoundAccountantError(AssertionError):
         super().__init__("\n".join(v.message() for v in self.verdicts))
 
 
-def accountant_name(fn) -> str:
-    """``fn.name`` where the adapter set one, else its qualified name."""
+def accountant_name(fn: Callable) -> str:
+    """``fn.name`` where the adapter set one, else its qualified name.
+
+    Args:
+        fn: The accountant.
+
+    Returns:
+        Its name.
+    """
     return str(getattr(fn, "name", None) or getattr(fn, "__qualname__", None) or repr(fn))
 
 
@@ -385,7 +392,14 @@ def assert_sound(fn: Accountant, configs=None, *, steps=None, delta: float = 1e-
 
 
 def nothing_judged(report: CheckReport) -> str:
-    """The one line for a report that judged no cell."""
+    """The one line for a report that judged no cell.
+
+    Args:
+        report: The report.
+
+    Returns:
+        The line, with the counts of declined and unchecked cells.
+    """
     c = report.counts
     return (f"accountant {report.accountant}: no cell was judged ({c['declined']} declined, {c['unchecked']} "
             f"unchecked of {len(report.verdicts)}): nothing was checked")

@@ -17,6 +17,7 @@ relations under which it would have been sound.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 from tsdp.verify.json_data import Record
 from tsdp.theorems.config import Choice, ConfigError, Relation, TrainingConfig, check_int
@@ -142,7 +143,7 @@ class Substitution(Record):
         }[self.record]
 
 
-def other_relations(claimed: Substitution, config: TrainingConfig):
+def other_relations(claimed: Substitution, config: TrainingConfig) -> Iterator[Substitution]:
     """The relations the check names when a value is unsound for ``claimed``: one window and one element (1-event),
     each once, where a change touches fewer windows than the claim's (k). A relation whose change touches as many
     windows or more cannot be the one a value below the claim's attained ε is sound for: its sound ε is at least the

@@ -14,10 +14,10 @@ from .fences import ROOT
 
 griffe = pytest.importorskip("griffe")
 
-DOCUMENTED_LAYERS = ("theorems", "verify")
+DOCUMENTED_LAYERS = ("theorems", "verify", "reports", "testing")
 """Layers whose every public function and class with parameters has an Args section (the rest: the count below)."""
 
-ELSEWHERE_MISSING_AT_MOST = 586
+ELSEWHERE_MISSING_AT_MOST = 407
 """Public functions and classes with parameters but no Args section in the other layers, as measured when the
 layers above were held to none: a ceiling that only comes down."""
 
