@@ -58,6 +58,18 @@ def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float 
     (``discretization``, or ours' coarsened grid, see the module docstring). Both ε are
     pessimistic (upper) estimates of the same pair; ``agree`` checks them to 1e-3 relative;
     ``environment`` is :func:`bench.rounds.environment` before and after all cases.
+
+    Args:
+        discretization: The value discretisation both sides run at (ours may coarsen it).
+        delta: δ of the ε compared.
+        rounds: Interleaved rounds (at least :data:`~tsdp.bench.rounds.MIN_ROUNDS`).
+        progress: Called with what starts (None: nothing).
+
+    Returns:
+        The result, as above (JSON data).
+
+    Raises:
+        ValueError: Fewer rounds than :data:`~tsdp.bench.rounds.MIN_ROUNDS`.
     """
     from dp_accounting.pld import privacy_loss_distribution as lib
 
@@ -90,7 +102,14 @@ def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float 
 
 
 def format_bench(result: Dict) -> str:
-    """Human-readable table of :func:`bench_accounting`'s result (medians over rounds, ranges in brackets)."""
+    """Human-readable table of :func:`bench_accounting`'s result (medians over rounds, ranges in brackets).
+
+    Args:
+        result: What :func:`bench_accounting` returned.
+
+    Returns:
+        The table.
+    """
     seconds = lambda s: bench_rounds.format_spread(s, unit="", digits=3)  # noqa: E731
     lines = [f"one-step PLD construction, ε at δ = {result['delta']:g}; {result['rounds']} interleaved rounds "
              "(ours, library, ours sound); seconds and speed-up: median (min-max)",

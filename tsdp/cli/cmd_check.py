@@ -50,7 +50,12 @@ def _accountant(args):
 
 
 def add_parsers(sub, command) -> None:
-    """Add the `check-accountant` sub-command and register its handler."""
+    """Add the `check-accountant` sub-command and register its handler.
+
+    Args:
+        sub (argparse._SubParsersAction): The sub-command parsers of ``tsdp``.
+        command (Callable): :func:`tsdp.cli.main.command`, which registers a handler by name.
+    """
     p = sub.add_parser(
         "check-accountant", help="check anyone's accountant against tsdp's attained and sound ε",
         description="Compare an accountant's ε with tsdp's bracket on a declared grid (the paper's Section 5 "

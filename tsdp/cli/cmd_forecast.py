@@ -114,7 +114,12 @@ def _series(args):
 
 
 def add_parsers(sub, command) -> None:
-    """Add `tsdp forecast {epsilon,calibrate,predict,tradeoff}`."""
+    """Add `tsdp forecast {epsilon,calibrate,predict,tradeoff}`.
+
+    Args:
+        sub (argparse._SubParsersAction): The sub-command parsers of ``tsdp``.
+        command (Callable): :func:`tsdp.cli.main.command`, which registers a handler by name.
+    """
     p = sub.add_parser("forecast", help="inference-time privacy of forecasts (Appendix H, T15): accounting, "
                        "calibration, private forecasts",
                        description="Private forecasts of a sensitive series (paper Appendix H): each context step "

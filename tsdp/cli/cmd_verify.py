@@ -71,7 +71,12 @@ def format_report(report: "VerifyReport") -> str:
 
 
 def add_parsers(sub, command) -> None:
-    """Add the `verify` sub-command and register its handler."""
+    """Add the `verify` sub-command and register its handler.
+
+    Args:
+        sub (argparse._SubParsersAction): The sub-command parsers of ``tsdp``.
+        command (Callable): :func:`tsdp.cli.main.command`, which registers a handler by name.
+    """
     p = sub.add_parser(
         "verify", help="run the consistency checks of every bound (profile axioms, orders, symmetry, ...)",
         description=f"Check the catalogue {CATALOGUE} against the paper's lemmas: privacy-profile axioms, order between "
