@@ -6,7 +6,7 @@ turning an exception into a ``fail`` result, optionally on several processes (fo
 a tqdm progress bar on stderr. ``bounds`` maps T-ids to bound objects (default: the
 registry), so a test can run the whole plan against a deliberately broken bound.
 
-Quick run (< 60 s on 2 cores): every property and every T-id once, on the paper's default
+Quick run: every property and every T-id once, on the paper's default
 configuration. Full run: the fixed grid (paper default + the C1/C2 grid r, Λ/N ∈ {0.5, 0.1})
 and ``RANDOM_CASES`` seeded random configurations for every configuration-dependent check,
 random mixtures for property 5.
