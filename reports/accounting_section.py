@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from tsdp.theorems.bounds.base import TheoremError
+from tsdp.theorems.bounds.base import Scope, TheoremError
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import REGISTRY
 from tsdp.verify import accounting
@@ -95,7 +95,7 @@ def catalogue(config: TrainingConfig) -> list:
     rows = []
     unit = "epochs" if config.top in EPOCH_SCOPED_TOP else "steps"
     for bound in REGISTRY.values():
-        if bound.scope not in ("step", "epoch"):
+        if bound.scope not in (Scope.STEP, Scope.EPOCH):
             continue
         row = {"theorem": bound.id, "reference": bound.reference, "kind": bound.kind, "scope": bound.scope,
                "applies": True, "why_not": None, "epsilon_sound": None, "epsilon_attained": None}

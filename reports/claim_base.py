@@ -45,6 +45,10 @@ VERDICTS = (CONFIRMED, REFUTED, QUALIFIED, NOT_EVALUATED, REPRODUCED, NOT_REPROD
 GRID_RATIOS = (0.5, 0.1)
 """r and Λ/N of the paper's appendix grid (Appendix C.1)."""
 
+CONFIG_CELL = "config"
+"""The label of the report's own configuration among a claim's cells (:func:`grid_cells`: the grid cells are labelled
+by their r and Λ/N)."""
+
 
 def _silent(what: str) -> None:
     """A :attr:`ClaimContext.step` that shows nothing."""
@@ -338,7 +342,7 @@ def grid_cells(config: TrainingConfig, batch_ratios: Sequence[float] = GRID_RATI
     from .curves import with_ratios
 
     base = plain(config)
-    out = [("config", base, None)]
+    out = [(CONFIG_CELL, base, None)]
     for r in GRID_RATIOS:
         for b in batch_ratios:
             try:

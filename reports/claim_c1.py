@@ -21,8 +21,8 @@ import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
 
-from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed,
-                         cell_info, floats, fmt4, grid_cells)
+from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
+                         Computed, cell_info, floats, fmt4, grid_cells)
 from .curves import attained_curves, eps_grid, first_win_epsilon, pair_upper_curves
 
 ONE_STEP_FROM = 0.1
@@ -31,11 +31,11 @@ ONE_STEP_FROM = 0.1
 
 def _lambdas(label: str, quick: bool) -> Tuple[int, ...]:
     # λ = 8 on the configuration only: on the r, Λ/N = 0.5 cells its 1000-step PLDs dominate the runtime
-    return (2, 4) if quick or label != "config" else (2, 4, 8)
+    return (2, 4) if quick or label != CONFIG_CELL else (2, 4, 8)
 
 
 def _judged(label: str, steps: int) -> bool:
-    return label == "config" or steps >= 100
+    return label == CONFIG_CELL or steps >= 100
 
 
 def findings(numbers: dict) -> dict:
@@ -64,16 +64,16 @@ def findings(numbers: dict) -> dict:
         rs = [r for r in rows if r["cell"] == cell and r["steps"] == s]
         return bool(rs) and all(meets(r, h) for r in rs for h in hows)
 
-    grid = [r for r in rows if r["cell"] != "config"]
+    grid = [r for r in rows if r["cell"] != CONFIG_CELL]
     robust = {}
     for r in rows:
-        if r["cell"] == "config":
+        if r["cell"] == CONFIG_CELL:
             v = math.inf if r["robust_wins_from_eps"] is None else r["robust_wins_from_eps"]
             robust[str(r["steps"])] = max(robust.get(str(r["steps"]), -math.inf), v)
-    return {"one_step_from_0.1": group("config", 1), "composed_100_everywhere": group("config", 100),
+    return {"one_step_from_0.1": group(CONFIG_CELL, 1), "composed_100_everywhere": group(CONFIG_CELL, 100),
             "grid_composed_everywhere": all(meets(r, h) for r in grid for h in ("upper", "attained")) if grid else None,
             "all_judged": bool(rows) and all(meets(r, h) for r in rows for h in ("upper", "attained")),
-            "any_on_config": any(group("config", s, (h,)) for s in (1, 100) for h in ("upper", "attained")),
+            "any_on_config": any(group(CONFIG_CELL, s, (h,)) for s in (1, 100) for h in ("upper", "attained")),
             "robust_wins_from_eps": {s: (v if math.isfinite(v) else None) for s, v in robust.items()}}
 
 
@@ -104,7 +104,7 @@ class C1(Claim):
             if cfg is None:
                 cells.skip(label, why, len(full))
                 continue
-            if quick and label != "config":
+            if quick and label != CONFIG_CELL:
                 continue
             ctx.step(f"{label}, λ=1")
             lambdas = []

@@ -20,7 +20,7 @@ from typing import Tuple
 
 import numpy as np
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import Top, TrainingConfig
 
 from .claim_base import NOT_EVALUATED, NOT_REPRODUCED, QUALIFIED, REPRODUCED, Cells, Claim, ClaimContext, Computed, \
     OtherVerdict
@@ -108,7 +108,7 @@ class C10(Claim):
                     f"(α = {t['alpha']:g}); power {t['power']:.2f} against Δ = {t['effect']:.3g} ({share}), "
                     f"detects Δ = {t['detectable']:.3g} with power {POWER:g}; means {means}")
 
-        by_b = {c["batch_size"]: c["steps"] for c in numbers["crps"] if c["top"] == "wor"}
+        by_b = {c["batch_size"]: c["steps"] for c in numbers["crps"] if c["top"] == Top.WOR}
         text = ("two-way ANOVA with replication on the last iterate's test CRPS, "
                 f"{numbers['seeds']} seeds per cell: " + "; ".join(one(t) for t in tests)
                 + f". A {numbers['epochs']}-epoch cap runs " + ", ".join(f"{s} steps at Λ = {b}" for b, s in by_b.items())

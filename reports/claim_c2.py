@@ -14,10 +14,10 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import Top, TrainingConfig
 
-from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed,
-                         cell_info, floats, fmt4, grid_cells)
+from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
+                         Computed, cell_info, floats, fmt4, grid_cells)
 from .curves import attained_curves, eps_grid, first_win_epsilon, losing_range, sound_curves
 
 SCHEDULES = ("1 step", "1 epoch", "10 epochs")
@@ -62,7 +62,7 @@ class C2(Claim):
             if cfg is None:
                 cells.skip(label, why, len(SCHEDULES))
                 continue
-            if quick and label != "config":
+            if quick and label != CONFIG_CELL:
                 continue
             ctx.step(label)
             det = cfg.with_(top="deterministic")
@@ -73,10 +73,10 @@ class C2(Claim):
             s1, a1 = sound_curves("T1", det, n1, eps), attained_curves("T1", det, n1, eps)
             curves = []
             for name, (k6, k1) in sched.items():
-                curves.append({"label": f"WOR (T6), {name}: {k6} comp.", "schedule": name, "scheme": "wor",
+                curves.append({"label": f"WOR (T6), {name}: {k6} comp.", "schedule": name, "scheme": Top.WOR,
                                "compositions": k6, "sound": floats(s6[k6]), "attained": floats(a6[k6])})
                 curves.append({"label": f"deterministic (T1), {name}: {k1} comp.", "schedule": name,
-                               "scheme": "deterministic", "compositions": k1, "sound": floats(s1[k1]),
+                               "scheme": Top.DETERMINISTIC, "compositions": k1, "sound": floats(s1[k1]),
                                "attained": floats(a1[k1])})
                 row = {"cell": label, "schedule": name, "compositions_T6": k6, "compositions_T1": k1,
                        "eps_at_delta_1e-5_T6_sound": eps_at(eps, s6[k6], 1e-5),
@@ -108,7 +108,7 @@ class C2(Claim):
         if not rows:
             return NOT_EVALUATED, "no cell could be evaluated"
         like = [r["sound_wor_wins_everywhere"] and r["attained_wor_wins_everywhere"] for r in rows]
-        mine = [r for r in rows if r["cell"] == "config"] or rows
+        mine = [r for r in rows if r["cell"] == CONFIG_CELL] or rows
         if all(like):
             verdict = CONFIRMED
         elif not any(r["sound_wor_wins_everywhere"] or r["attained_wor_wins_everywhere"] for r in mine):
@@ -149,8 +149,8 @@ class C2(Claim):
                 for c in panel["curves"]:
                     if c["schedule"] != name:
                         continue
-                    who = "WOR (T6)" if c["scheme"] == "wor" else "det. (T1)"
-                    plot(ax, eps, c["sound"], color=f"C{j}", ls="-" if c["scheme"] == "wor" else "--",
+                    who = "WOR (T6)" if c["scheme"] == Top.WOR else "det. (T1)"
+                    plot(ax, eps, c["sound"], color=f"C{j}", ls="-" if c["scheme"] == Top.WOR else "--",
                          label=f"{who}, {name}")
                     plot(ax, eps, c["attained"], color=f"C{j}", ls=":", lw=0.8)
             finish_panel(ax, cell_title(panel["cell"], panel["params"]), after="10 epochs")

@@ -16,7 +16,8 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import get
 
-from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed, floats, plain
+from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
+                         Computed, floats, plain)
 from .curves import NEGLIGIBLE, eps_grid, first_win_epsilon
 
 NTOT = (10**4, 10**6)
@@ -77,7 +78,7 @@ class C5(Claim):
                         cells.skip(f"{label}, L_C+L_F={length}", str(exc))
                 groups.append((label, items))
         own = plain(config)
-        groups.append(("config", [(own.window_length, own)]))
+        groups.append((CONFIG_CELL, [(own.window_length, own)]))
         panels, rows = [], []
         for label, items in groups:
             ctx.step(label)
@@ -95,7 +96,7 @@ class C5(Claim):
                              "max_ratio_T14_over_T6": float(np.max(h14[pos] / h6[pos])) if pos.any() else None,
                              "T14_gt_T6_somewhere": bool(np.any(diff > 1e-12))})
                 curves.append({"window_length": length, "k": cfg.k, "T6": floats(h6), "T14": floats(h14)})
-                if label != "config":
+                if label != CONFIG_CELL:
                     cells.evaluated.append(f"{label}, L_C+L_F={length}")
             panels.append({"cell": label, "curves": curves})
         return Computed({"rows": rows, "cells": cells.as_dict(quick)}, {"eps": floats(eps), "panels": panels})
@@ -114,7 +115,7 @@ class C5(Claim):
         Returns:
             (verdict word, reason).
         """
-        grid_rows = [r for r in numbers["rows"] if r["cell"] != "config"]
+        grid_rows = [r for r in numbers["rows"] if r["cell"] != CONFIG_CELL]
         if not grid_rows:
             return NOT_EVALUATED, "no grid cell could be evaluated"
         ok_all, some_all = True, True
@@ -136,7 +137,7 @@ class C5(Claim):
                   + (f"({min(crosses):.4g} to {max(crosses):.4g}) " if crosses else "(none found) ")
                   + f"on, the excess non-decreasing in L_C+L_F: {ok_all}; below the crossing T14 may be < T6 (same "
                   "expected hits, spread over more windows)")
-        own = [r for r in numbers["rows"] if r["cell"] == "config"]
+        own = [r for r in numbers["rows"] if r["cell"] == CONFIG_CELL]
         if own:
             o = own[0]
             frm = o["T14_ge_T6_from_eps"]
@@ -169,7 +170,7 @@ class C5(Claim):
                 plot(ax, eps, c["T6"], color=color)
                 plot(ax, eps, c["T14"], color=color, ls="--")
             capped = sorted({c["window_length"] for c in p["curves"] if c["k"] < c["window_length"]})
-            title = "configuration (shown, not judged)" if p["cell"] == "config" else p["cell"]
+            title = "configuration (shown, not judged)" if p["cell"] == CONFIG_CELL else p["cell"]
             finish_panel(ax, title + (f"\n(L_C+L_F ∈ {capped}: k capped at T)" if capped else ""),
                          ylabel="H_α, α = e^ε (one step)")
         for j, length in enumerate(lengths):  # the legend: one entry per colour, in order of length

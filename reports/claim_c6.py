@@ -24,6 +24,7 @@ from tsdp.theorems.constructions import RELATION_MISMATCH as WHY_BELOW
 from tsdp.verify import accounting
 
 from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed
+from .schema import AuditStatus
 
 DELTA = 1e-3
 CONFIDENCE = 0.95
@@ -128,7 +129,7 @@ class C6(Claim):
         cells = Cells(grid=1, evaluated=[f"pooled configuration (N_tot = {pooled.n_windows_total}, k = {pooled.k})"])
         numbers = {"delta": DELTA, "k": pooled.k, "N_tot": pooled.n_windows_total, "batch_size": pooled.batch_size,
                    "epsilon_T13_sound": t13.epsilon, "epsilon_T14_attained": t14.epsilon_attained, "audit": audit,
-                   "audit_status": "ran" if audit is not None else "audit not available",
+                   "audit_status": AuditStatus.RAN if audit is not None else AuditStatus.NOT_AVAILABLE,
                    "why_T13_below": WHY_BELOW.format(k=pooled.k), "power": reach, "cells": cells.as_dict(quick)}
         return Computed(numbers, {"delta": DELTA})
 

@@ -26,7 +26,7 @@ from typing import List, Tuple
 
 from tsdp.theorems.config import TrainingConfig
 
-from .claim_base import NOT_EVALUATED, Cells, Claim, ClaimContext, Computed, OtherVerdict, fmt4
+from .claim_base import CONFIRMED, NOT_EVALUATED, Cells, Claim, ClaimContext, Computed, OtherVerdict, fmt4
 
 QUICK_GRID = {"models": ("simple-ff",), "seeds": 1}
 FULL_GRID = {"models": ("simple-ff", "dlinear"), "seeds": 2}
@@ -163,7 +163,7 @@ class C7(Claim):
                                    ("appendix", "the appendix's 1-event tables, its wording", "the appendix's 'in all "
                                     "cases ... for all considered ε'")):
             p = numbers["wordings"][key]
-            deciding = [r for r in p["rows"] if not r["wins"]] if p["verdict"] != "confirmed" else p["rows"]
+            deciding = [r for r in p["rows"] if not r["wins"]] if p["verdict"] != CONFIRMED else p["rows"]
             tables = sorted({r["dataset"] for r in deciding})
             where = ("Table 1" if key == "main_text" else
                      f"appendix {' and '.join(tables)} table{'s' if len(tables) > 1 else ''}")

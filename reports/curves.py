@@ -25,6 +25,7 @@ from typing import Dict, Iterable, Optional
 
 import numpy as np
 
+from tsdp.theorems.bounds.base import Scope
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event, unit_event
@@ -79,7 +80,7 @@ def _deltas(estimate: str, theorem: str, config: TrainingConfig, n: int, grid: t
     epoch-scoped scheme), read on the whole grid at once (``get_delta_curve``)."""
     unit = unit_event(config, theorem)
     acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=TAIL_MASS)
-    acc.compose(training_event(config, theorem=theorem, **{"epochs" if unit.scope == "epoch" else "steps": n}))
+    acc.compose(training_event(config, theorem=theorem, **{"epochs" if unit.scope == Scope.EPOCH else "steps": n}))
     return acc.get_delta_curve(np.asarray(grid))
 
 

@@ -19,6 +19,9 @@ from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.theorems.hockey_stick import hockey_stick
 from tsdp.theorems.registry import get
+from tsdp.verify.checks.result import Status
+
+from .claim_base import CONFIRMED, NOT_REPRODUCED, REPRODUCED
 
 ERRATA = {
     1: ("T3, T9, T14 weights Binom(i | λ, r), i = 1..λ+1, means 2(i-1)", "read Binom(i-1 | λ, r)"),
@@ -45,7 +48,6 @@ ERRATA = {
          "a misprint: the stds are not given (shipped with std_notes); the verdict on it uses the means only"),
 }
 
-REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
 NOT_DISTINGUISHABLE = "not distinguishable here"
 """An erratum whose printed and corrected readings give the same value on the configuration: neither shown nor
 refuted there (the measured line names a configuration that tells them apart)."""
@@ -104,7 +106,7 @@ def erratum_3_4(checks: List[dict], config: TrainingConfig) -> tuple:
     """
     names = ("P2.order[T9≤T7]", "P2.order[T10≤T8]", "P2.order[T9=T6]")
     found = [_check(checks, n) for n in names]
-    ok = all(c is not None and c["status"] == "pass" for c in found)
+    ok = all(c is not None and c["status"] == Status.PASS for c in found)
     cfg = config.with_(top="wor", bottom="wr", instances=2, batch_size=max(2, config.batch_size),
                        sigma_context=0.0, sigma_forecast=0.0)
     h7 = float(get("T7").profile(cfg, np.array([np.e]))[0])
@@ -145,7 +147,7 @@ def erratum_5(config: TrainingConfig, c3: Optional[dict]) -> tuple:
                  f"(ρ L_C / T = {other['w_LF_to_0']:.4g} against ρ L_F / T = {other['w_LC_to_0']:.4g}): run the "
                  "report there to test it")
         return text, NOT_DISTINGUISHABLE, numbers
-    return text, (REPRODUCED if c3["verdict"] == "confirmed" else NOT_REPRODUCED), numbers
+    return text, (REPRODUCED if c3["verdict"] == CONFIRMED else NOT_REPRODUCED), numbers
 
 
 def _distinguishing(config: TrainingConfig) -> dict:

@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .claim_base import CONFIG_CELL  # noqa: E402
 from .render import PAGE_WIDTH_PX  # noqa: E402
 
 DPI = 110
@@ -141,7 +142,7 @@ def cell_title(cell: str, params: Optional[dict]) -> str:
     if not params:
         return cell
     ratios = f"r={params['r']:.3g}, ρ={params['rho']:.3g}, Λ/N={params['batch_size'] / params['N']:.3g}"
-    return f"configuration: {ratios}" if cell == "config" else ratios
+    return f"configuration: {ratios}" if cell == CONFIG_CELL else ratios
 
 
 FLAT = 0.99

@@ -15,6 +15,9 @@ from typing import Callable, Optional
 from tsdp.datasets.formats import grunfeld
 from tsdp.datasets.series import SeriesData
 
+from .claim_base import NOT_EVALUATED, NOT_REPRODUCED, QUALIFIED, REPRODUCED
+from .schema import AuditStatus
+
 QUICK = {"epsilons": (1.0, 4.0), "rates": (1.0, 0.5), "repeats": 2, "n_samples": 50}
 FULL = {"repeats": 5, "n_samples": 100}
 
@@ -52,7 +55,7 @@ def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Call
         real, name = _unit_std(real_data[1]), f"{real_data[0]}, unit-std scaled"
     out["grunfeld"] = inference_table(data=real, data_name=name, context_length=4, forecast_length=2, epochs=30,
                                       seed=seed, **opts)
-    out["grunfeld_status"] = "ran"
+    out["grunfeld_status"] = AuditStatus.RAN
     if tick is not None:
         tick("inference grunfeld")
     return out
@@ -98,14 +101,14 @@ def measured_verdict(table: dict, name: str) -> dict:
                       "hurts": sub["crps"] > full["crps"] and p < SIGNIFICANCE})
     source = f"the report's section 6, measured on {name}"
     if not found:
-        return {"source": source, "verdict": "not evaluated", "verdict_text": f"not evaluated on {name} (no r < 1 "
+        return {"source": source, "verdict": NOT_EVALUATED, "verdict_text": f"not evaluated on {name} (no r < 1 "
                 "column at a small ε, or fewer than 2 releases)", "reason": "nothing to compare"}
-    word = ("reproduced" if any(f["helps"] for f in found) else
-            "not reproduced" if all(f["hurts"] for f in found) else "qualified")
+    word = (REPRODUCED if any(f["helps"] for f in found) else
+            NOT_REPRODUCED if all(f["hurts"] for f in found) else QUALIFIED)
     reason = "; ".join(f"ε = {f['epsilon']:g}: r = {f['r']:g} CRPS {f['crps_r']:.4g} against r = 1 {f['crps_r1']:.4g}, "
                        f"Welch p = {f['p_value']:.3g}" for f in found)
     reason += f" ({n} releases per cell, two-sided at {SIGNIFICANCE:g})"
-    if word == "qualified":
+    if word == QUALIFIED:
         reason += ": no difference this test could see"
     return {"source": source, "verdict": word,
             "verdict_text": f"{word} on {name} ({len(found)} small-ε cell{'s' if len(found) > 1 else ''})",

@@ -18,7 +18,11 @@ import math
 from pathlib import Path
 from typing import List
 
+from tsdp.theorems.bounds.base import Kind
+
+from .claim_base import REPRODUCED
 from .render_claims_extra import TABLES
+from .schema import AuditStatus
 
 SECTIONS = ("accounting", "claims", "consistency", "tightness", "errata", "inference")
 
@@ -57,7 +61,7 @@ def _bound_columns(acc: dict) -> tuple:
     constructions = sorted({r["construction"] for r in acc["rows"] if r["construction"]})
     attained = (f"ε attained (lower; {', '.join(constructions)} construction, {c['top']}/{c['bottom']}, "
                 f"λ = {c['instances']})" if constructions else "ε attained (lower; no construction)")
-    if acc["kind"] == "lower":
+    if acc["kind"] == Kind.LOWER:
         return f"ε of the lower bound {theorem} (pessimistic evaluation)", attained
     return f"ε sound ({theorem}, upper)", attained
 
@@ -129,7 +133,7 @@ def _summary(results: dict) -> List[tuple]:
                                                                       for o in c.get("other_verdicts", [])]]))
     t = results.get("tightness")
     if t is not None:
-        if t["audit_status"] == "ran":
+        if t["audit_status"] == AuditStatus.RAN:
             ac = t["audit_config"]
             b.append(("p", f"**Audits of the real loop** (section 4; audit configuration N = {ac['N']}, "
                            f"Λ = {ac['batch_size']}, L = {ac['L']}, δ = {fmt(t['delta'])}, one step):"))
@@ -154,7 +158,7 @@ def _violation(results: dict) -> List[tuple]:
                           f"{v['bound']}" for v in results["violations"])
         return [("alert", False, f"PRIVACY VIOLATION DETECTED: {cases}. The loop leaks more than its proven bound; "
                                  "`tsdp report` exits 1.")]
-    if t["audit_status"] != "ran":
+    if t["audit_status"] != AuditStatus.RAN:
         return [("alert", None, "No violation check: the audits did not run (" + t["audit_status"] + ").")]
     n = results["meta"].get("audits_checked")
     return [("alert", True, f"No privacy violation: none of the {n} audits compared with a sound upper bound "
@@ -265,7 +269,7 @@ def _tightness(t: dict) -> List[tuple]:
               [[f"{x['theorem']} ({x['audited_kind']})", _compared(x),
                 fmt(x["audit"]["epsilon_sound"]) if x["audit"] else "n/a",
                 fmt(x["audit"]["epsilon_attained"]) if x["audit"] else "n/a",
-                fmt(x["audit"]["epsilon_lower"]) if x["audit"] else "audit not available",
+                fmt(x["audit"]["epsilon_lower"]) if x["audit"] else AuditStatus.NOT_AVAILABLE.value,
                 fmt(x["audit"]["ratio"]) if x["audit"] else "n/a",
                 fmt(x["audit"]["gof_pvalue"]) if x["audit"] else "n/a"] for x in t["bounds"]]))
     for x in notes:
@@ -274,8 +278,8 @@ def _tightness(t: dict) -> List[tuple]:
     b.append(("table", ["upper bound", "construction", "λ", "ε sound (upper)", "ε attained (lower)", "attained/sound",
                         "ε audited (LCB)", "audited/sound"],
               [[g["upper"], g["construction"], g["instances"], fmt(g["epsilon_sound"]), fmt(g["epsilon_attained"]),
-                fmt(g["attained_over_sound"]), fmt(g["epsilon_audited_lower"]) if t["audit_status"] == "ran"
-                else "audit not available", fmt(g["audited_over_sound"])] for g in t["upper_gaps"]]))
+                fmt(g["attained_over_sound"]), fmt(g["epsilon_audited_lower"]) if t["audit_status"] == AuditStatus.RAN
+                else AuditStatus.NOT_AVAILABLE.value, fmt(g["audited_over_sound"])] for g in t["upper_gaps"]]))
     b.append(("p", f"Composition gap of T6 on the audit configuration (ε at δ = {fmt(t['delta'])})."))
     b.append(("table", ["steps", "ε sound (upper)", "ε attained (lower)", "ε audited (LCB)", "audit trials"],
               [[r["steps"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]), fmt(r["epsilon_audited_lower"]),
@@ -325,7 +329,7 @@ def _inference(inf: dict) -> List[tuple]:
 
 
 def _errata(errata: List[dict]) -> List[tuple]:
-    n = sum(e["status"] == "reproduced" for e in errata)
+    n = sum(e["status"] == REPRODUCED for e in errata)
     same = sum(e["status"] == "not distinguishable here" for e in errata)
     return [("details", f"{len(errata)} errata, {n} reproduced" + (f", {same} not distinguishable here" if same else ""),
              [("table", ["#", "paper", "reading", "measured", "status", "source"],

@@ -43,7 +43,7 @@ from .consistency import consistency_section
 from .errata import errata_section
 from .inference_section import attach_measured, inference_section
 from .render import to_html, to_markdown
-from .schema import SCHEMA_VERSION
+from .schema import SCHEMA_VERSION, AuditStatus, RunStatus
 from .tightness import load_auditor, tightness_section, violation_summary
 
 WORKERS = available_cpus()
@@ -109,8 +109,8 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     audit_fn = load_auditor(workers=workers) if audits else None
     results = {"schema_version": SCHEMA_VERSION,
                "meta": {"name": name, "mode": "quick" if quick else "default", "version": _version(),
-                        "status": "running", "elapsed_s": None, "timings_s": {}, "trials": trials,
-                        "audit_status": "ran" if audit_fn is not None else "audit not available"},
+                        "status": RunStatus.RUNNING, "elapsed_s": None, "timings_s": {}, "trials": trials,
+                        "audit_status": AuditStatus.RAN if audit_fn is not None else AuditStatus.NOT_AVAILABLE},
                "accounting": None, "claims": None, "consistency": None, "tightness": None, "errata": None,
                "inference": None,
                "violation": None, "violations": None}
@@ -195,23 +195,23 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
                     c["figures"] = CLAIMS[c["id"]].figure(c, out)
                 results["tightness"]["figures"] = (figures.figure_tightness(results["tightness"], out)
                                                    + figures.figure_composition(results["tightness"], out))
-        results["meta"]["status"] = "complete"
+        results["meta"]["status"] = RunStatus.COMPLETE
     except KeyboardInterrupt:
-        results["meta"]["status"] = "interrupted"
+        results["meta"]["status"] = RunStatus.INTERRUPTED
         raise
     finally:
         if pool is not None:
-            pool.close(graceful=results["meta"].get("status") == "complete")
+            pool.close(graceful=results["meta"].get("status") == RunStatus.COMPLETE)
         bar.close()
         notes.extend(_note(w) for w in caught)
         results["meta"]["notes"] = note_summary(notes)
         if notes:
             print(note_line(results["meta"]["notes"]), file=sys.stderr)
         results["meta"]["elapsed_s"] = round(time.perf_counter() - t0, 2)
-        if results["meta"]["status"] == "running":  # an exception: say so, never "running"
-            results["meta"]["status"] = "failed"
+        if results["meta"]["status"] == RunStatus.RUNNING:  # an exception: say so, never "running"
+            results["meta"]["status"] = RunStatus.FAILED
         _write(results, out)
-        _publish(out, final, complete=results["meta"]["status"] == "complete")
+        _publish(out, final, complete=results["meta"]["status"] == RunStatus.COMPLETE)
     return jsonable(results)
 
 

@@ -28,6 +28,7 @@ from tsdp.theorems.registry import get
 from tsdp.verify import accounting
 
 from .claim_c6 import WHY_BELOW
+from .schema import AuditStatus
 
 AUDIT_DELTA = 1e-3
 AUDIT_TARGETS = (  # (audited construction of tsdp.theorems.constructions, λ, σ_F) shown in the report
@@ -113,7 +114,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
         The section's JSON data.
     """
     base = audit_config(config)
-    status = "ran" if audit_fn is not None else "audit not available"
+    status = AuditStatus.RAN if audit_fn is not None else AuditStatus.NOT_AVAILABLE
     targets = [t for t in AUDIT_TARGETS if not quick or t[0] in QUICK_TARGETS]
     audited = {}
     bounds = []

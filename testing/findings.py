@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .verdicts import scheme_line
+from .verdicts import UNSOUND, scheme_line
 
 
 def _fmt(x) -> str:
@@ -54,7 +54,7 @@ def render(runs: List[dict]) -> str:
     lines += ["", "## Every unsound cell, worst first (attained / reported)", ""]
     for run in runs:
         r = run["report"]
-        bad = sorted((v for v in r["verdicts"] if v["verdict"] == "unsound"),
+        bad = sorted((v for v in r["verdicts"] if v["verdict"] == UNSOUND),
                      key=lambda v: v["epsilon_attained"] / max(v["epsilon_reported"], 1e-300), reverse=True)
         if not bad:
             continue
