@@ -1,21 +1,9 @@
-"""`tsdp bench accounting`: one-step PLD construction time, our path vs dp-accounting's, on equal work.
-
-For a mixture-against-one-Gaussian pair (T6 at the paper's default configuration; T3 with
-λ = 4, deterministic top level) both paths build the same two-direction pessimistic
-connect-the-dots PLD (Doroshenko et al. 2022; paper Appendix B.3): ours evaluates δ(ε) on
-the whole grid at once (:func:`verify.pld.pair_pld`), the library's
-``from_mixture_gaussian_mechanism`` inverts the loss per grid point. Equal work: both get the
-pair built beforehand, both run on the same grid (the one ours is built at: where the
-memory ceiling coarsens ours, as for T3 at 1e-4, the library gets that coarser grid too),
-both start warm (one untimed run each), and they are timed interleaved, ours, library,
-ours, library, ... (:mod:`bench.rounds`); the speed-up is the median (and range) of
-the per-round ratios. Neither side goes through the disk cache of one-step PLDs. Their ε(δ)
-must agree to a relative 1e-3 (both are upper estimates of the same pair's ε). Our sound
-one-step PLD (:func:`verify.pld.sound_pld`) is timed in the same rounds.
-
-The default grid is 1e-3, not the accountant's 1e-4: at 1e-4 one library run takes minutes
-(T3 about 3 on a loaded 2-core machine), and ≥ 7 rounds of it are no benchmark one waits for;
-``--discretization 1e-4`` measures it there.
+"""`tsdp bench accounting`: one-step PLD construction time, our path (:func:`verify.pld.pair_pld`) vs
+dp-accounting's ``from_mixture_gaussian_mechanism``, on equal work: the same pair, the same grid, both warm, timed
+interleaved (:mod:`bench.rounds`); the speed-up is the median (and range) of the per-round ratios, and both ε(δ), upper
+estimates of the same pair's ε, must agree to a relative 1e-3. Our sound one-step PLD (:func:`verify.pld.sound_pld`)
+is timed in the same rounds. How the work is kept equal, and why the default grid is 1e-3: the manual's
+Benchmarks page (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -58,6 +46,18 @@ def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float 
     (``discretization``, or ours' coarsened grid, see the module docstring). Both ε are
     pessimistic (upper) estimates of the same pair; ``agree`` checks them to 1e-3 relative;
     ``environment`` is :func:`bench.rounds.environment` before and after all cases.
+
+    Args:
+        discretization: The value discretisation both sides run at (ours may coarsen it).
+        delta: δ of the ε compared.
+        rounds: Interleaved rounds (at least :data:`~tsdp.bench.rounds.MIN_ROUNDS`).
+        progress: Called with what starts (None: nothing).
+
+    Returns:
+        The result, as above (JSON data).
+
+    Raises:
+        ValueError: Fewer rounds than :data:`~tsdp.bench.rounds.MIN_ROUNDS`.
     """
     from dp_accounting.pld import privacy_loss_distribution as lib
 
@@ -90,7 +90,14 @@ def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float 
 
 
 def format_bench(result: Dict) -> str:
-    """Human-readable table of :func:`bench_accounting`'s result (medians over rounds, ranges in brackets)."""
+    """Human-readable table of :func:`bench_accounting`'s result (medians over rounds, ranges in brackets).
+
+    Args:
+        result: What :func:`bench_accounting` returned.
+
+    Returns:
+        The table.
+    """
     seconds = lambda s: bench_rounds.format_spread(s, unit="", digits=3)  # noqa: E731
     lines = [f"one-step PLD construction, ε at δ = {result['delta']:g}; {result['rounds']} interleaved rounds "
              "(ours, library, ours sound); seconds and speed-up: median (min-max)",

@@ -43,7 +43,12 @@ MODELS = ("simple-ff", "deepar")
 
 class NearestNeighbour:
     """A forecaster that stores every training window and forecasts the forecast part of the one whose context is
-    nearest (Euclidean); called as ``model(context, forecast)`` it gives each window's squared error."""
+    nearest (Euclidean); called as ``model(context, forecast)`` it gives each window's squared error.
+
+    Args:
+        series (torch.Tensor): The training series.
+        config: The window sizes (L_C, L_F).
+    """
 
     def __init__(self, series, config: TrainingConfig):
         self.context, self.forecast = (t.double() for t in every_window(series, config.context_length,
@@ -57,7 +62,18 @@ class NearestNeighbour:
 @dataclass(frozen=True)
 class TsdpTraining:
     """``train(series) -> model`` of tsdp's loop: ``model`` on the series (their last L_F values held out), for
-    ``epochs`` epochs, without noise when ``sigma`` is None, else DP-SGD at ``sigma`` (C = 1)."""
+    ``epochs`` epochs, without noise when ``sigma`` is None, else DP-SGD at ``sigma`` (C = 1).
+
+    Attributes:
+        config: The configuration (the window sizes and batching).
+        model: The model's name (:func:`tsdp.training.models.make_model`).
+        epochs: Training epochs.
+        sigma: The noise multiplier (None: no noise).
+        delta: δ of the ε reported.
+        seed: The seed.
+        lr: The learning rate.
+        facts: Filled by the call: the run's CRPS, untrained CRPS, ε, steps, seconds.
+    """
 
     config: TrainingConfig
     model: str
@@ -87,7 +103,23 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
                    context_length: int = 4, progress: Optional[Callable[[str], None]] = None) -> dict:
     """The table of the module docstring (JSON-ready): ``series`` synthetic series of ``length`` training values,
     L_C = ``context_length``, L_F = 1, Λ = 32 windows per step (half the series when fewer than 64), a window of
-    each series drawn without replacement; the claim ``epsilon`` at ``delta``."""
+    each series drawn without replacement; the claim ``epsilon`` at ``delta``.
+
+    Args:
+        canaries: Canary series of the audit.
+        epochs: Training epochs.
+        epsilon: The claimed ε.
+        delta: δ.
+        confidence: The confidence of the audit's lower bound.
+        seed: The seed.
+        series: Synthetic series.
+        length: Training values per series.
+        context_length: L_C.
+        progress: Called with what starts (None: nothing).
+
+    Returns:
+        The table (JSON data).
+    """
     from tsdp.bench.rounds import environment
     from tsdp.verify.calibration import calibrate_sigma
 
@@ -132,7 +164,14 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
 
 
 def format_bench(result: dict) -> str:
-    """Human-readable table of :func:`bench_blackbox` (``--json`` prints the dict itself)."""
+    """Human-readable table of :func:`bench_blackbox` (``--json`` prints the dict itself).
+
+    Args:
+        result: What :func:`bench_blackbox` returned.
+
+    Returns:
+        The table.
+    """
     d = result["data"]
     lines = [f"black-box spike-canary audits: {result['canaries']} canaries, {d['series']} synthetic series of "
              f"{d['length']} values (L_C = {d['context_length']}, L_F = 1, Λ = {d['batch_size']}), claim ε = "

@@ -45,7 +45,18 @@ def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = C
     """Time `tsdp audit-fn --plan` on every cell (module docstring; ``epsilons``, ``canaries``, ``tops`` and
     ``steps`` choose them). Returns ``{"goal_s", "cells": [{command,
     seconds (wall, start-up included), cpu_s (the command's CPU time: what a loaded machine does not inflate), canaries_needed,
-    participation}], "slowest_s", "environment"}`` (the machine and its load before and after)."""
+    participation}], "slowest_s", "environment"}`` (the machine and its load before and after).
+
+    Args:
+        epsilons: The claimed ε of the cells.
+        canaries: The canary counts of the cells.
+        tops: The top levels of the cells.
+        steps: Training steps of every cell.
+        progress: Called with what starts (None: nothing).
+
+    Returns:
+        The result, as above (JSON data).
+    """
     from tsdp.bench.rounds import environment
     from tsdp.bench.startup import THREADS
 
@@ -71,7 +82,14 @@ def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = C
 
 
 def format_bench(result: dict) -> str:
-    """Human-readable table of :func:`bench_plan`'s result (``--json`` prints the dict itself)."""
+    """Human-readable table of :func:`bench_plan`'s result (``--json`` prints the dict itself).
+
+    Args:
+        result: What :func:`bench_plan` returned.
+
+    Returns:
+        The table.
+    """
     from tsdp.bench.rounds import format_environment
 
     lines = ["`tsdp audit-fn --plan` per cell (a fresh process each, start-up included): wall and CPU seconds",

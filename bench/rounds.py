@@ -57,7 +57,14 @@ def environment() -> Dict:
 
 
 def spread(values: Sequence[float]) -> Dict[str, float]:
-    """``{"median", "min", "max"}`` of the values (the figure and its range over rounds)."""
+    """``{"median", "min", "max"}`` of the values (the figure and its range over rounds).
+
+    Args:
+        values: The values (one per round).
+
+    Returns:
+        ``{"median", "min", "max"}``.
+    """
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
@@ -70,6 +77,19 @@ def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUND
     "results": {name: last return value}, "environment": {"before": ..., "after": ...}}``
     (see :func:`environment`). Raises ``ValueError`` for fewer than :data:`MIN_ROUNDS` rounds
     or no callables.
+
+    Args:
+        runs: The callables by name.
+        rounds: Rounds (at least :data:`MIN_ROUNDS`).
+        warmup: Run every callable once untimed first.
+        progress: Called with what starts (None: nothing).
+        label: Prefix of the progress text.
+
+    Returns:
+        The times per round and the last results, as above.
+
+    Raises:
+        ValueError: Fewer than :data:`MIN_ROUNDS` rounds, or no callables.
     """
     if not MIN_ROUNDS <= rounds <= MAX_ROUNDS:
         raise ValueError(f"rounds must be in [{MIN_ROUNDS}, {MAX_ROUNDS}] (got {rounds})")
@@ -90,12 +110,28 @@ def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUND
 
 
 def ratio(timed: Dict, slow: str, fast: str) -> Dict[str, float]:
-    """Per-round ``slow / fast`` time ratios of an :func:`interleave` result: their :func:`spread`."""
+    """Per-round ``slow / fast`` time ratios of an :func:`interleave` result: their :func:`spread`.
+
+    Args:
+        timed: What :func:`interleave` returned.
+        slow: The name of the slower side (numerator).
+        fast: The name of the faster side (denominator).
+
+    Returns:
+        The ratios' :func:`spread`.
+    """
     return spread([s / f for s, f in zip(timed["seconds"][slow], timed["seconds"][fast])])
 
 
 def format_environment(env: Dict) -> str:
-    """One line: machine, CPUs, thread variables, load before -> after (the state the figures were taken in)."""
+    """One line: machine, CPUs, thread variables, load before -> after (the state the figures were taken in).
+
+    Args:
+        env: ``{"before", "after"}`` of :func:`environment`.
+
+    Returns:
+        The line.
+    """
     threads = ", ".join(f"{k}={v}" for k, v in env["before"]["threads"].items()) or "no *_NUM_THREADS set"
     load = lambda e: "/".join(f"{x:.2f}" for x in e["load"]) or "n/a"  # noqa: E731
     where = f"{env['before']['machine']}, " if "machine" in env["before"] else ""
@@ -103,5 +139,14 @@ def format_environment(env: Dict) -> str:
 
 
 def format_spread(s: Dict[str, float], unit: str = "x", digits: int = 1) -> str:
-    """``median (min-max)`` with ``unit`` after the median, e.g. ``12.3x (11.0-14.1)``."""
+    """``median (min-max)`` with ``unit`` after the median, e.g. ``12.3x (11.0-14.1)``.
+
+    Args:
+        s: A :func:`spread`.
+        unit: Written after the median.
+        digits: Decimals.
+
+    Returns:
+        The text.
+    """
     return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}-{s['max']:.{digits}f})"

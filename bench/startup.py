@@ -49,6 +49,13 @@ def bench_startup(rounds: int = bench_rounds.MIN_ROUNDS, progress: Optional[Call
     ({median, min, max}), ratio ({median, min, max} of the per-round ratios to the baseline),
     extra_s (median of the per-round differences to the baseline)}]}``; the first command is the
     baseline itself (ratio 1).
+
+    Args:
+        rounds: Interleaved rounds (at least :data:`~tsdp.bench.rounds.MIN_ROUNDS`).
+        progress: Called with what starts (None: nothing).
+
+    Returns:
+        The result, as above (JSON data).
     """
     with tempfile.TemporaryDirectory(prefix="tsdp-bench-startup-") as cache:
         env = {**os.environ, **THREADS, "TSDP_CACHE_DIR": cache}
@@ -64,7 +71,14 @@ def bench_startup(rounds: int = bench_rounds.MIN_ROUNDS, progress: Optional[Call
 
 
 def format_bench(result: Dict) -> str:
-    """Human-readable table of :func:`bench_startup`'s result (medians over rounds, ranges in brackets)."""
+    """Human-readable table of :func:`bench_startup`'s result (medians over rounds, ranges in brackets).
+
+    Args:
+        result: What :func:`bench_startup` returned.
+
+    Returns:
+        The table.
+    """
     threads = ", ".join(f"{k}={v}" for k, v in result["threads"].items())
     lines = [f"process start-up, Python {result['python']}, {threads}; {result['rounds']} interleaved rounds; "
              f"seconds and ratio to `{BASELINE}`: median (min-max)",

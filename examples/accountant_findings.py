@@ -13,12 +13,12 @@ import json
 import sys
 from pathlib import Path
 
-from tsdp.testing import Relation, check_accountant, default_grid, opacus_accountant, poisson_pld, tsdp_accountant
+from tsdp.testing import Substitution, check_accountant, default_grid, opacus_accountant, poisson_pld, tsdp_accountant
 from tsdp.testing.findings import render
 from tsdp.verify.json_data import json_data
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-RELATIONS = (Relation("event", 1), Relation("user", 2))
+RELATIONS = (Substitution("event", 1), Substitution("user", 2))
 
 
 def accountants():

@@ -36,6 +36,7 @@ import numpy as np
 from tsdp.datasets.benchmarks import DatasetSpec
 from tsdp.datasets.series import DataError
 from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.errors import short_repr
 
 from .grid import Cell, GridSettings, cell_seed, level_config
 
@@ -401,8 +402,8 @@ def read_stored(folder, cell: Cell, settings: GridSettings) -> Stored:
         if name not in got:
             return Stored(str(path), problem=f"its key has no field {name!r}")
         if got[name] != key[name]:
-            return Stored(str(path), problem=f"computed under {KEY_WORDS[name]}: stored {name} {_short(got[name])}, "
-                                             f"this grid {_short(key[name])}")
+            return Stored(str(path), problem=f"computed under {KEY_WORDS[name]}: stored {name} {short_repr(got[name])}, "
+                                             f"this grid {short_repr(key[name])}")
     if set(got) != set(key):
         return Stored(str(path), problem=f"its key has unknown field {sorted(set(got) - set(key))[0]!r}")
     if stored["digest"] != _digest(got, stored["result"]):
@@ -413,11 +414,6 @@ def read_stored(folder, cell: Cell, settings: GridSettings) -> Stored:
     except ValueError as exc:
         return Stored(str(path), problem=str(exc))
     return Stored(str(path), result=result)
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 48 else text[:16] + "…"
 
 
 def load_done(folder, cell: Cell, settings: GridSettings) -> Optional[CellResult]:

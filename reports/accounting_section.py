@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from tsdp.theorems.bounds.base import TheoremError
+from tsdp.theorems.bounds.base import Scope, TheoremError
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import REGISTRY
 from tsdp.verify import accounting
@@ -24,7 +24,14 @@ SCHEDULES = (("steps", 1), ("steps", 100), ("steps", 1000), ("epochs", 1), ("epo
 
 
 def derived(config: TrainingConfig) -> dict:
-    """The configuration's derived quantities (THEOREMS.md notation): T, k, r, ρ, φ, N', steps per epoch."""
+    """The configuration's derived quantities (THEOREMS.md notation): T, k, r, ρ, φ, N', steps per epoch.
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        The quantities by name.
+    """
     return {"T": config.T, "k": config.k, "r": float(config.r), "rho": float(config.rho), "phi": float(config.phi),
             "q": float(config.q), "sequences_per_step": config.sequences_per_step,
             "compositions_per_epoch": config.compositions_per_epoch,
@@ -40,6 +47,14 @@ def accounting_section(config: TrainingConfig, theorem: Optional[str] = None,
     ``epsilon_attained`` a lower bound (rounded down) or None where the bound has no
     construction. Schedules with the same number of compositions (1 epoch = 10 steps at the
     default) share one answer. ``tick`` is called after each row (progress).
+
+    Args:
+        config: The configuration.
+        theorem: The bound to account with (None: the registry's choice for the scheme).
+        tick: Called after each row (None: nothing).
+
+    Returns:
+        The section's JSON data: the configuration, its derived quantities, the bound and the rows.
     """
     rows = []
     theorem_used, reason, kind, law = None, None, None, None
@@ -70,11 +85,17 @@ def catalogue(config: TrainingConfig) -> list:
     other edit). For each bound: whether it applies to the configured scheme (and why not),
     its sound ε (upper bound; None for a lower bound) and attained ε (lower bound; None
     without a construction), discretisation 1e-3.
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        One row per bound of the registry.
     """
     rows = []
     unit = "epochs" if config.top in EPOCH_SCOPED_TOP else "steps"
     for bound in REGISTRY.values():
-        if bound.scope not in ("step", "epoch"):
+        if bound.scope not in (Scope.STEP, Scope.EPOCH):
             continue
         row = {"theorem": bound.id, "reference": bound.reference, "kind": bound.kind, "scope": bound.scope,
                "applies": True, "why_not": None, "epsilon_sound": None, "epsilon_attained": None}

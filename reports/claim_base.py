@@ -45,6 +45,10 @@ VERDICTS = (CONFIRMED, REFUTED, QUALIFIED, NOT_EVALUATED, REPRODUCED, NOT_REPROD
 GRID_RATIOS = (0.5, 0.1)
 """r and Λ/N of the paper's appendix grid (Appendix C.1)."""
 
+CONFIG_CELL = "config"
+"""The label of the report's own configuration among a claim's cells (:func:`grid_cells`: the grid cells are labelled
+by their r and Λ/N)."""
+
 
 def _silent(what: str) -> None:
     """A :attr:`ClaimContext.step` that shows nothing."""
@@ -53,7 +57,14 @@ def _silent(what: str) -> None:
 @dataclass(frozen=True)
 class ClaimContext:
     """What a claim may need beyond the configuration: the auditor (or None), its trials, the seed, and
-    ``step(what)``, called as each sub-step (a cell, an audit) starts, for the progress bar."""
+    ``step(what)``, called as each sub-step (a cell, an audit) starts, for the progress bar.
+
+    Attributes:
+        audit_fn: The auditor (None: no audit).
+        trials: The auditor's trials.
+        seed: The seed.
+        step: Called with what starts, as each sub-step starts.
+    """
 
     audit_fn: Optional[Callable] = None
     trials: int = 0
@@ -65,24 +76,49 @@ class ClaimContext:
 class Cells:
     """The cells of a claim's grid at one configuration: ``grid`` counts the full grid's cells,
     ``evaluated`` names those the verdict rests on, ``not_evaluated`` those it could not
-    evaluate, each with the reason."""
+    evaluate, each with the reason.
+
+    Attributes:
+        grid: How many cells the full grid has.
+        evaluated: The cells the verdict rests on.
+        not_evaluated: The cells not evaluated, each ``{"cell", "reason", "cells"}``.
+    """
 
     grid: int = 0
     evaluated: List[str] = field(default_factory=list)
     not_evaluated: List[dict] = field(default_factory=list)
 
     def skip(self, cell: str, reason: str, cells: int = 1) -> None:
-        """Record ``cell`` (standing for ``cells`` cells of the grid) as not evaluable, with the reason."""
+        """Record ``cell`` (standing for ``cells`` cells of the grid) as not evaluable, with the reason.
+
+        Args:
+            cell: The cell's label.
+            reason: Why it could not be evaluated.
+            cells: How many cells of the grid it stands for.
+        """
         self.not_evaluated.append({"cell": cell, "reason": reason, "cells": cells})
 
     def as_dict(self, quick: bool) -> dict:
+        """The JSON form, with whether the run was quick.
+
+        Args:
+            quick: Whether the run was quick.
+
+        Returns:
+            ``{"grid", "quick", "evaluated", "not_evaluated"}``.
+        """
         return {"grid": self.grid, "quick": quick, "evaluated": list(self.evaluated),
                 "not_evaluated": list(self.not_evaluated)}
 
 
 @dataclass
 class Computed:
-    """A claim's computed numbers (``numbers["cells"]`` from :class:`Cells`) and figure data."""
+    """A claim's computed numbers (``numbers["cells"]`` from :class:`Cells`) and figure data.
+
+    Attributes:
+        numbers: The computed numbers (``numbers["cells"]``: what was evaluated).
+        figure: The curves the figures draw (None: no figure).
+    """
 
     numbers: dict
     figure: Optional[dict] = None
@@ -90,7 +126,16 @@ class Computed:
 
 def verdict_text(word: str, cells: dict, data: Optional[str] = None) -> str:
     """The verdict word with the cells it rests on, and the data they were measured on where given (see the module
-    docstring)."""
+    docstring).
+
+    Args:
+        word: The verdict word.
+        cells: The claim's cells (:meth:`Cells.as_dict`).
+        data: What the numbers were measured on (None: the claim's own grid).
+
+    Returns:
+        The text.
+    """
     n, total = len(cells["evaluated"]), cells["grid"]
     skipped = sum(c["cells"] for c in cells["not_evaluated"])
     where = f" on {data}" if data else ""
@@ -111,7 +156,14 @@ def verdict_text(word: str, cells: dict, data: Optional[str] = None) -> str:
 class OtherVerdict:
     """A claim judged on other evidence than its computed grid, by the same rule: ``source`` names the evidence
     (C7: the paper's own reported tables), ``verdict`` the word, ``verdict_text`` the word with the data and cells
-    it rests on, ``reason`` the numbers."""
+    it rests on, ``reason`` the numbers.
+
+    Attributes:
+        source: The evidence (C7: the paper's own reported tables).
+        verdict: The verdict word.
+        verdict_text: The word with the data and cells it rests on.
+        reason: The numbers.
+    """
 
     source: str
     verdict: str
@@ -135,36 +187,91 @@ class Claim(abc.ABC):
 
     @abc.abstractmethod
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (``numbers["cells"]`` names what was and was not evaluated)."""
+        """The claim's numbers on ``config`` (``numbers["cells"]`` names what was and was not evaluated).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
 
     @staticmethod
     @abc.abstractmethod
     def rule(numbers: dict) -> Tuple[str, str]:
-        """(verdict word, reason): a pure function of the computed numbers."""
+        """(verdict word, reason): a pure function of the computed numbers.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
 
     def figure(self, result: dict, out: Path) -> List[str]:
+        """Draw the claim's figures from its entry of results.json (none unless a claim has some).
+
+        Args:
+            result: The claim's entry (:meth:`evaluate`).
+            out: The folder of the figures.
+
+        Returns:
+            The files written, relative to ``out``.
+        """
         return []
 
     @staticmethod
     def data(numbers: dict) -> Optional[str]:
-        """What the numbers were measured on where it is not the paper's setting (None: the claim's own grid)."""
+        """What the numbers were measured on where it is not the paper's setting (None: the claim's own grid).
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            The data in words, or None.
+        """
         return None
 
     @staticmethod
     def other_verdicts(numbers: dict) -> Tuple[OtherVerdict, ...]:
-        """The claim on other evidence than its grid (none unless a claim has some)."""
+        """The claim on other evidence than its grid (none unless a claim has some).
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            The verdicts on other evidence.
+        """
         return ()
 
     @staticmethod
     def scope(numbers: dict) -> Optional[str]:
         """Where the verdict holds, when that is narrower than its cells (C1: the ε range of the rigorous
-        comparison), appended to the verdict text; None: nothing to add."""
+        comparison), appended to the verdict text; None: nothing to add.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            The scope in words, or None.
+        """
         return None
 
     def evaluate(self, config: TrainingConfig, quick: bool = False, ctx: Optional[ClaimContext] = None) -> dict:
         """The claim's entry of results.json: id, statement, verdict (the word), verdict_text (the
         word with its data and cells), reason, cells, numbers, other_verdicts (:meth:`other_verdicts`), figure (the
-        curves the PNGs draw)."""
+        curves the PNGs draw).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress (None: no audit, seed 0).
+
+        Returns:
+            The claim's entry of results.json.
+        """
         computed = self.compute(config, quick, ctx or ClaimContext())
         numbers = computed.numbers
         word, reason = self.rule(numbers)
@@ -184,29 +291,58 @@ class Claim(abc.ABC):
 
 
 def plain(config: TrainingConfig) -> TrainingConfig:
-    """WOR top, WR bottom, λ = 1, no augmentation: the scheme of T6 (and T9, T11 when changed)."""
+    """WOR top, WR bottom, λ = 1, no augmentation: the scheme of T6 (and T9, T11 when changed).
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        It with that scheme.
+    """
     return config.with_(top="wor", bottom="wr", instances=1, sigma_context=0.0, sigma_forecast=0.0, lengths=None)
 
 
 def cell_info(cfg: TrainingConfig) -> dict:
-    """The parameters a figure title and a table name a cell by."""
+    """The parameters a figure title and a table name a cell by.
+
+    Args:
+        cfg: The cell's configuration.
+
+    Returns:
+        The parameters by name.
+    """
     return {"N": cfg.N, "L": cfg.L, "batch_size": cfg.batch_size, "r": float(cfg.r), "rho": float(cfg.rho),
             "sigma": cfg.sigma}
 
 
 def floats(a) -> list:
-    """An array as a list of Python floats (results.json)."""
+    """An array as a list of Python floats (results.json).
+
+    Args:
+        a (numpy.ndarray): The array.
+
+    Returns:
+        Its values.
+    """
     return [float(x) for x in np.asarray(a, dtype=float)]
 
 
 def grid_cells(config: TrainingConfig, batch_ratios: Sequence[float] = GRID_RATIOS) -> List[tuple]:
     """(label, config or None, why not) of every cell of the full grid: the configuration itself
     (WOR, WR, λ = 1) and the paper's r × Λ/N grid; a grid cell the configuration cannot represent
-    (N, L_C, L_F fixed) has config None and the reason."""
+    (N, L_C, L_F fixed) has config None and the reason.
+
+    Args:
+        config: The configuration.
+        batch_ratios: The Λ/N values of the grid.
+
+    Returns:
+        The cells, the configuration's first.
+    """
     from .curves import with_ratios
 
     base = plain(config)
-    out = [("config", base, None)]
+    out = [(CONFIG_CELL, base, None)]
     for r in GRID_RATIOS:
         for b in batch_ratios:
             try:
@@ -217,7 +353,14 @@ def grid_cells(config: TrainingConfig, batch_ratios: Sequence[float] = GRID_RATI
 
 
 def fmt4(x) -> str:
-    """A number in prose: 4 significant digits; None or non-finite as 'none'."""
+    """A number in prose: 4 significant digits; None or non-finite as 'none'.
+
+    Args:
+        x (float | None): The number.
+
+    Returns:
+        The text.
+    """
     if x is None or (isinstance(x, float) and not np.isfinite(x)):
         return "none"
     return f"{x:.4g}"

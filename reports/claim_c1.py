@@ -19,8 +19,10 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed,
-                         cell_info, floats, fmt4, grid_cells)
+from tsdp.theorems.config import TrainingConfig
+
+from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
+                         Computed, cell_info, floats, fmt4, grid_cells)
 from .curves import attained_curves, eps_grid, first_win_epsilon, pair_upper_curves
 
 ONE_STEP_FROM = 0.1
@@ -29,11 +31,11 @@ ONE_STEP_FROM = 0.1
 
 def _lambdas(label: str, quick: bool) -> Tuple[int, ...]:
     # λ = 8 on the configuration only: on the r, Λ/N = 0.5 cells its 1000-step PLDs dominate the runtime
-    return (2, 4) if quick or label != "config" else (2, 4, 8)
+    return (2, 4) if quick or label != CONFIG_CELL else (2, 4, 8)
 
 
 def _judged(label: str, steps: int) -> bool:
-    return label == "config" or steps >= 100
+    return label == CONFIG_CELL or steps >= 100
 
 
 def findings(numbers: dict) -> dict:
@@ -43,7 +45,14 @@ def findings(numbers: dict) -> dict:
     ``grid_composed_everywhere``: every appendix-grid row (None without grid rows);
     ``all_judged``: every judged row; ``any_on_config``: one evaluation alone, after 1 or 100
     steps, on the configuration; ``robust_wins_from_eps``: the largest ε from which T6 upper ≤
-    T9 attained, per step count on the configuration (None: never)."""
+    T9 attained, per step count on the configuration (None: never).
+
+    Args:
+        numbers: C1's computed numbers.
+
+    Returns:
+        The flags by name.
+    """
     rows = [r for r in numbers["rows"] if r["judged"]]
     lo, first = numbers["eps_lo"], numbers["one_step_from"]
 
@@ -55,16 +64,16 @@ def findings(numbers: dict) -> dict:
         rs = [r for r in rows if r["cell"] == cell and r["steps"] == s]
         return bool(rs) and all(meets(r, h) for r in rs for h in hows)
 
-    grid = [r for r in rows if r["cell"] != "config"]
+    grid = [r for r in rows if r["cell"] != CONFIG_CELL]
     robust = {}
     for r in rows:
-        if r["cell"] == "config":
+        if r["cell"] == CONFIG_CELL:
             v = math.inf if r["robust_wins_from_eps"] is None else r["robust_wins_from_eps"]
             robust[str(r["steps"])] = max(robust.get(str(r["steps"]), -math.inf), v)
-    return {"one_step_from_0.1": group("config", 1), "composed_100_everywhere": group("config", 100),
+    return {"one_step_from_0.1": group(CONFIG_CELL, 1), "composed_100_everywhere": group(CONFIG_CELL, 100),
             "grid_composed_everywhere": all(meets(r, h) for r in grid for h in ("upper", "attained")) if grid else None,
             "all_judged": bool(rows) and all(meets(r, h) for r in rows for h in ("upper", "attained")),
-            "any_on_config": any(group("config", s, (h,)) for s in (1, 100) for h in ("upper", "attained")),
+            "any_on_config": any(group(CONFIG_CELL, s, (h,)) for s in (1, 100) for h in ("upper", "attained")),
             "robust_wins_from_eps": {s: (v if math.isfinite(v) else None) for s, v in robust.items()}}
 
 
@@ -73,7 +82,17 @@ class C1(Claim):
     statement = ("λ = 1 (T6) gives smaller δ(ε) than λ > 1, even against the optimistic T9, for ε ≥ 0.1 after 1 step "
                  "and on [1e-3, 1e-1] too after 100 steps (appendix grid r, Λ/N ∈ {0.5, 0.1}, after ≥ 100 steps)")
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         eps = eps_grid()
         steps = (1, 100) if quick else (1, 100, 1000)
         full_steps = (1, 100, 1000)
@@ -85,7 +104,7 @@ class C1(Claim):
             if cfg is None:
                 cells.skip(label, why, len(full))
                 continue
-            if quick and label != "config":
+            if quick and label != CONFIG_CELL:
                 continue
             ctx.step(f"{label}, λ=1")
             lambdas = []
@@ -125,7 +144,14 @@ class C1(Claim):
         """Confirmed when every judged row shows λ = 1 ahead in both like-for-like evaluations
         (from ε ≤ 0.1 after 1 step, from the grid's smallest ε after ≥ 100 steps); refuted when on
         the configuration neither evaluation shows λ = 1 ahead of every λ > 1, neither after 1
-        step nor after 100 steps; qualified otherwise; not evaluated without judged rows."""
+        step nor after 100 steps; qualified otherwise; not evaluated without judged rows.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
         rows = [r for r in numbers["rows"] if r["judged"]]
         if not rows:
             return NOT_EVALUATED, "no cell could be evaluated"
@@ -150,7 +176,14 @@ class C1(Claim):
     @staticmethod
     def scope(numbers: dict) -> str:
         """The ε range where the verdict is rigorous: T6 upper ≤ T9 attained (no composition gap or discretisation
-        can favour it) on the configuration, per step count, from :func:`findings`."""
+        can favour it) on the configuration, per step count, from :func:`findings`.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            The scope in words, or None.
+        """
         robust = findings(numbers)["robust_wins_from_eps"]
         if not robust:
             return "no rigorous comparison evaluated"
@@ -162,7 +195,15 @@ class C1(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 2 and the appendix grid: δ(ε) of T6 (λ = 1) and T9 (λ > 1) per step count;
         one PNG per cell, one panel per number of steps. Solid: upper (pessimistic pair); dotted:
-        attained (optimistic pair, lower)."""
+        attained (optimistic pair, lower).
+
+        Args:
+            result: The claim's entry of results.json.
+            out: The folder of the figures.
+
+        Returns:
+            The files written (names in ``out``).
+        """
         from .figures import cell_title, finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]

@@ -20,6 +20,8 @@ from typing import Tuple
 
 import numpy as np
 
+from tsdp.theorems.config import Top, TrainingConfig
+
 from .claim_base import NOT_EVALUATED, NOT_REPRODUCED, QUALIFIED, REPRODUCED, Cells, Claim, ClaimContext, Computed, \
     OtherVerdict
 
@@ -38,7 +40,17 @@ class C10(Claim):
     statement = ("without DP, neither the batch size Λ nor the top-level scheme has any significant effect on utility "
                  "(Appendix 'Effect of Subsampling Parameters on Non-Private Utility', λ = 1)")
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         from tsdp.experiments.cells import cell_config, train_cell
         from tsdp.experiments.effects import two_way_anova
         from tsdp.experiments.grid import Cell, GridSettings
@@ -75,7 +87,14 @@ class C10(Claim):
     def rule(numbers: dict) -> Tuple[str, str]:
         """Not reproduced when a factor's F-test is significant; reproduced when neither is and both have power ≥ 0.8
         against the effect of interest; qualified when neither is but a test lacks that power; not evaluated without
-        tests (a training that gave no CRPS)."""
+        tests (a training that gave no CRPS).
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
         from tsdp.experiments.effects import POWER
 
         tests = numbers.get("tests")
@@ -89,7 +108,7 @@ class C10(Claim):
                     f"(α = {t['alpha']:g}); power {t['power']:.2f} against Δ = {t['effect']:.3g} ({share}), "
                     f"detects Δ = {t['detectable']:.3g} with power {POWER:g}; means {means}")
 
-        by_b = {c["batch_size"]: c["steps"] for c in numbers["crps"] if c["top"] == "wor"}
+        by_b = {c["batch_size"]: c["steps"] for c in numbers["crps"] if c["top"] == Top.WOR}
         text = ("two-way ANOVA with replication on the last iterate's test CRPS, "
                 f"{numbers['seeds']} seeds per cell: " + "; ".join(one(t) for t in tests)
                 + f". A {numbers['epochs']}-epoch cap runs " + ", ".join(f"{s} steps at Λ = {b}" for b, s in by_b.items())
@@ -102,12 +121,26 @@ class C10(Claim):
 
     @staticmethod
     def data(numbers: dict) -> str:
-        """M1 yearly at ε = ∞: the shipped series, not the paper's traffic."""
+        """M1 yearly at ε = ∞: the shipped series, not the paper's traffic.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            The data in words.
+        """
         return "M1 yearly at ε = ∞"
 
     @staticmethod
     def other_verdicts(numbers: dict) -> Tuple[OtherVerdict, ...]:
-        """The paper's own evidence: two figures whose image files are empty in its source."""
+        """The paper's own evidence: two figures whose image files are empty in its source.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            The verdicts on other evidence.
+        """
         return (OtherVerdict("the paper's figures", NOT_EVALUATED,
                              "not evaluated on the paper's figures (fig:non_dp_training_batchsize_traffic, "
                              "fig:non_dp_training_subsequences_traffic)",

@@ -14,15 +14,26 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed,
-                         cell_info, floats, fmt4, grid_cells)
+from tsdp.theorems.config import Top, TrainingConfig
+
+from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
+                         Computed, cell_info, floats, fmt4, grid_cells)
 from .curves import attained_curves, eps_grid, first_win_epsilon, losing_range, sound_curves
 
 SCHEDULES = ("1 step", "1 epoch", "10 epochs")
 
 
 def eps_at(eps: np.ndarray, delta: np.ndarray, target: float) -> Optional[float]:
-    """Smallest grid ε with δ(ε) ≤ target (grid resolution; None if none on the grid)."""
+    """Smallest grid ε with δ(ε) ≤ target (grid resolution; None if none on the grid).
+
+    Args:
+        eps: The ε grid (increasing).
+        delta: δ(ε) on it.
+        target: The δ to reach.
+
+    Returns:
+        The ε, or None.
+    """
     idx = np.nonzero(np.asarray(delta) <= target)[0]
     return None if len(idx) == 0 else float(eps[idx[0]])
 
@@ -32,7 +43,17 @@ class C2(Claim):
     statement = ("WOR top level (T6, floor(N/Λ) compositions per epoch) beats deterministic iteration (T1) after 1 step, "
                  "1 epoch and 10 epochs, for r, Λ/N ∈ {0.5, 0.1}")
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         eps = eps_grid()
         cells = Cells()
         panels, rows = [], []
@@ -41,7 +62,7 @@ class C2(Claim):
             if cfg is None:
                 cells.skip(label, why, len(SCHEDULES))
                 continue
-            if quick and label != "config":
+            if quick and label != CONFIG_CELL:
                 continue
             ctx.step(label)
             det = cfg.with_(top="deterministic")
@@ -52,10 +73,10 @@ class C2(Claim):
             s1, a1 = sound_curves("T1", det, n1, eps), attained_curves("T1", det, n1, eps)
             curves = []
             for name, (k6, k1) in sched.items():
-                curves.append({"label": f"WOR (T6), {name}: {k6} comp.", "schedule": name, "scheme": "wor",
+                curves.append({"label": f"WOR (T6), {name}: {k6} comp.", "schedule": name, "scheme": Top.WOR,
                                "compositions": k6, "sound": floats(s6[k6]), "attained": floats(a6[k6])})
                 curves.append({"label": f"deterministic (T1), {name}: {k1} comp.", "schedule": name,
-                               "scheme": "deterministic", "compositions": k1, "sound": floats(s1[k1]),
+                               "scheme": Top.DETERMINISTIC, "compositions": k1, "sound": floats(s1[k1]),
                                "attained": floats(a1[k1])})
                 row = {"cell": label, "schedule": name, "compositions_T6": k6, "compositions_T1": k1,
                        "eps_at_delta_1e-5_T6_sound": eps_at(eps, s6[k6], 1e-5),
@@ -75,12 +96,19 @@ class C2(Claim):
         """Confirmed when both like-for-like evaluations give δ_T6 ≤ δ_T1 at every grid ε in every
         evaluated (cell, schedule); refuted when neither does for any schedule of the configuration
         (of any cell when the configuration was not evaluated); qualified otherwise; not evaluated
-        without rows."""
+        without rows.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
         rows = numbers["rows"]
         if not rows:
             return NOT_EVALUATED, "no cell could be evaluated"
         like = [r["sound_wor_wins_everywhere"] and r["attained_wor_wins_everywhere"] for r in rows]
-        mine = [r for r in rows if r["cell"] == "config"] or rows
+        mine = [r for r in rows if r["cell"] == CONFIG_CELL] or rows
         if all(like):
             verdict = CONFIRMED
         elif not any(r["sound_wor_wins_everywhere"] or r["attained_wor_wins_everywhere"] for r in mine):
@@ -102,7 +130,15 @@ class C2(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 3 and the appendix grid: T6 (WOR, solid) vs T1 (deterministic, dashed) after
-        1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines."""
+        1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines.
+
+        Args:
+            result: The claim's entry of results.json.
+            out: The folder of the figures.
+
+        Returns:
+            The files written (names in ``out``).
+        """
         from .figures import cell_title, finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]
@@ -113,8 +149,8 @@ class C2(Claim):
                 for c in panel["curves"]:
                     if c["schedule"] != name:
                         continue
-                    who = "WOR (T6)" if c["scheme"] == "wor" else "det. (T1)"
-                    plot(ax, eps, c["sound"], color=f"C{j}", ls="-" if c["scheme"] == "wor" else "--",
+                    who = "WOR (T6)" if c["scheme"] == Top.WOR else "det. (T1)"
+                    plot(ax, eps, c["sound"], color=f"C{j}", ls="-" if c["scheme"] == Top.WOR else "--",
                          label=f"{who}, {name}")
                     plot(ax, eps, c["attained"], color=f"C{j}", ls=":", lw=0.8)
             finish_panel(ax, cell_title(panel["cell"], panel["params"]), after="10 epochs")

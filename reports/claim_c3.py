@@ -15,6 +15,7 @@ from typing import List, Tuple
 
 import numpy as np
 
+from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import get
 
 from .claim_base import CONFIRMED, NOT_EVALUATED, REFUTED, Cells, Claim, ClaimContext, Computed, cell_info, floats, plain
@@ -28,12 +29,27 @@ PROFILE_REL, WEIGHT_REL = 1e-2, 1e-3
 
 
 def tau(s: float) -> float:
-    """τ(s) = TVD(N(0,s), N(1,s)) = erf(1/(2√2 s)); τ(0) = 1 (THEOREMS.md notation)."""
+    """τ(s) = TVD(N(0,s), N(1,s)) = erf(1/(2√2 s)); τ(0) = 1 (THEOREMS.md notation).
+
+    Args:
+        s: The standard deviation s ≥ 0.
+
+    Returns:
+        τ(s).
+    """
     return 1.0 if s == 0 else math.erf(1.0 / (2.0 * math.sqrt(2.0) * s))
 
 
 def max_rel(a: np.ndarray, ref: np.ndarray) -> float:
-    """Largest relative gap |a - ref| / ref where ref > NEGLIGIBLE (0 when nowhere)."""
+    """Largest relative gap |a - ref| / ref where ref > NEGLIGIBLE (0 when nowhere).
+
+    Args:
+        a: The values.
+        ref: The reference values.
+
+    Returns:
+        The largest relative gap.
+    """
     a, ref = np.asarray(a), np.asarray(ref)
     keep = ref > NEGLIGIBLE
     return float(np.max(np.abs(a[keep] - ref[keep]) / ref[keep])) if keep.any() else 0.0
@@ -43,7 +59,17 @@ class C3(Claim):
     id = "C3"
     statement = "with σ_C = 0, letting σ_F → ∞ (T11) equals forecast length L_F → 0"
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         eps = eps_grid()
         base = plain(config)
         w_inf = base.rho * Fraction(base.context_length, base.T)
@@ -87,7 +113,14 @@ class C3(Claim):
     def rule(numbers: dict) -> Tuple[str, str]:
         """Confirmed when the one-step profile is non-increasing in σ_F, T11 at the largest σ_F is
         within 1e-2 relative of the reference at every ε where the reference exceeds NEGLIGIBLE,
-        and its weight within 1e-3 relative of w∞; refuted otherwise; not evaluated without σ_F."""
+        and its weight within 1e-3 relative of w∞; refuted otherwise; not evaluated without σ_F.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
         if not numbers["weights"]:
             return NOT_EVALUATED, "no σ_F evaluated"
         mono, rel, w_rel = numbers["monotone_in_sigma_F"], numbers["max_rel_gap_one_step"], numbers["weight_rel_gap"]
@@ -101,7 +134,15 @@ class C3(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 4: T11 δ(ε) for σ_C = 0 and growing σ_F, with the L_F → 0 reference; one step
-        (exact) and composed (sound)."""
+        (exact) and composed (sound).
+
+        Args:
+            result: The claim's entry of results.json.
+            out: The folder of the figures.
+
+        Returns:
+            The files written (names in ``out``).
+        """
         import matplotlib.pyplot as plt
 
         from .figures import finish_panel, grid, legend_outside, plot, save

@@ -19,6 +19,8 @@ from typing import List, Tuple
 
 import numpy as np
 
+from tsdp.theorems.config import TrainingConfig
+
 from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, GRID_RATIOS, Cells, Claim, ClaimContext,
                          Computed, cell_info, plain)
 from .curves import NEGLIGIBLE, TIE_REL, attained_curves, pair_upper_curves, sound_curves, with_ratios
@@ -29,7 +31,15 @@ LAMBDAS, QUICK_LAMBDAS = (2, 4, 8, 16), (2, 4)
 
 
 def le(a: float, b: float) -> bool:
-    """a ≤ b up to a tie (both < NEGLIGIBLE, or within TIE_REL relative)."""
+    """a ≤ b up to a tie (both < NEGLIGIBLE, or within TIE_REL relative).
+
+    Args:
+        a: The left side.
+        b: The right side.
+
+    Returns:
+        Whether a ≤ b up to a tie.
+    """
     return a <= b * (1 + TIE_REL) or max(a, b) < NEGLIGIBLE
 
 
@@ -42,7 +52,17 @@ class C4(Claim):
     statement = ("deterministic top level, N = Λ, composing 16/λ epochs: λ = 1 gives the smallest δ(ε) at ε ∈ {1, 4}, "
                  "r ∈ {0.5, 0.1}, at every step that ends an epoch of λ > 1")
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         base = plain(config).with_(top="deterministic")
         all_rs = [float(base.r)] + [r for r in GRID_RATIOS if abs(r - float(base.r)) > 1e-12]
         rs = all_rs[:1] if quick else all_rs
@@ -107,7 +127,14 @@ class C4(Claim):
     @staticmethod
     def rule(numbers: dict) -> Tuple[str, str]:
         """Confirmed when T1 ≤ T3 like for like at every epoch-ending step and ε; qualified when
-        only T1 ≤ T2 (sound) holds everywhere; refuted otherwise; not evaluated without rows."""
+        only T1 ≤ T2 (sound) holds everywhere; refuted otherwise; not evaluated without rows.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
         rows = numbers["rows"]
         if not rows:
             return NOT_EVALUATED, "no (r, λ) cell could be evaluated"
@@ -131,7 +158,15 @@ class C4(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """Appendix figure (epoch privacy vs length): δ at ε ∈ {1, 4} over 16 training steps,
         deterministic top level, Λ = N; λ = 1 (T1) vs λ > 1 at its epoch ends (T3 sound and
-        attained, T2 sound)."""
+        attained, T2 sound).
+
+        Args:
+            result: The claim's entry of results.json.
+            out: The folder of the figures.
+
+        Returns:
+            The files written (names in ``out``).
+        """
         from .figures import grid, legend_outside, note_flat, plot, save
 
         f = result["figure"]

@@ -16,7 +16,8 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import get
 
-from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed, floats, plain
+from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
+                         Computed, floats, plain)
 from .curves import NEGLIGIBLE, eps_grid, first_win_epsilon
 
 NTOT = (10**4, 10**6)
@@ -30,6 +31,15 @@ def c5_config(sigma: float, n_tot: int, ratio: float, length: int) -> TrainingCo
 
     T6's weight ρ r = (Λ/N)(k/T) = Λ k / N_tot depends only on N_tot, Λ and k (capped at T),
     so N = Λ is no restriction; the same config with top = pooled is T14's.
+
+    Args:
+        sigma: σ.
+        n_tot: N_tot, the windows of all series.
+        ratio: Λ / N_tot.
+        length: L_C + L_F.
+
+    Returns:
+        The configuration (WOR top, WR bottom).
     """
     lam = int(round(ratio * n_tot))
     T = n_tot // lam
@@ -41,7 +51,17 @@ class C5(Claim):
     statement = ("pooled-window DP-SGD (T14) is less private than structured subsampling (T6) for larger L_C + L_F; "
                  "grid N_tot ∈ {1e4, 1e6}, Λ/N_tot ∈ {0.1, 0.001}, L_C+L_F ∈ {1..32}")
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         eps = eps_grid()
         alphas = np.exp(eps)
         t6, t14 = get("T6"), get("T14")
@@ -58,7 +78,7 @@ class C5(Claim):
                         cells.skip(f"{label}, L_C+L_F={length}", str(exc))
                 groups.append((label, items))
         own = plain(config)
-        groups.append(("config", [(own.window_length, own)]))
+        groups.append((CONFIG_CELL, [(own.window_length, own)]))
         panels, rows = [], []
         for label, items in groups:
             ctx.step(label)
@@ -76,7 +96,7 @@ class C5(Claim):
                              "max_ratio_T14_over_T6": float(np.max(h14[pos] / h6[pos])) if pos.any() else None,
                              "T14_gt_T6_somewhere": bool(np.any(diff > 1e-12))})
                 curves.append({"window_length": length, "k": cfg.k, "T6": floats(h6), "T14": floats(h14)})
-                if label != "config":
+                if label != CONFIG_CELL:
                     cells.evaluated.append(f"{label}, L_C+L_F={length}")
             panels.append({"cell": label, "curves": curves})
         return Computed({"rows": rows, "cells": cells.as_dict(quick)}, {"eps": floats(eps), "panels": panels})
@@ -87,8 +107,15 @@ class C5(Claim):
         for every k ≥ 2 T14 ≥ T6 at every grid ε above a crossing ε and strictly somewhere; the
         largest excess max_ε(T14 - T6) non-decreasing in L_C + L_F. Confirmed when every grid
         cell shows all three; qualified when T14 exceeds T6 somewhere for the largest k of every
-        grid cell; refuted otherwise; not evaluated without grid rows."""
-        grid_rows = [r for r in numbers["rows"] if r["cell"] != "config"]
+        grid cell; refuted otherwise; not evaluated without grid rows.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
+        grid_rows = [r for r in numbers["rows"] if r["cell"] != CONFIG_CELL]
         if not grid_rows:
             return NOT_EVALUATED, "no grid cell could be evaluated"
         ok_all, some_all = True, True
@@ -110,7 +137,7 @@ class C5(Claim):
                   + (f"({min(crosses):.4g} to {max(crosses):.4g}) " if crosses else "(none found) ")
                   + f"on, the excess non-decreasing in L_C+L_F: {ok_all}; below the crossing T14 may be < T6 (same "
                   "expected hits, spread over more windows)")
-        own = [r for r in numbers["rows"] if r["cell"] == "config"]
+        own = [r for r in numbers["rows"] if r["cell"] == CONFIG_CELL]
         if own:
             o = own[0]
             frm = o["T14_ge_T6_from_eps"]
@@ -122,7 +149,15 @@ class C5(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """Appendix figure (vs standard DP-SGD): one-step H_α of T6 (solid, tight) and T14 (dashed,
         optimistic lower bound of pooled windows) over ε, one colour per L_C + L_F; one panel per grid cell,
-        two per row, one legend below them."""
+        two per row, one legend below them.
+
+        Args:
+            result: The claim's entry of results.json.
+            out: The folder of the figures.
+
+        Returns:
+            The files written (names in ``out``).
+        """
         from .figures import finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]
@@ -135,7 +170,7 @@ class C5(Claim):
                 plot(ax, eps, c["T6"], color=color)
                 plot(ax, eps, c["T14"], color=color, ls="--")
             capped = sorted({c["window_length"] for c in p["curves"] if c["k"] < c["window_length"]})
-            title = "configuration (shown, not judged)" if p["cell"] == "config" else p["cell"]
+            title = "configuration (shown, not judged)" if p["cell"] == CONFIG_CELL else p["cell"]
             finish_panel(ax, title + (f"\n(L_C+L_F ∈ {capped}: k capped at T)" if capped else ""),
                          ylabel="H_α, α = e^ε (one step)")
         for j, length in enumerate(lengths):  # the legend: one entry per colour, in order of length

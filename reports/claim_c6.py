@@ -24,6 +24,7 @@ from tsdp.theorems.constructions import RELATION_MISMATCH as WHY_BELOW
 from tsdp.verify import accounting
 
 from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed
+from .schema import AuditStatus
 
 DELTA = 1e-3
 CONFIDENCE = 0.95
@@ -36,7 +37,17 @@ def power(pooled: TrainingConfig, trials: int, target: float, attained: float) -
     """What the element-level construction's audit can certify: ``ideal``, the designed test's expected ε lower bound
     at ``trials`` trials per world (None for no trials), and ``trials_needed``, the trials per world at which it
     would certify ``target`` (ε_T13) at :data:`CONFIDENCE` (None: not within :data:`SEARCH_CAP`, or never when
-    ``attained`` (ε_T14, the limit at infinitely many trials) is not above it: ``cannot``)."""
+    ``attained`` (ε_T14, the limit at infinitely many trials) is not above it: ``cannot``).
+
+    Args:
+        pooled: The pooled configuration.
+        trials: Trials per world (0: none).
+        target: ε_T13, the ε to certify.
+        attained: ε_T14, the limit at infinitely many trials.
+
+    Returns:
+        ``{"ideal", "trials_needed", ...}`` (JSON data).
+    """
     from tsdp.attacks.montecarlo.constructions import build, pair_numeric
     from tsdp.attacks.montecarlo.design import design_test, trials_to_certify
     from tsdp.attacks.montecarlo.laws import statistic_law
@@ -52,12 +63,28 @@ def power(pooled: TrainingConfig, trials: int, target: float, attained: float) -
 
 
 def c6_config(config: TrainingConfig) -> TrainingConfig:
-    """The pooled-window version of the configuration (every window of every series, Λ WOR)."""
+    """The pooled-window version of the configuration (every window of every series, Λ WOR).
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        Its pooled-window version.
+    """
     return config.with_(top="pooled", bottom="wr", instances=1, sigma_context=0.0, sigma_forecast=0.0, lengths=None)
 
 
 def reach_text(reach, trials: int, t13: float) -> str:
-    """The power clause of C6's reason: the audit's ideal at its trials and the trials that would certify ε_T13."""
+    """The power clause of C6's reason: the audit's ideal at its trials and the trials that would certify ε_T13.
+
+    Args:
+        reach (dict | None): What :func:`power` returned (None or empty: no clause).
+        trials: The audit's trials per world.
+        t13: ε_T13.
+
+    Returns:
+        The clause ('' without ``reach``).
+    """
     if not reach:
         return ""
     conf = f"{100 * reach['confidence']:.0f}%"
@@ -77,7 +104,17 @@ class C6(Claim):
     statement = ("black-box use of the standard guarantee (T13, one record) underestimates the leakage: an attack on the "
                  "pooled-window loop exceeds it")
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         pooled = c6_config(config)
         t13 = accounting.epsilon(pooled, DELTA, steps=1, theorem="T13")
         t14 = accounting.epsilon(pooled, DELTA, steps=1, theorem="T14")
@@ -93,7 +130,7 @@ class C6(Claim):
         cells = Cells(grid=1, evaluated=[f"pooled configuration (N_tot = {pooled.n_windows_total}, k = {pooled.k})"])
         numbers = {"delta": DELTA, "k": pooled.k, "N_tot": pooled.n_windows_total, "batch_size": pooled.batch_size,
                    "epsilon_T13_sound": t13.epsilon, "epsilon_T14_attained": t14.epsilon_attained, "audit": audit,
-                   "audit_status": "ran" if audit is not None else "audit not available",
+                   "audit_status": AuditStatus.RAN if audit is not None else AuditStatus.NOT_AVAILABLE,
                    "why_T13_below": WHY_BELOW.format(k=pooled.k), "power": reach, "cells": cells.as_dict(quick)}
         return Computed(numbers, {"delta": DELTA})
 
@@ -101,7 +138,14 @@ class C6(Claim):
     def rule(numbers: dict) -> Tuple[str, str]:
         """Confirmed when the audit's lower bound exceeds ε_T13; qualified when only theory shows it
         (ε_T14 > ε_T13) because no audit ran or it was not significant; refuted when
-        ε_T14 ≤ ε_T13 (nothing to underestimate, e.g. k = 1); not evaluated without ε_T14."""
+        ε_T14 ≤ ε_T13 (nothing to underestimate, e.g. k = 1); not evaluated without ε_T14.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
         t13, t14, audit = numbers["epsilon_T13_sound"], numbers["epsilon_T14_attained"], numbers["audit"]
         if t14 is None:
             return NOT_EVALUATED, "no attained ε for T14"
@@ -121,7 +165,15 @@ class C6(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """ε of the pooled configuration at δ = 1e-3, one step: T13 (sound, one record), T14
-        (attained, element level) and the audit's lower confidence bound, with why T13 sits below."""
+        (attained, element level) and the audit's lower confidence bound, with why T13 sits below.
+
+        Args:
+            result: The claim's entry of results.json.
+            out: The folder of the figures.
+
+        Returns:
+            The files written (names in ``out``).
+        """
         import matplotlib.pyplot as plt
 
         from .figures import WIDTH_IN, save, show_zero

@@ -24,7 +24,9 @@ import math
 from pathlib import Path
 from typing import List, Tuple
 
-from .claim_base import NOT_EVALUATED, Cells, Claim, ClaimContext, Computed, OtherVerdict, fmt4
+from tsdp.theorems.config import TrainingConfig
+
+from .claim_base import CONFIRMED, NOT_EVALUATED, Cells, Claim, ClaimContext, Computed, OtherVerdict, fmt4
 
 QUICK_GRID = {"models": ("simple-ff",), "seeds": 1}
 FULL_GRID = {"models": ("simple-ff", "dlinear"), "seeds": 2}
@@ -34,7 +36,14 @@ EPOCHS = 10
 
 def capped_note(numbers: dict) -> str:
     """'; ε = 1: simple-ff stopped at its 10-epoch cap (ε spent 0.8807 < 1)' for each deciding cell of the measured
-    verdict whose last-iterate runs stopped at the epochs cap before their budget ('' when none did)."""
+    verdict whose last-iterate runs stopped at the epochs cap before their budget ('' when none did).
+
+    Args:
+        numbers: C7's computed numbers.
+
+    Returns:
+        The note ('' when no run stopped at its cap).
+    """
     notes = []
     for c in numbers["evidence"]["deciding"]:
         for r in numbers.get("rows", []):
@@ -51,7 +60,17 @@ class C7(Claim):
     statement = ("DP-trained forecasters at ε ≤ 1 beat seasonal naive and AutoETS (1-event level, δ = 1e-7), as in "
                  "the paper's Table 1")
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         from tsdp.theorems.errors import MissingExtraError
 
         from tsdp.datasets.benchmarks import SHIPPED_SPEC
@@ -94,7 +113,14 @@ class C7(Claim):
         model's mean CRPS is below both baselines), worded on its data (M1 yearly: 'reproduced' / 'not reproduced'
         there, which the verdict text names); the reason names the better baseline and the per-ε best cells it
         rests on, and each of those cells whose runs stopped at the epochs cap before the budget (ε spent < ε).
-        Not evaluated without baselines or DP cells."""
+        Not evaluated without baselines or DP cells.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
         ev = numbers.get("evidence")
         if numbers.get("missing_extra"):
             return NOT_EVALUATED, (f"the measured grid is not run: {numbers['missing_extra']} (the rest of the "
@@ -106,7 +132,14 @@ class C7(Claim):
 
     @staticmethod
     def data(numbers: dict) -> str:
-        """M1 yearly: the shipped series the grid trains on, not the paper's datasets."""
+        """M1 yearly: the shipped series the grid trains on, not the paper's datasets.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            The data in words.
+        """
         from tsdp.experiments.table import DATA_LABELS
 
         return DATA_LABELS.get(numbers["dataset"], numbers["dataset"])
@@ -116,14 +149,21 @@ class C7(Claim):
         """The claim on the paper's own reported tables, in each of its two wordings
         (:func:`tsdp.experiments.reported_claims.c7_wordings`): the main text's "even for ε ≤ 1" on Table 1 (traffic),
         and the appendix's "in all cases ... for all considered ε" on its three 1-event tables; each text names the
-        table that carries the verdict."""
+        table that carries the verdict.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            The verdicts on other evidence.
+        """
         out = []
         for key, source, words in (("main_text", "Table 1, the main text's wording", "traffic; the main text's "
                                     "'even for ε ≤ 1'"),
                                    ("appendix", "the appendix's 1-event tables, its wording", "the appendix's 'in all "
                                     "cases ... for all considered ε'")):
             p = numbers["wordings"][key]
-            deciding = [r for r in p["rows"] if not r["wins"]] if p["verdict"] != "confirmed" else p["rows"]
+            deciding = [r for r in p["rows"] if not r["wins"]] if p["verdict"] != CONFIRMED else p["rows"]
             tables = sorted({r["dataset"] for r in deciding})
             where = ("Table 1" if key == "main_text" else
                      f"appendix {' and '.join(tables)} table{'s' if len(tables) > 1 else ''}")
@@ -139,7 +179,15 @@ class C7(Claim):
         return tuple(out)
 
     def figure(self, result: dict, out: Path) -> List[str]:
-        """Test CRPS against ε (last iterate, mean over seeds) of each model, the baselines as horizontal lines."""
+        """Test CRPS against ε (last iterate, mean over seeds) of each model, the baselines as horizontal lines.
+
+        Args:
+            result: The claim's entry of results.json.
+            out: The folder of the figures.
+
+        Returns:
+            The files written (names in ``out``).
+        """
         import matplotlib.pyplot as plt
 
         from .figures import WIDTH_IN, save

@@ -15,30 +15,63 @@ from __future__ import annotations
 
 from typing import Callable, Tuple
 
+from tsdp.theorems.config import TrainingConfig
+
 from .claim_base import Cells, Claim, ClaimContext, Computed
 
 
 class PaperTableClaim(Claim):
     """A claim judged on the paper's own tables by ``judge`` (a function of :mod:`tsdp.experiments.reported_claims`
-    returning a :class:`~tsdp.experiments.reported_claims.PaperVerdict`); ``tables`` names them in the verdict text."""
+    returning a :class:`~tsdp.experiments.reported_claims.PaperVerdict`); ``tables`` names them in the verdict text.
+
+    Args:
+        cid: The claim's id (C7, C8, ...).
+        statement: The claim in words.
+        judge: The judge of :mod:`tsdp.experiments.reported_claims`.
+        tables: The tables in words (in the verdict text).
+    """
 
     def __init__(self, cid: str, statement: str, judge: Callable, tables: str):
         self.id, self.statement, self._judge, self._tables = cid, statement, judge, tables
 
-    def compute(self, config, quick: bool, ctx: ClaimContext) -> Computed:
+    def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
+        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
+
+        Args:
+            config: The configuration.
+            quick: The quick run (a smaller grid).
+            ctx: The auditor, seed and progress.
+
+        Returns:
+            The numbers and figure data.
+        """
         v = self._judge()
         cells = Cells(grid=len(v.cells), evaluated=list(v.cells))
         return Computed({"paper": v.as_dict(), "tables": self._tables, "cells": cells.as_dict(False)})
 
     @staticmethod
     def rule(numbers: dict) -> Tuple[str, str]:
-        """The paper verdict's word and its deciding numbers, with the tables' labels."""
+        """The paper verdict's word and its deciding numbers, with the tables' labels.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            (verdict word, reason).
+        """
         p = numbers["paper"]
         return p["verdict"], f"{p['line']} ({', '.join(p['tables'])})"
 
     @staticmethod
     def data(numbers: dict) -> str:
-        """The paper's tables the verdict rests on."""
+        """The paper's tables the verdict rests on.
+
+        Args:
+            numbers: The computed numbers.
+
+        Returns:
+            The data in words.
+        """
         return f"the paper's {numbers['tables']}"
 
 

@@ -25,6 +25,7 @@ from typing import Dict, Iterable, Optional
 
 import numpy as np
 
+from tsdp.theorems.bounds.base import Scope
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event, unit_event
@@ -46,7 +47,16 @@ e.g. both ≈ 1 when the composition has lost all privacy)."""
 
 
 def eps_grid(n: int = 61, lo: float = -3.0, hi: float = np.log10(50.0)) -> np.ndarray:
-    """ε on a log grid from 10^lo to 10^hi (the paper's figures use log-scaled ε axes)."""
+    """ε on a log grid from 10^lo to 10^hi (the paper's figures use log-scaled ε axes).
+
+    Args:
+        n: Points.
+        lo: log10 of the smallest ε.
+        hi: log10 of the largest ε.
+
+    Returns:
+        The grid.
+    """
     return np.logspace(lo, hi, n)
 
 
@@ -70,7 +80,7 @@ def _deltas(estimate: str, theorem: str, config: TrainingConfig, n: int, grid: t
     epoch-scoped scheme), read on the whole grid at once (``get_delta_curve``)."""
     unit = unit_event(config, theorem)
     acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=TAIL_MASS)
-    acc.compose(training_event(config, theorem=theorem, **{"epochs" if unit.scope == "epoch" else "steps": n}))
+    acc.compose(training_event(config, theorem=theorem, **{"epochs" if unit.scope == Scope.EPOCH else "steps": n}))
     return acc.get_delta_curve(np.asarray(grid))
 
 
@@ -82,6 +92,19 @@ def sound_curves(theorem: str, config: TrainingConfig, counts: Iterable[int], ep
     connect-the-dots (paper Appendix B.3), composed. Refused for a lower bound. ``counts`` are
     numbers of unit events (steps for step-scoped bounds, epochs for epoch-scoped ones).
     Returns {n: δ array over ``eps``}.
+
+    Args:
+        theorem: The bound's T-id.
+        config: The configuration.
+        counts: Numbers of unit events.
+        eps: The ε grid.
+        discretization: The PLD's value discretisation.
+
+    Returns:
+        n -> δ over ``eps``.
+
+    Raises:
+        UnsupportedBoundError: A lower bound (no sound curve).
     """
     return _curves("sound", theorem, config, counts, eps, discretization)
 
@@ -94,6 +117,16 @@ def pair_upper_curves(theorem: str, config: TrainingConfig, counts: Iterable[int
     upper end of the attained bracket. For a tight bound (T1, T6) an upper bound on the scheme;
     for a lower bound (T3, T9, T10, T14) an upper estimate *of the lower bound*, what the
     paper plots for it - never a budget. Comparing two of these is like for like.
+
+    Args:
+        theorem: The bound's T-id.
+        config: The configuration.
+        counts: Numbers of unit events.
+        eps: The ε grid.
+        discretization: The PLD's value discretisation.
+
+    Returns:
+        n -> δ over ``eps``.
     """
     return _curves("attained_upper", theorem, config, counts, eps, discretization)
 
@@ -106,6 +139,19 @@ def attained_curves(theorem: str, config: TrainingConfig, counts: Iterable[int],
     adjacency directions, optimistic buckets, and its envelope over sub-runs; see
     :func:`_deltas`). Raises :class:`tsdp.verify.accountant.UnsupportedBoundError` when the
     bound has no construction.
+
+    Args:
+        theorem: The bound's T-id.
+        config: The configuration.
+        counts: Numbers of unit events.
+        eps: The ε grid.
+        discretization: The PLD's value discretisation.
+
+    Returns:
+        n -> δ over ``eps``.
+
+    Raises:
+        UnsupportedBoundError: The bound has no construction.
     """
     return _curves("attained", theorem, config, counts, eps, discretization)
 
@@ -115,6 +161,17 @@ def with_ratios(config: TrainingConfig, r: float, batch_ratio: float) -> Trainin
 
     Keeps N, L_C, L_F, σ; sets L so that T = k / r and Λ = batch_ratio · N. Raises
     ConfigError when the ratios are not exactly representable with these N, L_C, L_F.
+
+    Args:
+        config: The configuration.
+        r: r = k / T.
+        batch_ratio: Λ / N.
+
+    Returns:
+        The configuration with those ratios.
+
+    Raises:
+        ConfigError: The ratios are not representable with these N, L_C, L_F.
     """
     k = config.with_(instances=1, sigma_context=0.0, sigma_forecast=0.0).k
     if k == 0:
@@ -139,6 +196,14 @@ def first_win_epsilon(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> d
     (None if not even at the last one), "everywhere": ours ≤ other at every compared ε,
     "compared": number of compared grid points}. Direction: a comparison of numbers, the
     caller states which bound each side is.
+
+    Args:
+        eps: The ε grid.
+        ours: δ(ε) of our side.
+        other: δ(ε) of the other side.
+
+    Returns:
+        ``{"all_from", "everywhere", "compared"}``.
     """
     compared = ~((ours < NEGLIGIBLE) & (other < NEGLIGIBLE))
     ok = (ours <= other * (1 + TIE_REL)) | ~compared
@@ -152,7 +217,16 @@ def first_win_epsilon(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> d
 
 def losing_range(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> Optional[dict]:
     """Where ``ours`` > ``other`` beyond a tie (see :func:`first_win_epsilon`): the smallest and largest
-    such grid ε and the largest δ of each side there; None when ours ≤ other everywhere."""
+    such grid ε and the largest δ of each side there; None when ours ≤ other everywhere.
+
+    Args:
+        eps: The ε grid.
+        ours: δ(ε) of our side.
+        other: δ(ε) of the other side.
+
+    Returns:
+        The range and the largest δ of each side there, or None.
+    """
     compared = ~((ours < NEGLIGIBLE) & (other < NEGLIGIBLE))
     bad = compared & (ours > other * (1 + TIE_REL))
     if not bad.any():

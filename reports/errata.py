@@ -19,6 +19,9 @@ from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.theorems.hockey_stick import hockey_stick
 from tsdp.theorems.registry import get
+from tsdp.verify.checks.result import Status
+
+from .claim_base import CONFIRMED, NOT_REPRODUCED, REPRODUCED
 
 ERRATA = {
     1: ("T3, T9, T14 weights Binom(i | λ, r), i = 1..λ+1, means 2(i-1)", "read Binom(i-1 | λ, r)"),
@@ -45,7 +48,6 @@ ERRATA = {
          "a misprint: the stds are not given (shipped with std_notes); the verdict on it uses the means only"),
 }
 
-REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
 NOT_DISTINGUISHABLE = "not distinguishable here"
 """An erratum whose printed and corrected readings give the same value on the configuration: neither shown nor
 refuted there (the measured line names a configuration that tells them apart)."""
@@ -72,6 +74,12 @@ def erratum_2(config: TrainingConfig) -> tuple:
     Measures, on T1's pair for the configuration (deterministic top level, λ = 1), the largest
     amount by which that reading falls below the α < 1 branch H_α(Q ‖ P) on α ∈ (0, 1): a
     positive number means the printed reading would understate δ (unsound).
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        (measured line, status, numbers).
     """
     cfg = config.with_(top="deterministic", bottom="wr", instances=1, sigma_context=0.0, sigma_forecast=0.0)
     ge, lt = get("T1").pairs(cfg)
@@ -87,10 +95,18 @@ def erratum_2(config: TrainingConfig) -> tuple:
 
 def erratum_3_4(checks: List[dict], config: TrainingConfig) -> tuple:
     """Errata 3 and 4 (T7, T8 for λ ≥ 1; T9 a lower bound): T7/T8 evaluate at λ = 2 and the
-    quick run's order checks T9 ≤ T7, T10 ≤ T8 (λ = 2) and T9 = T6 (λ = 1) pass."""
+    quick run's order checks T9 ≤ T7, T10 ≤ T8 (λ = 2) and T9 = T6 (λ = 1) pass.
+
+    Args:
+        checks: The consistency section's checks (name, status, explanation).
+        config: The configuration.
+
+    Returns:
+        (measured line, status, numbers).
+    """
     names = ("P2.order[T9≤T7]", "P2.order[T10≤T8]", "P2.order[T9=T6]")
     found = [_check(checks, n) for n in names]
-    ok = all(c is not None and c["status"] == "pass" for c in found)
+    ok = all(c is not None and c["status"] == Status.PASS for c in found)
     cfg = config.with_(top="wor", bottom="wr", instances=2, batch_size=max(2, config.batch_size),
                        sigma_context=0.0, sigma_forecast=0.0)
     h7 = float(get("T7").profile(cfg, np.array([np.e]))[0])
@@ -106,7 +122,15 @@ def erratum_5(config: TrainingConfig, c3: Optional[dict]) -> tuple:
 
     Reproduced when C3 is confirmed and the two readings' weights (ρ L_C / T read 'L_F → 0', ρ L_F / T read as
     printed, 'L_C → 0') differ on the configuration; where they are equal (L_C = L_F) the measurement cannot tell
-    them apart: 'not distinguishable here', naming the weights at L_C = L_F + 1, where they differ."""
+    them apart: 'not distinguishable here', naming the weights at L_C = L_F + 1, where they differ.
+
+    Args:
+        config: The configuration.
+        c3: Claim C3's entry (None: not run).
+
+    Returns:
+        (measured line, status, numbers).
+    """
     cpe = config.with_(top="wor").compositions_per_epoch
     if c3 is None:
         return f"WOR top level: {cpe} compositions per epoch (C3 not run)", NOT_REPRODUCED, {"compositions_per_epoch": cpe}
@@ -123,7 +147,7 @@ def erratum_5(config: TrainingConfig, c3: Optional[dict]) -> tuple:
                  f"(ρ L_C / T = {other['w_LF_to_0']:.4g} against ρ L_F / T = {other['w_LC_to_0']:.4g}): run the "
                  "report there to test it")
         return text, NOT_DISTINGUISHABLE, numbers
-    return text, (REPRODUCED if c3["verdict"] == "confirmed" else NOT_REPRODUCED), numbers
+    return text, (REPRODUCED if c3["verdict"] == CONFIRMED else NOT_REPRODUCED), numbers
 
 
 def _distinguishing(config: TrainingConfig) -> dict:
@@ -141,7 +165,14 @@ def _distinguishing(config: TrainingConfig) -> dict:
 def errata_from_paper_tables(num: int) -> tuple:
     """Errata 13-17, misprints of the paper's text and tables, measured on its tables as shipped
     (:mod:`tsdp.experiments.paper_tables`, each number checked against the paper's source in the tests) and the
-    verdicts on them (:mod:`tsdp.experiments.reported_claims`)."""
+    verdicts on them (:mod:`tsdp.experiments.reported_claims`).
+
+    Args:
+        num: The erratum, 13 to 17.
+
+    Returns:
+        (measured line, status, numbers).
+    """
     from tsdp.experiments.reported_claims import label_perturbation_verdict, w_user_verdict
     from tsdp.experiments.paper_tables import misprinted_stds, raw
 
@@ -171,7 +202,14 @@ def errata_from_paper_tables(num: int) -> tuple:
 
 
 def erratum_6(config: TrainingConfig) -> tuple:
-    """Erratum 6: T11 (Appendix C.1.3's bound) covers WR bottom level; a Poisson bottom level is refused."""
+    """Erratum 6: T11 (Appendix C.1.3's bound) covers WR bottom level; a Poisson bottom level is refused.
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        (measured line, status, numbers).
+    """
     try:
         get("T11").check(config.with_(top="wor", bottom="poisson", instances=1))
         return "T11 accepted a Poisson bottom level", NOT_REPRODUCED, None
@@ -181,7 +219,14 @@ def erratum_6(config: TrainingConfig) -> tuple:
 
 def erratum_7(config: TrainingConfig) -> tuple:
     """Erratum 7: the official accountant's k = L_C + L_F - 1 + w against ours, on the configuration and
-    on a short-sequence variant (T < L_C + L_F) where the official one raises and ours caps k at T."""
+    on a short-sequence variant (T < L_C + L_F) where the official one raises and ours caps k at T.
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        (measured line, status, numbers).
+    """
     official = config.window_length - 1 + config.w
     short_len = max(config.forecast_length, config.forecast_length + config.window_length - 2)
     short = config.with_(L=short_len, lengths=None)
@@ -198,6 +243,14 @@ def errata_section(config: TrainingConfig, checks: List[dict], c3: Optional[dict
     ``checks``: the checks of the consistency section (name, status, explanation); ``c3``: the
     claim C3 result, whose weights measure erratum 5. Measurements are exact profile values
     (no soundness direction) or the cited check's own.
+
+    Args:
+        config: The configuration.
+        checks: The consistency section's checks (name, status, explanation).
+        c3: Claim C3's entry (None: not run).
+
+    Returns:
+        One row per erratum: number, the paper's text, our reading, measured, status, source, numbers.
     """
     rows = []
     for num, (printed, reading) in ERRATA.items():

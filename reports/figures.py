@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import matplotlib
 
@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .claim_base import CONFIG_CELL  # noqa: E402
 from .render import PAGE_WIDTH_PX  # noqa: E402
 
 DPI = 110
@@ -42,19 +43,45 @@ def drawing():
 
 
 def masked(y) -> np.ndarray:
-    """δ values for a log axis: those ≤ FLOOR become NaN (not drawn)."""
+    """δ values for a log axis: those ≤ FLOOR become NaN (not drawn).
+
+    Args:
+        y (array-like): δ values.
+
+    Returns:
+        The values, NaN where not drawn.
+    """
     y = np.asarray([np.nan if v is None else v for v in y], dtype=float)
     return np.where(y > FLOOR, y, np.nan)
 
 
-def plot(ax, x, y, **kw):
-    """``ax.plot`` of δ values on a log axis (values ≤ FLOOR not drawn)."""
+def plot(ax, x, y, **kw: Any) -> list:
+    """``ax.plot`` of δ values on a log axis (values ≤ FLOOR not drawn).
+
+    Args:
+        ax (matplotlib.axes.Axes): The panel.
+        x (array-like): ε values.
+        y (array-like): δ values.
+        **kw: Passed to ``ax.plot``.
+
+    Returns:
+        What ``ax.plot`` returns.
+    """
     return ax.plot(x, masked(y), **kw)
 
 
-def grid(n: int, ncols: int, height: float = 3.3):
+def grid(n: int, ncols: int, height: float = 3.3) -> tuple:
     """A figure :data:`WIDTH_IN` wide with ``n`` panels in rows of ``ncols``, each ``height`` inches high, laid out
-    by matplotlib's constrained layout (room for a legend outside the panels); returns (figure, list of n axes)."""
+    by matplotlib's constrained layout (room for a legend outside the panels); returns (figure, list of n axes).
+
+    Args:
+        n: Panels.
+        ncols: Panels per row.
+        height: Inches per row.
+
+    Returns:
+        (figure, list of n axes).
+    """
     nrows = max(1, math.ceil(n / ncols))
     ncols = min(ncols, n)
     fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH_IN, height * nrows), squeeze=False, layout="constrained")
@@ -64,9 +91,20 @@ def grid(n: int, ncols: int, height: float = 3.3):
     return fig, flat[:n]
 
 
-def legend_outside(fig, axes, ncol: int = 3, title: Optional[str] = None, where: str = "lower center"):
+def legend_outside(fig, axes, ncol: int = 3, title: Optional[str] = None, where: str = "lower center") -> Any:
     """One legend for all ``axes`` (each label once) outside every data area: below the panels, or ``where``
-    (a location of matplotlib's ``outside`` legends, e.g. "right upper")."""
+    (a location of matplotlib's ``outside`` legends, e.g. "right upper").
+
+    Args:
+        fig (matplotlib.figure.Figure): The figure.
+        axes (list): Its panels.
+        ncol: Legend columns.
+        title: The legend's title (None: none).
+        where: Where it goes, outside the panels.
+
+    Returns:
+        The legend (matplotlib's ``Legend``).
+    """
     entries = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
@@ -76,18 +114,35 @@ def legend_outside(fig, axes, ncol: int = 3, title: Optional[str] = None, where:
 
 def save(fig, out: Path, name: str) -> str:
     """Write ``out/name`` as PNG at :data:`DPI` (the figure's own size: :data:`WIDTH_IN` wide), close; returns the
-    file name."""
+    file name.
+
+    Args:
+        fig (matplotlib.figure.Figure): The figure.
+        out: The folder.
+        name: The file name.
+
+    Returns:
+        The file name.
+    """
     fig.savefig(out / name, dpi=DPI)
     plt.close(fig)
     return name
 
 
 def cell_title(cell: str, params: Optional[dict]) -> str:
-    """A panel title naming a grid cell by r, ρ and Λ/N."""
+    """A panel title naming a grid cell by r, ρ and Λ/N.
+
+    Args:
+        cell: The cell's label.
+        params: The cell's parameters (:func:`~tsdp.reports.claim_base.cell_info`; None: the label alone).
+
+    Returns:
+        The title.
+    """
     if not params:
         return cell
     ratios = f"r={params['r']:.3g}, ρ={params['rho']:.3g}, Λ/N={params['batch_size'] / params['N']:.3g}"
-    return f"configuration: {ratios}" if cell == "config" else ratios
+    return f"configuration: {ratios}" if cell == CONFIG_CELL else ratios
 
 
 FLAT = 0.99
@@ -95,7 +150,15 @@ FLAT = 0.99
 
 
 def note_flat(ax, after: str = "") -> bool:
-    """Write a word on a panel whose every curve is δ ≈ 1 (no privacy left on the ε range shown)."""
+    """Write a word on a panel whose every curve is δ ≈ 1 (no privacy left on the ε range shown).
+
+    Args:
+        ax (matplotlib.axes.Axes): The panel.
+        after: Words appended to the note.
+
+    Returns:
+        Whether the note was written.
+    """
     ys = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()]
     ys = [y[np.isfinite(y)] for y in ys]
     if not ys or not all(len(y) and y.min() >= FLAT for y in ys):
@@ -109,7 +172,15 @@ def note_flat(ax, after: str = "") -> bool:
 
 
 def finish_panel(ax, title: str, after: str = "", xlabel: str = "ε", ylabel: str = "δ(ε)") -> None:
-    """Log-log axes over ε with a readable δ range, a title, and the δ ≈ 1 note where it applies."""
+    """Log-log axes over ε with a readable δ range, a title, and the δ ≈ 1 note where it applies.
+
+    Args:
+        ax (matplotlib.axes.Axes): The panel.
+        title: Its title.
+        after: Words appended to the δ ≈ 1 note.
+        xlabel: The x axis' label.
+        ylabel: The y axis' label.
+    """
     ax.set_xscale("log")
     ax.set_yscale("log")
     lo = min([np.nanmin(line.get_ydata()) for line in ax.get_lines() if np.isfinite(line.get_ydata()).any()] or [FLOOR])
@@ -123,15 +194,27 @@ def finish_panel(ax, title: str, after: str = "", xlabel: str = "ε", ylabel: st
 
 def show_zero(ax, values) -> None:
     """On a horizontal bar chart, label the bars whose value is 0 (an audit lower bound of 0
-    certifies nothing), which would otherwise be invisible."""
+    certifies nothing), which would otherwise be invisible.
+
+    Args:
+        ax (matplotlib.axes.Axes): The panel.
+        values (list): The bars' values, in order.
+    """
     for i, v in enumerate(values):
         if v is not None and v <= 0:
             ax.text(0, i, "  0 (certifies nothing)", va="center", color="C3")
 
 
-def zero_points(ax, x, y, **kw) -> None:
+def zero_points(ax, x, y, **kw: Any) -> None:
     """Draw points whose value is 0 on a log y axis at the axis' bottom edge (hollow markers,
-    clip off), so an audit lower bound of 0 is shown, not dropped."""
+    clip off), so an audit lower bound of 0 is shown, not dropped.
+
+    Args:
+        ax (matplotlib.axes.Axes): The panel.
+        x (array-like): The points' x.
+        y (array-like): Their values.
+        **kw: Passed to ``ax.plot``.
+    """
     pts = [(a, b) for a, b in zip(x, y) if b is not None and b <= 0]
     if not pts:
         return
@@ -146,7 +229,15 @@ def figure_tightness(section: dict, out: Path) -> List[str]:
     construction's attained δ(ε) where it differs (dotted), the audit's lower-confidence H_α points (filled
     markers, each at 95%; a lower bound of 0 as a hollow marker on the bottom edge) and its certified lower
     profile on the violation test's ε grid (dashed, 95% for all ε at once); linear ε, log δ; the legend
-    right of the panel."""
+    right of the panel.
+
+    Args:
+        section: The tightness section's JSON data.
+        out: The folder of the figures.
+
+    Returns:
+        The files written (names in ``out``).
+    """
     names = []
     for b in section["bounds"]:
         fig, (ax,) = grid(1, 1, height=3.6)
@@ -182,7 +273,15 @@ def figure_tightness(section: dict, out: Path) -> List[str]:
 def figure_composition(section: dict, out: Path) -> List[str]:
     """Section 4: the composition gap of T6 on the audit configuration, ε(δ = 1e-3) over steps:
     sound (upper), attained (lower), audited lower-confidence bound (a bound of 0 as a hollow
-    marker on the bottom edge); log-log."""
+    marker on the bottom edge); log-log.
+
+    Args:
+        section: The tightness section's JSON data.
+        out: The folder of the figures.
+
+    Returns:
+        The files written (names in ``out``).
+    """
     rows = section["composition"]
     fig, (ax,) = grid(1, 1, height=3.6)
     s = [r["steps"] for r in rows]

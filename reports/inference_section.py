@@ -15,6 +15,9 @@ from typing import Callable, Optional
 from tsdp.datasets.formats import grunfeld
 from tsdp.datasets.series import SeriesData
 
+from .claim_base import NOT_EVALUATED, NOT_REPRODUCED, QUALIFIED, REPRODUCED
+from .schema import AuditStatus
+
 QUICK = ({"epsilons": (1.0, 4.0), "rates": (1.0, 0.5)}, {"repeats": 2, "n_samples": 50})
 FULL = ({}, {"repeats": 5, "n_samples": 100})
 """The (ε, r) grid's and the releases' settings of the quick and the full section (InferenceGrid, Releases)."""
@@ -30,7 +33,17 @@ def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Call
     """{"synthetic": table, "grunfeld": table, "grunfeld_status": "ran"}; tables as
     :func:`tsdp.attacks.inference.crps_table.inference_table` returns them. ``real_data``: (name, SeriesData)
     of the real panel (`tsdp report --data`), scaled like Grunfeld; None: Grunfeld's panel (``invest``), shipped
-    with tsdp."""
+    with tsdp.
+
+    Args:
+        quick: The quick run (fewer releases).
+        seed: The seed.
+        tick: Called with what starts (progress; None: nothing).
+        real_data (tuple | None): (name, SeriesData) of a real panel (None: Grunfeld's).
+
+    Returns:
+        The section's JSON data.
+    """
     from tsdp.attacks.inference.crps_table import InferenceGrid, Releases, inference_table
 
     grid, releases = QUICK if quick else FULL
@@ -44,7 +57,7 @@ def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Call
         real, name = _unit_std(real_data[1]), f"{real_data[0]}, unit-std scaled"
     out["grunfeld"] = inference_table(data=real, data_name=name, context_length=4, forecast_length=2, epochs=30,
                                       **opts)
-    out["grunfeld_status"] = "ran"
+    out["grunfeld_status"] = AuditStatus.RAN
     if tick is not None:
         tick("inference grunfeld")
     return out
@@ -60,7 +73,15 @@ def measured_verdict(table: dict, name: str) -> dict:
     the releases' CRPS (``repeats`` each; the table's std is over releases, ddof 0) at :data:`SIGNIFICANCE`.
     'reproduced' when r < 1 is significantly better at some small ε (subsampling helps there), 'not reproduced' when
     r = 1 is significantly better at every small ε, 'qualified' when the test sees no difference (with the releases
-    it had), 'not evaluated' without an r < 1 column."""
+    it had), 'not evaluated' without an r < 1 column.
+
+    Args:
+        table: A measured inference table.
+        name: The data's name (in the verdict's source).
+
+    Returns:
+        The verdict's JSON data.
+    """
     from scipy.stats import ttest_ind_from_stats
 
     n = int(table["settings"]["repeats"])
@@ -82,14 +103,14 @@ def measured_verdict(table: dict, name: str) -> dict:
                       "hurts": sub["crps"] > full["crps"] and p < SIGNIFICANCE})
     source = f"the report's section 6, measured on {name}"
     if not found:
-        return {"source": source, "verdict": "not evaluated", "verdict_text": f"not evaluated on {name} (no r < 1 "
+        return {"source": source, "verdict": NOT_EVALUATED, "verdict_text": f"not evaluated on {name} (no r < 1 "
                 "column at a small ε, or fewer than 2 releases)", "reason": "nothing to compare"}
-    word = ("reproduced" if any(f["helps"] for f in found) else
-            "not reproduced" if all(f["hurts"] for f in found) else "qualified")
+    word = (REPRODUCED if any(f["helps"] for f in found) else
+            NOT_REPRODUCED if all(f["hurts"] for f in found) else QUALIFIED)
     reason = "; ".join(f"ε = {f['epsilon']:g}: r = {f['r']:g} CRPS {f['crps_r']:.4g} against r = 1 {f['crps_r1']:.4g}, "
                        f"Welch p = {f['p_value']:.3g}" for f in found)
     reason += f" ({n} releases per cell, two-sided at {SIGNIFICANCE:g})"
-    if word == "qualified":
+    if word == QUALIFIED:
         reason += ": no difference this test could see"
     return {"source": source, "verdict": word,
             "verdict_text": f"{word} on {name} ({len(found)} small-ε cell{'s' if len(found) > 1 else ''})",
@@ -98,7 +119,12 @@ def measured_verdict(table: dict, name: str) -> dict:
 
 def attach_measured(claims: list, inference: dict) -> None:
     """Add the inference section's measured verdicts (:func:`measured_verdict`, synthetic and the real panel) to claim
-    C11's other verdicts in ``claims`` (results.json's list), once the section has run."""
+    C11's other verdicts in ``claims`` (results.json's list), once the section has run.
+
+    Args:
+        claims: results.json's claims (changed in place).
+        inference: The inference section.
+    """
     c11 = next((c for c in claims if c["id"] == "C11"), None)
     if c11 is None or inference is None:
         return

@@ -18,13 +18,25 @@ import math
 from pathlib import Path
 from typing import List
 
+from tsdp.theorems.bounds.base import Kind
+
+from .claim_base import REPRODUCED
 from .render_claims_extra import TABLES
+from .schema import AuditStatus
 
 SECTIONS = ("accounting", "claims", "consistency", "tightness", "errata", "inference")
 
 
 def fmt(x, digits: int = 4) -> str:
-    """A number for the tables: None → 'n/a', floats to ``digits`` significant digits."""
+    """A number for the tables: None → 'n/a', floats to ``digits`` significant digits.
+
+    Args:
+        x (float | None): The number.
+        digits: Significant digits.
+
+    Returns:
+        The text.
+    """
     if x is None:
         return "n/a"
     if isinstance(x, bool):
@@ -49,14 +61,21 @@ def _bound_columns(acc: dict) -> tuple:
     constructions = sorted({r["construction"] for r in acc["rows"] if r["construction"]})
     attained = (f"ε attained (lower; {', '.join(constructions)} construction, {c['top']}/{c['bottom']}, "
                 f"λ = {c['instances']})" if constructions else "ε attained (lower; no construction)")
-    if acc["kind"] == "lower":
+    if acc["kind"] == Kind.LOWER:
         return f"ε of the lower bound {theorem} (pessimistic evaluation)", attained
     return f"ε sound ({theorem}, upper)", attained
 
 
 def blocks(results: dict) -> List[tuple]:
     """The report as blocks: the summary screen, then the sections (configuration, claims,
-    consistency, tightness, errata)."""
+    consistency, tightness, errata).
+
+    Args:
+        results: results.json's data.
+
+    Returns:
+        The blocks, each (kind, ...): h, p, alert, table, img, details.
+    """
     b: List[tuple] = []
     meta = results["meta"]
     b.append(("h", 1, f"tsdp tightness report: {meta['name']}"))
@@ -114,7 +133,7 @@ def _summary(results: dict) -> List[tuple]:
                                                                       for o in c.get("other_verdicts", [])]]))
     t = results.get("tightness")
     if t is not None:
-        if t["audit_status"] == "ran":
+        if t["audit_status"] == AuditStatus.RAN:
             ac = t["audit_config"]
             b.append(("p", f"**Audits of the real loop** (section 4; audit configuration N = {ac['N']}, "
                            f"Λ = {ac['batch_size']}, L = {ac['L']}, δ = {fmt(t['delta'])}, one step):"))
@@ -139,7 +158,7 @@ def _violation(results: dict) -> List[tuple]:
                           f"{v['bound']}" for v in results["violations"])
         return [("alert", False, f"PRIVACY VIOLATION DETECTED: {cases}. The loop leaks more than its proven bound; "
                                  "`tsdp report` exits 1.")]
-    if t["audit_status"] != "ran":
+    if t["audit_status"] != AuditStatus.RAN:
         return [("alert", None, "No violation check: the audits did not run (" + t["audit_status"] + ").")]
     n = results["meta"].get("audits_checked")
     return [("alert", True, f"No privacy violation: none of the {n} audits compared with a sound upper bound "
@@ -250,7 +269,7 @@ def _tightness(t: dict) -> List[tuple]:
               [[f"{x['theorem']} ({x['audited_kind']})", _compared(x),
                 fmt(x["audit"]["epsilon_sound"]) if x["audit"] else "n/a",
                 fmt(x["audit"]["epsilon_attained"]) if x["audit"] else "n/a",
-                fmt(x["audit"]["epsilon_lower"]) if x["audit"] else "audit not available",
+                fmt(x["audit"]["epsilon_lower"]) if x["audit"] else AuditStatus.NOT_AVAILABLE.value,
                 fmt(x["audit"]["ratio"]) if x["audit"] else "n/a",
                 fmt(x["audit"]["gof_pvalue"]) if x["audit"] else "n/a"] for x in t["bounds"]]))
     for x in notes:
@@ -259,8 +278,8 @@ def _tightness(t: dict) -> List[tuple]:
     b.append(("table", ["upper bound", "construction", "λ", "ε sound (upper)", "ε attained (lower)", "attained/sound",
                         "ε audited (LCB)", "audited/sound"],
               [[g["upper"], g["construction"], g["instances"], fmt(g["epsilon_sound"]), fmt(g["epsilon_attained"]),
-                fmt(g["attained_over_sound"]), fmt(g["epsilon_audited_lower"]) if t["audit_status"] == "ran"
-                else "audit not available", fmt(g["audited_over_sound"])] for g in t["upper_gaps"]]))
+                fmt(g["attained_over_sound"]), fmt(g["epsilon_audited_lower"]) if t["audit_status"] == AuditStatus.RAN
+                else AuditStatus.NOT_AVAILABLE.value, fmt(g["audited_over_sound"])] for g in t["upper_gaps"]]))
     b.append(("p", f"Composition gap of T6 on the audit configuration (ε at δ = {fmt(t['delta'])})."))
     b.append(("table", ["steps", "ε sound (upper)", "ε attained (lower)", "ε audited (LCB)", "audit trials"],
               [[r["steps"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]), fmt(r["epsilon_audited_lower"]),
@@ -310,7 +329,7 @@ def _inference(inf: dict) -> List[tuple]:
 
 
 def _errata(errata: List[dict]) -> List[tuple]:
-    n = sum(e["status"] == "reproduced" for e in errata)
+    n = sum(e["status"] == REPRODUCED for e in errata)
     same = sum(e["status"] == "not distinguishable here" for e in errata)
     return [("details", f"{len(errata)} errata, {n} reproduced" + (f", {same} not distinguishable here" if same else ""),
              [("table", ["#", "paper", "reading", "measured", "status", "source"],
@@ -422,7 +441,14 @@ def _md(blks: List[tuple], out: List[str]) -> None:
 
 
 def to_markdown(results: dict) -> str:
-    """report.md: the blocks as GitHub-flavoured Markdown, figures linked by file name."""
+    """report.md: the blocks as GitHub-flavoured Markdown, figures linked by file name.
+
+    Args:
+        results: results.json's data.
+
+    Returns:
+        The Markdown.
+    """
     out: List[str] = []
     _md(blocks(results), out)
     return "\n".join(out)
@@ -465,7 +491,15 @@ def _html(blks: List[tuple], figure_dir: Path, out: List[str]) -> None:
 
 
 def to_html(results: dict, figure_dir: Path) -> str:
-    """index.html: the blocks as one self-contained page, PNGs embedded as base64 data URIs."""
+    """index.html: the blocks as one self-contained page, PNGs embedded as base64 data URIs.
+
+    Args:
+        results: results.json's data.
+        figure_dir: The folder of the PNGs.
+
+    Returns:
+        The HTML page.
+    """
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>tsdp report</title>",
            f"<style>{_CSS}</style></head><body>"]
     _html(blocks(results), figure_dir, out)

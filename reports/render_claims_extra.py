@@ -10,14 +10,28 @@ def _f(x) -> str:
 
 
 def w_user_table(n: dict) -> List[tuple]:
-    """Per w-user table and w: the best DP model, the better baseline, a win, the paper's bold row."""
+    """Per w-user table and w: the best DP model, the better baseline, a win, the paper's bold row.
+
+    Args:
+        n: Claim C8's numbers.
+
+    Returns:
+        The table's rows.
+    """
     return [("table", ["dataset", "w", "best DP model", "CRPS", "better baseline", "CRPS", "DP wins", "bold in paper"],
              [[r["dataset"], r["w"], r["best_model"], _f(r["best_crps"]), r["baseline"], _f(r["baseline_crps"]),
                "yes" if r["wins"] else "no", r["bold"] or "-"] for r in n["paper"]["rows"]])]
 
 
 def label_table(n: dict) -> List[tuple]:
-    """Per label-perturbation row: CRPS by σ_F, the lowest σ_F (ties all), the paper's bold σ_F, gain over σ_F = 0."""
+    """Per label-perturbation row: CRPS by σ_F, the lowest σ_F (ties all), the paper's bold σ_F, gain over σ_F = 0.
+
+    Args:
+        n: Claim C9's numbers.
+
+    Returns:
+        The table's rows.
+    """
     rows = n["paper"]["rows"]
     sigmas = list(rows[0]["by_sigma_f"]) if rows else []
     return [("table", ["dataset", "model"] + [f"σ_F = {s}" for s in sigmas] + ["lowest at σ_F", "bold in paper",
@@ -28,7 +42,14 @@ def label_table(n: dict) -> List[tuple]:
 
 
 def inference_table(n: dict) -> List[tuple]:
-    """Per inference table, model and small ε: r = 1 against the best r < 1, and whether that matches the claim."""
+    """Per inference table, model and small ε: r = 1 against the best r < 1, and whether that matches the claim.
+
+    Args:
+        n: Claim C11's numbers.
+
+    Returns:
+        The table's rows.
+    """
     return [("table", ["dataset", "model", "ε", "CRPS r = 1", "best r < 1", "CRPS", "r < 1 helps", "claim expects"],
              [[r["dataset"], r["model"], f"{r['epsilon']:g}", _f(r["crps_r1"]), f"{r['best_r_below_1']:g}",
                _f(r["crps_best_r_below_1"]), "yes" if r["helps"] else "no", "yes" if r["expected"] else "no"]
@@ -36,7 +57,14 @@ def inference_table(n: dict) -> List[tuple]:
 
 
 def non_private_table(n: dict) -> List[tuple]:
-    """C10: CRPS per (top level, Λ) over seeds, the steps the epochs cap allows, then the two F-tests."""
+    """C10: CRPS per (top level, Λ) over seeds, the steps the epochs cap allows, then the two F-tests.
+
+    Args:
+        n: Claim C10's numbers.
+
+    Returns:
+        The table's rows.
+    """
     out = [("table", ["top level", "Λ", "steps", "test CRPS per seed"],
             [[c["top"], c["batch_size"], c["steps"], ", ".join(f"{v:.4f}" for v in c["crps"])] for c in n["crps"]])]
     if n.get("tests"):

@@ -29,7 +29,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.cpus import available_cpus
@@ -43,7 +43,7 @@ from .consistency import consistency_section
 from .errata import errata_section
 from .inference_section import attach_measured, inference_section
 from .render import to_html, to_markdown
-from .schema import SCHEMA_VERSION
+from .schema import SCHEMA_VERSION, AuditStatus, RunStatus
 from .tightness import load_auditor, tightness_section, violation_summary
 
 WORKERS = available_cpus()
@@ -53,8 +53,15 @@ QUICK_TRIALS = {"tightness": 5_000, "composed": 0, "c6": 20_000}
 OUT_ROOT = Path(__file__).resolve().parent / "out"
 
 
-def jsonable(x):
-    """results as plain JSON (:func:`tsdp.verify.json_data.json_data`: non-finite numbers as null)."""
+def jsonable(x: Any) -> Any:
+    """results as plain JSON (:func:`tsdp.verify.json_data.json_data`: non-finite numbers as null).
+
+    Args:
+        x (object): The results, or any part of them.
+
+    Returns:
+        Plain JSON data.
+    """
     return json_data(x)
 
 
@@ -79,6 +86,20 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     audits' worker processes and, above 1, side processes for the claims that run no audit
     (:class:`_ClaimPool`); 1 computes everything in this process. The numbers do not depend on it.
     ``real_data``: (name, SeriesData) of the inference section's real panel (None: Grunfeld).
+
+    Args:
+        config: The configuration.
+        name: The report's name (its folder under reports/out/).
+        out_dir: The folder written (None: reports/out/<name>/).
+        quick: The quick run (smaller grids, fewer trials).
+        progress: Show a progress bar on stderr.
+        seed: The seed.
+        audits: Run the audits (False: "audit not available").
+        workers: The audits' worker processes, and side processes for the claims.
+        real_data (tuple | None): (name, SeriesData) of the inference section's real panel (None: Grunfeld).
+
+    Returns:
+        The results, as written to results.json.
     """
     from tqdm import tqdm
 
@@ -88,8 +109,8 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     audit_fn = load_auditor(workers=workers) if audits else None
     results = {"schema_version": SCHEMA_VERSION,
                "meta": {"name": name, "mode": "quick" if quick else "default", "version": _version(),
-                        "status": "running", "elapsed_s": None, "timings_s": {}, "trials": trials,
-                        "audit_status": "ran" if audit_fn is not None else "audit not available"},
+                        "status": RunStatus.RUNNING, "elapsed_s": None, "timings_s": {}, "trials": trials,
+                        "audit_status": AuditStatus.RAN if audit_fn is not None else AuditStatus.NOT_AVAILABLE},
                "accounting": None, "claims": None, "consistency": None, "tightness": None, "errata": None,
                "inference": None,
                "violation": None, "violations": None}
@@ -174,23 +195,23 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
                     c["figures"] = CLAIMS[c["id"]].figure(c, out)
                 results["tightness"]["figures"] = (figures.figure_tightness(results["tightness"], out)
                                                    + figures.figure_composition(results["tightness"], out))
-        results["meta"]["status"] = "complete"
+        results["meta"]["status"] = RunStatus.COMPLETE
     except KeyboardInterrupt:
-        results["meta"]["status"] = "interrupted"
+        results["meta"]["status"] = RunStatus.INTERRUPTED
         raise
     finally:
         if pool is not None:
-            pool.close(graceful=results["meta"].get("status") == "complete")
+            pool.close(graceful=results["meta"].get("status") == RunStatus.COMPLETE)
         bar.close()
         notes.extend(_note(w) for w in caught)
         results["meta"]["notes"] = note_summary(notes)
         if notes:
             print(note_line(results["meta"]["notes"]), file=sys.stderr)
         results["meta"]["elapsed_s"] = round(time.perf_counter() - t0, 2)
-        if results["meta"]["status"] == "running":  # an exception: say so, never "running"
-            results["meta"]["status"] = "failed"
+        if results["meta"]["status"] == RunStatus.RUNNING:  # an exception: say so, never "running"
+            results["meta"]["status"] = RunStatus.FAILED
         _write(results, out)
-        _publish(out, final, complete=results["meta"]["status"] == "complete")
+        _publish(out, final, complete=results["meta"]["status"] == RunStatus.COMPLETE)
     return jsonable(results)
 
 
@@ -302,7 +323,14 @@ class _Redraw:
 
 def note_summary(caught) -> list:
     """Warnings caught during the run, as (category, message) pairs, each distinct one once:
-    [{category, message, count}], first seen first."""
+    [{category, message, count}], first seen first.
+
+    Args:
+        caught (list): The warnings caught (``warnings.catch_warnings(record=True)``).
+
+    Returns:
+        ``[{category, message, count}]``.
+    """
     counts: dict = {}
     for key in caught:
         counts[key] = counts.get(key, 0) + 1
@@ -310,7 +338,14 @@ def note_summary(caught) -> list:
 
 
 def note_line(notes: list) -> str:
-    """The one line printed after the bar: how many notes of which kind, the first message, where the rest are."""
+    """The one line printed after the bar: how many notes of which kind, the first message, where the rest are.
+
+    Args:
+        notes: What :func:`note_summary` returned.
+
+    Returns:
+        The line ('' without notes).
+    """
     total = sum(n["count"] for n in notes)
     kinds: dict = {}
     for n in notes:
@@ -401,6 +436,16 @@ def load_config(spec: str) -> tuple:
 
     Raises ValueError naming the file and the problem (unreadable, not JSON, not an object,
     unknown field) and lets :class:`theorems.config.ConfigError` name a bad value.
+
+    Args:
+        spec: ``default`` or the path of a JSON file.
+
+    Returns:
+        (name, configuration).
+
+    Raises:
+        ValueError: The file is unreadable, not JSON, not an object, or has an unknown field.
+        ConfigError: A bad value.
     """
     from dataclasses import fields
 

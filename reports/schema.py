@@ -56,7 +56,26 @@ from __future__ import annotations
 
 from typing import List
 
+from tsdp.theorems.config import Choice
+
 from .claim_base import VERDICTS
+
+
+class RunStatus(Choice):
+    """``meta.status``: where the run is (``running`` only while it computes; a run that stops says why)."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+
+class AuditStatus(Choice):
+    """``meta.audit_status``, ``tightness.audit_status``, C6's ``audit_status`` and the inference section's
+    ``grunfeld_status``: whether the audits (the real panel) ran."""
+
+    RAN = "ran"
+    NOT_AVAILABLE = "audit not available"
 
 SCHEMA_VERSION = 5
 TOP_KEYS = ("schema_version", "meta", "accounting", "claims", "consistency", "tightness", "errata", "inference",
@@ -69,6 +88,12 @@ def validate(results: dict) -> List[str]:
 
     Checks keys and types of a complete report, not the numbers (those are the claims' and
     the accountant's; the tests recompute them independently).
+
+    Args:
+        results: results.json's data.
+
+    Returns:
+        The problems, one line each.
     """
     problems = []
     for k in TOP_KEYS:
@@ -78,7 +103,7 @@ def validate(results: dict) -> List[str]:
         return problems
     if results["schema_version"] != SCHEMA_VERSION:
         problems.append(f"schema_version {results['schema_version']!r} != {SCHEMA_VERSION}")
-    if results["meta"].get("status") != "complete":
+    if results["meta"].get("status") != RunStatus.COMPLETE:
         problems.append(f"status {results['meta'].get('status')!r}")
         return problems
     acc = results["accounting"]

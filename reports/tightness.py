@@ -28,6 +28,7 @@ from tsdp.theorems.registry import get
 from tsdp.verify import accounting
 
 from .claim_c6 import WHY_BELOW
+from .schema import AuditStatus
 
 AUDIT_DELTA = 1e-3
 AUDIT_TARGETS = (  # (audited construction of tsdp.theorems.constructions, λ, σ_F) shown in the report
@@ -42,13 +43,27 @@ CURVE_EPS = np.linspace(0.0, 4.0, 81)
 
 
 def audit_config(config: TrainingConfig) -> TrainingConfig:
-    """The audit configuration (N = 320, Λ = 64, L = 4, L_C = L_F = 1) with the configuration's σ."""
+    """The audit configuration (N = 320, Λ = 64, L = 4, L_C = L_F = 1) with the configuration's σ.
+
+    Args:
+        config: The report's configuration.
+
+    Returns:
+        The audit configuration.
+    """
     return TrainingConfig(N=320, L=4, context_length=1, forecast_length=1, batch_size=64, sigma=config.sigma)
 
 
 def load_auditor(workers: int = 1) -> Optional[Callable]:
     """The auditor's ``audit`` (attacks.montecarlo.audit) on ``workers`` local processes (the sharded engine:
-    the same counts on any number), returning plain dicts, or None if it is missing."""
+    the same counts on any number), returning plain dicts, or None if it is missing.
+
+    Args:
+        workers: Worker processes.
+
+    Returns:
+        The auditor, or None.
+    """
     try:
         from tsdp.attacks.montecarlo.audit import audit
         from tsdp.attacks.montecarlo.options import TrialPlan
@@ -85,9 +100,22 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
     available" and no audited number is reported); ``trials`` per world for one-step audits,
     ``composed_trials`` for the 10-step audit. ``tick(label)`` after each audit, ``step(what)`` as each
     sub-step starts (progress).
+
+    Args:
+        config: The report's configuration.
+        audit_fn: The auditor (None: "audit not available").
+        trials: Trials per world of the one-step audits.
+        composed_trials: Trials per world of the 10-step audit.
+        quick: The quick run.
+        seed: The seed.
+        tick: Called with a label after each audit (None: nothing).
+        step: Called with what starts, as each sub-step starts.
+
+    Returns:
+        The section's JSON data.
     """
     base = audit_config(config)
-    status = "ran" if audit_fn is not None else "audit not available"
+    status = AuditStatus.RAN if audit_fn is not None else AuditStatus.NOT_AVAILABLE
     targets = [t for t in AUDIT_TARGETS if not quick or t[0] in QUICK_TARGETS]
     audited = {}
     bounds = []
@@ -166,6 +194,13 @@ def brackets(config: TrainingConfig, *, quick: bool = False) -> list:
     composed ε with the optimistic (lower) and pessimistic (upper) discretisation, the rounding
     (upper - lower) and the composition gap (sound ε of the scheme's sound bound - upper), from
     :func:`tsdp.attacks.montecarlo.bracket.attained_bracket` (the accountant).
+
+    Args:
+        config: The report's configuration.
+        quick: Discretisation 1e-3 only.
+
+    Returns:
+        One row per construction and discretisation.
     """
     from tsdp.attacks.montecarlo.bracket import attained_bracket
 
@@ -186,7 +221,14 @@ def violation_summary(section: dict) -> dict:
     """The violation check over the section's audits: a case wherever an audit's violation test
     rejects the sound profile at its confidence (``violation``) or its certified lower bound on ε exceeds
     the sound ε (upper bound), for a bound that covers the audited relation, one step or composed. Returns {"violation": bool, "violations": [{theorem, bound, steps,
-    epsilon_lower, epsilon_sound, confidence, trials}], "checked": number of audits compared}."""
+    epsilon_lower, epsilon_sound, confidence, trials}], "checked": number of audits compared}.
+
+    Args:
+        section: The tightness section's JSON data.
+
+    Returns:
+        ``{"violation", "violations", "checked"}``.
+    """
     cases, checked = [], 0
     for b in section["bounds"]:
         a = b["audit"]

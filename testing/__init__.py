@@ -8,7 +8,8 @@ is provably wrong, and the check names the attack and the `tsdp audit` command t
 
 * :func:`check_accountant` (a :class:`CheckReport` of per-cell :class:`Verdict`\\ s), and the
   assertions :func:`assert_sound`, :func:`assert_not_unsound` (raise :class:`UnsoundAccountantError`);
-* :class:`Relation`: what the accountant answers for (window, w-event, w-user, series);
+* :class:`Substitution`: the neighbouring relation the accountant answers for (window, w-event, w-user, series;
+  ``Relation``, its former name here, still loads it);
 * adapters: :func:`opacus_accountant` (an Opacus accountant with a guessed sample rate),
   :func:`dp_accounting_accountant` (a dp-accounting ``DpEvent`` builder), :func:`poisson_pld`
   (dp-accounting's Poisson PLD at a guessed rate), :func:`tsdp_accountant`, :func:`accountant`
@@ -38,7 +39,7 @@ _EXPORTS = {
     "UnsoundAccountantError": "tsdp.testing.check",
     "Verdict": "tsdp.testing.verdicts",
     "CheckReport": "tsdp.testing.verdicts",
-    "Relation": "tsdp.testing.relations",
+    "Substitution": "tsdp.testing.relations",
     "Cell": "tsdp.testing.grid",
     "default_grid": "tsdp.testing.grid",
     "reference": "tsdp.testing.brackets",
@@ -55,13 +56,18 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
+_FORMER_NAMES = {"Relation": "Substitution"}
+"""Names this package exported before, loading what they name now (``tsdp.testing.Relation`` is
+:class:`Substitution`; :class:`tsdp.theorems.config.Relation` is the configuration's event/user choice)."""
+
 
 def __getattr__(name: str):
     """Load a public name on first use (PEP 562)."""
-    module = _EXPORTS.get(name)
+    current = _FORMER_NAMES.get(name, name)
+    module = _EXPORTS.get(current)
     if module is None:
         raise AttributeError(f"module 'tsdp.testing' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), current)
     globals()[name] = value
     return value
 

@@ -52,7 +52,13 @@ def sample_rate(config: TrainingConfig, which: str) -> float:
 
 @dataclass(frozen=True)
 class NamedAccountant:
-    """An accountant with a ``name`` and the relation it ``claims`` to answer for; calls ``fn``."""
+    """An accountant with a ``name`` and the relation it ``claims`` to answer for; calls ``fn``.
+
+    Attributes:
+        fn: The accountant, ``fn(config, steps, delta) -> ε``.
+        name: Its name in the report.
+        claims: The relation it claims to answer for, in words (None: not stated).
+    """
 
     fn: Callable[[TrainingConfig, int, float], float]
     name: str

@@ -27,7 +27,15 @@ def describe_pair(construction: str, config: TrainingConfig) -> Optional[str]:
     """The attained pair (P, Q) of ``construction`` on ``config`` in words, weights as numbers; None without one.
 
     Shuffled iteration: the hidden-position epoch of that step pair, read through its maximum
-    (:mod:`tsdp.theorems.hidden_position`), the law the attained ε composes."""
+    (:mod:`tsdp.theorems.hidden_position`), the law the attained ε composes.
+
+    Args:
+        construction: The T-id whose pair attains the ε.
+        config: The configuration.
+
+    Returns:
+        The pair in words, or None when ``construction`` has no pair on ``config``.
+    """
     pair = attained_pair(get(construction), config, numeric=True)
     if pair is None:
         return None
@@ -51,7 +59,18 @@ def audit_command(construction: str, config: TrainingConfig, steps: int, delta: 
     or None where the loop has no such construction (another relation than 1-event, variable lengths).
     A shuffled configuration's command keeps ``--top shuffle``: the audit then runs shuffled iteration and
     reads the hidden-position epoch (the attained ε `tsdp epsilon --top shuffle` prints), never the
-    known-position construction."""
+    known-position construction.
+
+    Args:
+        construction: The T-id whose pair the audit runs.
+        config: The configuration (its sizes become the command's flags).
+        steps: Training steps.
+        delta: δ.
+        trials: ``--trials`` of the command.
+
+    Returns:
+        The command line, or None where the loop has no such construction.
+    """
     if construction not in CONSTRUCTIONS or config.relation != Relation.EVENT or config.w != 1:
         return None
     if config.lengths is not None and len(set(config.lengths)) > 1:

@@ -18,7 +18,7 @@ from tsdp.theorems.config import Top, TrainingConfig
 from tsdp.theorems.errors import TheoremError
 from tsdp.verify import accounting
 
-from .relations import Relation
+from .relations import Substitution
 
 DISCRETIZATION = 1e-3
 """The PLD grid of the check's reference numbers: coarser than the accountant's default (1e-4) for speed;
@@ -31,6 +31,13 @@ class Reference(Record):
 
     ``theorem``: the sound bound (None without one); ``construction``: the bound whose pair is
     attained (None without one); ``refused``: why a number is missing.
+
+    Attributes:
+        theorem: The sound bound's T-id (None without one).
+        construction: The T-id whose pair is attained (None without one).
+        epsilon_sound: The sound ε, an upper bound (None: refused).
+        epsilon_attained: The attained ε, a lower bound (None: refused).
+        refused: Why a number is missing (None: both present).
     """
 
     theorem: Optional[str]
@@ -55,7 +62,7 @@ def _reference(config: TrainingConfig, steps: int, delta: float, discretization:
                      refused=r.sound_refused or r.attained_refused)
 
 
-def reference(config: TrainingConfig, steps: int, delta: float, relation: Relation,
+def reference(config: TrainingConfig, steps: int, delta: float, relation: Substitution,
               discretization: float = DISCRETIZATION, *, attained: bool = True) -> Reference:
     """tsdp's sound and attained ε after ``steps`` training steps at ``delta``, for ``relation`` on ``config``'s batching
     (paper Appendix B.3 accounting; sound: upper bound, attained: lower bound).

@@ -27,7 +27,7 @@ from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check
 from .attack import audit_command, describe_pair
 from .grid import Cell, default_grid
 from .brackets import DISCRETIZATION, Reference, reference
-from .relations import Relation, other_relations
+from .relations import Substitution, other_relations
 from .verdicts import (BETWEEN, DECLINED, SOUND, UNCHECKED, UNSOUND, CheckReport, RelationBound, Verdict,
                        scheme_line)
 from .worker import DECLINED as REPLY_DECLINED
@@ -58,8 +58,15 @@ class UnsoundAccountantError(AssertionError):
         super().__init__("\n".join(v.message() for v in self.verdicts))
 
 
-def accountant_name(fn) -> str:
-    """``fn.name`` where the adapter set one, else its qualified name."""
+def accountant_name(fn: Callable) -> str:
+    """``fn.name`` where the adapter set one, else its qualified name.
+
+    Args:
+        fn: The accountant.
+
+    Returns:
+        Its name.
+    """
     return str(getattr(fn, "name", None) or getattr(fn, "__qualname__", None) or repr(fn))
 
 
@@ -127,7 +134,7 @@ def _bracket_position(eps: float, attained: float, sound: Optional[float]) -> Op
     return (eps - attained) / (sound - attained)
 
 
-def judge(eps: float, config: TrainingConfig, steps: int, delta: float, relation: Relation, *,
+def judge(eps: float, config: TrainingConfig, steps: int, delta: float, relation: Substitution, *,
           accountant: str = "accountant", claims: Optional[str] = None,
           discretization: float = DISCRETIZATION) -> Verdict:
     """The verdict on a reported ``eps`` for one cell against tsdp's reference for ``relation``
@@ -152,7 +159,7 @@ def judge(eps: float, config: TrainingConfig, steps: int, delta: float, relation
 
 
 def _mismatch_bounds(eps: float, attained: float, config: TrainingConfig, steps: int, delta: float,
-                     relation: Relation, discretization: float) -> tuple:
+                     relation: Substitution, discretization: float) -> tuple:
     """The other relations the accountant could have meant with ``eps`` (below the claim's ``attained``): those whose
     sound ε it meets and is nearer to, on a log scale, than to ``attained`` (ε_sound(other) ≤ eps ≤
     √(ε_sound(other) · attained)); a plain under-estimate of the claim is nearer to its attained ε."""
@@ -165,7 +172,7 @@ def _mismatch_bounds(eps: float, attained: float, config: TrainingConfig, steps:
     return tuple(found)
 
 
-def judge_reference(eps: float, ref: Reference, config: TrainingConfig, steps: int, delta: float, relation: Relation,
+def judge_reference(eps: float, ref: Reference, config: TrainingConfig, steps: int, delta: float, relation: Substitution,
                     *, accountant: str = "accountant", claims: Optional[str] = None,
                     discretization: float = DISCRETIZATION) -> Verdict:
     """The verdict on a reported ``eps`` given tsdp's reference ``ref`` for the cell (module docstring of
@@ -243,7 +250,7 @@ def _verdict(worker: AccountantWorker, cell: Cell, delta: float, relation, name:
     """Ask the worker for one cell and judge the answer (a decline is a verdict of its own, not judged). tsdp's
     reference comes first (cached for the judgement): a cell tsdp cannot account (δ below its resolution, too many
     steps) is an error naming tsdp's parameter, not blamed on the accountant."""
-    rel = Relation.parse(relation, cell.config)
+    rel = Substitution.parse(relation, cell.config)
     claimed = rel.config(cell.config)
     reference(cell.config, cell.steps, delta, rel, discretization)
     reply = worker.ask(claimed, cell.steps, delta)
@@ -261,7 +268,7 @@ def _verdict(worker: AccountantWorker, cell: Cell, delta: float, relation, name:
 
 def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, Iterable] = None, *,
                      steps: Union[None, int, Sequence[int]] = None, delta: float = 1e-5,
-                     relation: Union[None, str, Relation] = None, timeout: Optional[float] = DEFAULT_TIMEOUT,
+                     relation: Union[None, str, Substitution] = None, timeout: Optional[float] = DEFAULT_TIMEOUT,
                      discretization: float = DISCRETIZATION, progress: bool = False,
                      worker: Optional[AccountantWorker] = None) -> CheckReport:
     """Check ``fn(config, steps, delta) -> ε`` on a grid against tsdp's attained (lower) and sound (upper) ε.
@@ -276,7 +283,7 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
         steps: The training steps of each TrainingConfig of ``configs`` (one number or several; default 1000).
         delta: The δ of every cell.
         relation: What the accountant claims to answer for ("event", "user", "window", "series" or a
-            :class:`Relation`; None: each configuration's own, event level w = 1 by default).
+            :class:`Substitution`; None: each configuration's own, event level w = 1 by default).
         timeout: Seconds per call (default :data:`DEFAULT_TIMEOUT`; None: no limit).
         discretization: The PLD grid of tsdp's reference ε.
         progress: Show a progress bar (tqdm).
@@ -325,7 +332,7 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
 
 
 def assert_not_unsound(fn: Accountant, config: TrainingConfig, steps: int = 1000, delta: float = 1e-5, *,
-                       relation: Union[None, str, Relation] = None, discretization: float = DISCRETIZATION,
+                       relation: Union[None, str, Substitution] = None, discretization: float = DISCRETIZATION,
                        timeout: Optional[float] = DEFAULT_TIMEOUT,
                        worker: Optional[AccountantWorker] = None) -> Verdict:
     """Assert that ``fn`` reports at least tsdp's attained ε (a lower bound) on this cell.
@@ -356,7 +363,7 @@ def assert_not_unsound(fn: Accountant, config: TrainingConfig, steps: int = 1000
 
 
 def assert_sound(fn: Accountant, configs=None, *, steps=None, delta: float = 1e-5,
-                 relation: Union[None, str, Relation] = None,
+                 relation: Union[None, str, Substitution] = None,
                  timeout: Optional[float] = DEFAULT_TIMEOUT) -> CheckReport:
     """:func:`check_accountant`, raising when any cell is unsound or no cell was judged.
 
@@ -385,7 +392,14 @@ def assert_sound(fn: Accountant, configs=None, *, steps=None, delta: float = 1e-
 
 
 def nothing_judged(report: CheckReport) -> str:
-    """The one line for a report that judged no cell."""
+    """The one line for a report that judged no cell.
+
+    Args:
+        report: The report.
+
+    Returns:
+        The line, with the counts of declined and unchecked cells.
+    """
     c = report.counts
     return (f"accountant {report.accountant}: no cell was judged ({c['declined']} declined, {c['unchecked']} "
             f"unchecked of {len(report.verdicts)}): nothing was checked")

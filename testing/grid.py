@@ -1,10 +1,9 @@
 """The declared grid of an accountant check: the paper's Section 5 configurations plus seeded random ones.
 
-Section 5 (and its Appendix): N = 320 sequences, Λ = 32, σ = 1, L_C = L_F = 1, L = 20 (r = 0.1
-at λ = 1), WOR top / WR bottom level, at 1, 10, 100 and 1000 training steps; the same with
-deterministic top level (T1), λ = 2 (T7/T9), Poisson bottom level (T8/T10), context and forecast
-augmentation σ_C = σ_F = 1 (T11) and pooled windows (T14's attained ε); then ``random`` seeded
-configurations of the schemes tsdp bounds, at 100 steps.
+The paper's grid has one home, :mod:`tsdp.verify.checks.grid`: its default configuration at each of
+:data:`~tsdp.verify.checks.grid.PAPER_STEPS` training steps, the deterministic variant at 10 and 100 steps
+(epochs), the other scheme variants (:func:`~tsdp.verify.checks.grid.section5_variants`) at 100; then
+``random`` seeded configurations of the schemes tsdp bounds, at 100 steps.
 """
 from __future__ import annotations
 
@@ -13,7 +12,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from tsdp.theorems.config import BOTTOM_LEVEL, DEFAULT_CONFIG, TOP_LEVEL, ConfigError, TrainingConfig, check_int
+from tsdp.theorems.config import BOTTOM_LEVEL, TOP_LEVEL, ConfigError, Top, TrainingConfig, check_int
+from tsdp.verify.checks.grid import PAPER, PAPER_STEPS, section5_variants
 
 RANDOM_SCHEMES = (("wor", "wr"), ("wor", "poisson"), ("deterministic", "wr"), ("shuffle", "poisson"))
 """Schemes the random cells draw from (each has a sound and an attained ε in the catalogue)."""
@@ -36,12 +36,15 @@ class Cell:
 
 
 def section5_cells() -> Tuple[Cell, ...]:
-    """The paper's Section 5 configuration and its variants (module docstring)."""
-    base = DEFAULT_CONFIG
-    cells = [Cell(base, s) for s in (1, 10, 100, 1000)]
-    cells += [Cell(base.with_(top="deterministic"), s) for s in (10, 100)]
-    cells += [Cell(base.with_(instances=2), 100), Cell(base.with_(bottom="poisson"), 100),
-              Cell(base.with_(sigma_context=1.0, sigma_forecast=1.0), 100), Cell(base.with_(top="pooled"), 100)]
+    """The paper's Section 5 configuration at its steps, then its variants (module docstring).
+
+    Returns:
+        The cells.
+    """
+    cells = [Cell(PAPER, s) for s in PAPER_STEPS]
+    for variant in section5_variants():
+        steps = (10, 100) if variant.config.top == Top.DETERMINISTIC else (100,)
+        cells += [Cell(variant.config, s) for s in steps]
     return tuple(cells)
 
 

@@ -22,6 +22,11 @@ MARKER = "tsdp_accountant"
 
 
 def pytest_configure(config):
+    """Register the ``tsdp_accountant`` marker (pytest's hook).
+
+    Args:
+        config (pytest.Config): pytest's configuration.
+    """
     config.addinivalue_line("markers", f"{MARKER}(**options): options of the tsdp_accountant_check fixture (strategy, "
                                        "delta, relation, max_examples, seed, timeout)")
 

@@ -17,71 +17,92 @@ relations under which it would have been sound.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 from tsdp.verify.json_data import Record
-from tsdp.theorems.config import ConfigError, TrainingConfig, check_int
+from tsdp.theorems.config import Choice, ConfigError, Relation, TrainingConfig, check_int
 
-RECORDS = ("window", "event", "user", "series")
-"""The records a relation can change, finest first."""
+
+class RecordUnit(Choice):
+    """What one neighbour changes, finest first: one window, w elements (w-event), w windows' worth (w-user), or a
+    whole series."""
+
+    WINDOW = "window"
+    EVENT = "event"
+    USER = "user"
+    SERIES = "series"
+
+    @property
+    def counts_elements(self) -> bool:
+        """Event and user level: the unit is w elements (the configuration's own relations, :class:`Relation`)."""
+        return self in (RecordUnit.EVENT, RecordUnit.USER)
+
+
+RECORDS = RecordUnit.values()
+"""The records a substitution can change, finest first."""
 
 
 @dataclass(frozen=True)
-class Relation(Record):
-    """Substitution of one ``record``: the neighbouring relation an accountant answers for.
+class Substitution(Record):
+    """Substitution of one ``record``: the neighbouring relation an accountant answers for (the configuration's own
+    relation, :class:`tsdp.theorems.config.Relation`, is its event and user cases).
 
     Attributes:
-        record: The record one neighbour changes: window | event | user | series.
+        record: The record one neighbour changes: window | event | user | series (a :class:`RecordUnit`; its
+            string is accepted).
         w: The number of elements, for event and user level (1 for window and series).
 
     Raises:
         ConfigError: An unknown record, w below 1, or w ≠ 1 for window or series.
     """
 
-    record: str = "event"
+    record: RecordUnit = RecordUnit.EVENT
     w: int = 1
 
     def __post_init__(self):
-        if self.record not in RECORDS:
-            raise ConfigError("relation", f"must be one of {', '.join(RECORDS)}", self.record)
+        object.__setattr__(self, "record", RecordUnit.of("relation", self.record))
         object.__setattr__(self, "w", check_int("w", self.w, 1))
-        if self.record in ("window", "series") and self.w != 1:
+        if not self.record.counts_elements and self.w != 1:
             raise ConfigError("w", f"must be 1 for the {self.record} relation (a record is one {self.record})", self.w)
 
     @classmethod
-    def of(cls, config: TrainingConfig) -> "Relation":
-        """The relation a configuration states (``config.relation`` over ``config.w`` elements).
+    def of(cls, config: TrainingConfig) -> "Substitution":
+        """The substitution a configuration's relation states (``config.relation`` over ``config.w`` elements).
 
         Args:
             config: The configuration.
 
         Returns:
-            Its :class:`Relation`.
+            Its :class:`Substitution`.
         """
         return cls(config.relation, config.w)
 
     @classmethod
-    def parse(cls, value: "Relation | str | None", config: TrainingConfig) -> "Relation":
-        """``value`` as a relation: a :class:`Relation`, a record name (w from ``config``), or None: ``config``'s own.
+    def parse(cls, value: "Substitution | str | None", config: TrainingConfig) -> "Substitution":
+        """``value`` as a substitution: a :class:`Substitution`, a record name (w from ``config``), or None:
+        ``config``'s own relation.
 
         Args:
-            value: A :class:`Relation`, a record name, or None.
+            value: A :class:`Substitution`, a record name, or None.
             config: The configuration (w, and the relation for None).
 
         Returns:
-            The :class:`Relation`.
+            The :class:`Substitution`.
+
+        Raises:
+            ConfigError: An unknown record name.
         """
         if value is None:
             return cls.of(config)
-        if isinstance(value, Relation):
+        if isinstance(value, Substitution):
             return value
-        if value in ("event", "user"):
-            return cls(value, config.w)
-        return cls(value)
+        record = RecordUnit.of("relation", value)
+        return cls(record, config.w if record.counts_elements else 1)
 
     @property
     def name(self) -> str:
         """Short name: ``window``, ``1-event``, ``3-user``, ``series``."""
-        return f"{self.w}-{self.record}" if self.record in ("event", "user") else self.record
+        return f"{self.w}-{self.record}" if self.record.counts_elements else self.record.value
 
     def config(self, config: TrainingConfig) -> TrainingConfig:
         """The configuration whose bounds answer for this relation on ``config``'s batching.
@@ -96,12 +117,12 @@ class Relation(Record):
         Returns:
             The configuration of this relation.
         """
-        if self.record in ("event", "user"):
-            return config.with_(relation=self.record, w=self.w)
-        if self.record == "window":
-            return config.with_(context_length=0, forecast_length=1, L=config.T, lengths=None, relation="event", w=1,
-                                sigma_context=0.0, sigma_forecast=0.0)
-        return config.with_(relation="user", w=config.L, sigma_context=0.0, sigma_forecast=0.0)
+        if self.record.counts_elements:
+            return config.with_(relation=Relation(self.record.value), w=self.w)
+        if self.record == RecordUnit.WINDOW:
+            return config.with_(context_length=0, forecast_length=1, L=config.T, lengths=None, relation=Relation.EVENT,
+                                w=1, sigma_context=0.0, sigma_forecast=0.0)
+        return config.with_(relation=Relation.USER, w=config.L, sigma_context=0.0, sigma_forecast=0.0)
 
     def describe(self, config: TrainingConfig) -> str:
         """The relation in words, with the k windows one change touches on ``config``.
@@ -114,15 +135,15 @@ class Relation(Record):
         """
         k = self.config(config).k
         return {
-            "window": "substitution of one window (record = window, k = 1)",
-            "event": f"substitution of {self.w} consecutive element value(s) of one series ({self.w}-event level, "
+            RecordUnit.WINDOW: "substitution of one window (record = window, k = 1)",
+            RecordUnit.EVENT: f"substitution of {self.w} consecutive element value(s) of one series ({self.w}-event level, "
                      f"k = {k} windows)",
-            "user": f"substitution of {self.w} windows' worth of one series ({self.w}-user level, k = {k} windows)",
-            "series": f"substitution of one whole series (record = series, k = T = {k} windows)",
+            RecordUnit.USER: f"substitution of {self.w} windows' worth of one series ({self.w}-user level, k = {k} windows)",
+            RecordUnit.SERIES: f"substitution of one whole series (record = series, k = T = {k} windows)",
         }[self.record]
 
 
-def other_relations(claimed: Relation, config: TrainingConfig):
+def other_relations(claimed: Substitution, config: TrainingConfig) -> Iterator[Substitution]:
     """The relations the check names when a value is unsound for ``claimed``: one window and one element (1-event),
     each once, where a change touches fewer windows than the claim's (k). A relation whose change touches as many
     windows or more cannot be the one a value below the claim's attained ε is sound for: its sound ε is at least the
@@ -137,6 +158,6 @@ def other_relations(claimed: Relation, config: TrainingConfig):
         The other relations, each once.
     """
     k = claimed.config(config).k
-    for relation in (Relation("window"), Relation("event", 1)):
+    for relation in (Substitution(RecordUnit.WINDOW), Substitution(RecordUnit.EVENT, 1)):
         if relation != claimed and relation.config(config).k < k:
             yield relation

@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Tuple
 
 from hypothesis import given, seed as hypothesis_seed, settings, strategies as st
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import Bottom, Top, TrainingConfig
 
 from .grid import Cell
 from .worker import DEFAULT_TIMEOUT
@@ -50,7 +50,7 @@ def configs(draw, *, schemes: Sequence[Tuple[str, str]] = SCHEMES, relations: Se
     forecast = draw(st.integers(1, max(1, min(max_window, max_L))))
     context = draw(st.integers(0, max(0, max_window - forecast)))
     L = draw(st.integers(forecast, max(forecast, max_L)))
-    lam = 1 if top == "pooled" else draw(st.integers(1, max_instances))
+    lam = 1 if top == Top.POOLED else draw(st.integers(1, max_instances))
     N = draw(st.integers(1, max_N))
     per_step = draw(st.integers(1, N))
     batch = per_step * lam + draw(st.integers(0, lam - 1))
@@ -58,7 +58,7 @@ def configs(draw, *, schemes: Sequence[Tuple[str, str]] = SCHEMES, relations: Se
     relation = draw(st.sampled_from(list(relations)))
     w = draw(st.integers(1, max_w))
     aug = 0.0
-    can_augment = top == "wor" and bottom == "wr" and lam == 1
+    can_augment = top == Top.WOR and bottom == Bottom.WR and lam == 1
     if can_augment and (augmentation or (augmentation is None and draw(st.booleans()))):
         aug = draw(st.sampled_from([0.25, 0.5, 1.0, 2.0]))
     return TrainingConfig(N=N, L=L, context_length=context, forecast_length=forecast, batch_size=batch,

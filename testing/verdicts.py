@@ -38,7 +38,14 @@ JUDGED = (UNSOUND, BETWEEN, SOUND)
 
 
 def scheme_line(config: dict) -> str:
-    """A configuration (``TrainingConfig.as_dict()``) in one short line: scheme, sizes, σ, augmentation."""
+    """A configuration (``TrainingConfig.as_dict()``) in one short line: scheme, sizes, σ, augmentation.
+
+    Args:
+        config: A configuration's JSON form (``TrainingConfig.as_dict()``).
+
+    Returns:
+        The line.
+    """
     aug = (f" σ_C={config['sigma_context']:g} σ_F={config['sigma_forecast']:g}"
            if config["sigma_context"] or config["sigma_forecast"] else "")
     return (f"{config['top']}/{config['bottom']} N={config['N']} L={config['L']} L_C={config['context_length']} "
@@ -59,7 +66,13 @@ def _eps(x: Optional[float]) -> str:
 
 @dataclass(frozen=True)
 class RelationBound:
-    """tsdp's sound ε (an upper bound, by ``theorem``) for another ``relation`` (its short name) on the same cell."""
+    """tsdp's sound ε (an upper bound, by ``theorem``) for another ``relation`` (its short name) on the same cell.
+
+    Attributes:
+        relation: The other relation's short name (``window``, ``1-event``, ...).
+        epsilon_sound: tsdp's sound ε for it, an upper bound.
+        theorem: The bound that gives it (None without one).
+    """
 
     relation: str
     epsilon_sound: float
@@ -244,7 +257,14 @@ class CheckReport:
         return self.judged > 0 and not self.unsound
 
     def worst(self, n: int = 3) -> Tuple[Verdict, ...]:
-        """The ``n`` unsound cells with the largest attained / reported ratio."""
+        """The ``n`` unsound cells with the largest attained / reported ratio.
+
+        Args:
+            n: How many cells at most.
+
+        Returns:
+            The unsound verdicts, worst first.
+        """
         return tuple(sorted(self.unsound, key=lambda v: v.epsilon_attained / max(v.epsilon_reported, 1e-300),
                             reverse=True)[:n])
 

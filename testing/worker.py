@@ -23,11 +23,11 @@ import os
 import re
 import sys
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Callable, Optional
 
 from tsdp.attacks.canary.time_limit import check_timeout
 from tsdp.executor.processes import GRACE_S, end
-from tsdp.theorems.config import ConfigError
+from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.theorems.errors import TheoremError
 
 DEFAULT_TIMEOUT = 60.0
@@ -52,7 +52,17 @@ class Reply:
     ``shown`` of type ``type_name``), ``too_large`` (returned a number beyond the float range: ``shown`` an
     integer's digit count, or the number), ``raised`` (``type_name``, ``message``), ``exited`` (``SystemExit``; ``shown`` its code),
     ``died`` (the process ended: ``exit_status``), ``hung`` (no answer within the limit). ``output``: what it
-    printed on stdout and stderr (at most :data:`OUTPUT_MAX` characters)."""
+    printed on stdout and stderr (at most :data:`OUTPUT_MAX` characters).
+
+    Attributes:
+        kind: value | declined | not_real | too_large | raised | exited | died | hung.
+        value: The ε returned (kind value).
+        shown: The value shown in words (not_real, too_large, exited).
+        type_name: The type returned or raised (not_real, raised).
+        message: Why it declined, or the exception's message.
+        exit_status: The process's exit status (died).
+        output: What the accountant printed on stdout and stderr.
+    """
 
     kind: str
     value: Optional[float] = None
@@ -107,7 +117,14 @@ _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 def terminal_view(text: str) -> str:
     """``text`` as a terminal leaves it: escape sequences dropped, each line the last thing written over it after a
-    carriage return (a progress bar that cleared itself leaves nothing), blank lines dropped."""
+    carriage return (a progress bar that cleared itself leaves nothing), blank lines dropped.
+
+    Args:
+        text: What a process wrote to a terminal.
+
+    Returns:
+        The text a reader sees.
+    """
     lines = []
     for line in _ESCAPES.sub("", text).split("\n"):
         shown = [part for part in line.split("\r") if part][-1:] or [""]
@@ -173,9 +190,14 @@ def _end_group(pgid: int) -> None:
 
 class AccountantWorker:
     """A child process that evaluates ``fn(config, steps, delta)`` on request (module docstring); use it as a context
-    manager (the child ends on exit). ``timeout``: seconds one answer may take (None: no limit)."""
+    manager (the child ends on exit). ``timeout``: seconds one answer may take (None: no limit).
 
-    def __init__(self, fn, timeout: Optional[float] = None):
+    Args:
+        fn: The accountant, ``fn(config, steps, delta) -> ε``.
+        timeout: Seconds one answer may take (None: no limit).
+    """
+
+    def __init__(self, fn: Callable, timeout: Optional[float] = None):
         if "fork" not in multiprocessing.get_all_start_methods():
             raise ConfigError("accountant", "is run in a forked worker process (so that a time limit can stop it), "
                                             "and this platform cannot fork", fn)
@@ -197,8 +219,17 @@ class AccountantWorker:
         self._process.start()
         child.close()
 
-    def ask(self, config, steps: int, delta: float) -> Reply:
-        """The accountant's reply for one cell; a worker that hangs or dies is ended and the next ask starts anew."""
+    def ask(self, config: TrainingConfig, steps: int, delta: float) -> Reply:
+        """The accountant's reply for one cell; a worker that hangs or dies is ended and the next ask starts anew.
+
+        Args:
+            config: The configuration.
+            steps: Training steps.
+            delta: δ.
+
+        Returns:
+            The reply (``hung`` past the time limit, ``died`` when the process ended).
+        """
         if self._process is None:
             self.start()
         try:

@@ -38,7 +38,7 @@ class ConfigError(ValueError):
         self.parameter = parameter
         self.constraint = constraint
         self.value = value
-        shown = "" if value is None else f" (got {_short(value)})"
+        shown = "" if value is None else f" (got {short_repr(value)})"
         super().__init__(f"invalid {parameter}: {constraint}{shown}")
 
     def __reduce__(self):
@@ -49,8 +49,16 @@ class ConfigError(ValueError):
         return type(self), (self.parameter, self.constraint, self.value)
 
 
-def _short(value) -> str:
-    """``repr(value)``, cut to one readable piece when long (an integer of 400 digits, a long list)."""
+def short_repr(value) -> str:
+    """``repr(value)``, cut to one readable piece when long (an integer of 400 digits, a long list): how a message
+    quotes a value it was given (a configuration's error, a stored cell's key that differs).
+
+    Args:
+        value: Any value.
+
+    Returns:
+        Its ``repr``, or for one over 80 characters its first 60 and its length (an integer: its digit count).
+    """
     text = repr(value)
     if len(text) <= 80:
         return text

@@ -14,10 +14,12 @@ from .fences import ROOT
 
 griffe = pytest.importorskip("griffe")
 
-DOCUMENTED_LAYERS = ("theorems", "verify", "executor", "datasets")
-"""Layers whose every public function and class with parameters has an Args section (the rest: the count below)."""
+DOCUMENTED_LAYERS = ("theorems", "verify", "executor", "datasets", "reports", "testing")
+"""Layers whose every public function and class with parameters has an Args section (the rest: the count below).
+bench and cli are complete but for the modules of the loop, planted-bug, canary, audit and experiment benchmarks and
+the train, audit, audit-fn and experiment commands and ``cli.main``: add them here once those are."""
 
-ELSEWHERE_MISSING_AT_MOST = 586
+ELSEWHERE_MISSING_AT_MOST = 365
 """Public functions and classes with parameters but no Args section in the other layers, as measured when the
 layers above were held to none: a ceiling that only comes down."""
 

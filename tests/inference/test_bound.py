@@ -159,5 +159,5 @@ def test_axioms_and_symmetry_join_tsdp_verify():
 
     for quick, count in ((True, 2), (False, 14)):
         out = verify(quick=quick, select="[T15]", jobs=1)
-        assert out["summary"]["pass"] == count == out["summary"]["total"]
-        assert "T15" in out["theorems_covered"]
+        assert out.summary["pass"] == count == out.summary["total"]
+        assert "T15" in out.theorems_covered

@@ -8,7 +8,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from tsdp import TrainingConfig, epsilon
-from tsdp.testing import (AccountantError, Cell, Relation, UnsoundAccountantError, accountant, assert_not_unsound,
+from tsdp.testing import (AccountantError, Cell, Substitution, UnsoundAccountantError, accountant, assert_not_unsound,
                           assert_sound_for_all, cells, check_accountant, configs, opacus_accountant, poisson_pld,
                           reported_epsilon, sample_rate, tsdp_accountant)
 
@@ -75,7 +75,7 @@ def test_like_with_like_a_guessed_rate_is_a_relation_mismatch_where_another_rela
     assert v.unsound and v.relation_mismatch and v.sound_under == ("window",)
     assert v.message().startswith("RELATION MISMATCH: Opacus RDP at rate Λ/N reports ε")
     (bound,) = v.sound_under_bounds
-    window = t6_one_step_epsilon(Relation("window").config(SECTION5), DELTA)
+    window = t6_one_step_epsilon(Substitution("window").config(SECTION5), DELTA)
     assert window <= bound.epsilon_sound <= v.epsilon_reported and bound.theorem == "T6"
     assert (f"window (tsdp's sound ε = {bound.epsilon_sound:.4g}, T6): the accountant answers for a different "
             "neighbouring relation") in v.message()
@@ -87,12 +87,30 @@ def test_like_with_like_a_guessed_rate_is_a_relation_mismatch_where_another_rela
 
 def test_relations_name_the_windows_a_change_touches():
     """k per relation on Section 5 (T = 20, L_C + L_F = 2): window 1, 1-event 2, 3-user 6, series 20 = T."""
-    ks = {r.name: r.config(SECTION5).k for r in (Relation("window"), Relation("event"), Relation("user", 3),
-                                                  Relation("series"))}
+    ks = {r.name: r.config(SECTION5).k for r in (Substitution("window"), Substitution("event"),
+                                                  Substitution("user", 3), Substitution("series"))}
     assert ks == {"window": 1, "1-event": 2, "3-user": 6, "series": 20}
-    assert all(r.config(SECTION5).T == 20 for r in (Relation("window"), Relation("series")))
+    assert all(r.config(SECTION5).T == 20 for r in (Substitution("window"), Substitution("series")))
     with pytest.raises(ValueError, match="relation"):
-        Relation("element")
+        Substitution("element")
+    with pytest.raises(ValueError, match="must be 1 for the series relation"):
+        Substitution("series", 2)
+
+
+def test_a_substitution_reads_as_its_strings_and_the_former_name_still_loads_it():
+    """The record is a :class:`RecordUnit` inside, its string in the JSON form; a record name given to
+    ``check_accountant`` takes w from the configuration only where the record counts elements."""
+    import json
+
+    import tsdp.testing
+    from tsdp.testing.relations import RecordUnit
+
+    three_user = SECTION5.with_(relation="user", w=3)
+    assert Substitution.parse("user", three_user) == Substitution(RecordUnit.USER, 3)
+    assert Substitution.parse("window", three_user) == Substitution("window", 1)
+    assert Substitution.parse(None, three_user).name == "3-user"
+    assert json.loads(json.dumps(Substitution("user", 3).as_dict())) == {"record": "user", "w": 3}
+    assert tsdp.testing.Relation is Substitution
 
 
 def test_guessed_rates_and_the_poisson_pld_adapter_against_the_gaussian_mechanism():
@@ -191,7 +209,7 @@ def test_a_coarser_relation_is_never_sound_for_a_value_below_the_claims_attained
     augmentation, so with T11 its sound ε exceeds the 1-event one: it is always checked.)"""
     from tsdp.testing import reference
 
-    chain = [Relation("event", 1), Relation("user", 2), Relation("series")]
+    chain = [Substitution("event", 1), Substitution("user", 2), Substitution("series")]
     assert [r.config(config).k for r in chain] == [2, 4, 20]
     refs = [reference(config, 10, DELTA, r) for r in chain]
     for i, claim in enumerate(refs[:-1]):
@@ -209,7 +227,7 @@ def test_a_relation_mismatch_is_a_value_nearer_another_relations_sound_epsilon(f
     """Section 5, one step, against the closed forms of T6's pair for 1-event (ε_e) and one window (ε_w < ε_e):
     1.01 ε_w is sound for a window and far below ε_e (a mismatch); 0.85 ε_e and 0.98 ε_e sit above
     √(ε_w ε_e), nearer the claim's attained ε: plainly unsound; 1.02 ε_e is sound."""
-    event, window = t6_one_step_epsilon(SECTION5, DELTA), t6_one_step_epsilon(Relation("window").config(SECTION5), DELTA)
+    event, window = t6_one_step_epsilon(SECTION5, DELTA), t6_one_step_epsilon(Substitution("window").config(SECTION5), DELTA)
     assert window < math.sqrt(window * event) < 0.85 * event
     value = factor * (window if mismatch else event)
     (v,) = check_accountant(accountant(lambda c, s, d: value, "fixed"), SECTION5, steps=1, delta=DELTA).verdicts
@@ -224,7 +242,7 @@ def test_an_under_estimate_by_two_percent_is_unsound_not_a_mismatch_on_the_secti
     from tsdp.testing.grid import section5_cells
 
     def low(config, steps, delta):
-        return 0.98 * reference(config, steps, delta, Relation.of(config)).epsilon_attained
+        return 0.98 * reference(config, steps, delta, Substitution.of(config)).epsilon_attained
 
     report = check_accountant(accountant(low, "0.98x"), [c for c in section5_cells() if c.config.top != "pooled"],
                               steps=1, delta=DELTA)
@@ -238,10 +256,10 @@ def test_without_an_attained_epsilon_a_cell_is_judged_on_the_sound_side_only():
     from tsdp.testing.brackets import Reference
     from tsdp.testing.check import judge_reference
 
-    full = reference(SECTION5, 1, DELTA, Relation())
+    full = reference(SECTION5, 1, DELTA, Substitution())
     ref = Reference(full.theorem, None, full.epsilon_sound, None, refused="no attained ε for this scheme")
-    above = judge_reference(full.epsilon_sound, ref, SECTION5, 1, DELTA, Relation())
-    below = judge_reference(0.01, ref, SECTION5, 1, DELTA, Relation())
+    above = judge_reference(full.epsilon_sound, ref, SECTION5, 1, DELTA, Substitution())
+    below = judge_reference(0.01, ref, SECTION5, 1, DELTA, Substitution())
     assert above.verdict == "sound" and below.verdict == "between"
     assert below.epsilon_attained is None and below.bracket_position is None and below.ratio is None
     assert ("below tsdp's sound ε = 3.025 (T6); tsdp knows no attained ε here (no attained ε for this scheme), so "

@@ -19,7 +19,7 @@ from tsdp.theorems.registry import REGISTRY
 from tsdp.verify.checks import axioms, composition, errata, lemmas, ordering, paths, symbolic
 from tsdp.verify.checks.common import evaluated_ids, raw_profile
 from tsdp.verify.checks.grid import PAPER, fixed_grid, for_bound, random_cases
-from tsdp.verify.checks.result import CheckResult
+from tsdp.verify.checks.result import FAIL, CheckResult, VerifyReport
 from tsdp.verify.checks.runner import Task, plan, run, run_task, verify
 from tsdp.cli.main import main
 
@@ -219,8 +219,8 @@ def test_printed_pair_encoded_as_t10_is_caught():
 
 def test_quick_plan_against_broken_t6_fails_the_right_checks():
     report = verify(quick=True, bounds={"T6": HALF_T6}, select="T6")
-    failed = {c["name"] for c in report["checks"] if c["status"] == "fail"}
-    assert report["summary"]["fail"] >= 5
+    failed = {c.name for c in report.with_status(FAIL)}
+    assert report.failed >= 5
     for name in ("P6.closed_form[T6]@paper", "P2.order[T9=T6]@paper,lam=1", "P2.order[T11≤T6]@paper",
                  "P7.reduction[T11->T6:sigma_C=sigma_F=0]@paper", "P7.reduction[T6->T1:rho=1]@paper",
                  "P8.composition[T6]@paper"):
@@ -297,6 +297,31 @@ def test_cli_exit_code_is_one_when_a_check_fails(monkeypatch, capsys):
     assert main(["verify", "--quick"]) == 1
     out = capsys.readouterr().out
     assert "FAILURES (1)" in out and "forced failure" in out and "gap = 1" in out
+
+
+def test_verify_returns_a_frozen_report_whose_json_is_the_clis(capsys):
+    """``verify`` returns a :class:`VerifyReport`; its JSON form is ``tsdp verify --json``'s object, keys in the
+    released order, each check as its own JSON form, the counts summing to the total."""
+    import dataclasses
+
+    report = verify(quick=True, select="E.erratum9")
+    assert isinstance(report, VerifyReport) and [c.name for c in report.with_status("finding")] == \
+        ["E.erratum9[T3<T2]@paper"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.seed = 1
+    data = json.loads(json.dumps(report.as_dict()))
+    assert list(data) == ["mode", "seed", "elapsed_s", "checks", "summary", "theorems_covered"]
+    assert data["mode"] == "quick" and data["seed"] == 0 and data["theorems_covered"] == ["T2", "T3"]
+    assert data["checks"] == [json.loads(json.dumps(c.as_dict())) for c in report.checks]
+    assert data["summary"] == {"pass": 0, "fail": 0, "finding": 1, "total": 1} and report.failed == 0
+    assert main(["verify", "--quick", "--select", "E.erratum9", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+
+    def timeless(d):
+        return {k: [{n: x for n, x in c.items() if n != "elapsed_s"} for c in v] if k == "checks" else v
+                for k, v in d.items() if k != "elapsed_s"}
+
+    assert timeless(cli) == timeless(data)
 
 
 def test_cli_rejects_empty_selection(capsys):

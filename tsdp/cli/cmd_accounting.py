@@ -61,7 +61,12 @@ def _print(args, payload: dict, human: str) -> None:
 
 
 def add_parsers(sub, command) -> None:
-    """Add the `epsilon` and `calibrate` sub-commands and register their handlers."""
+    """Add the `epsilon` and `calibrate` sub-commands and register their handlers.
+
+    Args:
+        sub (argparse._SubParsersAction): The sub-command parsers of ``tsdp``.
+        command (Callable): :func:`tsdp.cli.main.command`, which registers a handler by name.
+    """
     p = sub.add_parser(
         "epsilon", help="composed ε(δ) (or δ(ε)) after S steps or E epochs, sound and attained",
         description="Account a training run with PLDs (paper Appendix B.3): the sound ε composes the theorem's "

@@ -44,7 +44,12 @@ PLANTED_FLAGS = {"--seeds", "--canaries", "--seed", "--workers"}
 
 
 def add_parsers(sub, command) -> None:
-    """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``."""
+    """Add `tsdp bench WHAT`; a new benchmark is one entry of ``BENCHES``.
+
+    Args:
+        sub (argparse._SubParsersAction): The sub-command parsers of ``tsdp``.
+        command (Callable): :func:`tsdp.cli.main.command`, which registers a handler by name.
+    """
     p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run "
                        "analyses), planted (bugs in a hand-written DP-SGD loop, over seeds), planted-opacus (bugs in an Opacus loop), blackbox (spike canaries on returned models), "
                        "baselines (the experiment's baselines at scale), estimate (the experiment's pre-run estimate), "

@@ -50,7 +50,12 @@ def _accountant(args):
 
 
 def add_parsers(sub, command) -> None:
-    """Add the `check-accountant` sub-command and register its handler."""
+    """Add the `check-accountant` sub-command and register its handler.
+
+    Args:
+        sub (argparse._SubParsersAction): The sub-command parsers of ``tsdp``.
+        command (Callable): :func:`tsdp.cli.main.command`, which registers a handler by name.
+    """
     p = sub.add_parser(
         "check-accountant", help="check anyone's accountant against tsdp's attained and sound ε",
         description="Compare an accountant's ε with tsdp's bracket on a declared grid (the paper's Section 5 "
@@ -97,13 +102,15 @@ def add_parsers(sub, command) -> None:
     def cmd_check_accountant(args) -> int:
         check_delta(args.delta)
         check_timeout(args.timeout)
-        if args.relation in ("window", "series") and args.w != 1:
+        from tsdp.testing.relations import RecordUnit, Substitution
+
+        if not RecordUnit(args.relation).counts_elements and args.w != 1:
             raise UsageError(f"invalid --w: must be 1 for --relation {args.relation}")
-        from tsdp.testing import AccountantError, Relation, check_accountant, default_grid
+        from tsdp.testing import AccountantError, check_accountant, default_grid
         from tsdp.testing.check import nothing_judged
         from tsdp.testing.grid import restrict
 
-        relation = Relation(args.relation, args.w)
+        relation = Substitution(args.relation, args.w)
         grid = restrict(default_grid(random=args.random, seed=args.seed), args.top, args.bottom)
         fn = _accountant(args)
         try:

@@ -10,7 +10,12 @@ from .output import dumps
 
 
 def add_parsers(sub, command) -> None:
-    """Add the `report` sub-command and register its handler."""
+    """Add the `report` sub-command and register its handler.
+
+    Args:
+        sub (argparse._SubParsersAction): The sub-command parsers of ``tsdp``.
+        command (Callable): :func:`tsdp.cli.main.command`, which registers a handler by name.
+    """
     p = sub.add_parser(
         "report", help="write the tightness report (HTML, Markdown, JSON, PNG figures) for a configuration",
         description="Compute the configuration's accounting, verdicts on claims C1-C11 of the paper with the figures "

@@ -4,9 +4,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
 
 from tsdp.theorems.config import DEFAULT_CONFIG, Choice, TrainingConfig
+
+if TYPE_CHECKING:
+    from tsdp.datasets.series import SeriesData
 
 _D = DEFAULT_CONFIG
 
@@ -16,7 +19,13 @@ class ConfigFlag:
     """One training-configuration flag: the :class:`TrainingConfig` field it sets and its help. The rest is derived
     from the field (:func:`add_config_arguments`): the flag ``--field-name``, the type and default of
     :data:`DEFAULT_CONFIG`'s value, the choices of an option (a :class:`~tsdp.theorems.config.Choice`);
-    ``options`` holds the argparse options the field's default does not imply."""
+    ``options`` holds the argparse options the field's default does not imply.
+
+    Attributes:
+        field: The :class:`TrainingConfig` field the flag sets.
+        help: The flag's help.
+        options: argparse options the field's default does not imply.
+    """
 
     field: str
     help: str
@@ -34,8 +43,15 @@ class ConfigFlag:
             derived = {"choices": type(default).values(), "default": default.value}
         return {**derived, **self.options, "help": self.help}
 
-    def value(self, args: argparse.Namespace):
-        """The field's value from parsed flags (a list of ``nargs`` as a tuple, an empty one as None)."""
+    def value(self, args: argparse.Namespace) -> Any:
+        """The field's value from parsed flags (a list of ``nargs`` as a tuple, an empty one as None).
+
+        Args:
+            args: The parsed flags.
+
+        Returns:
+            The field's value.
+        """
         given = getattr(args, self.field)
         return (tuple(given) or None) if isinstance(given, list) else given
 
@@ -68,14 +84,28 @@ FIELDS_WITHOUT_FLAG = {
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add --N --L ... --sigma-forecast (:data:`CONFIG_FLAGS`); defaults are the paper's Section 5 configuration."""
+    """Add --N --L ... --sigma-forecast (:data:`CONFIG_FLAGS`); defaults are the paper's Section 5 configuration.
+
+    Args:
+        parser: The parser.
+    """
     g = parser.add_argument_group("training configuration (defaults: paper Section 5)")
     for flag in CONFIG_FLAGS:
         g.add_argument(flag.flag, **flag.arguments())
 
 
 def config_from_args(args: argparse.Namespace) -> TrainingConfig:
-    """A validated :class:`TrainingConfig` from parsed flags (:data:`CONFIG_FLAGS`; raises ConfigError)."""
+    """A validated :class:`TrainingConfig` from parsed flags (:data:`CONFIG_FLAGS`; raises ConfigError).
+
+    Args:
+        args: The parsed flags.
+
+    Returns:
+        The configuration.
+
+    Raises:
+        ConfigError: A flag's value violates a constraint.
+    """
     return TrainingConfig(**{flag.field: flag.value(args) for flag in CONFIG_FLAGS})
 
 
@@ -88,7 +118,14 @@ STEPS_HELP = ("training steps S: optimizer updates, the same count in every comm
 
 def check_device(value: str) -> str:
     """Why ``--device value`` cannot be used here ('' when it can): auto and cpu always can;
-    anything else is checked against what torch sees (torch is imported only then)."""
+    anything else is checked against what torch sees (torch is imported only then).
+
+    Args:
+        value: ``--device``'s value.
+
+    Returns:
+        The reason, or ''.
+    """
     v = value.strip().lower()
     if v in ("auto", "cpu"):
         return ""
@@ -125,7 +162,15 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, default=None, require
                        synthetic: bool = True, what: str = "the series") -> None:
     """Add --data --layout --item-id --timestamp --target --freq, the one set of data flags of every command that reads
     series (read by :func:`data_from_args`). ``synthetic``: whether 'synthetic' is offered (it needs the
-    training-configuration flags); ``what``: what the command does with the data, for the help."""
+    training-configuration flags); ``what``: what the command does with the data, for the help.
+
+    Args:
+        parser: The parser.
+        default (str | None): ``--data``'s default.
+        required: Whether ``--data`` is required.
+        synthetic: Whether 'synthetic' is offered.
+        what: What the command does with the data.
+    """
     g = parser.add_argument_group("data (read by one loader in every command)")
     sources = "'synthetic' (seeded: N series of length L + L_F), " if synthetic else ""
     shown = f" (default {default})" if default is not None else ""
@@ -151,19 +196,39 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, default=None, require
                    "features of every position (without it: the age feature only)")
 
 
-def data_step(text: str):
+def data_step(text: str) -> Union[float, str]:
     """--freq: a number (numeric timestamps' step) where the text is one, else the text (a pandas offset alias,
-    checked by the loader)."""
+    checked by the loader).
+
+    Args:
+        text: ``--freq``'s value.
+
+    Returns:
+        A number, or the text.
+    """
     try:
         return float(text)
     except ValueError:
         return text
 
 
-def data_from_args(args: argparse.Namespace, config: Optional[TrainingConfig] = None, *, seed: int = 0):
+def data_from_args(args: argparse.Namespace, config: Optional[TrainingConfig] = None, *,
+                   seed: int = 0) -> "SeriesData":
     """The :class:`~tsdp.datasets.series.SeriesData` that ``--data`` names, read by
     :func:`tsdp.datasets.formats.load_series` with the layout flags. A problem with the source is a
-    UsageError naming --data and the file (and line); one with a loader option names its flag."""
+    UsageError naming --data and the file (and line); one with a loader option names its flag.
+
+    Args:
+        args: The parsed flags.
+        config: The configuration that sizes 'synthetic' (None: its defaults).
+        seed: The seed of 'synthetic'.
+
+    Returns:
+        The series.
+
+    Raises:
+        UsageError: The source or a loader option cannot be used.
+    """
     from tsdp.datasets.formats import DataError, load_series
 
     from .errors import UsageError
@@ -232,6 +297,14 @@ def fit_to_data(args: argparse.Namespace, data, *, held_out: int) -> Optional[st
         UsageError: a typed --N that is not the data's count (or --lengths of another count), or a typed --L (the
             shortest --lengths) longer than the shortest training series; a shorter one is kept: it only raises
             r = k/T, the sound direction.
+
+    Args:
+        args: The parsed flags (``args.N``, ``args.L`` set).
+        data (SeriesData): The series.
+        held_out: Test values held out at the end of each series.
+
+    Returns:
+        The note, or None.
     """
     from .errors import UsageError
 

@@ -22,6 +22,12 @@ def count(text: str) -> int:
     Raises:
         argparse.ArgumentTypeError: ``text`` is not a whole number, or one beyond :data:`COUNT_MAX` (argparse prefixes
             the flag).
+
+    Args:
+        text: The flag's text.
+
+    Returns:
+        The integer.
     """
     try:
         number = int(text)
@@ -41,7 +47,11 @@ def count(text: str) -> int:
 
 
 def integral_counts(parser: argparse.ArgumentParser) -> None:
-    """Read every ``type=int`` flag of ``parser`` and of its sub-parsers through :func:`count`."""
+    """Read every ``type=int`` flag of ``parser`` and of its sub-parsers through :func:`count`.
+
+    Args:
+        parser: The parser.
+    """
     for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor
         if action.type is int:
             action.type = count

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Callable
 
 from tsdp.theorems import config as api
 
@@ -20,14 +21,36 @@ class UsageError(ValueError):
 
 def check_delta(delta) -> float:
     """The ``--delta`` value: :class:`UsageError` when it is missing, else the API's check
-    (:func:`tsdp.theorems.config.check_delta`; its ConfigError names --delta on the command line)."""
+    (:func:`tsdp.theorems.config.check_delta`; its ConfigError names --delta on the command line).
+
+    Args:
+        delta (float | None): ``--delta``'s value.
+
+    Returns:
+        δ.
+
+    Raises:
+        UsageError: ``--delta`` is missing.
+        ConfigError: δ out of range.
+    """
     if delta is None:
         raise UsageError("give --delta D")
     return api.check_delta(delta)
 
 
-def load_entry_point(spec: str, flag: str):
-    """The callable ``module:function`` names (UsageError naming ``flag`` when it cannot be loaded)."""
+def load_entry_point(spec: str, flag: str) -> Callable:
+    """The callable ``module:function`` names (UsageError naming ``flag`` when it cannot be loaded).
+
+    Args:
+        spec: ``module:function``.
+        flag: The flag that named it (in the error).
+
+    Returns:
+        The callable.
+
+    Raises:
+        UsageError: ``spec`` is malformed or cannot be loaded.
+    """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"invalid {flag}: must be module:function (got {spec!r})")

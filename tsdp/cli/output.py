@@ -26,21 +26,40 @@ def _default(x):
 
 def auc_text(auc: float) -> str:
     """A canary AUC for human output: 3 decimals, or what a NaN means (every canary included, or none: no ranking to
-    score), never "nan"."""
+    score), never "nan".
+
+    Args:
+        auc: The AUC.
+
+    Returns:
+        The text.
+    """
     from tsdp.attacks.canary.steinke_bound import AUC_UNDEFINED
 
     return f"{auc:.3f}" if math.isfinite(auc) else AUC_UNDEFINED
 
 
 def dumps(payload, indent=2) -> str:
-    """``payload`` as RFC 8259 JSON: non-finite numbers as null (see the module docstring)."""
+    """``payload`` as RFC 8259 JSON: non-finite numbers as null (see the module docstring).
+
+    Args:
+        payload (object): The JSON data.
+        indent (int): Indentation.
+
+    Returns:
+        The JSON text.
+    """
     return json.dumps(json_data(payload), indent=indent, allow_nan=False, default=_default)
 
 
 class Heartbeat:
     """A tqdm line on stderr for work that reports phases but no fraction (a library call that
     runs for a minute): the current phase and the elapsed time, redrawn every second by a
-    daemon thread, so the line never sits still. ``phase(text)`` is a progress callback."""
+    daemon thread, so the line never sits still. ``phase(text)`` is a progress callback.
+
+    Args:
+        desc: The line's first words.
+    """
 
     def __init__(self, desc: str):
         import threading
@@ -56,6 +75,11 @@ class Heartbeat:
             self._bar.refresh()
 
     def phase(self, text: str) -> None:
+        """Show ``text`` as the current phase (a progress callback).
+
+        Args:
+            text: The phase.
+        """
         self._bar.set_description_str(text)
 
     def __enter__(self) -> "Heartbeat":

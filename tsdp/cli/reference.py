@@ -34,7 +34,15 @@ def _sub_parsers(parser: argparse.ArgumentParser) -> List[Tuple[str, argparse.Ar
 
 
 def commands(parser: argparse.ArgumentParser, prefix: str = "tsdp") -> Iterator[Tuple[str, argparse.ArgumentParser]]:
-    """``("tsdp", parser)`` and every command below it, depth first: ``("tsdp forecast epsilon", ...)``."""
+    """``("tsdp", parser)`` and every command below it, depth first: ``("tsdp forecast epsilon", ...)``.
+
+    Args:
+        parser: The parser of ``tsdp``.
+        prefix: The command line so far.
+
+    Yields:
+        (command line, parser).
+    """
     yield prefix, parser
     for name, sub in _sub_parsers(parser):
         yield from commands(sub, f"{prefix} {name}")
@@ -51,7 +59,14 @@ def _help(parser: argparse.ArgumentParser) -> str:
 
 
 def render(parser: argparse.ArgumentParser | None = None) -> str:
-    """The reference page's Markdown: one section a command, its ``--help`` in a text block."""
+    """The reference page's Markdown: one section a command, its ``--help`` in a text block.
+
+    Args:
+        parser: The parser of ``tsdp`` (None: the CLI's own).
+
+    Returns:
+        The Markdown.
+    """
     if parser is None:
         from .main import build_parser
 
@@ -64,7 +79,14 @@ def render(parser: argparse.ArgumentParser | None = None) -> str:
 
 
 def main(argv: List[str] | None = None) -> int:
-    """Write the page to the path given (default: standard output)."""
+    """Write the page to the path given (default: standard output).
+
+    Args:
+        argv: The path, or nothing.
+
+    Returns:
+        0.
+    """
     argv = sys.argv[1:] if argv is None else argv
     text = render()
     if argv:

@@ -1,8 +1,11 @@
-"""Configurations the checks run over: the paper's fixed grid and seeded random draws.
+"""The paper's grid, and the configurations the checks run over: its fixed grid and seeded random draws.
 
-Fixed grid (THEOREMS.md, claims C1/C2, paper Section 5 and Appendix C): the paper's
-default N = 320, Λ = 32, σ = 1, λ = 1, L_C = L_F = 1, L = 20 (r = ρ = 0.1) and the
-appendix grid r ∈ {0.5, 0.1} × Λ/N ∈ {0.5, 0.1} (r = 2/T: L = 4 or 20; Λ = 160 or 32).
+The one home of the paper's grid (the accountant checks' grid, :mod:`tsdp.testing.grid`, is built from it):
+Section 5's default N = 320, Λ = 32, σ = 1, λ = 1, L_C = L_F = 1, L = 20 (r = ρ = 0.1), WOR top / WR
+bottom level, at :data:`PAPER_STEPS` training steps; its scheme variants (:func:`section5_variants`:
+deterministic top level (T1), λ = 2 (T7/T9), Poisson bottom level (T8/T10), context and forecast
+augmentation σ_C = σ_F = 1 (T11), pooled windows (T14)); and the appendix grid (THEOREMS.md, claims C1/C2,
+Appendix C) r ∈ {0.5, 0.1} × Λ/N ∈ {0.5, 0.1} (r = 2/T: L = 4 or 20; Λ = 160 or 32): :func:`fixed_grid`.
 Random configurations come from a numpy ``Generator`` seeded by ``tsdp verify --seed``.
 :func:`for_bound` adapts any configuration to a bound's scheme (top/bottom level, λ,
 augmentation) so one base configuration serves every theorem.
@@ -10,12 +13,14 @@ augmentation) so one base configuration serves every theorem.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import numpy as np
 
-from tsdp.theorems.bounds.base import Bound
 from tsdp.theorems.config import DEFAULT_CONFIG, TrainingConfig
+
+if TYPE_CHECKING:
+    from tsdp.theorems.bounds.base import Bound
 
 PAPER = DEFAULT_CONFIG
 """Paper Section 5 default (r = 0.1, ρ = 0.1), WOR top level, WR bottom level: the one home of the paper's
@@ -36,6 +41,23 @@ class Case:
     config: TrainingConfig
 
 
+PAPER_STEPS = (1, 10, 100, 1000)
+"""The training steps Section 5 composes its default configuration over."""
+
+
+def section5_variants() -> List[Case]:
+    """Section 5's scheme variants of the paper default, one bound family each: deterministic top level (T1),
+    λ = 2 (T7/T9), Poisson bottom level (T8/T10), augmentation σ_C = σ_F = 1 (T11), pooled windows (T14).
+
+    Returns:
+        The labelled configurations, in that order.
+    """
+    return [Case("deterministic", PAPER.with_(top="deterministic")), Case("instances=2", PAPER.with_(instances=2)),
+            Case("poisson-bottom", PAPER.with_(bottom="poisson")),
+            Case("augmented", PAPER.with_(sigma_context=1.0, sigma_forecast=1.0)),
+            Case("pooled", PAPER.with_(top="pooled"))]
+
+
 def fixed_grid() -> List[Case]:
     """The paper default, then the C1/C2 grid r, Λ/N ∈ {0.5, 0.1} (the default is r = Λ/N = 0.1)."""
     cases = [Case("paper", PAPER)]
@@ -51,7 +73,7 @@ def fixed_grid() -> List[Case]:
 AUGMENTATION = {"T11": (0.5, 1.0), "T12": (1.0, 1.0)}
 
 
-def for_bound(bound: Bound, config: TrainingConfig, instances: Optional[int] = None, **changes) -> TrainingConfig:
+def for_bound(bound: "Bound", config: TrainingConfig, instances: Optional[int] = None, **changes) -> TrainingConfig:
     """``config`` adapted to the bound's scheme.
 
     Top/bottom level from the scheme when the config's do not fit; λ = 1 for single-instance

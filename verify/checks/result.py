@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from tsdp.theorems.config import Choice
-from tsdp.verify.json_data import json_data
+from tsdp.verify.json_data import Record, json_data
 
 
 class Status(Choice):
@@ -173,3 +173,41 @@ def summarise(results: Sequence[CheckResult]) -> dict:
         out[r.status] += 1
     out["total"] = len(results)
     return out
+
+
+@dataclass(frozen=True)
+class VerifyReport(Record):
+    """What ``tsdp verify`` ran and found: the checks in the plan's order and their counts. Its JSON form
+    (``as_dict``) is ``tsdp verify --json``'s object.
+
+    Attributes:
+        mode: quick (the paper default only) or full.
+        seed: The seed of the random configurations and mixtures.
+        elapsed_s: Seconds the run took (rounded to 0.01).
+        checks: The results, in the order of the plan.
+        summary: Status -> count, and "total" (:func:`summarise`).
+        theorems_covered: The T-ids the checks exercised, in catalogue order.
+    """
+
+    mode: str
+    seed: int
+    elapsed_s: float
+    checks: Tuple[CheckResult, ...]
+    summary: Dict[str, int]
+    theorems_covered: Tuple[str, ...]
+
+    @property
+    def failed(self) -> int:
+        """How many checks failed (``tsdp verify`` exits 1 when any did)."""
+        return self.summary[FAIL.value]
+
+    def with_status(self, status: Status) -> Tuple[CheckResult, ...]:
+        """The checks of one status, in the plan's order.
+
+        Args:
+            status: The status (a :class:`Status`; its string is accepted).
+
+        Returns:
+            The checks.
+        """
+        return tuple(c for c in self.checks if c.status == status)

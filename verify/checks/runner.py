@@ -6,7 +6,7 @@ turning an exception into a ``fail`` result, optionally on several processes (fo
 a tqdm progress bar on stderr. ``bounds`` maps T-ids to bound objects (default: the
 registry), so a test can run the whole plan against a deliberately broken bound.
 
-Quick run (< 60 s on 2 cores): every property and every T-id once, on the paper's default
+Quick run: every property and every T-id once, on the paper's default
 configuration. Full run: the fixed grid (paper default + the C1/C2 grid r, Λ/N ∈ {0.5, 0.1})
 and ``RANDOM_CASES`` seeded random configurations for every configuration-dependent check,
 random mixtures for property 5.
@@ -27,7 +27,7 @@ from tsdp.verify.cpus import check_workers
 from . import axioms, composition, errata, lemmas, ordering, paths, symbolic
 from .common import bound as registry_bound, bounds as registry_bounds, evaluated_ids, ids_with_construction
 from .grid import PAPER, Case, fixed_grid, for_bound, inference_cases, random_cases
-from .result import FINDING, CheckResult, error_result, summarise
+from .result import FINDING, CheckResult, VerifyReport, error_result, summarise
 
 RANDOM_CASES = 8
 """Random configurations of the full run (per seed)."""
@@ -360,11 +360,8 @@ def default_jobs() -> int:
 
 
 def verify(quick: bool = False, seed: int = 0, jobs: Optional[int] = None, select: Optional[str] = None,
-           progress: bool = False, bounds: Optional[Dict[str, Bound]] = None) -> dict:
+           progress: bool = False, bounds: Optional[Dict[str, Bound]] = None) -> VerifyReport:
     """Plan, (filter by ``select``, a substring of the check name), run, and summarise.
-
-    Returns {"mode", "seed", "elapsed_s", "checks": [result dicts], "summary": {status: count},
-    "theorems_covered": [...]}.
 
     Args:
         quick: The paper default only.
@@ -375,7 +372,7 @@ def verify(quick: bool = False, seed: int = 0, jobs: Optional[int] = None, selec
         bounds: Registry entries replaced by id while the checks run.
 
     Returns:
-        The report as JSON data (mode, seed, elapsed time, checks, summary).
+        The report (its ``as_dict()``: mode, seed, elapsed time, checks, summary, theorems covered).
     """
     t0 = time.perf_counter()
     tasks = plan(quick, seed, bounds)
@@ -384,14 +381,8 @@ def verify(quick: bool = False, seed: int = 0, jobs: Optional[int] = None, selec
     jobs = (1 if quick else default_jobs()) if jobs is None else check_workers("jobs", jobs)
     results = run(tasks, jobs=jobs, progress=progress)
     covered = sorted({i for r in results for i in r.theorems}, key=_id_key)
-    return {
-        "mode": "quick" if quick else "full",
-        "seed": seed,
-        "elapsed_s": round(time.perf_counter() - t0, 2),
-        "checks": [r.as_dict() for r in results],
-        "summary": summarise(results),
-        "theorems_covered": covered,
-    }
+    return VerifyReport(mode="quick" if quick else "full", seed=seed, elapsed_s=round(time.perf_counter() - t0, 2),
+                        checks=tuple(results), summary=summarise(results), theorems_covered=tuple(covered))
 
 
 def _id_key(i: str):
