@@ -11,9 +11,11 @@ mismatch, not a violation: the output says so (``"sound_exceeded": true`` and
 """
 from __future__ import annotations
 
+import argparse
 import math
+from typing import Callable
 
-from tsdp.theorems.config import check_int
+from tsdp.theorems.config import TrainingConfig, check_int
 
 from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
                           data_sizing_the_config)
@@ -124,9 +126,17 @@ def _human_canary(r) -> str:
     return "\n".join(lines)
 
 
-def default_construction(config, fallback: str) -> str:
+def default_construction(config: TrainingConfig, fallback: str) -> str:
     """The construction `tsdp audit --top TOP` runs without --theorem: the one the scheme's sound bound names
-    (T1/T3/T4 for deterministic and shuffled iteration, T6/T9/T10 for WOR, ...), else ``fallback``."""
+    (T1/T3/T4 for deterministic and shuffled iteration, T6/T9/T10 for WOR, ...), else ``fallback``.
+
+    Args:
+        config: The audited configuration (its scheme picks the sound bound).
+        fallback: The construction's name when the bound names none that the audit can run.
+
+    Returns:
+        The construction's name.
+    """
     from tsdp.theorems.bounds.base import TheoremError
     from tsdp.theorems.constructions import CONSTRUCTIONS
     from tsdp.theorems.registry import select_bound
@@ -138,8 +148,13 @@ def default_construction(config, fallback: str) -> str:
     return construction if construction in CONSTRUCTIONS else fallback
 
 
-def add_parsers(sub, command) -> None:
-    """Add the `audit` and `audit-model` sub-commands and register their handlers."""
+def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
+    """Add the `audit` and `audit-model` sub-commands and register their handlers.
+
+    Args:
+        sub: The ``tsdp`` parser's sub-parsers.
+        command: The registrar of handlers (:func:`tsdp.cli.main.command`).
+    """
     p = sub.add_parser(
         "audit", help="Monte Carlo audit of a proof's worst case through the real DP-SGD loop",
         description="Run the worst-case construction of a theorem's proof (gradient function and neighbouring "

@@ -8,8 +8,9 @@ handler only, so `tsdp` starts fast.
 """
 from __future__ import annotations
 
+import argparse
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from tsdp.theorems.config import check_output_path
 
@@ -19,6 +20,9 @@ from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, 
                           data_sizing_the_config)
 from .output import dumps
 
+if TYPE_CHECKING:
+    from tsdp.training.result import TrainResult
+
 MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
 """The CLI names of ``training.models.MODELS`` (listed here so the parser needs no torch)."""
 
@@ -26,10 +30,17 @@ FIT_EPOCHS = 10
 """Epochs that a budget without --sigma, --epochs or --steps is spread over (σ calibrated to spend it in them)."""
 
 
-def quality_note(result, epochs) -> Optional[str]:
+def quality_note(result: "TrainResult", epochs: Optional[int]) -> Optional[str]:
     """None when the trained model's test CRPS beats seasonal naive; else the plain statement that it does not,
-    with what limited the training (the ε budget or ``epochs``) and the flags that buy more steps. ``result``: a
-    :class:`tsdp.training.result.TrainResult`."""
+    with what limited the training (the ε budget or ``epochs``) and the flags that buy more steps.
+
+    Args:
+        result: The run (:class:`tsdp.training.result.TrainResult`).
+        epochs: The epochs asked for (--epochs; None: trained to the budget).
+
+    Returns:
+        The note, or None when the model beats seasonal naive.
+    """
     crps, naive, steps = result.crps, result.seasonal_naive_crps, result.steps
     if crps < naive:
         return None
@@ -41,8 +52,13 @@ def quality_note(result, epochs) -> Optional[str]:
     return f"CRPS {crps:.4f} is not better than seasonal naive {naive:.4f}: {why}"
 
 
-def add_parsers(sub, command) -> None:
-    """Add `tsdp train`."""
+def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
+    """Add `tsdp train`.
+
+    Args:
+        sub: The ``tsdp`` parser's sub-parsers.
+        command: The registrar of handlers (:func:`tsdp.cli.main.command`).
+    """
     p = sub.add_parser(
         "train", help="train a forecaster with DP-SGD until the accountant's ε reaches a budget",
         description="Train one of four Student-t forecasters with DP-SGD and the paper's batching (top level "
