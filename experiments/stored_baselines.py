@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 import numpy as np
+
+from tsdp.verify.file_cache import (DAMAGED, StoredFileError, digest_of, digested_text, read_digested,
+                                    write_atomic)
+from tsdp.verify.json_data import Record
 
 CACHE_FILE = "baselines.json"
 UNFITTABLE = "no model able to be fitted"
@@ -31,15 +34,12 @@ UNFITTABLE = "no model able to be fitted"
 
 
 @dataclass(frozen=True)
-class BaselineScores:
+class BaselineScores(Record):
     """Test CRPS of each baseline, whether it was read from the grid's folder, and the seconds it took."""
 
     crps: Dict[str, float]
     cached: bool
     seconds: float
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def fingerprint(split) -> str:
@@ -78,8 +78,7 @@ def code_hash() -> str:
 
 def _digest(key: dict, crps: dict) -> str:
     """SHA-256 of the file's key and CRPS (canonical JSON): a file edited or damaged after writing fails it."""
-    return hashlib.sha256(json.dumps({"key": key, "crps": crps}, sort_keys=True, separators=(",", ":"))
-                          .encode()).hexdigest()
+    return digest_of(key, "crps", crps)
 
 
 def read_cached(path: Path, key: dict) -> Tuple[Optional[Dict[str, float]], Optional[str]]:
@@ -87,17 +86,20 @@ def read_cached(path: Path, key: dict) -> Tuple[Optional[Dict[str, float]], Opti
     another key, a digest that does not match, a missing, non-finite or negative value."""
     from tsdp.experiments.baselines import BASELINES
 
-    if not path.exists():
-        return None, None
     try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-        crps = stored["crps"]
-        if stored["key"] != key:
+        stored = read_digested(path, "crps")
+        crps = stored.body
+        if stored.key != key:
             return None, "computed under another key (data, settings or code)"
-        if stored.get("digest") != _digest(stored["key"], crps):
-            return None, "its digest does not match its contents (edited or damaged)"
+        if not stored.intact():
+            return None, DAMAGED
         values = {b: float(crps[b]) for b in BASELINES}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except FileNotFoundError:
+        return None, None
+    except StoredFileError as exc:
+        problem = str(exc)
+        return None, problem if problem.startswith("unreadable") else f"not a baselines file ({problem})"
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return None, f"unreadable ({type(exc).__name__}: {exc})"
     if set(crps) != set(BASELINES) or not all(math.isfinite(v) and v >= 0 for v in values.values()):
         return None, "a CRPS that is missing, not finite or negative"
@@ -109,8 +111,6 @@ def cached_baselines(split, folder=None, *, n_jobs: int = 1, progress: bool = Fa
     :func:`cache_key`'s, else computed (statsforecast with ``n_jobs`` processes, a tqdm bar when ``progress``)
     and stored there (``folder`` None: computed, not stored)."""
     from tsdp.experiments.baselines import BASELINES, baseline_crps
-
-    from .cells import _write_atomic
 
     started = time.perf_counter()
     key = cache_key(split)
@@ -133,6 +133,5 @@ def cached_baselines(split, folder=None, *, n_jobs: int = 1, progress: bool = Fa
             warnings.warn(f"the {b} baseline cannot be fitted on this data (statsforecast: {UNFITTABLE}): it is left "
                           "out of the table", UserWarning, stacklevel=2)
     if path is not None and set(crps) == set(BASELINES) and all(math.isfinite(v) for v in crps.values()):
-        _write_atomic(path, json.dumps({"key": key, "crps": crps, "digest": _digest(key, crps)}, indent=1,
-                                       sort_keys=True))
+        write_atomic(path, digested_text(key, "crps", crps))
     return BaselineScores(crps, False, time.perf_counter() - started)
