@@ -19,7 +19,7 @@ import stat
 from typing import TYPE_CHECKING
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -33,6 +33,8 @@ from .cell_setup import _split, cell_config, epochs_cap, level_v, split_of
 from .grid import Cell, GridSettings, cell_seed
 
 if TYPE_CHECKING:
+    from tsdp.datasets.benchmarks import ForecastSplit
+
     from .cells import CellTask
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -46,13 +48,25 @@ configuration): the code fingerprint of :class:`CellKey` hashes every .py file u
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """:func:`source_fingerprint` of the :data:`TRAINING_CODE` sources of this tsdp: a cell computed by other code
-    (another tsdp version, an edited loop) has another one."""
+    (another tsdp version, an edited loop) has another one.
+
+    Returns:
+        64 hex digits.
+    """
     return source_fingerprint(Path(__file__).resolve().parents[1], TRAINING_CODE)
 
 
-def source_fingerprint(root: Path, parts) -> str:
+def source_fingerprint(root: Path, parts: Sequence[str]) -> str:
     """SHA-256 of the relative path and bytes of every .py file under the folders (or of the files) ``parts`` of
-    ``root``, in path order."""
+    ``root``, in path order.
+
+    Args:
+        root: The folder the parts are relative to.
+        parts: Folders (every .py file under them) and files.
+
+    Returns:
+        64 hex digits.
+    """
     files = []
     for part in parts:
         path = root / part
@@ -65,12 +79,19 @@ def source_fingerprint(root: Path, parts) -> str:
     return h.hexdigest()
 
 
-def data_fingerprint(split) -> str:
+def data_fingerprint(split: "ForecastSplit") -> str:
     """SHA-256 of a :class:`~tsdp.datasets.benchmarks.ForecastSplit`'s numbers: every training series (after the
     hold-out), the validation targets, every test history and the test targets, each with its length (float64
     bytes), the series left out, and the calendar (the starts of the training series, validation and test windows,
     or their absence: DeepAR's time features are computed from them): the same data under another name or folder
-    has the same one."""
+    has the same one.
+
+    Args:
+        split: The split.
+
+    Returns:
+        64 hex digits.
+    """
     h = hashlib.sha256()
     parts = (split.train.series, (split.validation.targets,), split.test.histories, (split.test.targets,))
     for part in parts:
@@ -99,7 +120,28 @@ class CellKey:
     hyperparameters (``spec``: L_F, L_C, Λ, σ, lags, ...), and fingerprints of the split's numbers (``data``) and of
     the training code (``code``). Not in it: the device and thread count (threads change only the floating-point
     rounding; a seed draws other batches and noise on CUDA than on CPU, the same experiment under the same ε, and
-    the cell's file records its ``device``) and the data folder (the data fingerprint is the data)."""
+    the cell's file records its ``device``) and the data folder (the data fingerprint is the data).
+
+    Attributes:
+        name: The cell's name (:attr:`Cell.key`).
+        model: Its model.
+        epsilon: Its budget (None: ∞).
+        seed_index: Its seed index.
+        level: Its privacy level.
+        top: Its top level.
+        w: Its w.
+        sigma_forecast: Its σ_F.
+        v: Its v (label noise only).
+        dataset: The dataset's name.
+        spec: The dataset's hyperparameters.
+        delta: δ.
+        epochs: The epochs cap.
+        n_samples: Sample paths per forecast.
+        discretization: The accountant's discretisation.
+        seed: The grid's root seed.
+        data: The split's fingerprint (:func:`data_fingerprint`).
+        code: The training code's fingerprint (:func:`code_fingerprint`).
+    """
 
     name: str
     model: str
@@ -138,7 +180,15 @@ KEY_WORDS = {"name": "another cell's name", "model": "another model", "epsilon":
 
 
 def cell_key(cell: Cell, settings: GridSettings) -> CellKey:
-    """The :class:`CellKey` of ``cell`` in the grid of ``settings``."""
+    """The :class:`CellKey` of ``cell`` in the grid of ``settings``.
+
+    Args:
+        cell: The grid cell.
+        settings: The grid's settings.
+
+    Returns:
+        Its key.
+    """
     split = split_of(settings)
     return CellKey(name=cell.key, model=cell.model, epsilon=None if math.isinf(cell.epsilon) else float(cell.epsilon),
                    seed_index=cell.seed_index, level=cell.level, top=cell.top, w=cell.w,
@@ -148,8 +198,16 @@ def cell_key(cell: Cell, settings: GridSettings) -> CellKey:
                    data=_data_fingerprint(settings.dataset, settings.data_dir, settings.user), code=code_fingerprint())
 
 
-def path_of(folder, cell: Cell) -> Path:
-    """The file of ``cell``'s result under ``folder``."""
+def path_of(folder: Union[str, Path], cell: Cell) -> Path:
+    """The file of ``cell``'s result under ``folder``.
+
+    Args:
+        folder: The grid's folder.
+        cell: The grid cell.
+
+    Returns:
+        ``<folder>/<cell key>.json``.
+    """
     return Path(folder) / f"{cell.key}.json"
 
 
@@ -158,7 +216,17 @@ def check_result(r: CellResult, cell: Cell, settings: GridSettings, targets: np.
     v; 0 <= steps <= the epochs cap's steps, epochs = steps per epoch; a private cell at the dataset's σ whose
     sound ε spent is finite, >= 0 and within its budget (0 without steps), a non-private one with none; a CRPS
     (both checkpoints) finite, >= 0 and at most :func:`crps_ceiling` of the test targets, NaN only when no step ran;
-    0 <= selected step <= steps; finite seconds >= 0."""
+    0 <= selected step <= steps; finite seconds >= 0.
+
+    Args:
+        r: The result read back.
+        cell: The cell it is stored for.
+        settings: The grid's settings.
+        targets: The test targets (:func:`crps_ceiling`).
+
+    Raises:
+        ValueError: Naming the first field out of its type or range.
+    """
     private = not math.isinf(cell.epsilon)
     config = cell_config(cell, settings)
     cap = epochs_cap(settings) * config.steps_per_epoch
@@ -197,7 +265,14 @@ def check_result(r: CellResult, cell: Cell, settings: GridSettings, targets: np.
 def crps_ceiling(targets: np.ndarray) -> float:
     """The largest CRPS (mean weighted quantile loss, :func:`tsdp.training.metrics.crps_from_samples`) any finite
     float32 forecast can score on ``targets``: each term 2|(y - ŷ_q)(1{y ≤ ŷ_q} - q)| <= 2(|y| + 3.4e38), so
-    CRPS <= 2 + 2·n·3.4e38 / Σ|y| over the n targets (the models forecast in float32; an **upper** bound)."""
+    CRPS <= 2 + 2·n·3.4e38 / Σ|y| over the n targets (the models forecast in float32; an **upper** bound).
+
+    Args:
+        targets: The test targets.
+
+    Returns:
+        The ceiling.
+    """
     t = np.asarray(targets, dtype=np.float64)
     return 2.0 + 2.0 * t.size * FLOAT32_MAX / float(np.sum(np.abs(t)))
 
@@ -205,7 +280,13 @@ def crps_ceiling(targets: np.ndarray) -> float:
 @dataclass(frozen=True)
 class Stored(Record):
     """What a cell's file holds: ``result`` when it is this grid's valid result; else ``problem`` says why it is
-    not used (None when there is no file)."""
+    not used (None when there is no file).
+
+    Attributes:
+        path: The file.
+        result: Its result when usable.
+        problem: Why not, when there is a file that is not used.
+    """
 
     path: str
     result: Optional[CellResult] = None
@@ -213,11 +294,23 @@ class Stored(Record):
 
 
 
-def read_stored(folder, cell: Cell, settings: GridSettings) -> Stored:
+def read_stored(folder: Union[str, Path], cell: Cell, settings: GridSettings) -> Stored:
     """Read and check ``cell``'s file under ``folder`` (module docstring): the result, or why it is not used
     (unreadable or cut JSON, no key or digest, a key other than :func:`cell_key` naming the first field that
     differs, a digest that does not match, a field of the wrong type or range, :func:`check_result`). A folder or
-    other non-file where the file goes raises :class:`DataError` naming the path (it cannot be overwritten)."""
+    other non-file where the file goes raises :class:`DataError` naming the path (it cannot be overwritten).
+
+    Args:
+        folder: The grid's folder.
+        cell: The grid cell.
+        settings: The grid's settings.
+
+    Returns:
+        What the file holds (:class:`Stored`).
+
+    Raises:
+        DataError: Something other than a file where the file goes.
+    """
     path = path_of(folder, cell)
     try:
         mode = path.stat().st_mode
@@ -263,15 +356,35 @@ def _short(value) -> str:
     return text if len(text) <= 48 else text[:16] + "…"
 
 
-def load_done(folder, cell: Cell, settings: GridSettings) -> Optional[CellResult]:
+def load_done(folder: Union[str, Path], cell: Cell, settings: GridSettings) -> Optional[CellResult]:
     """The stored result of ``cell`` in the grid of ``settings``, or None: absent, or not used (:func:`read_stored`:
-    the grid recomputes it and overwrites the file). A folder where the file goes raises :class:`DataError`."""
+    the grid recomputes it and overwrites the file). A folder where the file goes raises :class:`DataError`.
+
+    Args:
+        folder: The grid's folder.
+        cell: The grid cell.
+        settings: The grid's settings.
+
+    Returns:
+        The usable stored result, or None.
+
+    Raises:
+        DataError: Something other than a file where the file goes.
+    """
     return read_stored(folder, cell, settings).result
 
 
 
 def store_result(task: "CellTask", result: CellResult) -> CellResult:
-    """``result``, written atomically to the task's folder when it names one, with its key and digest."""
+    """``result``, written atomically to the task's folder when it names one, with its key and digest.
+
+    Args:
+        task: The cell, its settings and folder.
+        result: Its result.
+
+    Returns:
+        ``result``.
+    """
     if task.folder is not None:
         key, stored = cell_key(task.cell, task.settings).as_dict(), result.stored()
         write_atomic(path_of(task.folder, task.cell), digested_text(key, "result", stored))

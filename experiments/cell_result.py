@@ -12,7 +12,31 @@ from tsdp.verify.json_data import Record
 class CellResult(Record):
     """What one cell measured: test CRPS of the last iterate (``crps``, covered by ``epsilon_spent``) and of the
     lowest-validation checkpoint (``selected_crps``, not covered), the steps that ran and the sound ε they spent;
-    the level's ``w`` and ``sigma_forecast`` (1 and 0 where the level has none) and ``v`` (label noise only)."""
+    the level's ``w`` and ``sigma_forecast`` (1 and 0 where the level has none) and ``v`` (label noise only).
+
+    Attributes:
+        key: The cell's name.
+        model: Its model.
+        epsilon: Its budget (∞: no DP).
+        seed_index: Its seed index.
+        level: Its privacy level.
+        top: Its top level.
+        seed: Its seed (spawned from the grid's root).
+        sigma: The noise multiplier σ (None without DP).
+        steps: The training steps that ran.
+        epochs: Those steps in epochs.
+        epsilon_spent: The sound ε of those steps (None without DP; an **upper** bound).
+        theorem: The bound accounted (None without DP or steps).
+        crps: Test CRPS of the last iterate (NaN: no step).
+        selected_crps: Test CRPS of the lowest-validation checkpoint (not covered by ε).
+        selected_step: That checkpoint's step.
+        seconds: Its training's seconds.
+        device: The device it trained on.
+        trials: 1 (the sharded engine's count).
+        w: The level's w.
+        sigma_forecast: The level's σ_F.
+        v: The level's v (label noise only).
+    """
 
     key: str
     model: str

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from tsdp.theorems.config import TrainingConfig
 
@@ -26,6 +26,9 @@ from .cell_result import CellResult
 from .cell_setup import (cell_config, cell_training, diverged_names_the_cell, epochs_cap, level_v, split_of,
                          torch_threads)
 from .grid import Cell, GridSettings, cell_seed
+
+if TYPE_CHECKING:
+    from tsdp.training.result import TrainResult
 
 __all__ = ["TRAINING_CODE", "CellKey", "CellResult", "CellTask", "Stored", "buys_no_step", "cell_config", "cell_key",
            "cell_training", "check_result", "code_fingerprint", "crps_ceiling", "data_fingerprint",
@@ -37,7 +40,14 @@ __all__ = ["TRAINING_CODE", "CellKey", "CellResult", "CellTask", "Stored", "buys
 @dataclass(frozen=True)
 class CellTask:
     """A cell with its grid's settings and the folder its result goes to (None: not stored): the sharded engine's
-    unit (``key``, ``trials``)."""
+    unit (``key``, ``trials``).
+
+    Attributes:
+        cell: The grid cell.
+        settings: The grid's settings.
+        folder: Where its file goes (None: not stored).
+        threads: torch intra-op threads of its run.
+    """
 
     cell: Cell
     settings: GridSettings
@@ -52,7 +62,7 @@ class CellTask:
     trials = 1
 
 
-def train_cell(cell: Cell, settings: GridSettings, config: TrainingConfig):
+def train_cell(cell: Cell, settings: GridSettings, config: TrainingConfig) -> "TrainResult":
     """Train ``cell``'s model alone on ``config`` (:func:`cell_config`, or a variant of it: another batch size Λ) with
     the grid's settings and the paper's optimiser (:func:`cell_training`): DP-SGD to the cell's ε, or without DP
     for ε = ∞.
@@ -130,7 +140,7 @@ def no_step_result(cell: Cell, settings: GridSettings) -> CellResult:
         seconds=0.0, device=settings.device, **_level_fields(cell, settings))
 
 
-def trained_result(cell: Cell, settings: GridSettings, r) -> CellResult:
+def trained_result(cell: Cell, settings: GridSettings, r: "TrainResult") -> CellResult:
     """The result of ``cell`` from its training's :class:`~tsdp.training.result.TrainResult` ``r``.
 
     Args:

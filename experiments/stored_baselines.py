@@ -20,13 +20,16 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
 
 import numpy as np
 
 from tsdp.verify.file_cache import (DAMAGED, StoredFileError, digest_of, digested_text, read_digested,
                                     write_atomic)
 from tsdp.verify.json_data import Record
+
+if TYPE_CHECKING:
+    from tsdp.datasets.benchmarks import ForecastSplit
 
 CACHE_FILE = "baselines.json"
 UNFITTABLE = "no model able to be fitted"
@@ -35,15 +38,28 @@ UNFITTABLE = "no model able to be fitted"
 
 @dataclass(frozen=True)
 class BaselineScores(Record):
-    """Test CRPS of each baseline, whether it was read from the grid's folder, and the seconds it took."""
+    """Test CRPS of each baseline, whether it was read from the grid's folder, and the seconds it took.
+
+    Attributes:
+        crps: Test CRPS per baseline.
+        cached: Whether they were read from the grid's folder.
+        seconds: The seconds it took.
+    """
 
     crps: Dict[str, float]
     cached: bool
     seconds: float
 
 
-def fingerprint(split) -> str:
-    """SHA-256 of the split's test windows: every history's length and float64 values, then the targets."""
+def fingerprint(split: "ForecastSplit") -> str:
+    """SHA-256 of the split's test windows: every history's length and float64 values, then the targets.
+
+    Args:
+        split: The split.
+
+    Returns:
+        64 hex digits.
+    """
     digest = hashlib.sha256()
     for h in split.test.histories:
         values = np.ascontiguousarray(h, dtype=np.float64)
@@ -53,9 +69,16 @@ def fingerprint(split) -> str:
     return digest.hexdigest()
 
 
-def cache_key(split) -> dict:
+def cache_key(split: "ForecastSplit") -> dict:
     """Everything the baselines of ``split`` depend on (module docstring), as JSON (MissingExtraError without
-    statsforecast)."""
+    statsforecast).
+
+    Args:
+        split: The split.
+
+    Returns:
+        The key (JSON data).
+    """
     from tsdp.experiments import baselines
     from tsdp.training import metrics
 
@@ -83,7 +106,15 @@ def _digest(key: dict, crps: dict) -> str:
 
 def read_cached(path: Path, key: dict) -> Tuple[Optional[Dict[str, float]], Optional[str]]:
     """(the CRPS stored at ``path`` under ``key``, None) or (None, why not: None when there is no file): unreadable,
-    another key, a digest that does not match, a missing, non-finite or negative value."""
+    another key, a digest that does not match, a missing, non-finite or negative value.
+
+    Args:
+        path: The cache file.
+        key: The key it must hold (:func:`cache_key`).
+
+    Returns:
+        (CRPS per baseline, None) or (None, the reason it is not used; None when there is no file).
+    """
     from tsdp.experiments.baselines import BASELINES
 
     try:
@@ -106,10 +137,23 @@ def read_cached(path: Path, key: dict) -> Tuple[Optional[Dict[str, float]], Opti
     return values, None
 
 
-def cached_baselines(split, folder=None, *, n_jobs: int = 1, progress: bool = False) -> BaselineScores:
+def cached_baselines(split: "ForecastSplit", folder: Optional[Union[str, Path]] = None, *, n_jobs: int = 1, progress: bool = False) -> BaselineScores:
     """Test CRPS of every baseline on ``split``: read from ``folder``'s :data:`CACHE_FILE` when its key is
     :func:`cache_key`'s, else computed (statsforecast with ``n_jobs`` processes, a tqdm bar when ``progress``)
-    and stored there (``folder`` None: computed, not stored)."""
+    and stored there (``folder`` None: computed, not stored).
+
+    Args:
+        split: The split.
+        folder: The grid's folder (None: not stored).
+        n_jobs: statsforecast's processes.
+        progress: Whether to show a tqdm bar.
+
+    Returns:
+        The CRPS, whether they were read back, and the seconds.
+
+    Raises:
+        MissingExtraError: statsforecast is not installed.
+    """
     from tsdp.experiments.baselines import BASELINES, baseline_crps
 
     started = time.perf_counter()

@@ -110,7 +110,14 @@ class StoredFileError(ValueError):
 
 @dataclass(frozen=True)
 class Digested:
-    """A digested JSON file as read: its key, body and stored digest (not yet compared: :meth:`intact`)."""
+    """A digested JSON file as read: its key, body and stored digest (not yet compared: :meth:`intact`).
+
+    Attributes:
+        key: The stored key.
+        body_name: The name of the body's field.
+        body: The stored body.
+        digest: The stored digest.
+    """
 
     key: Any
     body_name: str

@@ -153,7 +153,7 @@ def add_parsers(sub, command) -> None:
                 print(f"tsdp experiment: note: {stored.path}: {stored.problem}; recomputed", file=sys.stderr)
             if stored.result is None:
                 pending.append(c)
-        plan_note = estimate(pending, settings)
+        plan_note = estimate(pending, settings, together=not args.cell_by_cell)
         print(f"{len(cells) - len(pending)} of {len(cells)} cells already in {out}; " + plan_note.line(), file=sys.stderr)
         results, info = _run(cells, settings, out, args)
         baselines = baseline_crps_of(settings, out, workers=args.workers, progress=True)
