@@ -265,7 +265,8 @@ def table_difference(a: list, b: list) -> dict:
 
 
 def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[str]] = None, seeds: Optional[int] = None, epochs: Optional[int] = None,
-               n_samples: int = 100, workers: int = 1, progress: Optional[Callable[[str], None]] = None) -> dict:
+               n_samples: int = 100, workers: int = 1, estimates: bool = True,
+               progress: Optional[Callable[[str], None]] = None) -> dict:
     """The default grid of ``tsdp experiment --levels 1-event`` on the shipped M1 data, trained together and cell by
     cell (``--cell-by-cell``), one after the other in this process (``workers`` processes each), with the pre-run
     estimate of each: seconds and CPU seconds of each side, their ratio, and whether the two CRPS tables are the
@@ -278,6 +279,8 @@ def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[s
         epochs: The epochs cap (default the dataset's).
         n_samples: Sample paths per forecast.
         workers: Local worker processes of each side.
+        estimates: Whether to make each side's pre-run estimate first (its probes run before the side; None in
+            the figures without).
         progress: Called with a line per side.
 
     Returns:
@@ -297,10 +300,11 @@ def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[s
     before = bench_rounds.environment()
     sides = {}
     for name, together in (("together", True), ("cell_by_cell", False)):
-        planned = estimate(cells, settings, together=together)
-        if progress:
+        planned = estimate(cells, settings, together=together) if estimates else None
+        if progress and planned is not None:
             progress(f"{name.replace('_', ' ')}: {planned.line()}")
-        sides[name] = {**_grid_side(cells, settings, workers, together), "estimate": planned.seconds}
+        sides[name] = {**_grid_side(cells, settings, workers, together),
+                       "estimate": None if planned is None else planned.seconds}
     return {"cells": len(cells), "levels": list(levels), "models": list(models or MODELS),
             "seeds": SEEDS if seeds is None else seeds, "epochs": epochs, "n_samples": n_samples, "workers": workers,
             "cell_threads": CellTask.threads, "torch_threads": torch.get_num_threads(),
@@ -327,8 +331,8 @@ def format_grid(result: dict) -> str:
     goal = result["goal_seconds"]
 
     def side(name: str, s: dict) -> str:
-        return (f"{name:<13} {s['seconds']:7.1f} s wall, {s['cpu_seconds']:7.1f} CPU s, {s['steps']} steps "
-                f"(estimate {s['estimate']:.1f} s)")
+        planned = "" if s["estimate"] is None else f" (estimate {s['estimate']:.1f} s)"
+        return f"{name:<13} {s['seconds']:7.1f} s wall, {s['cpu_seconds']:7.1f} CPU s, {s['steps']} steps{planned}"
 
     return "\n".join([
         f"{result['cells']} cells ({' '.join(result['levels'])}; {', '.join(result['models'])}; {result['seeds']} "
