@@ -8,8 +8,8 @@ for the epochs cap. A budget that buys no step is recorded as 0 steps, ε 0 and 
 the lowest validation loss (the paper's choice) is reported beside it and is **not** covered: its
 validation windows are the ends of the same private series (THEOREMS.md errata).
 
-Here a cell trains alone (:func:`run_cell`); its result (:mod:`.cell_result`) goes to its file
-(:mod:`.cell_files`: key, checks, atomic digested storage), its set-up is :mod:`.cell_setup`'s. The names of those
+Here a cell trains alone (:func:`run_cell`); its result (:mod:`.result`) goes to its file
+(:mod:`.store`: its key, its checks, reading it back; :func:`store_result` writes it), its set-up is :mod:`.configuration`'s. The names of those
 modules are re-exported here, where the grid's callers have always found them.
 """
 from __future__ import annotations
@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.file_cache import digested_text, write_atomic
 
-from .cell_files import (CellKey, Stored, cell_key, check_result, code_fingerprint, crps_ceiling, data_fingerprint,
-                         load_done, path_of, read_stored, source_fingerprint, store_result, TRAINING_CODE)
-from .cell_result import CellResult
-from .cell_setup import (cell_config, cell_training, diverged_names_the_cell, epochs_cap, level_v, split_of,
-                         torch_threads)
+from .configuration import (cell_config, cell_training, diverged_names_the_cell, epochs_cap, level_v, split_of,
+                            torch_threads)
+from .result import CellResult
+from .store import (TRAINING_CODE, CellKey, Stored, cell_key, check_result, code_fingerprint, crps_ceiling,
+                    data_fingerprint, load_done, path_of, read_stored, source_fingerprint)
 from .grid import Cell, GridSettings, cell_seed
 
 if TYPE_CHECKING:
@@ -160,3 +161,17 @@ def trained_result(cell: Cell, settings: GridSettings, r: "TrainResult") -> Cell
         selected_step=r.selection.selected_step, seconds=r.seconds, device=r.device, **_level_fields(cell, settings))
 
 
+def store_result(task: CellTask, result: CellResult) -> CellResult:
+    """``result``, written atomically to the task's folder when it names one, with its key and digest.
+
+    Args:
+        task: The cell, its settings and folder.
+        result: Its result.
+
+    Returns:
+        ``result``.
+    """
+    if task.folder is not None:
+        key, stored = cell_key(task.cell, task.settings).as_dict(), result.stored()
+        write_atomic(path_of(task.folder, task.cell), digested_text(key, "result", stored))
+    return result

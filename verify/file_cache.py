@@ -1,7 +1,7 @@
 """The one home of tsdp's content-addressed files: atomic writes, canonical JSON, digests, and the digested JSON file.
 
 Three caches keep results on disk and must never hand back a stale, cut or edited one: the one-step PLDs
-(:mod:`tsdp.verify.pld_cache`), a grid's cell files (:mod:`tsdp.experiments.cell_files`) and its baselines
+(:mod:`tsdp.verify.pld_cache`), a grid's cell files (:mod:`tsdp.experiments.store`) and its baselines
 (:mod:`tsdp.experiments.stored_baselines`). All three write through :func:`write_atomic` (a temporary file
 beside the target, flushed to disk and renamed over it: a reader sees the old file or the whole new one, never a
 part), name or check their contents by the SHA-256 of :func:`canonical_json`, and the two JSON ones store

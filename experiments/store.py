@@ -1,7 +1,7 @@
-"""A cell's file: its key, its checks and its atomic, digested storage (a killed grid resumes from it).
+"""A cell's file: its key, its checks and reading it back (a killed grid resumes from it).
 
 Results are one JSON file per cell under the grid's folder (named by :attr:`Cell.key`), written atomically
-(:func:`tsdp.verify.file_cache.write_atomic`), so a killed grid resumes from the cells on disk without recomputing
+(:func:`tsdp.experiments.cells.store_result`, through :func:`tsdp.verify.file_cache.write_atomic`), so a killed grid resumes from the cells on disk without recomputing
 them. Each file holds the cell's :class:`CellKey` (everything its result depends on: the cell, the grid's settings,
 the dataset's hyperparameters, a fingerprint of the split's numbers and of the training code), the result and a
 digest of both (:func:`tsdp.verify.file_cache.digested_text`). A file is used only when its key is this grid's, its
@@ -16,30 +16,27 @@ import hashlib
 import json
 import math
 import stat
-from typing import TYPE_CHECKING
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import numpy as np
 
 from tsdp.datasets.benchmarks import DatasetSpec
 from tsdp.datasets.series import DataError
-from tsdp.verify.file_cache import DAMAGED, StoredFileError, digested_text, read_digested, write_atomic
+from tsdp.verify.file_cache import DAMAGED, StoredFileError, read_digested
 from tsdp.verify.json_data import Record
 
-from .cell_result import CellResult
-from .cell_setup import _split, cell_config, epochs_cap, level_v, split_of
+from .result import CellResult
+from .configuration import cell_config, epochs_cap, level_v, split_of
 from .grid import Cell, GridSettings, cell_seed
 
 if TYPE_CHECKING:
     from tsdp.datasets.benchmarks import ForecastSplit
 
-    from .cells import CellTask
-
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
-TRAINING_CODE = ("training", "datasets", "verify", "theorems", "experiments/cells.py", "experiments/cell_setup.py",
+TRAINING_CODE = ("training", "datasets", "verify", "theorems", "experiments/cells.py", "experiments/configuration.py",
                  "experiments/groups.py", "experiments/grid.py")
 """The sources a cell's result depends on (the training loop and models, the data split, the accountant, the
 configuration): the code fingerprint of :class:`CellKey` hashes every .py file under them."""
@@ -109,7 +106,7 @@ def data_fingerprint(split: "ForecastSplit") -> str:
 
 @functools.lru_cache(maxsize=4)
 def _data_fingerprint(dataset: Optional[str], data_dir: Optional[str], user=None) -> str:
-    return data_fingerprint(_split(dataset, data_dir, user))
+    return data_fingerprint(split_of(GridSettings(dataset=dataset, data_dir=data_dir, user=user)))
 
 
 @dataclass(frozen=True)
@@ -372,20 +369,3 @@ def load_done(folder: Union[str, Path], cell: Cell, settings: GridSettings) -> O
         DataError: Something other than a file where the file goes.
     """
     return read_stored(folder, cell, settings).result
-
-
-
-def store_result(task: "CellTask", result: CellResult) -> CellResult:
-    """``result``, written atomically to the task's folder when it names one, with its key and digest.
-
-    Args:
-        task: The cell, its settings and folder.
-        result: Its result.
-
-    Returns:
-        ``result``.
-    """
-    if task.folder is not None:
-        key, stored = cell_key(task.cell, task.settings).as_dict(), result.stored()
-        write_atomic(path_of(task.folder, task.cell), digested_text(key, "result", stored))
-    return result

@@ -82,7 +82,7 @@ class CellResult(Record):
 
         Raises:
             ValueError: Naming the field, for a missing, unknown or mistyped field (ranges:
-                :func:`tsdp.experiments.cell_files.check_result`).
+                :func:`tsdp.experiments.store.check_result`).
         """
         if not isinstance(d, dict):
             raise ValueError("the result is not a JSON object")
