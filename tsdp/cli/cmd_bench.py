@@ -72,7 +72,8 @@ def add_parsers(sub, command) -> None:
                    help="`canary`: numbers of canaries (default 1000 10000); `blackbox`: one number (default 400); "
                         "`planted`: one number per audit (default 1000)")
     p.add_argument("--epochs", type=int, default=None,
-                   help="`blackbox`: epochs of tsdp's models, without noise and with DP (default 100)")
+                   help="`blackbox`: epochs of tsdp's models, without noise and with DP (default 100); `grid`: the epochs "
+                        "cap of its cells (default the dataset's)")
     p.add_argument("--epsilon", type=float, default=None,
                    help="`blackbox`: the claimed ε at --delta; the DP runs use the σ that spends it (default 1)")
     p.add_argument("--seeds", type=int, default=20,
@@ -99,7 +100,7 @@ def add_parsers(sub, command) -> None:
         loop_flags = {"--models", "--batches", "--threads", "--rounds", "--device"}
         used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
                 "canary": CANARY_FLAGS, "planted": PLANTED_FLAGS, "planted-opacus": set(), "blackbox": BLACKBOX_FLAGS,
-                "baselines": BASELINES_FLAGS, "estimate": set(), "grid": {"--workers"}, "startup": {"--rounds"}, "plan": set()}[args.what]
+                "baselines": BASELINES_FLAGS, "estimate": set(), "grid": {"--workers", "--epochs"}, "startup": {"--rounds"}, "plan": set()}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
                          & ({"--discretization"} | loop_flags | CANARY_FLAGS | BLACKBOX_FLAGS | BASELINES_FLAGS
                           | PLANTED_FLAGS))
@@ -153,7 +154,9 @@ def add_parsers(sub, command) -> None:
             from tsdp.verify.cpus import check_workers
 
             check_workers("workers", args.workers)
-            result = fn(workers=args.workers, progress=progress)
+            if args.epochs is not None and args.epochs < 1:
+                raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
+            result = fn(workers=args.workers, epochs=args.epochs, progress=progress)
         elif args.what in ("audit", "startup"):
             result = fn(rounds=args.rounds, progress=progress)
         else:
