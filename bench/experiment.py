@@ -232,7 +232,8 @@ def _grid_side(cells, settings, workers: int, together: bool) -> dict:
         results, info = run_grid(cells, settings, folder=folder, workers=workers, together=together)
         cpu = _cpu_seconds() - cpu
     rows = rows_of(results, epochs_cap(settings))
-    return {"seconds": info["seconds"], "cpu_seconds": cpu if workers == 1 else None,  # the pool outlives the run "steps": sum(r.steps for r in results),
+    return {"seconds": info["seconds"], "cpu_seconds": cpu if workers == 1 else None,  # the pool outlives the run
+            "steps": sum(r.steps for r in results),
             "table": [[r.level, r.top, r.model, None if math.isinf(r.epsilon) else r.epsilon, r.checkpoint,
                        r.crps_mean, r.crps_std] for r in rows]}
 
@@ -335,7 +336,8 @@ def format_grid(result: dict) -> str:
     def side(name: str, s: dict) -> str:
         planned = "" if s["estimate"] is None else f" (estimate {s['estimate']:.1f} s in one process)"
         cpu = "" if s["cpu_seconds"] is None else f", {s['cpu_seconds']:7.1f} CPU s"
-        return f"{name:<13} {s['seconds']:7.1f} s wall{cpu}, {s['steps']} steps{planned}"
+        steps = f", {s['steps']} steps" if "steps" in s else ""  # not recorded by the first version of this bench
+        return f"{name:<13} {s['seconds']:7.1f} s wall{cpu}{steps}{planned}"
 
     return "\n".join([
         f"{result['cells']} cells ({' '.join(result['levels'])}; {', '.join(result['models'])}; {result['seeds']} "
