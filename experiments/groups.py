@@ -80,14 +80,18 @@ class GroupResult:
     results: Tuple[CellResult, ...]
 
 
-def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[str] = None) -> List[CellGroup]:
+def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[str] = None,
+              parts: int = 1) -> List[CellGroup]:
     """``cells`` in groups of one :func:`group_key` each, in the order of each group's first cell; a cell without DP
-    (which trains alone, module docstring) is a group of its own, so that workers share them out.
+    (which trains alone, module docstring) is a group of its own, and a group of private cells is cut into ``parts``
+    consecutive groups of near-equal size, so that ``parts`` workers share them out (a cell's numbers do not depend
+    on the other cells of its group).
 
     Args:
         cells: The cells to run.
         settings: The grid's settings.
         folder: Where their files go (None: not stored).
+        parts: Groups per block of private cells (the workers that run them; at least 1).
 
     Returns:
         The groups, each one unit of the sharded engine.
@@ -95,7 +99,12 @@ def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[st
     blocks: Dict[Tuple, List[Cell]] = {}
     for c in cells:
         blocks.setdefault(group_key(c) + ((c.key,) if math.isinf(c.epsilon) else ()), []).append(c)
-    return [CellGroup(tuple(block), settings, folder) for block in blocks.values()]
+    groups = []
+    for block in blocks.values():
+        n = min(max(1, parts), len(block))
+        bounds = [i * len(block) // n for i in range(n + 1)]
+        groups += [CellGroup(tuple(block[a:b]), settings, folder) for a, b in zip(bounds, bounds[1:])]
+    return groups
 
 
 def run_group(group: CellGroup) -> GroupResult:

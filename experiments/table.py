@@ -405,7 +405,8 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
     """Run every cell not already stored in ``folder`` on the sharded engine (this process, ``workers`` local
     processes, or Dask with ``cluster``): the cells of one model and column set trained together, one unit each
     (:mod:`tsdp.experiments.groups`), or with ``together=False`` every cell alone; returns the results in ``cells``'
-    order and the engine's info (plus the cells resumed from disk).
+    order and the engine's info (plus the cells resumed from disk). With ``workers``, each group of private cells is cut
+    into that many (:func:`tsdp.experiments.groups.groups_of`), so that the workers share them out.
 
     Args:
         cells: The grid's cells.
@@ -432,7 +433,8 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
                 done[c.key] = r
     pending = [c for c in cells if c.key not in done]
     where = None if folder is None else str(folder)
-    tasks = (groups_of(pending, settings, where) if together else [CellTask(c, settings, where) for c in pending])
+    tasks = (groups_of(pending, settings, where, parts=workers) if together else
+             [CellTask(c, settings, where) for c in pending])
     started = time.perf_counter()
     results, info = run_shards(tasks, workers=workers, cluster=cluster, progress=progress,
                                shard_fn=run_group if together else run_cell,

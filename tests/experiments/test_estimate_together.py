@@ -42,3 +42,12 @@ def test_the_estimate_of_cells_trained_together_is_within_3x_of_their_run():
     assert together.together and [runs for runs, _ in together.group_seconds_per_step["simple-ff"]] == [1, 4]
     ratio = together.seconds / info["seconds"]
     assert 1 / 3 <= ratio <= 3, ratio
+
+
+@pytest.mark.parametrize("parts,sizes", [(1, [6]), (2, [3, 3]), (4, [1, 2, 1, 2]), (9, [1] * 6)])
+def test_a_private_block_is_cut_into_parts_for_the_workers(parts, sizes):
+    """Six private cells of one block in ``parts`` consecutive groups of near-equal size, every cell once, in order."""
+    cells = plan(models=("dlinear",), epsilons=(1.0, 2.0), seeds=3, tops=("wor",))
+    groups = groups_of(cells, GridSettings(), parts=parts)
+    assert [len(g.cells) for g in groups] == sizes
+    assert [c for g in groups for c in g.cells] == list(cells)
