@@ -15,10 +15,13 @@ import math
 import tempfile
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import numpy as np
 from tsdp.verify.json_data import Record
+
+if TYPE_CHECKING:
+    from tsdp.datasets.benchmarks import ForecastSplit
 
 GOAL_SECONDS = 600.0
 ESTIMATE_GOAL = 1.5
@@ -26,7 +29,15 @@ ESTIMATE_GOAL = 1.5
 
 @dataclass(frozen=True)
 class SeriesShape(Record):
-    """A synthetic data set's shape: series, values per series, rolling test windows, season, forecast length."""
+    """A synthetic data set's shape: series, values per series, rolling test windows, season, forecast length.
+
+    Attributes:
+        series: Series.
+        length: Values per series.
+        windows: Rolling test windows.
+        season: Season length.
+        forecast_length: L_F.
+    """
 
     series: int
     length: int
@@ -40,9 +51,17 @@ ELECTRICITY = SeriesShape(321, 26_304, 7)
 SMALL = SeriesShape(32, 2_000, 7)
 
 
-def synthetic_split(shape: SeriesShape, seed: int = 0):
+def synthetic_split(shape: SeriesShape, seed: int = 0) -> "ForecastSplit":
     """Positive hourly-like series (a level, daily and weekly cycles, noise) split as the GluonTS benchmarks are: the
-    last ``windows``·L_F steps are ``windows`` rolling test windows, every history the series before its window."""
+    last ``windows``·L_F steps are ``windows`` rolling test windows, every history the series before its window.
+
+    Args:
+        shape: The shape.
+        seed: The generator's seed.
+
+    Returns:
+        The :class:`~tsdp.datasets.benchmarks.ForecastSplit`.
+    """
     from tsdp.datasets.benchmarks import PAPER, Windows, hold_out
     from tsdp.datasets.series import SeriesData
 
@@ -64,7 +83,16 @@ def synthetic_split(shape: SeriesShape, seed: int = 0):
 def bench_baselines(full: bool = False, workers: int = 2, progress: Optional[Callable[[str], None]] = None) -> dict:
     """Seconds of both baselines on :data:`ELECTRICITY` (``full``) or :data:`SMALL`'s synthetic set with ``workers``
     processes, computed and then read back from the cache; the CPU seconds of the computation (on a shared machine
-    the wall time also holds other processes' turns)."""
+    the wall time also holds other processes' turns).
+
+    Args:
+        full: electricity's shape instead of the small one.
+        workers: statsforecast's processes.
+        progress: Called with a line before the computation.
+
+    Returns:
+        JSON-ready figures.
+    """
     from tsdp.bench import rounds as bench_rounds
 
     from tsdp.experiments.stored_baselines import cached_baselines
@@ -99,7 +127,14 @@ def _cpu_seconds() -> float:
 
 
 def format_baselines(result: dict) -> str:
-    """The bench's text: shape, seconds computed and read back, CRPS, goal."""
+    """The bench's text: shape, seconds computed and read back, CRPS, goal.
+
+    Args:
+        result: :func:`bench_baselines`'s figures.
+
+    Returns:
+        The text.
+    """
     from tsdp.bench.rounds import format_environment
 
     s = result["shape"]
@@ -122,10 +157,20 @@ ESTIMATE_GRID = {"models": ("simple-ff", "dlinear", "deepar"), "epsilons": (1.0,
 """The estimate bench's grid on the shipped data: 6 cells, private and not, the cheapest and the slowest model."""
 
 
-def bench_estimate(models=ESTIMATE_GRID["models"], epochs: int = 20, n_samples: int = 20,
+def bench_estimate(models: Sequence[str] = ESTIMATE_GRID["models"], epochs: int = 20, n_samples: int = 20,
                    progress: Optional[Callable[[str], None]] = None) -> dict:
     """The pre-run estimate of a small grid (:data:`ESTIMATE_GRID`, ``epochs`` epochs, ``n_samples`` sample paths) over
-    the wall time its cells then take in one process (:func:`tsdp.experiments.table.run_grid`)."""
+    the wall time its cells then take in one process (:func:`tsdp.experiments.table.run_grid`).
+
+    Args:
+        models: The grid's models.
+        epochs: The epochs cap.
+        n_samples: Sample paths per forecast.
+        progress: Called with the estimate's line.
+
+    Returns:
+        JSON-ready figures.
+    """
     from tsdp.bench import rounds as bench_rounds
 
     from tsdp.experiments.estimate import estimate
@@ -151,7 +196,14 @@ def bench_estimate(models=ESTIMATE_GRID["models"], epochs: int = 20, n_samples: 
 
 
 def format_estimate(result: dict) -> str:
-    """The bench's text: the grid, the estimate, the measured time, their ratio against the goal."""
+    """The bench's text: the grid, the estimate, the measured time, their ratio against the goal.
+
+    Args:
+        result: :func:`bench_estimate`'s figures.
+
+    Returns:
+        The text.
+    """
     from tsdp.bench.rounds import format_environment
 
     ratio, goal = result["ratio"], result["goal"]
@@ -162,4 +214,142 @@ def format_estimate(result: dict) -> str:
         f"estimate {result['estimate']['seconds']:.1f} s (probe {result['probe_seconds']:.1f} s), measured "
         f"{result['measured_seconds']:.1f} s: ratio {ratio:.2f} (goal within {goal:g}x either way: "
         f"{'met' if met else 'missed'})",
+        format_environment(result["environment"])])
+
+
+GRID_GOAL_SECONDS = 60.0
+"""The goal for the default 1-event table of the shipped M1 data trained together on 2 cores."""
+
+
+def _grid_side(cells, settings, workers: int, together: bool) -> dict:
+    """One side of :func:`bench_grid`: the grid run in a fresh folder; wall seconds, CPU seconds in one process (None
+    with workers: the engine's pool outlives the run, its CPU is not counted), steps and the rows of its table."""
+    from tsdp.experiments.cells import epochs_cap
+    from tsdp.experiments.table import rows_of, run_grid
+
+    with tempfile.TemporaryDirectory() as folder:
+        cpu = _cpu_seconds()
+        results, info = run_grid(cells, settings, folder=folder, workers=workers, together=together)
+        cpu = _cpu_seconds() - cpu
+    rows = rows_of(results, epochs_cap(settings))
+    return {"seconds": info["seconds"], "cpu_seconds": cpu if workers == 1 else None,  # the pool outlives the run
+            "steps": sum(r.steps for r in results),
+            "table": [[r.level, r.top, r.model, None if math.isinf(r.epsilon) else r.epsilon, r.checkpoint,
+                       r.crps_mean, r.crps_std] for r in rows]}
+
+
+def table_difference(a: list, b: list) -> dict:
+    """How two grid tables (:func:`_grid_side`'s ``table`` rows, in one order) differ: the largest relative
+    difference of a mean or std CRPS, and whether every one prints the same at the CLI's 3 decimals (no step: NaN on
+    both sides is the same).
+
+    Args:
+        a: One side's rows.
+        b: The other's, the same cells in the same order.
+
+    Returns:
+        ``{"rows", "max_relative", "same_printed"}``.
+
+    Raises:
+        ValueError: The two tables are not of the same cells.
+    """
+    if [r[:5] for r in a] != [r[:5] for r in b]:
+        raise ValueError("the tables are not of the same cells")
+    worst, printed = 0.0, True
+    for x, y in zip(a, b):
+        for u, v in zip(x[5:], y[5:]):
+            if math.isnan(u) and math.isnan(v):
+                continue
+            worst = max(worst, abs(u - v) / max(abs(u), abs(v), 1e-300))
+            printed = printed and f"{u:.3f}" == f"{v:.3f}"
+    return {"rows": len(a), "max_relative": worst, "same_printed": printed}
+
+
+def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[str]] = None, seeds: Optional[int] = None, epochs: Optional[int] = None,
+               n_samples: int = 100, workers: int = 1, estimates: bool = True,
+               progress: Optional[Callable[[str], None]] = None) -> dict:
+    """The default grid of ``tsdp experiment --levels 1-event`` on the shipped M1 data, trained together and cell by
+    cell (``--cell-by-cell``), one after the other in this process (``workers`` processes each), with the pre-run
+    estimate of each: seconds and CPU seconds of each side, their ratio, and whether the two CRPS tables are the
+    same (:func:`table_difference`). Cells run at one torch thread each (:attr:`~tsdp.experiments.cells.CellTask.threads`).
+
+    Args:
+        levels: The privacy levels (the table's).
+        models: The rows (default the grid's four).
+        seeds: Seeds per cell (default the grid's).
+        epochs: The epochs cap (default the dataset's).
+        n_samples: Sample paths per forecast.
+        workers: Local worker processes of each side.
+        estimates: Whether to make each side's pre-run estimate first (its probes run before the side; None in
+            the figures without).
+        progress: Called with a line per side.
+
+    Returns:
+        JSON-ready figures: ``cells``, ``together`` and ``cell_by_cell`` (seconds, CPU seconds, steps, estimate),
+        ``speedup`` (cell by cell over together, wall), ``tables`` (:func:`table_difference`), the goal and the
+        environment.
+    """
+    import torch
+
+    from tsdp.bench import rounds as bench_rounds
+    from tsdp.experiments.cells import CellTask
+    from tsdp.experiments.estimate import estimate
+    from tsdp.experiments.grid import MODELS, SEEDS, GridSettings, plan
+
+    cells = plan(models=tuple(models or MODELS), seeds=SEEDS if seeds is None else seeds, levels=tuple(levels))
+    settings = GridSettings(epochs=epochs, n_samples=n_samples, device="cpu")
+    before = bench_rounds.environment()
+    sides = {}
+    for name, together in (("together", True), ("cell_by_cell", False)):
+        planned = estimate(cells, settings, together=together) if estimates else None
+        if progress and planned is not None:
+            progress(f"{name.replace('_', ' ')}: {planned.line()}")
+        sides[name] = {**_grid_side(cells, settings, workers, together),
+                       "estimate": None if planned is None else planned.seconds}
+    return {"cells": len(cells), "levels": list(levels), "models": list(models or MODELS),
+            "seeds": SEEDS if seeds is None else seeds, "epochs": epochs, "n_samples": n_samples, "workers": workers,
+            "cell_threads": CellTask.threads, "torch_threads": torch.get_num_threads(),
+            "together": {k: v for k, v in sides["together"].items() if k != "table"},
+            "cell_by_cell": {k: v for k, v in sides["cell_by_cell"].items() if k != "table"},
+            "speedup": sides["cell_by_cell"]["seconds"] / sides["together"]["seconds"],
+            "cpu_speedup": (sides["cell_by_cell"]["cpu_seconds"] / sides["together"]["cpu_seconds"] if workers == 1
+                            else None),
+            "tables": table_difference(sides["together"]["table"], sides["cell_by_cell"]["table"]),
+            "goal_seconds": GRID_GOAL_SECONDS, "environment": {"before": before, "after": bench_rounds.environment()}}
+
+
+def format_grid(result: dict) -> str:
+    """The bench's text: the grid, each side's seconds, their ratio, the tables' agreement, the goal.
+
+    Args:
+        result: :func:`bench_grid`'s figures.
+
+    Returns:
+        The text.
+    """
+    from tsdp.bench.rounds import format_environment
+
+    t, c, tables = result["together"], result["cell_by_cell"], result["tables"]
+    goal = result["goal_seconds"]
+    default = result["epochs"] is None and result["seeds"] == 5 and len(result["models"]) == 4
+
+    def side(name: str, s: dict) -> str:
+        planned = "" if s["estimate"] is None else f" (estimate {s['estimate']:.1f} s in one process)"
+        cpu = "" if s["cpu_seconds"] is None else f", {s['cpu_seconds']:7.1f} CPU s"
+        steps = f", {s['steps']} steps" if "steps" in s else ""  # not recorded by the first version of this bench
+        return f"{name:<13} {s['seconds']:7.1f} s wall{cpu}{steps}{planned}"
+
+    return "\n".join([
+        f"{result['cells']} cells ({' '.join(result['levels'])}; {', '.join(result['models'])}; {result['seeds']} "
+        f"seeds; epochs cap {'the dataset' + chr(39) + 's' if result['epochs'] is None else result['epochs']}; "
+        f"{result['n_samples']} sample paths) on the shipped M1 data; {result['workers']} worker(s), "
+        f"{result['cell_threads']} torch thread per cell",
+        side("together", t), side("cell by cell", c),
+        f"together is {result['speedup']:.2f}x faster (wall" + (
+            "); " if result["cpu_speedup"] is None else f"), {result['cpu_speedup']:.2f}x (CPU); ") + (
+            f"goal <= {goal:.0f} s together: {'met' if t['seconds'] <= goal else 'missed'} (wall on this machine at its "
+            "load)" if default else f"the goal <= {goal:.0f} s is the default grid's (the dataset's epochs cap), not "
+            "this one's"),
+        f"CRPS tables: {tables['rows']} rows, largest relative difference {tables['max_relative']:.1e}, "
+        f"{'the same' if tables['same_printed'] else 'NOT the same'} at the table's 3 decimals",
         format_environment(result["environment"])])

@@ -31,7 +31,18 @@ def bench_together(models: Sequence[str], make_model: Callable[[str], torch.nn.M
     """Per model: ms per step of ``cells`` DP steps one at a time and as one stacked step, and the speed-up in cells
     per second (together over alone), median (range) over interleaved rounds. Returns JSON-ready rows
     [{"model", "cells", "batch", "steps", "ms": {"alone", "together"}, "cells_per_second": {"alone",
-    "together"}, "speedup"}]."""
+    "together"}, "speedup"}].
+
+    Args:
+        models: The model names.
+        make_model: Builds a model by name.
+        cells: The runs trained together.
+        batch: Windows per run and step.
+        context_length: L_C of the synthetic batches.
+        forecast_length: L_F of the synthetic batches.
+        rounds: Interleaved rounds.
+        device: The device (default CPU).
+    """
     dev = device or torch.device("cpu")
     rows = []
     for name in models:
@@ -84,7 +95,14 @@ def bench_together(models: Sequence[str], make_model: Callable[[str], torch.nn.M
 
 
 def format_together(rows: list) -> list:
-    """Lines of the table of :func:`bench_together`'s rows."""
+    """Lines of the table of :func:`bench_together`'s rows.
+
+    Args:
+        rows: :func:`bench_together`'s rows.
+
+    Returns:
+        The lines.
+    """
     if not rows:
         return []
     lines = [f"cells trained together ({rows[0]['cells']} runs of batch {rows[0]['batch']} each, one stacked DP step "

@@ -42,7 +42,15 @@ CHUNK_PER_JOB = 16
 
 def fitted_history(name: str, season: int) -> int:
     """How many of a history's last values baseline ``name`` is fitted on (module docstring): the season for
-    seasonal naive (all it reads), max(:data:`ETS_SEASONS`·season, :data:`ETS_MIN_HISTORY`) for AutoETS."""
+    seasonal naive (all it reads), max(:data:`ETS_SEASONS`·season, :data:`ETS_MIN_HISTORY`) for AutoETS.
+
+    Args:
+        name: The baseline.
+        season: The season length.
+
+    Returns:
+        The values fitted on.
+    """
     if name not in BASELINES:
         raise ValueError(f"unknown baseline {name!r}; choose one of {', '.join(BASELINES)}")
     return season if name == "seasonal-naive" else max(ETS_SEASONS * season, ETS_MIN_HISTORY)
@@ -76,7 +84,21 @@ def baseline_quantiles(name: str, histories: Sequence[np.ndarray], forecast_leng
     """Quantile forecasts (len(quantiles), M, L_F) of baseline ``name`` (seasonal-naive | autoets) for every history.
 
     ``n_jobs``: statsforecast's processes; ``progress``: a tqdm bar on stderr; ``capped``: fit on the last
-    :func:`fitted_history` values of each history (False: on all of it)."""
+    :func:`fitted_history` values of each history (False: on all of it).
+
+    Args:
+        name: The baseline.
+        histories: The windows' histories.
+        forecast_length: L_F.
+        season: The season length.
+        quantiles: The quantile levels.
+        n_jobs: statsforecast's processes.
+        progress: Whether to show a tqdm bar.
+        capped: Whether to fit on the fitted history only.
+
+    Returns:
+        The quantile forecasts.
+    """
     cap = fitted_history(name, season)  # refuses an unknown name
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
@@ -110,13 +132,36 @@ def baseline_quantiles(name: str, histories: Sequence[np.ndarray], forecast_leng
 
 
 def quantile_crps(targets: np.ndarray, quantile_forecasts: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> float:
-    """Mean weighted quantile loss of quantile forecasts (len(quantiles), M, L_F) against ``targets`` (M, L_F)."""
+    """Mean weighted quantile loss of quantile forecasts (len(quantiles), M, L_F) against ``targets`` (M, L_F).
+
+    Args:
+        targets: The targets (M, L_F).
+        quantile_forecasts: The forecasts (len(quantiles), M, L_F).
+        quantiles: The quantile levels.
+
+    Returns:
+        The CRPS.
+    """
     return float(np.mean([weighted_quantile_loss(targets, quantile_forecasts[i], q) for i, q in enumerate(quantiles)]))
 
 
 def baseline_crps(name: str, histories: Sequence[np.ndarray], targets: np.ndarray, forecast_length: int,
                   season: int, *, n_jobs: int = 1, progress: bool = False, capped: bool = True) -> float:
     """Test CRPS of baseline ``name`` on the windows (``histories``, ``targets``); ``n_jobs``, ``progress``,
-    ``capped``: :func:`baseline_quantiles`'s."""
+    ``capped``: :func:`baseline_quantiles`'s.
+
+    Args:
+        name: The baseline.
+        histories: The windows' histories.
+        targets: The targets.
+        forecast_length: L_F.
+        season: The season length.
+        n_jobs: statsforecast's processes.
+        progress: Whether to show a tqdm bar.
+        capped: Whether to fit on the fitted history only.
+
+    Returns:
+        The CRPS.
+    """
     return quantile_crps(targets, baseline_quantiles(name, histories, forecast_length, season, n_jobs=n_jobs,
                                                      progress=progress, capped=capped))

@@ -23,7 +23,22 @@ POWER = 0.8
 class FactorTest:
     """The F-test of one factor: its levels and their means (over the other factor and the seeds), degrees of freedom,
     F, p-value, the level α it is judged at and whether p < α; the smallest effect of interest Δ, the test's power
-    against it, and the Δ it detects with power :data:`POWER`."""
+    against it, and the Δ it detects with power :data:`POWER`.
+
+    Attributes:
+        factor: The factor's name.
+        levels: Its levels.
+        means: Their means.
+        df: The factor's degrees of freedom.
+        df_error: The error's.
+        f: The F statistic.
+        p_value: Its p-value.
+        alpha: The level it is judged at.
+        significant: Whether p < α.
+        effect: The smallest effect of interest Δ.
+        power: The power against Δ.
+        detectable: The Δ detected with the target power.
+    """
 
     factor: str
     levels: Tuple[str, ...]
@@ -43,7 +58,17 @@ class FactorTest:
 
 
 def power_of(df: int, df_error: int, noncentrality: float, alpha: float) -> float:
-    """Power of an F-test at level ``alpha`` with (df, df_error) degrees of freedom against ``noncentrality``."""
+    """Power of an F-test at level ``alpha`` with (df, df_error) degrees of freedom against ``noncentrality``.
+
+    Args:
+        df: The factor's degrees of freedom.
+        df_error: The error's.
+        noncentrality: The noncentrality parameter.
+        alpha: The test's level.
+
+    Returns:
+        The power.
+    """
     from scipy.stats import f, ncf
 
     critical = f.isf(alpha, df, df_error)

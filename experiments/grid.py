@@ -20,13 +20,14 @@ row (ε, w or σ_F) are paired: seed i of every column starts from the same init
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
 from tsdp.datasets.benchmarks import UserData
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_int, check_real
+from tsdp.verify.json_data import Record
 
 MODELS = ("simple-ff", "deepar", "itransformer", "dlinear")
 """The table's rows, in the paper's order."""
@@ -52,10 +53,23 @@ SIGMA_FORECAST_MAX = 1e6
 
 
 @dataclass(frozen=True)
-class GridSettings:
+class GridSettings(Record):
     """What every cell of one grid shares: the dataset (None: the shipped real one; ``user``: a user's file and its
     settings, :class:`tsdp.datasets.benchmarks.UserData`), δ, the label-noise level's v (None: the dataset's),
-    the epochs cap (None: the dataset's), the sample paths per forecast, the device and the accountant's grid."""
+    the epochs cap (None: the dataset's), the sample paths per forecast, the device and the accountant's grid.
+
+    Attributes:
+        dataset: The benchmark's name (None: the shipped data).
+        data_dir: GluonTS's dataset folder.
+        delta: δ of every budget.
+        v: The label-noise level's v (None: the dataset's).
+        epochs: The epochs cap (None: the dataset's).
+        n_samples: Sample paths per forecast.
+        device: ``auto``, ``cpu`` or ``cuda``.
+        discretization: The accountant's PLD discretisation.
+        seed: The root of every cell's seed.
+        user: A user's file and its settings.
+    """
 
     dataset: Optional[str] = None
     data_dir: Optional[str] = None
@@ -68,14 +82,21 @@ class GridSettings:
     seed: int = 0
     user: Optional[UserData] = None
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class Cell:
     """One training run: ``model`` at budget ``epsilon`` (inf: no DP), seed index, privacy level and top level, with
-    the level's ``w`` (w-event, w-user) or ``sigma_forecast`` (label-noise); 1 and 0 for the other levels."""
+    the level's ``w`` (w-event, w-user) or ``sigma_forecast`` (label-noise); 1 and 0 for the other levels.
+
+    Attributes:
+        model: The model.
+        epsilon: The budget (inf: no DP).
+        seed_index: The seed index.
+        level: The privacy level.
+        top: The top level.
+        w: The level's w.
+        sigma_forecast: The level's σ_F.
+    """
 
     model: str
     epsilon: float
@@ -111,13 +132,30 @@ class Cell:
 
 
 def cell_seed(settings: GridSettings, seed_index: int) -> int:
-    """The torch seed of seed index ``seed_index``: child ``seed_index`` of ``SeedSequence(settings.seed)``."""
+    """The torch seed of seed index ``seed_index``: child ``seed_index`` of ``SeedSequence(settings.seed)``.
+
+    Args:
+        settings: The grid's settings.
+        seed_index: The seed index.
+
+    Returns:
+        The seed.
+    """
     child = np.random.SeedSequence(settings.seed).spawn(seed_index + 1)[seed_index]
     return int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
 def level_config(config: TrainingConfig, cell: Cell, v: Optional[float] = None) -> TrainingConfig:
-    """``config`` under ``cell``'s privacy level (module docstring): relation, w, and for label noise ``v`` and σ_F."""
+    """``config`` under ``cell``'s privacy level (module docstring): relation, w, and for label noise ``v`` and σ_F.
+
+    Args:
+        config: The configuration.
+        cell: The cell.
+        v: The label-noise level's v.
+
+    Returns:
+        The configuration under the cell's level.
+    """
     if cell.level == "1-event":
         return config.with_(relation="event", w=1)
     if cell.level == "w-event":
@@ -143,8 +181,8 @@ def _distinct(name: str, values: Sequence) -> tuple:
     return values
 
 
-def plan(models=MODELS, epsilons: Optional[Sequence[float]] = None, seeds: int = SEEDS, levels=("1-event",),
-         tops=DEFAULT_TOPS, w: Optional[Sequence[int]] = None,
+def plan(models: Sequence[str] = MODELS, epsilons: Optional[Sequence[float]] = None, seeds: int = SEEDS,
+         levels: Sequence[str] = ("1-event",), tops: Sequence[str] = DEFAULT_TOPS, w: Optional[Sequence[int]] = None,
          sigma_forecast: Optional[Sequence[float]] = None) -> Tuple[Cell, ...]:
     """Every cell of the grid, in table order (level, top level, model, ε, w or σ_F, seed).
 
@@ -152,6 +190,22 @@ def plan(models=MODELS, epsilons: Optional[Sequence[float]] = None, seeds: int =
     w-event and w-user levels (None: :data:`W_VALUES`); ``sigma_forecast``: the σ_F columns of the label-noise
     level (None: :data:`SIGMA_FORECASTS`). Values for a level the grid does not run, repeated values, and values
     out of range raise :class:`ConfigError` naming the parameter.
+
+
+    Args:
+        models: The rows' models.
+        epsilons: Every level's budgets.
+        seeds: Seeds per cell.
+        levels: The privacy levels.
+        tops: The top levels.
+        w: The w columns.
+        sigma_forecast: The σ_F columns.
+
+    Returns:
+        The cells.
+
+    Raises:
+        ConfigError: Naming the parameter.
     """
     seeds = check_int("seeds", seeds, 1, 1000)
     for name, values, allowed in (("models", models, MODELS), ("levels", levels, LEVELS), ("tops", tops, TOPS)):

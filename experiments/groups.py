@@ -7,7 +7,7 @@ cell keeps its seed (its initial model, its batches, its noise), its budget and 
 its file, written as :func:`tsdp.experiments.cells.run_cell` writes it (the same key, the same fields; the numbers
 those of the cell trained alone to float rounding). A group is one unit of the sharded engine; its progress is its
 cells. Cells whose budget buys no step are stored as such without training (as alone). Cells without DP (ε = ∞)
-train alone, one after the other within their group: without noise, over a thousand Adam steps, the stacked and
+train alone, each a group of its own: without noise, over a thousand Adam steps, the stacked and
 the single-model engines' different rounding grows to per-cent differences in CRPS (measured on M1: DeepAR,
 iTransformer, DLinear), so only the private cells, which stay within float rounding of their run alone, are stacked.
 
@@ -28,14 +28,28 @@ from .grid import Cell, GridSettings, cell_seed
 
 
 def group_key(cell: Cell) -> Tuple:
-    """What the cells of one group share: level, top level, model, w, σ_F and whether they train with DP."""
+    """What the cells of one group share: level, top level, model, w, σ_F and whether they train with DP.
+
+    Args:
+        cell: A grid cell.
+
+    Returns:
+        The tuple its group is keyed by.
+    """
     return cell.level, cell.top, cell.model, cell.w, cell.sigma_forecast, math.isinf(cell.epsilon)
 
 
 @dataclass(frozen=True)
 class CellGroup:
     """Cells of one :func:`group_key` with their grid's settings and folder: the sharded engine's unit (``key``,
-    ``trials``: its cells)."""
+    ``trials``: its cells).
+
+    Attributes:
+        cells: The group's cells.
+        settings: The grid's settings.
+        folder: Where their files go (None: not stored).
+        threads: torch intra-op threads of the run.
+    """
 
     cells: Tuple[Cell, ...]
     settings: GridSettings
@@ -53,23 +67,55 @@ class CellGroup:
 
 @dataclass(frozen=True)
 class GroupResult:
-    """The results of a :class:`CellGroup`'s cells, in its order."""
+    """The results of a :class:`CellGroup`'s cells, in its order.
+
+    Attributes:
+        key: The group's key.
+        trials: Its cells.
+        results: Their results.
+    """
 
     key: str
     trials: int
     results: Tuple[CellResult, ...]
 
 
-def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[str] = None) -> List[CellGroup]:
-    """``cells`` in groups of one :func:`group_key` each, in the order of each group's first cell."""
+def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[str] = None,
+              parts: int = 1) -> List[CellGroup]:
+    """``cells`` in groups of one :func:`group_key` each, in the order of each group's first cell; a cell without DP
+    (which trains alone, module docstring) is a group of its own, and a group of private cells is cut into ``parts``
+    consecutive groups of near-equal size, so that ``parts`` workers share them out (a cell's numbers do not depend
+    on the other cells of its group).
+
+    Args:
+        cells: The cells to run.
+        settings: The grid's settings.
+        folder: Where their files go (None: not stored).
+        parts: Groups per block of private cells (the workers that run them; at least 1).
+
+    Returns:
+        The groups, each one unit of the sharded engine.
+    """
     blocks: Dict[Tuple, List[Cell]] = {}
     for c in cells:
-        blocks.setdefault(group_key(c), []).append(c)
-    return [CellGroup(tuple(block), settings, folder) for block in blocks.values()]
+        blocks.setdefault(group_key(c) + ((c.key,) if math.isinf(c.epsilon) else ()), []).append(c)
+    groups = []
+    for block in blocks.values():
+        n = min(max(1, parts), len(block))
+        bounds = [i * len(block) // n for i in range(n + 1)]
+        groups += [CellGroup(tuple(block[a:b]), settings, folder) for a, b in zip(bounds, bounds[1:])]
+    return groups
 
 
 def run_group(group: CellGroup) -> GroupResult:
-    """Train ``group``'s cells together (module docstring) and store each one's result when it names a folder."""
+    """Train ``group``'s cells together (module docstring) and store each one's result when it names a folder.
+
+    Args:
+        group: The cells, their grid's settings, folder and torch threads.
+
+    Returns:
+        Each cell's result, in the group's order.
+    """
     from tsdp.training.together import Run, train_together
 
     settings = group.settings

@@ -31,7 +31,19 @@ from .table import C7Evidence, Score, c7_verdict, c7_words
 class PaperEntry:
     """One number of the paper's tables: ``label`` (the table's LaTeX label), ``row`` and ``column`` as printed,
     the ``model`` (DP rows) or ``baseline`` it is the CRPS of, its ε (inf: the non-private column) and its ± std
-    (None where the paper prints none: the baselines, and one std the paper misprints)."""
+    (None where the paper prints none: the baselines, and one std the paper misprints).
+
+    Attributes:
+        label: The table's LaTeX label.
+        dataset: The dataset.
+        row: The row as printed.
+        column: The column as printed.
+        epsilon: The column's ε.
+        crps: The printed CRPS.
+        model: The DP model ('' for a baseline).
+        baseline: The baseline ('' for a model).
+        std: The printed std.
+    """
 
     label: str
     dataset: str
@@ -62,7 +74,17 @@ def entries() -> Tuple[PaperEntry, ...]:
 
 
 def baselines_of(label: str) -> dict:
-    """The baselines' CRPS of one table (constant across its columns; a table that varies raises ValueError)."""
+    """The baselines' CRPS of one table (constant across its columns; a table that varies raises ValueError).
+
+    Args:
+        label: The table's label.
+
+    Returns:
+        CRPS per baseline.
+
+    Raises:
+        ValueError: The table's baselines vary across its columns.
+    """
     values = {}
     for e in entries():
         if e.label == label and e.baseline:
@@ -78,7 +100,23 @@ class AppendixEntry:
     ``dataset``, ``kind`` (the ``appendix`` key), ``row`` and ``column`` as printed, the column's ``value`` (w, σ_F or
     ε), the keep rate ``r`` (inference rows; None elsewhere), the ``model`` or ``baseline`` it is the CRPS of, its
     printed ± ``std`` (None where none is printed), whether it is printed in ``bold``, and ``misprint`` (the std_note
-    where the printed std is a misprint, else '')."""
+    where the printed std is a misprint, else '').
+
+    Attributes:
+        label: The table's LaTeX label.
+        dataset: The dataset.
+        kind: The appendix kind.
+        row: The row as printed.
+        column: The column as printed.
+        value: The column's w, σ_F or ε.
+        crps: The printed CRPS.
+        std: The printed std.
+        bold: Whether it is printed bold.
+        model: The DP model ('' for a baseline).
+        baseline: The baseline ('' for a model).
+        r: The keep rate (inference rows).
+        misprint: The std's misprint note.
+    """
 
     label: str
     dataset: str
@@ -100,7 +138,14 @@ APPENDIX_KINDS = {"w-user": "w", "label-perturbation": "sigma_forecast", "infere
 
 
 def appendix_entries(kind: str) -> Tuple[AppendixEntry, ...]:
-    """Every number of the appendix tables of ``kind`` (:data:`APPENDIX_KINDS`), in the paper's order."""
+    """Every number of the appendix tables of ``kind`` (:data:`APPENDIX_KINDS`), in the paper's order.
+
+    Args:
+        kind: The appendix kind.
+
+    Returns:
+        The entries.
+    """
     out = []
     for table in raw()["appendix"][kind]["tables"]:
         for e in table["entries"]:
@@ -122,7 +167,12 @@ def misprinted_stds() -> Tuple[Tuple[str, str, str], ...]:
 class PaperC7:
     """Claim C7 on the paper's own tables: one :class:`C7Evidence` per table (source: its label). ``verdict``:
     'confirmed' when the rule holds on every table, 'refuted' when it fails on one (the paper's datasets:
-    :func:`c7_words`), 'not evaluated' otherwise; ``failing``: the datasets where it fails."""
+    :func:`c7_words`), 'not evaluated' otherwise; ``failing``: the datasets where it fails.
+
+    Attributes:
+        verdict: The verdict.
+        tables: One evidence per table.
+    """
 
     verdict: str
     tables: Tuple[C7Evidence, ...]

@@ -30,7 +30,16 @@ SMALL_EPSILONS = (0.5, 1.0)
 class PaperVerdict:
     """One claim of the paper on its own tables: ``claim`` (its words), ``verdict`` ('confirmed', 'refuted',
     'qualified'), ``tables`` (the LaTeX labels it rests on), ``cells`` (the cells judged, in words), ``line`` (the
-    numbers that decide it) and ``rows`` (one dict per judged cell)."""
+    numbers that decide it) and ``rows`` (one dict per judged cell).
+
+    Attributes:
+        claim: The claim's words.
+        verdict: The verdict.
+        tables: The tables it rests on.
+        cells: The cells judged.
+        line: The deciding numbers.
+        rows: One dict per judged cell.
+    """
 
     claim: str
     verdict: str
@@ -49,7 +58,15 @@ def _f(x: float) -> str:
 
 def column_wins(items: Iterable, baselines: Dict[str, float]) -> List[dict]:
     """Per column of one table (in order): the best DP row (lowest printed mean) against the better baseline;
-    ``wins`` only when strictly lower. ``items``: entries with ``column``, ``model`` (DP rows) and ``crps``."""
+    ``wins`` only when strictly lower. ``items``: entries with ``column``, ``model`` (DP rows) and ``crps``.
+
+    Args:
+        items: The table's entries.
+        baselines: The baselines' CRPS.
+
+    Returns:
+        One dict per column.
+    """
     base = min(baselines, key=baselines.get)
     by_column: Dict[str, list] = {}
     for e in items:
@@ -171,7 +188,14 @@ def inference_verdict(small: Sequence[float] = SMALL_EPSILONS) -> PaperVerdict:
     """Appendix H's claim on its three tables: per (table, model, ε ≤ 1), does the best keep rate r < 1 give a lower
     printed mean than r = 1? The claim expects yes on traffic and solar_10_minutes, no on electricity. 'confirmed'
     when every cell matches, 'qualified' when every ε = 0.5 cell matches but some larger small ε does not,
-    'refuted' otherwise."""
+    'refuted' otherwise.
+
+    Args:
+        small: The ε judged.
+
+    Returns:
+        The verdict.
+    """
     spec = raw()["appendix"]["inference"]
     rows = []
     for t in spec["tables"]:

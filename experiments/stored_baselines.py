@@ -15,15 +15,21 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
 
 import numpy as np
+
+from tsdp.verify.file_cache import (DAMAGED, StoredFileError, digest_of, digested_text, read_digested,
+                                    write_atomic)
+from tsdp.verify.json_data import Record
+
+if TYPE_CHECKING:
+    from tsdp.datasets.benchmarks import ForecastSplit
 
 CACHE_FILE = "baselines.json"
 UNFITTABLE = "no model able to be fitted"
@@ -31,19 +37,29 @@ UNFITTABLE = "no model able to be fitted"
 
 
 @dataclass(frozen=True)
-class BaselineScores:
-    """Test CRPS of each baseline, whether it was read from the grid's folder, and the seconds it took."""
+class BaselineScores(Record):
+    """Test CRPS of each baseline, whether it was read from the grid's folder, and the seconds it took.
+
+    Attributes:
+        crps: Test CRPS per baseline.
+        cached: Whether they were read from the grid's folder.
+        seconds: The seconds it took.
+    """
 
     crps: Dict[str, float]
     cached: bool
     seconds: float
 
-    def as_dict(self) -> dict:
-        return asdict(self)
 
+def fingerprint(split: "ForecastSplit") -> str:
+    """SHA-256 of the split's test windows: every history's length and float64 values, then the targets.
 
-def fingerprint(split) -> str:
-    """SHA-256 of the split's test windows: every history's length and float64 values, then the targets."""
+    Args:
+        split: The split.
+
+    Returns:
+        64 hex digits.
+    """
     digest = hashlib.sha256()
     for h in split.test.histories:
         values = np.ascontiguousarray(h, dtype=np.float64)
@@ -53,9 +69,16 @@ def fingerprint(split) -> str:
     return digest.hexdigest()
 
 
-def cache_key(split) -> dict:
+def cache_key(split: "ForecastSplit") -> dict:
     """Everything the baselines of ``split`` depend on (module docstring), as JSON (MissingExtraError without
-    statsforecast)."""
+    statsforecast).
+
+    Args:
+        split: The split.
+
+    Returns:
+        The key (JSON data).
+    """
     from tsdp.experiments import baselines
     from tsdp.training import metrics
 
@@ -78,39 +101,60 @@ def code_hash() -> str:
 
 def _digest(key: dict, crps: dict) -> str:
     """SHA-256 of the file's key and CRPS (canonical JSON): a file edited or damaged after writing fails it."""
-    return hashlib.sha256(json.dumps({"key": key, "crps": crps}, sort_keys=True, separators=(",", ":"))
-                          .encode()).hexdigest()
+    return digest_of(key, "crps", crps)
 
 
 def read_cached(path: Path, key: dict) -> Tuple[Optional[Dict[str, float]], Optional[str]]:
     """(the CRPS stored at ``path`` under ``key``, None) or (None, why not: None when there is no file): unreadable,
-    another key, a digest that does not match, a missing, non-finite or negative value."""
+    another key, a digest that does not match, a missing, non-finite or negative value.
+
+    Args:
+        path: The cache file.
+        key: The key it must hold (:func:`cache_key`).
+
+    Returns:
+        (CRPS per baseline, None) or (None, the reason it is not used; None when there is no file).
+    """
     from tsdp.experiments.baselines import BASELINES
 
-    if not path.exists():
-        return None, None
     try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-        crps = stored["crps"]
-        if stored["key"] != key:
+        stored = read_digested(path, "crps")
+        crps = stored.body
+        if stored.key != key:
             return None, "computed under another key (data, settings or code)"
-        if stored.get("digest") != _digest(stored["key"], crps):
-            return None, "its digest does not match its contents (edited or damaged)"
+        if not stored.intact():
+            return None, DAMAGED
         values = {b: float(crps[b]) for b in BASELINES}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except FileNotFoundError:
+        return None, None
+    except StoredFileError as exc:
+        problem = str(exc)
+        return None, problem if problem.startswith("unreadable") else f"not a baselines file ({problem})"
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return None, f"unreadable ({type(exc).__name__}: {exc})"
     if set(crps) != set(BASELINES) or not all(math.isfinite(v) and v >= 0 for v in values.values()):
         return None, "a CRPS that is missing, not finite or negative"
     return values, None
 
 
-def cached_baselines(split, folder=None, *, n_jobs: int = 1, progress: bool = False) -> BaselineScores:
+def cached_baselines(split: "ForecastSplit", folder: Optional[Union[str, Path]] = None, *, n_jobs: int = 1, progress: bool = False) -> BaselineScores:
     """Test CRPS of every baseline on ``split``: read from ``folder``'s :data:`CACHE_FILE` when its key is
     :func:`cache_key`'s, else computed (statsforecast with ``n_jobs`` processes, a tqdm bar when ``progress``)
-    and stored there (``folder`` None: computed, not stored)."""
-    from tsdp.experiments.baselines import BASELINES, baseline_crps
+    and stored there (``folder`` None: computed, not stored).
 
-    from .cells import _write_atomic
+    Args:
+        split: The split.
+        folder: The grid's folder (None: not stored).
+        n_jobs: statsforecast's processes.
+        progress: Whether to show a tqdm bar.
+
+    Returns:
+        The CRPS, whether they were read back, and the seconds.
+
+    Raises:
+        MissingExtraError: statsforecast is not installed.
+    """
+    from tsdp.experiments.baselines import BASELINES, baseline_crps
 
     started = time.perf_counter()
     key = cache_key(split)
@@ -133,6 +177,5 @@ def cached_baselines(split, folder=None, *, n_jobs: int = 1, progress: bool = Fa
             warnings.warn(f"the {b} baseline cannot be fitted on this data (statsforecast: {UNFITTABLE}): it is left "
                           "out of the table", UserWarning, stacklevel=2)
     if path is not None and set(crps) == set(BASELINES) and all(math.isfinite(v) for v in crps.values()):
-        _write_atomic(path, json.dumps({"key": key, "crps": crps, "digest": _digest(key, crps)}, indent=1,
-                                       sort_keys=True))
+        write_atomic(path, digested_text(key, "crps", crps))
     return BaselineScores(crps, False, time.perf_counter() - started)

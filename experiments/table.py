@@ -32,7 +32,25 @@ class Row:
     spent of every seed and whether each seed's run stopped at the epochs cap before its budget (``capped``: ε
     spent < ε, the budget not reached; never for ε = ∞, which has no budget); ``w`` (w-event, w-user),
     ``sigma_forecast`` and ``v`` (label-noise) where the level has them, else None (and absent from
-    :meth:`as_dict`)."""
+    :meth:`as_dict`).
+
+    Attributes:
+        model: The model.
+        epsilon: The column's ε (inf: no DP).
+        level: The privacy level.
+        top: The top level.
+        checkpoint: ``last`` or ``selected``.
+        crps_mean: Mean test CRPS over the seeds.
+        crps_std: Its standard deviation (ddof 1).
+        seeds: The seeds.
+        steps: Each seed's steps.
+        epsilon_spent: Each seed's sound ε spent.
+        covered: Whether the ε covers the row (the last iterate).
+        capped: Whether each seed stopped at the epochs cap before its budget.
+        w: The level's w (w-event, w-user).
+        sigma_forecast: The level's σ_F (label noise).
+        v: The level's v (label noise).
+    """
 
     model: str
     epsilon: float
@@ -75,7 +93,15 @@ def _level_values(r: CellResult) -> dict:
 
 def rows_of(results: Sequence[CellResult], cap_epochs: float) -> List[Row]:
     """Two rows per (level, top, model, ε, w or σ_F): the last iterate and the selected checkpoint, in the results'
-    order; a private seed that ran ``cap_epochs`` epochs (the grid's cap, :func:`cells.epochs_cap`) is capped."""
+    order; a private seed that ran ``cap_epochs`` epochs (the grid's cap, :func:`cells.epochs_cap`) is capped.
+
+    Args:
+        results: The cells' results.
+        cap_epochs: The grid's epochs cap.
+
+    Returns:
+        The rows.
+    """
     groups: Dict[tuple, List[CellResult]] = {}
     for r in results:
         groups.setdefault((r.level, r.top, r.model, r.epsilon, r.w, r.sigma_forecast), []).append(r)
@@ -96,7 +122,17 @@ def rows_of(results: Sequence[CellResult], cap_epochs: float) -> List[Row]:
 class Best:
     """One bold cell of the paper's appendix tables: in a w table (w-event, w-user) the lowest mean CRPS of its
     column (w), the baselines included (``model`` may be one); in a label-noise table the lowest of its row (the
-    model's best σ_F). Last-iterate rows only (the ones the ε covers); ties are all marked."""
+    model's best σ_F). Last-iterate rows only (the ones the ε covers); ties are all marked.
+
+    Attributes:
+        level: The table's level.
+        top: Its top level.
+        epsilon: Its ε.
+        model: The model or baseline marked.
+        column: The column (w or σ_F).
+        crps_mean: The marked mean CRPS.
+        rule: Which rule marked it.
+    """
 
     level: str
     top: str
@@ -113,7 +149,15 @@ class Best:
 
 
 def best_cells(rows: Sequence[Row], baselines: Dict[str, float]) -> Tuple[Best, ...]:
-    """The bold cells (:class:`Best`) of every w and label-noise table in ``rows``; none for 1-event tables."""
+    """The bold cells (:class:`Best`) of every w and label-noise table in ``rows``; none for 1-event tables.
+
+    Args:
+        rows: The grid's rows.
+        baselines: The baselines' CRPS.
+
+    Returns:
+        The bold cells.
+    """
     marks: List[Best] = []
     last = [r for r in rows if r.checkpoint == "last" and math.isfinite(r.crps_mean) and r.level != "1-event"]
     groups: Dict[tuple, List[tuple]] = {}
@@ -140,7 +184,16 @@ class SameRun:
     columns are ε) whose every cell is the same training run as the cell of column ``same_as``: the same model,
     seeds and steps, and nothing else that changes the training differs (ε and w only set when a run stops and what
     it is accounted as; σ_F changes the training, so label-noise columns never are). ``steps``: per model, the steps
-    of every seed."""
+    of every seed.
+
+    Attributes:
+        level: The table's level.
+        top: Its top level.
+        epsilon: Its ε (None: 1-event).
+        column: The repeating column.
+        same_as: The column it repeats.
+        steps: Per model, every seed's steps.
+    """
 
     level: str
     top: str
@@ -159,7 +212,14 @@ class SameRun:
 def same_runs(rows: Sequence[Row]) -> Tuple[SameRun, ...]:
     """The columns of every 1-event and w table of ``rows`` that repeat an earlier column's runs (:class:`SameRun`):
     private cells of every model with the same steps per seed (every seed ran a step). Each is matched to the first
-    such column."""
+    such column.
+
+    Args:
+        rows: The grid's rows.
+
+    Returns:
+        The repeating columns.
+    """
     blocks: Dict[tuple, Dict[float, Dict[str, Row]]] = {}
     for r in rows:
         if r.checkpoint == "last" and r.level != "label-noise" and math.isfinite(r.epsilon):
@@ -188,14 +248,30 @@ def c7_words(dataset: str) -> Tuple[str, str]:
     """(the word when the rule holds, the word when it does not). The paper's claim is about its datasets: on them
     (traffic, electricity, solar_10_minutes, measured or as the paper reports them) it is ``confirmed`` or
     ``refuted``; on other data (the shipped M1 yearly series) the finding is only ``reproduced`` or ``not
-    reproduced`` there, never a verdict on the paper's claim."""
+    reproduced`` there, never a verdict on the paper's claim.
+
+    Args:
+        dataset: The dataset's name.
+
+    Returns:
+        The two words.
+    """
     return ("confirmed", "refuted") if dataset in PAPER else ("reproduced", "not reproduced")
 
 
 @dataclass(frozen=True)
 class Score:
     """One DP model's mean test CRPS over its seeds at one ε (1-event), the input of the C7 rule: a last-iterate
-    :class:`Row` of a grid, or a cell of the paper's tables (``top`` None: the paper does not say)."""
+    :class:`Row` of a grid, or a cell of the paper's tables (``top`` None: the paper does not say).
+
+    Attributes:
+        model: The DP model.
+        epsilon: Its ε.
+        top: Its top level (None: not stated).
+        crps_mean: Mean test CRPS over its seeds.
+        crps_std: Its standard deviation (None: not printed).
+        seeds: The seeds.
+    """
 
     model: str
     epsilon: float
@@ -212,7 +288,20 @@ class C7Evidence:
     cell and its ``margin`` (better baseline - its CRPS; a win only when > 0, a tie is none). ``verdict``: the rule
     holds when at every ε ≤ 1 some DP model beats both baselines, worded by :func:`c7_words` on ``dataset``; 'not
     evaluated' without such cells or baselines. ``margin``: the smallest per-ε margin. ``source``: 'measured' (a grid
-    tsdp ran) or the paper's table label; ``decimals``: the numbers' printed precision."""
+    tsdp ran) or the paper's table label; ``decimals``: the numbers' printed precision.
+
+    Attributes:
+        verdict: The verdict's word.
+        dataset: The dataset.
+        source: ``measured`` or the paper's table label.
+        cells: Every DP model's score at ε ≤ 1.
+        per_epsilon: The best DP cell per ε.
+        baseline: The better baseline.
+        best_baseline: Its CRPS.
+        margin: The smallest per-ε margin.
+        decimals: The printed precision.
+        statement: The claim's words.
+    """
 
     verdict: str
     dataset: str
@@ -268,7 +357,18 @@ class C7Evidence:
 def c7_verdict(scores: Sequence[Score], baselines: Dict[str, float], dataset: str, source: str = "measured",
                decimals: int = 4) -> C7Evidence:
     """The rule of claim C7 (:class:`C7Evidence`) on the DP scores at ε ≤ 1 of one dataset: the one rule for a grid
-    tsdp measured (:func:`claim_c7`) and for the paper's own reported tables (:mod:`.paper_tables`)."""
+    tsdp measured (:func:`claim_c7`) and for the paper's own reported tables (:mod:`.paper_tables`).
+
+    Args:
+        scores: The DP scores.
+        baselines: The baselines' CRPS.
+        dataset: The dataset.
+        source: ``measured`` or the paper's table label.
+        decimals: The printed precision.
+
+    Returns:
+        The evidence and its verdict.
+    """
     private = [s for s in scores if s.epsilon <= 1 and math.isfinite(s.crps_mean)]
     if not private or not baselines:
         return C7Evidence("not evaluated", dataset, source, (), (), None, None, None, decimals)
@@ -285,7 +385,16 @@ def c7_verdict(scores: Sequence[Score], baselines: Dict[str, float], dataset: st
 
 
 def claim_c7(rows: Sequence[Row], baselines: Dict[str, float], dataset: str) -> C7Evidence:
-    """Claim C7 (:func:`c7_verdict`) on a grid's last-iterate 1-event rows (the ones the ε covers) of ``dataset``."""
+    """Claim C7 (:func:`c7_verdict`) on a grid's last-iterate 1-event rows (the ones the ε covers) of ``dataset``.
+
+    Args:
+        rows: The grid's rows.
+        baselines: The baselines' CRPS.
+        dataset: The dataset.
+
+    Returns:
+        The evidence and its verdict.
+    """
     return c7_verdict([Score(r.model, r.epsilon, r.top, r.crps_mean, r.crps_std, r.seeds) for r in rows
                        if r.checkpoint == "last" and r.level == "1-event"], baselines, dataset)
 
@@ -296,7 +405,21 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
     """Run every cell not already stored in ``folder`` on the sharded engine (this process, ``workers`` local
     processes, or Dask with ``cluster``): the cells of one model and column set trained together, one unit each
     (:mod:`tsdp.experiments.groups`), or with ``together=False`` every cell alone; returns the results in ``cells``'
-    order and the engine's info (plus the cells resumed from disk)."""
+    order and the engine's info (plus the cells resumed from disk). With ``workers``, each group of private cells is cut
+    into that many (:func:`tsdp.experiments.groups.groups_of`), so that the workers share them out.
+
+    Args:
+        cells: The grid's cells.
+        settings: The grid's settings.
+        folder: Where the cell files go (None: not stored).
+        workers: Local worker processes.
+        cluster: A Dask scheduler's address (or ``auto``).
+        progress: Whether to show a progress bar.
+        together: Whether the cells of a group train together.
+
+    Returns:
+        (results in ``cells``' order, the run's info).
+    """
     from tsdp.executor.run import run_shards
 
     from .groups import groups_of, run_group
@@ -310,7 +433,8 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
                 done[c.key] = r
     pending = [c for c in cells if c.key not in done]
     where = None if folder is None else str(folder)
-    tasks = (groups_of(pending, settings, where) if together else [CellTask(c, settings, where) for c in pending])
+    tasks = (groups_of(pending, settings, where, parts=workers) if together else
+             [CellTask(c, settings, where) for c in pending])
     started = time.perf_counter()
     results, info = run_shards(tasks, workers=workers, cluster=cluster, progress=progress,
                                shard_fn=run_group if together else run_cell,
@@ -328,7 +452,17 @@ def baseline_crps_of(settings: GridSettings, folder=None, *, workers: int = 1,
     """Test CRPS of seasonal naive and AutoETS on the grid's dataset (statsforecast, the dataset's season), computed
     once per split: kept in ``folder`` (the grid's) and read back while the data and settings are the same
     (:func:`tsdp.experiments.stored_baselines.cached_baselines`, ``workers`` processes, a tqdm bar when
-    ``progress``)."""
+    ``progress``).
+
+    Args:
+        settings: The grid's settings.
+        folder: The grid's folder (None: not stored).
+        workers: statsforecast's processes.
+        progress: Whether to show a tqdm bar.
+
+    Returns:
+        Test CRPS per baseline.
+    """
     from tsdp.experiments.stored_baselines import cached_baselines
     from .cells import split_of
 

@@ -36,7 +36,11 @@ class StackError(ValueError):
 class StackedLinear(nn.Module):
     """K ``nn.Linear`` layers of one shape: ``weight`` (K, out, in), ``bias`` (K, out) or None. Input (K·M, ..., in),
     cell-major; block k of the rows goes through layer k. Records (input, output) of every call while
-    ``calls`` is a list."""
+    ``calls`` is a list.
+
+    Args:
+        layers: The K layers (one shape).
+    """
 
     def __init__(self, layers: Sequence[nn.Linear]):
         super().__init__()
@@ -46,6 +50,14 @@ class StackedLinear(nn.Module):
         self.calls: Optional[list] = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Block k of the rows through layer k (one batched product).
+
+        Args:
+            x: The cell-major input (K·M, ..., in).
+
+        Returns:
+            The output (K·M, ..., out).
+        """
         k, o, i = self.weight.shape
         rows = x.reshape(k, -1, i)
         y = (torch.bmm(rows, self.weight.transpose(1, 2)) if self.bias is None else
@@ -57,7 +69,14 @@ class StackedLinear(nn.Module):
 
 
 class StackedLayerNorm(nn.Module):
-    """K ``nn.LayerNorm`` layers over one last dim: ``weight``, ``bias`` (K, d); records (x̂, output) of every call."""
+    """K ``nn.LayerNorm`` layers over one last dim: ``weight``, ``bias`` (K, d); records (x̂, output) of every call.
+
+    Args:
+        layers: The K layers (one last dim, with weight and bias).
+
+    Raises:
+        StackError: Another normalised shape or no weight or bias.
+    """
 
     def __init__(self, layers: Sequence[nn.LayerNorm]):
         super().__init__()
@@ -70,6 +89,14 @@ class StackedLayerNorm(nn.Module):
         self.calls: Optional[list] = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Block k of the rows normalised by layer k.
+
+        Args:
+            x: The cell-major input (K·M, ..., d).
+
+        Returns:
+            The output, of ``x``'s shape.
+        """
         k, d = self.weight.shape
         x_hat = F.layer_norm(x, (d,), eps=self.eps)
         y = (x_hat.reshape(k, -1, d) * self.weight[:, None, :] + self.bias[:, None, :]).reshape(x.shape)
@@ -109,7 +136,14 @@ def _replace(root: nn.Module, name: str, module: nn.Module) -> None:
 class StackedModel:
     """K models of one architecture as one (module docstring): ``module`` runs a cell-major batch of K·M windows
     and returns the K·M per-window losses; ``parameters`` maps each of the models' parameter names (their
-    ``named_parameters`` order) to its stacked (K, *shape) tensor."""
+    ``named_parameters`` order) to its stacked (K, *shape) tensor.
+
+    Args:
+        models: The K models (one architecture).
+
+    Raises:
+        StackError: No model, other architectures, or a layer that does not stack.
+    """
 
     def __init__(self, models: Sequence[nn.Module]):
         if not models:
@@ -139,7 +173,14 @@ class StackedModel:
 
     def keep(self, rows: Sequence[int]) -> Dict[str, Tuple[nn.Parameter, nn.Parameter]]:
         """Keep the models at ``rows`` only (the others' training is over): each stacked parameter replaced by its
-        rows; returns {name: (old, new)} for an optimizer's state to follow."""
+        rows; returns {name: (old, new)} for an optimizer's state to follow.
+
+        Args:
+            rows: The models to keep, in their new order.
+
+        Returns:
+            {name: (old parameter, new parameter)}.
+        """
         index = torch.as_tensor(list(rows), dtype=torch.long)
         moved = {}
         for layer_name, layer in self.layers.items():
@@ -152,7 +193,14 @@ class StackedModel:
         return moved
 
     def model(self, row: int) -> nn.Module:
-        """Model ``row`` alone, as an ordinary module of the architecture (a copy of its current parameters)."""
+        """Model ``row`` alone, as an ordinary module of the architecture (a copy of its current parameters).
+
+        Args:
+            row: The model's row.
+
+        Returns:
+            A copy of it as an ordinary module.
+        """
         one = copy.deepcopy(self.template)
         stacked = self.parameters
         with torch.no_grad():
@@ -161,13 +209,27 @@ class StackedModel:
         return one.to(next(iter(stacked.values())).device)
 
     def losses(self, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
-        """The (K·M,) per-window losses of a cell-major batch (context, forecast[, covariates])."""
+        """The (K·M,) per-window losses of a cell-major batch (context, forecast[, covariates]).
+
+        Args:
+            inputs: The cell-major batch (context, forecast[, covariates]).
+
+        Returns:
+            The per-window losses.
+        """
         return self.module(*inputs)
 
     def clipped_sums(self, inputs: Sequence[torch.Tensor], clip: float, weight: torch.Tensor, out: Grads) -> None:
         """Algorithm 2, lines 4-7 per model: out[name][k] += weight_k · Σ_{i in block k} g_i / max(1, ||g_i||/C),
         exact per-window clipping from the layers' factors (module docstring). ``weight`` (K·M,) is the row's
-        weight (1/Λ, 0 for a padded slot)."""
+        weight (1/Λ, 0 for a padded slot).
+
+        Args:
+            inputs: The cell-major batch (K·M rows).
+            clip: The clip norm C.
+            weight: Each row's weight (K·M,).
+            out: The stacked sums to add to, {name: (K, *shape)}.
+        """
         for layer in self.layers.values():
             layer.calls = []
         try:
@@ -249,7 +311,16 @@ def _norm_factors(inputs: List[torch.Tensor], grads: List[torch.Tensor], rows: i
 
 def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequence[torch.Generator]) -> Grads:
     """Algorithm 2, line 8 per model: model k's N(0, stds[k]² I) drawn from ``generators[k]`` exactly as it draws
-    alone (:func:`training.noise.gaussian_noise` over its parameters, in their order), stacked (K, *shape)."""
+    alone (:func:`training.noise.gaussian_noise` over its parameters, in their order), stacked (K, *shape).
+
+    Args:
+        stack: The stacked models.
+        stds: Each model's noise standard deviation.
+        generators: Each model's generator.
+
+    Returns:
+        {name: (K, *shape)} noise.
+    """
     like = dict(stack.template.named_parameters())
     draws = [gaussian_noise({n: p.detach() for n, p in like.items()}, std, generator=gen)
              for std, gen in zip(stds, generators)]
@@ -263,7 +334,17 @@ def stacked_noisy_gradient(stack: StackedModel, inputs: Sequence[torch.Tensor], 
     """Algorithm 2, lines 4-8 for every stacked model k (paper Alg. 2; the mechanism of T1-T14): g̃_k = (Σ_{i in
     block k, mask_i} g_i / max(1, ||g_i||/C) + N(0, σ_k² C² I)) / Λ, its noise from ``generators[k]`` as it draws
     alone. ``inputs``: the cell-major batch (K·M rows), ``mask`` (K, M) its real windows. Returns {name: (K, *shape)}.
-    Soundness: every window's clipped gradient has norm ≤ C, exactly, as alone."""
+    Soundness: every window's clipped gradient has norm ≤ C, exactly, as alone.
+
+    Args:
+        stack: The stacked models.
+        inputs: The cell-major batch.
+        mask: (K, M) the real windows.
+        clip: The clip norm C.
+        sigmas: Each model's noise multiplier.
+        batch_size: The expected batch Λ.
+        generators: Each model's generator.
+    """
     gradient = stacked_noise(stack, [sigma * clip / batch_size for sigma in sigmas], generators)
     stack.clipped_sums(inputs, clip, mask.reshape(-1).to(inputs[0].dtype) / batch_size, gradient)
     return gradient

@@ -18,7 +18,7 @@ run keeps of its own:
 
 The runs' steps are batched as cell-major rows (run k's windows in block k, padded to the step's largest batch and
 masked). ``seconds`` of a run is its share of the loop's time: each step's time split evenly among the runs that
-took it.
+took it. :func:`loop_seconds` times that loop alone (no forecasts) for a number of runs: the pre-run estimate's probe.
 """
 from __future__ import annotations
 
@@ -45,7 +45,13 @@ from .windows import augment, gather_windows, split_window
 @dataclass(frozen=True)
 class Run:
     """One run of a group: its seed, its ε budget (None: trained for the cap) and its noise multiplier σ (None: the
-    group's configuration's)."""
+    group's configuration's).
+
+    Attributes:
+        seed: The run's seed (its initial model, batches and noise).
+        epsilon: Its ε budget (None: trained for the cap).
+        sigma: Its noise multiplier (None: the configuration's).
+    """
 
     seed: int
     epsilon: Optional[float] = None
@@ -54,7 +60,29 @@ class Run:
 
 @dataclass(frozen=True)
 class GroupSettings:
-    """What every run of a group shares: :func:`tsdp.training.train.train`'s keywords of the same names."""
+    """What every run of a group shares: :func:`tsdp.training.train.train`'s keywords of the same names.
+
+    Attributes:
+        model_name: The model every run trains.
+        data: The training series (or ``split``).
+        split: The forecasting split (training, validation and test windows).
+        delta: δ of the budgets.
+        epochs: The epochs cap.
+        steps: The steps cap (instead of epochs).
+        theorem: The bound to account (None: the tightest sound one).
+        discretization: The accountant's PLD discretisation.
+        clip: The clip norm C.
+        lr: The learning rate.
+        weight_decay: The weight decay.
+        optimizer: ``adam`` or ``sgd``.
+        device: ``auto``, ``cpu`` or ``cuda``.
+        private: Whether the runs train with DP.
+        season: The seasonal naive's season.
+        n_samples: Sample paths per forecast.
+        lags: DeepAR's lags (None: its own).
+        validate_every: Steps between checkpoint validations (None: an epoch).
+        return_model: Whether each result holds its trained model.
+    """
 
     model_name: str
     data: object = None
@@ -157,7 +185,19 @@ def train_together(config: TrainingConfig, runs: Sequence[Run], settings: GroupS
     returns their results in order, each what :func:`tsdp.training.train.train` returns for the run alone (the same
     checks, the same sound ε of the same steps, an **upper** bound; the same losses, updates and CRPS to float
     rounding). Raises :class:`ConfigError` as ``train`` does for a run, and naming ``runs`` for no run or for runs
-    without DP whose batches can be empty (Poisson sampling; they train alone)."""
+    without DP whose batches can be empty (Poisson sampling; they train alone).
+
+    Args:
+        config: The configuration of every run (at its σ).
+        runs: The runs.
+        settings: What they share.
+
+    Returns:
+        Each run's :class:`~tsdp.training.result.TrainResult`, in order.
+
+    Raises:
+        ConfigError: As :func:`~tsdp.training.train.train`, or naming ``runs``.
+    """
     if not runs:
         raise ConfigError("runs", "give at least one run")
     if not settings.private and (config.top == Top.POISSON or config.bottom == Bottom.POISSON):
@@ -184,6 +224,37 @@ def train_together(config: TrainingConfig, runs: Sequence[Run], settings: GroupS
                                             test_covariates) if checkpoints is not None else None)
         results.append(_result(c, settings, crps, untrained[k], naive, selection, str(dev)))
     return results
+
+
+def loop_seconds(config: TrainingConfig, runs: Sequence[Run], settings: GroupSettings) -> float:
+    """Seconds of the training loop alone (no forecasts, no results) of ``runs`` trained together for
+    ``settings.steps`` steps each, with their checkpoints' validations when ``settings.split`` is given: what a
+    group's stacked steps cost at this many runs (the pre-run estimate's probe,
+    :func:`tsdp.experiments.estimate.estimate`).
+
+    Args:
+        config: The configuration of the runs.
+        runs: The runs (their seeds; their budgets are not used: every run takes ``settings.steps`` steps).
+        settings: What the runs share, with ``steps`` set.
+
+    Returns:
+        The loop's wall seconds.
+
+    Raises:
+        ConfigError: As :func:`train_together`, and naming ``steps`` when ``settings.steps`` is not set.
+    """
+    if not settings.steps:
+        raise ConfigError("steps", "the loop is timed over a given number of steps", settings.steps)
+    dev = resolve_device(settings.device)
+    cells = _cells(config, [replace(r, epsilon=None) for r in runs], settings, dev)
+    first = cells[0]
+    padded, _, covariates, _ = run_tensors(first.model, config, first.plan, settings.split, dev)
+    every = settings.validate_every or first.plan.sampler.steps_per_epoch
+    checkpoints = ([_Checkpoints(c.model, settings.split, config, first.plan.train_data.freq, dev, every)
+                    for c in cells] if settings.split is not None else None)
+    started = time.perf_counter()
+    _train(cells, settings, padded, covariates, checkpoints)
+    return time.perf_counter() - started
 
 
 def _result(c: _Cell, settings: GroupSettings, crps: float, untrained: float, naive: float, selection,

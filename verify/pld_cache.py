@@ -14,7 +14,7 @@ substituted bound, is computed every time.
 
 Location: ``$TSDP_CACHE_DIR``, else ``$XDG_CACHE_HOME/tsdp``, else ``~/.cache/tsdp`` (a
 ``pld`` folder inside). ``TSDP_CACHE_DIR=off`` (or ``0``, ``no``, ``false``, ``none``, empty)
-disables it. Writes are atomic (a temporary file in the same folder, then ``os.replace``); a
+disables it. Writes are atomic (:func:`tsdp.verify.file_cache.write_atomic`, the one home of tsdp's caches); a
 file is read back only if its stored key equals the key asked for and the SHA-256 of its
 contents matches the one stored with it, so a corrupt, truncated or foreign file is a miss,
 never a number. An unwritable or unreadable folder is a miss too (the PLD is computed).
@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
+import io
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
+from .file_cache import canonical_json, sha256_text, write_atomic
 from .pld import PldSettings, adapter, discretization_of
 
 CACHE_DIR_ENV = "TSDP_CACHE_DIR"
@@ -46,7 +46,8 @@ MAX_BYTES = 512 * 2**20
 """Size ceiling of the cache folder (512 MiB: about 200 one-step PLDs of the paper's default grid)."""
 
 _SUFFIX = ".npz"
-_SOURCES = ("tsdp.theorems", "tsdp.verify.pld", "tsdp.verify.accountant", "tsdp.verify.pld_cache", "dp_accounting.pld")
+_SOURCES = ("tsdp.theorems", "tsdp.verify.pld", "tsdp.verify.accountant", "tsdp.verify.pld_cache", "tsdp.verify.file_cache",
+            "dp_accounting.pld")
 
 
 def cache_dir() -> Optional[Path]:
@@ -112,11 +113,11 @@ def key(bound, config, estimate: str, settings: PldSettings, memory_limit: int) 
 
 
 def _key_text(k: Dict) -> str:
-    return json.dumps(k, sort_keys=True, separators=(",", ":"))
+    return canonical_json(k)
 
 
 def _path(folder: Path, text: str) -> Path:
-    return folder / (hashlib.sha256(text.encode()).hexdigest() + _SUFFIX)
+    return folder / (sha256_text(text) + _SUFFIX)
 
 
 def _checksum(meta: str, arrays: Dict[str, np.ndarray]) -> str:
@@ -207,23 +208,14 @@ def store(k: Dict, pld) -> None:
     if folder is None:
         return
     text = _key_text(k)
-    tmp = None
+    data = io.BytesIO()
+    np.savez(data, **_encode(pld, text))
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".tmp-", suffix=_SUFFIX, delete=False) as f:
-            tmp = f.name
-            np.savez(f, **_encode(pld, text))
-        os.replace(tmp, _path(folder, text))
-        tmp = None
+        write_atomic(_path(folder, text), data.getvalue())
         trim(folder)
     except OSError:
         pass
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def trim(folder: Path, max_bytes: int = MAX_BYTES) -> List[Path]:

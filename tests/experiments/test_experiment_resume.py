@@ -5,6 +5,7 @@ import gzip
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from tsdp.datasets.benchmarks import PAPER
 from tsdp.datasets.series import DataError
 from tsdp.experiments import cells as cells_module
+from tsdp.verify import file_cache
+from tsdp.verify.file_cache import digest_of
 from tsdp.experiments.cells import CellTask, crps_ceiling, path_of, read_stored, run_cell
 from tsdp.experiments.grid import Cell, GridSettings
 from tsdp.experiments.table import run_grid
@@ -37,7 +40,7 @@ def good(tmp_path_factory):
 def _resigned(d: dict) -> str:
     """A cell file whose digest matches its (edited) contents, so that the key and field checks alone must catch
     the edit."""
-    d["digest"] = cells_module._digest(d["key"], d["result"])
+    d["digest"] = digest_of(d["key"], "result", d["result"])
     return json.dumps(d)
 
 
@@ -228,17 +231,17 @@ def test_cell_files_are_written_atomically(tmp_path, good, monkeypatch):
     r, text = good
     path = path_of(tmp_path, CELL)
     path.write_text("old")
-    real_replace = cells_module.os.replace
+    real_replace = file_cache.os.replace
     seen = []
 
     def spy(src, dst):
         seen.append((src, dst, json.loads(open(src).read())))
         real_replace(src, dst)
 
-    monkeypatch.setattr(cells_module.os, "replace", spy)
+    monkeypatch.setattr(file_cache.os, "replace", spy)
     cells_module.store_result(CellTask(CELL, TINY, str(tmp_path)), r)
     (src, dst, content), = seen
-    assert str(dst) == str(path) and cells_module.Path(src).parent == path.parent
+    assert str(dst) == str(path) and Path(src).parent == path.parent
     assert content == json.loads(path.read_text()) and read_stored(tmp_path, CELL, TINY).result == r
 
     path.write_text("old")
@@ -246,7 +249,7 @@ def test_cell_files_are_written_atomically(tmp_path, good, monkeypatch):
     def fail(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cells_module.os, "replace", fail)
+    monkeypatch.setattr(file_cache.os, "replace", fail)
     with pytest.raises(OSError):
         cells_module.store_result(CellTask(CELL, TINY, str(tmp_path)), r)
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == [path.name]

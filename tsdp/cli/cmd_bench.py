@@ -1,4 +1,4 @@
-"""`tsdp bench {accounting,loop,audit,canary,planted,planted-opacus,blackbox,baselines,estimate,startup,plan}`:
+"""`tsdp bench {accounting,loop,audit,canary,planted,planted-opacus,blackbox,baselines,estimate,grid,startup,plan}`:
 benchmarks (not tests).
 
 Every benchmark is a module of :mod:`tsdp.bench`, imported lazily by the one that runs (``BENCHES``):
@@ -8,8 +8,8 @@ over rounds on equal work (:mod:`tsdp.bench.accounting`, :mod:`tsdp.bench.rounds
 with planted bugs, over many seeds), ``planted-opacus`` (the same for an Opacus loop, one seed;
 needs ``tsdp[opacus]``) and ``blackbox`` (spike-canary audits of a memoriser and of tsdp's
 models trained without and with DP), ``baselines`` (the experiment's seasonal naive and
-AutoETS on a set of electricity's shape) and ``estimate`` (the experiment's pre-run estimate
-against its run) import torch (or statsforecast) only when they run. ``startup`` times the `tsdp`
+AutoETS on a set of electricity's shape), ``estimate`` (the experiment's pre-run estimate
+against its run) and ``grid`` (the default 1-event grid trained together and cell by cell) import torch (or statsforecast) only when they run. ``startup`` times the `tsdp`
 command's own start against a bare interpreter (:mod:`tsdp.bench.startup`), ``plan`` how long
 `tsdp audit-fn --plan` answers over claims, audit sizes and batchings (:mod:`tsdp.bench.plan`).
 """
@@ -34,6 +34,7 @@ BENCHES = {
     "blackbox": ("tsdp.bench.blackbox", "bench_blackbox", "format_bench"),
     "baselines": ("tsdp.bench.experiment", "bench_baselines", "format_baselines"),
     "estimate": ("tsdp.bench.experiment", "bench_estimate", "format_estimate"),
+    "grid": ("tsdp.bench.experiment", "bench_grid", "format_grid"),
     "startup": ("tsdp.bench.startup", "bench_startup", "format_bench"),
     "plan": ("tsdp.bench.plan", "bench_plan", "format_bench"),
 }
@@ -53,7 +54,7 @@ def add_parsers(sub, command) -> None:
     p = sub.add_parser("bench", help="benchmarks: accounting (PLD construction), loop, audit, canary (one-run "
                        "analyses), planted (bugs in a hand-written DP-SGD loop, over seeds), planted-opacus (bugs in an Opacus loop), blackbox (spike canaries on returned models), "
                        "baselines (the experiment's baselines at scale), estimate (the experiment's pre-run estimate), "
-                       "startup (`tsdp` against `python -c pass`), plan (how long `tsdp audit-fn --plan` answers)",
+                       "grid (the default 1-event grid trained together against cell by cell), startup (`tsdp` against `python -c pass`), plan (how long `tsdp audit-fn --plan` answers)",
                        description="Run a benchmark and print its figures (--json for machines).")
     p.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
     p.add_argument("--discretization", type=float, default=None,
@@ -76,7 +77,8 @@ def add_parsers(sub, command) -> None:
                    help="`canary`: numbers of canaries (default 1000 10000); `blackbox`: one number (default 400); "
                         "`planted`: one number per audit (default 1000)")
     p.add_argument("--epochs", type=int, default=None,
-                   help="`blackbox`: epochs of tsdp's models, without noise and with DP (default 100)")
+                   help="`blackbox`: epochs of tsdp's models, without noise and with DP (default 100); `grid`: the epochs "
+                        "cap of its cells (default the dataset's)")
     p.add_argument("--epsilon", type=float, default=None,
                    help="`blackbox`: the claimed ε at --delta; the DP runs use the σ that spends it (default 1)")
     p.add_argument("--seeds", type=int, default=20,
@@ -90,7 +92,8 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--full", action="store_true",
                    help="`baselines`: electricity's shape (321 series x 26,304 values, 7 test windows; ~10 min) "
                         "instead of a scaled-down set (a minute)")
-    p.add_argument("--workers", type=int, default=2, help="`baselines`: statsforecast's processes; `planted`: processes over the seeds, "
+    p.add_argument("--workers", type=int, default=2, help="`baselines`: statsforecast's processes; `grid`: processes of each side; "
+                        "`planted`: processes over the seeds, "
                         "one torch thread each (default 2)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -102,7 +105,7 @@ def add_parsers(sub, command) -> None:
         loop_flags = {"--models", "--batches", "--threads", "--rounds", "--device"}
         used = {"accounting": {"--discretization", "--rounds"}, "loop": loop_flags, "audit": {"--rounds"},
                 "canary": CANARY_FLAGS, "planted": PLANTED_FLAGS, "planted-opacus": set(), "blackbox": BLACKBOX_FLAGS,
-                "baselines": BASELINES_FLAGS, "estimate": set(), "startup": {"--rounds"}, "plan": set()}[args.what]
+                "baselines": BASELINES_FLAGS, "estimate": set(), "grid": {"--workers", "--epochs"}, "startup": {"--rounds"}, "plan": set()}[args.what]
         unused = sorted((set(getattr(args, "typed_flags", ()))
                          & ({"--discretization"} | loop_flags | CANARY_FLAGS | BLACKBOX_FLAGS | BASELINES_FLAGS
                           | PLANTED_FLAGS))
@@ -152,6 +155,13 @@ def add_parsers(sub, command) -> None:
 
             check_workers("workers", args.workers)
             result = fn(full=args.full, workers=args.workers, progress=progress)
+        elif args.what == "grid":
+            from tsdp.verify.cpus import check_workers
+
+            check_workers("workers", args.workers)
+            if args.epochs is not None and args.epochs < 1:
+                raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
+            result = fn(workers=args.workers, epochs=args.epochs, progress=progress)
         elif args.what in ("audit", "startup"):
             result = fn(rounds=args.rounds, progress=progress)
         else:

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import math
 import os
-from typing import List
+import argparse
+from typing import TYPE_CHECKING, Callable, Dict, List, Sequence
 
 from .config_args import add_data_arguments
 from .errors import UsageError
 from .output import NO_NOISE, dumps
+
+if TYPE_CHECKING:
+    from tsdp.datasets.benchmarks import ForecastSplit
+    from tsdp.experiments.table import Best, Row, SameRun
 
 MODEL_LABELS = {"simple-ff": "SimpleFF", "deepar": "DeepAR", "itransformer": "iTransf.", "dlinear": "DLinear",
                 "seasonal-naive": "Seasonal", "autoets": "AutoETS"}
@@ -31,8 +36,13 @@ def _epsilon(text: str) -> float:
     return value
 
 
-def add_parsers(sub, command) -> None:
-    """Add `tsdp experiment`."""
+def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
+    """Add `tsdp experiment`.
+
+    Args:
+        sub: The subparsers to add to.
+        command: The command registry's decorator.
+    """
     from tsdp.datasets.benchmarks import PAPER, SHIPPED_SPEC
     from tsdp.experiments.grid import (LEVELS, MODELS, QUICK_EPOCHS, SEEDS, SIGMA_FORECAST_MAX, SIGMA_FORECASTS,
                                               TOPS, W_MAX, W_VALUES)
@@ -157,7 +167,7 @@ def add_parsers(sub, command) -> None:
                 print(f"tsdp experiment: note: {stored.path}: {stored.problem}; recomputed", file=sys.stderr)
             if stored.result is None:
                 pending.append(c)
-        plan_note = estimate(pending, settings)
+        plan_note = estimate(pending, settings, together=not args.cell_by_cell)
         print(f"{len(cells) - len(pending)} of {len(cells)} cells already in {out}; " + plan_note.line(), file=sys.stderr)
         results, info = _run(cells, settings, out, args)
         baselines = baseline_crps_of(settings, out, workers=args.workers, progress=True)
@@ -361,12 +371,25 @@ def _block_title(level: str, top: str, epsilon: float, rows) -> str:
     return f"{level}, top level {top}, {budget} ({covered}; *: best per w, baselines included, the paper's bold)"
 
 
-def render_table(rows, baselines, best, same, split, args) -> str:
+def render_table(rows: Sequence["Row"], baselines: Dict[str, float], best: Sequence["Best"], same: Sequence["SameRun"],
+                 split: "ForecastSplit", args: "argparse.Namespace") -> str:
     """The paper's layout: one table per (level, top level), and per ε for the w and label-noise levels; models ×
     columns (ε for 1-event, w for w-event and w-user, σ_F for label-noise), mean ± std; baselines below; the
     paper's bold cells of the w and label-noise tables marked '*' (``best``, :func:`best_cells`); cells stopped at
     the epochs cap before their budget marked '†'; a column that repeats another's runs (``same``,
-    :func:`same_runs`) headed '[= ...]' and said so below."""
+    :func:`same_runs`) headed '[= ...]' and said so below.
+
+    Args:
+        rows: The grid's rows.
+        baselines: The baselines' CRPS.
+        best: The bold cells.
+        same: The repeating columns.
+        split: The split.
+        args: The command's arguments.
+
+    Returns:
+        The tables' text.
+    """
     lines: List[str] = [f"dataset {split.spec.name}: {split.train.N} training series, {split.test.count} test windows, "
                         f"L_F = {split.spec.forecast_length}, L_C = {split.spec.context_length}; δ = {args.delta:g}"]
     blocks = {}

@@ -1,0 +1,53 @@
+"""The pre-run estimate of cells trained together: the stacked loop's cost model, and the estimate against the run it
+estimated (a ratio within one run, not a wall-clock bound)."""
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tsdp.experiments.estimate import estimate, grouped_loop_seconds
+from tsdp.experiments.grid import GridSettings, plan
+from tsdp.experiments.groups import groups_of
+from tsdp.experiments.table import run_grid
+
+
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=8), st.floats(1e-4, 1.0), st.floats(1e-4, 1.0),
+       st.integers(1, 16))
+def test_the_grouped_loop_is_the_sum_over_steps_of_the_active_runs_cost(steps, one, full, runs):
+    """Step t costs one + slope·(active_t - 1), active_t the runs with more than t steps: summed step by step here."""
+    slope = (full - one) / (runs - 1) if runs > 1 else 0.0
+    by_step = sum(one + slope * (sum(1 for n in steps if n > t) - 1) for t in range(max(steps)))
+    assert math.isclose(grouped_loop_seconds(steps, one, full, runs), by_step, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_cells_without_dp_are_groups_of_their_own():
+    cells = plan(models=("simple-ff", "dlinear"), epsilons=(1.0, 2.0, math.inf), seeds=2, tops=("wor",))
+    groups = groups_of(cells, GridSettings())
+    private = [g for g in groups if not math.isinf(g.cells[0].epsilon)]
+    assert [len(g.cells) for g in private] == [4, 4]
+    assert sorted(c.key for g in groups if math.isinf(g.cells[0].epsilon) for c in g.cells) == sorted(
+        c.key for c in cells if math.isinf(c.epsilon))
+    assert all(len(g.cells) == 1 for g in groups if math.isinf(g.cells[0].epsilon))
+
+
+@pytest.mark.slow
+def test_the_estimate_of_cells_trained_together_is_within_3x_of_their_run():
+    """Four private simple-ff cells (2 seeds × 2 budgets: one stacked group): the estimate made as the grid runs them
+    (together) is within 3x either way of the seconds the run then takes in this process."""
+    cells = plan(models=("simple-ff",), epsilons=(1.0, 2.0), seeds=2, tops=("wor",))
+    settings = GridSettings(epochs=2, n_samples=10, device="cpu")
+    together = estimate(cells, settings, together=True)
+    _, info = run_grid(cells, settings, together=True)
+    assert together.together and [runs for runs, _ in together.group_seconds_per_step["simple-ff"]] == [1, 4]
+    ratio = together.seconds / info["seconds"]
+    assert 1 / 3 <= ratio <= 3, ratio
+
+
+@pytest.mark.parametrize("parts,sizes", [(1, [6]), (2, [3, 3]), (4, [1, 2, 1, 2]), (9, [1] * 6)])
+def test_a_private_block_is_cut_into_parts_for_the_workers(parts, sizes):
+    """Six private cells of one block in ``parts`` consecutive groups of near-equal size, every cell once, in order."""
+    cells = plan(models=("dlinear",), epsilons=(1.0, 2.0), seeds=3, tops=("wor",))
+    groups = groups_of(cells, GridSettings(), parts=parts)
+    assert [len(g.cells) for g in groups] == sizes
+    assert [c for g in groups for c in g.cells] == list(cells)
