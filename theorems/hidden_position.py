@@ -162,6 +162,11 @@ class HiddenPositionEpoch:
         return np.log(np.maximum(dens, 1e-300))
 
     def as_dict(self) -> dict:
+        """The JSON form.
+
+        Returns:
+            steps_per_epoch, steps_run, in_run and the step pair's means, weights and σ.
+        """
         return {"steps_per_epoch": self.steps_per_epoch, "steps_run": self.steps_run, "in_run": self.in_run,
                 "step_pair": {"a": self.step.a.tolist(), "p": self.step.p.tolist(), "b": self.step.b.tolist(),
                               "q": self.step.q.tolist(), "sigma": self.step.sigma}}
