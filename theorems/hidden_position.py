@@ -5,10 +5,11 @@ the N sequences, so the step of the epoch that holds the changed sequence is ran
 the adversary. The deterministic-order constructions (T1, T3 for T2, T4; THEOREMS.md) place the
 changed sequence in a known step; under shuffling the same constructions do not reach their value.
 
-This law takes the other sequences silent: a **lower** bound only, never a dominating pair for tsdp's
-fixed-size shuffling, where the changed sequence's batch holds one other sequence fewer and the others'
-gradients can signal its step (THEOREMS.md, "Finding: under fixed-size shuffling the other sequences can
-reveal the position"). The sound bound for shuffling stays the deterministic order's (T1-T4).
+This law takes the other sequences silent: a **lower** bound only. Under tsdp's fixed-size shuffling the
+changed sequence's batch holds one other sequence fewer, so the others' gradients could in principle mark its
+step; no construction within the clipping bound was found that attains more than the silent one, but no proof
+that the silent pair dominates exists either (THEOREMS.md, "What the other sequences can signal under
+fixed-size shuffling"). The sound bound for shuffling stays the deterministic order's (T1-T4).
 
 The same constructions under shuffling (THEOREMS.md, "Shuffled iteration: the hidden-position lower
 bound"): in every step that does not hold the changed sequence the centred, C-normalised release
