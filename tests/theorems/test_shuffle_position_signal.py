@@ -177,3 +177,29 @@ def test_default_configuration_realisable_signalling_stays_below_the_printed_att
     lp, lw, lq = _epoch_losses(CLIPPED, m=10, sigma=1.0, epochs=1, n=200_000, seed=10)
     mean, se = _mc_delta(printed.epsilon_attained, lp, lw, lq)
     assert mean + 4 * se < delta, (mean, se, printed.epsilon_attained)
+
+
+@pytest.mark.parametrize("n,per_step,epochs", [(320, 32, 4000), (18, 4, 20_000)])
+def test_partner_reveal_probabilities_hold_on_tsdps_shuffled_sampler(n, per_step, epochs):
+    """Lemma S1's premises on tsdp's own shuffled top level (Algorithm 3 on a uniform permutation): the changed
+    sequence 0 and a uniform other x* share a batch with probability Σ_t n_t (n_t - 1) / (N (N - 1)) ((N' - 1)/(N - 1)
+    = 31/319 with full batches; 50/306 for N = 18, N' = 4, whose last batch holds 2), and when they do not, either
+    order of their two batches is equally likely (x*'s batch earlier with probability ½). Binomial tests, two-sided,
+    α = 1e-4 each (false failure ≤ 2e-4 per case), ``epochs`` epochs at a fixed seed."""
+    import torch
+    from scipy import stats
+
+    from tsdp.training.samplers import ShuffleTopLevel
+
+    m = -(-n // per_step)
+    sizes = [min(per_step, n - per_step * t) for t in range(m)]
+    p_same = sum(s * (s - 1) for s in sizes) / (n * (n - 1))
+    batch = ShuffleTopLevel(n_sequences=n, per_step=per_step).sample(m * epochs, torch.Generator().manual_seed(5))
+    seq = torch.where(batch.mask, batch.seq, -1).view(epochs, m, -1)
+    partner = torch.from_numpy(np.random.default_rng(5).integers(1, n, epochs))
+    step_of = lambda who: (seq == who.view(-1, 1, 1)).any(2).long().argmax(1)  # noqa: E731
+    j, k = step_of(torch.zeros(epochs, dtype=torch.long)), step_of(partner)
+    same = int((j == k).sum())
+    assert stats.binomtest(same, epochs, p_same).pvalue > 1e-4, (same / epochs, p_same)
+    earlier = int((k < j).sum())
+    assert stats.binomtest(earlier, epochs - same, 0.5).pvalue > 1e-4
