@@ -43,6 +43,9 @@ Top level (``SCHEMA_VERSION`` 5: claims C1-C11, errata 1-10 and 13-17)::
                                   audit_trials, confidence}],
                    brackets: [{pair, sound_theorem, discretization, steps, delta, epsilon_sound, lower, upper,
                                rounding, composition_gap}],
+                   shuffle: {rows: [{steps, delta, sound_theorem, epsilon_sound, attained_construction,
+                                     epsilon_attained, sound_over_attained}],
+                             audit: null | the shuffled T1 construction's audit, one epoch},
                    soundness_violations: [theorem ids], figures: [png]}
   errata          [{erratum: 1..10, 13..17 (THEOREMS.md's numbers; 13-17: misprints of the utility experiments' text
                     and tables), paper, reading, measured,

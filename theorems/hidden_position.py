@@ -5,10 +5,11 @@ the N sequences, so the step of the epoch that holds the changed sequence is ran
 the adversary. The deterministic-order constructions (T1, T3 for T2, T4; THEOREMS.md) place the
 changed sequence in a known step; under shuffling the same constructions do not reach their value.
 
-This law takes the other sequences silent: a **lower** bound only, never a dominating pair for tsdp's
-fixed-size shuffling, where the changed sequence's batch holds one other sequence fewer and the others'
-gradients can signal its step (THEOREMS.md, "Finding: under fixed-size shuffling the other sequences can
-reveal the position"). The sound bound for shuffling stays the deterministic order's (T1-T4).
+This law takes the other sequences silent: a **lower** bound only. Under tsdp's fixed-size shuffling the
+changed sequence's batch holds one other sequence fewer, so the others' gradients could in principle mark its
+step; no construction within the clipping bound was found that attains more than the silent one, but no proof
+that the silent pair dominates exists either (THEOREMS.md, "What the other sequences can signal under
+fixed-size shuffling"). The sound bound for shuffling stays the deterministic order's (T1-T4).
 
 The same constructions under shuffling (THEOREMS.md, "Shuffled iteration: the hidden-position lower
 bound"): in every step that does not hold the changed sequence the centred, C-normalised release
@@ -162,6 +163,11 @@ class HiddenPositionEpoch:
         return np.log(np.maximum(dens, 1e-300))
 
     def as_dict(self) -> dict:
+        """The JSON form.
+
+        Returns:
+            steps_per_epoch, steps_run, in_run and the step pair's means, weights and σ.
+        """
         return {"steps_per_epoch": self.steps_per_epoch, "steps_run": self.steps_run, "in_run": self.in_run,
                 "step_pair": {"a": self.step.a.tolist(), "p": self.step.p.tolist(), "b": self.step.b.tolist(),
                               "q": self.step.q.tolist(), "sigma": self.step.sigma}}

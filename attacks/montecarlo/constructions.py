@@ -37,7 +37,7 @@ under-attain the bound when L_F > 1). The other sequences hold distinct constant
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 from torch import nn
@@ -61,6 +61,12 @@ class GradientFunctionModel(nn.Module):
     and some value lies below it; else ``default``·C (-C for the WR proofs, 0 for Poisson).
     Used by every construction of this module (proofs of Thms 4.3, E.8/Lemma E.9, F.7, F.8,
     G.1, Prop. C.2). Gradients have norm ≤ C, so clipping to C never changes them.
+
+    Args:
+        clip: C, the clipping bound (the gradient's magnitude).
+        plus_above: Windows with a value above it get +C.
+        minus_below: Windows with a value below it (and none above ``plus_above``) get -C (None: no such rule).
+        default: The gradient of every other window, in units of C.
     """
 
     def __init__(self, clip: float, plus_above: float, minus_below: Optional[float] = None, default: float = -1.0):
@@ -72,7 +78,15 @@ class GradientFunctionModel(nn.Module):
         self.default = float(default)
 
     def gradient_value(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
-        """c(window) of a batch (B, L_C), (B, L_F): shape (B,)."""
+        """c(window) of a batch of windows.
+
+        Args:
+            context: Context windows (B, L_C).
+            forecast: Forecast windows (B, L_F).
+
+        Returns:
+            c(window), shape (B,), in the windows' dtype.
+        """
         plus = (context > self.plus_above).any(dim=-1) | (forecast > self.plus_above).any(dim=-1)
         c = torch.where(plus, 1.0, self.default)
         if self.minus_below is not None:
@@ -81,6 +95,15 @@ class GradientFunctionModel(nn.Module):
         return (self.clip * c).to(context.dtype)
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor) -> torch.Tensor:
+        """The per-window loss θ·c(window), whose gradient in θ is c(window).
+
+        Args:
+            context: Context windows (B, L_C).
+            forecast: Forecast windows (B, L_F).
+
+        Returns:
+            The losses, shape (B,).
+        """
         return self.theta[0] * self.gradient_value(context, forecast)
 
 
@@ -94,6 +117,21 @@ class Construction:
     ``offset``: Σ of per-sample gradients (units of C) of a step that draws no marked window.
     ``sound_theorem``: the bound whose ε is the sound claim; ``attained_theorem``: the registry
     bound whose pair this attains (None for T11, whose attained pair is built here).
+
+    Attributes:
+        theorem: The audited construction's theorem.
+        config: The scheme actually run.
+        sound_theorem: The bound whose ε is the sound claim (an upper bound).
+        attained_theorem: The registry bound whose pair this attains (None: built here, T11).
+        model: The gradient function as a model.
+        data_p: World P's front-padded dataset (N, L_C + L).
+        data_q: World Q's front-padded dataset (N, L_C + L).
+        pair: The exact law of the centred, C-normalised released update in world P / Q (one step, or the
+            changed sequence's step of an epoch).
+        offset: Σ of per-sample gradients (units of C) of a step that draws no marked window.
+        clip: C.
+        target_sequence: The changed sequence's index.
+        target_column: The changed element's column in the padded tensors.
     """
 
     theorem: str
@@ -111,12 +149,26 @@ class Construction:
 
 
 def target_column(config: TrainingConfig) -> int:
-    """Padded-tensor column of element j = L_F (1-based), which lies in min(T, L_C + L_F) windows."""
+    """Padded-tensor column of element j = L_F (1-based), which lies in min(T, L_C + L_F) windows.
+
+    Args:
+        config: The training configuration.
+
+    Returns:
+        The column, 0-based, in the L_C-front-padded tensors.
+    """
     return config.context_length + config.forecast_length - 1
 
 
 def windows_holding(config: TrainingConfig) -> int:
-    """Windows of a length-L series (Algorithm 4's padding, T starts) that hold element j = L_F: min(T, L_C + L_F)."""
+    """Windows of a length-L series (Algorithm 4's padding, T starts) that hold element j = L_F: min(T, L_C + L_F).
+
+    Args:
+        config: The training configuration.
+
+    Returns:
+        The number of windows.
+    """
     j = config.forecast_length
     return min(config.T, j + config.context_length) - max(1, j - config.forecast_length + 1) + 1
 
@@ -125,7 +177,19 @@ def scheme_config(theorem: str, config: TrainingConfig) -> TrainingConfig:
     """``config`` with the audited theorem's top/bottom level; refuses what the constructions do not cover.
 
     A deterministic-top construction (T1, T3, T4) keeps a shuffled top level: the same worst case under
-    shuffled iteration, where the changed sequence's step is hidden (THEOREMS.md, the shuffled lower bound)."""
+    shuffled iteration, where the changed sequence's step is hidden (THEOREMS.md, the shuffled lower bound).
+
+    Args:
+        theorem: The audited construction's theorem (a key of the constructions' table).
+        config: The training configuration whose sizes the construction takes.
+
+    Returns:
+        The configuration the construction runs.
+
+    Raises:
+        TheoremError: No construction for ``theorem``.
+        ConfigError: A relation, length or size the construction does not cover, naming it.
+    """
     key = str(theorem).upper()
     if key not in CONSTRUCTIONS:
         raise TheoremError(f"no worst-case construction for {theorem!r}; auditable: {', '.join(CONSTRUCTIONS)}")
@@ -148,11 +212,20 @@ def scheme_config(theorem: str, config: TrainingConfig) -> TrainingConfig:
     return out
 
 
-def build(theorem: str, config: TrainingConfig, *, clip: float = 1.0, device="cpu") -> Construction:
+def build(theorem: str, config: TrainingConfig, *, clip: float = 1.0, device: Union[str, torch.device] = "cpu") -> Construction:
     """The worst-case construction of ``theorem``'s proof on ``config``'s sizes (module docstring).
 
     Lower-bound direction: the released update of the real loop on ``data_p`` vs ``data_q``
     follows ``pair``, so any test between the two worlds lower-bounds the mechanism's ε.
+
+    Args:
+        theorem: The audited construction's theorem.
+        config: The training configuration whose sizes it takes (:func:`scheme_config` fixes the scheme).
+        clip: C.
+        device: The torch device of the model and datasets.
+
+    Returns:
+        The :class:`Construction`.
     """
     key = str(theorem).upper()
     cfg = scheme_config(key, config)
@@ -192,7 +265,14 @@ def build(theorem: str, config: TrainingConfig, *, clip: float = 1.0, device="cp
 
 
 def pair_numeric(pair: MixturePair):
-    """(means of P, weights of P, means of Q, weights of Q, σ) as floats, in units of C."""
+    """(means of P, weights of P, means of Q, weights of Q, σ) as floats, in units of C.
+
+    Args:
+        pair: A one-step mixture pair.
+
+    Returns:
+        The five arrays (σ a float).
+    """
     num = pair.numeric()
     return num.a * num.sigma, num.p, num.b * num.sigma, num.q, num.sigma
 

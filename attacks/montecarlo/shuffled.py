@@ -56,6 +56,13 @@ class EpochMaxReading:
     ``laws``: the hidden-position law of each epoch touched (the last one partial when ``steps`` is not a
     multiple of m); ``corrections``: per position in the epoch, what the construction's constant centring
     leaves in a step with fewer than N' sequences (units of C); ``sigma``: the noise multiplier.
+
+    Attributes:
+        laws: The hidden-position law of each epoch touched (lower-bound direction).
+        steps: The training steps read.
+        steps_per_epoch: m.
+        corrections: Per position in the epoch, the centring's remainder in a short step (units of C).
+        sigma: The noise multiplier σ.
     """
 
     laws: Tuple[HiddenPositionEpoch, ...]
@@ -70,28 +77,62 @@ class EpochMaxReading:
         return len(self.laws) * self.steps_per_epoch
 
     def maxima(self, y: np.ndarray) -> np.ndarray:
-        """Standardised maxima (n, epochs) of the construction-centred released updates ``y`` (n, simulated_steps)."""
+        """Standardised maxima of each epoch's releases.
+
+        Args:
+            y: The construction-centred released updates (n, simulated_steps), units of C.
+
+        Returns:
+            The maxima (n, epochs), in units of σ, over the steps each epoch ran.
+        """
         m = self.steps_per_epoch
         z = (y.reshape(len(y), len(self.laws), m) - self.corrections) / self.sigma
         return np.stack([z[:, e, :law.steps_run].max(axis=1) for e, law in enumerate(self.laws)], axis=1)
 
     def statistic(self, y: np.ndarray) -> np.ndarray:
-        """Σ over epochs of log f_P^max / f_Q^max at each epoch's maximum: shape (n,)."""
+        """Σ over epochs of log f_P^max / f_Q^max at each epoch's maximum (the audit's test statistic).
+
+        Args:
+            y: The construction-centred released updates (n, simulated_steps).
+
+        Returns:
+            The statistic, shape (n,).
+        """
         z = self.maxima(y)
         return sum(law.log_density_ratio(z[:, e]) for e, law in enumerate(self.laws))
 
     def first(self, y: np.ndarray) -> np.ndarray:
-        """The first epoch's standardised maximum (the goodness-of-fit observation)."""
+        """The first epoch's standardised maximum (the goodness-of-fit observation).
+
+        Args:
+            y: The construction-centred released updates (n, simulated_steps).
+
+        Returns:
+            The maxima, shape (n,).
+        """
         return self.maxima(y)[:, 0]
 
     def z_edges(self) -> np.ndarray:
-        """Histogram edges of the first epoch's maximum."""
+        """Histogram edges of the first epoch's maximum.
+
+        Returns:
+            :data:`Z_BINS` + 1 increasing edges, standardised.
+        """
         lo, hi = self.laws[0].support(reach=8.0)
         return np.linspace(lo, hi, Z_BINS + 1)
 
     def goodness_of_fit(self, hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray) -> GoodnessOfFit:
         """Binned KS test of the first epoch's maximum against its exact law, both worlds, Bonferroni (as the
-        audit's)."""
+        audit's).
+
+        Args:
+            hist_p: World P's counts on ``edges`` (len(edges) + 1 bins, the outer ones open).
+            hist_q: World Q's counts likewise.
+            edges: The histogram's edges (:meth:`z_edges`).
+
+        Returns:
+            The combined :class:`GoodnessOfFit`.
+        """
         res = {}
         for name, hist, cdf in (("p", hist_p, self.laws[0].cdf(edges)[0]), ("q", hist_q, self.laws[0].cdf(edges)[1])):
             n = int(hist.sum())
