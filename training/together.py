@@ -106,7 +106,14 @@ class GroupSettings:
 
     def keywords(self, epsilon: Optional[float] = None) -> dict:
         """``train``'s data, options and keywords for a run of budget ``epsilon`` (with ``progress=False``):
-        ``train(config, model_name, seed=..., **keywords(epsilon))`` trains one run alone."""
+        ``train(config, model_name, seed=..., **keywords(epsilon))`` trains one run alone.
+
+        Args:
+            epsilon: The run's ε budget (None: trained for the settings' epochs or steps).
+
+        Returns:
+            ``train``'s keywords: data, budget, loop, evaluation, checkpoints, device and progress.
+        """
         return {"data": self.split if self.split is not None else self.data,
                 "budget": Budget(epsilon=epsilon, delta=self.delta, epochs=self.epochs, steps=self.steps,
                                  theorem=self.theorem, discretization=self.discretization, private=self.private),
