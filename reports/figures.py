@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .claim_base import CONFIG_CELL  # noqa: E402
-from .render import PAGE_WIDTH_PX  # noqa: E402
+from .page import PAGE_WIDTH_PX  # noqa: E402
 
 DPI = 110
 FLOOR = 1e-12  # δ below this is not drawn on log axes (beyond the accountant's resolution)

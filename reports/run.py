@@ -42,7 +42,7 @@ from .claims import CLAIMS
 from .consistency import consistency_section
 from .errata import errata_section
 from .inference_section import attach_measured, inference_section
-from .render import to_html, to_markdown
+from .page import to_html, to_markdown
 from .schema import SCHEMA_VERSION, AuditStatus, RunStatus
 from .tightness import load_auditor, tightness_section, violation_summary
 

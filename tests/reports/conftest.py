@@ -11,7 +11,7 @@ import matplotlib.text
 import pytest
 
 from tsdp.reports import figures
-from tsdp.reports.render import PAGE_WIDTH_PX
+from tsdp.reports.page import PAGE_WIDTH_PX
 
 
 def smallest_text_px(fig) -> float:

@@ -8,7 +8,8 @@ import pytest
 
 import tsdp.reports.run as run
 from tsdp.cli.main import main
-from tsdp.reports.render import blocks, to_html
+from tsdp.reports.page import to_html
+from tsdp.reports.render import blocks
 
 CASE = {"theorem": "T6", "bound": "T6", "steps": 1, "epsilon_lower": 4.2, "epsilon_sound": 3.717,
         "confidence": 0.95, "trials": 5000}
