@@ -193,12 +193,17 @@ class DeepAR(Forecaster):
         """
         b = context.shape[0]
         values, observed = observed_values(context)
-        scale = self._scale(values, observed).repeat_interleave(n_samples, dim=0)
+        scale = self._scale(values, observed)
+        series, covariates = values / scale, self._covariates(context, covariates)
+        _, state = self._unroll(series, covariates, range(self.first, self.context_length), torch.log(scale),
+                                self.rnn.initial_state(b, series))  # the context once per series, not per path
+
+        def paths_of(t: torch.Tensor) -> torch.Tensor:
+            return t.repeat_interleave(n_samples, dim=0)
+
+        scale, series, covariates = paths_of(scale), paths_of(series), paths_of(covariates)
         log_scale = torch.log(scale)
-        series = values.repeat_interleave(n_samples, dim=0) / scale
-        covariates = self._covariates(context, covariates).repeat_interleave(n_samples, dim=0)
-        _, state = self._unroll(series, covariates, range(self.first, self.context_length), log_scale,
-                                self.rnn.initial_state(series.shape[0], series))
+        state = [(paths_of(h), paths_of(c)) for h, c in state]
         for p in range(self.context_length, self.context_length + self.forecast_length):
             (h,), state = self._unroll(series, covariates, range(p, p + 1), log_scale, state)
             df, loc, s = self.head(h)
