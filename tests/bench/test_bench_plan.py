@@ -2,6 +2,7 @@
 import pytest
 
 from tsdp.attacks.canary.fdp_bound import plan
+from tsdp.attacks.canary.planning import PlanSearch
 from tsdp.attacks.canary.gradient import participation_probability
 from tsdp.attacks.canary.user_training import analyses_of
 from tsdp.bench.plan import bench_plan, format_bench
@@ -12,8 +13,9 @@ from tsdp.theorems.config import TrainingConfig
 def test_the_bench_records_each_cells_answer_and_time():
     r = bench_plan(epsilons=(1.0,), canaries=(100,), tops=("wor",), steps=30)
     plain, stepped = r["cells"]
-    assert plain["canaries_needed"] == plan(100, 1e-5, 0.95, claimed_epsilon=1.0, scores=2, m_max=10 ** 7,
-                                            analyses=analyses_of("gradient", "fdp"))["canaries_needed"] == 28
+    assert plain["canaries_needed"] == plan(100, 1e-5, 0.95, claimed_epsilon=1.0, scores=2,
+                                            search=PlanSearch(m_max=10 ** 7),
+                                            analyses=analyses_of("gradient", "fdp")).canaries_needed == 28
     q = participation_probability(TrainingConfig(top="wor"), 30)
     assert stepped["participation"] == pytest.approx(q) and q < 1 and plain["participation"] == 1
     assert stepped["canaries_needed"] > plain["canaries_needed"]
