@@ -399,7 +399,7 @@ def claim_c7(rows: Sequence[Row], baselines: Dict[str, float], dataset: str) -> 
                        if r.checkpoint == "last" and r.level == "1-event"], baselines, dataset)
 
 
-def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, workers: int = 1,
+def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder: Optional[str | Path] = None, workers: int = 1,
              cluster: Optional[str] = None, progress: bool = False,
              together: bool = True) -> Tuple[List[CellResult], dict]:
     """Run every cell not already stored in ``folder`` on the sharded engine (this process, ``workers`` local
@@ -447,7 +447,7 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder=None, work
     return [merged[c.key] for c in cells], info
 
 
-def baseline_crps_of(settings: GridSettings, folder=None, *, workers: int = 1,
+def baseline_crps_of(settings: GridSettings, folder: Optional[str | Path] = None, *, workers: int = 1,
                      progress: bool = False) -> Dict[str, float]:
     """Test CRPS of seasonal naive and AutoETS on the grid's dataset (statsforecast, the dataset's season), computed
     once per split: kept in ``folder`` (the grid's) and read back while the data and settings are the same

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from contextlib import contextmanager
-from typing import Optional
+from typing import Callable, Optional
 
 from tsdp.theorems.config import ConfigError
 
@@ -26,7 +26,7 @@ class UserFunctionError(ConfigError):
         why: What went wrong.
     """
 
-    def __init__(self, role: str, fn, why: str):
+    def __init__(self, role: str, fn: Callable, why: str):
         super().__init__(role, f"your {role} function {_name(fn)} {why}")
 
 
@@ -42,7 +42,7 @@ class TimeLimitError(UserFunctionError):
         note: What the audit had done.
     """
 
-    def __init__(self, role: str, fn, seconds: float, note: str = ""):
+    def __init__(self, role: str, fn: Callable, seconds: float, note: str = ""):
         self.role, self.fn_name, self.seconds, self.note = role, fn if isinstance(fn, str) else _name(fn), seconds, note
         ConfigError.__init__(self, role, f"your {role} function {self.fn_name} did not finish within the time limit "
                                          f"of {seconds:g} s (timeout={seconds:g}): stopped{note}")
