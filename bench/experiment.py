@@ -189,8 +189,8 @@ def bench_estimate(models: Sequence[str] = ESTIMATE_GRID["models"], epochs: int 
     with tempfile.TemporaryDirectory() as folder:
         results, info = run_grid(cells, settings, folder=folder, workers=1)
     return {"cells": len(cells), "models": list(models), "epochs": epochs, "n_samples": n_samples,
-            "estimate": planned.as_dict(), "probe_seconds": probe_seconds, "measured_seconds": info["seconds"],
-            "ratio": planned.seconds / info["seconds"], "goal": ESTIMATE_GOAL,
+            "estimate": planned.as_dict(), "probe_seconds": probe_seconds, "measured_seconds": info.seconds,
+            "ratio": planned.seconds / info.seconds, "goal": ESTIMATE_GOAL,
             "steps": {r.key: r.steps for r in results}, "cell_seconds": {r.key: r.seconds for r in results},
             "environment": {"before": before, "after": bench_rounds.environment()}}
 
@@ -232,7 +232,7 @@ def _grid_side(cells, settings, workers: int, together: bool) -> dict:
         results, info = run_grid(cells, settings, folder=folder, workers=workers, together=together)
         cpu = _cpu_seconds() - cpu
     rows = rows_of(results, epochs_cap(settings))
-    return {"seconds": info["seconds"], "cpu_seconds": cpu if workers == 1 else None,  # the pool outlives the run
+    return {"seconds": info.seconds, "cpu_seconds": cpu if workers == 1 else None,  # the pool outlives the run
             "steps": sum(r.steps for r in results),
             "table": [[r.level, r.top, r.model, None if math.isinf(r.epsilon) else r.epsilon, r.checkpoint,
                        r.crps_mean, r.crps_std] for r in rows]}

@@ -8,8 +8,8 @@ the workers finished in.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple, Type
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple, Type, TypeVar
 
 from tsdp.verify.json_data import Record
 
@@ -19,9 +19,16 @@ from .seams import UNIT_WRAPPER
 from .tracker import MAX_ATTEMPTS, Shard, StopRule, Tracker
 
 
+_Run = TypeVar("_Run", bound="ExecutorRun")
+
+
 @dataclass(frozen=True)
 class ExecutorRun(Record):
-    """How :func:`run_shards` ran (its ``info``, as a dict, is this record's JSON form).
+    """How :func:`run_shards` ran (its second return value; :meth:`as_dict` is its JSON form).
+
+    A caller that records more about its run (an audit's plan, the runs' own seconds) subclasses this record and
+    builds its record from this one with :meth:`extended`, so that the executor's fields keep their names and their
+    order in its JSON form.
 
     Attributes:
         executor: ``in-process``, ``processes`` or ``dask``.
@@ -43,11 +50,23 @@ class ExecutorRun(Record):
     stopped_early: bool
     seconds: float
 
+    def extended(self, cls: Type[_Run], **more: Any) -> _Run:
+        """This run as a record of ``cls``, a subclass that adds fields of its caller's.
+
+        Args:
+            cls: A frozen dataclass deriving from :class:`ExecutorRun`.
+            **more: The values of the fields ``cls`` adds.
+
+        Returns:
+            ``cls(**this run's fields, **more)``: the executor's fields first, in their order, then ``cls``'s own.
+        """
+        return cls(**{f.name: getattr(self, f.name) for f in fields(ExecutorRun)}, **more)
+
 
 def run_shards(specs: Sequence[Shard], shard_fn: Callable[[Any], Any], *, workers: int = 1,
                cluster: Optional[str] = None, progress: bool = False, stop: Optional[StopRule] = None,
                max_attempts: int = MAX_ATTEMPTS, desc: str = "shards",
-               fatal: Tuple[Type[BaseException], ...] = ()) -> Tuple[Dict[Hashable, Any], dict]:
+               fatal: Tuple[Type[BaseException], ...] = ()) -> Tuple[Dict[Hashable, Any], ExecutorRun]:
     """Run ``shard_fn`` on every unit of ``specs``, each until it succeeds, and return the results by key.
 
     A failed unit is re-run, never dropped. ``stop(results)`` is called after each unit and ends the run early when it
@@ -67,7 +86,7 @@ def run_shards(specs: Sequence[Shard], shard_fn: Callable[[Any], Any], *, worker
             run at once, its processes with it.
 
     Returns:
-        ({spec.key: shard_fn(spec)}, the :class:`ExecutorRun` as a dict).
+        ({spec.key: shard_fn(spec)}, the :class:`ExecutorRun` of this run).
 
     Raises:
         ValueError: ``workers`` not a positive integer.
@@ -93,9 +112,8 @@ def run_shards(specs: Sequence[Shard], shard_fn: Callable[[Any], Any], *, worker
             executor = "processes"
     finally:
         tracker.bar.close()
-    info = ExecutorRun(executor, workers, cluster, len(specs), len(tracker.results), tracker.retries,
-                       tracker.stopped, time.perf_counter() - started)
-    return tracker.results, info.as_dict()
+    return tracker.results, ExecutorRun(executor, workers, cluster, len(specs), len(tracker.results), tracker.retries,
+                                        tracker.stopped, time.perf_counter() - started)
 
 
 __all__ = ["ExecutorRun", "run_shards"]

@@ -17,6 +17,7 @@ from tsdp.verify.json_data import with_note
 
 from .cells import CellResult, CellTask, load_done, run_cell
 from .grid import W_LEVELS, Cell, GridSettings
+from .run_info import GridRun
 
 
 NO_DP = "null: ε = ∞, trained without DP (no noise)"
@@ -401,11 +402,12 @@ def claim_c7(rows: Sequence[Row], baselines: Dict[str, float], dataset: str) -> 
 
 def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder: Optional[str | Path] = None, workers: int = 1,
              cluster: Optional[str] = None, progress: bool = False,
-             together: bool = True) -> Tuple[List[CellResult], dict]:
+             together: bool = True) -> Tuple[List[CellResult], GridRun]:
     """Run every cell not already stored in ``folder`` on the sharded engine (this process, ``workers`` local
     processes, or Dask with ``cluster``): the cells of one model and column set trained together, one unit each
     (:mod:`tsdp.experiments.groups`), or with ``together=False`` every cell alone; returns the results in ``cells``'
-    order and the engine's info (plus the cells resumed from disk). With ``workers``, each group of private cells is cut
+    order and how the grid ran (:class:`~tsdp.experiments.run_info.GridRun`: the engine's record, the cells resumed
+    from disk). With ``workers``, each group of private cells is cut
     into that many (:func:`tsdp.experiments.groups.groups_of`), so that the workers share them out.
 
     Args:
@@ -418,7 +420,7 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder: Optional[
         together: Whether the cells of a group train together.
 
     Returns:
-        (results in ``cells``' order, the run's info).
+        (results in ``cells``' order, the :class:`~tsdp.experiments.run_info.GridRun`).
     """
     from tsdp.executor.run import run_shards
 
@@ -436,13 +438,13 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder: Optional[
     tasks = (groups_of(pending, settings, where, parts=workers) if together else
              [CellTask(c, settings, where) for c in pending])
     started = time.perf_counter()
-    results, info = run_shards(tasks, workers=workers, cluster=cluster, progress=progress,
-                               shard_fn=run_group if together else run_cell,
-                               desc="experiment cells") if tasks else ({}, {"executor": "none", "workers": workers})
+    results, engine = run_shards(tasks, workers=workers, cluster=cluster, progress=progress,
+                                 shard_fn=run_group if together else run_cell,
+                                 desc="experiment cells") if tasks else ({}, None)
     if together:
         results = {r.key: r for g in results.values() for r in g.results}
-    info = {**info, "cells": len(cells), "resumed": len(done), "run": len(pending), "together": together,
-            "seconds": time.perf_counter() - started}
+    info = GridRun(engine, workers, cells=len(cells), resumed=len(done), run=len(pending), together=together,
+                   seconds=time.perf_counter() - started)
     merged = {**done, **results}
     return [merged[c.key] for c in cells], info
 

@@ -104,7 +104,7 @@ class C7(Claim):
                    "rows": [r.as_dict() for r in rows], "same_runs": [x.as_dict() for x in same_runs(rows)],
                    "evidence": evidence.as_dict(), "paper": paper, "wordings": wordings,
                    "autoarima": autoarima,
-                   "seconds": info.get("seconds"), "cells": bookkeeping.as_dict(quick)}
+                   "seconds": info.seconds, "cells": bookkeeping.as_dict(quick)}
         return Computed(numbers, {"epsilons": [None if math.isinf(e) else e for e in EPSILONS]})
 
     @staticmethod

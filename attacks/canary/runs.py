@@ -182,7 +182,7 @@ def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, clus
         raise stop.cause.with_note(f" in run {stop.key[1]}; {stop.done} of {runs} runs had finished, none is "
                                    "certified (dropping a run that ran out of time could bias the audit)") from None
     each = tuple(e for s in specs for e in results[s.key].evidence)
-    return PooledRuns(pool(each), each, EngineRun(**info, run_seconds=sum(r.seconds for r in results.values())))
+    return PooledRuns(pool(each), each, info.extended(EngineRun, run_seconds=sum(r.seconds for r in results.values())))
 
 
 __all__ = ["PooledRuns", "RunEngine", "RunEvidence", "RunSpec", "TogetherTask", "run_many", "run_one"]

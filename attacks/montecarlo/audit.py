@@ -339,7 +339,7 @@ def audit_statistics(construction: Construction, *, steps: int, delta: float, tr
     gof = (binned_goodness_of_fit(p.y_counts, q.y_counts, y_edges, num) if reading is None
            else reading.goodness_of_fit(p.y_counts, q.y_counts, y_edges))
     return AuditStatistics(test=test, h_lower=h_lower, gof=gof,
-                           run=AuditRun(**run, shard_size=shard_size, trials_run=p.trials, edges=len(edges)),
+                           run=run.extended(AuditRun, shard_size=shard_size, trials_run=p.trials, edges=len(edges)),
                            violation_test=seq.summary() if seq is not None else None, design=design)
 
 

@@ -4,7 +4,9 @@ rule, and a worker process killed mid-run changing nothing."""
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass
+import json
+from dataclasses import FrozenInstanceError, dataclass
+from pathlib import Path
 
 import pytest
 
@@ -63,9 +65,41 @@ def test_results_are_keyed_by_unit_and_the_run_is_recorded():
     results, info = run_shards(UNITS, squares)
     assert _totals(results) == {("p", i): sum(j * j for j in range(10 * i, 10 * i + 10)) for i in range(4)} | \
         {("q", i): sum(j * j for j in range(10 * i, 10 * i + 10)) for i in range(4)}
-    run = ExecutorRun(**info)
-    assert (run.executor, run.workers, run.cluster, run.shards_planned, run.shards_run, run.retries,
-            run.stopped_early) == ("in-process", 1, None, 8, 8, 0, False)
+    assert isinstance(info, ExecutorRun)
+    assert (info.executor, info.workers, info.cluster, info.shards_planned, info.shards_run, info.retries,
+            info.stopped_early) == ("in-process", 1, None, 8, 8, 0, False)
+
+
+AUDIT_JSON = Path(__file__).parents[1] / "attacks" / "data" / "audit_json_before_typed_results.json"
+
+
+def test_the_run_record_is_frozen_and_its_json_form_is_the_released_one():
+    """The record's JSON form has the keys the released audit JSON's ``run`` block begins with (recorded from the
+    dict-returning executor, its ``seconds`` left out there), in that order, with the attributes' values."""
+    released = json.loads(AUDIT_JSON.read_text())["theory"]["run"]
+    executor_keys = list(released)[:list(released).index("shard_size")]
+    _, info = run_shards(UNITS, squares)
+    form = info.as_dict()
+    assert list(form) == executor_keys + ["seconds"]
+    assert form == {k: getattr(info, k) for k in form} and form["seconds"] >= 0
+    assert {k: released[k] for k in ("executor", "workers", "cluster", "retries", "stopped_early")} == \
+        {k: form[k] for k in ("executor", "workers", "cluster", "retries", "stopped_early")}
+    with pytest.raises(FrozenInstanceError):
+        info.retries = 2
+
+
+def test_a_caller_extends_the_run_record_keeping_the_executors_fields_first():
+    @dataclass(frozen=True)
+    class Planned(ExecutorRun):
+        shard_size: int
+
+    _, info = run_shards(UNITS, squares)
+    planned = info.extended(Planned, shard_size=10)
+    assert isinstance(planned, Planned) and planned.shard_size == 10
+    assert planned.as_dict() == {**info.as_dict(), "shard_size": 10}
+    assert list(planned.as_dict()) == list(info.as_dict()) + ["shard_size"]
+    with pytest.raises(TypeError):
+        info.extended(Planned)  # the caller's field has no default
 
 
 def test_a_unit_that_fails_once_is_rerun_and_changes_no_result(tmp_path):
@@ -73,7 +107,7 @@ def test_a_unit_that_fails_once_is_rerun_and_changes_no_result(tmp_path):
     with _units_wrapped(failing_once(str(tmp_path / "marker"), world="q", index=2)):
         hit, info = run_shards(UNITS, squares)
     assert _totals(hit) == _totals(clean)
-    assert info["retries"] == 1 and info["shards_run"] == 8 and (tmp_path / "marker").exists()
+    assert info.retries == 1 and info.shards_run == 8 and (tmp_path / "marker").exists()
 
 
 def test_a_unit_that_always_fails_stops_the_run_after_max_attempts():
@@ -98,7 +132,7 @@ def test_a_fatal_failure_ends_the_run_at_once_naming_the_unit():
 def test_the_stop_rule_ends_the_run_early_with_the_units_finished_so_far():
     results, info = run_shards(UNITS, squares, stop=lambda done: len(done) >= 3)
     assert list(results) == [("p", 0), ("q", 0), ("p", 1)]
-    assert info["stopped_early"] and info["shards_run"] == 3 and info["shards_planned"] == 8
+    assert info.stopped_early and info.shards_run == 3 and info.shards_planned == 8
 
 
 @pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
@@ -113,7 +147,7 @@ def test_two_processes_give_the_same_results_when_a_worker_is_killed(tmp_path):
     with _units_wrapped(failing_once(str(tmp_path / "marker"), world="p", index=1, mode="exit")):
         two, info = run_shards(UNITS, squares, workers=2)
     assert _totals(two) == _totals(clean)
-    assert info["executor"] == "processes" and info["retries"] >= 1 and (tmp_path / "marker").exists()
+    assert info.executor == "processes" and info.retries >= 1 and (tmp_path / "marker").exists()
 
 
 def test_threads_per_worker_shares_the_cores_out_locally_and_leaves_a_remote_cluster_alone():

@@ -40,7 +40,7 @@ def test_the_estimate_of_cells_trained_together_is_within_3x_of_their_run():
     together = estimate(cells, settings, together=True)
     _, info = run_grid(cells, settings, together=True)
     assert together.together and [runs for runs, _ in together.group_seconds_per_step["simple-ff"]] == [1, 4]
-    ratio = together.seconds / info["seconds"]
+    ratio = together.seconds / info.seconds
     assert 1 / 3 <= ratio <= 3, ratio
 
 

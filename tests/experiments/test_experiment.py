@@ -101,7 +101,7 @@ def test_cells_trained_together_are_the_cells_trained_alone(tmp_path):
     cells = plan(models=("simple-ff",), epsilons=(1.0, math.inf), seeds=2, tops=("wor",))
     together, info = run_grid(cells, TINY, folder=tmp_path / "together")
     alone, info_alone = run_grid(cells, TINY, folder=tmp_path / "alone", together=False)
-    assert info["together"] and not info_alone["together"] and info["run"] == info_alone["run"] == 4
+    assert info.together and not info_alone.together and info.run == info_alone.run == 4
     for a, b in zip(together, alone):
         fuzzy = ("crps", "selected_crps", "seconds")
         assert {k: v for k, v in a.as_dict().items() if k not in fuzzy} == {
@@ -133,14 +133,14 @@ def test_a_killed_grid_resumes_and_workers_do_not_change_a_number(tmp_path):
     the numbers of 1 (each cell's seed is spawned from one SeedSequence by its seed index)."""
     cells = plan(models=("simple-ff",), epsilons=(1.0, math.inf), seeds=2, tops=("wor",))
     first, info = run_grid(cells, TINY, folder=tmp_path)
-    assert info["run"] == 4 and info["resumed"] == 0
+    assert info.run == 4 and info.resumed == 0
     (tmp_path / f"{cells[1].key}.json").unlink()
     (tmp_path / f"{cells[2].key}.json").write_text("{truncated")  # a file cut by a kill is run again
     again, info = run_grid(cells, TINY, folder=tmp_path)
-    assert info["run"] == 2 and info["resumed"] == 2
+    assert info.run == 2 and info.resumed == 2
     assert [r.as_dict() | {"seconds": 0} for r in again] == [r.as_dict() | {"seconds": 0} for r in first]
     two, info = run_grid(cells, TINY, workers=2)
-    assert info["executor"] == "processes"
+    assert info.executor == "processes"
     strip = lambda rs: [{k: v for k, v in r.as_dict().items() if k != "seconds"} for r in rs]  # noqa: E731
     assert strip(two) == strip(first)
     assert len({r.seed for r in first}) == 2

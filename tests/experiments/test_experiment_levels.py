@@ -95,19 +95,19 @@ def test_level_grid_resumes_and_two_workers_give_the_numbers_of_one(tmp_path):
                  sigma_forecast=(0.0, 2.0))
     assert len(cells) == 4 and len({c.key for c in cells}) == 4
     first, info = run_grid(cells, TINY, folder=tmp_path)
-    assert info["run"] == 4 and sorted(p.name for p in tmp_path.glob("*.json")) == sorted(
+    assert info.run == 4 and sorted(p.name for p in tmp_path.glob("*.json")) == sorted(
         f"{c.key}.json" for c in cells)
     path_of(tmp_path, cells[1]).unlink()
     again, info = run_grid(cells, TINY, folder=tmp_path)
-    assert (info["run"], info["resumed"]) == (1, 3)
+    assert (info.run, info.resumed) == (1, 3)
     strip = lambda rs: [{k: v for k, v in r.as_dict().items() if k != "seconds"} for r in rs]  # noqa: E731
     assert strip(again) == strip(first)
     other_v = GridSettings(epochs=1, n_samples=10, device="cpu", v=0.5)
     changed, info = run_grid(cells, other_v, folder=tmp_path)
-    assert (info["run"], info["resumed"]) == (2, 2)
+    assert (info.run, info.resumed) == (2, 2)
     assert [r.v for r in changed] == [None, None, 0.5, 0.5]
     two, info = run_grid(cells, TINY, workers=2)
-    assert info["executor"] == "processes" and strip(two) == strip(first)
+    assert info.executor == "processes" and strip(two) == strip(first)
 
 
 def _row(model, level, column, mean, eps=4.0):

@@ -50,7 +50,7 @@ def _assert_recomputed(folder, good_result, settings=TINY, says=""):
     stored = read_stored(folder, CELL, settings)
     assert stored.result is None and says in stored.problem
     results, info = run_grid([CELL], settings, folder=folder)
-    assert (info["run"], info["resumed"]) == (1, 0)
+    assert (info.run, info.resumed) == (1, 0)
     assert _strip(results[0]) == _strip(good_result)
     assert _strip(read_stored(folder, CELL, settings).result) == _strip(good_result)
 
@@ -59,7 +59,7 @@ def test_a_good_file_is_read_back_and_not_recomputed(tmp_path, good):
     r, text = good
     path_of(tmp_path, CELL).write_text(text)
     results, info = run_grid([CELL], TINY, folder=tmp_path)
-    assert (info["run"], info["resumed"]) == (0, 1) and results[0] == r
+    assert (info.run, info.resumed) == (0, 1) and results[0] == r
 
 
 EDITS = {
@@ -171,7 +171,7 @@ def test_a_file_of_another_dataset_or_other_data_is_recomputed(tmp_path):
     stored = read_stored(out, cell, on_b)
     assert stored.result is None and "other data" in stored.problem
     results, info = run_grid([cell], on_b, folder=out)
-    assert info["run"] == 1 and results[0].crps != from_a.crps
+    assert info.run == 1 and results[0].crps != from_a.crps
     assert read_stored(out, cell, on_b).result == results[0]
     stored = read_stored(out, cell, TINY)  # the m1-yearly grid reads electricity's file
     assert stored.result is None and "another dataset" in stored.problem

@@ -325,6 +325,7 @@ def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch
 
     from tsdp.experiments import table
     from tsdp.experiments.cells import CellResult
+    from tsdp.experiments.run_info import GridRun
     from tsdp.theorems.config import DEFAULT_CONFIG
 
     def fake_grid(cells, settings):
@@ -332,7 +333,8 @@ def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch
         return [CellResult(c.key, c.model, c.epsilon, c.seed_index, c.level, c.top, 0, 8.0,
                            210 if c.epsilon >= 1 else 70, 10.0 if c.epsilon >= 1 else 70 / 21,
                            None if math.isinf(c.epsilon) else min(c.epsilon, 0.8807),
-                           "T6", crps[c.epsilon], crps[c.epsilon], 1, 0.0, "cpu") for c in cells], {"seconds": 0.0}
+                           "T6", crps[c.epsilon], crps[c.epsilon], 1, 0.0, "cpu") for c in cells], \
+            GridRun(None, 1, len(cells), 0, len(cells), True, 0.0)
 
     monkeypatch.setattr(table, "run_grid", fake_grid)
     monkeypatch.setattr(table, "baseline_crps_of", lambda settings: {"seasonal-naive": 0.2049, "autoets": 0.1352})

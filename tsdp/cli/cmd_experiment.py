@@ -180,15 +180,15 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
                    "baselines": baselines, "best": [b.as_dict() for b in best], "claim_c7": c7.as_dict(),
                    "cells": [_noted(with_note(r.as_dict(), "epsilon", NO_DP), ("crps", "selected_crps"), NO_STEP)
                              for r in results],
-                   "settings": settings.as_dict(), "run": info,
+                   "settings": settings.as_dict(), "run": info.as_dict(),
                    "estimate": plan_note.as_dict(), "out": out}
         if args.json:
             print(dumps(payload))
             return 0
         print(render_table(rows, baselines, best, same, split, args))
         print(f"claim C7 ({c7.statement}): {c7.line()}")
-        print(f"{info['cells']} cells ({info['resumed']} resumed from {out}), {info.get('seconds', 0):.1f} s on "
-              f"{info.get('executor')} ({args.workers} worker(s))")
+        print(f"{info.cells} cells ({info.resumed} resumed from {out}), {info.seconds:.1f} s on "
+              f"{info.executor} ({args.workers} worker(s))")
         return 0
 
 
