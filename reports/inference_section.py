@@ -48,7 +48,7 @@ def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Call
 
     grid, releases = QUICK if quick else FULL
     opts = {"grid": InferenceGrid(**grid), "releases": Releases(seed=seed, **releases)}
-    out = {"synthetic": inference_table(epochs=30, **opts)}
+    out = {"synthetic": inference_table(epochs=30, **opts).as_dict()}
     if tick is not None:
         tick("inference synthetic")
     if real_data is None:
@@ -56,7 +56,7 @@ def inference_section(*, quick: bool = False, seed: int = 0, tick: Optional[Call
     else:
         real, name = _unit_std(real_data[1]), f"{real_data[0]}, unit-std scaled"
     out["grunfeld"] = inference_table(data=real, data_name=name, context_length=4, forecast_length=2, epochs=30,
-                                      **opts)
+                                      **opts).as_dict()
     out["grunfeld_status"] = AuditStatus.RAN
     if tick is not None:
         tick("inference grunfeld")

@@ -131,7 +131,7 @@ class InferenceAudit(Record):
         trials_per_minute: The trials per minute.
         threshold: The test's threshold.
         side: The test's side.
-        config: The inference configuration audited.
+        config: The inference configuration audited (its ``as_dict()`` in the JSON form).
     """
 
     epsilon_lower: float
@@ -142,7 +142,7 @@ class InferenceAudit(Record):
     trials_per_minute: float
     threshold: float
     side: str
-    config: dict
+    config: InferenceConfig
 
 
 def audit(config: InferenceConfig, trials: int, delta: float, *, seed: int = 0, confidence: float = 0.95,
@@ -174,7 +174,22 @@ def audit(config: InferenceConfig, trials: int, delta: float, *, seed: int = 0, 
     tb = epsilon_lower_bound(p, q, delta, confidence)
     return InferenceAudit(epsilon_lower=tb.value, delta=delta, confidence=confidence, trials=trials,
                           seconds=seconds, trials_per_minute=2 * trials / seconds * 60, threshold=tb.threshold,
-                          side=tb.side, config=config.as_dict())
+                          side=tb.side, config=config)
+
+
+@dataclass(frozen=True)
+class WorldFit(Record):
+    """The three p-values of one world's released contexts (:func:`goodness_of_fit`; each uniform under T15's law).
+
+    Attributes:
+        count: The kept count against Binom(L_C, r) (G-test).
+        residuals: The kept residuals against N(0, 1) (KS).
+        imputed: The imputed values against the kept mean (KS).
+    """
+
+    count: float
+    residuals: float
+    imputed: float
 
 
 @dataclass(frozen=True)
@@ -183,12 +198,12 @@ class MechanismFit(Record):
 
     Attributes:
         pvalue: The Bonferroni p-value over the six tests (small: the mechanism is not T15's).
-        tests: Per world ("P", "Q"), the p-values of the ``count``, ``residuals`` and ``imputed`` tests.
+        tests: Per world ("P", "Q"), its three p-values.
         trials: Trials per world.
     """
 
     pvalue: float
-    tests: Dict[str, Dict[str, float]]
+    tests: Dict[str, WorldFit]
     trials: int
 
 
@@ -245,6 +260,6 @@ def goodness_of_fit(config: InferenceConfig, trials: int, *, seed: int = 0, devi
         imp = np.concatenate(a["imputed"]) if a["imputed"] else np.zeros(0)
         p_resid = float(stats.kstest(resid, "norm").pvalue) if resid.size else 0.0
         p_imp = float(stats.kstest(imp, "norm").pvalue) if imp.size else 1.0
-        out[world] = {"count": p_count, "residuals": p_resid, "imputed": p_imp}
-    smallest = min(v for w in out.values() for v in w.values())
+        out[world] = WorldFit(count=p_count, residuals=p_resid, imputed=p_imp)
+    smallest = min(min(w.count, w.residuals, w.imputed) for w in out.values())
     return MechanismFit(min(1.0, 6 * smallest), out, trials)

@@ -5,17 +5,19 @@ under T15's **sound** (upper-bound) accounting (:func:`tsdp.verify.inference_acc
 every series' last L_C training values go through the real mechanism
 (:func:`tsdp.attacks.inference.mechanism.private_forecast`), and the forecasts are scored by CRPS on the
 held-out last L_F steps. As in the paper, the model is trained without DP-SGD (privacy is
-enforced at inference time). Everything returned is plain data (lists of dicts, floats).
+enforced at inference time). The answers are frozen records (:class:`InferenceRow`, :class:`InferenceTable`) whose
+``as_dict()`` is the JSON of `tsdp forecast tradeoff --json` and of the report's inference section.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from tsdp.theorems.bounds.inference import InferenceConfig
+from tsdp.verify.json_data import Record, noted
 
 from tsdp.datasets.series import SeriesData
 from tsdp.training.metrics import crps_from_samples
@@ -85,11 +87,84 @@ class Releases:
     device: str = "cpu"
 
 
+@dataclass(frozen=True)
+class InferenceRow(Record):
+    """One cell of an inference table: the private forecasts' CRPS at (ε, r) with σ calibrated under T15.
+
+    Attributes:
+        epsilon: The cell's ε (an **upper** bound on one release's ε under T15's sound accounting); ∞ for the
+            non-private reference, written as null with ``epsilon_note`` (:data:`REFERENCE_NOTE`) beside it.
+        r: The keep rate.
+        sigma: The noise σ calibrated for (ε, r) (0: the reference, no noise).
+        crps: The CRPS, the mean over the releases.
+        crps_std: The releases' standard deviation of the CRPS (ddof 0).
+    """
+
+    epsilon: float = noted(REFERENCE_NOTE)
+    r: float
+    sigma: float
+    crps: float
+    crps_std: float
+
+
+@dataclass(frozen=True)
+class TableSettings(Record):
+    """How :func:`inference_table` trained its model and drew its releases.
+
+    Attributes:
+        model: The forecaster's name.
+        N: The series.
+        L: Their training length.
+        context_length: L_C.
+        forecast_length: L_F.
+        epochs: The non-private training epochs.
+        delta: The δ of every cell.
+        v: The (w, v)-event neighbours' value change.
+        w: The (w, v)-event neighbours' window.
+        n_samples: Forecast samples per series and release.
+        repeats: Releases of every series per cell.
+        seed: The seed of the data, the training and the releases.
+        data: The data's name.
+        theorem: The bound the cells are calibrated under (T15).
+    """
+
+    model: str
+    N: int
+    L: int
+    context_length: int
+    forecast_length: int
+    epochs: int
+    delta: float
+    v: float
+    w: int
+    n_samples: int
+    repeats: int
+    seed: int
+    data: str
+    theorem: str = "T15"
+
+
+@dataclass(frozen=True)
+class InferenceTable(Record):
+    """The paper's inference table (:func:`inference_table`).
+
+    Attributes:
+        rows: The cells, the non-private reference first (:func:`crps_tradeoff`).
+        best_r: Per ε of the grid, the keep rate with the lowest mean CRPS.
+        settings: How the model was trained and the releases drawn.
+    """
+
+    rows: Tuple[InferenceRow, ...]
+    best_r: Dict[float, float]
+    settings: TableSettings
+
+
 def crps_tradeoff(model: torch.nn.Module, data: SeriesData, *, context_length: int, forecast_length: int,
-                  grid: InferenceGrid, releases: Releases = Releases(), freq: Optional[str] = None) -> list:
-    """[{epsilon, r, sigma, crps, crps_std}] for every (ε, r), plus one row ε = inf (r = 1, no noise) as the
-    reference, which says so in ``epsilon_note`` (JSON writes its ε as null). ``crps`` is the mean over the
-    releases' ``repeats`` independent releases of every series, ``crps_std`` their std.
+                  grid: InferenceGrid, releases: Releases = Releases(),
+                  freq: Optional[str] = None) -> Tuple[InferenceRow, ...]:
+    """An :class:`InferenceRow` for every (ε, r), plus one row ε = inf (r = 1, no noise) as the reference, which says
+    so in ``epsilon_note`` (JSON writes its ε as null). ``crps`` is the mean over the releases' ``repeats``
+    independent releases of every series, ``crps_std`` their std.
 
     ``data`` holds whole series; the last ``forecast_length`` steps of each are the targets.
     σ per (ε, r) is the smallest admissible under T15 (sound accounting, one release: an **upper** bound on each
@@ -122,8 +197,7 @@ def crps_tradeoff(model: torch.nn.Module, data: SeriesData, *, context_length: i
     model.eval()
     with torch.no_grad():
         reference = crps_from_samples(targets, model.sample(x, n_samples, gen, *extra).cpu().numpy())
-    rows = [{"epsilon": float("inf"), "r": 1.0, "sigma": 0.0, "crps": reference, "crps_std": 0.0,
-             "epsilon_note": REFERENCE_NOTE}]
+    rows = [InferenceRow(epsilon=float("inf"), r=1.0, sigma=0.0, crps=reference, crps_std=0.0)]
     for eps in grid.epsilons:
         for r in grid.rates:
             cfg = InferenceConfig(r=float(r), sigma=1.0, w=grid.w, v=float(grid.v), context_length=context_length)
@@ -131,15 +205,15 @@ def crps_tradeoff(model: torch.nn.Module, data: SeriesData, *, context_length: i
             scores = [crps_from_samples(targets, private_forecast(model, x, float(r), sigma, n_samples, gen,
                                                                   covariates).cpu().numpy())
                       for _ in range(releases.repeats)]
-            rows.append({"epsilon": float(eps), "r": float(r), "sigma": sigma, "crps": float(np.mean(scores)),
-                         "crps_std": float(np.std(scores))})
-    return rows
+            rows.append(InferenceRow(epsilon=float(eps), r=float(r), sigma=sigma, crps=float(np.mean(scores)),
+                                     crps_std=float(np.std(scores))))
+    return tuple(rows)
 
 
 def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, context_length: int = 8,
                     forecast_length: int = 4, epochs: int = 3, grid: InferenceGrid = InferenceGrid(),
                     releases: Releases = Releases(repeats=5), data: Optional[SeriesData] = None,
-                    data_name: str = "synthetic") -> dict:
+                    data_name: str = "synthetic") -> InferenceTable:
     """The paper's inference table: train ``model`` without DP-SGD on ``data`` (default: N seeded synthetic
     series of length L + L_F), then :func:`crps_tradeoff` on ``grid`` with ``releases``. With ``data`` given, N and
     L are taken from it.
@@ -157,8 +231,7 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
         data_name: The data's name in the settings.
 
     Returns:
-        {"rows": [{epsilon, r, sigma, crps, crps_std}], "best_r": {ε: r with the lowest mean CRPS},
-        "settings": {...}} (plain data for the report).
+        The :class:`InferenceTable`: its rows, the keep rate with the lowest mean CRPS per ε, the settings.
     """
     from tsdp.theorems.config import TrainingConfig
 
@@ -180,10 +253,9 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
                          grid=grid, releases=releases, freq=data.freq)
     best = {}
     for eps in grid.epsilons:
-        cand = [row for row in rows if row["epsilon"] == float(eps)]
-        best[float(eps)] = min(cand, key=lambda row: row["crps"])["r"]
-    settings = {"model": model, "N": N, "L": L, "context_length": context_length, "forecast_length": forecast_length,
-                "epochs": epochs, "delta": grid.delta, "v": grid.v, "w": grid.w, "n_samples": releases.n_samples,
-                "repeats": releases.repeats, "seed": seed,
-                "data": data_name, "theorem": "T15"}
-    return {"rows": rows, "best_r": best, "settings": settings}
+        cand = [row for row in rows if row.epsilon == float(eps)]
+        best[float(eps)] = min(cand, key=lambda row: row.crps).r
+    settings = TableSettings(model=model, N=N, L=L, context_length=context_length, forecast_length=forecast_length,
+                             epochs=epochs, delta=grid.delta, v=grid.v, w=grid.w, n_samples=releases.n_samples,
+                             repeats=releases.repeats, seed=seed, data=data_name)
+    return InferenceTable(rows, best, settings)

@@ -193,8 +193,15 @@ def test_report_reads_its_real_panel_through_the_same_loader(files, monkeypatch)
         np.testing.assert_allclose(got, want)
 
     tables = {}
-    monkeypatch.setattr("tsdp.attacks.inference.crps_table.inference_table",
-                        lambda **kw: tables.setdefault(kw.get("data_name", "synthetic"), kw))
+
+    class Table:  # what inference_table was given, as its table's JSON form
+        def __init__(self, **kw):
+            self.kw = tables.setdefault(kw.get("data_name", "synthetic"), kw)
+
+        def as_dict(self):
+            return self.kw
+
+    monkeypatch.setattr("tsdp.attacks.inference.crps_table.inference_table", Table)
     inference_section(quick=True, real_data=("panel.csv", data))
     real = tables["panel.csv, unit-std scaled"]["data"]
     assert all(abs(s.std() - 1) < 1e-12 for s in real.series)

@@ -153,3 +153,24 @@ def test_add_remove_amplification_form_is_refuted_by_the_real_mechanism():
     amplified = math.log(1 + cfg.r * math.expm1(gauss))
     lower = A.audit(cfg, 1_000_000, delta, seed=41, confidence=0.999).epsilon_lower
     assert amplified < lower <= epsilon_one(cfg, delta)
+
+
+def test_the_audit_and_the_fit_are_frozen_records_with_the_dict_built_json_form():
+    """The JSON forms hold what the dict-building code wrote: the configuration as its own ``as_dict()``, and per
+    world the three p-values under ``count``, ``residuals`` and ``imputed``; the Bonferroni p-value is six times the
+    smallest of them (capped at 1), read back from the JSON form."""
+    import dataclasses
+
+    cfg = InferenceConfig(r=0.5, sigma=1.0, w=2, v=1.0, context_length=4)
+    res = A.audit(cfg, 2_000, 1e-3, seed=3)
+    form = res.as_dict()
+    assert list(form) == ["epsilon_lower", "delta", "confidence", "trials", "seconds", "trials_per_minute",
+                          "threshold", "side", "config"]
+    assert form["config"] == cfg.as_dict() and res.config == cfg and form["trials"] == 2_000
+    fit = A.goodness_of_fit(cfg, 2_000, seed=3)
+    form = fit.as_dict()
+    assert list(form) == ["pvalue", "tests", "trials"] and list(form["tests"]) == ["P", "Q"]
+    assert all(list(world) == ["count", "residuals", "imputed"] for world in form["tests"].values())
+    assert form["pvalue"] == min(1.0, 6 * min(p for world in form["tests"].values() for p in world.values()))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fit.tests["P"].count = 1.0

@@ -1,6 +1,13 @@
-"""The CRPS-by-(ε, r) table of Appendix H on synthetic data, and `tsdp forecast tradeoff` on a file."""
+"""The CRPS-by-(ε, r) table of Appendix H on synthetic data, and `tsdp forecast tradeoff` on a file.
+
+``data/inference_json_before_typed_rows.json`` was recorded from the code that built the rows and the table as dicts
+(`tsdp forecast tradeoff --json` and ``inference_table``'s dict through the CLI's ``dumps``, on the seeds below): the
+typed rows and table must give every key in the same order with the same numbers (CRPS to 1e-9 relative: a trained
+float32 model's).
+"""
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,26 +18,47 @@ from tsdp.attacks.inference.crps_table import InferenceGrid, Releases, crps_trad
 from tsdp.datasets.series import SeriesData, synthetic
 from tsdp.training.models import make_model
 from tsdp.cli.main import main
+from tsdp.cli.output import dumps
 from tsdp.theorems.bounds.inference import InferenceConfig
 from tsdp.verify.inference_accounting import calibrate_sigma
+
+BEFORE = json.loads((Path(__file__).parent / "data" / "inference_json_before_typed_rows.json").read_text())
+
+
+def assert_released(got, want):
+    """``got`` has ``want``'s keys in ``want``'s order, recursively, and its values (CRPS to 1e-9 relative)."""
+    if isinstance(want, dict):
+        assert list(got) == list(want)
+        for k in want:
+            assert_released(got[k], want[k])
+    elif isinstance(want, list):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_released(g, w)
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-9, abs=0)
+    else:
+        assert got == want
 
 
 def test_table_is_plain_data_with_calibrated_sigmas():
     t = inference_table(N=8, L=40, context_length=4, forecast_length=2, epochs=1,
                         grid=InferenceGrid(epsilons=(1.0, 4.0), rates=(1.0, 0.5)), releases=Releases(n_samples=20,
                                                                                                      repeats=5))
-    rows = t["rows"]
-    assert len(rows) == 1 + 2 * 2 and rows[0]["epsilon"] == math.inf
-    assert json.loads(json.dumps(t, default=str))  # plain data
+    rows = t.rows
+    assert len(rows) == 1 + 2 * 2 and rows[0].epsilon == math.inf
+    assert_released(json.loads(dumps(t.as_dict())), BEFORE["table"])  # the dict-built table's JSON
     for row in rows[1:]:
-        cfg = InferenceConfig(r=row["r"], sigma=1.0, w=1, v=1.0, context_length=4)
-        assert row["sigma"] == calibrate_sigma(cfg, row["epsilon"], 1e-4).sigma
-        assert np.isfinite(row["crps"]) and row["crps"] > 0
+        cfg = InferenceConfig(r=row.r, sigma=1.0, w=1, v=1.0, context_length=4)
+        assert row.sigma == calibrate_sigma(cfg, row.epsilon, 1e-4).sigma
+        assert np.isfinite(row.crps) and row.crps > 0
     # more budget, less noise: σ falls with ε at every r
     for r in (1.0, 0.5):
-        s = [row["sigma"] for row in rows[1:] if row["r"] == r]
+        s = [row.sigma for row in rows[1:] if row.r == r]
         assert s[0] > s[1]
-    assert set(t["best_r"]) == {1.0, 4.0}
+    assert set(t.best_r) == {1.0, 4.0}
+    for eps, r in t.best_r.items():  # the rate of the lowest mean CRPS at that ε
+        assert r == min((row for row in rows if row.epsilon == eps), key=lambda row: row.crps).r
 
 
 def test_noise_costs_crps_on_a_learnable_series():
@@ -45,7 +73,7 @@ def test_noise_costs_crps_on_a_learnable_series():
     rows = crps_tradeoff(Mean(), data, context_length=8, forecast_length=2,
                          grid=InferenceGrid(epsilons=(0.05, 50.0), rates=(1.0,), delta=1e-4, v=1.0),
                          releases=Releases(n_samples=50))
-    by_eps = {row["epsilon"]: row["crps"] for row in rows}
+    by_eps = {row.epsilon: row.crps for row in rows}
     assert by_eps[0.05] > by_eps[50.0]
 
 
@@ -62,6 +90,7 @@ def test_tradeoff_cli(tmp_path, capsys):
     code = main(["forecast", "tradeoff", "--model-file", str(tmp_path / "m.pt"), "--data", str(tmp_path / "d.csv"),
                  "--context-length", "4", "--epsilons", "2", "--rates", "1", "0.5", "--samples", "20", "--json"])
     out = json.loads(capsys.readouterr().out)
+    assert_released(out, BEFORE["tradeoff"])
     # the reference row's ε = inf is JSON null
     assert code == 0 and [(r["epsilon"], r["r"]) for r in out["rows"]] == [(None, 1.0), (2.0, 1.0), (2.0, 0.5)]
     code = main(["forecast", "tradeoff", "--model-file", str(tmp_path / "m.pt"), "--data", str(tmp_path / "d.csv"),

@@ -298,6 +298,6 @@ def _tradeoff(args) -> int:
         raise UsageError(f"invalid --data: {err}") from err
     lines = [f"CRPS of private forecasts ({header['model']}), δ = {args.delta:g}, v = {args.v:g}, w = {args.w} (T15)",
              f"{'epsilon':>12} {'r':>5} {'sigma':>9} {'CRPS':>8}"]
-    lines += [f"{NO_NOISE if math.isinf(row['epsilon']) else format(row['epsilon'], 'g'):>12} {row['r']:>5g} "
-              f"{row['sigma']:>9.4g} {row['crps']:>8.4f}" for row in rows]
-    return _emit(args, {"rows": rows, "model": header}, lines)
+    lines += [f"{NO_NOISE if math.isinf(row.epsilon) else format(row.epsilon, 'g'):>12} {row.r:>5g} "
+              f"{row.sigma:>9.4g} {row.crps:>8.4f}" for row in rows]
+    return _emit(args, {"rows": [row.as_dict() for row in rows], "model": header}, lines)
