@@ -27,18 +27,22 @@ which its environment record shows.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional, Tuple, Union
 
 import torch
 
 from tsdp.attacks.canary.mechanism import CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA
 from tsdp.executor.run import run_shards
+from tsdp.verify.json_data import Record
 
 from . import handwritten_dpsgd as loops
 
 TESTS = ("epsilon_bound", "claimed_curve", "noise", "clipping", "sampling")
 """The audit's tests, by name: the ε lower bound against the claim, the claimed trade-off curve, the mechanism tests."""
+
+TORCH_THREADS = 1
+"""The torch threads of each audit (:func:`audit_one`): the workers share the cores, one thread each."""
 
 ABOVE_CEILING = 20.0
 """The claim above the canaries' ceiling (4.80 at 1000 canaries, δ = 1e-5, 95%): no ε bound can flag it."""
@@ -137,7 +141,7 @@ def audit_one(spec: AuditSpec) -> AuditOutcome:
     Returns:
         Its :class:`AuditOutcome`.
     """
-    torch.set_num_threads(1)
+    torch.set_num_threads(TORCH_THREADS)
     started = time.perf_counter()
     r = loops.audit(spec.bug, spec.canaries, spec.seed, epsilon=spec.claim)
     hits = {"epsilon_bound": r.above_claim, "claimed_curve": bool(r.curve_rejected),
@@ -149,7 +153,7 @@ def audit_one(spec: AuditSpec) -> AuditOutcome:
 
 
 @dataclass(frozen=True)
-class RowResult:
+class RowResult(Record):
     """One row measured: its ``name``, ``bug``, ``claim``, ``expected`` test, ``seeds`` (first ``first_seed``),
     ``canaries`` per audit, ``flagged`` (runs any test flagged), ``named`` (runs the expected test flagged),
     ``by_test`` (runs each of :data:`TESTS` flagged), the largest certified ε, ceiling and ``epsilon_ideal``, and
@@ -164,6 +168,8 @@ class RowResult:
         first_seed: The first seed.
         canaries: The gradient canaries per audit.
         flagged: The audits any test flagged.
+        rate: The detection rate (on the correct loop: the false-flag rate), every test together: ``flagged / seeds``,
+            derived at construction.
         named: The audits the expected test flagged.
         by_test: The audits each test flagged.
         epsilon_lower_max: The largest certified ε.
@@ -180,6 +186,7 @@ class RowResult:
     first_seed: int
     canaries: int
     flagged: int
+    rate: float = field(init=False)
     named: int
     by_test: Dict[str, int]
     epsilon_lower_max: float
@@ -187,21 +194,12 @@ class RowResult:
     epsilon_ideal_max: float
     seconds: float
 
-    @property
-    def rate(self) -> float:
-        """The detection rate (on the correct loop: the false-flag rate), every test together."""
-        return self.flagged / self.seeds
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "bug": self.bug, "claim": self.claim, "expected": self.expected,
-                "seeds": self.seeds, "first_seed": self.first_seed, "canaries": self.canaries,
-                "flagged": self.flagged, "rate": self.rate, "named": self.named, "by_test": dict(self.by_test),
-                "epsilon_lower_max": self.epsilon_lower_max, "ceiling": self.ceiling,
-                "epsilon_ideal_max": self.epsilon_ideal_max, "seconds": self.seconds}
+    def __post_init__(self):
+        object.__setattr__(self, "rate", self.flagged / self.seeds)
 
 
 @dataclass(frozen=True)
-class PlantedBench:
+class PlantedBench(Record):
     """The bench (module docstring): its ``rows``, the ``delta`` and ``confidence`` of every audit, the designed
     false-flag bound of the correct loop, ``workers`` (processes over the seeds; one torch thread each), the wall
     ``seconds`` and the ``environment`` it ran in (:func:`tsdp.bench.rounds.environment`, before and after).
@@ -212,6 +210,7 @@ class PlantedBench:
         confidence: Their confidence.
         designed_false_flags: The designed bound on the correct loop's flag rate.
         workers: The processes over the seeds.
+        torch_threads: The torch threads of each audit (:data:`TORCH_THREADS`).
         seconds: The wall seconds.
         environment: The environment before and after.
     """
@@ -221,13 +220,9 @@ class PlantedBench:
     confidence: float
     designed_false_flags: float
     workers: int
+    torch_threads: int = field(default=TORCH_THREADS, init=False)
     seconds: float
     environment: dict
-
-    def as_dict(self) -> dict:
-        return {"rows": [r.as_dict() for r in self.rows], "delta": self.delta, "confidence": self.confidence,
-                "designed_false_flags": self.designed_false_flags, "workers": self.workers, "torch_threads": 1,
-                "seconds": self.seconds, "environment": self.environment}
 
 
 def bench_planted(*, seeds: int = 20, canaries: int = 1000, seed: int = 0, workers: int = 1, rows=ROWS,
@@ -311,5 +306,5 @@ def format_bench(result: Union[PlantedBench, dict]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ABOVE_CEILING", "AuditOutcome", "AuditSpec", "DESIGNED_FALSE_FLAGS", "PlantedBench", "ROWS", "Row",
+__all__ = ["ABOVE_CEILING", "TORCH_THREADS", "AuditOutcome", "AuditSpec", "DESIGNED_FALSE_FLAGS", "PlantedBench", "ROWS", "Row",
            "RowResult", "TESTS", "audit_one", "bench_planted", "format_bench"]

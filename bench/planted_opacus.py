@@ -60,7 +60,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -70,6 +70,7 @@ from torch.utils.data import DataLoader
 from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event
+from tsdp.verify.json_data import Record
 
 from tsdp.attacks.canary.evidence import Certifier, Evidence, certify_evidence, fdp
 from tsdp.attacks.canary.runs import RunEngine, run_many
@@ -267,9 +268,65 @@ class PlantedRun:
         return held["canaries"].evidence()
 
 
+@dataclass(frozen=True)
+class BugAudit(Record):
+    """One variant of the loop audited (a row of :func:`bench_planted`).
+
+    Attributes:
+        bug: One of :data:`BUGS`.
+        canaries: The canaries per run (gradient canaries; spike canaries for ``global-standardisation``).
+        runs: The runs R whose canaries were pooled.
+        epsilon_claimed: The ε the intended training reports (:func:`claimed_epsilon`, an **upper** bound).
+        epsilon_lower: The certified ε (a **lower** bound).
+        flagged: Whether the certified ε exceeds the claim.
+        auc: Per score, its AUC.
+        seconds: The variant's wall seconds.
+    """
+
+    bug: str
+    canaries: int
+    runs: int
+    epsilon_claimed: float
+    epsilon_lower: float
+    flagged: bool
+    auc: Dict[str, float]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FalseFlags(Record):
+    """The correct loop audited ``audits`` times, each on its own run: how often it was flagged.
+
+    Attributes:
+        audits: The independent audits (0: none run).
+        flagged: The audits that flagged the correct loop.
+        rate: ``flagged / audits`` (NaN, null in JSON, without audits).
+        designed: The certifier's error probability, 1 - confidence.
+    """
+
+    audits: int
+    flagged: int
+    rate: float
+    designed: float
+
+
+@dataclass(frozen=True)
+class PlantedOpacusBench(Record):
+    """What :func:`bench_planted` measured: each variant's audit and the correct loop's false flags.
+
+    Attributes:
+        rows: One audit per variant, in :data:`BUGS`' order.
+        false_flags: The correct loop's flags over independent audits.
+    """
+
+    rows: Tuple[BugAudit, ...]
+    false_flags: FalseFlags
+
+
 def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100, bugs=BUGS, seed: int = 0,
                   delta: float = DELTA, confidence: float = 0.95, certifier: Certifier = fdp,
-                  engine: RunEngine = RunEngine(), progress: Optional[Callable[[str], None]] = None) -> dict:
+                  engine: RunEngine = RunEngine(),
+                  progress: Optional[Callable[[str], None]] = None) -> PlantedOpacusBench:
     """Audit every variant of :data:`BUGS` with ``canaries`` × ``runs`` canaries; the correct loop ``null_audits`` times.
 
     A bug is caught when its certified lower bound exceeds its claim (an upper bound).
@@ -288,9 +345,7 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
         progress: Called with one line per bug, if given.
 
     Returns:
-        ``{"rows": [{bug, canaries, runs, epsilon_claimed, epsilon_lower, flagged, auc, seconds}],
-            "false_flags": {audits, flagged, rate, designed}}``; ``designed`` is the certifier's error
-            probability 1 - confidence.
+        The :class:`PlantedOpacusBench`: a :class:`BugAudit` per variant and the correct loop's :class:`FalseFlags`.
     """
     workers, cluster = engine.workers, engine.cluster
     rows = []
@@ -300,10 +355,9 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
                         threads=threads_per_worker(workers, cluster))
         claim = claimed_epsilon(bug)
         cert = certify_evidence(many.evidence, delta, confidence, certifier=certifier, claimed=claim)
-        rows.append({"bug": bug, "canaries": SPIKES if bug == "global-standardisation" else canaries, "runs": runs, "epsilon_claimed": claim,
-                     "epsilon_lower": cert.epsilon_lower, "flagged": cert.violation,
-                     "auc": {n: s.auc for n, s in cert.scores.items()},
-                     "seconds": time.perf_counter() - started})
+        rows.append(BugAudit(bug=bug, canaries=SPIKES if bug == "global-standardisation" else canaries, runs=runs,
+                             epsilon_claimed=claim, epsilon_lower=cert.epsilon_lower, flagged=cert.violation,
+                             auc={n: s.auc for n, s in cert.scores.items()}, seconds=time.perf_counter() - started))
         if progress:
             progress(f"{bug}: ε ≥ {cert.epsilon_lower:.3f} vs claimed {claim:.3f} -> "
                      f"{'FLAGGED' if cert.violation else 'not flagged'}")
@@ -314,21 +368,23 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
                         cluster=cluster, threads=threads_per_worker(workers, cluster))
         for one in many.runs:
             flagged += certify_evidence(one, delta, confidence, certifier=certifier, claimed=claim).violation
-    return {"rows": rows, "false_flags": {"audits": null_audits, "flagged": flagged,
-                                          "rate": flagged / null_audits if null_audits else math.nan,
-                                          "designed": 1 - confidence}}
+    return PlantedOpacusBench(tuple(rows), FalseFlags(audits=null_audits, flagged=flagged,
+                                                      rate=flagged / null_audits if null_audits else math.nan,
+                                                      designed=1 - confidence))
 
 
-def format_bench(result: dict) -> str:
+def format_bench(result: Union[PlantedOpacusBench, dict]) -> str:
     """The bench as a table: bug, budget (canaries × runs), claimed ε, certified ε lower bound, best AUC, flagged; the
     bugs not caught, named as findings; the false flags of the correct loop.
 
     Args:
-        result: What :func:`bench_planted` returned.
+        result: What :func:`bench_planted` returned, or its ``as_dict()`` (``tsdp bench planted-opacus --json``).
 
     Returns:
         The table, one line per row.
     """
+    if isinstance(result, PlantedOpacusBench):
+        result = result.as_dict()
     lines = [f"{'bug':<24}{'budget':>12}{'claimed ε':>11}{'ε lower':>9}{'AUC':>7}  flagged"]
     for r in result["rows"]:
         lines.append(f"{r['bug']:<24}{str(r['canaries']) + ' x ' + str(r['runs']):>12}{r['epsilon_claimed']:>11.3f}"
@@ -343,5 +399,5 @@ def format_bench(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BUGS", "CONFIG", "PlantedRun", "bench_planted", "claimed_epsilon", "format_bench", "loader_config",
+__all__ = ["BUGS", "CONFIG", "BugAudit", "FalseFlags", "PlantedOpacusBench", "PlantedRun", "bench_planted", "claimed_epsilon", "format_bench", "loader_config",
            "opacus_train", "runtime", "squared_error"]

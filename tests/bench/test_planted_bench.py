@@ -13,6 +13,16 @@ pytest.importorskip("opacus")
 from tsdp.attacks.canary.evidence import certify_evidence  # noqa: E402
 from tsdp.bench.planted_opacus import PlantedRun, claimed_epsilon  # noqa: E402
 
+# `bench_planted(canaries=50, runs=1, null_audits=2, bugs=("correct", "noise-off"))` as the code that built it as a dict
+# gave it (through the CLI's dumps; each row's wall ``seconds`` left out)
+RELEASED_SMALL = {
+    "rows": [{"bug": "correct", "canaries": 50, "runs": 1, "epsilon_claimed": 1.6959926617686145, "epsilon_lower": 0.0,
+              "flagged": False, "auc": {"sum": 0.672, "mixture": 0.5456}, "seconds": None},
+             {"bug": "noise-off", "canaries": 50, "runs": 1, "epsilon_claimed": 1.6959926617686145,
+              "epsilon_lower": 1.7433929443359375, "flagged": True, "auc": {"sum": 0.9293924466338259, "mixture": 1.0},
+              "seconds": None}],
+    "false_flags": {"audits": 2, "flagged": 0, "rate": 0.0, "designed": 0.050000000000000044}}
+
 
 def _audit(bug):
     evidence = PlantedRun(bug, 1000)(np.random.SeedSequence(0))
@@ -80,3 +90,44 @@ def test_format_names_the_bugs_not_caught_as_findings():
     assert lines[2].split()[-2:] == ["1.000", "yes"] and lines[3].split()[-2:] == ["0.547", "no"]
     assert lines[4].endswith(": poisson-claim")
     assert lines[5] == "correct loop flagged in 3 of 100 audits (rate 0.030; designed at most 0.05)"
+
+
+def _without_seconds(form):
+    return {**form, "rows": [{**row, "seconds": None} for row in form["rows"]]}
+
+
+def test_the_bench_result_is_a_frozen_record_with_the_json_form_of_the_dict():
+    """Built by hand, the record's JSON form has the released keys in their order, and the table renders the same
+    from the record and from its JSON form (what the docs' benchmark page passes)."""
+    import dataclasses
+
+    from tsdp.bench.planted_opacus import BugAudit, FalseFlags, PlantedOpacusBench, format_bench
+
+    rows = tuple(BugAudit(**{**row, "seconds": 1.0}) for row in RELEASED_SMALL["rows"])
+    bench = PlantedOpacusBench(rows, FalseFlags(**RELEASED_SMALL["false_flags"]))
+    form = bench.as_dict()
+    assert _without_seconds(form) == RELEASED_SMALL
+    assert [list(row) for row in form["rows"]] == [list(row) for row in RELEASED_SMALL["rows"]]
+    assert list(form) == list(RELEASED_SMALL) and list(form["false_flags"]) == list(RELEASED_SMALL["false_flags"])
+    assert format_bench(bench) == format_bench(form)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bench.false_flags.flagged = 1
+
+
+@pytest.mark.slow  # three short Opacus trainings of 50 canaries (~5 s)
+def test_the_bench_gives_the_released_json_on_fixed_seeds():
+    import json
+
+    from tsdp.bench.planted_opacus import bench_planted
+    from tsdp.cli.output import dumps
+
+    got = _without_seconds(json.loads(dumps(bench_planted(canaries=50, runs=1, null_audits=2,
+                                                          bugs=("correct", "noise-off")).as_dict())))
+    assert [list(row) for row in got["rows"]] == [list(row) for row in RELEASED_SMALL["rows"]]
+    for g, w in zip(got["rows"], RELEASED_SMALL["rows"]):
+        assert {k: g[k] for k in ("bug", "canaries", "runs", "flagged")} == \
+            {k: w[k] for k in ("bug", "canaries", "runs", "flagged")}
+        assert (g["epsilon_claimed"], g["epsilon_lower"]) == pytest.approx((w["epsilon_claimed"], w["epsilon_lower"]),
+                                                                           rel=1e-9)
+        assert g["auc"] == pytest.approx(w["auc"], rel=1e-9)
+    assert got["false_flags"] == RELEASED_SMALL["false_flags"]

@@ -149,7 +149,7 @@ def add_parsers(sub, command) -> None:
         elif args.what == "blackbox":
             result = fn(**_blackbox_options(args), progress=progress)
         elif args.what == "planted":
-            result = fn(**_planted_options(args), progress=progress).as_dict()
+            result = fn(**_planted_options(args), progress=progress)
         elif args.what == "baselines":
             from tsdp.verify.cpus import check_workers
 
@@ -166,6 +166,10 @@ def add_parsers(sub, command) -> None:
             result = fn(rounds=args.rounds, progress=progress)
         else:
             result = fn(progress=progress)
+        from tsdp.verify.json_data import Record
+
+        if isinstance(result, Record):  # a typed bench result: its JSON form, what the docs' page renders too
+            result = result.as_dict()
         if args.json:  # the bench and the command that ran it go with the figures (the docs' benchmark page)
             print(dumps({"bench": args.what, "command": "tsdp " + shlex.join(args.argv), **result}))
         else:
