@@ -10,6 +10,7 @@ gives the same draws on every device), so runs are reproducible.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Tuple
 
 import torch
@@ -17,6 +18,7 @@ import torch
 from tsdp.theorems.config import ConfigError, check_int
 from tsdp.training import windows
 from tsdp.training.metrics import BYTES_PER_SAMPLE_STEP
+from tsdp.verify.json_data import Record
 
 Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -179,7 +181,24 @@ def save_model(path, model: torch.nn.Module, name: str, context_length: int, for
                 "state_dict": model.state_dict()}, path)
 
 
-def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
+@dataclass(frozen=True)
+class ModelHeader(Record):
+    """What a model file of :func:`save_model` says of its forecaster (the ``model`` of `tsdp forecast --json`).
+
+    Attributes:
+        model: The forecaster's CLI name.
+        context_length: L_C.
+        forecast_length: L_F.
+        freq: The step of the data it was trained on (None: none; its calendar features).
+    """
+
+    model: str
+    context_length: int
+    forecast_length: int
+    freq: Optional[str]
+
+
+def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, ModelHeader]:
     """(model in eval mode on ``device``, its header) from :func:`save_model`'s file; ValueError if not one.
 
     Args:
@@ -205,4 +224,4 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, dict]:
                          f"by another version may have other layers; {type(err).__name__}"
                          f"{': ' + why if why else ''})") from err
     model.eval()
-    return model, {k: blob[k] for k in ("model", "context_length", "forecast_length", "freq")}
+    return model, ModelHeader(blob["model"], blob["context_length"], blob["forecast_length"], blob["freq"])

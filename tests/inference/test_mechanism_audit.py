@@ -77,7 +77,9 @@ def test_forecast_and_model_file_round_trip(tmp_path):
     model = make_model("simple-ff", 8, 3)
     save_model(tmp_path / "m.pt", model, "simple-ff", 8, 3)
     loaded, header = load_model(tmp_path / "m.pt", torch.device("cpu"))
-    assert header == {"model": "simple-ff", "context_length": 8, "forecast_length": 3, "freq": None}
+    assert (header.model, header.context_length, header.forecast_length, header.freq) == ("simple-ff", 8, 3, None)
+    assert list(header.as_dict().items()) == [("model", "simple-ff"), ("context_length", 8), ("forecast_length", 3),
+                                              ("freq", None)]  # the dict the header was, in its order
     x = torch.randn(4, 8)
     a = private_forecast(loaded, x, 0.75, 0.5, 7, torch.Generator().manual_seed(1))
     b = private_forecast(model.eval(), x, 0.75, 0.5, 7, torch.Generator().manual_seed(1))

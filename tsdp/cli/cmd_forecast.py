@@ -79,10 +79,10 @@ def _model(args, device):
     except ValueError as err:
         raise UsageError(f"invalid --model-file: {err}") from err
     if args.context_length is None:
-        args.context_length = header["context_length"]
-    elif header["context_length"] != args.context_length:
+        args.context_length = header.context_length
+    elif header.context_length != args.context_length:
         raise UsageError(f"invalid --context-length: the model in {args.model_file} was trained with L_C = "
-                         f"{header['context_length']} (got {args.context_length}; drop --context-length to use it)")
+                         f"{header.context_length} (got {args.context_length}; drop --context-length to use it)")
     return model, header
 
 
@@ -244,11 +244,11 @@ def _predict(args) -> int:
     _config(args, 1.0)  # validates r, w, v, L_C, k before the data
     x, start = _series(args)
     try:
-        covariates = forecast_covariates(model, header["freq"], None if start is None else [start], [len(x)],
-                                         args.context_length, header["forecast_length"])
+        covariates = forecast_covariates(model, header.freq, None if start is None else [start], [len(x)],
+                                         args.context_length, header.forecast_length)
     except ValueError as err:
         raise UsageError(f"invalid {'--values' if args.values is not None else '--data'}: {err}") from err
-    check_samples(args.samples, 1, args.context_length, header["forecast_length"])
+    check_samples(args.samples, 1, args.context_length, header.forecast_length)
     cal = _calibrated(args)
     context = torch.as_tensor(x[-args.context_length:], dtype=torch.float32, device=device)[None]
     gen = torch.Generator().manual_seed(args.seed)  # drawn on the CPU: a seed gives the same draws on every device
@@ -258,9 +258,9 @@ def _predict(args) -> int:
         flag = "--values" if args.values is not None else "--data"
         raise UsageError(f"invalid {flag}: the forecast of this series is not finite (values up to "
                          f"{float(np.max(np.abs(x))):.3g} overflow the float32 model); rescale the series")
-    payload = {"sigma": cal.sigma, "epsilon": cal.epsilon, "delta": cal.delta, "r": args.r, "model": header,
+    payload = {"sigma": cal.sigma, "epsilon": cal.epsilon, "delta": cal.delta, "r": args.r, "model": header.as_dict(),
                "quantiles": {str(q): qs[i].tolist() for i, q in enumerate(QUANTILES)}, "samples": args.samples}
-    lines = [f"private forecast ({header['model']}, L_F = {header['forecast_length']}) at sound "
+    lines = [f"private forecast ({header.model}, L_F = {header.forecast_length}) at sound "
              f"ε = {cal.epsilon:.4g}, "
              f"δ = {cal.delta:g}, r = {args.r:g}, σ = {cal.sigma:.4g}"]
     lines += [f"q{q:g}: " + " ".join(f"{v:.4g}" for v in qs[i]) for i, q in enumerate(QUANTILES)]
@@ -286,18 +286,18 @@ def _tradeoff(args) -> int:
         if not (math.isfinite(r) and 0 < r <= 1):
             raise UsageError(f"invalid --rates: every rate must be in (0, 1] (got {r})")
     data = data_from_args(args)
-    check_samples(args.samples, data.N, args.context_length, header["forecast_length"])
+    check_samples(args.samples, data.N, args.context_length, header.forecast_length)
     try:
-        rows = crps_tradeoff(model, data, context_length=args.context_length, freq=header["freq"],
-                             forecast_length=header["forecast_length"],
+        rows = crps_tradeoff(model, data, context_length=args.context_length, freq=header.freq,
+                             forecast_length=header.forecast_length,
                              grid=InferenceGrid(args.epsilons, args.rates, delta=args.delta, v=args.v, w=args.w),
                              releases=Releases(n_samples=args.samples, seed=args.seed, device=str(device)))
     except ConfigError:
         raise
     except (ValueError, OSError) as err:
         raise UsageError(f"invalid --data: {err}") from err
-    lines = [f"CRPS of private forecasts ({header['model']}), δ = {args.delta:g}, v = {args.v:g}, w = {args.w} (T15)",
+    lines = [f"CRPS of private forecasts ({header.model}), δ = {args.delta:g}, v = {args.v:g}, w = {args.w} (T15)",
              f"{'epsilon':>12} {'r':>5} {'sigma':>9} {'CRPS':>8}"]
     lines += [f"{NO_NOISE if math.isinf(row.epsilon) else format(row.epsilon, 'g'):>12} {row.r:>5g} "
               f"{row.sigma:>9.4g} {row.crps:>8.4f}" for row in rows]
-    return _emit(args, {"rows": [row.as_dict() for row in rows], "model": header}, lines)
+    return _emit(args, {"rows": [row.as_dict() for row in rows], "model": header.as_dict()}, lines)
