@@ -15,7 +15,10 @@ import resource
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence, Tuple, Union
+
+from tsdp.verify.json_data import Record
 
 EPSILONS = (0.1, 1.0, 5.0, 8.0, 10.0, 20.0, 50.0)
 """The claimed ε of every cell."""
@@ -40,12 +43,47 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
+@dataclass(frozen=True)
+class PlanCell(Record):
+    """One cell: a `tsdp audit-fn --plan` command, its answer and its time.
+
+    Attributes:
+        command: The command.
+        seconds: Its wall seconds, start-up included.
+        cpu_s: Its CPU seconds (what a loaded machine does not inflate).
+        canaries_needed: The canaries the plan answered (None: more than the search's ceiling).
+        participation: The canaries' participation probability q.
+    """
+
+    command: str
+    seconds: float
+    cpu_s: float
+    canaries_needed: Optional[int]
+    participation: float
+
+
+@dataclass(frozen=True)
+class PlanBench(Record):
+    """What :func:`bench_plan` measured.
+
+    Attributes:
+        goal_s: The goal, seconds per cell.
+        cells: The cells.
+        slowest_s: The slowest cell's wall seconds.
+        environment: The machine and its load before and after (:func:`~tsdp.bench.rounds.environment`).
+    """
+
+    goal_s: float
+    cells: Tuple[PlanCell, ...]
+    slowest_s: float
+    environment: dict
+
+
 def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = CANARIES,
-               tops: Sequence[str] = TOPS, steps: int = STEPS, progress: Optional[Callable[[str], None]] = None) -> Dict:
+               tops: Sequence[str] = TOPS, steps: int = STEPS,
+               progress: Optional[Callable[[str], None]] = None) -> PlanBench:
     """Time `tsdp audit-fn --plan` on every cell (module docstring; ``epsilons``, ``canaries``, ``tops`` and
-    ``steps`` choose them). Returns ``{"goal_s", "cells": [{command,
-    seconds (wall, start-up included), cpu_s (the command's CPU time: what a loaded machine does not inflate), canaries_needed,
-    participation}], "slowest_s", "environment"}`` (the machine and its load before and after).
+    ``steps`` choose them).
 
     Args:
         epsilons: The claimed ε of the cells.
@@ -55,7 +93,7 @@ def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = C
         progress: Called with what starts (None: nothing).
 
     Returns:
-        The result, as above (JSON data).
+        The :class:`PlanBench`: each cell's answer, wall and CPU seconds; the machine and its load before and after.
     """
     from tsdp.bench.rounds import environment
     from tsdp.bench.startup import THREADS
@@ -75,23 +113,24 @@ def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = C
         if done.returncode != 0:
             raise RuntimeError(f"`tsdp {' '.join(argv)}` exited {done.returncode}: {done.stderr.strip()[-500:]}")
         planned = json.loads(done.stdout)
-        out.append({"command": "tsdp " + " ".join(argv), "seconds": seconds, "cpu_s": cpu,
-                    "canaries_needed": planned["canaries_needed"], "participation": planned["participation"]})
-    return {"goal_s": GOAL_S, "cells": out, "slowest_s": max(c["seconds"] for c in out),
-            "environment": {"before": before, "after": environment()}}
+        out.append(PlanCell("tsdp " + " ".join(argv), seconds, cpu, planned["canaries_needed"],
+                            planned["participation"]))
+    return PlanBench(GOAL_S, tuple(out), max(c.seconds for c in out), {"before": before, "after": environment()})
 
 
-def format_bench(result: dict) -> str:
-    """Human-readable table of :func:`bench_plan`'s result (``--json`` prints the dict itself).
+def format_bench(result: Union[PlanBench, dict]) -> str:
+    """Human-readable table of :func:`bench_plan`'s result (``--json`` prints its ``as_dict()``).
 
     Args:
-        result: What :func:`bench_plan` returned.
+        result: What :func:`bench_plan` returned, or its ``as_dict()`` (the benchmark page's).
 
     Returns:
         The table.
     """
     from tsdp.bench.rounds import format_environment
 
+    if isinstance(result, PlanBench):
+        result = result.as_dict()
     lines = ["`tsdp audit-fn --plan` per cell (a fresh process each, start-up included): wall and CPU seconds",
              format_environment(result["environment"]),
              f"{'wall s':>8} {'CPU s':>7} {'needed':>9} {'q':>6}  command"]

@@ -16,9 +16,11 @@ import platform
 import subprocess
 import sys
 import tempfile
-from typing import Callable, Dict, Optional
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Tuple, Union
 
 from tsdp.bench import rounds as bench_rounds
+from tsdp.verify.json_data import Record
 
 BASELINE = "python -c pass"
 COMMANDS = {
@@ -42,43 +44,76 @@ def _starter(args, env) -> Callable[[], None]:
     return start
 
 
-def bench_startup(rounds: int = bench_rounds.MIN_ROUNDS, progress: Optional[Callable[[str], None]] = None) -> Dict:
-    """Time the start of each of :data:`COMMANDS` in fresh processes, interleaved over ``rounds`` rounds.
+@dataclass(frozen=True)
+class CommandStart(Record):
+    """One command's start-up over the rounds.
 
-    Returns ``{"rounds", "python", "threads", "environment", "commands": [{command, seconds
-    ({median, min, max}), ratio ({median, min, max} of the per-round ratios to the baseline),
-    extra_s (median of the per-round differences to the baseline)}]}``; the first command is the
-    baseline itself (ratio 1).
+    Attributes:
+        command: The command's label (a key of :data:`COMMANDS`).
+        seconds: Its wall seconds, ``{median, min, max}`` over rounds (:func:`~tsdp.bench.rounds.spread`).
+        ratio: Its per-round ratio to the baseline's time, ``{median, min, max}``.
+        extra_s: The median of its per-round differences to the baseline.
+    """
+
+    command: str
+    seconds: Dict[str, float]
+    ratio: Dict[str, float]
+    extra_s: float
+
+
+@dataclass(frozen=True)
+class StartupBench(Record):
+    """What :func:`bench_startup` measured.
+
+    Attributes:
+        rounds: The interleaved rounds.
+        python: The interpreter's version.
+        threads: The thread settings of every started process (:data:`THREADS`).
+        environment: The machine and its load before and after (:func:`~tsdp.bench.rounds.environment`).
+        commands: Each command's start-up, the baseline first (its ratio 1).
+    """
+
+    rounds: int
+    python: str
+    threads: Dict[str, str]
+    environment: dict
+    commands: Tuple[CommandStart, ...]
+
+
+def bench_startup(rounds: int = bench_rounds.MIN_ROUNDS,
+                  progress: Optional[Callable[[str], None]] = None) -> StartupBench:
+    """Time the start of each of :data:`COMMANDS` in fresh processes, interleaved over ``rounds`` rounds.
 
     Args:
         rounds: Interleaved rounds (at least :data:`~tsdp.bench.rounds.MIN_ROUNDS`).
         progress: Called with what starts (None: nothing).
 
     Returns:
-        The result, as above (JSON data).
+        The :class:`StartupBench`; its first command is the baseline itself (ratio 1).
     """
     with tempfile.TemporaryDirectory(prefix="tsdp-bench-startup-") as cache:
         env = {**os.environ, **THREADS, "TSDP_CACHE_DIR": cache}
         runs = {label: _starter(args, env) for label, args in COMMANDS.items()}
         timed = bench_rounds.interleave(runs, rounds, progress=progress, label="startup")
     base = timed["seconds"][BASELINE]
-    commands = [{"command": label, "seconds": bench_rounds.spread(timed["seconds"][label]),
-                 "ratio": bench_rounds.ratio(timed, label, BASELINE),
-                 "extra_s": bench_rounds.spread([t - b for t, b in zip(timed["seconds"][label], base)])["median"]}
-                for label in COMMANDS]
-    return {"rounds": rounds, "python": platform.python_version(), "threads": THREADS,
-            "environment": timed["environment"], "commands": commands}
+    commands = tuple(CommandStart(label, bench_rounds.spread(timed["seconds"][label]),
+                                  bench_rounds.ratio(timed, label, BASELINE),
+                                  bench_rounds.spread([t - b for t, b in zip(timed["seconds"][label], base)])["median"])
+                     for label in COMMANDS)
+    return StartupBench(rounds, platform.python_version(), dict(THREADS), timed["environment"], commands)
 
 
-def format_bench(result: Dict) -> str:
+def format_bench(result: Union[StartupBench, Dict]) -> str:
     """Human-readable table of :func:`bench_startup`'s result (medians over rounds, ranges in brackets).
 
     Args:
-        result: What :func:`bench_startup` returned.
+        result: What :func:`bench_startup` returned, or its ``as_dict()`` (``--json``, the benchmark page).
 
     Returns:
         The table.
     """
+    if isinstance(result, StartupBench):
+        result = result.as_dict()
     threads = ", ".join(f"{k}={v}" for k, v in result["threads"].items())
     lines = [f"process start-up, Python {result['python']}, {threads}; {result['rounds']} interleaved rounds; "
              f"seconds and ratio to `{BASELINE}`: median (min-max)",

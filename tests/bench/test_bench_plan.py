@@ -8,17 +8,29 @@ from tsdp.attacks.canary.user_training import analyses_of
 from tsdp.bench.plan import bench_plan, format_bench
 from tsdp.theorems.config import TrainingConfig
 
+import published_json
+
 
 @pytest.mark.slow  # a few seconds: CI's slow stage (the default run stays within its 4 minutes)
 def test_the_bench_records_each_cells_answer_and_time():
     r = bench_plan(epsilons=(1.0,), canaries=(100,), tops=("wor",), steps=30)
-    plain, stepped = r["cells"]
-    assert plain["canaries_needed"] == plan(100, 1e-5, 0.95, claimed_epsilon=1.0, scores=2,
+    plain, stepped = r.cells
+    assert plain.canaries_needed == plan(100, 1e-5, 0.95, claimed_epsilon=1.0, scores=2,
                                             search=PlanSearch(m_max=10 ** 7),
                                             analyses=analyses_of("gradient", "fdp")).canaries_needed == 28
     q = participation_probability(TrainingConfig(top="wor"), 30)
-    assert stepped["participation"] == pytest.approx(q) and q < 1 and plain["participation"] == 1
-    assert stepped["canaries_needed"] > plain["canaries_needed"]
-    assert all(c["seconds"] > 0 and c["cpu_s"] >= 0 for c in r["cells"]) and "--top wor --steps" in stepped["command"]
+    assert stepped.participation == pytest.approx(q) and q < 1 and plain.participation == 1
+    assert stepped.canaries_needed > plain.canaries_needed
+    assert all(c.seconds > 0 and c.cpu_s >= 0 for c in r.cells) and "--top wor --steps" in stepped.command
     text = format_bench(r)
+    assert text == format_bench(r.as_dict())
     assert "within the goal of 10 s: " in text and " of 2 cells by wall time" in text and "--top wor --steps 30" in text
+
+
+def test_the_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
+    from tsdp.bench.plan import PlanBench
+
+    published = published_json.published("plan")
+    bench = published_json.rebuilt(PlanBench, published)
+    published_json.assert_gives_back(bench, published)
+    assert format_bench(bench) == format_bench(published)
