@@ -22,13 +22,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple, Union
 
 import numpy as np
 import torch
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.verify.json_data import with_note
+from tsdp.verify.json_data import NOTE, Record, noted, record_dict
 
 from tsdp.datasets.series import SeriesData, synthetic
 from tsdp.training.batch_sampler import fit_lengths
@@ -98,9 +98,117 @@ class TsdpTraining:
         return run.trained_model.cpu()
 
 
+@dataclass(frozen=True)
+class TrainingFacts(Record):
+    """What one training of tsdp's loop gave (:class:`TsdpTraining`'s ``facts``).
+
+    Attributes:
+        crps: The trained model's test CRPS.
+        untrained_crps: The untrained model's.
+        epsilon: The sound accountant's ε (an **upper** bound; None without noise).
+        steps: The training steps.
+        seconds: The training's wall seconds.
+    """
+
+    crps: float
+    untrained_crps: float
+    epsilon: Optional[float]
+    steps: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class BlackboxRow(Record):
+    """One model audited with spike canaries.
+
+    Its JSON form is flat: the audit's fields, then the training's (:class:`TrainingFacts`, tsdp's models only), whose
+    ``seconds`` (the training's) stands in the audit's ``seconds`` key; ``auc_note`` last when the AUC is undefined.
+
+    Attributes:
+        model: The model's name (``1-NN``: the memoriser).
+        trained: How it was trained.
+        sigma: The noise multiplier (None: no noise).
+        auc: The memorisation score's AUC (NaN, null in JSON with ``auc_note``: undefined).
+        epsilon_lower: The certified ε (a **lower** bound).
+        ceiling: What every guess right certifies.
+        limited_by: What limits the bound (``audit size`` or ``training``).
+        flagged: Whether the certified ε exceeds the claim.
+        seconds: The audit's wall seconds.
+        training: What the training gave (None: the memoriser, not trained by tsdp).
+    """
+
+    model: str
+    trained: str
+    sigma: Optional[float]
+    auc: float = noted(AUC_NOTE)
+    epsilon_lower: float
+    ceiling: float
+    limited_by: str
+    flagged: bool
+    seconds: float
+    training: Optional[TrainingFacts] = None
+
+    def as_dict(self) -> dict:
+        """The JSON form: the audit's fields, the training's after them, then ``auc_note`` if any."""
+        own = record_dict(self)
+        training, note = own.pop("training"), own.pop("auc" + NOTE, None)
+        own.update(training or {})
+        return own if note is None else {**own, "auc" + NOTE: note}
+
+
+@dataclass(frozen=True)
+class BlackboxData(Record):
+    """The synthetic data and batching of the bench.
+
+    Attributes:
+        series: The synthetic series.
+        length: Training values per series.
+        context_length: L_C.
+        forecast_length: L_F.
+        batch_size: Λ.
+    """
+
+    series: int
+    length: int
+    context_length: int
+    forecast_length: int
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class BlackboxBench(Record):
+    """What :func:`bench_blackbox` measured.
+
+    Attributes:
+        canaries: The canary series of each audit.
+        epochs: The training epochs.
+        epsilon_claimed: The claimed ε.
+        delta: Its δ.
+        confidence: The audits' confidence.
+        sigma: The σ that spends the claim (the DP rows').
+        seed: The seed.
+        data: The data and batching.
+        rows: One audit per model.
+        seconds: The wall seconds.
+        environment: The machine and its load before and after (:func:`~tsdp.bench.rounds.environment`).
+    """
+
+    canaries: int
+    epochs: int
+    epsilon_claimed: float
+    delta: float
+    confidence: float
+    sigma: float
+    seed: int
+    data: BlackboxData
+    rows: Tuple[BlackboxRow, ...]
+    seconds: float
+    environment: dict
+
+
 def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1.0, delta: float = 1e-5,
                    confidence: float = 0.95, seed: int = 0, series: int = 100, length: int = 40,
-                   context_length: int = 4, progress: Optional[Callable[[str], None]] = None) -> dict:
+                   context_length: int = 4, progress: Optional[Callable[[str], None]] = None) -> BlackboxBench:
     """The table of the module docstring (JSON-ready): ``series`` synthetic series of ``length`` training values,
     L_C = ``context_length``, L_F = 1, Λ = 32 windows per step (half the series when fewer than 64), a window of
     each series drawn without replacement; the claim ``epsilon`` at ``delta``.
@@ -118,7 +226,7 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
         progress: Called with what starts (None: nothing).
 
     Returns:
-        The table (JSON data).
+        The :class:`BlackboxBench`.
     """
     from tsdp.bench.rounds import environment
     from tsdp.verify.calibration import calibrate_sigma
@@ -139,10 +247,10 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
         r = audit_training(train, data, config, canaries=canaries, delta=delta, epsilon=epsilon, canary="spike",
                            loss=loss, seed=seed, options=AuditOptions(confidence=confidence))
         s = r.scores["memorisation"]
-        rows.append(with_note({"model": name, "trained": trained, "sigma": noise, "auc": s.auc,
-                               "epsilon_lower": r.epsilon_lower, "ceiling": max(s.ceiling["dp"], s.ceiling["steinke"]),
-                               "limited_by": s.limited_by, "flagged": r.violation,
-                               "seconds": time.perf_counter() - t, **(facts or {})}, "auc", AUC_NOTE))
+        rows.append(BlackboxRow(name, trained, noise, auc=s.auc, epsilon_lower=r.epsilon_lower,
+                                ceiling=max(s.ceiling["dp"], s.ceiling["steinke"]), limited_by=s.limited_by,
+                                flagged=r.violation, seconds=time.perf_counter() - t,
+                                training=TrainingFacts(**facts) if facts else None))
 
     def squared_error(model, context, forecast):
         return model(context, forecast)
@@ -155,23 +263,22 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
             audit(model, trainer, trained=(f"{epochs} epochs without noise" if noise is None
                                            else f"DP-SGD, {epochs} epochs at σ = {noise:.3f}"), noise=noise,
                   facts=facts)
-    return {"canaries": canaries, "epochs": epochs, "epsilon_claimed": epsilon, "delta": delta,
-            "confidence": confidence, "sigma": sigma, "seed": seed,
-            "data": {"series": series, "length": length, "context_length": context_length, "forecast_length": 1,
-                     "batch_size": config.batch_size},
-            "rows": rows, "seconds": time.perf_counter() - started,
-            "environment": {"before": before, "after": environment()}}
+    return BlackboxBench(canaries, epochs, epsilon, delta, confidence, sigma, seed,
+                         BlackboxData(series, length, context_length, 1, config.batch_size), tuple(rows),
+                         time.perf_counter() - started, {"before": before, "after": environment()})
 
 
-def format_bench(result: dict) -> str:
-    """Human-readable table of :func:`bench_blackbox` (``--json`` prints the dict itself).
+def format_bench(result: Union[BlackboxBench, dict]) -> str:
+    """Human-readable table of :func:`bench_blackbox` (``--json`` prints its ``as_dict()``).
 
     Args:
-        result: What :func:`bench_blackbox` returned.
+        result: What :func:`bench_blackbox` returned, or its ``as_dict()`` (the benchmark page's).
 
     Returns:
         The table.
     """
+    if isinstance(result, BlackboxBench):
+        result = result.as_dict()
     d = result["data"]
     lines = [f"black-box spike-canary audits: {result['canaries']} canaries, {d['series']} synthetic series of "
              f"{d['length']} values (L_C = {d['context_length']}, L_F = 1, Λ = {d['batch_size']}), claim ε = "
@@ -188,4 +295,4 @@ def format_bench(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MODELS", "NearestNeighbour", "TsdpTraining", "bench_blackbox", "format_bench"]
+__all__ = ["MODELS", "BlackboxBench", "BlackboxData", "BlackboxRow", "NearestNeighbour", "TrainingFacts", "TsdpTraining", "bench_blackbox", "format_bench"]

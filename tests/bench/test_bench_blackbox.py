@@ -1,4 +1,5 @@
 """`tsdp bench blackbox`: spike-canary audits of a 1-NN memoriser and tsdp's models side by side (small sizes here)."""
+import dataclasses
 import json
 
 import pytest
@@ -6,22 +7,46 @@ import pytest
 from tsdp.bench.blackbox import bench_blackbox, format_bench
 from tsdp.cli.main import main
 
+import published_json
+
 
 def test_the_bench_reports_each_model_and_flags_the_memoriser():
     """60 canaries, 2 epochs: five rows (the memoriser, simple-ff and DeepAR without noise and with DP at the σ that
     spends the claim); the memoriser ranks every canary right and is flagged at the claim ε = 1, the DP runs are
     accounted at the claim (ε ≤ 1) and not flagged; the human table names every model."""
     r = bench_blackbox(canaries=60, epochs=2, series=30, length=20, seed=0)
-    models = [(row["model"], row["sigma"] is None) for row in r["rows"]]
+    models = [(row.model, row.sigma is None) for row in r.rows]
     assert models == [("1-NN", True), ("simple-ff", True), ("deepar", True), ("simple-ff", False), ("deepar", False)]
-    nn_row = r["rows"][0]
-    assert nn_row["auc"] == 1.0 and nn_row["flagged"] and nn_row["epsilon_lower"] > 1.0
-    for row in r["rows"][3:]:
-        assert row["sigma"] == r["sigma"] and row["epsilon"] <= 1.0 + 1e-9 and not row["flagged"]
-    assert all(row["epsilon_lower"] <= row["ceiling"] + 1e-9 for row in r["rows"])
+    nn_row = r.rows[0]
+    assert nn_row.auc == 1.0 and nn_row.flagged and nn_row.epsilon_lower > 1.0 and nn_row.training is None
+    for row in r.rows[3:]:
+        assert row.sigma == r.sigma and row.training.epsilon <= 1.0 + 1e-9 and not row.flagged
+    assert all(row.training.epsilon is None for row in r.rows[1:3])  # no noise: no ε
+    assert all(row.epsilon_lower <= row.ceiling + 1e-9 for row in r.rows)
     table = format_bench(r)
-    assert "1-NN" in table and "deepar" in table and "DP-SGD" in table
-    json.dumps(r)
+    assert "1-NN" in table and "deepar" in table and "DP-SGD" in table and table == format_bench(r.as_dict())
+    json.dumps(r.as_dict())
+
+
+def test_the_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
+    """The published rows: the memoriser's without training facts, tsdp's with them (the training's seconds in the
+    row's ``seconds``); a row whose AUC is undefined carries its note last."""
+    import math
+
+    from tsdp.bench.blackbox import AUC_NOTE, BlackboxBench, BlackboxRow, TrainingFacts
+
+    published = published_json.published("blackbox")
+    rows = tuple(BlackboxRow(**{k: row[k] for k in ("model", "trained", "sigma", "auc", "epsilon_lower", "ceiling",
+                                                     "limited_by", "flagged", "seconds")},
+                             training=TrainingFacts(**{k: row[k] for k in ("crps", "untrained_crps", "epsilon", "steps",
+                                                                           "seconds")}) if "crps" in row else None)
+                 for row in published["rows"])
+    bench = published_json.rebuilt(BlackboxBench, {**published, "rows": None})
+    bench = dataclasses.replace(bench, rows=rows)
+    published_json.assert_gives_back(bench, published)
+    assert format_bench(bench) == format_bench(published)
+    undefined = dataclasses.replace(rows[0], auc=math.nan).as_dict()
+    assert list(undefined)[-1] == "auc_note" and undefined["auc_note"] == AUC_NOTE
 
 
 @pytest.mark.parametrize("argv,flag", [
