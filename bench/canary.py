@@ -22,7 +22,8 @@ exceeds the true ε, which must stay at or below 1 - confidence up to sampling e
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from scipy import special
@@ -30,6 +31,7 @@ from scipy import special
 from tsdp.attacks.canary import fdp_bound as F
 from tsdp.attacks.canary import tradeoff
 from tsdp.attacks.canary import steinke_bound
+from tsdp.verify.json_data import Record
 
 ANALYSES = ("fdp_grid", "fdp_dp", "fdp_prior", "steinke")
 
@@ -108,15 +110,117 @@ def simulate(mu: float, m: int, seeds: Sequence[int]) -> tuple:
     return np.array(scores), np.array(included)
 
 
-def _summary(values: np.ndarray, true_eps: float) -> dict:
-    return {"mean": float(values.mean()), "min": float(values.min()), "max": float(values.max()),
-            "above_true": int((values > true_eps).sum())}
+@dataclass(frozen=True)
+class Summary(Record):
+    """One analysis's certified ε over a cell's audits (each a **lower** bound).
+
+    Attributes:
+        mean: Their mean.
+        min: Their smallest.
+        max: Their largest.
+        above_true: The audits whose bound exceeds the true ε (each a failure of the analysis).
+    """
+
+    mean: float
+    min: float
+    max: float
+    above_true: int
+
+
+@dataclass(frozen=True)
+class PriorSummary(Summary):
+    """:class:`Summary` of an analysis that tests one guess set fixed a priori, and that set.
+
+    Attributes:
+        k_in: The guesses "included".
+        k_out: The guesses "excluded".
+    """
+
+    k_in: int
+    k_out: int
+
+
+def _summary(values: np.ndarray, true_eps: float) -> Summary:
+    return Summary(float(values.mean()), float(values.min()), float(values.max()), int((values > true_eps).sum()))
+
+
+def _prior(values: np.ndarray, true_eps: float, guesses: np.ndarray) -> PriorSummary:
+    return PriorSummary(**_summary(values, true_eps).as_dict(), k_in=int(guesses[0]), k_out=int(guesses[1]))
+
+
+@dataclass(frozen=True)
+class CanaryRow(Record):
+    """One cell (μ, m) of the bench.
+
+    Attributes:
+        mu: The canaries' Gaussian shift μ.
+        canaries: m.
+        true_epsilon: The μ-GDP ε at δ (what no certified bound may exceed).
+        fdp_grid: The f-DP test on Gaussian curves, the best guess set picked after the scores.
+        fdp_dp: The same on (ε, δ) curves.
+        fdp_prior: The f-DP test on one guess set fixed a priori.
+        steinke: Steinke et al.'s bound on one guess set fixed a priori.
+        ceiling: Per analysis, what every guess right certifies.
+    """
+
+    mu: float
+    canaries: int
+    true_epsilon: float
+    fdp_grid: Summary
+    fdp_dp: Summary
+    fdp_prior: PriorSummary
+    steinke: PriorSummary
+    ceiling: Dict[str, float]
+
+
+@dataclass(frozen=True)
+class CanaryGoal(Record):
+    """The bench's goal: at μ and m, a mean certified ε of at least ``mean_epsilon_at_least``.
+
+    Attributes:
+        mu: The goal's μ.
+        canaries: Its m.
+        mean_epsilon_at_least: The mean certified ε it asks for.
+    """
+
+    mu: float
+    canaries: int
+    mean_epsilon_at_least: float
+
+
+GOAL = CanaryGoal(1.0, 1000, 2.25)
+"""The goal of the module docstring."""
+
+
+@dataclass(frozen=True)
+class CanaryBench(Record):
+    """What :func:`bench_canary` measured.
+
+    Attributes:
+        delta: The δ.
+        confidence: Each analysis's confidence.
+        seeds: Audits per cell.
+        first_seed: The seed of the first audit.
+        analyses: The analyses compared (:data:`ANALYSES`).
+        rows: The cells.
+        seconds: The wall seconds.
+        goal: The goal.
+    """
+
+    delta: float
+    confidence: float
+    seeds: int
+    first_seed: int
+    analyses: Tuple[str, ...]
+    rows: Tuple[CanaryRow, ...]
+    seconds: float
+    goal: CanaryGoal
 
 
 def bench_canary(mus: Sequence[float] = (0.5, 1.0, 2.0), canaries: Sequence[int] = (1000, 10000),
                  seeds: int = 20, delta: float = 1e-5, confidence: float = 0.95, seed: int = 0,
-                 progress: Optional[Callable[[str], None]] = None) -> dict:
-    """The table of the module docstring; JSON-ready. Audit i of a cell uses seed ``seed + i``.
+                 progress: Optional[Callable[[str], None]] = None) -> CanaryBench:
+    """The table of the module docstring. Audit i of a cell uses seed ``seed + i``.
 
     Args:
         mus: The μ of the cells.
@@ -128,7 +232,7 @@ def bench_canary(mus: Sequence[float] = (0.5, 1.0, 2.0), canaries: Sequence[int]
         progress: Called with a line per cell, if given.
 
     Returns:
-        The JSON-ready table.
+        The :class:`CanaryBench`.
     """
     significance = 1 - confidence
     rows = []
@@ -147,31 +251,26 @@ def bench_canary(mus: Sequence[float] = (0.5, 1.0, 2.0), canaries: Sequence[int]
             i_s = prior_set("steinke", mu, m, delta, significance, grid)
             fdp_prior = F.fdp_bounds(counts[:, [i_f]], grid[[i_f]], m, delta, significance, "gdp")
             steinke = F.fdp_bounds(counts[:, [i_s]], grid[[i_s]], m, delta, significance, "steinke")
-            rows.append({
-                "mu": mu, "canaries": m, "true_epsilon": true_eps,
-                "fdp_grid": _summary(fdp_grid["epsilon"], true_eps),
-                "fdp_dp": _summary(fdp_dp["epsilon"], true_eps),
-                "fdp_prior": dict(_summary(fdp_prior["epsilon"], true_eps), k_in=int(grid[i_f, 0]),
-                                  k_out=int(grid[i_f, 1])),
-                "steinke": dict(_summary(steinke["epsilon"], true_eps), k_in=int(grid[i_s, 0]),
-                                k_out=int(grid[i_s, 1])),
-                "ceiling": {"fdp_grid": float(F.fdp_bounds(grid.sum(axis=1)[None], grid, m, delta, significance,
-                                                           "gdp")["epsilon"][0])},
-            })
-    return {"delta": delta, "confidence": confidence, "seeds": seeds, "first_seed": seed,
-            "analyses": list(ANALYSES), "rows": rows, "seconds": time.perf_counter() - started,
-            "goal": {"mu": 1.0, "canaries": 1000, "mean_epsilon_at_least": 2.25}}
+            rows.append(CanaryRow(
+                mu, m, true_eps, _summary(fdp_grid["epsilon"], true_eps), _summary(fdp_dp["epsilon"], true_eps),
+                _prior(fdp_prior["epsilon"], true_eps, grid[i_f]), _prior(steinke["epsilon"], true_eps, grid[i_s]),
+                {"fdp_grid": float(F.fdp_bounds(grid.sum(axis=1)[None], grid, m, delta, significance,
+                                                "gdp")["epsilon"][0])}))
+    return CanaryBench(delta, confidence, seeds, seed, tuple(ANALYSES), tuple(rows), time.perf_counter() - started,
+                       GOAL)
 
 
-def format_bench(result: dict) -> str:
-    """Human-readable table of :func:`bench_canary`'s result (``--json`` prints the dict itself).
+def format_bench(result: Union[CanaryBench, dict]) -> str:
+    """Human-readable table of :func:`bench_canary`'s result (``--json`` prints its ``as_dict()``).
 
     Args:
-        result: What :func:`bench_canary` returned.
+        result: What :func:`bench_canary` returned, or its ``as_dict()`` (the benchmark page's).
 
     Returns:
         The table.
     """
+    if isinstance(result, CanaryBench):
+        result = result.as_dict()
     lines = [f"one-run audits of idealised Gaussian canaries: {result['seeds']} audits per cell, "
              f"δ = {result['delta']:g}, confidence {result['confidence']:g} per analysis",
              "certified ε: mean [min, max] (audits above the true ε)",

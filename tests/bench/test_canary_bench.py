@@ -9,6 +9,8 @@ from tsdp.attacks.canary import fdp_bound as F
 from tsdp.attacks.canary import steinke_bound
 from tsdp.cli.main import main
 
+import published_json
+
 
 def test_expected_counts_match_a_monte_carlo_mean():
     """The a-priori counts (mixture quantiles) against 400 simulated audits: within 2% of k (floor included)."""
@@ -21,21 +23,28 @@ def test_expected_counts_match_a_monte_carlo_mean():
 
 def test_bench_rows_are_consistent():
     result = B.bench_canary(mus=(1.0,), canaries=(300,), seeds=4)
-    (row,) = result["rows"]
-    assert row["true_epsilon"] == pytest.approx(4.377, abs=1e-3)  # exact GDP curve at δ = 1e-5
+    (row,) = result.rows
+    assert row.true_epsilon == pytest.approx(4.377, abs=1e-3)  # exact GDP curve at δ = 1e-5
     for a in B.ANALYSES:
-        s = row[a]
-        assert s["min"] <= s["mean"] <= s["max"] and 0 <= s["above_true"] <= 4
+        s = getattr(row, a)
+        assert s.min <= s.mean <= s.max and 0 <= s.above_true <= 4
     grid = F.guess_grid(300)
-    assert [row["steinke"]["k_in"], row["steinke"]["k_out"]] in grid.tolist()
+    assert [row.steinke.k_in, row.steinke.k_out] in grid.tolist()
     # the a-priori analyses test one set at the full level: rerun one audit by hand
     scores, included = B.simulate(1.0, 300, [0])
-    k_in = row["steinke"]["k_in"]
+    k_in = row.steinke.k_in
     c = int(F.correct_counts(scores, included, np.array([[k_in, k_in]]))[0, 0])
     single = steinke_bound.epsilon_lower_bound(300, 2 * k_in, c, 1e-5, 0.05)
-    assert row["steinke"]["min"] <= single <= row["steinke"]["max"]
+    assert row.steinke.min <= single <= row.steinke.max
     text = B.format_bench(result)
-    assert f"{row['fdp_grid']['mean']:5.2f}" in text and "coverage" in text
+    assert f"{row.fdp_grid.mean:5.2f}" in text and "coverage" in text and text == B.format_bench(result.as_dict())
+
+
+def test_the_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
+    published = published_json.published("canary")
+    bench = published_json.rebuilt(B.CanaryBench, published)
+    published_json.assert_gives_back(bench, published)
+    assert B.format_bench(bench) == B.format_bench(published) and bench.goal == B.GOAL
 
 
 def test_cli_json_and_flag_checks(capsys):
