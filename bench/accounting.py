@@ -7,12 +7,14 @@ Benchmarks page (docs/benchmarks.md).
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 from tsdp.theorems.config import DEFAULT_CONFIG, TrainingConfig
 from tsdp.theorems.registry import get
 
 from tsdp.bench import rounds as bench_rounds
+from tsdp.verify.json_data import Record
 from tsdp.verify.pld import discretization_of, pair_pld, sound_pld
 
 AGREEMENT_RTOL = 1e-3
@@ -34,18 +36,73 @@ def _library_args(pair) -> Tuple[float, list, list]:
     return num.sigma, list(num.a * num.sigma), list(num.p)
 
 
+@dataclass(frozen=True)
+class AccountingCase(Record):
+    """One case: ours against the library's one-step PLD of the same pair; spreads ``{median, min, max}`` over rounds.
+
+    Attributes:
+        theorem: The bound's id.
+        label: The case's label.
+        config: The configuration.
+        grid: The discretisation both sides ran at.
+        ours_s: Ours' seconds (pessimistic: an upper estimate).
+        library_s: The library's seconds.
+        ours_sound_s: Ours' sound PLD's seconds.
+        speedup: The per-round library / ours ratios.
+        goal: The speed-up's goal.
+        meets_goal: The median speed-up meets it.
+        epsilon_ours: Ours' ε at δ (an upper estimate).
+        epsilon_sound: The sound PLD's ε (an upper bound).
+        epsilon_library: The library's ε (an upper estimate).
+        rel_diff: ``|ours - library| / library``.
+        agree: ``rel_diff`` within :data:`AGREEMENT_RTOL`.
+    """
+
+    theorem: str
+    label: str
+    config: TrainingConfig
+    grid: float
+    ours_s: Dict[str, float]
+    library_s: Dict[str, float]
+    ours_sound_s: Dict[str, float]
+    speedup: Dict[str, float]
+    goal: float
+    meets_goal: bool
+    epsilon_ours: float
+    epsilon_sound: float
+    epsilon_library: float
+    rel_diff: float
+    agree: bool
+
+
+@dataclass(frozen=True)
+class AccountingBench(Record):
+    """What :func:`bench_accounting` measured.
+
+    Attributes:
+        discretization: The value discretisation asked for.
+        delta: δ of the ε compared.
+        rounds: Interleaved rounds.
+        environment: The machine and its load before and after all cases.
+        cases: The cases.
+    """
+
+    discretization: float
+    delta: float
+    rounds: int
+    environment: dict
+    cases: Tuple[AccountingCase, ...]
+
+
 def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float = 1e-5,
-                     rounds: int = bench_rounds.MIN_ROUNDS, progress: Optional[Callable[[str], None]] = None) -> Dict:
+                     rounds: int = bench_rounds.MIN_ROUNDS,
+                     progress: Optional[Callable[[str], None]] = None) -> AccountingBench:
     """Time one-step PLD construction, ours (:func:`verify.pld.pair_pld`, pessimistic: an upper estimate)
     vs dp-accounting's ``from_mixture_gaussian_mechanism``, interleaved over ``rounds`` rounds.
 
-    Returns ``{"discretization", "delta", "rounds", "environment", "cases": [{theorem, label, config,
-    grid, ours_s, ours_sound_s, library_s (each {median, min, max} seconds), speedup ({median, min, max}
-    of the per-round library/ours ratios), goal, meets_goal, epsilon_ours, epsilon_sound,
-    epsilon_library, rel_diff, agree}]}``. ``grid`` is the discretisation both sides ran at
-    (``discretization``, or ours' coarsened grid, see the module docstring). Both ε are
-    pessimistic (upper) estimates of the same pair; ``agree`` checks them to 1e-3 relative;
-    ``environment`` is :func:`bench.rounds.environment` before and after all cases.
+    A case's ``grid`` is the discretisation both sides ran at (``discretization``, or ours' coarsened grid, see the
+    module docstring). Both ε are pessimistic (upper) estimates of the same pair; ``agree`` checks them to 1e-3
+    relative; ``environment`` is :func:`bench.rounds.environment` before and after all cases.
 
     Args:
         discretization: The value discretisation both sides run at (ours may coarsen it).
@@ -54,7 +111,7 @@ def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float 
         progress: Called with what starts (None: nothing).
 
     Returns:
-        The result, as above (JSON data).
+        The :class:`AccountingBench`.
 
     Raises:
         ValueError: Fewer rounds than :data:`~tsdp.bench.rounds.MIN_ROUNDS`.
@@ -78,26 +135,27 @@ def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float 
         out = {name: float(pld.get_epsilon_for_delta(delta)) for name, pld in timed["results"].items()}
         rel = abs(out["ours"] - out["library"]) / max(abs(out["library"]), 1e-12)
         speedup = bench_rounds.ratio(timed, "library", "ours")
-        cases.append({
-            "theorem": theorem, "label": label, "config": config.as_dict(), "grid": grid,
-            **{f"{name}_s": bench_rounds.spread(timed["seconds"][name]) for name in runs},
-            "speedup": speedup, "goal": goal, "meets_goal": speedup["median"] >= goal,
-            "epsilon_ours": out["ours"], "epsilon_sound": out["ours_sound"], "epsilon_library": out["library"],
-            "rel_diff": rel, "agree": rel <= AGREEMENT_RTOL,
-        })
-    return {"discretization": discretization, "delta": delta, "rounds": rounds,
-            "environment": {"before": before, "after": bench_rounds.environment()}, "cases": cases}
+        seconds = {name: bench_rounds.spread(timed["seconds"][name]) for name in runs}
+        cases.append(AccountingCase(
+            theorem=theorem, label=label, config=config, grid=grid, ours_s=seconds["ours"],
+            library_s=seconds["library"], ours_sound_s=seconds["ours_sound"], speedup=speedup, goal=goal,
+            meets_goal=speedup["median"] >= goal, epsilon_ours=out["ours"], epsilon_sound=out["ours_sound"],
+            epsilon_library=out["library"], rel_diff=rel, agree=rel <= AGREEMENT_RTOL))
+    return AccountingBench(discretization, delta, rounds, {"before": before, "after": bench_rounds.environment()},
+                           tuple(cases))
 
 
-def format_bench(result: Dict) -> str:
+def format_bench(result: Union[AccountingBench, Dict]) -> str:
     """Human-readable table of :func:`bench_accounting`'s result (medians over rounds, ranges in brackets).
 
     Args:
-        result: What :func:`bench_accounting` returned.
+        result: What :func:`bench_accounting` returned, or its ``as_dict()`` (``--json``, the benchmark page).
 
     Returns:
         The table.
     """
+    if isinstance(result, AccountingBench):
+        result = result.as_dict()
     seconds = lambda s: bench_rounds.format_spread(s, unit="", digits=3)  # noqa: E731
     lines = [f"one-step PLD construction, ε at δ = {result['delta']:g}; {result['rounds']} interleaved rounds "
              "(ours, library, ours sound); seconds and speed-up: median (min-max)",

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import pickle
 import time
-from typing import Callable, Optional
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -37,12 +38,124 @@ from tsdp.attacks.montecarlo.shards import SHARD_IMPORTS, plan_shards, run_shard
 from tsdp.executor.local import worker_pool
 from tsdp.executor.run import run_shards
 from tsdp.attacks.montecarlo.trials import naive_released_update, released_update_chunks, resolve_device
+from tsdp.verify.json_data import Record
 
 AUDIT_CONFIG = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)
 
 
+@dataclass(frozen=True)
+class ScalingBench(Record):
+    """The sharded engine's scaling (:func:`bench_scaling`); spreads are ``{median, min, max}`` over rounds.
+
+    Attributes:
+        trials_per_world: Trials per world.
+        shard_size: Trials per shard.
+        shards: The shards.
+        device: The torch device.
+        workers: The local workers of the many-worker side.
+        rounds: Interleaved rounds.
+        torch_threads_per_worker: Torch threads of each worker.
+        trials_per_minute_per_world: Per side (``"1"``, the workers), its spread of trials per minute per world.
+        scaling_efficiency: The spread of (throughput on ``workers``) / (``workers`` × throughput on 1).
+        identical: Every round's merged counts equal the first's.
+        merge_seconds_per_shard: The merge's seconds per shard.
+        environment: The machine and its load before and after.
+        shard_payload_bytes: The pickled size a shard sends back.
+    """
+
+    trials_per_world: int
+    shard_size: int
+    shards: int
+    device: str
+    workers: int
+    rounds: int
+    torch_threads_per_worker: int
+    trials_per_minute_per_world: Dict[str, Dict[str, float]]
+    scaling_efficiency: Dict[str, float]
+    identical: bool
+    merge_seconds_per_shard: float
+    environment: dict
+    shard_payload_bytes: int
+
+
+@dataclass(frozen=True)
+class CanaryRunsBench(Record):
+    """A canary audit's runs of tsdp's loop trained together against one at a time (:func:`bench_canary_runs`).
+
+    Attributes:
+        model: The model.
+        runs: The runs of a round.
+        canaries: m, the gradient canaries of a run.
+        epochs: The epochs of a run.
+        steps: The steps of a run.
+        torch_threads: The torch threads.
+        rounds: Interleaved rounds.
+        runs_per_second: Per side (``alone``, ``together``), its spread of runs per second.
+        speedup: The spread of the per-round ratios, together against alone.
+        max_score_difference: The largest difference of a run's scores between the two.
+        environment: The machine and its load before and after.
+    """
+
+    model: str
+    runs: int
+    canaries: int
+    epochs: int
+    steps: int
+    torch_threads: int
+    rounds: int
+    runs_per_second: Dict[str, Dict[str, float]]
+    speedup: Dict[str, float]
+    max_score_difference: float
+    environment: dict
+
+
+@dataclass(frozen=True)
+class AuditBench(Record):
+    """What :func:`bench_audit` measured: batched against naive trials, and the parts it ran.
+
+    Attributes:
+        construction: The construction's theorem.
+        config: Its configuration's sizes.
+        device: The torch device.
+        threads: The torch threads.
+        rounds: Interleaved rounds.
+        trials_batched: Batched trials per round.
+        trials_naive: Naive trials per round.
+        batched_trials_per_second: The median batched rate.
+        batched_trials_per_minute_per_world: The same per minute.
+        naive_trials_per_second: The median naive rate.
+        speedup: The median per-round ratio of the rates.
+        speedup_range: Its (min, max).
+        environment: The machine and its load before and after.
+        goal_trials_per_minute_per_world: The batched rate's goal.
+        goal_speedup: The speed-up's goal.
+        meets_goals: Both goals met.
+        scaling: The engine's scaling (None: not measured).
+        canary_runs: The canary runs together (None: not measured).
+    """
+
+    construction: str
+    config: Dict[str, float]
+    device: str
+    threads: int
+    rounds: int
+    trials_batched: int
+    trials_naive: int
+    batched_trials_per_second: float
+    batched_trials_per_minute_per_world: float
+    naive_trials_per_second: float
+    speedup: float
+    speedup_range: Tuple[float, float]
+    environment: dict
+    goal_trials_per_minute_per_world: float
+    goal_speedup: float
+    meets_goals: bool
+    scaling: Optional[ScalingBench]
+    canary_runs: Optional[CanaryRunsBench]
+
+
 def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int = 2, rounds: int = MIN_ROUNDS,
-                  device: str = "auto", progress: Optional[Callable[[str], None]] = None) -> dict:
+                  device: str = "auto", progress: Optional[Callable[[str], None]] = None) -> ScalingBench:
     """Sharded one-step trials (both worlds, T6 on AUDIT_CONFIG) on 1 and ``workers`` local workers, interleaved.
 
     Each round runs the same shards in this process (one torch thread) and on a warm pool of
@@ -65,7 +178,7 @@ def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int
         progress: Called with a line after each round.
 
     Returns:
-        The JSON-ready figures.
+        The :class:`ScalingBench`.
     """
     dev = str(resolve_device(device))
     construction = build("T6", AUDIT_CONFIG)
@@ -99,16 +212,13 @@ def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int
     per_shard = (time.perf_counter() - started) / len(results)
     rate = {w: [60 * trials / t for t in timed["seconds"][w]] for w in timed["seconds"]}
     efficiency = [many / (workers * one) for one, many in zip(rate["1"], rate[str(workers)])]
-    return {"trials_per_world": trials, "shard_size": shard_size, "shards": len(specs), "device": dev,
-            "workers": workers, "rounds": rounds, "torch_threads_per_worker": 1,
-            "trials_per_minute_per_world": {w: bench_rounds.spread(r) for w, r in rate.items()},
-            "scaling_efficiency": bench_rounds.spread(efficiency), "identical": identical,
-            "merge_seconds_per_shard": per_shard, "environment": timed["environment"],
-            "shard_payload_bytes": len(pickle.dumps(next(iter(results.values()))))}
+    return ScalingBench(trials, shard_size, len(specs), dev, workers, rounds, 1,
+                        {w: bench_rounds.spread(r) for w, r in rate.items()}, bench_rounds.spread(efficiency),
+                        identical, per_shard, timed["environment"], len(pickle.dumps(next(iter(results.values())))))
 
 
 def bench_canary_runs(runs: int = 16, canaries: int = 100, epochs: int = 5, rounds: int = MIN_ROUNDS,
-                      progress: Optional[Callable[[str], None]] = None) -> dict:
+                      progress: Optional[Callable[[str], None]] = None) -> CanaryRunsBench:
     """A white-box audit's training runs of tsdp's loop (:class:`attacks.canary.whitebox.LoopTask`: simple-ff,
     DP-SGD at σ = 8 on 40 short series, N = 40, L = 9, Λ = 10, ``canaries`` gradient canaries, ``epochs`` epochs)
     trained together as one stacked program (:meth:`~attacks.canary.whitebox.LoopTask.together`) against one at a
@@ -123,7 +233,7 @@ def bench_canary_runs(runs: int = 16, canaries: int = 100, epochs: int = 5, roun
         progress: Called with a line after each round.
 
     Returns:
-        The JSON-ready figures.
+        The :class:`CanaryRunsBench`.
     """
     from tsdp.attacks.canary.whitebox import LoopTask
     from tsdp.datasets.series import synthetic
@@ -152,19 +262,17 @@ def bench_canary_runs(runs: int = 16, canaries: int = 100, epochs: int = 5, roun
     rate = {side: bench_rounds.spread([runs / t for t in timed["seconds"][side]]) for side in timed["seconds"]}
     difference = max(float(np.max(np.abs(a.scores[n] - b.scores[n])))
                      for a, b in zip(out["alone"], out["together"]) for n in a.scores)
-    return {"model": "simple-ff", "runs": runs, "canaries": canaries, "epochs": epochs,
-            "steps": out["alone"][0].steps, "torch_threads": 1, "rounds": rounds,
-            "runs_per_second": rate, "speedup": bench_rounds.ratio(timed, "alone", "together"),
-            "max_score_difference": difference, "environment": timed["environment"]}
+    return CanaryRunsBench("simple-ff", runs, canaries, epochs, out["alone"][0].steps, 1, rounds, rate,
+                           bench_rounds.ratio(timed, "alone", "together"), difference, timed["environment"])
 
 
 def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "auto", scaling: bool = True,
                 rounds: int = MIN_ROUNDS, progress: Optional[Callable[[str], None]] = None,
-                canary_runs: bool = True) -> dict:
+                canary_runs: bool = True) -> AuditBench:
     """Trials/s (one step, one world) batched and naive, interleaved over ``rounds`` (per-round rates, their
     ratio: median and range), the sharded engine's scaling on 1 and 2 local workers
     (:func:`bench_scaling`) and a canary audit's runs of tsdp's loop trained together against one at a time
-    (:func:`bench_canary_runs`); JSON-ready. Benchmark, not a test; the numbers are wall-clock on the current machine.
+    (:func:`bench_canary_runs`). Benchmark, not a test; the numbers are wall-clock on the current machine.
 
     Args:
         trials: Batched trials per round.
@@ -176,7 +284,7 @@ def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "a
         canary_runs: Measure the canary runs trained together too.
 
     Returns:
-        The JSON-ready figures.
+        The :class:`AuditBench`.
     """
     dev = resolve_device(device)
     construction = build("T6", AUDIT_CONFIG, device=dev)
@@ -197,37 +305,39 @@ def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "a
     naive_rate = bench_rounds.spread([naive_trials / t for t in timed["seconds"]["naive"]])
     speedup = bench_rounds.spread([(trials / b) / (naive_trials / n)
                                    for b, n in zip(timed["seconds"]["batched"], timed["seconds"]["naive"])])
-    return {
-        "construction": "T6",
-        "config": {"N": 320, "batch_size": 64, "L": 4, "context_length": 1, "forecast_length": 1, "sigma": 1.0},
-        "device": str(dev),
-        "threads": torch.get_num_threads(),
-        "rounds": rounds,
-        "trials_batched": trials,
-        "trials_naive": naive_trials,
-        "batched_trials_per_second": batched_rate["median"],
-        "batched_trials_per_minute_per_world": 60 * batched_rate["median"],
-        "naive_trials_per_second": naive_rate["median"],
-        "speedup": speedup["median"],
-        "speedup_range": [speedup["min"], speedup["max"]],
-        "environment": timed["environment"],
-        "goal_trials_per_minute_per_world": 1e6,
-        "goal_speedup": 100.0,
-        "meets_goals": bool(60 * batched_rate["median"] >= 1e6 and speedup["median"] >= 100),
-        "scaling": bench_scaling(device=device, rounds=rounds, progress=progress) if scaling else None,
-        "canary_runs": bench_canary_runs(rounds=rounds, progress=progress) if canary_runs else None,
-    }
+    return AuditBench(
+        construction="T6",
+        config={"N": 320, "batch_size": 64, "L": 4, "context_length": 1, "forecast_length": 1, "sigma": 1.0},
+        device=str(dev),
+        threads=torch.get_num_threads(),
+        rounds=rounds,
+        trials_batched=trials,
+        trials_naive=naive_trials,
+        batched_trials_per_second=batched_rate["median"],
+        batched_trials_per_minute_per_world=60 * batched_rate["median"],
+        naive_trials_per_second=naive_rate["median"],
+        speedup=speedup["median"],
+        speedup_range=(speedup["min"], speedup["max"]),
+        environment=timed["environment"],
+        goal_trials_per_minute_per_world=1e6,
+        goal_speedup=100.0,
+        meets_goals=bool(60 * batched_rate["median"] >= 1e6 and speedup["median"] >= 100),
+        scaling=bench_scaling(device=device, rounds=rounds, progress=progress) if scaling else None,
+        canary_runs=bench_canary_runs(rounds=rounds, progress=progress) if canary_runs else None,
+    )
 
 
-def format_bench(result: dict) -> str:
-    """Human-readable summary of :func:`bench_audit`'s result (``--json`` prints the dict itself).
+def format_bench(result: Union[AuditBench, dict]) -> str:
+    """Human-readable summary of :func:`bench_audit`'s result (``--json`` prints its ``as_dict()``).
 
     Args:
-        result: What :func:`bench_audit` returned.
+        result: What :func:`bench_audit` returned, or its ``as_dict()`` (the benchmark page's).
 
     Returns:
         The summary.
     """
+    if isinstance(result, AuditBench):
+        result = result.as_dict()
     lines = [f"one-step audit trials of T6 (N = 320, Λ = 64, L = 4, σ = 1), {result['device']} with "
              f"{result['threads']} threads",
              f"  batched {result['batched_trials_per_minute_per_world'] / 1e6:.2f} M trials/min per world, naive "

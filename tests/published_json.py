@@ -43,13 +43,14 @@ def rebuilt(cls, form: dict):
 
     Args:
         cls: A frozen record class.
-        form: Its JSON form (extra keys, e.g. a derived one, are ignored).
+        form: Its JSON form (extra keys, e.g. a derived one, are ignored; a field it leaves out takes its default).
 
     Returns:
         The record.
     """
     hints = typing.get_type_hints(cls)
-    return cls(**{f.name: _built(hints[f.name], form[f.name]) for f in dataclasses.fields(cls) if f.init})
+    return cls(**{f.name: _built(hints[f.name], form[f.name]) for f in dataclasses.fields(cls)
+                  if f.init and f.name in form})
 
 
 def key_order(x):
