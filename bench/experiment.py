@@ -15,13 +15,14 @@ import math
 import tempfile
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from tsdp.verify.json_data import Record
 
 if TYPE_CHECKING:
     from tsdp.datasets.benchmarks import ForecastSplit
+    from tsdp.experiments.estimate import PlanEstimate
 
 GOAL_SECONDS = 600.0
 ESTIMATE_GOAL = 1.5
@@ -80,7 +81,41 @@ def synthetic_split(shape: SeriesShape, seed: int = 0) -> "ForecastSplit":
     return hold_out(spec, SeriesData(tuple(s[:shape.length - shape.windows * f] for s in values)), test)
 
 
-def bench_baselines(full: bool = False, workers: int = 2, progress: Optional[Callable[[str], None]] = None) -> dict:
+@dataclass(frozen=True)
+class BaselinesBench(Record):
+    """What :func:`bench_baselines` measured.
+
+    Attributes:
+        shape: The synthetic set's shape.
+        workers: statsforecast's processes.
+        full: Whether the shape is electricity's.
+        histories: The test histories.
+        fitted_history: Per baseline, the values of a history it is fitted on.
+        crps: Per baseline, its test CRPS.
+        seconds: Both baselines' wall seconds, computed.
+        cpu_seconds: Their CPU seconds (this process and its workers).
+        cached_seconds: The seconds to read them back from the cache.
+        cache_hit: Read back from the cache, with the same CRPS.
+        goal_seconds: The goal (None: the small shape has none).
+        environment: The machine and its load before and after.
+    """
+
+    shape: SeriesShape
+    workers: int
+    full: bool
+    histories: int
+    fitted_history: Dict[str, int]
+    crps: Dict[str, float]
+    seconds: float
+    cpu_seconds: float
+    cached_seconds: float
+    cache_hit: bool
+    goal_seconds: Optional[float]
+    environment: dict
+
+
+def bench_baselines(full: bool = False, workers: int = 2,
+                    progress: Optional[Callable[[str], None]] = None) -> BaselinesBench:
     """Seconds of both baselines on :data:`ELECTRICITY` (``full``) or :data:`SMALL`'s synthetic set with ``workers``
     processes, computed and then read back from the cache; the CPU seconds of the computation (on a shared machine
     the wall time also holds other processes' turns).
@@ -91,7 +126,7 @@ def bench_baselines(full: bool = False, workers: int = 2, progress: Optional[Cal
         progress: Called with a line before the computation.
 
     Returns:
-        JSON-ready figures.
+        The :class:`BaselinesBench`.
     """
     from tsdp.bench import rounds as bench_rounds
 
@@ -110,12 +145,9 @@ def bench_baselines(full: bool = False, workers: int = 2, progress: Optional[Cal
         cold = cached_baselines(split, folder, n_jobs=workers, progress=progress is not None)
         cpu = _cpu_seconds() - cpu
         warm = cached_baselines(split, folder, n_jobs=workers)
-    return {"shape": shape.as_dict(), "workers": workers, "full": full, "histories": split.test.count,
-            "fitted_history": {b: fitted_history(b, shape.season) for b in BASELINES}, "crps": cold.crps,
-            "seconds": cold.seconds, "cpu_seconds": cpu, "cached_seconds": warm.seconds,
-            "cache_hit": warm.cached and warm.crps == cold.crps,
-            "goal_seconds": GOAL_SECONDS if full else None,
-            "environment": {"before": before, "after": bench_rounds.environment()}}
+    return BaselinesBench(shape, workers, full, split.test.count,
+                          {b: fitted_history(b, shape.season) for b in BASELINES}, cold.crps, cold.seconds, cpu,
+                          warm.seconds, warm.cached and warm.crps == cold.crps, GOAL_SECONDS if full else None, {"before": before, "after": bench_rounds.environment()})
 
 
 def _cpu_seconds() -> float:
@@ -126,17 +158,19 @@ def _cpu_seconds() -> float:
                for f in ("ru_utime", "ru_stime"))
 
 
-def format_baselines(result: dict) -> str:
+def format_baselines(result: Union[BaselinesBench, dict]) -> str:
     """The bench's text: shape, seconds computed and read back, CRPS, goal.
 
     Args:
-        result: :func:`bench_baselines`'s figures.
+        result: :func:`bench_baselines`'s figures, or their ``as_dict()`` (``--json``, the benchmark page).
 
     Returns:
         The text.
     """
     from tsdp.bench.rounds import format_environment
 
+    if isinstance(result, BaselinesBench):
+        result = result.as_dict()
     s = result["shape"]
     goal = result["goal_seconds"]
     verdict = "" if goal is None else f" (goal <= {goal:.0f} s: {'met' if result['seconds'] <= goal else 'missed'})"
@@ -157,8 +191,41 @@ ESTIMATE_GRID = {"models": ("simple-ff", "dlinear", "deepar"), "epsilons": (1.0,
 """The estimate bench's grid on the shipped data: 6 cells, private and not, the cheapest and the slowest model."""
 
 
+@dataclass(frozen=True)
+class EstimateBench(Record):
+    """What :func:`bench_estimate` measured.
+
+    Attributes:
+        cells: The grid's cells.
+        models: Its models.
+        epochs: The epochs cap.
+        n_samples: Sample paths per forecast.
+        estimate: The pre-run estimate.
+        probe_seconds: The estimate's own seconds (its probes).
+        measured_seconds: The cells' wall seconds in one process.
+        ratio: The estimate over the measured seconds.
+        goal: The ratio's goal, within it either way (:data:`ESTIMATE_GOAL`).
+        steps: Per cell key, its training steps.
+        cell_seconds: Per cell key, its seconds.
+        environment: The machine and its load before and after.
+    """
+
+    cells: int
+    models: Tuple[str, ...]
+    epochs: int
+    n_samples: int
+    estimate: "PlanEstimate"
+    probe_seconds: float
+    measured_seconds: float
+    ratio: float
+    goal: float
+    steps: Dict[str, int]
+    cell_seconds: Dict[str, float]
+    environment: dict
+
+
 def bench_estimate(models: Sequence[str] = ESTIMATE_GRID["models"], epochs: int = 20, n_samples: int = 20,
-                   progress: Optional[Callable[[str], None]] = None) -> dict:
+                   progress: Optional[Callable[[str], None]] = None) -> EstimateBench:
     """The pre-run estimate of a small grid (:data:`ESTIMATE_GRID`, ``epochs`` epochs, ``n_samples`` sample paths) over
     the wall time its cells then take in one process (:func:`tsdp.experiments.table.run_grid`).
 
@@ -169,7 +236,7 @@ def bench_estimate(models: Sequence[str] = ESTIMATE_GRID["models"], epochs: int 
         progress: Called with the estimate's line.
 
     Returns:
-        JSON-ready figures.
+        The :class:`EstimateBench`.
     """
     from tsdp.bench import rounds as bench_rounds
 
@@ -188,24 +255,24 @@ def bench_estimate(models: Sequence[str] = ESTIMATE_GRID["models"], epochs: int 
         progress(planned.line())
     with tempfile.TemporaryDirectory() as folder:
         results, info = run_grid(cells, settings, folder=folder, workers=1)
-    return {"cells": len(cells), "models": list(models), "epochs": epochs, "n_samples": n_samples,
-            "estimate": planned.as_dict(), "probe_seconds": probe_seconds, "measured_seconds": info.seconds,
-            "ratio": planned.seconds / info.seconds, "goal": ESTIMATE_GOAL,
-            "steps": {r.key: r.steps for r in results}, "cell_seconds": {r.key: r.seconds for r in results},
-            "environment": {"before": before, "after": bench_rounds.environment()}}
+    return EstimateBench(len(cells), tuple(models), epochs, n_samples, planned, probe_seconds, info.seconds,
+                         planned.seconds / info.seconds, ESTIMATE_GOAL, {r.key: r.steps for r in results},
+                         {r.key: r.seconds for r in results}, {"before": before, "after": bench_rounds.environment()})
 
 
-def format_estimate(result: dict) -> str:
+def format_estimate(result: Union[EstimateBench, dict]) -> str:
     """The bench's text: the grid, the estimate, the measured time, their ratio against the goal.
 
     Args:
-        result: :func:`bench_estimate`'s figures.
+        result: :func:`bench_estimate`'s figures, or their ``as_dict()`` (``--json``, the benchmark page).
 
     Returns:
         The text.
     """
     from tsdp.bench.rounds import format_environment
 
+    if isinstance(result, EstimateBench):
+        result = result.as_dict()
     ratio, goal = result["ratio"], result["goal"]
     met = 1 / goal <= ratio <= goal
     return "\n".join([
@@ -221,9 +288,82 @@ GRID_GOAL_SECONDS = 60.0
 """The goal for the default 1-event table of the shipped M1 data trained together on 2 cores."""
 
 
-def _grid_side(cells, settings, workers: int, together: bool) -> dict:
-    """One side of :func:`bench_grid`: the grid run in a fresh folder; wall seconds, CPU seconds in one process (None
-    with workers: the engine's pool outlives the run, its CPU is not counted), steps and the rows of its table."""
+@dataclass(frozen=True)
+class GridSide(Record):
+    """One side of :func:`bench_grid`: the grid trained together or cell by cell.
+
+    Attributes:
+        seconds: Its wall seconds.
+        cpu_seconds: Its CPU seconds in one process (None with workers: the engine's pool outlives the run).
+        steps: The training steps of its cells.
+        estimate: Its pre-run estimate's seconds (None: not made).
+    """
+
+    seconds: float
+    cpu_seconds: Optional[float]
+    steps: int
+    estimate: Optional[float]
+
+
+@dataclass(frozen=True)
+class TableDifference(Record):
+    """How two grid tables differ (:func:`table_difference`).
+
+    Attributes:
+        rows: The rows compared.
+        max_relative: The largest relative difference of a mean or std CRPS.
+        same_printed: Every one prints the same at the CLI's 3 decimals.
+    """
+
+    rows: int
+    max_relative: float
+    same_printed: bool
+
+
+@dataclass(frozen=True)
+class GridBench(Record):
+    """What :func:`bench_grid` measured.
+
+    Attributes:
+        cells: The grid's cells.
+        levels: Its privacy levels.
+        models: Its models.
+        seeds: Seeds per cell.
+        epochs: The epochs cap (None: the dataset's).
+        n_samples: Sample paths per forecast.
+        workers: Local worker processes of each side.
+        cell_threads: Torch threads per cell.
+        torch_threads: This process's torch threads.
+        together: The side trained together.
+        cell_by_cell: The side trained cell by cell.
+        speedup: Cell by cell's wall seconds over together's.
+        cpu_speedup: The same in CPU seconds (None with workers).
+        tables: How the two CRPS tables differ.
+        goal_seconds: The default grid's goal, trained together.
+        environment: The machine and its load before and after.
+    """
+
+    cells: int
+    levels: Tuple[str, ...]
+    models: Tuple[str, ...]
+    seeds: int
+    epochs: Optional[int]
+    n_samples: int
+    workers: int
+    cell_threads: int
+    torch_threads: int
+    together: GridSide
+    cell_by_cell: GridSide
+    speedup: float
+    cpu_speedup: Optional[float]
+    tables: TableDifference
+    goal_seconds: float
+    environment: dict
+
+
+def _grid_side(cells, settings, workers: int, together: bool, planned: Optional[float]) -> Tuple[GridSide, List[list]]:
+    """One side of :func:`bench_grid`: the grid run in a fresh folder (its :class:`GridSide`, ``planned`` its
+    estimate) and the rows of its table."""
     from tsdp.experiments.cells import epochs_cap
     from tsdp.experiments.table import rows_of, run_grid
 
@@ -232,13 +372,13 @@ def _grid_side(cells, settings, workers: int, together: bool) -> dict:
         results, info = run_grid(cells, settings, folder=folder, workers=workers, together=together)
         cpu = _cpu_seconds() - cpu
     rows = rows_of(results, epochs_cap(settings))
-    return {"seconds": info.seconds, "cpu_seconds": cpu if workers == 1 else None,  # the pool outlives the run
-            "steps": sum(r.steps for r in results),
-            "table": [[r.level, r.top, r.model, None if math.isinf(r.epsilon) else r.epsilon, r.checkpoint,
-                       r.crps_mean, r.crps_std] for r in rows]}
+    return (GridSide(info.seconds, cpu if workers == 1 else None,  # the pool outlives the run
+                     sum(r.steps for r in results), planned),
+            [[r.level, r.top, r.model, None if math.isinf(r.epsilon) else r.epsilon, r.checkpoint, r.crps_mean,
+              r.crps_std] for r in rows])
 
 
-def table_difference(a: list, b: list) -> dict:
+def table_difference(a: list, b: list) -> TableDifference:
     """How two grid tables (:func:`_grid_side`'s ``table`` rows, in one order) differ: the largest relative
     difference of a mean or std CRPS, and whether every one prints the same at the CLI's 3 decimals (no step: NaN on
     both sides is the same).
@@ -248,7 +388,7 @@ def table_difference(a: list, b: list) -> dict:
         b: The other's, the same cells in the same order.
 
     Returns:
-        ``{"rows", "max_relative", "same_printed"}``.
+        The :class:`TableDifference`.
 
     Raises:
         ValueError: The two tables are not of the same cells.
@@ -262,12 +402,12 @@ def table_difference(a: list, b: list) -> dict:
                 continue
             worst = max(worst, abs(u - v) / max(abs(u), abs(v), 1e-300))
             printed = printed and f"{u:.3f}" == f"{v:.3f}"
-    return {"rows": len(a), "max_relative": worst, "same_printed": printed}
+    return TableDifference(len(a), worst, printed)
 
 
 def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[str]] = None, seeds: Optional[int] = None, epochs: Optional[int] = None,
                n_samples: int = 100, workers: int = 1, estimates: bool = True,
-               progress: Optional[Callable[[str], None]] = None) -> dict:
+               progress: Optional[Callable[[str], None]] = None) -> GridBench:
     """The default grid of ``tsdp experiment --levels 1-event`` on the shipped M1 data, trained together and cell by
     cell (``--cell-by-cell``), one after the other in this process (``workers`` processes each), with the pre-run
     estimate of each: seconds and CPU seconds of each side, their ratio, and whether the two CRPS tables are the
@@ -285,9 +425,8 @@ def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[s
         progress: Called with a line per side.
 
     Returns:
-        JSON-ready figures: ``cells``, ``together`` and ``cell_by_cell`` (seconds, CPU seconds, steps, estimate),
-        ``speedup`` (cell by cell over together, wall), ``tables`` (:func:`table_difference`), the goal and the
-        environment.
+        The :class:`GridBench`: each side's seconds, CPU seconds, steps and estimate, their ratio, how their CRPS
+        tables differ (:func:`table_difference`), the goal and the environment.
     """
     import torch
 
@@ -299,36 +438,35 @@ def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[s
     cells = plan(models=tuple(models or MODELS), seeds=SEEDS if seeds is None else seeds, levels=tuple(levels))
     settings = GridSettings(epochs=epochs, n_samples=n_samples, device="cpu")
     before = bench_rounds.environment()
-    sides = {}
+    sides, tables = {}, {}
     for name, together in (("together", True), ("cell_by_cell", False)):
         planned = estimate(cells, settings, together=together) if estimates else None
         if progress and planned is not None:
             progress(f"{name.replace('_', ' ')}: {planned.line()}")
-        sides[name] = {**_grid_side(cells, settings, workers, together),
-                       "estimate": None if planned is None else planned.seconds}
-    return {"cells": len(cells), "levels": list(levels), "models": list(models or MODELS),
-            "seeds": SEEDS if seeds is None else seeds, "epochs": epochs, "n_samples": n_samples, "workers": workers,
-            "cell_threads": CellTask.threads, "torch_threads": torch.get_num_threads(),
-            "together": {k: v for k, v in sides["together"].items() if k != "table"},
-            "cell_by_cell": {k: v for k, v in sides["cell_by_cell"].items() if k != "table"},
-            "speedup": sides["cell_by_cell"]["seconds"] / sides["together"]["seconds"],
-            "cpu_speedup": (sides["cell_by_cell"]["cpu_seconds"] / sides["together"]["cpu_seconds"] if workers == 1
-                            else None),
-            "tables": table_difference(sides["together"]["table"], sides["cell_by_cell"]["table"]),
-            "goal_seconds": GRID_GOAL_SECONDS, "environment": {"before": before, "after": bench_rounds.environment()}}
+        sides[name], tables[name] = _grid_side(cells, settings, workers, together,
+                                               None if planned is None else planned.seconds)
+    together, alone = sides["together"], sides["cell_by_cell"]
+    return GridBench(len(cells), tuple(levels), tuple(models or MODELS), SEEDS if seeds is None else seeds, epochs,
+                     n_samples, workers, CellTask.threads, torch.get_num_threads(), together, alone,
+                     alone.seconds / together.seconds,
+                     alone.cpu_seconds / together.cpu_seconds if workers == 1 else None,
+                     table_difference(tables["together"], tables["cell_by_cell"]), GRID_GOAL_SECONDS,
+                     {"before": before, "after": bench_rounds.environment()})
 
 
-def format_grid(result: dict) -> str:
+def format_grid(result: Union[GridBench, dict]) -> str:
     """The bench's text: the grid, each side's seconds, their ratio, the tables' agreement, the goal.
 
     Args:
-        result: :func:`bench_grid`'s figures.
+        result: :func:`bench_grid`'s figures, or their ``as_dict()`` (``--json``, the benchmark page).
 
     Returns:
         The text.
     """
     from tsdp.bench.rounds import format_environment
 
+    if isinstance(result, GridBench):
+        result = result.as_dict()
     t, c, tables = result["together"], result["cell_by_cell"], result["tables"]
     goal = result["goal_seconds"]
     default = result["epochs"] is None and result["seeds"] == 5 and len(result["models"]) == 4

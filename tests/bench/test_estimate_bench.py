@@ -9,6 +9,9 @@ from tsdp.bench.experiment import SeriesShape, bench_estimate, format_estimate, 
 from tsdp.experiments.estimate import planned_steps
 from tsdp.experiments.grid import GridSettings, plan
 from tsdp.cli.main import main
+from tsdp.cli.output import dumps
+
+import published_json
 
 
 def test_the_ratio_is_the_estimate_over_the_measured_run():
@@ -18,14 +21,17 @@ def test_the_ratio_is_the_estimate_over_the_measured_run():
     r = bench_estimate(models=("dlinear",), epochs=1, n_samples=10)
     cells = plan(models=("dlinear",), epsilons=(1.0, float("inf")), seeds=1, tops=("wor",))
     settings = GridSettings(epochs=1, n_samples=10)
-    assert list(r["steps"].values()) == [planned_steps(c, settings) for c in cells]
-    assert r["estimate"]["steps"] == sum(r["steps"].values()) > 0
-    assert r["measured_seconds"] >= sum(r["cell_seconds"].values()) > 0
-    assert r["ratio"] == r["estimate"]["seconds"] / r["measured_seconds"]
-    assert set(r["estimate"]["seconds_per_step"]) == {"dlinear/dp", "dlinear/no-dp"}
-    assert all(v > 0 for v in r["estimate"]["seconds_per_step"].values())
-    assert f"ratio {r['ratio']:.2f}" in format_estimate(r)
-    json.dumps(r)
+    assert list(r.steps.values()) == [planned_steps(c, settings) for c in cells]
+    assert r.estimate.steps == sum(r.steps.values()) > 0
+    assert r.measured_seconds >= sum(r.cell_seconds.values()) > 0
+    assert r.ratio == r.estimate.seconds / r.measured_seconds
+    assert set(r.estimate.seconds_per_step) == {"dlinear/dp", "dlinear/no-dp"}
+    assert all(v > 0 for v in r.estimate.seconds_per_step.values())
+    assert f"ratio {r.ratio:.2f}" in format_estimate(r) and format_estimate(r) == format_estimate(r.as_dict())
+    # the JSON form: the published file's keys in its order, the estimate as its own record's JSON form
+    form = json.loads(dumps(r.as_dict()))
+    assert list(form) == list(published_json.published("estimate"))
+    assert form["estimate"] == json.loads(dumps(r.estimate.as_dict())) and form["models"] == ["dlinear"]
 
 
 def test_the_baselines_bench_computes_then_reads_back_the_same_numbers(monkeypatch):
@@ -38,10 +44,19 @@ def test_the_baselines_bench_computes_then_reads_back_the_same_numbers(monkeypat
     monkeypatch.setattr(bench, "SMALL", shape)
     r = bench.bench_baselines(workers=1)
     split = synthetic_split(shape)
-    assert r["histories"] == 4 and r["cache_hit"] and r["cpu_seconds"] > 0 and r["goal_seconds"] is None
-    assert r["crps"] == {b: baseline_crps(b, split.test.histories, split.test.targets, 24, 24) for b in BASELINES}
-    assert "hit, same CRPS" in bench.format_baselines(r)
-    json.dumps(r)
+    assert r.histories == 4 and r.cache_hit and r.cpu_seconds > 0 and r.goal_seconds is None
+    assert r.crps == {b: baseline_crps(b, split.test.histories, split.test.targets, 24, 24) for b in BASELINES}
+    assert "hit, same CRPS" in bench.format_baselines(r) and bench.format_baselines(r) == bench.format_baselines(
+        r.as_dict())
+    json.dumps(r.as_dict())
+
+
+def test_the_baselines_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
+    published = published_json.published("baselines")
+    record = published_json.rebuilt(bench.BaselinesBench, published)
+    assert isinstance(record.shape, SeriesShape)
+    published_json.assert_gives_back(record, published)
+    assert bench.format_baselines(record) == bench.format_baselines(published)
 
 
 def test_the_probe_trains_at_the_cells_threads_and_restores_them(monkeypatch):
