@@ -145,7 +145,8 @@ def _summary(values: np.ndarray, true_eps: float) -> Summary:
 
 
 def _prior(values: np.ndarray, true_eps: float, guesses: np.ndarray) -> PriorSummary:
-    return PriorSummary(**_summary(values, true_eps).as_dict(), k_in=int(guesses[0]), k_out=int(guesses[1]))
+    s = _summary(values, true_eps)
+    return PriorSummary(s.mean, s.min, s.max, s.above_true, k_in=int(guesses[0]), k_out=int(guesses[1]))
 
 
 @dataclass(frozen=True)
