@@ -6,7 +6,7 @@ Subpackages, one job each:
   (design, trials, shards, statistics, exact level, sequential violation test, planted bugs the
   audit is run with, ``loop=``);
 * ``canary``: one-run canary audits of trained models and of your own training function;
-* ``inference``: the inference-time mechanism of Appendix H, its audit and its CRPS table;
+* ``inference``: the inference-time mechanism of Appendix H and its CRPS table;
 * ``integrations``: adapters to other libraries (the Opacus accountant, gradient canaries in an Opacus
   ``DPOptimizer``).
 

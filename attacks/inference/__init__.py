@@ -1,3 +1,3 @@
-"""Inference-time privacy (paper Appendix H, T15): the mechanism (``mechanism``), its Monte Carlo
-audit (``audit``), and the CRPS of private forecasts by ε and keep rate (``crps_table``).
+"""Inference-time privacy (paper Appendix H, T15): the mechanism (``mechanism``) and the CRPS of private forecasts by
+ε and keep rate (``crps_table``); the tests audit the mechanism through its real torch path (``tests/mechanism_audit.py``).
 """

@@ -4,7 +4,7 @@ import pytest
 import torch
 from scipy import stats
 
-from tsdp.attacks.inference import audit as A
+import mechanism_audit as A
 from tsdp.attacks.inference.mechanism import load_model, mean_impute, private_context, private_forecast, save_model
 from tsdp.theorems.bounds.inference import InferenceConfig
 

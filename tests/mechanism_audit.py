@@ -1,4 +1,4 @@
-"""Monte Carlo audit of the inference mechanism (paper Appendix H) through its real torch path.
+"""The tests' Monte Carlo audit of the inference mechanism (paper Appendix H) through its real torch path.
 
 The worst case of T15's proof: x = 0 (L_C steps), x' = v on the first m = min(w, L_C) steps.
 Both series go through :func:`tsdp.attacks.inference.mechanism.private_context` (subsample, noise,
@@ -31,7 +31,7 @@ from tsdp.theorems.bounds.inference import InferenceConfig
 
 from tsdp.attacks.montecarlo.statistics import epsilon_lower_bound
 
-from .mechanism import Imputation, mean_impute, private_context
+from tsdp.attacks.inference.mechanism import Imputation, mean_impute, private_context
 
 _TOL = 1e-11  # relative tolerance of "equals the mean of the other steps" (float64 rounding is ~1e-15)
 
