@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Optional, Tuple, Union
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -60,47 +60,8 @@ class NearestNeighbour:
 
 
 @dataclass(frozen=True)
-class TsdpTraining:
-    """``train(series) -> model`` of tsdp's loop: ``model`` on the series (their last L_F values held out), for
-    ``epochs`` epochs, without noise when ``sigma`` is None, else DP-SGD at ``sigma`` (C = 1).
-
-    Attributes:
-        config: The configuration (the window sizes and batching).
-        model: The model's name (:func:`tsdp.training.models.make_model`).
-        epochs: Training epochs.
-        sigma: The noise multiplier (None: no noise).
-        delta: δ of the ε reported.
-        seed: The seed.
-        lr: The learning rate.
-        facts: Filled by the call: the run's CRPS, untrained CRPS, ε, steps, seconds.
-    """
-
-    config: TrainingConfig
-    model: str
-    epochs: int
-    sigma: Optional[float]
-    delta: float
-    seed: int = 0
-    lr: float = 1e-2
-    facts: dict = field(default_factory=dict)  # filled by the call: the run's CRPS, untrained CRPS, ε, steps, seconds
-
-    def __call__(self, series) -> torch.nn.Module:
-        from tsdp.training.options import Budget, Checkpoints, Evaluation, Loop
-        from tsdp.training.train import train
-
-        private = self.sigma is not None
-        config = self.config.with_(sigma=self.sigma) if private else self.config
-        run = train(config, self.model, SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in series)),
-                    budget=Budget(epochs=self.epochs, delta=self.delta if private else None, private=private),
-                    loop=Loop(lr=self.lr), evaluation=Evaluation(n_samples=20),
-                    checkpoints=Checkpoints(return_model=True), device="cpu", seed=self.seed, progress=False)
-        self.facts.update({k: getattr(run, k) for k in ("crps", "untrained_crps", "epsilon", "steps", "seconds")})
-        return run.trained_model.cpu()
-
-
-@dataclass(frozen=True)
 class TrainingFacts(Record):
-    """What one training of tsdp's loop gave (:class:`TsdpTraining`'s ``facts``).
+    """What one training of tsdp's loop gave (:meth:`TsdpTraining.train`).
 
     Attributes:
         crps: The trained model's test CRPS.
@@ -115,6 +76,110 @@ class TrainingFacts(Record):
     epsilon: Optional[float]
     steps: int
     seconds: float
+
+
+@dataclass(frozen=True)
+class TsdpRun:
+    """One training of tsdp's loop (:meth:`TsdpTraining.train`): the model it returned and what it gave.
+
+    Attributes:
+        model: The trained model, on the CPU.
+        facts: Its CRPS, untrained CRPS, ε, steps and seconds.
+    """
+
+    model: torch.nn.Module
+    facts: TrainingFacts
+
+
+@dataclass(frozen=True)
+class TsdpTraining:
+    """``train(series) -> model`` of tsdp's loop: ``model`` on the series (their last L_F values held out), for
+    ``epochs`` epochs, without noise when ``sigma`` is None, else DP-SGD at ``sigma`` (C = 1).
+
+    Called, it returns the model (an audit's training function); :meth:`train` returns the model with what the
+    training gave.
+
+    Attributes:
+        config: The configuration (the window sizes and batching).
+        model: The model's name (:func:`tsdp.training.models.make_model`).
+        epochs: Training epochs.
+        sigma: The noise multiplier (None: no noise).
+        delta: δ of the ε reported.
+        seed: The seed.
+        lr: The learning rate.
+    """
+
+    config: TrainingConfig
+    model: str
+    epochs: int
+    sigma: Optional[float]
+    delta: float
+    seed: int = 0
+    lr: float = 1e-2
+
+    def train(self, series: Sequence[np.ndarray]) -> TsdpRun:
+        """Train on ``series``.
+
+        Args:
+            series: The training series (1-D arrays).
+
+        Returns:
+            The :class:`TsdpRun`: the model and its :class:`TrainingFacts`.
+        """
+        from tsdp.training.options import Budget, Checkpoints, Evaluation, Loop
+        from tsdp.training.train import train
+
+        private = self.sigma is not None
+        config = self.config.with_(sigma=self.sigma) if private else self.config
+        run = train(config, self.model, SeriesData(tuple(np.asarray(s, dtype=np.float64) for s in series)),
+                    budget=Budget(epochs=self.epochs, delta=self.delta if private else None, private=private),
+                    loop=Loop(lr=self.lr), evaluation=Evaluation(n_samples=20),
+                    checkpoints=Checkpoints(return_model=True), device="cpu", seed=self.seed, progress=False)
+        facts = TrainingFacts(crps=run.crps, untrained_crps=run.untrained_crps, epsilon=run.epsilon, steps=run.steps,
+                              seconds=run.seconds)
+        return TsdpRun(run.trained_model.cpu(), facts)
+
+    def __call__(self, series: Sequence[np.ndarray]) -> torch.nn.Module:
+        """The model :meth:`train` returns.
+
+        Args:
+            series: The training series (1-D arrays).
+
+        Returns:
+            The trained model, on the CPU.
+        """
+        return self.train(series).model
+
+
+class AuditedTraining:
+    """The training function an audit calls (``train(series) -> model``), keeping the :class:`TrainingFacts` of each
+    training it ran, in order: an audit answers with its bound only, so what the training gave is read here.
+
+    Args:
+        training: tsdp's loop with its settings.
+    """
+
+    def __init__(self, training: TsdpTraining):
+        self.training = training
+        self.runs: List[TrainingFacts] = []
+
+    def __call__(self, series: Sequence[np.ndarray]) -> torch.nn.Module:
+        run = self.training.train(series)
+        self.runs.append(run.facts)
+        return run.model
+
+    def only_run(self) -> TrainingFacts:
+        """What the one training the audit ran gave.
+
+        Returns:
+            Its :class:`TrainingFacts`.
+
+        Raises:
+            RuntimeError: The audit trained more or less than once.
+        """
+        if len(self.runs) != 1:
+            raise RuntimeError(f"the audit trained {len(self.runs)} times, not once")
+        return self.runs[0]
 
 
 @dataclass(frozen=True)
@@ -240,7 +305,7 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
     rows = []
     started = time.perf_counter()
 
-    def audit(name: str, train, loss=None, trained: str = "", noise: Optional[float] = None, facts=None):
+    def audit(name: str, train, loss=None, trained: str = "", noise: Optional[float] = None):
         if progress is not None:
             progress(f"{name}: training and scoring {canaries} spike canaries")
         t = time.perf_counter()
@@ -250,7 +315,7 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
         rows.append(BlackboxRow(name, trained, noise, auc=s.auc, epsilon_lower=r.epsilon_lower,
                                 ceiling=max(s.ceiling["dp"], s.ceiling["steinke"]), limited_by=s.limited_by,
                                 flagged=r.violation, seconds=time.perf_counter() - t,
-                                training=TrainingFacts(**facts) if facts else None))
+                                training=train.only_run() if isinstance(train, AuditedTraining) else None))
 
     def squared_error(model, context, forecast):
         return model(context, forecast)
@@ -258,11 +323,9 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
     audit("1-NN", lambda s: NearestNeighbour(s, config), squared_error, "stores every window")
     for noise in (None, sigma):
         for model in MODELS:
-            facts: dict = {}
-            trainer = TsdpTraining(config, model, epochs, noise, delta, seed, facts=facts)
-            audit(model, trainer, trained=(f"{epochs} epochs without noise" if noise is None
-                                           else f"DP-SGD, {epochs} epochs at σ = {noise:.3f}"), noise=noise,
-                  facts=facts)
+            audit(model, AuditedTraining(TsdpTraining(config, model, epochs, noise, delta, seed)),
+                  trained=(f"{epochs} epochs without noise" if noise is None
+                           else f"DP-SGD, {epochs} epochs at σ = {noise:.3f}"), noise=noise)
     return BlackboxBench(canaries, epochs, epsilon, delta, confidence, sigma, seed,
                          BlackboxData(series, length, context_length, 1, config.batch_size), tuple(rows),
                          time.perf_counter() - started, {"before": before, "after": environment()})
@@ -295,4 +358,5 @@ def format_bench(result: Union[BlackboxBench, dict]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MODELS", "BlackboxBench", "BlackboxData", "BlackboxRow", "NearestNeighbour", "TrainingFacts", "TsdpTraining", "bench_blackbox", "format_bench"]
+__all__ = ["MODELS", "AuditedTraining", "BlackboxBench", "BlackboxData", "BlackboxRow", "NearestNeighbour",
+           "TrainingFacts", "TsdpRun", "TsdpTraining", "bench_blackbox", "format_bench"]

@@ -58,3 +58,31 @@ def test_bad_flags_are_one_line(argv, flag, capsys):
     assert main(["bench", "blackbox"] + argv) == 2
     err = capsys.readouterr().err.strip()
     assert flag in err and "\n" not in err, err
+
+
+def test_a_training_answers_with_its_model_and_facts_and_the_audit_keeps_each_run():
+    """tsdp's loop as an audit's training function: :meth:`TsdpTraining.train` returns the model with its typed facts
+    (no noise: no ε; at least one step); the wrapper an audit calls keeps one record per training and refuses
+    to name the run when there was more than one."""
+    import torch
+
+    from tsdp.bench.blackbox import AuditedTraining, TrainingFacts, TsdpTraining
+    from tsdp.datasets.series import synthetic
+    from tsdp.theorems.config import TrainingConfig
+    from tsdp.training.batch_sampler import fit_lengths
+
+    data = synthetic(8, 21, seed=0, noise=2.0)
+    config = fit_lengths(TrainingConfig(context_length=4, forecast_length=1, batch_size=4), data.split(1)[0].series)
+    training = TsdpTraining(config, "simple-ff", 1, None, 1e-5)
+    assert [f.name for f in dataclasses.fields(training)] == ["config", "model", "epochs", "sigma", "delta", "seed",
+                                                              "lr"]
+    audited = AuditedTraining(training)
+    model = audited(list(data.series))
+    assert isinstance(model, torch.nn.Module) and len(audited.runs) == 1
+    facts = audited.only_run()
+    assert isinstance(facts, TrainingFacts) and facts.epsilon is None and facts.steps >= 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        facts.steps = 0
+    audited(list(data.series))
+    with pytest.raises(RuntimeError, match="2 times"):
+        audited.only_run()
