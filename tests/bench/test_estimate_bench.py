@@ -28,10 +28,28 @@ def test_the_ratio_is_the_estimate_over_the_measured_run():
     assert set(r.estimate.seconds_per_step) == {"dlinear/dp", "dlinear/no-dp"}
     assert all(v > 0 for v in r.estimate.seconds_per_step.values())
     assert f"ratio {r.ratio:.2f}" in format_estimate(r) and format_estimate(r) == format_estimate(r.as_dict())
-    # the JSON form: the published file's keys in its order, the estimate as its own record's JSON form
-    form = json.loads(dumps(r.as_dict()))
-    assert list(form) == list(published_json.published("estimate"))
+    # the JSON form: the published file's keys in its order, the estimate as its own record's JSON form with every key
+    # of the published estimate block, in its order
+    form, published = json.loads(dumps(r.as_dict())), published_json.published("estimate")
+    assert list(form) == list(published) and list(form["estimate"]) == list(published["estimate"])
     assert form["estimate"] == json.loads(dumps(r.estimate.as_dict())) and form["models"] == ["dlinear"]
+
+
+def test_the_estimate_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
+    """The whole published file, the estimate block included (its trained-together fields too), is the JSON form of
+    the record built from it, and both render the same text."""
+    import dataclasses
+
+    from tsdp.bench.experiment import EstimateBench
+    from tsdp.experiments.estimate import PlanEstimate
+
+    published = published_json.published("estimate")
+    estimate = published_json.rebuilt(PlanEstimate, published["estimate"])
+    assert list(estimate.as_dict()) == [f.name for f in dataclasses.fields(PlanEstimate)]
+    record = EstimateBench(**{**{f.name: published[f.name] for f in dataclasses.fields(EstimateBench)},
+                              "estimate": estimate, "models": tuple(published["models"])})
+    published_json.assert_gives_back(record, published)
+    assert format_estimate(record) == format_estimate(published)
 
 
 def test_the_baselines_bench_computes_then_reads_back_the_same_numbers(monkeypatch):
