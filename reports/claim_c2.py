@@ -44,16 +44,6 @@ class C2(Claim):
                  "1 epoch and 10 epochs, for r, Λ/N ∈ {0.5, 0.1}")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         eps = eps_grid()
         cells = Cells()
         panels, rows = [], []
@@ -96,14 +86,7 @@ class C2(Claim):
         """Confirmed when both like-for-like evaluations give δ_T6 ≤ δ_T1 at every grid ε in every
         evaluated (cell, schedule); refuted when neither does for any schedule of the configuration
         (of any cell when the configuration was not evaluated); qualified otherwise; not evaluated
-        without rows.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        without rows."""
         rows = numbers["rows"]
         if not rows:
             return NOT_EVALUATED, "no cell could be evaluated"
@@ -130,15 +113,7 @@ class C2(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 3 and the appendix grid: T6 (WOR, solid) vs T1 (deterministic, dashed) after
-        1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines.
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines."""
         from .figures import cell_title, finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]

@@ -60,16 +60,6 @@ class C3(Claim):
     statement = "with σ_C = 0, letting σ_F → ∞ (T11) equals forecast length L_F → 0"
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         eps = eps_grid()
         base = plain(config)
         w_inf = base.rho * Fraction(base.context_length, base.T)
@@ -113,14 +103,7 @@ class C3(Claim):
     def rule(numbers: dict) -> Tuple[str, str]:
         """Confirmed when the one-step profile is non-increasing in σ_F, T11 at the largest σ_F is
         within 1e-2 relative of the reference at every ε where the reference exceeds NEGLIGIBLE,
-        and its weight within 1e-3 relative of w∞; refuted otherwise; not evaluated without σ_F.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        and its weight within 1e-3 relative of w∞; refuted otherwise; not evaluated without σ_F."""
         if not numbers["weights"]:
             return NOT_EVALUATED, "no σ_F evaluated"
         mono, rel, w_rel = numbers["monotone_in_sigma_F"], numbers["max_rel_gap_one_step"], numbers["weight_rel_gap"]
@@ -134,15 +117,7 @@ class C3(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 4: T11 δ(ε) for σ_C = 0 and growing σ_F, with the L_F → 0 reference; one step
-        (exact) and composed (sound).
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        (exact) and composed (sound)."""
         import matplotlib.pyplot as plt
 
         from .figures import finish_panel, grid, legend_outside, plot, save

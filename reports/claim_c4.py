@@ -53,16 +53,6 @@ class C4(Claim):
                  "r ∈ {0.5, 0.1}, at every step that ends an epoch of λ > 1")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         base = plain(config).with_(top="deterministic")
         all_rs = [float(base.r)] + [r for r in GRID_RATIOS if abs(r - float(base.r)) > 1e-12]
         rs = all_rs[:1] if quick else all_rs
@@ -127,14 +117,7 @@ class C4(Claim):
     @staticmethod
     def rule(numbers: dict) -> Tuple[str, str]:
         """Confirmed when T1 ≤ T3 like for like at every epoch-ending step and ε; qualified when
-        only T1 ≤ T2 (sound) holds everywhere; refuted otherwise; not evaluated without rows.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        only T1 ≤ T2 (sound) holds everywhere; refuted otherwise; not evaluated without rows."""
         rows = numbers["rows"]
         if not rows:
             return NOT_EVALUATED, "no (r, λ) cell could be evaluated"
@@ -158,15 +141,7 @@ class C4(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """Appendix figure (epoch privacy vs length): δ at ε ∈ {1, 4} over 16 training steps,
         deterministic top level, Λ = N; λ = 1 (T1) vs λ > 1 at its epoch ends (T3 sound and
-        attained, T2 sound).
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        attained, T2 sound)."""
         from .figures import grid, legend_outside, note_flat, plot, save
 
         f = result["figure"]
