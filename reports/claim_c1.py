@@ -20,10 +20,11 @@ from typing import List, Tuple
 import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.estimate import Estimate
 
 from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
                          Computed, cell_info, floats, fmt4, grid_cells)
-from .curves import attained_curves, eps_grid, first_win_epsilon, pair_upper_curves
+from .curves import delta_curves, eps_grid, first_win_epsilon
 
 ONE_STEP_FROM = 0.1
 """After one step λ = 1 must win for every ε ≥ this (on the configuration)."""
@@ -104,13 +105,15 @@ class C1(Claim):
                                sum(_judged(label, s) for s in steps))
                 else:
                     lambdas.append(lam)
-            s6, a6 = pair_upper_curves("T6", cfg, steps, eps), attained_curves("T6", cfg, steps, eps)
+            s6 = delta_curves(Estimate.ATTAINED_UPPER, "T6", cfg, steps, eps)
+            a6 = delta_curves(Estimate.ATTAINED, "T6", cfg, steps, eps)
             curves = [{"label": "λ=1 (T6)", "instances": 1, "upper": {s: floats(s6[s]) for s in steps},
                        "attained": {s: floats(a6[s]) for s in steps}}]
             for lam in lambdas:
                 ctx.step(f"{label}, λ={lam}")
                 c9 = cfg.with_(instances=lam)
-                s9, a9 = pair_upper_curves("T9", c9, steps, eps), attained_curves("T9", c9, steps, eps)
+                s9 = delta_curves(Estimate.ATTAINED_UPPER, "T9", c9, steps, eps)
+                a9 = delta_curves(Estimate.ATTAINED, "T9", c9, steps, eps)
                 curves.append({"label": f"λ={lam} (T9, lower bound)", "instances": lam,
                                "upper": {s: floats(s9[s]) for s in steps}, "attained": {s: floats(a9[s]) for s in steps}})
                 for s in steps:

@@ -15,10 +15,11 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from tsdp.theorems.config import Top, TrainingConfig
+from tsdp.verify.estimate import Estimate
 
 from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
                          Computed, cell_info, floats, fmt4, grid_cells)
-from .curves import attained_curves, eps_grid, first_win_epsilon, losing_range, sound_curves
+from .curves import delta_curves, eps_grid, first_win_epsilon, losing_range
 
 SCHEDULES = ("1 step", "1 epoch", "10 epochs")
 
@@ -59,8 +60,8 @@ class C2(Claim):
             per_epoch = cfg.compositions_per_epoch
             sched = {"1 step": (1, 1), "1 epoch": (per_epoch, 1), "10 epochs": (10 * per_epoch, 10)}
             n6, n1 = [v[0] for v in sched.values()], [v[1] for v in sched.values()]
-            s6, a6 = sound_curves("T6", cfg, n6, eps), attained_curves("T6", cfg, n6, eps)
-            s1, a1 = sound_curves("T1", det, n1, eps), attained_curves("T1", det, n1, eps)
+            s6, a6 = (delta_curves(e, "T6", cfg, n6, eps) for e in (Estimate.SOUND, Estimate.ATTAINED))
+            s1, a1 = (delta_curves(e, "T1", det, n1, eps) for e in (Estimate.SOUND, Estimate.ATTAINED))
             curves = []
             for name, (k6, k1) in sched.items():
                 curves.append({"label": f"WOR (T6), {name}: {k6} comp.", "schedule": name, "scheme": Top.WOR,

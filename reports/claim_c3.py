@@ -17,9 +17,10 @@ import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import get
+from tsdp.verify.estimate import Estimate
 
 from .claim_base import CONFIRMED, NOT_EVALUATED, REFUTED, Cells, Claim, ClaimContext, Computed, cell_info, floats, plain
-from .curves import NEGLIGIBLE, eps_grid, sound_curves
+from .curves import NEGLIGIBLE, delta_curves, eps_grid
 
 SIGMA_F = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 1e3)
 QUICK_SIGMA_F = (0.0, 0.5, 2.0, 1e3)
@@ -67,7 +68,7 @@ class C3(Claim):
             # L_F -> 0: the k' = L_C windows holding the element in their context, same T and ρ
             ref_cfg = base.with_(context_length=base.context_length - 1, forecast_length=1, L=base.T)
             ref_one = np.asarray(get("T6").profile(ref_cfg, np.exp(eps)))
-            ref_comp = sound_curves("T6", ref_cfg, [STEPS], eps)[STEPS]
+            ref_comp = delta_curves(Estimate.SOUND, "T6", ref_cfg, [STEPS], eps)[STEPS]
         else:
             ref_one = np.maximum(0.0, -np.expm1(eps))
             ref_comp = ref_one.copy()
@@ -79,7 +80,7 @@ class C3(Claim):
             ctx.step(f"σ_F = {s:g}")
             cfg = base.with_(sigma_forecast=float(s))
             one = np.asarray(t11.profile(cfg, np.exp(eps)))
-            comp = sound_curves("T11", cfg, [STEPS], eps)[STEPS]
+            comp = delta_curves(Estimate.SOUND, "T11", cfg, [STEPS], eps)[STEPS]
             w = float(base.rho * base.r) * (float(base.phi) * tau(s) + 1 - float(base.phi))
             weights.append({"sigma_F": s, "weight": w})
             one_steps.append(one)

@@ -20,10 +20,11 @@ from typing import List, Tuple
 import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.estimate import Estimate
 
 from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, GRID_RATIOS, Cells, Claim, ClaimContext,
                          Computed, cell_info, plain)
-from .curves import NEGLIGIBLE, TIE_REL, attained_curves, pair_upper_curves, sound_curves, with_ratios
+from .curves import NEGLIGIBLE, TIE_REL, delta_curves, with_ratios
 
 EPSILONS = (1.0, 4.0)
 STEPS = 16
@@ -71,8 +72,8 @@ class C4(Claim):
             # λ = 1 at the steps that end an epoch of some λ > 1 (the only steps compared)
             counts = sorted({s for lam in lambdas for s in range(cfg.with_(instances=lam).steps_per_epoch, STEPS + 1,
                                                                   cfg.with_(instances=lam).steps_per_epoch)}) or [1]
-            t1, t1a = sound_curves("T1", cfg, counts, eps), attained_curves("T1", cfg, counts, eps)
-            t1u = pair_upper_curves("T1", cfg, counts, eps)
+            t1, t1a, t1u = (delta_curves(e, "T1", cfg, counts, eps)
+                            for e in (Estimate.SOUND, Estimate.ATTAINED, Estimate.ATTAINED_UPPER))
             series = [{"instances": 1, "bound": "T1 (sound)", "steps": counts, "delta": _pick(t1, counts, eps)},
                       {"instances": 1, "bound": "T1 (attained)", "steps": counts, "delta": _pick(t1a, counts, eps)}]
             for lam in QUICK_LAMBDAS if quick else LAMBDAS:
@@ -89,8 +90,9 @@ class C4(Claim):
                     continue
                 epochs = [s // spe for s in ends]
                 try:
-                    t3u, t3a = pair_upper_curves("T3", c, epochs, eps), attained_curves("T3", c, epochs, eps)
-                    t2 = sound_curves("T2", c, epochs, eps)
+                    t3u, t3a = (delta_curves(e, "T3", c, epochs, eps)
+                                for e in (Estimate.ATTAINED_UPPER, Estimate.ATTAINED))
+                    t2 = delta_curves(Estimate.SOUND, "T2", c, epochs, eps)
                 except ValueError as exc:  # the PLD grid cannot hold this pair (verify.pld refuses it)
                     skipped.append({"r": r, "instances": lam, "error": str(exc)})
                     cells.skip(label, f"PLD refused: {exc}")
