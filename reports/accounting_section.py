@@ -3,8 +3,9 @@
 Sound ε (upper bound, connect-the-dots, rounded up) and attained ε (the construction's pair,
 optimistic, a lower bound rounded down; None without a construction; for shuffled iteration the
 hidden-position epoch's max statistic, ``attained_law``) at δ ∈ {1e-5, 1e-7}
-after 1, 100, 1000 steps and 1, 10 epochs, each straight from :func:`verify.accounting.epsilon`
-with the tightest sound bound for the scheme (:func:`theorems.registry.select_bound`).
+after 1, 100, 1000 steps and 1, 10 epochs, each from :func:`verify.accounting.epsilon` through the report's one
+accounting (:class:`reports.report_accounting.ReportAccounting`) with the tightest sound bound for the scheme
+(:func:`theorems.registry.select_bound`).
 """
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Callable, Optional
 from tsdp.theorems.bounds.base import Scope, TheoremError
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import REGISTRY
-from tsdp.verify import accounting
-from tsdp.verify.events import EPOCH_SCOPED_TOP, compositions, partial_epoch_steps
+from tsdp.verify.events import EPOCH_SCOPED_TOP
+
+from .report_accounting import ReportAccounting
 
 CATALOGUE_DELTA = 1e-5
 CATALOGUE_DISCRETIZATION = 1e-3
@@ -39,33 +41,31 @@ def derived(config: TrainingConfig) -> dict:
 
 
 def accounting_section(config: TrainingConfig, theorem: Optional[str] = None,
-                       tick: Optional[Callable[[], None]] = None) -> dict:
+                       tick: Optional[Callable[[], None]] = None,
+                       answers: Optional[ReportAccounting] = None) -> dict:
     """ε of the configuration at δ ∈ {1e-5, 1e-7} after 1/100/1000 steps and 1/10 epochs.
 
     Each row is one :func:`verify.accounting.epsilon` answer (default discretisation 1e-4):
     ``epsilon_sound`` an upper bound on ε (rounded up; None for a lower-bound theorem),
     ``epsilon_attained`` a lower bound (rounded down) or None where the bound has no
-    construction. Schedules with the same number of compositions (1 epoch = 10 steps at the
-    default) share one answer. ``tick`` is called after each row (progress).
+    construction. Schedules of the same composed run (1 epoch = 10 steps at the default) share one
+    answer (:class:`~reports.report_accounting.ReportAccounting`). ``tick`` is called after each row (progress).
 
     Args:
         config: The configuration.
         theorem: The bound to account with (None: the registry's choice for the scheme).
         tick: Called after each row (None: nothing).
+        answers: The report's accounting (None: one of this section's own).
 
     Returns:
         The section's JSON data: the configuration, its derived quantities, the bound and the rows.
     """
+    answers = ReportAccounting() if answers is None else answers
     rows = []
     theorem_used, reason, kind, law = None, None, None, None
-    answers = {}
     for delta in DELTAS:
         for unit, n in SCHEDULES:
-            # runs of equal compositions share an answer, unless one ends inside a shuffled epoch (its attained differs)
-            key = (delta, compositions(config, **{unit: n}), partial_epoch_steps(config, n) if unit == "steps" else 0)
-            if key not in answers:
-                answers[key] = accounting.epsilon(config, delta, theorem=theorem, **{unit: n})
-            res = answers[key]
+            res = answers.epsilon(config, delta, theorem=theorem, **{unit: n})
             theorem_used, reason, kind, law = res.theorem, res.reason, res.kind, res.attained_law
             rows.append({"delta": delta, unit: n, "steps": n if unit == "steps" else None,
                          "epochs": n if unit == "epochs" else None, "compositions": res.compositions,
@@ -75,10 +75,10 @@ def accounting_section(config: TrainingConfig, theorem: Optional[str] = None,
             if tick is not None:
                 tick()
     return {"config": config.as_dict(), "derived": derived(config), "theorem": theorem_used, "kind": kind,
-            "reason": reason, "attained_law": law, "rows": rows, "catalogue": catalogue(config)}
+            "reason": reason, "attained_law": law, "rows": rows, "catalogue": catalogue(config, answers)}
 
 
-def catalogue(config: TrainingConfig) -> list:
+def catalogue(config: TrainingConfig, answers: Optional[ReportAccounting] = None) -> list:
     """Every training bound of the registry at this configuration: one composition's ε at δ = 1e-5.
 
     Iterates :data:`tsdp.theorems.registry.REGISTRY` (a bound added there appears here with no
@@ -88,10 +88,12 @@ def catalogue(config: TrainingConfig) -> list:
 
     Args:
         config: The configuration.
+        answers: The report's accounting (None: one of its own).
 
     Returns:
         One row per bound of the registry.
     """
+    answers = ReportAccounting() if answers is None else answers
     rows = []
     unit = "epochs" if config.top in EPOCH_SCOPED_TOP else "steps"
     for bound in REGISTRY.values():
@@ -100,8 +102,8 @@ def catalogue(config: TrainingConfig) -> list:
         row = {"theorem": bound.id, "reference": bound.reference, "kind": bound.kind, "scope": bound.scope,
                "applies": True, "why_not": None, "epsilon_sound": None, "epsilon_attained": None}
         try:
-            res = accounting.epsilon(config, CATALOGUE_DELTA, theorem=bound.id,
-                                     discretization=CATALOGUE_DISCRETIZATION, **{unit: 1})
+            res = answers.epsilon(config, CATALOGUE_DELTA, theorem=bound.id,
+                                  discretization=CATALOGUE_DISCRETIZATION, **{unit: 1})
             row.update(epsilon_sound=res.epsilon, epsilon_attained=res.epsilon_attained)
         except TheoremError as exc:
             row.update(applies=False, why_not=str(exc))

@@ -177,7 +177,9 @@ class OtherVerdict:
 
 class Claim(abc.ABC):
     """Base of the claims C1-C11: subclasses set ``id``, ``statement`` and implement the abstract
-    :meth:`compute` and :meth:`rule` (and :meth:`figure` where the claim draws one)."""
+    :meth:`compute` and :meth:`rule` (and :meth:`figure` where the claim draws one). The parameters of these
+    methods are documented here, once: an override says only what is its own (the rule in words, the figure drawn)
+    and inherits its Args (``help()`` and ``inspect.getdoc`` show the base's docstring where it has none)."""
 
     id: str = ""
     statement: str = ""

@@ -20,10 +20,11 @@ from typing import List, Tuple
 import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.estimate import Estimate
 
 from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
                          Computed, cell_info, floats, fmt4, grid_cells)
-from .curves import attained_curves, eps_grid, first_win_epsilon, pair_upper_curves
+from .curves import delta_curves, eps_grid, first_win_epsilon
 
 ONE_STEP_FROM = 0.1
 """After one step λ = 1 must win for every ε ≥ this (on the configuration)."""
@@ -83,16 +84,6 @@ class C1(Claim):
                  "and on [1e-3, 1e-1] too after 100 steps (appendix grid r, Λ/N ∈ {0.5, 0.1}, after ≥ 100 steps)")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         eps = eps_grid()
         steps = (1, 100) if quick else (1, 100, 1000)
         full_steps = (1, 100, 1000)
@@ -114,13 +105,15 @@ class C1(Claim):
                                sum(_judged(label, s) for s in steps))
                 else:
                     lambdas.append(lam)
-            s6, a6 = pair_upper_curves("T6", cfg, steps, eps), attained_curves("T6", cfg, steps, eps)
+            s6 = delta_curves(Estimate.ATTAINED_UPPER, "T6", cfg, steps, eps)
+            a6 = delta_curves(Estimate.ATTAINED, "T6", cfg, steps, eps)
             curves = [{"label": "λ=1 (T6)", "instances": 1, "upper": {s: floats(s6[s]) for s in steps},
                        "attained": {s: floats(a6[s]) for s in steps}}]
             for lam in lambdas:
                 ctx.step(f"{label}, λ={lam}")
                 c9 = cfg.with_(instances=lam)
-                s9, a9 = pair_upper_curves("T9", c9, steps, eps), attained_curves("T9", c9, steps, eps)
+                s9 = delta_curves(Estimate.ATTAINED_UPPER, "T9", c9, steps, eps)
+                a9 = delta_curves(Estimate.ATTAINED, "T9", c9, steps, eps)
                 curves.append({"label": f"λ={lam} (T9, lower bound)", "instances": lam,
                                "upper": {s: floats(s9[s]) for s in steps}, "attained": {s: floats(a9[s]) for s in steps}})
                 for s in steps:
@@ -144,14 +137,7 @@ class C1(Claim):
         """Confirmed when every judged row shows λ = 1 ahead in both like-for-like evaluations
         (from ε ≤ 0.1 after 1 step, from the grid's smallest ε after ≥ 100 steps); refuted when on
         the configuration neither evaluation shows λ = 1 ahead of every λ > 1, neither after 1
-        step nor after 100 steps; qualified otherwise; not evaluated without judged rows.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        step nor after 100 steps; qualified otherwise; not evaluated without judged rows."""
         rows = [r for r in numbers["rows"] if r["judged"]]
         if not rows:
             return NOT_EVALUATED, "no cell could be evaluated"
@@ -178,9 +164,6 @@ class C1(Claim):
         """The ε range where the verdict is rigorous: T6 upper ≤ T9 attained (no composition gap or discretisation
         can favour it) on the configuration, per step count, from :func:`findings`.
 
-        Args:
-            numbers: The computed numbers.
-
         Returns:
             The scope in words, or None.
         """
@@ -195,15 +178,7 @@ class C1(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 2 and the appendix grid: δ(ε) of T6 (λ = 1) and T9 (λ > 1) per step count;
         one PNG per cell, one panel per number of steps. Solid: upper (pessimistic pair); dotted:
-        attained (optimistic pair, lower).
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        attained (optimistic pair, lower)."""
         from .figures import cell_title, finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]

@@ -41,16 +41,6 @@ class C10(Claim):
                  "(Appendix 'Effect of Subsampling Parameters on Non-Private Utility', λ = 1)")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         from tsdp.experiments.cells import cell_config, train_cell
         from tsdp.experiments.effects import two_way_anova
         from tsdp.experiments.grid import Cell, GridSettings
@@ -87,14 +77,7 @@ class C10(Claim):
     def rule(numbers: dict) -> Tuple[str, str]:
         """Not reproduced when a factor's F-test is significant; reproduced when neither is and both have power ≥ 0.8
         against the effect of interest; qualified when neither is but a test lacks that power; not evaluated without
-        tests (a training that gave no CRPS).
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        tests (a training that gave no CRPS)."""
         from tsdp.experiments.effects import POWER
 
         tests = numbers.get("tests")
@@ -123,9 +106,6 @@ class C10(Claim):
     def data(numbers: dict) -> str:
         """M1 yearly at ε = ∞: the shipped series, not the paper's traffic.
 
-        Args:
-            numbers: The computed numbers.
-
         Returns:
             The data in words.
         """
@@ -134,9 +114,6 @@ class C10(Claim):
     @staticmethod
     def other_verdicts(numbers: dict) -> Tuple[OtherVerdict, ...]:
         """The paper's own evidence: two figures whose image files are empty in its source.
-
-        Args:
-            numbers: The computed numbers.
 
         Returns:
             The verdicts on other evidence.

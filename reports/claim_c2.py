@@ -15,10 +15,11 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from tsdp.theorems.config import Top, TrainingConfig
+from tsdp.verify.estimate import Estimate
 
 from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
                          Computed, cell_info, floats, fmt4, grid_cells)
-from .curves import attained_curves, eps_grid, first_win_epsilon, losing_range, sound_curves
+from .curves import delta_curves, eps_grid, first_win_epsilon, losing_range
 
 SCHEDULES = ("1 step", "1 epoch", "10 epochs")
 
@@ -44,16 +45,6 @@ class C2(Claim):
                  "1 epoch and 10 epochs, for r, Λ/N ∈ {0.5, 0.1}")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         eps = eps_grid()
         cells = Cells()
         panels, rows = [], []
@@ -69,8 +60,8 @@ class C2(Claim):
             per_epoch = cfg.compositions_per_epoch
             sched = {"1 step": (1, 1), "1 epoch": (per_epoch, 1), "10 epochs": (10 * per_epoch, 10)}
             n6, n1 = [v[0] for v in sched.values()], [v[1] for v in sched.values()]
-            s6, a6 = sound_curves("T6", cfg, n6, eps), attained_curves("T6", cfg, n6, eps)
-            s1, a1 = sound_curves("T1", det, n1, eps), attained_curves("T1", det, n1, eps)
+            s6, a6 = (delta_curves(e, "T6", cfg, n6, eps) for e in (Estimate.SOUND, Estimate.ATTAINED))
+            s1, a1 = (delta_curves(e, "T1", det, n1, eps) for e in (Estimate.SOUND, Estimate.ATTAINED))
             curves = []
             for name, (k6, k1) in sched.items():
                 curves.append({"label": f"WOR (T6), {name}: {k6} comp.", "schedule": name, "scheme": Top.WOR,
@@ -96,14 +87,7 @@ class C2(Claim):
         """Confirmed when both like-for-like evaluations give δ_T6 ≤ δ_T1 at every grid ε in every
         evaluated (cell, schedule); refuted when neither does for any schedule of the configuration
         (of any cell when the configuration was not evaluated); qualified otherwise; not evaluated
-        without rows.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        without rows."""
         rows = numbers["rows"]
         if not rows:
             return NOT_EVALUATED, "no cell could be evaluated"
@@ -130,15 +114,7 @@ class C2(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 3 and the appendix grid: T6 (WOR, solid) vs T1 (deterministic, dashed) after
-        1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines.
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        1 step, 1 epoch, 10 epochs, sound evaluation (the paper's); attained as thin dotted lines."""
         from .figures import cell_title, finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]

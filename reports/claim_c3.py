@@ -17,9 +17,10 @@ import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import get
+from tsdp.verify.estimate import Estimate
 
 from .claim_base import CONFIRMED, NOT_EVALUATED, REFUTED, Cells, Claim, ClaimContext, Computed, cell_info, floats, plain
-from .curves import NEGLIGIBLE, eps_grid, sound_curves
+from .curves import NEGLIGIBLE, delta_curves, eps_grid
 
 SIGMA_F = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 1e3)
 QUICK_SIGMA_F = (0.0, 0.5, 2.0, 1e3)
@@ -60,16 +61,6 @@ class C3(Claim):
     statement = "with σ_C = 0, letting σ_F → ∞ (T11) equals forecast length L_F → 0"
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         eps = eps_grid()
         base = plain(config)
         w_inf = base.rho * Fraction(base.context_length, base.T)
@@ -77,7 +68,7 @@ class C3(Claim):
             # L_F -> 0: the k' = L_C windows holding the element in their context, same T and ρ
             ref_cfg = base.with_(context_length=base.context_length - 1, forecast_length=1, L=base.T)
             ref_one = np.asarray(get("T6").profile(ref_cfg, np.exp(eps)))
-            ref_comp = sound_curves("T6", ref_cfg, [STEPS], eps)[STEPS]
+            ref_comp = delta_curves(Estimate.SOUND, "T6", ref_cfg, [STEPS], eps)[STEPS]
         else:
             ref_one = np.maximum(0.0, -np.expm1(eps))
             ref_comp = ref_one.copy()
@@ -89,7 +80,7 @@ class C3(Claim):
             ctx.step(f"σ_F = {s:g}")
             cfg = base.with_(sigma_forecast=float(s))
             one = np.asarray(t11.profile(cfg, np.exp(eps)))
-            comp = sound_curves("T11", cfg, [STEPS], eps)[STEPS]
+            comp = delta_curves(Estimate.SOUND, "T11", cfg, [STEPS], eps)[STEPS]
             w = float(base.rho * base.r) * (float(base.phi) * tau(s) + 1 - float(base.phi))
             weights.append({"sigma_F": s, "weight": w})
             one_steps.append(one)
@@ -113,14 +104,7 @@ class C3(Claim):
     def rule(numbers: dict) -> Tuple[str, str]:
         """Confirmed when the one-step profile is non-increasing in σ_F, T11 at the largest σ_F is
         within 1e-2 relative of the reference at every ε where the reference exceeds NEGLIGIBLE,
-        and its weight within 1e-3 relative of w∞; refuted otherwise; not evaluated without σ_F.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        and its weight within 1e-3 relative of w∞; refuted otherwise; not evaluated without σ_F."""
         if not numbers["weights"]:
             return NOT_EVALUATED, "no σ_F evaluated"
         mono, rel, w_rel = numbers["monotone_in_sigma_F"], numbers["max_rel_gap_one_step"], numbers["weight_rel_gap"]
@@ -134,15 +118,7 @@ class C3(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 4: T11 δ(ε) for σ_C = 0 and growing σ_F, with the L_F → 0 reference; one step
-        (exact) and composed (sound).
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        (exact) and composed (sound)."""
         import matplotlib.pyplot as plt
 
         from .figures import finish_panel, grid, legend_outside, plot, save

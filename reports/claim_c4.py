@@ -20,10 +20,11 @@ from typing import List, Tuple
 import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.estimate import Estimate
 
 from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, GRID_RATIOS, Cells, Claim, ClaimContext,
                          Computed, cell_info, plain)
-from .curves import NEGLIGIBLE, TIE_REL, attained_curves, pair_upper_curves, sound_curves, with_ratios
+from .curves import NEGLIGIBLE, TIE_REL, delta_curves, with_ratios
 
 EPSILONS = (1.0, 4.0)
 STEPS = 16
@@ -53,16 +54,6 @@ class C4(Claim):
                  "r ∈ {0.5, 0.1}, at every step that ends an epoch of λ > 1")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         base = plain(config).with_(top="deterministic")
         all_rs = [float(base.r)] + [r for r in GRID_RATIOS if abs(r - float(base.r)) > 1e-12]
         rs = all_rs[:1] if quick else all_rs
@@ -81,8 +72,8 @@ class C4(Claim):
             # λ = 1 at the steps that end an epoch of some λ > 1 (the only steps compared)
             counts = sorted({s for lam in lambdas for s in range(cfg.with_(instances=lam).steps_per_epoch, STEPS + 1,
                                                                   cfg.with_(instances=lam).steps_per_epoch)}) or [1]
-            t1, t1a = sound_curves("T1", cfg, counts, eps), attained_curves("T1", cfg, counts, eps)
-            t1u = pair_upper_curves("T1", cfg, counts, eps)
+            t1, t1a, t1u = (delta_curves(e, "T1", cfg, counts, eps)
+                            for e in (Estimate.SOUND, Estimate.ATTAINED, Estimate.ATTAINED_UPPER))
             series = [{"instances": 1, "bound": "T1 (sound)", "steps": counts, "delta": _pick(t1, counts, eps)},
                       {"instances": 1, "bound": "T1 (attained)", "steps": counts, "delta": _pick(t1a, counts, eps)}]
             for lam in QUICK_LAMBDAS if quick else LAMBDAS:
@@ -99,8 +90,9 @@ class C4(Claim):
                     continue
                 epochs = [s // spe for s in ends]
                 try:
-                    t3u, t3a = pair_upper_curves("T3", c, epochs, eps), attained_curves("T3", c, epochs, eps)
-                    t2 = sound_curves("T2", c, epochs, eps)
+                    t3u, t3a = (delta_curves(e, "T3", c, epochs, eps)
+                                for e in (Estimate.ATTAINED_UPPER, Estimate.ATTAINED))
+                    t2 = delta_curves(Estimate.SOUND, "T2", c, epochs, eps)
                 except ValueError as exc:  # the PLD grid cannot hold this pair (verify.pld refuses it)
                     skipped.append({"r": r, "instances": lam, "error": str(exc)})
                     cells.skip(label, f"PLD refused: {exc}")
@@ -127,14 +119,7 @@ class C4(Claim):
     @staticmethod
     def rule(numbers: dict) -> Tuple[str, str]:
         """Confirmed when T1 ≤ T3 like for like at every epoch-ending step and ε; qualified when
-        only T1 ≤ T2 (sound) holds everywhere; refuted otherwise; not evaluated without rows.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        only T1 ≤ T2 (sound) holds everywhere; refuted otherwise; not evaluated without rows."""
         rows = numbers["rows"]
         if not rows:
             return NOT_EVALUATED, "no (r, λ) cell could be evaluated"
@@ -158,15 +143,7 @@ class C4(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """Appendix figure (epoch privacy vs length): δ at ε ∈ {1, 4} over 16 training steps,
         deterministic top level, Λ = N; λ = 1 (T1) vs λ > 1 at its epoch ends (T3 sound and
-        attained, T2 sound).
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        attained, T2 sound)."""
         from .figures import grid, legend_outside, note_flat, plot, save
 
         f = result["figure"]

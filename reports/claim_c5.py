@@ -52,16 +52,6 @@ class C5(Claim):
                  "grid N_tot ∈ {1e4, 1e6}, Λ/N_tot ∈ {0.1, 0.001}, L_C+L_F ∈ {1..32}")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         eps = eps_grid()
         alphas = np.exp(eps)
         t6, t14 = get("T6"), get("T14")
@@ -107,14 +97,7 @@ class C5(Claim):
         for every k ≥ 2 T14 ≥ T6 at every grid ε above a crossing ε and strictly somewhere; the
         largest excess max_ε(T14 - T6) non-decreasing in L_C + L_F. Confirmed when every grid
         cell shows all three; qualified when T14 exceeds T6 somewhere for the largest k of every
-        grid cell; refuted otherwise; not evaluated without grid rows.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        grid cell; refuted otherwise; not evaluated without grid rows."""
         grid_rows = [r for r in numbers["rows"] if r["cell"] != CONFIG_CELL]
         if not grid_rows:
             return NOT_EVALUATED, "no grid cell could be evaluated"
@@ -149,15 +132,7 @@ class C5(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """Appendix figure (vs standard DP-SGD): one-step H_α of T6 (solid, tight) and T14 (dashed,
         optimistic lower bound of pooled windows) over ε, one colour per L_C + L_F; one panel per grid cell,
-        two per row, one legend below them.
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        two per row, one legend below them."""
         from .figures import finish_panel, grid, legend_outside, plot, save
 
         f = result["figure"]

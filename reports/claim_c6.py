@@ -105,16 +105,6 @@ class C6(Claim):
                  "pooled-window loop exceeds it")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         pooled = c6_config(config)
         t13 = accounting.epsilon(pooled, DELTA, steps=1, theorem="T13")
         t14 = accounting.epsilon(pooled, DELTA, steps=1, theorem="T14")
@@ -138,14 +128,7 @@ class C6(Claim):
     def rule(numbers: dict) -> Tuple[str, str]:
         """Confirmed when the audit's lower bound exceeds ε_T13; qualified when only theory shows it
         (ε_T14 > ε_T13) because no audit ran or it was not significant; refuted when
-        ε_T14 ≤ ε_T13 (nothing to underestimate, e.g. k = 1); not evaluated without ε_T14.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        ε_T14 ≤ ε_T13 (nothing to underestimate, e.g. k = 1); not evaluated without ε_T14."""
         t13, t14, audit = numbers["epsilon_T13_sound"], numbers["epsilon_T14_attained"], numbers["audit"]
         if t14 is None:
             return NOT_EVALUATED, "no attained ε for T14"
@@ -165,15 +148,7 @@ class C6(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """ε of the pooled configuration at δ = 1e-3, one step: T13 (sound, one record), T14
-        (attained, element level) and the audit's lower confidence bound, with why T13 sits below.
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        (attained, element level) and the audit's lower confidence bound, with why T13 sits below."""
         import matplotlib.pyplot as plt
 
         from .figures import WIDTH_IN, save, show_zero

@@ -61,16 +61,6 @@ class C7(Claim):
                  "the paper's Table 1")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         from tsdp.theorems.errors import MissingExtraError
 
         from tsdp.datasets.benchmarks import SHIPPED_SPEC
@@ -113,14 +103,7 @@ class C7(Claim):
         model's mean CRPS is below both baselines), worded on its data (M1 yearly: 'reproduced' / 'not reproduced'
         there, which the verdict text names); the reason names the better baseline and the per-ε best cells it
         rests on, and each of those cells whose runs stopped at the epochs cap before the budget (ε spent < ε).
-        Not evaluated without baselines or DP cells.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        Not evaluated without baselines or DP cells."""
         ev = numbers.get("evidence")
         if numbers.get("missing_extra"):
             return NOT_EVALUATED, (f"the measured grid is not run: {numbers['missing_extra']} (the rest of the "
@@ -133,9 +116,6 @@ class C7(Claim):
     @staticmethod
     def data(numbers: dict) -> str:
         """M1 yearly: the shipped series the grid trains on, not the paper's datasets.
-
-        Args:
-            numbers: The computed numbers.
 
         Returns:
             The data in words.
@@ -150,9 +130,6 @@ class C7(Claim):
         (:func:`tsdp.experiments.reported_claims.c7_wordings`): the main text's "even for ε ≤ 1" on Table 1 (traffic),
         and the appendix's "in all cases ... for all considered ε" on its three 1-event tables; each text names the
         table that carries the verdict.
-
-        Args:
-            numbers: The computed numbers.
 
         Returns:
             The verdicts on other evidence.
@@ -179,15 +156,7 @@ class C7(Claim):
         return tuple(out)
 
     def figure(self, result: dict, out: Path) -> List[str]:
-        """Test CRPS against ε (last iterate, mean over seeds) of each model, the baselines as horizontal lines.
-
-        Args:
-            result: The claim's entry of results.json.
-            out: The folder of the figures.
-
-        Returns:
-            The files written (names in ``out``).
-        """
+        """Test CRPS against ε (last iterate, mean over seeds) of each model, the baselines as horizontal lines."""
         import matplotlib.pyplot as plt
 
         from .figures import WIDTH_IN, save

@@ -35,39 +35,19 @@ class PaperTableClaim(Claim):
         self.id, self.statement, self._judge, self._tables = cid, statement, judge, tables
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
-        """The claim's numbers on ``config`` (:meth:`~tsdp.reports.claim_base.Claim.compute`).
-
-        Args:
-            config: The configuration.
-            quick: The quick run (a smaller grid).
-            ctx: The auditor, seed and progress.
-
-        Returns:
-            The numbers and figure data.
-        """
         v = self._judge()
         cells = Cells(grid=len(v.cells), evaluated=list(v.cells))
         return Computed({"paper": v.as_dict(), "tables": self._tables, "cells": cells.as_dict(False)})
 
     @staticmethod
     def rule(numbers: dict) -> Tuple[str, str]:
-        """The paper verdict's word and its deciding numbers, with the tables' labels.
-
-        Args:
-            numbers: The computed numbers.
-
-        Returns:
-            (verdict word, reason).
-        """
+        """The paper verdict's word and its deciding numbers, with the tables' labels."""
         p = numbers["paper"]
         return p["verdict"], f"{p['line']} ({', '.join(p['tables'])})"
 
     @staticmethod
     def data(numbers: dict) -> str:
         """The paper's tables the verdict rests on.
-
-        Args:
-            numbers: The computed numbers.
 
         Returns:
             The data in words.

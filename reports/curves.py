@@ -3,18 +3,8 @@
 Every curve of the report comes from here, and every value on it from the accountant's estimates
 (:class:`tsdp.verify.accountant.PldAccountant`, the one place that composes PLDs), over the
 run of ``n`` unit events of the scheme (one step, or one epoch for deterministic/shuffled top
-levels; :func:`tsdp.verify.events.training_event`). Three kinds, never mixed up:
-
-* :func:`sound_curves` - the theorem's one-step profile, connect-the-dots, composed (estimate
-  ``sound``): an **upper** bound on δ(ε), rounded up; refused for a lower bound.
-* :func:`pair_upper_curves` - the construction pair, pessimistic buckets, composed (estimate
-  ``attained_upper``): an upper estimate of the pair; for a tight bound an upper bound, for a
-  bound of kind ``lower`` (T3, T9, T10, T14) an upper estimate *of a lower bound* (what the
-  paper plots for them), never a sound value.
-* :func:`attained_curves` - the construction's pair (the bound's own pair for T1, T3, T6, T9,
-  T13, T14; ``bound.construction`` otherwise), optimistic privacy buckets, both adjacency
-  directions, the accountant's envelope over sub-runs: a **lower** bound on
-  δ(ε) that a real attack reaches, rounded down (up to the library's 1e-15 tail mass).
+levels; :func:`tsdp.verify.events.training_event`). Three kinds, never mixed up: one per estimate of
+:func:`delta_curves`, each with its soundness direction.
 
 Paper Appendix B.3 composes at value discretisation 1e-3; :data:`FIGURE_DISCRETIZATION`.
 """
@@ -28,6 +18,7 @@ import numpy as np
 from tsdp.theorems.bounds.base import Scope
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.verify.accountant import PldAccountant
+from tsdp.verify.estimate import Estimate
 from tsdp.verify.events import training_event, unit_event
 from tsdp.verify.pld import DEFAULT_TAIL_MASS_TRUNCATION as TAIL_MASS
 
@@ -60,9 +51,39 @@ def eps_grid(n: int = 61, lo: float = -3.0, hi: float = np.log10(50.0)) -> np.nd
     return np.logspace(lo, hi, n)
 
 
-def _curves(estimate: str, theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
-            discretization: float) -> Dict[int, np.ndarray]:
-    """{n: δ over ``eps`` after n unit events of ``theorem`` on ``config``} for each n in ``counts``."""
+def delta_curves(estimate: Estimate, theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
+                 discretization: float = FIGURE_DISCRETIZATION) -> Dict[int, np.ndarray]:
+    """δ(ε) after n compositions of ``theorem`` on ``config``, for each n in ``counts``, under one of the accountant's
+    estimates (:func:`_deltas`):
+
+    * ``Estimate.SOUND``: an **upper** bound (rounded up) on δ(ε): the profile exactly as the theorem states it,
+      connect-the-dots (paper Appendix B.3), composed; refused for a lower bound.
+    * ``Estimate.ATTAINED_UPPER``: an upper estimate (rounded up) of the construction pair's δ(ε) (the pair,
+      pessimistic buckets, composed), the upper end of the attained bracket. For a tight bound (T1, T6) an upper
+      bound on the scheme; for a lower bound (T3, T9, T10, T14) an upper estimate *of the lower bound*, what the
+      paper plots for it - never a budget. Comparing two of these is like for like.
+    * ``Estimate.ATTAINED``: a **lower** bound (rounded down, up to the library's 1e-15 tail mass) on δ(ε) that a
+      real attack reaches: the construction's pair (the bound's own pair for T1, T3, T6, T9, T13, T14;
+      ``bound.construction`` otherwise), optimistic privacy buckets, both adjacency directions, the accountant's
+      envelope over sub-runs.
+
+    Args:
+        estimate: The accountant's estimate (an :class:`~tsdp.verify.estimate.Estimate` or its string).
+        theorem: The bound's T-id.
+        config: The configuration.
+        counts: Numbers of unit events (steps for step-scoped bounds, epochs for epoch-scoped ones).
+        eps: The ε grid.
+        discretization: The PLD's value discretisation.
+
+    Returns:
+        n -> δ over ``eps``.
+
+    Raises:
+        UnsupportedBoundError: The sound estimate of a lower bound, or an attained one of a bound without a
+            construction.
+        ConfigError: A count below 1.
+    """
+    estimate = Estimate.of("estimate", estimate)
     grid = tuple(float(e) for e in eps)
     out: Dict[int, np.ndarray] = {}
     for n in sorted(set(int(c) for c in counts)):
@@ -82,78 +103,6 @@ def _deltas(estimate: str, theorem: str, config: TrainingConfig, n: int, grid: t
     acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=TAIL_MASS)
     acc.compose(training_event(config, theorem=theorem, **{"epochs" if unit.scope == Scope.EPOCH else "steps": n}))
     return acc.get_delta_curve(np.asarray(grid))
-
-
-def sound_curves(theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
-                 discretization: float = FIGURE_DISCRETIZATION) -> Dict[int, np.ndarray]:
-    """Upper bound (rounded up) on δ(ε) after n compositions of ``theorem``'s one-step profile.
-
-    The accountant's ``sound`` estimate: the profile exactly as the theorem states it,
-    connect-the-dots (paper Appendix B.3), composed. Refused for a lower bound. ``counts`` are
-    numbers of unit events (steps for step-scoped bounds, epochs for epoch-scoped ones).
-    Returns {n: δ array over ``eps``}.
-
-    Args:
-        theorem: The bound's T-id.
-        config: The configuration.
-        counts: Numbers of unit events.
-        eps: The ε grid.
-        discretization: The PLD's value discretisation.
-
-    Returns:
-        n -> δ over ``eps``.
-
-    Raises:
-        UnsupportedBoundError: A lower bound (no sound curve).
-    """
-    return _curves("sound", theorem, config, counts, eps, discretization)
-
-
-def pair_upper_curves(theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
-                      discretization: float = FIGURE_DISCRETIZATION) -> Dict[int, np.ndarray]:
-    """Upper estimate (rounded up) of δ(ε) after n compositions of ``theorem``'s construction pair.
-
-    The accountant's ``attained_upper`` estimate (the pair, pessimistic buckets, composed): the
-    upper end of the attained bracket. For a tight bound (T1, T6) an upper bound on the scheme;
-    for a lower bound (T3, T9, T10, T14) an upper estimate *of the lower bound*, what the
-    paper plots for it - never a budget. Comparing two of these is like for like.
-
-    Args:
-        theorem: The bound's T-id.
-        config: The configuration.
-        counts: Numbers of unit events.
-        eps: The ε grid.
-        discretization: The PLD's value discretisation.
-
-    Returns:
-        n -> δ over ``eps``.
-    """
-    return _curves("attained_upper", theorem, config, counts, eps, discretization)
-
-
-def attained_curves(theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
-                    discretization: float = FIGURE_DISCRETIZATION) -> Dict[int, np.ndarray]:
-    """Lower bound (rounded down) on δ(ε) after n compositions of ``theorem``'s construction.
-
-    The accountant's ``attained`` estimate (its one-step PLD of the construction's pair, both
-    adjacency directions, optimistic buckets, and its envelope over sub-runs; see
-    :func:`_deltas`). Raises :class:`tsdp.verify.accountant.UnsupportedBoundError` when the
-    bound has no construction.
-
-    Args:
-        theorem: The bound's T-id.
-        config: The configuration.
-        counts: Numbers of unit events.
-        eps: The ε grid.
-        discretization: The PLD's value discretisation.
-
-    Returns:
-        n -> δ over ``eps``.
-
-    Raises:
-        UnsupportedBoundError: The bound has no construction.
-    """
-    return _curves("attained", theorem, config, counts, eps, discretization)
 
 
 def with_ratios(config: TrainingConfig, r: float, batch_ratio: float) -> TrainingConfig:

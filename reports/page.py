@@ -8,24 +8,26 @@ import html
 from pathlib import Path
 from typing import List
 
+from .blocks import Block
 from .render import blocks
+
 
 def _md(blks: List[tuple], out: List[str]) -> None:
     for blk in blks:
-        if blk[0] == "h":
+        if blk[0] == Block.HEADING:
             out.append("#" * blk[1] + " " + blk[2])
-        elif blk[0] == "p":
+        elif blk[0] == Block.PARAGRAPH:
             out.append(blk[1])
-        elif blk[0] == "alert":
+        elif blk[0] == Block.ALERT:
             out.append(f"> **{blk[2]}**")
-        elif blk[0] == "table":
+        elif blk[0] == Block.TABLE:
             header, rows = blk[1], blk[2]
             out.append("| " + " | ".join(header) + " |")
             out.append("|" + "---|" * len(header))
             out.extend("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows)
-        elif blk[0] == "img":
+        elif blk[0] == Block.IMAGE:
             out.append(f"![{blk[2]}]({blk[1]})")
-        elif blk[0] == "details":
+        elif blk[0] == Block.DETAILS:
             out.append(f"<details><summary>{html.escape(blk[1])}</summary>")
             out.append("")
             _md(blk[2], out)
@@ -62,22 +64,22 @@ _CSS = (f"body{{font-family:sans-serif;max-width:{PAGE_WIDTH_PX}px;margin:1em au
 
 def _html(blks: List[tuple], figure_dir: Path, out: List[str]) -> None:
     for blk in blks:
-        if blk[0] == "h":
+        if blk[0] == Block.HEADING:
             out.append(f"<h{blk[1]}>{html.escape(blk[2])}</h{blk[1]}>")
-        elif blk[0] == "p":
+        elif blk[0] == Block.PARAGRAPH:
             parts = html.escape(blk[1]).split("**")
             out.append("<p>" + "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts)) + "</p>")
-        elif blk[0] == "alert":
+        elif blk[0] == Block.ALERT:
             cls = {True: "ok", False: "bad", None: "none"}[blk[1]]
             out.append(f"<div class='alert {cls}'>{html.escape(blk[2])}</div>")
-        elif blk[0] == "table":
+        elif blk[0] == Block.TABLE:
             out.append("<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in blk[1]) + "</tr>")
             out.extend("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in blk[2])
             out.append("</table>")
-        elif blk[0] == "img":
+        elif blk[0] == Block.IMAGE:
             data = base64.b64encode((figure_dir / blk[1]).read_bytes()).decode("ascii")
             out.append(f"<img alt='{html.escape(blk[2])}' src='data:image/png;base64,{data}'>")
-        elif blk[0] == "details":
+        elif blk[0] == Block.DETAILS:
             out.append(f"<details><summary>{html.escape(blk[1])}</summary>")
             _html(blk[2], figure_dir, out)
             out.append("</details>")

@@ -1,6 +1,6 @@
 """The report as one list of blocks built only from results.json's data, so every number shown is in results.json
-(:mod:`reports.page` writes them as report.md and index.html). Blocks: ("h", level, text), ("p", text),
-("alert", ok, text), ("table", header, rows), ("img", file name, caption), ("details", summary, [blocks]) - the
+(:mod:`reports.page` writes them as report.md and index.html). Blocks: (Block.HEADING, level, text), (Block.PARAGRAPH, text),
+(Block.ALERT, ok, text), (Block.TABLE, header, rows), (Block.IMAGE, file name, caption), (Block.DETAILS, summary, [blocks]) - the
 last folds long grids (HTML ``<details>``, which GitHub's Markdown renders too).
 
 The first screen (section 0, "Summary") answers the user's questions: is there a privacy
@@ -15,6 +15,7 @@ from typing import List
 
 from tsdp.theorems.bounds.base import Kind
 
+from .blocks import Block
 from .claim_base import REPRODUCED
 from .render_claims_extra import TABLES
 from .schema import AuditStatus
@@ -73,31 +74,31 @@ def blocks(results: dict) -> List[tuple]:
     """
     b: List[tuple] = []
     meta = results["meta"]
-    b.append(("h", 1, f"tsdp tightness report: {meta['name']}"))
+    b.append((Block.HEADING, 1, f"tsdp tightness report: {meta['name']}"))
     missing = [k for k in SECTIONS if results.get(k) is None]
     if missing:
-        b.append(("alert", False, f"Not computed ({meta['status']}): " + ", ".join(missing) + "."))
-    b.append(("p", f"Mode: {meta['mode']}; generated in {fmt(meta['elapsed_s'])} s; tsdp {meta['version']}; "
+        b.append((Block.ALERT, False, f"Not computed ({meta['status']}): " + ", ".join(missing) + "."))
+    b.append((Block.PARAGRAPH, f"Mode: {meta['mode']}; generated in {fmt(meta['elapsed_s'])} s; tsdp {meta['version']}; "
                    f"status: {meta['status']}. Sound numbers are upper bounds (rounded up), attained numbers lower "
                    "bounds reached by a construction (rounded down), audited numbers lower confidence bounds (LCB)."))
     b.extend(_summary(results))
     acc = results.get("accounting")
-    b.append(("h", 2, "1. Configuration and accounting"))
+    b.append((Block.HEADING, 2, "1. Configuration and accounting"))
     if acc is not None:
         b.extend(_accounting(acc))
-    b.append(("h", 2, "2. Claims C1-C11"))
+    b.append((Block.HEADING, 2, "2. Claims C1-C11"))
     if results.get("claims") is not None:
         b.extend(_claims(results["claims"]))
-    b.append(("h", 2, "3. Consistency (`tsdp verify --quick`)"))
+    b.append((Block.HEADING, 2, "3. Consistency (`tsdp verify --quick`)"))
     if results.get("consistency") is not None:
         b.extend(_consistency(results["consistency"]))
-    b.append(("h", 2, "4. Tightness"))
+    b.append((Block.HEADING, 2, "4. Tightness"))
     if results.get("tightness") is not None:
         b.extend(_tightness(results["tightness"]))
-    b.append(("h", 2, "5. Errata of THEOREMS.md and what the toolkit measured"))
+    b.append((Block.HEADING, 2, "5. Errata of THEOREMS.md and what the toolkit measured"))
     if results.get("errata") is not None:
         b.extend(_errata(results["errata"]))
-    b.append(("h", 2, "6. Inference-time privacy (T15)"))
+    b.append((Block.HEADING, 2, "6. Inference-time privacy (T15)"))
     if results.get("inference") is not None:
         b.extend(_inference(results["inference"]))
     return b
@@ -112,16 +113,16 @@ def _summary(results: dict) -> List[tuple]:
     acc = results.get("accounting")
     if acc is not None:
         c = acc["config"]
-        b.append(("p", f"**Configuration**: N = {c['N']}, L = {c['L']}, L_C = {c['context_length']}, "
+        b.append((Block.PARAGRAPH, f"**Configuration**: N = {c['N']}, L = {c['L']}, L_C = {c['context_length']}, "
                        f"L_F = {c['forecast_length']}, Λ = {c['batch_size']}, λ = {c['instances']}, σ = {fmt(c['sigma'])}, "
                        f"top level {c['top']}, bottom level {c['bottom']}. **Theorem**: {acc['theorem']} ({acc['kind']}) - "
                        f"{acc['reason']}."))
-        b.append(("p", f"**ε of this configuration** (theorem {acc['theorem']}; 'compositions' counts the composed "
+        b.append((Block.PARAGRAPH, f"**ε of this configuration** (theorem {acc['theorem']}; 'compositions' counts the composed "
                        "one-step, or one-epoch for deterministic/shuffled iteration, events):"))
         b.append(_epsilon_table(acc))
     if results.get("claims") is not None:
-        b.append(("p", f"**Claims C1-C{len(results['claims'])} of the paper** (details in section 2):"))
-        b.append(("table", ["claim", "verdict (data and cells it rests on)", "statement"],
+        b.append((Block.PARAGRAPH, f"**Claims C1-C{len(results['claims'])} of the paper** (details in section 2):"))
+        b.append((Block.TABLE, ["claim", "verdict (data and cells it rests on)", "statement"],
                   [row for c in results["claims"] for row in
                    [[c["id"], c["verdict_text"], c["statement"]]] + [[f"{c['id']} ({o['source']})", o["verdict_text"],
                                                                        c["statement"]]
@@ -130,15 +131,15 @@ def _summary(results: dict) -> List[tuple]:
     if t is not None:
         if t["audit_status"] == AuditStatus.RAN:
             ac = t["audit_config"]
-            b.append(("p", f"**Audits of the real loop** (section 4; audit configuration N = {ac['N']}, "
+            b.append((Block.PARAGRAPH, f"**Audits of the real loop** (section 4; audit configuration N = {ac['N']}, "
                            f"Λ = {ac['batch_size']}, L = {ac['L']}, δ = {fmt(t['delta'])}, one step):"))
-            b.append(("table", ["audited construction", "compared bound", "ε bound", "ε attained (lower)",
+            b.append((Block.TABLE, ["audited construction", "compared bound", "ε bound", "ε attained (lower)",
                                 "ε audited (LCB)", "audited / attained"],
                       [[f"{x['theorem']} ({x['audited_kind']})", _compared(x),
                         fmt(x["audit"]["epsilon_sound"]), fmt(x["audit"]["epsilon_attained"]),
                         fmt(x["audit"]["epsilon_lower"]), fmt(x["audit"]["ratio"])] for x in t["bounds"]]))
         else:
-            b.append(("p", f"Audits: {t['audit_status']}."))
+            b.append((Block.PARAGRAPH, f"Audits: {t['audit_status']}."))
     return b
 
 
@@ -151,12 +152,12 @@ def _violation(results: dict) -> List[tuple]:
                           f"ε ≥ {fmt(v['epsilon_lower'])} with {fmt(v['confidence'])} confidence "
                           f"({fmt(v['trials'])} trials per world), above the sound ε = {fmt(v['epsilon_sound'])} of "
                           f"{v['bound']}" for v in results["violations"])
-        return [("alert", False, f"PRIVACY VIOLATION DETECTED: {cases}. The loop leaks more than its proven bound; "
+        return [(Block.ALERT, False, f"PRIVACY VIOLATION DETECTED: {cases}. The loop leaks more than its proven bound; "
                                  "`tsdp report` exits 1.")]
     if t["audit_status"] != AuditStatus.RAN:
-        return [("alert", None, "No violation check: the audits did not run (" + t["audit_status"] + ").")]
+        return [(Block.ALERT, None, "No violation check: the audits did not run (" + t["audit_status"] + ").")]
     n = results["meta"].get("audits_checked")
-    return [("alert", True, f"No privacy violation: none of the {n} audits compared with a sound upper bound "
+    return [(Block.ALERT, True, f"No privacy violation: none of the {n} audits compared with a sound upper bound "
                             "certified ε above it (lower confidence bounds, 95%).")]
 
 
@@ -170,7 +171,7 @@ def _epsilon_table(acc: dict) -> tuple:
         first = rs[deltas[0]]
         rows.append([sched, first["compositions"]] + [fmt(rs[d][k]) for d in deltas
                                                       for k in ("epsilon_sound", "epsilon_attained")])
-    return ("table", header, rows)
+    return (Block.TABLE, header, rows)
 
 
 def _compared(x: dict) -> str:
@@ -186,17 +187,17 @@ def _accounting(acc: dict) -> List[tuple]:
     cfg = {k: v for k, v in acc["config"].items() if k != "derived"}
     sound, attained = _bound_columns(acc)
     law = f" Attained: {acc['attained_law']}." if acc.get("attained_law") else ""
-    return [("p", f"Theorem used: {acc['theorem']} ({acc['kind']}) - {acc['reason']}.{law} The summary's ε table "
+    return [(Block.PARAGRAPH, f"Theorem used: {acc['theorem']} ({acc['kind']}) - {acc['reason']}.{law} The summary's ε table "
                   "above is this section's accounting (discretisation 1e-4)."),
-            ("details", "all configuration fields and derived quantities",
-             [("table", ["field", "value"], [[k, fmt(v)] for k, v in cfg.items()] +
+            (Block.DETAILS, "all configuration fields and derived quantities",
+             [(Block.TABLE, ["field", "value"], [[k, fmt(v)] for k, v in cfg.items()] +
                [[f"derived {k}", fmt(v)] for k, v in acc["derived"].items()])]),
-            ("details", f"the accounting, one row per (δ, schedule) ({len(acc['rows'])} rows)",
-             [("table", ["δ", "schedule", "compositions", sound, attained],
+            (Block.DETAILS, f"the accounting, one row per (δ, schedule) ({len(acc['rows'])} rows)",
+             [(Block.TABLE, ["δ", "schedule", "compositions", sound, attained],
                [[fmt(r["delta"]), _schedule(r), r["compositions"], fmt(r["epsilon_sound"]),
                  fmt(r["epsilon_attained"])] for r in acc["rows"]])]),
-            ("details", "every bound of the catalogue at this configuration (one composition, δ = 1e-5)",
-             [("table", ["theorem", "reference", "kind", "ε upper bound (sound)", "ε lower bound (attained)",
+            (Block.DETAILS, "every bound of the catalogue at this configuration (one composition, δ = 1e-5)",
+             [(Block.TABLE, ["theorem", "reference", "kind", "ε upper bound (sound)", "ε lower bound (attained)",
                          "applies"],
                [[r["theorem"], r["reference"], r["kind"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]),
                  "yes" if r["applies"] else f"no: {r['why_not']}"] for r in acc.get("catalogue", [])])])]
@@ -205,43 +206,43 @@ def _accounting(acc: dict) -> List[tuple]:
 def _claims(claims: List[dict]) -> List[tuple]:
     b: List[tuple] = []
     for c in claims:
-        b.append(("h", 3, f"{c['id']}: {c['verdict_text']}"))
-        b.append(("p", f"Claim: {c['statement']}."))
-        b.append(("p", f"Verdict: **{c['verdict']}** - {c['reason']}."))
+        b.append((Block.HEADING, 3, f"{c['id']}: {c['verdict_text']}"))
+        b.append((Block.PARAGRAPH, f"Claim: {c['statement']}."))
+        b.append((Block.PARAGRAPH, f"Verdict: **{c['verdict']}** - {c['reason']}."))
         for o in c.get("other_verdicts", []):
-            b.append(("p", f"On {o['source']}: **{o['verdict']}** - {o['reason']}."))
+            b.append((Block.PARAGRAPH, f"On {o['source']}: **{o['verdict']}** - {o['reason']}."))
         cells = c["cells"]
         skipped = sum(x["cells"] for x in cells["not_evaluated"])
-        b.append(("details", f"cells: {len(cells['evaluated'])} evaluated, {skipped} not evaluable, "
+        b.append((Block.DETAILS, f"cells: {len(cells['evaluated'])} evaluated, {skipped} not evaluable, "
                              f"{cells['grid']} in the full grid", _cells(cells)))
         table = _claim_table(c)
         if table:
-            rows = sum(len(t[2]) for t in table if t[0] == "table")
-            b.append(("details", f"{c['id']} numbers ({rows} rows)", table))
+            rows = sum(len(t[2]) for t in table if t[0] == Block.TABLE)
+            b.append((Block.DETAILS, f"{c['id']} numbers ({rows} rows)", table))
         for name in c.get("figures", []):
-            b.append(("img", name, f"{c['id']} figure"))
+            b.append((Block.IMAGE, name, f"{c['id']} figure"))
     return b
 
 
 def _cells(cells: dict) -> List[tuple]:
-    out = [("p", "Evaluated: " + ("; ".join(cells["evaluated"]) or "none") + ".")]
+    out = [(Block.PARAGRAPH, "Evaluated: " + ("; ".join(cells["evaluated"]) or "none") + ".")]
     if cells["not_evaluated"]:
-        out.append(("table", ["not evaluated", "cells", "why"],
+        out.append((Block.TABLE, ["not evaluated", "cells", "why"],
                     [[x["cell"], x["cells"], x["reason"]] for x in cells["not_evaluated"]]))
     if cells["quick"]:
-        out.append(("p", "Quick mode: the remaining cells of the full grid were not computed (run without --quick)."))
+        out.append((Block.PARAGRAPH, "Quick mode: the remaining cells of the full grid were not computed (run without --quick)."))
     return out
 
 
 def _consistency(con: dict) -> List[tuple]:
     b: List[tuple] = []
     s = con["summary"]
-    b.append(("p", f"{s['total']} checks in {fmt(con['elapsed_s'])} s: {s['pass']} pass, {s['fail']} fail, "
+    b.append((Block.PARAGRAPH, f"{s['total']} checks in {fmt(con['elapsed_s'])} s: {s['pass']} pass, {s['fail']} fail, "
                    f"{s['finding']} finding (a documented erratum of the paper as printed). Theorems covered: "
                    f"{', '.join(con['theorems_covered'])}."))
     if con["failures_and_findings"]:
-        b.append(("details", f"failures and findings ({len(con['failures_and_findings'])})",
-                  [("table", ["check", "status", "theorems", "explanation"],
+        b.append((Block.DETAILS, f"failures and findings ({len(con['failures_and_findings'])})",
+                  [(Block.TABLE, ["check", "status", "theorems", "explanation"],
                     [[c["name"], c["status"], ", ".join(c["theorems"]), c["explanation"]]
                      for c in con["failures_and_findings"]])]))
     return b
@@ -250,16 +251,16 @@ def _consistency(con: dict) -> List[tuple]:
 def _tightness(t: dict) -> List[tuple]:
     b: List[tuple] = []
     ac = t["audit_config"]
-    b.append(("p", f"Audit status: {t['audit_status']}. Audit configuration N = {ac['N']}, Λ = {ac['batch_size']}, "
+    b.append((Block.PARAGRAPH, f"Audit status: {t['audit_status']}. Audit configuration N = {ac['N']}, Λ = {ac['batch_size']}, "
                    f"L = {ac['L']}, L_C = {ac['context_length']}, L_F = {ac['forecast_length']}, σ = {fmt(ac['sigma'])}, "
                    f"δ = {fmt(t['delta'])}, {t['trials']} trials per world (one step), {t['composed_trials']} "
                    "(10 steps). Each audited construction is set against the upper bound that covers it; the "
                    "constructions of the lower bounds T3, T9, T10, T14 are what an attack reaches, not budgets."))
     if t["soundness_violations"]:
-        b.append(("alert", False, "SOUNDNESS VIOLATION: audited ε lower bound above the sound ε for " +
+        b.append((Block.ALERT, False, "SOUNDNESS VIOLATION: audited ε lower bound above the sound ε for " +
                   ", ".join(t["soundness_violations"])))
     notes = [x for x in t["bounds"] if x["note"]]
-    b.append(("table", ["audited construction", "compared bound", "ε bound", "ε attained (lower)", "ε audited (LCB)",
+    b.append((Block.TABLE, ["audited construction", "compared bound", "ε bound", "ε attained (lower)", "ε audited (LCB)",
                         "audited/attained", "GOF p"],
               [[f"{x['theorem']} ({x['audited_kind']})", _compared(x),
                 fmt(x["audit"]["epsilon_sound"]) if x["audit"] else "n/a",
@@ -268,45 +269,45 @@ def _tightness(t: dict) -> List[tuple]:
                 fmt(x["audit"]["ratio"]) if x["audit"] else "n/a",
                 fmt(x["audit"]["gof_pvalue"]) if x["audit"] else "n/a"] for x in t["bounds"]]))
     for x in notes:
-        b.append(("p", f"Why {x['sound_theorem']} sits below the audit of {x['theorem']}: {x['note']}."))
-    b.append(("p", "Upper bounds: measured gap (one step)."))
-    b.append(("table", ["upper bound", "construction", "λ", "ε sound (upper)", "ε attained (lower)", "attained/sound",
+        b.append((Block.PARAGRAPH, f"Why {x['sound_theorem']} sits below the audit of {x['theorem']}: {x['note']}."))
+    b.append((Block.PARAGRAPH, "Upper bounds: measured gap (one step)."))
+    b.append((Block.TABLE, ["upper bound", "construction", "λ", "ε sound (upper)", "ε attained (lower)", "attained/sound",
                         "ε audited (LCB)", "audited/sound"],
               [[g["upper"], g["construction"], g["instances"], fmt(g["epsilon_sound"]), fmt(g["epsilon_attained"]),
                 fmt(g["attained_over_sound"]), fmt(g["epsilon_audited_lower"]) if t["audit_status"] == AuditStatus.RAN
                 else AuditStatus.NOT_AVAILABLE.value, fmt(g["audited_over_sound"])] for g in t["upper_gaps"]]))
-    b.append(("p", f"Composition gap of T6 on the audit configuration (ε at δ = {fmt(t['delta'])})."))
-    b.append(("table", ["steps", "ε sound (upper)", "ε attained (lower)", "ε audited (LCB)", "audit trials"],
+    b.append((Block.PARAGRAPH, f"Composition gap of T6 on the audit configuration (ε at δ = {fmt(t['delta'])})."))
+    b.append((Block.TABLE, ["steps", "ε sound (upper)", "ε attained (lower)", "ε audited (LCB)", "audit trials"],
               [[r["steps"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]), fmt(r["epsilon_audited_lower"]),
                 fmt(r["audit_trials"])] for r in t["composition"]]))
     if t.get("brackets"):
-        b.append(("p", f"Attained bracket after {t['brackets'][0]['steps']} steps (δ = {fmt(t['brackets'][0]['delta'])}, "
+        b.append((Block.PARAGRAPH, f"Attained bracket after {t['brackets'][0]['steps']} steps (δ = {fmt(t['brackets'][0]['delta'])}, "
                        "the report's configuration): the construction pair composed with the optimistic (lower) and "
                        "pessimistic (upper) discretisation. Their distance is rounding; sound ε minus the upper end "
                        "is the true composition gap."))
-        b.append(("table", ["construction", "sound bound", "discretisation", "ε sound (upper)", "ε attained lower",
+        b.append((Block.TABLE, ["construction", "sound bound", "discretisation", "ε sound (upper)", "ε attained lower",
                             "ε attained upper", "rounding", "composition gap"],
                   [[r["pair"], r["sound_theorem"], fmt(r["discretization"]), fmt(r["epsilon_sound"]), fmt(r["lower"]),
                     fmt(r["upper"]), fmt(r["rounding"]), fmt(r["composition_gap"])] for r in t["brackets"]]))
     if t.get("shuffle"):
         b.extend(_shuffle_rows(t["shuffle"]))
     for name in t.get("figures", []):
-        b.append(("img", name, "tightness figure"))
+        b.append((Block.IMAGE, name, "tightness figure"))
     return b
 
 
 def _shuffle_rows(sh: dict) -> List[tuple]:
-    b: List[tuple] = [("p", "Shuffled iteration (the report's configuration): the sound ε is the deterministic order's "
+    b: List[tuple] = [(Block.PARAGRAPH, "Shuffled iteration (the report's configuration): the sound ε is the deterministic order's "
                             "bound, the attained ε the silent hidden-position epoch's max statistic; no tighter sound "
                             "bound is proved for fixed-size shuffling (THEOREMS.md), so sound / attained is the gap "
                             "that remains.")]
-    b.append(("table", ["steps", "δ", "sound bound", "ε sound (upper)", "ε attained (lower)", "sound / attained",
+    b.append((Block.TABLE, ["steps", "δ", "sound bound", "ε sound (upper)", "ε attained (lower)", "sound / attained",
                         "attained by"],
               [[r["steps"], fmt(r["delta"]), r["sound_theorem"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]),
                 fmt(r["sound_over_attained"]), r["attained_construction"]] for r in sh["rows"]]))
     a = sh.get("audit")
     if a is not None:
-        b.append(("p", f"Through the real shuffled loop (audit configuration, {a['steps']} steps, one epoch, "
+        b.append((Block.PARAGRAPH, f"Through the real shuffled loop (audit configuration, {a['steps']} steps, one epoch, "
                        f"δ = {fmt(a['delta'])}, {a['trials']} trials per world): ε audited (LCB) "
                        f"{fmt(a['epsilon_lower'])}, attained {fmt(a['epsilon_attained'])}, sound "
                        f"{fmt(a['epsilon_sound'])} ({a['sound_theorem']}), sound / attained "
@@ -316,7 +317,7 @@ def _shuffle_rows(sh: dict) -> List[tuple]:
 
 
 def _inference(inf: dict) -> List[tuple]:
-    b: List[tuple] = [("p", "Private forecasts of a private series (paper Appendix H): each context step kept with "
+    b: List[tuple] = [(Block.PARAGRAPH, "Private forecasts of a private series (paper Appendix H): each context step kept with "
                             "probability r, N(0, σ²) noise on kept values, mean imputation; σ calibrated per cell so "
                             "one release is (ε, δ)-DP for (w, v)-event neighbours under T15's sound accounting. The "
                             "model is trained without DP-SGD, as in the paper. Test CRPS (mean ± std over releases); "
@@ -326,13 +327,13 @@ def _inference(inf: dict) -> List[tuple]:
     tables = [("synthetic", inf.get("synthetic")), (real["settings"]["data"] if real else "Grunfeld", real)]
     for name, table in tables:
         if table is None:
-            b.append(("p", f"{name}: {inf.get('grunfeld_status', 'not run')}."))
+            b.append((Block.PARAGRAPH, f"{name}: {inf.get('grunfeld_status', 'not run')}."))
             continue
         rates = list(dict.fromkeys(r["r"] for r in table["rows"] if r["epsilon"] != float("inf")))
         epsilons = list(dict.fromkeys(r["epsilon"] for r in table["rows"]))
         cell = {(r["epsilon"], r["r"]): r for r in table["rows"]}
         st = table["settings"]
-        b.append(("p", f"{name}: N = {st['N']} series, L_C = {st['context_length']}, L_F = {st['forecast_length']}, "
+        b.append((Block.PARAGRAPH, f"{name}: N = {st['N']} series, L_C = {st['context_length']}, L_F = {st['forecast_length']}, "
                        f"δ = {fmt(st['delta'])}, v = {fmt(st['v'])}, w = {st['w']}, {st['repeats']} releases per cell."))
         rows = []
         for e in epsilons:
@@ -341,15 +342,15 @@ def _inference(inf: dict) -> List[tuple]:
                 c = cell.get((e, r)) or (cell.get((e, 1.0)) if e == float("inf") and r == rates[0] else None)
                 row.append("" if c is None else f"{fmt(c['crps'])} ± {fmt(c['crps_std'], 2)} (σ = {fmt(c['sigma'])})")
             rows.append(row)
-        b.append(("table", ["ε"] + [f"r = {fmt(r)}" for r in rates], rows))
+        b.append((Block.TABLE, ["ε"] + [f"r = {fmt(r)}" for r in rates], rows))
     return b
 
 
 def _errata(errata: List[dict]) -> List[tuple]:
     n = sum(e["status"] == REPRODUCED for e in errata)
     same = sum(e["status"] == "not distinguishable here" for e in errata)
-    return [("details", f"{len(errata)} errata, {n} reproduced" + (f", {same} not distinguishable here" if same else ""),
-             [("table", ["#", "paper", "reading", "measured", "status", "source"],
+    return [(Block.DETAILS, f"{len(errata)} errata, {n} reproduced" + (f", {same} not distinguishable here" if same else ""),
+             [(Block.TABLE, ["#", "paper", "reading", "measured", "status", "source"],
                [[e["erratum"], e["paper"], e["reading"], e["measured"], e["status"], e["source"] or ""]
                 for e in errata])])]
 
@@ -360,21 +361,21 @@ def _claim_table(c: dict) -> List[tuple]:
     if cid == "C1":
         rows = [[r["cell"], r["instances"], r["steps"], fmt(r["judged"]), fmt(r["upper_wins_from_eps"]),
                  fmt(r["attained_wins_from_eps"]), fmt(r["robust_wins_from_eps"])] for r in n["rows"]]
-        return [("table", ["cell", "λ", "steps", "judged", "λ=1 wins from ε (upper vs upper)",
+        return [(Block.TABLE, ["cell", "λ", "steps", "judged", "λ=1 wins from ε (upper vs upper)",
                            "(attained vs attained)", "(T6 upper vs T9 attained)"], rows)]
     if cid == "C2":
-        return [("table", ["cell", "schedule", "T6 comp.", "T1 comp.", "WOR ≤ det. everywhere (sound)", "(attained)",
+        return [(Block.TABLE, ["cell", "schedule", "T6 comp.", "T1 comp.", "WOR ≤ det. everywhere (sound)", "(attained)",
                            "(T6 sound vs T1 attained)", "ε(1e-5) T6 sound (grid)", "ε(1e-5) T1 sound (grid)"],
                  [[r["cell"], r["schedule"], r["compositions_T6"], r["compositions_T1"],
                    fmt(r["sound_wor_wins_everywhere"]), fmt(r["attained_wor_wins_everywhere"]),
                    fmt(r["robust_wor_wins_everywhere"]), fmt(r["eps_at_delta_1e-5_T6_sound"]),
                    fmt(r["eps_at_delta_1e-5_T1_sound"])] for r in n["rows"]])]
     if cid == "C3":
-        return [("table", ["σ_F", "T11 weight"], [[fmt(w["sigma_F"]), fmt(w["weight"])] for w in n["weights"]] +
+        return [(Block.TABLE, ["σ_F", "T11 weight"], [[fmt(w["sigma_F"]), fmt(w["weight"])] for w in n["weights"]] +
                  [["L_F → 0 limit ρ L_C / T", fmt(n["w_limit_LF_to_0"])],
                   ["printed 'L_C → 0' reading ρ L_F / T", fmt(n["w_limit_LC_to_0_printed_reading"])]])]
     if cid == "C4":
-        return [("table", ["r", "λ", "step", "epochs", "ε", "δ T1 sound", "δ T1 pair, upper", "δ T1 attained",
+        return [(Block.TABLE, ["r", "λ", "step", "epochs", "ε", "δ T1 sound", "δ T1 pair, upper", "δ T1 attained",
                            "δ T3 (lower bound) pair, upper", "δ T3 (lower bound), attained", "δ T2 sound",
                            "T1 ≤ T3 (like for like)", "robust", "T1 ≤ T2"],
                  [[fmt(r["r"]), r["instances"], r["step"], r["epochs"], fmt(r["epsilon"]), fmt(r["delta_T1_sound"]),
@@ -383,7 +384,7 @@ def _claim_table(c: dict) -> List[tuple]:
                    fmt(r["delta_T2_sound"]), fmt(r["like_for_like_vs_T3"]), fmt(r["robust_vs_T3"]),
                    fmt(r["sound_vs_T2"])] for r in n["rows"]])]
     if cid == "C5":
-        return [("table", ["cell", "L_C+L_F", "k", "T6 weight", "max(T14 - T6)", "at ε", "T14 ≥ T6 from ε",
+        return [(Block.TABLE, ["cell", "L_C+L_F", "k", "T6 weight", "max(T14 - T6)", "at ε", "T14 ≥ T6 from ε",
                            "max T14/T6"],
                  [[r["cell"], r["window_length"], r["k"], fmt(r["weight_T6"]), fmt(r["max_excess_T14_minus_T6"]),
                    fmt(r["at_eps"]), fmt(r["T14_ge_T6_from_eps"]), fmt(r["max_ratio_T14_over_T6"])] for r in n["rows"]])]
@@ -401,7 +402,7 @@ def _claim_table(c: dict) -> List[tuple]:
             rows += [["ε the designed test expects to certify at these trials (ideal)", fmt(p["ideal"])],
                      ["trials per world to certify ε T13", "cannot (ε T14 ≤ ε T13)" if p["cannot"] else
                       f"> {p['search_cap']:.0e}" if p["trials_needed"] is None else fmt(p["trials_needed"])]]
-        return [("table", ["quantity", "value"], rows), ("p", f"Why T13 sits below: {n['why_T13_below']}.")]
+        return [(Block.TABLE, ["quantity", "value"], rows), (Block.PARAGRAPH, f"Why T13 sits below: {n['why_T13_below']}.")]
     if cid == "C7":
         return _privacy_utility(n)
     if cid in TABLES:
@@ -414,7 +415,7 @@ def _privacy_utility(n: dict) -> List[tuple]:
     and the lowest-validation checkpoint (not covered), with the steps and sound ε spent (a seed stopped at the
     epochs cap before its budget says so), and the baselines."""
     if not n.get("rows"):
-        return [("p", "Not evaluated: " + "; ".join(c["reason"] for c in n["cells"]["not_evaluated"]))]
+        return [(Block.PARAGRAPH, "Not evaluated: " + "; ".join(c["reason"] for c in n["cells"]["not_evaluated"]))]
     rows = [[r["model"], "∞" if r["epsilon"] is None else fmt(r["epsilon"]),
              ("last (no DP)" if r["epsilon"] is None else "last (covered by ε)") if r["covered"]
              else "lowest validation (not covered)",
@@ -423,9 +424,9 @@ def _privacy_utility(n: dict) -> List[tuple]:
                        for e, capped in zip(r["epsilon_spent"], r["capped"]))] for r in n["rows"]]
     rows += [[name, "-", "baseline (statsforecast)", f"{value:.4f}", "-", "-", "-"]
              for name, value in n["baselines"].items()]
-    return [("p", f"Privacy-utility on the shipped {n['dataset']} series (1-event level, δ = 1e-7, WOR top level, "
+    return [(Block.PARAGRAPH, f"Privacy-utility on the shipped {n['dataset']} series (1-event level, δ = 1e-7, WOR top level, "
                   f"at most {n['epochs']} epochs; `tsdp experiment` runs the paper's whole grid):"),
-            ("table", ["model", "ε", "checkpoint", "test CRPS", "seeds", "steps", "sound ε spent"], rows)] + [
-        ("p", f"ε = {fmt(x['column'])} is the same training runs as ε = {fmt(x['same_as'])} (same seeds and steps: "
+            (Block.TABLE, ["model", "ε", "checkpoint", "test CRPS", "seeds", "steps", "sound ε spent"], rows)] + [
+        (Block.PARAGRAPH, f"ε = {fmt(x['column'])} is the same training runs as ε = {fmt(x['same_as'])} (same seeds and steps: "
               + ", ".join(f"{m} {'/'.join(map(str, steps))}" for m, steps in x["steps"]) + ").")
         for x in n.get("same_runs", [])]

@@ -1,8 +1,10 @@
 """The numbers tables of the claims judged on the paper's appendix tables (C8, C9, C11) and of C10 (non-private
-utility), as blocks of :mod:`reports.render` (the same block kinds: ``table``, ``p``)."""
+utility), as blocks of :mod:`reports.render` (:mod:`reports.blocks`: tables and paragraphs)."""
 from __future__ import annotations
 
 from typing import List
+
+from .blocks import Block
 
 
 def _f(x) -> str:
@@ -18,7 +20,7 @@ def w_user_table(n: dict) -> List[tuple]:
     Returns:
         The table's rows.
     """
-    return [("table", ["dataset", "w", "best DP model", "CRPS", "better baseline", "CRPS", "DP wins", "bold in paper"],
+    return [(Block.TABLE, ["dataset", "w", "best DP model", "CRPS", "better baseline", "CRPS", "DP wins", "bold in paper"],
              [[r["dataset"], r["w"], r["best_model"], _f(r["best_crps"]), r["baseline"], _f(r["baseline_crps"]),
                "yes" if r["wins"] else "no", r["bold"] or "-"] for r in n["paper"]["rows"]])]
 
@@ -34,7 +36,7 @@ def label_table(n: dict) -> List[tuple]:
     """
     rows = n["paper"]["rows"]
     sigmas = list(rows[0]["by_sigma_f"]) if rows else []
-    return [("table", ["dataset", "model"] + [f"σ_F = {s}" for s in sigmas] + ["lowest at σ_F", "bold in paper",
+    return [(Block.TABLE, ["dataset", "model"] + [f"σ_F = {s}" for s in sigmas] + ["lowest at σ_F", "bold in paper",
                                                                               "gain over σ_F = 0", "std at σ_F = 0"],
              [[r["dataset"], r["model"]] + [_f(r["by_sigma_f"][s]) for s in sigmas]
               + [", ".join(f"{x:g}" for x in r["best_sigma_f"]), ", ".join(f"{x:g}" for x in r["bold_sigma_f"]),
@@ -50,7 +52,7 @@ def inference_table(n: dict) -> List[tuple]:
     Returns:
         The table's rows.
     """
-    return [("table", ["dataset", "model", "ε", "CRPS r = 1", "best r < 1", "CRPS", "r < 1 helps", "claim expects"],
+    return [(Block.TABLE, ["dataset", "model", "ε", "CRPS r = 1", "best r < 1", "CRPS", "r < 1 helps", "claim expects"],
              [[r["dataset"], r["model"], f"{r['epsilon']:g}", _f(r["crps_r1"]), f"{r['best_r_below_1']:g}",
                _f(r["crps_best_r_below_1"]), "yes" if r["helps"] else "no", "yes" if r["expected"] else "no"]
               for r in n["paper"]["rows"]])]
@@ -65,10 +67,10 @@ def non_private_table(n: dict) -> List[tuple]:
     Returns:
         The table's rows.
     """
-    out = [("table", ["top level", "Λ", "steps", "test CRPS per seed"],
+    out = [(Block.TABLE, ["top level", "Λ", "steps", "test CRPS per seed"],
             [[c["top"], c["batch_size"], c["steps"], ", ".join(f"{v:.4f}" for v in c["crps"])] for c in n["crps"]])]
     if n.get("tests"):
-        out.append(("table", ["factor", "F", "df", "p", "α", "power vs Δ", "Δ", "Δ detected with power 0.8"],
+        out.append((Block.TABLE, ["factor", "F", "df", "p", "α", "power vs Δ", "Δ", "Δ detected with power 0.8"],
                     [[t["factor"], f"{t['f']:.3g}", f"{t['df']}, {t['df_error']}", f"{t['p_value']:.3g}",
                       f"{t['alpha']:g}", f"{t['power']:.2f}", f"{t['effect']:.3g}", f"{t['detectable']:.3g}"]
                      for t in n["tests"]]))

@@ -37,6 +37,7 @@ from tsdp.verify.json_data import json_data
 
 from . import figures
 from .accounting_section import DELTAS, SCHEDULES, accounting_section
+from .report_accounting import ReportAccounting
 from .claim_base import ClaimContext
 from .claims import CLAIMS
 from .consistency import consistency_section
@@ -164,7 +165,9 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
             _note_filters()
             for cid in side:
                 pool.submit(cid)
-            results["accounting"] = timed("accounting", lambda: accounting_section(config, tick=lambda: tick("accounting")))
+            answers = ReportAccounting()  # the report's one accounting, passed down to its sections
+            results["accounting"] = timed("accounting", lambda: accounting_section(
+                config, tick=lambda: tick("accounting"), answers=answers))
             for cid, claim in CLAIMS.items():
                 if cid not in side:
                     show("", cid)
@@ -175,7 +178,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
             tick("verify --quick")
             results["tightness"] = timed("tightness", lambda: tightness_section(
                 config, audit_fn=audit_fn, trials=trials["tightness"], composed_trials=trials["composed"],
-                quick=quick, seed=seed, tick=tick, step=step("tightness")))
+                quick=quick, seed=seed, tick=tick, step=step("tightness"), answers=answers))
             results["inference"] = timed("inference", lambda: inference_section(quick=quick, seed=seed, tick=tick,
                                                                                       real_data=real_data))
             if pool is not None:

@@ -1,4 +1,5 @@
-"""The documented schema of results.json (`tsdp report`), and a structural validator.
+"""The documented schema of results.json (`tsdp report`) (the tests check a report against it:
+tests/reports/schema_check.py).
 
 Top level (``SCHEMA_VERSION`` 5: claims C1-C11, errata 1-10 and 13-17)::
 
@@ -57,11 +58,7 @@ Non-finite floats are written as null. A section not computed (interrupted run) 
 """
 from __future__ import annotations
 
-from typing import List
-
 from tsdp.theorems.config import Choice
-
-from .claim_base import VERDICTS
 
 
 class RunStatus(Choice):
@@ -81,68 +78,3 @@ class AuditStatus(Choice):
     NOT_AVAILABLE = "audit not available"
 
 SCHEMA_VERSION = 5
-TOP_KEYS = ("schema_version", "meta", "accounting", "claims", "consistency", "tightness", "errata", "inference",
-            "violation", "violations")
-CLAIM_IDS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11")
-
-
-def validate(results: dict) -> List[str]:
-    """Structural problems of a results.json dict (empty list when it follows the schema above).
-
-    Checks keys and types of a complete report, not the numbers (those are the claims' and
-    the accountant's; the tests recompute them independently).
-
-    Args:
-        results: results.json's data.
-
-    Returns:
-        The problems, one line each.
-    """
-    problems = []
-    for k in TOP_KEYS:
-        if k not in results:
-            problems.append(f"missing top-level key {k!r}")
-    if problems:
-        return problems
-    if results["schema_version"] != SCHEMA_VERSION:
-        problems.append(f"schema_version {results['schema_version']!r} != {SCHEMA_VERSION}")
-    if results["meta"].get("status") != RunStatus.COMPLETE:
-        problems.append(f"status {results['meta'].get('status')!r}")
-        return problems
-    acc = results["accounting"]
-    for k in ("config", "derived", "theorem", "rows"):
-        if k not in acc:
-            problems.append(f"accounting.{k} missing")
-    if len(acc.get("rows", [])) != 10:
-        problems.append(f"accounting.rows has {len(acc.get('rows', []))} rows, expected 10")
-    ids = [c.get("id") for c in results["claims"]]
-    if tuple(ids) != CLAIM_IDS:
-        problems.append(f"claims ids {ids}")
-    for c in results["claims"]:
-        for k in ("statement", "verdict", "verdict_text", "reason", "cells", "numbers", "other_verdicts", "figures"):
-            if k not in c:
-                problems.append(f"claim {c.get('id')}: {k} missing")
-        for v in [c, *c.get("other_verdicts", [])]:
-            if v.get("verdict") not in VERDICTS:
-                problems.append(f"claim {c.get('id')}: verdict {v.get('verdict')!r}")
-    if set(results["consistency"].get("summary", {})) < {"pass", "fail", "finding", "total"}:
-        problems.append("consistency.summary incomplete")
-    t = results["tightness"]
-    for k in ("audit_status", "bounds", "upper_gaps", "composition"):
-        if k not in t:
-            problems.append(f"tightness.{k} missing")
-    if not isinstance(results["violation"], bool) or not isinstance(results["violations"], list):
-        problems.append("violation must be a bool and violations a list")
-    from .errata import ERRATA, STATUSES
-
-    if [e.get("erratum") for e in results["errata"]] != list(ERRATA):
-        problems.append(f"errata must list {', '.join(map(str, ERRATA))}")
-    if any(e.get("status") not in STATUSES for e in results["errata"]):
-        problems.append(f"an erratum's status is not one of {', '.join(STATUSES)}")
-    for k in ("brackets",):
-        if k not in t:
-            problems.append(f"tightness.{k} missing")
-    inf = results["inference"]
-    if not isinstance(inf, dict) or "synthetic" not in inf or "grunfeld_status" not in inf:
-        problems.append("inference must hold the synthetic table and the grunfeld status")
-    return problems

@@ -25,9 +25,9 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.registry import get
-from tsdp.verify import accounting
 
 from .claim_c6 import WHY_BELOW
+from .report_accounting import ReportAccounting
 from .schema import AuditStatus
 
 AUDIT_DELTA = 1e-3
@@ -93,7 +93,8 @@ def _cfg(base: TrainingConfig, theorem: str, lam: int, sigma_f: float) -> Traini
 
 def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], trials: int, composed_trials: int,
                       quick: bool = False, seed: int = 0, tick: Optional[Callable[[str], None]] = None,
-                      step: Callable[[str], None] = lambda what: None) -> dict:
+                      step: Callable[[str], None] = lambda what: None,
+                      answers: Optional[ReportAccounting] = None) -> dict:
     """Theory curves, audited lower-confidence points, upper-bound gaps and composition gaps.
 
     ``audit_fn`` (from :func:`load_auditor`) or None (then ``audit_status`` is "audit not
@@ -110,10 +111,12 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
         seed: The seed.
         tick: Called with a label after each audit (None: nothing).
         step: Called with what starts, as each sub-step starts.
+        answers: The report's accounting (None: one of this section's own).
 
     Returns:
         The section's JSON data.
     """
+    answers = ReportAccounting() if answers is None else answers
     base = audit_config(config)
     status = AuditStatus.RAN if audit_fn is not None else AuditStatus.NOT_AVAILABLE
     targets = [t for t in AUDIT_TARGETS if not quick or t[0] in QUICK_TARGETS]
@@ -147,7 +150,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
     gaps = []
     for upper, lam in UPPER_GAPS:
         cfg = _cfg(base, upper, lam, 1.0 if upper == "T11" else 0.0)
-        acc = accounting.epsilon(cfg, AUDIT_DELTA, steps=1, theorem=upper)
+        acc = answers.epsilon(cfg, AUDIT_DELTA, steps=1, theorem=upper)
         construction = get(upper).construction
         aud = audited.get(construction)
         gaps.append({"upper": upper, "construction": acc.construction or construction, "instances": lam,
@@ -160,7 +163,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
     t6 = _cfg(base, "T6", 1, 0.0)
     comp = []
     for s in COMPOSITION_STEPS:
-        acc = accounting.epsilon(t6, AUDIT_DELTA, steps=s, theorem="T6")
+        acc = answers.epsilon(t6, AUDIT_DELTA, steps=s, theorem="T6")
         row = {"steps": s, "epsilon_sound": acc.epsilon, "epsilon_attained": acc.epsilon_attained,
                "epsilon_audited_lower": None, "audit_trials": None, "confidence": None}
         if audit_fn is not None and s in AUDITED_STEPS and not (quick and s > 1):
@@ -175,7 +178,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
                        confidence=res.get("confidence"))
         comp.append(row)
     step("shuffled iteration")
-    shuffle = {"rows": shuffle_rows(config), "audit": None}
+    shuffle = {"rows": shuffle_rows(config, answers), "audit": None}
     if audit_fn is not None and not quick:  # the silent construction through the shuffled loop, one epoch
         shuffled = base.with_(top="shuffle")
         step("audit of T1 shuffled")
@@ -186,7 +189,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
     step(f"attained brackets, {BRACKET_STEPS} steps")
     return {"audit_status": status, "delta": AUDIT_DELTA, "audit_config": base.as_dict(), "trials": trials,
             "composed_trials": composed_trials, "bounds": bounds, "upper_gaps": gaps, "composition": comp,
-            "brackets": brackets(config, quick=quick), "shuffle": shuffle,
+            "brackets": brackets(config, quick=quick, answers=answers), "shuffle": shuffle,
             "soundness_violations": [b["theorem"] for b in bounds if b["covers_audit"] and b["audit"] is not None
                                      and b["audit"]["epsilon_lower"] > b["audit"]["epsilon_sound"]]}
 
@@ -195,7 +198,7 @@ SHUFFLE_EPOCHS = (1, 10)
 SHUFFLE_DELTAS = (1e-5, 1e-3)
 
 
-def shuffle_rows(config: TrainingConfig) -> list:
+def shuffle_rows(config: TrainingConfig, answers: Optional[ReportAccounting] = None) -> list:
     """Sound against attained ε under shuffled iteration, the report's configuration, 1 and 10 epochs.
 
     The sound ε is the deterministic order's bound (T1 for a WR bottom level; an upper bound, rounded up), the
@@ -205,16 +208,18 @@ def shuffle_rows(config: TrainingConfig) -> list:
 
     Args:
         config: The report's configuration (its top level is replaced by shuffled iteration).
+        answers: The report's accounting (None: one of its own).
 
     Returns:
         One row per (steps, δ): steps, delta, sound_theorem, epsilon_sound, attained_construction, epsilon_attained,
         sound_over_attained (None without an attained ε).
     """
+    answers = ReportAccounting() if answers is None else answers
     cfg = config.with_(top="shuffle")
     rows = []
     for epochs in SHUFFLE_EPOCHS:
         for delta in SHUFFLE_DELTAS:
-            acc = accounting.epsilon(cfg, delta, steps=epochs * cfg.steps_per_epoch)
+            acc = answers.epsilon(cfg, delta, steps=epochs * cfg.steps_per_epoch)
             ratio = (acc.epsilon / acc.epsilon_attained
                      if acc.epsilon is not None and acc.epsilon_attained else None)
             rows.append({"steps": epochs * cfg.steps_per_epoch, "delta": delta, "sound_theorem": acc.theorem,
@@ -227,7 +232,7 @@ BRACKET_STEPS = 1000
 BRACKET_DELTA = 1e-5
 
 
-def brackets(config: TrainingConfig, *, quick: bool = False) -> list:
+def brackets(config: TrainingConfig, *, quick: bool = False, answers: Optional[ReportAccounting] = None) -> list:
     """The attained bracket and the true composition gap of T6 and T10 after 1000 steps.
 
     On the report's configuration with the scheme of each construction (T6: WOR/WR; T10: WOR/Poisson,
@@ -239,19 +244,21 @@ def brackets(config: TrainingConfig, *, quick: bool = False) -> list:
     Args:
         config: The report's configuration.
         quick: Discretisation 1e-3 only.
+        answers: The report's accounting, for the sound ε (None: one of its own).
 
     Returns:
         One row per construction and discretisation.
     """
     from tsdp.attacks.montecarlo.bracket import attained_bracket
 
+    answers = ReportAccounting() if answers is None else answers
     rows = []
     for theorem, lam in (("T6", 1), ("T10", 2)):
         row_cfg = _cfg(config, theorem, lam, 0.0).with_(batch_size=config.batch_size * lam)
         sound_id = CONSTRUCTIONS[theorem].sound
         for d in ((1e-3,) if quick else (1e-3, 1e-4)):
-            sound = accounting.epsilon(row_cfg, BRACKET_DELTA, steps=BRACKET_STEPS, theorem=sound_id,
-                                       discretization=d).epsilon
+            sound = answers.epsilon(row_cfg, BRACKET_DELTA, steps=BRACKET_STEPS, theorem=sound_id,
+                                    discretization=d).epsilon
             rows.append(dict(attained_bracket(row_cfg, BRACKET_STEPS, BRACKET_DELTA, theorem, epsilon_sound=sound,
                                               discretization=d).as_dict(), sound_theorem=sound_id,
                              epsilon_sound=sound))

@@ -18,16 +18,31 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import Choice, ConfigError, TrainingConfig
+
+
+class GuessedRate(Choice):
+    """A Poisson rate people guess for a standard accountant on time series (:data:`SAMPLE_RATES`)."""
+
+    SERIES = "series"
+    WINDOW = "window"
+
+
+class DpAccountingKind(Choice):
+    """A dp-accounting accountant the adapters compose with: ``PLDAccountant`` or ``RdpAccountant``."""
+
+    PLD = "pld"
+    RDP = "rdp"
+
 
 SAMPLE_RATES = {
-    "series": ("Λ/N", "add/remove of one series under Poisson sampling at rate Λ/N"),
-    "window": ("Λ/(N·T)", "add/remove of one window under Poisson sampling at rate Λ/(N·T)"),
+    GuessedRate.SERIES: ("Λ/N", "add/remove of one series under Poisson sampling at rate Λ/N"),
+    GuessedRate.WINDOW: ("Λ/(N·T)", "add/remove of one window under Poisson sampling at rate Λ/(N·T)"),
 }
 """Guessed sampling rates: name -> (formula, the relation an accountant fed it answers for)."""
 
 OPACUS_ACCOUNTANTS = ("rdp", "prv", "gdp")
-DP_ACCOUNTING_ACCOUNTANTS = ("pld", "rdp")
+DP_ACCOUNTING_ACCOUNTANTS = DpAccountingKind.values()
 
 
 def sample_rate(config: TrainingConfig, which: str) -> float:
@@ -43,11 +58,9 @@ def sample_rate(config: TrainingConfig, which: str) -> float:
     Raises:
         ConfigError: An unknown ``which`` (named ``sample_rate``).
     """
-    if which == "series":
+    if GuessedRate.of("sample_rate", which) == GuessedRate.SERIES:
         return min(1.0, config.batch_size / config.N)
-    if which == "window":
-        return min(1.0, config.batch_size / (config.N * config.T))
-    raise ConfigError("sample_rate", f"must be one of {', '.join(SAMPLE_RATES)}", which)
+    return min(1.0, config.batch_size / (config.N * config.T))
 
 
 @dataclass(frozen=True)
@@ -84,9 +97,7 @@ def accountant(fn: Callable[[TrainingConfig, int, float], float], name: Optional
 
 
 def _rate_guess(compute: Callable[[float, float, int, float], float], name: str, rate: str) -> NamedAccountant:
-    if rate not in SAMPLE_RATES:
-        raise ConfigError("sample_rate", f"must be one of {', '.join(SAMPLE_RATES)}", rate)
-    formula, claims = SAMPLE_RATES[rate]
+    formula, claims = SAMPLE_RATES[GuessedRate.of("sample_rate", rate)]
 
     def fn(config: TrainingConfig, steps: int, delta: float) -> float:
         return float(compute(sample_rate(config, rate), float(config.sigma), int(steps), float(delta)))
@@ -141,15 +152,13 @@ relative)."""
 
 
 def _dp_accounting(kind: str):
-    if kind == "pld":
+    if DpAccountingKind.of("dp_accounting", kind) == DpAccountingKind.PLD:
         from dp_accounting.pld import PLDAccountant
 
         return PLDAccountant(value_discretization_interval=DP_ACCOUNTING_GRID)
-    if kind == "rdp":
-        from dp_accounting.rdp import RdpAccountant
+    from dp_accounting.rdp import RdpAccountant
 
-        return RdpAccountant()
-    raise ConfigError("dp_accounting", f"must be one of {', '.join(DP_ACCOUNTING_ACCOUNTANTS)}", kind)
+    return RdpAccountant()
 
 
 def dp_accounting_accountant(builder: Callable, accountant: str = "pld", name: Optional[str] = None,

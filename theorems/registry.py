@@ -115,8 +115,8 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
                              "T2 is the sound upper bound for deterministic top level, WR bottom level, λ > 1")
         if top == Top.SHUFFLE:  # every order is a deterministic one: sound; tight is shown for a known order only
             reason += ("; sound for shuffled iteration too (each shuffled order is a deterministic one), not shown "
-                       "tight there: the order is hidden, and the attained value is the hidden-position epoch's, "
-                       "a lower bound (with fixed-size batches the other sequences can reveal the step)")
+                       "tight there: the order is hidden, and the attained value is the hidden-position epoch's "
+                       "with the other sequences silent, a lower bound (whether it is the worst case is open)")
         return bound, reason
     if top == Top.WOR:
         if bottom == Bottom.POISSON:

@@ -4,7 +4,7 @@
 how each step runs (the optimiser, the clip norm, the step path, DeepAR's lags, white-box canaries),
 :class:`Evaluation` how the run is scored, :class:`Checkpoints` which models the run keeps. Each checks its own
 fields when built (:class:`~tsdp.theorems.errors.ConfigError` naming the field); what needs the configuration or
-the data is checked by :func:`tsdp.training.plan.plan_run`, before any training.
+the data is checked by :func:`tsdp.training.plan.plan_training`, before any training.
 """
 from __future__ import annotations
 

@@ -64,52 +64,8 @@ def _planned_epsilon(config: TrainingConfig, warm: Optional[TrainingConfig], ste
 
 
 @dataclass(frozen=True)
-class RunRequest:
-    """What a run is asked before it trains anything, as :func:`plan_run` reads it (the runs trained together build
-    one per budget).
-
-    Attributes:
-        config: The training configuration.
-        data: The series (their last L_F values the test set); unused with ``split``.
-        split: A benchmark :class:`~tsdp.datasets.benchmarks.ForecastSplit` (None: ``data``).
-        epsilon: :attr:`Budget.epsilon`.
-        delta: :attr:`Budget.delta`.
-        epochs: :attr:`Budget.epochs`.
-        steps: :attr:`Budget.steps`.
-        theorem: :attr:`Budget.theorem`.
-        warmup_steps: :attr:`Budget.warmup_steps`.
-        warmup_sigma: :attr:`Budget.warmup_sigma`.
-        discretization: :attr:`Budget.discretization`.
-        clip: :attr:`Loop.clip`.
-        lr: :attr:`Loop.lr`.
-        weight_decay: :attr:`Loop.weight_decay`.
-        optimizer: :attr:`Loop.optimizer`.
-        private: :attr:`Budget.private`.
-        canaries: :attr:`Loop.canaries`.
-    """
-
-    config: TrainingConfig
-    data: Optional[SeriesData] = None
-    split: object = None
-    epsilon: Optional[float] = None
-    delta: Optional[float] = None
-    epochs: Optional[int] = None
-    steps: Optional[int] = None
-    theorem: Optional[str] = None
-    warmup_steps: int = 0
-    warmup_sigma: Optional[float] = None
-    discretization: float = DEFAULT_DISCRETIZATION
-    clip: float = 1.0
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    optimizer: str = "adam"
-    private: bool = True
-    canaries: object = None
-
-
-@dataclass(frozen=True)
 class RunPlan:
-    """A checked run (:func:`plan_run`, :func:`plan_training`).
+    """A checked run (:func:`plan_training`).
 
     Attributes:
         train_data: The training series.
@@ -137,27 +93,6 @@ class RunPlan:
     bound_id: Optional[str]
     total_steps: int
     sampler: object
-
-
-def plan_run(request: RunRequest) -> RunPlan:
-    """Every check of a run before training and the accountant's plan of it (:func:`plan_training` of the request's
-    fields, checked as a :class:`~tsdp.training.options.Budget` and a :class:`~tsdp.training.options.Loop`).
-
-    Args:
-        request: The run.
-
-    Returns:
-        The checked plan.
-
-    Raises:
-        ConfigError: A refusal (:func:`plan_training`).
-    """
-    r = request
-    budget = Budget(epsilon=r.epsilon, delta=r.delta, epochs=r.epochs, steps=r.steps, theorem=r.theorem,
-                    warmup_steps=r.warmup_steps, warmup_sigma=r.warmup_sigma, discretization=r.discretization,
-                    private=r.private)
-    loop = Loop(clip=r.clip, lr=r.lr, weight_decay=r.weight_decay, optimizer=r.optimizer, canaries=r.canaries)
-    return plan_training(r.config, r.split if r.split is not None else r.data, budget, loop)
 
 
 def _series(config: TrainingConfig, data: Union[SeriesData, ForecastSplit]):
@@ -282,4 +217,4 @@ def fit_budget(config: TrainingConfig, epsilon: float, delta: float, *, epochs: 
                            discretization=discretization)
 
 
-__all__ = ["RunPlan", "RunRequest", "fit_budget", "plan_run", "plan_training"]
+__all__ = ["RunPlan", "fit_budget", "plan_training"]

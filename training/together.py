@@ -5,7 +5,7 @@
 (:class:`tsdp.training.stacked.StackedModel`): one batched forward and backward per step for all runs. What each
 run keeps of its own:
 
-- its checks and plan (:func:`tsdp.training.train.plan_run`: the steps its budget buys under the sound
+- its checks and plan (:func:`tsdp.training.plan.plan_training`: the steps its budget buys under the sound
   accountant, its σ), its accountant (the step events it ran) and its result; the runs of one σ and budget have the
   same plan and ledger, computed once for them;
 - its generator, seeded with its seed, drawing what it draws alone and in the same order: the untrained test
@@ -37,7 +37,7 @@ from .metrics import point_crps, seasonal_naive
 from .options import Budget, Checkpoints, Evaluation, Loop
 from .result import TrainResult
 from .stacked import StackedModel, stacked_noisy_gradient
-from .train import (RunRequest, _Checkpoints, check_finite, check_scores, evaluate, initial_model, plan_run,
+from .train import (_Checkpoints, check_finite, check_scores, evaluate, initial_model, plan_training,
                     resolve_device, run_tensors)
 from .windows import augment, gather_windows, split_window
 
@@ -125,16 +125,13 @@ class GroupSettings:
 
 
 class _Budget:
-    """What the runs of one σ and budget share exactly: their plan (:func:`tsdp.training.train.plan_run`) and their
+    """What the runs of one σ and budget share exactly: their plan (:func:`tsdp.training.plan.plan_training`) and their
     accountant (the same step events at the same steps: one ledger, composed once)."""
 
     def __init__(self, config: TrainingConfig, epsilon: Optional[float], settings: GroupSettings):
         self.config = config
-        self.plan = plan_run(RunRequest(config, settings.data, settings.split, epsilon=epsilon,
-                                        delta=settings.delta, epochs=settings.epochs, steps=settings.steps,
-                                        theorem=settings.theorem, discretization=settings.discretization,
-                                        clip=settings.clip, lr=settings.lr, weight_decay=settings.weight_decay,
-                                        optimizer=settings.optimizer, private=settings.private))
+        keywords = settings.keywords(epsilon)  # the budget and loop `train` alone gets: one home for their fields
+        self.plan = plan_training(config, keywords["data"], keywords["budget"], keywords["loop"])
         self.accountant = (PldAccountant("sound", discretization=settings.discretization) if settings.private
                            else None)
         self._epsilon = None

@@ -33,7 +33,7 @@ from .loop import Trainee, run_phases
 from .metrics import point_crps, seasonal_naive
 from .models import make_model
 from .options import Budget, Checkpoints, Evaluation, Loop, Optimizer
-from .plan import RunRequest, fit_budget, plan_run, plan_training
+from .plan import fit_budget, plan_training
 from .result import TrainResult
 from .run_checks import FLOAT32_MAX, check_finite, check_scores, resolve_device
 
@@ -167,6 +167,6 @@ def train(config: TrainingConfig, model_name: str, data: Union[SeriesData, Forec
 __all__ = [
     "Budget", "Checkpoints", "Evaluation", "Loop", "initial_model", "train",
     # the names the runs trained together, the audits and the CLI import from here
-    "FLOAT32_MAX", "RunRequest", "check_finite", "check_scores", "evaluate", "fit_budget", "plan_run",
+    "FLOAT32_MAX", "check_finite", "check_scores", "evaluate", "fit_budget", "plan_training",
     "resolve_device", "run_tensors",
 ]

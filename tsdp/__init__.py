@@ -7,7 +7,9 @@ Layers, each importing only those below it (:mod:`tsdp.layers`)::
 {layers}
 
 The names below are the public API. They load on first use, so ``import tsdp`` pulls in
-neither sympy nor torch.
+neither sympy nor torch. The options objects of the functions exported here come with them (``tsdp.Budget``,
+``tsdp.TrialPlan``, ``tsdp.AuditOptions``, ...), so that ``tsdp.train(config, "dlinear", data,
+budget=tsdp.Budget(epochs=2))`` needs no other import.
 """
 from __future__ import annotations
 
@@ -42,12 +44,25 @@ _EXPORTS = {
     # the loop and your own pipelines (tsdp.training)
     "make_sampler": "tsdp.training.samplers",
     "train": "tsdp.training.train",
+    "Budget": "tsdp.training.options",
+    "Loop": "tsdp.training.options",
+    "Evaluation": "tsdp.training.options",
+    "Checkpoints": "tsdp.training.options",
     "WindowDataset": "tsdp.training.batch_sampler",
     "BiLevelBatchSampler": "tsdp.training.batch_sampler",
     # the auditors (tsdp.attacks)
     "audit": "tsdp.attacks.montecarlo.audit",
+    "TrialPlan": "tsdp.attacks.montecarlo.options",
+    "Statistic": "tsdp.attacks.montecarlo.options",
+    "Confidence": "tsdp.attacks.montecarlo.options",
     "audit_model": "tsdp.attacks.canary.trained_model",
+    "ModelTraining": "tsdp.attacks.canary.trained_model",
     "audit_training": "tsdp.attacks.canary.user_training",
+    "CanaryOptions": "tsdp.attacks.canary.options",
+    "AuditOptions": "tsdp.attacks.canary.options",
+    "PlanSearch": "tsdp.attacks.canary.planning",
+    "InferenceGrid": "tsdp.attacks.inference.crps_table",
+    "Releases": "tsdp.attacks.inference.crps_table",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

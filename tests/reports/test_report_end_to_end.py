@@ -10,10 +10,11 @@ import pytest
 
 from tsdp.reports.claim_c6 import DELTA as C6_DELTA, c6_config
 from tsdp.reports.run import build_report
-from tsdp.reports.schema import validate
 from tsdp.theorems.config import DEFAULT_CONFIG
 from tsdp.verify import accounting
 from tsdp.cli.main import main
+
+from schema_check import validate
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from scipy.stats import norm
 from tsdp import TrainingConfig, epsilon
 from tsdp.testing import (AccountantError, Cell, Substitution, UnsoundAccountantError, accountant, assert_not_unsound,
                           assert_sound_for_all, cells, check_accountant, configs, opacus_accountant, poisson_pld,
-                          reported_epsilon, sample_rate, tsdp_accountant)
+                          dp_accounting_accountant, reported_epsilon, sample_rate, tsdp_accountant)
 
 SECTION5 = TrainingConfig()
 DELTA = 1e-5
@@ -340,3 +340,20 @@ def test_a_shuffled_cells_bracket_names_the_hidden_position_epoch():
                             delta=1e-5).verdicts
     assert v.verdict == "between" and 4.28 < v.epsilon_attained < 4.29
     assert "(T1 construction, hidden-position epoch)" in v.message()
+
+
+@pytest.mark.parametrize("call,parameter", [
+    (lambda: sample_rate(SECTION5, "element"), "sample_rate"),
+    (lambda: poisson_pld("element"), "sample_rate"),
+    (lambda: poisson_pld("series", accountant="prv"), "dp_accounting"),
+    (lambda: dp_accounting_accountant(lambda config, steps: None, accountant="PLD"), "dp_accounting"),
+])
+def test_an_unknown_guessed_rate_or_dp_accounting_accountant_is_one_error_naming_the_values(call, parameter):
+    """The guessed rate and dp-accounting's accountant are read once, at the call: one ConfigError naming the
+    parameter and the values allowed, before any accounting."""
+    from tsdp.theorems.config import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        call()
+    allowed = "series, window" if parameter == "sample_rate" else "pld, rdp"
+    assert err.value.parameter == parameter and f"must be one of {allowed}" in str(err.value)

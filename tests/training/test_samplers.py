@@ -193,10 +193,11 @@ def test_shuffle_once_per_epoch_and_uniform():
 
 
 def test_shuffle_batch_of_the_changed_sequence_holds_one_other_fewer():
-    """The premise of THEOREMS.md's finding on fixed-size shuffling: at the default sizes (N = 320, N' = 32) the
-    step that holds sequence 0 holds exactly N' - 1 = 31 other sequences in every epoch and every other step 32, so
-    other sequences with one common gradient C·u mark that step (a deficit of C along u before noise); the step
-    itself is uniform over the 10 steps (chi-square, α = 1e-4, 20 000 epochs)."""
+    """The batch sizes THEOREMS.md's "What the other sequences can signal under fixed-size shuffling" starts from:
+    at the default sizes (N = 320, N' = 32) the step that holds sequence 0 holds exactly N' - 1 = 31 other sequences
+    in every epoch and every other step 32, so the others' gradients could mark that step (whether a construction
+    clipped to C gains from it is open there: none measured beats the silent one); the step itself is uniform over
+    the 10 steps (chi-square, α = 1e-4, 20 000 epochs)."""
     top = ShuffleTopLevel(n_sequences=320, per_step=32)
     n_epochs = 20_000
     batch = top.sample(10 * n_epochs, gen(12))

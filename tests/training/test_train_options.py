@@ -1,5 +1,5 @@
 """`train`'s options: each refuses a bad value when built, naming the field, and keeps a good one in its checked form;
-the grouped runs' `plan_run` refuses what `train` refuses; no public function of the loop's modules takes more than
+the grouped runs plan with the options `train` gets, refused as `train` refuses them; no public function of the loop's modules takes more than
 10 parameters."""
 import importlib
 import inspect
@@ -11,7 +11,8 @@ from tsdp.datasets.series import synthetic_for
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.training.captured import StepPath
 from tsdp.training.options import LR_MAX, Budget, Checkpoints, Evaluation, Loop, Optimizer
-from tsdp.training.plan import RunRequest, plan_run, plan_training
+from tsdp.training.plan import plan_training
+from tsdp.training.together import GroupSettings, _Budget
 
 TINY = TrainingConfig(N=8, L=20, context_length=4, forecast_length=2, batch_size=4, instances=1, sigma=2.0)
 
@@ -82,19 +83,18 @@ def test_options_keep_their_checked_form():
     ({"optimizer": "adamw", "epochs": 1, "delta": 1e-5}, "optimizer"),
     ({"lr": 0.0, "epochs": 1, "delta": 1e-5}, "lr"),
     ({"epochs": 1}, "delta"),
-    ({"epochs": 1, "delta": 1e-5, "warmup_steps": 2}, "warmup_sigma"),
 ])
-def test_plan_run_refuses_what_the_options_refuse(fields, parameter):
-    """The runs trained together plan through a `RunRequest`: its fields are checked as `train`'s options are."""
+def test_the_runs_trained_together_are_refused_what_train_refuses(fields, parameter):
+    """The runs trained together plan with the `Budget` and `Loop` their settings give `train`: refused as they are."""
     with pytest.raises(ConfigError) as err:
-        plan_run(RunRequest(TINY, synthetic_for(TINY, seed=0), **fields))
+        _Budget(TINY, None, GroupSettings("dlinear", synthetic_for(TINY, seed=0), **fields))
     assert err.value.parameter == parameter
 
 
-def test_plan_run_is_plan_training_of_its_fields():
+def test_the_runs_trained_together_plan_as_train_plans():
     data = synthetic_for(TINY, seed=0)
-    request = RunRequest(TINY, data, epsilon=4.0, delta=1e-5, epochs=3, clip=0.5, lr=1e-2, discretization=1e-3)
-    a = plan_run(request)
+    settings = GroupSettings("dlinear", data, delta=1e-5, epochs=3, clip=0.5, lr=1e-2, discretization=1e-3)
+    a = _Budget(TINY, 4.0, settings).plan
     b = plan_training(TINY, data, Budget(epsilon=4.0, delta=1e-5, epochs=3, discretization=1e-3),
                       Loop(clip=0.5, lr=1e-2))
     assert (a.total_steps, a.bound_id, a.clip, a.lr, a.delta) == (b.total_steps, b.bound_id, 0.5, 1e-2, 1e-5)
