@@ -8,10 +8,10 @@ the workers finished in.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple, Type, TypeVar
 
-from tsdp.verify.json_data import Record
+from tsdp.verify.json_data import Record, extend
 
 from .cluster import run_dask
 from .local import run_here, run_processes
@@ -60,7 +60,7 @@ class ExecutorRun(Record):
         Returns:
             ``cls(**this run's fields, **more)``: the executor's fields first, in their order, then ``cls``'s own.
         """
-        return cls(**{f.name: getattr(self, f.name) for f in fields(ExecutorRun)}, **more)
+        return extend(self, ExecutorRun, cls, **more)
 
 
 def run_shards(specs: Sequence[Shard], shard_fn: Callable[[Any], Any], *, workers: int = 1,

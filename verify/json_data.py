@@ -140,6 +140,25 @@ def record_dict(record: Any, of: Any = None) -> dict:
     return out
 
 
+def extend(record: Any, base: Any, cls: Any, **more: Any) -> Any:
+    """A ``cls`` built from ``record``'s fields of ``base`` and ``more``: one typed record from another's fields.
+
+    Args:
+        record: An instance of ``base`` (or of a subclass of it).
+        base: The dataclass whose fields are copied from ``record``.
+        cls: The dataclass to build, deriving from ``base`` (its JSON form then has ``base``'s fields first, in
+            their order).
+        **more: The values of the fields ``cls`` adds, and of any of ``base``'s it replaces.
+
+    Returns:
+        ``cls(**record's fields of base, **more)``, a value in ``more`` taking the place of the copied one.
+
+    Raises:
+        TypeError: A field of ``cls`` without a default that ``more`` does not give, or a name that is no field.
+    """
+    return cls(**{**{f.name: getattr(record, f.name) for f in fields(base)}, **more})
+
+
 class Record:
     """The base of tsdp's frozen result dataclasses: one JSON form for all of them (:func:`record_dict`).
 
@@ -154,4 +173,4 @@ class Record:
         return record_dict(self)
 
 
-__all__ = ["NOTE", "Record", "json_data", "noted", "omitted_when_none", "record_dict", "with_note"]
+__all__ = ["NOTE", "Record", "extend", "json_data", "noted", "omitted_when_none", "record_dict", "with_note"]

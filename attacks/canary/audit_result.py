@@ -9,16 +9,19 @@ facts of a spike audit, the engine of a single run) is absent from it, not null.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Dict, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Type, TypeVar
 
-from tsdp.verify.json_data import Record, record_dict
+from tsdp.verify.json_data import Record, extend, record_dict
 
 from tsdp.executor.run import ExecutorRun
 
 from .certified import ScoreResult
 from .data_span import DataPart
 from .mechanism import MechanismTests
+
+_Bound = TypeVar("_Bound", bound="EvidenceBound")
+_Facts = TypeVar("_Facts", bound="OptimizerFacts")
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,17 @@ class EvidenceBound(Record):
     curve_rejected: Optional[bool]
     scores: Dict[str, ScoreResult]
 
-    def bound(self) -> dict:
-        """This class's attributes by name (a subclass's record takes them as keyword arguments)."""
-        return {f.name: getattr(self, f.name) for f in fields(EvidenceBound)}
+    def extended(self, cls: Type[_Bound], **more: Any) -> _Bound:
+        """This bound as a record of ``cls``, a subclass that adds what its audit saw.
+
+        Args:
+            cls: A frozen dataclass deriving from :class:`EvidenceBound`.
+            **more: The values of the fields ``cls`` adds, and of any of this bound's it replaces (``violation``).
+
+        Returns:
+            ``cls`` with this bound's attributes first, in their order, then ``cls``'s own.
+        """
+        return extend(self, EvidenceBound, cls, **more)
 
 
 
@@ -81,13 +92,17 @@ class OptimizerFacts(Record):
     data_span: Optional[str]
     data_part: Optional[DataPart]
 
-    def facts(self) -> dict:
-        """This class's attributes by name (a subclass's record takes them as keyword arguments).
+    def extended(self, cls: Type[_Facts], **more: Any) -> _Facts:
+        """These facts as a record of ``cls``, a subclass that adds what the audit saw of the training.
+
+        Args:
+            cls: A frozen dataclass deriving from :class:`OptimizerFacts`.
+            **more: The values of the fields ``cls`` adds.
 
         Returns:
-            The seven facts of :class:`OptimizerFacts` by name.
+            ``cls`` with the seven facts of :class:`OptimizerFacts` first, in their order, then ``cls``'s own.
         """
-        return {f.name: getattr(self, f.name) for f in fields(OptimizerFacts)}
+        return extend(self, OptimizerFacts, cls, **more)
 
 
 @dataclass(frozen=True)

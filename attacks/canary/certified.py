@@ -11,10 +11,10 @@ Each class's JSON form is its fields (:class:`tsdp.verify.json_data.Record`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Dict, Optional, Union
 
-from tsdp.verify.json_data import Record, noted, omitted_when_none
+from tsdp.verify.json_data import Record, extend, noted, omitted_when_none
 
 AUC_UNDEFINED = "undefined: every canary on one side"
 """What a NaN AUC means (every canary included, or none: no ranking to score), in human output and as the JSON
@@ -38,7 +38,7 @@ class _Unscored(Record):
         Returns:
             The scored type of this answer (:class:`ScoreBound` or :class:`FdpScoreBound`).
         """
-        return _SCORED[type(self)](**{f.name: getattr(self, f.name) for f in fields(self)}, auc=auc)
+        return extend(self, type(self), _SCORED[type(self)], auc=auc)
 
 
 @dataclass(frozen=True)

@@ -338,11 +338,12 @@ def training_audit(runs: Sequence[Evidence], config: TrainingConfig, *, canary: 
         ideal = ideal_epsilon(config, sum(len(r.included) for r in runs), first.steps, delta, confidence,
                               certifier=certifier, seed=seed, parameters=first.parameters,
                               per_run=len(first.included), removed=removed)
-        gradient = GradientRun(**first.facts(), parameters=first.parameters, epsilon_ideal=ideal,
-                               mechanism=pooled([r.mechanism for r in runs]))
-    facts = dict(bound.bound(), violation=bool(bound.violation or (gradient is not None and gradient.mechanism.failed)))
-    return TrainingAudit(**facts, canary=kind, analysis=analysis, data_canaries=canary.data_canaries, runs=len(runs),
-                         spike=canary.spike if kind == "spike" else None, gradient=gradient, engine=engine)
+        gradient = first.extended(GradientRun, parameters=first.parameters, epsilon_ideal=ideal,
+                                  mechanism=pooled([r.mechanism for r in runs]))
+    return bound.extended(TrainingAudit,
+                          violation=bool(bound.violation or (gradient is not None and gradient.mechanism.failed)),
+                          canary=kind, analysis=analysis, data_canaries=canary.data_canaries, runs=len(runs),
+                          spike=canary.spike if kind == "spike" else None, gradient=gradient, engine=engine)
 
 
 def _certifier(analysis: str):

@@ -204,11 +204,10 @@ def audit_loop(task: LoopTask, *, runs: int = 1, delta: float, claimed: Optional
         claimed = first.epsilon
     bound = certify_evidence(many.evidence, delta, confidence, certifier=certifier, claimed=claimed,
                              profile=sound_profile(task.config, first.steps) if certifier is fdp else None)
-    return LoopAudit(**bound.bound(), runs=runs, steps=first.steps,
-                     epsilon_sound=first.epsilon, engine=many.engine,
-                     epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first.steps, delta, confidence,
-                                                 certifier=certifier, seed=seed, parameters=first.parameters,
-                                                 per_run=task.canaries))
+    return bound.extended(LoopAudit, runs=runs, steps=first.steps, epsilon_sound=first.epsilon, engine=many.engine,
+                          epsilon_ideal=ideal_epsilon(task.config, task.canaries * runs, first.steps, delta, confidence,
+                                                      certifier=certifier, seed=seed, parameters=first.parameters,
+                                                      per_run=task.canaries))
 
 
 __all__ = ["RUNS_TOGETHER", "LoopAudit", "LoopRunEvidence", "LoopTask", "audit_loop"]
