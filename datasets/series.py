@@ -387,22 +387,3 @@ def synthetic_for(config: TrainingConfig, *, seed: int, season: int = 24) -> Ser
     train_lengths = config.lengths if config.lengths is not None else [config.L] * config.N
     return synthetic(config.N, config.L, seed=seed, season=season,
                      lengths=[n + config.forecast_length for n in train_lengths])
-
-
-def fit_config(config: TrainingConfig, data: SeriesData) -> TrainingConfig:
-    """``config`` with N and the training lengths (full lengths minus L_F) taken from ``data``.
-
-    Use it to build the accountant for a loaded dataset: the accountant must see the
-    shortest training length (THEOREMS.md, "variable lengths").
-
-    Args:
-        config: The configuration (its L_F is held out of every series).
-        data: The loaded series.
-
-    Returns:
-        The configuration with N and L (one length) or lengths (several) of ``data``.
-    """
-    train_lengths = tuple(n - config.forecast_length for n in data.lengths)
-    if len(set(train_lengths)) == 1:
-        return config.with_(N=data.N, L=train_lengths[0], lengths=None)
-    return config.with_(N=data.N, lengths=train_lengths)

@@ -160,19 +160,6 @@ def target_column(config: TrainingConfig) -> int:
     return config.context_length + config.forecast_length - 1
 
 
-def windows_holding(config: TrainingConfig) -> int:
-    """Windows of a length-L series (Algorithm 4's padding, T starts) that hold element j = L_F: min(T, L_C + L_F).
-
-    Args:
-        config: The training configuration.
-
-    Returns:
-        The number of windows.
-    """
-    j = config.forecast_length
-    return min(config.T, j + config.context_length) - max(1, j - config.forecast_length + 1) + 1
-
-
 def scheme_config(theorem: str, config: TrainingConfig) -> TrainingConfig:
     """``config`` with the audited theorem's top/bottom level; refuses what the constructions do not cover.
 
@@ -279,5 +266,5 @@ def pair_numeric(pair: MixturePair):
 
 __all__ = [
     "Construction", "GradientFunctionModel", "build", "pair_numeric",
-    "scheme_config", "target_column", "windows_holding",
+    "scheme_config", "target_column",
 ]

@@ -7,7 +7,7 @@ import torch
 from scipy import stats
 
 from tsdp.datasets.formats import load_series
-from tsdp.datasets.series import SeriesData, fit_config, synthetic, synthetic_for
+from tsdp.datasets.series import synthetic, synthetic_for
 from tsdp.training.metrics import (crps_from_samples, crps_scale, point_crps, seasonal_naive,
                                       weighted_quantile_loss)
 from tsdp.training.models import MODELS, make_model, student_t_nll, student_t_sample
@@ -124,15 +124,6 @@ def test_jsonl_loader(tmp_path):
     (tmp_path / "d.txt").write_text("1,2\n")
     with pytest.raises(ValueError, match="unknown data format"):
         load_series(tmp_path / "d.txt")
-
-
-def test_fit_config_uses_training_lengths():
-    d = SeriesData((np.ones(30), np.ones(26)))
-    cfg = TrainingConfig(N=320, L=20, forecast_length=4, batch_size=2)
-    fitted = fit_config(cfg, d)
-    assert (fitted.N, fitted.L, fitted.lengths) == (2, 22, (26, 22))
-    same = fit_config(cfg, SeriesData((np.ones(30), np.ones(30))))
-    assert (same.N, same.L, same.lengths) == (2, 26, None)
 
 
 def test_largest_within_matches_brute_force():
