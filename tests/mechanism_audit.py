@@ -7,7 +7,7 @@ adversary reads the drop pattern (imputed steps all equal the mean of the others
 steps are a.s. distinct) except when every step shows one value (at most one kept step:
 the value is 0 when none is kept, else the kept position is hidden), and computes the
 exact log-likelihood ratio of the release (:func:`log_likelihood_ratio`), the most powerful
-statistic. :func:`tsdp.attacks.montecarlo.statistics.epsilon_lower_bound` turns the two samples into
+statistic. :func:`epsilon_lower_bound` turns the two samples into
 a certified **lower** bound on ε (held-out split, the Clopper-Pearson union test at its exact
 level); it can never exceed the mechanism's true ε, hence T15's sound ε, except with
 probability 1 - confidence.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict
+from typing import Dict, Tuple
 
 import numpy as np
 import torch
@@ -29,11 +29,74 @@ from scipy import special, stats
 from tsdp.verify.json_data import Record
 from tsdp.theorems.bounds.inference import InferenceConfig
 
-from tsdp.attacks.montecarlo.statistics import epsilon_lower_bound
+from tsdp.attacks.montecarlo.statistics import EQUAL_SPLIT, TestBound, _bound, _eps_of, error_split
 
 from tsdp.attacks.inference.mechanism import Imputation, mean_impute, private_context
 
 _TOL = 1e-11  # relative tolerance of "equals the mean of the other steps" (float64 rounding is ~1e-15)
+
+
+def _split(x: np.ndarray, select_fraction: float) -> Tuple[np.ndarray, np.ndarray]:
+    """(selection, held-out) halves of a sample, by position (trials are i.i.d.)."""
+    m = int(round(len(x) * select_fraction))
+    return x[:m], x[m:]
+
+
+def _candidates(sel_p: np.ndarray, sel_q: np.ndarray, n_grid: int = 4000) -> np.ndarray:
+    """Thresholds: quantiles of the pooled selection sample plus geometric order statistics of both tails."""
+    pooled = np.concatenate([sel_p, sel_q])
+    qs = np.quantile(pooled, np.linspace(0, 1, n_grid))
+    tails = []
+    for x in (np.sort(sel_p), np.sort(sel_q)):
+        ranks = np.unique(np.geomspace(1, len(x), 400).astype(int)) - 1
+        tails += [x[ranks], x[::-1][ranks]]
+    return np.unique(np.concatenate([qs, *tails]))
+
+
+def _rates(pos: np.ndarray, neg: np.ndarray, t: np.ndarray, upper_side: bool):
+    """Counts of S = {s > t} (upper_side) or {s ≤ t} in the 'positive' and 'negative' samples."""
+    sp, sn = np.sort(pos), np.sort(neg)
+    if upper_side:
+        return len(sp) - np.searchsorted(sp, t, "right"), len(sn) - np.searchsorted(sn, t, "right")
+    return np.searchsorted(sp, t, "right"), np.searchsorted(sn, t, "right")
+
+
+
+def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, confidence: float = 0.95,
+                        select_fraction: float = 0.5) -> TestBound:
+    """ε lower bound at δ, holding with probability ≥ ``confidence`` (lower-bound direction).
+
+    Both adjacency directions: S = {stat > t} with P positive (ε ≥ log((P(S) - δ)/Q(S))) and
+    S = {stat ≤ t} with Q positive. The side and threshold maximise the union bound on the
+    selection split; the held-out split then gives the reported value
+    (:func:`tsdp.attacks.montecarlo.statistics.certified_test_epsilon`).
+    ``stat`` is the log-likelihood ratio log p/q (or any statistic larger under P).
+
+    Args:
+        stat_p: The statistic in world P.
+        stat_q: The statistic in world Q.
+        delta: The δ of the bound.
+        confidence: The probability with which it holds.
+        select_fraction: The selection share.
+
+    Returns:
+        The chosen test and its held-out bound.
+    """
+    a = error_split(confidence)
+    sel_p, out_p = _split(stat_p, select_fraction)
+    sel_q, out_q = _split(stat_q, select_fraction)
+    t = _candidates(sel_p, sel_q)
+    best = (-1.0, None, None)
+    for side, pos, neg in (("upper", sel_p, sel_q), ("lower", sel_q, sel_p)):
+        tp, fp = _rates(pos, neg, t, side == "upper")
+        eps = _eps_of(tp, fp, len(pos), len(neg), delta, *a)
+        i = int(np.argmax(eps))
+        if eps[i] > best[0]:
+            best = (float(eps[i]), float(t[i]), side)
+    _, thr, side = best
+    pos, neg = (out_p, out_q) if side == "upper" else (out_q, out_p)
+    tp, fp = _rates(pos, neg, np.array([thr]), side == "upper")
+    return _bound(int(tp[0]), int(fp[0]), len(pos), len(neg), thr, side, delta, confidence, EQUAL_SPLIT)
 
 
 def worst_case_pair(config: InferenceConfig, device="cpu"):
@@ -150,7 +213,7 @@ def audit(config: InferenceConfig, trials: int, delta: float, *, seed: int = 0, 
     """ε lower bound at ``delta`` (holds with probability ≥ ``confidence``) for one release of ``config``.
 
     ``trials`` releases per world through :func:`tsdp.attacks.inference.mechanism.private_context`, the LLR
-    statistic of the release, :func:`tsdp.attacks.montecarlo.statistics.epsilon_lower_bound`.
+    statistic of the release, :func:`epsilon_lower_bound`.
 
     Args:
         config: The inference mechanism's configuration.

@@ -105,39 +105,6 @@ def cp_lower(k: ArrayLike, n: ArrayLike, alpha: float) -> np.ndarray:
     return np.where(k <= 0, 0.0, out)
 
 
-def split(x: np.ndarray, select_fraction: float) -> Tuple[np.ndarray, np.ndarray]:
-    """(selection, held-out) halves of a sample, by position (trials are i.i.d.).
-
-    Args:
-        x: The sample.
-        select_fraction: The selection share.
-
-    Returns:
-        (selection, held-out).
-    """
-    m = int(round(len(x) * select_fraction))
-    return x[:m], x[m:]
-
-
-def _candidates(sel_p: np.ndarray, sel_q: np.ndarray, n_grid: int = 4000) -> np.ndarray:
-    """Thresholds: quantiles of the pooled selection sample plus geometric order statistics of both tails."""
-    pooled = np.concatenate([sel_p, sel_q])
-    qs = np.quantile(pooled, np.linspace(0, 1, n_grid))
-    tails = []
-    for x in (np.sort(sel_p), np.sort(sel_q)):
-        ranks = np.unique(np.geomspace(1, len(x), 400).astype(int)) - 1
-        tails += [x[ranks], x[::-1][ranks]]
-    return np.unique(np.concatenate([qs, *tails]))
-
-
-def _rates(pos: np.ndarray, neg: np.ndarray, t: np.ndarray, upper_side: bool):
-    """Counts of S = {s > t} (upper_side) or {s ≤ t} in the 'positive' and 'negative' samples."""
-    sp, sn = np.sort(pos), np.sort(neg)
-    if upper_side:
-        return len(sp) - np.searchsorted(sp, t, "right"), len(sn) - np.searchsorted(sn, t, "right")
-    return np.searchsorted(sp, t, "right"), np.searchsorted(sn, t, "right")
-
-
 EQUAL_SPLIT = 0.5  # the error split when nothing is known about the rates (selection split, H_α bounds)
 
 
@@ -224,42 +191,6 @@ class TestBound(Record):
     n_positive: int
     n_negative: int
     fp_share: float
-
-
-def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, confidence: float = 0.95,
-                        select_fraction: float = 0.5) -> TestBound:
-    """ε lower bound at δ, holding with probability ≥ ``confidence`` (lower-bound direction).
-
-    Both adjacency directions: S = {stat > t} with P positive (ε ≥ log((P(S) - δ)/Q(S))) and
-    S = {stat ≤ t} with Q positive. The side and threshold maximise the union bound on the
-    selection split; the held-out split then gives the reported value (:func:`certified_test_epsilon`).
-    ``stat`` is the log-likelihood ratio log p/q (or any statistic larger under P).
-
-    Args:
-        stat_p: The statistic in world P.
-        stat_q: The statistic in world Q.
-        delta: The δ of the bound.
-        confidence: The probability with which it holds.
-        select_fraction: The selection share.
-
-    Returns:
-        The chosen test and its held-out bound.
-    """
-    a = error_split(confidence)
-    sel_p, out_p = split(stat_p, select_fraction)
-    sel_q, out_q = split(stat_q, select_fraction)
-    t = _candidates(sel_p, sel_q)
-    best = (-1.0, None, None)
-    for side, pos, neg in (("upper", sel_p, sel_q), ("lower", sel_q, sel_p)):
-        tp, fp = _rates(pos, neg, t, side == "upper")
-        eps = _eps_of(tp, fp, len(pos), len(neg), delta, *a)
-        i = int(np.argmax(eps))
-        if eps[i] > best[0]:
-            best = (float(eps[i]), float(t[i]), side)
-    _, thr, side = best
-    pos, neg = (out_p, out_q) if side == "upper" else (out_q, out_p)
-    tp, fp = _rates(pos, neg, np.array([thr]), side == "upper")
-    return _bound(int(tp[0]), int(fp[0]), len(pos), len(neg), thr, side, delta, confidence, EQUAL_SPLIT)
 
 
 def _bound(tp: int, fp: int, n_pos: int, n_neg: int, threshold: float, side: str, delta: float, confidence: float,
@@ -353,7 +284,7 @@ def fixed_test_bound(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, 
     """ε lower bound at δ of a test fixed before sampling (lower-bound direction, probability ≥ ``confidence``).
 
     No selection split: every trial goes to :func:`certified_test_epsilon` (the union statistic's split
-    ``fp_share`` must also be fixed before sampling), as in :func:`epsilon_lower_bound`.
+    ``fp_share`` must also be fixed before sampling).
 
     Args:
         hist_p: World P's histogram of the statistic.
@@ -375,8 +306,9 @@ def fixed_test_bound(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, 
 
 def split_test_bound(selection: Tuple[np.ndarray, np.ndarray], held_out: Tuple[np.ndarray, np.ndarray],
                      edges: np.ndarray, delta: float, confidence: float = 0.95) -> TestBound:
-    """:func:`epsilon_lower_bound` on histograms: edge and side chosen on the selection histograms (P, Q),
-    the bound computed on the held-out ones (for statistics whose law is not known in advance).
+    """ε lower bound at δ of a test chosen on a selection split (lower-bound direction, probability ≥ ``confidence``):
+    edge and side chosen on the selection histograms (P, Q) by the union bound, the bound computed on the held-out
+    ones (for statistics whose law is not known in advance).
 
     Args:
         selection: The selection histograms (P, Q).

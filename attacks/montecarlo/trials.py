@@ -18,7 +18,7 @@ whole epochs (``steps`` = the epochs' steps, rows starting at epoch boundaries) 
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional, Union
+from typing import Iterator, Optional, Union
 
 import torch
 
@@ -131,24 +131,6 @@ def released_update_chunks(construction: Construction, world: str, trials: int, 
         yield y.reshape(n, steps).cpu()
 
 
-def released_updates(construction: Construction, world: str, trials: int, steps: int, generator: torch.Generator,
-                     **loop: Any) -> torch.Tensor:
-    """All chunks of :func:`released_update_chunks` as one tensor.
-
-    Args:
-        construction: The construction.
-        world: ``"p"`` or ``"q"``.
-        trials: The runs.
-        steps: Compositions per run.
-        generator: The loop's generator.
-        **loop: :func:`released_update_chunks`'s keyword overrides.
-
-    Returns:
-        The (trials, steps) float64 centred released updates.
-    """
-    return torch.cat(list(released_update_chunks(construction, world, trials, steps, generator, **loop)))
-
-
 def naive_released_update(construction: Construction, world: str, generator: torch.Generator,
                           sampler: Sampler) -> float:
     """One trial of one step the naive way (the benchmark's baseline): the same loop code, one trial per call.
@@ -177,4 +159,4 @@ def naive_released_update(construction: Construction, world: str, generator: tor
     return float(g[0]) * cfg.batch_size / construction.clip - construction.offset
 
 
-__all__ = ["released_update_chunks", "released_updates", "naive_released_update", "resolve_device", "sample_steps", "slots_per_step"]
+__all__ = ["released_update_chunks", "naive_released_update", "resolve_device", "sample_steps", "slots_per_step"]

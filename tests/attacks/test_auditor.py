@@ -8,8 +8,10 @@ import torch
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.attacks.montecarlo.audit import _sampler_replaced, audit
 from tsdp.attacks.montecarlo.options import Statistic, TrialPlan
-from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper, epsilon_lower_bound
+from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper
 from tsdp.training.samplers import BiLevelSampler, TopBatch, WindowIndex, make_sampler
+
+from mechanism_audit import epsilon_lower_bound
 
 # the audit configuration: r = 0.5, ρ = 0.2
 AUDIT = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)

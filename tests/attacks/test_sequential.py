@@ -11,11 +11,12 @@ from tsdp.attacks.montecarlo.audit import SoundClaim, audit, audit_statistics, t
 from tsdp.attacks.montecarlo.options import Confidence, Statistic, TrialPlan
 from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper, error_split
 from tsdp.attacks.montecarlo.planted import planted_loop
-from tsdp.attacks.montecarlo.trials import released_updates
 from tsdp.attacks.montecarlo.sequential import checkpoints
 from tsdp.attacks.montecarlo.constructions import build, pair_numeric
 
 import torch
+
+from update_trials import released_updates
 
 AUDIT = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forecast_length=1, sigma=1.0)
 
