@@ -102,7 +102,7 @@ def attained(config: InferenceConfig, *, delta: Optional[float] = None, epsilon:
              discretization: float = DEFAULT_DISCRETIZATION) -> Optional[float]:
     """Attained ε at ``delta`` (or δ at ``epsilon``): T15's construction with the pattern observed (lower
     bound), the accountant's attained estimate; None where the imputed release does not reveal the
-    pattern exactly (L_C > 1: a lone kept step hides its position; see ``T15.attained_profile``).
+    pattern exactly (L_C > 1: a lone kept step hides its position; :mod:`tsdp.theorems.bounds.inference`, "Kind").
 
     Args:
         config: The release configuration (its L_C decides whether a value is claimed).

@@ -29,7 +29,7 @@ def test_sound_pld_of_t15_needs_no_switch_and_rounds_up():
 def test_attained_below_sound_and_close_for_the_tight_construction(k):
     """With L_C = 1 the imputed release reveals the drop pattern, so T15's construction is attained exactly:
     attained ≤ sound within the discretisation; with L_C > 1 no attained value is claimed (a lone kept
-    step hides its position, T15.attained_profile)."""
+    step hides its position, tests/t15_forms.py attained_profile)."""
     cfg = InferenceConfig(r=0.75, sigma=1.5, w=3, v=1.0, context_length=1, releases=k)
     res = ia.account(cfg, delta=1e-5, discretization=D)
     assert res.epsilon_attained <= res.epsilon <= res.epsilon_attained + 2 * k * D + 1e-3

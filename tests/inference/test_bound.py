@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsdp.theorems.bounds.base import TheoremError
-from tsdp.theorems.bounds.inference import ALPHA, R, SIGMA, T15, V, InferenceConfig, gaussian_profile_expr
+from tsdp.theorems.bounds.inference import T15, InferenceConfig
 from tsdp.theorems.config import ConfigError
 from tsdp.theorems.registry import get
+
+from t15_forms import ALPHA, R, SIGMA, V, attained_profile, expression, gaussian_profile_expr
 
 ALPHAS = ("0", "0.05", "0.4", "0.9", "1", "1.3", "3", "20", "400")
 CONFIGS = [
@@ -73,18 +75,18 @@ def test_w1_closed_form():
 
 def test_r_one_reduces_to_the_gaussian_mechanism_with_sensitivity_v_sqrt_w():
     cfg = InferenceConfig(r=0.5, sigma=1.0, w=3, v=1.0, context_length=8)
-    expr = T15.expression(cfg, symbolic=True).subs(R, 1)
+    expr = expression(cfg, symbolic=True).subs(R, 1)
     gauss = gaussian_profile_expr(V * sp.sqrt(3) / SIGMA)
     assert sp.simplify(expr - gauss) == 0
     # and the exact (non-symbolic) expression evaluates to the numpy path
-    num = T15.expression(cfg.with_(r=1.0, sigma=0.8))
+    num = expression(cfg.with_(r=1.0, sigma=0.8))
     assert float(num.subs(ALPHA, 2)) == pytest.approx(float(T15.profile(cfg.with_(r=1.0, sigma=0.8), [2.0])[0]),
                                                       rel=1e-13)
 
 
 def test_sympy_form_agrees_with_mpmath_and_numpy():
     cfg = CONFIGS[1]
-    expr = T15.expression(cfg)
+    expr = expression(cfg)
     for a in (0.3, 1.0, 5.0):
         val = sp.N(expr.subs(ALPHA, sp.Rational(repr(a))), 30)
         assert abs(float(val) - float(T15.profile_mp(cfg, a))) <= 1e-25 + 1e-20 * abs(float(val))
@@ -126,12 +128,12 @@ def test_alpha_symmetry_one_pair_serves_both_sides():
 def test_attained_profile_brackets_and_equals_at_one_step_context():
     cfg = InferenceConfig(r=0.5, sigma=1.0, w=2, v=1.0, context_length=8)
     a = np.array([0.0, 0.5, 1.0, 2.0, 10.0, 100.0])
-    upper, att = T15.profile(cfg, a), T15.attained_profile(cfg, a)
+    upper, att = T15.profile(cfg, a), attained_profile(cfg, a)
     gap = cfg.m * 0.5 * 0.5 ** 7 * T15.profile(cfg.with_(w=1, r=1.0), a)  # m r (1-r)^{L-1} G_α(v/σ)
     assert np.all(att <= upper + 1e-15) and np.all(att >= upper - gap - 1e-15)
     assert np.any(att < upper - 1e-6)  # the hidden-position event is a real gap
     one = InferenceConfig(r=0.5, sigma=1.0, w=1, v=1.0, context_length=1)
-    assert np.array_equal(T15.attained_profile(one, a), T15.profile(one, a))
+    assert np.array_equal(attained_profile(one, a), T15.profile(one, a))
 
 
 @pytest.mark.parametrize("field,value,flag", [("r", 0.0, "r"), ("r", 1.2, "r"), ("sigma", 0.0, "sigma"),

@@ -39,8 +39,8 @@ Kind
   kept (then every step shows the same value and the kept position is hidden). That event
   has probability L_C r (1-r)^{L_C-1}; on it the release is a post-processing of M, so
   T15 stays an upper bound, and the construction above attains at least
-  T15 - m r (1-r)^{L_C-1} G_α(v/σ) (:meth:`InferenceBound.attained_profile` gives the exact
-  value of the real imputed release on that pair). T15 is therefore catalogued as **upper**.
+  T15 - m r (1-r)^{L_C-1} G_α(v/σ) (the tests compute the exact value of the real imputed release on
+  that pair and check this bracket). T15 is therefore catalogued as **upper**.
 
 Comparison with the paper
 -------------------------
@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import mpmath as mp
@@ -69,8 +68,6 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 from ..config import ConfigError, check_int, check_real
-from ..hockey_stick import hockey_stick
-from ..mixture import GaussianMixture, MixturePair
 from .base import Bound, TheoremError
 from .shapes import binomial_weights
 
@@ -163,38 +160,6 @@ def _exact(x) -> sp.Expr:
     return sp.Integer(x) if isinstance(x, int) else sp.Rational(repr(float(x)))
 
 
-@lru_cache(maxsize=None)
-def _symbols() -> tuple:
-    import sympy as sp
-
-    return sp.symbols("r sigma v alpha", positive=True)
-
-
-def __getattr__(name):
-    """The symbols R, SIGMA, V, ALPHA, made on first use (PEP 562; no sympy at import)."""
-    if name in ("R", "SIGMA", "V", "ALPHA"):
-        return _symbols()[("R", "SIGMA", "V", "ALPHA").index(name)]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def gaussian_profile_expr(mu: sp.Expr, alpha: sp.Expr = None) -> sp.Expr:
-    """G_α(μ) = H_α(N(μ, 1) ‖ N(0, 1)) = Φ(μ/2 - log α/μ) - α Φ(-μ/2 - log α/μ) (sympy, μ > 0;
-    α defaults to the symbol ALPHA).
-
-    Args:
-        mu: μ > 0.
-        alpha: α (None: the symbol ALPHA).
-
-    Returns:
-        The sympy expression.
-    """
-    import sympy as sp
-
-    alpha = _symbols()[3] if alpha is None else alpha
-    Phi = lambda x: (1 + sp.erf(x / sp.sqrt(2))) / 2  # noqa: E731
-    return Phi(mu / 2 - sp.log(alpha) / mu) - alpha * Phi(-mu / 2 - sp.log(alpha) / mu)
-
-
 def _weights(config: InferenceConfig) -> np.ndarray:
     return np.array([float(w) for w in binomial_weights(config.m, _exact(config.r))])
 
@@ -226,27 +191,6 @@ class InferenceBound(Bound):
         construction: The construction's id.
         attained_build: None (the attained law is :meth:`attained_loss_survival`).
     """
-
-    def expression(self, config: InferenceConfig, symbolic: bool = False) -> sp.Expr:
-        """The profile H_α as a sympy expression in α (``symbolic``: r, σ, v as symbols too).
-
-        m = min(w, L_C) is structural (it fixes the number of terms) and stays a number.
-
-        Args:
-            config: The release configuration.
-            symbolic: r, σ, v as symbols too.
-
-        Returns:
-            H_α as a sympy expression in α.
-        """
-        import sympy as sp
-
-        R, SIGMA, V, ALPHA = _symbols()
-        self.check(config)
-        r, sigma, v = (R, SIGMA, V) if symbolic else (_exact(config.r), _exact(config.sigma), _exact(config.v))
-        terms = [wt * (sp.Max(0, 1 - ALPHA) if j == 0 else gaussian_profile_expr(v * sp.sqrt(j) / sigma))
-                 for j, wt in enumerate(binomial_weights(config.m, r))]
-        return sp.Add(*terms)
 
     def delta_eps(self, config: InferenceConfig, eps, *, upper: bool = False, check: bool = True) -> np.ndarray:
         """δ(ε) = H_{e^ε} on an array of ε (numpy float64; valid for every real ε, no overflow).
@@ -346,7 +290,7 @@ class InferenceBound(Bound):
     def attained_loss_survival(self, config: InferenceConfig):
         """The tight construction's loss law (:meth:`loss_survival`) when it is what a release reveals:
         with L_C = 1 (the kept set is always recoverable); None otherwise, where the real imputed
-        release hides the kept position of a lone kept step (:meth:`attained_profile`).
+        release hides the kept position of a lone kept step (module docstring, "Kind").
 
         Args:
             config: The release configuration.
@@ -358,48 +302,6 @@ class InferenceBound(Bound):
             return None
         return lambda eps: self.loss_survival(config, eps)
 
-    def attained_profile(self, config: InferenceConfig, alpha) -> np.ndarray:
-        """H_α of the real imputed release on the construction x = 0, x' = v·1_W (a **lower** bound).
-
-        Labels the adversary reads off the imputed series: the kept set when it is
-        recoverable (|B| ≠ 1, or L_C = 1), weighted as T15's Gaussian terms; and "exactly one
-        step kept, position hidden" (L_C ≥ 2, probability L_C r (1-r)^{L_C-1}), where the
-        common value is MoG([0, v], [(L_C-m)/L_C, m/L_C], σ) against N(0, σ) (the larger of
-        the two directions is taken; each is attained). Equals T15 when L_C = 1.
-
-        Args:
-            config: The release configuration.
-            alpha: The α values.
-
-        Returns:
-            H_α at each α (lower bound).
-        """
-        self.check(config)
-        alpha = np.asarray(alpha, dtype=float)
-        L, m, r = config.context_length, config.m, float(config.r)
-        if L == 1:
-            return self.profile(config, alpha)
-        wts = _weights(config)
-        rest = L - m
-        alone = (1 - r) ** rest  # no kept step outside W
-        one_out = rest * r * (1 - r) ** (rest - 1) if rest > 0 else 0.0
-        ident = wts.copy()
-        ident[0] -= (1 - r) ** m * one_out  # j = 0 with one step kept outside W
-        if m >= 1:
-            ident[1] -= m * r * (1 - r) ** (m - 1) * alone  # j = 1 and nothing else kept
-        with np.errstate(divide="ignore"):
-            eps = np.log(alpha)
-        out = ident[0] * np.maximum(0.0, 1 - alpha)
-        for j in range(1, m + 1):
-            out = out + ident[j] * np.where(alpha == 0, 1.0, _gauss_eps(config.mu * math.sqrt(j), eps, False))
-        p_amb = L * r * (1 - r) ** (L - 1)
-        import sympy as sp
-
-        sig = _exact(config.sigma)
-        mix = GaussianMixture.of([0, _exact(config.v)], [sp.Rational(rest, L), sp.Rational(m, L)])
-        pair = MixturePair.of(mix, GaussianMixture.point(0), sig)
-        amb = np.maximum(hockey_stick(pair, alpha), hockey_stick(pair.swapped(), alpha))
-        return np.clip(out + p_amb * amb, 0.0, 1.0)
 
 
 T15 = InferenceBound(
