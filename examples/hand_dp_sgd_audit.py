@@ -20,13 +20,11 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 from torch.utils.data import DataLoader
 
+from tsdp import (BiLevelBatchSampler, CanaryOptions, PldAccountant, TrainingConfig, WindowDataset, audit_training,
+                  training_event)
 from tsdp.attacks.canary.audit_result import TrainingAudit
-from tsdp.attacks.canary.user_training import CanaryOptions, audit_training
 from tsdp.datasets.series import synthetic
-from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
-from tsdp.theorems.config import TrainingConfig
-from tsdp.verify.accountant import PldAccountant
-from tsdp.verify.events import training_event
+from tsdp.training.batch_sampler import fit_lengths
 
 SERIES = synthetic(8, 11, seed=0, noise=2.0).split(1)[0]
 CONFIG = fit_lengths(TrainingConfig(context_length=10, forecast_length=1, batch_size=2, instances=1, sigma=0.7,

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 
+from tsdp import CanaryOptions, audit_training
 from tsdp.attacks.canary.audit_result import TrainingAudit
-from tsdp.attacks.canary.user_training import CanaryOptions, audit_training
 from tsdp.bench.planted_opacus import (BUGS, CLIP, CONFIG, DATA, DELTA, LR, STEPS, claimed_epsilon,
                                                       loader_config, opacus_train, runtime, squared_error)
 

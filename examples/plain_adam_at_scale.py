@@ -22,11 +22,10 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from tsdp import BiLevelBatchSampler, TrainingConfig, WindowDataset, audit_training
 from tsdp.attacks.canary.audit_result import TrainingAudit
-from tsdp.attacks.canary.user_training import audit_training
 from tsdp.datasets.series import synthetic
-from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
-from tsdp.theorems.config import TrainingConfig
+from tsdp.training.batch_sampler import fit_lengths
 
 STEPS, DELTA, CLAIM = 40, 1e-5, 1.0
 

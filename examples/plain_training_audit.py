@@ -20,11 +20,11 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from tsdp import BiLevelBatchSampler, WindowDataset, audit_training
 from tsdp.attacks.canary.planning import plan
 from tsdp.attacks.canary.audit_result import TrainingAudit
-from tsdp.attacks.canary.user_training import CANARIES, analyses_of, audit_training
+from tsdp.attacks.canary.user_training import CANARIES, analyses_of
 from tsdp.bench.planted_opacus import CONFIG, DATA, DELTA, STEPS, claimed_epsilon, squared_error
-from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset
 
 
 def train(series):
