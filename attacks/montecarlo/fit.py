@@ -1,7 +1,7 @@
 """The goodness of fit of an audit's observed outputs to the law the construction claims (what ``gof`` of an audit holds).
 
-Two worlds' Kolmogorov-Smirnov tests combined by Bonferroni: :func:`attacks.montecarlo.statistics.goodness_of_fit`
-(raw samples), :func:`attacks.montecarlo.statistics.binned_goodness_of_fit` (histograms) and
+Two worlds' Kolmogorov-Smirnov tests combined by Bonferroni: :func:`attacks.montecarlo.statistics.binned_goodness_of_fit`
+(histograms) and
 :meth:`attacks.montecarlo.shuffled.EpochMaxReading.goodness_of_fit` (an epoch's maximum) all answer a
 :class:`GoodnessOfFit`.
 """

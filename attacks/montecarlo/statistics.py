@@ -201,29 +201,6 @@ def _bound(tp: int, fp: int, n_pos: int, n_neg: int, threshold: float, side: str
     return TestBound(value, max(0.0, union), float(threshold), side, tp, fp, n_pos, n_neg, float(fp_share))
 
 
-def goodness_of_fit(y_p: np.ndarray, y_q: np.ndarray, pair_numeric: Tuple) -> GoodnessOfFit:
-    """Kolmogorov-Smirnov tests of the observed one-step updates against the construction's mixtures.
-
-    World P against P's CDF, world Q against Q's CDF; the combined p-value is the Bonferroni
-    min(1, 2 min(p_P, p_Q)). A small value says the loop's output law is not the theorem's
-    mixture (e.g. a sampler bug: padding off by one, WOR drawing with replacement).
-
-    Args:
-        y_p: World P's one-step updates.
-        y_q: World Q's.
-        pair_numeric: The construction's numeric pair.
-
-    Returns:
-        The :class:`GoodnessOfFit`.
-    """
-    a, p, b, q, sigma = pair_numeric
-    res_p = stats.kstest(y_p, lambda x: mixture_cdf(x, a, p, sigma))
-    res_q = stats.kstest(y_q, lambda x: mixture_cdf(x, b, q, sigma))
-    combined = min(1.0, 2 * min(res_p.pvalue, res_q.pvalue))
-    return GoodnessOfFit(float(combined), float(res_p.pvalue), float(res_q.pvalue), float(res_p.statistic),
-                         float(res_q.statistic))
-
-
 # --- the same bounds from histograms (the sharded engine's sufficient statistics, attacks.montecarlo.shards) ---
 
 def bin_counts(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -361,7 +338,9 @@ def profile_lower_bounds(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarr
 
 def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: np.ndarray,
                            pair_numeric: Tuple) -> GoodnessOfFit:
-    """:func:`goodness_of_fit` from histograms of the one-step updates (:func:`bin_counts` on ``y_edges``).
+    """Kolmogorov-Smirnov tests of the one-step updates' histograms (:func:`bin_counts` on ``y_edges``) against the
+    construction's mixtures, world P against P's CDF and Q against Q's, combined by Bonferroni
+    (min(1, 2 min(p_P, p_Q))): a small value says the loop's output law is not the theorem's mixture (a sampler bug).
 
     The KS distance is taken over the bin edges, D_binned ≤ D, so the p-value (Kolmogorov's
     exact law at n) is conservative: a small value still says the loop's law is not the pair's.

@@ -11,7 +11,9 @@ from tsdp.attacks.montecarlo.design import design_test, histogram_edges
 from tsdp.attacks.montecarlo.laws import statistic_law
 from tsdp.attacks.montecarlo.statistics import (binned_goodness_of_fit, bin_counts, certified_test_epsilon, cp_lower, cp_upper,
                                         error_split,
-                                        fixed_test_bound, goodness_of_fit, log_likelihood_ratio, side_counts)
+                                        fixed_test_bound, log_likelihood_ratio, side_counts)
+
+from update_trials import goodness_of_fit
 
 W, SIGMA = 0.1, 1.0
 T6 = (np.array([0.0, 2.0]), np.array([1 - W, W]), np.array([0.0]), np.array([1.0]), SIGMA)  # audit configuration

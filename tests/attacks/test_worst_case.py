@@ -5,14 +5,13 @@ import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.attacks.montecarlo.trials import sample_steps
-from tsdp.attacks.montecarlo.statistics import goodness_of_fit
 from tsdp.training.samplers import make_sampler
 from tsdp.training.step import per_sample_gradients
 from tsdp.training.windows import gather_windows, split_window
 from tsdp.attacks.montecarlo.constructions import build, pair_numeric, target_column
 from tsdp.theorems.constructions import CONSTRUCTIONS as SCHEMES
 
-from update_trials import released_updates
+from update_trials import goodness_of_fit, released_updates
 
 BASE = TrainingConfig(N=32, batch_size=8, L=6, context_length=1, forecast_length=1, sigma=1.0)
 
