@@ -94,7 +94,7 @@ def _factored_sum(
         c = clip_factors(norms, clip)
         if mask is not None:
             c = c.mul_(mask)  # c is a fresh tensor; the mask's 0/1 promote to c's dtype
-        for f in factors:
+        for f in reversed(factors):  # the last factors taken first: their large tensors are still in cache
             f.add_weighted_sum(c, weight, out)
     WORKSPACE.end_step()
     return out, norms
