@@ -155,11 +155,10 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
         g_rows_t = None  # gᵀ over all (sample, position) rows, when taken: at one position, also the bias's
         if a is not None:
             dest = out[weights[0][0]] if len(weights) == 1 else g.new_zeros(o, i)
-            if per_sample is not None and i > o and dest.is_contiguous():  # G_i as (o, i), dest's own layout
+            if per_sample is not None and i > o:  # G_i as (o, i): the layout of dest (contiguous, as out's are)
                 dest.view(-1).addmv_(per_sample.T, c, alpha=w)
-            elif per_sample is not None:
-                summed = per_sample.T @ c
-                dest.add_(summed.view(i, o).T if i <= o else summed.view(o, i), alpha=w)
+            elif per_sample is not None:  # G_iᵀ as (i, o)
+                dest.add_((per_sample.T @ c).view(i, o).T, alpha=w)
             else:  # one product over all (sample, position) rows, the smaller factor's rows scaled by c
                 scale = c[:, None] if t == 1 else c[:, None, None]
                 if i <= o:
