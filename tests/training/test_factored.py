@@ -505,13 +505,16 @@ def test_cached_plan_follows_the_model():
     assert gone() is None
 
 
-@pytest.mark.parametrize("shape", [(5, 1), (5, layer_factors.ROW_PRODUCT_MAX), (5, layer_factors.ROW_PRODUCT_MAX + 1),
-                                   (5, 3, 7), (5, 2, layer_factors.ROW_PRODUCT_MAX)])
+LIMIT = layer_factors.PRODUCT_MAX_VALUES
+
+
+@pytest.mark.parametrize("shape", [(5, 1), (4, LIMIT // 4), (4, LIMIT // 4 + 1), (1, LIMIT + 1), (5, 3, 7),
+                                   (4, 2, LIMIT // 8), (4, 2, LIMIT // 8 + 1)])
 def test_squared_row_norms_on_both_routes(shape):
-    """Rows at and past the dot-product limit (both routes): ||x_i||² over all but the first dim equals the sum of
+    """Inputs at and past the dot-product limit (both routes): ||x_i||² over all but the first dim equals the sum of
     squares taken in float64 (float32 rounding, rtol 1e-5), 3-D inputs flattened per sample."""
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)), dtype=torch.float32)
-    got = layer_factors.squared_row_norms(x, 5)
-    want = x.double().reshape(5, -1).square().sum(dim=1)
-    assert got.shape == (5,)
+    got = layer_factors.squared_row_norms(x, shape[0])
+    want = x.double().reshape(shape[0], -1).square().sum(dim=1)
+    assert got.shape == (shape[0],)
     assert torch.allclose(got.double(), want, rtol=1e-5, atol=0)
