@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from .parameter_owners import FactoredGradientError, Owner
 
@@ -66,14 +66,15 @@ class CallRecorder:
             if kwargs:
                 raise FactoredGradientError(f"{type(module).__name__} was called with keyword arguments; "
                                             "the factored engine records positional tensors only")
-            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            tensors = [a for a in args if isinstance(a, Tensor)]
             for a in tensors:
-                if a.dim() == 0 or a.shape[0] != batch:
+                shape = a.shape
+                if not shape or shape[0] != batch:
                     raise FactoredGradientError(
-                        f"{type(module).__name__} got an input of shape {tuple(a.shape)} whose first dim is not the "
+                        f"{type(module).__name__} got an input of shape {tuple(shape)} whose first dim is not the "
                         f"batch ({batch}); the factored engine needs sample-major inputs")
             output = forward(*args)
-            outputs = output_tensors(output)
+            outputs = [output] if isinstance(output, Tensor) else output_tensors(output)
             calls.append((args, outputs))
             tensors += outputs
             versions.append((module, tensors, [t._version for t in tensors]))

@@ -73,7 +73,7 @@ def clip_factors(norms: torch.Tensor, clip: float) -> torch.Tensor:
     Returns:
         The factors, shaped as ``norms``.
     """
-    return torch.clamp(norms / clip, min=1.0).reciprocal_()
+    return norms.div(clip).clamp_(min=1.0).reciprocal_()  # one fresh tensor, the rest in place
 
 
 def clip_gradients(grads: Grads, clip: float, sample_dims: int) -> Tuple[Grads, torch.Tensor]:

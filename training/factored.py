@@ -72,8 +72,10 @@ def _factored_sum(
     with torch.no_grad():  # the factors below are data: no graph for them
         factors, per_sample, other, linears = [], {}, [], {}
         for name, mod, calls in called:
-            grads = [[torch.zeros_like(y) if g is None else g for g, y in zip([next(out_grads) for _ in ys], ys)]
-                     for _, ys in calls]
+            grads = [[next(out_grads) for _ in ys] for _, ys in calls]
+            if any(g is None for gy in grads for g in gy):  # an output the loss does not reach: a zero gradient
+                grads = [[torch.zeros_like(y) if g is None else g for g, y in zip(gy, ys)]
+                         for gy, (_, ys) in zip(grads, calls)]
             if type(mod) is nn.Linear:
                 linears.setdefault(same_gradients_key(grads), ([], grads))[0].append((name, mod, calls))
             elif type(mod) in PER_SAMPLE_RULES:
@@ -91,8 +93,8 @@ def _factored_sum(
         norms = sq.sqrt_()  # every term is ≥ 0 (products and sums of squares; ghost norms clamped)
         c = clip_factors(norms, clip)
         if mask is not None:
-            c = c * mask.to(c.dtype)
-        for f in factors:
+            c = c.mul_(mask)  # c is a fresh tensor; the mask's 0/1 promote to c's dtype
+        for f in reversed(factors):  # the last factors taken first: their large tensors are still in cache
             f.add_weighted_sum(c, weight, out)
     WORKSPACE.end_step()
     return out, norms

@@ -131,25 +131,34 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
             sq = sq_g.mul_(squared_row_norms(a, m).add_(nb))
     else:
         bias_grad = g.sum(1) if biases else None  # the same Σ_t g_it for every member's bias
-        sq = squared_row_norms(bias_grad, m).mul_(len(biases)) if biases else g.new_zeros(m)
+        sq = None
+        if biases:
+            sq = squared_row_norms(bias_grad, m)
+            if len(biases) > 1:
+                sq = sq.mul_(len(biases))
         if a is not None and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
             ghost = torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(m, -1),
                                         torch.bmm(g, g.transpose(1, 2)).reshape(m, -1))
-            sq = sq.add_(ghost.clamp_min_(0))  # ||G_i||² ≥ 0: rounding must not take the total below
+            ghost = ghost.clamp_min_(0)  # ||G_i||² ≥ 0: rounding must not take the total below
+            sq = ghost if sq is None else sq.add_(ghost)
         elif a is not None:
             # G_i or G_iᵀ, whichever puts the longer side last: the faster operand order for CPU bmm (2-4x)
             left, right = (a, g) if i <= o else (g, a)
             per_sample = torch.bmm(left.transpose(1, 2), right, out=WORKSPACE.take(
-                (tag, "G"), (m, left.shape[2], right.shape[2]), g)).reshape(m, i * o)
-            sq = sq.add_(squared_row_norms(per_sample, m))
+                (tag, "G"), (m, left.shape[2], right.shape[2]), g)).view(m, i * o)
+            sq_w = squared_row_norms(per_sample, m)
+            sq = sq_w if sq is None else sq.add_(sq_w)
+        if sq is None:
+            sq = g.new_zeros(m)
 
     def add_clipped_linear_sum(c: torch.Tensor, w: float, out: Grads) -> None:
         g_rows_t = None  # gᵀ over all (sample, position) rows, when taken: at one position, also the bias's
         if a is not None:
             dest = out[weights[0][0]] if len(weights) == 1 else g.new_zeros(o, i)
-            if per_sample is not None:
-                summed = per_sample.T @ c
-                dest.add_(summed.view(i, o).T if i <= o else summed.view(o, i), alpha=w)
+            if per_sample is not None and i > o:  # G_i as (o, i): the layout of dest (contiguous, as out's are)
+                dest.view(-1).addmv_(per_sample.T, c, alpha=w)
+            elif per_sample is not None:  # G_iᵀ as (i, o)
+                dest.add_((per_sample.T @ c).view(i, o).T, alpha=w)
             else:  # one product over all (sample, position) rows, the smaller factor's rows scaled by c
                 scale = c[:, None] if t == 1 else c[:, None, None]
                 if i <= o:

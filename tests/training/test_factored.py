@@ -209,9 +209,12 @@ def test_layer_norm_over_one_vector_per_sample_matches_loop():
     _factored_equals_loop_at_the_median_norm(model, c, f)
 
 
-def test_linear_norm_branches_each_exact():
-    """Each norm branch of the Linear rule (t = 1, ghost norm, materialised) equals vmap's norms (1e-12 relative)."""
-    cases = {"one position": (1, 8, 8), "ghost norm": (3, 32, 32), "materialised": (40, 4, 4)}
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_norm_branches_each_exact(bias):
+    """Each branch of the Linear rule (t = 1, ghost norm, G_i materialised as (i, o) or as (o, i)), with and without
+    a bias, gives vmap's norms (1e-12 relative) and vmap's clipped sum at the median norm (1e-12)."""
+    cases = {"one position": (1, 8, 8), "ghost norm": (3, 32, 32), "materialised, i <= o": (40, 4, 4),
+             "materialised, i > o": (16, 12, 3)}
     for label, (t, i, o) in cases.items():
         ghost = t * (i + o) < i * o
         assert (label == "ghost norm") == (ghost and t > 1), label
@@ -219,7 +222,7 @@ def test_linear_norm_branches_each_exact():
         class Positions(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.lin = nn.Linear(i, o)
+                self.lin = nn.Linear(i, o, bias=bias)
 
             def forward(self, context, forecast):
                 x = context.reshape(context.shape[0], t, i)
@@ -228,9 +231,12 @@ def test_linear_norm_branches_each_exact():
         torch.manual_seed(6)
         model = Positions().double()
         c, f = windows(5, t * i, 1, seed=7)
-        ref_norms = gradient_norms(per_sample_gradients(model, c, f), 1)
-        _, norms = factored_clipped_sum(model, c, f, 1.0)
+        per_sample = per_sample_gradients(model, c, f)
+        ref_norms = gradient_norms(per_sample, 1)
+        clip = float(ref_norms.median())
+        got, norms = factored_clipped_sum(model, c, f, clip)
         assert torch.allclose(norms, ref_norms, rtol=1e-12, atol=0), label
+        assert_grads_close(got, clipped_sum(per_sample, clip, 1), atol=1e-12)
 
 
 def test_registered_rules():
@@ -499,13 +505,16 @@ def test_cached_plan_follows_the_model():
     assert gone() is None
 
 
-@pytest.mark.parametrize("shape", [(5, 1), (5, layer_factors.ROW_PRODUCT_MAX), (5, layer_factors.ROW_PRODUCT_MAX + 1),
-                                   (5, 3, 7), (5, 2, layer_factors.ROW_PRODUCT_MAX)])
+LIMIT = layer_factors.PRODUCT_MAX_VALUES
+
+
+@pytest.mark.parametrize("shape", [(5, 1), (4, LIMIT // 4), (4, LIMIT // 4 + 1), (1, LIMIT + 1), (5, 3, 7),
+                                   (4, 2, LIMIT // 8), (4, 2, LIMIT // 8 + 1)])
 def test_squared_row_norms_on_both_routes(shape):
-    """Rows at and past the dot-product limit (both routes): ||x_i||² over all but the first dim equals the sum of
+    """Inputs at and past the dot-product limit (both routes): ||x_i||² over all but the first dim equals the sum of
     squares taken in float64 (float32 rounding, rtol 1e-5), 3-D inputs flattened per sample."""
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)), dtype=torch.float32)
-    got = layer_factors.squared_row_norms(x, 5)
-    want = x.double().reshape(5, -1).square().sum(dim=1)
-    assert got.shape == (5,)
+    got = layer_factors.squared_row_norms(x, shape[0])
+    want = x.double().reshape(shape[0], -1).square().sum(dim=1)
+    assert got.shape == (shape[0],)
     assert torch.allclose(got.double(), want, rtol=1e-5, atol=0)
