@@ -313,7 +313,7 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
     sampler = cells[0].plan.sampler
     per_epoch = sampler.steps_per_epoch
     active = [k for k, c in enumerate(cells) if c.plan.total_steps > 0]
-    stack = StackedModel([cells[k].model for k in active]) if active else None
+    stack = StackedModel([cells[k].model for k in active], exact=not settings.private) if active else None
     opt = _optimizer(settings, list(stack.parameters.values())) if active else None
     step = 0
     while active:
