@@ -62,9 +62,9 @@ class StackedLinear(nn.Module):
         """
         k, o, i = self.weight.shape
         if self.exact:  # each block through F.linear on its own (M, *mid, in) rows, as its model alone
-            blocks = x.reshape(k, -1, *x.shape[1:])
-            return torch.cat([F.linear(blocks[j], self.weight[j], None if self.bias is None else self.bias[j])
-                              for j in range(k)])
+            biases = [None] * k if self.bias is None else self.bias.unbind()
+            return torch.cat([F.linear(x_j, w_j, b_j) for x_j, w_j, b_j in
+                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), self.weight.unbind(), biases)])
         rows = x.reshape(k, -1, i)
         y = (torch.bmm(rows, self.weight.transpose(1, 2)) if self.bias is None else
              torch.baddbmm(self.bias[:, None, :], rows, self.weight.transpose(1, 2)))
@@ -107,8 +107,8 @@ class StackedLayerNorm(nn.Module):
         """
         k, d = self.weight.shape
         if self.exact:  # each block normalised on its own, as its model alone
-            blocks = x.reshape(k, -1, *x.shape[1:])
-            return torch.cat([F.layer_norm(blocks[j], (d,), self.weight[j], self.bias[j], self.eps) for j in range(k)])
+            return torch.cat([F.layer_norm(x_j, (d,), w_j, b_j, self.eps) for x_j, w_j, b_j in
+                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), self.weight.unbind(), self.bias.unbind())])
         x_hat = F.layer_norm(x, (d,), eps=self.eps)
         y = (x_hat.reshape(k, -1, d) * self.weight[:, None, :] + self.bias[:, None, :]).reshape(x.shape)
         if self.calls is not None:
