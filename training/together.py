@@ -16,7 +16,9 @@ run keeps of its own:
 - its stopping step: a run whose budget is spent takes no further step; the stacked model keeps the runs still
   training only (:meth:`~tsdp.training.stacked.StackedModel.keep`), so the spent runs cost nothing after it.
 
-The runs' steps are batched as cell-major rows (run k's windows in block k, padded to the step's largest batch and
+Runs without DP (``settings.private`` False) train the stacked model in its exact mode (each run's rows through its
+own layer calls): without noise, over many Adam steps, any rounding difference grows, and there each run is its run
+alone bit for bit. The runs' steps are batched as cell-major rows (run k's windows in block k, padded to the step's largest batch and
 masked). ``seconds`` of a run is its share of the loop's time: each step's time split evenly among the runs that
 took it. :func:`loop_seconds` times that loop alone (no forecasts) for a number of runs: the pre-run estimate's probe.
 """
