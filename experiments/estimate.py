@@ -16,8 +16,9 @@ The threads matter: a probe at torch's default (one thread per CPU) on a shared 
 unset; 1.21x at the cells' threads).
 
 Cells trained together (the default, :mod:`tsdp.experiments.groups`) are estimated as they run: a group's
-private cells share one stacked loop, whose seconds per step grow with the runs still training. The probe times
-that loop (:func:`tsdp.training.together.loop_seconds`) at one run and at the largest group of the model, and a
+cells share one stacked loop, whose seconds per step grow with the runs still training. The probe times
+that loop (:func:`tsdp.training.together.loop_seconds`) at one run and at the largest group of the model (private
+groups and groups without DP apart: the latter run the stacked model's exact mode), and a
 group's loop costs, step by step, the seconds at its runs still active (linear between the two probes); each cell
 keeps its fixed part, and the accountant's search runs twice per distinct budget of a group rather than per cell.
 Without that (probing single cells for a grouped grid), a grid of 15-cell groups was overstated several times over.
@@ -42,7 +43,8 @@ class PlanEstimate(Record):
     """Cells, their planned training steps in total, the probe's seconds per step and fixed seconds per cell of each
     probed pair (``<model>/dp``, ``<model>/no-dp``), the accountant's seconds per private cell, the estimate; for
     cells trained together (``together``) the stacked loop's seconds per step of each model at 1 and at its largest
-    group's runs (``group_seconds_per_step``: ``{model: [[runs, seconds], ...]}``).
+    group's runs (``group_seconds_per_step``: ``{model: [[runs, seconds], ...]}`` for private groups, and under
+    ``<model>/no-dp`` for groups without DP).
 
     Attributes:
         cells: The cells estimated.
@@ -52,7 +54,7 @@ class PlanEstimate(Record):
         accounting_seconds: The accountant's seconds per search.
         seconds: The estimate.
         together: Whether the cells were estimated trained together.
-        group_seconds_per_step: The stacked loop's probes, per model.
+        group_seconds_per_step: The stacked loop's probes, per model (``<model>/no-dp``: without DP).
     """
 
     cells: int
@@ -161,12 +163,12 @@ def _timed(fn, *args) -> float:
 
 
 def group_probe(cell: Cell, settings: GridSettings, runs: int) -> float:
-    """Seconds per step of the stacked loop of ``runs`` private cells of ``cell``'s model and column set trained
+    """Seconds per step of the stacked loop of ``runs`` cells of ``cell``'s model, column set and DP or not trained
     together (:func:`tsdp.training.together.loop_seconds`, seeds 0..runs-1, at the cells' torch threads; after a
     one-step run).
 
     Args:
-        cell: A private cell of the group (its model, level, top level, w, σ_F).
+        cell: A cell of the group (its model, level, top level, w, σ_F; private or not).
         settings: The grid's settings.
         runs: How many runs train together.
 
@@ -206,17 +208,23 @@ def grouped_loop_seconds(steps: Sequence[int], one: float, full: float, runs: in
     return one * longest + slope * (total - longest)
 
 
+def _probed(cell: Cell) -> str:
+    """The name a group's stacked-loop probes go by: its model (private groups), ``<model>/no-dp`` (groups without
+    DP, the stacked model's exact mode)."""
+    return f"{cell.model}/no-dp" if math.isinf(cell.epsilon) else cell.model
+
+
 def estimate(cells: Sequence[Cell], settings: GridSettings, together: bool = True) -> PlanEstimate:
     """The seconds ``cells`` take in one process, trained together (``together``, the grid's default) or each alone.
 
     Planned steps of every cell (one accountant search per distinct (level, top, ε, w, σ_F), DeepAR's apart: its
     context is L_C + max lag - 1; timed on a second search) and a probe of each (model, private or not) pair
-    (:func:`probe`); together, a private group's loop from :func:`group_probe` (module docstring).
+    (:func:`probe`); together, a group's loop from :func:`group_probe` (module docstring).
 
     Args:
         cells: The cells to run.
         settings: The grid's settings.
-        together: Whether the private cells of a group train together (:func:`tsdp.experiments.groups.groups_of`).
+        together: Whether the cells of a group train together (:func:`tsdp.experiments.groups.groups_of`).
 
     Returns:
         The estimate.
@@ -241,26 +249,27 @@ def estimate(cells: Sequence[Cell], settings: GridSettings, together: bool = Tru
         if planned[k] and pair not in per_step:
             warm_up = not any(p.startswith(f"{c.model}/") for p in per_step)
             per_step[pair], fixed[pair] = probe(c, settings, private, warm_up)
-        if not (together and private):
+        if not together:
             seconds += 2 * accounting[k] + (fixed[pair] + planned[k] * per_step[pair] if planned[k] else 0.0)
     grouped: Dict[str, List[List[float]]] = {}
     if together:
-        groups = [g for g in groups_of([c for c in cells if not math.isinf(c.epsilon)], settings)]
+        groups = groups_of(cells, settings)
         for g in groups:
             steps = [planned[key(c)] for c in g.cells]
             seconds += sum(2 * accounting[key(c)] for c in {c.epsilon: c for c in g.cells}.values())
             trained = [n for n in steps if n]
             if not trained:
                 continue
-            model = g.cells[0].model
-            if model not in grouped:
-                largest = max(sum(1 for c in h.cells if planned[key(c)]) for h in groups if h.cells[0].model == model)
+            name = _probed(g.cells[0])
+            if name not in grouped:
+                largest = max(sum(1 for c in h.cells if planned[key(c)]) for h in groups if _probed(h.cells[0]) == name)
                 first = next(c for c in g.cells if planned[key(c)])
-                grouped[model] = [[1, group_probe(first, settings, 1)]]
+                grouped[name] = [[1, group_probe(first, settings, 1)]]
                 if largest > 1:
-                    grouped[model].append([largest, group_probe(first, settings, largest)])
-            (_, one), (runs, full) = grouped[model][0], grouped[model][-1]
-            seconds += len(trained) * fixed[f"{model}/dp"] + grouped_loop_seconds(trained, one, full, runs)
+                    grouped[name].append([largest, group_probe(first, settings, largest)])
+            (_, one), (runs, full) = grouped[name][0], grouped[name][-1]
+            pair = f"{g.cells[0].model}/{'no-dp' if math.isinf(g.cells[0].epsilon) else 'dp'}"
+            seconds += len(trained) * fixed[pair] + grouped_loop_seconds(trained, one, full, runs)
     spent = [v for v in accounting.values() if v]
     return PlanEstimate(len(cells), total, per_step, fixed, sum(spent) / len(spent) if spent else 0.0, seconds,
                         together, grouped)

@@ -4,17 +4,19 @@ The cells of a (level, top level, model, w, σ_F) block, private or not, share e
 budget: the same configuration, data and training settings (:func:`tsdp.experiments.cells.cell_training`). A
 :class:`CellGroup` trains them as one stacked program (:func:`tsdp.training.together.train_together`): each
 cell keeps its seed (its initial model, its batches, its noise), its budget and stopping step, its checkpoints and
-its file, written as :func:`tsdp.experiments.cells.run_cell` writes it (the same key, the same fields; the numbers
-those of the cell trained alone to float rounding). A group is one unit of the sharded engine; its progress is its
-cells. Cells whose budget buys no step are stored as such without training (as alone). Cells without DP (ε = ∞)
-train alone, each a group of its own: without noise, over a thousand Adam steps, the stacked and
-the single-model engines' different rounding grows to per-cent differences in CRPS (measured on M1: DeepAR,
-iTransformer, DLinear), so only the private cells, which stay within float rounding of their run alone, are stacked.
+its file, written as :func:`tsdp.experiments.cells.run_cell` writes it (the same key, the same fields). A group is
+one unit of the sharded engine; its progress is its cells. Cells whose budget buys no step are stored as such
+without training (as alone). The private cells of a block form groups, and its cells without DP (ε = ∞) groups of
+their own: those train the stacked model in its exact mode (:class:`tsdp.training.stacked.StackedModel`'s
+``exact``: each block through its own layer calls), so each one's numbers are those of the cell trained alone bit
+for bit. Without noise, over a thousand Adam steps, the batched products' different rounding grew to per-cent
+differences in CRPS (measured on M1: DeepAR, iTransformer, DLinear); the private cells, which stay within float
+rounding of their run alone, keep the batched products.
 
 A cell's numbers do not depend on the other cells of its group: every block of the stacked products is its own
 cell's, so a grid that resumes (and trains only the cells missing from its folder) or runs on N workers gives every
 cell the numbers it gets in the whole grid, bit for bit (tests/experiments/test_experiment.py checks it); against
-the cell trained alone (``--cell-by-cell``) they agree to float rounding.
+the cell trained alone (``--cell-by-cell``) the private cells agree to float rounding, the others exactly.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .cells import (CellResult, CellTask, buys_no_step, cell_config, cell_training, diverged_names_the_cell,
-                    no_step_result, run_cell, store_result, torch_threads, trained_result)
+                    no_step_result, store_result, torch_threads, trained_result)
 from .grid import Cell, GridSettings, cell_seed
 
 
@@ -82,28 +84,27 @@ class GroupResult:
 
 def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[str] = None,
               parts: int = 1) -> List[CellGroup]:
-    """``cells`` in groups of one :func:`group_key` each, in the order of each group's first cell; a cell without DP
-    (which trains alone, module docstring) is a group of its own, and a group of private cells is cut into ``parts``
-    consecutive groups of near-equal size, so that ``parts`` workers share them out (a cell's numbers do not depend
-    on the other cells of its group).
+    """``cells`` in groups of one :func:`group_key` each, in the order of each group's first cell; each block is cut
+    into ``parts`` groups (fewer for fewer cells), so that ``parts`` workers share them out, its cells dealt to them
+    in turn (cell i to group i mod ``parts``): each group holds a share of every ε of the block, and of its steps (a
+    cell's numbers do not depend on the other cells of its group).
 
     Args:
         cells: The cells to run.
         settings: The grid's settings.
         folder: Where their files go (None: not stored).
-        parts: Groups per block of private cells (the workers that run them; at least 1).
+        parts: Groups per block (the workers that run them; at least 1).
 
     Returns:
         The groups, each one unit of the sharded engine.
     """
     blocks: Dict[Tuple, List[Cell]] = {}
     for c in cells:
-        blocks.setdefault(group_key(c) + ((c.key,) if math.isinf(c.epsilon) else ()), []).append(c)
+        blocks.setdefault(group_key(c), []).append(c)
     groups = []
     for block in blocks.values():
         n = min(max(1, parts), len(block))
-        bounds = [i * len(block) // n for i in range(n + 1)]
-        groups += [CellGroup(tuple(block[a:b]), settings, folder) for a, b in zip(bounds, bounds[1:])]
+        groups += [CellGroup(tuple(block[i::n]), settings, folder) for i in range(n)]
     return groups
 
 
@@ -120,8 +121,6 @@ def run_group(group: CellGroup) -> GroupResult:
 
     settings = group.settings
     tasks = {c.key: CellTask(c, settings, group.folder, group.threads) for c in group.cells}
-    if math.isinf(group.cells[0].epsilon):  # without DP: each cell alone (module docstring)
-        return GroupResult(group.key, group.trials, tuple(run_cell(tasks[c.key]) for c in group.cells))
     spent = {e: buys_no_step(c, settings) for e, c in {c.epsilon: c for c in group.cells}.items()}  # one per ε
     idle = [c for c in group.cells if spent[c.epsilon]]
     results = {c.key: store_result(tasks[c.key], no_step_result(c, settings)) for c in idle}

@@ -421,11 +421,21 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder: Optional[
 
     Returns:
         (results in ``cells``' order, the :class:`~tsdp.experiments.run_info.GridRun`).
+
+    Raises:
+        DataError: DeepAR is in the grid and the split's step has no GluonTS time features (a millisecond step),
+            before any cell or file (:func:`tsdp.datasets.benchmarks.check_time_features`, as ``tsdp experiment``).
     """
     from tsdp.executor.run import run_shards
 
     from .groups import groups_of, run_group
 
+    if any(c.model == "deepar" for c in cells):  # before any cell: a budget that buys no step never reads the step
+        from tsdp.datasets.benchmarks import check_time_features
+
+        from .cells import split_of
+
+        check_time_features(split_of(settings))
     done = {}
     if folder is not None:
         Path(folder).mkdir(parents=True, exist_ok=True)

@@ -36,14 +36,16 @@ class StackError(ValueError):
 class StackedLinear(nn.Module):
     """K ``nn.Linear`` layers of one shape: ``weight`` (K, out, in), ``bias`` (K, out) or None. Input (K·M, ..., in),
     cell-major; block k of the rows goes through layer k. Records (input, output) of every call while
-    ``calls`` is a list.
+    ``calls`` is a list. ``exact``: each block by its own ``F.linear`` (:class:`StackedModel`'s ``exact``).
 
     Args:
         layers: The K layers (one shape).
+        exact: Whether each block runs through its own ``F.linear`` (the bits of its model alone).
     """
 
-    def __init__(self, layers: Sequence[nn.Linear]):
+    def __init__(self, layers: Sequence[nn.Linear], exact: bool = False):
         super().__init__()
+        self.exact = exact
         self.weight = nn.Parameter(torch.stack([m.weight.detach() for m in layers]))
         self.bias = (None if layers[0].bias is None else
                      nn.Parameter(torch.stack([m.bias.detach() for m in layers])))
@@ -59,6 +61,10 @@ class StackedLinear(nn.Module):
             The output (K·M, ..., out).
         """
         k, o, i = self.weight.shape
+        if self.exact:  # each block through F.linear on its own (M, *mid, in) rows, as its model alone
+            biases = [None] * k if self.bias is None else self.bias.unbind()
+            return torch.cat([F.linear(x_j, w_j, b_j) for x_j, w_j, b_j in
+                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), self.weight.unbind(), biases)])
         rows = x.reshape(k, -1, i)
         y = (torch.bmm(rows, self.weight.transpose(1, 2)) if self.bias is None else
              torch.baddbmm(self.bias[:, None, :], rows, self.weight.transpose(1, 2)))
@@ -73,13 +79,15 @@ class StackedLayerNorm(nn.Module):
 
     Args:
         layers: The K layers (one last dim, with weight and bias).
+        exact: Whether each block runs through its own ``F.layer_norm`` (the bits of its model alone).
 
     Raises:
         StackError: Another normalised shape or no weight or bias.
     """
 
-    def __init__(self, layers: Sequence[nn.LayerNorm]):
+    def __init__(self, layers: Sequence[nn.LayerNorm], exact: bool = False):
         super().__init__()
+        self.exact = exact
         first = layers[0]
         if len(first.normalized_shape) != 1 or first.weight is None or first.bias is None:
             raise StackError("a LayerNorm is stacked over one last dim with its weight and bias")
@@ -98,6 +106,9 @@ class StackedLayerNorm(nn.Module):
             The output, of ``x``'s shape.
         """
         k, d = self.weight.shape
+        if self.exact:  # each block normalised on its own, as its model alone
+            return torch.cat([F.layer_norm(x_j, (d,), w_j, b_j, self.eps) for x_j, w_j, b_j in
+                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), self.weight.unbind(), self.bias.unbind())])
         x_hat = F.layer_norm(x, (d,), eps=self.eps)
         y = (x_hat.reshape(k, -1, d) * self.weight[:, None, :] + self.bias[:, None, :]).reshape(x.shape)
         if self.calls is not None:
@@ -138,14 +149,21 @@ class StackedModel:
     and returns the K·M per-window losses; ``parameters`` maps each of the models' parameter names (their
     ``named_parameters`` order) to its stacked (K, *shape) tensor.
 
+    ``exact``: every stacked layer applies each block's parameters by the same call as its model alone (``F.linear``,
+    ``F.layer_norm`` on the block's own rows) instead of one batched product, so a model's losses and autograd
+    gradients are those of its model alone bit for bit where the rest of the architecture is elementwise per row
+    (the engine of runs without DP, whose rounding differences grow over many Adam steps with nothing to damp
+    them); the layers' other operations still run once for all K·M rows.
+
     Args:
         models: The K models (one architecture).
+        exact: Whether each block runs through its own layer calls (above).
 
     Raises:
         StackError: No model, other architectures, or a layer that does not stack.
     """
 
-    def __init__(self, models: Sequence[nn.Module]):
+    def __init__(self, models: Sequence[nn.Module], exact: bool = False):
         if not models:
             raise StackError("no model to stack")
         names = _owners(models[0])
@@ -157,7 +175,7 @@ class StackedModel:
         self.module = copy.deepcopy(models[0])
         self.layers: Dict[str, nn.Module] = {}
         for name in names:
-            layer = STACKED[type(self.module.get_submodule(name))]([m.get_submodule(name) for m in models])
+            layer = STACKED[type(self.module.get_submodule(name))]([m.get_submodule(name) for m in models], exact)
             _replace(self.module, name, layer)
             self.layers[name] = layer
         self.names = [n for n, _ in shapes]

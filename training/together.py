@@ -16,7 +16,9 @@ run keeps of its own:
 - its stopping step: a run whose budget is spent takes no further step; the stacked model keeps the runs still
   training only (:meth:`~tsdp.training.stacked.StackedModel.keep`), so the spent runs cost nothing after it.
 
-The runs' steps are batched as cell-major rows (run k's windows in block k, padded to the step's largest batch and
+Runs without DP (``settings.private`` False) train the stacked model in its exact mode (each run's rows through its
+own layer calls): without noise, over many Adam steps, any rounding difference grows, and there each run is its run
+alone bit for bit. The runs' steps are batched as cell-major rows (run k's windows in block k, padded to the step's largest batch and
 masked). ``seconds`` of a run is its share of the loop's time: each step's time split evenly among the runs that
 took it. :func:`loop_seconds` times that loop alone (no forecasts) for a number of runs: the pre-run estimate's probe.
 """
@@ -310,7 +312,7 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
     sampler = cells[0].plan.sampler
     per_epoch = sampler.steps_per_epoch
     active = [k for k, c in enumerate(cells) if c.plan.total_steps > 0]
-    stack = StackedModel([cells[k].model for k in active]) if active else None
+    stack = StackedModel([cells[k].model for k in active], exact=not settings.private) if active else None
     opt = _optimizer(settings, list(stack.parameters.values())) if active else None
     step = 0
     while active:

@@ -21,33 +21,38 @@ def test_the_grouped_loop_is_the_sum_over_steps_of_the_active_runs_cost(steps, o
     assert math.isclose(grouped_loop_seconds(steps, one, full, runs), by_step, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def test_cells_without_dp_are_groups_of_their_own():
+def test_cells_without_dp_are_groups_apart_from_the_private_ones():
     cells = plan(models=("simple-ff", "dlinear"), epsilons=(1.0, 2.0, math.inf), seeds=2, tops=("wor",))
     groups = groups_of(cells, GridSettings())
-    private = [g for g in groups if not math.isinf(g.cells[0].epsilon)]
-    assert [len(g.cells) for g in private] == [4, 4]
-    assert sorted(c.key for g in groups if math.isinf(g.cells[0].epsilon) for c in g.cells) == sorted(
-        c.key for c in cells if math.isinf(c.epsilon))
-    assert all(len(g.cells) == 1 for g in groups if math.isinf(g.cells[0].epsilon))
+    assert [(g.cells[0].model, math.isinf(g.cells[0].epsilon), len(g.cells)) for g in groups] == [
+        ("simple-ff", False, 4), ("simple-ff", True, 2), ("dlinear", False, 4), ("dlinear", True, 2)]
+    assert all(len({math.isinf(c.epsilon) for c in g.cells}) == 1 for g in groups)
+    assert sorted(c.key for g in groups for c in g.cells) == sorted(c.key for c in cells)
 
 
 @pytest.mark.slow
 def test_the_estimate_of_cells_trained_together_is_within_3x_of_their_run():
-    """Four private simple-ff cells (2 seeds × 2 budgets: one stacked group): the estimate made as the grid runs them
-    (together) is within 3x either way of the seconds the run then takes in this process."""
-    cells = plan(models=("simple-ff",), epsilons=(1.0, 2.0), seeds=2, tops=("wor",))
+    """Four private simple-ff cells (2 seeds × 2 budgets: one stacked group) and two without DP (a group of their
+    own, probed apart): the estimate made as the grid runs them (together) is within 3x either way of the seconds the
+    run then takes in this process."""
+    cells = plan(models=("simple-ff",), epsilons=(1.0, 2.0, math.inf), seeds=2, tops=("wor",))
     settings = GridSettings(epochs=2, n_samples=10, device="cpu")
     together = estimate(cells, settings, together=True)
     _, info = run_grid(cells, settings, together=True)
-    assert together.together and [runs for runs, _ in together.group_seconds_per_step["simple-ff"]] == [1, 4]
+    assert together.together and {name: [runs for runs, _ in probes] for name, probes in
+                                  together.group_seconds_per_step.items()} == {"simple-ff": [1, 4],
+                                                                               "simple-ff/no-dp": [1, 2]}
     ratio = together.seconds / info.seconds
     assert 1 / 3 <= ratio <= 3, ratio
 
 
-@pytest.mark.parametrize("parts,sizes", [(1, [6]), (2, [3, 3]), (4, [1, 2, 1, 2]), (9, [1] * 6)])
-def test_a_private_block_is_cut_into_parts_for_the_workers(parts, sizes):
-    """Six private cells of one block in ``parts`` consecutive groups of near-equal size, every cell once, in order."""
+@pytest.mark.parametrize("parts,sizes", [(1, [6]), (2, [3, 3]), (4, [2, 2, 1, 1]), (9, [1] * 6)])
+def test_a_block_is_dealt_to_parts_for_the_workers(parts, sizes):
+    """Six private cells of one block (2 budgets × 3 seeds) dealt in turn to ``parts`` groups: cell i to group i mod
+    parts, every cell once; with 2 parts each holds both budgets (a share of the block's steps)."""
     cells = plan(models=("dlinear",), epsilons=(1.0, 2.0), seeds=3, tops=("wor",))
     groups = groups_of(cells, GridSettings(), parts=parts)
     assert [len(g.cells) for g in groups] == sizes
-    assert [c for g in groups for c in g.cells] == list(cells)
+    assert [list(g.cells) for g in groups] == [list(cells[i::len(sizes)]) for i in range(len(sizes))]
+    if parts == 2:
+        assert all({c.epsilon for c in g.cells} == {1.0, 2.0} for g in groups)

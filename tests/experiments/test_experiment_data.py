@@ -138,3 +138,24 @@ def test_the_same_data_in_another_folder_is_the_same_grid(tmp_path):
     here, there, edited = map(keys, paths)
     assert here == there
     assert [k["data"] for k in here] != [k["data"] for k in edited]
+
+
+def test_run_grid_refuses_deepar_on_a_millisecond_step_before_any_cell(tmp_path):
+    """The library's grid, as the command: DeepAR's covariates need GluonTS time features, which a millisecond step
+    has none of; :func:`run_grid` refuses it naming the step's parameter before any cell trains or any file is
+    written, even where no budget buys a step (no cell would read the step); a grid without DeepAR is not refused."""
+    from tsdp.datasets.series import DataError
+    from tsdp.experiments.grid import GridSettings, plan
+    from tsdp.experiments.table import run_grid
+
+    path = tmp_path / "ms.csv"
+    path.write_text("item_id,timestamp,target\n" + "".join(
+        f"{k},2020-01-01 00:00:00.{j:03d},{j % 7 + 1}\n" for k in "ab" for j in range(40)))
+    user = UserData(str(path), forecast_length=4, context_length=4, batch_size=1, sigma=1.0, season=2, epochs=1)
+    settings = GridSettings(user=user, n_samples=2, device="cpu")
+    out = tmp_path / "out"
+    with pytest.raises(DataError, match="no GluonTS time features") as caught:
+        run_grid(plan(models=("simple-ff", "deepar"), epsilons=(0.001,), seeds=1), settings, folder=out)
+    assert caught.value.parameter == "freq" and not out.exists()
+    results, _ = run_grid(plan(models=("simple-ff",), epsilons=(0.001,), seeds=1), settings, folder=out)
+    assert [r.steps for r in results] == [0]  # ε = 0.001 buys no step: stored, never trained

@@ -4,7 +4,8 @@ The stacked engine's clipped sums equal the factored engine's per model (every m
 :func:`train_together` gives every run the result :func:`train` gives it alone at the same seed: the same steps,
 sound ε and ledger (exactly: the same accountant on the same events), the same untrained CRPS (exactly: the same
 model and draws), and to float rounding the same trained parameters (the updates), validation losses, checkpoint and
-test CRPS. Float tolerance: float32 parameters after at most 63 Adam steps agree to rtol 1e-4 (with atol 1e-6 of
+test CRPS; runs without DP (the stacked model's exact mode) the same numbers bit for bit. Float tolerance: float32
+parameters after at most 63 Adam steps agree to rtol 1e-4 (with atol 1e-6 of
 the tensor's largest value); CRPS and validation losses to rtol 1e-5 (measured: 1e-8 to 1e-7). The groups mix
 seeds (two runs share one), budgets (different stopping steps: 7, 42, 46, 63) and σ.
 """
@@ -63,6 +64,37 @@ def test_stacked_clipped_sums_equal_each_model_alone(name):
             torch.testing.assert_close(out[n][i], 0.5 * r, rtol=1e-4, atol=1e-6 * float(r.abs().max()))
 
 
+@pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer", "deepar"])
+def test_the_exact_stack_gives_each_model_its_losses_and_gradients_alone_bit_for_bit(name):
+    """The stacked model's exact mode (the engine of runs without DP): one forward of K·M windows gives every model
+    the per-window losses of its model alone, and one backward of the per-run mean losses its autograd gradients,
+    bit for bit (torch.equal), at an odd batch (M = 7) and the grid's (M = 8)."""
+    k, lc, lf = 3, 11, 6
+    for m in (7, 8):
+        models = []
+        for i in range(k):
+            torch.manual_seed(20 + i)
+            models.append(make_model(name, lc, lf, **({"covariates": 2, "lags": (1, 2, 3, 6)} if name == "deepar"
+                                                       else {})))
+        g = torch.Generator().manual_seed(m)
+        context = torch.randn(k, m, lc, generator=g).abs() + 0.5
+        forecast = torch.randn(k, m, lf, generator=g).abs() + 0.5
+        cov = torch.randn(k, m, lc + lf, 2, generator=g) if name == "deepar" else None
+        stack = StackedModel(models, exact=True)
+        inputs = [context.reshape(k * m, lc), forecast.reshape(k * m, lf)]
+        if cov is not None:
+            inputs.append(cov.reshape(k * m, lc + lf, 2))
+        losses = stack.losses(inputs)
+        (losses / m).sum().backward()
+        stacked = stack.parameters
+        for i in range(k):
+            alone = models[i](context[i], forecast[i], *([] if cov is None else [cov[i]]))
+            assert torch.equal(losses[i * m:(i + 1) * m], alone)
+            alone.mean().backward()
+            for n, p in models[i].named_parameters():
+                assert torch.equal(stacked[n].grad[i], p.grad), n
+
+
 def test_stack_refuses_other_layers_and_architectures():
     with pytest.raises(StackError, match="GRU"):
         StackedModel([torch.nn.Sequential(torch.nn.GRU(2, 2))])
@@ -111,9 +143,30 @@ def test_simple_ff_private_runs_of_one_seed_together_equal_alone():
     _assert_same(config, [Run(8, 0.5, 4.0), Run(8, 1.0, 4.0)], settings, [7, 46])
 
 
+def _assert_identical(model: str, top: str, seeds):
+    """Runs without DP trained together (the exact stack) are the runs alone bit for bit: the same parameters after
+    the last step, validation losses, checkpoint and CRPS, exactly."""
+    config, settings = _group(model, top, False)
+    together = train_together(config, [Run(s) for s in seeds], settings)
+    for seed, got in zip(seeds, together):
+        alone = train(config, model, seed=seed, **settings.keywords(None))
+        assert (got.steps, got.epsilon, got.crps, got.untrained_crps, got.selection) == (
+            alone.steps, alone.epsilon, alone.crps, alone.untrained_crps, alone.selection)
+        mine = dict(got.trained_model.named_parameters())
+        for name, p in alone.trained_model.named_parameters():
+            assert torch.equal(mine[name], p), name
+
+
 def test_simple_ff_without_dp_together_equal_alone():
     config, settings = _group("simple-ff", "wor", False)
     _assert_same(config, [Run(4), Run(5)], settings, [63, 63])
+    _assert_identical("simple-ff", "wor", [4, 5, 4])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model,top", [("deepar", "wor"), ("itransformer", "shuffle"), ("dlinear", "wor")])
+def test_runs_without_dp_together_are_the_runs_alone_bit_for_bit(model, top):
+    _assert_identical(model, top, [11, 12])
 
 
 @pytest.mark.slow
