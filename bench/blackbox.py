@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.bench.rounds import Conditions, conditions_since, environment
 from tsdp.verify.json_data import NOTE, Record, noted, record_dict
 
 from tsdp.datasets.series import SeriesData, synthetic
@@ -268,7 +269,7 @@ class BlackboxBench(Record):
     data: BlackboxData
     rows: Tuple[BlackboxRow, ...]
     seconds: float
-    environment: dict
+    environment: Conditions
 
 
 def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1.0, delta: float = 1e-5,
@@ -293,7 +294,6 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
     Returns:
         The :class:`BlackboxBench`.
     """
-    from tsdp.bench.rounds import environment
     from tsdp.verify.calibration import calibrate_sigma
 
     before = environment()
@@ -328,7 +328,7 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
                            else f"DP-SGD, {epochs} epochs at σ = {noise:.3f}"), noise=noise)
     return BlackboxBench(canaries, epochs, epsilon, delta, confidence, sigma, seed,
                          BlackboxData(series, length, context_length, 1, config.batch_size), tuple(rows),
-                         time.perf_counter() - started, {"before": before, "after": environment()})
+                         time.perf_counter() - started, conditions_since(before))
 
 
 def format_bench(result: Union[BlackboxBench, dict]) -> str:
