@@ -28,7 +28,6 @@ import numpy as np
 import torch
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.bench.rounds import Conditions, conditions_since, environment
 from tsdp.verify.json_data import NOTE, Record, noted, record_dict
 
 from tsdp.datasets.series import SeriesData, synthetic
@@ -37,6 +36,8 @@ from tsdp.training.windows import every_window
 
 from tsdp.attacks.canary.steinke_bound import AUC_NOTE, AUC_UNDEFINED
 from tsdp.attacks.canary.user_training import AuditOptions, audit_training
+
+from tsdp.bench.rounds import Conditions, conditions_since, environment
 
 MODELS = ("simple-ff", "deepar")
 """tsdp's models in the bench (trained without noise, then with DP)."""

@@ -34,8 +34,9 @@ import torch
 
 from tsdp.attacks.canary.mechanism import CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA
 from tsdp.executor.run import run_shards
-from tsdp.bench.rounds import Conditions, conditions_since, environment
 from tsdp.verify.json_data import Record
+
+from tsdp.bench.rounds import Conditions, conditions_since, environment
 
 from . import handwritten_dpsgd as loops
 
