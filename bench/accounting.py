@@ -14,6 +14,7 @@ from tsdp.theorems.config import DEFAULT_CONFIG, TrainingConfig
 from tsdp.theorems.registry import get
 
 from tsdp.bench import rounds as bench_rounds
+from tsdp.bench.rounds import Conditions, Spread
 from tsdp.verify.json_data import Record
 from tsdp.verify.pld import discretization_of, pair_pld, sound_pld
 
@@ -38,7 +39,7 @@ def _library_args(pair) -> Tuple[float, list, list]:
 
 @dataclass(frozen=True)
 class AccountingCase(Record):
-    """One case: ours against the library's one-step PLD of the same pair; spreads ``{median, min, max}`` over rounds.
+    """One case: ours against the library's one-step PLD of the same pair; spreads (:class:`~tsdp.bench.rounds.Spread`) over rounds.
 
     Attributes:
         theorem: The bound's id.
@@ -62,10 +63,10 @@ class AccountingCase(Record):
     label: str
     config: TrainingConfig
     grid: float
-    ours_s: Dict[str, float]
-    library_s: Dict[str, float]
-    ours_sound_s: Dict[str, float]
-    speedup: Dict[str, float]
+    ours_s: Spread
+    library_s: Spread
+    ours_sound_s: Spread
+    speedup: Spread
     goal: float
     meets_goal: bool
     epsilon_ours: float
@@ -90,7 +91,7 @@ class AccountingBench(Record):
     discretization: float
     delta: float
     rounds: int
-    environment: dict
+    environment: Conditions
     cases: Tuple[AccountingCase, ...]
 
 
@@ -132,16 +133,16 @@ def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float 
             "ours_sound": lambda: sound_pld(bound, config, grid),
         }
         timed = bench_rounds.interleave(runs, rounds, progress=progress, label=label)
-        out = {name: float(pld.get_epsilon_for_delta(delta)) for name, pld in timed["results"].items()}
+        out = {name: float(pld.get_epsilon_for_delta(delta)) for name, pld in timed.results.items()}
         rel = abs(out["ours"] - out["library"]) / max(abs(out["library"]), 1e-12)
         speedup = bench_rounds.ratio(timed, "library", "ours")
-        seconds = {name: bench_rounds.spread(timed["seconds"][name]) for name in runs}
+        seconds = {name: bench_rounds.spread(timed.seconds[name]) for name in runs}
         cases.append(AccountingCase(
             theorem=theorem, label=label, config=config, grid=grid, ours_s=seconds["ours"],
             library_s=seconds["library"], ours_sound_s=seconds["ours_sound"], speedup=speedup, goal=goal,
-            meets_goal=speedup["median"] >= goal, epsilon_ours=out["ours"], epsilon_sound=out["ours_sound"],
+            meets_goal=speedup.median >= goal, epsilon_ours=out["ours"], epsilon_sound=out["ours_sound"],
             epsilon_library=out["library"], rel_diff=rel, agree=rel <= AGREEMENT_RTOL))
-    return AccountingBench(discretization, delta, rounds, {"before": before, "after": bench_rounds.environment()},
+    return AccountingBench(discretization, delta, rounds, bench_rounds.conditions_since(before),
                            tuple(cases))
 
 

@@ -27,7 +27,7 @@ import torch
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.bench import rounds as bench_rounds
-from tsdp.bench.rounds import MIN_ROUNDS
+from tsdp.bench.rounds import MIN_ROUNDS, Conditions, Spread
 
 from tsdp.training.samplers import make_sampler
 
@@ -45,7 +45,7 @@ AUDIT_CONFIG = TrainingConfig(N=320, batch_size=64, L=4, context_length=1, forec
 
 @dataclass(frozen=True)
 class ScalingBench(Record):
-    """The sharded engine's scaling (:func:`bench_scaling`); spreads are ``{median, min, max}`` over rounds.
+    """The sharded engine's scaling (:func:`bench_scaling`); spreads (:class:`~tsdp.bench.rounds.Spread`) over rounds.
 
     Attributes:
         trials_per_world: Trials per world.
@@ -70,11 +70,11 @@ class ScalingBench(Record):
     workers: int
     rounds: int
     torch_threads_per_worker: int
-    trials_per_minute_per_world: Dict[str, Dict[str, float]]
-    scaling_efficiency: Dict[str, float]
+    trials_per_minute_per_world: Dict[str, Spread]
+    scaling_efficiency: Spread
     identical: bool
     merge_seconds_per_shard: float
-    environment: dict
+    environment: Conditions
     shard_payload_bytes: int
 
 
@@ -103,10 +103,10 @@ class CanaryRunsBench(Record):
     steps: int
     torch_threads: int
     rounds: int
-    runs_per_second: Dict[str, Dict[str, float]]
-    speedup: Dict[str, float]
+    runs_per_second: Dict[str, Spread]
+    speedup: Spread
     max_score_difference: float
-    environment: dict
+    environment: Conditions
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ class AuditBench(Record):
     naive_trials_per_second: float
     speedup: float
     speedup_range: Tuple[float, float]
-    environment: dict
+    environment: Conditions
     goal_trials_per_minute_per_world: float
     goal_speedup: float
     meets_goals: bool
@@ -210,11 +210,11 @@ def bench_scaling(trials: int = 1 << 17, shard_size: int = 1 << 14, workers: int
     for world in "pq":
         merge(results, world)
     per_shard = (time.perf_counter() - started) / len(results)
-    rate = {w: [60 * trials / t for t in timed["seconds"][w]] for w in timed["seconds"]}
+    rate = {w: [60 * trials / t for t in timed.seconds[w]] for w in timed.seconds}
     efficiency = [many / (workers * one) for one, many in zip(rate["1"], rate[str(workers)])]
     return ScalingBench(trials, shard_size, len(specs), dev, workers, rounds, 1,
                         {w: bench_rounds.spread(r) for w, r in rate.items()}, bench_rounds.spread(efficiency),
-                        identical, per_shard, timed["environment"], len(pickle.dumps(next(iter(results.values())))))
+                        identical, per_shard, timed.environment, len(pickle.dumps(next(iter(results.values())))))
 
 
 def bench_canary_runs(runs: int = 16, canaries: int = 100, epochs: int = 5, rounds: int = MIN_ROUNDS,
@@ -259,11 +259,11 @@ def bench_canary_runs(runs: int = 16, canaries: int = 100, epochs: int = 5, roun
                                         label=f"{runs} canary runs of tsdp's loop, together vs one at a time")
     finally:
         torch.set_num_threads(threads)
-    rate = {side: bench_rounds.spread([runs / t for t in timed["seconds"][side]]) for side in timed["seconds"]}
+    rate = {side: bench_rounds.spread([runs / t for t in timed.seconds[side]]) for side in timed.seconds}
     difference = max(float(np.max(np.abs(a.scores[n] - b.scores[n])))
                      for a, b in zip(out["alone"], out["together"]) for n in a.scores)
     return CanaryRunsBench("simple-ff", runs, canaries, epochs, out["alone"][0].steps, 1, rounds, rate,
-                           bench_rounds.ratio(timed, "alone", "together"), difference, timed["environment"])
+                           bench_rounds.ratio(timed, "alone", "together"), difference, timed.environment)
 
 
 def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "auto", scaling: bool = True,
@@ -301,10 +301,10 @@ def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "a
 
     timed = bench_rounds.interleave({"batched": batched, "naive": naive}, rounds, progress=progress,
                                     label="batched vs naive trials")
-    batched_rate = bench_rounds.spread([trials / t for t in timed["seconds"]["batched"]])
-    naive_rate = bench_rounds.spread([naive_trials / t for t in timed["seconds"]["naive"]])
+    batched_rate = bench_rounds.spread([trials / t for t in timed.seconds["batched"]])
+    naive_rate = bench_rounds.spread([naive_trials / t for t in timed.seconds["naive"]])
     speedup = bench_rounds.spread([(trials / b) / (naive_trials / n)
-                                   for b, n in zip(timed["seconds"]["batched"], timed["seconds"]["naive"])])
+                                   for b, n in zip(timed.seconds["batched"], timed.seconds["naive"])])
     return AuditBench(
         construction="T6",
         config={"N": 320, "batch_size": 64, "L": 4, "context_length": 1, "forecast_length": 1, "sigma": 1.0},
@@ -313,15 +313,15 @@ def bench_audit(trials: int = 100_000, naive_trials: int = 100, device: str = "a
         rounds=rounds,
         trials_batched=trials,
         trials_naive=naive_trials,
-        batched_trials_per_second=batched_rate["median"],
-        batched_trials_per_minute_per_world=60 * batched_rate["median"],
-        naive_trials_per_second=naive_rate["median"],
-        speedup=speedup["median"],
-        speedup_range=(speedup["min"], speedup["max"]),
-        environment=timed["environment"],
+        batched_trials_per_second=batched_rate.median,
+        batched_trials_per_minute_per_world=60 * batched_rate.median,
+        naive_trials_per_second=naive_rate.median,
+        speedup=speedup.median,
+        speedup_range=(speedup.min, speedup.max),
+        environment=timed.environment,
         goal_trials_per_minute_per_world=1e6,
         goal_speedup=100.0,
-        meets_goals=bool(60 * batched_rate["median"] >= 1e6 and speedup["median"] >= 100),
+        meets_goals=bool(60 * batched_rate.median >= 1e6 and speedup.median >= 100),
         scaling=bench_scaling(device=device, rounds=rounds, progress=progress) if scaling else None,
         canary_runs=bench_canary_runs(rounds=rounds, progress=progress) if canary_runs else None,
     )

@@ -37,6 +37,8 @@ from tsdp.training.windows import every_window
 from tsdp.attacks.canary.steinke_bound import AUC_NOTE, AUC_UNDEFINED
 from tsdp.attacks.canary.user_training import AuditOptions, audit_training
 
+from tsdp.bench.rounds import Conditions, conditions_since, environment
+
 MODELS = ("simple-ff", "deepar")
 """tsdp's models in the bench (trained without noise, then with DP)."""
 
@@ -268,7 +270,7 @@ class BlackboxBench(Record):
     data: BlackboxData
     rows: Tuple[BlackboxRow, ...]
     seconds: float
-    environment: dict
+    environment: Conditions
 
 
 def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1.0, delta: float = 1e-5,
@@ -293,7 +295,6 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
     Returns:
         The :class:`BlackboxBench`.
     """
-    from tsdp.bench.rounds import environment
     from tsdp.verify.calibration import calibrate_sigma
 
     before = environment()
@@ -328,7 +329,7 @@ def bench_blackbox(*, canaries: int = 400, epochs: int = 100, epsilon: float = 1
                            else f"DP-SGD, {epochs} epochs at σ = {noise:.3f}"), noise=noise)
     return BlackboxBench(canaries, epochs, epsilon, delta, confidence, sigma, seed,
                          BlackboxData(series, length, context_length, 1, config.batch_size), tuple(rows),
-                         time.perf_counter() - started, {"before": before, "after": environment()})
+                         time.perf_counter() - started, conditions_since(before))
 
 
 def format_bench(result: Union[BlackboxBench, dict]) -> str:

@@ -36,6 +36,8 @@ from tsdp.attacks.canary.mechanism import CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPH
 from tsdp.executor.run import run_shards
 from tsdp.verify.json_data import Record
 
+from tsdp.bench.rounds import Conditions, conditions_since, environment
+
 from . import handwritten_dpsgd as loops
 
 TESTS = ("epsilon_bound", "claimed_curve", "noise", "clipping", "sampling")
@@ -222,7 +224,7 @@ class PlantedBench(Record):
     workers: int
     torch_threads: int = field(default=TORCH_THREADS, init=False)
     seconds: float
-    environment: dict
+    environment: Conditions
 
 
 def bench_planted(*, seeds: int = 20, canaries: int = 1000, seed: int = 0, workers: int = 1, rows=ROWS,
@@ -242,7 +244,6 @@ def bench_planted(*, seeds: int = 20, canaries: int = 1000, seed: int = 0, worke
     Returns:
         The :class:`PlantedBench`.
     """
-    from tsdp.bench.rounds import environment
 
     before = environment()
     specs = []
@@ -265,7 +266,7 @@ def bench_planted(*, seeds: int = 20, canaries: int = 1000, seed: int = 0, worke
         if progress is not None:
             progress(f"{row.name}: flagged in {len(flagged)} of {len(got)}")
     return PlantedBench(tuple(out), loops.DELTA, 0.95, DESIGNED_FALSE_FLAGS, workers, time.perf_counter() - started,
-                        {"before": before, "after": environment()})
+                        conditions_since(before))
 
 
 def format_bench(result: Union[PlantedBench, dict]) -> str:

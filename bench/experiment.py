@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+from tsdp.bench.rounds import Conditions
 from tsdp.verify.json_data import Record
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ class BaselinesBench(Record):
     cached_seconds: float
     cache_hit: bool
     goal_seconds: Optional[float]
-    environment: dict
+    environment: Conditions
 
 
 def bench_baselines(full: bool = False, workers: int = 2,
@@ -147,7 +148,7 @@ def bench_baselines(full: bool = False, workers: int = 2,
         warm = cached_baselines(split, folder, n_jobs=workers)
     return BaselinesBench(shape, workers, full, split.test.count,
                           {b: fitted_history(b, shape.season) for b in BASELINES}, cold.crps, cold.seconds, cpu,
-                          warm.seconds, warm.cached and warm.crps == cold.crps, GOAL_SECONDS if full else None, {"before": before, "after": bench_rounds.environment()})
+                          warm.seconds, warm.cached and warm.crps == cold.crps, GOAL_SECONDS if full else None, bench_rounds.conditions_since(before))
 
 
 def _cpu_seconds() -> float:
@@ -221,7 +222,7 @@ class EstimateBench(Record):
     goal: float
     steps: Dict[str, int]
     cell_seconds: Dict[str, float]
-    environment: dict
+    environment: Conditions
 
 
 def bench_estimate(models: Sequence[str] = ESTIMATE_GRID["models"], epochs: int = 20, n_samples: int = 20,
@@ -257,7 +258,7 @@ def bench_estimate(models: Sequence[str] = ESTIMATE_GRID["models"], epochs: int 
         results, info = run_grid(cells, settings, folder=folder, workers=1)
     return EstimateBench(len(cells), tuple(models), epochs, n_samples, planned, probe_seconds, info.seconds,
                          planned.seconds / info.seconds, ESTIMATE_GOAL, {r.key: r.steps for r in results},
-                         {r.key: r.seconds for r in results}, {"before": before, "after": bench_rounds.environment()})
+                         {r.key: r.seconds for r in results}, bench_rounds.conditions_since(before))
 
 
 def format_estimate(result: Union[EstimateBench, dict]) -> str:
@@ -358,7 +359,7 @@ class GridBench(Record):
     cpu_speedup: Optional[float]
     tables: TableDifference
     goal_seconds: float
-    environment: dict
+    environment: Conditions
 
 
 def _grid_side(cells, settings, workers: int, together: bool, planned: Optional[float]) -> Tuple[GridSide, List[list]]:
@@ -451,7 +452,7 @@ def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[s
                      alone.seconds / together.seconds,
                      alone.cpu_seconds / together.cpu_seconds if workers == 1 else None,
                      table_difference(tables["together"], tables["cell_by_cell"]), GRID_GOAL_SECONDS,
-                     {"before": before, "after": bench_rounds.environment()})
+                     bench_rounds.conditions_since(before))
 
 
 def format_grid(result: Union[GridBench, dict]) -> str:

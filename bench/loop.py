@@ -29,12 +29,15 @@ import copy
 import math
 import time
 import warnings
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
 
-from tsdp.bench.rounds import MIN_ROUNDS, format_environment, format_spread, interleave, ratio, spread
+from tsdp.bench.rounds import (MIN_ROUNDS, Conditions, Spread, format_environment, format_spread, interleave, ratio,
+                               spread)
+from tsdp.verify.json_data import Record
 
 from tsdp.training.factored import factored_clipped_sum
 from tsdp.training.models import MLP, MODELS, DeepAR, make_model
@@ -50,6 +53,59 @@ DEVICES = ("auto", "cpu", "cuda")
 OPACUS_MODES = ("ghost", "hooks")
 MISMATCH = 1e-3  # relative L2 error of a noise-free Opacus update against tsdp's, beyond which a mode is refused
 SECONDS_PER_ROUND = 0.05  # the non-private step's share of a round; every candidate runs as many steps
+
+
+@dataclass(frozen=True)
+class LoopRow(Record):
+    """One model and batch of :func:`bench_loop`: each candidate's ms per step and tsdp's time ratios, over rounds.
+
+    Attributes:
+        model: The model (one of :data:`BENCH_MODELS`).
+        batch: The batch size.
+        steps: The steps each candidate takes per round.
+        ms: Per candidate (``nonprivate``, ``tsdp``, DeepAR's ``lstm``, ``opacus`` where it ran), its ms per step.
+        ratios: ``tsdp/nonprivate``, ``tsdp/opacus`` (None without an Opacus mode) and DeepAR's ``tsdp/lstm``.
+        opacus_mode: The Opacus mode timed (None: none accepted the model).
+        opacus_refused: Per Opacus mode left out, why.
+        targets_met: Per ratio of :data:`TARGETS`, whether its median meets the target (None: no target or no
+            ratio).
+        environment: The conditions the row's rounds ran in.
+    """
+
+    model: str
+    batch: int
+    steps: int
+    ms: Dict[str, Spread]
+    ratios: Dict[str, Optional[Spread]]
+    opacus_mode: Optional[str]
+    opacus_refused: Dict[str, str]
+    targets_met: Dict[str, Optional[bool]]
+    environment: Conditions
+
+
+@dataclass(frozen=True)
+class LoopBench(Record):
+    """What :func:`bench_loop` measured.
+
+    Attributes:
+        device: The torch device.
+        torch_threads: torch's intra-op threads.
+        context_length: L_C.
+        forecast_length: L_F.
+        rounds: The interleaved rounds of each row.
+        targets: :data:`TARGETS`.
+        rows: A row per model and batch, models first.
+        together: The row of cells trained together per model (:func:`bench.together.bench_together`).
+    """
+
+    device: str
+    torch_threads: int
+    context_length: int
+    forecast_length: int
+    rounds: int
+    targets: Dict[str, object]
+    rows: Tuple[LoopRow, ...]
+    together: Tuple[dict, ...]
 
 
 def make_bench_model(name: str, context_length: int, forecast_length: int) -> nn.Module:
@@ -219,17 +275,14 @@ def bench_loop(
     device: str = "auto",
     seed: int = 0,
     progress: Optional[Callable[[str], None]] = None,
-) -> dict:
+) -> LoopBench:
     """Per model and batch: ms per step of the non-private step, tsdp's DP step and Opacus's; tsdp's time ratios.
 
     Benchmark of the training step (paper Algorithm 2), not a test: wall-clock on the
     current machine, as ratios taken per interleaved round (:mod:`bench.rounds`).
     ``threads`` sets torch's intra-op threads (None leaves them); ``device``: auto (cuda when
     available), cpu or cuda (ValueError naming it without CUDA). DeepAR's rows add the ``lstm``
-    candidate (:class:`LSTMDeepAR`, the floor anchor) and the ratio ``tsdp/lstm``. Returns a JSON-ready dict {"device", "torch_threads",
-    "context_length", "forecast_length", "rounds", "targets", "rows": [{"model", "batch",
-    "steps", "ms": {candidate: spread}, "ratios": {"tsdp/nonprivate", "tsdp/opacus": spread
-    or None}, "opacus_mode", "opacus_refused", "targets_met", "environment"}]}.
+    candidate (:class:`LSTMDeepAR`, the floor anchor) and the ratio ``tsdp/lstm``.
 
     Args:
         models: names from :data:`BENCH_MODELS`.
@@ -243,7 +296,7 @@ def bench_loop(
         progress: called with a line per round, or None.
 
     Returns:
-        The result, JSON-ready (the keys above).
+        The :class:`LoopBench`: a :class:`LoopRow` per model and batch, and the cells trained together.
 
     Raises:
         ValueError: an unknown model or device, too few rounds, a batch or thread count below 1.
@@ -256,8 +309,7 @@ def bench_loop(
     dev = resolve_bench_device(device)
     if threads is not None:
         torch.set_num_threads(threads)
-    out = {"device": str(dev), "torch_threads": torch.get_num_threads(), "context_length": context_length,
-           "forecast_length": forecast_length, "rounds": rounds, "targets": TARGETS, "rows": []}
+    torch_threads, rows = torch.get_num_threads(), []
     for name in models:
         for batch in batches:
             data = torch.Generator(device=dev).manual_seed(seed)
@@ -292,20 +344,17 @@ def bench_loop(
             if "lstm" in runs:
                 ratios["tsdp/lstm"] = ratio(timed, "tsdp", "lstm")
             target = TARGETS["tsdp/nonprivate"].get(str(batch))
-            met = {"tsdp/nonprivate": None if target is None else ratios["tsdp/nonprivate"]["median"] <= target,
+            met = {"tsdp/nonprivate": None if target is None else ratios["tsdp/nonprivate"].median <= target,
                    "tsdp/opacus": (None if ratios["tsdp/opacus"] is None
-                                   else ratios["tsdp/opacus"]["median"] <= TARGETS["tsdp/opacus"])}
-            out["rows"].append({
-                "model": name, "batch": batch, "steps": n,
-                "ms": {k: spread([1e3 * s / n for s in v]) for k, v in timed["seconds"].items()},
-                "ratios": ratios, "opacus_mode": mode, "opacus_refused": refused, "targets_met": met,
-                "environment": timed["environment"]})
+                                   else ratios["tsdp/opacus"].median <= TARGETS["tsdp/opacus"])}
+            rows.append(LoopRow(name, batch, n, {k: spread([1e3 * s / n for s in v]) for k, v in timed.seconds.items()},
+                                ratios, mode, refused, met, timed.environment))
     from tsdp.bench.together import bench_together
 
-    out["together"] = bench_together(models, lambda m: make_bench_model(m, context_length, forecast_length),
-                                     context_length=context_length, forecast_length=forecast_length, rounds=rounds,
-                                     device=dev)
-    return out
+    together = bench_together(models, lambda m: make_bench_model(m, context_length, forecast_length),
+                              context_length=context_length, forecast_length=forecast_length, rounds=rounds, device=dev)
+    return LoopBench(str(dev), torch_threads, context_length, forecast_length, rounds, TARGETS, tuple(rows),
+                     tuple(together))
 
 
 def resolve_bench_device(device: str) -> torch.device:
@@ -328,15 +377,17 @@ def resolve_bench_device(device: str) -> torch.device:
                         else device)
 
 
-def format_bench(result: dict) -> str:
+def format_bench(result: Union[LoopBench, dict]) -> str:
     """Human-readable table of :func:`bench_loop`'s result: ms per step and tsdp's ratios, median (range).
 
     Args:
-        result: :func:`bench_loop`'s result (or its JSON read back).
+        result: What :func:`bench_loop` returned, or its ``as_dict()`` (``--json``, the benchmark page).
 
     Returns:
         The table, one string.
     """
+    if isinstance(result, LoopBench):
+        result = result.as_dict()
     lines = [f"DP step (Algorithm 2) against a non-private step and Opacus: ms per step and tsdp's time ratios, "
              f"median (range) over {result['rounds']} interleaved rounds; L_C = {result['context_length']}, "
              f"L_F = {result['forecast_length']}, {result['device']}, torch threads {result['torch_threads']}"]

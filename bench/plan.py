@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
+from tsdp.bench.rounds import Conditions, conditions_since, environment
 from tsdp.verify.json_data import Record
 
 EPSILONS = (0.1, 1.0, 5.0, 8.0, 10.0, 20.0, 50.0)
@@ -76,7 +77,7 @@ class PlanBench(Record):
     goal_s: float
     cells: Tuple[PlanCell, ...]
     slowest_s: float
-    environment: dict
+    environment: Conditions
 
 
 def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = CANARIES,
@@ -95,7 +96,6 @@ def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = C
     Returns:
         The :class:`PlanBench`: each cell's answer, wall and CPU seconds; the machine and its load before and after.
     """
-    from tsdp.bench.rounds import environment
     from tsdp.bench.startup import THREADS
 
     before = environment()
@@ -115,7 +115,7 @@ def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = C
         planned = json.loads(done.stdout)
         out.append(PlanCell("tsdp " + " ".join(argv), seconds, cpu, planned["canaries_needed"],
                             planned["participation"]))
-    return PlanBench(GOAL_S, tuple(out), max(c.seconds for c in out), {"before": before, "after": environment()})
+    return PlanBench(GOAL_S, tuple(out), max(c.seconds for c in out), conditions_since(before))
 
 
 def format_bench(result: Union[PlanBench, dict]) -> str:

@@ -6,7 +6,7 @@ round runs every candidate once, in the same order, so a slow minute slows both 
 ratio alike. A ratio is taken per round (same round, same machine state) and reported as
 its median and its range over the rounds, never as a best-of against a single run.
 
-The machine state goes with the figures: :func:`environment` records the thread settings
+The machine state goes with the figures: :func:`environment` (an :class:`Environment`) records the thread settings
 (the ``*_NUM_THREADS`` variables and the CPUs this process may run on) and the load average
 before and after. No torch here (verify/ never imports it): a bench that uses torch adds
 ``torch.get_num_threads()`` to the record itself.
@@ -17,9 +17,11 @@ import os
 import platform
 import statistics
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from tsdp.verify.cpus import available_cpus
+from tsdp.verify.json_data import Record
 
 MIN_ROUNDS = 7  # the fewest rounds whose median and range mean something
 MAX_ROUNDS = 1000  # more would run for hours: refused before the first round
@@ -46,37 +48,109 @@ def machine() -> str:
     return f"{model or platform.processor() or 'unknown processor'} ({platform.machine()}, {platform.system()}-{platform.release()})"
 
 
-def environment() -> Dict:
-    """Machine, thread settings and load of this process now: ``{"machine", "cpus", "threads": {VAR: value}, "load"}``.
+@dataclass(frozen=True)
+class Environment(Record):
+    """The machine, its thread settings and its load at one moment (:func:`environment`).
 
-    ``threads`` holds each of :data:`THREAD_VARIABLES` that is set (unset ones are left out:
-    the library then picks its own default, usually one thread per CPU).
+    Attributes:
+        machine: The processor and platform (:func:`machine`).
+        cpus: The CPUs this process may run on.
+        threads: Each of :data:`THREAD_VARIABLES` that is set, with its value (unset ones are left out: the
+            library then picks its own default, usually one thread per CPU).
+        load: The 1, 5 and 15 minute load averages (empty where the platform has none).
     """
-    return {"machine": machine(), "cpus": available_cpus(), "threads": {v: os.environ[v] for v in THREAD_VARIABLES if v in os.environ},
-            "load": _load()}
+
+    machine: str
+    cpus: int
+    threads: Dict[str, str]
+    load: Tuple[float, ...]
 
 
-def spread(values: Sequence[float]) -> Dict[str, float]:
-    """``{"median", "min", "max"}`` of the values (the figure and its range over rounds).
+@dataclass(frozen=True)
+class Conditions(Record):
+    """The machine's state before and after a measurement: the conditions its figures were taken in.
+
+    Attributes:
+        before: The :func:`environment` before the first timed run.
+        after: The :func:`environment` after the last.
+    """
+
+    before: Environment
+    after: Environment
+
+
+@dataclass(frozen=True)
+class Spread(Record):
+    """A figure over rounds: its median and its range (:func:`spread`).
+
+    Attributes:
+        median: The median over the rounds.
+        min: The smallest value.
+        max: The largest value.
+    """
+
+    median: float
+    min: float
+    max: float
+
+
+@dataclass(frozen=True)
+class Timed(Record):
+    """What :func:`interleave` measured.
+
+    Attributes:
+        rounds: The rounds.
+        seconds: Per callable's name, its time in each round, in round order.
+        results: Per callable's name, what its last call returned.
+        environment: The conditions before the warm-up and after the last round.
+    """
+
+    rounds: int
+    seconds: Dict[str, Tuple[float, ...]]
+    results: Dict[str, object]
+    environment: Conditions
+
+
+def environment() -> Environment:
+    """Machine, thread settings and load of this process now.
+
+    Returns:
+        The :class:`Environment`; ``threads`` holds each of :data:`THREAD_VARIABLES` that is set.
+    """
+    return Environment(machine(), available_cpus(), {v: os.environ[v] for v in THREAD_VARIABLES if v in os.environ},
+                       tuple(_load()))
+
+
+def conditions_since(before: Environment) -> Conditions:
+    """The conditions of a measurement that started at ``before`` and ends now.
+
+    Args:
+        before: The :func:`environment` taken when the measurement started.
+
+    Returns:
+        ``before`` and this process's :func:`environment` now.
+    """
+    return Conditions(before, environment())
+
+
+def spread(values: Sequence[float]) -> Spread:
+    """The median and range of the values (the figure and its range over rounds).
 
     Args:
         values: The values (one per round).
 
     Returns:
-        ``{"median", "min", "max"}``.
+        Their :class:`Spread`.
     """
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    return Spread(statistics.median(values), min(values), max(values))
 
 
 def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUNDS, *, warmup: bool = True,
-               progress: Optional[Callable[[str], None]] = None, label: str = "") -> Dict:
+               progress: Optional[Callable[[str], None]] = None, label: str = "") -> Timed:
     """Time every callable of ``runs`` once per round, in the same order each round (A, B, A, B, ...).
 
     With ``warmup`` every callable runs once untimed first, so all sides start warm (imports,
-    caches, allocators). Returns ``{"rounds", "seconds": {name: [one time per round]},
-    "results": {name: last return value}, "environment": {"before": ..., "after": ...}}``
-    (see :func:`environment`). Raises ``ValueError`` for fewer than :data:`MIN_ROUNDS` rounds
-    or no callables.
+    caches, allocators).
 
     Args:
         runs: The callables by name.
@@ -86,7 +160,7 @@ def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUND
         label: Prefix of the progress text.
 
     Returns:
-        The times per round and the last results, as above.
+        The :class:`Timed`: the times per round, the last results and the :class:`Conditions` they were taken in.
 
     Raises:
         ValueError: Fewer than :data:`MIN_ROUNDS` rounds, or no callables.
@@ -105,11 +179,10 @@ def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUND
             seconds[name].append(time.perf_counter() - t0)
         if progress is not None:
             progress(f"{label + ': ' if label else ''}round {r + 1}/{rounds}")
-    return {"rounds": rounds, "seconds": seconds, "results": results,
-            "environment": {"before": before, "after": environment()}}
+    return Timed(rounds, {name: tuple(times) for name, times in seconds.items()}, results, conditions_since(before))
 
 
-def ratio(timed: Dict, slow: str, fast: str) -> Dict[str, float]:
+def ratio(timed: Timed, slow: str, fast: str) -> Spread:
     """Per-round ``slow / fast`` time ratios of an :func:`interleave` result: their :func:`spread`.
 
     Args:
@@ -120,33 +193,37 @@ def ratio(timed: Dict, slow: str, fast: str) -> Dict[str, float]:
     Returns:
         The ratios' :func:`spread`.
     """
-    return spread([s / f for s, f in zip(timed["seconds"][slow], timed["seconds"][fast])])
+    return spread([s / f for s, f in zip(timed.seconds[slow], timed.seconds[fast])])
 
 
-def format_environment(env: Dict) -> str:
+def format_environment(env: Union[Conditions, Mapping]) -> str:
     """One line: machine, CPUs, thread variables, load before -> after (the state the figures were taken in).
 
     Args:
-        env: ``{"before", "after"}`` of :func:`environment`.
+        env: The :class:`Conditions`, or its JSON form (a published bench's).
 
     Returns:
         The line.
     """
+    if isinstance(env, Conditions):
+        env = env.as_dict()
     threads = ", ".join(f"{k}={v}" for k, v in env["before"]["threads"].items()) or "no *_NUM_THREADS set"
     load = lambda e: "/".join(f"{x:.2f}" for x in e["load"]) or "n/a"  # noqa: E731
     where = f"{env['before']['machine']}, " if "machine" in env["before"] else ""
     return f"{where}{env['before']['cpus']} CPUs, {threads}; load average {load(env['before'])} -> {load(env['after'])}"
 
 
-def format_spread(s: Dict[str, float], unit: str = "x", digits: int = 1) -> str:
+def format_spread(s: Union[Spread, Mapping[str, float]], unit: str = "x", digits: int = 1) -> str:
     """``median (min-max)`` with ``unit`` after the median, e.g. ``12.3x (11.0-14.1)``.
 
     Args:
-        s: A :func:`spread`.
+        s: The :class:`Spread`, or its JSON form (a published bench's).
         unit: Written after the median.
         digits: Decimals.
 
     Returns:
         The text.
     """
+    if isinstance(s, Spread):
+        s = s.as_dict()
     return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}-{s['max']:.{digits}f})"

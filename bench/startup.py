@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple, Union
 
 from tsdp.bench import rounds as bench_rounds
+from tsdp.bench.rounds import Conditions, Spread
 from tsdp.verify.json_data import Record
 
 BASELINE = "python -c pass"
@@ -50,14 +51,14 @@ class CommandStart(Record):
 
     Attributes:
         command: The command's label (a key of :data:`COMMANDS`).
-        seconds: Its wall seconds, ``{median, min, max}`` over rounds (:func:`~tsdp.bench.rounds.spread`).
-        ratio: Its per-round ratio to the baseline's time, ``{median, min, max}``.
+        seconds: Its wall seconds over rounds (:func:`~tsdp.bench.rounds.spread`).
+        ratio: Its per-round ratio to the baseline's time, over rounds.
         extra_s: The median of its per-round differences to the baseline.
     """
 
     command: str
-    seconds: Dict[str, float]
-    ratio: Dict[str, float]
+    seconds: Spread
+    ratio: Spread
     extra_s: float
 
 
@@ -76,7 +77,7 @@ class StartupBench(Record):
     rounds: int
     python: str
     threads: Dict[str, str]
-    environment: dict
+    environment: Conditions
     commands: Tuple[CommandStart, ...]
 
 
@@ -95,12 +96,12 @@ def bench_startup(rounds: int = bench_rounds.MIN_ROUNDS,
         env = {**os.environ, **THREADS, "TSDP_CACHE_DIR": cache}
         runs = {label: _starter(args, env) for label, args in COMMANDS.items()}
         timed = bench_rounds.interleave(runs, rounds, progress=progress, label="startup")
-    base = timed["seconds"][BASELINE]
-    commands = tuple(CommandStart(label, bench_rounds.spread(timed["seconds"][label]),
+    base = timed.seconds[BASELINE]
+    commands = tuple(CommandStart(label, bench_rounds.spread(timed.seconds[label]),
                                   bench_rounds.ratio(timed, label, BASELINE),
-                                  bench_rounds.spread([t - b for t, b in zip(timed["seconds"][label], base)])["median"])
+                                  bench_rounds.spread([t - b for t, b in zip(timed.seconds[label], base)]).median)
                      for label in COMMANDS)
-    return StartupBench(rounds, platform.python_version(), dict(THREADS), timed["environment"], commands)
+    return StartupBench(rounds, platform.python_version(), dict(THREADS), timed.environment, commands)
 
 
 def format_bench(result: Union[StartupBench, Dict]) -> str:

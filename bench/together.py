@@ -87,10 +87,10 @@ def bench_together(models: Sequence[str], make_model: Callable[[str], torch.nn.M
             return run
 
         timed = interleave({"alone": repeat(alone), "together": repeat(together)}, rounds)
-        ms = {k: spread([1e3 * s / n for s in v]) for k, v in timed["seconds"].items()}
+        ms = {k: spread([1e3 * s / n for s in v]) for k, v in timed.seconds.items()}
         rows.append({"model": name, "cells": cells, "batch": batch, "steps": n, "ms": ms,
-                     "cells_per_second": {k: spread([cells * n / s for s in v]) for k, v in timed["seconds"].items()},
-                     "speedup": ratio(timed, "alone", "together"), "environment": timed["environment"]})
+                     "cells_per_second": {k: spread([cells * n / s for s in v]) for k, v in timed.seconds.items()},
+                     "speedup": ratio(timed, "alone", "together"), "environment": timed.environment})
     return rows
 
 

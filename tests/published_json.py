@@ -25,7 +25,7 @@ def published(name: str) -> dict:
 
 
 def _built(hint, value):
-    """``value`` (JSON data) as the annotation ``hint`` types it: records and tuples of records rebuilt."""
+    """``value`` (JSON data) as the annotation ``hint`` types it: records, and tuples or dicts of records, rebuilt."""
     if value is None:
         return None
     args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -35,6 +35,8 @@ def _built(hint, value):
         return rebuilt(hint, value)
     if typing.get_origin(hint) is tuple and args and dataclasses.is_dataclass(args[0]):
         return tuple(rebuilt(args[0], v) for v in value)
+    if typing.get_origin(hint) is dict and len(args) == 2:
+        return {k: _built(args[1], v) for k, v in value.items()}
     return value
 
 

@@ -40,8 +40,8 @@ def test_rounds_ratios_and_environment(monkeypatch):
     assert result.rounds == 7 and case.grid == GRID
     for name in ("ours_s", "library_s", "ours_sound_s", "speedup"):
         s = getattr(case, name)
-        assert 0 < s["min"] <= s["median"] <= s["max"]
-    assert case.meets_goal == (case.speedup["median"] >= case.goal)
+        assert 0 < s.min <= s.median <= s.max
+    assert case.meets_goal == (case.speedup.median >= case.goal)
     # ε: ours (pessimistic) against the library's own construction of the same pair, read independently
     num = bench_accounting.get("T6").pair(bench_accounting.DEFAULT_CONFIG).numeric()
     reference = lib.from_mixture_gaussian_mechanism(num.sigma, list(num.a * num.sigma), list(num.p),
@@ -50,7 +50,7 @@ def test_rounds_ratios_and_environment(monkeypatch):
     assert case.agree and case.epsilon_ours == pytest.approx(reference, rel=1e-3)
     assert case.epsilon_sound >= case.epsilon_ours * (1 - 1e-9)  # T6 is tight: the same pair, rounded up
     env = result.environment
-    assert env["before"]["cpus"] >= 1 and len(env["before"]["load"]) == 3
+    assert env.before.cpus >= 1 and len(env.before.load) == 3
     text = bench_accounting.format_bench(result)
     assert "interleaved rounds" in text and "load average" in text and bench_rounds.format_spread(case.speedup) in text
     assert text == bench_accounting.format_bench(result.as_dict())

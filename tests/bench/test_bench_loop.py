@@ -6,10 +6,14 @@ import pytest
 import torch
 
 from tsdp.bench import loop as bench
-from tsdp.bench.loop import (BENCH_MODELS, TARGETS, LSTMDeepAR, _update_error, bench_loop, format_bench,
+from tsdp.bench.loop import (BENCH_MODELS, TARGETS, LoopBench, LSTMDeepAR, _update_error, bench_loop, format_bench,
                              make_bench_model, opacus_step)
+from tsdp.bench.rounds import Conditions, Environment, Spread, Timed
 from tsdp.training.factored import factored_clipped_sum
 from tsdp.cli.main import main
+from tsdp.cli.output import dumps
+
+import published_json
 
 pytest.importorskip("opacus")
 
@@ -68,35 +72,35 @@ def test_ratios_and_targets_from_rounds(monkeypatch):
 
     def fake_interleave(runs, rounds, **kw):
         assert list(runs) == ["nonprivate", "tsdp", "opacus"] and rounds == 7
-        return {"rounds": rounds, "seconds": seconds, "results": {},
-                "environment": {"before": {"cpus": 2, "threads": {}, "load": [1.0, 1.0, 1.0]},
-                                "after": {"cpus": 2, "threads": {}, "load": [1.0, 1.0, 1.0]}}}
+        env = Environment("a machine", 2, {}, (1.0, 1.0, 1.0))
+        return Timed(rounds, {k: tuple(v) for k, v in seconds.items()}, {}, Conditions(env, env))
 
     monkeypatch.setattr(bench, "interleave", fake_interleave)
     monkeypatch.setattr(bench, "SECONDS_PER_ROUND", 0.0)  # one step per round
     result = bench_loop(("mlp",), batches=(256,), context_length=12, forecast_length=3)
-    row = result["rows"][0]
-    assert row["steps"] == 1 and row["ms"]["tsdp"]["median"] == pytest.approx(1200.0)
-    assert row["ratios"]["tsdp/nonprivate"] == {"median": pytest.approx(1.2), "min": pytest.approx(1.2),
-                                                "max": pytest.approx(1.5)}
-    assert row["ratios"]["tsdp/opacus"]["median"] == pytest.approx(0.4)
-    assert row["ratios"]["tsdp/opacus"]["max"] == pytest.approx(0.75)
-    assert row["targets_met"] == {"tsdp/nonprivate": 1.2 <= TARGETS["tsdp/nonprivate"]["256"], "tsdp/opacus": True}
-    assert row["opacus_mode"] in ("ghost", "hooks")
+    (row,) = result.rows
+    assert row.steps == 1 and row.ms["tsdp"].median == pytest.approx(1200.0)
+    assert row.ratios["tsdp/nonprivate"].as_dict() == {"median": pytest.approx(1.2), "min": pytest.approx(1.2),
+                                                       "max": pytest.approx(1.5)}
+    assert row.ratios["tsdp/opacus"].median == pytest.approx(0.4)
+    assert row.ratios["tsdp/opacus"].max == pytest.approx(0.75)
+    assert row.targets_met == {"tsdp/nonprivate": 1.2 <= TARGETS["tsdp/nonprivate"]["256"], "tsdp/opacus": True}
+    assert row.opacus_mode in ("ghost", "hooks")
 
 
 @pytest.mark.slow  # a real bench run of 7 interleaved rounds
 def test_real_run_and_table():
     """A tiny real run: positive times, consistent ratios, a table naming the model, the Opacus mode and the load."""
     result = bench_loop(("mlp", "deepar"), batches=(4,), context_length=12, forecast_length=3)
-    assert result["torch_threads"] == 1 and [r["model"] for r in result["rows"]] == ["mlp", "deepar"]
-    for row in result["rows"]:
-        for s in row["ms"].values():
-            assert 0 < s["min"] <= s["median"] <= s["max"] < float("inf")
+    assert result.torch_threads == 1 and [r.model for r in result.rows] == ["mlp", "deepar"]
+    for row in result.rows:
+        for s in row.ms.values():
+            assert 0 < s.min <= s.median <= s.max < float("inf")
         # DeepAR's row times the nn.LSTM floor anchor too
-        assert set(row["ms"]) == {"nonprivate", "tsdp", "opacus"} | ({"lstm"} if row["model"] == "deepar" else set())
-    assert "tsdp/lstm" in result["rows"][1]["ratios"] and "tsdp/lstm" not in result["rows"][0]["ratios"]
-    table = format_bench(json.loads(json.dumps(result)))  # the table reads the JSON form as well
+        assert set(row.ms) == {"nonprivate", "tsdp", "opacus"} | ({"lstm"} if row.model == "deepar" else set())
+    assert "tsdp/lstm" in result.rows[1].ratios and "tsdp/lstm" not in result.rows[0].ratios
+    table = format_bench(result)
+    assert table == format_bench(json.loads(dumps(result.as_dict())))  # the table reads the JSON form alike
     assert "mlp" in table and "deepar" in table and "(hooks)" in table and "load average" in table
     assert "nn.LSTM" in table
     assert "ghost refused for deepar" in table
@@ -118,6 +122,19 @@ def test_lstm_floor_is_deepar_on_nn_lstm():
     cov = torch.randn(5, 15, 1, dtype=torch.float64)
     torch.testing.assert_close(floor(c, f, cov), reference(c, f, cov), rtol=1e-10, atol=1e-12)
     assert all(not p.requires_grad for p in floor.rnn.parameters())
+
+
+def test_the_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
+    """docs/benchmarks/loop.json was written by the bench before its result was a record: the record rebuilt from it
+    (its rows' spreads and conditions as records) gives back every key in its order and every value, and the same
+    table."""
+    published = published_json.published("loop")
+    result = published_json.rebuilt(LoopBench, published)
+    row = result.rows[0]
+    assert isinstance(row.ms["tsdp"], Spread) and isinstance(row.ratios["tsdp/nonprivate"], Spread)
+    assert isinstance(row.environment, Conditions) and isinstance(row.environment.before, Environment)
+    published_json.assert_gives_back(result, published)
+    assert format_bench(result) == format_bench(published)
 
 
 def test_bad_arguments():

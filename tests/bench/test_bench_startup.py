@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from tsdp.bench import rounds as bench_rounds
 from tsdp.bench import startup as bench_startup
 from tsdp.cli.main import main
 
@@ -18,11 +19,11 @@ def test_the_bench_times_fresh_processes_against_the_baseline(monkeypatch):
                                                     "sleep": ["-c", f"import time; time.sleep({SLEEP})"]})
     r = bench_startup.bench_startup(rounds=7)
     base, sleep = r.commands
-    assert base.command == bench_startup.BASELINE and base.ratio == {"median": 1.0, "min": 1.0, "max": 1.0}
+    assert base.command == bench_startup.BASELINE and base.ratio == bench_rounds.Spread(1.0, 1.0, 1.0)
     assert base.extra_s == 0.0
-    assert sleep.seconds["min"] >= SLEEP and sleep.extra_s >= SLEEP - 0.05
-    assert sleep.ratio["median"] > 1.0
-    assert r.threads["OMP_NUM_THREADS"] == "1" and r.environment["before"]["machine"]
+    assert sleep.seconds.min >= SLEEP and sleep.extra_s >= SLEEP - 0.05
+    assert sleep.ratio.median > 1.0
+    assert r.threads["OMP_NUM_THREADS"] == "1" and r.environment.before.machine
     table = bench_startup.format_bench(r)
     assert "python -c pass" in table and "sleep" in table and table == bench_startup.format_bench(r.as_dict())
     json.dumps(r.as_dict())

@@ -12,9 +12,9 @@ def test_rows_and_table():
         assert r["cells"] == 3 and r["steps"] >= 1
         for side in ("alone", "together"):
             ms, cps = r["ms"][side], r["cells_per_second"][side]
-            assert 0 < ms["min"] <= ms["median"] <= ms["max"]
-            assert 0 < cps["min"] <= cps["median"] <= cps["max"]
-        assert r["speedup"]["min"] <= r["speedup"]["median"] <= r["speedup"]["max"]
+            assert 0 < ms.min <= ms.median <= ms.max
+            assert 0 < cps.min <= cps.median <= cps.max
+        assert r["speedup"].min <= r["speedup"].median <= r["speedup"].max
     lines = format_together(rows)
     assert "cells trained together" in lines[0] and len(lines) == 2 + len(rows)
     assert format_together([]) == []

@@ -6,7 +6,10 @@ import pytest
 
 from tsdp.bench.bug_rates import (ABOVE_CEILING, DESIGNED_FALSE_FLAGS, ROWS, TESTS, PlantedBench,
                                                   RowResult, bench_planted, format_bench)
+from tsdp.bench.rounds import Conditions
 from tsdp.cli.main import main
+
+import published_json
 
 
 def _row(name, expected, seeds, flagged, named, by_test, ideal=0.1, claim=3.134):
@@ -83,7 +86,7 @@ def test_the_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
     names = [f.name for f in dataclasses.fields(RowResult) if f.init]
     rows = tuple(RowResult(**{k: row[k] for k in names}) for row in form["rows"])
     bench = PlantedBench(rows, form["delta"], form["confidence"], form["designed_false_flags"], form["workers"],
-                         form["seconds"], form["environment"])
+                         form["seconds"], published_json.rebuilt(Conditions, form["environment"]))
     got = json.loads(json.dumps(bench.as_dict()))
     assert got == form and list(got) == list(form)
     assert [list(row) for row in got["rows"]] == [list(row) for row in form["rows"]]
