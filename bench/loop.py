@@ -37,6 +37,7 @@ from torch import nn
 
 from tsdp.bench.rounds import (MIN_ROUNDS, Conditions, Spread, format_environment, format_spread, interleave, ratio,
                                spread)
+from tsdp.bench.together import TogetherRow, bench_together, format_together
 from tsdp.verify.json_data import Record
 
 from tsdp.training.factored import factored_clipped_sum
@@ -105,7 +106,7 @@ class LoopBench(Record):
     rounds: int
     targets: Dict[str, object]
     rows: Tuple[LoopRow, ...]
-    together: Tuple[dict, ...]
+    together: Tuple[TogetherRow, ...]
 
 
 def make_bench_model(name: str, context_length: int, forecast_length: int) -> nn.Module:
@@ -349,12 +350,9 @@ def bench_loop(
                                    else ratios["tsdp/opacus"].median <= TARGETS["tsdp/opacus"])}
             rows.append(LoopRow(name, batch, n, {k: spread([1e3 * s / n for s in v]) for k, v in timed.seconds.items()},
                                 ratios, mode, refused, met, timed.environment))
-    from tsdp.bench.together import bench_together
-
     together = bench_together(models, lambda m: make_bench_model(m, context_length, forecast_length),
                               context_length=context_length, forecast_length=forecast_length, rounds=rounds, device=dev)
-    return LoopBench(str(dev), torch_threads, context_length, forecast_length, rounds, TARGETS, tuple(rows),
-                     tuple(together))
+    return LoopBench(str(dev), torch_threads, context_length, forecast_length, rounds, TARGETS, tuple(rows), together)
 
 
 def resolve_bench_device(device: str) -> torch.device:
@@ -416,8 +414,6 @@ def format_bench(result: Union[LoopBench, dict]) -> str:
     if result["rows"]:  # the whole run: the first row's start to the last row's end
         lines.append("environment: " + format_environment({"before": result["rows"][0]["environment"]["before"],
                                                            "after": result["rows"][-1]["environment"]["after"]}))
-    from tsdp.bench.together import format_together
-
     lines += format_together(result.get("together", []))
     t = result["targets"]
     lines.append(f"targets: tsdp/non-private ≤ {t['tsdp/nonprivate']['64']} at batch 64 and ≤ "

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from tsdp.bench.rounds import MIN_ROUNDS, format_spread, interleave, ratio, spread
+from tsdp.bench.rounds import MIN_ROUNDS, Conditions, Spread, format_spread, interleave, ratio, spread
+from tsdp.verify.json_data import Record
 
 from tsdp.training.stacked import StackedModel, stacked_noisy_gradient
 from tsdp.training.step import dp_step
@@ -25,13 +27,36 @@ CELLS = 16
 SECONDS_PER_ROUND = 0.2  # ``together``'s share of a round
 
 
+@dataclass(frozen=True)
+class TogetherRow(Record):
+    """One model of :func:`bench_together`: ``cells`` DP steps one at a time against one stacked step, over rounds.
+
+    Attributes:
+        model: The model name.
+        cells: The runs trained together.
+        batch: Windows per run and step.
+        steps: The steps each side takes per round.
+        ms: Per side (``alone``, ``together``), its ms per step of all ``cells`` runs.
+        cells_per_second: Per side, the cells' steps per second (``cells`` × steps / seconds).
+        speedup: The per-round ratios of ``together``'s cells per second over ``alone``'s.
+        environment: The conditions the rounds ran in.
+    """
+
+    model: str
+    cells: int
+    batch: int
+    steps: int
+    ms: Dict[str, Spread]
+    cells_per_second: Dict[str, Spread]
+    speedup: Spread
+    environment: Conditions
+
+
 def bench_together(models: Sequence[str], make_model: Callable[[str], torch.nn.Module], *, cells: int = CELLS,
                    batch: int = 8, context_length: int = 64, forecast_length: int = 16, rounds: int = MIN_ROUNDS,
-                   device: Optional[torch.device] = None) -> list:
+                   device: Optional[torch.device] = None) -> Tuple[TogetherRow, ...]:
     """Per model: ms per step of ``cells`` DP steps one at a time and as one stacked step, and the speed-up in cells
-    per second (together over alone), median (range) over interleaved rounds. Returns JSON-ready rows
-    [{"model", "cells", "batch", "steps", "ms": {"alone", "together"}, "cells_per_second": {"alone",
-    "together"}, "speedup"}].
+    per second (together over alone), median (range) over interleaved rounds.
 
     Args:
         models: The model names.
@@ -42,9 +67,12 @@ def bench_together(models: Sequence[str], make_model: Callable[[str], torch.nn.M
         forecast_length: L_F of the synthetic batches.
         rounds: Interleaved rounds.
         device: The device (default CPU).
+
+    Returns:
+        A :class:`TogetherRow` per model, in ``models``' order.
     """
     dev = device or torch.device("cpu")
-    rows = []
+    rows: List[TogetherRow] = []
     for name in models:
         nets = []
         for k in range(cells):
@@ -87,22 +115,23 @@ def bench_together(models: Sequence[str], make_model: Callable[[str], torch.nn.M
             return run
 
         timed = interleave({"alone": repeat(alone), "together": repeat(together)}, rounds)
-        ms = {k: spread([1e3 * s / n for s in v]) for k, v in timed.seconds.items()}
-        rows.append({"model": name, "cells": cells, "batch": batch, "steps": n, "ms": ms,
-                     "cells_per_second": {k: spread([cells * n / s for s in v]) for k, v in timed.seconds.items()},
-                     "speedup": ratio(timed, "alone", "together"), "environment": timed.environment})
-    return rows
+        seconds = timed.seconds.items()
+        rows.append(TogetherRow(name, cells, batch, n, {k: spread([1e3 * s / n for s in v]) for k, v in seconds},
+                                {k: spread([cells * n / s for s in v]) for k, v in seconds},
+                                ratio(timed, "alone", "together"), timed.environment))
+    return tuple(rows)
 
 
-def format_together(rows: list) -> list:
+def format_together(rows: Sequence[Union[TogetherRow, dict]]) -> List[str]:
     """Lines of the table of :func:`bench_together`'s rows.
 
     Args:
-        rows: :func:`bench_together`'s rows.
+        rows: :func:`bench_together`'s rows, or their ``as_dict()`` (``--json``, the benchmark page).
 
     Returns:
-        The lines.
+        The lines (none without rows).
     """
+    rows = [r.as_dict() if isinstance(r, TogetherRow) else r for r in rows]
     if not rows:
         return []
     lines = [f"cells trained together ({rows[0]['cells']} runs of batch {rows[0]['batch']} each, one stacked DP step "

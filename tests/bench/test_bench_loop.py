@@ -9,6 +9,7 @@ from tsdp.bench import loop as bench
 from tsdp.bench.loop import (BENCH_MODELS, TARGETS, LoopBench, LSTMDeepAR, _update_error, bench_loop, format_bench,
                              make_bench_model, opacus_step)
 from tsdp.bench.rounds import Conditions, Environment, Spread, Timed
+from tsdp.bench.together import TogetherRow
 from tsdp.training.factored import factored_clipped_sum
 from tsdp.cli.main import main
 from tsdp.cli.output import dumps
@@ -126,13 +127,18 @@ def test_lstm_floor_is_deepar_on_nn_lstm():
 
 def test_the_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
     """docs/benchmarks/loop.json was written by the bench before its result was a record: the record rebuilt from it
-    (its rows' spreads and conditions as records) gives back every key in its order and every value, and the same
-    table."""
+    (its rows' and its cells-trained-together rows' spreads and conditions as records) gives back every key in its
+    order and every value, and the same table."""
     published = published_json.published("loop")
     result = published_json.rebuilt(LoopBench, published)
     row = result.rows[0]
     assert isinstance(row.ms["tsdp"], Spread) and isinstance(row.ratios["tsdp/nonprivate"], Spread)
     assert isinstance(row.environment, Conditions) and isinstance(row.environment.before, Environment)
+    assert len(result.together) == len(published["together"]) > 0
+    for together in result.together:
+        assert isinstance(together, TogetherRow) and isinstance(together.speedup, Spread)
+        assert isinstance(together.ms["together"], Spread) and isinstance(together.cells_per_second["alone"], Spread)
+        assert isinstance(together.environment, Conditions) and isinstance(together.environment.after, Environment)
     published_json.assert_gives_back(result, published)
     assert format_bench(result) == format_bench(published)
 
