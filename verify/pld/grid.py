@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from .limits import (
     resolve_memory_limit,
 )
 from .profile import OneStepProfile, ProfileFn
+
+if TYPE_CHECKING:
+    from .settings import PldSettings
 
 DEFAULT_DISCRETIZATION = 1e-4
 """Width d of the privacy-loss grid (the library's default ``value_discretization_interval``)."""
@@ -68,7 +71,7 @@ def _ends(eps_lo: float, eps_hi: float, discretization: float) -> Tuple[int, int
     return k_lo, max(k_hi, k_lo + 1)
 
 
-def grid_range(profile: OneStepProfile, discretization: float, log_mass_truncation_bound: float) -> Tuple[int, int]:
+def grid_range(profile: OneStepProfile, settings: PldSettings) -> Tuple[int, int]:
     """Integer grid ends (k_lo, k_hi), the PLD support being {k·d : k_lo ≤ k ≤ k_hi}.
 
     Upper end: the first ε with δ(ε) ≤ ½·e^{log_mass_truncation_bound} (the library's mass
@@ -79,18 +82,17 @@ def grid_range(profile: OneStepProfile, discretization: float, log_mass_truncati
 
     Args:
         profile: The one-step profile.
-        discretization: The grid gap.
-        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        settings: The grid gap (``discretization``) and the library's ``log_mass_truncation_bound``.
 
     Returns:
         (k_lo, k_hi).
     """
-    return _ends(*_eps_range(profile, log_mass_truncation_bound), discretization)
+    return _ends(*_eps_range(profile, settings.log_mass_truncation_bound), settings.discretization)
 
 
-def fit_grid(profile: OneStepProfile, discretization: float, log_mass_truncation_bound: float, *,
+def fit_grid(profile: OneStepProfile, settings: PldSettings, *,
              memory_limit: Optional[int] = None) -> Tuple[float, int, int]:
-    """(d, k_lo, k_hi): :func:`grid_range` at the finest gap d = discretization·2^j that fits.
+    """(d, k_lo, k_hi): :func:`grid_range` at the finest gap d = ``settings.discretization``·2^j that fits.
 
     At most :func:`max_grid_points` points, checked before anything is allocated. A coarser
     gap keeps the construction's direction (connect-the-dots stays an upper estimate at any
@@ -100,8 +102,8 @@ def fit_grid(profile: OneStepProfile, discretization: float, log_mass_truncation
 
     Args:
         profile: The one-step profile whose grid is fitted.
-        discretization: The finest gap wanted; doubled until the grid fits.
-        log_mass_truncation_bound: Where the grid ends (the library's ``log_mass_truncation_bound``).
+        settings: Its ``discretization``, the finest gap wanted (doubled until the grid fits), and its
+            ``log_mass_truncation_bound``, where the grid ends.
         memory_limit: The ceiling in bytes (None: :func:`resolve_memory_limit`).
 
     Returns:
@@ -110,7 +112,8 @@ def fit_grid(profile: OneStepProfile, discretization: float, log_mass_truncation
     Raises:
         PldTooLargeError: No gap fits the ceiling.
     """
-    eps_lo, eps_hi = _eps_range(profile, log_mass_truncation_bound)
+    discretization = settings.discretization
+    eps_lo, eps_hi = _eps_range(profile, settings.log_mass_truncation_bound)
     cap = max_grid_points(memory_limit)
     d, span = discretization, eps_hi - eps_lo
     if span / d + 3 > cap:  # in floats first: ε / 1e-308 is no integer
