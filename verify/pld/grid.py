@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -17,15 +17,7 @@ from .limits import (
     resolve_memory_limit,
 )
 from .profile import OneStepProfile, ProfileFn
-
-if TYPE_CHECKING:
-    from .settings import PldSettings
-
-DEFAULT_DISCRETIZATION = 1e-4
-"""Width d of the privacy-loss grid (the library's default ``value_discretization_interval``)."""
-
-DEFAULT_LOG_MASS_TRUNCATION = -50.0
-"""The library's default ``log_mass_truncation_bound``: the grid ends where δ ≤ ½·e^{-50}."""
+from .settings import PldSettings
 
 _COARSE_STEP = 0.25
 _EPS_CEILING = 1e300  # the profile search gives up here: no finite grid
