@@ -57,9 +57,9 @@ def _eps_range(profile: OneStepProfile, log_mass_truncation_bound: float) -> Tup
     return -_first_below(profile.lower, level, what), _first_below(profile.upper, level, what)
 
 
-def _ends(eps_lo: float, eps_hi: float, discretization: float) -> Tuple[int, int]:
-    k_hi = math.ceil(eps_hi / discretization)
-    k_lo = math.floor(eps_lo / discretization)
+def _ends(eps_lo: float, eps_hi: float, gap: float) -> Tuple[int, int]:
+    k_hi = math.ceil(eps_hi / gap)
+    k_lo = math.floor(eps_lo / gap)
     return k_lo, max(k_hi, k_lo + 1)
 
 
