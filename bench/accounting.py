@@ -16,7 +16,7 @@ from tsdp.theorems.registry import get
 from tsdp.bench import rounds as bench_rounds
 from tsdp.bench.rounds import Conditions, Spread
 from tsdp.verify.json_data import Record
-from tsdp.verify.pld import discretization_of, pair_pld, sound_pld
+from tsdp.verify.pld import PldSettings, discretization_of, pair_pld, sound_pld
 
 AGREEMENT_RTOL = 1e-3
 BENCH_DISCRETIZATION = 1e-3
@@ -124,13 +124,14 @@ def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float 
     for label, theorem, config, goal in _cases():
         bound = get(theorem)
         pair = bound.pair(config, numeric=True)
-        grid = discretization_of(pair_pld(pair, discretization, pessimistic=True))  # the grid ours runs at
+        grid = discretization_of(pair_pld(pair, PldSettings(discretization), pessimistic=True))  # the grid ours runs at
+        at = PldSettings(grid)
         sigma, sens, probs = _library_args(pair)
         runs = {
-            "ours": lambda: pair_pld(pair, grid, pessimistic=True),
+            "ours": lambda: pair_pld(pair, at, pessimistic=True),
             "library": lambda: lib.from_mixture_gaussian_mechanism(sigma, sens, probs,
                                                                     value_discretization_interval=grid),
-            "ours_sound": lambda: sound_pld(bound, config, grid),
+            "ours_sound": lambda: sound_pld(bound, config, at),
         }
         timed = bench_rounds.interleave(runs, rounds, progress=progress, label=label)
         out = {name: float(pld.get_epsilon_for_delta(delta)) for name, pld in timed.results.items()}

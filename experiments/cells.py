@@ -115,12 +115,14 @@ def buys_no_step(cell: Cell, settings: GridSettings) -> bool:
         True when the sound accountant's ε of one step already exceeds the budget.
     """
     from tsdp.verify.accountant import max_steps
+    from tsdp.verify.pld import PldSettings
 
     if math.isinf(cell.epsilon):
         return False
     config = cell_config(cell, settings)
     cap = epochs_cap(settings) * config.steps_per_epoch
-    return max_steps(config, cell.epsilon, settings.delta, cap=cap, discretization=settings.discretization) == 0
+    pld = PldSettings(settings.discretization)
+    return max_steps(config, cell.epsilon, settings.delta, cap=cap, settings=pld) == 0
 
 
 def no_step_result(cell: Cell, settings: GridSettings) -> CellResult:

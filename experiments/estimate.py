@@ -104,6 +104,7 @@ def planned_steps(cell: Cell, settings: GridSettings) -> int:
         Its planned steps (0: the budget buys none).
     """
     from tsdp.verify.accountant import max_steps
+    from tsdp.verify.pld import PldSettings
 
     from .cells import cell_config, epochs_cap
 
@@ -111,7 +112,7 @@ def planned_steps(cell: Cell, settings: GridSettings) -> int:
     cap = epochs_cap(settings) * config.steps_per_epoch
     if math.isinf(cell.epsilon):
         return cap
-    return max_steps(config, cell.epsilon, settings.delta, cap=cap, discretization=settings.discretization)
+    return max_steps(config, cell.epsilon, settings.delta, cap=cap, settings=PldSettings(settings.discretization))
 
 
 def probe(cell: Cell, settings: GridSettings, private: bool, warm_up: bool = True) -> tuple:

@@ -15,6 +15,7 @@ from tsdp.theorems.bounds.base import Scope, TheoremError
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import REGISTRY
 from tsdp.verify.events import EPOCH_SCOPED_TOP
+from tsdp.verify.pld import PldSettings
 
 from .report_accounting import ReportAccounting
 
@@ -103,7 +104,7 @@ def catalogue(config: TrainingConfig, answers: Optional[ReportAccounting] = None
                "applies": True, "why_not": None, "epsilon_sound": None, "epsilon_attained": None}
         try:
             res = answers.epsilon(config, CATALOGUE_DELTA, theorem=bound.id,
-                                  discretization=CATALOGUE_DISCRETIZATION, **{unit: 1})
+                                  settings=PldSettings(CATALOGUE_DISCRETIZATION), **{unit: 1})
             row.update(epsilon_sound=res.epsilon, epsilon_attained=res.epsilon_attained)
         except TheoremError as exc:
             row.update(applies=False, why_not=str(exc))

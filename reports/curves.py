@@ -21,9 +21,14 @@ from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.estimate import Estimate
 from tsdp.verify.events import training_event, unit_event
 from tsdp.verify.pld import DEFAULT_TAIL_MASS_TRUNCATION as TAIL_MASS
+from tsdp.verify.pld import PldSettings
 
 FIGURE_DISCRETIZATION = 1e-3
 """PLD value discretisation of the claim sweeps and figures (paper Appendix B.3)."""
+
+FIGURE_SETTINGS = PldSettings(FIGURE_DISCRETIZATION, TAIL_MASS)
+"""The accountant's settings of the claim sweeps and figures: :data:`FIGURE_DISCRETIZATION`, the library's
+truncations."""
 
 
 NEGLIGIBLE = 1e-10
@@ -52,7 +57,7 @@ def eps_grid(n: int = 61, lo: float = -3.0, hi: float = np.log10(50.0)) -> np.nd
 
 
 def delta_curves(estimate: Estimate, theorem: str, config: TrainingConfig, counts: Iterable[int], eps: np.ndarray,
-                 discretization: float = FIGURE_DISCRETIZATION) -> Dict[int, np.ndarray]:
+                 settings: PldSettings = FIGURE_SETTINGS) -> Dict[int, np.ndarray]:
     """δ(ε) after n compositions of ``theorem`` on ``config``, for each n in ``counts``, under one of the accountant's
     estimates (:func:`_deltas`):
 
@@ -73,7 +78,7 @@ def delta_curves(estimate: Estimate, theorem: str, config: TrainingConfig, count
         config: The configuration.
         counts: Numbers of unit events (steps for step-scoped bounds, epochs for epoch-scoped ones).
         eps: The ε grid.
-        discretization: The PLD's value discretisation.
+        settings: The accountant's grid and truncations.
 
     Returns:
         n -> δ over ``eps``.
@@ -89,18 +94,18 @@ def delta_curves(estimate: Estimate, theorem: str, config: TrainingConfig, count
     for n in sorted(set(int(c) for c in counts)):
         if n < 1:
             raise ConfigError("compositions", "must be >= 1", n)
-        out[n] = _deltas(estimate, theorem, config, n, grid, float(discretization)).copy()
+        out[n] = _deltas(estimate, theorem, config, n, grid, settings).copy()
     return out
 
 
 @functools.lru_cache(maxsize=256)
-def _deltas(estimate: str, theorem: str, config: TrainingConfig, n: int, grid: tuple, discretization: float):
+def _deltas(estimate: str, theorem: str, config: TrainingConfig, n: int, grid: tuple, settings: PldSettings):
     """δ at each ε of ``grid`` after n unit events, from the accountant (cached: claims share curves,
     e.g. C1 and C2 both read T6 on the configuration): a :class:`PldAccountant` of ``estimate`` over
     the run of n unit events (:func:`tsdp.verify.events.training_event`: n steps, or n epochs for an
     epoch-scoped scheme), read on the whole grid at once (``get_delta_curve``)."""
     unit = unit_event(config, theorem)
-    acc = PldAccountant(estimate, discretization=discretization, tail_mass_truncation=TAIL_MASS)
+    acc = PldAccountant.with_settings(estimate, settings)
     acc.compose(training_event(config, theorem=theorem, **{"epochs" if unit.scope == Scope.EPOCH else "steps": n}))
     return acc.get_delta_curve(np.asarray(grid))
 

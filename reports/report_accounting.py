@@ -10,7 +10,7 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.verify import accounting
 from tsdp.verify.accounting import AccountingResult
 from tsdp.verify.events import training_event
-from tsdp.verify.pld import DEFAULT_DISCRETIZATION
+from tsdp.verify.pld import PldSettings
 
 
 class ReportAccounting:
@@ -24,11 +24,11 @@ class ReportAccounting:
     """
 
     def __init__(self) -> None:
-        self._answers: Dict[Tuple[str, float, float], AccountingResult] = {}
+        self._answers: Dict[Tuple[str, float, PldSettings], AccountingResult] = {}
 
     def epsilon(self, config: TrainingConfig, delta: float, *, steps: Optional[int] = None,
                 epochs: Optional[int] = None, theorem: Optional[str] = None,
-                discretization: float = DEFAULT_DISCRETIZATION) -> AccountingResult:
+                settings: PldSettings = PldSettings()) -> AccountingResult:
         """:func:`tsdp.verify.accounting.epsilon` of the question, computed the first time it is asked.
 
         Args:
@@ -37,7 +37,7 @@ class ReportAccounting:
             steps: The training steps (give ``steps`` or ``epochs``).
             epochs: The epochs.
             theorem: The bound's T-id (None: the tightest sound upper bound for the scheme).
-            discretization: The PLD grid.
+            settings: The accountant's grid and truncations.
 
         Returns:
             The accounting answer (sound and attained ε, the theorem, the compositions).
@@ -47,9 +47,9 @@ class ReportAccounting:
             ConfigError: A schedule the accountant refuses.
         """
         run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
-        key = (repr(run), float(delta), float(discretization))  # a composed run holds a list: its repr is the key
+        key = (repr(run), float(delta), settings)  # a composed run holds a list: its repr is the key
         found = self._answers.get(key)
         if found is None:
-            found = self._answers[key] = accounting.epsilon(config, delta, steps=steps, epochs=epochs,
-                                                            theorem=theorem, discretization=discretization)
+            found = self._answers[key] = accounting.epsilon_with(config, delta, settings, steps=steps, epochs=epochs,
+                                                                 theorem=theorem)
         return found

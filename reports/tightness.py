@@ -25,6 +25,7 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.registry import get
+from tsdp.verify.pld import PldSettings
 
 from .claim_c6 import WHY_BELOW
 from .report_accounting import ReportAccounting
@@ -258,7 +259,7 @@ def brackets(config: TrainingConfig, *, quick: bool = False, answers: Optional[R
         sound_id = CONSTRUCTIONS[theorem].sound
         for d in ((1e-3,) if quick else (1e-3, 1e-4)):
             sound = answers.epsilon(row_cfg, BRACKET_DELTA, steps=BRACKET_STEPS, theorem=sound_id,
-                                    discretization=d).epsilon
+                                    settings=PldSettings(d)).epsilon
             rows.append(dict(attained_bracket(row_cfg, BRACKET_STEPS, BRACKET_DELTA, theorem, epsilon_sound=sound,
                                               discretization=d).as_dict(), sound_theorem=sound_id,
                              epsilon_sound=sound))

@@ -17,12 +17,16 @@ from tsdp.verify.json_data import Record
 from tsdp.theorems.config import Top, TrainingConfig
 from tsdp.theorems.errors import TheoremError
 from tsdp.verify import accounting
+from tsdp.verify.pld import PldSettings
 
 from .relations import Substitution
 
 DISCRETIZATION = 1e-3
 """The PLD grid of the check's reference numbers: coarser than the accountant's default (1e-4) for speed;
 directions are kept (sound rounds up, attained down), so a coarse grid never makes a false 'unsound'."""
+
+REFERENCE_SETTINGS = PldSettings(DISCRETIZATION)
+"""The accountant's settings of the check's reference numbers: :data:`DISCRETIZATION`, the library's truncations."""
 
 
 @dataclass(frozen=True)
@@ -48,14 +52,14 @@ class Reference(Record):
 
 
 @functools.lru_cache(maxsize=4096)
-def _reference(config: TrainingConfig, steps: int, delta: float, discretization: float, attained: bool) -> Reference:
+def _reference(config: TrainingConfig, steps: int, delta: float, settings: PldSettings, attained: bool) -> Reference:
     estimates = ("sound", "attained") if attained else ("sound",)
     try:
-        r = accounting.epsilon(config, delta, steps=steps, discretization=discretization, estimates=estimates)
+        r = accounting.epsilon_with(config, delta, settings, steps=steps, estimates=estimates)
     except TheoremError as exc:
         if config.top != Top.POOLED or not attained:
             return Reference(None, None, None, None, refused=str(exc))
-        r = accounting.epsilon(config, delta, steps=steps, theorem="T14", discretization=discretization)
+        r = accounting.epsilon_with(config, delta, settings, steps=steps, theorem="T14")
         return Reference(None, r.construction, None, r.epsilon_attained,
                          refused=f"no sound bound: {exc}")
     return Reference(r.theorem, r.construction, r.epsilon, r.epsilon_attained,
@@ -63,7 +67,7 @@ def _reference(config: TrainingConfig, steps: int, delta: float, discretization:
 
 
 def reference(config: TrainingConfig, steps: int, delta: float, relation: Substitution,
-              discretization: float = DISCRETIZATION, *, attained: bool = True) -> Reference:
+              settings: PldSettings = REFERENCE_SETTINGS, *, attained: bool = True) -> Reference:
     """tsdp's sound and attained ε after ``steps`` training steps at ``delta``, for ``relation`` on ``config``'s batching
     (paper Appendix B.3 accounting; sound: upper bound, attained: lower bound).
 
@@ -72,11 +76,11 @@ def reference(config: TrainingConfig, steps: int, delta: float, relation: Substi
         steps: The number of training steps.
         delta: The δ.
         relation: The neighbouring relation accounted for.
-        discretization: The PLD grid (sound rounds up, attained down).
+        settings: The accountant's grid and truncations (sound rounds up, attained down).
         attained: False: the sound ε only, half the work.
 
     Returns:
         The bracket: ``epsilon_attained`` (lower) ≤ true ε ≤ ``epsilon_sound`` (upper), the theorem and
             construction behind them, and why a number is missing.
     """
-    return _reference(relation.config(config), int(steps), float(delta), float(discretization), bool(attained))
+    return _reference(relation.config(config), int(steps), float(delta), settings, bool(attained))

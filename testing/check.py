@@ -26,6 +26,8 @@ from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check
 
 from .attack import audit_command, describe_pair
 from .grid import Cell, default_grid
+from tsdp.verify.pld import PldSettings
+
 from .brackets import DISCRETIZATION, Reference, reference
 from .relations import Substitution, other_relations
 from .verdicts import (BETWEEN, DECLINED, SOUND, UNCHECKED, UNSOUND, CheckReport, RelationBound, Verdict,
@@ -153,19 +155,19 @@ def judge(eps: float, config: TrainingConfig, steps: int, delta: float, relation
     Returns:
         The cell's verdict.
     """
-    ref = reference(config, steps, delta, relation, discretization)
-    return judge_reference(eps, ref, config, steps, delta, relation, accountant=accountant, claims=claims,
-                           discretization=discretization)
+    settings = PldSettings(discretization)
+    return _judge(eps, reference(config, steps, delta, relation, settings), config, steps, delta, relation, settings,
+                  accountant, claims)
 
 
 def _mismatch_bounds(eps: float, attained: float, config: TrainingConfig, steps: int, delta: float,
-                     relation: Substitution, discretization: float) -> tuple:
+                     relation: Substitution, settings: PldSettings) -> tuple:
     """The other relations the accountant could have meant with ``eps`` (below the claim's ``attained``): those whose
     sound ε it meets and is nearer to, on a log scale, than to ``attained`` (ε_sound(other) ≤ eps ≤
     √(ε_sound(other) · attained)); a plain under-estimate of the claim is nearer to its attained ε."""
     found = []
     for other in other_relations(relation, config):
-        ref = reference(config, steps, delta, other, discretization, attained=False)
+        ref = reference(config, steps, delta, other, settings, attained=False)
         s = ref.epsilon_sound
         if s is not None and s <= eps and eps * eps <= s * attained:
             found.append(RelationBound(other.name, s, ref.theorem))
@@ -195,6 +197,12 @@ def judge_reference(eps: float, ref: Reference, config: TrainingConfig, steps: i
     Returns:
         The :class:`Verdict`.
     """
+    return _judge(eps, ref, config, steps, delta, relation, PldSettings(discretization), accountant, claims)
+
+
+def _judge(eps: float, ref: Reference, config: TrainingConfig, steps: int, delta: float, relation: Substitution,
+           settings: PldSettings, accountant: str, claims: Optional[str]) -> Verdict:
+    """:func:`judge_reference` at ``settings`` (the finer sound ε at a tenth of its discretisation)."""
     claimed = relation.config(config)
     common = dict(accountant=accountant, config=claimed.as_dict(), steps=steps, delta=delta,
                   relation=relation.as_dict(), relation_text=relation.describe(config), epsilon_reported=eps,
@@ -209,9 +217,10 @@ def judge_reference(eps: float, ref: Reference, config: TrainingConfig, steps: i
         return Verdict(UNSOUND, epsilon_sound=sound, pair=describe_pair(ref.construction, claimed),
                        audit_command=audit_command(ref.construction, claimed, steps, delta), ratio=ratio,
                        sound_under_bounds=_mismatch_bounds(eps, attained, config, steps, delta, relation,
-                                                           discretization), **common)
+                                                           settings), **common)
     if sound is not None and eps < sound:
-        finer = reference(config, steps, delta, relation, discretization / 10, attained=False).epsilon_sound
+        finer_settings = replace(settings, discretization=settings.discretization / 10)
+        finer = reference(config, steps, delta, relation, finer_settings, attained=False).epsilon_sound
         sound = min(sound, finer) if finer is not None else sound
     if sound is not None and eps >= sound:
         return Verdict(SOUND, epsilon_sound=sound, ratio=ratio, **common)
@@ -246,13 +255,13 @@ def _steps(steps) -> tuple:
 
 
 def _verdict(worker: AccountantWorker, cell: Cell, delta: float, relation, name: str, claims: Optional[str],
-             discretization: float) -> Verdict:
+             settings: PldSettings) -> Verdict:
     """Ask the worker for one cell and judge the answer (a decline is a verdict of its own, not judged). tsdp's
     reference comes first (cached for the judgement): a cell tsdp cannot account (δ below its resolution, too many
     steps) is an error naming tsdp's parameter, not blamed on the accountant."""
     rel = Substitution.parse(relation, cell.config)
     claimed = rel.config(cell.config)
-    reference(cell.config, cell.steps, delta, rel, discretization)
+    ref = reference(cell.config, cell.steps, delta, rel, settings)
     reply = worker.ask(claimed, cell.steps, delta)
     if reply.kind == REPLY_DECLINED:
         reason = reply.message if reply.type_name is None else f"raised {reply.type_name}: {reply.message}"
@@ -261,8 +270,7 @@ def _verdict(worker: AccountantWorker, cell: Cell, delta: float, relation, name:
                        epsilon_attained=None, epsilon_sound=None, theorem=None, construction=None, claims=claims,
                        note=reason, output=reply.output)
     eps = _epsilon(reply, name, _where(claimed, cell.steps, delta), worker.timeout)
-    verdict = judge(eps, cell.config, cell.steps, delta, rel, accountant=name, claims=claims,
-                    discretization=discretization)
+    verdict = _judge(eps, ref, cell.config, cell.steps, delta, rel, settings, name, claims)
     return replace(verdict, output=reply.output)
 
 
@@ -305,6 +313,7 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
             print(report.counts)
     """
     delta = check_delta(delta)
+    settings = PldSettings(discretization)
     cells = _cells(configs, steps)
     name, claims = accountant_name(fn), getattr(fn, "claims", None)
     started = time.perf_counter()
@@ -320,7 +329,7 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
     verdicts = []
     try:
         for cell in cells:
-            verdicts.append(_verdict(worker, cell, delta, relation, name, claims, discretization))
+            verdicts.append(_verdict(worker, cell, delta, relation, name, claims, settings))
             if bar is not None:
                 bar.update()
     finally:

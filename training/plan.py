@@ -17,7 +17,7 @@ import numpy as np
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.verify.accountant import PldAccountant, max_steps
 from tsdp.verify.events import step_event, training_event, unit_event
-from tsdp.verify.pld import DEFAULT_DISCRETIZATION
+from tsdp.verify.pld import DEFAULT_DISCRETIZATION, PldSettings
 from tsdp.verify.resolution import resolve_event
 
 from tsdp.datasets.benchmarks import ForecastSplit
@@ -127,11 +127,11 @@ def _total_steps(config: TrainingConfig, warm: Optional[TrainingConfig], budget:
         cap = budget.epochs * steps_per_epoch
     if budget.epsilon is None:
         return cap
-    epsilon, delta, theorem, discretization = budget.epsilon, budget.delta, budget.theorem, budget.discretization
+    epsilon, delta, theorem, settings = budget.epsilon, budget.delta, budget.theorem, PldSettings(budget.discretization)
     before = None if warm is None else training_event(warm, steps=budget.warmup_steps, theorem=theorem)
-    total = max_steps(config, epsilon, delta, theorem=theorem, cap=cap, before=before, discretization=discretization)
+    total = max_steps(config, epsilon, delta, theorem=theorem, cap=cap, before=before, settings=settings)
     if total == 0 and cap != 0 and warm is not None and max_steps(
-            config, epsilon, delta, theorem=theorem, cap=1, discretization=discretization):  # the warm-up took it
+            config, epsilon, delta, theorem=theorem, cap=1, settings=settings):  # the warm-up took it
         spent = _planned_epsilon(config, warm, 0, budget)
         raise ConfigError("warmup_steps", f"the {budget.warmup_steps} warm-up steps at σ = {budget.warmup_sigma:g} "
                           f"spend ε = {spent:.4g} of the budget ε = {epsilon:g} at δ = {delta:g}, leaving no training "

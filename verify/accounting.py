@@ -134,7 +134,28 @@ def epsilon(config: TrainingConfig, delta: float, *, steps: Optional[int] = None
     Returns:
         The accounting answer: sound and attained ε, the theorem used and the number of compositions.
     """
-    settings = PldSettings(discretization, tail_mass_truncation, log_mass_truncation_bound)
+    return epsilon_with(config, delta, PldSettings(discretization, tail_mass_truncation, log_mass_truncation_bound),
+                        steps=steps, epochs=epochs, theorem=theorem, estimates=estimates)
+
+
+def epsilon_with(config: TrainingConfig, delta: float, settings: PldSettings, *, steps: Optional[int] = None,
+                 epochs: Optional[int] = None, theorem: Optional[str] = None,
+                 estimates: Sequence[str] = ESTIMATES[:2]) -> AccountingResult:
+    """:func:`epsilon` with its three numerical settings as one :class:`~tsdp.verify.pld.PldSettings` (for callers
+    inside tsdp that already hold them); the same accounting, directions and answer.
+
+    Args:
+        config: The training configuration.
+        delta: The target δ.
+        settings: The accountant's grid and truncations.
+        steps: The number of training steps (give ``steps`` or ``epochs``).
+        epochs: The number of epochs (give ``steps`` or ``epochs``).
+        theorem: The bound's T-id; without it the tightest sound upper bound for the scheme.
+        estimates: Which estimates are composed.
+
+    Returns:
+        The accounting answer: sound (upper) and attained (lower) ε, the theorem used and the number of compositions.
+    """
     return _run(config, theorem, steps, epochs, settings, estimates, delta=delta)
 
 

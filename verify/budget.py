@@ -12,7 +12,7 @@ from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check
 from .pld_accountant import PldAccountant
 from .estimate import Estimate
 from .events import training_event
-from .pld import DEFAULT_DISCRETIZATION, PldSettings
+from .pld import PldSettings
 
 MAX_SEARCHED_STEPS = 2 ** 40
 """Without a cap, a budget still met after this many steps is refused (it is never reached)."""
@@ -20,7 +20,7 @@ MAX_SEARCHED_STEPS = 2 ** 40
 
 def max_steps(config: TrainingConfig, budget: float, delta: float, *, theorem: Optional[str] = None,
               cap: Optional[int] = None, before: Optional[dp_event.DpEvent] = None,
-              discretization: float = DEFAULT_DISCRETIZATION) -> int:
+              settings: PldSettings = PldSettings()) -> int:
     """The most training steps S ≤ ``cap`` of ``config`` whose **sound** ε(δ), after ``before``, is ≤ ``budget``.
 
     Upper-bound accounting only (a lower-bound theorem is refused). The sound ε is
@@ -35,7 +35,7 @@ def max_steps(config: TrainingConfig, budget: float, delta: float, *, theorem: O
         theorem: The bound's T-id (None: the tightest sound upper bound for the scheme).
         cap: The most steps wanted (None: no cap).
         before: An event already spent (a warm-up), composed before the steps.
-        discretization: Width of the privacy-loss grid.
+        settings: The accountant's grid and truncations.
 
     Returns:
         S, 0 when even one step exceeds the budget.
@@ -46,7 +46,6 @@ def max_steps(config: TrainingConfig, budget: float, delta: float, *, theorem: O
     """
     budget = check_epsilon(budget)
     delta = check_delta(delta)
-    settings = PldSettings(discretization)
 
     @functools.lru_cache(maxsize=None)
     def eps(steps: int) -> float:

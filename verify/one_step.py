@@ -174,13 +174,12 @@ def _hidden_position_pld(bound, config, steps_run: Optional[int], estimate: Esti
 
 
 def _build_pld(bound, config, estimate: Estimate, settings: PldSettings, memory_limit: int):
-    grid, log_mass = settings.discretization, settings.log_mass_truncation_bound
     if estimate == Estimate.SOUND:
-        return sound_pld(bound, config, grid, log_mass, memory_limit=memory_limit)
+        return sound_pld(bound, config, settings, memory_limit=memory_limit)
     law = attained_law(bound, config)
     if law.pair is not None:
-        return pair_pld(law.pair, grid, pessimistic=estimate == Estimate.ATTAINED_UPPER,
-                        log_mass_truncation_bound=log_mass, memory_limit=memory_limit)
+        return pair_pld(law.pair, settings, pessimistic=estimate == Estimate.ATTAINED_UPPER,
+                        memory_limit=memory_limit)
     if estimate == Estimate.ATTAINED_UPPER:
-        return sound_pld(bound, config, grid, log_mass, memory_limit=memory_limit)
-    return survival_pld(law.survival, one_step_profile(bound, config), grid, log_mass, memory_limit=memory_limit)
+        return sound_pld(bound, config, settings, memory_limit=memory_limit)
+    return survival_pld(law.survival, one_step_profile(bound, config), settings, memory_limit=memory_limit)

@@ -29,14 +29,14 @@ def t6():
 
 def test_coarser_grid_keeps_directions(t6):
     bound, config = t6
-    fine_sound = pld.sound_pld(bound, config, D)
-    fine_att = pld.pair_pld(bound.pair(config), D)
+    fine_sound = pld.sound_pld(bound, config, pld.PldSettings(D))
+    fine_att = pld.pair_pld(bound.pair(config), pld.PldSettings(D))
     small = 600 * 512  # bytes: at most 600 grid points, forces d = D * 2^j
     with pytest.warns(pld.PldCoarsenedWarning):
-        coarse_sound = pld.sound_pld(bound, config, D, memory_limit=small)
+        coarse_sound = pld.sound_pld(bound, config, pld.PldSettings(D), memory_limit=small)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pld.PldCoarsenedWarning)
-        coarse_att = pld.pair_pld(bound.pair(config), D, memory_limit=small)
+        coarse_att = pld.pair_pld(bound.pair(config), pld.PldSettings(D), memory_limit=small)
     assert pld.discretization_of(coarse_sound) > D and pld.discretization_of(coarse_att) > D
     for n in (1, 20):
         for delta in (1e-3, 1e-5, 1e-8):
@@ -51,8 +51,8 @@ def test_coarser_grid_keeps_directions(t6):
 @pytest.mark.parametrize("n", [37, 1000])
 def test_squaring_path_brackets_the_library(t6, n):
     bound, config = t6
-    sound = pld.sound_pld(bound, config, D)
-    att = pld.pair_pld(bound.pair(config), D)
+    sound = pld.sound_pld(bound, config, pld.PldSettings(D))
+    att = pld.pair_pld(bound.pair(config), pld.PldSettings(D))
     limit = 4000 * 96  # at most 4000-point convolutions: self_compose does not fit, squaring coarsens
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pld.PldCoarsenedWarning)
@@ -70,7 +70,7 @@ def test_squaring_path_brackets_the_library(t6, n):
 def test_huge_step_count_is_bounded_and_monotone(t6):
     """10^9 compositions: about 60 bounded convolutions, a finite ε above 10^6 compositions'."""
     bound, config = t6
-    sound = pld.sound_pld(bound, config, 1e-2)
+    sound = pld.sound_pld(bound, config, pld.PldSettings(1e-2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pld.PldCoarsenedWarning)
         big = pld.compose(sound, 10**9)
@@ -84,7 +84,7 @@ def test_ungriddable_profile_is_refused_with_the_size(t6):
     bound, config = t6
     tiny = config.with_(sigma=1e-6)
     with pytest.raises(pld.PldTooLargeError) as info:
-        pld.sound_pld(bound, tiny, 1e-4)
+        pld.sound_pld(bound, tiny, pld.PldSettings(1e-4))
     assert info.value.parameter == "sigma" and info.value.points > info.value.max_points
     assert isinstance(info.value, ConfigError)
 
@@ -105,7 +105,7 @@ def test_vectorised_epsilon_reader_matches_the_library(t6):
     bound, config = t6
     for sigma, n in ((1.0, 1), (1.0, 50), (0.5, 7), (3.0, 20)):
         c = config.with_(sigma=sigma)
-        for one in (pld.sound_pld(bound, c, D), pld.pair_pld(bound.pair(c), D)):
+        for one in (pld.sound_pld(bound, c, pld.PldSettings(D)), pld.pair_pld(bound.pair(c), pld.PldSettings(D))):
             composed = pld.compose(one, n)
             for delta in (0.5, 1e-2, 1e-5, 1e-10, 1e-14, 1e-16):
                 lib = composed.get_epsilon_for_delta(delta)
@@ -123,7 +123,7 @@ def test_answers_name_the_grid_they_were_read_at(t6, monkeypatch, capsys):
     small = 600 * 512
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pld.PldCoarsenedWarning)
-        expected = pld.discretization_of(pld.sound_pld(bound, config, D, memory_limit=small))
+        expected = pld.discretization_of(pld.sound_pld(bound, config, pld.PldSettings(D), memory_limit=small))
         monkeypatch.setenv("TSDP_MEMORY_LIMIT", str(small))
         coarse = accounting.epsilon(config, 1e-5, steps=1, discretization=D)
         assert main(["epsilon", "--delta", "1e-5", "--steps", "1", "--discretization", str(D)]) == 0

@@ -222,6 +222,7 @@ def test_capped_cells_and_same_run_columns_in_the_table_and_json(tmp_path, capsy
     (same seed, same steps) bears out; the text marks both, the JSON carries ``capped`` and ``same_runs``."""
     from tsdp.cli.main import main
     from tsdp.verify.accountant import max_steps
+    from tsdp.verify.pld import PldSettings
 
     argv = ["experiment", "--models", "dlinear", "--epsilons", "0.3", "1", "2", "inf", "--seeds", "1", "--tops", "wor",
             "--epochs", "2", "--samples", "10", "--device", "cpu", "--out", str(tmp_path / "cells")]
@@ -230,7 +231,7 @@ def test_capped_cells_and_same_run_columns_in_the_table_and_json(tmp_path, capsy
     last = {r["epsilon"]: r for r in out["rows"] if r["checkpoint"] == "last"}
     cap = 2 * cell_config(Cell("dlinear", 1.0, 0, "1-event", "wor"), TINY).steps_per_epoch
     config = cell_config(Cell("dlinear", 0.3, 0, "1-event", "wor"), TINY)
-    assert last[0.3]["steps"] == [max_steps(config, 0.3, 1e-7, cap=cap, discretization=1e-3)]
+    assert last[0.3]["steps"] == [max_steps(config, 0.3, 1e-7, cap=cap, settings=PldSettings(1e-3))]
     assert cap > last[0.3]["steps"][0]
     assert [last[e]["capped"] for e in (0.3, 1.0, 2.0, None)] == [[False], [True], [True], [False]]
     assert last[1.0]["steps"] == last[2.0]["steps"] == [cap]

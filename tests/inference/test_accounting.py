@@ -7,7 +7,7 @@ from tsdp.theorems.bounds.inference import T15, InferenceConfig
 from tsdp.theorems.config import ConfigError
 from tsdp.verify import inference_accounting as ia
 from tsdp.verify.events import InferenceReleaseDpEvent, inference_event
-from tsdp.verify.pld import one_step_profile, sound_pld
+from tsdp.verify.pld import PldSettings, one_step_profile, sound_pld
 from tsdp.verify.resolution import resolve_event
 
 D = 1e-3  # grid width for speed; the directions hold at every width
@@ -19,7 +19,7 @@ def test_sound_pld_of_t15_needs_no_switch_and_rounds_up():
     eps = np.linspace(-2, 6, 41)
     assert np.allclose(prof.delta(eps), T15.delta_eps(cfg, eps), rtol=0, atol=0)
     assert np.all(prof.safe()(eps) >= prof.delta(eps))
-    pld = sound_pld(T15, cfg, D)
+    pld = sound_pld(T15, cfg, PldSettings(D))
     for delta in (1e-2, 1e-4, 1e-6):
         exact = ia.epsilon_one(cfg, delta)
         assert exact <= pld.get_epsilon_for_delta(delta) <= exact + 2 * D

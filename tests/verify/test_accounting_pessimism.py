@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import resolve
-from tsdp.verify.pld import one_step_profile, pair_profile_on, sound_pld
+from tsdp.verify.pld import PldSettings, one_step_profile, pair_profile_on, sound_pld
 from tsdp.theorems.hockey_stick import hockey_stick
 
 DPS = 20
@@ -51,7 +51,7 @@ def _pessimistic_and_close(config, decades):
     bound, _ = resolve(config)
     h1 = float(bound.profile(config, np.array([1.0]))[0])  # δ at ε = 0
     delta = h1 * 10.0 ** (-decades)
-    pld = sound_pld(bound, config, 1e-4)
+    pld = sound_pld(bound, config, PldSettings(1e-4))
     eps = float(pld.get_epsilon_for_delta(delta))
     assert eps > 0
     assume(eps >= 0.05)  # relative 1e-2 is meaningless when ε is a few grid steps (d = 1e-4)

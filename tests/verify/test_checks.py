@@ -347,7 +347,7 @@ def test_attained_epsilon_is_monotone_in_steps_for_tiny_losses():
     """Found by `tsdp verify --seed 1`: with a per-step loss far below the grid width the
     optimistic PLD composed directly drifts down (ε_att 0.0053, 0.0100, 0.0 after 1, 10, 100
     steps); the accountant's envelope over 1, 2, 4, ..., S compositions keeps it monotone."""
-    from tsdp.verify.pld import compose, pair_pld
+    from tsdp.verify.pld import PldSettings, compose, pair_pld
     from tsdp.theorems.config import TrainingConfig
 
     cfg = TrainingConfig(N=158, L=74, context_length=1, forecast_length=4, batch_size=28, instances=2, sigma=3.7575,
@@ -355,7 +355,7 @@ def test_attained_epsilon_is_monotone_in_steps_for_tiny_losses():
     r = composition.composition(T["T13"], cfg, "rand1.3")
     assert r.measured["max_attained_drop"] <= composition.COMPOSITION_TOL, r.explanation
     # the drift the envelope removes is real: composed directly, 100 steps give less than 10
-    one = pair_pld(T["T13"].pair(cfg), composition.DISCRETIZATION, pessimistic=False)
+    one = pair_pld(T["T13"].pair(cfg), PldSettings(composition.DISCRETIZATION), pessimistic=False)
     direct = [float(compose(one, n).get_epsilon_for_delta(1e-5)) for n in (10, 100)]
     assert direct[1] < direct[0]
     assert [row["attained"] for row in r.measured["rows"]][2] >= direct[0]

@@ -166,7 +166,7 @@ def test_connect_the_dots_pmf_is_the_librarys_bit_for_bit(seed, monkeypatch):
     gap, k_lo = float(10 ** rng.uniform(-4, -1)), int(rng.integers(-10 ** 5, 10))
     monkeypatch.setattr(build, "fit_grid", lambda *args, **kwargs: (gap, k_lo, k_lo + size - 1))
     profile = SimpleNamespace(safe=lambda: lambda eps: deltas[np.rint(eps / gap).astype(int) - k_lo])
-    ours = pld.connect_dots_pmf(profile, gap)
+    ours = pld.connect_dots_pmf(profile, pld.PldSettings(gap))
     theirs = pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(gap, k_lo, k_lo + size - 1, deltas)
     assert type(ours) is type(theirs) and ours._infinity_mass == theirs._infinity_mass
     a, b = ours.to_dense_pmf(), theirs.to_dense_pmf()

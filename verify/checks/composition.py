@@ -12,7 +12,7 @@ object (a mutant) is substituted into the registry for the check
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from tsdp.theorems.registry import REGISTRY, attained_pair, substituted
 
 from .result import CheckResult, config_dict, result
 
+if TYPE_CHECKING:
+    from tsdp.verify.pld import PldSettings
+
 COMPOSITION_TOL = 1e-9
 """Absolute slack on ε for the comparisons (the accountant's float arithmetic)."""
 
@@ -30,7 +33,7 @@ DISCRETIZATION = 1e-3
 
 
 def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Sequence[int] = (1, 10, 100),
-                delta: float = 1e-5, discretization: float = DISCRETIZATION,
+                delta: float = 1e-5, settings: Optional[PldSettings] = None,
                 construction: Optional[PairBound] = None) -> CheckResult:
     """Property 8 for bound ``b`` (every T-id with a construction): sound ε ≥ attained ε, both monotone.
 
@@ -46,13 +49,17 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
         label: The configuration's label.
         schedule: The numbers of steps (epochs, for epoch scope) composed.
         delta: The δ at which ε is read.
-        discretization: The accountant's grid.
+        settings: The accountant's grid and truncations (None: discretisation :data:`DISCRETIZATION`, the
+            library's truncations).
         construction: The pair a real attack attains (None: the registry's ``b.construction``).
 
     Returns:
         The check's result, with the sound and attained ε per composition count.
     """
-    from tsdp.verify.accounting import epsilon as account
+    from tsdp.verify.accounting import epsilon_with
+    from tsdp.verify.pld import PldSettings
+
+    settings = PldSettings(DISCRETIZATION) if settings is None else settings
 
     if construction is None and b.attained_build is None and b.construction is not None:
         construction = REGISTRY.get(b.construction)  # the real attack, read before ``b`` enters the registry
@@ -65,7 +72,7 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
         rows = []
         for s in schedule:
             kw = {"epochs": s} if b.scope == Scope.EPOCH else {"steps": s}
-            acc = account(config, delta, theorem=b.id, discretization=discretization, **kw)
+            acc = epsilon_with(config, delta, settings, theorem=b.id, **kw)
             rows.append({"S": s, "compositions": acc.compositions, "sound": acc.epsilon,
                          "attained": acc.epsilon_attained})
     lower_only = rows[0]["sound"] is None
@@ -85,6 +92,6 @@ def composition(b: Bound, config: TrainingConfig, label: str = "", schedule: Seq
     return result(
         f"P8.composition[{b.id}]@{label}", 8, ids, ok, text,
         measured={"rows": rows, "min_sound_minus_attained": gap, "max_sound_drop": drop_sound,
-                  "max_attained_drop": drop_att, "delta": delta, "discretization": discretization},
+                  "max_attained_drop": drop_att, "delta": delta, "discretization": settings.discretization},
         tolerance={"abs_eps": COMPOSITION_TOL}, config=config_dict(config),
     )

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable, Dict, Optional
+from typing import TYPE_CHECKING, Callable, Dict, Optional
 
 import mpmath as mp
 import numpy as np
@@ -25,6 +25,9 @@ from tsdp.theorems.config import Relation, TrainingConfig
 
 from .common import REFERENCE_ALPHAS, hockey_stick_quad
 from .result import CheckResult, config_dict, result
+
+if TYPE_CHECKING:
+    from tsdp.verify.pld import PldSettings
 
 DPS = 40
 MP_TOL = mp.mpf("1e-30")
@@ -259,11 +262,11 @@ def _exact_epsilon(b: Bound, config: TrainingConfig, delta: float, guess: float)
             return float(mp.findroot(f, (mp.mpf(0), x0 + 1), solver="anderson", tol=mp.mpf("1e-20"), maxsteps=200))
 
 
-def pld_pessimism(b: Bound, config: TrainingConfig, label: str = "", discretization: float = 1e-3,
+def pld_pessimism(b: Bound, config: TrainingConfig, label: str = "", settings: Optional[PldSettings] = None,
                   deltas=(1e-3, 1e-5, 1e-8)) -> CheckResult:
     """Property 6, pessimism of the one-step PLD (paper Lemma `connect_the_dots`; every T-id with a profile).
 
-    The accountant's one-step PLD (:func:`verify.pld.sound_pld`) at ``discretization``:
+    The accountant's one-step PLD (:func:`verify.pld.sound_pld`) at ``settings``' discretization:
     for each δ, ε_PLD(δ) ≥ ε_exact(δ) (the mpmath root of H(e^ε) = δ) up to 1e-8
     (:data:`PLD_EPS_DEFICIT_TOL`), and ε_PLD ≤ ε_exact + discretization + 1e-8
     (connect-the-dots is exact on the grid, so it overshoots by less than one cell).
@@ -272,15 +275,17 @@ def pld_pessimism(b: Bound, config: TrainingConfig, label: str = "", discretizat
         b: The bound.
         config: The configuration.
         label: The configuration's label.
-        discretization: The PLD's grid.
+        settings: The PLD's grid (None: discretisation 1e-3, the other settings the library's defaults).
         deltas: The δ values at which ε is compared.
 
     Returns:
         The check's result.
     """
-    from tsdp.verify.pld import sound_pld
+    from tsdp.verify.pld import PldSettings, sound_pld
 
-    pld = sound_pld(b, config, discretization)
+    settings = PldSettings(1e-3) if settings is None else settings
+    discretization = settings.discretization
+    pld = sound_pld(b, config, settings)
     rows, worst_deficit, worst_over = [], -np.inf, -np.inf
     for d in deltas:
         e_pld = max(0.0, float(pld.get_epsilon_for_delta(d)))

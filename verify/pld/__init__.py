@@ -65,7 +65,7 @@ from .build import buckets_pmf_optimistic, connect_dots_pmf, pair_pld, profile_p
 from .composition import DEFAULT_TAIL_MASS_TRUNCATION, MAX_MASS_GROWTH, attained_envelope, compose, compose_pair
 from .convolve import fftconvolve
 from .epsilon import epsilon_for_delta
-from .grid import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, fit_grid, grid_range
+from .grid import fit_grid, grid_range
 from .limits import (
     DEFAULT_MEMORY_LIMIT,
     MAX_COARSE_DISCRETIZATION,
@@ -82,7 +82,7 @@ from .limits import (
 )
 from .profile import OneStepProfile, ProfileFn, one_step_profile, pair_profile, pair_profile_on
 from .self_compose import self_convolve_bounds, self_convolve_windows
-from .settings import PldSettings
+from .settings import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, PldSettings
 
 __all__ = [
     "DEFAULT_DISCRETIZATION", "DEFAULT_LOG_MASS_TRUNCATION", "DEFAULT_MEMORY_LIMIT", "DEFAULT_TAIL_MASS_TRUNCATION",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Optional
 
 import numpy as np
@@ -13,18 +14,12 @@ from tsdp.theorems.hockey_stick import loss_root, orient
 from tsdp.theorems.mixture import MixturePair
 
 from . import adapter
-from .grid import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, fit_grid
+from .grid import fit_grid
 from .profile import OneStepProfile, ProfileFn, _chunked, one_step_profile, pair_profile
-
-def _check_discretization(discretization: float) -> None:
-    from tsdp.theorems.config import ConfigError
-
-    if not (isinstance(discretization, (int, float)) and math.isfinite(discretization) and 0 < discretization <= 1):
-        raise ConfigError("discretization", "must be in (0, 1]", discretization)
+from .settings import PldSettings
 
 
-def connect_dots_pmf(profile: OneStepProfile, discretization: float = DEFAULT_DISCRETIZATION,
-                     log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *,
+def connect_dots_pmf(profile: OneStepProfile, settings: PldSettings = PldSettings(), *,
                      memory_limit: Optional[int] = None):
     """Pessimistic connect-the-dots PMF of a profile (upper estimate; rounds every δ, ε up).
 
@@ -35,8 +30,8 @@ def connect_dots_pmf(profile: OneStepProfile, discretization: float = DEFAULT_DI
 
     Args:
         profile: The one-step profile.
-        discretization: The grid gap asked for (coarsened where the memory ceiling requires).
-        log_mass_truncation_bound: The library's ``log_mass_truncation_bound`` (where the grid ends).
+        settings: The grid gap asked for (coarsened where the memory ceiling requires) and the library's
+            ``log_mass_truncation_bound`` (where the grid ends); the tail mass truncation is not read.
         memory_limit: The memory ceiling in bytes (None: :func:`~tsdp.verify.pld.limits.resolve_memory_limit`).
 
     Returns:
@@ -44,8 +39,7 @@ def connect_dots_pmf(profile: OneStepProfile, discretization: float = DEFAULT_DI
     """
     from dp_accounting.pld import pld_pmf
 
-    _check_discretization(discretization)
-    d, k_lo, k_hi = fit_grid(profile, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
+    d, k_lo, k_hi = fit_grid(profile, settings, memory_limit=memory_limit)
     eps = np.arange(k_lo, k_hi + 1) * d
     deltas = np.minimum(1.0, _chunked(profile.safe(), eps))
     deltas = np.minimum.accumulate(deltas)  # a profile is non-increasing; remove float wiggles upward-safe
@@ -61,8 +55,7 @@ def connect_dots_pmf(profile: OneStepProfile, discretization: float = DEFAULT_DI
     return _pmf_of_array(d, k_lo, np.maximum(0.0, probs), deltas[-1], True)
 
 
-def buckets_pmf_optimistic(pair: MixturePair, discretization: float = DEFAULT_DISCRETIZATION,
-                           log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *,
+def buckets_pmf_optimistic(pair: MixturePair, settings: PldSettings = PldSettings(), *,
                            memory_limit: Optional[int] = None):
     """Optimistic privacy-buckets PMF of one pair (lower estimate; rounds every δ, ε down).
 
@@ -75,16 +68,14 @@ def buckets_pmf_optimistic(pair: MixturePair, discretization: float = DEFAULT_DI
 
     Args:
         pair: The mixture pair (P, Q).
-        discretization: The grid gap asked for.
-        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        settings: The grid gap asked for and the library's ``log_mass_truncation_bound``.
         memory_limit: The memory ceiling in bytes (None: the resolved one).
 
     Returns:
         The optimistic PMF.
     """
-    _check_discretization(discretization)
     prof = pair_profile(pair)
-    d, k_lo, k_hi = fit_grid(prof, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
+    d, k_lo, k_hi = fit_grid(prof, settings, memory_limit=memory_limit)
     o = orient(pair.numeric())
 
     def survival(eps):  # P(L > eps)
@@ -100,7 +91,7 @@ def buckets_pmf_optimistic(pair: MixturePair, discretization: float = DEFAULT_DI
     return _buckets_pmf(_chunked(survival, np.arange(k_lo, k_hi + 1) * d), k_lo, d)
 
 
-def _buckets_pmf(surv: np.ndarray, k_lo: int, discretization: float):
+def _buckets_pmf(surv: np.ndarray, k_lo: int, gap: float):
     """Optimistic buckets from P(L > k d), k = k_lo.. (mass between grid points to the lower one)."""
     surv = np.minimum.accumulate(np.clip(surv, 0.0, 1.0))
     probs = np.empty_like(surv)
@@ -111,10 +102,10 @@ def _buckets_pmf(surv: np.ndarray, k_lo: int, discretization: float):
     if keep.size == 0:
         keep = np.array([0])
     lo, hi = keep[0], keep[-1]
-    return _pmf_of_array(discretization, int(k_lo + lo), probs[lo:hi + 1], 0.0, False)
+    return _pmf_of_array(gap, int(k_lo + lo), probs[lo:hi + 1], 0.0, False)
 
 
-def _pmf_of_array(discretization: float, lower: int, probs: np.ndarray, infinity_mass: float, pessimistic: bool):
+def _pmf_of_array(gap: float, lower: int, probs: np.ndarray, infinity_mass: float, pessimistic: bool):
     """The library's ``pld_pmf.create_pmf`` of the losses lower, lower + 1, ... with masses ``probs``, the same
     PMF without its dictionary round trip for a dense one (a sparse one, at most the library's sparse size,
     is made by the library)."""
@@ -122,12 +113,11 @@ def _pmf_of_array(discretization: float, lower: int, probs: np.ndarray, infinity
 
     if probs.size <= adapter.max_sparse_size():
         loss_probs = dict(zip(range(lower, lower + probs.size), probs.tolist()))
-        return pld_pmf.create_pmf(loss_probs, discretization, infinity_mass, pessimistic_estimate=pessimistic)
-    return pld_pmf.DensePLDPmf(discretization, lower, np.array(probs, dtype=float), infinity_mass, pessimistic)
+        return pld_pmf.create_pmf(loss_probs, gap, infinity_mass, pessimistic_estimate=pessimistic)
+    return pld_pmf.DensePLDPmf(gap, lower, np.array(probs, dtype=float), infinity_mass, pessimistic)
 
 
-def survival_pld(survival: ProfileFn, profile: OneStepProfile, discretization: float = DEFAULT_DISCRETIZATION,
-                 log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *,
+def survival_pld(survival: ProfileFn, profile: OneStepProfile, settings: PldSettings = PldSettings(), *,
                  memory_limit: Optional[int] = None):
     """Optimistic (a **lower** estimate) symmetric PLD from a loss survival ε ↦ P(L > ε).
 
@@ -138,8 +128,7 @@ def survival_pld(survival: ProfileFn, profile: OneStepProfile, discretization: f
     Args:
         survival: ε ↦ P(L > ε) of the construction's privacy loss.
         profile: The bound's one-step profile (its grid range).
-        discretization: The grid gap asked for.
-        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        settings: The grid gap asked for and the library's ``log_mass_truncation_bound``.
         memory_limit: The memory ceiling in bytes (None: the resolved one).
 
     Returns:
@@ -147,22 +136,20 @@ def survival_pld(survival: ProfileFn, profile: OneStepProfile, discretization: f
     """
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
-    _check_discretization(discretization)
-    d, k_lo, k_hi = fit_grid(profile, discretization, log_mass_truncation_bound, memory_limit=memory_limit)
+    d, k_lo, k_hi = fit_grid(profile, settings, memory_limit=memory_limit)
     surv = _chunked(survival, np.arange(k_lo, k_hi + 1) * d)
     return PrivacyLossDistribution(_buckets_pmf(surv, k_lo, d))
 
 
-def profile_pld(profile: OneStepProfile, discretization: float = DEFAULT_DISCRETIZATION,
-                log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *, memory_limit: Optional[int] = None):
+def profile_pld(profile: OneStepProfile, settings: PldSettings = PldSettings(), *,
+                memory_limit: Optional[int] = None):
     """A symmetric ``PrivacyLossDistribution`` holding the connect-the-dots PMF of ``profile``.
 
     Pessimistic (upper estimate): see :func:`connect_dots_pmf`.
 
     Args:
         profile: The one-step profile.
-        discretization: The grid gap asked for.
-        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        settings: The grid gap asked for and the library's ``log_mass_truncation_bound``.
         memory_limit: The memory ceiling in bytes (None: the resolved one).
 
     Returns:
@@ -170,12 +157,11 @@ def profile_pld(profile: OneStepProfile, discretization: float = DEFAULT_DISCRET
     """
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
-    return PrivacyLossDistribution(connect_dots_pmf(profile, discretization, log_mass_truncation_bound,
-                                                    memory_limit=memory_limit))
+    return PrivacyLossDistribution(connect_dots_pmf(profile, settings, memory_limit=memory_limit))
 
 
-def sound_pld(bound: Bound, config: TrainingConfig, discretization: float = DEFAULT_DISCRETIZATION,
-              log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, *, memory_limit: Optional[int] = None):
+def sound_pld(bound: Bound, config: TrainingConfig, settings: PldSettings = PldSettings(), *,
+              memory_limit: Optional[int] = None):
     """The one-step PLD of the bound's profile as the theorem states it (paper Appendix B.3).
 
     Connect-the-dots of :func:`one_step_profile` (the α < 1 branch from the swapped pair, or
@@ -185,19 +171,17 @@ def sound_pld(bound: Bound, config: TrainingConfig, discretization: float = DEFA
     Args:
         bound: The bound.
         config: The configuration.
-        discretization: The grid gap asked for.
-        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        settings: The grid gap asked for and the library's ``log_mass_truncation_bound``.
         memory_limit: The memory ceiling in bytes (None: the resolved one).
 
     Returns:
         The pessimistic one-step ``PrivacyLossDistribution`` (upper).
     """
-    return profile_pld(one_step_profile(bound, config), discretization, log_mass_truncation_bound,
-                       memory_limit=memory_limit)
+    return profile_pld(one_step_profile(bound, config), settings, memory_limit=memory_limit)
 
 
-def pair_pld(pair: MixturePair, discretization: float = DEFAULT_DISCRETIZATION, *, pessimistic: bool = False,
-             log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION, memory_limit: Optional[int] = None):
+def pair_pld(pair: MixturePair, settings: PldSettings = PldSettings(), *, pessimistic: bool = False,
+             memory_limit: Optional[int] = None):
     """The two-direction PLD of one fixed pair: REMOVE slot (P, Q), ADD slot (Q, P).
 
     The library's ``get_epsilon_for_delta`` then reports the larger ε of the two
@@ -209,9 +193,8 @@ def pair_pld(pair: MixturePair, discretization: float = DEFAULT_DISCRETIZATION, 
 
     Args:
         pair: The mixture pair (P, Q).
-        discretization: The grid gap asked for.
+        settings: The grid gap asked for and the library's ``log_mass_truncation_bound``.
         pessimistic: Pessimistic (upper) instead of optimistic (lower) discretisation.
-        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
         memory_limit: The memory ceiling in bytes (None: the resolved one).
 
     Returns:
@@ -219,14 +202,14 @@ def pair_pld(pair: MixturePair, discretization: float = DEFAULT_DISCRETIZATION, 
     """
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
-    def build(p, d):
+    def build(p, grid: PldSettings):
         if pessimistic:
-            return connect_dots_pmf(pair_profile(p), d, log_mass_truncation_bound, memory_limit=memory_limit)
-        return buckets_pmf_optimistic(p, d, log_mass_truncation_bound, memory_limit=memory_limit)
+            return connect_dots_pmf(pair_profile(p), grid, memory_limit=memory_limit)
+        return buckets_pmf_optimistic(p, grid, memory_limit=memory_limit)
 
-    fwd, rev = build(pair, discretization), build(pair.swapped(), discretization)
+    fwd, rev = build(pair, settings), build(pair.swapped(), settings)
     if adapter.gap(fwd) < adapter.gap(rev):
-        fwd = build(pair, adapter.gap(rev))
+        fwd = build(pair, replace(settings, discretization=adapter.gap(rev)))
     elif adapter.gap(rev) < adapter.gap(fwd):
-        rev = build(pair.swapped(), adapter.gap(fwd))
+        rev = build(pair.swapped(), replace(settings, discretization=adapter.gap(fwd)))
     return PrivacyLossDistribution(fwd, rev)

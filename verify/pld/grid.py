@@ -17,12 +17,7 @@ from .limits import (
     resolve_memory_limit,
 )
 from .profile import OneStepProfile, ProfileFn
-
-DEFAULT_DISCRETIZATION = 1e-4
-"""Width d of the privacy-loss grid (the library's default ``value_discretization_interval``)."""
-
-DEFAULT_LOG_MASS_TRUNCATION = -50.0
-"""The library's default ``log_mass_truncation_bound``: the grid ends where δ ≤ ½·e^{-50}."""
+from .settings import PldSettings
 
 _COARSE_STEP = 0.25
 _EPS_CEILING = 1e300  # the profile search gives up here: no finite grid
@@ -62,13 +57,13 @@ def _eps_range(profile: OneStepProfile, log_mass_truncation_bound: float) -> Tup
     return -_first_below(profile.lower, level, what), _first_below(profile.upper, level, what)
 
 
-def _ends(eps_lo: float, eps_hi: float, discretization: float) -> Tuple[int, int]:
-    k_hi = math.ceil(eps_hi / discretization)
-    k_lo = math.floor(eps_lo / discretization)
+def _ends(eps_lo: float, eps_hi: float, gap: float) -> Tuple[int, int]:
+    k_hi = math.ceil(eps_hi / gap)
+    k_lo = math.floor(eps_lo / gap)
     return k_lo, max(k_hi, k_lo + 1)
 
 
-def grid_range(profile: OneStepProfile, discretization: float, log_mass_truncation_bound: float) -> Tuple[int, int]:
+def grid_range(profile: OneStepProfile, settings: PldSettings) -> Tuple[int, int]:
     """Integer grid ends (k_lo, k_hi), the PLD support being {k·d : k_lo ≤ k ≤ k_hi}.
 
     Upper end: the first ε with δ(ε) ≤ ½·e^{log_mass_truncation_bound} (the library's mass
@@ -79,18 +74,17 @@ def grid_range(profile: OneStepProfile, discretization: float, log_mass_truncati
 
     Args:
         profile: The one-step profile.
-        discretization: The grid gap.
-        log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        settings: The grid gap (``discretization``) and the library's ``log_mass_truncation_bound``.
 
     Returns:
         (k_lo, k_hi).
     """
-    return _ends(*_eps_range(profile, log_mass_truncation_bound), discretization)
+    return _ends(*_eps_range(profile, settings.log_mass_truncation_bound), settings.discretization)
 
 
-def fit_grid(profile: OneStepProfile, discretization: float, log_mass_truncation_bound: float, *,
+def fit_grid(profile: OneStepProfile, settings: PldSettings, *,
              memory_limit: Optional[int] = None) -> Tuple[float, int, int]:
-    """(d, k_lo, k_hi): :func:`grid_range` at the finest gap d = discretization·2^j that fits.
+    """(d, k_lo, k_hi): :func:`grid_range` at the finest gap d = ``settings.discretization``·2^j that fits.
 
     At most :func:`max_grid_points` points, checked before anything is allocated. A coarser
     gap keeps the construction's direction (connect-the-dots stays an upper estimate at any
@@ -100,8 +94,8 @@ def fit_grid(profile: OneStepProfile, discretization: float, log_mass_truncation
 
     Args:
         profile: The one-step profile whose grid is fitted.
-        discretization: The finest gap wanted; doubled until the grid fits.
-        log_mass_truncation_bound: Where the grid ends (the library's ``log_mass_truncation_bound``).
+        settings: Its ``discretization``, the finest gap wanted (doubled until the grid fits), and its
+            ``log_mass_truncation_bound``, where the grid ends.
         memory_limit: The ceiling in bytes (None: :func:`resolve_memory_limit`).
 
     Returns:
@@ -110,7 +104,8 @@ def fit_grid(profile: OneStepProfile, discretization: float, log_mass_truncation
     Raises:
         PldTooLargeError: No gap fits the ceiling.
     """
-    eps_lo, eps_hi = _eps_range(profile, log_mass_truncation_bound)
+    discretization = settings.discretization
+    eps_lo, eps_hi = _eps_range(profile, settings.log_mass_truncation_bound)
     cap = max_grid_points(memory_limit)
     d, span = discretization, eps_hi - eps_lo
     if span / d + 3 > cap:  # in floats first: ε / 1e-308 is no integer

@@ -8,7 +8,12 @@ from tsdp.verify.json_data import Record
 from tsdp.theorems.config import ConfigError
 
 from .composition import DEFAULT_TAIL_MASS_TRUNCATION
-from .grid import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION
+
+DEFAULT_DISCRETIZATION = 1e-4
+"""Width d of the privacy-loss grid (the library's default ``value_discretization_interval``)."""
+
+DEFAULT_LOG_MASS_TRUNCATION = -50.0
+"""The library's default ``log_mass_truncation_bound``: the grid ends where δ ≤ ½·e^{-50}."""
 
 
 @dataclass(frozen=True)
