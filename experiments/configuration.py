@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Optional
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
 
-from .grid import Cell, GridSettings, level_config
+from .grid import Cell, GridSettings, Level, level_config
 
 if TYPE_CHECKING:
     from tsdp.datasets.benchmarks import ForecastSplit
@@ -63,7 +63,7 @@ def level_v(cell: Cell, settings: GridSettings) -> Optional[float]:
     Returns:
         v, or None when the cell's level is not label noise.
     """
-    if cell.level != "label-noise":
+    if cell.level != Level.LABEL_NOISE:
         return None
     if settings.v is not None:
         return settings.v
@@ -116,7 +116,7 @@ def diverged_names_the_cell(cell: Cell, settings: GridSettings):
         if exc.parameter != "lr":
             raise
         v = level_v(cell, settings)
-        if cell.level == "label-noise" and cell.sigma_forecast > 0:
+        if cell.level == Level.LABEL_NOISE and cell.sigma_forecast > 0:
             raise ConfigError("v", f"the label noise σ_F·v = {cell.sigma_forecast * v:.3g} (sigma_forecast="
                                    f"{cell.sigma_forecast:g} times v={v:g}) makes the training of {cell.model} diverge: "
                                    "lower one of them", v) from None

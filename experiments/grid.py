@@ -26,22 +26,33 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from tsdp.datasets.benchmarks import UserData
-from tsdp.theorems.config import ConfigError, TrainingConfig, check_int, check_real
+from tsdp.theorems.config import Choice, ConfigError, Relation, TrainingConfig, check_int, check_real
 from tsdp.verify.json_data import Record
 
 MODELS = ("simple-ff", "deepar", "itransformer", "dlinear")
 """The table's rows, in the paper's order."""
 EPSILONS = (0.5, 1.0, 2.0, math.inf)
 DELTA = 1e-7
-LEVELS = ("1-event", "w-event", "w-user", "label-noise")
-W_LEVELS = ("w-event", "w-user")
+
+
+class Level(Choice):
+    """A cell's privacy level (module docstring): what one cell's guarantee protects."""
+
+    ONE_EVENT = "1-event"
+    W_EVENT = "w-event"
+    W_USER = "w-user"
+    LABEL_NOISE = "label-noise"
+
+
+LEVELS = Level.values()
+W_LEVELS = (Level.W_EVENT, Level.W_USER)
 TOPS = ("shuffle", "wor")
 DEFAULT_TOPS = ("wor",)
 """The grid's top level unless asked: WOR, the top level of the paper's Table 1 (shuffling has its own table)."""
 SEEDS = 5
 QUICK_EPOCHS = 10
 """Epochs cap of ``--quick`` grids (and of the report's privacy-utility section)."""
-LEVEL_EPSILONS = {"1-event": EPSILONS, "w-event": (4.0,), "w-user": (4.0,), "label-noise": (0.5,)}
+LEVEL_EPSILONS = {Level.ONE_EVENT: EPSILONS, Level.W_EVENT: (4.0,), Level.W_USER: (4.0,), Level.LABEL_NOISE: (0.5,)}
 """Each level's ε columns (1-event) or ε (the others) when none are given: the paper's appendix tables."""
 W_VALUES = (1, 2, 4, 8)
 """The w columns of the w-event and w-user tables (the paper's w-user tables)."""
@@ -92,7 +103,7 @@ class Cell:
         model: The model.
         epsilon: The budget (inf: no DP).
         seed_index: The seed index.
-        level: The privacy level.
+        level: The privacy level (a :class:`Level` or its string; stored as the member).
         top: The top level.
         w: The level's w.
         sigma_forecast: The level's σ_F.
@@ -101,20 +112,23 @@ class Cell:
     model: str
     epsilon: float
     seed_index: int
-    level: str
+    level: Level
     top: str
     w: int = 1
     sigma_forecast: float = 0.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "level", Level.of("level", self.level))
 
     @property
     def key(self) -> str:
         """The cell's file name (no suffix): the level's value after the level (``w-user_w4_...``,
         ``label-noise_sf2.0_...``); 1-event keys have none."""
         eps = "inf" if math.isinf(self.epsilon) else repr(float(self.epsilon))
-        level = self.level
-        if level in W_LEVELS:
+        level = self.level.value
+        if self.level in W_LEVELS:
             level += f"_w{self.w}"
-        elif level == "label-noise":
+        elif self.level == Level.LABEL_NOISE:
             level += f"_sf{float(self.sigma_forecast)!r}"
         return f"{level}_{self.top}_{self.model}_eps{eps}_seed{self.seed_index}"
 
@@ -123,7 +137,7 @@ class Cell:
         """The cell's column in its level's table: w (w-event, w-user), σ_F (label-noise) or ε (1-event)."""
         if self.level in W_LEVELS:
             return self.w
-        if self.level == "label-noise":
+        if self.level == Level.LABEL_NOISE:
             return self.sigma_forecast
         return self.epsilon
 
@@ -156,17 +170,15 @@ def level_config(config: TrainingConfig, cell: Cell, v: Optional[float] = None) 
     Returns:
         The configuration under the cell's level.
     """
-    if cell.level == "1-event":
-        return config.with_(relation="event", w=1)
-    if cell.level == "w-event":
-        return config.with_(relation="event", w=cell.w)
-    if cell.level == "w-user":
-        return config.with_(relation="user", w=cell.w)
-    if cell.level == "label-noise":
-        if v is None:
-            raise ConfigError("v", "the label-noise level needs the largest change of one element, v")
-        return config.with_(relation="user", w=1, v=v, sigma_forecast=cell.sigma_forecast)
-    raise ConfigError("level", f"must be one of {', '.join(LEVELS)}", cell.level)
+    if cell.level == Level.ONE_EVENT:
+        return config.with_(relation=Relation.EVENT, w=1)
+    if cell.level == Level.W_EVENT:
+        return config.with_(relation=Relation.EVENT, w=cell.w)
+    if cell.level == Level.W_USER:
+        return config.with_(relation=Relation.USER, w=cell.w)
+    if v is None:
+        raise ConfigError("v", "the label-noise level needs the largest change of one element, v")
+    return config.with_(relation=Relation.USER, w=1, v=v, sigma_forecast=cell.sigma_forecast)
 
 
 def _distinct(name: str, values: Sequence) -> tuple:
@@ -221,20 +233,20 @@ def plan(models: Sequence[str] = MODELS, epsilons: Optional[Sequence[float]] = N
             raise ConfigError("w", "sets the columns of the w-event and w-user levels: add one of them to the levels")
         w = tuple(check_int("w", x, 1, W_MAX) for x in _distinct("w", w))
     if sigma_forecast is not None:
-        if "label-noise" not in levels:
+        if Level.LABEL_NOISE not in levels:
             raise ConfigError("sigma_forecast", "sets the columns of the label-noise level: add it to the levels")
         sigma_forecast = tuple(float(check_real("sigma_forecast", x, low=0.0, high=SIGMA_FORECAST_MAX))
                                for x in _distinct("sigma_forecast", [float(x) if isinstance(x, (int, float)) else x
                                                                      for x in sigma_forecast]))
     cells = []
-    for level in levels:
+    for level in map(Level, levels):
         values = ((w or W_VALUES) if level in W_LEVELS else
-                  (sigma_forecast or SIGMA_FORECASTS) if level == "label-noise" else (None,))
+                  (sigma_forecast or SIGMA_FORECASTS) if level == Level.LABEL_NOISE else (None,))
         for top in tops:
             for m in models:
                 for e in (LEVEL_EPSILONS[level] if epsilons is None else epsilons):
                     for x in values:
                         extra = ({"w": x} if level in W_LEVELS else
-                                 {"sigma_forecast": x} if level == "label-noise" else {})
+                                 {"sigma_forecast": x} if level == Level.LABEL_NOISE else {})
                         cells += [Cell(m, float(e), s, level, top, **extra) for s in range(seeds)]
     return tuple(cells)

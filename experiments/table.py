@@ -16,7 +16,7 @@ from tsdp.datasets.benchmarks import PAPER, SHIPPED_SPEC
 from tsdp.verify.json_data import with_note
 
 from .cells import CellResult, CellTask, load_done, run_cell
-from .grid import W_LEVELS, Cell, GridSettings
+from .grid import W_LEVELS, Cell, GridSettings, Level
 from .run_info import GridRun
 
 
@@ -87,7 +87,7 @@ def _level_values(r: CellResult) -> dict:
     """The row fields of ``r``'s level: w for w-event and w-user, σ_F and v for label noise."""
     if r.level in W_LEVELS:
         return {"w": r.w}
-    if r.level == "label-noise":
+    if r.level == Level.LABEL_NOISE:
         return {"sigma_forecast": r.sigma_forecast, "v": r.v}
     return {}
 
@@ -160,7 +160,7 @@ def best_cells(rows: Sequence[Row], baselines: Dict[str, float]) -> Tuple[Best, 
         The bold cells.
     """
     marks: List[Best] = []
-    last = [r for r in rows if r.checkpoint == "last" and math.isfinite(r.crps_mean) and r.level != "1-event"]
+    last = [r for r in rows if r.checkpoint == "last" and math.isfinite(r.crps_mean) and r.level != Level.ONE_EVENT]
     groups: Dict[tuple, List[tuple]] = {}
     for r in last:
         if r.level in W_LEVELS:
@@ -223,8 +223,8 @@ def same_runs(rows: Sequence[Row]) -> Tuple[SameRun, ...]:
     """
     blocks: Dict[tuple, Dict[float, Dict[str, Row]]] = {}
     for r in rows:
-        if r.checkpoint == "last" and r.level != "label-noise" and math.isfinite(r.epsilon):
-            key = (r.level, r.top, None if r.level == "1-event" else r.epsilon)
+        if r.checkpoint == "last" and r.level != Level.LABEL_NOISE and math.isfinite(r.epsilon):
+            key = (r.level, r.top, None if r.level == Level.ONE_EVENT else r.epsilon)
             blocks.setdefault(key, {}).setdefault(r.column, {})[r.model] = r
     out = []
     for (level, top, eps), columns in blocks.items():
@@ -397,7 +397,7 @@ def claim_c7(rows: Sequence[Row], baselines: Dict[str, float], dataset: str) -> 
         The evidence and its verdict.
     """
     return c7_verdict([Score(r.model, r.epsilon, r.top, r.crps_mean, r.crps_std, r.seeds) for r in rows
-                       if r.checkpoint == "last" and r.level == "1-event"], baselines, dataset)
+                       if r.checkpoint == "last" and r.level == Level.ONE_EVENT], baselines, dataset)
 
 
 def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder: Optional[str | Path] = None, workers: int = 1,

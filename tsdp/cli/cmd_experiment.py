@@ -124,7 +124,7 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
 
         _check(args)
         from tsdp.datasets.benchmarks import dataset_names, split_for
-        from tsdp.experiments.grid import GridSettings, plan
+        from tsdp.experiments.grid import GridSettings, Level, plan
         from tsdp.experiments.table import (NO_DP, baseline_crps_of, best_cells, claim_c7, rows_of,
                                                    same_runs)
         from tsdp.executor.cluster import check_cluster
@@ -151,7 +151,7 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
         _check_baselines()  # the flags first (cheap), then the extra, before any cell trains
         out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
         _check_out(out)
-        v = (args.v or split.spec.label_noise_v) if "label-noise" in args.levels else None
+        v = (args.v or split.spec.label_noise_v) if Level.LABEL_NOISE in args.levels else None
         settings = GridSettings(dataset=None if name == "m1-yearly" or user else name, data_dir=args.data_dir,
                                 delta=args.delta, v=v, epochs=None if user else args.epochs, n_samples=args.samples,
                                 device=args.device, discretization=args.discretization, seed=args.seed, user=user)
@@ -287,7 +287,7 @@ def _check(args) -> None:
         args.seeds = args.seeds if args.seeds is not None else QUICK_SEEDS
         args.tops = args.tops or ["wor"]
         args.epochs = args.epochs if args.epochs is not None else QUICK_EPOCHS
-    from tsdp.experiments.grid import DEFAULT_TOPS, MODELS, SEEDS
+    from tsdp.experiments.grid import DEFAULT_TOPS, MODELS, SEEDS, Level
 
     args.models = tuple(args.models or MODELS)
     args.seeds = SEEDS if args.seeds is None else args.seeds
@@ -301,7 +301,7 @@ def _check(args) -> None:
     if args.out is not None and not args.out.strip():
         raise UsageError(f"invalid --out: must name a folder (got {args.out!r})")
     if args.v is not None:
-        if "label-noise" not in args.levels:
+        if Level.LABEL_NOISE not in args.levels:
             raise UsageError("invalid --v: it sets the label-noise level's v: add label-noise to --levels")
         if not (math.isfinite(args.v) and 0 < args.v <= V_MAX):
             raise UsageError(f"invalid --v: must be in (0, {V_MAX:g}] (got {args.v})")
@@ -352,20 +352,24 @@ def _same_run_notes(level: str, same) -> List[str]:
 
 
 def _column_label(level: str, value: float) -> str:
-    if level in ("w-event", "w-user"):
+    from tsdp.experiments.grid import W_LEVELS, Level
+
+    if level in W_LEVELS:
         return f"w = {value:g}"
-    if level == "label-noise":
+    if level == Level.LABEL_NOISE:
         return f"σ_F = {value:g}"
     return "ε = ∞" if math.isinf(value) else f"ε = {value:g}"
 
 
 def _block_title(level: str, top: str, epsilon: float, rows) -> str:
     """A table's title: the level, top level and (w and label-noise tables) the ε and v, and what the marks mean."""
+    from tsdp.experiments.grid import Level
+
     covered = "last iterate: covered by ε; [sel]: lowest validation, not covered"
-    if level == "1-event":
+    if level == Level.ONE_EVENT:
         return f"{level}, top level {top} ({covered})"
     budget = "ε = ∞ (no DP)" if math.isinf(epsilon) else f"ε = {epsilon:g}"
-    if level == "label-noise":
+    if level == Level.LABEL_NOISE:
         return (f"label-noise, (1, v)-user-level privacy with v = {rows[0].v:g}, top level {top}, {budget} ({covered}; "
                 "*: the model's best σ_F, the paper's bold)")
     return f"{level}, top level {top}, {budget} ({covered}; *: best per w, baselines included, the paper's bold)"
@@ -390,15 +394,17 @@ def render_table(rows: Sequence["Row"], baselines: Dict[str, float], best: Seque
     Returns:
         The tables' text.
     """
+    from tsdp.experiments.grid import Level
+
     lines: List[str] = [f"dataset {split.spec.name}: {split.train.N} training series, {split.test.count} test windows, "
                         f"L_F = {split.spec.forecast_length}, L_C = {split.spec.context_length}; δ = {args.delta:g}"]
     blocks = {}
     for r in rows:
-        blocks.setdefault((r.level, r.top, None if r.level == "1-event" else r.epsilon), []).append(r)
+        blocks.setdefault((r.level, r.top, None if r.level == Level.ONE_EVENT else r.epsilon), []).append(r)
     bold = {(b.level, b.top, b.epsilon, b.model, b.column) for b in best}
     for (level, top, epsilon), rs in blocks.items():
         columns = list(dict.fromkeys(r.column for r in rs))
-        marked = level != "1-event"
+        marked = level != Level.ONE_EVENT
         repeats = [x for x in same if (x.level, x.top, x.epsilon) == (level, top, epsilon)]
         repeated = {x.column: x.same_as for x in repeats}
 
@@ -429,7 +435,7 @@ def render_table(rows: Sequence["Row"], baselines: Dict[str, float], best: Seque
     lines.append("")
     lines.append("steps per seed and sound ε spent: " + "; ".join(
         f"{MODEL_LABELS[r.model]} ε={NO_NOISE if math.isinf(r.epsilon) else format(r.epsilon, 'g')}"
-        + ("" if r.level == "1-event" else " " + _column_label(r.level, r.column).replace(" = ", "="))
+        + ("" if r.level == Level.ONE_EVENT else " " + _column_label(r.level, r.column).replace(" = ", "="))
         + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {r.epsilon_spent[0]:.4f}")
         + (f" < {r.epsilon:g} (epochs cap)" if r.capped[0] else "")
         for r in steps[:8]) + (" ..." if len(steps) > 8 else ""))
