@@ -83,17 +83,22 @@ class GroupResult:
 
 
 def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[str] = None,
-              parts: int = 1) -> List[CellGroup]:
-    """``cells`` in groups of one :func:`group_key` each, in the order of each group's first cell; each block is cut
-    into ``parts`` groups (fewer for fewer cells), so that ``parts`` workers share them out, its cells dealt to them
-    in turn (cell i to group i mod ``parts``): each group holds a share of every ε of the block, and of its steps (a
-    cell's numbers do not depend on the other cells of its group).
+              workers: int = 1) -> List[CellGroup]:
+    """``cells`` in groups of one :func:`group_key` each (a block), in the order of each block's first cell. A block
+    stays whole unless the blocks are fewer than ``workers``: then each is cut into ceil(workers / blocks) groups
+    (fewer for fewer cells), its cells dealt to them in turn (cell i to group i mod parts), so that every worker has
+    one and each group holds a share of every ε of the block, and of its steps (a cell's numbers do not depend on
+    the other cells of its group).
+
+    Whole blocks, because a group's stacked step costs far less than its cells' steps apart (the per-step work that
+    does not grow with the runs is paid once, and cells without DP share every operation but their layers' calls):
+    cutting a block for the workers costs more CPU than the second worker gives back while other blocks wait.
 
     Args:
         cells: The cells to run.
         settings: The grid's settings.
         folder: Where their files go (None: not stored).
-        parts: Groups per block (the workers that run them; at least 1).
+        workers: The workers that run the groups (at least 1).
 
     Returns:
         The groups, each one unit of the sharded engine.
@@ -101,9 +106,10 @@ def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[st
     blocks: Dict[Tuple, List[Cell]] = {}
     for c in cells:
         blocks.setdefault(group_key(c), []).append(c)
+    parts = -(-max(1, workers) // max(1, len(blocks)))
     groups = []
     for block in blocks.values():
-        n = min(max(1, parts), len(block))
+        n = min(parts, len(block))
         groups += [CellGroup(tuple(block[i::n]), settings, folder) for i in range(n)]
     return groups
 

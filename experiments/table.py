@@ -407,8 +407,8 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder: Optional[
     processes, or Dask with ``cluster``): the cells of one model and column set trained together, one unit each
     (:mod:`tsdp.experiments.groups`), or with ``together=False`` every cell alone; returns the results in ``cells``'
     order and how the grid ran (:class:`~tsdp.experiments.run_info.GridRun`: the engine's record, the cells resumed
-    from disk). With ``workers``, each group of private cells is cut
-    into that many (:func:`tsdp.experiments.groups.groups_of`), so that the workers share them out.
+    from disk). With more ``workers`` than blocks of cells trained
+    together, each block is cut so that every worker has a group (:func:`tsdp.experiments.groups.groups_of`).
 
     Args:
         cells: The grid's cells.
@@ -445,7 +445,7 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder: Optional[
                 done[c.key] = r
     pending = [c for c in cells if c.key not in done]
     where = None if folder is None else str(folder)
-    tasks = (groups_of(pending, settings, where, parts=workers) if together else
+    tasks = (groups_of(pending, settings, where, workers=workers) if together else
              [CellTask(c, settings, where) for c in pending])
     started = time.perf_counter()
     results, engine = run_shards(tasks, workers=workers, cluster=cluster, progress=progress,

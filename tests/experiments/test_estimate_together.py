@@ -46,13 +46,26 @@ def test_the_estimate_of_cells_trained_together_is_within_3x_of_their_run():
     assert 1 / 3 <= ratio <= 3, ratio
 
 
-@pytest.mark.parametrize("parts,sizes", [(1, [6]), (2, [3, 3]), (4, [2, 2, 1, 1]), (9, [1] * 6)])
-def test_a_block_is_dealt_to_parts_for_the_workers(parts, sizes):
-    """Six private cells of one block (2 budgets × 3 seeds) dealt in turn to ``parts`` groups: cell i to group i mod
-    parts, every cell once; with 2 parts each holds both budgets (a share of the block's steps)."""
+@pytest.mark.parametrize("workers,sizes", [(1, [6]), (2, [3, 3]), (4, [2, 2, 1, 1]), (9, [1] * 6)])
+def test_a_lone_block_is_dealt_to_the_workers(workers, sizes):
+    """Six private cells of one block (2 budgets × 3 seeds), fewer blocks than workers: dealt in turn to one group
+    per worker, cell i to group i mod groups, every cell once; with 2 groups each holds both budgets (a share of the
+    block's steps)."""
     cells = plan(models=("dlinear",), epsilons=(1.0, 2.0), seeds=3, tops=("wor",))
-    groups = groups_of(cells, GridSettings(), parts=parts)
+    groups = groups_of(cells, GridSettings(), workers=workers)
     assert [len(g.cells) for g in groups] == sizes
     assert [list(g.cells) for g in groups] == [list(cells[i::len(sizes)]) for i in range(len(sizes))]
-    if parts == 2:
+    if workers == 2:
         assert all({c.epsilon for c in g.cells} == {1.0, 2.0} for g in groups)
+
+
+@pytest.mark.parametrize("workers,per_block", [(1, 1), (2, 1), (4, 1), (5, 2), (8, 2), (9, 3)])
+def test_blocks_stay_whole_unless_fewer_than_the_workers(workers, per_block):
+    """Four blocks (two models, private or not; 4, 2, 4 and 2 cells): whole groups for up to four workers; for more,
+    each block cut into ceil(workers / 4) groups (at most its cells), so every worker has one, every cell once and in
+    its own block's groups."""
+    cells = plan(models=("simple-ff", "dlinear"), epsilons=(1.0, 2.0, math.inf), seeds=2, tops=("wor",))
+    groups = groups_of(cells, GridSettings(), workers=workers)
+    assert len(groups) == sum(min(per_block, n) for n in (4, 2, 4, 2)) >= min(workers, len(cells))
+    assert all(len({(c.model, math.isinf(c.epsilon)) for c in g.cells}) == 1 for g in groups)
+    assert sorted(c.key for g in groups for c in g.cells) == sorted(c.key for c in cells)
