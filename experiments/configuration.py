@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import ConfigError, Top, TrainingConfig
 
 from .grid import Cell, GridSettings, Level, level_config
 
@@ -91,7 +91,7 @@ def cell_config(cell: Cell, settings: GridSettings) -> TrainingConfig:
     config = TrainingConfig(N=split.train.N, L=min(lengths), lengths=None if len(set(lengths)) == 1 else lengths,
                             context_length=context, forecast_length=spec.forecast_length,
                             batch_size=spec.batch_size, sigma=spec.sigma, top=cell.top,
-                            drop_last=cell.top == "shuffle")  # the authors' epoch, (len(data) *
+                            drop_last=cell.top == Top.SHUFFLE)  # the authors' epoch, (len(data) *
     # instances_per_sequence) // batch_size batches: jan-schuchardt/dp_forecasting, models/dp_estimator.py
     return level_config(config, cell, level_v(cell, settings))
 

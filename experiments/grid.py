@@ -26,7 +26,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from tsdp.datasets.benchmarks import UserData
-from tsdp.theorems.config import Choice, ConfigError, Relation, TrainingConfig, check_int, check_real
+from tsdp.theorems.config import Choice, ConfigError, Relation, Top, TrainingConfig, check_int, check_real
 from tsdp.verify.json_data import Record
 
 MODELS = ("simple-ff", "deepar", "itransformer", "dlinear")
@@ -46,8 +46,9 @@ class Level(Choice):
 
 LEVELS = Level.values()
 W_LEVELS = (Level.W_EVENT, Level.W_USER)
-TOPS = ("shuffle", "wor")
-DEFAULT_TOPS = ("wor",)
+TOPS = (Top.SHUFFLE, Top.WOR)
+"""The grid's top levels (:class:`tsdp.theorems.config.Top` members, equal to their strings)."""
+DEFAULT_TOPS = (Top.WOR,)
 """The grid's top level unless asked: WOR, the top level of the paper's Table 1 (shuffling has its own table)."""
 SEEDS = 5
 QUICK_EPOCHS = 10
@@ -104,7 +105,7 @@ class Cell:
         epsilon: The budget (inf: no DP).
         seed_index: The seed index.
         level: The privacy level (a :class:`Level` or its string; stored as the member).
-        top: The top level.
+        top: The top level (a :class:`tsdp.theorems.config.Top` or its string; stored as the member).
         w: The level's w.
         sigma_forecast: The level's σ_F.
     """
@@ -113,12 +114,13 @@ class Cell:
     epsilon: float
     seed_index: int
     level: Level
-    top: str
+    top: Top
     w: int = 1
     sigma_forecast: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, "level", Level.of("level", self.level))
+        object.__setattr__(self, "top", Top.of("top", self.top))
 
     @property
     def key(self) -> str:

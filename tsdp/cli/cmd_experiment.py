@@ -285,7 +285,6 @@ def _check(args) -> None:
 
         args.models = args.models or list(QUICK_MODELS)
         args.seeds = args.seeds if args.seeds is not None else QUICK_SEEDS
-        args.tops = args.tops or ["wor"]
         args.epochs = args.epochs if args.epochs is not None else QUICK_EPOCHS
     from tsdp.experiments.grid import DEFAULT_TOPS, MODELS, SEEDS, Level
 
