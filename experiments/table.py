@@ -407,8 +407,8 @@ def run_grid(cells: Sequence[Cell], settings: GridSettings, *, folder: Optional[
     processes, or Dask with ``cluster``): the cells of one model and column set trained together, one unit each
     (:mod:`tsdp.experiments.groups`), or with ``together=False`` every cell alone; returns the results in ``cells``'
     order and how the grid ran (:class:`~tsdp.experiments.run_info.GridRun`: the engine's record, the cells resumed
-    from disk). With more ``workers`` than blocks of cells trained
-    together, each block is cut so that every worker has a group (:func:`tsdp.experiments.groups.groups_of`).
+    from disk). Each block of cells trained together is one group, cut only when there are more ``workers`` than
+    blocks, so that every worker has one (:func:`tsdp.experiments.groups.groups_of`).
 
     Args:
         cells: The grid's cells.
