@@ -9,7 +9,8 @@ Layers, each importing only those below it (:mod:`tsdp.layers`)::
 The names below are the public API. They load on first use, so ``import tsdp`` pulls in
 neither sympy nor torch. The options objects of the functions exported here come with them (``tsdp.Budget``,
 ``tsdp.TrialPlan``, ``tsdp.AuditOptions``, ...), so that ``tsdp.train(config, "dlinear", data,
-budget=tsdp.Budget(epochs=2))`` needs no other import.
+budget=tsdp.Budget(epochs=2))`` needs no other import, and so do the result classes they return
+(``tsdp.TrainResult``, ``tsdp.AuditResult``, ``tsdp.TrainingAudit``, ...), for type hints and ``isinstance``.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ _EXPORTS = {
     "REGISTRY": "tsdp.theorems.registry",
     "get_bound": ("tsdp.theorems.registry", "get"),
     "select_bound": "tsdp.theorems.registry",
+    "Bound": "tsdp.theorems.bounds.base",
     "CONSTRUCTIONS": "tsdp.theorems.constructions",
     "InferenceConfig": "tsdp.theorems.bounds.inference",
     # privacy events and the accountant (tsdp.verify)
@@ -38,12 +40,16 @@ _EXPORTS = {
     "training_event": "tsdp.verify.events",
     "PldAccountant": "tsdp.verify.accountant",
     "account": "tsdp.verify.accountant",
+    "EventAccounting": "tsdp.verify.event_accounting",
     "epsilon": "tsdp.verify.accounting",
     "delta": "tsdp.verify.accounting",
+    "AccountingResult": "tsdp.verify.accounting",
     "calibrate_sigma": "tsdp.verify.calibration",
+    "CalibrationResult": "tsdp.verify.calibration",
     # the loop and your own pipelines (tsdp.training)
     "make_sampler": "tsdp.training.samplers",
     "train": "tsdp.training.train",
+    "TrainResult": "tsdp.training.result",
     "Budget": "tsdp.training.options",
     "Loop": "tsdp.training.options",
     "Evaluation": "tsdp.training.options",
@@ -52,12 +58,15 @@ _EXPORTS = {
     "BiLevelBatchSampler": "tsdp.training.batch_sampler",
     # the auditors (tsdp.attacks)
     "audit": "tsdp.attacks.montecarlo.audit",
+    "AuditResult": "tsdp.attacks.montecarlo.audit",
     "TrialPlan": "tsdp.attacks.montecarlo.options",
     "Statistic": "tsdp.attacks.montecarlo.options",
     "Confidence": "tsdp.attacks.montecarlo.options",
     "audit_model": "tsdp.attacks.canary.trained_model",
+    "ModelAuditResult": "tsdp.attacks.canary.trained_model",
     "ModelTraining": "tsdp.attacks.canary.trained_model",
     "audit_training": "tsdp.attacks.canary.user_training",
+    "TrainingAudit": "tsdp.attacks.canary.audit_result",
     "CanaryOptions": "tsdp.attacks.canary.options",
     "AuditOptions": "tsdp.attacks.canary.options",
     "PlanSearch": "tsdp.attacks.canary.planning",

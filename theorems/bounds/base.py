@@ -10,7 +10,7 @@ every pair of the catalogue. A :class:`WorMixtureBound` is the bi-level form
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import mpmath as mp
 import numpy as np
@@ -21,6 +21,9 @@ from ..hockey_stick import hockey_stick, hockey_stick_mp
 from ..mixture import MixturePair
 from . import parameters
 from .parameters import Params, params  # noqa: F401 - re-exported: their home was this module
+
+# A bound's configuration: a TrainingConfig, or T15's InferenceConfig (bounds.inference, which imports this module)
+BoundConfig = Any
 
 
 class Kind(Choice):
@@ -163,7 +166,7 @@ class Bound:
         """
         self.scheme.check(self.id, config)
 
-    def attained_loss_survival(self, config) -> Optional[Callable]:
+    def attained_loss_survival(self, config: BoundConfig) -> Optional[Callable]:
         """ε ↦ P(L > ε) of the construction's privacy loss, for a construction with no 1-D pair (T15), else None.
 
         **Lower** bound direction like :func:`theorems.registry.attained_pair`: a real attack attains this law.
@@ -178,7 +181,8 @@ class Bound:
 
     has_pair = False  # a single pair (P, Q) gives the whole profile (PairBound)
 
-    def pair_form(self, config, *, check: bool = True, numeric: bool = False) -> Optional[PairForm]:
+    def pair_form(self, config: BoundConfig, *, check: bool = True,
+                  numeric: bool = False) -> Optional[PairForm]:
         """The profile as :class:`PairForm`, or None for a bound that is not of that shape (T15, claims).
 
         Args:
@@ -191,7 +195,8 @@ class Bound:
         """
         return None
 
-    def delta_eps(self, config, eps, *, upper: bool = False, check: bool = True) -> np.ndarray:
+    def delta_eps(self, config: BoundConfig, eps: np.ndarray, *, upper: bool = False,
+                  check: bool = True) -> np.ndarray:
         """δ(ε) on the numpy path for a bound without a :class:`PairForm` (T15 answers it itself).
 
         ``upper=True`` adds a float-error bound (the accountant's pessimistic input). A bound
