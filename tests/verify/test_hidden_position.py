@@ -140,6 +140,22 @@ def test_composition_over_epochs_equals_the_library_composition_of_the_same_pair
     assert epsilon(DEFAULT, 1e-3, steps=steps).epsilon_attained == pytest.approx(expected, abs=1e-3)
 
 
+def test_an_epoch_that_drops_its_last_step_holds_the_changed_sequence_with_probability_m_n_prime_over_n():
+    """drop_last (the experiment grid's shuffled epoch), N = 330, N' = 32: an epoch is 10 full steps and 10 sequences
+    sit out, so the changed sequence ran with probability ρ = 320/330, not 1. The attained ε at δ = 1e-3 equals
+    dp-accounting's ε of the max pair rebuilt independently with that ρ (1e-3), and the same 10 steps without
+    drop_last (a partial epoch of 11) give the same law; the sound side stays T1's whole epoch."""
+    dropped = TrainingConfig(top="shuffle", N=330, drop_last=True)
+    assert dropped.steps_per_epoch == 10 and in_run_probability(dropped, 10) == pytest.approx(320 / 330)
+    got = epsilon(dropped, 1e-3, steps=10)
+    expected = _reference_pld(10, 10, 320 / 330).get_epsilon_for_delta(1e-3)
+    assert got.epsilon_attained == pytest.approx(expected, abs=1e-3)
+    assert got.epsilon_attained == pytest.approx(
+        epsilon(dropped.with_(drop_last=False), 1e-3, steps=10).epsilon_attained, abs=1e-12)
+    assert got.epsilon_attained < epsilon(DEFAULT, 1e-3, steps=10).epsilon_attained
+    assert got.epsilon == epsilon(DEFAULT.with_(top="deterministic"), 1e-3, steps=10).epsilon
+
+
 def test_partial_epoch_probability_and_sound_side():
     """ρ = s N'/N for s < m and 1 for the whole epoch; the sound side charges a partial epoch as a whole one
     (5 steps cost what 10 do), the attained side strictly less (the changed sequence ran with probability 1/2)."""
