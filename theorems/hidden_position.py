@@ -23,7 +23,8 @@ P = Σ_t π_t [P_step on coordinate t, N(0, σ²) elsewhere] and Q likewise with
     F_P^max(x) = Φ(x/σ)^(m-1) F_Pstep(x),    F_Q^max(x) = Φ(x/σ)^(m-1) F_Qstep(x).
 
 A run that stops after s < m steps of an epoch sees the changed sequence with probability
-ρ = Σ_{t<s} π_t = s N' / N (every step before the last is full), uniformly among its s steps:
+ρ = Σ_{t<s} π_t = s N' / N (every step before the last is full), uniformly among its s steps (and so does a whole
+epoch that drops its last step, ``TrainingConfig.drop_last``: ρ = m N' / N, the other N - m N' sequences sit out):
 
     F_X^max(x) = (1 - ρ) Φ(x/σ)^s + ρ Φ(x/σ)^(s-1) F_Xstep(x),    X ∈ {P, Q}.
 
@@ -53,8 +54,8 @@ class HiddenPositionEpoch:
 
     ``step``: the construction's per-step pair (standardised means ``a``/``b``, weights ``p``/``q``);
     ``steps_per_epoch`` m; ``steps_run`` s ≤ m; ``in_run`` ρ, the probability that the changed
-    sequence's step is among the s steps run (1 for a whole epoch). Lower-bound direction: every
-    divergence of (P^max, Q^max) is at most the epoch's.
+    sequence's step is among the s steps run (1 for a whole epoch that keeps its last step). Lower-bound
+    direction: every divergence of (P^max, Q^max) is at most the epoch's.
 
     Attributes:
         step: The construction's per-step pair.
@@ -186,10 +187,11 @@ def hidden_position_name(construction: str) -> str:
 
 
 def in_run_probability(config: TrainingConfig, steps_run: int) -> float:
-    """ρ = P(the changed sequence's step is among the first ``steps_run`` of a shuffled epoch) = s N'/N (1 at s = m).
+    """ρ = P(the changed sequence's step is among the first ``steps_run`` of a shuffled epoch) = min(1, s N'/N).
 
     The exact probability under Algorithm 3 on a uniform permutation (used by the lower bound
-    :func:`hidden_position_epoch`).
+    :func:`hidden_position_epoch`): the first s steps hold s N' of the N sequences, every step but a short last one
+    being full. A whole epoch holds all N (ρ = 1), or, with ``drop_last``, its m N' ≤ N (ρ = m N'/N).
 
     Args:
         config: The training configuration.
@@ -198,9 +200,7 @@ def in_run_probability(config: TrainingConfig, steps_run: int) -> float:
     Returns:
         ρ.
     """
-    if steps_run >= config.steps_per_epoch:
-        return 1.0
-    return steps_run * config.sequences_per_step / config.N
+    return min(1.0, steps_run * config.sequences_per_step / config.N)
 
 
 def hidden_position_epoch(pair: MixturePair, config: TrainingConfig,

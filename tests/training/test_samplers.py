@@ -24,6 +24,7 @@ from tsdp.training.samplers import (
 )
 from tsdp.training.windows import gather_windows, pad_series
 from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.hidden_position import in_run_probability
 
 ALPHA = 1e-4
 Z = stats.norm.isf(ALPHA / 2)  # 3.89
@@ -207,6 +208,31 @@ def test_shuffle_batch_of_the_changed_sequence_holds_one_other_fewer():
     assert bool((others == 32 - holds.long()).all())
     counts = holds.sum(0).double()
     assert stats.chisquare(counts.numpy()).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("config,sizes", [
+    (TrainingConfig(N=10, L=5, batch_size=3, top="shuffle"), [3, 3, 3, 1]),
+    (TrainingConfig(N=10, L=5, batch_size=3, top="shuffle", drop_last=True), [3, 3, 3]),
+    (TrainingConfig(N=11, L=5, batch_size=6, instances=2, top="shuffle", drop_last=True), [3, 3, 3]),
+], ids=["short-last-step", "drop-last", "drop-last-lambda-2"])
+def test_shuffled_batch_sizes_give_the_hidden_position_laws_in_run_probability(config, sizes):
+    """The shuffled sampler the loop uses (make_sampler) cuts each epoch into ``config.steps_per_epoch`` steps of the
+    sizes written here by hand (N' each, a short last step of N mod N' without drop_last; floor(N λ / Λ) full steps
+    with it). Every sequence is in at most one step and the permutation is uniform (tested above), so the chance that
+    a given sequence ran within the first s steps is exactly Σ_{t<s} |batch t| / N: the attained law's ρ
+    (theorems.hidden_position.in_run_probability) must equal it for every s, the whole epoch included (below 1 when
+    the last step is dropped)."""
+    sampler = make_sampler(config)
+    m = config.steps_per_epoch
+    assert sampler.steps_per_epoch == m == len(sizes)
+    n_epochs = 50
+    top = sampler.top.sample(m * n_epochs, gen(3))
+    per_epoch = top.mask.view(n_epochs, m, -1).sum(-1)
+    assert per_epoch.tolist() == [sizes] * n_epochs
+    seqs = top.seq[top.mask].view(n_epochs, -1)
+    assert bool((seqs.sort(1).values[:, 1:] > seqs.sort(1).values[:, :-1]).all())  # at most once per epoch
+    for s in range(1, m + 1):
+        assert in_run_probability(config, s) == pytest.approx(sum(sizes[:s]) / config.N, rel=1e-12), s
 
 
 def test_deterministic_steps_per_epoch_in_make_sampler():

@@ -280,3 +280,24 @@ def test_train_schedule_flags_refuse_bad_input(capsys, argv, flag):
     code, _, err = tsdp(capsys, "--delta", "1e-5", *argv)
     last = err.strip().split("\n")[-1].split("\r")[-1]  # after any progress bar's carriage returns
     assert code == 2 and flag in last and "tsdp train: error:" in last and "Traceback" not in err
+
+
+def test_a_shuffled_run_to_its_budget_trains_whole_epochs_of_the_samplers_batches(monkeypatch):
+    """N = 10, Λ = 4 (N' = 4, λ = 1): an epoch is ceil(10/4) = 3 steps of 4, 4 and 2 series. Trained to a budget that
+    three epochs meet, the loop runs exactly the planned steps, 3 whole epochs, each step's batch of the sampler's size
+    and every series once per epoch, and the ledger holds one epoch event per epoch (its ε the accountant's)."""
+    from tsdp.training import loop
+
+    cfg = TINY.with_(N=10, top="shuffle")
+    seen = []
+    gather = loop.gather_windows
+    monkeypatch.setattr(loop, "gather_windows", lambda padded, seq, start, length: (
+        seen.append(seq.tolist()), gather(padded, seq, start, length))[1])
+    budget = sound(cfg, 3 * cfg.steps_per_epoch)
+    r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), budget=Budget(epsilon=budget, delta=DELTA, discretization=D),
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
+    assert (cfg.steps_per_epoch, r.steps, len(seen), r.compositions) == (3, 9, 9, 3)
+    assert [len(s) for s in seen] == [4, 4, 2] * 3
+    assert all(sorted(sum(seen[e:e + 3], [])) == list(range(10)) for e in (0, 3, 6))
+    assert [(e.event, e.count) for e in r.ledger] == [("TrainingEpochDpEvent", 3)]
+    assert r.epsilon == budget and sound(cfg, 10) > budget

@@ -140,6 +140,51 @@ def test_composition_over_epochs_equals_the_library_composition_of_the_same_pair
     assert epsilon(DEFAULT, 1e-3, steps=steps).epsilon_attained == pytest.approx(expected, abs=1e-3)
 
 
+def test_an_epoch_that_drops_its_last_step_holds_the_changed_sequence_with_probability_m_n_prime_over_n():
+    """drop_last (the experiment grid's shuffled epoch), N = 330, N' = 32: an epoch is 10 full steps and 10 sequences
+    sit out, so the changed sequence ran with probability ρ = 320/330, not 1. The attained ε at δ = 1e-3 equals
+    dp-accounting's ε of the max pair rebuilt independently with that ρ (1e-3), and the same 10 steps without
+    drop_last (a partial epoch of 11) give the same law; the sound side stays T1's whole epoch."""
+    dropped = TrainingConfig(top="shuffle", N=330, drop_last=True)
+    assert dropped.steps_per_epoch == 10 and in_run_probability(dropped, 10) == pytest.approx(320 / 330)
+    got = epsilon(dropped, 1e-3, steps=10, discretization=1e-3)
+    expected = _reference_pld(10, 10, 320 / 330, d=1e-3).get_epsilon_for_delta(1e-3)
+    assert got.epsilon_attained == pytest.approx(expected, abs=1e-3)
+    assert got.epsilon_attained == epsilon(dropped.with_(drop_last=False), 1e-3, steps=10,
+                                           discretization=1e-3).epsilon_attained
+    assert got.epsilon_attained < epsilon(DEFAULT, 1e-3, steps=10, discretization=1e-3).epsilon_attained - 0.01
+    assert got.epsilon == epsilon(DEFAULT.with_(top="deterministic"), 1e-3, steps=10, estimates=("sound",),
+                                  discretization=1e-3).epsilon
+
+
+@pytest.mark.parametrize("changes,theorem", [({}, "T1"), ({"instances": 2, "batch_size": 64}, "T2"),
+                                             ({"bottom": "poisson"}, "T4")], ids=["T1", "T2", "T4"])
+def test_the_sound_side_of_shuffling_is_the_deterministic_orders_bound(changes, theorem):
+    """N = 330, N' = 32 (11 steps an epoch, the last of 10 sequences): after 11 steps (one epoch) and 25 (two and a
+    partial third) the sound ε of shuffled iteration is the deterministic order's, bit for bit, with the same theorem
+    and compositions (never the hidden-position value, which stays below it)."""
+    shuffled = TrainingConfig(top="shuffle", N=330, **changes)
+    for steps in (11, 25):
+        sh = epsilon(shuffled, 1e-5, steps=steps, discretization=1e-3)
+        det = epsilon(shuffled.with_(top="deterministic"), 1e-5, epochs=-(-steps // 11), estimates=("sound",),
+                      discretization=1e-3)
+        assert (sh.theorem, sh.compositions, sh.epsilon) == (theorem, det.compositions, det.epsilon)
+        assert sh.epsilon_attained < sh.epsilon
+
+
+def test_calibrating_a_shuffled_run_is_calibrating_the_deterministic_order():
+    """σ calibrated for 25 shuffled steps of N = 330, N' = 32 (two epochs and a partial third) is the σ calibrated
+    for 3 deterministic epochs (T1), and it re-accounts to at most the target."""
+    from tsdp.verify.calibration import calibrate_sigma
+
+    shuffled = TrainingConfig(top="shuffle", N=330)
+    cal = [calibrate_sigma(c, 3.0, 1e-5, tolerance=1e-2, discretization=1e-3, **kw)
+           for c, kw in ((shuffled, {"steps": 25}), (shuffled.with_(top="deterministic"), {"epochs": 3}))]
+    assert (cal[0].theorem, cal[0].sigma, cal[0].epsilon) == ("T1", cal[1].sigma, cal[1].epsilon)
+    assert cal[0].epsilon == epsilon(shuffled.with_(sigma=cal[0].sigma), 1e-5, steps=25, estimates=("sound",),
+                                     discretization=1e-3).epsilon <= 3.0
+
+
 def test_partial_epoch_probability_and_sound_side():
     """ρ = s N'/N for s < m and 1 for the whole epoch; the sound side charges a partial epoch as a whole one
     (5 steps cost what 10 do), the attained side strictly less (the changed sequence ran with probability 1/2)."""
