@@ -1,8 +1,9 @@
 """Algorithm 1's loop: the phases of a planned run (warm-up, then the main phase), each an epoch loop of Algorithm 2
-steps, every step's privacy event emitted into the run's accountant.
+steps, each phase's privacy event (the steps it ran) composed into the run's accountant.
 
-The loop counts training steps only; turning steps into per-epoch compositions for deterministic or shuffled
-iteration is the events module's job (:func:`tsdp.verify.events.step_event`), never the loop's. The DP steps run on
+The loop counts training steps only; turning the steps a phase ran into per-epoch compositions for deterministic or
+shuffled iteration (a partial last epoch included) is the events module's job
+(:func:`tsdp.verify.events.training_event`), never the loop's. The DP steps run on
 the run's step path (:class:`~tsdp.training.captured.StepPath`): each batch its own size, or every batch in one
 capacity (:mod:`tsdp.training.fixed_batch`), compiled whole or not (:mod:`tsdp.training.captured`).
 """
@@ -17,7 +18,7 @@ from tqdm.auto import tqdm
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import PldAccountant
-from tsdp.verify.events import step_event
+from tsdp.verify.events import training_event
 
 from .captured import CapturedStep, StepPath, resolve_step_path
 from .fixed_batch import batch_capacity, fixed_capacity
@@ -177,8 +178,8 @@ def run_phases(t: Trainee, phases: Sequence[Tuple[TrainingConfig, int]], path: S
                accountant: Optional[PldAccountant], theorem: Optional[str],
                after_step: Optional[Callable[[int], None]] = None, progress: bool = True,
                desc: str = "train") -> LoopReport:
-    """Train the phases of a run in order (a warm-up, then the main phase), each step's event composed into
-    ``accountant``.
+    """Train the phases of a run in order (a warm-up, then the main phase), each phase's event (the steps it ran,
+    :func:`tsdp.verify.events.training_event`) composed into ``accountant`` once the phase has run.
 
     Args:
         t: The run's model, optimiser, generator and series.
@@ -201,13 +202,13 @@ def run_phases(t: Trainee, phases: Sequence[Tuple[TrainingConfig, int]], path: S
     for k, (phase, n_steps) in enumerate(phases):
         if n_steps == 0:
             continue
-        account = ((lambda i, c=phase: accountant.compose(step_event(c, i, theorem))) if accountant is not None
-                   else (lambda i: None))
-        emit = account
+        emit = (lambda i: None)
         if after_step is not None and k == len(phases) - 1:
-            emit = (lambda i, offset=before: (account(i), after_step(offset + i + 1)))
+            emit = (lambda i, offset=before: after_step(offset + i + 1))
         fixed = _fixed_shape(phase, path, t) if t.private else None
         _run_steps(t, phase, n_steps, emit, bar, fixed)
+        if accountant is not None:  # the phase's steps as they ran: whole epochs, then a partial one
+            accountant.compose(training_event(phase, steps=n_steps, theorem=theorem))
         if fixed is not None:
             capacity, overflow_steps = fixed.capacity, overflow_steps + fixed.overflow_steps
         before += n_steps

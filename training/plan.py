@@ -16,7 +16,7 @@ import numpy as np
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.verify.accountant import PldAccountant, max_steps
-from tsdp.verify.events import step_event, training_event, unit_event
+from tsdp.verify.events import training_event, unit_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION, PldSettings
 from tsdp.verify.resolution import resolve_event
 
@@ -178,7 +178,7 @@ def plan_training(config: TrainingConfig, data: Union[SeriesData, ForecastSplit]
             with _warmup_named(phase is warm, budget.warmup_sigma):
                 check_noise_std(phase.sigma, loop.clip)
         for phase in phases:
-            PldAccountant("sound", discretization=budget.discretization).compose(step_event(phase, 0, budget.theorem))
+            PldAccountant("sound", discretization=budget.discretization).compose(unit_event(phase, budget.theorem))
         bound_id = resolve_event(unit_event(config, budget.theorem)).bound.id
     sampler = make_sampler(config, train_data.lengths)
     total_steps = _total_steps(config, warm, budget, sampler.steps_per_epoch)

@@ -6,7 +6,7 @@
 run keeps of its own:
 
 - its checks and plan (:func:`tsdp.training.plan.plan_training`: the steps its budget buys under the sound
-  accountant, its σ), its accountant (the step events it ran) and its result; the runs of one σ and budget have the
+  accountant, its σ), its accountant (the steps it ran) and its result; the runs of one σ and budget have the
   same plan and ledger, computed once for them;
 - its generator, seeded with its seed, drawing what it draws alone and in the same order: the untrained test
   forecasts (the same draws for the runs of one seed: drawn once, each generator then set to the state they leave), each epoch's batches (its own sampler stream), each step's augmentation and noise (its own noise
@@ -32,7 +32,7 @@ import torch
 
 from tsdp.theorems.config import Bottom, ConfigError, Top, TrainingConfig
 from tsdp.verify.accountant import PldAccountant
-from tsdp.verify.events import ledger_summary, step_event
+from tsdp.verify.events import ledger_summary, training_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
 from .metrics import point_crps, seasonal_naive
@@ -128,7 +128,7 @@ class GroupSettings:
 
 class _Budget:
     """What the runs of one σ and budget share exactly: their plan (:func:`tsdp.training.plan.plan_training`) and their
-    accountant (the same step events at the same steps: one ledger, composed once)."""
+    accountant (the same steps: one ledger, composed once when they stop)."""
 
     def __init__(self, config: TrainingConfig, epsilon: Optional[float], settings: GroupSettings):
         self.config = config
@@ -323,9 +323,6 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
                 c.index = sampler.sample(min(per_epoch, c.plan.total_steps - step), c.generator)
         _step(stack, opt, [cells[k] for k in active], step % per_epoch, settings, padded, covariates, config)
         step += 1
-        if settings.private:
-            for budget in {id(cells[k].budget): cells[k].budget for k in active}.values():
-                budget.accountant.compose(step_event(budget.config, step - 1, settings.theorem))
         if checkpoints is not None:
             due = [k for k in active if step % checkpoints[k].every == 0]
             _sync(stack, [cells[k] for k in due], [active.index(k) for k in due])
@@ -335,6 +332,9 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
         for k in active:
             cells[k].seconds += share
         done = [k for k in active if cells[k].plan.total_steps == step]
+        if settings.private:  # a budget's runs stop together: its ledger is the steps they ran
+            for budget in {id(cells[k].budget): cells[k].budget for k in done}.values():
+                budget.accountant.compose(training_event(budget.config, steps=step, theorem=settings.theorem))
         if done:
             _sync(stack, [cells[k] for k in done], [active.index(k) for k in done])
             rows = [i for i, k in enumerate(active) if k not in done]

@@ -2,8 +2,8 @@
 
 The loop accounts through the one accountant of :mod:`tsdp.verify.accountant`: before
 training it asks for the most steps the budget buys (:func:`tsdp.verify.accountant.max_steps`,
-sound ε; :mod:`tsdp.training.plan`), and after every step it emits that step's privacy event
-(:func:`tsdp.verify.events.step_event`) into a ``PldAccountant`` (:mod:`tsdp.training.loop`); the ε it reports is
+sound ε; :mod:`tsdp.training.plan`), and after each phase it composes the event of the steps that phase ran
+(:func:`tsdp.verify.events.training_event`) into a ``PldAccountant`` (:mod:`tsdp.training.loop`); the ε it reports is
 that accountant's sound ε of the ledger, so it is the ε of the steps that actually ran.
 
 :func:`train` takes the configuration, the model's name, the data and one options object per concern
@@ -69,7 +69,7 @@ def train(config: TrainingConfig, model_name: str, data: Union[SeriesData, Forec
           seed: int = 0, device: str = "auto", progress: bool = True) -> TrainResult:
     """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
 
-    Private training accounts every step's event in a sound ``PldAccountant``: the result's ``epsilon`` is its ε(δ)
+    Private training accounts the steps it ran in a sound ``PldAccountant``: the result's ``epsilon`` is its ε(δ)
     of the steps that ran, warm-up included (an **upper** bound; ``budget`` says how long the run trains and with
     which bound). Without privacy (``Budget(private=False)``) the steps have no clipping and noise (no ε). Each
     series' last L_F steps are the test set; with a benchmark split, its test windows, and its validation windows

@@ -10,7 +10,9 @@ Three estimates over the same events (``PldAccountant(estimate=...)``):
 * ``"sound"`` (default): the theorem's profile exactly as stated, pessimistic
   connect-the-dots, composed. For an upper or tight bound this is an **upper** bound on the
   composed ε and it rounds up. A lower bound (T3, T9, T10, T14) is refused: a lower bound
-  never stands in for a budget.
+  never stands in for a budget. A shuffled epoch that holds the changed sequence with probability
+  ρ < 1 only (a partial last epoch, or an epoch that drops its last step) is that profile mixed with
+  silence by ρ (:func:`tsdp.verify.pld.mixture.revealed_mixture`).
 * ``"attained"``: the pair of the bound's proof construction (``Bound.attained_pair``),
   optimistic privacy buckets, composed; the maximum over the sub-runs of 1, 2, 4, ...
   compositions of each component (:func:`tsdp.verify.pld.attained_envelope`), because a

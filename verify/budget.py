@@ -25,8 +25,9 @@ def max_steps(config: TrainingConfig, budget: float, delta: float, *, theorem: O
 
     Upper-bound accounting only (a lower-bound theorem is refused). The sound ε is
     non-decreasing in S, so doubling then bisection finds S in O(log S) accountant reads;
-    for epoch-scoped schemes the answer is a whole number of epochs (ε only grows when an
-    epoch starts).
+    for deterministic iteration the answer is a whole number of epochs (ε only grows when an
+    epoch starts); shuffled iteration may end inside an epoch (its ε grows with the probability
+    ρ = s N'/N that the steps run hold the changed sequence).
 
     Args:
         config: The training configuration.

@@ -18,9 +18,10 @@ library's ``DpEventBuilder`` ledger, ``to_named_tuple`` serialisation and
 "Steps" means training steps everywhere in tsdp. :func:`training_event` is the one place
 that turns S training steps (or E epochs) of a configuration into the composed event: for a
 step-scoped scheme S steps are S step events, for an epoch-scoped scheme S steps touch
-ceil(S / steps_per_epoch) epochs and each touched epoch is one epoch event (a partial epoch
-costs a whole one, the safe side). :func:`step_event` is what the training loop emits after
-each step, so that the loop's ledger and :func:`training_event` agree by construction.
+ceil(S / steps_per_epoch) epochs and each touched epoch is one epoch event (a shuffled run's partial
+last epoch is an epoch event that says how many of its steps ran; a deterministic epoch costs a whole
+one as soon as it starts). The training loop composes :func:`training_event` of the steps each
+phase ran, so the loop's ledger and :func:`training_event` agree by construction.
 """
 from __future__ import annotations
 
@@ -118,9 +119,10 @@ class TrainingEpochDpEvent(BoundDpEvent):
         theorem: The bound's T-id (None: the tightest sound upper bound for the scheme); it must be a per-epoch
             bound.
         steps_run: Shuffled iteration only: a run that stopped after this many steps of the epoch (None: all of
-            them). The sound estimate charges it a whole epoch; the attained one accounts the s steps that ran
-            (:mod:`tsdp.theorems.hidden_position`: the changed sequence's step is among them with probability
-            s N' / N only).
+            them). Both estimates account the s steps that ran: the changed sequence's step is among them with
+            probability ρ = s N' / N only (:func:`tsdp.theorems.hidden_position.in_run_probability`); the sound
+            estimate mixes the whole epoch's bound with silence by ρ, the attained one is the hidden-position law
+            of the s steps (:mod:`tsdp.theorems.hidden_position`).
 
     Raises:
         ConfigError: A step-scoped top level (wor, poisson, pooled): use :class:`TrainingStepDpEvent`.
@@ -143,10 +145,6 @@ class TrainingEpochDpEvent(BoundDpEvent):
                     or not 1 <= self.steps_run < per_epoch:
                 raise ConfigError("steps_run", f"must be an integer in 1..{per_epoch - 1} (None: the whole epoch)",
                                   self.steps_run)
-
-    def whole(self) -> "TrainingEpochDpEvent":
-        """The same epoch run to its end (what the sound estimate charges for a partial one: the safe side)."""
-        return self if self.steps_run is None else TrainingEpochDpEvent(self.config, self.theorem)
 
 
 def _count(name: str, value) -> int:
@@ -222,7 +220,8 @@ def training_event(config: TrainingConfig, *, steps: Optional[int] = None, epoch
 
     Shuffled iteration stopped inside an epoch (S not a multiple of steps_per_epoch) is the
     whole epochs then one partial epoch event (``steps_run`` = S mod steps_per_epoch), a
-    ``ComposedDpEvent``; the sound estimate charges the partial epoch as a whole one.
+    ``ComposedDpEvent``; both estimates account the partial epoch as the steps that ran
+    (:class:`TrainingEpochDpEvent`).
 
     Args:
         config: The training configuration.
@@ -275,28 +274,6 @@ def bound_event_of(event: dp_event.DpEvent) -> BoundDpEvent:
     if isinstance(event, dp_event.ComposedDpEvent) and event.events:
         return bound_event_of(event.events[0])
     raise ConfigError("event", "holds no bound event", type(event).__name__)
-
-
-def step_event(config: TrainingConfig, step: int, theorem: Optional[str] = None) -> dp_event.DpEvent:
-    """What the loop emits after its training step number ``step`` (0-based) of ``config``'s scheme.
-
-    Step-scoped: the step event. Epoch-scoped: the epoch event at the first step of each
-    epoch (the epoch is spent as soon as it starts) and ``NoOpDpEvent`` at the others, so
-    the ledger of S emitted steps equals :func:`training_event` (config, steps=S) for the sound
-    estimate (a shuffled run stopped inside an epoch is a whole epoch in the ledger, the partial
-    epoch of :func:`training_event`: the sound estimate charges both the same).
-
-    Args:
-        config: The training configuration.
-        step: The 0-based step number.
-        theorem: The bound's T-id (None: the tightest sound upper bound for the scheme).
-
-    Returns:
-        The step's (or epoch's) event, or ``NoOpDpEvent``.
-    """
-    if config.top in EPOCH_SCOPED_TOP and step % config.steps_per_epoch:
-        return dp_event.NoOpDpEvent()
-    return unit_event(config, theorem)
 
 
 def count_compositions(event: dp_event.DpEvent) -> int:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 from typing import Callable, NamedTuple, Optional
 
-from tsdp.theorems.hidden_position import HIDDEN_POSITION_TOP, hidden_position_epoch, hidden_position_name
+from tsdp.theorems.hidden_position import (HIDDEN_POSITION_TOP, hidden_position_epoch, hidden_position_name,
+                                           in_run_probability)
 from tsdp.theorems.mixture import MixturePair
 
 from . import pld_cache
@@ -18,6 +19,7 @@ from .estimate import SOUND_KINDS, Estimate, UnsupportedBoundError
 from .events import BoundDpEvent, TrainingEpochDpEvent
 from .hidden_position import hidden_position_pld
 from .pld import PldSettings, one_step_profile, pair_pld, resolve_memory_limit, sound_pld, survival_pld
+from .pld.mixture import revealed_mixture
 from .resolution import Resolutions, resolved
 
 
@@ -117,7 +119,9 @@ def one_step_pld(event: BoundDpEvent, estimate: str, settings: PldSettings = Pld
                  resolutions: Optional[Resolutions] = None):
     """The PLD of one ``event`` under ``estimate`` (paper Appendix B.3; direction that of the estimate).
 
-    sound: :func:`tsdp.verify.pld.sound_pld` of the event's bound (pessimistic, upper);
+    sound: :func:`tsdp.verify.pld.sound_pld` of the event's bound (pessimistic, upper), for a shuffled epoch
+    mixed with silence by the probability ρ that its steps hold the changed sequence
+    (:func:`tsdp.verify.pld.mixture.revealed_mixture`: a partial epoch, or one that drops its last step);
     attained: its construction's law, optimistic (lower): :func:`tsdp.verify.pld.pair_pld` of the
     construction pair, or :func:`tsdp.verify.pld.survival_pld` of a loss law known in closed
     form (T15: a mixture over an observed label, no 1-D pair); attained_upper: the same law,
@@ -147,7 +151,26 @@ def one_step_pld(event: BoundDpEvent, estimate: str, settings: PldSettings = Pld
     bound, config, _ = resolved(event, resolutions)
     if estimate != Estimate.SOUND and hides_position(event, config):  # the changed sequence's step is hidden
         return _hidden_position_pld(bound, config, getattr(event, "steps_run", None), estimate, _grid(settings))
-    return _bound_pld(bound, config, estimate, _grid(settings), resolve_memory_limit())
+    whole = _bound_pld(bound, config, estimate, _grid(settings), resolve_memory_limit())
+    if hides_position(event, config):  # sound: the epoch holds the changed sequence with probability ρ only
+        return revealed_mixture(whole, epoch_in_run(event, config))
+    return whole
+
+
+def epoch_in_run(event: TrainingEpochDpEvent, config) -> float:
+    """ρ, the probability that a shuffled epoch event's steps hold the changed sequence: s N'/N for a run stopped
+    after s steps, m N'/N for a whole epoch that drops its last step, else 1
+    (:func:`tsdp.theorems.hidden_position.in_run_probability`, the one home of ρ).
+
+    Args:
+        event: A shuffled epoch event.
+        config: Its resolved configuration.
+
+    Returns:
+        ρ in (0, 1].
+    """
+    steps = config.steps_per_epoch if event.steps_run is None else event.steps_run
+    return in_run_probability(config, steps)
 
 
 def _grid(settings: PldSettings) -> PldSettings:

@@ -12,7 +12,7 @@ from dp_accounting import dp_event, privacy_accountant
 from tsdp.theorems.config import ConfigError, check_delta, check_epsilon
 
 from .estimate import DeltaTooSmallError, Estimate, UnsupportedBoundError
-from .events import BoundDpEvent, TrainingEpochDpEvent, count_compositions
+from .events import BoundDpEvent, count_compositions
 from .one_step import one_step_pld, refusal
 from .pld import (
     DEFAULT_DISCRETIZATION,
@@ -117,8 +117,6 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
                     return error
             return None
         if isinstance(event, BoundDpEvent):
-            if self.estimate == Estimate.SOUND and isinstance(event, TrainingEpochDpEvent):
-                event = event.whole()  # a partial epoch costs a whole one (the safe side)
             reason = refusal(event, self.estimate, self._resolutions)
             if reason is not None:
                 return self.CompositionErrorDetails(invalid_event=event, error_message=reason)
