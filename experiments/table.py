@@ -286,9 +286,10 @@ class Score:
 class C7Evidence:
     """Claim C7 on one dataset: every DP model's mean CRPS at every ε ≤ 1 (1-event; ``cells``) against the better of
     the two baselines (``baseline`` and its CRPS ``best_baseline``); ``per_epsilon``: for each such ε the best DP
-    cell and its ``margin`` (better baseline - its CRPS; a win only when > 0, a tie is none). ``verdict``: the rule
-    holds when at every ε ≤ 1 some DP model beats both baselines, worded by :func:`c7_words` on ``dataset``; 'not
-    evaluated' without such cells or baselines. ``margin``: the smallest per-ε margin. ``source``: 'measured' (a grid
+    cell and its ``margin`` (better baseline - its CRPS; a win only when > 0, a tie is none; -inf for a model whose
+    budget bought no step, NaN CRPS: no forecast, no win). ``verdict``: the rule holds when at every ε ≤ 1 some DP
+    model beats both baselines (an ε where none took a step fails it), worded by :func:`c7_words` on ``dataset``; 'not
+    evaluated' without such cells that trained or without baselines. ``margin``: the smallest per-ε margin. ``source``: 'measured' (a grid
     tsdp ran) or the paper's table label; ``decimals``: the numbers' printed precision.
 
     Attributes:
@@ -336,7 +337,8 @@ class C7Evidence:
 
         def cell(c):
             top = "" if c["top"] is None else f" ({c['top']})"
-            return f"ε = {c['epsilon']:g}: {c['model']}{top} {c['crps_mean']:{f}}"
+            value = format(c["crps_mean"], f) if math.isfinite(c["crps_mean"]) else "no step"
+            return f"ε = {c['epsilon']:g}: {c['model']}{top} {value}"
 
         if self.margin > 0:
             return (f"at every ε ≤ 1 a DP model beats the better baseline, {base} "
@@ -370,14 +372,14 @@ def c7_verdict(scores: Sequence[Score], baselines: Dict[str, float], dataset: st
     Returns:
         The evidence and its verdict.
     """
-    private = [s for s in scores if s.epsilon <= 1 and math.isfinite(s.crps_mean)]
-    if not private or not baselines:
+    private = [s for s in scores if s.epsilon <= 1]
+    if not any(math.isfinite(s.crps_mean) for s in private) or not baselines:
         return C7Evidence("not evaluated", dataset, source, (), (), None, None, None, decimals)
     name = min(baselines, key=baselines.get)
     best = baselines[name]
     cells = tuple({"model": s.model, "epsilon": s.epsilon, "top": s.top, "crps_mean": s.crps_mean,
                    "crps_std": s.crps_std, "seeds": s.seeds, "beats_baselines": s.crps_mean < best,
-                   "margin": best - s.crps_mean} for s in private)
+                   "margin": best - s.crps_mean if math.isfinite(s.crps_mean) else -math.inf} for s in private)
     per_eps = tuple(max((c for c in cells if c["epsilon"] == e), key=lambda c: c["margin"])
                     for e in sorted({c["epsilon"] for c in cells}))
     worst = min(c["margin"] for c in per_eps)

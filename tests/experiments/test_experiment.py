@@ -168,6 +168,22 @@ def test_claim_c7_verdict_names_its_cells():
     assert claim_c7([_row("deepar", 2.0, 0.1)], base, "traffic").verdict == "not evaluated"
 
 
+def test_c7_counts_an_epsilon_whose_budget_buys_no_step_as_no_win():
+    """A grid column ε ≤ 1 where every DP model's budget bought no step (mean CRPS NaN: no forecast) is not dropped
+    from the rule: no DP model beats the baselines there, so the rule does not hold, and the line names that ε
+    among all the grid's ε ≤ 1; a model without a step beside one that trained at the same ε is no win, not a loss."""
+    base = {"seasonal-naive": 0.25, "autoets": 0.40}
+    no_step = Row("dlinear", 0.01, "1-event", "wor", "last", math.nan, math.nan, 1, (0,), (0.0,), True, (False,))
+    ev = claim_c7([no_step, _row("dlinear", 1.0, 0.10)], base, "traffic")
+    assert ev.verdict == "refuted" and ev.margin == -math.inf
+    assert [c["epsilon"] for c in ev.per_epsilon] == [0.01, 1.0]
+    assert [(c["epsilon"], c["beats_baselines"]) for c in ev.deciding] == [(0.01, False)]
+    assert "ε = 0.01: dlinear (wor) no step" in ev.line() and "(of 2 ε ≤ 1)" in ev.line()
+    partly = claim_c7([no_step, _row("deepar", 0.01, 0.12), _row("dlinear", 1.0, 0.10)], base, "traffic")
+    assert partly.verdict == "confirmed" and partly.margin == pytest.approx(0.25 - 0.12)
+    assert claim_c7([no_step], base, "traffic").verdict == "not evaluated"
+
+
 @pytest.mark.parametrize("dataset,words", [
     ("m1-yearly", ("reproduced on M1 yearly", "not reproduced on M1 yearly")),
     ("traffic", ("confirmed on traffic", "refuted on traffic")),

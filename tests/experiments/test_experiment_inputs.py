@@ -61,3 +61,20 @@ def test_boolean_targets_are_refused_naming_the_file(tmp_path):
     with pytest.raises(DataError):
         from_gluonts([{"target": np.array([True, False, True])}])
     assert from_gluonts([{"target": [1, 2.5, 3, "NaN"]}]).series[0].tolist() == [1.0, 2.5, 3.0]  # numbers still read
+
+
+def test_an_out_that_cannot_be_a_folder_is_refused_before_the_data_is_read(tmp_path, capsys, monkeypatch):
+    """--out naming a file is one line naming --out before the dataset is read (a benchmark's --download takes
+    minutes): no read of the split happens first."""
+    from tsdp.datasets import benchmarks
+
+    reads = []
+    real = benchmarks.split_for
+    monkeypatch.setattr(benchmarks, "split_for", lambda *a, **k: reads.append(a) or real(*a, **k))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = main(["experiment", "--models", "dlinear", "--epsilons", "1", "--seeds", "1", "--epochs", "1", "--samples",
+                 "10", "--device", "cpu", "--out", str(blocker)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("tsdp experiment: error: invalid --out:")
+    assert reads == []

@@ -138,6 +138,8 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
         check_cluster(args.cluster)
         if args.download:
             _check_baselines()  # before a download of minutes
+        if args.out is not None:
+            _check_out(args.out)  # before the data (a download of minutes); the default names the dataset read
         split = split_for(args.dataset, args.data_dir, download=args.download, user=user)
         if "deepar" in args.models:
             from tsdp.datasets.benchmarks import check_time_features
