@@ -15,8 +15,11 @@ trains with exactly the batching the accountant of the configuration accounts (T
 mechanism, with your model, optimizer and DP-SGD step, e.g. Opacus with
 ``poisson_sampling=False``). One pass over the loader is one epoch: ``len(loader)`` steps
 (ceil(N/N') for deterministic / shuffled iteration, the configuration's steps per epoch
-otherwise). Poisson sampling can give an empty step; :meth:`WindowDataset.collate` returns
-tensors with zero rows then.
+otherwise); a pass that stops early (a ``break``) leaves the rest of its epoch to the next pass, so
+the batches drawn are always consecutive steps of the scheme's epochs, the steps the accountant
+counts (a fresh epoch on every pass would re-use the first batches of a deterministic order, and
+start a new permutation the accountant does not know of under shuffling). Poisson sampling can give
+an empty step; :meth:`WindowDataset.collate` returns tensors with zero rows then.
 """
 from __future__ import annotations
 
@@ -156,7 +159,8 @@ class WindowDataset(torch.utils.data.Dataset):
 class BiLevelBatchSampler(torch.utils.data.Sampler):
     """Batches of window keys drawn as Algorithm 1 does (top level Algorithm 3 / 5 / shuffle / Poisson, bottom 4 / 6).
 
-    Every iteration is one epoch of ``len(self)`` steps; each yielded batch is the list of
+    Every iteration is one epoch of ``len(self)`` steps, or the rest of the epoch an earlier iteration left
+    unfinished (module docstring); each yielded batch is the list of
     ``(sequence, start)`` keys of one step, in the order of :mod:`tsdp.training.samplers`.
     The law is that of ``make_sampler(dataset.config, dataset.lengths)`` driven by
     ``generator`` (a fresh permutation per epoch for shuffling; independent steps for WOR /
@@ -188,12 +192,19 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
         self.sampler = make_sampler(dataset.config, dataset.lengths)
         self.generator = generator if generator is not None else torch.Generator().manual_seed(
             int(torch.empty((), dtype=torch.int64).random_().item()))
+        self._epoch, self._next = None, 0  # the epoch being drawn and its next step (None: start a new one)
 
     def __len__(self) -> int:
         return self.sampler.steps_per_epoch
 
     def __iter__(self) -> Iterator[List[WindowKey]]:
-        index = self.sampler.sample(len(self), self.generator)
-        for i in range(index.n_steps):
+        if self._epoch is None:
+            self._epoch, self._next = self.sampler.sample(len(self), self.generator), 0
+        index = self._epoch
+        while self._next < index.n_steps:
+            i = self._next
+            self._next += 1
+            if self._next == index.n_steps:  # handed out whole: the next iteration starts a new epoch
+                self._epoch = None
             keep = index.mask[i]
             yield list(zip(index.seq[i][keep].tolist(), index.start[i][keep].tolist()))

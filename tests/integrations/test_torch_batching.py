@@ -61,6 +61,24 @@ def test_batches_are_the_internal_samplers_draws(top, bottom):
         assert got == want
 
 
+@pytest.mark.parametrize("top", ["deterministic", "shuffle"])
+def test_a_pass_that_stops_early_leaves_the_rest_of_its_epoch_to_the_next_pass(top):
+    """N = 10, Λ = 4 (3 steps an epoch): a pass broken off after 1 batch, then a pass (the epoch's other 2 steps),
+    then two whole passes give the batches of three uninterrupted epochs on the same generator; the first two passes
+    cover every series once (one epoch, as the accountant counts 3 steps)."""
+    cfg = TrainingConfig(N=10, L=12, context_length=2, forecast_length=2, batch_size=4, top=top)
+    ds = WindowDataset(series_of([12] * 10), cfg)
+    broken = BiLevelBatchSampler(ds, generator=torch.Generator().manual_seed(4))
+    got = []
+    for batch in broken:
+        got.append(batch)
+        break
+    got += list(broken)
+    assert len(got) == 3 and sorted(n for batch in got for n, _ in batch) == list(range(10))
+    got += list(broken) + list(broken)
+    assert got == keys_of(BiLevelBatchSampler(ds, generator=torch.Generator().manual_seed(4)), 3)
+
+
 def test_wor_wr_element_inclusion_through_the_batch_sampler():
     """WOR top + WR bottom, λ = 1 (N = 20, L = 20, L_C = 2, L_F = 1, Λ = 4): element 10 of series 7 is in a step's
     batch w.p. ρ r = 0.2 · 0.15, in the forecast part w.p. ρ r φ (φ = 1/3); 10^5 steps, three z tests at
