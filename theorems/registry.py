@@ -114,7 +114,8 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
             bound, reason = (REGISTRY["T2"],
                              "T2 is the sound upper bound for deterministic top level, WR bottom level, λ > 1")
         if top == Top.SHUFFLE:  # every order is a deterministic one: sound; tight is shown for a known order only
-            reason += ("; sound for shuffled iteration too (each shuffled order is a deterministic one), not shown "
+            reason += ("; sound for shuffled iteration too (each shuffled order is a deterministic one; an epoch whose "
+                       "steps hold the changed sequence with probability ρ < 1 is mixed with silence by ρ), not shown "
                        "tight there: the order is hidden, and the attained value is the hidden-position epoch's "
                        "with the other sequences silent, a lower bound (whether it is the worst case is open)")
         return bound, reason

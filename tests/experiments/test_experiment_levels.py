@@ -44,6 +44,7 @@ def _tsdp_epsilon(capsys, config, steps: int) -> float:
             "--forecast-length", str(config.forecast_length), "--batch-size", str(config.batch_size),
             "--sigma", repr(config.sigma), "--top", config.top, "--relation", config.relation, "--w", str(config.w),
             "--v", repr(config.v), "--sigma-forecast", repr(config.sigma_forecast)]
+    argv += ["--drop-last"] if config.drop_last else []
     argv += ["--lengths", *map(str, config.lengths)] if config.lengths else ["--L", str(config.L)]
     capsys.readouterr()
     assert main(argv) == 0

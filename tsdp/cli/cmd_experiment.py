@@ -139,7 +139,7 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
         if args.download:
             _check_baselines()  # before a download of minutes
         if args.out is not None:
-            _check_out(args.out)  # before the data (a download of minutes); the default names the dataset read
+            _check_out_can_be_made(args.out)  # before the data (a download of minutes); made once the data are read
         split = split_for(args.dataset, args.data_dir, download=args.download, user=user)
         if "deepar" in args.models:
             from tsdp.datasets.benchmarks import check_time_features
@@ -318,6 +318,18 @@ def _check(args) -> None:
         why = check_device(args.device)
         if why:
             raise UsageError(f"invalid --device: {why}")
+
+
+def _check_out_can_be_made(out: str) -> None:
+    """--out is a writable folder or can be made one (its nearest existing ancestor a writable folder), checked
+    without making it: nothing is written before the data are read and checked."""
+    path = os.path.abspath(out)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    if not os.path.isdir(path):
+        raise UsageError(f"invalid --out: cannot make folder {out} ({path} is not a folder)")
+    if not os.access(path, os.W_OK):
+        raise UsageError(f"invalid --out: folder {path} is not writable")
 
 
 def _check_out(out: str) -> None:

@@ -39,7 +39,9 @@ class ConfigFlag:
         """The keyword arguments of ``add_argument``."""
         default = getattr(_D, self.field)
         derived: Dict[str, Any] = {"type": type(default), "default": default}
-        if isinstance(default, Choice):
+        if isinstance(default, bool):  # a switch: present sets it
+            derived = {"action": "store_true"}
+        elif isinstance(default, Choice):
             derived = {"choices": type(default).values(), "default": default.value}
         return {**derived, **self.options, "help": self.help}
 
@@ -73,15 +75,12 @@ CONFIG_FLAGS: Tuple[ConfigFlag, ...] = (
     ConfigFlag("v", f"largest change of one element (default {_D.v:g})"),
     ConfigFlag("sigma_context", f"context augmentation std σ_C in units of v (default {_D.sigma_context:g})"),
     ConfigFlag("sigma_forecast", f"forecast augmentation std σ_F in units of v (default {_D.sigma_forecast:g})"),
+    ConfigFlag("drop_last", "shuffled iteration only: an epoch is floor(N λ / Λ) full steps and drops the rest of "
+                            "its permutation (the experiment grid's shuffled epoch, as the official code's)"),
 )
 """The training-configuration flags, in the order the help lists them: the one table :func:`add_config_arguments`
-and :func:`config_from_args` read (a new :class:`TrainingConfig` field takes one row here)."""
-
-FIELDS_WITHOUT_FLAG = {
-    "drop_last": "the official code's shuffled epoch, set by the experiment grid (experiments.cells)",
-}
-"""The :class:`TrainingConfig` fields no command sets, and why (tests/cli check every other field has a flag)."""
-
+and :func:`config_from_args` read (a new :class:`TrainingConfig` field takes one row here; tests/cli check that every
+field has one)."""
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Add --N --L ... --sigma-forecast (:data:`CONFIG_FLAGS`); defaults are the paper's Section 5 configuration.
