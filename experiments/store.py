@@ -43,15 +43,35 @@ TRAINING_CODE = ("training", "datasets", "verify", "theorems", "experiments/cell
 configuration): the code fingerprint of :class:`CellKey` hashes every .py file under them."""
 
 
+TRAINING_LIBRARIES = ("torch", "numpy", "scipy", "dp-accounting")
+"""The libraries whose compiled code computes a cell's numbers (its source is not hashed): their versions are in the
+code fingerprint."""
+
+
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """:func:`source_fingerprint` of the :data:`TRAINING_CODE` sources of this tsdp: a cell computed by other code
-    (another tsdp version, an edited loop) has another one.
+    """SHA-256 of :func:`source_fingerprint` of the :data:`TRAINING_CODE` sources of this tsdp and of the versions of
+    the :data:`TRAINING_LIBRARIES`: a cell computed by other code (another tsdp version, an edited loop, another
+    torch, numpy, scipy or dp-accounting) has another one.
 
     Returns:
         64 hex digits.
     """
-    return source_fingerprint(Path(__file__).resolve().parents[1], TRAINING_CODE)
+    h = hashlib.sha256(source_fingerprint(Path(__file__).resolve().parents[1], TRAINING_CODE).encode())
+    for name, version in library_versions():
+        h.update(f"\n{name}=={version}".encode())
+    return h.hexdigest()
+
+
+def library_versions() -> tuple:
+    """(name, installed version) of each of the :data:`TRAINING_LIBRARIES`.
+
+    Returns:
+        The pairs, in that order.
+    """
+    from importlib.metadata import version
+
+    return tuple((name, version(name)) for name in TRAINING_LIBRARIES)
 
 
 def source_fingerprint(root: Path, parts: Sequence[str]) -> str:
@@ -116,7 +136,7 @@ class CellKey:
     model, ε (None: ∞), seed index, level, top level, w, σ_F, v), the grid's settings that change a number
     (δ, the epochs cap, the sample paths, the accountant's discretisation, the root seed), the dataset's name and
     hyperparameters (``spec``: L_F, L_C, Λ, σ, lags, ...), and fingerprints of the split's numbers (``data``) and of
-    the training code (``code``). Not in it: the device and thread count (threads change only the floating-point
+    the training code and the versions of the libraries that run it (``code``). Not in it: the device and thread count (threads change only the floating-point
     rounding; a seed draws other batches and noise on CUDA than on CPU, the same experiment under the same ε, and
     the cell's file records its ``device``) and the data folder (the data fingerprint is the data).
 

@@ -276,3 +276,24 @@ def test_the_code_fingerprint_changes_with_any_training_source_and_only_with_the
     assert source_fingerprint(tmp_path, parts) not in (first, edited)
     assert {"training", "datasets", "verify", "theorems"} <= set(TRAINING_CODE)
     assert len(code_fingerprint()) == 64
+
+
+def test_the_code_fingerprint_changes_with_the_version_of_a_library_that_computes_a_cell(monkeypatch):
+    """Another torch (numpy, scipy, dp-accounting) computes other numbers from the same sources: another fingerprint,
+    so a stored cell is recomputed after an upgrade."""
+    import torch
+
+    from tsdp.experiments import store
+
+    assert dict(store.library_versions())["torch"] == torch.__version__
+    store.code_fingerprint.cache_clear()
+    before = store.code_fingerprint()
+    versions = store.library_versions()
+    for name in store.TRAINING_LIBRARIES:
+        monkeypatch.setattr(store, "library_versions", lambda name=name: tuple(
+            (n, "0.0-other" if n == name else v) for n, v in versions))
+        store.code_fingerprint.cache_clear()
+        assert store.code_fingerprint() != before, name
+    monkeypatch.undo()
+    store.code_fingerprint.cache_clear()
+    assert store.code_fingerprint() == before
