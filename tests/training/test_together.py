@@ -27,12 +27,7 @@ from tsdp.training.train import train
 EPOCHS = 3  # 63 steps of the shipped M1 data's WOR and shuffled epochs
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer", "deepar"])

@@ -27,12 +27,7 @@ from tsdp.training.together import GroupSettings, Run, train_together
 from tsdp.training.train import train
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _moved(name, lc, lf, seed):
