@@ -24,6 +24,8 @@ NO_DP = "null: ε = ∞, trained without DP (no noise)"
 """What the JSON null of an ε of inf (the non-private column) means, in ``epsilon_note`` beside it."""
 CAPPED = "true: the run stopped at its epochs cap before its budget, so its ε spent is below the ε of its column"
 """What a row's ``capped`` (per seed) means, in ``capped_note`` beside it when a seed is capped."""
+NO_STEP = "null: the budget bought no training step, so no forecast (no CRPS) and no win (its margin counts as -inf)"
+"""What the JSON null of a C7 cell's CRPS and margin means when its budget bought no step, in ``<key>_note``."""
 
 
 @dataclass(frozen=True)
@@ -353,8 +355,15 @@ class C7Evidence:
         return f"{self.verdict} on {self.data}: {self.because()}"
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "data": self.data, "deciding": list(self.deciding), "because": self.because(),
-                "line": self.line()}
+        return with_note({**asdict(self), "data": self.data, "deciding": list(self.deciding),
+                          "because": self.because(), "line": self.line()}, "margin", NO_STEP)
+
+
+def _noted(cell: dict) -> dict:
+    """A C7 cell with :data:`NO_STEP` beside each of its non-finite numbers (a budget that bought no step)."""
+    for key in ("crps_mean", "crps_std", "margin"):
+        with_note(cell, key, NO_STEP)
+    return cell
 
 
 def c7_verdict(scores: Sequence[Score], baselines: Dict[str, float], dataset: str, source: str = "measured",
@@ -377,9 +386,10 @@ def c7_verdict(scores: Sequence[Score], baselines: Dict[str, float], dataset: st
         return C7Evidence("not evaluated", dataset, source, (), (), None, None, None, decimals)
     name = min(baselines, key=baselines.get)
     best = baselines[name]
-    cells = tuple({"model": s.model, "epsilon": s.epsilon, "top": s.top, "crps_mean": s.crps_mean,
-                   "crps_std": s.crps_std, "seeds": s.seeds, "beats_baselines": s.crps_mean < best,
-                   "margin": best - s.crps_mean if math.isfinite(s.crps_mean) else -math.inf} for s in private)
+    cells = tuple(_noted({"model": s.model, "epsilon": s.epsilon, "top": s.top, "crps_mean": s.crps_mean,
+                          "crps_std": s.crps_std, "seeds": s.seeds, "beats_baselines": s.crps_mean < best,
+                          "margin": best - s.crps_mean if math.isfinite(s.crps_mean) else -math.inf})
+                  for s in private)
     per_eps = tuple(max((c for c in cells if c["epsilon"] == e), key=lambda c: c["margin"])
                     for e in sorted({c["epsilon"] for c in cells}))
     worst = min(c["margin"] for c in per_eps)
