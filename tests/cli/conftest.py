@@ -1,23 +1,9 @@
 """The CLI in-process: ``cli(argv)`` runs ``tsdp.cli.main.main`` and returns (exit code, stdout, stderr)."""
-import contextlib
-import io
 import os
 import sys
 
 import pytest
-
-
-def run_cli(argv):
-    """(code, stdout, stderr) of ``tsdp argv`` run in this process (argparse's SystemExit included)."""
-    from tsdp.cli.main import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exit_:  # argparse's usage errors (2) and --help (0)
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
+from cli_run import run_cli
 
 
 @pytest.fixture
@@ -33,13 +19,6 @@ def model_file(tmp_path_factory):
                             "--L", "30", "--batch-size", "4", "--save", path, "--json"])
     assert code == 0, err
     return path
-
-
-def error_line(err: str) -> str:
-    """The one error line of stderr (progress bars and notes aside), or fail."""
-    lines = [ln for ln in err.splitlines() if ": error: " in ln]
-    assert len(lines) == 1, f"expected one error line on stderr, got: {err!r}"
-    return lines[0]
 
 
 @pytest.fixture

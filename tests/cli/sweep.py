@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from conftest import run_cli
+from cli_run import run_cli
 
 NON_FINITE = re.compile(r"(?<![A-Za-z])(nan|-?inf(inity)?)(?![A-Za-z])", re.IGNORECASE)
 """A NaN or infinite number in human output (JSON writes them as null)."""

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import error_line, run_cli
+from cli_run import error_line, run_cli
 
 LENGTHS = (31, 40, 36, 45, 33)
 """Five series of these lengths: N = 5 and L = 31, the shortest (audit-fn's train gets every series whole)."""

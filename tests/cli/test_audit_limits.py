@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from conftest import error_line
+from cli_run import error_line
 from sweep import run_case, verdict
 
 SMALL = ["--N", "16", "--L", "30", "--batch-size", "4"]

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from conftest import error_line, run_cli
+from cli_run import error_line, run_cli
 
 SMALL = ["--N", "16", "--L", "8", "--batch-size", "4"]  # a small configuration for train / audit-model
 

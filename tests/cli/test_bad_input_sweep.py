@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import error_line, run_cli
+from cli_run import error_line, run_cli
 from tsdp.cli.counts import count
 from sweep import CONSTANT_MODEL, run_capped, run_case, verdict
 

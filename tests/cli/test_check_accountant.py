@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from conftest import error_line, run_cli
+from cli_run import error_line, run_cli
 
 ACCOUNTANTS = textwrap.dedent('''
     import math

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import error_line, run_cli
+from cli_run import error_line, run_cli
 from tsdp.cli.counts import count
 
 

@@ -12,7 +12,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import error_line, run_cli
+from cli_run import error_line, run_cli
 
 COARSE = ["--discretization", "0.02"]
 REL = 1e-9  # float slack of the monotonicity comparisons

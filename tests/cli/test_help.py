@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import run_cli
+from cli_run import run_cli
 
 
 def parsers():

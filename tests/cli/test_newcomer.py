@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import error_line, run_cli
+from cli_run import error_line, run_cli
 
 SMALL = ["--N", "4", "--L", "40", "--batch-size", "2"]
 

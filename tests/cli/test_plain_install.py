@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import error_line
+from cli_run import error_line
 
 EXTRA_PACKAGES = ("statsforecast", "pandas", "pyarrow", "gluonts", "opacus", "dask", "distributed", "statsmodels",
                   "aeon", "mkdocs")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from cli_run import run_cli
 
 
 def _old_report(out):
