@@ -186,7 +186,7 @@ def hidden_position_name(construction: str) -> str:
     return f"hidden-position epoch (shuffled), max statistic over the epoch's steps, {construction}'s step pair"
 
 
-def in_run_probability(config: TrainingConfig, steps_run: int) -> float:
+def in_run_probability(config: TrainingConfig, steps_run: Optional[int] = None) -> float:
     """ρ = P(the changed sequence's step is among the first ``steps_run`` of a shuffled epoch) = min(1, s N'/N).
 
     The exact probability under Algorithm 3 on a uniform permutation (used by the lower bound
@@ -195,12 +195,13 @@ def in_run_probability(config: TrainingConfig, steps_run: int) -> float:
 
     Args:
         config: The training configuration.
-        steps_run: s.
+        steps_run: s (None: the whole epoch, s = m).
 
     Returns:
         ρ.
     """
-    return min(1.0, steps_run * config.sequences_per_step / config.N)
+    steps = config.steps_per_epoch if steps_run is None else steps_run
+    return min(1.0, steps * config.sequences_per_step / config.N)
 
 
 def hidden_position_epoch(pair: MixturePair, config: TrainingConfig,

@@ -153,24 +153,8 @@ def one_step_pld(event: BoundDpEvent, estimate: str, settings: PldSettings = Pld
         return _hidden_position_pld(bound, config, getattr(event, "steps_run", None), estimate, _grid(settings))
     whole = _bound_pld(bound, config, estimate, _grid(settings), resolve_memory_limit())
     if hides_position(event, config):  # sound: the epoch holds the changed sequence with probability ρ only
-        return revealed_mixture(whole, epoch_in_run(event, config))
+        return revealed_mixture(whole, in_run_probability(config, event.steps_run))
     return whole
-
-
-def epoch_in_run(event: TrainingEpochDpEvent, config) -> float:
-    """ρ, the probability that a shuffled epoch event's steps hold the changed sequence: s N'/N for a run stopped
-    after s steps, m N'/N for a whole epoch that drops its last step, else 1
-    (:func:`tsdp.theorems.hidden_position.in_run_probability`, the one home of ρ).
-
-    Args:
-        event: A shuffled epoch event.
-        config: Its resolved configuration.
-
-    Returns:
-        ρ in (0, 1].
-    """
-    steps = config.steps_per_epoch if event.steps_run is None else event.steps_run
-    return in_run_probability(config, steps)
 
 
 def _grid(settings: PldSettings) -> PldSettings:
