@@ -7,9 +7,9 @@ changed sequence in a known step; under shuffling the same constructions do not 
 
 This law takes the other sequences silent: a **lower** bound only. Under tsdp's fixed-size shuffling the
 changed sequence's batch holds one other sequence fewer, so the others' gradients could in principle mark its
-step; no construction within the clipping bound was found that attains more than the silent one, but no proof
-that the silent pair dominates exists either (THEOREMS.md, "What the other sequences can signal under
-fixed-size shuffling"). The sound bound for shuffling stays the deterministic order's (T1-T4).
+step, and gradients that change from step to step can probe it: at m = 2 a construction that probes in one step
+and strikes in the other attains more than the silent pair at small δ, so the silent pair does not dominate
+(THEOREMS.md, "Probe then strike"). The sound bound for shuffling stays the deterministic order's (T1-T4).
 
 The same constructions under shuffling (THEOREMS.md, "Shuffled iteration: the hidden-position lower
 bound"): in every step that does not hold the changed sequence the centred, C-normalised release
