@@ -192,9 +192,10 @@ def ranked(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def guess_sets(m: int, fractions: Sequence[float] = GUESS_FRACTIONS, sides: Sequence[str] = GUESS_SIDES) -> np.ndarray:
-    """The fixed guess sets of m canaries as rows (k_in, k_out): for every side and fraction f (k = f m, at least 1),
-    "both" guesses "in" on the k highest and "out" on the k lowest scores, "in" / "out" one of the two (k = 2 f m
-    guesses in all either way). A function of m only (what a plan of this certifier uses).
+    """The fixed guess sets of m canaries as rows (k_in, k_out): for every side and fraction f, f m guesses in all
+    (rounded, at least 1 per guessing end): "both" guesses "in" on the f m / 2 highest and "out" on the f m / 2 lowest
+    scores, "in" / "out" only one of the two, on the f m highest / lowest. A function of m only (what a plan of this
+    certifier uses).
 
     Args:
         m: The canaries.

@@ -13,10 +13,12 @@ through the real loop (:mod:`attacks.montecarlo.trials`), and reports
   ``PldAccountant`` of :mod:`tsdp.verify.accountant`, which alone composes PLDs);
 * ``epsilon_attained``: the composed ε of the construction's exact pair (what a perfect
   attack reaches; the accountant's attained estimate); ``ratio`` = epsilon_lower / epsilon_attained;
-* ``violation``: a certified (at ``confidence``) privacy bug in the theory or the loop: the
-  violation test (:mod:`attacks.montecarlo.sequential`) finds H_α above the sound profile at some point of
-  an ε grid, or ε above epsilon_sound at δ; `tsdp audit` then exits 1. Only where the sound
-  bound covers the audited relation: otherwise ``sound_exceeded`` carries the test's verdict and
+* ``violation``: a certified privacy bug in the theory or the loop: the violation test
+  (:mod:`attacks.montecarlo.sequential`) finds H_α above the sound profile at some point of
+  an ε grid, or ε above epsilon_sound at δ, or ``epsilon_lower`` itself exceeds epsilon_sound
+  (strictly); `tsdp audit` then exits 1. Each of the two tests errs with probability at most
+  1 - ``confidence`` on a correct loop, so the verdict at most twice that (union bound). Only where
+  the sound bound covers the audited relation: otherwise ``sound_exceeded`` carries the verdict and
   ``relation_note`` says why it is not a violation (the pooled loop against T13, claim C6);
 * ``attained_bracket``: the pair's composed ε with the optimistic and the pessimistic
   discretisation, and the composition gap sound ε - upper (:mod:`attacks.montecarlo.bracket`);
@@ -181,8 +183,8 @@ class AuditResult(Record):
         profile: the certified H_α next to the sound one, per α.
         sound_theorem: the sound bound's theorem.
         attained_pair: the pair whose composed ε is ``epsilon_attained``.
-        violation: a certified violation of the sound claim (a privacy bug); never where the sound bound does not
-            cover the audited relation.
+        violation: a certified violation of the sound claim (a privacy bug): the violation test's, or
+            ``epsilon_lower`` > ``epsilon_sound``; never where the sound bound does not cover the audited relation.
         gof: the goodness of fit.
         test: the test that certified ``epsilon_lower``.
         device: the torch device.
@@ -191,7 +193,8 @@ class AuditResult(Record):
         violation_test: the violation test's verdict.
         run: how the shards ran.
         attained_bracket: the attained ε bracketed by the two discretisations, and the composition gap.
-        sound_exceeded: the violation test's verdict whatever the relation.
+        sound_exceeded: the verdict whatever the relation (the violation test's, or ``epsilon_lower`` >
+            ``epsilon_sound``).
         relation_note: why an exceeded sound bound is no violation (None: it covers the relation).
     """
 
@@ -380,9 +383,13 @@ def audit(theorem: str, config: TrainingConfig, *, delta: float, trials: TrialPl
           discretization: float = DEFAULT_DISCRETIZATION, loop: str = "correct", progress: bool = False) -> AuditResult:
     """Audit ``theorem``'s worst case on ``config``'s sizes: ``trials.trials`` trials of ``steps`` steps per world.
 
-    ``result.epsilon_lower`` is a **lower** bound on the true ε at δ with probability ≥ ``confidence.level``.
-    ``result.violation`` is the verdict of the violation test (:mod:`tsdp.attacks.montecarlo.sequential`:
-    the sound profile on an ε grid and (ε_sound, δ), certified exceeded at that confidence).
+    ``result.epsilon_lower`` is a **lower** bound on the true ε at δ with probability ≥ ``confidence.level``
+    (with ``confidence.sequential``: ≥ 1 - 2(1 - level), since an audit that stops reports the violation test's
+    value and one that runs on the estimate's, each failing with probability ≤ 1 - level).
+    ``result.violation``: the violation test (:mod:`tsdp.attacks.montecarlo.sequential`: the sound profile on an
+    ε grid and (ε_sound, δ), certified exceeded at that confidence) rejects the sound claim, or ``epsilon_lower``
+    exceeds ε_sound (an estimate above the sound ε is never read as a pass; on a correct loop each errs with
+    probability ≤ 1 - level, the verdict with ≤ twice that).
 
     ``steps`` counts training steps, as everywhere in tsdp. The trials run the compositions
     those steps are (:func:`tsdp.verify.events.compositions`): one per step for the
@@ -438,7 +445,7 @@ def audit(theorem: str, config: TrainingConfig, *, delta: float, trials: TrialPl
                              trials=trials, statistic=statistic, confidence=confidence, sound=sound, loop=loop,
                              progress=progress)
     lower, attained = stats.test.value, th.epsilon_attained
-    exceeded = bool(stats.violation_test.violation)
+    exceeded = bool(stats.violation_test.violation) or lower > th.epsilon_sound
     note = CONSTRUCTIONS[construction.theorem].relation_note(construction.config.k)
     return AuditResult(
         theorem=construction.theorem, config=construction.config, trials=trials.trials, steps=steps,

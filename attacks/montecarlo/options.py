@@ -150,9 +150,12 @@ class Confidence:
 
     Attributes:
         level: The confidence, in (0, 1): ``epsilon_lower`` is a lower bound on the true ε with at least this
-            probability, each H_α bound pointwise, the violation test at level 1 - ``level``.
+            probability, each H_α bound pointwise, the violation test at level 1 - ``level`` (the verdict, that
+            test or ``epsilon_lower`` above the sound ε, errs on a correct loop with at most twice that).
         sequential: Run the violation test at geometric checkpoints (1, 2, 4, ... shards, level α/2^(k+1) at the
-            k-th) and stop the audit at the first certified violation (anytime-valid).
+            k-th) and stop the audit at the first certified violation (anytime-valid). ``epsilon_lower`` is then
+            the violation test's value where the audit stopped and the estimate's where it ran on, so it holds with
+            probability ≥ 1 - 2(1 - ``level``) (union bound over the two).
 
     Raises:
         ConfigError: A bad value, naming it (``confidence`` for the level).
