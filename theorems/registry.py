@@ -123,6 +123,10 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
         if bottom == Bottom.POISSON:
             return REGISTRY["T8"], "T8 is the sound upper bound for WOR top level with Poisson bottom level"
         if lam == 1 and config.augmented:
+            try:
+                REGISTRY["T11"].check(config)
+            except TheoremError as refused:
+                return REGISTRY["T6"], f"T6 is tight for WOR top level, WR bottom level, λ = 1 ({refused})"
             return REGISTRY["T11"], "T11 amplifies T6 by the context/forecast augmentation noise (λ = 1)"
         if lam == 1:
             return REGISTRY["T6"], "T6 is tight for WOR top level, WR bottom level, λ = 1"
