@@ -303,11 +303,14 @@ class TrainingConfig:
 
     @property
     def compositions_per_epoch(self) -> int:
-        """Deterministic/shuffled top level: 1; WOR/Poisson: floor(N λ / Λ); pooled: floor(N T / Λ)."""
+        """Deterministic/shuffled top level: 1; WOR/Poisson: floor(N λ / Λ); pooled: floor(Σ_n T_n / Λ), the pool the
+        sampler draws from (N T for one length)."""
         if self.top.epoch_scoped:
             return 1
-        if self.top == Top.POOLED:
-            return max(1, self.n_windows_total // self.batch_size)
+        if self.top == Top.POOLED:  # the pool the sampler draws from: every series' own windows
+            pool = self.n_windows_total if self.lengths is None else sum(
+                window_starts(n, self.forecast_length) for n in self.lengths)
+            return max(1, pool // self.batch_size)
         return max(1, (self.N * self.instances) // self.batch_size)
 
     @property
