@@ -144,3 +144,16 @@ def test_the_window_dataset_refuses_series_the_configuration_understates():
     with pytest.raises(ConfigError, match="lengths"):
         WindowDataset(series, config)
     assert WindowDataset(series, fit_lengths(config, series)).config.k == 3
+
+
+def test_the_attained_value_of_mixed_lengths_is_one_series_construction():
+    """The attained (lower) estimate must be reached by a construction on one real series: with lengths 2 and 3 the
+    tight T4 of each length alone bounds what any attack on the mixed data attains, so the mixed data's attained ε
+    is at most the larger of the two (the sound pair Binom(3, 1/2) belongs to no series)."""
+    from tsdp.verify.accounting import epsilon
+
+    base = dict(N=100, batch_size=10, context_length=2, forecast_length=1, top="deterministic", bottom="poisson")
+    mixed = TrainingConfig(lengths=(2,) * 99 + (3,), **base)
+    alone = [epsilon(TrainingConfig(L=n, **base), 1e-3, epochs=1, discretization=1e-3).epsilon for n in (2, 3)]
+    attained = epsilon(mixed, 1e-3, epochs=1, estimates=("attained",), discretization=1e-3).epsilon_attained
+    assert attained <= max(alone), (attained, alone)
