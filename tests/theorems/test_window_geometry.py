@@ -94,7 +94,7 @@ def test_augmentation_weight_dominates_every_element_or_is_refused(context, fore
     """T11's weight r (φ τ_F + (1 - φ) τ_C) against every element's (n_F τ_F + n_C τ_C) / T, at the corners of τ.
 
     Found short: L_C = 1, L_F = 2, L = 3 (T = 2 < L_C + L_F) with σ_C = 0 and σ_F large (label noise) gave the weight
-    ρ/3 where the element at position 2 (in the forecast of one window and the context of the other) has ρ/2."""
+    ρ/3 where the first element (in the forecast of one window and the context of the other) has ρ/2."""
     starts = length - forecast + 1
     counts = [element_windows(context, forecast, length, j)[1:] for j in range(1, length + 1)]
     for sigma_context, sigma_forecast, tau_c, tau_f in ((0.0, 1e6, 1, 0), (1e6, 0.0, 0, 1), (0.5, 0.5, None, None)):
