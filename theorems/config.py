@@ -244,23 +244,33 @@ class TrainingConfig:
         """L_C + L_F."""
         return self.context_length + self.forecast_length
 
-    @property
-    def k(self) -> int:
-        """Subsequences that contain the changed elements, with the generalisations applied.
-
-        event level: max(0, min(L_C + L_F + w - 1, T)); user level: max(0, min(w (L_C + L_F), T)).
-        w = 1 event level on long sequences gives L_C + L_F.
-        """
+    def _windows_holding(self, starts: int) -> int:
+        """Windows of a series with ``starts`` windows that hold the changed element(s), with the generalisations:
+        event level max(0, min(L_C + L_F + w - 1, T_n)); user level max(0, min(w (L_C + L_F), T_n))."""
         if self.relation == Relation.EVENT:
             raw = self.window_length + self.w - 1
         else:
             raw = self.w * self.window_length
-        return max(0, min(raw, self.T))
+        return max(0, min(raw, starts))
+
+    @property
+    def k(self) -> int:
+        """Subsequences that contain the changed elements, with the generalisations applied, in the series that
+        holds the most: k = max_n min(raw, T_n) at the longest series (one length L: T).
+
+        raw = L_C + L_F + w - 1 (event level) or w (L_C + L_F) (user level); w = 1 event level on long sequences
+        gives L_C + L_F. The longest series, not the shortest: a Poisson bottom level keeps each of them with
+        q_n = λ / T_n, and Binom(k, q) with q at the shortest series dominates every series' Binom(k_n, q_n) only with
+        k at the longest (pooled windows likewise count the windows of any series).
+        """
+        longest = self.T if self.lengths is None else window_starts(max(self.lengths), self.forecast_length)
+        return self._windows_holding(longest)
 
     @property
     def r(self) -> Fraction:
-        """Probability that one WR draw contains the changed element(s), r = k / T."""
-        return Fraction(self.k, self.T)
+        """Probability that one WR draw contains the changed element(s), r = k_n / T_n at the shortest series
+        (min(raw, T_n) / T_n is non-increasing in T_n, so the shortest has the largest; one length L: k / T)."""
+        return Fraction(self._windows_holding(self.T), self.T)
 
     @property
     def q(self) -> Fraction:
@@ -293,11 +303,14 @@ class TrainingConfig:
 
     @property
     def compositions_per_epoch(self) -> int:
-        """Deterministic/shuffled top level: 1; WOR/Poisson: floor(N λ / Λ); pooled: floor(N T / Λ)."""
+        """Deterministic/shuffled top level: 1; WOR/Poisson: floor(N λ / Λ); pooled: floor(Σ_n T_n / Λ), the pool the
+        sampler draws from (N T for one length)."""
         if self.top.epoch_scoped:
             return 1
-        if self.top == Top.POOLED:
-            return max(1, self.n_windows_total // self.batch_size)
+        if self.top == Top.POOLED:  # the pool the sampler draws from: every series' own windows
+            pool = self.n_windows_total if self.lengths is None else sum(
+                window_starts(n, self.forecast_length) for n in self.lengths)
+            return max(1, pool // self.batch_size)
         return max(1, (self.N * self.instances) // self.batch_size)
 
     @property
@@ -310,6 +323,28 @@ class TrainingConfig:
         if self.top.epoch_scoped:
             return -(-self.N // self.sequences_per_step)
         return self.compositions_per_epoch
+
+    def check_covers(self, lengths) -> None:
+        """Raise unless this configuration's accounting covers training series of ``lengths``: none shorter than L
+        (r = k/T is largest at the shortest series) and, for a Poisson bottom level or pooled windows (which count the
+        windows of the longest series), none holding the changed element in more windows than k.
+
+        Args:
+            lengths: The training series' lengths.
+
+        Raises:
+            ConfigError: Naming ``L`` (a series shorter than L) or ``lengths`` (a series longer than the
+                configuration says, whose elements lie in more than k windows).
+        """
+        lengths = tuple(int(n) for n in lengths)
+        if min(lengths) < self.L:
+            raise ConfigError("L", f"the shortest series has length {min(lengths)}; the accountant would understate "
+                              "r = k/T", self.L)
+        fitted = self.with_(lengths=lengths)
+        if fitted.k > self.k and (self.bottom == Bottom.POISSON or self.top == Top.POOLED):  # WR reads r alone
+            raise ConfigError("lengths", f"the longest series (length {max(lengths)}) holds the changed element in "
+                              f"k = {fitted.k} windows, more than the k = {self.k} of the configuration: give the "
+                              "series' lengths (the accountant would understate k)", self.lengths)
 
     def with_(self, **changes) -> "TrainingConfig":
         """A validated copy with some fields changed; new ``lengths`` without ``L`` re-derive L from them."""

@@ -70,7 +70,9 @@ def attained_pair(bound: Bound, config: TrainingConfig, *, numeric: bool = False
     construction's own (T11), else the pair of the bound named by ``bound.construction``, read
     from this registry (so a substituted bound is seen); None without one. ``numeric``:
     plain-number weights, no sympy. It lives here, not on the bound, because it resolves an id:
-    the registry imports the bounds, never the other way round.
+    the registry imports the bounds, never the other way round. With variable lengths the construction is
+    built on the shortest series (the largest r and q; a sound k taken at the longest series may belong to no
+    series, and no attack would reach a pair built with it).
 
     Args:
         bound: The bound.
@@ -80,6 +82,8 @@ def attained_pair(bound: Bound, config: TrainingConfig, *, numeric: bool = False
     Returns:
         The pair, or None without a construction.
     """
+    if getattr(config, "lengths", None) is not None:  # on the shortest series: a sound k may belong to none
+        config = config.with_(lengths=None)
     if bound.attained_build is not None:
         return bound.attained_build(params(config, numeric=numeric))
     if bound.construction is None:
@@ -123,6 +127,10 @@ def select_bound(config: TrainingConfig) -> Tuple[Bound, str]:
         if bottom == Bottom.POISSON:
             return REGISTRY["T8"], "T8 is the sound upper bound for WOR top level with Poisson bottom level"
         if lam == 1 and config.augmented:
+            try:
+                REGISTRY["T11"].check(config)
+            except TheoremError as refused:
+                return REGISTRY["T6"], f"T6 is tight for WOR top level, WR bottom level, λ = 1 ({refused})"
             return REGISTRY["T11"], "T11 amplifies T6 by the context/forecast augmentation noise (λ = 1)"
         if lam == 1:
             return REGISTRY["T6"], "T6 is tight for WOR top level, WR bottom level, λ = 1"

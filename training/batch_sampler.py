@@ -101,6 +101,7 @@ class WindowDataset(torch.utils.data.Dataset):
         if shortest < config.L:
             raise ConfigError("L", f"the shortest series has length {shortest}; the accountant would understate "
                               "r = k/T (use tsdp.training.batch_sampler.fit_lengths)", config.L)
+        config.check_covers(lengths)  # a longer series' elements in more windows than the accounted k
         for i, a in enumerate(arrays):
             if a.ndim != 1 or not np.all(np.isfinite(a)):
                 raise ConfigError("series", f"series {i} must be a 1-D array of finite values")

@@ -117,6 +117,7 @@ def _check_data(config: TrainingConfig, train_data: SeriesData, targets: np.ndar
         raise ConfigError(
             "L", f"the shortest training series has length {min(train_data.lengths)}; the accountant would "
             f"understate r = k/T (set --L {min(train_data.lengths)})", config.L)
+    config.check_covers(train_data.lengths)  # a longer series' elements in more windows than the accounted k
 
 
 def _total_steps(config: TrainingConfig, warm: Optional[TrainingConfig], budget: Budget, steps_per_epoch: int) -> int:

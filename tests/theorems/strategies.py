@@ -20,6 +20,8 @@ def config_for(draw, bound: Bound, max_instances: int = 4, max_window: int = 8) 
     sigma = draw(st.floats(0.4, 4.0))
     aug = draw(st.sampled_from([0.0, 0.25, 1.0, 3.0]))
     aug_f = aug if bound.scheme.equal_augmentation else draw(st.sampled_from([0.0, 0.5, 2.0]))
+    if bound.scheme.split_windows and aug != aug_f:  # T ≥ L_C + L_F: every element in L_C + L_F whole windows
+        L = max(L, context + 2 * forecast - 1)
     return TrainingConfig(
         N=N, L=L, context_length=context, forecast_length=forecast, batch_size=batch, instances=lam,
         sigma=sigma, top=bound.scheme.top[0], bottom=bound.scheme.bottom[0],

@@ -43,7 +43,7 @@ T11 = PairBound(
     reference="Thm G.1",
     kind="upper",
     scope="step",
-    scheme=Scheme(("wor",), ("wr",), single_instance=True),
+    scheme=Scheme(("wor",), ("wr",), single_instance=True, split_windows=True),
     statement="T6 with ρr replaced by w = ρ r (φ τ(σ_F) + (1-φ) τ(σ_C))",
     construction="T11",
     attained_build=augmentation_construction_pair,

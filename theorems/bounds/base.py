@@ -66,12 +66,16 @@ class Scheme:
         bottom: The bottom levels covered.
         single_instance: Only λ = 1.
         equal_augmentation: Only σ_C = σ_F.
+        split_windows: The bound counts an element's windows as L_C context and L_F forecast ones (Thm G.1: r =
+            (L_C + L_F) / T, φ = L_F / (L_C + L_F)): with σ_C ≠ σ_F it needs T ≥ L_C + L_F, since in a shorter series
+            an element can lie in the forecast (or the context) of more than the φ (or 1 - φ) share of its windows.
     """
 
     top: Tuple[str, ...]
     bottom: Tuple[str, ...]
     single_instance: bool = False  # the bound needs λ = 1
     equal_augmentation: bool = False  # the bound needs σ_C = σ_F
+    split_windows: bool = False  # the bound needs T ≥ L_C + L_F unless σ_C = σ_F
 
     def check(self, bound_id: str, config: TrainingConfig) -> None:
         """Raise :class:`TheoremError` naming the first mismatch between scheme and config.
@@ -95,6 +99,13 @@ class Scheme:
             raise TheoremError(
                 f"{bound_id} does not apply: it needs sigma_context = sigma_forecast, "
                 f"got {config.sigma_context} and {config.sigma_forecast}"
+            )
+        if self.split_windows and config.sigma_context != config.sigma_forecast \
+                and config.T < config.window_length:
+            raise TheoremError(
+                f"{bound_id} does not apply: with sigma_context ≠ sigma_forecast it needs every series to hold "
+                f"T = L - L_F + 1 ≥ L_C + L_F = {config.window_length} windows (each element then lies in L_C "
+                f"context and L_F forecast windows), got T = {config.T}"
             )
 
     def describe(self) -> str:

@@ -79,8 +79,9 @@ def for_bound(bound: "Bound", config: TrainingConfig, instances: Optional[int] =
     Top/bottom level from the scheme when the config's do not fit; λ = 1 for single-instance
     bounds, else ``instances`` (default: the config's); Λ kept (raised to λ if smaller, as
     in the paper, where λ varies at fixed batch size); σ_C = σ_F for bounds that need it
-    and the :data:`AUGMENTATION` defaults for T11/T12 when the config has none. ``changes``
-    are applied last.
+    and the :data:`AUGMENTATION` defaults for T11/T12 when the config has none; a bound that splits an element's
+    windows into context and forecast ones (T11 with σ_C ≠ σ_F) gets L = L_C + 2 L_F - 1 on a shorter series, the
+    shortest it covers. ``changes`` are applied last.
 
     Args:
         bound: The bound whose scheme the configuration must fit.
@@ -103,6 +104,8 @@ def for_bound(bound: "Bound", config: TrainingConfig, instances: Optional[int] =
         sc, sf = AUGMENTATION[bound.id]
     if scheme.equal_augmentation or (config.w > 1 and (sc or sf)):
         sc = sf
+    if scheme.split_windows and sc != sf and config.T < config.window_length:  # T11 needs T ≥ L_C + L_F
+        changes = {"L": config.window_length + config.forecast_length - 1, "lengths": None, **changes}
     return config.with_(top=top, bottom=bottom, instances=lam, batch_size=batch, sigma_context=sc,
                         sigma_forecast=sf, **changes)
 

@@ -1,0 +1,159 @@
+"""The configuration's window counts against a brute-force enumeration of the windows (Algorithm 4's geometry).
+
+Every series of length L_n is front-padded with L_C zeros and has T_n = L_n - L_F + 1 windows; window t covers the
+original elements t - L_C + 1, ..., t (context) and t + 1, ..., t + L_F (forecast), 1-based. For every element (or
+w consecutive elements, w-event) of every series the enumeration counts the windows that hold it, and as context or
+as forecast. A bound is sound only if its parameters dominate every series' own:
+* WR bottom level: r ≥ n / T_n for every series (Binom(λ, r) is increasing in r);
+* Poisson bottom level: Binom(k, q) dominates Binom(n, q_n), i.e. k ≥ n and q ≥ q_n = min(1, λ / T_n);
+* T11 (Thm G.1): ρ r (φ τ_F + (1 - φ) τ_C) ≥ ρ (n_F τ_F + n_C τ_C) / T_n at every corner of τ ∈ [0, 1]² (the weight
+  is linear in τ), or T11 refuses the configuration.
+"""
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tsdp.theorems.bounds.base import TheoremError
+from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.registry import get, select_bound
+
+
+def element_windows(context: int, forecast: int, length: int, first: int, w: int = 1):
+    """(windows holding any of elements first..first+w-1, as forecast, as context) of one series, by enumeration."""
+    starts = length - forecast + 1
+    held = fc = cx = 0
+    for t in range(starts):
+        in_context = any(t - context + 1 <= j <= t for j in range(first, first + w))
+        in_forecast = any(t + 1 <= j <= t + forecast for j in range(first, first + w))
+        held += in_context or in_forecast
+        fc += in_forecast
+        cx += in_context
+    return held, fc, cx
+
+
+def worst_counts(context: int, forecast: int, lengths, w: int = 1):
+    """Per series length: (T_n, the most windows holding a w-event)."""
+    out = []
+    for length in lengths:
+        most = max(element_windows(context, forecast, length, j, w)[0] for j in range(1, length - w + 2))
+        out.append((length - forecast + 1, most))
+    return out
+
+
+@st.composite
+def geometries(draw):
+    forecast = draw(st.integers(1, 4))
+    context = draw(st.integers(0, 5))
+    w = draw(st.integers(1, 3))
+    lengths = draw(st.lists(st.integers(max(forecast, w), 14), min_size=1, max_size=4))
+    return context, forecast, w, tuple(lengths)
+
+
+@settings(max_examples=200, deadline=None)
+@given(geometries(), st.integers(1, 3))
+def test_rates_dominate_every_series_windows(geometry, instances):
+    """r (WR) and (k, q) (Poisson) dominate every series' own rates, whichever series holds the changed event."""
+    context, forecast, w, lengths = geometry
+    config = TrainingConfig(N=len(lengths), lengths=lengths, context_length=context, forecast_length=forecast, w=w,
+                            batch_size=instances, instances=instances)
+    for starts, held in worst_counts(context, forecast, lengths, w):
+        assert config.r >= Fraction(held, starts), (lengths, starts, held, config.r)
+        assert config.k >= held, (lengths, starts, held, config.k)
+        assert config.q >= min(Fraction(1), Fraction(instances, starts))
+
+
+def test_poisson_bottom_level_is_accounted_at_the_longest_series_windows():
+    """99 series of length 2 and one of length 3 (L_C = 2, L_F = 1): the long series' elements lie in 3 windows, each
+    kept with q = 1/3, so Binom(3, 1/3) must be dominated; the shortest series alone gave k = 2, q = 1/2 and T4's
+    sound ε(1e-3) of one epoch at σ = 1 was 6.80 where the long series' own T4 gives 8.28."""
+    from tsdp.verify.accounting import epsilon
+
+    base = dict(N=100, batch_size=10, context_length=2, forecast_length=1, top="deterministic", bottom="poisson")
+    mixed = TrainingConfig(lengths=(2,) * 99 + (3,), **base)
+    long_only = TrainingConfig(L=3, **base)
+    assert (mixed.k, mixed.q) == (3, Fraction(1, 2))
+    sound = epsilon(mixed, 1e-3, epochs=1, estimates=("sound",), discretization=1e-3).epsilon
+    reference = epsilon(long_only, 1e-3, epochs=1, estimates=("sound",), discretization=1e-3).epsilon
+    assert sound >= reference > 8.0
+
+
+def test_pooled_windows_are_no_record_level_bound_when_a_longer_series_holds_more_windows():
+    """T13 covers one window per element; with a series of one window and one of three (L_C = L_F = 1), an element
+    of the longer one lies in two windows: the pooled scheme has no sound bound there (it is refused)."""
+    config = TrainingConfig(N=2, lengths=(1, 3), context_length=1, forecast_length=1, batch_size=1, top="pooled")
+    assert config.k == 2
+    with pytest.raises(TheoremError, match="pooled"):
+        select_bound(config)
+
+
+@pytest.mark.parametrize("context,forecast,length", [(c, f, n) for c in range(0, 6) for f in range(1, 5)
+                                                     for n in range(f, 14)])
+def test_augmentation_weight_dominates_every_element_or_is_refused(context, forecast, length):
+    """T11's weight r (φ τ_F + (1 - φ) τ_C) against every element's (n_F τ_F + n_C τ_C) / T, at the corners of τ.
+
+    Found short: L_C = 1, L_F = 2, L = 3 (T = 2 < L_C + L_F) with σ_C = 0 and σ_F large (label noise) gave the weight
+    ρ/3 where the first element (in the forecast of one window and the context of the other) has ρ/2."""
+    starts = length - forecast + 1
+    counts = [element_windows(context, forecast, length, j)[1:] for j in range(1, length + 1)]
+    for sigma_context, sigma_forecast, tau_c, tau_f in ((0.0, 1e6, 1, 0), (1e6, 0.0, 0, 1), (0.5, 0.5, None, None)):
+        config = TrainingConfig(N=10, batch_size=1, L=length, context_length=context, forecast_length=forecast,
+                                sigma_context=sigma_context, sigma_forecast=sigma_forecast)
+        try:
+            get("T11").check(config)
+        except TheoremError:
+            assert sigma_context != sigma_forecast and starts < context + forecast
+            assert select_bound(config)[0].id == "T6"
+            continue
+        if tau_c is None:  # σ_C = σ_F: one τ for every window holding the element
+            assert all(f + c <= config.k for f, c in counts)
+            continue
+        weight = config.r * (config.phi * tau_f + (1 - config.phi) * tau_c)
+        worst = max(Fraction(f * tau_f + c * tau_c, starts) for f, c in counts)
+        assert weight >= worst, (context, forecast, length, float(weight), float(worst))
+
+
+def test_a_configuration_refuses_series_whose_elements_lie_in_more_windows_than_it_accounts():
+    """A configuration of one length L = 2 (L_C = 2, L_F = 1: k = 2) with a series of length 3 (k = 3): refused for a
+    Poisson bottom level (it reads k) naming ``lengths``; accepted for WR (r is largest at the shortest series), and
+    with the series' lengths given."""
+    from tsdp.theorems.config import ConfigError
+
+    poisson = TrainingConfig(N=2, L=2, context_length=2, forecast_length=1, batch_size=1, bottom="poisson")
+    with pytest.raises(ConfigError) as err:
+        poisson.check_covers((2, 3))
+    assert err.value.parameter == "lengths"
+    poisson.with_(lengths=(2, 3)).check_covers((2, 3))
+    poisson.with_(bottom="wr").check_covers((2, 3))
+    with pytest.raises(ConfigError) as err:
+        poisson.check_covers((1, 3))
+    assert err.value.parameter == "L"
+
+
+def test_the_window_dataset_refuses_series_the_configuration_understates():
+    """The Opacus adapter's dataset checks the same: a length-3 series under a configuration of length 2."""
+    pytest.importorskip("torch")
+    import numpy as np
+
+    from tsdp.theorems.config import ConfigError
+    from tsdp.training.batch_sampler import WindowDataset, fit_lengths
+
+    config = TrainingConfig(N=2, L=2, context_length=2, forecast_length=1, batch_size=1, bottom="poisson")
+    series = [np.ones(2), np.ones(3)]
+    with pytest.raises(ConfigError, match="lengths"):
+        WindowDataset(series, config)
+    assert WindowDataset(series, fit_lengths(config, series)).config.k == 3
+
+
+def test_the_attained_value_of_mixed_lengths_is_one_series_construction():
+    """The attained (lower) estimate must be reached by a construction on one real series: with lengths 2 and 3 the
+    tight T4 of each length alone bounds what any attack on the mixed data attains, so the mixed data's attained ε
+    is at most the larger of the two (the sound pair Binom(3, 1/2) belongs to no series)."""
+    from tsdp.verify.accounting import epsilon
+
+    base = dict(N=100, batch_size=10, context_length=2, forecast_length=1, top="deterministic", bottom="poisson")
+    mixed = TrainingConfig(lengths=(2,) * 99 + (3,), **base)
+    alone = [epsilon(TrainingConfig(L=n, **base), 1e-3, epochs=1, discretization=1e-3).epsilon for n in (2, 3)]
+    attained = epsilon(mixed, 1e-3, epochs=1, estimates=("attained",), discretization=1e-3).epsilon_attained
+    assert attained <= max(alone), (attained, alone)
