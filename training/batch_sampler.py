@@ -18,8 +18,11 @@ mechanism, with your model, optimizer and DP-SGD step, e.g. Opacus with
 otherwise); a pass that stops early (a ``break``) leaves the rest of its epoch to the next pass, so
 the batches drawn are always consecutive steps of the scheme's epochs, the steps the accountant
 counts (a fresh epoch on every pass would re-use the first batches of a deterministic order, and
-start a new permutation the accountant does not know of under shuffling). Poisson sampling can give
-an empty step; :meth:`WindowDataset.collate` returns tensors with zero rows then.
+start a new permutation the accountant does not know of under shuffling). The sampler cannot tell a batch
+that was trained from one that was handed out and dropped (a ``DataLoader`` with ``num_workers > 0`` fetches
+ahead; a loop may fetch a batch and then ``break``): a dropped batch is skipped by the next pass, and an
+accountant that counts trained steps then under-charges, so every batch handed out must be trained. Poisson
+sampling can give an empty step; :meth:`WindowDataset.collate` returns tensors with zero rows then.
 """
 from __future__ import annotations
 
