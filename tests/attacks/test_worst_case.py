@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.errors import TheoremError
 from tsdp.attacks.montecarlo.trials import sample_steps
 from tsdp.training.samplers import make_sampler
 from tsdp.training.step import per_sample_gradients
@@ -77,7 +78,7 @@ def test_released_update_follows_the_constructions_mixture(theorem):
 def test_constructions_refuse_what_they_do_not_cover():
     with pytest.raises(ConfigError, match="relation"):
         build("T6", BASE.with_(relation="user"))
-    with pytest.raises(ConfigError, match="L"):
+    with pytest.raises(TheoremError, match="T11 does not apply.*T = 1"):  # an element in more than φ of its windows
         build("T11", BASE.with_(L=1, sigma_forecast=1.0))
     with pytest.raises(Exception, match="no worst-case construction"):
         build("T2", BASE)

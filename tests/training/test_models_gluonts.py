@@ -13,7 +13,7 @@ from tsdp.experiments.cells import cell_config
 from tsdp.experiments.grid import Cell, GridSettings
 from tsdp.training.models import DeepAR, make_model
 from tsdp.training.options import Budget, Evaluation, Loop
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig, window_starts
 
 
 def _ff_linears(model):
@@ -90,13 +90,15 @@ def test_deepar_keeps_every_lag_and_reads_its_whole_window():
 
 def test_the_accountant_sees_deepars_whole_window():
     """A DeepAR cell's configuration has context length L_C + max lag - 1 (the shipped data: 6 + 6 - 1), the other
-    models L_C; k = L_C + max lag - 1 + L_F windows hold a changed element (event level, long series)."""
+    models L_C; k = L_C + max lag - 1 + L_F windows hold a changed element (event level), counted at the longest
+    series (THEOREMS.md, variable lengths: a Poisson bottom level's Binom(k, q) dominates every series only so)."""
     settings = GridSettings(epochs=1, n_samples=10, device="cpu")
     deepar = cell_config(Cell("deepar", 1.0, 0, "1-event", "wor"), settings)
     ff = cell_config(Cell("simple-ff", 1.0, 0, "1-event", "wor"), settings)
     assert ff.context_length == SHIPPED_SPEC.context_length == 6
     assert deepar.context_length == 6 + max(SHIPPED_SPEC.lags) - 1 == 11
-    assert deepar.k == min(11 + 6, deepar.T) and ff.k == min(6 + 6, ff.T)
+    longest = {c: window_starts(max(c.lengths), c.forecast_length) for c in (deepar, ff)}
+    assert deepar.k == min(11 + 6, longest[deepar]) == 17 and ff.k == min(6 + 6, longest[ff]) == 12
 
 
 def test_shuffled_epochs_are_the_official_codes_and_the_accountant_counts_them():
