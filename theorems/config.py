@@ -294,8 +294,12 @@ class TrainingConfig:
 
     @property
     def n_windows_total(self) -> int:
-        """N_tot = N T, the number of windows when all windows are pooled (T13, T14)."""
-        return self.N * self.T
+        """N_tot = Σ_n T_n, the windows of every series pooled (T13, T14; N T for one length): the pool the sampler
+        draws from. Exact, so both directions hold: T13's weight Λ/N_tot is the true inclusion rate (N T_min would
+        only overstate it), and T14's optimistic pair must not draw from a smaller pool than the sampler's."""
+        if self.lengths is None:
+            return self.N * self.T
+        return sum(window_starts(n, self.forecast_length) for n in self.lengths)
 
     @property
     def augmented(self) -> bool:
@@ -307,10 +311,8 @@ class TrainingConfig:
         sampler draws from (N T for one length)."""
         if self.top.epoch_scoped:
             return 1
-        if self.top == Top.POOLED:  # the pool the sampler draws from: every series' own windows
-            pool = self.n_windows_total if self.lengths is None else sum(
-                window_starts(n, self.forecast_length) for n in self.lengths)
-            return max(1, pool // self.batch_size)
+        if self.top == Top.POOLED:
+            return max(1, self.n_windows_total // self.batch_size)
         return max(1, (self.N * self.instances) // self.batch_size)
 
     @property

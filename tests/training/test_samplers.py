@@ -245,14 +245,15 @@ def test_deterministic_steps_per_epoch_in_make_sampler():
 
 
 def test_pooled_distinct_windows_rate_lambda_over_ntot():
-    """Pooled baseline: Λ distinct (seq, start) pairs per step, valid starts, each window w.p. Λ/N_tot.
+    """Pooled baseline: Λ distinct (seq, start) pairs per step, valid starts, each window w.p. Λ/N_tot, N_tot the
+    configuration's (the weight T13 and T14 account).
 
     Variable lengths (T_n = 6, 11, 3, so N_tot = 20), Λ = 5; z test at α = 1e-4 on 10^5 steps.
     """
     cfg = TrainingConfig(N=3, context_length=2, forecast_length=3, batch_size=5, instances=2, top="pooled",
                          lengths=(8, 13, 5))
     sampler = make_sampler(cfg)
-    assert sampler.total == 20 and sampler.steps_per_epoch == 4
+    assert sampler.total == 20 == cfg.n_windows_total and sampler.steps_per_epoch == 4  # T13/T14's N_tot is this pool
     n = 100_000
     idx = sampler.sample(n, gen(9))
     t_n = torch.tensor([6, 11, 3])

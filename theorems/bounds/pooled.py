@@ -1,6 +1,6 @@
 """Appendix C: the pooled-window DP-SGD baseline (T13, T14).
 
-All N_tot = N T windows pooled, a batch of Λ windows drawn without replacement per step.
+All N_tot = Σ_n T_n windows pooled (N T for one length), a batch of Λ windows drawn without replacement per step.
 """
 from __future__ import annotations
 
