@@ -11,16 +11,8 @@ from tsdp.theorems.config import check_calibration_target
 
 from .config_args import STEPS_HELP, add_config_arguments, config_from_args
 from .errors import UsageError, check_delta
+from .output import sigma_text
 
-
-
-def _rounded_up(x: float, digits: int = 6) -> str:
-    """``x`` to ``digits`` significant digits, rounded up: a calibrated σ a user copies must not be below the σ whose
-    ε was accounted (a larger σ spends less)."""
-    from decimal import ROUND_CEILING, Decimal
-
-    exact = Decimal(x)
-    return f"{exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=ROUND_CEILING).normalize():f}"
 
 def _add_accounting_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, help="target δ in (0, 1)")
@@ -150,7 +142,7 @@ def add_parsers(sub, command) -> None:
                             tolerance=args.tolerance, discretization=args.discretization,
                             tail_mass_truncation=args.tail_mass_truncation)
         human = "\n".join([
-            f"σ = {_rounded_up(r.sigma)} gives sound ε = {r.epsilon:.6g} ≤ {r.target_epsilon:g} at δ = {r.delta:g}",
+            f"σ = {sigma_text(r.sigma)} gives sound ε = {r.epsilon:.6g} ≤ {r.target_epsilon:g} at δ = {r.delta:g}",
             f"theorem {r.theorem} - {r.reason}; {r.compositions} compositions; relative tolerance {r.tolerance:g}"
             + ("" if r.sigma_rejected is None else f" (σ = {r.sigma_rejected:.6g} gives ε = {r.epsilon_rejected:.6g})"),
         ])

@@ -19,7 +19,7 @@ from typing import Callable
 from tsdp.theorems.config import DEFAULT_CONFIG
 
 from .config_args import add_data_arguments
-from .output import NO_NOISE, dumps
+from .output import NO_NOISE, dumps, sigma_text
 
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -223,7 +223,7 @@ def _epsilon(args) -> int:
 
 def _calibrate(args) -> int:
     res = _calibrated(args)
-    return _emit(args, res.as_dict(), [f"σ = {res.sigma:.6g} (sound ε = {res.epsilon:.6g} ≤ {res.target_epsilon:g} "
+    return _emit(args, res.as_dict(), [f"σ = {sigma_text(res.sigma)} (sound ε = {res.epsilon:.6g} ≤ {res.target_epsilon:g} "
                                        f"at δ = {res.delta:g}; σ = {res.sigma_rejected:.6g} gives "
                                        f"{res.epsilon_rejected:.6g})",
                                        f"theorem T15 (upper), r = {args.r:g}, w = {args.w}, v = {args.v:g}, "
@@ -262,7 +262,7 @@ def _predict(args) -> int:
                "quantiles": {str(q): qs[i].tolist() for i, q in enumerate(QUANTILES)}, "samples": args.samples}
     lines = [f"private forecast ({header.model}, L_F = {header.forecast_length}) at sound "
              f"ε = {cal.epsilon:.4g}, "
-             f"δ = {cal.delta:g}, r = {args.r:g}, σ = {cal.sigma:.4g}"]
+             f"δ = {cal.delta:g}, r = {args.r:g}, σ = {sigma_text(cal.sigma, 4)}"]
     lines += [f"q{q:g}: " + " ".join(f"{v:.4g}" for v in qs[i]) for i, q in enumerate(QUANTILES)]
     return _emit(args, payload, lines)
 

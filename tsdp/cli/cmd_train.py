@@ -18,7 +18,7 @@ from tsdp.theorems.config import DEFAULT_CONFIG
 
 from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
                           data_sizing_the_config)
-from .output import dumps
+from .output import dumps, sigma_text
 
 if TYPE_CHECKING:
     from tsdp.training.result import TrainResult
@@ -195,7 +195,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         print(f"model {result.model} on {result.device}: {result.steps} training steps{warm}, "
               f"{result.epochs:.3g} epochs; accounted as {result.compositions} compositions of {result.theorem}")
         if fit is not None:
-            print(f"σ = {fit.sigma:.6g} calibrated so that {result.steps} steps spend ε ≤ {args.epsilon:g} "
+            print(f"σ = {sigma_text(fit.sigma)} calibrated so that {result.steps} steps spend ε ≤ {args.epsilon:g} "
                   f"(sound accountant, {fit.theorem})")
         print(f"sound ε spent {result.epsilon:.6g} at δ = {result.delta:g} (an upper bound)")
         print(f"test CRPS {result.crps:.4f} (untrained {result.untrained_crps:.4f}, "
