@@ -361,7 +361,8 @@ def _norm_factors(inputs: List[torch.Tensor], grads: List[torch.Tensor], rows: i
 
 def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequence[torch.Generator]) -> Grads:
     """Algorithm 2, line 8 per model: model k's N(0, stds[k]² I) drawn from ``generators[k]`` exactly as it draws
-    alone (:func:`training.noise.gaussian_noise` over its parameters, in their order), stacked (K, *shape).
+    alone (:func:`training.noise.gaussian_noise`'s one flat draw over its parameters, in their order, here drawn in
+    place into row k of one (K, P) buffer), stacked (K, *shape).
 
     Args:
         stack: The stacked models.
