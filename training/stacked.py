@@ -59,10 +59,11 @@ class StackedLinear(nn.Module):
         drops them)."""
         if self.views is None:
             if self.exact:
-                self.views = (self.weight.unbind(), [None] * self.weight.shape[0] if self.bias is None else
-                              self.bias.unbind())
+                views = (self.weight.unbind(), [None] * self.weight.shape[0] if self.bias is None else
+                         self.bias.unbind())
             else:
-                self.views = (self.weight.transpose(1, 2), None if self.bias is None else self.bias[:, None, :])
+                views = (self.weight.transpose(1, 2), None if self.bias is None else self.bias[:, None, :])
+            self.__dict__["views"] = views  # a plain attribute: nn.Module's __setattr__ checks cost more than the view
         return self.views
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -114,8 +115,8 @@ class StackedLayerNorm(nn.Module):
         """The parameters as this pass's calls read them (per block, or broadcast over the rows), shared by its calls
         as :meth:`StackedLinear._views`."""
         if self.views is None:
-            self.views = ((self.weight.unbind(), self.bias.unbind()) if self.exact else
-                          (self.weight[:, None, :], self.bias[:, None, :]))
+            self.__dict__["views"] = ((self.weight.unbind(), self.bias.unbind()) if self.exact else
+                                      (self.weight[:, None, :], self.bias[:, None, :]))
         return self.views
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -266,7 +267,7 @@ class StackedModel:
         """Start a forward pass: every layer makes its parameters' views afresh at its first call (the parameters
         were stepped, or replaced by :meth:`keep`, since the last pass)."""
         for layer in self.layers.values():
-            layer.views = None
+            layer.__dict__["views"] = None
 
     def clipped_sums(self, inputs: Sequence[torch.Tensor], clip: float, weight: torch.Tensor, out: Grads) -> None:
         """Algorithm 2, lines 4-7 per model: out[name][k] += weight_k · Σ_{i in block k} g_i / max(1, ||g_i||/C),
