@@ -50,6 +50,21 @@ class StackedLinear(nn.Module):
         self.bias = (None if layers[0].bias is None else
                      nn.Parameter(torch.stack([m.bias.detach() for m in layers])))
         self.calls: Optional[list] = None
+        self.views: Optional[tuple] = None
+
+    def _views(self) -> tuple:
+        """The parameters as this pass's calls read them: per block (exact) or transposed for the batched product.
+        Made at the pass's first call and shared by its calls (a recurrent layer is called once per position), so
+        autograd sums each block's gradient over the calls before one node stacks it (:meth:`StackedModel.new_pass`
+        drops them)."""
+        if self.views is None:
+            if self.exact:
+                views = (self.weight.unbind(), [None] * self.weight.shape[0] if self.bias is None else
+                         self.bias.unbind())
+            else:
+                views = (self.weight.transpose(1, 2), None if self.bias is None else self.bias[:, None, :])
+            self.__dict__["views"] = views  # a plain attribute: nn.Module's __setattr__ checks cost more than the view
+        return self.views
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Block k of the rows through layer k (one batched product).
@@ -61,13 +76,12 @@ class StackedLinear(nn.Module):
             The output (K·M, ..., out).
         """
         k, o, i = self.weight.shape
+        weights, biases = self._views()
         if self.exact:  # each block through F.linear on its own (M, *mid, in) rows, as its model alone
-            biases = [None] * k if self.bias is None else self.bias.unbind()
             return torch.cat([F.linear(x_j, w_j, b_j) for x_j, w_j, b_j in
-                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), self.weight.unbind(), biases)])
+                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), weights, biases)])
         rows = x.reshape(k, -1, i)
-        y = (torch.bmm(rows, self.weight.transpose(1, 2)) if self.bias is None else
-             torch.baddbmm(self.bias[:, None, :], rows, self.weight.transpose(1, 2)))
+        y = torch.bmm(rows, weights) if biases is None else torch.baddbmm(biases, rows, weights)
         y = y.reshape(*x.shape[:-1], o)
         if self.calls is not None:
             self.calls.append((x, y))
@@ -95,6 +109,15 @@ class StackedLayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.stack([m.weight.detach() for m in layers]))
         self.bias = nn.Parameter(torch.stack([m.bias.detach() for m in layers]))
         self.calls: Optional[list] = None
+        self.views: Optional[tuple] = None
+
+    def _views(self) -> tuple:
+        """The parameters as this pass's calls read them (per block, or broadcast over the rows), shared by its calls
+        as :meth:`StackedLinear._views`."""
+        if self.views is None:
+            self.__dict__["views"] = ((self.weight.unbind(), self.bias.unbind()) if self.exact else
+                                      (self.weight[:, None, :], self.bias[:, None, :]))
+        return self.views
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Block k of the rows normalised by layer k.
@@ -106,11 +129,12 @@ class StackedLayerNorm(nn.Module):
             The output, of ``x``'s shape.
         """
         k, d = self.weight.shape
+        weights, biases = self._views()
         if self.exact:  # each block normalised on its own, as its model alone
             return torch.cat([F.layer_norm(x_j, (d,), w_j, b_j, self.eps) for x_j, w_j, b_j in
-                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), self.weight.unbind(), self.bias.unbind())])
+                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), weights, biases)])
         x_hat = F.layer_norm(x, (d,), eps=self.eps)
-        y = (x_hat.reshape(k, -1, d) * self.weight[:, None, :] + self.bias[:, None, :]).reshape(x.shape)
+        y = (x_hat.reshape(k, -1, d) * weights + biases).reshape(x.shape)
         if self.calls is not None:
             self.calls.append((x_hat.detach(), y))
         return y
@@ -208,6 +232,7 @@ class StackedModel:
                 new = nn.Parameter(p.detach()[index.to(p.device)].clone())
                 layer._parameters[key] = new
                 moved[f"{layer_name}.{key}"] = (p, new)
+        self.new_pass()
         return moved
 
     def model(self, row: int) -> nn.Module:
@@ -235,7 +260,14 @@ class StackedModel:
         Returns:
             The per-window losses.
         """
+        self.new_pass()
         return self.module(*inputs)
+
+    def new_pass(self) -> None:
+        """Start a forward pass: every layer makes its parameters' views afresh at its first call (the parameters
+        were stepped, or replaced by :meth:`keep`, since the last pass)."""
+        for layer in self.layers.values():
+            layer.__dict__["views"] = None
 
     def clipped_sums(self, inputs: Sequence[torch.Tensor], clip: float, weight: torch.Tensor, out: Grads) -> None:
         """Algorithm 2, lines 4-7 per model: out[name][k] += weight_k · Σ_{i in block k} g_i / max(1, ||g_i||/C),
@@ -248,6 +280,7 @@ class StackedModel:
             weight: Each row's weight (K·M,).
             out: The stacked sums to add to, {name: (K, *shape)}.
         """
+        self.new_pass()
         for layer in self.layers.values():
             layer.calls = []
         try:
@@ -329,7 +362,8 @@ def _norm_factors(inputs: List[torch.Tensor], grads: List[torch.Tensor], rows: i
 
 def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequence[torch.Generator]) -> Grads:
     """Algorithm 2, line 8 per model: model k's N(0, stds[k]² I) drawn from ``generators[k]`` exactly as it draws
-    alone (:func:`training.noise.gaussian_noise` over its parameters, in their order), stacked (K, *shape).
+    alone (:func:`training.noise.gaussian_noise`'s one flat draw over its parameters, in their order, here drawn in
+    place into row k of one (K, P) buffer), stacked (K, *shape).
 
     Args:
         stack: The stacked models.
@@ -340,10 +374,16 @@ def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequen
         {name: (K, *shape)} noise.
     """
     like = dict(stack.template.named_parameters())
-    draws = [gaussian_noise({n: p.detach() for n, p in like.items()}, std, generator=gen)
-             for std, gen in zip(stds, generators)]
+    first = next(iter(like.values()))
+    flat = torch.empty(len(stds), sum(p.numel() for p in like.values()), dtype=first.dtype, device=first.device)
+    for row, std, gen in zip(flat, stds, generators):  # row k: model k's one flat draw (gaussian_noise's)
+        row.normal_(0.0, std, generator=gen)
     device = next(iter(stack.parameters.values())).device
-    return {n: torch.stack([d[n] for d in draws]).to(device) for n in stack.names}
+    out, start = {}, 0
+    for n, p in like.items():
+        out[n] = flat[:, start:start + p.numel()].reshape(len(stds), *p.shape).to(device, copy=False).contiguous()
+        start += p.numel()
+    return out
 
 
 def stacked_noisy_gradient(stack: StackedModel, inputs: Sequence[torch.Tensor], mask: torch.Tensor, *, clip: float,

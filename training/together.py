@@ -280,8 +280,10 @@ def _result(c: _Cell, settings: GroupSettings, crps: float, untrained: float, na
 
 
 def _optimizer(settings: GroupSettings, params) -> torch.optim.Optimizer:
+    """The stacked parameters' optimizer: every tensor in one ``foreach`` step (the per-tensor step's arithmetic, op
+    for op, as a run alone steps its own; one Python pass per step instead of one per parameter)."""
     kind = torch.optim.Adam if settings.optimizer == "adam" else torch.optim.SGD
-    return kind(params, lr=settings.lr, weight_decay=settings.weight_decay)
+    return kind(params, lr=settings.lr, weight_decay=settings.weight_decay, foreach=True)
 
 
 def _keep(stack: StackedModel, opt: torch.optim.Optimizer, rows: List[int], settings: GroupSettings):

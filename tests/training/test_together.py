@@ -90,6 +90,41 @@ def test_the_exact_stack_gives_each_model_its_losses_and_gradients_alone_bit_for
                 assert torch.equal(stacked[n].grad[i], p.grad), n
 
 
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("name", ["itransformer", "deepar"])
+def test_each_pass_reads_the_parameters_as_they_are_now(name, exact):
+    """A layer's parameter views are made once per pass (a recurrent layer is called once per position) and afresh at
+    the next: after an in-place step and after keep(), a pass's losses and gradients are those of a stack built from
+    the models as they are then, bit for bit (a view left from an earlier pass would read replaced parameters)."""
+    k, m, lc, lf = 3, 4, 11, 6
+    extra = {"covariates": 2, "lags": (1, 2, 3, 6)} if name == "deepar" else {}
+    models = []
+    for i in range(k):
+        torch.manual_seed(40 + i)
+        models.append(make_model(name, lc, lf, **extra))
+    g = torch.Generator().manual_seed(1)
+    context = torch.randn(k * m, lc, generator=g).abs() + 0.5
+    forecast = torch.randn(k * m, lf, generator=g).abs() + 0.5
+    inputs = [context, forecast] + ([torch.randn(k * m, lc + lf, 2, generator=g)] if name == "deepar" else [])
+    stack = StackedModel(models, exact=exact)
+    stack.losses(inputs).sum().backward()
+    with torch.no_grad():
+        for p in stack.parameters.values():
+            p.add_(p.grad, alpha=-0.1)
+            p.grad = None
+    rows = [2, 0]
+    stack.keep(rows)
+    now = [stack.model(r) for r in range(len(rows))]
+    fresh = StackedModel(now, exact=exact)
+    kept = torch.cat([torch.arange(r * m, (r + 1) * m) for r in rows])
+    kept_inputs = [x[kept] for x in inputs]
+    for s in (stack, fresh):
+        s.losses(kept_inputs).sum().backward()
+    assert torch.equal(stack.losses(kept_inputs), fresh.losses(kept_inputs))
+    for n, p in stack.parameters.items():
+        assert torch.equal(p.grad, fresh.parameters[n].grad), n
+
+
 def test_stack_refuses_other_layers_and_architectures():
     with pytest.raises(StackError, match="GRU"):
         StackedModel([torch.nn.Sequential(torch.nn.GRU(2, 2))])
