@@ -60,10 +60,13 @@ def _window_losses(model, loss, train, context: torch.Tensor, forecast: torch.Te
     with torch.no_grad():
         out = _call(role, fn, model, context, forecast, via=loss, subject=subject)
         try:
-            out = torch.as_tensor(out).detach().cpu().double().numpy().reshape(-1)
+            tensor = torch.as_tensor(out).detach()
         except (TypeError, ValueError, RuntimeError) as exc:
             raise UserFunctionError(role, fn, f"{subject}gave {type(out).__name__}, not per-window losses "
                                               f"({exc})") from None
+        if tensor.is_complex():  # casting would drop the imaginary part in silence
+            raise UserFunctionError(role, fn, f"{subject}gave complex losses ({tensor.dtype}): a loss is a real number")
+        out = tensor.cpu().double().numpy().reshape(-1)
     if out.shape[0] != context.shape[0]:
         raise UserFunctionError(role, fn, f"{subject}gave {out.shape[0]} losses for {context.shape[0]} windows "
                                           "(one per window needed)")

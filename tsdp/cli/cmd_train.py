@@ -163,6 +163,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         from tsdp.training.options import Budget, Checkpoints, Loop
         from tsdp.training.train import train
         from tsdp.theorems.config import ConfigError
+        from tsdp.theorems.errors import TheoremError
 
         if data is None:
             data = data_from_args(args, config, seed=args.seed)
@@ -185,6 +186,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                                  f"what the accountant resolves ({err.constraint}); give a smaller --sigma, or "
                                  "--epochs / --steps to stop earlier") from None
             raise
+        except TheoremError:
+            raise  # main names --theorem
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from err
         note = quality_note(result, args.epochs)
