@@ -217,3 +217,23 @@ def test_runs_beyond_what_one_audit_certifies_are_refused_at_once(user_module, r
     outcome = run_case(_audit_fn(user_module, "good", "--runs", runs), 60)
     assert verdict(outcome, 2) == "", (outcome.hang, outcome.err[-1500:])
     assert "invalid --runs: " in error_line(outcome.err) and f"20 × {runs}" in error_line(outcome.err)
+
+
+@pytest.mark.parametrize("model", ["abc", "", "SimpleFF"])
+def test_audit_model_refuses_an_unknown_model_naming_the_flag(model):
+    """It said "unknown model 'abc'; choose one of ..." without the flag, after torch had loaded."""
+    code, _, err = run_cli(["audit-model", "--model", model, "--canaries", "8", "--epsilon", "1", "--delta", "1e-5"])
+    assert code == 2 and "argument --model: invalid choice" in error_line(err)
+
+
+@pytest.mark.parametrize("command", ["audit-model", "audit-fn"])
+def test_canaries_that_do_not_fit_the_data_name_the_flag(command, user_module):
+    """audit-model said "100000 canaries do not fit into 64 slots ..." without the flag; both commands now name
+    --canaries, before any training."""
+    argv = (["audit-model", "--model", "simple-ff", "--epsilon", "1", "--epochs", "1", "--device", "cpu"]
+            if command == "audit-model" else ["audit-fn", "--train", f"{user_module}:good", "--canary", "spike"])
+    outcome = run_case([*argv, "--canaries", "100000", "--delta", "1e-5", *SMALL], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    line = error_line(outcome.err)
+    assert "invalid --canaries: must fit into the data's 64 slots" in line and "(got 100000)" in line, line
+    assert "train simple-ff" not in outcome.err  # refused before training

@@ -16,15 +16,13 @@ from tsdp.theorems.config import check_output_path
 
 from tsdp.theorems.config import DEFAULT_CONFIG
 
-from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
-                          data_sizing_the_config)
+from .config_args import (MODEL_NAMES, STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args,
+                          data_from_args, data_sizing_the_config)
 from .output import dumps
 
 if TYPE_CHECKING:
     from tsdp.training.result import TrainResult
 
-MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
-"""The CLI names of ``training.models.MODELS`` (listed here so the parser needs no torch)."""
 
 FIT_EPOCHS = 10
 """Epochs that a budget without --sigma, --epochs or --steps is spread over (σ calibrated to spend it in them)."""

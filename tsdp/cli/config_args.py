@@ -149,6 +149,10 @@ def check_device(value: str) -> str:
     return f"{value!r}: device type {dev.type!r} is not supported (use auto, cpu, cuda or mps)"
 
 
+MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
+"""The CLI names of ``training.models.MODELS`` (listed here so the parser needs no torch): every --model flag's
+choices."""
+
 CATALOGUE = "T1-T15"
 """The ids of the catalogue, as help texts name them (tests/cli/test_help.py checks it against the registry,
 which the parser cannot import: it loads sympy)."""
