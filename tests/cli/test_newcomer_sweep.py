@@ -237,3 +237,23 @@ def test_canaries_that_do_not_fit_the_data_name_the_flag(command, user_module):
     line = error_line(outcome.err)
     assert "invalid --canaries: must fit into the data's 64 slots" in line and "(got 100000)" in line, line
     assert "train simple-ff" not in outcome.err  # refused before training
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "--no-audit", "--quick"],
+    ["train", "--epochs", "1", "--delta", "1e-5", *SMALL],
+    ["audit-fn", "--plan", "--canaries", "20", "--delta", "1e-5"],
+    [*EXPERIMENT, "--epsilons", "1"],
+])
+def test_an_empty_data_source_is_refused_in_words(argv):
+    """--data '' said "invalid --data: : is not a regular file (a directory?)"."""
+    code, _, err = run_cli([*argv, "--data", ""])
+    assert code == 2 and "invalid --data: empty" in error_line(err)
+
+
+@pytest.mark.parametrize("out", ["", "  "])
+def test_report_refuses_an_empty_out_before_its_work(out):
+    """--out '' ran the whole report into the default folder (experiment refuses it)."""
+    outcome = run_case(["report", "--no-audit", "--quick", "--out", out], 60)
+    assert verdict(outcome, 2) == "", (outcome.hang, outcome.err[-1500:])
+    assert "invalid --out: empty" in error_line(outcome.err)

@@ -236,6 +236,9 @@ def data_from_args(args: argparse.Namespace, config: Optional[TrainingConfig] = 
 
     from .errors import UsageError
 
+    if not str(args.data).strip():
+        raise UsageError(f"invalid --data: empty (give a file or one of the sources --help lists) "
+                         f"(got {args.data!r})")
     try:
         return load_series(args.data, config=config, seed=seed,
                            **{option: getattr(args, option) for option in DATA_OPTIONS})
