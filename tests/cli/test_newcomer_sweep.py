@@ -257,3 +257,13 @@ def test_report_refuses_an_empty_out_before_its_work(out):
     outcome = run_case(["report", "--no-audit", "--quick", "--out", out], 60)
     assert verdict(outcome, 2) == "", (outcome.hang, outcome.err[-1500:])
     assert "invalid --out: empty" in error_line(outcome.err)
+
+
+def test_an_accountant_that_prints_leaves_json_parseable(user_module_of):
+    """check-accountant: a module that printed at import came before the JSON on stdout."""
+    module = user_module_of('print("IMPORT NOISE {")\n\n\ndef acc(config, steps, delta):\n'
+                            '    print("CALL NOISE {")\n    return 100.0\n')
+    code, out, err = run_cli(["check-accountant", f"{module}:acc", "--steps", "1", "--random", "0", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["accountant"] == f"{module}:acc"
+    assert "IMPORT NOISE {" in err and "IMPORT NOISE" not in out  # a call's output is the JSON's own "output"
