@@ -6,7 +6,10 @@ the file and line of a data file, or the user function that failed and why); no 
 unless the global ``--debug`` flag asks for it (errors that are bugs still show one). Usage errors are
 one line too; the usage block comes with ``--help`` only. JSON output is RFC 8259 valid:
 non-finite numbers are written as ``null`` (:mod:`tsdp.cli.output`). A closed stdout
-(``tsdp epsilon --json | head -c 10``) ends quietly. Progress bars go to stderr.
+(``tsdp epsilon --json | head -c 10``) ends quietly. Progress bars go to stderr, and so does what a user's function
+prints (:func:`tsdp.cli.output.user_output_to_stderr`): stdout holds the command's output only; an error line
+or note after a bar left mid-line (stderr not a terminal) starts a line of its own. A sub-command of a sub-command
+names itself (``tsdp forecast predict: error: ...``).
 
 Nothing heavy is imported at start-up (``tsdp --help`` loads neither sympy nor torch):
 the sub-commands import the layers below inside their handlers, ``--device`` imports torch
