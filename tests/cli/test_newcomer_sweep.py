@@ -267,3 +267,21 @@ def test_an_accountant_that_prints_leaves_json_parseable(user_module_of):
     assert code == 0, err
     assert json.loads(out)["accountant"] == f"{module}:acc"
     assert "IMPORT NOISE {" in err and "IMPORT NOISE" not in out  # a call's output is the JSON's own "output"
+
+
+@pytest.mark.parametrize("option", ["--item-id", "--timestamp", "--target"])
+@pytest.mark.parametrize("argv", [
+    ["train", "--epochs", "1", "--delta", "1e-5", *SMALL],
+    ["audit-fn", "--plan", "--canaries", "20", "--delta", "1e-5"],
+    ["train", "--epochs", "1", "--delta", "1e-5", "--data", "m1-yearly"],
+])
+def test_a_column_option_without_a_table_is_refused(argv, option):
+    """--target x with the synthetic series was accepted and ignored (--freq was refused): each names its flag."""
+    code, _, err = run_cli([*argv, option, "x"])
+    assert code == 2 and f"invalid {option}: names a column of a CSV / parquet table" in error_line(err)
+
+
+def test_grunfeld_still_takes_its_target():
+    from tsdp.datasets.formats import load_series
+
+    assert load_series("grunfeld", target="value").N == 11

@@ -134,8 +134,8 @@ def _plan(args) -> dict:
         raise UsageError("invalid --steps: only for --canary gradient (spike canaries are in every run's data)")
     sized = _sized_data(args)  # a file's N and L size --steps' batching
     config = config_from_args(args)  # the configuration flags are checked with --plan too (--drop-last, ...)
-    if sized is None and args.freq is not None:
-        data_from_args(args, config, seed=args.seed)  # refused: 'synthetic' has no timestamps
+    if sized is None and any(getattr(args, option) is not None for option in ("freq", "item_id", "timestamp", "target")):
+        data_from_args(args, config, seed=args.seed)  # refused: 'synthetic' has no timestamps and no columns
     participation = _participation(args)
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
                analyses=analyses_of(args.canary, args.analysis), grid=guess_sets_of(args.analysis),
