@@ -72,7 +72,8 @@ def load_series(source: Union[str, Path], *, config: Optional[TrainingConfig] = 
         The series, with their starts where the source has a calendar.
 
     Raises:
-        DataError: Any unusable source or option (one error naming the file, column, row and line, or the option).
+        DataError: Any unusable source or option (one error naming the file, column, row and line, or the option; a
+            column option given for a source that is not a table).
         MissingExtraError: A format whose extra (pandas, pyarrow) is not installed.
     """
     name = str(source)
@@ -81,6 +82,12 @@ def load_series(source: Union[str, Path], *, config: Optional[TrainingConfig] = 
     if freq is not None and (name in ("synthetic", "grunfeld", SHIPPED) or name.lower().endswith(".tsf")):
         raise DataError("freq", f"applies to a table's or JSON lines' timestamps; {name} "
                                 + ("has no calendar" if name == "synthetic" else "states its own step"))
+    is_table = name.lower().endswith(TABLE_SUFFIXES)
+    for option, value in (("item_id", item_id), ("timestamp", timestamp), ("target", target)):
+        if value is not None and not is_table and not (option == "target" and name == "grunfeld"):
+            raise DataError(option, f"names a column of a CSV / parquet table; {name} has no columns to name"
+                                    + (" (for grunfeld: --target invest, value or capital)" if name == "grunfeld"
+                                       else ""))
     if name == "synthetic":
         if config is None:
             raise DataError("data", "'synthetic' needs a training configuration; give a file or 'grunfeld'")

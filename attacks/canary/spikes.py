@@ -35,15 +35,19 @@ def place_canaries(data: SeriesData, m: int, config: TrainingConfig, rng: np.ran
         (series, position, spike), each (m,).
 
     Raises:
-        ValueError: The canaries do not fit, or a series is too short to hold out L_F.
+        ConfigError: The canaries do not fit, or a series is too short to hold out L_F (naming ``canaries``).
     """
-    train_part, _ = data.split(config.forecast_length)
+    try:
+        train_part, _ = data.split(config.forecast_length)
+    except ValueError as exc:  # a series too short to hold out L_F
+        raise ConfigError("canaries", str(exc), m) from None
     k = config.window_length
     offsets = rng.integers(0, k, size=train_part.N)
     slots = [np.arange(o, len(s), k) for o, s in zip(offsets, train_part.series)]
     counts = np.array([len(x) for x in slots])
     if m > counts.sum():
-        raise ValueError(f"{m} canaries do not fit into {counts.sum()} slots (one per L_C + L_F = {k} elements)")
+        raise ConfigError("canaries", f"must fit into the data's {counts.sum()} slots (one per L_C + L_F = {k} "
+                                      "elements)", m)
     flat = rng.choice(int(counts.sum()), size=m, replace=False)
     first = np.cumsum(counts) - counts
     series = np.searchsorted(first, flat, side="right") - 1

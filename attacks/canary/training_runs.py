@@ -13,7 +13,7 @@ from typing import Callable, Optional, Union
 import numpy as np
 import torch
 
-from tsdp.theorems.config import ConfigError, TrainingConfig, window_starts
+from tsdp.theorems.config import TrainingConfig, window_starts
 
 from tsdp.datasets.series import SeriesData
 from tsdp.training.train import resolve_device
@@ -60,10 +60,13 @@ def _window_losses(model, loss, train, context: torch.Tensor, forecast: torch.Te
     with torch.no_grad():
         out = _call(role, fn, model, context, forecast, via=loss, subject=subject)
         try:
-            out = torch.as_tensor(out).detach().cpu().double().numpy().reshape(-1)
+            tensor = torch.as_tensor(out).detach()
         except (TypeError, ValueError, RuntimeError) as exc:
             raise UserFunctionError(role, fn, f"{subject}gave {type(out).__name__}, not per-window losses "
                                               f"({exc})") from None
+        if tensor.is_complex():  # casting would drop the imaginary part in silence
+            raise UserFunctionError(role, fn, f"{subject}gave complex losses ({tensor.dtype}): a loss is a real number")
+        out = tensor.cpu().double().numpy().reshape(-1)
     if out.shape[0] != context.shape[0]:
         raise UserFunctionError(role, fn, f"{subject}gave {out.shape[0]} losses for {context.shape[0]} windows "
                                           "(one per window needed)")
@@ -73,13 +76,6 @@ def _window_losses(model, loss, train, context: torch.Tensor, forecast: torch.Te
                                           "the canaries cannot be scored")
     return out
 
-
-def _placed(base: SeriesData, config: TrainingConfig, canaries: int, rng: np.random.Generator, spike: float):
-    """The canaries' (series, position, spike) (ConfigError naming ``canaries`` when they do not fit)."""
-    try:
-        return place_canaries(base, canaries, config, rng, spike)
-    except ValueError as exc:  # too many canaries for the data, or series too short to hold out L_F
-        raise ConfigError("canaries", str(exc), canaries) from None
 
 
 SPIKE_SCORES = ("memorisation",)
@@ -110,7 +106,7 @@ def spike_evidence(train: Callable[[list], object], base: SeriesData, config: Tr
     """
     loss = _default_loss if loss is None else loss
     rng = np.random.default_rng(seed)
-    series, position, values = _placed(base, config, canaries, rng, spike)
+    series, position, values = place_canaries(base, canaries, config, rng, spike)
     included = rng.random(canaries) < 0.5
     model = _call("train", train, [s.copy() for s in with_canaries(base, series, position, values, included).series])
     if model is None:
@@ -176,7 +172,7 @@ class SpikeTask:
     timeout: Optional[float] = None
 
     def check(self) -> None:
-        _placed(self.data, self.config, self.canaries, np.random.default_rng(0), self.spike)
+        place_canaries(self.data, self.canaries, self.config, np.random.default_rng(0), self.spike)
 
     def __call__(self, seed: np.random.SeedSequence) -> Evidence:
         with _limited(self.train, self.timeout):

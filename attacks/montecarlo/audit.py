@@ -54,7 +54,7 @@ from tsdp.executor.cluster import check_cluster
 from tsdp.executor.local import threads_per_worker, worker_pool
 from tsdp.executor.run import ExecutorRun, run_shards
 from tsdp.executor.seams import holding
-from tsdp.theorems.config import TrainingConfig, check_delta, check_int
+from tsdp.theorems.config import ConfigError, TrainingConfig, check_delta, check_int
 from tsdp.theorems.constructions import CONSTRUCTIONS
 from tsdp.theorems.hidden_position import hidden_position_name
 from tsdp.theorems.registry import get
@@ -426,6 +426,9 @@ def audit(theorem: str, config: TrainingConfig, *, delta: float, trials: TrialPl
     """
     check_int("steps", steps, 1)
     check_delta(delta)
+    if config.context_length < 1:  # the accountant allows L_C = 0; the loop's model cannot read an empty context
+        raise ConfigError("context_length", "must be >= 1 to audit: the loop's model reads the last L_C values of "
+                          "every window", config.context_length)
     check_cluster(trials.cluster)
     if trials.workers > 1 and trials.cluster is None:  # processes start while the theory and the test are designed
         worker_pool(trials.workers, warm=SHARD_IMPORTS)

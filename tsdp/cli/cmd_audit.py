@@ -17,8 +17,8 @@ from typing import Callable
 
 from tsdp.theorems.config import TrainingConfig, check_int
 
-from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
-                          data_sizing_the_config)
+from .config_args import (MODEL_NAMES, STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args,
+                          data_from_args, data_sizing_the_config)
 from .errors import UsageError, check_delta
 from .output import NO_NOISE, auc_text, dumps
 
@@ -208,7 +208,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         description="Insert m spike canaries, each with probability 1/2, train once with DP-SGD to the ε budget, "
         "score every canary (black-box loss and white-box gradient), and turn the correct guesses on the top "
         "scores into an ε lower bound (one-run audit with abstention).")
-    p.add_argument("--model", required=True, help="simple-ff, deepar, dlinear or itransformer")
+    p.add_argument("--model", required=True, choices=MODEL_NAMES, help="the forecaster trained with the canaries")
     p.add_argument("--canaries", type=int, required=True, help="number of canaries m")
     p.add_argument("--epsilon", type=float, required=True, help="training ε budget (inf: no noise)")
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
                           data_sizing_the_config)
 from .errors import UsageError, check_delta, load_entry_point
-from .output import auc_text, dumps
+from .output import auc_text, dumps, user_output_to_stderr
 
 
 CHECKS = ("check the noise at every step (std σ · C before the division by the batch), the clipping norm (every "
@@ -132,8 +132,10 @@ def _plan(args) -> dict:
         raise UsageError("invalid --parameters: needs --steps (the plan simulates the audit over your steps)")
     if args.steps is not None and args.canary != "gradient":
         raise UsageError("invalid --steps: only for --canary gradient (spike canaries are in every run's data)")
-    if _sized_data(args) is None and args.freq is not None:  # a file's N and L size --steps' batching
-        data_from_args(args, config_from_args(args), seed=args.seed)  # refused: 'synthetic' has no timestamps
+    sized = _sized_data(args)  # a file's N and L size --steps' batching
+    config = config_from_args(args)  # the configuration flags are checked with --plan too (--drop-last, ...)
+    if sized is None and any(getattr(args, option) is not None for option in ("freq", "item_id", "timestamp", "target")):
+        data_from_args(args, config, seed=args.seed)  # refused: 'synthetic' has no timestamps and no columns
     participation = _participation(args)
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
                analyses=analyses_of(args.canary, args.analysis), grid=guess_sets_of(args.analysis),
@@ -356,6 +358,13 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
 
         if args.runs < 1:
             raise UsageError(f"invalid --runs: must be >= 1 (got {args.runs})")
+        if not args.plan and args.runs > 1:
+            from tsdp.attacks.canary.gradient import MAX_DIRECTION_ENTRIES
+
+            if args.canaries * args.runs > MAX_DIRECTION_ENTRIES:  # before R seeds are spawned and R runs start
+                raise UsageError(f"invalid --runs: the canaries of all runs are certified together, at most "
+                                 f"{MAX_DIRECTION_ENTRIES} in all, as --canaries of one run (got {args.canaries} × "
+                                 f"{args.runs})")
         check_workers("workers", args.workers)  # with --plan too: a flag is checked whether or not it is used
         check_timeout(args.timeout)
         if args.plan:
@@ -379,19 +388,20 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                                                        with_data_canaries)
 
         check_claimed_curve(args.canary, args.analysis, config)  # before the train is loaded and run
-        train = load_entry_point(args.train, "--train")
-        loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
-        if data is None:
-            data = data_from_args(args, config, seed=args.seed)
-        if args.runs == 1 and args.cluster is None:
-            result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
-                                    epsilon=args.epsilon, canary=_canary_options(args, span_entries), loss=loss,
-                                    seed=args.seed, options=_audit_options(args))
-        else:
-            result = _many_runs(args, make_task(_canary_options(args, span_entries), train,
-                                                with_data_canaries(data, args.data_canaries), config, args.canaries,
-                                                loss=loss, timeout=args.timeout),
-                                loss)
+        with user_output_to_stderr():  # what your module prints (at import too) must not mix with --json
+            train = load_entry_point(args.train, "--train")
+            loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
+            if data is None:
+                data = data_from_args(args, config, seed=args.seed)
+            if args.runs == 1 and args.cluster is None:
+                result = audit_training(train, data, config, canaries=args.canaries, delta=args.delta,
+                                        epsilon=args.epsilon, canary=_canary_options(args, span_entries), loss=loss,
+                                        seed=args.seed, options=_audit_options(args))
+            else:
+                result = _many_runs(args, make_task(_canary_options(args, span_entries), train,
+                                                    with_data_canaries(data, args.data_canaries), config,
+                                                    args.canaries, loss=loss, timeout=args.timeout),
+                                    loss)
         device = None
         if args.canary == "gradient":
             from tsdp.training.train import resolve_device

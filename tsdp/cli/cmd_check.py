@@ -20,7 +20,7 @@ from tsdp.testing.worker import DEFAULT_TIMEOUT
 from tsdp.theorems.config import BOTTOM_LEVEL, TOP_LEVEL
 
 from .errors import UsageError, check_delta, load_entry_point
-from .output import dumps
+from .output import dumps, user_output_to_stderr
 
 RELATIONS = ("window", "event", "user", "series")
 
@@ -112,12 +112,13 @@ def add_parsers(sub, command) -> None:
 
         relation = Substitution(args.relation, args.w)
         grid = restrict(default_grid(random=args.random, seed=args.seed), args.top, args.bottom)
-        fn = _accountant(args)
-        try:
-            report = check_accountant(fn, grid, steps=args.steps, delta=args.delta, relation=relation,
-                                      timeout=args.timeout, progress=True)
-        except AccountantError as exc:
-            raise UsageError(str(exc)) from None
+        with user_output_to_stderr():  # what your module prints (at import too) must not mix with --json
+            fn = _accountant(args)
+            try:
+                report = check_accountant(fn, grid, steps=args.steps, delta=args.delta, relation=relation,
+                                          timeout=args.timeout, progress=True)
+            except AccountantError as exc:
+                raise UsageError(str(exc)) from None
         print(dumps(report.as_dict()) if args.json else report.table())
         if not report.judged:
             raise UsageError(nothing_judged(report))

@@ -30,9 +30,24 @@ V_MAX = 1e30
 
 
 def _epsilon(text: str) -> float:
-    value = float(text)  # 'inf' reads as infinity: the non-private column
+    """One ``--epsilons`` budget: a number > 0, or inf (the column trained without DP).
+
+    Args:
+        text: The value as typed.
+
+    Returns:
+        The budget.
+
+    Raises:
+        argparse.ArgumentTypeError: Not a number > 0 (argparse prefixes the flag; a plain ValueError would make it
+            name this function instead).
+    """
+    try:
+        value = float(text)  # 'inf' reads as infinity: the non-private column
+    except ValueError:
+        value = math.nan
     if math.isnan(value) or value <= 0:
-        raise ValueError(text)
+        raise argparse.ArgumentTypeError(f"each budget must be a number > 0, or inf to train without DP (got {text!r})")
     return value
 
 

@@ -47,6 +47,9 @@ def add_parsers(sub, command) -> None:
 
         if args.seed < 0:
             raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
+        if args.out is not None and not args.out.strip():
+            raise UsageError(f"invalid --out: empty (give a folder, or drop --out for reports/out/<name>/) "
+                             f"(got {args.out!r})")
         from tsdp.reports.run import OUT_ROOT, WORKERS, build_report, load_config
 
         from tsdp.theorems.config import ConfigError, check_output_path

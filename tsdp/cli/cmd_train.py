@@ -16,15 +16,13 @@ from tsdp.theorems.config import check_output_path
 
 from tsdp.theorems.config import DEFAULT_CONFIG
 
-from .config_args import (STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
-                          data_sizing_the_config)
+from .config_args import (MODEL_NAMES, STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args,
+                          data_from_args, data_sizing_the_config)
 from .output import dumps, sigma_text
 
 if TYPE_CHECKING:
     from tsdp.training.result import TrainResult
 
-MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
-"""The CLI names of ``training.models.MODELS`` (listed here so the parser needs no torch)."""
 
 FIT_EPOCHS = 10
 """Epochs that a budget without --sigma, --epochs or --steps is spread over (σ calibrated to spend it in them)."""
@@ -163,6 +161,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         from tsdp.training.options import Budget, Checkpoints, Loop
         from tsdp.training.train import train
         from tsdp.theorems.config import ConfigError
+        from tsdp.theorems.errors import TheoremError
 
         if data is None:
             data = data_from_args(args, config, seed=args.seed)
@@ -185,6 +184,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                                  f"what the accountant resolves ({err.constraint}); give a smaller --sigma, or "
                                  "--epochs / --steps to stop earlier") from None
             raise
+        except TheoremError:
+            raise  # main names --theorem
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from err
         note = quality_note(result, args.epochs)

@@ -149,6 +149,10 @@ def check_device(value: str) -> str:
     return f"{value!r}: device type {dev.type!r} is not supported (use auto, cpu, cuda or mps)"
 
 
+MODEL_NAMES = ("simple-ff", "deepar", "dlinear", "itransformer")
+"""The CLI names of ``training.models.MODELS`` (listed here so the parser needs no torch): every --model flag's
+choices."""
+
 CATALOGUE = "T1-T15"
 """The ids of the catalogue, as help texts name them (tests/cli/test_help.py checks it against the registry,
 which the parser cannot import: it loads sympy)."""
@@ -232,6 +236,9 @@ def data_from_args(args: argparse.Namespace, config: Optional[TrainingConfig] = 
 
     from .errors import UsageError
 
+    if not str(args.data).strip():
+        raise UsageError(f"invalid --data: empty (give a file or one of the sources --help lists) "
+                         f"(got {args.data!r})")
     try:
         return load_series(args.data, config=config, seed=seed,
                            **{option: getattr(args, option) for option in DATA_OPTIONS})

@@ -6,7 +6,10 @@ the file and line of a data file, or the user function that failed and why); no 
 unless the global ``--debug`` flag asks for it (errors that are bugs still show one). Usage errors are
 one line too; the usage block comes with ``--help`` only. JSON output is RFC 8259 valid:
 non-finite numbers are written as ``null`` (:mod:`tsdp.cli.output`). A closed stdout
-(``tsdp epsilon --json | head -c 10``) ends quietly. Progress bars go to stderr.
+(``tsdp epsilon --json | head -c 10``) ends quietly. Progress bars go to stderr, and so does what a user's function
+prints (:func:`tsdp.cli.output.user_output_to_stderr`): stdout holds the command's output only; an error line
+or note after a bar left mid-line (stderr not a terminal) starts a line of its own. A sub-command of a sub-command
+names itself (``tsdp forecast predict: error: ...``).
 
 Nothing heavy is imported at start-up (``tsdp --help`` loads neither sympy nor torch):
 the sub-commands import the layers below inside their handlers, ``--device`` imports torch
@@ -327,6 +330,9 @@ def _as_flags(text: str, subparser: argparse.ArgumentParser) -> str:
 def _message(exc: Exception, subparser: argparse.ArgumentParser, typed=()) -> str:
     parameter = getattr(exc, "parameter", None)
     text = _as_flags(str(exc), subparser)
+    theorem_error = getattr(sys.modules.get("tsdp.theorems.errors"), "TheoremError", ())
+    if parameter is None and "--theorem" in typed and isinstance(exc, theorem_error) and "--theorem" not in text:
+        return _one_line(f"invalid --theorem: {text}")  # the bound typed is unknown, a claim, or does not apply here
     if isinstance(parameter, str):
         flag = _flag(subparser, parameter, typed)
         if flag is not None:
@@ -362,8 +368,32 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
         _NOTES[category] = _one_line(message)
 
 
+class _LineTracking:
+    """stderr, remembering the last character written: a progress bar left mid-line (a file or a pipe gets no clearing
+    '\r') is ended before a note or the error line, which then stands on a line of its own."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.last = ""
+
+    def write(self, text: str) -> int:
+        if text:
+            self.last = text[-1]
+        return self._stream.write(text)
+
+    def end_line(self) -> None:
+        """Write a newline when the last thing written did not end one (nor return to its start)."""
+        if self.last not in ("", "\n", "\r"):
+            self.write("\n")
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _flush_notes() -> None:
     """Print the held notes (one line each, before the command's error line or at its end) and forget them."""
+    if _NOTES and isinstance(sys.stderr, _LineTracking):
+        sys.stderr.end_line()
     for note in _NOTES.values():
         print(f"tsdp: note: {note}", file=sys.stderr)
     _NOTES.clear()
@@ -380,7 +410,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)  # a usage error: one line, SystemExit(2) (--help: SystemExit(0))
-    subparser = parser._subparsers._group_actions[0].choices[args.command]  # noqa: SLF001
+    subparser = _leaf(parser, args)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed: `tsdp bench --json` records its command
     args.typed_flags = {t.split("=", 1)[0] for t in args.argv if t.startswith("--")}
     limit = LIMITED_BY.get(args.command, lambda _: None)(args)
@@ -390,10 +420,21 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     def stuck(seconds: float) -> int:
         error = StuckError(seconds, getattr(args, "train", None))  # on a line of its own: the child may have been
-        print(f"\ntsdp {args.command}: error: {_message(error, subparser, args.typed_flags)}", file=sys.stderr)  # drawing a bar
+        print(f"\n{subparser.prog}: error: {_message(error, subparser, args.typed_flags)}", file=sys.stderr)  # drawing a bar
         return 2
 
     return supervised(lambda: _run(args, subparser), limit, stuck)
+
+
+def _leaf(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command that was run, sub-commands of sub-commands included (``tsdp forecast predict``): its
+    flags are the ones an error names, its prog the error line's prefix."""
+    while True:
+        found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # noqa: SLF001
+        chosen = getattr(args, found[0].dest, None) if found else None
+        if chosen is None:
+            return parser
+        parser = found[0].choices[chosen]
 
 
 class StuckError(ValueError):
@@ -415,8 +456,9 @@ class StuckError(ValueError):
 
 def _run(args, subparser) -> int:
     """Run the parsed command; its errors as one line (exit 2)."""
-    shown = warnings.showwarning
+    shown, stderr = warnings.showwarning, sys.stderr
     warnings.showwarning = _show_warning
+    sys.stderr = _LineTracking(stderr)
     _NOTES.clear()
     try:
         _check_common(args)
@@ -427,7 +469,8 @@ def _run(args, subparser) -> int:
         if args.debug:
             traceback.print_exception(exc)
         _flush_notes()
-        print(f"tsdp {args.command}: error: {_message(exc, subparser, args.typed_flags)}", file=sys.stderr)
+        sys.stderr.end_line()
+        print(f"{subparser.prog}: error: {_message(exc, subparser, args.typed_flags)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader closed stdout (`| head`): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -438,7 +481,7 @@ def _run(args, subparser) -> int:
         return 130
     finally:
         _flush_notes()
-        warnings.showwarning = shown
+        warnings.showwarning, sys.stderr = shown, stderr
 
 
 if __name__ == "__main__":

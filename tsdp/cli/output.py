@@ -10,8 +10,12 @@ non-finite is refused as bad input, one line naming the flag.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import sys
+from typing import Iterator
 
 from tsdp.verify.json_data import json_data
 
@@ -107,3 +111,31 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
         self._bar.close()
+
+
+@contextlib.contextmanager
+def user_output_to_stderr() -> Iterator[None]:
+    """Run user code (a train, loss or accountant function) with its stdout sent to stderr: what it prints stays
+    visible, and stdout holds the command's own output only (its ``--json`` stays parseable). Both ``sys.stdout``
+    and file descriptor 1 are redirected, so worker processes started meanwhile write to stderr too.
+
+    Yields:
+        Nothing; stdout is restored on exit.
+    """
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 1 or 2 (an embedding host): sys.stdout alone is redirected
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        for stream in (sys.stderr, sys.__stdout__):
+            if stream is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
