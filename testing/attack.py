@@ -56,7 +56,8 @@ def describe_pair(construction: str, config: TrainingConfig) -> Optional[str]:
 def audit_command(construction: str, config: TrainingConfig, steps: int, delta: float,
                   trials: int = AUDIT_TRIALS) -> Optional[str]:
     """The `tsdp audit` command line that runs ``construction`` on ``config``'s sizes through the real loop,
-    or None where the loop has no such construction (another relation than 1-event, variable lengths).
+    or None where the loop has no such construction (another relation than 1-event, variable lengths, no context:
+    the loop's model reads the last L_C values of every window, and `tsdp audit` refuses L_C = 0).
     A shuffled configuration's command keeps ``--top shuffle``: the audit then runs shuffled iteration and
     reads the hidden-position epoch (the attained ε `tsdp epsilon --top shuffle` prints), never the
     known-position construction.
@@ -73,7 +74,7 @@ def audit_command(construction: str, config: TrainingConfig, steps: int, delta: 
     """
     if construction not in CONSTRUCTIONS or config.relation != Relation.EVENT or config.w != 1:
         return None
-    if config.lengths is not None and len(set(config.lengths)) > 1:
+    if (config.lengths is not None and len(set(config.lengths)) > 1) or config.context_length < 1:
         return None
     parts = ["tsdp audit", f"--theorem {construction}", *(["--top shuffle"] if config.top == Top.SHUFFLE else []),
              f"--trials {trials}", f"--steps {steps}", f"--delta {delta:g}",

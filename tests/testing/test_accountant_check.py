@@ -357,3 +357,15 @@ def test_an_unknown_guessed_rate_or_dp_accounting_accountant_is_one_error_naming
         call()
     allowed = "series, window" if parameter == "sample_rate" else "pld, rdp"
     assert err.value.parameter == parameter and f"must be one of {allowed}" in str(err.value)
+
+
+def test_no_audit_command_is_named_where_the_loop_cannot_run_it():
+    """A configuration without context (the one-window relation's k = 1 is L_C = 0, L_F = 1) has no audit through the
+    loop (its model reads the last L_C values; `tsdp audit` refuses L_C = 0), so none is suggested."""
+    from tsdp.cli.main import main
+    from tsdp.testing.attack import audit_command
+
+    config = TrainingConfig(context_length=0, forecast_length=1)
+    assert audit_command("T6", config, 1, 1e-5) is None
+    assert audit_command("T6", config.with_(context_length=1), 1, 1e-5) is not None
+    assert main(["audit", "--theorem", "T6", "--context-length", "0", "--trials", "100", "--delta", "1e-3"]) == 2
