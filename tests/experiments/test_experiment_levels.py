@@ -76,16 +76,21 @@ def test_each_level_cell_spends_what_tsdp_epsilon_says_within_its_budget(capsys,
         assert more.epsilon > cell.epsilon
 
 
-def test_label_noise_buys_steps_at_the_same_budget():
-    """Amplification by label perturbation: at ε = 0.5 the σ_F columns buy more steps as σ_F grows (σ_F = 0 is the
-    plain (1, v)-user level, whose steps equal 1-event's on the shipped data: its shortest series has T = 1)."""
+def test_label_noise_buys_no_steps_on_the_shipped_data():
+    """Amplification by label perturbation (T11) needs every series to hold T ≥ L_C + L_F windows: in a shorter
+    one an element lies in the forecast of more than the share φ of its windows. The shipped data's shortest series
+    has T = 1, whose only window exposes its context elements with σ_C = 0, so T11 is refused there and the σ_F
+    columns are accounted by T6: at ε = 0.5 they buy exactly the plain (1, v)-user level's steps, which equal
+    1-event's (and fewer than a T11 bound applied out of its scope would promise)."""
+    from tsdp.experiments.cells import cell_config
     from tsdp.experiments.estimate import planned_steps
+    from tsdp.theorems.registry import select_bound
 
     settings = GridSettings(device="cpu")
-    steps = [planned_steps(Cell("dlinear", 0.5, 0, "label-noise", "wor", sigma_forecast=s), settings)
-             for s in (0.0, 1.0, 2.0, 5.0)]
-    assert steps[0] == planned_steps(Cell("dlinear", 0.5, 0, "1-event", "wor"), settings)
-    assert steps == sorted(steps) and steps[0] < steps[-1]
+    cells = [Cell("dlinear", 0.5, 0, "label-noise", "wor", sigma_forecast=s) for s in (0.0, 1.0, 2.0, 5.0)]
+    steps = [planned_steps(c, settings) for c in cells]
+    assert steps == [planned_steps(Cell("dlinear", 0.5, 0, "1-event", "wor"), settings)] * 4
+    assert {select_bound(cell_config(c, settings))[0].id for c in cells} == {"T6"}
 
 
 @pytest.mark.slow  # the 1-event grid's resume and 1-vs-2-worker test (tests/experiments/test_experiment.py) runs in the fast suite
