@@ -174,7 +174,8 @@ class Verdict:
             text = (f"{head}: {self.accountant} reports ε = {_eps(self.epsilon_reported)} where an attack attains "
                     f"{self.epsilon_attained:.4g} ({where}); attack: the {self.construction} construction, {self.pair}")
             text += (f"; demonstrate it through the loop: {self.audit_command}" if self.audit_command
-                     else "; no loop construction for this relation (the audit changes one element, w = 1)")
+                     else "; the loop has no construction for this configuration (its audit changes one element, "
+                          "w = 1, of equally long series whose windows have a context, L_C ≥ 1)")
             if self.relation_mismatch:
                 bounds = ", ".join(f"{b.relation} (tsdp's sound ε = {b.epsilon_sound:.4g}, {b.theorem})"
                                    for b in self.sound_under_bounds)

@@ -52,7 +52,8 @@ def test_a_downstream_project_gets_a_shrunk_counterexample_and_the_attack(tmp_pa
                for heading in ("Falsifying example", "Failing test case"))
     assert "N=1 L=1 L_C=0 L_F=1 Λ=1 λ=1 σ=2, 1 step(s)" in out  # shrunk: one series, one window
     assert "UNSOUND: halved reports ε = " in out and "where an attack attains" in out
-    assert "the T6 construction, P = MoG(means [0, 2]" in out and "tsdp audit --theorem T6 --trials" in out
+    assert "the T6 construction, P = MoG(means [0, 2]" in out  # no audit command: `tsdp audit` refuses L_C = 0
+    assert "the loop has no construction for this configuration" in out and "tsdp audit --theorem" not in out
 
 
 def test_loading_the_plugin_imports_nothing_heavy(tmp_path):
