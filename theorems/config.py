@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from fractions import Fraction
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 from .errors import ConfigError
 from .validate import (  # noqa: F401 - re-exported: their home was this module
@@ -326,7 +326,7 @@ class TrainingConfig:
             return -(-self.N // self.sequences_per_step)
         return self.compositions_per_epoch
 
-    def check_covers(self, lengths) -> None:
+    def check_covers(self, lengths: Sequence[int]) -> None:
         """Raise unless this configuration's accounting covers training series of ``lengths``: none shorter than L
         (r = k/T is largest at the shortest series) and, for a Poisson bottom level or pooled windows (which count the
         windows of the longest series), none holding the changed element in more windows than k.
