@@ -34,15 +34,19 @@ def test_experiment_epsilons_takes_a_budget_or_inf(value):
     assert args.epsilons == [float(value)]
 
 
-THEOREM_COMMANDS = {
+CONFIG_COMMANDS = {
     "profile": ["profile", "--alpha", "2"],
     "epsilon": ["epsilon", "--delta", "1e-5", "--steps", "1"],
     "calibrate": ["calibrate", "--epsilon", "1", "--delta", "1e-5", "--steps", "1"],
     "train": ["train", "--epochs", "1", "--delta", "1e-5", "--device", "cpu", *SMALL],
     "audit": ["audit", "--trials", "100", "--delta", "1e-5"],
+    "audit-model": ["audit-model", "--model", "simple-ff", "--canaries", "8", "--epsilon", "1", "--delta", "1e-5",
+                    "--epochs", "1", "--device", "cpu", *SMALL],
+    "audit-fn": ["audit-fn", "--train", "nowhere:train", "--canaries", "20", "--delta", "1e-5"],
+    "audit-fn --plan": ["audit-fn", "--plan", "--canaries", "20", "--delta", "1e-5"],
 }
 
-
+THEOREM_COMMANDS = {name: CONFIG_COMMANDS[name] for name in ("profile", "epsilon", "calibrate", "train", "audit")}
 THEOREM_CASES = [(command, theorem) for command in THEOREM_COMMANDS for theorem in ("abc", "T1", "C1")
                  if (command, theorem) != ("audit", "T1")]  # T1's construction fixes its own scheme: a valid audit
 
@@ -103,19 +107,6 @@ def test_a_nested_command_names_its_flag_and_itself(model_file):
                             "--epsilon", "1", "--delta", "1e-5", "--seed", "-1"])
     assert code == 2
     assert error_line(err) == "tsdp forecast predict: error: invalid --seed: must be >= 0 (got -1)"
-
-
-CONFIG_COMMANDS = {
-    "profile": ["profile", "--alpha", "2"],
-    "epsilon": ["epsilon", "--delta", "1e-5", "--steps", "1"],
-    "calibrate": ["calibrate", "--epsilon", "1", "--delta", "1e-5", "--steps", "1"],
-    "train": ["train", "--epochs", "1", "--delta", "1e-5", "--device", "cpu", *SMALL],
-    "audit": ["audit", "--trials", "100", "--delta", "1e-5"],
-    "audit-model": ["audit-model", "--model", "simple-ff", "--canaries", "8", "--epsilon", "1", "--delta", "1e-5",
-                    "--epochs", "1", "--device", "cpu", *SMALL],
-    "audit-fn": ["audit-fn", "--train", "nowhere:train", "--canaries", "20", "--delta", "1e-5"],
-    "audit-fn --plan": ["audit-fn", "--plan", "--canaries", "20", "--delta", "1e-5"],
-}
 
 
 def test_every_command_with_configuration_flags_is_swept_for_drop_last():
