@@ -3,8 +3,6 @@
 share (:mod:`tsdp.verify.accountant` describes the three estimates)."""
 from __future__ import annotations
 
-import math
-
 from typing import Tuple
 
 from dp_accounting import privacy_accountant
@@ -12,6 +10,7 @@ from dp_accounting import privacy_accountant
 from tsdp.theorems.bounds.base import Kind
 from tsdp.theorems.config import Choice, ConfigError
 from tsdp.theorems.errors import TheoremError
+from .rounded import rounded_up
 
 
 class Estimate(Choice):
@@ -45,16 +44,10 @@ class DeltaTooSmallError(ConfigError):
 
     def __init__(self, delta: float, smallest: float):
         self.smallest = smallest
-        shown = _two_digits_up(smallest)
+        shown = rounded_up(smallest, 2)  # a printed floor that is itself answered
         super().__init__("delta", f"{delta:g} is below the smallest δ the accountant resolves here, {shown} "
                                   f"(the PLD's truncated mass); give δ >= {shown} or truncate less tail mass")
 
-
-def _two_digits_up(x: float) -> str:
-    """``x`` > 0 to two significant digits, rounded up (a printed floor that is itself answered)."""
-    step = 10.0 ** (math.floor(math.log10(x)) - 1)
-    text = f"{math.ceil(x / step) * step:.2g}"
-    return text if float(text) >= x else repr(x)
 
 
 def check_estimates(estimates) -> Tuple[str, ...]:

@@ -28,7 +28,6 @@ def _default(x):
     return str(x)
 
 
-
 def sigma_text(sigma: float, digits: int = 6) -> str:
     """A calibrated σ as a person copies it: ``digits`` significant digits, rounded up. A σ printed below the one
     whose ε was accounted would spend more than the budget; a larger σ spends less.
@@ -40,10 +39,10 @@ def sigma_text(sigma: float, digits: int = 6) -> str:
     Returns:
         The text, at least ``sigma``.
     """
-    from decimal import ROUND_CEILING, Decimal
+    from tsdp.verify.rounded import rounded_up
 
-    exact = Decimal(sigma)
-    return f"{exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=ROUND_CEILING).normalize():f}"
+    return rounded_up(sigma, digits)
+
 
 def auc_text(auc: float) -> str:
     """A canary AUC for human output: 3 decimals, or what a NaN means (every canary included, or none: no ranking to
