@@ -185,8 +185,9 @@ def test_hypothesis_shrinks_a_counterexample_of_the_wrong_accountant():
         assert_sound_for_all(halved, cells(configs(schemes=(("wor", "wr"),), max_N=40,
                                                                              max_L=8, max_window=3, sigma=(2.0, 2.0)),
                                                                 steps=(1,)), max_examples=10)
-    assert "UNSOUND: halved reports" in str(err.value) and "tsdp audit --theorem T6" in str(err.value)
+    assert "UNSOUND: halved reports" in str(err.value) and "the T6 construction" in str(err.value)
     assert "N=1 L=1 L_C=0 L_F=1 Λ=1" in str(err.value)  # shrunk to the smallest configuration: one series, one window
+    assert "the loop has no construction for this configuration" in str(err.value)  # `tsdp audit` refuses L_C = 0
 
 
 def test_between_says_where_in_the_bracket():
