@@ -1,6 +1,7 @@
 """What the real loop feeds the accountant: the series, the windows and the steps it is charged for are the ones the
 loop trains on (the accountant's T, k, N_tot and steps against the loop's own)."""
 import pytest
+import torch
 
 from tsdp.datasets.series import synthetic_for
 from tsdp.theorems.config import ConfigError, TrainingConfig
@@ -20,3 +21,53 @@ def test_a_pooled_run_refuses_series_that_pool_fewer_windows_than_its_configurat
         train(claimed, "dlinear", data, budget=Budget(steps=20, delta=DELTA, theorem="T13"),
               evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
     assert err.value.parameter == "lengths"
+
+
+def _split_with_held_out_sentinels(train_lengths, forecast_length, validation_windows, test_windows=1):
+    """A benchmark split whose training values are small (< 100) and whose held-out values (validation and test
+    windows) are all 1000: a window holding 1000 read a held-out value."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from tsdp.datasets.benchmarks import SHIPPED_SPEC
+    from tsdp.datasets.series import SeriesData
+    from tsdp.datasets.splits import hold_out, last_windows
+
+    spec = replace(SHIPPED_SPEC, forecast_length=forecast_length, validation_windows=validation_windows)
+    held = (validation_windows + test_windows) * forecast_length
+    rng = np.random.default_rng(0)
+    full = [np.concatenate([rng.uniform(1, 99, n), np.full(held, 1000.0)]) for n in train_lengths]
+    train = SeriesData(tuple(s[: len(s) - test_windows * forecast_length] for s in full))
+    return hold_out(spec, train, last_windows(full, test_windows, forecast_length))
+
+
+@pytest.mark.parametrize("top,bottom", [("deterministic", "wr"), ("shuffle", "poisson"), ("wor", "wr"),
+                                        ("wor", "poisson"), ("pooled", "wr")])
+def test_no_training_window_reads_a_held_out_value_and_t_counts_the_training_part(monkeypatch, top, bottom):
+    """Every window the loop trains on (each scheme, variable lengths, L_C > shortest series) holds training values
+    only: the split's validation and test values never enter a step. The accountant's T is the training part's:
+    L at the series' lengths including their validation windows is refused naming L (it would understate r = k/T)."""
+    from tsdp.training import loop
+
+    lengths = (3, 5, 8, 13, 4, 6)
+    split = _split_with_held_out_sentinels(lengths, forecast_length=2, validation_windows=2)
+    assert split.train.lengths == lengths
+    config = TrainingConfig(N=6, lengths=lengths, context_length=4, forecast_length=2, batch_size=4, sigma=2.0,
+                            top=top, bottom=bottom)
+    seen = []
+    gather = loop.gather_windows
+    monkeypatch.setattr(loop, "gather_windows", lambda padded, seq, start, length: (
+        lambda w: (seen.append(w), w)[1])(gather(padded, seq, start, length)))
+    theorem = "T13" if top == "pooled" else None
+    r = train(config, "dlinear", split,
+              budget=Budget(steps=12, delta=DELTA, theorem=theorem, discretization=1e-3), evaluation=Evaluation(n_samples=4),
+              device="cpu", progress=False)
+    assert r.steps == len(seen) == 12
+    values = torch.cat([w.flatten() for w in seen])
+    assert values.isnan().any()  # the front padding (the model's unobserved value) is read, so the check can fail
+    assert float(values[~values.isnan()].max()) < 100
+    with pytest.raises(ConfigError) as err:
+        train(config.with_(lengths=None, L=min(lengths) + 2 * config.forecast_length), "dlinear", split,
+              budget=Budget(steps=1, delta=DELTA, theorem=theorem), device="cpu", progress=False)
+    assert err.value.parameter == "L"
