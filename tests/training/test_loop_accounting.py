@@ -71,3 +71,28 @@ def test_no_training_window_reads_a_held_out_value_and_t_counts_the_training_par
         train(config.with_(lengths=None, L=min(lengths) + 2 * config.forecast_length), "dlinear", split,
               budget=Budget(steps=1, delta=DELTA, theorem=theorem), device="cpu", progress=False)
     assert err.value.parameter == "L"
+
+
+def test_a_shuffled_warm_up_and_main_phase_each_start_an_epoch_as_the_ledger_charges(monkeypatch):
+    """N = 10, Λ = 4: an epoch is 3 steps of 4, 4 and 2 series. 4 warm-up steps then 5 main steps: the ledger charges
+    each phase its whole epochs and a partial one (1 and 2 steps run), so the loop must start a fresh permutation at
+    each phase: every series at most once in each of the 4 epochs the ledger names, the partial ones of 4 series
+    each step, and the steps in each phase as many as its ledger entry says."""
+    from tsdp.training import loop
+
+    config = TrainingConfig(N=10, L=20, context_length=4, forecast_length=2, batch_size=4, sigma=2.0, top="shuffle")
+    seen = []
+    gather = loop.gather_windows
+    monkeypatch.setattr(loop, "gather_windows", lambda padded, seq, start, length: (
+        seen.append(sorted(seq.tolist())), gather(padded, seq, start, length))[1])
+    r = train(config, "dlinear", synthetic_for(config, seed=2),
+              budget=Budget(steps=5, delta=DELTA, warmup_steps=4, warmup_sigma=4.0, discretization=1e-3),
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
+    assert r.steps == len(seen) == 9
+    assert [(e.count, e.steps_run) for e in r.ledger] == [(1, None), (1, 1), (1, None), (1, 2)]
+    epochs = [seen[0:3], seen[3:4], seen[4:7], seen[7:9]]
+    assert [[len(s) for s in e] for e in epochs] == [[4, 4, 2], [4], [4, 4, 2], [4, 4]]
+    for epoch in epochs:
+        held = sum(epoch, [])
+        assert len(held) == len(set(held))
+    assert sorted(sum(epochs[0], [])) == sorted(sum(epochs[2], [])) == list(range(10))
