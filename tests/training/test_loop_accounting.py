@@ -96,3 +96,28 @@ def test_a_shuffled_warm_up_and_main_phase_each_start_an_epoch_as_the_ledger_cha
         held = sum(epoch, [])
         assert len(held) == len(set(held))
     assert sorted(sum(epochs[0], [])) == sorted(sum(epochs[2], [])) == list(range(10))
+
+
+@pytest.mark.parametrize("top,bottom", [(t, b) for t in ("deterministic", "shuffle", "wor", "pooled")
+                                        for b in ("wr", "poisson")])
+def test_the_ledger_charges_the_steps_the_loop_ran(monkeypatch, top, bottom):
+    """Counted in the loop itself (one crop of windows per step), not taken from the plan: a run of two epochs and
+    one step (a partial epoch) runs exactly its steps, and its ε and compositions are the accountant's for that
+    many steps (``tsdp epsilon``'s, 1e-12)."""
+    from tsdp.training import loop
+    from tsdp.verify import accounting
+
+    config = TrainingConfig(N=10, L=12, context_length=3, forecast_length=2, batch_size=4, sigma=2.0, top=top,
+                            bottom=bottom)
+    theorem = "T13" if top == "pooled" else None
+    steps = 2 * config.steps_per_epoch + 1
+    crops = []
+    gather = loop.gather_windows
+    monkeypatch.setattr(loop, "gather_windows", lambda *a: (crops.append(1), gather(*a))[1])
+    r = train(config, "dlinear", synthetic_for(config, seed=3),
+              budget=Budget(steps=steps, delta=DELTA, theorem=theorem, discretization=1e-3),
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
+    expected = accounting.epsilon(config, DELTA, steps=len(crops), theorem=theorem, discretization=1e-3)
+    assert len(crops) == r.steps == steps
+    assert r.compositions == expected.compositions
+    assert r.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
