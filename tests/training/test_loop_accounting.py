@@ -61,7 +61,8 @@ def test_no_training_window_reads_a_held_out_value_and_t_counts_the_training_par
         lambda w: (seen.append(w), w)[1])(gather(padded, seq, start, length)))
     theorem = "T13" if top == "pooled" else None
     r = train(config, "dlinear", split,
-              budget=Budget(steps=12, delta=DELTA, theorem=theorem, discretization=1e-3), evaluation=Evaluation(n_samples=4),
+              budget=Budget(steps=12, delta=DELTA, theorem=theorem, discretization=1e-3),
+              evaluation=Evaluation(n_samples=4),
               device="cpu", progress=False)
     assert r.steps == len(seen) == 12
     values = torch.cat([w.flatten() for w in seen])
