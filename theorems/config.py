@@ -225,6 +225,9 @@ class TrainingConfig:
                 f"gives N' = floor(Λ/λ) = {self.sequences_per_step} sequences per step, more than N = {self.N}",
                 self.batch_size,
             )
+        if self.top == Top.POOLED and self.batch_size > self.n_windows_total:
+            raise ConfigError("batch_size", f"draws Λ windows without replacement from the N_tot = "
+                              f"{self.n_windows_total} pooled windows: must be <= N_tot", self.batch_size)
         if self.augmented and self.w > 1 and self.sigma_context != self.sigma_forecast:
             raise ConfigError(
                 "sigma_context",

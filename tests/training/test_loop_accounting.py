@@ -2,10 +2,13 @@
 loop trains on (the accountant's T, k, N_tot and steps against the loop's own)."""
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tsdp.datasets.series import synthetic_for
-from tsdp.theorems.config import ConfigError, TrainingConfig
+from tsdp.theorems.config import ConfigError, Top, TrainingConfig
 from tsdp.training.options import Budget, Evaluation
+from tsdp.training.samplers import make_sampler
 from tsdp.training.train import train
 
 DELTA = 1e-5
@@ -122,3 +125,30 @@ def test_the_ledger_charges_the_steps_the_loop_ran(monkeypatch, top, bottom):
     assert len(crops) == r.steps == steps
     assert r.compositions == expected.compositions
     assert r.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 12), st.integers(1, 3), st.sampled_from(Top.values()), st.booleans(),
+       st.lists(st.integers(1, 9), min_size=1, max_size=40), st.integers(0, 2**31))
+def test_the_samplers_epoch_is_the_accountants(n, batch, lam, top, drop_last, extra, seed):
+    """Over generated N, Λ, λ, lengths and top levels: the sampler's steps per epoch are the configuration's (the
+    accountant's compositions per epoch, or the steps of an epoch-scoped one), and two epochs of an epoch-scoped
+    sampler each hold every sequence at most once: exactly once, or floor(N λ / Λ) N' of them with drop_last."""
+    batch = max(batch, lam)
+    if batch // lam > n:
+        return
+    lengths = tuple(2 + e for e in (extra * n)[:n])
+    if top == "pooled" and batch > sum(lengths) - n:  # Λ above the N_tot = Σ (L_n - 1) windows is refused
+        return
+    config = TrainingConfig(N=n, lengths=lengths, forecast_length=2, context_length=1, batch_size=batch,
+                            instances=lam, top=top, drop_last=drop_last and top == "shuffle")
+    sampler = make_sampler(config, lengths)
+    assert sampler.steps_per_epoch == config.steps_per_epoch
+    if not config.top.epoch_scoped:
+        return
+    index = sampler.top.sample(2 * config.steps_per_epoch, torch.Generator().manual_seed(seed))
+    for epoch in (0, 1):
+        rows = slice(epoch * config.steps_per_epoch, (epoch + 1) * config.steps_per_epoch)
+        held = index.seq[rows][index.mask[rows]].tolist()
+        assert len(held) == len(set(held))
+        assert len(held) == (config.steps_per_epoch * config.sequences_per_step if config.drop_last else n)
