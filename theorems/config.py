@@ -225,6 +225,9 @@ class TrainingConfig:
                 f"gives N' = floor(Λ/λ) = {self.sequences_per_step} sequences per step, more than N = {self.N}",
                 self.batch_size,
             )
+        if self.top == Top.POOLED and self.batch_size > self.n_windows_total:
+            raise ConfigError("batch_size", f"draws Λ windows without replacement from the N_tot = "
+                              f"{self.n_windows_total} pooled windows: must be <= N_tot", self.batch_size)
         if self.augmented and self.w > 1 and self.sigma_context != self.sigma_forecast:
             raise ConfigError(
                 "sigma_context",
@@ -328,15 +331,18 @@ class TrainingConfig:
 
     def check_covers(self, lengths: Sequence[int]) -> None:
         """Raise unless this configuration's accounting covers training series of ``lengths``: none shorter than L
-        (r = k/T is largest at the shortest series) and, for a Poisson bottom level or pooled windows (which count the
-        windows of the longest series), none holding the changed element in more windows than k.
+        (r = k/T is largest at the shortest series); for a Poisson bottom level or pooled windows (which count the
+        windows of the longest series), none holding the changed element in more windows than k; for pooled windows,
+        no fewer windows in all than the configuration's N_tot (the sampler draws Λ of the series' own windows, and
+        the accountant charges the rate Λ/N_tot).
 
         Args:
             lengths: The training series' lengths.
 
         Raises:
             ConfigError: Naming ``L`` (a series shorter than L) or ``lengths`` (a series longer than the
-                configuration says, whose elements lie in more than k windows).
+                configuration says, whose elements lie in more than k windows; pooled series holding fewer windows
+                than N_tot).
         """
         lengths = tuple(int(n) for n in lengths)
         if min(lengths) < self.L:
@@ -347,6 +353,10 @@ class TrainingConfig:
             raise ConfigError("lengths", f"the longest series (length {max(lengths)}) holds the changed element in "
                               f"k = {fitted.k} windows, more than the k = {self.k} of the configuration: give the "
                               "series' lengths (the accountant would understate k)", self.lengths)
+        if self.top == Top.POOLED and fitted.n_windows_total < self.n_windows_total:
+            raise ConfigError("lengths", f"the series hold N_tot = {fitted.n_windows_total} windows, fewer than the "
+                              f"N_tot = {self.n_windows_total} the configuration pools: give the series' lengths (the "
+                              "accountant would understate the pooled rate Λ/N_tot)", self.lengths)
 
     def with_(self, **changes) -> "TrainingConfig":
         """A validated copy with some fields changed; new ``lengths`` without ``L`` re-derive L from them."""

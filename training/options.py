@@ -50,7 +50,7 @@ class Budget:
     Attributes:
         epsilon: The ε budget the run stops at (None: none; private training only).
         delta: The δ of the reported ε (needed for private training).
-        epochs: Epochs of the configuration's sampler to train (with ``epsilon``: at most).
+        epochs: Epochs of the configuration's sampler to train (with ``epsilon``: at most; >= 1).
         steps: Training steps instead of ``epochs`` (>= 1).
         theorem: The sound upper bound that accounts the steps (None: the scheme's tightest).
         warmup_steps: Steps run first at noise ``warmup_sigma`` and accounted too (a heterogeneous run: the ledger
@@ -81,6 +81,8 @@ class Budget:
             raise ConfigError("steps", "give epochs or steps, not both", self.steps)
         if self.steps is not None:
             _set(self, "steps", check_int("steps", self.steps, 1))
+        if self.epochs is not None:
+            _set(self, "epochs", check_int("epochs", self.epochs, 1))
         if self.epsilon is not None and not self.private:
             raise ConfigError("epsilon", "an ε budget needs private training (private=True)")
         if self.private and self.delta is None:

@@ -73,9 +73,11 @@ def train(config: TrainingConfig, model_name: str, data: Union[SeriesData, Forec
     of the steps that ran, warm-up included (an **upper** bound; ``budget`` says how long the run trains and with
     which bound). Without privacy (``Budget(private=False)``) the steps have no clipping and noise (no ε). Each
     series' last L_F steps are the test set; with a benchmark split, its test windows, and its validation windows
-    choose a checkpoint (``checkpoints``; the ε does **not** cover the choice). DeepAR reads the covariates of every
-    window's positions (:mod:`tsdp.datasets.time_features`: the calendar features of the data's step from each
-    series' ``starts``, and the age feature), in training, validation and test alike.
+    choose a checkpoint (``checkpoints``; the ε does **not** cover the choice). The ε covers the trained model; the
+    scores (test CRPS, validation losses) read held-out values of the same series and are not covered by it.
+    DeepAR reads the covariates of every window's positions (:mod:`tsdp.datasets.time_features`: the calendar
+    features of the data's step from each series' ``starts``, and the age feature), in training, validation and test
+    alike.
 
     Example: ``train(config, "dlinear", data, budget=Budget(epsilon=2.0, delta=1e-7, epochs=50), device="cpu")``.
 

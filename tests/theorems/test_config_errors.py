@@ -20,6 +20,9 @@ from tsdp.cli.main import main
     ({"L": 3, "forecast_length": 4}, "L"),
     ({"batch_size": 2, "instances": 3}, "batch_size"),
     ({"N": 10, "batch_size": 11}, "batch_size"),  # N' = 11 > N
+    # pooled Λ = 20 > N_tot = 10 windows (T = 1, λ = 2): no sampler draws it; T13 gave ε = 11.0 from weights [-1, 2]
+    ({"top": "pooled", "N": 10, "L": 2, "forecast_length": 2, "context_length": 0, "batch_size": 20, "instances": 2},
+     "batch_size"),
     ({"N": -5}, "N"),
     ({"context_length": -1}, "context_length"),
     ({"sigma_forecast": -0.5}, "sigma_forecast"),

@@ -157,3 +157,44 @@ def test_the_attained_value_of_mixed_lengths_is_one_series_construction():
     alone = [epsilon(TrainingConfig(L=n, **base), 1e-3, epochs=1, discretization=1e-3).epsilon for n in (2, 3)]
     attained = epsilon(mixed, 1e-3, epochs=1, estimates=("attained",), discretization=1e-3).epsilon_attained
     assert attained <= max(alone), (attained, alone)
+
+
+def test_pooled_windows_refuse_training_series_that_hold_fewer_windows_than_the_configuration_pools():
+    """T13 charges each step the pooled rate Λ / N_tot; the sampler draws Λ of the training series' own windows. A
+    configuration whose lengths (20, 30, 30, 30) pool N_tot = 106 windows, trained on series of lengths (20, 20, 20,
+    30) (86 windows, same shortest and longest series, so the same L and k), reported ε = 9.04 after 20 steps at
+    σ = 1, δ = 1e-5 where the series' own pool gives 10.15: refused naming ``lengths``; a pool at least as large is
+    accepted (the rate is then overstated, the sound direction), and other top levels never read N_tot."""
+    from tsdp.theorems.config import ConfigError
+
+    claimed = TrainingConfig(N=4, lengths=(20, 30, 30, 30), context_length=4, forecast_length=2, batch_size=4,
+                             top="pooled")
+    assert (claimed.n_windows_total, claimed.with_(lengths=(20, 20, 20, 30)).n_windows_total) == (106, 86)
+    with pytest.raises(ConfigError, match="N_tot") as err:
+        claimed.check_covers((20, 20, 20, 30))
+    assert err.value.parameter == "lengths"
+    claimed.check_covers((30, 30, 20, 30))  # the same pool, in another order
+    claimed.check_covers((20, 30, 30, 30 + 5))  # a larger pool: Λ / N_tot overstated
+    claimed.with_(top="wor").check_covers((20, 20, 20, 30))
+    TrainingConfig(N=4, L=20, context_length=4, forecast_length=2, batch_size=4, top="pooled").check_covers(
+        (20, 20, 20, 30))  # one length L: N T is never more than the series' pool
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 4), st.integers(1, 3), st.integers(1, 3), st.integers(1, 12), st.data())
+def test_user_level_k_covers_the_windows_of_any_w_changed_elements(context, forecast, w, extra, data):
+    """w-user level: any w elements of a series (not only consecutive ones) lie together in at most k = min(w (L_C +
+    L_F), T) windows, by enumeration of Algorithm 4's windows; and some choice of w elements attains it whenever
+    the series is long enough to hold them apart (the accountant's group size is the loop's, not more than needed)."""
+    length = forecast + extra
+    w = min(w, length)
+    config = TrainingConfig(N=1, L=length, context_length=context, forecast_length=forecast, batch_size=1, w=w,
+                            relation="user")
+    starts = length - forecast + 1
+    changed = data.draw(st.sets(st.integers(1, length), min_size=w, max_size=w))
+    held = sum(any(t - context + 1 <= j <= t + forecast for j in changed) for t in range(starts))
+    assert held <= config.k
+    spread = range(forecast, forecast + w * (context + forecast), context + forecast)  # disjoint window ranges
+    if spread[-1] + context - 1 <= starts - 1:
+        most = sum(any(t - context + 1 <= j <= t + forecast for j in spread) for t in range(starts))
+        assert most == config.k == w * (context + forecast)

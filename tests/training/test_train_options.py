@@ -25,6 +25,11 @@ TINY = TrainingConfig(N=8, L=20, context_length=4, forecast_length=2, batch_size
     ({"steps": 1.5, "delta": 1e-5}, "steps"),
     ({"steps": True, "delta": 1e-5}, "steps"),
     ({"steps": 2**60, "delta": 1e-5}, "steps"),
+    # epochs were unchecked: 0 trained no step, ε budget with -3 epochs trained 1 step, True one epoch
+    ({"epochs": 0, "delta": 1e-5}, "epochs"),
+    ({"epsilon": 5.0, "epochs": -3, "delta": 1e-5}, "epochs"),
+    ({"epochs": 2.5, "delta": 1e-5}, "epochs"),
+    ({"epochs": True, "delta": 1e-5}, "epochs"),
     ({"epsilon": 1.0, "private": False}, "epsilon"),
     ({"epochs": 1}, "delta"),
     ({"epochs": 1, "delta": 0.0}, "delta"),
