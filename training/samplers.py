@@ -28,8 +28,12 @@ import torch
 
 from tsdp.theorems.config import Bottom, Top, TrainingConfig, window_starts
 
-# Rows of at most this many random keys are drawn at once (bounds peak memory of WOR draws).
+# Rows of at most this many random keys are drawn at once (bounds peak memory of WOR draws: 128 MiB of float64 keys).
 _KEYS_PER_CHUNK = 1 << 24
+# Every sampling draw is a float64 uniform (53 random bits). float32's 24 bits tie keys (two of 2^16 tie almost surely,
+# and the top-k cut then favours one index: ~N / 2^24 relative excess inclusion, 6 % at N = 1e6, Λ = 1) and round a
+# Poisson rate up to a multiple of 2^-24 (a rate of 2^-25 drawn as 2^-24): either would charge less than is spent.
+_KEY_DTYPE = torch.float64
 
 
 @dataclass(frozen=True)
@@ -97,14 +101,15 @@ def _uniform_subsets(n_steps: int, population: int, size: int, generator: torch.
     """(n_steps, size) indices: per row a uniformly random ordered ``size``-subset of range(population).
 
     The ``size`` largest of ``population`` i.i.d. uniform keys form a uniform subset, and their
-    order (by key) is a uniform random order: a vectorised random_permutation(N)[:size].
+    order (by key) is a uniform random order: a vectorised random_permutation(N)[:size]. The keys are float64
+    (:data:`_KEY_DTYPE`): ties, which would break the uniformity, have probability about population² / 2^54.
     """
     device = generator.device
     rows = max(1, _KEYS_PER_CHUNK // max(1, population))
     parts = []
     for first in range(0, n_steps, rows):
         n = min(rows, n_steps - first)
-        keys = torch.rand(n, population, generator=generator, device=device)
+        keys = torch.rand(n, population, generator=generator, device=device, dtype=_KEY_DTYPE)
         parts.append(keys.topk(size, dim=1).indices)
     if not parts:
         return torch.empty(0, size, dtype=torch.long, device=device)
@@ -241,7 +246,7 @@ class PoissonTopLevel:
             The steps' sequences: mask[s, n] says whether sequence n is in step s.
         """
         device = generator.device
-        mask = torch.rand(n_steps, self.n_sequences, generator=generator, device=device) < self.rate
+        mask = torch.rand(n_steps, self.n_sequences, generator=generator, device=device, dtype=_KEY_DTYPE) < self.rate
         seq = torch.arange(self.n_sequences, device=device).expand(n_steps, -1)
         return TopBatch(seq, mask)
 

@@ -169,6 +169,23 @@ def test_wor_chunking_keeps_rows_independent(monkeypatch):
     assert stats.chisquare(torch.bincount(top.seq[:, 0], minlength=16).numpy()).pvalue > ALPHA
 
 
+def test_top_levels_draw_53_bit_uniforms():
+    """WOR, shuffled and pooled subsets are the top keys of float64 uniforms, Poisson masks a float64 uniform below
+    the rate: the textbook constructions with 53 random bits, drawn from the same generator. With float32 keys (24
+    bits) two of 2^16 keys tie almost surely and the top-k cut favours an index (about N / 2^24 relative excess
+    inclusion), and a rate below 2^-24 is drawn as 2^-24."""
+    n, size, steps = 4096, 5, 3
+    ref = torch.rand(steps, n, generator=gen(11), dtype=torch.float64)
+    assert bool((ref * 2**24 != torch.floor(ref * 2**24)).any())  # finer than float32's grid
+    wor = WORTopLevel(n_sequences=n, per_step=size, steps_per_epoch=1).sample(steps, gen(11))
+    assert torch.equal(wor.seq, ref.topk(size, dim=1).indices)
+    shuffled = ShuffleTopLevel(n_sequences=n, per_step=n // 4).sample(4, gen(11))
+    assert torch.equal(shuffled.seq.reshape(-1), ref[0].topk(n).indices)
+    rate = 2.0**-25
+    poisson = PoissonTopLevel(n_sequences=n, per_step=rate * n, steps_per_epoch=1).sample(steps, gen(11))
+    assert torch.equal(poisson.mask, ref < rate)
+
+
 def test_deterministic_iteration_touches_each_sequence_once_per_epoch():
     """Algorithm 3: N = 10, N' = 3 → ceil(10/3) = 4 steps per epoch, sequences in order, each exactly once."""
     top = DeterministicTopLevel(n_sequences=10, per_step=3)
