@@ -21,9 +21,22 @@ Opacus's DP optimizer is Algorithm 2 (per-window clipping to C, N(0, σ²C²) on
 divides by ``int(len(dataset) / len(loader))`` where Algorithm 2 divides by Λ, a rescaling
 of the learning rate that does not change the privacy accounted here.
 
+Batches handed out, not only steps trained. Opacus reports the steps it trained; the sampler hands out batches
+ahead of them (a ``DataLoader`` with ``num_workers > 0`` prefetches; a loop may fetch a batch and ``break`` before
+``optimizer.step()``) and a later pass resumes after the last batch it handed out, so trained steps can spread over
+more of the scheme's epochs than their number says. Give the accountant the sampler
+(``register(config, sampler=loader.batch_sampler)``): it then charges max(steps trained, batches handed out) steps,
+the sampler's own epochs (:attr:`~tsdp.training.batch_sampler.BiLevelBatchSampler.batches_handed_out` are its first
+steps, consecutive, so :func:`~tsdp.verify.events.training_event` of them is the epoch structure it followed,
+a shuffled run's partial last epoch included). Sound: the steps trained are a subset of the batches handed out, and
+running a step whose release is then ignored is a post-processing of the run that trains it; where the two counts
+differ and σ changed during the run, every step is charged at the smallest σ recorded (a step at a larger σ is the
+step at the smaller one with more noise added). Without a sampler the accountant counts trained steps only, sound only
+when every batch handed out is trained.
+
 Use::
 
-    accountant = register(config)                      # registers mechanism "tsdp" for this configuration
+    accountant = register(config, sampler=loader.batch_sampler)  # registers mechanism "tsdp" for this configuration
     engine = PrivacyEngine(accountant=MECHANISM)       # or: engine.accountant = accountant
     model, optimizer, loader = engine.make_private(..., data_loader=loader, poisson_sampling=False)
     engine.get_epsilon(1e-5)                           # == `tsdp epsilon --delta 1e-5 --steps S <config flags>`
@@ -59,6 +72,19 @@ def _config_state(config: TrainingConfig) -> dict:
     return state
 
 
+def _checked_sampler(sampler: object, config: TrainingConfig) -> object:
+    """``sampler`` if it is a batch sampler of ``config``'s batching (σ aside: Opacus sets it), else ConfigError."""
+    if sampler is None:
+        return None
+    if not isinstance(getattr(sampler, "batches_handed_out", None), int) or \
+            not isinstance(getattr(sampler, "config", None), TrainingConfig):
+        raise ConfigError("sampler", "must be the tsdp.training.batch_sampler.BiLevelBatchSampler the data loader "
+                                     "draws its batches with (loader.batch_sampler)", type(sampler).__name__)
+    if _config_state(sampler.config.with_(sigma=config.sigma)) != _config_state(config):
+        raise ConfigError("sampler", "draws the batches of another configuration than the accountant's")
+    return sampler
+
+
 class StructuredSubsamplingAccountant(IAccountant):
     """Opacus accountant for bi-level structured subsampling (paper Algorithms 1, 3-6; bounds T1-T14).
 
@@ -68,10 +94,13 @@ class StructuredSubsamplingAccountant(IAccountant):
         theorem: A catalogue id, None for the tightest sound bound.
         estimate: "sound" (upper bound, default) or "attained" (lower bound of the construction, not a budget).
         discretization: The PLD grid (default 1e-4).
+        sampler: The :class:`~tsdp.training.batch_sampler.BiLevelBatchSampler` of the data loader (None: the one
+            :func:`register` set, or none). With it the sound ε covers the batches it handed out (module docstring);
+            without it only the steps trained, sound only when every batch handed out is trained.
 
     Raises:
-        ConfigError: No configuration, a bad option, or a scheme without a bound to account it (refused on
-            construction rather than at ``get_epsilon``).
+        ConfigError: No configuration, a bad option, a sampler of another configuration, or a scheme without a bound
+            to account it (refused on construction rather than at ``get_epsilon``).
 
     Attributes:
         history: Opacus's (σ, sample_rate, steps) runs, merged like Opacus's RDP accountant.
@@ -79,13 +108,15 @@ class StructuredSubsamplingAccountant(IAccountant):
         theorem: The theorem asked for (None: the tightest sound bound).
         estimate: "sound" or "attained".
         discretization: The PLD grid.
+        sampler: The batch sampler whose handed-out batches are charged (None: trained steps only).
     """
 
     default_config: Optional[TrainingConfig] = None  # set by :func:`register` for registry-created instances
     default_options: dict = {}
 
     def __init__(self, config: Optional[TrainingConfig] = None, *, theorem: Optional[str] = None,
-                 estimate: Optional[str] = None, discretization: Optional[float] = None):
+                 estimate: Optional[str] = None, discretization: Optional[float] = None,
+                 sampler: Optional[object] = None):
         super().__init__()
         config = config if config is not None else type(self).default_config
         if not isinstance(config, TrainingConfig):
@@ -93,8 +124,9 @@ class StructuredSubsamplingAccountant(IAccountant):
                                         "(construct it with one, or call tsdp.attacks.integrations.opacus_accountant.register)")
         options = dict(type(self).default_options)
         options.update({k: v for k, v in (("theorem", theorem), ("estimate", estimate),
-                                          ("discretization", discretization)) if v is not None})
+                                          ("discretization", discretization), ("sampler", sampler)) if v is not None})
         self.config = config
+        self.sampler = _checked_sampler(options.get("sampler"), config)
         self.theorem = options.get("theorem")
         self.estimate = options.get("estimate", "sound")
         self.discretization = options.get("discretization", DEFAULT_DISCRETIZATION)
@@ -138,7 +170,19 @@ class StructuredSubsamplingAccountant(IAccountant):
         self.history.append((noise_multiplier, sample_rate, 1))
 
     def event(self) -> dp_event.DpEvent:
-        """The recorded run as one privacy event: ``training_event`` per σ run, composed in order."""
+        """The recorded run as one privacy event: ``training_event`` per σ run, composed in order; with a sampler that
+        handed out more batches than were trained (sound estimate), ``training_event`` of the batches handed out at
+        the smallest σ recorded (module docstring).
+
+        Returns:
+            The event (sound direction: it covers every batch the sampler handed out).
+        """
+        handed_out = 0 if self.sampler is None else self.sampler.batches_handed_out
+        if handed_out > len(self) and self.estimate == "sound":
+            for _, rate, _ in self.history:
+                self._check_rate(rate)
+            sigma = min(float(s) for s, _, _ in self.history)
+            return training_event(self.config.with_(sigma=sigma), steps=handed_out, theorem=self.theorem)
         parts = []
         for sigma, rate, steps in self.history:
             self._check_rate(rate)
@@ -147,7 +191,8 @@ class StructuredSubsamplingAccountant(IAccountant):
         return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
 
     def get_epsilon(self, delta: float, *args: object, **kwargs: object) -> float:
-        """ε at ``delta`` of the recorded steps (sound: an upper bound) from :class:`PldAccountant`; 0 before any.
+        """ε at ``delta`` of the recorded steps (sound: an upper bound; with a sampler, of at least the batches it
+        handed out) from :class:`PldAccountant`; 0 before any step was trained.
 
         Args:
             delta: The δ.
@@ -199,7 +244,8 @@ class StructuredSubsamplingAccountant(IAccountant):
 
 
 def register(config: TrainingConfig, *, theorem: Optional[str] = None, estimate: str = "sound",
-             discretization: float = DEFAULT_DISCRETIZATION) -> StructuredSubsamplingAccountant:
+             discretization: float = DEFAULT_DISCRETIZATION,
+             sampler: Optional[object] = None) -> StructuredSubsamplingAccountant:
     """Register mechanism ``"tsdp"`` in Opacus's accountant registry for ``config`` and return a fresh accountant.
 
     Registry-created accountants (``PrivacyEngine(accountant="tsdp")``, the σ search of
@@ -211,12 +257,15 @@ def register(config: TrainingConfig, *, theorem: Optional[str] = None, estimate:
         theorem: A catalogue id, None for the tightest sound bound.
         estimate: "sound" (upper bound, default) or "attained" (lower bound, not a budget).
         discretization: The PLD grid.
+        sampler: The data loader's :class:`~tsdp.training.batch_sampler.BiLevelBatchSampler`
+            (``loader.batch_sampler``): the sound ε then covers every batch it handed out, trained or not (module
+            docstring). None: trained steps only.
 
     Returns:
         A fresh accountant for ``config``.
 
     Raises:
-        ConfigError: A bad option, or a scheme without a bound to account it.
+        ConfigError: A bad option, a sampler of another configuration, or a scheme without a bound to account it.
 
     Example:
         Account an Opacus training with tsdp::
@@ -224,12 +273,13 @@ def register(config: TrainingConfig, *, theorem: Optional[str] = None, estimate:
             from opacus import PrivacyEngine
             from tsdp.attacks.integrations.opacus_accountant import MECHANISM, register
 
-            register(config)
+            register(config, sampler=loader.batch_sampler)
             engine = PrivacyEngine(accountant=MECHANISM)
     """
     bound = type("StructuredSubsamplingAccountantFor", (StructuredSubsamplingAccountant,), {
         "default_config": config,
-        "default_options": {"theorem": theorem, "estimate": estimate, "discretization": discretization},
+        "default_options": {"theorem": theorem, "estimate": estimate, "discretization": discretization,
+                            "sampler": sampler},
     })
     accountant = bound()
     register_accountant(MECHANISM, bound, force=True)
