@@ -131,6 +131,32 @@ def test_a_configuration_refuses_series_whose_elements_lie_in_more_windows_than_
     assert err.value.parameter == "L"
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(2, 12), min_size=1, max_size=5), st.lists(st.integers(2, 12), min_size=1, max_size=5))
+def test_pooled_windows_are_accounted_only_for_the_pool_the_sampler_draws_from(configured, data):
+    """Pooled windows (L_F = 1, T_n = L_n): the configuration of ``configured`` lengths covers training series of
+    ``data`` lengths (same count) exactly when its pool Σ T_n is theirs and none is shorter than its L; otherwise
+    refused naming ``L`` (equal lengths with no ``lengths`` given) or ``lengths``."""
+    from tsdp.theorems.config import ConfigError
+
+    data = (data * len(configured))[:len(configured)]
+    base = TrainingConfig(N=len(configured), L=min(configured), context_length=1, forecast_length=1, batch_size=1,
+                          top="pooled")
+    config = base if len(set(configured)) == 1 else base.with_(lengths=tuple(configured))
+    covered = min(data) >= min(configured) and sum(data) == sum(configured)
+    try:
+        config.check_covers(data)
+    except ConfigError as err:
+        assert not covered, (configured, data, str(err))
+        if min(data) < config.L:
+            assert err.parameter == "L", str(err)
+        else:
+            plain = config.lengths is None and len(set(data)) == 1
+            assert f"all {sum(data)} windows" in str(err) and err.parameter == ("L" if plain else "lengths"), str(err)
+    else:
+        assert covered, (configured, data)
+
+
 def test_the_window_dataset_refuses_series_the_configuration_understates():
     """The Opacus adapter's dataset checks the same: a length-3 series under a configuration of length 2."""
     pytest.importorskip("torch")
