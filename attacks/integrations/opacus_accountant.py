@@ -32,7 +32,10 @@ a shuffled run's partial last epoch included). Sound: the steps trained are a su
 running a step whose release is then ignored is a post-processing of the run that trains it; where the two counts
 differ and σ changed during the run, every step is charged at the smallest σ recorded (a step at a larger σ is the
 step at the smaller one with more noise added). Without a sampler the accountant counts trained steps only, sound only
-when every batch handed out is trained.
+when every batch handed out is trained. A checkpoint keeps each run (its σ runs and batches handed out); the
+training after ``load_state_dict`` is a new run, whose sampler starts its epochs afresh, composed after the restored
+ones (counting it as the continuation of a restored run's unfinished epoch would under-charge: a fresh
+deterministic or shuffled epoch reaches the series that run already trained on).
 
 Use::
 
@@ -47,7 +50,7 @@ the registry, hence :func:`register`).
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import List, Optional, Tuple
 
 try:
     from opacus.accountants import IAccountant, register_accountant
@@ -130,6 +133,9 @@ class StructuredSubsamplingAccountant(IAccountant):
         self.theorem = options.get("theorem")
         self.estimate = options.get("estimate", "sound")
         self.discretization = options.get("discretization", DEFAULT_DISCRETIZATION)
+        # runs restored from checkpoints, each (σ runs, batches handed out), and the current run's first trained step
+        self._restored: List[Tuple[list, int]] = []
+        self._split = 0
         # validates the options and refuses, now rather than at get_epsilon, a scheme without a bound to account it
         PldAccountant(self.estimate, discretization=self.discretization).compose(
             training_event(config, steps=1, theorem=self.theorem))
@@ -163,31 +169,57 @@ class StructuredSubsamplingAccountant(IAccountant):
             sigma, rate, n = self.history[-1]
             self.history[-1] = (sigma, rate, n + 1)
             return
-        if self.config.top in EPOCH_SCOPED_TOP and len(self) % self.config.steps_per_epoch:
+        if self.config.top in EPOCH_SCOPED_TOP and (len(self) - self._split) % self.config.steps_per_epoch:
             raise ConfigError("noise_multiplier", f"changes inside an epoch of {self.config.top!r} iteration, "
                                                   "whose bounds are per epoch; change σ at epoch boundaries",
                               noise_multiplier)
         self.history.append((noise_multiplier, sample_rate, 1))
 
+    def _handed_out(self) -> int:
+        """Batches the sampler handed out since it was made, linked before or after (0 without a sampler): its epochs
+        start at its first batch, so a batch drawn before the link still places the run's steps in them."""
+        return 0 if self.sampler is None else self.sampler.batches_handed_out
+
+    def _runs_after(self, skip: int) -> List[tuple]:
+        """The σ runs of the history after its first ``skip`` steps."""
+        runs = []
+        for sigma, rate, n in self.history:
+            if skip < n:
+                runs.append((sigma, rate, n - skip))
+            skip = max(0, skip - n)
+        return runs
+
+    def _run_event(self, runs: List[tuple], handed_out: int) -> dp_event.DpEvent:
+        """One run's event: ``training_event`` per σ run, composed in order; where its sampler handed out more
+        batches than were trained (sound estimate), ``training_event`` of the batches at the smallest σ recorded."""
+        for _, rate, _ in runs:
+            self._check_rate(rate)
+        if handed_out > sum(n for _, _, n in runs) and self.estimate == "sound":
+            sigma = min(float(s) for s, _, _ in runs)
+            return training_event(self.config.with_(sigma=sigma), steps=handed_out, theorem=self.theorem)
+        parts = [training_event(self.config.with_(sigma=float(sigma)), steps=int(steps), theorem=self.theorem)
+                 for sigma, _, steps in runs]
+        return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
+
+    def _runs(self) -> List[Tuple[list, int]]:
+        """Every run, the restored ones then the current: (σ runs, batches handed out)."""
+        return self._restored + [(self._runs_after(self._split), self._handed_out())]
+
     def event(self) -> dp_event.DpEvent:
-        """The recorded run as one privacy event: ``training_event`` per σ run, composed in order; with a sampler that
-        handed out more batches than were trained (sound estimate), ``training_event`` of the batches handed out at
-        the smallest σ recorded (module docstring).
+        """The recorded training as one privacy event (module docstring): per run (the current one, and each restored
+        from a checkpoint, whose sampler started its epochs afresh), ``training_event`` per σ run composed in order,
+        or, where the run's sampler handed out more batches than were trained (sound estimate), ``training_event`` of
+        the batches handed out at the smallest σ of the run; the runs composed in order.
 
         Returns:
-            The event (sound direction: it covers every batch the sampler handed out).
+            The event (sound direction: it covers every batch a linked sampler handed out).
+
+        Raises:
+            ConfigError: No step was trained.
         """
-        handed_out = 0 if self.sampler is None else self.sampler.batches_handed_out
-        if handed_out > len(self) and self.estimate == "sound":
-            for _, rate, _ in self.history:
-                self._check_rate(rate)
-            sigma = min(float(s) for s, _, _ in self.history)
-            return training_event(self.config.with_(sigma=sigma), steps=handed_out, theorem=self.theorem)
-        parts = []
-        for sigma, rate, steps in self.history:
-            self._check_rate(rate)
-            parts.append(training_event(self.config.with_(sigma=float(sigma)), steps=int(steps),
-                                        theorem=self.theorem))
+        parts = [self._run_event(runs, handed_out) for runs, handed_out in self._runs() if runs]
+        if not parts:
+            raise ConfigError("history", "no step was trained")
         return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
 
     def get_epsilon(self, delta: float, *args: object, **kwargs: object) -> float:
@@ -208,7 +240,8 @@ class StructuredSubsamplingAccountant(IAccountant):
         return float(accountant.compose(self.event()).get_epsilon(delta))
 
     def state_dict(self, destination: Optional[dict] = None) -> dict:
-        """Opacus's state (history, mechanism) plus the configuration and options it was accounted with.
+        """Opacus's state (history, mechanism) plus the configuration and options it was accounted with, and the runs
+        (restored and current: σ runs, batches handed out) that :meth:`event` composes.
 
         Args:
             destination: A dict to fill (None: a new one).
@@ -221,16 +254,20 @@ class StructuredSubsamplingAccountant(IAccountant):
         destination["theorem"] = self.theorem
         destination["estimate"] = self.estimate
         destination["discretization"] = self.discretization
+        destination["runs"] = [(list(runs), handed_out) for runs, handed_out in self._runs()]
         return destination
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore a checkpoint; a checkpoint of another configuration or estimate is refused.
+        """Restore a checkpoint; a checkpoint of another configuration or estimate is refused. The steps trained after
+        it are a new run (its sampler's epochs start afresh), composed after the restored runs (module docstring); a
+        checkpoint without runs is one run of its trained steps.
 
         Args:
             state_dict: What :meth:`state_dict` saved.
 
         Raises:
-            ConfigError: A checkpoint of another configuration or estimate, naming what differs.
+            ConfigError: A checkpoint of another configuration or estimate, naming what differs, or runs that do not add
+                up to its history.
         """
         theirs = state_dict.get("config") if state_dict else None
         if theirs is not None and theirs != _config_state(self.config):
@@ -241,6 +278,11 @@ class StructuredSubsamplingAccountant(IAccountant):
                                   getattr(self, key))
         super().load_state_dict(state_dict)
         self.history = [tuple(h) for h in self.history]
+        runs = state_dict.get("runs", [(self.history, 0)])  # a checkpoint without runs: trained steps only
+        self._restored = [([tuple(r) for r in segment], int(handed_out)) for segment, handed_out in runs]
+        if sum(n for segment, _ in self._restored for _, _, n in segment) != len(self):
+            raise ConfigError("runs", "the checkpoint's runs do not add up to its history")
+        self._split = len(self)
 
 
 def register(config: TrainingConfig, *, theorem: Optional[str] = None, estimate: str = "sound",

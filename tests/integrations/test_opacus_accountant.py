@@ -321,3 +321,36 @@ def test_handed_out_batches_at_a_changed_sigma_are_charged_at_the_smallest(deter
         StructuredSubsamplingAccountant(config.with_(batch_size=3), sampler=sampler)
     with pytest.raises(ConfigError, match="BiLevelBatchSampler"):
         StructuredSubsamplingAccountant(config, sampler=object())
+
+
+def test_training_after_a_checkpoint_is_a_new_run_of_the_samplers_fresh_epochs(deterministic, tmp_path):
+    """3 of the deterministic order's 6 steps, a checkpoint, then 3 steps from a fresh loader: the fresh sampler starts
+    its epoch again, so the series of the first 3 steps are trained twice and the charge is 2 epochs (two runs of 3
+    steps composed), not the 1 epoch that 6 consecutive steps would be; the batches handed out before the checkpoint
+    and not trained (the early break) stay charged; and the restored state alone keeps its ε."""
+    from dp_accounting import dp_event
+
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    series, config = deterministic
+    engine, model, optimizer, loader, _ = _private(config, series)
+    for i, batch in enumerate(loader):
+        if i == 3:
+            break  # the fourth batch was handed out and not trained
+        _train(model, optimizer, batch)
+    before = engine.get_epsilon(DELTA)
+    assert before == _sound(config, 4, 2.0)
+    engine.save_checkpoint(path=tmp_path / "ckpt.pt", module=model, optimizer=optimizer)
+    restored, model2, optimizer2, loader2, sampler2 = _private(config, series)
+    restored.load_checkpoint(path=tmp_path / "ckpt.pt", module=model2, optimizer=optimizer2)
+    assert restored.get_epsilon(DELTA) == before
+    for i, batch in enumerate(loader2):
+        _train(model2, optimizer2, batch)
+        if i == 2:
+            break
+    assert len(restored.accountant) == 6 and sampler2.batches_handed_out == 3
+    two_runs = dp_event.ComposedDpEvent([training_event(config.with_(sigma=2.0), steps=4),
+                                         training_event(config.with_(sigma=2.0), steps=3)])
+    expected = PldAccountant("sound", discretization=1e-3).compose(two_runs).get_epsilon(DELTA)
+    assert restored.get_epsilon(DELTA) == expected > _sound(config, 6, 2.0) + 0.1
