@@ -331,18 +331,20 @@ class TrainingConfig:
 
     def check_covers(self, lengths: Sequence[int]) -> None:
         """Raise unless this configuration's accounting covers training series of ``lengths``: none shorter than L
-        (r = k/T is largest at the shortest series); for a Poisson bottom level or pooled windows (which count the
-        windows of the longest series), none holding the changed element in more windows than k; for pooled windows,
-        no fewer windows in all than the configuration's N_tot (the sampler draws Λ of the series' own windows, and
-        the accountant charges the rate Λ/N_tot).
+        (r = k/T is largest at the shortest series) and, for a Poisson bottom level or pooled windows (which count the
+        windows of the longest series), none holding the changed element in more windows than k; pooled windows
+        also need the pool the sampler draws from, N_tot = Σ_n T_n of ``lengths``, to be the configuration's
+        :attr:`n_windows_total` (T13 / T14 read the rate Λ / N_tot and the steps per epoch floor(N_tot / Λ): a smaller
+        counted pool overstates the rate and understates the steps of an epoch, a larger one understates the rate,
+        the unsound direction).
 
         Args:
             lengths: The training series' lengths.
 
         Raises:
-            ConfigError: Naming ``L`` (a series shorter than L) or ``lengths`` (a series longer than the
-                configuration says, whose elements lie in more than k windows; pooled series holding fewer windows
-                than N_tot).
+            ConfigError: Naming ``L`` (a series shorter than L, or equal-length pooled series longer than L) or
+                ``lengths`` (a series longer than the configuration says, whose elements lie in more than k windows;
+                pooled series whose windows are not the configuration's pool).
         """
         lengths = tuple(int(n) for n in lengths)
         if min(lengths) < self.L:
@@ -353,10 +355,19 @@ class TrainingConfig:
             raise ConfigError("lengths", f"the longest series (length {max(lengths)}) holds the changed element in "
                               f"k = {fitted.k} windows, more than the k = {self.k} of the configuration: give the "
                               "series' lengths (the accountant would understate k)", self.lengths)
-        if self.top == Top.POOLED and fitted.n_windows_total < self.n_windows_total:
-            raise ConfigError("lengths", f"the series hold N_tot = {fitted.n_windows_total} windows, fewer than the "
-                              f"N_tot = {self.n_windows_total} the configuration pools: give the series' lengths (the "
-                              "accountant would understate the pooled rate Λ/N_tot)", self.lengths)
+        if self.top == Top.POOLED and fitted.n_windows_total != self.n_windows_total:
+            self._refuse_pool(lengths, fitted.n_windows_total)
+
+    def _refuse_pool(self, lengths: Tuple[int, ...], drawn: int) -> None:
+        """The one error line for pooled series whose windows are not the configuration's pool, naming the flag."""
+        counted = f"the configuration counts {self.n_windows_total}"
+        if self.lengths is None and len(set(lengths)) == 1:
+            raise ConfigError("L", f"pooled windows are drawn from all {drawn} windows of the series (length "
+                              f"{lengths[0]}), {counted}: give --L {lengths[0]} (or drop --L: it is taken from the "
+                              "data)", self.L)
+        shown = " ".join(map(str, lengths)) if len(lengths) <= 20 else f"with each of the {len(lengths)} series' length"
+        raise ConfigError("lengths", f"pooled windows are drawn from all {drawn} windows of the series, {counted}: give "
+                          f"--lengths {shown} (tsdp.training.batch_sampler.fit_lengths sets them)", self.lengths)
 
     def with_(self, **changes) -> "TrainingConfig":
         """A validated copy with some fields changed; new ``lengths`` without ``L`` re-derive L from them."""

@@ -20,8 +20,11 @@ the batches drawn are always consecutive steps of the scheme's epochs, the steps
 counts (a fresh epoch on every pass would re-use the first batches of a deterministic order, and
 start a new permutation the accountant does not know of under shuffling). The sampler cannot tell a batch
 that was trained from one that was handed out and dropped (a ``DataLoader`` with ``num_workers > 0`` fetches
-ahead; a loop may fetch a batch and then ``break``): a dropped batch is skipped by the next pass, and an
-accountant that counts trained steps then under-charges, so every batch handed out must be trained. Poisson
+ahead; a loop may fetch a batch and then ``break``): a dropped batch is skipped by the next pass, so the trained
+steps spread over more of the scheme's epochs than their number says. The sampler therefore counts the batches it
+handed out (:attr:`BiLevelBatchSampler.batches_handed_out`, the first steps of its epochs, in order) and an
+accountant given the sampler charges at least them
+(:class:`tsdp.attacks.integrations.opacus_accountant.StructuredSubsamplingAccountant`'s ``sampler``). Poisson
 sampling can give an empty step; :meth:`WindowDataset.collate` returns tensors with zero rows then.
 """
 from __future__ import annotations
@@ -179,6 +182,8 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
         config: The dataset's configuration.
         sampler: The configuration's sampler (:func:`make_sampler`).
         generator: The batches' generator.
+        batches_handed_out: The batches handed out since the sampler was made, trained or not (they are the first
+            ``batches_handed_out`` steps of its epochs, consecutive: the steps an accountant must charge at least).
 
     Example:
         Draw the accounted batches through a DataLoader::
@@ -197,6 +202,7 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
         self.generator = generator if generator is not None else torch.Generator().manual_seed(
             int(torch.empty((), dtype=torch.int64).random_().item()))
         self._epoch, self._next = None, 0  # the epoch being drawn and its next step (None: start a new one)
+        self.batches_handed_out = 0
 
     def __len__(self) -> int:
         return self.sampler.steps_per_epoch
@@ -211,4 +217,5 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
             if self._next == index.n_steps:  # handed out whole: the next iteration starts a new epoch
                 self._epoch = None
             keep = index.mask[i]
+            self.batches_handed_out += 1  # counted as it leaves: a batch fetched and dropped still moved the epoch
             yield list(zip(index.seq[i][keep].tolist(), index.start[i][keep].tolist()))

@@ -7,7 +7,9 @@ catalogue at σ' > σ is the pair at σ followed by independent Gaussian noise
 smallest admissible σ.
 
 Soundness direction: the returned σ is always one whose re-accounted sound ε is ≤ the
-target (an **upper** bound on the smallest admissible σ, the safe side); ``sigma_rejected``
+target (an **upper** bound on the smallest admissible σ, the safe side), both at the tail mass truncation asked for
+and at :data:`~tsdp.verify.pld.DEFAULT_TAIL_MASS_TRUNCATION`, the one training's ledger accounts with (a σ
+calibrated at a smaller truncation would otherwise re-account above the target once trained); ``sigma_rejected``
 is a σ ≥ σ·(1 - tolerance) whose ε exceeds the target, so σ is within a relative
 ``tolerance`` of the smallest admissible value on the accountant's grid.
 """
@@ -62,7 +64,8 @@ class CalibrationResult(Record):
         steps: The training steps (None if epochs were given).
         epochs: The epochs (None if steps were given).
         tolerance: The relative tolerance on σ.
-        evaluations: Sound accountings at ``discretization``.
+        evaluations: σ values accounted at ``discretization`` (each at the asked tail truncation and, where it
+            differs, at the default training's ledger uses).
         discretization: The grid every returned number is accounted at.
         config: The configuration at the calibrated σ.
         coarse_evaluations: Accountings on the coarse grid that only said where to look.
@@ -116,7 +119,9 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
         theorem: The bound's T-id (default: the tightest sound upper bound of the scheme).
         tolerance: Relative tolerance on σ.
         discretization: Width of the privacy-loss grid every returned number is accounted at.
-        tail_mass_truncation: The library's ``tail_mass_truncation`` of each composition.
+        tail_mass_truncation: The library's ``tail_mass_truncation`` of each composition. Every σ is accounted at it
+            and at :data:`~tsdp.verify.pld.DEFAULT_TAIL_MASS_TRUNCATION` (training's ledger, ``tsdp train``), and its
+            ε is the larger: the σ returned spends at most the target both ways.
         log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
 
     Returns:
@@ -131,6 +136,7 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
     bound, _, reason = resolve_event(bound_event_of(run))
     counts = {}
+    truncations = sorted({tail_mass_truncation, DEFAULT_TAIL_MASS_TRUNCATION})  # asked for, and training's ledger's
 
     from tqdm import tqdm
 
@@ -143,9 +149,10 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
             counts[grid] += 1
             bar.set_postfix_str(f"σ = {sigma:.4g}, grid {grid:g}")
             bar.update(1)
-            acc = PldAccountant.with_settings(Estimate.SOUND, replace(settings, discretization=grid))
-            return acc.compose(training_event(config.with_(sigma=sigma), steps=steps, epochs=epochs,
-                                              theorem=bound.id)).get_epsilon(delta)
+            event = training_event(config.with_(sigma=sigma), steps=steps, epochs=epochs, theorem=bound.id)
+            return max(PldAccountant.with_settings(Estimate.SOUND, replace(settings, discretization=grid,
+                                                                           tail_mass_truncation=tail))
+                       .compose(event).get_epsilon(delta) for tail in truncations)
 
         return eps_at
 

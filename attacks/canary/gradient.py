@@ -158,9 +158,14 @@ class Participation:
 def participation_rate(config: TrainingConfig) -> float:
     """E[K_t]: expected windows holding one canary per step under ``config``'s scheme (canaries as :class:`Participation` places them).
 
-    Top level: ρ = N'/N for WOR and Poisson, 1/steps per epoch for deterministic and shuffled
-    iteration (one step per epoch holds the sequence); bottom level: λ r (WR) or k q (Poisson);
-    pooled windows: k Λ / N_tot.
+    The canaries sit in the shortest series, each in k_c = min(L_C + L_F, T) windows (T at the shortest, as
+    ``config.r`` and ``config.q`` are), not the configuration's k, which is taken at the longest series. Top level:
+    ρ = N'/N for WOR and Poisson, 1/steps per epoch for deterministic and shuffled iteration (one step per epoch holds
+    the sequence); bottom level: λ k_c / T (WR) or k_c q (Poisson); pooled windows: k_c Λ / N_tot.
+
+    Only the ``mixture`` score reads it (its p): a score may be any function of the output and of public quantities
+    fixed before the run, and the one-run certifiers are valid for every such score, so a rate off the canaries'
+    own would cost the audit power, never make its lower bound unsupported.
 
     Args:
         config: The batching.
@@ -168,10 +173,11 @@ def participation_rate(config: TrainingConfig) -> float:
     Returns:
         E[K_t].
     """
+    held = min(config.window_length, config.T)  # windows holding a canary in the shortest series (_placements)
     if config.top == Top.POOLED:
-        return float(config.k * config.batch_size / config.n_windows_total)
+        return float(held * config.batch_size / config.n_windows_total)
     top = float(config.rho) if config.top in (Top.WOR, Top.POISSON) else 1.0 / config.steps_per_epoch
-    bottom = float(config.instances * config.r) if config.bottom == Bottom.WR else float(config.k * config.q)
+    bottom = config.instances * held / config.T if config.bottom == Bottom.WR else float(held * config.q)
     return top * bottom
 
 

@@ -149,3 +149,19 @@ def test_the_sound_profile_is_the_accountants_curve_read_once():
     assert sound_profile(config.with_(), 1) is sound_profile(config, 1)
     with pytest.raises(ValueError):
         deltas[0] = 0.0
+
+
+@pytest.mark.parametrize("top,bottom", [("wor", "poisson"), ("shuffle", "poisson"), ("pooled", "wr"), ("wor", "wr")])
+def test_participation_rate_is_the_canaries_mean_count_with_unequal_lengths(top, bottom):
+    """Series of lengths 2, 3, 10, 10 (L_C = 2, L_F = 1: T_n = 2, 3, 10, 10): the configuration's k = 3 is taken at the
+    longest series, but the canaries sit in the shortest, where an element lies in min(L_C + L_F, T) = 2 windows. The
+    mixture score's p must be their E[K_t] (measured over 50 canaries and 2000 steps: 0.498 for the Poisson bottom
+    level, 0.162 pooled, where k at the longest says 0.75 and 0.24). Per-canary means over the 2000 steps spread
+    0.010-0.015, so the mean over the 50 canaries stays within that even if they moved together in a replica; a 10%
+    band (0.016 pooled, 0.05 otherwise) keeps the right rate and is far from the 50% overstatement; fixed seeds."""
+    config = TrainingConfig(N=4, lengths=(2, 3, 10, 10), context_length=2, forecast_length=1, batch_size=2,
+                            instances=1, top=top, bottom=bottom)
+    p = Participation(config, 50, np.random.default_rng(0), torch.Generator().manual_seed(0))
+    counts = torch.stack([p.next() for _ in range(2000)]).double()
+    rate = participation_rate(config)
+    assert abs(counts.mean().item() - rate) < 0.1 * rate, (counts.mean().item(), rate)

@@ -22,3 +22,43 @@ def test_the_printed_sigma_is_at_least_the_calibrated_one_and_keeps_the_budget(t
     assert exact <= printed <= exact * (1 + 1e-5)
     spent = epsilon(TrainingConfig(top="deterministic", sigma=printed), 1e-5, epochs=epochs).epsilon
     assert spent <= target
+
+
+@pytest.mark.parametrize("truncation", ["0", "1e-9"])
+def test_a_sigma_calibrated_at_another_tail_truncation_keeps_the_budget_as_train_accounts_it(truncation):
+    """The target is the sound ε of 10 steps at σ = 1 accounted with ``--tail-mass-truncation`` (discretisation 0.002:
+    no coarse search), so σ = 1 meets it with no room. `tsdp train` accounts with the default truncation (its ledger is
+    ``PldAccountant("sound")`` over ``training_event``), which keeps less of the tail than 0 (measured: 1.6e-11 more
+    ε at σ = 1); the calibrated σ must spend at most the target both as train accounts it and at the flag's own
+    truncation, and the printed ε is the larger of the two."""
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    config, grid = TrainingConfig(), 0.002
+    target = epsilon(config, 1e-5, steps=10, estimates=("sound",), discretization=grid,
+                     tail_mass_truncation=float(truncation)).epsilon
+    code, out, err = run_cli(["calibrate", "--epsilon", repr(target), "--delta", "1e-5", "--steps", "10",
+                              "--discretization", grid, "--tail-mass-truncation", truncation, "--json"])
+    assert code == 0, err
+    result = json.loads(out)
+    sigma = result["sigma"]
+    as_train = PldAccountant("sound", discretization=grid).compose(
+        training_event(config.with_(sigma=sigma), steps=10)).get_epsilon(1e-5)
+    as_asked = epsilon(config.with_(sigma=sigma), 1e-5, steps=10, estimates=("sound",), discretization=grid,
+                       tail_mass_truncation=float(truncation)).epsilon
+    assert as_train <= target and as_asked <= target, (sigma, as_train, as_asked, target)
+    assert result["epsilon"] == max(as_train, as_asked)
+
+
+def test_the_help_names_the_accountants_default_truncation_and_bad_values_are_refused_by_calibrate():
+    """The help's default is the accountant's (one home: verify.pld), and calibrate refuses a truncation outside
+    [0, 1) or not finite with one error line naming the flag (exit 2)."""
+    from cli_run import error_line
+    from tsdp.verify.pld import DEFAULT_TAIL_MASS_TRUNCATION
+
+    code, out, _ = run_cli(["calibrate", "--help"])
+    assert code == 0 and f"(default {DEFAULT_TAIL_MASS_TRUNCATION:g}," in " ".join(out.split())
+    for bad in ("-1", "1", "nan", "inf"):
+        code, _, err = run_cli(["calibrate", "--epsilon", "3", "--delta", "1e-5", "--steps", "10",
+                                "--tail-mass-truncation", bad])
+        assert code == 2 and "--tail-mass-truncation" in error_line(err), (bad, err)

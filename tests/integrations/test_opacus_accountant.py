@@ -224,3 +224,133 @@ def test_a_shuffled_run_is_charged_the_deterministic_orders_epochs_and_its_parti
     assert attained.get_epsilon(DELTA) < expected
     with pytest.raises(ConfigError, match="inside an epoch"):
         acc.step(noise_multiplier=2.0, sample_rate=rate)
+
+
+def _sound(config, steps, sigma, discretization=1e-3):
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    return PldAccountant("sound", discretization=discretization).compose(
+        training_event(config.with_(sigma=sigma), steps=steps)).get_epsilon(DELTA)
+
+
+def _private(config, series, *, num_workers=0, linked=True):
+    """A deterministic-order Opacus run over ``series`` at σ = 2 whose accountant follows its batch sampler."""
+    dataset = WindowDataset(series, config)
+    sampler = BiLevelBatchSampler(dataset, generator=torch.Generator().manual_seed(0))
+    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=dataset.collate, num_workers=num_workers)
+    engine = engine_for(config, discretization=1e-3, **({"sampler": sampler} if linked else {}))
+    model = forecaster(config)
+    model, optimizer, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05),
+                                                   data_loader=loader, noise_multiplier=2.0, max_grad_norm=1.0,
+                                                   poisson_sampling=False)
+    return engine, model, optimizer, loader, sampler
+
+
+def _train(model, optimizer, batch):
+    context, forecast = batch
+    optimizer.zero_grad()
+    nn.functional.mse_loss(model(context), forecast).backward()
+    optimizer.step()
+
+
+@pytest.fixture(scope="module")
+def deterministic(setup):
+    """Grunfeld's 11 series in a deterministic order of N' = 2 series a step: 6 steps an epoch."""
+    series, config = setup
+    return series, config.with_(top="deterministic", batch_size=2)
+
+
+@pytest.mark.parametrize("loop", ["prefetch", "fetch-then-break"])
+def test_batches_handed_out_and_not_trained_are_charged(deterministic, loop):
+    """Three passes of two trained steps each: with ``num_workers = 2`` the loader prefetches batches it then drops
+    (the loop leaves after ``optimizer.step()``); with ``num_workers = 0`` the loop fetches a third batch and leaves
+    before training it. Either way the sampler handed out more batches than Opacus trained (6 trained; measured: 18
+    handed out with prefetching, 9 with the early break, 3 and 2 of the deterministic order's 6-step epochs against
+    the 1 the trained steps fill), and the engine charges at least the sound ε of the batches handed out, which is
+    more than that of the steps trained."""
+    series, config = deterministic
+    engine, model, optimizer, loader, sampler = _private(config, series, num_workers=2 if loop == "prefetch" else 0)
+    for _ in range(3):
+        for i, batch in enumerate(loader):
+            if loop == "fetch-then-break" and i == 2:
+                break
+            _train(model, optimizer, batch)
+            if loop == "prefetch" and i == 1:
+                break
+    trained, handed_out = len(engine.accountant), sampler.batches_handed_out
+    assert trained == 6 and handed_out > config.steps_per_epoch, handed_out
+    charged = engine.get_epsilon(DELTA)
+    assert charged >= _sound(config, handed_out, 2.0) > _sound(config, trained, 2.0) + 0.1, (charged, handed_out)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_loop_that_trains_every_batch_is_charged_its_steps(deterministic, num_workers):
+    """Two whole passes (12 steps, 2 epochs), with or without worker processes: every batch handed out was trained,
+    and the linked engine charges exactly the steps trained, `tsdp epsilon --steps 12`'s ε."""
+    series, config = deterministic
+    engine, model, optimizer, loader, sampler = _private(config, series, num_workers=num_workers)
+    for _ in range(2):
+        for batch in loader:
+            _train(model, optimizer, batch)
+    assert len(engine.accountant) == sampler.batches_handed_out == 2 * config.steps_per_epoch
+    assert engine.get_epsilon(DELTA) == _sound(config, 2 * config.steps_per_epoch, 2.0)
+
+
+def test_handed_out_batches_at_a_changed_sigma_are_charged_at_the_smallest(deterministic):
+    """σ = 3 for 6 trained steps then σ = 2 for 1, with 9 batches handed out: the charge is 9 steps (2 epochs) at
+    σ = 2, at least what either the trained history or the handed-out count alone would charge; a sampler of another
+    configuration is refused, as is something that is not a batch sampler."""
+    series, config = deterministic
+    dataset = WindowDataset(series, config)
+    sampler = BiLevelBatchSampler(dataset, generator=torch.Generator().manual_seed(0))
+    acc = StructuredSubsamplingAccountant(config, discretization=1e-3, sampler=sampler)
+    rate = 1 / config.steps_per_epoch
+    acc.history = [(3.0, rate, 6), (2.0, rate, 1)]
+    history_only = acc.get_epsilon(DELTA)
+    batches = iter(sampler)
+    for _ in range(6):
+        next(batches)
+    batches = iter(sampler)  # a new pass: the rest of the epoch was left to it
+    for _ in range(3):
+        next(batches)
+    assert sampler.batches_handed_out == 9
+    charged = acc.get_epsilon(DELTA)
+    assert charged == _sound(config, 9, 2.0) and charged > history_only > _sound(config, 9, 3.0)
+    with pytest.raises(ConfigError, match="another configuration"):
+        StructuredSubsamplingAccountant(config.with_(batch_size=3), sampler=sampler)
+    with pytest.raises(ConfigError, match="BiLevelBatchSampler"):
+        StructuredSubsamplingAccountant(config, sampler=object())
+
+
+def test_training_after_a_checkpoint_is_a_new_run_of_the_samplers_fresh_epochs(deterministic, tmp_path):
+    """3 of the deterministic order's 6 steps, a checkpoint, then 3 steps from a fresh loader: the fresh sampler starts
+    its epoch again, so the series of the first 3 steps are trained twice and the charge is 2 epochs (two runs of 3
+    steps composed), not the 1 epoch that 6 consecutive steps would be; the batches handed out before the checkpoint
+    and not trained (the early break) stay charged; and the restored state alone keeps its ε."""
+    from dp_accounting import dp_event
+
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    series, config = deterministic
+    engine, model, optimizer, loader, _ = _private(config, series)
+    for i, batch in enumerate(loader):
+        if i == 3:
+            break  # the fourth batch was handed out and not trained
+        _train(model, optimizer, batch)
+    before = engine.get_epsilon(DELTA)
+    assert before == _sound(config, 4, 2.0)
+    engine.save_checkpoint(path=tmp_path / "ckpt.pt", module=model, optimizer=optimizer)
+    restored, model2, optimizer2, loader2, sampler2 = _private(config, series)
+    restored.load_checkpoint(path=tmp_path / "ckpt.pt", module=model2, optimizer=optimizer2)
+    assert restored.get_epsilon(DELTA) == before
+    for i, batch in enumerate(loader2):
+        _train(model2, optimizer2, batch)
+        if i == 2:
+            break
+    assert len(restored.accountant) == 6 and sampler2.batches_handed_out == 3
+    two_runs = dp_event.ComposedDpEvent([training_event(config.with_(sigma=2.0), steps=4),
+                                         training_event(config.with_(sigma=2.0), steps=3)])
+    expected = PldAccountant("sound", discretization=1e-3).compose(two_runs).get_epsilon(DELTA)
+    assert restored.get_epsilon(DELTA) == expected > _sound(config, 6, 2.0) + 0.1

@@ -131,6 +131,32 @@ def test_a_configuration_refuses_series_whose_elements_lie_in_more_windows_than_
     assert err.value.parameter == "L"
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(2, 12), min_size=1, max_size=5), st.lists(st.integers(2, 12), min_size=1, max_size=5))
+def test_pooled_windows_are_accounted_only_for_the_pool_the_sampler_draws_from(configured, data):
+    """Pooled windows (L_F = 1, T_n = L_n): the configuration of ``configured`` lengths covers training series of
+    ``data`` lengths (same count) exactly when its pool Σ T_n is theirs and none is shorter than its L; otherwise
+    refused naming ``L`` (equal lengths with no ``lengths`` given) or ``lengths``."""
+    from tsdp.theorems.config import ConfigError
+
+    data = (data * len(configured))[:len(configured)]
+    base = TrainingConfig(N=len(configured), L=min(configured), context_length=1, forecast_length=1, batch_size=1,
+                          top="pooled")
+    config = base if len(set(configured)) == 1 else base.with_(lengths=tuple(configured))
+    covered = min(data) >= min(configured) and sum(data) == sum(configured)
+    try:
+        config.check_covers(data)
+    except ConfigError as err:
+        assert not covered, (configured, data, str(err))
+        if min(data) < config.L:
+            assert err.parameter == "L", str(err)
+        else:
+            plain = config.lengths is None and len(set(data)) == 1
+            assert f"all {sum(data)} windows" in str(err) and err.parameter == ("L" if plain else "lengths"), str(err)
+    else:
+        assert covered, (configured, data)
+
+
 def test_the_window_dataset_refuses_series_the_configuration_understates():
     """The Opacus adapter's dataset checks the same: a length-3 series under a configuration of length 2."""
     pytest.importorskip("torch")
@@ -159,25 +185,28 @@ def test_the_attained_value_of_mixed_lengths_is_one_series_construction():
     assert attained <= max(alone), (attained, alone)
 
 
-def test_pooled_windows_refuse_training_series_that_hold_fewer_windows_than_the_configuration_pools():
+def test_pooled_windows_refuse_training_series_whose_pool_is_not_the_configuration_s():
     """T13 charges each step the pooled rate Λ / N_tot; the sampler draws Λ of the training series' own windows. A
     configuration whose lengths (20, 30, 30, 30) pool N_tot = 106 windows, trained on series of lengths (20, 20, 20,
     30) (86 windows, same shortest and longest series, so the same L and k), reported ε = 9.04 after 20 steps at
-    σ = 1, δ = 1e-5 where the series' own pool gives 10.15: refused naming ``lengths``; a pool at least as large is
-    accepted (the rate is then overstated, the sound direction), and other top levels never read N_tot."""
+    σ = 1, δ = 1e-5 where the series' own pool gives 10.15: refused naming ``lengths``. A larger pool of the series
+    (one length L counted as N T against longer series) is refused too: the accountant counts the sampler's pool
+    exactly (steps per epoch floor(N_tot / Λ)); the same pool in another order, and other top levels, pass."""
     from tsdp.theorems.config import ConfigError
 
     claimed = TrainingConfig(N=4, lengths=(20, 30, 30, 30), context_length=4, forecast_length=2, batch_size=4,
                              top="pooled")
     assert (claimed.n_windows_total, claimed.with_(lengths=(20, 20, 20, 30)).n_windows_total) == (106, 86)
-    with pytest.raises(ConfigError, match="N_tot") as err:
+    with pytest.raises(ConfigError, match="106") as err:
         claimed.check_covers((20, 20, 20, 30))
     assert err.value.parameter == "lengths"
     claimed.check_covers((30, 30, 20, 30))  # the same pool, in another order
-    claimed.check_covers((20, 30, 30, 30 + 5))  # a larger pool: Λ / N_tot overstated
     claimed.with_(top="wor").check_covers((20, 20, 20, 30))
-    TrainingConfig(N=4, L=20, context_length=4, forecast_length=2, batch_size=4, top="pooled").check_covers(
-        (20, 20, 20, 30))  # one length L: N T is never more than the series' pool
+    one_length = TrainingConfig(N=4, L=20, context_length=4, forecast_length=2, batch_size=4, top="pooled")
+    with pytest.raises(ConfigError, match="give --lengths 20 20 20 30") as err:
+        one_length.check_covers((20, 20, 20, 30))
+    assert err.value.parameter == "lengths"
+    one_length.check_covers((20,) * 4)
 
 
 @settings(max_examples=150, deadline=None)

@@ -22,8 +22,9 @@ def _add_accounting_options(p: argparse.ArgumentParser) -> None:
                    "a lower bound (T3, T9, T10, T14) is reported as attained only and refused by calibrate")
     p.add_argument("--discretization", type=float, default=1e-4,
                    help="PLD value discretisation (default 1e-4, dp-accounting's default)")
-    p.add_argument("--tail-mass-truncation", type=float, default=1e-15,
-                   help="tail mass truncated at each composition (default 1e-15, dp-accounting's default)")
+    p.add_argument("--tail-mass-truncation", type=float, default=None,
+                   help="tail mass truncated at each composition (default 1e-15, dp-accounting's default and the one "
+                   "`tsdp train` accounts with; calibrate's σ meets the target both at this value and at the default)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_config_arguments(p)
 
@@ -37,6 +38,10 @@ def _schedule(args):
         raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
     if not (math.isfinite(args.discretization) and 0 < args.discretization <= 1):
         raise UsageError(f"invalid --discretization: must be in (0, 1] (got {args.discretization})")
+    if args.tail_mass_truncation is None:
+        from tsdp.verify.pld import DEFAULT_TAIL_MASS_TRUNCATION  # the accountant's own default, the one home
+
+        args.tail_mass_truncation = DEFAULT_TAIL_MASS_TRUNCATION
     if not (math.isfinite(args.tail_mass_truncation) and 0 <= args.tail_mass_truncation < 1):
         raise UsageError(f"invalid --tail-mass-truncation: must be in [0, 1) (got {args.tail_mass_truncation})")
     return args.steps, args.epochs
