@@ -50,6 +50,7 @@ def add_parsers(sub, command) -> None:
         if args.out is not None and not args.out.strip():
             raise UsageError(f"invalid --out: empty (give a folder, or drop --out for reports/out/<name>/) "
                              f"(got {args.out!r})")
+        from tsdp.reports.render import lower, upper
         from tsdp.reports.run import OUT_ROOT, WORKERS, build_report, load_config
 
         from tsdp.theorems.config import ConfigError, check_output_path
@@ -80,7 +81,7 @@ def add_parsers(sub, command) -> None:
             print(f"report written to {out}/ (index.html, report.md, results.json) in {results['meta']['elapsed_s']} s")
             print(f"theorem {results['accounting']['theorem']}: " + "; ".join(
                 f"δ={r['delta']:g} {r['steps'] or r['epochs']} {'steps' if r['steps'] else 'epochs'}: "
-                f"ε={r['epsilon_sound']:.4g}" for r in results["accounting"]["rows"][:5]))
+                f"ε={upper(r['epsilon_sound'])}" for r in results["accounting"]["rows"][:5]))
             for c in results["claims"]:
                 print(f"{c['id']}: {c['verdict_text']} - {c['reason']}")
                 for o in c.get("other_verdicts", []):
@@ -89,6 +90,6 @@ def add_parsers(sub, command) -> None:
             print(f"verify --quick: {s['pass']} pass, {s['fail']} fail, {s['finding']} finding; "
                   f"audits: {results['tightness']['audit_status']}")
         for v in results["violations"]:  # a certified lower bound above a sound ε fails the run
-            print(f"PRIVACY VIOLATION: audit of {v['theorem']} certifies ε ≥ {v['epsilon_lower']:.4g} "
-                  f"({v['confidence']} confidence) > sound ε = {v['epsilon_sound']:.4g} of {v['bound']}", file=sys.stderr)
+            print(f"PRIVACY VIOLATION: audit of {v['theorem']} certifies ε ≥ {lower(v['epsilon_lower'])} "
+                  f"({v['confidence']} confidence) > sound ε = {upper(v['epsilon_sound'])} of {v['bound']}", file=sys.stderr)
         return 1 if results["violation"] else 0
