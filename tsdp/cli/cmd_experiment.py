@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Sequence
 
 from .config_args import add_data_arguments
 from .errors import UsageError
-from .output import NO_NOISE, dumps
+from .output import NO_NOISE, dumps, upper_text
 
 if TYPE_CHECKING:
     from tsdp.datasets.benchmarks import ForecastSplit
@@ -464,7 +464,7 @@ def render_table(rows: Sequence["Row"], baselines: Dict[str, float], best: Seque
     lines.append("steps per seed and sound ε spent: " + "; ".join(
         f"{MODEL_LABELS[r.model]} ε={NO_NOISE if math.isinf(r.epsilon) else format(r.epsilon, 'g')}"
         + ("" if r.level == Level.ONE_EVENT else " " + _column_label(r.level, r.column).replace(" = ", "="))
-        + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {r.epsilon_spent[0]:.4f}")
+        + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {upper_text(r.epsilon_spent[0], 4, fixed=True)}")
         + (f" < {r.epsilon:g} (epochs cap)" if r.capped[0] else "")
         for r in steps[:8]) + (" ..." if len(steps) > 8 else ""))
     return "\n".join(lines)
