@@ -2,7 +2,7 @@
 text reads back as at least the computed number; an attained, audited or certified ε (a lower bound) rounded down,
 so it reads back as at most it (the rule's one home: tsdp.verify.rounded). Swept over hypothesis-generated values
 through each command's own path, its computation replaced at the seam by a result carrying those values: `tsdp
-epsilon`, `tsdp audit`, `tsdp audit-model`, `tsdp check-accountant` and `tsdp experiment`'s table (`tsdp report`:
+epsilon`, `tsdp forecast epsilon`, `tsdp audit`, `tsdp audit-model`, `tsdp check-accountant` and `tsdp experiment`'s table (`tsdp report`:
 tests/reports/test_report_rounding.py)."""
 import dataclasses
 import math
@@ -139,3 +139,27 @@ def test_tsdp_experiment_table(spent):
     text = render_table([row], {}, [], [], split, SimpleNamespace(delta=1e-7, models=["dlinear"]))
     (printed,) = re.findall(r"5 steps, ε (\S+)", text)
     on_its_side(printed, spent, "upper")
+
+
+@pytest.fixture(scope="module")
+def released():
+    """A real `tsdp forecast epsilon` answer (T15, one release), whose ε values the sweep replaces."""
+    from tsdp.theorems.bounds.inference import InferenceConfig
+    from tsdp.verify.inference_accounting import account
+
+    return account(InferenceConfig(r=0.5, sigma=1.5, w=1, v=1.0, context_length=1, releases=1), delta=1e-5)
+
+
+@SWEEP
+@given(up=VALUES, low=VALUES)
+def test_tsdp_forecast_epsilon(monkeypatch, released, up, low):
+    import tsdp.verify.inference_accounting as inference
+
+    monkeypatch.setattr(inference, "account", lambda *a, **k: dataclasses.replace(
+        released, epsilon=up, epsilon_attained=low))
+    code, out, err = run_cli(["forecast", "epsilon", "--r", "0.5", "--sigma", "1.5", "--w", "1", "--v", "1",
+                              "--context-length", "1", "--delta", "1e-5"])
+    assert code == 0, err
+    sound, attained = re.search(r"sound (\S+) \(upper bound\), attained (\S+)", out).groups()
+    on_its_side(sound, up, "upper")
+    on_its_side(attained, low, "lower")
