@@ -179,10 +179,7 @@ def _violation(results: dict) -> List[tuple]:
     if results.get("violation") is None or t is None:
         return []
     if results["violation"]:
-        cases = "; ".join(f"audit of {v['theorem']} ({v['steps']} step{'s' if v['steps'] != 1 else ''}) certifies "
-                          f"ε ≥ {lower(v['epsilon_lower'])} with {fmt(v['confidence'])} confidence "
-                          f"({fmt(v['trials'])} trials per world), above the sound ε = {upper(v['epsilon_sound'])} of "
-                          f"{v['bound']}" for v in results["violations"])
+        cases = "; ".join(_violation_case(v) for v in results["violations"])
         return [(Block.ALERT, False, f"PRIVACY VIOLATION DETECTED: {cases}. The loop leaks more than its proven bound; "
                                  "`tsdp report` exits 1.")]
     if t["audit_status"] != AuditStatus.RAN:
@@ -190,6 +187,18 @@ def _violation(results: dict) -> List[tuple]:
     n = results["meta"].get("audits_checked")
     return [(Block.ALERT, True, f"No privacy violation: none of the {n} audits compared with a sound upper bound "
                             "certified ε above it (lower confidence bounds, 95%).")]
+
+
+def _violation_case(v: dict) -> str:
+    """One violation in words: the certified ε above the sound ε, or the violation test rejecting the sound profile
+    (an earlier report's case, without ``estimate_above``, is the former)."""
+    head = (f"audit of {v['theorem']} ({v['steps']} step{'s' if v['steps'] != 1 else ''}) certifies "
+            f"ε ≥ {lower(v['epsilon_lower'])} with {fmt(v['confidence'])} confidence ({fmt(v['trials'])} trials per "
+            "world)")
+    if v.get("estimate_above", True):
+        return f"{head}, above the sound ε = {upper(v['epsilon_sound'])} of {v['bound']}"
+    return (f"{head}, and its violation test rejects the sound profile of {v['bound']} (sound ε = "
+            f"{upper(v['epsilon_sound'])}) at that confidence")
 
 
 def _epsilon_table(acc: dict) -> tuple:
@@ -289,7 +298,8 @@ def _tightness(t: dict) -> List[tuple]:
                    "(10 steps). Each audited construction is set against the upper bound that covers it; the "
                    "constructions of the lower bounds T3, T9, T10, T14 are what an attack reaches, not budgets."))
     if t["soundness_violations"]:
-        b.append((Block.ALERT, False, "SOUNDNESS VIOLATION: audited ε lower bound above the sound ε for " +
+        b.append((Block.ALERT, False, "SOUNDNESS VIOLATION: an audit certifies its sound bound exceeded (its ε lower "
+                  "bound above the sound ε, or its violation test rejecting the sound profile) for " +
                   ", ".join(t["soundness_violations"])))
     notes = [x for x in t["bounds"] if x["note"]]
     b.append((Block.TABLE, ["audited construction", "compared bound", "ε bound", "ε attained (lower)", "ε audited (LCB)",

@@ -10,7 +10,8 @@ keep their audit record, soundness_violations lists every case the exit code cou
                    audit_status: "ran"|"audit not available", audits_checked: int,
                    notes: [{category, message, count}] (the warnings raised while computing)}
   violation       bool: an audit certified ε above a sound upper bound of its relation (`tsdp report` exits 1); null when not computed
-  violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials}]
+  violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials,
+                   estimate_above: the estimate itself above the sound ε (false: the violation test alone)}]
   accounting      {config (TrainingConfig.as_dict), derived {T, k, r, rho, phi, q, ...},
                    theorem, kind, reason, attained_law (what the attained ε composes; the hidden-position
                    epoch for shuffled iteration),

@@ -283,7 +283,8 @@ def violation_summary(section: dict) -> dict:
 
     Returns:
         ``{"violation": bool, "violations": [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence,
-        trials}], "checked": number of audits compared}``.
+        trials, estimate_above (the estimate itself above the sound ε; else the violation test alone)}],
+        "checked": number of audits compared}``.
 
     Raises:
         ValueError: An audit record of a newer rule than this tsdp knows.
@@ -302,7 +303,8 @@ def violation_summary(section: dict) -> dict:
             "epsilon_lower": r["epsilon_audited_lower"], "epsilon_sound": r["epsilon_sound"], "steps": r["steps"],
             "confidence": r.get("confidence"), "trials": r["audit_trials"]}))
     cases = [{"theorem": theorem, "bound": bound, "steps": a.get("steps", 1), "epsilon_lower": a["epsilon_lower"],
-              "epsilon_sound": a["epsilon_sound"], "confidence": a.get("confidence"), "trials": a.get("trials")}
+              "epsilon_sound": a["epsilon_sound"], "confidence": a.get("confidence"), "trials": a.get("trials"),
+              "estimate_above": a["epsilon_lower"] > a["epsilon_sound"]}
              for theorem, bound, a in audits if record_sound_exceeded(a)]
     return {"violation": bool(cases), "violations": cases, "checked": len(audits)}
 

@@ -90,6 +90,9 @@ def add_parsers(sub, command) -> None:
             print(f"verify --quick: {s['pass']} pass, {s['fail']} fail, {s['finding']} finding; "
                   f"audits: {results['tightness']['audit_status']}")
         for v in results["violations"]:  # a certified lower bound above a sound ε fails the run
+            why = (f"> sound ε = {upper(v['epsilon_sound'])} of {v['bound']}" if v.get("estimate_above", True) else
+                   f"(sound ε = {upper(v['epsilon_sound'])}); its violation test rejects the sound profile of "
+                   f"{v['bound']}")
             print(f"PRIVACY VIOLATION: audit of {v['theorem']} certifies ε ≥ {lower(v['epsilon_lower'])} "
-                  f"({v['confidence']} confidence) > sound ε = {upper(v['epsilon_sound'])} of {v['bound']}", file=sys.stderr)
+                  f"({v['confidence']} confidence) {why}", file=sys.stderr)
         return 1 if results["violation"] else 0
