@@ -156,11 +156,16 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
         if args.out is not None:
             _check_out_can_be_made(args.out)  # before the data (a download of minutes); made once the data are read
         split = split_for(args.dataset, args.data_dir, download=args.download, user=user)
+        name = split.spec.name
+        v = (args.v or split.spec.label_noise_v) if Level.LABEL_NOISE in args.levels else None
+        settings = GridSettings(dataset=None if name == "m1-yearly" or user else name, data_dir=args.data_dir,
+                                delta=args.delta, v=v, epochs=None if user else args.epochs, n_samples=args.samples,
+                                device=args.device, discretization=args.discretization, seed=args.seed, user=user)
+        _check_delta_resolved(cells, settings)  # depends on the data's sizes: first thing once they are read
         if "deepar" in args.models:
             from tsdp.datasets.benchmarks import check_time_features
 
             check_time_features(split)  # before any cell: a budget that buys no step would never read the step
-        name = split.spec.name
         from tsdp.attacks.inference.mechanism import check_samples
 
         check_samples(args.samples, 1, split.spec.context_length, split.spec.forecast_length)  # one window's
@@ -168,10 +173,6 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
         _check_baselines()  # the flags first (cheap), then the extra, before any cell trains
         out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
         _check_out(out)
-        v = (args.v or split.spec.label_noise_v) if Level.LABEL_NOISE in args.levels else None
-        settings = GridSettings(dataset=None if name == "m1-yearly" or user else name, data_dir=args.data_dir,
-                                delta=args.delta, v=v, epochs=None if user else args.epochs, n_samples=args.samples,
-                                device=args.device, discretization=args.discretization, seed=args.seed, user=user)
         import sys
 
         from tsdp.experiments.cells import epochs_cap, read_stored
@@ -269,6 +270,22 @@ def _noted(payload: dict, keys, note: str) -> dict:
     for key in keys:
         with_note(payload, key, note)
     return payload
+
+
+def _check_delta_resolved(cells, settings) -> None:
+    """--delta against the accountant's resolution on the grid's private configurations (one step of each; the
+    smallest δ it resolves depends on the data's sizes): a δ below it is one line naming --delta (the accountant's
+    DeltaTooSmallError) before the baselines' statsforecast import, the time probes and any cell."""
+    import math
+
+    from tsdp.experiments.configuration import cell_config
+    from tsdp.verify.accountant import max_steps
+    from tsdp.verify.pld import PldSettings
+
+    grid = PldSettings(settings.discretization)
+    for config, epsilon in dict.fromkeys((cell_config(c, settings), c.epsilon) for c in cells
+                                         if not math.isinf(c.epsilon)):
+        max_steps(config, epsilon, settings.delta, cap=1, settings=grid)
 
 
 def _check_baselines() -> None:
