@@ -14,7 +14,7 @@ import argparse
 from typing import Callable, Optional
 
 from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
-                          data_sizing_the_config)
+                          data_sizing_the_config, loader_options_given)
 from .errors import UsageError, check_delta, load_entry_point
 from .output import auc_text, dumps, lower_text, user_output_to_stderr
 
@@ -136,8 +136,8 @@ def _plan(args) -> dict:
         raise UsageError("invalid --steps: only for --canary gradient (spike canaries are in every run's data)")
     sized = _sized_data(args)  # a file's N and L size --steps' batching
     config = config_from_args(args)  # the configuration flags are checked with --plan too (--drop-last, ...)
-    if sized is None and any(getattr(args, option) is not None for option in ("freq", "item_id", "timestamp", "target")):
-        data_from_args(args, config, seed=args.seed)  # refused: 'synthetic' has no timestamps and no columns
+    if sized is None and loader_options_given(args):
+        data_from_args(args, config, seed=args.seed)  # refused: 'synthetic' has no timestamps, columns or layout
     participation = _participation(args)
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
                analyses=analyses_of(args.canary, args.analysis), grid=guess_sets_of(args.analysis),

@@ -13,7 +13,7 @@ import os
 import argparse
 from typing import TYPE_CHECKING, Callable, Dict, List, Sequence
 
-from .config_args import add_data_arguments
+from .config_args import add_data_arguments, loader_options_given
 from .errors import UsageError
 from .output import NO_NOISE, dumps, upper_text
 
@@ -237,6 +237,10 @@ def _user_data(args):
         if args.freq is not None:
             raise UsageError(f"invalid --freq: it is the step of --data's timestamps; {args.dataset or 'm1-yearly'} "
                              "states its own step (drop --freq)")
+        table = loader_options_given(args)  # --freq: refused above
+        if table:
+            raise UsageError(f"invalid {table[0]}: it reads --data's CSV / parquet table; "
+                             f"{args.dataset or 'm1-yearly'} is not a table (drop it)")
         return None
     if args.dataset is not None:
         raise UsageError("invalid --data: give --data (your series) or --dataset (a benchmark), not both")

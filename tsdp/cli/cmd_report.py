@@ -5,7 +5,7 @@ reports (and through it matplotlib, torch) is imported inside the handler only.
 """
 from __future__ import annotations
 
-from .config_args import add_data_arguments, data_from_args
+from .config_args import add_data_arguments, data_from_args, loader_options_given
 from .output import dumps
 
 
@@ -68,7 +68,7 @@ def add_parsers(sub, command) -> None:
             if type(exc) is not ValueError:
                 raise
             raise UsageError(f"invalid --config: {exc}") from None
-        default_panel = args.data == p.get_default("data") and args.target is None and args.freq is None
+        default_panel = args.data == p.get_default("data") and not loader_options_given(args)
         real_data = None if default_panel else (args.data, data_from_args(args))  # None: the report's Grunfeld
         out = Path(args.out) if args.out else OUT_ROOT / name
         check_output_path("out", out, directory=True)  # before the report's minutes of work
