@@ -156,20 +156,20 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
         if args.out is not None:
             _check_out_can_be_made(args.out)  # before the data (a download of minutes); made once the data are read
         split = split_for(args.dataset, args.data_dir, download=args.download, user=user)
-        name = split.spec.name
-        v = (args.v or split.spec.label_noise_v) if Level.LABEL_NOISE in args.levels else None
-        settings = GridSettings(dataset=None if name == "m1-yearly" or user else name, data_dir=args.data_dir,
-                                delta=args.delta, v=v, epochs=None if user else args.epochs, n_samples=args.samples,
-                                device=args.device, discretization=args.discretization, seed=args.seed, user=user)
-        _check_delta_resolved(cells, settings)  # depends on the data's sizes: first thing once they are read
         if "deepar" in args.models:
             from tsdp.datasets.benchmarks import check_time_features
 
             check_time_features(split)  # before any cell: a budget that buys no step would never read the step
+        name = split.spec.name
         from tsdp.attacks.inference.mechanism import check_samples
 
         check_samples(args.samples, 1, split.spec.context_length, split.spec.forecast_length)  # one window's
         # sample paths: the test windows are drawn in chunks that fit the memory limit (train.evaluate)
+        v = (args.v or split.spec.label_noise_v) if Level.LABEL_NOISE in args.levels else None
+        settings = GridSettings(dataset=None if name == "m1-yearly" or user else name, data_dir=args.data_dir,
+                                delta=args.delta, v=v, epochs=None if user else args.epochs, n_samples=args.samples,
+                                device=args.device, discretization=args.discretization, seed=args.seed, user=user)
+        _check_delta_resolved(cells, settings)  # depends on the data's sizes: once they are read and checked
         _check_baselines()  # the flags first (cheap), then the extra, before any cell trains
         out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
         _check_out(out)
