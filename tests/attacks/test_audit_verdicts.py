@@ -11,6 +11,7 @@ from tsdp.attacks.montecarlo.options import TrialPlan
 from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper
 from tsdp.cli.cmd_audit import _human_audit
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.rounded import rounded_down
 
 
 @pytest.mark.parametrize("n", [1, 7, 30])
@@ -83,6 +84,6 @@ def test_a_sound_epsilon_below_the_certified_estimate_is_a_violation_and_equalit
     assert not below.violation_test.violation  # the violation test alone misses it
     assert below.violation and below.sound_exceeded and below.relation_note is None
     headline = _human_audit(below.as_dict()).splitlines()[0]
-    assert headline.startswith("PRIVACY VIOLATION") and f"certified ε ≥ {below.epsilon_lower:.4f}" in headline
+    assert headline.startswith("PRIVACY VIOLATION") and f"certified ε ≥ {rounded_down(below.epsilon_lower, 4, fixed=True)}" in headline
     equal = _audit_with_sound_epsilon(monkeypatch, below.epsilon_lower)
     assert equal.epsilon_lower == below.epsilon_lower and not equal.violation and not equal.sound_exceeded
