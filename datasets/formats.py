@@ -73,7 +73,7 @@ def load_series(source: Union[str, Path], *, config: Optional[TrainingConfig] = 
 
     Raises:
         DataError: Any unusable source or option (one error naming the file, column, row and line, or the option; a
-            column option given for a source that is not a table).
+            column option or a layout other than "auto" given for a source that is not a table).
         MissingExtraError: A format whose extra (pandas, pyarrow) is not installed.
     """
     name = str(source)
@@ -83,6 +83,8 @@ def load_series(source: Union[str, Path], *, config: Optional[TrainingConfig] = 
         raise DataError("freq", f"applies to a table's or JSON lines' timestamps; {name} "
                                 + ("has no calendar" if name == "synthetic" else "states its own step"))
     is_table = name.lower().endswith(TABLE_SUFFIXES)
+    if layout != "auto" and not is_table:
+        raise DataError("layout", f"is a CSV / parquet table's layout; {name} is not a table (drop it)")
     for option, value in (("item_id", item_id), ("timestamp", timestamp), ("target", target)):
         if value is not None and not is_table and not (option == "target" and name == "grunfeld"):
             raise DataError(option, f"names a column of a CSV / parquet table; {name} has no columns to name"

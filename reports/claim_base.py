@@ -35,6 +35,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 CONFIRMED, REFUTED, QUALIFIED, NOT_EVALUATED = "confirmed", "refuted", "qualified", "not evaluated"
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
@@ -363,6 +364,36 @@ def fmt4(x) -> str:
     Returns:
         The text.
     """
+    return _prose(x, lambda v: f"{v:.4g}")
+
+
+def upper4(x) -> str:
+    """An upper bound (a sound ε) in prose: 4 significant digits rounded up
+    (:func:`tsdp.verify.rounded.rounded_up`, the text reads back as at least ``x``); None or non-finite as 'none'.
+
+    Args:
+        x (float | None): The number.
+
+    Returns:
+        The text.
+    """
+    return _prose(x, lambda v: rounded_up(v, 4))
+
+
+def lower4(x) -> str:
+    """A lower bound (an attained or audited ε) in prose: 4 significant digits rounded down
+    (:func:`tsdp.verify.rounded.rounded_down`, the text reads back as at most ``x``); None or non-finite as 'none'.
+
+    Args:
+        x (float | None): The number.
+
+    Returns:
+        The text.
+    """
+    return _prose(x, lambda v: rounded_down(v, 4))
+
+
+def _prose(x, text: Callable[[float], str]) -> str:
     if x is None or (isinstance(x, float) and not np.isfinite(x)):
         return "none"
-    return f"{x:.4g}"
+    return text(float(x))

@@ -23,7 +23,8 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.constructions import RELATION_MISMATCH as WHY_BELOW
 from tsdp.verify import accounting
 
-from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed
+from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed, lower4,
+                         upper4)
 from .schema import AuditStatus
 
 DELTA = 1e-3
@@ -94,7 +95,7 @@ def reach_text(reach, trials: int, t13: float) -> str:
         return out + "; the element-level construction cannot certify ε_T13 at any number of trials"
     if reach["trials_needed"] is None:
         return out + f"; it would need more than {reach['search_cap']:.0e} trials per world to certify ε_T13"
-    return out + (f"; about {reach['trials_needed']:.2g} trials per world would certify ε_T13 = {t13:.4g} at "
+    return out + (f"; about {reach['trials_needed']:.2g} trials per world would certify ε_T13 = {upper4(t13)} at "
                   f"{conf} confidence")
 
 
@@ -133,17 +134,17 @@ class C6(Claim):
         if t14 is None:
             return NOT_EVALUATED, "no attained ε for T14"
         if not t14 > t13:
-            return REFUTED, (f"ε_T14 (attained) {t14:.4g} ≤ ε_T13 (sound) {t13:.4g} at k = {numbers['k']}: the "
+            return REFUTED, (f"ε_T14 (attained) {lower4(t14)} ≤ ε_T13 (sound) {upper4(t13)} at k = {numbers['k']}: the "
                              "one-record guarantee covers this configuration")
         if audit is not None and audit["epsilon_lower"] > t13:
-            return CONFIRMED, (f"the audit of the pooled loop certifies ε ≥ {audit['epsilon_lower']:.4g} "
+            return CONFIRMED, (f"the audit of the pooled loop certifies ε ≥ {lower4(audit['epsilon_lower'])} "
                                f"({100 * audit['confidence']:.0f}% confidence, {audit['trials']} trials per world) > "
-                               f"ε_T13 = {t13:.4g}, theory ε_T14 = {t14:.4g}; {numbers['why_T13_below']}")
+                               f"ε_T13 = {upper4(t13)}, theory ε_T14 = {lower4(t14)}; {numbers['why_T13_below']}")
         if audit is None:
-            return QUALIFIED, (f"audit not available; theory only: ε_T14 (attained) {t14:.4g} > ε_T13 (sound) {t13:.4g}"
+            return QUALIFIED, (f"audit not available; theory only: ε_T14 (attained) {lower4(t14)} > ε_T13 (sound) {upper4(t13)}"
                                + reach_text(numbers.get("power"), 0, t13))
-        return QUALIFIED, (f"theory ε_T14 = {t14:.4g} > ε_T13 = {t13:.4g}, but the audit's lower bound "
-                           f"{audit['epsilon_lower']:.4g} ({audit['trials']} trials per world) does not exceed ε_T13"
+        return QUALIFIED, (f"theory ε_T14 = {lower4(t14)} > ε_T13 = {upper4(t13)}, but the audit's lower bound "
+                           f"{lower4(audit['epsilon_lower'])} ({audit['trials']} trials per world) does not exceed ε_T13"
                            + reach_text(numbers.get("power"), audit["trials"], t13))
 
     def figure(self, result: dict, out: Path) -> List[str]:

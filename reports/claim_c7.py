@@ -26,7 +26,7 @@ from typing import List, Tuple
 
 from tsdp.theorems.config import TrainingConfig
 
-from .claim_base import CONFIRMED, NOT_EVALUATED, Cells, Claim, ClaimContext, Computed, OtherVerdict, fmt4
+from .claim_base import CONFIRMED, NOT_EVALUATED, Cells, Claim, ClaimContext, Computed, OtherVerdict, upper4
 
 QUICK_GRID = {"models": ("simple-ff",), "seeds": 1}
 FULL_GRID = {"models": ("simple-ff", "dlinear"), "seeds": 2}
@@ -49,7 +49,7 @@ def capped_note(numbers: dict) -> str:
         for r in numbers.get("rows", []):
             if (r["checkpoint"] == "last" and r["model"] == c["model"] and r["epsilon"] == c["epsilon"]
                     and r.get("top") == c["top"] and any(r["capped"])):
-                spent = ", ".join(fmt4(e) for e, cap in zip(r["epsilon_spent"], r["capped"]) if cap)
+                spent = ", ".join(upper4(e) for e, cap in zip(r["epsilon_spent"], r["capped"]) if cap)
                 notes.append(f"ε = {c['epsilon']:g}: {c['model']} stopped at its {numbers['epochs']}-epoch cap "
                              f"(ε spent {spent} < {c['epsilon']:g})")
     return "; " + "; ".join(notes) if notes else ""

@@ -11,9 +11,10 @@ bound (kind "lower": T3, T9, T10, T14) is never shown in a "sound" column.
 from __future__ import annotations
 
 import math
-from typing import List
+from typing import Callable, List, Optional
 
 from tsdp.theorems.bounds.base import Kind
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 from .blocks import Block
 from .claim_base import REPRODUCED
@@ -23,12 +24,14 @@ from .schema import AuditStatus
 SECTIONS = ("accounting", "claims", "consistency", "tightness", "errata", "inference")
 
 
-def fmt(x, digits: int = 4) -> str:
+def fmt(x, digits: int = 4, rounding: Optional[Callable[[float, int], str]] = None) -> str:
     """A number for the tables: None → 'n/a', floats to ``digits`` significant digits.
 
     Args:
         x (float | None): The number.
         digits: Significant digits.
+        rounding: How a float is printed to ``digits`` digits (None: to nearest; a bound: :func:`upper`,
+            :func:`lower`).
 
     Returns:
         The text.
@@ -40,8 +43,36 @@ def fmt(x, digits: int = 4) -> str:
     if isinstance(x, float):
         if not math.isfinite(x):
             return str(x)
-        return f"{x:.{digits}g}"
+        return f"{x:.{digits}g}" if rounding is None else rounding(x, digits)
     return str(x)
+
+
+def upper(x, digits: int = 4) -> str:
+    """An upper bound (a sound ε or δ) for the tables, rounded up (:func:`tsdp.verify.rounded.rounded_up`): the text
+    reads back as at least the computed number. None → 'n/a'.
+
+    Args:
+        x (float | None): The number.
+        digits: Significant digits.
+
+    Returns:
+        The text.
+    """
+    return fmt(x, digits, rounded_up)
+
+
+def lower(x, digits: int = 4) -> str:
+    """A lower bound (an attained or audited ε) for the tables, rounded down
+    (:func:`tsdp.verify.rounded.rounded_down`): the text reads back as at most the computed number. None → 'n/a'.
+
+    Args:
+        x (float | None): The number.
+        digits: Significant digits.
+
+    Returns:
+        The text.
+    """
+    return fmt(x, digits, rounded_down)
 
 
 def _schedule(r: dict) -> str:
@@ -136,8 +167,8 @@ def _summary(results: dict) -> List[tuple]:
             b.append((Block.TABLE, ["audited construction", "compared bound", "ε bound", "ε attained (lower)",
                                 "ε audited (LCB)", "audited / attained"],
                       [[f"{x['theorem']} ({x['audited_kind']})", _compared(x),
-                        fmt(x["audit"]["epsilon_sound"]), fmt(x["audit"]["epsilon_attained"]),
-                        fmt(x["audit"]["epsilon_lower"]), fmt(x["audit"]["ratio"])] for x in t["bounds"]]))
+                        upper(x["audit"]["epsilon_sound"]), lower(x["audit"]["epsilon_attained"]),
+                        lower(x["audit"]["epsilon_lower"]), fmt(x["audit"]["ratio"])] for x in t["bounds"]]))
         else:
             b.append((Block.PARAGRAPH, f"Audits: {t['audit_status']}."))
     return b
@@ -148,10 +179,7 @@ def _violation(results: dict) -> List[tuple]:
     if results.get("violation") is None or t is None:
         return []
     if results["violation"]:
-        cases = "; ".join(f"audit of {v['theorem']} ({v['steps']} step{'s' if v['steps'] != 1 else ''}) certifies "
-                          f"ε ≥ {fmt(v['epsilon_lower'])} with {fmt(v['confidence'])} confidence "
-                          f"({fmt(v['trials'])} trials per world), above the sound ε = {fmt(v['epsilon_sound'])} of "
-                          f"{v['bound']}" for v in results["violations"])
+        cases = "; ".join(_violation_case(v) for v in results["violations"])
         return [(Block.ALERT, False, f"PRIVACY VIOLATION DETECTED: {cases}. The loop leaks more than its proven bound; "
                                  "`tsdp report` exits 1.")]
     if t["audit_status"] != AuditStatus.RAN:
@@ -159,6 +187,18 @@ def _violation(results: dict) -> List[tuple]:
     n = results["meta"].get("audits_checked")
     return [(Block.ALERT, True, f"No privacy violation: none of the {n} audits compared with a sound upper bound "
                             "certified ε above it (lower confidence bounds, 95%).")]
+
+
+def _violation_case(v: dict) -> str:
+    """One violation in words: the certified ε above the sound ε, or the violation test rejecting the sound profile
+    (an earlier report's case, without ``estimate_above``, is the former)."""
+    head = (f"audit of {v['theorem']} ({v['steps']} step{'s' if v['steps'] != 1 else ''}) certifies "
+            f"ε ≥ {lower(v['epsilon_lower'])} with {fmt(v['confidence'])} confidence ({fmt(v['trials'])} trials per "
+            "world)")
+    if v.get("estimate_above", True):
+        return f"{head}, above the sound ε = {upper(v['epsilon_sound'])} of {v['bound']}"
+    return (f"{head}, and its violation test rejects the sound profile of {v['bound']} (sound ε = "
+            f"{upper(v['epsilon_sound'])}) at that confidence")
 
 
 def _epsilon_table(acc: dict) -> tuple:
@@ -169,8 +209,9 @@ def _epsilon_table(acc: dict) -> tuple:
     for sched in dict.fromkeys(_schedule(r) for r in acc["rows"]):
         rs = {r["delta"]: r for r in acc["rows"] if _schedule(r) == sched}
         first = rs[deltas[0]]
-        rows.append([sched, first["compositions"]] + [fmt(rs[d][k]) for d in deltas
-                                                      for k in ("epsilon_sound", "epsilon_attained")])
+        rows.append([sched, first["compositions"]] + [side(rs[d][k]) for d in deltas
+                                                      for k, side in (("epsilon_sound", upper),
+                                                                      ("epsilon_attained", lower))])
     return (Block.TABLE, header, rows)
 
 
@@ -194,12 +235,12 @@ def _accounting(acc: dict) -> List[tuple]:
                [[f"derived {k}", fmt(v)] for k, v in acc["derived"].items()])]),
             (Block.DETAILS, f"the accounting, one row per (δ, schedule) ({len(acc['rows'])} rows)",
              [(Block.TABLE, ["δ", "schedule", "compositions", sound, attained],
-               [[fmt(r["delta"]), _schedule(r), r["compositions"], fmt(r["epsilon_sound"]),
-                 fmt(r["epsilon_attained"])] for r in acc["rows"]])]),
+               [[fmt(r["delta"]), _schedule(r), r["compositions"], upper(r["epsilon_sound"]),
+                 lower(r["epsilon_attained"])] for r in acc["rows"]])]),
             (Block.DETAILS, "every bound of the catalogue at this configuration (one composition, δ = 1e-5)",
              [(Block.TABLE, ["theorem", "reference", "kind", "ε upper bound (sound)", "ε lower bound (attained)",
                          "applies"],
-               [[r["theorem"], r["reference"], r["kind"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]),
+               [[r["theorem"], r["reference"], r["kind"], upper(r["epsilon_sound"]), lower(r["epsilon_attained"]),
                  "yes" if r["applies"] else f"no: {r['why_not']}"] for r in acc.get("catalogue", [])])])]
 
 
@@ -257,15 +298,16 @@ def _tightness(t: dict) -> List[tuple]:
                    "(10 steps). Each audited construction is set against the upper bound that covers it; the "
                    "constructions of the lower bounds T3, T9, T10, T14 are what an attack reaches, not budgets."))
     if t["soundness_violations"]:
-        b.append((Block.ALERT, False, "SOUNDNESS VIOLATION: audited ε lower bound above the sound ε for " +
+        b.append((Block.ALERT, False, "SOUNDNESS VIOLATION: an audit certifies its sound bound exceeded (its ε lower "
+                  "bound above the sound ε, or its violation test rejecting the sound profile) for " +
                   ", ".join(t["soundness_violations"])))
     notes = [x for x in t["bounds"] if x["note"]]
     b.append((Block.TABLE, ["audited construction", "compared bound", "ε bound", "ε attained (lower)", "ε audited (LCB)",
                         "audited/attained", "GOF p"],
               [[f"{x['theorem']} ({x['audited_kind']})", _compared(x),
-                fmt(x["audit"]["epsilon_sound"]) if x["audit"] else "n/a",
-                fmt(x["audit"]["epsilon_attained"]) if x["audit"] else "n/a",
-                fmt(x["audit"]["epsilon_lower"]) if x["audit"] else AuditStatus.NOT_AVAILABLE.value,
+                upper(x["audit"]["epsilon_sound"]) if x["audit"] else "n/a",
+                lower(x["audit"]["epsilon_attained"]) if x["audit"] else "n/a",
+                lower(x["audit"]["epsilon_lower"]) if x["audit"] else AuditStatus.NOT_AVAILABLE.value,
                 fmt(x["audit"]["ratio"]) if x["audit"] else "n/a",
                 fmt(x["audit"]["gof_pvalue"]) if x["audit"] else "n/a"] for x in t["bounds"]]))
     for x in notes:
@@ -273,12 +315,12 @@ def _tightness(t: dict) -> List[tuple]:
     b.append((Block.PARAGRAPH, "Upper bounds: measured gap (one step)."))
     b.append((Block.TABLE, ["upper bound", "construction", "λ", "ε sound (upper)", "ε attained (lower)", "attained/sound",
                         "ε audited (LCB)", "audited/sound"],
-              [[g["upper"], g["construction"], g["instances"], fmt(g["epsilon_sound"]), fmt(g["epsilon_attained"]),
-                fmt(g["attained_over_sound"]), fmt(g["epsilon_audited_lower"]) if t["audit_status"] == AuditStatus.RAN
+              [[g["upper"], g["construction"], g["instances"], upper(g["epsilon_sound"]), lower(g["epsilon_attained"]),
+                fmt(g["attained_over_sound"]), lower(g["epsilon_audited_lower"]) if t["audit_status"] == AuditStatus.RAN
                 else AuditStatus.NOT_AVAILABLE.value, fmt(g["audited_over_sound"])] for g in t["upper_gaps"]]))
     b.append((Block.PARAGRAPH, f"Composition gap of T6 on the audit configuration (ε at δ = {fmt(t['delta'])})."))
     b.append((Block.TABLE, ["steps", "ε sound (upper)", "ε attained (lower)", "ε audited (LCB)", "audit trials"],
-              [[r["steps"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]), fmt(r["epsilon_audited_lower"]),
+              [[r["steps"], upper(r["epsilon_sound"]), lower(r["epsilon_attained"]), lower(r["epsilon_audited_lower"]),
                 fmt(r["audit_trials"])] for r in t["composition"]]))
     if t.get("brackets"):
         b.append((Block.PARAGRAPH, f"Attained bracket after {t['brackets'][0]['steps']} steps (δ = {fmt(t['brackets'][0]['delta'])}, "
@@ -287,8 +329,8 @@ def _tightness(t: dict) -> List[tuple]:
                        "is the true composition gap."))
         b.append((Block.TABLE, ["construction", "sound bound", "discretisation", "ε sound (upper)", "ε attained lower",
                             "ε attained upper", "rounding", "composition gap"],
-                  [[r["pair"], r["sound_theorem"], fmt(r["discretization"]), fmt(r["epsilon_sound"]), fmt(r["lower"]),
-                    fmt(r["upper"]), fmt(r["rounding"]), fmt(r["composition_gap"])] for r in t["brackets"]]))
+                  [[r["pair"], r["sound_theorem"], fmt(r["discretization"]), upper(r["epsilon_sound"]), lower(r["lower"]),
+                    upper(r["upper"]), fmt(r["rounding"]), fmt(r["composition_gap"])] for r in t["brackets"]]))
     if t.get("shuffle"):
         b.extend(_shuffle_rows(t["shuffle"]))
     for name in t.get("figures", []):
@@ -303,14 +345,14 @@ def _shuffle_rows(sh: dict) -> List[tuple]:
                             "that remains.")]
     b.append((Block.TABLE, ["steps", "δ", "sound bound", "ε sound (upper)", "ε attained (lower)", "sound / attained",
                         "attained by"],
-              [[r["steps"], fmt(r["delta"]), r["sound_theorem"], fmt(r["epsilon_sound"]), fmt(r["epsilon_attained"]),
+              [[r["steps"], fmt(r["delta"]), r["sound_theorem"], upper(r["epsilon_sound"]), lower(r["epsilon_attained"]),
                 fmt(r["sound_over_attained"]), r["attained_construction"]] for r in sh["rows"]]))
     a = sh.get("audit")
     if a is not None:
         b.append((Block.PARAGRAPH, f"Through the real shuffled loop (audit configuration, {a['steps']} steps, one epoch, "
                        f"δ = {fmt(a['delta'])}, {a['trials']} trials per world): ε audited (LCB) "
-                       f"{fmt(a['epsilon_lower'])}, attained {fmt(a['epsilon_attained'])}, sound "
-                       f"{fmt(a['epsilon_sound'])} ({a['sound_theorem']}), sound / attained "
+                       f"{lower(a['epsilon_lower'])}, attained {lower(a['epsilon_attained'])}, sound "
+                       f"{upper(a['epsilon_sound'])} ({a['sound_theorem']}), sound / attained "
                        f"{fmt(a['epsilon_sound'] / a['epsilon_attained']) if a['epsilon_attained'] else 'n/a'}; "
                        f"{a['attained_pair']}."))
     return b
@@ -368,8 +410,8 @@ def _claim_table(c: dict) -> List[tuple]:
                            "(T6 sound vs T1 attained)", "ε(1e-5) T6 sound (grid)", "ε(1e-5) T1 sound (grid)"],
                  [[r["cell"], r["schedule"], r["compositions_T6"], r["compositions_T1"],
                    fmt(r["sound_wor_wins_everywhere"]), fmt(r["attained_wor_wins_everywhere"]),
-                   fmt(r["robust_wor_wins_everywhere"]), fmt(r["eps_at_delta_1e-5_T6_sound"]),
-                   fmt(r["eps_at_delta_1e-5_T1_sound"])] for r in n["rows"]])]
+                   fmt(r["robust_wor_wins_everywhere"]), upper(r["eps_at_delta_1e-5_T6_sound"]),
+                   upper(r["eps_at_delta_1e-5_T1_sound"])] for r in n["rows"]])]
     if cid == "C3":
         return [(Block.TABLE, ["σ_F", "T11 weight"], [[fmt(w["sigma_F"]), fmt(w["weight"])] for w in n["weights"]] +
                  [["L_F → 0 limit ρ L_C / T", fmt(n["w_limit_LF_to_0"])],
@@ -378,10 +420,10 @@ def _claim_table(c: dict) -> List[tuple]:
         return [(Block.TABLE, ["r", "λ", "step", "epochs", "ε", "δ T1 sound", "δ T1 pair, upper", "δ T1 attained",
                            "δ T3 (lower bound) pair, upper", "δ T3 (lower bound), attained", "δ T2 sound",
                            "T1 ≤ T3 (like for like)", "robust", "T1 ≤ T2"],
-                 [[fmt(r["r"]), r["instances"], r["step"], r["epochs"], fmt(r["epsilon"]), fmt(r["delta_T1_sound"]),
-                   fmt(r["delta_T1_upper"]), fmt(r["delta_T1_attained"]), fmt(r["delta_T3_upper"]),
-                   fmt(r["delta_T3_attained"]),
-                   fmt(r["delta_T2_sound"]), fmt(r["like_for_like_vs_T3"]), fmt(r["robust_vs_T3"]),
+                 [[fmt(r["r"]), r["instances"], r["step"], r["epochs"], fmt(r["epsilon"]), upper(r["delta_T1_sound"]),
+                   upper(r["delta_T1_upper"]), lower(r["delta_T1_attained"]), upper(r["delta_T3_upper"]),
+                   lower(r["delta_T3_attained"]),
+                   upper(r["delta_T2_sound"]), fmt(r["like_for_like_vs_T3"]), fmt(r["robust_vs_T3"]),
                    fmt(r["sound_vs_T2"])] for r in n["rows"]])]
     if cid == "C5":
         return [(Block.TABLE, ["cell", "L_C+L_F", "k", "T6 weight", "max(T14 - T6)", "at ε", "T14 ≥ T6 from ε",
@@ -391,11 +433,11 @@ def _claim_table(c: dict) -> List[tuple]:
     if cid == "C6":
         a = n["audit"]
         rows = [["pooled N_tot, Λ, k", f"{n['N_tot']}, {n['batch_size']}, {n['k']}"], ["δ", fmt(n["delta"])],
-                ["ε T13 (sound, one record: another relation)", fmt(n["epsilon_T13_sound"])],
-                ["ε T14 (attained, element level; T14 is a lower bound)", fmt(n["epsilon_T14_attained"])],
+                ["ε T13 (sound, one record: another relation)", upper(n["epsilon_T13_sound"])],
+                ["ε T14 (attained, element level; T14 is a lower bound)", lower(n["epsilon_T14_attained"])],
                 ["audit", n["audit_status"]]]
         if a is not None:
-            rows += [["ε audited (LCB, pooled loop)", fmt(a["epsilon_lower"])], ["confidence", fmt(a["confidence"])],
+            rows += [["ε audited (LCB, pooled loop)", lower(a["epsilon_lower"])], ["confidence", fmt(a["confidence"])],
                      ["trials per world", fmt(a["trials"])], ["GOF p-value", fmt(a["gof_pvalue"])]]
         p = n.get("power")
         if p:
@@ -420,7 +462,7 @@ def _privacy_utility(n: dict) -> List[tuple]:
              ("last (no DP)" if r["epsilon"] is None else "last (covered by ε)") if r["covered"]
              else "lowest validation (not covered)",
              f"{r['crps_mean']:.4f} ± {r['crps_std']:.4f}", r["seeds"], ", ".join(map(str, r["steps"])),
-             ", ".join("-" if e is None else f"{e:.4g}" + (" (epochs cap: < ε)" if capped else "")
+             ", ".join("-" if e is None else upper(e) + (" (epochs cap: < ε)" if capped else "")
                        for e, capped in zip(r["epsilon_spent"], r["capped"]))] for r in n["rows"]]
     rows += [[name, "-", "baseline (statsforecast)", f"{value:.4f}", "-", "-", "-"]
              for name, value in n["baselines"].items()]

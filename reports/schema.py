@@ -1,7 +1,8 @@
 """The documented schema of results.json (`tsdp report`) (the tests check a report against it:
 tests/reports/schema_check.py).
 
-Top level (``SCHEMA_VERSION`` 5: claims C1-C11, errata 1-10 and 13-17)::
+Top level (``SCHEMA_VERSION`` 6: claims C1-C11, errata 1-10 and 13-17; 6: audit records versioned, composed rows
+keep their audit record, soundness_violations lists every case the exit code counts)::
 
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
@@ -9,7 +10,8 @@ Top level (``SCHEMA_VERSION`` 5: claims C1-C11, errata 1-10 and 13-17)::
                    audit_status: "ran"|"audit not available", audits_checked: int,
                    notes: [{category, message, count}] (the warnings raised while computing)}
   violation       bool: an audit certified ε above a sound upper bound of its relation (`tsdp report` exits 1); null when not computed
-  violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials}]
+  violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials,
+                   estimate_above: the estimate itself above the sound ε (false: the violation test alone)}]
   accounting      {config (TrainingConfig.as_dict), derived {T, k, r, rho, phi, q, ...},
                    theorem, kind, reason, attained_law (what the attained ε composes; the hidden-position
                    epoch for shuffled iteration),
@@ -37,17 +39,20 @@ Top level (``SCHEMA_VERSION`` 5: claims C1-C11, errata 1-10 and 13-17)::
                              confidence, epsilon_sound, epsilon_attained, ratio, gof_pvalue,
                              profile: [{alpha, h_lower, h_theory}] (pointwise 95% per α),
                              simultaneous_profile: [{alpha, h_lower, h_sound}] (95% for all α at once),
-                             trials, steps, ...}}],
+                             trials, steps, violation, test_violation (the violation test's verdict alone),
+                             record_version (the violation rule it was written under:
+                             tsdp.attacks.montecarlo.verdict.AUDIT_RECORD_VERSION), ...}}],
                    upper_gaps: [{upper, construction, instances, epsilon_sound, epsilon_attained,
                                  attained_over_sound, epsilon_audited_lower, audited_over_sound}],
                    composition: [{steps, epsilon_sound, epsilon_attained, epsilon_audited_lower,
-                                  audit_trials, confidence}],
+                                  audit_trials, confidence, audit: the audit record (audited rows)}],
                    brackets: [{pair, sound_theorem, discretization, steps, delta, epsilon_sound, lower, upper,
                                rounding, composition_gap}],
                    shuffle: {rows: [{steps, delta, sound_theorem, epsilon_sound, attained_construction,
                                      epsilon_attained, sound_over_attained}],
                              audit: null | the shuffled T1 construction's audit, one epoch},
-                   soundness_violations: [theorem ids], figures: [png]}
+                   soundness_violations: [labels: the audited construction, "(S steps)" when composed; one per
+                                          case of ``violations``, the same check], figures: [png]}
   errata          [{erratum: 1..10, 13..17 (THEOREMS.md's numbers; 13-17: misprints of the utility experiments' text
                     and tables), paper, reading, measured,
                     status: "reproduced"|"not reproduced"|"not distinguishable here", source, numbers}]
@@ -77,4 +82,4 @@ class AuditStatus(Choice):
     RAN = "ran"
     NOT_AVAILABLE = "audit not available"
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6

@@ -68,6 +68,7 @@ def load_auditor(workers: int = 1) -> Optional[Callable]:
     try:
         from tsdp.attacks.montecarlo.audit import audit
         from tsdp.attacks.montecarlo.options import TrialPlan
+        from tsdp.attacks.montecarlo.verdict import AUDIT_RECORD_VERSION
     except ImportError:
         return None
 
@@ -80,6 +81,9 @@ def load_auditor(workers: int = 1) -> Optional[Callable]:
                                   "attained_bracket") if k in d}
         # the violation test's certified lower profile: H_α on its ε grid, all at once at the confidence
         out["simultaneous_profile"] = (d.get("violation_test") or {}).get("profile", [])
+        # the record's rule, and the test's own verdict: a reader recomputes the violation from these numbers
+        out["record_version"] = AUDIT_RECORD_VERSION
+        out["test_violation"] = bool((d.get("violation_test") or {}).get("violation", False))
         return out
 
     return run
@@ -176,7 +180,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
                 if tick is not None:
                     tick(f"T6 x{s}")
             row.update(epsilon_audited_lower=res["epsilon_lower"], audit_trials=res["trials"],
-                       confidence=res.get("confidence"))
+                       confidence=res.get("confidence"), audit=res)
         comp.append(row)
     step("shuffled iteration")
     shuffle = {"rows": shuffle_rows(config, answers), "audit": None}
@@ -188,11 +192,11 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
         if tick is not None:
             tick("T1 shuffled")
     step(f"attained brackets, {BRACKET_STEPS} steps")
-    return {"audit_status": status, "delta": AUDIT_DELTA, "audit_config": base.as_dict(), "trials": trials,
-            "composed_trials": composed_trials, "bounds": bounds, "upper_gaps": gaps, "composition": comp,
-            "brackets": brackets(config, quick=quick, answers=answers), "shuffle": shuffle,
-            "soundness_violations": [b["theorem"] for b in bounds if b["covers_audit"] and b["audit"] is not None
-                                     and b["audit"]["epsilon_lower"] > b["audit"]["epsilon_sound"]]}
+    section = {"audit_status": status, "delta": AUDIT_DELTA, "audit_config": base.as_dict(), "trials": trials,
+               "composed_trials": composed_trials, "bounds": bounds, "upper_gaps": gaps, "composition": comp,
+               "brackets": brackets(config, quick=quick, answers=answers), "shuffle": shuffle}
+    section["soundness_violations"] = soundness_violations(section)
+    return section
 
 
 SHUFFLE_EPOCHS = (1, 10)
@@ -267,41 +271,53 @@ def brackets(config: TrainingConfig, *, quick: bool = False, answers: Optional[R
 
 
 def violation_summary(section: dict) -> dict:
-    """The violation check over the section's audits: a case wherever an audit's violation test
-    rejects the sound profile at its confidence (``violation``) or its certified lower bound on ε exceeds
-    the sound ε (upper bound), for a bound that covers the audited relation, one step or composed. Returns {"violation": bool, "violations": [{theorem, bound, steps,
-    epsilon_lower, epsilon_sound, confidence, trials}], "checked": number of audits compared}.
+    """The violation check over the section's audits, for a bound that covers the audited relation, one step,
+    composed or shuffled: a case wherever an audit record exceeds its sound claim, recomputed from the record's own
+    numbers by the auditor's one rule (:func:`tsdp.attacks.montecarlo.verdict.record_sound_exceeded`: the violation
+    test rejects the sound profile, or the certified lower bound on ε exceeds the sound ε, an upper bound; a record
+    written before that rule is upgraded, one of a newer rule refused). A composed row without its record (an
+    earlier report's) is judged on its estimate alone.
 
     Args:
         section: The tightness section's JSON data.
 
     Returns:
-        ``{"violation", "violations", "checked"}``.
+        ``{"violation": bool, "violations": [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence,
+        trials, estimate_above (the estimate itself above the sound ε; else the violation test alone)}],
+        "checked": number of audits compared}``.
+
+    Raises:
+        ValueError: An audit record of a newer rule than this tsdp knows.
     """
-    cases, checked = [], 0
-    for b in section["bounds"]:
-        a = b["audit"]
-        if a is None or not b["covers_audit"]:
-            continue
-        checked += 1
-        if a.get("violation") or a["epsilon_lower"] > a["epsilon_sound"]:
-            cases.append({"theorem": b["theorem"], "bound": b["sound_theorem"], "steps": a.get("steps", 1),
-                          "epsilon_lower": a["epsilon_lower"], "epsilon_sound": a["epsilon_sound"],
-                          "confidence": a.get("confidence"), "trials": a.get("trials")})
+    from tsdp.attacks.montecarlo.verdict import record_sound_exceeded
+
+    audits = [(b["theorem"], b["sound_theorem"], b["audit"]) for b in section["bounds"]
+              if b["audit"] is not None and b["covers_audit"]]
     shuffled = (section.get("shuffle") or {}).get("audit")
     if shuffled is not None:  # the shuffled construction against T1, sound for shuffled iteration
-        checked += 1
-        if shuffled.get("violation") or shuffled["epsilon_lower"] > shuffled["epsilon_sound"]:
-            cases.append({"theorem": "T1 (shuffled)", "bound": shuffled["sound_theorem"], "steps": shuffled["steps"],
-                          "epsilon_lower": shuffled["epsilon_lower"], "epsilon_sound": shuffled["epsilon_sound"],
-                          "confidence": shuffled.get("confidence"), "trials": shuffled.get("trials")})
+        audits.append(("T1 (shuffled)", shuffled["sound_theorem"], shuffled))
     for r in section["composition"]:
         if r["epsilon_audited_lower"] is None or r["steps"] == 1:  # one step: the T6 audit above
             continue
-        checked += 1
-        if r["epsilon_audited_lower"] > r["epsilon_sound"]:
-            cases.append({"theorem": "T6", "bound": "T6", "steps": r["steps"],
-                          "epsilon_lower": r["epsilon_audited_lower"], "epsilon_sound": r["epsilon_sound"],
-                          "confidence": r.get("confidence"), "trials": r["audit_trials"]})
-    return {"violation": bool(cases), "violations": cases, "checked": checked}
+        audits.append(("T6", "T6", r.get("audit") or {
+            "epsilon_lower": r["epsilon_audited_lower"], "epsilon_sound": r["epsilon_sound"], "steps": r["steps"],
+            "confidence": r.get("confidence"), "trials": r["audit_trials"]}))
+    cases = [{"theorem": theorem, "bound": bound, "steps": a.get("steps", 1), "epsilon_lower": a["epsilon_lower"],
+              "epsilon_sound": a["epsilon_sound"], "confidence": a.get("confidence"), "trials": a.get("trials"),
+              "estimate_above": a["epsilon_lower"] > a["epsilon_sound"]}
+             for theorem, bound, a in audits if record_sound_exceeded(a)]
+    return {"violation": bool(cases), "violations": cases, "checked": len(audits)}
 
+
+def soundness_violations(section: dict) -> list:
+    """The section's listing of its violations (its alert): one label per case of :func:`violation_summary`, the
+    check `tsdp report`'s exit code follows: the audited construction, with its steps when composed.
+
+    Args:
+        section: The tightness section's JSON data.
+
+    Returns:
+        The labels, e.g. ``["T6", "T6 (10 steps)", "T1 (shuffled)"]``.
+    """
+    return [c["theorem"] + (f" ({c['steps']} steps)" if c["steps"] != 1 and "shuffled" not in c["theorem"] else "")
+            for c in violation_summary(section)["violations"]]

@@ -27,9 +27,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 from tsdp.verify.json_data import json_data, with_note
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 UNSOUND, SOUND, BETWEEN, UNCHECKED, DECLINED = "unsound", "sound", "between", "unchecked", "declined"
 VERDICTS = (UNSOUND, BETWEEN, SOUND, UNCHECKED, DECLINED)
@@ -57,11 +58,14 @@ NO_GUARANTEE = "no guarantee"
 """What a reported ε = ∞ means (an accountant's honest "no bound", e.g. tsdp's own where the catalogue has none)."""
 
 
-def _eps(x: Optional[float]) -> str:
-    """A reported or bracketing ε for the table and messages: 4 significant digits, or ∞ with what it means."""
+def _eps(x: Optional[float], rounding: Optional[Callable[[float, int], str]] = None) -> str:
+    """A reported or bracketing ε for the table and messages: 4 significant digits (to nearest, or by ``rounding``:
+    tsdp's sound ε rounded up, its attained ε rounded down, :mod:`tsdp.verify.rounded`), or ∞ with what it means."""
     if x is None:
         return "-"
-    return f"∞ ({NO_GUARANTEE})" if math.isinf(x) and x > 0 else f"{x:.4g}"
+    if math.isinf(x) and x > 0:
+        return f"∞ ({NO_GUARANTEE})"
+    return f"{x:.4g}" if rounding is None else rounding(x, 4)
 
 
 @dataclass(frozen=True)
@@ -172,12 +176,12 @@ class Verdict:
         if self.verdict == UNSOUND:
             head = "RELATION MISMATCH" if self.relation_mismatch else "UNSOUND"
             text = (f"{head}: {self.accountant} reports ε = {_eps(self.epsilon_reported)} where an attack attains "
-                    f"{self.epsilon_attained:.4g} ({where}); attack: the {self.construction} construction, {self.pair}")
+                    f"{_eps(self.epsilon_attained, rounded_down)} ({where}); attack: the {self.construction} construction, {self.pair}")
             text += (f"; demonstrate it through the loop: {self.audit_command}" if self.audit_command
                      else "; the loop has no construction for this configuration (its audit changes one element, "
                           "w = 1, of equally long series whose windows have a context, L_C ≥ 1)")
             if self.relation_mismatch:
-                bounds = ", ".join(f"{b.relation} (tsdp's sound ε = {b.epsilon_sound:.4g}, {b.theorem})"
+                bounds = ", ".join(f"{b.relation} (tsdp's sound ε = {_eps(b.epsilon_sound, rounded_up)}, {b.theorem})"
                                    for b in self.sound_under_bounds)
                 text += (f". The value is at or above tsdp's sound ε under another relation, and nearer to it than to "
                          f"the attained ε: {bounds}: the accountant answers for a different neighbouring relation "
@@ -187,18 +191,18 @@ class Verdict:
             return text
         if self.verdict == SOUND:
             return (f"sound: {self.accountant} reports ε = {_eps(self.epsilon_reported)} ≥ tsdp's sound ε = "
-                    f"{self.epsilon_sound:.4g} ({self.theorem}; {where})")
+                    f"{_eps(self.epsilon_sound, rounded_up)} ({self.theorem}; {where})")
         if self.verdict == BETWEEN:
             if self.epsilon_attained is None:
                 return (f"between: {self.accountant} reports ε = {_eps(self.epsilon_reported)} below tsdp's sound ε = "
-                        f"{self.epsilon_sound:.4g} ({self.theorem}); tsdp knows no attained ε here ({self.note}), so "
+                        f"{_eps(self.epsilon_sound, rounded_up)} ({self.theorem}); tsdp knows no attained ε here ({self.note}), so "
                         f"the value is judged on the sound side only and cannot be shown unsound ({where})")
             upper = ("no sound bound in the catalogue" if self.epsilon_sound is None
-                     else f"sound {self.epsilon_sound:.4g} ({self.theorem})")
+                     else f"sound {_eps(self.epsilon_sound, rounded_up)} ({self.theorem})")
             where_in = ("" if self.bracket_position is None
                         else f", {self.bracket_position:.0%} of the way from the attained to the sound ε")
             return (f"between: {self.accountant} reports ε = {_eps(self.epsilon_reported)} in tsdp's bracket "
-                    f"[attained {self.epsilon_attained:.4g} ({self.attack}), {upper}]{where_in} "
+                    f"[attained {_eps(self.epsilon_attained, rounded_down)} ({self.attack}), {upper}]{where_in} "
                     f"({where})")
         if self.verdict == DECLINED:
             return f"declined: {self.accountant} declines this cell ({self.note}); not judged ({where})"
@@ -283,13 +287,13 @@ class CheckReport:
                  f"{'verdict':<10} {'reported':>10} {'attained':>10} {'sound':>10}  {'evidence':<10}  steps  relation  "
                  "configuration"]
 
-        def num(x):
-            return f"{_eps(x):>10}"
+        def num(x, rounding=None):
+            return f"{_eps(x, rounding):>10}"
 
         for v in self.verdicts:
             tag = "mismatch" if v.relation_mismatch else v.verdict
             at = f"  (bracket {v.bracket_position:.0%})" if v.bracket_position is not None else ""
-            lines.append(f"{tag:<10} {num(v.epsilon_reported)} {num(v.epsilon_attained)} {num(v.epsilon_sound)}  "
+            lines.append(f"{tag:<10} {num(v.epsilon_reported)} {num(v.epsilon_attained, rounded_down)} {num(v.epsilon_sound, rounded_up)}  "
                          f"{v.evidence:<10}  {v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  "
                          f"{scheme_line(v.config)}{at}")
         lines.append(self.summary())

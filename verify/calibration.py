@@ -140,7 +140,8 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
 
     from tqdm import tqdm
 
-    bar = tqdm(desc="calibrating σ", unit="accounting", leave=False, delay=2.0, dynamic_ncols=True)
+    bar = tqdm(desc="calibrating σ", leave=False, delay=2.0, dynamic_ncols=True,  # no total: a count, not a rate
+               bar_format="{desc}: {n_fmt} accountings [{elapsed}{postfix}]")
 
     def accounting_at(grid: float):
         counts[grid] = 0

@@ -1,26 +1,56 @@
-"""A number as a person copies it, rounded in the safe direction: a printed floor or a printed σ must itself be
-answered or keep the budget when it is typed back in."""
+"""A number as a person reads or copies it, rounded in the safe direction: the one home of that rule.
+
+An upper bound (a sound ε or δ, a printed floor, a calibrated σ) is printed rounded **up**: the text, typed back
+in, is at least the number, so a reader never sees less privacy cost than was computed. A lower bound (an attained
+or audited ε) is printed rounded **down**: the text is at most the number, so a lower bound never claims more than
+was computed. Both keep Python's own format (``g`` to significant digits, or ``f`` to digits after the point) and
+its nearest text whenever that already lies on the safe side.
+"""
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, Decimal
+import math
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
-__all__ = ["rounded_up"]
+__all__ = ["rounded_down", "rounded_up"]
 
 
-def rounded_up(x: float, digits: int) -> str:
-    """``x`` > 0 to ``digits`` significant digits, rounded up: the text, typed back in, is at least ``x``.
+def _rounded(x: float, digits: int, fixed: bool, up: bool) -> str:
+    spec = f".{digits}{'f' if fixed else 'g'}"
+    if not math.isfinite(x):
+        return format(x, spec)
+    text = format(x, spec)
+    if not (float(text) >= x if up else float(text) <= x):
+        exact = Decimal(x)  # the float's exact value: rounding it outward can never land on the wrong side of x
+        unit = Decimal(1).scaleb(-digits if fixed else exact.adjusted() - digits + 1)
+        text = format(float(exact.quantize(unit, rounding=ROUND_CEILING if up else ROUND_FLOOR)), spec)
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # never "-0"
+
+
+def rounded_up(x: float, digits: int, *, fixed: bool = False) -> str:
+    """``x`` printed rounded up: the text, typed back in, is at least ``x`` (an upper bound's side).
 
     Args:
-        x: A positive finite number.
-        digits: Significant digits.
+        x: The number (non-finite: printed as Python prints it).
+        digits: Significant digits (``g`` format), or digits after the point with ``fixed``.
+        fixed: ``f`` format (``digits`` after the point) instead of significant digits.
 
     Returns:
-        ``x`` in ``g`` format to ``digits`` digits when that text reads back as at least ``x``, else the exact
-        value of ``x`` rounded up to ``digits`` digits.
+        Python's nearest text when it reads back as at least ``x``, else the exact value of ``x`` rounded up to
+        ``digits`` digits, in the same format.
     """
-    nearest = f"{x:.{digits}g}"
-    if float(nearest) >= x:
-        return nearest
-    exact = Decimal(x)  # the float's exact value: rounding it up can never land below x
-    up = exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=ROUND_CEILING)
-    return f"{float(up):.{digits}g}"
+    return _rounded(x, digits, fixed, up=True)
+
+
+def rounded_down(x: float, digits: int, *, fixed: bool = False) -> str:
+    """``x`` printed rounded down: the text, typed back in, is at most ``x`` (a lower bound's side).
+
+    Args:
+        x: The number (non-finite: printed as Python prints it).
+        digits: Significant digits (``g`` format), or digits after the point with ``fixed``.
+        fixed: ``f`` format (``digits`` after the point) instead of significant digits.
+
+    Returns:
+        Python's nearest text when it reads back as at most ``x``, else the exact value of ``x`` rounded down to
+        ``digits`` digits, in the same format.
+    """
+    return _rounded(x, digits, fixed, up=False)

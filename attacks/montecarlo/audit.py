@@ -77,6 +77,7 @@ from .shards import SHARD_IMPORTS, plan_shards, run_shard
 from .statistics import (TestBound, binned_goodness_of_fit, choose_profile_tests, fixed_test_bound,
                          profile_lower_bounds, split_test_bound)
 from .trials import resolve_device
+from .verdict import sound_exceeded
 
 PROFILE_EPSILONS = tuple(0.5 * i for i in range(41))  # ε grid (≤ ε_sound used) of the sound profile the violation test checks
 
@@ -448,7 +449,7 @@ def audit(theorem: str, config: TrainingConfig, *, delta: float, trials: TrialPl
                              trials=trials, statistic=statistic, confidence=confidence, sound=sound, loop=loop,
                              progress=progress)
     lower, attained = stats.test.value, th.epsilon_attained
-    exceeded = bool(stats.violation_test.violation) or lower > th.epsilon_sound
+    exceeded = sound_exceeded(lower, th.epsilon_sound, stats.violation_test.violation)
     note = CONSTRUCTIONS[construction.theorem].relation_note(construction.config.k)
     return AuditResult(
         theorem=construction.theorem, config=construction.config, trials=trials.trials, steps=steps,

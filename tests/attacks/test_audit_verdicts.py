@@ -9,8 +9,9 @@ import tsdp.attacks.montecarlo.audit as audit_module
 from tsdp.attacks.canary import steinke_bound
 from tsdp.attacks.montecarlo.options import TrialPlan
 from tsdp.attacks.montecarlo.statistics import cp_lower, cp_upper
-from tsdp.cli.cmd_audit import _human_audit
+from tsdp.cli.main import main
 from tsdp.theorems.config import TrainingConfig
+from tsdp.verify.rounded import rounded_down
 
 
 @pytest.mark.parametrize("n", [1, 7, 30])
@@ -73,7 +74,7 @@ def _audit_with_sound_epsilon(monkeypatch, epsilon_sound):
 
 
 @pytest.mark.slow  # two small audits, ~10 s with torch's start: CI's slow stage
-def test_a_sound_epsilon_below_the_certified_estimate_is_a_violation_and_equality_is_not(monkeypatch):
+def test_a_sound_epsilon_below_the_certified_estimate_is_a_violation_and_equality_is_not(monkeypatch, capsys):
     """The estimate (the union test at its exact level, 95%) certifies ε ≥ 1.49 where the violation test (its family
     at α/(2G) per rate) certifies only 0.45: against a sound ε of 1.0, between the two, the audit certified more
     than the sound ε, which is a violation (`tsdp audit` exits 1). The sound ε equal to the estimate is not exceeded
@@ -82,7 +83,12 @@ def test_a_sound_epsilon_below_the_certified_estimate_is_a_violation_and_equalit
     assert below.epsilon_lower > 1.0 > below.violation_test.epsilon_lower, below.epsilon_lower
     assert not below.violation_test.violation  # the violation test alone misses it
     assert below.violation and below.sound_exceeded and below.relation_note is None
-    headline = _human_audit(below.as_dict()).splitlines()[0]
-    assert headline.startswith("PRIVACY VIOLATION") and f"certified ε ≥ {below.epsilon_lower:.4f}" in headline
+    with monkeypatch.context() as m:  # `tsdp audit`'s own path, its audit answering ``below``
+        m.setattr(audit_module, "audit", lambda *a, **k: below)
+        code = main(["audit", "--theorem", "T6", "--delta", "1e-3", "--trials", "2000"])
+    out = capsys.readouterr().out
+    headline = out.splitlines()[0]
+    assert code == 1 and headline.startswith("PRIVACY VIOLATION")
+    assert f"certified ε ≥ {rounded_down(below.epsilon_lower, 4, fixed=True)}" in headline
     equal = _audit_with_sound_epsilon(monkeypatch, below.epsilon_lower)
     assert equal.epsilon_lower == below.epsilon_lower and not equal.violation and not equal.sound_exceeded

@@ -16,3 +16,40 @@ def test_heartbeat_moves_while_the_caller_is_blocked(capsys):
     err = capsys.readouterr().err
     assert "library construction [00:02]" in err
     assert err.count("library construction") >= 2  # redrawn, not drawn once
+
+
+@pytest.mark.parametrize("violation", [False, True])
+def test_a_bar_never_shares_a_line_with_what_follows_it_in_a_file(tmp_path, monkeypatch, violation):
+    """stderr a file (a log): a bar's carriage returns do not end its line there, so a note or a message written after
+    the bar (cleared or not) stands on a line of its own, as it does on a terminal."""
+    import sys
+
+    from tqdm import tqdm
+
+    import tsdp.reports.run as run
+    from tsdp.cli.main import main
+
+    case = {"theorem": "T6", "bound": "T6", "steps": 1, "epsilon_lower": 4.2, "epsilon_sound": 3.7,
+            "confidence": 0.95, "trials": 5000}
+
+    def build(*a, **k):
+        left = tqdm(total=3, desc="left on screen", mininterval=0)
+        left.update(1)  # a bar still drawn (no clearing pass) when the note comes
+        print("tsdp report: note: first", file=sys.stderr)
+        left.close()
+        bar = tqdm(total=3, desc="tsdp report", leave=False, mininterval=0)
+        bar.update(2)
+        bar.close()  # cleared: '\r' + spaces + '\r', which a file keeps on the line
+        print("tsdp report: note: second", file=sys.stderr)
+        return {"meta": {"elapsed_s": 1.0}, "accounting": {"theorem": "T6", "rows": []}, "claims": [],
+                "consistency": {"summary": {"pass": 1, "fail": 0, "finding": 0}},
+                "tightness": {"audit_status": "ran"}, "violation": violation, "violations": [case] if violation else []}
+
+    monkeypatch.setattr(run, "build_report", build)
+    with open(tmp_path / "err.log", "w") as log:
+        monkeypatch.setattr(sys, "stderr", log)
+        main(["report", "--out", str(tmp_path / "r")])
+        monkeypatch.undo()
+    lines = (tmp_path / "err.log").read_bytes().decode().split("\n")  # '\r' kept: a file's lines end at '\n' only
+    assert "tsdp report: note: first" in lines and "tsdp report: note: second" in lines
+    assert any(line.startswith("PRIVACY VIOLATION") for line in lines) is violation

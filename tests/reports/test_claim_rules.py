@@ -302,7 +302,7 @@ def test_c7_names_a_deciding_cell_that_stopped_at_its_cap():
 
 def test_the_summary_shows_both_c7_lines():
     """The report's first screen: C7's measured verdict on M1 and, under it, the paper's-table verdict."""
-    from tsdp.reports.render import _summary
+    from tsdp.reports.render import blocks
 
     claim = CLAIMS["C7"]
     numbers = _c7_numbers("m1-yearly", 0.18)
@@ -310,7 +310,10 @@ def test_the_summary_shows_both_c7_lines():
     entry = {"id": "C7", "statement": claim.statement, "verdict": word, "reason": reason,
              "verdict_text": verdict_text(word, numbers["cells"], claim.data(numbers)),
              "other_verdicts": [o.as_dict() for o in claim.other_verdicts(numbers)]}
-    (table,) = [b for b in _summary({"claims": [entry]}) if b[0] == "table"]
+    entry.update(cells={"evaluated": [], "not_evaluated": [], "grid": 4, "quick": True}, numbers=numbers)
+    shown = blocks({"meta": {"name": "x", "mode": "quick", "version": "0", "status": "complete", "elapsed_s": 1.0},
+                    "claims": [entry]})
+    (table,) = [b for b in shown if b[0] == "table" and b[1][0] == "claim"]  # the first screen's claims table
     assert [r[:2] for r in table[2]] == [
         ["C7", "not reproduced on M1 yearly (the quick grid, 1 of 2 cells)"]] + [
         [f"C7 ({o['source']})", o["verdict_text"]] for o in entry["other_verdicts"]]

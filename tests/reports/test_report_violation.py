@@ -101,3 +101,15 @@ def test_the_printed_summary_has_both_c7_lines(tmp_path, monkeypatch, capsys):
     at = lines.index(f"C7: {claim['verdict_text']} - {claim['reason']}")
     assert lines[at + 1] == ("C7 (the paper's reported tables): refuted on the paper's own Table 1 and appendix "
                              "tables (electricity) - refuted on electricity")
+
+
+def test_a_case_of_the_violation_test_alone_is_said_as_such(tmp_path, monkeypatch, capsys):
+    """A violation the violation test certifies while the estimate stays below the sound ε: the first screen and
+    `tsdp report`'s line say the test rejects the sound profile, never that the estimate is above the sound ε."""
+    case = {**CASE, "epsilon_lower": 1.5, "estimate_above": False}
+    text = next(x[2] for x in blocks(fake_results([case])) if x[0] == "alert")
+    assert "violation test rejects the sound profile of T6" in text and "above the sound ε" not in text
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results([case]))
+    assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "violation test rejects the sound profile of T6" in err and "> sound ε" not in err

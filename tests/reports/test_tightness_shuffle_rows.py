@@ -9,7 +9,7 @@ import math
 import pytest
 from scipy.special import ndtr
 
-from tsdp.reports.render import _shuffle_rows
+from tsdp.reports.render import blocks
 from tsdp.reports.tightness import shuffle_rows
 from tsdp.theorems.config import DEFAULT_CONFIG
 
@@ -56,6 +56,12 @@ def test_one_epoch_sound_epsilon_is_t1_in_closed_form_rounded_up(rows):
 
 def test_rendered_table_shows_sound_over_attained(rows):
     """The rendered section has one table row per row, with its sound / attained column."""
-    blocks = _shuffle_rows({"rows": rows, "audit": None})
-    table = next(b for b in blocks if b[0] == "table")
-    assert "sound / attained" in table[1] and len(table[2]) == len(rows)
+    tightness = {"audit_status": "audit not available", "delta": 1e-3, "trials": 0, "composed_trials": 0,
+                 "audit_config": {"N": 320, "batch_size": 64, "L": 4, "context_length": 1, "forecast_length": 1,
+                                  "sigma": 1.0},
+                 "bounds": [], "upper_gaps": [], "composition": [], "soundness_violations": [],
+                 "shuffle": {"rows": rows, "audit": None}}
+    shown = blocks({"meta": {"name": "x", "mode": "quick", "version": "0", "status": "complete", "elapsed_s": 1.0},
+                    "tightness": tightness})
+    table = next(b for b in shown if b[0] == "table" and "sound / attained" in b[1])
+    assert len(table[2]) == len(rows)

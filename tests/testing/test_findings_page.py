@@ -32,3 +32,17 @@ def test_every_verdict_follows_from_its_numbers_and_tsdp_passes():
                 assert v["verdict"] == "between" and (reported is None or reported >= attained)
         if run["report"]["accountant"].startswith("tsdp"):
             assert run["report"]["passed"] and run["report"]["counts"]["unsound"] == 0
+
+
+def test_every_printed_attained_epsilon_is_rounded_down():
+    """An attained ε is a lower bound: the page's 'an attack attains X' reads back as at most a computed attained ε,
+    within one unit of its 4th significant digit, never above it."""
+    import re
+
+    runs = json.loads((DOCS / "accountant-findings.json").read_text(encoding="utf-8"))
+    attained = [v["epsilon_attained"] for run in runs for v in run["report"]["verdicts"]
+                if v["verdict"] == "unsound"]
+    printed = re.findall(r"an attack attains (\S+) \(", render(runs))
+    assert printed
+    for text in printed:
+        assert any(float(text) <= a < float(text) * (1 + 1e-3) for a in attained), text

@@ -11,7 +11,7 @@ from tsdp.theorems.config import check_calibration_target
 
 from .config_args import STEPS_HELP, add_config_arguments, config_from_args
 from .errors import UsageError, check_delta
-from .output import sigma_text
+from .output import lower_text, sigma_text, upper_text
 
 
 def _add_accounting_options(p: argparse.ArgumentParser) -> None:
@@ -47,8 +47,9 @@ def _schedule(args):
     return args.steps, args.epochs
 
 
-def _fmt(x, refused=None) -> str:
-    return f"none ({refused})" if x is None else f"{x:.6g}"
+def _fmt(x, refused=None, text=upper_text) -> str:
+    """A bound as printed: none with why, else ``text`` (upper bounds rounded up, lower bounds rounded down)."""
+    return f"none ({refused})" if x is None else text(x, 6)
 
 
 def _grid(r) -> str:
@@ -116,11 +117,11 @@ def add_parsers(sub, command) -> None:
         payload = r.as_dict()
         sched = f"{steps} training steps" if steps is not None else f"{epochs} epochs"
         if sound is None:
-            head = f"{target}: lower bound (attained) {_fmt(attained, payload.get('attained_refused'))}; no upper bound: {r.sound_refused}"
+            head = f"{target}: lower bound (attained) {_fmt(attained, payload.get('attained_refused'), lower_text)}; no upper bound: {r.sound_refused}"
         elif args.sound_only:
             head = f"{target}: sound {_fmt(sound)} (upper bound)"
         else:
-            head = f"{target}: sound {_fmt(sound)} (upper bound), attained {_fmt(attained, payload.get('attained_refused'))} (lower bound)"
+            head = f"{target}: sound {_fmt(sound)} (upper bound), attained {_fmt(attained, payload.get('attained_refused'), lower_text)} (lower bound)"
         human = "\n".join([
             head,
             f"theorem {r.theorem} ({r.kind}, per {r.scope}) - {r.reason}",

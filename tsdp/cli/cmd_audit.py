@@ -20,7 +20,7 @@ from tsdp.theorems.config import TrainingConfig, check_int
 from .config_args import (MODEL_NAMES, STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args,
                           data_from_args, data_sizing_the_config)
 from .errors import UsageError, check_delta
-from .output import NO_NOISE, auc_text, dumps
+from .output import NO_NOISE, auc_text, dumps, lower_text, upper_text
 
 
 def _human_audit(d: dict) -> str:
@@ -29,28 +29,38 @@ def _human_audit(d: dict) -> str:
         f"{d['trials']} trials x {d['steps']} training step(s) ({d['compositions']} composition(s)) per world "
         f"on {d['device']}",
         f"  estimate: certified ε lower bound (confidence {d['confidence']:.0%}) at δ = {d['delta']:g}: "
-        f"{d['epsilon_lower']:.4f}" + _union_note(d.get("test") or {}),
-        f"  ε attained by the construction: {d['epsilon_attained']:.4f}   ratio lower/attained: "
+        f"{_low(d['epsilon_lower'])}" + _union_note(d.get("test") or {}),
+        f"  ε attained by the construction: {_low(d['epsilon_attained'])}   ratio lower/attained: "
         + (f"{d['ratio']:.3f}" if d["ratio"] is not None and math.isfinite(d["ratio"]) else "n/a (attained ε is 0)"),
-        f"  ε sound ({d['sound_theorem']}): {d['epsilon_sound']:.4f}",
+        f"  ε sound ({d['sound_theorem']}): {_up(d['epsilon_sound'])}",
         f"  goodness of fit (KS, both worlds, Bonferroni): p = {d['gof_pvalue']:.3g}",
         "  alpha        H_alpha lower   H_alpha theory",
     ]
     for p in d["profile"]:
-        lines.append(f"  {p['alpha']:<12.5g} {p['h_lower']:<15.6g} {p['h_theory']:.6g}")
+        lines.append(f"  {p['alpha']:<12.5g} {lower_text(p['h_lower'], 6):<15} {upper_text(p['h_theory'], 6)}")
     lines += _human_engine(d)
     if d.get("relation_note") and d.get("sound_exceeded"):
         lines.insert(0, f"RELATION MISMATCH (claim C6), not a privacy violation: certified ε ≥ "
-                        f"{_certified(d):.4f} at δ = {d['delta']:g} exceeds "
-                        f"{d['sound_theorem']}'s ε = {d['epsilon_sound']:.4f}; {d['relation_note']}")
+                        f"{_low(_certified(d))} at δ = {d['delta']:g} exceeds "
+                        f"{d['sound_theorem']}'s ε = {_up(d['epsilon_sound'])}; {d['relation_note']}")
     elif d.get("relation_note"):
         lines.insert(0, f"note: {d['sound_theorem']} answers for another relation than this attack; {d['relation_note']}")
     if d["violation"]:
         v = d["violation_test"]
-        lines.insert(0, f"PRIVACY VIOLATION (confidence {d['confidence']:.0%}): certified ε ≥ {_certified(d):.4f} "
-                        f"at δ = {d['delta']:g} against the sound ε = {d['epsilon_sound']:.4f}, certified H_α above "
+        lines.insert(0, f"PRIVACY VIOLATION (confidence {d['confidence']:.0%}): certified ε ≥ {_low(_certified(d))} "
+                        f"at δ = {d['delta']:g} against the sound ε = {_up(d['epsilon_sound'])}, certified H_α above "
                         f"the sound profile by up to {v['profile_excess']:.4g}")
     return "\n".join(lines)
+
+
+def _low(x: float) -> str:
+    """A lower bound on ε to 4 decimals, rounded down (it never claims more than was certified)."""
+    return lower_text(x, 4, fixed=True)
+
+
+def _up(x: float) -> str:
+    """A sound ε to 4 decimals, rounded up (it never understates the privacy cost)."""
+    return upper_text(x, 4, fixed=True)
 
 
 def _certified(d: dict) -> float:
@@ -77,7 +87,7 @@ def _union_note(test: dict) -> str:
     """How the ε bound was certified: the exact level of the union test, with the union bound it improves on."""
     if test.get("union_value") is None:
         return ""
-    return f" (exact level of the union test; the union bound alone: {test['union_value']:.4f})"
+    return f" (exact level of the union test; the union bound alone: {_low(test['union_value'])})"
 
 
 def _rounded(x: float) -> str:
@@ -104,13 +114,13 @@ def _human_engine(d: dict) -> list:
         kind = "sequential violation test" if seq["sequential"] else "violation test"
         level = seq["checkpoints"][-1]["level"] if seq.get("checkpoints") else 1 - d["confidence"]
         lines.append(f"  {kind} (sound profile at {len(seq['profile'])} points): {verdict} after {seq['trials']} "
-                     f"trials per world; the violation test's own certified ε ≥ {seq['epsilon_lower']:.4f} at its level "
+                     f"trials per world; the violation test's own certified ε ≥ {_low(seq['epsilon_lower'])} at its level "
                      f"{level:.3g} (error split over {seq['tests']} tests; the estimate above is the audit's result), "
                      "largest "
                      f"certified H_α minus the sound profile {seq['profile_excess']:.3g} (> 0: a violation)")
     b = d.get("attained_bracket")
     if b:
-        lines.append(f"  attained ε bracket [{b['lower']:.4f}, {b['upper']:.4f}] (discretisation {b['discretization']:g}),"
+        lines.append(f"  attained ε bracket [{_low(b['lower'])}, {_up(b['upper'])}] (discretisation {b['discretization']:g}),"
                      f" composition gap sound - upper = {_rounded(b['composition_gap'])}")
     return lines
 
@@ -119,14 +129,14 @@ def _human_canary(r) -> str:
     """`tsdp audit-model`'s text: ``r`` a :class:`tsdp.attacks.canary.trained_model.ModelAuditResult`."""
     budget = (NO_NOISE if math.isinf(r.epsilon_budget)
               else f"{r.epsilon_budget:g} (" + ("no noise" if r.epsilon_spent is None
-                                                else f"spent {r.epsilon_spent:.4g}") + ")")
+                                                else f"spent {upper_text(r.epsilon_spent)}") + ")")
     lines = [f"canary audit of {r.model}: {r.canaries} canaries, {r.included} included, "
              f"training ε budget {budget}, δ = {r.delta:g}, {r.steps} training steps"]
     if r.violation:
-        lines.insert(0, f"PRIVACY VIOLATION: the certified lower bound ε ≥ {r.epsilon_lower:.4f} "
-                        f"(confidence {r.confidence:.0%}) exceeds the sound ε spent = {r.epsilon_spent:.4f}")
+        lines.insert(0, f"PRIVACY VIOLATION: the certified lower bound ε ≥ {_low(r.epsilon_lower)} "
+                        f"(confidence {r.confidence:.0%}) exceeds the sound ε spent = {_up(r.epsilon_spent)}")
     for name, s in r.scores.items():
-        lines.append(f"  {name:<10} ε lower bound ({r.confidence:.0%}): {s.epsilon_lower:.4f} "
+        lines.append(f"  {name:<10} ε lower bound ({r.confidence:.0%}): {_low(s.epsilon_lower)} "
                      f"({s.correct} of {s.guesses} '{s.side}' guesses correct, AUC {auc_text(s.auc)}); at most "
                      f"{s.ceiling:.4f} with every guess right: limited by the {s.limited_by}")
     return "\n".join(lines)

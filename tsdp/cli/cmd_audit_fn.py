@@ -14,9 +14,9 @@ import argparse
 from typing import Callable, Optional
 
 from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
-                          data_sizing_the_config)
+                          data_sizing_the_config, loader_options_given)
 from .errors import UsageError, check_delta, load_entry_point
-from .output import auc_text, dumps, user_output_to_stderr
+from .output import auc_text, dumps, lower_text, user_output_to_stderr
 
 
 CHECKS = ("check the noise at every step (std σ · C before the division by the batch), the clipping norm (every "
@@ -42,13 +42,15 @@ def _human(r, train: str, sigma: float, device: Optional[str] = None) -> str:
                      + (", the data's part taken off: " + g.data_part.summary if g.data_part is not None
                         else ", the data's per-window gradients taken off" if g.data_span is None
                         else f", the data's gradients kept ({g.data_span})"))
-    lines.append(f"  ε lower bound ({r.confidence:.0%}): {r.epsilon_lower:.4f} from the {name!r} score "
+    lines.append(f"  ε lower bound ({r.confidence:.0%}): {lower_text(r.epsilon_lower, 4, fixed=True)} from the "
+                 f"{name!r} score "
                  f"(AUC {auc_text(s.auc)}; {len(r.scores)} score(s), Bonferroni)")
     if isinstance(s, FdpScoreBound):  # the f-DP test, Steinke's bound as its baseline on the same guess sets
-        lines[-1] += (f" (f-DP one-run test {s.analyses.dp.epsilon_lower:.4f}, Steinke et al. "
-                      f"{s.analyses.steinke.epsilon_lower:.4f}; confidence split between them before the scores)")
+        lines[-1] += (f" (f-DP one-run test {lower_text(s.analyses.dp.epsilon_lower, 4, fixed=True)}, Steinke et al. "
+                      f"{lower_text(s.analyses.steinke.epsilon_lower, 4, fixed=True)}; confidence split between them "
+                      "before the scores)")
         lines.append(f"  only if the training's trade-off curve is Gaussian (not part of the verdict): "
-                     f"ε ≥ {s.epsilon_if_gaussian:.4f}")
+                     f"ε ≥ {lower_text(s.epsilon_if_gaussian, 4, fixed=True)}")
         top = max(v for k, v in s.ceiling.items() if k in ("dp", "steinke"))
     else:
         lines[-1] += f" (Steinke et al.: {s.correct} of {s.guesses} '{s.side}' guesses correct)"
@@ -134,8 +136,8 @@ def _plan(args) -> dict:
         raise UsageError("invalid --steps: only for --canary gradient (spike canaries are in every run's data)")
     sized = _sized_data(args)  # a file's N and L size --steps' batching
     config = config_from_args(args)  # the configuration flags are checked with --plan too (--drop-last, ...)
-    if sized is None and any(getattr(args, option) is not None for option in ("freq", "item_id", "timestamp", "target")):
-        data_from_args(args, config, seed=args.seed)  # refused: 'synthetic' has no timestamps and no columns
+    if sized is None and loader_options_given(args):
+        data_from_args(args, config, seed=args.seed)  # refused: 'synthetic' has no timestamps, columns or layout
     participation = _participation(args)
     out = plan(canaries * args.runs, delta, confidence, claimed_epsilon=epsilon, scores=len(CANARIES[args.canary]),
                analyses=analyses_of(args.canary, args.analysis), grid=guess_sets_of(args.analysis),

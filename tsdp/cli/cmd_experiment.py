@@ -13,9 +13,9 @@ import os
 import argparse
 from typing import TYPE_CHECKING, Callable, Dict, List, Sequence
 
-from .config_args import add_data_arguments
+from .config_args import add_data_arguments, loader_options_given
 from .errors import UsageError
-from .output import NO_NOISE, dumps
+from .output import NO_NOISE, dumps, upper_text
 
 if TYPE_CHECKING:
     from tsdp.datasets.benchmarks import ForecastSplit
@@ -165,13 +165,14 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
 
         check_samples(args.samples, 1, split.spec.context_length, split.spec.forecast_length)  # one window's
         # sample paths: the test windows are drawn in chunks that fit the memory limit (train.evaluate)
-        _check_baselines()  # the flags first (cheap), then the extra, before any cell trains
-        out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
-        _check_out(out)
         v = (args.v or split.spec.label_noise_v) if Level.LABEL_NOISE in args.levels else None
         settings = GridSettings(dataset=None if name == "m1-yearly" or user else name, data_dir=args.data_dir,
                                 delta=args.delta, v=v, epochs=None if user else args.epochs, n_samples=args.samples,
                                 device=args.device, discretization=args.discretization, seed=args.seed, user=user)
+        _check_delta_resolved(cells, settings)  # depends on the data's sizes: once they are read and checked
+        _check_baselines()  # the flags first (cheap), then the extra, before any cell trains
+        out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
+        _check_out(out)
         import sys
 
         from tsdp.experiments.cells import epochs_cap, read_stored
@@ -236,6 +237,10 @@ def _user_data(args):
         if args.freq is not None:
             raise UsageError(f"invalid --freq: it is the step of --data's timestamps; {args.dataset or 'm1-yearly'} "
                              "states its own step (drop --freq)")
+        table = loader_options_given(args)  # --freq: refused above
+        if table:
+            raise UsageError(f"invalid {table[0]}: it reads --data's CSV / parquet table; "
+                             f"{args.dataset or 'm1-yearly'} is not a table (drop it)")
         return None
     if args.dataset is not None:
         raise UsageError("invalid --data: give --data (your series) or --dataset (a benchmark), not both")
@@ -269,6 +274,22 @@ def _noted(payload: dict, keys, note: str) -> dict:
     for key in keys:
         with_note(payload, key, note)
     return payload
+
+
+def _check_delta_resolved(cells, settings) -> None:
+    """--delta against the accountant's resolution on the grid's private configurations (one step of each; the
+    smallest δ it resolves depends on the data's sizes): a δ below it is one line naming --delta (the accountant's
+    DeltaTooSmallError) before the baselines' statsforecast import, the time probes and any cell."""
+    import math
+
+    from tsdp.experiments.configuration import cell_config
+    from tsdp.verify.accountant import max_steps
+    from tsdp.verify.pld import PldSettings
+
+    grid = PldSettings(settings.discretization)
+    for config, epsilon in dict.fromkeys((cell_config(c, settings), c.epsilon) for c in cells
+                                         if not math.isinf(c.epsilon)):
+        max_steps(config, epsilon, settings.delta, cap=1, settings=grid)
 
 
 def _check_baselines() -> None:
@@ -464,7 +485,7 @@ def render_table(rows: Sequence["Row"], baselines: Dict[str, float], best: Seque
     lines.append("steps per seed and sound ε spent: " + "; ".join(
         f"{MODEL_LABELS[r.model]} ε={NO_NOISE if math.isinf(r.epsilon) else format(r.epsilon, 'g')}"
         + ("" if r.level == Level.ONE_EVENT else " " + _column_label(r.level, r.column).replace(" = ", "="))
-        + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {r.epsilon_spent[0]:.4f}")
+        + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {upper_text(r.epsilon_spent[0], 4, fixed=True)}")
         + (f" < {r.epsilon:g} (epochs cap)" if r.capped[0] else "")
         for r in steps[:8]) + (" ..." if len(steps) > 8 else ""))
     return "\n".join(lines)

@@ -5,7 +5,7 @@ reports (and through it matplotlib, torch) is imported inside the handler only.
 """
 from __future__ import annotations
 
-from .config_args import add_data_arguments, data_from_args
+from .config_args import add_data_arguments, data_from_args, loader_options_given
 from .output import dumps
 
 
@@ -50,6 +50,7 @@ def add_parsers(sub, command) -> None:
         if args.out is not None and not args.out.strip():
             raise UsageError(f"invalid --out: empty (give a folder, or drop --out for reports/out/<name>/) "
                              f"(got {args.out!r})")
+        from tsdp.reports.render import lower, upper
         from tsdp.reports.run import OUT_ROOT, WORKERS, build_report, load_config
 
         from tsdp.theorems.config import ConfigError, check_output_path
@@ -67,7 +68,7 @@ def add_parsers(sub, command) -> None:
             if type(exc) is not ValueError:
                 raise
             raise UsageError(f"invalid --config: {exc}") from None
-        default_panel = args.data == p.get_default("data") and args.target is None and args.freq is None
+        default_panel = args.data == p.get_default("data") and not loader_options_given(args)
         real_data = None if default_panel else (args.data, data_from_args(args))  # None: the report's Grunfeld
         out = Path(args.out) if args.out else OUT_ROOT / name
         check_output_path("out", out, directory=True)  # before the report's minutes of work
@@ -80,7 +81,7 @@ def add_parsers(sub, command) -> None:
             print(f"report written to {out}/ (index.html, report.md, results.json) in {results['meta']['elapsed_s']} s")
             print(f"theorem {results['accounting']['theorem']}: " + "; ".join(
                 f"δ={r['delta']:g} {r['steps'] or r['epochs']} {'steps' if r['steps'] else 'epochs'}: "
-                f"ε={r['epsilon_sound']:.4g}" for r in results["accounting"]["rows"][:5]))
+                f"ε={upper(r['epsilon_sound'])}" for r in results["accounting"]["rows"][:5]))
             for c in results["claims"]:
                 print(f"{c['id']}: {c['verdict_text']} - {c['reason']}")
                 for o in c.get("other_verdicts", []):
@@ -89,6 +90,9 @@ def add_parsers(sub, command) -> None:
             print(f"verify --quick: {s['pass']} pass, {s['fail']} fail, {s['finding']} finding; "
                   f"audits: {results['tightness']['audit_status']}")
         for v in results["violations"]:  # a certified lower bound above a sound ε fails the run
-            print(f"PRIVACY VIOLATION: audit of {v['theorem']} certifies ε ≥ {v['epsilon_lower']:.4g} "
-                  f"({v['confidence']} confidence) > sound ε = {v['epsilon_sound']:.4g} of {v['bound']}", file=sys.stderr)
+            why = (f"> sound ε = {upper(v['epsilon_sound'])} of {v['bound']}" if v.get("estimate_above", True) else
+                   f"(sound ε = {upper(v['epsilon_sound'])}); its violation test rejects the sound profile of "
+                   f"{v['bound']}")
+            print(f"PRIVACY VIOLATION: audit of {v['theorem']} certifies ε ≥ {lower(v['epsilon_lower'])} "
+                  f"({v['confidence']} confidence) {why}", file=sys.stderr)
         return 1 if results["violation"] else 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from tsdp.theorems.config import DEFAULT_CONFIG, Choice, TrainingConfig
 
@@ -159,6 +159,22 @@ which the parser cannot import: it loads sympy)."""
 
 DATA_OPTIONS = ("layout", "item_id", "timestamp", "target", "freq")
 """The loader options of :func:`tsdp.datasets.formats.load_series` that have a flag of their own."""
+
+
+def loader_options_given(args: argparse.Namespace) -> List[str]:
+    """The loader flags (:data:`DATA_OPTIONS`) typed with other than their default (--layout auto, the others
+    none): what a command that does not read ``--data`` itself must still refuse (the loader refuses them for a
+    source that is not a table, or has no calendar).
+
+    Args:
+        args: The parsed flags.
+
+    Returns:
+        The flags, e.g. ``["--layout", "--freq"]``.
+    """
+    defaults = {"layout": "auto"}
+    return [f"--{option.replace('_', '-')}" for option in DATA_OPTIONS
+            if getattr(args, option) != defaults.get(option)]
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, *, default=None, required: bool = False,

@@ -369,22 +369,37 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 class _LineTracking:
-    """stderr, remembering the last character written: a progress bar left mid-line (a file or a pipe gets no clearing
-    '\r') is ended before a note or the error line, which then stands on a line of its own."""
+    """stderr, knowing whether its current line holds text: what is written after a progress bar's residue (a bar
+    still drawn, or on a file or a pipe even a cleared one: there '\r' does not end the line, so the bar's text stays
+    on it) starts a line of its own, and :meth:`end_line` ends such a line before a note or the error line. A bar's
+    own redraws (each starting with '\r') go on its line."""
 
     def __init__(self, stream):
         self._stream = stream
-        self.last = ""
+        try:
+            self._terminal = bool(stream.isatty())
+        except (AttributeError, ValueError):  # no isatty, or a closed stream
+            self._terminal = False
+        self.dirty = False
 
     def write(self, text: str) -> int:
-        if text:
-            self.last = text[-1]
+        if self.dirty and text and text[0] not in "\r\n":  # other output after a bar's residue: a line of its own
+            self._stream.write("\n")
+            self.dirty = False
+        head, newline, tail = text.rpartition("\n")
+        if self._terminal and "\r" in tail:  # a terminal returns to the line's start: only what follows shows
+            self.dirty = bool(tail.rpartition("\r")[2].strip())
+        elif tail.strip("\r "):
+            self.dirty = True
+        elif newline:
+            self.dirty = False
         return self._stream.write(text)
 
     def end_line(self) -> None:
-        """Write a newline when the last thing written did not end one (nor return to its start)."""
-        if self.last not in ("", "\n", "\r"):
-            self.write("\n")
+        """Write a newline when the current line holds text (a bar's on a terminal, any on a file)."""
+        if self.dirty:
+            self._stream.write("\n")
+            self.dirty = False
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
