@@ -2,7 +2,7 @@
 text reads back as at least the computed number; an attained, audited or certified ε (a lower bound) rounded down,
 so it reads back as at most it (the rule's one home: tsdp.verify.rounded). Swept over hypothesis-generated values
 through each command's own path, its computation replaced at the seam by a result carrying those values: `tsdp
-epsilon`, `tsdp forecast epsilon`, `tsdp audit`, `tsdp audit-model`, `tsdp check-accountant` and `tsdp experiment`'s table (`tsdp report`:
+epsilon`, `tsdp forecast epsilon`, `tsdp audit`, `tsdp audit-model`, `tsdp check-accountant`, `tsdp calibrate` and `tsdp experiment`'s table (`tsdp report`:
 tests/reports/test_report_rounding.py)."""
 import dataclasses
 import math
@@ -163,3 +163,26 @@ def test_tsdp_forecast_epsilon(monkeypatch, released, up, low):
     sound, attained = re.search(r"sound (\S+) \(upper bound\), attained (\S+)", out).groups()
     on_its_side(sound, up, "upper")
     on_its_side(attained, low, "lower")
+
+
+@pytest.fixture(scope="module")
+def calibrated():
+    """A real `tsdp calibrate` answer (one step of the default configuration), whose ε values the sweep replaces."""
+    from tsdp.theorems.config import TrainingConfig
+    from tsdp.verify.calibration import calibrate_sigma
+
+    return calibrate_sigma(TrainingConfig(), 4.0, 1e-5, steps=1)
+
+
+@SWEEP
+@given(up=VALUES)
+def test_tsdp_calibrate(monkeypatch, calibrated, up):
+    import tsdp.verify.calibration as calibration
+
+    monkeypatch.setattr(calibration, "calibrate_sigma", lambda *a, **k: dataclasses.replace(
+        calibrated, epsilon=up, target_epsilon=max(up, 1e-7), sigma_rejected=0.5, epsilon_rejected=up * 1.5))
+    code, out, err = run_cli(["calibrate", "--epsilon", "4", "--delta", "1e-5", "--steps", "1"])
+    assert code == 0, err
+    sound, rejected = re.search(r"gives sound ε = (\S+) ≤ .* gives ε = (\S+)\)", out, re.S).groups()
+    on_its_side(sound, up, "upper")
+    on_its_side(rejected, up * 1.5, "upper")

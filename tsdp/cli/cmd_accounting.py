@@ -148,9 +148,9 @@ def add_parsers(sub, command) -> None:
                             tolerance=args.tolerance, discretization=args.discretization,
                             tail_mass_truncation=args.tail_mass_truncation)
         human = "\n".join([
-            f"σ = {sigma_text(r.sigma)} gives sound ε = {r.epsilon:.6g} ≤ {r.target_epsilon:g} at δ = {r.delta:g}",
+            f"σ = {sigma_text(r.sigma)} gives sound ε = {upper_text(r.epsilon, 6)} ≤ {r.target_epsilon:g} at δ = {r.delta:g}",
             f"theorem {r.theorem} - {r.reason}; {r.compositions} compositions; relative tolerance {r.tolerance:g}"
-            + ("" if r.sigma_rejected is None else f" (σ = {r.sigma_rejected:.6g} gives ε = {r.epsilon_rejected:.6g})"),
+            + ("" if r.sigma_rejected is None else f" (σ = {r.sigma_rejected:.6g} gives ε = {upper_text(r.epsilon_rejected, 6)})"),
         ])
         _print(args, r.as_dict(), human)
         return 0
