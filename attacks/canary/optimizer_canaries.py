@@ -114,7 +114,8 @@ class OptimizerCanaries:
         if progress:
             from tqdm.auto import tqdm
 
-            self._progress = tqdm(desc="audited optimizer steps", unit="step", leave=False)
+            self._progress = tqdm(desc="audited optimizer steps", leave=False,  # no total: a count, not a rate
+                                  bar_format="{desc}: {n_fmt} steps [{elapsed}{postfix}]")
         self.clip, self.scale = float(clip), scale
         self.windows, self.loss = windows, loss
         self.canaries: Optional[GradientCanaries] = None

@@ -405,3 +405,12 @@ def test_the_claimed_curve_is_tested_with_its_declared_share():
         assert r.curve_rejected is rejected and r.violation is rejected, (sigma, r.epsilon_lower)
     with pytest.raises(ValueError, match="f-DP certifier only"):
         certify_evidence(evidence, 1e-5, 0.95, certifier=steinke, profile=profile)
+
+
+def test_the_progress_bar_counts_audited_steps_in_words(capsys):
+    """The bar has no total: it reads '7 steps', not tqdm's rate unit glued to the count ('7step')."""
+    run_with_canaries(constant_gradient_train(7, 0.1, {}), DATA.series, CONFIG, 5, seed=3, progress=True)
+    import re
+
+    err = capsys.readouterr().err
+    assert re.search(r"audited optimizer steps: [1-7] steps \[", err) and not re.search(r"\dstep", err), err
