@@ -248,3 +248,13 @@ def test_stacked_noisy_gradient_draws_each_seeds_noise(name):
                                        generator=torch.Generator().manual_seed(20 + i))
         for n, w in want.items():
             torch.testing.assert_close(got[n][i], w, rtol=1e-4, atol=1e-6 * float(w.abs().max()))
+
+
+def test_only_the_private_stack_computes_deepars_gates_over_whole_tensors():
+    """The stack of private runs switches DeepAR's LSTM to whole-tensor activations (equal to float rounding,
+    tests/training/test_models_data_metrics.py); the exact stack and the models themselves keep the per-row views."""
+    models = [make_model("deepar", 11, 4) for _ in range(2)]
+    assert StackedModel(models).module.rnn.whole_gates
+    exact = StackedModel(models, exact=True)
+    assert not exact.module.rnn.whole_gates and not exact.model(0).rnn.whole_gates
+    assert not any(m.rnn.whole_gates for m in models)
