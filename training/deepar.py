@@ -22,10 +22,9 @@ class _LSTM(nn.Module):
     ``DPLSTM``, which the official code trains, initialises them too)."""
 
     whole_gates = False
-    """Whether :meth:`step` applies the gates' activations to whole tensors by default (its ``whole``). False: each
-    row's rounding is that of the row alone, whatever the batch (a run without DP trained among others is its run
-    alone bit for bit); :class:`tsdp.training.stacked.StackedModel` sets it on the private runs' stack, which agree
-    with their runs alone to float rounding only."""
+    """Whether :meth:`step` applies the gates' activations to whole tensors by default (its ``whole``): False for a
+    model (its numbers as they always were); :class:`tsdp.training.stacked.StackedModel` sets it on the private
+    runs' stack, which agrees with their runs alone to float rounding only."""
 
     def __init__(self, input_size: int, hidden: int, n_layers: int):
         super().__init__()
@@ -47,10 +46,11 @@ class _LSTM(nn.Module):
 
         ``whole`` (None: :attr:`whole_gates`): the gates' activations on whole contiguous tensors (the sigmoid of
         all four gate blocks at once, the tanh of a contiguous copy of g) instead of on each gate's strided
-        (B, hidden) view. The same functions; only their elements' float rounding may differ (the tail of a strided
-        view's row takes the scalar path, a whole tensor's only its last elements): several times faster, but a
-        row's rounding then depends on where it lies in the batch, so the training of runs without DP keeps the
-        views (:attr:`whole_gates`). The sampler draws its paths with ``whole``.
+        (B, hidden) view: several times faster. The same functions; only the float rounding of some elements
+        differs (on CPU the last elements of each strided row take the scalar sigmoid, which rounds differently
+        from the vectorised one). Either way a row's numbers do not depend on the rows around it at hidden 40
+        (a row of 4·hidden gates is whole vectors). Training without DP keeps the views: without noise, rounding
+        differences grow over the Adam steps, and its numbers stay those it always had.
         """
         whole = self.whole_gates if whole is None else whole
         new_state = []
