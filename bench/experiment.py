@@ -362,6 +362,47 @@ class GridBench(Record):
     environment: Conditions
 
 
+POOL_MODULES = ("tsdp.experiments.groups", "tsdp.training.together", "tsdp.training.train", "scipy.stats")
+"""What a worker of the grid imports before either side is timed (both sides' units come from these)."""
+
+
+def _ready(modules: Sequence[str]) -> int:
+    """Run in a worker: import ``modules``; the worker's pid."""
+    import importlib
+    import os
+
+    for module in modules:
+        importlib.import_module(module)
+    return os.getpid()
+
+
+def warm_pool(workers: int, attempts: int = 5) -> int:
+    """Start the engine's pool of ``workers`` processes (:func:`tsdp.executor.local.worker_pool`, the one both sides
+    of :func:`bench_grid` then run on) and import :data:`POOL_MODULES` in each, before either side is timed: each
+    side then starts on the same warm pool (without it the first side paid every worker's start-up and imports).
+
+    Args:
+        workers: The pool's processes.
+        attempts: Rounds of one import per process, until every process has answered one.
+
+    Returns:
+        The processes that answered (``workers`` unless a round kept finding the same ones).
+    """
+    from concurrent.futures import wait
+
+    from tsdp.executor.local import worker_pool
+
+    pool = worker_pool(workers)
+    seen: set = set()
+    for _ in range(attempts):
+        futures = [pool.submit(_ready, POOL_MODULES) for _ in range(workers)]
+        wait(futures)
+        seen |= {f.result() for f in futures}
+        if len(seen) >= workers:
+            break
+    return len(seen)
+
+
 def _grid_side(cells, settings, workers: int, together: bool, planned: Optional[float]) -> Tuple[GridSide, List[list]]:
     """One side of :func:`bench_grid`: the grid run in a fresh folder (its :class:`GridSide`, ``planned`` its
     estimate) and the rows of its table."""
@@ -413,6 +454,7 @@ def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[s
     cell (``--cell-by-cell``), one after the other in this process (``workers`` processes each), with the pre-run
     estimate of each: seconds and CPU seconds of each side, their ratio, and whether the two CRPS tables are the
     same (:func:`table_difference`). Cells run at one torch thread each (:attr:`~tsdp.experiments.cells.CellTask.threads`).
+    With ``workers`` > 1 both sides run on one pool started before either is timed (:func:`warm_pool`).
 
     Args:
         levels: The privacy levels (the table's).
@@ -439,6 +481,8 @@ def bench_grid(levels: Sequence[str] = ("1-event",), models: Optional[Sequence[s
     cells = plan(models=tuple(models or MODELS), seeds=SEEDS if seeds is None else seeds, levels=tuple(levels))
     settings = GridSettings(epochs=epochs, n_samples=n_samples, device="cpu")
     before = bench_rounds.environment()
+    if workers > 1:
+        warm_pool(workers)
     sides, tables = {}, {}
     for name, together in (("together", True), ("cell_by_cell", False)):
         planned = estimate(cells, settings, together=together) if estimates else None
@@ -482,7 +526,9 @@ def format_grid(result: Union[GridBench, dict]) -> str:
         f"{result['cells']} cells ({' '.join(result['levels'])}; {', '.join(result['models'])}; {result['seeds']} "
         f"seeds; epochs cap {'the dataset' + chr(39) + 's' if result['epochs'] is None else result['epochs']}; "
         f"{result['n_samples']} sample paths) on the shipped M1 data; {result['workers']} worker(s), "
-        f"{result['cell_threads']} torch thread per cell",
+        f"{result['cell_threads']} torch thread per cell" + (
+            "; both sides on one pool of workers started (and imported) before either side is timed"
+            if result["workers"] > 1 else ""),
         side("together", t), side("cell by cell", c),
         f"together is {result['speedup']:.2f}x faster (wall" + (
             "); " if result["cpu_speedup"] is None else f"), {result['cpu_speedup']:.2f}x (CPU); ") + (

@@ -143,7 +143,7 @@ class LSTMDeepAR(DeepAR):
         self.lstm = nn.LSTM(first.in_features, self.rnn.hidden, len(self.rnn.cells), batch_first=True)
         self.rnn.requires_grad_(False)
 
-    def _unroll(self, series, covariates, positions, log_scale, state):
+    def _unroll(self, series, covariates, positions, log_scale, state, whole=False):
         static = torch.cat([self.static(torch.ones_like(log_scale)), log_scale], dim=-1)
         steps = torch.arange(positions.start, positions.stop, device=series.device)
         x = torch.cat([series[:, steps[:, None] - self.lag_index], static[:, None].expand(-1, len(steps), -1),

@@ -115,15 +115,22 @@ def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[st
 
 
 def run_group(group: CellGroup) -> GroupResult:
-    """Train ``group``'s cells together (module docstring) and store each one's result when it names a folder.
+    """Train ``group``'s cells together (module docstring) and store each one's result when it names a folder. A
+    cell whose training diverges fails the group as it fails alone (:func:`~tsdp.experiments.cells.run_cell`: the
+    ConfigError naming ``data`` or ``v``), after every other cell's result is stored, as each is alone
+    (:func:`tsdp.training.together.train_each_together`); a resumed grid then trains only the failed cells.
 
     Args:
         group: The cells, their grid's settings, folder and torch threads.
 
     Returns:
         Each cell's result, in the group's order.
+
+    Raises:
+        ConfigError: The first of its cells that diverged, as that cell alone raises it.
     """
-    from tsdp.training.together import Run, train_together
+    from tsdp.theorems.config import ConfigError
+    from tsdp.training.together import Run, train_each_together
 
     settings = group.settings
     tasks = {c.key: CellTask(c, settings, group.folder, group.threads) for c in group.cells}
@@ -136,7 +143,13 @@ def run_group(group: CellGroup) -> GroupResult:
         runs = [Run(cell_seed(settings, c.seed_index), None if math.isinf(c.epsilon) else c.epsilon)
                 for c in trained]
         with torch_threads(group.threads), diverged_names_the_cell(first, settings):
-            out = train_together(cell_config(first, settings), runs, cell_training(first, settings))
-        for c, r in zip(trained, out):
-            results[c.key] = store_result(tasks[c.key], trained_result(c, settings, r))
+            out = train_each_together(cell_config(first, settings), runs, cell_training(first, settings))
+        failed = [(c, r) for c, r in zip(trained, out) if isinstance(r, ConfigError)]
+        for c, r in zip(trained, out):  # every other cell stored, as its unit alone would be
+            if not isinstance(r, ConfigError):
+                results[c.key] = store_result(tasks[c.key], trained_result(c, settings, r))
+        if failed:  # a cell that diverged fails as it does alone
+            c, error = failed[0]
+            with diverged_names_the_cell(c, settings):
+                raise error
     return GroupResult(group.key, group.trials, tuple(results[c.key] for c in group.cells))

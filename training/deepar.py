@@ -21,6 +21,11 @@ class _LSTM(nn.Module):
     ``nn.LSTM``'s gates (rows i, f, g, o) and init: every weight and bias uniform on ±1/√hidden (as opacus's
     ``DPLSTM``, which the official code trains, initialises them too)."""
 
+    whole_gates = False
+    """Whether :meth:`step` applies the gates' activations to whole tensors by default (its ``whole``): False for a
+    model (its numbers as they always were); :class:`tsdp.training.stacked.StackedModel` sets it on the private
+    runs' stack, which agrees with their runs alone to float rounding only."""
+
     def __init__(self, input_size: int, hidden: int, n_layers: int):
         super().__init__()
         self.hidden = hidden
@@ -36,12 +41,31 @@ class _LSTM(nn.Module):
         zero = like.new_zeros(batch, self.hidden)
         return [(zero, zero) for _ in self.cells]
 
-    def step(self, x: torch.Tensor, state):
+    def step(self, x: torch.Tensor, state, whole: Optional[bool] = None):
+        """One time step of every layer: (output, new state).
+
+        ``whole`` (None: :attr:`whole_gates`): the gates' activations on whole contiguous tensors (the sigmoid of
+        all four gate blocks at once, the tanh of a contiguous copy of g) instead of on each gate's strided
+        (B, hidden) view: several times faster. The same functions; only the float rounding of some elements
+        differs (on CPU the last elements of each strided row take the scalar sigmoid, which rounds differently
+        from the vectorised one). Either way a row's numbers do not depend on the rows around it at hidden 40
+        (a row of 4·hidden gates is whole vectors). Training without DP keeps the views: without noise, rounding
+        differences grow over the Adam steps, and its numbers stay those it always had.
+        """
+        whole = self.whole_gates if whole is None else whole
         new_state = []
         for cell, (h, c) in zip(self.cells, state):
-            i, f, g, o = (cell["ih"](x) + cell["hh"](h)).chunk(4, dim=-1)
-            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-            h = torch.sigmoid(o) * torch.tanh(c)
+            gates = cell["ih"](x) + cell["hh"](h)
+            if whole:
+                hidden = self.hidden
+                sig = torch.sigmoid(gates)
+                i, f, o = sig[:, :hidden], sig[:, hidden:2 * hidden], sig[:, 3 * hidden:]
+                c = f * c + i * torch.tanh(gates[:, 2 * hidden:3 * hidden].contiguous())
+            else:
+                i, f, g, o = gates.chunk(4, dim=-1)
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                o = torch.sigmoid(o)
+            h = o * torch.tanh(c)
             new_state.append((h, c))
             x = h
         return x, new_state
@@ -145,13 +169,14 @@ class DeepAR(Forecaster):
         return covariates.to(context.dtype)
 
     def _unroll(self, series: torch.Tensor, covariates: torch.Tensor, positions: range, log_scale: torch.Tensor,
-                state):
-        """LSTM outputs (B, len(positions), h) at ``positions`` of the scaled ``series`` and the state after them."""
+                state, whole: Optional[bool] = None):
+        """LSTM outputs (B, len(positions), h) at ``positions`` of the scaled ``series`` and the state after them
+        (``whole``: :meth:`_LSTM.step`'s, the sampler's)."""
         static = torch.cat([self.static(torch.ones_like(log_scale)), log_scale], dim=-1)
         outputs = []
         for p in positions:
             x = torch.cat([series[:, p - self.lag_index], static, covariates[:, p]], dim=-1)
-            h, state = self.rnn.step(x, state)
+            h, state = self.rnn.step(x, state, whole)
             outputs.append(h)
         return outputs, state
 
@@ -196,7 +221,7 @@ class DeepAR(Forecaster):
         scale = self._scale(values, observed)
         series, covariates = values / scale, self._covariates(context, covariates)
         _, state = self._unroll(series, covariates, range(self.first, self.context_length), torch.log(scale),
-                                self.rnn.initial_state(b, series))  # the context once per series, not per path
+                                self.rnn.initial_state(b, series), whole=True)  # once per series, not per path
 
         def paths_of(t: torch.Tensor) -> torch.Tensor:
             return t.repeat_interleave(n_samples, dim=0)
@@ -205,7 +230,7 @@ class DeepAR(Forecaster):
         log_scale = torch.log(scale)
         state = [(paths_of(h), paths_of(c)) for h, c in state]
         for p in range(self.context_length, self.context_length + self.forecast_length):
-            (h,), state = self._unroll(series, covariates, range(p, p + 1), log_scale, state)
+            (h,), state = self._unroll(series, covariates, range(p, p + 1), log_scale, state, whole=True)
             df, loc, s = self.head(h)
             series = torch.cat([series, student_t_sample(df, loc, s, generator)[:, None]], dim=1)
         paths = series[:, self.context_length:] * scale

@@ -177,7 +177,9 @@ class StackedModel:
     ``F.layer_norm`` on the block's own rows) instead of one batched product, so a model's losses and autograd
     gradients are those of its model alone bit for bit where the rest of the architecture is elementwise per row
     (the engine of runs without DP, whose rounding differences grow over many Adam steps with nothing to damp
-    them); the layers' other operations still run once for all K·M rows.
+    them); the layers' other operations still run once for all K·M rows. Without ``exact``, a layer with a
+    ``whole_gates`` switch (:class:`tsdp.training.deepar._LSTM`) computes its activations over whole tensors,
+    faster and equal to float rounding.
 
     Args:
         models: The K models (one architecture).
@@ -197,6 +199,10 @@ class StackedModel:
                 raise StackError("the models differ in architecture; only one architecture stacks")
         self.template = copy.deepcopy(models[0])
         self.module = copy.deepcopy(models[0])
+        if not exact:  # batched products round by batch anyway: layers that offer it compute over whole tensors
+            for m in self.module.modules():
+                if hasattr(m, "whole_gates"):
+                    m.whole_gates = True
         self.layers: Dict[str, nn.Module] = {}
         for name in names:
             layer = STACKED[type(self.module.get_submodule(name))]([m.get_submodule(name) for m in models], exact)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 import torch
 
@@ -190,8 +190,9 @@ def train_together(config: TrainingConfig, runs: Sequence[Run], settings: GroupS
     """Train every run of ``runs`` (``config`` at the run's σ, its seed and budget) together (module docstring);
     returns their results in order, each what :func:`tsdp.training.train.train` returns for the run alone (the same
     checks, the same sound ε of the same steps, an **upper** bound; the same losses, updates and CRPS to float
-    rounding). Raises :class:`ConfigError` as ``train`` does for a run, and naming ``runs`` for no run or for runs
-    without DP whose batches can be empty (Poisson sampling; they train alone).
+    rounding). Raises :class:`ConfigError` as ``train`` does for a run (the first run's that raises,
+    :func:`train_each_together`), and naming ``runs`` for no run or for runs without DP whose batches can be empty
+    (Poisson sampling; they train alone).
 
     Args:
         config: The configuration of every run (at its σ).
@@ -203,6 +204,33 @@ def train_together(config: TrainingConfig, runs: Sequence[Run], settings: GroupS
 
     Raises:
         ConfigError: As :func:`~tsdp.training.train.train`, or naming ``runs``.
+    """
+    outcomes = train_each_together(config, runs, settings)
+    for outcome in outcomes:
+        if isinstance(outcome, ConfigError):
+            raise outcome
+    return outcomes
+
+
+def train_each_together(config: TrainingConfig, runs: Sequence[Run],
+                        settings: GroupSettings) -> List[Union[TrainResult, ConfigError]]:
+    """:func:`train_together`, run by run: each run's result, or the :class:`ConfigError` that
+    :func:`tsdp.training.train.train` raises for the run alone after its training (a run that diverged: a parameter
+    not finite, or a test CRPS not finite). The runs never mix (every stacked product, clip factor, noise draw and
+    optimizer element is a run's own), so a run that diverges leaves every other run its result alone; it takes no
+    test forecast, as alone, and draws nothing more from its generator. Errors that concern every run (the
+    checks before training) are raised.
+
+    Args:
+        config: The configuration of every run (at its σ).
+        runs: The runs.
+        settings: What they share.
+
+    Returns:
+        Each run's :class:`~tsdp.training.result.TrainResult` or :class:`ConfigError`, in order.
+
+    Raises:
+        ConfigError: As :func:`~tsdp.training.train.train` before training, or naming ``runs``.
     """
     if not runs:
         raise ConfigError("runs", "give at least one run")
@@ -219,13 +247,17 @@ def train_together(config: TrainingConfig, runs: Sequence[Run], settings: GroupS
     checkpoints = ([_Checkpoints(c.model, settings.split, config, first.plan.train_data.freq, dev, every)
                     for c in cells] if settings.split is not None else None)
     _train(cells, settings, padded, covariates, checkpoints)
-    results = []
+    results: List[Union[TrainResult, ConfigError]] = []
     for k, c in enumerate(cells):
-        check_finite(c.model, c.config, c.plan.lr, c.plan.total_steps, c.plan.train_data)
-        crps = evaluate(c.model, test_contexts, targets, n_samples=settings.n_samples, generator=c.generator,
-                        device=dev, covariates=test_covariates)
-        naive = point_crps(targets, seasonal_naive(c.plan.histories, config.forecast_length, settings.season))
-        check_scores(crps, untrained[k], naive, c.plan.train_data)
+        try:  # train's checks after training, in its order: this run's alone
+            check_finite(c.model, c.config, c.plan.lr, c.plan.total_steps, c.plan.train_data)
+            crps = evaluate(c.model, test_contexts, targets, n_samples=settings.n_samples, generator=c.generator,
+                            device=dev, covariates=test_covariates)
+            naive = point_crps(targets, seasonal_naive(c.plan.histories, config.forecast_length, settings.season))
+            check_scores(crps, untrained[k], naive, c.plan.train_data)
+        except ConfigError as exc:
+            results.append(exc)
+            continue
         selection = (checkpoints[k].summary(c.model, test_contexts, targets, settings.n_samples, c.generator,
                                             test_covariates) if checkpoints is not None else None)
         results.append(_result(c, settings, crps, untrained[k], naive, selection, str(dev)))

@@ -63,3 +63,32 @@ def test_a_cells_numbers_do_not_depend_on_its_group(model):
         assert [r.steps for r in together] == steps
         strip = lambda r: {k: v for k, v in r.as_dict().items() if k != "seconds"}  # noqa: E731
         assert [strip(r) for r in together] == [strip(r) for r in alone]
+
+
+@pytest.mark.slow  # about 8 s: the group, then each other cell alone
+def test_a_cell_that_diverges_fails_the_group_as_alone_after_the_others_are_stored(tmp_path, monkeypatch):
+    """One cell of a group diverges (its run's ConfigError naming lr, as the training's check raises it): the group
+    raises what the cell raises alone in the grid (naming data), after storing every other cell's result, the
+    result that cell gets in a group of its own."""
+    import tsdp.training.together as together
+    from tsdp.experiments.store import load_done
+    from tsdp.theorems.config import ConfigError
+
+    settings = GridSettings(epochs=1, n_samples=10, device="cpu")
+    cells = (Cell("simple-ff", 1.0, 0, "1-event", "wor"), Cell("simple-ff", 0.5, 1, "1-event", "wor"),
+             Cell("simple-ff", 2.0, 2, "1-event", "wor"))
+    real = together.train_each_together
+
+    def second_diverges(config, runs, group_settings):
+        out = real(config, runs, group_settings)
+        out[1] = ConfigError("lr", "the training diverged: 1 parameter tensor(s) of the model are not finite", 1e-3)
+        return out
+
+    monkeypatch.setattr(together, "train_each_together", second_diverges)
+    with pytest.raises(ConfigError, match="invalid data: the training of simple-ff diverged"):
+        run_group(CellGroup(cells, settings, str(tmp_path)))
+    monkeypatch.undo()
+    assert load_done(tmp_path, cells[1], settings) is None
+    strip = lambda r: {k: v for k, v in r.as_dict().items() if k != "seconds"}  # noqa: E731
+    for c in (cells[0], cells[2]):
+        assert strip(load_done(tmp_path, c, settings)) == strip(run_group(CellGroup((c,), settings)).results[0])

@@ -206,3 +206,28 @@ def test_deepar_unrolls_the_context_once_and_draws_the_paths_of_the_per_path_unr
     assert got.shape == (4, s, 6)
     assert torch.allclose(got, want, rtol=1e-10, atol=1e-10)
     assert not torch.allclose(got[:, 0], got[:, 1])  # the paths differ: the draws are per path
+
+
+@pytest.mark.parametrize("dtype,rtol", [(torch.float32, 1e-6), (torch.float64, 1e-14)])
+def test_lstm_whole_gates_equal_the_gate_views_to_float_rounding(dtype, rtol):
+    """DeepAR's LSTM step with its activations over whole tensors (the sampler's, and the private runs' stack) gives
+    the outputs, states and gradients of the per-gate views to float rounding (training without DP keeps the views:
+    tests/training/test_together.py checks that its stack is then each model alone bit for bit)."""
+    from tsdp.training.deepar import DeepAR
+
+    torch.manual_seed(0)
+    model = make_model("deepar", 30, 6).to(dtype)
+    assert isinstance(model, DeepAR) and not model.rnn.whole_gates
+    rnn = model.rnn
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(37, rnn.cells[0]["ih"].in_features, generator=g, dtype=dtype)
+    state = [(torch.randn(37, rnn.hidden, generator=g, dtype=dtype), torch.randn(37, rnn.hidden, generator=g,
+                                                                                   dtype=dtype)) for _ in rnn.cells]
+    outs = {}
+    for whole in (False, True):
+        rnn.zero_grad()
+        h, new = rnn.step(x, state, whole)
+        (h.square().sum() + sum(c.sum() for _, c in new)).backward()
+        outs[whole] = [h.detach()] + [t.detach() for s in new for t in s] + [p.grad.clone() for p in rnn.parameters()]
+    for a, b in zip(outs[False], outs[True]):
+        assert torch.allclose(a, b, rtol=rtol, atol=rtol * b.abs().max().item())

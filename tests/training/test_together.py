@@ -10,6 +10,7 @@ the tensor's largest value); CRPS and validation losses to rtol 1e-5 (measured: 
 seeds (two runs share one), budgets (different stopping steps: 7, 42, 46, 63) and σ.
 """
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -21,7 +22,7 @@ from tsdp.theorems.config import ConfigError
 from tsdp.training.factored import factored_clipped_sum
 from tsdp.training.models import make_model
 from tsdp.training.stacked import StackedModel, StackError
-from tsdp.training.together import GroupSettings, Run, train_together
+from tsdp.training.together import GroupSettings, Run, train_each_together, train_together
 from tsdp.training.train import train
 
 EPOCHS = 3  # 63 steps of the shipped M1 data's WOR and shuffled epochs
@@ -142,8 +143,8 @@ def _group(model: str, top: str, private: bool):
     return config, settings
 
 
-def _assert_same(config, runs, settings, steps):
-    together = train_together(config, runs, settings)
+def _assert_same(config, runs, settings, steps, together=None):
+    together = train_together(config, runs, settings) if together is None else together
     assert [r.steps for r in together] == steps
     for run, got in zip(runs, together):
         cfg = config if run.sigma is None else config.with_(sigma=run.sigma)
@@ -248,3 +249,31 @@ def test_stacked_noisy_gradient_draws_each_seeds_noise(name):
                                        generator=torch.Generator().manual_seed(20 + i))
         for n, w in want.items():
             torch.testing.assert_close(got[n][i], w, rtol=1e-4, atol=1e-6 * float(w.abs().max()))
+
+
+def test_only_the_private_stack_computes_deepars_gates_over_whole_tensors():
+    """The stack of private runs switches DeepAR's LSTM to whole-tensor activations (equal to float rounding,
+    tests/training/test_models_data_metrics.py); the exact stack and the models themselves keep the per-row views."""
+    models = [make_model("deepar", 11, 4) for _ in range(2)]
+    assert StackedModel(models).module.rnn.whole_gates
+    exact = StackedModel(models, exact=True)
+    assert not exact.module.rnn.whole_gates and not exact.model(0).rnn.whole_gates
+    assert not any(m.rnn.whole_gates for m in models)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the accountant's PLD at σ = 1e30 overflows, harmlessly
+def test_a_run_that_diverges_fails_as_alone_and_leaves_every_other_run_its_result_alone():
+    """A run whose noise (σ = 1e30, plain SGD) drives its parameters to inf trained among others: it gets the
+    ConfigError it gets alone (naming lr, the same text), and the other runs, of other seeds, σ and budgets, their
+    results alone (train_together raises that error for the whole group)."""
+    config, settings = _group("simple-ff", "wor", True)
+    settings = replace(settings, optimizer="sgd", epochs=1)
+    runs = [Run(1, None, 4.0), Run(2, None, 1e30), Run(3, 0.5, 4.0)]
+    out = train_each_together(config, runs, settings)
+    with pytest.raises(ConfigError, match="diverged") as alone:
+        train(config.with_(sigma=1e30), "simple-ff", seed=2, **settings.keywords(None))
+    assert isinstance(out[1], ConfigError) and str(out[1]) == str(alone.value)
+    kept = [0, 2]
+    _assert_same(config, [runs[k] for k in kept], settings, [21, 7], together=[out[k] for k in kept])
+    with pytest.raises(ConfigError, match="diverged"):
+        train_together(config, runs, settings)
