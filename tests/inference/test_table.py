@@ -1,7 +1,8 @@
 """The CRPS-by-(ε, r) table of Appendix H on synthetic data, and `tsdp forecast tradeoff` on a file.
 
 ``data/inference_json_before_typed_rows.json`` was recorded from the code that built the rows and the table as dicts
-(`tsdp forecast tradeoff --json` and ``inference_table``'s dict through the CLI's ``dumps``, on the seeds below): the
+(`tsdp forecast tradeoff --json` and ``inference_table``'s dict through the CLI's ``dumps``, on the seeds below; the
+table's numbers re-recorded, keys and order unchanged, when the samplers moved to 53-bit uniform draws): the
 typed rows and table must give every key in the same order with the same numbers (CRPS to 1e-9 relative: a trained
 float32 model's).
 """
