@@ -14,12 +14,13 @@ from tsdp.attacks.canary.evidence import certify_evidence  # noqa: E402
 from tsdp.bench.planted_opacus import PlantedRun, claimed_epsilon  # noqa: E402
 
 # `bench_planted(canaries=50, runs=1, null_audits=2, bugs=("correct", "noise-off"))` as the code that built it as a dict
-# gave it (through the CLI's dumps; each row's wall ``seconds`` left out)
+# gave it (through the CLI's dumps; each row's wall ``seconds`` left out; the AUCs re-recorded when the samplers moved to
+# 53-bit uniform draws, keys and order unchanged)
 RELEASED_SMALL = {
     "rows": [{"bug": "correct", "canaries": 50, "runs": 1, "epsilon_claimed": 1.6959926617686145, "epsilon_lower": 0.0,
-              "flagged": False, "auc": {"sum": 0.672, "mixture": 0.5456}, "seconds": None},
+              "flagged": False, "auc": {"sum": 0.6784, "mixture": 0.552}, "seconds": None},
              {"bug": "noise-off", "canaries": 50, "runs": 1, "epsilon_claimed": 1.6959926617686145,
-              "epsilon_lower": 1.7433929443359375, "flagged": True, "auc": {"sum": 0.9293924466338259, "mixture": 1.0},
+              "epsilon_lower": 1.7433929443359375, "flagged": True, "auc": {"sum": 0.9474548440065681, "mixture": 1.0},
               "seconds": None}],
     "false_flags": {"audits": 2, "flagged": 0, "rate": 0.0, "designed": 0.050000000000000044}}
 

@@ -1,7 +1,7 @@
 """Hypothesis strategies for training configurations that fit one bound's scheme."""
 from __future__ import annotations
 
-from hypothesis import strategies as st
+from hypothesis import assume, strategies as st
 
 from tsdp.theorems.bounds.base import Bound
 from tsdp.theorems.config import TrainingConfig
@@ -22,6 +22,8 @@ def config_for(draw, bound: Bound, max_instances: int = 4, max_window: int = 8) 
     aug_f = aug if bound.scheme.equal_augmentation else draw(st.sampled_from([0.0, 0.5, 2.0]))
     if bound.scheme.split_windows and aug != aug_f:  # T ≥ L_C + L_F: every element in L_C + L_F whole windows
         L = max(L, context + 2 * forecast - 1)
+    if bound.scheme.top[0] == "pooled":  # Λ windows drawn without replacement from the N T pooled ones
+        assume(batch <= N * (L - forecast + 1))
     return TrainingConfig(
         N=N, L=L, context_length=context, forecast_length=forecast, batch_size=batch, instances=lam,
         sigma=sigma, top=bound.scheme.top[0], bottom=bound.scheme.bottom[0],
