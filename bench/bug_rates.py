@@ -26,6 +26,7 @@ which its environment record shows.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional, Tuple, Union
@@ -118,9 +119,9 @@ class AuditOutcome:
     Attributes:
         key: The audit's key (row index, seed).
         failed: The tests that flagged it (names of :data:`TESTS`).
-        epsilon_lower: Its certified ε (a **lower** bound).
-        ceiling: The canaries' ceiling (every guess right).
-        epsilon_ideal: The same audit's certified ε on the claimed mechanism.
+        epsilon_lower: Its certified ε (a **lower** bound; NaN: the planted loop diverged, none certified).
+        ceiling: The canaries' ceiling (every guess right; NaN when diverged).
+        epsilon_ideal: The same audit's certified ε on the claimed mechanism (NaN when diverged).
         seconds: Its wall seconds.
         trials: One audit (the engine's progress unit).
     """
@@ -143,9 +144,16 @@ def audit_one(spec: AuditSpec) -> AuditOutcome:
     Returns:
         Its :class:`AuditOutcome`.
     """
+    from tsdp.attacks.canary.guarded_calls import DivergedError
+
     torch.set_num_threads(TORCH_THREADS)
     started = time.perf_counter()
-    r = loops.audit(spec.bug, spec.canaries, spec.seed, epsilon=spec.claim)
+    try:
+        r = loops.audit(spec.bug, spec.canaries, spec.seed, epsilon=spec.claim)
+    except DivergedError as err:  # a planted loop that diverged: flagged by the tests that failed before it, no ε
+        failed = tuple(name for name in TESTS if name in err.failed_tests)
+        nan = float("nan")
+        return AuditOutcome(spec.key, failed, nan, nan, nan, time.perf_counter() - started)
     hits = {"epsilon_bound": r.above_claim, "claimed_curve": bool(r.curve_rejected),
             **{t.name: t.failed for t in r.gradient.mechanism.tests}}
     failed = tuple(name for name in TESTS if hits.get(name, False))
@@ -227,6 +235,12 @@ class PlantedBench(Record):
     environment: Conditions
 
 
+def _largest(values) -> float:
+    """The largest of the audits' numbers that were computed (NaN: a diverged run certified none); NaN if none was."""
+    computed = [v for v in values if not math.isnan(v)]
+    return max(computed) if computed else float("nan")
+
+
 def bench_planted(*, seeds: int = 20, canaries: int = 1000, seed: int = 0, workers: int = 1, rows=ROWS,
                   progress: Optional[Callable[[str], None]] = None) -> PlantedBench:
     """Audit every row of ``rows`` over ``seeds`` seeds (``seeds`` times its factor: 100 for the correct loop at the
@@ -261,8 +275,8 @@ def bench_planted(*, seeds: int = 20, canaries: int = 1000, seed: int = 0, worke
         by_test = {t: sum(t in o.failed for o in got) for t in TESTS}
         out.append(RowResult(row.name, row.bug, claims[i], row.expected, len(got), seed, canaries, len(flagged),
                              by_test[row.expected] if row.expected else 0, by_test,
-                             max(o.epsilon_lower for o in got), max(o.ceiling for o in got),
-                             max(o.epsilon_ideal for o in got), sum(o.seconds for o in got)))
+                             _largest(o.epsilon_lower for o in got), _largest(o.ceiling for o in got),
+                             _largest(o.epsilon_ideal for o in got), sum(o.seconds for o in got)))
         if progress is not None:
             progress(f"{row.name}: flagged in {len(flagged)} of {len(got)}")
     return PlantedBench(tuple(out), loops.DELTA, 0.95, DESIGNED_FALSE_FLAGS, workers, time.perf_counter() - started,

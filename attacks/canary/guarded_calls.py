@@ -29,6 +29,35 @@ class UserFunctionError(ConfigError):
     def __init__(self, role: str, fn: Callable, why: str):
         super().__init__(role, f"your {role} function {_name(fn)} {why}")
 
+    def __reduce__(self):  # picklable whole: a worker process sends it back (unpicklable, it broke the pool)
+        extra = {k: v for k, v in self.__dict__.items() if k not in ("parameter", "constraint")}
+        return _rebuilt, (type(self), self.parameter, self.constraint, extra)
+
+
+def _rebuilt(cls: type, parameter: str, constraint: str, extra: dict) -> UserFunctionError:
+    """A :class:`UserFunctionError` (or subclass) as pickled: its message and attributes, without calling its own
+    ``__init__`` (which wants the user's function)."""
+    err = cls.__new__(cls)
+    ConfigError.__init__(err, parameter, constraint)
+    err.__dict__.update(extra)
+    return err
+
+
+class DivergedError(UserFunctionError):
+    """The user's training made non-finite gradients or parameter updates: the canaries cannot be scored.
+    ``failed_tests``: the names of the mechanism tests that failed on the steps before it (computed on those steps;
+    the evidence a diverged run still gives).
+
+    Args:
+        fn: The user's train function.
+        why: What went wrong, with the failed tests' findings.
+        failed_tests: The failed mechanism tests' names.
+    """
+
+    def __init__(self, fn: Callable, why: str, failed_tests=()):
+        super().__init__("train", fn, why)
+        self.failed_tests = tuple(failed_tests)
+
 
 class TimeLimitError(UserFunctionError):
     """The user's function was still running when the run's time limit (``timeout``) struck: it was stopped and the

@@ -28,7 +28,7 @@ from .data_span import DIVERGED, FAILED
 from .gradient import SCORES as GRADIENT_SCORES
 from .gradient import CanaryEvidence
 from .optimizer_canaries import run_with_canaries
-from .guarded_calls import UserFunctionError, _call, _limited
+from .guarded_calls import DivergedError, UserFunctionError, _call, _limited
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,7 @@ def gradient_evidence(train: Callable[[list], object], base: SeriesData, config:
     span = hooks.data_span
     scored = all(np.all(np.isfinite(s)) for s in evidence.scores.values())
     if not scored or (span is not None and span.startswith(DIVERGED)):
-        raise UserFunctionError("train", train, _diverged(hooks))
+        raise DivergedError(train, _diverged(hooks), [t.name for t in hooks.mechanism_tests().tests if t.failed])
     if span is not None and span.startswith(FAILED):
         if loss is not None:  # asked for and not given: an error, not a quiet loss of power
             raise UserFunctionError("loss", loss, f"cannot give the data's per-window gradients: {span}")

@@ -91,3 +91,27 @@ def test_the_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
     assert got == form and list(got) == list(form)
     assert [list(row) for row in got["rows"]] == [list(row) for row in form["rows"]]
     assert format_bench(bench) == format_bench(published)
+
+
+def test_a_planted_loop_that_diverges_counts_the_tests_that_failed_before_it(monkeypatch):
+    """A planted loop that diverges (clipping off, some seeds) cannot be scored: the audit raises DivergedError with
+    the mechanism tests that failed on the steps before it. The bench counts those tests, certifies no ε (NaN), and the
+    error crosses a process boundary whole (an unpicklable one broke the worker pool)."""
+    import math
+    import pickle
+
+    from tsdp.attacks.canary.guarded_calls import DivergedError
+    from tsdp.bench import bug_rates, handwritten_dpsgd
+
+    err = DivergedError(print, "made non-finite gradients", ["clipping", "noise"])
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is DivergedError and str(back) == str(err) and back.failed_tests == ("clipping", "noise")
+    assert back.parameter == "train"
+
+    def diverged(*args, **kwargs):
+        raise err
+
+    monkeypatch.setattr(handwritten_dpsgd, "audit", diverged)
+    out = bug_rates.audit_one(bug_rates.AuditSpec(5, 4, "clipping-off", 1000, 1.0))
+    assert set(out.failed) == {"clipping", "noise"} and math.isnan(out.epsilon_lower) and math.isnan(out.ceiling)
+    assert bug_rates._largest([float("nan"), 0.5, 0.2]) == 0.5 and math.isnan(bug_rates._largest([float("nan")]))
