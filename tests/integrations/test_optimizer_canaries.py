@@ -413,4 +413,5 @@ def test_the_progress_bar_counts_audited_steps_in_words(capsys):
     import re
 
     err = capsys.readouterr().err
-    assert re.search(r"audited optimizer steps: [1-7] steps \[", err) and not re.search(r"\dstep", err), err
+    # how often the bar redraws is tqdm's (by time): the format, not the count reached, is what is asserted
+    assert re.search(r"audited optimizer steps: \d+ steps \[", err) and not re.search(r"\dstep", err), err
