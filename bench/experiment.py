@@ -362,8 +362,10 @@ class GridBench(Record):
     environment: Conditions
 
 
-POOL_MODULES = ("tsdp.experiments.groups", "tsdp.training.together", "tsdp.training.train", "scipy.stats")
-"""What a worker of the grid imports before either side is timed (both sides' units come from these)."""
+POOL_MODULES = ("tsdp.experiments.groups", "tsdp.training.together", "tsdp.training.train", "scipy.stats",
+                "torch._dynamo")
+"""What a worker of the grid imports before either side is timed (both sides' units come from these; torch imports
+``torch._dynamo`` at a process's first optimizer, about 2 s, which the side timed first would pay alone)."""
 
 
 def _ready(modules: Sequence[str]) -> int:
