@@ -22,6 +22,10 @@ from tsdp.verify.json_data import Record
 
 Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
+# The keep mask is a float64 uniform (53 random bits) below r, whatever the contexts' dtype: float32 uniforms would
+# keep with probability r rounded up to a multiple of 2^-24 (a rate below 2^-24 kept as 2^-24), more than T15 charges.
+_KEEP_DTYPE = torch.float64
+
 
 def mean_impute(noisy: torch.Tensor, kept: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """The paper's imputation: every dropped step gets the mean of the kept noisy values of its
@@ -45,8 +49,10 @@ def mean_impute(noisy: torch.Tensor, kept: torch.Tensor, x: torch.Tensor) -> tor
 def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Generator,
                     impute: Imputation = mean_impute) -> Tuple[torch.Tensor, torch.Tensor]:
     """(released context, kept mask) for contexts ``x`` (..., L_C): Poisson keep rate r, N(0, σ²) on kept
-    values, ``impute`` (default :func:`mean_impute`) on dropped ones. Vectorised over leading axes. The draws are
-    made on ``generator``'s device and moved to ``x``'s: a CPU generator gives the same release on every device.
+    values, ``impute`` (default :func:`mean_impute`) on dropped ones (T15's mechanism). Vectorised over leading axes.
+    Each step is kept when a float64 uniform falls below r (exactly rate r up to 2^-53, for any dtype of ``x``).
+    The draws are made on ``generator``'s device and moved to ``x``'s: a CPU generator gives the same release on
+    every device.
 
     Args:
         x: The contexts (..., L_C).
@@ -62,7 +68,7 @@ def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Ge
         raise ValueError(f"keep rate r must be in (0, 1], got {r}")
     if not sigma > 0:
         raise ValueError(f"sigma must be > 0, got {sigma}")
-    kept = torch.rand(x.shape, generator=generator, device=generator.device, dtype=x.dtype).to(x.device) < r
+    kept = torch.rand(x.shape, generator=generator, device=generator.device, dtype=_KEEP_DTYPE).to(x.device) < r
     noisy = x + sigma * torch.randn(x.shape, generator=generator, device=generator.device, dtype=x.dtype).to(x.device)
     return torch.where(kept, noisy, impute(noisy, kept, x)), kept
 
