@@ -6,7 +6,9 @@ values (0 when none is kept), and a trained forecaster samples forecasts from th
 Everything is batched over leading dimensions (series, trials) and runs on the tensors'
 device (cuda when given cuda tensors, else cpu); randomness comes from a ``torch.Generator``,
 drawn on its own device and moved to the tensors' (``tsdp forecast predict`` draws on a CPU generator, so a seed
-gives the same draws on every device), so runs are reproducible.
+gives the same draws on every device), so runs are reproducible. A release is private only while its generator's
+seed is secret (whoever knows it redraws the pattern and noise): ``tsdp forecast predict`` seeds from the operating
+system's entropy unless given ``--seed``.
 """
 from __future__ import annotations
 
@@ -108,7 +110,8 @@ def private_forecast(model: torch.nn.Module, x: torch.Tensor, r: float, sigma: f
                      generator: torch.Generator, covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Forecast sample paths (B, n_samples, L_F) of ``model`` from privatised contexts ``x`` (B, L_C).
 
-    One release per series (T15 per release; the forecast is post-processing of the context). The
+    One release per series (T15 per release; the forecast is post-processing of the context), private while
+    ``generator``'s seed is secret (seed it from fresh entropy, e.g. ``secrets.randbits(63)``, to release). The
     memory check counts the model's ``forecast_length`` (tsdp's models), at least one step. ``covariates``:
     the windows' covariates for a model that reads them (:func:`forecast_covariates`; public, not privatised).
 

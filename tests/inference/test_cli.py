@@ -46,6 +46,22 @@ def test_predict_prints_quantiles(capsys, model_file):
     assert d["quantiles"]["0.1"][0] <= d["quantiles"]["0.5"][0] <= d["quantiles"]["0.9"][0]
 
 
+def test_predict_draws_fresh_randomness_unless_a_seed_is_given(capsys, model_file):
+    """The release is (ε, δ)-DP only if its keep pattern and noise are secret: with a fixed default seed anyone could
+    redraw them (tsdp is public) and compute the release of every candidate series, telling neighbours apart with
+    certainty (ε = ∞). Two releases without --seed differ (fresh 63-bit seeds collide with probability 2^-63) and
+    differ from the release at seed 0; with --seed the release is reproducible."""
+    common = ["forecast", "predict", "--model-file", model_file, "--values", "1", "2", "3", "4", "5", "--epsilon", "4",
+              "--delta", "1e-4", "--r", "0.5", "--samples", "50", "--json"]
+    outs = []
+    for extra in ([], [], ["--seed", "0"], ["--seed", "0"]):
+        code, out, err = run(capsys, *common, *extra)
+        assert code == 0, err
+        outs.append(json.loads(out)["quantiles"])
+    assert outs[0] != outs[1] and outs[2] not in outs[:2]
+    assert outs[2] == outs[3]
+
+
 @pytest.mark.parametrize("argv,flag", [
     (["--r", "0"], "--r"), (["--r", "1.5"], "--r"), (["--v", "0"], "--v"), (["--v", "-2"], "--v"),
     (["--values", "1", "2", "3"], "--values"), (["--w", "0"], "--w"), (["--context-length", "0"], "--context-length"),
