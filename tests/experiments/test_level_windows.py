@@ -34,7 +34,7 @@ LEVEL_CELLS = [("1-event", {}), ("w-event", {"w": 2}), ("w-event", {"w": 3}), ("
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory):
     """Three hourly series of 34, 37 and 41 values: L_C = L_F = 2, one validation and one test window (30, 33 and
-    37 training values), season 2 (DeepAR's lags 1..7 and 1..3: W = 8)."""
+    37 training values), season 2 (DeepAR's lags 1..7: W = 8)."""
     path = tmp_path_factory.mktemp("levels") / "three.csv"
     rows = []
     for item, n in (("a", 34), ("b", 37), ("c", 41)):
@@ -62,7 +62,7 @@ def cropped(config, model, series):
     out = []
     for n, starts in enumerate(n_starts_of(config, [len(s) for s in series]).tolist()):
         windows = gather_windows(padded, torch.full((starts,), n), torch.arange(starts), config.window_length)
-        real = (windows >= 1) & (windows == torch.round(windows))  # a tag, not the model's padding value
+        real = windows >= 1  # a tag, not the model's padding (NaN, or Algorithm 4's 0)
         out.append(torch.where(real, windows - 1, torch.full_like(windows, -1)).long().numpy())
     return out
 
