@@ -5,7 +5,10 @@ under T15's **sound** (upper-bound) accounting (:func:`tsdp.verify.inference_acc
 every series' last L_C training values go through the real mechanism
 (:func:`tsdp.attacks.inference.mechanism.private_forecast`), and the forecasts are scored by CRPS on the
 held-out last L_F steps. As in the paper, the model is trained without DP-SGD (privacy is
-enforced at inference time). The answers are frozen records (:class:`InferenceRow`, :class:`InferenceTable`) whose
+enforced at inference time). T15's ε is that of the context's release given the model: here the model was trained,
+without DP, on the same series up to the release (the released contexts included), so a cell's ε does not cover the
+whole pipeline (a model that memorised the context could reveal it); it does for a model trained on other data or
+with DP-SGD. The answers are frozen records (:class:`InferenceRow`, :class:`InferenceTable`) whose
 ``as_dict()`` is the JSON of `tsdp forecast tradeoff --json` and of the report's inference section.
 """
 from __future__ import annotations

@@ -6,7 +6,9 @@ values (0 when none is kept), and a trained forecaster samples forecasts from th
 Everything is batched over leading dimensions (series, trials) and runs on the tensors'
 device (cuda when given cuda tensors, else cpu); randomness comes from a ``torch.Generator``,
 drawn on its own device and moved to the tensors' (``tsdp forecast predict`` draws on a CPU generator, so a seed
-gives the same draws on every device), so runs are reproducible.
+gives the same draws on every device), so runs are reproducible. A release is private only while its generator's
+seed is secret (whoever knows it redraws the pattern and noise): ``tsdp forecast predict`` seeds from the operating
+system's entropy unless given ``--seed``.
 """
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ from tsdp.training.metrics import BYTES_PER_SAMPLE_STEP
 from tsdp.verify.json_data import Record
 
 Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+# The keep mask is a float64 uniform (53 random bits) below r, whatever the contexts' dtype: float32 uniforms would
+# keep with probability r rounded up to a multiple of 2^-24 (a rate below 2^-24 kept as 2^-24), more than T15 charges.
+_KEEP_DTYPE = torch.float64
 
 
 def mean_impute(noisy: torch.Tensor, kept: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -45,8 +51,10 @@ def mean_impute(noisy: torch.Tensor, kept: torch.Tensor, x: torch.Tensor) -> tor
 def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Generator,
                     impute: Imputation = mean_impute) -> Tuple[torch.Tensor, torch.Tensor]:
     """(released context, kept mask) for contexts ``x`` (..., L_C): Poisson keep rate r, N(0, σ²) on kept
-    values, ``impute`` (default :func:`mean_impute`) on dropped ones. Vectorised over leading axes. The draws are
-    made on ``generator``'s device and moved to ``x``'s: a CPU generator gives the same release on every device.
+    values, ``impute`` (default :func:`mean_impute`) on dropped ones (T15's mechanism). Vectorised over leading axes.
+    Each step is kept when a float64 uniform falls below r (exactly rate r up to 2^-53, for any dtype of ``x``).
+    The draws are made on ``generator``'s device and moved to ``x``'s: a CPU generator gives the same release on
+    every device.
 
     Args:
         x: The contexts (..., L_C).
@@ -62,7 +70,7 @@ def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Ge
         raise ValueError(f"keep rate r must be in (0, 1], got {r}")
     if not sigma > 0:
         raise ValueError(f"sigma must be > 0, got {sigma}")
-    kept = torch.rand(x.shape, generator=generator, device=generator.device, dtype=x.dtype).to(x.device) < r
+    kept = torch.rand(x.shape, generator=generator, device=generator.device, dtype=_KEEP_DTYPE).to(x.device) < r
     noisy = x + sigma * torch.randn(x.shape, generator=generator, device=generator.device, dtype=x.dtype).to(x.device)
     return torch.where(kept, noisy, impute(noisy, kept, x)), kept
 
@@ -102,7 +110,8 @@ def private_forecast(model: torch.nn.Module, x: torch.Tensor, r: float, sigma: f
                      generator: torch.Generator, covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Forecast sample paths (B, n_samples, L_F) of ``model`` from privatised contexts ``x`` (B, L_C).
 
-    One release per series (T15 per release; the forecast is post-processing of the context). The
+    One release per series (T15 per release; the forecast is post-processing of the context), private while
+    ``generator``'s seed is secret (seed it from fresh entropy, e.g. ``secrets.randbits(63)``, to release). The
     memory check counts the model's ``forecast_length`` (tsdp's models), at least one step. ``covariates``:
     the windows' covariates for a model that reads them (:func:`forecast_covariates`; public, not privatised).
 

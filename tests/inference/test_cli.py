@@ -46,6 +46,55 @@ def test_predict_prints_quantiles(capsys, model_file):
     assert d["quantiles"]["0.1"][0] <= d["quantiles"]["0.5"][0] <= d["quantiles"]["0.9"][0]
 
 
+def test_predict_draws_fresh_randomness_unless_a_seed_is_given(capsys, model_file):
+    """The release is (ε, δ)-DP only if its keep pattern and noise are secret: with a fixed default seed anyone could
+    redraw them (tsdp is public) and compute the release of every candidate series, telling neighbours apart with
+    certainty (ε = ∞). Two releases without --seed differ (fresh 63-bit seeds collide with probability 2^-63) and
+    differ from the release at seed 0; with --seed the release is reproducible."""
+    common = ["forecast", "predict", "--model-file", model_file, "--values", "1", "2", "3", "4", "5", "--epsilon", "4",
+              "--delta", "1e-4", "--r", "0.5", "--samples", "50", "--json"]
+    outs = []
+    for extra in ([], [], ["--seed", "0"], ["--seed", "0"]):
+        code, out, err = run(capsys, *common, *extra)
+        assert code == 0, err
+        outs.append(json.loads(out)["quantiles"])
+    assert outs[0] != outs[1] and outs[2] not in outs[:2]
+    assert outs[2] == outs[3]
+
+
+def test_predict_with_deepar_releases_and_accounts_the_whole_context_it_reads(capsys, tmp_path, monkeypatch):
+    """DeepAR reads W = L_C + max lag - 1 values (lags 1..7 and L_C = 2: W = 8), its file's context length: the
+    mechanism releases all W of them and σ is calibrated for m = min(w, W) changed steps (w = 8 here), not for the
+    L_C = 2 its scale reads (which would need less noise: T15 grows with m)."""
+    from tsdp.attacks.inference import mechanism
+    from tsdp.training.models import deepar_window
+    from tsdp.verify.inference_accounting import calibrate_sigma
+
+    lags = tuple(range(1, 8))
+    width = deepar_window(2, lags)
+    torch.manual_seed(0)
+    path = tmp_path / "deepar.pt"
+    save_model(path, make_model("deepar", width, 2, lags=lags, covariates=0), "deepar", width, 2)
+    seen = []
+    real = mechanism.private_forecast
+
+    def spy(model, x, r, sigma, n_samples, generator, covariates=None):
+        seen.append((tuple(x.shape), model.context_length))
+        return real(model, x, r, sigma, n_samples, generator, covariates)
+
+    monkeypatch.setattr(mechanism, "private_forecast", spy)
+    code, out, err = run(capsys, "forecast", "predict", "--model-file", str(path), "--values",
+                         *map(str, range(1, 13)), "--epsilon", "2", "--delta", "1e-4", "--r", "0.5", "--w", "8",
+                         "--samples", "20", "--seed", "1", "--device", "cpu", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert seen == [((1, width), width)] and d["model"]["context_length"] == width == 8
+    accounted = calibrate_sigma(InferenceConfig(r=0.5, sigma=1.0, w=8, v=1.0, context_length=width), 2.0, 1e-4)
+    assert d["sigma"] == accounted.sigma
+    assert d["sigma"] > calibrate_sigma(InferenceConfig(r=0.5, sigma=1.0, w=8, v=1.0, context_length=2), 2.0,
+                                        1e-4).sigma
+
+
 @pytest.mark.parametrize("argv,flag", [
     (["--r", "0"], "--r"), (["--r", "1.5"], "--r"), (["--v", "0"], "--v"), (["--v", "-2"], "--v"),
     (["--values", "1", "2", "3"], "--values"), (["--w", "0"], "--w"), (["--context-length", "0"], "--context-length"),

@@ -53,6 +53,19 @@ def test_keep_rate_is_r_per_step():
     assert stats.chisquare(counts[ok], expected[ok] * counts[ok].sum() / expected[ok].sum()).pvalue > 1e-3
 
 
+def test_keep_mask_is_a_53_bit_uniform_below_r_whatever_the_contexts_dtype():
+    """The keep mask is a float64 uniform below r, drawn first from the generator, for float32 contexts too: float32
+    uniforms (24 bits) would keep with probability r rounded up to a multiple of 2^-24 (more kept than T15 charges
+    for), and a rate below 2^-24 would keep with probability 2^-24."""
+    shape = (64, 32)
+    ref = torch.rand(shape, generator=torch.Generator().manual_seed(13), dtype=torch.float64)
+    assert bool((ref * 2**24 != torch.floor(ref * 2**24)).any())  # finer than float32's grid
+    for dtype in (torch.float32, torch.float64):
+        for r in (0.3, 2.0**-25, 1.0):
+            _, kept = private_context(torch.zeros(shape, dtype=dtype), r, 1.0, torch.Generator().manual_seed(13))
+            assert torch.equal(kept, ref < r), (dtype, r)
+
+
 def test_mean_impute_of_nothing_kept_is_zero():
     noisy = torch.tensor([[1.0, 2.0], [3.0, 5.0]])
     kept = torch.tensor([[False, False], [True, False]])

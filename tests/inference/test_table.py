@@ -2,7 +2,8 @@
 
 ``data/inference_json_before_typed_rows.json`` was recorded from the code that built the rows and the table as dicts
 (`tsdp forecast tradeoff --json` and ``inference_table``'s dict through the CLI's ``dumps``, on the seeds below; the
-table's numbers re-recorded, keys and order unchanged, when the samplers moved to 53-bit uniform draws): the
+table's numbers re-recorded, keys and order unchanged, when the samplers and then the inference keep mask moved to
+53-bit uniform draws): the
 typed rows and table must give every key in the same order with the same numbers (CRPS to 1e-9 relative: a trained
 float32 model's).
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import secrets
 from typing import Callable
 
 from tsdp.theorems.config import DEFAULT_CONFIG
@@ -156,7 +157,10 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
     f.add_argument("--epsilon", type=float, required=True, help="ε of the release")
     f.add_argument("--delta", type=float, required=True, help="δ of the release")
     f.add_argument("--samples", type=int, default=200, help="forecast sample paths")
-    f.add_argument("--seed", type=int, default=0, help="seed of the subsampling, noise and forecast samples")
+    f.add_argument("--seed", type=int, default=None,
+                   help="seed of the subsampling, noise and forecast samples (default: a fresh one from the operating "
+                        "system's entropy; a seed others know lets them redraw the pattern and noise, which voids the "
+                        "release's ε: give one only to reproduce a release)")
     f.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto picks cuda when available, else cpu")
     f.add_argument("--json", action="store_true", help="print one JSON object")
@@ -251,7 +255,8 @@ def _predict(args) -> int:
     check_samples(args.samples, 1, args.context_length, header.forecast_length)
     cal = _calibrated(args)
     context = torch.as_tensor(x[-args.context_length:], dtype=torch.float32, device=device)[None]
-    gen = torch.Generator().manual_seed(args.seed)  # drawn on the CPU: a seed gives the same draws on every device
+    seed = secrets.randbits(63) if args.seed is None else args.seed  # the release's draws must be secret
+    gen = torch.Generator().manual_seed(seed)  # drawn on the CPU: a seed gives the same draws on every device
     paths = private_forecast(model, context, args.r, cal.sigma, args.samples, gen, covariates)[0].cpu().numpy()
     qs = np.quantile(paths, QUANTILES, axis=0)
     if not np.all(np.isfinite(qs)):  # the float32 model overflowed: no number to give
