@@ -197,6 +197,22 @@ def test_train_command_json_and_human(capsys, tmp_path):
     assert code == 2 and "--delta" in err
 
 
+def test_train_draws_its_batches_and_noise_from_a_fresh_seed_unless_one_is_given(capsys):
+    """A trained model is (ε, δ)-DP only while its batches and noise are secret: with a fixed default seed anyone
+    could redraw them (tsdp is public), re-train on each candidate dataset and match the released model (ε = ∞).
+    Two runs without --seed differ (fresh 63-bit seeds collide with probability 2^-63) and differ from the run at
+    seed 0; with --seed the run is reproducible. The synthetic data are the same in all four (drawn from seed 0)."""
+    outs = []
+    for extra in ([], [], ["--seed", "0"], ["--seed", "0"]):
+        code, out, err = tsdp(capsys, "--epochs", "1", "--delta", "1e-5", "--json", "--model", "dlinear", *extra)
+        assert code == 0, err
+        result = json.loads(out)
+        outs.append((result["crps"], result["seasonal_naive_crps"]))
+    assert len({naive for _, naive in outs}) == 1  # the same (public, synthetic) data
+    crps = [c for c, _ in outs]
+    assert crps[0] != crps[1] and crps[2] not in crps[:2] and crps[2] == crps[3]
+
+
 def test_train_command_with_the_real_accountant(capsys):
     """`tsdp train --epsilon 8 --delta 1e-5`: the budget, not the 3 epochs, stops the run at the last step
     whose sound ε ≤ 8, and the reported ε is `tsdp epsilon`'s for those steps."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import secrets
 from typing import TYPE_CHECKING, Callable, Optional
 
 from tsdp.theorems.config import check_output_path
@@ -88,7 +89,11 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
     p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam", help="optimizer of the noisy gradients")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto picks cuda when available, else cpu")
-    p.add_argument("--seed", type=int, default=0, help="seed of data, initialisation, sampling and noise")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the initialisation, batches and noise (default: a fresh one from the operating "
+                        "system's entropy; a seed others know lets them redraw the batches and noise, which voids the "
+                        "trained model's ε: give one only to reproduce a run, not for a model you release); the "
+                        "synthetic data are drawn from it too (from 0 without it)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of human output")
     p.add_argument("--save", default=None, metavar="FILE",
                    help="write the trained model to FILE (for `tsdp forecast predict/tradeoff`)")
@@ -164,7 +169,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         from tsdp.theorems.errors import TheoremError
 
         if data is None:
-            data = data_from_args(args, config, seed=args.seed)
+            data = data_from_args(args, config, seed=0 if args.seed is None else args.seed)  # public data
         try:
             budget = Budget(epsilon=args.epsilon, delta=args.delta, epochs=args.epochs, steps=args.steps,
                             theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
@@ -172,7 +177,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
             loop = Loop(clip=args.clip, lr=args.lr, weight_decay=args.weight_decay, optimizer=args.optimizer)
             result = train(config, args.model, data, budget=budget, loop=loop,
                            checkpoints=Checkpoints(return_model=args.save is not None), device=args.device,
-                           seed=args.seed, progress=not args.json)
+                           seed=secrets.randbits(63) if args.seed is None else args.seed,  # the run's draws: secret
+                           progress=not args.json)
             if args.save is not None:
                 from tsdp.attacks.inference.mechanism import save_model
 
