@@ -11,10 +11,10 @@ bound (kind "lower": T3, T9, T10, T14) is never shown in a "sound" column.
 from __future__ import annotations
 
 import math
-from typing import Callable, List, Optional
+from typing import Callable, List
 
 from tsdp.theorems.bounds.base import Kind
-from tsdp.verify.rounded import rounded_down, rounded_up
+from tsdp.verify.rounded import DIGITS, rounded_down, rounded_nearest, rounded_up
 
 from .blocks import Block
 from .claim_base import REPRODUCED
@@ -24,14 +24,14 @@ from .schema import AuditStatus
 SECTIONS = ("accounting", "claims", "consistency", "tightness", "errata", "inference")
 
 
-def fmt(x, digits: int = 4, rounding: Optional[Callable[[float, int], str]] = None) -> str:
+def fmt(x, digits: int = DIGITS, rounding: Callable[[float, int], str] = rounded_nearest) -> str:
     """A number for the tables: None → 'n/a', floats to ``digits`` significant digits.
 
     Args:
         x (float | None): The number.
         digits: Significant digits.
-        rounding: How a float is printed to ``digits`` digits (None: to nearest; a bound: :func:`upper`,
-            :func:`lower`).
+        rounding: How a finite float is printed to ``digits`` digits (:mod:`tsdp.verify.rounded`: to nearest, or on
+            a bound's safe side as :func:`upper` and :func:`lower` do).
 
     Returns:
         The text.
@@ -43,11 +43,11 @@ def fmt(x, digits: int = 4, rounding: Optional[Callable[[float, int], str]] = No
     if isinstance(x, float):
         if not math.isfinite(x):
             return str(x)
-        return f"{x:.{digits}g}" if rounding is None else rounding(x, digits)
+        return rounding(x, digits)
     return str(x)
 
 
-def upper(x, digits: int = 4) -> str:
+def upper(x, digits: int = DIGITS) -> str:
     """An upper bound (a sound ε or δ) for the tables, rounded up (:func:`tsdp.verify.rounded.rounded_up`): the text
     reads back as at least the computed number. None → 'n/a'.
 
@@ -61,7 +61,7 @@ def upper(x, digits: int = 4) -> str:
     return fmt(x, digits, rounded_up)
 
 
-def lower(x, digits: int = 4) -> str:
+def lower(x, digits: int = DIGITS) -> str:
     """A lower bound (an attained or audited ε) for the tables, rounded down
     (:func:`tsdp.verify.rounded.rounded_down`): the text reads back as at most the computed number. None → 'n/a'.
 
