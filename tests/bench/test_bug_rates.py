@@ -97,6 +97,7 @@ def test_a_planted_loop_that_diverges_counts_the_tests_that_failed_before_it(mon
     """A planted loop that diverges (clipping off, some seeds) cannot be scored: the audit raises DivergedError with
     the mechanism tests that failed on the steps before it. The bench counts those tests, certifies no ε (NaN), and the
     error crosses a process boundary whole (an unpicklable one broke the worker pool)."""
+    import dataclasses
     import math
     import pickle
 
@@ -114,4 +115,13 @@ def test_a_planted_loop_that_diverges_counts_the_tests_that_failed_before_it(mon
     monkeypatch.setattr(handwritten_dpsgd, "audit", diverged)
     out = bug_rates.audit_one(bug_rates.AuditSpec(5, 4, "clipping-off", 1000, 1.0))
     assert set(out.failed) == {"clipping", "noise"} and math.isnan(out.epsilon_lower) and math.isnan(out.ceiling)
-    assert bug_rates._largest([float("nan"), 0.5, 0.2]) == 0.5 and math.isnan(bug_rates._largest([float("nan")]))
+    # the bench's row: the largest ε over the seeds that certified one (seed 5 diverged); NaN when none did
+    certified = {6: 0.5, 7: 0.2}
+    monkeypatch.setattr(bug_rates, "audit_one", lambda spec: dataclasses.replace(out, key=spec.key) if spec.seed not in
+                        certified else dataclasses.replace(out, key=spec.key, failed=(), epsilon_lower=certified[spec.seed],
+                                                           ceiling=1.0, epsilon_ideal=0.7))
+    row = bug_rates.Row("clipping-off", "clipping-off", "clipping", 1.0)
+    some, = bug_rates.bench_planted(seeds=3, seed=5, rows=(row,)).rows
+    none, = bug_rates.bench_planted(seeds=1, seed=5, rows=(row,)).rows
+    assert (some.epsilon_lower_max, some.ceiling, some.epsilon_ideal_max, some.flagged) == (0.5, 1.0, 0.7, 1)
+    assert math.isnan(none.epsilon_lower_max) and math.isnan(none.ceiling) and none.flagged == 1
