@@ -59,8 +59,8 @@ def test_the_planted_bugs_are_named_and_the_correct_loop_rarely_flagged():
     """The must-show rates on fewer seeds (1000 canaries, seeds 0-9 per bug, 0-49 for the correct loop): noise off,
     σ / 10 (at the intended claim and at a claim above the canaries' ceiling), noise on one step per epoch and no
     clipping each flagged by the test that names them in ≥ 9 of 10 (false-failure rate 0.004 at a true rate of 99%;
-    the bench measured 20 of 20 each); the correct loop flagged in ≤ 5 of 50, every test together (false-failure rate
-    0.048 at the design's worst case 5.3%, 1e-5 at 1%; the bench measured 0 of 100). A claim 4× too small is below
+    the bench's own rates are on its page, docs/benchmarks/planted.json); the correct loop flagged in ≤ 5 of 50,
+    every test together (false-failure rate 0.048 at the design's worst case 5.3%, 1e-5 at 1%). A claim 4× too small is below
     what the audit can see: the same audit on the claimed mechanism certifies less than that claim on every seed."""
     bench = bench_planted(seeds=10, workers=2)
     rows = {r.name: r for r in bench.rows}
