@@ -113,25 +113,14 @@ def blocks(results: dict) -> List[tuple]:
                    f"status: {meta['status']}. Sound numbers are upper bounds (rounded up), attained numbers lower "
                    "bounds reached by a construction (rounded down), audited numbers lower confidence bounds (LCB)."))
     b.extend(_summary(results))
-    acc = results.get("accounting")
-    b.append((Block.HEADING, 2, "1. Configuration and accounting"))
-    if acc is not None:
-        b.extend(_accounting(acc))
-    b.append((Block.HEADING, 2, "2. Claims C1-C11"))
-    if results.get("claims") is not None:
-        b.extend(_claims(results["claims"]))
-    b.append((Block.HEADING, 2, "3. Consistency (`tsdp verify --quick`)"))
-    if results.get("consistency") is not None:
-        b.extend(_consistency(results["consistency"]))
-    b.append((Block.HEADING, 2, "4. Tightness"))
-    if results.get("tightness") is not None:
-        b.extend(_tightness(results["tightness"]))
-    b.append((Block.HEADING, 2, "5. Errata of THEOREMS.md and what the toolkit measured"))
-    if results.get("errata") is not None:
-        b.extend(_errata(results["errata"]))
-    b.append((Block.HEADING, 2, "6. Inference-time privacy (T15)"))
-    if results.get("inference") is not None:
-        b.extend(_inference(results["inference"]))
+    sections = (("1. Configuration and accounting", _accounting), ("2. Claims C1-C11", _claims),
+                ("3. Consistency (`tsdp verify --quick`)", _consistency), ("4. Tightness", _tightness),
+                ("5. Errata of THEOREMS.md and what the toolkit measured", _errata),
+                ("6. Inference-time privacy (T15)", _inference))
+    for key, (heading, section) in zip(SECTIONS, sections):  # a section not computed keeps its heading
+        b.append((Block.HEADING, 2, heading))
+        if results.get(key) is not None:
+            b.extend(section(results[key]))
     return b
 
 
