@@ -34,9 +34,9 @@ Two variants stay below any one-run audit by construction: ``poisson-claim`` - a
 epoch, ten times in all, each a shift of 1/σ = 1/8 noise units at an unknown step of its epoch: at most a Gaussian
 μ = √10/8 ≈ 0.40 between in and out, whose one-run certificate stays below the Poisson claim unless the canaries
 number in the millions (and shuffling's real ε may lie below the claim: the bug is that Poisson accounting is
-unproven for a shuffling loader, for which tsdp's sound bound is larger than that claim); ``global-standardisation`` - a canary
-moves only the two global statistics, by one part in the other canaries' sum: no per-canary one-run audit separates
-it, whatever m.
+unproven for a shuffling loader, for which tsdp's sound bound is larger than that claim);
+``global-standardisation`` - a canary moves only the two global statistics, by one part in the other canaries' sum:
+no per-canary one-run audit separates it, whatever m.
 """
 from __future__ import annotations
 

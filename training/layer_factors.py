@@ -36,8 +36,8 @@ PRODUCT_MAX_VALUES = 32768
 """Inputs of up to this many values (M × row length) get their squared norms as one dot product per row (one call);
 larger ones by a norm reduction, which holds no (M, d) elementwise product in memory. The two cost the same at about
 this size on 1 CPU thread ((256, 128) and (64, 512) alike); past it the reduction is the faster (simple-ff's
-(256, 1024) output gradient; `tsdp bench loop` times the whole step), and a fresh multi-megabyte temporary per step costs page faults, more than
-the reduction itself on a materialised DeepAR G_i."""
+(256, 1024) output gradient; `tsdp bench loop` times the whole step), and a fresh multi-megabyte temporary per step
+costs page faults, more than the reduction itself on a materialised DeepAR G_i."""
 
 
 def squared_row_norms(x: torch.Tensor, m: int) -> torch.Tensor:

@@ -346,4 +346,5 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
     return out
 
 
-__all__ = ["BISECTION_TOL", "AuditPlan", "PlanSearch", "band_reach", "flag_rate", "perfect_ranking", "perfect_ranking_quantile", "plan"]
+__all__ = ["BISECTION_TOL", "AuditPlan", "PlanSearch", "band_reach", "flag_rate", "perfect_ranking",
+           "perfect_ranking_quantile", "plan"]

@@ -60,8 +60,8 @@ def test_the_planted_bugs_are_named_and_the_correct_loop_rarely_flagged():
     σ / 10 (at the intended claim and at a claim above the canaries' ceiling), noise on one step per epoch and no
     clipping each flagged by the test that names them in ≥ 9 of 10 (false-failure rate 0.004 at a true rate of 99%;
     the bench's own rates are on its page, docs/benchmarks/planted.json); the correct loop flagged in ≤ 5 of 50,
-    every test together (false-failure rate 0.048 at the design's worst case 5.3%, 1e-5 at 1%). A claim 4× too small is below
-    what the audit can see: the same audit on the claimed mechanism certifies less than that claim on every seed."""
+    every test together (false-failure rate 0.048 at the design's worst case 5.3%, 1e-5 at 1%). A claim 4× too
+    small is below what the audit can see: the same audit on the claimed mechanism certifies less than that claim on every seed."""
     bench = bench_planted(seeds=10, workers=2)
     rows = {r.name: r for r in bench.rows}
     assert [r.name for r in bench.rows] == [r.name for r in ROWS]
@@ -117,9 +117,14 @@ def test_a_planted_loop_that_diverges_counts_the_tests_that_failed_before_it(mon
     assert set(out.failed) == {"clipping", "noise"} and math.isnan(out.epsilon_lower) and math.isnan(out.ceiling)
     # the bench's row: the largest ε over the seeds that certified one (seed 5 diverged); NaN when none did
     certified = {6: 0.5, 7: 0.2}
-    monkeypatch.setattr(bug_rates, "audit_one", lambda spec: dataclasses.replace(out, key=spec.key) if spec.seed not in
-                        certified else dataclasses.replace(out, key=spec.key, failed=(), epsilon_lower=certified[spec.seed],
-                                                           ceiling=1.0, epsilon_ideal=0.7))
+
+    def audited(spec):
+        if spec.seed not in certified:
+            return dataclasses.replace(out, key=spec.key)
+        return dataclasses.replace(out, key=spec.key, failed=(), epsilon_lower=certified[spec.seed], ceiling=1.0,
+                                   epsilon_ideal=0.7)
+
+    monkeypatch.setattr(bug_rates, "audit_one", audited)
     row = bug_rates.Row("clipping-off", "clipping-off", "clipping", 1.0)
     some, = bug_rates.bench_planted(seeds=3, seed=5, rows=(row,)).rows
     none, = bug_rates.bench_planted(seeds=1, seed=5, rows=(row,)).rows

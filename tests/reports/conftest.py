@@ -1,7 +1,8 @@
 """The report's tests share a fake results.json and what a person can read in the report's figures.
 
 ``fake_results`` builds the results dict build_report returns (the renderer and `tsdp report` read only it), so a
-test renders or runs the CLI on chosen numbers in milliseconds. The ``drawn`` fixture keeps every figure the report saves (:func:`tsdp.reports.figures.save`), drawn,
+test renders or runs the CLI on chosen numbers in milliseconds. The ``drawn`` fixture keeps every figure the report
+saves (:func:`tsdp.reports.figures.save`), drawn,
 with three measurements: the smallest text in CSS pixels on index.html (font size at the figure's
 DPI, scaled as the page's column would scale the PNG), the legends that overlap a panel's data
 area, and the pairs of texts (titles, labels, legends) that overlap each other.

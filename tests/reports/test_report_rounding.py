@@ -4,7 +4,6 @@ back as at most it. Checked over hypothesis-generated values on every table and 
 (blocks, the same for HTML and Markdown) and on `tsdp report`'s own lines; results.json keeps the exact floats."""
 import re
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 import tsdp.reports.run as run

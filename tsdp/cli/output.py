@@ -31,7 +31,8 @@ def _default(x):
 
 def sigma_text(sigma: float, digits: int = 6) -> str:
     """A calibrated σ as a person copies it: ``digits`` significant digits, rounded up. A σ printed below the one
-    whose ε was accounted would spend more than the budget; a larger σ spends less (:func:`tsdp.verify.rounded.rounded_up`).
+    whose ε was accounted would spend more than the budget; a larger σ spends less
+    (:func:`tsdp.verify.rounded.rounded_up`).
 
     Args:
         sigma: The calibrated σ.
