@@ -23,8 +23,12 @@ BENCH_DISCRETIZATION = 1e-3
 """Default grid of the bench (see the module docstring)."""
 
 
-def _cases() -> List[Tuple[str, str, TrainingConfig, float]]:
-    """(label, theorem, configuration, speed-up goal)."""
+def accounting_cases() -> List[Tuple[str, str, TrainingConfig, float]]:
+    """The configurations `tsdp bench accounting` times tsdp's accountant against the library's on.
+
+    Returns:
+        (label, theorem, configuration, speed-up goal) of each case.
+    """
     t3 = DEFAULT_CONFIG.with_(top="deterministic", instances=4, batch_size=4 * DEFAULT_CONFIG.batch_size)
     return [("T6 (default configuration)", "T6", DEFAULT_CONFIG, 20.0), ("T3, λ = 4", "T3", t3, 10.0)]
 
@@ -121,7 +125,7 @@ def bench_accounting(discretization: float = BENCH_DISCRETIZATION, delta: float 
 
     before = bench_rounds.environment()
     cases = []
-    for label, theorem, config, goal in _cases():
+    for label, theorem, config, goal in accounting_cases():
         bound = get(theorem)
         pair = bound.pair(config, numeric=True)
         grid = discretization_of(pair_pld(pair, PldSettings(discretization), pessimistic=True))  # the grid ours runs at

@@ -202,8 +202,24 @@ def opacus_step(model: nn.Module, mode: str, *, clip: float, sigma: float, batch
     return step
 
 
-def _update_error(model: nn.Module, mode: str, context: torch.Tensor, forecast: torch.Tensor, clip: float) -> float:
-    """Relative L2 error of Opacus's noise-free update (SGD, lr 1) against tsdp's clipped sum / Λ on the same batch."""
+def opacus_update_error(model: nn.Module, mode: str, context: torch.Tensor, forecast: torch.Tensor,
+                        clip: float) -> float:
+    """Relative L2 error of Opacus's noise-free update (SGD, lr 1) against tsdp's clipped sum / Λ on the same batch:
+    above :data:`MISMATCH`, the bench refuses that Opacus mode (it would time a different computation).
+
+    Args:
+        model: The model (copied, not trained).
+        mode: Opacus's clipping mode (:data:`OPACUS_MODES`).
+        context: The batch's context windows.
+        forecast: The batch's forecast windows.
+        clip: The clipping norm C.
+
+    Returns:
+        ||Opacus's update - tsdp's|| / ||tsdp's||.
+
+    Raises:
+        NotImplementedError: Opacus does not take the model in this mode.
+    """
     reference, _ = factored_clipped_sum(model, context, forecast, clip)
     copy_ = copy.deepcopy(model)
     before = [p.detach().clone() for p in copy_.parameters()]
@@ -213,9 +229,20 @@ def _update_error(model: nn.Module, mode: str, context: torch.Tensor, forecast: 
     return float(torch.linalg.vector_norm(moved - want) / torch.linalg.vector_norm(want))
 
 
-def _opacus_candidate(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor,
-                      kw: dict) -> Tuple[Optional[str], Optional[Callable[[], None]], Dict[str, str]]:
-    """Opacus's fastest mode that runs the model and agrees with tsdp: (mode, one step, {refused mode: reason})."""
+def opacus_candidate(model: nn.Module, context: torch.Tensor, forecast: torch.Tensor,
+                     kw: dict) -> Tuple[Optional[str], Optional[Callable[[], None]], Dict[str, str]]:
+    """Opacus's fastest mode that runs the model and agrees with tsdp (:func:`opacus_update_error` within
+    :data:`MISMATCH`), the candidate `tsdp bench loop` times against tsdp's step.
+
+    Args:
+        model: The model (copied, not trained).
+        context: The batch's context windows.
+        forecast: The batch's forecast windows.
+        kw: :func:`opacus_step`'s clip, sigma, batch_size and generator.
+
+    Returns:
+        (mode, one step, {refused mode: reason}); (None, None, reasons) when Opacus takes the model in no mode.
+    """
     try:
         import opacus  # noqa: F401
     except ImportError:
@@ -225,7 +252,7 @@ def _opacus_candidate(model: nn.Module, context: torch.Tensor, forecast: torch.T
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Opacus warns about its secure RNG and functorch fallbacks
             try:
-                error = _update_error(model, mode, context, forecast, kw["clip"])
+                error = opacus_update_error(model, mode, context, forecast, kw["clip"])
                 if not error <= MISMATCH:
                     refused[mode] = f"its noise-free update is {error:.1e} off tsdp's exact clipping"
                     continue
@@ -331,7 +358,7 @@ def bench_loop(
                     floor = LSTMDeepAR(context_length, forecast_length).to(dev)
                 floor_opt = torch.optim.SGD([p for p in floor.parameters() if p.requires_grad], lr=1e-3, foreach=True)
                 steps["lstm"] = lambda: nonprivate_step(floor, floor_opt, context, forecast)
-            mode, opacus, refused = _opacus_candidate(model, context, forecast, kw)
+            mode, opacus, refused = opacus_candidate(model, context, forecast, kw)
             if opacus is not None:
                 steps["opacus"] = opacus
             _repeat(steps["nonprivate"], 1, dev)()  # warm, then size the rounds on the non-private step

@@ -8,10 +8,9 @@ the number of series), 40 Adam steps of Λ = 10 windows, claimed ε = 1 at δ = 
 gradients is the whole space, so the audit finds each step's batch among them (:mod:`attacks.canary.data_span`) and
 scores the canaries on what is left; ``data_part`` says what it found and what a step cost.
 
-Measured (200 canaries, 40 steps, one run each, seed 0; seconds per audited step on a shared 2-core machine):
-40 series (1240 windows), d = 385: ε ≥ 2.871 (AUC 0.998), flagged, 0.05 s; 160 series (4960 windows): ε ≥ 0.743
-(AUC 0.80), flagged by the claimed curve's rejection, 0.26 s; 640 series (19840 windows): ε ≥ 0 (AUC 0.58), not
-flagged, 2.6 s. 40 series with d = 1537 (hidden 128): ε ≥ 2.871, flagged, 4.7 s (the d × d whitening).
+More series give more windows than the pursuit can take off in full: the certified ε falls as SERIES grows (try
+160 and 640), and each audited step costs more; the line it prints gives the ε and what the data's part cost. A
+wider model costs more still (the whitening is d × d).
 """
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ each model), at the cells' torch threads (:attr:`tsdp.experiments.cells.CellTask
 per step are the training loop's own clock over the probe's steps (no set-up in it), the fixed part is the
 rest of the probe's wall time; the accountant's search is timed where the estimate runs it.
 
-The threads matter: a probe at torch's default (one thread per CPU) on a shared 2-core machine took
-19.6x the time of the one-thread cells it estimated (6 cells of the shipped data, ``OMP_NUM_THREADS``
-unset; 1.21x at the cells' threads).
+The threads matter: a probe at torch's default (one thread per CPU) on a shared machine times another loop than
+the one-thread cells it estimates, and overstates them many times over; at the cells' threads the estimate holds
+(`tsdp bench estimate` measures its ratio to the cells' time: the benchmark page).
 
 Cells trained together (the default, :mod:`tsdp.experiments.groups`) are estimated as they run: a group's
 cells share one stacked loop, whose seconds per step grow with the runs still training. The probe times

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from tsdp.verify.file_cache import (DAMAGED, StoredFileError, digest_of, digested_text, read_digested,
+from tsdp.verify.file_cache import (DAMAGED, StoredFileError, digested_text, read_digested,
                                     write_atomic)
 from tsdp.verify.json_data import Record
 
@@ -97,11 +97,6 @@ def code_hash() -> str:
     from tsdp.training import metrics
 
     return hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (baselines, metrics))).hexdigest()
-
-
-def _digest(key: dict, crps: dict) -> str:
-    """SHA-256 of the file's key and CRPS (canonical JSON): a file edited or damaged after writing fails it."""
-    return digest_of(key, "crps", crps)
 
 
 def read_cached(path: Path, key: dict) -> Tuple[Optional[Dict[str, float]], Optional[str]]:

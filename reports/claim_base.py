@@ -377,7 +377,7 @@ def upper4(x) -> str:
     Returns:
         The text.
     """
-    return _prose(x, lambda v: rounded_up(v, 4))
+    return _prose(x, rounded_up)
 
 
 def lower4(x) -> str:
@@ -390,7 +390,7 @@ def lower4(x) -> str:
     Returns:
         The text.
     """
-    return _prose(x, lambda v: rounded_down(v, 4))
+    return _prose(x, rounded_down)
 
 
 def _prose(x, text: Callable[[float], str]) -> str:

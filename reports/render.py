@@ -11,10 +11,10 @@ bound (kind "lower": T3, T9, T10, T14) is never shown in a "sound" column.
 from __future__ import annotations
 
 import math
-from typing import Callable, List, Optional
+from typing import Callable, List
 
 from tsdp.theorems.bounds.base import Kind
-from tsdp.verify.rounded import rounded_down, rounded_up
+from tsdp.verify.rounded import DIGITS, rounded_down, rounded_nearest, rounded_up
 
 from .blocks import Block
 from .claim_base import REPRODUCED
@@ -24,14 +24,14 @@ from .schema import AuditStatus
 SECTIONS = ("accounting", "claims", "consistency", "tightness", "errata", "inference")
 
 
-def fmt(x, digits: int = 4, rounding: Optional[Callable[[float, int], str]] = None) -> str:
+def fmt(x, digits: int = DIGITS, rounding: Callable[[float, int], str] = rounded_nearest) -> str:
     """A number for the tables: None → 'n/a', floats to ``digits`` significant digits.
 
     Args:
         x (float | None): The number.
         digits: Significant digits.
-        rounding: How a float is printed to ``digits`` digits (None: to nearest; a bound: :func:`upper`,
-            :func:`lower`).
+        rounding: How a finite float is printed to ``digits`` digits (:mod:`tsdp.verify.rounded`: to nearest, or on
+            a bound's safe side as :func:`upper` and :func:`lower` do).
 
     Returns:
         The text.
@@ -43,11 +43,11 @@ def fmt(x, digits: int = 4, rounding: Optional[Callable[[float, int], str]] = No
     if isinstance(x, float):
         if not math.isfinite(x):
             return str(x)
-        return f"{x:.{digits}g}" if rounding is None else rounding(x, digits)
+        return rounding(x, digits)
     return str(x)
 
 
-def upper(x, digits: int = 4) -> str:
+def upper(x, digits: int = DIGITS) -> str:
     """An upper bound (a sound ε or δ) for the tables, rounded up (:func:`tsdp.verify.rounded.rounded_up`): the text
     reads back as at least the computed number. None → 'n/a'.
 
@@ -61,7 +61,7 @@ def upper(x, digits: int = 4) -> str:
     return fmt(x, digits, rounded_up)
 
 
-def lower(x, digits: int = 4) -> str:
+def lower(x, digits: int = DIGITS) -> str:
     """A lower bound (an attained or audited ε) for the tables, rounded down
     (:func:`tsdp.verify.rounded.rounded_down`): the text reads back as at most the computed number. None → 'n/a'.
 
@@ -113,25 +113,14 @@ def blocks(results: dict) -> List[tuple]:
                    f"status: {meta['status']}. Sound numbers are upper bounds (rounded up), attained numbers lower "
                    "bounds reached by a construction (rounded down), audited numbers lower confidence bounds (LCB)."))
     b.extend(_summary(results))
-    acc = results.get("accounting")
-    b.append((Block.HEADING, 2, "1. Configuration and accounting"))
-    if acc is not None:
-        b.extend(_accounting(acc))
-    b.append((Block.HEADING, 2, "2. Claims C1-C11"))
-    if results.get("claims") is not None:
-        b.extend(_claims(results["claims"]))
-    b.append((Block.HEADING, 2, "3. Consistency (`tsdp verify --quick`)"))
-    if results.get("consistency") is not None:
-        b.extend(_consistency(results["consistency"]))
-    b.append((Block.HEADING, 2, "4. Tightness"))
-    if results.get("tightness") is not None:
-        b.extend(_tightness(results["tightness"]))
-    b.append((Block.HEADING, 2, "5. Errata of THEOREMS.md and what the toolkit measured"))
-    if results.get("errata") is not None:
-        b.extend(_errata(results["errata"]))
-    b.append((Block.HEADING, 2, "6. Inference-time privacy (T15)"))
-    if results.get("inference") is not None:
-        b.extend(_inference(results["inference"]))
+    sections = (("1. Configuration and accounting", _accounting), ("2. Claims C1-C11", _claims),
+                ("3. Consistency (`tsdp verify --quick`)", _consistency), ("4. Tightness", _tightness),
+                ("5. Errata of THEOREMS.md and what the toolkit measured", _errata),
+                ("6. Inference-time privacy (T15)", _inference))
+    for key, (heading, section) in zip(SECTIONS, sections):  # a section not computed keeps its heading
+        b.append((Block.HEADING, 2, heading))
+        if results.get(key) is not None:
+            b.extend(section(results[key]))
     return b
 
 

@@ -105,7 +105,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     from tqdm import tqdm
 
     final = Path(out_dir) if out_dir is not None else OUT_ROOT / name
-    out = _staging(final)  # everything is written here; the old report in ``final`` stays until this one is complete
+    out = staging_dir(final)  # everything is written here; the old report in ``final`` stays until this one is complete
     trials = dict(QUICK_TRIALS if quick else TRIALS)
     audit_fn = load_auditor(workers=workers) if audits else None
     results = {"schema_version": SCHEMA_VERSION,
@@ -214,7 +214,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
         if results["meta"]["status"] == RunStatus.RUNNING:  # an exception: say so, never "running"
             results["meta"]["status"] = RunStatus.FAILED
         _write(results, out)
-        _publish(out, final, complete=results["meta"]["status"] == RunStatus.COMPLETE)
+        publish(out, final, complete=results["meta"]["status"] == RunStatus.COMPLETE)
     return jsonable(results)
 
 
@@ -362,9 +362,16 @@ STALE_STAGING_S = 3600
 _OWNER = ".owner-pid"
 
 
-def _staging(final: Path) -> Path:
+def staging_dir(final: Path) -> Path:
     """A fresh temporary directory beside ``final`` (same file system, so publishing is a rename), owned by
-    this process (its pid in ``.owner-pid``); stale ones of killed runs are removed first (:func:`_remove_stale`)."""
+    this process (its pid in ``.owner-pid``); stale ones of killed runs are removed first (:func:`_remove_stale`).
+
+    Args:
+        final: The report's folder, written only by :func:`publish`.
+
+    Returns:
+        The staging directory, where the report is written until it is published.
+    """
     final.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale(final)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
@@ -404,13 +411,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _publish(staging: Path, final: Path, *, complete: bool) -> None:
+def publish(staging: Path, final: Path, *, complete: bool) -> None:
     """Put a finished report in place of the old one, by renames (no partial state in ``final``).
 
     A complete report replaces ``final`` (the old one is renamed aside, then removed, stale
     figures with it). An interrupted or failed one goes to ``final`` only when that holds no
     earlier report; otherwise ``final`` stays untouched and the partial report goes to
     ``<final>.incomplete/`` (replacing an earlier incomplete one), where it can still be read.
+
+    Args:
+        staging: The report as written (:func:`staging_dir`); it is moved, not copied.
+        final: The report's folder.
+        complete: Whether the report is complete.
     """
     (staging / _OWNER).unlink(missing_ok=True)  # the report holds only its own files
     old_report = final.is_dir() and any(final.iterdir())

@@ -29,7 +29,7 @@ from scipy import special, stats
 from tsdp.verify.json_data import Record
 from tsdp.theorems.bounds.inference import InferenceConfig
 
-from tsdp.attacks.montecarlo.statistics import EQUAL_SPLIT, TestBound, _bound, _eps_of, error_split
+from tsdp.attacks.montecarlo.statistics import EQUAL_SPLIT, TestBound, counts_bound, epsilon_at_levels, error_split
 
 from tsdp.attacks.inference.mechanism import Imputation, mean_impute, private_context
 
@@ -89,14 +89,14 @@ def epsilon_lower_bound(stat_p: np.ndarray, stat_q: np.ndarray, delta: float, co
     best = (-1.0, None, None)
     for side, pos, neg in (("upper", sel_p, sel_q), ("lower", sel_q, sel_p)):
         tp, fp = _rates(pos, neg, t, side == "upper")
-        eps = _eps_of(tp, fp, len(pos), len(neg), delta, *a)
+        eps = epsilon_at_levels(tp, fp, len(pos), len(neg), delta, *a)
         i = int(np.argmax(eps))
         if eps[i] > best[0]:
             best = (float(eps[i]), float(t[i]), side)
     _, thr, side = best
     pos, neg = (out_p, out_q) if side == "upper" else (out_q, out_p)
     tp, fp = _rates(pos, neg, np.array([thr]), side == "upper")
-    return _bound(int(tp[0]), int(fp[0]), len(pos), len(neg), thr, side, delta, confidence, EQUAL_SPLIT)
+    return counts_bound(int(tp[0]), int(fp[0]), len(pos), len(neg), thr, side, delta, confidence, EQUAL_SPLIT)
 
 
 def worst_case_pair(config: InferenceConfig, device="cpu"):

@@ -35,9 +35,9 @@ class LayerFactors:
 PRODUCT_MAX_VALUES = 32768
 """Inputs of up to this many values (M × row length) get their squared norms as one dot product per row (one call);
 larger ones by a norm reduction, which holds no (M, d) elementwise product in memory. The two cost the same at about
-this size on 1 CPU thread ((256, 128) and (64, 512) alike); past it the reduction is the faster (36 against 62 µs for
-simple-ff's (256, 1024) output gradient), and a fresh multi-megabyte temporary per step costs page faults, more than
-the reduction itself on a materialised DeepAR G_i."""
+this size on 1 CPU thread ((256, 128) and (64, 512) alike); past it the reduction is the faster (simple-ff's
+(256, 1024) output gradient; `tsdp bench loop` times the whole step), and a fresh multi-megabyte temporary per step
+costs page faults, more than the reduction itself on a materialised DeepAR G_i."""
 
 
 def squared_row_norms(x: torch.Tensor, m: int) -> torch.Tensor:
@@ -77,7 +77,7 @@ class Workspace(threading.local):
     """Per-thread buffers for a step's large factors (stacked a and g, materialised G_i), reused by the next step.
 
     A fresh multi-megabyte tensor per step costs page faults (the C allocator maps and
-    unmaps it each time): 14 ms of DeepAR's 100 ms step at batch 256 on CPU. Buffers are
+    unmaps it each time), a large share of DeepAR's step at batch 256 on CPU. Buffers are
     keyed by role, grown when a batch needs more rows and sliced to the batch; those a step
     did not use are dropped when it ends, so the memory held follows the model in use.
     Nothing read from them outlives the step that wrote them.

@@ -142,7 +142,7 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
             ghost = ghost.clamp_min_(0)  # ||G_i||² ≥ 0: rounding must not take the total below
             sq = ghost if sq is None else sq.add_(ghost)
         elif a is not None:
-            # G_i or G_iᵀ, whichever puts the longer side last: the faster operand order for CPU bmm (2-4x)
+            # G_i or G_iᵀ, whichever puts the longer side last: the faster operand order for CPU bmm
             left, right = (a, g) if i <= o else (g, a)
             per_sample = torch.bmm(left.transpose(1, 2), right, out=WORKSPACE.take(
                 (tag, "G"), (m, left.shape[2], right.shape[2]), g)).view(m, i * o)

@@ -43,8 +43,8 @@ from .certified import CurveTest, FdpAnalyses, FdpCertificate, GaussianBound, Gu
 from .tradeoff import (MU_MAX, claimed_curve, dp_tradeoff, gdp_delta, gdp_epsilon, profile_deltas,
                          profile_tradeoff)
 from .planning import BISECTION_TOL, flag_rate, perfect_ranking, perfect_ranking_quantile, plan
-from .one_run import (MARGIN, ON_ITS_OWN, SHARES, SPLITS, _check_sets, _shares, ceilings, claim_rejected,
-                       correct_counts, fdp_bounds, guess_grid, largest_rejected, rejects)
+from .one_run import (MARGIN, ON_ITS_OWN, SHARES, SPLITS, _check_sets, ceilings, claim_rejected, correct_counts,
+                       fdp_bounds, guess_grid, largest_rejected, rejects, significance_shares)
 
 
 def certify(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float = 0.95, *,
@@ -88,7 +88,7 @@ def certify(scores: np.ndarray, included: np.ndarray, delta: float, confidence: 
         raise ValueError(f"delta must be in (0, 1) (got {delta})")
     m = scores.size
     names = [a for a in analyses if a != "claimed"] + (["claimed"] if claimed is not None else [])
-    share = _shares(names, confidence)
+    share = significance_shares(names, confidence)
     sets = guess_grid(m) if sets is None else _check_sets(sets, m)
     counts = correct_counts(scores, included, sets, np.random.default_rng(seed))
     ran = {}

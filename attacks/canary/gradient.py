@@ -254,7 +254,7 @@ class CanaryEvidence(Evidence):
 
 PARTICIPATION_SAMPLE, PARTICIPATION_STEPS, PARTICIPATION_WORK, PARTICIPATION_LEVEL = 8192, 4000, 2 * 10 ** 5, 1e-3
 """:func:`participation_probability`'s simulated canaries, the most steps it simulates, the most replica-steps (each
-step draws a batch of every replica of the virtual dataset: about 10 µs each), and the error level of its one-sided
+step draws a batch of every replica of the virtual dataset), and the error level of its one-sided
 confidence bound (with every simulated canary taking part the bound is 1e-3^(1/8192) = 0.99916)."""
 
 

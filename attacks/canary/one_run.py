@@ -283,9 +283,20 @@ def claim_rejected(counts: np.ndarray, sets: np.ndarray, m: int, significance: f
     return rej.any(axis=-1)
 
 
-def _shares(names: Sequence[str], confidence: float) -> dict:
+def significance_shares(names: Sequence[str], confidence: float) -> dict:
     """Each analysis's significance (a function of the names only): 1 - confidence split in the fixed :data:`SHARES`
-    between the verdict's analyses; each of :data:`ON_ITS_OWN` (a statement under an assumption) at 1 - confidence."""
+    between the verdict's analyses; each of :data:`ON_ITS_OWN` (a statement under an assumption) at 1 - confidence.
+
+    Args:
+        names: The analyses run ("dp", "gdp", "steinke", ...).
+        confidence: The verdict's confidence.
+
+    Returns:
+        {analysis: its significance}; the verdict's analyses' significances sum to 1 - ``confidence``.
+
+    Raises:
+        ValueError: An unknown analysis.
+    """
     unknown = set(names) - set(SHARES) - set(ON_ITS_OWN)
     if unknown:
         raise ValueError(f"unknown analyses {sorted(unknown)} (known: {sorted(SHARES) + list(ON_ITS_OWN)})")
@@ -319,11 +330,11 @@ def ceilings(m: int, delta: float, confidence: float = 0.95, *, analyses: Sequen
     Returns:
         The perfect-guess ε per analysis.
     """
-    share = _shares(list(analyses), confidence)
+    share = significance_shares(list(analyses), confidence)
     sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
     return {a: float(fdp_bounds(sets.sum(axis=1)[None], sets, m, delta, share[a], a)["epsilon"][0])
             for a in analyses if a != "claimed"}
 
 
 __all__ = ["MARGIN", "ON_ITS_OWN", "SHARES", "SPLITS", "ceilings", "claim_rejected", "correct_counts", "fdp_bounds",
-           "guess_grid", "largest_rejected", "rejects"]
+           "guess_grid", "largest_rejected", "rejects", "significance_shares"]

@@ -18,7 +18,7 @@ from tsdp.verify.json_data import Record, record_dict
 
 from . import steinke_bound
 from .tradeoff import _inverse
-from .one_run import _family_bound, _shares, ceilings, guess_grid, rejects
+from .one_run import _family_bound, ceilings, guess_grid, rejects, significance_shares
 from .steinke_bound import EPS_MAX
 
 
@@ -123,7 +123,7 @@ def flag_rate(m: int, claimed_epsilon: float, delta: float, confidence: float = 
     if not 0 <= participation <= 1:
         raise ValueError(f"participation must be in [0, 1] (got {participation})")
     sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
-    tau = {a: s / len(sets) for a, s in _shares(list(analyses), confidence).items()}
+    tau = {a: s / len(sets) for a, s in significance_shares(list(analyses), confidence).items()}
     k = sets.sum(axis=1)
     if not _beyond(m, k, k, tau, delta, claimed_epsilon, analyses).any():  # the ceiling: not even all right flags
         return 0.0
@@ -133,7 +133,7 @@ def flag_rate(m: int, claimed_epsilon: float, delta: float, confidence: float = 
     if rate < 1 - quantile:  # the band: n included near m / 2, at most `missed` of them without a mark
         spill = 0.0 if participation == 1 else quantile / 10
         missed = 0 if participation == 1 else int(stats.binom.isf(spill, m, (1 - participation) / 2))
-        reach = _band_reach(m, quantile - spill)
+        reach = band_reach(m, quantile - spill)
         counts = _ranked_counts(m, np.arange((m - reach) // 2, (m + reach) // 2 + 1), sets, missed)
         pairs, cell = _ranked_pairs(counts, sets)
         if _beyond(m, pairs[:, 0], pairs[:, 1], tau, delta, claimed_epsilon, analyses)[cell].any(axis=1).all():
@@ -167,13 +167,21 @@ def perfect_ranking(m: int, delta: float, confidence: float = 0.95, *,
     sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
     lo, hi = int(binom.ppf(1e-12, m, 0.5)), int(binom.isf(1e-12, m, 0.5))
     n = np.arange(lo, hi + 1)
-    return {"n": n, "epsilon": _ranked_epsilon(m, n, sets, delta, _shares(list(analyses), confidence), analyses),
+    return {"n": n, "epsilon": _ranked_epsilon(m, n, sets, delta, significance_shares(list(analyses), confidence), analyses),
             "probability": binom.pmf(n, m, 0.5)}
 
 
-def _band_reach(m: int, quantile: float) -> int:
+def band_reach(m: int, quantile: float) -> int:
     """The smallest D (of the parity of m, at most m) with P[|2N - m| <= D] >= 1 - ``quantile``, N ~ Binomial(m, 1/2),
-    by bisection over D (the probability grows with D): two binomial CDFs a step, not one per D."""
+    by bisection over D (the probability grows with D): two binomial CDFs a step, not one per D.
+
+    Args:
+        m: The canaries (each included with probability 1/2, so N of them are).
+        quantile: The mass allowed outside the band.
+
+    Returns:
+        D: the band |2N - m| ≤ D holds at least 1 - ``quantile`` of N's mass (m when no narrower band does).
+    """
     from scipy.stats import binom
 
     def covered(distance: int) -> bool:
@@ -208,9 +216,9 @@ def perfect_ranking_quantile(m: int, delta: float, confidence: float = 0.95, qua
         The ε (a **lower** bound on what a perfect ranking certifies in 1 - ``quantile`` of runs).
     """
     sets = guess_grid(m) if sets is None else np.asarray(sets, dtype=np.int64)
-    reach = _band_reach(m, quantile)
+    reach = band_reach(m, quantile)
     n = np.arange((m - reach) // 2, (m + reach) // 2 + 1)
-    return float(_ranked_epsilon(m, n, sets, delta, _shares(list(analyses), confidence), analyses).min())
+    return float(_ranked_epsilon(m, n, sets, delta, significance_shares(list(analyses), confidence), analyses).min())
 
 
 @dataclass(frozen=True)
@@ -338,4 +346,5 @@ def plan(m: int, delta: float, confidence: float = 0.95, claimed_epsilon: Option
     return out
 
 
-__all__ = ["BISECTION_TOL", "AuditPlan", "PlanSearch", "flag_rate", "perfect_ranking", "perfect_ranking_quantile", "plan"]
+__all__ = ["BISECTION_TOL", "AuditPlan", "PlanSearch", "band_reach", "flag_rate", "perfect_ranking",
+           "perfect_ranking_quantile", "plan"]

@@ -27,7 +27,7 @@ import numpy as np
 from tsdp.verify.json_data import Record
 
 from .counts import merge
-from .statistics import _eps_of, cp_lower, cp_upper, edge_index, side_counts
+from .statistics import cp_lower, cp_upper, edge_index, epsilon_at_levels, side_counts
 
 
 def checkpoints(n_shards: int) -> List[int]:
@@ -67,7 +67,7 @@ def certified_epsilon(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray,
     for threshold, side in tests:
         tp, fp, n_pos, n_neg = side_counts(hist_p, hist_q, side)
         j = edge_index(edges, threshold)
-        best = max(best, float(_eps_of(tp[j], fp[j], n_pos, n_neg, delta, a, a)))
+        best = max(best, float(epsilon_at_levels(tp[j], fp[j], n_pos, n_neg, delta, a, a)))
     return best
 
 

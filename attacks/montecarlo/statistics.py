@@ -131,8 +131,25 @@ def error_split(confidence: float, fp_share: float = EQUAL_SPLIT) -> Tuple[float
     return a * (1 - fp_share), a * fp_share
 
 
-def _eps_of(tp, fp, n_pos, n_neg, delta, a_pos, a_neg):
-    """log((CP_lower(TP / n_pos) - δ) / CP_upper(FP / n_neg)) at one-sided levels 1 - a_pos, 1 - a_neg (0 if undefined)."""
+def epsilon_at_levels(tp, fp, n_pos, n_neg, delta, a_pos, a_neg):
+    """The ε one test certifies from its counts, each side at its own one-sided level (a **lower** bound on ε).
+
+    log((CP_lower(TP / n_pos) - δ) / CP_upper(FP / n_neg)), the Clopper-Pearson bounds at levels 1 - ``a_pos`` and
+    1 - ``a_neg``: the union-bound form :func:`certified_test_epsilon` and the sequential test build on.
+    Broadcasts over arrays of counts.
+
+    Args:
+        tp: True positives (counts, or an array of them).
+        fp: False positives.
+        n_pos: Trials in the positive world.
+        n_neg: Trials in the negative world.
+        delta: The δ the ε is read at.
+        a_pos: The true positives' one-sided error.
+        a_neg: The false positives' one-sided error.
+
+    Returns:
+        The certified ε (an array of the counts' shape); 0 where undefined (CP_lower ≤ δ or CP_upper = 0).
+    """
     hi_fp = cp_upper(fp, n_neg, a_neg)
     lo_tp = cp_lower(tp, n_pos, a_pos)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -161,7 +178,7 @@ def certified_test_epsilon(tp: int, fp: int, n_pos: int, n_neg: int, delta: floa
         The certified ε lower bound (0 when nothing is certified).
     """
     a_pos, a_neg = error_split(confidence, fp_share)
-    union = lambda x, y: _eps_of(x, y, n_pos, n_neg, delta, a_pos, a_neg)
+    union = lambda x, y: epsilon_at_levels(x, y, n_pos, n_neg, delta, a_pos, a_neg)
     return certified_epsilon(union, tp, fp, n_pos, n_neg, delta, confidence)
 
 
@@ -193,10 +210,26 @@ class TestBound(Record):
     fp_share: float
 
 
-def _bound(tp: int, fp: int, n_pos: int, n_neg: int, threshold: float, side: str, delta: float, confidence: float,
-           fp_share: float) -> TestBound:
-    """The :class:`TestBound` of one test's held-out counts."""
-    union = float(_eps_of(tp, fp, n_pos, n_neg, delta, *error_split(confidence, fp_share)))
+def counts_bound(tp: int, fp: int, n_pos: int, n_neg: int, threshold: float, side: str, delta: float,
+                 confidence: float, fp_share: float) -> TestBound:
+    """The :class:`TestBound` of one test's held-out counts: its certified ε (:func:`certified_test_epsilon`, a
+    **lower** bound) beside the union bound it improves on (:func:`epsilon_at_levels`).
+
+    Args:
+        tp: True positives among the held-out positive trials.
+        fp: False positives among the held-out negative trials.
+        n_pos: Held-out trials in the positive world.
+        n_neg: Held-out trials in the negative world.
+        threshold: The test's threshold, fixed before these counts.
+        side: ``upper`` (P positive) or ``lower`` (Q positive), as in :class:`TestBound`.
+        delta: The δ the ε is read at.
+        confidence: The confidence of the bound.
+        fp_share: The share of the error given to the false positives.
+
+    Returns:
+        The test and its bound.
+    """
+    union = float(epsilon_at_levels(tp, fp, n_pos, n_neg, delta, *error_split(confidence, fp_share)))
     value = certified_test_epsilon(tp, fp, n_pos, n_neg, delta, confidence, fp_share)
     return TestBound(value, max(0.0, union), float(threshold), side, tp, fp, n_pos, n_neg, float(fp_share))
 
@@ -278,7 +311,7 @@ def fixed_test_bound(hist_p: np.ndarray, hist_q: np.ndarray, edges: np.ndarray, 
     """
     tp, fp, n_pos, n_neg = side_counts(hist_p, hist_q, side)
     j = edge_index(edges, threshold)
-    return _bound(int(tp[j]), int(fp[j]), n_pos, n_neg, threshold, side, delta, confidence, fp_share)
+    return counts_bound(int(tp[j]), int(fp[j]), n_pos, n_neg, threshold, side, delta, confidence, fp_share)
 
 
 def split_test_bound(selection: Tuple[np.ndarray, np.ndarray], held_out: Tuple[np.ndarray, np.ndarray],
@@ -301,7 +334,7 @@ def split_test_bound(selection: Tuple[np.ndarray, np.ndarray], held_out: Tuple[n
     best = (-1.0, float(edges[0]), "upper")
     for side in ("upper", "lower"):
         tp, fp, n_pos, n_neg = side_counts(*selection, side)
-        eps = _eps_of(tp, fp, n_pos, n_neg, delta, *a)
+        eps = epsilon_at_levels(tp, fp, n_pos, n_neg, delta, *a)
         i = int(np.argmax(eps))
         if eps[i] > best[0]:
             best = (float(eps[i]), float(edges[i]), side)

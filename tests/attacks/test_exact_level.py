@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tsdp.attacks.montecarlo.statistics import _eps_of, certified_test_epsilon, error_split
+from tsdp.attacks.montecarlo.statistics import certified_test_epsilon, epsilon_at_levels, error_split
 from tsdp.attacks.montecarlo.exact_level import NUISANCE_SHARE, certified_epsilon
 
 
@@ -15,7 +15,7 @@ def _table(n, delta, share):
     """Certified and union ε for every outcome (x, y) of n trials per world."""
     cert = np.array([[certified_test_epsilon(x, y, n, n, delta, 0.95, share) for y in range(n + 1)] for x in range(n + 1)])
     k = np.arange(n + 1)
-    union = _eps_of(k[:, None], k[None, :], n, n, delta, *error_split(0.95, share))
+    union = epsilon_at_levels(k[:, None], k[None, :], n, n, delta, *error_split(0.95, share))
     return cert, union
 
 
@@ -63,7 +63,7 @@ def test_certified_epsilon_sits_just_below_the_brute_force_rejection_edge(x, y):
     and the certified ε is within 0.005 of it (the rigorous check backs off by 1e-3 first; measured 0.001-0.0025)."""
     n, delta = 60, 0.02
     a = error_split(0.95, 0.9)
-    stat = lambda xs, ys: _eps_of(xs, ys, n, n, delta, *a)
+    stat = lambda xs, ys: epsilon_at_levels(xs, ys, n, n, delta, *a)
     gamma = NUISANCE_SHARE * 0.05
     lo, hi = 0.0, float(stat(np.array([x]), np.array([y]))[0]) + 1.0
     while hi - lo > 1e-4:
@@ -86,7 +86,7 @@ def test_gain_at_the_audits_counts():
     n, a = 1_000_000, error_split(0.95, 0.9)
     gains = []
     for tp, fp in zip(rng.binomial(n, T6_TP_RATE, 8), rng.binomial(n, T6_FP_RATE, 8)):
-        union = float(_eps_of(tp, fp, n, n, 1e-3, *a))
+        union = float(epsilon_at_levels(tp, fp, n, n, 1e-3, *a))
         gains.append((certified_test_epsilon(tp, fp, n, n, 1e-3, 0.95, 0.9) - union) / EPS_T6)
     assert min(gains) > 0.01 and max(gains) < 0.03, gains
 
@@ -113,6 +113,6 @@ def test_coverage_at_audit_scale():
     over = union_over = 0
     for tp, fp in zip(rng.binomial(n, p, 400), rng.binomial(n, q, 400)):
         over += certified_test_epsilon(tp, fp, n, n, delta, 0.95, 0.9) > eps0
-        union_over += float(_eps_of(tp, fp, n, n, delta, *a)) > eps0
+        union_over += float(epsilon_at_levels(tp, fp, n, n, delta, *a)) > eps0
     assert over <= stats.binom.isf(1e-3, 400, 0.05), over
     assert over > union_over, (over, union_over)

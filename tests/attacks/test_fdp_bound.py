@@ -297,7 +297,7 @@ def test_plan_canaries_needed_reach_the_claim_and_one_fewer_does_not():
     out = F.plan(1000, 1e-5, 0.95, claimed_epsilon=3.0)
     n = out.canaries_needed
     assert F.perfect_ranking_quantile(n, 1e-5, 0.95) > 3.0 >= F.perfect_ranking_quantile(n - 1, 1e-5, 0.95)
-    share = planning._shares(("dp", "gdp", "steinke"), 0.95)
+    share = planning.significance_shares(("dp", "gdp", "steinke"), 0.95)
     for a, value in out.ceiling.items():
         s = F.guess_grid(1000)
         assert value == float(F.fdp_bounds(s.sum(1)[None], s, 1000, 1e-5, share[a], a)["epsilon"][0])
@@ -317,11 +317,11 @@ def test_the_ceiling_bounds_a_perfect_ranking(m):
 @settings(max_examples=40, deadline=None)
 @given(m=st.integers(1, 3000), quantile=st.floats(1e-6, 1 - 1e-6))
 def test_the_band_of_numbers_included_is_the_narrowest_with_its_mass(m, quantile):
-    """_band_reach by bisection equals the first D of the full table of P[|2N - m| <= D] (N ~ Binomial(m, 1/2)) to
+    """band_reach by bisection equals the first D of the full table of P[|2N - m| <= D] (N ~ Binomial(m, 1/2)) to
     reach 1 - quantile: the plan's band without a CDF per possible D (5e6 of them at m = 10^7)."""
     distance = np.arange(m % 2, m + 1, 2)
     near = stats.binom.cdf((m + distance) // 2, m, 0.5) - stats.binom.cdf((m - distance) // 2 - 1, m, 0.5)
-    assert planning._band_reach(m, quantile) == distance[min(np.searchsorted(near, 1 - quantile), len(distance) - 1)]
+    assert planning.band_reach(m, quantile) == distance[min(np.searchsorted(near, 1 - quantile), len(distance) - 1)]
 
 
 @pytest.mark.parametrize("m", [20, 100, 1000])
@@ -332,7 +332,7 @@ def test_a_perfect_ranking_from_the_f_dp_family_alone_is_the_certified_value(m):
     sets = F.guess_grid(m)
     n = np.arange(m // 2 - 3, m // 2 + 4)
     analyses = ("dp", "gdp", "steinke", "claimed")
-    share = planning._shares(list(analyses), 0.95)
+    share = planning.significance_shares(list(analyses), 0.95)
     both = planning._ranked_epsilon(m, n, sets, 1e-5, share, analyses, families=("dp", "steinke"))
     fast = planning._ranked_epsilon(m, n, sets, 1e-5, share, analyses)
     steinke = planning._ranked_epsilon(m, n, sets, 1e-5, share, analyses, families=("steinke",))

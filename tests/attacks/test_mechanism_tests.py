@@ -121,8 +121,8 @@ def test_cli_names_the_mechanism_and_never_calls_an_unseeable_claim_consistent(c
                                       ("noise-once-per-epoch", "noise"), ("clipping-off", "clipping")])
 def test_each_planted_bug_is_named_in_most_seeds(bug, name):
     """20 seeds, 1000 canaries, the data kept: each bug is a violation naming its mechanism in ≥ 18 of 20 (σ / 10 also
-    against the claim 21.9 above the canaries' ceiling). Measured 20 of 20 for each (attacks/integrations/
-    handwritten_dpsgd.py's table), every test's p-value < 1e-9: a false failure needs 3 misses."""
+    against the claim 21.9 above the canaries' ceiling). When written each was named in 20 of 20, every test's
+    p-value < 1e-9: a false failure needs 3 misses."""
     for claim in ([None, 21.9] if bug == "noise-10x-small" else [None]):
         kwargs = {} if claim is None else {"epsilon": claim}
         named = sum(bool(_named(r, name)) and r.violation

@@ -116,18 +116,18 @@ def test_flag_rate_from_one_test_at_the_claim_is_the_reported_bounds(q):
     for every n of the band of mass 0.9 - (1 - q < 1) 0.01, the worst arrangement of n included with b of them
     without a mark (b: Binomial(m, (1 - q)/2) exceeds it with probability ≤ 0.01; 0 when q = 1) is flagged: the
     n - b ranked first, then the excluded, the b last."""
-    from tsdp.attacks.canary.planning import _band_reach
-    from tsdp.attacks.canary.one_run import _shares, correct_counts, fdp_bounds, guess_grid
+    from tsdp.attacks.canary.planning import band_reach
+    from tsdp.attacks.canary.one_run import correct_counts, fdp_bounds, guess_grid, significance_shares
 
     m, analyses = 300, ("dp", "gdp", "steinke")
     sets = guess_grid(m)
-    level = _shares(list(analyses), 0.95)["dp"]
+    level = significance_shares(list(analyses), 0.95)["dp"]
     only_in = sets[sets[:, 1] == 0, 0]
     bounds = [float(fdp_bounds(np.array([k]), np.array([[k, 0]]), m, DELTA, level / len(sets), "dp")["epsilon"])
               for k in only_in]
     spill = 0.0 if q == 1 else 0.01
     b = 0 if q == 1 else int(stats.binom.isf(spill, m, (1 - q) / 2))
-    reach = _band_reach(m, 0.1 - spill)
+    reach = band_reach(m, 0.1 - spill)
     rows = []
     for n in range((m - reach) // 2, (m + reach) // 2 + 1):
         included = np.arange(m) < n  # canaries 0..n-1 included; scores put n - b of them first and b last

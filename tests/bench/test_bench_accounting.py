@@ -11,7 +11,7 @@ from tsdp.verify import pld
 import published_json
 
 GRID = 0.05  # coarse: the library's per-point inversion stays fast
-T6_ONLY = bench_accounting._cases()[:1]
+T6_ONLY = bench_accounting.accounting_cases()[:1]
 
 
 def test_both_sides_run_on_the_grid_ours_was_built_at(monkeypatch):
@@ -25,7 +25,7 @@ def test_both_sides_run_on_the_grid_ours_was_built_at(monkeypatch):
     monkeypatch.setattr(lib, "from_mixture_gaussian_mechanism", recording)
     # a ceiling this small coarsens our one-step grid (T3 at 1e-4 in real use): the library must follow
     monkeypatch.setenv(pld.MEMORY_LIMIT_ENV, str(64 * 512))
-    monkeypatch.setattr(bench_accounting, "_cases", lambda: T6_ONLY)
+    monkeypatch.setattr(bench_accounting, "accounting_cases", lambda: T6_ONLY)
     with pytest.warns(pld.PldCoarsenedWarning):
         result = bench_accounting.bench_accounting(discretization=GRID / 4, rounds=7)
     (case,) = result.cases
@@ -34,7 +34,7 @@ def test_both_sides_run_on_the_grid_ours_was_built_at(monkeypatch):
 
 
 def test_rounds_ratios_and_environment(monkeypatch):
-    monkeypatch.setattr(bench_accounting, "_cases", lambda: T6_ONLY)
+    monkeypatch.setattr(bench_accounting, "accounting_cases", lambda: T6_ONLY)
     result = bench_accounting.bench_accounting(discretization=GRID, rounds=7)
     (case,) = result.cases
     assert result.rounds == 7 and case.grid == GRID

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from tsdp.bench import loop as bench
-from tsdp.bench.loop import (BENCH_MODELS, TARGETS, LoopBench, LSTMDeepAR, _update_error, bench_loop, format_bench,
-                             make_bench_model, opacus_step)
+from tsdp.bench.loop import (BENCH_MODELS, TARGETS, LoopBench, LSTMDeepAR, bench_loop, format_bench, make_bench_model,
+                             opacus_step, opacus_update_error)
 from tsdp.bench.rounds import Conditions, Environment, Spread, Timed
 from tsdp.bench.together import TogetherRow
 from tsdp.training.factored import factored_clipped_sum
@@ -34,7 +34,7 @@ def test_opacus_candidate_is_algorithm_2(name, mode):
     _, norms = factored_clipped_sum(model, c, f, 1.0)
     clip = float(norms.median())
     assert 0 < int((norms > clip).sum()) < 6
-    assert _update_error(model, mode, c, f, clip) < 1.5e-6 / clip
+    assert opacus_update_error(model, mode, c, f, clip) < 1.5e-6 / clip
 
 
 def test_opacus_ghost_refuses_deepar():
@@ -44,8 +44,8 @@ def test_opacus_ghost_refuses_deepar():
     model = make_bench_model("deepar", 12, 3)
     c, f = batch(4, seed=2)
     with pytest.raises(NotImplementedError):
-        _update_error(model, "ghost", c.float(), f.float(), 1.0)
-    mode, run, refused = bench._opacus_candidate(model, c.float(), f.float(), dict(clip=1.0, sigma=1.0, batch_size=4,
+        opacus_update_error(model, "ghost", c.float(), f.float(), 1.0)
+    mode, run, refused = bench.opacus_candidate(model, c.float(), f.float(), dict(clip=1.0, sigma=1.0, batch_size=4,
                                                                                     generator=None))
     assert mode == "hooks" and "ghost" in refused and run is not None
 

@@ -59,9 +59,9 @@ def test_the_planted_bugs_are_named_and_the_correct_loop_rarely_flagged():
     """The must-show rates on fewer seeds (1000 canaries, seeds 0-9 per bug, 0-49 for the correct loop): noise off,
     σ / 10 (at the intended claim and at a claim above the canaries' ceiling), noise on one step per epoch and no
     clipping each flagged by the test that names them in ≥ 9 of 10 (false-failure rate 0.004 at a true rate of 99%;
-    the bench measured 20 of 20 each); the correct loop flagged in ≤ 5 of 50, every test together (false-failure rate
-    0.048 at the design's worst case 5.3%, 1e-5 at 1%; the bench measured 0 of 100). A claim 4× too small is below
-    what the audit can see: the same audit on the claimed mechanism certifies less than that claim on every seed."""
+    the bench's own rates are on its page, docs/benchmarks/planted.json); the correct loop flagged in ≤ 5 of 50,
+    every test together (false-failure rate 0.048 at the design's worst case 5.3%, 1e-5 at 1%). A claim 4× too
+    small is below what the audit can see: the same audit on the claimed mechanism certifies less than that claim on every seed."""
     bench = bench_planted(seeds=10, workers=2)
     rows = {r.name: r for r in bench.rows}
     assert [r.name for r in bench.rows] == [r.name for r in ROWS]
@@ -97,6 +97,7 @@ def test_a_planted_loop_that_diverges_counts_the_tests_that_failed_before_it(mon
     """A planted loop that diverges (clipping off, some seeds) cannot be scored: the audit raises DivergedError with
     the mechanism tests that failed on the steps before it. The bench counts those tests, certifies no ε (NaN), and the
     error crosses a process boundary whole (an unpicklable one broke the worker pool)."""
+    import dataclasses
     import math
     import pickle
 
@@ -114,4 +115,18 @@ def test_a_planted_loop_that_diverges_counts_the_tests_that_failed_before_it(mon
     monkeypatch.setattr(handwritten_dpsgd, "audit", diverged)
     out = bug_rates.audit_one(bug_rates.AuditSpec(5, 4, "clipping-off", 1000, 1.0))
     assert set(out.failed) == {"clipping", "noise"} and math.isnan(out.epsilon_lower) and math.isnan(out.ceiling)
-    assert bug_rates._largest([float("nan"), 0.5, 0.2]) == 0.5 and math.isnan(bug_rates._largest([float("nan")]))
+    # the bench's row: the largest ε over the seeds that certified one (seed 5 diverged); NaN when none did
+    certified = {6: 0.5, 7: 0.2}
+
+    def audited(spec):
+        if spec.seed not in certified:
+            return dataclasses.replace(out, key=spec.key)
+        return dataclasses.replace(out, key=spec.key, failed=(), epsilon_lower=certified[spec.seed], ceiling=1.0,
+                                   epsilon_ideal=0.7)
+
+    monkeypatch.setattr(bug_rates, "audit_one", audited)
+    row = bug_rates.Row("clipping-off", "clipping-off", "clipping", 1.0)
+    some, = bug_rates.bench_planted(seeds=3, seed=5, rows=(row,)).rows
+    none, = bug_rates.bench_planted(seeds=1, seed=5, rows=(row,)).rows
+    assert (some.epsilon_lower_max, some.ceiling, some.epsilon_ideal_max, some.flagged) == (0.5, 1.0, 0.7, 1)
+    assert math.isnan(none.epsilon_lower_max) and math.isnan(none.ceiling) and none.flagged == 1

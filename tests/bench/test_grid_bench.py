@@ -60,12 +60,14 @@ def test_bad_or_foreign_flags_are_one_line(argv, capsys):
 
 @pytest.mark.slow  # starts two worker processes (a few seconds of imports each)
 def test_the_pool_both_sides_run_on_is_started_before_either_is_timed():
-    """warm_pool starts the engine's pool of 2 (the one run_grid then uses) and has each of its processes answer
-    once after importing what a unit needs."""
-    from tsdp.bench.experiment import _ready, warm_pool
+    """warm_pool starts the engine's pool of 2 (the one run_grid then uses): the pool run_grid gets is that one, and
+    its two processes answer."""
+    import os
+
+    from tsdp.bench.experiment import warm_pool
     from tsdp.executor.local import worker_pool
 
     assert warm_pool(2) == 2
     pool = worker_pool(2)
-    answered = {pool.submit(_ready, ()).result() for _ in range(4)}
+    answered = {pool.submit(os.getpid).result() for _ in range(4)}
     assert answered <= set(pool._processes) and len(pool._processes) == 2

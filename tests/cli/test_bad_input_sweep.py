@@ -419,7 +419,7 @@ def test_stale_staging_folders_are_removed(tmp_path):
     """A killed run's `.report.tmp-*` (owner dead, or no owner and old) goes; a live run's stays."""
     import subprocess
 
-    from tsdp.reports.run import STALE_STAGING_S, _staging
+    from tsdp.reports.run import STALE_STAGING_S, staging_dir
 
     final = tmp_path / "report"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -431,7 +431,7 @@ def test_stale_staging_folders_are_removed(tmp_path):
     (folders["live"] / ".owner-pid").write_text(str(os.getpid()))
     old = time.time() - STALE_STAGING_S - 10
     os.utime(folders["old"], (old, old))
-    fresh = _staging(final)
+    fresh = staging_dir(final)
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == sorted([fresh.name, ".report.tmp-young", ".report.tmp-live"])
 

@@ -161,7 +161,9 @@ def test_forecast_tradeoff_reads_gzipped_json_lines(files, tmp_path):
 def test_audit_labels_its_two_certified_values_and_prints_no_negative_zero():
     """`tsdp audit`: the estimate's certified ε lower bound and the violation test's value at its level are
     labelled as such; a composition gap that rounds to zero prints 0."""
-    from tsdp.cli.cmd_audit import _rounded
+    from tsdp.verify.rounded import rounded_nearest
+
+    gap = lambda x: rounded_nearest(x, fixed=True)  # noqa: E731 - how `tsdp audit` prints the gap
 
     code, out, err = run_cli(["audit", "--theorem", "T6", "--trials", "2000", "--delta", "1e-3", "--N", "16",
                               "--batch-size", "4", "--L", "6"])
@@ -169,7 +171,7 @@ def test_audit_labels_its_two_certified_values_and_prints_no_negative_zero():
     assert "estimate: certified ε lower bound (confidence 95%) at δ = 0.001:" in out
     assert "the violation test's own certified ε ≥" in out and "at its level" in out
     assert "composition gap sound - upper = " in out and "-0.0000" not in out
-    assert (_rounded(-4e-6), _rounded(4e-6), _rounded(-0.25), _rounded(0.12345)) == ("0", "0", "-0.2500", "0.1235")
+    assert (gap(-4e-6), gap(4e-6), gap(-0.25), gap(0.12345)) == ("0", "0", "-0.2500", "0.1235")
 
 
 def test_report_reads_its_real_panel_through_the_same_loader(files, monkeypatch):

@@ -48,16 +48,16 @@ def test_interrupted_or_failed_report_leaves_the_old_one(tmp_path, monkeypatch, 
 
 
 def test_complete_report_replaces_the_old_one_whole(tmp_path):
-    """_publish of a complete staging directory: DIR holds exactly the new files (the stale PNG is gone)."""
-    from tsdp.reports.run import _publish, _staging
+    """publish of a complete staging directory: DIR holds exactly the new files (the stale PNG is gone)."""
+    from tsdp.reports.run import publish, staging_dir
 
     out = tmp_path / "report"
     _old_report(out)
-    staging = _staging(out)
+    staging = staging_dir(out)
     (staging / "results.json").write_text('{"meta": {"status": "complete"}}')
     (staging / "report.md").write_text("# new")
     assert (out / "report.md").read_text() == "# old"  # untouched while the new one is being written
-    _publish(staging, out, complete=True)
+    publish(staging, out, complete=True)
     assert sorted(p.name for p in out.iterdir()) == ["report.md", "results.json"]
     assert (out / "report.md").read_text() == "# new"
     assert _siblings(out) == ["report"]

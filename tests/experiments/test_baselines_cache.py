@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("statsforecast")
 
 from tsdp.datasets.benchmarks import shipped_split  # noqa: E402
-from tsdp.experiments.stored_baselines import CACHE_FILE, _digest, cache_key, cached_baselines  # noqa: E402
+from tsdp.experiments.stored_baselines import CACHE_FILE, cache_key, cached_baselines  # noqa: E402
+from tsdp.verify.file_cache import digest_of  # noqa: E402
 from tsdp.bench.experiment import SeriesShape, synthetic_split  # noqa: E402
 from tsdp.experiments.baselines import (BASELINES, baseline_crps, baseline_quantiles,  # noqa: E402
                                          fitted_history, quantile_crps)
@@ -37,7 +38,7 @@ def test_the_cache_is_written_then_read_back_not_recomputed(tiny, tmp_path, monk
     assert stored["key"] == cache_key(split) and stored["crps"] == reference
     # a value stored with its digest under the same key is what comes back: the second call reads, it does not fit
     stored["crps"]["autoets"] = 123.0
-    stored["digest"] = _digest(stored["key"], stored["crps"])
+    stored["digest"] = digest_of(stored["key"], "crps", stored["crps"])
     (tmp_path / CACHE_FILE).write_text(json.dumps(stored))
     with monkeypatch.context() as patched:
         patched.setattr("tsdp.experiments.baselines.baseline_crps",
@@ -93,14 +94,14 @@ def test_a_corrupt_or_mismatched_file_is_recomputed_never_reported(tiny, tmp_pat
     result = cached_baselines(split, tmp_path)
     assert not result.cached and result.crps == reference
     assert json.loads((tmp_path / CACHE_FILE).read_text()) == {"key": key, "crps": reference,
-                                                              "digest": _digest(key, reference)}
+                                                              "digest": digest_of(key, "crps", reference)}
 
 
 def test_a_negative_crps_with_a_valid_digest_is_recomputed(tiny, tmp_path):
     """A CRPS is a mean weighted quantile loss, never negative: stored so, even with its digest, it is recomputed."""
     split, reference = tiny
     key, crps = cache_key(split), {**reference, "autoets": -4242.42}
-    (tmp_path / CACHE_FILE).write_text(json.dumps({"key": key, "crps": crps, "digest": _digest(key, crps)}))
+    (tmp_path / CACHE_FILE).write_text(json.dumps({"key": key, "crps": crps, "digest": digest_of(key, "crps", crps)}))
     with pytest.warns(UserWarning, match="negative"):
         assert cached_baselines(split, tmp_path).crps == reference
 

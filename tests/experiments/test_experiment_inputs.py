@@ -14,28 +14,34 @@ HUGE_V = GridSettings(epochs=1, n_samples=10, device="cpu", v=1e30)
 CELL = Cell("dlinear", 0.5, 0, "label-noise", "wor", sigma_forecast=1.0)
 
 
+DIVERGING = ["experiment", "--levels", "label-noise", "--v", "1e30", "--sigma-forecast", "1", "--models", "dlinear",
+             "--seeds", "1", "--tops", "wor", "--epochs", "1", "--samples", "10", "--device", "cpu"]
+
+
 def test_a_v_that_makes_training_diverge_is_one_line_naming_v(capsys, tmp_path):
-    code = main(["experiment", "--levels", "label-noise", "--v", "1e30", "--sigma-forecast", "1", "--models",
-                 "dlinear", "--seeds", "1", "--tops", "wor", "--epochs", "1", "--samples", "10", "--device", "cpu",
-                 "--out", str(tmp_path)])
+    assert main([*DIVERGING, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("tsdp experiment: error: invalid --v:")
+    assert len(err.splitlines()) == 1 and err.startswith("tsdp experiment: error: invalid --v:")
     assert "diverge" in err and "Traceback" not in err
 
 
-def test_a_cell_that_diverges_in_the_engine_is_that_configerror_not_shard_error(tmp_path):
-    """Past the probe, the grid's cell raises ConfigError naming v; the CLI's runner turns the engine's ShardError
-    (after its retries) back into it."""
+def test_a_cell_that_diverges_in_the_engine_is_that_configerror_not_shard_error(tmp_path, monkeypatch, capsys):
+    """Past the probe, the grid's cell raises ConfigError naming v; `tsdp experiment` turns the engine's ShardError
+    (after its retries) back into it (the probe, which refuses first, replaced by a note that costs nothing)."""
+    import tsdp.experiments.estimate as estimate
     from tsdp.experiments.cells import CellTask, run_cell
-    from tsdp.cli.cmd_experiment import _run
 
     with pytest.raises(ConfigError) as exc:
         run_cell(CellTask(CELL, HUGE_V))
     assert exc.value.parameter == "v" and "σ_F·v = 1e+30" in str(exc.value)
-    args = argparse.Namespace(workers=1, cluster=None, cell_by_cell=False)
-    with pytest.raises(ConfigError) as exc:
-        _run([CELL], HUGE_V, str(tmp_path), args)
-    assert exc.value.parameter == "v"
+    estimated = []
+    monkeypatch.setattr(estimate, "estimate", lambda pending, *a, **k: estimated.append(pending) or
+                        argparse.Namespace(line=lambda: "no estimate", as_dict=dict))
+    assert main([*DIVERGING, "--out", str(tmp_path)]) == 2
+    assert [[c.model for c in pending] for pending in estimated] == [["dlinear"]]  # the grid ran past the estimate
+    err = capsys.readouterr().err
+    (line,) = [ln for ln in err.splitlines() if ": error: " in ln]  # beside the grid's note and progress bar
+    assert line.startswith("tsdp experiment: error: invalid --v:") and "diverge" in line and "Traceback" not in err
 
 
 @pytest.mark.parametrize("error", [ConfigError("v", "too large", 1e30), DataError("/x/test", "is missing")])

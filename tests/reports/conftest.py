@@ -1,6 +1,8 @@
-"""What a person can read in the report's figures, measured on the drawn matplotlib figure.
+"""The report's tests share a fake results.json and what a person can read in the report's figures.
 
-The ``drawn`` fixture keeps every figure the report saves (:func:`tsdp.reports.figures.save`), drawn,
+``fake_results`` builds the results dict build_report returns (the renderer and `tsdp report` read only it), so a
+test renders or runs the CLI on chosen numbers in milliseconds. The ``drawn`` fixture keeps every figure the report
+saves (:func:`tsdp.reports.figures.save`), drawn,
 with three measurements: the smallest text in CSS pixels on index.html (font size at the figure's
 DPI, scaled as the page's column would scale the PNG), the legends that overlap a panel's data
 area, and the pairs of texts (titles, labels, legends) that overlap each other.
@@ -67,3 +69,39 @@ def drawn(monkeypatch, tmp_path):
 
     monkeypatch.setattr(figures, "save", keep)
     return seen
+
+
+AUDIT_CONFIG = {"N": 320, "batch_size": 64, "L": 4, "context_length": 1, "forecast_length": 1, "sigma": 1.0}
+
+
+def _results(up: float = 3.025, low: float = 3.025, *, trials: int = 5000, violations=(), **sections) -> dict:
+    """A report's results: T6's accounting at the default configuration with sound ε ``up`` and attained ε ``low``,
+    one passing consistency check, a tightness section of ``trials`` audit trials and no rows, ``violations`` as
+    given. ``sections`` replaces a section (``claims``, ``inference``, ...); a dict given for a section that is a
+    dict here (``accounting``, ``tightness``) updates it instead."""
+    results = {"meta": {"name": "x", "mode": "quick", "version": "0", "status": "complete", "elapsed_s": 1.0,
+                        "audits_checked": 2},
+               "accounting": {"config": {"N": 320, "L": 20, "context_length": 1, "forecast_length": 1,
+                                         "batch_size": 32, "instances": 1, "sigma": 1.0, "top": "wor", "bottom": "wr"},
+                              "derived": {}, "theorem": "T6", "kind": "tight", "reason": "T6 is tight",
+                              "rows": [{"delta": 1e-5, "steps": 1, "epochs": None, "compositions": 1,
+                                        "epsilon_sound": up, "epsilon_attained": low, "construction": "T6"}]},
+               "claims": [],
+               "consistency": {"summary": {"pass": 1, "fail": 0, "finding": 0, "total": 1},
+                               "elapsed_s": 1.0, "theorems_covered": [], "failures_and_findings": []},
+               "tightness": {"audit_status": "ran", "bounds": [], "delta": 1e-3, "trials": trials,
+                             "composed_trials": 0, "audit_config": AUDIT_CONFIG, "soundness_violations": [],
+                             "upper_gaps": [], "composition": []},
+               "errata": [], "inference": {}, "violation": bool(violations), "violations": list(violations)}
+    for name, section in sections.items():
+        kept = results.get(name)
+        results[name] = {**kept, **section} if isinstance(kept, dict) and kept and isinstance(section, dict) \
+            else section
+    return results
+
+
+@pytest.fixture(scope="session")
+def fake_results():
+    """The builder of a fake results.json (:func:`_results`): ``fake_results(up, low, violations=..., claims=...)``.
+    Session-scoped, so hypothesis tests may take it."""
+    return _results

@@ -1,6 +1,6 @@
 """Claims C1-C5 of the report (reports.claims), quick mode: numbers against independent
 recomputation, verdicts following from their numbers, and a configuration change (r = 0.5,
-Λ/N = 0.5) that changes the numbers and recomputes the verdicts. Runs in ~20 s on 2 cores.
+Λ/N = 0.5) that changes the numbers and recomputes the verdicts.
 """
 import math
 import warnings

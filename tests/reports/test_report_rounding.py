@@ -4,7 +4,6 @@ back as at most it. Checked over hypothesis-generated values on every table and 
 (blocks, the same for HTML and Markdown) and on `tsdp report`'s own lines; results.json keeps the exact floats."""
 import re
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 import tsdp.reports.run as run
@@ -15,7 +14,7 @@ from tsdp.reports.render import blocks
 VALUES = st.floats(min_value=1e-7, max_value=1e4, allow_nan=False, allow_infinity=False)
 
 
-def results(up: float, low: float) -> dict:
+def results(fake_results, up: float, low: float) -> dict:
     """A report's results with every upper-bound ε equal to ``up`` and every lower-bound ε equal to ``low``."""
     audit = {"theorem": "T6", "sound_theorem": "T6", "epsilon_sound": up, "epsilon_attained": low,
              "epsilon_lower": low, "ratio": 0.5, "gof_pvalue": 0.5, "steps": 20, "delta": 1e-3, "trials": 500,
@@ -30,39 +29,26 @@ def results(up: float, low: float) -> dict:
           "numbers": {"dataset": "m1", "epochs": 10, "baselines": {}, "same_runs": [],
                       "rows": [{"model": "m", "epsilon": 1.0, "covered": True, "crps_mean": 0.1, "crps_std": 0.01,
                                 "seeds": 1, "steps": [3], "epsilon_spent": [up], "capped": [False]}]}}
-    return {"meta": {"name": "x", "mode": "quick", "version": "0", "status": "complete", "elapsed_s": 1.0,
-                     "audits_checked": 2},
-            "accounting": {"config": {"N": 320, "L": 20, "context_length": 1, "forecast_length": 1, "batch_size": 32,
-                                      "instances": 1, "sigma": 1.0, "top": "wor", "bottom": "wr"},
-                           "derived": {}, "theorem": "T6", "kind": "tight", "reason": "T6 is tight",
-                           "rows": [{"delta": 1e-5, "steps": 1, "epochs": None, "compositions": 1,
-                                     "epsilon_sound": up, "epsilon_attained": low, "construction": "T6"}],
-                           "catalogue": [{"theorem": "T6", "reference": "Thm", "kind": "tight", "epsilon_sound": up,
-                                          "epsilon_attained": low, "applies": True}]},
-            "claims": [c6, c7],
-            "consistency": {"summary": {"pass": 1, "fail": 0, "finding": 0, "total": 1},
-                            "elapsed_s": 1.0, "theorems_covered": [], "failures_and_findings": []},
-            "tightness": {"audit_status": "ran", "delta": 1e-3, "trials": 500, "composed_trials": 0,
-                          "audit_config": {"N": 320, "batch_size": 64, "L": 4, "context_length": 1,
-                                           "forecast_length": 1, "sigma": 1.0},
-                          "bounds": [{"theorem": "T6", "sound_theorem": "T6", "kind": "tight", "audited_kind": "tight",
-                                      "covers_audit": True, "note": None, "audit": audit}],
-                          "soundness_violations": [],
-                          "upper_gaps": [{"upper": "T7", "construction": "T9", "instances": 2, "epsilon_sound": up,
-                                          "epsilon_attained": low, "attained_over_sound": 0.5,
-                                          "epsilon_audited_lower": low, "audited_over_sound": 0.5}],
-                          "composition": [{"steps": 10, "epsilon_sound": up, "epsilon_attained": low,
-                                           "epsilon_audited_lower": low, "audit_trials": 500, "confidence": 0.95}],
-                          "brackets": [{"pair": "T6", "sound_theorem": "T6", "discretization": 1e-3, "steps": 1000,
-                                        "delta": 1e-5, "epsilon_sound": up, "lower": low, "upper": up,
-                                        "rounding": 0.0, "composition_gap": 0.0}],
-                          "shuffle": {"rows": [{"steps": 10, "delta": 1e-5, "sound_theorem": "T1", "epsilon_sound": up,
-                                                "attained_construction": "hp", "epsilon_attained": low,
-                                                "sound_over_attained": 2.0}],
-                                      "audit": dict(audit, sound_theorem="T1")}},
-            "errata": [], "inference": {},
-            "violation": True, "violations": [{"theorem": "T6", "bound": "T6", "steps": 1, "epsilon_lower": low,
-                                               "epsilon_sound": up, "confidence": 0.95, "trials": 500}]}
+    tightness = {"bounds": [{"theorem": "T6", "sound_theorem": "T6", "kind": "tight", "audited_kind": "tight",
+                             "covers_audit": True, "note": None, "audit": audit}],
+                 "upper_gaps": [{"upper": "T7", "construction": "T9", "instances": 2, "epsilon_sound": up,
+                                 "epsilon_attained": low, "attained_over_sound": 0.5,
+                                 "epsilon_audited_lower": low, "audited_over_sound": 0.5}],
+                 "composition": [{"steps": 10, "epsilon_sound": up, "epsilon_attained": low,
+                                  "epsilon_audited_lower": low, "audit_trials": 500, "confidence": 0.95}],
+                 "brackets": [{"pair": "T6", "sound_theorem": "T6", "discretization": 1e-3, "steps": 1000,
+                               "delta": 1e-5, "epsilon_sound": up, "lower": low, "upper": up,
+                               "rounding": 0.0, "composition_gap": 0.0}],
+                 "shuffle": {"rows": [{"steps": 10, "delta": 1e-5, "sound_theorem": "T1", "epsilon_sound": up,
+                                       "attained_construction": "hp", "epsilon_attained": low,
+                                       "sound_over_attained": 2.0}],
+                             "audit": dict(audit, sound_theorem="T1")}}
+    catalogue = [{"theorem": "T6", "reference": "Thm", "kind": "tight", "epsilon_sound": up, "epsilon_attained": low,
+                  "applies": True}]
+    return fake_results(up, low, trials=500, claims=[c6, c7], accounting={"catalogue": catalogue},
+                        tightness=tightness, violations=[{"theorem": "T6", "bound": "T6", "steps": 1,
+                                                          "epsilon_lower": low, "epsilon_sound": up,
+                                                          "confidence": 0.95, "trials": 500}])
 
 
 def flat(blks):
@@ -95,9 +81,9 @@ def on_its_side(text: str, value: float, side: str) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(VALUES, VALUES)
-def test_every_printed_epsilon_is_on_its_safe_side(up, low):
-    blks = list(flat(blocks(results(up, low))))
+@given(up=VALUES, low=VALUES)
+def test_every_printed_epsilon_is_on_its_safe_side(fake_results, up, low):
+    blks = list(flat(blocks(results(fake_results, up, low))))
     seen = set()
     for b in blks:
         if b[0] == Block.TABLE:
@@ -123,10 +109,10 @@ def test_every_printed_epsilon_is_on_its_safe_side(up, low):
                     for g in m.groups():
                         on_its_side(g, up if side == "upper" else low, side)
     assert seen == set(TABLES) | set(ROWS) | {p for p, _ in SENTENCES}  # every place was found and checked
-    assert to_markdown(results(up, low))  # the same blocks render
+    assert to_markdown(results(fake_results, up, low))  # the same blocks render
 
 
-def test_tsdp_report_lines(tmp_path, monkeypatch, capsys):
+def test_tsdp_report_lines(tmp_path, monkeypatch, capsys, fake_results):
     from hypothesis import given as given_
 
     from tsdp.cli.main import main
@@ -134,7 +120,7 @@ def test_tsdp_report_lines(tmp_path, monkeypatch, capsys):
     @settings(max_examples=30, deadline=None)
     @given_(VALUES, VALUES)
     def check(up, low):
-        monkeypatch.setattr(run, "build_report", lambda *a, **k: results(up, low))
+        monkeypatch.setattr(run, "build_report", lambda *a, **k: results(fake_results, up, low))
         assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 1
         out, err = capsys.readouterr()
         (sound,) = re.findall(r"ε=(\S+?)(?:;|$)", out, re.M)

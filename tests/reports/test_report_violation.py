@@ -15,33 +15,16 @@ CASE = {"theorem": "T6", "bound": "T6", "steps": 1, "epsilon_lower": 4.2, "epsil
         "confidence": 0.95, "trials": 5000}
 
 
-def fake_results(violations):
-    return {"meta": {"name": "x", "mode": "quick", "version": "0", "status": "complete", "elapsed_s": 1.0,
-                     "audits_checked": 2},
-            "accounting": {"config": {"N": 320, "L": 20, "context_length": 1, "forecast_length": 1, "batch_size": 32,
-                                      "instances": 1, "sigma": 1.0, "top": "wor", "bottom": "wr"},
-                           "derived": {}, "theorem": "T6", "kind": "tight", "reason": "T6 is tight",
-                           "rows": [{"delta": 1e-5, "steps": 1, "epochs": None, "compositions": 1,
-                                     "epsilon_sound": 3.025, "epsilon_attained": 3.025, "construction": "T6"}]},
-            "claims": [], "consistency": {"summary": {"pass": 1, "fail": 0, "finding": 0, "total": 1},
-                                          "elapsed_s": 1.0, "theorems_covered": [], "failures_and_findings": []},
-            "tightness": {"audit_status": "ran", "bounds": [], "delta": 1e-3, "trials": 5000, "composed_trials": 0,
-                          "audit_config": {"N": 320, "batch_size": 64, "L": 4, "context_length": 1, "forecast_length": 1,
-                                           "sigma": 1.0},
-                          "soundness_violations": [], "upper_gaps": [], "composition": []},
-            "errata": [], "inference": {}, "violation": bool(violations), "violations": violations}
-
-
 @pytest.mark.parametrize("violations, code", [([CASE], 1), ([], 0)])
-def test_report_exit_code_follows_the_violation(tmp_path, monkeypatch, capsys, violations, code):
-    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results(violations))
+def test_report_exit_code_follows_the_violation(tmp_path, monkeypatch, capsys, fake_results, violations, code):
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results(violations=violations))
     assert main(["report", "--no-progress", "--out", str(tmp_path)]) == code
     err = capsys.readouterr().err
     assert ("PRIVACY VIOLATION" in err and "4.2" in err and "3.717" in err) == bool(violations)
 
 
-def test_json_carries_the_violation(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results([CASE]))
+def test_json_carries_the_violation(tmp_path, monkeypatch, capsys, fake_results):
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results(violations=[CASE]))
     assert main(["report", "--no-progress", "--json", "--out", str(tmp_path)]) == 1
     out = json.loads(capsys.readouterr().out)  # the message goes to stderr, stdout stays JSON
     assert out["violation"] is True
@@ -49,19 +32,19 @@ def test_json_carries_the_violation(tmp_path, monkeypatch, capsys):
     assert v["epsilon_lower"] > v["epsilon_sound"] and v["confidence"] == 0.95
 
 
-def test_first_screen_says_so():
-    b = blocks(fake_results([CASE]))
+def test_first_screen_says_so(fake_results):
+    b = blocks(fake_results(violations=[CASE]))
     first = [x for x in b[:4] if x[0] == "alert"]  # before section 1
     assert first and first[0][1] is False and "PRIVACY VIOLATION" in first[0][2] and "3.717" in first[0][2]
-    assert "class='alert bad'" in to_html(fake_results([CASE]), None)
-    ok = [x for x in blocks(fake_results([]))[:4] if x[0] == "alert"]
+    assert "class='alert bad'" in to_html(fake_results(violations=[CASE]), None)
+    ok = [x for x in blocks(fake_results())[:4] if x[0] == "alert"]
     assert ok and ok[0][1] is True and "No privacy violation" in ok[0][2]
 
 
-def test_the_epsilon_table_names_its_theorem_construction_and_scheme():
+def test_the_epsilon_table_names_its_theorem_construction_and_scheme(fake_results):
     """The first screen's ε table: the sound column names its theorem, the attained column the construction pair
     that reaches it and the scheme it runs on (the accounting rows' construction, the configuration's levels)."""
-    (table,) = [x for x in blocks(fake_results([])) if x[0] == "table" and x[1][0] == "schedule"]
+    (table,) = [x for x in blocks(fake_results()) if x[0] == "table" and x[1][0] == "schedule"]
     assert table[1][2:] == ["ε sound (T6, upper) at δ = 1e-05",
                             "ε attained (lower; T6 construction, wor/wr, λ = 1) at δ = 1e-05"]
     assert table[2] == [["1 step", 1, "3.025", "3.025"]]
@@ -88,14 +71,14 @@ def test_a_planted_noise_bug_fails_the_real_report(tmp_path, monkeypatch, capsys
     assert "PRIVACY VIOLATION" in capsys.readouterr().err
 
 
-def test_the_printed_summary_has_both_c7_lines(tmp_path, monkeypatch, capsys):
+def test_the_printed_summary_has_both_c7_lines(tmp_path, monkeypatch, capsys, fake_results):
     """`tsdp report`'s lines: the claim's measured verdict and, under it, each other verdict with its source."""
     claim = {"id": "C7", "verdict_text": "not reproduced on M1 yearly (the quick grid, 2 of 4 cells)",
              "reason": "the best DP model is not below the better baseline, autoets 0.1352, at ε = 0.5",
              "other_verdicts": [{"source": "the paper's reported tables", "verdict": "refuted",
                                  "verdict_text": "refuted on the paper's own Table 1 and appendix tables (electricity)",
                                  "reason": "refuted on electricity"}]}
-    monkeypatch.setattr(run, "build_report", lambda *a, **k: {**fake_results([]), "claims": [claim]})
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results(claims=[claim]))
     assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     at = lines.index(f"C7: {claim['verdict_text']} - {claim['reason']}")
@@ -103,13 +86,13 @@ def test_the_printed_summary_has_both_c7_lines(tmp_path, monkeypatch, capsys):
                              "tables (electricity) - refuted on electricity")
 
 
-def test_a_case_of_the_violation_test_alone_is_said_as_such(tmp_path, monkeypatch, capsys):
+def test_a_case_of_the_violation_test_alone_is_said_as_such(tmp_path, monkeypatch, capsys, fake_results):
     """A violation the violation test certifies while the estimate stays below the sound ε: the first screen and
     `tsdp report`'s line say the test rejects the sound profile, never that the estimate is above the sound ε."""
     case = {**CASE, "epsilon_lower": 1.5, "estimate_above": False}
-    text = next(x[2] for x in blocks(fake_results([case])) if x[0] == "alert")
+    text = next(x[2] for x in blocks(fake_results(violations=[case])) if x[0] == "alert")
     assert "violation test rejects the sound profile of T6" in text and "above the sound ε" not in text
-    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results([case]))
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results(violations=[case]))
     assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "violation test rejects the sound profile of T6" in err and "> sound ε" not in err

@@ -12,7 +12,7 @@ import pytest
 import sympy as sp
 
 from tsdp.theorems.bounds.base import PairBound, WorMixtureBound
-from tsdp.theorems.bounds.bilevel import _t10_printed
+from tsdp.theorems.bounds.bilevel import T10_PRINTED
 from tsdp.theorems.bounds.shapes import against_gaussian
 from tsdp.theorems.mixture import GaussianMixture, MixturePair
 from tsdp.theorems.registry import REGISTRY
@@ -76,7 +76,7 @@ HALF_REFERENCE_T6 = replace(T["T6"], build=lambda p: MixturePair.of(
 ONE_BASED_T3 = replace(T["T3"], build=_one_based_t3)
 """T3 read with the printed 1-based index (erratum 1)."""
 
-PRINTED_AS_T10 = replace(T["T10"], build=_t10_printed)
+PRINTED_AS_T10 = replace(T["T10"], build=T10_PRINTED.build)
 """T10 encoded with the printed pair instead of the proof's construction (erratum 8)."""
 
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from hypothesis import given, strategies as st
 
-from tsdp.verify.rounded import rounded_down, rounded_up
+from tsdp.verify.rounded import DIGITS, rounded_down, rounded_nearest, rounded_up
 
 FINITE = st.floats(min_value=-1e300, max_value=1e300, allow_nan=False, allow_infinity=False)
 
@@ -57,3 +57,25 @@ def test_a_value_just_above_its_nearest_text_goes_up_and_one_just_below_goes_dow
     y = 2.99996  # nearest: "3", above y
     assert rounded_up(y, 4) == "3" and rounded_down(y, 4) == "2.999"
     assert rounded_up(0.12344, 4, fixed=True) == "0.1235" and rounded_down(0.12346, 4, fixed=True) == "0.1234"
+
+
+@given(FINITE, st.booleans())
+def test_tsdps_printed_precision_brackets_x_in_both_formats(x, fixed):
+    """The default precision (DIGITS) every command and page prints: sound text ≥ x ≥ attained text."""
+    if fixed and abs(x) > 1e15:
+        x = math.copysign(1e15, x)  # f format of a huge float: digits beyond a float's precision say nothing
+    assert float(rounded_down(x, fixed=fixed)) <= x <= float(rounded_up(x, fixed=fixed))
+    assert rounded_up(x, fixed=fixed) == rounded_up(x, DIGITS, fixed=fixed)
+
+
+@given(FINITE, st.integers(1, 9), st.booleans())
+def test_rounded_nearest_is_pythons_nearest_text_and_zero_is_0(x, digits, fixed):
+    text = rounded_nearest(x, digits, fixed=fixed)
+    python = format(x, f".{digits}{'f' if fixed else 'g'}")
+    assert text == ("0" if float(python) == 0 else python)
+    assert float(rounded_down(x, digits, fixed=fixed)) <= float(text) <= float(rounded_up(x, digits, fixed=fixed))
+
+
+def test_a_gap_that_rounds_to_zero_prints_0_never_a_negative_zero():
+    assert rounded_nearest(-1e-9, fixed=True) == "0" and rounded_nearest(-0.0) == "0"
+    assert rounded_nearest(math.inf) == "inf" and rounded_nearest(math.nan, fixed=True) == "nan"

@@ -8,10 +8,11 @@ import argparse
 import math
 
 from tsdp.theorems.config import check_calibration_target
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 from .config_args import STEPS_HELP, add_config_arguments, config_from_args
 from .errors import UsageError, check_delta
-from .output import lower_text, sigma_text, upper_text
+from .output import sigma_text
 
 
 def _add_accounting_options(p: argparse.ArgumentParser) -> None:
@@ -47,7 +48,7 @@ def _schedule(args):
     return args.steps, args.epochs
 
 
-def _fmt(x, refused=None, text=upper_text) -> str:
+def _fmt(x, refused=None, text=rounded_up) -> str:
     """A bound as printed: none with why, else ``text`` (upper bounds rounded up, lower bounds rounded down)."""
     return f"none ({refused})" if x is None else text(x, 6)
 
@@ -117,11 +118,11 @@ def add_parsers(sub, command) -> None:
         payload = r.as_dict()
         sched = f"{steps} training steps" if steps is not None else f"{epochs} epochs"
         if sound is None:
-            head = f"{target}: lower bound (attained) {_fmt(attained, payload.get('attained_refused'), lower_text)}; no upper bound: {r.sound_refused}"
+            head = f"{target}: lower bound (attained) {_fmt(attained, payload.get('attained_refused'), rounded_down)}; no upper bound: {r.sound_refused}"
         elif args.sound_only:
             head = f"{target}: sound {_fmt(sound)} (upper bound)"
         else:
-            head = f"{target}: sound {_fmt(sound)} (upper bound), attained {_fmt(attained, payload.get('attained_refused'), lower_text)} (lower bound)"
+            head = f"{target}: sound {_fmt(sound)} (upper bound), attained {_fmt(attained, payload.get('attained_refused'), rounded_down)} (lower bound)"
         human = "\n".join([
             head,
             f"theorem {r.theorem} ({r.kind}, per {r.scope}) - {r.reason}",
@@ -148,9 +149,9 @@ def add_parsers(sub, command) -> None:
                             tolerance=args.tolerance, discretization=args.discretization,
                             tail_mass_truncation=args.tail_mass_truncation)
         human = "\n".join([
-            f"σ = {sigma_text(r.sigma)} gives sound ε = {upper_text(r.epsilon, 6)} ≤ {r.target_epsilon:g} at δ = {r.delta:g}",
+            f"σ = {sigma_text(r.sigma)} gives sound ε = {rounded_up(r.epsilon, 6)} ≤ {r.target_epsilon:g} at δ = {r.delta:g}",
             f"theorem {r.theorem} - {r.reason}; {r.compositions} compositions; relative tolerance {r.tolerance:g}"
-            + ("" if r.sigma_rejected is None else f" (σ = {r.sigma_rejected:.6g} gives ε = {upper_text(r.epsilon_rejected, 6)})"),
+            + ("" if r.sigma_rejected is None else f" (σ = {r.sigma_rejected:.6g} gives ε = {rounded_up(r.epsilon_rejected, 6)})"),
         ])
         _print(args, r.as_dict(), human)
         return 0

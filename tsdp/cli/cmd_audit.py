@@ -16,11 +16,12 @@ import math
 from typing import Callable
 
 from tsdp.theorems.config import TrainingConfig, check_int
+from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
 
 from .config_args import (MODEL_NAMES, STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args,
                           data_from_args, data_sizing_the_config)
 from .errors import UsageError, check_delta
-from .output import NO_NOISE, auc_text, dumps, lower_text, upper_text
+from .output import NO_NOISE, auc_text, dumps
 
 
 def _human_audit(d: dict) -> str:
@@ -37,7 +38,7 @@ def _human_audit(d: dict) -> str:
         "  alpha        H_alpha lower   H_alpha theory",
     ]
     for p in d["profile"]:
-        lines.append(f"  {p['alpha']:<12.5g} {lower_text(p['h_lower'], 6):<15} {upper_text(p['h_theory'], 6)}")
+        lines.append(f"  {p['alpha']:<12.5g} {rounded_down(p['h_lower'], 6):<15} {rounded_up(p['h_theory'], 6)}")
     lines += _human_engine(d)
     if d.get("relation_note") and d.get("sound_exceeded"):
         lines.insert(0, f"RELATION MISMATCH (claim C6), not a privacy violation: certified ε ≥ "
@@ -55,12 +56,12 @@ def _human_audit(d: dict) -> str:
 
 def _low(x: float) -> str:
     """A lower bound on ε to 4 decimals, rounded down (it never claims more than was certified)."""
-    return lower_text(x, 4, fixed=True)
+    return rounded_down(x, fixed=True)
 
 
 def _up(x: float) -> str:
     """A sound ε to 4 decimals, rounded up (it never understates the privacy cost)."""
-    return upper_text(x, 4, fixed=True)
+    return rounded_up(x, fixed=True)
 
 
 def _certified(d: dict) -> float:
@@ -90,12 +91,6 @@ def _union_note(test: dict) -> str:
     return f" (exact level of the union test; the union bound alone: {_low(test['union_value'])})"
 
 
-def _rounded(x: float) -> str:
-    """``x`` to 4 decimals, a value that rounds to zero as 0 (never "-0.0000")."""
-    shown = f"{x:.4f}"
-    return "0" if float(shown) == 0 else shown
-
-
 def _human_engine(d: dict) -> list:
     """Lines on the test design, the run, the sequential test and the attained bracket."""
     run, lines = d.get("run") or {}, []
@@ -121,7 +116,7 @@ def _human_engine(d: dict) -> list:
     b = d.get("attained_bracket")
     if b:
         lines.append(f"  attained ε bracket [{_low(b['lower'])}, {_up(b['upper'])}] (discretisation {b['discretization']:g}),"
-                     f" composition gap sound - upper = {_rounded(b['composition_gap'])}")
+                     f" composition gap sound - upper = {rounded_nearest(b['composition_gap'], fixed=True)}")
     return lines
 
 
@@ -129,7 +124,7 @@ def _human_canary(r) -> str:
     """`tsdp audit-model`'s text: ``r`` a :class:`tsdp.attacks.canary.trained_model.ModelAuditResult`."""
     budget = (NO_NOISE if math.isinf(r.epsilon_budget)
               else f"{r.epsilon_budget:g} (" + ("no noise" if r.epsilon_spent is None
-                                                else f"spent {upper_text(r.epsilon_spent)}") + ")")
+                                                else f"spent {rounded_up(r.epsilon_spent)}") + ")")
     lines = [f"canary audit of {r.model}: {r.canaries} canaries, {r.included} included, "
              f"training ε budget {budget}, δ = {r.delta:g}, {r.steps} training steps"]
     if r.violation:

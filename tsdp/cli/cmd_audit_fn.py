@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Optional
 
+from tsdp.verify.rounded import rounded_down
+
 from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
                           data_sizing_the_config, loader_options_given)
 from .errors import UsageError, check_delta, load_entry_point
-from .output import auc_text, dumps, lower_text, user_output_to_stderr
+from .output import auc_text, dumps, user_output_to_stderr
 
 
 CHECKS = ("check the noise at every step (std σ · C before the division by the batch), the clipping norm (every "
@@ -42,15 +44,15 @@ def _human(r, train: str, sigma: float, device: Optional[str] = None) -> str:
                      + (", the data's part taken off: " + g.data_part.summary if g.data_part is not None
                         else ", the data's per-window gradients taken off" if g.data_span is None
                         else f", the data's gradients kept ({g.data_span})"))
-    lines.append(f"  ε lower bound ({r.confidence:.0%}): {lower_text(r.epsilon_lower, 4, fixed=True)} from the "
+    lines.append(f"  ε lower bound ({r.confidence:.0%}): {rounded_down(r.epsilon_lower, 4, fixed=True)} from the "
                  f"{name!r} score "
                  f"(AUC {auc_text(s.auc)}; {len(r.scores)} score(s), Bonferroni)")
     if isinstance(s, FdpScoreBound):  # the f-DP test, Steinke's bound as its baseline on the same guess sets
-        lines[-1] += (f" (f-DP one-run test {lower_text(s.analyses.dp.epsilon_lower, 4, fixed=True)}, Steinke et al. "
-                      f"{lower_text(s.analyses.steinke.epsilon_lower, 4, fixed=True)}; confidence split between them "
+        lines[-1] += (f" (f-DP one-run test {rounded_down(s.analyses.dp.epsilon_lower, 4, fixed=True)}, Steinke et al. "
+                      f"{rounded_down(s.analyses.steinke.epsilon_lower, 4, fixed=True)}; confidence split between them "
                       "before the scores)")
         lines.append(f"  only if the training's trade-off curve is Gaussian (not part of the verdict): "
-                     f"ε ≥ {lower_text(s.epsilon_if_gaussian, 4, fixed=True)}")
+                     f"ε ≥ {rounded_down(s.epsilon_if_gaussian, 4, fixed=True)}")
         top = max(v for k, v in s.ceiling.items() if k in ("dp", "steinke"))
     else:
         lines[-1] += f" (Steinke et al.: {s.correct} of {s.guesses} '{s.side}' guesses correct)"

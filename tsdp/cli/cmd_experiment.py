@@ -13,9 +13,11 @@ import os
 import argparse
 from typing import TYPE_CHECKING, Callable, Dict, List, Sequence
 
+from tsdp.verify.rounded import rounded_up
+
 from .config_args import add_data_arguments, loader_options_given
 from .errors import UsageError
-from .output import NO_NOISE, dumps, upper_text
+from .output import NO_NOISE, dumps
 
 if TYPE_CHECKING:
     from tsdp.datasets.benchmarks import ForecastSplit
@@ -485,7 +487,7 @@ def render_table(rows: Sequence["Row"], baselines: Dict[str, float], best: Seque
     lines.append("steps per seed and sound ε spent: " + "; ".join(
         f"{MODEL_LABELS[r.model]} ε={NO_NOISE if math.isinf(r.epsilon) else format(r.epsilon, 'g')}"
         + ("" if r.level == Level.ONE_EVENT else " " + _column_label(r.level, r.column).replace(" = ", "="))
-        + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {upper_text(r.epsilon_spent[0], 4, fixed=True)}")
+        + f": {r.steps[0]} steps" + ("" if r.epsilon_spent[0] is None else f", ε {rounded_up(r.epsilon_spent[0], 4, fixed=True)}")
         + (f" < {r.epsilon:g} (epochs cap)" if r.capped[0] else "")
         for r in steps[:8]) + (" ..." if len(steps) > 8 else ""))
     return "\n".join(lines)

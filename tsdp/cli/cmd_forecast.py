@@ -18,9 +18,10 @@ import secrets
 from typing import Callable
 
 from tsdp.theorems.config import DEFAULT_CONFIG
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 from .config_args import add_data_arguments
-from .output import NO_NOISE, dumps, lower_text, sigma_text, upper_text
+from .output import NO_NOISE, dumps, sigma_text
 
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -216,20 +217,20 @@ def _epsilon(args) -> int:
     res = account(_config(args, args.sigma), delta=args.delta, epsilon=args.epsilon)
     d = res.as_dict()
     def shown(x):
-        return "none (L_C > 1: a lone kept step hides its position)" if x is None else lower_text(x, 6)
+        return "none (L_C > 1: a lone kept step hides its position)" if x is None else rounded_down(x, 6)
 
-    head = (f"ε at δ = {res.delta:g}: sound {upper_text(res.epsilon, 6)} (upper bound), attained {shown(res.epsilon_attained)}"
+    head = (f"ε at δ = {res.delta:g}: sound {rounded_up(res.epsilon, 6)} (upper bound), attained {shown(res.epsilon_attained)}"
             if args.delta is not None else
-            f"δ at ε = {res.epsilon:g}: sound {upper_text(res.delta, 6)} (upper bound), attained {shown(res.delta_attained)}")
+            f"δ at ε = {res.epsilon:g}: sound {rounded_up(res.delta, 6)} (upper bound), attained {shown(res.delta_attained)}")
     return _emit(args, d, [head, f"theorem T15 ({res.kind}, per release), {res.releases} release(s); attained = "
                                  "construction with the drop pattern observed (a lower bound)"])
 
 
 def _calibrate(args) -> int:
     res = _calibrated(args)
-    return _emit(args, res.as_dict(), [f"σ = {sigma_text(res.sigma)} (sound ε = {upper_text(res.epsilon, 6)} ≤ {res.target_epsilon:g} "
+    return _emit(args, res.as_dict(), [f"σ = {sigma_text(res.sigma)} (sound ε = {rounded_up(res.epsilon, 6)} ≤ {res.target_epsilon:g} "
                                        f"at δ = {res.delta:g}; σ = {res.sigma_rejected:.6g} gives "
-                                       f"{upper_text(res.epsilon_rejected, 6)})",
+                                       f"{rounded_up(res.epsilon_rejected, 6)})",
                                        f"theorem T15 (upper), r = {args.r:g}, w = {args.w}, v = {args.v:g}, "
                                        f"L_C = {args.context_length}, {args.releases} release(s)"])
 
@@ -266,7 +267,7 @@ def _predict(args) -> int:
     payload = {"sigma": cal.sigma, "epsilon": cal.epsilon, "delta": cal.delta, "r": args.r, "model": header.as_dict(),
                "quantiles": {str(q): qs[i].tolist() for i, q in enumerate(QUANTILES)}, "samples": args.samples}
     lines = [f"private forecast ({header.model}, L_F = {header.forecast_length}) at sound "
-             f"ε = {upper_text(cal.epsilon)}, "
+             f"ε = {rounded_up(cal.epsilon)}, "
              f"δ = {cal.delta:g}, r = {args.r:g}, σ = {sigma_text(cal.sigma, 4)}"]
     lines += [f"q{q:g}: " + " ".join(f"{v:.4g}" for v in qs[i]) for i, q in enumerate(QUANTILES)]
     return _emit(args, payload, lines)

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Callable, Optional
 from tsdp.theorems.config import check_output_path
 
 from tsdp.theorems.config import DEFAULT_CONFIG
+from tsdp.verify.rounded import rounded_up
 
 from .config_args import (MODEL_NAMES, STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args,
                           data_from_args, data_sizing_the_config)
-from .output import dumps, sigma_text, upper_text
+from .output import dumps, sigma_text
 
 if TYPE_CHECKING:
     from tsdp.training.result import TrainResult
@@ -204,7 +205,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         if fit is not None:
             print(f"σ = {sigma_text(fit.sigma)} calibrated so that {result.steps} steps spend ε ≤ {args.epsilon:g} "
                   f"(sound accountant, {fit.theorem})")
-        print(f"sound ε spent {upper_text(result.epsilon, 6)} at δ = {result.delta:g} (an upper bound)")
+        print(f"sound ε spent {rounded_up(result.epsilon, 6)} at δ = {result.delta:g} (an upper bound)")
         print(f"test CRPS {result.crps:.4f} (untrained {result.untrained_crps:.4f}, "
               f"seasonal naive {result.seasonal_naive_crps:.4f})")
         if note:

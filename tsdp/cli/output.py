@@ -18,6 +18,7 @@ import sys
 from typing import Iterator
 
 from tsdp.verify.json_data import json_data
+from tsdp.verify.rounded import rounded_up
 
 NO_NOISE = "∞ (no noise)"
 """An infinite ε (training or a release without noise) in human output: the one label of every command (and of the
@@ -28,44 +29,10 @@ def _default(x):
     return str(x)
 
 
-def upper_text(x: float, digits: int = 4, *, fixed: bool = False) -> str:
-    """An upper bound (a sound ε or δ, a sound H_α) as printed: rounded up (:func:`tsdp.verify.rounded.rounded_up`),
-    so the text reads back as at least the computed number and never understates a privacy cost.
-
-    Args:
-        x: The bound.
-        digits: Significant digits, or digits after the point with ``fixed``.
-        fixed: ``f`` format instead of significant digits.
-
-    Returns:
-        The text, at least ``x``.
-    """
-    from tsdp.verify.rounded import rounded_up
-
-    return rounded_up(x, digits, fixed=fixed)
-
-
-def lower_text(x: float, digits: int = 4, *, fixed: bool = False) -> str:
-    """A lower bound (an attained, audited or certified ε, a certified H_α) as printed: rounded down
-    (:func:`tsdp.verify.rounded.rounded_down`), so the text reads back as at most the computed number and never claims
-    more leakage than was shown.
-
-    Args:
-        x: The bound.
-        digits: Significant digits, or digits after the point with ``fixed``.
-        fixed: ``f`` format instead of significant digits.
-
-    Returns:
-        The text, at most ``x``.
-    """
-    from tsdp.verify.rounded import rounded_down
-
-    return rounded_down(x, digits, fixed=fixed)
-
-
 def sigma_text(sigma: float, digits: int = 6) -> str:
     """A calibrated σ as a person copies it: ``digits`` significant digits, rounded up. A σ printed below the one
-    whose ε was accounted would spend more than the budget; a larger σ spends less.
+    whose ε was accounted would spend more than the budget; a larger σ spends less
+    (:func:`tsdp.verify.rounded.rounded_up`).
 
     Args:
         sigma: The calibrated σ.
@@ -74,7 +41,7 @@ def sigma_text(sigma: float, digits: int = 6) -> str:
     Returns:
         The text, at least ``sigma``.
     """
-    return upper_text(sigma, digits)
+    return rounded_up(sigma, digits)
 
 
 def auc_text(auc: float) -> str:
