@@ -350,8 +350,9 @@ def _shuffle_rows(sh: dict) -> List[tuple]:
 def _inference(inf: dict) -> List[tuple]:
     b: List[tuple] = [(Block.PARAGRAPH, "Private forecasts of a private series (paper Appendix H): each context step kept with "
                             "probability r, N(0, σ²) noise on kept values, mean imputation; σ calibrated per cell so "
-                            "one release is (ε, δ)-DP for (w, v)-event neighbours under T15's sound accounting. The "
-                            "model is trained without DP-SGD, as in the paper. Test CRPS (mean ± std over releases); "
+                            "one release is (ε, δ)-DP for (w, v)-event neighbours under T15's sound accounting, given the "
+                            "model. The model is trained without DP-SGD on these series, released contexts included, as "
+                            "in the paper: the ε covers the release, not the model's training. Test CRPS (mean ± std over releases); "
                             "ε = ∞ is the noiseless reference. Claim C11 (section 2) judges the tables below: does "
                             "r < 1 beat r = 1 at small ε (Welch test over the releases)?")]
     real = inf.get("grunfeld")
