@@ -346,7 +346,7 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
     sampler = cells[0].plan.sampler
     per_epoch = sampler.steps_per_epoch
     active = [k for k, c in enumerate(cells) if c.plan.total_steps > 0]
-    stack = StackedModel([cells[k].model for k in active], exact=not settings.private) if active else None
+    stack = StackedModel([cells[k].model for k in active]) if active else None
     opt = _optimizer(settings, list(stack.parameters.values())) if active else None
     step = 0
     while active:
@@ -358,10 +358,7 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
         _step(stack, opt, [cells[k] for k in active], step % per_epoch, settings, padded, covariates, config)
         step += 1
         if checkpoints is not None:
-            due = [k for k in active if step % checkpoints[k].every == 0]
-            _sync(stack, [cells[k] for k in due], [active.index(k) for k in due])
-            for k in active:
-                checkpoints[k].after(step)
+            _checkpoint(stack, [cells[k] for k in active], [checkpoints[k] for k in active], step)
         share = (time.perf_counter() - started) / len(active)
         for k in active:
             cells[k].seconds += share
@@ -375,6 +372,45 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
             active = [k for k in active if k not in done]
             if active:
                 opt = _keep(stack, opt, rows, settings)
+
+
+VALIDATION_ROWS = 8192
+"""The most stacked rows (windows × runs) of one validation forward: the validation windows are taken in chunks of
+``VALIDATION_ROWS // K`` (each window's loss is its row's alone, so the chunks change no number, only the memory)."""
+
+
+def _validation_losses(stack: StackedModel, best: _Checkpoints) -> List[float]:
+    """Each stacked model's mean NLL of the validation windows of ``best`` (those of every run: one split and
+    configuration): the windows repeated once per block, one forward of the stacked model (in chunks of
+    :data:`VALIDATION_ROWS` rows), each block's mean its model's :func:`tsdp.training.evaluation.validation_loss`
+    (runs without DP: the value of its run trained alone as a group of one, bit for bit; private runs: that of the
+    run alone through :func:`tsdp.training.train.train`'s own model, to float rounding)."""
+    k, count = stack.size, best.contexts.shape[0]
+    per = max(1, VALIDATION_ROWS // k)
+    tensors = [t for t in (best.contexts, best.targets, best.covariates) if t is not None]
+    parts = []
+    stack.module.eval()
+    with torch.no_grad():
+        for i in range(0, count, per):
+            rows = [t[i:i + per].repeat(k, *([1] * (t.dim() - 1))) for t in tensors]
+            parts.append(stack.losses(rows).reshape(k, -1))
+    stack.module.train()
+    return torch.cat(parts, dim=1).mean(dim=1).tolist()
+
+
+def _checkpoint(stack: StackedModel, cells: Sequence[_Cell], checkpoints: Sequence[_Checkpoints], step: int) -> None:
+    """Each cell's checkpoint after ``step`` (``cells``: the stack's rows, in order, all validated every ``every``
+    steps): on a validation step every cell's validation loss from one stacked forward (:func:`_validation_losses`),
+    the cells whose loss is their lowest yet copied into their own models first (the state their checkpoint keeps)."""
+    if not checkpoints[0].due(step):
+        for best in checkpoints:
+            best.after(step)
+        return
+    losses = _validation_losses(stack, checkpoints[0])
+    better = [row for row, (best, loss) in enumerate(zip(checkpoints, losses)) if loss < best.best]
+    _sync(stack, [cells[row] for row in better], better)
+    for best, loss in zip(checkpoints, losses):
+        best.after(step, loss)
 
 
 def _step(stack: StackedModel, opt, cells: Sequence[_Cell], i: int, settings: GroupSettings, padded, covariates,
