@@ -4,7 +4,8 @@ A private cell trains with the dataset's σ (paper Appendix "DP Training Paramet
 sound ε(δ) of the next step would exceed the cell's budget, or to the epochs cap
 (:func:`tsdp.training.train.train`); it records the steps that ran and the ε they spent (an
 **upper** bound, the accountant's ε of exactly those steps). ε = ∞ trains without clipping or noise
-for the epochs cap, as a group of one (:func:`train_cell`). A budget that buys no step is recorded as 0 steps, ε 0 and no CRPS (NaN). The reported CRPS is the last iterate's, covered by the ε; the checkpoint with
+for the epochs cap, as a group of one (:func:`train_cell`). A budget that buys no step is recorded as 0 steps,
+ε 0 and no CRPS (NaN). The reported CRPS is the last iterate's, covered by the ε; the checkpoint with
 the lowest validation loss (the paper's choice) is reported beside it and is **not** covered: its
 validation windows are the ends of the same private series (THEOREMS.md errata).
 

@@ -12,13 +12,24 @@ run keeps of its own:
   forecasts (the same draws for the runs of one seed: drawn once, each generator then set to the state they leave), each epoch's batches (its own sampler stream), each step's augmentation and noise (its own noise
   stream, :func:`tsdp.training.stacked.stacked_noise`), the trained and the selected checkpoint's forecasts;
 - its initial model (:func:`tsdp.training.train.initial_model` at its seed) and its checkpoints (the lowest
-  validation loss, :class:`tsdp.training.train._Checkpoints` on its own model);
+  validation loss, :class:`tsdp.training.train._Checkpoints`; a validation step scores every run in one stacked
+  forward of the validation windows repeated per block, each block's mean NLL its run's);
 - its stopping step: a run whose budget is spent takes no further step; the stacked model keeps the runs still
   training only (:meth:`~tsdp.training.stacked.StackedModel.keep`), so the spent runs cost nothing after it.
 
-Runs without DP (``settings.private`` False) train the stacked model in its exact mode (each run's rows through its
-own layer calls): without noise, over many Adam steps, any rounding difference grows, and there each run is its run
-alone bit for bit. The runs' steps are batched as cell-major rows (run k's windows in block k, padded to the step's largest batch and
+Nothing a run computes depends on the other runs: each block of the batched products (``baddbmm``) is its run's
+own product, every other operation acts per row, and the optimizer's ``foreach`` step per element, so a run's numbers
+in a group are those of its run trained as a group of one, bit for bit (measured on the CPU, and asserted for every
+model by tests/training/test_together.py: the parameters, losses, validation losses, checkpoint and CRPS). Runs
+without DP train this way too; without noise, over many Adam steps, rounding differences grow (to per-cent CRPS
+differences over a thousand steps), so a cell without DP is trained alone as a group of one
+(:func:`tsdp.experiments.cells.train_cell`), never through :func:`tsdp.training.train.train`'s model, whose
+``F.linear`` products round differently: the two agree to float rounding over the first steps, which the tests
+check as an independent implementation. The private runs' noise keeps their results within float rounding of
+:func:`tsdp.training.train.train` over a whole run, and a private run's checkpoint choice (its validation loss
+through the stack) can differ from its run alone only at a tie within rounding.
+
+The runs' steps are batched as cell-major rows (run k's windows in block k, padded to the step's largest batch and
 masked). ``seconds`` of a run is its share of the loop's time: each step's time split evenly among the runs that
 took it. :func:`loop_seconds` times that loop alone (no forecasts) for a number of runs: the pre-run estimate's probe.
 """
@@ -190,7 +201,8 @@ def train_together(config: TrainingConfig, runs: Sequence[Run], settings: GroupS
     """Train every run of ``runs`` (``config`` at the run's σ, its seed and budget) together (module docstring);
     returns their results in order, each what :func:`tsdp.training.train.train` returns for the run alone (the same
     checks, the same sound ε of the same steps, an **upper** bound; the same losses, updates and CRPS to float
-    rounding). Raises :class:`ConfigError` as ``train`` does for a run (the first run's that raises,
+    rounding, for runs without DP over their first steps only) and, bit for bit, what it returns for the run alone
+    in ``runs`` (module docstring). Raises :class:`ConfigError` as ``train`` does for a run (the first run's that raises,
     :func:`train_each_together`), and naming ``runs`` for no run or for runs without DP whose batches can be empty
     (Poisson sampling; they train alone).
 
