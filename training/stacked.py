@@ -6,7 +6,11 @@ holding the K weights as one (K, out, in) tensor, every ``nn.LayerNorm`` a :clas
 the model runs on a batch of K·M windows, run k's M windows in rows k·M .. k·M + M - 1 (cell-major). The models
 never mix samples and their other operations act per sample, so the model code runs unchanged on that batch; only
 the parameter-owning layers know the K blocks, and apply block k's weights to block k's rows by one batched matrix
-product (``baddbmm``). A parameter-owning module of another type is refused (:class:`StackError`).
+product (``baddbmm``). A parameter-owning module of another type is refused (:class:`StackError`). On the CPU each
+block of a ``baddbmm`` is, bit for bit, the product of that block alone, and nothing else a row computes depends on
+the rows around it, so a model's losses and gradients in a stack of K are those of its stack of one, bit for bit
+(tests/training/test_together.py, every model); against the model itself (``F.linear``) they agree to float
+rounding.
 
 Algorithm 2 (lines 4-7) is then per run, exact: one forward and one backward of the K·M per-window losses give
 every stacked layer's inputs a and output gradients g; each window's squared gradient norm is summed over layers

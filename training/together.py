@@ -19,8 +19,10 @@ run keeps of its own:
 
 Nothing a run computes depends on the other runs: each block of the batched products (``baddbmm``) is its run's
 own product, every other operation acts per row, and the optimizer's ``foreach`` step per element, so a run's numbers
-in a group are those of its run trained as a group of one, bit for bit (measured on the CPU, and asserted for every
-model by tests/training/test_together.py: the parameters, losses, validation losses, checkpoint and CRPS). Runs
+in a group are those of its run trained as a group of one, bit for bit (measured on the CPU at one torch thread, as
+the grid's cells run, and asserted for every model by tests/training/test_together.py: the parameters, losses,
+validation losses, checkpoint and CRPS; not checked on CUDA, whose batched products may choose their kernels by
+batch count). Runs
 without DP train this way too; without noise, over many Adam steps, rounding differences grow (to per-cent CRPS
 differences over a thousand steps), so a cell without DP is trained alone as a group of one
 (:func:`tsdp.experiments.cells.train_cell`), never through :func:`tsdp.training.train.train`'s model, whose
