@@ -25,6 +25,7 @@ from tsdp.theorems.config import ConfigError
 from tsdp.training.factored import factored_clipped_sum
 from tsdp.training.models import make_model
 from tsdp.training.stacked import StackedModel, StackError
+from tsdp.training import together
 from tsdp.training.together import GroupSettings, Run, train_each_together, train_together
 from tsdp.training.train import initial_model, train
 
@@ -66,7 +67,7 @@ def test_stacked_clipped_sums_equal_each_model_alone(name):
 @pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer", "deepar"])
 def test_each_block_of_a_stack_is_its_stack_of_one_bit_for_bit(name):
     """The batched stack (the engine of every group) gives every model the per-window losses, the autograd gradients
-    of the per-run mean losses and, after Adam steps (foreach, with weight decay), the parameters of the model
+    of the per-run mean losses and, after the groups' Adam steps (with weight decay), the parameters of the model
     stacked alone, bit for bit (torch.equal), over 4 steps, at an odd batch (M = 7) and the grid's (M = 8), and at
     K = 6 models: every (K, 3) head bias then spans more than one 16-float vector loop, so an element computed on
     the vectorised body in the stack and on the scalar tail alone (or the other way) would show."""
@@ -82,8 +83,8 @@ def test_each_block_of_a_stack_is_its_stack_of_one_bit_for_bit(name):
         if name == "deepar":
             windows.append(torch.randn(k, m, lc + lf, 2, generator=g))
         stacks = [StackedModel(models)] + [StackedModel([model]) for model in models]
-        opts = [torch.optim.Adam(list(s.parameters.values()), lr=1e-2, weight_decay=1e-4, foreach=True)
-                for s in stacks]
+        adam = GroupSettings(name, lr=1e-2, weight_decay=1e-4)
+        opts = [together._optimizer(adam, list(s.parameters.values())) for s in stacks]  # the groups' optimizer
         for _ in range(4):
             passes = []
             for j, (stack, opt) in enumerate(zip(stacks, opts)):
@@ -347,7 +348,6 @@ def test_a_groups_validation_is_one_stacked_forward_giving_each_run_its_loss(nam
     stacked forward): each model's mean NLL is that of its stack of one bit for bit, also when the windows are taken
     in chunks of a few rows, and :func:`tsdp.training.evaluation.validation_loss` of the plain model to float
     rounding (rel 1e-5: a private run's checkpoint choice can differ from its run alone only at a tie within it)."""
-    from tsdp.training import together
     from tsdp.training.checkpoints import BestCheckpoint
     from tsdp.training.evaluation import validation_loss
 
