@@ -22,9 +22,8 @@ own product, every other operation acts per row, and the optimizer's ``foreach``
 in a group are those of its run trained as a group of one, bit for bit (measured on the CPU at one torch thread, as
 the grid's cells run, and asserted for every model by tests/training/test_together.py: the parameters, losses,
 validation losses, checkpoint and CRPS; not checked on CUDA, whose batched products may choose their kernels by
-batch count). Runs
-without DP train this way too; without noise, over many Adam steps, rounding differences grow (to per-cent CRPS
-differences over a thousand steps), so a cell without DP is trained alone as a group of one
+batch count). Runs without DP train this way too; without noise, over many Adam steps, rounding differences grow
+(to per-cent CRPS differences over a thousand steps), so a cell without DP is trained alone as a group of one
 (:func:`tsdp.experiments.cells.train_cell`), never through :func:`tsdp.training.train.train`'s model, whose
 ``F.linear`` products round differently: the two agree to float rounding over the first steps, which the tests
 check as an independent implementation. The private runs' noise keeps their results within float rounding of
@@ -396,9 +395,9 @@ VALIDATION_ROWS = 8192
 def _validation_losses(stack: StackedModel, best: _Checkpoints) -> List[float]:
     """Each stacked model's mean NLL of the validation windows of ``best`` (those of every run: one split and
     configuration): the windows repeated once per block, one forward of the stacked model (in chunks of
-    :data:`VALIDATION_ROWS` rows), each block's mean its model's :func:`tsdp.training.evaluation.validation_loss`
-    (runs without DP: the value of its run trained alone as a group of one, bit for bit; private runs: that of the
-    run alone through :func:`tsdp.training.train.train`'s own model, to float rounding)."""
+    :data:`VALIDATION_ROWS` rows), each block's mean its model's :func:`tsdp.training.evaluation.validation_loss`:
+    bit for bit its value in a stack of one, and to float rounding that of the model itself (a private run alone,
+    :func:`tsdp.training.train.train`, validates its own model)."""
     k, count = stack.size, best.contexts.shape[0]
     per = max(1, VALIDATION_ROWS // k)
     tensors = [t for t in (best.contexts, best.targets, best.covariates) if t is not None]
