@@ -4,7 +4,8 @@ A private cell trains with the dataset's σ (paper Appendix "DP Training Paramet
 sound ε(δ) of the next step would exceed the cell's budget, or to the epochs cap
 (:func:`tsdp.training.train.train`); it records the steps that ran and the ε they spent (an
 **upper** bound, the accountant's ε of exactly those steps). ε = ∞ trains without clipping or noise
-for the epochs cap. A budget that buys no step is recorded as 0 steps, ε 0 and no CRPS (NaN). The reported CRPS is the last iterate's, covered by the ε; the checkpoint with
+for the epochs cap, as a group of one (:func:`train_cell`). A budget that buys no step is recorded as 0 steps,
+ε 0 and no CRPS (NaN). The reported CRPS is the last iterate's, covered by the ε; the checkpoint with
 the lowest validation loss (the paper's choice) is reported beside it and is **not** covered: its
 validation windows are the ends of the same private series (THEOREMS.md errata).
 
@@ -65,8 +66,11 @@ class CellTask:
 
 def train_cell(cell: Cell, settings: GridSettings, config: TrainingConfig) -> "TrainResult":
     """Train ``cell``'s model alone on ``config`` (:func:`cell_config`, or a variant of it: another batch size Λ) with
-    the grid's settings and the paper's optimiser (:func:`cell_training`): DP-SGD to the cell's ε, or without DP
-    for ε = ∞.
+    the grid's settings and the paper's optimiser (:func:`cell_training`): DP-SGD to the cell's ε
+    (:func:`tsdp.training.train.train`), or without DP for ε = ∞ as a group of one
+    (:func:`tsdp.training.together.train_together` with its one run): the program that trains it among the other
+    cells of its group, so that its numbers are those it gets in the grid trained together, bit for bit
+    (:mod:`tsdp.experiments.groups`).
 
     Args:
         cell: The grid cell (model, ε, seed index).
@@ -76,11 +80,15 @@ def train_cell(cell: Cell, settings: GridSettings, config: TrainingConfig) -> "T
     Returns:
         The :class:`tsdp.training.train.TrainResult` (test CRPS of the last iterate, steps, ε spent).
     """
-    from tsdp.training.train import train
-
+    seed, training = cell_seed(settings, cell.seed_index), cell_training(cell, settings)
     with diverged_names_the_cell(cell, settings):
-        return train(config, cell.model, seed=cell_seed(settings, cell.seed_index),
-                     **cell_training(cell, settings).keywords(None if math.isinf(cell.epsilon) else cell.epsilon))
+        if math.isinf(cell.epsilon):
+            from tsdp.training.together import Run, train_together
+
+            return train_together(config, [Run(seed)], training)[0]
+        from tsdp.training.train import train
+
+        return train(config, cell.model, seed=seed, **training.keywords(cell.epsilon))
 
 
 def run_cell(task: CellTask) -> CellResult:

@@ -18,7 +18,7 @@ the one-thread cells it estimates, and overstates them many times over; at the c
 Cells trained together (the default, :mod:`tsdp.experiments.groups`) are estimated as they run: a group's
 cells share one stacked loop, whose seconds per step grow with the runs still training. The probe times
 that loop (:func:`tsdp.training.together.loop_seconds`) at one run and at the largest group of the model (private
-groups and groups without DP apart: the latter run the stacked model's exact mode), and a
+groups and groups without DP apart: the latter take no clipping and no noise), and a
 group's loop costs, step by step, the seconds at its runs still active (linear between the two probes); each cell
 keeps its fixed part, and the accountant's search runs twice per distinct budget of a group rather than per cell.
 Without that (probing single cells for a grouped grid), a grid of 15-cell groups was overstated several times over.
@@ -211,7 +211,7 @@ def grouped_loop_seconds(steps: Sequence[int], one: float, full: float, runs: in
 
 def _probed(cell: Cell) -> str:
     """The name a group's stacked-loop probes go by: its model (private groups), ``<model>/no-dp`` (groups without
-    DP, the stacked model's exact mode)."""
+    DP: no clipping, no noise)."""
     return f"{cell.model}/no-dp" if math.isinf(cell.epsilon) else cell.model
 
 

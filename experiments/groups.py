@@ -7,16 +7,16 @@ cell keeps its seed (its initial model, its batches, its noise), its budget and 
 its file, written as :func:`tsdp.experiments.cells.run_cell` writes it (the same key, the same fields). A group is
 one unit of the sharded engine; its progress is its cells. Cells whose budget buys no step are stored as such
 without training (as alone). The private cells of a block form groups, and its cells without DP (ε = ∞) groups of
-their own: those train the stacked model in its exact mode (:class:`tsdp.training.stacked.StackedModel`'s
-``exact``: each block through its own layer calls), so each one's numbers are those of the cell trained alone bit
-for bit. Without noise, over a thousand Adam steps, the batched products' different rounding grew to per-cent
-differences in CRPS (measured on M1: DeepAR, iTransformer, DLinear); the private cells, which stay within float
-rounding of their run alone, keep the batched products.
+their own (they train another loop: no clipping, no noise).
 
 A cell's numbers do not depend on the other cells of its group: every block of the stacked products is its own
-cell's, so a grid that resumes (and trains only the cells missing from its folder) or runs on N workers gives every
-cell the numbers it gets in the whole grid, bit for bit (tests/experiments/test_experiment.py checks it); against
-the cell trained alone (``--cell-by-cell``) the private cells agree to float rounding, the others exactly.
+cell's, and every other operation acts per row (:mod:`tsdp.training.together`), so a grid that resumes (and trains
+only the cells missing from its folder) or runs on N workers gives every cell the numbers it gets in the whole grid,
+bit for bit (tests/experiments/test_experiment.py checks it). Against the cell trained alone (``--cell-by-cell``,
+:func:`tsdp.experiments.cells.run_cell`) the private cells, which train alone through
+:func:`tsdp.training.train.train`, agree to float rounding; a cell without DP trains alone as a group of one (without
+noise, over a thousand Adam steps, any rounding difference grows to per-cent differences in CRPS, measured on M1:
+DeepAR, iTransformer, DLinear), so the two grids give it the same numbers, bit for bit.
 """
 from __future__ import annotations
 
@@ -91,8 +91,8 @@ def groups_of(cells: Sequence[Cell], settings: GridSettings, folder: Optional[st
     the other cells of its group).
 
     Whole blocks, because a group's stacked step costs far less than its cells' steps apart (the per-step work that
-    does not grow with the runs is paid once, and cells without DP share every operation but their layers' calls):
-    cutting a block for the workers costs more CPU than the second worker gives back while other blocks wait.
+    does not grow with the runs is paid once): cutting a block for the workers costs more CPU than the second worker
+    gives back while other blocks wait.
 
     Args:
         cells: The cells to run.

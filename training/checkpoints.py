@@ -46,16 +46,30 @@ class BestCheckpoint:
         self.state = _copy(model)
         self.last_step = 0
 
-    def after(self, step: int) -> None:
+    def due(self, step: int) -> bool:
+        """Whether training step ``step`` is a validation step.
+
+        Args:
+            step: The training step (1-based, warm-up included).
+
+        Returns:
+            True every ``every`` steps.
+        """
+        return step % self.every == 0
+
+    def after(self, step: int, loss: Optional[float] = None) -> None:
         """Record that training step ``step`` ran; on a validation step, keep the model if its loss is the lowest.
 
         Args:
             step: The training step (1-based, warm-up included).
+            loss: The model's validation loss at this step where the caller computed it (runs trained together
+                validate in one stacked forward, :mod:`tsdp.training.together`; the model must then hold the
+                parameters it was computed from); None: computed here.
         """
         self.last_step = step
-        if step % self.every:
+        if not self.due(step):
             return
-        loss = self._loss()
+        loss = self._loss() if loss is None else loss
         if loss < self.best:
             self.best, self.best_step = loss, step
             self.state = _copy(self.model)

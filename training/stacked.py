@@ -6,7 +6,11 @@ holding the K weights as one (K, out, in) tensor, every ``nn.LayerNorm`` a :clas
 the model runs on a batch of K·M windows, run k's M windows in rows k·M .. k·M + M - 1 (cell-major). The models
 never mix samples and their other operations act per sample, so the model code runs unchanged on that batch; only
 the parameter-owning layers know the K blocks, and apply block k's weights to block k's rows by one batched matrix
-product (``baddbmm``). A parameter-owning module of another type is refused (:class:`StackError`).
+product (``baddbmm``). A parameter-owning module of another type is refused (:class:`StackError`). On the CPU each
+block of a ``baddbmm`` is, bit for bit, the product of that block alone, and nothing else a row computes depends on
+the rows around it, so a model's losses and gradients in a stack of K are those of its stack of one, bit for bit
+(tests/training/test_together.py, every model); against the model itself (``F.linear``) they agree to float
+rounding.
 
 Algorithm 2 (lines 4-7) is then per run, exact: one forward and one backward of the K·M per-window losses give
 every stacked layer's inputs a and output gradients g; each window's squared gradient norm is summed over layers
@@ -36,16 +40,14 @@ class StackError(ValueError):
 class StackedLinear(nn.Module):
     """K ``nn.Linear`` layers of one shape: ``weight`` (K, out, in), ``bias`` (K, out) or None. Input (K·M, ..., in),
     cell-major; block k of the rows goes through layer k. Records (input, output) of every call while
-    ``calls`` is a list. ``exact``: each block by its own ``F.linear`` (:class:`StackedModel`'s ``exact``).
+    ``calls`` is a list.
 
     Args:
         layers: The K layers (one shape).
-        exact: Whether each block runs through its own ``F.linear`` (the bits of its model alone).
     """
 
-    def __init__(self, layers: Sequence[nn.Linear], exact: bool = False):
+    def __init__(self, layers: Sequence[nn.Linear]):
         super().__init__()
-        self.exact = exact
         self.weight = nn.Parameter(torch.stack([m.weight.detach() for m in layers]))
         self.bias = (None if layers[0].bias is None else
                      nn.Parameter(torch.stack([m.bias.detach() for m in layers])))
@@ -53,16 +55,12 @@ class StackedLinear(nn.Module):
         self.views: Optional[tuple] = None
 
     def _views(self) -> tuple:
-        """The parameters as this pass's calls read them: per block (exact) or transposed for the batched product.
-        Made at the pass's first call and shared by its calls (a recurrent layer is called once per position), so
+        """The parameters as this pass's calls read them, transposed for the batched product. Made at the pass's first
+        call and shared by its calls (a recurrent layer is called once per position), so
         autograd sums each block's gradient over the calls before one node stacks it (:meth:`StackedModel.new_pass`
         drops them)."""
         if self.views is None:
-            if self.exact:
-                views = (self.weight.unbind(), [None] * self.weight.shape[0] if self.bias is None else
-                         self.bias.unbind())
-            else:
-                views = (self.weight.transpose(1, 2), None if self.bias is None else self.bias[:, None, :])
+            views = (self.weight.transpose(1, 2), None if self.bias is None else self.bias[:, None, :])
             self.__dict__["views"] = views  # a plain attribute: nn.Module's __setattr__ checks cost more than the view
         return self.views
 
@@ -77,9 +75,6 @@ class StackedLinear(nn.Module):
         """
         k, o, i = self.weight.shape
         weights, biases = self._views()
-        if self.exact:  # each block through F.linear on its own (M, *mid, in) rows, as its model alone
-            return torch.cat([F.linear(x_j, w_j, b_j) for x_j, w_j, b_j in
-                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), weights, biases)])
         rows = x.reshape(k, -1, i)
         y = torch.bmm(rows, weights) if biases is None else torch.baddbmm(biases, rows, weights)
         y = y.reshape(*x.shape[:-1], o)
@@ -93,15 +88,13 @@ class StackedLayerNorm(nn.Module):
 
     Args:
         layers: The K layers (one last dim, with weight and bias).
-        exact: Whether each block runs through its own ``F.layer_norm`` (the bits of its model alone).
 
     Raises:
         StackError: Another normalised shape or no weight or bias.
     """
 
-    def __init__(self, layers: Sequence[nn.LayerNorm], exact: bool = False):
+    def __init__(self, layers: Sequence[nn.LayerNorm]):
         super().__init__()
-        self.exact = exact
         first = layers[0]
         if len(first.normalized_shape) != 1 or first.weight is None or first.bias is None:
             raise StackError("a LayerNorm is stacked over one last dim with its weight and bias")
@@ -112,11 +105,10 @@ class StackedLayerNorm(nn.Module):
         self.views: Optional[tuple] = None
 
     def _views(self) -> tuple:
-        """The parameters as this pass's calls read them (per block, or broadcast over the rows), shared by its calls
-        as :meth:`StackedLinear._views`."""
+        """The parameters as this pass's calls read them (broadcast over the rows), shared by its calls as
+        :meth:`StackedLinear._views`."""
         if self.views is None:
-            self.__dict__["views"] = ((self.weight.unbind(), self.bias.unbind()) if self.exact else
-                                      (self.weight[:, None, :], self.bias[:, None, :]))
+            self.__dict__["views"] = (self.weight[:, None, :], self.bias[:, None, :])
         return self.views
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -130,9 +122,6 @@ class StackedLayerNorm(nn.Module):
         """
         k, d = self.weight.shape
         weights, biases = self._views()
-        if self.exact:  # each block normalised on its own, as its model alone
-            return torch.cat([F.layer_norm(x_j, (d,), w_j, b_j, self.eps) for x_j, w_j, b_j in
-                              zip(x.reshape(k, -1, *x.shape[1:]).unbind(), weights, biases)])
         x_hat = F.layer_norm(x, (d,), eps=self.eps)
         y = (x_hat.reshape(k, -1, d) * weights + biases).reshape(x.shape)
         if self.calls is not None:
@@ -173,23 +162,17 @@ class StackedModel:
     and returns the K·M per-window losses; ``parameters`` maps each of the models' parameter names (their
     ``named_parameters`` order) to its stacked (K, *shape) tensor.
 
-    ``exact``: every stacked layer applies each block's parameters by the same call as its model alone (``F.linear``,
-    ``F.layer_norm`` on the block's own rows) instead of one batched product, so a model's losses and autograd
-    gradients are those of its model alone bit for bit where the rest of the architecture is elementwise per row
-    (the engine of runs without DP, whose rounding differences grow over many Adam steps with nothing to damp
-    them); the layers' other operations still run once for all K·M rows. Without ``exact``, a layer with a
-    ``whole_gates`` switch (:class:`tsdp.training.deepar._LSTM`) computes its activations over whole tensors,
-    faster and equal to float rounding.
+    A layer with a ``whole_gates`` switch (:class:`tsdp.training.deepar._LSTM`) computes its activations over whole
+    tensors in the stack (faster; its model alone, with the per-gate views, agrees to float rounding).
 
     Args:
         models: The K models (one architecture).
-        exact: Whether each block runs through its own layer calls (above).
 
     Raises:
         StackError: No model, other architectures, or a layer that does not stack.
     """
 
-    def __init__(self, models: Sequence[nn.Module], exact: bool = False):
+    def __init__(self, models: Sequence[nn.Module]):
         if not models:
             raise StackError("no model to stack")
         names = _owners(models[0])
@@ -199,13 +182,12 @@ class StackedModel:
                 raise StackError("the models differ in architecture; only one architecture stacks")
         self.template = copy.deepcopy(models[0])
         self.module = copy.deepcopy(models[0])
-        if not exact:  # batched products round by batch anyway: layers that offer it compute over whole tensors
-            for m in self.module.modules():
-                if hasattr(m, "whole_gates"):
-                    m.whole_gates = True
+        for m in self.module.modules():  # layers that offer it compute over whole tensors
+            if hasattr(m, "whole_gates"):
+                m.whole_gates = True
         self.layers: Dict[str, nn.Module] = {}
         for name in names:
-            layer = STACKED[type(self.module.get_submodule(name))]([m.get_submodule(name) for m in models], exact)
+            layer = STACKED[type(self.module.get_submodule(name))]([m.get_submodule(name) for m in models])
             _replace(self.module, name, layer)
             self.layers[name] = layer
         self.names = [n for n, _ in shapes]

@@ -12,13 +12,25 @@ run keeps of its own:
   forecasts (the same draws for the runs of one seed: drawn once, each generator then set to the state they leave), each epoch's batches (its own sampler stream), each step's augmentation and noise (its own noise
   stream, :func:`tsdp.training.stacked.stacked_noise`), the trained and the selected checkpoint's forecasts;
 - its initial model (:func:`tsdp.training.train.initial_model` at its seed) and its checkpoints (the lowest
-  validation loss, :class:`tsdp.training.train._Checkpoints` on its own model);
+  validation loss, :class:`tsdp.training.train._Checkpoints`; a validation step scores every run in one stacked
+  forward of the validation windows repeated per block, each block's mean NLL its run's);
 - its stopping step: a run whose budget is spent takes no further step; the stacked model keeps the runs still
   training only (:meth:`~tsdp.training.stacked.StackedModel.keep`), so the spent runs cost nothing after it.
 
-Runs without DP (``settings.private`` False) train the stacked model in its exact mode (each run's rows through its
-own layer calls): without noise, over many Adam steps, any rounding difference grows, and there each run is its run
-alone bit for bit. The runs' steps are batched as cell-major rows (run k's windows in block k, padded to the step's largest batch and
+Nothing a run computes depends on the other runs: each block of the batched products (``baddbmm``) is its run's
+own product, every other operation acts per row, and the optimizer's ``foreach`` step per element, so a run's numbers
+in a group are those of its run trained as a group of one, bit for bit (measured on the CPU at one torch thread, as
+the grid's cells run, and asserted for every model by tests/training/test_together.py: the parameters, losses,
+validation losses, checkpoint and CRPS; not checked on CUDA, whose batched products may choose their kernels by
+batch count). Runs without DP train this way too; without noise, over many Adam steps, rounding differences grow
+(to per-cent CRPS differences over a thousand steps), so a cell without DP is trained alone as a group of one
+(:func:`tsdp.experiments.cells.train_cell`), never through :func:`tsdp.training.train.train`'s model, whose
+``F.linear`` products round differently: the two agree to float rounding over the first steps, which the tests
+check as an independent implementation. The private runs' noise keeps their results within float rounding of
+:func:`tsdp.training.train.train` over a whole run, and a private run's checkpoint choice (its validation loss
+through the stack) can differ from its run alone only at a tie within rounding.
+
+The runs' steps are batched as cell-major rows (run k's windows in block k, padded to the step's largest batch and
 masked). ``seconds`` of a run is its share of the loop's time: each step's time split evenly among the runs that
 took it. :func:`loop_seconds` times that loop alone (no forecasts) for a number of runs: the pre-run estimate's probe.
 """
@@ -190,7 +202,8 @@ def train_together(config: TrainingConfig, runs: Sequence[Run], settings: GroupS
     """Train every run of ``runs`` (``config`` at the run's σ, its seed and budget) together (module docstring);
     returns their results in order, each what :func:`tsdp.training.train.train` returns for the run alone (the same
     checks, the same sound ε of the same steps, an **upper** bound; the same losses, updates and CRPS to float
-    rounding). Raises :class:`ConfigError` as ``train`` does for a run (the first run's that raises,
+    rounding, for runs without DP over their first steps only) and, bit for bit, what it returns for the run alone
+    in ``runs`` (module docstring). Raises :class:`ConfigError` as ``train`` does for a run (the first run's that raises,
     :func:`train_each_together`), and naming ``runs`` for no run or for runs without DP whose batches can be empty
     (Poisson sampling; they train alone).
 
@@ -346,7 +359,7 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
     sampler = cells[0].plan.sampler
     per_epoch = sampler.steps_per_epoch
     active = [k for k, c in enumerate(cells) if c.plan.total_steps > 0]
-    stack = StackedModel([cells[k].model for k in active], exact=not settings.private) if active else None
+    stack = StackedModel([cells[k].model for k in active]) if active else None
     opt = _optimizer(settings, list(stack.parameters.values())) if active else None
     step = 0
     while active:
@@ -358,10 +371,7 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
         _step(stack, opt, [cells[k] for k in active], step % per_epoch, settings, padded, covariates, config)
         step += 1
         if checkpoints is not None:
-            due = [k for k in active if step % checkpoints[k].every == 0]
-            _sync(stack, [cells[k] for k in due], [active.index(k) for k in due])
-            for k in active:
-                checkpoints[k].after(step)
+            _checkpoint(stack, [cells[k] for k in active], [checkpoints[k] for k in active], step)
         share = (time.perf_counter() - started) / len(active)
         for k in active:
             cells[k].seconds += share
@@ -375,6 +385,45 @@ def _train(cells: List[_Cell], settings: GroupSettings, padded: torch.Tensor, co
             active = [k for k in active if k not in done]
             if active:
                 opt = _keep(stack, opt, rows, settings)
+
+
+VALIDATION_ROWS = 8192
+"""The most stacked rows (windows × runs) of one validation forward: the validation windows are taken in chunks of
+``VALIDATION_ROWS // K`` (each window's loss is its row's alone, so the chunks change no number, only the memory)."""
+
+
+def _validation_losses(stack: StackedModel, best: _Checkpoints) -> List[float]:
+    """Each stacked model's mean NLL of the validation windows of ``best`` (those of every run: one split and
+    configuration): the windows repeated once per block, one forward of the stacked model (in chunks of
+    :data:`VALIDATION_ROWS` rows), each block's mean its model's :func:`tsdp.training.evaluation.validation_loss`:
+    bit for bit its value in a stack of one, and to float rounding that of the model itself (a private run alone,
+    :func:`tsdp.training.train.train`, validates its own model)."""
+    k, count = stack.size, best.contexts.shape[0]
+    per = max(1, VALIDATION_ROWS // k)
+    tensors = [t for t in (best.contexts, best.targets, best.covariates) if t is not None]
+    parts = []
+    stack.module.eval()
+    with torch.no_grad():
+        for i in range(0, count, per):
+            rows = [t[i:i + per].repeat(k, *([1] * (t.dim() - 1))) for t in tensors]
+            parts.append(stack.losses(rows).reshape(k, -1))
+    stack.module.train()
+    return torch.cat(parts, dim=1).mean(dim=1).tolist()
+
+
+def _checkpoint(stack: StackedModel, cells: Sequence[_Cell], checkpoints: Sequence[_Checkpoints], step: int) -> None:
+    """Each cell's checkpoint after ``step`` (``cells``: the stack's rows, in order, all validated every ``every``
+    steps): on a validation step every cell's validation loss from one stacked forward (:func:`_validation_losses`),
+    the cells whose loss is their lowest yet copied into their own models first (the state their checkpoint keeps)."""
+    if not checkpoints[0].due(step):
+        for best in checkpoints:
+            best.after(step)
+        return
+    losses = _validation_losses(stack, checkpoints[0])
+    better = [row for row, (best, loss) in enumerate(zip(checkpoints, losses)) if loss < best.best]
+    _sync(stack, [cells[row] for row in better], better)
+    for best, loss in zip(checkpoints, losses):
+        best.after(step, loss)
 
 
 def _step(stack: StackedModel, opt, cells: Sequence[_Cell], i: int, settings: GroupSettings, padded, covariates,

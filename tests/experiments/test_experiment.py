@@ -98,7 +98,7 @@ def test_each_cell_spends_what_tsdp_epsilon_says_within_its_budget():
 def test_cells_trained_together_are_the_cells_trained_alone(tmp_path):
     """The default grid (cells of one model and column trained together) and --cell-by-cell give every cell the same
     steps, sound ε, checkpoint step and file key exactly, its CRPS to float rounding (rtol 1e-5; measured 1e-8; cells
-    without DP, trained together in the stacked model's exact mode, exactly), and files with the same fields."""
+    without DP exactly: alone, such a cell trains as a group of one), and files with the same fields."""
     cells = plan(models=("simple-ff",), epsilons=(1.0, math.inf), seeds=2, tops=("wor",))
     together, info = run_grid(cells, TINY, folder=tmp_path / "together")
     alone, info_alone = run_grid(cells, TINY, folder=tmp_path / "alone", together=False)
@@ -109,7 +109,7 @@ def test_cells_trained_together_are_the_cells_trained_alone(tmp_path):
             k: v for k, v in b.as_dict().items() if k not in fuzzy}
         assert math.isclose(a.crps, b.crps, rel_tol=1e-5) and math.isclose(a.selected_crps, b.selected_crps,
                                                                           rel_tol=1e-5)
-        if math.isinf(a.epsilon):  # cells without DP: the exact stack is the run alone, bit for bit
+        if math.isinf(a.epsilon):  # cells without DP: the cell in its group is its group of one, bit for bit
             assert (a.crps, a.selected_crps) == (b.crps, b.selected_crps)
         files = [json.loads((tmp_path / side / f"{a.key}.json").read_text()) for side in ("together", "alone")]
         assert files[0]["key"] == files[1]["key"] and set(files[0]["result"]) == set(files[1]["result"])

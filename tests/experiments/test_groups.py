@@ -51,8 +51,7 @@ def test_every_cell_is_run_once_in_a_group_of_its_own_block(cells, workers):
 def test_a_cells_numbers_do_not_depend_on_its_group(model):
     """The stacked recurrent and attention layers (DeepAR, iTransformer): every cell of a group of three seeds and
     three budgets that stop at 5, 10 and 21 steps (the stack shrinks twice) has, bit for bit, the numbers it has in a
-    group of its own, as a grid resumed or on more workers than blocks trains it; so have cells without DP (the
-    exact mode)."""
+    group of its own, as a grid resumed or on more workers than blocks trains it; so have cells without DP."""
     settings = GridSettings(epochs=1, n_samples=10, device="cpu")
     private = (Cell(model, 1.0, 1, "1-event", "wor"), Cell(model, 0.15, 2, "1-event", "wor"),
                Cell(model, 0.2, 0, "1-event", "wor"))

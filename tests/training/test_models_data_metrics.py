@@ -210,9 +210,9 @@ def test_deepar_unrolls_the_context_once_and_draws_the_paths_of_the_per_path_unr
 
 @pytest.mark.parametrize("dtype,rtol", [(torch.float32, 1e-6), (torch.float64, 1e-14)])
 def test_lstm_whole_gates_equal_the_gate_views_to_float_rounding(dtype, rtol):
-    """DeepAR's LSTM step with its activations over whole tensors (the sampler's, and the private runs' stack) gives
-    the outputs, states and gradients of the per-gate views to float rounding (training without DP keeps the views:
-    tests/training/test_together.py checks that its stack is then each model alone bit for bit)."""
+    """DeepAR's LSTM step with its activations over whole tensors (the sampler's, and every stack of runs trained
+    together) gives the outputs, states and gradients of the per-gate views (the model's own, :func:`train`'s) to
+    float rounding."""
     from tsdp.training.deepar import DeepAR
 
     torch.manual_seed(0)

@@ -4,7 +4,10 @@ The stacked engine's clipped sums equal the factored engine's per model (every m
 :func:`train_together` gives every run the result :func:`train` gives it alone at the same seed: the same steps,
 sound ε and ledger (exactly: the same accountant on the same events), the same untrained CRPS (exactly: the same
 model and draws), and to float rounding the same trained parameters (the updates), validation losses, checkpoint and
-test CRPS; runs without DP (the stacked model's exact mode) the same numbers bit for bit. Float tolerance: float32
+test CRPS. Runs without DP train the same batched stack; there every run's numbers in a group are those of its run
+trained as a group of one bit for bit (each block of the batched products, every other operation and Adam's step
+per row, the validation forward: nothing a row computes depends on the rows around it), and the stack of one agrees
+with :func:`train`'s plain model to float rounding over its first steps. Float tolerance: float32
 parameters after at most 63 Adam steps agree to rtol 1e-4 (with atol 1e-6 of
 the tensor's largest value); CRPS and validation losses to rtol 1e-5 (measured: 1e-8 to 1e-7). The groups mix
 seeds (two runs share one), budgets (different stopping steps: 7, 42, 46, 63) and σ.
@@ -22,8 +25,9 @@ from tsdp.theorems.config import ConfigError
 from tsdp.training.factored import factored_clipped_sum
 from tsdp.training.models import make_model
 from tsdp.training.stacked import StackedModel, StackError
+from tsdp.training import together
 from tsdp.training.together import GroupSettings, Run, train_each_together, train_together
-from tsdp.training.train import train
+from tsdp.training.train import initial_model, train
 
 EPOCHS = 3  # 63 steps of the shipped M1 data's WOR and shuffled epochs
 
@@ -61,39 +65,68 @@ def test_stacked_clipped_sums_equal_each_model_alone(name):
 
 
 @pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer", "deepar"])
-def test_the_exact_stack_gives_each_model_its_losses_and_gradients_alone_bit_for_bit(name):
-    """The stacked model's exact mode (the engine of runs without DP): one forward of K·M windows gives every model
-    the per-window losses of its model alone, and one backward of the per-run mean losses its autograd gradients,
-    bit for bit (torch.equal), at an odd batch (M = 7) and the grid's (M = 8)."""
-    k, lc, lf = 3, 11, 6
+def test_each_block_of_a_stack_is_its_stack_of_one_bit_for_bit(name):
+    """The batched stack (the engine of every group) gives every model the per-window losses, the autograd gradients
+    of the per-run mean losses and, after the groups' Adam steps (with weight decay), the parameters of the model
+    stacked alone, bit for bit (torch.equal), over 4 steps, at an odd batch (M = 7) and the grid's (M = 8), and at
+    K = 6 models: every (K, 3) head bias then spans more than one 16-float vector loop, so an element computed on
+    the vectorised body in the stack and on the scalar tail alone (or the other way) would show."""
+    k, lc, lf = 6, 11, 6
+    extra = {"covariates": 2, "lags": (1, 2, 3, 6)} if name == "deepar" else {}
     for m in (7, 8):
         models = []
         for i in range(k):
             torch.manual_seed(20 + i)
-            models.append(make_model(name, lc, lf, **({"covariates": 2, "lags": (1, 2, 3, 6)} if name == "deepar"
-                                                       else {})))
+            models.append(make_model(name, lc, lf, **extra))
         g = torch.Generator().manual_seed(m)
-        context = torch.randn(k, m, lc, generator=g).abs() + 0.5
-        forecast = torch.randn(k, m, lf, generator=g).abs() + 0.5
-        cov = torch.randn(k, m, lc + lf, 2, generator=g) if name == "deepar" else None
-        stack = StackedModel(models, exact=True)
-        inputs = [context.reshape(k * m, lc), forecast.reshape(k * m, lf)]
-        if cov is not None:
-            inputs.append(cov.reshape(k * m, lc + lf, 2))
-        losses = stack.losses(inputs)
-        (losses / m).sum().backward()
-        stacked = stack.parameters
-        for i in range(k):
-            alone = models[i](context[i], forecast[i], *([] if cov is None else [cov[i]]))
-            assert torch.equal(losses[i * m:(i + 1) * m], alone)
-            alone.mean().backward()
-            for n, p in models[i].named_parameters():
-                assert torch.equal(stacked[n].grad[i], p.grad), n
+        windows = [torch.randn(k, m, lc, generator=g).abs() + 0.5, torch.randn(k, m, lf, generator=g).abs() + 0.5]
+        if name == "deepar":
+            windows.append(torch.randn(k, m, lc + lf, 2, generator=g))
+        stacks = [StackedModel(models)] + [StackedModel([model]) for model in models]
+        adam = GroupSettings(name, lr=1e-2, weight_decay=1e-4)
+        opts = [together._optimizer(adam, list(s.parameters.values())) for s in stacks]  # the groups' optimizer
+        for _ in range(4):
+            passes = []
+            for j, (stack, opt) in enumerate(zip(stacks, opts)):
+                rows = slice(None) if j == 0 else slice(j - 1, j)
+                losses = stack.losses([w[rows].reshape(-1, *w.shape[2:]) for w in windows])
+                (losses / m).sum().backward()
+                passes.append((losses.detach(), {n: p.grad.clone() for n, p in stack.parameters.items()}))
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            (all_losses, all_grads), params = passes[0], stacks[0].parameters
+            for i in range(k):
+                losses, grads = passes[i + 1]
+                assert torch.equal(all_losses[i * m:(i + 1) * m], losses)
+                for n, p in stacks[i + 1].parameters.items():
+                    assert torch.equal(all_grads[n][i], grads[n][0]), n
+                    assert torch.equal(params[n][i], p[0]), n
 
 
-@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer", "deepar"])
+def test_a_stack_of_one_gives_the_plain_models_losses_and_gradients_to_float_rounding(name):
+    """A second implementation of one pass: the stack of one model (batched products, DeepAR's whole-tensor gates)
+    and the model itself (``F.linear``, ``F.layer_norm``, per-gate views) give the same per-window losses (rtol 1e-5)
+    and gradients (rtol 1e-4) to float rounding."""
+    torch.manual_seed(3)
+    model = make_model(name, 11, 6, **({"covariates": 2, "lags": (1, 2, 3, 6)} if name == "deepar" else {}))
+    g = torch.Generator().manual_seed(4)
+    inputs = [torch.randn(7, 11, generator=g).abs() + 0.5, torch.randn(7, 6, generator=g).abs() + 0.5]
+    if name == "deepar":
+        inputs.append(torch.randn(7, 17, 2, generator=g))
+    stack = StackedModel([model])
+    stacked = stack.losses(inputs)
+    plain = model(*inputs)
+    torch.testing.assert_close(stacked, plain, rtol=1e-5, atol=0)
+    stacked.mean().backward()
+    plain.mean().backward()
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(stack.parameters[n].grad[0], p.grad, rtol=1e-4,
+                                   atol=1e-6 * float(p.grad.abs().max()), msg=n)
+
+
 @pytest.mark.parametrize("name", ["itransformer", "deepar"])
-def test_each_pass_reads_the_parameters_as_they_are_now(name, exact):
+def test_each_pass_reads_the_parameters_as_they_are_now(name):
     """A layer's parameter views are made once per pass (a recurrent layer is called once per position) and afresh at
     the next: after an in-place step and after keep(), a pass's losses and gradients are those of a stack built from
     the models as they are then, bit for bit (a view left from an earlier pass would read replaced parameters)."""
@@ -107,7 +140,7 @@ def test_each_pass_reads_the_parameters_as_they_are_now(name, exact):
     context = torch.randn(k * m, lc, generator=g).abs() + 0.5
     forecast = torch.randn(k * m, lf, generator=g).abs() + 0.5
     inputs = [context, forecast] + ([torch.randn(k * m, lc + lf, 2, generator=g)] if name == "deepar" else [])
-    stack = StackedModel(models, exact=exact)
+    stack = StackedModel(models)
     stack.losses(inputs).sum().backward()
     with torch.no_grad():
         for p in stack.parameters.values():
@@ -116,7 +149,7 @@ def test_each_pass_reads_the_parameters_as_they_are_now(name, exact):
     rows = [2, 0]
     stack.keep(rows)
     now = [stack.model(r) for r in range(len(rows))]
-    fresh = StackedModel(now, exact=exact)
+    fresh = StackedModel(now)
     kept = torch.cat([torch.arange(r * m, (r + 1) * m) for r in rows])
     kept_inputs = [x[kept] for x in inputs]
     for s in (stack, fresh):
@@ -174,30 +207,60 @@ def test_simple_ff_private_runs_of_one_seed_together_equal_alone():
     _assert_same(config, [Run(8, 0.5, 4.0), Run(8, 1.0, 4.0)], settings, [7, 46])
 
 
-def _assert_identical(model: str, top: str, seeds):
-    """Runs without DP trained together (the exact stack) are the runs alone bit for bit: the same parameters after
-    the last step, validation losses, checkpoint and CRPS, exactly."""
+def _without_dp(model: str, top: str = "wor", steps=None):
+    """A group without DP on the shipped M1 data: the grid's 3 epochs, or ``steps`` with a validation every 4."""
     config, settings = _group(model, top, False)
+    return config, (settings if steps is None else replace(settings, epochs=None, steps=steps, validate_every=4))
+
+
+def _assert_groups_of_one(config, settings, seeds):
+    """Runs without DP trained together are each run trained as a group of one bit for bit: the same parameters
+    after the last step, validation losses, checkpoint and CRPS, exactly."""
     together = train_together(config, [Run(s) for s in seeds], settings)
+    alone_of = {seed: train_together(config, [Run(seed)], settings)[0] for seed in set(seeds)}
     for seed, got in zip(seeds, together):
-        alone = train(config, model, seed=seed, **settings.keywords(None))
+        alone = alone_of[seed]
         assert (got.steps, got.epsilon, got.crps, got.untrained_crps, got.selection) == (
             alone.steps, alone.epsilon, alone.crps, alone.untrained_crps, alone.selection)
         mine = dict(got.trained_model.named_parameters())
         for name, p in alone.trained_model.named_parameters():
             assert torch.equal(mine[name], p), name
+    return together
 
 
-def test_simple_ff_without_dp_together_equal_alone():
-    config, settings = _group("simple-ff", "wor", False)
-    _assert_same(config, [Run(4), Run(5)], settings, [63, 63])
-    _assert_identical("simple-ff", "wor", [4, 5, 4])
+@pytest.mark.parametrize("model", ["simple-ff", "dlinear", "itransformer", "deepar"])
+def test_runs_without_dp_in_a_group_are_their_groups_of_one_bit_for_bit(model):
+    """20 steps (validated every 4: the group's validations are one stacked forward), a seed twice in the group."""
+    config, settings = _without_dp(model, steps=20)
+    together = _assert_groups_of_one(config, settings, [11, 12, 11])
+    assert together[0].selection == together[2].selection and together[0].crps == together[2].crps
+    assert together[0].crps != together[1].crps
+
+
+@pytest.mark.parametrize("model", ["simple-ff", "dlinear", "itransformer", "deepar"])
+def test_the_stack_without_dp_trains_as_train_over_its_first_steps(model):
+    """A second implementation: :func:`train` (the plain model, ``F.linear``, per-gate views, per-tensor Adam) and the
+    stacked program of a group of one agree after 5 steps to float rounding: parameters (rtol 1e-5), the validation
+    losses of the last and the selected checkpoint and the test CRPS (rel 1e-5); the checkpoint step exactly."""
+    config, settings = _without_dp(model, steps=5)
+    got, = train_together(config, [Run(7)], settings)
+    alone = train(config, model, seed=7, **settings.keywords(None))
+    mine = dict(got.trained_model.named_parameters())
+    start = dict(initial_model(model, config, settings.split.train, seed=7, lags=settings.lags).named_parameters())
+    for name, p in alone.trained_model.named_parameters():
+        torch.testing.assert_close(mine[name], p, rtol=1e-5, atol=1e-7 * float(p.detach().abs().max()))
+        assert not torch.equal(p, start[name])  # every tensor moved
+    assert got.selection.selected_step == alone.selection.selected_step
+    for field in ("validation_loss", "selected_validation_loss"):
+        assert math.isclose(getattr(got.selection, field), getattr(alone.selection, field), rel_tol=1e-5)
+    assert math.isclose(got.crps, alone.crps, rel_tol=1e-5)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model,top", [("deepar", "wor"), ("itransformer", "shuffle"), ("dlinear", "wor")])
-def test_runs_without_dp_together_are_the_runs_alone_bit_for_bit(model, top):
-    _assert_identical(model, top, [11, 12])
+def test_runs_without_dp_in_a_group_of_the_grid_are_their_groups_of_one_bit_for_bit(model, top):
+    config, settings = _without_dp(model, top)
+    _assert_groups_of_one(config, settings, [11, 12])
 
 
 @pytest.mark.slow
@@ -251,14 +314,14 @@ def test_stacked_noisy_gradient_draws_each_seeds_noise(name):
             torch.testing.assert_close(got[n][i], w, rtol=1e-4, atol=1e-6 * float(w.abs().max()))
 
 
-def test_only_the_private_stack_computes_deepars_gates_over_whole_tensors():
-    """The stack of private runs switches DeepAR's LSTM to whole-tensor activations (equal to float rounding,
-    tests/training/test_models_data_metrics.py); the exact stack and the models themselves keep the per-row views."""
+def test_every_stack_computes_deepars_gates_over_whole_tensors():
+    """The stack (of private runs and of runs without DP alike) switches DeepAR's LSTM to whole-tensor activations
+    (equal to float rounding, tests/training/test_models_data_metrics.py); the models themselves, and a model read
+    back from the stack, keep the per-row views."""
     models = [make_model("deepar", 11, 4) for _ in range(2)]
-    assert StackedModel(models).module.rnn.whole_gates
-    exact = StackedModel(models, exact=True)
-    assert not exact.module.rnn.whole_gates and not exact.model(0).rnn.whole_gates
-    assert not any(m.rnn.whole_gates for m in models)
+    stack = StackedModel(models)
+    assert stack.module.rnn.whole_gates and StackedModel(models[:1]).module.rnn.whole_gates
+    assert not stack.model(0).rnn.whole_gates and not any(m.rnn.whole_gates for m in models)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the accountant's PLD at σ = 1e30 overflows, harmlessly
@@ -277,3 +340,27 @@ def test_a_run_that_diverges_fails_as_alone_and_leaves_every_other_run_its_resul
     _assert_same(config, [runs[k] for k in kept], settings, [21, 7], together=[out[k] for k in kept])
     with pytest.raises(ConfigError, match="diverged"):
         train_together(config, runs, settings)
+
+
+@pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer", "deepar"])
+def test_a_groups_validation_is_one_stacked_forward_giving_each_run_its_loss(name, monkeypatch):
+    """The checkpoints' validation of a group (every model on the validation windows, repeated per block, in one
+    stacked forward): each model's mean NLL is that of its stack of one bit for bit, also when the windows are taken
+    in chunks of a few rows, and :func:`tsdp.training.evaluation.validation_loss` of the plain model to float
+    rounding (rel 1e-5: a private run's checkpoint choice can differ from its run alone only at a tie within it)."""
+    from tsdp.training.checkpoints import BestCheckpoint
+    from tsdp.training.evaluation import validation_loss
+
+    config, settings = _without_dp(name)
+    split = settings.split
+    models = [initial_model(name, config, split.train, seed=s, lags=settings.lags) for s in range(4)]
+    best = BestCheckpoint(models[0], split, config, split.freq, torch.device("cpu"), 1)
+    assert best.contexts.shape[0] > 20
+    losses = together._validation_losses(StackedModel(models), best)
+    assert len(set(losses)) == len(models)
+    monkeypatch.setattr(together, "VALIDATION_ROWS", 4 * 7)  # chunks of 7 windows
+    assert together._validation_losses(StackedModel(models), best) == losses
+    for model, loss in zip(models, losses):
+        assert together._validation_losses(StackedModel([model]), best) == [loss]
+        alone = validation_loss(model, best.contexts, best.targets, best.covariates)
+        assert math.isclose(loss, alone, rel_tol=1e-5)
