@@ -215,3 +215,18 @@ def test_student_t_sample_draws_are_scipy_ppf_of_the_same_uniforms():
     loc, scale = torch.full_like(df, -3.0), torch.full_like(df, 0.25)
     shifted = student_t_sample(df, loc, scale, torch.Generator().manual_seed(9))
     assert torch.equal(shifted, loc + scale * torch.as_tensor(want))
+
+
+def test_sampler_blocks_of_paths_change_no_draw(monkeypatch):
+    """The forecast steps advance the paths in blocks of ``SAMPLER_ROWS`` rows (here 3, which divides neither the 20
+    paths nor the 5 paths of a window): the same paths as one block of all of them (float64, 1e-12), so each
+    position's uniforms still go to the same paths."""
+    from tsdp.training import deepar
+
+    model, context, _, covariates = deepar_case(torch.float64, True, batch=4, seed=10)
+    with torch.no_grad():
+        whole = model.sample(context, 5, torch.Generator().manual_seed(11), covariates)
+        monkeypatch.setattr(deepar, "SAMPLER_ROWS", 3)
+        blocks = model.sample(context, 5, torch.Generator().manual_seed(11), covariates)
+    assert torch.allclose(blocks, whole, rtol=1e-12, atol=0)
+    assert not torch.allclose(blocks[1:], whole[:-1], rtol=1e-3, atol=0)  # the check sees a shifted draw
