@@ -1,5 +1,5 @@
 """DeepAR (Salinas et al. 2020) as GluonTS 0.17's ``DeepARModel`` in the official configuration, its LSTM written
-with torch ops (per-sample-gradient friendly)."""
+with torch ops (per-sample-gradient friendly) and unrolled layer by layer wherever the inputs are known in advance."""
 from __future__ import annotations
 
 import math
@@ -154,7 +154,10 @@ class DeepAR(Forecaster):
     features and the age feature, :mod:`tsdp.datasets.time_features`); its output is the Student-t law of the value
     at p. The training loss is GluonTS's (``DeepARModel.loss`` as ``DeepARLightningModule.training_step`` calls it,
     ``future_only=False``): the NLL in data units averaged over all L_C - 1 + L_F unrolled positions, context and
-    forecast. Sampling unrolls the context the same way, then draws the L_F forecast values ancestrally. Given
+    forecast. Teacher-forced, every position's input is known: they are built at once and the LSTM unrolls layer
+    by layer (:meth:`_LSTM.unroll`: a layer's input projection is one call over all positions), the same function as
+    a position-by-position unrolling up to float rounding. Sampling unrolls the context the same way, then draws the
+    L_F forecast values ancestrally, one position of every path at a time (:meth:`_LSTM.step`). Given
     ``lags`` are all kept (a lag longer than the window is refused); by default :data:`DEFAULT_LAGS` up to
     context_length.
 
