@@ -239,6 +239,11 @@ class DeepAR(Forecaster):
         lagged = series[:, index]
         return torch.cat([lagged, static[:, None].expand(-1, index.shape[0], -1), covariates[:, self.first:end]], dim=-1)
 
+    def _unroll(self, x: torch.Tensor, state, whole: Optional[bool] = None):
+        """The LSTM over positions whose inputs ``x`` (B, P, ·) are known: (outputs (B, P, hidden), state after them),
+        by :meth:`_LSTM.unroll` (a subclass may run another recurrence: the bench's ``nn.LSTM`` floor)."""
+        return self.rnn.unroll(x, state, whole)
+
     def forward(self, context: torch.Tensor, forecast: torch.Tensor,
                 covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The per-sample training loss: the NLL averaged over the unrolled context and forecast positions.
@@ -259,7 +264,7 @@ class DeepAR(Forecaster):
         window = torch.cat([values, forecast], dim=-1)
         x = self._inputs(window / scale, self._covariates(context, covariates), window.shape[1],
                          self._static(torch.log(scale)))
-        outputs, _ = self.rnn.unroll(x, self.rnn.initial_state(context.shape[0], context))
+        outputs, _ = self._unroll(x, self.rnn.initial_state(context.shape[0], context))
         df, loc, s = self.head(outputs)
         nll = student_t_nll(window[:, self.first:], df, loc * scale, s * scale)
         return (nll * torch.cat([observed, torch.ones_like(forecast)], dim=-1)[:, self.first:]).mean(dim=-1)
@@ -287,7 +292,7 @@ class DeepAR(Forecaster):
         scale = self._scale(values, observed)
         series, covariates = values / scale, self._covariates(context, covariates)
         x = self._inputs(series, covariates, width, self._static(torch.log(scale)))
-        _, state = self.rnn.unroll(x, self.rnn.initial_state(b, series), whole=True)  # once per series, not per path
+        _, state = self._unroll(x, self.rnn.initial_state(b, series), whole=True)  # once per series, not per path
 
         def paths_of(t: torch.Tensor) -> torch.Tensor:
             return t.repeat_interleave(n_samples, dim=0)
