@@ -236,8 +236,8 @@ class DeepAR(Forecaster):
         """The LSTM's inputs (B, P, lags + 2 + covariates) at the positions first .. end - 1 of the scaled ``series``,
         built at once: the lagged values by one gather, then the static inputs and each position's covariates."""
         index = self.input_index[:end - self.first]
-        lagged = series[:, index]
-        return torch.cat([lagged, static[:, None].expand(-1, index.shape[0], -1), covariates[:, self.first:end]], dim=-1)
+        constant = static[:, None].expand(-1, index.shape[0], -1)
+        return torch.cat([series[:, index], constant, covariates[:, self.first:end]], dim=-1)
 
     def _unroll(self, x: torch.Tensor, state, whole: Optional[bool] = None):
         """The LSTM over positions whose inputs ``x`` (B, P, ·) are known: (outputs (B, P, hidden), state after them),
@@ -301,7 +301,7 @@ class DeepAR(Forecaster):
         static = self._static(torch.log(scale))
         future = paths_of(covariates[:, width:])
         series = torch.cat([paths_of(series), series.new_empty(b * n_samples, self.forecast_length)], dim=1)
-        blocks = [slice(start, start + SAMPLER_ROWS) for start in range(0, b * n_samples, SAMPLER_ROWS)]
+        blocks = [slice(start, start + SAMPLER_ROWS) for start in range(0, max(1, b * n_samples), SAMPLER_ROWS)]
         state = [(paths_of(h), paths_of(c)) for h, c in state]
         states = [[(h[rows], c[rows]) for h, c in state] for rows in blocks]
         for p in range(width, width + self.forecast_length):  # position p reads values before p only (lags >= 1)

@@ -98,7 +98,8 @@ TOLERANCE = {torch.float32: 2e-5, torch.float64: 1e-12}
 
 def assert_close(got, want, dtype):
     tol = TOLERANCE[dtype]
-    assert torch.allclose(got, want, rtol=tol, atol=tol * float(want.detach().abs().max())), float((got - want).abs().max())
+    scale = float(want.detach().abs().max())
+    assert torch.allclose(got, want, rtol=tol, atol=tol * scale), float((got - want).abs().max())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
