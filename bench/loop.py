@@ -143,13 +143,9 @@ class LSTMDeepAR(DeepAR):
         self.lstm = nn.LSTM(first.in_features, self.rnn.hidden, len(self.rnn.cells), batch_first=True)
         self.rnn.requires_grad_(False)
 
-    def _unroll(self, series, covariates, positions, log_scale, state, whole=False):
-        static = torch.cat([self.static(torch.ones_like(log_scale)), log_scale], dim=-1)
-        steps = torch.arange(positions.start, positions.stop, device=series.device)
-        x = torch.cat([series[:, steps[:, None] - self.lag_index], static[:, None].expand(-1, len(steps), -1),
-                       covariates[:, positions.start:positions.stop]], dim=-1)
+    def _unroll(self, x, state, whole=None):
         outputs, _ = self.lstm(x)
-        return list(outputs.unbind(1)), state
+        return outputs, state
 
 
 def opacus_step(model: nn.Module, mode: str, *, clip: float, sigma: float, batch_size: int, lr: float,

@@ -36,8 +36,8 @@ class CallRecorder:
     """Records (inputs, outputs) of every call of the parameter-owning modules, for the duration of a ``with``.
 
     Each owner's ``forward`` is wrapped on the instance (restored on exit) rather than given a
-    forward hook: no hook dispatch per call (DeepAR makes 220 such calls per
-    forward), and the output recorded is the forward's own, before any user hook rewrites it,
+    forward hook: no hook dispatch per call (about 8 µs each; DeepAR's forward calls its hidden
+    projections once per position and layer), and the output recorded is the forward's own, before any user hook rewrites it,
     which is the output whose gradient the parameters' factors need.
 
     Attributes:

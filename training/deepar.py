@@ -1,9 +1,9 @@
 """DeepAR (Salinas et al. 2020) as GluonTS 0.17's ``DeepARModel`` in the official configuration, its LSTM written
-with torch ops (per-sample-gradient friendly)."""
+with torch ops (per-sample-gradient friendly) and unrolled layer by layer wherever the inputs are known in advance."""
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -15,16 +15,24 @@ DEFAULT_LAGS = (1, 2, 3, 4, 5, 6, 7, 23, 24, 25)
 """DeepAR's lags by default (those up to the context length are kept)."""
 
 
+SAMPLER_ROWS = 2048
+"""Paths the sampler's forecast step advances at a time: a block's (rows, 4·hidden) gates stay in cache through the
+step's elementwise ops, faster on a CPU than the thousands of paths of a test set at once. Rows never mix, and each
+position's draws are taken for all paths at once, in path order, so the blocks change no draw's uniform."""
+
+
 class _LSTM(nn.Module):
-    """Stacked LSTM written with torch ops (per-sample-gradient friendly); ``step`` advances one time step.
+    """Stacked LSTM written with torch ops (per-sample-gradient friendly): :meth:`unroll` runs it over positions
+    whose inputs are all known (layer by layer), :meth:`step` advances every layer by one position.
 
     ``nn.LSTM``'s gates (rows i, f, g, o) and init: every weight and bias uniform on ±1/√hidden (as opacus's
-    ``DPLSTM``, which the official code trains, initialises them too)."""
+    ``DPLSTM``, which the official code trains, initialises them too). Each layer holds two ``nn.Linear``: ``ih``
+    on its input and ``hh`` on its hidden state, the gates' pre-activations their sum ``ih(x) + hh(h)``."""
 
     whole_gates = False
-    """Whether :meth:`step` applies the gates' activations to whole tensors by default (its ``whole``): False for a
-    model (its numbers as they always were); :class:`tsdp.training.stacked.StackedModel` sets it on the private
-    runs' stack, which agrees with their runs alone to float rounding only."""
+    """Whether the gates' activations apply to whole tensors by default (:meth:`gates`' ``whole``): False for a model
+    (its numbers as they always were); :class:`tsdp.training.stacked.StackedModel` sets it on the private runs'
+    stack, which agrees with their runs alone to float rounding only."""
 
     def __init__(self, input_size: int, hidden: int, n_layers: int):
         super().__init__()
@@ -41,31 +49,77 @@ class _LSTM(nn.Module):
         zero = like.new_zeros(batch, self.hidden)
         return [(zero, zero) for _ in self.cells]
 
-    def step(self, x: torch.Tensor, state, whole: Optional[bool] = None):
-        """One time step of every layer: (output, new state).
+    def gates(self, gates: torch.Tensor, c: torch.Tensor, whole: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        """A layer's new (h, c) from its gates' pre-activations (B, 4·hidden) (rows i, f, g, o) and its cell state.
 
-        ``whole`` (None: :attr:`whole_gates`): the gates' activations on whole contiguous tensors (the sigmoid of
-        all four gate blocks at once, the tanh of a contiguous copy of g) instead of on each gate's strided
-        (B, hidden) view: several times faster. The same functions; only the float rounding of some elements
-        differs (on CPU the last elements of each strided row take the scalar sigmoid, which rounds differently
-        from the vectorised one). Either way a row's numbers do not depend on the rows around it at hidden 40
-        (a row of 4·hidden gates is whole vectors). Training without DP keeps the views: without noise, rounding
-        differences grow over the Adam steps, and its numbers stay those it always had.
+        ``whole``: the activations on whole contiguous tensors (the sigmoid of all four gate blocks at once, the tanh
+        of a contiguous copy of g) instead of on each gate's strided (B, hidden) view: several times faster. The same
+        functions; only the float rounding of some elements differs (on CPU the last elements of each strided row
+        take the scalar sigmoid, which rounds differently from the vectorised one). Either way a row's numbers do not
+        depend on the rows around it at hidden 40 (a row of 4·hidden gates is whole vectors). Training without DP
+        keeps the views: without noise, rounding differences grow over the Adam steps, and its numbers stay those it
+        always had.
+
+        Args:
+            gates: the pre-activations ih(x) + hh(h), (B, 4·hidden).
+            c: the cell state (B, hidden).
+            whole: whether the activations apply to whole tensors.
+
+        Returns:
+            (h, c) after the position.
+        """
+        if whole:
+            blocks = gates.view(gates.shape[0], 4, self.hidden)
+            i, f, _, o = torch.sigmoid(blocks).unbind(1)
+            c = f * c + i * torch.tanh(blocks[:, 2].contiguous())
+        else:
+            i, f, g, o = gates.chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            o = torch.sigmoid(o)
+        return o * torch.tanh(c), c
+
+    def unroll(self, x: torch.Tensor, state, whole: Optional[bool] = None):
+        """Every layer over P positions whose inputs ``x`` (B, P, input) are all known, layer by layer: a layer's
+        ``ih`` is one call on the (B, P, ·) inputs of all positions, then only its ``hh`` and gates go position by
+        position; its (B, P, hidden) outputs are the next layer's inputs. The numbers of P :meth:`step` calls, up to
+        the float rounding of the products.
+
+        Args:
+            x: (B, P, input) inputs of the positions, in order.
+            state: per layer (h, c), each (B, hidden), before the first position.
+            whole: :meth:`gates`' (None: :attr:`whole_gates`).
+
+        Returns:
+            (last layer's outputs (B, P, hidden), per layer (h, c) after the last position).
+        """
+        if x.shape[1] == 0:  # no position (a context of L_C = 1): the state as it was
+            return x.new_empty(x.shape[0], 0, self.hidden), state
+        whole = self.whole_gates if whole is None else whole
+        new_state = []
+        for cell, (h, c) in zip(self.cells, state):
+            hh, outputs = cell["hh"], []
+            for projected in cell["ih"](x).unbind(1):
+                h, c = self.gates(projected + hh(h), c, whole)
+                outputs.append(h)
+            new_state.append((h, c))
+            x = torch.stack(outputs, dim=1)
+        return x, new_state
+
+    def step(self, x: torch.Tensor, state, whole: Optional[bool] = None):
+        """One position of every layer (the sampler's forecast steps, whose inputs depend on the draws).
+
+        Args:
+            x: (B, input) the position's inputs.
+            state: per layer (h, c), each (B, hidden).
+            whole: :meth:`gates`' (None: :attr:`whole_gates`).
+
+        Returns:
+            (last layer's output (B, hidden), per layer (h, c) after the position).
         """
         whole = self.whole_gates if whole is None else whole
         new_state = []
         for cell, (h, c) in zip(self.cells, state):
-            gates = cell["ih"](x) + cell["hh"](h)
-            if whole:
-                hidden = self.hidden
-                sig = torch.sigmoid(gates)
-                i, f, o = sig[:, :hidden], sig[:, hidden:2 * hidden], sig[:, 3 * hidden:]
-                c = f * c + i * torch.tanh(gates[:, 2 * hidden:3 * hidden].contiguous())
-            else:
-                i, f, g, o = gates.chunk(4, dim=-1)
-                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-                o = torch.sigmoid(o)
-            h = o * torch.tanh(c)
+            h, c = self.gates(cell["ih"](x) + cell["hh"](h), c, whole)
             new_state.append((h, c))
             x = h
         return x, new_state
@@ -100,7 +154,10 @@ class DeepAR(Forecaster):
     features and the age feature, :mod:`tsdp.datasets.time_features`); its output is the Student-t law of the value
     at p. The training loss is GluonTS's (``DeepARModel.loss`` as ``DeepARLightningModule.training_step`` calls it,
     ``future_only=False``): the NLL in data units averaged over all L_C - 1 + L_F unrolled positions, context and
-    forecast. Sampling unrolls the context the same way, then draws the L_F forecast values ancestrally. Given
+    forecast. Teacher-forced, every position's input is known: they are built at once and the LSTM unrolls layer
+    by layer (:meth:`_LSTM.unroll`: a layer's input projection is one call over all positions), the same function as
+    a position-by-position unrolling up to float rounding. Sampling unrolls the context the same way, then draws the
+    L_F forecast values ancestrally, one position of every path at a time (:meth:`_LSTM.step`). Given
     ``lags`` are all kept (a lag longer than the window is refused); by default :data:`DEFAULT_LAGS` up to
     context_length.
 
@@ -149,6 +206,9 @@ class DeepAR(Forecaster):
         self.first = max(lags)
         """The first unrolled position: L_C - 1 positions before the forecast (W - L_C + 1 = max lag)."""
         self.register_buffer("lag_index", torch.tensor(lags, dtype=torch.long), persistent=False)
+        positions = torch.arange(self.first, context_length + forecast_length)
+        self.register_buffer("input_index", positions[:, None] - self.lag_index, persistent=False)
+        """(P, lags): the window position of each lagged value at each unrolled position, first .. W + L_F - 1."""
         self.static = nn.Linear(1, 1, bias=False)
         """GluonTS's ``FeatureEmbedder`` of the one static category: a learned constant, N(0, 1) as ``nn.Embedding``
         initialises it (a bias-free ``nn.Linear`` on 1, so the factored engine clips it as a Linear)."""
@@ -168,21 +228,28 @@ class DeepAR(Forecaster):
                              f"{self.covariates} per position), got {tuple(covariates.shape)}")
         return covariates.to(context.dtype)
 
-    def _unroll(self, series: torch.Tensor, covariates: torch.Tensor, positions: range, log_scale: torch.Tensor,
-                state, whole: Optional[bool] = None):
-        """LSTM outputs (B, len(positions), h) at ``positions`` of the scaled ``series`` and the state after them
-        (``whole``: :meth:`_LSTM.step`'s, the sampler's)."""
-        static = torch.cat([self.static(torch.ones_like(log_scale)), log_scale], dim=-1)
-        outputs = []
-        for p in positions:
-            x = torch.cat([series[:, p - self.lag_index], static, covariates[:, p]], dim=-1)
-            h, state = self.rnn.step(x, state, whole)
-            outputs.append(h)
-        return outputs, state
+    def _static(self, log_scale: torch.Tensor) -> torch.Tensor:
+        """Every position's static inputs (B, 2): the learned constant and log(scale)."""
+        return torch.cat([self.static(torch.ones_like(log_scale)), log_scale], dim=-1)
+
+    def _inputs(self, series: torch.Tensor, covariates: torch.Tensor, end: int, static: torch.Tensor) -> torch.Tensor:
+        """The LSTM's inputs (B, P, lags + 2 + covariates) at the positions first .. end - 1 of the scaled ``series``,
+        built at once: the lagged values by one gather, then the static inputs and each position's covariates."""
+        index = self.input_index[:end - self.first]
+        constant = static[:, None].expand(-1, index.shape[0], -1)
+        return torch.cat([series[:, index], constant, covariates[:, self.first:end]], dim=-1)
+
+    def _unroll(self, x: torch.Tensor, state, whole: Optional[bool] = None):
+        """The LSTM over positions whose inputs ``x`` (B, P, ·) are known: (outputs (B, P, hidden), state after them),
+        by :meth:`_LSTM.unroll` (a subclass may run another recurrence: the bench's ``nn.LSTM`` floor)."""
+        return self.rnn.unroll(x, state, whole)
 
     def forward(self, context: torch.Tensor, forecast: torch.Tensor,
                 covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The per-sample training loss: the NLL averaged over the unrolled context and forecast positions.
+
+        Teacher-forced, every position's input is known: they are built at once and the LSTM unrolls layer by layer
+        (:meth:`_LSTM.unroll`).
 
         Args:
             context: (B, W) contexts.
@@ -195,10 +262,10 @@ class DeepAR(Forecaster):
         values, observed = observed_values(context)
         scale = self._scale(values, observed)
         window = torch.cat([values, forecast], dim=-1)
-        positions = range(self.first, self.context_length + self.forecast_length)
-        outputs, _ = self._unroll(window / scale, self._covariates(context, covariates), positions, torch.log(scale),
-                                  self.rnn.initial_state(context.shape[0], context))
-        df, loc, s = self.head(torch.stack(outputs, dim=1))
+        x = self._inputs(window / scale, self._covariates(context, covariates), window.shape[1],
+                         self._static(torch.log(scale)))
+        outputs, _ = self._unroll(x, self.rnn.initial_state(context.shape[0], context))
+        df, loc, s = self.head(outputs)
         nll = student_t_nll(window[:, self.first:], df, loc * scale, s * scale)
         return (nll * torch.cat([observed, torch.ones_like(forecast)], dim=-1)[:, self.first:]).mean(dim=-1)
 
@@ -206,6 +273,10 @@ class DeepAR(Forecaster):
     def sample(self, context: torch.Tensor, n_samples: int, generator: torch.Generator,
                covariates: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Forecast sample paths, drawn ancestrally after the context's unrolling.
+
+        The context's L_C - 1 positions unroll once per series, layer by layer (:meth:`_LSTM.unroll`, their inputs
+        known), and the LSTM state is copied to the S paths; each forecast position then takes one
+        :meth:`_LSTM.step` of all paths, its input holding the values drawn before it.
 
         Args:
             context: (B, W) contexts.
@@ -216,22 +287,30 @@ class DeepAR(Forecaster):
         Returns:
             (B, S, L_F) paths.
         """
-        b = context.shape[0]
+        b, width = context.shape[0], self.context_length
         values, observed = observed_values(context)
         scale = self._scale(values, observed)
         series, covariates = values / scale, self._covariates(context, covariates)
-        _, state = self._unroll(series, covariates, range(self.first, self.context_length), torch.log(scale),
-                                self.rnn.initial_state(b, series), whole=True)  # once per series, not per path
+        x = self._inputs(series, covariates, width, self._static(torch.log(scale)))
+        _, state = self._unroll(x, self.rnn.initial_state(b, series), whole=True)  # once per series, not per path
 
         def paths_of(t: torch.Tensor) -> torch.Tensor:
             return t.repeat_interleave(n_samples, dim=0)
 
-        scale, series, covariates = paths_of(scale), paths_of(series), paths_of(covariates)
-        log_scale = torch.log(scale)
+        scale = paths_of(scale)
+        static = self._static(torch.log(scale))
+        future = paths_of(covariates[:, width:])
+        series = torch.cat([paths_of(series), series.new_empty(b * n_samples, self.forecast_length)], dim=1)
+        blocks = [slice(start, start + SAMPLER_ROWS) for start in range(0, max(1, b * n_samples), SAMPLER_ROWS)]
         state = [(paths_of(h), paths_of(c)) for h, c in state]
-        for p in range(self.context_length, self.context_length + self.forecast_length):
-            (h,), state = self._unroll(series, covariates, range(p, p + 1), log_scale, state, whole=True)
-            df, loc, s = self.head(h)
-            series = torch.cat([series, student_t_sample(df, loc, s, generator)[:, None]], dim=1)
-        paths = series[:, self.context_length:] * scale
+        states = [[(h[rows], c[rows]) for h, c in state] for rows in blocks]
+        for p in range(width, width + self.forecast_length):  # position p reads values before p only (lags >= 1)
+            x = torch.cat([series[:, p - self.lag_index], static, future[:, p - width]], dim=-1)
+            laws = []
+            for k, rows in enumerate(blocks):
+                h, states[k] = self.rnn.step(x[rows], states[k], whole=True)
+                laws.append(self.head(h))
+            df, loc, s = (torch.cat(law) for law in zip(*laws))
+            series[:, p] = student_t_sample(df, loc, s, generator)  # every path's draw at once, in path order
+        paths = series[:, width:] * scale
         return paths.reshape(b, n_samples, self.forecast_length)

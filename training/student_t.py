@@ -8,7 +8,7 @@ from typing import Tuple
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy import stats
+from scipy import special
 from torch import nn
 
 
@@ -35,8 +35,28 @@ def student_t_nll(y: torch.Tensor, df: torch.Tensor, loc: torch.Tensor, scale: t
     return -log_density
 
 
+def student_t_quantile(df: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The u-quantile of the standard Student-t law t_ν: ``scipy.stats.t.ppf(u, ν)`` bit for bit, faster.
+
+    ``scipy.special.stdtrit(ν, u)`` is the routine ``stats.t.ppf`` evaluates on 0 < u < 1, here without the
+    distribution's argument checks and broadcasting; at u = 0 the quantile is ppf's -inf, the support's lower end
+    (stdtrit gives +inf there). A test checks the bits against ``stats.t.ppf`` over extreme u and ν.
+
+    Args:
+        df: the degrees of freedom ν (> 0), float64.
+        u: levels in [0, 1), float64, of ``df``'s shape.
+
+    Returns:
+        The quantiles, float64.
+    """
+    z = special.stdtrit(df, u)
+    np.putmask(z, u == 0, -np.inf)
+    return z
+
+
 def student_t_sample(df: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Draws from t_ν(loc, scale) by inverting the CDF of uniforms from ``generator`` (reproducible).
+    """Draws from t_ν(loc, scale) by inverting the CDF (:func:`student_t_quantile`) at float64 uniforms from
+    ``generator`` (reproducible).
 
     Args:
         df: the degrees of freedom ν.
@@ -48,8 +68,8 @@ def student_t_sample(df: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, g
         One draw per element, shaped as ``loc``.
     """
     u = torch.rand(loc.shape, generator=generator, device=generator.device, dtype=torch.float64)
-    z = stats.t.ppf(u.cpu().numpy(), df.detach().double().cpu().numpy())
-    return loc + scale * torch.as_tensor(np.asarray(z), dtype=loc.dtype, device=loc.device)
+    z = student_t_quantile(df.detach().double().cpu().numpy(), u.cpu().numpy())
+    return loc + scale * torch.as_tensor(z, dtype=loc.dtype, device=loc.device)
 
 
 class StudentTHead(nn.Module):

@@ -123,6 +123,9 @@ def test_lstm_floor_is_deepar_on_nn_lstm():
     cov = torch.randn(5, 15, 1, dtype=torch.float64)
     torch.testing.assert_close(floor(c, f, cov), reference(c, f, cov), rtol=1e-10, atol=1e-12)
     assert all(not p.requires_grad for p in floor.rnn.parameters())
+    with torch.no_grad():
+        floor.lstm.weight_hh_l1.mul_(0.5)  # the loss is nn.LSTM's: its weights move it
+    assert float((floor(c, f, cov) - reference(c, f, cov)).abs().max()) > 1e-6
 
 
 def test_the_record_rebuilt_from_the_published_benchmark_gives_its_json_back():

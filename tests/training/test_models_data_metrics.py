@@ -172,42 +172,6 @@ def test_evaluation_in_memory_sized_chunks_is_the_one_draw_crps(monkeypatch):
     assert Fixed.calls == [7] * 7 + [1]
 
 
-def test_deepar_unrolls_the_context_once_and_draws_the_paths_of_the_per_path_unrolling():
-    """DeepAR's sampler unrolls each context once and copies the LSTM state to its S paths; a reference that
-    unrolls the context S times (each path on its own, as GluonTS's sampler does) gives the same paths from the
-    same generator, float64 so that the rounding of batched products cannot hide a difference."""
-    from tsdp.training.deepar import DeepAR
-
-    torch.manual_seed(0)
-    model = make_model("deepar", 30, 6).double()
-    assert isinstance(model, DeepAR)
-    c = torch.cat([torch.zeros(1, 30), 5 + torch.randn(3, 30)]).double()
-    covariates = torch.randn(4, 36, model.covariates, dtype=torch.float64)
-    s = 5
-
-    def per_path(context, generator):
-        values, observed = model_values(context)
-        scale = model._scale(values, observed).repeat_interleave(s, dim=0)
-        series = values.repeat_interleave(s, dim=0) / scale
-        cov = covariates.repeat_interleave(s, dim=0)
-        _, state = model._unroll(series, cov, range(model.first, model.context_length), torch.log(scale),
-                                 model.rnn.initial_state(series.shape[0], series))
-        for p in range(model.context_length, model.context_length + model.forecast_length):
-            (h,), state = model._unroll(series, cov, range(p, p + 1), torch.log(scale), state)
-            df, loc, sc = model.head(h)
-            series = torch.cat([series, student_t_sample(df, loc, sc, generator)[:, None]], dim=1)
-        return (series[:, model.context_length:] * scale).reshape(4, s, 6)
-
-    from tsdp.training.observations import observed_values as model_values
-
-    with torch.no_grad():
-        got = model.sample(c, s, torch.Generator().manual_seed(3), covariates)
-        want = per_path(c, torch.Generator().manual_seed(3))
-    assert got.shape == (4, s, 6)
-    assert torch.allclose(got, want, rtol=1e-10, atol=1e-10)
-    assert not torch.allclose(got[:, 0], got[:, 1])  # the paths differ: the draws are per path
-
-
 @pytest.mark.parametrize("dtype,rtol", [(torch.float32, 1e-6), (torch.float64, 1e-14)])
 def test_lstm_whole_gates_equal_the_gate_views_to_float_rounding(dtype, rtol):
     """DeepAR's LSTM step with its activations over whole tensors (the sampler's, and every stack of runs trained
