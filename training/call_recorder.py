@@ -37,8 +37,8 @@ class CallRecorder:
 
     Each owner's ``forward`` is wrapped on the instance (restored on exit) rather than given a
     forward hook: no hook dispatch per call (about 8 µs each; DeepAR's forward calls its hidden
-    projections once per position and layer), and the output recorded is the forward's own, before any user hook rewrites it,
-    which is the output whose gradient the parameters' factors need.
+    projections once per position and layer), and the output recorded is the forward's own, before any user hook
+    rewrites it, which is the output whose gradient the parameters' factors need.
 
     Attributes:
         batch: the batch size M every recorded tensor must lead with.
