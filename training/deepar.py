@@ -31,8 +31,9 @@ class _LSTM(nn.Module):
 
     whole_gates = False
     """Whether the gates' activations apply to whole tensors by default (:meth:`gates`' ``whole``): False for a model
-    (its numbers as they always were); :class:`tsdp.training.stacked.StackedModel` sets it on the private runs'
-    stack, which agrees with their runs alone to float rounding only."""
+    trained alone by :func:`tsdp.training.train.train` (its numbers as they always were);
+    :class:`tsdp.training.stacked.StackedModel` sets it on every stack (private runs, and runs without DP, whose cells
+    alone train as a stack of one), which agrees with the model alone to float rounding only."""
 
     def __init__(self, input_size: int, hidden: int, n_layers: int):
         super().__init__()
@@ -56,9 +57,9 @@ class _LSTM(nn.Module):
         of a contiguous copy of g) instead of on each gate's strided (B, hidden) view: several times faster. The same
         functions; only the float rounding of some elements differs (on CPU the last elements of each strided row
         take the scalar sigmoid, which rounds differently from the vectorised one). Either way a row's numbers do not
-        depend on the rows around it at hidden 40 (a row of 4·hidden gates is whole vectors). Training without DP
-        keeps the views: without noise, rounding differences grow over the Adam steps, and its numbers stay those it
-        always had.
+        depend on the rows around it at hidden 40 (a row of 4·hidden gates is whole vectors). A model trained alone by
+        :func:`tsdp.training.train.train` keeps the views (its numbers stay those it always had); every stack takes
+        whole tensors (:attr:`whole_gates`).
 
         Args:
             gates: the pre-activations ih(x) + hh(h), (B, 4·hidden).
