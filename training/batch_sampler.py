@@ -29,6 +29,7 @@ sampling can give an empty step; :meth:`WindowDataset.collate` returns tensors w
 """
 from __future__ import annotations
 
+import secrets
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -81,7 +82,8 @@ class WindowDataset(torch.utils.data.Dataset):
         config: The configuration the series must match; use :func:`fit_lengths` to fit a configuration to
             your series.
         generator: With augmentation (σ_C or σ_F > 0, Section 4 / Theorem G.1) every cropped window gets
-            fresh Gaussian noise from it (default: a generator seeded 0).
+            fresh Gaussian noise from it (default: one seeded from the operating system's entropy; the accountant
+            credits the noise only while it is secret, so give a seeded one only to reproduce a run).
         padding: The value of Algorithm 4's front padding (default 0, its zeros). For tsdp's forecasters give
             ``tsdp.training.windows.padding_of(model)``: their unobserved value, as tsdp's loop pads for them
             (they leave it out of their scale and loss, as GluonTS's models leave their padding out).
@@ -115,7 +117,7 @@ class WindowDataset(torch.utils.data.Dataset):
         self.lengths = tuple(lengths)
         self.padded, _ = pad_series([torch.as_tensor(a) for a in arrays], config.context_length, padding)
         self.n_starts = window_starts(torch.as_tensor(lengths), config.forecast_length)
-        self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
+        self.generator = generator if generator is not None else torch.Generator().manual_seed(secrets.randbits(63))
 
     def __len__(self) -> int:
         return int(self.n_starts.sum())

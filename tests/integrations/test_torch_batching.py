@@ -219,3 +219,19 @@ def test_augmentation_adds_fresh_gaussian_noise():
         stat = (d ** 2).sum() / s ** 2
         p = stats.chi2.cdf(stat, len(d))
         assert ALPHA / 2 < p < 1 - ALPHA / 2
+
+
+def test_augmentation_noise_is_drawn_from_a_fresh_seed_unless_a_generator_is_given():
+    """The accountant credits the augmentation noise σ_C, σ_F (amplification by augmentation) only while the noise is
+    secret: with a fixed default seed anyone could redraw it and subtract it from every window. Two datasets without
+    a generator draw other noise (fresh 63-bit seeds collide with probability 2^-63); two with generators of one seed
+    draw the same."""
+    cfg = TrainingConfig(N=1, L=40, context_length=2, forecast_length=1, batch_size=1, sigma_context=0.5,
+                         sigma_forecast=2.0)
+    series = series_of([40])
+    keys = [(0, t) for t in range(40)]
+    first, second = (WindowDataset(series, cfg).__getitems__(keys) for _ in range(2))
+    assert not torch.equal(first[0], second[0]) and not torch.equal(first[1], second[1])
+    seeded = [WindowDataset(series, cfg, generator=torch.Generator().manual_seed(3)).__getitems__(keys)
+              for _ in range(2)]
+    assert torch.equal(seeded[0][0], seeded[1][0]) and torch.equal(seeded[0][1], seeded[1][1])
