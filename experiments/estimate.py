@@ -150,7 +150,7 @@ def probe(cell: Cell, settings: GridSettings, private: bool, warm_up: bool = Tru
                                         discretization=settings.discretization),
                           loop=Loop(clip=CLIP, lr=LR, weight_decay=WEIGHT_DECAY, lags=split.spec.lags),
                           evaluation=Evaluation(season=split.spec.season, n_samples=settings.n_samples),
-                          device=settings.device, progress=False)
+                          device=settings.device, progress=False, seed=0)
             wall = time.perf_counter() - started
     finally:
         torch.set_num_threads(threads)

@@ -14,6 +14,7 @@ validation checkpoint), ``run_checks`` (the refusals that read the device, the d
 """
 from __future__ import annotations
 
+import secrets
 from typing import Optional, Sequence, Union
 
 import torch
@@ -66,7 +67,7 @@ def initial_model(model_name: str, config: TrainingConfig, data: SeriesData, *, 
 
 def train(config: TrainingConfig, model_name: str, data: Union[SeriesData, ForecastSplit], *, budget: Budget,
           loop: Loop = Loop(), evaluation: Evaluation = Evaluation(), checkpoints: Checkpoints = Checkpoints(),
-          seed: int = 0, device: str = "auto", progress: bool = True) -> TrainResult:
+          seed: Optional[int] = None, device: str = "auto", progress: bool = True) -> TrainResult:
     """Train ``model_name`` on ``data`` with Algorithm 1 (batching of ``config``) and Algorithm 2 steps.
 
     Private training accounts the steps it ran in a sound ``PldAccountant``: the result's ``epsilon`` is its ε(δ)
@@ -94,7 +95,9 @@ def train(config: TrainingConfig, model_name: str, data: Union[SeriesData, Forec
             (:class:`~tsdp.training.options.Evaluation`).
         checkpoints: How often a split's validation windows are scored, and whether the result keeps the trained
             model (:class:`~tsdp.training.options.Checkpoints`).
-        seed: The seed of initialisation, sampling, augmentation, noise and sample paths.
+        seed: The seed of initialisation, sampling, augmentation, noise and sample paths (None: a fresh one from the
+            operating system's entropy; a seed others know lets them redraw the batches and noise, which voids the
+            trained model's ε: give one only to reproduce a run).
         device: ``auto`` (cuda when available, else cpu), ``cpu`` or ``cuda[:N]``.
         progress: Show a progress bar.
 
@@ -110,6 +113,7 @@ def train(config: TrainingConfig, model_name: str, data: Union[SeriesData, Forec
         TheoremError: A lower-bound theorem, or a scheme without a proven sound bound.
     """
     split = data if isinstance(data, ForecastSplit) else None
+    seed = secrets.randbits(63) if seed is None else seed  # the run's draws: secret
     plan = plan_training(config, data, budget, loop)
     private = budget.private
     accountant = PldAccountant("sound", discretization=budget.discretization) if private else None

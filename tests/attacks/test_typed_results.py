@@ -85,7 +85,7 @@ def test_train_result_as_dict_and_attributes_agree_with_the_json():
     and the attributes carry the JSON's numbers (the ledger entry by entry)."""
     r = train(TINY, "dlinear", synthetic_for(TINY, seed=2),
               budget=Budget(steps=6, delta=1e-5, warmup_steps=3, warmup_sigma=4.0, discretization=1e-3),
-              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False, seed=0)
     d = as_json(r)
     assert key_tree(d) == tree(TRAIN_KEYS, ledger=[ledger_entry(*CONFIG_KEYS), ledger_entry("sigma")])
     assert r.selection is None and r.trained_model is None
@@ -106,7 +106,7 @@ def test_train_result_as_dict_and_attributes_agree_with_the_json():
 def test_a_nonprivate_train_result_has_nulls_where_the_old_dict_had():
     r = train(TINY, "simple-ff", synthetic_for(TINY, seed=2), budget=Budget(steps=2, private=False),
               evaluation=Evaluation(n_samples=2), checkpoints=Checkpoints(return_model=True), device="cpu",
-              progress=False)
+              progress=False, seed=0)
     d = r.as_dict()
     assert [k for k, v in d.items() if v is None] == ["warmup_sigma", "clip", "epsilon_budget", "epsilon", "delta",
                                                      "theorem", "discretization", "compositions", "ledger"]
@@ -130,7 +130,7 @@ def test_a_train_result_with_a_split_keeps_the_selection_keys_at_the_top():
     and ``selection`` carries their numbers."""
     r = train(TINY, "simple-ff", _split(TINY, 4), budget=Budget(steps=4, delta=1e-5, discretization=1e-3),
               evaluation=Evaluation(n_samples=2), checkpoints=Checkpoints(validate_every=2), device="cpu",
-              progress=False)
+              progress=False, seed=0)
     d = as_json(r)
     assert key_tree(d) == tree(TRAIN_KEYS + SELECTION_KEYS, ledger=[ledger_entry(*CONFIG_KEYS)])
     s = r.selection

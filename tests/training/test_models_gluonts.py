@@ -157,7 +157,7 @@ def test_the_loop_pads_windows_as_unobserved_for_tsdp_models(monkeypatch):
     data = SeriesData(tuple(np.arange(1.0, n + 1.0) for n in (7, 8, 9, 10)))
     config = TrainingConfig(N=4, L=5, lengths=(5, 6, 7, 8), context_length=6, forecast_length=2, batch_size=4)
     r = training.train(config, "dlinear", data, budget=Budget(epochs=3, private=False), loop=Loop(lr=1e-2),
-                       evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
+                       evaluation=Evaluation(n_samples=4), device="cpu", progress=False, seed=0)
     assert math.isfinite(r.crps)
     assert any(kind == "train" and nan for kind, nan, _ in seen) and any(kind == "test" and nan for kind, nan, _ in seen)
     assert not any(f for *_, f in seen)  # a forecast is never padding
@@ -191,7 +191,7 @@ def test_the_loop_gives_deepar_each_windows_covariates(monkeypatch):
     data = SeriesData(tuple(1000.0 * (n + 1) + np.arange(L) for n, L in enumerate(lengths)), starts=starts)
     config = TrainingConfig(N=3, L=7, lengths=(7, 10, 8), context_length=5, forecast_length=2, batch_size=2)
     training.train(config, "deepar", data, budget=Budget(epochs=2, private=False), loop=Loop(lr=1e-3, lags=(1, 2)),
-                   evaluation=Evaluation(n_samples=2), device="cpu", progress=False)
+                   evaluation=Evaluation(n_samples=2), device="cpu", progress=False, seed=0)
     width = 5 + 2
     trained = [(c, f, z) for kind, c, f, z in seen if kind == "train"]
     assert trained and all(z is not None and z.shape[1:] == (width, 5) for _, _, z in trained)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tsdp.datasets.series import synthetic_for
-from tsdp.training.options import Budget, Evaluation, Loop
+from tsdp.training.options import Budget, Checkpoints, Evaluation, Loop
 from tsdp.training.train import train
 from tsdp.theorems.bounds.base import TheoremError
 from tsdp.theorems.config import ConfigError, TrainingConfig
@@ -45,7 +45,7 @@ def test_nonprivate_training_beats_seasonal_naive(name, epochs):
     """ε = ∞ (no clipping, no noise): test CRPS below seasonal naive's and far below the untrained model's."""
     data = synthetic_for(BASE, seed=1)
     r = train(BASE, name, data, budget=Budget(epochs=epochs, private=False), loop=Loop(lr=1e-2), device="cpu",
-              progress=False)
+              progress=False, seed=0)
     assert r.steps == epochs * BASE.compositions_per_epoch == epochs * 2
     assert r.crps < r.seasonal_naive_crps
     assert r.crps < 0.2 * r.untrained_crps
@@ -68,7 +68,7 @@ def test_budget_truth_for_every_scheme(top, bottom, lam):
     budget = 1.2 * sound(cfg, 3 * cfg.steps_per_epoch + 1, theorem)  # a few epochs' worth, never on a boundary
     r = train(cfg, "dlinear", synthetic_for(cfg, seed=2),
               budget=Budget(epsilon=budget, delta=DELTA, theorem=theorem, discretization=D),
-              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False, seed=0)
     steps = r.steps
     assert steps > 0
     assert r.epsilon == pytest.approx(sound(cfg, steps, theorem), rel=1e-9)
@@ -84,9 +84,9 @@ def test_poisson_top_level_is_refused():
     cfg = TINY.with_(top="poisson")
     with pytest.raises(TheoremError, match="no proven sound bound"):
         train(cfg, "dlinear", synthetic_for(cfg, seed=2), budget=Budget(epsilon=5.0, delta=DELTA), device="cpu",
-              progress=False)
+              progress=False, seed=0)
     r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), budget=Budget(epochs=1, private=False), device="cpu",
-              progress=False)
+              progress=False, seed=0)
     assert r.steps == cfg.steps_per_epoch
 
 
@@ -96,7 +96,7 @@ def test_a_lower_bound_is_refused_as_the_accountant(theorem):
     cfg = TINY.with_(instances=2, batch_size=8, **({"top": "deterministic"} if theorem == "T3" else {}))
     with pytest.raises(TheoremError, match="lower bound"):
         train(cfg, "dlinear", synthetic_for(cfg, seed=2), budget=Budget(epsilon=5.0, delta=DELTA, theorem=theorem),
-              device="cpu", progress=False)
+              device="cpu", progress=False, seed=0)
 
 
 def test_heterogeneous_run_is_accounted_as_composed():
@@ -112,7 +112,7 @@ def test_heterogeneous_run_is_accounted_as_composed():
     budget = 6.0
     r = train(TINY, "dlinear", synthetic_for(TINY, seed=2),
               budget=Budget(epsilon=budget, delta=DELTA, warmup_steps=5, warmup_sigma=4.0, discretization=D),
-              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False, seed=0)
     main = r.steps - 5
     run = dp_event.ComposedDpEvent([training_event(warm, steps=5), training_event(TINY, steps=main)])
     assert r.epsilon == PldAccountant("sound", discretization=D).compose(run).get_epsilon(DELTA)
@@ -129,7 +129,7 @@ def test_private_training_still_learns():
     cfg = BASE.with_(batch_size=64, sigma=8.0)
     r = train(cfg, "simple-ff", synthetic_for(cfg, seed=1),
               budget=Budget(epsilon=8.0, delta=DELTA, epochs=150, discretization=D), loop=Loop(lr=1e-2), device="cpu",
-              progress=False)
+              progress=False, seed=0)
     assert r.epsilon == pytest.approx(sound(cfg, r.steps), rel=1e-9) and r.epsilon <= 8.0
     assert r.crps < 0.6 * r.untrained_crps
 
@@ -139,7 +139,7 @@ def test_other_schemes_run_with_augmentation(top, bottom):
     """Every top/bottom combination trains (with augmentation σ_C = σ_F = 0.5) for the scheduled number of steps."""
     cfg = BASE.with_(top=top, bottom=bottom, L=60, instances=2, sigma_context=0.5, sigma_forecast=0.5)
     r = train(cfg, "itransformer", synthetic_for(cfg, seed=3), budget=Budget(epochs=1, private=False),
-              loop=Loop(lr=1e-2), device="cpu", progress=False)
+              loop=Loop(lr=1e-2), device="cpu", progress=False, seed=0)
     expected = {"poisson": cfg.compositions_per_epoch, "pooled": 64 * 37 // 32, "shuffle": math.ceil(64 / 16)}[top]
     assert r.steps == expected
     assert np.isfinite(r.crps) and r.epsilon is None
@@ -162,11 +162,11 @@ def test_train_rejects_inconsistent_input():
     with pytest.raises(ConfigError, match="delta"):
         Budget(epsilon=1.0)
     with pytest.raises(ConfigError, match="--N 64"):
-        train(BASE.with_(N=65), "simple-ff", data, budget=Budget(epochs=1, delta=DELTA), progress=False)
+        train(BASE.with_(N=65), "simple-ff", data, budget=Budget(epochs=1, delta=DELTA), progress=False, seed=0)
     with pytest.raises(ConfigError, match="--L 120"):
-        train(BASE.with_(L=121), "simple-ff", data, budget=Budget(epochs=1, delta=DELTA), progress=False)
+        train(BASE.with_(L=121), "simple-ff", data, budget=Budget(epochs=1, delta=DELTA), progress=False, seed=0)
     with pytest.raises(ConfigError, match="spent before the first step"):
-        train(BASE, "simple-ff", data, budget=Budget(epsilon=0.01, delta=DELTA), progress=False)
+        train(BASE, "simple-ff", data, budget=Budget(epsilon=0.01, delta=DELTA), progress=False, seed=0)
 
 
 SMALL = ["--N", "8", "--L", "40", "--batch-size", "4", "--context-length", "48", "--forecast-length", "24",
@@ -211,6 +211,22 @@ def test_train_draws_its_batches_and_noise_from_a_fresh_seed_unless_one_is_given
     assert len({naive for _, naive in outs}) == 1  # the same (public, synthetic) data
     crps = [c for c, _ in outs]
     assert crps[0] != crps[1] and crps[2] not in crps[:2] and crps[2] == crps[3]
+
+
+def test_the_train_function_draws_from_a_fresh_seed_unless_one_is_given():
+    """As the command (above): ``train`` without ``seed`` is a run whose initialisation, batches and noise others
+    cannot redraw. Two calls without a seed give other trained parameters (fresh 63-bit seeds collide with
+    probability 2^-63); two calls at seed 0 give the same ones."""
+    data = synthetic_for(TINY, seed=2)
+
+    def parameters(**seed):
+        r = train(TINY, "dlinear", data, budget=Budget(steps=2, delta=DELTA, discretization=D),
+                  evaluation=Evaluation(n_samples=2), checkpoints=Checkpoints(return_model=True), device="cpu",
+                  progress=False, **seed)
+        return torch.cat([p.detach().flatten() for p in r.trained_model.parameters()])
+
+    assert not torch.equal(parameters(), parameters())
+    assert torch.equal(parameters(seed=0), parameters(seed=0))
 
 
 def test_train_command_with_the_real_accountant(capsys):
@@ -310,7 +326,7 @@ def test_a_shuffled_run_to_its_budget_trains_whole_epochs_of_the_samplers_batche
         seen.append(seq.tolist()), gather(padded, seq, start, length))[1])
     budget = sound(cfg, 3 * cfg.steps_per_epoch)
     r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), budget=Budget(epsilon=budget, delta=DELTA, discretization=D),
-              evaluation=Evaluation(n_samples=4), device="cpu", progress=False)
+              evaluation=Evaluation(n_samples=4), device="cpu", progress=False, seed=0)
     assert (cfg.steps_per_epoch, r.steps, len(seen), r.compositions) == (3, 9, 9, 3)
     assert [len(s) for s in seen] == [4, 4, 2] * 3
     assert all(sorted(sum(seen[e:e + 3], [])) == list(range(10)) for e in (0, 3, 6))

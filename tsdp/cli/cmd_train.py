@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import secrets
 from typing import TYPE_CHECKING, Callable, Optional
 
 from tsdp.theorems.config import check_output_path
@@ -178,7 +177,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
             loop = Loop(clip=args.clip, lr=args.lr, weight_decay=args.weight_decay, optimizer=args.optimizer)
             result = train(config, args.model, data, budget=budget, loop=loop,
                            checkpoints=Checkpoints(return_model=args.save is not None), device=args.device,
-                           seed=secrets.randbits(63) if args.seed is None else args.seed,  # the run's draws: secret
+                           seed=args.seed,  # None: train draws a fresh, secret one
                            progress=not args.json)
             if args.save is not None:
                 from tsdp.attacks.inference.mechanism import save_model
