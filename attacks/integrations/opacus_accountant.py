@@ -45,7 +45,11 @@ Use::
     engine.get_epsilon(1e-5)                           # == `tsdp epsilon --delta 1e-5 --steps S <config flags>`
 
 ``make_private_with_epsilon`` works the same way (its σ search creates accountants through
-the registry, hence :func:`register`).
+the registry, hence :func:`register`), for the steps Opacus asks about: int(E / sample_rate), which for some
+epoch lengths is one step fewer than the E epochs the loader then runs (93 steps an epoch, E = 1: 92), so its σ
+can spend more than the target over the run. Where the budget must hold, calibrate with
+:func:`tsdp.calibrate_sigma` (``tsdp calibrate --epochs E``) and give ``make_private`` that ``noise_multiplier``; the
+accountant's ε of the steps trained is right either way.
 """
 from __future__ import annotations
 
