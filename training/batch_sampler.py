@@ -177,8 +177,9 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
 
     Args:
         dataset: The windows to draw from; its configuration fixes the batching.
-        generator: The batches' randomness; give a seeded one for reproducible batches (default: one seeded
-            from torch's global generator).
+        generator: The batches' randomness (default: one seeded from the operating system's entropy, not from
+            torch's global generator, which scripts seed for a reproducible model; the accountant credits the
+            subsampling only while the batches are secret, so give a seeded one only to reproduce a run).
 
     Attributes:
         config: The dataset's configuration.
@@ -201,8 +202,7 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
     def __init__(self, dataset: WindowDataset, *, generator: Optional[torch.Generator] = None):
         self.config = dataset.config
         self.sampler = make_sampler(dataset.config, dataset.lengths)
-        self.generator = generator if generator is not None else torch.Generator().manual_seed(
-            int(torch.empty((), dtype=torch.int64).random_().item()))
+        self.generator = generator if generator is not None else torch.Generator().manual_seed(secrets.randbits(63))
         self._epoch, self._next = None, 0  # the epoch being drawn and its next step (None: start a new one)
         self.batches_handed_out = 0
 
