@@ -3,7 +3,7 @@ with torch ops (per-sample-gradient friendly) and unrolled layer by layer wherev
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -45,6 +45,18 @@ class _LSTM(nn.Module):
         bound = 1.0 / math.sqrt(hidden)
         for weight in self.parameters():
             nn.init.uniform_(weight, -bound, bound)
+
+    def tied_output_gradients(self) -> List[Tuple[nn.Module, nn.Module]]:
+        """Each layer's (``hh``, ``ih``): a tied output gradient (:mod:`training.tied_gradients`). In :meth:`unroll`
+        ``hh``'s call at position p reaches the loss only through ``ih(x)[:, p] + hh(h)``, so its output gradient is
+        position p of ``ih``'s; the engines apply the tie where the calls have that structure (one ``ih`` call on
+        (B, P, ·), P ``hh`` calls), not to :meth:`step`'s position-by-position calls. The current submodules: a stack
+        (:class:`training.stacked.StackedModel`) replaces them.
+
+        Returns:
+            Per layer (follower ``hh``, leader ``ih``).
+        """
+        return [(cell["hh"], cell["ih"]) for cell in self.cells]
 
     def initial_state(self, batch: int, like: torch.Tensor):
         zero = like.new_zeros(batch, self.hidden)
@@ -99,7 +111,7 @@ class _LSTM(nn.Module):
         new_state = []
         for cell, (h, c) in zip(self.cells, state):
             hh, outputs = cell["hh"], []
-            for projected in cell["ih"](x).unbind(1):
+            for projected in cell["ih"](x).unbind(1):  # hh(h) enters this sum only: tied_output_gradients
                 h, c = self.gates(projected + hh(h), c, whole)
                 outputs.append(h)
             new_state.append((h, c))

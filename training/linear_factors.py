@@ -57,8 +57,8 @@ def _side_by_side(calls_per_member: List[List[torch.Tensor]], g: torch.Tensor, m
     start = 0
     for calls, width in zip(calls_per_member, widths):
         block = out[..., start:start + width]
-        if out.dim() == 2:
-            block.copy_(calls[0])
+        if len(calls) == 1:  # copy_, not cat(out=): cat writes nothing into a (1, 1, w) column block (torch 2.13)
+            block.copy_(calls[0].reshape(block.shape))
         else:
             torch.cat(_flat_positions(calls, m), dim=1, out=block)
         start += width
