@@ -167,12 +167,13 @@ class DeepAR(Forecaster):
     features and the age feature, :mod:`tsdp.datasets.time_features`); its output is the Student-t law of the value
     at p. The training loss is GluonTS's (``DeepARModel.loss`` as ``DeepARLightningModule.training_step`` calls it,
     ``future_only=False``): the NLL in data units averaged over all L_C - 1 + L_F unrolled positions, context and
-    forecast. Teacher-forced, every position's input is known: they are built at once and the LSTM unrolls layer
-    by layer (:meth:`_LSTM.unroll`: a layer's input projection is one call over all positions), the same function as
-    a position-by-position unrolling up to float rounding. Sampling unrolls the context the same way, then draws the
-    L_F forecast values ancestrally, one position of every path at a time (:meth:`_LSTM.step`). Given
-    ``lags`` are all kept (a lag longer than the window is refused); by default :data:`DEFAULT_LAGS` up to
-    context_length.
+    forecast. Teacher-forced, every position's input is known: they are built at once and the LSTM unrolls layer by
+    layer (:meth:`_LSTM.unroll`: a layer's input projection is one call over all positions), the same function as a
+    position-by-position unrolling up to float rounding; a layer's hidden projection takes its output gradients from
+    the input projection's (:meth:`_LSTM.tied_output_gradients`, both DP engines). Sampling unrolls the context the
+    same way, then draws the L_F forecast values ancestrally, one position of every path at a time
+    (:meth:`_LSTM.step`). Given ``lags`` are all kept (a lag longer than the window is refused); by default
+    :data:`DEFAULT_LAGS` up to context_length.
 
     ``forward(context, forecast, covariates)`` and ``sample(context, n, generator, covariates)`` take the window's
     covariates (B, W + L_F, ``covariates``), position by position; tsdp's loop computes them from each window's

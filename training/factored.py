@@ -10,10 +10,15 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
    once per model, :mod:`training.parameter_owners`).
 2. One backward of Σ_i L_i gives ∂(Σ_j L_j)/∂y for every recorded output. Its row i is
    ∂L_i/∂y_i, because the models never mix samples (no batch statistics; the same
-   assumption vmap's per-sample semantics encode).
+   assumption vmap's per-sample semantics encode). A tied follower's outputs are not asked
+   for: where the model declares that its calls reach the loss only through sums with the
+   positions of a leader's single call (DeepAR's ``hh`` and ``ih``,
+   :mod:`training.tied_gradients`) and the recorded calls have that structure, its output
+   gradients are the leader's, one (M, P, o) tensor.
 3. From these factors, per parameter-owning module: ``nn.Linear`` by
    :func:`training.linear_factors.linear_factors` (the norm by the cheapest exact route,
-   the clipped sum by one matrix product per layer, no second backward pass); a module type
+   the clipped sum by one matrix product per layer, no second backward pass; linears with
+   the same output gradients, a tied follower with its leader, are one group); a module type
    with a registered rule (``nn.LayerNorm``) or any other module by its per-sample
    gradients (:mod:`training.per_sample_rules`), small and held in full.
 4. The squared norms add up over modules to ||g_i||², the clip factors c_i follow

@@ -17,8 +17,10 @@ every stacked layer's inputs a and output gradients g; each window's squared gra
 from these factors (t = 1: ||a||²·||g||²; t > 1: the ghost norm Σ_{t,t'} (a_t·a_t')(g_t·g_t') or the materialised
 G_i, whichever is cheaper, as :mod:`training.factored` chooses), the clip factors 1 / max(1, ||g_i||/C) follow
 (:func:`training.clipping.clip_factors`), and each run's clipped sum Σ_{i in run k} c_i G_i is one batched product
-per layer. Run k's noise is its own draw (:func:`training.noise.gaussian_noise` from its own generator, in its
-model's ``named_parameters`` order and dtype), so the noise of a seed is the noise it draws alone.
+per layer. A tied follower (DeepAR's ``hh``, :mod:`training.tied_gradients`) is not asked of autograd: where its
+calls fit the declared tie, its output gradients are its leader's (``ih``'s) one (K·M, P, o) tensor, the same values
+autograd gives it, bit for bit. Run k's noise is its own draw (:func:`training.noise.gaussian_noise` from its own
+generator, in its model's ``named_parameters`` order and dtype), so the noise of a seed is the noise it draws alone.
 """
 from __future__ import annotations
 
