@@ -289,7 +289,7 @@ class StackedModel:
         tied = {names[f]: names[l] for f, l in applied_ties(
             self.ties, {id(self.layers[name]): [[y] for _, y in layer_calls] for name, layer_calls in calls.items()
                         if layer_calls}).items()}
-        asked = [name for name, layer_calls in calls.items() if layer_calls and name not in tied]  # not: not called
+        asked = [name for name, layer_calls in calls.items() if layer_calls and name not in tied]  # followers: their leader's g
         outputs = [y for name in asked for _, y in calls[name]]
         grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))
         k, m = self.size, loss.shape[0] // self.size
@@ -313,7 +313,7 @@ class StackedModel:
 
 def _positions(tensors: List[torch.Tensor], rows: int) -> torch.Tensor:
     """The calls' (K·M, *mid, d) tensors as one contiguous (K·M, t, d): every middle position of every call is a
-    position (one contiguous call as it is, reshaped)."""
+    position (one call reshaped, copied only where not contiguous)."""
     if len(tensors) == 1:
         return tensors[0].detach().reshape(rows, -1, tensors[0].shape[-1]).contiguous()
     return torch.cat([x.detach().reshape(rows, -1, x.shape[-1]) for x in tensors], dim=1)
