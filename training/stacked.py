@@ -289,7 +289,8 @@ class StackedModel:
         tied = {names[f]: names[l] for f, l in applied_ties(
             self.ties, {id(self.layers[name]): [[y] for _, y in layer_calls] for name, layer_calls in calls.items()
                         if layer_calls}).items()}
-        asked = [name for name, layer_calls in calls.items() if layer_calls and name not in tied]  # followers: their leader's g
+        # the called layers whose gradients autograd gives; a tied follower's g is its leader's
+        asked = [name for name, layer_calls in calls.items() if layer_calls and name not in tied]
         outputs = [y for name in asked for _, y in calls[name]]
         grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))
         k, m = self.size, loss.shape[0] // self.size
