@@ -3,7 +3,7 @@ with torch ops (per-sample-gradient friendly) and unrolled layer by layer wherev
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -45,6 +45,18 @@ class _LSTM(nn.Module):
         bound = 1.0 / math.sqrt(hidden)
         for weight in self.parameters():
             nn.init.uniform_(weight, -bound, bound)
+
+    def tied_output_gradients(self) -> List[Tuple[nn.Module, nn.Module]]:
+        """Each layer's (``hh``, ``ih``): a tied output gradient (:mod:`training.tied_gradients`). In :meth:`unroll`
+        ``hh``'s call at position p reaches the loss only through ``ih(x)[:, p] + hh(h)``, so its output gradient is
+        position p of ``ih``'s; the engines apply the tie where the calls have that structure (one ``ih`` call on
+        (B, P, ·), P ``hh`` calls), not to :meth:`step`'s position-by-position calls. The current submodules: a stack
+        (:class:`training.stacked.StackedModel`) replaces them.
+
+        Returns:
+            Per layer (follower ``hh``, leader ``ih``).
+        """
+        return [(cell["hh"], cell["ih"]) for cell in self.cells]
 
     def initial_state(self, batch: int, like: torch.Tensor):
         zero = like.new_zeros(batch, self.hidden)
@@ -99,7 +111,7 @@ class _LSTM(nn.Module):
         new_state = []
         for cell, (h, c) in zip(self.cells, state):
             hh, outputs = cell["hh"], []
-            for projected in cell["ih"](x).unbind(1):
+            for projected in cell["ih"](x).unbind(1):  # hh(h) enters this sum only: tied_output_gradients
                 h, c = self.gates(projected + hh(h), c, whole)
                 outputs.append(h)
             new_state.append((h, c))
@@ -155,12 +167,13 @@ class DeepAR(Forecaster):
     features and the age feature, :mod:`tsdp.datasets.time_features`); its output is the Student-t law of the value
     at p. The training loss is GluonTS's (``DeepARModel.loss`` as ``DeepARLightningModule.training_step`` calls it,
     ``future_only=False``): the NLL in data units averaged over all L_C - 1 + L_F unrolled positions, context and
-    forecast. Teacher-forced, every position's input is known: they are built at once and the LSTM unrolls layer
-    by layer (:meth:`_LSTM.unroll`: a layer's input projection is one call over all positions), the same function as
-    a position-by-position unrolling up to float rounding. Sampling unrolls the context the same way, then draws the
-    L_F forecast values ancestrally, one position of every path at a time (:meth:`_LSTM.step`). Given
-    ``lags`` are all kept (a lag longer than the window is refused); by default :data:`DEFAULT_LAGS` up to
-    context_length.
+    forecast. Teacher-forced, every position's input is known: they are built at once and the LSTM unrolls layer by
+    layer (:meth:`_LSTM.unroll`: a layer's input projection is one call over all positions), the same function as a
+    position-by-position unrolling up to float rounding; a layer's hidden projection takes its output gradients from
+    the input projection's (:meth:`_LSTM.tied_output_gradients`, both DP engines). Sampling unrolls the context the
+    same way, then draws the L_F forecast values ancestrally, one position of every path at a time
+    (:meth:`_LSTM.step`). Given ``lags`` are all kept (a lag longer than the window is refused); by default
+    :data:`DEFAULT_LAGS` up to context_length.
 
     ``forward(context, forecast, covariates)`` and ``sample(context, n, generator, covariates)`` take the window's
     covariates (B, W + L_F, ``covariates``), position by position; tsdp's loop computes them from each window's

@@ -10,10 +10,15 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
    once per model, :mod:`training.parameter_owners`).
 2. One backward of Σ_i L_i gives ∂(Σ_j L_j)/∂y for every recorded output. Its row i is
    ∂L_i/∂y_i, because the models never mix samples (no batch statistics; the same
-   assumption vmap's per-sample semantics encode).
+   assumption vmap's per-sample semantics encode). A tied follower's outputs are not asked
+   for: where the model declares that its calls reach the loss only through sums with the
+   positions of a leader's single call (DeepAR's ``hh`` and ``ih``,
+   :mod:`training.tied_gradients`) and the recorded calls have that structure, its output
+   gradients are the leader's, one (M, P, o) tensor.
 3. From these factors, per parameter-owning module: ``nn.Linear`` by
    :func:`training.linear_factors.linear_factors` (the norm by the cheapest exact route,
-   the clipped sum by one matrix product per layer, no second backward pass); a module type
+   the clipped sum by one matrix product per layer, no second backward pass; linears with
+   the same output gradients, a tied follower with its leader, are one group); a module type
    with a registered rule (``nn.LayerNorm``) or any other module by its per-sample
    gradients (:mod:`training.per_sample_rules`), small and held in full.
 4. The squared norms add up over modules to ||g_i||², the clip factors c_i follow
@@ -41,6 +46,7 @@ from .linear_factors import linear_factors, same_gradients_key
 from .noise import gaussian_noise
 from .parameter_owners import FactoredGradientError, plan_of, trainable_parameters
 from .per_sample_rules import PER_SAMPLE_RULES, register_per_sample_rule, rule_gradients, vmap_gradients
+from .tied_gradients import applied_ties, declared_ties
 
 __all__ = ["FactoredGradientError", "PER_SAMPLE_RULES", "factored_clipped_sum", "factored_noisy_gradient",
            "register_per_sample_rule", "trainable_parameters"]
@@ -67,17 +73,23 @@ def _factored_sum(
         raise FactoredGradientError(f"the model must return one loss per sample, shape ({m},); got {tuple(loss.shape)}")
     recorder.check_unmodified()
     called = [(name, mod, recorder.calls[id(mod)]) for name, mod, _ in recorder.owners if recorder.calls[id(mod)]]
-    outputs = [y for _, _, calls in called for _, ys in calls for y in ys]
+    tied = applied_ties([(f, l) for f, l in declared_ties(model) if type(f) is nn.Linear and type(l) is nn.Linear],
+                        {id(mod): [ys for _, ys in calls] for _, mod, calls in called})
+    asked = [(name, mod, calls) for name, mod, calls in called if id(mod) not in tied]  # followers: their leader's
+    outputs = [y for _, _, calls in asked for _, ys in calls for y in ys]
     out_grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))
     with torch.no_grad():  # the factors below are data: no graph for them
-        factors, per_sample, other, linears = [], {}, [], {}
-        for name, mod, calls in called:
+        factors, per_sample, other, linears, leaders = [], {}, [], {}, set(tied.values())
+        for name, mod, calls in asked:
             grads = [[next(out_grads) for _ in ys] for _, ys in calls]
             if any(g is None for gy in grads for g in gy):  # an output the loss does not reach: a zero gradient
                 grads = [[torch.zeros_like(y) if g is None else g for g, y in zip(gy, ys)]
                          for gy, (_, ys) in zip(grads, calls)]
             if type(mod) is nn.Linear:
-                linears.setdefault(same_gradients_key(grads), ([], grads))[0].append((name, mod, calls))
+                group = linears.setdefault(same_gradients_key(grads), ([], grads))[0]
+                group.append((name, mod, calls))
+                if id(mod) in leaders:  # its followers join its group: one set of factors, [leader | follower]
+                    group.extend(entry for entry in called if tied.get(id(entry[1])) == id(mod))
             elif type(mod) in PER_SAMPLE_RULES:
                 per_sample.update(rule_gradients(name, mod, calls, grads))
             else:

@@ -9,8 +9,10 @@ language models can be strong differentially private learners", Sec. 4) or mater
 (cost t²(i + o) against t·i·o per sample). The clipped sum Σ_i c_i G_i is then one matrix
 product over all (sample, position) rows with row weights c_i, from the stored factors (the
 book-keeping trick of Bu et al. 2023: no second backward pass). Linears whose outputs receive
-the same gradient tensors (an LSTM gate's x·W_ihᵀ + h·W_hhᵀ) share one set of factors:
-[W_ih | W_hh] on [x | h].
+the same gradients position by position share one set of factors: [W_ih | W_hh] on [x | h]
+for an LSTM gate's x·W_ihᵀ + h·W_hhᵀ, whether the two are called once per position (the same
+gradient tensors) or W_ih once on all positions and W_hh per position, a tied follower
+(:mod:`training.tied_gradients`: its p-th call's gradient is position p of W_ih's).
 """
 from __future__ import annotations
 
@@ -57,8 +59,8 @@ def _side_by_side(calls_per_member: List[List[torch.Tensor]], g: torch.Tensor, m
     start = 0
     for calls, width in zip(calls_per_member, widths):
         block = out[..., start:start + width]
-        if out.dim() == 2:
-            block.copy_(calls[0])
+        if len(calls) == 1:  # copy_, not cat(out=): cat writes nothing into a (1, 1, w) column block (torch 2.13)
+            block.copy_(calls[0].reshape(block.shape))
         else:
             torch.cat(_flat_positions(calls, m), dim=1, out=block)
         start += width
@@ -85,8 +87,10 @@ def same_gradients_key(out_grads: List[List[torch.Tensor]]) -> tuple:
 def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tensor]]) -> LayerFactors:
     """nn.Linear: G_i = Σ_t g_it a_itᵀ; ||G_i||² by the cheapest exact route, Σ_i c_i G_i by one matrix product.
 
-    ``members`` are linears whose outputs received the SAME gradient tensors call by call
-    (``out_grads``), as x·W_ihᵀ + h·W_hhᵀ in an LSTM gate: their weights act as one linear
+    ``members`` are linears whose outputs received the SAME gradients position by position
+    (``out_grads``, the first member's; a tied follower's call p takes position p of its
+    leader's one call, :mod:`training.tied_gradients`), as x·W_ihᵀ + h·W_hhᵀ in an LSTM
+    gate: their weights act as one linear
     [W¹ | W² | ...] on the concatenated inputs [a¹ | a² | ...], so one set of factors serves
     them all (exact: the blocks of one G_i). Routes for the norm (t positions per sample, over
     all calls): t = 1, ||a_i||²·||g_i||²; the ghost norm Σ_{t,t'} (a_it·a_it')(g_it·g_it') when

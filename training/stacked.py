@@ -17,8 +17,10 @@ every stacked layer's inputs a and output gradients g; each window's squared gra
 from these factors (t = 1: ||a||²·||g||²; t > 1: the ghost norm Σ_{t,t'} (a_t·a_t')(g_t·g_t') or the materialised
 G_i, whichever is cheaper, as :mod:`training.factored` chooses), the clip factors 1 / max(1, ||g_i||/C) follow
 (:func:`training.clipping.clip_factors`), and each run's clipped sum Σ_{i in run k} c_i G_i is one batched product
-per layer. Run k's noise is its own draw (:func:`training.noise.gaussian_noise` from its own generator, in its
-model's ``named_parameters`` order and dtype), so the noise of a seed is the noise it draws alone.
+per layer. A tied follower (DeepAR's ``hh``, :mod:`training.tied_gradients`) is not asked of autograd: where its
+calls fit the declared tie, its output gradients are its leader's (``ih``'s) one (K·M, P, o) tensor, the same values
+autograd gives it, bit for bit. Run k's noise is its own draw (:func:`training.noise.gaussian_noise` from its own
+generator, in its model's ``named_parameters`` order and dtype), so the noise of a seed is the noise it draws alone.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from torch import nn
 
 from .clipping import Grads, clip_factors
 from .noise import gaussian_noise
+from .tied_gradients import applied_ties, declared_ties
 
 
 class StackError(ValueError):
@@ -191,6 +194,10 @@ class StackedModel:
             _replace(self.module, name, layer)
             self.layers[name] = layer
         self.names = [n for n, _ in shapes]
+        self.ties = [(f, l) for f, l in declared_ties(self.module)
+                     if isinstance(f, StackedLinear) and isinstance(l, StackedLinear)]
+        """The model's declared tied output gradients between its stacked linears
+        (:func:`training.tied_gradients.declared_ties`), applied by :meth:`clipped_sums` where the calls fit."""
 
     @property
     def size(self) -> int:
@@ -278,19 +285,27 @@ class StackedModel:
             calls = {name: layer.calls for name, layer in self.layers.items()}
             for layer in self.layers.values():
                 layer.calls = None
-        outputs = [y for name in calls for _, y in calls[name]]
+        names = {id(layer): name for name, layer in self.layers.items()}
+        tied = {names[f]: names[l] for f, l in applied_ties(
+            self.ties, {id(self.layers[name]): [[y] for _, y in layer_calls] for name, layer_calls in calls.items()
+                        if layer_calls}).items()}
+        # the called layers whose gradients autograd gives; a tied follower's g is its leader's
+        asked = [name for name, layer_calls in calls.items() if layer_calls and name not in tied]
+        outputs = [y for name in asked for _, y in calls[name]]
         grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))
         k, m = self.size, loss.shape[0] // self.size
         with torch.no_grad():
+            g_of = {name: _positions([torch.zeros_like(y) if g is None else g
+                                      for g, (_, y) in zip([next(grads) for _ in calls[name]], calls[name])], k * m)
+                    for name in asked}
             factors = []
             for name, layer_calls in calls.items():
                 if not layer_calls:  # a layer this forward did not call: no gradient, no norm
                     continue
-                gs = [torch.zeros_like(y) if g is None else g for g, (_, y) in zip([next(grads) for _ in layer_calls],
-                                                                                  layer_calls)]
-                layer, xs = self.layers[name], [x for x, _ in layer_calls]
-                factors.append((name, _linear_factors(xs, gs, k * m, layer.bias is not None)
-                                if isinstance(layer, StackedLinear) else _norm_factors(xs, gs, k * m)))
+                layer, a = self.layers[name], _positions([x for x, _ in layer_calls], k * m)
+                g = g_of[tied.get(name, name)]  # a tied follower's: its leader's, the same tensor
+                factors.append((name, _linear_factors(a, g, layer.bias is not None)
+                                if isinstance(layer, StackedLinear) else _norm_factors(a, g)))
             sq = sum(f[0] for _, f in factors)
             c = (clip_factors(sq.sqrt(), clip) * weight).reshape(k, 1, m)
             for name, (_, add) in factors:
@@ -298,15 +313,18 @@ class StackedModel:
 
 
 def _positions(tensors: List[torch.Tensor], rows: int) -> torch.Tensor:
-    """The calls' (K·M, *mid, d) tensors as one (K·M, t, d): every middle position of every call is a position."""
+    """The calls' (K·M, *mid, d) tensors as one contiguous (K·M, t, d): every middle position of every call is a
+    position (one call reshaped, copied only where not contiguous)."""
+    if len(tensors) == 1:
+        return tensors[0].detach().reshape(rows, -1, tensors[0].shape[-1]).contiguous()
     return torch.cat([x.detach().reshape(rows, -1, x.shape[-1]) for x in tensors], dim=1)
 
 
-def _linear_factors(inputs: List[torch.Tensor], grads: List[torch.Tensor], rows: int, has_bias: bool):
-    """(||G_i||² + ||b_i||², add) for a stacked linear: G_i = Σ_t g_it a_itᵀ, b_i = Σ_t g_it; ``add(c, name, out)``
-    adds Σ_i c_i G_i and Σ_i c_i b_i per block into out[name + '.weight'|'.bias'] by batched products."""
-    a, g = _positions(inputs, rows), _positions(grads, rows)
-    t, i, o = a.shape[1], a.shape[2], g.shape[2]
+def _linear_factors(a: torch.Tensor, g: torch.Tensor, has_bias: bool):
+    """(||G_i||² + ||b_i||², add) for a stacked linear from its inputs ``a`` and output gradients ``g`` by position,
+    (K·M, t, i) and (K·M, t, o): G_i = Σ_t g_it a_itᵀ, b_i = Σ_t g_it; ``add(c, name, out)`` adds Σ_i c_i G_i and
+    Σ_i c_i b_i per block into out[name + '.weight'|'.bias'] by batched products."""
+    rows, t, i, o = a.shape[0], a.shape[1], a.shape[2], g.shape[2]
     bias = g.sum(1)
     sq_bias = torch.linalg.vecdot(bias, bias)
     per_sample = None
@@ -334,9 +352,9 @@ def _linear_factors(inputs: List[torch.Tensor], grads: List[torch.Tensor], rows:
     return (sq + sq_bias if has_bias else sq), add
 
 
-def _norm_factors(inputs: List[torch.Tensor], grads: List[torch.Tensor], rows: int):
-    """(||∇w_i||² + ||∇b_i||², add) for a stacked LayerNorm: ∇w_i = Σ_t g_it ⊙ x̂_it, ∇b_i = Σ_t g_it."""
-    x_hat, g = _positions(inputs, rows), _positions(grads, rows)
+def _norm_factors(x_hat: torch.Tensor, g: torch.Tensor):
+    """(||∇w_i||² + ||∇b_i||², add) for a stacked LayerNorm from x̂ and its output gradients by position,
+    (K·M, t, d): ∇w_i = Σ_t g_it ⊙ x̂_it, ∇b_i = Σ_t g_it."""
     gw, gb = (g * x_hat).sum(1), g.sum(1)
     sq = torch.linalg.vecdot(gw, gw) + torch.linalg.vecdot(gb, gb)
 
