@@ -120,6 +120,14 @@ def _check_data(config: TrainingConfig, train_data: SeriesData, targets: np.ndar
     config.check_covers(train_data.lengths)  # a longer series' elements in more windows than the accounted k
 
 
+def _warmup_took_budget(budget: Budget, spent: float) -> ConfigError:
+    """The refusal of a warm-up whose sound ε ``spent`` leaves no step of the budget, naming ``warmup_steps``."""
+    return ConfigError("warmup_steps", f"the {budget.warmup_steps} warm-up steps at σ = {budget.warmup_sigma:g} spend "
+                       f"ε = {spent:.4g} of the budget ε = {budget.epsilon:g} at δ = {budget.delta:g}, leaving no "
+                       "training step (lower --warmup-steps, raise --warmup-sigma, or raise the budget)",
+                       budget.warmup_steps)
+
+
 def _total_steps(config: TrainingConfig, warm: Optional[TrainingConfig], budget: Budget, steps_per_epoch: int) -> int:
     """The training steps after the warm-up: the cap (``budget``'s steps or epochs), or the most the ε budget buys
     within it; a budget that buys no step is refused (naming the warm-up when it took the budget)."""
@@ -133,10 +141,7 @@ def _total_steps(config: TrainingConfig, warm: Optional[TrainingConfig], budget:
     total = max_steps(config, epsilon, delta, theorem=theorem, cap=cap, before=before, settings=settings)
     if total == 0 and cap != 0 and warm is not None and max_steps(
             config, epsilon, delta, theorem=theorem, cap=1, settings=settings):  # the warm-up took it
-        spent = _planned_epsilon(config, warm, 0, budget)
-        raise ConfigError("warmup_steps", f"the {budget.warmup_steps} warm-up steps at σ = {budget.warmup_sigma:g} "
-                          f"spend ε = {spent:.4g} of the budget ε = {epsilon:g} at δ = {delta:g}, leaving no training "
-                          "step (lower --warmup-steps, raise --warmup-sigma, or raise the budget)", budget.warmup_steps)
+        raise _warmup_took_budget(budget, _planned_epsilon(config, warm, 0, budget))
     if total == 0 and cap != 0:
         raise ConfigError("epsilon", f"the budget ε = {epsilon:g} at δ = {delta:g} is spent before the first "
                           "step (raise --sigma, lower --batch-size, or raise the budget)", epsilon)
@@ -189,33 +194,36 @@ def plan_training(config: TrainingConfig, data: Union[SeriesData, ForecastSplit]
                    budget.delta, bound_id, total_steps, sampler)
 
 
-def fit_budget(config: TrainingConfig, epsilon: float, delta: float, *, epochs: Optional[int] = None,
-               steps: Optional[int] = None, theorem: Optional[str] = None,
-               discretization: float = DEFAULT_DISCRETIZATION) -> "CalibrationResult":
-    """σ such that ``epochs`` epochs (or ``steps`` training steps) of ``config`` spend the budget ε at δ, as Opacus's
-    ``make_private_with_epsilon``: :func:`tsdp.verify.calibration.calibrate_sigma` under the **sound** accountant
-    (paper Appendix B.3 accounting of the scheme's tightest upper bound, or ``theorem``), so the run's sound ε is
-    ≤ ``epsilon`` (an **upper** bound, within the calibration's relative tolerance of the budget).
+def fit_budget(config: TrainingConfig, budget: Budget) -> "CalibrationResult":
+    """σ such that ``budget``'s warm-up (at its own σ, when it has one) and then its epochs (or steps) of ``config``
+    spend the budget ε at δ, as Opacus's ``make_private_with_epsilon`` for a run without warm-up:
+    :func:`tsdp.verify.calibration.calibrate_sigma` under the **sound** accountant (paper Appendix B.3 accounting of
+    the scheme's tightest upper bound, or ``budget.theorem``), the warm-up composed ahead of the calibrated steps, so
+    the whole run's sound ε is ≤ ``budget.epsilon`` (an **upper** bound, within the calibration's relative tolerance
+    of the budget) and the run trains every step of its schedule.
 
     Args:
         config: The training configuration (its σ is the one calibrated).
-        epsilon: The budget ε.
-        delta: Its δ.
-        epochs: Epochs that spend it.
-        steps: Training steps that spend it, instead of ``epochs``.
-        theorem: The sound upper bound (None: the scheme's tightest).
-        discretization: The accountant's PLD grid.
+        budget: The accounting plan: ε, δ, epochs or steps, theorem, warm-up, the accountant's grid.
 
     Returns:
         The :class:`~tsdp.verify.calibration.CalibrationResult`; train ``config.with_(sigma=result.sigma)``.
 
     Raises:
-        ConfigError: A budget or schedule the calibration refuses.
+        ConfigError: A budget or schedule the calibration refuses; a warm-up that spends the budget alone (naming
+            ``warmup_steps``).
     """
     from tsdp.verify.calibration import calibrate_sigma
 
-    return calibrate_sigma(config, epsilon, delta, steps=steps, epochs=epochs, theorem=theorem,
-                           discretization=discretization)
+    before = None
+    if budget.warmup_steps:
+        warm = config.with_(sigma=budget.warmup_sigma)
+        spent = _planned_epsilon(config, warm, 0, budget)
+        if not spent < budget.epsilon:
+            raise _warmup_took_budget(budget, spent)
+        before = training_event(warm, steps=budget.warmup_steps, theorem=budget.theorem)
+    return calibrate_sigma(config, budget.epsilon, budget.delta, steps=budget.steps, epochs=budget.epochs,
+                           theorem=budget.theorem, discretization=budget.discretization, before=before)
 
 
 __all__ = ["RunPlan", "fit_budget", "plan_training"]

@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
+from dp_accounting.dp_event import DpEvent
+
 from tsdp.verify.json_data import Record
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target, check_delta
 
@@ -95,7 +97,8 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
                     epochs: Optional[int] = None, theorem: Optional[str] = None,
                     tolerance: float = DEFAULT_TOLERANCE, discretization: float = DEFAULT_DISCRETIZATION,
                     tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION,
-                    log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION) -> CalibrationResult:
+                    log_mass_truncation_bound: float = DEFAULT_LOG_MASS_TRUNCATION,
+                    before: Optional[DpEvent] = None) -> CalibrationResult:
     """Smallest σ (relative ``tolerance``) whose composed **sound** ε(δ) is ≤ ``target_epsilon``.
 
     Sound accounting of paper Appendix B.3 (connect-the-dots, Doroshenko et al. 2022) for
@@ -108,7 +111,9 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     an accounting at ``discretization``. One-step PLDs of every σ tried are cached on disk
     (:mod:`tsdp.verify.pld_cache`), so asking again costs the compositions only. Direction:
     the answer never exceeds the target when re-accounted (it is the bracket's admissible
-    end); it may be up to ``tolerance`` (relative) larger than needed.
+    end); it may be up to ``tolerance`` (relative) larger than needed. ``before`` (a warm-up phase at its own σ) is
+    composed ahead of the run in every accounting, so the σ returned makes the whole heterogeneous run spend at most
+    the target.
 
     Args:
         config: The training configuration; its ``sigma`` is where the search starts.
@@ -123,6 +128,8 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
             and at :data:`~tsdp.verify.pld.DEFAULT_TAIL_MASS_TRUNCATION` (training's ledger, ``tsdp train``), and its
             ε is the larger: the σ returned spends at most the target both ways.
         log_mass_truncation_bound: The library's ``log_mass_truncation_bound``.
+        before: An event run before the calibrated steps (a warm-up phase, :func:`~tsdp.verify.events.training_event`
+            of its own configuration), not calibrated but composed into every accounting; None: none.
 
     Returns:
         σ, its re-accounted sound ε, the rejected σ just below it and the number of accountings.
@@ -151,9 +158,9 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
             bar.set_postfix_str(f"σ = {sigma:.4g}, grid {grid:g}")
             bar.update(1)
             event = training_event(config.with_(sigma=sigma), steps=steps, epochs=epochs, theorem=bound.id)
-            return max(PldAccountant.with_settings(Estimate.SOUND, replace(settings, discretization=grid,
-                                                                           tail_mass_truncation=tail))
-                       .compose(event).get_epsilon(delta) for tail in truncations)
+            return max(_composed(PldAccountant.with_settings(Estimate.SOUND, replace(settings, discretization=grid,
+                                                                                     tail_mass_truncation=tail)),
+                                 before, event).get_epsilon(delta) for tail in truncations)
 
         return eps_at
 
@@ -189,6 +196,13 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
         config=config.with_(sigma=float(good)).as_dict(), coarse_evaluations=counts.get(coarse, 0),
         coarse_discretization=coarse if coarse in counts else None,
     )
+
+
+def _composed(accountant: PldAccountant, before: Optional[DpEvent], event: DpEvent) -> PldAccountant:
+    """``accountant`` with ``before`` (when given), then ``event``, composed."""
+    if before is not None:
+        accountant.compose(before)
+    return accountant.compose(event)
 
 
 def _search(eps_at, target: float, sigma0: float, tolerance: float):

@@ -124,6 +124,44 @@ def test_heterogeneous_run_is_accounted_as_composed():
     assert [e.count for e in r.ledger] == [5, main] and r.ledger[1].config == {"sigma": 2.0}
 
 
+def test_calibration_with_a_warm_up_spends_the_budget_over_the_whole_schedule():
+    """σ calibrated for a warm-up (5 steps at σ = 4) and then 3 epochs (`tsdp train --epsilon --warmup-steps` without
+    --sigma): the warm-up is composed ahead of the calibrated steps, so the run at that σ trains every step of its
+    schedule and spends at most the budget, and the σ just below it (the calibration's rejected end) exceeds the
+    budget over the same schedule. Calibrated for the 3 epochs alone, σ was too small and the budget stopped the run
+    before its last epoch (12 of 17 steps)."""
+    from dp_accounting import dp_event
+
+    from tsdp.training.plan import fit_budget
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    budget = Budget(epsilon=4.0, delta=DELTA, epochs=3, warmup_steps=5, warmup_sigma=4.0, discretization=D)
+    fit = fit_budget(TINY, budget)
+    cfg = TINY.with_(sigma=fit.sigma)
+    r = train(cfg, "dlinear", synthetic_for(cfg, seed=2), budget=budget, evaluation=Evaluation(n_samples=4),
+              device="cpu", progress=False, seed=0)
+    assert r.steps == 5 + 3 * TINY.compositions_per_epoch and r.epsilon <= 4.0
+
+    def spent(sigma):
+        run = dp_event.ComposedDpEvent([training_event(TINY.with_(sigma=4.0), steps=5),
+                                        training_event(TINY.with_(sigma=sigma), epochs=3)])
+        return PldAccountant("sound", discretization=D).compose(run).get_epsilon(DELTA)
+
+    assert spent(fit.sigma) == pytest.approx(r.epsilon, rel=1e-9)
+    assert fit.sigma_rejected is not None and spent(fit.sigma_rejected) > 4.0
+
+
+def test_a_warm_up_that_spends_the_budget_alone_is_refused_before_calibration():
+    """A warm-up whose own sound ε reaches the budget leaves no σ to calibrate: refused naming warmup_steps."""
+    from tsdp.training.plan import fit_budget
+
+    with pytest.raises(ConfigError) as err:
+        fit_budget(TINY, Budget(epsilon=1.0, delta=DELTA, epochs=1, warmup_steps=200, warmup_sigma=0.7,
+                                discretization=D))
+    assert err.value.parameter == "warmup_steps" and "leaving no training step" in str(err.value)
+
+
 def test_private_training_still_learns():
     """ε = 8, δ = 1e-5 with the real accountant (σ = 8, Λ = 64, T6): the CRPS falls well below the untrained model's."""
     cfg = BASE.with_(batch_size=64, sigma=8.0)

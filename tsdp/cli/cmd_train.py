@@ -63,7 +63,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         description="Train one of four Student-t forecasters with DP-SGD and the paper's batching (top level "
         "--top, bottom level --bottom, λ windows per sequence, context/forecast split, clipping, noise σC, "
         "optional augmentation). With --epsilon and no --sigma, σ is calibrated (sound accountant, as Opacus's "
-        f"make_private_with_epsilon) so that --epochs K (default {FIT_EPOCHS}) or --steps S spend the budget; with an "
+        f"make_private_with_epsilon) so that --epochs K (default {FIT_EPOCHS}) or --steps S (after the warm-up, "
+        "accounted too) spend the budget; with an "
         "explicit --sigma the run stops when the sound ε(δ) of the next step would exceed --epsilon, or after "
         "--epochs / --steps. Prints test CRPS, the seasonal-naive and untrained CRPS, ε spent and the number of steps. "
         "With --data FILE, N and L are taken from the file (its number of series and its shortest training length: "
@@ -105,6 +106,14 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
             action.help = (f"noise multiplier σ; with it, --epsilon is a budget the run stops at (default: calibrated "
                            f"so the schedule spends --epsilon, or {DEFAULT_CONFIG.sigma:g} without a budget)")
 
+    def budget_from_args(args):
+        """The run's :class:`~tsdp.training.options.Budget` from the flags (its schedule as ``args`` holds it)."""
+        from tsdp.training.options import Budget
+
+        return Budget(epsilon=args.epsilon, delta=args.delta, epochs=args.epochs, steps=args.steps,
+                      theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
+                      discretization=args.discretization)
+
     def fit_sigma(args):
         """Set ``args.sigma``: calibrated to spend --epsilon in the schedule, or the default; the calibration or None."""
         if args.sigma is not None:
@@ -117,8 +126,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         args.sigma = DEFAULT_CONFIG.sigma
         from tsdp.training.train import fit_budget
 
-        fit = fit_budget(config_from_args(args), args.epsilon, args.delta, epochs=args.epochs, steps=args.steps,
-                         theorem=args.theorem, discretization=args.discretization)
+        fit = fit_budget(config_from_args(args), budget_from_args(args))
         args.sigma = fit.sigma
         return fit
 
@@ -163,7 +171,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         data = data_sizing_the_config(args, "train")  # a file's N and L, before any calibration; None: synthetic
         fit = fit_sigma(args)
         config = config_from_args(args)
-        from tsdp.training.options import Budget, Checkpoints, Loop
+        from tsdp.training.options import Checkpoints, Loop
         from tsdp.training.train import train
         from tsdp.theorems.config import ConfigError
         from tsdp.theorems.errors import TheoremError
@@ -171,9 +179,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         if data is None:
             data = data_from_args(args, config, seed=0 if args.seed is None else args.seed)  # public data
         try:
-            budget = Budget(epsilon=args.epsilon, delta=args.delta, epochs=args.epochs, steps=args.steps,
-                            theorem=args.theorem, warmup_steps=args.warmup_steps, warmup_sigma=args.warmup_sigma,
-                            discretization=args.discretization)
+            budget = budget_from_args(args)
             loop = Loop(clip=args.clip, lr=args.lr, weight_decay=args.weight_decay, optimizer=args.optimizer)
             result = train(config, args.model, data, budget=budget, loop=loop,
                            checkpoints=Checkpoints(return_model=args.save is not None), device=args.device,
@@ -202,7 +208,9 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         print(f"model {result.model} on {result.device}: {result.steps} training steps{warm}, "
               f"{result.epochs:.3g} epochs; accounted as {result.compositions} compositions of {result.theorem}")
         if fit is not None:
-            print(f"σ = {sigma_text(fit.sigma)} calibrated so that {result.steps} steps spend ε ≤ {args.epsilon:g} "
+            schedule = (f"the {result.warmup_steps} warm-up steps and then {result.steps - result.warmup_steps}"
+                        if result.warmup_steps else f"{result.steps}")
+            print(f"σ = {sigma_text(fit.sigma)} calibrated so that {schedule} steps spend ε ≤ {args.epsilon:g} "
                   f"(sound accountant, {fit.theorem})")
         print(f"sound ε spent {rounded_up(result.epsilon, 6)} at δ = {result.delta:g} (an upper bound)")
         print(f"test CRPS {result.crps:.4f} (untrained {result.untrained_crps:.4f}, "
