@@ -2,8 +2,9 @@
 text reads back as at least the computed number; an attained, audited or certified ε (a lower bound) rounded down,
 so it reads back as at most it (the rule's one home: tsdp.verify.rounded). Swept over hypothesis-generated values
 through each command's own path, its computation replaced at the seam by a result carrying those values: `tsdp
-epsilon`, `tsdp forecast epsilon`, `tsdp audit`, `tsdp audit-model`, `tsdp check-accountant`, `tsdp calibrate` and `tsdp experiment`'s table (`tsdp report`:
-tests/reports/test_report_rounding.py)."""
+epsilon`, `tsdp forecast epsilon`, `tsdp audit`, `tsdp audit-model`, `tsdp check-accountant`, `tsdp calibrate` and `tsdp
+experiment`'s table (`tsdp report`: tests/reports/test_report_rounding.py); and `tsdp profile`'s H_α column (a δ, on
+its bound's side), on real bounds at hypothesis-generated ε."""
 import dataclasses
 import math
 import re
@@ -186,3 +187,21 @@ def test_tsdp_calibrate(monkeypatch, calibrated, up):
     sound, rejected = re.search(r"gives sound ε = (\S+) ≤ .* gives ε = (\S+)\)", out, re.S).groups()
     on_its_side(sound, up, "upper")
     on_its_side(rejected, up * 1.5, "upper")
+
+
+@settings(max_examples=6, deadline=None)
+@given(eps=st.lists(st.floats(min_value=0.01, max_value=8.0), min_size=1, max_size=4))
+@pytest.mark.parametrize("theorem, side", [("T6", "upper"), ("T7", "upper"), ("T9", "lower")])
+def test_tsdp_profile(theorem, side, eps):
+    """`tsdp profile`'s H_α column: a tight or upper bound's δ reads back as at least the JSON's, a lower bound's
+    as at most it."""
+    import json
+
+    argv = ["profile", "--theorem", theorem, "--epsilon", *eps]
+    code, out, err = run_cli(argv)
+    assert code == 0, err
+    computed = json.loads(run_cli(argv + ["--json"])[1])["delta"]
+    printed = [line.split()[-1] for line in out.splitlines()[2:]]
+    assert len(printed) == len(computed)
+    for text, value in zip(printed, computed):
+        on_its_side(text, value, side)
