@@ -61,7 +61,7 @@ from tsdp.attacks.canary.runs import RunEngine, run_many
 from tsdp.executor.local import threads_per_worker
 from tsdp.attacks.canary.training_runs import spike_evidence
 from tsdp.datasets.series import SeriesData, synthetic
-from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, batches_for_steps, fit_lengths
 
 from tsdp.attacks.integrations.dpoptimizer_canaries import add_canaries
 
@@ -179,15 +179,10 @@ def opacus_train(series, config: TrainingConfig, *, sigma: float, clip: float, s
             noise_multiplier=sigma, max_grad_norm=clip, poisson_sampling=False)
         if hook is not None:
             hook(optimizer)
-        done = 0
-        while done < steps:
-            for context, forecast in loader:
-                optimizer.zero_grad()
-                nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
-                optimizer.step()
-                done += 1
-                if done == steps:
-                    break
+        for context, forecast in batches_for_steps(loader, steps):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
+            optimizer.step()
     return _Standardised(model._module, mean, std)
 
 

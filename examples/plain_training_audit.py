@@ -25,6 +25,7 @@ from tsdp.attacks.canary.planning import plan
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import CANARIES, analyses_of
 from tsdp.bench.planted_opacus import CONFIG, DATA, DELTA, STEPS, claimed_epsilon, squared_error
+from tsdp.training.batch_sampler import batches_for_steps
 
 
 def train(series):
@@ -35,15 +36,10 @@ def train(series):
     dataset = WindowDataset([np.asarray(s) for s in series], CONFIG)
     loader = DataLoader(dataset, batch_sampler=BiLevelBatchSampler(dataset, generator=torch.Generator().manual_seed(0)),
                         collate_fn=dataset.collate)
-    done = 0
-    while done < STEPS:
-        for context, forecast in loader:
-            optimizer.zero_grad()
-            nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
-            optimizer.step()
-            done += 1
-            if done == STEPS:
-                break
+    for context, forecast in batches_for_steps(loader, STEPS):
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
+        optimizer.step()
     return model
 
 
