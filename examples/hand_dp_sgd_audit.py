@@ -25,6 +25,7 @@ from tsdp import (BiLevelBatchSampler, CanaryOptions, PldAccountant, TrainingCon
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.datasets.series import synthetic
 from tsdp.training.batch_sampler import batches_for_steps, fit_lengths
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 SERIES = synthetic(8, 11, seed=0, noise=2.0).split(1)[0]
 CONFIG = fit_lengths(TrainingConfig(context_length=10, forecast_length=1, batch_size=2, instances=1, sigma=0.7,
@@ -84,5 +85,6 @@ if __name__ == "__main__":
         print("hand_dp_sgd_audit.py: error: arguments are CANARIES (an integer) and SIGMA (a number)", file=sys.stderr)
         sys.exit(2)
     r = audit(m, sigma)
-    print(f"{m} canaries, σ = {sigma:g}: claimed ε = {r.epsilon_claimed:.3f}, certified ε ≥ {r.epsilon_lower:.3f}"
-          f", the same audit on the claimed mechanism {r.gradient.epsilon_ideal:.3f}; violation: {r.violation}")
+    print(f"{m} canaries, σ = {sigma:g}: claimed ε = {rounded_up(r.epsilon_claimed, 3, fixed=True)}, certified ε ≥ "
+          f"{rounded_down(r.epsilon_lower, 3, fixed=True)}, the same audit on the claimed mechanism "
+          f"{rounded_down(r.gradient.epsilon_ideal, 3, fixed=True)}; violation: {r.violation}")

@@ -25,6 +25,7 @@ from tsdp import BiLevelBatchSampler, TrainingConfig, WindowDataset, audit_train
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.datasets.series import synthetic
 from tsdp.training.batch_sampler import batches_for_steps, fit_lengths
+from tsdp.verify.rounded import rounded_down
 
 STEPS, DELTA, CLAIM = 40, 1e-5, 1.0
 
@@ -73,5 +74,5 @@ if __name__ == "__main__":
         print("plain_adam_at_scale.py: error: SERIES must be an integer", file=sys.stderr)
         sys.exit(2)
     r = audit(n)
-    print(f"{n} series: ε ≥ {r.epsilon_lower:.3f} against the claim {CLAIM:g} (violation: {r.violation}); "
+    print(f"{n} series: ε ≥ {rounded_down(r.epsilon_lower, 3, fixed=True)} against the claim {CLAIM:g} (violation: {r.violation}); "
           f"the data's part: {r.gradient.data_part.summary if r.gradient.data_part else r.gradient.data_span}")
