@@ -251,3 +251,21 @@ def test_tsdp_audit_fn_plan(ceiling, perfect):
         on_its_side(text, ceiling, "upper")
     (perfect_text,) = re.findall(r"certifies ≥ (\S+)", out)
     on_its_side(perfect_text, perfect, "lower")
+
+
+def test_tsdp_profile_dps_prints_its_digits():
+    """`tsdp profile --dps 40`'s exact H_α carries the 40 digits it was computed at (not mpmath's default 15): it
+    agrees with the bound's own mpmath value at 40 digits to 1e-35, relatively."""
+    import json
+
+    import mpmath as mp
+
+    from tsdp.theorems.config import TrainingConfig
+    from tsdp.theorems.registry import get
+
+    code, out, err = run_cli(["profile", "--theorem", "T6", "--epsilon", "0.5", "--dps", "40", "--json"])
+    assert code == 0, err
+    with mp.workdps(40):
+        text = json.loads(out)["delta_exact"][0]
+        exact = get("T6").profile_mp(TrainingConfig(), mp.exp(mp.mpf("0.5")), 40)
+        assert abs(mp.mpf(text) - exact) <= mp.mpf("1e-35") * exact, (text, exact)

@@ -216,7 +216,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     }
     if args.dps is not None:
         payload["dps"] = args.dps
-        payload["delta_exact"] = [str(v) for v in values]
+        with mp.workdps(args.dps):  # str() writes the context's digits: the ones the values were computed at
+            payload["delta_exact"] = [str(v) for v in values]
     with_note(payload, "epsilon", f"null: ε = log α = {ALPHA_ZERO_EPSILON} where α = 0")
     with_note(payload, "alpha", "null: α = e^ε beyond the float range (ε > 709.78); its ε is the entry of epsilon")
 
