@@ -27,6 +27,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
+from tsdp.verify.rounded import rounded_down, rounded_up
 from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.json_data import NOTE, Record, noted, record_dict
 
@@ -351,8 +352,8 @@ def format_bench(result: Union[BlackboxBench, dict]) -> str:
     for r in result["rows"]:
         crps = (f"{r['crps']:.3f}/{r['untrained_crps']:.3f}" if "crps" in r else "")
         auc = f"{r['auc']:.3f}" if math.isfinite(r["auc"]) else "n/a"
-        lines.append(f"{r['model']:<10} {r['trained']:<36} {crps:>14} {auc:>6} {r['epsilon_lower']:>7.3f} "
-                     f"{r['ceiling']:>8.3f} {'yes' if r['flagged'] else 'no':>8}")
+        lines.append(f"{r['model']:<10} {r['trained']:<36} {crps:>14} {auc:>6} {rounded_down(r['epsilon_lower'], 3, fixed=True):>7} "
+                     f"{rounded_up(r['ceiling'], 3, fixed=True):>8} {'yes' if r['flagged'] else 'no':>8}")
     lines.append("test CRPS: trained / untrained model (lower fits better); ceiling: every guess right"
                  + ("; AUC n/a: " + AUC_UNDEFINED if any(not math.isfinite(r["auc"]) for r in result["rows"]) else ""))
     lines.append(f"{result['seconds']:.1f} s")

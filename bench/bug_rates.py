@@ -34,6 +34,7 @@ from typing import Callable, Dict, Optional, Tuple, Union
 
 import torch
 
+from tsdp.verify.rounded import rounded_down, rounded_up
 from tsdp.attacks.canary.mechanism import CLIP_ALPHA, NOISE_ALPHA, SAMPLING_ALPHA
 from tsdp.executor.run import run_shards
 from tsdp.verify.json_data import Record
@@ -307,18 +308,20 @@ def format_bench(result: Union[PlantedBench, dict]) -> str:
              f"{'named':>6}  {'ε bound/curve/noise/clip/sampling':<35}{'max ε ≥':>8}{'ideal':>7}"]
     for row in rows:
         tests = "/".join(str(row["by_test"][t]) for t in TESTS)
-        lines.append(f"{row['name']:<42}{row['claim']:>8.3f}{row['ceiling']:>8.3f}{row['seeds']:>6}"
+        lines.append(f"{row['name']:<42}{rounded_up(row['claim'], 3, fixed=True):>8}{rounded_up(row['ceiling'], 3, fixed=True):>8}{row['seeds']:>6}"
                      f"{row['flagged']:>8}{row['rate']:>6.2f}  {row['expected'] or '-':<14}"
-                     f"{row['named'] if row['expected'] else '-':>6}  {tests:<35}{row['epsilon_lower_max']:>8.3f}"
-                     f"{row['epsilon_ideal_max']:>7.3f}")
+                     f"{row['named'] if row['expected'] else '-':>6}  {tests:<35}"
+                     f"{rounded_down(row['epsilon_lower_max'], 3, fixed=True):>8}"
+                     f"{rounded_down(row['epsilon_ideal_max'], 3, fixed=True):>7}")
     for row in rows:
         if row["expected"] is None:
             lines.append(f"{row['name']}: flagged in {row['flagged']} of {row['seeds']} (rate {row['rate']:.3f}), "
                          f"every test together; designed at most {r['designed_false_flags']:.3f}")
         elif row["named"] < 0.9 * row["seeds"]:
             lines.append(f"{row['name']}: named in {row['named']} of {row['seeds']} by {row['expected']}; the same "
-                         f"audit on the claimed mechanism certifies at most {row['epsilon_ideal_max']:.3f} against "
-                         f"the claim {row['claim']:.3f} (its power at the claim)")
+                         f"audit on the claimed mechanism certifies at most "
+                         f"{rounded_down(row['epsilon_ideal_max'], 3, fixed=True)} against the claim "
+                         f"{rounded_up(row['claim'], 3, fixed=True)} (its power at the claim)")
     lines.append(f"{r['seconds']:.0f} s in all")
     return "\n".join(lines)
 

@@ -40,7 +40,7 @@ from tsdp.verify.events import training_event
 
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.datasets.series import synthetic
-from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, batches_for_steps, fit_lengths
 
 BUGS = ("correct", "noise-off", "noise-10x-small", "noise-once-per-epoch", "clipping-off", "claim-4x-small")
 SERIES = synthetic(32, 21, seed=0, noise=2.0).split(1)[0]
@@ -102,21 +102,16 @@ def dp_sgd(bug: str = "correct", seed: int = 0, config: TrainingConfig = CONFIG,
         loader = DataLoader(dataset, batch_sampler=BiLevelBatchSampler(
             dataset, generator=torch.Generator().manual_seed(seed)), collate_fn=dataset.collate)
         noise = torch.Generator().manual_seed(seed + 1)
-        done = 0
-        while done < steps:
-            for context, forecast in loader:
-                grads = per_window({k: v.detach() for k, v in params.items()}, context.float(), forecast.float())
-                norms = torch.cat([g.reshape(len(context), -1) for g in grads.values()], 1).norm(dim=1)
-                factor = (torch.ones_like(norms) if bug == "clipping-off"
-                          else (clip / norms.clamp_min(1e-12)).clamp(max=1.0))
-                sigma = noise_multiplier(done)
-                for name, p in params.items():
-                    clipped = (grads[name] * factor.view(-1, *([1] * (grads[name].dim() - 1)))).sum(0)
-                    p.grad = (clipped + sigma * clip * torch.randn(p.shape, generator=noise)) / config.batch_size
-                optimizer.step()
-                done += 1
-                if done == steps:
-                    break
+        for done, (context, forecast) in enumerate(batches_for_steps(loader, steps)):
+            grads = per_window({k: v.detach() for k, v in params.items()}, context.float(), forecast.float())
+            norms = torch.cat([g.reshape(len(context), -1) for g in grads.values()], 1).norm(dim=1)
+            factor = (torch.ones_like(norms) if bug == "clipping-off"
+                      else (clip / norms.clamp_min(1e-12)).clamp(max=1.0))
+            sigma = noise_multiplier(done)
+            for name, p in params.items():
+                clipped = (grads[name] * factor.view(-1, *([1] * (grads[name].dim() - 1)))).sum(0)
+                p.grad = (clipped + sigma * clip * torch.randn(p.shape, generator=noise)) / config.batch_size
+            optimizer.step()
         return model
 
     return train

@@ -51,6 +51,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from tsdp.verify.rounded import rounded_down, rounded_up
 from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event
@@ -61,7 +62,7 @@ from tsdp.attacks.canary.runs import RunEngine, run_many
 from tsdp.executor.local import threads_per_worker
 from tsdp.attacks.canary.training_runs import spike_evidence
 from tsdp.datasets.series import SeriesData, synthetic
-from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, batches_for_steps, fit_lengths
 
 from tsdp.attacks.integrations.dpoptimizer_canaries import add_canaries
 
@@ -179,15 +180,10 @@ def opacus_train(series, config: TrainingConfig, *, sigma: float, clip: float, s
             noise_multiplier=sigma, max_grad_norm=clip, poisson_sampling=False)
         if hook is not None:
             hook(optimizer)
-        done = 0
-        while done < steps:
-            for context, forecast in loader:
-                optimizer.zero_grad()
-                nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
-                optimizer.step()
-                done += 1
-                if done == steps:
-                    break
+        for context, forecast in batches_for_steps(loader, steps):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
+            optimizer.step()
     return _Standardised(model._module, mean, std)
 
 
@@ -343,7 +339,8 @@ def bench_planted(*, canaries: int = 1000, runs: int = 1, null_audits: int = 100
                              epsilon_claimed=claim, epsilon_lower=cert.epsilon_lower, flagged=cert.violation,
                              auc={n: s.auc for n, s in cert.scores.items()}, seconds=time.perf_counter() - started))
         if progress:
-            progress(f"{bug}: ε ≥ {cert.epsilon_lower:.3f} vs claimed {claim:.3f} -> "
+            progress(f"{bug}: ε ≥ {rounded_down(cert.epsilon_lower, 3, fixed=True)} vs claimed "
+                     f"{rounded_up(claim, 3, fixed=True)} -> "
                      f"{'FLAGGED' if cert.violation else 'not flagged'}")
     flagged = 0
     if null_audits:
@@ -371,8 +368,8 @@ def format_bench(result: Union[PlantedOpacusBench, dict]) -> str:
         result = result.as_dict()
     lines = [f"{'bug':<24}{'budget':>12}{'claimed ε':>11}{'ε lower':>9}{'AUC':>7}  flagged"]
     for r in result["rows"]:
-        lines.append(f"{r['bug']:<24}{str(r['canaries']) + ' x ' + str(r['runs']):>12}{r['epsilon_claimed']:>11.3f}"
-                     f"{r['epsilon_lower']:>9.3f}{max(r['auc'].values()):>7.3f}  {'yes' if r['flagged'] else 'no'}")
+        lines.append(f"{r['bug']:<24}{str(r['canaries']) + ' x ' + str(r['runs']):>12}{rounded_up(r['epsilon_claimed'], 3, fixed=True):>11}"
+                     f"{rounded_down(r['epsilon_lower'], 3, fixed=True):>9}{max(r['auc'].values()):>7.3f}  {'yes' if r['flagged'] else 'no'}")
     missed = [r["bug"] for r in result["rows"] if r["bug"] != "correct" and not r["flagged"]]
     if missed:
         lines.append(f"not caught within these budgets (findings; the module docstring of "

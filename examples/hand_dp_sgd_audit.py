@@ -24,7 +24,8 @@ from tsdp import (BiLevelBatchSampler, CanaryOptions, PldAccountant, TrainingCon
                   training_event)
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.datasets.series import synthetic
-from tsdp.training.batch_sampler import fit_lengths
+from tsdp.training.batch_sampler import batches_for_steps, fit_lengths
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 SERIES = synthetic(8, 11, seed=0, noise=2.0).split(1)[0]
 CONFIG = fit_lengths(TrainingConfig(context_length=10, forecast_length=1, batch_size=2, instances=1, sigma=0.7,
@@ -51,19 +52,14 @@ def dp_sgd(sigma: float, seed: int = 0, steps: int = STEPS):
         loader = DataLoader(dataset, batch_sampler=BiLevelBatchSampler(
             dataset, generator=torch.Generator().manual_seed(seed)), collate_fn=dataset.collate)
         noise = torch.Generator().manual_seed(seed + 1)
-        done = 0
-        while done < steps:
-            for context, forecast in loader:
-                grads = per_window({k: v.detach() for k, v in params.items()}, context.float(), forecast.float())
-                norms = torch.cat([g.reshape(len(context), -1) for g in grads.values()], 1).norm(dim=1)
-                factor = (CLIP / norms.clamp_min(1e-12)).clamp(max=1.0)
-                for name, p in params.items():
-                    clipped = (grads[name] * factor.view(-1, *([1] * (grads[name].dim() - 1)))).sum(0)
-                    p.grad = (clipped + sigma * CLIP * torch.randn(p.shape, generator=noise)) / CONFIG.batch_size
-                optimizer.step()
-                done += 1
-                if done == steps:
-                    break
+        for context, forecast in batches_for_steps(loader, steps):
+            grads = per_window({k: v.detach() for k, v in params.items()}, context.float(), forecast.float())
+            norms = torch.cat([g.reshape(len(context), -1) for g in grads.values()], 1).norm(dim=1)
+            factor = (CLIP / norms.clamp_min(1e-12)).clamp(max=1.0)
+            for name, p in params.items():
+                clipped = (grads[name] * factor.view(-1, *([1] * (grads[name].dim() - 1)))).sum(0)
+                p.grad = (clipped + sigma * CLIP * torch.randn(p.shape, generator=noise)) / CONFIG.batch_size
+            optimizer.step()
         return model
 
     return train
@@ -89,5 +85,6 @@ if __name__ == "__main__":
         print("hand_dp_sgd_audit.py: error: arguments are CANARIES (an integer) and SIGMA (a number)", file=sys.stderr)
         sys.exit(2)
     r = audit(m, sigma)
-    print(f"{m} canaries, σ = {sigma:g}: claimed ε = {r.epsilon_claimed:.3f}, certified ε ≥ {r.epsilon_lower:.3f}"
-          f", the same audit on the claimed mechanism {r.gradient.epsilon_ideal:.3f}; violation: {r.violation}")
+    print(f"{m} canaries, σ = {sigma:g}: claimed ε = {rounded_up(r.epsilon_claimed, 3, fixed=True)}, certified ε ≥ "
+          f"{rounded_down(r.epsilon_lower, 3, fixed=True)}, the same audit on the claimed mechanism "
+          f"{rounded_down(r.gradient.epsilon_ideal, 3, fixed=True)}; violation: {r.violation}")

@@ -18,6 +18,7 @@ from tsdp import CanaryOptions, audit_training
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.bench.planted_opacus import (BUGS, CLIP, CONFIG, DATA, DELTA, LR, STEPS, claimed_epsilon,
                                                       loader_config, opacus_train, runtime, squared_error)
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 
 def main(bug: str = "correct", canaries: int = 1000) -> TrainingAudit:
@@ -32,12 +33,12 @@ def main(bug: str = "correct", canaries: int = 1000) -> TrainingAudit:
     result = audit_training(train, DATA.split(config.forecast_length)[0], config, canaries=canaries, delta=DELTA,
                             epsilon=claim, canary=CanaryOptions(clip=CLIP), loss=squared_error, seed=0)
     best = max(result.scores.values(), key=lambda s: s.epsilon_lower)
-    print(f"{bug}: the intended training reports ε = {claim:.4f} at δ = {DELTA:g} after {STEPS} steps "
+    print(f"{bug}: the intended training reports ε = {rounded_up(claim, fixed=True)} at δ = {DELTA:g} after {STEPS} steps "
           f"(σ = {CONFIG.sigma:g}, C = {CLIP:g}); it ran σ = {sigma:g}, C = {clip:g}")
-    print(f"gradient-canary audit ({canaries} canaries, one run): ε ≥ {result.epsilon_lower:.4f} with 95% "
+    print(f"gradient-canary audit ({canaries} canaries, one run): ε ≥ {rounded_down(result.epsilon_lower, fixed=True)} with 95% "
           f"confidence (AUC {best.auc:.3f}); the claimed trade-off curve "
           f"{'rejected' if result.curve_rejected else 'not rejected'}; violation: {result.violation}")
-    print(f"what the audit could see: at most ε = {max(best.ceiling['dp'], best.ceiling['steinke']):.4f} "
+    print(f"what the audit could see: at most ε = {rounded_up(max(best.ceiling['dp'], best.ceiling['steinke']), fixed=True)} "
           f"with every guess right; the answer is limited by the {best.limited_by}")
     return result
 

@@ -24,7 +24,8 @@ from torch.utils.data import DataLoader
 from tsdp import BiLevelBatchSampler, TrainingConfig, WindowDataset, audit_training
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.datasets.series import synthetic
-from tsdp.training.batch_sampler import fit_lengths
+from tsdp.training.batch_sampler import batches_for_steps, fit_lengths
+from tsdp.verify.rounded import rounded_down
 
 STEPS, DELTA, CLAIM = 40, 1e-5, 1.0
 
@@ -46,15 +47,10 @@ def plain_adam(config: TrainingConfig):
         dataset = WindowDataset([np.asarray(s) for s in series], config)
         loader = DataLoader(dataset, batch_sampler=BiLevelBatchSampler(
             dataset, generator=torch.Generator().manual_seed(0)), collate_fn=dataset.collate)
-        done = 0
-        while done < STEPS:
-            for context, forecast in loader:
-                optimizer.zero_grad()
-                nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
-                optimizer.step()
-                done += 1
-                if done == STEPS:
-                    break
+        for context, forecast in batches_for_steps(loader, STEPS):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
+            optimizer.step()
         return model
 
     return train
@@ -78,5 +74,5 @@ if __name__ == "__main__":
         print("plain_adam_at_scale.py: error: SERIES must be an integer", file=sys.stderr)
         sys.exit(2)
     r = audit(n)
-    print(f"{n} series: ε ≥ {r.epsilon_lower:.3f} against the claim {CLAIM:g} (violation: {r.violation}); "
+    print(f"{n} series: ε ≥ {rounded_down(r.epsilon_lower, 3, fixed=True)} against the claim {CLAIM:g} (violation: {r.violation}); "
           f"the data's part: {r.gradient.data_part.summary if r.gradient.data_part else r.gradient.data_span}")

@@ -25,6 +25,8 @@ from tsdp.attacks.canary.planning import plan
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.attacks.canary.user_training import CANARIES, analyses_of
 from tsdp.bench.planted_opacus import CONFIG, DATA, DELTA, STEPS, claimed_epsilon, squared_error
+from tsdp.training.batch_sampler import batches_for_steps
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 
 def train(series):
@@ -35,15 +37,10 @@ def train(series):
     dataset = WindowDataset([np.asarray(s) for s in series], CONFIG)
     loader = DataLoader(dataset, batch_sampler=BiLevelBatchSampler(dataset, generator=torch.Generator().manual_seed(0)),
                         collate_fn=dataset.collate)
-    done = 0
-    while done < STEPS:
-        for context, forecast in loader:
-            optimizer.zero_grad()
-            nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
-            optimizer.step()
-            done += 1
-            if done == STEPS:
-                break
+    for context, forecast in batches_for_steps(loader, STEPS):
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(context.float()), forecast.float()).backward()
+        optimizer.step()
     return model
 
 
@@ -52,14 +49,14 @@ def main(with_loss: bool = True) -> TrainingAudit:
     claim = claimed_epsilon("correct")
     needed = plan(2, DELTA, 0.95, claimed_epsilon=claim, scores=len(CANARIES["gradient"]),
                   analyses=analyses_of("gradient", "fdp")).canaries_needed
-    print(f"claimed ε = {claim:.4f} at δ = {DELTA:g}; the plan: {needed} canaries can flag a training without noise")
+    print(f"claimed ε = {rounded_up(claim, fixed=True)} at δ = {DELTA:g}; the plan: {needed} canaries can flag a training without noise")
     result = audit_training(train, DATA.split(CONFIG.forecast_length)[0], CONFIG, canaries=needed, delta=DELTA,
                             epsilon=claim, loss=squared_error if with_loss else None, seed=0)
     best = max(result.scores.values(), key=lambda s: s.epsilon_lower)
     kept = result.gradient.data_span
     print(f"gradient-canary audit ({needed} canaries, one run, scored on the gradient {result.gradient.optimizer} "
           f"stepped on, {'the data' + chr(39) + 's gradients taken off' if kept is None else 'the data kept: ' + kept}): "
-          f"ε ≥ {result.epsilon_lower:.4f} (AUC {best.auc:.3f}); the claimed curve "
+          f"ε ≥ {rounded_down(result.epsilon_lower, fixed=True)} (AUC {best.auc:.3f}); the claimed curve "
           f"{'rejected' if result.curve_rejected else 'not rejected'}; violation: {result.violation}")
     return result
 

@@ -35,7 +35,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
-from tsdp.verify.rounded import rounded_down, rounded_up
+from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
 
 CONFIRMED, REFUTED, QUALIFIED, NOT_EVALUATED = "confirmed", "refuted", "qualified", "not evaluated"
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
@@ -356,7 +356,8 @@ def grid_cells(config: TrainingConfig, batch_ratios: Sequence[float] = GRID_RATI
 
 
 def fmt4(x) -> str:
-    """A number in prose: 4 significant digits; None or non-finite as 'none'.
+    """A number that bounds nothing in prose: 4 significant digits to nearest
+    (:func:`tsdp.verify.rounded.rounded_nearest`); None or non-finite as 'none'.
 
     Args:
         x (float | None): The number.
@@ -364,7 +365,7 @@ def fmt4(x) -> str:
     Returns:
         The text.
     """
-    return _prose(x, lambda v: f"{v:.4g}")
+    return _prose(x, rounded_nearest)
 
 
 def upper4(x) -> str:

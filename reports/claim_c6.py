@@ -89,7 +89,7 @@ def reach_text(reach, trials: int, t13: float) -> str:
     if not reach:
         return ""
     conf = f"{100 * reach['confidence']:.0f}%"
-    out = (f": at {trials} trials per world the designed test expects to certify ε ≥ {reach['ideal']:.4g} (its ideal)"
+    out = (f": at {trials} trials per world the designed test expects to certify ε ≥ {lower4(reach['ideal'])} (its ideal)"
            if reach["ideal"] is not None and trials else "")
     if reach["cannot"]:
         return out + "; the element-level construction cannot certify ε_T13 at any number of trials"

@@ -21,7 +21,7 @@ from tsdp.theorems.hockey_stick import hockey_stick
 from tsdp.theorems.registry import get
 from tsdp.verify.checks.result import Status
 
-from .claim_base import CONFIRMED, NOT_REPRODUCED, REPRODUCED
+from .claim_base import CONFIRMED, NOT_REPRODUCED, REPRODUCED, lower4, upper4
 
 ERRATA = {
     1: ("T3, T9, T14 weights Binom(i | λ, r), i = 1..λ+1, means 2(i-1)", "read Binom(i-1 | λ, r)"),
@@ -111,7 +111,7 @@ def erratum_3_4(checks: List[dict], config: TrainingConfig) -> tuple:
                        sigma_context=0.0, sigma_forecast=0.0)
     h7 = float(get("T7").profile(cfg, np.array([np.e]))[0])
     h9 = float(get("T9").profile(cfg, np.array([np.e]))[0])
-    text = (f"T7 at λ = 2, ε = 1: δ = {h7:.4g} ≥ T9 (lower) {h9:.4g}; checks " +
+    text = (f"T7 at λ = 2, ε = 1: δ = {upper4(h7)} ≥ T9 (lower) {lower4(h9)}; checks " +
             ", ".join(f"{n}: {c['status'] if c else 'absent'}" for n, c in zip(names, found)))
     return text, (REPRODUCED if ok and h9 <= h7 else NOT_REPRODUCED), {"T7_at_eps1": h7, "T9_at_eps1": h9}
 

@@ -7,18 +7,11 @@ it is typed by hand.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from typing import List
 
 from tsdp.verify.rounded import rounded_down
 
-from .verdicts import UNSOUND, scheme_line
-
-
-def _fmt(x, rounding: Optional[Callable[[float, int], str]] = None) -> str:
-    """4 significant digits: to nearest, or by ``rounding`` (an attained ε, a lower bound: rounded down)."""
-    if x is None:
-        return "-"
-    return f"{x:.4g}" if rounding is None else rounding(x, 4)
+from .verdicts import UNSOUND, epsilon_text, scheme_line
 
 
 def render(runs: List[dict]) -> str:
@@ -66,8 +59,8 @@ def render(runs: List[dict]) -> str:
         lines += [f"### {r['accountant']}, claimed {run['relation']}", ""]
         for v in bad:
             tag = f" (sound for {', '.join(v['sound_under'])}: a relation mismatch)" if v["sound_under"] else ""
-            lines.append(f"- {r['accountant']} reports ε = {_fmt(v['epsilon_reported'])} where an attack attains "
-                         f"{_fmt(v['epsilon_attained'], rounded_down)} ({v['attack']}; {scheme_line(v['config'])}, "
-                         f"{v['steps']} steps){tag}")
+            lines.append(f"- {r['accountant']} reports ε = {epsilon_text(v['epsilon_reported'])} where an attack "
+                         f"attains {epsilon_text(v['epsilon_attained'], rounded_down)} ({v['attack']}; "
+                         f"{scheme_line(v['config'])}, {v['steps']} steps){tag}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional, Tuple
 
 from tsdp.verify.json_data import json_data, with_note
-from tsdp.verify.rounded import rounded_down, rounded_up
+from tsdp.verify.rounded import DIGITS, rounded_down, rounded_nearest, rounded_up
 
 UNSOUND, SOUND, BETWEEN, UNCHECKED, DECLINED = "unsound", "sound", "between", "unchecked", "declined"
 VERDICTS = (UNSOUND, BETWEEN, SOUND, UNCHECKED, DECLINED)
@@ -58,14 +58,23 @@ NO_GUARANTEE = "no guarantee"
 """What a reported ε = ∞ means (an accountant's honest "no bound", e.g. tsdp's own where the catalogue has none)."""
 
 
-def _eps(x: Optional[float], rounding: Optional[Callable[[float, int], str]] = None) -> str:
-    """A reported or bracketing ε for the table and messages: 4 significant digits (to nearest, or by ``rounding``:
-    tsdp's sound ε rounded up, its attained ε rounded down, :mod:`tsdp.verify.rounded`), or ∞ with what it means."""
+def epsilon_text(x: Optional[float], rounding: Callable[[float, int], str] = rounded_nearest) -> str:
+    """A reported or bracketing ε as the verdicts and the findings page print it: ``DIGITS`` significant digits
+    by ``rounding`` (:mod:`tsdp.verify.rounded`: tsdp's sound ε rounded up, its attained ε rounded down, an
+    accountant's reported ε to nearest), '-' when missing, or ∞ with what it means.
+
+    Args:
+        x: The ε (None: missing).
+        rounding: ``rounded_up``, ``rounded_down`` or ``rounded_nearest``.
+
+    Returns:
+        The text.
+    """
     if x is None:
         return "-"
     if math.isinf(x) and x > 0:
         return f"∞ ({NO_GUARANTEE})"
-    return f"{x:.4g}" if rounding is None else rounding(x, 4)
+    return rounding(x, DIGITS)
 
 
 @dataclass(frozen=True)
@@ -175,13 +184,13 @@ class Verdict:
                  f"{self.relation_text}")
         if self.verdict == UNSOUND:
             head = "RELATION MISMATCH" if self.relation_mismatch else "UNSOUND"
-            text = (f"{head}: {self.accountant} reports ε = {_eps(self.epsilon_reported)} where an attack attains "
-                    f"{_eps(self.epsilon_attained, rounded_down)} ({where}); attack: the {self.construction} construction, {self.pair}")
+            text = (f"{head}: {self.accountant} reports ε = {epsilon_text(self.epsilon_reported)} where an attack attains "
+                    f"{epsilon_text(self.epsilon_attained, rounded_down)} ({where}); attack: the {self.construction} construction, {self.pair}")
             text += (f"; demonstrate it through the loop: {self.audit_command}" if self.audit_command
                      else "; the loop has no construction for this configuration (its audit changes one element, "
                           "w = 1, of equally long series whose windows have a context, L_C ≥ 1)")
             if self.relation_mismatch:
-                bounds = ", ".join(f"{b.relation} (tsdp's sound ε = {_eps(b.epsilon_sound, rounded_up)}, {b.theorem})"
+                bounds = ", ".join(f"{b.relation} (tsdp's sound ε = {epsilon_text(b.epsilon_sound, rounded_up)}, {b.theorem})"
                                    for b in self.sound_under_bounds)
                 text += (f". The value is at or above tsdp's sound ε under another relation, and nearer to it than to "
                          f"the attained ε: {bounds}: the accountant answers for a different neighbouring relation "
@@ -190,19 +199,19 @@ class Verdict:
                 text += f". The accountant claims: {self.claims}"
             return text
         if self.verdict == SOUND:
-            return (f"sound: {self.accountant} reports ε = {_eps(self.epsilon_reported)} ≥ tsdp's sound ε = "
-                    f"{_eps(self.epsilon_sound, rounded_up)} ({self.theorem}; {where})")
+            return (f"sound: {self.accountant} reports ε = {epsilon_text(self.epsilon_reported)} ≥ tsdp's sound ε = "
+                    f"{epsilon_text(self.epsilon_sound, rounded_up)} ({self.theorem}; {where})")
         if self.verdict == BETWEEN:
             if self.epsilon_attained is None:
-                return (f"between: {self.accountant} reports ε = {_eps(self.epsilon_reported)} below tsdp's sound ε = "
-                        f"{_eps(self.epsilon_sound, rounded_up)} ({self.theorem}); tsdp knows no attained ε here ({self.note}), so "
+                return (f"between: {self.accountant} reports ε = {epsilon_text(self.epsilon_reported)} below tsdp's sound ε = "
+                        f"{epsilon_text(self.epsilon_sound, rounded_up)} ({self.theorem}); tsdp knows no attained ε here ({self.note}), so "
                         f"the value is judged on the sound side only and cannot be shown unsound ({where})")
             upper = ("no sound bound in the catalogue" if self.epsilon_sound is None
-                     else f"sound {_eps(self.epsilon_sound, rounded_up)} ({self.theorem})")
+                     else f"sound {epsilon_text(self.epsilon_sound, rounded_up)} ({self.theorem})")
             where_in = ("" if self.bracket_position is None
                         else f", {self.bracket_position:.0%} of the way from the attained to the sound ε")
-            return (f"between: {self.accountant} reports ε = {_eps(self.epsilon_reported)} in tsdp's bracket "
-                    f"[attained {_eps(self.epsilon_attained, rounded_down)} ({self.attack}), {upper}]{where_in} "
+            return (f"between: {self.accountant} reports ε = {epsilon_text(self.epsilon_reported)} in tsdp's bracket "
+                    f"[attained {epsilon_text(self.epsilon_attained, rounded_down)} ({self.attack}), {upper}]{where_in} "
                     f"({where})")
         if self.verdict == DECLINED:
             return f"declined: {self.accountant} declines this cell ({self.note}); not judged ({where})"
@@ -287,8 +296,8 @@ class CheckReport:
                  f"{'verdict':<10} {'reported':>10} {'attained':>10} {'sound':>10}  {'evidence':<10}  steps  relation  "
                  "configuration"]
 
-        def num(x, rounding=None):
-            return f"{_eps(x, rounding):>10}"
+        def num(x, rounding=rounded_nearest):
+            return f"{epsilon_text(x, rounding):>10}"
 
         for v in self.verdicts:
             tag = "mismatch" if v.relation_mismatch else v.verdict

@@ -24,13 +24,14 @@ ahead; a loop may fetch a batch and then ``break``): a dropped batch is skipped 
 steps spread over more of the scheme's epochs than their number says. The sampler therefore counts the batches it
 handed out (:attr:`BiLevelBatchSampler.batches_handed_out`, the first steps of its epochs, in order) and an
 accountant given the sampler charges at least them
-(:class:`tsdp.attacks.integrations.opacus_accountant.StructuredSubsamplingAccountant`'s ``sampler``). Poisson
+(:class:`tsdp.attacks.integrations.opacus_accountant.StructuredSubsamplingAccountant`'s ``sampler``);
+:func:`batches_for_steps` gives a loop its steps' batches over the passes they take and fetches none beyond. Poisson
 sampling can give an empty step; :meth:`WindowDataset.collate` returns tensors with zero rows then.
 """
 from __future__ import annotations
 
 import secrets
-from typing import Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -221,3 +222,30 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
             keep = index.mask[i]
             self.batches_handed_out += 1  # counted as it leaves: a batch fetched and dropped still moved the epoch
             yield list(zip(index.seq[i][keep].tolist(), index.start[i][keep].tolist()))
+
+
+def batches_for_steps(loader: Iterable, steps: int) -> Iterator:
+    """The first ``steps`` batches of ``loader`` over as many passes (epochs) as they take: a training loop's
+    ``for context, forecast in batches_for_steps(loader, steps)``. It fetches no batch past the last step, so a
+    :class:`BiLevelBatchSampler` hands out exactly the steps trained (none dropped, module docstring).
+
+    Args:
+        loader: A ``DataLoader`` over a :class:`WindowDataset` (any iterable that can be passed over again).
+        steps: The training steps.
+
+    Yields:
+        The batches, one per step.
+
+    Raises:
+        ValueError: A pass over ``loader`` yields no batch (more passes would never reach ``steps``).
+    """
+    done = 0
+    while done < steps:
+        passed = done
+        for batch in loader:
+            yield batch
+            done += 1
+            if done == steps:
+                return
+        if done == passed:
+            raise ValueError("the loader yields no batch: it cannot give the steps asked for")

@@ -84,6 +84,23 @@ class WindowIndex:
             return self
         return WindowIndex(self.seq.to(device), self.start.to(device), self.mask.to(device))
 
+    @classmethod
+    def of_sequences(cls, top: TopBatch, start: torch.Tensor, mask: torch.Tensor) -> "WindowIndex":
+        """The windows a bottom level drew in every sequence of ``top``: slot (s, m, j) holds the j-th window of
+        sequence ``top.seq[s, m]``, flattened to shape (n_steps, M J).
+
+        Args:
+            top: The top-level sample, shape (n_steps, M).
+            start: The windows' starts, shape (n_steps, M, J).
+            mask: Which slots hold a sampled window, shape (n_steps, M, J).
+
+        Returns:
+            The windows, shape (n_steps, M J).
+        """
+        n_steps, per = top.seq.shape[0], start.shape[-1]
+        seq = top.seq[..., None].expand(-1, -1, per)
+        return cls(seq.reshape(n_steps, -1), start.reshape(n_steps, -1), mask.reshape(n_steps, -1))
+
     def step(self, i: int) -> "WindowIndex":
         """The windows of one step alone, compacted to its valid slots.
 
@@ -280,9 +297,7 @@ class WRBottomLevel:
         t = self.n_starts.to(top.seq.device)[top.seq].to(torch.float64)
         u = torch.rand(n_steps, m, self.instances, generator=generator, device=top.seq.device, dtype=torch.float64)
         start = torch.floor(u * t[..., None]).long()
-        seq = top.seq[..., None].expand(-1, -1, self.instances)
-        mask = top.mask[..., None].expand(-1, -1, self.instances)
-        return WindowIndex(seq.reshape(n_steps, -1), start.reshape(n_steps, -1), mask.reshape(n_steps, -1))
+        return WindowIndex.of_sequences(top, start, top.mask[..., None].expand(-1, -1, self.instances))
 
 
 class PoissonBottomLevel:
@@ -316,9 +331,7 @@ class PoissonBottomLevel:
         valid = starts < self.n_starts.to(device)[top.seq][..., None]
         u = torch.rand(n_steps, m, t_max, generator=generator, device=device, dtype=torch.float64)
         mask = (u < rates[..., None]) & valid & top.mask[..., None]
-        seq = top.seq[..., None].expand(-1, -1, t_max)
-        start = starts.expand(n_steps, m, t_max)
-        return WindowIndex(seq.reshape(n_steps, -1), start.reshape(n_steps, -1), mask.reshape(n_steps, -1))
+        return WindowIndex.of_sequences(top, starts.expand(n_steps, m, t_max), mask)
 
 
 class PooledSampler:

@@ -32,7 +32,7 @@ from tsdp.verify.json_data import Record
 
 from .laws import StatisticLaw, epoch_max_law, statistic_law
 from .shuffled import epoch_max_reading
-from .statistics import EQUAL_SPLIT, cp_lower, cp_upper, error_split
+from .statistics import EQUAL_SPLIT, best_profile_tests, cp_lower, cp_upper, error_split
 
 FP_SHARES = (EQUAL_SPLIT, 0.7, 0.9)  # shares of the error probability the design may give the false-positive rate
 
@@ -140,7 +140,8 @@ def design_test(law: StatisticLaw, trials: int, delta: float, confidence: float,
 
 
 def profile_thresholds(law: StatisticLaw, alphas: Sequence[float], trials: int, confidence: float) -> list:
-    """Per α, the (threshold, side) maximising the plug-in H_α lower bound CP_lower(P(S)) - α CP_upper(Q(S)).
+    """Per α, the (threshold, side) maximising the plug-in H_α lower bound CP_lower(P(S)) - α CP_upper(Q(S)):
+    :func:`best_profile_tests` of the law's tails at ``trials`` trials per world.
 
     Args:
         law: The statistic's law.
@@ -151,17 +152,8 @@ def profile_thresholds(law: StatisticLaw, alphas: Sequence[float], trials: int, 
     Returns:
         (threshold, side) per α.
     """
-    a_pos, a_neg = error_split(confidence)
-    out = []
-    for alpha in alphas:
-        best = (-np.inf, float(law.thresholds[0]), "upper")
-        for side, t, tp, fp in _sides(law):
-            h = cp_lower(trials * tp, trials, a_pos) - alpha * cp_upper(trials * fp, trials, a_neg)
-            i = int(np.argmax(h))
-            if h[i] > best[0]:
-                best = (float(h[i]), float(t[i]), side)
-        out.append((best[1], best[2]))
-    return out
+    return best_profile_tests([(side, t, trials * tp, trials * fp, trials, trials) for side, t, tp, fp in _sides(law)],
+                              alphas, confidence)
 
 
 def tail_thresholds(law: StatisticLaw, per_side: int = 24, smallest: float = 1e-7) -> list:

@@ -398,9 +398,36 @@ def binned_goodness_of_fit(y_hist_p: np.ndarray, y_hist_q: np.ndarray, y_edges: 
 
 
 
+def best_profile_tests(sides: Sequence[tuple], alphas: Sequence[float], confidence: float) -> list:
+    """Per α, the (threshold, side) maximising the H_α lower bound CP_lower(TP) - α CP_upper(FP) over both sides'
+    thresholds (the first side's first threshold when no test is above -∞).
+
+    Args:
+        sides: Per side, (side, thresholds, TP per threshold, FP per threshold, n_pos, n_neg): counts (or rates
+            times the trials), as :func:`side_counts` gives them.
+        alphas: The α grid.
+        confidence: The pointwise confidence.
+
+    Returns:
+        (threshold, side) per α.
+    """
+    a_pos, a_neg = error_split(confidence)
+    out = []
+    for alpha in alphas:
+        best = (-np.inf, float(sides[0][1][0]), sides[0][0])
+        for side, thresholds, tp, fp, n_pos, n_neg in sides:
+            h = cp_lower(tp, n_pos, a_pos) - alpha * cp_upper(fp, n_neg, a_neg)
+            i = int(np.argmax(h))
+            if h[i] > best[0]:
+                best = (float(h[i]), float(thresholds[i]), side)
+        out.append((best[1], best[2]))
+    return out
+
+
 def choose_profile_tests(sel_p: np.ndarray, sel_q: np.ndarray, edges: np.ndarray, alphas: Sequence[float],
                          confidence: float = 0.95) -> list:
-    """Per α, the (edge, side) maximising CP_lower(P(S)) - α CP_upper(Q(S)) on selection histograms (split mode).
+    """Per α, the (edge, side) maximising CP_lower(P(S)) - α CP_upper(Q(S)) on selection histograms (split mode):
+    :func:`best_profile_tests` of their counts.
 
     Args:
         sel_p: World P's selection histogram.
@@ -412,15 +439,5 @@ def choose_profile_tests(sel_p: np.ndarray, sel_q: np.ndarray, edges: np.ndarray
     Returns:
         (edge, side) per α.
     """
-    a_pos, a_neg = error_split(confidence)
-    out = []
-    for alpha in alphas:
-        best = (-np.inf, float(edges[0]), "upper")
-        for side in ("upper", "lower"):
-            tp, fp, n_pos, n_neg = side_counts(sel_p, sel_q, side)
-            h = cp_lower(tp, n_pos, a_pos) - alpha * cp_upper(fp, n_neg, a_neg)
-            i = int(np.argmax(h))
-            if h[i] > best[0]:
-                best = (float(h[i]), float(edges[i]), side)
-        out.append((best[1], best[2]))
-    return out
+    return best_profile_tests([(side, edges, *side_counts(sel_p, sel_q, side)) for side in ("upper", "lower")],
+                              alphas, confidence)

@@ -2,8 +2,10 @@
 text reads back as at least the computed number; an attained, audited or certified ε (a lower bound) rounded down,
 so it reads back as at most it (the rule's one home: tsdp.verify.rounded). Swept over hypothesis-generated values
 through each command's own path, its computation replaced at the seam by a result carrying those values: `tsdp
-epsilon`, `tsdp forecast epsilon`, `tsdp audit`, `tsdp audit-model`, `tsdp check-accountant`, `tsdp calibrate` and `tsdp experiment`'s table (`tsdp report`:
-tests/reports/test_report_rounding.py)."""
+epsilon`, `tsdp forecast epsilon`, `tsdp audit`, `tsdp audit-model`, `tsdp audit-fn` (and its --plan), `tsdp
+check-accountant`, `tsdp calibrate` and `tsdp experiment`'s table (`tsdp report`:
+tests/reports/test_report_rounding.py); and `tsdp profile`'s H_α column (a δ, on its bound's side), on real bounds at
+hypothesis-generated ε."""
 import dataclasses
 import math
 import re
@@ -82,11 +84,11 @@ def test_tsdp_audit(monkeypatch, up, low, violation):
 
 
 @SWEEP
-@given(spent=VALUES, low=VALUES)
-def test_tsdp_audit_model(monkeypatch, spent, low):
+@given(spent=VALUES, low=VALUES, ceiling=VALUES)
+def test_tsdp_audit_model(monkeypatch, spent, low, ceiling):
     import tsdp.attacks.canary.trained_model as trained
 
-    score = SimpleNamespace(epsilon_lower=low, correct=3, guesses=4, side="upper", auc=0.7, ceiling=2.0,
+    score = SimpleNamespace(epsilon_lower=low, correct=3, guesses=4, side="upper", auc=0.7, ceiling=ceiling,
                             limited_by="canaries")
     result = SimpleNamespace(model="dlinear", canaries=10, included=5, epsilon_budget=spent * 2, epsilon_spent=spent,
                              delta=1e-5, steps=10, violation=low > spent, epsilon_lower=low, confidence=0.95,
@@ -101,6 +103,8 @@ def test_tsdp_audit_model(monkeypatch, spent, low):
         on_its_side(text, low, "lower")
     for text in re.findall(r"sound ε spent = (\S+)", out):
         on_its_side(text, spent, "upper")
+    (ceiling_text,) = re.findall(r"at most (\S+) with every guess right", out)
+    on_its_side(ceiling_text, ceiling, "upper")
 
 
 @SWEEP
@@ -186,3 +190,82 @@ def test_tsdp_calibrate(monkeypatch, calibrated, up):
     sound, rejected = re.search(r"gives sound ε = (\S+) ≤ .* gives ε = (\S+)\)", out, re.S).groups()
     on_its_side(sound, up, "upper")
     on_its_side(rejected, up * 1.5, "upper")
+
+
+@settings(max_examples=6, deadline=None)
+@given(eps=st.lists(st.floats(min_value=0.01, max_value=8.0), min_size=1, max_size=4))
+@pytest.mark.parametrize("theorem, side", [("T6", "upper"), ("T7", "upper"), ("T9", "lower")])
+def test_tsdp_profile(theorem, side, eps):
+    """`tsdp profile`'s H_α column: a tight or upper bound's δ reads back as at least the JSON's, a lower bound's
+    as at most it."""
+    import json
+
+    argv = ["profile", "--theorem", theorem, "--epsilon", *eps]
+    code, out, err = run_cli(argv)
+    assert code == 0, err
+    computed = json.loads(run_cli(argv + ["--json"])[1])["delta"]
+    printed = [line.split()[-1] for line in out.splitlines()[2:]]
+    assert len(printed) == len(computed)
+    for text, value in zip(printed, computed):
+        on_its_side(text, value, side)
+
+
+@SWEEP
+@given(low=VALUES, ceiling=VALUES, ideal=VALUES)
+def test_tsdp_audit_fn(low, ceiling, ideal):
+    """`tsdp audit-fn`'s text: the certified ε and the claimed mechanism's (lower bounds) rounded down, the ceiling
+    (the most every guess right certifies: an upper bound on what the audit can show) rounded up."""
+    from tsdp.cli.cmd_audit_fn import _human
+
+    score = SimpleNamespace(epsilon_lower=low, correct=3, guesses=4, side="upper", auc=0.7, ceiling=ceiling,
+                            limited_by="canaries")
+    mechanism = SimpleNamespace(tests=(), alpha=0.05)
+    gradient = SimpleNamespace(steps=10, optimizer="sgd", clip=1.0, scale=1.0, observed="gradient", data_part=None,
+                               data_span=None, epsilon_ideal=ideal, mechanism=mechanism)
+    claim = 2 * max(low, ideal, ceiling)  # above every bound: the text says the audit cannot see it
+    result = SimpleNamespace(canary="gradient", canaries=10, runs=1, included=5, data_canaries=0, delta=1e-5,
+                             confidence=0.95, scores={"loss": score}, gradient=gradient, epsilon_lower=low,
+                             epsilon_claimed=claim, curve_rejected=None, violation=False, above_claim=False)
+    out = _human(result, "train.py:train", sigma=1.0)
+    for text in re.findall(r"ε lower bound \(95%\): (\S+)", out):
+        on_its_side(text, low, "lower")
+    (ideal_text,) = re.findall(r"certifies (\S+): its power at the claim", out)
+    on_its_side(ideal_text, ideal, "lower")
+    ceilings = re.findall(r"certify at most (\S+) ", out)
+    assert len(ceilings) == 2, out
+    for text in ceilings:
+        on_its_side(text, ceiling, "upper")
+
+
+@SWEEP
+@given(ceiling=VALUES, perfect=VALUES)
+def test_tsdp_audit_fn_plan(ceiling, perfect):
+    """`tsdp audit-fn --plan`'s text: the ceilings rounded up, a perfect ranking's certified ε rounded down."""
+    from tsdp.cli.cmd_audit_fn import _plan_human
+
+    plan = {"canaries_per_run": 10, "canary": "gradient", "runs": 1, "canaries": 10, "delta": 1e-5,
+            "confidence": 0.95, "scores": 1, "ceiling": {"dp": ceiling, "steinke": ceiling},
+            "perfect_ranking": perfect, "quantile": 0.05}
+    out = _plan_human(plan)
+    for text in re.findall(r"(?:f-DP test|Steinke et al\.) (\S+?)(?:,|$)", out, re.M):
+        on_its_side(text, ceiling, "upper")
+    (perfect_text,) = re.findall(r"certifies ≥ (\S+)", out)
+    on_its_side(perfect_text, perfect, "lower")
+
+
+def test_tsdp_profile_dps_prints_its_digits():
+    """`tsdp profile --dps 40`'s exact H_α carries the 40 digits it was computed at (not mpmath's default 15): it
+    agrees with the bound's own mpmath value at 40 digits to 1e-35, relatively."""
+    import json
+
+    import mpmath as mp
+
+    from tsdp.theorems.config import TrainingConfig
+    from tsdp.theorems.registry import get
+
+    code, out, err = run_cli(["profile", "--theorem", "T6", "--epsilon", "0.5", "--dps", "40", "--json"])
+    assert code == 0, err
+    with mp.workdps(40):
+        text = json.loads(out)["delta_exact"][0]
+        exact = get("T6").profile_mp(TrainingConfig(), mp.exp(mp.mpf("0.5")), 40)
+        assert abs(mp.mpf(text) - exact) <= mp.mpf("1e-35") * exact, (text, exact)

@@ -13,7 +13,7 @@ import torch
 from scipy import stats
 from torch.utils.data import DataLoader
 
-from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, fit_lengths
+from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, batches_for_steps, fit_lengths
 from tsdp.training.samplers import make_sampler
 from tsdp.theorems.config import ConfigError, TrainingConfig
 
@@ -77,6 +77,23 @@ def test_a_pass_that_stops_early_leaves_the_rest_of_its_epoch_to_the_next_pass(t
     assert len(got) == 3 and sorted(n for batch in got for n, _ in batch) == list(range(10))
     got += list(broken) + list(broken)
     assert got == keys_of(BiLevelBatchSampler(ds, generator=torch.Generator().manual_seed(4)), 3)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 3, 4, 7])
+def test_batches_for_steps_are_the_first_steps_of_the_epochs_and_fetch_no_more(steps):
+    """N = 10, Λ = 4 (3 steps an epoch, deterministic order): ``steps`` batches are the first ``steps`` of three
+    uninterrupted epochs on the same generator, and the sampler hands out exactly them (none fetched and dropped)."""
+    cfg = TrainingConfig(N=10, L=12, context_length=2, forecast_length=2, batch_size=4, top="deterministic")
+    ds = WindowDataset(series_of([12] * 10), cfg)
+    sampler = BiLevelBatchSampler(ds, generator=torch.Generator().manual_seed(4))
+    got = list(batches_for_steps(sampler, steps))
+    assert got == keys_of(BiLevelBatchSampler(ds, generator=torch.Generator().manual_seed(4)), 3)[:steps]
+    assert sampler.batches_handed_out == steps
+
+
+def test_batches_for_steps_refuse_a_loader_without_batches():
+    with pytest.raises(ValueError, match="no batch"):
+        list(batches_for_steps([], 1))
 
 
 def test_wor_wr_element_inclusion_through_the_batch_sampler():

@@ -36,3 +36,16 @@ def test_errata_of_the_papers_tables():
     assert (rows[16]["numbers"]["cells"], rows[17]["numbers"]["cells"]) == (4, 45)
     assert rows[14]["measured"] == ("text: (1, v)-event-level; captions: (1, 0.001)-user-level, (1, 0.1)-user-level, "
                                     "(1, 0.01)-user-level")
+
+
+def test_errata_3_4_print_t7_rounded_up_and_t9_rounded_down():
+    """T7's δ is an upper bound and T9's a lower bound: their text reads back on each one's side of the computed
+    number (over several σ, so some value's nearest text lies on the wrong side)."""
+    import re
+
+    from tsdp.reports.errata import erratum_3_4
+
+    for sigma in (0.5, 0.7, 0.8, 1.0, 1.3, 2.0):
+        text, _, numbers = erratum_3_4([], DEFAULT_CONFIG.with_(sigma=sigma))
+        t7, t9 = re.search(r"δ = (\S+) ≥ T9 \(lower\) (\S+);", text).groups()
+        assert float(t7) >= numbers["T7_at_eps1"] and float(t9) <= numbers["T9_at_eps1"], (sigma, text, numbers)

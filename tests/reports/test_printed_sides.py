@@ -4,10 +4,10 @@ bound) as at most it. Hypothesis over floats of any sign and size; each layer's 
 layer's own digits, so no layer rounds on its own (the commands' and the report's whole outputs are swept in
 tests/cli/test_printed_bounds_sweep.py and tests/reports/test_report_rounding.py)."""
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from tsdp.cli.output import sigma_text
-from tsdp.reports.claim_base import lower4, upper4
+from tsdp.reports.claim_base import fmt4, lower4, upper4
 from tsdp.reports.render import fmt, lower, upper
 from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
 
@@ -37,6 +37,12 @@ def test_every_printed_attained_value_is_at_most_the_exact_one(layer, printed, h
 @given(x=FINITE, digits=st.integers(1, 9))
 def test_a_table_number_without_a_side_is_the_homes_nearest(x, digits):
     assert fmt(x, digits) == rounded_nearest(x, digits)
+
+
+@given(x=FINITE)
+@example(x=-0.0)
+def test_a_prose_number_without_a_side_is_the_homes_nearest(x):
+    assert fmt4(x) == rounded_nearest(x, 4)
 
 
 def test_a_missing_value_is_each_layers_own_word():

@@ -133,7 +133,7 @@ def _human_canary(r) -> str:
     for name, s in r.scores.items():
         lines.append(f"  {name:<10} ε lower bound ({r.confidence:.0%}): {_low(s.epsilon_lower)} "
                      f"({s.correct} of {s.guesses} '{s.side}' guesses correct, AUC {auc_text(s.auc)}); at most "
-                     f"{s.ceiling:.4f} with every guess right: limited by the {s.limited_by}")
+                     f"{_up(s.ceiling)} with every guess right: limited by the {s.limited_by}")
     return "\n".join(lines)
 
 

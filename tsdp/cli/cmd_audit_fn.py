@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Optional
 
-from tsdp.verify.rounded import rounded_down
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
                           data_sizing_the_config, loader_options_given)
@@ -57,10 +57,10 @@ def _human(r, train: str, sigma: float, device: Optional[str] = None) -> str:
     else:
         lines[-1] += f" (Steinke et al.: {s.correct} of {s.guesses} '{s.side}' guesses correct)"
         top = s.ceiling
-    lines.append(f"  this audit could certify at most {top:.4f} (every guess right)")
+    lines.append(f"  this audit could certify at most {rounded_up(top, 4, fixed=True)} (every guess right)")
     if g is not None:
         lines.append(f"  the same audit on the claimed mechanism itself (σ = {sigma:g}, these canaries and steps, no "
-                     f"data) certifies {g.epsilon_ideal:.4f}: its power at the claim")
+                     f"data) certifies {rounded_down(g.epsilon_ideal, 4, fixed=True)}: its power at the claim")
     lines.append("  limited by " + _limited_by(r, s))
     if r.curve_rejected is not None:
         lines.append(f"  the claimed trade-off curve (tsdp's sound accountant of the configuration over the "
@@ -92,8 +92,8 @@ def _limited_by(r, s) -> str:
     claim, ideal = r.epsilon_claimed, None if r.gradient is None else r.gradient.epsilon_ideal
     if ideal is not None and (ideal < claim if claim is not None else max(ideal, r.epsilon_lower) < 0.1):
         below = f", below the claimed ε = {claim:g}" if claim is not None else ", so a bound near 0 says little"
-        return (f"the audit's power: on the claimed mechanism itself it certifies {ideal:.4f}{below}; more canaries or "
-                "runs (--runs) raise it")
+        return (f"the audit's power: on the claimed mechanism itself it certifies {rounded_down(ideal, 4, fixed=True)}"
+                f"{below}; more canaries or runs (--runs) raise it")
     return "the training: its canaries' guesses, not the audit size, stop the bound here"
 
 
@@ -104,7 +104,8 @@ def _no_violation(r, top) -> str:
     tested = [t.name for t in (r.gradient.mechanism.tests if r.gradient is not None else ()) if t.tested]
     passed = f"; the {' and '.join(tested)} test(s) passed" if tested else ""
     if top <= claim:
-        return (f"the ε test cannot see the claimed ε = {claim:g}: these canaries certify at most {top:.4f} even with "
+        return (f"the ε test cannot see the claimed ε = {claim:g}: these canaries certify at most "
+                f"{rounded_up(top, 4, fixed=True)} even with "
                 f"every guess right; more canaries or runs would (tsdp audit-fn --plan --epsilon {claim:g} says how "
                 f"many){passed}")
     return f"consistent with the claimed ε = {claim:g}{passed}"
@@ -178,9 +179,9 @@ def _plan_human(d: dict) -> str:
     lines = [f"audit plan: {d['canaries_per_run']} {d['canary']} canaries × {d['runs']} run(s) = {d['canaries']} "
              f"canaries, δ = {d['delta']:g}, confidence {d['confidence']:.0%} ({d['scores']} score(s), Bonferroni)",
              "  the most ε it can certify (every guess right): " + ", ".join(
-                 f"{NAMES[k]} {v:.4f}" for k, v in d["ceiling"].items()),
+                 f"{NAMES[k]} {rounded_up(v, 4, fixed=True)}" for k, v in d["ceiling"].items()),
              f"  {'a perfect memoriser' if d['canary'] == 'spike' else 'a training without noise'} that ranks "
-             f"every canary right certifies ≥ {d['perfect_ranking']:.4f} "
+             f"every canary right certifies ≥ {rounded_down(d['perfect_ranking'], 4, fixed=True)} "
              f"in {1 - d['quantile']:.0%} of audits (the number included is random)"]
     if "canaries_needed" in d:
         n, q = d["canaries_needed"], d["participation"]
@@ -196,7 +197,7 @@ def _plan_human(d: dict) -> str:
     if "best_canaries" in d:
         b = d["best_canaries"]
         lines.append("  the same audit on the claimed mechanism (cross-talk of canaries sharing the parameters "
-                     "included), ε by canaries per run: " + ", ".join(f"{m}: {e:.3f}" for m, e in b["table"].items()))
+                     "included), ε by canaries per run: " + ", ".join(f"{m}: {rounded_down(e, 3, fixed=True)}" for m, e in b["table"].items()))
         lines.append(f"  the most: {b['canaries']} canaries per run (ε ≈ {b['epsilon_ideal']:.3f}); beyond the number "
                      "of parameters each canary's score carries the others' projections")
     return "\n".join(lines)

@@ -126,6 +126,19 @@ DPS_MAX_EPSILON = 1e6
 """The largest |ε| evaluated in mpmath (``profile --dps``): at 1e308 its erfc overflows a float inside."""
 
 
+PROFILE_DIGITS = 10
+"""Significant digits of `tsdp profile`'s float64 H_α column."""
+
+
+def _profile_rounding(kind: str) -> Callable[[float, int], str]:
+    """How `tsdp profile` prints a δ of a bound of this ``kind`` (:mod:`tsdp.verify.rounded`): a tight or upper
+    bound's rounded up, a lower bound's rounded down, a claim's (no side is safe) to nearest."""
+    from tsdp.theorems.bounds.base import Kind
+    from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
+
+    return {Kind.TIGHT: rounded_up, Kind.UPPER: rounded_up, Kind.LOWER: rounded_down}.get(kind, rounded_nearest)
+
+
 def _epsilons(args) -> List[float]:
     """ε = log α of every --alpha and each --epsilon (kept in ε: e^ε overflows past 709.78)."""
     eps = []
@@ -203,12 +216,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
     }
     if args.dps is not None:
         payload["dps"] = args.dps
-        payload["delta_exact"] = [str(v) for v in values]
+        with mp.workdps(args.dps):  # str() writes the context's digits: the ones the values were computed at
+            payload["delta_exact"] = [str(v) for v in values]
     with_note(payload, "epsilon", f"null: ε = log α = {ALPHA_ZERO_EPSILON} where α = 0")
     with_note(payload, "alpha", "null: α = e^ε beyond the float range (ε > 709.78); its ε is the entry of epsilon")
 
     def human(p):
-        shown = payload.get("delta_exact", [f"{d:.10g}" for d in delta])
+        shown = payload.get("delta_exact", [_profile_rounding(bound.kind)(d, PROFILE_DIGITS) for d in delta])
         lines = [f"{bound.id} ({bound.reference}, {bound.label}): {bound.kind}, per {bound.scope} - {reason}"]
         lines.append(f"{'alpha':>14}  {'epsilon':>10}  H_alpha")
         for a, e, d in zip(alphas, eps, shown):
