@@ -48,7 +48,8 @@ def _human_audit(d: dict) -> str:
         lines.insert(0, f"note: {d['sound_theorem']} answers for another relation than this attack; {d['relation_note']}")
     if d["violation"]:
         v = d["violation_test"]
-        lines.insert(0, f"PRIVACY VIOLATION (confidence {d['confidence']:.0%}): certified ε ≥ {_low(_certified(d))} "
+        lines.insert(0, f"PRIVACY VIOLATION (confidence {_verdict_confidence(d['confidence']):.0%}: two tests at "
+                        f"{d['confidence']:.0%} each, union bound): certified ε ≥ {_low(_certified(d))} "
                         f"at δ = {d['delta']:g} against the sound ε = {_up(d['epsilon_sound'])}, certified H_α above "
                         f"the sound profile by up to {v['profile_excess']:.4g}")
     return "\n".join(lines)
@@ -66,8 +67,15 @@ def _up(x: float) -> str:
 
 def _certified(d: dict) -> float:
     """The larger of the audit's two certified ε lower bounds (its estimate and its violation test's; each holds at
-    the audit's confidence): what a verdict against the sound ε cites."""
+    the audit's confidence, the larger at :func:`_verdict_confidence`): what a verdict against the sound ε cites."""
     return max(d["epsilon_lower"], d["violation_test"]["epsilon_lower"])
+
+
+def _verdict_confidence(confidence: float) -> float:
+    """The confidence of a verdict and of :func:`_certified`: either of two tests, each erring with probability at
+    most 1 - ``confidence`` on a correct loop, so 1 - 2 (1 - ``confidence``) by the union bound (audit()'s
+    docstring)."""
+    return max(0.0, 1 - 2 * (1 - confidence))
 
 
 def _audit_options(args) -> dict:
