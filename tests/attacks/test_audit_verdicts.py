@@ -110,3 +110,18 @@ def test_the_violation_headline_states_the_confidence_of_the_largest_of_two_boun
     code = main(["audit", "--theorem", "T6", "--delta", "1e-3", "--trials", "2000"])
     headline = capsys.readouterr().out.splitlines()[0]
     assert code == 1 and headline.startswith("PRIVACY VIOLATION (confidence 90%"), headline
+
+
+@pytest.mark.slow  # one small audit, ~5 s with torch's start: CI's slow stage
+def test_a_sequential_audits_estimate_line_states_the_confidence_it_holds_at():
+    """With --sequential the audit's ε lower bound is the violation test's value where it stops and the estimate's
+    otherwise, so it holds at 1 - 2 (1 - confidence) only (audit()'s docstring): the human line must say 90% at 0.95,
+    and 95% for the fixed-sample audit."""
+    from tsdp.attacks.montecarlo.options import Confidence
+    from tsdp.cli.cmd_audit import _human_audit
+
+    for sequential, said in ((True, "90%"), (False, "95%")):
+        r = audit_module.audit("T6", SMALL_T6, delta=1e-3, trials=TrialPlan(2000, seed=0, device="cpu"),
+                               confidence=Confidence(0.95, sequential=sequential))
+        line = next(x for x in _human_audit(r.to_dict()).splitlines() if x.lstrip().startswith("estimate:"))
+        assert f"certified ε lower bound (confidence {said})" in line, line

@@ -29,7 +29,7 @@ def _human_audit(d: dict) -> str:
         f"audit of {d['theorem']} (sound bound {d['sound_theorem']}, attained pair {d['attained_pair']}): "
         f"{d['trials']} trials x {d['steps']} training step(s) ({d['compositions']} composition(s)) per world "
         f"on {d['device']}",
-        f"  estimate: certified ε lower bound (confidence {d['confidence']:.0%}) at δ = {d['delta']:g}: "
+        f"  estimate: certified ε lower bound (confidence {_estimate_confidence(d):.0%}) at δ = {d['delta']:g}: "
         f"{_low(d['epsilon_lower'])}" + _union_note(d.get("test") or {}),
         f"  ε attained by the construction: {_low(d['epsilon_attained'])}   ratio lower/attained: "
         + (f"{d['ratio']:.3f}" if d["ratio"] is not None and math.isfinite(d["ratio"]) else "n/a (attained ε is 0)"),
@@ -69,6 +69,13 @@ def _certified(d: dict) -> float:
     """The larger of the audit's two certified ε lower bounds (its estimate and its violation test's; each holds at
     the audit's confidence, the larger at :func:`_verdict_confidence`): what a verdict against the sound ε cites."""
     return max(d["epsilon_lower"], d["violation_test"]["epsilon_lower"])
+
+
+def _estimate_confidence(d: dict) -> float:
+    """The confidence of an audit's ``epsilon_lower``: the audit's, or with a sequential violation test, which puts its
+    own value there when it stops and the estimate's otherwise, :func:`_verdict_confidence` (audit()'s docstring)."""
+    sequential = (d.get("violation_test") or {}).get("sequential", False)
+    return _verdict_confidence(d["confidence"]) if sequential else d["confidence"]
 
 
 def _verdict_confidence(confidence: float) -> float:
