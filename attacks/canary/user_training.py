@@ -254,21 +254,23 @@ def check_claimed_curve(canary: str, analysis: str, config: TrainingConfig) -> N
                           config.top) from None
 
 
-def claimed_profile(canary: str, analysis: str, config: TrainingConfig, first_run: Evidence):
-    """The run's claimed profile for the f-DP test's curve check (:func:`tests_claimed_curve`, else None): tsdp's
-    sound accountant (an **upper** bound on the correct loop's δ(ε)) of ``config`` over the steps the optimizer
-    took.
+def claimed_profile(canary: str, analysis: str, config: TrainingConfig, runs: Sequence[Evidence]):
+    """The runs' claimed profile for the f-DP test's curve check (:func:`tests_claimed_curve`, else None): tsdp's
+    sound accountant (an **upper** bound on the correct loop's δ(ε)) of ``config`` over the most steps an optimizer
+    of the runs took. The pooled canaries are tested against one curve, which must hold for each run's canaries: a
+    run's sound profile grows with its steps, so the run with the most steps gives it (a run with fewer steps, the
+    first one's, would claim too little for the others: a correct training flagged).
 
     Args:
         canary: "gradient" or "spike".
         analysis: "fdp" or "steinke".
         config: The claimed configuration.
-        first_run: The first run's evidence (its steps).
+        runs: The runs' evidence (their steps).
 
     Returns:
         The claimed profile (:func:`attacks.canary.gradient.sound_profile`), or None when the curve is not tested.
     """
-    return sound_profile(config, first_run.steps) if tests_claimed_curve(canary, analysis) else None
+    return sound_profile(config, max(r.steps for r in runs)) if tests_claimed_curve(canary, analysis) else None
 
 
 def analyses_of(canary: str, analysis: str) -> tuple:
@@ -336,7 +338,7 @@ def training_audit(runs: Sequence[Evidence], config: TrainingConfig, *, canary: 
     certifier = _certifier(analysis)
     first = runs[0]
     bound = certify_evidence(first if len(runs) == 1 else pool(runs), delta, confidence, certifier=certifier,
-                             claimed=epsilon, profile=claimed_profile(kind, analysis, config, first))
+                             claimed=epsilon, profile=claimed_profile(kind, analysis, config, runs))
     gradient = None
     if kind == "gradient":
         removed = 0.0 if first.data_part is None else first.data_part.windows_per_step

@@ -175,7 +175,8 @@ class AuditResult(Record):
         steps: training steps per trial.
         compositions: the compositions those steps are.
         delta: the δ of the ε values.
-        confidence: the probability with which ``epsilon_lower`` holds.
+        confidence: the probability with which ``epsilon_lower`` holds (with a sequential violation test, which
+            may put its own value there, 1 - 2 (1 - confidence): :func:`audit`).
         epsilon_lower: the certified ε lower bound (a **lower** bound on the true ε).
         epsilon_sound: the sound bound's composed ε (an upper bound).
         epsilon_attained: the construction pair's composed ε (what a perfect attack attains).

@@ -165,6 +165,39 @@ def test_rejection_is_monotone_in_counts_theta_and_level(m, data):
     assert lower[1] >= lower[0]
 
 
+def _rejects_literal(inverse, theta, m, k, c, tau):
+    """Mahloujifar et al.'s recursion written literally (their audit_rh_with_cap: every level i = c - 1, ..., 0, no
+    early stop), the reference: (r_0 + h_0, k / m)."""
+    r, h = tau * c / m, tau * (k - c) / m
+    for i in range(c - 1, -1, -1):
+        h_new = max(h, float(inverse(np.array([r]), np.array([theta]))[0]))
+        r, h = r + i / (k - i) * (h_new - h), h_new
+    return r + h, k / m
+
+
+@settings(max_examples=60)
+@given(st.integers(2, 300), st.data())
+def test_vectorised_rejection_edge_is_the_literal_recursions(m, data):
+    """The vectorised test (early stops where h stops growing or r + h already exceeds k / m) rejects the same curves as
+    the literal recursion: its largest rejected θ (bisection) is the literal one's, within the bisection's tolerance,
+    for the (ε, δ) and the Gaussian curves."""
+    k = data.draw(st.integers(1, m))
+    c = data.draw(st.integers(1, k))
+    tau = data.draw(st.floats(1e-4, 0.5))
+    family, hi = data.draw(st.sampled_from([("dp", steinke_bound.EPS_MAX), ("gdp", F.MU_MAX)]))
+    inverse = tradeoff._inverse(family, 1e-5)
+    literal = lambda theta: np.greater(*_rejects_literal(inverse, theta, m, k, c, tau))
+    lo, up = 0.0, hi
+    if not literal(0.0):
+        lo = up = 0.0
+    elif literal(hi):
+        lo = hi
+    while up - lo > 1e-6:
+        mid = (lo + up) / 2
+        lo, up = (mid, up) if literal(mid) else (lo, mid)
+    assert float(F.largest_rejected(inverse, m, k, c, tau, hi)) == pytest.approx(lo, abs=2e-4)
+
+
 @settings(max_examples=40)
 @given(st.floats(0.05, 5.0), st.floats(0.05, 5.0), st.floats(1e-9, 0.1))
 def test_gdp_epsilon_is_monotone_and_inverts_the_exact_curve(mu1, mu2, delta):

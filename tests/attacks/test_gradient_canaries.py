@@ -151,6 +151,41 @@ def test_the_sound_profile_is_the_accountants_curve_read_once():
         deltas[0] = 0.0
 
 
+@pytest.mark.parametrize("order", [(4, 40), (40, 4)])
+def test_pooled_runs_are_tested_against_a_curve_that_holds_for_every_run(monkeypatch, order):
+    """Runs of one audit may take different numbers of optimizer steps (a training with early stopping): the pooled
+    canaries are tested against one claimed curve, which must be no stronger than any run's own sound profile, so a
+    correct training is never flagged because its first run was shorter than the others (failed before with the
+    first run at 4 steps and the second at 40: the curve was the 4 steps' one, up to 0.53 below the 40 steps' δ)."""
+    import tsdp.attacks.canary.user_training as user_training
+    from tsdp.attacks.canary.gradient import sound_profile
+    from tsdp.attacks.canary.mechanism import MechanismTests, untested
+    from tsdp.attacks.canary.options import AuditOptions, CanaryOptions
+    from tsdp.attacks.canary.training_runs import GradientRunEvidence
+
+    config = TrainingConfig(N=16, batch_size=4, L=6, context_length=1, forecast_length=1, sigma=1.0)
+    rng = np.random.default_rng(0)
+
+    def run(steps, m=50):
+        return GradientRunEvidence(
+            scores={"sum": rng.normal(size=m), "mixture": rng.normal(size=m)}, included=rng.random(m) < 0.5,
+            parameters=10, optimizer="SGD", steps=steps, clip=1.0, scale=0.25, observed="gradient", data_span=None,
+            data_part=None, mechanism=MechanismTests((untested("noise", 1e-3, steps, "a stub run"),)))
+
+    tested = {}
+    certify = user_training.certify_evidence
+    monkeypatch.setattr(user_training, "certify_evidence",
+                        lambda *a, **k: tested.setdefault("profile", k["profile"]) and certify(*a, **k))
+    monkeypatch.setattr(user_training, "ideal_epsilon", lambda *a, **k: 0.0)
+    runs = [run(steps) for steps in order]
+    user_training.training_audit(runs, config, canary=CanaryOptions("gradient"), delta=1e-5, epsilon=None,
+                                 options=AuditOptions(), seed=0)
+    eps, claimed = tested["profile"]
+    for r in runs:
+        own_eps, own = sound_profile(config, r.steps)
+        assert np.array_equal(eps, own_eps) and np.all(claimed >= own), r.steps
+
+
 @pytest.mark.parametrize("top,bottom", [("wor", "poisson"), ("shuffle", "poisson"), ("pooled", "wr"), ("wor", "wr")])
 def test_participation_rate_is_the_canaries_mean_count_with_unequal_lengths(top, bottom):
     """Series of lengths 2, 3, 10, 10 (L_C = 2, L_F = 1: T_n = 2, 3, 10, 10): the configuration's k = 3 is taken at the

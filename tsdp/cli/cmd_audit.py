@@ -29,7 +29,7 @@ def _human_audit(d: dict) -> str:
         f"audit of {d['theorem']} (sound bound {d['sound_theorem']}, attained pair {d['attained_pair']}): "
         f"{d['trials']} trials x {d['steps']} training step(s) ({d['compositions']} composition(s)) per world "
         f"on {d['device']}",
-        f"  estimate: certified ε lower bound (confidence {d['confidence']:.0%}) at δ = {d['delta']:g}: "
+        f"  estimate: certified ε lower bound (confidence {_estimate_confidence(d):.0%}) at δ = {d['delta']:g}: "
         f"{_low(d['epsilon_lower'])}" + _union_note(d.get("test") or {}),
         f"  ε attained by the construction: {_low(d['epsilon_attained'])}   ratio lower/attained: "
         + (f"{d['ratio']:.3f}" if d["ratio"] is not None and math.isfinite(d["ratio"]) else "n/a (attained ε is 0)"),
@@ -48,7 +48,8 @@ def _human_audit(d: dict) -> str:
         lines.insert(0, f"note: {d['sound_theorem']} answers for another relation than this attack; {d['relation_note']}")
     if d["violation"]:
         v = d["violation_test"]
-        lines.insert(0, f"PRIVACY VIOLATION (confidence {d['confidence']:.0%}): certified ε ≥ {_low(_certified(d))} "
+        lines.insert(0, f"PRIVACY VIOLATION (confidence {_verdict_confidence(d['confidence']):.0%}: two tests at "
+                        f"{d['confidence']:.0%} each, union bound): certified ε ≥ {_low(_certified(d))} "
                         f"at δ = {d['delta']:g} against the sound ε = {_up(d['epsilon_sound'])}, certified H_α above "
                         f"the sound profile by up to {v['profile_excess']:.4g}")
     return "\n".join(lines)
@@ -66,8 +67,22 @@ def _up(x: float) -> str:
 
 def _certified(d: dict) -> float:
     """The larger of the audit's two certified ε lower bounds (its estimate and its violation test's; each holds at
-    the audit's confidence): what a verdict against the sound ε cites."""
+    the audit's confidence, the larger at :func:`_verdict_confidence`): what a verdict against the sound ε cites."""
     return max(d["epsilon_lower"], d["violation_test"]["epsilon_lower"])
+
+
+def _estimate_confidence(d: dict) -> float:
+    """The confidence of an audit's ``epsilon_lower``: the audit's, or with a sequential violation test, which puts its
+    own value there when it stops and the estimate's otherwise, :func:`_verdict_confidence` (audit()'s docstring)."""
+    sequential = (d.get("violation_test") or {}).get("sequential", False)
+    return _verdict_confidence(d["confidence"]) if sequential else d["confidence"]
+
+
+def _verdict_confidence(confidence: float) -> float:
+    """The confidence of a verdict and of :func:`_certified`: either of two tests, each erring with probability at
+    most 1 - ``confidence`` on a correct loop, so 1 - 2 (1 - ``confidence``) by the union bound (audit()'s
+    docstring)."""
+    return max(0.0, 1 - 2 * (1 - confidence))
 
 
 def _audit_options(args) -> dict:
