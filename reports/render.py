@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Callable, List
 
+from tsdp.attacks.montecarlo.verdict import verdict_confidence_text
 from tsdp.theorems.bounds.base import Kind
 from tsdp.verify.rounded import DIGITS, rounded_down, rounded_nearest, rounded_up
 
@@ -182,12 +183,12 @@ def _violation_case(v: dict) -> str:
     """One violation in words: the certified ε above the sound ε, or the violation test rejecting the sound profile
     (an earlier report's case, without ``estimate_above``, is the former)."""
     head = (f"audit of {v['theorem']} ({v['steps']} step{'s' if v['steps'] != 1 else ''}) certifies "
-            f"ε ≥ {lower(v['epsilon_lower'])} with {fmt(v['confidence'])} confidence ({fmt(v['trials'])} trials per "
-            "world)")
+            f"ε ≥ {lower(v['epsilon_lower'])} ({verdict_confidence_text(v['confidence'])}; {fmt(v['trials'])} "
+            "trials per world)")
     if v.get("estimate_above", True):
         return f"{head}, above the sound ε = {upper(v['epsilon_sound'])} of {v['bound']}"
     return (f"{head}, and its violation test rejects the sound profile of {v['bound']} (sound ε = "
-            f"{upper(v['epsilon_sound'])}) at that confidence")
+            f"{upper(v['epsilon_sound'])})")
 
 
 def _epsilon_table(acc: dict) -> tuple:

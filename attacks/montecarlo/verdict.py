@@ -7,14 +7,15 @@ written under another rule. Light: no torch, so the report reads it without the 
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Optional
 
 AUDIT_RECORD_VERSION = 2
 """The rule an audit record was written under (its ``record_version``): 2 — ``violation`` is the violation test's
 verdict or ``epsilon_lower`` > ``epsilon_sound`` (strictly), and the record carries the test's verdict alone as
 ``test_violation``; 1 (a record without ``record_version``) — ``violation`` was the violation test's verdict alone."""
 
-__all__ = ["AUDIT_RECORD_VERSION", "record_sound_exceeded", "sound_exceeded"]
+__all__ = ["AUDIT_RECORD_VERSION", "record_sound_exceeded", "sound_exceeded", "verdict_confidence",
+           "verdict_confidence_text"]
 
 
 def sound_exceeded(epsilon_lower: float, epsilon_sound: float, test_violation: bool) -> bool:
@@ -59,3 +60,32 @@ def record_sound_exceeded(record: Mapping) -> bool:
     else:
         test = record.get("violation", False)
     return sound_exceeded(record["epsilon_lower"], record["epsilon_sound"], test)
+
+
+def verdict_confidence(confidence: float) -> float:
+    """The confidence of a :func:`sound_exceeded` verdict, and of the larger of the two certified ε it cites: either of
+    two tests, each erring with probability at most 1 - ``confidence`` on a correct loop, so 1 - 2 (1 - ``confidence``)
+    by the union bound (a **lower** bound on the probability that the verdict is right).
+
+    Args:
+        confidence: Each test's confidence level.
+
+    Returns:
+        1 - 2 (1 - confidence), at least 0.
+    """
+    return max(0.0, 1 - 2 * (1 - confidence))
+
+
+def verdict_confidence_text(confidence: Optional[float]) -> str:
+    """A verdict's confidence in words, e.g. ``confidence 90%: two tests at 95% each, union bound``
+    (:func:`verdict_confidence`); a record without its confidence says so.
+
+    Args:
+        confidence: Each test's confidence level (None: not recorded).
+
+    Returns:
+        The words.
+    """
+    if confidence is None:
+        return "confidence not recorded"
+    return f"confidence {verdict_confidence(confidence):.0%}: two tests at {confidence:.0%} each, union bound"

@@ -69,7 +69,7 @@ TABLES = {("schedule", "compositions"): ((2,), (3,)),
           ("construction", "sound bound"): ((3, 5), (4,)),
           ("model", "ε"): ((6,), ())}
 SENTENCES = (  # (pattern, side) of the numbers in prose
-    (r"certifies ε ≥ (\S+) with", "lower"), (r"above the sound ε = (\S+) of", "upper"),
+    (r"certifies ε ≥ (\S+) \(confidence", "lower"), (r"above the sound ε = (\S+) of", "upper"),
     (r"ε audited \(LCB\) (\S+), attained (\S+), sound", "lower"), (r"attained \S+, sound (\S+) \(", "upper"))
 ROWS = {"ε T13 (sound, one record: another relation)": "upper",
         "ε T14 (attained, element level; T14 is a lower bound)": "lower", "ε audited (LCB, pooled loop)": "lower"}

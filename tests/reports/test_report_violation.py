@@ -86,6 +86,14 @@ def test_the_printed_summary_has_both_c7_lines(tmp_path, monkeypatch, capsys, fa
                              "tables (electricity) - refuted on electricity")
 
 
+def test_a_violation_states_the_confidence_of_a_verdict_by_either_of_two_tests(fake_results):
+    """A violation case of audits at 95% each: the verdict (the estimate's or the violation test's) holds at 90% by
+    the union bound, and the first screen says so, as `tsdp audit` does; never the per-test 95% for the verdict."""
+    for case in (CASE, {**CASE, "epsilon_lower": 1.5, "estimate_above": False}):
+        text = next(x[2] for x in blocks(fake_results(violations=[case])) if x[0] == "alert")
+        assert "confidence 90%: two tests at 95% each, union bound" in text and "0.95 confidence" not in text
+
+
 def test_a_case_of_the_violation_test_alone_is_said_as_such(tmp_path, monkeypatch, capsys, fake_results):
     """A violation the violation test certifies while the estimate stays below the sound ε: the first screen and
     `tsdp report`'s line say the test rejects the sound profile, never that the estimate is above the sound ε."""

@@ -15,6 +15,7 @@ import argparse
 import math
 from typing import Callable
 
+from tsdp.attacks.montecarlo.verdict import verdict_confidence, verdict_confidence_text
 from tsdp.theorems.config import TrainingConfig, check_int
 from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
 
@@ -48,8 +49,8 @@ def _human_audit(d: dict) -> str:
         lines.insert(0, f"note: {d['sound_theorem']} answers for another relation than this attack; {d['relation_note']}")
     if d["violation"]:
         v = d["violation_test"]
-        lines.insert(0, f"PRIVACY VIOLATION (confidence {_verdict_confidence(d['confidence']):.0%}: two tests at "
-                        f"{d['confidence']:.0%} each, union bound): certified ε ≥ {_low(_certified(d))} "
+        lines.insert(0, f"PRIVACY VIOLATION ({verdict_confidence_text(d['confidence'])}): certified ε ≥ "
+                        f"{_low(_certified(d))} "
                         f"at δ = {d['delta']:g} against the sound ε = {_up(d['epsilon_sound'])}, certified H_α above "
                         f"the sound profile by up to {v['profile_excess']:.4g}")
     return "\n".join(lines)
@@ -67,22 +68,17 @@ def _up(x: float) -> str:
 
 def _certified(d: dict) -> float:
     """The larger of the audit's two certified ε lower bounds (its estimate and its violation test's; each holds at
-    the audit's confidence, the larger at :func:`_verdict_confidence`): what a verdict against the sound ε cites."""
+    the audit's confidence, the larger at :func:`~tsdp.attacks.montecarlo.verdict.verdict_confidence`): what a verdict
+    against the sound ε cites."""
     return max(d["epsilon_lower"], d["violation_test"]["epsilon_lower"])
 
 
 def _estimate_confidence(d: dict) -> float:
     """The confidence of an audit's ``epsilon_lower``: the audit's, or with a sequential violation test, which puts its
-    own value there when it stops and the estimate's otherwise, :func:`_verdict_confidence` (audit()'s docstring)."""
+    own value there when it stops and the estimate's otherwise, :func:`~tsdp.attacks.montecarlo.verdict.verdict_confidence`
+    (audit()'s docstring)."""
     sequential = (d.get("violation_test") or {}).get("sequential", False)
-    return _verdict_confidence(d["confidence"]) if sequential else d["confidence"]
-
-
-def _verdict_confidence(confidence: float) -> float:
-    """The confidence of a verdict and of :func:`_certified`: either of two tests, each erring with probability at
-    most 1 - ``confidence`` on a correct loop, so 1 - 2 (1 - ``confidence``) by the union bound (audit()'s
-    docstring)."""
-    return max(0.0, 1 - 2 * (1 - confidence))
+    return verdict_confidence(d["confidence"]) if sequential else d["confidence"]
 
 
 def _audit_options(args) -> dict:
