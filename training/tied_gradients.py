@@ -25,22 +25,28 @@ Tie = Tuple[nn.Module, nn.Module]
 """(follower, leader): each call p of the follower reaches the loss only through a sum with position p (dim 1) of the
 leader's single call's output."""
 
+_DECLARE = "tied_output_gradients"
+"""The name of the method by which a submodule declares its ties."""
+
 
 def declared_ties(model: nn.Module) -> List[Tie]:
     """Every tie ``model``'s submodules declare, in module order.
 
     Args:
-        model: the model; a submodule declares ties by a method ``tied_output_gradients()`` returning (follower,
-            leader) pairs of modules.
+        model: the model; a submodule declares ties by a method ``tied_output_gradients()`` (of its class, or set
+            on the instance) returning (follower, leader) pairs of modules.
 
     Returns:
         The (follower, leader) pairs.
     """
     ties: List[Tie] = []
     for module in model.modules():
-        declare = getattr(module, "tied_output_gradients", None)
-        if callable(declare):
-            ties.extend(declare())
+        # looked up on the class and the instance's own attributes only: ``getattr`` on a module without the method
+        # falls through to Module.__getattr__ and raises, about 8 µs per module per step
+        if hasattr(type(module), _DECLARE) or _DECLARE in module.__dict__:
+            declare = getattr(module, _DECLARE)
+            if callable(declare):
+                ties.extend(declare())
     return ties
 
 

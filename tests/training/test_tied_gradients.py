@@ -221,3 +221,19 @@ def test_applied_ties_require_the_tied_structure():
     assert applied_ties([(follower, leader)], {**calls, id(leader): [[torch.zeros(4, 3)]]}) == {}  # 2-D leader
     assert applied_ties([(follower, leader)], {**calls, id(follower): [[torch.zeros(4, 2)]] * 5}) == {}  # width
     assert applied_ties([(follower, leader)], {id(leader): [[y]]}) == {}  # follower not called
+
+
+def test_declared_ties_are_found_on_classes_and_instances():
+    """Ties declared by a class's method and by a function set on one instance are both found, in module order, and
+    a module whose class does not declare (a plain ``nn.Linear``, ``nn.Sequential``) adds none: the same pairs as
+    ``getattr(module, 'tied_output_gradients', None)`` on every module, the lookup this one replaces."""
+    first, second = Recurrence(1.0), Recurrence(1.0)
+    plain = nn.Linear(6, 6)
+    plain.tied_output_gradients = lambda: [(second.head, plain)]  # on the instance: a module's __dict__
+    model = nn.Sequential(first, nn.Sequential(plain, nn.ReLU()), second)
+    want = [(first.hh, first.ih), (second.head, plain), (second.hh, second.ih)]
+    by_getattr = [tie for module in model.modules()
+                  for tie in (getattr(module, "tied_output_gradients", None) or (lambda: []))()]
+    got = declared_ties(model)
+    assert [(id(f), id(l)) for f, l in got] == [(id(f), id(l)) for f, l in want]
+    assert [(id(f), id(l)) for f, l in by_getattr] == [(id(f), id(l)) for f, l in want]
