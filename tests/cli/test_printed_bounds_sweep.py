@@ -210,6 +210,19 @@ def test_tsdp_profile(theorem, side, eps):
         on_its_side(text, value, side)
 
 
+def _audit_fn_result(low, ceiling, ideal, runs=1, curve_rejected=None):
+    """A gradient-canary TrainingAudit's fields as `tsdp audit-fn`'s text reads them (first run: 10 steps)."""
+    score = SimpleNamespace(epsilon_lower=low, correct=3, guesses=4, side="upper", auc=0.7, ceiling=ceiling,
+                            limited_by="canaries")
+    mechanism = SimpleNamespace(tests=(), alpha=0.05)
+    gradient = SimpleNamespace(steps=10, optimizer="sgd", clip=1.0, scale=1.0, observed="gradient", data_part=None,
+                               data_span=None, epsilon_ideal=ideal, mechanism=mechanism)
+    claim = 2 * max(low, ideal, ceiling)  # above every bound: the text says the audit cannot see it
+    return SimpleNamespace(canary="gradient", canaries=10, runs=runs, included=5, data_canaries=0, delta=1e-5,
+                           confidence=0.95, scores={"loss": score}, gradient=gradient, epsilon_lower=low,
+                           epsilon_claimed=claim, curve_rejected=curve_rejected, violation=False, above_claim=False)
+
+
 @SWEEP
 @given(low=VALUES, ceiling=VALUES, ideal=VALUES)
 def test_tsdp_audit_fn(low, ceiling, ideal):
@@ -217,16 +230,7 @@ def test_tsdp_audit_fn(low, ceiling, ideal):
     (the most every guess right certifies: an upper bound on what the audit can show) rounded up."""
     from tsdp.cli.cmd_audit_fn import _human
 
-    score = SimpleNamespace(epsilon_lower=low, correct=3, guesses=4, side="upper", auc=0.7, ceiling=ceiling,
-                            limited_by="canaries")
-    mechanism = SimpleNamespace(tests=(), alpha=0.05)
-    gradient = SimpleNamespace(steps=10, optimizer="sgd", clip=1.0, scale=1.0, observed="gradient", data_part=None,
-                               data_span=None, epsilon_ideal=ideal, mechanism=mechanism)
-    claim = 2 * max(low, ideal, ceiling)  # above every bound: the text says the audit cannot see it
-    result = SimpleNamespace(canary="gradient", canaries=10, runs=1, included=5, data_canaries=0, delta=1e-5,
-                             confidence=0.95, scores={"loss": score}, gradient=gradient, epsilon_lower=low,
-                             epsilon_claimed=claim, curve_rejected=None, violation=False, above_claim=False)
-    out = _human(result, "train.py:train", sigma=1.0)
+    out = _human(_audit_fn_result(low, ceiling, ideal), "train.py:train", sigma=1.0)
     for text in re.findall(r"ε lower bound \(95%\): (\S+)", out):
         on_its_side(text, low, "lower")
     (ideal_text,) = re.findall(r"certifies (\S+): its power at the claim", out)
@@ -235,6 +239,17 @@ def test_tsdp_audit_fn(low, ceiling, ideal):
     assert len(ceilings) == 2, out
     for text in ceilings:
         on_its_side(text, ceiling, "upper")
+
+
+def test_tsdp_audit_fn_names_the_steps_its_claimed_curve_covers():
+    """The claimed curve is the sound profile over the most steps a run took (claimed_profile): one run's text names
+    its steps; several runs' text says the most a run took, never the first run's count (which may be fewer)."""
+    from tsdp.cli.cmd_audit_fn import _human
+
+    one = _human(_audit_fn_result(0.5, 3.0, 1.0, runs=1, curve_rejected=False), "train.py:train", sigma=1.0)
+    assert "over the 10 steps) is not rejected" in one
+    many = _human(_audit_fn_result(0.5, 3.0, 1.0, runs=3, curve_rejected=True), "train.py:train", sigma=1.0)
+    assert "over the most steps a run took) is REJECTED" in many and "10 steps)" not in many
 
 
 @SWEEP

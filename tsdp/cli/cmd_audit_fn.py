@@ -63,8 +63,9 @@ def _human(r, train: str, sigma: float, device: Optional[str] = None) -> str:
                      f"data) certifies {rounded_down(g.epsilon_ideal, 4, fixed=True)}: its power at the claim")
     lines.append("  limited by " + _limited_by(r, s))
     if r.curve_rejected is not None:
-        lines.append(f"  the claimed trade-off curve (tsdp's sound accountant of the configuration over the "
-                     f"{g.steps} steps) is {'REJECTED' if r.curve_rejected else 'not rejected'} by the guesses")
+        over = f"the {g.steps} steps" if r.runs == 1 else "the most steps a run took"  # claimed_profile's
+        lines.append(f"  the claimed trade-off curve (tsdp's sound accountant of the configuration over {over}) is "
+                     f"{'REJECTED' if r.curve_rejected else 'not rejected'} by the guesses")
     tests = g.mechanism.tests if g is not None else ()
     if tests:
         lines.append(f"  mechanism tests (each a one-sided test of the claimed DP-SGD step; false-alarm rate "
