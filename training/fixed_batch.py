@@ -10,9 +10,10 @@ Here every step of a run gets the same shape, (n_steps, K): the sampled windows 
 the sampler's order, then padding slots (valid indices, masked out, so they contribute
 exactly 0 to the clipped sum: their clip factor is multiplied by 0). K is the number of
 slots where that is fixed, and for Poisson sampling the smallest K whose Chernoff bound on
-P(size > K) is at most ``tail`` (:func:`poisson_capacity`). A step that still overflows is
-never cut: :func:`fixed_capacity` reports its size, and the loop runs it as a
-variable-size step (exact, as before) and counts it.
+P(size > K) is at most ``tail`` (:func:`poisson_capacity`; :func:`mixture_capacity` under a
+Poisson top level with a Poisson bottom level, whose windows are no sum of independent
+Bernoulli variables). A step that still overflows is never cut: :func:`fixed_capacity`
+reports its size, and the loop runs it as a variable-size step (exact, as before) and counts it.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+import numpy as np
 import torch
 
 from tsdp.theorems.config import Bottom, Top, TrainingConfig
@@ -77,6 +79,44 @@ def poisson_capacity(mean: float, slots: int, tail: float = OVERFLOW_TAIL) -> in
     return min(k, slots)
 
 
+MIXTURE_THETAS = np.geomspace(1e-6, 50.0, 512)
+"""The θ at which :func:`mixture_capacity` evaluates its Chernoff bound (each θ > 0 gives an upper bound; the least
+is taken)."""
+
+
+def mixture_capacity(rate: float, n_starts: Sequence[int], instances: int, tail: float = OVERFLOW_TAIL) -> int:
+    """The smallest K with P(S > K) ≤ ``tail`` by the Chernoff bound of S = Σ_n B_n X_n, the windows of a step under
+    a Poisson top level (B_n ~ Bernoulli(``rate``), sequence n sampled) with a Poisson bottom level (Algorithm 6; X_n ~
+    Binomial(T_n, min(λ/T_n, 1)), its windows), independent across n: P(S ≥ a) ≤ exp(-θa) E[e^{θS}] for every
+    θ > 0 (an **upper** bound), log E[e^{θS}] = Σ_n log(1 - rate + rate (1 - p_n + p_n e^θ)^{T_n}), the least over
+    :data:`MIXTURE_THETAS` taken. S is no sum of independent Bernoulli variables (a sequence's windows enter
+    together), so :func:`poisson_capacity`'s bound of its mean does not hold for it: its tail is heavier.
+
+    Args:
+        rate: the top level's sampling rate N'/N.
+        n_starts: T_n per training series.
+        instances: λ, the bottom level's expected windows per sequence.
+        tail: the overflow probability allowed.
+
+    Returns:
+        The capacity K (at most Σ_n T_n, where S > K is impossible).
+
+    Raises:
+        ValueError: ``tail`` not in (0, 1) or ``rate`` not in (0, 1].
+    """
+    if not 0 < tail < 1 or not 0 < rate <= 1:
+        raise ValueError(f"need 0 < tail < 1 and 0 < rate <= 1 (got tail {tail}, rate {rate})")
+    t = np.asarray(n_starts, dtype=np.float64)
+    p = np.minimum(instances / t, 1.0)
+    inner = t * np.log1p(p * np.expm1(MIXTURE_THETAS[:, None]))  # log E[e^{θ X_n}], (θ, n)
+    log_mgf = (inner if rate == 1 else np.logaddexp(math.log1p(-rate), math.log(rate) + inner)).sum(axis=1)
+    slots, log_tail = int(t.sum()), math.log(tail)
+    k = math.floor(rate * float(np.sum(t * p)))
+    while k < slots and float(np.min(log_mgf - MIXTURE_THETAS * (k + 1))) > log_tail:
+        k += 1
+    return min(k, slots)
+
+
 def batch_capacity(config: TrainingConfig, n_starts: Sequence[int], tail: float = OVERFLOW_TAIL) -> int:
     """The capacity K of every step's batch under ``config``'s sampler (:func:`training.samplers.make_sampler`).
 
@@ -84,7 +124,9 @@ def batch_capacity(config: TrainingConfig, n_starts: Sequence[int], tail: float 
     or WOR top level). Poisson sampling: :func:`poisson_capacity` of the step's expected size. Each sampled
     sequence contributes min(λ, T_n) ≤ λ expected windows under Algorithm 6, so every step's mean is at most
     N'·λ; a Poisson top level with a WR bottom level takes λ windows per sampled sequence, K = λ · (capacity
-    of the N' expected sequences among N).
+    of the N' expected sequences among N). A Poisson top level with a Poisson bottom level is no sum of
+    independent Bernoulli variables (a sequence's windows enter together, with it): :func:`mixture_capacity`, the
+    Chernoff bound of its own law.
 
     Args:
         config: the training configuration.
@@ -101,7 +143,7 @@ def batch_capacity(config: TrainingConfig, n_starts: Sequence[int], tail: float 
     if config.top == Top.POISSON:
         if config.bottom == Bottom.WR:
             return lam * poisson_capacity(per_step, config.N, tail)
-        return poisson_capacity(per_step * lam, config.N * t_max, tail)
+        return mixture_capacity(per_step / config.N, n_starts, lam, tail)
     if config.bottom == Bottom.WR:
         return per_step * lam
     return poisson_capacity(per_step * lam, per_step * t_max, tail)
@@ -160,5 +202,5 @@ def fixed_capacity(index: WindowIndex, capacity: int) -> FixedBatches:
     return FixedBatches(index.seq.gather(1, order), index.start.gather(1, order), mask, sizes)
 
 
-__all__ = ["OVERFLOW_TAIL", "FixedBatches", "batch_capacity", "chernoff_log_tail", "fixed_capacity",
-           "poisson_capacity"]
+__all__ = ["MIXTURE_THETAS", "OVERFLOW_TAIL", "FixedBatches", "batch_capacity", "chernoff_log_tail",
+           "fixed_capacity", "mixture_capacity", "poisson_capacity"]
