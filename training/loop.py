@@ -20,7 +20,7 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event
 
-from .captured import CapturedStep, StepPath, resolve_step_path
+from .captured import CapturedStep, StepPath
 from .fixed_batch import batch_capacity, fixed_capacity
 from .samplers import make_sampler, n_starts_of
 from .step import apply_gradient, nonprivate_step, private_gradient

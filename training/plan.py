@@ -17,7 +17,7 @@ import numpy as np
 from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.verify.accountant import PldAccountant, max_steps
 from tsdp.verify.events import training_event, unit_event
-from tsdp.verify.pld import DEFAULT_DISCRETIZATION, PldSettings
+from tsdp.verify.pld import PldSettings
 from tsdp.verify.resolution import resolve_event
 
 from tsdp.datasets.benchmarks import ForecastSplit
