@@ -1,7 +1,6 @@
 """One-run canary audits (Steinke, Nasr & Jagielski 2023): the bound's statistics and an audit of a trained model."""
 import numpy as np
 import pytest
-import torch
 from scipy import stats
 
 from tsdp.theorems.config import TrainingConfig

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from cli_run import error_line, run_cli
+from cli_run import error_line
 from sweep import NON_FINITE, run_capped, run_case, verdict
 
 SMALL = ["--N", "16", "--L", "30", "--batch-size", "4"]

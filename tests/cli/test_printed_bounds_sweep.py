@@ -7,7 +7,6 @@ check-accountant`, `tsdp calibrate` and `tsdp experiment`'s table (`tsdp report`
 tests/reports/test_report_rounding.py); and `tsdp profile`'s H_α column (a δ, on its bound's side), on real bounds at
 hypothesis-generated ε."""
 import dataclasses
-import math
 import re
 from types import SimpleNamespace
 

@@ -7,7 +7,6 @@ dropped; T7/T8 mix the base pair's loss with an atom at 0 by 1 - ρ (Thms F.1, F
 read in both directions (P‖Q and Q‖P), the larger ε: a **lower** estimate of the pair's composed ε. The sound ε
 (connect-the-dots, rounded up) must lie above it and within the grid's slack of it, after 1 and 4 compositions.
 """
-import math
 
 import numpy as np
 import pytest
