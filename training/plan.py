@@ -19,6 +19,7 @@ from tsdp.verify.accountant import PldAccountant, max_steps
 from tsdp.verify.events import training_event, unit_event
 from tsdp.verify.pld import PldSettings
 from tsdp.verify.resolution import resolve_event
+from tsdp.verify.rounded import rounded_up
 
 from tsdp.datasets.benchmarks import ForecastSplit
 from tsdp.datasets.series import SeriesData
@@ -123,8 +124,8 @@ def _check_data(config: TrainingConfig, train_data: SeriesData, targets: np.ndar
 def _warmup_took_budget(budget: Budget, spent: float) -> ConfigError:
     """The refusal of a warm-up whose sound ε ``spent`` leaves no step of the budget, naming ``warmup_steps``."""
     return ConfigError("warmup_steps", f"the {budget.warmup_steps} warm-up steps at σ = {budget.warmup_sigma:g} spend "
-                       f"ε = {spent:.4g} of the budget ε = {budget.epsilon:g} at δ = {budget.delta:g}, leaving no "
-                       "training step (lower --warmup-steps, raise --warmup-sigma, or raise the budget)",
+                       f"ε = {rounded_up(spent)} of the budget ε = {budget.epsilon:g} at δ = {budget.delta:g}, "
+                       "leaving no training step (lower --warmup-steps, raise --warmup-sigma, or raise the budget)",
                        budget.warmup_steps)
 
 

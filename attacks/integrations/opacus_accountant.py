@@ -45,11 +45,13 @@ Use::
     engine.get_epsilon(1e-5)                           # == `tsdp epsilon --delta 1e-5 --steps S <config flags>`
 
 ``make_private_with_epsilon`` works the same way (its σ search creates accountants through
-the registry, hence :func:`register`), for the steps Opacus asks about: int(E / sample_rate), which for some
-epoch lengths is one step fewer than the E epochs the loader then runs (93 steps an epoch, E = 1: 92), so its σ
-can spend more than the target over the run. Where the budget must hold, calibrate with
-:func:`tsdp.calibrate_sigma` (``tsdp calibrate --epochs E``) and give ``make_private`` that ``noise_multiplier``; the
-accountant's ε of the steps trained is right either way.
+the registry, hence :func:`register`). The search sets each accountant's history to int(E / sample_rate) steps,
+which float rounding makes one step fewer than the E epochs the loader then runs for some epoch lengths (93 steps
+an epoch, E = 1: 92; 75 steps, E = 3: 224). A history set from outside :meth:`~StructuredSubsamplingAccountant.step`
+(as the search sets it) is therefore read as the search's: a count that is int(E / sample_rate) for E whole epochs
+is charged those E epochs (:func:`searched_steps`), so the σ it returns spends at most the target over the epochs
+the loader runs (to the search's own tolerance). :func:`tsdp.calibrate_sigma` (``tsdp calibrate --epochs E``) is the
+alternative with tsdp's tolerance on σ; the accountant's ε of the steps trained is right either way.
 """
 from __future__ import annotations
 
@@ -140,6 +142,7 @@ class StructuredSubsamplingAccountant(IAccountant):
         # runs restored from checkpoints, each (σ runs, batches handed out), and the current run's first trained step
         self._restored: List[Tuple[list, int]] = []
         self._split = 0
+        self._recorded = 0  # steps recorded by step() or restored: fewer than the history's means it was set outside
         # validates the options and refuses, now rather than at get_epsilon, a scheme without a bound to account it
         PldAccountant(self.estimate, discretization=self.discretization).compose(
             training_event(config, steps=1, theorem=self.theorem))
@@ -169,6 +172,7 @@ class StructuredSubsamplingAccountant(IAccountant):
             sample_rate: Opacus's sample rate (checked, not used).
         """
         self._check_rate(sample_rate)
+        self._recorded += 1
         if self.history and self.history[-1][0] == noise_multiplier and self.history[-1][1] == sample_rate:
             sigma, rate, n = self.history[-1]
             self.history[-1] = (sigma, rate, n + 1)
@@ -206,14 +210,23 @@ class StructuredSubsamplingAccountant(IAccountant):
         return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
 
     def _runs(self) -> List[Tuple[list, int]]:
-        """Every run, the restored ones then the current: (σ runs, batches handed out)."""
+        """Every run, the restored ones then the current: (σ runs, batches handed out); a history set from outside
+        :meth:`step` (Opacus's σ search) is one run."""
+        if self._searched():
+            return [(list(self.history), self._handed_out())]
         return self._restored + [(self._runs_after(self._split), self._handed_out())]
+
+    def _searched(self) -> bool:
+        """Whether the history was set from outside :meth:`step` and :meth:`load_state_dict` (Opacus's σ search)."""
+        return len(self) != self._recorded
 
     def event(self) -> dp_event.DpEvent:
         """The recorded training as one privacy event (module docstring): per run (the current one, and each restored
         from a checkpoint, whose sampler started its epochs afresh), ``training_event`` per σ run composed in order,
         or, where the run's sampler handed out more batches than were trained (sound estimate), ``training_event`` of
-        the batches handed out at the smallest σ of the run; the runs composed in order.
+        the batches handed out at the smallest σ of the run; the runs composed in order. A history set from outside
+        :meth:`step` (Opacus's σ search) is one run whose counts are the steps the search means
+        (:func:`searched_steps`: E whole epochs where rounding left int(E / sample_rate) one short).
 
         Returns:
             The event (sound direction: it covers every batch a linked sampler handed out).
@@ -221,7 +234,10 @@ class StructuredSubsamplingAccountant(IAccountant):
         Raises:
             ConfigError: No step was trained.
         """
-        parts = [self._run_event(runs, handed_out) for runs, handed_out in self._runs() if runs]
+        runs = self._runs()
+        if self._searched():  # the search's counts read as the epochs it means
+            runs = [([(sigma, rate, searched_steps(int(n), float(rate))) for sigma, rate, n in runs[0][0]], runs[0][1])]
+        parts = [self._run_event(segment, handed_out) for segment, handed_out in runs if segment]
         if not parts:
             raise ConfigError("history", "no step was trained")
         return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
@@ -286,7 +302,24 @@ class StructuredSubsamplingAccountant(IAccountant):
         self._restored = [([tuple(r) for r in segment], int(handed_out)) for segment, handed_out in runs]
         if sum(n for segment, _ in self._restored for _, _, n in segment) != len(self):
             raise ConfigError("runs", "the checkpoint's runs do not add up to its history")
-        self._split = len(self)
+        self._split = self._recorded = len(self)
+
+
+def searched_steps(steps: int, sample_rate: float) -> int:
+    """The steps Opacus's σ search means by a history count: E whole epochs where ``steps`` is int(E / sample_rate)
+    for the E epochs that hold ``steps`` + 1 steps (float rounding made it one short of them, module docstring),
+    else ``steps``. Sound: it never charges fewer steps than the count.
+
+    Args:
+        steps: The count the search set (``get_noise_multiplier``: int(epochs / sample_rate)).
+        sample_rate: Its sample rate, 1 / (steps per epoch) (checked by the accountant).
+
+    Returns:
+        The steps charged.
+    """
+    per_epoch = round(1 / sample_rate)
+    epochs, rest = divmod(steps + 1, per_epoch)
+    return steps + 1 if per_epoch > 1 and rest == 0 and int(epochs / sample_rate) == steps else steps
 
 
 def register(config: TrainingConfig, *, theorem: Optional[str] = None, estimate: str = "sound",

@@ -354,3 +354,53 @@ def test_training_after_a_checkpoint_is_a_new_run_of_the_samplers_fresh_epochs(d
                                          training_event(config.with_(sigma=2.0), steps=3)])
     expected = PldAccountant("sound", discretization=1e-3).compose(two_runs).get_epsilon(DELTA)
     assert restored.get_epsilon(DELTA) == expected > _sound(config, 6, 2.0) + 0.1
+
+
+@pytest.mark.parametrize("top", ["shuffle", "wor"])
+def test_opacus_sigma_search_is_charged_the_epochs_the_loader_runs(top):
+    """Opacus's σ search (``get_noise_multiplier``, what ``make_private_with_epsilon`` calls) sets the history to
+    int(E / sample_rate) steps, which float rounding makes E·m - 1 for m = 75 steps an epoch and E = 3 (224, not 225).
+    The loader then runs E whole epochs, so the searched accountant must charge them: its ε is tsdp's ε of 3 epochs
+    (an independent path: the event of 3 epochs), and the σ Opacus returns re-accounts over the 3 epochs the
+    loader runs to at most the target. Before the fix it charged 224 steps (the shuffled run's last epoch a partial
+    one of 74 steps; one WOR step short) and the σ overspent the target."""
+    from opacus.accountants.utils import get_noise_multiplier
+
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    config = TrainingConfig(N=75, L=20, context_length=1, forecast_length=1, batch_size=1, top=top)
+    rate = 1 / config.steps_per_epoch
+    assert config.steps_per_epoch == 75 and int(3 / rate) == 224  # Opacus's step count, one short of 3 epochs
+
+    def three_epochs(sigma):
+        return PldAccountant("sound", discretization=1e-3).compose(
+            training_event(config.with_(sigma=sigma), epochs=3)).get_epsilon(DELTA)
+
+    searched = StructuredSubsamplingAccountant(config, discretization=1e-3)
+    searched.history = [(2.0, rate, int(3 / rate))]  # as get_noise_multiplier sets it
+    assert searched.get_epsilon(DELTA) == three_epochs(2.0)
+
+    register(config, discretization=1e-3)
+    target = 1.0
+    sigma = get_noise_multiplier(target_epsilon=target, target_delta=DELTA, sample_rate=rate, epochs=3,
+                                 accountant=MECHANISM, epsilon_tolerance=1e-3)
+    assert three_epochs(sigma) <= target, sigma
+
+
+def test_searched_steps_are_the_whole_epochs_opacus_means_and_never_fewer_than_its_count():
+    """For every epoch length m in 1..400 and E in 1..30, Opacus's count int(E / (1/m)) (E·m or, by float rounding,
+    E·m - 1) is read as E·m steps; any other count is kept, or raised by one only where it is that formula's."""
+    from tsdp.attacks.integrations.opacus_accountant import searched_steps
+
+    short = 0
+    for m in range(1, 401):
+        rate = 1 / m
+        for epochs in range(1, 31):
+            count = int(epochs / rate)
+            short += count != epochs * m
+            assert searched_steps(count, rate) == epochs * m, (m, epochs, count)
+        for count in range(1, 3 * m + 2):
+            assert searched_steps(count, rate) in (count, count + 1)
+            assert searched_steps(count, rate) == count or int(((count + 1) // m) / rate) == count
+    assert short > 0  # the rounding this reads through does occur

@@ -6,6 +6,7 @@ the steps it ran, stays within the budget, and one more step (epoch, for epoch-s
 iteration) would exceed it. No stand-in accountant: the numbers come from
 tsdp.verify.accountant through the loop's own events.
 """
+import dataclasses
 import json
 import math
 
@@ -370,3 +371,25 @@ def test_a_shuffled_run_to_its_budget_trains_whole_epochs_of_the_samplers_batche
     assert all(sorted(sum(seen[e:e + 3], [])) == list(range(10)) for e in (0, 3, 6))
     assert [(e.event, e.count) for e in r.ledger] == [("TrainingEpochDpEvent", 3)]
     assert r.epsilon == budget and sound(cfg, 10) > budget
+
+
+def test_the_warm_up_refusal_prints_its_spent_epsilon_rounded_up():
+    """The refusal states the warm-up's sound ε (an upper bound) as at least the budget it spent: rounded up. At a
+    warm-up σ whose ε at 4 digits rounds to nearest below it, the budget set to exactly that ε is refused, and the
+    ε in the message reads back as at least the budget (the old text, to nearest, read below it: 'spend ε = 173 of
+    the budget ε = 173.042')."""
+    import re
+
+    from tsdp.training.plan import _planned_epsilon, fit_budget
+
+    def refusal(sigma):
+        probe = Budget(epsilon=1.0, delta=DELTA, epochs=1, warmup_steps=200, warmup_sigma=sigma, discretization=D)
+        spent = _planned_epsilon(TINY, TINY.with_(sigma=sigma), 0, probe)
+        return spent, dataclasses.replace(probe, epsilon=spent)
+
+    spent, budget = next((s, b) for s, b in map(refusal, (0.7, 0.71, 0.72, 0.73, 0.74, 0.75))
+                         if float(format(s, ".4g")) < s)
+    with pytest.raises(ConfigError) as err:
+        fit_budget(TINY, budget)
+    printed = float(re.search(r"spend ε = ([0-9.e+-]+) of the budget", str(err.value)).group(1))
+    assert printed >= spent, (printed, spent, str(err.value))

@@ -147,16 +147,18 @@ def one_step_profile(bound: Bound, config: TrainingConfig, *, check: bool = True
     nge, nlt = form.ge.numeric(), form.lt.numeric()
     w = float(form.weight)
 
-    def mix(f: ProfileFn) -> ProfileFn:
+    def mix(f: ProfileFn, upper: bool = False) -> ProfileFn:
         if w == 1.0:
             return f
         def mixed(eps):
             with np.errstate(over="ignore"):  # 1 - e^ε → -inf past ε ≈ 709: its floor 0 is what counts
-                return (1 - w) * np.maximum(0.0, -np.expm1(eps)) + w * f(eps)
+                out = (1 - w) * np.maximum(0.0, -np.expm1(eps)) + w * f(eps)
+            # the upper form: the mixing's own rounding (w, 1 - e^ε, the products and the sum: a few ulps) covered too
+            return np.minimum(1.0, out * (1.0 + _SAFETY)) if upper else out
         return mixed
 
     return OneStepProfile(bound.id, mix(_switch_fn(nge, nlt)), _pair_fn(nge), _pair_fn(nge),
-                          mix(_switch_fn(nge, nlt, True)))
+                          mix(_switch_fn(nge, nlt, True), upper=True))
 
 
 def pair_profile(pair: MixturePair) -> OneStepProfile:
