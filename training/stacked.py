@@ -304,8 +304,8 @@ class StackedModel:
             factors = []
             for name in asked:  # a tied follower joins its leader's group: one set of factors, [leader | follower]
                 layer_calls = calls[name]
-                g = _positions([torch.zeros_like(y) if g is None else g
-                                for g, (_, y) in zip([next(grads) for _ in layer_calls], layer_calls)], k * m)
+                g = _positions([torch.zeros_like(y) if dy is None else dy
+                                for dy, (_, y) in zip([next(grads) for _ in layer_calls], layer_calls)], k * m)
                 if isinstance(self.layers[name], StackedLinear):
                     group = [name] + [f for f, l in tied.items() if l == name]
                     factors.append(_linear_factors([[x for x, _ in calls[n]] for n in group], g,
