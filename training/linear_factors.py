@@ -6,16 +6,19 @@ gradient is G_i = Σ_t g_it a_itᵀ and Σ_t g_it for the bias. ||G_i||² is ||g
 one position; otherwise the cheaper of Σ_{t,t'} (a_it·a_it')(g_it·g_it') (the ghost norm:
 Goodfellow 2015, "Efficient per-example gradient computations"; Li et al. 2022, "Large
 language models can be strong differentially private learners", Sec. 4) or materialising G_i
-(cost t²(i + o) against t·i·o per sample). The clipped sum Σ_i c_i G_i is then one matrix
+(cost t²(i + o) against t·i·o per sample), as :func:`norm_route` chooses. The clipped sum Σ_i c_i G_i is then one matrix
 product over all (sample, position) rows with row weights c_i, from the stored factors (the
 book-keeping trick of Bu et al. 2023: no second backward pass). Linears whose outputs receive
 the same gradients position by position share one set of factors: [W_ih | W_hh] on [x | h]
 for an LSTM gate's x·W_ihᵀ + h·W_hhᵀ, whether the two are called once per position (the same
 gradient tensors) or W_ih once on all positions and W_hh per position, a tied follower
-(:mod:`training.tied_gradients`: its p-th call's gradient is position p of W_ih's).
+(:mod:`training.tied_gradients`: its p-th call's gradient is position p of W_ih's). The stacked
+engine (:mod:`training.stacked`) takes its route from :func:`norm_route` and its side-by-side
+inputs from :func:`side_by_side` too.
 """
 from __future__ import annotations
 
+from enum import Enum
 from typing import List, Tuple
 
 import torch
@@ -52,12 +55,21 @@ def stack_positions(tensors: List[torch.Tensor], m: int, key: tuple) -> torch.Te
     return torch.cat(flat, dim=1, out=WORKSPACE.take(key, shape, flat[0]))
 
 
-def _side_by_side(calls_per_member: List[List[torch.Tensor]], g: torch.Tensor, m: int, key: tuple) -> torch.Tensor:
-    """Several members' inputs stacked by position straight into their column blocks of one (M, [t,] Σ i) buffer."""
-    widths = [calls[0].shape[-1] for calls in calls_per_member]
-    out = WORKSPACE.take(key, (*g.shape[:-1], sum(widths)), g)
+def side_by_side(calls_per_member: List[List[torch.Tensor]], out: torch.Tensor, m: int) -> torch.Tensor:
+    """Several linears' inputs stacked by position straight into their column blocks of one buffer: [a¹ | a² | ...],
+    the input of the group's one linear [W¹ | W² | ...].
+
+    Args:
+        calls_per_member: per member, its calls' (M, *mid, i) inputs (a member's calls give the positions in order).
+        out: the (M, [t,] Σ i) buffer to write, the members' widths in order.
+        m: the batch size M (rows of ``out``).
+
+    Returns:
+        ``out``, filled.
+    """
     start = 0
-    for calls, width in zip(calls_per_member, widths):
+    for calls in calls_per_member:
+        width = calls[0].shape[-1]
         block = out[..., start:start + width]
         if len(calls) == 1:  # copy_, not cat(out=): cat writes nothing into a (1, 1, w) column block (torch 2.13)
             block.copy_(calls[0].reshape(block.shape))
@@ -65,6 +77,43 @@ def _side_by_side(calls_per_member: List[List[torch.Tensor]], g: torch.Tensor, m
             torch.cat(_flat_positions(calls, m), dim=1, out=block)
         start += width
     return out
+
+
+def _width(calls_per_member: List[List[torch.Tensor]]) -> int:
+    """Σ i over the members: the width of their inputs side by side."""
+    return sum(calls[0].shape[-1] for calls in calls_per_member)
+
+
+class NormRoute(Enum):
+    """The exact route to a linear's per-sample ||G_i||² (:func:`norm_route`)."""
+
+    ONE_POSITION = "one position"
+    """||G_i||² = ||a_i||²·||g_i||² (t = 1)."""
+    GHOST = "ghost norm"
+    """Σ_{t,t'} (a_it·a_it')(g_it·g_it'), O(t²(i + o)) per sample."""
+    MATERIALISED = "materialised"
+    """G_i = Σ_t g_it a_itᵀ itself, O(t·i·o) per sample."""
+
+
+def norm_route(positions: int, inputs: int, outputs: int) -> NormRoute:
+    """The route both DP engines take to ||G_i||² of a linear (or a group side by side) of ``inputs`` → ``outputs``
+    at ``positions`` positions per sample: one position, else the ghost norm where t²(i + o) < t·i·o (the cheaper
+    count of multiply-adds per sample), else G_i materialised. Every route is exact (the same number up to float
+    rounding); the choice is cost only, and a static shape: no read of the values.
+
+    Args:
+        positions: t, the positions per sample over all calls.
+        inputs: i, the input width (Σ i of a group side by side).
+        outputs: o, the output width.
+
+    Returns:
+        The route.
+    """
+    if positions == 1:
+        return NormRoute.ONE_POSITION
+    if positions * (inputs + outputs) < inputs * outputs:
+        return NormRoute.GHOST
+    return NormRoute.MATERIALISED
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
@@ -92,8 +141,8 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
     leader's one call, :mod:`training.tied_gradients`), as x·W_ihᵀ + h·W_hhᵀ in an LSTM
     gate: their weights act as one linear
     [W¹ | W² | ...] on the concatenated inputs [a¹ | a² | ...], so one set of factors serves
-    them all (exact: the blocks of one G_i). Routes for the norm (t positions per sample, over
-    all calls): t = 1, ||a_i||²·||g_i||²; the ghost norm Σ_{t,t'} (a_it·a_it')(g_it·g_it') when
+    them all (exact: the blocks of one G_i). Routes for the norm (:func:`norm_route`; t positions
+    per sample, over all calls): t = 1, ||a_i||²·||g_i||²; the ghost norm Σ_{t,t'} (a_it·a_it')(g_it·g_it') when
     t²(i + o) < t·i·o; otherwise G_i itself by one batched product (then the clipped sum is
     c·G, a matrix-vector product). Without G_i, the clipped sum is ONE product over all
     (sample, position) rows with the row weights c_i (Bu et al. 2023, "Differentially private
@@ -115,13 +164,14 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
     biases = [prefix + "bias" for prefix, p in zip(prefixes, own) if p["bias"] is not None and p["bias"].requires_grad]
     inputs = [[args[0] for args, _ in calls] for (_, _, calls), p in zip(members, own) if p["weight"].requires_grad]
     if len(inputs) > 1:  # the members' inputs side by side, (M, i¹ + i² + ...) or (M, t, i¹ + i² + ...)
-        a = _side_by_side(inputs, g, m, (tag, "a"))
+        a = side_by_side(inputs, WORKSPACE.take((tag, "a"), (*g.shape[:-1], _width(inputs)), g), m)
     else:
         a = stack_positions(inputs[0], m, (tag, "a")) if inputs else None
     t, o = g.shape[1] if g.dim() == 3 else 1, g.shape[-1]
     i = 0 if a is None else a.shape[-1]
+    route = norm_route(t, i, o)
     per_sample = None  # G_i flattened, (M, i·o), when materialising it is the cheaper way to its norm
-    if t == 1:  # one position: ||G_i||² = ||a_i||²·||g_i||², each bias adds ||g_i||²
+    if route is NormRoute.ONE_POSITION:  # one position: ||G_i||² = ||a_i||²·||g_i||², each bias adds ||g_i||²
         if g.dim() == 3:  # (M, o) and (M, i) from here
             g = g.reshape(m, o)
             a = None if a is None else a.reshape(m, i)
@@ -140,7 +190,7 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
             sq = squared_row_norms(bias_grad, m)
             if len(biases) > 1:
                 sq = sq.mul_(len(biases))
-        if a is not None and t * (i + o) < i * o:  # ghost norm: O(M t² (i + o)) against O(M t i o)
+        if a is not None and route is NormRoute.GHOST:
             ghost = torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(m, -1),
                                         torch.bmm(g, g.transpose(1, 2)).reshape(m, -1))
             ghost = ghost.clamp_min_(0)  # ||G_i||² ≥ 0: rounding must not take the total below

@@ -8,19 +8,24 @@ never mix samples and their other operations act per sample, so the model code r
 the parameter-owning layers know the K blocks, and apply block k's weights to block k's rows by one batched matrix
 product (``baddbmm``). A parameter-owning module of another type is refused (:class:`StackError`). On the CPU each
 block of a ``baddbmm`` is, bit for bit, the product of that block alone, and nothing else a row computes depends on
-the rows around it, so a model's losses and gradients in a stack of K are those of its stack of one, bit for bit
-(tests/training/test_together.py, every model); against the model itself (``F.linear``) they agree to float
-rounding.
+the rows around it, so a model's losses, gradients and clipped sums in a stack of K are those of its stack of one,
+bit for bit (tests/training/test_together.py, every model); against the model itself (``F.linear``) they agree to
+float rounding.
 
 Algorithm 2 (lines 4-7) is then per run, exact: one forward and one backward of the K·M per-window losses give
 every stacked layer's inputs a and output gradients g; each window's squared gradient norm is summed over layers
 from these factors (t = 1: ||a||²·||g||²; t > 1: the ghost norm Σ_{t,t'} (a_t·a_t')(g_t·g_t') or the materialised
-G_i, whichever is cheaper, as :mod:`training.factored` chooses), the clip factors 1 / max(1, ||g_i||/C) follow
-(:func:`training.clipping.clip_factors`), and each run's clipped sum Σ_{i in run k} c_i G_i is one batched product
-per layer. A tied follower (DeepAR's ``hh``, :mod:`training.tied_gradients`) is not asked of autograd: where its
-calls fit the declared tie, its output gradients are its leader's (``ih``'s) one (K·M, P, o) tensor, the same values
-autograd gives it, bit for bit. Run k's noise is its own draw (:func:`training.noise.gaussian_noise` from its own
-generator, in its model's ``named_parameters`` order and dtype), so the noise of a seed is the noise it draws alone.
+G_i, whichever is cheaper: :func:`training.linear_factors.norm_route`, the factored engine's choice too), the clip
+factors 1 / max(1, ||g_i||/C) follow (:func:`training.clipping.clip_factors`), and each run's clipped sum
+Σ_{i in run k} c_i G_i is one batched product per group of factors. A tied follower (DeepAR's ``hh``,
+:mod:`training.tied_gradients`) is not asked of autograd: where its calls fit the declared tie, its output gradients
+are its leader's (``ih``'s) one (K·M, P, o) tensor, and the two are one group, as in the factored engine: one linear
+[W_ih | W_hh] on their inputs side by side [a_ih | a_hh] (:func:`training.linear_factors.side_by_side`), one norm
+over both weights and both biases (the biases' per-window gradient Σ_t g_it is the same: counted once per bias), one
+batched product whose (K, o, i_ih + i_hh) result is split into the two weights; with the ties switched off (each
+its own factors) the sums agree to float rounding (tests/training/test_tied_gradients.py). Run k's noise is its own
+draw (:func:`training.noise.gaussian_noise` from its own generator, in its model's ``named_parameters`` order and
+dtype), so the noise of a seed is the noise it draws alone.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .clipping import Grads, clip_factors
+from .linear_factors import NormRoute, norm_route, side_by_side
 from .noise import gaussian_noise
 from .tied_gradients import applied_ties, declared_ties
 
@@ -295,21 +301,21 @@ class StackedModel:
         grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))
         k, m = self.size, loss.shape[0] // self.size
         with torch.no_grad():
-            g_of = {name: _positions([torch.zeros_like(y) if g is None else g
-                                      for g, (_, y) in zip([next(grads) for _ in calls[name]], calls[name])], k * m)
-                    for name in asked}
             factors = []
-            for name, layer_calls in calls.items():
-                if not layer_calls:  # a layer this forward did not call: no gradient, no norm
-                    continue
-                layer, a = self.layers[name], _positions([x for x, _ in layer_calls], k * m)
-                g = g_of[tied.get(name, name)]  # a tied follower's: its leader's, the same tensor
-                factors.append((name, _linear_factors(a, g, layer.bias is not None)
-                                if isinstance(layer, StackedLinear) else _norm_factors(a, g)))
-            sq = sum(f[0] for _, f in factors)
+            for name in asked:  # a tied follower joins its leader's group: one set of factors, [leader | follower]
+                layer_calls = calls[name]
+                g = _positions([torch.zeros_like(y) if dy is None else dy
+                                for dy, (_, y) in zip([next(grads) for _ in layer_calls], layer_calls)], k * m)
+                if isinstance(self.layers[name], StackedLinear):
+                    group = [name] + [f for f, l in tied.items() if l == name]
+                    factors.append(_linear_factors([[x for x, _ in calls[n]] for n in group], g,
+                                                   [self.layers[n] for n in group], group))
+                else:
+                    factors.append(_norm_factors(_positions([x for x, _ in layer_calls], k * m), g, name))
+            sq = sum(sq_norms for sq_norms, _ in factors)
             c = (clip_factors(sq.sqrt(), clip) * weight).reshape(k, 1, m)
-            for name, (_, add) in factors:
-                add(c, name, out)
+            for _, add in factors:
+                add(c, out)
 
 
 def _positions(tensors: List[torch.Tensor], rows: int) -> torch.Tensor:
@@ -320,45 +326,71 @@ def _positions(tensors: List[torch.Tensor], rows: int) -> torch.Tensor:
     return torch.cat([x.detach().reshape(rows, -1, x.shape[-1]) for x in tensors], dim=1)
 
 
-def _linear_factors(a: torch.Tensor, g: torch.Tensor, has_bias: bool):
-    """(||G_i||² + ||b_i||², add) for a stacked linear from its inputs ``a`` and output gradients ``g`` by position,
-    (K·M, t, i) and (K·M, t, o): G_i = Σ_t g_it a_itᵀ, b_i = Σ_t g_it; ``add(c, name, out)`` adds Σ_i c_i G_i and
-    Σ_i c_i b_i per block into out[name + '.weight'|'.bias'] by batched products."""
-    rows, t, i, o = a.shape[0], a.shape[1], a.shape[2], g.shape[2]
+def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: Sequence[StackedLinear],
+                    names: Sequence[str]):
+    """(||G_i||² + ||b_i||², add) of a group of stacked linears whose outputs receive the same gradients ``g`` by
+    position, (K·M, t, o): one linear, or a tied follower with its leader (:mod:`training.tied_gradients`), which act
+    as one linear [W¹ | W²] on their inputs side by side [a¹ | a²], (K·M, t, i¹ + i²)
+    (:func:`training.linear_factors.side_by_side`). G_i = Σ_t g_it a_itᵀ over the group's columns and b_i = Σ_t g_it,
+    the same for every bias of the group, so ||b_i||² counts once per bias; the norm's route is
+    :func:`training.linear_factors.norm_route`'s. ``add(c, out)`` adds Σ_i c_i G_i per block by one batched product,
+    split by columns into out[name + '.weight'] of each member, and Σ_i c_i b_i into each member's
+    out[name + '.bias'].
+
+    Args:
+        inputs: Per member, its calls' inputs (K·M, *mid, i).
+        g: The group's output gradients by position, (K·M, t, o).
+        layers: The members (the leader first).
+        names: Their names.
+
+    Returns:
+        (per-window squared norms (K·M,), add).
+    """
+    rows, t, o = g.shape
+    widths = [layer.weight.shape[2] for layer in layers]
+    a = (_positions(inputs[0], rows) if len(inputs) == 1 else
+         side_by_side(inputs, g.new_empty(rows, t, sum(widths)), rows))
+    i = a.shape[2]
+    biases = [f"{name}.bias" for name, layer in zip(names, layers) if layer.bias is not None]
     bias = g.sum(1)
     sq_bias = torch.linalg.vecdot(bias, bias)
     per_sample = None
-    if t == 1:  # one position: ||G_i||² = ||g_i||²·||a_i||²
+    route = norm_route(t, i, o)
+    if route is NormRoute.ONE_POSITION:  # ||G_i||² = ||g_i||²·||a_i||²
         sq = sq_bias * torch.linalg.vecdot(a[:, 0], a[:, 0])
-    elif t * (i + o) < i * o:  # the ghost norm: O(t²(i + o)) against O(t i o) per window
+    elif route is NormRoute.GHOST:
         sq = torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(rows, -1),
                                  torch.bmm(g, g.transpose(1, 2)).reshape(rows, -1)).clamp_min(0)
     else:
         per_sample = torch.bmm(g.transpose(1, 2), a).reshape(rows, o * i)  # G_i, (o, i) row-major
         sq = torch.linalg.vecdot(per_sample, per_sample)
+    if biases:  # the same Σ_t g_it for every bias of the group: its squared norm once per bias
+        sq = sq + sq_bias * len(biases)
 
-    def add(c: torch.Tensor, name: str, out: Grads) -> None:  # c: (K, 1, M) clip factors times weights
+    def add(c: torch.Tensor, out: Grads) -> None:  # c: (K, 1, M) clip factors times weights
         k, m = c.shape[0], c.shape[2]
-        w = out[f"{name}.weight"]
         if per_sample is not None:
-            w.add_(torch.bmm(c, per_sample.reshape(k, m, o * i)).reshape(k, o, i))
+            w = torch.bmm(c, per_sample.reshape(k, m, o * i)).reshape(k, o, i)
         else:
             scaled = (a * c.reshape(k * m, 1, 1)).reshape(k, m * t, i)
-            w.add_(torch.bmm(g.reshape(k, m * t, o).transpose(1, 2), scaled))
-        b = out.get(f"{name}.bias")
-        if b is not None:
-            b.add_(torch.bmm(c, bias.reshape(k, m, o)).reshape(k, o))
+            w = torch.bmm(g.reshape(k, m * t, o).transpose(1, 2), scaled)
+        for name, block in zip(names, w.split(widths, dim=2)):  # [W¹ | W²]: each member's columns
+            out[f"{name}.weight"].add_(block)
+        if biases:
+            b = torch.bmm(c, bias.reshape(k, m, o)).reshape(k, o)
+            for key in biases:
+                out[key].add_(b)
 
-    return (sq + sq_bias if has_bias else sq), add
+    return sq, add
 
 
-def _norm_factors(x_hat: torch.Tensor, g: torch.Tensor):
-    """(||∇w_i||² + ||∇b_i||², add) for a stacked LayerNorm from x̂ and its output gradients by position,
-    (K·M, t, d): ∇w_i = Σ_t g_it ⊙ x̂_it, ∇b_i = Σ_t g_it."""
+def _norm_factors(x_hat: torch.Tensor, g: torch.Tensor, name: str):
+    """(||∇w_i||² + ||∇b_i||², add) for the stacked LayerNorm ``name`` from x̂ and its output gradients by position,
+    (K·M, t, d): ∇w_i = Σ_t g_it ⊙ x̂_it, ∇b_i = Σ_t g_it; ``add(c, out)`` adds their clipped sums per block."""
     gw, gb = (g * x_hat).sum(1), g.sum(1)
     sq = torch.linalg.vecdot(gw, gw) + torch.linalg.vecdot(gb, gb)
 
-    def add(c: torch.Tensor, name: str, out: Grads) -> None:
+    def add(c: torch.Tensor, out: Grads) -> None:
         k, m = c.shape[0], c.shape[2]
         out[f"{name}.weight"].add_(torch.bmm(c, gw.reshape(k, m, -1)).reshape(k, -1))
         out[f"{name}.bias"].add_(torch.bmm(c, gb.reshape(k, m, -1)).reshape(k, -1))

@@ -18,6 +18,7 @@ from tsdp.training.factored import (PER_SAMPLE_RULES, FactoredGradientError, fac
                                         factored_noisy_gradient)
 from tsdp.training import layer_factors
 from tsdp.training.layer_factors import WORKSPACE
+from tsdp.training.linear_factors import NormRoute, norm_route
 from tsdp.training.models import MODELS, make_model
 from tsdp.training.step import noisy_mean, per_sample_gradients, private_gradient
 from tsdp.attacks.montecarlo.constructions import GradientFunctionModel
@@ -209,15 +210,26 @@ def test_layer_norm_over_one_vector_per_sample_matches_loop():
     _factored_equals_loop_at_the_median_norm(model, c, f)
 
 
+@given(st.integers(1, 64), st.integers(1, 512), st.integers(1, 512))
+def test_norm_route_takes_one_position_else_the_fewer_multiply_adds(t, i, o):
+    """The route both engines take: t = 1 its own; else the ghost norm exactly where its t²(i + o) multiply-adds per
+    sample are fewer than materialising G_i's t·i·o (a tie materialises)."""
+    route = norm_route(t, i, o)
+    if t == 1:
+        assert route is NormRoute.ONE_POSITION
+    else:
+        assert route is (NormRoute.GHOST if t * t * (i + o) < t * i * o else NormRoute.MATERIALISED)
+
+
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_norm_branches_each_exact(bias):
     """Each branch of the Linear rule (t = 1, ghost norm, G_i materialised as (i, o) or as (o, i)), with and without
     a bias, gives vmap's norms (1e-12 relative) and vmap's clipped sum at the median norm (1e-12)."""
-    cases = {"one position": (1, 8, 8), "ghost norm": (3, 32, 32), "materialised, i <= o": (40, 4, 4),
-             "materialised, i > o": (16, 12, 3)}
-    for label, (t, i, o) in cases.items():
-        ghost = t * (i + o) < i * o
-        assert (label == "ghost norm") == (ghost and t > 1), label
+    cases = {"one position": (1, 8, 8, NormRoute.ONE_POSITION), "ghost norm": (3, 32, 32, NormRoute.GHOST),
+             "materialised, i <= o": (40, 4, 4, NormRoute.MATERIALISED),
+             "materialised, i > o": (16, 12, 3, NormRoute.MATERIALISED)}
+    for label, (t, i, o, route) in cases.items():
+        assert norm_route(t, i, o) is route, label
 
         class Positions(nn.Module):
             def __init__(self):

@@ -2,12 +2,14 @@
 gradients from the input projection.
 
 References are independent of the ties: vmap(grad) per-sample gradients (training.step.per_sample_gradients) and
-each engine with its ties switched off (every output's gradient asked of autograd). The factored engine regroups the
-factors with a tie ([ih | hh] one group), so it agrees with itself without ties to rounding; the stacked engine
-keeps its groups and takes the follower's gradient tensor from the leader, whose values are autograd's for the
-follower bit for bit (the sum passes one gradient to both addends), so it agrees exactly. A declared tie that does
-not hold (a follower scaled before the sum) is shown to break the reference comparison: the tests would catch it.
+each engine with its ties switched off (every output's gradient asked of autograd). Both engines regroup the factors
+with a tie ([ih | hh] one group: one norm on the inputs side by side, one clipped-sum product split into the two
+weights), so each agrees with itself without ties to rounding (float64 1e-10, float32 1e-4 relative); the stacked
+engine's join is checked at K = 3 on each norm route. A declared tie that does not hold (a follower scaled before
+the sum) is shown to break the reference comparison: the tests would catch it.
 """
+from collections import Counter
+
 import pytest
 import torch
 from torch import nn
@@ -16,6 +18,7 @@ from tsdp.training import factored, stacked
 from tsdp.training.clipping import clip_factors, gradient_norms
 from tsdp.training.deepar import DeepAR, _LSTM
 from tsdp.training.factored import factored_clipped_sum
+from tsdp.training.linear_factors import NormRoute, norm_route
 from tsdp.training.stacked import StackedModel
 from tsdp.training.step import per_sample_gradients
 from tsdp.training.tied_gradients import applied_ties, declared_ties
@@ -53,21 +56,21 @@ class StepByStepDeepAR(DeepAR):
 
 
 class Recurrence(nn.Module):
-    """A one-layer recurrence ih once on (B, P, 2), hh per position: h_p = tanh(ih(x)[:, p] + scale · hh(h_{p-1})),
-    loss the squared error of head(h) against the forecast's first value per position. It declares (hh, ih) tied,
-    which holds for scale 1 only: otherwise hh's output gradient is scale times ih's."""
+    """A one-layer recurrence ih once on (B, P, features), hh per position: h_p = tanh(ih(x)[:, p] + scale ·
+    hh(h_{p-1})), loss the squared error of head(h) against the forecast's first value per position. It declares
+    (hh, ih) tied, which holds for scale 1 only: otherwise hh's output gradient is scale times ih's."""
 
-    def __init__(self, scale: float):
+    def __init__(self, scale: float, features: int = 2, hidden: int = 6):
         super().__init__()
-        self.scale = scale
-        self.ih, self.hh, self.head = nn.Linear(2, 6), nn.Linear(6, 6), nn.Linear(6, 1)
+        self.scale, self.features, self.hidden = scale, features, hidden
+        self.ih, self.hh, self.head = nn.Linear(features, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, 1)
 
     def tied_output_gradients(self):
         return [(self.hh, self.ih)]
 
     def forward(self, context, forecast):
-        x = torch.stack([context, context.square() / 10], dim=-1)
-        h, outputs = context.new_zeros(context.shape[0], 6), []
+        x = torch.stack([context, context.square() / 10, torch.sin(context), torch.cos(context)][:self.features], -1)
+        h, outputs = context.new_zeros(context.shape[0], self.hidden), []
         for projected in self.ih(x).unbind(1):
             h = torch.tanh(projected + self.scale * self.hh(h))
             outputs.append(h)
@@ -114,12 +117,31 @@ def factored_case(model, inputs, clip):
     return factored_clipped_sum(model, inputs[0], inputs[1], clip, covariates=inputs[2] if len(inputs) > 2 else None)
 
 
+def stacked_sums(models, inputs, weight, clip):
+    """The K models' stacked clipped sums {name: (K, *shape)} of the cell-major ``inputs`` (K·M rows), rows weighted."""
+    stack = StackedModel(models)
+    out = {n: torch.zeros_like(p) for n, p in stack.parameters.items()}
+    stack.clipped_sums(inputs, clip, weight, out)
+    return out
+
+
 def stacked_case(model, inputs, clip):
     """The model in a stack of one: its clipped sum (row 0 of the stacked sums)."""
-    stack = StackedModel([model])
-    out = {n: torch.zeros_like(p) for n, p in stack.parameters.items()}
-    stack.clipped_sums(inputs, clip, torch.ones(inputs[0].shape[0], dtype=inputs[0].dtype), out)
+    out = stacked_sums([model], inputs, torch.ones(inputs[0].shape[0], dtype=inputs[0].dtype), clip)
     return {n: v[0] for n, v in out.items()}
+
+
+def routes_taken(monkeypatch):
+    """Record (t, i, o, route) of every norm route the stacked engine chooses."""
+    taken = []
+
+    def recorded(positions, inputs, outputs):
+        route = norm_route(positions, inputs, outputs)
+        taken.append((positions, inputs, outputs, route))
+        return route
+
+    monkeypatch.setattr(stacked, "norm_route", recorded)
+    return taken
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -144,19 +166,64 @@ def test_factored_engine_with_ties_equals_without_and_vmap(dtype, with_covariate
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("with_covariates", [False, True])
-def test_stacked_engine_with_ties_equals_without_bit_for_bit_and_vmap(dtype, with_covariates, monkeypatch):
+def test_stacked_engine_with_ties_equals_without_and_vmap(dtype, with_covariates, monkeypatch):
+    """With its ties each LSTM layer's ``hh`` joins ``ih``'s group: one norm route, on the inputs side by side
+    (width i_ih + i_hh), where without ties each takes its own."""
     model, inputs = deepar_case(dtype, with_covariates)
     grads, ref_norms = reference(model, inputs)
     clip = float(ref_norms.median())
-    seen = spy(monkeypatch, stacked)
+    seen, taken = spy(monkeypatch, stacked), routes_taken(monkeypatch)
     tied_sum = stacked_case(model, inputs, clip)
     assert seen == [2]
+    joined = Counter(i for _, i, _, _ in taken)
     untie(monkeypatch)
+    taken.clear()
     free_sum = stacked_case(model, inputs, clip)
     assert seen == [2, 0]
-    for n, v in free_sum.items():  # the follower's gradient values are autograd's own: the same bits
-        assert torch.equal(tied_sum[n], v), n
+    pairs = [(cell["ih"].in_features, cell["hh"].in_features) for cell in model.rnn.cells]
+    assert joined == (Counter(i for _, i, _, _ in taken) - Counter(i for pair in pairs for i in pair)
+                      + Counter(sum(pair) for pair in pairs))
+    assert_grads_close(tied_sum, free_sum, dtype, "tied against untied")
     assert_grads_close(tied_sum, clipped_reference(grads, ref_norms, clip), dtype, "tied against vmap")
+
+
+ROUTES = {NormRoute.ONE_POSITION: (1, 2, 6), NormRoute.GHOST: (3, 4, 16), NormRoute.MATERIALISED: (9, 2, 6)}
+"""(positions, features, hidden) of a :class:`Recurrence` whose joined group [ih | hh] takes each norm route."""
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("route", list(ROUTES))
+def test_a_stack_joins_each_tie_on_every_norm_route(route, dtype, monkeypatch):
+    """K = 3 recurrences stacked: the tie's joined group [ih | hh] (one norm over both weights and both biases on the
+    inputs side by side, one clipped-sum product split into the two weights, one bias sum added to both biases) on
+    each norm route gives every model its vmap per-window clipped sum (rows weighted, a padded slot 0, half the
+    windows clipped), and the stack with its ties switched off (ih and hh each their own factors) the same to
+    rounding."""
+    t, features, hidden = ROUTES[route]
+    k, m = 3, 5
+    models = []
+    for j in range(k):
+        torch.manual_seed(50 + j)
+        models.append(Recurrence(1.0, features, hidden).to(dtype))
+    g = torch.Generator().manual_seed(t)
+    context, forecast = torch.randn(k, m, t, generator=g, dtype=dtype), torch.randn(k, m, 3, generator=g, dtype=dtype)
+    weight = torch.rand(k, m, generator=g, dtype=dtype) + 0.5
+    weight[1, -1] = 0.0
+    per = [per_sample_gradients(models[j], context[j], forecast[j]) for j in range(k)]
+    norms = torch.stack([gradient_norms(p, 1) for p in per])
+    clip = float(norms.flatten().median())
+    assert bool((norms[weight > 0] > clip).any()) and bool((norms[weight > 0] < clip).any())
+    want = {n: torch.stack([torch.einsum("m,m...->...", weight[j] * clip_factors(norms[j], clip), per[j][n])
+                            for j in range(k)]) for n in per[0]}
+    inputs = [context.reshape(k * m, t), forecast.reshape(k * m, 3)]
+    seen, taken = spy(monkeypatch, stacked), routes_taken(monkeypatch)
+    tied = stacked_sums(models, inputs, weight.reshape(-1), clip)
+    assert seen == [1] and (t, features + hidden, hidden, route) in taken
+    assert_grads_close(tied, want, dtype, f"{route.value}, tied against vmap")
+    untie(monkeypatch)
+    free = stacked_sums(models, inputs, weight.reshape(-1), clip)
+    assert seen == [1, 0]
+    assert_grads_close(tied, free, dtype, f"{route.value}, tied against untied")
 
 
 @pytest.mark.parametrize("engine", ["factored", "stacked"])

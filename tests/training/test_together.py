@@ -64,6 +64,49 @@ def test_stacked_clipped_sums_equal_each_model_alone(name):
             torch.testing.assert_close(out[n][i], 0.5 * r, rtol=1e-4, atol=1e-6 * float(r.abs().max()))
 
 
+def _models_and_windows(name, k, m, lc, lf, first_seed):
+    """K models (model i of seed first_seed + i; DeepAR with covariates and lags), K blocks of M random windows
+    (K, M, ...), and the generator that drew them."""
+    extra = {"covariates": 2, "lags": (1, 2, 3, 6)} if name == "deepar" else {}
+    models = []
+    for i in range(k):
+        torch.manual_seed(first_seed + i)
+        models.append(make_model(name, lc, lf, **extra))
+    g = torch.Generator().manual_seed(m)
+    windows = [torch.randn(k, m, lc, generator=g).abs() + 0.5, torch.randn(k, m, lf, generator=g).abs() + 0.5]
+    if name == "deepar":
+        windows.append(torch.randn(k, m, lc + lf, 2, generator=g))
+    return models, windows, g
+
+
+@pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer", "deepar"])
+def test_each_block_of_a_stacks_clipped_sums_is_its_stack_of_one_bit_for_bit(name):
+    """The DP step's clipped sums (every layer's factors; DeepAR's ties joined into their leaders' groups) of a stack
+    of K = 6 give every model those of its stack of one, bit for bit (torch.equal), at M = 7 and 8 with padded slots
+    and row weights, some windows clipped and some not: a private run's numbers do not depend on the runs it trains
+    with."""
+    k, lc, lf = 6, 11, 6
+    for m in (7, 8):
+        models, windows, g = _models_and_windows(name, k, m, lc, lf, 60)
+        weight = torch.rand(k, m, generator=g) + 0.5
+        weight[2, -2:] = 0.0  # padded slots
+        norms = torch.stack([factored_clipped_sum(model, windows[0][i], windows[1][i], 1.0,
+                                                  covariates=windows[2][i] if name == "deepar" else None)[1]
+                             for i, model in enumerate(models)])
+        clip = float(norms.median())  # about half the windows clipped
+        stacks = [StackedModel(models)] + [StackedModel([model]) for model in models]
+        sums = []
+        for j, stack in enumerate(stacks):
+            rows = slice(None) if j == 0 else slice(j - 1, j)
+            out = {n: torch.zeros_like(p) for n, p in stack.parameters.items()}
+            stack.clipped_sums([w[rows].reshape(-1, *w.shape[2:]) for w in windows], clip, weight[rows].reshape(-1),
+                               out)
+            sums.append(out)
+        for i in range(k):
+            for n, v in sums[i + 1].items():
+                assert torch.equal(sums[0][n][i], v[0]), n
+
+
 @pytest.mark.parametrize("name", ["simple-ff", "dlinear", "itransformer", "deepar"])
 def test_each_block_of_a_stack_is_its_stack_of_one_bit_for_bit(name):
     """The batched stack (the engine of every group) gives every model the per-window losses, the autograd gradients
@@ -72,16 +115,8 @@ def test_each_block_of_a_stack_is_its_stack_of_one_bit_for_bit(name):
     K = 6 models: every (K, 3) head bias then spans more than one 16-float vector loop, so an element computed on
     the vectorised body in the stack and on the scalar tail alone (or the other way) would show."""
     k, lc, lf = 6, 11, 6
-    extra = {"covariates": 2, "lags": (1, 2, 3, 6)} if name == "deepar" else {}
     for m in (7, 8):
-        models = []
-        for i in range(k):
-            torch.manual_seed(20 + i)
-            models.append(make_model(name, lc, lf, **extra))
-        g = torch.Generator().manual_seed(m)
-        windows = [torch.randn(k, m, lc, generator=g).abs() + 0.5, torch.randn(k, m, lf, generator=g).abs() + 0.5]
-        if name == "deepar":
-            windows.append(torch.randn(k, m, lc + lf, 2, generator=g))
+        models, windows, _ = _models_and_windows(name, k, m, lc, lf, 20)
         stacks = [StackedModel(models)] + [StackedModel([model]) for model in models]
         adam = GroupSettings(name, lr=1e-2, weight_decay=1e-4)
         opts = [together._optimizer(adam, list(s.parameters.values())) for s in stacks]  # the groups' optimizer
