@@ -29,6 +29,7 @@ from torch import nn
 from tsdp.theorems.config import Choice
 
 from .clipping import Grads, clipped_sum
+from .noise import fill_flat_noise
 from .step import _plain_sgd_targets, apply_gradient, per_sample_gradients
 
 Compiler = Callable[[Callable], Callable]
@@ -127,7 +128,7 @@ class CapturedStep:
 
     def _draw(self, generator: Optional[torch.Generator]) -> torch.Tensor:
         """The step's noise N(0, (σC/Λ)² I) in the flat buffer: the eager engines' draw, from ``generator``."""
-        return self._noise.normal_(0.0, self.sigma * self.clip / self.batch_size, generator=generator)
+        return fill_flat_noise(self._noise, self.sigma * self.clip / self.batch_size, generator=generator)
 
     def gradient(self, context: torch.Tensor, forecast: torch.Tensor, mask: torch.Tensor, *,
                  generator: Optional[torch.Generator], covariates: Optional[torch.Tensor] = None) -> Grads:

@@ -14,6 +14,25 @@ from torch._utils import _unflatten_dense_tensors
 from .clipping import Grads
 
 
+def fill_flat_noise(flat: torch.Tensor, std: float, *, generator: Optional[torch.Generator]) -> torch.Tensor:
+    """One run's noise for one step, N(0, std² I), drawn in place into ``flat`` (Algorithm 2, line 8).
+
+    The one home of the draw: every engine (the eager ones through :func:`gaussian_noise`, the
+    stacked one row by row, the captured step into its buffer) fills a flat buffer of all the
+    parameters' coordinates with one ``normal_`` call from the run's generator, scaled as
+    drawn, so a generator state gives the same noise whatever engine draws it.
+
+    Args:
+        flat: the 1-D buffer to fill, in the parameters' dtype and device.
+        std: the standard deviation.
+        generator: the draw's generator (None: torch's default).
+
+    Returns:
+        ``flat``, filled.
+    """
+    return flat.normal_(0.0, std, generator=generator)
+
+
 def gaussian_noise(like: Grads, std: float, *, generator: Optional[torch.Generator]) -> Grads:
     """N(0, std² I) shaped like every tensor of ``like``, as views of ONE flat ``randn`` draw (Algorithm 2, line 8).
 
@@ -40,7 +59,7 @@ def gaussian_noise(like: Grads, std: float, *, generator: Optional[torch.Generat
     if any(t.dtype != dtype or t.device != device for t in tensors):
         kinds = {(t.dtype, t.device) for t in tensors}
         raise ValueError(f"the noisy gradient is drawn in one dtype on one device; the parameters mix {sorted(map(str, kinds))}")
-    flat = torch.normal(0.0, std, (sum(t.numel() for t in tensors),), generator=generator, dtype=dtype,
-                        device=device)  # scaled as drawn
+    flat = fill_flat_noise(torch.empty(sum(t.numel() for t in tensors), dtype=dtype, device=device), std,
+                           generator=generator)
     # the views of the flat draw in one C++ call (torch's DDP helper): a Python view per tensor costs more
     return dict(zip(like, _unflatten_dense_tensors(flat, tensors)))

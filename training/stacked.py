@@ -38,7 +38,7 @@ from torch import nn
 
 from .clipping import Grads, clip_factors
 from .linear_factors import NormRoute, norm_route, side_by_side
-from .noise import gaussian_noise
+from .noise import fill_flat_noise
 from .tied_gradients import applied_ties, declared_ties
 
 
@@ -414,8 +414,8 @@ def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequen
     like = dict(stack.template.named_parameters())
     first = next(iter(like.values()))
     flat = torch.empty(len(stds), sum(p.numel() for p in like.values()), dtype=first.dtype, device=first.device)
-    for row, std, gen in zip(flat, stds, generators):  # row k: model k's one flat draw (gaussian_noise's)
-        row.normal_(0.0, std, generator=gen)
+    for row, std, gen in zip(flat, stds, generators):  # row k: model k's one flat draw, as gaussian_noise draws it alone
+        fill_flat_noise(row, std, generator=gen)
     device = next(iter(stack.parameters.values())).device
     out, start = {}, 0
     for n, p in like.items():
