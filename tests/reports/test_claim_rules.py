@@ -229,7 +229,17 @@ def test_violation_summary(bounds, composition, expected):
 def test_violation_summary_counts_checked_audits():
     v = violation_summary({"bounds": [bound("T6", 3.7, 0.8), bound("T14", 2.5, 4.0, covers=False)],
                            "composition": [comp(1, 3.7, 0.8), comp(10, 7.7, 1.0), comp(100, 25.0, None)]})
-    assert v == {"violation": False, "violations": [], "checked": 2}
+    assert v == {"violation": False, "violations": [], "checked": 2, "confidence": 0.95}
+
+
+def test_violation_summary_confidence_is_the_least_confident_audit():
+    """The pass's confidence is the weakest audit's (its level), None when nothing was compared or a record has none."""
+    low = bound("T9", 3.0, 0.5)
+    low["audit"]["confidence"] = 0.9
+    assert violation_summary({"bounds": [bound("T6", 3.7, 0.8), low], "composition": []})["confidence"] == 0.9
+    assert violation_summary({"bounds": [], "composition": []})["confidence"] is None
+    assert violation_summary({"bounds": [bound("T6", 3.7, 0.8)], "composition": [
+        {**comp(10, 7.7, 1.0), "confidence": None}]})["confidence"] is None
 
 
 def _c7_numbers(dataset, dp):
