@@ -120,6 +120,28 @@ def test_c3_rule():
     assert C3(c3(weights=()))[0] == "not evaluated"
 
 
+def test_c3_without_a_compared_point_is_not_confirmed():
+    """L_C = 0: the L_F → 0 reference is 0 (below NEGLIGIBLE) at every ε, so the one-step profile is compared nowhere;
+    the gap is None, never a 0 that confirms (the weight alone is checked: qualified), and a profile far from the
+    reference at a compared point still refutes."""
+    import numpy as np
+
+    from tsdp.reports.claim_c3 import max_rel
+
+    assert max_rel(np.array([0.3, 0.2]), np.zeros(2)) is None
+    assert max_rel(np.array([0.3, 0.2]), np.array([0.3, 0.1])) == 1.0
+    word, reason = C3(c3(rel=None))
+    assert word == "qualified" and "not compared" in reason
+    assert C3(c3(rel=None, mono=False))[0] == "refuted"
+
+
+def test_c3_at_no_context_is_not_confirmed_on_a_vacuous_comparison():
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    entry = CLAIMS["C3"].evaluate(DEFAULT_CONFIG.with_(context_length=0), quick=True)
+    assert entry["numbers"]["max_rel_gap_one_step"] is None and entry["verdict"] == "qualified"
+
+
 # ----------------------------------------------------------------------------- C4
 
 
