@@ -158,15 +158,16 @@ class C6(Claim):
         fig, ax = plt.subplots(figsize=(WIDTH_IN, 3.4), layout="constrained")
         names = ["T13 sound (one record)", "T14 attained (element)"]
         values = [n["epsilon_T13_sound"], n["epsilon_T14_attained"]]
-        colors = ["C0", "C1"]
+        colors, sides = ["C0", "C1"], [upper4, lower4]  # each label on its bound's safe side
         if n["audit"] is not None:
             names.append(f"audit LCB ({n['audit']['trials']:.0e} trials)")
             values.append(n["audit"]["epsilon_lower"])
             colors.append("C3")
+            sides.append(lower4)
         ax.barh(names, values, color=colors)
-        for y, v in enumerate(values):
+        for y, (v, side) in enumerate(zip(values, sides)):
             if v > 0:
-                ax.text(v, y, f" {v:.4g}", va="center")
+                ax.text(v, y, f" {side(v)}", va="center")
         show_zero(ax, values)
         ax.set_xlabel(f"ε at δ = {n['delta']:g}, one step (pooled windows, k = {n['k']})")
         ax.set_xlim(0, 1.25 * max(values))
