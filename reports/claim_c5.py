@@ -81,6 +81,7 @@ class C5(Claim):
                 rows.append({"cell": label, "window_length": length, "k": cfg.k, "N_tot": cfg.n_windows_total,
                              "batch_size": cfg.batch_size, "weight_T6": float(cfg.rho * cfg.r),
                              "max_excess_T14_minus_T6": float(diff.max()), "at_eps": float(eps[int(diff.argmax())]),
+                             "max_gap_T14_T6": float(np.abs(diff).max()),
                              "T14_ge_T6_everywhere": bool(np.all(diff >= -1e-12)),
                              "T14_ge_T6_from_eps": first_win_epsilon(eps, h6, h14)["all_from"],
                              "max_ratio_T14_over_T6": float(np.max(h14[pos] / h6[pos])) if pos.any() else None,
@@ -93,7 +94,7 @@ class C5(Claim):
 
     @staticmethod
     def rule(numbers: dict) -> Tuple[str, str]:
-        """Per grid cell (N_tot, Λ/N_tot) over its lengths: T14 = T6 at L_C + L_F = 1 (to 1e-9);
+        """Per grid cell (N_tot, Λ/N_tot) over its lengths: T14 = T6 at L_C + L_F = 1 (max |T14 - T6| ≤ 1e-9);
         for every k ≥ 2 T14 ≥ T6 at every grid ε above a crossing ε and strictly somewhere; the
         largest excess max_ε(T14 - T6) non-decreasing in L_C + L_F. Confirmed when every grid
         cell shows all three; qualified when T14 exceeds T6 somewhere for the largest k of every
@@ -104,7 +105,7 @@ class C5(Claim):
         ok_all, some_all = True, True
         for label in dict.fromkeys(r["cell"] for r in grid_rows):
             rs = sorted([r for r in grid_rows if r["cell"] == label], key=lambda r: r["window_length"])
-            eq1 = all(abs(r["max_excess_T14_minus_T6"]) <= EQUAL_AT_K1 for r in rs if r["window_length"] == 1)
+            eq1 = all(r["max_gap_T14_T6"] <= EQUAL_AT_K1 for r in rs if r["window_length"] == 1)
             longer = [r for r in rs if r["k"] > 1]
             tail = all(r["T14_ge_T6_from_eps"] is not None and r["T14_gt_T6_somewhere"] for r in longer)
             mono = all(b["max_excess_T14_minus_T6"] >= a["max_excess_T14_minus_T6"] - 1e-12 for a, b in zip(rs, rs[1:]))

@@ -163,9 +163,17 @@ def test_c4_rule():
 # ----------------------------------------------------------------------------- C5
 
 
-def c5_row(cell, length, k, excess, from_eps=0.5, somewhere=True):
+def c5_row(cell, length, k, excess, from_eps=0.5, somewhere=True, gap=None):
     return {"cell": cell, "window_length": length, "k": k, "max_excess_T14_minus_T6": excess, "at_eps": 1.0,
+            "max_gap_T14_T6": abs(excess) if gap is None else gap,
             "T14_ge_T6_from_eps": from_eps, "T14_gt_T6_somewhere": somewhere}
+
+
+def test_c5_equality_at_k1_sees_t14_below_t6():
+    """T14 = T6 at L_C + L_F = 1 is an equality: T14 0.3 below T6 somewhere (its largest excess still 0, where both
+    are 0) is no equality; the rule read only the largest excess T14 - T6 and confirmed it."""
+    rows = [c5_row("a", 1, 1, 0.0, gap=0.3), c5_row("a", 4, 4, 0.01), c5_row("a", 32, 20, 0.02)]
+    assert C5({"rows": rows})[0] == "qualified"
 
 
 def test_c5_rule():
