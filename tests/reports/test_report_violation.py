@@ -133,3 +133,12 @@ def test_no_audit_compared_is_no_pass(fake_results):
     results["meta"]["audits_checked"] = 0
     alert = _first_alert(results)
     assert alert[1] is None and "No privacy violation" not in alert[2]
+
+
+def test_the_printed_violation_states_the_verdicts_confidence(tmp_path, monkeypatch, capsys, fake_results):
+    """`tsdp report`'s PRIVACY VIOLATION line says the confidence of the verdict (the estimate's test or the violation
+    test, union bound: 90% at 95% per test), as the page does, not the per-test '0.95 confidence'."""
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results(violations=[CASE]))
+    assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "confidence 90%: two tests at 95% each, union bound" in err and "0.95 confidence" not in err
