@@ -163,10 +163,32 @@ def test_c4_rule():
 # ----------------------------------------------------------------------------- C5
 
 
-def c5_row(cell, length, k, excess, from_eps=0.5, somewhere=True, gap=None):
+def c5_row(cell, length, k, excess, from_eps=0.5, somewhere=True, gap=None, above=None):
     return {"cell": cell, "window_length": length, "k": k, "max_excess_T14_minus_T6": excess, "at_eps": 1.0,
             "max_gap_T14_T6": abs(excess) if gap is None else gap,
-            "T14_ge_T6_from_eps": from_eps, "T14_gt_T6_somewhere": somewhere}
+            "T14_ge_T6_from_eps": from_eps, "T14_gt_T6_somewhere": somewhere,
+            "T14_gt_T6_from_crossing": somewhere if above is None else above}
+
+
+def test_c5_crossing_needs_t14_above_t6_beyond_it():
+    """'T14 > T6 at every grid ε from a crossing ε on': a crossing whose tail is only ties (both below NEGLIGIBLE) with
+    the strict excess below it (T14 above T6 at small ε, below at larger ε) is not the claim's shape."""
+    rows = [c5_row("a", 1, 1, 0.0), c5_row("a", 4, 4, 0.01, above=False), c5_row("a", 32, 20, 0.02)]
+    assert C5({"rows": rows})[0] != "confirmed"
+
+
+def test_c5_rows_say_where_t14_exceeds_t6():
+    """The row's flags on hand-made profiles: T14 above T6 at small ε, below it at mid ε, both 0 in the tail."""
+    import numpy as np
+
+    from tsdp.reports.claim_c5 import comparison
+
+    eps = np.array([0.1, 0.5, 1.0, 2.0])
+    flags = comparison(eps, np.array([0.5, 0.3, 0.0, 0.0]), np.array([0.6, 0.2, 0.0, 0.0]))
+    assert flags["T14_ge_T6_from_eps"] == 1.0 and flags["T14_gt_T6_somewhere"]
+    assert not flags["T14_gt_T6_from_crossing"]
+    flags = comparison(eps, np.array([0.5, 0.3, 0.1, 0.0]), np.array([0.4, 0.35, 0.2, 0.0]))
+    assert flags["T14_ge_T6_from_eps"] == 0.5 and flags["T14_gt_T6_from_crossing"]
 
 
 def test_c5_equality_at_k1_sees_t14_below_t6():
