@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import get
 from tsdp.verify.estimate import Estimate
 
-from .claim_base import CONFIRMED, NOT_EVALUATED, REFUTED, Cells, Claim, ClaimContext, Computed, cell_info, floats, plain
+from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed, cell_info, floats, plain
 from .curves import NEGLIGIBLE, delta_curves, eps_grid
 
 SIGMA_F = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 1e3)
@@ -41,19 +41,20 @@ def tau(s: float) -> float:
     return 1.0 if s == 0 else math.erf(1.0 / (2.0 * math.sqrt(2.0) * s))
 
 
-def max_rel(a: np.ndarray, ref: np.ndarray) -> float:
-    """Largest relative gap |a - ref| / ref where ref > NEGLIGIBLE (0 when nowhere).
+def max_rel(a: np.ndarray, ref: np.ndarray) -> Optional[float]:
+    """Largest relative gap |a - ref| / ref where ref > NEGLIGIBLE (None when nowhere: nothing was compared, e.g.
+    the zero reference of L_C = 0).
 
     Args:
         a: The values.
         ref: The reference values.
 
     Returns:
-        The largest relative gap.
+        The largest relative gap, or None.
     """
     a, ref = np.asarray(a), np.asarray(ref)
     keep = ref > NEGLIGIBLE
-    return float(np.max(np.abs(a[keep] - ref[keep]) / ref[keep])) if keep.any() else 0.0
+    return float(np.max(np.abs(a[keep] - ref[keep]) / ref[keep])) if keep.any() else None
 
 
 class C3(Claim):
@@ -104,17 +105,23 @@ class C3(Claim):
     def rule(numbers: dict) -> Tuple[str, str]:
         """Confirmed when the one-step profile is non-increasing in σ_F, T11 at the largest σ_F is
         within 1e-2 relative of the reference at every ε where the reference exceeds NEGLIGIBLE,
-        and its weight within 1e-3 relative of w∞; refuted otherwise; not evaluated without σ_F."""
+        and its weight within 1e-3 relative of w∞; refuted when one of these fails; qualified when the rest holds but
+        the reference exceeds NEGLIGIBLE nowhere (L_C = 0: the profile was compared at no ε, a check with no power);
+        not evaluated without σ_F."""
         if not numbers["weights"]:
             return NOT_EVALUATED, "no σ_F evaluated"
         mono, rel, w_rel = numbers["monotone_in_sigma_F"], numbers["max_rel_gap_one_step"], numbers["weight_rel_gap"]
-        ok = mono and rel <= PROFILE_REL and w_rel <= WEIGHT_REL
+        ok = mono and (rel is None or rel <= PROFILE_REL) and w_rel <= WEIGHT_REL
         last = numbers["weights"][-1]
+
+        def gap(x):
+            return f"not compared (the reference is below {NEGLIGIBLE:g} at every ε)" if x is None else f"{x:.4g}"
+
         reason = (f"one-step profile non-increasing in σ_F: {mono}; at σ_F = {last['sigma_F']:g} max relative gap to "
-                  f"the L_F → 0 reference {rel:.4g} (one step), {numbers['max_rel_gap_composed']:.4g} "
+                  f"the L_F → 0 reference {gap(rel)} (one step), {gap(numbers['max_rel_gap_composed'])} "
                   f"({numbers['composed_steps']} steps); weight {last['weight']:.4g} vs w∞ = ρ L_C / T = "
                   f"{numbers['w_limit_LF_to_0']:.4g} (relative gap {w_rel:.4g})")
-        return (CONFIRMED if ok else REFUTED), reason
+        return (REFUTED if not ok else QUALIFIED if rel is None else CONFIRMED), reason
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 4: T11 δ(ε) for σ_C = 0 and growing σ_F, with the L_F → 0 reference; one step

@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 from typing import List, Tuple
 
+from tsdp.attacks.montecarlo.verdict import percent_text
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.constructions import RELATION_MISMATCH as WHY_BELOW
 from tsdp.verify import accounting
@@ -88,7 +89,7 @@ def reach_text(reach, trials: int, t13: float) -> str:
     """
     if not reach:
         return ""
-    conf = f"{100 * reach['confidence']:.0f}%"
+    conf = percent_text(reach["confidence"])
     out = (f": at {trials} trials per world the designed test expects to certify ε ≥ {lower4(reach['ideal'])} (its ideal)"
            if reach["ideal"] is not None and trials else "")
     if reach["cannot"]:
@@ -138,7 +139,7 @@ class C6(Claim):
                              "one-record guarantee covers this configuration")
         if audit is not None and audit["epsilon_lower"] > t13:
             return CONFIRMED, (f"the audit of the pooled loop certifies ε ≥ {lower4(audit['epsilon_lower'])} "
-                               f"({100 * audit['confidence']:.0f}% confidence, {audit['trials']} trials per world) > "
+                               f"({percent_text(audit['confidence'])} confidence, {audit['trials']} trials per world) > "
                                f"ε_T13 = {upper4(t13)}, theory ε_T14 = {lower4(t14)}; {numbers['why_T13_below']}")
         if audit is None:
             return QUALIFIED, (f"audit not available; theory only: ε_T14 (attained) {lower4(t14)} > ε_T13 (sound) {upper4(t13)}"
@@ -158,15 +159,16 @@ class C6(Claim):
         fig, ax = plt.subplots(figsize=(WIDTH_IN, 3.4), layout="constrained")
         names = ["T13 sound (one record)", "T14 attained (element)"]
         values = [n["epsilon_T13_sound"], n["epsilon_T14_attained"]]
-        colors = ["C0", "C1"]
+        colors, sides = ["C0", "C1"], [upper4, lower4]  # each label on its bound's safe side
         if n["audit"] is not None:
             names.append(f"audit LCB ({n['audit']['trials']:.0e} trials)")
             values.append(n["audit"]["epsilon_lower"])
             colors.append("C3")
+            sides.append(lower4)
         ax.barh(names, values, color=colors)
-        for y, v in enumerate(values):
+        for y, (v, side) in enumerate(zip(values, sides)):
             if v > 0:
-                ax.text(v, y, f" {v:.4g}", va="center")
+                ax.text(v, y, f" {side(v)}", va="center")
         show_zero(ax, values)
         ax.set_xlabel(f"ε at δ = {n['delta']:g}, one step (pooled windows, k = {n['k']})")
         ax.set_xlim(0, 1.25 * max(values))

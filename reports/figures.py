@@ -21,6 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from tsdp.attacks.montecarlo.verdict import percent_text  # noqa: E402
+
 from .claim_base import CONFIG_CELL  # noqa: E402
 from .page import PAGE_WIDTH_PX  # noqa: E402
 
@@ -288,8 +290,10 @@ def figure_composition(section: dict, out: Path) -> List[str]:
     ax.plot(s, [r["epsilon_sound"] for r in rows], "o-", label="sound (upper)")
     ax.plot(s, [r["epsilon_attained"] for r in rows], "s:", label="attained (lower)")
     aud = [(r["steps"], r["epsilon_audited_lower"]) for r in rows if r["epsilon_audited_lower"] is not None]
+    levels = {r.get("confidence") for r in rows if r["epsilon_audited_lower"] is not None}
+    level = f"{percent_text(levels.pop())} " if len(levels) == 1 and None not in levels else ""
     if any(y > 0 for _, y in aud):
-        ax.plot(*zip(*[(x, y) for x, y in aud if y > 0]), "v", color="C3", ms=8, label="audited (95% lower bound)")
+        ax.plot(*zip(*[(x, y) for x, y in aud if y > 0]), "v", color="C3", ms=8, label=f"audited ({level}lower bound)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     zero_points(ax, [x for x, _ in aud], [y for _, y in aud], marker="v", color="C3", ms=8,

@@ -175,8 +175,12 @@ def _violation(results: dict) -> List[tuple]:
     if t["audit_status"] != AuditStatus.RAN:
         return [(Block.ALERT, None, "No violation check: the audits did not run (" + t["audit_status"] + ").")]
     n = results["meta"].get("audits_checked")
+    if not n:  # nothing compared: a check that could not have seen a violation prints no pass
+        return [(Block.ALERT, None, "No violation check: no audit was compared with a sound bound that covers its "
+                                    "relation.")]
     return [(Block.ALERT, True, f"No privacy violation: none of the {n} audits compared with a sound upper bound "
-                            "certified ε above it (lower confidence bounds, 95%).")]
+                            "certified its sound claim exceeded ("
+                            + verdict_confidence_text(results["meta"].get("audit_confidence")) + ").")]
 
 
 def _violation_case(v: dict) -> str:

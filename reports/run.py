@@ -192,6 +192,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
             check = violation_summary(results["tightness"])
             results["violation"], results["violations"] = check["violation"], check["violations"]
             results["meta"]["audits_checked"] = check["checked"]
+            results["meta"]["audit_confidence"] = check["confidence"]
             show("", "figures")
             with figures.drawing():
                 for c in claims:

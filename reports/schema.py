@@ -8,6 +8,8 @@ keep their audit record, soundness_violations lists every case the exit code cou
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
                    elapsed_s, timings_s: {section: seconds}, trials: {tightness, composed, c6},
                    audit_status: "ran"|"audit not available", audits_checked: int,
+                   audit_confidence: the smallest per-test confidence of the audits checked (null: none, or
+                   one not recorded; each verdict holds at 1 - 2 (1 - it), union bound),
                    notes: [{category, message, count}] (the warnings raised while computing)}
   violation       bool: an audit certified ε above a sound upper bound of its relation (`tsdp report` exits 1); null when not computed
   violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials,

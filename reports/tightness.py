@@ -284,7 +284,9 @@ def violation_summary(section: dict) -> dict:
     Returns:
         ``{"violation": bool, "violations": [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence,
         trials, estimate_above (the estimate itself above the sound ε; else the violation test alone)}],
-        "checked": number of audits compared}``.
+        "checked": number of audits compared, "confidence": the smallest per-test confidence among them (None: none
+        compared, or a record without its confidence)}``: each verdict holds at
+        :func:`tsdp.attacks.montecarlo.verdict.verdict_confidence` of its level.
 
     Raises:
         ValueError: An audit record of a newer rule than this tsdp knows.
@@ -306,7 +308,9 @@ def violation_summary(section: dict) -> dict:
               "epsilon_sound": a["epsilon_sound"], "confidence": a.get("confidence"), "trials": a.get("trials"),
               "estimate_above": a["epsilon_lower"] > a["epsilon_sound"]}
              for theorem, bound, a in audits if record_sound_exceeded(a)]
-    return {"violation": bool(cases), "violations": cases, "checked": len(audits)}
+    levels = [a.get("confidence") for _, _, a in audits]
+    confidence = min(levels) if levels and None not in levels else None
+    return {"violation": bool(cases), "violations": cases, "checked": len(audits), "confidence": confidence}
 
 
 def soundness_violations(section: dict) -> list:

@@ -200,7 +200,7 @@ def noise_test(sums: np.ndarray, dims: np.ndarray, sigma: float, scale: float, c
     (``scale`` s). Rejection is evidence at ``alpha`` that the noise is smaller on some or all steps.
 
     Args:
-        sums: Per step, Σ r_t² in units of C².
+        sums: Per step, Σ r_t² in units of C² (NaN: a step of a diverged training, left out).
         dims: Per step, the dimensions k_t.
         sigma: The declared noise multiplier σ.
         scale: The gradient's scale s.
@@ -211,6 +211,8 @@ def noise_test(sums: np.ndarray, dims: np.ndarray, sigma: float, scale: float, c
         The :class:`MechanismTest`.
     """
     sums, dims = np.asarray(sums, dtype=float), np.asarray(dims, dtype=float)
+    seen = ~np.isnan(sums)  # a NaN step (the training diverged) says nothing, and must not make the test pass
+    sums, dims = sums[seen], dims[seen]
     steps = int(sums.size)
     declared = sigma * clip * scale
     if steps == 0 or dims.sum() == 0:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
+from tsdp.verify.rounded import rounded_down
+
 AUDIT_RECORD_VERSION = 2
 """The rule an audit record was written under (its ``record_version``): 2 — ``violation`` is the violation test's
 verdict or ``epsilon_lower`` > ``epsilon_sound`` (strictly), and the record carries the test's verdict alone as
 ``test_violation``; 1 (a record without ``record_version``) — ``violation`` was the violation test's verdict alone."""
 
-__all__ = ["AUDIT_RECORD_VERSION", "record_sound_exceeded", "sound_exceeded", "verdict_confidence",
+__all__ = ["AUDIT_RECORD_VERSION", "percent_text", "record_sound_exceeded", "sound_exceeded", "verdict_confidence",
            "verdict_confidence_text"]
 
 
@@ -76,6 +78,20 @@ def verdict_confidence(confidence: float) -> float:
     return max(0.0, 1 - 2 * (1 - confidence))
 
 
+def percent_text(probability: float) -> str:
+    """A confidence (a **lower** bound on a probability) as a percent, rounded down to 4 significant digits, so the text
+    never claims more than holds (0.999 reads 99.9%, never 100%); float noise below 1e-9 percent is ignored first
+    (1 - 2 (1 - 0.95) = 0.8999999999999999 reads 90%).
+
+    Args:
+        probability: The probability, in [0, 1].
+
+    Returns:
+        The text, e.g. ``95%``.
+    """
+    return rounded_down(round(100 * probability, 9), 4) + "%"
+
+
 def verdict_confidence_text(confidence: Optional[float]) -> str:
     """A verdict's confidence in words, e.g. ``confidence 90%: two tests at 95% each, union bound``
     (:func:`verdict_confidence`); a record without its confidence says so.
@@ -88,4 +104,5 @@ def verdict_confidence_text(confidence: Optional[float]) -> str:
     """
     if confidence is None:
         return "confidence not recorded"
-    return f"confidence {verdict_confidence(confidence):.0%}: two tests at {confidence:.0%} each, union bound"
+    return (f"confidence {percent_text(verdict_confidence(confidence))}: two tests at {percent_text(confidence)} each, "
+            "union bound")

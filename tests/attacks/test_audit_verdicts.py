@@ -125,3 +125,16 @@ def test_a_sequential_audits_estimate_line_states_the_confidence_it_holds_at():
                                confidence=Confidence(0.95, sequential=sequential))
         line = next(x for x in _human_audit(r.to_dict()).splitlines() if x.lstrip().startswith("estimate:"))
         assert f"certified ε lower bound (confidence {said})" in line, line
+
+
+@pytest.mark.parametrize("level, verdict_words", [
+    (0.95, "confidence 90%: two tests at 95% each, union bound"),
+    (0.999, "confidence 99.8%: two tests at 99.9% each, union bound"),
+    (0.9999999, "confidence 99.99%: two tests at 99.99% each, union bound")])
+def test_a_verdicts_confidence_is_never_printed_above_what_holds(level, verdict_words):
+    """A confidence is a lower bound on the probability of being right: printed rounded down (4 digits, float noise
+    of 1 - 2 (1 - c) aside), never to nearest (0.998 read '100%', 0.999 '100%' before)."""
+    from tsdp.attacks.montecarlo.verdict import percent_text, verdict_confidence_text
+
+    assert verdict_confidence_text(level) == verdict_words
+    assert percent_text(0.995) == "99.5%" and percent_text(0.99999) == "99.99%" and percent_text(0.5) == "50%"

@@ -50,6 +50,18 @@ def test_noise_missing_on_one_step_is_caught_by_the_least_step():
     assert t.failed and t.steps_failing == 1 and t.p_value < 1e-9 and "on 1 of 6 steps" in t.finding
 
 
+def test_a_diverged_step_does_not_hide_missing_noise():
+    """A NaN step (the training diverged) says nothing, as in the clipping and sampling tests: it must not turn the
+    noise test into a pass. 50 steps without noise (Σ r² = 0 in 10 dimensions each, p = 0 per step) and one NaN step
+    are rejected on the 50 (before, the NaN made the combined p-value 1: 'not below the declared'); NaN steps alone
+    leave the test untested."""
+    t = noise_test(np.r_[np.zeros(50), np.nan], np.full(51, 10), 1.0, 1.0, 1.0)
+    assert t.tested and t.failed and t.p_value <= 1e-9 and t.steps_failing == 50 and t.steps == 50
+    assert t.measured == 0.0
+    alone = noise_test(np.array([np.nan, np.nan]), np.full(2, 10), 1.0, 1.0, 1.0)
+    assert not alone.tested and not alone.failed
+
+
 def test_min_p_is_the_exact_tail_of_the_least_uniform():
     """P[min of T uniforms ≤ a] = 1 - (1 - a)^T (closed form), checked at a = 0.01, T = 30 and by 20000 draws."""
     assert min_p(np.array([0.01] + [0.5] * 29)) == pytest.approx(1 - 0.99 ** 30)

@@ -120,6 +120,28 @@ def test_c3_rule():
     assert C3(c3(weights=()))[0] == "not evaluated"
 
 
+def test_c3_without_a_compared_point_is_not_confirmed():
+    """L_C = 0: the L_F → 0 reference is 0 (below NEGLIGIBLE) at every ε, so the one-step profile is compared nowhere;
+    the gap is None, never a 0 that confirms (the weight alone is checked: qualified), and a profile far from the
+    reference at a compared point still refutes."""
+    import numpy as np
+
+    from tsdp.reports.claim_c3 import max_rel
+
+    assert max_rel(np.array([0.3, 0.2]), np.zeros(2)) is None
+    assert max_rel(np.array([0.3, 0.2]), np.array([0.3, 0.1])) == 1.0
+    word, reason = C3(c3(rel=None))
+    assert word == "qualified" and "not compared" in reason
+    assert C3(c3(rel=None, mono=False))[0] == "refuted"
+
+
+def test_c3_at_no_context_is_not_confirmed_on_a_vacuous_comparison():
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    entry = CLAIMS["C3"].evaluate(DEFAULT_CONFIG.with_(context_length=0), quick=True)
+    assert entry["numbers"]["max_rel_gap_one_step"] is None and entry["verdict"] == "qualified"
+
+
 # ----------------------------------------------------------------------------- C4
 
 
@@ -141,9 +163,39 @@ def test_c4_rule():
 # ----------------------------------------------------------------------------- C5
 
 
-def c5_row(cell, length, k, excess, from_eps=0.5, somewhere=True):
+def c5_row(cell, length, k, excess, from_eps=0.5, somewhere=True, gap=None, above=None):
     return {"cell": cell, "window_length": length, "k": k, "max_excess_T14_minus_T6": excess, "at_eps": 1.0,
-            "T14_ge_T6_from_eps": from_eps, "T14_gt_T6_somewhere": somewhere}
+            "max_gap_T14_T6": abs(excess) if gap is None else gap,
+            "T14_ge_T6_from_eps": from_eps, "T14_gt_T6_somewhere": somewhere,
+            "T14_gt_T6_from_crossing": somewhere if above is None else above}
+
+
+def test_c5_crossing_needs_t14_above_t6_beyond_it():
+    """'T14 > T6 at every grid ε from a crossing ε on': a crossing whose tail is only ties (both below NEGLIGIBLE) with
+    the strict excess below it (T14 above T6 at small ε, below at larger ε) is not the claim's shape."""
+    rows = [c5_row("a", 1, 1, 0.0), c5_row("a", 4, 4, 0.01, above=False), c5_row("a", 32, 20, 0.02)]
+    assert C5({"rows": rows})[0] != "confirmed"
+
+
+def test_c5_rows_say_where_t14_exceeds_t6():
+    """The row's flags on hand-made profiles: T14 above T6 at small ε, below it at mid ε, both 0 in the tail."""
+    import numpy as np
+
+    from tsdp.reports.claim_c5 import comparison
+
+    eps = np.array([0.1, 0.5, 1.0, 2.0])
+    flags = comparison(eps, np.array([0.5, 0.3, 0.0, 0.0]), np.array([0.6, 0.2, 0.0, 0.0]))
+    assert flags["T14_ge_T6_from_eps"] == 1.0 and flags["T14_gt_T6_somewhere"]
+    assert not flags["T14_gt_T6_from_crossing"]
+    flags = comparison(eps, np.array([0.5, 0.3, 0.1, 0.0]), np.array([0.4, 0.35, 0.2, 0.0]))
+    assert flags["T14_ge_T6_from_eps"] == 0.5 and flags["T14_gt_T6_from_crossing"]
+
+
+def test_c5_equality_at_k1_sees_t14_below_t6():
+    """T14 = T6 at L_C + L_F = 1 is an equality: T14 0.3 below T6 somewhere (its largest excess still 0, where both
+    are 0) is no equality; the rule read only the largest excess T14 - T6 and confirmed it."""
+    rows = [c5_row("a", 1, 1, 0.0, gap=0.3), c5_row("a", 4, 4, 0.01), c5_row("a", 32, 20, 0.02)]
+    assert C5({"rows": rows})[0] == "qualified"
 
 
 def test_c5_rule():
@@ -229,7 +281,17 @@ def test_violation_summary(bounds, composition, expected):
 def test_violation_summary_counts_checked_audits():
     v = violation_summary({"bounds": [bound("T6", 3.7, 0.8), bound("T14", 2.5, 4.0, covers=False)],
                            "composition": [comp(1, 3.7, 0.8), comp(10, 7.7, 1.0), comp(100, 25.0, None)]})
-    assert v == {"violation": False, "violations": [], "checked": 2}
+    assert v == {"violation": False, "violations": [], "checked": 2, "confidence": 0.95}
+
+
+def test_violation_summary_confidence_is_the_least_confident_audit():
+    """The pass's confidence is the weakest audit's (its level), None when nothing was compared or a record has none."""
+    low = bound("T9", 3.0, 0.5)
+    low["audit"]["confidence"] = 0.9
+    assert violation_summary({"bounds": [bound("T6", 3.7, 0.8), low], "composition": []})["confidence"] == 0.9
+    assert violation_summary({"bounds": [], "composition": []})["confidence"] is None
+    assert violation_summary({"bounds": [bound("T6", 3.7, 0.8)], "composition": [
+        {**comp(10, 7.7, 1.0), "confidence": None}]})["confidence"] is None
 
 
 def _c7_numbers(dataset, dp):

@@ -47,3 +47,16 @@ def test_attached_to_c11_after_the_section():
     attach_measured(claims, {"synthetic": t, "grunfeld": None, "grunfeld_status": "ran"})
     assert [o["source"] for o in claims[0]["other_verdicts"]] == ["paper",
                                                                  "the report's section 6, measured on synthetic data"]
+
+
+def test_reproduced_holds_at_its_level_over_every_comparison_it_could_pick():
+    """'reproduced' says r < 1 beats r = 1 at some small ε, the best r < 1 chosen after seeing the CRPS: 2 small ε x 2
+    rates are 4 comparisons, so one p-value between 0.05 / 4 and 0.05 is no finding at the 0.05 level (union bound);
+    each comparison at 0.05 would give a false 'reproduced' with probability up to 4 x 0.05 / 2."""
+    p = welch_p(1.65, 0.2, 2.0, 0.2, 5)
+    assert 0.05 / 4 < p < 0.05
+    rows = [(e, r, 2.0, 0.2) for e in (0.5, 1.0) for r in (1.0, 0.75)] + [(0.5, 0.5, 2.1, 0.2), (1.0, 0.5, 1.65, 0.2)]
+    v = measured_verdict(table(rows), "panel")
+    assert v["verdict"] == "qualified" and "4 comparisons" in v["reason"]
+    strong = measured_verdict(table(rows[:-1] + [(1.0, 0.5, 1.0, 0.2)]), "panel")  # p ≈ 1e-4: still a finding
+    assert strong["verdict"] == "reproduced"

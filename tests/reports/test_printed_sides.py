@@ -47,3 +47,48 @@ def test_a_prose_number_without_a_side_is_the_homes_nearest(x):
 
 def test_a_missing_value_is_each_layers_own_word():
     assert upper(None) == lower(None) == "n/a" and upper4(None) == lower4(float("inf")) == "none"
+
+
+def test_the_c6_figure_prints_each_bar_on_its_bounds_safe_side(monkeypatch, tmp_path):
+    """C6's bar labels: T13's sound ε (an upper bound) reads back as at least its value, T14's attained ε and the
+    audit's lower confidence bound as at most theirs (to nearest, 1.23449 printed 1.234 below a sound ε and 1.23451
+    printed 1.235 above a lower bound)."""
+    import matplotlib.pyplot as plt
+
+    from tsdp.reports import figures
+    from tsdp.reports.claims import CLAIMS
+
+    texts = []
+
+    def keep(fig, out, name):
+        texts.extend(t.get_text().strip() for ax in fig.axes for t in ax.texts)
+        plt.close(fig)
+        return name
+
+    monkeypatch.setattr(figures, "save", keep)
+    numbers = {"epsilon_T13_sound": 1.23449, "epsilon_T14_attained": 2.34551, "delta": 1e-3, "k": 2,
+               "why_T13_below": "another relation", "audit": {"trials": 1000, "epsilon_lower": 1.98761}}
+    CLAIMS["C6"].figure({"numbers": numbers}, tmp_path)
+    assert texts == [upper4(1.23449), lower4(2.34551), lower4(1.98761)] == ["1.235", "2.345", "1.987"]
+
+
+def test_the_composition_figure_names_the_audits_own_confidence(monkeypatch, tmp_path):
+    """The composition figure's audited points say the confidence their rows carry (99% here), not a fixed 95%."""
+    import matplotlib.pyplot as plt
+
+    from tsdp.reports import figures
+
+    labels = []
+
+    def keep(fig, out, name):
+        labels.extend(t.get_text() for lg in fig.legends for t in lg.get_texts())
+        plt.close(fig)
+        return name
+
+    monkeypatch.setattr(figures, "save", keep)
+    rows = [{"steps": 1, "epsilon_sound": 3.0, "epsilon_attained": 2.9, "epsilon_audited_lower": 2.5,
+             "confidence": 0.99},
+            {"steps": 10, "epsilon_sound": 8.0, "epsilon_attained": 7.0, "epsilon_audited_lower": 4.0,
+             "confidence": 0.99}]
+    figures.figure_composition({"composition": rows, "delta": 1e-3}, tmp_path)
+    assert "audited (99% lower bound)" in labels and not any("95%" in x for x in labels)

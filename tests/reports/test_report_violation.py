@@ -104,3 +104,41 @@ def test_a_case_of_the_violation_test_alone_is_said_as_such(tmp_path, monkeypatc
     assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "violation test rejects the sound profile of T6" in err and "> sound ε" not in err
+
+
+def _first_alert(results):
+    return [x for x in blocks(results)[:4] if x[0] == "alert"][0]
+
+
+@pytest.mark.parametrize("level, words", [(0.95, "confidence 90%: two tests at 95% each, union bound"),
+                                          (0.99, "confidence 98%: two tests at 99% each, union bound")])
+def test_no_violation_states_the_verdicts_confidence(fake_results, level, words):
+    """The pass names the confidence of the verdicts it summarises, from the audits' own level (each verdict: the
+    estimate's test or the violation test, union bound), never a fixed '95%' no code computed."""
+    results = fake_results()
+    results["meta"]["audit_confidence"] = level
+    ok = _first_alert(results)
+    assert ok[1] is True and words in ok[2]
+
+
+def test_no_violation_without_a_recorded_confidence_says_so(fake_results):
+    ok = _first_alert(fake_results())  # an earlier report's meta: no audit_confidence
+    assert ok[1] is True and "confidence not recorded" in ok[2] and "95%" not in ok[2]
+
+
+def test_no_audit_compared_is_no_pass(fake_results):
+    """Audits ran but none was compared with a sound bound of its relation: the check had no power, so the first
+    screen prints no pass."""
+    results = fake_results()
+    results["meta"]["audits_checked"] = 0
+    alert = _first_alert(results)
+    assert alert[1] is None and "No privacy violation" not in alert[2]
+
+
+def test_the_printed_violation_states_the_verdicts_confidence(tmp_path, monkeypatch, capsys, fake_results):
+    """`tsdp report`'s PRIVACY VIOLATION line says the confidence of the verdict (the estimate's test or the violation
+    test, union bound: 90% at 95% per test), as the page does, not the per-test '0.95 confidence'."""
+    monkeypatch.setattr(run, "build_report", lambda *a, **k: fake_results(violations=[CASE]))
+    assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "confidence 90%: two tests at 95% each, union bound" in err and "0.95 confidence" not in err

@@ -15,7 +15,7 @@ import argparse
 import math
 from typing import Callable
 
-from tsdp.attacks.montecarlo.verdict import verdict_confidence, verdict_confidence_text
+from tsdp.attacks.montecarlo.verdict import percent_text, verdict_confidence, verdict_confidence_text
 from tsdp.theorems.config import TrainingConfig, check_int
 from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
 
@@ -30,7 +30,7 @@ def _human_audit(d: dict) -> str:
         f"audit of {d['theorem']} (sound bound {d['sound_theorem']}, attained pair {d['attained_pair']}): "
         f"{d['trials']} trials x {d['steps']} training step(s) ({d['compositions']} composition(s)) per world "
         f"on {d['device']}",
-        f"  estimate: certified ε lower bound (confidence {_estimate_confidence(d):.0%}) at δ = {d['delta']:g}: "
+        f"  estimate: certified ε lower bound (confidence {percent_text(_estimate_confidence(d))}) at δ = {d['delta']:g}: "
         f"{_low(d['epsilon_lower'])}" + _union_note(d.get("test") or {}),
         f"  ε attained by the construction: {_low(d['epsilon_attained'])}   ratio lower/attained: "
         + (f"{d['ratio']:.3f}" if d["ratio"] is not None and math.isfinite(d["ratio"]) else "n/a (attained ε is 0)"),
@@ -140,9 +140,9 @@ def _human_canary(r) -> str:
              f"training ε budget {budget}, δ = {r.delta:g}, {r.steps} training steps"]
     if r.violation:
         lines.insert(0, f"PRIVACY VIOLATION: the certified lower bound ε ≥ {_low(r.epsilon_lower)} "
-                        f"(confidence {r.confidence:.0%}) exceeds the sound ε spent = {_up(r.epsilon_spent)}")
+                        f"(confidence {percent_text(r.confidence)}) exceeds the sound ε spent = {_up(r.epsilon_spent)}")
     for name, s in r.scores.items():
-        lines.append(f"  {name:<10} ε lower bound ({r.confidence:.0%}): {_low(s.epsilon_lower)} "
+        lines.append(f"  {name:<10} ε lower bound ({percent_text(r.confidence)}): {_low(s.epsilon_lower)} "
                      f"({s.correct} of {s.guesses} '{s.side}' guesses correct, AUC {auc_text(s.auc)}); at most "
                      f"{_up(s.ceiling)} with every guess right: limited by the {s.limited_by}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Optional
 
+from tsdp.attacks.montecarlo.verdict import percent_text
 from tsdp.verify.rounded import rounded_down, rounded_up
 
 from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
@@ -44,7 +45,7 @@ def _human(r, train: str, sigma: float, device: Optional[str] = None) -> str:
                      + (", the data's part taken off: " + g.data_part.summary if g.data_part is not None
                         else ", the data's per-window gradients taken off" if g.data_span is None
                         else f", the data's gradients kept ({g.data_span})"))
-    lines.append(f"  ε lower bound ({r.confidence:.0%}): {rounded_down(r.epsilon_lower, 4, fixed=True)} from the "
+    lines.append(f"  ε lower bound ({percent_text(r.confidence)}): {rounded_down(r.epsilon_lower, 4, fixed=True)} from the "
                  f"{name!r} score "
                  f"(AUC {auc_text(s.auc)}; {len(r.scores)} score(s), Bonferroni)")
     if isinstance(s, FdpScoreBound):  # the f-DP test, Steinke's bound as its baseline on the same guess sets
@@ -178,7 +179,7 @@ def _best_canaries(args, delta: float, confidence: float) -> dict:
 
 def _plan_human(d: dict) -> str:
     lines = [f"audit plan: {d['canaries_per_run']} {d['canary']} canaries × {d['runs']} run(s) = {d['canaries']} "
-             f"canaries, δ = {d['delta']:g}, confidence {d['confidence']:.0%} ({d['scores']} score(s), Bonferroni)",
+             f"canaries, δ = {d['delta']:g}, confidence {percent_text(d['confidence'])} ({d['scores']} score(s), Bonferroni)",
              "  the most ε it can certify (every guess right): " + ", ".join(
                  f"{NAMES[k]} {rounded_up(v, 4, fixed=True)}" for k, v in d["ceiling"].items()),
              f"  {'a perfect memoriser' if d['canary'] == 'spike' else 'a training without noise'} that ranks "

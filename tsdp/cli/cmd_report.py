@@ -50,6 +50,7 @@ def add_parsers(sub, command) -> None:
         if args.out is not None and not args.out.strip():
             raise UsageError(f"invalid --out: empty (give a folder, or drop --out for reports/out/<name>/) "
                              f"(got {args.out!r})")
+        from tsdp.attacks.montecarlo.verdict import verdict_confidence_text
         from tsdp.reports.render import lower, upper
         from tsdp.reports.run import OUT_ROOT, WORKERS, build_report, load_config
 
@@ -94,5 +95,5 @@ def add_parsers(sub, command) -> None:
                    f"(sound ε = {upper(v['epsilon_sound'])}); its violation test rejects the sound profile of "
                    f"{v['bound']}")
             print(f"PRIVACY VIOLATION: audit of {v['theorem']} certifies ε ≥ {lower(v['epsilon_lower'])} "
-                  f"({v['confidence']} confidence) {why}", file=sys.stderr)
+                  f"({verdict_confidence_text(v['confidence'])}) {why}", file=sys.stderr)
         return 1 if results["violation"] else 0
