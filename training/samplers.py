@@ -405,7 +405,7 @@ class BiLevelSampler:
 
 
 def n_starts_of(config: TrainingConfig, lengths: Optional[Sequence[int]] = None) -> torch.Tensor:
-    """T_n = L_n - L_F + 1 per sequence (Algorithm 4's T).
+    """T_n = L_n - L_F + 1 per sequence (Algorithm 4's T) of series the configuration's accounting covers.
 
     Args:
         config: The configuration (N, L_F; its lengths by default).
@@ -415,7 +415,10 @@ def n_starts_of(config: TrainingConfig, lengths: Optional[Sequence[int]] = None)
         T_n per sequence, a long tensor.
 
     Raises:
-        ValueError: Not N lengths, or a length below L_F.
+        ValueError: Not N lengths, or a length below L_F; ConfigError (a ValueError) for lengths the accountant of
+            ``config`` does not cover (:meth:`TrainingConfig.check_covers`: a series shorter than L, whose windows
+            hold an element with a larger share r = k/T than the accounted one; for a Poisson bottom level or pooled
+            windows a longer series than the configuration's, or another pool).
     """
     if lengths is None:
         lengths = config.lengths if config.lengths is not None else [config.L] * config.N
@@ -424,6 +427,7 @@ def n_starts_of(config: TrainingConfig, lengths: Optional[Sequence[int]] = None)
         raise ValueError(f"got {lengths_t.numel()} sequence lengths for N = {config.N} sequences")
     if int(lengths_t.min()) < config.forecast_length:
         raise ValueError(f"every sequence needs length >= L_F = {config.forecast_length}")
+    config.check_covers(lengths_t.tolist())
     return window_starts(lengths_t, config.forecast_length)
 
 

@@ -7,9 +7,12 @@ tests from the index formulas of Algorithm 4 (or by cropping marked series), not
 sampler code.
 """
 import math
+from fractions import Fraction
 
 import pytest
 import torch
+from hypothesis import given, reject, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from tsdp.training.samplers import (
@@ -23,7 +26,7 @@ from tsdp.training.samplers import (
     make_sampler,
 )
 from tsdp.training.windows import gather_windows, pad_series
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.theorems.hidden_position import in_run_probability
 
 ALPHA = 1e-4
@@ -307,3 +310,52 @@ def test_mismatched_lengths_rejected():
         make_sampler(cfg, lengths=[10, 10])
     with pytest.raises(ValueError, match="L_F"):
         make_sampler(cfg, lengths=[10, 3, 10])
+
+
+@st.composite
+def _sampler_geometries(draw):
+    """A configuration (its own L, or lengths) and the training series' lengths a caller hands make_sampler."""
+    forecast = draw(st.integers(1, 3))
+    context = draw(st.integers(0, 4))
+    n = draw(st.integers(1, 3))
+    instances = draw(st.integers(1, 2))
+    top, bottom = draw(st.sampled_from([("wor", "wr"), ("wor", "poisson"), ("pooled", "wr")]))
+    configured = draw(st.lists(st.integers(forecast, 12), min_size=n, max_size=n))
+    given_lengths = draw(st.lists(st.integers(forecast, 12), min_size=n, max_size=n))
+    try:
+        config = TrainingConfig(N=n, lengths=configured, context_length=context, forecast_length=forecast,
+                                batch_size=instances, instances=instances, top=top, bottom=bottom)
+    except ConfigError:  # Λ above a pool of fewer windows
+        reject()
+    return config, given_lengths
+
+
+@settings(max_examples=200, deadline=None)
+@given(_sampler_geometries())
+def test_make_sampler_draws_only_windows_its_configuration_accounts(geometry):
+    """make_sampler(config, lengths) either refuses the lengths or draws from windows whose parameters the
+    configuration's accounting dominates, by enumeration of every start of every series: each start's window ends
+    inside its series and the last such start is drawn (T_n = L_n - L_F + 1); WR: every element's share of its
+    series' windows is at most r; Poisson: at most k windows hold an element and q_n <= q; pooled: the pool is
+    N_tot. Before, a series shorter than L (or, Poisson / pooled, longer than the configuration's) was sampled
+    while the accountant charged r = k/T of L: ε understated."""
+    config, lengths = geometry
+    try:
+        sampler = make_sampler(config, lengths)
+    except ValueError:
+        return
+    n_starts = sampler.n_starts if config.top == "pooled" else sampler.bottom.n_starts
+    c, f = config.context_length, config.forecast_length
+    for n, length in enumerate(lengths):
+        starts = [t for t in range(length + c) if t + c + f - 1 <= c + length - 1]  # windows inside the padded series
+        assert int(n_starts[n]) == len(starts)  # every in-series start, none past the end
+        holding = max(sum(1 for t in starts if t - c <= j <= t + f - 1) for j in range(length))
+        if config.top == "pooled":
+            continue
+        if config.bottom == "wr":
+            assert Fraction(holding, len(starts)) <= config.r
+        else:
+            assert holding <= config.k
+            assert min(Fraction(1), Fraction(config.instances, len(starts))) <= config.q
+    if config.top == "pooled":
+        assert sampler.total == config.n_windows_total
