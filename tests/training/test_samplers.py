@@ -359,3 +359,33 @@ def test_make_sampler_draws_only_windows_its_configuration_accounts(geometry):
             assert min(Fraction(1), Fraction(config.instances, len(starts))) <= config.q
     if config.top == "pooled":
         assert sampler.total == config.n_windows_total
+
+
+def _drawn_probability(rate: float) -> Fraction:
+    """P(u < rate) for u uniform on the float64 grid {0, 2^-53, ..., 1 - 2^-53} that torch.rand draws (asserted in
+    test_poisson_rates_drawn_never_exceed_the_accounted_rates): ceil(rate 2^53) / 2^53, exactly."""
+    return Fraction(math.ceil(Fraction(rate) * 2**53), 2**53)
+
+
+def test_poisson_rates_drawn_never_exceed_the_accounted_rates():
+    """The inclusion probability a Poisson level realises, P(u < rate) exactly on torch's 53-bit grid, is at most the
+    accountant's ρ = N'/N (top) and q_n = min(1, λ / T_n) (bottom), for every N' <= N <= 40 and λ, T_n <= 40. Before,
+    the float64 rate N'/N (or λ/T_n) rounded to nearest could land above the fraction, and a rate that is not a
+    multiple of 2^-53 is drawn as the next one up: ρ = 1/10 was drawn with probability 1/10 + 8.9e-17, 1/3 with
+    1/3 + 3.7e-17 (the accountant charged the fraction: an understatement below any printed digit of ε)."""
+    u = torch.rand(1 << 16, generator=gen(21), dtype=torch.float64)
+    assert bool((u * 2**53 == torch.floor(u * 2**53)).all())  # the grid _drawn_probability assumes
+    over = []
+    for n in range(1, 41):
+        for per_step in range(1, n + 1):
+            top = PoissonTopLevel(n_sequences=n, per_step=per_step, steps_per_epoch=1)
+            if _drawn_probability(top.rate) > Fraction(per_step, n):
+                over.append(("top", per_step, n))
+    n_starts = torch.arange(1, 41)
+    for instances in range(1, 41):
+        rates = PoissonBottomLevel(n_starts, instances).rates
+        for t, rate in zip(n_starts.tolist(), rates.tolist()):
+            if _drawn_probability(rate) > min(Fraction(1), Fraction(instances, t)):
+                over.append(("bottom", instances, t))
+    assert not over, f"{len(over)} rates drawn above the accounted one, e.g. {over[:3]}"
+    assert PoissonTopLevel(n_sequences=10, per_step=1, steps_per_epoch=1).rate >= 0.1 - 2**-53  # rounded down by < 1 ulp
