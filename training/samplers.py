@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Optional, Sequence, Union
 
 import torch
@@ -34,6 +35,23 @@ _KEYS_PER_CHUNK = 1 << 24
 # and the top-k cut then favours one index: ~N / 2^24 relative excess inclusion, 6 % at N = 1e6, Λ = 1) and round a
 # Poisson rate up to a multiple of 2^-24 (a rate of 2^-25 drawn as 2^-24): either would charge less than is spent.
 _KEY_DTYPE = torch.float64
+_KEY_BITS = 53  # a float64 uniform is a multiple of 2^-53
+
+
+def drawable_rate(rate: Fraction) -> float:
+    """The Bernoulli threshold that draws inclusion with probability at most ``rate`` (Poisson levels, Algorithm 6 and
+    the top level's ρ): floor(rate 2^53) / 2^53, exact in float64. ``u < threshold`` for u uniform on the 2^-53 grid
+    has probability exactly the threshold; float64(rate) itself can round up, and a threshold off the grid is drawn
+    as the next grid point up (ρ = 1/10 as 1/10 + 8.9e-17), above the rate the accountant charges. Sound direction:
+    the drawn rate is below the accounted one by less than 2^-53.
+
+    Args:
+        rate: The accounted rate, in [0, 1].
+
+    Returns:
+        The threshold.
+    """
+    return math.floor(Fraction(rate) * 2**_KEY_BITS) / 2**_KEY_BITS
 
 
 @dataclass(frozen=True)
@@ -239,7 +257,8 @@ class WORTopLevel:
 
 
 class PoissonTopLevel:
-    """Top-level Poisson sampling: each sequence enters a step independently with probability ρ = N'/N.
+    """Top-level Poisson sampling: each sequence enters a step independently with probability ρ = N'/N (drawn at
+    :func:`drawable_rate`, never above it).
 
     Args:
         n_sequences: N.
@@ -249,7 +268,7 @@ class PoissonTopLevel:
 
     def __init__(self, n_sequences: int, per_step: int, steps_per_epoch: int):
         self.n_sequences = n_sequences
-        self.rate = per_step / n_sequences
+        self.rate = drawable_rate(Fraction(per_step) / n_sequences)
         self.steps_per_epoch = steps_per_epoch
 
     def sample(self, n_steps: int, generator: torch.Generator) -> TopBatch:
@@ -301,7 +320,8 @@ class WRBottomLevel:
 
 
 class PoissonBottomLevel:
-    """Algorithm 6 (bottom-level Poisson sampling): each start t < T_n enters with rate q_n = min(1, λ / T_n).
+    """Algorithm 6 (bottom-level Poisson sampling): each start t < T_n enters with rate q_n = min(1, λ / T_n) (drawn
+    at :func:`drawable_rate`, never above it).
 
     Args:
         n_starts: T_n per sequence (:func:`n_starts_of`).
@@ -310,7 +330,9 @@ class PoissonBottomLevel:
 
     def __init__(self, n_starts: torch.Tensor, instances: int):
         self.n_starts = n_starts
-        self.rates = torch.clamp(instances / n_starts.to(torch.float64), max=1.0)
+        distinct, where = torch.unique(n_starts, return_inverse=True)
+        self.rates = torch.tensor([drawable_rate(min(Fraction(1), Fraction(instances, int(t)))) for t in distinct],
+                                  dtype=torch.float64)[where]
         self.max_starts = int(n_starts.max())
 
     def sample(self, top: TopBatch, generator: torch.Generator) -> WindowIndex:
@@ -405,7 +427,7 @@ class BiLevelSampler:
 
 
 def n_starts_of(config: TrainingConfig, lengths: Optional[Sequence[int]] = None) -> torch.Tensor:
-    """T_n = L_n - L_F + 1 per sequence (Algorithm 4's T).
+    """T_n = L_n - L_F + 1 per sequence (Algorithm 4's T) of series the configuration's accounting covers.
 
     Args:
         config: The configuration (N, L_F; its lengths by default).
@@ -415,7 +437,10 @@ def n_starts_of(config: TrainingConfig, lengths: Optional[Sequence[int]] = None)
         T_n per sequence, a long tensor.
 
     Raises:
-        ValueError: Not N lengths, or a length below L_F.
+        ValueError: Not N lengths, or a length below L_F; ConfigError (a ValueError) for lengths the accountant of
+            ``config`` does not cover (:meth:`TrainingConfig.check_covers`: a series shorter than L, whose windows
+            hold an element with a larger share r = k/T than the accounted one; for a Poisson bottom level or pooled
+            windows a longer series than the configuration's, or another pool).
     """
     if lengths is None:
         lengths = config.lengths if config.lengths is not None else [config.L] * config.N
@@ -424,6 +449,7 @@ def n_starts_of(config: TrainingConfig, lengths: Optional[Sequence[int]] = None)
         raise ValueError(f"got {lengths_t.numel()} sequence lengths for N = {config.N} sequences")
     if int(lengths_t.min()) < config.forecast_length:
         raise ValueError(f"every sequence needs length >= L_F = {config.forecast_length}")
+    config.check_covers(lengths_t.tolist())
     return window_starts(lengths_t, config.forecast_length)
 
 

@@ -7,9 +7,12 @@ tests from the index formulas of Algorithm 4 (or by cropping marked series), not
 sampler code.
 """
 import math
+from fractions import Fraction
 
 import pytest
 import torch
+from hypothesis import given, reject, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from tsdp.training.samplers import (
@@ -23,7 +26,7 @@ from tsdp.training.samplers import (
     make_sampler,
 )
 from tsdp.training.windows import gather_windows, pad_series
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.theorems.hidden_position import in_run_probability
 
 ALPHA = 1e-4
@@ -307,3 +310,82 @@ def test_mismatched_lengths_rejected():
         make_sampler(cfg, lengths=[10, 10])
     with pytest.raises(ValueError, match="L_F"):
         make_sampler(cfg, lengths=[10, 3, 10])
+
+
+@st.composite
+def _sampler_geometries(draw):
+    """A configuration (its own L, or lengths) and the training series' lengths a caller hands make_sampler."""
+    forecast = draw(st.integers(1, 3))
+    context = draw(st.integers(0, 4))
+    n = draw(st.integers(1, 3))
+    instances = draw(st.integers(1, 2))
+    top, bottom = draw(st.sampled_from([("wor", "wr"), ("wor", "poisson"), ("pooled", "wr")]))
+    configured = draw(st.lists(st.integers(forecast, 12), min_size=n, max_size=n))
+    given_lengths = draw(st.lists(st.integers(forecast, 12), min_size=n, max_size=n))
+    try:
+        config = TrainingConfig(N=n, lengths=configured, context_length=context, forecast_length=forecast,
+                                batch_size=instances, instances=instances, top=top, bottom=bottom)
+    except ConfigError:  # Λ above a pool of fewer windows
+        reject()
+    return config, given_lengths
+
+
+@settings(max_examples=200, deadline=None)
+@given(_sampler_geometries())
+def test_make_sampler_draws_only_windows_its_configuration_accounts(geometry):
+    """make_sampler(config, lengths) either refuses the lengths or draws from windows whose parameters the
+    configuration's accounting dominates, by enumeration of every start of every series: each start's window ends
+    inside its series and the last such start is drawn (T_n = L_n - L_F + 1); WR: every element's share of its
+    series' windows is at most r; Poisson: at most k windows hold an element and q_n <= q; pooled: the pool is
+    N_tot. Before, a series shorter than L (or, Poisson / pooled, longer than the configuration's) was sampled
+    while the accountant charged r = k/T of L: ε understated."""
+    config, lengths = geometry
+    try:
+        sampler = make_sampler(config, lengths)
+    except ValueError:
+        return
+    n_starts = sampler.n_starts if config.top == "pooled" else sampler.bottom.n_starts
+    c, f = config.context_length, config.forecast_length
+    for n, length in enumerate(lengths):
+        starts = [t for t in range(length + c) if t + c + f - 1 <= c + length - 1]  # windows inside the padded series
+        assert int(n_starts[n]) == len(starts)  # every in-series start, none past the end
+        holding = max(sum(1 for t in starts if t - c <= j <= t + f - 1) for j in range(length))
+        if config.top == "pooled":
+            continue
+        if config.bottom == "wr":
+            assert Fraction(holding, len(starts)) <= config.r
+        else:
+            assert holding <= config.k
+            assert min(Fraction(1), Fraction(config.instances, len(starts))) <= config.q
+    if config.top == "pooled":
+        assert sampler.total == config.n_windows_total
+
+
+def _drawn_probability(rate: float) -> Fraction:
+    """P(u < rate) for u uniform on the float64 grid {0, 2^-53, ..., 1 - 2^-53} that torch.rand draws (asserted in
+    test_poisson_rates_drawn_never_exceed_the_accounted_rates): ceil(rate 2^53) / 2^53, exactly."""
+    return Fraction(math.ceil(Fraction(rate) * 2**53), 2**53)
+
+
+def test_poisson_rates_drawn_never_exceed_the_accounted_rates():
+    """The inclusion probability a Poisson level realises, P(u < rate) exactly on torch's 53-bit grid, is at most the
+    accountant's ρ = N'/N (top) and q_n = min(1, λ / T_n) (bottom), for every N' <= N <= 40 and λ, T_n <= 40. Before,
+    the float64 rate N'/N (or λ/T_n) rounded to nearest could land above the fraction, and a rate that is not a
+    multiple of 2^-53 is drawn as the next one up: ρ = 1/10 was drawn with probability 1/10 + 8.9e-17, 1/3 with
+    1/3 + 3.7e-17 (the accountant charged the fraction: an understatement below any printed digit of ε)."""
+    u = torch.rand(1 << 16, generator=gen(21), dtype=torch.float64)
+    assert bool((u * 2**53 == torch.floor(u * 2**53)).all())  # the grid _drawn_probability assumes
+    over = []
+    for n in range(1, 41):
+        for per_step in range(1, n + 1):
+            top = PoissonTopLevel(n_sequences=n, per_step=per_step, steps_per_epoch=1)
+            if _drawn_probability(top.rate) > Fraction(per_step, n):
+                over.append(("top", per_step, n))
+    n_starts = torch.arange(1, 41)
+    for instances in range(1, 41):
+        rates = PoissonBottomLevel(n_starts, instances).rates
+        for t, rate in zip(n_starts.tolist(), rates.tolist()):
+            if _drawn_probability(rate) > min(Fraction(1), Fraction(instances, t)):
+                over.append(("bottom", instances, t))
+    assert not over, f"{len(over)} rates drawn above the accounted one, e.g. {over[:3]}"
+    assert PoissonTopLevel(n_sequences=10, per_step=1, steps_per_epoch=1).rate >= 0.1 - 2**-53  # rounded down by < 1 ulp
