@@ -13,6 +13,7 @@ system's entropy unless given ``--seed``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable, Optional, Sequence, Tuple
 
 import torch
@@ -20,6 +21,7 @@ import torch
 from tsdp.theorems.config import ConfigError, check_int
 from tsdp.training import windows
 from tsdp.training.metrics import BYTES_PER_SAMPLE_STEP
+from tsdp.training.samplers import drawable_rate
 from tsdp.verify.json_data import Record
 
 Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -52,7 +54,9 @@ def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Ge
                     impute: Imputation = mean_impute) -> Tuple[torch.Tensor, torch.Tensor]:
     """(released context, kept mask) for contexts ``x`` (..., L_C): Poisson keep rate r, N(0, σ²) on kept
     values, ``impute`` (default :func:`mean_impute`) on dropped ones (T15's mechanism). Vectorised over leading axes.
-    Each step is kept when a float64 uniform falls below r (exactly rate r up to 2^-53, for any dtype of ``x``).
+    Each step is kept when a float64 uniform falls below r rounded down to the uniform's 2^-53 grid
+    (:func:`tsdp.training.samplers.drawable_rate`): a rate at most r, less by under 2^-53, for any dtype of ``x``
+    (float64(r) itself would keep the grid point just below it too, a rate above r).
     The draws are made on ``generator``'s device and moved to ``x``'s: a CPU generator gives the same release on
     every device.
 
@@ -70,7 +74,8 @@ def private_context(x: torch.Tensor, r: float, sigma: float, generator: torch.Ge
         raise ValueError(f"keep rate r must be in (0, 1], got {r}")
     if not sigma > 0:
         raise ValueError(f"sigma must be > 0, got {sigma}")
-    kept = torch.rand(x.shape, generator=generator, device=generator.device, dtype=_KEEP_DTYPE).to(x.device) < r
+    keep_below = drawable_rate(Fraction(r))  # never above r: T15 charges r
+    kept = torch.rand(x.shape, generator=generator, device=generator.device, dtype=_KEEP_DTYPE).to(x.device) < keep_below
     noisy = x + sigma * torch.randn(x.shape, generator=generator, device=generator.device, dtype=x.dtype).to(x.device)
     return torch.where(kept, noisy, impute(noisy, kept, x)), kept
 

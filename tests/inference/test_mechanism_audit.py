@@ -1,4 +1,7 @@
 """The torch mechanism of Appendix H and its Monte Carlo audit through the real subsample-noise-impute path."""
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import torch
@@ -7,6 +10,7 @@ from scipy import stats
 import mechanism_audit as A
 from tsdp.attacks.inference.mechanism import load_model, mean_impute, private_context, private_forecast, save_model
 from tsdp.theorems.bounds.inference import InferenceConfig
+from tsdp.training.samplers import drawable_rate
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -63,7 +67,22 @@ def test_keep_mask_is_a_53_bit_uniform_below_r_whatever_the_contexts_dtype():
     for dtype in (torch.float32, torch.float64):
         for r in (0.3, 2.0**-25, 1.0):
             _, kept = private_context(torch.zeros(shape, dtype=dtype), r, 1.0, torch.Generator().manual_seed(13))
-            assert torch.equal(kept, ref < r), (dtype, r)
+            assert torch.equal(kept, ref < drawable_rate(Fraction(r))), (dtype, r)
+
+
+@pytest.mark.parametrize("r", [0.1, 0.3, 0.07, 1 / 3, 2.0**-25 * 3.3])  # below 1/2: off the 2^-53 grid
+def test_keep_rate_drawn_is_never_above_r(monkeypatch, r):
+    """The keep mask keeps a uniform u (on float64's 2^-53 grid, k / 2^53) with probability at most r, as T15 charges:
+    the grid point floor(r 2^53) / 2^53 is not kept when r 2^53 is not an integer (keeping it, as u < float64(r)
+    does, keeps the floor(r 2^53) + 1 points 0 .. floor(r 2^53), a rate above r), and the grid point just below is."""
+    scaled = Fraction(r) * 2**53
+    assert scaled.denominator != 1  # r 2^53 is not an integer: the case where u < r overshoots
+    first_excess = math.floor(scaled) / 2**53
+    assert first_excess < r and Fraction(math.floor(scaled) + 1, 2**53) > Fraction(r)  # u < r would keep it
+    for u, kept_expected in ((first_excess, False), (first_excess - 2.0**-53, True)):
+        monkeypatch.setattr(torch, "rand", lambda shape, **kw: torch.full(shape, u, dtype=torch.float64))
+        _, kept = private_context(torch.zeros(4, 3), r, 1.0, torch.Generator().manual_seed(0))
+        assert bool(kept.all()) is kept_expected and bool(kept.any()) is kept_expected, (r, u)
 
 
 def test_mean_impute_of_nothing_kept_is_zero():
