@@ -446,11 +446,26 @@ def _write(results: dict, out: Path) -> None:
     (out / "index.html").write_text(to_html(data, out))
 
 
+class _NamedTwice(Exception):
+    """A JSON object that names a key twice (its args: the key)."""
+
+
+def _once_each(pairs: list) -> dict:
+    """A JSON object's pairs as a dict, :class:`_NamedTwice` when a key comes twice (``json.loads`` would keep the
+    last value)."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _NamedTwice(key)
+        out[key] = value
+    return out
+
+
 def load_config(spec: str) -> tuple:
     """(name, TrainingConfig) from ``default`` or a JSON file of TrainingConfig fields.
 
     Raises ValueError naming the file and the problem (unreadable, not JSON, not an object,
-    unknown field) and lets :class:`theorems.config.ConfigError` name a bad value.
+    a field named twice, unknown field) and lets :class:`theorems.config.ConfigError` name a bad value.
 
     Args:
         spec: ``default`` or the path of a JSON file.
@@ -459,7 +474,7 @@ def load_config(spec: str) -> tuple:
         (name, configuration).
 
     Raises:
-        ValueError: The file is unreadable, not JSON, not an object, or has an unknown field.
+        ValueError: The file is unreadable, not JSON, not an object, names a field twice, or has an unknown field.
         ConfigError: A bad value.
     """
     from dataclasses import fields
@@ -474,7 +489,10 @@ def load_config(spec: str) -> tuple:
     except OSError as exc:
         raise ValueError(f"cannot read config file {spec}: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_once_each)
+    except _NamedTwice as exc:
+        raise ValueError(f"config file {spec} names {exc.args[0]!r} twice (JSON readers keep one of the values "
+                         "silently): give each field once") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"config file {spec} is not valid JSON: {exc}") from None
     except RecursionError:
