@@ -446,21 +446,6 @@ def _write(results: dict, out: Path) -> None:
     (out / "index.html").write_text(to_html(data, out))
 
 
-class _NamedTwice(Exception):
-    """A JSON object that names a key twice (its args: the key)."""
-
-
-def _once_each(pairs: list) -> dict:
-    """A JSON object's pairs as a dict, :class:`_NamedTwice` when a key comes twice (``json.loads`` would keep the
-    last value)."""
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise _NamedTwice(key)
-        out[key] = value
-    return out
-
-
 def load_config(spec: str) -> tuple:
     """(name, TrainingConfig) from ``default`` or a JSON file of TrainingConfig fields.
 
@@ -480,6 +465,7 @@ def load_config(spec: str) -> tuple:
     from dataclasses import fields
 
     from tsdp.theorems.config import DEFAULT_CONFIG
+    from tsdp.verify.json_data import RepeatedKeyError, loads_once_each
 
     if spec == "default":
         return "default", DEFAULT_CONFIG
@@ -489,10 +475,9 @@ def load_config(spec: str) -> tuple:
     except OSError as exc:
         raise ValueError(f"cannot read config file {spec}: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text, object_pairs_hook=_once_each)
-    except _NamedTwice as exc:
-        raise ValueError(f"config file {spec} names {exc.args[0]!r} twice (JSON readers keep one of the values "
-                         "silently): give each field once") from None
+        data = loads_once_each(text)
+    except RepeatedKeyError as exc:
+        raise ValueError(f"config file {spec} {exc}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"config file {spec} is not valid JSON: {exc}") from None
     except RecursionError:

@@ -5,7 +5,8 @@ and exit 2, never a pass by accident.
   which a script reads as a passed audit;
 * a train that raises under --runs: the engine retried it and ended in a ShardError traceback (exit 1);
 * flags of the other canary kind (or of the other --threshold) that were silently ignored;
-* a --config file that names a field twice (JSON keeps the last: a silently different configuration);
+* a --config file, or a GluonTS JSON lines entry, that names a key twice (JSON keeps the last: a silently different
+  configuration or series);
 * a count of releases past the accountant's range, which named the library's ``steps`` and a --discretization that
   `tsdp forecast` and `tsdp check-accountant` do not have;
 * a model file whose weights are not finite, which was blamed on the series (--values).
@@ -180,6 +181,17 @@ def test_the_api_refuses_a_config_file_that_names_a_field_twice(tmp_path):
         load_config(str(tmp_path / "twice.json"))
     (tmp_path / "once.json").write_text('{"L": 4, "batch_size": 16}')
     assert load_config(str(tmp_path / "once.json"))[1].L == 4
+
+
+def test_a_json_lines_entry_that_names_a_key_twice_is_refused(tmp_path):
+    """{"target": [1, ..., 40], "target": [1000, ...]}: the last target was trained on, silently."""
+    entry = '{"start": "2000-01-01", "target": %s, "target": %s}\n' % (list(range(1, 41)), [1000.0] * 40)
+    (tmp_path / "twice.jsonl").write_text(entry * 16)
+    outcome = run_case(["train", "--data", tmp_path / "twice.jsonl", "--epochs", "1", "--delta", "1e-5",
+                        "--batch-size", "4", "--device", "cpu"], LIMIT_S)
+    assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])
+    line = error_line(outcome.err)
+    assert "twice.jsonl, line 1" in line and "'target' twice" in line, line
 
 
 # ----------------------------------------------------------------------------- counts past the accountant's range
