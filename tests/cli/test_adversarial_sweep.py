@@ -249,3 +249,4 @@ def test_calibrate_help_says_its_sigma_is_where_the_search_starts():
         answers.append(json.loads(out))
     assert all(a["epsilon"] <= 1 for a in answers)
     assert abs(answers[0]["sigma"] / answers[1]["sigma"] - 1) < 2e-3  # both within the relative tolerance 1e-3
+
