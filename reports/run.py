@@ -469,6 +469,8 @@ def load_config(spec: str) -> tuple:
 
     if spec == "default":
         return "default", DEFAULT_CONFIG
+    if not spec.strip():  # Path("") is the current folder: "cannot read config file : Is a directory"
+        raise ValueError(f"config file name is empty (got {spec!r}): give `default` or a JSON file")
     path = Path(spec)
     try:
         text = path.read_text()

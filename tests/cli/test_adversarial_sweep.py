@@ -173,6 +173,15 @@ def test_a_config_file_that_names_a_field_twice_is_refused(tmp_path, text, key):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("spec", ["", " "])
+def test_an_empty_config_name_is_refused_in_words(spec, tmp_path):
+    """--config '' answered "cannot read config file : Is a directory" (the empty path is the current folder)."""
+    outcome = run_case(["report", "--config", spec, "--quick", "--no-audit", "--out", tmp_path / "out"], LIMIT_S)
+    assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])
+    line = error_line(outcome.err)
+    assert "invalid --config: config file name is empty" in line and "directory" not in line, line
+
+
 def test_the_api_refuses_a_config_file_that_names_a_field_twice(tmp_path):
     from tsdp.reports.run import load_config
 
