@@ -9,6 +9,8 @@ from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from tsdp.verify.json_data import RepeatedKeyError, loads_once_each
+
 from .series import (DataError, SeriesData, SeriesStart, first_observed, normalize_freq, observed as _observed,
                      period_text)
 
@@ -125,8 +127,8 @@ def load_gluonts_jsonl(path: Union[str, Path], *, freq: Optional[str] = None) ->
         The series in line order.
 
     Raises:
-        DataError: An unreadable file, a line that is not JSON (naming the line), or a malformed entry
-            (:func:`from_gluonts`).
+        DataError: An unreadable file, a line that is not JSON or names a key twice (naming the line), or a
+            malformed entry (:func:`from_gluonts`).
     """
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
@@ -136,7 +138,9 @@ def load_gluonts_jsonl(path: Union[str, Path], *, freq: Optional[str] = None) ->
             for line_no, line in enumerate(fh, start=1):
                 if line.strip():
                     try:
-                        entries.append(json.loads(line))
+                        entries.append(loads_once_each(line))
+                    except RepeatedKeyError as exc:
+                        raise DataError(f"{path}, line {line_no}", str(exc)) from None
                     except json.JSONDecodeError as exc:
                         raise DataError(f"{path}, line {line_no}", f"is not JSON ({exc.msg})") from None
     except (OSError, UnicodeDecodeError, EOFError) as exc:

@@ -451,7 +451,7 @@ def load_config(spec: str) -> tuple:
     """(name, TrainingConfig) from ``default`` or a JSON file of TrainingConfig fields.
 
     Raises ValueError naming the file and the problem (unreadable, not JSON, not an object,
-    unknown field) and lets :class:`theorems.config.ConfigError` name a bad value.
+    a field named twice, unknown field) and lets :class:`theorems.config.ConfigError` name a bad value.
 
     Args:
         spec: ``default`` or the path of a JSON file.
@@ -460,22 +460,27 @@ def load_config(spec: str) -> tuple:
         (name, configuration).
 
     Raises:
-        ValueError: The file is unreadable, not JSON, not an object, or has an unknown field.
+        ValueError: The file is unreadable, not JSON, not an object, names a field twice, or has an unknown field.
         ConfigError: A bad value.
     """
     from dataclasses import fields
 
     from tsdp.theorems.config import DEFAULT_CONFIG
+    from tsdp.verify.json_data import RepeatedKeyError, loads_once_each
 
     if spec == "default":
         return "default", DEFAULT_CONFIG
+    if not spec.strip():  # Path("") is the current folder: "cannot read config file : Is a directory"
+        raise ValueError(f"config file name is empty (got {spec!r}): give `default` or a JSON file")
     path = Path(spec)
     try:
         text = path.read_text()
     except OSError as exc:
         raise ValueError(f"cannot read config file {spec}: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
+        data = loads_once_each(text)
+    except RepeatedKeyError as exc:
+        raise ValueError(f"config file {spec} {exc}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"config file {spec} is not valid JSON: {exc}") from None
     except RecursionError:

@@ -23,6 +23,45 @@ from typing import Any
 import numpy as np
 
 
+class RepeatedKeyError(ValueError):
+    """JSON text with an object that names a key twice: ``json.loads`` would keep the last value silently, so a file a
+    user wrote (a configuration, a data file) is refused instead.
+
+    Args:
+        key: The key named twice.
+    """
+
+    def __init__(self, key: str):
+        super().__init__(f"names {key!r} twice (JSON readers keep one of the values silently): give each key once")
+        self.key = key
+
+
+def loads_once_each(text: str) -> Any:
+    """``json.loads(text)``, refusing an object that names a key twice.
+
+    Args:
+        text: JSON text.
+
+    Returns:
+        Its value.
+
+    Raises:
+        RepeatedKeyError: An object names a key twice.
+        json.JSONDecodeError: Not JSON.
+    """
+    import json
+
+    def once_each(pairs: list) -> dict:
+        out = {}
+        for key, value in pairs:
+            if key in out:
+                raise RepeatedKeyError(key)
+            out[key] = value
+        return out
+
+    return json.loads(text, object_pairs_hook=once_each)
+
+
 def json_data(x: Any) -> Any:
     """``x`` as plain JSON data: non-finite numbers to None (null), numbers to int/float, containers recursively.
 

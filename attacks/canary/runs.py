@@ -17,7 +17,9 @@ A run that exceeds its time limit (the task's ``timeout``, :mod:`attacks.canary.
 the audit at once with :class:`attacks.canary.guarded_calls.TimeLimitError`, naming the run and
 how many had finished, and the runs in flight are stopped with their worker processes. The
 finished runs are not certified alone: whether a run finishes in time can depend on its
-canaries, so keeping only the runs that did could bias the audit.
+canaries, so keeping only the runs that did could bias the audit. A run whose train or loss fails
+(:class:`attacks.canary.guarded_calls.UserFunctionError`: it raised, exited, returned None, ...) ends the
+audit at once too, with that error (re-running it would fail again), as a single run's does.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from tsdp.executor.tracker import Aborted
 
 from .audit_result import EngineRun
 from .evidence import Evidence, pool
-from .guarded_calls import TimeLimitError
+from .guarded_calls import TimeLimitError, UserFunctionError
 
 
 @runtime_checkable
@@ -167,6 +169,7 @@ def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, clus
     Raises:
         ValueError: ``runs`` or ``together`` not a positive integer.
         TimeLimitError: A run exceeded its time limit (naming the run and how many had finished).
+        UserFunctionError: The user's function failed in a run.
     """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be a positive integer, got {runs!r}")
@@ -177,8 +180,10 @@ def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, clus
     specs = [RunSpec(i, tuple(seeds[i:i + group]), task, threads) for i in range(0, runs, group)]
     try:
         results, info = run_shards(specs, workers=workers, cluster=cluster, progress=progress, shard_fn=run_one,
-                                   desc="canary audit runs", fatal=(TimeLimitError,))
-    except Aborted as stop:  # a run out of time: nothing is certified from the others (module docstring)
+                                   desc="canary audit runs", fatal=(UserFunctionError,))
+    except Aborted as stop:  # nothing is certified from the other runs (module docstring)
+        if not isinstance(stop.cause, TimeLimitError):
+            raise stop.cause from None  # the user's function failed: the same in every run and retry
         raise stop.cause.with_note(f" in run {stop.key[1]}; {stop.done} of {runs} runs had finished, none is "
                                    "certified (dropping a run that ran out of time could bias the audit)") from None
     each = tuple(e for s in specs for e in results[s.key].evidence)

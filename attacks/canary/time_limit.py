@@ -14,7 +14,10 @@ interpreter (``sum(range(10**12))``) lets no handler run until it returns: only 
 stop it. :func:`supervised` runs a command in a child process watched by its parent, which is what
 the caller waits on; the child tells the parent when a limited block starts and ends, and a block
 still open :data:`STUCK_S` after the hard exit would have struck is ended from outside, with
-every process of the child. When the limit strikes, the processes the block started that are
+every process of the child. The child also tells the parent when it exits by tsdp's own hand: a child gone
+without saying so was ended by the code it ran (``os._exit``, a signal), which the parent reports instead of
+passing the child's status on (an ``os._exit(0)`` in a user's train would otherwise read as a passed audit).
+When the limit strikes, the processes the block started that are
 still alive (a DataLoader's workers, a ``multiprocessing`` pool, ``subprocess`` children), and what they started in
 turn, are terminated, then killed after :data:`tsdp.executor.processes.GRACE_S`
 (:func:`tsdp.executor.processes.end`): nothing of the stopped code keeps running.
@@ -50,8 +53,8 @@ STUCK_S = 2.0
 still open: its alarm could not run (one long C routine holding the interpreter)."""
 
 _heartbeat: Optional[int] = None
-"""In a :func:`supervised` child: the pipe to the parent, told ``S<seconds>`` when a limited block starts and ``E``
-when it ends; None elsewhere."""
+"""In a :func:`supervised` child: the pipe to the parent, told ``S<seconds>`` when a limited block starts, ``E``
+when it ends and ``X`` when tsdp itself is about to exit the process; None elsewhere."""
 
 
 def _tell(message: str) -> None:
@@ -70,24 +73,28 @@ def _real_stdio() -> bool:
         return False
 
 
-def supervised(work: Callable[[], int], seconds: Optional[float], on_stuck: Callable[[float], int]) -> int:
-    """``work()``'s exit code, with ``work`` stoppable even inside one long C routine.
+def supervised(work: Callable[[], int], on_stuck: Callable[[float], int], on_ended: Callable[[int], int]) -> int:
+    """``work()``'s exit code, with ``work`` stoppable even inside one long C routine, and a process ended by the code
+    it runs (``os._exit``, a signal) reported rather than taken for the command's result.
 
-    With a limit, POSIX ``fork`` and real standard streams, ``work`` runs in a forked child that ends with its exit
-    code (``os._exit``: it never returns into the caller); the parent watches the limited blocks the child enters
-    (:func:`time_limit`). A block still open ``seconds + HARD_EXIT_S + STUCK_S`` after it started (its alarm never
-    ran) ends the child with every process below it, and the parent returns ``on_stuck(seconds)`` (which says so in
-    one line). Otherwise, and without a limit, ``work()`` runs in this process as it is.
+    With POSIX ``fork`` and real standard streams, ``work`` runs in a forked child that ends with its exit code
+    (``os._exit``: it never returns into the caller) after telling the parent so; the parent watches the limited
+    blocks the child enters (:func:`time_limit`). A block still open ``HARD_EXIT_S + STUCK_S`` seconds past its
+    limit (its alarm never ran) ends the child with every process below it, and the parent returns
+    ``on_stuck(limit)``; a child that exits without telling the parent was ended by the code it ran, and the parent
+    returns ``on_ended(status)`` (each says so in one line). Otherwise (no fork, or streams a caller swapped in: a
+    forked child's writes reach only real ones) ``work()`` runs in this process as it is.
 
     Args:
         work: The work, returning its exit code.
-        seconds: The limit of its limited blocks (None: no limit, ``work`` runs here).
         on_stuck: Called with the seconds when a block is stuck; returns the exit code.
+        on_ended: Called with the child's exit status (as :func:`os.waitstatus_to_exitcode`: negative for a signal)
+            when the child exited without tsdp's word; returns the exit code.
 
     Returns:
         The exit code.
     """
-    if seconds is None or not hasattr(os, "fork") or not _real_stdio():
+    if not hasattr(os, "fork") or not _real_stdio():
         return work()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -99,36 +106,66 @@ def supervised(work: Callable[[], int], seconds: Optional[float], on_stuck: Call
         _heartbeat, code = write, 1
         try:
             code = work()
+        except BaseException:  # noqa: BLE001 - a bug of tsdp's: its traceback, as a command run in-process shows it
+            import traceback
+
+            traceback.print_exc()
         finally:
             for stream in (sys.stdout, sys.stderr):
                 with suppress(OSError, ValueError):
                     stream.flush()
-            os._exit(code if isinstance(code, int) else 1)
+            _exit(code if isinstance(code, int) else 1)
     os.close(write)
-    return _watch(pid, read, on_stuck)
+    return _watch(pid, read, on_stuck, on_ended)
 
 
-def _watch(pid: int, read: int, on_stuck: Callable[[float], int]) -> int:
-    """The parent of :func:`supervised`: the child's exit code, or ``on_stuck`` once a limited block overstays."""
+def _exit(code: int) -> None:
+    """Exit this process now (``os._exit``), having told a :func:`supervised` parent that tsdp exits it."""
+    _tell("X\n")
+    os._exit(code)
+
+
+def _watch(pid: int, read: int, on_stuck: Callable[[float], int], on_ended: Callable[[int], int]) -> int:
+    """The parent of :func:`supervised`: the child's exit code; ``on_stuck`` once a limited block overstays;
+    ``on_ended`` when the child exited without telling (the code it ran ended it).
+
+    The child's exit is found by polling ``waitpid``, not by the pipe's end: a process the user's code forked
+    holds the pipe open after the child is gone."""
     import select
 
     interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the child, which ends the command
-    blocks, buffer = [], b""  # (started, seconds) of each open limited block, outermost first
+    blocks, buffer, told_exit, pipe_open = [], b"", False, True  # blocks: (started, seconds), outermost first
+
+    def take(wait: float) -> None:
+        """Read what the child has told within ``wait`` seconds, if anything (``pipe_open`` False at its end)."""
+        nonlocal buffer, told_exit, pipe_open
+        if not (pipe_open and select.select([read], [], [], wait)[0]):
+            return
+        chunk = os.read(read, 4096)
+        pipe_open = bool(chunk)  # closed by every holder: the child and whatever it forked have exited
+        *messages, buffer = (buffer + chunk).split(b"\n")
+        for message in messages:
+            if message.startswith(b"S"):
+                blocks.append((time.monotonic(), float(message[1:])))
+            elif message == b"E" and blocks:
+                blocks.pop()
+            elif message == b"X":
+                told_exit = True
+
     try:
         while True:
-            ready, _, _ = select.select([read], [], [], 0.1)
-            if ready:
-                chunk = os.read(read, 4096)
-                if not chunk:  # the child closed its end: it has exited
-                    _, status = os.waitpid(pid, 0)
-                    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
-                buffer += chunk
-                *messages, buffer = buffer.split(b"\n")
-                for message in messages:
-                    if message.startswith(b"S"):
-                        blocks.append((time.monotonic(), float(message[1:])))
-                    elif message == b"E" and blocks:
-                        blocks.pop()
+            if pipe_open:
+                take(0.1)
+            else:
+                time.sleep(0.1)
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                while pipe_open and not told_exit and select.select([read], [], [], 0)[0]:
+                    take(0)  # what it wrote last
+                code = os.waitstatus_to_exitcode(status)
+                if not told_exit:
+                    return on_ended(code)
+                return code if code >= 0 else 128 - code
             overdue = [limit for started, limit in blocks
                        if time.monotonic() - started > limit + HARD_EXIT_S + STUCK_S]
             if overdue:
@@ -209,7 +246,7 @@ def time_limit(seconds: Optional[float]):
             end({pid: p for pid, p in children().items() if pid not in before})
             os.write(2, f"tsdp: error: the time limit of {seconds:g} s (timeout) struck and the code kept running "
                         f"(it catches BaseException): exiting\n".encode())
-            os._exit(2)
+            _exit(2)
         raise Expired(seconds)
 
     previous = signal.signal(signal.SIGALRM, expire)

@@ -223,7 +223,7 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, ModelHeader
         (model, header).
 
     Raises:
-        ValueError: Not a file of :func:`save_model`.
+        ValueError: Not a file of :func:`save_model`, or its weights are not finite.
     """
     from tsdp.training.models import make_model
 
@@ -237,5 +237,8 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, ModelHeader
         raise ValueError(f"{path} is not a model file written by this version's `tsdp train --save` (a model saved "
                          f"by another version may have other layers; {type(err).__name__}"
                          f"{': ' + why if why else ''})") from err
+    if not all(bool(torch.isfinite(t).all()) for t in model.state_dict().values() if t.is_floating_point()):
+        raise ValueError(f"{path} holds a model whose weights are not finite (NaN or inf: a training that diverged); "
+                         "it forecasts nothing")
     model.eval()
     return model, ModelHeader(blob["model"], blob["context_length"], blob["forecast_length"], blob["freq"])

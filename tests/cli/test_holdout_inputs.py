@@ -59,7 +59,7 @@ def test_a_million_gradient_canaries_are_refused_at_the_first_step_for_the_model
 
 @pytest.mark.parametrize("extra, flag", [
     (["--canaries", "1000000000"], "--canaries: must be <= 2.68435e+08"),
-    (["--canaries", "10", "--spike", "1e308"], "--spike: must be <= 1.67772e+07"),
+    (["--canaries", "10", "--canary", "spike", "--spike", "1e308"], "--spike: must be <= 1.67772e+07"),
     (["--canaries", "10", "--clip", "1e308"], "--clip: must be <= 1.84467e+19"),
     (["--canaries", "10", "--clip", "1e10", "--gradient-scale", "1e10"], "--gradient-scale: times the clipping norm"),
     (["--canaries", "10", "--timeout", "0"], "--timeout"),

@@ -92,6 +92,9 @@ def add_parsers(sub, command) -> None:
         description="Search the noise multiplier σ (relative tolerance, default 1e-3) so that the sound composed "
         "ε at δ is at most the target; the printed σ re-accounts to ε ≤ target, and σ (1 - tolerance) does not.")
     _add_accounting_options(p)
+    for action in p._actions:  # noqa: SLF001 - argparse has no public accessor
+        if action.dest == "sigma":  # calibrate searches σ: the configuration's σ is only where it starts
+            action.help = f"noise multiplier σ where the search starts (default {action.default:g})"
     p.add_argument("--epsilon", type=float, help="target ε > 0")
     p.add_argument("--tolerance", type=float, default=1e-3, help="relative tolerance on σ (default 1e-3)")
 

@@ -243,6 +243,9 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         check_delta(args.delta)  # steps: checked by audit(); trials, confidence and the engine's: by their options
         if args.epochs is not None:
             check_int("epochs", args.epochs, 1)
+        if args.threshold != "split" and "--select-fraction" in getattr(args, "typed_flags", ()):
+            raise UsageError(f"invalid --select-fraction: only with --threshold split (the {args.threshold} "
+                             "threshold is fixed before sampling and every trial certifies)")
         config = config_from_args(args)
         from tsdp.attacks.montecarlo.audit import audit
         from tsdp.attacks.montecarlo.constructions import scheme_config

@@ -221,8 +221,18 @@ def _many_runs(args, task, loss):
         raise UsageError("invalid --timeout: not with --cluster (Dask runs your train in worker threads, which a "
                          "time limit cannot stop): use --workers")
     task.check()
-    many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
-                    threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
+    from concurrent.futures.process import BrokenProcessPool
+
+    from tsdp.executor.tracker import ShardError
+
+    try:
+        many = run_many(task, args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
+                        threads=threads_per_worker(args.workers, args.cluster), progress=not args.json)
+    except ShardError as exc:  # the CLI's workers import no script of yours: your code ended their processes
+        if not isinstance(exc.__cause__, BrokenProcessPool):
+            raise
+        raise UsageError(f"invalid --train: the worker processes running your code ({args.train}) kept dying (it "
+                         "ends its process: os._exit, a signal, or the memory it takes); nothing was certified") from exc
     return training_audit(many.runs, task.config, canary=_canary_options(args), delta=args.delta,
                           epsilon=args.epsilon, options=_audit_options(args), seed=args.seed, engine=many.engine)
 
@@ -244,6 +254,24 @@ def _audit_options(args):
 
     return AuditOptions(confidence=args.confidence, analysis=args.analysis, timeout=args.timeout,
                         progress=not args.json)
+
+
+KIND_FLAGS = {"gradient": ("--clip", "--gradient-scale", "--span-entries"), "spike": ("--spike",)}
+"""The flags that set one canary kind's options (:class:`attacks.canary.options.CanaryOptions`): the other kind
+has no use for them."""
+
+
+def _refuse_flags_of_the_other_kind(args) -> None:
+    """UsageError naming a typed flag that the run would not use: one of the other canary kind's (:data:`KIND_FLAGS`),
+    or --span-entries without --loss (no data part is taken off without it)."""
+    for kind, flags in KIND_FLAGS.items():
+        for flag in flags:
+            if kind != args.canary and flag in args.typed_flags:
+                raise UsageError(f"invalid {flag}: only for --canary {kind} (this audit's canaries are "
+                                 f"{args.canary} canaries)")
+    if args.canary == "gradient" and args.loss is None and "--span-entries" in args.typed_flags:
+        raise UsageError("invalid --span-entries: only with --loss (it bounds the per-window gradients held to take "
+                         "the data's part off, which needs your loss)")
 
 
 def _sized_data(args):
@@ -357,7 +385,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                        "sets N and L, said in one line)")
     add_config_arguments(p)
 
-    @command("audit-fn", time_limit=lambda args: None if args.plan else args.timeout)
+    @command("audit-fn", runs_user_code=lambda args: not args.plan)
     def cmd_audit_fn(args) -> int:
         check_delta(args.delta)  # the other values are checked by audit_training, before any training
         from tsdp.attacks.canary.time_limit import check_timeout
@@ -389,6 +417,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
             raise UsageError(f"invalid --span-entries: must be in [1, 2^40] (got {span_entries})")
         if args.data_canaries and args.canary != "gradient":
             raise UsageError("invalid --data-canaries: only for --canary gradient (the clipping test)")
+        _refuse_flags_of_the_other_kind(args)
         data = _sized_data(args)  # a file's N and L (said), before the configuration is checked and your code runs
         config = config_from_args(args)
         from tsdp.attacks.canary.user_training import (audit_training, check_claimed_curve, make_task,

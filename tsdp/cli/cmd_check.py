@@ -86,7 +86,9 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--w", type=int, default=1, help="w of the event and user relations (default 1)")
     p.add_argument("--delta", type=float, default=1e-5, help="δ in (0, 1) (default 1e-05)")
     p.add_argument("--steps", type=int, nargs="+", default=None, metavar="S",
-                   help="training steps of every cell instead of the grid's own (1, 10, 100, 1000 and 100)")
+                   help="training steps of every cell instead of the grid's own (the paper's configuration at 1, 10, "
+                        "100 and 1000 steps, its deterministic variant at 10 and 100, the other variants and the "
+                        "random configurations at 100)")
     p.add_argument("--top", choices=TOP_LEVEL, default=None,
                    help="check only the grid's cells of this top level (default: all)")
     p.add_argument("--bottom", choices=BOTTOM_LEVEL, default=None,

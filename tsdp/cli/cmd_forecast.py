@@ -199,7 +199,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         try:
             return handler(args)
         except ConfigError as exc:  # name the flag of the action's own parser (--r, --v, ...)
-            raise UsageError(_message(exc, parser)) from exc
+            raise UsageError(_message(exc, parser, args.typed_flags)) from exc
 
 
 def _emit(args, payload: dict, lines) -> int:

@@ -33,10 +33,11 @@ from .counts import integral_counts
 from .errors import UsageError  # its one home; re-exported here for `from .main import UsageError`
 
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {}
-LIMITED_BY: Dict[str, Callable[[argparse.Namespace], Optional[float]]] = {}
-"""Commands that run a user's code under a time limit: the limit (seconds or None) their arguments set. Such a
-command runs supervised from another process (:func:`tsdp.attacks.canary.time_limit.supervised`), so that code stuck
-in one long C routine is stopped too."""
+RUNS_USER_CODE: Dict[str, Callable[[argparse.Namespace], bool]] = {}
+"""Commands that run a user's code in this process: whether their arguments make them run it. Such a run is
+supervised from another process (:func:`tsdp.attacks.canary.time_limit.supervised`), so that code stuck in one long C
+routine is stopped at its time limit, and code that ends the process itself (``os._exit(0)``) is an error, not a
+result."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -56,22 +57,22 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {_one_line(message)}\n")
 
 
-def command(name: str, time_limit: Optional[Callable[[argparse.Namespace], Optional[float]]] = None
+def command(name: str, runs_user_code: Optional[Callable[[argparse.Namespace], bool]] = None
             ) -> Callable[[Callable], Callable]:
     """Register the handler of a sub-command (a decorator).
 
     Args:
         name: The sub-command.
-        time_limit: ``time_limit(args)``: the seconds its user code runs under (None: no limit), for a command that
-            runs a user's code supervised (:data:`LIMITED_BY`).
+        runs_user_code: ``runs_user_code(args)``: whether this run calls a user's code in this process, for a
+            command that can (:data:`RUNS_USER_CODE`: such a run is supervised).
 
     Returns:
         The decorator, which returns the handler unchanged.
     """
     def register(fn):
         COMMANDS[name] = fn
-        if time_limit is not None:
-            LIMITED_BY[name] = time_limit
+        if runs_user_code is not None:
+            RUNS_USER_CODE[name] = runs_user_code
         return fn
 
     return register
@@ -302,8 +303,9 @@ def _user_errors() -> tuple:
     return tuple(found)
 
 
-SCHEDULE_FLAGS = ("--steps", "--epochs", "--warmup-steps")
-"""The flags that set a step count: a library error about ``steps`` names the one that was typed."""
+SCHEDULE_FLAGS = ("--steps", "--epochs", "--warmup-steps", "--releases")
+"""The flags that set a count of compositions (training steps, or `tsdp forecast`'s releases): a library error about
+``steps`` names the one that was typed."""
 
 
 def _flag(subparser: argparse.ArgumentParser, parameter: str, typed=()) -> Optional[str]:
@@ -442,17 +444,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     subparser = _leaf(parser, args)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed: `tsdp bench --json` records its command
     args.typed_flags = {t.split("=", 1)[0] for t in args.argv if t.startswith("--")}
-    limit = LIMITED_BY.get(args.command, lambda _: None)(args)
-    if limit is None:
+    if not RUNS_USER_CODE.get(args.command, lambda _: False)(args):
         return _run(args, subparser)
     from tsdp.attacks.canary.time_limit import supervised
 
-    def stuck(seconds: float) -> int:
-        error = StuckError(seconds, getattr(args, "train", None))  # on a line of its own: the child may have been
-        print(f"\n{subparser.prog}: error: {_message(error, subparser, args.typed_flags)}", file=sys.stderr)  # drawing a bar
+    def fail(error: ValueError) -> int:  # on a line of its own: the child may have been drawing a bar
+        print(f"\n{subparser.prog}: error: {_message(error, subparser, args.typed_flags)}", file=sys.stderr)
         return 2
 
-    return supervised(lambda: _run(args, subparser), limit, stuck)
+    code = getattr(args, "train", None)
+    functions = " or ".join(f for f in (code, getattr(args, "loss", None)) if f)
+    return supervised(lambda: _run(args, subparser), lambda seconds: fail(StuckError(seconds, code)),
+                      lambda status: fail(EndedError(status, functions)))
 
 
 def _leaf(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
@@ -481,6 +484,28 @@ class StuckError(ValueError):
         super().__init__(f"invalid timeout: {who} did not finish within the time limit of {seconds:g} s and held the "
                          "interpreter in one long routine (a C call no signal interrupts): it was ended from outside, "
                          "with every process it started")
+
+
+class EndedError(ValueError):
+    """User code that ended the process itself (``os._exit``, a signal) before the command finished: no result.
+
+    Args:
+        status: The process's exit status (as :func:`os.waitstatus_to_exitcode`: negative for a signal).
+        functions: The user's functions as typed (``module:function``, several joined by "or"), or None.
+    """
+
+    parameter = "train"
+
+    def __init__(self, status: int, functions: Optional[str] = None):
+        import signal
+
+        try:
+            how = f"os._exit({status})" if status >= 0 else f"signal {signal.Signals(-status).name}"
+        except ValueError:  # a signal number Python has no name for
+            how = f"signal {-status}"
+        who = f"your code ({functions}, or what it calls)" if functions else "your code"
+        super().__init__(f"invalid train: {who} ended the process ({how}) before the audit finished; nothing was "
+                         "certified")
 
 
 def _run(args, subparser) -> int:

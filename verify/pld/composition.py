@@ -64,7 +64,7 @@ def _check_mass_growth(pld, compositions: int) -> None:
             raise ConfigError("steps", f"{compositions} compositions are more than the accountant resolves at "
                               f"discretisation {adapter.gap(dense):g}: the one-step PLD's excess mass {excess:.2g} "
                               f"(float safety margin) would compound by more than e; at most {most:.3g} compositions "
-                              "(a coarser --discretization has less excess)")
+                              "(a coarser discretisation has less excess)")
 
 
 def compose(pld, compositions: int, tail_mass_truncation: float = DEFAULT_TAIL_MASS_TRUNCATION, *,
