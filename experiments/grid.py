@@ -15,12 +15,15 @@ Top level: ``wor`` (the paper's Table 1) unless asked, or ``shuffle`` (its own t
 floor(N λ / Λ) steps, as in the official code). Seeds: one
 ``numpy.random.SeedSequence(seed)``, spawned once per seed index; a cell's seed depends on its seed
 index only, so a cell is the same run on 1 or N workers and after a resume, and the columns of one
-row (ε, w or σ_F) are paired: seed i of every column starts from the same initial model and draws.
+row (ε, w or σ_F) are paired: seed i of every column starts from the same initial model and draws. The root
+``seed`` is secret unless given (:func:`secret_seed`, docs/DESIGN.md): a root others know lets them redraw every
+cell's batches and noise, which voids the ε of the released table.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -64,6 +67,17 @@ SIGMA_FORECAST_MAX = 1e6
 """The largest σ_F: the label noise σ_F·v is drawn in float32 (TVD(N(0, σ_F), N(1, σ_F)) is already 4e-7 there)."""
 
 
+def secret_seed() -> int:
+    """A fresh root seed from the operating system's entropy (``secrets.randbits(63)``, as ``tsdp.train`` and
+    ``tsdp forecast release``): the default of every privacy-relevant draw (docs/DESIGN.md), since a seed others
+    know lets them redraw the batches and noise, which voids the ε of what is released.
+
+    Returns:
+        An integer in [0, 2^63).
+    """
+    return secrets.randbits(63)
+
+
 @dataclass(frozen=True)
 class GridSettings(Record):
     """What every cell of one grid shares: the dataset (None: the shipped real one; ``user``: a user's file and its
@@ -79,7 +93,9 @@ class GridSettings(Record):
         n_samples: Sample paths per forecast.
         device: ``auto``, ``cpu`` or ``cuda``.
         discretization: The accountant's PLD discretisation.
-        seed: The root of every cell's seed.
+        seed: The root of every cell's seed (default: a fresh secret one, :func:`secret_seed`; give one only to
+            reproduce a grid, or to resume one stored under another root: ``tsdp experiment`` reads it back from the
+            grid's folder, :func:`tsdp.experiments.store.root_seed`).
         user: A user's file and its settings.
     """
 
@@ -91,7 +107,7 @@ class GridSettings(Record):
     n_samples: int = 100
     device: str = "auto"
     discretization: float = 1e-3
-    seed: int = 0
+    seed: int = field(default_factory=secret_seed)
     user: Optional[UserData] = None
 
 

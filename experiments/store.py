@@ -7,7 +7,9 @@ the dataset's hyperparameters, a fingerprint of the split's numbers and of the t
 digest of both (:func:`tsdp.verify.file_cache.digested_text`). A file is used only when its key is this grid's, its
 digest matches and every field has its type and range (:func:`read_stored`); any other file (cut by a kill, edited,
 from another configuration, dataset or code version) is not reported: the grid recomputes the cell and overwrites
-the file.
+the file. The grid's root seed is secret unless given, so the cell files' keys are where it is kept: a rerun without
+one reads it back (:func:`root_seed`), and ``tsdp experiment`` refuses a given root that the folder's cells do not
+record rather than overwrite them (the folder holds one grid).
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from tsdp.verify.json_data import Record
 
 from .result import CellResult
 from .configuration import cell_config, epochs_cap, level_v, split_of
-from .grid import Cell, GridSettings, cell_seed
+from .grid import Cell, GridSettings, cell_seed, secret_seed
 
 if TYPE_CHECKING:
     from tsdp.datasets.benchmarks import ForecastSplit
@@ -385,3 +387,79 @@ def load_done(folder: Union[str, Path], cell: Cell, settings: GridSettings) -> O
         DataError: Something other than a file where the file goes.
     """
     return read_stored(folder, cell, settings).result
+
+
+class RootSeedError(ValueError):
+    """A root seed given for a grid folder whose cells record another (:func:`root_seed`)."""
+
+
+@dataclass(frozen=True)
+class RootSeed(Record):
+    """The root seed of a grid (:attr:`GridSettings.seed`) and where it came from: ``given`` (the caller's),
+    ``stored`` (read back from the cell files of the grid's folder, so the grid resumes) or ``fresh`` (a new secret
+    one, :func:`~tsdp.experiments.grid.secret_seed`). It reproduces the grid, so it is as private as the folder.
+
+    Attributes:
+        seed: The root seed.
+        source: ``given``, ``stored`` or ``fresh``.
+    """
+
+    seed: int
+    source: str
+
+
+def stored_root_seeds(folder: Union[str, Path]) -> frozenset:
+    """The root seeds that the cell files under ``folder`` record in their keys (:class:`CellKey` ``seed``): every
+    ``<name>.json`` that parses as a cell file whose key names it (``name`` its stem) and whose digest matches.
+    Other files (the baselines' cache, damaged or foreign files) record none. A grid stored before root seeds were
+    secret records the root it ran under (0 unless --seed was given) the same way.
+
+    Args:
+        folder: The grid's folder (absent: none).
+
+    Returns:
+        The distinct root seeds.
+    """
+    seeds = set()
+    for path in sorted(Path(folder).glob("*.json")) if Path(folder).is_dir() else ():
+        try:
+            stored = read_digested(path, "result")
+        except (FileNotFoundError, StoredFileError):
+            continue
+        key = stored.key
+        if (isinstance(key, dict) and key.get("name") == path.stem and type(key.get("seed")) is int
+                and stored.intact()):
+            seeds.add(key["seed"])
+    return frozenset(seeds)
+
+
+def root_seed(folder: Union[str, Path], given: Optional[int] = None) -> RootSeed:
+    """The root seed of the grid stored (or to be stored) under ``folder``: the one its cell files record
+    (:func:`stored_root_seeds`), so that a rerun without a seed resumes; ``given`` when it is that one or the folder
+    records none; a fresh secret one when neither (docs/DESIGN.md: a root others know voids the released ε).
+
+    Args:
+        folder: The grid's folder.
+        given: The caller's root seed (None: the stored one, else a fresh one). A given root the cells record
+            keeps ``source`` ``given``.
+
+    Returns:
+        The :class:`RootSeed`.
+
+    Raises:
+        RootSeedError: ``given`` is not a root the folder's cells record (refused rather than overwriting the
+            folder's cells), or ``given`` is None and the cells record several roots (which one to resume is
+            unknown).
+    """
+    stored = stored_root_seeds(folder)
+    if given is not None:
+        if stored and given not in stored:
+            raise RootSeedError(f"{folder} holds the cells of a grid of another root seed: leave out --seed to resume "
+                                "that grid (its root is read back from its cell files), or give another --out")
+        return RootSeed(given, "given")
+    if len(stored) > 1:
+        raise RootSeedError(f"{folder} holds cells of {len(stored)} root seeds: give --seed with the one to resume "
+                            "(the cells of the others are recomputed), or give another --out")
+    if stored:
+        return RootSeed(next(iter(stored)), "stored")
+    return RootSeed(secret_seed(), "fresh")

@@ -13,7 +13,8 @@ with DP-SGD. The answers are frozen records (:class:`InferenceRow`, :class:`Infe
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, replace
 from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -80,13 +81,15 @@ class Releases:
     Attributes:
         n_samples: Forecast samples per series and release.
         repeats: Independent releases of every series per cell (their CRPS mean and std).
-        seed: The seed of the releases (:func:`inference_table`: of the data and the training too).
+        seed: The seed of the releases (:func:`inference_table`: of the data and the training too); None (the
+            default): a fresh one from the operating system's entropy per call, since a seed others know lets them
+            redraw the keep patterns and noise, which voids the releases' ε (give one only to reproduce a table).
         device: The torch device.
     """
 
     n_samples: int = 100
     repeats: int = 1
-    seed: int = 0
+    seed: Optional[int] = None
     device: str = "cpu"
 
 
@@ -196,7 +199,8 @@ def crps_tradeoff(model: torch.nn.Module, data: SeriesData, *, context_length: i
     x = torch.as_tensor(last_contexts(train, context_length), dtype=torch.float32, device=device)
     covariates = forecast_covariates(model, freq, train.starts, train.lengths, context_length, forecast_length)
     extra = () if covariates is None else (covariates.to(device),)
-    gen = torch.Generator(device=device).manual_seed(releases.seed)
+    seed = secrets.randbits(63) if releases.seed is None else releases.seed  # the releases' draws must be secret
+    gen = torch.Generator(device=device).manual_seed(seed)
     model.eval()
     with torch.no_grad():
         reference = crps_from_samples(targets, model.sample(x, n_samples, gen, *extra).cpu().numpy())
@@ -242,7 +246,8 @@ def inference_table(*, model: str = "simple-ff", N: int = 64, L: int = 96, conte
     from tsdp.training.options import Budget, Checkpoints
     from tsdp.training.train import train as train_model
 
-    seed = releases.seed
+    seed = secrets.randbits(63) if releases.seed is None else releases.seed  # recorded in the settings
+    releases = replace(releases, seed=seed)
     if data is None:
         data = synthetic(N, L + forecast_length, seed=seed)
     else:

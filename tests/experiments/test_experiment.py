@@ -295,7 +295,7 @@ def test_same_runs_needs_every_model_and_seed_to_match():
     (["--dataset", "m4"], "--dataset"), (["--data-dir", "/nonexistent/x"], "--data-dir"),
     (["--workers", "0"], "--workers"), (["--cluster", "tcp://127.0.0.1:1"], "--cluster"),
     (["--out", "/proc/forbidden"], "--out"), (["--levels", "2-event"], "--levels"), (["--out", ""], "--out"),
-    (["--samples", "1000000000"], "--samples"),
+    (["--samples", "1000000000"], "--samples"), (["--seed", "-1"], "--seed"),
 ])
 def test_bad_input_of_every_experiment_flag(capsys, argv, flag):
     from tsdp.cli.main import main

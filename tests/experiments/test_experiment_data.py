@@ -131,7 +131,7 @@ def test_the_same_data_in_another_folder_is_the_same_grid(tmp_path):
 
     def keys(path):
         user = UserData(str(path), forecast_length=4, context_length=4, batch_size=1, sigma=4.0, season=1, epochs=1)
-        settings = GridSettings(user=user)
+        settings = GridSettings(user=user, seed=0)
         return [cell_key(c, settings).as_dict() for c in plan(models=("dlinear",), epsilons=(1.0,), seeds=1,
                                                                tops=("wor",))]
 

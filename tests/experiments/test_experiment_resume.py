@@ -165,8 +165,8 @@ def test_a_file_of_another_dataset_or_other_data_is_recomputed(tmp_path):
     _gluonts(a, 1)
     _gluonts(b, 2)
     out.mkdir()
-    on_a = GridSettings(dataset="electricity", data_dir=str(a), epochs=1, n_samples=10, device="cpu")
-    on_b = GridSettings(dataset="electricity", data_dir=str(b), epochs=1, n_samples=10, device="cpu")
+    on_a = GridSettings(dataset="electricity", data_dir=str(a), epochs=1, n_samples=10, device="cpu", seed=0)
+    on_b = GridSettings(dataset="electricity", data_dir=str(b), epochs=1, n_samples=10, device="cpu", seed=0)
     from_a = run_cell(CellTask(cell, on_a, str(out)))
     stored = read_stored(out, cell, on_b)
     assert stored.result is None and "other data" in stored.problem
@@ -176,7 +176,7 @@ def test_a_file_of_another_dataset_or_other_data_is_recomputed(tmp_path):
     stored = read_stored(out, cell, TINY)  # the m1-yearly grid reads electricity's file
     assert stored.result is None and "another dataset" in stored.problem
     same_data = GridSettings(dataset="electricity", data_dir=str(tmp_path / "copy"), epochs=1, n_samples=10,
-                             device="cpu")
+                             device="cpu", seed=0)
     shutil.copytree(b, tmp_path / "copy")  # the same numbers in another folder: the same cell
     assert read_stored(out, cell, same_data).result == results[0]
 

@@ -46,7 +46,7 @@ def assert_released(got, want):
 def test_table_is_plain_data_with_calibrated_sigmas():
     t = inference_table(N=8, L=40, context_length=4, forecast_length=2, epochs=1,
                         grid=InferenceGrid(epsilons=(1.0, 4.0), rates=(1.0, 0.5)), releases=Releases(n_samples=20,
-                                                                                                     repeats=5))
+                                                                                                     repeats=5, seed=0))
     rows = t.rows
     assert len(rows) == 1 + 2 * 2 and rows[0].epsilon == math.inf
     assert_released(json.loads(dumps(t.as_dict())), BEFORE["table"])  # the dict-built table's JSON
@@ -74,7 +74,7 @@ def test_noise_costs_crps_on_a_learnable_series():
 
     rows = crps_tradeoff(Mean(), data, context_length=8, forecast_length=2,
                          grid=InferenceGrid(epsilons=(0.05, 50.0), rates=(1.0,), delta=1e-4, v=1.0),
-                         releases=Releases(n_samples=50))
+                         releases=Releases(n_samples=50, seed=0))
     by_eps = {row.epsilon: row.crps for row in rows}
     assert by_eps[0.05] > by_eps[50.0]
 
@@ -90,8 +90,10 @@ def test_tradeoff_cli(tmp_path, capsys):
     data = synthetic(4, 30, seed=1)
     (tmp_path / "d.csv").write_text("\n".join(",".join(f"{s[i]:.6f}" for s in data.series) for i in range(30)))
     code = main(["forecast", "tradeoff", "--model-file", str(tmp_path / "m.pt"), "--data", str(tmp_path / "d.csv"),
-                 "--context-length", "4", "--epsilons", "2", "--rates", "1", "0.5", "--samples", "20", "--json"])
+                 "--context-length", "4", "--epsilons", "2", "--rates", "1", "0.5", "--samples", "20", "--seed", "0",
+                 "--json"])
     out = json.loads(capsys.readouterr().out)
+    assert out.pop("seed") == 0  # recorded after the rows and the model, recorded before it was printed
     assert_released(out, BEFORE["tradeoff"])
     # the reference row's ε = inf is JSON null
     assert code == 0 and [(r["epsilon"], r["r"]) for r in out["rows"]] == [(None, 1.0), (2.0, 1.0), (2.0, 0.5)]
@@ -99,3 +101,25 @@ def test_tradeoff_cli(tmp_path, capsys):
                  "--context-length", "4", "--rates", "0"])
     err = capsys.readouterr().err
     assert code == 2 and "--rates" in err and len(err.strip().splitlines()) == 1
+
+
+def test_tradeoff_draws_a_fresh_secret_seed_unless_given(tmp_path, capsys):
+    """Without --seed every table draws its own seed (two draws of 63 bits collide with probability 2^-63) and
+    records it; that seed given back reproduces the table, and the text output prints it."""
+    torch.manual_seed(0)
+    save_model(tmp_path / "m.pt", make_model("simple-ff", 4, 2), "simple-ff", 4, 2)
+    data = synthetic(4, 30, seed=1)
+    (tmp_path / "d.csv").write_text("\n".join(",".join(f"{s[i]:.6f}" for s in data.series) for i in range(30)))
+    flags = ["forecast", "tradeoff", "--model-file", str(tmp_path / "m.pt"), "--data", str(tmp_path / "d.csv"),
+             "--context-length", "4", "--epsilons", "2", "--rates", "0.5", "--samples", "20"]
+
+    def table(*extra):
+        assert main(flags + list(extra)) == 0
+        return capsys.readouterr().out
+
+    first, second = json.loads(table("--json")), json.loads(table("--json"))
+    assert first["seed"] != second["seed"] and 0 <= first["seed"] < 2 ** 63
+    assert first["rows"] != second["rows"]  # other keep patterns and noise
+    assert json.loads(table("--json", "--seed", str(first["seed"]))) == first
+    assert table("--seed", "7").splitlines()[-1].startswith("seed 7 (--seed): --seed 7 reproduces the table")
+    assert "(fresh, from the operating system's entropy)" in table().splitlines()[-1]

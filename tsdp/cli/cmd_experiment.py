@@ -112,7 +112,12 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
     p.add_argument("--epochs", type=int, default=None,
                    help=f"epochs cap of every cell (default the dataset's; --data {DATA_EPOCHS}; --quick {QUICK_EPOCHS})")
     p.add_argument("--samples", type=int, default=100, help="sample paths per forecast (the CRPS's quantiles)")
-    p.add_argument("--seed", type=int, default=0, help="root of the SeedSequence every cell's seed is spawned from")
+    p.add_argument("--seed", type=int, default=None,
+                   help="root of the SeedSequence every cell's seed is spawned from (default: the root recorded by "
+                        "the cell files in --out, so a rerun resumes; else a fresh one from the operating system's "
+                        "entropy: a seed others know lets them redraw every cell's batches and noise, which voids "
+                        "the ε of the table; give one only to reproduce a grid; one that the cells in --out do not "
+                        "record is refused). The output prints the root used: as private as --out")
     p.add_argument("--workers", type=int, default=1, help="local worker processes (1: this process)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="run the cells on a Dask scheduler at ADDRESS, or 'auto' for a local Dask cluster "
@@ -168,12 +173,13 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
         check_samples(args.samples, 1, split.spec.context_length, split.spec.forecast_length)  # one window's
         # sample paths: the test windows are drawn in chunks that fit the memory limit (train.evaluate)
         v = (args.v or split.spec.label_noise_v) if Level.LABEL_NOISE in args.levels else None
+        out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
+        root = _root_seed(out, args.seed)
         settings = GridSettings(dataset=None if name == "m1-yearly" or user else name, data_dir=args.data_dir,
                                 delta=args.delta, v=v, epochs=None if user else args.epochs, n_samples=args.samples,
-                                device=args.device, discretization=args.discretization, seed=args.seed, user=user)
+                                device=args.device, discretization=args.discretization, seed=root.seed, user=user)
         _check_delta_resolved(cells, settings)  # depends on the data's sizes: once they are read and checked
         _check_baselines()  # the flags first (cheap), then the extra, before any cell trains
-        out = args.out if args.out is not None else os.path.join("tsdp-experiment", name)
         _check_out(out)
         import sys
 
@@ -200,7 +206,7 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
                    "baselines": baselines, "best": [b.as_dict() for b in best], "claim_c7": c7.as_dict(),
                    "cells": [_noted(with_note(r.as_dict(), "epsilon", NO_DP), ("crps", "selected_crps"), NO_STEP)
                              for r in results],
-                   "settings": settings.as_dict(), "run": info.as_dict(),
+                   "settings": settings.as_dict(), "root_seed": root.as_dict(), "run": info.as_dict(),
                    "estimate": plan_note.as_dict(), "out": out}
         if args.json:
             print(dumps(payload))
@@ -209,7 +215,25 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
         print(f"claim C7 ({c7.statement}): {c7.line()}")
         print(f"{info.cells} cells ({info.resumed} resumed from {out}), {info.seconds:.1f} s on "
               f"{info.executor} ({args.workers} worker(s))")
+        print(f"root seed {root.seed} ({ROOT_SOURCES[root.source]}): --seed {root.seed} reproduces the grid; keep "
+              f"it as private as {out}")
         return 0
+
+
+ROOT_SOURCES = {"given": "--seed", "stored": "read back from the cell files", "fresh": "fresh, from the operating "
+                "system's entropy"}
+"""How the printed root seed was chosen (:class:`tsdp.experiments.store.RootSeed` ``source``)."""
+
+
+def _root_seed(out: str, given):
+    """The grid's :class:`~tsdp.experiments.store.RootSeed` under ``out`` (:func:`~tsdp.experiments.store.root_seed`);
+    a --seed the folder's cells do not record is one error line (exit 2)."""
+    from tsdp.experiments.store import RootSeedError, root_seed
+
+    try:
+        return root_seed(out, given)
+    except RootSeedError as exc:
+        raise UsageError(f"invalid --seed: {exc}") from None
 
 
 _DATA_SETTINGS = (
@@ -337,6 +361,8 @@ def _check(args) -> None:
         raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
     if args.samples < 10:
         raise UsageError(f"invalid --samples: must be >= 10 (got {args.samples})")
+    if args.seed is not None and args.seed < 0:  # numpy's SeedSequence takes no negative root
+        raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
     if args.out is not None and not args.out.strip():
         raise UsageError(f"invalid --out: must name a folder (got {args.out!r})")
     if args.v is not None:

@@ -180,7 +180,10 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                    help="keep rates r of each table row, each in (0, 1]")
     t.add_argument("--delta", type=float, default=1e-4, help="δ of every release, in (0, 1)")
     t.add_argument("--samples", type=int, default=100, help="forecast sample paths per series and cell")
-    t.add_argument("--seed", type=int, default=0, help="seed of the subsampling, noise and forecast samples")
+    t.add_argument("--seed", type=int, default=None,
+                   help="seed of the subsampling, noise and forecast samples (default: a fresh one from the operating "
+                        "system's entropy; a seed others know lets them redraw the patterns and noise, which voids "
+                        "the table's ε: give one only to reproduce a table). The output prints the seed used")
     t.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto picks cuda when available, else cpu")
     t.add_argument("--json", action="store_true", help="print one JSON object")
@@ -293,11 +296,12 @@ def _tradeoff(args) -> int:
             raise UsageError(f"invalid --rates: every rate must be in (0, 1] (got {r})")
     data = data_from_args(args)
     check_samples(args.samples, data.N, args.context_length, header.forecast_length)
+    seed = secrets.randbits(63) if args.seed is None else args.seed  # the releases' draws must be secret
     try:
         rows = crps_tradeoff(model, data, context_length=args.context_length, freq=header.freq,
                              forecast_length=header.forecast_length,
                              grid=InferenceGrid(args.epsilons, args.rates, delta=args.delta, v=args.v, w=args.w),
-                             releases=Releases(n_samples=args.samples, seed=args.seed, device=str(device)))
+                             releases=Releases(n_samples=args.samples, seed=seed, device=str(device)))
     except ConfigError:
         raise
     except (ValueError, OSError) as err:
@@ -306,4 +310,6 @@ def _tradeoff(args) -> int:
              f"{'epsilon':>12} {'r':>5} {'sigma':>9} {'CRPS':>8}"]
     lines += [f"{NO_NOISE if math.isinf(row.epsilon) else format(row.epsilon, 'g'):>12} {row.r:>5g} "
               f"{row.sigma:>9.4g} {row.crps:>8.4f}" for row in rows]
-    return _emit(args, {"rows": [row.as_dict() for row in rows], "model": header.as_dict()}, lines)
+    source = "--seed" if args.seed is not None else "fresh, from the operating system's entropy"
+    lines.append(f"seed {seed} ({source}): --seed {seed} reproduces the table; keep it as private as the data")
+    return _emit(args, {"rows": [row.as_dict() for row in rows], "model": header.as_dict(), "seed": seed}, lines)
