@@ -137,10 +137,11 @@ def run_dask(tracker: Tracker, fn: Callable, address: str, workers: int) -> None
             raise ConfigError("cluster", f"the server at {address} is not a Dask scheduler "
                                          f"({type(exc).__name__}: {exc})", address) from None
     token = uuid.uuid4().hex[:8]
+    place = {key: i for i, key in enumerate(tracker.specs)}  # a unit's Dask name: its place in the plan, unique
+    # whatever its key prints as ((1, 23) and (12, 3) both print "123" with their parts run together)
     try:
         def submit(spec, attempt):
-            name = "".join(map(str, spec.key))
-            return client.submit(fn, spec, key=f"tsdp-shard-{token}-{name}-{attempt}", pure=False)
+            return client.submit(fn, spec, key=f"tsdp-shard-{token}-{place[spec.key]}-{attempt}", pure=False)
 
         futures, initial = {}, []
         for spec in tracker.pending():

@@ -168,3 +168,32 @@ def test_a_seam_holds_its_value_within_the_block_only():
                 raise KeyError
         assert variable.get() == "replaced"  # restored after an error too
     assert variable.get() == "own"
+
+
+@dataclass(frozen=True)
+class Audit:
+    """A unit keyed as the planted-bug bench's: (row, seed), two integers."""
+
+    row: int
+    seed: int
+    trials: int = 1
+
+    @property
+    def key(self):
+        return self.row, self.seed
+
+
+def row_and_seed(spec: Audit) -> Squares:
+    return Squares(spec.key, spec.trials, 1000 * spec.row + spec.seed)
+
+
+@pytest.mark.slow  # starts a local Dask cluster of one process on 127.0.0.1 (a few seconds)
+def test_dask_runs_units_whose_keys_print_alike_each_under_its_own_name():
+    """(1, 23) and (12, 3) both read "123" with their parts run together: Dask took them for one task, so one unit's
+    result stood for both (or the run failed); each must run as itself, as in this process."""
+    pytest.importorskip("dask.distributed")
+    units = [Audit(1, 23), Audit(12, 3), Audit(0, 5)]
+    here, _ = run_shards(units, row_and_seed)
+    dask, info = run_shards(units, row_and_seed, cluster="auto")
+    assert _totals(dask) == _totals(here) == {(1, 23): 1023, (12, 3): 12003, (0, 5): 5}
+    assert (info.executor, info.shards_run, info.retries) == ("dask", 3, 0)
