@@ -23,6 +23,7 @@ audit at once too, with that error (re-running it would fail again), as a single
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence, Tuple, runtime_checkable
@@ -101,7 +102,8 @@ class RunEvidence:
 
 
 def run_one(spec: RunSpec) -> RunEvidence:
-    """The training runs of one shard of a multi-run audit (the engine's unit of work); depends on ``spec`` alone.
+    """The training runs of one shard of a multi-run audit (the engine's unit of work); depends on ``spec`` alone: the
+    task draws from copies of the shard's seeds, so a run re-run after a failure draws what its first attempt drew.
 
     Args:
         spec: The shard's runs.
@@ -112,7 +114,9 @@ def run_one(spec: RunSpec) -> RunEvidence:
     started = time.perf_counter()
     if spec.threads:
         torch.set_num_threads(spec.threads)
-    evidence = (spec.task(spec.seeds[0]),) if len(spec.seeds) == 1 else tuple(spec.task.together(spec.seeds))
+    # spawning children of a SeedSequence changes it; a worker process gets a pickled copy, this process the plan's own
+    seeds = copy.deepcopy(spec.seeds)
+    evidence = (spec.task(seeds[0]),) if len(seeds) == 1 else tuple(spec.task.together(seeds))
     return RunEvidence(spec.key, evidence, time.perf_counter() - started, len(evidence))
 
 
