@@ -42,11 +42,12 @@ class Aborted(RuntimeError):
         key: Its unit's key.
         done: The units that had finished.
         planned: The units of the run.
+        done_trials: The trials of the units that had finished (a unit may hold several).
     """
 
-    def __init__(self, cause: BaseException, key: Hashable, done: int, planned: int):
+    def __init__(self, cause: BaseException, key: Hashable, done: int, planned: int, done_trials: int):
         super().__init__(f"shard {key} failed: {cause} ({done} of {planned} shards had finished)")
-        self.cause, self.key, self.done, self.planned = cause, key, done, planned
+        self.cause, self.key, self.done, self.planned, self.done_trials = cause, key, done, planned, done_trials
 
 
 class Tracker:
@@ -100,7 +101,8 @@ class Tracker:
             ShardError: The unit has failed ``max_attempts`` times.
         """
         if isinstance(exc, self.fatal):
-            raise Aborted(exc, key, len(self.results), len(self.specs)) from exc
+            raise Aborted(exc, key, len(self.results), len(self.specs),
+                          sum(r.trials for r in self.results.values())) from exc
         self.attempts[key] = self.attempts.get(key, 0) + 1
         if self.attempts[key] >= self.max_attempts:
             hint = ""

@@ -188,7 +188,9 @@ def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, clus
     except Aborted as stop:  # nothing is certified from the other runs (module docstring)
         if not isinstance(stop.cause, TimeLimitError):
             raise stop.cause from None  # the user's function failed: the same in every run and retry
-        raise stop.cause.with_note(f" in run {stop.key[1]}; {stop.done} of {runs} runs had finished, none is "
+        first, last = stop.key[1], min(stop.key[1] + group, runs) - 1  # the failed shard's runs
+        where = f"run {first}" if first == last else f"runs {first}-{last}"
+        raise stop.cause.with_note(f" in {where}; {stop.done_trials} of {runs} runs had finished, none is "
                                    "certified (dropping a run that ran out of time could bias the audit)") from None
     each = tuple(e for s in specs for e in results[s.key].evidence)
     return PooledRuns(pool(each), each, info.extended(EngineRun, run_seconds=sum(r.seconds for r in results.values())))

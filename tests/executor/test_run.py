@@ -126,7 +126,7 @@ def test_a_fatal_failure_ends_the_run_at_once_naming_the_unit():
     with pytest.raises(Aborted) as stop:
         run_shards(UNITS, fatal_at_two, fatal=(Fatal,))
     assert isinstance(stop.value.cause, Fatal) and stop.value.key == ("p", 2)
-    assert (stop.value.done, stop.value.planned) == (4, 8)  # p0 q0 p1 q1 finished before p2
+    assert (stop.value.done, stop.value.planned, stop.value.done_trials) == (4, 8, 40)  # p0 q0 p1 q1 before p2
 
 
 def test_the_stop_rule_ends_the_run_early_with_the_units_finished_so_far():
