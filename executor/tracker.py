@@ -60,6 +60,9 @@ class Tracker:
         max_attempts: Failures of one unit before :class:`ShardError`.
         desc: The progress bar's label.
         fatal: Exception classes that end the run at once (:class:`Aborted`).
+
+    Raises:
+        ValueError: Two units share a key.
     """
 
     def __init__(self, specs: Sequence[Shard], stop: Optional[StopRule], progress: bool, max_attempts: int,
@@ -67,7 +70,11 @@ class Tracker:
         from tqdm.auto import tqdm
 
         self.fatal = tuple(fatal)
-        self.specs = {s.key: s for s in specs}
+        self.specs = {}
+        for s in specs:  # one result per key: a second unit under a key would run once and be counted once
+            if s.key in self.specs:
+                raise ValueError(f"two units share the key {s.key!r}: each unit needs its own")
+            self.specs[s.key] = s
         self.results: Dict[Hashable, Any] = {}
         self.attempts: Dict[Hashable, int] = {}
         self.stop, self.max_attempts = stop, max_attempts

@@ -197,3 +197,17 @@ def test_dask_runs_units_whose_keys_print_alike_each_under_its_own_name():
     dask, info = run_shards(units, row_and_seed, cluster="auto")
     assert _totals(dask) == _totals(here) == {(1, 23): 1023, (12, 3): 12003, (0, 5): 5}
     assert (info.executor, info.shards_run, info.retries) == ("dask", 3, 0)
+
+
+def test_units_sharing_a_key_are_refused_before_any_runs():
+    """Two units under one key would be run once and counted once while the record planned both (shards_planned 2,
+    shards_run 1, not stopped early): the run is refused, naming the key, and nothing runs."""
+    ran = []
+
+    def counted(spec):
+        ran.append(spec.key)
+        return squares(spec)
+
+    with pytest.raises(ValueError, match=r"two units share the key \('q', 1\)"):
+        run_shards([Square("p", 0, 10), Square("q", 1, 10), Square("q", 1, 5)], counted)
+    assert ran == []
