@@ -211,3 +211,25 @@ def test_units_sharing_a_key_are_refused_before_any_runs():
     with pytest.raises(ValueError, match=r"two units share the key \('q', 1\)"):
         run_shards([Square("p", 0, 10), Square("q", 1, 10), Square("q", 1, 5)], counted)
     assert ran == []
+
+
+class RuleError(Exception):
+    pass
+
+
+def broken_rule(done):
+    raise RuleError("the stop rule itself failed")
+
+
+def test_an_error_in_the_stop_rule_is_raised_not_taken_for_a_failed_unit():
+    """The stop rule (the sequential violation test) failing is the caller's error: it is raised. Before, it was taken
+    for a failure of the unit that had just finished: counted as a re-run, swallowed, and the run went on to the end
+    without the rule (every unit ran once, each 'failed' once)."""
+    with pytest.raises(RuleError):
+        run_shards(UNITS, squares, stop=broken_rule)
+
+
+@pytest.mark.slow  # spawns two worker processes (no torch: a few seconds)
+def test_an_error_in_the_stop_rule_is_raised_with_worker_processes():
+    with pytest.raises(RuleError):
+        run_shards(UNITS, squares, stop=broken_rule, workers=2)
