@@ -17,6 +17,8 @@ from tsdp.theorems.errors import MissingExtraError
 from .tracker import Tracker
 
 CLUSTER_SCHEMES = ("tcp", "tls")
+LOCAL_HOST = "127.0.0.1"
+"""Where ``"auto"``'s local cluster (its scheduler and workers) listens: this machine only, no dashboard."""
 CONNECT_TIMEOUT_S = 5.0
 """How long a scheduler address may take to accept a TCP connection, and then to send its handshake, before the
 run is refused."""
@@ -117,7 +119,8 @@ def run_dask(tracker: Tracker, fn: Callable, address: str, workers: int) -> None
     Args:
         tracker: The run's book.
         fn: The unit of work (picklable).
-        address: A scheduler's address, or ``"auto"`` for a ``LocalCluster`` of ``workers`` processes.
+        address: A scheduler's address, or ``"auto"`` for a ``LocalCluster`` of ``workers`` processes on
+            :data:`LOCAL_HOST`.
         workers: The local cluster's processes (``"auto"`` only).
 
     Raises:
@@ -127,7 +130,8 @@ def run_dask(tracker: Tracker, fn: Callable, address: str, workers: int) -> None
     Client, LocalCluster, as_completed = dd.Client, dd.LocalCluster, dd.as_completed
     cluster = None
     if address == "auto":
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               host=LOCAL_HOST)  # said, not left to distributed's default
         client = Client(cluster)
     else:
         check_cluster(address)
@@ -170,4 +174,4 @@ def run_dask(tracker: Tracker, fn: Callable, address: str, workers: int) -> None
             cluster.close()
 
 
-__all__ = ["CLUSTER_SCHEMES", "CONNECT_TIMEOUT_S", "check_address", "check_cluster", "run_dask"]
+__all__ = ["CLUSTER_SCHEMES", "CONNECT_TIMEOUT_S", "LOCAL_HOST", "check_address", "check_cluster", "run_dask"]

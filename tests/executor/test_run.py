@@ -233,3 +233,39 @@ def test_an_error_in_the_stop_rule_is_raised_not_taken_for_a_failed_unit():
 def test_an_error_in_the_stop_rule_is_raised_with_worker_processes():
     with pytest.raises(RuleError):
         run_shards(UNITS, squares, stop=broken_rule, workers=2)
+
+
+@dataclass(frozen=True)
+class Where:
+    """A unit that reports where it ran: its Dask worker's address and its scheduler's."""
+
+    index: int
+    trials: int = 1
+
+    @property
+    def key(self):
+        return "where", self.index
+
+
+@dataclass(frozen=True)
+class Addresses:
+    key: tuple
+    worker: str
+    scheduler: str
+    trials: int = 1
+
+
+def addresses(spec: Where) -> Addresses:
+    from distributed import get_worker
+
+    worker = get_worker()
+    return Addresses(spec.key, worker.address, worker.scheduler.address)
+
+
+@pytest.mark.slow  # starts a local Dask cluster of two processes (a few seconds)
+def test_the_auto_cluster_listens_on_this_machine_only():
+    """cluster="auto": the scheduler and every worker listen on 127.0.0.1, never on an address other machines reach."""
+    pytest.importorskip("dask.distributed")
+    results, _ = run_shards([Where(i) for i in range(4)], addresses, workers=2, cluster="auto")
+    for r in results.values():
+        assert r.worker.startswith("tcp://127.0.0.1:") and r.scheduler.startswith("tcp://127.0.0.1:"), r
