@@ -17,6 +17,8 @@ from tsdp.theorems.errors import MissingExtraError
 from .tracker import Tracker
 
 CLUSTER_SCHEMES = ("tcp", "tls")
+LOCAL_HOST = "127.0.0.1"
+"""Where ``"auto"``'s local cluster (its scheduler and workers) listens: this machine only, no dashboard."""
 CONNECT_TIMEOUT_S = 5.0
 """How long a scheduler address may take to accept a TCP connection, and then to send its handshake, before the
 run is refused."""
@@ -117,7 +119,8 @@ def run_dask(tracker: Tracker, fn: Callable, address: str, workers: int) -> None
     Args:
         tracker: The run's book.
         fn: The unit of work (picklable).
-        address: A scheduler's address, or ``"auto"`` for a ``LocalCluster`` of ``workers`` processes.
+        address: A scheduler's address, or ``"auto"`` for a ``LocalCluster`` of ``workers`` processes on
+            :data:`LOCAL_HOST`.
         workers: The local cluster's processes (``"auto"`` only).
 
     Raises:
@@ -127,7 +130,8 @@ def run_dask(tracker: Tracker, fn: Callable, address: str, workers: int) -> None
     Client, LocalCluster, as_completed = dd.Client, dd.LocalCluster, dd.as_completed
     cluster = None
     if address == "auto":
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               host=LOCAL_HOST)  # said, not left to distributed's default
         client = Client(cluster)
     else:
         check_cluster(address)
@@ -137,10 +141,11 @@ def run_dask(tracker: Tracker, fn: Callable, address: str, workers: int) -> None
             raise ConfigError("cluster", f"the server at {address} is not a Dask scheduler "
                                          f"({type(exc).__name__}: {exc})", address) from None
     token = uuid.uuid4().hex[:8]
+    place = {key: i for i, key in enumerate(tracker.specs)}  # a unit's Dask name: its place in the plan, unique
+    # whatever its key prints as ((1, 23) and (12, 3) both print "123" with their parts run together)
     try:
         def submit(spec, attempt):
-            name = "".join(map(str, spec.key))
-            return client.submit(fn, spec, key=f"tsdp-shard-{token}-{name}-{attempt}", pure=False)
+            return client.submit(fn, spec, key=f"tsdp-shard-{token}-{place[spec.key]}-{attempt}", pure=False)
 
         futures, initial = {}, []
         for spec in tracker.pending():
@@ -169,4 +174,4 @@ def run_dask(tracker: Tracker, fn: Callable, address: str, workers: int) -> None
             cluster.close()
 
 
-__all__ = ["CLUSTER_SCHEMES", "CONNECT_TIMEOUT_S", "check_address", "check_cluster", "run_dask"]
+__all__ = ["CLUSTER_SCHEMES", "CONNECT_TIMEOUT_S", "LOCAL_HOST", "check_address", "check_cluster", "run_dask"]

@@ -30,9 +30,11 @@ def run_here(tracker: Tracker, fn: Callable) -> None:
     while not tracker.stopped and tracker.pending():
         spec = tracker.pending()[0]
         try:
-            tracker.done(fn(spec))
+            result = fn(spec)
         except Exception as exc:  # noqa: BLE001 - any failure of a unit means: run it again
             tracker.failed(spec.key, exc)
+        else:  # outside the try: an error of the stop rule is the caller's, raised, not a failure of the unit
+            tracker.done(result)
 
 
 def threads_per_worker(workers: int, cluster: Optional[str] = None) -> Optional[int]:
@@ -118,12 +120,14 @@ def run_processes(tracker: Tracker, fn: Callable, workers: int) -> None:
                 for fut in finished:
                     key = futures.pop(fut)
                     try:
-                        tracker.done(fut.result())
+                        result = fut.result()
                     except BrokenProcessPool as exc:  # a worker died: every unit in flight is lost, re-run them
                         broken = True
                         tracker.failed(key, exc)
                     except Exception as exc:  # noqa: BLE001 - any failure of a unit means: run it again
                         tracker.failed(key, exc)
+                    else:  # an error of the stop rule is the caller's: raised
+                        tracker.done(result)
                     if tracker.stopped:
                         break
         except Aborted:

@@ -89,7 +89,7 @@ def run_shards(specs: Sequence[Shard], shard_fn: Callable[[Any], Any], *, worker
         ({spec.key: shard_fn(spec)}, the :class:`ExecutorRun` of this run).
 
     Raises:
-        ValueError: ``workers`` not a positive integer.
+        ValueError: ``workers`` not a positive integer, or two units share a key.
         ShardError: A unit failed ``max_attempts`` times.
         Aborted: A unit failed with one of ``fatal``.
     """

@@ -42,11 +42,12 @@ class Aborted(RuntimeError):
         key: Its unit's key.
         done: The units that had finished.
         planned: The units of the run.
+        done_trials: The trials of the units that had finished (a unit may hold several).
     """
 
-    def __init__(self, cause: BaseException, key: Hashable, done: int, planned: int):
+    def __init__(self, cause: BaseException, key: Hashable, done: int, planned: int, done_trials: int):
         super().__init__(f"shard {key} failed: {cause} ({done} of {planned} shards had finished)")
-        self.cause, self.key, self.done, self.planned = cause, key, done, planned
+        self.cause, self.key, self.done, self.planned, self.done_trials = cause, key, done, planned, done_trials
 
 
 class Tracker:
@@ -59,6 +60,9 @@ class Tracker:
         max_attempts: Failures of one unit before :class:`ShardError`.
         desc: The progress bar's label.
         fatal: Exception classes that end the run at once (:class:`Aborted`).
+
+    Raises:
+        ValueError: Two units share a key.
     """
 
     def __init__(self, specs: Sequence[Shard], stop: Optional[StopRule], progress: bool, max_attempts: int,
@@ -66,7 +70,11 @@ class Tracker:
         from tqdm.auto import tqdm
 
         self.fatal = tuple(fatal)
-        self.specs = {s.key: s for s in specs}
+        self.specs = {}
+        for s in specs:  # one result per key: a second unit under a key would run once and be counted once
+            if s.key in self.specs:
+                raise ValueError(f"two units share the key {s.key!r}: each unit needs its own")
+            self.specs[s.key] = s
         self.results: Dict[Hashable, Any] = {}
         self.attempts: Dict[Hashable, int] = {}
         self.stop, self.max_attempts = stop, max_attempts
@@ -100,7 +108,8 @@ class Tracker:
             ShardError: The unit has failed ``max_attempts`` times.
         """
         if isinstance(exc, self.fatal):
-            raise Aborted(exc, key, len(self.results), len(self.specs)) from exc
+            raise Aborted(exc, key, len(self.results), len(self.specs),
+                          sum(r.trials for r in self.results.values())) from exc
         self.attempts[key] = self.attempts.get(key, 0) + 1
         if self.attempts[key] >= self.max_attempts:
             hint = ""

@@ -23,6 +23,7 @@ audit at once too, with that error (re-running it would fail again), as a single
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence, Tuple, runtime_checkable
@@ -101,7 +102,8 @@ class RunEvidence:
 
 
 def run_one(spec: RunSpec) -> RunEvidence:
-    """The training runs of one shard of a multi-run audit (the engine's unit of work); depends on ``spec`` alone.
+    """The training runs of one shard of a multi-run audit (the engine's unit of work); depends on ``spec`` alone: the
+    task draws from copies of the shard's seeds, so a run re-run after a failure draws what its first attempt drew.
 
     Args:
         spec: The shard's runs.
@@ -112,7 +114,9 @@ def run_one(spec: RunSpec) -> RunEvidence:
     started = time.perf_counter()
     if spec.threads:
         torch.set_num_threads(spec.threads)
-    evidence = (spec.task(spec.seeds[0]),) if len(spec.seeds) == 1 else tuple(spec.task.together(spec.seeds))
+    # spawning children of a SeedSequence changes it; a worker process gets a pickled copy, this process the plan's own
+    seeds = copy.deepcopy(spec.seeds)
+    evidence = (spec.task(seeds[0]),) if len(seeds) == 1 else tuple(spec.task.together(seeds))
     return RunEvidence(spec.key, evidence, time.perf_counter() - started, len(evidence))
 
 
@@ -184,7 +188,9 @@ def run_many(task: Callable, runs: int, *, seed: int = 0, workers: int = 1, clus
     except Aborted as stop:  # nothing is certified from the other runs (module docstring)
         if not isinstance(stop.cause, TimeLimitError):
             raise stop.cause from None  # the user's function failed: the same in every run and retry
-        raise stop.cause.with_note(f" in run {stop.key[1]}; {stop.done} of {runs} runs had finished, none is "
+        first, last = stop.key[1], min(stop.key[1] + group, runs) - 1  # the failed shard's runs
+        where = f"run {first}" if first == last else f"runs {first}-{last}"
+        raise stop.cause.with_note(f" in {where}; {stop.done_trials} of {runs} runs had finished, none is "
                                    "certified (dropping a run that ran out of time could bias the audit)") from None
     each = tuple(e for s in specs for e in results[s.key].evidence)
     return PooledRuns(pool(each), each, info.extended(EngineRun, run_seconds=sum(r.seconds for r in results.values())))

@@ -49,3 +49,27 @@ def test_together_must_be_a_positive_integer():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="together"):
             run_many(task, 2, together=bad)
+
+
+class OutOfTimeAtRunFive:
+    """A task training its runs two by two whose shard holding run 5 (runs 4 and 5) runs out of time."""
+
+    def __call__(self, seed):
+        return self.together([seed])[0]
+
+    def together(self, seeds):
+        from tsdp.attacks.canary.evidence import Evidence
+        from tsdp.attacks.canary.guarded_calls import TimeLimitError
+
+        if any(s.spawn_key[-1] == 5 for s in seeds):
+            raise TimeLimitError("train", "user.train", 1.0)
+        return tuple(Evidence({"s": np.arange(4.0)}, np.array([True, False, True, False])) for _ in seeds)
+
+
+def test_a_time_limit_in_runs_trained_together_counts_the_runs_that_finished():
+    """Runs 0-3 (two shards of two) finished before the shard of runs 4 and 5 ran out of time: the error says 4 of 8
+    runs had finished and names the shard's runs, not its shards (2) and its first run alone."""
+    from tsdp.attacks.canary.guarded_calls import TimeLimitError
+
+    with pytest.raises(TimeLimitError, match=r"in runs 4-5; 4 of 8 runs had finished"):
+        run_many(OutOfTimeAtRunFive(), 8, seed=1, together=2)

@@ -200,3 +200,30 @@ def test_participation_rate_is_the_canaries_mean_count_with_unequal_lengths(top,
     counts = torch.stack([p.next() for _ in range(2000)]).double()
     rate = participation_rate(config)
     assert abs(counts.mean().item() - rate) < 0.1 * rate, (counts.mean().item(), rate)
+
+
+class FailsOnceAfterDrawing:
+    """A run that draws its canaries from its seed (``GradientCanaries`` spawns children of it), then, on run 1's
+    first attempt only, fails (as a training that hits a passing error midway): evidence = the inclusion bits."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __call__(self, seed):
+        canaries = GradientCanaries(SHORT, 30, clip=1.0, seed=seed)
+        if seed.spawn_key[-1] == 1 and not self.marker.exists():
+            self.marker.touch()
+            raise RuntimeError("passing failure after the canaries were drawn")
+        return Evidence({"bits": canaries.included.astype(float)}, canaries.included)
+
+
+def test_a_run_rerun_in_process_after_it_drew_its_canaries_draws_the_same_ones(tmp_path):
+    """A run is re-run from its own seed: the re-run of run 1 (failed after drawing its canaries) draws the canaries
+    of a run that never failed. Before, in this process the seed's children were spawned again, so the re-run drew
+    other canaries: the evidence depended on which runs failed, and a run re-run until it passed was a run selected
+    on its randomness."""
+    (tmp_path / "failed before").touch()
+    clean = run_many(FailsOnceAfterDrawing(tmp_path / "failed before"), 3, seed=4)
+    hit = run_many(FailsOnceAfterDrawing(tmp_path / "once"), 3, seed=4)
+    assert hit.engine.retries == 1 and (tmp_path / "once").exists()
+    assert np.array_equal(hit.evidence.included, clean.evidence.included)

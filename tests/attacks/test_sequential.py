@@ -125,3 +125,15 @@ def test_certified_profile_holds_simultaneously_on_the_whole_grid():
         assert np.all(lower >= 0) and np.all(np.diff(lower) <= 1e-12)  # a profile: non-increasing in α
         bad += bool(np.any(lower > true_h + 1e-4))  # 1e-4: the law's grid error on the true H_α
     assert bad <= stats.binom.isf(1e-3, 100, 0.05), bad
+
+
+def test_an_audit_stopped_at_its_violation_says_how_many_trials_it_ran():
+    """Noise halved stops at a checkpoint of 1000-2000 trials of the 16000 planned: the human report's first line
+    gives the trials the bounds used and the plan ("2000 of 16000 planned trials"), not the plan alone as if run."""
+    from tsdp.cli.cmd_audit import _human_audit
+
+    r = audit("T6", AUDIT, delta=1e-3, trials=TrialPlan(16000, seed=0, shard_size=1000),
+              confidence=Confidence(sequential=True), loop="noise_halved")
+    assert r.run.stopped_early and r.run.trials_run == r.violation_test.trials < 16000
+    head = next(x for x in _human_audit(r.to_dict()).splitlines() if x.startswith("audit of T6"))
+    assert f": {r.run.trials_run} of 16000 planned trials (the violation test stopped the run) x 1 training" in head

@@ -126,7 +126,7 @@ def test_a_fatal_failure_ends_the_run_at_once_naming_the_unit():
     with pytest.raises(Aborted) as stop:
         run_shards(UNITS, fatal_at_two, fatal=(Fatal,))
     assert isinstance(stop.value.cause, Fatal) and stop.value.key == ("p", 2)
-    assert (stop.value.done, stop.value.planned) == (4, 8)  # p0 q0 p1 q1 finished before p2
+    assert (stop.value.done, stop.value.planned, stop.value.done_trials) == (4, 8, 40)  # p0 q0 p1 q1 before p2
 
 
 def test_the_stop_rule_ends_the_run_early_with_the_units_finished_so_far():
@@ -168,3 +168,104 @@ def test_a_seam_holds_its_value_within_the_block_only():
                 raise KeyError
         assert variable.get() == "replaced"  # restored after an error too
     assert variable.get() == "own"
+
+
+@dataclass(frozen=True)
+class Audit:
+    """A unit keyed as the planted-bug bench's: (row, seed), two integers."""
+
+    row: int
+    seed: int
+    trials: int = 1
+
+    @property
+    def key(self):
+        return self.row, self.seed
+
+
+def row_and_seed(spec: Audit) -> Squares:
+    return Squares(spec.key, spec.trials, 1000 * spec.row + spec.seed)
+
+
+@pytest.mark.slow  # starts a local Dask cluster of one process on 127.0.0.1 (a few seconds)
+def test_dask_runs_units_whose_keys_print_alike_each_under_its_own_name():
+    """(1, 23) and (12, 3) both read "123" with their parts run together: Dask took them for one task, so one unit's
+    result stood for both (or the run failed); each must run as itself, as in this process."""
+    pytest.importorskip("dask.distributed")
+    units = [Audit(1, 23), Audit(12, 3), Audit(0, 5)]
+    here, _ = run_shards(units, row_and_seed)
+    dask, info = run_shards(units, row_and_seed, cluster="auto")
+    assert _totals(dask) == _totals(here) == {(1, 23): 1023, (12, 3): 12003, (0, 5): 5}
+    assert (info.executor, info.shards_run, info.retries) == ("dask", 3, 0)
+
+
+def test_units_sharing_a_key_are_refused_before_any_runs():
+    """Two units under one key would be run once and counted once while the record planned both (shards_planned 2,
+    shards_run 1, not stopped early): the run is refused, naming the key, and nothing runs."""
+    ran = []
+
+    def counted(spec):
+        ran.append(spec.key)
+        return squares(spec)
+
+    with pytest.raises(ValueError, match=r"two units share the key \('q', 1\)"):
+        run_shards([Square("p", 0, 10), Square("q", 1, 10), Square("q", 1, 5)], counted)
+    assert ran == []
+
+
+class RuleError(Exception):
+    pass
+
+
+def broken_rule(done):
+    raise RuleError("the stop rule itself failed")
+
+
+def test_an_error_in_the_stop_rule_is_raised_not_taken_for_a_failed_unit():
+    """The stop rule (the sequential violation test) failing is the caller's error: it is raised. Before, it was taken
+    for a failure of the unit that had just finished: counted as a re-run, swallowed, and the run went on to the end
+    without the rule (every unit ran once, each 'failed' once)."""
+    with pytest.raises(RuleError):
+        run_shards(UNITS, squares, stop=broken_rule)
+
+
+@pytest.mark.slow  # spawns two worker processes (no torch: a few seconds)
+def test_an_error_in_the_stop_rule_is_raised_with_worker_processes():
+    with pytest.raises(RuleError):
+        run_shards(UNITS, squares, stop=broken_rule, workers=2)
+
+
+@dataclass(frozen=True)
+class Where:
+    """A unit that reports where it ran: its Dask worker's address and its scheduler's."""
+
+    index: int
+    trials: int = 1
+
+    @property
+    def key(self):
+        return "where", self.index
+
+
+@dataclass(frozen=True)
+class Addresses:
+    key: tuple
+    worker: str
+    scheduler: str
+    trials: int = 1
+
+
+def addresses(spec: Where) -> Addresses:
+    from distributed import get_worker
+
+    worker = get_worker()
+    return Addresses(spec.key, worker.address, worker.scheduler.address)
+
+
+@pytest.mark.slow  # starts a local Dask cluster of two processes (a few seconds)
+def test_the_auto_cluster_listens_on_this_machine_only():
+    """cluster="auto": the scheduler and every worker listen on 127.0.0.1, never on an address other machines reach."""
+    pytest.importorskip("dask.distributed")
+    results, _ = run_shards([Where(i) for i in range(4)], addresses, workers=2, cluster="auto")
+    for r in results.values():
+        assert r.worker.startswith("tcp://127.0.0.1:") and r.scheduler.startswith("tcp://127.0.0.1:"), r

@@ -25,10 +25,19 @@ from .errors import UsageError, check_delta
 from .output import NO_NOISE, auc_text, dumps
 
 
+def _trials_text(d: dict) -> str:
+    """The trials per world of an audit: the plan's, or, when the violation test stopped the run, those its bounds
+    used and the plan."""
+    run = d.get("run") or {}
+    if run.get("stopped_early"):
+        return f"{run['trials_run']} of {d['trials']} planned trials (the violation test stopped the run)"
+    return f"{d['trials']} trials"
+
+
 def _human_audit(d: dict) -> str:
     lines = [
         f"audit of {d['theorem']} (sound bound {d['sound_theorem']}, attained pair {d['attained_pair']}): "
-        f"{d['trials']} trials x {d['steps']} training step(s) ({d['compositions']} composition(s)) per world "
+        f"{_trials_text(d)} x {d['steps']} training step(s) ({d['compositions']} composition(s)) per world "
         f"on {d['device']}",
         f"  estimate: certified ε lower bound (confidence {percent_text(_estimate_confidence(d))}) at δ = {d['delta']:g}: "
         f"{_low(d['epsilon_lower'])}" + _union_note(d.get("test") or {}),
