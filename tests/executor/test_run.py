@@ -214,7 +214,7 @@ def test_units_sharing_a_key_are_refused_before_any_runs():
 
 
 class RuleError(Exception):
-    pass
+    """An error raised inside the stop rule itself (not by a unit)."""
 
 
 def broken_rule(done):
