@@ -38,6 +38,7 @@ import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig, window_starts
 
+from .generators import seeded_generator
 from .samplers import make_sampler
 from .windows import augment, gather_windows, pad_series, split_window
 
@@ -83,8 +84,10 @@ class WindowDataset(torch.utils.data.Dataset):
         config: The configuration the series must match; use :func:`fit_lengths` to fit a configuration to
             your series.
         generator: With augmentation (σ_C or σ_F > 0, Section 4 / Theorem G.1) every cropped window gets
-            fresh Gaussian noise from it (default: one seeded from the operating system's entropy; the accountant
-            credits the noise only while it is secret, so give a seeded one only to reproduce a run).
+            fresh Gaussian noise from it (default: one seeded with 63 bits of the operating system's entropy, all of
+            them used, :func:`~tsdp.training.generators.seeded_generator`; the accountant credits the noise only
+            while it is secret, so give a seeded one only to reproduce a run; ``torch.Generator().manual_seed``
+            keeps 32 bits of a seed on the CPU).
         padding: The value of Algorithm 4's front padding (default 0, its zeros). For tsdp's forecasters give
             ``tsdp.training.windows.padding_of(model)``: their unobserved value, as tsdp's loop pads for them
             (they leave it out of their scale and loss, as GluonTS's models leave their padding out).
@@ -118,7 +121,7 @@ class WindowDataset(torch.utils.data.Dataset):
         self.lengths = tuple(lengths)
         self.padded, _ = pad_series([torch.as_tensor(a) for a in arrays], config.context_length, padding)
         self.n_starts = window_starts(torch.as_tensor(lengths), config.forecast_length)
-        self.generator = generator if generator is not None else torch.Generator().manual_seed(secrets.randbits(63))
+        self.generator = generator if generator is not None else seeded_generator(secrets.randbits(63))
 
     def __len__(self) -> int:
         return int(self.n_starts.sum())
@@ -178,9 +181,11 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
 
     Args:
         dataset: The windows to draw from; its configuration fixes the batching.
-        generator: The batches' randomness (default: one seeded from the operating system's entropy, not from
-            torch's global generator, which scripts seed for a reproducible model; the accountant credits the
-            subsampling only while the batches are secret, so give a seeded one only to reproduce a run).
+        generator: The batches' randomness (default: one seeded with 63 bits of the operating system's entropy, all of
+            them used, :func:`~tsdp.training.generators.seeded_generator`, not torch's global generator, which
+            scripts seed for a reproducible model; the accountant credits the subsampling only while the batches are
+            secret, so give a seeded one only to reproduce a run; ``torch.Generator().manual_seed`` keeps 32 bits of
+            a seed on the CPU).
 
     Attributes:
         config: The dataset's configuration.
@@ -203,7 +208,7 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
     def __init__(self, dataset: WindowDataset, *, generator: Optional[torch.Generator] = None):
         self.config = dataset.config
         self.sampler = make_sampler(dataset.config, dataset.lengths)
-        self.generator = generator if generator is not None else torch.Generator().manual_seed(secrets.randbits(63))
+        self.generator = generator if generator is not None else seeded_generator(secrets.randbits(63))
         self._epoch, self._next = None, 0  # the epoch being drawn and its next step (None: start a new one)
         self.batches_handed_out = 0
 
