@@ -133,3 +133,17 @@ def test_default_generators_of_the_batch_sampler_and_the_augmentation_use_the_wh
     assert draws[0][0] != draws[1][0]
     assert not torch.equal(draws[0][1], draws[1][1])
 
+
+def test_augmentation_in_dataloader_workers_draws_fresh_noise_for_every_batch_of_every_epoch():
+    """A ``DataLoader`` with workers copies the dataset, its augmentation generator's state with it: every worker, and
+    every epoch's new workers, drew the same noise (two workers, series of zeros: batches 1 and 2 had the same
+    forecast noise, and epoch 2 repeated epoch 1), where Theorem G.1 adds fresh noise to every window."""
+    config = TINY.with_(sigma_forecast=1.0, top="deterministic")
+    dataset = WindowDataset([np.zeros(20)] * 8, config, generator=seeded_generator(1))
+    loader = torch.utils.data.DataLoader(dataset, batch_sampler=BiLevelBatchSampler(dataset,
+                                                                                   generator=seeded_generator(2)),
+                                         collate_fn=WindowDataset.collate, num_workers=2)
+    noise = [forecast.flatten() for _ in range(2) for _, forecast in loader]
+    assert len(noise) == 4 and all(len(z) == 8 for z in noise)  # 2 epochs of 2 steps, 4 windows of L_F = 2
+    values = torch.cat(noise)
+    assert len(set(values.tolist())) == len(values)  # no value drawn twice (continuous noise)
