@@ -11,6 +11,7 @@ in ``observations``), ``metrics``, ``train`` (Algorithm 1 to an ε budget; `tsdp
 and the modules it is made of: ``options`` (its ``Budget``, ``Loop``, ``Evaluation`` and ``Checkpoints``),
 ``plan`` (its checks and the accountant's plan), ``loop`` (the phases and steps), ``evaluation``,
 ``checkpoints``, ``run_checks``, ``result``; ``noise`` (Algorithm 2, line 8: one flat Gaussian draw),
+``generators`` (a run's random streams: every bit of its seed, one stream per use),
 ``batch_sampler`` (the bi-level samplers as a torch ``BatchSampler`` for your own ``DataLoader``),
 ``fixed_batch`` (every step's batch in one capacity, Poisson's certified against overflow), ``captured``
 (the whole DP step compiled, CUDA graphs on CUDA; the loop's step paths).

@@ -38,6 +38,7 @@ import torch
 
 from tsdp.theorems.config import ConfigError, TrainingConfig, window_starts
 
+from .generators import seeded_generator
 from .samplers import make_sampler
 from .windows import augment, gather_windows, pad_series, split_window
 
@@ -83,8 +84,11 @@ class WindowDataset(torch.utils.data.Dataset):
         config: The configuration the series must match; use :func:`fit_lengths` to fit a configuration to
             your series.
         generator: With augmentation (σ_C or σ_F > 0, Section 4 / Theorem G.1) every cropped window gets
-            fresh Gaussian noise from it (default: one seeded from the operating system's entropy; the accountant
-            credits the noise only while it is secret, so give a seeded one only to reproduce a run).
+            fresh Gaussian noise from it (in a ``DataLoader`` worker, from a generator of the worker's own seeded from
+            it, :meth:`_augmentation_generator`; default: one seeded with 63 bits of the operating system's entropy, all of
+            them used, :func:`~tsdp.training.generators.seeded_generator`; the accountant credits the noise only
+            while it is secret, so give a seeded one only to reproduce a run; ``torch.Generator().manual_seed``
+            keeps 32 bits of a seed on the CPU).
         padding: The value of Algorithm 4's front padding (default 0, its zeros). For tsdp's forecasters give
             ``tsdp.training.windows.padding_of(model)``: their unobserved value, as tsdp's loop pads for them
             (they leave it out of their scale and loss, as GluonTS's models leave their padding out).
@@ -118,10 +122,28 @@ class WindowDataset(torch.utils.data.Dataset):
         self.lengths = tuple(lengths)
         self.padded, _ = pad_series([torch.as_tensor(a) for a in arrays], config.context_length, padding)
         self.n_starts = window_starts(torch.as_tensor(lengths), config.forecast_length)
-        self.generator = generator if generator is not None else torch.Generator().manual_seed(secrets.randbits(63))
+        self.generator = generator if generator is not None else seeded_generator(secrets.randbits(63))
+        self._worker: Optional[Tuple[int, torch.Generator]] = None  # (worker seed, its generator) in a worker
 
     def __len__(self) -> int:
         return int(self.n_starts.sum())
+
+    def _augmentation_generator(self) -> torch.Generator:
+        """The generator this process draws augmentation noise from: ``generator`` in the process that made the
+        dataset. A ``DataLoader`` worker holds a copy of the dataset with a copy of ``generator``'s state, the same in
+        every worker and in every epoch's new workers: drawing from it there gave every worker, epoch after epoch,
+        the same noise, where Theorem G.1 adds fresh noise to every window. A worker draws from a generator of its
+        own instead, seeded once from the copy's next 124 bits (secret) and the worker's seed
+        (``get_worker_info().seed``: the loader draws a fresh base seed for each epoch's workers and adds the worker's
+        id), so workers of one epoch or of two draw different streams."""
+        info = torch.utils.data.get_worker_info()
+        if info is None:
+            return self.generator
+        if self._worker is None or self._worker[0] != info.seed:
+            secret = torch.randint(0, 2**62, (2,), generator=self.generator).tolist()
+            seed = np.random.SeedSequence([*secret, info.seed % 2**64]).generate_state(1, np.uint64)[0] >> np.uint64(1)
+            self._worker = (info.seed, seeded_generator(int(seed), self.generator.device))
+        return self._worker[1]
 
     def _keys(self, keys: Sequence[WindowKey]) -> Tuple[torch.Tensor, torch.Tensor]:
         if any(not isinstance(k, (tuple, list)) or len(k) != 2 for k in keys):
@@ -142,7 +164,7 @@ class WindowDataset(torch.utils.data.Dataset):
         if self.config.augmented:
             context, forecast = augment(context, forecast, sigma_context=self.config.sigma_context,
                                         sigma_forecast=self.config.sigma_forecast, v=self.config.v,
-                                        generator=self.generator)
+                                        generator=self._augmentation_generator())
         return context, forecast
 
     def __getitem__(self, key: WindowKey) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -178,9 +200,11 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
 
     Args:
         dataset: The windows to draw from; its configuration fixes the batching.
-        generator: The batches' randomness (default: one seeded from the operating system's entropy, not from
-            torch's global generator, which scripts seed for a reproducible model; the accountant credits the
-            subsampling only while the batches are secret, so give a seeded one only to reproduce a run).
+        generator: The batches' randomness (default: one seeded with 63 bits of the operating system's entropy, all of
+            them used, :func:`~tsdp.training.generators.seeded_generator`, not torch's global generator, which
+            scripts seed for a reproducible model; the accountant credits the subsampling only while the batches are
+            secret, so give a seeded one only to reproduce a run; ``torch.Generator().manual_seed`` keeps 32 bits of
+            a seed on the CPU).
 
     Attributes:
         config: The dataset's configuration.
@@ -203,7 +227,7 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
     def __init__(self, dataset: WindowDataset, *, generator: Optional[torch.Generator] = None):
         self.config = dataset.config
         self.sampler = make_sampler(dataset.config, dataset.lengths)
-        self.generator = generator if generator is not None else torch.Generator().manual_seed(secrets.randbits(63))
+        self.generator = generator if generator is not None else seeded_generator(secrets.randbits(63))
         self._epoch, self._next = None, 0  # the epoch being drawn and its next step (None: start a new one)
         self.batches_handed_out = 0
 

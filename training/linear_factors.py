@@ -5,7 +5,8 @@ y = a Wᵀ + b (any number of calls, any middle dims, stacked into positions t):
 gradient is G_i = Σ_t g_it a_itᵀ and Σ_t g_it for the bias. ||G_i||² is ||g_i||²·||a_i||² at
 one position; otherwise the cheaper of Σ_{t,t'} (a_it·a_it')(g_it·g_it') (the ghost norm:
 Goodfellow 2015, "Efficient per-example gradient computations"; Li et al. 2022, "Large
-language models can be strong differentially private learners", Sec. 4) or materialising G_i
+language models can be strong differentially private learners", Sec. 4; in float64 with its rounding bound,
+:func:`ghost_squared_norms`: its rounding is relative to the positions' terms, which can cancel) or materialising G_i
 (cost t²(i + o) against t·i·o per sample), as :func:`norm_route` chooses. The clipped sum Σ_i c_i G_i is then one matrix
 product over all (sample, position) rows with row weights c_i, from the stored factors (the
 book-keeping trick of Bu et al. 2023: no second backward pass). Linears whose outputs receive
@@ -99,7 +100,8 @@ def norm_route(positions: int, inputs: int, outputs: int) -> NormRoute:
     """The route both DP engines take to ||G_i||² of a linear (or a group side by side) of ``inputs`` → ``outputs``
     at ``positions`` positions per sample: one position, else the ghost norm where t²(i + o) < t·i·o (the cheaper
     count of multiply-adds per sample), else G_i materialised. Every route is exact (the same number up to float
-    rounding); the choice is cost only, and a static shape: no read of the values.
+    rounding, the ghost norm's taken in float64 with its rounding bound: :func:`ghost_squared_norms`); the choice is
+    cost only, and a static shape: no read of the values.
 
     Args:
         positions: t, the positions per sample over all calls.
@@ -114,6 +116,34 @@ def norm_route(positions: int, inputs: int, outputs: int) -> NormRoute:
     if positions * (inputs + outputs) < inputs * outputs:
         return NormRoute.GHOST
     return NormRoute.MATERIALISED
+
+
+def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """||G_i||² of every sample by the ghost norm, G_i = Σ_t g_it a_itᵀ: Σ_{t,t'} (a_t·a_t')(g_t·g_t'), an **upper**
+    bound (the route :data:`NormRoute.GHOST` of both DP engines).
+
+    Its rounding is relative to S_i² = (Σ_t ||a_it|| ||g_it||)², not to ||G_i||²: where the positions' terms cancel
+    (inputs nearly equal at positions whose output gradients are nearly opposite) ||G_i|| can be far below S_i, and
+    in float32 the sum came out 0 for windows of norm 518 C, which then entered the clipped sum unclipped
+    (tests/training/test_factored.py). So the products are taken in float64 and the sum's rounding bound is added:
+    |fl(Σ) - Σ| ≤ (γ_i + γ_o + γ_{t²}) S_i² to first order, γ_n = n 2^-53, taken twice over. The result, in ``g``'s
+    dtype, is ||G_i||² to that dtype's rounding wherever the cancellation leaves float64 any digit.
+
+    Args:
+        a: The layer's inputs by position, (M, t, i).
+        g: Its output gradients by position, (M, t, o).
+
+    Returns:
+        (M,) the squared norms, in ``g``'s dtype.
+    """
+    m, t, o = g.shape
+    a64, g64 = a.double(), g.double()
+    aa = torch.bmm(a64, a64.transpose(1, 2))
+    gg = torch.bmm(g64, g64.transpose(1, 2))
+    ghost = torch.linalg.vecdot(aa.reshape(m, -1), gg.reshape(m, -1))
+    s = (aa.diagonal(dim1=1, dim2=2).clamp_min(0).sqrt() * gg.diagonal(dim1=1, dim2=2).clamp_min(0).sqrt()).sum(1)
+    rounding = 2 * (a.shape[2] + o + t * t) * 2.0**-53
+    return ghost.clamp_min_(0).add_(s.square_().mul_(rounding)).to(g.dtype)
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
@@ -191,9 +221,7 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
             if len(biases) > 1:
                 sq = sq.mul_(len(biases))
         if a is not None and route is NormRoute.GHOST:
-            ghost = torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(m, -1),
-                                        torch.bmm(g, g.transpose(1, 2)).reshape(m, -1))
-            ghost = ghost.clamp_min_(0)  # ||G_i||² ≥ 0: rounding must not take the total below
+            ghost = ghost_squared_norms(a, g)
             sq = ghost if sq is None else sq.add_(ghost)
         elif a is not None:
             # G_i or G_iᵀ, whichever puts the longer side last: the faster operand order for CPU bmm

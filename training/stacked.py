@@ -14,8 +14,9 @@ float rounding.
 
 Algorithm 2 (lines 4-7) is then per run, exact: one forward and one backward of the K·M per-window losses give
 every stacked layer's inputs a and output gradients g; each window's squared gradient norm is summed over layers
-from these factors (t = 1: ||a||²·||g||²; t > 1: the ghost norm Σ_{t,t'} (a_t·a_t')(g_t·g_t') or the materialised
-G_i, whichever is cheaper: :func:`training.linear_factors.norm_route`, the factored engine's choice too), the clip
+from these factors (t = 1: ||a||²·||g||²; t > 1: the ghost norm Σ_{t,t'} (a_t·a_t')(g_t·g_t') in float64 with its
+rounding bound, :func:`training.linear_factors.ghost_squared_norms`, or the materialised G_i, whichever is cheaper:
+:func:`training.linear_factors.norm_route`, the factored engine's choice too), the clip
 factors 1 / max(1, ||g_i||/C) follow (:func:`training.clipping.clip_factors`), and each run's clipped sum
 Σ_{i in run k} c_i G_i is one batched product per group of factors. A tied follower (DeepAR's ``hh``,
 :mod:`training.tied_gradients`) is not asked of autograd: where its calls fit the declared tie, its output gradients
@@ -37,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .clipping import Grads, clip_factors
-from .linear_factors import NormRoute, norm_route, side_by_side
+from .linear_factors import NormRoute, ghost_squared_norms, norm_route, side_by_side
 from .noise import fill_flat_noise
 from .tied_gradients import applied_ties, declared_ties
 
@@ -359,8 +360,7 @@ def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: S
     if route is NormRoute.ONE_POSITION:  # ||G_i||² = ||g_i||²·||a_i||²
         sq = sq_bias * torch.linalg.vecdot(a[:, 0], a[:, 0])
     elif route is NormRoute.GHOST:
-        sq = torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).reshape(rows, -1),
-                                 torch.bmm(g, g.transpose(1, 2)).reshape(rows, -1)).clamp_min(0)
+        sq = ghost_squared_norms(a, g)
     else:
         per_sample = torch.bmm(g.transpose(1, 2), a).reshape(rows, o * i)  # G_i, (o, i) row-major
         sq = torch.linalg.vecdot(per_sample, per_sample)

@@ -47,6 +47,7 @@ from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import ledger_summary, training_event
 from tsdp.verify.pld import DEFAULT_DISCRETIZATION
 
+from .generators import seeded_generator
 from .metrics import point_crps, seasonal_naive
 from .options import Budget, Checkpoints, Evaluation, Loop
 from .result import TrainResult
@@ -162,7 +163,7 @@ class _Cell:
 
     def __init__(self, run: Run, budget: _Budget, settings: GroupSettings, device: torch.device):
         self.run, self.budget, self.config, self.plan = run, budget, budget.config, budget.plan
-        self.generator = torch.Generator(device=device).manual_seed(run.seed)
+        self.generator = seeded_generator(run.seed, device)  # as train's: every bit of the seed, not θ0's stream
         self.model = initial_model(settings.model_name, self.config, self.plan.train_data, seed=run.seed,
                                    lags=settings.lags).to(device)
         self.seconds = 0.0

@@ -30,6 +30,7 @@ from tsdp.datasets.time_features import covariate_count
 from .captured import resolve_step_path
 from .checkpoints import BestCheckpoint
 from .evaluation import evaluate, run_tensors
+from .generators import INIT_STREAM, seed_global_cpu, seeded_generator
 from .loop import Trainee, run_phases
 from .metrics import point_crps, seasonal_naive
 from .models import make_model
@@ -44,24 +45,29 @@ _Checkpoints = BestCheckpoint
 
 def initial_model(model_name: str, config: TrainingConfig, data: SeriesData, *, seed: int,
                   lags: Optional[Sequence[int]] = None) -> torch.nn.Module:
-    """The model :func:`train` starts from.
+    """The model :func:`train` starts from, drawn from the seed's own initialisation stream
+    (:data:`~tsdp.training.generators.INIT_STREAM`), never from the stream of the run's batches and noise: given θ0,
+    which DP-SGD's analysis lets an adversary know, noise drawn from θ0's random numbers would be known too.
 
     Args:
         model_name: ``simple-ff``, ``deepar``, ``dlinear`` or ``itransformer``.
         config: The configuration (its L_C and L_F).
         data: The training series (DeepAR reads the covariates of their step,
             :func:`tsdp.datasets.time_features.covariate_count`).
-        seed: The initialisation's seed.
+        seed: The run's seed, in [0, 2^63).
         lags: DeepAR's lag indices (None: its own).
 
     Returns:
         The initialised model (on the CPU).
+
+    Raises:
+        ConfigError: ``seed`` outside [0, 2^63).
     """
     extra = {}
     if model_name == "deepar":
         extra = {"covariates": covariate_count(data.freq), **({"lags": lags} if lags is not None else {})}
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        seed_global_cpu(seed, INIT_STREAM)
         return make_model(model_name, config.context_length, config.forecast_length, **extra)
 
 
@@ -95,9 +101,10 @@ def train(config: TrainingConfig, model_name: str, data: Union[SeriesData, Forec
             (:class:`~tsdp.training.options.Evaluation`).
         checkpoints: How often a split's validation windows are scored, and whether the result keeps the trained
             model (:class:`~tsdp.training.options.Checkpoints`).
-        seed: The seed of initialisation, sampling, augmentation, noise and sample paths (None: a fresh one from the
-            operating system's entropy; a seed others know lets them redraw the batches and noise, which voids the
-            trained model's ε: give one only to reproduce a run).
+        seed: The seed of initialisation, sampling, augmentation, noise and sample paths, in [0, 2^63), every bit of
+            it used, the initialisation from a stream of its own (:mod:`tsdp.training.generators`) (None: a fresh one
+            from the operating system's entropy; a seed others know lets them redraw the batches and noise, which voids
+            the trained model's ε: give one only to reproduce a run).
         device: ``auto`` (cuda when available, else cpu), ``cpu`` or ``cuda[:N]``.
         progress: Show a progress bar.
 
@@ -118,7 +125,7 @@ def train(config: TrainingConfig, model_name: str, data: Union[SeriesData, Forec
     private = budget.private
     accountant = PldAccountant("sound", discretization=budget.discretization) if private else None
     dev = resolve_device(device)
-    generator = torch.Generator(device=dev).manual_seed(seed)
+    generator = seeded_generator(seed, dev)
     model = initial_model(model_name, config, plan.train_data, seed=seed, lags=loop.lags).to(dev)
     optimizer = torch.optim.Adam if loop.optimizer == Optimizer.ADAM else torch.optim.SGD
     opt = optimizer(model.parameters(), lr=plan.lr, weight_decay=plan.weight_decay)

@@ -19,6 +19,7 @@ from tsdp.training.factored import (PER_SAMPLE_RULES, FactoredGradientError, fac
 from tsdp.training import layer_factors
 from tsdp.training.layer_factors import WORKSPACE
 from tsdp.training.linear_factors import NormRoute, norm_route
+from tsdp.training.stacked import StackedModel
 from tsdp.training.models import MODELS, make_model
 from tsdp.training.step import noisy_mean, per_sample_gradients, private_gradient
 from tsdp.attacks.montecarlo.constructions import GradientFunctionModel
@@ -530,3 +531,49 @@ def test_squared_row_norms_on_both_routes(shape):
     want = x.double().reshape(shape[0], -1).square().sum(dim=1)
     assert got.shape == (shape[0],)
     assert torch.allclose(got.double(), want, rtol=1e-5, atol=0)
+
+
+class TwoPositions(nn.Module):
+    """A linear D → D at two positions whose inputs x_1 = b + δ and x_2 = b (every coordinate; b = 1e4·context[0],
+    δ = context[1]) are large and nearly equal, and whose output gradients are opposite: the loss is
+    f · u·(y_1 - y_2), so the window's gradient is G = f u (x_1 - x_2)ᵀ, of norm |f δ| ||u|| √D in closed form, far
+    below the positions' terms ||a_t|| ||g_t|| ≈ |f| ||u|| 1e4 √D that the ghost norm's products add up."""
+
+    D = 512
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(self.D, self.D, bias=False)
+        self.register_buffer("u", torch.randn(self.D, generator=torch.Generator().manual_seed(0)))
+
+    def forward(self, context, forecast):
+        ones = torch.ones(1, self.D, dtype=context.dtype)
+        base = context[:, :1] * 1e4 * ones
+        y = self.lin(torch.stack([base + context[:, 1:2] * ones, base], 1))
+        return ((y[:, 0] - y[:, 1]) * self.u).sum(-1) * forecast[:, 0]
+
+
+def test_a_float32_ghost_norm_under_cancellation_is_the_windows_norm_in_both_engines():
+    """The ghost route (t = 2 < i o / (i + o)) took ||G_i||² = Σ_{t,t'} (a_t·a_t')(g_t·g_t') in float32, whose rounding
+    is relative to (Σ_t ||a_t|| ||g_t||)², not to ||G_i||²: here it came out 0 (clamped) for windows of norm 5 to 518
+    C, which then entered the sum unclipped (a window of norm 518 added 518 C). Reference: the closed-form norm
+    (rtol 1e-4), and each window's clipped contribution alone at most C (to float32 rounding of the sum, 1e-3)."""
+    assert norm_route(2, TwoPositions.D, TwoPositions.D) is NormRoute.GHOST
+    torch.manual_seed(1)
+    model = TwoPositions()
+    m, clip = 8, 1.0
+    context = torch.stack([torch.ones(m), torch.linspace(0.01, 1.0, m)], 1)
+    forecast = torch.ones(m, 1)
+    _, norms = factored_clipped_sum(model, context, forecast, clip)
+    base = context[:, 0] * 1e4  # the inputs as the float32 forward rounds them: δ as it survives b + δ
+    delta = (base + context[:, 1]).double() - base.double()
+    exact = forecast[:, 0].double().abs() * delta.abs() * model.u.double().norm() * math.sqrt(TwoPositions.D)
+    assert bool((norms.double() >= exact * (1 - 1e-5)).all())  # never below the window's norm: clipped at least
+    assert bool((norms.double() <= 2 * exact).all())  # the rounding bound over-clips these extreme windows modestly
+    stack = StackedModel([model])
+    for i in range(m):
+        alone, _ = factored_clipped_sum(model, context[i:i + 1], forecast[i:i + 1], clip)
+        out = {n: torch.zeros_like(p) for n, p in stack.parameters.items()}
+        stack.clipped_sums([context[i:i + 1], forecast[i:i + 1]], clip, torch.ones(1), out)
+        assert float(alone["lin.weight"].norm()) <= clip * (1 + 1e-3)
+        assert float(out["lin.weight"].norm()) <= clip * (1 + 1e-3)
