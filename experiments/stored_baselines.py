@@ -8,8 +8,8 @@ sources of the baselines and of the CRPS, statsforecast's version), and a digest
 JSON), as a cell file has. A file that does not parse, whose key differs, whose digest does not match (edited or
 damaged), or whose CRPS is missing, not finite or negative is recomputed with a note (a ``UserWarning``: the CLI's
 note line), never reported; the file is written to a temporary name and renamed (atomic), as the cells are. A
-baseline statsforecast cannot fit on the data ("no model able to be fitted", e.g. AutoETS on values of 1e300) is
-left out of the scores with a note, and the grid goes on; nothing is stored then.
+baseline statsforecast cannot fit on the data ("no model able to be fitted", e.g. AutoETS on values of 1e300), or
+whose CRPS is not a number, is left out of the scores with a note, and the grid goes on; nothing is stored then.
 """
 from __future__ import annotations
 
@@ -164,13 +164,19 @@ def cached_baselines(split: "ForecastSplit", folder: Optional[Union[str, Path]] 
     crps = {}
     for b in BASELINES:
         try:
-            crps[b] = baseline_crps(b, split.test.histories, split.test.targets, spec.forecast_length, spec.season,
-                                    n_jobs=n_jobs, progress=progress)
+            value = baseline_crps(b, split.test.histories, split.test.targets, spec.forecast_length, spec.season,
+                                  n_jobs=n_jobs, progress=progress)
         except Exception as exc:  # statsforecast raises a bare Exception when no model fits
             if UNFITTABLE not in str(exc):
                 raise
             warnings.warn(f"the {b} baseline cannot be fitted on this data (statsforecast: {UNFITTABLE}): it is left "
                           "out of the table", UserWarning, stacklevel=2)
-    if path is not None and set(crps) == set(BASELINES) and all(math.isfinite(v) for v in crps.values()):
+            continue
+        if not math.isfinite(value):  # a NaN forecast: no number to compare against (C7 would judge against NaN)
+            warnings.warn(f"the {b} baseline's CRPS on this data is {value} (a forecast that is not a number): it is "
+                          "left out of the table", UserWarning, stacklevel=2)
+            continue
+        crps[b] = value
+    if path is not None and set(crps) == set(BASELINES):
         write_atomic(path, digested_text(key, "crps", crps))
     return BaselineScores(crps, False, time.perf_counter() - started)

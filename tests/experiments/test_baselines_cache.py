@@ -170,3 +170,20 @@ def test_seasonal_naive_given_its_last_season_forecasts_as_from_the_whole_histor
                           baseline_quantiles("seasonal-naive", h, 24, 24, capped=False))
     # and it is the last season repeated (the method's definition)
     assert np.array_equal(baseline_quantiles("seasonal-naive", h, 24, 24)[0], np.stack([x[-24:] for x in h]))
+
+
+def test_a_baseline_without_a_finite_crps_is_left_out_never_judged(tiny, tmp_path, monkeypatch):
+    """A baseline whose CRPS comes out NaN is left out with a note (as one that cannot be fitted), so that neither
+    the table nor C7 (whose better baseline is the smaller CRPS: min() with a NaN first keeps the NaN, and every
+    margin against it is NaN, no win) compares against it; nothing is stored."""
+    from tsdp.experiments.table import Score, c7_verdict
+
+    split, reference = tiny
+    real = baseline_crps
+    monkeypatch.setattr("tsdp.experiments.baselines.baseline_crps",
+                        lambda name, *a, **k: math.nan if name == "seasonal-naive" else real(name, *a, **k))
+    with pytest.warns(UserWarning, match="seasonal-naive baseline"):
+        scores = cached_baselines(split, tmp_path)
+    assert scores.crps == {"autoets": reference["autoets"]} and not (tmp_path / CACHE_FILE).exists()
+    ev = c7_verdict([Score("simple-ff", 0.5, "wor", reference["autoets"] / 2, 0.0, 1)], scores.crps, "m1-yearly")
+    assert ev.verdict == "reproduced" and ev.baseline == "autoets"
