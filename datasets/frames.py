@@ -91,7 +91,8 @@ def from_long(frame: "pandas.DataFrame", *, item_id: str = "item_id", timestamp:
 
 def from_wide(frame: "pandas.DataFrame", *, freq: Union[str, float, None] = None, source: str = "DataFrame",
               first_line: Optional[int] = None) -> SeriesData:
-    """Wide format: one column per series, rows in time order (the index may hold the timestamps).
+    """Wide format: one column per series; rows in time order, or in any order when the index holds the timestamps
+    (they are then read in timestamp order, as the long layout reads each item's rows).
 
     Leading / trailing missing cells of a column shorten that series; an inner one is refused.
     Duplicate index timestamps are refused; a timestamp index (datetime or numeric) must be
@@ -128,10 +129,12 @@ def from_wide(frame: "pandas.DataFrame", *, freq: Union[str, float, None] = None
         freq = infer_step(frame.index, source, "index")
     check_regular(frame.index, f"{source}, index", freq, given=given)
     row = _row_label(first_line)
-    rows = [row(i) for i in range(len(frame))]
+    order = np.argsort(frame.index.to_numpy(), kind="stable") if timed else np.arange(len(frame))
+    frame = frame.iloc[order]  # rows in time order, as the long layout orders each item's; errors name the file's rows
+    rows = [row(i) for i in order]
     out, columns = [], []
     for c in frame.columns:
-        columns.append(_numeric(frame[c], source, str(c), row))
+        columns.append(_numeric(frame[c], source, str(c), lambda i: rows[int(i)]))
         out.append(_observed(columns[-1], source, c, rows))
     step = freq if freq is not None or not isinstance(frame.index, pd.DatetimeIndex) else frame.index.freq
     calendar = calendar_step(frame.index, step) if isinstance(frame.index, pd.DatetimeIndex) else None

@@ -1,9 +1,11 @@
-"""The paper's traditional baselines from ``statsforecast`` (the ``tsdp[experiments]`` extra): seasonal naive and AutoETS.
+"""The paper's traditional baselines: seasonal naive and AutoETS from ``statsforecast`` (the ``tsdp[experiments]`` extra).
 
 Paper Appendix "Experimental Setup", "Traditional Baselines": the season length is one day
 (24 hourly, 144 ten-minute steps; 1 for yearly data), AutoETS keeps statsforecast's defaults.
-Seasonal naive is a point forecast (every quantile equal to it, as GluonTS's predictor that the
-authors' code evaluates); AutoETS gives the quantiles q ∈ {0.1, ..., 0.9} from its prediction
+Seasonal naive is a point forecast (every quantile equal to it), GluonTS's ``SeasonalNaivePredictor`` that the
+authors' code evaluates (:func:`tsdp.training.metrics.seasonal_naive`: the last season repeated, the mean of a
+history shorter than a season, where statsforecast's ``SeasonalNaive`` forecasts NaN; tests compare it with both);
+AutoETS gives the quantiles q ∈ {0.1, ..., 0.9} from its prediction
 intervals (q < 0.5: the lower end of the (100 - 200 q) % interval, q > 0.5: the upper end of the
 (200 q - 100) % interval, q = 0.5: the mean), as GluonTS's statsforecast wrapper maps them. Both
 score with :func:`tsdp.training.metrics.weighted_quantile_loss` (the CRPS of the tables).
@@ -29,7 +31,7 @@ import numpy as np
 
 from tsdp.theorems.errors import MissingExtraError
 
-from tsdp.training.metrics import QUANTILES, weighted_quantile_loss
+from tsdp.training.metrics import QUANTILES, seasonal_naive, weighted_quantile_loss
 
 BASELINES = ("seasonal-naive", "autoets")
 ETS_SEASONS = 10
@@ -60,10 +62,10 @@ def _statsforecast():
     try:
         import pandas as pd
         from statsforecast import StatsForecast
-        from statsforecast.models import AutoETS, SeasonalNaive
+        from statsforecast.models import AutoETS
     except ImportError:
         raise MissingExtraError("the seasonal-naive and AutoETS baselines need statsforecast", "experiments") from None
-    return pd, StatsForecast, AutoETS, SeasonalNaive
+    return pd, StatsForecast, AutoETS
 
 
 def statsforecast_version() -> str:
@@ -102,15 +104,18 @@ def baseline_quantiles(name: str, histories: Sequence[np.ndarray], forecast_leng
     cap = fitted_history(name, season)  # refuses an unknown name
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
-    pd, StatsForecast, AutoETS, SeasonalNaive = _statsforecast()
+    pd, StatsForecast, AutoETS = _statsforecast()
     from tqdm.auto import tqdm
 
-    model = SeasonalNaive(season_length=season) if name == "seasonal-naive" else AutoETS(season_length=season)
-    column = str(model)
-    levels = [] if name == "seasonal-naive" else sorted({int(round(abs(200 * q - 100))) for q in quantiles if q != 0.5})
-    columns = [column if name == "seasonal-naive" or q == 0.5 else
-               f"{column}-{'lo' if q < 0.5 else 'hi'}-{int(round(abs(200 * q - 100)))}" for q in quantiles]
     fitted = [np.asarray(h[-cap:] if capped else h, dtype=np.float64) for h in histories]
+    if name == "seasonal-naive":  # a point forecast: every quantile is it
+        point = seasonal_naive(fitted, forecast_length, season)
+        return np.broadcast_to(point, (len(quantiles), *point.shape)).copy()
+    model = AutoETS(season_length=season)
+    column = str(model)
+    levels = sorted({int(round(abs(200 * q - 100))) for q in quantiles if q != 0.5})
+    columns = [column if q == 0.5 else f"{column}-{'lo' if q < 0.5 else 'hi'}-{int(round(abs(200 * q - 100)))}"
+               for q in quantiles]
     chunk = CHUNK_PER_JOB * n_jobs
     out = np.empty((len(quantiles), len(fitted), forecast_length))
     with tqdm(total=len(fitted), disable=not progress, desc=f"baseline {name}", unit="series") as bar:

@@ -8,8 +8,9 @@ sources of the baselines and of the CRPS, statsforecast's version), and a digest
 JSON), as a cell file has. A file that does not parse, whose key differs, whose digest does not match (edited or
 damaged), or whose CRPS is missing, not finite or negative is recomputed with a note (a ``UserWarning``: the CLI's
 note line), never reported; the file is written to a temporary name and renamed (atomic), as the cells are. A
-baseline statsforecast cannot fit on the data ("no model able to be fitted", e.g. AutoETS on values of 1e300) is
-left out of the scores with a note, and the grid goes on; nothing is stored then.
+baseline statsforecast cannot fit on the data ("no model able to be fitted", e.g. AutoETS on values of 1e300; "tiny
+datasets", AutoETS on a history of at most 6 values), or
+whose CRPS is not a number, is left out of the scores with a note, and the grid goes on; nothing is stored then.
 """
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 CACHE_FILE = "baselines.json"
 UNFITTABLE = "no model able to be fitted"
 """statsforecast's words (a bare Exception) when no model of a baseline fits the data."""
+TOO_SHORT = "tiny datasets"
+"""statsforecast's words (a NotImplementedError) when a history is too short to fit ETS: n <= its parameters + 4
+values (6 for the smallest model)."""
 
 
 @dataclass(frozen=True)
@@ -164,13 +168,21 @@ def cached_baselines(split: "ForecastSplit", folder: Optional[Union[str, Path]] 
     crps = {}
     for b in BASELINES:
         try:
-            crps[b] = baseline_crps(b, split.test.histories, split.test.targets, spec.forecast_length, spec.season,
-                                    n_jobs=n_jobs, progress=progress)
+            value = baseline_crps(b, split.test.histories, split.test.targets, spec.forecast_length, spec.season,
+                                  n_jobs=n_jobs, progress=progress)
         except Exception as exc:  # statsforecast raises a bare Exception when no model fits
-            if UNFITTABLE not in str(exc):
+            words = next((w for w in (UNFITTABLE, TOO_SHORT) if w in str(exc)), None)
+            if words is None or (words == TOO_SHORT and not isinstance(exc, NotImplementedError)):
                 raise
-            warnings.warn(f"the {b} baseline cannot be fitted on this data (statsforecast: {UNFITTABLE}): it is left "
+            why = "" if words == UNFITTABLE else f", a test history of {min(map(len, split.test.histories))} values"
+            warnings.warn(f"the {b} baseline cannot be fitted on this data (statsforecast: {words}{why}): it is left "
                           "out of the table", UserWarning, stacklevel=2)
-    if path is not None and set(crps) == set(BASELINES) and all(math.isfinite(v) for v in crps.values()):
+            continue
+        if not math.isfinite(value):  # a NaN forecast: no number to compare against (C7 would judge against NaN)
+            warnings.warn(f"the {b} baseline's CRPS on this data is {value} (a forecast that is not a number): it is "
+                          "left out of the table", UserWarning, stacklevel=2)
+            continue
+        crps[b] = value
+    if path is not None and set(crps) == set(BASELINES):
         write_atomic(path, digested_text(key, "crps", crps))
     return BaselineScores(crps, False, time.perf_counter() - started)

@@ -101,9 +101,10 @@ def crps_from_samples(target: np.ndarray, samples: np.ndarray, quantiles: Sequen
 
 
 def seasonal_naive(history: Sequence[np.ndarray], forecast_length: int, season: int) -> np.ndarray:
-    """Seasonal naive forecast (N, L_F): ŷ[t] = the value one season before, repeating the last season.
-
-    A series shorter than ``season`` uses its whole history as the season.
+    """Seasonal naive forecast (N, L_F): ŷ[t] = the value one season before, repeating the last season; a history
+    shorter than ``season`` forecasts its mean. This is GluonTS's ``SeasonalNaivePredictor``, the seasonal baseline of
+    the paper's code (a test compares them; statsforecast's ``SeasonalNaive`` agrees where a history holds a season
+    and forecasts NaN where it does not).
 
     Args:
         history: Each series' history (1-D).
@@ -115,8 +116,8 @@ def seasonal_naive(history: Sequence[np.ndarray], forecast_length: int, season: 
     """
     out = np.empty((len(history), forecast_length))
     for n, h in enumerate(history):
-        m = min(season, len(h))
-        out[n] = h[len(h) - m + np.arange(forecast_length) % m]
+        h = np.asarray(h, dtype=np.float64)
+        out[n] = h[len(h) - season + np.arange(forecast_length) % season] if len(h) >= season else np.mean(h)
     return out
 
 

@@ -170,3 +170,41 @@ def test_seasonal_naive_given_its_last_season_forecasts_as_from_the_whole_histor
                           baseline_quantiles("seasonal-naive", h, 24, 24, capped=False))
     # and it is the last season repeated (the method's definition)
     assert np.array_equal(baseline_quantiles("seasonal-naive", h, 24, 24)[0], np.stack([x[-24:] for x in h]))
+
+
+def test_a_baseline_without_a_finite_crps_is_left_out_never_judged(tiny, tmp_path, monkeypatch):
+    """A baseline whose CRPS comes out NaN is left out with a note (as one that cannot be fitted), so that neither
+    the table nor C7 (whose better baseline is the smaller CRPS: min() with a NaN first keeps the NaN, and every
+    margin against it is NaN, no win) compares against it; nothing is stored."""
+    from tsdp.experiments.table import Score, c7_verdict
+
+    split, reference = tiny
+    real = baseline_crps
+    monkeypatch.setattr("tsdp.experiments.baselines.baseline_crps",
+                        lambda name, *a, **k: math.nan if name == "seasonal-naive" else real(name, *a, **k))
+    with pytest.warns(UserWarning, match="seasonal-naive baseline"):
+        scores = cached_baselines(split, tmp_path)
+    assert scores.crps == {"autoets": reference["autoets"]} and not (tmp_path / CACHE_FILE).exists()
+    ev = c7_verdict([Score("simple-ff", 0.5, "wor", reference["autoets"] / 2, 0.0, 1)], scores.crps, "m1-yearly")
+    assert ev.verdict == "reproduced" and ev.baseline == "autoets"
+
+
+def test_autoets_on_histories_too_short_to_fit_is_left_out_not_a_traceback(tmp_path):
+    """statsforecast's ETS refuses a history of n <= its parameters + 4 values (NotImplementedError "tiny datasets",
+    n <= 6 for the smallest model): a user's file of short series (a test history of 3 values here) leaves AutoETS
+    out with a note, as a baseline that cannot be fitted, and keeps seasonal naive (GluonTS's rule: the last season),
+    instead of a traceback after the whole grid has trained."""
+    from tsdp.datasets.benchmarks import UserData, user_split
+    from tsdp.training.metrics import point_crps, seasonal_naive
+
+    path = tmp_path / "short.csv"
+    path.write_text("a,b\n" + "".join(f"{1 + i},{10 + 2 * i}\n" for i in range(5)))
+    split = user_split(UserData(str(path), forecast_length=1, context_length=1, batch_size=1, sigma=4.0, season=1,
+                                epochs=1))
+    assert [len(h) for h in split.test.histories] == [4, 4]
+    with pytest.raises(NotImplementedError, match="tiny datasets"):  # statsforecast itself
+        baseline_quantiles("autoets", split.test.histories, 1, 1)
+    with pytest.warns(UserWarning, match="autoets baseline cannot be fitted"):
+        scores = cached_baselines(split, tmp_path)
+    want = point_crps(split.test.targets, seasonal_naive(split.test.histories, 1, 1))
+    assert scores.crps == {"seasonal-naive": want} and not (tmp_path / CACHE_FILE).exists()

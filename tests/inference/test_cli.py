@@ -197,3 +197,19 @@ def test_predict_names_the_freq_json_lines_need_for_a_calendar_model(capsys, tmp
     assert code == 2 and len(errors) == 1 and "invalid --data" in errors[0] and "--freq h" in errors[0]
     code, out, err = run(capsys, *common, "--freq", "h")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("scale", [1e38, 1e30])
+def test_tradeoff_of_series_that_overflow_the_float32_model_is_refused_not_a_nan_table(capsys, tmp_path, model_file,
+                                                                                        scale):
+    """Series of magnitude 1e38 (beyond float32 once the model adds to them) or 1e30 (whose forecasts' squares
+    overflow): the forecasts are not finite, so the CRPS is no number: one line naming --data, exit 2, as
+    `forecast predict` refuses such a series (a NaN table with exit 0 before)."""
+    path = tmp_path / "big.csv"
+    path.write_text("a,b\n" + "".join(f"{scale * (1 + i % 3)!r},{scale * (2 + i % 2)!r}\n" for i in range(12)))
+    code, out, err = run(capsys, "forecast", "tradeoff", "--model-file", model_file, "--data", str(path),
+                         "--epsilons", "1", "--rates", "1", "--samples", "10", "--seed", "0")
+    if code == 0:  # the float32 model held these values: every number of the table is finite
+        assert "nan" not in out.lower() and "inf " not in out
+        return
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--data" in err, (code, out, err)

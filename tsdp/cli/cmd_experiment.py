@@ -60,7 +60,7 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
         sub: The subparsers to add to.
         command: The command registry's decorator.
     """
-    from tsdp.datasets.benchmarks import PAPER, SHIPPED_SPEC
+    from tsdp.datasets.benchmarks import PAPER, SHIPPED_SPEC, UserData
     from tsdp.experiments.grid import (LEVELS, MODELS, QUICK_EPOCHS, SEEDS, SIGMA_FORECAST_MAX, SIGMA_FORECASTS,
                                               TOPS, W_MAX, W_VALUES)
 
@@ -104,7 +104,8 @@ def add_parsers(sub: "argparse._SubParsersAction", command: Callable) -> None:
     p.add_argument("--v", type=float, default=None,
                    help="v of the label-noise level: the largest change of one element, in the data's units "
                         "(default the dataset's: " + ", ".join(f"{spec.name} {spec.label_noise_v:g}" for spec in
-                                                              (SHIPPED_SPEC, *PAPER.values())) + "; needs that level)")
+                                                              (SHIPPED_SPEC, *PAPER.values()))
+                        + f"; --data {UserData.label_noise_v:g}, in its units: give yours; needs that level)")
     p.add_argument("--sigma-forecast", type=float, nargs="+", default=None, metavar="S",
                    help=f"the columns of the label-noise level: label noise σ_F in units of v, each in [0, {SIGMA_FORECAST_MAX:g}] "
                         f"(default the paper's {' '.join(f'{x:g}' for x in SIGMA_FORECASTS)}; needs that level)")

@@ -306,6 +306,11 @@ def _tradeoff(args) -> int:
         raise
     except (ValueError, OSError) as err:
         raise UsageError(f"invalid --data: {err}") from err
+    if not all(math.isfinite(row.crps) for row in rows):  # the float32 model overflowed: no number to give
+        from tsdp.training.run_checks import largest_value
+
+        raise UsageError(f"invalid --data: the CRPS of its forecasts is not finite (values up to "
+                         f"{largest_value(data):.3g} overflow the float32 model); rescale the series")
     lines = [f"CRPS of private forecasts ({header.model}), δ = {args.delta:g}, v = {args.v:g}, w = {args.w} (T15)",
              f"{'epsilon':>12} {'r':>5} {'sigma':>9} {'CRPS':>8}"]
     lines += [f"{NO_NOISE if math.isinf(row.epsilon) else format(row.epsilon, 'g'):>12} {row.r:>5g} "
