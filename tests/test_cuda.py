@@ -65,6 +65,7 @@ def test_forecast_predict_on_cuda_is_the_cpu_forecast_of_the_seed(tmp_path):
     (the draws are made on a CPU generator), within float32 rounding."""
     from tsdp.attacks.inference.mechanism import private_forecast, save_model
     from tsdp.cli.cmd_forecast import QUANTILES
+    from tsdp.training.generators import seeded_generator
     from tsdp.training.models import make_model
 
     torch.manual_seed(0)
@@ -76,7 +77,7 @@ def test_forecast_predict_on_cuda_is_the_cpu_forecast_of_the_seed(tmp_path):
               "--r", "0.5", "--samples", "200", "--seed", "3", "--json"]
     got = {d: json.loads(run_cli([*common, "--device", d])[1]) for d in ("cpu", "cuda")}
     context = torch.tensor(values[-4:], dtype=torch.float32)[None]
-    paths = private_forecast(model.eval(), context, 0.5, got["cpu"]["sigma"], 200, torch.Generator().manual_seed(3))
+    paths = private_forecast(model.eval(), context, 0.5, got["cpu"]["sigma"], 200, seeded_generator(3))
     want = np.quantile(paths[0].numpy(), QUANTILES, axis=0)
     for device in ("cpu", "cuda"):
         for i, q in enumerate(QUANTILES):

@@ -24,6 +24,7 @@ from tsdp.theorems.bounds.inference import InferenceConfig
 from tsdp.verify.json_data import Record, noted
 
 from tsdp.datasets.series import SeriesData
+from tsdp.training.generators import seeded_generator
 from tsdp.training.metrics import crps_from_samples
 
 from .mechanism import forecast_covariates, private_forecast
@@ -200,7 +201,7 @@ def crps_tradeoff(model: torch.nn.Module, data: SeriesData, *, context_length: i
     covariates = forecast_covariates(model, freq, train.starts, train.lengths, context_length, forecast_length)
     extra = () if covariates is None else (covariates.to(device),)
     seed = secrets.randbits(63) if releases.seed is None else releases.seed  # the releases' draws must be secret
-    gen = torch.Generator(device=device).manual_seed(seed)
+    gen = seeded_generator(seed, device)  # every bit of the secret seed (torch's manual_seed keeps 32 on the CPU)
     model.eval()
     with torch.no_grad():
         reference = crps_from_samples(targets, model.sample(x, n_samples, gen, *extra).cpu().numpy())

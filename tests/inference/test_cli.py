@@ -148,6 +148,7 @@ def test_predict_gives_deepar_the_covariates_of_the_forecast(capsys, tmp_path):
     from tsdp.datasets.series import SeriesStart
     from tsdp.datasets.time_features import window_covariates
     from tsdp.cli.cmd_forecast import QUANTILES
+    from tsdp.training.generators import seeded_generator
 
     torch.manual_seed(0)
     model = make_model("deepar", 4, 2, covariates=5)
@@ -166,7 +167,7 @@ def test_predict_gives_deepar_the_covariates_of_the_forecast(capsys, tmp_path):
     context = torch.tensor(values[-4:], dtype=torch.float32)[None]
 
     def quantiles(z):
-        paths = private_forecast(model.eval(), context, 0.5, got["sigma"], 30, torch.Generator().manual_seed(3), z)
+        paths = private_forecast(model.eval(), context, 0.5, got["sigma"], 30, seeded_generator(3), z)
         return np.quantile(paths[0].numpy(), QUANTILES, axis=0)
 
     np.testing.assert_allclose(got["quantiles"]["0.5"], quantiles(covariates)[QUANTILES.index(0.5)], rtol=1e-6)
@@ -213,3 +214,17 @@ def test_tradeoff_of_series_that_overflow_the_float32_model_is_refused_not_a_nan
         assert "nan" not in out.lower() and "inf " not in out
         return
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--data" in err, (code, out, err)
+
+
+def test_predict_uses_every_bit_of_its_seed(capsys, model_file):
+    """The release's secret is its 63-bit seed. torch's CPU ``manual_seed`` keeps the low 32 bits, so seeds that
+    agree there drew the same keep pattern and noise: an adversary could try all 2^32. Seeds 3 and 3 + 2^32 now give
+    different releases."""
+    common = ["forecast", "predict", "--model-file", model_file, "--values", "1", "2", "3", "4", "5", "--epsilon", "4",
+              "--delta", "1e-4", "--r", "0.5", "--samples", "50", "--json"]
+    outs = []
+    for seed in (3, 3 + 2 ** 32):
+        code, out, err = run(capsys, *common, "--seed", str(seed))
+        assert code == 0, err
+        outs.append(json.loads(out)["quantiles"])
+    assert outs[0] != outs[1]

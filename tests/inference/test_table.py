@@ -3,7 +3,8 @@
 ``data/inference_json_before_typed_rows.json`` was recorded from the code that built the rows and the table as dicts
 (`tsdp forecast tradeoff --json` and ``inference_table``'s dict through the CLI's ``dumps``, on the seeds below; the
 table's numbers re-recorded, keys and order unchanged, when the samplers and then the inference keep mask moved to
-53-bit uniform draws): the
+53-bit uniform draws, and the CRPS of both again when the runs' and the releases' generators took every bit of their
+seeds, :mod:`tsdp.training.generators`): the
 typed rows and table must give every key in the same order with the same numbers (CRPS to 1e-9 relative: a trained
 float32 model's).
 """
@@ -123,3 +124,18 @@ def test_tradeoff_draws_a_fresh_secret_seed_unless_given(tmp_path, capsys):
     assert json.loads(table("--json", "--seed", str(first["seed"]))) == first
     assert table("--seed", "7").splitlines()[-1].startswith("seed 7 (--seed): --seed 7 reproduces the table")
     assert "(fresh, from the operating system's entropy)" in table().splitlines()[-1]
+
+
+def test_tradeoff_uses_every_bit_of_its_seed(tmp_path, capsys):
+    """Seeds that agree in their low 32 bits (torch's CPU ``manual_seed`` keeps only those) draw different tables."""
+    torch.manual_seed(0)
+    save_model(tmp_path / "m.pt", make_model("simple-ff", 4, 2), "simple-ff", 4, 2)
+    data = synthetic(4, 30, seed=1)
+    (tmp_path / "d.csv").write_text("\n".join(",".join(f"{s[i]:.6f}" for s in data.series) for i in range(30)))
+    flags = ["forecast", "tradeoff", "--model-file", str(tmp_path / "m.pt"), "--data", str(tmp_path / "d.csv"),
+             "--context-length", "4", "--epsilons", "2", "--rates", "0.5", "--samples", "20", "--json"]
+    rows = []
+    for seed in (3, 3 + 2 ** 32):
+        assert main(flags + ["--seed", str(seed)]) == 0
+        rows.append(json.loads(capsys.readouterr().out)["rows"])
+    assert rows[0] != rows[1]

@@ -243,6 +243,7 @@ def _predict(args) -> int:
     import torch
 
     from tsdp.attacks.inference.mechanism import check_samples, forecast_covariates, private_forecast
+    from tsdp.training.generators import seeded_generator
     from tsdp.training.train import resolve_device
 
     from .main import UsageError
@@ -260,7 +261,7 @@ def _predict(args) -> int:
     cal = _calibrated(args)
     context = torch.as_tensor(x[-args.context_length:], dtype=torch.float32, device=device)[None]
     seed = secrets.randbits(63) if args.seed is None else args.seed  # the release's draws must be secret
-    gen = torch.Generator().manual_seed(seed)  # drawn on the CPU: a seed gives the same draws on every device
+    gen = seeded_generator(seed)  # every bit of the seed; drawn on the CPU: a seed gives the same draws on every device
     paths = private_forecast(model, context, args.r, cal.sigma, args.samples, gen, covariates)[0].cpu().numpy()
     qs = np.quantile(paths, QUANTILES, axis=0)
     if not np.all(np.isfinite(qs)):  # the float32 model overflowed: no number to give
