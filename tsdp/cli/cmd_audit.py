@@ -288,6 +288,9 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                 raise UsageError(f"invalid {flag}: must be finite and > 0 (got {value})")
         data = data_sizing_the_config(args, "audit-model")  # a file's N and L, before any calibration; None: synthetic
         config = config_from_args(args)
+        from tsdp.attacks.canary.gradient import check_canaries_covered
+
+        check_canaries_covered(config)  # before the data is made: an augmented claim (T11) covers no spike canary
         from tsdp.attacks.canary.trained_model import ModelTraining, audit_model
         from tsdp.theorems.config import ConfigError
         from tsdp.theorems.errors import TheoremError
