@@ -377,7 +377,7 @@ class GradientCanaries:
         seed: An int or a ``numpy.random.SeedSequence``.
 
     Raises:
-        ConfigError: ``m`` below 2 or ``clip`` not positive.
+        ConfigError: ``m`` below 2, ``clip`` not positive, or an augmented ``config`` (:func:`check_canaries_covered`).
     """
 
     def __init__(self, config: TrainingConfig, m: int, *, clip: float,
@@ -386,6 +386,7 @@ class GradientCanaries:
             raise ConfigError("canaries", "must be an integer >= 2", m)
         if not clip > 0:
             raise ConfigError("clip", "must be > 0", clip)
+        check_canaries_covered(config)
         seeds = np.random.SeedSequence(seed) if isinstance(seed, int) else seed
         inclusion, placement, steps, directions = seeds.spawn(4)
         self.config, self.m, self.clip = config, m, float(clip)

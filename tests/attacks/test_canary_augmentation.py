@@ -39,6 +39,15 @@ def test_a_gradient_canary_audit_of_an_augmented_claim_is_refused_before_trainin
     assert err.value.parameter == field and "T11" in str(err.value)
 
 
+def test_gradient_canaries_of_an_augmented_claim_are_refused():
+    """Every way in (Opacus's DPOptimizer hook, tsdp's white-box loop, a torch optimizer) makes them here."""
+    from tsdp.attacks.canary.gradient import GradientCanaries
+
+    with pytest.raises(ConfigError) as err:
+        GradientCanaries(AUGMENTED, 10, clip=1.0)
+    assert err.value.parameter == "sigma_context"
+
+
 def test_a_model_audit_of_an_augmented_training_is_refused_before_training():
     from tsdp.attacks.canary.trained_model import audit_model
 
