@@ -57,11 +57,13 @@ def _human_audit(d: dict) -> str:
     elif d.get("relation_note"):
         lines.insert(0, f"note: {d['sound_theorem']} answers for another relation than this attack; {d['relation_note']}")
     if d["violation"]:
-        v = d["violation_test"]
+        excess = d["violation_test"]["profile_excess"]
         lines.insert(0, f"PRIVACY VIOLATION ({verdict_confidence_text(d['confidence'])}): certified ε ≥ "
                         f"{_low(_certified(d))} "
-                        f"at δ = {d['delta']:g} against the sound ε = {_up(d['epsilon_sound'])}, certified H_α above "
-                        f"the sound profile by up to {v['profile_excess']:.4g}")
+                        f"at δ = {d['delta']:g} against the sound ε = {_up(d['epsilon_sound'])}"
+                        + (f", certified H_α above the sound profile by up to {excess:.4g}"
+                           if excess is not None and excess > 0 else " (the estimate's; the violation test's H_α "
+                           "stay within the sound profile)"))
     return "\n".join(lines)
 
 
