@@ -211,7 +211,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ...")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds (default 0.95)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds, > 0.5 (the verdict holds at 1 - 2 (1 - confidence); "
+                        "default 0.95)")
     p.add_argument("--select-fraction", type=float, default=0.5,
                    help="share of the trials that choose the test; the rest bound its errors (default 0.5)")
     p.add_argument("--alpha", type=float, nargs="+", default=None, help="α grid (each ≥ 1) for the H_α bounds")
