@@ -317,7 +317,8 @@ def check_canaries_covered(config: TrainingConfig) -> None:
         name = "sigma_context" if config.sigma_context > 0 else "sigma_forecast"
         raise ConfigError(name, "a canary audit cannot test amplification by augmentation (T11): it covers an element "
                                 "changed by at most v seen through the inputs' noise, and the canaries are not (a "
-                                "gradient canary enters after that noise, a spike moves its element further); audit "
+                                "gradient canary enters after that noise, a spike moves its element by its own size, "
+                                "not by at most v); audit "
                                 "the claim without augmentation (σ_C = σ_F = 0), which covers them and your loop",
                           getattr(config, name))
 
