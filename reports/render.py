@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Callable, List
 
-from tsdp.attacks.montecarlo.verdict import verdict_confidence_text
+from tsdp.attacks.montecarlo.verdict import percent_text, verdict_confidence_text
 from tsdp.theorems.bounds.base import Kind
 from tsdp.verify.rounded import DIGITS, rounded_down, rounded_nearest, rounded_up
 
@@ -171,7 +171,7 @@ def _violation(results: dict) -> List[tuple]:
     if results["violation"]:
         cases = "; ".join(_violation_case(v) for v in results["violations"])
         return [(Block.ALERT, False, f"PRIVACY VIOLATION DETECTED: {cases}. The loop leaks more than its proven bound; "
-                                 "`tsdp report` exits 1.")]
+                                 "`tsdp report` exits 1." + _family_text(results["meta"]))]
     if t["audit_status"] != AuditStatus.RAN:
         return [(Block.ALERT, None, "No violation check: the audits did not run (" + t["audit_status"] + ").")]
     n = results["meta"].get("audits_checked")
@@ -181,6 +181,16 @@ def _violation(results: dict) -> List[tuple]:
     return [(Block.ALERT, True, f"No privacy violation: none of the {n} audits compared with a sound upper bound "
                             "certified its sound claim exceeded ("
                             + verdict_confidence_text(results["meta"].get("audit_confidence")) + ").")]
+
+
+def _family_text(meta: dict) -> str:
+    """What the report's violation verdict, any of its audits', holds at: the union bound over the audits checked
+    (``audit_family_confidence``), nothing for an earlier report that did not record it."""
+    family, n = meta.get("audit_family_confidence"), meta.get("audits_checked")
+    if family is None or not n or n < 2:
+        return ""
+    return (f" Any of the {n} audits checked could flag it: this verdict holds at confidence {percent_text(family)} "
+            "(union bound over them), each case at its own.")
 
 
 def _violation_case(v: dict) -> str:

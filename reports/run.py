@@ -193,6 +193,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
             results["violation"], results["violations"] = check["violation"], check["violations"]
             results["meta"]["audits_checked"] = check["checked"]
             results["meta"]["audit_confidence"] = check["confidence"]
+            results["meta"]["audit_family_confidence"] = check["family_confidence"]
             show("", "figures")
             with figures.drawing():
                 for c in claims:

@@ -10,6 +10,8 @@ keep their audit record, soundness_violations lists every case the exit code cou
                    audit_status: "ran"|"audit not available", audits_checked: int,
                    audit_confidence: the smallest per-test confidence of the audits checked (null: none, or
                    one not recorded; each verdict holds at 1 - 2 (1 - it), union bound),
+                   audit_family_confidence: the confidence of the report's verdict over all the audits checked,
+                   1 - Σ 2 (1 - each one's), at least 0 (union bound; null as audit_confidence),
                    notes: [{category, message, count}] (the warnings raised while computing)}
   violation       bool: an audit certified ε above a sound upper bound of its relation (`tsdp report` exits 1); null when not computed
   violations      [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence, trials,

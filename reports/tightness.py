@@ -285,13 +285,15 @@ def violation_summary(section: dict) -> dict:
         ``{"violation": bool, "violations": [{theorem, bound, steps, epsilon_lower, epsilon_sound, confidence,
         trials, estimate_above (the estimate itself above the sound ε; else the violation test alone)}],
         "checked": number of audits compared, "confidence": the smallest per-test confidence among them (None: none
-        compared, or a record without its confidence)}``: each verdict holds at
-        :func:`tsdp.attacks.montecarlo.verdict.verdict_confidence` of its level.
+        compared, or a record without its confidence), "family_confidence": the confidence of the report's verdict
+        over all of them, 1 - Σ (1 - verdict confidence) (union bound over the audits, at least 0; None as
+        "confidence")}``: each audit's verdict holds at :func:`tsdp.attacks.montecarlo.verdict.verdict_confidence`
+        of its level, the report's (a violation if any audit flags one) only at ``family_confidence``.
 
     Raises:
         ValueError: An audit record of a newer rule than this tsdp knows.
     """
-    from tsdp.attacks.montecarlo.verdict import record_sound_exceeded
+    from tsdp.attacks.montecarlo.verdict import record_sound_exceeded, verdict_confidence
 
     audits = [(b["theorem"], b["sound_theorem"], b["audit"]) for b in section["bounds"]
               if b["audit"] is not None and b["covers_audit"]]
@@ -309,8 +311,12 @@ def violation_summary(section: dict) -> dict:
               "estimate_above": a["epsilon_lower"] > a["epsilon_sound"]}
              for theorem, bound, a in audits if record_sound_exceeded(a)]
     levels = [a.get("confidence") for _, _, a in audits]
-    confidence = min(levels) if levels and None not in levels else None
-    return {"violation": bool(cases), "violations": cases, "checked": len(audits), "confidence": confidence}
+    recorded = bool(levels) and None not in levels
+    confidence = min(levels) if recorded else None
+    # the report's verdict is any of the audits': it errs when one of them does (union bound over the audits)
+    family = max(0.0, 1 - sum(1 - verdict_confidence(c) for c in levels)) if recorded else None
+    return {"violation": bool(cases), "violations": cases, "checked": len(audits), "confidence": confidence,
+            "family_confidence": family}
 
 
 def soundness_violations(section: dict) -> list:

@@ -36,7 +36,9 @@ function of the earlier updates and of randomness independent of the canaries: t
 transcript is a post-processing of the virtual one, hence (ε, δ)-DP in each canary. The
 auditor observes the released gradients g̃_t (:meth:`GradientCanaries.observe_gradient`, optionally
 less the data's part, :mod:`attacks.canary.data_span`) or the parameter deltas Δθ_t
-(:meth:`GradientCanaries.observe`), both within the transcript DP-SGD's guarantee covers.
+(:meth:`GradientCanaries.observe`), both within the transcript DP-SGD's guarantee covers. Not under a claim of
+amplification by augmentation (T11): the canaries' fixed clipped gradients never pass through the inputs' noise it
+amplifies by, so an augmented claim is refused (:func:`check_canaries_covered`).
 
 Scores (:meth:`GradientCanaries.evidence`), from the projections x_{t,i} = ⟨g̃_t, u_i⟩ (or
 -⟨Δθ_t, u_i⟩, which with SGD is η ⟨g̃_t, u_i⟩): given the participations it is Gaussian with mean
@@ -297,6 +299,30 @@ def participation_probability(config: TrainingConfig, steps: int, seed: int = 0)
     return float(beta.ppf(PARTICIPATION_LEVEL, hits, PARTICIPATION_SAMPLE - hits + 1)) if hits else 0.0
 
 
+def check_canaries_covered(config: TrainingConfig) -> None:
+    """ConfigError naming ``sigma_context`` (or ``sigma_forecast``) when ``config`` claims amplification by augmentation
+    (σ_C or σ_F > 0: tsdp's accountant then selects T11, Thm G.1), which covers no canary: T11 bounds one element that
+    changes by at most v and reaches the gradient through the inputs' noise, whereas a gradient canary enters the
+    clipped sum after that noise and a spike canary moves its element by its own size. Against T11's ε the canaries'
+    own law (T6's, without the amplification) is flagged on a correct loop (tests/attacks/test_canary_augmentation.py:
+    3 of 3 seeds). The same claim without augmentation covers the canaries and any loop that augments.
+
+    Args:
+        config: The claimed configuration.
+
+    Raises:
+        ConfigError: ``config`` is augmented.
+    """
+    if config.augmented:
+        name = "sigma_context" if config.sigma_context > 0 else "sigma_forecast"
+        raise ConfigError(name, "a canary audit cannot test amplification by augmentation (T11): it covers an element "
+                                "changed by at most v seen through the inputs' noise, and the canaries are not (a "
+                                "gradient canary enters after that noise, a spike moves its element by its own size, "
+                                "not by at most v); audit "
+                                "the claim without augmentation (σ_C = σ_F = 0), which covers them and your loop",
+                          getattr(config, name))
+
+
 @lru_cache(maxsize=16)
 def sound_profile(config: TrainingConfig, steps: int) -> tuple:
     """The claim gradient canaries are tested against: tsdp's sound accountant (an **upper** bound on the correct
@@ -352,7 +378,7 @@ class GradientCanaries:
         seed: An int or a ``numpy.random.SeedSequence``.
 
     Raises:
-        ConfigError: ``m`` below 2 or ``clip`` not positive.
+        ConfigError: ``m`` below 2, ``clip`` not positive, or an augmented ``config`` (:func:`check_canaries_covered`).
     """
 
     def __init__(self, config: TrainingConfig, m: int, *, clip: float,
@@ -361,6 +387,7 @@ class GradientCanaries:
             raise ConfigError("canaries", "must be an integer >= 2", m)
         if not clip > 0:
             raise ConfigError("clip", "must be > 0", clip)
+        check_canaries_covered(config)
         seeds = np.random.SeedSequence(seed) if isinstance(seed, int) else seed
         inclusion, placement, steps, directions = seeds.spawn(4)
         self.config, self.m, self.clip = config, m, float(clip)
@@ -470,5 +497,5 @@ class GradientCanaries:
                               parameters=sum(p.numel() for p in self.params))
 
 
-__all__ = ["SCORES", "CanaryEvidence", "GradientCanaries", "Participation", "canary_directions", "likelihood_ratio",
-           "mixture_scores", "participation_probability", "participation_rate", "sound_profile"]
+__all__ = ["SCORES", "CanaryEvidence", "GradientCanaries", "Participation", "canary_directions", "check_canaries_covered",
+           "likelihood_ratio", "mixture_scores", "participation_probability", "participation_rate", "sound_profile"]

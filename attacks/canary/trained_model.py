@@ -35,6 +35,7 @@ from tsdp.training.train import initial_model, resolve_device, train
 from tsdp.training.windows import covariates_of, gather_windows, pad_covariates, pad_series, padding_of, split_window
 
 from .certified import ScoreBound
+from .gradient import check_canaries_covered
 from .spikes import canary_windows, place_canaries, with_canaries
 from .steinke_bound import certify
 
@@ -156,9 +157,12 @@ def audit_model(model_name: str, config: TrainingConfig, *, data: SeriesData | s
 
     Raises:
         ValueError: Data of another size than ``config.N``, or ``epsilon = inf`` without ``training.epochs``.
+        ConfigError: An augmented ``config`` (naming ``sigma_context``): its claim, T11, does not cover spike canaries
+            (:func:`attacks.canary.gradient.check_canaries_covered`).
     """
     from tsdp.verify.calibration import calibrate_sigma
 
+    check_canaries_covered(config)  # spikes move their element by more than the v an augmented claim (T11) covers
     rng = np.random.default_rng(seed)
     if isinstance(data, SeriesData):
         base = data

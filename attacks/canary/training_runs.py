@@ -26,7 +26,7 @@ from .evidence import Evidence
 from .mechanism import MechanismTests
 from .data_span import DIVERGED, FAILED
 from .gradient import SCORES as GRADIENT_SCORES
-from .gradient import CanaryEvidence
+from .gradient import CanaryEvidence, check_canaries_covered
 from .optimizer_canaries import run_with_canaries
 from .guarded_calls import DivergedError, UserFunctionError, _call, _limited
 
@@ -301,10 +301,12 @@ def make_task(canary: CanaryOptions, train: Callable, data: SeriesData, config: 
         The :class:`SpikeTask` or :class:`GradientTask`.
 
     Raises:
-        ConfigError: A device torch cannot use, naming ``device``.
+        ConfigError: A device torch cannot use, naming ``device``; an augmented claim with gradient canaries, naming
+            ``sigma_context`` (:func:`attacks.canary.gradient.check_canaries_covered`).
     """
     device = None if canary.device is None else str(resolve_device(canary.device))  # checked whatever the kind
     if canary.kind == "gradient":
+        check_canaries_covered(config)  # the claim gradient canaries are certified against (T11 covers none)
         return GradientTask(train, data, config, canaries, canary.with_(device=device), loss, timeout, progress)
     return SpikeTask(train, data, config, canaries, loss, canary.spike, timeout)
 

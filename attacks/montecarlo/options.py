@@ -149,7 +149,7 @@ class Confidence:
     """The probability with which the audit's lower bounds hold, and how the violation test spends it.
 
     Attributes:
-        level: The confidence, in (0, 1): ``epsilon_lower`` is a lower bound on the true ε with at least this
+        level: The confidence, in (0.5, 1): ``epsilon_lower`` is a lower bound on the true ε with at least this
             probability, each H_α bound pointwise, the violation test at level 1 - ``level`` (the verdict, that
             test or ``epsilon_lower`` above the sound ε, errs on a correct loop with at most twice that).
         sequential: Run the violation test at geometric checkpoints (1, 2, 4, ... shards, level α/2^(k+1) at the
@@ -158,7 +158,8 @@ class Confidence:
             probability ≥ 1 - 2(1 - ``level``) (union bound over the two).
 
     Raises:
-        ConfigError: A bad value, naming it (``confidence`` for the level).
+        ConfigError: A bad value, naming it (``confidence`` for the level; at most 0.5 the verdict would hold with
+            probability 0).
     """
 
     level: float = 0.95
@@ -166,6 +167,10 @@ class Confidence:
 
     def __post_init__(self):
         _set(self, "level", check_real("confidence", self.level, low=0.0, high=1.0, low_open=True, high_open=True))
+        if self.level <= 0.5:
+            raise ConfigError("confidence", "must be > 0.5: the verdict rests on two tests at this level, so it holds "
+                                            "at 1 - 2 (1 - confidence) (union bound), nothing at 0.5 or below",
+                              self.level)
         if not isinstance(self.sequential, bool):
             raise ConfigError("sequential", "must be True or False", self.sequential)
 

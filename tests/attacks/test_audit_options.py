@@ -68,6 +68,31 @@ def test_a_bad_confidence_names_its_field(fields, named):
     assert error.value.parameter == named
 
 
+@pytest.mark.parametrize("level", [0.5, 0.2, 0.01])
+def test_a_confidence_at_which_the_verdict_holds_at_no_confidence_is_refused(level):
+    """The verdict (violation test or estimate above the sound ε) holds at 1 - 2 (1 - level), 0 at level ≤ 0.5: such a
+    level is refused. Before, `tsdp audit --confidence 0.2` of the correct T6 loop (N = 16, Λ = 4, L = 6, σ = 1,
+    20000 trials, δ = 1e-3) printed PRIVACY VIOLATION (certified 4.11 against the sound 3.40) and exited 1."""
+    from tsdp.attacks.montecarlo.verdict import verdict_confidence
+
+    assert verdict_confidence(level) == 0.0
+    with pytest.raises(ConfigError) as error:
+        Confidence(level)
+    assert error.value.parameter == "confidence" and "0.5" in str(error.value)
+    assert verdict_confidence(Confidence(0.51).level) > 0
+
+
+def test_tsdp_audit_refuses_a_confidence_of_no_verdict_in_one_line():
+    from tsdp.cli.main import main
+    import contextlib, io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["audit", "--trials", "100", "--delta", "1e-5", "--confidence", "0.2"])
+    lines = [x for x in err.getvalue().splitlines() if ": error: " in x]
+    assert code == 2 and len(lines) == 1 and "invalid --confidence" in lines[0], err.getvalue()
+
+
 @pytest.mark.parametrize("options,field", [(TrialPlan(100), "trials"), (Statistic(), "threshold"),
                                            (Confidence(0.99), "level")])
 def test_options_are_frozen(options, field):

@@ -94,6 +94,8 @@ def test_a_sound_epsilon_below_the_certified_estimate_is_a_violation_and_equalit
     headline = out.splitlines()[0]
     assert code == 1 and headline.startswith("PRIVACY VIOLATION")
     assert f"certified ε ≥ {rounded_down(below.epsilon_lower, 4, fixed=True)}" in headline
+    # the violation test did not flag: its H_α stay within the sound profile, which the line must not say it exceeded
+    assert below.violation_test.profile_excess <= 0 and "H_α above the sound profile" not in headline, headline
     equal = _audit_with_sound_epsilon(monkeypatch, below.epsilon_lower)
     assert equal.epsilon_lower == below.epsilon_lower and not equal.violation and not equal.sound_exceeded
 

@@ -281,7 +281,8 @@ def test_violation_summary(bounds, composition, expected):
 def test_violation_summary_counts_checked_audits():
     v = violation_summary({"bounds": [bound("T6", 3.7, 0.8), bound("T14", 2.5, 4.0, covers=False)],
                            "composition": [comp(1, 3.7, 0.8), comp(10, 7.7, 1.0), comp(100, 25.0, None)]})
-    assert v == {"violation": False, "violations": [], "checked": 2, "confidence": 0.95}
+    assert v == {"violation": False, "violations": [], "checked": 2, "confidence": 0.95,
+                 "family_confidence": pytest.approx(0.8)}  # two audit verdicts at 90% each: 1 - 2 x 0.1
 
 
 def test_violation_summary_confidence_is_the_least_confident_audit():

@@ -142,3 +142,12 @@ def test_the_printed_violation_states_the_verdicts_confidence(tmp_path, monkeypa
     assert main(["report", "--no-progress", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "confidence 90%: two tests at 95% each, union bound" in err and "0.95 confidence" not in err
+
+
+def test_a_violation_states_the_confidence_of_the_reports_verdict_over_its_audits(fake_results):
+    """The first screen's violation alert says what the report's verdict (any audit's) holds at, the union bound over
+    the audits checked (meta.audit_family_confidence), beside each case's own."""
+    results = fake_results(violations=[CASE])
+    results["meta"].update(audits_checked=3, audit_family_confidence=0.7)
+    text = next(x[2] for x in blocks(results) if x[0] == "alert")
+    assert "Any of the 3 audits checked could flag it: this verdict holds at confidence 70%" in text, text

@@ -102,3 +102,15 @@ def test_the_real_section_lists_a_violation_test_case_and_the_report_fails_on_it
     s = tightness_section(TrainingConfig(), audit_fn=fake, trials=10, composed_trials=10, quick=True)
     assert s["soundness_violations"] == ["T6"]
     assert violation_summary(s)["violation"] and [c["theorem"] for c in violation_summary(s)["violations"]] == ["T6"]
+
+
+def test_the_reports_verdict_states_its_confidence_over_all_its_audits():
+    """The report flags a violation when any of its audits does, so its verdict errs when one of them does: at 95%
+    per test (90% per audit verdict) three audits give 1 - 3 x 0.1 = 70%, eleven give nothing (never the per-audit
+    90%); a record without its confidence gives None."""
+    three = section([(t, record(0.5, 1.0, False), True) for t in ("T1", "T6", "T9")])
+    assert violation_summary(three)["family_confidence"] == pytest.approx(0.7)
+    eleven = section([(f"T{i}", record(0.5, 1.0, False), True) for i in range(11)])
+    assert violation_summary(eleven)["family_confidence"] == 0.0
+    unrecorded = {**record(0.5, 1.0, False), "confidence": None}
+    assert violation_summary(section([("T6", unrecorded, True)]))["family_confidence"] is None

@@ -424,6 +424,10 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                                                        with_data_canaries)
 
         check_claimed_curve(args.canary, args.analysis, config)  # before the train is loaded and run
+        if args.canary == "gradient":
+            from tsdp.attacks.canary.gradient import check_canaries_covered
+
+            check_canaries_covered(config)  # an augmented claim (T11) covers no gradient canary
         with user_output_to_stderr():  # what your module prints (at import too) must not mix with --json
             train = load_entry_point(args.train, "--train")
             loss = None if args.loss is None else load_entry_point(args.loss, "--loss")
