@@ -275,6 +275,14 @@ def _mp_value(expr):
     return mp.mpf(sp.N(expr, mp.mp.dps + 10))
 
 
+def _mp_limits(a, p, b, q):
+    """The limits of L at -∞ and +∞ (the leading components, as :func:`_limits`) at the working precision, for a
+    pair oriented so that L is non-decreasing."""
+    lo = -mp.inf if a[0] > b[0] else (mp.inf if a[0] < b[0] else mp.log(p[0] / q[0]))
+    hi = mp.inf if a[-1] > b[-1] else (-mp.inf if a[-1] < b[-1] else mp.log(p[-1] / q[-1]))
+    return lo, hi
+
+
 def _mp_loss_and_slope(a, p, b, q, z):
     """L(z) and L'(z) in mpmath at the working precision."""
     ep = [w * mp.exp(m * z - m * m / 2) for m, w in zip(a, p)]
@@ -339,11 +347,13 @@ def hockey_stick_mp(pair: MixturePair, alpha, dps: int = 40) -> mp.mpf:
         if alpha == 0:
             return mp.mpf(1)
         c = mp.log(alpha)
-        if float(c) <= o.lower:
+        lower, upper = _mp_limits(a, p, b, q)  # at this precision: the float pair's may round a weight ratio to 1
+        if c <= lower:
             return max(mp.mpf(0), 1 - alpha)
-        if float(c) >= o.upper:
+        if c >= upper:
             return mp.mpf(0)
-        z0 = float(loss_root(o, np.array([float(c)]))[0])
+        inside = o.lower < float(c) < o.upper  # the float root is a start only where the float loss reaches c
+        z0 = float(loss_root(o, np.array([float(c)]))[0]) if inside else 0.0
         z = _mp_root(a, p, b, q, c, z0)
         tail = lambda m, zz: mp.erfc((zz - m) / mp.sqrt(2)) / 2  # noqa: E731
         h = mp.fsum(w * tail(m, z) for m, w in zip(a, p)) - alpha * mp.fsum(w * tail(m, z) for m, w in zip(b, q))

@@ -72,7 +72,10 @@ def attained_pair(bound: Bound, config: TrainingConfig, *, numeric: bool = False
     plain-number weights, no sympy. It lives here, not on the bound, because it resolves an id:
     the registry imports the bounds, never the other way round. With variable lengths the construction is
     built on the shortest series (the largest r and q; a sound k taken at the longest series may belong to no
-    series, and no attack would reach a pair built with it).
+    series, and no attack would reach a pair built with it), except for pooled windows: their sampler draws from
+    the pool of every series' windows (N_tot = Σ_n T_n), and an element of the longest series lies in k of them, so
+    the configuration's own pair is attained there (on the shortest series alone the pool would be N T_min, a
+    larger rate than any attack reaches).
 
     Args:
         bound: The bound.
@@ -82,7 +85,7 @@ def attained_pair(bound: Bound, config: TrainingConfig, *, numeric: bool = False
     Returns:
         The pair, or None without a construction.
     """
-    if getattr(config, "lengths", None) is not None:  # on the shortest series: a sound k may belong to none
+    if getattr(config, "lengths", None) is not None and config.top != Top.POOLED:  # a sound k may belong to none
         config = config.with_(lengths=None)
     if bound.attained_build is not None:
         return bound.attained_build(params(config, numeric=numeric))

@@ -227,3 +227,48 @@ def test_user_level_k_covers_the_windows_of_any_w_changed_elements(context, fore
     if spread[-1] + context - 1 <= starts - 1:
         most = sum(any(t - context + 1 <= j <= t + forecast for j in spread) for t in range(starts))
         assert most == config.k == w * (context + forecast)
+
+
+def pooled_batch_counts(lengths, context: int, forecast: int, batch: int, series: int, first: int):
+    """Pr[i windows holding element ``first`` of series ``series`` are in the batch], i = 0.., by enumerating every
+    batch of ``batch`` windows drawn without replacement from the pool of all series' windows (Prop. C.1/C.2's
+    sampler)."""
+    from itertools import combinations
+
+    pool = [(n, t) for n, length in enumerate(lengths) for t in range(length - forecast + 1)]
+    marked = {(series, t) for t in range(lengths[series] - forecast + 1)
+              if t - context + 1 <= first <= t + forecast}  # window t holds elements t - L_C + 1 .. t + L_F
+    counts = {}
+    batches = list(combinations(pool, batch))
+    for chosen in batches:
+        i = sum(window in marked for window in chosen)
+        counts[i] = counts.get(i, 0) + 1
+    return [Fraction(counts.get(i, 0), len(batches)) for i in range(max(counts) + 1)]
+
+
+@pytest.mark.parametrize("theorem,context", [("T13", 0), ("T14", 1), ("T14", 2)])
+def test_the_attained_pair_of_pooled_windows_draws_from_the_sampler_s_pool(theorem, context):
+    """Pooled windows of series of lengths 3 and 5 (L_F = 1): the sampler draws Λ = 2 of all 3 + 5 = 8 windows, so the
+    construction's weights are those of a batch of that pool, enumerated here (the element in the longest series,
+    whose windows are the most). Built on the shortest series alone (2 series of length 3, a pool of 6), the attained
+    pair of T13 charged the weight 1/3 for 2/8 and its attained ε exceeded the sound one (lengths 5 and 50, σ = 1,
+    10 steps, δ = 1e-5: 18.15 attained against 7.41 sound)."""
+    from tsdp.theorems.registry import attained_pair
+
+    lengths = (3, 5)
+    config = TrainingConfig(N=2, lengths=lengths, context_length=context, forecast_length=1, batch_size=2,
+                            top="pooled")
+    pair = attained_pair(get(theorem), config)
+    expected = pooled_batch_counts(lengths, context, 1, 2, series=1, first=2)
+    weights = [Fraction(int(w.p), int(w.q)) for _, w in sorted(zip(pair.P.means, pair.P.weights))]
+    assert weights == expected, (weights, expected)
+
+
+def test_the_attained_value_of_pooled_windows_stays_below_the_sound_one():
+    """T13 (one window per element, L_C = 0) on pooled series of lengths 5 and 50: the attained (lower) ε is at most
+    the sound (upper) ε; with the pair built on the shortest series it was 18.15 against 7.41."""
+    from tsdp.verify.accounting import epsilon
+
+    config = TrainingConfig(N=2, lengths=(5, 50), context_length=0, forecast_length=1, batch_size=2, top="pooled")
+    result = epsilon(config, 1e-5, steps=10, discretization=1e-3)
+    assert result.epsilon_attained <= result.epsilon, (result.epsilon_attained, result.epsilon)

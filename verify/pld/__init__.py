@@ -23,8 +23,9 @@ Soundness directions
   connect-the-dots PLD's δ'(ε) is the chord interpolation, in α = e^ε, of the profile
   H(α) through the grid points (with H(0) = 1 and infinity mass δ at the top grid point);
   a profile is convex and non-increasing, so δ' ≥ H everywhere and every composed ε rounds
-  up. The grid values themselves carry a float-error bound (1e-12 of the two tail terms
-  whose difference they are, plus 1e-12 relative) so that float error never rounds them down.
+  up. The grid values themselves carry a float-error bound (read at ε - 1e-12 for the float
+  weights' rounding, 1e-12 of the two tail terms whose difference they are, plus 1e-12 relative)
+  so that float error never rounds them down.
 * :func:`pair_pld` with ``pessimistic=False`` (optimistic, a **lower** estimate): privacy
   buckets with the loss rounded *down* to the grid and the mass below the grid dropped,
   the library's ``pessimistic_estimate=False`` discretisation (Meiser & Mohammadi 2018),

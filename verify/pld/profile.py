@@ -16,6 +16,13 @@ from .limits import _progress
 
 _SAFETY = 1e-12  # relative inflation of the grid δ values (pessimistic path only)
 
+_WEIGHT_SHIFT = 1e-12
+"""ε shift η of the pessimistic evaluation (:func:`pair_profile_on` with ``upper``): the float pair's weights are
+within a relative u ≤ 1e-13 of the exact ones (one rounding each, a float sum of merged components, exp(log p)), and
+P ≤ P'/(1 - u), Q ≥ Q'/(1 + u) componentwise give H_α(P ‖ Q) ≤ H_{α(1-u)/(1+u)}(P' ‖ Q') / (1 - u): read at
+α e^{-η} (η ≥ 2u) and inflated by :data:`_SAFETY` (≥ u), the float pair's profile covers the exact one. Without it a
+weight 1 - ρr within 2^-53 of 1 (ρr below float resolution) rounded to 1, the loss limit at -∞ to 0, and δ(0) to 0."""
+
 ProfileFn = Callable[[np.ndarray], np.ndarray]
 
 _CHUNK = 1 << 15  # profile evaluations per chunk (bounds the points x mixture-components matrices)
@@ -39,8 +46,9 @@ def pair_profile_on(pair: NumericMixturePair, eps: np.ndarray, *, upper: bool = 
     The profile-from-PLD identity H_α = Pr[L_PQ > log α] - α Pr[L_QP < -log α]
     (Balle et al. 2018, Thm 5) with Gaussian tails at the single root. Exact up to float
     rounding; agrees with :func:`theorems.hockey_stick.hockey_stick` (tests). With
-    ``upper=True`` a float-error bound is added, 1e-12·(P(Z > z*) + α Q(Z > z*)) (the
-    cancellation in the difference) plus 1e-12 relative: an upper estimate, never rounded down.
+    ``upper=True`` it is read at ε - 1e-12 (the float weights' rounding, :data:`_WEIGHT_SHIFT`) and a float-error
+    bound is added, 1e-12·(P(Z > z*) + α Q(Z > z*)) (the cancellation in the difference; 1e-12·(1 + α) where the
+    float loss stays above log α, H = P(R) - α Q(R)) plus 1e-12 relative: an upper estimate, never rounded down.
 
     Args:
         pair: The numeric mixture pair (P, Q).
@@ -51,13 +59,17 @@ def pair_profile_on(pair: NumericMixturePair, eps: np.ndarray, *, upper: bool = 
         The profile at each ε.
     """
     eps = np.asarray(eps, dtype=float)
+    read = eps - _WEIGHT_SHIFT if upper else eps  # the float weights' rounding covered (:data:`_WEIGHT_SHIFT`)
     o = orient(pair)
     out = np.zeros_like(eps)
-    everything = eps <= o.lower
-    out[everything] = -np.expm1(eps[everything])
-    inner = (~everything) & (eps < o.upper)
+    everything = read <= o.lower
+    out[everything] = -np.expm1(read[everything])
+    if upper:  # P(R) - α Q(R): the float masses' cancellation (1 - ρr rounded to 1: exactly 0 where it is ρr TV)
+        with np.errstate(over="ignore"):
+            out[everything] += _SAFETY * (1 + np.exp(read[everything]))
+    inner = (~everything) & (read < o.upper)
     if inner.any():
-        e = eps[inner]
+        e = read[inner]
         z = loss_root(o, e)
         tail_p = ndtr(o.a[None, :] - z[:, None]) @ np.exp(o.log_p)
         # α Q(Z > z*) in log space: e^ε overflows past ε ≈ 709 where Q's tail underflows to 0
