@@ -451,3 +451,44 @@ def test_paper_table_claims_name_their_tables(cid, word, tables, n):
     entry = CLAIMS[cid].evaluate(None)
     assert entry["verdict_text"] == f"{word} on the paper's {tables} tables (all {n} cells)"
     assert entry["reason"].endswith(")") and "table:" in entry["reason"]
+
+
+# ----------------------------------------------------------------------------- vacuous or NaN evidence
+
+
+def test_c5_without_the_k1_row_is_not_confirmed():
+    """'T14 = T6 at L_C + L_F = 1' is one of the three parts of C5: a grid cell whose L_C + L_F = 1 row is missing
+    (skipped, or not computed) was judged equal by all() over no rows and confirmed on the other two parts alone."""
+    rows = [c5_row("a", 4, 4, 0.01), c5_row("a", 32, 20, 0.02)]
+    assert C5({"rows": rows})[0] == "qualified"
+    assert C5({"rows": [c5_row("a", 1, 1, 0.0)] + rows})[0] == "confirmed"
+
+
+@pytest.mark.parametrize("a, b", [(1e-11, float("nan")), (float("nan"), 1e-11), (float("nan"), float("nan")),
+                                  (0.5, float("nan")), (float("nan"), 0.5)])
+def test_c4_a_nan_delta_is_never_a_tie(a, b):
+    """C4's T1 ≤ T3 comparison: a NaN on either side compares nothing. max(1e-11, nan) is 1e-11 (max keeps its first
+    argument when the comparison with NaN is False), so a NaN T3 against a negligible T1 counted as a tie, a win."""
+    from tsdp.reports.claim_c4 import le
+
+    assert not le(a, b)
+    assert le(1e-11, 2e-11) and le(0.5, 0.5) and not le(0.6, 0.5)
+
+
+def test_c2_a_nan_curve_loses_and_is_named_not_a_crash():
+    """A δ that is NaN at some ε fails first_win_epsilon (not ≤); losing_range must name that ε too: it answered
+    None ('never loses'), and C2's rule, which names the losing range of every failed row, raised TypeError."""
+    import numpy as np
+
+    from tsdp.reports.curves import first_win_epsilon, losing_range
+
+    eps = np.array([0.1, 1.0, 10.0])
+    ours, other = np.array([0.3, np.nan, 0.01]), np.array([0.4, 0.2, 0.02])
+    assert not first_win_epsilon(eps, ours, other)["everywhere"]
+    lose = losing_range(eps, ours, other)
+    assert lose is not None and lose["eps_min"] == lose["eps_max"] == 1.0
+    row = {"cell": "config", "schedule": "1 epoch", "sound_wor_wins_everywhere": False,
+           "attained_wor_wins_everywhere": True, "robust_wor_wins_everywhere": False,
+           "sound_wor_loses_on": lose, "attained_wor_loses_on": None}
+    word, reason = C2({"rows": [row]})
+    assert word == "qualified" and "config/1 epoch" in reason
