@@ -492,3 +492,28 @@ def test_c2_a_nan_curve_loses_and_is_named_not_a_crash():
            "sound_wor_loses_on": lose, "attained_wor_loses_on": None}
     word, reason = C2({"rows": [row]})
     assert word == "qualified" and "config/1 epoch" in reason
+
+
+@pytest.mark.parametrize("context, forecast", [(1, 3), (1, 30), (2, 1)])
+def test_c3_long_forecasts_reach_the_limit_not_a_false_refutation(context, forecast):
+    """C3 holds at every L_C ≥ 1 (T11's weight ρ r (φ τ(σ_F) + 1 - φ) → ρ L_C / T as σ_F → ∞), but σ_F = 1e3 leaves
+    the weight φ τ(1e3) / (1 - φ) ≈ (L_F / L_C) 4e-4 from its limit: above WEIGHT_REL = 1e-3 from L_F = 2.5 L_C, so the
+    report refuted C3 at L_C = 1, L_F = 3 (weight gap 1.197e-3, profile gap 4.3e-3). The reference here: T11's own
+    weight, read off its one-step profile at ε = 0 (H_1 = w TV(N(0, σ), N(2, σ)) = w erf(1/(√2 σ))), against the
+    limit ρ L_C / T."""
+    import math
+
+    import numpy as np
+
+    from tsdp.reports.claim_c3 import LIMIT_SHARE, WEIGHT_REL
+    from tsdp.theorems.config import DEFAULT_CONFIG
+    from tsdp.theorems.registry import get
+
+    cfg = DEFAULT_CONFIG.with_(context_length=context, forecast_length=forecast,
+                               L=10 * (context + forecast) + forecast - 1)
+    entry = CLAIMS["C3"].evaluate(cfg, quick=True)
+    assert entry["verdict"] == "confirmed", entry["reason"]
+    s = entry["numbers"]["weights"][-1]["sigma_F"]
+    w = float(get("T11").profile(cfg.with_(sigma_forecast=s), np.array([1.0]))[0]) / math.erf(1 / (math.sqrt(2) * cfg.sigma))
+    w_inf = float(cfg.rho) * context / cfg.T
+    assert s >= 1e3 and abs(w - w_inf) / w_inf <= LIMIT_SHARE * WEIGHT_REL * (1 + 1e-6)
