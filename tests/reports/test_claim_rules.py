@@ -46,7 +46,7 @@ def c1_row(cell, steps, sound, attained, lam=2):
 
 
 def c1(rows):
-    return {"rows": rows, "eps_lo": 1e-3, "one_step_from": 0.1}
+    return {"rows": rows, "eps_lo": 1e-3, "eps_hi": 1e3, "one_step_from": 0.1}
 
 
 def test_c1_rule():
@@ -517,3 +517,20 @@ def test_c3_long_forecasts_reach_the_limit_not_a_false_refutation(context, forec
     w = float(get("T11").profile(cfg.with_(sigma_forecast=s), np.array([1.0]))[0]) / math.erf(1 / (math.sqrt(2) * cfg.sigma))
     w_inf = float(cfg.rho) * context / cfg.T
     assert s >= 1e3 and abs(w - w_inf) / w_inf <= LIMIT_SHARE * WEIGHT_REL * (1 + 1e-6)
+
+
+def test_c1_is_judged_on_the_papers_epsilon_range():
+    """Appendix C.1.1: λ = 1 is ahead 'for all ε ∈ [10^-3, 10^3] after 100 training steps', and Section 5 after one
+    step 'for ε ≥ 10^-1'. C1 compared on the figures' grid [1e-3, 50] (where δ after 100 steps at r = Λ/N = 0.5 is
+    still 4e-3 at ε = 50: the range (50, 1e3] was never compared) and read 'ε ≥ 0.1' at the grid point 0.0908 below
+    it; its reason said 'for all ε ≥ 0.001'. The grid now spans the paper's range with 0.1 on it, and the reason
+    names the range compared."""
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    entry = CLAIMS["C1"].evaluate(DEFAULT_CONFIG, quick=True)
+    eps = entry["figure"]["eps"]
+    assert eps[0] == pytest.approx(1e-3) and eps[-1] >= 1e3 * (1 - 1e-12)
+    assert min(abs(e - 0.1) for e in eps) < 1e-12
+    assert entry["numbers"]["eps_hi"] == pytest.approx(1e3)
+    assert "ε ∈ [0.001, 1000] after 100 steps: True" in entry["reason"]
+    assert entry["verdict"] == "confirmed"
