@@ -110,7 +110,7 @@ class C1(Claim):
             for lam in _lambdas(label, quick):
                 if lam > cfg.batch_size:
                     cells.skip(f"{label}, λ={lam}", f"λ = {lam} > Λ = {cfg.batch_size}",
-                               sum(_judged(label, s) for s in steps))
+                               sum(_judged(label, s) for s in full_steps))
                 else:
                     lambdas.append(lam)
             s6 = delta_curves(Estimate.ATTAINED_UPPER, "T6", cfg, steps, eps)

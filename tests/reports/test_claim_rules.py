@@ -534,3 +534,16 @@ def test_c1_is_judged_on_the_papers_epsilon_range():
     assert entry["numbers"]["eps_hi"] == pytest.approx(1e3)
     assert "ε ∈ [0.001, 1000] after 100 steps: True" in entry["reason"]
     assert entry["verdict"] == "confirmed"
+
+
+def test_c1_quick_skip_counts_its_full_grid_cells():
+    """cells.grid counts the full grid (on the configuration: λ × steps 1, 100, 1000) and a skipped cell stands for
+    the grid cells it covers: λ = 4 > Λ = 2 stands for its 3 step counts, in quick mode too (it counted the quick
+    run's 2), as the grid cells the configuration cannot represent already did."""
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    entry = CLAIMS["C1"].evaluate(DEFAULT_CONFIG.with_(batch_size=2), quick=True)
+    skipped = {x["cell"]: x["cells"] for x in entry["cells"]["not_evaluated"]}
+    assert skipped == {"config, λ=4": len((1, 100, 1000))}
+    assert entry["cells"]["evaluated"] == ["config, λ=2, 1 steps", "config, λ=2, 100 steps"]
+    assert "(3 not evaluable)" in entry["verdict_text"]
