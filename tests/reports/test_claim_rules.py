@@ -547,3 +547,15 @@ def test_c1_quick_skip_counts_its_full_grid_cells():
     assert skipped == {"config, λ=4": len((1, 100, 1000))}
     assert entry["cells"]["evaluated"] == ["config, λ=2, 1 steps", "config, λ=2, 100 steps"]
     assert "(3 not evaluable)" in entry["verdict_text"]
+
+
+def test_c10_prints_an_underpowered_test_below_the_power_it_lacks():
+    """Power 0.796 < 0.8: qualified, 'a test's power is below 0.8'; the reason and the numbers table printed it to
+    nearest, 'power 0.80', the power a reproduction needs. Rounded down: 0.79."""
+    from tsdp.reports.render_claims_extra import non_private_table
+
+    numbers = c10(0.5, 0.3, power=0.796)
+    word, reason = CLAIMS["C10"].rule(numbers)
+    assert word == "qualified" and "power 0.79 against" in reason and "0.80" not in reason
+    tests = non_private_table(numbers)[1][2]
+    assert [row[5] for row in tests] == ["0.79", "0.79"]
