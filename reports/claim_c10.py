@@ -21,6 +21,7 @@ from typing import Tuple
 import numpy as np
 
 from tsdp.theorems.config import Top, TrainingConfig
+from tsdp.verify.rounded import rounded_down
 
 from .claim_base import NOT_EVALUATED, NOT_REPRODUCED, QUALIFIED, REPRODUCED, Cells, Claim, ClaimContext, Computed, \
     OtherVerdict
@@ -33,6 +34,19 @@ MODEL = "simple-ff"
 FAMILY_ALPHA = 0.05
 EFFECT = 0.05
 """The smallest effect of interest: two levels whose mean CRPS differ by 5% of the grand mean."""
+
+
+def power_text(power: float) -> str:
+    """A test's power, 2 digits after the point rounded down: 'reproduced' needs power ≥ POWER (0.8), and to nearest
+    0.796 would print 0.80 beside a verdict that says the power is below 0.8.
+
+    Args:
+        power: The power.
+
+    Returns:
+        The text.
+    """
+    return rounded_down(power, 2, fixed=True)
 
 
 class C10(Claim):
@@ -88,7 +102,7 @@ class C10(Claim):
         def one(t):
             means = ", ".join(f"{lv} {m:.4g}" for lv, m in zip(t["levels"], t["means"]))
             return (f"{t['factor']}: F({t['df']}, {t['df_error']}) = {t['f']:.3g}, p = {t['p_value']:.3g} "
-                    f"(α = {t['alpha']:g}); power {t['power']:.2f} against Δ = {t['effect']:.3g} ({share}), "
+                    f"(α = {t['alpha']:g}); power {power_text(t['power'])} against Δ = {t['effect']:.3g} ({share}), "
                     f"detects Δ = {t['detectable']:.3g} with power {POWER:g}; means {means}")
 
         by_b = {c["batch_size"]: c["steps"] for c in numbers["crps"] if c["top"] == Top.WOR}

@@ -4,7 +4,7 @@ T11 (upper bound) has weight w(σ_F) = ρ r (φ τ(σ_F) + 1 - φ); the L_F → 
 the same T and ρ with k' = L_C windows (only the windows holding the element in their context
 remain), weight w∞ = ρ L_C / T; L_C = 0 gives the zero profile max(0, 1 - α). Both exact
 one-step profiles, and after 100 steps both sound (connect-the-dots, upper). Cells: the σ_F
-values of the sweep.
+values of the sweep, the last standing for σ_F → ∞ (:func:`limit_sigma_f`: 1e3, larger for long forecasts).
 """
 from __future__ import annotations
 
@@ -24,9 +24,12 @@ from .curves import NEGLIGIBLE, delta_curves, eps_grid
 
 SIGMA_F = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 1e3)
 QUICK_SIGMA_F = (0.0, 0.5, 2.0, 1e3)
+"""The σ_F of the sweep; the last is the limit's, at least 1e3 (:func:`limit_sigma_f`)."""
 STEPS = 100
 PROFILE_REL, WEIGHT_REL = 1e-2, 1e-3
 """Tolerances of the limit: one-step profile and weight at the largest σ_F against the reference."""
+LIMIT_SHARE = 0.1
+"""At the limit's σ_F the weight's own distance to w∞ is at most this share of WEIGHT_REL (:func:`limit_sigma_f`)."""
 
 
 def tau(s: float) -> float:
@@ -39,6 +42,27 @@ def tau(s: float) -> float:
         τ(s).
     """
     return 1.0 if s == 0 else math.erf(1.0 / (2.0 * math.sqrt(2.0) * s))
+
+
+def limit_sigma_f(config: TrainingConfig) -> float:
+    """The σ_F that stands for σ_F → ∞: 1e3, or larger where T11's weight ρ r (φ τ(σ_F) + 1 - φ) is there still more
+    than LIMIT_SHARE · WEIGHT_REL (relative) from its limit w∞ = ρ r (1 - φ): that distance is φ τ(σ_F) / (1 - φ),
+    L_F / L_C times τ(1e3) ≈ 4e-4 at 1e3, above WEIGHT_REL from L_F ≥ 2.5 L_C, where a σ_F of 1e3 is not yet the
+    limit and the check would refute a claim that holds. Without context (L_C = 0, w∞ = 0): 1e3.
+
+    Args:
+        config: The configuration (φ = L_F / (L_C + L_F)).
+
+    Returns:
+        The largest σ_F of the sweep.
+    """
+    from scipy.special import erfinv
+
+    phi = float(config.phi)
+    if phi >= 1:
+        return 1e3
+    t = LIMIT_SHARE * WEIGHT_REL * (1 - phi) / phi  # τ(s) = erf(1 / (2√2 s)) = t
+    return max(1e3, float(1.0 / (2.0 * math.sqrt(2.0) * erfinv(t))))
 
 
 def max_rel(a: np.ndarray, ref: np.ndarray) -> Optional[float]:
@@ -73,7 +97,7 @@ class C3(Claim):
         else:
             ref_one = np.maximum(0.0, -np.expm1(eps))
             ref_comp = ref_one.copy()
-        sigmas = QUICK_SIGMA_F if quick else SIGMA_F
+        sigmas = (QUICK_SIGMA_F if quick else SIGMA_F)[:-1] + (limit_sigma_f(base),)
         cells = Cells(grid=len(SIGMA_F))
         curves, weights, one_steps = [], [], []
         t11 = get("T11")

@@ -32,7 +32,7 @@ LAMBDAS, QUICK_LAMBDAS = (2, 4, 8, 16), (2, 4)
 
 
 def le(a: float, b: float) -> bool:
-    """a ≤ b up to a tie (both < NEGLIGIBLE, or within TIE_REL relative).
+    """a ≤ b up to a tie (both < NEGLIGIBLE, or within TIE_REL relative); a NaN on either side is never ≤ (nor a tie).
 
     Args:
         a: The left side.
@@ -41,7 +41,7 @@ def le(a: float, b: float) -> bool:
     Returns:
         Whether a ≤ b up to a tie.
     """
-    return a <= b * (1 + TIE_REL) or max(a, b) < NEGLIGIBLE
+    return a <= b * (1 + TIE_REL) or (a < NEGLIGIBLE and b < NEGLIGIBLE)
 
 
 def _pick(curves: dict, ns, eps) -> dict:

@@ -114,7 +114,8 @@ class C5(Claim):
 
     @staticmethod
     def rule(numbers: dict) -> Tuple[str, str]:
-        """Per grid cell (N_tot, Λ/N_tot) over its lengths: T14 = T6 at L_C + L_F = 1 (max |T14 - T6| ≤ 1e-9);
+        """Per grid cell (N_tot, Λ/N_tot) over its lengths: T14 = T6 at L_C + L_F = 1 (max |T14 - T6| ≤ 1e-9; a cell
+        without its L_C + L_F = 1 row has not shown it);
         for every k ≥ 2 T14 ≥ T6 at every grid ε above a crossing ε and strictly somewhere above it; the
         largest excess max_ε(T14 - T6) non-decreasing in L_C + L_F. Confirmed when every grid
         cell shows all three; qualified when T14 exceeds T6 somewhere for the largest k of every
@@ -125,7 +126,8 @@ class C5(Claim):
         ok_all, some_all = True, True
         for label in dict.fromkeys(r["cell"] for r in grid_rows):
             rs = sorted([r for r in grid_rows if r["cell"] == label], key=lambda r: r["window_length"])
-            eq1 = all(r["max_gap_T14_T6"] <= EQUAL_AT_K1 for r in rs if r["window_length"] == 1)
+            ones = [r for r in rs if r["window_length"] == 1]
+            eq1 = bool(ones) and all(r["max_gap_T14_T6"] <= EQUAL_AT_K1 for r in ones)
             longer = [r for r in rs if r["k"] > 1]
             tail = all(r["T14_ge_T6_from_eps"] is not None and r["T14_gt_T6_from_crossing"] for r in longer)
             mono = all(b["max_excess_T14_minus_T6"] >= a["max_excess_T14_minus_T6"] - 1e-12 for a, b in zip(rs, rs[1:]))

@@ -170,8 +170,9 @@ def first_win_epsilon(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> d
 
 
 def losing_range(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> Optional[dict]:
-    """Where ``ours`` > ``other`` beyond a tie (see :func:`first_win_epsilon`): the smallest and largest
-    such grid ε and the largest δ of each side there; None when ours ≤ other everywhere.
+    """Where ``ours`` > ``other`` beyond a tie, or either is NaN (where :func:`first_win_epsilon` finds ours not ≤
+    other): the smallest and largest such grid ε and the largest δ of each side there (NaN when a side is NaN
+    throughout); None when ours ≤ other everywhere.
 
     Args:
         eps: The ε grid.
@@ -182,8 +183,13 @@ def losing_range(eps: np.ndarray, ours: np.ndarray, other: np.ndarray) -> Option
         The range and the largest δ of each side there, or None.
     """
     compared = ~((ours < NEGLIGIBLE) & (other < NEGLIGIBLE))
-    bad = compared & (ours > other * (1 + TIE_REL))
+    bad = compared & ~(ours <= other * (1 + TIE_REL))
     if not bad.any():
         return None
+
+    def largest(x):
+        x = x[bad]
+        return float(np.nanmax(x)) if np.isfinite(x).any() else float("nan")
+
     return {"eps_min": float(eps[bad].min()), "eps_max": float(eps[bad].max()),
-            "delta_ours_max": float(ours[bad].max()), "delta_other_max": float(other[bad].max())}
+            "delta_ours_max": largest(ours), "delta_other_max": largest(other)}

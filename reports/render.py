@@ -446,7 +446,7 @@ def _claim_table(c: dict) -> List[tuple]:
                      ["trials per world", fmt(a["trials"])], ["GOF p-value", fmt(a["gof_pvalue"])]]
         p = n.get("power")
         if p:
-            rows += [["ε the designed test expects to certify at these trials (ideal)", fmt(p["ideal"])],
+            rows += [["ε the designed test expects to certify at these trials (ideal)", lower(p["ideal"])],
                      ["trials per world to certify ε T13", "cannot (ε T14 ≤ ε T13)" if p["cannot"] else
                       f"> {p['search_cap']:.0e}" if p["trials_needed"] is None else fmt(p["trials_needed"])]]
         return [(Block.TABLE, ["quantity", "value"], rows), (Block.PARAGRAPH, f"Why T13 sits below: {n['why_T13_below']}.")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from .blocks import Block
+from .claim_c10 import power_text
 
 
 def _f(x) -> str:
@@ -72,7 +73,7 @@ def non_private_table(n: dict) -> List[tuple]:
     if n.get("tests"):
         out.append((Block.TABLE, ["factor", "F", "df", "p", "α", "power vs Δ", "Δ", "Δ detected with power 0.8"],
                     [[t["factor"], f"{t['f']:.3g}", f"{t['df']}, {t['df_error']}", f"{t['p_value']:.3g}",
-                      f"{t['alpha']:g}", f"{t['power']:.2f}", f"{t['effect']:.3g}", f"{t['detectable']:.3g}"]
+                      f"{t['alpha']:g}", power_text(t["power"]), f"{t['effect']:.3g}", f"{t['detectable']:.3g}"]
                      for t in n["tests"]]))
     return out
 

@@ -92,3 +92,19 @@ def test_the_composition_figure_names_the_audits_own_confidence(monkeypatch, tmp
              "confidence": 0.99}]
     figures.figure_composition({"composition": rows, "delta": 1e-3}, tmp_path)
     assert "audited (99% lower bound)" in labels and not any("95%" in x for x in labels)
+
+
+def test_c6_table_prints_the_designed_tests_ideal_as_its_reason_does():
+    """The designed test's ideal is the ε lower bound the audit expects to certify: C6's reason prints it rounded down
+    (lower4, 'certify ε ≥ 0.008438'); its numbers table printed the same number to nearest (0.008439, above it)."""
+    from tsdp.reports.claims import CLAIMS
+    from tsdp.reports.render import _claim_table
+
+    reach = {"ideal": 0.0084386, "trials_needed": 58855, "cannot": False, "confidence": 0.95, "search_cap": 10**7}
+    numbers = {"epsilon_T13_sound": 0.08, "epsilon_T14_attained": 0.37, "audit": {"epsilon_lower": 0.01,
+               "trials": 20000, "confidence": 0.95, "gof_pvalue": 0.5}, "k": 2, "N_tot": 6400, "batch_size": 32,
+               "delta": 1e-3, "audit_status": "ran", "why_T13_below": "another relation", "power": reach}
+    reason = CLAIMS["C6"].rule(numbers)[1]
+    rows = dict((r[0], r[1]) for r in _claim_table({"id": "C6", "numbers": numbers})[0][2])
+    printed = rows["ε the designed test expects to certify at these trials (ideal)"]
+    assert f"ε ≥ {printed} (its ideal)" in reason and float(printed) <= reach["ideal"]
