@@ -372,3 +372,18 @@ def test_no_audit_command_is_named_where_the_loop_cannot_run_it():
     assert audit_command("T6", config, 1, 1e-5) is None
     assert audit_command("T6", config.with_(context_length=1), 1, 1e-5) is not None
     assert main(["audit", "--theorem", "T6", "--context-length", "0", "--trials", "100", "--delta", "1e-3"]) == 2
+
+
+def test_the_property_fails_when_tsdp_judges_no_cell_not_only_when_the_accountant_declines():
+    """assert_sound_for_all over cells tsdp has no number for (Poisson top level: every verdict 'unchecked') checked
+    nothing: hypothesis says so (its filter health check, or Unsatisfiable), as for an accountant that declines every
+    cell, instead of passing. Here even an accountant that answers 0 (below any attained ε) would otherwise pass."""
+    from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+
+    poisson_top = cells(configs(schemes=[("poisson", "wr")], max_N=4, max_L=3, max_window=2, sigma=(2.0, 2.0)),
+                        steps=(1,))
+    zero = accountant(lambda c, s, d: 0.0, "always zero")
+    assert check_accountant(zero, Cell(TrainingConfig(N=4, L=3, batch_size=1, sigma=2.0, top="poisson"), 1),
+                            delta=DELTA).counts["unchecked"] == 1
+    with pytest.raises((FailedHealthCheck, Unsatisfiable)):
+        assert_sound_for_all(zero, poisson_top, max_examples=5)
