@@ -387,3 +387,22 @@ def test_the_property_fails_when_tsdp_judges_no_cell_not_only_when_the_accountan
                             delta=DELTA).counts["unchecked"] == 1
     with pytest.raises((FailedHealthCheck, Unsatisfiable)):
         assert_sound_for_all(zero, poisson_top, max_examples=5)
+
+
+@pytest.mark.parametrize("reported, attained", [(3.02451, 3.02459), (3.0244999, 3.0245), (0.99996, 0.99999)])
+def test_an_unsound_message_prints_the_reported_value_below_the_attained_one(reported, attained):
+    """An unsound verdict's sentence 'reports ε = a where an attack attains b' must read a < b, the reported ε
+    rounded up (never understated) and the attained ε down, with the digits that tell them apart: to nearest and
+    rounded down at 4 digits it printed 3.025 against 3.024 (the accountant apparently above the attack) or the
+    same text twice, for values within the fourth digit."""
+    from tsdp.testing.brackets import Reference
+    from tsdp.testing.check import judge_reference
+
+    ref = Reference("T6", "T6", 4.0, attained)
+    v = judge_reference(reported, ref, SECTION5, 1, DELTA, Substitution.of(SECTION5))
+    assert v.verdict == "unsound"
+    text = v.message()
+    a = float(text.split("reports ε = ")[1].split(" ")[0])
+    b = float(text.split("an attack attains ")[1].split(" ")[0])
+    assert reported <= a < b <= attained  # the user's value never understated, the attack's never overstated
+    assert v.as_dict()["message"] == text and "between" not in text
