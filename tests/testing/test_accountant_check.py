@@ -406,3 +406,28 @@ def test_an_unsound_message_prints_the_reported_value_below_the_attained_one(rep
     b = float(text.split("an attack attains ")[1].split(" ")[0])
     assert reported <= a < b <= attained  # the user's value never understated, the attack's never overstated
     assert v.as_dict()["message"] == text and "between" not in text
+
+
+@pytest.mark.parametrize("kind", ["rdp", "prv", "gdp"])
+@pytest.mark.parametrize("rate", ["series", "window"])
+def test_the_opacus_adapter_is_what_opacus_records_for_s_steps_at_the_guessed_rate(kind, rate):
+    """Independent reference: Opacus's own accountant stepped S times, as PrivacyEngine's optimizer hook does
+    (``step(noise_multiplier=σ, sample_rate=q)`` once per step), at the guessed rate computed by hand here (Λ/N, or
+    Λ/(N·T) with T = L - L_F + 1), on configurations of every scheme the grid holds, λ = 2 included."""
+    pytest.importorskip("opacus")
+    import warnings
+
+    from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
+
+    for config in (SECTION5.with_(instances=2, sigma=1.5), SECTION5.with_(top="pooled", L=12, forecast_length=2),
+                   SECTION5.with_(top="deterministic", N=100, batch_size=10)):
+        q = config.batch_size / config.N if rate == "series" else (
+            config.batch_size / (config.N * (config.L - config.forecast_length + 1)))
+        steps = 7
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            acc = {"rdp": RDPAccountant, "prv": PRVAccountant, "gdp": GaussianAccountant}[kind]()
+            for _ in range(steps):
+                acc.step(noise_multiplier=config.sigma, sample_rate=q)
+            truth = acc.get_epsilon(DELTA)
+        assert opacus_accountant(kind, rate)(config, steps, DELTA) == pytest.approx(truth, rel=1e-9)
