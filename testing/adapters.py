@@ -8,8 +8,9 @@
 * :func:`accountant`: a plain function with a name and the relation it claims.
 
 The guessed rates (:data:`SAMPLE_RATES`) are what people feed a standard accountant for time
-series: ``series`` = Λ/N (a series as the record: the top-level rate) and ``window`` = Λ/(N·T) (a
-window as the record: the pooled rate), both read as Poisson rates of add/remove of one record.
+series: ``series`` = Λ/N (a series as the record; the top-level rate ρ = ⌊Λ/λ⌋/N only for λ = 1, larger for
+λ > 1) and ``window`` = Λ/(N·T) (a window as the record; the pooled rate Λ/N_tot for series of one length, larger
+for variable lengths, whose T is the shortest series'), both read as Poisson rates of add/remove of one record.
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def sample_rate(config: TrainingConfig, which: str) -> float:
 
     Args:
         config: The configuration.
-        which: ``"series"`` (Λ/N, the top-level rate) or ``"window"`` (Λ/(N·T), the pooled rate).
+        which: ``"series"`` (Λ/N; the top-level rate for λ = 1) or ``"window"`` (Λ/(N·T); the pooled rate for
+            series of one length).
 
     Returns:
         The rate, at most 1.

@@ -33,14 +33,16 @@ from .relations import Substitution, other_relations
 from .verdicts import (BETWEEN, DECLINED, SOUND, UNCHECKED, UNSOUND, CheckReport, RelationBound, Verdict,
                        scheme_line)
 from .worker import DECLINED as REPLY_DECLINED
-from .worker import DEFAULT_TIMEOUT, DIED, EXITED, HUNG, NOT_REAL, RAISED, TOO_LARGE, AccountantWorker, Reply
+from .worker import (CORRUPT, DEFAULT_TIMEOUT, DIED, EXITED, HUNG, NOT_REAL, RAISED, TOO_LARGE, AccountantWorker,
+                     Reply)
 
 Accountant = Callable[[TrainingConfig, int, float], float]
 
 
 class AccountantError(ValueError):
-    """The accountant under check did not give a usable ε (it raised, hung, or returned NaN, a negative
-    number or a non-number); the message is one line naming the cell."""
+    """The accountant under check did not give a usable ε (it raised, hung, returned NaN, a negative number or a
+    non-number, or its worker's reply was not the answer to the cell asked); the message is one line naming the
+    cell."""
 
 
 class UnsoundAccountantError(AssertionError):
@@ -84,6 +86,9 @@ def _epsilon(reply: Reply, name: str, where: str, timeout: Optional[float]) -> f
     if kind == DIED:
         raise AccountantError(f"accountant {name} ended its process (exit status {reply.exit_status}: os._exit, a "
                               f"signal or a crash) {where}: an accountant must return ε")
+    if kind == CORRUPT:
+        raise AccountantError(f"accountant {name}'s worker process sent back {reply.message} {where}: no ε was read "
+                              "(its worker process was ended)")
     if kind == RAISED:
         said = f": {reply.message}" if reply.message else " (no message)"
         raise AccountantError(f"accountant {name} raised {reply.type_name} {where}{said}")

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import List
 
-from tsdp.verify.rounded import rounded_down
-
-from .verdicts import UNSOUND, epsilon_text, scheme_line
+from .verdicts import UNSOUND, below_texts, scheme_line
 
 
 def render(runs: List[dict]) -> str:
@@ -59,8 +57,8 @@ def render(runs: List[dict]) -> str:
         lines += [f"### {r['accountant']}, claimed {run['relation']}", ""]
         for v in bad:
             tag = f" (sound for {', '.join(v['sound_under'])}: a relation mismatch)" if v["sound_under"] else ""
-            lines.append(f"- {r['accountant']} reports ε = {epsilon_text(v['epsilon_reported'])} where an attack "
-                         f"attains {epsilon_text(v['epsilon_attained'], rounded_down)} ({v['attack']}; "
+            reported, attained = below_texts(v["epsilon_reported"], v["epsilon_attained"])
+            lines.append(f"- {r['accountant']} reports ε = {reported} where an attack attains {attained} ({v['attack']}; "
                          f"{scheme_line(v['config'])}, {v['steps']} steps){tag}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -88,8 +88,9 @@ def assert_sound_for_all(fn, strategy=None, *, delta: float = 1e-5, relation=Non
                          seed: int = 0, timeout: Optional[float] = DEFAULT_TIMEOUT) -> None:
     """Hypothesis property: ``fn`` is never below tsdp's attained ε (a lower bound) on a cell of ``strategy``.
 
-    ``fn`` runs in one worker process for the whole run. A cell ``fn`` declines is rejected (hypothesis draws
-    another; one that declines everything fails as unsatisfiable). No example database is written.
+    ``fn`` runs in one worker process for the whole run. A cell that is not judged (``fn`` declines it, or tsdp has
+    no number for its scheme: unchecked) is rejected (hypothesis draws another; a run that judges no cell fails as
+    unsatisfiable, never passes). No example database is written.
 
     Args:
         fn (Callable[[TrainingConfig, int, float], float]): The accountant, ``fn(config, steps, delta) -> ε``.
@@ -116,7 +117,7 @@ def assert_sound_for_all(fn, strategy=None, *, delta: float = 1e-5, relation=Non
     from hypothesis import reject
 
     from .check import AccountantError, assert_not_unsound
-    from .verdicts import DECLINED
+    from .verdicts import JUDGED
     from .worker import AccountantWorker
 
     failed = []
@@ -130,7 +131,7 @@ def assert_sound_for_all(fn, strategy=None, *, delta: float = 1e-5, relation=Non
         except AccountantError as exc:
             failed.append(exc)
             raise _Stop from None
-        if verdict.verdict == DECLINED:
+        if verdict.verdict not in JUDGED:  # declined or unchecked: nothing was judged here
             reject()
 
     with AccountantWorker(fn, timeout) as worker:

@@ -77,6 +77,25 @@ def epsilon_text(x: Optional[float], rounding: Callable[[float, int], str] = rou
     return rounding(x, DIGITS)
 
 
+def below_texts(reported: float, attained: float) -> Tuple[str, str]:
+    """An unsound cell's reported ε (rounded up: the accountant's value is never understated) and attained ε (rounded
+    down: a lower bound), at :data:`DIGITS` significant digits or as many more as make the first read below the
+    second (it is below: the cell is unsound), so 'reports ε = a where an attack attains b' always reads a < b.
+
+    Args:
+        reported: The accountant's ε, below ``attained``.
+        attained: tsdp's attained ε (a lower bound).
+
+    Returns:
+        (reported's text, attained's text).
+    """
+    for digits in range(DIGITS, 18):
+        a, b = rounded_up(reported, digits), rounded_down(attained, digits)
+        if float(a) < float(b):
+            return a, b
+    return repr(reported), repr(attained)
+
+
 @dataclass(frozen=True)
 class RelationBound:
     """tsdp's sound ε (an upper bound, by ``theorem``) for another ``relation`` (its short name) on the same cell.
@@ -184,8 +203,9 @@ class Verdict:
                  f"{self.relation_text}")
         if self.verdict == UNSOUND:
             head = "RELATION MISMATCH" if self.relation_mismatch else "UNSOUND"
-            text = (f"{head}: {self.accountant} reports ε = {epsilon_text(self.epsilon_reported)} where an attack attains "
-                    f"{epsilon_text(self.epsilon_attained, rounded_down)} ({where}); attack: the {self.construction} construction, {self.pair}")
+            reported, attained = below_texts(self.epsilon_reported, self.epsilon_attained)
+            text = (f"{head}: {self.accountant} reports ε = {reported} where an attack attains {attained} ({where}); "
+                    f"attack: the {self.construction} construction, {self.pair}")
             text += (f"; demonstrate it through the loop: {self.audit_command}" if self.audit_command
                      else "; the loop has no construction for this configuration (its audit changes one element, "
                           "w = 1, of equally long series whose windows have a context, L_C ≥ 1)")
@@ -302,7 +322,9 @@ class CheckReport:
         for v in self.verdicts:
             tag = "mismatch" if v.relation_mismatch else v.verdict
             at = f"  (bracket {v.bracket_position:.0%})" if v.bracket_position is not None else ""
-            lines.append(f"{tag:<10} {num(v.epsilon_reported)} {num(v.epsilon_attained, rounded_down)} {num(v.epsilon_sound, rounded_up)}  "
+            reported, attained = (below_texts(v.epsilon_reported, v.epsilon_attained) if v.unsound else
+                                  (epsilon_text(v.epsilon_reported), epsilon_text(v.epsilon_attained, rounded_down)))
+            lines.append(f"{tag:<10} {reported:>10} {attained:>10} {num(v.epsilon_sound, rounded_up)}  "
                          f"{v.evidence:<10}  {v.steps:>5}  {v.relation['record']}(w={v.relation['w']})  "
                          f"{scheme_line(v.config)}{at}")
         lines.append(self.summary())

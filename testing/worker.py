@@ -8,7 +8,9 @@ for one cell at a time over a pipe, and gets back a :class:`Reply`: what the fun
 (classified in the child, so an object that cannot be pickled still arrives as its ``repr``), or
 the exception it raised (type and message, ``SystemExit`` and ``KeyboardInterrupt`` included),
 and what it printed (its file descriptors 1 and 2 write to a file of the child's; it reads stdin from
-``/dev/null``). A worker that
+``/dev/null``). Each request is numbered and its reply carries the number: a reply that is not a :class:`Reply`
+of the request asked (a process the accountant forked and left running answered too, a stale answer, bytes that
+do not unpickle) is ``corrupt``, never read as the cell's ε, and the worker is ended. A worker that
 does not answer within the time limit is ended with every process it started
 (:func:`tsdp.executor.processes.end`); one that dies is reported with its exit status.
 The next request starts a fresh worker. The worker leads a process group of its own: whatever the accountant started
@@ -41,8 +43,8 @@ DECLINES = (NotImplementedError, TheoremError)
 """Exceptions by which an accountant declines a cell it does not cover (tsdp's own raises TheoremError where its
 catalogue has no bound); returning None declines too."""
 
-VALUE, DECLINED, NOT_REAL, TOO_LARGE, RAISED, EXITED, DIED, HUNG = (
-    "value", "declined", "not_real", "too_large", "raised", "exited", "died", "hung")
+VALUE, DECLINED, NOT_REAL, TOO_LARGE, RAISED, EXITED, DIED, HUNG, CORRUPT = (
+    "value", "declined", "not_real", "too_large", "raised", "exited", "died", "hung", "corrupt")
 
 
 @dataclass(frozen=True)
@@ -51,17 +53,19 @@ class Reply:
     ``declined`` (returned None or raised one of :data:`DECLINES`; ``message`` why), ``not_real`` (returned
     ``shown`` of type ``type_name``), ``too_large`` (returned a number beyond the float range: ``shown`` an
     integer's digit count, or the number), ``raised`` (``type_name``, ``message``), ``exited`` (``SystemExit``; ``shown`` its code),
-    ``died`` (the process ended: ``exit_status``), ``hung`` (no answer within the limit). ``output``: what it
-    printed on stdout and stderr (at most :data:`OUTPUT_MAX` characters).
+    ``died`` (the process ended: ``exit_status``), ``hung`` (no answer within the limit), ``corrupt`` (what came
+    back is not the reply to the request asked: ``message`` says what it was). ``output``: what it printed on stdout
+    and stderr (at most :data:`OUTPUT_MAX` characters).
 
     Attributes:
-        kind: value | declined | not_real | too_large | raised | exited | died | hung.
+        kind: value | declined | not_real | too_large | raised | exited | died | hung | corrupt.
         value: The ε returned (kind value).
         shown: The value shown in words (not_real, too_large, exited).
         type_name: The type returned or raised (not_real, raised).
         message: Why it declined, or the exception's message.
         exit_status: The process's exit status (died).
         output: What the accountant printed on stdout and stderr.
+        request: The number of the request it answers (set by the worker).
     """
 
     kind: str
@@ -71,6 +75,7 @@ class Reply:
     message: str = ""
     exit_status: Optional[int] = None
     output: str = ""
+    request: Optional[int] = None
 
 
 def _text(obj, convert=str) -> str:
@@ -148,7 +153,8 @@ def _read_output() -> str:
 
 
 def _serve(fn, conn) -> None:
-    """The worker's loop: answer each (config, steps, delta) until None arrives."""
+    """The worker's loop: answer each numbered (config, steps, delta) until None arrives; the reply carries the
+    request's number."""
     import tempfile
 
     os.setpgid(0, 0)  # a group of its own: what the accountant starts is ended with it (AccountantWorker.close)
@@ -164,8 +170,9 @@ def _serve(fn, conn) -> None:
         request = conn.recv()
         if request is None:
             return
-        reply = _ask(fn, request)
-        conn.send(replace(reply, output=_read_output()))
+        number, args = request
+        reply = _ask(fn, args)
+        conn.send(replace(reply, output=_read_output(), request=number))
 
 
 def _end_group(pgid: int) -> None:
@@ -203,6 +210,7 @@ class AccountantWorker:
                                             "and this platform cannot fork", fn)
         self.fn, self.timeout = fn, check_timeout(timeout)
         self._process = self._conn = None
+        self._asked = 0
 
     def __enter__(self) -> "AccountantWorker":
         self.start()
@@ -228,19 +236,29 @@ class AccountantWorker:
             delta: δ.
 
         Returns:
-            The reply (``hung`` past the time limit, ``died`` when the process ended).
+            The reply (``hung`` past the time limit, ``died`` when the process ended, ``corrupt`` when what came back
+                is not the reply to this request).
         """
         if self._process is None:
             self.start()
+        self._asked += 1
         try:
-            self._conn.send((config, steps, delta))
+            self._conn.send((self._asked, (config, steps, delta)))
             answered = self._conn.poll(self.timeout)
             reply = self._conn.recv() if answered else Reply(HUNG)
         except (EOFError, BrokenPipeError, ConnectionResetError):
             self._process.join(5)
             status = self._process.exitcode
             reply = Reply(DIED, exit_status=status)
-        if reply.kind in (HUNG, DIED):
+        except Exception as exc:  # noqa: BLE001 - bytes on the pipe that do not unpickle: no answer to read
+            reply = Reply(CORRUPT, message=f"a reply that does not unpickle ({type(exc).__name__}: {_one_line(exc)})")
+        if not isinstance(reply, Reply):
+            reply = Reply(CORRUPT, message=f"a {type(reply).__name__} object, not a reply")
+        elif reply.kind not in (HUNG, DIED, CORRUPT) and reply.request != self._asked:
+            reply = Reply(CORRUPT, message=f"the reply to request {reply.request}, not to request {self._asked} (a "
+                                           "second answer: a process it forked and left running answered too?)",
+                          output=reply.output)
+        if reply.kind in (HUNG, DIED, CORRUPT):
             self._stop()
         return reply
 

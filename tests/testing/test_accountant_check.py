@@ -372,3 +372,62 @@ def test_no_audit_command_is_named_where_the_loop_cannot_run_it():
     assert audit_command("T6", config, 1, 1e-5) is None
     assert audit_command("T6", config.with_(context_length=1), 1, 1e-5) is not None
     assert main(["audit", "--theorem", "T6", "--context-length", "0", "--trials", "100", "--delta", "1e-3"]) == 2
+
+
+def test_the_property_fails_when_tsdp_judges_no_cell_not_only_when_the_accountant_declines():
+    """assert_sound_for_all over cells tsdp has no number for (Poisson top level: every verdict 'unchecked') checked
+    nothing: hypothesis says so (its filter health check, or Unsatisfiable), as for an accountant that declines every
+    cell, instead of passing. Here even an accountant that answers 0 (below any attained ε) would otherwise pass."""
+    from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+
+    poisson_top = cells(configs(schemes=[("poisson", "wr")], max_N=4, max_L=3, max_window=2, sigma=(2.0, 2.0)),
+                        steps=(1,))
+    zero = accountant(lambda c, s, d: 0.0, "always zero")
+    assert check_accountant(zero, Cell(TrainingConfig(N=4, L=3, batch_size=1, sigma=2.0, top="poisson"), 1),
+                            delta=DELTA).counts["unchecked"] == 1
+    with pytest.raises((FailedHealthCheck, Unsatisfiable)):
+        assert_sound_for_all(zero, poisson_top, max_examples=5)
+
+
+@pytest.mark.parametrize("reported, attained", [(3.02451, 3.02459), (3.0244999, 3.0245), (0.99996, 0.99999)])
+def test_an_unsound_message_prints_the_reported_value_below_the_attained_one(reported, attained):
+    """An unsound verdict's sentence 'reports ε = a where an attack attains b' must read a < b, the reported ε
+    rounded up (never understated) and the attained ε down, with the digits that tell them apart: to nearest and
+    rounded down at 4 digits it printed 3.025 against 3.024 (the accountant apparently above the attack) or the
+    same text twice, for values within the fourth digit."""
+    from tsdp.testing.brackets import Reference
+    from tsdp.testing.check import judge_reference
+
+    ref = Reference("T6", "T6", 4.0, attained)
+    v = judge_reference(reported, ref, SECTION5, 1, DELTA, Substitution.of(SECTION5))
+    assert v.verdict == "unsound"
+    text = v.message()
+    a = float(text.split("reports ε = ")[1].split(" ")[0])
+    b = float(text.split("an attack attains ")[1].split(" ")[0])
+    assert reported <= a < b <= attained  # the user's value never understated, the attack's never overstated
+    assert v.as_dict()["message"] == text and "between" not in text
+
+
+@pytest.mark.parametrize("kind", ["rdp", "prv", "gdp"])
+@pytest.mark.parametrize("rate", ["series", "window"])
+def test_the_opacus_adapter_is_what_opacus_records_for_s_steps_at_the_guessed_rate(kind, rate):
+    """Independent reference: Opacus's own accountant stepped S times, as PrivacyEngine's optimizer hook does
+    (``step(noise_multiplier=σ, sample_rate=q)`` once per step), at the guessed rate computed by hand here (Λ/N, or
+    Λ/(N·T) with T = L - L_F + 1), on configurations of every scheme the grid holds, λ = 2 included."""
+    pytest.importorskip("opacus")
+    import warnings
+
+    from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
+
+    for config in (SECTION5.with_(instances=2, sigma=1.5), SECTION5.with_(top="pooled", L=12, forecast_length=2),
+                   SECTION5.with_(top="deterministic", N=100, batch_size=10)):
+        q = config.batch_size / config.N if rate == "series" else (
+            config.batch_size / (config.N * (config.L - config.forecast_length + 1)))
+        steps = 7
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            acc = {"rdp": RDPAccountant, "prv": PRVAccountant, "gdp": GaussianAccountant}[kind]()
+            for _ in range(steps):
+                acc.step(noise_multiplier=config.sigma, sample_rate=q)
+            truth = acc.get_epsilon(DELTA)
+        assert opacus_accountant(kind, rate)(config, steps, DELTA) == pytest.approx(truth, rel=1e-9)

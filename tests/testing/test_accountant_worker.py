@@ -143,3 +143,36 @@ def test_what_an_accountant_leaves_running_ends_with_a_passing_check(tmp_path, h
         assert reply.kind == "value" and reply.value == 1.0
         assert _running(int(pid_file.read_text()))  # it is running while the check runs
     assert not _running(int(pid_file.read_text()))
+
+
+def _forks_and_returns_twice(config, steps, delta):
+    """Forks and never tells the child to exit: both processes return from the accountant and both answer; a broken
+    accountant that answers 0 past one step (below any attained ε) and 10^6 at one step."""
+    os.fork()
+    return 1e6 if steps == 1 else 0.0
+
+
+def test_a_second_answer_to_one_request_is_reported_never_judged_as_the_next_cells():
+    """An accountant whose forked child returns too sends two replies for one cell: the extra one is not the next
+    cell's answer (read as such, ε = 10^6 of 1 step was judged 'sound' at 10 steps where the accountant answers 0, and
+    the check passed); it is one AccountantError line naming the cell, and the forked child is ended with the worker."""
+    from tsdp.testing import AccountantError, Cell, accountant, check_accountant
+
+    fn = accountant(_forks_and_returns_twice, "forks")
+    with pytest.raises(AccountantError, match=r"not to request 2 .* 10 step\(s\)"):
+        check_accountant(fn, [Cell(CONFIG, 1), Cell(CONFIG, 10)], timeout=20)
+
+
+def test_a_reply_that_is_not_the_requests_is_corrupt_and_the_worker_is_replaced():
+    """A reply with another request's number, or an object that is not a reply, is 'corrupt' (the worker is ended;
+    the next request starts a fresh one and is answered)."""
+    from tsdp.testing.worker import CORRUPT, Reply
+
+    with AccountantWorker(lambda c, s, d: 1.0, 5.0) as worker:
+        for stale in (Reply("value", value=2.0, request=0), "not a reply"):
+            worker._conn.recv = lambda stale=stale: stale  # what a stray process wrote on the pipe
+            reply = worker.ask(CONFIG, 1, 1e-5)
+            assert reply.kind == CORRUPT and reply.value is None
+            assert worker._process is None
+            fresh = worker.ask(CONFIG, 1, 1e-5)
+            assert (fresh.kind, fresh.value) == ("value", 1.0)
