@@ -4,7 +4,9 @@ dict-building code gave.
 ``data/audit_json_before_typed_results.json`` was recorded from the code that came before the typed results
 (``tsdp.audit(...).to_dict()`` and the two certifiers' dicts, through the CLI's ``dumps``, on the fixed seeds below;
 ``seconds`` left out; its numbers re-recorded, keys and order unchanged, when the samplers moved to 53-bit uniform
-draws, which changed every seeded trial): the typed results must give every key, in the same order, with the same
+draws, which changed every seeded trial, and the theory's numbers (sound profile, sound ε, brackets) again when the
+sound profile took its 1e-12 margin against the float pair's rounded weights, a relative change of at most 2.5e-12):
+the typed results must give every key, in the same order, with the same
 numbers. The numbers
 are the audit's own (Clopper-Pearson bounds on counts of seeded trials), so a change in any of them is a change in
 what the audit computes, not in its form.
