@@ -109,6 +109,7 @@ class Scheme:
             )
 
     def describe(self) -> str:
+        """One line: the top and bottom levels the scheme covers, λ = 1 or λ ≥ 1, and σ_C = σ_F where required."""
         parts = [f"top {'|'.join(self.top)}", f"bottom {'|'.join(self.bottom)}"]
         parts.append("λ = 1" if self.single_instance else "λ ≥ 1")
         if self.equal_augmentation:
@@ -228,6 +229,8 @@ class Bound:
         raise TheoremError(f"{self.id} ({self.kind}) has no numeric privacy profile the accountant can round up")
 
     def describe(self) -> dict:
+        """The bound's catalogue entry as plain data: id, paper label, reference, kind, scope, scheme
+        (:meth:`Scheme.describe`), statement and construction."""
         return {
             "id": self.id,
             "label": self.label,
