@@ -66,7 +66,7 @@ class Scheme:
         bottom: The bottom levels covered.
         single_instance: Only λ = 1.
         equal_augmentation: Only σ_C = σ_F.
-        split_windows: The bound counts an element's windows as L_C context and L_F forecast ones (Thm G.1: r =
+        split_windows: The bound counts an element's windows as L_C context and L_F forecast ones (Thm G.1, T11: r =
             (L_C + L_F) / T, φ = L_F / (L_C + L_F)): with σ_C ≠ σ_F it needs T ≥ L_C + L_F, since in a shorter series
             an element can lie in the forecast (or the context) of more than the φ (or 1 - φ) share of its windows.
     """
@@ -351,7 +351,8 @@ class PairBound(Bound):
 class WorMixtureBound(Bound):
     """(1 - ρ) max(0, 1 - α) + ρ H_α(base pair): top-level WOR over a fixed-batch bound.
 
-    Advanced joint convexity (Balle et al. 2018) gives this form (Thms F.1, F.2; T7, T8).
+    Advanced joint convexity (Balle et al. 2018) gives this form (Thms F.1, F.2; T7, T8): an **upper** bound, as its
+    base is.
 
     Attributes:
         base: The fixed-batch bound mixed over the top-level WOR draw.

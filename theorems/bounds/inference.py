@@ -189,7 +189,8 @@ def _gauss_eps(mu: float, eps: np.ndarray, upper: bool):
 
 @dataclass(frozen=True)
 class InferenceBound(Bound):
-    """T15: Σ_j Binom(j; m, r) G_α(v√j/σ), the mixture over the observed kept count (module docstring).
+    """T15 (paper Appendix H, no formula there), an **upper** bound: Σ_j Binom(j; m, r) G_α(v√j/σ), the mixture over
+    the observed kept count (module docstring).
 
     Attributes:
         id: The T-id (T15).
