@@ -45,10 +45,6 @@ class Scope(Choice):
     RELEASE = "release"
 
 
-KINDS = Kind.values()
-SCOPES = (Scope.STEP.value, Scope.EPOCH.value)
-
-
 def __getattr__(name):
     """``Tau`` and ``SYMBOLS`` (:mod:`tsdp.theorems.bounds.parameters`), made on first use so that importing the
     catalogue does not import sympy (PEP 562)."""
