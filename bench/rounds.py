@@ -7,8 +7,8 @@ ratio alike. A ratio is taken per round (same round, same machine state) and rep
 its median and its range over the rounds, never as a best-of against a single run.
 
 The machine state goes with the figures: :func:`environment` (an :class:`Environment`) records the thread settings
-(the ``*_NUM_THREADS`` variables and the CPUs this process may run on) and the load average
-before and after. No torch here (verify/ never imports it): a bench that uses torch adds
+(the ``*_NUM_THREADS`` variables the measured code ran under: this process's, or those a bench gave the child
+processes it times; and the CPUs this process may run on) and the load average before and after. No torch here (verify/ never imports it): a bench that uses torch adds
 ``torch.get_num_threads()`` to the record itself.
 """
 from __future__ import annotations
