@@ -71,7 +71,8 @@ class PlanBench(Record):
         goal_s: The goal, seconds per cell.
         cells: The cells.
         slowest_s: The slowest cell's wall seconds.
-        environment: The machine and its load before and after (:func:`~tsdp.bench.rounds.environment`).
+        environment: The machine and its load before and after (:func:`~tsdp.bench.rounds.environment`), with the
+            thread variables the timed commands ran under.
     """
 
     goal_s: float
@@ -98,8 +99,8 @@ def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = C
     """
     from tsdp.bench.startup import THREADS
 
-    before = environment()
     env = {**os.environ, **THREADS}
+    before = environment(env)  # the thread settings the commands run under, not this process's
     cells = [(m, e, None) for m in canaries for e in epsilons] + [(STEPS_CANARIES, e, top) for top in tops
                                                                     for e in epsilons]
     out = []
@@ -115,7 +116,7 @@ def bench_plan(epsilons: Sequence[float] = EPSILONS, canaries: Sequence[int] = C
         planned = json.loads(done.stdout)
         out.append(PlanCell("tsdp " + " ".join(argv), seconds, cpu, planned["canaries_needed"],
                             planned["participation"]))
-    return PlanBench(GOAL_S, tuple(out), max(c.seconds for c in out), conditions_since(before))
+    return PlanBench(GOAL_S, tuple(out), max(c.seconds for c in out), conditions_since(before, env))
 
 
 def format_bench(result: Union[PlanBench, dict]) -> str:

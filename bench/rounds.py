@@ -7,8 +7,8 @@ ratio alike. A ratio is taken per round (same round, same machine state) and rep
 its median and its range over the rounds, never as a best-of against a single run.
 
 The machine state goes with the figures: :func:`environment` (an :class:`Environment`) records the thread settings
-(the ``*_NUM_THREADS`` variables and the CPUs this process may run on) and the load average
-before and after. No torch here (verify/ never imports it): a bench that uses torch adds
+(the ``*_NUM_THREADS`` variables the measured code ran under: this process's, or those a bench gave the child
+processes it times; and the CPUs this process may run on) and the load average before and after. No torch here (verify/ never imports it): a bench that uses torch adds
 ``torch.get_num_threads()`` to the record itself.
 """
 from __future__ import annotations
@@ -111,26 +111,34 @@ class Timed(Record):
     environment: Conditions
 
 
-def environment() -> Environment:
-    """Machine, thread settings and load of this process now.
+def environment(variables: Optional[Mapping[str, str]] = None) -> Environment:
+    """Machine, thread settings and load now.
+
+    Args:
+        variables: The environment variables the measured code runs under (None: this process's ``os.environ``).
+            A bench that times child processes started with an environment of their own passes that one, so
+            that the record holds the thread settings the timing ran under, not its parent's.
 
     Returns:
-        The :class:`Environment`; ``threads`` holds each of :data:`THREAD_VARIABLES` that is set.
+        The :class:`Environment`; ``threads`` holds each of :data:`THREAD_VARIABLES` set in ``variables``.
     """
-    return Environment(machine(), available_cpus(), {v: os.environ[v] for v in THREAD_VARIABLES if v in os.environ},
+    variables = os.environ if variables is None else variables
+    return Environment(machine(), available_cpus(), {v: variables[v] for v in THREAD_VARIABLES if v in variables},
                        tuple(_load()))
 
 
-def conditions_since(before: Environment) -> Conditions:
+def conditions_since(before: Environment, variables: Optional[Mapping[str, str]] = None) -> Conditions:
     """The conditions of a measurement that started at ``before`` and ends now.
 
     Args:
         before: The :func:`environment` taken when the measurement started.
+        variables: The environment variables the measured code runs under (None: this process's), as for
+            :func:`environment`.
 
     Returns:
-        ``before`` and this process's :func:`environment` now.
+        ``before`` and the :func:`environment` now.
     """
-    return Conditions(before, environment())
+    return Conditions(before, environment(variables))
 
 
 def spread(values: Sequence[float]) -> Spread:
@@ -146,7 +154,8 @@ def spread(values: Sequence[float]) -> Spread:
 
 
 def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUNDS, *, warmup: bool = True,
-               progress: Optional[Callable[[str], None]] = None, label: str = "") -> Timed:
+               progress: Optional[Callable[[str], None]] = None, label: str = "",
+               variables: Optional[Mapping[str, str]] = None) -> Timed:
     """Time every callable of ``runs`` once per round, in the same order each round (A, B, A, B, ...).
 
     With ``warmup`` every callable runs once untimed first, so all sides start warm (imports,
@@ -158,6 +167,9 @@ def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUND
         warmup: Run every callable once untimed first.
         progress: Called with what starts (None: nothing).
         label: Prefix of the progress text.
+        variables: The environment variables the callables' work runs under, for the record (None: this
+            process's; a callable that starts a process with its own environment: that one), as for
+            :func:`environment`.
 
     Returns:
         The :class:`Timed`: the times per round, the last results and the :class:`Conditions` they were taken in.
@@ -169,7 +181,7 @@ def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUND
         raise ValueError(f"rounds must be in [{MIN_ROUNDS}, {MAX_ROUNDS}] (got {rounds})")
     if not runs:
         raise ValueError("nothing to time")
-    before = environment()
+    before = environment(variables)
     results = {name: run() for name, run in runs.items()} if warmup else {}
     seconds: Dict[str, List[float]] = {name: [] for name in runs}
     for r in range(rounds):
@@ -179,7 +191,8 @@ def interleave(runs: Mapping[str, Callable[[], object]], rounds: int = MIN_ROUND
             seconds[name].append(time.perf_counter() - t0)
         if progress is not None:
             progress(f"{label + ': ' if label else ''}round {r + 1}/{rounds}")
-    return Timed(rounds, {name: tuple(times) for name, times in seconds.items()}, results, conditions_since(before))
+    return Timed(rounds, {name: tuple(times) for name, times in seconds.items()}, results,
+                 conditions_since(before, variables))
 
 
 def ratio(timed: Timed, slow: str, fast: str) -> Spread:

@@ -95,7 +95,7 @@ def bench_startup(rounds: int = bench_rounds.MIN_ROUNDS,
     with tempfile.TemporaryDirectory(prefix="tsdp-bench-startup-") as cache:
         env = {**os.environ, **THREADS, "TSDP_CACHE_DIR": cache}
         runs = {label: _starter(args, env) for label, args in COMMANDS.items()}
-        timed = bench_rounds.interleave(runs, rounds, progress=progress, label="startup")
+        timed = bench_rounds.interleave(runs, rounds, progress=progress, label="startup", variables=env)
     base = timed.seconds[BASELINE]
     commands = tuple(CommandStart(label, bench_rounds.spread(timed.seconds[label]),
                                   bench_rounds.ratio(timed, label, BASELINE),

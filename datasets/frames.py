@@ -2,9 +2,12 @@
 series), with the module rules of :mod:`tsdp.datasets.formats` (missing values, calendar, one error per problem)."""
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
+
+if TYPE_CHECKING:  # the annotations only: pandas is the data extra's, imported where it is used
+    import pandas
 
 from .extras import require
 from .series import DataError, SeriesData, SeriesStart, first_observed, observed as _observed

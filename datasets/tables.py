@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 from .extras import require
 from .frames import from_long, from_wide
 from .series import DataError, SeriesData
+
+if TYPE_CHECKING:  # the annotations only: pandas is the data extra's, imported where it is used
+    import pandas
 
 
 LAYOUTS = ("auto", "long", "wide")

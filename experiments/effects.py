@@ -54,6 +54,7 @@ class FactorTest:
     detectable: float
 
     def as_dict(self) -> dict:
+        """The JSON form: the fields in order, ``levels`` and ``means`` as lists."""
         return {**asdict(self), "levels": list(self.levels), "means": list(self.means)}
 
 

@@ -190,6 +190,8 @@ class PaperC7:
         return "; ".join(t.line() for t in self.tables)
 
     def as_dict(self) -> dict:
+        """The JSON form: the verdict, the failing tables, :meth:`line`, each table's evidence, and the tables' source and
+        printed decimals."""
         return {"verdict": self.verdict, "failing": list(self.failing), "line": self.line(),
                 "tables": [t.as_dict() for t in self.tables], "source": raw()["source"],
                 "printed_decimals": raw()["printed_decimals"]}

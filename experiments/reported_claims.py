@@ -49,6 +49,7 @@ class PaperVerdict:
     rows: Tuple[dict, ...]
 
     def as_dict(self) -> dict:
+        """The JSON form: the fields in order, the tuples as lists."""
         return {**asdict(self), "tables": list(self.tables), "cells": list(self.cells), "rows": list(self.rows)}
 
 

@@ -78,6 +78,8 @@ class Row:
             else self.epsilon
 
     def as_dict(self) -> dict:
+        """The JSON form: ε = ∞ (no DP) written as null with an ``epsilon_note``, a ``capped_note`` where a run stopped at
+        its epochs cap, and ``w``, ``sigma_forecast``, ``v`` left out where they do not apply (None)."""
         d = with_note(asdict(self), "epsilon", NO_DP)
         d["epsilon"] = None if math.isinf(self.epsilon) else self.epsilon
         if any(self.capped):
@@ -146,6 +148,7 @@ class Best:
     rule: str
 
     def as_dict(self) -> dict:
+        """The JSON form: ε = ∞ (no DP) written as null with an ``epsilon_note``."""
         d = with_note(asdict(self), "epsilon", NO_DP)
         d["epsilon"] = None if math.isinf(self.epsilon) else self.epsilon
         return d
@@ -206,6 +209,7 @@ class SameRun:
     steps: Tuple[Tuple[str, Tuple[int, ...]], ...]
 
     def as_dict(self) -> dict:
+        """The JSON form: an infinite ``column`` or ``same_as`` (the non-private ε column) written as null."""
         d = asdict(self)
         for k in ("column", "same_as"):  # ε columns of the 1-event table: inf is the non-private one
             d[k] = None if math.isinf(d[k]) else d[k]
@@ -355,6 +359,8 @@ class C7Evidence:
         return f"{self.verdict} on {self.data}: {self.because()}"
 
     def as_dict(self) -> dict:
+        """The JSON form: the fields, the deciding cells, :meth:`because` and :meth:`line`; a margin with no step written as
+        null with a ``margin_note``."""
         return with_note({**asdict(self), "data": self.data, "deciding": list(self.deciding),
                           "because": self.because(), "line": self.line()}, "margin", NO_STEP)
 

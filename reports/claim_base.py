@@ -172,6 +172,7 @@ class OtherVerdict:
     reason: str
 
     def as_dict(self) -> dict:
+        """The JSON form: source, verdict, verdict text and reason."""
         return {"source": self.source, "verdict": self.verdict, "verdict_text": self.verdict_text,
                 "reason": self.reason}
 

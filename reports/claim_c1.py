@@ -86,6 +86,10 @@ def findings(numbers: dict) -> dict:
 
 
 class C1(Claim):
+    """Claim C1 (THEOREMS.md; paper Section 5, Fig. 2, Appendix C.1.1 grid): at λ = 1 the tight T6 (Thm 4.4) gives a smaller
+    δ(ε) than λ > 1, even where λ > 1 is read through the optimistic lower bound T9 (Thm F.7), on the paper's ε range
+    [1e-3, 1e3]; :attr:`statement` words it, :meth:`rule` judges it."""
+
     id = "C1"
     statement = ("λ = 1 (T6) gives smaller δ(ε) than λ > 1, even against the optimistic T9, for ε ≥ 0.1 after 1 step "
                  "and on [1e-3, 1e-1] too after 100 steps (appendix grid r, Λ/N ∈ {0.5, 0.1}, after ≥ 100 steps, for all "

@@ -50,6 +50,11 @@ def power_text(power: float) -> str:
 
 
 class C10(Claim):
+    """Claim C10 (THEOREMS.md; paper Appendix "Effect of Subsampling Parameters on Non-Private Utility"): without DP,
+    neither the batch size Λ nor the top-level scheme has a significant effect on utility, measured on M1 yearly
+    at ε = ∞ by a two-way ANOVA with each test's power stated; :attr:`statement` words it, :meth:`rule` judges
+    it."""
+
     id = "C10"
     statement = ("without DP, neither the batch size Λ nor the top-level scheme has any significant effect on utility "
                  "(Appendix 'Effect of Subsampling Parameters on Non-Private Utility', λ = 1)")

@@ -40,6 +40,10 @@ def eps_at(eps: np.ndarray, delta: np.ndarray, target: float) -> Optional[float]
 
 
 class C2(Claim):
+    """Claim C2 (THEOREMS.md; paper Section 5, Fig. 3, Appendix C.1.2 grid): a WOR top level (the tight T6, Thm 4.4, floor(N/Λ) compositions per
+    epoch) gives a smaller δ(ε) than deterministic iteration (the tight T1, Thm 4.2) after 1 step, 1 epoch and
+    10 epochs, for r, Λ/N ∈ {0.5, 0.1}; :attr:`statement` words it, :meth:`rule` judges it."""
+
     id = "C2"
     statement = ("WOR top level (T6, floor(N/Λ) compositions per epoch) beats deterministic iteration (T1) after 1 step, "
                  "1 epoch and 10 epochs, for r, Λ/N ∈ {0.5, 0.1}")

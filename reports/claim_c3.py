@@ -82,6 +82,9 @@ def max_rel(a: np.ndarray, ref: np.ndarray) -> Optional[float]:
 
 
 class C3(Claim):
+    """Claim C3 (THEOREMS.md; paper Section 5, Fig. 4; erratum 5): with σ_C = 0, T11's upper bound (Thm G.1) as σ_F → ∞ equals the bound
+    at forecast length L_F → 0; :attr:`statement` words it, :meth:`rule` judges it."""
+
     id = "C3"
     statement = "with σ_C = 0, letting σ_F → ∞ (T11) equals forecast length L_F → 0"
 

@@ -49,6 +49,10 @@ def _pick(curves: dict, ns, eps) -> dict:
 
 
 class C4(Claim):
+    """Claim C4 (THEOREMS.md; paper Appendix C.1.4): with a deterministic top level and N = Λ, composing 16/λ epochs,
+    λ = 1 gives the smallest δ(ε) at ε ∈ {1, 4}, r ∈ {0.5, 0.1}, at every step that ends an epoch of λ > 1;
+    :attr:`statement` words it, :meth:`rule` judges it."""
+
     id = "C4"
     statement = ("deterministic top level, N = Λ, composing 16/λ epochs: λ = 1 gives the smallest δ(ε) at ε ∈ {1, 4}, "
                  "r ∈ {0.5, 0.1}, at every step that ends an epoch of λ > 1")

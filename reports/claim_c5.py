@@ -68,6 +68,10 @@ def comparison(eps: np.ndarray, h6: np.ndarray, h14: np.ndarray) -> dict:
 
 
 class C5(Claim):
+    """Claim C5 (THEOREMS.md; paper Appendix C.2): pooled-window DP-SGD, read through the optimistic lower bound T14
+    (Prop. C.2), is less private than structured subsampling's tight T6 (Thm 4.4) for larger L_C + L_F;
+    :attr:`statement` words it, :meth:`rule` judges it."""
+
     id = "C5"
     statement = ("pooled-window DP-SGD (T14) is less private than structured subsampling (T6) for larger L_C + L_F; "
                  "grid N_tot ∈ {1e4, 1e6}, Λ/N_tot ∈ {0.1, 0.001}, L_C+L_F ∈ {1..32}")

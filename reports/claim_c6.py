@@ -101,6 +101,11 @@ def reach_text(reach, trials: int, t13: float) -> str:
 
 
 class C6(Claim):
+    """Claim C6 (THEOREMS.md; paper Appendix C.2): black-box use of the standard guarantee (T13, Prop. C.1, tight for
+    one record) underestimates the leakage of the pooled-window loop, where one element lies in k windows: an
+    attack exceeds it, a relation mismatch, not a privacy violation. Runs the Monte Carlo auditor
+    (:attr:`audits`); :attr:`statement` words it, :meth:`rule` judges it."""
+
     id = "C6"
     audits = True
     statement = ("black-box use of the standard guarantee (T13, one record) underestimates the leakage: an attack on the "

@@ -67,11 +67,11 @@ def jsonable(x: Any) -> Any:
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return version("tsdp")
-    except Exception:  # pragma: no cover - not installed
+    except PackageNotFoundError:  # pragma: no cover - not installed
         return "unknown"
 
 

@@ -43,7 +43,6 @@ SAMPLE_RATES = {
 """Guessed sampling rates: name -> (formula, the relation an accountant fed it answers for)."""
 
 OPACUS_ACCOUNTANTS = ("rdp", "prv", "gdp")
-DP_ACCOUNTING_ACCOUNTANTS = DpAccountingKind.values()
 
 
 def sample_rate(config: TrainingConfig, which: str) -> float:

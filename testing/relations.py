@@ -38,10 +38,6 @@ class RecordUnit(Choice):
         return self in (RecordUnit.EVENT, RecordUnit.USER)
 
 
-RECORDS = RecordUnit.values()
-"""The records a substitution can change, finest first."""
-
-
 @dataclass(frozen=True)
 class Substitution(Record):
     """Substitution of one ``record``: the neighbouring relation an accountant answers for (the configuration's own

@@ -238,6 +238,7 @@ class Verdict:
         return f"unchecked: {self.note} ({where})"
 
     def as_dict(self) -> dict:
+        """The JSON form: the fields in order, with ``evidence``, ``attack`` and ``relation_mismatch`` as their own JSON."""
         d = asdict(self)
         d["sound_under"] = list(self.sound_under)
         d["evidence"] = self.evidence
@@ -249,6 +250,7 @@ class Verdict:
         return d
 
     def to_json(self) -> str:
+        """The verdict as RFC 8259 JSON (non-finite numbers as null, :func:`tsdp.verify.json_data.json_data`)."""
         return json.dumps(json_data(self.as_dict()), allow_nan=False)
 
 
@@ -337,8 +339,10 @@ class CheckReport:
         return "\n".join(lines)
 
     def as_dict(self) -> dict:
+        """The JSON form: the accountant, the claims, passed, judged, the counts, the seconds and every verdict's JSON form."""
         return {"accountant": self.accountant, "claims": self.claims, "passed": self.passed, "judged": self.judged,
                 "counts": self.counts, "seconds": self.seconds, "verdicts": [v.as_dict() for v in self.verdicts]}
 
     def to_json(self) -> str:
+        """The report as RFC 8259 JSON (non-finite numbers as null, :func:`tsdp.verify.json_data.json_data`)."""
         return json.dumps(json_data(self.as_dict()), allow_nan=False)

@@ -376,6 +376,8 @@ class TrainingConfig:
         return replace(self, **changes)
 
     def as_dict(self) -> dict:
+        """The JSON form: every field (``drop_last`` only where set), the options as plain strings, and ``derived``, the
+        quantities the configuration derives (T, r, ρ, ...)."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "drop_last" or self.drop_last}
         d.update(top=self.top.value, bottom=self.bottom.value, relation=self.relation.value)  # plain strings
         d["lengths"] = list(self.lengths) if self.lengths is not None else None

@@ -145,6 +145,7 @@ class GaussianMixture:
         return GaussianMixture(tuple(m for m, _ in kept), tuple(w for _, w in kept))
 
     def total_weight(self) -> "sp.Expr":
+        """The sum of the component weights, exact (sympy); 1 for a probability mixture."""
         import sympy as sp
 
         return sp.Add(*self.weights)
@@ -227,6 +228,8 @@ class MixturePair:
         return MixturePair(self.P.subs(mapping), self.Q.subs(mapping), _sym(self.sigma).subs(mapping))
 
     def normal_form(self) -> "MixturePair":
+        """The pair with both sides in :meth:`GaussianMixture.normal_form` and σ simplified (what
+        :meth:`equivalent` compares)."""
         import sympy as sp
 
         return MixturePair(self.P.normal_form(), self.Q.normal_form(), sp.simplify(self.sigma))
@@ -276,6 +279,7 @@ class MixturePair:
         return NumericMixturePair(a, p, b, q, sigma)
 
     def free_symbols(self) -> set:
+        """The sympy symbols left free in the pair's means, weights and σ (empty for a numeric pair)."""
         exprs: Sequence = (*self.P.means, *self.P.weights, *self.Q.means, *self.Q.weights, self.sigma)
         out: set = set()
         for e in exprs:

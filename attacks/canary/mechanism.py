@@ -359,9 +359,11 @@ class MechanismTests:
         return sum(t.alpha for t in self.tests if t.tested)
 
     def findings(self) -> List[str]:
+        """Each test's finding, in the tests' order."""
         return [t.finding for t in self.tests]
 
     def as_dict(self) -> dict:
+        """The JSON form: whether any test failed, the false-alarm rate ``alpha`` and each test's JSON form."""
         return {"failed": self.failed, "alpha": self.alpha, "tests": [t.as_dict() for t in self.tests]}
 
 

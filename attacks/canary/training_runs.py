@@ -172,6 +172,12 @@ class SpikeTask:
     timeout: Optional[float] = None
 
     def check(self) -> None:
+        """Place the canaries once (a fixed seed) without training, so that a placement that cannot fit is refused before
+        any run starts.
+
+        Raises:
+            Whatever :func:`place_canaries` raises for a placement that does not fit.
+        """
         place_canaries(self.data, self.canaries, self.config, np.random.default_rng(0), self.spike)
 
     def __call__(self, seed: np.random.SeedSequence) -> Evidence:

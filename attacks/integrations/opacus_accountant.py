@@ -149,6 +149,7 @@ class StructuredSubsamplingAccountant(IAccountant):
 
     @classmethod
     def mechanism(cls) -> str:
+        """The accountant's name in Opacus's registry of mechanisms (Opacus's ``IAccountant.mechanism``): ``"tsdp"``."""
         return MECHANISM
 
     def __len__(self) -> int:

@@ -59,8 +59,9 @@ class GradientFunctionModel(nn.Module):
 
     c = +C when some window value exceeds ``plus_above``; else -C when ``minus_below`` is set
     and some value lies below it; else ``default``·C (-C for the WR proofs, 0 for Poisson).
-    Used by every construction of this module (proofs of Thms 4.3, E.8/Lemma E.9, F.7, F.8,
-    G.1, Prop. C.2). Gradients have norm ≤ C, so clipping to C never changes them.
+    Used by every construction of this module (proofs of Thms 4.3 (T3), E.8/Lemma E.9 (T4), F.7 (T9), F.8 (T10),
+    G.1 (T11), Prop. C.2 (T14)), whose audits give **lower** bounds on ε. Gradients have norm ≤ C, so clipping to C
+    never changes them.
 
     Args:
         clip: C, the clipping bound (the gradient's magnitude).

@@ -186,7 +186,7 @@ def test_a_training_that_diverges_is_named_as_the_trainings_not_the_losss():
         model = torch.nn.Sequential(torch.nn.Linear(planted.CONFIG.context_length, 4), torch.nn.ReLU(),
                                     torch.nn.Linear(4, 1))
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        for step in range(4):
+        for _ in range(4):
             for p in model.parameters():
                 p.grad = 0.5 * torch.randn(p.shape)
             optimizer.step()

@@ -3,7 +3,6 @@ import multiprocessing
 import os
 import time
 
-import numpy as np
 import pytest
 
 from tsdp.attacks.canary.time_limit import Expired, check_timeout, time_limit

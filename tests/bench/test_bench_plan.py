@@ -34,3 +34,31 @@ def test_the_record_rebuilt_from_the_published_benchmark_gives_its_json_back():
     bench = published_json.rebuilt(PlanBench, published)
     published_json.assert_gives_back(bench, published)
     assert format_bench(bench) == format_bench(published)
+
+
+def test_the_recorded_threads_are_the_ones_the_timed_commands_ran_under(monkeypatch):
+    """The commands run in child processes with :data:`tsdp.bench.startup.THREADS`; the record's thread variables
+    (before and after) are the children's, not this process's (here OMP_NUM_THREADS=7 and MKL_NUM_THREADS=5, which
+    the children override to 1, and OMP_WAIT_POLICY=PASSIVE, which they inherit)."""
+    import subprocess
+    import json
+
+    from tsdp.bench import plan as bench_plan_module
+    from tsdp.bench.rounds import THREAD_VARIABLES
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.setenv("MKL_NUM_THREADS", "5")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    seen = []
+
+    def fake_run(argv, env, **kwargs):  # the command's answer, without starting it
+        seen.append(dict(env))
+        return subprocess.CompletedProcess(argv, 0, json.dumps({"canaries_needed": 3, "participation": 1.0}), "")
+
+    monkeypatch.setattr(bench_plan_module.subprocess, "run", fake_run)
+    r = bench_plan(epsilons=(1.0,), canaries=(100,), tops=(), steps=30)
+    assert len(seen) == 1
+    ran_under = {v: seen[0][v] for v in THREAD_VARIABLES if v in seen[0]}
+    assert ran_under["OMP_NUM_THREADS"] == "1" and ran_under["MKL_NUM_THREADS"] == "1"
+    assert ran_under["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert r.environment.before.threads == ran_under and r.environment.after.threads == ran_under

@@ -53,3 +53,17 @@ def test_environment_records_threads_cpus_and_load(monkeypatch):
     assert spread == bench_rounds.Spread(12.34, 11.0, 14.06)
     assert bench_rounds.format_spread(spread) == "12.3x (11.0-14.1)"
     assert bench_rounds.format_spread({"median": 12.34, "min": 11.0, "max": 14.06}) == "12.3x (11.0-14.1)"
+
+
+def test_environment_records_the_variables_it_is_given(monkeypatch):
+    """``environment(variables)`` reads the thread variables from the mapping given (a child's environment), and
+    None reads this process's."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    child = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "2", "PATH": "/bin"}
+    assert bench_rounds.environment(child).threads == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "2"}
+    assert bench_rounds.environment().threads.get("OMP_NUM_THREADS") == "7"
+    assert "MKL_NUM_THREADS" not in bench_rounds.environment().threads
+    timed = bench_rounds.interleave({"a": lambda: None}, variables=child)
+    assert timed.environment.before.threads == timed.environment.after.threads == {"OMP_NUM_THREADS": "1",
+                                                                                   "MKL_NUM_THREADS": "2"}

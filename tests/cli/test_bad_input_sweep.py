@@ -478,7 +478,7 @@ def sweep_cases():
     """Every numeric flag of every command in ``BASES`` with each extreme value of its type (the base's own
     value of that flag replaced)."""
     cases = []
-    for name, base in BASES.items():
+    for base in BASES.values():
         for flag, kind in _numeric_flags(base):
             for value in INT_VALUES if kind is count else FLOAT_VALUES:
                 argv = list(base)

@@ -101,6 +101,29 @@ def test_every_public_function_of_every_layer_documents_its_parameters(package):
     assert missing == [], f"public functions and classes with parameters but no Args section: {missing}"
 
 
+def _has_docstring(obj) -> bool:
+    """Its own docstring, or, for a method without one, the docstring of the method it overrides in a tsdp base
+    class (what ``help()`` and ``inspect.getdoc`` show, e.g. the claims' ``compute``)."""
+    if obj.docstring is not None and obj.docstring.value.strip():
+        return True
+    if obj.is_function and obj.parent is not None and obj.parent.is_class:
+        for base in obj.parent.mro():
+            inherited = base.members.get(obj.name)
+            if inherited is not None and not inherited.is_alias and inherited.docstring is not None:
+                return bool(inherited.docstring.value.strip())
+    return False
+
+
+def test_every_public_function_and_class_of_every_layer_has_a_docstring(package):
+    """Parameters or not: a public function, class or method (no leading underscore, in every layer and the CLI)
+    says what it is; the test above sees only those with parameters."""
+    everything = [o for layer in package.members.values() if not layer.is_alias and layer.is_module
+                  for o in _public(layer)]
+    assert len(everything) > 1000  # every layer was read
+    missing = sorted(o.path for o in everything if not _has_docstring(o))
+    assert missing == [], f"public functions and classes without a docstring: {missing}"
+
+
 def test_an_override_counts_as_documented_only_where_its_base_documents_the_same_parameters(package):
     """The claims' overrides are documented by :class:`Claim`'s methods; a rendered page still needs its own Args."""
     compute = package["reports.claim_c1.C1"].members["compute"]

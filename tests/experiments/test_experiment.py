@@ -33,7 +33,7 @@ def _gluonts_fixture(root, name="electricity", n=321, length=300, windows=2):
             out.write(json.dumps({"start": "2012-01-01 00:00", "target": s[:length].tolist(), "item_id": i}) + "\n")
     with gzip.open(folder / "test" / "data.json.gz", "wt") as out:
         for w in range(1, windows + 1):
-            for i, s in enumerate(full):
+            for s in full:
                 out.write(json.dumps({"start": "2012-01-01 00:00", "target": s[:length + w * f].tolist()}) + "\n")
     return full
 

@@ -33,7 +33,7 @@ def test_changed_config_has_the_ratios():
 
 
 def test_verdicts_are_valid_and_carry_numbers(results):
-    for name, by_id in results.items():
+    for by_id in results.values():
         for cid, c in by_id.items():
             assert c["id"] == cid
             assert c["verdict"] in ("confirmed", "refuted", "qualified")

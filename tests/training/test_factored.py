@@ -498,19 +498,19 @@ def test_cached_plan_follows_the_model():
     model = trained_like("simple-ff", 12, 3, seed=17)
     c, f = windows(5, 12, 3, seed=18)
 
-    def check():
+    def check(model):
         ref, loop_norms = loop_reference(model, c, f, 0.4)
         got, norms = factored_clipped_sum(model, c, f, 0.4)
         assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
         assert_grads_close(got, ref, atol=1e-10)
         return got
 
-    assert "mlp.2.weight" in check()
+    assert "mlp.2.weight" in check(model)
     model.mlp[2].weight.requires_grad_(False)
-    assert "mlp.2.weight" not in check()
+    assert "mlp.2.weight" not in check(model)
     model.mlp[2].weight.requires_grad_(True)
     model.mlp[0] = nn.Linear(12, 64, bias=False).double()
-    got = check()
+    got = check(model)
     assert "mlp.2.weight" in got and "mlp.0.bias" not in got
     gone = weakref.ref(model)
     del model

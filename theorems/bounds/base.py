@@ -45,10 +45,6 @@ class Scope(Choice):
     RELEASE = "release"
 
 
-KINDS = Kind.values()
-SCOPES = (Scope.STEP.value, Scope.EPOCH.value)
-
-
 def __getattr__(name):
     """``Tau`` and ``SYMBOLS`` (:mod:`tsdp.theorems.bounds.parameters`), made on first use so that importing the
     catalogue does not import sympy (PEP 562)."""
@@ -66,7 +62,7 @@ class Scheme:
         bottom: The bottom levels covered.
         single_instance: Only λ = 1.
         equal_augmentation: Only σ_C = σ_F.
-        split_windows: The bound counts an element's windows as L_C context and L_F forecast ones (Thm G.1: r =
+        split_windows: The bound counts an element's windows as L_C context and L_F forecast ones (Thm G.1, T11: r =
             (L_C + L_F) / T, φ = L_F / (L_C + L_F)): with σ_C ≠ σ_F it needs T ≥ L_C + L_F, since in a shorter series
             an element can lie in the forecast (or the context) of more than the φ (or 1 - φ) share of its windows.
     """
@@ -109,6 +105,7 @@ class Scheme:
             )
 
     def describe(self) -> str:
+        """One line: the top and bottom levels the scheme covers, λ = 1 or λ ≥ 1, and σ_C = σ_F where required."""
         parts = [f"top {'|'.join(self.top)}", f"bottom {'|'.join(self.bottom)}"]
         parts.append("λ = 1" if self.single_instance else "λ ≥ 1")
         if self.equal_augmentation:
@@ -228,6 +225,8 @@ class Bound:
         raise TheoremError(f"{self.id} ({self.kind}) has no numeric privacy profile the accountant can round up")
 
     def describe(self) -> dict:
+        """The bound's catalogue entry as plain data: id, paper label, reference, kind, scope, scheme
+        (:meth:`Scheme.describe`), statement and construction."""
         return {
             "id": self.id,
             "label": self.label,
@@ -348,7 +347,8 @@ class PairBound(Bound):
 class WorMixtureBound(Bound):
     """(1 - ρ) max(0, 1 - α) + ρ H_α(base pair): top-level WOR over a fixed-batch bound.
 
-    Advanced joint convexity (Balle et al. 2018) gives this form (Thms F.1, F.2; T7, T8).
+    Advanced joint convexity (Balle et al. 2018) gives this form (Thms F.1, F.2; T7, T8): an **upper** bound, as its
+    base is.
 
     Attributes:
         base: The fixed-batch bound mixed over the top-level WOR draw.

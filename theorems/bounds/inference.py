@@ -125,9 +125,18 @@ class InferenceConfig:
         return float(self.v) / float(self.sigma)
 
     def with_(self, **changes) -> "InferenceConfig":
+        """A copy with the given fields changed (validated again at construction).
+
+        Args:
+            **changes: Field names and their new values.
+
+        Returns:
+            The new :class:`InferenceConfig`.
+        """
         return InferenceConfig(**{**self.as_dict(), **changes})
 
     def as_dict(self) -> dict:
+        """The fields by name, in declaration order."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
@@ -151,6 +160,8 @@ class InferenceScheme:
             )
 
     def describe(self) -> str:
+        """One line: T15's inference scheme (Poisson keep rate r per context step, Gaussian input noise σ, mean
+        imputation)."""
         return "inference: Poisson keep rate r per context step, Gaussian input noise σ, mean imputation"
 
 
@@ -178,7 +189,8 @@ def _gauss_eps(mu: float, eps: np.ndarray, upper: bool):
 
 @dataclass(frozen=True)
 class InferenceBound(Bound):
-    """T15: Σ_j Binom(j; m, r) G_α(v√j/σ), the mixture over the observed kept count (module docstring).
+    """T15 (paper Appendix H, no formula there), an **upper** bound: Σ_j Binom(j; m, r) G_α(v√j/σ), the mixture over
+    the observed kept count (module docstring).
 
     Attributes:
         id: The T-id (T15).

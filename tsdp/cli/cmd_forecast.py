@@ -46,6 +46,15 @@ def _mechanism_flags(p: argparse.ArgumentParser, *, sigma: bool, model_file: boo
     g.add_argument("--releases", type=int, default=1, help="k releases of overlapping contexts, composed")
 
 
+def _release_flags(p: argparse.ArgumentParser, seed_help: str) -> None:
+    """The flags of a command that draws private releases from a model file: ``--seed`` (``seed_help``: what a
+    known seed voids), ``--device`` and ``--json``."""
+    p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto picks cuda when available, else cpu")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
 def _config(args, sigma: float):
     from tsdp.theorems.bounds.inference import InferenceConfig
 
@@ -158,13 +167,9 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
     f.add_argument("--epsilon", type=float, required=True, help="ε of the release")
     f.add_argument("--delta", type=float, required=True, help="δ of the release")
     f.add_argument("--samples", type=int, default=200, help="forecast sample paths")
-    f.add_argument("--seed", type=int, default=None,
-                   help="seed of the subsampling, noise and forecast samples (default: a fresh one from the operating "
-                        "system's entropy; a seed others know lets them redraw the pattern and noise, which voids the "
-                        "release's ε: give one only to reproduce a release)")
-    f.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="auto picks cuda when available, else cpu")
-    f.add_argument("--json", action="store_true", help="print one JSON object")
+    _release_flags(f, "seed of the subsampling, noise and forecast samples (default: a fresh one from the operating "
+                      "system's entropy; a seed others know lets them redraw the pattern and noise, which voids the "
+                      "release's ε: give one only to reproduce a release)")
     add_data_arguments(f, synthetic=False, what="a file or 'grunfeld' whose first series is forecast (or --values)")
 
     t = fsub.add_parser("tradeoff", help="CRPS of private forecasts over ε and r on a dataset",
@@ -180,13 +185,9 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                    help="keep rates r of each table row, each in (0, 1]")
     t.add_argument("--delta", type=float, default=1e-4, help="δ of every release, in (0, 1)")
     t.add_argument("--samples", type=int, default=100, help="forecast sample paths per series and cell")
-    t.add_argument("--seed", type=int, default=None,
-                   help="seed of the subsampling, noise and forecast samples (default: a fresh one from the operating "
-                        "system's entropy; a seed others know lets them redraw the patterns and noise, which voids "
-                        "the table's ε: give one only to reproduce a table). The output prints the seed used")
-    t.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="auto picks cuda when available, else cpu")
-    t.add_argument("--json", action="store_true", help="print one JSON object")
+    _release_flags(t, "seed of the subsampling, noise and forecast samples (default: a fresh one from the operating "
+                      "system's entropy; a seed others know lets them redraw the patterns and noise, which voids "
+                      "the table's ε: give one only to reproduce a table). The output prints the seed used")
     add_data_arguments(t, required=True, synthetic=False, what="the series to forecast")
 
     actions = {"epsilon": (_epsilon, e), "calibrate": (_calibrate, c), "predict": (_predict, f),

@@ -240,6 +240,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `tsdp` argument parser: the top-level flags and every sub-command's parser (one module per group,
+    :func:`subcommand_modules`), each ``type=int`` flag read through :mod:`tsdp.cli.counts`.
+
+    Returns:
+        The parser (docs/reference/cli.md is generated from it).
+    """
     parser = Parser(
         prog="tsdp",
         description="Verify the privacy guarantees of DP-SGD for time-series forecasting "

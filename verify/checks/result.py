@@ -96,6 +96,8 @@ class CheckResult:
         return self.status == Status.PASS
 
     def as_dict(self) -> dict:
+        """The JSON form of ``tsdp verify --json``: name, property (and its name), theorem ids, status, explanation,
+        measured numbers, tolerance, configuration and elapsed seconds."""
         return {
             "name": self.name,
             "property": self.property,
