@@ -121,9 +121,9 @@ def clip_margin(dtype: torch.dtype, values: int) -> float:
     (:func:`squared_row_norms`; the squares of float32 values are exact there), over whatever route an engine takes
     (sums of squares, products of two such sums, a sum over layers), at most 2n + 4 roundings deep, so
     S' ≥ S (1 - γ), γ = (2n + 4) v / (1 - (2n + 4) v), in any summation order (the terms are ≥ 0); the ghost norm is
-    an upper bound outright (:func:`training.linear_factors.ghost_squared_norms`). (2) N = fl(√S'), N / C (1 - κ),
-    C (1 - κ), the division and the reciprocal cost five roundings of v: the float64 factor is
-    c ≤ C (1 - κ) (1 + v)^5 / (||g|| √(1 - γ)) where it clips, and where it does not (c = 1, exact)
+    an upper bound outright (:func:`training.linear_factors.ghost_squared_norms`). (2) N = fl(√S'), the bound
+    C (1 - κ) (1 - κ and its product with C), N divided by it and the reciprocal: five roundings of v, so the float64
+    factor is c ≤ C (1 - κ) (1 + v)^5 / (||g|| √(1 - γ)) where it clips, and where it does not (c = 1, exact)
     ||g|| ≤ C (1 - κ) (1 + v)^5 / √(1 - γ) ≤ C. (3) In ``dtype`` at most four roundings of u follow: c cast to
     ``dtype``, c times a row weight (the stacked engine's 1/Λ), c times an input row (the factored engines' scaled
     rows), and that times the other factor or g_i in the sum's products; so the contribution's norm is at most
