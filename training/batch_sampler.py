@@ -27,11 +27,20 @@ accountant given the sampler charges at least them
 (:class:`tsdp.attacks.integrations.opacus_accountant.StructuredSubsamplingAccountant`'s ``sampler``);
 :func:`batches_for_steps` gives a loop its steps' batches over the passes they take and fetches none beyond. Poisson
 sampling can give an empty step; :meth:`WindowDataset.collate` returns tensors with zero rows then.
+
+Restarting a process: a run that is stopped and started again must continue its streams, not draw them anew. A
+sampler (and a dataset, a noise generator) made again with the same seed draws the first steps' batches (augmentation
+noise, DP noise) a second time, steps the accountant counts as fresh independent draws: a privacy bug, not a
+reproduction. Save :meth:`BiLevelBatchSampler.state_dict` and :meth:`WindowDataset.state_dict` (and your noise
+generator's ``get_state()``, your accountant's steps) with the model's checkpoint, and in the new process call
+``load_state_dict`` on the new objects before the first batch: the run then goes on with exactly the batches and noise
+of the uninterrupted run's next steps (tests/training/test_sampler_resume.py). The saved state holds the generators'
+states: it reveals the batches and noise to come, so keep it as secret as the seed.
 """
 from __future__ import annotations
 
 import secrets
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -39,7 +48,7 @@ import torch
 from tsdp.theorems.config import ConfigError, TrainingConfig, window_starts
 
 from .generators import seeded_generator
-from .samplers import make_sampler
+from .samplers import WindowIndex, make_sampler
 from .windows import augment, gather_windows, pad_series, split_window
 
 WindowKey = Tuple[int, int]  # (sequence index, 0-based start in the padded series)
@@ -128,6 +137,25 @@ class WindowDataset(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return int(self.n_starts.sum())
 
+    def state_dict(self) -> Dict[str, torch.Tensor]:
+        """Where the augmentation noise's stream stands, for a restarted process to continue it (module docstring:
+        a dataset made again with the same seed would draw the first windows' noise again; Theorem G.1 credits
+        fresh noise). Secret as the seed.
+
+        Returns:
+            ``{"generator": the generator's state}``.
+        """
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: Dict[str, torch.Tensor]) -> None:
+        """Continue the stream :meth:`state_dict` saved (in a new process, before the first batch).
+
+        Args:
+            state: What :meth:`state_dict` returned.
+        """
+        self.generator.set_state(state["generator"])
+        self._worker = None
+
     def _augmentation_generator(self) -> torch.Generator:
         """The generator this process draws augmentation noise from: ``generator`` in the process that made the
         dataset. A ``DataLoader`` worker holds a copy of the dataset with a copy of ``generator``'s state, the same in
@@ -211,7 +239,12 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
         sampler: The configuration's sampler (:func:`make_sampler`).
         generator: The batches' generator.
         batches_handed_out: The batches handed out since the sampler was made, trained or not (they are the first
-            ``batches_handed_out`` steps of its epochs, consecutive: the steps an accountant must charge at least).
+            ``batches_handed_out`` steps of its epochs, consecutive: the steps an accountant must charge at least),
+            those of the process it continues included (:meth:`load_state_dict`).
+
+    Restarting a process: do not make the sampler again with the same seed and go on, which draws the first steps'
+    batches a second time (module docstring); save :meth:`state_dict` with the checkpoint and call
+    :meth:`load_state_dict` on the new process's sampler before its first batch.
 
     Example:
         Draw the accounted batches through a DataLoader::
@@ -233,6 +266,37 @@ class BiLevelBatchSampler(torch.utils.data.Sampler):
 
     def __len__(self) -> int:
         return self.sampler.steps_per_epoch
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where the sampler stands, for a restarted process to continue its steps (class docstring): the generator's
+        state, the epoch being handed out and its next step, and ``batches_handed_out``. Secret as the seed (it
+        holds the batches to come).
+
+        Returns:
+            ``{"generator", "epoch" (None, or {"seq", "start", "mask"} tensors), "next", "batches_handed_out"}``.
+        """
+        epoch = None if self._epoch is None else {"seq": self._epoch.seq, "start": self._epoch.start,
+                                                  "mask": self._epoch.mask}
+        return {"generator": self.generator.get_state(), "epoch": epoch, "next": self._next,
+                "batches_handed_out": self.batches_handed_out}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continue the steps :meth:`state_dict` saved: the next batch is the one the saved sampler would have
+        handed out next, and the generator goes on from the saved state (in a new process, before the first batch).
+
+        Args:
+            state: What :meth:`state_dict` returned (for this dataset's configuration).
+
+        Raises:
+            ValueError: The saved epoch has another number of steps than this sampler's epochs.
+        """
+        epoch = state["epoch"]
+        if epoch is not None and epoch["seq"].shape[0] != len(self):
+            raise ValueError(f"the saved epoch has {epoch['seq'].shape[0]} steps, this sampler's {len(self)}: "
+                             "a state of another configuration")
+        self.generator.set_state(state["generator"])
+        self._epoch = None if epoch is None else WindowIndex(epoch["seq"], epoch["start"], epoch["mask"])
+        self._next, self.batches_handed_out = int(state["next"]), int(state["batches_handed_out"])
 
     def __iter__(self) -> Iterator[List[WindowKey]]:
         if self._epoch is None:

@@ -1,7 +1,10 @@
 """Algorithm 2, line 6 on materialised per-sample gradients: norms, the clip factor, clipped copies and sums.
 
 ``grads`` maps parameter names to tensors whose first ``sample_dims`` dims index samples
-(trials, then windows); the rest is the parameter's shape.
+(trials, then windows); the rest is the parameter's shape. Every clip norm is accumulated in float64
+(:func:`squared_row_norms`) and every clip factor clips to C (1 - κ) (:func:`clip_margin`), so that each clipped
+per-sample gradient that enters a sum has norm ≤ C in the dtype it is summed in, rounding included: the sensitivity
+C that T1-T14 assume. This module is the one home of both, for every DP engine.
 """
 from __future__ import annotations
 
@@ -12,26 +15,70 @@ import torch
 
 Grads = Dict[str, torch.Tensor]
 
+NORM_DTYPE = torch.float64
+"""The dtype every clip norm is accumulated in (:func:`clip_margin` bounds its rounding)."""
+
+PRODUCT_MAX_VALUES = 32768
+"""Inputs of up to this many values (M × row length) get their squared norms as one dot product per row (one call);
+larger ones by a norm reduction, which holds no (M, d) elementwise product in memory. The two cost the same at about
+this size on 1 CPU thread ((256, 128) and (64, 512) alike); past it the reduction is the faster (simple-ff's
+(256, 1024) output gradient; `tsdp bench loop` times the whole step), and a fresh multi-megabyte temporary per step
+costs page faults, more than the reduction itself on a materialised DeepAR G_i."""
+
 
 def _flat(g: torch.Tensor, sample_dims: int) -> torch.Tensor:
     return g.reshape(*g.shape[:sample_dims], math.prod(g.shape[sample_dims:]))
 
 
+def squared_row_norms(x: torch.Tensor, m: int) -> torch.Tensor:
+    """||x_i||² over all but the first dim, accumulated in float64 (:data:`NORM_DTYPE`; :func:`clip_margin` bounds
+    its rounding): the cheaper of a row-wise dot product and a norm reduction by the input's size
+    (:data:`PRODUCT_MAX_VALUES`; a static shape, no read of the values).
+
+    Args:
+        x: (M, ...) tensor.
+        m: M.
+
+    Returns:
+        (M,) squared norms, float64.
+    """
+    flat = x if x.dim() == 2 else x.reshape(m, -1)
+    if flat.numel() <= PRODUCT_MAX_VALUES:
+        flat = flat.to(NORM_DTYPE)
+        return torch.linalg.vecdot(flat, flat)
+    return torch.linalg.vector_norm(flat, dim=1, dtype=NORM_DTYPE).square_()
+
+
 def squared_norms(grads: Grads, sample_dims: int) -> torch.Tensor:
-    """||g_i||² summed over all parameters for each sample; the first ``sample_dims`` dims index samples.
+    """||g_i||² summed over all parameters for each sample, in float64 (:func:`squared_row_norms`); the first
+    ``sample_dims`` dims index samples.
 
     Args:
         grads: {name: (*samples, *param.shape)} per-sample gradients.
         sample_dims: how many leading dims index samples.
 
     Returns:
-        (*samples,) the squared norms.
+        (*samples,) the squared norms, float64.
     """
     total = None
     for g in grads.values():
-        sq = torch.linalg.vector_norm(_flat(g, sample_dims), dim=-1).square()
+        flat = _flat(g, sample_dims)
+        sq = squared_row_norms(flat.reshape(-1, flat.shape[-1]), math.prod(flat.shape[:-1])).reshape(flat.shape[:-1])
         total = sq if total is None else total + sq
     return total
+
+
+def sample_values(grads: Grads, sample_dims: int) -> int:
+    """n, the values of one sample's gradient (over all parameters): :func:`clip_margin`'s argument.
+
+    Args:
+        grads: {name: (*samples, *param.shape)} per-sample gradients.
+        sample_dims: how many leading dims index samples.
+
+    Returns:
+        n.
+    """
+    return sum(math.prod(g.shape[sample_dims:]) for g in grads.values())
 
 
 def gradient_norms(grads: Grads, sample_dims: int) -> torch.Tensor:
@@ -42,7 +89,7 @@ def gradient_norms(grads: Grads, sample_dims: int) -> torch.Tensor:
         sample_dims: how many leading dims index samples.
 
     Returns:
-        (*samples,) the norms.
+        (*samples,) the norms, float64.
     """
     return squared_norms(grads, sample_dims).sqrt()
 
@@ -63,21 +110,56 @@ def weighted_sum(factor: torch.Tensor, grads: Grads, sample_dims: int) -> Grads:
             for k, g in grads.items()}
 
 
-def clip_factors(norms: torch.Tensor, clip: float) -> torch.Tensor:
-    """Algorithm 2, line 6: the factor 1 / max(1, ||g_i||_2 / C) that brings every norm to ≤ C.
+def clip_margin(dtype: torch.dtype, values: int) -> float:
+    """κ, the relative margin by which Algorithm 2's clipping (line 6) clips below C, so that every clipped per-sample
+    gradient that enters a sum in ``dtype`` has norm ≤ C, rounding included (the sensitivity C of T1-T14). Sound
+    direction: the clipped norm is **at most** C; the cost is a factor ≥ 1 - κ on the clipped gradients, κ ≈ 3.6e-7
+    in float32 (unclipped ones, ||g_i|| ≤ C (1 - κ), are untouched).
+
+    κ = 6u + 2 (n + 8) v, u the unit roundoff of ``dtype`` (2^-24 in float32), v = 2^-53 (float64's), n = ``values``.
+    Derivation, for g of n values of ``dtype`` and S = ||g||²: (1) the clip norm's S' is accumulated in float64
+    (:func:`squared_row_norms`; the squares of float32 values are exact there), over whatever route an engine takes
+    (sums of squares, products of two such sums, a sum over layers), at most 2n + 4 roundings deep, so
+    S' ≥ S (1 - γ), γ = (2n + 4) v / (1 - (2n + 4) v), in any summation order (the terms are ≥ 0); the ghost norm is
+    an upper bound outright (:func:`training.linear_factors.ghost_squared_norms`). (2) N = fl(√S'), the bound
+    C (1 - κ) (1 - κ and its product with C), N divided by it and the reciprocal: five roundings of v, so the float64
+    factor is c ≤ C (1 - κ) (1 + v)^5 / (||g|| √(1 - γ)) where it clips, and where it does not (c = 1, exact)
+    ||g|| ≤ C (1 - κ) (1 + v)^5 / √(1 - γ) ≤ C. (3) In ``dtype`` at most four roundings of u follow: c cast to
+    ``dtype``, c times a row weight (the stacked engine's 1/Λ), c times an input row (the factored engines' scaled
+    rows), and that times the other factor or g_i in the sum's products; so the contribution's norm is at most
+    C (1 - κ) (1 + u)^4 (1 + v)^5 / √(1 - γ) ≤ C (1 - κ)(1 + 5u + 2 (n + 7) v) ≤ C for n v ≤ 2^-20 (n ≤ 2^33 values).
+    The rounding of the sum itself (the matrix product's accumulation over samples, the division by Λ) is the
+    sum's, as the noise's; it is not a per-sample contribution.
 
     Args:
-        norms: the per-sample norms ||g_i||_2.
-        clip: the clip norm C.
+        dtype: the dtype the clipped gradients are formed and summed in.
+        values: n, the values of one sample's gradient over all parameters clipped together.
 
     Returns:
-        The factors, shaped as ``norms``.
+        κ.
     """
-    return norms.div(clip).clamp_(min=1.0).reciprocal_()  # one fresh tensor, the rest in place
+    return 6 * (torch.finfo(dtype).eps / 2) + 2 * (values + 8) * 2.0**-53
+
+
+def clip_factors(norms: torch.Tensor, clip: float, dtype: torch.dtype, values: int) -> torch.Tensor:
+    """Algorithm 2, line 6: the factor 1 / max(1, ||g_i||_2 / (C (1 - κ))) that brings every norm to ≤ C in ``dtype``,
+    rounding included (κ: :func:`clip_margin`, whose derivation it follows). Sound: clipped norms are at most C.
+
+    Args:
+        norms: the per-sample norms ||g_i||_2, accumulated in float64 (:func:`squared_row_norms`).
+        clip: the clip norm C.
+        dtype: the dtype the clipped gradients are formed and summed in.
+        values: n, the values of one sample's gradient over all parameters.
+
+    Returns:
+        The factors, shaped as ``norms``, in ``dtype``.
+    """
+    bound = clip * (1 - clip_margin(dtype, values))
+    return norms.to(NORM_DTYPE).div(bound).clamp_(min=1.0).reciprocal_().to(dtype)  # in place after the first op
 
 
 def clip_gradients(grads: Grads, clip: float, sample_dims: int) -> Tuple[Grads, torch.Tensor]:
-    """Algorithm 2, line 6: g_i / max(1, ||g_i||_2 / C); every clipped norm is ≤ C.
+    """Algorithm 2, line 6: g_i / max(1, ||g_i||_2 / (C (1 - κ))) (:func:`clip_factors`); every clipped norm is ≤ C.
 
     Args:
         grads: {name: (*samples, *param.shape)} per-sample gradients.
@@ -85,10 +167,10 @@ def clip_gradients(grads: Grads, clip: float, sample_dims: int) -> Tuple[Grads, 
         sample_dims: how many leading dims index samples.
 
     Returns:
-        (clipped gradients, the norms before clipping).
+        (clipped gradients, the norms before clipping, float64).
     """
     norms = gradient_norms(grads, sample_dims)
-    factor = clip_factors(norms, clip)
+    factor = clip_factors(norms, clip, next(iter(grads.values())).dtype, sample_values(grads, sample_dims))
     clipped = {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - sample_dims))) for k, g in grads.items()}
     return clipped, norms
 
@@ -105,7 +187,8 @@ def clipped_sum(grads: Grads, clip: float, sample_dims: int, mask: Optional[torc
     Returns:
         {name: (*lead, *param.shape)}, lead = the sample dims but the last.
     """
-    factor = clip_factors(gradient_norms(grads, sample_dims), clip)
+    factor = clip_factors(gradient_norms(grads, sample_dims), clip, next(iter(grads.values())).dtype,
+                          sample_values(grads, sample_dims))
     if mask is not None:
         factor = factor * mask.to(factor.dtype)
     return weighted_sum(factor, grads, sample_dims)

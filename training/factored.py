@@ -21,9 +21,10 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
    the same output gradients, a tied follower with its leader, are one group); a module type
    with a registered rule (``nn.LayerNorm``) or any other module by its per-sample
    gradients (:mod:`training.per_sample_rules`), small and held in full.
-4. The squared norms add up over modules to ||g_i||², the clip factors c_i follow
-   (Algorithm 2, line 6), and the clipped sum is taken with them: added in place into the
-   step's noise buffer by :func:`factored_noisy_gradient` (Algorithm 2, line 8, fused).
+4. The squared norms add up over modules to ||g_i||² (in float64), the clip factors c_i follow
+   (Algorithm 2, line 6, with :func:`training.clipping.clip_margin`'s margin for rounding), and
+   the clipped sum is taken with them: added in place into the step's noise buffer by
+   :func:`factored_noisy_gradient` (Algorithm 2, line 8, fused).
    The large factors live in per-thread buffers reused from step to step
    (:class:`training.layer_factors.Workspace`).
 
@@ -40,7 +41,7 @@ import torch
 from torch import nn
 
 from .call_recorder import CallRecorder
-from .clipping import Grads, clip_factors
+from .clipping import NORM_DTYPE, Grads, clip_factors
 from .layer_factors import WORKSPACE, materialised_factors
 from .linear_factors import linear_factors, same_gradients_key
 from .noise import gaussian_noise
@@ -59,14 +60,15 @@ def _factored_sum(
     """Lines 4-7 of Algorithm 2 from layer factors: adds weight · Σ_i c_i g_i into ``make_out(params)``'s buffers.
     ``covariates`` (M, ...), when given, is the model's third argument (DeepAR's time features).
 
-    Returns (those buffers, the per-sample norms ||g_i||_2 before clipping, (M,)).
+    Returns (those buffers, the per-sample norms ||g_i||_2 before clipping, (M,), float64).
     """
     m = context.shape[0]
     plan = plan_of(model)
     recorder = CallRecorder(m, plan.owners(model))
     out = make_out(plan.params)
+    out_dtype = next(iter(plan.params.values())).dtype  # the dtype the clipped sum is formed in
     if m == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
-        return out, context.new_zeros(0)
+        return out, context.new_zeros(0, dtype=NORM_DTYPE)
     with torch.enable_grad(), recorder:
         loss = model(context, forecast) if covariates is None else model(context, forecast, covariates)
     if loss.shape != (m,):
@@ -102,8 +104,8 @@ def _factored_sum(
         sq = factors[0].sq_norms
         for f in factors[1:]:
             sq = sq.add_(f.sq_norms)
-        norms = sq.sqrt_()  # every term is ≥ 0 (products and sums of squares; ghost norms clamped)
-        c = clip_factors(norms, clip)
+        norms = sq.sqrt_()  # float64; every term is ≥ 0 (products and sums of squares; ghost norms clamped)
+        c = clip_factors(norms, clip, out_dtype, sum(p.numel() for p in plan.params.values()))
         if mask is not None:
             c = c.mul_(mask)  # c is a fresh tensor; the mask's 0/1 promote to c's dtype
         for f in reversed(factors):  # the last factors taken first: their large tensors are still in cache
@@ -130,7 +132,7 @@ def factored_clipped_sum(
         covariates: (M, ...) the model's third argument (DeepAR's time features), or None.
 
     Returns:
-        ({name: tensor of the parameter's shape}, the per-sample norms ||g_i||_2 before clipping, (M,)).
+        ({name: tensor of the parameter's shape}, the per-sample norms ||g_i||_2 before clipping, (M,), float64).
 
     Raises:
         FactoredGradientError: the model is outside what the factored engine handles.

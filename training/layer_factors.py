@@ -17,7 +17,8 @@ class LayerFactors:
     """Per-sample squared gradient norms of some parameters, and how to add their weighted sum into buffers.
 
     Attributes:
-        sq_norms: ||g_i||² over these parameters, (M,): a fresh tensor the caller may accumulate into.
+        sq_norms: ||g_i||² over these parameters, (M,), float64 (:func:`training.clipping.squared_row_norms`): a
+            fresh tensor the caller may accumulate into.
         add_weighted_sum: adds w Σ_i c_i g_i into the parameters' buffers in place.
     """
 
@@ -30,31 +31,6 @@ class LayerFactors:
         """
         self.sq_norms = sq_norms
         self.add_weighted_sum = add_weighted_sum
-
-
-PRODUCT_MAX_VALUES = 32768
-"""Inputs of up to this many values (M × row length) get their squared norms as one dot product per row (one call);
-larger ones by a norm reduction, which holds no (M, d) elementwise product in memory. The two cost the same at about
-this size on 1 CPU thread ((256, 128) and (64, 512) alike); past it the reduction is the faster (simple-ff's
-(256, 1024) output gradient; `tsdp bench loop` times the whole step), and a fresh multi-megabyte temporary per step
-costs page faults, more than the reduction itself on a materialised DeepAR G_i."""
-
-
-def squared_row_norms(x: torch.Tensor, m: int) -> torch.Tensor:
-    """||x_i||² over all but the first dim: the cheaper of a row-wise dot product and a norm reduction by the input's
-    size (:data:`PRODUCT_MAX_VALUES`; a static shape, no read of the values).
-
-    Args:
-        x: (M, ...) tensor.
-        m: M.
-
-    Returns:
-        (M,) squared norms.
-    """
-    flat = x if x.dim() == 2 else x.reshape(m, -1)
-    if flat.numel() <= PRODUCT_MAX_VALUES:
-        return torch.linalg.vecdot(flat, flat)
-    return torch.linalg.vector_norm(flat, dim=1).square_()
 
 
 def materialised_factors(per_sample: Grads) -> LayerFactors:

@@ -26,8 +26,8 @@ import torch
 from torch import nn
 
 from .call_recorder import Call
-from .clipping import Grads
-from .layer_factors import WORKSPACE, LayerFactors, squared_row_norms
+from .clipping import NORM_DTYPE, Grads, squared_row_norms
+from .layer_factors import WORKSPACE, LayerFactors
 
 LinearMember = Tuple[str, nn.Linear, List[Call]]
 """(qualified name, the linear, its recorded calls)."""
@@ -126,24 +126,29 @@ def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     (inputs nearly equal at positions whose output gradients are nearly opposite) ||G_i|| can be far below S_i, and
     in float32 the sum came out 0 for windows of norm 518 C, which then entered the clipped sum unclipped
     (tests/training/test_factored.py). So the products are taken in float64 and the sum's rounding bound is added:
-    |fl(Σ) - Σ| ≤ (γ_i + γ_o + γ_{t²}) S_i² to first order, γ_n = n 2^-53, taken twice over. The result, in ``g``'s
-    dtype, is ||G_i||² to that dtype's rounding wherever the cancellation leaves float64 any digit.
+    |fl(Σ) - Σ| ≤ (γ_i + γ_o + γ_{t²}) S_i² to first order, γ_n = n 2^-53, taken twice over. The clipped sum then
+    forms c_i Σ_t g_it a_itᵀ from rows scaled in ``g``'s dtype (unit roundoff u): each scaled row, and each product
+    with the other factor, is off by u of its own size, so the contribution's norm is off by up to 2u c_i S_i,
+    again relative to S_i: the result is (√(that bound) + (2u + 4·2^-53) S_i)², ≥ (||G_i|| + 2u S_i)², so the clip
+    factor it gives holds that contribution to ≤ C (:func:`training.clipping.clip_margin`). In float64; it is
+    ||G_i||² to ``g``'s dtype's rounding wherever the cancellation leaves float64 any digit.
 
     Args:
         a: The layer's inputs by position, (M, t, i).
         g: Its output gradients by position, (M, t, o).
 
     Returns:
-        (M,) the squared norms, in ``g``'s dtype.
+        (M,) the squared norms, float64.
     """
     m, t, o = g.shape
-    a64, g64 = a.double(), g.double()
+    a64, g64 = a.to(NORM_DTYPE), g.to(NORM_DTYPE)
     aa = torch.bmm(a64, a64.transpose(1, 2))
     gg = torch.bmm(g64, g64.transpose(1, 2))
     ghost = torch.linalg.vecdot(aa.reshape(m, -1), gg.reshape(m, -1))
     s = (aa.diagonal(dim1=1, dim2=2).clamp_min(0).sqrt() * gg.diagonal(dim1=1, dim2=2).clamp_min(0).sqrt()).sum(1)
     rounding = 2 * (a.shape[2] + o + t * t) * 2.0**-53
-    return ghost.clamp_min_(0).add_(s.square_().mul_(rounding)).to(g.dtype)
+    scaled_rows = 2 * torch.finfo(g.dtype).eps / 2 + 4 * 2.0**-53  # the clipped sum's scaled rows and products
+    return ghost.clamp_min_(0).add_(s.square().mul_(rounding)).sqrt_().add_(s.mul_(scaled_rows)).square_()
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
@@ -231,7 +236,7 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
             sq_w = squared_row_norms(per_sample, m)
             sq = sq_w if sq is None else sq.add_(sq_w)
         if sq is None:
-            sq = g.new_zeros(m)
+            sq = g.new_zeros(m, dtype=NORM_DTYPE)
 
     def add_clipped_linear_sum(c: torch.Tensor, w: float, out: Grads) -> None:
         g_rows_t = None  # gᵀ over all (sample, position) rows, when taken: at one position, also the bias's

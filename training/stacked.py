@@ -14,11 +14,11 @@ float rounding.
 
 Algorithm 2 (lines 4-7) is then per run, exact: one forward and one backward of the K·M per-window losses give
 every stacked layer's inputs a and output gradients g; each window's squared gradient norm is summed over layers
-from these factors (t = 1: ||a||²·||g||²; t > 1: the ghost norm Σ_{t,t'} (a_t·a_t')(g_t·g_t') in float64 with its
+from these factors, in float64 (t = 1: ||a||²·||g||²; t > 1: the ghost norm Σ_{t,t'} (a_t·a_t')(g_t·g_t') with its
 rounding bound, :func:`training.linear_factors.ghost_squared_norms`, or the materialised G_i, whichever is cheaper:
-:func:`training.linear_factors.norm_route`, the factored engine's choice too), the clip
-factors 1 / max(1, ||g_i||/C) follow (:func:`training.clipping.clip_factors`), and each run's clipped sum
-Σ_{i in run k} c_i G_i is one batched product per group of factors. A tied follower (DeepAR's ``hh``,
+:func:`training.linear_factors.norm_route`, the factored engine's choice too), the clip factors
+1 / max(1, ||g_i||/(C (1 - κ))) follow (:func:`training.clipping.clip_factors`, κ its rounding margin), and each run's
+clipped sum Σ_{i in run k} c_i G_i is one batched product per group of factors. A tied follower (DeepAR's ``hh``,
 :mod:`training.tied_gradients`) is not asked of autograd: where its calls fit the declared tie, its output gradients
 are its leader's (``ih``'s) one (K·M, P, o) tensor, and the two are one group, as in the factored engine: one linear
 [W_ih | W_hh] on their inputs side by side [a_ih | a_hh] (:func:`training.linear_factors.side_by_side`), one norm
@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .clipping import Grads, clip_factors
+from .clipping import Grads, clip_factors, squared_row_norms
 from .linear_factors import NormRoute, ghost_squared_norms, norm_route, side_by_side
 from .noise import fill_flat_noise
 from .tied_gradients import applied_ties, declared_ties
@@ -313,8 +313,9 @@ class StackedModel:
                                                    [self.layers[n] for n in group], group))
                 else:
                     factors.append(_norm_factors(_positions([x for x, _ in layer_calls], k * m), g, name))
-            sq = sum(sq_norms for sq_norms, _ in factors)
-            c = (clip_factors(sq.sqrt(), clip) * weight).reshape(k, 1, m)
+            sq = sum(sq_norms for sq_norms, _ in factors)  # float64
+            values = sum(p.numel() for p in self.template.parameters() if p.requires_grad)
+            c = (clip_factors(sq.sqrt(), clip, next(iter(out.values())).dtype, values) * weight).reshape(k, 1, m)
             for _, add in factors:
                 add(c, out)
 
@@ -354,16 +355,16 @@ def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: S
     i = a.shape[2]
     biases = [f"{name}.bias" for name, layer in zip(names, layers) if layer.bias is not None]
     bias = g.sum(1)
-    sq_bias = torch.linalg.vecdot(bias, bias)
+    sq_bias = squared_row_norms(bias, rows)
     per_sample = None
     route = norm_route(t, i, o)
     if route is NormRoute.ONE_POSITION:  # ||G_i||² = ||g_i||²·||a_i||²
-        sq = sq_bias * torch.linalg.vecdot(a[:, 0], a[:, 0])
+        sq = sq_bias * squared_row_norms(a[:, 0], rows)
     elif route is NormRoute.GHOST:
         sq = ghost_squared_norms(a, g)
     else:
         per_sample = torch.bmm(g.transpose(1, 2), a).reshape(rows, o * i)  # G_i, (o, i) row-major
-        sq = torch.linalg.vecdot(per_sample, per_sample)
+        sq = squared_row_norms(per_sample, rows)
     if biases:  # the same Σ_t g_it for every bias of the group: its squared norm once per bias
         sq = sq + sq_bias * len(biases)
 
@@ -388,7 +389,7 @@ def _norm_factors(x_hat: torch.Tensor, g: torch.Tensor, name: str):
     """(||∇w_i||² + ||∇b_i||², add) for the stacked LayerNorm ``name`` from x̂ and its output gradients by position,
     (K·M, t, d): ∇w_i = Σ_t g_it ⊙ x̂_it, ∇b_i = Σ_t g_it; ``add(c, out)`` adds their clipped sums per block."""
     gw, gb = (g * x_hat).sum(1), g.sum(1)
-    sq = torch.linalg.vecdot(gw, gw) + torch.linalg.vecdot(gb, gb)
+    sq = squared_row_norms(gw, gw.shape[0]) + squared_row_norms(gb, gb.shape[0])
 
     def add(c: torch.Tensor, out: Grads) -> None:
         k, m = c.shape[0], c.shape[2]

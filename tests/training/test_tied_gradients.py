@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from tsdp.training import factored, stacked
-from tsdp.training.clipping import clip_factors, gradient_norms
+from tsdp.training.clipping import clip_factors, gradient_norms, sample_values
 from tsdp.training.deepar import DeepAR, _LSTM
 from tsdp.training.factored import factored_clipped_sum
 from tsdp.training.linear_factors import NormRoute, norm_route
@@ -103,7 +103,7 @@ def reference(model, inputs):
 
 
 def clipped_reference(grads, norms, clip):
-    factor = clip_factors(norms, clip)
+    factor = clip_factors(norms, clip, next(iter(grads.values())).dtype, sample_values(grads, 1))
     return {n: torch.einsum("m,m...->...", factor, g) for n, g in grads.items()}
 
 
@@ -213,8 +213,8 @@ def test_a_stack_joins_each_tie_on_every_norm_route(route, dtype, monkeypatch):
     norms = torch.stack([gradient_norms(p, 1) for p in per])
     clip = float(norms.flatten().median())
     assert bool((norms[weight > 0] > clip).any()) and bool((norms[weight > 0] < clip).any())
-    want = {n: torch.stack([torch.einsum("m,m...->...", weight[j] * clip_factors(norms[j], clip), per[j][n])
-                            for j in range(k)]) for n in per[0]}
+    factors = [weight[j] * clip_factors(norms[j], clip, dtype, sample_values(per[j], 1)) for j in range(k)]
+    want = {n: torch.stack([torch.einsum("m,m...->...", factors[j], per[j][n]) for j in range(k)]) for n in per[0]}
     inputs = [context.reshape(k * m, t), forecast.reshape(k * m, 3)]
     seen, taken = spy(monkeypatch, stacked), routes_taken(monkeypatch)
     tied = stacked_sums(models, inputs, weight.reshape(-1), clip)

@@ -19,7 +19,7 @@ import torch
 
 from tsdp.datasets.series import synthetic_for
 from tsdp.theorems.config import TrainingConfig
-from tsdp.training.clipping import clip_factors, gradient_norms
+from tsdp.training.clipping import clip_factors, gradient_norms, sample_values
 from tsdp.training.models import make_model
 from tsdp.training.stacked import StackedModel
 from tsdp.training.step import per_sample_gradients
@@ -65,7 +65,7 @@ def test_stacked_clipped_sums_equal_vmap_per_window_clipping(name):
             inputs.append(cov.reshape(k * m, lc + lf, 2))
         stack.clipped_sums(inputs, clip, weight.reshape(-1), out)
         for i in range(k):
-            factor = clip_factors(norms[i], clip)
+            factor = clip_factors(norms[i], clip, context.dtype, sample_values(per[i], 1))
             assert float((norms[i] * factor).max()) <= clip * (1 + 1e-12)
             for n, g_n in per[i].items():
                 want = torch.einsum("m,m...->...", weight[i] * factor, g_n)
