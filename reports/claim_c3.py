@@ -21,6 +21,7 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import get
 from tsdp.verify.estimate import Estimate
+from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
 
 from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed, cell_info, floats, plain
 from .curves import NEGLIGIBLE, delta_curves, eps_grid
@@ -171,13 +172,17 @@ class C3(Claim):
         ok = mono and (rel is None or rel <= PROFILE_REL) and w_rel <= WEIGHT_REL
         last = numbers["weights"][-1]
 
-        def gap(x):
-            return f"not compared (the reference is below {NEGLIGIBLE:g} at every ε)" if x is None else f"{x:.4g}"
+        def gap(x, tolerance=None):  # a judged gap on the side that does not strengthen its finding
+            if x is None:
+                return f"not compared (the reference is below {NEGLIGIBLE:g} at every ε)"
+            if tolerance is None:
+                return rounded_nearest(x, 4)
+            return (rounded_up if x <= tolerance else rounded_down)(x, 4)
 
         reason = (f"one-step profile non-increasing in σ_F: {mono}; at σ_F = {last['sigma_F']:g} max relative gap to "
-                  f"the L_F → 0 reference {gap(rel)} (one step), {gap(numbers['max_rel_gap_composed'])} "
-                  f"({numbers['composed_steps']} steps); weight {last['weight']:.4g} vs w∞ = ρ L_C / T = "
-                  f"{numbers['w_limit_LF_to_0']:.4g} (relative gap {w_rel:.4g})")
+                  f"the L_F → 0 reference {gap(rel, PROFILE_REL)} (one step), {gap(numbers['max_rel_gap_composed'])} "
+                  f"({numbers['composed_steps']} steps, not judged); weight {last['weight']:.4g} vs w∞ = ρ L_C / T = "
+                  f"{numbers['w_limit_LF_to_0']:.4g} (relative gap {gap(w_rel, WEIGHT_REL)})")
         return (REFUTED if not ok else QUALIFIED if rel is None else CONFIRMED), reason
 
     def figure(self, result: dict, out: Path) -> List[str]:

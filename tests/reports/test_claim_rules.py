@@ -621,3 +621,42 @@ def test_c3_nan_reference_is_not_evaluated_never_skipped(monkeypatch):
     assert "the L_F → 0 reference (one step) is not finite at" in entry["reason"]
     word, reason = C3(dict(c3(), non_finite=["the L_F → 0 reference (composed) is not finite at 3 of 5 ε"]))
     assert word == "not evaluated" and "not finite at 3 of 5 ε" in reason
+
+
+def test_c10_statistics_are_printed_on_the_side_that_does_not_strengthen_the_verdict():
+    """A significant factor ('not reproduced'): p rounded up, F down; one without: p down, F up; the effect detected
+    with power 0.8 rounded up (a smaller one claims a more sensitive test). To nearest each of these numbers printed
+    past its value on the finding's side (p = 0.012341 as 0.0123; p = 0.3456 as 0.346; F = 5.4371 as 5.44 beside
+    a significant effect; Δ = 0.012341 as 0.0123). The numbers table prints the same texts."""
+    from tsdp.reports.render_claims_extra import non_private_table
+
+    numbers = c10(0.3456, 0.012341)
+    for t in numbers["tests"]:
+        t.update(f=5.4371, detectable=0.012341)
+    word, reason = CLAIMS["C10"].rule(numbers)
+    assert word == "not reproduced"
+    assert "top level: F(1, 12) = 5.44, p = 0.345 (α = 0.025)" in reason
+    assert "batch size Λ: F(1, 12) = 5.43, p = 0.0124 (α = 0.025)" in reason
+    assert reason.count("detects Δ = 0.0124 with power 0.8") == 2
+    rows = non_private_table(numbers)[1][2]
+    assert [(r[1], r[3], r[7]) for r in rows] == [("5.44", "0.345", "0.0124"), ("5.43", "0.0124", "0.0124")]
+
+
+def test_c3_gaps_are_printed_on_the_side_that_does_not_strengthen_the_verdict():
+    """A confirmed C3 prints its judged gaps rounded up (a gap within the tolerance), a refuted one rounded down: to
+    nearest 0.0012346 printed 0.001235 and 0.012346 printed 0.01235."""
+    word, reason = C3(c3(rel=0.0012341, w_rel=1.23441e-4))
+    assert word == "confirmed"
+    assert "reference 0.001235 (one step)" in reason and "relative gap 0.0001235)" in reason
+    word, reason = C3(c3(rel=0.012346, w_rel=2.00006e-3))
+    assert word == "refuted"
+    assert "reference 0.01234 (one step)" in reason and "relative gap 0.002)" in reason
+
+
+def test_c5_crossing_is_printed_rounded_up():
+    """'T14 > T6 at every grid ε from a crossing ε on': a crossing printed below its value claims a wider range; to
+    nearest 0.12346 printed 0.1235, now 0.1235 only for the crossing at or above it."""
+    good = [c5_row("a", 1, 1, 0.0), c5_row("a", 4, 4, 0.01, from_eps=0.123441), c5_row("a", 32, 20, 0.02,
+                                                                                     from_eps=0.123449)]
+    word, reason = C5({"rows": good})
+    assert word == "confirmed" and "(0.1235 to 0.1235)" in reason
