@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 from tsdp.executor.cluster import check_address
-from tsdp.theorems.config import SEED_MAX, Choice, ConfigError, check_int, check_real
+from tsdp.theorems.config import SEED_MAX, Choice, ConfigError, check_confidence, check_int, check_real
 from tsdp.verify.cpus import check_workers
 
 DEFAULT_ALPHAS = tuple(float(math.exp(e)) for e in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
@@ -158,19 +158,15 @@ class Confidence:
             probability ≥ 1 - 2(1 - ``level``) (union bound over the two).
 
     Raises:
-        ConfigError: A bad value, naming it (``confidence`` for the level; at most 0.5 the verdict would hold with
-            probability 0).
+        ConfigError: A bad value, naming it (``confidence`` for the level,
+            :func:`tsdp.theorems.validate.check_confidence`: at most 0.5 the verdict would hold with probability 0).
     """
 
     level: float = 0.95
     sequential: bool = False
 
     def __post_init__(self):
-        _set(self, "level", check_real("confidence", self.level, low=0.0, high=1.0, low_open=True, high_open=True))
-        if self.level <= 0.5:
-            raise ConfigError("confidence", "must be > 0.5: the verdict rests on two tests at this level, so it holds "
-                                            "at 1 - 2 (1 - confidence) (union bound), nothing at 0.5 or below",
-                              self.level)
+        _set(self, "level", check_confidence(self.level))
         if not isinstance(self.sequential, bool):
             raise ConfigError("sequential", "must be True or False", self.sequential)
 

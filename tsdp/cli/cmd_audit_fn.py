@@ -18,7 +18,7 @@ from tsdp.verify.rounded import rounded_down, rounded_up
 
 from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
                           data_sizing_the_config, loader_options_given)
-from .errors import UsageError, check_delta, load_entry_point
+from .errors import UsageError, check_confidence, check_delta, load_entry_point
 from .output import auc_text, dumps, user_output_to_stderr
 
 
@@ -337,7 +337,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                         "give it when your loop divides by more than the batch size")
     p.add_argument("--spike", type=float, default=10.0,
                    help="spike canaries: size in standard deviations (default 10)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of the lower bound, in (0.5, 1) (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--runs", type=int, default=1,
                    help="train R times, fresh canaries each run (seeds from one SeedSequence), and certify the pooled "
@@ -388,6 +389,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
     @command("audit-fn", runs_user_code=lambda args: not args.plan)
     def cmd_audit_fn(args) -> int:
         check_delta(args.delta)  # the other values are checked by audit_training, before any training
+        check_confidence(args.confidence)
         from tsdp.attacks.canary.time_limit import check_timeout
         from tsdp.verify.cpus import check_workers
 
