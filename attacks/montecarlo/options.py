@@ -29,6 +29,25 @@ MAX_SHARDS = 2**20
 default shard size, 6.9e10 trials per world, past a day of sampling on any one machine."""
 
 
+SPLIT_STEPS = 20
+"""A split-threshold audit's selection share moves in steps of 1/SPLIT_STEPS of the trials: its shards hold at most
+ceil(trials / SPLIT_STEPS) trials (:func:`split_shard_size`)."""
+
+
+def split_shard_size(trials: int, shard_size: int) -> int:
+    """The shard size a split-threshold audit runs: ``shard_size``, lowered to ceil(trials / SPLIT_STEPS) (at least 1)
+    so that the selection share moves in steps of 5%. `tsdp audit` refuses a typed --shard-size this would lower.
+
+    Args:
+        trials: Trials per world.
+        shard_size: The shard size asked for.
+
+    Returns:
+        The shard size used.
+    """
+    return min(shard_size, max(1, math.ceil(trials / SPLIT_STEPS)))
+
+
 def check_plan(trials: int, shard_size: int) -> int:
     """The number of shards per world of ``trials`` trials in shards of ``shard_size``.
 
@@ -171,4 +190,5 @@ class Confidence:
             raise ConfigError("sequential", "must be True or False", self.sequential)
 
 
-__all__ = ["DEFAULT_ALPHAS", "DEFAULT_SHARD_SIZE", "MAX_SHARDS", "MIN_TRIALS", "THRESHOLDS", "Confidence", "Statistic", "Threshold", "TrialPlan", "check_plan"]
+__all__ = ["DEFAULT_ALPHAS", "DEFAULT_SHARD_SIZE", "MAX_SHARDS", "MIN_TRIALS", "SPLIT_STEPS", "THRESHOLDS", "Confidence",
+           "Statistic", "Threshold", "TrialPlan", "check_plan", "split_shard_size"]

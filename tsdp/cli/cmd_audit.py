@@ -225,7 +225,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                    help="run the shards on a Dask scheduler at ADDRESS, or 'auto' for a local Dask cluster "
                         "(needs the tsdp[cluster] extra)")
     p.add_argument("--shard-size", type=int, default=None,
-                   help="trials of one world per shard (default 65536); part of the sample's definition with --seed")
+                   help="trials of one world per shard (default 65536; with --threshold split at most "
+                        "ceil(trials / 20), the default lowered to it); part of the sample's definition with --seed")
     p.add_argument("--sequential", action="store_true",
                    help="anytime-valid violation test: stop as soon as the sound profile is certainly exceeded")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -261,6 +262,15 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         if args.threshold != "split" and "--select-fraction" in getattr(args, "typed_flags", ()):
             raise UsageError(f"invalid --select-fraction: only with --threshold split (the {args.threshold} "
                              "threshold is fixed before sampling and every trial certifies)")
+        options = _audit_options(args)
+        if args.threshold == "split" and args.shard_size is not None:
+            from tsdp.attacks.montecarlo.options import SPLIT_STEPS, split_shard_size
+
+            most = split_shard_size(args.trials, args.shard_size)
+            if most != args.shard_size:
+                raise UsageError(f"invalid --shard-size: with --threshold split at most {most} for --trials "
+                                 f"{args.trials} (shards of at most 1/{SPLIT_STEPS} of the trials, so that the "
+                                 f"selection share moves in steps of {100 // SPLIT_STEPS}%) (got {args.shard_size})")
         config = config_from_args(args)
         from tsdp.attacks.montecarlo.audit import audit
         from tsdp.attacks.montecarlo.constructions import scheme_config
@@ -275,7 +285,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                                  f"whose construction runs {field} = {getattr(fixed, field)} (drop {flag})")
         steps = args.steps if args.epochs is None else args.epochs * scheme_config(args.theorem, config).steps_per_epoch
         result = audit(args.theorem, config, delta=args.delta, steps=1 if steps is None else steps, progress=True,
-                       **_audit_options(args))
+                       **options)
         d = result.to_dict()
         print(dumps(d) if args.json else _human_audit(d))
         return 1 if d["violation"] else 0
