@@ -395,6 +395,22 @@ def lower4(x) -> str:
     return _prose(x, rounded_down)
 
 
+def p_value_text(p: float, significant: bool, digits: int = 3) -> str:
+    """A test's p-value beside a finding, on the side that does not strengthen it: rounded up where the test found an
+    effect (p below its level backs the finding), down where it found none (p at or above its level backs that). To
+    nearest, p = 0.02496 < α = 0.025 prints 0.025, and 0.02504 prints 0.025 beside 'no significant effect'.
+
+    Args:
+        p: The p-value.
+        significant: Whether the finding the text backs is a significant effect.
+        digits: Significant digits.
+
+    Returns:
+        The text.
+    """
+    return (rounded_up if significant else rounded_down)(p, digits)
+
+
 def _prose(x, text: Callable[[float], str]) -> str:
     if x is None or (isinstance(x, float) and not np.isfinite(x)):
         return "none"

@@ -21,10 +21,10 @@ from typing import Tuple
 import numpy as np
 
 from tsdp.theorems.config import Top, TrainingConfig
-from tsdp.verify.rounded import rounded_down
+from tsdp.verify.rounded import rounded_down, rounded_up
 
 from .claim_base import NOT_EVALUATED, NOT_REPRODUCED, QUALIFIED, REPRODUCED, Cells, Claim, ClaimContext, Computed, \
-    OtherVerdict
+    OtherVerdict, p_value_text
 
 TOPS = ("deterministic", "shuffle", "wor")
 BATCH_SIZES = (4, 8, 16, 32)
@@ -47,6 +47,46 @@ def power_text(power: float) -> str:
         The text.
     """
     return rounded_down(power, 2, fixed=True)
+
+
+def p_text(test: dict) -> str:
+    """A factor's F-test p-value, 3 significant digits on the side that does not strengthen the test's finding
+    (:func:`~tsdp.reports.claim_base.p_value_text`: up for a significant effect, which backs 'not reproduced', down
+    for none, which backs 'reproduced').
+
+    Args:
+        test: One test of the claim's numbers (``p_value``, ``significant``).
+
+    Returns:
+        The text.
+    """
+    return p_value_text(test["p_value"], test["significant"])
+
+
+def f_text(test: dict) -> str:
+    """A factor's F statistic, 3 significant digits on the side that does not strengthen the finding (a larger F is
+    a stronger effect): down for a significant effect, up for none (:func:`p_text`).
+
+    Args:
+        test: One test of the claim's numbers (``f``, ``significant``).
+
+    Returns:
+        The text.
+    """
+    return (rounded_down if test["significant"] else rounded_up)(test["f"], 3)
+
+
+def detectable_text(test: dict) -> str:
+    """The effect a test detects with power POWER, 3 significant digits rounded up: a smaller one would claim a more
+    sensitive test than was computed.
+
+    Args:
+        test: One test of the claim's numbers (``detectable``).
+
+    Returns:
+        The text.
+    """
+    return rounded_up(test["detectable"], 3)
 
 
 class C10(Claim):
@@ -106,9 +146,9 @@ class C10(Claim):
 
         def one(t):
             means = ", ".join(f"{lv} {m:.4g}" for lv, m in zip(t["levels"], t["means"]))
-            return (f"{t['factor']}: F({t['df']}, {t['df_error']}) = {t['f']:.3g}, p = {t['p_value']:.3g} "
+            return (f"{t['factor']}: F({t['df']}, {t['df_error']}) = {f_text(t)}, p = {p_text(t)} "
                     f"(α = {t['alpha']:g}); power {power_text(t['power'])} against Δ = {t['effect']:.3g} ({share}), "
-                    f"detects Δ = {t['detectable']:.3g} with power {POWER:g}; means {means}")
+                    f"detects Δ = {detectable_text(t)} with power {POWER:g}; means {means}")
 
         by_b = {c["batch_size"]: c["steps"] for c in numbers["crps"] if c["top"] == Top.WOR}
         text = ("two-way ANOVA with replication on the last iterate's test CRPS, "

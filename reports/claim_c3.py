@@ -5,6 +5,9 @@ the same T and ρ with k' = L_C windows (only the windows holding the element in
 remain), weight w∞ = ρ L_C / T; L_C = 0 gives the zero profile max(0, 1 - α). Both exact
 one-step profiles, and after 100 steps both sound (connect-the-dots, upper). Cells: the σ_F
 values of the sweep, the last standing for σ_F → ∞ (:func:`limit_sigma_f`: 1e3, larger for long forecasts).
+The weights checked are T11's own, read off the pair its bound builds (:func:`t11_weight`), against w∞ computed
+from the configuration: a T11 whose weight is wrong fails the check. A non-finite value in a compared curve
+(either reference or T11's) leaves the claim not evaluated, saying where; it is never skipped.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import numpy as np
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import get
 from tsdp.verify.estimate import Estimate
+from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
 
 from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed, cell_info, floats, plain
 from .curves import NEGLIGIBLE, delta_curves, eps_grid
@@ -32,16 +36,18 @@ LIMIT_SHARE = 0.1
 """At the limit's σ_F the weight's own distance to w∞ is at most this share of WEIGHT_REL (:func:`limit_sigma_f`)."""
 
 
-def tau(s: float) -> float:
-    """τ(s) = TVD(N(0,s), N(1,s)) = erf(1/(2√2 s)); τ(0) = 1 (THEOREMS.md notation).
+def t11_weight(config: TrainingConfig) -> float:
+    """T11's weight w, read off the pair its bound builds (T11, Thm G.1: H_α(MoG([0, 2], [1 - w, w]) ‖ N(0, σ))):
+    what T11's profile uses, not a recomputation of its formula.
 
     Args:
-        s: The standard deviation s ≥ 0.
+        config: The configuration (T11's scheme: WOR top level, WR bottom level, λ = 1).
 
     Returns:
-        τ(s).
+        The weight of the mixture's component at 2.
     """
-    return 1.0 if s == 0 else math.erf(1.0 / (2.0 * math.sqrt(2.0) * s))
+    pair = get("T11").pair(config, numeric=True)
+    return float(sum(w for m, w in zip(pair.P.means, pair.P.weights) if m == 2))
 
 
 def limit_sigma_f(config: TrainingConfig) -> float:
@@ -63,6 +69,23 @@ def limit_sigma_f(config: TrainingConfig) -> float:
         return 1e3
     t = LIMIT_SHARE * WEIGHT_REL * (1 - phi) / phi  # τ(s) = erf(1 / (2√2 s)) = t
     return max(1e3, float(1.0 / (2.0 * math.sqrt(2.0) * erfinv(t))))
+
+
+def non_finite_curves(curves: List[Tuple[str, list]]) -> List[str]:
+    """The curves holding a non-finite value (NaN, ±inf), each as "NAME is not finite at k of n ε".
+
+    Args:
+        curves: (name, values) pairs.
+
+    Returns:
+        One text per curve with a non-finite value (empty: all finite).
+    """
+    out = []
+    for name, values in curves:
+        bad = int(np.count_nonzero(~np.isfinite(np.asarray(values, dtype=float))))
+        if bad:
+            out.append(f"{name} is not finite at {bad} of {len(values)} ε")
+    return out
 
 
 def max_rel(a: np.ndarray, ref: np.ndarray) -> Optional[float]:
@@ -109,12 +132,19 @@ class C3(Claim):
             cfg = base.with_(sigma_forecast=float(s))
             one = np.asarray(t11.profile(cfg, np.exp(eps)))
             comp = delta_curves(Estimate.SOUND, "T11", cfg, [STEPS], eps)[STEPS]
-            w = float(base.rho * base.r) * (float(base.phi) * tau(s) + 1 - float(base.phi))
-            weights.append({"sigma_F": s, "weight": w})
+            weights.append({"sigma_F": s, "weight": t11_weight(cfg)})
             one_steps.append(one)
             curves.append({"label": f"σ_F = {s:g} (T11, upper)", "sigma_F": s, "delta_1": floats(one),
                            "delta_composed": floats(comp)})
             cells.evaluated.append(f"σ_F = {s:g}")
+        non_finite = non_finite_curves([("the L_F → 0 reference (one step)", ref_one),
+                                        ("the L_F → 0 reference (composed)", ref_comp)]
+                                       + [(f"T11 at {c['label'].split(' (')[0]} ({key})", c[kind])
+                                          for c in curves for key, kind in (("one step", "delta_1"),
+                                                                            ("composed", "delta_composed"))])
+        if non_finite:
+            cells.skip("every σ_F", "not finite: " + "; ".join(non_finite), cells.grid)
+            cells.evaluated.clear()
         mono = all(bool(np.all(b <= a * (1 + 1e-9) + 1e-15)) for a, b in zip(one_steps, one_steps[1:]))
         w_rel = abs(weights[-1]["weight"] - float(w_inf)) / float(w_inf) if w_inf > 0 else abs(weights[-1]["weight"])
         numbers = {"weights": weights, "w_limit_LF_to_0": float(w_inf),
@@ -122,6 +152,7 @@ class C3(Claim):
                    "phi": float(base.phi), "max_rel_gap_one_step": max_rel(one_steps[-1], ref_one),
                    "max_rel_gap_composed": max_rel(curves[-1]["delta_composed"], ref_comp),
                    "weight_rel_gap": w_rel, "composed_steps": STEPS, "monotone_in_sigma_F": mono,
+                   "non_finite": non_finite,
                    "params": cell_info(base), "cells": cells.as_dict(quick)}
         figure = {"eps": floats(eps), "steps": STEPS, "curves": curves,
                   "reference": {"label": "L_F → 0 (T6 shape, w = ρ L_C / T)", "delta_1": floats(ref_one),
@@ -134,20 +165,27 @@ class C3(Claim):
         within 1e-2 relative of the reference at every ε where the reference exceeds NEGLIGIBLE,
         and its weight within 1e-3 relative of w∞; refuted when one of these fails; qualified when the rest holds but
         the reference exceeds NEGLIGIBLE nowhere (L_C = 0: the profile was compared at no ε, a check with no power);
-        not evaluated without σ_F."""
+        not evaluated without σ_F, or where a compared curve is not finite (a NaN is never skipped: a gap there is
+        unknown)."""
         if not numbers["weights"]:
             return NOT_EVALUATED, "no σ_F evaluated"
+        if numbers.get("non_finite"):
+            return NOT_EVALUATED, "not compared: " + "; ".join(numbers["non_finite"])
         mono, rel, w_rel = numbers["monotone_in_sigma_F"], numbers["max_rel_gap_one_step"], numbers["weight_rel_gap"]
         ok = mono and (rel is None or rel <= PROFILE_REL) and w_rel <= WEIGHT_REL
         last = numbers["weights"][-1]
 
-        def gap(x):
-            return f"not compared (the reference is below {NEGLIGIBLE:g} at every ε)" if x is None else f"{x:.4g}"
+        def gap(x, tolerance=None):  # a judged gap on the side that does not strengthen its finding
+            if x is None:
+                return f"not compared (the reference is below {NEGLIGIBLE:g} at every ε)"
+            if tolerance is None:
+                return rounded_nearest(x, 4)
+            return (rounded_up if x <= tolerance else rounded_down)(x, 4)
 
         reason = (f"one-step profile non-increasing in σ_F: {mono}; at σ_F = {last['sigma_F']:g} max relative gap to "
-                  f"the L_F → 0 reference {gap(rel)} (one step), {gap(numbers['max_rel_gap_composed'])} "
-                  f"({numbers['composed_steps']} steps); weight {last['weight']:.4g} vs w∞ = ρ L_C / T = "
-                  f"{numbers['w_limit_LF_to_0']:.4g} (relative gap {w_rel:.4g})")
+                  f"the L_F → 0 reference {gap(rel, PROFILE_REL)} (one step), {gap(numbers['max_rel_gap_composed'])} "
+                  f"({numbers['composed_steps']} steps, not judged); weight {last['weight']:.4g} vs w∞ = ρ L_C / T = "
+                  f"{numbers['w_limit_LF_to_0']:.4g} (relative gap {gap(w_rel, WEIGHT_REL)})")
         return (REFUTED if not ok else QUALIFIED if rel is None else CONFIRMED), reason
 
     def figure(self, result: dict, out: Path) -> List[str]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import get
+from tsdp.verify.rounded import rounded_up
 
 from .claim_base import (CONFIG_CELL, CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext,
                          Computed, floats, plain)
@@ -144,7 +145,7 @@ class C5(Claim):
         share = f" ({len(cells['evaluated'])} of the grid's {cells['grid']} cells)" if cells else ""
         reason = (f"in each of the {groups} (N_tot, Λ/N_tot) cells evaluated{share} T14 = T6 at L_C+L_F = 1, and for k ≥ 2 T14 > T6 at every grid ε from a "
                   "crossing ε "
-                  + (f"({min(crosses):.4g} to {max(crosses):.4g}) " if crosses else "(none found) ")
+                  + (f"({rounded_up(min(crosses), 4)} to {rounded_up(max(crosses), 4)}) " if crosses else "(none found) ")
                   + f"on, the excess non-decreasing in L_C+L_F: {ok_all}; below the crossing T14 may be < T6 (same "
                   "expected hits, spread over more windows)")
         own = [r for r in numbers["rows"] if r["cell"] == CONFIG_CELL]

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from tsdp.datasets.formats import grunfeld
 from tsdp.datasets.series import SeriesData
 
-from .claim_base import NOT_EVALUATED, NOT_REPRODUCED, QUALIFIED, REPRODUCED
+from .claim_base import NOT_EVALUATED, NOT_REPRODUCED, QUALIFIED, REPRODUCED, p_value_text
 from .schema import AuditStatus
 
 QUICK = ({"epsilons": (1.0, 4.0), "rates": (1.0, 0.5)}, {"repeats": 2, "n_samples": 50})
@@ -112,7 +112,7 @@ def measured_verdict(table: dict, name: str) -> dict:
     word = (REPRODUCED if any(f["helps"] for f in found) else
             NOT_REPRODUCED if all(f["hurts"] for f in found) else QUALIFIED)
     reason = "; ".join(f"ε = {f['epsilon']:g}: r = {f['r']:g} CRPS {f['crps_r']:.4g} against r = 1 {f['crps_r1']:.4g}, "
-                       f"Welch p = {f['p_value']:.3g}" for f in found)
+                       f"Welch p = {p_value_text(f['p_value'], f['helps'] or f['hurts'])}" for f in found)
     reason += (f" ({n} releases per cell, two-sided; r < 1 better at {SIGNIFICANCE:g} / {comparisons} over the "
                f"{comparisons} comparison{'s' if comparisons > 1 else ''} the best r < 1 is picked from (union bound), "
                f"worse at {SIGNIFICANCE:g} at every small ε)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from .blocks import Block
-from .claim_c10 import power_text
+from .claim_c10 import detectable_text, f_text, p_text, power_text
 
 
 def _f(x) -> str:
@@ -72,8 +72,8 @@ def non_private_table(n: dict) -> List[tuple]:
             [[c["top"], c["batch_size"], c["steps"], ", ".join(f"{v:.4f}" for v in c["crps"])] for c in n["crps"]])]
     if n.get("tests"):
         out.append((Block.TABLE, ["factor", "F", "df", "p", "α", "power vs Δ", "Δ", "Δ detected with power 0.8"],
-                    [[t["factor"], f"{t['f']:.3g}", f"{t['df']}, {t['df_error']}", f"{t['p_value']:.3g}",
-                      f"{t['alpha']:g}", power_text(t["power"]), f"{t['effect']:.3g}", f"{t['detectable']:.3g}"]
+                    [[t["factor"], f_text(t), f"{t['df']}, {t['df_error']}", p_text(t),
+                      f"{t['alpha']:g}", power_text(t["power"]), f"{t['effect']:.3g}", detectable_text(t)]
                      for t in n["tests"]]))
     return out
 

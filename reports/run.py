@@ -413,6 +413,30 @@ def _alive(pid: int) -> bool:
     return True
 
 
+REPORT_MARK = "results.json"
+"""The file every report, complete or not, writes: a folder holding it holds an earlier report."""
+
+
+def check_out_dir(final: Path) -> None:
+    """ConfigError naming ``out`` unless :func:`publish` may replace ``final`` whole: a folder that does not exist yet,
+    is empty, or holds an earlier report (:data:`REPORT_MARK`). Anything else in it would be removed with the old
+    report; the file system's root has no name to publish beside. Checked before any work.
+
+    Args:
+        final: The report's folder, as it will be published.
+
+    Raises:
+        ConfigError: ``final`` is the root, or a folder holding something other than a report.
+    """
+    from tsdp.theorems.config import ConfigError
+
+    if not final.resolve().name:
+        raise ConfigError("out", "is the file system's root: give a folder for the report", str(final))
+    if final.is_dir() and any(final.iterdir()) and not (final / REPORT_MARK).is_file():
+        raise ConfigError("out", "holds files that are not a tsdp report, and a finished report replaces the folder "
+                                 "whole: give a new or empty folder, or one holding an earlier report", str(final))
+
+
 def publish(staging: Path, final: Path, *, complete: bool) -> None:
     """Put a finished report in place of the old one, by renames (no partial state in ``final``).
 

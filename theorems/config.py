@@ -19,6 +19,7 @@ from .validate import (  # noqa: F401 - re-exported: their home was this module
     SIGMA_MIN,
     TOLERANCE_MIN,
     check_calibration_target,
+    check_confidence,
     check_delta,
     check_epsilon,
     check_int,

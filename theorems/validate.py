@@ -94,6 +94,30 @@ def check_delta(delta) -> float:
     return float(check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True))
 
 
+def check_confidence(confidence) -> float:
+    """An audit's confidence as a float in (0.5, 1), or :class:`ConfigError` naming ``confidence``: the one rule of
+    `tsdp audit`, `tsdp audit-fn` and `tsdp audit-model` (and of :class:`tsdp.attacks.montecarlo.options.Confidence`).
+    At 0.5 or below a lower bound holds no more often than it fails, and `tsdp audit`'s verdict, resting on two
+    tests at this level, holds at 1 - 2 (1 - confidence): nothing.
+
+    Args:
+        confidence: The value.
+
+    Returns:
+        The confidence.
+
+    Raises:
+        ConfigError: Not a real number in (0.5, 1).
+    """
+    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real):
+        raise ConfigError("confidence", "must be a real number", confidence)
+    value = float(confidence)
+    if not 0.5 < value < 1:  # NaN too
+        raise ConfigError("confidence", "must be in (0.5, 1): at 0.5 or below a lower bound holds no more often than "
+                                        "it fails", value)
+    return value
+
+
 def check_epsilon(epsilon) -> float:
     """ε as a finite float >= 0, or :class:`ConfigError` naming ``epsilon``.
 

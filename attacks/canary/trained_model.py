@@ -24,7 +24,7 @@ from typing import Dict, Optional
 import numpy as np
 import torch
 
-from tsdp.theorems.config import Relation, TrainingConfig, window_starts
+from tsdp.theorems.config import Relation, TrainingConfig, check_confidence, window_starts
 from tsdp.verify.json_data import Record, noted
 
 from tsdp.datasets.formats import load_series
@@ -158,10 +158,12 @@ def audit_model(model_name: str, config: TrainingConfig, *, data: SeriesData | s
     Raises:
         ValueError: Data of another size than ``config.N``, or ``epsilon = inf`` without ``training.epochs``.
         ConfigError: An augmented ``config`` (naming ``sigma_context``): its claim, T11, does not cover spike canaries
-            (:func:`attacks.canary.gradient.check_canaries_covered`).
+            (:func:`attacks.canary.gradient.check_canaries_covered`); a confidence outside (0.5, 1)
+            (:func:`tsdp.theorems.validate.check_confidence`).
     """
     from tsdp.verify.calibration import calibrate_sigma
 
+    confidence = check_confidence(confidence)
     check_canaries_covered(config)  # spikes move their element by more than the v an augmented claim (T11) covers
     rng = np.random.default_rng(seed)
     if isinstance(data, SeriesData):

@@ -26,8 +26,8 @@ from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_delta, check_epsilon, check_int,
-                                  check_real)
+from tsdp.theorems.config import (SEED_MAX, ConfigError, TrainingConfig, check_confidence, check_delta, check_epsilon,
+                                  check_int, check_real)
 
 from tsdp.datasets.series import SeriesData
 from tsdp.training.train import FLOAT32_MAX
@@ -75,11 +75,6 @@ class AuditInputs:
     options: AuditOptions
 
 
-CONFIDENCE_MIN = 1e-12
-"""The smallest audit confidence: below about 1e-16 the error probability 1 - confidence rounds to 1 and the share of
-each score (Bonferroni) to a confidence of 0."""
-
-
 def check_audit_inputs(train: Optional[Callable], loss: Optional[Callable], *, canaries: int, delta: float,
                        epsilon: Optional[float], seed: int, canary: CanaryOptions,
                        options: AuditOptions = AuditOptions()) -> AuditInputs:
@@ -116,7 +111,7 @@ def check_audit_inputs(train: Optional[Callable], loss: Optional[Callable], *, c
             raise ConfigError("gradient_scale", f"times the clipping norm {clip:g} must be <= {CLIP_MAX:.3g}: the "
                                                 "canaries' step would overflow float32", scale)
     canaries = check_int("canaries", canaries, 2, MAX_DIRECTION_ENTRIES)
-    confidence = check_real("confidence", options.confidence, low=CONFIDENCE_MIN, high=1.0, high_open=True)
+    confidence = check_confidence(options.confidence)
     delta = check_delta(delta)
     spike = check_real("spike", canary.spike, low=0.0, high=SPIKE_MAX, low_open=True)
     if epsilon is not None:

@@ -72,7 +72,7 @@ from .design import EPOCH_MAX, Design, plan_tests, y_edges_of
 from .fit import GoodnessOfFit
 from .sequential import SequentialSummary, SequentialTest
 from .shuffled import reading_of, reads_epoch_maxima
-from .options import DEFAULT_ALPHAS, THRESHOLDS, Confidence, Statistic, Threshold, TrialPlan
+from .options import DEFAULT_ALPHAS, THRESHOLDS, Confidence, Statistic, Threshold, TrialPlan, split_shard_size
 from .shards import SHARD_IMPORTS, plan_shards, run_shard
 from .statistics import (TestBound, binned_goodness_of_fit, choose_profile_tests, fixed_test_bound,
                          profile_lower_bounds, split_test_bound)
@@ -300,9 +300,7 @@ def audit_statistics(construction: Construction, *, steps: int, delta: float, tr
     split = statistic.threshold == Threshold.SPLIT
     reading = reading_of(construction, steps) if reads_epoch_maxima(construction) else None
     num = pair_numeric(construction.pair)
-    shard_size = trials.shard_size
-    if split:  # shards small enough for a selection share in steps of 5%
-        shard_size = min(shard_size, max(1, math.ceil(trials.trials / 20)))
+    shard_size = split_shard_size(trials.trials, trials.shard_size) if split else trials.shard_size
     n_shards = math.ceil(trials.trials / shard_size)
     key = tuple(tuple(np.atleast_1d(x).tolist()) for x in num)
     if reading is not None:

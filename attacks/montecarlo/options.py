@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 from tsdp.executor.cluster import check_address
-from tsdp.theorems.config import SEED_MAX, Choice, ConfigError, check_int, check_real
+from tsdp.theorems.config import SEED_MAX, Choice, ConfigError, check_confidence, check_int, check_real
 from tsdp.verify.cpus import check_workers
 
 DEFAULT_ALPHAS = tuple(float(math.exp(e)) for e in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
@@ -27,6 +27,25 @@ DEFAULT_SHARD_SIZE = 1 << 16
 MAX_SHARDS = 2**20
 """The most shards of one world a plan holds (each a spec with its seed, in memory before the first runs): at the
 default shard size, 6.9e10 trials per world, past a day of sampling on any one machine."""
+
+
+SPLIT_STEPS = 20
+"""A split-threshold audit's selection share moves in steps of 1/SPLIT_STEPS of the trials: its shards hold at most
+ceil(trials / SPLIT_STEPS) trials (:func:`split_shard_size`)."""
+
+
+def split_shard_size(trials: int, shard_size: int) -> int:
+    """The shard size a split-threshold audit runs: ``shard_size``, lowered to ceil(trials / SPLIT_STEPS) (at least 1)
+    so that the selection share moves in steps of 5%. `tsdp audit` refuses a typed --shard-size this would lower.
+
+    Args:
+        trials: Trials per world.
+        shard_size: The shard size asked for.
+
+    Returns:
+        The shard size used.
+    """
+    return min(shard_size, max(1, math.ceil(trials / SPLIT_STEPS)))
 
 
 def check_plan(trials: int, shard_size: int) -> int:
@@ -158,21 +177,18 @@ class Confidence:
             probability ≥ 1 - 2(1 - ``level``) (union bound over the two).
 
     Raises:
-        ConfigError: A bad value, naming it (``confidence`` for the level; at most 0.5 the verdict would hold with
-            probability 0).
+        ConfigError: A bad value, naming it (``confidence`` for the level,
+            :func:`tsdp.theorems.validate.check_confidence`: at most 0.5 the verdict would hold with probability 0).
     """
 
     level: float = 0.95
     sequential: bool = False
 
     def __post_init__(self):
-        _set(self, "level", check_real("confidence", self.level, low=0.0, high=1.0, low_open=True, high_open=True))
-        if self.level <= 0.5:
-            raise ConfigError("confidence", "must be > 0.5: the verdict rests on two tests at this level, so it holds "
-                                            "at 1 - 2 (1 - confidence) (union bound), nothing at 0.5 or below",
-                              self.level)
+        _set(self, "level", check_confidence(self.level))
         if not isinstance(self.sequential, bool):
             raise ConfigError("sequential", "must be True or False", self.sequential)
 
 
-__all__ = ["DEFAULT_ALPHAS", "DEFAULT_SHARD_SIZE", "MAX_SHARDS", "MIN_TRIALS", "THRESHOLDS", "Confidence", "Statistic", "Threshold", "TrialPlan", "check_plan"]
+__all__ = ["DEFAULT_ALPHAS", "DEFAULT_SHARD_SIZE", "MAX_SHARDS", "MIN_TRIALS", "SPLIT_STEPS", "THRESHOLDS", "Confidence",
+           "Statistic", "Threshold", "TrialPlan", "check_plan", "split_shard_size"]

@@ -49,6 +49,28 @@ def returns_none(series):
     return None
 
 
+def returns_string(series):
+    return "model"
+
+
+class Wide(Model):
+    def __call__(self, context, forecast):
+        return torch.zeros(context.shape[0], 3)
+
+
+def wide_model(series):
+    return Wide()
+
+
+class Words(Model):
+    def __call__(self, context, forecast):
+        return "abc"
+
+
+def words_model(series):
+    return Words()
+
+
 def nan_model(series):
     return Model(float("nan"))
 
@@ -352,6 +374,10 @@ def _audit_fn(module, train, *extra):
 @pytest.mark.parametrize("train, loss, words", [
     ("raises", None, "--train: your train function {m}.raises raised ValueError: boom"),
     ("returns_none", None, "--train: your train function {m}.returns_none returned None"),
+    ("returns_string", None, "--train: your train function {m}.returns_string returned a model that raised TypeError: "
+                             "'str' object is not callable"),
+    ("wide_model", None, "returned a model that gave 120 losses for 40 windows (one per window needed)"),
+    ("words_model", None, "returned a model that gave str, not per-window losses"),
     ("nan_model", None, "returned a model that gave 40 non-finite loss(es)"),
     ("inf_model", None, "returned a model that gave 40 non-finite loss(es)"),
     ("exits", None, "--train: your train function {m}.exits called sys.exit(3)"),

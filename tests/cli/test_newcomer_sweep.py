@@ -203,10 +203,11 @@ def test_complex_losses_are_refused(user_module):
 
 @pytest.mark.parametrize("confidence", ["5e-324", "1e-300", "1e-13"])
 def test_a_confidence_lost_in_the_split_is_refused(user_module, confidence):
-    """5e-324 passed the check (in (0, 1)) and split to a confidence of 0 inside: a ValueError traceback."""
+    """5e-324 passed the check (in (0, 1)) and split to a confidence of 0 inside: a ValueError traceback. The audit
+    commands' one rule now refuses any confidence at or below 0.5."""
     outcome = run_case(_audit_fn(user_module, "good", "--confidence", confidence), LIMIT_S)
     assert verdict(outcome, 2) == "", outcome.err[-1500:]
-    assert "invalid --confidence: must be >= 1e-12" in error_line(outcome.err)
+    assert "invalid --confidence: must be in (0.5, 1)" in error_line(outcome.err)
 
 
 @pytest.mark.parametrize("runs", [str(2 ** 63 - 1), str(2 ** 28)])

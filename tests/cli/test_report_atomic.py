@@ -61,3 +61,39 @@ def test_complete_report_replaces_the_old_one_whole(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["report.md", "results.json"]
     assert (out / "report.md").read_text() == "# new"
     assert _siblings(out) == ["report"]
+
+
+@pytest.mark.parametrize("make", ["project", "dot", "root"])
+def test_an_out_that_holds_something_else_is_refused_before_any_work(tmp_path, monkeypatch, make):
+    """A complete report replaces --out DIR whole (renamed aside, then removed): DIR holding anything but an earlier
+    report (a project, the working directory with `--out .`) was deleted after the run, and `--out /` (or `.`, whose
+    name is empty) ran the report and then failed publishing it with a ValueError traceback. Refused now, one line
+    naming --out, exit 2, nothing touched and no work done."""
+    import tsdp.reports.run as run
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the report ran")
+
+    monkeypatch.setattr(run, "accounting_section", no_work)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "thesis.tex").write_text("years of work")
+    monkeypatch.chdir(project)
+    out = {"project": str(project), "dot": ".", "root": "/"}[make]
+    code, stdout, err = run_cli(["report", "--no-audit", "--no-progress", "--out", out])
+    lines = [ln for ln in err.splitlines() if ": error: " in ln]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("tsdp report: error: invalid --out: "), err
+    assert "Traceback" not in err
+    assert (project / "thesis.tex").read_text() == "years of work"
+    assert sorted(p.name for p in project.iterdir()) == ["thesis.tex"]
+
+
+def test_an_earlier_report_or_an_empty_folder_is_still_accepted(tmp_path):
+    from tsdp.reports.run import check_out_dir
+
+    report = tmp_path / "report"
+    _old_report(report)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for ok in (report, empty, tmp_path / "new" / "deeper"):
+        check_out_dir(ok)

@@ -560,3 +560,103 @@ def test_c10_prints_an_underpowered_test_below_the_power_it_lacks():
     assert word == "qualified" and "power 0.79 against" in reason and "0.80" not in reason
     tests = non_private_table(numbers)[1][2]
     assert [row[5] for row in tests] == ["0.79", "0.79"]
+
+
+def _c3_with(monkeypatch, bound_id, change):
+    """C3 evaluated (quick, default configuration) with the registry's ``bound_id`` replaced, as C3 reads it, by
+    ``change(bound)``: a deliberately broken theorem the claim must see."""
+    import dataclasses
+
+    from tsdp.reports import claim_c3
+    from tsdp.theorems.config import DEFAULT_CONFIG
+    from tsdp.theorems.registry import get
+
+    broken = change(get(bound_id))
+    monkeypatch.setattr(claim_c3, "get", lambda i: broken if i == bound_id else get(i))
+    return CLAIMS["C3"].evaluate(DEFAULT_CONFIG, quick=True)
+
+
+def test_c3_weight_check_reads_t11_and_fails_on_a_wrong_weight(monkeypatch):
+    """The weight sub-check compared w∞ with T11's weight recomputed by the claim's own copy of the formula, at a σ_F
+    chosen to bring that copy within a tenth of the tolerance: it could not fail. It now reads the weight off the pair
+    T11 builds; T11 with its weight 0.5% too large (profile gap ≈ 0.5%, under the profile's 1e-2 tolerance, weight
+    gap 5e-3 > WEIGHT_REL = 1e-3) refutes C3 on the weight."""
+    import dataclasses
+
+    from tsdp.reports.claim_c3 import WEIGHT_REL
+    from tsdp.theorems.bounds.shapes import against_gaussian
+
+    def heavier(t11):
+        def build(p):
+            w = t11.build(p).P.weights[1] * 1.005
+            return against_gaussian([0, 2], [1 - w, w], p.sigma)
+        return dataclasses.replace(t11, build=build)
+
+    entry = _c3_with(monkeypatch, "T11", heavier)
+    assert entry["numbers"]["weight_rel_gap"] == pytest.approx(5e-3, rel=5e-2) and 5e-3 > 2 * WEIGHT_REL
+    assert entry["verdict"] == "refuted", entry["reason"]
+
+
+def test_c3_nan_reference_is_not_evaluated_never_skipped(monkeypatch):
+    """A NaN in the L_F → 0 reference: the gap's mask (reference > NEGLIGIBLE) dropped the NaN points silently and C3
+    was confirmed on the rest (or, all NaN, 'qualified: the reference is below NEGLIGIBLE at every ε'). It is now not
+    evaluated, naming the curve and how many ε are not finite; the rule alone says the same."""
+    import dataclasses
+
+    import numpy as np
+
+    def nan_at_half(t6):
+        class Broken:
+            def __getattr__(self, name):
+                return getattr(t6, name)
+
+            def profile(self, config, alpha, **kw):
+                out = np.array(t6.profile(config, alpha, **kw), dtype=float)
+                out[::2] = np.nan
+                return out
+        return Broken()
+
+    entry = _c3_with(monkeypatch, "T6", nan_at_half)
+    assert entry["verdict"] == "not evaluated", entry["verdict"]
+    assert "the L_F → 0 reference (one step) is not finite at" in entry["reason"]
+    word, reason = C3(dict(c3(), non_finite=["the L_F → 0 reference (composed) is not finite at 3 of 5 ε"]))
+    assert word == "not evaluated" and "not finite at 3 of 5 ε" in reason
+
+
+def test_c10_statistics_are_printed_on_the_side_that_does_not_strengthen_the_verdict():
+    """A significant factor ('not reproduced'): p rounded up, F down; one without: p down, F up; the effect detected
+    with power 0.8 rounded up (a smaller one claims a more sensitive test). To nearest each of these numbers printed
+    past its value on the finding's side (p = 0.012341 as 0.0123; p = 0.3456 as 0.346; F = 5.4371 as 5.44 beside
+    a significant effect; Δ = 0.012341 as 0.0123). The numbers table prints the same texts."""
+    from tsdp.reports.render_claims_extra import non_private_table
+
+    numbers = c10(0.3456, 0.012341)
+    for t in numbers["tests"]:
+        t.update(f=5.4371, detectable=0.012341)
+    word, reason = CLAIMS["C10"].rule(numbers)
+    assert word == "not reproduced"
+    assert "top level: F(1, 12) = 5.44, p = 0.345 (α = 0.025)" in reason
+    assert "batch size Λ: F(1, 12) = 5.43, p = 0.0124 (α = 0.025)" in reason
+    assert reason.count("detects Δ = 0.0124 with power 0.8") == 2
+    rows = non_private_table(numbers)[1][2]
+    assert [(r[1], r[3], r[7]) for r in rows] == [("5.44", "0.345", "0.0124"), ("5.43", "0.0124", "0.0124")]
+
+
+def test_c3_gaps_are_printed_on_the_side_that_does_not_strengthen_the_verdict():
+    """A confirmed C3 prints its judged gaps rounded up (a gap within the tolerance), a refuted one rounded down: to
+    nearest 0.0012346 printed 0.001235 and 0.012346 printed 0.01235."""
+    word, reason = C3(c3(rel=0.0012341, w_rel=1.23441e-4))
+    assert word == "confirmed"
+    assert "reference 0.001235 (one step)" in reason and "relative gap 0.0001235)" in reason
+    word, reason = C3(c3(rel=0.012346, w_rel=2.00006e-3))
+    assert word == "refuted"
+    assert "reference 0.01234 (one step)" in reason and "relative gap 0.002)" in reason
+
+
+def test_c5_crossing_is_printed_rounded_up():
+    """'T14 > T6 at every grid ε from a crossing ε on': a crossing printed below its value claims a wider range; to
+    nearest 0.12346 printed 0.1235, now 0.1235 only for the crossing at or above it."""
+    good = [c5_row("a", 1, 1, 0.0), c5_row("a", 4, 4, 0.01, from_eps=0.123441), c5_row("a", 32, 20, 0.02,
+                                                                                     from_eps=0.123449)]
+    word, reason = C5({"rows": good})
+    assert word == "confirmed" and "(0.1235 to 0.1235)" in reason

@@ -29,7 +29,32 @@ def test_words_follow_the_welch_test(sub, word):
     v = measured_verdict(table([(1.0, 1.0, 2.0, 0.2), (1.0, 0.5, sub, 0.2), (4.0, 0.5, 0.1, 0.01),
                                 (4.0, 1.0, 0.2, 0.01)]), "panel")
     assert v["verdict"] == word and v["verdict_text"] == f"{word} on panel (1 small-ε cell)"
-    assert f"Welch p = {welch_p(sub, 0.2, 2.0, 0.2, 5):.3g}" in v["reason"]
+    printed = float(v["reason"].split("Welch p = ")[1].split(" ")[0])
+    p = welch_p(sub, 0.2, 2.0, 0.2, 5)
+    assert printed == pytest.approx(p, rel=1e-2)
+    assert printed >= p if word != "qualified" else printed <= p  # the side that does not strengthen the finding
+
+
+def test_welch_p_is_printed_on_the_side_that_does_not_strengthen_the_finding():
+    """A significant difference's p is printed rounded up, no difference's rounded down: to nearest 3 digits, r = 0.5
+    at 1.3 (significantly better, p = 0.000...) and at 1.9 (no difference) could print a p past the one computed on
+    the side of their finding."""
+    from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+    def third_digit(p, rounding):
+        exact = Decimal(p)
+        return float(exact.quantize(Decimal(1).scaleb(exact.adjusted() - 2), rounding=rounding))
+
+    cases = 0
+    for sub in (1.0, 1.2, 1.3, 1.45, 1.55, 1.7, 1.8, 1.9, 2.3, 2.6, 3.0):
+        v = measured_verdict(table([(1.0, 1.0, 2.0, 0.2), (1.0, 0.5, sub, 0.2), (4.0, 0.5, 0.1, 0.01),
+                                    (4.0, 1.0, 0.2, 0.01)]), "panel")
+        printed = float(v["reason"].split("Welch p = ")[1].split(" ")[0])
+        p = welch_p(sub, 0.2, 2.0, 0.2, 5)
+        found = v["verdict"] != "qualified"  # one comparison: a finding is p < 0.05 either way
+        assert printed == third_digit(p, ROUND_CEILING if found else ROUND_FLOOR), (sub, p, printed)
+        cases += float(f"{p:.3g}") != printed
+    assert cases >= 3  # the grid holds p-values whose nearest text lies on the wrong side
 
 
 def test_smallest_eps_when_none_is_small_and_not_evaluated_without_rates():

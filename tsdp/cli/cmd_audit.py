@@ -21,7 +21,7 @@ from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
 
 from .config_args import (MODEL_NAMES, STEPS_HELP, add_config_arguments, add_data_arguments, config_from_args,
                           data_from_args, data_sizing_the_config)
-from .errors import UsageError, check_delta
+from .errors import UsageError, check_confidence, check_delta
 from .output import NO_NOISE, auc_text, dumps
 
 
@@ -211,8 +211,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
     p.add_argument("--delta", type=float, required=True, help="δ in (0, 1)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ...")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds, > 0.5 (the verdict holds at 1 - 2 (1 - confidence); "
-                        "default 0.95)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds, in (0.5, 1) (the verdict "
+                        "holds at 1 - 2 (1 - confidence); default 0.95)")
     p.add_argument("--select-fraction", type=float, default=0.5,
                    help="share of the trials that choose the test; the rest bound its errors (default 0.5)")
     p.add_argument("--alpha", type=float, nargs="+", default=None, help="α grid (each ≥ 1) for the H_α bounds")
@@ -225,7 +225,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                    help="run the shards on a Dask scheduler at ADDRESS, or 'auto' for a local Dask cluster "
                         "(needs the tsdp[cluster] extra)")
     p.add_argument("--shard-size", type=int, default=None,
-                   help="trials of one world per shard (default 65536); part of the sample's definition with --seed")
+                   help="trials of one world per shard (default 65536; with --threshold split at most "
+                        "ceil(trials / 20), the default lowered to it); part of the sample's definition with --seed")
     p.add_argument("--sequential", action="store_true",
                    help="anytime-valid violation test: stop as soon as the sound profile is certainly exceeded")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -243,6 +244,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
     p.add_argument("--epochs", type=int, default=None,
                    help="train exactly this many epochs (σ calibrated to spend ε); without: train at --sigma to the budget")
     p.add_argument("--spike", type=float, default=10.0, help="canary size in standard deviations of its series (default 10)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of the lower bounds, in (0.5, 1) (default 0.95)")
     p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ...")
@@ -252,12 +255,22 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
 
     @command("audit")
     def cmd_audit(args) -> int:
-        check_delta(args.delta)  # steps: checked by audit(); trials, confidence and the engine's: by their options
+        check_delta(args.delta)  # steps: checked by audit(); trials and the engine's: by their options
+        check_confidence(args.confidence)
         if args.epochs is not None:
             check_int("epochs", args.epochs, 1)
         if args.threshold != "split" and "--select-fraction" in getattr(args, "typed_flags", ()):
             raise UsageError(f"invalid --select-fraction: only with --threshold split (the {args.threshold} "
                              "threshold is fixed before sampling and every trial certifies)")
+        options = _audit_options(args)
+        if args.threshold == "split" and args.shard_size is not None:
+            from tsdp.attacks.montecarlo.options import SPLIT_STEPS, split_shard_size
+
+            most = split_shard_size(args.trials, args.shard_size)
+            if most != args.shard_size:
+                raise UsageError(f"invalid --shard-size: with --threshold split at most {most} for --trials "
+                                 f"{args.trials} (shards of at most 1/{SPLIT_STEPS} of the trials, so that the "
+                                 f"selection share moves in steps of {100 // SPLIT_STEPS}%) (got {args.shard_size})")
         config = config_from_args(args)
         from tsdp.attacks.montecarlo.audit import audit
         from tsdp.attacks.montecarlo.constructions import scheme_config
@@ -272,7 +285,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                                  f"whose construction runs {field} = {getattr(fixed, field)} (drop {flag})")
         steps = args.steps if args.epochs is None else args.epochs * scheme_config(args.theorem, config).steps_per_epoch
         result = audit(args.theorem, config, delta=args.delta, steps=1 if steps is None else steps, progress=True,
-                       **_audit_options(args))
+                       **options)
         d = result.to_dict()
         print(dumps(d) if args.json else _human_audit(d))
         return 1 if d["violation"] else 0
@@ -280,6 +293,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
     @command("audit-model")
     def cmd_audit_model(args) -> int:
         check_delta(args.delta)
+        check_confidence(args.confidence)
         if args.canaries < 2:
             raise UsageError(f"invalid --canaries: must be >= 2 (got {args.canaries})")
         if not (args.epsilon > 0):
@@ -302,7 +316,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
             data = data_from_args(args, config, seed=args.seed)
         try:
             result = audit_model(args.model, config, data=data, canaries=args.canaries, epsilon=args.epsilon,
-                                 delta=args.delta, seed=args.seed, spike=args.spike,
+                                 delta=args.delta, seed=args.seed, spike=args.spike, confidence=args.confidence,
                                  training=ModelTraining(epochs=args.epochs, lr=args.lr, device=args.device,
                                                         progress=True))
         except (ConfigError, TheoremError):  # name their parameter: main maps it to the flag

@@ -16,9 +16,9 @@ from typing import Callable, Optional
 from tsdp.attacks.montecarlo.verdict import percent_text
 from tsdp.verify.rounded import rounded_down, rounded_up
 
-from .config_args import (add_config_arguments, add_data_arguments, config_from_args, data_from_args,
+from .config_args import (CONFIG_FLAGS, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
                           data_sizing_the_config, loader_options_given)
-from .errors import UsageError, check_delta, load_entry_point
+from .errors import UsageError, check_confidence, check_delta, load_entry_point
 from .output import auc_text, dumps, user_output_to_stderr
 
 
@@ -274,6 +274,29 @@ def _refuse_flags_of_the_other_kind(args) -> None:
                          "the data's part off, which needs your loss)")
 
 
+SPIKE_FIELDS = ("N", "L", "lengths", "context_length", "forecast_length", "batch_size")
+"""The configuration fields spike canaries take: the window geometry the spikes and their scores use, the size of
+'synthetic', and Λ, read by nothing but taken so that a small --N can keep the configuration valid (Λ ≤ N λ).
+Augmentation (σ_C, σ_F) must be off (:func:`_refuse_configuration_spikes_ignore`); the other fields describe a
+DP-SGD claim that only gradient canaries test."""
+
+
+def _refuse_configuration_spikes_ignore(args) -> None:
+    """With spike canaries: UsageError naming a typed configuration flag that the audit would ignore (outside
+    :data:`SPIKE_FIELDS` and augmentation's), then ConfigError for an augmented configuration (its claim, T11, covers
+    no spike canary: :func:`attacks.canary.gradient.check_canaries_covered`; σ_C = σ_F = 0 typed is honoured)."""
+    if args.canary != "spike":
+        return
+    for flag in CONFIG_FLAGS:
+        if flag.field not in (*SPIKE_FIELDS, "sigma_context", "sigma_forecast") and flag.flag in args.typed_flags:
+            raise UsageError(f"invalid {flag.flag}: --canary spike does not use it (spikes go into your data and are "
+                             "scored on the returned model: only --context-length and --forecast-length, and --N, --L "
+                             "or --lengths for 'synthetic', are read; --batch-size is taken to keep a small --N valid)")
+    from tsdp.attacks.canary.gradient import check_canaries_covered
+
+    check_canaries_covered(config_from_args(args))
+
+
 def _sized_data(args):
     """The series of a file ``--data``, read first. Gradient canaries take part in the batching of the configuration,
     so N and L are the file's where --N and --L were not typed (one note line; a typed value the file contradicts is
@@ -315,7 +338,9 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         "against the batch's clipped norm plus the noise and, with --loss, along the data's mean clipped gradient "
         "against the declared batch (one-sided tests, false-alarm rate 0.001 each; a failure is "
         "a violation naming the mechanism). --canary spike: spikes inserted into your data, scored "
-        "on how much better the returned model fits them (only --context-length and --forecast-length are used).")
+        "on how much better the returned model fits them (only --context-length and --forecast-length, and --N, --L "
+        "or --lengths sizing 'synthetic', are read; --batch-size is taken to keep a small --N valid; another "
+        "configuration flag is refused).")
     p.add_argument("--train", default=None, help="module:function of train(series) -> model (required unless --plan)")
     p.add_argument("--loss", default=None,
                    help="module:function of loss(model, context, forecast) -> per-window losses, your training's "
@@ -337,7 +362,8 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                         "give it when your loop divides by more than the batch size")
     p.add_argument("--spike", type=float, default=10.0,
                    help="spike canaries: size in standard deviations (default 10)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of the lower bound, in (0.5, 1) (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--runs", type=int, default=1,
                    help="train R times, fresh canaries each run (seeds from one SeedSequence), and certify the pooled "
@@ -388,6 +414,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
     @command("audit-fn", runs_user_code=lambda args: not args.plan)
     def cmd_audit_fn(args) -> int:
         check_delta(args.delta)  # the other values are checked by audit_training, before any training
+        check_confidence(args.confidence)
         from tsdp.attacks.canary.time_limit import check_timeout
         from tsdp.verify.cpus import check_workers
 
@@ -402,6 +429,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                                  f"{args.runs})")
         check_workers("workers", args.workers)  # with --plan too: a flag is checked whether or not it is used
         check_timeout(args.timeout)
+        _refuse_configuration_spikes_ignore(args)
         if args.plan:
             planned = _plan(args)
             print(dumps(planned) if args.json else _plan_human(planned))

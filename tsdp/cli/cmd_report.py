@@ -52,7 +52,7 @@ def add_parsers(sub, command) -> None:
                              f"(got {args.out!r})")
         from tsdp.attacks.montecarlo.verdict import verdict_confidence_text
         from tsdp.reports.render import lower, upper
-        from tsdp.reports.run import OUT_ROOT, WORKERS, build_report, load_config
+        from tsdp.reports.run import OUT_ROOT, WORKERS, build_report, check_out_dir, load_config
 
         from tsdp.theorems.config import ConfigError, check_output_path
         from tsdp.verify.cpus import check_workers
@@ -71,8 +71,9 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --config: {exc}") from None
         default_panel = args.data == p.get_default("data") and not loader_options_given(args)
         real_data = None if default_panel else (args.data, data_from_args(args))  # None: the report's Grunfeld
-        out = Path(args.out) if args.out else OUT_ROOT / name
+        out = Path(args.out).resolve() if args.out else OUT_ROOT / name  # '.' has no name to publish beside
         check_output_path("out", out, directory=True)  # before the report's minutes of work
+        check_out_dir(out)  # a finished report replaces the folder whole
         results = build_report(config, name=name, out_dir=out, quick=args.quick, seed=args.seed,
                                progress=not args.no_progress, audits=not args.no_audit, real_data=real_data,
                                workers=workers)

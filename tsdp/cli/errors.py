@@ -38,6 +38,23 @@ def check_delta(delta) -> float:
     return api.check_delta(delta)
 
 
+def check_confidence(confidence) -> float:
+    """The ``--confidence`` of `tsdp audit`, `audit-fn` and `audit-model`: the API's check
+    (:func:`tsdp.theorems.validate.check_confidence`, in (0.5, 1); its ConfigError names --confidence on the command
+    line), called by each command before any work.
+
+    Args:
+        confidence (float): ``--confidence``'s value.
+
+    Returns:
+        The confidence.
+
+    Raises:
+        ConfigError: Not in (0.5, 1).
+    """
+    return api.check_confidence(confidence)
+
+
 def load_entry_point(spec: str, flag: str) -> Callable:
     """The callable ``module:function`` names (UsageError naming ``flag`` when it cannot be loaded).
 
