@@ -289,6 +289,7 @@ def load_split(name: str, root: Optional[Path] = None, *, download: bool = False
     Raises:
         DataError: An unknown name; a missing dataset (without ``download``) or a failed download, saying what to
             download and where it goes; a malformed folder; a step error, naming ``metadata.json``.
+        MissingExtraError: ``download`` of a missing dataset without GluonTS (the ``gluonts`` extra).
     """
     if name not in PAPER:
         raise DataError("dataset", f"must be one of {', '.join(PAPER)} or {'m1-yearly'!r} (got {name!r})")

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
+from tsdp.theorems.errors import MissingExtraError
+
 from .json_lines import JSONL_SUFFIXES, load_gluonts_jsonl
 from .series import DataError, SeriesData, normalize_freq
 
@@ -126,11 +128,16 @@ def download(name: str, root: Path) -> None:
         root: The cache folder.
 
     Raises:
+        MissingExtraError: GluonTS is not installed (the ``gluonts`` extra); nothing is made.
         DataError: A folder in the way, an unwritable ``root``, or a failed download (saying what to download).
     """
     import shutil
     import tempfile
 
+    try:
+        from gluonts.dataset.repository import get_dataset
+    except ImportError:
+        raise MissingExtraError(f"downloading {name!r} needs GluonTS", "gluonts") from None
     target = root / name
     if target.exists() and not (target.is_dir() and not any(target.iterdir())):
         raise DataError(str(target), "exists without a train/ folder (a download cut short, or another file): "
@@ -141,8 +148,6 @@ def download(name: str, root: Path) -> None:
     except OSError as exc:
         raise DataError("data_dir", f"cannot write the download to {root} ({exc.strerror or exc})") from None
     try:
-        from gluonts.dataset.repository import get_dataset
-
         get_dataset(name, path=tmp)
         got = tmp / name
         if not ((got / "train").is_dir() and (got / "test").is_dir()):

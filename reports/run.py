@@ -51,7 +51,9 @@ WORKERS = available_cpus()
 """Audit worker processes: the cores this process may run on."""
 TRIALS = {"tightness": 50_000, "composed": 10_000, "c6": 500_000}
 QUICK_TRIALS = {"tightness": 5_000, "composed": 0, "c6": 20_000}
-OUT_ROOT = Path(__file__).resolve().parent / "out"
+OUT_ROOT = Path("reports", "out")
+"""The folder of the reports written without ``--out`` (each in ``<name>/``), relative to the current folder: never
+beside this module, which an installed tsdp keeps in site-packages (not writable, or not the user's)."""
 
 
 def jsonable(x: Any) -> Any:
@@ -78,7 +80,8 @@ def _version() -> str:
 def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Optional[Path] = None,
                  quick: bool = False, progress: bool = True, seed: int = 0, audits: bool = True,
                  workers: int = WORKERS, real_data=None) -> dict:
-    """Compute the report for ``config`` and write it to ``out_dir`` (default reports/out/<name>/).
+    """Compute the report for ``config`` and write it to ``out_dir`` (default reports/out/<name>/ in the current
+    folder, :data:`OUT_ROOT`).
 
     Returns the results dict (as written to results.json, see :mod:`reports.schema`). Each
     section's numbers carry their soundness direction (sound = upper, attained = lower,

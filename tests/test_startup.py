@@ -1,5 +1,6 @@
 """Start-up (issues 15, 26): `tsdp --help` and `tsdp epsilon --help` import neither sympy, torch, dp-accounting nor
-scipy.signal/stats/optimize; `tsdp epsilon` imports neither sympy nor torch, and the accountant's sympy-free pairs
+scipy.signal/stats/optimize; `tsdp epsilon` imports neither sympy nor torch; none of them imports a package of an
+optional extra (a plain install has none), and the accountant's sympy-free pairs
 give exactly the numbers of the exact (sympy) pairs; importing tsdp and every module under it leaves
 ``sys.modules`` as the import system makes it (no stand-in modules)."""
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from extra_packages import EXTRA_PACKAGES
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.theorems.registry import REGISTRY, attained_pair
@@ -36,8 +38,9 @@ _PROBE = textwrap.dedent("""
         except SystemExit as exc:
             code = exc.code
     loaded = {m: m in sys.modules for m in %r}
-    print(json.dumps({"code": code, "loaded": loaded, "stdout": out.getvalue()}))
-""" % (HEAVY + LIBRARY,))
+    extras = sorted({m.split(".")[0] for m in sys.modules} & set(%r))
+    print(json.dumps({"code": code, "loaded": loaded, "extras": extras, "stdout": out.getvalue()}))
+""" % (HEAVY + LIBRARY, EXTRA_PACKAGES))
 
 
 def _probe(*argv: str, extra: str = "") -> dict:
@@ -53,6 +56,7 @@ def test_help_imports_neither_sympy_torch_nor_dp_accounting(argv):
     result = _probe(*argv)
     assert result["code"] == 0 and "usage: tsdp" in result["stdout"]
     assert result["loaded"] == {m: False for m in HEAVY + LIBRARY}, result["loaded"]
+    assert result["extras"] == []
 
 
 # After the sympy-free run, the same command on the exact pairs: PairBound.pair and
@@ -84,6 +88,7 @@ def test_epsilon_imports_neither_sympy_nor_torch_and_matches_the_sympy_path():
     assert done.returncode == 0, done.stderr
     first, second = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
     assert first["code"] == 0 and not any(first["loaded"][m] for m in HEAVY), first["loaded"]
+    assert first["extras"] == []
     assert first["loaded"]["dp_accounting"]  # the probe sees imports: the accountant's PLDs are the library's
     assert second["sympy_used"]  # the reference really went through sympy
     fast, exact = json.loads(first["stdout"]), second["exact"]

@@ -13,10 +13,7 @@ import sys
 import pytest
 
 from cli_run import error_line
-
-EXTRA_PACKAGES = ("statsforecast", "pandas", "pyarrow", "gluonts", "opacus", "dask", "distributed", "statsmodels",
-                  "aeon", "mkdocs")
-"""The top-level packages the extras bring (pyproject's optional-dependencies, test references included)."""
+from extra_packages import EXTRA_PACKAGES
 
 BLOCKER = """
 import sys

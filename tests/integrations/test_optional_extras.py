@@ -29,3 +29,25 @@ def test_opacus_accountant_without_opacus_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "tsdp.attacks.integrations.opacus_accountant", raising=False)
     with pytest.raises(ImportError, match=r"tsdp\[opacus\]"):
         importlib.import_module("tsdp.attacks.integrations.opacus_accountant")
+
+
+def test_a_download_without_gluonts_names_the_extra_and_makes_nothing(monkeypatch, tmp_path, capsys):
+    """With GluonTS blocked (its loaded submodules too), `--download` of an uncached benchmark: the loader raises
+    the error naming tsdp[gluonts] before making any folder; `tsdp experiment` says it in one line, exit 2."""
+    from tsdp.cli.main import main
+    from tsdp.datasets.benchmarks import load_split
+    from tsdp.theorems.errors import MissingExtraError
+
+    for name in [m for m in sys.modules if m.split(".")[0] == "gluonts"] + ["gluonts"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'tsdp\[gluonts\]'"):
+        load_split("electricity", tmp_path / "cache", download=True)
+    assert not (tmp_path / "cache").exists()
+    capsys.readouterr()
+    data_dir = tmp_path / "datasets"
+    data_dir.mkdir()
+    assert main(["experiment", "--dataset", "electricity", "--download", "--data-dir", str(data_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.endswith("downloading 'electricity' needs GluonTS: "
+                                                       "pip install 'tsdp[gluonts]'"), err
+    assert list(data_dir.iterdir()) == []

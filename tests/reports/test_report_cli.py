@@ -72,3 +72,31 @@ def test_interrupt_writes_a_partial_report_and_exits_130(tmp_path, monkeypatch, 
     assert res["accounting"] is None and res["claims"] is None
     assert "Not computed" in (tmp_path / "report.md").read_text()
     assert "Not computed" in (tmp_path / "index.html").read_text()
+
+
+def test_without_out_the_report_goes_to_reports_out_of_the_current_folder(tmp_path, monkeypatch, capsys):
+    """No --out: the report is written under the current folder's reports/out/<name>/, never beside the installed
+    package (site-packages for a wheel); interrupted at once (as above), so only its partial files are written."""
+    import tsdp.reports.run as run
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "accounting_section", interrupted)
+    monkeypatch.chdir(tmp_path)
+    code, err = _run(capsys, "--no-audit")
+    assert code == 130, err
+    assert json.loads((tmp_path / "reports" / "out" / "default" / "results.json").read_text())["meta"]["name"] == \
+        "default"
+
+
+def test_an_unwritable_default_folder_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """No --out where reports/out/ cannot be made (a file named reports: a read-only folder for root too): exit 2,
+    one line naming the folder and --out, before any work."""
+    (tmp_path / "reports").write_text("not a folder")
+    monkeypatch.chdir(tmp_path)
+    code, err = _run(capsys, "--no-audit")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith("tsdp report: error: cannot write the report to reports/out/default/") and \
+        "--out" in lines[0], lines[0]

@@ -1,5 +1,5 @@
 """`tsdp report`: the tightness report - accounting, claims C1-C11 with verdicts,
-consistency, tightness audits, errata - written to reports/out/<name>/.
+consistency, tightness audits, errata - written to reports/out/<name>/ in the current folder (or --out).
 
 reports (and through it matplotlib, torch) is imported inside the handler only.
 """
@@ -21,13 +21,13 @@ def add_parsers(sub, command) -> None:
         description="Compute the configuration's accounting, verdicts on claims C1-C11 of the paper with the figures "
         "that reproduce Section 5 and Appendix C, the `tsdp verify --quick` summary, the tightness audits and the "
         "errata table; write index.html (self-contained), report.md, results.json and PNGs to reports/out/<name>/ "
-        "(or --out DIR). The audits, the claims' sweeps and C10's non-private trainings run on one process per "
+        "in the current folder (or --out DIR). The audits, the claims' sweeps and C10's non-private trainings run on one process per "
         "available core (minutes on 2 cores; --quick runs smaller grids and fewer trials).")
     p.add_argument("--config", default="default", metavar="default|FILE",
                    help="`default` (paper Section 5) or a JSON file of TrainingConfig fields, e.g. "
                    '{"L": 4, "batch_size": 160}')
     p.add_argument("--quick", action="store_true", help="fewer grid cells and audit trials (a fraction of the time)")
-    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default reports/out/<name>/)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default reports/out/<name>/ in the current folder)")
     p.add_argument("--json", action="store_true", help="print results.json to stdout instead of a summary")
     p.add_argument("--seed", type=int, default=0, help="seed of the audits and random checks (default 0)")
     p.add_argument("--no-audit", action="store_true", help="skip the Monte Carlo audits (reported as not available)")
@@ -72,7 +72,13 @@ def add_parsers(sub, command) -> None:
         default_panel = args.data == p.get_default("data") and not loader_options_given(args)
         real_data = None if default_panel else (args.data, data_from_args(args))  # None: the report's Grunfeld
         out = Path(args.out).resolve() if args.out else OUT_ROOT / name  # '.' has no name to publish beside
-        check_output_path("out", out, directory=True)  # before the report's minutes of work
+        try:
+            check_output_path("out", out, directory=True)  # before the report's minutes of work
+        except ConfigError as exc:
+            if args.out:
+                raise
+            raise UsageError(f"cannot write the report to {out}/ in the current folder ({exc.constraint}); "
+                             f"give --out DIR") from None
         check_out_dir(out)  # a finished report replaces the folder whole
         results = build_report(config, name=name, out_dir=out, quick=args.quick, seed=args.seed,
                                progress=not args.no_progress, audits=not args.no_audit, real_data=real_data,
