@@ -52,8 +52,7 @@ ALPHAS = st.floats(-3.0, 3.0).map(lambda e: 10.0**e)
 
 @pytest.mark.parametrize("alpha", [1e-3, 0.5, 1.5, 10.0, 100.0, 1e3])
 @pytest.mark.parametrize("sigma", [1e-3, 1e4])
-@pytest.mark.parametrize("instances", [2, 4, 8])
-@pytest.mark.parametrize("bound_id", ["T1", "T2", "T4"])
+@pytest.mark.parametrize("bound_id, instances", [("T1", 1), ("T2", 2), ("T2", 4), ("T2", 8), ("T4", 2), ("T4", 8)])
 def test_the_mpmath_path_is_the_gaussian_mechanism_at_extreme_sigma(bound_id, instances, sigma, alpha):
     """The corners of the sweep below, by hand (T2 at σ = 1e-3, λ = 4, α = 10 raised 'Could not find root')."""
     _check_rate_one(bound_id, instances, sigma, alpha)
