@@ -292,13 +292,16 @@ def _mp_loss_and_slope(a, p, b, q, z):
     return mp.log(fp) - mp.log(fq), slope
 
 
-def _mp_root(a, p, b, q, c, z0: float):
+def _mp_root(a, p, b, q, c, z0: float, tol):
     """The root of L(z) = c at the working precision: Newton from the float root z0.
 
     Newton converges quadratically from a float-accurate start (a handful of steps at
-    dps = 40); a step that leaves the bracket [z0 ± 1e-6] falls back to Illinois bisection.
+    dps = 40); a step that leaves the bracket [z0 ± 1e-6] falls back to bisection. ``tol`` is
+    the root's absolute tolerance; the caller works with guard digits (:func:`_guard_digits`)
+    so that L's rounding, which grows with the exponents m z - m²/2 that cancel in it, moves
+    the root by less than ``tol``. Bisection ends on the bracket's width, never on |L - c|,
+    so a loss whose rounding exceeds ``tol`` still gets its root to within that rounding.
     """
-    tol = mp.mpf(10) ** (-mp.mp.dps) * (1 + abs(mp.mpf(z0)))
     lo, hi = mp.mpf(z0) - mp.mpf("1e-6") * (1 + abs(z0)), mp.mpf(z0) + mp.mpf("1e-6") * (1 + abs(z0))
     z = mp.mpf(z0)
     for _ in range(60):
@@ -315,15 +318,36 @@ def _mp_root(a, p, b, q, c, z0: float):
         lo -= 2 * (hi - lo)
     while f(hi) < 0:
         hi += 2 * (hi - lo)
-    return mp.findroot(f, (lo, hi), solver="illinois", tol=tol**2, maxsteps=400)
+    for _ in range(2000):  # each halving narrows the bracket; 2000 covers any start at any dps ≤ 10000
+        if hi - lo <= tol:
+            break
+        mid = (lo + hi) / 2
+        if f(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    return (lo + hi) / 2
+
+
+def _guard_digits(o: OrientedPair, z0: float) -> int:
+    """Extra decimal digits for the root: log10 of the largest exponent |m z| + m²/2 + |log w| in L near z0.
+
+    L(z) = log Σ p_i e^{a_i z - a_i²/2} - log Σ q_j e^{b_j z - b_j²/2} is a difference of terms of that size, so
+    its absolute rounding is about 10^-dps times it (σ = 1e-3 with λ = 4 puts it at 3.2e7: eight digits lost).
+    """
+    means = np.concatenate([o.a, o.b])
+    logw = np.concatenate([o.log_p, o.log_q])
+    size = float(np.max(np.abs(means) * (abs(z0) + np.abs(means) / 2) + np.abs(logw)))
+    return int(np.ceil(np.log10(1.0 + size))) + 5
 
 
 def hockey_stick_mp(pair: MixturePair, alpha, dps: int = 40) -> mp.mpf:
     """H_α(P ‖ Q) in arbitrary precision (reference path), for one α ≥ 0.
 
-    The root of L(z) = log α is refined from the float root by Newton in mpmath at ``dps``
-    digits (an error η in the root changes H_α by O(η²), since the integrand vanishes
-    there); the tails use mpmath's erfc.
+    The root of L(z) = log α is refined from the float root by Newton in mpmath to 10^-dps
+    (an error η in the root changes H_α by O(η²), since the integrand vanishes there), working
+    with guard digits for the cancellation inside L (:func:`_guard_digits`: at σ = 1e-3 the
+    exponents reach 1e7 and dps = 40 alone left the root unresolved); the tails use mpmath's erfc.
     Agrees with direct quadrature of max(dP - α dQ, 0) to relative 1e-15 at dps = 40
     (tests/theorems/test_engine_reference.py).
 
@@ -339,22 +363,28 @@ def hockey_stick_mp(pair: MixturePair, alpha, dps: int = 40) -> mp.mpf:
         alpha = mp.mpf(alpha)
         if alpha < 0:
             raise ValueError("alpha must be >= 0")
-        a, p, b, q = _mp_arrays(pair)
         o = orient(pair.numeric())
+        if alpha == 0:
+            return mp.mpf(1)
+        c_float = float(mp.log(alpha))
+        inside = o.lower < c_float < o.upper  # the float root is a start only where the float loss reaches c
+        z0 = float(loss_root(o, np.array([c_float]))[0]) if inside else 0.0
+        tol = mp.mpf(10) ** (-dps) * (1 + abs(mp.mpf(z0)))
+    with mp.workdps(dps + _guard_digits(o, z0)):
+        a, p, b, q = _mp_arrays(pair)
         if o.mirrored:
             a, p = [-m for m in reversed(a)], list(reversed(p))
             b, q = [-m for m in reversed(b)], list(reversed(q))
-        if alpha == 0:
-            return mp.mpf(1)
         c = mp.log(alpha)
         lower, upper = _mp_limits(a, p, b, q)  # at this precision: the float pair's may round a weight ratio to 1
         if c <= lower:
-            return max(mp.mpf(0), 1 - alpha)
-        if c >= upper:
-            return mp.mpf(0)
-        inside = o.lower < float(c) < o.upper  # the float root is a start only where the float loss reaches c
-        z0 = float(loss_root(o, np.array([float(c)]))[0]) if inside else 0.0
-        z = _mp_root(a, p, b, q, c, z0)
-        tail = lambda m, zz: mp.erfc((zz - m) / mp.sqrt(2)) / 2  # noqa: E731
-        h = mp.fsum(w * tail(m, z) for m, w in zip(a, p)) - alpha * mp.fsum(w * tail(m, z) for m, w in zip(b, q))
-        return max(h, max(mp.mpf(0), 1 - alpha))
+            h = max(mp.mpf(0), 1 - alpha)
+        elif c >= upper:
+            h = mp.mpf(0)
+        else:
+            z = _mp_root(a, p, b, q, c, z0, tol)
+            tail = lambda m, zz: mp.erfc((zz - m) / mp.sqrt(2)) / 2  # noqa: E731
+            h = mp.fsum(w * tail(m, z) for m, w in zip(a, p)) - alpha * mp.fsum(w * tail(m, z) for m, w in zip(b, q))
+            h = max(h, max(mp.mpf(0), 1 - alpha))
+    with mp.workdps(dps):
+        return +h  # rounded to the digits asked for
