@@ -31,7 +31,7 @@ def add_parsers(sub, command) -> None:
     p.add_argument("--json", action="store_true", help="print results.json to stdout instead of a summary")
     p.add_argument("--seed", type=int, default=0, help="seed of the audits and random checks (default 0)")
     p.add_argument("--no-audit", action="store_true", help="skip the Monte Carlo audits (reported as not available)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr (the accountant's included)")
     p.add_argument("--workers", type=int, default=None,
                    help="processes for the audits and the claims' sweeps (default: one per available core; "
                         "1: everything in this process; the numbers do not depend on it)")
@@ -58,6 +58,10 @@ def add_parsers(sub, command) -> None:
         from tsdp.verify.cpus import check_workers
 
         workers = WORKERS if args.workers is None else check_workers("workers", args.workers)
+        if args.no_progress:
+            from tsdp.verify.pld.limits import hide_progress_bars
+
+            hide_progress_bars()  # the accountant's own bars too, in the audit and claim workers as well
 
         try:
             name, config = load_config(args.config)

@@ -91,7 +91,7 @@ def add_parsers(sub, command) -> None:
                    help="worker processes (default: 1 for --quick, else min(2, CPU count))")
     p.add_argument("--select", default=None, metavar="SUBSTRING",
                    help="run only the checks whose name contains SUBSTRING (e.g. P6, T10, @paper)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr (the accountant's included)")
 
     @command("verify")
     def cmd_verify(args) -> int:
@@ -99,6 +99,10 @@ def add_parsers(sub, command) -> None:
 
         if args.seed < 0:
             raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
+        if args.no_progress:
+            from tsdp.verify.pld.limits import hide_progress_bars
+
+            hide_progress_bars()  # the accountant's own bars too, in the workers as well
         report = verify(quick=args.quick, seed=args.seed, jobs=args.jobs, select=args.select,
                         progress=not (args.quick or args.no_progress))
         if args.select and not report.checks:

@@ -17,6 +17,10 @@ DEFAULT_MEMORY_LIMIT = 2 * 2**30
 MEMORY_LIMIT_ENV = "TSDP_MEMORY_LIMIT"
 """Environment variable overriding :data:`DEFAULT_MEMORY_LIMIT` (bytes, or with K/M/G/T suffix, binary)."""
 
+NO_PROGRESS_ENV = "TSDP_NO_PROGRESS"
+"""Environment variable that hides the PLD work's progress bars (:func:`_progress`) when set to anything but '' or
+'0': in this process and the worker processes it starts. ``--no-progress`` sets it (:func:`hide_progress_bars`)."""
+
 MAX_GRID_POINTS = 2**19
 """Time ceiling of a one-step grid (about 2 s to build on one core; the paper's default
 configuration needs 315001 points at d = 1e-4)."""
@@ -135,8 +139,16 @@ def _bytes(n: float) -> str:
     return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
 
 
+def hide_progress_bars() -> None:
+    """Hide the PLD work's progress bars from now on, in this process and the workers it starts
+    (:data:`NO_PROGRESS_ENV`): what ``--no-progress`` asks of the accountant under a command's own bar."""
+    os.environ[NO_PROGRESS_ENV] = "1"
+
+
 def _progress(total: int, desc: str):
-    """A tqdm bar on stderr that appears only if the work is still running after 2 s."""
+    """A tqdm bar on stderr that appears only if the work is still running after 2 s (none where
+    :data:`NO_PROGRESS_ENV` is set)."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, leave=False, delay=2.0, dynamic_ncols=True)
+    hidden = os.environ.get(NO_PROGRESS_ENV, "") not in ("", "0")
+    return tqdm(total=total, desc=desc, leave=False, delay=2.0, dynamic_ncols=True, disable=hidden)
