@@ -252,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(Schuchardt et al., ICML 2025: privacy amplification by structured subsampling).",
         epilog="Bad input exits 2 with one line naming the flag. --json output is RFC 8259 JSON; non-finite "
         "numbers are written as null. TSDP_MEMORY_LIMIT (bytes, or e.g. 4G; default 2G) caps the memory of "
-        "one privacy-loss distribution; larger ones are answered at a coarser (still sound) discretisation.",
+        "one privacy-loss distribution; larger ones are answered at a coarser (still sound) discretisation. "
+        "TSDP_NO_PROGRESS=1 hides the accountant's progress bars (as report's and verify's --no-progress do).",
     )
     parser.add_argument("--debug", action="store_true",
                         help="with an error, print its traceback too (e.g. where your train or loss function raised)")
