@@ -331,14 +331,15 @@ def floats(a) -> list:
     return [float(x) for x in np.asarray(a, dtype=float)]
 
 
-def grid_cells(config: TrainingConfig, batch_ratios: Sequence[float] = GRID_RATIOS) -> List[tuple]:
+def grid_cells(config: TrainingConfig, pairs: Optional[Sequence[Tuple[float, float]]] = None) -> List[tuple]:
     """(label, config or None, why not) of every cell of the full grid: the configuration itself
     (WOR, WR, λ = 1) and the paper's r × Λ/N grid; a grid cell the configuration cannot represent
     (N, L_C, L_F fixed) has config None and the reason.
 
     Args:
         config: The configuration.
-        batch_ratios: The Λ/N values of the grid.
+        pairs: The (r, Λ/N) cells of the grid, in order (None: every pair of :data:`GRID_RATIOS` × itself, the four
+            cells of Appendix C.1.2 and C.1.3; C1 passes the three of Appendix C.1.1).
 
     Returns:
         The cells, the configuration's first.
@@ -347,12 +348,11 @@ def grid_cells(config: TrainingConfig, batch_ratios: Sequence[float] = GRID_RATI
 
     base = plain(config)
     out = [(CONFIG_CELL, base, None)]
-    for r in GRID_RATIOS:
-        for b in batch_ratios:
-            try:
-                out.append((f"r={r:g}, Λ/N={b:g}", with_ratios(base, r, b), None))
-            except ValueError as exc:
-                out.append((f"r={r:g}, Λ/N={b:g}", None, str(exc)))
+    for r, b in pairs if pairs is not None else [(r, b) for r in GRID_RATIOS for b in GRID_RATIOS]:
+        try:
+            out.append((f"r={r:g}, Λ/N={b:g}", with_ratios(base, r, b), None))
+        except ValueError as exc:
+            out.append((f"r={r:g}, Λ/N={b:g}", None, str(exc)))
     return out
 
 

@@ -53,9 +53,9 @@ def test_c1_rule():
     good = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 1e-3, 1e-3)]
     assert C1(c1(good))[0] == "confirmed"
     # one grid cell after 100 steps loses below ε = 0.01: qualified, not confirmed
-    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.5", 100, 0.01, 1e-3)]))[0] == "qualified"
+    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.1", 100, 0.01, 1e-3)]))[0] == "qualified"
     # a grid cell's 1-step row is drawn, not judged
-    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.5", 1, 0.8, 0.8)]))[0] == "confirmed"
+    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.1", 1, 0.8, 0.8)]))[0] == "confirmed"
     # after 1 step only from ε = 0.2, but after 100 steps everywhere: qualified
     assert C1(c1([c1_row("config", 1, 0.2, 0.2), c1_row("config", 100, 1e-3, 1e-3)]))[0] == "qualified"
     # neither evaluation ahead, neither after 1 step nor after 100 steps: refuted
@@ -63,6 +63,54 @@ def test_c1_rule():
     # every λ must win: one λ behind after 1 step in the upper evaluation only: qualified
     rows = good + [c1_row("config", 1, 0.5, 0.05, lam=4), c1_row("config", 100, 1e-3, 1e-3, lam=4)]
     assert C1(c1(rows))[0] == "qualified"
+
+
+def test_c1_one_step_ordering_holds_only_from_about_0_1():
+    """Section 5 (line 769): after one step λ = 1 'only has smaller δ(ε) for ε ≥ 10^-1': below, some λ > 1 is smaller.
+    With λ = 1 ahead on the whole grid after one step (in either evaluation) that part fails: qualified, not
+    confirmed; the reason says which part."""
+    good = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 1e-3, 1e-3)]
+    assert C1(c1(good))[0] == "confirmed"
+    for ahead_everywhere in ([c1_row("config", 1, 1e-3, 0.1)], [c1_row("config", 1, 0.05, 1e-3)]):
+        word, reason = C1(c1(ahead_everywhere + good[1:]))
+        assert word == "qualified"
+        assert "after 1 step some λ>1 below λ=1 under the ε where λ=1 leads" in reason and "): False" in reason
+    # another λ behind below 0.1 in that evaluation restores it
+    rows = [c1_row("config", 1, 1e-3, 0.1), c1_row("config", 1, 0.07, 0.07, lam=4), *good[1:],
+            c1_row("config", 100, 1e-3, 1e-3, lam=4)]
+    assert C1(c1(rows))[0] == "confirmed"
+
+
+def test_c1_range_widens_with_the_steps():
+    """Lines 697 and 770: the ε range where λ = 1 leads grows with the steps; per λ and evaluation, the ε it leads
+    from never increases from 1 to 100 to 1000 steps (a step count where it never leads counts as infinity)."""
+    from tsdp.reports.claim_c1 import findings
+
+    widening = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 0.01, 1e-3), c1_row("config", 1000, 1e-3, 1e-3)]
+    assert findings(c1(widening))["range_widens"] is True
+    narrowing = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 0.01, 1e-3), c1_row("config", 1000, 0.02, 1e-3)]
+    assert findings(c1(narrowing))["range_widens"] is False
+    lost = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, None, 1e-3)]
+    assert findings(c1(lost))["range_widens"] is False
+    # per λ: λ = 4 starting later than λ = 2 after 100 steps is no narrowing
+    per_lambda = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 1e-3, 1e-3),
+                  c1_row("config", 1, 0.2, 0.2, lam=4), c1_row("config", 100, 0.1, 0.1, lam=4)]
+    assert findings(c1(per_lambda))["range_widens"] is True
+
+
+def test_c1_grid_is_the_appendix_three_cells():
+    """Appendix C.1.1 draws three (r, Λ/N) cells, (0.5, 0.1), (0.1, 0.5), (0.1, 0.1); (0.5, 0.5) has no figure there
+    and was judged. C1's full grid is the configuration (λ ∈ {2, 4, 8} × 3 step counts) and the three cells
+    (λ ∈ {2, 4} × 100, 1000 steps); C2 keeps the four cells its appendix figure has."""
+    from tsdp.reports.claim_base import ClaimContext, grid_cells
+    from tsdp.reports.claim_c1 import APPENDIX_CELLS
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    labels = [label for label, _, _ in grid_cells(DEFAULT_CONFIG, APPENDIX_CELLS)]
+    assert labels == ["config", "r=0.5, Λ/N=0.1", "r=0.1, Λ/N=0.5", "r=0.1, Λ/N=0.1"]
+    assert len(grid_cells(DEFAULT_CONFIG)) == 5
+    numbers = CLAIMS["C1"].compute(DEFAULT_CONFIG.with_(batch_size=2), True, ClaimContext()).numbers
+    assert numbers["cells"]["grid"] == 3 * 3 + 3 * 2 * 2
 
 
 def test_c1_headline_carries_the_rigorous_range():
