@@ -185,6 +185,10 @@ class Claim(abc.ABC):
 
     id: str = ""
     statement: str = ""
+    on_configuration: bool = False
+    """Whether :meth:`compute` evaluates bounds on the given configuration (C1-C6): :meth:`evaluate` then names its
+    parameters among the cells (:func:`configuration_evidence`), the evidence a cell labelled ``config`` (or a grid
+    cell varying r and Λ/N around it) stands for."""
     audits: bool = False
     """Whether :meth:`compute` runs the Monte Carlo auditor (``ctx.audit_fn``); the report computes the
     others in side processes."""
@@ -281,6 +285,8 @@ class Claim(abc.ABC):
         word, reason = self.rule(numbers)
         if not numbers["cells"]["evaluated"]:
             word = NOT_EVALUATED
+        if self.on_configuration:
+            numbers["cells"] = {**numbers["cells"], "configuration": configuration_evidence(config)}
         text = verdict_text(word, numbers["cells"], self.data(numbers))
         scope = self.scope(numbers) if word != NOT_EVALUATED else None
         return {"id": self.id, "statement": self.statement, "verdict": word,
@@ -317,6 +323,22 @@ def cell_info(cfg: TrainingConfig) -> dict:
     """
     return {"N": cfg.N, "L": cfg.L, "batch_size": cfg.batch_size, "r": float(cfg.r), "rho": float(cfg.rho),
             "sigma": cfg.sigma}
+
+
+def configuration_evidence(config: TrainingConfig) -> dict:
+    """The parameters of the configuration a bound claim (C1-C6) was evaluated on, as the report names them beside its
+    cells: N, L, L_C, L_F, Λ, σ and the derived r, ρ of WOR top, WR bottom, λ = 1 (:func:`plain`; a claim's cells
+    name what they change: top level, λ, r, Λ/N, σ_F, N_tot).
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        ``{"N", "L", "context_length", "forecast_length", "batch_size", "sigma", "r", "rho"}``.
+    """
+    base = plain(config)
+    return {"N": base.N, "L": base.L, "context_length": base.context_length, "forecast_length": base.forecast_length,
+            "batch_size": base.batch_size, "sigma": base.sigma, "r": float(base.r), "rho": float(base.rho)}
 
 
 def floats(a) -> list:

@@ -121,6 +121,7 @@ class C1(Claim):
     [1e-3, 1e3]; :attr:`statement` words it, :meth:`rule` judges it."""
 
     id = "C1"
+    on_configuration = True
     statement = ("λ = 1 (T6) gives smaller δ(ε) than λ > 1, even against the optimistic T9, for ε ≥ 0.1 after 1 step "
                  "(only there: below, λ > 1 is smaller) and on [1e-3, 1e-1] too after 100 steps, a range that widens "
                  "with the steps (appendix grid (r, Λ/N) ∈ {(0.5, 0.1), (0.1, 0.5), (0.1, 0.1)}, after ≥ 100 steps, "

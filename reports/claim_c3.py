@@ -86,6 +86,7 @@ class C3(Claim):
     at forecast length L_F → 0; :attr:`statement` words it, :meth:`rule` judges it."""
 
     id = "C3"
+    on_configuration = True
     statement = "with σ_C = 0, letting σ_F → ∞ (T11) equals forecast length L_F → 0"
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:

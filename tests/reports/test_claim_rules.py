@@ -598,6 +598,24 @@ def test_c1_quick_skip_counts_its_full_grid_cells():
     assert "(3 not evaluable)" in entry["verdict_text"]
 
 
+def test_bound_claims_name_the_configuration_they_were_computed_on():
+    """C1-C6 label cells 'config' (or r, Λ/N around it): the entry's cells name the configuration's parameters in the
+    JSON and the report's text; a claim judged on the paper's tables (C8) names its tables, not a configuration."""
+    from tsdp.reports.render import _cells
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    cfg = DEFAULT_CONFIG.with_(batch_size=2, sigma=1.5)
+    entry = CLAIMS["C1"].evaluate(cfg, quick=True)
+    k = entry["cells"]["configuration"]
+    assert (k["N"], k["L"], k["batch_size"], k["sigma"]) == (cfg.N, cfg.L, 2, 1.5)
+    assert (k["context_length"], k["forecast_length"]) == (cfg.context_length, cfg.forecast_length)
+    assert k["r"] == pytest.approx(float(cfg.r)) and k["rho"] == pytest.approx(2 / cfg.N)
+    text = " ".join(str(b[1]) for b in _cells(entry["cells"]))
+    assert f"N = {cfg.N}, L = {cfg.L}," in text and "Λ = 2, σ = 1.5" in text
+    assert all(CLAIMS[c].on_configuration for c in ("C1", "C2", "C3", "C4", "C5", "C6"))
+    assert "configuration" not in CLAIMS["C8"].evaluate(cfg)["cells"]
+
+
 def test_c10_prints_an_underpowered_test_below_the_power_it_lacks():
     """Power 0.796 < 0.8: qualified, 'a test's power is below 0.8'; the reason and the numbers table printed it to
     nearest, 'power 0.80', the power a reproduction needs. Rounded down: 0.79."""
