@@ -4,7 +4,7 @@ milliseconds; the claims' computed numbers are tested against independent recomp
 test_report_claims.py."""
 import pytest
 
-from tsdp.reports.claim_base import Cells, verdict_text
+from tsdp.reports.claim_base import Cells, ClaimContext, verdict_text
 from tsdp.reports.claims import CLAIMS
 from tsdp.reports.tightness import violation_summary
 
@@ -102,7 +102,7 @@ def test_c1_grid_is_the_appendix_three_cells():
     """Appendix C.1.1 draws three (r, Λ/N) cells, (0.5, 0.1), (0.1, 0.5), (0.1, 0.1); (0.5, 0.5) has no figure there
     and was judged. C1's full grid is the configuration (λ ∈ {2, 4, 8} × 3 step counts) and the three cells
     (λ ∈ {2, 4} × 100, 1000 steps); C2 keeps the four cells its appendix figure has."""
-    from tsdp.reports.claim_base import ClaimContext, grid_cells
+    from tsdp.reports.claim_base import grid_cells
     from tsdp.reports.claim_c1 import APPENDIX_CELLS
     from tsdp.theorems.config import DEFAULT_CONFIG
 
@@ -166,6 +166,30 @@ def test_c3_rule():
     assert C3(c3(rel=0.01))[0] == "confirmed"  # the tolerance is inclusive
     assert C3(c3(w_rel=2e-3))[0] == "refuted"
     assert C3(c3(weights=()))[0] == "not evaluated"
+
+
+def test_c3_is_judged_in_all_four_appendix_cells():
+    """Appendix C.1.3: 'In all cases' (r, Λ/N ∈ {0.5, 0.1}) σ_F → ∞ equals L_F = 0; C3 judged the configuration only.
+    A grid cell whose limit misses L_F → 0 (profile or weight beyond its tolerance) refutes it and is named; on the
+    default configuration the four cells are computed, each against its own reference weight ρ L_C / T."""
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    def row(cell, rel=1e-3, w_rel=1e-4):
+        return {"cell": cell, "sigma_F": 1e3, "max_rel_gap_one_step": rel, "weight_rel_gap": w_rel}
+
+    grid = [row("r=0.5, Λ/N=0.5"), row("r=0.1, Λ/N=0.1")]
+    assert C3({**c3(), "grid": grid})[0] == "confirmed"
+    word, reason = C3({**c3(), "grid": [grid[0], row("r=0.1, Λ/N=0.1", rel=0.02)]})
+    assert word == "refuted" and "1/2" in reason and "at r=0.1, Λ/N=0.1" in reason
+    assert C3({**c3(), "grid": [row("r=0.5, Λ/N=0.5", w_rel=2e-3)]})[0] == "refuted"
+    numbers = CLAIMS["C3"].compute(DEFAULT_CONFIG, True, ClaimContext()).numbers
+    assert [g["cell"] for g in numbers["grid"]] == ["r=0.5, Λ/N=0.5", "r=0.5, Λ/N=0.1", "r=0.1, Λ/N=0.5",
+                                                    "r=0.1, Λ/N=0.1"]
+    for g in numbers["grid"]:
+        p = g["params"]
+        assert g["w_limit_LF_to_0"] == pytest.approx(p["rho"] * DEFAULT_CONFIG.context_length / (p["L"] -
+                                                     DEFAULT_CONFIG.forecast_length + 1))
+    assert numbers["cells"]["grid"] == 7 + 4 and len(numbers["cells"]["evaluated"]) == 4 + 4
 
 
 def test_c3_without_a_compared_point_is_not_confirmed():
