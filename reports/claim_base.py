@@ -185,6 +185,10 @@ class Claim(abc.ABC):
 
     id: str = ""
     statement: str = ""
+    on_configuration: bool = False
+    """Whether :meth:`compute` evaluates bounds on the given configuration (C1-C6): :meth:`evaluate` then names its
+    parameters among the cells (:func:`configuration_evidence`), the evidence a cell labelled ``config`` (or a grid
+    cell varying r and Λ/N around it) stands for."""
     audits: bool = False
     """Whether :meth:`compute` runs the Monte Carlo auditor (``ctx.audit_fn``); the report computes the
     others in side processes."""
@@ -281,6 +285,8 @@ class Claim(abc.ABC):
         word, reason = self.rule(numbers)
         if not numbers["cells"]["evaluated"]:
             word = NOT_EVALUATED
+        if self.on_configuration:
+            numbers["cells"] = {**numbers["cells"], "configuration": configuration_evidence(config)}
         text = verdict_text(word, numbers["cells"], self.data(numbers))
         scope = self.scope(numbers) if word != NOT_EVALUATED else None
         return {"id": self.id, "statement": self.statement, "verdict": word,
@@ -319,6 +325,22 @@ def cell_info(cfg: TrainingConfig) -> dict:
             "sigma": cfg.sigma}
 
 
+def configuration_evidence(config: TrainingConfig) -> dict:
+    """The parameters of the configuration a bound claim (C1-C6) was evaluated on, as the report names them beside its
+    cells: N, L, L_C, L_F, Λ, σ and the derived r, ρ of WOR top, WR bottom, λ = 1 (:func:`plain`; a claim's cells
+    name what they change: top level, λ, r, Λ/N, σ_F, N_tot).
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        ``{"N", "L", "context_length", "forecast_length", "batch_size", "sigma", "r", "rho"}``.
+    """
+    base = plain(config)
+    return {"N": base.N, "L": base.L, "context_length": base.context_length, "forecast_length": base.forecast_length,
+            "batch_size": base.batch_size, "sigma": base.sigma, "r": float(base.r), "rho": float(base.rho)}
+
+
 def floats(a) -> list:
     """An array as a list of Python floats (results.json).
 
@@ -331,14 +353,15 @@ def floats(a) -> list:
     return [float(x) for x in np.asarray(a, dtype=float)]
 
 
-def grid_cells(config: TrainingConfig, batch_ratios: Sequence[float] = GRID_RATIOS) -> List[tuple]:
+def grid_cells(config: TrainingConfig, pairs: Optional[Sequence[Tuple[float, float]]] = None) -> List[tuple]:
     """(label, config or None, why not) of every cell of the full grid: the configuration itself
     (WOR, WR, λ = 1) and the paper's r × Λ/N grid; a grid cell the configuration cannot represent
     (N, L_C, L_F fixed) has config None and the reason.
 
     Args:
         config: The configuration.
-        batch_ratios: The Λ/N values of the grid.
+        pairs: The (r, Λ/N) cells of the grid, in order (None: every pair of :data:`GRID_RATIOS` × itself, the four
+            cells of Appendix C.1.2 and C.1.3; C1 passes the three of Appendix C.1.1).
 
     Returns:
         The cells, the configuration's first.
@@ -347,12 +370,11 @@ def grid_cells(config: TrainingConfig, batch_ratios: Sequence[float] = GRID_RATI
 
     base = plain(config)
     out = [(CONFIG_CELL, base, None)]
-    for r in GRID_RATIOS:
-        for b in batch_ratios:
-            try:
-                out.append((f"r={r:g}, Λ/N={b:g}", with_ratios(base, r, b), None))
-            except ValueError as exc:
-                out.append((f"r={r:g}, Λ/N={b:g}", None, str(exc)))
+    for r, b in pairs if pairs is not None else [(r, b) for r in GRID_RATIOS for b in GRID_RATIOS]:
+        try:
+            out.append((f"r={r:g}, Λ/N={b:g}", with_ratios(base, r, b), None))
+        except ValueError as exc:
+            out.append((f"r={r:g}, Λ/N={b:g}", None, str(exc)))
     return out
 
 

@@ -45,6 +45,7 @@ class C2(Claim):
     10 epochs, for r, Λ/N ∈ {0.5, 0.1}; :attr:`statement` words it, :meth:`rule` judges it."""
 
     id = "C2"
+    on_configuration = True
     statement = ("WOR top level (T6, floor(N/Λ) compositions per epoch) beats deterministic iteration (T1) after 1 step, "
                  "1 epoch and 10 epochs, for r, Λ/N ∈ {0.5, 0.1}")
 

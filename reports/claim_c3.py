@@ -4,7 +4,9 @@ T11 (upper bound) has weight w(σ_F) = ρ r (φ τ(σ_F) + 1 - φ); the L_F → 
 the same T and ρ with k' = L_C windows (only the windows holding the element in their context
 remain), weight w∞ = ρ L_C / T; L_C = 0 gives the zero profile max(0, 1 - α). Both exact
 one-step profiles, and after 100 steps both sound (connect-the-dots, upper). Cells: the σ_F
-values of the sweep, the last standing for σ_F → ∞ (:func:`limit_sigma_f`: 1e3, larger for long forecasts).
+values of the sweep, the last standing for σ_F → ∞ (:func:`limit_sigma_f`: 1e3, larger for long forecasts), and
+Appendix C.1.3's four (r, Λ/N) cells ("in all cases"), each judged at its limit σ_F on the exact one-step profile and
+the weight (the composed curves are the configuration's only).
 The weights checked are T11's own, read off the pair its bound builds (:func:`t11_weight`), against w∞ computed
 from the configuration: a T11 whose weight is wrong fails the check. A non-finite value in a compared curve
 (either reference or T11's) leaves the claim not evaluated, saying where; it is never skipped.
@@ -23,7 +25,8 @@ from tsdp.theorems.registry import get
 from tsdp.verify.estimate import Estimate
 from tsdp.verify.rounded import rounded_down, rounded_nearest, rounded_up
 
-from .claim_base import CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed, cell_info, floats, plain
+from .claim_base import (CONFIRMED, NOT_EVALUATED, QUALIFIED, REFUTED, Cells, Claim, ClaimContext, Computed,
+                         cell_info, floats, grid_cells, plain)
 from .curves import NEGLIGIBLE, delta_curves, eps_grid
 
 SIGMA_F = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 1e3)
@@ -104,27 +107,51 @@ def max_rel(a: np.ndarray, ref: np.ndarray) -> Optional[float]:
     return float(np.max(np.abs(a[keep] - ref[keep]) / ref[keep])) if keep.any() else None
 
 
+def _reference(base: TrainingConfig, eps: np.ndarray) -> tuple:
+    """The L_F → 0 reference of a cell: T6 on the same T and ρ with k' = L_C windows (its configuration), and its exact
+    one-step profile; L_C = 0: no configuration (None) and the zero profile max(0, 1 - α).
+
+    Args:
+        base: The cell (WOR top, WR bottom, λ = 1).
+        eps: The ε grid.
+
+    Returns:
+        (reference configuration or None, one-step δ on ``eps``).
+    """
+    if base.context_length < 1:
+        return None, np.maximum(0.0, -np.expm1(eps))
+    ref_cfg = base.with_(context_length=base.context_length - 1, forecast_length=1, L=base.T)
+    return ref_cfg, np.asarray(get("T6").profile(ref_cfg, np.exp(eps)))
+
+
+def _cell_ok(row: dict) -> bool:
+    """Whether a grid cell's limit matches L_F → 0: one-step profile within PROFILE_REL (or not compared) and weight
+    within WEIGHT_REL."""
+    rel = row["max_rel_gap_one_step"]
+    return (rel is None or rel <= PROFILE_REL) and row["weight_rel_gap"] <= WEIGHT_REL
+
+
 class C3(Claim):
     """Claim C3 (THEOREMS.md; paper Section 5, Fig. 4; erratum 5): with σ_C = 0, T11's upper bound (Thm G.1) as σ_F → ∞ equals the bound
     at forecast length L_F → 0; :attr:`statement` words it, :meth:`rule` judges it."""
 
     id = "C3"
-    statement = "with σ_C = 0, letting σ_F → ∞ (T11) equals forecast length L_F → 0"
+    on_configuration = True
+    statement = ("with σ_C = 0, letting σ_F → ∞ (T11) equals forecast length L_F → 0, in all cases r, Λ/N ∈ {0.5, 0.1} "
+                 "(Appendix C.1.3)")
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
         eps = eps_grid()
         base = plain(config)
         w_inf = base.rho * Fraction(base.context_length, base.T)
-        if base.context_length >= 1:
-            # L_F -> 0: the k' = L_C windows holding the element in their context, same T and ρ
-            ref_cfg = base.with_(context_length=base.context_length - 1, forecast_length=1, L=base.T)
-            ref_one = np.asarray(get("T6").profile(ref_cfg, np.exp(eps)))
+        ref_cfg, ref_one = _reference(base, eps)
+        if ref_cfg is not None:
             ref_comp = delta_curves(Estimate.SOUND, "T6", ref_cfg, [STEPS], eps)[STEPS]
         else:
-            ref_one = np.maximum(0.0, -np.expm1(eps))
             ref_comp = ref_one.copy()
         sigmas = (QUICK_SIGMA_F if quick else SIGMA_F)[:-1] + (limit_sigma_f(base),)
-        cells = Cells(grid=len(SIGMA_F))
+        grid = grid_cells(config)[1:]
+        cells = Cells(grid=len(SIGMA_F) + len(grid))
         curves, weights, one_steps = [], [], []
         t11 = get("T11")
         for s in sigmas:
@@ -137,11 +164,29 @@ class C3(Claim):
             curves.append({"label": f"σ_F = {s:g} (T11, upper)", "sigma_F": s, "delta_1": floats(one),
                            "delta_composed": floats(comp)})
             cells.evaluated.append(f"σ_F = {s:g}")
+        grid_rows, grid_curves = [], []
+        for label, cfg, why in grid:
+            if cfg is None:
+                cells.skip(label, why)
+                continue
+            ctx.step(f"{label}, σ_F → ∞")
+            s = limit_sigma_f(cfg)
+            cell_ref = _reference(cfg, eps)[1]
+            cell_one = np.asarray(t11.profile(cfg.with_(sigma_forecast=float(s)), np.exp(eps)))
+            grid_curves += [(f"the L_F → 0 reference at {label}", cell_ref), (f"T11 at {label}, σ_F = {s:g}", cell_one)]
+            w = t11_weight(cfg.with_(sigma_forecast=float(s)))
+            w_cell = float(cfg.rho * Fraction(cfg.context_length, cfg.T))
+            grid_rows.append({"cell": label, "sigma_F": s, "params": cell_info(cfg),
+                              "max_rel_gap_one_step": max_rel(cell_one, cell_ref),
+                              "weight": w, "w_limit_LF_to_0": w_cell,
+                              "weight_rel_gap": abs(w - w_cell) / w_cell if w_cell > 0 else abs(w)})
+            cells.evaluated.append(f"{label}, σ_F = {s:g} (one step)")
         non_finite = non_finite_curves([("the L_F → 0 reference (one step)", ref_one),
                                         ("the L_F → 0 reference (composed)", ref_comp)]
                                        + [(f"T11 at {c['label'].split(' (')[0]} ({key})", c[kind])
                                           for c in curves for key, kind in (("one step", "delta_1"),
-                                                                            ("composed", "delta_composed"))])
+                                                                            ("composed", "delta_composed"))]
+                                       + grid_curves)
         if non_finite:
             cells.skip("every σ_F", "not finite: " + "; ".join(non_finite), cells.grid)
             cells.evaluated.clear()
@@ -153,7 +198,7 @@ class C3(Claim):
                    "max_rel_gap_composed": max_rel(curves[-1]["delta_composed"], ref_comp),
                    "weight_rel_gap": w_rel, "composed_steps": STEPS, "monotone_in_sigma_F": mono,
                    "non_finite": non_finite,
-                   "params": cell_info(base), "cells": cells.as_dict(quick)}
+                   "params": cell_info(base), "grid": grid_rows, "cells": cells.as_dict(quick)}
         figure = {"eps": floats(eps), "steps": STEPS, "curves": curves,
                   "reference": {"label": "L_F → 0 (T6 shape, w = ρ L_C / T)", "delta_1": floats(ref_one),
                                 "delta_composed": floats(ref_comp)}}
@@ -172,7 +217,9 @@ class C3(Claim):
         if numbers.get("non_finite"):
             return NOT_EVALUATED, "not compared: " + "; ".join(numbers["non_finite"])
         mono, rel, w_rel = numbers["monotone_in_sigma_F"], numbers["max_rel_gap_one_step"], numbers["weight_rel_gap"]
-        ok = mono and (rel is None or rel <= PROFILE_REL) and w_rel <= WEIGHT_REL
+        grid = numbers.get("grid", [])
+        grid_ok = all(_cell_ok(g) for g in grid)
+        ok = mono and (rel is None or rel <= PROFILE_REL) and w_rel <= WEIGHT_REL and grid_ok
         last = numbers["weights"][-1]
 
         def gap(x, tolerance=None):  # a judged gap on the side that does not strengthen its finding
@@ -186,6 +233,12 @@ class C3(Claim):
                   f"the L_F → 0 reference {gap(rel, PROFILE_REL)} (one step), {gap(numbers['max_rel_gap_composed'])} "
                   f"({numbers['composed_steps']} steps, not judged); weight {last['weight']:.4g} vs w∞ = ρ L_C / T = "
                   f"{numbers['w_limit_LF_to_0']:.4g} (relative gap {gap(w_rel, WEIGHT_REL)})")
+        if grid:
+            worst = max(grid, key=lambda g: (g["max_rel_gap_one_step"] or 0.0, g["weight_rel_gap"]))
+            reason += (f"; Appendix C.1.3's (r, Λ/N) cells at their limit σ_F, one step: within {PROFILE_REL:g} "
+                       f"(profile) and {WEIGHT_REL:g} (weight) of L_F → 0 in {sum(map(_cell_ok, grid))}/{len(grid)}, "
+                       f"largest gaps {gap(worst['max_rel_gap_one_step'], PROFILE_REL if grid_ok else None)} (profile), {gap(worst['weight_rel_gap'], WEIGHT_REL if grid_ok else None)} "
+                       f"(weight) at {worst['cell']}")
         return (REFUTED if not ok else QUALIFIED if rel is None else CONFIRMED), reason
 
     def figure(self, result: dict, out: Path) -> List[str]:

@@ -54,6 +54,7 @@ class C4(Claim):
     :attr:`statement` words it, :meth:`rule` judges it."""
 
     id = "C4"
+    on_configuration = True
     statement = ("deterministic top level, N = Λ, composing 16/λ epochs: λ = 1 gives the smallest δ(ε) at ε ∈ {1, 4}, "
                  "r ∈ {0.5, 0.1}, at every step that ends an epoch of λ > 1")
 

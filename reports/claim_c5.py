@@ -74,6 +74,7 @@ class C5(Claim):
     :attr:`statement` words it, :meth:`rule` judges it."""
 
     id = "C5"
+    on_configuration = True
     statement = ("pooled-window DP-SGD (T14) is less private than structured subsampling (T6) for larger L_C + L_F; "
                  "grid N_tot ∈ {1e4, 1e6}, Λ/N_tot ∈ {0.1, 0.001}, L_C+L_F ∈ {1..32}")
 

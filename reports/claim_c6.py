@@ -107,6 +107,7 @@ class C6(Claim):
     (:attr:`audits`); :attr:`statement` words it, :meth:`rule` judges it."""
 
     id = "C6"
+    on_configuration = True
     audits = True
     statement = ("black-box use of the standard guarantee (T13, one record) underestimates the leakage: an attack on the "
                  "pooled-window loop exceeds it")

@@ -271,6 +271,11 @@ def _claims(claims: List[dict]) -> List[tuple]:
 
 def _cells(cells: dict) -> List[tuple]:
     out = [(Block.PARAGRAPH, "Evaluated: " + ("; ".join(cells["evaluated"]) or "none") + ".")]
+    if "configuration" in cells:
+        k = cells["configuration"]
+        out.append((Block.PARAGRAPH, f"On the configuration N = {k['N']}, L = {k['L']}, L_C = {k['context_length']}, "
+                    f"L_F = {k['forecast_length']}, Λ = {k['batch_size']}, σ = {fmt(k['sigma'])} (WOR top, WR bottom, "
+                    f"λ = 1: r = {fmt(k['r'])}, ρ = {fmt(k['rho'])}); each cell names what it changes."))
     if cells["not_evaluated"]:
         out.append((Block.TABLE, ["not evaluated", "cells", "why"],
                     [[x["cell"], x["cells"], x["reason"]] for x in cells["not_evaluated"]]))

@@ -30,7 +30,9 @@ keep their audit record, soundness_violations lists every case the exit code cou
                     other_verdicts: [{source, verdict, verdict_text, reason}] (the claim on other
                     evidence by the same rule; C7: the paper's own reported tables),
                     cells {grid: cells of the full grid, quick, evaluated: [labels],
-                           not_evaluated: [{cell, reason, cells: how many grid cells it stands for}]},
+                           not_evaluated: [{cell, reason, cells: how many grid cells it stands for}],
+                           configuration (C1-C6, computed on it): {N, L, context_length, forecast_length,
+                           batch_size, sigma, r, rho}},
                     numbers {...claim-specific, see reports.claim_c1 ... claim_c7}, figure {curves drawn},
                     figures: [png file names]}]
   consistency     {mode, seed, elapsed_s, summary {pass, fail, finding, total}, theorems_covered,

@@ -4,7 +4,7 @@ milliseconds; the claims' computed numbers are tested against independent recomp
 test_report_claims.py."""
 import pytest
 
-from tsdp.reports.claim_base import Cells, verdict_text
+from tsdp.reports.claim_base import Cells, ClaimContext, verdict_text
 from tsdp.reports.claims import CLAIMS
 from tsdp.reports.tightness import violation_summary
 
@@ -53,9 +53,9 @@ def test_c1_rule():
     good = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 1e-3, 1e-3)]
     assert C1(c1(good))[0] == "confirmed"
     # one grid cell after 100 steps loses below ε = 0.01: qualified, not confirmed
-    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.5", 100, 0.01, 1e-3)]))[0] == "qualified"
+    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.1", 100, 0.01, 1e-3)]))[0] == "qualified"
     # a grid cell's 1-step row is drawn, not judged
-    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.5", 1, 0.8, 0.8)]))[0] == "confirmed"
+    assert C1(c1(good + [c1_row("r=0.5, Λ/N=0.1", 1, 0.8, 0.8)]))[0] == "confirmed"
     # after 1 step only from ε = 0.2, but after 100 steps everywhere: qualified
     assert C1(c1([c1_row("config", 1, 0.2, 0.2), c1_row("config", 100, 1e-3, 1e-3)]))[0] == "qualified"
     # neither evaluation ahead, neither after 1 step nor after 100 steps: refuted
@@ -63,6 +63,54 @@ def test_c1_rule():
     # every λ must win: one λ behind after 1 step in the upper evaluation only: qualified
     rows = good + [c1_row("config", 1, 0.5, 0.05, lam=4), c1_row("config", 100, 1e-3, 1e-3, lam=4)]
     assert C1(c1(rows))[0] == "qualified"
+
+
+def test_c1_one_step_ordering_holds_only_from_about_0_1():
+    """Section 5 (line 769): after one step λ = 1 'only has smaller δ(ε) for ε ≥ 10^-1': below, some λ > 1 is smaller.
+    With λ = 1 ahead on the whole grid after one step (in either evaluation) that part fails: qualified, not
+    confirmed; the reason says which part."""
+    good = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 1e-3, 1e-3)]
+    assert C1(c1(good))[0] == "confirmed"
+    for ahead_everywhere in ([c1_row("config", 1, 1e-3, 0.1)], [c1_row("config", 1, 0.05, 1e-3)]):
+        word, reason = C1(c1(ahead_everywhere + good[1:]))
+        assert word == "qualified"
+        assert "after 1 step some λ>1 below λ=1 under the ε where λ=1 leads" in reason and "): False" in reason
+    # another λ behind below 0.1 in that evaluation restores it
+    rows = [c1_row("config", 1, 1e-3, 0.1), c1_row("config", 1, 0.07, 0.07, lam=4), *good[1:],
+            c1_row("config", 100, 1e-3, 1e-3, lam=4)]
+    assert C1(c1(rows))[0] == "confirmed"
+
+
+def test_c1_range_widens_with_the_steps():
+    """Lines 697 and 770: the ε range where λ = 1 leads grows with the steps; per λ and evaluation, the ε it leads
+    from never increases from 1 to 100 to 1000 steps (a step count where it never leads counts as infinity)."""
+    from tsdp.reports.claim_c1 import findings
+
+    widening = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 0.01, 1e-3), c1_row("config", 1000, 1e-3, 1e-3)]
+    assert findings(c1(widening))["range_widens"] is True
+    narrowing = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 0.01, 1e-3), c1_row("config", 1000, 0.02, 1e-3)]
+    assert findings(c1(narrowing))["range_widens"] is False
+    lost = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, None, 1e-3)]
+    assert findings(c1(lost))["range_widens"] is False
+    # per λ: λ = 4 starting later than λ = 2 after 100 steps is no narrowing
+    per_lambda = [c1_row("config", 1, 0.05, 0.1), c1_row("config", 100, 1e-3, 1e-3),
+                  c1_row("config", 1, 0.2, 0.2, lam=4), c1_row("config", 100, 0.1, 0.1, lam=4)]
+    assert findings(c1(per_lambda))["range_widens"] is True
+
+
+def test_c1_grid_is_the_appendix_three_cells():
+    """Appendix C.1.1 draws three (r, Λ/N) cells, (0.5, 0.1), (0.1, 0.5), (0.1, 0.1); (0.5, 0.5) has no figure there
+    and was judged. C1's full grid is the configuration (λ ∈ {2, 4, 8} × 3 step counts) and the three cells
+    (λ ∈ {2, 4} × 100, 1000 steps); C2 keeps the four cells its appendix figure has."""
+    from tsdp.reports.claim_base import grid_cells
+    from tsdp.reports.claim_c1 import APPENDIX_CELLS
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    labels = [label for label, _, _ in grid_cells(DEFAULT_CONFIG, APPENDIX_CELLS)]
+    assert labels == ["config", "r=0.5, Λ/N=0.1", "r=0.1, Λ/N=0.5", "r=0.1, Λ/N=0.1"]
+    assert len(grid_cells(DEFAULT_CONFIG)) == 5
+    numbers = CLAIMS["C1"].compute(DEFAULT_CONFIG.with_(batch_size=2), True, ClaimContext()).numbers
+    assert numbers["cells"]["grid"] == 3 * 3 + 3 * 2 * 2
 
 
 def test_c1_headline_carries_the_rigorous_range():
@@ -118,6 +166,30 @@ def test_c3_rule():
     assert C3(c3(rel=0.01))[0] == "confirmed"  # the tolerance is inclusive
     assert C3(c3(w_rel=2e-3))[0] == "refuted"
     assert C3(c3(weights=()))[0] == "not evaluated"
+
+
+def test_c3_is_judged_in_all_four_appendix_cells():
+    """Appendix C.1.3: 'In all cases' (r, Λ/N ∈ {0.5, 0.1}) σ_F → ∞ equals L_F = 0; C3 judged the configuration only.
+    A grid cell whose limit misses L_F → 0 (profile or weight beyond its tolerance) refutes it and is named; on the
+    default configuration the four cells are computed, each against its own reference weight ρ L_C / T."""
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    def row(cell, rel=1e-3, w_rel=1e-4):
+        return {"cell": cell, "sigma_F": 1e3, "max_rel_gap_one_step": rel, "weight_rel_gap": w_rel}
+
+    grid = [row("r=0.5, Λ/N=0.5"), row("r=0.1, Λ/N=0.1")]
+    assert C3({**c3(), "grid": grid})[0] == "confirmed"
+    word, reason = C3({**c3(), "grid": [grid[0], row("r=0.1, Λ/N=0.1", rel=0.02)]})
+    assert word == "refuted" and "1/2" in reason and "at r=0.1, Λ/N=0.1" in reason
+    assert C3({**c3(), "grid": [row("r=0.5, Λ/N=0.5", w_rel=2e-3)]})[0] == "refuted"
+    numbers = CLAIMS["C3"].compute(DEFAULT_CONFIG, True, ClaimContext()).numbers
+    assert [g["cell"] for g in numbers["grid"]] == ["r=0.5, Λ/N=0.5", "r=0.5, Λ/N=0.1", "r=0.1, Λ/N=0.5",
+                                                    "r=0.1, Λ/N=0.1"]
+    for g in numbers["grid"]:
+        p = g["params"]
+        assert g["w_limit_LF_to_0"] == pytest.approx(p["rho"] * DEFAULT_CONFIG.context_length / (p["L"] -
+                                                     DEFAULT_CONFIG.forecast_length + 1))
+    assert numbers["cells"]["grid"] == 7 + 4 and len(numbers["cells"]["evaluated"]) == 4 + 4
 
 
 def test_c3_without_a_compared_point_is_not_confirmed():
@@ -548,6 +620,24 @@ def test_c1_quick_skip_counts_its_full_grid_cells():
     assert skipped == {"config, λ=4": len((1, 100, 1000))}
     assert entry["cells"]["evaluated"] == ["config, λ=2, 1 steps", "config, λ=2, 100 steps"]
     assert "(3 not evaluable)" in entry["verdict_text"]
+
+
+def test_bound_claims_name_the_configuration_they_were_computed_on():
+    """C1-C6 label cells 'config' (or r, Λ/N around it): the entry's cells name the configuration's parameters in the
+    JSON and the report's text; a claim judged on the paper's tables (C8) names its tables, not a configuration."""
+    from tsdp.reports.render import _cells
+    from tsdp.theorems.config import DEFAULT_CONFIG
+
+    cfg = DEFAULT_CONFIG.with_(batch_size=2, sigma=1.5)
+    entry = CLAIMS["C1"].evaluate(cfg, quick=True)
+    k = entry["cells"]["configuration"]
+    assert (k["N"], k["L"], k["batch_size"], k["sigma"]) == (cfg.N, cfg.L, 2, 1.5)
+    assert (k["context_length"], k["forecast_length"]) == (cfg.context_length, cfg.forecast_length)
+    assert k["r"] == pytest.approx(float(cfg.r)) and k["rho"] == pytest.approx(2 / cfg.N)
+    text = " ".join(str(b[1]) for b in _cells(entry["cells"]))
+    assert f"N = {cfg.N}, L = {cfg.L}," in text and "Λ = 2, σ = 1.5" in text
+    assert all(CLAIMS[c].on_configuration for c in ("C1", "C2", "C3", "C4", "C5", "C6"))
+    assert "configuration" not in CLAIMS["C8"].evaluate(cfg)["cells"]
 
 
 def test_c10_prints_an_underpowered_test_below_the_power_it_lacks():
