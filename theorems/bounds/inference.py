@@ -124,7 +124,7 @@ class InferenceConfig:
         """Standardised shift of one changed step, v / σ."""
         return float(self.v) / float(self.sigma)
 
-    def with_(self, **changes) -> "InferenceConfig":
+    def with_(self, **changes: object) -> "InferenceConfig":
         """A copy with the given fields changed (validated again at construction).
 
         Args:
