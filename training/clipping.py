@@ -19,21 +19,45 @@ NORM_DTYPE = torch.float64
 """The dtype every clip norm is accumulated in (:func:`clip_margin` bounds its rounding)."""
 
 PRODUCT_MAX_VALUES = 32768
-"""Inputs of up to this many values (M × row length) get their squared norms as one dot product per row (one call);
-larger ones by a norm reduction, which holds no (M, d) elementwise product in memory. The two cost the same at about
-this size on 1 CPU thread ((256, 128) and (64, 512) alike); past it the reduction is the faster (simple-ff's
-(256, 1024) output gradient; `tsdp bench loop` times the whole step), and a fresh multi-megabyte temporary per step
-costs page faults, more than the reduction itself on a materialised DeepAR G_i."""
+"""Inputs of up to this many values (M × row length) get their squared norms as one float64 dot product per row (one
+call); larger ones by a norm reduction, which holds no (M, d) elementwise product in memory. The two cost the same at
+about this size on 1 CPU thread ((256, 128) and (64, 512) alike)."""
+
+BLOCKED_MIN_VALUES = 131072
+"""Inputs of more than this many values (M × row length) get their squared norms from blocks of :data:`NORM_BLOCK`
+values, each block's norm taken in the input's dtype and their squares summed in float64: no float64 copy of the
+input, 2.4x (simple-ff's (256, 1024) output gradient) to 4.7x (a materialised DeepAR G_i, (256, 12800)) faster than the
+float64 reduction on 1 CPU thread; smaller ones, cache-resident, are as fast or faster in float64 ((256, 256))."""
+
+NORM_BLOCK = 32
+"""B, the values per block of the blocked route (:data:`BLOCKED_MIN_VALUES`); its rounding, ≤ (B + 2) u relative,
+is one term of :func:`clip_margin`'s κ."""
 
 
 def _flat(g: torch.Tensor, sample_dims: int) -> torch.Tensor:
     return g.reshape(*g.shape[:sample_dims], math.prod(g.shape[sample_dims:]))
 
 
+def _blocked_squared_row_norms(flat: torch.Tensor) -> torch.Tensor:
+    """Σ_b fl(||x_b||)² over the row's blocks x_b of :data:`NORM_BLOCK` values (the last one shorter), each block's
+    norm in ``flat``'s dtype, their squares summed in float64, plus the underflow allowance d · 2^-149 (float32's; the
+    dtype's least subnormal times 1, generally): a lower estimate of ||x_i||² by at most a factor (1 - u)^(B + 2)
+    (:func:`clip_margin`)."""
+    m, d = flat.shape
+    whole = d - d % NORM_BLOCK
+    blocks = flat[:, :whole].reshape(m, whole // NORM_BLOCK, NORM_BLOCK)
+    sq = torch.linalg.vector_norm(blocks, dim=2).to(NORM_DTYPE).square_().sum(1)
+    if whole < d:
+        sq = sq.add_(torch.linalg.vector_norm(flat[:, whole:], dim=1).to(NORM_DTYPE).square_())
+    finfo = torch.finfo(flat.dtype)
+    return sq.add_(d * finfo.tiny * finfo.eps)
+
+
 def squared_row_norms(x: torch.Tensor, m: int) -> torch.Tensor:
     """||x_i||² over all but the first dim, accumulated in float64 (:data:`NORM_DTYPE`; :func:`clip_margin` bounds
-    its rounding): the cheaper of a row-wise dot product and a norm reduction by the input's size
-    (:data:`PRODUCT_MAX_VALUES`; a static shape, no read of the values).
+    its rounding, the sound side: never above C once clipped): the cheapest of a row-wise float64 dot product, a float64
+    norm reduction and, past :data:`BLOCKED_MIN_VALUES`, blocks of :data:`NORM_BLOCK` values normed in the input's
+    dtype, by the input's size (:data:`PRODUCT_MAX_VALUES`; a static shape, no read of the values).
 
     Args:
         x: (M, ...) tensor.
@@ -46,7 +70,9 @@ def squared_row_norms(x: torch.Tensor, m: int) -> torch.Tensor:
     if flat.numel() <= PRODUCT_MAX_VALUES:
         flat = flat.to(NORM_DTYPE)
         return torch.linalg.vecdot(flat, flat)
-    return torch.linalg.vector_norm(flat, dim=1, dtype=NORM_DTYPE).square_()
+    if flat.numel() <= BLOCKED_MIN_VALUES:
+        return torch.linalg.vector_norm(flat, dim=1, dtype=NORM_DTYPE).square_()
+    return _blocked_squared_row_norms(flat)
 
 
 def squared_norms(grads: Grads, sample_dims: int) -> torch.Tensor:
@@ -113,23 +139,30 @@ def weighted_sum(factor: torch.Tensor, grads: Grads, sample_dims: int) -> Grads:
 def clip_margin(dtype: torch.dtype, values: int) -> float:
     """κ, the relative margin by which Algorithm 2's clipping (line 6) clips below C, so that every clipped per-sample
     gradient that enters a sum in ``dtype`` has norm ≤ C, rounding included (the sensitivity C of T1-T14). Sound
-    direction: the clipped norm is **at most** C; the cost is a factor ≥ 1 - κ on the clipped gradients, κ ≈ 3.6e-7
+    direction: the clipped norm is **at most** C; the cost is a factor ≥ 1 - κ on the clipped gradients, κ ≈ 1.4e-6
     in float32 (unclipped ones, ||g_i|| ≤ C (1 - κ), are untouched).
 
-    κ = 6u + 2 (n + 8) v, u the unit roundoff of ``dtype`` (2^-24 in float32), v = 2^-53 (float64's), n = ``values``.
-    Derivation, for g of n values of ``dtype`` and S = ||g||²: (1) the clip norm's S' is accumulated in float64
-    (:func:`squared_row_norms`; the squares of float32 values are exact there), over whatever route an engine takes
-    (sums of squares, products of two such sums, a sum over layers), at most 2n + 4 roundings deep, so
-    S' ≥ S (1 - γ), γ = (2n + 4) v / (1 - (2n + 4) v), in any summation order (the terms are ≥ 0); the ghost norm is
-    an upper bound outright (:func:`training.linear_factors.ghost_squared_norms`). (2) N = fl(√S'), the bound
-    C (1 - κ) (1 - κ and its product with C), N divided by it and the reciprocal: five roundings of v, so the float64
-    factor is c ≤ C (1 - κ) (1 + v)^5 / (||g|| √(1 - γ)) where it clips, and where it does not (c = 1, exact)
-    ||g|| ≤ C (1 - κ) (1 + v)^5 / √(1 - γ) ≤ C. (3) In ``dtype`` at most four roundings of u follow: c cast to
-    ``dtype``, c times a row weight (the stacked engine's 1/Λ), c times an input row (the factored engines' scaled
-    rows), and that times the other factor or g_i in the sum's products; so the contribution's norm is at most
-    C (1 - κ) (1 + u)^4 (1 + v)^5 / √(1 - γ) ≤ C (1 - κ)(1 + 5u + 2 (n + 7) v) ≤ C for n v ≤ 2^-20 (n ≤ 2^33 values).
-    The rounding of the sum itself (the matrix product's accumulation over samples, the division by Λ) is the
-    sum's, as the noise's; it is not a per-sample contribution.
+    κ = 6u + (B/2 + 2) u + 2 (n + 8) v, u the unit roundoff of ``dtype`` (2^-24 in float32), v = 2^-53 (float64's),
+    B = :data:`NORM_BLOCK`, n = ``values``. Derivation, for g of n values of ``dtype`` and S = ||g||²: (1) the clip
+    norm's S' is accumulated in float64 (:func:`squared_row_norms`), over whatever route an engine takes (sums of
+    squares, products of two such sums, a sum over layers), at most 2n + 4 roundings of v deep. Its terms are either
+    squares of values, exact in float64 (float32's squares are), or, on the blocked route, the squares of block norms
+    p = fl(√(fl(Σ_b x_l²))) taken in ``dtype`` over ≤ B values: each square rounds once, each of the ≤ B - 1 additions
+    once (any order: the terms are ≥ 0), the root once, so p² ≥ (1 - u)^(B + 2) Σ_b x_l², where the values are
+    normal; where they underflow each square errs by at most half the least subnormal, which the route's allowance,
+    d times the least subnormal, more than covers. So S' ≥ S (1 - u)^(B + 2) (1 - γ),
+    γ = (2n + 4) v / (1 - (2n + 4) v); the ghost norm is an upper bound outright
+    (:func:`training.linear_factors.ghost_squared_norms`). (2) N = fl(√S'), the bound C (1 - κ) (1 - κ and its
+    product with C), N divided by it and the reciprocal: five roundings of v, so the float64 factor is
+    c ≤ C (1 - κ) (1 + v)^5 / (||g|| √((1 - γ) (1 - u)^(B + 2))) where it clips, and where it does not (c = 1, exact)
+    ||g|| ≤ C (1 - κ) (1 + v)^5 / √((1 - γ) (1 - u)^(B + 2)) ≤ C. (3) In ``dtype`` at most four roundings of u
+    follow: c cast to ``dtype``, c times a row weight (the stacked engine's 1/Λ), c times an input row (the factored
+    engines' scaled rows), and that times the other factor or g_i in the sum's products; so the contribution's norm is
+    at most C (1 - κ) (1 + u)^4 (1 + v)^5 / √((1 - γ) (1 - u)^(B + 2))
+    ≤ C (1 - κ)(1 + 5u + (B/2 + 2) u + 2 (n + 7) v) ≤ C for n v ≤ 2^-20 (n ≤ 2^33 values) and (B + 2) u ≤ 2^-10
+    ((1 - u)^(-(B + 2)/2) ≤ 1 + (B/2 + 1) u + (B + 2)² u²/4; the spare u of κ's 6u covers the second-order terms).
+    The rounding of the sum itself (the matrix product's accumulation over samples, the division by Λ) is the sum's,
+    as the noise's; it is not a per-sample contribution.
 
     Args:
         dtype: the dtype the clipped gradients are formed and summed in.
@@ -138,7 +171,7 @@ def clip_margin(dtype: torch.dtype, values: int) -> float:
     Returns:
         κ.
     """
-    return 6 * (torch.finfo(dtype).eps / 2) + 2 * (values + 8) * 2.0**-53
+    return (6 + NORM_BLOCK / 2 + 2) * (torch.finfo(dtype).eps / 2) + 2 * (values + 8) * 2.0**-53
 
 
 def clip_factors(norms: torch.Tensor, clip: float, dtype: torch.dtype, values: int) -> torch.Tensor:

@@ -4,7 +4,7 @@ The clip factor min(1, C/||g_i||) rounds when it is cast to float32, and so does
 margin a gradient whose norm sits just above C came out of clipping with norm C (1 + ~3e-7) (measured on the unfixed
 code), above the sensitivity C the accountant assumes. Adversarial per-sample gradients (norms in [C, C (1 + 1e-5)],
 hypothesis over C, sample counts and widths), the clipped copies materialised in float32 and their norms taken in
-float64: all ≤ C, and none shrunk by more than 1e-6 relative (the margin's cost in utility). Each engine is checked
+float64: all ≤ C, and none shrunk by more than 2e-6 relative (the margin's cost in utility, κ ≈ 1.4e-6). Each engine is checked
 on one sample, where its sum is the sample's clipped gradient itself: the vmap engine's
 :func:`tsdp.training.clipping.clipped_sum` (the compiled step's), the factored engine (one position, the ghost norm
 and a materialised G_i) and the stacked engine of the runs trained together.
@@ -24,7 +24,7 @@ from tsdp.training.step import per_sample_gradients
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
-UTILITY_LOSS = 1e-6
+UTILITY_LOSS = 2e-6
 
 
 def _float64_norms(grads, sample_dims):

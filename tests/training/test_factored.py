@@ -521,18 +521,45 @@ def test_cached_plan_follows_the_model():
 
 
 LIMIT = clipping.PRODUCT_MAX_VALUES
+BLOCKED = clipping.BLOCKED_MIN_VALUES
 
 
 @pytest.mark.parametrize("shape", [(5, 1), (4, LIMIT // 4), (4, LIMIT // 4 + 1), (1, LIMIT + 1), (5, 3, 7),
-                                   (4, 2, LIMIT // 8), (4, 2, LIMIT // 8 + 1)])
-def test_squared_row_norms_on_both_routes(shape):
-    """Inputs at and past the dot-product limit (both routes): ||x_i||² over all but the first dim equals the sum of
-    squares taken in float64 (float32 rounding, rtol 1e-5), 3-D inputs flattened per sample."""
+                                   (4, 2, LIMIT // 8), (4, 2, LIMIT // 8 + 1), (4, BLOCKED // 4),
+                                   (4, BLOCKED // 4 + 1), (3, 5, BLOCKED // 15 + 7)])
+def test_squared_row_norms_on_every_route(shape):
+    """Inputs at and past the dot-product limit and the blocked route's (every route; a row length that no block
+    divides): ||x_i||² over all but the first dim equals the sum of squares taken in float64 (float32 rounding,
+    rtol 1e-5), 3-D inputs flattened per sample."""
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)), dtype=torch.float32)
     got = clipping.squared_row_norms(x, shape[0])
     want = x.double().reshape(shape[0], -1).square().sum(dim=1)
     assert got.shape == (shape[0],)
     assert torch.allclose(got.double(), want, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e18, 1e-19, 1e-22, 1e-40])
+def test_blocked_squared_row_norms_never_fall_below_the_margins_lower_bound(scale):
+    """The blocked route (float32 block norms, float64 sum) is a lower estimate by at most the factor (1 - u)^(B + 2)
+    that :func:`clip_margin` prices, at every scale: normal values, huge ones, and values whose float32 squares are
+    subnormal or 0 (scale 1e-22, 1e-40), where only the route's underflow allowance keeps it (without it the
+    estimate fell 2% below at 1e-22); the reference is the float64 sum of squares, exact enough (n v ≪ u)."""
+    m, d = 3, BLOCKED // 3 + 5
+    x = (torch.rand(m, d, generator=torch.Generator().manual_seed(7), dtype=torch.float64) * scale).float()
+    got = clipping.squared_row_norms(x, m)
+    exact = x.double().square().sum(dim=1)
+    u = torch.finfo(torch.float32).eps / 2
+    assert bool((got >= exact * (1 - u) ** (clipping.NORM_BLOCK + 2) * (1 - 4 * d * 2.0**-53)).all())
+    assert bool((got <= exact * (1 + u) ** (clipping.NORM_BLOCK + 2) * (1 + 4 * d * 2.0**-53) + 2 * d * 2.0**-149).all())
+
+
+def test_blocked_squared_row_norms_overflow_to_infinity_and_a_zero_clip_factor():
+    """Past √(float32's max) a block's norm overflows: the estimate is +inf, above the true norm (the sound side), and
+    the clip factor 0 drops the sample rather than letting it through unclipped."""
+    x = torch.full((2, BLOCKED // 2 + 1), 1e30)
+    sq = clipping.squared_row_norms(x, 2)
+    assert bool(torch.isinf(sq).all())
+    assert clipping.clip_factors(sq.sqrt(), 1.0, torch.float32, x.shape[1]).tolist() == [0.0, 0.0]
 
 
 class TwoPositions(nn.Module):
