@@ -19,6 +19,7 @@ inputs from :func:`side_by_side` too.
 """
 from __future__ import annotations
 
+import math
 from enum import Enum
 from typing import List, Tuple
 
@@ -33,8 +34,13 @@ LinearMember = Tuple[str, nn.Linear, List[Call]]
 """(qualified name, the linear, its recorded calls)."""
 
 
-def _flat_positions(tensors: List[torch.Tensor], m: int) -> List[torch.Tensor]:
-    return [x.reshape(m, -1, x.shape[-1]) for x in tensors]
+def _positions_into(tensors: List[torch.Tensor], m: int, out: torch.Tensor) -> torch.Tensor:
+    """Several calls' (M, *mid, d) tensors written by position into ``out`` (M, t, d) (any strides: a column block of
+    a wider buffer too), in one op: ``stack`` where every call is one (M, d) position (the usual case, a recurrent
+    layer's calls), about twice as fast on a strided block as ``cat`` of per-call views; else ``cat``."""
+    if all(x.dim() == 2 for x in tensors):
+        return torch.stack(tensors, dim=1, out=out)
+    return torch.cat([x.reshape(m, -1, x.shape[-1]) for x in tensors], dim=1, out=out)
 
 
 def stack_positions(tensors: List[torch.Tensor], m: int, key: tuple) -> torch.Tensor:
@@ -51,9 +57,8 @@ def stack_positions(tensors: List[torch.Tensor], m: int, key: tuple) -> torch.Te
     if len(tensors) == 1:
         x = tensors[0]
         return x if x.dim() == 2 else x.reshape(m, -1, x.shape[-1])
-    flat = _flat_positions(tensors, m)
-    shape = (m, sum(x.shape[1] for x in flat), flat[0].shape[-1])
-    return torch.cat(flat, dim=1, out=WORKSPACE.take(key, shape, flat[0]))
+    shape = (m, sum(math.prod(x.shape[1:-1]) for x in tensors), tensors[0].shape[-1])
+    return _positions_into(tensors, m, WORKSPACE.take(key, shape, tensors[0]))
 
 
 def side_by_side(calls_per_member: List[List[torch.Tensor]], out: torch.Tensor, m: int) -> torch.Tensor:
@@ -75,7 +80,7 @@ def side_by_side(calls_per_member: List[List[torch.Tensor]], out: torch.Tensor, 
         if len(calls) == 1:  # copy_, not cat(out=): cat writes nothing into a (1, 1, w) column block (torch 2.13)
             block.copy_(calls[0].reshape(block.shape))
         else:
-            torch.cat(_flat_positions(calls, m), dim=1, out=block)
+            _positions_into(calls, m, block)
         start += width
     return out
 
