@@ -20,6 +20,13 @@ SAMPLER_ROWS = 2048
 step's elementwise ops, faster on a CPU than the thousands of paths of a test set at once. Rows never mix, and each
 position's draws are taken for all paths at once, in path order, so the blocks change no draw's uniform."""
 
+WHOLE_VECTOR_ROWS = 32
+"""The sampler's first forecast step (one row per series) runs on a multiple of this many rows (the last row
+repeated): then every (rows, hidden) and (rows, 4·hidden) tensor of its gates holds whole pairs of the widest CPU
+vectors (16 floats), so each row takes the vectorised activations, as each path's row does in the step of all paths
+(a CPU's elementwise kernels give the last elements of a tensor that is not whole vectors the scalar function,
+which rounds differently)."""
+
 
 class _LSTM(nn.Module):
     """Stacked LSTM written with torch ops (per-sample-gradient friendly): :meth:`unroll` runs it over positions
@@ -289,8 +296,11 @@ class DeepAR(Forecaster):
         """Forecast sample paths, drawn ancestrally after the context's unrolling.
 
         The context's L_C - 1 positions unroll once per series, layer by layer (:meth:`_LSTM.unroll`, their inputs
-        known), and the LSTM state is copied to the S paths; each forecast position then takes one
-        :meth:`_LSTM.step` of all paths, its input holding the values drawn before it.
+        known). The first forecast position's input and state are the same for every path of a series (no draw
+        before it), so it takes one :meth:`_LSTM.step` per series (:meth:`_first_step`) and its laws and new state
+        are copied to the S paths; each later position takes one :meth:`_LSTM.step` of all paths, in blocks of
+        :data:`SAMPLER_ROWS`, its input holding the values drawn before it. Every position's draws are taken for all
+        paths at once, in path order (the paths of a series together), from ``generator``.
 
         Args:
             context: (B, W) contexts.
@@ -316,15 +326,43 @@ class DeepAR(Forecaster):
         future = paths_of(covariates[:, width:])
         series = torch.cat([paths_of(series), series.new_empty(b * n_samples, self.forecast_length)], dim=1)
         blocks = [slice(start, start + SAMPLER_ROWS) for start in range(0, max(1, b * n_samples), SAMPLER_ROWS)]
-        state = [(paths_of(h), paths_of(c)) for h, c in state]
-        states = [[(h[rows], c[rows]) for h, c in state] for rows in blocks]
+        states = None
         for p in range(width, width + self.forecast_length):  # position p reads values before p only (lags >= 1)
             x = torch.cat([series[:, p - self.lag_index], static, future[:, p - width]], dim=-1)
-            laws = []
-            for k, rows in enumerate(blocks):
-                h, states[k] = self.rnn.step(x[rows], states[k], whole=True)
-                laws.append(self.head(h))
-            df, loc, s = (torch.cat(law) for law in zip(*laws))
+            if states is None:  # the first position: every path of a series as its first path
+                (df, loc, s), state = self._first_step(x[::n_samples], state)
+                df, loc, s = paths_of(df), paths_of(loc), paths_of(s)
+                state = [(paths_of(h), paths_of(c)) for h, c in state]
+                states = [[(h[rows], c[rows]) for h, c in state] for rows in blocks]
+            else:
+                laws = []
+                for k, rows in enumerate(blocks):
+                    h, states[k] = self.rnn.step(x[rows], states[k], whole=True)
+                    laws.append(self.head(h))
+                df, loc, s = (torch.cat(law) for law in zip(*laws))
             series[:, p] = student_t_sample(df, loc, s, generator)  # every path's draw at once, in path order
         paths = series[:, width:] * scale
         return paths.reshape(b, n_samples, self.forecast_length)
+
+    def _first_step(self, x: torch.Tensor, state):
+        """The first forecast position of one path per series: ((ν, loc, scale), state after it), each row that of
+        every path of its series. It runs on :data:`WHOLE_VECTOR_ROWS`-whole rows (the last repeated; dropped after),
+        so its rows' numbers are those of the paths' rows in a step of all paths (a row's numbers never depend on
+        the rows around it then: tests/training/test_deepar_unroll.py checks the paths bit for bit).
+
+        Args:
+            x: (B, input) the position's inputs, one row per series.
+            state: per layer (h, c), each (B, hidden).
+
+        Returns:
+            ((ν, loc, scale), each (B,); per layer (h, c) after the position, each (B, hidden)).
+        """
+        b = x.shape[0]
+        extra = -b % WHOLE_VECTOR_ROWS
+
+        def padded(t: torch.Tensor) -> torch.Tensor:
+            return torch.cat([t, t[-1:].expand(extra, *t.shape[1:])]) if extra else t
+
+        h, state = self.rnn.step(padded(x), [(padded(h), padded(c)) for h, c in state], whole=True)
+        laws = tuple(law[:b] for law in self.head(h))
+        return laws, [(h[:b], c[:b]) for h, c in state]

@@ -1,7 +1,7 @@
 """Forecast metrics (paper Appendix "Metrics"): CRPS as mean weighted quantile loss, seasonal naive baseline."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import List, Sequence
 
 import numpy as np
 
@@ -66,8 +66,21 @@ def sample_quantiles(samples: np.ndarray, quantiles: Sequence[float] = QUANTILES
         The quantiles (Q, N, L_F).
     """
     ordered = np.sort(np.asarray(samples, dtype=np.float64), axis=1)
-    ranks = [int(np.round((ordered.shape[1] - 1) * q)) for q in quantiles]
-    return ordered[:, ranks, :].transpose(1, 0, 2)
+    return ordered[:, quantile_ranks(ordered.shape[1], quantiles), :].transpose(1, 0, 2)
+
+
+def quantile_ranks(n_samples: int, quantiles: Sequence[float] = QUANTILES) -> List[int]:
+    """The ranks (0-based, in the sorted sample) of the q-quantiles of ``n_samples`` samples as GluonTS's
+    ``SampleForecast`` takes them: round((S - 1) q), half to even.
+
+    Args:
+        n_samples: S.
+        quantiles: The quantile levels.
+
+    Returns:
+        One rank per level.
+    """
+    return [int(np.round((n_samples - 1) * q)) for q in quantiles]
 
 
 def crps_from_quantiles(target: np.ndarray, qs: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> float:

@@ -32,13 +32,14 @@ from __future__ import annotations
 import math
 from typing import Tuple
 
+import numpy as np
 import torch
 from torch import nn
 
 from .deepar import DEFAULT_LAGS, DeepAR, deepar_window
 from .observations import (DEFAULT_SCALE, MIN_SCALE, MIN_SCALE_FF, UNOBSERVED, Forecaster, mean_abs_scale, mean_scale,
                            observed_values)
-from .student_t import SCALE_EPS, StudentTHead, student_t_nll, student_t_sample
+from .student_t import SCALE_EPS, StudentTHead, student_t_nll, student_t_sample, student_t_sample_quantiles
 
 
 class DirectForecaster(Forecaster):
@@ -111,6 +112,25 @@ class DirectForecaster(Forecaster):
         return student_t_sample(
             df[:, None].expand(shape), loc[:, None].expand(shape), scale[:, None].expand(shape), generator
         )
+
+    @torch.no_grad()
+    def path_quantiles(self, context: torch.Tensor, n_samples: int, generator: torch.Generator) -> np.ndarray:
+        """The quantiles of :data:`~tsdp.training.metrics.QUANTILES` that :func:`~tsdp.training.metrics.sample_quantiles`
+        takes of :meth:`sample`'s paths (the same ``context``, ``n_samples`` and generator state), bit for bit, with
+        the generator left where :meth:`sample` leaves it; only the draws of the quantiles' ranks are computed
+        (:func:`~tsdp.training.student_t.student_t_sample_quantiles`: a window's L_F laws do not depend on its
+        draws). What :func:`tsdp.training.evaluation.evaluate` scores.
+
+        Args:
+            context: (B, L_C) contexts.
+            n_samples: S, paths per context.
+            generator: the draws' generator.
+
+        Returns:
+            The quantiles (Q, B, L_F), float64.
+        """
+        df, loc, scale = self.distribution(context)
+        return student_t_sample_quantiles(df, loc, scale, n_samples, generator)
 
 
 def _gluonts_linear(dim_in: int, dim_out: int) -> nn.Linear:

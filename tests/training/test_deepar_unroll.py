@@ -233,3 +233,39 @@ def test_sampler_blocks_of_paths_change_no_draw(monkeypatch):
         blocks = model.sample(context, 5, torch.Generator().manual_seed(11), covariates)
     assert torch.allclose(blocks, whole, rtol=1e-12, atol=0)
     assert not torch.allclose(blocks[1:], whole[:-1], rtol=1e-3, atol=0)  # the check sees a shifted draw
+
+
+def every_path_stepped(model, context, n_samples, generator, covariates):
+    """Sample paths with every forecast position, the first included, one ``_LSTM.step`` of all B·S paths at once
+    (the context unrolled once per series and its state copied to the paths): the sampler without its one step per
+    series at the first forecast position, nor its blocks."""
+    width = model.context_length
+    values, _, scale = reference_scale(model, context)
+    series = values / scale
+    x = model._inputs(series, covariates, width, model._static(torch.log(scale)))
+    _, state = model.rnn.unroll(x, model.rnn.initial_state(context.shape[0], series), whole=True)
+    state = [(h.repeat_interleave(n_samples, 0), c.repeat_interleave(n_samples, 0)) for h, c in state]
+    scale, covariates = scale.repeat_interleave(n_samples, 0), covariates.repeat_interleave(n_samples, 0)
+    series, log_scale = series.repeat_interleave(n_samples, 0), torch.log(scale)
+    for p in range(width, width + model.forecast_length):
+        h, state = model.rnn.step(reference_inputs(model, series, covariates, p, log_scale), state, whole=True)
+        df, loc, s = model.head(h)
+        series = torch.cat([series, student_t_sample(df, loc, s, generator)[:, None]], dim=1)
+    return (series[:, width:] * scale).reshape(context.shape[0], n_samples, model.forecast_length)
+
+
+@pytest.mark.parametrize("batch,n_samples", [(5, 4), (3, 4), (33, 4), (1, 8)])
+def test_first_forecast_step_once_per_series_draws_every_paths_bits(batch, n_samples):
+    """The sampler's first forecast position, one step per series (padded to whole vectors) with its laws and state
+    copied to the paths, draws the paths of every path stepped at every position, bit for bit (float32, the
+    grid's dtype) and leaves the generator where they leave it; batches not a multiple of the padding's 32 rows, and
+    1 and 3 series, whose rows are not whole vectors unpadded (without the padding their paths differ in the last
+    bits on an AVX2 CPU)."""
+    model, context, _, covariates = deepar_case(torch.float32, True, batch=batch, seed=12)
+    g, ref = torch.Generator().manual_seed(13), torch.Generator().manual_seed(13)
+    with torch.no_grad():
+        got = model.sample(context, n_samples, g, covariates)
+        want = every_path_stepped(model, context, n_samples, ref, covariates)
+    assert torch.equal(got, want)
+    assert torch.equal(g.get_state(), ref.get_state())
+    assert not torch.equal(got[:, 0], got[:, 1])  # the paths of a series differ from the first draw on

@@ -153,6 +153,10 @@ def test_the_loop_pads_windows_as_unobserved_for_tsdp_models(monkeypatch):
             seen.append(("test", bool(torch.isnan(context).any()), False))
             return super().sample(context, n_samples, generator)
 
+        def path_quantiles(self, context, n_samples, generator):  # what evaluate asks a direct forecaster for
+            seen.append(("test", bool(torch.isnan(context).any()), False))
+            return super().path_quantiles(context, n_samples, generator)
+
     monkeypatch.setattr(training, "make_model", lambda name, lc, lf, **kw: Spy(lc, lf))
     data = SeriesData(tuple(np.arange(1.0, n + 1.0) for n in (7, 8, 9, 10)))
     config = TrainingConfig(N=4, L=5, lengths=(5, 6, 7, 8), context_length=6, forecast_length=2, batch_size=4)
