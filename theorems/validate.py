@@ -175,18 +175,21 @@ def check_output_path(name: str, path, *, directory: bool = False) -> None:
     from pathlib import Path
 
     target = Path(path)
-    if directory:
-        if target.exists() and not target.is_dir():
-            raise ConfigError(name, "exists and is not a directory", str(target))
-        home = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
-        if not home.is_dir():
-            raise ConfigError(name, f"{home} is not a directory, so nothing can be created under it", str(target))
-    else:
-        if target.is_dir():
-            raise ConfigError(name, "is a directory; give a file name", str(target))
-        home = target.parent
-        if not home.is_dir():
-            raise ConfigError(name, f"its directory {home} does not exist", str(target))
+    try:  # os.stat itself fails on a path the file system cannot name (ENAMETOOLONG: a name over NAME_MAX)
+        if directory:
+            if target.exists() and not target.is_dir():
+                raise ConfigError(name, "exists and is not a directory", str(target))
+            home = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
+            if not home.is_dir():
+                raise ConfigError(name, f"{home} is not a directory, so nothing can be created under it", str(target))
+        else:
+            if target.is_dir():
+                raise ConfigError(name, "is a directory; give a file name", str(target))
+            home = target.parent
+            if not home.is_dir():
+                raise ConfigError(name, f"its directory {home} does not exist", str(target))
+    except OSError as exc:
+        raise ConfigError(name, f"cannot be used as a path here ({exc.strerror or exc})", str(target)) from None
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".tsdp-write-check-", dir=home))
     except OSError as exc:
