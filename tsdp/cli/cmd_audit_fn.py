@@ -16,8 +16,8 @@ from typing import Callable, Optional
 from tsdp.attacks.montecarlo.verdict import percent_text
 from tsdp.verify.rounded import rounded_down, rounded_up
 
-from .config_args import (CONFIG_FLAGS, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
-                          data_sizing_the_config, loader_options_given)
+from .config_args import (CONFIG_FLAGS, add_config_arguments, add_data_arguments, check_synthetic_lengths,
+                          config_from_args, data_from_args, data_sizing_the_config, loader_options_given)
 from .errors import UsageError, check_confidence, check_delta, load_entry_point
 from .output import auc_text, dumps, user_output_to_stderr
 
@@ -315,7 +315,10 @@ def _sized_data(args):
         DataError: A source that cannot be read (naming --data or the loader option at fault).
     """
     if args.canary != "gradient":
-        return None if args.data == "synthetic" else data_from_args(args)
+        if args.data == "synthetic":
+            check_synthetic_lengths(args)
+            return None
+        return data_from_args(args)
     return data_sizing_the_config(args, "audit-fn", held_out=0)
 
 
