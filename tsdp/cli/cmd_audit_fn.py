@@ -281,9 +281,13 @@ Augmentation (σ_C, σ_F) must be off (:func:`_refuse_configuration_spikes_ignor
 DP-SGD claim that only gradient canaries test."""
 
 
+SYNTHETIC_SIZE_FIELDS = ("N", "L", "lengths", "batch_size")
+"""The :data:`SPIKE_FIELDS` that size 'synthetic' only: with a file, spike canaries read its series as they are."""
+
+
 def _refuse_configuration_spikes_ignore(args) -> None:
     """With spike canaries: UsageError naming a typed configuration flag that the audit would ignore (outside
-    :data:`SPIKE_FIELDS` and augmentation's), then ConfigError for an augmented configuration (its claim, T11, covers
+    :data:`SPIKE_FIELDS` and augmentation's, or one of :data:`SYNTHETIC_SIZE_FIELDS` with a file), then ConfigError for an augmented configuration (its claim, T11, covers
     no spike canary: :func:`attacks.canary.gradient.check_canaries_covered`; σ_C = σ_F = 0 typed is honoured)."""
     if args.canary != "spike":
         return
@@ -292,6 +296,11 @@ def _refuse_configuration_spikes_ignore(args) -> None:
             raise UsageError(f"invalid {flag.flag}: --canary spike does not use it (spikes go into your data and are "
                              "scored on the returned model: only --context-length and --forecast-length, and --N, --L "
                              "or --lengths for 'synthetic', are read; --batch-size is taken to keep a small --N valid)")
+    if args.data != "synthetic":
+        for flag in CONFIG_FLAGS:
+            if flag.field in SYNTHETIC_SIZE_FIELDS and flag.flag in args.typed_flags:
+                raise UsageError(f"invalid {flag.flag}: --canary spike reads your file as it is (--N, --L, --lengths "
+                                 "and --batch-size size 'synthetic' only)")
     from tsdp.attacks.canary.gradient import check_canaries_covered
 
     check_canaries_covered(config_from_args(args))
