@@ -112,7 +112,10 @@ def check_confidence(confidence) -> float:
     if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real):
         raise ConfigError("confidence", "must be a real number", confidence)
     value = float(confidence)
-    if not 0.5 < value < 1:  # NaN too
+    if value >= 1:
+        raise ConfigError("confidence", "must be in (0.5, 1): a probability below 1 (no sample certifies with "
+                                        "certainty), e.g. 0.95 for 95%", value)
+    if not 0.5 < value:  # NaN too
         raise ConfigError("confidence", "must be in (0.5, 1): at 0.5 or below a lower bound holds no more often than "
                                         "it fails", value)
     return value
