@@ -178,7 +178,11 @@ def check_output_path(name: str, path, *, directory: bool = False) -> None:
     from pathlib import Path
 
     target = Path(path)
-    try:  # os.stat itself fails on a path the file system cannot name (ENAMETOOLONG: a name over NAME_MAX)
+    try:  # os.stat itself fails on a path the file system cannot name (ENAMETOOLONG) or a symbolic link loop (ELOOP)
+        try:
+            target.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # made by the write (or its parent refused below)
         if directory:
             if target.exists() and not target.is_dir():
                 raise ConfigError(name, "exists and is not a directory", str(target))
