@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import sys
-import tempfile
+import secrets
 import threading
 import time
 import warnings
@@ -380,7 +380,13 @@ def staging_dir(final: Path) -> Path:
     """
     final.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale(final)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    while True:  # not mkdtemp: its 0700 would stay the published report's mode; mkdir's honours the umask
+        staging = final.parent / f".{final.name}.tmp-{secrets.token_hex(4)}"
+        try:
+            staging.mkdir()
+            break
+        except FileExistsError:
+            continue
     (staging / _OWNER).write_text(str(os.getpid()))
     return staging
 
@@ -423,7 +429,7 @@ REPORT_MARK = "results.json"
 
 SIBLING_NAME_EXTRA = 14
 """The most bytes the names :func:`staging_dir` and :func:`publish` make beside a report add to its own:
-``.<name>.tmp-`` and mkdtemp's 8 characters, ``.<name>.old-<pid>`` (a pid has at most 7 digits), ``<name>.incomplete``."""
+``.<name>.tmp-`` and 8 hex digits, ``.<name>.old-<pid>`` (a pid has at most 7 digits), ``<name>.incomplete``."""
 
 
 def _name_max(folder: Path) -> int:

@@ -145,3 +145,19 @@ def test_a_refused_out_is_one_line_under_an_unwritable_home(tmp_path):
                           text=True, timeout=120, cwd=tmp_path, env=dict(env, HOME=str(home)))
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [error_line(done.stderr)], done.stderr
+
+
+def test_a_published_report_folder_has_the_modes_of_any_new_folder(tmp_path):
+    """The report's folder is its staging folder renamed: made by mkdtemp, it was 0700 whatever the umask (others
+    could not read a report written to a shared folder, though every file in it was 0644). It now has the mode a
+    plain new folder gets there."""
+    import os
+
+    from tsdp.reports.run import publish, staging_dir
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    out = tmp_path / "report"
+    publish(staging_dir(out), out, complete=True)
+    assert oct(out.stat().st_mode & 0o777) == oct(plain.stat().st_mode & 0o777)
+    assert os.stat(plain).st_mode & 0o077, "a umask of 077 makes this test unable to fail"
