@@ -458,6 +458,9 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         if args.data_canaries and args.canary != "gradient":
             raise UsageError("invalid --data-canaries: only for --canary gradient (the clipping test)")
         _refuse_flags_of_the_other_kind(args)
+        from tsdp.executor.cluster import check_cluster
+
+        check_cluster(args.cluster)  # Dask installed, the scheduler answering: before your module and any run
         data = _sized_data(args)  # a file's N and L (said), before the configuration is checked and your code runs
         config = config_from_args(args)
         from tsdp.attacks.canary.user_training import (audit_training, check_claimed_curve, make_task,
