@@ -10,11 +10,16 @@ import pytest
 
 
 def _tsdp(*argv, encoding):
-    env = dict(os.environ, PYTHONIOENCODING=encoding, OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "tsdp", *argv], capture_output=True, timeout=120, env=env)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8", "LC_ALL", "LANG")}
+    if encoding == "C locale, UTF-8 mode off":  # stdout ascii with surrogateescape, not strict
+        env.update(LC_ALL="C", PYTHONUTF8="0")
+    else:
+        env.update(PYTHONIOENCODING=encoding)
+    return subprocess.run([sys.executable, "-m", "tsdp", *argv], capture_output=True, timeout=120,
+                          env=dict(env, OMP_NUM_THREADS="1"))
 
 
-@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1", "C locale, UTF-8 mode off"])
 def test_help_and_an_answer_are_written_where_stdout_cannot_encode_them(encoding):
     helped = _tsdp("--help", encoding=encoding)
     assert helped.returncode == 0 and helped.stdout.startswith(b"usage: tsdp"), helped.stderr[-2000:]

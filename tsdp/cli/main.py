@@ -471,7 +471,11 @@ def _escape_what_stdout_cannot_encode() -> None:
     already does, rather than end the command in a UnicodeEncodeError; --json output is ASCII anyway."""
     import io
 
-    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
+    if not isinstance(sys.stdout, io.TextIOWrapper):
+        return  # redirected (a StringIO): it takes any text
+    try:
+        "εδσλΛ".encode(sys.stdout.encoding, errors=sys.stdout.errors)
+    except (UnicodeEncodeError, LookupError):  # 'strict', or the C locale's 'surrogateescape'
         sys.stdout.reconfigure(errors="backslashreplace")
 
 
