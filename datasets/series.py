@@ -358,12 +358,13 @@ def synthetic(N: int, L: int, *, seed: int, season: int = 24, noise: float = 0.2
         The N series (no calendar).
 
     Raises:
-        ValueError: ``lengths`` not of N values.
+        ConfigError: ``lengths`` not of N values (names ``lengths``).
     """
     rng = np.random.default_rng(seed)
     lengths = [L] * N if lengths is None else list(lengths)
     if len(lengths) != N:
-        raise ValueError(f"got {len(lengths)} lengths for N = {N} series")
+        raise ConfigError("lengths", f"makes one series per length: {len(lengths)} lengths for N = {N} series",
+                          tuple(lengths))
     out = []
     for n in lengths:
         level, slope = rng.uniform(5, 15), rng.uniform(-0.02, 0.02)

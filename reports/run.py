@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import sys
-import tempfile
+import secrets
 import threading
 import time
 import warnings
@@ -35,7 +35,6 @@ from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.cpus import available_cpus
 from tsdp.verify.json_data import json_data
 
-from . import figures
 from .accounting_section import DELTAS, SCHEDULES, accounting_section
 from .report_accounting import ReportAccounting
 from .claim_base import ClaimContext
@@ -198,6 +197,8 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
             results["meta"]["audit_confidence"] = check["confidence"]
             results["meta"]["audit_family_confidence"] = check["family_confidence"]
             show("", "figures")
+            from . import figures  # matplotlib: not before --out is checked (it writes its cache under HOME)
+
             with figures.drawing():
                 for c in claims:
                     c["figures"] = CLAIMS[c["id"]].figure(c, out)
@@ -379,7 +380,13 @@ def staging_dir(final: Path) -> Path:
     """
     final.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale(final)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    while True:  # not mkdtemp: its 0700 would stay the published report's mode; mkdir's honours the umask
+        staging = final.parent / f".{final.name}.tmp-{secrets.token_hex(4)}"
+        try:
+            staging.mkdir()
+            break
+        except FileExistsError:
+            continue
     (staging / _OWNER).write_text(str(os.getpid()))
     return staging
 
@@ -420,21 +427,41 @@ REPORT_MARK = "results.json"
 """The file every report, complete or not, writes: a folder holding it holds an earlier report."""
 
 
+SIBLING_NAME_EXTRA = 14
+"""The most bytes the names :func:`staging_dir` and :func:`publish` make beside a report add to its own:
+``.<name>.tmp-`` and 8 hex digits, ``.<name>.old-<pid>`` (a pid has at most 7 digits), ``<name>.incomplete``."""
+
+
+def _name_max(folder: Path) -> int:
+    """The longest name (bytes) the file system of ``folder`` allows (255 where it does not say)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
 def check_out_dir(final: Path) -> None:
     """ConfigError naming ``out`` unless :func:`publish` may replace ``final`` whole: a folder that does not exist yet,
     is empty, or holds an earlier report (:data:`REPORT_MARK`). Anything else in it would be removed with the old
-    report; the file system's root has no name to publish beside. Checked before any work.
+    report; the file system's root has no name to publish beside, and a name the folders beside it
+    (:data:`SIBLING_NAME_EXTRA`) would make too long for the file system cannot be published. Checked before any work.
 
     Args:
         final: The report's folder, as it will be published.
 
     Raises:
-        ConfigError: ``final`` is the root, or a folder holding something other than a report.
+        ConfigError: ``final`` is the root, a folder holding something other than a report, or a name with no room
+            for the names beside it.
     """
     from tsdp.theorems.config import ConfigError
 
     if not final.resolve().name:
         raise ConfigError("out", "is the file system's root: give a folder for the report", str(final))
+    room = _name_max(next(p for p in final.resolve().parents if p.is_dir()))
+    if len(os.fsencode(final.resolve().name)) + SIBLING_NAME_EXTRA > room:
+        raise ConfigError("out", f"its name is too long for the report's folders beside it (.<name>.tmp-XXXXXXXX "
+                                 f"while it is written): give a name of at most {room - SIBLING_NAME_EXTRA} bytes",
+                          str(final))
     if final.is_dir() and any(final.iterdir()) and not (final / REPORT_MARK).is_file():
         raise ConfigError("out", "holds files that are not a tsdp report, and a finished report replaces the folder "
                                  "whole: give a new or empty folder, or one holding an earlier report", str(final))

@@ -130,13 +130,18 @@ def test_the_installed_package_reads_its_shipped_files(installed):
 
 
 @pytest.mark.parametrize("command", [("{script}", "--help"), ("{python}", "-m", "tsdp", "--help"),
-                                     ("{script}", "epsilon", "--epochs", "1", "--delta", "1e-5")],
-                         ids=["script-help", "python-m-tsdp", "epsilon"])
+                                     ("{script}", "epsilon", "--epochs", "1", "--delta", "1e-5"),
+                                     ("{script}", "calibrate", "--epochs", "1", "--delta", "1e-5", "--epsilon", "4"),
+                                     *(("{script}", name, "--help") for name in ("report", "audit", "experiment"))],
+                         ids=["script-help", "python-m-tsdp", "epsilon", "calibrate", "report-help", "audit-help",
+                              "experiment-help"])
 def test_the_installed_command_runs_from_an_empty_folder_under_an_unwritable_home(installed, command):
     """The console script and `python -m tsdp` from an empty folder: exit 0, no traceback, nothing written there;
-    `tsdp epsilon` answers though its PLD cache (under HOME) cannot be written."""
+    `tsdp epsilon` and `tsdp calibrate` answer though their PLD cache (under HOME) cannot be written; the help of the
+    commands a newcomer reads first."""
     argv = [part.format(script=installed.target / "bin" / "tsdp", python=sys.executable) for part in command]
     done = run(*argv, cwd=installed.cwd, env=installed.env)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.stdout.startswith("usage: tsdp") if "--help" in argv else "sound" in done.stdout, done.stdout
+    assert "Matplotlib" not in done.stderr, done.stderr  # none of them draws: none imports it (its cache under HOME)
     assert list(installed.cwd.iterdir()) == []

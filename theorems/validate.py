@@ -112,7 +112,10 @@ def check_confidence(confidence) -> float:
     if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real):
         raise ConfigError("confidence", "must be a real number", confidence)
     value = float(confidence)
-    if not 0.5 < value < 1:  # NaN too
+    if value >= 1:
+        raise ConfigError("confidence", "must be in (0.5, 1): a probability below 1 (no sample certifies with "
+                                        "certainty), e.g. 0.95 for 95%", value)
+    if not 0.5 < value:  # NaN too
         raise ConfigError("confidence", "must be in (0.5, 1): at 0.5 or below a lower bound holds no more often than "
                                         "it fails", value)
     return value
@@ -175,18 +178,25 @@ def check_output_path(name: str, path, *, directory: bool = False) -> None:
     from pathlib import Path
 
     target = Path(path)
-    if directory:
-        if target.exists() and not target.is_dir():
-            raise ConfigError(name, "exists and is not a directory", str(target))
-        home = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
-        if not home.is_dir():
-            raise ConfigError(name, f"{home} is not a directory, so nothing can be created under it", str(target))
-    else:
-        if target.is_dir():
-            raise ConfigError(name, "is a directory; give a file name", str(target))
-        home = target.parent
-        if not home.is_dir():
-            raise ConfigError(name, f"its directory {home} does not exist", str(target))
+    try:  # os.stat itself fails on a path the file system cannot name (ENAMETOOLONG) or a symbolic link loop (ELOOP)
+        try:
+            target.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # made by the write (or its parent refused below)
+        if directory:
+            if target.exists() and not target.is_dir():
+                raise ConfigError(name, "exists and is not a directory", str(target))
+            home = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
+            if not home.is_dir():
+                raise ConfigError(name, f"{home} is not a directory, so nothing can be created under it", str(target))
+        else:
+            if target.is_dir():
+                raise ConfigError(name, "is a directory; give a file name", str(target))
+            home = target.parent
+            if not home.is_dir():
+                raise ConfigError(name, f"its directory {home} does not exist", str(target))
+    except OSError as exc:
+        raise ConfigError(name, f"cannot be used as a path here ({exc.strerror or exc})", str(target)) from None
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".tsdp-write-check-", dir=home))
     except OSError as exc:

@@ -81,7 +81,7 @@ def verdict_confidence(confidence: float) -> float:
 def percent_text(probability: float) -> str:
     """A confidence (a **lower** bound on a probability) as a percent, rounded down to 4 significant digits, so the text
     never claims more than holds (0.999 reads 99.9%, never 100%); float noise below 1e-9 percent is ignored first
-    (1 - 2 (1 - 0.95) = 0.8999999999999999 reads 90%).
+    (1 - 2 (1 - 0.95) = 0.8999999999999999 reads 90%), but never up to 100%: only a probability of 1 reads 100%.
 
     Args:
         probability: The probability, in [0, 1].
@@ -89,7 +89,8 @@ def percent_text(probability: float) -> str:
     Returns:
         The text, e.g. ``95%``.
     """
-    return rounded_down(round(100 * probability, 9), 4) + "%"
+    percent = round(100 * probability, 9)
+    return rounded_down(percent if percent < 100 or probability >= 1 else 100 * probability, 4) + "%"
 
 
 def verdict_confidence_text(confidence: Optional[float]) -> str:

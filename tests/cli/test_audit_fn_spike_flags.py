@@ -49,3 +49,14 @@ def test_the_flags_spike_canaries_use_are_taken(user_module_of):
                               "--forecast-length", "2"])
     assert code == 0, err
     assert "spike canary audit of" in out
+
+
+@pytest.mark.parametrize("typed", [["--N", "11"], ["--L", "5"], ["--lengths", "5", "6"], ["--batch-size", "4"]])
+def test_the_sizes_of_synthetic_are_refused_with_a_file(typed):
+    """--N, --L, --lengths and --batch-size size 'synthetic' only: spike canaries read a file as it is. With
+    --data grunfeld they were ignored silently, and --N 11 (grunfeld's own count) was refused naming --batch-size,
+    which the audit does not use."""
+    code, out, err = run_cli([*SPIKE, "--train", "tsdp_no_such_module:train", "--data", "grunfeld", *typed])
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert error_line(err).startswith(f"tsdp audit-fn: error: invalid {typed[0]}: "), err
+    assert "'synthetic'" in error_line(err)

@@ -121,6 +121,9 @@ def files(tmp_path_factory):
     out["cells"] = d / "cells"
     out["missing_parent"] = d / "no_such_dir" / "m.pt"
     out["under_file"] = out["file"] / "sub"
+    out["long_name"] = d / ("m" * 300 + ".pt")  # longer than a name may be (ENAMETOOLONG from os.stat)
+    out["loop"] = d / "loop"  # a symbolic link to itself (ELOOP from os.stat; RuntimeError from Path.resolve)
+    out["loop"].symlink_to(out["loop"])
     return out
 
 
@@ -140,6 +143,8 @@ ROWS = [
     (["profile", "--epsilon", "1e308", "--dps", "30"], 2, "--epsilon"),
     (["train", "--save", F("dir"), "--epochs", "1", "--delta", "1e-5", *SMALL], 2, "--save"),
     (["train", "--save", F("missing_parent"), "--epochs", "1", "--delta", "1e-5", *SMALL], 2, "--save"),
+    (["train", "--save", F("long_name"), "--epochs", "1", "--delta", "1e-5", *SMALL], 2, "--save"),
+    (["train", "--save", F("loop"), "--epochs", "1", "--delta", "1e-5", *SMALL], 2, "--save"),
     (["audit", "--cluster", "host:xyz", "--trials", "100", "--delta", "1e-5"], 2, "--cluster"),
     (["audit", "--cluster", "ftp://127.0.0.1:80", "--trials", "100", "--delta", "1e-5"], 2, "--cluster"),
     (["audit", "--cluster", "tcp://127.0.0.1:1", "--trials", "100", "--delta", "1e-5"], 2, "--cluster"),
@@ -157,6 +162,8 @@ ROWS = [
     (["report", "--config", F("n_int.json")], 2, "401 digits"),
     (["report", "--out", F("under_file"), "--no-audit"], 2, "--out"),
     (["report", "--out", F("file"), "--no-audit"], 2, "--out"),
+    (["report", "--out", F("long_name"), "--no-audit"], 2, "--out"),
+    (["report", "--out", F("loop"), "--no-audit"], 2, "--out"),
     (["report", "--out", "/proc/tsdp-report", "--no-audit"], 2, "--out"),
     (["epsilon", "--delta", "1e-300", "--steps", "1"], 2, "--delta: 1e-300 is below the smallest δ"),
     (["audit", "--trials", "100", "--delta", "1e-300"], 2, "--delta: 1e-300 is below the smallest δ"),
@@ -180,6 +187,8 @@ ROWS = [
     ([*EXPERIMENT, "--out", ""], 2, "--out"),
     ([*EXPERIMENT, "--out", F("file")], 2, "--out"),
     ([*EXPERIMENT, "--out", F("under_file")], 2, "--out"),
+    ([*EXPERIMENT, "--out", F("long_name")], 2, "--out"),
+    ([*EXPERIMENT, "--out", F("loop")], 2, "--out"),
     ([*EXPERIMENT, "--out", F("cells"), "--samples", "1000000000"], 2, "--samples"),
     ([*EXPERIMENT, "--out", F("cells"), "--levels", "label-noise", "--v", "1e30", "--sigma-forecast", "1"], 2,
      "--v"),

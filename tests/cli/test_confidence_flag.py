@@ -62,3 +62,23 @@ def test_audit_model_takes_its_confidence():
         from tsdp.cli.main import main
         main([*COMMANDS["audit-model"], "--confidence", "0.9"])
     assert seen["confidence"] == 0.9
+
+
+@pytest.mark.parametrize("value", ["1", "95", "1e400"])
+def test_a_confidence_of_one_or_more_is_told_why(value):
+    """At 1 or above the reason is not the lower end's ('at 0.5 or below ...', which `--confidence 95` was told):
+    certainty is out of reach, and a percent is not a probability."""
+    line = error_line(run_cli([*COMMANDS["audit-fn --plan"], "--confidence", value])[2])
+    assert "invalid --confidence: must be in (0.5, 1)" in line and "0.5 or below" not in line, line
+    assert "e.g. 0.95" in line, line
+
+
+@pytest.mark.parametrize("value", ["0.9999999999999999", "0.999999999999"])
+def test_a_confidence_just_below_one_is_never_printed_as_100_percent(value):
+    """The plan printed 'confidence 100%' for --confidence 0.9999999999999999 (and anything above 1 - 5e-12):
+    percent_text's float-noise rounding reached 100; a lower bound on a probability below 1 reads below 100%."""
+    from tsdp.attacks.montecarlo.verdict import percent_text
+
+    code, out, err = run_cli([*COMMANDS["audit-fn --plan"], "--confidence", value])
+    assert code == 0 and "confidence 99.99%" in out and "100%" not in out, out
+    assert percent_text(float(value)) == "99.99%" and percent_text(1.0) == "100%"

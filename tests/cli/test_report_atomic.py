@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from cli_run import run_cli
+from cli_run import error_line, run_cli
 
 
 def _old_report(out):
@@ -97,3 +97,67 @@ def test_an_earlier_report_or_an_empty_folder_is_still_accepted(tmp_path):
     empty.mkdir()
     for ok in (report, empty, tmp_path / "new" / "deeper"):
         check_out_dir(ok)
+
+
+def _name_max(folder) -> int:
+    import os
+
+    return os.pathconf(folder, "PC_NAME_MAX")
+
+
+@pytest.mark.parametrize("extra", [1, -1], ids=["over-the-limit", "staging-name-over-it"])
+def test_an_out_whose_name_the_file_system_cannot_hold_is_refused_before_any_work(tmp_path, monkeypatch, extra):
+    """--out with a name longer than the file system allows (NAME_MAX + 1: os.stat raised ENAMETOOLONG, a traceback)
+    or one that fits but whose staging folder beside it (``.<name>.tmp-XXXXXXXX``, 14 bytes more) does not (NAME_MAX
+    - 1: mkdtemp raised the same traceback once the report started): one line naming --out, exit 2, no work done,
+    nothing made."""
+    import tsdp.reports.run as run
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the report ran")
+
+    monkeypatch.setattr(run, "accounting_section", no_work)
+    out = tmp_path / ("r" * (_name_max(tmp_path) + extra))
+    code, _, err = run_cli(["report", "--no-audit", "--no-progress", "--out", out])
+    assert code == 2 and "Traceback" not in err, err
+    assert error_line(err).startswith("tsdp report: error: invalid --out: "), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_report_name_with_room_for_its_staging_folder_is_accepted(tmp_path):
+    """The longest --out name the staging folder beside it leaves room for is still accepted."""
+    from tsdp.reports.run import check_out_dir
+
+    check_out_dir(tmp_path / ("r" * (_name_max(tmp_path) - 14)))
+
+
+def test_a_refused_out_is_one_line_under_an_unwritable_home(tmp_path):
+    """A refused --out is the one error line, also where HOME cannot be written: the report's modules imported
+    matplotlib before the check, which then printed two lines of its own about its cache folder under HOME."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.write_text("HOME is a file: nothing can be made under it")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    done = subprocess.run([sys.executable, "-m", "tsdp", "report", "--no-audit", "--out", "/"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path, env=dict(env, HOME=str(home)))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [error_line(done.stderr)], done.stderr
+
+
+def test_a_published_report_folder_has_the_modes_of_any_new_folder(tmp_path):
+    """The report's folder is its staging folder renamed: made by mkdtemp, it was 0700 whatever the umask (others
+    could not read a report written to a shared folder, though every file in it was 0644). It now has the mode a
+    plain new folder gets there."""
+    import os
+
+    from tsdp.reports.run import publish, staging_dir
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    out = tmp_path / "report"
+    publish(staging_dir(out), out, complete=True)
+    assert oct(out.stat().st_mode & 0o777) == oct(plain.stat().st_mode & 0o777)
+    assert os.stat(plain).st_mode & 0o077, "a umask of 077 makes this test unable to fail"

@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 
+import tsdp.reports.figures as figures
 import tsdp.reports.run as run
 from tsdp.theorems.config import DEFAULT_CONFIG
 from tsdp.verify.pld import PldCoarsenedWarning
@@ -43,8 +44,8 @@ def stand_ins(monkeypatch):
     monkeypatch.setattr(run, "tightness_section", _noisy({"bounds": [], "composition": []}))
     monkeypatch.setattr(run, "errata_section", lambda *a: [])
     monkeypatch.setattr(run, "inference_section", _noisy({}))
-    monkeypatch.setattr(run.figures, "figure_tightness", lambda section, out: [])
-    monkeypatch.setattr(run.figures, "figure_composition", lambda section, out: [])
+    monkeypatch.setattr(figures, "figure_tightness", lambda section, out: [])  # imported by run where it draws
+    monkeypatch.setattr(figures, "figure_composition", lambda section, out: [])
     monkeypatch.setattr(run, "_write", lambda results, out: (out / "results.json").write_text(
         json.dumps(run.jsonable(results))))
 

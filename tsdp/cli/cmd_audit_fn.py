@@ -16,8 +16,8 @@ from typing import Callable, Optional
 from tsdp.attacks.montecarlo.verdict import percent_text
 from tsdp.verify.rounded import rounded_down, rounded_up
 
-from .config_args import (CONFIG_FLAGS, add_config_arguments, add_data_arguments, config_from_args, data_from_args,
-                          data_sizing_the_config, loader_options_given)
+from .config_args import (CONFIG_FLAGS, add_config_arguments, add_data_arguments, check_synthetic_lengths,
+                          config_from_args, data_from_args, data_sizing_the_config, loader_options_given)
 from .errors import UsageError, check_confidence, check_delta, load_entry_point
 from .output import auc_text, dumps, user_output_to_stderr
 
@@ -281,9 +281,13 @@ Augmentation (σ_C, σ_F) must be off (:func:`_refuse_configuration_spikes_ignor
 DP-SGD claim that only gradient canaries test."""
 
 
+SYNTHETIC_SIZE_FIELDS = ("N", "L", "lengths", "batch_size")
+"""The :data:`SPIKE_FIELDS` that size 'synthetic' only: with a file, spike canaries read its series as they are."""
+
+
 def _refuse_configuration_spikes_ignore(args) -> None:
     """With spike canaries: UsageError naming a typed configuration flag that the audit would ignore (outside
-    :data:`SPIKE_FIELDS` and augmentation's), then ConfigError for an augmented configuration (its claim, T11, covers
+    :data:`SPIKE_FIELDS` and augmentation's, or one of :data:`SYNTHETIC_SIZE_FIELDS` with a file), then ConfigError for an augmented configuration (its claim, T11, covers
     no spike canary: :func:`attacks.canary.gradient.check_canaries_covered`; σ_C = σ_F = 0 typed is honoured)."""
     if args.canary != "spike":
         return
@@ -292,6 +296,11 @@ def _refuse_configuration_spikes_ignore(args) -> None:
             raise UsageError(f"invalid {flag.flag}: --canary spike does not use it (spikes go into your data and are "
                              "scored on the returned model: only --context-length and --forecast-length, and --N, --L "
                              "or --lengths for 'synthetic', are read; --batch-size is taken to keep a small --N valid)")
+    if args.data != "synthetic":
+        for flag in CONFIG_FLAGS:
+            if flag.field in SYNTHETIC_SIZE_FIELDS and flag.flag in args.typed_flags:
+                raise UsageError(f"invalid {flag.flag}: --canary spike reads your file as it is (--N, --L, --lengths "
+                                 "and --batch-size size 'synthetic' only)")
     from tsdp.attacks.canary.gradient import check_canaries_covered
 
     check_canaries_covered(config_from_args(args))
@@ -315,7 +324,10 @@ def _sized_data(args):
         DataError: A source that cannot be read (naming --data or the loader option at fault).
     """
     if args.canary != "gradient":
-        return None if args.data == "synthetic" else data_from_args(args)
+        if args.data == "synthetic":
+            check_synthetic_lengths(args)
+            return None
+        return data_from_args(args)
     return data_sizing_the_config(args, "audit-fn", held_out=0)
 
 
@@ -446,6 +458,9 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         if args.data_canaries and args.canary != "gradient":
             raise UsageError("invalid --data-canaries: only for --canary gradient (the clipping test)")
         _refuse_flags_of_the_other_kind(args)
+        from tsdp.executor.cluster import check_cluster
+
+        check_cluster(args.cluster)  # Dask installed, the scheduler answering: before your module and any run
         data = _sized_data(args)  # a file's N and L (said), before the configuration is checked and your code runs
         config = config_from_args(args)
         from tsdp.attacks.canary.user_training import (audit_training, check_claimed_curve, make_task,

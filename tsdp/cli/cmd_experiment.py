@@ -388,6 +388,13 @@ def _check(args) -> None:
 def _check_out_can_be_made(out: str) -> None:
     """--out is a writable folder or can be made one (its nearest existing ancestor a writable folder), checked
     without making it: nothing is written before the data are read and checked."""
+    import errno
+
+    try:
+        os.stat(out)
+    except OSError as exc:  # os.path.exists answers False to a name the file system cannot hold (ENAMETOOLONG)
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            raise UsageError(f"invalid --out: cannot be used as a path here ({exc.strerror})") from None
     path = os.path.abspath(out)
     while not os.path.exists(path):
         path = os.path.dirname(path)

@@ -75,7 +75,10 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"invalid --config: {exc}") from None
         default_panel = args.data == p.get_default("data") and not loader_options_given(args)
         real_data = None if default_panel else (args.data, data_from_args(args))  # None: the report's Grunfeld
-        out = Path(args.out).resolve() if args.out else OUT_ROOT / name  # '.' has no name to publish beside
+        try:
+            out = Path(args.out).resolve() if args.out else OUT_ROOT / name  # '.' has no name to publish beside
+        except RuntimeError as exc:  # Path.resolve on a symbolic link loop (Python < 3.13; later: left unresolved)
+            raise UsageError(f"invalid --out: cannot be used as a path here ({exc})") from None
         try:
             check_output_path("out", out, directory=True)  # before the report's minutes of work
         except ConfigError as exc:

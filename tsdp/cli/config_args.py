@@ -301,12 +301,30 @@ def data_sizing_the_config(args: argparse.Namespace, command: str, *,
     import sys
 
     if args.data == "synthetic":
+        check_synthetic_lengths(args)
         return None
     data = data_from_args(args)
     note = fit_to_data(args, data, held_out=args.forecast_length if held_out is None else held_out)
     if note:
         print(f"tsdp {command}: note: {note}", file=sys.stderr)
     return data
+
+
+def check_synthetic_lengths(args: argparse.Namespace) -> None:
+    """'synthetic' makes one series per --lengths value: a count other than --N (or its default) is refused before
+    any calibration or training (:func:`tsdp.datasets.series.synthetic` refuses it too, later).
+
+    Args:
+        args: The parsed flags (``args.data`` 'synthetic').
+
+    Raises:
+        UsageError: --lengths of another count than N.
+    """
+    from .errors import UsageError
+
+    if args.lengths and len(args.lengths) != args.N:
+        raise UsageError(f"invalid --lengths: 'synthetic' makes one series per length: {len(args.lengths)} lengths for "
+                         f"N = {args.N} (give --N {len(args.lengths)}, or {args.N} lengths)")
 
 
 def fit_to_data(args: argparse.Namespace, data, *, held_out: int) -> Optional[str]:

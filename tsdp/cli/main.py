@@ -446,6 +446,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     Returns:
         The exit code: 0 success, 1 a check failed, 2 bad input, 130 interrupted.
     """
+    _escape_what_stdout_cannot_encode()
     parser = build_parser()
     args = parser.parse_args(argv)  # a usage error: one line, SystemExit(2) (--help: SystemExit(0))
     subparser = _leaf(parser, args)
@@ -463,6 +464,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     functions = " or ".join(f for f in (code, getattr(args, "loss", None)) if f)
     return supervised(lambda: _run(args, subparser), lambda seconds: fail(StuckError(seconds, code)),
                       lambda status: fail(EndedError(status, functions)))
+
+
+def _escape_what_stdout_cannot_encode() -> None:
+    """Write a character stdout's encoding lacks (ε, δ, σ under a latin-1 or ASCII locale) as ``\\u03b5``, as stderr
+    already does, rather than end the command in a UnicodeEncodeError; --json output is ASCII anyway."""
+    import io
+
+    if not isinstance(sys.stdout, io.TextIOWrapper):
+        return  # redirected (a StringIO): it takes any text
+    try:
+        "εδσλΛ".encode(sys.stdout.encoding, errors=sys.stdout.errors)
+    except (UnicodeEncodeError, LookupError):  # 'strict', or the C locale's 'surrogateescape'
+        sys.stdout.reconfigure(errors="backslashreplace")
 
 
 def _leaf(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
