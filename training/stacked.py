@@ -36,6 +36,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from .clipping import Grads, clip_factors, squared_row_norms
 from .linear_factors import NormRoute, ghost_squared_norms, norm_route, side_by_side
@@ -201,6 +202,11 @@ class StackedModel:
             _replace(self.module, name, layer)
             self.layers[name] = layer
         self.names = [n for n, _ in shapes]
+        self._slots = [(self.layers[layer], key) for layer, _, key in (n.rpartition(".") for n in self.names)]
+        """Each parameter's (stacked layer, key in its ``_parameters``), in ``names`` order: :attr:`parameters` reads
+        the current parameters from these (no module walk per step; :meth:`keep` replaces them in the slots)."""
+        self.values = sum(p.numel() for p in self.template.parameters())
+        """n, the values of one model's gradient (:func:`training.clipping.clip_margin`'s argument)."""
         self.ties = [(f, l) for f, l in declared_ties(self.module)
                      if isinstance(f, StackedLinear) and isinstance(l, StackedLinear)]
         """The model's declared tied output gradients between its stacked linears
@@ -213,7 +219,8 @@ class StackedModel:
 
     @property
     def parameters(self) -> Dict[str, nn.Parameter]:
-        return dict(self.module.named_parameters())
+        """The stacked parameters {name: (K, *shape)}, in the models' ``named_parameters`` order (a fresh dict)."""
+        return {name: layer._parameters[key] for name, (layer, key) in zip(self.names, self._slots)}
 
     def keep(self, rows: Sequence[int]) -> Dict[str, Tuple[nn.Parameter, nn.Parameter]]:
         """Keep the models at ``rows`` only (the others' training is over): each stacked parameter replaced by its
@@ -314,8 +321,7 @@ class StackedModel:
                 else:
                     factors.append(_norm_factors(_positions([x for x, _ in layer_calls], k * m), g, name))
             sq = sum(sq_norms for sq_norms, _ in factors)  # float64
-            values = sum(p.numel() for p in self.template.parameters() if p.requires_grad)
-            c = (clip_factors(sq.sqrt(), clip, next(iter(out.values())).dtype, values) * weight).reshape(k, 1, m)
+            c = (clip_factors(sq.sqrt(), clip, next(iter(out.values())).dtype, self.values) * weight).reshape(k, 1, m)
             for _, add in factors:
                 add(c, out)
 
@@ -326,6 +332,11 @@ def _positions(tensors: List[torch.Tensor], rows: int) -> torch.Tensor:
     if len(tensors) == 1:
         return tensors[0].detach().reshape(rows, -1, tensors[0].shape[-1]).contiguous()
     return torch.cat([x.detach().reshape(rows, -1, x.shape[-1]) for x in tensors], dim=1)
+
+
+def _position_sum(x: torch.Tensor) -> torch.Tensor:
+    """Σ_t x_it of a (K·M, t, d) tensor, (K·M, d): at one position the position itself, a view (no reduction)."""
+    return x[:, 0] if x.shape[1] == 1 else x.sum(1)
 
 
 def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: Sequence[StackedLinear],
@@ -354,7 +365,7 @@ def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: S
          side_by_side(inputs, g.new_empty(rows, t, sum(widths)), rows))
     i = a.shape[2]
     biases = [f"{name}.bias" for name, layer in zip(names, layers) if layer.bias is not None]
-    bias = g.sum(1)
+    bias = _position_sum(g)
     sq_bias = squared_row_norms(bias, rows)
     per_sample = None
     route = norm_route(t, i, o)
@@ -388,7 +399,7 @@ def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: S
 def _norm_factors(x_hat: torch.Tensor, g: torch.Tensor, name: str):
     """(||∇w_i||² + ||∇b_i||², add) for the stacked LayerNorm ``name`` from x̂ and its output gradients by position,
     (K·M, t, d): ∇w_i = Σ_t g_it ⊙ x̂_it, ∇b_i = Σ_t g_it; ``add(c, out)`` adds their clipped sums per block."""
-    gw, gb = (g * x_hat).sum(1), g.sum(1)
+    gw, gb = _position_sum(g * x_hat), _position_sum(g)
     sq = squared_row_norms(gw, gw.shape[0]) + squared_row_norms(gb, gb.shape[0])
 
     def add(c: torch.Tensor, out: Grads) -> None:
@@ -412,17 +423,15 @@ def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequen
     Returns:
         {name: (K, *shape)} noise.
     """
-    like = dict(stack.template.named_parameters())
-    first = next(iter(like.values()))
-    flat = torch.empty(len(stds), sum(p.numel() for p in like.values()), dtype=first.dtype, device=first.device)
+    stacked = stack.parameters
+    first = next(iter(stacked.values()))
+    flat = torch.empty(len(stds), stack.values, dtype=first.dtype, device=first.device)
     for row, std, gen in zip(flat, stds, generators):  # row k: model k's one flat draw, as gaussian_noise draws it alone
         fill_flat_noise(row, std, generator=gen)
-    device = next(iter(stack.parameters.values())).device
-    out, start = {}, 0
-    for n, p in like.items():
-        out[n] = flat[:, start:start + p.numel()].reshape(len(stds), *p.shape).to(device, copy=False).contiguous()
-        start += p.numel()
-    return out
+    # each parameter's columns (K, numel) made contiguous, one after the other, then viewed as (K, *shape): two C++
+    # calls (torch's DDP helpers) instead of a slice, reshape and copy per parameter
+    by_parameter = _flatten_dense_tensors(flat.split([p[0].numel() for p in stacked.values()], dim=1))
+    return dict(zip(stacked, _unflatten_dense_tensors(by_parameter, list(stacked.values()))))
 
 
 def stacked_noisy_gradient(stack: StackedModel, inputs: Sequence[torch.Tensor], mask: torch.Tensor, *, clip: float,
