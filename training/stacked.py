@@ -36,7 +36,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from .clipping import Grads, clip_factors, squared_row_norms
 from .linear_factors import NormRoute, ghost_squared_norms, norm_route, side_by_side
@@ -290,15 +289,15 @@ class StackedModel:
             out: The stacked sums to add to, {name: (K, *shape)}.
         """
         self.new_pass()
-        for layer in self.layers.values():
-            layer.calls = []
+        for layer in self.layers.values():  # plain attributes: nn.Module's __setattr__ checks cost more
+            layer.__dict__["calls"] = []
         try:
             with torch.enable_grad():
                 loss = self.module(*inputs)
         finally:
             calls = {name: layer.calls for name, layer in self.layers.items()}
             for layer in self.layers.values():
-                layer.calls = None
+                layer.__dict__["calls"] = None
         names = {id(layer): name for name, layer in self.layers.items()}
         tied = {names[f]: names[l] for f, l in applied_ties(
             self.ties, {id(self.layers[name]): [[y] for _, y in layer_calls] for name, layer_calls in calls.items()
@@ -413,7 +412,8 @@ def _norm_factors(x_hat: torch.Tensor, g: torch.Tensor, name: str):
 def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequence[torch.Generator]) -> Grads:
     """Algorithm 2, line 8 per model: model k's N(0, stds[k]² I) drawn from ``generators[k]`` exactly as it draws
     alone (:func:`training.noise.gaussian_noise`'s one flat draw over its parameters, in their order, here drawn in
-    place into row k of one (K, P) buffer), stacked (K, *shape).
+    place into row k of one (K, P) buffer), stacked (K, *shape): each parameter's tensor is a view of its columns of
+    that buffer (not contiguous where K > 1).
 
     Args:
         stack: The stacked models.
@@ -428,10 +428,10 @@ def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequen
     flat = torch.empty(len(stds), stack.values, dtype=first.dtype, device=first.device)
     for row, std, gen in zip(flat, stds, generators):  # row k: model k's one flat draw, as gaussian_noise draws it alone
         fill_flat_noise(row, std, generator=gen)
-    # each parameter's columns (K, numel) made contiguous, one after the other, then viewed as (K, *shape): two C++
-    # calls (torch's DDP helpers) instead of a slice, reshape and copy per parameter
-    by_parameter = _flatten_dense_tensors(flat.split([p[0].numel() for p in stacked.values()], dim=1))
-    return dict(zip(stacked, _unflatten_dense_tensors(by_parameter, list(stacked.values()))))
+    # each parameter's columns (K, numel) viewed as (K, *shape), not copied: rows P apart, each row contiguous (the
+    # in-place sums and the optimizer read and write them elementwise, the same numbers as in a contiguous copy)
+    blocks = flat.split([p[0].numel() for p in stacked.values()], dim=1)
+    return {name: block.view(p.shape) for (name, p), block in zip(stacked.items(), blocks)}
 
 
 def stacked_noisy_gradient(stack: StackedModel, inputs: Sequence[torch.Tensor], mask: torch.Tensor, *, clip: float,
