@@ -7,7 +7,7 @@ from typing import Callable, Dict, Tuple
 
 import torch
 
-from .clipping import Grads, squared_norms
+from .clipping import Grads, squared_row_norms
 
 AddWeightedSum = Callable[[torch.Tensor, float, Grads], None]
 """``(c (M,), w, out) -> None``: adds w Σ_i c_i g_i into ``out``'s buffers of the layer's parameters, in place."""
@@ -34,19 +34,25 @@ class LayerFactors:
 
 
 def materialised_factors(per_sample: Grads) -> LayerFactors:
-    """Factors of small per-sample gradients held in full.
+    """Factors of small per-sample gradients held in full, side by side in one (M, Σ numel) buffer.
 
     Args:
         per_sample: {qualified name: (M, *shape)} per-sample gradients.
 
     Returns:
-        Their squared norms and their weighted sum (one matrix-vector product per parameter).
+        Their squared norms (one :func:`training.clipping.squared_row_norms` over all their values) and their weighted
+        sum (one matrix-vector product over all of them, split into the parameters' buffers).
     """
-    def add(c: torch.Tensor, w: float, out: Grads) -> None:
-        for k, g in per_sample.items():
-            out[k].view(-1).addmv_(g.reshape(g.shape[0], -1).T, c, alpha=w)
+    flats = [g.reshape(g.shape[0], -1) for g in per_sample.values()]
+    m, widths = flats[0].shape[0], [f.shape[1] for f in flats]
+    rows = flats[0] if len(flats) == 1 else torch.cat(
+        flats, dim=1, out=WORKSPACE.take(("materialised",), (m, sum(widths)), flats[0]))
 
-    return LayerFactors(squared_norms(per_sample, 1), add)
+    def add(c: torch.Tensor, w: float, out: Grads) -> None:
+        for k, part in zip(per_sample, (rows.T @ c).split(widths)):
+            out[k].view(-1).add_(part, alpha=w)
+
+    return LayerFactors(squared_row_norms(rows, m), add)
 
 
 class Workspace(threading.local):

@@ -245,19 +245,22 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
 
     def add_clipped_linear_sum(c: torch.Tensor, w: float, out: Grads) -> None:
         g_rows_t = None  # gᵀ over all (sample, position) rows, when taken: at one position, also the bias's
-        if a is not None:
+        if a is not None and per_sample is None:  # one product over all (sample, position) rows, the smaller
+            scale = c[:, None] if t == 1 else c[:, None, None]  # factor's rows scaled by c
+            if i <= o:
+                g_rows_t = _rows(g).T
+                left, right = g_rows_t, _rows(a * scale)
+            else:
+                left, right = _rows(g * scale).T, _rows(a)
+            # each member's columns of [W¹ | W² | ...] straight into its own buffer: no (o, Σ i) temporary
+            for (key, _), columns in zip(weights, right.split([width for _, width in weights], dim=1)):
+                out[key].addmm_(left, columns, alpha=w)
+        elif a is not None:
             dest = out[weights[0][0]] if len(weights) == 1 else g.new_zeros(o, i)
-            if per_sample is not None and i > o:  # G_i as (o, i): the layout of dest (contiguous, as out's are)
+            if i > o:  # G_i as (o, i): the layout of dest (contiguous, as out's are)
                 dest.view(-1).addmv_(per_sample.T, c, alpha=w)
-            elif per_sample is not None:  # G_iᵀ as (i, o)
+            else:  # G_iᵀ as (i, o)
                 dest.add_((per_sample.T @ c).view(i, o).T, alpha=w)
-            else:  # one product over all (sample, position) rows, the smaller factor's rows scaled by c
-                scale = c[:, None] if t == 1 else c[:, None, None]
-                if i <= o:
-                    g_rows_t = _rows(g).T
-                    dest.addmm_(g_rows_t, _rows(a * scale), alpha=w)
-                else:
-                    dest.addmm_(_rows(g * scale).T, _rows(a), alpha=w)
             if len(weights) > 1:
                 for (key, _), block in zip(weights, dest.split([width for _, width in weights], dim=1)):
                     out[key].add_(block)  # w is in dest already

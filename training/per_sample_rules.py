@@ -51,7 +51,9 @@ def _layer_norm_rule(module: nn.LayerNorm, inputs: tuple, output_grads: List[tor
     sample_dims = tuple(range(1, x.dim() - len(module.normalized_shape)))
 
     def per_sample(t: torch.Tensor) -> torch.Tensor:  # torch's sum over dims () would reduce every dimension
-        return t.sum(sample_dims) if sample_dims else t
+        if all(x.shape[d] == 1 for d in sample_dims):  # one position (none, or dims of size 1): itself, a view
+            return t.reshape(t.shape[0], *module.normalized_shape)
+        return t.sum(sample_dims)
 
     out = {}
     if module.weight is not None and module.weight.requires_grad:

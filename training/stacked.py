@@ -201,6 +201,11 @@ class StackedModel:
             _replace(self.module, name, layer)
             self.layers[name] = layer
         self.names = [n for n, _ in shapes]
+        self._slots = [(self.layers[layer], key) for layer, _, key in (n.rpartition(".") for n in self.names)]
+        """Each parameter's (stacked layer, key in its ``_parameters``), in ``names`` order: :attr:`parameters` reads
+        the current parameters from these (no module walk per step; :meth:`keep` replaces them in the slots)."""
+        self.values = sum(p.numel() for p in self.template.parameters())
+        """n, the values of one model's gradient (:func:`training.clipping.clip_margin`'s argument)."""
         self.ties = [(f, l) for f, l in declared_ties(self.module)
                      if isinstance(f, StackedLinear) and isinstance(l, StackedLinear)]
         """The model's declared tied output gradients between its stacked linears
@@ -213,7 +218,8 @@ class StackedModel:
 
     @property
     def parameters(self) -> Dict[str, nn.Parameter]:
-        return dict(self.module.named_parameters())
+        """The stacked parameters {name: (K, *shape)}, in the models' ``named_parameters`` order (a fresh dict)."""
+        return {name: layer._parameters[key] for name, (layer, key) in zip(self.names, self._slots)}
 
     def keep(self, rows: Sequence[int]) -> Dict[str, Tuple[nn.Parameter, nn.Parameter]]:
         """Keep the models at ``rows`` only (the others' training is over): each stacked parameter replaced by its
@@ -283,15 +289,15 @@ class StackedModel:
             out: The stacked sums to add to, {name: (K, *shape)}.
         """
         self.new_pass()
-        for layer in self.layers.values():
-            layer.calls = []
+        for layer in self.layers.values():  # plain attributes: nn.Module's __setattr__ checks cost more
+            layer.__dict__["calls"] = []
         try:
             with torch.enable_grad():
                 loss = self.module(*inputs)
         finally:
             calls = {name: layer.calls for name, layer in self.layers.items()}
             for layer in self.layers.values():
-                layer.calls = None
+                layer.__dict__["calls"] = None
         names = {id(layer): name for name, layer in self.layers.items()}
         tied = {names[f]: names[l] for f, l in applied_ties(
             self.ties, {id(self.layers[name]): [[y] for _, y in layer_calls] for name, layer_calls in calls.items()
@@ -314,8 +320,7 @@ class StackedModel:
                 else:
                     factors.append(_norm_factors(_positions([x for x, _ in layer_calls], k * m), g, name))
             sq = sum(sq_norms for sq_norms, _ in factors)  # float64
-            values = sum(p.numel() for p in self.template.parameters() if p.requires_grad)
-            c = (clip_factors(sq.sqrt(), clip, next(iter(out.values())).dtype, values) * weight).reshape(k, 1, m)
+            c = (clip_factors(sq.sqrt(), clip, next(iter(out.values())).dtype, self.values) * weight).reshape(k, 1, m)
             for _, add in factors:
                 add(c, out)
 
@@ -326,6 +331,11 @@ def _positions(tensors: List[torch.Tensor], rows: int) -> torch.Tensor:
     if len(tensors) == 1:
         return tensors[0].detach().reshape(rows, -1, tensors[0].shape[-1]).contiguous()
     return torch.cat([x.detach().reshape(rows, -1, x.shape[-1]) for x in tensors], dim=1)
+
+
+def _position_sum(x: torch.Tensor) -> torch.Tensor:
+    """Σ_t x_it of a (K·M, t, d) tensor, (K·M, d): at one position the position itself, a view (no reduction)."""
+    return x[:, 0] if x.shape[1] == 1 else x.sum(1)
 
 
 def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: Sequence[StackedLinear],
@@ -354,7 +364,7 @@ def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: S
          side_by_side(inputs, g.new_empty(rows, t, sum(widths)), rows))
     i = a.shape[2]
     biases = [f"{name}.bias" for name, layer in zip(names, layers) if layer.bias is not None]
-    bias = g.sum(1)
+    bias = _position_sum(g)
     sq_bias = squared_row_norms(bias, rows)
     per_sample = None
     route = norm_route(t, i, o)
@@ -388,7 +398,7 @@ def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: S
 def _norm_factors(x_hat: torch.Tensor, g: torch.Tensor, name: str):
     """(||∇w_i||² + ||∇b_i||², add) for the stacked LayerNorm ``name`` from x̂ and its output gradients by position,
     (K·M, t, d): ∇w_i = Σ_t g_it ⊙ x̂_it, ∇b_i = Σ_t g_it; ``add(c, out)`` adds their clipped sums per block."""
-    gw, gb = (g * x_hat).sum(1), g.sum(1)
+    gw, gb = _position_sum(g * x_hat), _position_sum(g)
     sq = squared_row_norms(gw, gw.shape[0]) + squared_row_norms(gb, gb.shape[0])
 
     def add(c: torch.Tensor, out: Grads) -> None:
@@ -402,7 +412,8 @@ def _norm_factors(x_hat: torch.Tensor, g: torch.Tensor, name: str):
 def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequence[torch.Generator]) -> Grads:
     """Algorithm 2, line 8 per model: model k's N(0, stds[k]² I) drawn from ``generators[k]`` exactly as it draws
     alone (:func:`training.noise.gaussian_noise`'s one flat draw over its parameters, in their order, here drawn in
-    place into row k of one (K, P) buffer), stacked (K, *shape).
+    place into row k of one (K, P) buffer), stacked (K, *shape): each parameter's tensor is a view of its columns of
+    that buffer (not contiguous where K > 1).
 
     Args:
         stack: The stacked models.
@@ -412,17 +423,15 @@ def stacked_noise(stack: StackedModel, stds: Sequence[float], generators: Sequen
     Returns:
         {name: (K, *shape)} noise.
     """
-    like = dict(stack.template.named_parameters())
-    first = next(iter(like.values()))
-    flat = torch.empty(len(stds), sum(p.numel() for p in like.values()), dtype=first.dtype, device=first.device)
+    stacked = stack.parameters
+    first = next(iter(stacked.values()))
+    flat = torch.empty(len(stds), stack.values, dtype=first.dtype, device=first.device)
     for row, std, gen in zip(flat, stds, generators):  # row k: model k's one flat draw, as gaussian_noise draws it alone
         fill_flat_noise(row, std, generator=gen)
-    device = next(iter(stack.parameters.values())).device
-    out, start = {}, 0
-    for n, p in like.items():
-        out[n] = flat[:, start:start + p.numel()].reshape(len(stds), *p.shape).to(device, copy=False).contiguous()
-        start += p.numel()
-    return out
+    # each parameter's columns (K, numel) viewed as (K, *shape), not copied: rows P apart, each row contiguous (the
+    # in-place sums and the optimizer read and write them elementwise, the same numbers as in a contiguous copy)
+    blocks = flat.split([p[0].numel() for p in stacked.values()], dim=1)
+    return {name: block.view(p.shape) for (name, p), block in zip(stacked.items(), blocks)}
 
 
 def stacked_noisy_gradient(stack: StackedModel, inputs: Sequence[torch.Tensor], mask: torch.Tensor, *, clip: float,
