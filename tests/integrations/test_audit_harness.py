@@ -221,8 +221,9 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys, extra, 
     (tmp_path / "binary.json").write_bytes(bytes(range(256)) * 4)
     monkeypatch.chdir(tmp_path)
     extra = [{"DIR": "a_dir.csv", "BINARY": "binary.json"}.get(a, a) for a in extra]
-    argv = ["audit-fn", "--train", "user_train_mod2:train", "--canaries", "10", "--delta", "1e-5", "--N", "4",
-            "--L", "300", "--batch-size", "4", "--context-length", "8", "--canary", "spike"]
+    sizes = [] if "--data" in extra else ["--N", "4", "--L", "300", "--batch-size", "4"]  # they size 'synthetic' only
+    argv = ["audit-fn", "--train", "user_train_mod2:train", "--canaries", "10", "--delta", "1e-5", *sizes,
+            "--context-length", "8", "--canary", "spike"]
     assert main(argv + extra) == 2
     err = capsys.readouterr().err.strip()
     assert flag in err and "\n" not in err, err
