@@ -103,7 +103,8 @@ def _close_pools() -> None:
 def run_processes(tracker: Tracker, fn: Callable, workers: int) -> None:
     """Run the tracker's pending units on the warm pool of ``workers`` processes (:func:`worker_pool`), until done or
     stopped; a broken pool (a worker died) is replaced and its units re-run. Units not started when the run stops are
-    not run; when it is aborted, the units in flight are ended with their processes.
+    not run; when it is aborted or interrupted (Ctrl-C, or the CLI's SIGTERM: :mod:`tsdp.cli.termination`), the units in
+    flight are ended with their processes.
 
     Args:
         tracker: The run's book.
@@ -130,7 +131,7 @@ def run_processes(tracker: Tracker, fn: Callable, workers: int) -> None:
                         tracker.done(result)
                     if tracker.stopped:
                         break
-        except Aborted:
+        except (Aborted, KeyboardInterrupt):  # Ctrl-C or SIGTERM too: no unit keeps running in an orphaned worker
             aborted = True
             raise
         finally:

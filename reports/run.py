@@ -8,10 +8,11 @@ redraws every second; warnings raised meanwhile (e.g. a coarsened PLD grid) are 
 not printed into the bar: one summary line follows the bar, and results.json lists them under
 ``meta.notes``.
 Outputs are atomic: everything is written to a temporary directory beside ``<out>`` and
-replaces the old report only when complete. Ctrl-C (or a failure) stops the computation:
+replaces the old report only when complete. Ctrl-C, a SIGTERM to the command (:mod:`tsdp.cli.termination`) or a
+failure stops the computation:
 what is done is written, marked ``"interrupted"`` (``"failed"``), to ``<out>.incomplete/``
 when ``<out>`` holds an earlier report (left intact), and the exception is re-raised (the
-CLI exits 130 on Ctrl-C).
+CLI exits 130 on Ctrl-C, 143 on SIGTERM); a stop while that is written removes the temporary directory instead.
 
 The audits run on the sharded engine (:mod:`tsdp.attacks.montecarlo.shards`) with one worker
 per core this process may use (:data:`WORKERS`); the same seed gives the same counts on any
@@ -107,7 +108,6 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     from tqdm import tqdm
 
     final = Path(out_dir) if out_dir is not None else OUT_ROOT / name
-    out = staging_dir(final)  # everything is written here; the old report in ``final`` stays until this one is complete
     trials = dict(QUICK_TRIALS if quick else TRIALS)
     audit_fn = load_auditor(workers=workers) if audits else None
     results = {"schema_version": SCHEMA_VERSION,
@@ -161,8 +161,11 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
         bar.update(1)
 
     side = [cid for cid, claim in CLAIMS.items() if not claim.audits] if workers > 1 else []
-    pool = _ClaimPool(min(workers, len(side)), config, quick, seed, show, finished) if side else None
-    try:
+    pool = None
+    out = staging_dir(final)  # everything is written here; the old report in ``final`` stays until this one is complete
+    try:  # from the staging folder's making on: whatever stops the run, the folder is published or removed
+        if side:
+            pool = _ClaimPool(min(workers, len(side)), config, quick, seed, show, finished)
         with _Redraw(bar, pool), warnings.catch_warnings(record=True) as caught:
             _note_filters()
             for cid in side:
@@ -209,18 +212,22 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
         results["meta"]["status"] = RunStatus.INTERRUPTED
         raise
     finally:
-        if pool is not None:
-            pool.close(graceful=results["meta"].get("status") == RunStatus.COMPLETE)
-        bar.close()
-        notes.extend(_note(w) for w in caught)
-        results["meta"]["notes"] = note_summary(notes)
-        if notes:
-            print(note_line(results["meta"]["notes"]), file=sys.stderr)
-        results["meta"]["elapsed_s"] = round(time.perf_counter() - t0, 2)
-        if results["meta"]["status"] == RunStatus.RUNNING:  # an exception: say so, never "running"
-            results["meta"]["status"] = RunStatus.FAILED
-        _write(results, out)
-        publish(out, final, complete=results["meta"]["status"] == RunStatus.COMPLETE)
+        try:
+            if pool is not None:
+                pool.close(graceful=results["meta"].get("status") == RunStatus.COMPLETE)
+            bar.close()
+            notes.extend(_note(w) for w in caught)
+            results["meta"]["notes"] = note_summary(notes)
+            if notes:
+                print(note_line(results["meta"]["notes"]), file=sys.stderr)
+            results["meta"]["elapsed_s"] = round(time.perf_counter() - t0, 2)
+            if results["meta"]["status"] == RunStatus.RUNNING:  # an exception: say so, never "running"
+                results["meta"]["status"] = RunStatus.FAILED
+            _write(results, out)
+            publish(out, final, complete=results["meta"]["status"] == RunStatus.COMPLETE)
+        except BaseException:  # a stop (Ctrl-C, SIGTERM) or a failure in this cleanup: no half-written folder stays
+            shutil.rmtree(out, ignore_errors=True)
+            raise
     return jsonable(results)
 
 

@@ -99,9 +99,11 @@ def supervised(work: Callable[[], int], on_stuck: Callable[[float], int], on_end
     sys.stdout.flush()
     sys.stderr.flush()
     read, write = os.pipe()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # held until the parent passes it on (_watch)
     pid = os.fork()
     if pid == 0:  # the child: the work, then out, whatever happens
         global _heartbeat
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(read)
         _heartbeat, code = write, 1
         try:
@@ -116,7 +118,7 @@ def supervised(work: Callable[[], int], on_stuck: Callable[[float], int], on_end
                     stream.flush()
             _exit(code if isinstance(code, int) else 1)
     os.close(write)
-    return _watch(pid, read, on_stuck, on_ended)
+    return _watch(pid, read, on_stuck, on_ended, mask)
 
 
 def _exit(code: int) -> None:
@@ -125,15 +127,34 @@ def _exit(code: int) -> None:
     os._exit(code)
 
 
-def _watch(pid: int, read: int, on_stuck: Callable[[float], int], on_ended: Callable[[int], int]) -> int:
+def _watch(pid: int, read: int, on_stuck: Callable[[float], int], on_ended: Callable[[int], int],
+           mask=frozenset()) -> int:
     """The parent of :func:`supervised`: the child's exit code; ``on_stuck`` once a limited block overstays;
     ``on_ended`` when the child exited without telling (the code it ran ended it).
 
     The child's exit is found by polling ``waitpid``, not by the pipe's end: a process the user's code forked
-    holds the pipe open after the child is gone."""
+    holds the pipe open after the child is gone. Ctrl-C reaches the child itself (the terminal signals the whole
+    process group); a SIGTERM sent to this process alone (``kill``, ``timeout``, a container's stop) is passed on to the
+    child, which stops as on Ctrl-C, and what the child had started that is still alive once it has exited is ended
+    (:func:`tsdp.executor.processes.end`): nothing is left running. ``mask``: the signal mask to restore once the
+    SIGTERM handler is set (:func:`supervised` blocks SIGTERM across the fork)."""
     import select
 
+    from tsdp.executor.processes import descendants
+
+    below: list = []  # the child's processes when a SIGTERM came: ended after the child, should they outlive it
+    reaped = []  # the child has been waited for: its pid may be another process's now
+
+    def pass_on(signum, frame) -> None:
+        if reaped:
+            return
+        below.extend(p for p in descendants([pid]) if p not in below)
+        with suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
     interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the child, which ends the command
+    terminate = signal.signal(signal.SIGTERM, pass_on)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     blocks, buffer, told_exit, pipe_open = [], b"", False, True  # blocks: (started, seconds), outermost first
 
     def take(wait: float) -> None:
@@ -160,6 +181,7 @@ def _watch(pid: int, read: int, on_stuck: Callable[[float], int], on_ended: Call
                 time.sleep(0.1)
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
+                reaped.append(pid)
                 while pipe_open and not told_exit and select.select([read], [], [], 0)[0]:
                     take(0)  # what it wrote last
                 code = os.waitstatus_to_exitcode(status)
@@ -173,7 +195,11 @@ def _watch(pid: int, read: int, on_stuck: Callable[[float], int], on_ended: Call
                 return on_stuck(overdue[-1])
     finally:
         os.close(read)
+        if below:
+            end({p: None for p in below})
         signal.signal(signal.SIGINT, interrupt)
+        if terminate is not None:  # None: a handler set outside Python, which cannot be put back
+            signal.signal(signal.SIGTERM, terminate)
 
 
 class Expired(BaseException):

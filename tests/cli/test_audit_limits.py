@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from cli_run import error_line
+from cli_run import error_line, processes_marked as _ours
 from sweep import run_case, verdict
 
 SMALL = ["--N", "16", "--L", "30", "--batch-size", "4"]
@@ -65,23 +65,6 @@ def user_module(user_module_of):
 
 def _audit_fn(module, train, *extra):
     return ["audit-fn", "--train", f"{module}:{train}", "--canaries", "10", "--delta", "1e-5", *SMALL, *extra]
-
-
-def _ours(mark: str) -> list:
-    """The pids of live processes whose environment holds ``mark`` (a run's processes, however deep)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if mark.encode() in f.read():
-                    with open(f"/proc/{entry}/stat") as s:
-                        if s.read().rsplit(")", 1)[1].split()[0] != "Z":
-                            found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 @pytest.mark.parametrize("canary", ["spike", "gradient"])

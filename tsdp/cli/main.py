@@ -1,6 +1,8 @@
 """`tsdp`: the command line. Human output by default, --json for machines.
 
-Exit codes: 0 success, 1 a check failed (a privacy violation), 2 bad input, 130 interrupted.
+Exit codes: 0 success, 1 a check failed (a privacy violation), 2 bad input, 128 + the signal when stopped: 130 by
+Ctrl-C, 143 by SIGTERM (what SLURM, Kubernetes, ``timeout`` and systemd send), each after the same cleanup, with one
+line on stderr (:mod:`tsdp.cli.termination`; only the command line installs its SIGTERM handler).
 Bad input is one line on stderr, ``tsdp <command>: error: ...``, naming the flag as typed (or
 the file and line of a data file, or the user function that failed and why); no traceback
 unless the global ``--debug`` flag asks for it (errors that are bugs still show one). Usage errors are
@@ -253,7 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Bad input exits 2 with one line naming the flag. --json output is RFC 8259 JSON; non-finite "
         "numbers are written as null. TSDP_MEMORY_LIMIT (bytes, or e.g. 4G; default 2G) caps the memory of "
         "one privacy-loss distribution; larger ones are answered at a coarser (still sound) discretisation. "
-        "TSDP_NO_PROGRESS=1 hides the accountant's progress bars (as report's and verify's --no-progress do).",
+        "TSDP_NO_PROGRESS=1 hides the accountant's progress bars (as report's and verify's --no-progress do). "
+        "Exit status: 0 done, 1 a check failed (a privacy violation), 2 bad input, 130 interrupted (Ctrl-C), "
+        "143 terminated (SIGTERM, as SLURM, Kubernetes, timeout and systemd send): both stops clean up first (a "
+        "report's partial output is published as interrupted, no temporary folder is left) and say so in one line.",
     )
     parser.add_argument("--debug", action="store_true",
                         help="with an error, print its traceback too (e.g. where your train or loss function raised)")
@@ -444,7 +449,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         argv: The arguments after ``tsdp`` (None: ``sys.argv[1:]``).
 
     Returns:
-        The exit code: 0 success, 1 a check failed, 2 bad input, 130 interrupted.
+        The exit code: 0 success, 1 a check failed, 2 bad input, 130 interrupted (Ctrl-C), 143 terminated
+        (SIGTERM).
     """
     _escape_what_stdout_cannot_encode()
     parser = build_parser()
@@ -531,15 +537,18 @@ class EndedError(ValueError):
 
 def _run(args, subparser) -> int:
     """Run the parsed command; its errors as one line (exit 2)."""
+    from .termination import stop_status, terminate_as_interrupt
+
     shown, stderr = warnings.showwarning, sys.stderr
     warnings.showwarning = _show_warning
     sys.stderr = _LineTracking(stderr)
     _NOTES.clear()
     try:
-        _check_common(args)
-        code = COMMANDS[args.command](args)
-        sys.stdout.flush()
-        return code
+        with terminate_as_interrupt():  # SIGTERM (SLURM, Kubernetes, `timeout`): the cleanup of Ctrl-C, then 143
+            _check_common(args)
+            code = COMMANDS[args.command](args)
+            sys.stdout.flush()
+            return code
     except _user_errors() as exc:
         if args.debug:
             traceback.print_exception(exc)
@@ -551,9 +560,12 @@ def _run(args, subparser) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print(f"tsdp {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (:mod:`tsdp.cli.termination`): 128 + the signal
+        status, words = stop_status(exc)
+        _flush_notes()
+        sys.stderr.end_line()
+        print(f"{subparser.prog}: {words}", file=sys.stderr)
+        return status
     finally:
         _flush_notes()
         warnings.showwarning, sys.stderr = shown, stderr
