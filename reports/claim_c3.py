@@ -244,9 +244,7 @@ class C3(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """Paper Fig. 4: T11 δ(ε) for σ_C = 0 and growing σ_F, with the L_F → 0 reference; one step
         (exact) and composed (sound)."""
-        import matplotlib.pyplot as plt
-
-        from .figures import finish_panel, grid, legend_outside, plot, save
+        from .figures import finish_panel, grid, legend_outside, plot, save, plt
 
         f = result["figure"]
         eps = np.asarray(f["eps"])

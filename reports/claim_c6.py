@@ -157,9 +157,7 @@ class C6(Claim):
     def figure(self, result: dict, out: Path) -> List[str]:
         """ε of the pooled configuration at δ = 1e-3, one step: T13 (sound, one record), T14
         (attained, element level) and the audit's lower confidence bound, with why T13 sits below."""
-        import matplotlib.pyplot as plt
-
-        from .figures import WIDTH_IN, save, show_zero
+        from .figures import WIDTH_IN, save, show_zero, plt
 
         n = result["numbers"]
         fig, ax = plt.subplots(figsize=(WIDTH_IN, 3.4), layout="constrained")

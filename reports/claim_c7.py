@@ -162,9 +162,7 @@ class C7(Claim):
 
     def figure(self, result: dict, out: Path) -> List[str]:
         """Test CRPS against ε (last iterate, mean over seeds) of each model, the baselines as horizontal lines."""
-        import matplotlib.pyplot as plt
-
-        from .figures import WIDTH_IN, save
+        from .figures import WIDTH_IN, save, plt
 
         n = result["numbers"]
         if not n.get("rows"):

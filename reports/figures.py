@@ -1,5 +1,8 @@
 """The report's plotting helpers (matplotlib, Agg) and the figures of section 4 (tightness).
 
+tsdp's one import of matplotlib (the claims' figures draw with :data:`plt` from here), after
+:func:`tsdp.reports.matplotlib_dir.use_writable_dir` (a writable folder for it where HOME is not).
+
 Each claim draws its own figure (``Claim.figure`` in reports/claim_c*.py) with these helpers;
 every figure draws numbers already in results.json and saves a PNG, returning the file name.
 Axes as in the paper's figures: ε on a log axis and δ(ε) on a log axis for the composed
@@ -15,7 +18,10 @@ import math
 from pathlib import Path
 from typing import Any, List, Optional
 
-import matplotlib
+from .matplotlib_dir import use_writable_dir
+
+use_writable_dir()  # before matplotlib's import: where HOME cannot be written, no warning of its own mid-output
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
