@@ -22,7 +22,7 @@ from tsdp.theorems.config import ConfigError, check_int
 from tsdp.training import windows
 from tsdp.training.metrics import BYTES_PER_SAMPLE_STEP
 from tsdp.training.samplers import drawable_rate
-from tsdp.verify.json_data import Record
+from tsdp.verify.json_data import Record, omitted_when_none
 
 Imputation = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -177,10 +177,35 @@ def forecast_covariates(model: torch.nn.Module, freq: Optional[str], starts, len
     return windows.forecast_covariates(starts, lengths, context_length, forecast_length, freq)
 
 
+@dataclass(frozen=True)
+class TrainingScores(Record):
+    """How a forecaster scored when `tsdp train` saved it: the scaled test CRPS of its data's held-out windows
+    (:class:`tsdp.training.result.TrainResult`), with seasonal naive's and its untrained initialisation's there.
+    A model that does not beat seasonal naive is undertrained, and its forecasts' quantiles (of its own Student-t law)
+    are as wide as such a model's are.
+
+    Attributes:
+        crps: The trained model's test CRPS.
+        seasonal_naive_crps: Seasonal naive's on the same windows.
+        untrained_crps: The model's at its initialisation.
+    """
+
+    crps: float
+    seasonal_naive_crps: float
+    untrained_crps: float
+
+    @property
+    def beats_seasonal_naive(self) -> bool:
+        """Whether the trained model's test CRPS is below seasonal naive's (`tsdp train`'s note says when not)."""
+        return self.crps < self.seasonal_naive_crps
+
+
 def save_model(path, model: torch.nn.Module, name: str, context_length: int, forecast_length: int,
-               freq: Optional[str] = None) -> None:
+               freq: Optional[str] = None, trained: Optional[TrainingScores] = None) -> None:
     """Write a trained forecaster for `tsdp forecast`: CLI name, L_C, L_F, DeepAR's lags and covariates per
-    position, the step ``freq`` of the data it was trained on (its calendar features), the weights.
+    position, the step ``freq`` of the data it was trained on (its calendar features), how it scored, the weights.
+    The file appears whole or not at all (:func:`tsdp.verify.file_cache.write_atomic`: a run stopped while saving
+    leaves no half-written model).
 
     Args:
         path: The file.
@@ -189,10 +214,17 @@ def save_model(path, model: torch.nn.Module, name: str, context_length: int, for
         context_length: L_C.
         forecast_length: L_F.
         freq: The step of its training data (None: none).
+        trained: Its test scores at training (None: not known).
     """
+    import io
+
+    from tsdp.verify.file_cache import write_atomic
+
+    blob = io.BytesIO()
     torch.save({"model": name, "context_length": context_length, "forecast_length": forecast_length,
                 "lags": list(getattr(model, "lags", ())), "covariates": windows.covariates_of(model), "freq": freq,
-                "state_dict": model.state_dict()}, path)
+                "trained": None if trained is None else trained.as_dict(), "state_dict": model.state_dict()}, blob)
+    write_atomic(path, blob.getvalue())
 
 
 @dataclass(frozen=True)
@@ -204,12 +236,14 @@ class ModelHeader(Record):
         context_length: L_C.
         forecast_length: L_F.
         freq: The step of the data it was trained on (None: none; its calendar features).
+        trained: Its test scores when it was saved (None, and left out of the JSON, for a file that has none).
     """
 
     model: str
     context_length: int
     forecast_length: int
     freq: Optional[str]
+    trained: Optional[TrainingScores] = omitted_when_none()
 
 
 def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, ModelHeader]:
@@ -232,6 +266,8 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, ModelHeader
         extra = {"lags": blob["lags"], "covariates": blob["covariates"]} if blob["model"] == "deepar" else {}
         model = make_model(blob["model"], blob["context_length"], blob["forecast_length"], **extra).to(device)
         model.load_state_dict(blob["state_dict"])
+        trained = None if blob.get("trained") is None else TrainingScores(
+            **{k: float(v) for k, v in blob["trained"].items()})
     except Exception as err:  # noqa: BLE001 - whatever the file holds, it is not a model tsdp wrote
         why = str(err).strip().splitlines()[0][:120] if str(err).strip() else ""
         raise ValueError(f"{path} is not a model file written by this version's `tsdp train --save` (a model saved "
@@ -241,4 +277,4 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, ModelHeader
         raise ValueError(f"{path} holds a model whose weights are not finite (NaN or inf: a training that diverged); "
                          "it forecasts nothing")
     model.eval()
-    return model, ModelHeader(blob["model"], blob["context_length"], blob["forecast_length"], blob["freq"])
+    return model, ModelHeader(blob["model"], blob["context_length"], blob["forecast_length"], blob["freq"], trained)

@@ -95,6 +95,7 @@ def test_tradeoff_cli(tmp_path, capsys):
                  "--json"])
     out = json.loads(capsys.readouterr().out)
     assert out.pop("seed") == 0  # recorded after the rows and the model, recorded before it was printed
+    assert out.pop("note") is None  # added after the recording: the file has no training scores to note
     assert_released(out, BEFORE["tradeoff"])
     # the reference row's ε = inf is JSON null
     assert code == 0 and [(r["epsilon"], r["r"]) for r in out["rows"]] == [(None, 1.0), (2.0, 1.0), (2.0, 0.5)]

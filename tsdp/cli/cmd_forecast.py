@@ -97,6 +97,27 @@ def _model(args, device):
     return model, header
 
 
+def undertrained_note(header):
+    """The note of forecasts from a model that did not beat seasonal naive when `tsdp train` saved it (its file's
+    scores, :class:`tsdp.attacks.inference.mechanism.TrainingScores`): its quantiles are its own Student-t law's, and an
+    undertrained model's law is wide (a 0.1-quantile far below a positive series is that, not a bug). None when it beat
+    seasonal naive, or its file does not say.
+
+    Args:
+        header (ModelHeader): The model file's header.
+
+    Returns:
+        The note, or None.
+    """
+    scores = header.trained
+    if scores is None or scores.beats_seasonal_naive:
+        return None
+    return (f"this model's test CRPS when trained, {scores.crps:.4f}, was not better than seasonal naive's "
+            f"{scores.seasonal_naive_crps:.4f} (untrained {scores.untrained_crps:.4f}): an undertrained model, whose "
+            "forecast quantiles (its own Student-t law's) are wide, possibly far outside the series' range; train it "
+            "longer (tsdp train --epochs, --lr)")
+
+
 def _series(args):
     """(the user's series, its calendar or None): --values (no calendar), or the first series of --data (the one
     loader's flags)."""
@@ -269,13 +290,15 @@ def _predict(args) -> int:
         flag = "--values" if args.values is not None else "--data"
         raise UsageError(f"invalid {flag}: the forecast of this series is not finite (values up to "
                          f"{float(np.max(np.abs(x))):.3g} overflow the float32 model); rescale the series")
+    note = undertrained_note(header)
     payload = {"sigma": cal.sigma, "epsilon": cal.epsilon, "delta": cal.delta, "r": args.r, "model": header.as_dict(),
-               "quantiles": {str(q): qs[i].tolist() for i, q in enumerate(QUANTILES)}, "samples": args.samples}
+               "quantiles": {str(q): qs[i].tolist() for i, q in enumerate(QUANTILES)}, "samples": args.samples,
+               "note": note}
     lines = [f"private forecast ({header.model}, L_F = {header.forecast_length}) at sound "
              f"ε = {rounded_up(cal.epsilon)}, "
              f"δ = {cal.delta:g}, r = {args.r:g}, σ = {sigma_text(cal.sigma, 4)}"]
     lines += [f"q{q:g}: " + " ".join(f"{v:.4g}" for v in qs[i]) for i, q in enumerate(QUANTILES)]
-    return _emit(args, payload, lines)
+    return _emit(args, payload, lines + ([f"note: {note}"] if note else []))
 
 
 def _tradeoff(args) -> int:
@@ -319,4 +342,6 @@ def _tradeoff(args) -> int:
               f"{row.sigma:>9.4g} {row.crps:>8.4f}" for row in rows]
     source = "--seed" if args.seed is not None else "fresh, from the operating system's entropy"
     lines.append(f"seed {seed} ({source}): --seed {seed} reproduces the table; keep it as private as the data")
-    return _emit(args, {"rows": [row.as_dict() for row in rows], "model": header.as_dict(), "seed": seed}, lines)
+    note = undertrained_note(header)
+    return _emit(args, {"rows": [row.as_dict() for row in rows], "model": header.as_dict(), "seed": seed, "note": note},
+                 lines + ([f"note: {note}"] if note else []))

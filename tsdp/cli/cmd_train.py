@@ -186,10 +186,11 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
                            seed=args.seed,  # None: train draws a fresh, secret one
                            progress=not args.json)
             if args.save is not None:
-                from tsdp.attacks.inference.mechanism import save_model
+                from tsdp.attacks.inference.mechanism import TrainingScores, save_model
 
                 save_model(args.save, result.trained_model, args.model, config.context_length,
-                           config.forecast_length, data.freq)
+                           config.forecast_length, data.freq,
+                           TrainingScores(result.crps, result.seasonal_naive_crps, result.untrained_crps))
         except ConfigError as err:
             if err.parameter == "steps" and args.epochs is None and args.steps is None:
                 raise UsageError(f"invalid --sigma: at σ = {args.sigma:g} the budget ε = {args.epsilon:g} lasts beyond "
