@@ -52,7 +52,10 @@ def _after_fork_in_child() -> None:
     """In a forked process: the handler before the command's (the fork is not the command)."""
     global _previous
     if _previous is not _UNSET and signal.getsignal(signal.SIGTERM) is _stop:
-        signal.signal(signal.SIGTERM, _previous)
+        try:
+            signal.signal(signal.SIGTERM, _previous)
+        except ValueError:  # not the main thread of the new process (CPython makes the forking thread its main one)
+            return
         _previous = _UNSET
 
 
