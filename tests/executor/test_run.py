@@ -269,3 +269,23 @@ def test_the_auto_cluster_listens_on_this_machine_only():
     results, _ = run_shards([Where(i) for i in range(4)], addresses, workers=2, cluster="auto")
     for r in results.values():
         assert r.worker.startswith("tcp://127.0.0.1:") and r.scheduler.startswith("tcp://127.0.0.1:"), r
+
+
+def test_an_interrupt_ends_the_pools_workers(monkeypatch):
+    """Ctrl-C, or the CLI's SIGTERM (a KeyboardInterrupt), while units run on the pool: its processes are ended with
+    the units in flight (they were left running; at exit the process waited for them, and a SIGKILL then orphaned
+    them). A thread pool stands in for the processes: what is checked is that the pool is discarded with kill."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import tsdp.executor.local as local
+
+    discarded = []
+    monkeypatch.setattr(local, "worker_pool", lambda workers: ThreadPoolExecutor(workers))
+    monkeypatch.setattr(local, "_discard_pool", lambda workers, kill=False: discarded.append((workers, kill)))
+
+    def interrupted(spec):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_shards(UNITS, interrupted, workers=2)
+    assert discarded == [(2, True)]
