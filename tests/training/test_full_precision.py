@@ -25,7 +25,9 @@ from tsdp.training.models import MLP, make_model
 from tsdp.training.stacked import StackedModel
 from tsdp.training.step import per_sample_gradients
 
-pytestmark = pytest.mark.usefixtures("one_thread", "default_precision")  # tests/conftest.py, below
+from float32_precision import reset_float32_precision
+
+pytestmark = pytest.mark.usefixtures("one_thread", "default_precision")
 
 LC, LF, M = 12, 3, 6
 SLOTS = [("generic", "all")] + [(b, o) for b in ("cuda", "mkldnn") for o in ("all", "matmul")]
@@ -36,23 +38,6 @@ def _full(state):
     """Whether a :func:`_state` is full precision without autocast: what the guarded computations must see."""
     legacy, tf32, cuda, mkldnn, autocast = state
     return legacy == "highest" and tf32 is False and cuda not in REDUCED and mkldnn not in REDUCED and not autocast
-
-
-def _reset():
-    """torch's initial precision state: legacy "highest", every matmul slot and its parents "none"."""
-    torch.set_float32_matmul_precision("highest")
-    for backend in ("cuda", "mkldnn"):
-        for op in ("all", "matmul"):
-            torch._C._set_fp32_precision_setter(backend, op, "none")
-    torch._C._set_fp32_precision_setter("generic", "all", "none")
-
-
-@pytest.fixture
-def default_precision():
-    """Each test starts and ends in torch's initial precision state (the rest of the suite runs in it)."""
-    _reset()
-    yield
-    _reset()
 
 
 def _legacy():
@@ -107,10 +92,10 @@ USER_SETTINGS = {
 
 @pytest.mark.parametrize("setting", sorted(USER_SETTINGS))
 def test_the_guard_forces_ieee_matmuls_and_restores_the_users_settings_exactly(setting):
-    _reset()
+    reset_float32_precision()
     USER_SETTINGS[setting]()
     reference = _fingerprint()
-    _reset()
+    reset_float32_precision()
     USER_SETTINGS[setting]()
     before = _state()
     with fp.full_precision("cpu"):
@@ -251,8 +236,8 @@ def _contributions(run, clip):
 @pytest.mark.parametrize("engine", ["vmap", "factored", "stacked"])
 def test_under_bf16_autocast_every_clipped_contribution_is_at_most_c(engine, name):
     """bf16 autocast on the CPU (the forward's linears really return bf16): every window's clipped contribution ≤ C
-    with every window clipped, in each engine; the clipped sum within bf16's forward error (2e-2) of the one without
-    autocast. Unguarded: vmap and stacked above C by 1e-3, factored a dtype error."""
+    with every window clipped, in each engine; the clipped sum within the bf16 forward's error (5e-2 of its norm; 3e-3
+    measured) of the one without autocast. Unguarded: vmap and stacked above C by 1e-3, factored a dtype error."""
     model = _model(name)
     c, f, cov = _batch(name)
     first = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
@@ -266,9 +251,8 @@ def test_under_bf16_autocast_every_clipped_contribution_is_at_most_c(engine, nam
         contributions = _contributions(run, clip)
     assert max(contributions) <= clip, f"a contribution exceeds C by {max(contributions) / clip - 1:.3g}"
     assert min(contributions) >= clip * (1 - 2e-6)
-    for k in reference:
-        assert got[k].dtype == reference[k].dtype
-        torch.testing.assert_close(got[k], reference[k], rtol=2e-2, atol=2e-2 * clip)
+    assert all(got[k].dtype == reference[k].dtype for k in reference)
+    assert _norm({k: got[k] - reference[k] for k in reference}) <= 5e-2 * _norm(reference)
 
 
 @pytest.mark.parametrize("user", ["high", "medium", "autocast", "medium+autocast"])
