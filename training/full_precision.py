@@ -3,7 +3,7 @@ autocast: :func:`full_precision`, the guard every DP engine runs them under.
 
 Why. The clip margin κ (:func:`training.clipping.clip_margin`) bounds the rounding of each clipped per-sample
 contribution c_i g_i that enters the sum, and its step (3) assumes that each product forming it rounds at most a few
-times at the unit roundoff u of the parameters' dtype (2^-24 in float32). Three user settings break that assumption
+times at the unit roundoff u of the parameters' dtype (2^-24 in float32). These user settings break that assumption
 for float32 matrix products: ``torch.set_float32_matmul_precision("high")`` (TF32 on CUDA and on oneDNN CPUs: inputs
 rounded to 10 mantissa bits, u = 2^-11; what H100/H200 users are told to set, and what Lightning sets), ``"medium"``
 or ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"`` (bf16 inputs on CPUs that have it, 7 bits), the newer
