@@ -111,16 +111,8 @@ def _matmul_slots() -> Dict[Slot, str]:
     return own
 
 
-def _full() -> bool:
-    """Whether float32 matmuls are IEEE already: no matmul slot reads TF32 or bf16 and the legacy precision is
-    ``"highest"`` (readable then: only a reduced slot can contradict it), the user's default."""
-    cuda, mkldnn = MATMUL_BACKENDS  # unrolled: this runs every step
-    return (_get(cuda, "matmul") not in REDUCED and _get(mkldnn, "matmul") not in REDUCED
-            and torch._C._get_float32_matmul_precision() == "highest")
-
-
 def _save_and_force() -> Tuple[Dict[Slot, str], str]:
-    """Forces IEEE float32 matmuls on every backend; returns what :meth:`_Forcing.exit` restores: each matmul slot's
+    """Forces IEEE float32 matmuls on every backend; returns what the last guard out restores: each matmul slot's
     own setting (:func:`_matmul_slots`) and the legacy precision."""
     slots = _matmul_slots()
     for slot in slots:
@@ -132,31 +124,19 @@ def _save_and_force() -> Tuple[Dict[Slot, str], str]:
 
 class _Forcing:
     """The process-wide forcing shared by every active guard: the first in saves the user's settings and forces IEEE
-    matmuls (where they are not IEEE already), the last out restores them."""
+    matmuls (where they are not IEEE already), the last out restores them (:class:`_Guard`, which runs it inline: this
+    runs every step, and each Python call costs there).
+
+    Attributes:
+        lock: held while the depth and the saved settings change.
+        depth: the guards active.
+        saved: (each matmul slot's own setting, the legacy precision) while forced; None while nothing is.
+    """
 
     def __init__(self):
         self.lock = threading.Lock()
         self.depth = 0
         self.saved: Optional[Tuple[Dict[Slot, str], str]] = None
-        """(each matmul slot's own setting, the legacy precision) while forced; None while nothing is."""
-
-    def enter(self) -> None:
-        """Saves and forces, at the first entry."""
-        with self.lock:
-            if self.depth == 0:
-                self.saved = None if _full() else _save_and_force()
-            self.depth += 1
-
-    def exit(self) -> None:
-        """Restores, at the last exit."""
-        with self.lock:
-            self.depth -= 1
-            if self.depth == 0 and self.saved is not None:
-                slots, legacy = self.saved
-                torch._C._set_float32_matmul_precision(legacy)  # the legacy enum (it sets both slots too) ...
-                for slot, value in slots.items():  # ... then each slot as the user left it
-                    _set(*slot, value)
-                self.saved = None
 
 
 _FORCING = _Forcing()
@@ -181,15 +161,31 @@ class _Guard:
         self.autocast = False
 
     def __enter__(self) -> None:
-        self.autocast = torch.is_autocast_enabled(self.device_type)  # the flag alone, cheaper than torch.autocast
-        _FORCING.enter()
+        # the flags alone, cheaper than torch.autocast; the one without arguments first (no device parsed)
+        self.autocast = torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(self.device_type)
+        forcing = _FORCING
+        with forcing.lock:
+            if forcing.depth == 0:  # the first in: IEEE already (torch's default: nothing to set), or save and force
+                cuda, mkldnn = MATMUL_BACKENDS
+                full = (_get(cuda, "matmul") not in REDUCED and _get(mkldnn, "matmul") not in REDUCED
+                        and torch._C._get_float32_matmul_precision() == "highest")  # readable: no reduced slot
+                forcing.saved = None if full else _save_and_force()
+            forcing.depth += 1
         if self.autocast:
             torch.set_autocast_enabled(self.device_type, False)
 
     def __exit__(self, *exc) -> None:
         if self.autocast:
             torch.set_autocast_enabled(self.device_type, True)
-        _FORCING.exit()
+        forcing = _FORCING
+        with forcing.lock:
+            forcing.depth -= 1
+            if forcing.depth == 0 and forcing.saved is not None:  # the last out restores
+                slots, legacy = forcing.saved
+                torch._C._set_float32_matmul_precision(legacy)  # the legacy precision (it sets both slots too) ...
+                for slot, value in slots.items():  # ... then each slot as the user left it
+                    _set(*slot, value)
+                forcing.saved = None
 
 
 def full_precision(device_type: str) -> ContextManager[None]:
