@@ -10,7 +10,7 @@ tells a slot set to "none" from one set to its parent's value). (3) Autocast on 
 the engines' products in bf16: each window's clipped contribution (its sum with every other window masked out) has
 norm ≤ C in all three engines, and the vmap engine's clipped sum of given per-sample gradients equals, bit for bit,
 the one at full precision without autocast; without the guard the vmap and stacked engines' contributions exceeded C
-by 1e-3 relative and the factored engine raised a dtype error (measured on the unguarded code).
+by 5e-4 to 3e-3 relative and the factored engine raised a dtype error (measured on the unguarded code).
 """
 import contextlib
 import math
@@ -237,7 +237,8 @@ def _contributions(run, clip):
 def test_under_bf16_autocast_every_clipped_contribution_is_at_most_c(engine, name):
     """bf16 autocast on the CPU (the forward's linears really return bf16): every window's clipped contribution ≤ C
     with every window clipped, in each engine; the clipped sum within the bf16 forward's error (5e-2 of its norm; 3e-3
-    measured) of the one without autocast. Unguarded: vmap and stacked above C by 1e-3, factored a dtype error."""
+    measured) of the one without autocast. Unguarded: vmap and stacked above C by 5e-4 to 3e-3, factored a dtype
+    error."""
     model = _model(name)
     c, f, cov = _batch(name)
     first = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
