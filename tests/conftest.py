@@ -1,5 +1,5 @@
 """Shared pytest settings: hypothesis profiles (the default one is deterministic), the PLD cache off,
-one torch thread per xdist worker, the ``one_thread`` fixture."""
+one torch thread per xdist worker, the ``one_thread`` and ``default_precision`` fixtures."""
 import os
 
 import pytest
@@ -34,3 +34,14 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def default_precision():
+    """The test starts and ends in torch's initial float32 matmul precision state (the suite runs in it; tests that
+    set "high", "medium" or a slot of the ``fp32_precision`` API leave it behind them)."""
+    from float32_precision import reset_float32_precision  # imports torch: inside the fixture, never at collection
+
+    reset_float32_precision()
+    yield
+    reset_float32_precision()

@@ -9,7 +9,10 @@ engine: ``functional_call`` + ``grad`` + ``vmap``), their exact clipping and mas
 θ ← θ - η g̃ made in place. ``fullgraph=True`` makes the compiler refuse any graph break:
 compiling is the check that the step holds no ``.item()``, no Python branch on a tensor's
 value and no data-dependent shape. Batches have one shape for the whole run
-(:mod:`training.fixed_batch`), so the program is compiled once.
+(:mod:`training.fixed_batch`), so the program is compiled once. It is traced and run inside
+:func:`training.full_precision.full_precision`: a compiled program cannot switch its matmul precision
+halfway, so the whole step, forward and backward too, runs at full IEEE precision without autocast,
+whatever the user set (the eager engines keep the user's precision for the forward and backward).
 
 On CUDA the mode is ``reduce-overhead``: the compiled step is captured in a CUDA graph and
 replayed, one launch per step. The noise comes from the step's own ``torch.Generator``, one
@@ -29,6 +32,7 @@ from torch import nn
 from tsdp.theorems.config import Choice
 
 from .clipping import Grads, clipped_sum
+from .full_precision import full_precision
 from .noise import fill_flat_noise
 from .step import _plain_sgd_targets, apply_gradient, per_sample_gradients
 
@@ -106,6 +110,7 @@ class CapturedStep:
         if not self.params:
             raise ValueError("the model has no trainable parameter")
         device = self.params[0].device
+        self._device_type = device.type
         self._compiler = compiler or default_compiler(device)
         self._gradient = self._compiler(self._noisy_gradient)
         self._updates: Dict[float, Callable] = {}
@@ -147,7 +152,8 @@ class CapturedStep:
             {name: g̃ of the parameter's shape}.
         """
         noise = self._draw(generator)
-        return dict(zip(self.names, self._gradient(context, forecast, mask, covariates, noise)))
+        with full_precision(self._device_type):  # the whole program: its precision is fixed when it is compiled
+            return dict(zip(self.names, self._gradient(context, forecast, mask, covariates, noise)))
 
     def step(self, optimizer: torch.optim.Optimizer, context: torch.Tensor, forecast: torch.Tensor,
              mask: torch.Tensor, *, generator: Optional[torch.Generator],
@@ -172,4 +178,6 @@ class CapturedStep:
         lr = plain[0]
         if lr not in self._updates:
             self._updates[lr] = self._compiler(self._sgd_update(lr))
-        self._updates[lr](context, forecast, mask, covariates, self._draw(generator))
+        noise = self._draw(generator)
+        with full_precision(self._device_type):
+            self._updates[lr](context, forecast, mask, covariates, noise)

@@ -4,7 +4,9 @@
 (trials, then windows); the rest is the parameter's shape. Every clip norm is accumulated in float64
 (:func:`squared_row_norms`) and every clip factor clips to C (1 - κ) (:func:`clip_margin`), so that each clipped
 per-sample gradient that enters a sum has norm ≤ C in the dtype it is summed in, rounding included: the sensitivity
-C that T1-T14 assume. This module is the one home of both, for every DP engine.
+C that T1-T14 assume. This module is the one home of both, for every DP engine. The norms and sums here run under
+:func:`training.full_precision.full_precision` (full IEEE matmuls, autocast off, whatever the user set), as the other
+engines' do.
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import math
 from typing import Dict, Optional, Tuple
 
 import torch
+
+from .full_precision import full_precision
 
 Grads = Dict[str, torch.Tensor]
 
@@ -157,7 +161,11 @@ def clip_margin(dtype: torch.dtype, values: int) -> float:
     c ≤ C (1 - κ) (1 + v)^5 / (||g|| √((1 - γ) (1 - u)^(B + 2))) where it clips, and where it does not (c = 1, exact)
     ||g|| ≤ C (1 - κ) (1 + v)^5 / √((1 - γ) (1 - u)^(B + 2)) ≤ C. (3) In ``dtype`` at most four roundings of u
     follow: c cast to ``dtype``, c times a row weight (the stacked engine's 1/Λ), c times an input row (the factored
-    engines' scaled rows), and that times the other factor or g_i in the sum's products; so the contribution's norm is
+    engines' scaled rows), and that times the other factor or g_i in the sum's products. That each rounds at u, the
+    unit roundoff of ``dtype``, holds whatever the user's float32 matmul precision or autocast: every engine forms its
+    norms and clipped sums under :func:`training.full_precision.full_precision` (IEEE matmuls, autocast off, factors
+    that autocast made bf16/fp16 upcast to ``dtype``, exactly), where TF32 or bf16 products would round their inputs at
+    2^-11 or 2^-8 and a contribution's norm could reach C (1 + 1e-3). So the contribution's norm is
     at most C (1 - κ) (1 + u)^4 (1 + v)^5 / √((1 - γ) (1 - u)^(B + 2))
     ≤ C (1 - κ)(1 + 5u + (B/2 + 2) u + 2 (n + 7) v) ≤ C for n v ≤ 2^-20 (n ≤ 2^33 values) and (B + 2) u ≤ 2^-10
     ((1 - u)^(-(B + 2)/2) ≤ 1 + (B/2 + 1) u + (B + 2)² u²/4; the spare u of κ's 6u covers the second-order terms).
@@ -202,9 +210,11 @@ def clip_gradients(grads: Grads, clip: float, sample_dims: int) -> Tuple[Grads, 
     Returns:
         (clipped gradients, the norms before clipping, float64).
     """
-    norms = gradient_norms(grads, sample_dims)
-    factor = clip_factors(norms, clip, next(iter(grads.values())).dtype, sample_values(grads, sample_dims))
-    clipped = {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - sample_dims))) for k, g in grads.items()}
+    first = next(iter(grads.values()))
+    with full_precision(first.device.type):
+        norms = gradient_norms(grads, sample_dims)
+        factor = clip_factors(norms, clip, first.dtype, sample_values(grads, sample_dims))
+        clipped = {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - sample_dims))) for k, g in grads.items()}
     return clipped, norms
 
 
@@ -220,8 +230,9 @@ def clipped_sum(grads: Grads, clip: float, sample_dims: int, mask: Optional[torc
     Returns:
         {name: (*lead, *param.shape)}, lead = the sample dims but the last.
     """
-    factor = clip_factors(gradient_norms(grads, sample_dims), clip, next(iter(grads.values())).dtype,
-                          sample_values(grads, sample_dims))
-    if mask is not None:
-        factor = factor * mask.to(factor.dtype)
-    return weighted_sum(factor, grads, sample_dims)
+    first = next(iter(grads.values()))
+    with full_precision(first.device.type):
+        factor = clip_factors(gradient_norms(grads, sample_dims), clip, first.dtype, sample_values(grads, sample_dims))
+        if mask is not None:
+            factor = factor * mask.to(factor.dtype)
+        return weighted_sum(factor, grads, sample_dims)

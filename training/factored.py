@@ -24,7 +24,9 @@ that costs 3-7 batched backward passes. Here g_i is never assembled:
 4. The squared norms add up over modules to ||g_i||² (in float64), the clip factors c_i follow
    (Algorithm 2, line 6, with :func:`training.clipping.clip_margin`'s margin for rounding), and
    the clipped sum is taken with them: added in place into the step's noise buffer by
-   :func:`factored_noisy_gradient` (Algorithm 2, line 8, fused).
+   :func:`factored_noisy_gradient` (Algorithm 2, line 8, fused). Steps 3 and 4 run under
+   :func:`training.full_precision.full_precision` (IEEE matmuls, autocast off, whatever the user set; the factors
+   autocast made bf16 upcast to the parameters' dtype); the forward and backward run at the user's precision.
    The large factors live in per-thread buffers reused from step to step
    (:class:`training.layer_factors.Workspace`).
 
@@ -42,6 +44,7 @@ from torch import nn
 
 from .call_recorder import CallRecorder
 from .clipping import NORM_DTYPE, Grads, clip_factors
+from .full_precision import full_precision, upcast
 from .layer_factors import WORKSPACE, materialised_factors
 from .linear_factors import linear_factors, same_gradients_key
 from .noise import gaussian_noise
@@ -80,7 +83,8 @@ def _factored_sum(
     asked = [(name, mod, calls) for name, mod, calls in called if id(mod) not in tied]  # followers: their leader's
     outputs = [y for _, _, calls in asked for _, ys in calls for y in ys]
     out_grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))
-    with torch.no_grad():  # the factors below are data: no graph for them
+    # the factors below are data (no graph for them), their norms and sums taken at full precision, autocast off
+    with torch.no_grad(), full_precision(context.device.type):
         factors, per_sample, other, linears, leaders = [], {}, [], {}, set(tied.values())
         for name, mod, calls in asked:
             grads = [[next(out_grads) for _ in ys] for _, ys in calls]
@@ -99,8 +103,8 @@ def _factored_sum(
         factors += [linear_factors(members, grads) for members, grads in linears.values()]
         if other:
             per_sample.update(vmap_gradients(other))
-        if per_sample:
-            factors.append(materialised_factors(per_sample))
+        if per_sample:  # in the parameters' dtype where autocast made them narrower (training.full_precision)
+            factors.append(materialised_factors({k: upcast(g, out_dtype) for k, g in per_sample.items()}))
         sq = factors[0].sq_norms
         for f in factors[1:]:
             sq = sq.add_(f.sq_norms)

@@ -28,6 +28,7 @@ from torch import nn
 
 from .call_recorder import Call
 from .clipping import NORM_DTYPE, Grads, squared_row_norms
+from .full_precision import upcast
 from .layer_factors import WORKSPACE, LayerFactors
 
 LinearMember = Tuple[str, nn.Linear, List[Call]]
@@ -197,16 +198,18 @@ def linear_factors(members: List[LinearMember], out_grads: List[List[torch.Tenso
     """
     m = out_grads[0][0].shape[0]
     tag = tuple(name for name, _, _ in members)
-    g = stack_positions([gy[0] for gy in out_grads], m, (tag, "g"))
-    prefixes = [f"{name}." if name else "" for name, _, _ in members]
     own = [mod._parameters for _, mod, _ in members]  # the dict itself: Module.__getattr__ is slow Python
+    # the factors in the parameters' dtype where autocast recorded them narrower (training.full_precision); the
+    # inputs of several members follow g's dtype, the buffer side_by_side writes them into
+    g = upcast(stack_positions([gy[0] for gy in out_grads], m, (tag, "g")), own[0]["weight"].dtype)
+    prefixes = [f"{name}." if name else "" for name, _, _ in members]
     weights = [(prefix + "weight", p["weight"].shape[1]) for prefix, p in zip(prefixes, own) if p["weight"].requires_grad]
     biases = [prefix + "bias" for prefix, p in zip(prefixes, own) if p["bias"] is not None and p["bias"].requires_grad]
     inputs = [[args[0] for args, _ in calls] for (_, _, calls), p in zip(members, own) if p["weight"].requires_grad]
     if len(inputs) > 1:  # the members' inputs side by side, (M, i¹ + i² + ...) or (M, t, i¹ + i² + ...)
         a = side_by_side(inputs, WORKSPACE.take((tag, "a"), (*g.shape[:-1], _width(inputs)), g), m)
     else:
-        a = stack_positions(inputs[0], m, (tag, "a")) if inputs else None
+        a = upcast(stack_positions(inputs[0], m, (tag, "a")), g.dtype) if inputs else None
     t, o = g.shape[1] if g.dim() == 3 else 1, g.shape[-1]
     i = 0 if a is None else a.shape[-1]
     route = norm_route(t, i, o)

@@ -16,6 +16,7 @@ from torch.func import functional_call, grad, vmap
 
 from .call_recorder import Call, output_tensors
 from .clipping import Grads
+from .full_precision import upcast
 
 PerSampleRule = Callable[[nn.Module, tuple, List[torch.Tensor]], Grads]
 """``rule(module, inputs, output_grads) -> {local parameter name: (M, *shape)}`` for one call."""
@@ -97,13 +98,15 @@ def vmap_gradients(owners: List[RecordedModule]) -> Grads:
     """
     params = {f"{name}.{k}" if name else k: p.detach()
               for name, mod, _, _ in owners for k, p in mod._parameters.items() if p is not None and p.requires_grad}
+    dtype = next(iter(params.values())).dtype  # inputs and output gradients autocast made narrower, in it
+    # (training.full_precision: the factored engine calls this with autocast off)
     locals_of = [{k: f"{name}.{k}" if name else k for k, p in mod._parameters.items() if p is not None and p.requires_grad}
                  for name, mod, _, _ in owners]
-    args = tuple(tuple(tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in call_args)
+    args = tuple(tuple(tuple(upcast(a.detach(), dtype) if isinstance(a, torch.Tensor) else a for a in call_args)
                        for call_args, _ in calls) for _, _, calls, _ in owners)
     in_dims = tuple(tuple(tuple(0 if isinstance(a, torch.Tensor) else None for a in call_args)
                           for call_args in module_args) for module_args in args)
-    grads_out = tuple(tuple(tuple(gy) for gy in out_grads) for _, _, _, out_grads in owners)
+    grads_out = tuple(tuple(tuple(upcast(g, dtype) for g in gy) for gy in out_grads) for _, _, _, out_grads in owners)
 
     def inner(p, args, grads_out):
         total = 0

@@ -18,7 +18,9 @@ from these factors, in float64 (t = 1: ||a||²·||g||²; t > 1: the ghost norm �
 rounding bound, :func:`training.linear_factors.ghost_squared_norms`, or the materialised G_i, whichever is cheaper:
 :func:`training.linear_factors.norm_route`, the factored engine's choice too), the clip factors
 1 / max(1, ||g_i||/(C (1 - κ))) follow (:func:`training.clipping.clip_factors`, κ its rounding margin), and each run's
-clipped sum Σ_{i in run k} c_i G_i is one batched product per group of factors. A tied follower (DeepAR's ``hh``,
+clipped sum Σ_{i in run k} c_i G_i is one batched product per group of factors; norms and sums under
+:func:`training.full_precision.full_precision` (IEEE matmuls, autocast off, whatever the user set), as the factored
+engine's. A tied follower (DeepAR's ``hh``,
 :mod:`training.tied_gradients`) is not asked of autograd: where its calls fit the declared tie, its output gradients
 are its leader's (``ih``'s) one (K·M, P, o) tensor, and the two are one group, as in the factored engine: one linear
 [W_ih | W_hh] on their inputs side by side [a_ih | a_hh] (:func:`training.linear_factors.side_by_side`), one norm
@@ -38,6 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .clipping import Grads, clip_factors, squared_row_norms
+from .full_precision import full_precision, upcast
 from .linear_factors import NormRoute, ghost_squared_norms, norm_route, side_by_side
 from .noise import fill_flat_noise
 from .tied_gradients import applied_ties, declared_ties
@@ -307,20 +310,24 @@ class StackedModel:
         outputs = [y for name in asked for _, y in calls[name]]
         grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))
         k, m = self.size, loss.shape[0] // self.size
-        with torch.no_grad():
+        dtype = next(iter(out.values())).dtype  # the parameters': the factors in it where autocast made them narrower
+        # the norms and sums at full precision, autocast off (training.full_precision)
+        with torch.no_grad(), full_precision(loss.device.type):
             factors = []
             for name in asked:  # a tied follower joins its leader's group: one set of factors, [leader | follower]
                 layer_calls = calls[name]
-                g = _positions([torch.zeros_like(y) if dy is None else dy
-                                for dy, (_, y) in zip([next(grads) for _ in layer_calls], layer_calls)], k * m)
+                g = upcast(_positions([torch.zeros_like(y) if dy is None else dy
+                                       for dy, (_, y) in zip([next(grads) for _ in layer_calls], layer_calls)], k * m),
+                           dtype)
                 if isinstance(self.layers[name], StackedLinear):
                     group = [name] + [f for f, l in tied.items() if l == name]
                     factors.append(_linear_factors([[x for x, _ in calls[n]] for n in group], g,
                                                    [self.layers[n] for n in group], group))
                 else:
-                    factors.append(_norm_factors(_positions([x for x, _ in layer_calls], k * m), g, name))
+                    factors.append(_norm_factors(upcast(_positions([x for x, _ in layer_calls], k * m), dtype), g,
+                                                 name))
             sq = sum(sq_norms for sq_norms, _ in factors)  # float64
-            c = (clip_factors(sq.sqrt(), clip, next(iter(out.values())).dtype, self.values) * weight).reshape(k, 1, m)
+            c = (clip_factors(sq.sqrt(), clip, dtype, self.values) * weight).reshape(k, 1, m)
             for _, add in factors:
                 add(c, out)
 
@@ -360,8 +367,8 @@ def _linear_factors(inputs: List[List[torch.Tensor]], g: torch.Tensor, layers: S
     """
     rows, t, o = g.shape
     widths = [layer.weight.shape[2] for layer in layers]
-    a = (_positions(inputs[0], rows) if len(inputs) == 1 else
-         side_by_side(inputs, g.new_empty(rows, t, sum(widths)), rows))
+    a = (upcast(_positions(inputs[0], rows), g.dtype) if len(inputs) == 1 else  # autocast's narrower inputs in
+         side_by_side(inputs, g.new_empty(rows, t, sum(widths)), rows))  # g's dtype, the parameters' (clipped_sums)
     i = a.shape[2]
     biases = [f"{name}.bias" for name, layer in zip(names, layers) if layer.bias is not None]
     bias = _position_sum(g)

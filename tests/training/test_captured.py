@@ -139,3 +139,40 @@ def test_compiled_deepar_recurrence_clips_each_window_exactly():
     assert 0 < sum(n > clip for n, m in zip(norms, mask) if m) < int(mask.sum())
     for k in summed:
         torch.testing.assert_close(got[k], summed[k] / 4, rtol=1e-10, atol=1e-13)
+
+
+class _Float32Linear(nn.Module):
+    """One float32 linear with a squared-error loss: what bf16 autocast changes (the engines' models above are
+    float64, which autocast and reduced matmul precision leave alone)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(LC, LF)
+
+    def forward(self, context, forecast):
+        return (self.lin(context) - forecast).square().mean(-1)
+
+
+@pytest.mark.usefixtures("default_precision")
+def test_the_compiled_step_runs_whole_at_full_precision_whatever_the_user_set():
+    """A float32 step compiled and run under the user's "medium" precision and bf16 autocast: traced and run inside
+    training.full_precision's guard, its g̃ and SGD update equal, bit for bit, those of the step at full precision
+    without autocast (unguarded, dynamo retraces under autocast and the forward runs in bf16), and the user's
+    settings hold after it."""
+    torch.manual_seed(0)
+    model = _Float32Linear()
+    c, f, mask, _ = batch("mlp")
+    c, f = c.float(), f.float()
+    step = CapturedStep(model, clip=0.3, sigma=0.7, batch_size=4, compiler=AOT)
+    want = step.gradient(c, f, mask, generator=torch.Generator().manual_seed(11))
+    eager = copy.deepcopy(model)
+    apply_gradient(eager, torch.optim.SGD(eager.parameters(), lr=0.05), want)
+    torch.set_float32_matmul_precision("medium")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = step.gradient(c, f, mask, generator=torch.Generator().manual_seed(11))
+        step.step(torch.optim.SGD(model.parameters(), lr=0.05), c, f, mask, generator=torch.Generator().manual_seed(11))
+        assert torch.is_autocast_enabled("cpu") and torch.get_float32_matmul_precision() == "medium"
+    for k in want:
+        assert got[k].dtype == torch.float32 and torch.equal(got[k], want[k])
+    for p, q in zip(eager.parameters(), model.parameters()):
+        assert torch.equal(q, p)
