@@ -71,8 +71,62 @@ REDUCED = ("tf32", "bf16")
 PROBES = ("ieee", "tf32")
 """Two precisions every backend accepts, set on a parent in turn: a child whose value follows both is ``"none"``."""
 
-_get = torch._C._get_fp32_precision_getter
-_set = torch._C._set_fp32_precision_setter
+SLOTS = hasattr(torch._C, "_get_fp32_precision_getter")
+"""Whether this torch has the per-backend ``fp32_precision`` slots (torch 2.9 on). Without them the legacy precision
+(``torch.set_float32_matmul_precision``, which ``torch.backends.cuda.matmul.allow_tf32`` also sets) is the whole
+float32 matmul setting, for cuBLAS and oneDNN alike, and the guard saves, forces and restores that alone."""
+
+if SLOTS:
+    _get = torch._C._get_fp32_precision_getter
+    _set = torch._C._set_fp32_precision_setter
+
+
+
+def _takes_device_type() -> bool:
+    """Whether ``torch.is_autocast_enabled`` takes a device type (torch 2.4 on; before, it is CUDA's alone)."""
+    try:
+        torch.is_autocast_enabled("cpu")
+    except TypeError:
+        return False
+    return True
+
+
+DEVICE_AUTOCAST = _takes_device_type()
+"""Whether ``torch.is_autocast_enabled`` / ``torch.set_autocast_enabled`` take a device type (torch 2.4 on); before,
+they are CUDA's, and ``torch.is_autocast_<device>_enabled`` / ``torch.set_autocast_<device>_enabled`` another
+device's."""
+
+
+def _autocast_enabled(device_type: str) -> bool:
+    """Whether autocast is on for ``device_type`` in this thread, on any torch (:data:`DEVICE_AUTOCAST`)."""
+    if DEVICE_AUTOCAST:
+        return torch.is_autocast_enabled(device_type)
+    if device_type == "cuda":
+        return torch.is_autocast_enabled()
+    return getattr(torch, f"is_autocast_{device_type}_enabled", lambda: False)()
+
+
+def _set_autocast(device_type: str, enabled: bool) -> None:
+    """Turns autocast on or off for ``device_type`` in this thread, on any torch (:data:`DEVICE_AUTOCAST`)."""
+    if DEVICE_AUTOCAST:
+        torch.set_autocast_enabled(device_type, enabled)
+    elif device_type == "cuda":
+        torch.set_autocast_enabled(enabled)
+    else:
+        getattr(torch, f"set_autocast_{device_type}_enabled")(enabled)
+
+
+def _compiling_check():
+    """torch's "is dynamo tracing now" test: ``torch.compiler.is_compiling`` (torch 2.3 on), else dynamo's own."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling
+    from torch._dynamo import is_compiling  # torch < 2.3
+
+    return is_compiling
+
+
+_is_compiling = _compiling_check()
 
 
 class FullPrecisionError(RuntimeError):
@@ -114,7 +168,7 @@ def _matmul_slots() -> Dict[Slot, str]:
 def _save_and_force() -> Tuple[Dict[Slot, str], str]:
     """Forces IEEE float32 matmuls on every backend; returns what the last guard out restores: each matmul slot's
     own setting (:func:`_matmul_slots`) and the legacy precision."""
-    slots = _matmul_slots()
+    slots = _matmul_slots() if SLOTS else {}
     for slot in slots:
         _set(*slot, "ieee")
     legacy = torch._C._get_float32_matmul_precision()  # readable now: IEEE slots never contradict it
@@ -162,21 +216,22 @@ class _Guard:
 
     def __enter__(self) -> None:
         # the flags alone, cheaper than torch.autocast; the one without arguments first (no device parsed)
-        self.autocast = torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(self.device_type)
+        self.autocast = torch._C._is_any_autocast_enabled() and _autocast_enabled(self.device_type)
         forcing = _FORCING
         with forcing.lock:
             if forcing.depth == 0:  # the first in: IEEE already (torch's default: nothing to set), or save and force
                 cuda, mkldnn = MATMUL_BACKENDS
-                full = (_get(cuda, "matmul") not in REDUCED and _get(mkldnn, "matmul") not in REDUCED
-                        and torch._C._get_float32_matmul_precision() == "highest")  # readable: no reduced slot
+                reduced_slot = SLOTS and (_get(cuda, "matmul") in REDUCED or _get(mkldnn, "matmul") in REDUCED)
+                # the legacy precision is readable where no slot is reduced
+                full = not reduced_slot and torch._C._get_float32_matmul_precision() == "highest"
                 forcing.saved = None if full else _save_and_force()
             forcing.depth += 1
         if self.autocast:
-            torch.set_autocast_enabled(self.device_type, False)
+            _set_autocast(self.device_type, False)
 
     def __exit__(self, *exc) -> None:
         if self.autocast:
-            torch.set_autocast_enabled(self.device_type, True)
+            _set_autocast(self.device_type, True)
         forcing = _FORCING
         with forcing.lock:
             forcing.depth -= 1
@@ -205,7 +260,7 @@ def full_precision(device_type: str) -> ContextManager[None]:
     Raises:
         FullPrecisionError: inside ``torch.compile``, traced under reduced-precision float32 matmuls.
     """
-    if torch.compiler.is_compiling():  # the precision is fixed at trace time: checked, not set (module docstring)
+    if _is_compiling():  # the precision is fixed at trace time: checked, not set (module docstring)
         _check_traced_precision()
         return torch.autocast(device_type, enabled=False)
     return _Guard(device_type)

@@ -48,18 +48,26 @@ def _legacy():
 
 
 def _state():
-    """(legacy precision, cuBLAS TF32 flag, cuda and mkldnn matmul slots, CPU autocast) as torch reports them."""
-    get = torch._C._get_fp32_precision_getter
+    """(legacy precision, cuBLAS TF32 flag, cuda and mkldnn matmul slots (None on a torch without them), CPU autocast)
+    as torch reports them."""
     try:
         tf32 = torch.backends.cuda.matmul.allow_tf32
     except RuntimeError:
         tf32 = "mixed"
-    return _legacy(), tf32, get("cuda", "matmul"), get("mkldnn", "matmul"), torch.is_autocast_enabled("cpu")
+    slots = (fp._get("cuda", "matmul"), fp._get("mkldnn", "matmul")) if fp.SLOTS else (None, None)
+    return _legacy(), tf32, *slots, fp._autocast_enabled("cpu")
+
+
+MEDIUM_AUTOCAST = ("medium", True, *(("tf32", "bf16") if fp.SLOTS else (None, None)), True)
+""":func:`_state` at the legacy precision "medium" inside CPU autocast."""
+NEW_API = pytest.mark.skipif(not fp.SLOTS, reason="this torch has no per-backend fp32_precision slots (torch < 2.9)")
 
 
 def _fingerprint():
     """Every slot's reading now, then after each of a fixed sequence of changes to the root and the parents: equal for
     two states exactly when their slots are set alike ("none" or a value) and their legacy precisions agree."""
+    if not fp.SLOTS:
+        return [_legacy()]
     get, set_ = torch._C._get_fp32_precision_getter, torch._C._set_fp32_precision_setter
     readings = [(_legacy(), tuple(get(*s) for s in SLOTS))]
     for slot, value in [(("generic", "all"), "ieee"), (("generic", "all"), "tf32"), (("cuda", "all"), "ieee"),
@@ -90,7 +98,8 @@ USER_SETTINGS = {
 }
 
 
-@pytest.mark.parametrize("setting", sorted(USER_SETTINGS))
+@pytest.mark.parametrize("setting", [s if s.startswith(("default", "legacy high", "legacy medium")) and "then" not in s
+                                     else pytest.param(s, marks=NEW_API) for s in sorted(USER_SETTINGS)])
 def test_the_guard_forces_ieee_matmuls_and_restores_the_users_settings_exactly(setting):
     reset_float32_precision()
     USER_SETTINGS[setting]()
@@ -116,7 +125,24 @@ def test_nested_guards_and_an_exception_inside_leave_the_users_settings():
                     assert _full(_state())
                 assert _full(_state())  # the inner exit restores nothing while the outer guard holds
                 1 / 0
-        assert _state() == user == ("medium", True, "tf32", "bf16", True)
+        assert _state() == user == MEDIUM_AUTOCAST
+    assert fp._FORCING.depth == 0
+
+
+def test_the_legacy_api_path_forces_and_restores(monkeypatch):
+    """The path of a torch without the fp32_precision slots (< 2.9) and with per-device-type autocast flags only
+    (< 2.4), taken here by turning the feature tests off: the legacy precision and the CPU autocast flag are forced
+    inside and come back after, also after an exception."""
+    monkeypatch.setattr(fp, "SLOTS", False)
+    monkeypatch.setattr(fp, "DEVICE_AUTOCAST", False)
+    torch.set_float32_matmul_precision("medium")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with pytest.raises(ZeroDivisionError):
+            with fp.full_precision("cpu"):
+                assert torch.get_float32_matmul_precision() == "highest"
+                assert not torch.is_autocast_cpu_enabled()
+                1 / 0
+        assert torch.get_float32_matmul_precision() == "medium" and torch.is_autocast_cpu_enabled()
     assert fp._FORCING.depth == 0
 
 
@@ -221,7 +247,7 @@ def test_norms_and_sums_are_formed_at_full_precision_and_the_users_settings_come
         user = _state()
         with pytest.raises(_Raised) if raise_in_sum else contextlib.nullcontext():
             run(1.0, None)
-        assert _state() == user == ("medium", True, "tf32", "bf16", True)
+        assert _state() == user == MEDIUM_AUTOCAST
     assert seen["norm"] and seen["sum"]
     assert all(map(_full, seen["norm"] + seen["sum"]))
     assert fp._FORCING.depth == 0
