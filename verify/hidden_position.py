@@ -20,7 +20,6 @@ import numpy as np
 from tsdp.theorems.hidden_position import HiddenPositionEpoch
 
 from .pld import DEFAULT_LOG_MASS_TRUNCATION
-from .pld.adapter import from_pmfs, pmfs
 
 if TYPE_CHECKING:
     from dp_accounting.pld import privacy_loss_distribution
@@ -78,13 +77,9 @@ def hidden_position_pld(law: HiddenPositionEpoch, discretization: float, *, pess
     keep = np.flatnonzero((p > 0) | (q > 0))
     lp = {int(i): float(log_p[i]) for i in keep}
     lq = {int(i): float(log_q[i]) for i in keep}
-    # each direction as the library's one-direction PLD of its ordered pair, joined: the PLD that
-    # from_two_probability_mass_functions(lq, lp, symmetric=False) builds from the same two rounded PMFs, which
-    # dp-accounting 0.4.4 refuses (it drops symmetric=False and raises ValueError; 0.5.0 passes it)
-    remove, add = (pmfs(privacy_loss_distribution.from_two_probability_mass_functions(
-        lower, upper, pessimistic_estimate=pessimistic, value_discretization_interval=discretization,
-        log_mass_truncation_bound=log_mass_truncation_bound))[0] for lower, upper in ((lq, lp), (lp, lq)))
-    return from_pmfs(remove, add)
+    return privacy_loss_distribution.from_two_probability_mass_functions(
+        lq, lp, pessimistic_estimate=pessimistic, value_discretization_interval=discretization,
+        log_mass_truncation_bound=log_mass_truncation_bound, symmetric=False)
 
 
 __all__ = ["BIN_WIDTH", "MAX_BINS", "binned_pair", "hidden_position_pld"]

@@ -26,10 +26,10 @@ from .pld import (
     epsilon_for_delta,
     prime_allocator,
 )
-from .pld.adapter import infinity_mass, pmfs
 from .resolution import Resolutions
 
 _READ_LOCK = threading.Lock()
+_EPS_FAR = 1e300  # an ε past every finite privacy loss: δ there is the PLD's infinity mass
 
 
 class PldAccountant(privacy_accountant.PrivacyAccountant):
@@ -182,9 +182,7 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
         delta = check_delta(target_delta)
         epsilon = float(self._read(lambda pld: epsilon_for_delta(pld, delta)))
         if not math.isfinite(epsilon) and not self._non_private:  # δ below the infinity mass: refused
-            # δ as ε → ∞: the infinity mass of the worse direction (read off the PMFs: dp-accounting 0.4.4's
-            # get_delta_for_epsilon(1e300) is nan, e^ε · 0)
-            mass = float(self._read(lambda pld: max(infinity_mass(p) for p in pmfs(pld) if p is not None)))
+            mass = float(self._read(lambda pld: float(pld.get_delta_for_epsilon(_EPS_FAR))))
             raise DeltaTooSmallError(delta, min(0.99, max(mass, delta) * 1.01))
         return epsilon
 
