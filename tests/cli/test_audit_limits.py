@@ -101,6 +101,7 @@ def test_bad_timeouts_are_one_line(user_module, value):
 
 
 def test_timeout_is_refused_on_a_cluster(user_module):
+    pytest.importorskip("dask.distributed", reason="the cluster extra (Dask distributed) is not installed")
     outcome = run_case(_audit_fn(user_module, "sleeps", "--timeout", "1", "--runs", "2", "--cluster", "auto"), 60)
     assert verdict(outcome, 2) == "", (outcome.code, outcome.err[-1500:])
     assert "--timeout: not with --cluster" in error_line(outcome.err)

@@ -203,6 +203,8 @@ def _row_id(row):
 @pytest.mark.parametrize("row", ROWS, ids=[_row_id(r) for r in ROWS])
 def test_known_bad_inputs(row, files):
     argv, code, words = row
+    if argv[0] == "experiment" and "--v" in argv:  # --v is checked with the data, after the baselines' extra
+        pytest.importorskip("statsforecast", reason="the experiments extra (statsforecast) is not installed")
     outcome = run_case(_resolve(argv, files), LIMIT_S)
     assert verdict(outcome, code) == "", (outcome.code, outcome.out[-500:], outcome.err[-1500:])
     line = error_line(outcome.err)
@@ -258,6 +260,7 @@ def test_forecast_predict_samples(model_file, extra, words):
 
 @pytest.mark.parametrize("samples", ["0", "-1", "100000000"])
 def test_forecast_tradeoff_samples(model_file, files, samples):
+    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")  # --data data.csv is read before --samples
     argv = ["forecast", "tradeoff", "--model-file", model_file, "--data", files["data.csv"], "--samples", samples]
     outcome = run_case([str(a) for a in argv], LIMIT_S)
     assert verdict(outcome, 2) == "", outcome.err

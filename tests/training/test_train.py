@@ -228,12 +228,16 @@ def test_train_command_json_and_human(capsys, tmp_path):
                                                                forecast_length=24), DELTA, steps=2).epsilon
     code, out, _ = tsdp(capsys, "--epochs", "1", "--delta", "1e-5")
     assert code == 0 and "seasonal naive" in out and "sound ε spent" in out
+    code, _, err = tsdp(capsys, "--epsilon", "1")
+    assert code == 2 and "--delta" in err
+
+
+def test_train_command_refuses_a_csv_too_short_for_the_batch(capsys, tmp_path):
+    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
     csv = tmp_path / "d.csv"
     csv.write_text("a,b\n" + "\n".join(f"{i},{i}" for i in range(70)) + "\n")
     code, out, err = tsdp(capsys, "--data", str(csv), "--epochs", "1", "--delta", "1e-5", "--json")
     assert code == 2 and "--N 2" in err and "Traceback" not in err
-    code, _, err = tsdp(capsys, "--epsilon", "1")
-    assert code == 2 and "--delta" in err
 
 
 def test_train_draws_its_batches_and_noise_from_a_fresh_seed_unless_one_is_given(capsys):
