@@ -81,7 +81,6 @@ if SLOTS:
     _set = torch._C._set_fp32_precision_setter
 
 
-
 def _takes_device_type() -> bool:
     """Whether ``torch.is_autocast_enabled`` takes a device type (torch 2.4 on; before, it is CUDA's alone)."""
     try:
