@@ -5,7 +5,7 @@ A canary is an extra training *element* whose clipped gradient is a direction of
 canary i has a unit direction u_i of parameter space (a uniformly random orthonormal set when
 m ≤ d parameters, so no canary's signal leaks into another's score) and, in a step where K_{t,i}
 of the step's windows hold it, adds K_{t,i} · C · u_i to the clipped sum ĝ_t of Algorithm 2,
-before the noise. With more canaries than parameters no set is orthonormal: the directions are
+before the noise (C less a rounding margin, so that its norm is ≤ C in the dtype it is added in: :func:`canary_strength`). With more canaries than parameters no set is orthonormal: the directions are
 then i.i.d. uniform unit vectors drawn afresh at every step (u_{t,i}, from the run's seed and t),
 so the others' projections on a canary's direction are fresh noise at each step (variance
 Σ_j [j in] K_{t,j}² / d in units of C) rather than an offset fixed by the directions that
@@ -217,6 +217,70 @@ def mixture_scores(projections: np.ndarray, sigma: float, rate: float) -> np.nda
     y = projections - np.median(projections, axis=0, keepdims=True)
     spread = 1.4826 * np.median(np.abs(y - np.median(y, axis=1, keepdims=True)), axis=1, keepdims=True)
     return likelihood_ratio(y / np.where(spread > 0, spread, 1.0), sigma, rate)
+
+
+def _coarsest(dtypes: Iterable[torch.dtype]) -> torch.dtype:
+    """The floating dtype of largest unit roundoff among ``dtypes`` (:func:`canary_strength`'s u).
+
+    Args:
+        dtypes: Floating dtypes.
+
+    Returns:
+        The coarsest of them.
+    """
+    return max(dtypes, key=lambda t: torch.finfo(t).eps)
+
+
+def canary_strength(clip: float, d: int, dtype: torch.dtype) -> float:
+    """C (1 - κ), the factor :func:`canary_sum` scales the unit directions by so that every canary's contribution per
+    window has norm **at most** C in ``dtype``, rounding included (the sensitivity C of T1-T14 that the canary game
+    assumes; a stronger canary could make an audit's **lower** bound exceed the true ε). κ is
+    :func:`training.clipping.clip_margin`'s for ``dtype`` and d values, the margin a clipped gradient gets.
+
+    Why it suffices, u the unit roundoff of ``dtype`` (the coarser of float32, the directions', and the parameters'),
+    v = 2^-53. (1) A direction û of :func:`canary_directions` is normalised in float64: its norm N' = fl(√fl(Σ x_j²))
+    is ≥ ||x|| √(1 - γ_d) (1 - v) (d - 1 additions of non-negative terms, d squares, γ_d = d v / (1 - d v)), and each
+    û_j = fl(x_j / N') rounds once, so ||û|| ≤ (1 + v) / ((1 - v) √(1 - γ_d)) ≤ 1 + (d/2 + 3) v. (2) C (1 - κ) is two
+    roundings of v. (3) In the step at most five roundings of u: û cast to float32, the strength cast, its product
+    with the window count (an integer, exact), the product with û_j in the matrix product (with one canary in the
+    step the others' terms are exact zeros), and the cast to the parameters' dtype. So a contribution's norm is at most
+    C (1 - κ) (1 + u)^5 (1 + (d/2 + 5) v) ≤ C (1 - κ) (1 + 6u + 2 (d + 8) v) ≤ C, since κ ≥ 6u + 2 (d + 8) v (the
+    spare u covers the second-order terms, for d v ≤ 2^-20). The sum over canaries and windows, and the division by
+    Λ, are the sum's rounding, as for clipped gradients (:func:`training.clipping.clip_margin`).
+
+    Args:
+        clip: The clipping norm C.
+        d: The parameters the directions span.
+        dtype: The coarser of float32 and the dtype the canaries are added in.
+
+    Returns:
+        C (1 - κ).
+    """
+    from tsdp.training.clipping import clip_margin
+
+    return clip * (1 - clip_margin(dtype, d))
+
+
+def canary_sum(weights: torch.Tensor, directions: torch.Tensor, clip: float, dtype: torch.dtype) -> torch.Tensor:
+    """Σ_i w_i C (1 - κ) u_i: a step's canary contributions, w_i = [i included] K_{t,i} (:func:`canary_strength`; each
+    canary's contribution per window has norm ≤ C once cast to ``dtype``). Under
+    :func:`training.full_precision.full_precision`: a TF32 or bf16 matrix product would round the directions at 2^-11
+    or 2^-8 and break the margin.
+
+    Args:
+        weights: (..., m) window counts times the inclusion bits, in the directions' dtype.
+        directions: (m, d) unit directions (float32).
+        clip: The clipping norm C.
+        dtype: The coarser of the directions' dtype and the dtype the canaries are added in.
+
+    Returns:
+        (..., d) the sums, in the directions' dtype.
+    """
+    from tsdp.training.full_precision import full_precision
+
+    coarser = _coarsest([directions.dtype, dtype])
+    with full_precision(directions.device.type):
+        return (weights * canary_strength(clip, directions.shape[1], coarser)) @ directions
 
 
 def canary_directions(m: int, d: int, seed: int, step: int = 0) -> torch.Tensor:
@@ -439,14 +503,16 @@ class GradientCanaries:
         return canary_directions(self.m, d, self._directions_seed, step).to(device=self._device, dtype=torch.float32)
 
     def gradient(self) -> List[torch.Tensor]:
-        """This step's canary clipped sum Σ_i [i included] K_{t,i} C u_{t,i}, split like the parameters (advances a
-        step; with more canaries than parameters the step's fresh directions are drawn first)."""
+        """This step's canary clipped sum Σ_i [i included] K_{t,i} C (1 - κ) u_{t,i} (:func:`canary_sum`: each canary's
+        norm ≤ C in the parameters' dtype), split like the parameters (advances a step; with more canaries than
+        parameters the step's fresh directions are drawn first)."""
         if self.steps and self.m > self.directions.shape[1]:
             self.directions = self._directions_of(self.steps)
         counts = self.participation.next()
         self.participations += counts.cpu().numpy()
         self.steps += 1
-        flat = (counts.to(torch.float32) * self._mask * self.clip) @ self.directions
+        flat = canary_sum(counts.to(torch.float32) * self._mask, self.directions, self.clip,
+                          _coarsest(p.dtype for p in self.params))
         out, offset = [], 0
         for p in self.params:
             out.append(flat[offset:offset + p.numel()].view_as(p).to(device=p.device, dtype=p.dtype))
@@ -497,5 +563,6 @@ class GradientCanaries:
                               parameters=sum(p.numel() for p in self.params))
 
 
-__all__ = ["SCORES", "CanaryEvidence", "GradientCanaries", "Participation", "canary_directions", "check_canaries_covered",
+__all__ = ["SCORES", "CanaryEvidence", "GradientCanaries", "Participation", "canary_directions", "canary_strength",
+           "canary_sum", "check_canaries_covered",
            "likelihood_ratio", "mixture_scores", "participation_probability", "participation_rate", "sound_profile"]

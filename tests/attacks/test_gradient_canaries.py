@@ -3,11 +3,14 @@ pooled on the sharded engine (tsdp.attacks.canary.runs): 1 and 2 workers identic
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.attacks.canary.evidence import Evidence, certify_evidence, pool
-from tsdp.attacks.canary.gradient import GradientCanaries, Participation, participation_rate
+from tsdp.attacks.canary.gradient import (GradientCanaries, Participation, canary_directions, canary_sum,
+                                          participation_rate)
 from tsdp.attacks.canary.runs import run_many
 from tsdp.attacks.canary.steinke_bound import auc
 from tsdp.attacks.canary.whitebox import LoopTask, audit_loop
@@ -70,6 +73,22 @@ def test_canaries_never_share_a_window_and_the_clipped_norm_is_C():
     expected = c.participations * c.included
     assert np.allclose(coeff, expected, atol=1e-3) and c.participations.max() <= 40
     assert abs(c.participations.mean() - 40 * 0.25) < 1.0  # ρ r = 1/4 per step
+
+
+@settings(max_examples=80, deadline=None)
+@given(log_clip=st.floats(-6.0, 6.0), m=st.integers(1, 40), d=st.integers(1, 3000), seed=st.integers(0, 2**31),
+       step=st.integers(0, 3), dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float64]))
+def test_every_canary_has_norm_at_most_C_in_the_dtype_it_is_added_in(log_clip, m, d, seed, step, dtype):
+    """Each canary alone (one window, the others out: the rows of an identity weight matrix), as the step adds it
+    (float32 directions, cast to the parameters' dtype), has norm ≤ C taken in float64, over hypothesis-drawn C,
+    canaries, dimensions (orthonormal and i.i.d. directions) and dtypes; without the margin the float32 canary's norm
+    is C (1 + ~1e-7) about half the time. The margin's cost is at most κ (< 2e-6 relative in float32)."""
+    clip = 10.0 ** log_clip
+    u = canary_directions(m, d, seed, step).float()
+    added = canary_sum(torch.eye(m), u, clip, dtype).to(dtype).double().norm(dim=1)
+    assert float(added.max()) <= clip, f"a canary exceeds C by {float(added.max()) / clip - 1:.3g} relative"
+    if dtype != torch.bfloat16:
+        assert float(added.min()) >= clip * (1 - 2e-6)
 
 
 def test_no_noise_loop_separates_included_canaries(one_thread):
