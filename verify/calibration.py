@@ -11,7 +11,9 @@ target (an **upper** bound on the smallest admissible σ, the safe side), both a
 and at :data:`~tsdp.verify.pld.DEFAULT_TAIL_MASS_TRUNCATION`, the one training's ledger accounts with (a σ
 calibrated at a smaller truncation would otherwise re-account above the target once trained); ``sigma_rejected``
 is a σ ≥ σ·(1 - tolerance) whose ε exceeds the target, so σ is within a relative
-``tolerance`` of the smallest admissible value on the accountant's grid.
+``tolerance`` of the smallest admissible value on the accountant's grid. At a δ at or above the probability that the
+changed element is used at all (:func:`total_variation_bound`) every σ > 0 meets any target, with ε = 0: the result
+says so (``every_sigma``), and its σ is only where the search stopped (its floor).
 """
 from __future__ import annotations
 
@@ -19,13 +21,13 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from dp_accounting.dp_event import DpEvent
+from dp_accounting.dp_event import ComposedDpEvent, DpEvent, SelfComposedDpEvent
 
 from tsdp.verify.json_data import Record
 from tsdp.theorems.config import ConfigError, TrainingConfig, check_calibration_target, check_delta
 
 from .estimate import Estimate
-from .events import bound_event_of, count_compositions, training_event
+from .events import BoundDpEvent, bound_event_of, count_compositions, training_event
 from .pld import DEFAULT_DISCRETIZATION, DEFAULT_LOG_MASS_TRUNCATION, DEFAULT_TAIL_MASS_TRUNCATION, PldSettings
 from .pld_accountant import PldAccountant
 from .resolution import resolve_event
@@ -72,6 +74,9 @@ class CalibrationResult(Record):
         config: The configuration at the calibrated σ.
         coarse_evaluations: Accountings on the coarse grid that only said where to look.
         coarse_discretization: That coarse grid (None when not used).
+        total_variation: :func:`total_variation_bound` of the run (None: the bound has no pair).
+        every_sigma: δ ≥ ``total_variation``: every σ > 0 meets the target, with ε = 0 (``sigma`` is then merely the
+            search's floor, or where the accountant's grid first met the target).
     """
 
     sigma: float
@@ -91,6 +96,8 @@ class CalibrationResult(Record):
     config: dict = field(default_factory=dict)
     coarse_evaluations: int = 0
     coarse_discretization: Optional[float] = None
+    total_variation: Optional[float] = None
+    every_sigma: bool = False
 
 
 def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float, *, steps: Optional[int] = None,
@@ -132,7 +139,8 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
             of its own configuration), not calibrated but composed into every accounting; None: none.
 
     Returns:
-        σ, its re-accounted sound ε, the rejected σ just below it and the number of accountings.
+        σ, its re-accounted sound ε, the rejected σ just below it and the number of accountings; ``every_sigma``
+        when δ is at or above the run's :func:`total_variation_bound` (every σ > 0 meets the target, ε = 0).
 
     Raises:
         ConfigError: The target is unreachable below σ = 1e4, or a bad argument.
@@ -187,6 +195,8 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
                 good, e_good, bad, e_bad = narrow_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
     finally:
         bar.close()
+    composed = run if before is None else ComposedDpEvent([before, run])
+    tv = total_variation_bound(composed)
     return CalibrationResult(
         sigma=float(good), epsilon=float(e_good), sigma_rejected=None if bad is None else float(bad),
         epsilon_rejected=None if e_bad is None else float(e_bad), target_epsilon=float(target_epsilon), delta=delta,
@@ -195,7 +205,45 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
         evaluations=counts[discretization], discretization=discretization,
         config=config.with_(sigma=float(good)).as_dict(), coarse_evaluations=counts.get(coarse, 0),
         coarse_discretization=coarse if coarse in counts else None,
+        total_variation=tv, every_sigma=tv is not None and delta >= tv,
     )
+
+
+def total_variation_bound(event: DpEvent) -> Optional[float]:
+    """An **upper** bound, rounded up, on the total variation between the composed run's neighbouring output laws at
+    any σ > 0: 1 - Π_i (1 - TV_i) over its compositions, TV_i the limit of each composition's bound's δ(0) as σ → 0
+    (:meth:`tsdp.theorems.bounds.base.PairForm.total_variation_limit`), the probability that the changed element is
+    used at all. The dominating pairs of the compositions dominate their adaptive composition and the total variation
+    of a product is at most 1 - Π_i (1 - TV_i) (couple each factor maximally), so the run is (0, δ)-DP for every
+    δ ≥ the bound, hence (ε, δ)-DP for every ε ≥ 0, whatever σ. A shuffled partial epoch is counted as a whole one
+    (its bound mixes the epoch's with silence, which only lowers its TV).
+
+    Args:
+        event: A training run (:func:`~tsdp.verify.events.training_event`), possibly composed with others.
+
+    Returns:
+        The bound, or None when a composition's bound has no pair (T15).
+    """
+    log_unused = 0.0  # Σ_i log(1 - TV_i), each TV_i rounded up
+    for unit, count in _units(event):
+        bound, config, _ = resolve_event(unit)
+        form = bound.pair_form(config, check=False, numeric=True)
+        if form is None:
+            return None
+        tv = float(form.total_variation_limit())
+        log_unused += count * math.log1p(-min(math.nextafter(tv, 2.0), 1.0))
+    return min(1.0, -math.expm1(log_unused) * (1 + 1e-12))  # the relative 1e-12 covers log1p's and expm1's rounding
+
+
+def _units(event: DpEvent):
+    """(bound event, times composed) of each bound event in a composed ``event``."""
+    if isinstance(event, BoundDpEvent):
+        yield event, 1
+    elif isinstance(event, SelfComposedDpEvent):
+        yield from ((unit, count * event.count) for unit, count in _units(event.event))
+    elif isinstance(event, ComposedDpEvent):
+        for e in event.events:
+            yield from _units(e)
 
 
 def _composed(accountant: PldAccountant, before: Optional[DpEvent], event: DpEvent) -> PldAccountant:

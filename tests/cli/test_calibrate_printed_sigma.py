@@ -62,3 +62,31 @@ def test_the_help_names_the_accountants_default_truncation_and_bad_values_are_re
         code, _, err = run_cli(["calibrate", "--epsilon", "3", "--delta", "1e-5", "--steps", "10",
                                 "--tail-mass-truncation", bad])
         assert code == 2 and "--tail-mass-truncation" in error_line(err), (bad, err)
+
+
+@pytest.mark.parametrize("schedule", [["--steps", "10"], ["--epochs", "2", "--top", "deterministic"],
+                                      ["--epochs", "1", "--top", "shuffle"], ["--steps", "10", "--bottom", "poisson"],
+                                      ["--steps", "10", "--instances", "2"],
+                                      ["--steps", "10", "--top", "pooled", "--theorem", "T13"],
+                                      ["--steps", "10", "--sigma-context", "1", "--sigma-forecast", "1"]])
+def test_a_delta_above_the_total_variation_says_every_sigma_meets_the_target(schedule):
+    """δ = 0.6 is above the probability that the changed element is used at all (at most 0.19 in each of these runs):
+    the line says every σ meets the target, with that probability, and never offers the search's floor σ = 0.01 as the
+    calibrated answer; --json says it in ``every_sigma`` with the bound in ``total_variation``."""
+    argv = ["calibrate", "--epsilon", "1", "--delta", "0.6", *schedule]
+    code, out, err = run_cli(argv)
+    assert code == 0, err
+    head = out.splitlines()[0]
+    assert head.startswith("every σ > 0 meets the target: δ = 0.6 ≥ ") and "gives" not in head, head
+    code, out_json, _ = run_cli(argv + ["--json"])
+    result = json.loads(out_json)
+    assert result["every_sigma"] is True and 0 < result["total_variation"] <= 0.2
+    assert float(re.search(r"≥ (\S+),", head).group(1)) >= result["total_variation"]
+
+
+def test_the_search_floor_is_named_as_such():
+    """ε = 1e9 at δ = 1e-5 is met at the search's floor σ = 0.01 with δ far below the total variation: the line says the
+    floor is where the search stopped, not that it is the smallest σ."""
+    code, out, err = run_cli(["calibrate", "--epsilon", "1e9", "--delta", "1e-5", "--steps", "10"])
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("σ = 0.01 (the search's floor; smaller σ not searched) gives sound ε = ")

@@ -1,4 +1,6 @@
 """Calibration round trip: σ re-accounts to ≤ target, σ (1 - tolerance) exceeds it."""
+from fractions import Fraction
+
 import pytest
 
 from tsdp.theorems.config import DEFAULT_CONFIG, ConfigError
@@ -79,3 +81,49 @@ def test_calibration_refuses_a_lower_bound(theorem):
                                  **({"bottom": "poisson"} if theorem == "T10" else {}))
     with pytest.raises(TheoremError, match="lower bound"):
         calibrate_sigma(config, 2.0, 1e-5, steps=100, theorem=theorem, discretization=D)
+
+
+@pytest.mark.parametrize("kw,steps,epochs,per_unit", [
+    ({}, 10, None, lambda c: c.rho * c.r),  # T6: ρ r
+    ({"instances": 2, "batch_size": 64}, 7, None, lambda c: c.rho * (1 - (1 - c.r) ** 2)),  # T7: ρ (1 - (1 - r)^λ)
+    ({"bottom": "poisson"}, 5, None, lambda c: c.rho * (1 - (1 - c.q) ** c.k)),  # T8: ρ (1 - (1 - q)^k)
+    ({"top": "deterministic"}, None, 3, lambda c: c.r),  # T1: r per epoch
+    ({"top": "deterministic", "instances": 2, "batch_size": 64}, None, 2, lambda c: 1 - (1 - c.r) ** 2),  # T2
+    ({"top": "pooled", "theorem": "T13"}, 4, None, lambda c: Fraction(c.batch_size, c.n_windows_total)),  # T13
+])
+def test_the_total_variation_bound_is_the_probability_that_the_element_is_used_at_all(kw, steps, epochs, per_unit):
+    """1 - (1 - p)^n with p the closed-form probability that a composition uses the changed element (THEOREMS.md's
+    rates, exact Fractions), rounded up by at most 1e-11 relative."""
+    from fractions import Fraction as F
+
+    from tsdp.verify.calibration import total_variation_bound
+
+    theorem = kw.pop("theorem", None)
+    config = DEFAULT_CONFIG.with_(**kw)
+    run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
+    exact = 1 - (1 - F(per_unit(config))) ** count_compositions(run)
+    got = total_variation_bound(run)
+    assert exact <= F(got) <= exact * (1 + F(1, 10 ** 11))
+
+
+def test_the_total_variation_bound_caps_the_one_step_delta_at_every_sigma():
+    """T6's one-step δ(0) is ρ r (2Φ(1/σ) - 1) (tests/theorems/test_closed_forms.py): below the bound of one step, ρ r,
+    at every σ, and reaching it as σ → 0."""
+    from scipy.stats import norm
+
+    from tsdp.verify.calibration import total_variation_bound
+
+    limit = total_variation_bound(training_event(DEFAULT_CONFIG, steps=1))
+    rate = float(DEFAULT_CONFIG.rho * DEFAULT_CONFIG.r)
+    assert limit == pytest.approx(rate, rel=1e-11)
+    closed = [rate * (2 * norm.cdf(1 / sigma) - 1) for sigma in (4.0, 1.0, 0.5, 0.05)]
+    assert closed == sorted(closed) and closed[-1] <= limit and closed[-1] == pytest.approx(limit, rel=1e-11)
+
+
+@pytest.mark.parametrize("delta,every", [(0.6, True), (0.0957, True), (0.095, False)])
+def test_calibration_says_when_every_sigma_meets_the_target(delta, every):
+    """10 steps of the default configuration use the changed element with probability 1 - 0.99^10 = 0.0956: at δ above
+    it every σ meets any target (ε = 0); below it a σ is calibrated, with a rejected σ below it."""
+    r = calibrate_sigma(DEFAULT_CONFIG, 1.0, delta, steps=10, tolerance=TOL, discretization=D)
+    assert r.every_sigma is every and r.total_variation == pytest.approx(1 - 0.99 ** 10, rel=1e-11)
+    assert every or r.sigma_rejected is not None

@@ -10,6 +10,7 @@ every pair of the catalogue. A :class:`WorMixtureBound` is the bi-level form
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable, Optional, Tuple
 
 import mpmath as mp
@@ -131,6 +132,25 @@ class PairForm:
     weight: float
     ge: MixturePair
     lt: MixturePair
+
+    def total_variation_limit(self) -> Fraction:
+        """sup over σ > 0 of H_1 = w TV(P_σ, Q_σ): w times the total variation of the α ≥ 1 pair's means as point masses
+        (Σ_x max(P(x) - Q(x), 0), the pair at σ → 0). An **upper** bound on the profile's δ(0) at every σ: both sides of
+        the pair at σ are the point masses convolved with the same N(0, σ²) (post-processing). In the catalogue's pairs
+        it is the probability that the changed element reaches the step's (or epoch's) gradient sum at all (ρ r for T6).
+        Exact: the weights (Fractions, ints, floats) are read as the Fractions they are.
+
+        Returns:
+            The limit, a Fraction.
+
+        Raises:
+            TypeError: A symbolic pair (build it with ``numeric=True``).
+        """
+        mass = {}
+        for mixture, sign in ((self.ge.P, 1), (self.ge.Q, -1)):
+            for mean, weight in zip(mixture.means, mixture.weights):
+                mass[Fraction(mean)] = mass.get(Fraction(mean), Fraction(0)) + sign * Fraction(weight)
+        return Fraction(self.weight) * sum((m for m in mass.values() if m > 0), Fraction(0))
 
 
 @dataclass(frozen=True)

@@ -151,8 +151,15 @@ def add_parsers(sub, command) -> None:
         r = calibrate_sigma(config, args.epsilon, delta, steps=steps, epochs=epochs, theorem=args.theorem,
                             tolerance=args.tolerance, discretization=args.discretization,
                             tail_mass_truncation=args.tail_mass_truncation)
+        if r.every_sigma:
+            head = (f"every σ > 0 meets the target: δ = {r.delta:g} ≥ {rounded_up(r.total_variation, 6)}, the "
+                    f"probability that the changed element is used at all (total variation), so ε = 0 at any σ")
+        else:
+            floor = " (the search's floor; smaller σ not searched)" if r.sigma_rejected is None else ""
+            head = (f"σ = {sigma_text(r.sigma)}{floor} gives sound ε = {rounded_up(r.epsilon, 6)} ≤ "
+                    f"{r.target_epsilon:g} at δ = {r.delta:g}")
         human = "\n".join([
-            f"σ = {sigma_text(r.sigma)} gives sound ε = {rounded_up(r.epsilon, 6)} ≤ {r.target_epsilon:g} at δ = {r.delta:g}",
+            head,
             f"theorem {r.theorem} - {r.reason}; {r.compositions} compositions; relative tolerance {r.tolerance:g}"
             + ("" if r.sigma_rejected is None else f" (σ = {r.sigma_rejected:.6g} gives ε = {rounded_up(r.epsilon_rejected, 6)})"),
         ])
