@@ -354,6 +354,7 @@ def test_experiment_without_statsforecast_is_refused_before_training(monkeypatch
 @pytest.mark.parametrize("extra, flag", [
     (["--seeds", "0"], "--seeds"),
     (["--levels", "w-event", "--w", "0"], "--w"),
+    (["--levels", "label-noise", "--v", "1e31"], "--v"),
     (["--samples", "5"], "--samples"),
     (["--data", "/nonexistent.csv"], "--data"),
     (["--data-dir", "/nonexistent"], "--data-dir"),
@@ -368,6 +369,26 @@ def test_experiment_checks_its_flags_before_the_missing_extra(monkeypatch, tmp_p
     assert verdict(outcome, 2) == "", outcome.err[-1500:]
     line = error_line(outcome.err)
     assert flag in line and "tsdp[experiments]" not in line
+
+
+@pytest.mark.parametrize("command", [["train", "--epochs", "1", "--epsilon", "1", "--delta", "1e-5"],
+                                     ["audit-model", "--model", "simple-ff", "--canaries", "10", "--epsilon", "1",
+                                      "--delta", "1e-5"]])
+@pytest.mark.parametrize("extra, flag", [(["--batch-size", "0"], "--batch-size"), (["--instances", "0"], "--instances"),
+                                         (["--sigma", "-1"], "--sigma"), (["--top", "deterministic", "--drop-last"],
+                                                                          "--drop-last")])
+def test_a_data_file_without_the_data_extra_names_the_bad_flag_first(monkeypatch, tmp_path, command, extra, flag):
+    """A CSV --data needs pandas (the data extra): without it a bad configuration flag is still named first (the
+    flags' own constraints are checked before the file is read), and a good one gets the extra's line."""
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    table = tmp_path / "series.csv"
+    table.write_text("a,b\n1,2\n3,4\n")
+    outcome = run_case([*command, "--data", str(table), *extra], LIMIT_S)
+    assert verdict(outcome, 2) == "", outcome.err[-1500:]
+    line = error_line(outcome.err)
+    assert flag in line and "tsdp[data]" not in line, line
+    outcome = run_case([*command, "--data", str(table)], LIMIT_S)
+    assert verdict(outcome, 2) == "" and "tsdp[data]" in error_line(outcome.err)
 
 
 # ----------------------------------------------------------------------------- audit-fn: the user's functions

@@ -303,11 +303,40 @@ def data_sizing_the_config(args: argparse.Namespace, command: str, *,
     if args.data == "synthetic":
         check_synthetic_lengths(args)
         return None
+    check_flags_apart_from_data(args)
     data = data_from_args(args)
     note = fit_to_data(args, data, held_out=args.forecast_length if held_out is None else held_out)
     if note:
         print(f"tsdp {command}: note: {note}", file=sys.stderr)
     return data
+
+
+SIZE_PLACEHOLDER = 2 ** 53
+"""N and L while a file's series are not read yet (:func:`check_flags_apart_from_data`): no data can contradict them."""
+
+
+def check_flags_apart_from_data(args: argparse.Namespace) -> None:
+    """The configuration flags' own constraints, checked before a file ``--data`` is read (and before an extra it needs
+    is asked for: the README's order, bad flags first): the configuration with N and L :data:`SIZE_PLACEHOLDER` and no
+    lengths, so that only a constraint of the other flags can fail (--batch-size 0, --instances 0, --sigma -1); those
+    that involve N or L are checked once the data have set them. A σ left to calibration is read as the default's.
+
+    Args:
+        args: The parsed flags.
+
+    Raises:
+        ConfigError: A flag's own value violates a constraint, naming it.
+    """
+    from tsdp.theorems.config import ConfigError
+
+    values = {flag.field: flag.value(args) for flag in CONFIG_FLAGS}
+    if values["sigma"] is None:  # to be calibrated (tsdp train without --sigma): not a flag's value
+        values["sigma"] = DEFAULT_CONFIG.sigma
+    try:
+        TrainingConfig(**{**values, "N": SIZE_PLACEHOLDER, "L": SIZE_PLACEHOLDER, "lengths": None})
+    except ConfigError as exc:
+        if exc.parameter not in ("N", "L", "lengths"):
+            raise
 
 
 def check_synthetic_lengths(args: argparse.Namespace) -> None:
