@@ -36,7 +36,7 @@ def train(series):
 
 @pytest.fixture
 def table(tmp_path):
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")  # reads CSV
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")  # reads CSV
     path = tmp_path / "five.csv"
     path.write_text("item_id,timestamp,target\n" + "".join(
         f"s{i},{t},{(3 * t + i) % 7 + 1}\n" for i, n in enumerate(LENGTHS) for t in range(n)))

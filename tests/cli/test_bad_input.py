@@ -255,7 +255,7 @@ def test_enough_cases():
 def test_bad_input_one_line_exit_2(case, files):
     argv, expect = case
     if any(isinstance(a, tuple) and a[1].endswith(".csv") for a in argv):
-        pytest.importorskip("pandas", reason="the data-format extra (pandas) reads CSV files: not installed")
+        pytest.importorskip("pandas", reason="the data extra (pandas) reads CSV files: not installed")
     argv = [str(files[a[1]]) if isinstance(a, tuple) else a for a in argv]
     code, out, err = run_cli(argv)
     assert "Traceback" not in err

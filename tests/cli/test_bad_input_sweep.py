@@ -260,7 +260,7 @@ def test_forecast_predict_samples(model_file, extra, words):
 
 @pytest.mark.parametrize("samples", ["0", "-1", "100000000"])
 def test_forecast_tradeoff_samples(model_file, files, samples):
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")  # --data data.csv is read before --samples
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")  # --data data.csv is read before --samples
     argv = ["forecast", "tradeoff", "--model-file", model_file, "--data", files["data.csv"], "--samples", samples]
     outcome = run_case([str(a) for a in argv], LIMIT_S)
     assert verdict(outcome, 2) == "", outcome.err

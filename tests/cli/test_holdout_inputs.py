@@ -186,7 +186,7 @@ def test_a_spike_that_overflows_is_blamed_on_spike(command, no_optimizer):
 @pytest.fixture(scope="module")
 def stepped(tmp_path_factory):
     """Two daily series, one month-start series and one at numeric timestamps 0, 1, 2, ... (60 values each)."""
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")  # reads CSV
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")  # reads CSV
     import datetime
 
     d = tmp_path_factory.mktemp("stepped")
@@ -271,7 +271,7 @@ def test_a_step_the_data_states_is_blamed_on_the_data_when_freq_was_not_typed(tm
 def test_a_step_without_periods_on_json_lines_is_blamed_on_freq(tmp_path):
     """--freq BH (business hours: pandas has no periods of it) on GluonTS JSON lines names --freq, not the entry's
     start as text pandas cannot read."""
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
     (tmp_path / "bh.jsonl").write_text('{"start": "2024-03-04 09:00:00", "target": %s}\n' % list(range(1, 21)))
     outcome = run_case(["train", "--data", tmp_path / "bh.jsonl", "--freq", "BH", "--epochs", "1", "--delta", "1e-5",
                         "--batch-size", "1"], LIMIT_S)

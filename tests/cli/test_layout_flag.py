@@ -53,7 +53,7 @@ def test_layout_without_a_table_is_refused(argv, layout, jsonl, no_long_work, tm
 
 
 def test_layout_still_reads_a_table(tmp_path):
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
     from tsdp.datasets.formats import load_series
 
     path = tmp_path / "w.csv"

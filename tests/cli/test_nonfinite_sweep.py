@@ -329,7 +329,7 @@ def _id(case):
 def _check(case, files, monkeypatch):
     argv, words = case
     if "--data" in argv:  # a CSV table: without the data extra every case is its one missing-extra line
-        pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+        pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
     argv = _resolve(argv, files)
     failures = []
     for as_json in (False, True):

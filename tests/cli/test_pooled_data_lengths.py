@@ -42,7 +42,7 @@ def files(tmp_path_factory):
 ])
 def test_a_pool_other_than_the_datas_is_refused_naming_the_flag(files, case, flags, named):
     """Before any training, exit 2 with one error line that names the flag and the data's window count."""
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
     code, out, err = run_cli(["train", "--data", files[case], *flags, *POOLED, "--steps", "2", "--json"])
     assert code == 2 and out == "", (code, out, err)
     line = error_line(err)
@@ -54,7 +54,7 @@ def test_a_pool_other_than_the_datas_is_refused_naming_the_flag(files, case, fla
 def test_the_datas_own_lengths_train_and_are_charged_their_pool(files, case, flags):
     """The file's own lengths (typed, or equal lengths taken from it) train 3 steps and are charged `tsdp epsilon`'s
     ε of those lengths and steps, whose pool is the sampler's Σ T_n."""
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
     code, out, err = run_cli(["train", "--data", files[case], *flags, *POOLED, "--steps", "3", "--json"])
     assert code == 0, err
     spent = json.loads(out)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-pd = pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+pd = pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
 
 from tsdp.datasets import formats as fmt  # noqa: E402
 from tsdp.datasets.benchmarks import (PAPER, SHIPPED_SPEC, UserData, Windows, check_time_features,  # noqa: E402

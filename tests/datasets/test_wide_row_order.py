@@ -3,7 +3,7 @@ the rows in time order, and as the long layout of the same data (which orders ea
 import numpy as np
 import pytest
 
-pd = pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+pd = pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
 
 from tsdp.datasets import formats as fmt  # noqa: E402
 from tsdp.datasets.series import DataError  # noqa: E402

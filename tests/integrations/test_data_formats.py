@@ -10,7 +10,7 @@ its one loader of every command, ``load_series``, with the layout detected.
 import numpy as np
 import pytest
 
-pd = pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+pd = pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
 
 from tsdp.datasets import formats as fmt  # noqa: E402
 from tsdp.theorems.config import ConfigError  # noqa: E402

@@ -29,7 +29,7 @@ DELTA = 1e-5
 
 @pytest.fixture(scope="module")
 def setup():
-    pytest.importorskip("statsmodels", reason="the data extra (statsmodels' bundled Grunfeld panel) is not installed")
+    pytest.importorskip("statsmodels", reason="the test extra (statsmodels' bundled Grunfeld panel) is not installed")
     from tsdp.datasets.formats import grunfeld
 
     data, _ = grunfeld()

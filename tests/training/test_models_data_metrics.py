@@ -104,7 +104,7 @@ def test_synthetic_seeded_and_split():
 
 
 def test_csv_loader_variable_lengths(tmp_path):
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
     p = tmp_path / "d.csv"
     p.write_text("a,b,c\n1,2,3\n4,5,\n7,,\n")
     d = load_series(p)

@@ -172,7 +172,7 @@ def test_the_loop_gives_deepar_each_windows_covariates(monkeypatch):
     the age; the series start at different hours): in the training steps (a window found by its values, which
     encode series and position) and in the test windows (after each history's last value), padding 0 before a
     series' start. A loop that passes none, or crops them one position off, fails here."""
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
     import importlib
 
     from tsdp.datasets.series import SeriesStart

@@ -233,7 +233,7 @@ def test_train_command_json_and_human(capsys, tmp_path):
 
 
 def test_train_command_refuses_a_csv_too_short_for_the_batch(capsys, tmp_path):
-    pytest.importorskip("pandas", reason="the data-format extra (pandas) is not installed")
+    pytest.importorskip("pandas", reason="the data extra (pandas) is not installed")
     csv = tmp_path / "d.csv"
     csv.write_text("a,b\n" + "\n".join(f"{i},{i}" for i in range(70)) + "\n")
     code, out, err = tsdp(capsys, "--data", str(csv), "--epochs", "1", "--delta", "1e-5", "--json")
