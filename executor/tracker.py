@@ -67,7 +67,7 @@ class Tracker:
 
     def __init__(self, specs: Sequence[Shard], stop: Optional[StopRule], progress: bool, max_attempts: int,
                  desc: str, fatal: Tuple[Type[BaseException], ...] = ()):
-        from tqdm.auto import tqdm
+        from tsdp.verify.progress import progress_bar
 
         self.fatal = tuple(fatal)
         self.specs = {}
@@ -79,7 +79,7 @@ class Tracker:
         self.attempts: Dict[Hashable, int] = {}
         self.stop, self.max_attempts = stop, max_attempts
         self.stopped = False
-        self.bar = tqdm(total=sum(s.trials for s in specs), disable=not progress, desc=desc,
+        self.bar = progress_bar(total=sum(s.trials for s in specs), disable=not progress, desc=desc,
                         unit="trial", unit_scale=True, file=sys.stderr)
 
     def done(self, result: Any) -> None:

@@ -105,7 +105,7 @@ def baseline_quantiles(name: str, histories: Sequence[np.ndarray], forecast_leng
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
     pd, StatsForecast, AutoETS = _statsforecast()
-    from tqdm.auto import tqdm
+    from tsdp.verify.progress import progress_bar
 
     fitted = [np.asarray(h[-cap:] if capped else h, dtype=np.float64) for h in histories]
     if name == "seasonal-naive":  # a point forecast: every quantile is it
@@ -118,7 +118,7 @@ def baseline_quantiles(name: str, histories: Sequence[np.ndarray], forecast_leng
                for q in quantiles]
     chunk = CHUNK_PER_JOB * n_jobs
     out = np.empty((len(quantiles), len(fitted), forecast_length))
-    with tqdm(total=len(fitted), disable=not progress, desc=f"baseline {name}", unit="series") as bar:
+    with progress_bar(total=len(fitted), disable=not progress, desc=f"baseline {name}", unit="series") as bar:
         for start in range(0, len(fitted), chunk):
             part = fitted[start:start + chunk]
             frame = pd.DataFrame({

@@ -105,7 +105,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     Returns:
         The results, as written to results.json.
     """
-    from tqdm import tqdm
+    from tsdp.verify.progress import progress_bar
 
     final = Path(out_dir) if out_dir is not None else OUT_ROOT / name
     trials = dict(QUICK_TRIALS if quick else TRIALS)
@@ -120,8 +120,8 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     n_tight = 3 if quick else 8 + 1
     total = len(DELTAS) * len(SCHEDULES) + len(CLAIMS) + 1 + n_tight + 1 + 2
     # no ETA: the tasks' durations differ by two orders of magnitude, so tqdm's rate would mislead
-    bar = tqdm(total=total, desc="tsdp report", unit="task", disable=not progress, dynamic_ncols=True,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
+    bar = progress_bar(total=total, desc="tsdp report", unit="task", disable=not progress, dynamic_ncols=True,
+                       bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
     t0 = time.perf_counter()
     timings = results["meta"]["timings_s"]
     notes: list = []  # (category, message) of every warning, the side processes' included

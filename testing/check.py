@@ -328,9 +328,9 @@ def check_accountant(fn: Accountant, configs: Union[None, TrainingConfig, Cell, 
         worker.start()  # forked before the progress bar starts its thread
     bar = None
     if progress:
-        from tqdm import tqdm
+        from tsdp.verify.progress import progress_bar
 
-        bar = tqdm(total=len(cells), desc=f"checking {name}", unit="cell", leave=False)
+        bar = progress_bar(total=len(cells), desc=f"checking {name}", unit="cell", leave=False)
     verdicts = []
     try:
         for cell in cells:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Tuple
 
 import torch
-from tqdm.auto import tqdm
 
 from tsdp.theorems.config import TrainingConfig
 from tsdp.verify.accountant import PldAccountant
 from tsdp.verify.events import training_event
+from tsdp.verify.progress import progress_bar
 
 from .captured import CapturedStep, StepPath
 from .fixed_batch import batch_capacity, fixed_capacity
@@ -198,7 +198,7 @@ def run_phases(t: Trainee, phases: Sequence[Tuple[TrainingConfig, int]], path: S
     """
     capacity, overflow_steps, before = None, 0, 0
     started = time.perf_counter()
-    bar = tqdm(total=sum(n for _, n in phases), disable=not progress, desc=desc, unit="step")
+    bar = progress_bar(total=sum(n for _, n in phases), disable=not progress, desc=desc, unit="step")
     for k, (phase, n_steps) in enumerate(phases):
         if n_steps == 0:
             continue

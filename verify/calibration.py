@@ -153,9 +153,9 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     counts = {}
     truncations = sorted({tail_mass_truncation, DEFAULT_TAIL_MASS_TRUNCATION})  # asked for, and training's ledger's
 
-    from tqdm import tqdm
+    from .progress import progress_bar
 
-    bar = tqdm(desc="calibrating σ", leave=False, delay=2.0, dynamic_ncols=True,  # no total: a count, not a rate
+    bar = progress_bar(desc="calibrating σ", leave=False, delay=2.0, dynamic_ncols=True,  # no total: a count, not a rate
                bar_format="{desc}: {n_fmt} accountings [{elapsed}{postfix}]")
 
     def accounting_at(grid: float):

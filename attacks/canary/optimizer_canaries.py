@@ -112,9 +112,9 @@ class OptimizerCanaries:
         self.span_entries = span_entries
         self._progress = None
         if progress:
-            from tqdm.auto import tqdm
+            from tsdp.verify.progress import progress_bar
 
-            self._progress = tqdm(desc="audited optimizer steps", leave=False,  # no total: a count, not a rate
+            self._progress = progress_bar(desc="audited optimizer steps", leave=False,  # no total: a count, not a rate
                                   bar_format="{desc}: {n_fmt} steps [{elapsed}{postfix}]")
         self.clip, self.scale = float(clip), scale
         self.windows, self.loss = windows, loss

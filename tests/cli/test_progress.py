@@ -1,6 +1,7 @@
 """Long silent work shows a line on stderr that moves (tests never depend on its text
 otherwise). The heartbeat of `tsdp bench accounting` redraws its phase and elapsed time every
 second while the caller is blocked in a library call."""
+import re
 import time
 
 import pytest
@@ -53,3 +54,46 @@ def test_a_bar_never_shares_a_line_with_what_follows_it_in_a_file(tmp_path, monk
     lines = (tmp_path / "err.log").read_bytes().decode().split("\n")  # '\r' kept: a file's lines end at '\n' only
     assert "tsdp report: note: first" in lines and "tsdp report: note: second" in lines
     assert any(line.startswith("PRIVACY VIOLATION") for line in lines) is violation
+
+
+def test_progress_in_a_log_is_one_line_per_finished_bar(tmp_path, monkeypatch):
+    """`tsdp epsilon ... 2> log` with the two PLD grids (sound and attained, drawn at once): the log holds one whole
+    line per finished bar, no carriage return nor cursor escape (tqdm's redraws and its positioning of concurrent
+    bars, which a file shows as interleaved fragments). The bars' delay is 0 here, so every bar ends in a line."""
+    import sys
+
+    from tsdp.cli.main import main
+    from tsdp.verify.pld import limits
+
+    monkeypatch.setenv("TSDP_CACHE_DIR", str(tmp_path / "cache"))  # the grids are built, not read back
+    monkeypatch.setattr(limits, "PROGRESS_DELAY_S", 0.0)
+    with open(tmp_path / "err.log", "w") as log:
+        monkeypatch.setattr(sys, "stderr", log)
+        code = main(["epsilon", "--delta", "1e-5", "--steps", "10", "--instances", "2", "--batch-size", "64"])
+        monkeypatch.undo()
+    assert code == 0
+    text = (tmp_path / "err.log").read_text()
+    assert "\r" not in text and "\x1b" not in text, text[:500]
+    grids = [line for line in text.splitlines() if line.startswith("PLD grid")]
+    assert len(grids) >= 2 and all(re.fullmatch(r"PLD grid: 100% (\d+)/\1 \[.*\]", line) for line in grids), grids
+
+
+def test_a_terminal_still_sees_the_bar_redrawn_and_a_log_only_bars_that_outlived_their_delay(monkeypatch):
+    """On a terminal the bar is tqdm's (redrawn with carriage returns); on a file a bar closed before its delay writes
+    nothing, as it would never have appeared on a terminal."""
+    import io
+
+    from tsdp.verify.progress import progress_bar
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    screen, log = Terminal(), io.StringIO()
+    for stream in (screen, log):
+        with progress_bar(total=3, desc="stage", file=stream, mininterval=0) as bar:
+            bar.update(3)
+        with progress_bar(total=3, desc="quick", file=stream, delay=60) as bar:
+            bar.update(3)
+    assert screen.getvalue().count("\rstage") >= 2 and "quick" not in screen.getvalue()
+    assert re.fullmatch(r"stage: 100% 3/3 \[.*\]\n", log.getvalue()), log.getvalue()

@@ -2,8 +2,10 @@
 (a coarsened PLD grid, as the memory ceiling makes the accountant do) are collected, not printed into the
 bar: after the bar closes, one summary line counts them, and results.json lists each distinct one. The
 sections are stand-ins at the seam of reports.run (milliseconds); the bar is real tqdm on captured stderr."""
+import io
 import json
 import re
+import sys
 import warnings
 
 import pytest
@@ -50,9 +52,16 @@ def stand_ins(monkeypatch):
         json.dumps(run.jsonable(results))))
 
 
-def test_notes_follow_the_bar_as_one_line(stand_ins, tmp_path, capsys):
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_notes_follow_the_bar_as_one_line(stand_ins, tmp_path, monkeypatch):
+    """On a terminal (a log gets the bar's last line only: tsdp.verify.progress)."""
+    monkeypatch.setattr(sys, "stderr", _Terminal())
     results = run.build_report(DEFAULT_CONFIG, out_dir=tmp_path / "r", progress=True, audits=False, workers=1)
-    err = capsys.readouterr().err
+    err = sys.stderr.getvalue()
     frames = [f for f in re.split(r"[\r\n]", err) if f.strip()]
     bar = [i for i, f in enumerate(frames) if f.startswith("tsdp report")]
     notes = [i for i, f in enumerate(frames) if "instead of 0.001" in f or "another note" in f]

@@ -328,9 +328,9 @@ def run(tasks: Sequence[Task], jobs: int = 1, progress: bool = False) -> List[Ch
     global _TASKS
     bar = None
     if progress and tasks:
-        from tqdm import tqdm
+        from tsdp.verify.progress import progress_bar
 
-        bar = tqdm(total=len(tasks), file=sys.stderr, unit="check", desc="tsdp verify")
+        bar = progress_bar(total=len(tasks), file=sys.stderr, unit="check", desc="tsdp verify")
     results: List[Optional[CheckResult]] = [None] * len(tasks)
     try:
         if jobs > 1 and len(tasks) > 1:

@@ -145,10 +145,16 @@ def hide_progress_bars() -> None:
     os.environ[NO_PROGRESS_ENV] = "1"
 
 
+PROGRESS_DELAY_S = 2.0
+"""The PLD work's bars appear only once it has run this long (on a file or a pipe: a line when it ends, if it ran
+this long; :func:`tsdp.verify.progress.progress_bar`)."""
+
+
 def _progress(total: int, desc: str):
-    """A tqdm bar on stderr that appears only if the work is still running after 2 s (none where
-    :data:`NO_PROGRESS_ENV` is set)."""
-    from tqdm import tqdm
+    """A progress bar on stderr that appears only if the work is still running after :data:`PROGRESS_DELAY_S` (none
+    where :data:`NO_PROGRESS_ENV` is set)."""
+    from tsdp.verify.progress import progress_bar
 
     hidden = os.environ.get(NO_PROGRESS_ENV, "") not in ("", "0")
-    return tqdm(total=total, desc=desc, leave=False, delay=2.0, dynamic_ncols=True, disable=hidden)
+    return progress_bar(total=total, desc=desc, leave=False, delay=PROGRESS_DELAY_S, dynamic_ncols=True,
+                        disable=hidden)

@@ -1,0 +1,63 @@
+"""Progress bars on stderr that stay readable in a log: :func:`progress_bar`, the one constructor of tsdp's bars.
+
+On a terminal (or in a notebook) a bar is tqdm's, as drawn there. On a file or a pipe (``tsdp epsilon ... 2> log``) a
+bar's redraws are carriage returns that a file keeps, and bars drawn at once by several threads (the accountant's PLD
+grids, sound and attained) are positioned by cursor-up escapes, which a log shows as interleaved fragments. There a bar
+draws nothing while it runs and writes one line when it closes: its description, count and elapsed time, as the
+terminal's bar would end (:class:`LoggedBar`), and only when a terminal would have shown it (its ``delay`` passed).
+"""
+from __future__ import annotations
+
+import sys
+
+from tqdm import tqdm
+
+
+def _terminal(stream) -> bool:
+    """Whether ``stream`` is a terminal (False for a file, a pipe, a closed stream or one without ``isatty``)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class LoggedBar(tqdm):
+    """A tqdm bar for a file or a pipe: no redraw while it runs (its count and postfix are kept as tqdm keeps them),
+    one line when it closes (:func:`progress_bar`)."""
+
+    def display(self, msg=None, pos=None):
+        """Draw nothing (the line is written by :meth:`close`)."""
+        return None
+
+    def close(self):
+        """Write the bar's one line (when its delay has passed and it is not closed yet), then close it."""
+        if not self.disable and self._time() - self.start_t >= self.delay:
+            line = self.format_meter(**{**self.format_dict, "ncols": 0})
+            with self.get_lock():
+                self.fp.write(line + "\n")
+                self.fp.flush()
+        self.leave = False  # tqdm's own close would end the (empty) line
+        super().close()
+
+
+def progress_bar(**kwargs) -> tqdm:
+    """A progress bar on stderr (or ``kwargs["file"]``): tqdm's on a terminal, its widget in a notebook
+    (``tqdm.autonotebook``), a :class:`LoggedBar` on a file or a pipe (module docstring).
+
+    Args:
+        **kwargs: tqdm's arguments.
+
+    Returns:
+        The bar.
+    """
+    stream = kwargs.get("file") or sys.stderr
+    if kwargs.get("disable") or _terminal(stream):
+        return tqdm(**kwargs)
+    from tqdm.autonotebook import tqdm as notebook_tqdm  # tqdm's own where no IPython kernel runs
+
+    if notebook_tqdm is not tqdm:  # a notebook: its widget, not a stream
+        return notebook_tqdm(**kwargs)
+    return LoggedBar(**kwargs)
+
+
+__all__ = ["LoggedBar", "progress_bar"]
