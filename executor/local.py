@@ -16,7 +16,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 from tsdp.verify.cpus import available_cpus
 
-from .processes import end
+from .processes import end, starting_processes
 from .tracker import Aborted, Tracker
 
 
@@ -78,8 +78,9 @@ def worker_pool(workers: int, *, warm: Sequence[str] = ()) -> ProcessPoolExecuto
         pool = _POOLS[workers] = ProcessPoolExecutor(max_workers=workers,
                                                      mp_context=multiprocessing.get_context("spawn"))
         if warm:
-            for _ in range(workers):
-                pool.submit(_imported, tuple(warm))
+            with starting_processes():  # a submit starts a process: a SIGTERM waits until it has started
+                for _ in range(workers):
+                    pool.submit(_imported, tuple(warm))
     return pool
 
 
@@ -113,9 +114,11 @@ def run_processes(tracker: Tracker, fn: Callable, workers: int) -> None:
     """
     while not tracker.stopped and tracker.pending():
         pool = worker_pool(workers)
-        futures = {pool.submit(fn, s): s.key for s in tracker.pending()}
+        futures = {}
         broken = aborted = False
         try:
+            with starting_processes():  # submits start the pool's processes: a SIGTERM waits until they have started
+                futures.update({pool.submit(fn, s): s.key for s in tracker.pending()})
             while futures and not tracker.stopped and not broken:
                 finished, _ = wait(futures, return_when=FIRST_COMPLETED)
                 for fut in finished:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import time
-from typing import Dict, Iterable, List, Optional
+from contextlib import contextmanager
+from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 GRACE_S = 1.0
 """How long a process has to end after SIGTERM before it is killed."""
@@ -130,4 +132,53 @@ def end(processes: Dict[int, Optional[multiprocessing.Process]]) -> None:
             return
 
 
-__all__ = ["GRACE_S", "children", "descendants", "end"]
+_starting = 0
+"""Depth of :func:`starting_processes` blocks in the main thread."""
+_held: List[Callable[[], None]] = []
+"""What :func:`hold_while_starting` put off, in order."""
+
+
+@contextmanager
+def starting_processes() -> Iterator[None]:
+    """A block of the main thread that starts processes (a pool's workers): a stop asked for meanwhile
+    (:func:`hold_while_starting`, the CLI's SIGTERM handler) is carried out when the block ends, once every process it
+    started has its start-up data and the caller holds what ends them. Interrupted halfway, a spawned process whose
+    parent had not yet written its start-up data printed multiprocessing's EOFError traceback, and one not yet in its
+    pool was ended by nobody. Outside the main thread (where no signal handler runs) it holds nothing.
+
+    Yields:
+        None.
+    """
+    global _starting
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _starting += 1
+    try:
+        yield
+    finally:
+        _starting -= 1
+    if not _starting and _held:
+        actions = list(_held)
+        _held.clear()
+        for action in actions:
+            action()
+
+
+def hold_while_starting(action: Callable[[], None]) -> bool:
+    """Put ``action`` (e.g. raising the CLI's ``Terminated``) off to the end of the :func:`starting_processes` block
+    the main thread is in, if it is in one.
+
+    Args:
+        action: What to do then (it may raise).
+
+    Returns:
+        Whether it was put off (False: do it now).
+    """
+    if not _starting or threading.current_thread() is not threading.main_thread():
+        return False
+    _held.append(action)
+    return True
+
+
+__all__ = ["GRACE_S", "children", "descendants", "end", "hold_while_starting", "starting_processes"]

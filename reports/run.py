@@ -165,7 +165,10 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
     out = staging_dir(final)  # everything is written here; the old report in ``final`` stays until this one is complete
     try:  # from the staging folder's making on: whatever stops the run, the folder is published or removed
         if side:
-            pool = _ClaimPool(min(workers, len(side)), config, quick, seed, show, finished)
+            from tsdp.executor.processes import starting_processes
+
+            with starting_processes():  # a SIGTERM is raised once the pool is made (its processes started, ``pool`` set)
+                pool = _ClaimPool(min(workers, len(side)), config, quick, seed, show, finished)
         with _Redraw(bar, pool), warnings.catch_warnings(record=True) as caught:
             _note_filters()
             for cid in side:
@@ -233,9 +236,11 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
 
 def _note_filters() -> None:
     """Inside ``warnings.catch_warnings(record=True)``: record every warning (each occurrence; the summary counts
-    them) except the accountant's float RuntimeWarnings."""
+    them) except the accountant's float RuntimeWarnings and ResourceWarnings (Python ignores these by default: a .pyc
+    file left open by a SIGTERM that stopped an import is no finding of the report)."""
     warnings.simplefilter("always")
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="tsdp.verify.pld")
+    warnings.filterwarnings("ignore", category=ResourceWarning)  # the interpreter's (a file an interrupt left open)
 
 
 def _note(w) -> tuple:

@@ -50,11 +50,55 @@ def test_sigterm_publishes_a_report_as_interrupted_and_leaves_no_staging_folder_
                   mark)
     _until(lambda: any(p.name.startswith(".rep.tmp-") for p in tmp_path.iterdir()), proc, "staging folder")
     _until(lambda: len(processes_marked(mark)) >= 3, proc, "claim processes")  # the command and its two side processes
-    time.sleep(1)  # past the pool's making: a spawned process stopped before the parent sends its start-up data
-    # prints multiprocessing's own EOFError (as it does on Ctrl-C there)
-    _terminated(proc, "report")
+    _terminated(proc, "report")  # at once: a SIGTERM while the pool starts waits until it has (executor.processes)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
     assert json.loads((tmp_path / "rep" / "results.json").read_text())["meta"]["status"] == "interrupted"
+    time.sleep(0.5)
+    assert processes_marked(mark) == []
+
+
+SLOW_SPAWN = '''
+import os
+import time
+from multiprocessing import util
+
+_spawnv_passfds = util.spawnv_passfds
+
+
+def _slow(path, args, passfds):
+    """A spawned worker's start-up data written a second late: a SIGTERM lands in that window."""
+    pid = _spawnv_passfds(path, args, passfds)
+    if "--multiprocessing-fork" in args and os.environ.get("TSDP_TEST_SPAWNED"):
+        open(os.environ["TSDP_TEST_SPAWNED"], "a").close()
+        time.sleep(1.0)
+    return pid
+
+
+util.spawnv_passfds = _slow
+'''
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["audit", "--trials", "2000", "--delta", "1e-5", "--workers", "2"], "audit"),
+    (["report", "--quick", "--no-audit", "--no-progress", "--workers", "2", "--out", "rep"], "report"),
+])
+def test_sigterm_while_workers_start_is_one_line_and_leaves_no_worker(tmp_path, argv, command):
+    """A SIGTERM that lands while a worker is spawned, before its start-up data is written (the window made a second
+    wide by a sitecustomize that delays the write), printed the worker's EOFError traceback (multiprocessing's, reading
+    data that never came) after the command's line; now the stop waits until the workers have started: the one line,
+    exit 143, and no process of the run left."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_SPAWN)
+    spawned = tmp_path / "spawned"
+    mark = uuid.uuid4().hex
+    env = dict(os.environ, TSDP_TEST_MARK=mark, OMP_NUM_THREADS="1", TSDP_TEST_SPAWNED=str(spawned),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.Popen([sys.executable, "-m", "tsdp", *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _until(spawned.exists, proc, "a worker spawned")
+    err = _terminated(proc, command)
+    assert "EOFError" not in err, err[-1500:]
     time.sleep(0.5)
     assert processes_marked(mark) == []
 
@@ -90,6 +134,26 @@ def test_sigterm_reaches_a_supervised_command_and_ends_what_it_started(user_modu
     _terminated(proc, "audit-fn")
     time.sleep(0.5)
     assert processes_marked(mark) == []
+
+
+def test_a_sigterm_while_processes_start_is_raised_when_they_have_started():
+    """In a starting_processes block the CLI's handler holds the SIGTERM: the block runs to its end, then Terminated
+    is raised (once); outside one it is raised at once."""
+    from tsdp.cli.termination import Terminated, terminate_as_interrupt
+    from tsdp.executor.processes import starting_processes
+
+    reached = []
+    with pytest.raises(Terminated), terminate_as_interrupt():
+        with starting_processes():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)  # the handler has run: it held the stop
+            reached.append("end of block")
+        reached.append("after the block")
+    assert reached == ["end of block"]
+    with pytest.raises(Terminated), terminate_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        pytest.fail("not raised at once")
 
 
 def test_the_command_line_restores_the_handler_it_replaced(monkeypatch, tmp_path):

@@ -11,7 +11,9 @@ leaves its caller's handler alone, and the previous handler is back when the com
 the first one's cleanup runs is ignored (SLURM signals every process of a job step, and a supervised command's parent
 passes its SIGTERM on: the child may get two); SIGKILL still ends the process at once. A process forked while the
 handler is installed (a ``fork`` pool's worker, a user's process) gets the previous handler back at once: it is not
-the command, has none of its cleanup, and is ended by its parent.
+the command, has none of its cleanup, and is ended by its parent. A SIGTERM while worker processes start
+(:func:`tsdp.executor.processes.starting_processes`) is raised once they have started: each then has its start-up data
+(none prints multiprocessing's EOFError) and is in the pool the cleanup ends.
 """
 from __future__ import annotations
 
@@ -45,6 +47,14 @@ def _stop(signum, frame) -> None:
     if _raised:  # the cleanup of the first one is running: let it finish
         return
     _raised = True
+    from tsdp.executor.processes import hold_while_starting
+
+    if hold_while_starting(lambda: _raise(signum)):  # workers starting: raised once they have started
+        return
+    _raise(signum)
+
+
+def _raise(signum) -> None:
     raise Terminated(signum)
 
 
