@@ -5,8 +5,9 @@ Each trains the grid's training (:func:`tsdp.experiments.cells.train_cell`, the 
 ε = ∞ on the shipped M1 yearly series: SimpleFF, top level ∈ {deterministic, shuffle, WOR} (the paper's three) × the
 claim's levels of its other factor (a :class:`~tsdp.theorems.config.TrainingConfig` field, ``batch_size`` or
 ``instances``; the other field fixed), a 10-epoch cap (an epoch is floor(N λ / Λ) steps of N' = Λ / λ series, λ WR
-windows each, Λ windows in all; the deterministic order's last step takes the series left), 2 seeds per cell in the
-quick report and 4 in the full one (seed i of every cell starts from the same model). The test: a two-way analysis
+windows each, Λ windows in all; the deterministic order's last step takes the series left; a claim may cap the quick
+report lower, saying so in its reason), 2 seeds per cell in the quick report and 4 in the full one (seed i of every
+cell starts from the same model). The test: a two-way analysis
 of variance with replication (:func:`tsdp.experiments.effects.two_way_anova`), each factor's F-test at α = 0.025 (a
 family level of 0.05 over the two), with its power against an effect of 5% of the mean CRPS. 'Reproduced' needs no
 significant effect and power ≥ 0.8 for both; a significant effect is 'not reproduced'; no significant effect at
@@ -32,6 +33,7 @@ TOPS = ("deterministic", "shuffle", "wor")
 SEEDS = {True: 2, False: 4}
 """Seeds per cell: quick report, full report."""
 EPOCHS = 10
+"""The epochs cap (a claim's :attr:`NonPrivateClaim.epochs` may lower it in the quick report)."""
 MODEL = "simple-ff"
 FAMILY_ALPHA = 0.05
 EFFECT = 0.05
@@ -130,9 +132,12 @@ def anova_text(numbers: dict) -> str:
     field, sym = numbers["factor"], SYMBOL[numbers["factor"]]
     steps = [(c[field], c["steps"]) for c in numbers["crps"] if c["top"] == Top.WOR]
     trend = "fewer" if steps[-1][1] < steps[0][1] else "more"
+    cap = f"A {numbers['epochs']}-epoch cap"
+    if numbers["epochs_full"] != numbers["epochs"]:
+        cap += f" (the quick report's; the full report's is {numbers['epochs_full']})"
     return ("two-way ANOVA with replication on the last iterate's test CRPS, "
             f"{numbers['seeds']} seeds per cell: " + "; ".join(one(t) for t in numbers["tests"])
-            + f". A {numbers['epochs']}-epoch cap runs " + ", ".join(f"{s} steps at {sym} = {v}" for v, s in steps)
+            + f". {cap} runs " + ", ".join(f"{s} steps at {sym} = {v}" for v, s in steps)
             + f" (WOR top level, {fixed_text(numbers['fixed'])}): a larger {sym} trains {trend} steps")
 
 
@@ -149,6 +154,8 @@ class NonPrivateClaim(Claim):
     paper_figure: str = ""
     """The LaTeX label of the paper's figure of the claim."""
     data_text: str = "M1 yearly at ε = ∞"
+    epochs: Dict[bool, int] = {True: EPOCHS, False: EPOCHS}
+    """The epochs cap: quick report, full report."""
 
     def training_config(self, cell, settings, level: int) -> TrainingConfig:
         """The configuration a cell of the claim trains on: the grid's (:func:`tsdp.experiments.cells.cell_config`)
@@ -171,7 +178,7 @@ class NonPrivateClaim(Claim):
         from tsdp.experiments.effects import two_way_anova
         from tsdp.experiments.grid import Cell, GridSettings
 
-        settings = GridSettings(epochs=EPOCHS, seed=ctx.seed)
+        settings = GridSettings(epochs=self.epochs[quick], seed=ctx.seed)
         seeds, sym = SEEDS[quick], SYMBOL[self.factor]
         crps = np.full((len(TOPS), len(self.levels), seeds), np.nan)
         rows = []
@@ -188,7 +195,8 @@ class NonPrivateClaim(Claim):
                 rows.append({"top": top, "batch_size": cfg.batch_size, "instances": cfg.instances, "steps": int(steps),
                              "crps": [float(v) for v in crps[i, j]]})
                 cells.evaluated.append(f"{top}, {sym} = {level} ({seeds} seeds)")
-        numbers = {"dataset": "m1-yearly", "model": MODEL, "epochs": EPOCHS, "seeds": seeds, "tops": list(TOPS),
+        numbers = {"dataset": "m1-yearly", "model": MODEL, "epochs": settings.epochs, "epochs_full": self.epochs[False],
+                   "seeds": seeds, "tops": list(TOPS),
                    "factor": self.factor, "levels": list(self.levels), "fixed": dict(self.fixed), "crps": rows,
                    "family_alpha": FAMILY_ALPHA, "effect_relative": EFFECT, "tests": None,
                    "cells": cells.as_dict(quick)}

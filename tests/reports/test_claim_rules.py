@@ -496,6 +496,7 @@ def c10(p_top, p_batch, power=0.9):
                 "p_value": p, "alpha": 0.025, "significant": p < 0.025, "effect": 0.015, "power": power,
                 "detectable": 0.01}
     return {"tests": [test("top level", p_top), test("batch size Λ", p_batch)], "seeds": 2, "epochs": 10,
+            "epochs_full": 10,
             "effect_relative": 0.05, "factor": "batch_size", "fixed": {"instances": 1},
             "crps": [{"top": "wor", "batch_size": 4, "instances": 1, "steps": 420, "crps": [0.1, 0.2]},
                      {"top": "wor", "batch_size": 32, "instances": 1, "steps": 50, "crps": [0.3, 0.4]}],
@@ -540,6 +541,8 @@ def test_c12_rule_is_c10s_on_the_number_of_subsequences():
     assert "subsequences λ: F(1, 12) = 2, p = 0.3 (α = 0.025); power 0.90 against Δ = 0.015" in reason
     assert reason.endswith("A 10-epoch cap runs 50 steps at λ = 1, 850 steps at λ = 16 (WOR top level, Λ = 32): "
                            "a larger λ trains more steps")
+    quick = rule(dict(c12(0.5, 0.3), epochs=5))[1]
+    assert "A 5-epoch cap (the quick report's; the full report's is 10) runs 50 steps at λ = 1" in quick
     word, reason = rule(c12(0.5, 0.3, power=0.5))
     assert word == "qualified" and reason.endswith("(no significant effect, but a test's power is below 0.8)")
     assert rule(dict(c12(0.5, 0.3, crps=float("nan")), tests=None)) == ("not evaluated", "a training gave no CRPS")

@@ -66,14 +66,14 @@ def test_c12_lambda_one_cells_are_c10s_largest_batch():
 
 def _stand_in(monkeypatch, crps_of):
     """Replace the training C10 / C12 call by one returning ``crps_of(cell, config)`` and the epochs cap's steps;
-    return the (top, Λ, λ, seed index) of every call."""
+    return the (top, Λ, λ, seed index, epochs cap) of every call."""
     from tsdp.experiments import cells
 
     calls = []
 
     def train_cell(cell, settings, config):
-        calls.append((str(cell.top), config.batch_size, config.instances, cell.seed_index))
-        return SimpleNamespace(crps=crps_of(cell, config), steps=EPOCHS * config.steps_per_epoch)
+        calls.append((str(cell.top), config.batch_size, config.instances, cell.seed_index, settings.epochs))
+        return SimpleNamespace(crps=crps_of(cell, config), steps=settings.epochs * config.steps_per_epoch)
 
     monkeypatch.setattr(cells, "train_cell", train_cell)
     return calls
@@ -81,14 +81,14 @@ def _stand_in(monkeypatch, crps_of):
 
 def test_c12_compute_trains_its_grid_and_judges_an_effect_of_lambda(monkeypatch):
     """Through a stand-in training whose CRPS falls with λ (0.5 / λ plus seeded noise of std 1e-3): every (top level,
-    λ, seed) trained once at Λ = 32 (quick: 2 seeds), the λ effect found (not reproduced), the top level's not; a CRPS
+    λ, seed) trained once at Λ = 32 (quick: 2 seeds, 5 epochs, said in the reason), the λ effect found (not reproduced), the top level's not; a CRPS
     that varies with the seed alone (0.2, 0.201) is no effect of either factor, and a test with power ≥ 0.8 against 5%
     of it (reproduced)."""
     rng = np.random.default_rng(0)
     calls = _stand_in(monkeypatch, lambda cell, config: 0.5 / config.instances + 1e-3 * rng.standard_normal())
     entry = CLAIMS["C12"].evaluate(DEFAULT_CONFIG, quick=True, ctx=ClaimContext(seed=0))
-    assert sorted(calls) == sorted((t, 32, lam, s) for t in TOPS for lam in (1, 2, 4, 8, 16) for s in (0, 1))
-    assert entry["verdict"] == "not reproduced"
+    assert sorted(calls) == sorted((t, 32, lam, s, 5) for t in TOPS for lam in (1, 2, 4, 8, 16) for s in (0, 1))
+    assert entry["verdict"] == "not reproduced" and "A 5-epoch cap (the quick report's" in entry["reason"]
     top, lam = entry["numbers"]["tests"]
     assert lam["significant"] and not top["significant"] and lam["factor"] == "subsequences λ"
     assert entry["verdict_text"].startswith("not reproduced on M1 yearly at ε = ∞, Λ = 32")
