@@ -35,7 +35,7 @@ class C12(NonPrivateClaim):
     fixed = {"batch_size": BATCH_SIZE}
     paper_figure = "fig:non_dp_training_subsequences_traffic"
     epochs = {True: QUICK_EPOCHS, False: EPOCHS}
-    data_text = f"M1 yearly at ε = ∞, Λ = {BATCH_SIZE} (the paper's 256 scaled to its 170 series)"
+    data_text = f"M1 yearly at ε = ∞, Λ = {BATCH_SIZE} for the paper's 256"
 
 
 CLAIM = C12()

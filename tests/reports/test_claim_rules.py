@@ -547,9 +547,9 @@ def test_c12_rule_is_c10s_on_the_number_of_subsequences():
     assert word == "qualified" and reason.endswith("(no significant effect, but a test's power is below 0.8)")
     assert rule(dict(c12(0.5, 0.3, crps=float("nan")), tests=None)) == ("not evaluated", "a training gave no CRPS")
     assert verdict_text("not evaluated", cells(0, 15), CLAIMS["C12"].data({})) == \
-        "not evaluated on M1 yearly at ε = ∞, Λ = 32 (the paper's 256 scaled to its 170 series) (0 of 15 cells)"
+        "not evaluated on M1 yearly at ε = ∞, Λ = 32 for the paper's 256 (0 of 15 cells)"
     assert verdict_text("reproduced", cells(15, 15), CLAIMS["C12"].data({})) == \
-        "reproduced on M1 yearly at ε = ∞, Λ = 32 (the paper's 256 scaled to its 170 series) (all 15 cells)"
+        "reproduced on M1 yearly at ε = ∞, Λ = 32 for the paper's 256 (all 15 cells)"
 
 
 def test_c12_table_names_lambda():
