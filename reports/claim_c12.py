@@ -5,10 +5,10 @@ top-level scheme has a significant effect on non-private utility.
 Measured and judged as :mod:`reports.non_private` says (the same training, seeds, cap and test as C10), at Λ = 32
 with λ ∈ {1, 2, 4, 8, 16}, N' = Λ / λ = 32, 16, 8, 4, 2 series per step: Λ = 256 at λ = 1 needs N ≥ 256 series
 (M1 yearly has 170 training series), and 32 is the largest Λ of C10's grid, the paper's batch sizes scaled to M1
-(in the full report its Λ = 32, λ = 1 cells are C10's, the same trainings). Under the epochs cap an epoch is floor(170 λ / 32) steps (5 at λ = 1, 85 at
-λ = 16), as in the authors' code: a larger λ trains more steps on the same series. The quick report caps C12 at
-5 epochs (its grid trains twice C10's steps: 10 epochs took 39 s alone at one torch thread, 67 s in a quick report
-beside the audits on 2 shared cores); the full report at C10's 10.
+(in the full report its Λ = 32, λ = 1 cells are C10's, the same trainings). Under the epochs cap an epoch is
+floor(170 λ / 32) steps (5 at λ = 1, 85 at λ = 16), as in the authors' code: a larger λ trains more steps on the same
+series. The quick report caps C12 at 5 epochs (at 10 its grid trains about twice C10's steps, the longest claim of a
+quick report); the full report at C10's 10.
 """
 from __future__ import annotations
 

@@ -4,12 +4,12 @@
 Each trains the grid's training (:func:`tsdp.experiments.cells.train_cell`, the paper's optimiser, WR bottom level) at
 ε = ∞ on the shipped M1 yearly series: SimpleFF, top level ∈ {deterministic, shuffle, WOR} (the paper's three) × the
 claim's levels of its other factor (a :class:`~tsdp.theorems.config.TrainingConfig` field, ``batch_size`` or
-``instances``; the other field fixed), a 10-epoch cap (an epoch is floor(N λ / Λ) steps of N' = Λ / λ series, λ WR
-windows each, Λ windows in all; the deterministic order's last step takes the series left; a claim may cap the quick
-report lower, saying so in its reason), 2 seeds per cell in the quick report and 4 in the full one (seed i of every
-cell starts from the same model). The test: a two-way analysis
-of variance with replication (:func:`tsdp.experiments.effects.two_way_anova`), each factor's F-test at α = 0.025 (a
-family level of 0.05 over the two), with its power against an effect of 5% of the mean CRPS. 'Reproduced' needs no
+``instances``; the other field fixed), a 10-epoch cap (a step takes N' = Λ / λ series, λ WR windows each, Λ windows
+in all; an epoch is floor(N λ / Λ) steps, the deterministic order's ceil(N / N'), its last step the series left; a
+claim may cap the quick report lower, saying so in its reason), 2 seeds per cell in the quick report and 4 in the
+full one (seed i of every cell starts from the same model). The test: a two-way analysis of variance with replication
+(:func:`tsdp.experiments.effects.two_way_anova`), each factor's F-test at α = 0.025 (a family level of 0.05 over the
+two), with its power against an effect of 5% of the mean CRPS. 'Reproduced' needs no
 significant effect and power ≥ 0.8 for both; a significant effect is 'not reproduced'; no significant effect at
 lower power is 'qualified' (the test could not have seen that effect).
 

@@ -79,5 +79,6 @@ def non_private_table(n: dict) -> List[tuple]:
     return out
 
 
-TABLES = {"C8": w_user_table, "C9": label_table, "C10": non_private_table, "C11": inference_table, "C12": non_private_table}
+TABLES = {"C8": w_user_table, "C9": label_table, "C10": non_private_table, "C11": inference_table,
+          "C12": non_private_table}
 """The numbers table of each claim this module renders, by id."""

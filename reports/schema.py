@@ -1,8 +1,8 @@
 """The documented schema of results.json (`tsdp report`) (the tests check a report against it:
 tests/reports/schema_check.py).
 
-Top level (``SCHEMA_VERSION`` 7: claims C1-C12, errata 1-10 and 13-17; 7: claim C12; 6: audit records versioned, composed rows
-keep their audit record, soundness_violations lists every case the exit code counts)::
+Top level (``SCHEMA_VERSION`` 7: claims C1-C12, errata 1-10 and 13-17; 7: claim C12; 6: audit records versioned,
+composed rows keep their audit record, soundness_violations lists every case the exit code counts)::
 
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",

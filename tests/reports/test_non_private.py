@@ -81,9 +81,9 @@ def _stand_in(monkeypatch, crps_of):
 
 def test_c12_compute_trains_its_grid_and_judges_an_effect_of_lambda(monkeypatch):
     """Through a stand-in training whose CRPS falls with λ (0.5 / λ plus seeded noise of std 1e-3): every (top level,
-    λ, seed) trained once at Λ = 32 (quick: 2 seeds, 5 epochs, said in the reason), the λ effect found (not reproduced), the top level's not; a CRPS
-    that varies with the seed alone (0.2, 0.201) is no effect of either factor, and a test with power ≥ 0.8 against 5%
-    of it (reproduced)."""
+    λ, seed) trained once at Λ = 32 (quick: 2 seeds, 5 epochs, said in the reason), the λ effect found (not
+    reproduced), the top level's not; a CRPS that varies with the seed alone (0.2, 0.201) is no effect of either
+    factor, and a test with power ≥ 0.8 against 5% of it (reproduced)."""
     rng = np.random.default_rng(0)
     calls = _stand_in(monkeypatch, lambda cell, config: 0.5 / config.instances + 1e-3 * rng.standard_normal())
     entry = CLAIMS["C12"].evaluate(DEFAULT_CONFIG, quick=True, ctx=ClaimContext(seed=0))
