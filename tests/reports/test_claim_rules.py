@@ -487,7 +487,7 @@ def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch
     assert entry["reason"].endswith("; ε = 1: simple-ff stopped at its 10-epoch cap (ε spent 0.8807 < 1)")
 
 
-# ----------------------------------------------------------------------------- C8-C11
+# ----------------------------------------------------------------------------- C8-C12
 
 
 def c10(p_top, p_batch, power=0.9):
