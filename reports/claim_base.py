@@ -1,4 +1,4 @@
-"""The shape every claim of THEOREMS.md "Claims" (C1-C11) takes in the report.
+"""The shape every claim of THEOREMS.md "Claims" (C1-C12) takes in the report.
 
 A :class:`Claim` has four parts, kept apart:
 
@@ -178,7 +178,7 @@ class OtherVerdict:
 
 
 class Claim(abc.ABC):
-    """Base of the claims C1-C11: subclasses set ``id``, ``statement`` and implement the abstract
+    """Base of the claims C1-C12: subclasses set ``id``, ``statement`` and implement the abstract
     :meth:`compute` and :meth:`rule` (and :meth:`figure` where the claim draws one). The parameters of these
     methods are documented here, once: an override says only what is its own (the rule in words, the figure drawn)
     and inherits its Args (``help()`` and ``inspect.getdoc`` show the base's docstring where it has none)."""

@@ -114,7 +114,7 @@ def blocks(results: dict) -> List[tuple]:
                    f"status: {meta['status']}. Sound numbers are upper bounds (rounded up), attained numbers lower "
                    "bounds reached by a construction (rounded down), audited numbers lower confidence bounds (LCB)."))
     b.extend(_summary(results))
-    sections = (("1. Configuration and accounting", _accounting), ("2. Claims C1-C11", _claims),
+    sections = (("1. Configuration and accounting", _accounting), ("2. Claims C1-C12", _claims),
                 ("3. Consistency (`tsdp verify --quick`)", _consistency), ("4. Tightness", _tightness),
                 ("5. Errata of THEOREMS.md and what the toolkit measured", _errata),
                 ("6. Inference-time privacy (T15)", _inference))

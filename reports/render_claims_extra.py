@@ -1,11 +1,11 @@
-"""The numbers tables of the claims judged on the paper's appendix tables (C8, C9, C11) and of C10 (non-private
+"""The numbers tables of the claims judged on the paper's appendix tables (C8, C9, C11) and of C10, C12 (non-private
 utility), as blocks of :mod:`reports.render` (:mod:`reports.blocks`: tables and paragraphs)."""
 from __future__ import annotations
 
 from typing import List
 
 from .blocks import Block
-from .claim_c10 import detectable_text, f_text, p_text, power_text
+from .non_private import SYMBOL, detectable_text, f_text, p_text, power_text
 
 
 def _f(x) -> str:
@@ -60,16 +60,17 @@ def inference_table(n: dict) -> List[tuple]:
 
 
 def non_private_table(n: dict) -> List[tuple]:
-    """C10: CRPS per (top level, Λ) over seeds, the steps the epochs cap allows, then the two F-tests.
+    """C10, C12: CRPS per (top level, level of the claim's factor Λ or λ) over seeds, the steps the epochs cap
+    allows, then the two F-tests.
 
     Args:
-        n: Claim C10's numbers.
+        n: Claim C10's or C12's numbers.
 
     Returns:
         The table's rows.
     """
-    out = [(Block.TABLE, ["top level", "Λ", "steps", "test CRPS per seed"],
-            [[c["top"], c["batch_size"], c["steps"], ", ".join(f"{v:.4f}" for v in c["crps"])] for c in n["crps"]])]
+    out = [(Block.TABLE, ["top level", SYMBOL[n["factor"]], "steps", "test CRPS per seed"],
+            [[c["top"], c[n["factor"]], c["steps"], ", ".join(f"{v:.4f}" for v in c["crps"])] for c in n["crps"]])]
     if n.get("tests"):
         out.append((Block.TABLE, ["factor", "F", "df", "p", "α", "power vs Δ", "Δ", "Δ detected with power 0.8"],
                     [[t["factor"], f_text(t), f"{t['df']}, {t['df_error']}", p_text(t),
@@ -78,5 +79,6 @@ def non_private_table(n: dict) -> List[tuple]:
     return out
 
 
-TABLES = {"C8": w_user_table, "C9": label_table, "C10": non_private_table, "C11": inference_table}
+TABLES = {"C8": w_user_table, "C9": label_table, "C10": non_private_table, "C11": inference_table,
+          "C12": non_private_table}
 """The numbers table of each claim this module renders, by id."""

@@ -1,6 +1,6 @@
 """Orchestrate `tsdp report`: compute every section, draw the figures, write the four outputs.
 
-:func:`build_report` runs, in order, the accounting (section 1), claims C1-C11 (2), the quick
+:func:`build_report` runs, in order, the accounting (section 1), claims C1-C12 (2), the quick
 consistency run (3), the tightness audits (4), the errata table (5) and the inference tables
 with a tqdm progress bar on stderr, then writes ``<out>/results.json``, ``report.md``,
 ``index.html`` and the PNGs. The bar names the sub-step running (a claim's cell, an audit) and

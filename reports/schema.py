@@ -1,8 +1,8 @@
 """The documented schema of results.json (`tsdp report`) (the tests check a report against it:
 tests/reports/schema_check.py).
 
-Top level (``SCHEMA_VERSION`` 6: claims C1-C11, errata 1-10 and 13-17; 6: audit records versioned, composed rows
-keep their audit record, soundness_violations lists every case the exit code counts)::
+Top level (``SCHEMA_VERSION`` 7: claims C1-C12, errata 1-10 and 13-17; 7: claim C12; 6: audit records versioned,
+composed rows keep their audit record, soundness_violations lists every case the exit code counts)::
 
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
@@ -21,9 +21,9 @@ keep their audit record, soundness_violations lists every case the exit code cou
                    epoch for shuffled iteration),
                    rows: [{delta, steps|epochs, compositions, epsilon_sound (upper),
                            epsilon_attained (lower or null), construction, discretization}]}
-  claims          [{id: "C1".."C11", statement,
+  claims          [{id: "C1".."C12", statement,
                     verdict: "confirmed"|"refuted"|"qualified"|"not evaluated", or on data other than the
-                    paper's (C7 on M1 yearly) "reproduced"|"not reproduced",
+                    paper's (C7, C10, C12 on M1 yearly) "reproduced"|"not reproduced",
                     verdict_text: the verdict with its data and the cells it rests on ("confirmed on the
                     quick grid, 3 of 15 cells", "not reproduced on M1 yearly (the quick grid, 2 of 4
                     cells)"), reason,
@@ -33,7 +33,8 @@ keep their audit record, soundness_violations lists every case the exit code cou
                            not_evaluated: [{cell, reason, cells: how many grid cells it stands for}],
                            configuration (C1-C6, computed on it): {N, L, context_length, forecast_length,
                            batch_size, sigma, r, rho}},
-                    numbers {...claim-specific, see reports.claim_c1 ... claim_c7}, figure {curves drawn},
+                    numbers {...claim-specific, see reports.claim_c1 ... claim_c7, reports.non_private (C10,
+                             C12)}, figure {curves drawn},
                     figures: [png file names]}]
   consistency     {mode, seed, elapsed_s, summary {pass, fail, finding, total}, theorems_covered,
                    failures_and_findings: [{name, theorems, status, explanation, measured}],
@@ -88,4 +89,4 @@ class AuditStatus(Choice):
     RAN = "ran"
     NOT_AVAILABLE = "audit not available"
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7

@@ -487,7 +487,7 @@ def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch
     assert entry["reason"].endswith("; ε = 1: simple-ff stopped at its 10-epoch cap (ε spent 0.8807 < 1)")
 
 
-# ----------------------------------------------------------------------------- C8-C11
+# ----------------------------------------------------------------------------- C8-C12
 
 
 def c10(p_top, p_batch, power=0.9):
@@ -496,8 +496,21 @@ def c10(p_top, p_batch, power=0.9):
                 "p_value": p, "alpha": 0.025, "significant": p < 0.025, "effect": 0.015, "power": power,
                 "detectable": 0.01}
     return {"tests": [test("top level", p_top), test("batch size Λ", p_batch)], "seeds": 2, "epochs": 10,
-            "effect_relative": 0.05, "crps": [{"top": "wor", "batch_size": 4, "steps": 420, "crps": [0.1, 0.2]}],
+            "epochs_full": 10,
+            "effect_relative": 0.05, "factor": "batch_size", "fixed": {"instances": 1},
+            "crps": [{"top": "wor", "batch_size": 4, "instances": 1, "steps": 420, "crps": [0.1, 0.2]},
+                     {"top": "wor", "batch_size": 32, "instances": 1, "steps": 50, "crps": [0.3, 0.4]}],
             "cells": cells(12, 12)}
+
+
+def c12(p_top, p_lambda, power=0.9, crps=0.2):
+    """C12's numbers: the two tests as :func:`c10`'s, λ ∈ {1, 16} at Λ = 32 (WOR: 50 and 850 steps), the test CRPS of
+    each seed ``crps``."""
+    numbers = c10(p_top, p_lambda, power)
+    numbers["tests"][1]["factor"] = "subsequences λ"
+    return dict(numbers, factor="instances", fixed={"batch_size": 32}, cells=cells(15, 15),
+                crps=[{"top": "wor", "batch_size": 32, "instances": lam, "steps": steps, "crps": [crps, crps]}
+                      for lam, steps in ((1, 50), (16, 850))])
 
 
 def test_c10_rule_needs_power_to_reproduce_no_effect():
@@ -513,6 +526,39 @@ def test_c10_rule_needs_power_to_reproduce_no_effect():
     assert rule({"tests": None})[0] == "not evaluated"
     assert verdict_text("reproduced", cells(12, 12), CLAIMS["C10"].data({})) == \
         "reproduced on M1 yearly at ε = ∞ (all 12 cells)"
+
+
+def test_c12_rule_is_c10s_on_the_number_of_subsequences():
+    """C12 (λ × top level at Λ = 32): a significant factor, not reproduced; none significant with power ≥ 0.8,
+    reproduced; none significant at lower power, qualified; no tests (a training gave a NaN CRPS), not evaluated, and
+    the verdict text then counts no cell. The reason names λ, the steps the cap allows at each λ and the fixed Λ; the
+    verdict text names the data and the scaling."""
+    rule = CLAIMS["C12"].rule
+    assert rule(c12(0.5, 1e-6))[0] == "not reproduced"
+    assert rule(c12(1e-6, 0.5))[0] == "not reproduced"
+    word, reason = rule(c12(0.5, 0.3))
+    assert word == "reproduced"
+    assert "subsequences λ: F(1, 12) = 2, p = 0.3 (α = 0.025); power 0.90 against Δ = 0.015" in reason
+    assert reason.endswith("A 10-epoch cap runs 50 steps at λ = 1, 850 steps at λ = 16 (WOR top level, Λ = 32): "
+                           "a larger λ trains more steps")
+    quick = rule(dict(c12(0.5, 0.3), epochs=5))[1]
+    assert "A 5-epoch cap (the quick report's; the full report's is 10) runs 50 steps at λ = 1" in quick
+    word, reason = rule(c12(0.5, 0.3, power=0.5))
+    assert word == "qualified" and reason.endswith("(no significant effect, but a test's power is below 0.8)")
+    assert rule(dict(c12(0.5, 0.3, crps=float("nan")), tests=None)) == ("not evaluated", "a training gave no CRPS")
+    assert verdict_text("not evaluated", cells(0, 15), CLAIMS["C12"].data({})) == \
+        "not evaluated on M1 yearly at ε = ∞, Λ = 32 for the paper's 256 (0 of 15 cells)"
+    assert verdict_text("reproduced", cells(15, 15), CLAIMS["C12"].data({})) == \
+        "reproduced on M1 yearly at ε = ∞, Λ = 32 for the paper's 256 (all 15 cells)"
+
+
+def test_c12_table_names_lambda():
+    """C12's numbers table: a row per (top level, λ), headed λ, with the steps and each seed's CRPS."""
+    from tsdp.reports.render_claims_extra import TABLES
+
+    table = TABLES["C12"](c12(0.5, 0.3))
+    assert table[0][1] == ["top level", "λ", "steps", "test CRPS per seed"]
+    assert table[0][2] == [["wor", 1, 50, "0.2000, 0.2000"], ["wor", 16, 850, "0.2000, 0.2000"]]
 
 
 @pytest.mark.parametrize("cid, word, tables, n", [("C8", "refuted", "w-user", 12),

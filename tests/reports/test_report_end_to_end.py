@@ -56,7 +56,7 @@ def test_accounting_equals_the_accountant(report):
 def test_claims_verdicts_and_c6_numbers(report):
     _, res = report
     by_id = {c["id"]: c for c in res["claims"]}
-    assert set(by_id) == {"C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11"}
+    assert set(by_id) == {"C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11", "C12"}
     c7 = by_id["C7"]["numbers"]  # the privacy-utility section: its verdict is its evidence's, on the cells it names
     assert by_id["C7"]["verdict"] == c7["evidence"]["verdict"]
     assert [c["model"] for c in c7["evidence"]["cells"]] and all(

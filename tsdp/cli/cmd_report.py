@@ -1,4 +1,4 @@
-"""`tsdp report`: the tightness report - accounting, claims C1-C11 with verdicts,
+"""`tsdp report`: the tightness report - accounting, claims C1-C12 with verdicts,
 consistency, tightness audits, errata - written to reports/out/<name>/ in the current folder (or --out).
 
 reports (and through it matplotlib, torch) is imported inside the handler only.
@@ -18,10 +18,10 @@ def add_parsers(sub, command) -> None:
     """
     p = sub.add_parser(
         "report", help="write the tightness report (HTML, Markdown, JSON, PNG figures) for a configuration",
-        description="Compute the configuration's accounting, verdicts on claims C1-C11 of the paper with the figures "
+        description="Compute the configuration's accounting, verdicts on claims C1-C12 of the paper with the figures "
         "that reproduce Section 5 and Appendix C, the `tsdp verify --quick` summary, the tightness audits and the "
         "errata table; write index.html (self-contained), report.md, results.json and PNGs to reports/out/<name>/ "
-        "in the current folder (or --out DIR). The audits, the claims' sweeps and C10's non-private trainings run on one process per "
+        "in the current folder (or --out DIR). The audits, the claims' sweeps and C10's and C12's non-private trainings run on one process per "
         "available core (minutes on 2 cores; --quick runs smaller grids and fewer trials).")
     p.add_argument("--config", default="default", metavar="default|FILE",
                    help="`default` (paper Section 5) or a JSON file of TrainingConfig fields, e.g. "
