@@ -138,7 +138,8 @@ def anova_text(numbers: dict) -> str:
     return ("two-way ANOVA with replication on the last iterate's test CRPS, "
             f"{numbers['seeds']} seeds per cell: " + "; ".join(one(t) for t in numbers["tests"])
             + f". {cap} runs " + ", ".join(f"{s} steps at {sym} = {v}" for v, s in steps)
-            + f" (WOR top level, {fixed_text(numbers['fixed'])}): a larger {sym} trains {trend} steps")
+            + f" (WOR top level, {fixed_text(numbers['fixed'])}): a larger {sym} trains {trend} steps, where the paper "
+              "trains every cell to convergence (4000-16000 epochs), so a significant effect here can be training length")
 
 
 class NonPrivateClaim(Claim):

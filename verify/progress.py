@@ -26,7 +26,12 @@ class LoggedBar(tqdm):
     one line when it closes (:func:`progress_bar`)."""
 
     def display(self, msg=None, pos=None):
-        """Draw nothing (the line is written by :meth:`close`)."""
+        """Draw nothing (the line is written by :meth:`close`).
+
+        Args:
+            msg: tqdm's message to draw (ignored).
+            pos: tqdm's line position (ignored).
+        """
         return None
 
     def close(self):

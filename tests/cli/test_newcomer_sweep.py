@@ -97,9 +97,14 @@ def test_audit_api_refuses_an_empty_context():
         audit("T6", TrainingConfig(context_length=0), delta=1e-5, steps=1, trials=TrialPlan(100))
 
 
-def test_a_progress_bar_left_mid_line_is_ended_before_the_error_line():
+def test_a_progress_bar_left_mid_line_is_ended_before_the_error_line(monkeypatch):
     """stderr that is not a terminal gets no clearing of a bar: the error line once followed the bar's last text on
-    the same line ("... grid 0.0001]tsdp calibrate: error: ...")."""
+    the same line ("... grid 0.0001]tsdp calibrate: error: ..."). The bar's delay is 0 here, so it is drawn whatever
+    the time the search takes."""
+    from tsdp.verify import progress
+
+    real = progress.progress_bar
+    monkeypatch.setattr(progress, "progress_bar", lambda **kw: real(**{**kw, "delay": 0.0}))
     code, _, err = run_cli(["calibrate", "--epsilon", "1", "--delta", "5e-324", "--steps", "1"])
     assert code == 2 and "calibrating" in err  # the bar was drawn
     line = error_line(err)

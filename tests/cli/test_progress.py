@@ -63,9 +63,11 @@ def test_progress_in_a_log_is_one_line_per_finished_bar(tmp_path, monkeypatch):
     import sys
 
     from tsdp.cli.main import main
+    from tsdp.verify import one_step
     from tsdp.verify.pld import limits
 
     monkeypatch.setenv("TSDP_CACHE_DIR", str(tmp_path / "cache"))  # the grids are built, not read back
+    one_step._bound_pld.cache_clear()  # nor taken from memory, where an earlier test of this process left them
     monkeypatch.setattr(limits, "PROGRESS_DELAY_S", 0.0)
     with open(tmp_path / "err.log", "w") as log:
         monkeypatch.setattr(sys, "stderr", log)

@@ -540,7 +540,8 @@ def test_c12_rule_is_c10s_on_the_number_of_subsequences():
     assert word == "reproduced"
     assert "subsequences λ: F(1, 12) = 2, p = 0.3 (α = 0.025); power 0.90 against Δ = 0.015" in reason
     assert reason.endswith("A 10-epoch cap runs 50 steps at λ = 1, 850 steps at λ = 16 (WOR top level, Λ = 32): "
-                           "a larger λ trains more steps")
+                           "a larger λ trains more steps, where the paper trains every cell to convergence "
+                           "(4000-16000 epochs), so a significant effect here can be training length")
     quick = rule(dict(c12(0.5, 0.3), epochs=5))[1]
     assert "A 5-epoch cap (the quick report's; the full report's is 10) runs 50 steps at λ = 1" in quick
     word, reason = rule(c12(0.5, 0.3, power=0.5))
