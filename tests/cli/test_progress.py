@@ -56,24 +56,27 @@ def test_a_bar_never_shares_a_line_with_what_follows_it_in_a_file(tmp_path, monk
     assert any(line.startswith("PRIVACY VIOLATION") for line in lines) is violation
 
 
-def test_progress_in_a_log_is_one_line_per_finished_bar(tmp_path, monkeypatch):
+def test_progress_in_a_log_is_one_line_per_finished_bar(tmp_path):
     """`tsdp epsilon ... 2> log` with the two PLD grids (sound and attained, drawn at once): the log holds one whole
     line per finished bar, no carriage return nor cursor escape (tqdm's redraws and its positioning of concurrent
-    bars, which a file shows as interleaved fragments). The bars' delay is 0 here, so every bar ends in a line."""
+    bars, which a file shows as interleaved fragments). A fresh process (nothing an earlier test left in this one),
+    stderr a real file, the grids built (a cache folder of its own), the bars' delay 0 (a sitecustomize), so every
+    bar ends in a line."""
+    import os
+    import subprocess
     import sys
 
-    from tsdp.cli.main import main
-    from tsdp.verify import one_step
-    from tsdp.verify.pld import limits
-
-    monkeypatch.setenv("TSDP_CACHE_DIR", str(tmp_path / "cache"))  # the grids are built, not read back
-    one_step._bound_pld.cache_clear()  # nor taken from memory, where an earlier test of this process left them
-    monkeypatch.setattr(limits, "PROGRESS_DELAY_S", 0.0)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import tsdp.verify.pld.limits as limits\nlimits.PROGRESS_DELAY_S = 0.0\n")
+    env = {k: v for k, v in os.environ.items() if k != "TSDP_NO_PROGRESS"}
+    env.update(TSDP_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     with open(tmp_path / "err.log", "w") as log:
-        monkeypatch.setattr(sys, "stderr", log)
-        code = main(["epsilon", "--delta", "1e-5", "--steps", "10", "--instances", "2", "--batch-size", "64"])
-        monkeypatch.undo()
-    assert code == 0
+        done = subprocess.run([sys.executable, "-m", "tsdp", "epsilon", "--delta", "1e-5", "--steps", "10",
+                               "--instances", "2", "--batch-size", "64"], cwd=tmp_path, env=env,
+                              stdout=subprocess.DEVNULL, stderr=log, timeout=300)
+    assert done.returncode == 0
     text = (tmp_path / "err.log").read_text()
     assert "\r" not in text and "\x1b" not in text, text[:500]
     grids = [line for line in text.splitlines() if line.startswith("PLD grid")]
