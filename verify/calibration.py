@@ -13,7 +13,7 @@ calibrated at a smaller truncation would otherwise re-account above the target o
 is a σ ≥ σ·(1 - tolerance) whose ε exceeds the target, so σ is within a relative
 ``tolerance`` of the smallest admissible value on the accountant's grid. At a δ at or above the probability that the
 changed element is used at all (:func:`total_variation_bound`) every σ > 0 meets any target, with ε = 0: the result
-says so (``every_sigma``), and its σ is only where the search stopped (its floor).
+says so (``every_sigma``) without a search or an accounting, its σ the search's floor.
 """
 from __future__ import annotations
 
@@ -75,8 +75,9 @@ class CalibrationResult(Record):
         coarse_evaluations: Accountings on the coarse grid that only said where to look.
         coarse_discretization: That coarse grid (None when not used).
         total_variation: :func:`total_variation_bound` of the run (None: the bound has no pair).
-        every_sigma: δ ≥ ``total_variation``: every σ > 0 meets the target, with ε = 0 (``sigma`` is then merely the
-            search's floor, or where the accountant's grid first met the target).
+        every_sigma: δ ≥ ``total_variation``: every σ > 0 meets the target, with ε = 0 exactly. Nothing is searched
+            or accounted then: ``sigma`` is the search's floor :data:`SIGMA_MIN` (the smallest σ calibrate names),
+            ``epsilon`` 0, ``evaluations`` and ``coarse_evaluations`` 0, ``coarse_discretization`` None.
     """
 
     sigma: float
@@ -140,7 +141,8 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
 
     Returns:
         σ, its re-accounted sound ε, the rejected σ just below it and the number of accountings; ``every_sigma``
-        when δ is at or above the run's :func:`total_variation_bound` (every σ > 0 meets the target, ε = 0).
+        when δ is at or above the run's :func:`total_variation_bound` (every σ > 0 meets the target, ε = 0), answered
+        before any search: σ = :data:`SIGMA_MIN` with ε = 0 and no accounting.
 
     Raises:
         ConfigError: The target is unreachable below σ = 1e4, or a bad argument.
@@ -150,9 +152,19 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     settings = PldSettings(discretization, tail_mass_truncation, log_mass_truncation_bound)
     run = training_event(config, steps=steps, epochs=epochs, theorem=theorem)
     bound, _, reason = resolve_event(bound_event_of(run))
+
+    PldAccountant(Estimate.SOUND).compose(run)  # records only: a lower-bound theorem is refused before any search
+    tv = total_variation_bound(run if before is None else ComposedDpEvent([before, run]))
+    common = dict(target_epsilon=float(target_epsilon), delta=delta, theorem=bound.id, reason=reason,
+                  compositions=count_compositions(run), steps=steps, epochs=epochs, tolerance=tolerance,
+                  discretization=discretization, total_variation=tv)
+    if tv is not None and delta >= tv:  # ε = 0 at every σ > 0: nothing to search, nothing accounted
+        return CalibrationResult(sigma=SIGMA_MIN, epsilon=0.0, sigma_rejected=None, epsilon_rejected=None,
+                                 evaluations=0, config=config.with_(sigma=SIGMA_MIN).as_dict(), every_sigma=True,
+                                 **common)
+
     counts = {}
     truncations = sorted({tail_mass_truncation, DEFAULT_TAIL_MASS_TRUNCATION})  # asked for, and training's ledger's
-
     from .progress import progress_bar
 
     bar = progress_bar(desc="calibrating σ", leave=False, delay=2.0, dynamic_ncols=True,  # no total: a count, not a rate
@@ -171,8 +183,6 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
                                  before, event).get_epsilon(delta) for tail in truncations)
 
         return eps_at
-
-    PldAccountant(Estimate.SOUND).compose(run)  # records only: a lower-bound theorem is refused before any search
 
     try:  # the bar is cleared on an unreachable target too, so the error stays one line
         sigma0 = float(min(max(config.sigma, SIGMA_MIN), SIGMA_MAX))
@@ -195,17 +205,11 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
                 good, e_good, bad, e_bad = narrow_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
     finally:
         bar.close()
-    composed = run if before is None else ComposedDpEvent([before, run])
-    tv = total_variation_bound(composed)
     return CalibrationResult(
         sigma=float(good), epsilon=float(e_good), sigma_rejected=None if bad is None else float(bad),
-        epsilon_rejected=None if e_bad is None else float(e_bad), target_epsilon=float(target_epsilon), delta=delta,
-        theorem=bound.id, reason=reason, compositions=count_compositions(run), steps=steps, epochs=epochs,
-        tolerance=tolerance,
-        evaluations=counts[discretization], discretization=discretization,
+        epsilon_rejected=None if e_bad is None else float(e_bad), evaluations=counts[discretization],
         config=config.with_(sigma=float(good)).as_dict(), coarse_evaluations=counts.get(coarse, 0),
-        coarse_discretization=coarse if coarse in counts else None,
-        total_variation=tv, every_sigma=tv is not None and delta >= tv,
+        coarse_discretization=coarse if coarse in counts else None, every_sigma=False, **common,
     )
 
 

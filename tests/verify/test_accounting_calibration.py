@@ -127,3 +127,25 @@ def test_calibration_says_when_every_sigma_meets_the_target(delta, every):
     r = calibrate_sigma(DEFAULT_CONFIG, 1.0, delta, steps=10, tolerance=TOL, discretization=D)
     assert r.every_sigma is every and r.total_variation == pytest.approx(1 - 0.99 ** 10, rel=1e-11)
     assert every or r.sigma_rejected is not None
+
+
+@pytest.mark.parametrize("kw,steps,epochs", [({}, 10, None), ({"top": "deterministic"}, None, 2),
+                                             ({"top": "shuffle", "instances": 2, "batch_size": 64}, None, 1)])
+def test_a_delta_above_the_total_variation_is_answered_without_a_search(kw, steps, epochs, monkeypatch):
+    """At δ ≥ the total variation every σ > 0 meets the target with ε = 0 exactly (total_variation_bound's argument),
+    so no σ is accounted: no accounting runs (get_epsilon fails if called), the counts say so (0 and 0, no coarse
+    grid), σ is the search's floor (the smallest σ calibrate names; its ε is the exact 0, not a grid's estimate) and
+    the configuration carries it."""
+    from tsdp.verify.calibration import SIGMA_MIN, total_variation_bound
+
+    def no_accounting(*args, **kwargs):
+        raise AssertionError("an accounting ran")
+
+    config = DEFAULT_CONFIG.with_(**kw)
+    tv = total_variation_bound(training_event(config, steps=steps, epochs=epochs))
+    monkeypatch.setattr(PldAccountant, "get_epsilon", no_accounting)
+    r = calibrate_sigma(config, 1.0, tv, steps=steps, epochs=epochs, discretization=D)
+    assert r.every_sigma and r.total_variation == tv
+    assert (r.sigma, r.epsilon, r.sigma_rejected, r.epsilon_rejected) == (SIGMA_MIN, 0.0, None, None)
+    assert (r.evaluations, r.coarse_evaluations, r.coarse_discretization) == (0, 0, None)
+    assert r.config == config.with_(sigma=SIGMA_MIN).as_dict() and r.discretization == D

@@ -158,9 +158,10 @@ def add_parsers(sub, command) -> None:
             floor = " (the search's floor; smaller σ not searched)" if r.sigma_rejected is None else ""
             head = (f"σ = {sigma_text(r.sigma)}{floor} gives sound ε = {rounded_up(r.epsilon, 6)} ≤ "
                     f"{r.target_epsilon:g} at δ = {r.delta:g}")
+        searched = "" if r.every_sigma else f"; relative tolerance {r.tolerance:g}"  # no search when every σ meets it
         human = "\n".join([
             head,
-            f"theorem {r.theorem} - {r.reason}; {r.compositions} compositions; relative tolerance {r.tolerance:g}"
+            f"theorem {r.theorem} - {r.reason}; {r.compositions} compositions{searched}"
             + ("" if r.sigma_rejected is None else f" (σ = {r.sigma_rejected:.6g} gives ε = {rounded_up(r.epsilon_rejected, 6)})"),
         ])
         _print(args, r.as_dict(), human)
