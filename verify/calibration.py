@@ -216,26 +216,29 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
 def total_variation_bound(event: DpEvent) -> Optional[float]:
     """An **upper** bound, rounded up, on the total variation between the composed run's neighbouring output laws at
     any σ > 0: 1 - Π_i (1 - TV_i) over its compositions, TV_i the limit of each composition's bound's δ(0) as σ → 0
-    (:meth:`tsdp.theorems.bounds.base.PairForm.total_variation_limit`), the probability that the changed element is
-    used at all. The dominating pairs of the compositions dominate their adaptive composition and the total variation
+    (:meth:`tsdp.theorems.bounds.base.Bound.total_variation_limit`: its pair's, or T15's closed form), the probability
+    that the changed element is used at all. The dominating pairs of the compositions dominate their adaptive composition and the total variation
     of a product is at most 1 - Π_i (1 - TV_i) (couple each factor maximally), so the run is (0, δ)-DP for every
     δ ≥ the bound, hence (ε, δ)-DP for every ε ≥ 0, whatever σ. A shuffled partial epoch is counted as a whole one
     (its bound mixes the epoch's with silence, which only lowers its TV).
 
     Args:
-        event: A training run (:func:`~tsdp.verify.events.training_event`), possibly composed with others.
+        event: A training run (:func:`~tsdp.verify.events.training_event`), possibly composed with others, or k
+            releases (:func:`~tsdp.verify.events.inference_event`).
 
     Returns:
-        The bound, or None when a composition's bound has no pair (T15).
+        The bound, or None when a composition's bound has no limit (a claim without a pair).
     """
     log_unused = 0.0  # Σ_i log(1 - TV_i), each TV_i rounded up
     for unit, count in _units(event):
         bound, config, _ = resolve_event(unit)
-        form = bound.pair_form(config, check=False, numeric=True)
-        if form is None:
+        limit = bound.total_variation_limit(config)
+        if limit is None:
             return None
-        tv = float(form.total_variation_limit())
-        log_unused += count * math.log1p(-min(math.nextafter(tv, 2.0), 1.0))
+        tv = min(math.nextafter(float(limit), 2.0), 1.0)
+        if tv == 1.0:  # this composition may always use the changed element: no bound below 1
+            return 1.0
+        log_unused += count * math.log1p(-tv)
     return min(1.0, -math.expm1(log_unused) * (1 + 1e-12))  # the relative 1e-12 covers log1p's and expm1's rounding
 
 

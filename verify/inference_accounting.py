@@ -15,7 +15,8 @@ Both come from the one accountant (:mod:`tsdp.verify.accountant`); nothing here 
 
 :func:`calibrate_sigma` finds the smallest σ (relative ``tolerance``) whose sound ε meets a
 target: T15 depends on σ through v/σ only and is non-increasing in σ (more noise is
-post-processing), so a bracketed search in log σ is exact up to the tolerance.
+post-processing), so a bracketed search in log σ is exact up to the tolerance. At δ at or above the probability
+that some release keeps a changed step, 1 - (1 - r)^(m k), every σ > 0 meets the target with ε = 0, and it says so.
 """
 from __future__ import annotations
 
@@ -180,22 +181,28 @@ class InferenceCalibration(Record):
     Attributes:
         sigma: The calibrated σ.
         epsilon: Its sound ε.
-        sigma_rejected: The σ just below, rejected.
-        epsilon_rejected: An ε at ``sigma_rejected`` above the target.
+        sigma_rejected: The σ just below, rejected (None when every σ meets the target).
+        epsilon_rejected: An ε at ``sigma_rejected`` above the target (None when every σ meets the target).
         target_epsilon: The ε budget.
         delta: The target δ.
         evaluations: PLD accountings made.
         config: The configuration at the calibrated σ.
+        total_variation: :func:`tsdp.verify.calibration.total_variation_bound` of the k releases, 1 - (1 - r)^(m k)
+            rounded up: the probability that some release keeps a changed step, an upper bound on δ(0) at every σ.
+        every_sigma: δ ≥ ``total_variation``: every σ > 0 meets the target with ε = 0 exactly. Nothing is searched
+            or accounted then: ``sigma`` is the search's floor 1e-3 v, ``epsilon`` 0, ``evaluations`` 0.
     """
 
     sigma: float
     epsilon: float
-    sigma_rejected: float
-    epsilon_rejected: float
+    sigma_rejected: Optional[float]
+    epsilon_rejected: Optional[float]
     target_epsilon: float
     delta: float
     evaluations: int
     config: dict
+    total_variation: float
+    every_sigma: bool
 
 
 def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float, *,
@@ -203,10 +210,16 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
                     discretization: float = DEFAULT_DISCRETIZATION) -> InferenceCalibration:
     """Smallest σ (relative ``tolerance``) with sound ε(δ) ≤ ``target_epsilon`` for ``config``'s r, w, v, L_C, k.
 
-    Search in log σ on [1e-3 v, 1e4 v], first (bisection) on the one-release ε (:func:`epsilon_one`, a lower
-    bound on the sound ε of k releases), then on the sound ε upwards from there (:func:`tsdp.verify.calibration.narrow_log_sigma`). Direction: the
-    returned σ re-accounts to ε ≤ target (the safe side); ``sigma_rejected`` ≥ σ (1 - tolerance)
-    exceeds it. ConfigError if the target is unreachable in that range. ``config.sigma`` is ignored.
+    At δ at or above the probability that some release keeps a changed step, 1 - (1 - r)^(m k)
+    (:func:`tsdp.verify.calibration.total_variation_bound` over T15's
+    :meth:`~tsdp.theorems.bounds.inference.InferenceBound.total_variation_limit`), every σ > 0 meets any target with
+    ε = 0: that is answered first (``every_sigma``), with no search. Otherwise a search in log σ on [1e-3 v, 1e4 v],
+    first (bisection) on the one-release ε (:func:`epsilon_one`, a lower bound on the sound ε of k releases), then on
+    the sound ε upwards from there (:func:`tsdp.verify.calibration.narrow_log_sigma`); when one release meets the
+    target even at 1e-3 v but k > 1 do not have to (δ at or above one release's limit, or a very large target), the
+    sound ε of the k releases brackets it alone, halving σ from v. Direction: the returned σ re-accounts to ε ≤ target
+    (the safe side); ``sigma_rejected`` ≥ σ (1 - tolerance) exceeds it. ConfigError if the target is unreachable in
+    that range, or (one release) met even at its floor. ``config.sigma`` is ignored.
 
     Args:
         config: The release configuration (its ``sigma`` is ignored).
@@ -216,11 +229,14 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
         discretization: The grid.
 
     Returns:
-        σ, its sound ε, and the rejected σ just below.
+        σ, its sound ε, and the rejected σ just below; or ``every_sigma`` (σ the floor 1e-3 v, ε = 0).
 
     Raises:
-        ConfigError: The target is unreachable in the range searched, or a bad value.
+        ConfigError: The target is unreachable in the range searched, met by one release even at σ = 1e-3 v, or
+            (k > 1) met at the smallest σ whose PLD can be accounted; or a bad value.
     """
+    from .calibration import total_variation_bound
+
     _check(config)
     delta = check_delta(delta)
     target_epsilon, tolerance = check_calibration_target(target_epsilon, tolerance)
@@ -232,25 +248,48 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
         evaluations += 1
         return _read(config.with_(sigma=sigma), Estimate.SOUND, delta, None, settings)
 
-    # one release exactly (no grid): ε_1 ≤ ε_k, so σ with ε_1(σ) > target is rejected without a PLD,
-    # which also keeps the PLD grids small (their length grows like (v/σ)²)
     v = float(config.v)
     bad, good = SIGMA_RANGE[0] * v, SIGMA_RANGE[1] * v
     if not math.isfinite(good):  # the search would start at σ = inf
         raise ConfigError("v", f"must be <= {sys.float_info.max / SIGMA_RANGE[1]:.4g}: the calibration searches σ "
                                f"up to {SIGMA_RANGE[1]:g} v, a finite float", v)
+    tv = total_variation_bound(inference_event(config))
+    common = dict(target_epsilon=float(target_epsilon), delta=delta, total_variation=tv)
+    if delta >= tv:  # ε = 0 at every σ > 0: nothing to search, nothing accounted
+        return InferenceCalibration(sigma=bad, epsilon=0.0, sigma_rejected=None, epsilon_rejected=None,
+                                    evaluations=0, config=config.with_(sigma=bad).as_dict(), every_sigma=True,
+                                    **common)
+    # one release exactly (no grid): ε_1 ≤ ε_k, so σ with ε_1(σ) > target is rejected without a PLD,
+    # which also keeps the PLD grids small (their length grows like (v/σ)²)
     if epsilon_one(config.with_(sigma=good), delta) > target_epsilon:
         raise ConfigError("epsilon", f"target ε = {target_epsilon} is not reached below σ = {good:g}", target_epsilon)
-    if epsilon_one(config.with_(sigma=bad), delta) <= target_epsilon:
-        raise ConfigError("epsilon", f"target ε = {target_epsilon} is met even at σ = {bad:g}", target_epsilon)
-    while good - bad > tolerance * good:
-        mid = math.sqrt(good * bad)
-        if epsilon_one(config.with_(sigma=mid), delta) > target_epsilon:
-            bad = mid
-        else:
-            good = mid
-    e_bad = epsilon_one(config.with_(sigma=bad), delta)  # > target, so the sound ε at bad is too
-    e_good = eps_at(good)
+    if epsilon_one(config.with_(sigma=bad), delta) > target_epsilon:
+        while good - bad > tolerance * good:
+            mid = math.sqrt(good * bad)
+            if epsilon_one(config.with_(sigma=mid), delta) > target_epsilon:
+                bad = mid
+            else:
+                good = mid
+        e_bad = epsilon_one(config.with_(sigma=bad), delta)  # > target, so the sound ε at bad is too
+        e_good = eps_at(good)
+    elif config.releases == 1:  # δ below the limit: ε_1 is finite, and this large target is met at the floor
+        raise ConfigError("epsilon", f"target ε = {target_epsilon} is met even at σ = {bad:g}, the smallest σ "
+                                     f"searched (1e-3 v)", target_epsilon)
+    else:  # k releases: one release's ε brackets nothing below; the sound ε of the k does, from σ = v down
+        good, e_good, bad, e_bad = v, eps_at(v), None, None
+        while e_good <= target_epsilon:
+            if good / 2 < SIGMA_RANGE[0] * v:
+                raise ConfigError("epsilon", f"target ε = {target_epsilon} is met even at σ = {good:g}, the "
+                                             f"smallest σ searched (about 1e-3 v)", target_epsilon)
+            try:
+                e_bad = eps_at(good / 2)
+            except ConfigError as exc:  # the PLD of a smaller σ does not fit in memory
+                raise ConfigError("epsilon", f"target ε = {target_epsilon} is met at σ = {good:g}; smaller σ "
+                                             f"were not accounted ({exc})", target_epsilon) from exc
+            bad = good / 2
+            if e_bad > target_epsilon:
+                break
+            good, e_good = bad, e_bad
     while e_good > target_epsilon:  # k > 1 (or the grid's rounding): walk up
         bad, e_bad = good, e_good
         good = min(good * 2, SIGMA_RANGE[1] * v)
@@ -260,5 +299,5 @@ def calibrate_sigma(config: InferenceConfig, target_epsilon: float, delta: float
                               target_epsilon)
     good, e_good, bad, e_bad = narrow_log_sigma(eps_at, target_epsilon, good, e_good, bad, e_bad, tolerance)
     return InferenceCalibration(sigma=good, epsilon=e_good, sigma_rejected=bad, epsilon_rejected=e_bad,
-                                target_epsilon=float(target_epsilon), delta=delta, evaluations=evaluations,
-                                config=config.with_(sigma=good).as_dict())
+                                evaluations=evaluations, config=config.with_(sigma=good).as_dict(),
+                                every_sigma=False, **common)

@@ -88,3 +88,64 @@ def test_calibration_refuses_bad_targets():
     with pytest.raises(ConfigError) as exc:
         ia.calibrate_sigma(cfg, 1.0, 1.5)
     assert exc.value.parameter == "delta"
+
+
+@pytest.mark.parametrize("r,w,context_length", [(0.5, 1, 8), (0.75, 3, 2), (0.2, 4, 8), (1.0, 2, 2)])
+def test_the_total_variation_limit_of_t15_is_the_probability_that_a_changed_step_is_kept(r, w, context_length):
+    """δ(0) of T15 is Σ_j Binom(j; m, r) (2Φ(v√j / 2σ) - 1) (G_1(μ) = TV(N(μ, 1), N(0, 1)), computed here with mpmath):
+    below 1 - (1 - r)^m at every σ and reaching it as σ → 0; the limit is exact (a Fraction of the float r)."""
+    import mpmath as mp
+    from fractions import Fraction
+
+    cfg = InferenceConfig(r=r, sigma=1.0, w=w, v=1.0, context_length=context_length)
+    m = min(w, context_length)
+    exact = 1 - (1 - Fraction(r)) ** m
+    assert T15.total_variation_limit(cfg) == exact
+
+    def delta_zero(sigma):
+        return sum(mp.binomial(m, j) * mp.mpf(r) ** j * (1 - mp.mpf(r)) ** (m - j)
+                   * (2 * mp.ncdf(mp.sqrt(j) / (2 * sigma)) - 1) for j in range(1, m + 1))
+
+    with mp.workdps(50):  # the float r exactly, and its powers
+        values = [delta_zero(mp.mpf(s)) for s in (4.0, 1.0, 0.1, 1e-3)]
+        assert values == sorted(values) and values[-2] < mp.mpf(exact.numerator) / exact.denominator
+    assert float(values[-1]) == pytest.approx(float(exact), rel=1e-12)
+    assert float(T15.delta_eps(cfg.with_(sigma=0.1), [0.0])[0]) == pytest.approx(float(delta_zero(mp.mpf(0.1))),
+                                                                               rel=1e-12)
+
+
+@pytest.mark.parametrize("r,w,context_length,k", [(0.5, 1, 8, 1), (0.5, 2, 8, 3), (0.2, 1, 1, 2)])
+def test_a_delta_above_the_total_variation_is_met_by_every_sigma_without_a_search(r, w, context_length, k,
+                                                                                  monkeypatch):
+    """k releases use a changed step at all with probability at most 1 - (1 - r)^(m k) (each release's limit,
+    composed as verify.calibration.total_variation_bound composes them): at δ at or above it every σ > 0 meets any
+    target with ε = 0, answered with no ε computed (one-release or PLD: both fail here if called), σ the search's
+    floor 1e-3 v."""
+    from fractions import Fraction
+
+    cfg = InferenceConfig(r=r, sigma=1.0, w=w, v=2.0, context_length=context_length, releases=k)
+    tv = 1 - (1 - Fraction(r)) ** (min(w, context_length) * k)
+
+    def no_accounting(*args, **kwargs):
+        raise AssertionError("an ε was computed")
+
+    monkeypatch.setattr(ia, "epsilon_one", no_accounting)
+    monkeypatch.setattr(ia, "_read", no_accounting)
+    res = ia.calibrate_sigma(cfg, 0.5, float(tv) * (1 + 1e-9))
+    assert res.every_sigma and tv <= Fraction(res.total_variation) <= tv * (1 + Fraction(1, 10 ** 11))
+    assert (res.sigma, res.epsilon, res.sigma_rejected, res.epsilon_rejected, res.evaluations) == (
+        ia.SIGMA_RANGE[0] * 2.0, 0.0, None, None, 0)
+    assert res.config == cfg.with_(sigma=res.sigma).as_dict()
+
+
+def test_several_releases_above_one_releases_total_variation_are_calibrated_not_met_at_the_floor():
+    """r = 0.5, m = 1, k = 2 at δ = 0.6: one release meets every target at that δ (its limit is 0.5), but two use
+    the changed step with probability 0.75 > δ, so small σ spend a large ε (the sound ε at σ = 0.3 is 2.46, measured)
+    and a σ is calibrated: it re-accounts to ε ≤ the target and its rejected σ misses it (the old search said the
+    target was met even at σ = 0.001)."""
+    cfg = InferenceConfig(r=0.5, sigma=1.0, w=1, v=1.0, context_length=8, releases=2)
+    res = ia.calibrate_sigma(cfg, 1.0, 0.6, discretization=D)
+    assert not res.every_sigma and res.total_variation == pytest.approx(0.75, rel=1e-11)
+    assert ia.sound(cfg.with_(sigma=res.sigma), delta=0.6, discretization=D) == res.epsilon <= 1.0
+    assert res.sigma_rejected >= res.sigma * (1 - 1e-3)
+    assert ia.sound(cfg.with_(sigma=res.sigma_rejected), delta=0.6, discretization=D) > 1.0

@@ -37,6 +37,23 @@ def test_epsilon_and_calibrate_agree_with_the_library(capsys):
     assert code == 0 and d["epsilon"] <= 2 < d["epsilon_rejected"]
 
 
+@pytest.mark.parametrize("argv,tv", [(["--r", "0.5"], 0.5), (["--r", "0.5", "--w", "2", "--context-length", "8",
+                                                               "--releases", "2"], 0.9375)])
+def test_calibrate_at_a_delta_above_the_total_variation_says_every_sigma_meets_the_target(capsys, argv, tv):
+    """δ = 0.95 is above 1 - (1 - r)^(m k), the probability that some release keeps a changed step (0.5 for one
+    release of one step at r = 0.5; 1 - 0.5^4 for two releases of two changed steps): exit 0, the line says every σ
+    meets the target with that probability, and --json says it with ε = 0 (the old search said the target was met
+    even at σ = 0.001 and exited 2)."""
+    code, out, err = run(capsys, "forecast", "calibrate", *argv, "--epsilon", "1", "--delta", "0.95")
+    assert code == 0, err
+    head = out.splitlines()[0]
+    assert head.startswith("every σ > 0 meets the target: δ = 0.95 ≥ ") and float(head.split("≥ ")[1].split(",")[0]) >= tv
+    code, out, err = run(capsys, "forecast", "calibrate", *argv, "--epsilon", "1", "--delta", "0.95", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["every_sigma"] is True and d["epsilon"] == 0.0 and d["sigma_rejected"] is None
+    assert d["total_variation"] == pytest.approx(tv, rel=1e-11) and d["total_variation"] >= tv
+
+
 def test_predict_prints_quantiles(capsys, model_file):
     code, out, _ = run(capsys, "forecast", "predict", "--model-file", model_file, "--context-length", "4",
                        "--values", "1", "2", "3", "4", "5", "--epsilon", "4", "--delta", "1e-4", "--r", "0.5",

@@ -149,3 +149,14 @@ def test_a_delta_above_the_total_variation_is_answered_without_a_search(kw, step
     assert (r.sigma, r.epsilon, r.sigma_rejected, r.epsilon_rejected) == (SIGMA_MIN, 0.0, None, None)
     assert (r.evaluations, r.coarse_evaluations, r.coarse_discretization) == (0, 0, None)
     assert r.config == config.with_(sigma=SIGMA_MIN).as_dict() and r.discretization == D
+
+
+def test_a_run_that_always_uses_the_changed_element_has_total_variation_one():
+    """Deterministic iteration with L = 2, L_C = L_F = 1 has one window per sequence (r = 1): every epoch uses the
+    changed element, so the bound is 1 (a domain error of log1p(-1) before), and calibrate searches a σ at any δ."""
+    from tsdp.verify.calibration import total_variation_bound
+
+    config = DEFAULT_CONFIG.with_(top="deterministic", L=2, context_length=1, forecast_length=1)
+    assert config.r == 1 and total_variation_bound(training_event(config, epochs=2)) == 1.0
+    r = calibrate_sigma(config, 1.0, 0.5, epochs=1, tolerance=TOL, discretization=D)
+    assert not r.every_sigma and r.total_variation == 1.0 and r.sigma_rejected is not None

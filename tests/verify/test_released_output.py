@@ -2,9 +2,9 @@
 ``tsdp forecast`` on fixed inputs, as the release before the accountant was split into its jobs (and events made
 plain data) wrote it, recorded in data/released_cli_json.json. A refactor of the accounting changes none of it: every
 key, string and count the same, every float the same to ``REL`` (the recording's own releases give it bit for bit).
-A key a later release adds on purpose is added to the recording from that release's own output (calibrate's
-``total_variation`` and ``every_sigma``, the δ ≥ total-variation answer), so a key that appears or vanishes by
-accident still fails.
+A key a later release adds on purpose is added to the recording from that release's own output (calibrate's and
+forecast calibrate's ``total_variation`` and ``every_sigma``, the δ ≥ total-variation answer), so a key that appears
+or vanishes by accident still fails.
 
 REL: the floors' numpy, scipy and dp-accounting (numpy 1.24, scipy 1.13, dp-accounting 0.5.0; numpy below 1.26.4
 alone is enough) round the composed PLDs' FFTs and sums differently in the 10th digit (up to 5e-11 relative seen),

@@ -223,6 +223,19 @@ class Bound:
         """
         return None
 
+    def total_variation_limit(self, config: BoundConfig) -> Optional[Fraction]:
+        """sup over σ > 0 of the profile's δ(0), the limit as σ → 0: an **upper** bound on δ(0) at every σ, exact
+        (:meth:`PairForm.total_variation_limit` of the bound's pair form; T15 answers it itself).
+
+        Args:
+            config: The configuration (its scheme is not checked).
+
+        Returns:
+            The limit, a Fraction; None for a bound without a pair form (claims).
+        """
+        form = self.pair_form(config, check=False, numeric=True)
+        return None if form is None else form.total_variation_limit()
+
     def delta_eps(self, config: BoundConfig, eps: np.ndarray, *, upper: bool = False,
                   check: bool = True) -> np.ndarray:
         """δ(ε) on the numpy path for a bound without a :class:`PairForm` (T15 answers it itself).

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import mpmath as mp
@@ -231,6 +232,20 @@ class InferenceBound(Bound):
         if upper:
             out = out * (1 + _SAFETY)
         return np.clip(out, 0.0, 1.0)
+
+    def total_variation_limit(self, config: InferenceConfig) -> Fraction:
+        """sup over σ > 0 of δ(0) = Σ_{j ≥ 1} Binom(j; m, r) G_1(v√j/σ), G_1(μ) = 2Φ(μ/2) - 1 = TV(N(μ, 1), N(0, 1)) < 1
+        and → 1 as σ → 0: 1 - (1 - r)^m, the probability that a release keeps a changed step at all. An **upper**
+        bound on one release's δ(0) at every σ (the total variation of T15's pair: the observed kept count j, then
+        the Gaussian pair given j). Exact: r is read as the Fraction its float is.
+
+        Args:
+            config: The release configuration (its σ is not used).
+
+        Returns:
+            1 - (1 - r)^m, a Fraction.
+        """
+        return 1 - (1 - Fraction(config.r)) ** config.m
 
     def profile(self, config: InferenceConfig, alpha, *, check: bool = True) -> np.ndarray:
         """H(α) on the numpy path, vectorised over α ≥ 0 (H(0) = 1).

@@ -253,11 +253,14 @@ def _epsilon(args) -> int:
 
 def _calibrate(args) -> int:
     res = _calibrated(args)
-    return _emit(args, res.as_dict(), [f"σ = {sigma_text(res.sigma)} (sound ε = {rounded_up(res.epsilon, 6)} ≤ {res.target_epsilon:g} "
-                                       f"at δ = {res.delta:g}; σ = {res.sigma_rejected:.6g} gives "
-                                       f"{rounded_up(res.epsilon_rejected, 6)})",
-                                       f"theorem T15 (upper), r = {args.r:g}, w = {args.w}, v = {args.v:g}, "
-                                       f"L_C = {args.context_length}, {args.releases} release(s)"])
+    if res.every_sigma:
+        head = (f"every σ > 0 meets the target: δ = {res.delta:g} ≥ {rounded_up(res.total_variation, 6)}, the "
+                f"probability that a release keeps a changed step at all (total variation), so ε = 0 at any σ")
+    else:
+        head = (f"σ = {sigma_text(res.sigma)} (sound ε = {rounded_up(res.epsilon, 6)} ≤ {res.target_epsilon:g} "
+                f"at δ = {res.delta:g}; σ = {res.sigma_rejected:.6g} gives {rounded_up(res.epsilon_rejected, 6)})")
+    return _emit(args, res.as_dict(), [head, f"theorem T15 (upper), r = {args.r:g}, w = {args.w}, v = {args.v:g}, "
+                                             f"L_C = {args.context_length}, {args.releases} release(s)"])
 
 
 def _predict(args) -> int:
