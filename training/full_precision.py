@@ -96,8 +96,15 @@ they are CUDA's, and ``torch.is_autocast_<device>_enabled`` / ``torch.set_autoca
 device's."""
 
 
-def _autocast_enabled(device_type: str) -> bool:
-    """Whether autocast is on for ``device_type`` in this thread, on any torch (:data:`DEVICE_AUTOCAST`)."""
+def autocast_enabled(device_type: str) -> bool:
+    """Whether autocast is on for ``device_type`` in this thread, on any torch (:data:`DEVICE_AUTOCAST`).
+
+    Args:
+        device_type: ``"cpu"``, ``"cuda"``, ...
+
+    Returns:
+        Whether it is on.
+    """
     if DEVICE_AUTOCAST:
         return torch.is_autocast_enabled(device_type)
     if device_type == "cuda":
@@ -215,7 +222,7 @@ class _Guard:
 
     def __enter__(self) -> None:
         # the flags alone, cheaper than torch.autocast; the one without arguments first (no device parsed)
-        self.autocast = torch._C._is_any_autocast_enabled() and _autocast_enabled(self.device_type)
+        self.autocast = torch._C._is_any_autocast_enabled() and autocast_enabled(self.device_type)
         forcing = _FORCING
         with forcing.lock:
             if forcing.depth == 0:  # the first in: IEEE already (torch's default: nothing to set), or save and force

@@ -20,17 +20,21 @@ A model here is an ``nn.Module`` whose ``forward(context, forecast)`` takes a ba
 """
 from __future__ import annotations
 
+import contextlib
 from typing import List, Optional, Tuple
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
+from torch.overrides import TorchFunctionMode
 from torch.optim import optimizer as torch_optimizer
 
 from tsdp.theorems.config import ConfigError
 
 from .clipping import Grads, clipped_sum
 from .factored import FactoredGradientError, factored_noisy_gradient, trainable_parameters
+from .full_precision import autocast_enabled
 from .noise import gaussian_noise
 
 ENGINES = ("auto", "factored", "vmap")
@@ -81,8 +85,43 @@ def per_sample_gradients(model: nn.Module, context: torch.Tensor, forecast: torc
     flat_z = () if covariates is None else (covariates.reshape(-1, *covariates.shape[-2:]),)
     if flat_c.shape[0] == 0:  # an empty (Poisson) batch: no gradients, the step releases pure noise
         return {k: p.new_zeros(*lead, *p.shape) for k, p in params.items()}
-    grads = vmap(grad(loss_one), in_dims=(None, 0, 0, *(0 for _ in flat_z)))(params, flat_c, flat_f, *flat_z)
+    autocast = not torch.compiler.is_compiling() and autocast_enabled(context.device.type)
+    with _LayerNormAtWeightDtype() if autocast else contextlib.nullcontext():
+        grads = vmap(grad(loss_one), in_dims=(None, 0, 0, *(0 for _ in flat_z)))(params, flat_c, flat_f, *flat_z)
     return {k: g.reshape(*lead, *g.shape[1:]) for k, g in grads.items()}
+
+
+class _LayerNormAtWeightDtype(TorchFunctionMode):
+    """Layer norms of an input narrower than their weight (bf16/fp16 under CPU autocast, which leaves ``layer_norm`` in
+    its input's dtype where CUDA's autocast runs it in float32) computed on the input upcast to the weight's dtype
+    (exact) and the result rounded back to the input's dtype, as the mixed-dtype kernel returns it.
+
+    Why: torch.func's batched backward of such a layer norm fails (``expected scalar type BFloat16 but found
+    Float``): it applies the weight itself and calls the layer-norm backward kernel without one, and that kernel then
+    wants the saved mean and rstd in the input's dtype, while the mixed forward saved them in float32 (measured on
+    torch 2.13: iTransformer's residual stream is bf16 under CPU autocast, so :func:`per_sample_gradients` raised).
+    Upcast, the forward and backward are plain float32 layer norms, which vmap handles; the per-sample gradient is
+    still a function of sample i alone (what Algorithm 2 needs; its norms and sums are taken at full precision by
+    :mod:`training.full_precision` whatever the forward's dtype).
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _LAYER_NORMS:
+            x = args[0] if args else kwargs["input"]
+            weight = args[2] if len(args) > 2 else kwargs.get("weight")
+            if (weight is not None and x.is_floating_point() and weight.is_floating_point()
+                    and torch.finfo(x.dtype).bits < torch.finfo(weight.dtype).bits):
+                if args:
+                    args = (x.to(weight.dtype), *args[1:])
+                else:
+                    kwargs = {**kwargs, "input": x.to(weight.dtype)}
+                return func(*args, **kwargs).to(x.dtype)
+        return func(*args, **kwargs)
+
+
+_LAYER_NORMS = (F.layer_norm, torch.layer_norm)
+"""What :class:`_LayerNormAtWeightDtype` widens: ``nn.LayerNorm``'s call and torch's own."""
 
 
 def noisy_mean(
