@@ -1,7 +1,8 @@
 """Hand-written DP-SGD loops in plain torch, each with one planted bug, for white-box audits (tests and benches).
 
 The loop (:func:`dp_sgd`): an MLP L_C → 32 → L_F (d = 385 parameters), per-window gradients with
-``torch.func`` (``vmap`` of ``grad``), each clipped to norm C, the clipped sum plus Gaussian noise
+``torch.func`` (``vmap`` of ``grad``), each clipped to norm C (tsdp's ``clip_gradients``: at most C under float
+rounding), the clipped sum plus Gaussian noise
 of std σ · C, divided by the batch size Λ, plain SGD; batches drawn by tsdp's
 ``BiLevelBatchSampler`` (the scheme the claim accounts). Data (:data:`SERIES`): 32 noisy
 synthetic series of 20 training values; Λ = 4 windows (one of each of 4 series, WOR top level:
@@ -40,6 +41,7 @@ from tsdp.verify.events import training_event
 
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.datasets.series import synthetic
+from tsdp.training import clip_gradients
 from tsdp.training.batch_sampler import BiLevelBatchSampler, WindowDataset, batches_for_steps, fit_lengths
 
 BUGS = ("correct", "noise-off", "noise-10x-small", "noise-once-per-epoch", "clipping-off", "claim-4x-small")
@@ -104,13 +106,11 @@ def dp_sgd(bug: str = "correct", seed: int = 0, config: TrainingConfig = CONFIG,
         noise = torch.Generator().manual_seed(seed + 1)
         for done, (context, forecast) in enumerate(batches_for_steps(loader, steps)):
             grads = per_window({k: v.detach() for k, v in params.items()}, context.float(), forecast.float())
-            norms = torch.cat([g.reshape(len(context), -1) for g in grads.values()], 1).norm(dim=1)
-            factor = (torch.ones_like(norms) if bug == "clipping-off"
-                      else (clip / norms.clamp_min(1e-12)).clamp(max=1.0))
+            # each window to norm ≤ C, float rounding included (g · min(1, C / ||g||) in float32 can exceed C)
+            clipped = grads if bug == "clipping-off" else clip_gradients(grads, clip, 1)[0]
             sigma = noise_multiplier(done)
             for name, p in params.items():
-                clipped = (grads[name] * factor.view(-1, *([1] * (grads[name].dim() - 1)))).sum(0)
-                p.grad = (clipped + sigma * clip * torch.randn(p.shape, generator=noise)) / config.batch_size
+                p.grad = (clipped[name].sum(0) + sigma * clip * torch.randn(p.shape, generator=noise)) / config.batch_size
             optimizer.step()
         return model
 

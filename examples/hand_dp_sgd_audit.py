@@ -1,4 +1,5 @@
-"""Audit a DP-SGD loop written by hand: per-window clipping with ``torch.func``, Gaussian noise σC, the noisy sum
+"""Audit a DP-SGD loop written by hand: per-window gradients with ``torch.func``, clipped to C by tsdp's
+``clip_gradients`` (its factor keeps every clipped norm ≤ C under float rounding), Gaussian noise σC, the noisy sum
 divided by Λ, plain SGD.
 
     python examples/hand_dp_sgd_audit.py [CANARIES] [SIGMA]
@@ -24,6 +25,7 @@ from tsdp import (BiLevelBatchSampler, CanaryOptions, PldAccountant, TrainingCon
                   training_event)
 from tsdp.attacks.canary.audit_result import TrainingAudit
 from tsdp.datasets.series import synthetic
+from tsdp.training import clip_gradients
 from tsdp.training.batch_sampler import batches_for_steps, fit_lengths
 from tsdp.verify.rounded import rounded_down, rounded_up
 
@@ -54,11 +56,10 @@ def dp_sgd(sigma: float, seed: int = 0, steps: int = STEPS):
         noise = torch.Generator().manual_seed(seed + 1)
         for context, forecast in batches_for_steps(loader, steps):
             grads = per_window({k: v.detach() for k, v in params.items()}, context.float(), forecast.float())
-            norms = torch.cat([g.reshape(len(context), -1) for g in grads.values()], 1).norm(dim=1)
-            factor = (CLIP / norms.clamp_min(1e-12)).clamp(max=1.0)
+            # each window to norm ≤ C, float rounding included (g · min(1, C / ||g||) in float32 can exceed C)
+            clipped, _ = clip_gradients(grads, CLIP, 1)
             for name, p in params.items():
-                clipped = (grads[name] * factor.view(-1, *([1] * (grads[name].dim() - 1)))).sum(0)
-                p.grad = (clipped + sigma * CLIP * torch.randn(p.shape, generator=noise)) / CONFIG.batch_size
+                p.grad = (clipped[name].sum(0) + sigma * CLIP * torch.randn(p.shape, generator=noise)) / CONFIG.batch_size
             optimizer.step()
         return model
 
