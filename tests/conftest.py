@@ -1,5 +1,6 @@
 """Shared pytest settings: hypothesis profiles (the default one is deterministic), the PLD cache off,
-one torch thread per xdist worker, the ``one_thread`` and ``default_precision`` fixtures."""
+one torch thread per xdist worker, a short end-of-session collection, the ``one_thread`` and ``default_precision``
+fixtures."""
 import os
 
 import pytest
@@ -22,6 +23,25 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
 
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     os.environ["OMP_NUM_THREADS"] = str(max(1, available_cpus() // workers))
+
+
+def pytest_unconfigure(config):
+    """Collect once, then freeze what is left (:func:`gc.freeze`) before pytest's own end-of-session cleanup, which
+    runs a full collection five times to report unraisable exceptions: those five then scan only what the session's
+    end allocates, not the heap that torch, sympy, scipy and pandas keep (0.4 M objects, 0.2-0.9 s a scan measured,
+    more on a loaded machine). Under pytest-xdist the controller ends a worker's gateway once every worker has
+    finished, and execnet sends a worker still busy 5 s later a SIGINT of its own: the five scans outlasted that
+    (3.4 s measured after tests/training alone, on two cores), and the KeyboardInterrupt landed in hypothesis's gc
+    callback, printed as "Exception ignored in: <function gc_cumulative_time.<locals>.gc_callback>". Garbage left
+    by the tests is still collected (here), and any exception its finalizers raise is reported by pytest's cleanup.
+
+    Args:
+        config (pytest.Config): pytest's configuration.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture
