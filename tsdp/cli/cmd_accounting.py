@@ -90,7 +90,9 @@ def add_parsers(sub, command) -> None:
     p = sub.add_parser(
         "calibrate", help="smallest σ whose composed sound ε(δ) meets a target",
         description="Search the noise multiplier σ (relative tolerance, default 1e-3) so that the sound composed "
-        "ε at δ is at most the target; the printed σ re-accounts to ε ≤ target, and σ (1 - tolerance) does not.")
+        "ε at δ is at most the target; the printed σ re-accounts to ε ≤ target, and σ (1 - tolerance) does not. "
+        "At a δ at or above the bound's total variation (its δ as σ → 0, composed) every σ > 0 meets the target "
+        "with ε = 0: calibrate says so and searches nothing.")
     _add_accounting_options(p)
     for action in p._actions:  # noqa: SLF001 - argparse has no public accessor
         if action.dest == "sigma":  # calibrate searches σ: the configuration's σ is only where it starts

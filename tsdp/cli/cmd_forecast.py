@@ -172,7 +172,9 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
 
     c = fsub.add_parser("calibrate", help="smallest σ whose sound ε(δ) meets a target",
                         description="The smallest noise std σ whose sound ε at δ (T15, k releases) is at most "
-                        "--epsilon, with the σ just below it that misses the target.")
+                        "--epsilon, with the σ just below it that misses the target. At δ ≥ 1 - (1 - r)^(m k) "
+                        "(T15's δ as σ → 0, m = min(w, L_C) the changed steps a context can hold, k the releases) "
+                        "every σ > 0 meets the target: it says so.")
     _mechanism_flags(c, sigma=False, model_file=False)
     c.add_argument("--epsilon", type=float, required=True, help="target ε")
     c.add_argument("--delta", type=float, required=True, help="δ")
