@@ -15,14 +15,20 @@ steps (the same checkpoints for all), and its judged number is the test CRPS of 
 validation loss. Equal steps, not equal epochs: an epoch is floor(N λ / Λ) steps (the authors' code's), so equal
 epochs give a smaller Λ (C10) or a larger λ (C12) more Adam updates at the same learning rate, the training-length
 effect an epochs cap measures (C12 at 10 epochs: 50 steps at λ = 1, 850 at λ = 16); equal steps give every cell the
-same updates, and in C12 the same windows too (Λ a step), while in C10 a larger Λ sees more windows a step, which
-only lowers its gradient noise. At ε = ∞ nothing needs privacy cover, so the checkpoint choice, which no ε covers
-in a private run (THEOREMS.md errata), is legitimate here. Converged is checked, not assumed (:func:`convergence`):
-a validation loss that has stopped falling puts its lowest point in the last quarter of training about a quarter
-(independent noise) to a third (a random walk's minimum, the arcsine law) of the time, one still falling nearly
-always; more than half of the runs there say the training had not converged, and the verdict is then 'qualified'
-whatever the test says. The quick report trains the two extreme levels of the claim's factor only (a claim's
-:attr:`NonPrivateClaim.quick_levels`) and fewer steps, which its reason says.
+same updates and the same validations to choose from, and in C12 the same windows too (Λ a step). In C10 they leave
+the passes over the series unequal (at 6000 steps Λ = 4 trains 140 epochs, Λ = 32 1200), and on M1 yearly the
+selected checkpoint's test CRPS rises slowly with training (the validation loss keeps falling while the test CRPS
+no longer does), so the full report also trains C10 the paper's literal way, every cell the same epochs
+(:attr:`NonPrivateClaim.equal_epochs`), and a finding that one design makes and the other does not is 'qualified'.
+At ε = ∞ nothing needs privacy cover, so the checkpoint choice, which no ε covers in a private run (THEOREMS.md
+errata), is legitimate here. Converged is checked, not assumed (:func:`convergence`): a validation loss that has
+stopped falling puts its lowest point in the last quarter of training about a quarter (independent noise) to a
+third (a random walk's minimum, the arcsine law) of the time, one still falling nearly always; more than half of
+the runs there say the training had not converged, and the verdict is then 'qualified' whatever the test says. The
+quick report trains the two extreme levels of the claim's factor only (a claim's
+:attr:`NonPrivateClaim.quick_levels`), fewer steps and no equal-epochs design, which its reason says. C12 has no
+equal-epochs design: its equal steps are equal windows already, and equal epochs would give λ = 16 seventeen times
+the steps and windows of λ = 1.
 
 **The epochs cap** (:data:`CAPPED`: 10 epochs, the last iterate, the measurement before the paper's protocol) is
 kept as the claim's secondary verdict (:meth:`NonPrivateClaim.other_verdicts`), by the same test and rule without
@@ -131,20 +137,20 @@ CAPPED = Protocol(epochs=CAP_EPOCHS)
 """The secondary measurement: a :data:`CAP_EPOCHS`-epoch cap, validated every epoch, the last iterate judged."""
 
 
-def convergence(rows: List[dict], steps: int) -> dict:
+def convergence(rows: List[dict]) -> dict:
     """The convergence check of the paper's protocol (module docstring): how many runs found their lowest validation
-    loss in the last :data:`TAIL` of their ``steps`` steps.
+    loss in the last :data:`TAIL` of their training.
 
     Args:
-        rows: The measurement's rows (``selected_steps``: each seed's selected checkpoint's step).
-        steps: The steps every run trained.
+        rows: The measurement's rows (``steps``: the steps the cell's runs trained; ``selected_steps``: each seed's
+            selected checkpoint's step).
 
     Returns:
         ``{"runs", "late", "tail", "limit", "converged"}``: converged when at most :data:`TAIL_LIMIT` of the runs
         are late.
     """
-    chosen = [s for r in rows for s in r["selected_steps"]]
-    late = sum(s > (1 - TAIL) * steps for s in chosen)
+    chosen = [(s, r["steps"]) for r in rows for s in r["selected_steps"]]
+    late = sum(s > (1 - TAIL) * steps for s, steps in chosen)
     return {"runs": len(chosen), "late": late, "tail": TAIL, "limit": TAIL_LIMIT,
             "converged": late <= TAIL_LIMIT * len(chosen)}
 
@@ -258,26 +264,53 @@ def grid_text(numbers: dict) -> str:
     return text
 
 
-def paper_text(numbers: dict) -> str:
-    """The reason of the paper's protocol: its design, the test, the convergence check.
+def protocol_text(m: dict, numbers: dict) -> str:
+    """The reason of a measurement under the paper's protocol (equal steps, or equal epochs): its design, the test,
+    the convergence check.
 
     Args:
-        numbers: The claim's numbers (``paper``: the measurement with ``tests`` and ``convergence``).
+        m: The measurement (``steps`` or ``epochs``, ``validate_every``, ``crps``, ``tests``, ``convergence``).
+        numbers: The claim's numbers.
 
     Returns:
         The text.
     """
-    m = numbers["paper"]
-    steps = f"{m['steps']} steps"
-    if m["steps"] != m["steps_full"]:
-        steps += f" (the quick report's; the full report's {m['steps_full']})"
+    if m["steps"]:
+        design = f"every cell {m['steps']} steps"
+        if m["steps"] != m.get("steps_full", m["steps"]):
+            design += f" (the quick report's; the full report's {m['steps_full']})"
+    else:
+        steps = [c["steps"] for c in m["crps"]]
+        design = f"every cell {m['epochs']} epochs ({min(steps)} to {max(steps)} steps)"
     c = m["convergence"]
-    return (f"the paper's protocol: every cell {steps}, validated every {m['validate_every']} steps, judged on the "
-            f"test CRPS of its checkpoint with the lowest validation loss; top level × {grid_text(numbers)}, "
-            f"{fixed_text(numbers['fixed'])}; " + tests_text(m, numbers)
+    return (f"the paper's protocol: {design}, validated every {m['validate_every']} steps, judged on the test CRPS "
+            f"of its checkpoint with the lowest validation loss; top level × {grid_text(numbers)}, "
+            f"{fixed_text(numbers['fixed'])}; "
+            + tests_text(m, numbers)
             + f". Convergence: {c['late']} of {c['runs']} runs found their lowest validation loss in the last "
               f"{c['tail']:.0%} of training (at most {c['limit']:.0%} for a converged training: a validation loss "
               "that has stopped falling puts it there a quarter to a third of the time)")
+
+
+def protocol_verdict(m: dict, numbers: dict) -> Tuple[str, str]:
+    """A measurement under the paper's protocol judged: :func:`anova_verdict`, unless its convergence check fails:
+    then qualified whatever the test says (a finding can still be training length).
+
+    Args:
+        m: The measurement.
+        numbers: The claim's numbers.
+
+    Returns:
+        (verdict word, reason).
+    """
+    word = anova_verdict(m)
+    if word == NOT_EVALUATED:
+        return NOT_EVALUATED, "a training gave no CRPS"
+    text = protocol_text(m, numbers)
+    if not m["convergence"]["converged"]:
+        return QUALIFIED, text + (f": more than {m['convergence']['limit']:.0%}, the training had not converged, so "
+                                  f"the test's finding ({word}) can still be training length")
+    return word, text + (underpowered_text() if word == QUALIFIED else "")
 
 
 def capped_text(numbers: dict) -> str:
@@ -358,6 +391,10 @@ class NonPrivateClaim(Claim):
     paper_figure: str = ""
     """The LaTeX label of the paper's figure of the claim."""
     data_text: str = "M1 yearly at ε = ∞"
+    equal_epochs: Optional[int] = None
+    """The epochs of every cell in the full report's second design of the paper's protocol (None: none): equal
+    epochs, the paper's literal design (every traffic cell 4000 epochs), where equal steps leave the passes over the
+    series unequal (module docstring)."""
 
     def training_config(self, cell, settings, level: int) -> TrainingConfig:
         """The configuration a cell of the claim trains on: the grid's (:func:`tsdp.experiments.cells.cell_config`)
@@ -416,7 +453,7 @@ class NonPrivateClaim(Claim):
                                   alpha=FAMILY_ALPHA / 2, effect=EFFECT * float(crps.mean()))
             out["tests"] = [t.as_dict() for t in tests]
         if protocol.selected:
-            out["convergence"] = convergence(rows, protocol.steps)
+            out["convergence"] = convergence(rows)
         return out
 
     def compute(self, config: TrainingConfig, quick: bool, ctx: ClaimContext) -> Computed:
@@ -428,6 +465,10 @@ class NonPrivateClaim(Claim):
                    "factor": self.factor, "levels": list(levels), "levels_full": list(self.levels),
                    "fixed": dict(self.fixed), "family_alpha": FAMILY_ALPHA, "effect_relative": EFFECT,
                    "paper": paper, "capped": self.measure(CAPPED, levels, seeds, ctx)}
+        numbers["equal_epochs_full"] = self.equal_epochs
+        if self.equal_epochs and not quick:
+            numbers["equal_epochs"] = self.measure(Protocol(epochs=self.equal_epochs, validate_every=VALIDATE_EVERY,
+                                                            selected=True), levels, seeds, ctx)
         cells = Cells(grid=len(TOPS) * len(self.levels))
         if paper["tests"] is not None:
             cells.evaluated = cell_labels(numbers)
@@ -436,18 +477,23 @@ class NonPrivateClaim(Claim):
 
     @staticmethod
     def rule(numbers: dict) -> Tuple[str, str]:
-        """The paper's protocol judged (:func:`anova_verdict`), unless its convergence check fails: then qualified
-        whatever the test says (a finding can still be training length); not evaluated without tests (a training
-        that gave no CRPS)."""
-        paper = numbers.get("paper") or {}
-        word = anova_verdict(paper)
-        if word == NOT_EVALUATED:
-            return NOT_EVALUATED, "a training gave no CRPS"
-        text = paper_text(numbers)
-        if not paper["convergence"]["converged"]:
-            return QUALIFIED, text + (f": more than {paper['convergence']['limit']:.0%}, the training had not "
-                                      f"converged, so the test's finding ({word}) can still be training length")
-        return word, text + (underpowered_text() if word == QUALIFIED else "")
+        """The paper's protocol with equal steps judged (:func:`protocol_verdict`: the ANOVA, qualified when not
+        converged); where the full report also trains every cell the same epochs and that design converged too, a
+        significant effect in one design and none in the other is qualified (the finding depends on how training
+        length is equalised); not evaluated without tests (a training that gave no CRPS)."""
+        word, text = protocol_verdict(numbers.get("paper") or {}, numbers)
+        other = numbers.get("equal_epochs")
+        if word != NOT_EVALUATED and not other and numbers.get("equal_epochs_full"):
+            text += f"; the full report also trains every cell {numbers['equal_epochs_full']} epochs"
+        if word in (NOT_EVALUATED, QUALIFIED) or not other or not other.get("tests") \
+                or not other["convergence"]["converged"]:
+            return word, text
+        found = anova_verdict(other) == NOT_REPRODUCED
+        if found == (word == NOT_REPRODUCED):
+            return word, text + f"; every cell {other['epochs']} epochs instead finds the same (its verdict beside)"
+        return QUALIFIED, text + (f"; but every cell {other['epochs']} epochs instead (its verdict beside) finds "
+                                  f"{'a significant effect' if found else 'no significant effect'}: the finding "
+                                  "depends on whether steps or epochs are equalised")
 
     def data(self, numbers: dict) -> str:
         """M1 yearly at ε = ∞ (the shipped series, not the paper's traffic), with the scaling where the claim names
@@ -462,13 +508,22 @@ class NonPrivateClaim(Claim):
         return f"{self.data_text}, {paper['steps']} steps a cell, the lowest-validation-loss checkpoint"
 
     def other_verdicts(self, numbers: dict) -> Tuple[OtherVerdict, ...]:
-        """The epochs cap's measurement (module docstring), by the same test and rule without the convergence check;
-        the paper's own evidence: a figure whose image file is empty in its source.
+        """The paper's protocol with equal epochs (the full report, where the claim has :attr:`equal_epochs`), by the
+        same rule; the epochs cap's measurement (module docstring), by the same test and rule without the convergence
+        check; the paper's own evidence: a figure whose image file is empty in its source.
 
         Returns:
             The verdicts on other evidence.
         """
         out = []
+        other = numbers.get("equal_epochs")
+        if other:
+            word, reason = protocol_verdict(other, numbers)
+            where = f"{self.data_text}, {other['epochs']} epochs a cell, the lowest-validation-loss checkpoint"
+            cells = {**numbers["cells"], "evaluated": cell_labels(numbers) if word != NOT_EVALUATED else []}
+            out.append(OtherVerdict(f"the paper's protocol with every cell {other['epochs']} epochs (its literal "
+                                    "design) instead of the same steps", word, verdict_text(word, cells, where),
+                                    reason))
         capped = numbers.get("capped")
         if capped:
             word = anova_verdict(capped)

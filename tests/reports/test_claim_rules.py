@@ -576,7 +576,8 @@ def test_c10_capped_verdict_is_the_same_test_without_the_convergence_check():
     capped, figure = claim.other_verdicts(numbers)
     assert (capped.source, capped.verdict) == ("a 10-epoch cap, the last iterate (training length not equalised)",
                                                "not reproduced")
-    assert capped.verdict_text == "not reproduced on M1 yearly at ε = ∞, a 10-epoch cap, the last iterate (all 12 cells)"
+    assert capped.verdict_text == \
+        "not reproduced on M1 yearly at ε = ∞, a 10-epoch cap, the last iterate (all 12 cells)"
     assert capped.reason.startswith("a 10-epoch cap, judged on the last iterate's test CRPS; two-way ANOVA")
     assert capped.reason.endswith("The cap runs 420 steps at Λ = 4, 50 steps at Λ = 32 (WOR top level, λ = 1): a "
                                   "larger Λ trains fewer steps, so an effect here can be training length, which the "
@@ -584,7 +585,8 @@ def test_c10_capped_verdict_is_the_same_test_without_the_convergence_check():
     assert figure.verdict == "not evaluated" and "fig:non_dp_training_batchsize_traffic" in figure.verdict_text
     assert claim.other_verdicts(c10(0.5, 0.3, capped=(0.5, 0.3)))[0].verdict == "reproduced"
     word = claim.other_verdicts(c10(0.5, 0.3, capped=(0.5, 0.3), capped_power=0.5))[0]
-    assert word.verdict == "qualified" and word.reason.endswith("(no significant effect, but a test's power is below 0.8)")
+    assert word.verdict == "qualified"
+    assert word.reason.endswith("(no significant effect, but a test's power is below 0.8)")
     none = c10(0.5, 0.3)
     none["capped"]["tests"] = None
     capped = claim.other_verdicts(none)[0]
@@ -593,14 +595,57 @@ def test_c10_capped_verdict_is_the_same_test_without_the_convergence_check():
 
 
 def test_convergence_counts_the_runs_whose_best_checkpoint_is_in_the_last_quarter():
-    """Of 2000 steps the last quarter is steps 1501-2000: 1500 is not in it, 1525 is; converged while at most half
-    the runs are in it."""
+    """Of 2000 steps the last quarter is steps 1501-2000: 1500 is not in it, 1525 is; of 400 steps (a cell of an
+    equal-epochs design), 301-400; converged while at most half the runs are in it."""
     from tsdp.reports.non_private import convergence
 
-    rows = [{"selected_steps": [1500, 1525]}, {"selected_steps": [25, 2000]}]
-    assert convergence(rows, 2000) == {"runs": 4, "late": 2, "tail": 0.25, "limit": 0.5, "converged": True}
+    rows = [{"steps": 2000, "selected_steps": [1500, 1525]}, {"steps": 400, "selected_steps": [300, 400]}]
+    assert convergence(rows) == {"runs": 4, "late": 2, "tail": 0.25, "limit": 0.5, "converged": True}
     rows[0]["selected_steps"][0] = 1501
-    assert convergence(rows, 2000)["late"] == 3 and not convergence(rows, 2000)["converged"]
+    assert convergence(rows)["late"] == 3 and not convergence(rows)["converged"]
+
+
+def _with_equal_epochs(numbers, p_top, p_level, late=0, power=0.9):
+    """``numbers`` with the full report's equal-epochs design (800 epochs: 33600 and 4000 steps at Λ = 4 and 32),
+    its tests at ``p_top``, ``p_level``, ``late`` of its 24 runs late."""
+    m = _measurement(p_top, p_level, power, "batch size Λ",
+                     [{"top": "wor", "batch_size": b, "instances": 1, "steps": steps, "epochs": 800.0,
+                       "crps": [0.1, 0.2], "selected_steps": [100, 200]} for b, steps in ((4, 33600), (32, 4000))],
+                     steps=None, epochs=800, validate_every=25, selected=True,
+                     convergence={"runs": 24, "late": late, "tail": 0.25, "limit": 0.5, "converged": late <= 12})
+    return dict(numbers, equal_epochs=m, equal_epochs_full=800)
+
+
+def test_c10_a_finding_of_one_design_only_is_qualified():
+    """The full report's equal-epochs design beside equal steps: a significant effect in one and none in the other
+    (either way) is qualified, naming the other's finding; the same finding keeps the verdict; an equal-epochs design
+    that did not converge does not count. It has its own verdict by the same rule, first among the other verdicts.
+    The quick report (no equal-epochs measurement) says the full report trains it."""
+    rule, claim = CLAIMS["C10"].rule, CLAIMS["C10"]
+    word, reason = rule(_with_equal_epochs(c10(0.5, 1e-6), 0.5, 0.3))
+    assert word == "qualified" and reason.endswith("; but every cell 800 epochs instead (its verdict beside) finds "
+                                                   "no significant effect: the finding depends on whether steps or "
+                                                   "epochs are equalised")
+    word, reason = rule(_with_equal_epochs(c10(0.5, 0.3), 0.5, 1e-6))
+    assert word == "qualified" and "finds a significant effect: the finding depends" in reason
+    for paper, other, expected in (((0.5, 1e-6), (0.5, 1e-5), "not reproduced"),
+                                   ((0.5, 0.3), (0.4, 0.6), "reproduced")):
+        word, reason = rule(_with_equal_epochs(c10(*paper), *other))
+        assert word == expected and reason.endswith("; every cell 800 epochs instead finds the same (its verdict "
+                                                    "beside)")
+    assert rule(_with_equal_epochs(c10(0.5, 1e-6), 0.5, 0.3, late=13))[0] == "not reproduced"
+    numbers = _with_equal_epochs(c10(0.5, 1e-6), 0.5, 0.3)
+    epochs, capped, figure = claim.other_verdicts(numbers)
+    assert epochs.source == \
+        "the paper's protocol with every cell 800 epochs (its literal design) instead of the same steps"
+    assert epochs.verdict == "reproduced" and epochs.verdict_text == (
+        "reproduced on M1 yearly at ε = ∞, 800 epochs a cell, the lowest-validation-loss checkpoint (all 12 cells)")
+    assert epochs.reason.startswith("the paper's protocol: every cell 800 epochs (4000 to 33600 steps), validated "
+                                    "every 25 steps")
+    late = claim.other_verdicts(_with_equal_epochs(c10(0.5, 0.3), 0.5, 1e-6, late=13))[0]
+    assert late.verdict == "qualified" and "the training had not converged" in late.reason
+    word, reason = rule(dict(c10(0.5, 0.3), equal_epochs_full=800))
+    assert word == "reproduced" and reason.endswith("; the full report also trains every cell 800 epochs")
 
 
 def test_c12_rule_is_c10s_on_the_number_of_subsequences():
@@ -650,7 +695,8 @@ def test_c12_table_names_lambda_and_both_measurements():
                         ["wor", 16, 2000, "23.53", "0.2000, 0.2000", "400, 2000"]]
     assert cap[1] == ["top level", "λ", "steps", "epochs", "test CRPS per seed (10-epoch cap, last iterate)"]
     assert cap[2] == [["wor", 1, 50, "10", "0.3000, 0.4000"], ["wor", 16, 850, "10", "0.3000, 0.4000"]]
-    assert [(r[0], r[1]) for r in tests[2]] == [("paper's protocol", "top level"), ("paper's protocol", "subsequences λ"),
+    assert [(r[0], r[1]) for r in tests[2]] == [("paper's protocol", "top level"),
+                                               ("paper's protocol", "subsequences λ"),
                                                ("10-epoch cap", "top level"), ("10-epoch cap", "subsequences λ")]
 
 

@@ -146,16 +146,21 @@ def test_c12_compute_trains_both_protocols_and_judges_the_papers(monkeypatch):
         "length")
 
 
-def test_c10_full_grid_trains_every_level_with_four_seeds(monkeypatch):
-    """The full report: C10's four Λ × 3 top levels, 4 seeds trained together, 6000 steps; a CRPS that varies with
-    the seed alone is no effect of either factor (p = 1 for both)."""
+def test_c10_full_grid_trains_every_level_with_four_seeds_and_both_designs(monkeypatch):
+    """The full report: C10's four Λ × 3 top levels, 4 seeds trained together, under 6000 equal steps and 800 equal
+    epochs (both validated every 25 steps); a CRPS that varies with the seed alone is no effect of either factor in
+    either design (p = 1): reproduced, the equal-epochs design's verdict first among the others."""
     calls = _stand_in(monkeypatch, lambda cell, config, s: 0.3 + 1e-3 * s, lambda cell, config, s: 0.2 + 1e-3 * s)
     entry = CLAIMS["C10"].evaluate(DEFAULT_CONFIG, quick=False)
-    paper = [c for c in calls if c[4]]
-    assert sorted(paper) == sorted((t, b, 1, (0, 1, 2, 3), STEPS[False], None, 25) for t in TOPS for b in (4, 8, 16, 32))
+    levels = [(t, b) for t in TOPS for b in (4, 8, 16, 32)]
+    assert sorted(c for c in calls if c[4]) == sorted((t, b, 1, (0, 1, 2, 3), STEPS[False], None, 25)
+                                                      for t, b in levels)
+    assert sorted(c for c in calls if c[6] and not c[4]) == sorted((t, b, 1, (0, 1, 2, 3), None, 800, 25)
+                                                                   for t, b in levels)
     assert [t["p_value"] for t in entry["numbers"]["paper"]["tests"]] == pytest.approx([1.0, 1.0])
     assert entry["verdict"] == "reproduced" and entry["verdict_text"].endswith("(all 12 cells)")
     assert "every cell 6000 steps, validated" in entry["reason"] and "quick report" not in entry["reason"]
+    assert [o["verdict"] for o in entry["other_verdicts"]] == ["reproduced", "reproduced", "not evaluated"]
 
 
 def test_non_private_claims_with_a_nan_crps_are_not_evaluated(monkeypatch):
