@@ -2,8 +2,8 @@
 tests/reports/schema_check.py).
 
 Top level (``SCHEMA_VERSION`` 8: claims C1-C12, errata 1-10 and 13-17; 8: C10 and C12 judged under the paper's
-protocol, their numbers' ``paper`` and ``capped`` measurements; 7: claim C12; 6: audit records versioned, composed rows
-keep their audit record, soundness_violations lists every case the exit code counts)::
+protocol, their numbers' ``paper``, ``capped`` and ``equal_epochs`` measurements; 7: claim C12; 6: audit records
+versioned, composed rows keep their audit record, soundness_violations lists every case the exit code counts)::
 
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
@@ -37,9 +37,10 @@ keep their audit record, soundness_violations lists every case the exit code cou
                            batch_size, sigma, r, rho}},
                     numbers {...claim-specific, see reports.claim_c1 ... claim_c7, reports.non_private (C10,
                              C12: {seeds, tops, factor, levels, levels_full, fixed, family_alpha,
-                             effect_relative, paper and capped: {steps, epochs, validate_every, selected,
+                             effect_relative, equal_epochs_full (C10's epochs, else null), paper, capped and
+                             (C10, full report) equal_epochs: {steps, epochs, validate_every, selected,
                              crps: [{top, batch_size, instances, steps, epochs, crps: [per seed],
-                             selected_steps (paper)}], tests: [FactorTest] or null, convergence (paper):
+                             selected_steps (selected)}], tests: [FactorTest] or null, convergence (selected):
                              {runs, late, tail, limit, converged}, steps_full (paper)}})}, figure {curves drawn},
                     figures: [png file names]}]
   consistency     {mode, seed, elapsed_s, summary {pass, fail, finding, total}, theorems_covered,

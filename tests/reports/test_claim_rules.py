@@ -642,6 +642,12 @@ def test_c10_a_finding_of_one_design_only_is_qualified():
         "reproduced on M1 yearly at ε = ∞, 800 epochs a cell, the lowest-validation-loss checkpoint (all 12 cells)")
     assert epochs.reason.startswith("the paper's protocol: every cell 800 epochs (4000 to 33600 steps), validated "
                                     "every 25 steps")
+    from tsdp.reports.render_claims_extra import non_private_table
+
+    steps, epochs_table, capped_table, tests = non_private_table(numbers)
+    assert epochs_table[1][4] == "test CRPS per seed (paper's protocol, 800 epochs a cell, lowest-validation checkpoint)"
+    assert [r[2] for r in epochs_table[2]] == [33600, 4000] and [r[0] for r in tests[2]] == \
+        ["paper's protocol"] * 2 + ["paper's protocol, 800 epochs a cell"] * 2 + ["10-epoch cap"] * 2
     late = claim.other_verdicts(_with_equal_epochs(c10(0.5, 0.3), 0.5, 1e-6, late=13))[0]
     assert late.verdict == "qualified" and "the training had not converged" in late.reason
     word, reason = rule(dict(c10(0.5, 0.3), equal_epochs_full=800))
