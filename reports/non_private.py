@@ -19,7 +19,8 @@ same updates and the same validations to choose from, and in C12 the same window
 the passes over the series unequal (at 6000 steps Λ = 4 trains 140 epochs, Λ = 32 1200), and on M1 yearly the
 selected checkpoint's test CRPS rises slowly with training (the validation loss keeps falling while the test CRPS
 no longer does), so the full report also trains C10 the paper's literal way, every cell the same epochs
-(:attr:`NonPrivateClaim.equal_epochs`), and a finding that one design makes and the other does not is 'qualified'.
+(:attr:`NonPrivateClaim.equal_epochs`), and a finding that one converged design makes and the other does not is
+'qualified'.
 At ε = ∞ nothing needs privacy cover, so the checkpoint choice, which no ε covers in a private run (THEOREMS.md
 errata), is legitimate here. Converged is checked, not assumed (:func:`convergence`): a validation loss that has
 stopped falling puts its lowest point in the last quarter of training about a quarter (independent noise) to a
@@ -480,14 +481,17 @@ class NonPrivateClaim(Claim):
         """The paper's protocol with equal steps judged (:func:`protocol_verdict`: the ANOVA, qualified when not
         converged); where the full report also trains every cell the same epochs and that design converged too, a
         significant effect in one design and none in the other is qualified (the finding depends on how training
-        length is equalised); not evaluated without tests (a training that gave no CRPS)."""
+        length is equalised; an equal-epochs design that did not converge is named and does not count); not
+        evaluated without tests (a training that gave no CRPS)."""
         word, text = protocol_verdict(numbers.get("paper") or {}, numbers)
         other = numbers.get("equal_epochs")
         if word != NOT_EVALUATED and not other and numbers.get("equal_epochs_full"):
             text += f"; the full report also trains every cell {numbers['equal_epochs_full']} epochs"
-        if word in (NOT_EVALUATED, QUALIFIED) or not other or not other.get("tests") \
-                or not other["convergence"]["converged"]:
+        if word in (NOT_EVALUATED, QUALIFIED) or not other or not other.get("tests"):
             return word, text
+        if not other["convergence"]["converged"]:
+            return word, text + (f"; every cell {other['epochs']} epochs instead did not converge by this check (its "
+                                 "verdict beside), so it does not count")
         found = anova_verdict(other) == NOT_REPRODUCED
         if found == (word == NOT_REPRODUCED):
             return word, text + f"; every cell {other['epochs']} epochs instead finds the same (its verdict beside)"
