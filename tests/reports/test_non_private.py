@@ -111,7 +111,7 @@ def _stand_in(monkeypatch, last_of, selected_of=lambda cell, config, s: 0.2, ste
 def test_c12_compute_trains_both_protocols_and_judges_the_papers(monkeypatch):
     """Through a stand-in training whose last iterate under the epochs cap falls with λ (0.5 / λ plus seeded noise of
     std 1e-3: training length) and whose selected checkpoint does not (0.2 plus noise): the quick grid (λ ∈ {1, 16},
-    3 top levels, 2 seeds trained together) once under the paper's protocol (2000 steps, validated every 25) and once
+    3 top levels, 2 seeds trained together) once under the paper's protocol (1500 steps, validated every 25) and once
     under the 10-epoch cap; the paper's protocol finds no effect with power ≥ 0.8 and its runs converged (best step
     at a quarter of training): reproduced; the cap's verdict, beside it, finds the λ effect (not reproduced). Best
     steps in the last quarter for every run: qualified, not converged, the test's own word named."""
@@ -126,9 +126,9 @@ def test_c12_compute_trains_both_protocols_and_judges_the_papers(monkeypatch):
     n = entry["numbers"]
     assert n["paper"]["convergence"] == {"runs": 12, "late": 0, "tail": 0.25, "limit": 0.5, "converged": True}
     assert entry["verdict"] == "reproduced", entry["reason"]
-    assert entry["verdict_text"] == ("reproduced on M1 yearly at ε = ∞, Λ = 32 for the paper's 256, 2000 steps a cell, "
+    assert entry["verdict_text"] == ("reproduced on M1 yearly at ε = ∞, Λ = 32 for the paper's 256, 1500 steps a cell, "
                                      "the lowest-validation-loss checkpoint (the quick grid, 6 of 15 cells)")
-    assert "every cell 2000 steps (the quick report's; the full report's 6000)" in entry["reason"]
+    assert "every cell 1500 steps (the quick report's; the full report's 6000)" in entry["reason"]
     assert "λ ∈ {1, 16} (the quick report's; the full report's λ ∈ {1, 2, 4, 8, 16})" in entry["reason"]
     capped, figure = entry["other_verdicts"]
     top, lam = n["capped"]["tests"]
