@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
-from tsdp.theorems.config import TrainingConfig
+from tsdp.theorems.config import ConfigError, TrainingConfig
 from tsdp.verify.file_cache import digested_text, write_atomic
 
 from .configuration import (cell_config, cell_training, diverged_names_the_cell, epochs_cap, level_v, split_of,
@@ -31,12 +31,13 @@ from .grid import Cell, GridSettings, cell_seed
 
 if TYPE_CHECKING:
     from tsdp.training.result import TrainResult
+    from tsdp.training.together import GroupSettings
 
 __all__ = ["TRAINING_CODE", "CellKey", "CellResult", "CellTask", "Stored", "buys_no_step", "cell_config", "cell_key",
            "cell_training", "check_result", "code_fingerprint", "crps_ceiling", "data_fingerprint",
            "diverged_names_the_cell", "epochs_cap", "level_v", "load_done", "no_step_result", "path_of", "read_stored",
            "run_cell", "source_fingerprint", "split_of", "store_result", "torch_threads", "train_cell",
-           "trained_result"]
+           "train_seeds", "trained_result"]
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,9 @@ class CellTask:
 def train_cell(cell: Cell, settings: GridSettings, config: TrainingConfig) -> "TrainResult":
     """Train ``cell``'s model alone on ``config`` (:func:`cell_config`, or a variant of it: another batch size Λ) with
     the grid's settings and the paper's optimiser (:func:`cell_training`): DP-SGD to the cell's ε
-    (:func:`tsdp.training.train.train`), or without DP for ε = ∞ as a group of one
-    (:func:`tsdp.training.together.train_together` with its one run): the program that trains it among the other
-    cells of its group, so that its numbers are those it gets in the grid trained together, bit for bit
-    (:mod:`tsdp.experiments.groups`).
+    (:func:`tsdp.training.train.train`), or without DP for ε = ∞ as a group of one (:func:`train_seeds` with its
+    one seed): the program that trains it among the other cells of its group, so that its numbers are those it gets
+    in the grid trained together, bit for bit (:mod:`tsdp.experiments.groups`).
 
     Args:
         cell: The grid cell (model, ε, seed index).
@@ -80,15 +80,45 @@ def train_cell(cell: Cell, settings: GridSettings, config: TrainingConfig) -> "T
     Returns:
         The :class:`tsdp.training.train.TrainResult` (test CRPS of the last iterate, steps, ε spent).
     """
+    if math.isinf(cell.epsilon):
+        return train_seeds(cell, settings, config, [cell.seed_index])[0]
     seed, training = cell_seed(settings, cell.seed_index), cell_training(cell, settings)
     with diverged_names_the_cell(cell, settings):
-        if math.isinf(cell.epsilon):
-            from tsdp.training.together import Run, train_together
-
-            return train_together(config, [Run(seed)], training)[0]
         from tsdp.training.train import train
 
         return train(config, cell.model, seed=seed, **training.keywords(cell.epsilon))
+
+
+def train_seeds(cell: Cell, settings: GridSettings, config: TrainingConfig, seed_indices: Sequence[int],
+                training: Optional["GroupSettings"] = None) -> List["TrainResult"]:
+    """Train ``cell``'s model without DP (ε = ∞) on ``config`` at each of ``seed_indices`` (the seeds of the grid's
+    cells of those indices, :func:`~tsdp.experiments.grid.cell_seed`) together, as one group
+    (:func:`tsdp.training.together.train_together`): each run's numbers are those it gets trained alone as a group
+    of one, bit for bit, in one stacked program (the non-private claims C10 and C12 train their seeds so,
+    :mod:`tsdp.reports.non_private`).
+
+    Args:
+        cell: The grid cell (its model and top level; ε = ∞).
+        settings: The grid's settings.
+        config: The training configuration to run.
+        seed_indices: The seed indices, one run each.
+        training: What the runs share (None: :func:`cell_training`'s: the grid's epochs cap, a validation every
+            epoch).
+
+    Returns:
+        Each run's :class:`tsdp.training.result.TrainResult`, in the order of ``seed_indices``.
+
+    Raises:
+        ConfigError: Naming ``epsilon`` for a private cell (DP-SGD trains a cell alone, :func:`train_cell`), or as
+            :func:`diverged_names_the_cell` says for a training that diverged.
+    """
+    from tsdp.training.together import Run, train_together
+
+    if not math.isinf(cell.epsilon):
+        raise ConfigError("epsilon", "seeds trained together here train without DP (ε = ∞)", cell.epsilon)
+    with diverged_names_the_cell(cell, settings):
+        return train_together(config, [Run(cell_seed(settings, i)) for i in seed_indices],
+                              training or cell_training(cell, settings))
 
 
 def run_cell(task: CellTask) -> CellResult:

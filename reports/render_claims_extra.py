@@ -60,8 +60,9 @@ def inference_table(n: dict) -> List[tuple]:
 
 
 def non_private_table(n: dict) -> List[tuple]:
-    """C10, C12: CRPS per (top level, level of the claim's factor Λ or λ) over seeds, the steps the epochs cap
-    allows, then the two F-tests.
+    """C10, C12: per measurement (the paper's protocol, C10's equal-epochs design in the full report, then the
+    epochs cap), the judged test CRPS per (top level, level of the claim's factor Λ or λ) over seeds with the steps
+    and epochs trained (a selected checkpoint: each seed's step too); then the two F-tests of each measurement.
 
     Args:
         n: Claim C10's or C12's numbers.
@@ -69,13 +70,26 @@ def non_private_table(n: dict) -> List[tuple]:
     Returns:
         The table's rows.
     """
-    out = [(Block.TABLE, ["top level", SYMBOL[n["factor"]], "steps", "test CRPS per seed"],
-            [[c["top"], c[n["factor"]], c["steps"], ", ".join(f"{v:.4f}" for v in c["crps"])] for c in n["crps"]])]
-    if n.get("tests"):
-        out.append((Block.TABLE, ["factor", "F", "df", "p", "α", "power vs Δ", "Δ", "Δ detected with power 0.8"],
-                    [[t["factor"], f_text(t), f"{t['df']}, {t['df_error']}", p_text(t),
-                      f"{t['alpha']:g}", power_text(t["power"]), f"{t['effect']:.3g}", detectable_text(t)]
-                     for t in n["tests"]]))
+    field, sym = n["factor"], SYMBOL[n["factor"]]
+    out, tests = [], []
+    measurements = [("paper's protocol", n["paper"])]
+    if n.get("equal_epochs"):
+        measurements.append((f"paper's protocol, {n['equal_epochs']['epochs']} epochs a cell", n["equal_epochs"]))
+    measurements.append((f"{n['capped']['epochs']}-epoch cap", n["capped"]))
+    for name, m in measurements:
+        judged = "lowest-validation checkpoint" if m["selected"] else "last iterate"
+        header = ["top level", sym, "steps", "epochs", f"test CRPS per seed ({name}, {judged})"]
+        if m["selected"]:
+            header.append("its step per seed")
+        out.append((Block.TABLE, header,
+                    [[c["top"], c[field], c["steps"], f"{c['epochs']:.4g}", ", ".join(f"{v:.4f}" for v in c["crps"])]
+                     + ([", ".join(str(s) for s in c["selected_steps"])] if m["selected"] else [])
+                     for c in m["crps"]]))
+        tests += [[name, t["factor"], f_text(t), f"{t['df']}, {t['df_error']}", p_text(t), f"{t['alpha']:g}",
+                   power_text(t["power"]), f"{t['effect']:.3g}", detectable_text(t)] for t in m.get("tests") or []]
+    if tests:
+        out.append((Block.TABLE, ["measurement", "factor", "F", "df", "p", "α", "power vs Δ", "Δ",
+                                  "Δ detected with power 0.8"], tests))
     return out
 
 

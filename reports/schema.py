@@ -1,8 +1,9 @@
 """The documented schema of results.json (`tsdp report`) (the tests check a report against it:
 tests/reports/schema_check.py).
 
-Top level (``SCHEMA_VERSION`` 7: claims C1-C12, errata 1-10 and 13-17; 7: claim C12; 6: audit records versioned,
-composed rows keep their audit record, soundness_violations lists every case the exit code counts)::
+Top level (``SCHEMA_VERSION`` 8: claims C1-C12, errata 1-10 and 13-17; 8: C10 and C12 judged under the paper's
+protocol, their numbers' ``paper``, ``capped`` and ``equal_epochs`` measurements; 7: claim C12; 6: audit records
+versioned, composed rows keep their audit record, soundness_violations lists every case the exit code counts)::
 
   schema_version  int
   meta            {name, mode: "default"|"quick", version, status: "complete"|"interrupted",
@@ -28,13 +29,19 @@ composed rows keep their audit record, soundness_violations lists every case the
                     quick grid, 3 of 15 cells", "not reproduced on M1 yearly (the quick grid, 2 of 4
                     cells)"), reason,
                     other_verdicts: [{source, verdict, verdict_text, reason}] (the claim on other
-                    evidence by the same rule; C7: the paper's own reported tables),
+                    evidence by the same rule; C7: the paper's own reported tables; C10, C12: the epochs cap's
+                    last iterate, and the paper's empty figure),
                     cells {grid: cells of the full grid, quick, evaluated: [labels],
                            not_evaluated: [{cell, reason, cells: how many grid cells it stands for}],
                            configuration (C1-C6, computed on it): {N, L, context_length, forecast_length,
                            batch_size, sigma, r, rho}},
                     numbers {...claim-specific, see reports.claim_c1 ... claim_c7, reports.non_private (C10,
-                             C12)}, figure {curves drawn},
+                             C12: {seeds, tops, factor, levels, levels_full, fixed, family_alpha,
+                             effect_relative, equal_epochs_full (C10's epochs, else null), paper, capped and
+                             (C10, full report) equal_epochs: {steps, epochs, validate_every, selected,
+                             crps: [{top, batch_size, instances, steps, epochs, crps: [per seed],
+                             selected_steps (selected)}], tests: [FactorTest] or null, convergence (selected):
+                             {runs, late, tail, limit, converged}, steps_full (paper)}})}, figure {curves drawn},
                     figures: [png file names]}]
   consistency     {mode, seed, elapsed_s, summary {pass, fail, finding, total}, theorems_covered,
                    failures_and_findings: [{name, theorems, status, explanation, measured}],
@@ -89,4 +96,4 @@ class AuditStatus(Choice):
     RAN = "ran"
     NOT_AVAILABLE = "audit not available"
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8

@@ -490,76 +490,222 @@ def test_c7_entry_names_m1_and_the_quick_grids_share_of_the_dp_cells(monkeypatch
 # ----------------------------------------------------------------------------- C8-C12
 
 
-def c10(p_top, p_batch, power=0.9):
+def _measurement(p_top, p_level, power, factor, rows, **protocol):
+    """One measurement of C10's or C12's numbers: the protocol's fields, its rows and its two F-tests (top level,
+    ``factor``) at p-values ``p_top``, ``p_level``, each with power ``power``."""
     def test(name, p):
         return {"factor": name, "levels": ["a", "b"], "means": [0.3, 0.31], "df": 1, "df_error": 12, "f": 2.0,
                 "p_value": p, "alpha": 0.025, "significant": p < 0.025, "effect": 0.015, "power": power,
                 "detectable": 0.01}
-    return {"tests": [test("top level", p_top), test("batch size Λ", p_batch)], "seeds": 2, "epochs": 10,
-            "epochs_full": 10,
-            "effect_relative": 0.05, "factor": "batch_size", "fixed": {"instances": 1},
-            "crps": [{"top": "wor", "batch_size": 4, "instances": 1, "steps": 420, "crps": [0.1, 0.2]},
-                     {"top": "wor", "batch_size": 32, "instances": 1, "steps": 50, "crps": [0.3, 0.4]}],
-            "cells": cells(12, 12)}
+    return {**protocol, "crps": rows, "tests": [test("top level", p_top), test(factor, p_level)]}
 
 
-def c12(p_top, p_lambda, power=0.9, crps=0.2):
-    """C12's numbers: the two tests as :func:`c10`'s, λ ∈ {1, 16} at Λ = 32 (WOR: 50 and 850 steps), the test CRPS of
-    each seed ``crps``."""
-    numbers = c10(p_top, p_lambda, power)
-    numbers["tests"][1]["factor"] = "subsequences λ"
-    return dict(numbers, factor="instances", fixed={"batch_size": 32}, cells=cells(15, 15),
-                crps=[{"top": "wor", "batch_size": 32, "instances": lam, "steps": steps, "crps": [crps, crps]}
-                      for lam, steps in ((1, 50), (16, 850))])
+def c10(p_top, p_batch, power=0.9, late=0, capped=(0.5, 1e-6), capped_power=0.9):
+    """C10's numbers: the paper's protocol's tests at p-values ``p_top``, ``p_batch`` (power ``power``), ``late`` of
+    its 24 runs with their best checkpoint in the last quarter; the 10-epoch cap's tests at ``capped`` (Λ ∈ {4, 32}
+    with WOR: 420 and 50 steps)."""
+    paper = _measurement(p_top, p_batch, power, "batch size Λ",
+                         [{"top": "wor", "batch_size": b, "instances": 1, "steps": 6000, "epochs": 6000 / spe,
+                           "crps": [0.1, 0.2], "selected_steps": [1500, 6000]} for b, spe in ((4, 42), (32, 5))],
+                         steps=6000, epochs=None, validate_every=25, selected=True, steps_full=6000,
+                         convergence={"runs": 24, "late": late, "tail": 0.25, "limit": 0.5, "converged": late <= 12})
+    cap = _measurement(*capped, capped_power, "batch size Λ",
+                       [{"top": "wor", "batch_size": b, "instances": 1, "steps": steps, "epochs": 10.0,
+                         "crps": [0.3, 0.4]} for b, steps in ((4, 420), (32, 50))],
+                       steps=None, epochs=10, validate_every=None, selected=False)
+    return {"seeds": 2, "effect_relative": 0.05, "factor": "batch_size", "levels": [4, 8, 16, 32],
+            "levels_full": [4, 8, 16, 32], "fixed": {"instances": 1}, "tops": ["deterministic", "shuffle", "wor"],
+            "paper": paper, "capped": cap, "cells": cells(12, 12)}
 
 
-def test_c10_rule_needs_power_to_reproduce_no_effect():
-    """A significant factor: not reproduced; none significant with power ≥ 0.8 for both: reproduced; none significant
-    but a test underpowered: qualified (it could not have seen the effect); no tests: not evaluated."""
+def c12(p_top, p_lambda, power=0.9, crps=0.2, late=0, capped=(0.5, 1e-6), capped_power=0.9):
+    """C12's numbers: as :func:`c10`'s, λ ∈ {1, 16} at Λ = 32 (the quick report's grid, 2000 steps; the cap's WOR
+    steps 50 and 850), each seed's selected test CRPS ``crps``."""
+    n = c10(p_top, p_lambda, power, late, capped, capped_power)
+    for m in (n["paper"], n["capped"]):
+        m["tests"][1]["factor"] = "subsequences λ"
+    n["paper"].update(steps=2000, crps=[{"top": "wor", "batch_size": 32, "instances": lam, "steps": 2000,
+                                         "epochs": 2000 / spe, "crps": [crps, crps], "selected_steps": [400, 2000]}
+                                        for lam, spe in ((1, 5), (16, 85))])
+    n["capped"]["crps"] = [{"top": "wor", "batch_size": 32, "instances": lam, "steps": steps, "epochs": 10.0,
+                            "crps": [0.3, 0.4]} for lam, steps in ((1, 50), (16, 850))]
+    return dict(n, factor="instances", levels=[1, 16], levels_full=[1, 2, 4, 8, 16], fixed={"batch_size": 32},
+                cells=dict(cells(6, 15), quick=True))
+
+
+def test_c10_rule_needs_power_and_convergence_to_reproduce_no_effect():
+    """The paper's protocol judged: a significant factor, not reproduced; none significant with power ≥ 0.8 for both,
+    reproduced; none significant but a test underpowered, qualified (it could not have seen the effect); no tests,
+    not evaluated. More than half the runs with their best checkpoint in the last quarter (13 of 24): qualified
+    whatever the test says, naming its word; exactly half (12) passes."""
     rule = CLAIMS["C10"].rule
     assert rule(c10(0.5, 1e-6))[0] == "not reproduced"
-    assert rule(c10(0.5, 0.3))[0] == "reproduced"
+    word, reason = rule(c10(0.5, 0.3))
+    assert word == "reproduced"
+    assert reason.startswith("the paper's protocol: every cell 6000 steps, validated every 25 steps, judged on the "
+                             "test CRPS of its checkpoint with the lowest validation loss; top level × "
+                             "Λ ∈ {4, 8, 16, 32}, λ = 1; two-way ANOVA with replication, 2 seeds per cell: ")
+    assert "top level: F(1, 12) = 2, p = 0.5 (α = 0.025); power 0.90 against Δ = 0.015 (5% of the mean CRPS)" in reason
+    assert reason.endswith(". Convergence: 0 of 24 runs found their lowest validation loss in the last 25% of "
+                           "training (at most 50% for a converged training: a validation loss that has stopped "
+                           "falling puts it there a quarter to a third of the time)")
     word, reason = rule(c10(0.5, 0.3, power=0.2))
     assert word == "qualified" and reason.endswith("(no significant effect, but a test's power is below 0.8)")
-    assert "top level: F(1, 12) = 2, p = 0.5 (α = 0.025); power 0.90 against Δ = 0.015 (5% of the mean CRPS)" in \
-        rule(c10(0.5, 0.3))[1]
-    assert rule({"tests": None})[0] == "not evaluated"
+    assert rule(c10(0.5, 1e-6, late=12))[0] == "not reproduced"
+    for p, finding in ((1e-6, "not reproduced"), (0.3, "reproduced")):
+        word, reason = rule(c10(0.5, p, late=13))
+        assert word == "qualified" and "13 of 24 runs" in reason
+        assert reason.endswith(f": more than 50%, the training had not converged, so the test's finding ({finding}) "
+                               "can still be training length")
+    assert rule({"paper": {"tests": None}})[0] == "not evaluated"
+    assert rule({"paper": None}) == ("not evaluated", "a training gave no CRPS")
     assert verdict_text("reproduced", cells(12, 12), CLAIMS["C10"].data({})) == \
         "reproduced on M1 yearly at ε = ∞ (all 12 cells)"
+    assert verdict_text("reproduced", cells(12, 12), CLAIMS["C10"].data(c10(0.5, 0.3))) == \
+        "reproduced on M1 yearly at ε = ∞, 6000 steps a cell, the lowest-validation-loss checkpoint (all 12 cells)"
+
+
+def test_c10_capped_verdict_is_the_same_test_without_the_convergence_check():
+    """The 10-epoch cap's measurement beside the verdict: a significant factor, not reproduced (even when the paper's
+    protocol reproduces the claim); none at power ≥ 0.8, reproduced; underpowered, qualified; no tests, not evaluated
+    on 0 cells. Its reason names the steps the cap runs at each Λ and the training-length confound; the paper's
+    figure stays not evaluated."""
+    claim = CLAIMS["C10"]
+    numbers = c10(0.5, 0.3)
+    assert claim.rule(numbers)[0] == "reproduced"
+    capped, figure = claim.other_verdicts(numbers)
+    assert (capped.source, capped.verdict) == ("a 10-epoch cap, the last iterate (training length not equalised)",
+                                               "not reproduced")
+    assert capped.verdict_text == \
+        "not reproduced on M1 yearly at ε = ∞, a 10-epoch cap, the last iterate (all 12 cells)"
+    assert capped.reason.startswith("a 10-epoch cap, judged on the last iterate's test CRPS; two-way ANOVA")
+    assert capped.reason.endswith("The cap runs 420 steps at Λ = 4, 50 steps at Λ = 32 (WOR top level, λ = 1): a "
+                                  "larger Λ trains fewer steps, so an effect here can be training length, which the "
+                                  "paper's protocol equalises")
+    assert figure.verdict == "not evaluated" and "fig:non_dp_training_batchsize_traffic" in figure.verdict_text
+    assert claim.other_verdicts(c10(0.5, 0.3, capped=(0.5, 0.3)))[0].verdict == "reproduced"
+    word = claim.other_verdicts(c10(0.5, 0.3, capped=(0.5, 0.3), capped_power=0.5))[0]
+    assert word.verdict == "qualified"
+    assert word.reason.endswith("(no significant effect, but a test's power is below 0.8)")
+    none = c10(0.5, 0.3)
+    none["capped"]["tests"] = None
+    capped = claim.other_verdicts(none)[0]
+    assert (capped.verdict, capped.reason) == ("not evaluated", "a training gave no CRPS")
+    assert capped.verdict_text.endswith("(0 of 12 cells)")
+
+
+def test_convergence_counts_the_runs_whose_best_checkpoint_is_in_the_last_quarter():
+    """Of 2000 steps the last quarter is steps 1501-2000: 1500 is not in it, 1525 is; of 400 steps (a cell of an
+    equal-epochs design), 301-400; converged while at most half the runs are in it."""
+    from tsdp.reports.non_private import convergence
+
+    rows = [{"steps": 2000, "selected_steps": [1500, 1525]}, {"steps": 400, "selected_steps": [300, 400]}]
+    assert convergence(rows) == {"runs": 4, "late": 2, "tail": 0.25, "limit": 0.5, "converged": True}
+    rows[0]["selected_steps"][0] = 1501
+    assert convergence(rows)["late"] == 3 and not convergence(rows)["converged"]
+
+
+def _with_equal_epochs(numbers, p_top, p_level, late=0, power=0.9):
+    """``numbers`` with the full report's equal-epochs design (800 epochs: 33600 and 4000 steps at Λ = 4 and 32),
+    its tests at ``p_top``, ``p_level``, ``late`` of its 24 runs late."""
+    m = _measurement(p_top, p_level, power, "batch size Λ",
+                     [{"top": "wor", "batch_size": b, "instances": 1, "steps": steps, "epochs": 800.0,
+                       "crps": [0.1, 0.2], "selected_steps": [100, 200]} for b, steps in ((4, 33600), (32, 4000))],
+                     steps=None, epochs=800, validate_every=25, selected=True,
+                     convergence={"runs": 24, "late": late, "tail": 0.25, "limit": 0.5, "converged": late <= 12})
+    return dict(numbers, equal_epochs=m, equal_epochs_full=800)
+
+
+def test_c10_a_finding_of_one_design_only_is_qualified():
+    """The full report's equal-epochs design beside equal steps: a significant effect in one and none in the other
+    (either way) is qualified, naming the other's finding; the same finding keeps the verdict; an equal-epochs design
+    that did not converge does not count. It has its own verdict by the same rule, first among the other verdicts.
+    The quick report (no equal-epochs measurement) says the full report trains it."""
+    rule, claim = CLAIMS["C10"].rule, CLAIMS["C10"]
+    word, reason = rule(_with_equal_epochs(c10(0.5, 1e-6), 0.5, 0.3))
+    assert word == "qualified" and reason.endswith("; but every cell 800 epochs instead (its verdict beside) finds "
+                                                   "no significant effect: the finding depends on whether steps or "
+                                                   "epochs are equalised")
+    word, reason = rule(_with_equal_epochs(c10(0.5, 0.3), 0.5, 1e-6))
+    assert word == "qualified" and "finds a significant effect: the finding depends" in reason
+    for paper, other, expected in (((0.5, 1e-6), (0.5, 1e-5), "not reproduced"),
+                                   ((0.5, 0.3), (0.4, 0.6), "reproduced")):
+        word, reason = rule(_with_equal_epochs(c10(*paper), *other))
+        assert word == expected and reason.endswith("; every cell 800 epochs instead finds the same (its verdict "
+                                                    "beside)")
+    word, reason = rule(_with_equal_epochs(c10(0.5, 1e-6), 0.5, 0.3, late=13))
+    assert word == "not reproduced" and reason.endswith("; every cell 800 epochs instead did not converge by this "
+                                                        "check (its verdict beside), so it does not count")
+    numbers = _with_equal_epochs(c10(0.5, 1e-6), 0.5, 0.3)
+    epochs, capped, figure = claim.other_verdicts(numbers)
+    assert epochs.source == \
+        "the paper's protocol with every cell 800 epochs (its literal design) instead of the same steps"
+    assert epochs.verdict == "reproduced" and epochs.verdict_text == (
+        "reproduced on M1 yearly at ε = ∞, 800 epochs a cell, the lowest-validation-loss checkpoint (all 12 cells)")
+    assert epochs.reason.startswith("the paper's protocol: every cell 800 epochs (4000 to 33600 steps), validated "
+                                    "every 25 steps")
+    from tsdp.reports.render_claims_extra import non_private_table
+
+    steps, epochs_table, capped_table, tests = non_private_table(numbers)
+    assert epochs_table[1][4] == "test CRPS per seed (paper's protocol, 800 epochs a cell, lowest-validation checkpoint)"
+    assert [r[2] for r in epochs_table[2]] == [33600, 4000] and [r[0] for r in tests[2]] == \
+        ["paper's protocol"] * 2 + ["paper's protocol, 800 epochs a cell"] * 2 + ["10-epoch cap"] * 2
+    late = claim.other_verdicts(_with_equal_epochs(c10(0.5, 0.3), 0.5, 1e-6, late=13))[0]
+    assert late.verdict == "qualified" and "the training had not converged" in late.reason
+    word, reason = rule(dict(c10(0.5, 0.3), equal_epochs_full=800))
+    assert word == "reproduced" and reason.endswith("; the full report also trains every cell 800 epochs")
 
 
 def test_c12_rule_is_c10s_on_the_number_of_subsequences():
     """C12 (λ × top level at Λ = 32): a significant factor, not reproduced; none significant with power ≥ 0.8,
-    reproduced; none significant at lower power, qualified; no tests (a training gave a NaN CRPS), not evaluated, and
-    the verdict text then counts no cell. The reason names λ, the steps the cap allows at each λ and the fixed Λ; the
-    verdict text names the data and the scaling."""
+    reproduced; none significant at lower power, qualified; not converged, qualified; no tests (a training gave a NaN
+    CRPS), not evaluated, and the verdict text then counts no cell. The reason names λ, the quick report's levels and
+    steps against the full report's; the cap's reason the steps it allows at each λ; the verdict text names the data,
+    the scaling and the protocol."""
     rule = CLAIMS["C12"].rule
     assert rule(c12(0.5, 1e-6))[0] == "not reproduced"
     assert rule(c12(1e-6, 0.5))[0] == "not reproduced"
     word, reason = rule(c12(0.5, 0.3))
     assert word == "reproduced"
     assert "subsequences λ: F(1, 12) = 2, p = 0.3 (α = 0.025); power 0.90 against Δ = 0.015" in reason
-    assert reason.endswith("A 10-epoch cap runs 50 steps at λ = 1, 850 steps at λ = 16 (WOR top level, Λ = 32): "
-                           "a larger λ trains more steps, where the paper trains every cell to convergence "
-                           "(4000-16000 epochs), so a significant effect here can be training length")
-    quick = rule(dict(c12(0.5, 0.3), epochs=5))[1]
-    assert "A 5-epoch cap (the quick report's; the full report's is 10) runs 50 steps at λ = 1" in quick
+    assert reason.startswith("the paper's protocol: every cell 2000 steps (the quick report's; the full report's "
+                             "6000), validated every 25 steps, judged on the test CRPS of its checkpoint with the "
+                             "lowest validation loss; top level × λ ∈ {1, 16} (the quick report's; the full report's "
+                             "λ ∈ {1, 2, 4, 8, 16}), Λ = 32; ")
+    capped = CLAIMS["C12"].other_verdicts(c12(0.5, 0.3))[0]
+    assert capped.reason.endswith("The cap runs 50 steps at λ = 1, 850 steps at λ = 16 (WOR top level, Λ = 32): a "
+                                  "larger λ trains more steps, so an effect here can be training length, which the "
+                                  "paper's protocol equalises")
+    assert capped.verdict_text == ("not reproduced on M1 yearly at ε = ∞, Λ = 32 for the paper's 256, a 10-epoch cap, "
+                                   "the last iterate (the quick grid, 6 of 15 cells)")
     word, reason = rule(c12(0.5, 0.3, power=0.5))
     assert word == "qualified" and reason.endswith("(no significant effect, but a test's power is below 0.8)")
-    assert rule(dict(c12(0.5, 0.3, crps=float("nan")), tests=None)) == ("not evaluated", "a training gave no CRPS")
+    assert rule(c12(0.5, 0.3, late=20))[0] == "qualified"
+    nan = c12(0.5, 0.3, crps=float("nan"))
+    nan["paper"]["tests"] = None
+    assert rule(nan) == ("not evaluated", "a training gave no CRPS")
     assert verdict_text("not evaluated", cells(0, 15), CLAIMS["C12"].data({})) == \
         "not evaluated on M1 yearly at ε = ∞, Λ = 32 for the paper's 256 (0 of 15 cells)"
-    assert verdict_text("reproduced", cells(15, 15), CLAIMS["C12"].data({})) == \
-        "reproduced on M1 yearly at ε = ∞, Λ = 32 for the paper's 256 (all 15 cells)"
+    assert verdict_text("reproduced", cells(15, 15), CLAIMS["C12"].data(c12(0.5, 0.3))) == \
+        ("reproduced on M1 yearly at ε = ∞, Λ = 32 for the paper's 256, 2000 steps a cell, the lowest-validation-loss "
+         "checkpoint (all 15 cells)")
 
 
-def test_c12_table_names_lambda():
-    """C12's numbers table: a row per (top level, λ), headed λ, with the steps and each seed's CRPS."""
+def test_c12_table_names_lambda_and_both_measurements():
+    """C12's numbers tables: a row per (top level, λ) of each measurement, headed λ, with its steps, epochs and each
+    seed's CRPS (the paper's protocol: each seed's selected step too); then both measurements' F-tests."""
     from tsdp.reports.render_claims_extra import TABLES
 
-    table = TABLES["C12"](c12(0.5, 0.3))
-    assert table[0][1] == ["top level", "λ", "steps", "test CRPS per seed"]
-    assert table[0][2] == [["wor", 1, 50, "0.2000, 0.2000"], ["wor", 16, 850, "0.2000, 0.2000"]]
+    paper, cap, tests = TABLES["C12"](c12(0.5, 0.3))
+    assert paper[1] == ["top level", "λ", "steps", "epochs",
+                        "test CRPS per seed (paper's protocol, lowest-validation checkpoint)", "its step per seed"]
+    assert paper[2] == [["wor", 1, 2000, "400", "0.2000, 0.2000", "400, 2000"],
+                        ["wor", 16, 2000, "23.53", "0.2000, 0.2000", "400, 2000"]]
+    assert cap[1] == ["top level", "λ", "steps", "epochs", "test CRPS per seed (10-epoch cap, last iterate)"]
+    assert cap[2] == [["wor", 1, 50, "10", "0.3000, 0.4000"], ["wor", 16, 850, "10", "0.3000, 0.4000"]]
+    assert [(r[0], r[1]) for r in tests[2]] == [("paper's protocol", "top level"),
+                                               ("paper's protocol", "subsequences λ"),
+                                               ("10-epoch cap", "top level"), ("10-epoch cap", "subsequences λ")]
 
 
 @pytest.mark.parametrize("cid, word, tables, n", [("C8", "refuted", "w-user", 12),
@@ -692,11 +838,11 @@ def test_c10_prints_an_underpowered_test_below_the_power_it_lacks():
     nearest, 'power 0.80', the power a reproduction needs. Rounded down: 0.79."""
     from tsdp.reports.render_claims_extra import non_private_table
 
-    numbers = c10(0.5, 0.3, power=0.796)
+    numbers = c10(0.5, 0.3, power=0.796, capped_power=0.796)
     word, reason = CLAIMS["C10"].rule(numbers)
     assert word == "qualified" and "power 0.79 against" in reason and "0.80" not in reason
-    tests = non_private_table(numbers)[1][2]
-    assert [row[5] for row in tests] == ["0.79", "0.79"]
+    tests = non_private_table(numbers)[2][2]
+    assert [row[6] for row in tests] == ["0.79"] * 4
 
 
 def _c3_with(monkeypatch, bound_id, change):
@@ -768,15 +914,15 @@ def test_c10_statistics_are_printed_on_the_side_that_does_not_strengthen_the_ver
     from tsdp.reports.render_claims_extra import non_private_table
 
     numbers = c10(0.3456, 0.012341)
-    for t in numbers["tests"]:
+    for t in numbers["paper"]["tests"]:
         t.update(f=5.4371, detectable=0.012341)
     word, reason = CLAIMS["C10"].rule(numbers)
     assert word == "not reproduced"
     assert "top level: F(1, 12) = 5.44, p = 0.345 (α = 0.025)" in reason
     assert "batch size Λ: F(1, 12) = 5.43, p = 0.0124 (α = 0.025)" in reason
     assert reason.count("detects Δ = 0.0124 with power 0.8") == 2
-    rows = non_private_table(numbers)[1][2]
-    assert [(r[1], r[3], r[7]) for r in rows] == [("5.44", "0.345", "0.0124"), ("5.43", "0.0124", "0.0124")]
+    rows = non_private_table(numbers)[2][2][:2]
+    assert [(r[2], r[4], r[8]) for r in rows] == [("5.44", "0.345", "0.0124"), ("5.43", "0.0124", "0.0124")]
 
 
 def test_c3_gaps_are_printed_on_the_side_that_does_not_strengthen_the_verdict():

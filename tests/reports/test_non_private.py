@@ -1,7 +1,8 @@
 """The non-private utility claims C10 and C12 (reports.non_private) on what they train: the batches of each cell's
 configuration drawn by the sampler the training draws them with (Λ windows a step, λ in each of N' = Λ / λ series),
-and the compute loop through a stand-in training (its verdict and a NaN CRPS), in milliseconds; the real trainings
-run in `tsdp report` (tests/reports/test_report_end_to_end.py, slow)."""
+a cell's seeds trained together as each alone, and the compute loop through a stand-in training (its two protocols,
+its verdicts and a NaN CRPS), in milliseconds; the real trainings run in `tsdp report`
+(tests/reports/test_report_end_to_end.py, slow)."""
 import math
 from types import SimpleNamespace
 
@@ -13,11 +14,11 @@ from tsdp.experiments.cells import cell_config, split_of
 from tsdp.experiments.grid import Cell, GridSettings
 from tsdp.reports.claim_base import ClaimContext
 from tsdp.reports.claims import CLAIMS
-from tsdp.reports.non_private import EPOCHS, MODEL, TOPS
+from tsdp.reports.non_private import CAP_EPOCHS, MODEL, STEPS, TOPS
 from tsdp.theorems.config import DEFAULT_CONFIG, Top
 from tsdp.training.samplers import make_sampler
 
-SETTINGS = GridSettings(epochs=EPOCHS, seed=0)
+SETTINGS = GridSettings(epochs=CAP_EPOCHS, seed=0)
 
 
 @pytest.mark.parametrize("top", TOPS)
@@ -64,46 +65,111 @@ def test_c12_lambda_one_cells_are_c10s_largest_batch():
             batch_size=32)
 
 
-def _stand_in(monkeypatch, crps_of):
-    """Replace the training C10 / C12 call by one returning ``crps_of(cell, config)`` and the epochs cap's steps;
-    return the (top, Λ, λ, seed index, epochs cap) of every call."""
+def test_train_seeds_trains_each_seed_as_its_cell_alone():
+    """A cell's seeds trained together (train_seeds, C10's and C12's trainings) give each seed's numbers of its grid
+    cell trained alone (train_cell: a group of one), bit for bit: last and selected test CRPS, selected step, steps;
+    a private cell is refused naming epsilon."""
+    from tsdp.experiments.cells import train_cell, train_seeds
+    from tsdp.theorems.config import ConfigError
+
+    settings = GridSettings(epochs=2, seed=3)
+    cell = Cell(MODEL, math.inf, 0, "1-event", "shuffle")
+    config = CLAIMS["C10"].training_config(cell, settings, 32)
+    together = train_seeds(cell, settings, config, [0, 1])
+    alone = [train_cell(Cell(MODEL, math.inf, s, "1-event", "shuffle"), settings, config) for s in (0, 1)]
+    for t, a in zip(together, alone):
+        assert (t.crps, t.selection.selected_crps, t.selection.selected_step, t.steps) == \
+            (a.crps, a.selection.selected_crps, a.selection.selected_step, a.steps)
+    assert together[0].crps != together[1].crps
+    with pytest.raises(ConfigError) as exc:
+        train_seeds(Cell(MODEL, 1.0, 0, "1-event", "shuffle"), settings, config, [0])
+    assert exc.value.parameter == "epsilon"
+
+
+def _stand_in(monkeypatch, last_of, selected_of=lambda cell, config, s: 0.2, step_of=lambda steps, s: steps // 4):
+    """Replace the training C10 / C12 call (train_seeds) by one returning, for seed s, the last iterate's CRPS
+    ``last_of(cell, config, s)``, the selected checkpoint's ``selected_of(cell, config, s)`` at step
+    ``step_of(steps, s)``, and the steps of the protocol (its steps, or its epochs cap); return the (top, Λ, λ, seed
+    indices, steps, epochs, validate_every) of every call."""
     from tsdp.experiments import cells
 
     calls = []
 
-    def train_cell(cell, settings, config):
-        calls.append((str(cell.top), config.batch_size, config.instances, cell.seed_index, settings.epochs))
-        return SimpleNamespace(crps=crps_of(cell, config), steps=settings.epochs * config.steps_per_epoch)
+    def train_seeds(cell, settings, config, seed_indices, training):
+        seeds = list(seed_indices)
+        steps = training.steps or training.epochs * config.steps_per_epoch
+        calls.append((str(cell.top), config.batch_size, config.instances, tuple(seeds), training.steps,
+                      training.epochs, training.validate_every))
+        return [SimpleNamespace(crps=last_of(cell, config, s), steps=steps, epochs=steps / config.steps_per_epoch,
+                                selection=SimpleNamespace(selected_crps=selected_of(cell, config, s),
+                                                          selected_step=step_of(steps, s))) for s in seeds]
 
-    monkeypatch.setattr(cells, "train_cell", train_cell)
+    monkeypatch.setattr(cells, "train_seeds", train_seeds)
     return calls
 
 
-def test_c12_compute_trains_its_grid_and_judges_an_effect_of_lambda(monkeypatch):
-    """Through a stand-in training whose CRPS falls with λ (0.5 / λ plus seeded noise of std 1e-3): every (top level,
-    λ, seed) trained once at Λ = 32 (quick: 2 seeds, 5 epochs, said in the reason), the λ effect found (not
-    reproduced), the top level's not; a CRPS that varies with the seed alone (0.2, 0.201) is no effect of either
-    factor, and a test with power ≥ 0.8 against 5% of it (reproduced)."""
+def test_c12_compute_trains_both_protocols_and_judges_the_papers(monkeypatch):
+    """Through a stand-in training whose last iterate under the epochs cap falls with λ (0.5 / λ plus seeded noise of
+    std 1e-3: training length) and whose selected checkpoint does not (0.2 plus noise): the quick grid (λ ∈ {1, 16},
+    3 top levels, 2 seeds trained together) once under the paper's protocol (1500 steps, validated every 25) and once
+    under the 10-epoch cap; the paper's protocol finds no effect with power ≥ 0.8 and its runs converged (best step
+    at a quarter of training): reproduced; the cap's verdict, beside it, finds the λ effect (not reproduced). Best
+    steps in the last quarter for every run: qualified, not converged, the test's own word named."""
     rng = np.random.default_rng(0)
-    calls = _stand_in(monkeypatch, lambda cell, config: 0.5 / config.instances + 1e-3 * rng.standard_normal())
+    calls = _stand_in(monkeypatch, lambda cell, config, s: 0.5 / config.instances + 1e-3 * rng.standard_normal(),
+                      lambda cell, config, s: 0.2 + 1e-3 * rng.standard_normal())
     entry = CLAIMS["C12"].evaluate(DEFAULT_CONFIG, quick=True, ctx=ClaimContext(seed=0))
-    assert sorted(calls) == sorted((t, 32, lam, s, 5) for t in TOPS for lam in (1, 2, 4, 8, 16) for s in (0, 1))
-    assert entry["verdict"] == "not reproduced" and "A 5-epoch cap (the quick report's" in entry["reason"]
-    top, lam = entry["numbers"]["tests"]
-    assert lam["significant"] and not top["significant"] and lam["factor"] == "subsequences λ"
-    assert entry["verdict_text"].startswith("not reproduced on M1 yearly at ε = ∞, Λ = 32")
-    assert entry["verdict_text"].endswith("(all 15 cells)")
-    _stand_in(monkeypatch, lambda cell, config: 0.2 + 1e-3 * cell.seed_index)
+    assert sorted(calls, key=str) == sorted([(t, 32, lam, (0, 1), STEPS[True], None, 25) for t in TOPS
+                                             for lam in (1, 16)]
+                                            + [(t, 32, lam, (0, 1), None, CAP_EPOCHS, None) for t in TOPS
+                                               for lam in (1, 16)], key=str)
+    n = entry["numbers"]
+    assert n["paper"]["convergence"] == {"runs": 12, "late": 0, "tail": 0.25, "limit": 0.5, "converged": True}
+    assert entry["verdict"] == "reproduced", entry["reason"]
+    assert entry["verdict_text"] == ("reproduced on M1 yearly at ε = ∞, Λ = 32 for the paper's 256, 1500 steps a cell, "
+                                     "the lowest-validation-loss checkpoint (the quick grid, 6 of 15 cells)")
+    assert "every cell 1500 steps (the quick report's; the full report's 6000)" in entry["reason"]
+    assert "λ ∈ {1, 16} (the quick report's; the full report's λ ∈ {1, 2, 4, 8, 16})" in entry["reason"]
+    capped, figure = entry["other_verdicts"]
+    top, lam = n["capped"]["tests"]
+    assert lam["significant"] and not top["significant"] and capped["verdict"] == "not reproduced"
+    assert capped["verdict_text"] == ("not reproduced on M1 yearly at ε = ∞, Λ = 32 for the paper's 256, a 10-epoch "
+                                      "cap, the last iterate (the quick grid, 6 of 15 cells)")
+    assert "The cap runs 50 steps at λ = 1, 850 steps at λ = 16 (WOR top level, Λ = 32)" in capped["reason"]
+    assert figure["verdict"] == "not evaluated"
+    noise = lambda cell, config, s: 0.2 + 1e-3 * rng.standard_normal()  # noqa: E731
+    _stand_in(monkeypatch, noise, noise, step_of=lambda steps, s: steps - 25 * s)
     entry = CLAIMS["C12"].evaluate(DEFAULT_CONFIG, quick=True)
-    assert [t["p_value"] for t in entry["numbers"]["tests"]] == pytest.approx([1.0, 1.0])
-    assert entry["verdict"] == "reproduced"
+    assert entry["numbers"]["paper"]["convergence"]["late"] == 12
+    assert entry["verdict"] == "qualified" and entry["reason"].endswith(
+        "more than 50%, the training had not converged, so the test's finding (reproduced) can still be training "
+        "length")
+
+
+def test_c10_full_grid_trains_every_level_with_four_seeds_and_both_designs(monkeypatch):
+    """The full report: C10's four Λ × 3 top levels, 4 seeds trained together, under 6000 equal steps and 800 equal
+    epochs (both validated every 25 steps); a CRPS that varies with the seed alone is no effect of either factor in
+    either design (p = 1): reproduced, the equal-epochs design's verdict first among the others."""
+    calls = _stand_in(monkeypatch, lambda cell, config, s: 0.3 + 1e-3 * s, lambda cell, config, s: 0.2 + 1e-3 * s)
+    entry = CLAIMS["C10"].evaluate(DEFAULT_CONFIG, quick=False)
+    levels = [(t, b) for t in TOPS for b in (4, 8, 16, 32)]
+    assert sorted(c for c in calls if c[4]) == sorted((t, b, 1, (0, 1, 2, 3), STEPS[False], None, 25)
+                                                      for t, b in levels)
+    assert sorted(c for c in calls if c[6] and not c[4]) == sorted((t, b, 1, (0, 1, 2, 3), None, 800, 25)
+                                                                   for t, b in levels)
+    assert [t["p_value"] for t in entry["numbers"]["paper"]["tests"]] == pytest.approx([1.0, 1.0])
+    assert entry["verdict"] == "reproduced" and entry["verdict_text"].endswith("(all 12 cells)")
+    assert "every cell 6000 steps, validated" in entry["reason"] and "quick report" not in entry["reason"]
+    assert [o["verdict"] for o in entry["other_verdicts"]] == ["reproduced", "reproduced", "not evaluated"]
 
 
 def test_non_private_claims_with_a_nan_crps_are_not_evaluated(monkeypatch):
-    """A training that gives a NaN CRPS (one cell, one seed): no test, 'not evaluated' on 0 cells, C10 and C12."""
-    _stand_in(monkeypatch, lambda cell, config: math.nan if (str(cell.top), cell.seed_index) == ("shuffle", 1)
-              else 0.2)
+    """A training that gives a NaN selected CRPS (one cell, one seed): no test of the paper's protocol, 'not
+    evaluated' on 0 cells, C10 and C12; the cap's last iterates are finite and judged beside it."""
+    _stand_in(monkeypatch, lambda cell, config, s: 0.2 + 1e-3 * s,
+              lambda cell, config, s: math.nan if (str(cell.top), s) == ("shuffle", 1) else 0.2)
     for cid, grid in (("C10", 12), ("C12", 15)):
         entry = CLAIMS[cid].evaluate(DEFAULT_CONFIG, quick=True)
-        assert entry["verdict"] == "not evaluated" and entry["numbers"]["tests"] is None
+        assert entry["verdict"] == "not evaluated" and entry["numbers"]["paper"]["tests"] is None
         assert entry["verdict_text"].endswith(f"(0 of {grid} cells)") and entry["reason"] == "a training gave no CRPS"
+        assert entry["other_verdicts"][0]["verdict"] == "reproduced"
