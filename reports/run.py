@@ -45,7 +45,7 @@ from .errata import errata_section
 from .inference_section import attach_measured, inference_section
 from .page import to_html, to_markdown
 from .schema import SCHEMA_VERSION, AuditStatus, RunStatus
-from .tightness import load_auditor, tightness_section, violation_summary
+from .tightness import load_auditor, tightness_section, tightness_ticks, violation_summary
 
 WORKERS = available_cpus()
 """Audit worker processes: the cores this process may run on."""
@@ -117,7 +117,7 @@ def build_report(config: TrainingConfig, *, name: str = "default", out_dir: Opti
                "accounting": None, "claims": None, "consistency": None, "tightness": None, "errata": None,
                "inference": None,
                "violation": None, "violations": None}
-    n_tight = 3 if quick else 8 + 1
+    n_tight = tightness_ticks(quick=quick, audits=audit_fn is not None)
     total = len(DELTAS) * len(SCHEDULES) + len(CLAIMS) + 1 + n_tight + 1 + 2
     # no ETA: the tasks' durations differ by two orders of magnitude, so tqdm's rate would mislead
     bar = progress_bar(total=total, desc="tsdp report", unit="task", disable=not progress, dynamic_ncols=True,

@@ -96,6 +96,58 @@ def _cfg(base: TrainingConfig, theorem: str, lam: int, sigma_f: float) -> Traini
     return base.with_(top=row.top, bottom=row.bottom, instances=lam, sigma_forecast=sigma_f)
 
 
+def audit_targets(quick: bool) -> list:
+    """The audited constructions the report shows: :data:`AUDIT_TARGETS`, the quick report's :data:`QUICK_TARGETS`.
+
+    Args:
+        quick: The quick report.
+
+    Returns:
+        The (construction, λ, σ_F) rows.
+    """
+    return [t for t in AUDIT_TARGETS if not quick or t[0] in QUICK_TARGETS]
+
+
+def composed_audits(quick: bool) -> list:
+    """The steps of the T6 audits of :data:`COMPOSITION_STEPS` that run an audit of their own: :data:`AUDITED_STEPS`
+    (only one step in the quick report), less one step where the one-step T6 audit of :func:`audit_targets` serves.
+
+    Args:
+        quick: The quick report.
+
+    Returns:
+        The steps.
+    """
+    t6_audited = any(t[0] == "T6" for t in audit_targets(quick))
+    return [s for s in AUDITED_STEPS if not (quick and s > 1) and not (s == 1 and t6_audited)]
+
+
+def shuffle_audited(quick: bool) -> bool:
+    """Whether the silent shuffled construction runs through the shuffled loop (one epoch; the full report only).
+
+    Args:
+        quick: The quick report.
+
+    Returns:
+        Whether it runs (given an auditor).
+    """
+    return not quick
+
+
+def tightness_ticks(*, quick: bool, audits: bool) -> int:
+    """How many times :func:`tightness_section` calls its ``tick``: once a shown construction, once an audit of its
+    own (the report's progress bar counts them in its total).
+
+    Args:
+        quick: The quick report.
+        audits: Whether an auditor runs (``audit_fn`` is not None).
+
+    Returns:
+        The count.
+    """
+    return len(audit_targets(quick)) + (len(composed_audits(quick)) + shuffle_audited(quick) if audits else 0)
+
+
 def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], trials: int, composed_trials: int,
                       quick: bool = False, seed: int = 0, tick: Optional[Callable[[str], None]] = None,
                       step: Callable[[str], None] = lambda what: None,
@@ -124,7 +176,7 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
     answers = ReportAccounting() if answers is None else answers
     base = audit_config(config)
     status = AuditStatus.RAN if audit_fn is not None else AuditStatus.NOT_AVAILABLE
-    targets = [t for t in AUDIT_TARGETS if not quick or t[0] in QUICK_TARGETS]
+    targets = audit_targets(quick)
     audited = {}
     bounds = []
     for theorem, lam, sf in targets:
@@ -171,20 +223,19 @@ def tightness_section(config: TrainingConfig, *, audit_fn: Optional[Callable], t
         acc = answers.epsilon(t6, AUDIT_DELTA, steps=s, theorem="T6")
         row = {"steps": s, "epsilon_sound": acc.epsilon, "epsilon_attained": acc.epsilon_attained,
                "epsilon_audited_lower": None, "audit_trials": None, "confidence": None}
-        if audit_fn is not None and s in AUDITED_STEPS and not (quick and s > 1):
-            if s == 1 and "T6" in audited:
-                res = audited["T6"]
-            else:
-                step(f"audit of T6 x{s}")
-                res = audit_fn("T6", t6, trials=composed_trials, steps=s, delta=AUDIT_DELTA, seed=seed + s)
-                if tick is not None:
-                    tick(f"T6 x{s}")
+        res = audited.get("T6") if s == 1 else None  # the one-step audit of the shown constructions serves
+        if audit_fn is not None and s in composed_audits(quick):
+            step(f"audit of T6 x{s}")
+            res = audit_fn("T6", t6, trials=composed_trials, steps=s, delta=AUDIT_DELTA, seed=seed + s)
+            if tick is not None:
+                tick(f"T6 x{s}")
+        if res is not None:
             row.update(epsilon_audited_lower=res["epsilon_lower"], audit_trials=res["trials"],
                        confidence=res.get("confidence"), audit=res)
         comp.append(row)
     step("shuffled iteration")
     shuffle = {"rows": shuffle_rows(config, answers), "audit": None}
-    if audit_fn is not None and not quick:  # the silent construction through the shuffled loop, one epoch
+    if audit_fn is not None and shuffle_audited(quick):  # the silent construction through the shuffled loop
         shuffled = base.with_(top="shuffle")
         step("audit of T1 shuffled")
         shuffle["audit"] = audit_fn("T1", shuffled, trials=trials, steps=shuffled.steps_per_epoch,

@@ -86,3 +86,30 @@ def test_no_notes_no_line(monkeypatch, stand_ins, tmp_path, capsys):
         monkeypatch.setattr(run, name, lambda *a, value=value, **k: value)
     results = run.build_report(DEFAULT_CONFIG, out_dir=tmp_path / "r", progress=True, audits=False, workers=1)
     assert "notes:" not in capsys.readouterr().err and results["meta"]["notes"] == []
+
+
+@pytest.mark.parametrize("quick", [True, False])
+@pytest.mark.parametrize("audits", [True, False])
+def test_the_tightness_section_ticks_what_the_bar_counts(quick, audits, monkeypatch):
+    """The report's bar total counts the tightness section's ticks by :func:`tightness_ticks`: the real section (its
+    auditor, accounting, brackets and shuffle rows faked at their seams; the shown constructions' profiles real)
+    ticks exactly that often, with and without an auditor, quick and full. Before, the total said 8 + 1 for the full
+    report, which ticks 10 (the 10-step T6 audit and the shuffled loop's), and the bar ended as '0% 36/?'."""
+    from types import SimpleNamespace
+
+    import tsdp.reports.tightness as tightness
+
+    monkeypatch.setattr(tightness, "brackets", lambda *a, **k: [])
+    monkeypatch.setattr(tightness, "shuffle_rows", lambda *a, **k: [])
+    monkeypatch.setattr(tightness, "soundness_violations", lambda section: [])
+    answer = SimpleNamespace(epsilon=1.0, epsilon_attained=0.5, construction=None)
+    answers = SimpleNamespace(epsilon=lambda *a, **k: answer)
+
+    def auditor(theorem, cfg, *, trials, steps=1, delta, seed=0):
+        return {"theorem": theorem, "trials": trials, "epsilon_lower": 0.1, "confidence": 0.95}
+
+    ticks = []
+    tightness.tightness_section(DEFAULT_CONFIG, audit_fn=auditor if audits else None, trials=10, composed_trials=10,
+                                quick=quick, tick=ticks.append, answers=answers)
+    assert len(ticks) == tightness.tightness_ticks(quick=quick, audits=audits)
+    assert len(ticks) == (3 if quick else 8) + (0 if not audits else 0 if quick else 2)
