@@ -2,7 +2,7 @@
 collections (tests/conftest.py's ``pytest_unconfigure``).
 
 A pytest run with ``-n 2`` of one hypothesis test (whose engine installs hypothesis's gc callback) and a plugin that
-makes every full collection after the session's end take 1.5 s while the oldest generation holds the heap a run of
+makes every full collection after the session's end take 2.5 s while the oldest generation holds the heap a run of
 the suite keeps (0.3 M live objects allocated here): pytest's cleanup runs five of them, past the 5 s after which
 execnet SIGINTs a worker, and "Exception ignored in: <function ...>" with a KeyboardInterrupt is printed, the function
 being the gc callback that was running (hypothesis's gc_callback in the suite; checked here without the suite's
@@ -29,7 +29,7 @@ ENDED = []
 
 def _slow(phase, info):
     if ENDED and phase == "start" and info["generation"] == 2 and len(gc.get_objects(2)) > 100_000:
-        time.sleep(1.5)
+        time.sleep(2.5)
 
 
 gc.callbacks.append(_slow)
@@ -67,7 +67,11 @@ def test_workers_end_before_execnet_interrupts_them(tmp_path):
     (tmp_path / "test_one.py").write_text(ONE_TEST)
     without = _run(tmp_path)  # the interrupt lands in a gc callback that is running: hypothesis's or the plugin's
     out = without.stdout + without.stderr
-    assert "Exception ignored in: <function" in out and "KeyboardInterrupt" in out, out[-3000:]
+    if not ("Exception ignored in: <function" in out and "KeyboardInterrupt" in out):
+        # the reproduction is a race against execnet's timer: on a loaded machine (the slow suite on two cores) the
+        # interrupt was once not seen; without it the clean run below would pass whether or not the conftest helps
+        pytest.skip("the interrupt without the conftest did not reproduce on this machine's load: "
+                    "nothing to compare the conftest's run with")
     done = _run(tmp_path, "conftest")  # the suite's tests/conftest.py
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "1 passed" in out, out[-3000:]
