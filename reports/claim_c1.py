@@ -151,14 +151,14 @@ class C1(Claim):
                     lambdas.append(lam)
             s6 = delta_curves(Estimate.ATTAINED_UPPER, "T6", cfg, steps, eps)
             a6 = delta_curves(Estimate.ATTAINED, "T6", cfg, steps, eps)
-            curves = [{"label": "λ=1 (T6)", "instances": 1, "upper": {s: floats(s6[s]) for s in steps},
+            curves = [{"label": "λ=1 (T6, tight)", "instances": 1, "upper": {s: floats(s6[s]) for s in steps},
                        "attained": {s: floats(a6[s]) for s in steps}}]
             for lam in lambdas:
                 ctx.step(f"{label}, λ={lam}")
                 c9 = cfg.with_(instances=lam)
                 s9 = delta_curves(Estimate.ATTAINED_UPPER, "T9", c9, steps, eps)
                 a9 = delta_curves(Estimate.ATTAINED, "T9", c9, steps, eps)
-                curves.append({"label": f"λ={lam} (T9, lower bound)", "instances": lam,
+                curves.append({"label": f"λ={lam} (T9 pair: a lower bound)", "instances": lam,
                                "upper": {s: floats(s9[s]) for s in steps}, "attained": {s: floats(a9[s]) for s in steps}})
                 for s in steps:
                     row = {"cell": label, "instances": lam, "steps": s, "rho_lambda": float(c9.rho),
@@ -240,8 +240,8 @@ class C1(Claim):
             fig, axes = grid(len(f["steps"]), 3)
             for ax, s in zip(axes, f["steps"]):
                 for j, c in enumerate(panel["curves"]):
-                    plot(ax, eps, _at(c["upper"], s), color=f"C{j}", label=f"{c['label']} upper")
-                    plot(ax, eps, _at(c["attained"], s), color=f"C{j}", ls=":", label=f"{c['label']} attained")
+                    plot(ax, eps, _at(c["upper"], s), color=f"C{j}", label=f"{c['label']}, upper estimate")
+                    plot(ax, eps, _at(c["attained"], s), color=f"C{j}", ls=":", label=f"{c['label']}, attained")
                 finish_panel(ax, f"step {s}", after=f"{s} step{'s' if s > 1 else ''}")
             legend_outside(fig, axes, ncol=2)
             fig.suptitle("C1 (Fig. 2): WOR top, WR bottom, λ = 1 vs λ > 1 - " + cell_title(panel["cell"], panel["params"]))
