@@ -16,3 +16,29 @@ def test_a_non_finite_value_is_named_as_such(argv, flag, value):
     assert code == 2 and not out
     assert error_line(err) == f"tsdp forecast {argv[1]}: error: invalid {flag}: must be finite (not NaN or inf) " \
                               f"(got {value})"
+
+
+@pytest.mark.parametrize("r, w, context_length, releases, delta", [
+    ("0.5", "1", "1", "1", "0.5"),  # 1 - (1 - r)^(m k) = 1/2 exactly
+    ("0.5", "1", "1", "2", "0.75"),  # two releases: 3/4
+    ("0.5", "3", "2", "1", "0.75"),  # m = min(w, L_C) = 2: 3/4
+    ("0.25", "1", "1", "3", "0.578125"),  # 1 - (3/4)^3 = 37/64
+])
+def test_at_delta_equal_to_the_total_variation_every_sigma_meets_the_target(r, w, context_length, releases, delta):
+    """`--help`: at δ ≥ 1 - (1 - r)^(m k) every σ > 0 meets the target. At δ equal to it (a float these r make exact)
+    the run is (0, δ)-DP at every σ; before, the limit's rounding up (1e-12 relative, for the log-space product) put
+    it just above δ, the search ran and the command exited 2 with 'met even at σ = 0.001'."""
+    import json
+    from fractions import Fraction
+
+    argv = ["forecast", "calibrate", "--epsilon", "1", "--delta", delta, "--r", r, "--w", w, "--context-length",
+            context_length, "--releases", releases]
+    exact = 1 - (1 - Fraction(r)) ** (min(int(w), int(context_length)) * int(releases))  # T15's limit, composed
+    assert exact == Fraction(delta)
+    code, out, err = run_cli(argv)
+    assert code == 0, err
+    assert out.startswith(f"every σ > 0 meets the target: δ = {delta} ≥ {delta},")
+    code, out, _ = run_cli([*argv, "--json"])
+    got = json.loads(out)
+    assert code == 0 and got["every_sigma"] is True and got["epsilon"] == 0
+    assert Fraction(got["total_variation"]) == exact  # the exact limit is a float here: no rounding up needed
