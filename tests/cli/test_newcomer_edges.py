@@ -1,5 +1,5 @@
-"""`tsdp forecast calibrate` at the edges a newcomer types: a non-finite target says it must be
-finite (before: 'must be > 0 (got inf)', which inf is)."""
+"""Edges a newcomer types: a NaN or infinite value is named as such (before: 'must be > 0 (got inf)', which inf is),
+and `tsdp forecast calibrate` at δ equal to its total variation answers as its --help says."""
 import pytest
 
 from cli_run import error_line, run_cli
@@ -42,3 +42,16 @@ def test_at_delta_equal_to_the_total_variation_every_sigma_meets_the_target(r, w
     got = json.loads(out)
     assert code == 0 and got["every_sigma"] is True and got["epsilon"] == 0
     assert Fraction(got["total_variation"]) == exact  # the exact limit is a float here: no rounding up needed
+
+
+@pytest.mark.parametrize("argv, flag, value", [
+    (["train", "--model", "simple-ff", "--epsilon", "1", "--delta", "1e-5", "--clip", "inf"], "--clip", "inf"),
+    (["train", "--model", "simple-ff", "--epsilon", "1", "--delta", "1e-5", "--lr", "nan"], "--lr", "nan"),
+    (["train", "--model", "simple-ff", "--epsilon", "inf", "--delta", "1e-5"], "--epsilon", "inf"),
+    (["train", "--model", "simple-ff", "--steps", "3", "--delta", "1e-5", "--sigma", "inf"], "--sigma", "inf"),
+])
+def test_train_names_a_non_finite_value_as_such(argv, flag, value):
+    """`tsdp train` said 'must be > 0 (got inf)' for these too."""
+    code, out, err = run_cli(argv)
+    assert code == 2 and not out
+    assert error_line(err) == f"tsdp train: error: invalid {flag}: must be finite and > 0 (got {value})"
