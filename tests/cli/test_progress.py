@@ -59,7 +59,8 @@ def test_a_bar_never_shares_a_line_with_what_follows_it_in_a_file(tmp_path, monk
 def test_progress_in_a_log_is_one_line_per_finished_bar(tmp_path):
     """`tsdp epsilon ... 2> log` with the two PLD grids (sound and attained, drawn at once): the log holds one whole
     line per finished bar, no carriage return nor cursor escape (tqdm's redraws and its positioning of concurrent
-    bars, which a file shows as interleaved fragments). A fresh process (nothing an earlier test left in this one),
+    bars, which a file shows as interleaved fragments). A fresh process (in this one an earlier test's in-process
+    `report --no-progress` once left TSDP_NO_PROGRESS set, which hid every later bar: tests/cli/test_progress_switch.py),
     stderr a real file, the grids built (a cache folder of its own), the bars' delay 0 (a sitecustomize), so every
     bar ends in a line."""
     import os
