@@ -55,3 +55,14 @@ def test_train_names_a_non_finite_value_as_such(argv, flag, value):
     code, out, err = run_cli(argv)
     assert code == 2 and not out
     assert error_line(err) == f"tsdp train: error: invalid {flag}: must be finite and > 0 (got {value})"
+
+
+@pytest.mark.parametrize("path, why", [("{tmp}/missing.pt", "no such file"), ("{tmp}", "is a folder, not a file")])
+def test_a_model_file_that_is_not_there_says_so(tmp_path, path, why):
+    """`forecast predict --model-file` at a path with no file said it 'is not a model file written by this version's
+    `tsdp train --save` (a model saved by another version may have other layers; FileNotFoundError ...)'."""
+    path = path.format(tmp=tmp_path)
+    code, out, err = run_cli(["forecast", "predict", "--model-file", path, "--values", "1", "2", "--epsilon", "1",
+                              "--delta", "1e-5"])
+    assert code == 2 and not out
+    assert error_line(err) == f"tsdp forecast predict: error: invalid --model-file: {path}: {why}"
