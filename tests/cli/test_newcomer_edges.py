@@ -66,3 +66,17 @@ def test_a_model_file_that_is_not_there_says_so(tmp_path, path, why):
                               "--delta", "1e-5"])
     assert code == 2 and not out
     assert error_line(err) == f"tsdp forecast predict: error: invalid --model-file: {path}: {why}"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["epsilon", "--delta", "1e-5", "--steps", "1"], "1 training step -> 1 composition of the per-step bound"),
+    (["epsilon", "--delta", "1e-5", "--epochs", "1", "--top", "deterministic"],
+     "1 epoch -> 1 composition of the per-epoch bound"),
+    (["epsilon", "--delta", "1e-5", "--steps", "2"], "2 training steps -> 2 compositions of the per-step bound"),
+    (["calibrate", "--epsilon", "1", "--delta", "0.6", "--steps", "1"], "; 1 composition"),
+])
+def test_one_is_counted_in_the_singular(argv, words):
+    """'1 training steps -> 1 compositions' read as a slip to a newcomer."""
+    code, out, err = run_cli(argv)
+    assert code == 0, err
+    assert words in out and "1 compositions" not in out and "1 training steps" not in out
