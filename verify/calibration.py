@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Optional
 
 from dp_accounting.dp_event import ComposedDpEvent, DpEvent, SelfComposedDpEvent
@@ -213,6 +214,11 @@ def calibrate_sigma(config: TrainingConfig, target_epsilon: float, delta: float,
     )
 
 
+_EXACT_BITS = 1 << 16
+"""Size ceiling (bits of the numerators and denominators, summed over the compositions) up to which
+:func:`total_variation_bound` multiplies the exact limits; past it (long runs) it sums their logarithms in floats."""
+
+
 def total_variation_bound(event: DpEvent) -> Optional[float]:
     """An **upper** bound, rounded up, on the total variation between the composed run's neighbouring output laws at
     any σ > 0: 1 - Π_i (1 - TV_i) over its compositions, TV_i the limit of each composition's bound's δ(0) as σ → 0
@@ -220,7 +226,9 @@ def total_variation_bound(event: DpEvent) -> Optional[float]:
     that the changed element is used at all. The dominating pairs of the compositions dominate their adaptive composition and the total variation
     of a product is at most 1 - Π_i (1 - TV_i) (couple each factor maximally), so the run is (0, δ)-DP for every
     δ ≥ the bound, hence (ε, δ)-DP for every ε ≥ 0, whatever σ. A shuffled partial epoch is counted as a whole one
-    (its bound mixes the epoch's with silence, which only lowers its TV).
+    (its bound mixes the epoch's with silence, which only lowers its TV). The product is of the exact limits, rounded
+    up to a float once, where it is small (:data:`_EXACT_BITS`): a δ equal to a limit a float holds (T15 at r = 1/2:
+    1 - (1/2)^(m k)) is then seen to be at it; a longer run's is summed in log space and inflated by 1e-12 relative.
 
     Args:
         event: A training run (:func:`~tsdp.verify.events.training_event`), possibly composed with others, or k
@@ -229,16 +237,24 @@ def total_variation_bound(event: DpEvent) -> Optional[float]:
     Returns:
         The bound, or None when a composition's bound has no limit (a claim without a pair).
     """
-    log_unused = 0.0  # Σ_i log(1 - TV_i), each TV_i rounded up
+    units = []
     for unit, count in _units(event):
         bound, config, _ = resolve_event(unit)
         limit = bound.total_variation_limit(config)
         if limit is None:
             return None
-        tv = min(math.nextafter(float(limit), 2.0), 1.0)
-        if tv == 1.0:  # this composition may always use the changed element: no bound below 1
+        if limit >= 1:  # this composition may always use the changed element: no bound below 1
             return 1.0
-        log_unused += count * math.log1p(-tv)
+        units.append((Fraction(limit), count))
+    size = sum(count * ((1 - limit).numerator.bit_length() + (1 - limit).denominator.bit_length())
+               for limit, count in units)
+    if size <= _EXACT_BITS:  # exactly, rounded up once: at δ equal to a limit a float holds, δ ≥ it is seen
+        tv = 1 - math.prod(((1 - limit) ** count for limit, count in units), start=Fraction(1))
+        up = float(tv)
+        return min(1.0, up if Fraction(up) >= tv else math.nextafter(up, 2.0))
+    log_unused = 0.0  # Σ_i log(1 - TV_i), each TV_i rounded up
+    for limit, count in units:
+        log_unused += count * math.log1p(-min(math.nextafter(float(limit), 2.0), 1.0))
     return min(1.0, -math.expm1(log_unused) * (1 + 1e-12))  # the relative 1e-12 covers log1p's and expm1's rounding
 
 

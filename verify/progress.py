@@ -5,20 +5,30 @@ bar's redraws are carriage returns that a file keeps, and bars drawn at once by 
 grids, sound and attained) are positioned by cursor-up escapes, which a log shows as interleaved fragments. There a bar
 draws nothing while it runs and writes one line when it closes: its description, count and elapsed time, as the
 terminal's bar would end (:class:`LoggedBar`), and only when a terminal would have shown it (its ``delay`` passed).
+A terminal that reports 0 columns (a pseudo-terminal given no size), on which tqdm draws nothing at all, is written
+to as a log is.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from tqdm import tqdm
 
 
 def _terminal(stream) -> bool:
-    """Whether ``stream`` is a terminal (False for a file, a pipe, a closed stream or one without ``isatty``)."""
+    """Whether ``stream`` is a terminal tqdm draws on (False for a file, a pipe, a closed stream, one without
+    ``isatty``, and a terminal that reports 0 columns: a pseudo-terminal given no size, as `script` without a terminal
+    and some CI or container shells make, where tqdm draws nothing at all)."""
     try:
-        return bool(stream.isatty())
+        if not stream.isatty():
+            return False
     except (AttributeError, ValueError):
         return False
+    try:
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, ValueError, OSError):  # no descriptor to ask (io.UnsupportedOperation is both)
+        return True
 
 
 class LoggedBar(tqdm):

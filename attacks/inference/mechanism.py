@@ -259,8 +259,12 @@ def load_model(path, device: torch.device) -> Tuple[torch.nn.Module, ModelHeader
     Raises:
         ValueError: Not a file of :func:`save_model`, or its weights are not finite.
     """
+    from pathlib import Path
+
     from tsdp.training.models import make_model
 
+    if not Path(path).is_file():  # nothing to read: say so, not that it is some other file
+        raise ValueError(f"{path}: {'is a folder, not a file' if Path(path).is_dir() else 'no such file'}")
     try:
         blob = torch.load(path, map_location=device, weights_only=True)
         extra = {"lags": blob["lags"], "covariates": blob["covariates"]} if blob["model"] == "deepar" else {}

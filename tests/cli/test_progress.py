@@ -59,7 +59,8 @@ def test_a_bar_never_shares_a_line_with_what_follows_it_in_a_file(tmp_path, monk
 def test_progress_in_a_log_is_one_line_per_finished_bar(tmp_path):
     """`tsdp epsilon ... 2> log` with the two PLD grids (sound and attained, drawn at once): the log holds one whole
     line per finished bar, no carriage return nor cursor escape (tqdm's redraws and its positioning of concurrent
-    bars, which a file shows as interleaved fragments). A fresh process (nothing an earlier test left in this one),
+    bars, which a file shows as interleaved fragments). A fresh process (in this one an earlier test's in-process
+    `report --no-progress` once left TSDP_NO_PROGRESS set, which hid every later bar: tests/cli/test_progress_switch.py),
     stderr a real file, the grids built (a cache folder of its own), the bars' delay 0 (a sitecustomize), so every
     bar ends in a line."""
     import os
@@ -102,3 +103,27 @@ def test_a_terminal_still_sees_the_bar_redrawn_and_a_log_only_bars_that_outlived
             bar.update(3)
     assert screen.getvalue().count("\rstage") >= 2 and "quick" not in screen.getvalue()
     assert re.fullmatch(r"stage: 100% 3/3 \[.*\]\n", log.getvalue()), log.getvalue()
+
+
+def test_a_terminal_without_a_width_gets_the_logged_line():
+    """A pseudo-terminal that reports 0 columns (a fresh pty, `script` run without a terminal, some CI and container
+    shells): tqdm draws nothing on it at all, not even its counts, so the accountant's bars were invisible there in
+    every accounting. It is written to as a log is: one line when the bar closes."""
+    import os
+
+    from tsdp.verify.progress import LoggedBar, progress_bar
+
+    master, slave = os.openpty()
+    try:
+        assert os.get_terminal_size(slave).columns == 0  # a fresh pty has no size
+        with os.fdopen(slave, "w", closefd=False) as stream:
+            assert stream.isatty()
+            bar = progress_bar(total=3, desc="PLD grid", file=stream, leave=False, delay=0)
+            assert isinstance(bar, LoggedBar)
+            bar.update(3)
+            bar.close()
+        text = os.read(master, 4096).decode()
+        assert "PLD grid: 100% 3/3" in text and "\x1b" not in text
+    finally:
+        os.close(master)
+        os.close(slave)

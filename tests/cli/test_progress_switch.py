@@ -18,20 +18,42 @@ def test_the_accountant_bars_follow_the_switch(monkeypatch, value, hidden):
         assert bar.disable is hidden
 
 
-@pytest.mark.parametrize("argv", [
-    ["report", "--no-progress", "--config", "{bad}", "--out", "{out}"],  # stops at the config file: not JSON
-    ["verify", "--no-progress", "--quick", "--select", "no check is named this"],  # stops: no check selected
-])
-def test_no_progress_sets_the_switch_for_the_run_and_its_workers(monkeypatch, tmp_path, argv):
+@pytest.mark.parametrize("command, work", [("report", "tsdp.reports.run.build_report"),
+                                           ("verify", "tsdp.verify.checks.runner.verify")])
+@pytest.mark.parametrize("before", [None, "0"])
+def test_no_progress_sets_the_switch_for_the_run_and_its_workers_only(monkeypatch, tmp_path, command, work, before):
+    """The switch is set while the command's work runs (the workers it starts inherit it) and put back as it was when
+    the command returns, an error included: before, `main([..., "--no-progress"])` left it set in the caller's
+    process, and every later accounting there drew no bar (the test suite's in-process runs: a PLD grid bar test
+    drew nothing after an earlier test had run `report --no-progress`)."""
+    import importlib
+
     from cli_run import run_cli
 
-    monkeypatch.delenv(limits.NO_PROGRESS_ENV, raising=False)
-    bad = tmp_path / "config.json"
-    bad.write_bytes(b"\xff\xfe not json")
-    code, _, _ = run_cli([a.format(bad=bad, out=tmp_path / "out") for a in argv])
-    assert code == 2
-    assert os.environ.get(limits.NO_PROGRESS_ENV) == "1"
-    monkeypatch.delenv(limits.NO_PROGRESS_ENV)
-    code, _, _ = run_cli([a.format(bad=bad, out=tmp_path / "out") for a in argv if a != "--no-progress"])
-    assert code == 2
-    assert limits.NO_PROGRESS_ENV not in os.environ
+    from tsdp.theorems.config import ConfigError
+
+    if before is None:
+        monkeypatch.delenv(limits.NO_PROGRESS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(limits.NO_PROGRESS_ENV, before)
+    seen = []
+
+    def work_that_stops(*args, **kwargs):
+        seen.append(os.environ.get(limits.NO_PROGRESS_ENV))
+        with limits._progress(3, "PLD grid") as bar:
+            seen.append(bar.disable)
+        raise ConfigError("seed", "stopped here by the test")
+
+    module, name = work.rsplit(".", 1)
+    monkeypatch.setattr(importlib.import_module(module), name, work_that_stops)
+    argv = {"report": ["report", "--no-progress", "--no-audit", "--out", tmp_path / "out"],
+            "verify": ["verify", "--no-progress", "--quick"]}[command]
+    code, _, err = run_cli(argv)
+    assert code == 2 and "stopped here by the test" in err
+    assert seen == ["1", True]  # hidden in the run
+    assert os.environ.get(limits.NO_PROGRESS_ENV) == before  # as it was after it
+    with limits._progress(3, "PLD grid") as bar:
+        assert not bar.disable
+    seen.clear()
+    code, _, _ = run_cli([a for a in argv if a != "--no-progress"])
+    assert code == 2 and seen == [before, False]  # without the flag the switch is left alone

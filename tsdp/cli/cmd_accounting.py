@@ -53,6 +53,11 @@ def _fmt(x, refused=None, text=rounded_up) -> str:
     return f"none ({refused})" if x is None else text(x, 6)
 
 
+def _counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless n is 1 ('1 training step', '10 compositions')."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _grid(r) -> str:
     """The PLD grid of an answer: the one asked for, or the coarser one the memory ceiling forced."""
     used = r.discretization_used
@@ -121,7 +126,7 @@ def add_parsers(sub, command) -> None:
             r = account_epsilon(config, check_delta(args.delta), **common)
             target, sound, attained = f"ε at δ = {args.delta:g}", r.epsilon, r.epsilon_attained
         payload = r.as_dict()
-        sched = f"{steps} training steps" if steps is not None else f"{epochs} epochs"
+        sched = _counted(steps, "training step") if steps is not None else _counted(epochs, "epoch")
         if sound is None:
             head = f"{target}: lower bound (attained) {_fmt(attained, payload.get('attained_refused'), rounded_down)}; no upper bound: {r.sound_refused}"
         elif args.sound_only:
@@ -131,7 +136,7 @@ def add_parsers(sub, command) -> None:
         human = "\n".join([
             head,
             f"theorem {r.theorem} ({r.kind}, per {r.scope}) - {r.reason}",
-            f"{sched} -> {r.compositions} compositions of the per-{r.scope} bound; {_grid(r)}",
+            f"{sched} -> {_counted(r.compositions, 'composition')} of the per-{r.scope} bound; {_grid(r)}",
             *([] if sound is None else ["sound: connect-the-dots of the theorem's one-step profile, rounded up"]),
             *([] if args.sound_only else [
                 "attained: " + (f"{r.attained_law} composed, rounded down"
@@ -163,7 +168,7 @@ def add_parsers(sub, command) -> None:
         searched = "" if r.every_sigma else f"; relative tolerance {r.tolerance:g}"  # no search when every σ meets it
         human = "\n".join([
             head,
-            f"theorem {r.theorem} - {r.reason}; {r.compositions} compositions{searched}"
+            f"theorem {r.theorem} - {r.reason}; {_counted(r.compositions, 'composition')}{searched}"
             + ("" if r.sigma_rejected is None else f" (σ = {r.sigma_rejected:.6g} gives ε = {rounded_up(r.epsilon_rejected, 6)})"),
         ])
         _print(args, r.as_dict(), human)

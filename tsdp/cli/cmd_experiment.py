@@ -273,7 +273,7 @@ def _user_data(args):
         raise UsageError("invalid --data: give --data (your series) or --dataset (a benchmark), not both")
     for key, value in settings.items():
         if value is not None and not (math.isfinite(value) and value > 0):
-            raise UsageError(f"invalid --{key.replace('_', '-')}: must be > 0 (got {value:g})")
+            raise UsageError(f"invalid --{key.replace('_', '-')}: must be finite and > 0 (got {value:g})")
     from tsdp.datasets.benchmarks import UserData
 
     from .config_args import data_from_args

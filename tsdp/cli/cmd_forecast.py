@@ -65,7 +65,9 @@ def _config(args, sigma: float):
 def _positive(flag: str, value, upper=None) -> float:
     from .main import UsageError
 
-    if value is None or not math.isfinite(value) or value <= 0 or (upper is not None and value >= upper):
+    if value is not None and not math.isfinite(value):
+        raise UsageError(f"invalid {flag}: must be finite (not NaN or inf) (got {value})")
+    if value is None or value <= 0 or (upper is not None and value >= upper):
         bound = f"in (0, {upper})" if upper is not None else "> 0"
         raise UsageError(f"invalid {flag}: must be {bound} (got {value})")
     return value

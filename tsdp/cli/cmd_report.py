@@ -58,11 +58,6 @@ def add_parsers(sub, command) -> None:
         from tsdp.verify.cpus import check_workers
 
         workers = WORKERS if args.workers is None else check_workers("workers", args.workers)
-        if args.no_progress:
-            from tsdp.verify.pld.limits import hide_progress_bars
-
-            hide_progress_bars()  # the accountant's own bars too, in the audit and claim workers as well
-
         try:
             name, config = load_config(args.config)
         except UnicodeDecodeError:
@@ -87,9 +82,12 @@ def add_parsers(sub, command) -> None:
             raise UsageError(f"cannot write the report to {out}/ in the current folder ({exc.constraint}); "
                              f"give --out DIR") from None
         check_out_dir(out)  # a finished report replaces the folder whole
-        results = build_report(config, name=name, out_dir=out, quick=args.quick, seed=args.seed,
-                               progress=not args.no_progress, audits=not args.no_audit, real_data=real_data,
-                               workers=workers)
+        from tsdp.verify.pld.limits import progress_bars_hidden
+
+        with progress_bars_hidden(args.no_progress):  # the accountant's own bars too, in the audit and claim workers
+            results = build_report(config, name=name, out_dir=out, quick=args.quick, seed=args.seed,
+                                   progress=not args.no_progress, audits=not args.no_audit, real_data=real_data,
+                                   workers=workers)
         if args.json:
             print(dumps(results))
         else:

@@ -141,13 +141,13 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
         if args.steps is not None and args.steps < 1:
             raise UsageError(f"invalid --steps: must be >= 1 (got {args.steps})")
         if args.sigma is not None and not (math.isfinite(args.sigma) and args.sigma > 0):
-            raise UsageError(f"invalid --sigma: must be > 0 (got {args.sigma})")
+            raise UsageError(f"invalid --sigma: must be finite and > 0 (got {args.sigma})")
         if not (math.isfinite(args.weight_decay) and args.weight_decay >= 0):
             raise UsageError(f"invalid --weight-decay: must be >= 0 (got {args.weight_decay})")
         if not (math.isfinite(args.discretization) and 0 < args.discretization <= 1):
             raise UsageError(f"invalid --discretization: must be in (0, 1] (got {args.discretization})")
         if args.epsilon is not None and not (math.isfinite(args.epsilon) and args.epsilon > 0):
-            raise UsageError(f"invalid --epsilon: must be > 0 (got {args.epsilon})")
+            raise UsageError(f"invalid --epsilon: must be finite and > 0 (got {args.epsilon})")
         if args.delta is None or not (math.isfinite(args.delta) and 0 < args.delta < 1):
             raise UsageError(f"invalid --delta: private training reports its ε at a δ in (0, 1) (got {args.delta})")
         if args.warmup_steps < 0:
@@ -162,7 +162,7 @@ def add_parsers(sub: argparse._SubParsersAction, command: Callable) -> None:
             raise UsageError(f"invalid --epochs: must be >= 1 (got {args.epochs})")
         for flag, value in (("--clip", args.clip), ("--lr", args.lr)):
             if not (math.isfinite(value) and value > 0):
-                raise UsageError(f"invalid {flag}: must be > 0 (got {value})")
+                raise UsageError(f"invalid {flag}: must be finite and > 0 (got {value})")
         if args.context_length < 1:  # before σ's calibration, which the accountant allows at L_C = 0
             raise UsageError(f"invalid --context-length: must be >= 1 to train a forecaster (it reads the last L_C "
                              f"values) (got {args.context_length})")

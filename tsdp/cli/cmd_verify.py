@@ -99,12 +99,11 @@ def add_parsers(sub, command) -> None:
 
         if args.seed < 0:
             raise UsageError(f"invalid --seed: must be >= 0 (got {args.seed})")
-        if args.no_progress:
-            from tsdp.verify.pld.limits import hide_progress_bars
+        from tsdp.verify.pld.limits import progress_bars_hidden
 
-            hide_progress_bars()  # the accountant's own bars too, in the workers as well
-        report = verify(quick=args.quick, seed=args.seed, jobs=args.jobs, select=args.select,
-                        progress=not (args.quick or args.no_progress))
+        with progress_bars_hidden(args.no_progress):  # the accountant's own bars too, in the workers as well
+            report = verify(quick=args.quick, seed=args.seed, jobs=args.jobs, select=args.select,
+                            progress=not (args.quick or args.no_progress))
         if args.select and not report.checks:
             raise UsageError(f"invalid --select: no check name contains {args.select!r}")
         print(dumps(report.as_dict()) if args.json else format_report(report))

@@ -2,10 +2,11 @@
 the grid and convolution sizes it allows, the errors and warnings that report them, and progress bars."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -19,7 +20,8 @@ MEMORY_LIMIT_ENV = "TSDP_MEMORY_LIMIT"
 
 NO_PROGRESS_ENV = "TSDP_NO_PROGRESS"
 """Environment variable that hides the PLD work's progress bars (:func:`_progress`) when set to anything but '' or
-'0': in this process and the worker processes it starts. ``--no-progress`` sets it (:func:`hide_progress_bars`)."""
+'0': in this process and the worker processes it starts. ``--no-progress`` sets it for the command's run
+(:func:`progress_bars_hidden`)."""
 
 MAX_GRID_POINTS = 2**19
 """Time ceiling of a one-step grid (about 2 s to build on one core; the paper's default
@@ -139,10 +141,30 @@ def _bytes(n: float) -> str:
     return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
 
 
-def hide_progress_bars() -> None:
-    """Hide the PLD work's progress bars from now on, in this process and the workers it starts
-    (:data:`NO_PROGRESS_ENV`): what ``--no-progress`` asks of the accountant under a command's own bar."""
-    os.environ[NO_PROGRESS_ENV] = "1"
+@contextlib.contextmanager
+def progress_bars_hidden(hidden: bool = True) -> Iterator[None]:
+    """Hide the PLD work's progress bars while the block runs, in this process and the workers it starts
+    (:data:`NO_PROGRESS_ENV`): what ``--no-progress`` asks of the accountant under a command's own bar. The switch
+    is put back as it was when the block ends, an error included, so a caller that runs a command in its own process
+    (``tsdp.cli.main.main([..., "--no-progress"])``) keeps its bars afterwards.
+
+    Args:
+        hidden: Hide them (False: leave the switch alone).
+
+    Yields:
+        Nothing: the block runs with the bars hidden.
+    """
+    before = os.environ.get(NO_PROGRESS_ENV)
+    if hidden:
+        os.environ[NO_PROGRESS_ENV] = "1"
+    try:
+        yield
+    finally:
+        if hidden:
+            if before is None:
+                os.environ.pop(NO_PROGRESS_ENV, None)
+            else:
+                os.environ[NO_PROGRESS_ENV] = before
 
 
 PROGRESS_DELAY_S = 2.0
