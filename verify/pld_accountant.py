@@ -200,19 +200,18 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
             return 1.0
         if not self._components:
             return 0.0
-        return float(self._read(lambda pld: self._delta_of(pld, epsilon)))
+        return float(self._read(lambda pld: self._deltas_of(pld, [epsilon])[0]))
 
-    def _delta_of(self, pld, epsilon: float) -> float:
-        """δ at ``epsilon`` of one composed PLD, kept at or above what its estimate can be: a pessimistic PLD's δ is its
-        infinity mass plus non-negative terms, so at least that mass (δ at :data:`_EPS_FAR`); an optimistic one's at
-        least 0. Far in the tail the library's sum of FFT-composed masses cancels to float noise (about 1e-15 on a
-        unit mass): the sound δ at ε = 30 after 10 steps of the paper's configuration read -4.6e-16, below its
-        attained 1e-15. Raising a sound reading to its floor keeps it an upper bound; a lower bound of 0 always
-        holds."""
-        delta = float(pld.get_delta_for_epsilon(epsilon))
-        if self.estimate == Estimate.ATTAINED:
-            return max(delta, 0.0)
-        return max(delta, float(pld.get_delta_for_epsilon(_EPS_FAR)))
+    def _deltas_of(self, pld, epsilons: Sequence[float]) -> np.ndarray:
+        """δ at each of ``epsilons`` of one composed PLD, kept at or above what its estimate can be: a pessimistic
+        PLD's δ is its infinity mass plus non-negative terms, so at least that mass (δ at :data:`_EPS_FAR`, read once
+        per PLD); an optimistic one's at least 0. Far in the tail the library's sum of FFT-composed masses cancels to
+        float noise (about 1e-15 on a unit mass): the sound δ at ε = 30 after 10 steps of the paper's configuration
+        read -4.6e-16, below its attained 1e-15. Raising a sound reading to its floor keeps it an upper bound; a
+        lower bound of 0 always holds."""
+        deltas = np.array([float(pld.get_delta_for_epsilon(float(e))) for e in epsilons])
+        floor = 0.0 if self.estimate == Estimate.ATTAINED else float(pld.get_delta_for_epsilon(_EPS_FAR))
+        return np.maximum(deltas, floor)
 
     def get_delta_curve(self, epsilons: Union[Sequence[float], np.ndarray]) -> np.ndarray:
         """δ at every ε of ``epsilons`` (an array), in the direction of ``estimate``; the composition is
@@ -232,8 +231,7 @@ class PldAccountant(privacy_accountant.PrivacyAccountant):
         if not self._components:
             return np.zeros_like(eps)
         # one ε at a time: the library's scalar read is numpy, its list read a Python loop over the PMF
-        return np.asarray(self._read(lambda pld: np.array([self._delta_of(pld, float(e)) for e in eps])),
-                          dtype=float)
+        return np.asarray(self._read(lambda pld: self._deltas_of(pld, eps)), dtype=float)
 
     # ----- composition (the one place)
     def _one(self, event: BoundDpEvent):

@@ -19,3 +19,20 @@ def test_the_sound_delta_far_in_the_tail_is_not_below_zero_nor_the_attained_one(
     assert 0 <= got["delta_attained"] <= got["delta"] <= 1e-14  # the truncated mass, not a real δ (true δ < 1e-100)
     code, out, _ = run_cli(["epsilon", "--epsilon", epsilon, "--steps", "10"])
     assert code == 0 and "sound -" not in out
+
+
+def test_the_delta_curve_keeps_the_same_floor_as_each_reading():
+    """get_delta_curve reads the floor once per PLD; every point equals get_delta's reading at that ε, the sound
+    curve is never below the attained one nor below 0, and a δ above the floor (ε = 1) is the library's reading."""
+    from tsdp.theorems.config import DEFAULT_CONFIG
+    from tsdp.verify.accountant import PldAccountant
+    from tsdp.verify.events import training_event
+
+    eps = [1.0, 20.0, 30.0, 40.0]
+    run = training_event(DEFAULT_CONFIG, steps=10)
+    sound, attained = (PldAccountant(e, discretization=1e-3).compose(run) for e in ("sound", "attained"))
+    curve_s, curve_a = sound.get_delta_curve(eps), attained.get_delta_curve(eps)
+    assert list(curve_s) == [sound.get_delta(e) for e in eps]
+    assert list(curve_a) == [attained.get_delta(e) for e in eps]
+    assert all(0 <= a <= s for a, s in zip(curve_a, curve_s))
+    assert curve_s[0] > 1e-3 > curve_s[-1]
