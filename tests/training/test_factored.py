@@ -606,3 +606,18 @@ def test_a_float32_ghost_norm_under_cancellation_is_the_windows_norm_in_both_eng
         stack.clipped_sums([context[i:i + 1], forecast[i:i + 1]], clip, torch.ones(1), out)
         assert float(alone["lin.weight"].double().norm()) <= clip
         assert float(out["lin.weight"].double().norm()) <= clip
+
+
+def test_cached_plan_follows_renamed_modules():
+    """The plan's qualified names follow the model when its submodules are renamed in place (the same modules and
+    parameters, reached in the same order: only the names differ): the clipped sum is keyed as ``named_parameters``
+    names them now, with the same values. A cache checked on module and parameter ids alone served the old names."""
+    model = trained_like("simple-ff", 12, 3, seed=19)
+    c, f = windows(4, 12, 3, seed=20)
+    before, _ = factored_clipped_sum(model, c, f, 0.4)
+    model.mlp._modules = {f"layer{k}": m for k, m in model.mlp._modules.items()}  # same modules, same order
+    got, _ = factored_clipped_sum(model, c, f, 0.4)
+    names = [k for k, p in model.named_parameters() if p.requires_grad]
+    assert list(got) == names and "mlp.layer2.weight" in names
+    renamed = {k.replace("mlp.", "mlp.layer"): v for k, v in before.items()}
+    assert all(torch.equal(got[k], renamed[k]) for k in got)
