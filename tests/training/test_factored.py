@@ -621,3 +621,21 @@ def test_cached_plan_follows_renamed_modules():
     assert list(got) == names and "mlp.layer2.weight" in names
     renamed = {k.replace("mlp.", "mlp.layer"): v for k, v in before.items()}
     assert all(torch.equal(got[k], renamed[k]) for k in got)
+
+
+def test_cached_plan_and_workspace_follow_a_dtype_change():
+    """``model.double()`` after float32 steps keeps every Parameter object (torch swaps their data), so the plan's
+    signature is unchanged: the plan must read the dtype each step, and the workspace must remake its float32 buffers.
+    DeepAR (workspace buffers for its recurrent factors) in float32, then float64: the clipped sum comes out float64
+    and equals the per-example loop (1e-10)."""
+    torch.manual_seed(21)
+    model = make_model("deepar", 26, 4)
+    c, f = windows(4, 26, 4, seed=22)
+    got, _ = factored_clipped_sum(model, c.float(), f.float(), 0.3)
+    assert all(v.dtype == torch.float32 for v in got.values())
+    model.double()
+    ref, loop_norms = loop_reference(model, c, f, 0.3)
+    got, norms = factored_clipped_sum(model, c, f, 0.3)
+    assert all(v.dtype == torch.float64 for v in got.values())
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+    assert_grads_close(got, ref, atol=1e-10)
