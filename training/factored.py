@@ -78,8 +78,8 @@ def _factored_sum(
         raise FactoredGradientError(f"the model must return one loss per sample, shape ({m},); got {tuple(loss.shape)}")
     recorder.check_unmodified()
     called = [(name, mod, recorder.calls[id(mod)]) for name, mod, _ in recorder.owners if recorder.calls[id(mod)]]
-    tied = applied_ties([(f, l) for f, l in declared_ties(model) if type(f) is nn.Linear and type(l) is nn.Linear],
-                        {id(mod): [ys for _, ys in calls] for _, mod, calls in called})
+    ties = [(f, l) for f, l in declared_ties(model, plan.modules(model)) if type(f) is nn.Linear and type(l) is nn.Linear]
+    tied = applied_ties(ties, {id(mod): [ys for _, ys in calls] for _, mod, calls in called})
     asked = [(name, mod, calls) for name, mod, calls in called if id(mod) not in tied]  # followers: their leader's
     outputs = [y for _, _, calls in asked for _, ys in calls for y in ys]
     out_grads = iter(torch.autograd.grad(loss, outputs, grad_outputs=torch.ones_like(loss), allow_unused=True))

@@ -50,24 +50,28 @@ def parameter_owners(model: nn.Module) -> List[Owner]:
 
 
 def module_signature(model: nn.Module) -> list:
-    """Every module reachable from ``model`` and each parameter slot's (id, requires_grad), in a fixed order.
+    """Every module reachable from ``model`` with its children's names, and each parameter slot's name, id and
+    requires_grad, in a fixed order.
 
-    Equal signatures mean the same parameter-owning modules and the same trainable parameters:
-    a plan holds its owners and parameters alive, so their ids cannot be reused meanwhile.
+    Equal signatures mean the same modules under the same names and the same trainable parameters in the same slots:
+    a plan holds every module and its trainable parameters alive, so their ids cannot be reused meanwhile (a frozen
+    parameter's could, but a frozen parameter is in no plan, and one turned trainable changes the signature).
 
     Args:
         model: the model to read.
 
     Returns:
-        The flat list of module ids and parameter slots (None for an empty slot).
+        The flat list of module ids, their children's names and parameter slots ((name, None) for an empty slot).
     """
     out, stack = [], [model]
     while stack:
         module = stack.pop()
+        children = module._modules
         out.append(id(module))
-        for p in module._parameters.values():
-            out.append(None if p is None else (id(p), p.requires_grad))
-        stack.extend(module._modules.values())
+        out.append(tuple(children))
+        for k, p in module._parameters.items():
+            out.append((k, None) if p is None else (k, id(p), p.requires_grad))
+        stack.extend(children.values())
     return out
 
 
@@ -90,6 +94,7 @@ class OwnerPlan:
         owners = parameter_owners(model)
         # the model itself is the cache's weak key: holding it here would keep it alive, so None stands for it
         self._owners = [(name, None if module is model else module, own) for name, module, own in owners]
+        self._modules = [None if module is model else module for module in model.modules()]
         self.params = {f"{name}.{k}" if name else k: p for name, _, own in owners for k, p in own.items()}
 
     def owners(self, model: nn.Module) -> List[Owner]:
@@ -103,13 +108,24 @@ class OwnerPlan:
         """
         return [(name, model if module is None else module, own) for name, module, own in self._owners]
 
+    def modules(self, model: nn.Module) -> List[nn.Module]:
+        """``model.modules()`` of the model this plan was made for (each module once, in module order).
+
+        Args:
+            model: that model.
+
+        Returns:
+            The modules, ``model`` first.
+        """
+        return [model if module is None else module for module in self._modules]
+
 
 _PLANS: "weakref.WeakKeyDictionary[nn.Module, OwnerPlan]" = weakref.WeakKeyDictionary()
 
 
 def plan_of(model: nn.Module) -> OwnerPlan:
     """``model``'s cached plan, rebuilt when its signature changed (a module or parameter added, removed, replaced,
-    frozen or unfrozen): one walk over the modules per step instead of ``named_modules``' with its names.
+    renamed, frozen or unfrozen): one walk over the modules per step instead of ``named_modules``' with its names.
 
     Args:
         model: the model.

@@ -16,7 +16,7 @@ tests/training/test_tied_gradients.py checks both engines' norms and sums with t
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -29,18 +29,20 @@ _DECLARE = "tied_output_gradients"
 """The name of the method by which a submodule declares its ties."""
 
 
-def declared_ties(model: nn.Module) -> List[Tie]:
+def declared_ties(model: nn.Module, modules: Optional[Iterable[nn.Module]] = None) -> List[Tie]:
     """Every tie ``model``'s submodules declare, in module order.
 
     Args:
         model: the model; a submodule declares ties by a method ``tied_output_gradients()`` (of its class, or set
             on the instance) returning (follower, leader) pairs of modules.
+        modules: ``model.modules()`` where the caller holds them already (the factored engine's cached plan,
+            :meth:`training.parameter_owners.OwnerPlan.modules`: no walk of the model); None reads them.
 
     Returns:
         The (follower, leader) pairs.
     """
     ties: List[Tie] = []
-    for module in model.modules():
+    for module in model.modules() if modules is None else modules:
         # looked up on the class and the instance's own attributes only: ``getattr`` on a module without the method
         # falls through to Module.__getattr__ and raises, about 8 µs per module per step
         if hasattr(type(module), _DECLARE) or _DECLARE in module.__dict__:

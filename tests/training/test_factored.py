@@ -606,3 +606,36 @@ def test_a_float32_ghost_norm_under_cancellation_is_the_windows_norm_in_both_eng
         stack.clipped_sums([context[i:i + 1], forecast[i:i + 1]], clip, torch.ones(1), out)
         assert float(alone["lin.weight"].double().norm()) <= clip
         assert float(out["lin.weight"].double().norm()) <= clip
+
+
+def test_cached_plan_follows_renamed_modules():
+    """The plan's qualified names follow the model when its submodules are renamed in place (the same modules and
+    parameters, reached in the same order: only the names differ): the clipped sum is keyed as ``named_parameters``
+    names them now, with the same values. A cache checked on module and parameter ids alone served the old names."""
+    model = trained_like("simple-ff", 12, 3, seed=19)
+    c, f = windows(4, 12, 3, seed=20)
+    before, _ = factored_clipped_sum(model, c, f, 0.4)
+    model.mlp._modules = {f"layer{k}": m for k, m in model.mlp._modules.items()}  # same modules, same order
+    got, _ = factored_clipped_sum(model, c, f, 0.4)
+    names = [k for k, p in model.named_parameters() if p.requires_grad]
+    assert list(got) == names and "mlp.layer2.weight" in names
+    renamed = {k.replace("mlp.", "mlp.layer"): v for k, v in before.items()}
+    assert all(torch.equal(got[k], renamed[k]) for k in got)
+
+
+def test_cached_plan_and_workspace_follow_a_dtype_change():
+    """``model.double()`` after float32 steps keeps every Parameter object (torch swaps their data), so the plan's
+    signature is unchanged: the plan must read the dtype each step, and the workspace must remake its float32 buffers.
+    DeepAR (workspace buffers for its recurrent factors) in float32, then float64: the clipped sum comes out float64
+    and equals the per-example loop (1e-10)."""
+    torch.manual_seed(21)
+    model = make_model("deepar", 26, 4)
+    c, f = windows(4, 26, 4, seed=22)
+    got, _ = factored_clipped_sum(model, c.float(), f.float(), 0.3)
+    assert all(v.dtype == torch.float32 for v in got.values())
+    model.double()
+    ref, loop_norms = loop_reference(model, c, f, 0.3)
+    got, norms = factored_clipped_sum(model, c, f, 0.3)
+    assert all(v.dtype == torch.float64 for v in got.values())
+    assert torch.allclose(norms, loop_norms, rtol=1e-10, atol=0)
+    assert_grads_close(got, ref, atol=1e-10)

@@ -304,3 +304,29 @@ def test_declared_ties_are_found_on_classes_and_instances():
     got = declared_ties(model)
     assert [(id(f), id(l)) for f, l in got] == [(id(f), id(l)) for f, l in want]
     assert [(id(f), id(l)) for f, l in by_getattr] == [(id(f), id(l)) for f, l in want]
+
+
+def test_factored_engine_follows_a_swapped_in_declaring_module(monkeypatch):
+    """The factored engine reads the declaring modules from its cached plan of the model: after the recurrence inside
+    a wrapper is replaced by a new one, the new module's tie is the one applied (a module list cached without
+    invalidation would offer the old module's tie, which matches no recorded call, and apply none), and the clipped
+    sum equals vmap's (1e-10) before and after."""
+
+    class Wrapper(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, context, forecast):
+            return self.inner(context, forecast)
+
+    seen = spy(monkeypatch, factored)
+    model, inputs = recurrence_case(1.0)
+    wrapper = Wrapper(model)
+    for inner in (model, Recurrence(1.0).double()):
+        wrapper.inner = inner
+        grads, ref_norms = reference(wrapper, inputs)
+        clip = float(ref_norms.median())
+        got, _ = factored_case(wrapper, inputs, clip)
+        assert_grads_close(got, clipped_reference(grads, ref_norms, clip), torch.float64, "swapped")
+    assert seen == [1, 1]
